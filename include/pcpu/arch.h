@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file pcpu/arch.h
+ * Picks the architecture header that supplies the rseq critical sections.
+ *
+ * Each arch header defines PCPU_ARCH_HAVE_RSEQ and, when it is 1:
+ *  - pcpu__arch_thread_pointer(): the thread pointer the rseq offset is
+ *    relative to;
+ *  - pcpu__rseq_addv(): an rseq critical section that adds to a 64-bit word
+ *    if the thread is still on the expected slot;
+ *  - pcpu__rseq_cmpeqv_storev(): one that stores a word if the thread is on
+ *    the expected slot and the word holds the expected value.
+ * The generic header has no assembly: everything takes the fallback path.
+ * None of this is API.
+ */
+#ifndef PCPU_ARCH_H
+#define PCPU_ARCH_H
+
+#define PCPU__ARCH_H_INSIDE 1
+
+/* ThreadSanitizer cannot see inside inline assembly, so code built with it
+ * takes the (atomic, TSan-visible) fallback path everywhere. */
+#if defined(__SANITIZE_THREAD__)
+#define PCPU__NO_RSEQ_ASM 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define PCPU__NO_RSEQ_ASM 1
+#endif
+#endif
+
+#if defined(PCPU_NO_RSEQ) || defined(PCPU__NO_RSEQ_ASM)
+#include <pcpu/arch/generic.h>
+#elif defined(__x86_64__)
+#include <pcpu/arch/x86_64.h>
+#else
+/* aarch64 and others: plain C fallback until their header is written. */
+#include <pcpu/arch/generic.h>
+#endif
+
+#undef PCPU__ARCH_H_INSIDE
+
+#endif /* PCPU_ARCH_H */

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file pcpu/common.h
+ * Definitions shared by every pcpu header: export macros, the slot stride,
+ * the per-thread rseq area, and the process-wide mode query.
+ *
+ * Everything named `pcpu__` (two underscores) is visible only so that the
+ * inline fast paths can use it. It is not API: it may change in any release.
+ */
+#ifndef PCPU_COMMON_H
+#define PCPU_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+#define PCPU_BEGIN_DECLS extern "C" {
+#define PCPU_END_DECLS }
+#else
+#define PCPU_BEGIN_DECLS
+#define PCPU_END_DECLS
+#endif
+
+#define PCPU_API __attribute__((visibility("default")))
+#define PCPU_LIKELY(x) __builtin_expect(!!(x), 1)
+#define PCPU_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+#define PCPU_VERSION_MAJOR 0
+#define PCPU_VERSION_MINOR 1
+#define PCPU_VERSION_PATCH 0
+
+/**
+ * Distance in bytes between the copies of one object for consecutive slots.
+ *
+ * Every zone uses the same stride, as FreeBSD's UMA_ZONE_PCPU does, so the
+ * copy of an object for slot i is always `obj + i * PCPU_SLOT_STRIDE` and the
+ * hot path needs no per-zone lookup for it (a shift, not a multiply).
+ * Zones reserve address space in chunks of `nslots * PCPU_SLOT_STRIDE` with
+ * MAP_NORESERVE; only pages a slot writes ever become resident. It also bounds
+ * one object (an array of counters) to PCPU_ZONE_MAX_OBJECT bytes.
+ */
+#define PCPU_SLOT_STRIDE_SHIFT 25
+#define PCPU_SLOT_STRIDE ((size_t)1 << PCPU_SLOT_STRIDE_SHIFT)
+
+/* Byte offsets of the fields of the kernel's struct rseq (linux/rseq.h).
+ * They are ABI: fixed by the kernel, the same on every architecture. */
+#define PCPU__RSEQ_OFF_CPU_ID 4
+#define PCPU__RSEQ_OFF_CS 8
+#define PCPU__RSEQ_OFF_MM_CID 24
+
+PCPU_BEGIN_DECLS
+
+/**
+ * Process-wide, read-mostly state the inline fast paths read. Written once,
+ * under pcpu's init lock, before the first zone is handed out.
+ *  - rseq_offset: offset of the calling thread's struct rseq from the thread
+ *    pointer (glibc's __rseq_offset, or pcpu's own static-TLS area). Constant
+ *    for every thread because both live in static TLS.
+ *  - nslots: number of slots (possible CPUs). 0 until initialised, which
+ *    makes every fast path fall into the slow path, which initialises.
+ */
+struct pcpu__globals {
+	ptrdiff_t rseq_offset;
+	uint32_t nslots;
+	uint32_t reserved;
+};
+extern PCPU_API struct pcpu__globals pcpu__g;
+
+/**
+ * How the calling thread updates per-CPU data.
+ */
+enum pcpu_rseq_mode {
+	PCPU_RSEQ_GLIBC = 1,    /**< rseq area registered by glibc (>= 2.35) */
+	PCPU_RSEQ_OWN = 2,      /**< rseq area registered by pcpu for this thread */
+	PCPU_RSEQ_FALLBACK = 3, /**< no rseq: exact atomic adds on per-slot words */
+};
+
+/**
+ * Reports how the calling thread updates counters, registering it first if
+ * pcpu registers rseq areas itself and this thread has not yet done so.
+ *
+ * Fallback happens when the kernel refuses rseq (ENOSYS, EPERM from a seccomp
+ * filter, valgrind, gVisor), when another library already registered an area
+ * pcpu cannot find (EBUSY), when the environment variable PCPU_RSEQ=0 is set,
+ * or when pcpu was built with ThreadSanitizer. pcpu_rseq_error() says which.
+ *
+ * Thread-safe; async-signal-safe; cost: a few loads once registered.
+ */
+PCPU_API enum pcpu_rseq_mode pcpu_rseq_mode(void);
+
+/** Short name of a mode: "glibc", "own", "fallback" (never NULL). */
+PCPU_API const char *pcpu_rseq_mode_name(enum pcpu_rseq_mode mode);
+
+/**
+ * The errno value that sent the calling thread to the fallback path
+ * (ENOSYS, EPERM, EBUSY, EINVAL...), ECANCELED when fallback was asked for
+ * (PCPU_RSEQ=0, ThreadSanitizer), or 0 when the thread uses rseq.
+ * Thread-safe; async-signal-safe.
+ */
+PCPU_API int pcpu_rseq_error(void);
+
+/**
+ * Whether the kernel fills rseq's mm_cid field (Linux >= 6.3), decided from
+ * getauxval(AT_RSEQ_FEATURE_SIZE), not from glibc's __rseq_size.
+ * Thread-safe.
+ */
+PCPU_API int pcpu_rseq_has_mm_cid(void);
+
+/**
+ * Number of slots every zone has: the possible CPUs of the machine
+ * (/sys/devices/system/cpu/possible, not the online count), which also
+ * bounds rseq's mm_cid. Initialises pcpu if needed; never 0.
+ * Thread-safe.
+ */
+PCPU_API unsigned pcpu_nslots(void);
+
+/* Slow path of every rseq fast path: initialises pcpu and registers the
+ * calling thread if needed. Returns 0 if the caller may retry rseq, -1 if
+ * this thread must use the fallback path. Async-signal-safe. */
+PCPU_API int pcpu__thread_prepare(void);
+
+/* Debug-build handle check (PCPU_DEBUG): prints what is wrong with `obj`
+ * to stderr and aborts if it is not a live allocation; else returns. */
+PCPU_API void pcpu__debug_check(const void *obj, const char *func);
+
+PCPU_END_DECLS
+
+#endif /* PCPU_COMMON_H */

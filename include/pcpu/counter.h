@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file pcpu/counter.h
+ * Exact 64-bit per-CPU counters: FreeBSD's counter(9) for user space.
+ *
+ * A counter is an object of a per-CPU zone (pcpu/zone.h). Each slot holds two
+ * words:
+ *
+ *     struct pcpu_counter { int64_t rseq_sum; int64_t atomic_sum; }
+ *
+ *  - rseq_sum is written only by the rseq fast path: an unlocked `add` that
+ *    commits an rseq critical section on the thread's own slot;
+ *  - atomic_sum is written only by atomic read-modify-writes: the fallback
+ *    path (no rseq, or too many aborts in a row) and resets.
+ * The two never share a word, because a plain read-modify-write beside an
+ * atomic one on the same word loses updates. A fetch sums both words of every
+ * slot.
+ *
+ * Adds are exact in every mode: no update is ever lost, whatever the number
+ * of threads, migrations, signals or forks. What a read guarantees:
+ *  - pcpu_counter_fetch() reads each slot once, one after the other. It is
+ *    not a point-in-time snapshot: adds that run concurrently may or may not
+ *    be included, independently per slot. Once adders stop (and their
+ *    threads' stores are visible, e.g. after pthread_join), it is exact.
+ *    For a counter that is only ever added non-negative values and not reset
+ *    concurrently, successive fetches never decrease.
+ *  - Values wrap modulo 2^64; cast the result to int64_t for a gauge.
+ *  - pcpu_counter_fetch_and_zero(): every add is reported by exactly one
+ *    fetch_and_zero or by the final fetch, with any number of concurrent
+ *    adders and resetters. A reset never stores into a word an adder adds to
+ *    non-atomically: it subtracts what it read from slot 0's atomic_sum
+ *    (the "reset by offset" of DPDK's statistics guide).
+ */
+#ifndef PCPU_COUNTER_H
+#define PCPU_COUNTER_H
+
+#include <pcpu/common.h>
+#include <pcpu/zone.h>
+#include <pcpu/arch.h>
+
+PCPU_BEGIN_DECLS
+
+/** One slot's copy of a counter. The fields are private to pcpu. */
+struct pcpu_counter {
+	int64_t pcpu__rseq_sum;
+	int64_t pcpu__atomic_sum;
+};
+
+/** A counter: the address of slot 0's copy. NULL is never a valid counter. */
+typedef struct pcpu_counter *pcpu_counter_t;
+
+/* Consecutive aborts after which an add takes the fallback path, so a
+ * debugger single-stepping through the section, or a signal storm, cannot
+ * stall it. */
+#define PCPU_RSEQ_MAX_TRIES 4
+
+/* Out-of-line fallback: registers the thread if it never was, else does an
+ * atomic add on a slot's atomic_sum. Async-signal-safe. */
+PCPU_API void pcpu__counter_add_slow(pcpu_counter_t c, int64_t v);
+
+static inline pcpu_counter_t pcpu__counter_slot(pcpu_counter_t c, uint32_t idx)
+{
+	return (pcpu_counter_t)((char *)c + ((size_t)idx << PCPU_SLOT_STRIDE_SHIFT));
+}
+
+/* The rseq path: returns 0 once committed, -1 if it gave up (thread not
+ * registered, or PCPU_RSEQ_MAX_TRIES aborts in a row). */
+static inline int pcpu__counter_add_rseq(pcpu_counter_t c, int64_t v)
+{
+#if PCPU_ARCH_HAVE_RSEQ
+	char *area = pcpu__arch_thread_pointer() + pcpu__g.rseq_offset;
+	uint32_t off = pcpu__chunk_of(c)->index_off;
+	int tries;
+
+	for (tries = 0; tries < PCPU_RSEQ_MAX_TRIES; tries++) {
+		int32_t idx = __atomic_load_n((int32_t *)(area + off), __ATOMIC_RELAXED);
+
+		/* Negative (not registered) and out of range in one compare. */
+		if (PCPU_UNLIKELY((uint32_t)idx >= pcpu__g.nslots))
+			return -1;
+		if (PCPU_LIKELY(pcpu__rseq_addv(area, off, idx,
+						&pcpu__counter_slot(c, (uint32_t)idx)->pcpu__rseq_sum,
+						v) == 0))
+			return 0;
+	}
+#else
+	(void)c;
+	(void)v;
+#endif
+	return -1;
+}
+
+/**
+ * Adds `v` (negative allowed) to counter `c`.
+ *
+ * Fast path: one rseq critical section on the calling thread's slot, no lock
+ * prefix, no atomic instruction, no call. Fallback (no rseq, or repeated
+ * aborts): one atomic add on a per-slot word, still exact and still without a
+ * shared cache line. `c` must be a live counter (undefined behaviour
+ * otherwise, as for any freed memory; with PCPU_DEBUG defined, it is checked
+ * and a bad counter aborts with a message).
+ * Thread-safe; async-signal-safe (a handler may add to the counter the code
+ * it interrupted is adding to). Cost: about a private `+=` plus a few cycles.
+ */
+static inline void pcpu_counter_add(pcpu_counter_t c, int64_t v)
+{
+#ifdef PCPU_DEBUG
+	pcpu__debug_check(c, "pcpu_counter_add");
+#endif
+	if (PCPU_LIKELY(pcpu__counter_add_rseq(c, v) == 0))
+		return;
+	pcpu__counter_add_slow(c, v);
+}
+
+/** pcpu_counter_add(c, 1). */
+static inline void pcpu_counter_inc(pcpu_counter_t c)
+{
+	pcpu_counter_add(c, 1);
+}
+
+/**
+ * Adds vs[i] to cs[i] for i < n, looking up the slot index once for all of
+ * them (DPDK's multiple-counter update). Each add is its own critical
+ * section, so the group is not atomic as a whole (see the statistics layer's
+ * consistent groups for that); each add is exact. Counters may come from
+ * different zones. Thread-safe; async-signal-safe.
+ */
+static inline void pcpu_counter_add_many(const pcpu_counter_t *cs,
+					 const int64_t *vs, size_t n)
+{
+	size_t i;
+#if PCPU_ARCH_HAVE_RSEQ
+	char *area = pcpu__arch_thread_pointer() + pcpu__g.rseq_offset;
+	uint32_t cur_off = 0;
+	int32_t idx = -1;
+
+	for (i = 0; i < n; i++) {
+		uint32_t off = pcpu__chunk_of(cs[i])->index_off;
+		int tries;
+
+#ifdef PCPU_DEBUG
+		pcpu__debug_check(cs[i], "pcpu_counter_add_many");
+#endif
+		for (tries = 0;; tries++) {
+			if (off != cur_off || tries > 0) {
+				cur_off = off;
+				idx = __atomic_load_n((int32_t *)(area + off), __ATOMIC_RELAXED);
+			}
+			if (PCPU_UNLIKELY((uint32_t)idx >= pcpu__g.nslots ||
+					  tries == PCPU_RSEQ_MAX_TRIES)) {
+				pcpu__counter_add_slow(cs[i], vs[i]);
+				break;
+			}
+			if (PCPU_LIKELY(pcpu__rseq_addv(area, off, idx,
+							&pcpu__counter_slot(cs[i], (uint32_t)idx)->pcpu__rseq_sum,
+							vs[i]) == 0))
+				break;
+		}
+	}
+#else
+	for (i = 0; i < n; i++)
+		pcpu__counter_add_slow(cs[i], vs[i]);
+#endif
+}
+
+/** Element i of a counter array from pcpu_counter_alloc_array(). */
+static inline pcpu_counter_t pcpu_counter_at(pcpu_counter_t array, size_t i)
+{
+	return array + i;
+}
+
+/**
+ * Allocates one counter, zero, in pcpu's default zone (created on first use
+ * with PCPU_INDEX_DEFAULT). Returns NULL with errno ENOMEM on failure.
+ * Thread-safe; not async-signal-safe. Cost: a mutex and a hash insert.
+ */
+PCPU_API pcpu_counter_t pcpu_counter_alloc(void);
+
+/**
+ * Allocates `n` counters (per-flow counters, a struct of statistics) as one
+ * object: element i is pcpu_counter_at(c, i), freed together with
+ * pcpu_counter_free(c). NULL with errno EINVAL (n == 0), E2BIG (more than
+ * PCPU_ZONE_MAX_OBJECT / 16 counters) or ENOMEM.
+ */
+PCPU_API pcpu_counter_t pcpu_counter_alloc_array(size_t n);
+
+/**
+ * Allocates `n` counters in `zone` (to choose the slot index, or to keep a
+ * subsystem's counters together). Same errors as pcpu_counter_alloc_array(),
+ * EINVAL for a NULL zone.
+ */
+PCPU_API pcpu_counter_t pcpu_counter_alloc_in(pcpu_zone_t *zone, size_t n);
+
+/**
+ * Frees a counter or counter array (the handle the allocation returned).
+ * Returns 0, or -1 with errno EINVAL if `c` is not a live allocation
+ * (nothing is changed). NULL is a no-op. The caller guarantees no thread
+ * still adds to it. Thread-safe; not async-signal-safe.
+ */
+PCPU_API int pcpu_counter_free(pcpu_counter_t c);
+
+/**
+ * Sum of the counter over all slots (see the file comment for what a read
+ * guarantees). NULL returns 0 with errno EINVAL. Works on any element of an
+ * array. Thread-safe, async-signal-safe, lock-free. Cost: two loads per slot
+ * (pcpu_nslots() slots).
+ */
+PCPU_API uint64_t pcpu_counter_fetch(pcpu_counter_t c);
+
+/**
+ * Contribution of one slot (both words). Slot >= pcpu_nslots() or NULL: 0
+ * with errno EINVAL. The per-slot split is only meaningful between resets:
+ * a reset is recorded in slot 0.
+ */
+PCPU_API uint64_t pcpu_counter_fetch_slot(pcpu_counter_t c, unsigned slot);
+
+/**
+ * Reads `n` consecutive counters starting at `c` into out[0..n-1], walking
+ * slot by slot (sequential memory), which is much faster than n fetches.
+ * Same guarantees as pcpu_counter_fetch() for each counter. Returns 0 or -1
+ * with errno EINVAL (NULL argument).
+ */
+PCPU_API int pcpu_counter_fetch_array(pcpu_counter_t c, size_t n, uint64_t *out);
+
+/**
+ * Returns the counter's value and subtracts it, so the next fetch starts from
+ * zero: every add is reported by exactly one fetch_and_zero or the final
+ * fetch (see the file comment). Concurrent resetters of one counter are
+ * serialised by a lock striped over counters. NULL: 0 with errno EINVAL.
+ * Thread-safe; not async-signal-safe (takes a mutex).
+ */
+PCPU_API uint64_t pcpu_counter_fetch_and_zero(pcpu_counter_t c);
+
+/** pcpu_counter_fetch_and_zero() without the value. */
+PCPU_API void pcpu_counter_zero(pcpu_counter_t c);
+
+/**
+ * Adds through the fallback path only: an atomic add on a per-slot word.
+ * Exact, never uses rseq. For benchmarks and for comparing modes in one
+ * process; pcpu_counter_add() uses it by itself when rseq cannot run.
+ * Thread-safe; async-signal-safe. Cost: a call and a `lock add`.
+ */
+PCPU_API void pcpu_counter_add_atomic(pcpu_counter_t c, int64_t v);
+
+PCPU_END_DECLS
+
+#endif /* PCPU_COUNTER_H */

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file pcpu/pcpu.h
+ * pcpu: per-CPU statistics for Linux user space. Include this header for the
+ * per-CPU zones (pcpu/zone.h) and exact counters (pcpu/counter.h).
+ * FreeBSD counter(9) compatibility: pcpu/counter9.h.
+ *
+ * Link with -lpcpu (pkg-config pcpu, or CMake's pcpu::pcpu).
+ */
+#ifndef PCPU_PCPU_H
+#define PCPU_PCPU_H
+
+#include <pcpu/common.h>
+#include <pcpu/zone.h>
+#include <pcpu/counter.h>
+
+#endif /* PCPU_PCPU_H */

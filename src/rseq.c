@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rseq.c: knowing the current CPU cheaply, and registering the threads that
+ * need it.
+ *
+ * Every fast path of pcpu reads the calling thread's struct rseq at
+ * `thread pointer + pcpu__g.rseq_offset`. Which area that is gets decided
+ * once per process (pcpu_init):
+ *
+ *   glibc >= 2.35 registered an area for every thread (weak __rseq_size > 0)
+ *       -> use it: rseq_offset = __rseq_offset. Never register another one:
+ *          the kernel allows one area per thread, and glibc owns it.
+ *   glibc did not (older glibc, GLIBC_TUNABLES=glibc.pthread.rseq=0)
+ *       -> pcpu's own area, a static-TLS (initial-exec) struct rseq, so its
+ *          offset from the thread pointer is the same in every thread. Each
+ *          thread registers it lazily, on its first slow-path call, and a
+ *          pthread key destructor unregisters it at thread exit.
+ *   PCPU_RSEQ=0 in the environment, or a ThreadSanitizer build
+ *       -> the own area, never registered: every add sees a negative index
+ *          and takes the fallback path.
+ *
+ * A thread whose registration fails (ENOSYS: old kernel, valgrind, gVisor;
+ * EPERM: seccomp; EBUSY: some other library registered first) keeps
+ * cpu_id < 0 in its area and uses the fallback path for good.
+ *
+ * Which fields the kernel fills is decided from getauxval(AT_RSEQ_FEATURE_SIZE)
+ * (mm_cid needs 28 bytes), not from glibc's __rseq_size, which glibc 2.36
+ * reports as 20 although the kernel fills mm_cid.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef AT_RSEQ_FEATURE_SIZE
+#define AT_RSEQ_FEATURE_SIZE 27
+#endif
+#define RSEQ_FLAG_UNREGISTER 1
+#define RSEQ_CPU_ID_UNINITIALIZED (-1)
+#define PCPU_RSEQ_SIG 0x53053053 /* x86's; the same as glibc's */
+
+/* glibc's rseq symbols (2.35+), referenced weakly so pcpu also loads with an
+ * older glibc: their addresses are then NULL. */
+extern const ptrdiff_t __rseq_offset __attribute__((weak));
+extern const unsigned int __rseq_size __attribute__((weak));
+
+/* The kernel's struct rseq (linux/rseq.h), 32 bytes, 32-byte aligned. */
+struct pcpu_rseq_area {
+	uint32_t cpu_id_start;
+	int32_t cpu_id;
+	uint64_t rseq_cs;
+	uint32_t flags;
+	uint32_t node_id;
+	int32_t mm_cid;
+	uint32_t padding;
+} __attribute__((aligned(32)));
+
+_Static_assert(sizeof(struct pcpu_rseq_area) == 32, "struct rseq is 32 bytes");
+_Static_assert(__builtin_offsetof(struct pcpu_rseq_area, cpu_id) == PCPU__RSEQ_OFF_CPU_ID, "cpu_id");
+_Static_assert(__builtin_offsetof(struct pcpu_rseq_area, rseq_cs) == PCPU__RSEQ_OFF_CS, "rseq_cs");
+_Static_assert(__builtin_offsetof(struct pcpu_rseq_area, mm_cid) == PCPU__RSEQ_OFF_MM_CID, "mm_cid");
+
+/* Initial-exec: static TLS, at one fixed offset from the thread pointer in
+ * every thread. Starts "unregistered" (-1) in both index fields. */
+static __thread struct pcpu_rseq_area own_area
+	__attribute__((tls_model("initial-exec"))) = {
+		.cpu_id = RSEQ_CPU_ID_UNINITIALIZED,
+		.mm_cid = -1,
+};
+
+/* Per-thread state of pcpu's own registration. */
+enum thread_state { T_NEW = 0, T_REGISTERED, T_FALLBACK, T_EXITED };
+static __thread int thread_state;
+static __thread int thread_error;      /* errno that caused T_FALLBACK */
+static __thread uint32_t fallback_slot_plus1;
+
+PCPU_API struct pcpu__globals pcpu__g; /* zero: "not initialised" */
+
+static int process_mode;         /* enum pcpu_process_mode */
+static int process_error;        /* why PCPU_PROCESS_NONE */
+static int has_mm_cid;
+static pthread_key_t exit_key;
+static uint32_t next_fallback_slot;
+static int init_state;           /* 0 none, 1 running, 2 done */
+
+static char *thread_pointer(void)
+{
+#if PCPU_ARCH_HAVE_RSEQ
+	return pcpu__arch_thread_pointer();
+#else
+	return (char *)__builtin_thread_pointer();
+#endif
+}
+
+static struct pcpu_rseq_area *current_area(void)
+{
+	return (struct pcpu_rseq_area *)(thread_pointer() + pcpu__g.rseq_offset);
+}
+
+/* Highest CPU number in a list such as "0-3,8,10-11", plus one; 0 if the
+ * text does not parse. Async-signal-safe (no stdio, no malloc). */
+static uint32_t parse_cpu_list_count(const char *s)
+{
+	uint32_t max = 0, n;
+	int have = 0;
+
+	while (*s) {
+		if (*s < '0' || *s > '9') {
+			s++;
+			continue;
+		}
+		n = 0;
+		while (*s >= '0' && *s <= '9') {
+			if (n > 1u << 20)
+				return 0; /* absurd: refuse rather than overflow */
+			n = n * 10 + (uint32_t)(*s++ - '0');
+		}
+		if (n + 1 > max)
+			max = n + 1;
+		have = 1;
+	}
+	return have ? max : 0;
+}
+
+static uint32_t possible_cpus(void)
+{
+	char buf[4096];
+	ssize_t len = -1;
+	uint32_t n = 0;
+	int fd = open("/sys/devices/system/cpu/possible", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
+	if (len > 0) {
+		buf[len] = '\0';
+		n = parse_cpu_list_count(buf);
+	}
+	if (n == 0) {
+		long conf = sysconf(_SC_NPROCESSORS_CONF);
+		n = conf > 0 ? (uint32_t)conf : 1;
+	}
+	return n;
+}
+
+static void thread_exit(void *arg)
+{
+	sigset_t all, old;
+
+	(void)arg;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	if (thread_state == T_REGISTERED) {
+		syscall(SYS_rseq, &own_area, sizeof(own_area), RSEQ_FLAG_UNREGISTER,
+			PCPU_RSEQ_SIG);
+		/* The kernel resets cpu_id but leaves mm_cid at 0, a valid slot:
+		 * mark both invalid so later adds (other destructors) fall back. */
+		__atomic_store_n(&own_area.cpu_id, RSEQ_CPU_ID_UNINITIALIZED, __ATOMIC_RELAXED);
+		__atomic_store_n(&own_area.mm_cid, -1, __ATOMIC_RELAXED);
+	}
+	thread_state = T_EXITED;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static int rseq_disabled_by_environment(void)
+{
+#if !PCPU_ARCH_HAVE_RSEQ
+	return 1; /* no critical sections on this target or in this build */
+#else
+	const char *v = getenv("PCPU_RSEQ");
+	return v && strcmp(v, "0") == 0;
+#endif
+}
+
+static void init_once(void)
+{
+	unsigned long feature_size = getauxval(AT_RSEQ_FEATURE_SIZE);
+	ptrdiff_t offset;
+
+	has_mm_cid = feature_size >= PCPU__RSEQ_OFF_MM_CID + 4;
+	offset = (char *)&own_area - thread_pointer();
+	if (rseq_disabled_by_environment()) {
+		process_mode = PCPU_PROCESS_NONE;
+		process_error = ECANCELED;
+	} else if (&__rseq_size && &__rseq_offset && __rseq_size > 0) {
+		process_mode = PCPU_PROCESS_GLIBC;
+		offset = __rseq_offset;
+	} else {
+		process_mode = PCPU_PROCESS_OWN;
+		if (pthread_key_create(&exit_key, thread_exit) != 0) {
+			process_mode = PCPU_PROCESS_NONE;
+			process_error = EAGAIN;
+		}
+	}
+	pcpu__g.rseq_offset = offset;
+	/* nslots last: it is what tells the fast paths init is done. */
+	__atomic_store_n(&pcpu__g.nslots, possible_cpus(), __ATOMIC_RELEASE);
+}
+
+void pcpu_init(void)
+{
+	int expected = 0;
+
+	if (PCPU_LIKELY(__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) == 2))
+		return;
+	/* Not pthread_once: this must also work from a signal handler. */
+	if (__atomic_compare_exchange_n(&init_state, &expected, 1, 0,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		init_once();
+		__atomic_store_n(&init_state, 2, __ATOMIC_RELEASE);
+		return;
+	}
+	while (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2)
+		sched_yield();
+}
+
+/* Registers pcpu's own area for the calling thread. Signals are blocked so a
+ * handler can never see (or cause) a half-done registration. */
+static void register_own_area(void)
+{
+	sigset_t all, old;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	if (thread_state == T_NEW) {
+		if (syscall(SYS_rseq, &own_area, sizeof(own_area), 0, PCPU_RSEQ_SIG) == 0) {
+			thread_state = T_REGISTERED;
+			/* Any non-NULL value makes the destructor run at exit. */
+			pthread_setspecific(exit_key, &own_area);
+		} else {
+			thread_error = errno;
+			thread_state = T_FALLBACK;
+		}
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+int pcpu__thread_prepare(void)
+{
+	pcpu_init();
+	switch (process_mode) {
+	case PCPU_PROCESS_GLIBC:
+		return current_area()->cpu_id >= 0 ? 0 : -1;
+	case PCPU_PROCESS_OWN:
+		if (thread_state == T_NEW)
+			register_own_area();
+		return thread_state == T_REGISTERED ? 0 : -1;
+	default:
+		return -1;
+	}
+}
+
+uint32_t pcpu_fallback_slot(uint32_t index_off)
+{
+	int32_t idx = __atomic_load_n((int32_t *)((char *)current_area() + index_off),
+				      __ATOMIC_RELAXED);
+	uint32_t slot;
+
+	if ((uint32_t)idx < pcpu__g.nslots)
+		return (uint32_t)idx;
+	slot = fallback_slot_plus1;
+	if (PCPU_UNLIKELY(slot == 0)) {
+		/* Spread rseq-less threads over the slots so they do not all
+		 * contend on one cache line. */
+		slot = __atomic_fetch_add(&next_fallback_slot, 1, __ATOMIC_RELAXED) %
+			       pcpu__g.nslots + 1;
+		fallback_slot_plus1 = slot;
+	}
+	return slot - 1;
+}
+
+enum pcpu_rseq_mode pcpu_rseq_mode(void)
+{
+	if (pcpu__thread_prepare() != 0)
+		return PCPU_RSEQ_FALLBACK;
+	return process_mode == PCPU_PROCESS_GLIBC ? PCPU_RSEQ_GLIBC : PCPU_RSEQ_OWN;
+}
+
+const char *pcpu_rseq_mode_name(enum pcpu_rseq_mode mode)
+{
+	switch (mode) {
+	case PCPU_RSEQ_GLIBC:
+		return "glibc";
+	case PCPU_RSEQ_OWN:
+		return "own";
+	case PCPU_RSEQ_FALLBACK:
+		return "fallback";
+	}
+	return "unknown";
+}
+
+int pcpu_rseq_error(void)
+{
+	if (pcpu__thread_prepare() == 0)
+		return 0;
+	if (process_mode == PCPU_PROCESS_NONE)
+		return process_error;
+	if (process_mode == PCPU_PROCESS_GLIBC)
+		return ENOSYS; /* glibc's registration failed for this thread */
+	return thread_state == T_EXITED ? ESRCH : thread_error;
+}
+
+int pcpu_rseq_has_mm_cid(void)
+{
+	pcpu_init();
+	return has_mm_cid;
+}
+
+unsigned pcpu_nslots(void)
+{
+	pcpu_init();
+	return pcpu__g.nslots;
+}
