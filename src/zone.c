@@ -119,15 +119,33 @@ static void atfork_prepare(void)
 	pcpu_counter_atfork_prepare();
 }
 
-static void atfork_release(void)
+static void atfork_release_locks(int in_child)
 {
 	pcpu_zone_t *z;
 
 	pcpu_counter_atfork_release();
-	pthread_rwlock_unlock(&table_lock);
+	if (in_child) {
+		/* glibc's rwlock remembers the writer's tid, which the child's
+		 * thread does not have: an unlock there would be taken for a
+		 * reader's. Nobody else exists in the child: start afresh. */
+		pthread_rwlock_t fresh = PTHREAD_RWLOCK_INITIALIZER;
+		table_lock = fresh;
+	} else {
+		pthread_rwlock_unlock(&table_lock);
+	}
 	for (z = all_zones; z; z = z->next_zone)
 		pthread_mutex_unlock(&z->lock);
 	pthread_mutex_unlock(&zones_lock);
+}
+
+static void atfork_parent(void)
+{
+	atfork_release_locks(0);
+}
+
+static void atfork_child(void)
+{
+	atfork_release_locks(1);
 }
 
 /* ---- small containers ------------------------------------------------------ */
@@ -353,7 +371,7 @@ pcpu_zone_t *pcpu_zone_create(enum pcpu_index index)
 	pthread_mutex_lock(&zones_lock);
 	if (!atfork_registered) {
 		/* Lazily, not at load time: only processes that use pcpu pay. */
-		pthread_atfork(atfork_prepare, atfork_release, atfork_release);
+		pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 		atfork_registered = 1;
 	}
 	z->next_zone = all_zones;

@@ -131,25 +131,25 @@ static inline int64_t counter_ratecheck(struct counter_rate *cr, int64_t limit)
 /* Arrays of counters, as sys/counter.h defines them. */
 #define COUNTER_ARRAY_ALLOC(a, n, wait)                                       \
 	do {                                                                  \
-		for (int _i = 0; _i < (n); ++_i)                               \
+		for (size_t _i = 0; _i < (size_t)(n); ++_i)                               \
 			(a)[_i] = counter_u64_alloc(wait);                     \
 	} while (0)
 
 #define COUNTER_ARRAY_FREE(a, n)                                              \
 	do {                                                                  \
-		for (int _i = 0; _i < (n); ++_i)                               \
+		for (size_t _i = 0; _i < (size_t)(n); ++_i)                               \
 			counter_u64_free((a)[_i]);                             \
 	} while (0)
 
 #define COUNTER_ARRAY_COPY(a, dstp, n)                                        \
 	do {                                                                  \
-		for (int _i = 0; _i < (n); ++_i)                               \
+		for (size_t _i = 0; _i < (size_t)(n); ++_i)                               \
 			((uint64_t *)(dstp))[_i] = counter_u64_fetch((a)[_i]); \
 	} while (0)
 
 #define COUNTER_ARRAY_ZERO(a, n)                                              \
 	do {                                                                  \
-		for (int _i = 0; _i < (n); ++_i)                               \
+		for (size_t _i = 0; _i < (size_t)(n); ++_i)                               \
 			counter_u64_zero((a)[_i]);                             \
 	} while (0)
 

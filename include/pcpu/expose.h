@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file pcpu/expose.h
+ * Snapshots of statistics as plain data, and the writers that turn them into
+ * Prometheus text format 0.0.4, OpenMetrics 1.0 text, or JSON.
+ *
+ * A snapshot is a tree of plain C structs: families (name, help, unit, type,
+ * label names, bucket bounds) holding series (label values and a value).
+ * pcpu_registry_snapshot() (pcpu/stats.h) builds one from a registry, but
+ * anyone may build one by hand -- a reader of another process's statistics,
+ * a test, a fuzzer -- and hand it to the same writers. So the writers trust
+ * nothing in it: every name, label and bucket layout is checked before the
+ * first byte is written.
+ *
+ * What a writer guarantees: it produces the whole exposition in a buffer it
+ * allocates, or an error and no output at all -- never a partial exposition.
+ * Floating-point numbers are printed in their shortest form that reads back
+ * as the same double (no loss of precision); integers are printed exactly.
+ *
+ * Values are integers. A family's `scale_exp10` says how to expose them: the
+ * exposed value is value * 10^scale_exp10, so a latency recorded in
+ * nanoseconds is exposed in seconds with scale_exp10 = -9 (the name then
+ * ends in `_seconds`). Scaling divides or multiplies by an exact power of
+ * ten, so the exposed double is the one nearest the true decimal value
+ * (5000000 ns is exposed as 0.005, not 0.005000000000000001).
+ */
+#ifndef PCPU_EXPOSE_H
+#define PCPU_EXPOSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <pcpu/common.h>
+
+PCPU_BEGIN_DECLS
+
+/** The kind of a metric family, as in the Prometheus data model. */
+enum pcpu_metric_type {
+	PCPU_METRIC_COUNTER = 1,   /**< only ever goes up (until a reset) */
+	PCPU_METRIC_GAUGE = 2,     /**< goes up and down, may be set */
+	PCPU_METRIC_HISTOGRAM = 3, /**< buckets of observations, sum, count */
+};
+
+/** Exposition formats. */
+enum pcpu_format {
+	PCPU_FORMAT_PROMETHEUS = 1,  /**< Prometheus text format 0.0.4 */
+	PCPU_FORMAT_OPENMETRICS = 2, /**< OpenMetrics 1.0 text, ends in "# EOF" */
+	PCPU_FORMAT_JSON = 3,        /**< JSON, schema in pcpu_snapshot_write() */
+};
+
+/* Limits on what a family may hold. They keep one family's metadata small
+ * and bounded, so that a directory entry of fixed size can describe it
+ * (the shared statistics segment), and they bound a writer's work. */
+#define PCPU_STATS_NAME_MAX 200         /**< metric and family names, bytes */
+#define PCPU_STATS_LABEL_NAME_MAX 100   /**< label names, bytes */
+#define PCPU_STATS_LABEL_VALUE_MAX 2048 /**< label values, bytes (UTF-8) */
+#define PCPU_STATS_HELP_MAX 2048        /**< help text, bytes (UTF-8) */
+#define PCPU_STATS_UNIT_MAX 64          /**< unit, bytes */
+#define PCPU_STATS_LABELS_MAX 32        /**< labels per family */
+#define PCPU_STATS_SCALE_MAX 22         /**< |scale_exp10|: 10^22 is exact */
+
+/** Flags of a snapshot family. */
+enum {
+	/** Histograms: write only buckets that hold observations (and +Inf).
+	 * Used for log-linear histograms with thousands of buckets. As bucket
+	 * counts never decrease, an `le` series, once exposed, stays exposed. */
+	PCPU_SNAPSHOT_SPARSE_BUCKETS = 1u << 0,
+};
+
+/** One series of a snapshot family: label values and a value. */
+struct pcpu_snapshot_series {
+	/** family->nlabels values, each NUL-terminated UTF-8 (may be ""). */
+	const char *const *label_values;
+	union {
+		uint64_t counter; /**< PCPU_METRIC_COUNTER (modulo 2^64) */
+		int64_t gauge;    /**< PCPU_METRIC_GAUGE */
+		struct {
+			/** family->nbuckets counts, per bucket (not cumulative). */
+			const uint64_t *counts;
+			/** sum of the observations (modulo 2^64). */
+			int64_t sum;
+		} histogram;
+	} value;
+};
+
+/** One metric family of a snapshot. */
+struct pcpu_snapshot_family {
+	/** Family name, valid per the Prometheus rules. For counters, without
+	 * the `_total` suffix the writers add. */
+	const char *name;
+	const char *help;          /**< UTF-8, may be NULL (no help) */
+	const char *unit;          /**< NULL or "", or the name's last component */
+	enum pcpu_metric_type type;
+	int scale_exp10;           /**< exposed value = value * 10^scale_exp10 */
+	unsigned flags;            /**< PCPU_SNAPSHOT_* */
+	unsigned nlabels;          /**< number of label names */
+	const char *const *label_names; /**< nlabels valid label names */
+	/** Histograms: number of buckets, including the last (+Inf) one. */
+	size_t nbuckets;
+	/** Histograms: inclusive upper bound of buckets 0..nbuckets-2,
+	 * strictly increasing (the last bucket has no bound: +Inf). */
+	const int64_t *bucket_upper;
+	size_t nseries;
+	const struct pcpu_snapshot_series *series;
+};
+
+/** A snapshot: a list of families. */
+struct pcpu_snapshot {
+	size_t nfamilies;
+	const struct pcpu_snapshot_family *families;
+};
+
+/**
+ * Writes snapshot `s` in format `fmt` into a new buffer.
+ *
+ * On success *out points to `*len` bytes of exposition followed by a NUL
+ * (not counted in *len); release it with free(). Families and series are
+ * written in the order of the snapshot (a registry snapshot is sorted by
+ * name and label values, so its output is deterministic).
+ *
+ * Prometheus 0.0.4: `# HELP` (backslash and newline escaped), `# TYPE`, then
+ * samples; counters are written as `<name>_total`. OpenMetrics 1.0: `# TYPE`,
+ * `# UNIT` (when set), `# HELP`; counters as `<name>_total`; histograms as
+ * `_bucket` with canonical `le` values ("0.005", "1.0", "+Inf"), `_count`
+ * and `_sum` (both left out for a histogram with a negative bucket bound or
+ * a negative sum, which OpenMetrics forbids); ends with "# EOF". Label values
+ * escape backslash, double quote and newline in both.
+ * JSON: {"families":[{"name":..., "type":"counter"|"gauge"|"histogram",
+ * "help":..., "unit":..., "metrics":[{"labels":{...}, "value":N} or
+ * {"labels":{...}, "count":N, "sum":X, "buckets":[{"le":X, "count":N}, ...,
+ * {"le":"+Inf", "count":N}]}]}]} with cumulative bucket counts.
+ *
+ * Errors (-1, errno, nothing allocated; pcpu_stats_error() says what is
+ * wrong, naming the family): EINVAL for an invalid snapshot: a NULL
+ * argument, an unknown format or type, an invalid metric or label name, a
+ * reserved label name (`__` prefix; `le` in a histogram), a unit that is not
+ * the last component of the name, help or label value that is not UTF-8 or
+ * too long, two families or two series of one family that would write the
+ * same sample, bucket bounds not strictly increasing (also once scaled to
+ * doubles), bucket counts whose sum overflows; ENOMEM.
+ *
+ * Thread-safe (reads `s` only); not async-signal-safe (allocates).
+ * Cost: linear in the size of the output, plus sorting the family and
+ * series names once to detect duplicates.
+ */
+PCPU_API int pcpu_snapshot_write(const struct pcpu_snapshot *s, enum pcpu_format fmt,
+				 char **out, size_t *len);
+
+/**
+ * The HTTP Content-Type of a format: "text/plain; version=0.0.4;
+ * charset=utf-8", "application/openmetrics-text; version=1.0.0;
+ * charset=utf-8" or "application/json". NULL for an unknown format.
+ * Thread-safe; async-signal-safe.
+ */
+PCPU_API const char *pcpu_format_content_type(enum pcpu_format fmt);
+
+/**
+ * Checks a metric (family) name: `[a-zA-Z_:][a-zA-Z0-9_:]*`, 1 to
+ * PCPU_STATS_NAME_MAX bytes. Returns 0, or -1 with errno EINVAL and a
+ * message for pcpu_stats_error() saying what is wrong (which character,
+ * where). Thread-safe; async-signal-safe; cost: linear in the length.
+ */
+PCPU_API int pcpu_stats_check_metric_name(const char *name);
+
+/**
+ * Checks a label name: `[a-zA-Z_][a-zA-Z0-9_]*`, 1 to
+ * PCPU_STATS_LABEL_NAME_MAX bytes, not starting with `__` (reserved for
+ * Prometheus' internal use). Returns 0, or -1 with errno EINVAL and a
+ * message. Thread-safe; async-signal-safe.
+ */
+PCPU_API int pcpu_stats_check_label_name(const char *name);
+
+/**
+ * Checks a label value: well-formed UTF-8 (no overlong forms, surrogates or
+ * code points past U+10FFFF), at most PCPU_STATS_LABEL_VALUE_MAX bytes. Any
+ * character is allowed, quotes, backslashes and newlines included: the
+ * writers escape them. Returns 0, or -1 with errno EINVAL and a message
+ * giving the byte offset of the first bad byte. Thread-safe;
+ * async-signal-safe.
+ */
+PCPU_API int pcpu_stats_check_label_value(const char *value);
+
+/**
+ * The message describing the last error a pcpu statistics function reported
+ * in the calling thread (a validation failure, a conflicting registration),
+ * e.g. `metric name "2xx": character '2' at offset 0 not allowed (must start
+ * with a letter, '_' or ':')`. Never NULL; "" if none yet. The string stays
+ * valid until the thread's next statistics call. Thread-safe (per thread);
+ * async-signal-safe.
+ */
+PCPU_API const char *pcpu_stats_error(void);
+
+PCPU_END_DECLS
+
+#endif /* PCPU_EXPOSE_H */

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file pcpu/gauge.h
+ * Per-CPU gauges: values that go up and down (queue depth, open flows,
+ * bytes in use), with add/sub/inc/dec as cheap as a counter add, and set.
+ *
+ * A gauge is a per-CPU zone object. Each slot holds a counter (the adds)
+ * and slot 0 also holds a base word:
+ *
+ *     struct pcpu_gauge { struct pcpu_counter adds; int64_t base; int64_t pad; }
+ *
+ *     value = sum over slots of adds + base (slot 0's)
+ *
+ * Adds go to the calling thread's slot exactly as pcpu_counter_add() does.
+ * pcpu_gauge_set(v) never stores into a slot that adders write: it reads the
+ * sum of the adds and stores base = v - sum (DPDK's "reset by offset"), so no
+ * add is ever lost to a set. Concurrent sets of one gauge are serialised by a
+ * lock striped over gauges, so two sets cannot both apply their offset.
+ *
+ * What a read guarantees: as pcpu_counter_fetch(), not a point-in-time
+ * snapshot. Once adders and setters stop it is exact: the last set's value
+ * plus every add that followed it. A set concurrent with adds behaves as if
+ * the adds the set's read did not see came after it.
+ */
+#ifndef PCPU_GAUGE_H
+#define PCPU_GAUGE_H
+
+#include <pcpu/common.h>
+#include <pcpu/zone.h>
+#include <pcpu/counter.h>
+
+PCPU_BEGIN_DECLS
+
+/** One slot's copy of a gauge. The fields are private to pcpu. */
+struct pcpu_gauge {
+	struct pcpu_counter pcpu__adds; /* every slot: the adds */
+	int64_t pcpu__base;             /* slot 0 only: the offset set() keeps */
+	int64_t pcpu__reserved;         /* keeps the object 32 bytes, aligned */
+};
+
+/** A gauge: the address of slot 0's copy. NULL is never a valid gauge. */
+typedef struct pcpu_gauge *pcpu_gauge_t;
+
+/**
+ * Adds `v` (negative allowed) to gauge `g`. Same fast path and guarantees as
+ * pcpu_counter_add(): exact, no lock, no atomic instruction under rseq.
+ * Thread-safe; async-signal-safe. Cost: a counter add.
+ */
+static inline void pcpu_gauge_add(pcpu_gauge_t g, int64_t v)
+{
+	pcpu_counter_add(&g->pcpu__adds, v);
+}
+
+/** pcpu_gauge_add(g, -v). Thread-safe; async-signal-safe. */
+static inline void pcpu_gauge_sub(pcpu_gauge_t g, int64_t v)
+{
+	pcpu_counter_add(&g->pcpu__adds, (int64_t)(0 - (uint64_t)v));
+}
+
+/** pcpu_gauge_add(g, 1). */
+static inline void pcpu_gauge_inc(pcpu_gauge_t g)
+{
+	pcpu_counter_add(&g->pcpu__adds, 1);
+}
+
+/** pcpu_gauge_add(g, -1). */
+static inline void pcpu_gauge_dec(pcpu_gauge_t g)
+{
+	pcpu_counter_add(&g->pcpu__adds, -1);
+}
+
+/**
+ * Sets the gauge to `v`: afterwards it reads v plus whatever is added after
+ * the set. Stores only slot 0's base word, never a word an adder writes.
+ * Returns 0, or -1 with errno EINVAL for a NULL gauge.
+ * Thread-safe; not async-signal-safe (takes a mutex striped over gauges).
+ * Cost: a fetch (two loads per slot) and an uncontended mutex.
+ */
+PCPU_API int pcpu_gauge_set(pcpu_gauge_t g, int64_t v);
+
+/**
+ * Value of the gauge (see the file comment for what a read guarantees).
+ * NULL: 0 with errno EINVAL. Thread-safe; async-signal-safe; lock-free.
+ * Cost: two loads per slot.
+ */
+PCPU_API int64_t pcpu_gauge_read(pcpu_gauge_t g);
+
+/**
+ * Allocates a gauge, zero, in pcpu's default zone. NULL with errno ENOMEM.
+ * Thread-safe; not async-signal-safe.
+ */
+PCPU_API pcpu_gauge_t pcpu_gauge_alloc(void);
+
+/**
+ * Allocates a gauge in `zone`. NULL with errno EINVAL (NULL zone) or ENOMEM.
+ * Thread-safe; not async-signal-safe.
+ */
+PCPU_API pcpu_gauge_t pcpu_gauge_alloc_in(pcpu_zone_t *zone);
+
+/**
+ * Frees a gauge from pcpu_gauge_alloc() or pcpu_gauge_alloc_in(). Returns 0,
+ * or -1 with errno EINVAL if it is not a live gauge allocation. NULL is a
+ * no-op. The caller guarantees no thread still uses it.
+ * Thread-safe; not async-signal-safe.
+ */
+PCPU_API int pcpu_gauge_free(pcpu_gauge_t g);
+
+PCPU_END_DECLS
+
+#endif /* PCPU_GAUGE_H */

@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file pcpu/group.h
+ * Consistent groups: counters that are updated in one call and read
+ * together, so that a reader never sees one member updated without the
+ * others (a flow's packets and bytes, a request count and its total
+ * latency).
+ *
+ * A group object holds `count` groups of `members` 64-bit values each (one
+ * allocation for a whole flow table). Updates are per-CPU like counters: each
+ * slot has its own copy of every group, guarded by a sequence count that is
+ * also the lock of that copy (odd = being written). The writer takes it with
+ * an rseq compare-and-store, so it costs no atomic instruction; a copy that
+ * another thread left odd (preempted in mid-update) is never waited for: the
+ * writer uses a fallback copy instead. A reader sums the copies, reading each
+ * under its sequence count. src/stats/group.c explains the design and the
+ * alternatives.
+ *
+ * What a read guarantees: every update is either wholly included or wholly
+ * absent -- a snapshot of (packets, bytes) where every update adds (1, 1500)
+ * always has bytes == 1500 * packets. Not a point-in-time snapshot across
+ * copies: of two updates made one after the other on different CPUs, a read
+ * may include the second without the first. Once writers stop a read is
+ * exact. Values wrap modulo 2^64.
+ *
+ * Writers never block for long: the rseq path never waits, and the fallback
+ * path only spins while every fallback copy is held by another thread that
+ * is a few stores from releasing it. Readers retry a copy that is being
+ * written, with a time bound, and report when they gave up.
+ */
+#ifndef PCPU_GROUP_H
+#define PCPU_GROUP_H
+
+#include <pcpu/common.h>
+#include <pcpu/zone.h>
+#include <pcpu/arch.h>
+#include <pcpu/counter.h> /* PCPU_RSEQ_MAX_TRIES */
+
+PCPU_BEGIN_DECLS
+
+/** Most members one group may have. */
+#define PCPU_GROUP_MAX_MEMBERS 16
+
+/** How long pcpu_group_read() retries a copy being written: 100 ms. */
+#define PCPU_GROUP_READ_TIMEOUT_NS 100000000ull
+
+/* Read-only after creation; fields private to pcpu, visible for the inline
+ * update path. One copy ("lane") of group i in slot s is
+ *     primary + s * PCPU_SLOT_STRIDE + i * lane_size:
+ *     [ intptr_t seq | int64_t value[members] ]
+ * Fallback lanes have the same layout, fb_per_slot of them per slot per
+ * group, in a second zone object that rseq updates never touch (so it never
+ * becomes resident while rseq works). */
+struct pcpu_group {
+	char *pcpu__primary;
+	char *pcpu__fallback;
+	size_t pcpu__count;        /* groups in this object */
+	uint32_t pcpu__members;    /* values per group */
+	uint32_t pcpu__lane_size;  /* bytes: 8 * (1 + members) */
+	uint32_t pcpu__fb_per_slot;
+	uint32_t pcpu__reserved;
+};
+
+typedef struct pcpu_group pcpu_group_t;
+
+/* Why the inline path handed an update to the slow path. */
+#define PCPU__GROUP_UNREGISTERED 1 /* thread has no valid slot index (yet) */
+#define PCPU__GROUP_BUSY 2         /* lane held, or too many aborts */
+
+/* Out of line: registers the thread and retries rseq, or updates a fallback
+ * lane. Async-signal-safe. */
+PCPU_API void pcpu__group_add_slow(const pcpu_group_t *g, size_t i, const int64_t *d, int why);
+
+/* The rseq path: returns 0 once the update is done, or why it could not. */
+static inline int pcpu__group_add_rseq(const pcpu_group_t *g, size_t i, const int64_t *d,
+				       unsigned n)
+{
+#if PCPU_ARCH_HAVE_RSEQ
+	char *area = pcpu__arch_thread_pointer() + pcpu__g.rseq_offset;
+	uint32_t off = pcpu__chunk_of(g->pcpu__primary)->index_off;
+	int tries;
+
+	for (tries = 0; tries < PCPU_RSEQ_MAX_TRIES; tries++) {
+		int32_t idx = __atomic_load_n((int32_t *)(area + off), __ATOMIC_RELAXED);
+		char *lane;
+		intptr_t *seqp, s;
+		int64_t *v;
+		unsigned k;
+		int r;
+
+		if (PCPU_UNLIKELY((uint32_t)idx >= pcpu__g.nslots))
+			return PCPU__GROUP_UNREGISTERED;
+		lane = g->pcpu__primary + ((size_t)(uint32_t)idx << PCPU_SLOT_STRIDE_SHIFT) +
+		       i * g->pcpu__lane_size;
+		seqp = (intptr_t *)lane;
+		s = __atomic_load_n(seqp, __ATOMIC_RELAXED);
+		if (PCPU_UNLIKELY(s & 1))
+			return PCPU__GROUP_BUSY; /* held by a preempted writer */
+		/* Take the lane: seq even -> odd, only if still on slot idx. */
+		r = pcpu__rseq_cmpeqv_storev(area, off, idx, seqp, s, s + 1);
+		if (PCPU_UNLIKELY(r != 0))
+			continue; /* migrated, preempted, or another writer won */
+		/* The lane is ours until seq is even again, wherever this thread
+		 * now runs: writers on slot idx see it odd and go elsewhere. */
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+		v = (int64_t *)(lane + sizeof(intptr_t));
+		for (k = 0; k < n; k++)
+			__atomic_store_n(&v[k], __atomic_load_n(&v[k], __ATOMIC_RELAXED) + d[k],
+					 __ATOMIC_RELAXED);
+		__atomic_store_n(seqp, s + 2, __ATOMIC_RELEASE);
+		return 0;
+	}
+	return PCPU__GROUP_BUSY;
+#else
+	(void)g;
+	(void)i;
+	(void)d;
+	(void)n;
+	return PCPU__GROUP_UNREGISTERED;
+#endif
+}
+
+/**
+ * Adds d[k] to member k of group `i` for every member, as one update:
+ * no reader sees part of it. `g` must be live, i < its count, and `d` must
+ * hold pcpu_group_members(g) values (negative allowed).
+ * Thread-safe; async-signal-safe (a handler may update the group the code
+ * it interrupted is updating); lock-free under rseq, and never waits for
+ * the calling thread itself. Cost: one rseq compare-and-store, a load and
+ * store per member, and one store; the fallback path costs one atomic
+ * compare-and-swap more.
+ */
+static inline void pcpu_group_add(const pcpu_group_t *g, size_t i, const int64_t *d)
+{
+	int why = pcpu__group_add_rseq(g, i, d, g->pcpu__members);
+
+	if (PCPU_UNLIKELY(why != 0))
+		pcpu__group_add_slow(g, i, d, why);
+}
+
+/**
+ * pcpu_group_add() for a group of exactly two members (packets and bytes),
+ * with the member count known to the compiler. Same guarantees.
+ */
+static inline void pcpu_group_add2(const pcpu_group_t *g, size_t i, int64_t d0, int64_t d1)
+{
+	int64_t d[2];
+	int why;
+
+	d[0] = d0;
+	d[1] = d1;
+	why = pcpu__group_add_rseq(g, i, d, 2);
+	if (PCPU_UNLIKELY(why != 0))
+		pcpu__group_add_slow(g, i, d, why);
+}
+
+/**
+ * Allocates `count` groups of `members` values each, all zero, in pcpu's
+ * default zone. Returns NULL with errno EINVAL (members 0 or more than
+ * PCPU_GROUP_MAX_MEMBERS, count 0), E2BIG (more groups than one zone object
+ * holds: PCPU_ZONE_MAX_OBJECT / (8 * (1 + members)) when pcpu_nslots() > 1,
+ * half of that otherwise), ENOMEM. Thread-safe; not async-signal-safe.
+ */
+PCPU_API pcpu_group_t *pcpu_group_alloc(unsigned members, size_t count);
+
+/** pcpu_group_alloc() in `zone` (EINVAL for a NULL zone). */
+PCPU_API pcpu_group_t *pcpu_group_alloc_in(pcpu_zone_t *zone, unsigned members, size_t count);
+
+/**
+ * Frees groups. The caller guarantees no thread still updates or reads
+ * them. NULL is a no-op. Thread-safe; not async-signal-safe.
+ */
+PCPU_API void pcpu_group_free(pcpu_group_t *g);
+
+/** Members per group. Cost: a load. */
+static inline unsigned pcpu_group_members(const pcpu_group_t *g)
+{
+	return g->pcpu__members;
+}
+
+/** Number of groups in the object. Cost: a load. */
+static inline size_t pcpu_group_count(const pcpu_group_t *g)
+{
+	return g->pcpu__count;
+}
+
+/**
+ * Reads group `i` consistently into out[0..members-1] (see the file comment
+ * for what that guarantees). Retries a copy that is being written for at most
+ * PCPU_GROUP_READ_TIMEOUT_NS in all. Returns 0, or -1 with errno: EINVAL
+ * (NULL argument, i out of range), ETIMEDOUT (gave up: a copy stayed in
+ * mid-update -- its writer preempted for that long, or a fork() copied a
+ * lane another thread was writing; out is then unspecified).
+ * Thread-safe; async-signal-safe; never blocks a writer.
+ * Cost: about (members + 1) loads per slot and per fallback lane.
+ */
+PCPU_API int pcpu_group_read(const pcpu_group_t *g, size_t i, int64_t *out);
+
+/** pcpu_group_read() with a time bound in nanoseconds (0: one attempt per
+ * copy, no waiting). */
+PCPU_API int pcpu_group_read_timeout(const pcpu_group_t *g, size_t i, int64_t *out,
+				     uint64_t timeout_ns);
+
+PCPU_END_DECLS
+
+#endif /* PCPU_GROUP_H */

@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file pcpu/histogram.h
+ * Per-CPU histograms: recording a value costs about two counter adds.
+ *
+ * A histogram is one per-CPU counter array: element 0 holds the sum of the
+ * recorded values, element 1 + b the count of bucket b. Recording finds the
+ * bucket (arithmetic or a binary search, no memory written) and adds 1 to the
+ * bucket and the value to the sum on the calling thread's slot, with one
+ * slot-index lookup. Nothing is merged until a read sums the slots.
+ *
+ *     slot s: [ sum | bucket 0 | bucket 1 | ... | bucket n-1 (+Inf) ]
+ *
+ * The count is not stored: it is the sum of the buckets, so a read's count
+ * always equals the sum of its buckets, and once recorders stop it equals
+ * the number of values recorded.
+ *
+ * Two bucket schemes, both over int64 values (record nanoseconds, bytes...;
+ * a registry family's scale_exp10 exposes them in seconds or other units):
+ *  - Explicit (Prometheus style): strictly increasing inclusive upper bounds
+ *    b0 < b1 < ... < bk-1; bucket i holds values v with b(i-1) < v <= b(i),
+ *    and bucket k (+Inf) holds v > b(k-1).
+ *  - Log-linear (HdrHistogram style) with precision p bits: values below
+ *    2^(p+1) have a bucket each; above, every power-of-two range
+ *    [2^e, 2^(e+1)) is cut into 2^p equal buckets, so a bucket is never wider
+ *    than 2^-p of its lower bound (p = 7: 0.8%). Values above max_value
+ *    (rounded up to a power of two, minus one) go to the +Inf bucket;
+ *    negative values are recorded as 0. With p = 7 and a max of ten minutes
+ *    in nanoseconds that is 4353 buckets, 70 KiB per slot used (only the
+ *    pages a slot writes become resident).
+ *
+ * What a read guarantees: each bucket and the sum as pcpu_counter_fetch()
+ * (exact once recorders stop, not a point-in-time snapshot). The sum is read
+ * after the buckets, so during concurrent recording it may include values
+ * the buckets do not, or the reverse.
+ */
+#ifndef PCPU_HISTOGRAM_H
+#define PCPU_HISTOGRAM_H
+
+#include <pcpu/common.h>
+#include <pcpu/zone.h>
+#include <pcpu/counter.h>
+
+PCPU_BEGIN_DECLS
+
+/** Bucket schemes. */
+enum pcpu_histogram_scheme {
+	PCPU_HISTOGRAM_EXPLICIT = 1,   /**< given upper bounds, plus +Inf */
+	PCPU_HISTOGRAM_LOG_LINEAR = 2, /**< relative precision 2^-p */
+};
+
+/** Largest precision of a log-linear histogram (2^14 buckets per octave). */
+#define PCPU_HISTOGRAM_MAX_BITS 14
+/** Largest number of explicit bounds. */
+#define PCPU_HISTOGRAM_MAX_BOUNDS 4096
+
+/** What a histogram's buckets are. Copied at creation. */
+struct pcpu_histogram_layout {
+	enum pcpu_histogram_scheme scheme;
+	/** Explicit: `nbounds` (1..PCPU_HISTOGRAM_MAX_BOUNDS) strictly
+	 * increasing inclusive upper bounds; the +Inf bucket is added. */
+	const int64_t *bounds;
+	size_t nbounds;
+	/** Log-linear: precision in bits, 0..PCPU_HISTOGRAM_MAX_BITS. */
+	unsigned precision_bits;
+	/** Log-linear: largest value that must get a finite bucket (>= 1). */
+	int64_t max_value;
+};
+
+/* Read-only after creation; fields private to pcpu, visible for the
+ * inline recording path. */
+struct pcpu_histogram {
+	pcpu_counter_t pcpu__c;       /* [0] sum, [1 + b] bucket b */
+	const int64_t *pcpu__bounds;  /* explicit: the bounds (owned) */
+	uint32_t pcpu__nbounds;       /* explicit: number of bounds */
+	uint32_t pcpu__nbuckets;      /* buckets, +Inf included */
+	uint32_t pcpu__scheme;        /* enum pcpu_histogram_scheme */
+	uint32_t pcpu__bits;          /* log-linear: p */
+	uint64_t pcpu__limit;         /* log-linear: values >= limit are +Inf */
+};
+
+typedef struct pcpu_histogram pcpu_histogram_t;
+
+/**
+ * Bucket a value falls in, 0..pcpu_histogram_nbuckets(h)-1.
+ * Thread-safe; async-signal-safe. Cost: a few instructions (log-linear) or
+ * a binary search over the bounds (explicit).
+ */
+static inline size_t pcpu_histogram_bucket_of(const pcpu_histogram_t *h, int64_t v)
+{
+	if (h->pcpu__scheme == PCPU_HISTOGRAM_LOG_LINEAR) {
+		uint64_t u = v < 0 ? 0 : (uint64_t)v;
+		unsigned p = h->pcpu__bits;
+		unsigned e;
+
+		if (PCPU_UNLIKELY(u >= h->pcpu__limit))
+			return h->pcpu__nbuckets - 1;
+		if (u < ((uint64_t)2 << p))
+			return (size_t)u; /* groups 0 and 1: one value per bucket */
+		e = 63u - (unsigned)__builtin_clzll(u); /* 2^e <= u < 2^(e+1) */
+		return ((size_t)(e - p + 1) << p) + (size_t)((u >> (e - p)) - ((uint64_t)1 << p));
+	} else {
+		const int64_t *b = h->pcpu__bounds;
+		size_t lo = 0, hi = h->pcpu__nbounds;
+
+		/* First bound >= v; nbounds (the +Inf bucket) if none. */
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (v <= b[mid])
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+		return lo;
+	}
+}
+
+/* Adds va to a and vb to b, two counters of one zone object, looking up the
+ * slot index once. Each add is exact; the pair is not atomic. */
+static inline void pcpu__counter_add2(pcpu_counter_t a, int64_t va,
+				      pcpu_counter_t b, int64_t vb)
+{
+#if PCPU_ARCH_HAVE_RSEQ
+	char *area = pcpu__arch_thread_pointer() + pcpu__g.rseq_offset;
+	uint32_t off = pcpu__chunk_of(a)->index_off;
+	int32_t idx = __atomic_load_n((int32_t *)(area + off), __ATOMIC_RELAXED);
+	int tries;
+
+	for (tries = 0;; tries++) {
+		if (PCPU_UNLIKELY((uint32_t)idx >= pcpu__g.nslots || tries == PCPU_RSEQ_MAX_TRIES)) {
+			pcpu__counter_add_slow(a, va);
+			break;
+		}
+		if (PCPU_LIKELY(pcpu__rseq_addv(area, off, idx,
+						&pcpu__counter_slot(a, (uint32_t)idx)->pcpu__rseq_sum,
+						va) == 0))
+			break;
+		idx = __atomic_load_n((int32_t *)(area + off), __ATOMIC_RELAXED);
+	}
+	for (tries = 0;; tries++) {
+		if (PCPU_UNLIKELY((uint32_t)idx >= pcpu__g.nslots || tries == PCPU_RSEQ_MAX_TRIES)) {
+			pcpu__counter_add_slow(b, vb);
+			return;
+		}
+		if (PCPU_LIKELY(pcpu__rseq_addv(area, off, idx,
+						&pcpu__counter_slot(b, (uint32_t)idx)->pcpu__rseq_sum,
+						vb) == 0))
+			return;
+		idx = __atomic_load_n((int32_t *)(area + off), __ATOMIC_RELAXED);
+	}
+#else
+	pcpu__counter_add_slow(a, va);
+	pcpu__counter_add_slow(b, vb);
+#endif
+}
+
+/**
+ * Records value `v` once: adds 1 to its bucket and v to the sum (0 for a
+ * negative value in a log-linear histogram). `h` must be a live histogram.
+ * Thread-safe; async-signal-safe; lock-free. Cost: finding the bucket plus
+ * two counter adds sharing one slot lookup.
+ */
+static inline void pcpu_histogram_record(const pcpu_histogram_t *h, int64_t v)
+{
+	size_t b = pcpu_histogram_bucket_of(h, v);
+
+	if (h->pcpu__scheme == PCPU_HISTOGRAM_LOG_LINEAR && v < 0)
+		v = 0;
+	pcpu__counter_add2(h->pcpu__c + 1 + b, 1, h->pcpu__c, v);
+}
+
+/**
+ * Records value `v` `n` times (a vector of packets of one size): adds n to
+ * its bucket and v * n (modulo 2^64) to the sum. Same properties as
+ * pcpu_histogram_record().
+ */
+static inline void pcpu_histogram_record_n(const pcpu_histogram_t *h, int64_t v, uint64_t n)
+{
+	size_t b = pcpu_histogram_bucket_of(h, v);
+
+	if (h->pcpu__scheme == PCPU_HISTOGRAM_LOG_LINEAR && v < 0)
+		v = 0;
+	pcpu__counter_add2(h->pcpu__c + 1 + b, (int64_t)n, h->pcpu__c,
+			   (int64_t)((uint64_t)v * n));
+}
+
+/**
+ * Creates a histogram in pcpu's default zone. Returns NULL with errno:
+ * EINVAL (NULL layout, unknown scheme, no bounds, bounds not strictly
+ * increasing, precision > PCPU_HISTOGRAM_MAX_BITS, max_value < 1; the
+ * message for pcpu_stats_error() says which), E2BIG (the buckets do not fit
+ * one zone object), ENOMEM. Thread-safe; not async-signal-safe.
+ */
+PCPU_API pcpu_histogram_t *pcpu_histogram_create(const struct pcpu_histogram_layout *layout);
+
+/** pcpu_histogram_create() in `zone` (EINVAL for a NULL zone). */
+PCPU_API pcpu_histogram_t *pcpu_histogram_create_in(pcpu_zone_t *zone,
+						    const struct pcpu_histogram_layout *layout);
+
+/**
+ * Destroys a histogram. The caller guarantees no thread still records into
+ * it. NULL is a no-op. Thread-safe; not async-signal-safe.
+ */
+PCPU_API void pcpu_histogram_destroy(pcpu_histogram_t *h);
+
+/** Number of buckets, the +Inf bucket included. Cost: a load. */
+static inline size_t pcpu_histogram_nbuckets(const pcpu_histogram_t *h)
+{
+	return h->pcpu__nbuckets;
+}
+
+/**
+ * Smallest and largest value bucket `b` holds (inclusive). The first bucket
+ * of an explicit histogram starts at INT64_MIN; the +Inf bucket ends at
+ * INT64_MAX. Returns 0, or -1 with errno EINVAL (b out of range).
+ * Thread-safe; async-signal-safe.
+ */
+PCPU_API int pcpu_histogram_bucket_range(const pcpu_histogram_t *h, size_t b,
+					 int64_t *lower, int64_t *upper);
+
+/**
+ * Reads the histogram: counts[b] for every bucket (nbuckets entries, not
+ * cumulative), and optionally the total count and the sum (NULL to skip).
+ * `nbuckets` must be pcpu_histogram_nbuckets(h). Returns 0, or -1 with errno
+ * EINVAL. See the file comment for what a read guarantees.
+ * Thread-safe; async-signal-safe; lock-free. Cost: nbuckets + 1 counter
+ * fetches, walked slot by slot.
+ */
+PCPU_API int pcpu_histogram_read(const pcpu_histogram_t *h, uint64_t *counts, size_t nbuckets,
+				 uint64_t *count, int64_t *sum);
+
+/**
+ * Estimates quantile `q` (0 <= q <= 1) from counts read by
+ * pcpu_histogram_read(). Let r = max(1, ceil(q * count)); the r-th smallest
+ * recorded value lies in the first bucket whose cumulative count reaches r.
+ * Log-linear: returns that bucket's midpoint, so the estimate is within
+ * half a bucket -- 2^-(p+1) relative -- of the true value. Explicit:
+ * interpolates linearly inside the bucket, as Prometheus'
+ * histogram_quantile() does; the +Inf bucket returns the largest bound.
+ * Returns NaN with errno EINVAL for q outside [0, 1] or a histogram with no
+ * values. Thread-safe; async-signal-safe.
+ */
+PCPU_API double pcpu_histogram_quantile(const pcpu_histogram_t *h, const uint64_t *counts,
+					size_t nbuckets, double q);
+
+PCPU_END_DECLS
+
+#endif /* PCPU_HISTOGRAM_H */

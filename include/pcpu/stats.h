@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file pcpu/stats.h
+ * The statistics registry: named metrics grouped in families, as in the
+ * Prometheus data model (`http_requests_total{method="GET",code="200"}`),
+ * whose values are pcpu counters, gauges and histograms.
+ *
+ * A registry holds families. A family has a name, help text, a unit, a type
+ * (counter, gauge, histogram), a fixed list of label names, a scale, and for
+ * histograms a bucket layout. Its series are the label-value combinations in
+ * use, each with its own counter, gauge or histogram, allocated in the
+ * registry's own per-CPU zone:
+ *
+ *     registry ── family "http_requests" (counter; labels method, code)
+ *                   ├── {GET, 200}  -> pcpu_counter_t
+ *                   └── {POST, 500} -> pcpu_counter_t
+ *              ── family "queue_depth" (gauge) ── {} -> pcpu_gauge_t
+ *
+ * Names and labels are checked against the Prometheus rules when a family or
+ * series is created; a refused one fails with EINVAL and pcpu_stats_error()
+ * says what is wrong.
+ *
+ * Concurrency: creating, looking up and removing families and series, taking
+ * snapshots and writing expositions may all run concurrently from any
+ * thread; they take the registry's mutex, briefly. Updating a metric never
+ * does: a series' handle is an ordinary counter, gauge or histogram, updated
+ * through its inline fast path, with no lookup and no lock. Keep the handle.
+ *
+ * Lifetime: a handle stays valid until its series (or family, or registry)
+ * is removed. Removal frees the storage at once, so the caller guarantees no
+ * thread still updates a series it removes, as for free().
+ *
+ * Static definition, for a data plane's global statistics: declare a struct
+ * of `struct pcpu_counter` / `struct pcpu_gauge` fields, describe its fields
+ * once, and register it; the hot path then adds to a field directly:
+ *
+ *     struct ep_stats { struct pcpu_counter pkts, bytes; struct pcpu_gauge flows; };
+ *     static const struct pcpu_stats_field ep_fields[] = {
+ *         PCPU_STATS_COUNTER(struct ep_stats, pkts, "ep_packets", "Packets seen."),
+ *         PCPU_STATS_COUNTER(struct ep_stats, bytes, "ep_bytes", "Bytes seen."),
+ *         PCPU_STATS_GAUGE(struct ep_stats, flows, "ep_flows", "Flows open."),
+ *     };
+ *     struct ep_stats *ep = pcpu_registry_struct(reg, sizeof *ep, ep_fields,
+ *                                               3, 0, NULL, NULL);
+ *     ...
+ *     pcpu_counter_add(&ep->pkts, 1);     // one rseq add, no lookup
+ *
+ * The registry's data model is deliberately flat -- fixed metadata per
+ * family and per series, values that are counters in one zone -- so that a
+ * directory of it can be written to a shared mapping for other processes.
+ */
+#ifndef PCPU_STATS_H
+#define PCPU_STATS_H
+
+#include <stddef.h>
+#include <pcpu/common.h>
+#include <pcpu/zone.h>
+#include <pcpu/counter.h>
+#include <pcpu/gauge.h>
+#include <pcpu/histogram.h>
+#include <pcpu/group.h>
+#include <pcpu/expose.h>
+
+PCPU_BEGIN_DECLS
+
+typedef struct pcpu_registry pcpu_registry_t;
+typedef struct pcpu_family pcpu_family_t;
+
+/** Describes a family; copied at registration. */
+struct pcpu_family_desc {
+	/** Family name (`[a-zA-Z_:][a-zA-Z0-9_:]*`). A counter's name may end in
+	 * `_total`; it is stripped, and the writers add it back. */
+	const char *name;
+	/** Help text, UTF-8; NULL means none. */
+	const char *help;
+	/** Unit (OpenMetrics), e.g. "seconds" or "bytes"; the name must then
+	 * end in "_<unit>". NULL or "" for none. */
+	const char *unit;
+	enum pcpu_metric_type type;
+	/** Label names of every series of the family (may be 0 and NULL). */
+	unsigned nlabels;
+	const char *const *label_names;
+	/** Exposed value = value * 10^scale_exp10 (|scale_exp10| <= 22), e.g.
+	 * -9 to record nanoseconds and expose seconds. */
+	int scale_exp10;
+	/** Histograms: the bucket layout shared by every series. */
+	const struct pcpu_histogram_layout *histogram;
+};
+
+/**
+ * Creates an empty registry with its own per-CPU zone (PCPU_INDEX_DEFAULT).
+ * NULL with errno ENOMEM. Thread-safe; not async-signal-safe.
+ */
+PCPU_API pcpu_registry_t *pcpu_registry_create(void);
+
+/**
+ * Destroys a registry with all its families, series and registered structs.
+ * The caller guarantees no other thread uses it or any of its handles.
+ * NULL is a no-op. The default registry cannot be destroyed (no-op).
+ */
+PCPU_API void pcpu_registry_destroy(pcpu_registry_t *reg);
+
+/**
+ * The process-wide registry, created on first call and never destroyed.
+ * NULL with errno ENOMEM if it cannot be created. Thread-safe.
+ */
+PCPU_API pcpu_registry_t *pcpu_registry_default(void);
+
+/**
+ * The per-CPU zone every value of `reg` lives in. Thread-safe.
+ */
+PCPU_API pcpu_zone_t *pcpu_registry_zone(pcpu_registry_t *reg);
+
+/**
+ * A number that changes whenever a family, series or struct is added to or
+ * removed from the registry (not on value updates). Thread-safe; lock-free.
+ */
+PCPU_API uint64_t pcpu_registry_generation(pcpu_registry_t *reg);
+
+/**
+ * Returns the family described by `desc`, creating it if the registry has
+ * none of that name. An existing family of that name is returned only if it
+ * has the same type, help, unit, labels, scale and layout; otherwise EEXIST.
+ * Returns NULL with errno: EINVAL (invalid name, label name, unit, help,
+ * scale or layout; reserved label `le` in a histogram), EEXIST (a family of
+ * that name differs, or one of the sample names the family would write --
+ * `<name>_total`, `<name>_bucket`, ... -- belongs to another family), ENOMEM.
+ * pcpu_stats_error() says what is wrong.
+ * Thread-safe; not async-signal-safe. Cost: a mutex and a hash lookup.
+ */
+PCPU_API pcpu_family_t *pcpu_registry_family(pcpu_registry_t *reg,
+					     const struct pcpu_family_desc *desc);
+
+/**
+ * The family named `name` (a counter also by its `_total` name), or NULL
+ * with errno ENOENT. Thread-safe.
+ */
+PCPU_API pcpu_family_t *pcpu_registry_find(pcpu_registry_t *reg, const char *name);
+
+/**
+ * Removes a family with all its series and frees them. Series that belong
+ * to a registered struct make it fail with EBUSY (remove the struct first).
+ * Returns 0 or -1 with errno EINVAL (not a family of `reg`) or EBUSY.
+ * The caller guarantees no thread still uses the family or its handles.
+ * Thread-safe; not async-signal-safe.
+ */
+PCPU_API int pcpu_registry_remove_family(pcpu_registry_t *reg, pcpu_family_t *fam);
+
+/** Name of a family (for counters, without `_total`). Thread-safe. */
+PCPU_API const char *pcpu_family_name(const pcpu_family_t *fam);
+
+/** Type of a family. Thread-safe. */
+PCPU_API enum pcpu_metric_type pcpu_family_type(const pcpu_family_t *fam);
+
+/** Number of series a family has now. Thread-safe. */
+PCPU_API size_t pcpu_family_size(pcpu_family_t *fam);
+
+/**
+ * The counter of a counter family's series with these label values (one per
+ * label name; NULL when the family has no labels), created (zero) if absent.
+ * Returns NULL with errno: EINVAL (not a counter family, NULL value, value
+ * not UTF-8 or too long), ENOMEM. Thread-safe; not async-signal-safe.
+ * Cost: a mutex and a hash lookup -- call it once, keep the handle.
+ */
+PCPU_API pcpu_counter_t pcpu_family_counter(pcpu_family_t *fam, const char *const *label_values);
+
+/** pcpu_family_counter() for a gauge family. */
+PCPU_API pcpu_gauge_t pcpu_family_gauge(pcpu_family_t *fam, const char *const *label_values);
+
+/** pcpu_family_counter() for a histogram family. */
+PCPU_API pcpu_histogram_t *pcpu_family_histogram(pcpu_family_t *fam,
+						 const char *const *label_values);
+
+/**
+ * Looks a series up without creating it: its handle (pcpu_counter_t,
+ * pcpu_gauge_t or pcpu_histogram_t *, by the family's type), or NULL with
+ * errno ENOENT. Thread-safe.
+ */
+PCPU_API void *pcpu_family_lookup(pcpu_family_t *fam, const char *const *label_values);
+
+/**
+ * Removes a series and frees its storage. Returns 0, or -1 with errno ENOENT
+ * (no such series) or EBUSY (it is a field of a registered struct). The
+ * caller guarantees no thread still updates it. Thread-safe.
+ */
+PCPU_API int pcpu_family_remove(pcpu_family_t *fam, const char *const *label_values);
+
+/**
+ * Convenience: the unlabelled counter `name` (family created as needed with
+ * `help`). Same errors as pcpu_registry_family() and pcpu_family_counter().
+ */
+PCPU_API pcpu_counter_t pcpu_registry_counter(pcpu_registry_t *reg, const char *name,
+					      const char *help);
+
+/** Convenience: the unlabelled gauge `name`. */
+PCPU_API pcpu_gauge_t pcpu_registry_gauge(pcpu_registry_t *reg, const char *name,
+					  const char *help);
+
+/** Describes one field of a statistics struct (see the file comment). */
+struct pcpu_stats_field {
+	const char *name;          /**< family name */
+	const char *help;          /**< help text, may be NULL */
+	const char *unit;          /**< unit, may be NULL */
+	enum pcpu_metric_type type;   /**< counter or gauge */
+	size_t offset;             /**< offsetof(struct, field) */
+	int scale_exp10;           /**< as in pcpu_family_desc */
+};
+
+/** Field descriptor of a `struct pcpu_counter` member. */
+#define PCPU_STATS_COUNTER(type, field, name, help) \
+	{ (name), (help), NULL, PCPU_METRIC_COUNTER, offsetof(type, field), 0 }
+/** Field descriptor of a `struct pcpu_gauge` member. */
+#define PCPU_STATS_GAUGE(type, field, name, help) \
+	{ (name), (help), NULL, PCPU_METRIC_GAUGE, offsetof(type, field), 0 }
+
+/**
+ * Allocates a statistics struct of `size` bytes in the registry's zone (all
+ * zero) and registers each field as a series: family `fields[k].name`
+ * (created as by pcpu_registry_family() with the given label names), label
+ * values `label_values`. Several instances of one struct (one per
+ * interface, say) differ by their label values. The fields must be
+ * `struct pcpu_counter` (counter) or `struct pcpu_gauge` (gauge) members at
+ * 16-byte-aligned offsets inside `size`.
+ * Returns the struct (slot 0's copy: add to `&s->field` with
+ * pcpu_counter_add() / pcpu_gauge_add()), or NULL with errno: EINVAL (bad
+ * field, name or label), EEXIST (a series with these labels already exists
+ * in one of the families, or a family conflicts), E2BIG, ENOMEM. All or
+ * nothing: on failure nothing stays registered.
+ * Thread-safe; not async-signal-safe.
+ */
+PCPU_API void *pcpu_registry_struct(pcpu_registry_t *reg, size_t size,
+				    const struct pcpu_stats_field *fields, size_t nfields,
+				    unsigned nlabels, const char *const *label_names,
+				    const char *const *label_values);
+
+/**
+ * Unregisters a struct from pcpu_registry_struct() (its series) and frees
+ * it. Families it created stay (possibly empty). Returns 0 or -1 with errno
+ * EINVAL (not a struct of `reg`). The caller guarantees no thread still
+ * updates it. Thread-safe.
+ */
+PCPU_API int pcpu_registry_struct_remove(pcpu_registry_t *reg, void *s);
+
+/**
+ * Takes a snapshot of every family and series of `reg`: metadata copied,
+ * values read (each as its type's read guarantees), families sorted by name
+ * and series by label values. The registry's mutex is held only while
+ * copying; formatting happens outside it. Free with pcpu_snapshot_free().
+ * NULL with errno ENOMEM. Thread-safe; not async-signal-safe.
+ * Cost: every value read once, plus sorting.
+ */
+PCPU_API struct pcpu_snapshot *pcpu_registry_snapshot(pcpu_registry_t *reg);
+
+/** Frees a snapshot from pcpu_registry_snapshot() (and only those). */
+PCPU_API void pcpu_snapshot_free(struct pcpu_snapshot *s);
+
+/**
+ * Snapshot and write in one call: on success *out holds the whole
+ * exposition (free() it), see pcpu_snapshot_write(). Returns 0, or -1 with
+ * errno (ENOMEM, or EINVAL for NULL arguments or an unknown format) and
+ * nothing allocated. Thread-safe; not async-signal-safe.
+ */
+PCPU_API int pcpu_registry_write(pcpu_registry_t *reg, enum pcpu_format fmt, char **out,
+				 size_t *len);
+
+PCPU_END_DECLS
+
+#endif /* PCPU_STATS_H */

@@ -1,0 +1,550 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The exposition writers: Prometheus text 0.0.4, OpenMetrics 1.0, JSON.
+ *
+ * Two passes. The first validates the whole snapshot -- every name, label,
+ * text, bucket layout, and the absence of duplicates and name clashes --
+ * because a snapshot may come from outside the registry (a reader of another
+ * process's statistics) and a scraper rejects an exposition with one bad
+ * line. The second writes into one growable buffer; an allocation failure
+ * there drops the rest, and the buffer is freed instead of returned. So a
+ * caller gets a whole, valid exposition or an error, never part of one.
+ *
+ * Duplicates: two families clash when any of the sample names they write
+ * (OpenMetrics' reserved suffix sets, see pcpu__type_suffixes()) are equal;
+ * two series of a family clash when their label values are equal. Both are
+ * found by sorting (O(n log n)) rather than hashing, to need no tuning and
+ * behave the same on hostile input.
+ *
+ * Format details that matter to strict parsers:
+ *  - OpenMetrics counters are `<family>_total`; the 0.0.4 TYPE line names the
+ *    sample (`# TYPE x_total counter`) as Prometheus' own clients do, which
+ *    promtool expects.
+ *  - `le` is written in OpenMetrics' canonical form ("1.0", "0.005",
+ *    "1e+06", "+Inf") in every format, so a bucket has one name everywhere.
+ *  - OpenMetrics forbids `_sum` in a histogram with negative buckets, and
+ *    negative counter-like samples: such histograms get neither `_sum` nor
+ *    `_count` (the spec allows both to be absent; `_count` requires `_sum`).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---- validation ---- */
+
+struct sample_name {
+	const char *base;
+	const char *suffix;
+	size_t family;
+};
+
+/* Compares base+suffix of two names without building them. */
+static int cmp_concat(const char *a1, const char *a2, const char *b1, const char *b2)
+{
+	for (;;) {
+		unsigned char ca, cb;
+
+		if (!*a1 && a2) {
+			a1 = a2;
+			a2 = NULL;
+		}
+		if (!*b1 && b2) {
+			b1 = b2;
+			b2 = NULL;
+		}
+		ca = (unsigned char)*a1;
+		cb = (unsigned char)*b1;
+		if (ca != cb)
+			return ca < cb ? -1 : 1;
+		if (!ca)
+			return 0;
+		a1++;
+		b1++;
+	}
+}
+
+static int cmp_sample_name(const void *a, const void *b)
+{
+	const struct sample_name *x = a, *y = b;
+	return cmp_concat(x->base, x->suffix, y->base, y->suffix);
+}
+
+static int cmp_series(const void *a, const void *b, void *arg)
+{
+	const struct pcpu_snapshot_series *x = *(const struct pcpu_snapshot_series *const *)a;
+	const struct pcpu_snapshot_series *y = *(const struct pcpu_snapshot_series *const *)b;
+	unsigned n = *(const unsigned *)arg, i;
+
+	for (i = 0; i < n; i++) {
+		int c = strcmp(x->label_values[i], y->label_values[i]);
+		if (c)
+			return c;
+	}
+	return 0;
+}
+
+static int fail_family(const struct pcpu_snapshot_family *f, int err)
+{
+	pcpu__msg_prefix("family", f->name);
+	errno = err;
+	return -1;
+}
+
+static int fail_msg(const struct pcpu_snapshot_family *f, const char *msg)
+{
+	pcpu__set_error(msg);
+	return fail_family(f, EINVAL);
+}
+
+static int check_histogram(const struct pcpu_snapshot_family *f)
+{
+	size_t b, i;
+
+	if (f->nbuckets < 1 || f->nbuckets > ((size_t)1 << 24))
+		return fail_msg(f, "a histogram needs 1 to 2^24 buckets (the last is +Inf)");
+	if (f->nbuckets > 1 && !f->bucket_upper)
+		return fail_msg(f, "bucket_upper is NULL");
+	for (b = 1; b + 1 < f->nbuckets; b++) {
+		if (f->bucket_upper[b] <= f->bucket_upper[b - 1])
+			return fail_msg(f, "bucket bounds are not strictly increasing");
+		/* Distinct integers may round to one double once scaled (beyond
+		 * 2^53): the exposition would repeat an `le`. */
+		if (pcpu__scale_i64(f->bucket_upper[b], f->scale_exp10) <=
+		    pcpu__scale_i64(f->bucket_upper[b - 1], f->scale_exp10))
+			return fail_msg(f, "two bucket bounds are equal once scaled to doubles");
+	}
+	for (i = 0; i < f->nseries; i++) {
+		const uint64_t *c = f->series[i].value.histogram.counts;
+		uint64_t total = 0;
+
+		if (!c)
+			return fail_msg(f, "a series has no bucket counts");
+		for (b = 0; b < f->nbuckets; b++) {
+			if (total + c[b] < total)
+				return fail_msg(f, "bucket counts overflow 2^64 when summed");
+			total += c[b];
+		}
+	}
+	return 0;
+}
+
+static int check_family(const struct pcpu_snapshot_family *f)
+{
+	unsigned l, k;
+	size_t i;
+
+	if (!f->name) {
+		pcpu__set_error("metric name is NULL");
+		return fail_family(f, EINVAL);
+	}
+	if (pcpu_stats_check_metric_name(f->name) < 0)
+		return fail_family(f, EINVAL);
+	if (!pcpu__type_name(f->type))
+		return fail_msg(f, "unknown metric type");
+	if (pcpu__check_help(f->help) < 0 || pcpu__check_unit(f->name, f->unit) < 0)
+		return fail_family(f, EINVAL);
+	if (f->scale_exp10 > PCPU_STATS_SCALE_MAX || f->scale_exp10 < -PCPU_STATS_SCALE_MAX)
+		return fail_msg(f, "scale_exp10 out of range [-22, 22]");
+	if (f->nlabels > PCPU_STATS_LABELS_MAX)
+		return fail_msg(f, "too many labels");
+	if (f->nlabels && !f->label_names)
+		return fail_msg(f, "label_names is NULL");
+	for (l = 0; l < f->nlabels; l++) {
+		if (pcpu_stats_check_label_name(f->label_names[l]) < 0)
+			return fail_family(f, EINVAL);
+		if (f->type == PCPU_METRIC_HISTOGRAM && strcmp(f->label_names[l], "le") == 0)
+			return fail_msg(f, "label name \"le\" is reserved in histograms");
+		for (k = 0; k < l; k++)
+			if (strcmp(f->label_names[k], f->label_names[l]) == 0)
+				return fail_msg(f, "a label name appears twice");
+	}
+	if (f->nseries && !f->series)
+		return fail_msg(f, "series is NULL");
+	for (i = 0; i < f->nseries; i++) {
+		if (f->nlabels && !f->series[i].label_values)
+			return fail_msg(f, "a series has no label values");
+		for (l = 0; l < f->nlabels; l++)
+			if (pcpu_stats_check_label_value(f->series[i].label_values[l]) < 0)
+				return fail_family(f, EINVAL);
+	}
+	if (f->type == PCPU_METRIC_HISTOGRAM && check_histogram(f) < 0)
+		return -1;
+	if (f->nseries > 1) {
+		const struct pcpu_snapshot_series **idx = malloc(f->nseries * sizeof *idx);
+		unsigned nl = f->nlabels;
+
+		if (!idx) {
+			errno = ENOMEM;
+			return -1;
+		}
+		for (i = 0; i < f->nseries; i++)
+			idx[i] = &f->series[i];
+		qsort_r(idx, f->nseries, sizeof *idx, cmp_series, &nl);
+		for (i = 1; i < f->nseries; i++)
+			if (cmp_series(&idx[i - 1], &idx[i], &nl) == 0) {
+				free(idx);
+				return fail_msg(f, "two series have the same label values");
+			}
+		free(idx);
+	}
+	return 0;
+}
+
+static int check_snapshot(const struct pcpu_snapshot *s)
+{
+	struct sample_name *names;
+	size_t i, n = 0, cap = 0;
+
+	if (s->nfamilies && !s->families) {
+		pcpu__set_error("snapshot: families is NULL");
+		errno = EINVAL;
+		return -1;
+	}
+	for (i = 0; i < s->nfamilies; i++) {
+		const char *const *suf;
+
+		if (check_family(&s->families[i]) < 0)
+			return -1;
+		cap += pcpu__type_suffixes(s->families[i].type, &suf);
+	}
+	if (cap < 2)
+		return 0;
+	names = malloc(cap * sizeof *names);
+	if (!names) {
+		errno = ENOMEM;
+		return -1;
+	}
+	for (i = 0; i < s->nfamilies; i++) {
+		const char *const *suf;
+		size_t k, ns = pcpu__type_suffixes(s->families[i].type, &suf);
+
+		for (k = 0; k < ns; k++) {
+			names[n].base = s->families[i].name;
+			names[n].suffix = suf[k];
+			names[n].family = i;
+			n++;
+		}
+	}
+	qsort(names, n, sizeof *names, cmp_sample_name);
+	for (i = 1; i < n; i++) {
+		if (cmp_sample_name(&names[i - 1], &names[i]) == 0) {
+			const struct pcpu_snapshot_family *f = &s->families[names[i].family];
+			struct pcpu__msg m = pcpu__msg_begin();
+
+			pcpu__msg_str(&m, "sample name ");
+			pcpu__msg_quoted(&m, names[i].base, 64);
+			pcpu__msg_str(&m, " + \"");
+			pcpu__msg_str(&m, names[i].suffix);
+			pcpu__msg_str(&m, "\" is written by two families");
+			free(names);
+			return fail_family(f, EINVAL);
+		}
+	}
+	free(names);
+	return 0;
+}
+
+/* ---- text formats ---- */
+
+static void put_labels(struct pcpu__buf *b, const struct pcpu_snapshot_family *f,
+		       const struct pcpu_snapshot_series *se, const char *le)
+{
+	unsigned l;
+
+	if (!f->nlabels && !le)
+		return;
+	pcpu__buf_putc(b, '{');
+	for (l = 0; l < f->nlabels; l++) {
+		if (l)
+			pcpu__buf_putc(b, ',');
+		pcpu__buf_puts(b, f->label_names[l]);
+		pcpu__buf_put(b, "=\"", 2);
+		pcpu__buf_label_value(b, se->label_values[l]);
+		pcpu__buf_putc(b, '"');
+	}
+	if (le) {
+		if (f->nlabels)
+			pcpu__buf_putc(b, ',');
+		pcpu__buf_put(b, "le=\"", 4);
+		pcpu__buf_puts(b, le);
+		pcpu__buf_putc(b, '"');
+	}
+	pcpu__buf_putc(b, '}');
+}
+
+static void put_u_scaled(struct pcpu__buf *b, uint64_t v, int scale)
+{
+	char d[PCPU__DOUBLE_BUF];
+
+	if (!scale) {
+		pcpu__buf_u64(b, v);
+		return;
+	}
+	pcpu__buf_put(b, d, pcpu__fmt_double(d, pcpu__scale_u64(v, scale), 0));
+}
+
+static void put_i_scaled(struct pcpu__buf *b, int64_t v, int scale)
+{
+	char d[PCPU__DOUBLE_BUF];
+
+	if (!scale) {
+		pcpu__buf_i64(b, v);
+		return;
+	}
+	pcpu__buf_put(b, d, pcpu__fmt_double(d, pcpu__scale_i64(v, scale), 0));
+}
+
+/* The `le` strings of a histogram family, computed once per family. */
+static char (*le_strings(const struct pcpu_snapshot_family *f))[PCPU__DOUBLE_BUF]
+{
+	char (*le)[PCPU__DOUBLE_BUF] = malloc(f->nbuckets * sizeof *le);
+	size_t b;
+
+	if (!le)
+		return NULL;
+	for (b = 0; b + 1 < f->nbuckets; b++)
+		pcpu__fmt_double(le[b], pcpu__scale_i64(f->bucket_upper[b], f->scale_exp10), 1);
+	strcpy(le[f->nbuckets - 1], "+Inf");
+	return le;
+}
+
+static int write_text(const struct pcpu_snapshot *s, struct pcpu__buf *b, int om)
+{
+	size_t i, j, k;
+
+	for (i = 0; i < s->nfamilies; i++) {
+		const struct pcpu_snapshot_family *f = &s->families[i];
+		const char *type = pcpu__type_name(f->type);
+		const char *total = f->type == PCPU_METRIC_COUNTER ? "_total" : "";
+		char (*le)[PCPU__DOUBLE_BUF] = NULL;
+		int negative_bound = 0;
+
+		if (om) {
+			pcpu__buf_put(b, "# TYPE ", 7);
+			pcpu__buf_puts(b, f->name);
+			pcpu__buf_putc(b, ' ');
+			pcpu__buf_puts(b, type);
+			pcpu__buf_putc(b, '\n');
+			if (f->unit && *f->unit) {
+				pcpu__buf_put(b, "# UNIT ", 7);
+				pcpu__buf_puts(b, f->name);
+				pcpu__buf_putc(b, ' ');
+				pcpu__buf_puts(b, f->unit);
+				pcpu__buf_putc(b, '\n');
+			}
+			if (f->help) {
+				pcpu__buf_put(b, "# HELP ", 7);
+				pcpu__buf_puts(b, f->name);
+				pcpu__buf_putc(b, ' ');
+				pcpu__buf_help(b, f->help, 1);
+				pcpu__buf_putc(b, '\n');
+			}
+		} else {
+			if (f->help) {
+				pcpu__buf_put(b, "# HELP ", 7);
+				pcpu__buf_puts(b, f->name);
+				pcpu__buf_puts(b, total);
+				pcpu__buf_putc(b, ' ');
+				pcpu__buf_help(b, f->help, 0);
+				pcpu__buf_putc(b, '\n');
+			}
+			pcpu__buf_put(b, "# TYPE ", 7);
+			pcpu__buf_puts(b, f->name);
+			pcpu__buf_puts(b, total);
+			pcpu__buf_putc(b, ' ');
+			pcpu__buf_puts(b, type);
+			pcpu__buf_putc(b, '\n');
+		}
+		if (f->type == PCPU_METRIC_HISTOGRAM) {
+			le = le_strings(f);
+			if (!le)
+				return -1;
+			negative_bound = f->nbuckets > 1 && f->bucket_upper[0] < 0;
+		}
+		for (j = 0; j < f->nseries; j++) {
+			const struct pcpu_snapshot_series *se = &f->series[j];
+
+			if (f->type != PCPU_METRIC_HISTOGRAM) {
+				pcpu__buf_puts(b, f->name);
+				pcpu__buf_puts(b, total);
+				put_labels(b, f, se, NULL);
+				pcpu__buf_putc(b, ' ');
+				if (f->type == PCPU_METRIC_COUNTER)
+					put_u_scaled(b, se->value.counter, f->scale_exp10);
+				else
+					put_i_scaled(b, se->value.gauge, f->scale_exp10);
+				pcpu__buf_putc(b, '\n');
+				continue;
+			}
+			{
+				const uint64_t *c = se->value.histogram.counts;
+				uint64_t cum = 0;
+
+				for (k = 0; k < f->nbuckets; k++) {
+					cum += c[k];
+					if ((f->flags & PCPU_SNAPSHOT_SPARSE_BUCKETS) && !c[k] &&
+					    k + 1 < f->nbuckets)
+						continue;
+					pcpu__buf_puts(b, f->name);
+					pcpu__buf_put(b, "_bucket", 7);
+					put_labels(b, f, se, le[k]);
+					pcpu__buf_putc(b, ' ');
+					pcpu__buf_u64(b, cum);
+					pcpu__buf_putc(b, '\n');
+				}
+				if (om && (negative_bound || se->value.histogram.sum < 0))
+					continue;
+				pcpu__buf_puts(b, f->name);
+				pcpu__buf_put(b, "_sum", 4);
+				put_labels(b, f, se, NULL);
+				pcpu__buf_putc(b, ' ');
+				put_i_scaled(b, se->value.histogram.sum, f->scale_exp10);
+				pcpu__buf_putc(b, '\n');
+				pcpu__buf_puts(b, f->name);
+				pcpu__buf_put(b, "_count", 6);
+				put_labels(b, f, se, NULL);
+				pcpu__buf_putc(b, ' ');
+				pcpu__buf_u64(b, cum);
+				pcpu__buf_putc(b, '\n');
+			}
+		}
+		free(le);
+	}
+	if (om)
+		pcpu__buf_put(b, "# EOF\n", 6);
+	return 0;
+}
+
+/* ---- JSON ---- */
+
+static void json_labels(struct pcpu__buf *b, const struct pcpu_snapshot_family *f,
+			const struct pcpu_snapshot_series *se)
+{
+	unsigned l;
+
+	pcpu__buf_put(b, "\"labels\":{", 10);
+	for (l = 0; l < f->nlabels; l++) {
+		if (l)
+			pcpu__buf_putc(b, ',');
+		pcpu__buf_json_string(b, f->label_names[l]);
+		pcpu__buf_putc(b, ':');
+		pcpu__buf_json_string(b, se->label_values[l]);
+	}
+	pcpu__buf_putc(b, '}');
+}
+
+static int write_json(const struct pcpu_snapshot *s, struct pcpu__buf *b)
+{
+	size_t i, j, k;
+
+	pcpu__buf_puts(b, "{\"families\":[");
+	for (i = 0; i < s->nfamilies; i++) {
+		const struct pcpu_snapshot_family *f = &s->families[i];
+		char (*le)[PCPU__DOUBLE_BUF] = NULL;
+
+		pcpu__buf_puts(b, i ? ",\n{\"name\":" : "\n{\"name\":");
+		pcpu__buf_json_string(b, f->name);
+		pcpu__buf_puts(b, ",\"type\":\"");
+		pcpu__buf_puts(b, pcpu__type_name(f->type));
+		pcpu__buf_puts(b, "\",\"help\":");
+		pcpu__buf_json_string(b, f->help ? f->help : "");
+		pcpu__buf_puts(b, ",\"unit\":");
+		pcpu__buf_json_string(b, f->unit ? f->unit : "");
+		pcpu__buf_puts(b, ",\"metrics\":[");
+		if (f->type == PCPU_METRIC_HISTOGRAM) {
+			le = le_strings(f);
+			if (!le)
+				return -1;
+		}
+		for (j = 0; j < f->nseries; j++) {
+			const struct pcpu_snapshot_series *se = &f->series[j];
+
+			pcpu__buf_puts(b, j ? ",\n{" : "\n{");
+			json_labels(b, f, se);
+			if (f->type == PCPU_METRIC_COUNTER) {
+				pcpu__buf_puts(b, ",\"value\":");
+				put_u_scaled(b, se->value.counter, f->scale_exp10);
+			} else if (f->type == PCPU_METRIC_GAUGE) {
+				pcpu__buf_puts(b, ",\"value\":");
+				put_i_scaled(b, se->value.gauge, f->scale_exp10);
+			} else {
+				const uint64_t *c = se->value.histogram.counts;
+				uint64_t cum = 0, total = 0;
+				int first = 1;
+
+				for (k = 0; k < f->nbuckets; k++)
+					total += c[k];
+				pcpu__buf_puts(b, ",\"count\":");
+				pcpu__buf_u64(b, total);
+				pcpu__buf_puts(b, ",\"sum\":");
+				put_i_scaled(b, se->value.histogram.sum, f->scale_exp10);
+				pcpu__buf_puts(b, ",\"buckets\":[");
+				for (k = 0; k < f->nbuckets; k++) {
+					cum += c[k];
+					if ((f->flags & PCPU_SNAPSHOT_SPARSE_BUCKETS) && !c[k] &&
+					    k + 1 < f->nbuckets)
+						continue;
+					pcpu__buf_puts(b, first ? "{\"le\":" : ",{\"le\":");
+					first = 0;
+					if (k + 1 < f->nbuckets)
+						pcpu__buf_puts(b, le[k]);
+					else
+						pcpu__buf_puts(b, "\"+Inf\"");
+					pcpu__buf_puts(b, ",\"count\":");
+					pcpu__buf_u64(b, cum);
+					pcpu__buf_putc(b, '}');
+				}
+				pcpu__buf_putc(b, ']');
+			}
+			pcpu__buf_putc(b, '}');
+		}
+		pcpu__buf_puts(b, "]}");
+		free(le);
+	}
+	pcpu__buf_puts(b, "\n]}\n");
+	return 0;
+}
+
+int pcpu_snapshot_write(const struct pcpu_snapshot *s, enum pcpu_format fmt, char **out,
+			size_t *len)
+{
+	struct pcpu__buf b = { NULL, 0, 0, 0 };
+	int r;
+
+	if (!s || !out || !len || !pcpu_format_content_type(fmt)) {
+		pcpu__set_error("pcpu_snapshot_write: NULL argument or unknown format");
+		errno = EINVAL;
+		return -1;
+	}
+	if (check_snapshot(s) < 0)
+		return -1;
+	pcpu__buf_reserve(&b, 256);
+	if (fmt == PCPU_FORMAT_JSON)
+		r = write_json(s, &b);
+	else
+		r = write_text(s, &b, fmt == PCPU_FORMAT_OPENMETRICS);
+	if (r < 0 || b.failed || !b.p) {
+		free(b.p);
+		pcpu__set_error("out of memory while writing the exposition");
+		errno = ENOMEM;
+		return -1;
+	}
+	*out = b.p;
+	*len = b.len;
+	return 0;
+}
+
+const char *pcpu_format_content_type(enum pcpu_format fmt)
+{
+	switch (fmt) {
+	case PCPU_FORMAT_PROMETHEUS:
+		return "text/plain; version=0.0.4; charset=utf-8";
+	case PCPU_FORMAT_OPENMETRICS:
+		return "application/openmetrics-text; version=1.0.0; charset=utf-8";
+	case PCPU_FORMAT_JSON:
+		return "application/json";
+	}
+	return NULL;
+}

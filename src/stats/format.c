@@ -1,0 +1,331 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Output buffer, number formatting and escaping for the writers.
+ *
+ * Buffer: one growable allocation. A failed allocation sets `failed` and
+ * drops all later output, so a writer checks once at the end and either
+ * hands out the whole exposition or frees it: never a partial one.
+ *
+ * Integers are formatted by hand (exact, fast, no locale). Doubles must be
+ * printed without loss of precision and independently of the application's
+ * locale (LC_NUMERIC may use a comma): we ask snprintf for 1, 2, ... 17
+ * significant digits in the C locale (a locale_t made once with newlocale,
+ * installed for the call with uselocale and restored at once) and keep the
+ * first that strtod reads back as the same double -- the shortest
+ * round-trip form, at most 17 tries of a cheap call. The digits are then
+ * laid out as Go's strconv.FormatFloat(v, 'g', -1, 64) does, which is what
+ * the Prometheus clients print (see pcpu__fmt_double()).
+ */
+#include <locale.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+void pcpu__buf_reserve(struct pcpu__buf *b, size_t more)
+{
+	size_t need, cap;
+	char *p;
+
+	if (b->failed)
+		return;
+	if (more > SIZE_MAX / 2 - b->len) {
+		b->failed = 1;
+		return;
+	}
+	need = b->len + more + 1;
+	if (need <= b->cap)
+		return;
+	cap = b->cap ? b->cap : 4096;
+	while (cap < need)
+		cap *= 2;
+	p = realloc(b->p, cap);
+	if (!p) {
+		b->failed = 1;
+		return;
+	}
+	b->p = p;
+	b->cap = cap;
+}
+
+void pcpu__buf_put(struct pcpu__buf *b, const char *s, size_t n)
+{
+	pcpu__buf_reserve(b, n);
+	if (b->failed)
+		return;
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+void pcpu__buf_puts(struct pcpu__buf *b, const char *s)
+{
+	pcpu__buf_put(b, s, strlen(s));
+}
+
+void pcpu__buf_putc(struct pcpu__buf *b, char c)
+{
+	pcpu__buf_put(b, &c, 1);
+}
+
+void pcpu__buf_u64(struct pcpu__buf *b, uint64_t v)
+{
+	char d[24];
+	int n = 24;
+
+	do {
+		d[--n] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	pcpu__buf_put(b, d + n, (size_t)(24 - n));
+}
+
+void pcpu__buf_i64(struct pcpu__buf *b, int64_t v)
+{
+	if (v < 0) {
+		pcpu__buf_putc(b, '-');
+		pcpu__buf_u64(b, 0 - (uint64_t)v);
+	} else {
+		pcpu__buf_u64(b, (uint64_t)v);
+	}
+}
+
+/* ---- doubles ---- */
+
+static pthread_once_t c_locale_once = PTHREAD_ONCE_INIT;
+static locale_t c_locale;
+
+static void make_c_locale(void)
+{
+	c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+}
+
+/*
+ * Shortest round-trip digits of a finite, non-zero |v|: fills digits[]
+ * (no dot, no leading zero) and returns their count; *exp10 is the decimal
+ * exponent of the first digit (v = 0.d1d2d3... * 10^(exp10 + 1)).
+ */
+static int shortest_digits(double v, char *digits, int *exp10)
+{
+	char tmp[48];
+	int prec, n = 0;
+	locale_t old = (locale_t)0;
+
+	pthread_once(&c_locale_once, make_c_locale);
+	if (c_locale)
+		old = uselocale(c_locale);
+	for (prec = 1; prec <= 17; prec++) {
+		snprintf(tmp, sizeof tmp, "%.*e", prec - 1, v);
+		if (strtod(tmp, NULL) == v)
+			break;
+	}
+	if (c_locale)
+		uselocale(old);
+	/* tmp is "d.ddde[+-]XX" (or "de[+-]XX"); with a locale that could not
+	 * be created the dot may be another character: skip any non-digit. */
+	{
+		const char *p = tmp;
+		const char *e = strchr(tmp, 'e');
+
+		for (; p < e; p++)
+			if (*p >= '0' && *p <= '9')
+				digits[n++] = *p;
+		*exp10 = atoi(e + 1);
+	}
+	while (n > 1 && digits[n - 1] == '0')
+		n--;
+	digits[n] = '\0';
+	return n;
+}
+
+/*
+ * Go's strconv.FormatFloat(v, 'g', -1, 64): with the shortest digits
+ * d1..dn and decimal exponent x (v = d1.d2...dn * 10^x), Go's rule for the
+ * shortest form is exponent notation when x < -4 or x >= 6, with at least
+ * two exponent digits. So 123456 prints as "123456", 1234567 as
+ * "1.234567e+06", 1e6 as "1e+06", 0.0001 as "0.0001", 0.00001 as "1e-05".
+ */
+size_t pcpu__fmt_double(char *out, double v, int canonical)
+{
+	char digits[24];
+	int n, x, i;
+	size_t k = 0;
+
+	if (isinf(v)) {
+		strcpy(out, v > 0 ? "+Inf" : "-Inf");
+		return strlen(out);
+	}
+	if (isnan(v)) {
+		strcpy(out, "NaN");
+		return 3;
+	}
+	if (v == 0) {
+		strcpy(out, canonical ? "0.0" : "0");
+		return strlen(out);
+	}
+	if (v < 0) {
+		out[k++] = '-';
+		v = -v;
+	}
+	n = shortest_digits(v, digits, &x);
+	if (x < -4 || x >= 6) {
+		out[k++] = digits[0];
+		if (n > 1) {
+			out[k++] = '.';
+			for (i = 1; i < n; i++)
+				out[k++] = digits[i];
+		}
+		out[k++] = 'e';
+		out[k++] = x < 0 ? '-' : '+';
+		if (x < 0)
+			x = -x;
+		if (x >= 100) {
+			out[k++] = (char)('0' + x / 100);
+			x %= 100;
+			out[k++] = (char)('0' + x / 10);
+		} else {
+			out[k++] = (char)('0' + x / 10);
+		}
+		out[k++] = (char)('0' + x % 10);
+	} else if (x < 0) {
+		out[k++] = '0';
+		out[k++] = '.';
+		for (i = -1; i > x; i--)
+			out[k++] = '0';
+		for (i = 0; i < n; i++)
+			out[k++] = digits[i];
+	} else {
+		for (i = 0; i <= x; i++)
+			out[k++] = i < n ? digits[i] : '0';
+		if (n > x + 1) {
+			out[k++] = '.';
+			for (i = x + 1; i < n; i++)
+				out[k++] = digits[i];
+		} else if (canonical) {
+			out[k++] = '.';
+			out[k++] = '0';
+		}
+	}
+	out[k] = '\0';
+	return k;
+}
+
+/* Exact powers of ten: every one up to 10^22 is representable. */
+static const double pow10_tab[PCPU_STATS_SCALE_MAX + 1] = {
+	1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+};
+
+/* One correctly rounded operation on exact operands: (double)v is exact for
+ * |v| <= 2^53, and so the result is the double nearest v * 10^scale. */
+static double scale_double(double d, int scale)
+{
+	if (scale > 0)
+		return d * pow10_tab[scale > PCPU_STATS_SCALE_MAX ? PCPU_STATS_SCALE_MAX : scale];
+	if (scale < 0)
+		return d / pow10_tab[-scale > PCPU_STATS_SCALE_MAX ? PCPU_STATS_SCALE_MAX : -scale];
+	return d;
+}
+
+double pcpu__scale_i64(int64_t v, int scale)
+{
+	return scale_double((double)v, scale);
+}
+
+double pcpu__scale_u64(uint64_t v, int scale)
+{
+	return scale_double((double)v, scale);
+}
+
+/* ---- escaping ---- */
+
+void pcpu__buf_label_value(struct pcpu__buf *b, const char *s)
+{
+	const char *run = s;
+
+	for (; *s; s++) {
+		const char *esc;
+
+		switch (*s) {
+		case '\\':
+			esc = "\\\\";
+			break;
+		case '"':
+			esc = "\\\"";
+			break;
+		case '\n':
+			esc = "\\n";
+			break;
+		default:
+			continue;
+		}
+		pcpu__buf_put(b, run, (size_t)(s - run));
+		pcpu__buf_put(b, esc, 2);
+		run = s + 1;
+	}
+	pcpu__buf_put(b, run, (size_t)(s - run));
+}
+
+void pcpu__buf_help(struct pcpu__buf *b, const char *s, int quote)
+{
+	const char *run = s;
+
+	for (; *s; s++) {
+		const char *esc;
+
+		if (*s == '\\')
+			esc = "\\\\";
+		else if (*s == '\n')
+			esc = "\\n";
+		else if (*s == '"' && quote)
+			esc = "\\\"";
+		else
+			continue;
+		pcpu__buf_put(b, run, (size_t)(s - run));
+		pcpu__buf_put(b, esc, 2);
+		run = s + 1;
+	}
+	pcpu__buf_put(b, run, (size_t)(s - run));
+}
+
+void pcpu__buf_json_string(struct pcpu__buf *b, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	const char *run = s;
+
+	pcpu__buf_putc(b, '"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		char esc[6];
+		size_t n = 2;
+
+		if (c == '"' || c == '\\') {
+			esc[0] = '\\';
+			esc[1] = (char)c;
+		} else if (c == '\n') {
+			esc[0] = '\\';
+			esc[1] = 'n';
+		} else if (c == '\t') {
+			esc[0] = '\\';
+			esc[1] = 't';
+		} else if (c < 0x20 || c == 0x7f) {
+			esc[0] = '\\';
+			esc[1] = 'u';
+			esc[2] = '0';
+			esc[3] = '0';
+			esc[4] = hex[c >> 4];
+			esc[5] = hex[c & 15];
+			n = 6;
+		} else {
+			continue;
+		}
+		pcpu__buf_put(b, run, (size_t)(s - run));
+		pcpu__buf_put(b, esc, n);
+		run = s + 1;
+	}
+	pcpu__buf_put(b, run, (size_t)(s - run));
+	pcpu__buf_putc(b, '"');
+}

@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Consistent groups: several counters updated in one call and read so that
+ * no reader sees part of an update.
+ *
+ * The problem. Per-CPU counters are cheap because each slot has one writer
+ * at a time and needs no atomics. DPDK makes a per-core set of counters
+ * consistent with a per-core seqcount: the writer increments it to odd,
+ * updates, increments it to even, and a reader retries while it is odd or
+ * changed. That relies on the writer never being preempted by another writer
+ * of the same core. Under rseq that does not hold: a thread can be preempted
+ * after making the seqcount odd, and the next thread on that CPU would then
+ * increment it again (even: readers trust a half-written copy) and write the
+ * same words concurrently with the first thread when it resumes elsewhere.
+ *
+ * The design. Each slot has, for each group, a copy ("lane")
+ *
+ *     [ seq | value[0] | value[1] | ... | value[members-1] ]
+ *
+ * whose seqcount is also its lock: odd means "held". A writer takes the lane
+ * of its current slot with one rseq compare-and-store, seq: even s -> s + 1,
+ * which commits only if the thread is still on that slot and seq still holds
+ * s (pcpu__rseq_cmpeqv_storev). Among threads of one slot the kernel runs at
+ * most one critical section at a time, and nobody else stores into an even
+ * seq, so exactly one thread owns the lane from then on -- even if it is
+ * preempted or migrated right after: it then finishes from another CPU,
+ * which is fine, because the lane is owned by the thread, not by the CPU.
+ * The owner adds to the values with plain (relaxed atomic) loads and stores
+ * and releases the lane with a release store of s + 2. Readers use the
+ * ordinary seqcount protocol on each lane and sum the lanes; as every update
+ * touches exactly one lane, the sum contains each update wholly or not at
+ * all.
+ *
+ * A writer that finds its slot's lane odd (the owner was preempted in its
+ * few-store window, or the writer is a signal handler that interrupted the
+ * owner -- itself) never waits: it goes to a fallback lane. Fallback lanes
+ * have the same layout in a second zone object; they are taken with an
+ * atomic compare-and-swap (even -> odd), never with rseq, so no word is ever
+ * written both by an rseq section and by an atomic instruction. A fallback
+ * writer starts at the lane of the CPU it runs on and skips held lanes, so
+ * it only spins while every fallback lane is held at once -- by other
+ * threads, each a few stores from releasing it. There are nslots fallback
+ * lanes (two when there is only one slot), so a thread interrupted while
+ * holding one never waits for itself unless signal handlers nest that deep.
+ * Threads without rseq (fallback mode, ThreadSanitizer builds, other
+ * architectures) use the fallback lanes only.
+ *
+ * Alternatives considered.
+ *  - A per-CPU seqcount incremented with rseq adds around the stores: the
+ *    preemption problem above; the adds cannot be made one critical section
+ *    with the value stores through the primitives pcpu has.
+ *  - A separate per-CPU lock word plus a seqcount: one more word and one
+ *    more store per update for what the seqcount's low bit already says.
+ *  - Double-buffered copies committed by one store (write the inactive copy,
+ *    then flip an index): needs every store of the update inside one rseq
+ *    critical section, i.e. a custom assembly sequence per member count, and
+ *    still a generation check on the read side; and it doubles the memory of
+ *    every group (a flow table with millions of groups feels that). The lane
+ *    lock needs only the compare-and-store every arch header provides.
+ *  - Atomic adds under a per-group spinlock: a shared cache line per group
+ *    for every writer, which is what per-CPU statistics exist to avoid.
+ *
+ * Costs. Update on the rseq path: one rseq compare-and-store, a load and a
+ * store per member, one release store (a plain store on x86) -- about two
+ * counter adds for a two-member group. Read: (members + 1) loads per lane,
+ * 2 * nslots lanes. Memory per group and slot: 8 * (1 + members) bytes,
+ * plus the same for the fallback lanes, which only become resident where
+ * the fallback is used.
+ *
+ * Caveat (fork): a lane that another thread held when the process forked
+ * stays odd in the child. Writers there avoid it (fallback), but readers
+ * in the child time out on it (ETIMEDOUT). Do not fork while other threads
+ * update groups, or re-create the groups in the child.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <pcpu/group.h>
+
+#include "internal.h"
+#include "registry.h"
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+static size_t lanes_total(const pcpu_group_t *g)
+{
+	return (size_t)pcpu__g.nslots * g->pcpu__fb_per_slot;
+}
+
+/* Fallback lane `l` (0..lanes_total-1) of group i. */
+static intptr_t *fallback_lane(const pcpu_group_t *g, size_t i, size_t l)
+{
+	size_t slot = l / g->pcpu__fb_per_slot, k = l % g->pcpu__fb_per_slot;
+
+	return (intptr_t *)(g->pcpu__fallback + (slot << PCPU_SLOT_STRIDE_SHIFT) +
+			    (i * g->pcpu__fb_per_slot + k) * g->pcpu__lane_size);
+}
+
+static intptr_t *primary_lane(const pcpu_group_t *g, size_t i, size_t slot)
+{
+	return (intptr_t *)(g->pcpu__primary + (slot << PCPU_SLOT_STRIDE_SHIFT) +
+			    i * g->pcpu__lane_size);
+}
+
+static void lane_add(intptr_t *seqp, intptr_t s, const int64_t *d, unsigned n)
+{
+	int64_t *v = (int64_t *)(seqp + 1);
+	unsigned k;
+
+	/* Seqcount writer (Boehm, "Can seqlocks get along with programming
+	 * language memory models?"): the odd seq must be visible before any
+	 * value store, hence the release fence after taking the lane. */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	for (k = 0; k < n; k++)
+		__atomic_store_n(&v[k], __atomic_load_n(&v[k], __ATOMIC_RELAXED) + d[k],
+				 __ATOMIC_RELAXED);
+	__atomic_store_n(seqp, s + 2, __ATOMIC_RELEASE);
+}
+
+static void fallback_add(const pcpu_group_t *g, size_t i, const int64_t *d)
+{
+	size_t total = lanes_total(g), start, k;
+	unsigned round;
+	int cpu = sched_getcpu();
+
+	/* Start at this CPU's lane(s): threads of one CPU share lanes, so
+	 * lanes stay per-CPU-ish in cache, and contention is what the CPU's
+	 * own threads create. */
+	start = cpu < 0 ? 0 : ((size_t)cpu % pcpu__g.nslots) * g->pcpu__fb_per_slot;
+	for (round = 0;; round++) {
+		for (k = 0; k < total; k++) {
+			intptr_t *seqp = fallback_lane(g, i, (start + k) % total);
+			intptr_t s = __atomic_load_n(seqp, __ATOMIC_RELAXED);
+
+			if (s & 1)
+				continue; /* held: another thread, or our own interrupted frame */
+			if (__atomic_compare_exchange_n(seqp, &s, s + 1, 0, __ATOMIC_ACQUIRE,
+							__ATOMIC_RELAXED)) {
+				lane_add(seqp, s, d, g->pcpu__members);
+				return;
+			}
+		}
+		/* Every lane held: their owners are a few stores from done, or
+		 * preempted; give them the CPU now and then. */
+		if (round < 64)
+			cpu_relax();
+		else
+			sched_yield();
+	}
+}
+
+void pcpu__group_add_slow(const pcpu_group_t *g, size_t i, const int64_t *d, int why)
+{
+#if PCPU_ARCH_HAVE_RSEQ
+	if (why == PCPU__GROUP_UNREGISTERED && pcpu__thread_prepare() == 0 &&
+	    pcpu__group_add_rseq(g, i, d, g->pcpu__members) == 0)
+		return;
+#else
+	(void)why;
+#endif
+	fallback_add(g, i, d);
+}
+
+pcpu_group_t *pcpu_group_alloc_in(pcpu_zone_t *zone, unsigned members, size_t count)
+{
+	pcpu_group_t *g;
+	size_t lane = sizeof(intptr_t) + (size_t)members * sizeof(int64_t);
+	unsigned fb_per_slot;
+
+	if (!zone || members == 0 || members > PCPU_GROUP_MAX_MEMBERS || count == 0) {
+		pcpu__set_error("group: needs a zone, 1 to 16 members and at least one group");
+		errno = EINVAL;
+		return NULL;
+	}
+	/* One slot means one fallback lane per group, which a signal handler
+	 * interrupting its holder would wait for forever: give it two. */
+	fb_per_slot = pcpu_nslots() > 1 ? 1 : 2;
+	if (count > PCPU_ZONE_MAX_OBJECT / (lane * fb_per_slot)) {
+		pcpu__set_error("group: too many groups for one zone object");
+		errno = E2BIG;
+		return NULL;
+	}
+	g = calloc(1, sizeof *g);
+	if (!g)
+		return NULL;
+	g->pcpu__members = members;
+	g->pcpu__lane_size = (uint32_t)lane;
+	g->pcpu__count = count;
+	g->pcpu__fb_per_slot = fb_per_slot;
+	g->pcpu__primary = pcpu_zone_alloc(zone, count * lane, 64);
+	if (!g->pcpu__primary)
+		goto fail;
+	g->pcpu__fallback = pcpu_zone_alloc(zone, count * lane * fb_per_slot, 64);
+	if (!g->pcpu__fallback)
+		goto fail;
+	return g;
+fail: {
+	int e = errno;
+
+	if (g->pcpu__primary)
+		pcpu_zone_free(zone, g->pcpu__primary);
+	free(g);
+	errno = e;
+	return NULL;
+}
+}
+
+pcpu_group_t *pcpu_group_alloc(unsigned members, size_t count)
+{
+	pcpu_zone_t *z = pcpu__stats_zone();
+
+	return z ? pcpu_group_alloc_in(z, members, count) : NULL;
+}
+
+void pcpu_group_free(pcpu_group_t *g)
+{
+	if (!g)
+		return;
+	pcpu_zone_free(pcpu_zone_of(g->pcpu__primary), g->pcpu__primary);
+	pcpu_zone_free(pcpu_zone_of(g->pcpu__fallback), g->pcpu__fallback);
+	free(g);
+}
+
+/* ---- reading ---- */
+
+struct deadline {
+	uint64_t timeout_ns;
+	uint64_t end_ns; /* 0 until the first wait */
+	unsigned waits;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Called when a lane is being written; returns -1 once time is up. */
+static int wait_a_little(struct deadline *dl)
+{
+	if (!dl->timeout_ns)
+		return -1;
+	if (!dl->end_ns)
+		dl->end_ns = now_ns() + dl->timeout_ns;
+	dl->waits++;
+	/* Spin briefly (an owner that runs is done in nanoseconds), then yield
+	 * so that an owner preempted on our CPU can run; look at the clock
+	 * only now and then, it is the costlier part. */
+	if (dl->waits < 128) {
+		cpu_relax();
+		return 0;
+	}
+	sched_yield();
+	if ((dl->waits & 15) == 0 && now_ns() >= dl->end_ns)
+		return -1;
+	return 0;
+}
+
+static int read_lane(const intptr_t *seqp, unsigned n, int64_t *acc, struct deadline *dl)
+{
+	const int64_t *v = (const int64_t *)(seqp + 1);
+	int64_t tmp[PCPU_GROUP_MAX_MEMBERS];
+	unsigned k;
+
+	for (;;) {
+		intptr_t s1 = __atomic_load_n(seqp, __ATOMIC_ACQUIRE);
+
+		if (!(s1 & 1)) {
+			intptr_t s2;
+
+			for (k = 0; k < n; k++)
+				tmp[k] = __atomic_load_n(&v[k], __ATOMIC_RELAXED);
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			s2 = __atomic_load_n(seqp, __ATOMIC_RELAXED);
+			if (s1 == s2) {
+				for (k = 0; k < n; k++)
+					acc[k] = (int64_t)((uint64_t)acc[k] + (uint64_t)tmp[k]);
+				return 0;
+			}
+		}
+		if (wait_a_little(dl) < 0)
+			return -1;
+	}
+}
+
+int pcpu_group_read_timeout(const pcpu_group_t *g, size_t i, int64_t *out, uint64_t timeout_ns)
+{
+	struct deadline dl = { timeout_ns, 0, 0 };
+	int64_t acc[PCPU_GROUP_MAX_MEMBERS];
+	size_t s, l, nslots;
+	unsigned n;
+
+	if (!g || !out || i >= g->pcpu__count) {
+		errno = EINVAL;
+		return -1;
+	}
+	nslots = pcpu_nslots();
+	n = g->pcpu__members;
+	memset(acc, 0, sizeof acc);
+	for (s = 0; s < nslots; s++)
+		if (read_lane(primary_lane(g, i, s), n, acc, &dl) < 0)
+			goto timedout;
+	for (l = 0; l < lanes_total(g); l++)
+		if (read_lane(fallback_lane(g, i, l), n, acc, &dl) < 0)
+			goto timedout;
+	memcpy(out, acc, n * sizeof *out);
+	return 0;
+timedout:
+	pcpu__set_error("group read: a copy stayed in mid-update past the timeout");
+	errno = ETIMEDOUT;
+	return -1;
+}
+
+int pcpu_group_read(const pcpu_group_t *g, size_t i, int64_t *out)
+{
+	return pcpu_group_read_timeout(g, i, out, PCPU_GROUP_READ_TIMEOUT_NS);
+}

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Histograms: one per-CPU counter array per histogram, [sum, bucket 0, ...,
+ * bucket n-1], so recording is two exact counter adds on the caller's slot
+ * and nothing is merged until a read walks the slots (pcpu/histogram.h has
+ * the layout and the recording path; this file creates, reads, and
+ * estimates quantiles).
+ *
+ * Why no separate count word: count = sum of buckets makes "count equals the
+ * number of values recorded" true of every read, not only of quiescent ones,
+ * and saves a third add per record.
+ *
+ * Log-linear buckets (precision p): with g = index >> p and j = index &
+ * (2^p - 1),
+ *     g = 0:  the single value j                       (values < 2^p)
+ *     g >= 1: [(2^p + j) << (g-1), ((2^p + j + 1) << (g-1)) - 1]
+ * so group 1 is [2^p, 2^(p+1)) one value per bucket, and every later group
+ * spans one power of two cut into 2^p buckets of width 2^(g-1), at most
+ * 2^-p of the bucket's lower bound. pcpu_histogram_bucket_of() inverts
+ * this with one count-leading-zeros.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <pcpu/histogram.h>
+
+#include "internal.h"
+#include "registry.h"
+
+static int layout_error(const char *msg)
+{
+	pcpu__set_error(msg);
+	errno = EINVAL;
+	return -1;
+}
+
+int pcpu__histogram_layout_check(const struct pcpu_histogram_layout *l, size_t *nbuckets,
+				 uint64_t *limit)
+{
+	size_t i;
+
+	if (!l)
+		return layout_error("histogram layout is NULL");
+	if (l->scheme == PCPU_HISTOGRAM_EXPLICIT) {
+		if (!l->bounds || l->nbounds == 0 || l->nbounds > PCPU_HISTOGRAM_MAX_BOUNDS)
+			return layout_error("explicit histogram: needs 1 to 4096 bounds");
+		for (i = 1; i < l->nbounds; i++)
+			if (l->bounds[i] <= l->bounds[i - 1])
+				return layout_error("explicit histogram: bounds must be strictly increasing");
+		/* INT64_MAX as a bound would make the +Inf bucket unreachable,
+		 * and an `le` equal to the largest value is still fine. */
+		*nbuckets = l->nbounds + 1;
+		*limit = 0;
+		return 0;
+	}
+	if (l->scheme == PCPU_HISTOGRAM_LOG_LINEAR) {
+		unsigned p = l->precision_bits, e;
+
+		if (p > PCPU_HISTOGRAM_MAX_BITS)
+			return layout_error("log-linear histogram: precision_bits must be 0..14");
+		if (l->max_value < 1)
+			return layout_error("log-linear histogram: max_value must be >= 1");
+		e = 63u - (unsigned)__builtin_clzll((uint64_t)l->max_value);
+		if (e < p)
+			e = p; /* at least groups 0 and 1 */
+		*nbuckets = ((size_t)(e - p + 2) << p) + 1;
+		*limit = (uint64_t)1 << (e + 1);
+		return 0;
+	}
+	return layout_error("unknown histogram scheme");
+}
+
+pcpu_histogram_t *pcpu_histogram_create_in(pcpu_zone_t *zone,
+					   const struct pcpu_histogram_layout *layout)
+{
+	pcpu_histogram_t *h;
+	size_t nbuckets;
+	uint64_t limit;
+	int64_t *bounds = NULL;
+
+	if (!zone) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (pcpu__histogram_layout_check(layout, &nbuckets, &limit) < 0)
+		return NULL;
+	if (nbuckets + 1 > PCPU_ZONE_MAX_OBJECT / sizeof(struct pcpu_counter)) {
+		pcpu__set_error("histogram: too many buckets for one zone object");
+		errno = E2BIG;
+		return NULL;
+	}
+	h = calloc(1, sizeof *h);
+	if (!h)
+		return NULL;
+	if (layout->scheme == PCPU_HISTOGRAM_EXPLICIT) {
+		bounds = malloc(layout->nbounds * sizeof *bounds);
+		if (!bounds) {
+			free(h);
+			return NULL;
+		}
+		memcpy(bounds, layout->bounds, layout->nbounds * sizeof *bounds);
+		h->pcpu__nbounds = (uint32_t)layout->nbounds;
+	}
+	h->pcpu__c = pcpu_counter_alloc_in(zone, nbuckets + 1);
+	if (!h->pcpu__c) {
+		int e = errno;
+		free(bounds);
+		free(h);
+		errno = e;
+		return NULL;
+	}
+	h->pcpu__bounds = bounds;
+	h->pcpu__nbuckets = (uint32_t)nbuckets;
+	h->pcpu__scheme = (uint32_t)layout->scheme;
+	h->pcpu__bits = layout->precision_bits;
+	h->pcpu__limit = limit;
+	return h;
+}
+
+pcpu_histogram_t *pcpu_histogram_create(const struct pcpu_histogram_layout *layout)
+{
+	pcpu_zone_t *z = pcpu__stats_zone();
+
+	return z ? pcpu_histogram_create_in(z, layout) : NULL;
+}
+
+void pcpu_histogram_destroy(pcpu_histogram_t *h)
+{
+	if (!h)
+		return;
+	pcpu_counter_free(h->pcpu__c);
+	free((void *)h->pcpu__bounds);
+	free(h);
+}
+
+int pcpu_histogram_bucket_range(const pcpu_histogram_t *h, size_t b, int64_t *lower,
+				int64_t *upper)
+{
+	int64_t lo, hi;
+
+	if (!h || b >= h->pcpu__nbuckets) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (b + 1 == h->pcpu__nbuckets) {
+		/* +Inf: everything above the last finite bucket. */
+		if (h->pcpu__scheme == PCPU_HISTOGRAM_LOG_LINEAR)
+			lo = h->pcpu__limit >= (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)h->pcpu__limit;
+		else
+			lo = h->pcpu__bounds[b - 1] == INT64_MAX ? INT64_MAX : h->pcpu__bounds[b - 1] + 1;
+		hi = INT64_MAX;
+	} else if (h->pcpu__scheme == PCPU_HISTOGRAM_LOG_LINEAR) {
+		unsigned p = h->pcpu__bits;
+		size_t g = b >> p, j = b & (((size_t)1 << p) - 1);
+
+		if (g == 0) {
+			lo = hi = (int64_t)j;
+		} else {
+			uint64_t l = (((uint64_t)1 << p) + j) << (g - 1);
+			lo = (int64_t)l;
+			hi = (int64_t)(l + ((uint64_t)1 << (g - 1)) - 1);
+		}
+	} else {
+		lo = b == 0 ? INT64_MIN : h->pcpu__bounds[b - 1] + 1;
+		hi = h->pcpu__bounds[b];
+	}
+	if (lower)
+		*lower = lo;
+	if (upper)
+		*upper = hi;
+	return 0;
+}
+
+int pcpu_histogram_read(const pcpu_histogram_t *h, uint64_t *counts, size_t nbuckets,
+			uint64_t *count, int64_t *sum)
+{
+	size_t b;
+
+	if (!h || !counts || nbuckets != h->pcpu__nbuckets) {
+		errno = EINVAL;
+		return -1;
+	}
+	/* Buckets first, then the sum: recorders add to the bucket first too,
+	 * which keeps the sum from running far ahead of the buckets. */
+	if (pcpu_counter_fetch_array(h->pcpu__c + 1, nbuckets, counts) < 0)
+		return -1;
+	if (count) {
+		uint64_t c = 0;
+		for (b = 0; b < nbuckets; b++)
+			c += counts[b];
+		*count = c;
+	}
+	if (sum)
+		*sum = (int64_t)pcpu_counter_fetch(h->pcpu__c);
+	return 0;
+}
+
+double pcpu_histogram_quantile(const pcpu_histogram_t *h, const uint64_t *counts,
+			       size_t nbuckets, double q)
+{
+	uint64_t total = 0, cum = 0, rank;
+	size_t b;
+	int64_t lo, hi;
+
+	if (!h || !counts || nbuckets != h->pcpu__nbuckets || !(q >= 0.0 && q <= 1.0)) {
+		errno = EINVAL;
+		return NAN;
+	}
+	for (b = 0; b < nbuckets; b++)
+		total += counts[b];
+	if (!total) {
+		errno = EINVAL;
+		return NAN;
+	}
+	rank = (uint64_t)ceil(q * (double)total);
+	if (rank < 1)
+		rank = 1;
+	if (rank > total)
+		rank = total;
+	for (b = 0; b < nbuckets; b++) {
+		if (cum + counts[b] >= rank)
+			break;
+		cum += counts[b];
+	}
+	pcpu_histogram_bucket_range(h, b, &lo, &hi);
+	if (h->pcpu__scheme == PCPU_HISTOGRAM_LOG_LINEAR) {
+		if (b + 1 == nbuckets)
+			return (double)lo; /* beyond max_value: all we know is a bound */
+		return ((double)lo + (double)hi) / 2.0;
+	}
+	/* Explicit: Prometheus' histogram_quantile() interpolation, with the
+	 * first bucket starting at 0 when its bound is positive. */
+	if (b + 1 == nbuckets)
+		return (double)h->pcpu__bounds[h->pcpu__nbounds - 1];
+	{
+		double start = b == 0 ? (hi > 0 ? 0.0 : (double)hi) : (double)h->pcpu__bounds[b - 1];
+		double end = (double)hi;
+
+		return start + (end - start) * ((double)(rank - cum) / (double)counts[b]);
+	}
+}

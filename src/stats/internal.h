@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal interfaces of the statistics layer, grouped by the file that
+ * defines them. Nothing here is exported from the shared library.
+ *
+ * validate.c, format.c and expose.c use only libc and this header: the fuzz
+ * targets build them alone, without the core.
+ */
+#ifndef PCPU_STATS_INTERNAL_H
+#define PCPU_STATS_INTERNAL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <pcpu/expose.h>
+
+#define PCPU_HIDDEN __attribute__((visibility("hidden")))
+
+/* ---- validate.c: names, labels, UTF-8, the per-thread error message ---- */
+
+/* Message builder for pcpu_stats_error(): async-signal-safe (no stdio). */
+struct pcpu__msg {
+	char *p;
+	size_t len, cap;
+};
+PCPU_HIDDEN struct pcpu__msg pcpu__msg_begin(void);
+PCPU_HIDDEN void pcpu__msg_str(struct pcpu__msg *m, const char *s);
+/* Appends at most `max` bytes of s, quoted, with non-printable bytes as \xNN. */
+PCPU_HIDDEN void pcpu__msg_quoted(struct pcpu__msg *m, const char *s, size_t max);
+PCPU_HIDDEN void pcpu__msg_u64(struct pcpu__msg *m, uint64_t v);
+/* Sets errno to err and returns -1, for `return pcpu__msg_fail(&m, EINVAL);`. */
+PCPU_HIDDEN int pcpu__msg_fail(struct pcpu__msg *m, int err);
+/* Sets the message to `what` + ": " + the current one (adds context). */
+PCPU_HIDDEN void pcpu__msg_prefix(const char *what, const char *name);
+/* Sets the whole message to s. */
+PCPU_HIDDEN void pcpu__set_error(const char *s);
+
+/* Offset of the first byte that is not well-formed UTF-8 in s[0..n), or n. */
+PCPU_HIDDEN size_t pcpu__utf8_valid_prefix(const char *s, size_t n);
+/* Checks help text: UTF-8, at most PCPU_STATS_HELP_MAX bytes. NULL is ok. */
+PCPU_HIDDEN int pcpu__check_help(const char *help);
+/* Checks a unit against the family name (must end in "_" unit). */
+PCPU_HIDDEN int pcpu__check_unit(const char *name, const char *unit);
+
+/* The sample names a family writes, e.g. "foo" histogram -> foo, foo_bucket,
+ * foo_count, foo_sum, foo_created (the OpenMetrics clash set). Returns the
+ * number of suffixes for `type` and sets *suffixes. */
+PCPU_HIDDEN size_t pcpu__type_suffixes(enum pcpu_metric_type type, const char *const **suffixes);
+PCPU_HIDDEN const char *pcpu__type_name(enum pcpu_metric_type type);
+
+/* ---- format.c: growable output buffer and number formatting ---- */
+
+struct pcpu__buf {
+	char *p;
+	size_t len, cap;
+	int failed; /* an allocation failed: everything after is dropped */
+};
+PCPU_HIDDEN void pcpu__buf_reserve(struct pcpu__buf *b, size_t more);
+PCPU_HIDDEN void pcpu__buf_put(struct pcpu__buf *b, const char *s, size_t n);
+PCPU_HIDDEN void pcpu__buf_puts(struct pcpu__buf *b, const char *s);
+PCPU_HIDDEN void pcpu__buf_putc(struct pcpu__buf *b, char c);
+PCPU_HIDDEN void pcpu__buf_u64(struct pcpu__buf *b, uint64_t v);
+PCPU_HIDDEN void pcpu__buf_i64(struct pcpu__buf *b, int64_t v);
+
+/* Shortest decimal that reads back as the same double, in the style of Go's
+ * strconv.FormatFloat(v, 'g', -1, 64) (what Prometheus' own clients print):
+ * "0.005", "1", "1e+06", "1.5e-05". `canonical` adds ".0" to integral values
+ * without an exponent ("1.0"), OpenMetrics' canonical form. v must be
+ * finite. Writes a NUL-terminated string of at most 32 bytes; returns its
+ * length. Independent of the locale. */
+#define PCPU__DOUBLE_BUF 40
+PCPU_HIDDEN size_t pcpu__fmt_double(char *out, double v, int canonical);
+/* v * 10^scale as a double, correctly rounded for |v| <= 2^53. */
+PCPU_HIDDEN double pcpu__scale_i64(int64_t v, int scale);
+PCPU_HIDDEN double pcpu__scale_u64(uint64_t v, int scale);
+
+/* Escapes for the text formats. */
+PCPU_HIDDEN void pcpu__buf_label_value(struct pcpu__buf *b, const char *s); /* \\ \" \n */
+PCPU_HIDDEN void pcpu__buf_help(struct pcpu__buf *b, const char *s, int quote); /* \\ \n (\") */
+PCPU_HIDDEN void pcpu__buf_json_string(struct pcpu__buf *b, const char *s);
+
+#endif /* PCPU_STATS_INTERNAL_H */

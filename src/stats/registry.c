@@ -1,0 +1,1050 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The statistics registry: families of named series whose values live in
+ * the registry's own per-CPU zone.
+ *
+ *     pcpu_registry
+ *       lock ─ one mutex for the directory (families, series, structs)
+ *       zone ─ every counter, gauge, histogram and struct of the registry
+ *       fams[] ─ pcpu_family ─ name, help, unit, type, labels, layout
+ *       │                   └ tab[] ─ pcpu__series ─ label values, handle
+ *       names{} ─ every sample name a family reserves -> family
+ *       structs ─ registered statistics structs (their series point into them)
+ *
+ * Why one mutex: the directory changes rarely (a flow appears, an interface
+ * goes away) and is read in bulk (a scrape); updates -- the hot path -- never
+ * touch the directory at all, because a caller keeps the handle a lookup
+ * returned and updates it with the inline counter/gauge/histogram path. A
+ * lock-free directory would make registration and export more complex to
+ * save nothing that matters. A snapshot holds the lock only while it copies
+ * metadata and reads values; formatting happens outside.
+ *
+ * Why `names`: OpenMetrics reserves, for each family, its name plus its
+ * type's suffixes (a counter `x` owns x, x_total, x_created; a histogram
+ * owns x_bucket, x_count, x_sum...). A strict parser rejects an exposition
+ * where two families own one name, so the registry refuses the second
+ * family at registration with EEXIST instead. The same table finds a family
+ * by name, counters also by their `_total` name.
+ *
+ * Why a fixed label-name list per family: it is what Prometheus clients do,
+ * it makes a series' key just its values (hashed with FNV-1a, values
+ * separated by 0xff, a byte UTF-8 never contains), and it keeps each
+ * family's metadata fixed-size -- the shape a shared-memory directory needs.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "registry.h"
+
+#define FNV_OFFSET 1469598103934665603ull
+#define FNV_PRIME 1099511628211ull
+
+static uint64_t fnv(uint64_t h, const char *s)
+{
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * FNV_PRIME;
+	return h;
+}
+
+static uint64_t hash_values(const char *const *v, unsigned n)
+{
+	uint64_t h = FNV_OFFSET;
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		h = (fnv(h, v[i]) ^ 0xff) * FNV_PRIME;
+	return h;
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static int str_eq(const char *a, const char *b)
+{
+	/* NULL and "" both mean "none". */
+	return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+static void bump_generation(struct pcpu_registry *reg)
+{
+	__atomic_add_fetch(&reg->generation, 1, __ATOMIC_RELEASE);
+}
+
+static int fail(int err, const char *msg)
+{
+	if (msg)
+		pcpu__set_error(msg);
+	errno = err;
+	return -1;
+}
+
+/* ---- the sample-name table ---- */
+
+static uint64_t sname_hash(const char *base, const char *suffix)
+{
+	return fnv(fnv(FNV_OFFSET, base), suffix);
+}
+
+static struct pcpu__sname *sname_find(struct pcpu_registry *reg, const char *base,
+				      const char *suffix)
+{
+	uint64_t h = sname_hash(base, suffix);
+	size_t bl = strlen(base);
+	struct pcpu__sname *n;
+
+	if (!reg->namesize)
+		return NULL;
+	for (n = reg->names[h & (reg->namesize - 1)]; n; n = n->hnext)
+		if (n->hash == h && strncmp(n->name, base, bl) == 0 &&
+		    strcmp(n->name + bl, suffix) == 0)
+			return n;
+	return NULL;
+}
+
+static int sname_grow(struct pcpu_registry *reg)
+{
+	size_t ns = reg->namesize ? reg->namesize * 2 : 64, i;
+	struct pcpu__sname **t = calloc(ns, sizeof *t);
+
+	if (!t)
+		return -1;
+	for (i = 0; i < reg->namesize; i++) {
+		struct pcpu__sname *n = reg->names[i], *next;
+		for (; n; n = next) {
+			next = n->hnext;
+			n->hnext = t[n->hash & (ns - 1)];
+			t[n->hash & (ns - 1)] = n;
+		}
+	}
+	free(reg->names);
+	reg->names = t;
+	reg->namesize = ns;
+	return 0;
+}
+
+static int sname_add(struct pcpu_registry *reg, struct pcpu_family *f, const char *suffix)
+{
+	size_t bl = strlen(f->name), sl = strlen(suffix);
+	struct pcpu__sname *n;
+
+	if (reg->nnames >= reg->namesize && sname_grow(reg) < 0)
+		return -1;
+	n = malloc(sizeof *n + bl + sl + 1);
+	if (!n)
+		return -1;
+	memcpy(n->name, f->name, bl);
+	memcpy(n->name + bl, suffix, sl + 1);
+	n->hash = sname_hash(f->name, suffix);
+	n->fam = f;
+	n->hnext = reg->names[n->hash & (reg->namesize - 1)];
+	reg->names[n->hash & (reg->namesize - 1)] = n;
+	reg->nnames++;
+	return 0;
+}
+
+static void sname_remove_family(struct pcpu_registry *reg, struct pcpu_family *f)
+{
+	const char *const *suf;
+	size_t k, ns = pcpu__type_suffixes(f->type, &suf);
+
+	for (k = 0; k < ns; k++) {
+		uint64_t h = sname_hash(f->name, suf[k]);
+		struct pcpu__sname **pp;
+
+		if (!reg->namesize)
+			return;
+		for (pp = &reg->names[h & (reg->namesize - 1)]; *pp; pp = &(*pp)->hnext) {
+			if ((*pp)->fam == f && (*pp)->hash == h) {
+				struct pcpu__sname *n = *pp;
+				*pp = n->hnext;
+				free(n);
+				reg->nnames--;
+				break;
+			}
+		}
+	}
+}
+
+/* ---- families ---- */
+
+/* Validates a description; writes the family's base name into `base`. */
+static int desc_check(const struct pcpu_family_desc *d, char base[PCPU_STATS_NAME_MAX + 1])
+{
+	size_t len;
+	unsigned l, k;
+
+	if (!d)
+		return fail(EINVAL, "family description is NULL");
+	if (pcpu_stats_check_metric_name(d->name) < 0)
+		return -1;
+	if (!pcpu__type_name(d->type))
+		return fail(EINVAL, "unknown metric type");
+	len = strlen(d->name);
+	memcpy(base, d->name, len + 1);
+	if (d->type == PCPU_METRIC_COUNTER && len > 6 && strcmp(d->name + len - 6, "_total") == 0)
+		base[len - 6] = '\0';
+	if (pcpu__check_help(d->help) < 0 || pcpu__check_unit(base, d->unit) < 0)
+		goto context;
+	if (d->scale_exp10 > PCPU_STATS_SCALE_MAX || d->scale_exp10 < -PCPU_STATS_SCALE_MAX) {
+		pcpu__set_error("scale_exp10 must be in [-22, 22]");
+		goto context;
+	}
+	if (d->nlabels > PCPU_STATS_LABELS_MAX || (d->nlabels && !d->label_names)) {
+		pcpu__set_error("at most 32 label names, and label_names must not be NULL");
+		goto context;
+	}
+	for (l = 0; l < d->nlabels; l++) {
+		if (pcpu_stats_check_label_name(d->label_names[l]) < 0)
+			goto context;
+		if (d->type == PCPU_METRIC_HISTOGRAM && strcmp(d->label_names[l], "le") == 0) {
+			pcpu__set_error("label name \"le\" is reserved in histograms (bucket bounds)");
+			goto context;
+		}
+		for (k = 0; k < l; k++)
+			if (strcmp(d->label_names[k], d->label_names[l]) == 0) {
+				pcpu__set_error("a label name appears twice");
+				goto context;
+			}
+	}
+	if (d->type == PCPU_METRIC_HISTOGRAM) {
+		size_t nb;
+		uint64_t limit;
+
+		if (pcpu__histogram_layout_check(d->histogram, &nb, &limit) < 0)
+			goto context;
+		if (nb + 1 > PCPU_ZONE_MAX_OBJECT / sizeof(struct pcpu_counter)) {
+			pcpu__set_error("histogram: too many buckets for one zone object");
+			pcpu__msg_prefix("family", d->name);
+			errno = E2BIG;
+			return -1;
+		}
+	} else if (d->histogram) {
+		pcpu__set_error("a bucket layout is only for histograms");
+		goto context;
+	}
+	return 0;
+context:
+	pcpu__msg_prefix("family", d->name);
+	errno = EINVAL;
+	return -1;
+}
+
+static int layout_equal(const struct pcpu_histogram_layout *a, const struct pcpu_histogram_layout *b)
+{
+	if (a->scheme != b->scheme)
+		return 0;
+	if (a->scheme == PCPU_HISTOGRAM_EXPLICIT)
+		return a->nbounds == b->nbounds &&
+		       memcmp(a->bounds, b->bounds, a->nbounds * sizeof *a->bounds) == 0;
+	return a->precision_bits == b->precision_bits && a->max_value == b->max_value;
+}
+
+static int desc_equal(const struct pcpu_family *f, const struct pcpu_family_desc *d)
+{
+	unsigned l;
+
+	if (f->type != d->type || !str_eq(f->help, d->help) || !str_eq(f->unit, d->unit) ||
+	    f->scale_exp10 != d->scale_exp10 || f->nlabels != d->nlabels)
+		return 0;
+	for (l = 0; l < f->nlabels; l++)
+		if (strcmp(f->label_names[l], d->label_names[l]) != 0)
+			return 0;
+	return f->type != PCPU_METRIC_HISTOGRAM || layout_equal(&f->layout, d->histogram);
+}
+
+static void family_free_meta(struct pcpu_family *f)
+{
+	unsigned l;
+
+	if (f->label_names)
+		for (l = 0; l < f->nlabels; l++)
+			free(f->label_names[l]);
+	free(f->label_names);
+	free(f->name);
+	free(f->help);
+	free(f->unit);
+	free(f->bounds);
+	free(f->bucket_upper);
+	free(f->tab);
+	free(f);
+}
+
+/* Builds the bucket bounds a snapshot carries from a layout. */
+static int family_set_layout(struct pcpu_family *f, const struct pcpu_histogram_layout *l)
+{
+	pcpu_histogram_t tmp;
+	size_t nb, b;
+	uint64_t limit;
+
+	if (pcpu__histogram_layout_check(l, &nb, &limit) < 0)
+		return -1;
+	f->layout = *l;
+	if (l->scheme == PCPU_HISTOGRAM_EXPLICIT) {
+		f->bounds = malloc(l->nbounds * sizeof *f->bounds);
+		if (!f->bounds)
+			return -1;
+		memcpy(f->bounds, l->bounds, l->nbounds * sizeof *f->bounds);
+		f->layout.bounds = f->bounds;
+	} else {
+		f->layout.bounds = NULL;
+		f->layout.nbounds = 0;
+		f->flags |= PCPU_SNAPSHOT_SPARSE_BUCKETS;
+	}
+	f->nbuckets = nb;
+	f->bucket_upper = malloc((nb > 1 ? nb - 1 : 1) * sizeof *f->bucket_upper);
+	if (!f->bucket_upper)
+		return -1;
+	/* A handle without storage, to reuse pcpu_histogram_bucket_range(). */
+	memset(&tmp, 0, sizeof tmp);
+	tmp.pcpu__bounds = f->bounds;
+	tmp.pcpu__nbounds = (uint32_t)f->layout.nbounds;
+	tmp.pcpu__nbuckets = (uint32_t)nb;
+	tmp.pcpu__scheme = (uint32_t)l->scheme;
+	tmp.pcpu__bits = l->precision_bits;
+	tmp.pcpu__limit = limit;
+	for (b = 0; b + 1 < nb; b++)
+		pcpu_histogram_bucket_range(&tmp, b, NULL, &f->bucket_upper[b]);
+	return 0;
+}
+
+/* Creates and links a family; registry locked; desc already checked. */
+static struct pcpu_family *family_create_locked(struct pcpu_registry *reg,
+						const struct pcpu_family_desc *d, const char *base)
+{
+	struct pcpu_family *f = calloc(1, sizeof *f);
+	const char *const *suf;
+	size_t k, ns;
+	unsigned l;
+
+	if (!f)
+		return NULL;
+	f->reg = reg;
+	f->type = d->type;
+	f->scale_exp10 = d->scale_exp10;
+	f->name = strdup(base);
+	f->help = dup_or_null(d->help);
+	f->unit = d->unit && *d->unit ? strdup(d->unit) : NULL;
+	if (!f->name || (d->help && !f->help) || (d->unit && *d->unit && !f->unit))
+		goto nomem;
+	f->nlabels = d->nlabels;
+	if (d->nlabels) {
+		f->label_names = calloc(d->nlabels, sizeof *f->label_names);
+		if (!f->label_names)
+			goto nomem;
+		for (l = 0; l < d->nlabels; l++)
+			if (!(f->label_names[l] = strdup(d->label_names[l])))
+				goto nomem;
+	}
+	if (d->type == PCPU_METRIC_HISTOGRAM && family_set_layout(f, d->histogram) < 0)
+		goto nomem;
+	if (reg->nfams == reg->capfams) {
+		size_t cap = reg->capfams ? reg->capfams * 2 : 16;
+		struct pcpu_family **a = realloc(reg->fams, cap * sizeof *a);
+		if (!a)
+			goto nomem;
+		reg->fams = a;
+		reg->capfams = cap;
+	}
+	ns = pcpu__type_suffixes(f->type, &suf);
+	for (k = 0; k < ns; k++) {
+		if (sname_add(reg, f, suf[k]) < 0) {
+			sname_remove_family(reg, f);
+			goto nomem;
+		}
+	}
+	f->index = reg->nfams;
+	reg->fams[reg->nfams++] = f;
+	bump_generation(reg);
+	return f;
+nomem:
+	family_free_meta(f);
+	errno = ENOMEM;
+	return NULL;
+}
+
+/* Finds or creates; registry locked; desc checked; *created set. */
+static struct pcpu_family *family_get_locked(struct pcpu_registry *reg,
+					     const struct pcpu_family_desc *d, const char *base,
+					     int *created)
+{
+	const char *const *suf;
+	size_t k, ns = pcpu__type_suffixes(d->type, &suf);
+	struct pcpu__sname *n;
+
+	*created = 0;
+	n = sname_find(reg, base, "");
+	if (n && strcmp(n->fam->name, base) == 0) {
+		if (desc_equal(n->fam, d))
+			return n->fam;
+		pcpu__set_error("a family of this name exists with another type, help, unit, "
+				"labels, scale or bucket layout");
+		pcpu__msg_prefix("family", d->name);
+		errno = EEXIST;
+		return NULL;
+	}
+	for (k = 0; k < ns; k++) {
+		n = sname_find(reg, base, suf[k]);
+		if (n) {
+			struct pcpu__msg m = pcpu__msg_begin();
+
+			pcpu__msg_str(&m, "family ");
+			pcpu__msg_quoted(&m, d->name, 64);
+			pcpu__msg_str(&m, ": sample name ");
+			pcpu__msg_quoted(&m, base, 64);
+			pcpu__msg_str(&m, " + \"");
+			pcpu__msg_str(&m, suf[k]);
+			pcpu__msg_str(&m, "\" is already written by family ");
+			pcpu__msg_quoted(&m, n->fam->name, 64);
+			errno = EEXIST;
+			return NULL;
+		}
+	}
+	*created = 1;
+	return family_create_locked(reg, d, base);
+}
+
+/* ---- series ---- */
+
+static void *storage_alloc(struct pcpu_family *f)
+{
+	switch (f->type) {
+	case PCPU_METRIC_COUNTER:
+		return pcpu_counter_alloc_in(f->reg->zone, 1);
+	case PCPU_METRIC_GAUGE:
+		return pcpu_gauge_alloc_in(f->reg->zone);
+	case PCPU_METRIC_HISTOGRAM:
+		return pcpu_histogram_create_in(f->reg->zone, &f->layout);
+	}
+	errno = EINVAL;
+	return NULL;
+}
+
+static void storage_free(const struct pcpu_family *f, void *h)
+{
+	switch (f->type) {
+	case PCPU_METRIC_COUNTER:
+		pcpu_counter_free((pcpu_counter_t)h);
+		break;
+	case PCPU_METRIC_GAUGE:
+		pcpu_gauge_free((pcpu_gauge_t)h);
+		break;
+	case PCPU_METRIC_HISTOGRAM:
+		pcpu_histogram_destroy((pcpu_histogram_t *)h);
+		break;
+	}
+}
+
+static int values_check(const struct pcpu_family *f, const char *const *v)
+{
+	unsigned l;
+
+	if (f->nlabels && !v) {
+		pcpu__set_error("label values are NULL but the family has labels");
+		goto context;
+	}
+	for (l = 0; l < f->nlabels; l++)
+		if (pcpu_stats_check_label_value(v[l]) < 0)
+			goto context;
+	return 0;
+context:
+	pcpu__msg_prefix("family", f->name);
+	errno = EINVAL;
+	return -1;
+}
+
+static struct pcpu__series *series_find(const struct pcpu_family *f, const char *const *v,
+					uint64_t h)
+{
+	struct pcpu__series *se;
+	unsigned l;
+
+	if (!f->tabsize)
+		return NULL;
+	for (se = f->tab[h & (f->tabsize - 1)]; se; se = se->hnext) {
+		if (se->hash != h)
+			continue;
+		for (l = 0; l < f->nlabels; l++)
+			if (strcmp(se->values[l], v[l]) != 0)
+				break;
+		if (l == f->nlabels)
+			return se;
+	}
+	return NULL;
+}
+
+static int series_tab_grow(struct pcpu_family *f)
+{
+	size_t ns = f->tabsize ? f->tabsize * 2 : 8, i;
+	struct pcpu__series **t = calloc(ns, sizeof *t);
+
+	if (!t)
+		return -1;
+	for (i = 0; i < f->tabsize; i++) {
+		struct pcpu__series *se = f->tab[i], *next;
+		for (; se; se = next) {
+			next = se->hnext;
+			se->hnext = t[se->hash & (ns - 1)];
+			t[se->hash & (ns - 1)] = se;
+		}
+	}
+	free(f->tab);
+	f->tab = t;
+	f->tabsize = ns;
+	return 0;
+}
+
+/* Links a new series with the given handle; registry locked. */
+static struct pcpu__series *series_new(struct pcpu_family *f, const char *const *v, uint64_t h,
+				       void *handle, struct pcpu__sstruct *owner)
+{
+	struct pcpu__series *se;
+	size_t bytes = 0;
+	unsigned l;
+	char *p;
+
+	if (f->nseries >= f->tabsize && series_tab_grow(f) < 0)
+		goto nomem;
+	se = calloc(1, sizeof *se);
+	if (!se)
+		goto nomem;
+	if (f->nlabels) {
+		for (l = 0; l < f->nlabels; l++)
+			bytes += strlen(v[l]) + 1;
+		se->values = malloc(f->nlabels * sizeof(char *) + bytes);
+		if (!se->values) {
+			free(se);
+			goto nomem;
+		}
+		p = (char *)(se->values + f->nlabels);
+		for (l = 0; l < f->nlabels; l++) {
+			size_t n = strlen(v[l]) + 1;
+			memcpy(p, v[l], n);
+			se->values[l] = p;
+			p += n;
+		}
+	}
+	se->hash = h;
+	se->handle = handle;
+	se->owner = owner;
+	se->hnext = f->tab[h & (f->tabsize - 1)];
+	f->tab[h & (f->tabsize - 1)] = se;
+	f->nseries++;
+	bump_generation(f->reg);
+	return se;
+nomem:
+	errno = ENOMEM;
+	return NULL;
+}
+
+/* Unlinks a series (storage untouched); registry locked. */
+static void series_unlink(struct pcpu_family *f, struct pcpu__series *se)
+{
+	struct pcpu__series **pp = &f->tab[se->hash & (f->tabsize - 1)];
+
+	for (; *pp; pp = &(*pp)->hnext) {
+		if (*pp == se) {
+			*pp = se->hnext;
+			f->nseries--;
+			bump_generation(f->reg);
+			break;
+		}
+	}
+	free(se->values);
+	free(se);
+}
+
+static void *series_get(pcpu_family_t *f, const char *const *v, enum pcpu_metric_type type)
+{
+	struct pcpu__series *se;
+	void *handle = NULL;
+	uint64_t h;
+
+	if (!f) {
+		fail(EINVAL, "family is NULL");
+		return NULL;
+	}
+	if (f->type != type) {
+		pcpu__set_error(type == PCPU_METRIC_COUNTER ? "not a counter family"
+				: type == PCPU_METRIC_GAUGE ? "not a gauge family"
+							    : "not a histogram family");
+		pcpu__msg_prefix("family", f->name);
+		errno = EINVAL;
+		return NULL;
+	}
+	if (values_check(f, v) < 0)
+		return NULL;
+	h = hash_values(v, f->nlabels);
+	pthread_mutex_lock(&f->reg->lock);
+	se = series_find(f, v, h);
+	if (se) {
+		handle = se->handle;
+	} else {
+		handle = storage_alloc(f);
+		if (handle && !series_new(f, v, h, handle, NULL)) {
+			storage_free(f, handle);
+			handle = NULL;
+		}
+	}
+	pthread_mutex_unlock(&f->reg->lock);
+	return handle;
+}
+
+pcpu_counter_t pcpu_family_counter(pcpu_family_t *fam, const char *const *label_values)
+{
+	return (pcpu_counter_t)series_get(fam, label_values, PCPU_METRIC_COUNTER);
+}
+
+pcpu_gauge_t pcpu_family_gauge(pcpu_family_t *fam, const char *const *label_values)
+{
+	return (pcpu_gauge_t)series_get(fam, label_values, PCPU_METRIC_GAUGE);
+}
+
+pcpu_histogram_t *pcpu_family_histogram(pcpu_family_t *fam, const char *const *label_values)
+{
+	return (pcpu_histogram_t *)series_get(fam, label_values, PCPU_METRIC_HISTOGRAM);
+}
+
+void *pcpu_family_lookup(pcpu_family_t *f, const char *const *v)
+{
+	struct pcpu__series *se;
+	void *handle = NULL;
+
+	if (!f || values_check(f, v) < 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pthread_mutex_lock(&f->reg->lock);
+	se = series_find(f, v, hash_values(v, f->nlabels));
+	if (se)
+		handle = se->handle;
+	pthread_mutex_unlock(&f->reg->lock);
+	if (!handle)
+		errno = ENOENT;
+	return handle;
+}
+
+int pcpu_family_remove(pcpu_family_t *f, const char *const *v)
+{
+	struct pcpu__series *se;
+	int r = 0;
+
+	if (!f || values_check(f, v) < 0)
+		return fail(EINVAL, NULL);
+	pthread_mutex_lock(&f->reg->lock);
+	se = series_find(f, v, hash_values(v, f->nlabels));
+	if (!se) {
+		r = fail(ENOENT, "no series with these label values");
+	} else if (se->owner) {
+		r = fail(EBUSY, "the series is a field of a registered struct");
+	} else {
+		storage_free(f, se->handle);
+		series_unlink(f, se);
+	}
+	pthread_mutex_unlock(&f->reg->lock);
+	return r;
+}
+
+const char *pcpu_family_name(const pcpu_family_t *fam)
+{
+	return fam ? fam->name : NULL;
+}
+
+enum pcpu_metric_type pcpu_family_type(const pcpu_family_t *fam)
+{
+	return fam ? fam->type : (enum pcpu_metric_type)0;
+}
+
+size_t pcpu_family_size(pcpu_family_t *f)
+{
+	size_t n;
+
+	if (!f)
+		return 0;
+	pthread_mutex_lock(&f->reg->lock);
+	n = f->nseries;
+	pthread_mutex_unlock(&f->reg->lock);
+	return n;
+}
+
+/* ---- registry ---- */
+
+pcpu_registry_t *pcpu_registry_create(void)
+{
+	struct pcpu_registry *reg = calloc(1, sizeof *reg);
+
+	if (!reg)
+		return NULL;
+	reg->zone = pcpu_zone_create(PCPU_INDEX_DEFAULT);
+	if (!reg->zone) {
+		free(reg);
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_init(&reg->lock, NULL);
+	return reg;
+}
+
+static pthread_mutex_t default_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pcpu_registry *default_reg;
+
+pcpu_registry_t *pcpu_registry_default(void)
+{
+	struct pcpu_registry *r = __atomic_load_n(&default_reg, __ATOMIC_ACQUIRE);
+
+	if (r)
+		return r;
+	pthread_mutex_lock(&default_lock);
+	r = default_reg;
+	if (!r) {
+		r = pcpu_registry_create();
+		if (r) {
+			r->is_default = 1;
+			__atomic_store_n(&default_reg, r, __ATOMIC_RELEASE);
+		}
+	}
+	pthread_mutex_unlock(&default_lock);
+	return r;
+}
+
+pcpu_zone_t *pcpu_registry_zone(pcpu_registry_t *reg)
+{
+	return reg ? reg->zone : NULL;
+}
+
+uint64_t pcpu_registry_generation(pcpu_registry_t *reg)
+{
+	return reg ? __atomic_load_n(&reg->generation, __ATOMIC_ACQUIRE) : 0;
+}
+
+pcpu_family_t *pcpu_registry_family(pcpu_registry_t *reg, const struct pcpu_family_desc *d)
+{
+	char base[PCPU_STATS_NAME_MAX + 1];
+	struct pcpu_family *f;
+	int created;
+
+	if (!reg) {
+		fail(EINVAL, "registry is NULL");
+		return NULL;
+	}
+	if (desc_check(d, base) < 0)
+		return NULL;
+	pthread_mutex_lock(&reg->lock);
+	f = family_get_locked(reg, d, base, &created);
+	pthread_mutex_unlock(&reg->lock);
+	return f;
+}
+
+pcpu_family_t *pcpu_registry_find(pcpu_registry_t *reg, const char *name)
+{
+	struct pcpu__sname *n;
+	struct pcpu_family *f = NULL;
+
+	if (!reg || !name) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pthread_mutex_lock(&reg->lock);
+	n = sname_find(reg, name, "");
+	if (n && (strcmp(n->fam->name, name) == 0 ||
+		  (n->fam->type == PCPU_METRIC_COUNTER && strlen(name) == strlen(n->fam->name) + 6 &&
+		   strcmp(name + strlen(n->fam->name), "_total") == 0)))
+		f = n->fam;
+	pthread_mutex_unlock(&reg->lock);
+	if (!f)
+		errno = ENOENT;
+	return f;
+}
+
+/* Frees a family and all its series' storage; registry locked; no series
+ * may belong to a struct. */
+static void family_destroy_locked(struct pcpu_registry *reg, struct pcpu_family *f)
+{
+	size_t i;
+
+	for (i = 0; i < f->tabsize; i++) {
+		struct pcpu__series *se = f->tab[i], *next;
+		for (; se; se = next) {
+			next = se->hnext;
+			if (!se->owner)
+				storage_free(f, se->handle);
+			free(se->values);
+			free(se);
+		}
+		f->tab[i] = NULL;
+	}
+	sname_remove_family(reg, f);
+	reg->fams[f->index] = reg->fams[reg->nfams - 1];
+	reg->fams[f->index]->index = f->index;
+	reg->nfams--;
+	bump_generation(reg);
+	family_free_meta(f);
+}
+
+static int family_has_struct_series(const struct pcpu_family *f)
+{
+	size_t i;
+
+	for (i = 0; i < f->tabsize; i++) {
+		const struct pcpu__series *se;
+		for (se = f->tab[i]; se; se = se->hnext)
+			if (se->owner)
+				return 1;
+	}
+	return 0;
+}
+
+int pcpu_registry_remove_family(pcpu_registry_t *reg, pcpu_family_t *f)
+{
+	int r = 0;
+
+	if (!reg || !f)
+		return fail(EINVAL, "NULL registry or family");
+	pthread_mutex_lock(&reg->lock);
+	if (f->reg != reg || f->index >= reg->nfams || reg->fams[f->index] != f)
+		r = fail(EINVAL, "not a family of this registry");
+	else if (family_has_struct_series(f))
+		r = fail(EBUSY, "the family has fields of a registered struct; remove the struct first");
+	else
+		family_destroy_locked(reg, f);
+	pthread_mutex_unlock(&reg->lock);
+	return r;
+}
+
+void pcpu_registry_destroy(pcpu_registry_t *reg)
+{
+	struct pcpu__sstruct *ss, *next;
+
+	if (!reg || reg->is_default)
+		return;
+	pthread_mutex_lock(&reg->lock);
+	for (ss = reg->structs; ss; ss = next) {
+		next = ss->next;
+		free(ss->fams);
+		free(ss->series);
+		free(ss);
+	}
+	reg->structs = NULL;
+	while (reg->nfams)
+		family_destroy_locked(reg, reg->fams[reg->nfams - 1]);
+	pthread_mutex_unlock(&reg->lock);
+	free(reg->fams);
+	free(reg->names);
+	/* Struct objects and any storage not freed above go with the zone. */
+	pcpu_zone_destroy(reg->zone);
+	pthread_mutex_destroy(&reg->lock);
+	free(reg);
+}
+
+pcpu_counter_t pcpu_registry_counter(pcpu_registry_t *reg, const char *name, const char *help)
+{
+	struct pcpu_family_desc d;
+	pcpu_family_t *f;
+
+	memset(&d, 0, sizeof d);
+	d.name = name;
+	d.help = help;
+	d.type = PCPU_METRIC_COUNTER;
+	f = pcpu_registry_family(reg, &d);
+	return f ? pcpu_family_counter(f, NULL) : NULL;
+}
+
+pcpu_gauge_t pcpu_registry_gauge(pcpu_registry_t *reg, const char *name, const char *help)
+{
+	struct pcpu_family_desc d;
+	pcpu_family_t *f;
+
+	memset(&d, 0, sizeof d);
+	d.name = name;
+	d.help = help;
+	d.type = PCPU_METRIC_GAUGE;
+	f = pcpu_registry_family(reg, &d);
+	return f ? pcpu_family_gauge(f, NULL) : NULL;
+}
+
+/* ---- statistics structs ---- */
+
+static size_t field_size(enum pcpu_metric_type t)
+{
+	return t == PCPU_METRIC_COUNTER ? sizeof(struct pcpu_counter) : sizeof(struct pcpu_gauge);
+}
+
+static int fields_check(size_t size, const struct pcpu_stats_field *fields, size_t n)
+{
+	size_t k, j;
+
+	if (!fields || n == 0 || n > 4096)
+		return fail(EINVAL, "struct: needs 1 to 4096 fields");
+	if (size > PCPU_ZONE_MAX_OBJECT)
+		return fail(E2BIG, "struct: larger than one zone object");
+	for (k = 0; k < n; k++) {
+		const struct pcpu_stats_field *f = &fields[k];
+
+		if (f->type != PCPU_METRIC_COUNTER && f->type != PCPU_METRIC_GAUGE)
+			return fail(EINVAL, "struct: a field must be a counter or a gauge");
+		if (f->offset % 16 || f->offset > size || size - f->offset < field_size(f->type))
+			return fail(EINVAL, "struct: a field is misaligned or outside the struct");
+		for (j = 0; j < k; j++) {
+			const struct pcpu_stats_field *g = &fields[j];
+
+			if (f->offset < g->offset + field_size(g->type) &&
+			    g->offset < f->offset + field_size(f->type))
+				return fail(EINVAL, "struct: two fields overlap");
+			if (f->name && g->name && strcmp(f->name, g->name) == 0)
+				return fail(EINVAL, "struct: two fields have the same name");
+		}
+	}
+	return 0;
+}
+
+void *pcpu_registry_struct(pcpu_registry_t *reg, size_t size, const struct pcpu_stats_field *fields,
+			   size_t nfields, unsigned nlabels, const char *const *label_names,
+			   const char *const *label_values)
+{
+	struct pcpu_family_desc d;
+	struct pcpu__sstruct *ss = NULL;
+	char (*base)[PCPU_STATS_NAME_MAX + 1] = NULL;
+	int *created = NULL;
+	uint64_t h;
+	size_t k, made = 0;
+	int err = ENOMEM;
+
+	if (!reg) {
+		fail(EINVAL, "registry is NULL");
+		return NULL;
+	}
+	if (fields_check(size, fields, nfields) < 0)
+		return NULL;
+	base = malloc(nfields * sizeof *base);
+	created = calloc(nfields, sizeof *created);
+	ss = calloc(1, sizeof *ss);
+	if (!base || !created || !ss)
+		goto fail_nolock;
+	ss->fams = calloc(nfields, sizeof *ss->fams);
+	ss->series = calloc(nfields, sizeof *ss->series);
+	if (!ss->fams || !ss->series)
+		goto fail_nolock;
+	memset(&d, 0, sizeof d);
+	d.nlabels = nlabels;
+	d.label_names = label_names;
+	for (k = 0; k < nfields; k++) {
+		d.name = fields[k].name;
+		d.help = fields[k].help;
+		d.unit = fields[k].unit;
+		d.type = fields[k].type;
+		d.scale_exp10 = fields[k].scale_exp10;
+		if (desc_check(&d, base[k]) < 0) {
+			err = errno;
+			goto fail_nolock;
+		}
+	}
+	pthread_mutex_lock(&reg->lock);
+	for (k = 0; k < nfields; k++) {
+		d.name = fields[k].name;
+		d.help = fields[k].help;
+		d.unit = fields[k].unit;
+		d.type = fields[k].type;
+		d.scale_exp10 = fields[k].scale_exp10;
+		ss->fams[k] = family_get_locked(reg, &d, base[k], &created[k]);
+		if (!ss->fams[k]) {
+			err = errno;
+			goto fail_locked;
+		}
+	}
+	for (k = 0; k < nfields; k++) {
+		size_t j;
+
+		/* "x" and "x_total" are one counter family. */
+		for (j = 0; j < k; j++)
+			if (ss->fams[j] == ss->fams[k]) {
+				pcpu__set_error("struct: two fields name the same family");
+				err = EINVAL;
+				goto fail_locked;
+			}
+	}
+	if (values_check(ss->fams[0], label_values) < 0) {
+		err = errno;
+		goto fail_locked;
+	}
+	h = hash_values(label_values, nlabels);
+	for (k = 0; k < nfields; k++) {
+		if (series_find(ss->fams[k], label_values, h)) {
+			pcpu__set_error("a series with these label values exists already");
+			pcpu__msg_prefix("family", ss->fams[k]->name);
+			err = EEXIST;
+			goto fail_locked;
+		}
+	}
+	ss->obj = pcpu_zone_alloc(reg->zone, size, 16);
+	if (!ss->obj) {
+		err = errno;
+		goto fail_locked;
+	}
+	ss->nfields = nfields;
+	for (made = 0; made < nfields; made++) {
+		ss->series[made] = series_new(ss->fams[made], label_values, h,
+					      (char *)ss->obj + fields[made].offset, ss);
+		if (!ss->series[made])
+			goto fail_locked;
+	}
+	ss->next = reg->structs;
+	reg->structs = ss;
+	pthread_mutex_unlock(&reg->lock);
+	free(base);
+	free(created);
+	return ss->obj;
+
+fail_locked:
+	while (made > 0) {
+		made--;
+		series_unlink(ss->fams[made], ss->series[made]);
+	}
+	if (ss->obj)
+		pcpu_zone_free(reg->zone, ss->obj);
+	for (k = nfields; k > 0; k--)
+		if (created[k - 1] && ss->fams[k - 1] && ss->fams[k - 1]->nseries == 0)
+			family_destroy_locked(reg, ss->fams[k - 1]);
+	pthread_mutex_unlock(&reg->lock);
+fail_nolock:
+	if (ss) {
+		free(ss->fams);
+		free(ss->series);
+		free(ss);
+	}
+	free(base);
+	free(created);
+	errno = err;
+	return NULL;
+}
+
+int pcpu_registry_struct_remove(pcpu_registry_t *reg, void *s)
+{
+	struct pcpu__sstruct **pp, *ss = NULL;
+	size_t k;
+
+	if (!reg || !s)
+		return fail(EINVAL, "NULL registry or struct");
+	pthread_mutex_lock(&reg->lock);
+	for (pp = &reg->structs; *pp; pp = &(*pp)->next) {
+		if ((*pp)->obj == s) {
+			ss = *pp;
+			*pp = ss->next;
+			break;
+		}
+	}
+	if (ss) {
+		for (k = 0; k < ss->nfields; k++)
+			series_unlink(ss->fams[k], ss->series[k]);
+		pcpu_zone_free(reg->zone, ss->obj);
+		bump_generation(reg);
+	}
+	pthread_mutex_unlock(&reg->lock);
+	if (!ss)
+		return fail(EINVAL, "not a struct registered in this registry");
+	free(ss->fams);
+	free(ss->series);
+	free(ss);
+	return 0;
+}

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal structures of the statistics registry (registry.c, snapshot.c)
+ * and helpers the other statistics files share. Not installed.
+ */
+#ifndef PCPU_STATS_REGISTRY_H
+#define PCPU_STATS_REGISTRY_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <pcpu/stats.h>
+
+#include "internal.h"
+
+/* ---- stats_zone.c ---- */
+
+/* The zone of standalone gauges, histograms and groups; NULL + ENOMEM. */
+PCPU_HIDDEN pcpu_zone_t *pcpu__stats_zone(void);
+
+/* ---- histogram.c ---- */
+
+/* Validates a layout; gives the bucket count (+Inf included) and, for
+ * log-linear layouts, the first value that goes to +Inf. */
+PCPU_HIDDEN int pcpu__histogram_layout_check(const struct pcpu_histogram_layout *l,
+					     size_t *nbuckets, uint64_t *limit);
+
+/* ---- registry.c ---- */
+
+struct pcpu__sstruct;
+
+/* One series: label values and the storage of its value. */
+struct pcpu__series {
+	struct pcpu__series *hnext;   /* family's hash chain */
+	uint64_t hash;
+	char **values;                /* nlabels strings, one allocation */
+	void *handle;                 /* pcpu_counter_t, pcpu_gauge_t, pcpu_histogram_t * */
+	struct pcpu__sstruct *owner;  /* registered struct holding the value, or NULL */
+};
+
+struct pcpu_family {
+	struct pcpu_registry *reg;
+	char *name;                   /* base name (counters without _total) */
+	char *help;                   /* NULL: none */
+	char *unit;                   /* NULL: none */
+	enum pcpu_metric_type type;
+	int scale_exp10;
+	unsigned nlabels;
+	char **label_names;
+	/* histograms */
+	struct pcpu_histogram_layout layout; /* .bounds points to bounds below */
+	int64_t *bounds;
+	size_t nbuckets;
+	int64_t *bucket_upper;        /* nbuckets - 1 inclusive upper bounds */
+	unsigned flags;               /* PCPU_SNAPSHOT_* */
+	/* series hash table (chained), power-of-two size */
+	struct pcpu__series **tab;
+	size_t tabsize, nseries;
+	size_t index;                 /* position in reg->fams */
+};
+
+/* A sample name a family reserves (OpenMetrics clash set), in a hash table
+ * of the registry: finds families by name and detects clashes. */
+struct pcpu__sname {
+	struct pcpu__sname *hnext;
+	uint64_t hash;
+	struct pcpu_family *fam;
+	char name[];
+};
+
+/* A struct registered with pcpu_registry_struct(). */
+struct pcpu__sstruct {
+	struct pcpu__sstruct *next;
+	void *obj;
+	size_t nfields;
+	struct pcpu_family **fams;    /* family of field k */
+	struct pcpu__series **series; /* series of field k */
+};
+
+struct pcpu_registry {
+	pthread_mutex_t lock;         /* guards everything below but generation */
+	pcpu_zone_t *zone;
+	struct pcpu_family **fams;
+	size_t nfams, capfams;
+	struct pcpu__sname **names;
+	size_t namesize, nnames;
+	struct pcpu__sstruct *structs;
+	uint64_t generation;          /* atomic */
+	int is_default;
+};
+
+/* Reads a series' value into a snapshot series; counts has nbuckets
+ * entries for histograms. Called with the registry lock held. */
+PCPU_HIDDEN void pcpu__series_read(const struct pcpu_family *f, const struct pcpu__series *se,
+				   struct pcpu_snapshot_series *out, uint64_t *counts);
+
+#endif /* PCPU_STATS_REGISTRY_H */

@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Registry snapshots: the registry's directory and values copied into the
+ * plain-data tree of pcpu/expose.h, which the writers format.
+ *
+ * Why copy: the writers must not run under the registry's mutex (formatting
+ * 10^5 series takes milliseconds; registration should not wait that long),
+ * and a series removed after the mutex is released must not leave the
+ * snapshot pointing at freed strings. So under the mutex we copy the
+ * metadata and read every value, into one arena (a list of large blocks, no
+ * per-string malloc); after it, we sort families by name and series by
+ * label values, which makes the output deterministic (golden files, diffs
+ * between scrapes) without holding the lock for the sort.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "registry.h"
+
+struct arena_block {
+	struct arena_block *next;
+	size_t used, cap;
+	_Alignas(16) char data[];
+};
+
+struct snapshot_impl {
+	struct pcpu_snapshot pub; /* first: the public pointer is this one */
+	struct arena_block *blocks;
+	int failed;
+};
+
+static void *arena_alloc(struct snapshot_impl *s, size_t n)
+{
+	struct arena_block *b = s->blocks;
+
+	n = (n + 15) & ~(size_t)15;
+	if (!b || b->cap - b->used < n) {
+		size_t cap = n > 65536 ? n : 65536;
+
+		b = malloc(sizeof *b + cap);
+		if (!b) {
+			s->failed = 1;
+			return NULL;
+		}
+		b->cap = cap;
+		b->used = 0;
+		b->next = s->blocks;
+		s->blocks = b;
+	}
+	b->used += n;
+	return b->data + b->used - n;
+}
+
+static const char *arena_str(struct snapshot_impl *s, const char *str)
+{
+	size_t n;
+	char *p;
+
+	if (!str)
+		return NULL;
+	n = strlen(str) + 1;
+	p = arena_alloc(s, n);
+	if (p)
+		memcpy(p, str, n);
+	return p;
+}
+
+void pcpu__series_read(const struct pcpu_family *f, const struct pcpu__series *se,
+		       struct pcpu_snapshot_series *out, uint64_t *counts)
+{
+	switch (f->type) {
+	case PCPU_METRIC_COUNTER:
+		out->value.counter = pcpu_counter_fetch((pcpu_counter_t)se->handle);
+		break;
+	case PCPU_METRIC_GAUGE:
+		out->value.gauge = pcpu_gauge_read((pcpu_gauge_t)se->handle);
+		break;
+	case PCPU_METRIC_HISTOGRAM: {
+		int64_t sum = 0;
+
+		pcpu_histogram_read((const pcpu_histogram_t *)se->handle, counts, f->nbuckets,
+				    NULL, &sum);
+		out->value.histogram.counts = counts;
+		out->value.histogram.sum = sum;
+		break;
+	}
+	}
+}
+
+static int copy_family(struct snapshot_impl *s, const struct pcpu_family *f,
+		       struct pcpu_snapshot_family *out)
+{
+	struct pcpu_snapshot_series *series;
+	const char **names = NULL;
+	size_t i, j = 0;
+	unsigned l;
+
+	out->name = arena_str(s, f->name);
+	out->help = arena_str(s, f->help);
+	out->unit = arena_str(s, f->unit);
+	out->type = f->type;
+	out->scale_exp10 = f->scale_exp10;
+	out->flags = f->flags;
+	out->nlabels = f->nlabels;
+	if (f->nlabels) {
+		names = arena_alloc(s, f->nlabels * sizeof *names);
+		if (!names)
+			return -1;
+		for (l = 0; l < f->nlabels; l++)
+			names[l] = arena_str(s, f->label_names[l]);
+	}
+	out->label_names = names;
+	out->nbuckets = f->nbuckets;
+	if (f->type == PCPU_METRIC_HISTOGRAM) {
+		int64_t *ub = arena_alloc(s, (f->nbuckets ? f->nbuckets : 1) * sizeof *ub);
+		if (!ub)
+			return -1;
+		if (f->nbuckets > 1)
+			memcpy(ub, f->bucket_upper, (f->nbuckets - 1) * sizeof *ub);
+		out->bucket_upper = ub;
+	}
+	series = f->nseries ? arena_alloc(s, f->nseries * sizeof *series) : NULL;
+	if (f->nseries && !series)
+		return -1;
+	for (i = 0; i < f->tabsize; i++) {
+		const struct pcpu__series *se;
+
+		for (se = f->tab[i]; se; se = se->hnext, j++) {
+			uint64_t *counts = NULL;
+			const char **vals = NULL;
+
+			if (f->nlabels) {
+				vals = arena_alloc(s, f->nlabels * sizeof *vals);
+				if (!vals)
+					return -1;
+				for (l = 0; l < f->nlabels; l++)
+					vals[l] = arena_str(s, se->values[l]);
+			}
+			if (f->type == PCPU_METRIC_HISTOGRAM) {
+				counts = arena_alloc(s, f->nbuckets * sizeof *counts);
+				if (!counts)
+					return -1;
+			}
+			series[j].label_values = vals;
+			pcpu__series_read(f, se, &series[j], counts);
+		}
+	}
+	out->series = series;
+	out->nseries = j;
+	return s->failed ? -1 : 0;
+}
+
+static int cmp_family(const void *a, const void *b)
+{
+	return strcmp(((const struct pcpu_snapshot_family *)a)->name,
+		      ((const struct pcpu_snapshot_family *)b)->name);
+}
+
+static int cmp_series(const void *a, const void *b, void *arg)
+{
+	const struct pcpu_snapshot_series *x = a, *y = b;
+	unsigned n = *(const unsigned *)arg, l;
+
+	for (l = 0; l < n; l++) {
+		int c = strcmp(x->label_values[l], y->label_values[l]);
+		if (c)
+			return c;
+	}
+	return 0;
+}
+
+void pcpu_snapshot_free(struct pcpu_snapshot *pub)
+{
+	struct snapshot_impl *s = (struct snapshot_impl *)pub;
+	struct arena_block *b, *next;
+
+	if (!s)
+		return;
+	for (b = s->blocks; b; b = next) {
+		next = b->next;
+		free(b);
+	}
+	free(s);
+}
+
+struct pcpu_snapshot *pcpu_registry_snapshot(pcpu_registry_t *reg)
+{
+	struct snapshot_impl *s;
+	struct pcpu_snapshot_family *fams = NULL;
+	size_t i;
+
+	if (!reg) {
+		errno = EINVAL;
+		return NULL;
+	}
+	s = calloc(1, sizeof *s);
+	if (!s)
+		return NULL;
+	pthread_mutex_lock(&reg->lock);
+	if (reg->nfams) {
+		fams = arena_alloc(s, reg->nfams * sizeof *fams);
+		if (fams) {
+			memset(fams, 0, reg->nfams * sizeof *fams);
+			for (i = 0; i < reg->nfams; i++)
+				if (copy_family(s, reg->fams[i], &fams[i]) < 0)
+					break;
+		}
+	}
+	s->pub.nfamilies = reg->nfams;
+	pthread_mutex_unlock(&reg->lock);
+	if (s->failed) {
+		pcpu_snapshot_free(&s->pub);
+		errno = ENOMEM;
+		return NULL;
+	}
+	qsort(fams, s->pub.nfamilies, sizeof *fams, cmp_family);
+	for (i = 0; i < s->pub.nfamilies; i++) {
+		unsigned n = fams[i].nlabels;
+
+		if (n && fams[i].nseries > 1)
+			qsort_r((void *)fams[i].series, fams[i].nseries, sizeof *fams[i].series,
+				cmp_series, &n);
+	}
+	s->pub.families = fams;
+	return &s->pub;
+}
+
+int pcpu_registry_write(pcpu_registry_t *reg, enum pcpu_format fmt, char **out, size_t *len)
+{
+	struct pcpu_snapshot *s;
+	int r, e;
+
+	if (!reg || !out || !len || !pcpu_format_content_type(fmt)) {
+		pcpu__set_error("pcpu_registry_write: NULL argument or unknown format");
+		errno = EINVAL;
+		return -1;
+	}
+	s = pcpu_registry_snapshot(reg);
+	if (!s)
+		return -1;
+	r = pcpu_snapshot_write(s, fmt, out, len);
+	e = errno;
+	pcpu_snapshot_free(s);
+	errno = e;
+	return r;
+}

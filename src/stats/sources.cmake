@@ -1,0 +1,14 @@
+# Sources of the statistics layer (registry, gauges, histograms, consistent
+# groups, exposition). Included by the top-level CMakeLists.txt; paths are
+# relative to the repository root.
+set(PCPU_STATS_SOURCES
+  src/stats/validate.c     # names, labels, UTF-8, the per-thread error message
+  src/stats/format.c       # output buffer, exact number formatting, escaping
+  src/stats/expose.c       # Prometheus 0.0.4 / OpenMetrics 1.0 / JSON writers
+  src/stats/stats_zone.c   # default zone of standalone statistics objects
+  src/stats/gauge.c        # gauges: set by offset
+  src/stats/histogram.c    # histograms: layouts, reads, quantiles
+  src/stats/group.c        # consistent groups: per-CPU lanes locked by rseq
+  src/stats/registry.c     # the registry: families, series, structs
+  src/stats/snapshot.c     # registry snapshots
+)

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The zone that standalone gauges, histograms and groups live in when the
+ * caller names none (pcpu_gauge_alloc(), pcpu_histogram_create(),
+ * pcpu_group_alloc()).
+ *
+ * Why a zone of its own rather than the core's default counter zone: the
+ * core does not export its default zone, and keeping the statistics objects
+ * apart keeps their pages apart from plain counters' (a registry has its
+ * own zone for the same reason: one zone per set of statistics that a
+ * reader will map and walk as a whole). Created on first use; a failed
+ * creation is retried by the next call rather than remembered, so a
+ * transient ENOMEM is not permanent. Never destroyed: objects in it may be
+ * used until the process exits.
+ */
+#include <errno.h>
+#include <pthread.h>
+
+#include <pcpu/zone.h>
+
+#include "registry.h"
+
+static pthread_mutex_t stats_zone_lock = PTHREAD_MUTEX_INITIALIZER;
+static pcpu_zone_t *stats_zone;
+
+pcpu_zone_t *pcpu__stats_zone(void)
+{
+	pcpu_zone_t *z = __atomic_load_n(&stats_zone, __ATOMIC_ACQUIRE);
+
+	if (z)
+		return z;
+	pthread_mutex_lock(&stats_zone_lock);
+	z = stats_zone;
+	if (!z) {
+		z = pcpu_zone_create(PCPU_INDEX_DEFAULT);
+		if (z)
+			__atomic_store_n(&stats_zone, z, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&stats_zone_lock);
+	if (!z)
+		errno = ENOMEM;
+	return z;
+}

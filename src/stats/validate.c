@@ -1,0 +1,380 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Validation of names, labels and text against the Prometheus and
+ * OpenMetrics rules, and the per-thread error message.
+ *
+ * Why validate at all: an exposition with one bad name is rejected whole by
+ * a scraper, so a bad name must be refused where it enters (registration),
+ * with a message that says what is wrong, not discovered at scrape time.
+ * The writers validate again, because a snapshot may come from elsewhere.
+ *
+ * Rules (Prometheus data model, OpenMetrics 1.0):
+ *  - metric name   [a-zA-Z_:][a-zA-Z0-9_:]*
+ *  - label name    [a-zA-Z_][a-zA-Z0-9_]*, names starting with "__" are
+ *                  reserved; "le" is reserved in histograms (checked by the
+ *                  callers, who know the type)
+ *  - label value   any UTF-8 (escaped by the writers); help text the same
+ *  - unit          a suffix of the name: name ends in "_" + unit
+ * Lengths are bounded (PCPU_STATS_*_MAX) so metadata fits fixed-size
+ * records.
+ *
+ * The message is kept in a per-thread buffer and built without stdio, so
+ * that the validators stay async-signal-safe and a hostile name (newlines,
+ * escape sequences, megabytes) is shown truncated and with bytes escaped.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define MSG_CAP 320
+
+static __thread char tls_msg[MSG_CAP];
+
+struct pcpu__msg pcpu__msg_begin(void)
+{
+	struct pcpu__msg m = { tls_msg, 0, MSG_CAP };
+	tls_msg[0] = '\0';
+	return m;
+}
+
+static void msg_putc(struct pcpu__msg *m, char c)
+{
+	if (m->len + 1 < m->cap) {
+		m->p[m->len++] = c;
+		m->p[m->len] = '\0';
+	}
+}
+
+void pcpu__msg_str(struct pcpu__msg *m, const char *s)
+{
+	while (*s)
+		msg_putc(m, *s++);
+}
+
+static void msg_hex(struct pcpu__msg *m, unsigned char c)
+{
+	static const char hex[] = "0123456789abcdef";
+	msg_putc(m, '\\');
+	msg_putc(m, 'x');
+	msg_putc(m, hex[c >> 4]);
+	msg_putc(m, hex[c & 15]);
+}
+
+void pcpu__msg_quoted(struct pcpu__msg *m, const char *s, size_t max)
+{
+	size_t i;
+
+	msg_putc(m, '"');
+	for (i = 0; s[i] && i < max; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\')
+			msg_hex(m, c);
+		else
+			msg_putc(m, (char)c);
+	}
+	msg_putc(m, '"');
+	if (s[i])
+		pcpu__msg_str(m, "...");
+}
+
+void pcpu__msg_u64(struct pcpu__msg *m, uint64_t v)
+{
+	char d[24];
+	int n = 0;
+
+	do {
+		d[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		msg_putc(m, d[--n]);
+}
+
+int pcpu__msg_fail(struct pcpu__msg *m, int err)
+{
+	(void)m;
+	errno = err;
+	return -1;
+}
+
+void pcpu__set_error(const char *s)
+{
+	struct pcpu__msg m = pcpu__msg_begin();
+	pcpu__msg_str(&m, s);
+}
+
+void pcpu__msg_prefix(const char *what, const char *name)
+{
+	char old[MSG_CAP];
+	struct pcpu__msg m;
+
+	memcpy(old, tls_msg, MSG_CAP);
+	m = pcpu__msg_begin();
+	pcpu__msg_str(&m, what);
+	if (name) {
+		msg_putc(&m, ' ');
+		pcpu__msg_quoted(&m, name, 64);
+	}
+	pcpu__msg_str(&m, ": ");
+	pcpu__msg_str(&m, old);
+}
+
+const char *pcpu_stats_error(void)
+{
+	return tls_msg;
+}
+
+static int is_alpha(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static int is_digit(unsigned char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* Common body of the two name checks. */
+static int check_name(const char *kind, const char *name, size_t max, int colon)
+{
+	struct pcpu__msg m;
+	size_t i;
+
+	if (!name) {
+		m = pcpu__msg_begin();
+		pcpu__msg_str(&m, kind);
+		pcpu__msg_str(&m, " is NULL");
+		return pcpu__msg_fail(&m, EINVAL);
+	}
+	for (i = 0; name[i]; i++) {
+		unsigned char c = (unsigned char)name[i];
+		int ok = is_alpha(c) || c == '_' || (colon && c == ':') || (i > 0 && is_digit(c));
+
+		if (i >= max) {
+			m = pcpu__msg_begin();
+			pcpu__msg_str(&m, kind);
+			msg_putc(&m, ' ');
+			pcpu__msg_quoted(&m, name, 48);
+			pcpu__msg_str(&m, " is longer than ");
+			pcpu__msg_u64(&m, max);
+			pcpu__msg_str(&m, " bytes");
+			return pcpu__msg_fail(&m, EINVAL);
+		}
+		if (!ok) {
+			m = pcpu__msg_begin();
+			pcpu__msg_str(&m, kind);
+			msg_putc(&m, ' ');
+			pcpu__msg_quoted(&m, name, 64);
+			pcpu__msg_str(&m, ": character ");
+			if (c >= 0x20 && c < 0x7f && c != '\'') {
+				msg_putc(&m, '\'');
+				msg_putc(&m, (char)c);
+				msg_putc(&m, '\'');
+			} else {
+				msg_hex(&m, c);
+			}
+			pcpu__msg_str(&m, " at offset ");
+			pcpu__msg_u64(&m, i);
+			pcpu__msg_str(&m, i == 0 ? " not allowed (must start with a letter, '_'"
+						 : " not allowed (only letters, digits, '_'");
+			pcpu__msg_str(&m, colon ? " or ':')" : ")");
+			return pcpu__msg_fail(&m, EINVAL);
+		}
+	}
+	if (i == 0) {
+		m = pcpu__msg_begin();
+		pcpu__msg_str(&m, kind);
+		pcpu__msg_str(&m, " is empty");
+		return pcpu__msg_fail(&m, EINVAL);
+	}
+	return 0;
+}
+
+int pcpu_stats_check_metric_name(const char *name)
+{
+	return check_name("metric name", name, PCPU_STATS_NAME_MAX, 1);
+}
+
+int pcpu_stats_check_label_name(const char *name)
+{
+	if (check_name("label name", name, PCPU_STATS_LABEL_NAME_MAX, 0) < 0)
+		return -1;
+	if (name[0] == '_' && name[1] == '_') {
+		struct pcpu__msg m = pcpu__msg_begin();
+		pcpu__msg_str(&m, "label name ");
+		pcpu__msg_quoted(&m, name, 64);
+		pcpu__msg_str(&m, ": names starting with \"__\" are reserved");
+		return pcpu__msg_fail(&m, EINVAL);
+	}
+	return 0;
+}
+
+/*
+ * Well-formed UTF-8 per Unicode 15 table 3-7: the second byte's range
+ * depends on the first, which excludes overlong forms (C0, C1, E0 80..9F,
+ * F0 80..8F), surrogates (ED A0..BF) and code points past U+10FFFF
+ * (F4 90.., F5..FF).
+ */
+size_t pcpu__utf8_valid_prefix(const char *str, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t i = 0;
+
+	while (i < n) {
+		unsigned char c = s[i];
+		unsigned char lo = 0x80, hi = 0xbf;
+		size_t need, k;
+
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf) {
+			need = 1;
+		} else if (c >= 0xe0 && c <= 0xef) {
+			need = 2;
+			if (c == 0xe0)
+				lo = 0xa0;
+			else if (c == 0xed)
+				hi = 0x9f;
+		} else if (c >= 0xf0 && c <= 0xf4) {
+			need = 3;
+			if (c == 0xf0)
+				lo = 0x90;
+			else if (c == 0xf4)
+				hi = 0x8f;
+		} else {
+			return i;
+		}
+		if (n - i <= need)
+			return i;
+		if (s[i + 1] < lo || s[i + 1] > hi)
+			return i;
+		for (k = 2; k <= need; k++)
+			if (s[i + k] < 0x80 || s[i + k] > 0xbf)
+				return i;
+		i += need + 1;
+	}
+	return n;
+}
+
+static int check_text(const char *kind, const char *s, size_t max)
+{
+	struct pcpu__msg m;
+	size_t n, bad;
+
+	if (!s) {
+		m = pcpu__msg_begin();
+		pcpu__msg_str(&m, kind);
+		pcpu__msg_str(&m, " is NULL");
+		return pcpu__msg_fail(&m, EINVAL);
+	}
+	n = strnlen(s, max + 1);
+	if (n > max) {
+		m = pcpu__msg_begin();
+		pcpu__msg_str(&m, kind);
+		pcpu__msg_str(&m, " is longer than ");
+		pcpu__msg_u64(&m, max);
+		pcpu__msg_str(&m, " bytes");
+		return pcpu__msg_fail(&m, EINVAL);
+	}
+	bad = pcpu__utf8_valid_prefix(s, n);
+	if (bad != n) {
+		m = pcpu__msg_begin();
+		pcpu__msg_str(&m, kind);
+		msg_putc(&m, ' ');
+		pcpu__msg_quoted(&m, s, 48);
+		pcpu__msg_str(&m, " is not valid UTF-8 (byte ");
+		msg_hex(&m, (unsigned char)s[bad]);
+		pcpu__msg_str(&m, " at offset ");
+		pcpu__msg_u64(&m, bad);
+		pcpu__msg_str(&m, ")");
+		return pcpu__msg_fail(&m, EINVAL);
+	}
+	return 0;
+}
+
+int pcpu_stats_check_label_value(const char *value)
+{
+	return check_text("label value", value, PCPU_STATS_LABEL_VALUE_MAX);
+}
+
+int pcpu__check_help(const char *help)
+{
+	if (!help)
+		return 0;
+	return check_text("help text", help, PCPU_STATS_HELP_MAX);
+}
+
+int pcpu__check_unit(const char *name, const char *unit)
+{
+	struct pcpu__msg m;
+	size_t nl, ul, i;
+
+	if (!unit || !*unit)
+		return 0;
+	ul = strnlen(unit, PCPU_STATS_UNIT_MAX + 1);
+	for (i = 0; i < ul; i++) {
+		unsigned char c = (unsigned char)unit[i];
+		if (!(is_alpha(c) || is_digit(c) || c == '_' || c == ':'))
+			break;
+	}
+	if (ul > PCPU_STATS_UNIT_MAX || i != ul) {
+		m = pcpu__msg_begin();
+		pcpu__msg_str(&m, "unit ");
+		pcpu__msg_quoted(&m, unit, 64);
+		pcpu__msg_str(&m, ul > PCPU_STATS_UNIT_MAX ? " is too long"
+							   : " may hold only letters, digits, '_' and ':'");
+		return pcpu__msg_fail(&m, EINVAL);
+	}
+	nl = strlen(name);
+	if (nl < ul + 2 || name[nl - ul - 1] != '_' || memcmp(name + nl - ul, unit, ul) != 0) {
+		m = pcpu__msg_begin();
+		pcpu__msg_str(&m, "unit ");
+		pcpu__msg_quoted(&m, unit, 64);
+		pcpu__msg_str(&m, ": the name ");
+		pcpu__msg_quoted(&m, name, 64);
+		pcpu__msg_str(&m, " must end in \"_");
+		pcpu__msg_str(&m, unit);
+		pcpu__msg_str(&m, "\" (OpenMetrics)");
+		return pcpu__msg_fail(&m, EINVAL);
+	}
+	return 0;
+}
+
+size_t pcpu__type_suffixes(enum pcpu_metric_type type, const char *const **suffixes)
+{
+	/* OpenMetrics reserves these names for a family, whether it writes
+	 * them or not (its parser refuses a clash with _created too). */
+	static const char *const counter[] = { "", "_total", "_created" };
+	static const char *const gauge[] = { "" };
+	static const char *const histogram[] = { "", "_bucket", "_count", "_sum", "_created" };
+
+	switch (type) {
+	case PCPU_METRIC_COUNTER:
+		*suffixes = counter;
+		return 3;
+	case PCPU_METRIC_GAUGE:
+		*suffixes = gauge;
+		return 1;
+	case PCPU_METRIC_HISTOGRAM:
+		*suffixes = histogram;
+		return 5;
+	}
+	*suffixes = NULL;
+	return 0;
+}
+
+const char *pcpu__type_name(enum pcpu_metric_type type)
+{
+	switch (type) {
+	case PCPU_METRIC_COUNTER:
+		return "counter";
+	case PCPU_METRIC_GAUGE:
+		return "gauge";
+	case PCPU_METRIC_HISTOGRAM:
+		return "histogram";
+	}
+	return NULL;
+}

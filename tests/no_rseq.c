@@ -1,0 +1,51 @@
+/*
+ * no_rseq PROGRAM [ARGS...]: runs PROGRAM with the rseq system call refused
+ * by a seccomp filter (EPERM, as container runtimes' default profiles do),
+ * so glibc cannot register rseq at start-up and neither can pcpu: the
+ * program runs on pcpu's fallback path. Used by the test suite.
+ */
+#include <errno.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#if defined(__x86_64__)
+#define ARCH_NR AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define ARCH_NR AUDIT_ARCH_AARCH64
+#else
+#error "add this architecture's AUDIT_ARCH value"
+#endif
+
+int main(int argc, char **argv)
+{
+	struct sock_filter filter[] = {
+		/* Other architectures' system call numbers mean other calls. */
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ARCH_NR, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_rseq, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {sizeof(filter) / sizeof(filter[0]), filter};
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: %s PROGRAM [ARGS...]\n", argv[0]);
+		return 2;
+	}
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
+		perror("no_rseq: seccomp");
+		return 2;
+	}
+	execvp(argv[1], argv + 1);
+	perror("no_rseq: exec");
+	return 2;
+}

@@ -1,0 +1,256 @@
+/*
+ * Exactness under stress: the claim "never loses an update", counted.
+ *
+ * 4x more adder threads than CPUs add random values (negative too) to
+ * counters in zones indexed by CPU and by mm_cid, singly and with
+ * pcpu_counter_add_many(); a migrator thread moves them between CPUs with
+ * sched_setaffinity(); a signaller sends SIGUSR1 to random adders while
+ * ITIMER_REAL raises SIGALRM, and both handlers add to the same counters;
+ * adder threads exit after a random number of adds and are replaced, so
+ * threads are created and exit during the whole run. Every adder keeps its
+ * own expected totals; at the end each counter must equal their sum exactly.
+ *
+ * Run by ctest in three modes (see tests/CMakeLists.txt): glibc's rseq,
+ * pcpu's own registration (GLIBC_TUNABLES=glibc.pthread.rseq=0), and rseq
+ * refused by a seccomp filter (fallback). --expect-mode makes the test fail
+ * if the mode is not the one the run is meant to exercise.
+ */
+
+#include "check.h"
+#include <pcpu/pcpu.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { NCOUNTERS = 4 }; /* default zone, cpu zone, mm_cid zone, array[0] */
+#define MAX_LIVE 256
+
+static pcpu_counter_t counters[NCOUNTERS];
+static pcpu_counter_t array; /* 4 counters, updated with add_many */
+static int64_t expected[NCOUNTERS + 4];
+static int64_t signal_adds;
+static volatile int stop;
+static int live_tids[MAX_LIVE];
+static int nlive_target;
+static const char *expect_mode;
+static int mode_mismatch;
+static long threads_started;
+
+static __thread int64_t sig_expected; /* written only by this thread's handler */
+static __thread uint64_t rng;
+
+static uint64_t next_rand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static void handler(int sig)
+{
+	int saved = errno;
+	(void)sig;
+	/* Both handlers block each other (sa_mask), so sig_expected has one
+	 * writer at a time. */
+	pcpu_counter_add(counters[0], 3);
+	pcpu_counter_add(counters[2], -1);
+	sig_expected += 1;
+	errno = saved;
+}
+
+/* Folds this thread's handler-side expectations into the totals, at the
+ * thread's end. Signals stay blocked from here on: a handler that ran after
+ * the fold would add to the counters without being counted. */
+static void publish_signal_adds(void)
+{
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	__atomic_fetch_add(&signal_adds, sig_expected, __ATOMIC_RELAXED);
+	sig_expected = 0;
+}
+
+static void check_mode(void)
+{
+	if (expect_mode && strcmp(pcpu_rseq_mode_name(pcpu_rseq_mode()), expect_mode) != 0)
+		__atomic_store_n(&mode_mismatch, 1, __ATOMIC_RELAXED);
+}
+
+static void *adder(void *arg)
+{
+	int slot = (int)(intptr_t)arg;
+	int64_t local[NCOUNTERS + 4] = {0};
+	long n;
+
+	rng = (uint64_t)(uintptr_t)&local ^ (uint64_t)time(NULL) ^ ((uint64_t)slot << 32) ^ 0x9e3779b97f4a7c15ull;
+	__atomic_store_n(&live_tids[slot], (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	check_mode();
+	n = 20000 + (long)(next_rand() % 200000); /* then exit: churn */
+	while (n-- > 0 && !stop) {
+		uint64_t r = next_rand();
+		int64_t v = (int64_t)(r % 2001) - 1000;
+		int k = (int)((r >> 20) % (NCOUNTERS + 1));
+
+		if (k < NCOUNTERS) {
+			pcpu_counter_add(counters[k], v);
+			local[k] += v;
+		} else {
+			pcpu_counter_t cs[4] = {array, array + 1, array + 2, array + 3};
+			int64_t vs[4] = {1, v, -v / 2, 1500};
+
+			pcpu_counter_add_many(cs, vs, 4);
+			for (int i = 0; i < 4; i++)
+				local[NCOUNTERS + i] += vs[i];
+		}
+		if ((r & 0xfff) == 0)
+			sched_yield();
+	}
+	__atomic_store_n(&live_tids[slot], 0, __ATOMIC_RELEASE);
+	for (int i = 0; i < NCOUNTERS + 4; i++)
+		__atomic_fetch_add(&expected[i], local[i], __ATOMIC_RELAXED);
+	publish_signal_adds();
+	return NULL;
+}
+
+static void *migrator(void *arg)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	(void)arg;
+	rng = 12345;
+	while (!stop) {
+		int tid = __atomic_load_n(&live_tids[next_rand() % (unsigned)nlive_target], __ATOMIC_ACQUIRE);
+		cpu_set_t set;
+
+		if (tid) {
+			CPU_ZERO(&set);
+			if (next_rand() % 4 == 0) { /* sometimes free it again */
+				for (long c = 0; c < ncpu; c++)
+					CPU_SET(c, &set);
+			} else {
+				CPU_SET(next_rand() % (unsigned)ncpu, &set);
+			}
+			sched_setaffinity(tid, sizeof(set), &set); /* ESRCH: it just exited */
+		}
+		usleep(200);
+	}
+	publish_signal_adds();
+	return NULL;
+}
+
+static void *signaller(void *arg)
+{
+	(void)arg;
+	rng = 777;
+	while (!stop) {
+		int tid = __atomic_load_n(&live_tids[next_rand() % (unsigned)nlive_target], __ATOMIC_ACQUIRE);
+
+		if (tid)
+			syscall(SYS_tgkill, getpid(), tid, SIGUSR1);
+		usleep(50);
+	}
+	publish_signal_adds();
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	double seconds = 3;
+	long per_cpu = 4;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	pthread_t threads[MAX_LIVE], mig, sig;
+	struct sigaction sa;
+	struct itimerval it = {{0, 1000}, {0, 1000}};
+	struct timespec t0, now;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--expect-mode") && i + 1 < argc)
+			expect_mode = argv[++i];
+		else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
+			seconds = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--threads-per-cpu") && i + 1 < argc)
+			per_cpu = atol(argv[++i]);
+		else {
+			fprintf(stderr, "usage: %s [--expect-mode glibc|own|fallback] [--seconds S] [--threads-per-cpu K]\n", argv[0]);
+			return 2;
+		}
+	}
+	nlive_target = (int)(ncpu * per_cpu);
+	if (nlive_target > MAX_LIVE)
+		nlive_target = MAX_LIVE;
+	if (nlive_target < 2)
+		nlive_target = 2;
+
+	pcpu_zone_t *zcpu = pcpu_zone_create(PCPU_INDEX_CPU);
+	pcpu_zone_t *zcid = pcpu_zone_create(PCPU_INDEX_MM_CID);
+	CHECK(zcpu && zcid);
+	counters[0] = pcpu_counter_alloc();
+	counters[1] = pcpu_counter_alloc_in(zcpu, 1);
+	counters[2] = pcpu_counter_alloc_in(zcid, 1);
+	counters[3] = pcpu_counter_alloc_in(zcpu, 3) + 2; /* inside an array */
+	array = pcpu_counter_alloc_in(zcid, 4);
+	CHECK(counters[0] && counters[1] && counters[2] && array);
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = handler;
+	sigemptyset(&sa.sa_mask);
+	sigaddset(&sa.sa_mask, SIGUSR1);
+	sigaddset(&sa.sa_mask, SIGALRM);
+	sa.sa_flags = SA_RESTART;
+	CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+	CHECK(sigaction(SIGALRM, &sa, NULL) == 0);
+	check_mode();
+
+	for (int i = 0; i < nlive_target; i++) {
+		CHECK(pthread_create(&threads[i], NULL, adder, (void *)(intptr_t)i) == 0);
+		threads_started++;
+	}
+	CHECK(pthread_create(&mig, NULL, migrator, NULL) == 0);
+	CHECK(pthread_create(&sig, NULL, signaller, NULL) == 0);
+	CHECK(setitimer(ITIMER_REAL, &it, NULL) == 0);
+
+	/* Replace adders as they exit, until time is up. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) / 1e9 >= seconds)
+			break;
+		for (int i = 0; i < nlive_target; i++) {
+			if (pthread_tryjoin_np(threads[i], NULL) == 0) {
+				CHECK(pthread_create(&threads[i], NULL, adder, (void *)(intptr_t)i) == 0);
+				threads_started++;
+			}
+		}
+		usleep(2000);
+	}
+	stop = 1;
+	for (int i = 0; i < nlive_target; i++)
+		CHECK(pthread_join(threads[i], NULL) == 0);
+	CHECK(pthread_join(mig, NULL) == 0);
+	CHECK(pthread_join(sig, NULL) == 0);
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_REAL, &it, NULL);
+	publish_signal_adds(); /* main's own handler runs */
+
+	CHECK(!mode_mismatch);
+	printf("mode %s, %d adders live, %ld started, %lld signal adds\n",
+	       pcpu_rseq_mode_name(pcpu_rseq_mode()), nlive_target, threads_started,
+	       (long long)signal_adds);
+	CHECK(threads_started > nlive_target); /* churn happened */
+	CHECK(signal_adds > 0);
+	CHECK_EQ_U64(pcpu_counter_fetch(counters[0]), expected[0] + 3 * signal_adds);
+	CHECK_EQ_U64(pcpu_counter_fetch(counters[1]), expected[1]);
+	CHECK_EQ_U64(pcpu_counter_fetch(counters[2]), expected[2] - signal_adds);
+	CHECK_EQ_U64(pcpu_counter_fetch(counters[3]), expected[3]);
+	for (int i = 0; i < 4; i++)
+		CHECK_EQ_U64(pcpu_counter_fetch(array + i), expected[NCOUNTERS + i]);
+	printf("test_stress: exact\n");
+	return 0;
+}
