@@ -14,7 +14,7 @@
 #define ADDS 400000
 
 static pcpu_counter_t c;
-static volatile int adders_done;
+static int adders_done;
 static uint64_t reported[2];
 static long resets[2];
 
@@ -29,7 +29,7 @@ static void *resetter(void *arg)
 {
 	int me = (int)(intptr_t)arg;
 
-	while (!adders_done) {
+	while (!__atomic_load_n(&adders_done, __ATOMIC_RELAXED)) {
 		reported[me] += pcpu_counter_fetch_and_zero(c);
 		__atomic_fetch_add(&resets[me], 1, __ATOMIC_RELAXED);
 	}
@@ -39,7 +39,7 @@ static void *resetter(void *arg)
 static void *reader(void *arg)
 {
 	(void)arg;
-	while (!adders_done)
+	while (!__atomic_load_n(&adders_done, __ATOMIC_RELAXED))
 		(void)pcpu_counter_fetch(c);
 	return NULL;
 }
@@ -65,7 +65,7 @@ int main(void)
 	CHECK(pthread_create(&rd, NULL, reader, NULL) == 0);
 	for (int i = 0; i < ADDERS; i++)
 		pthread_join(a[i], NULL);
-	adders_done = 1;
+	__atomic_store_n(&adders_done, 1, __ATOMIC_RELAXED);
 	pthread_join(r[0], NULL);
 	pthread_join(r[1], NULL);
 	pthread_join(rd, NULL);

@@ -35,7 +35,7 @@ static pcpu_counter_t counters[NCOUNTERS];
 static pcpu_counter_t array; /* 4 counters, updated with add_many */
 static int64_t expected[NCOUNTERS + 4];
 static int64_t signal_adds;
-static volatile int stop;
+static int stop; /* read with __atomic: TSan-clean */
 static int live_tids[MAX_LIVE];
 static int nlive_target;
 static const char *expect_mode;
@@ -94,7 +94,7 @@ static void *adder(void *arg)
 	__atomic_store_n(&live_tids[slot], (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
 	check_mode();
 	n = 20000 + (long)(next_rand() % 200000); /* then exit: churn */
-	while (n-- > 0 && !stop) {
+	while (n-- > 0 && !__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		uint64_t r = next_rand();
 		int64_t v = (int64_t)(r % 2001) - 1000;
 		int k = (int)((r >> 20) % (NCOUNTERS + 1));
@@ -125,7 +125,7 @@ static void *migrator(void *arg)
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	(void)arg;
 	rng = 12345;
-	while (!stop) {
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		int tid = __atomic_load_n(&live_tids[next_rand() % (unsigned)nlive_target], __ATOMIC_ACQUIRE);
 		cpu_set_t set;
 
@@ -149,7 +149,7 @@ static void *signaller(void *arg)
 {
 	(void)arg;
 	rng = 777;
-	while (!stop) {
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		int tid = __atomic_load_n(&live_tids[next_rand() % (unsigned)nlive_target], __ATOMIC_ACQUIRE);
 
 		if (tid)
@@ -230,7 +230,7 @@ int main(int argc, char **argv)
 		}
 		usleep(2000);
 	}
-	stop = 1;
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < nlive_target; i++)
 		CHECK(pthread_join(threads[i], NULL) == 0);
 	CHECK(pthread_join(mig, NULL) == 0);
