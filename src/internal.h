@@ -39,6 +39,21 @@ PCPU_HIDDEN pcpu_zone_t *pcpu_default_zone(void);
  * searches the chunk table, never dereferences `addr`. */
 PCPU_HIDDEN pcpu_zone_t *pcpu_zone_find(const void *addr);
 
+/* Called for every chunk a shared zone has and gets: its number, its
+ * address, and its offset in the zone's file. Under the zone's lock. */
+typedef void pcpu_zone_chunk_fn(void *ctx, unsigned chunk_no, char *base, uint64_t file_off);
+
+/* Moves a zone with no live object into a file (a statistics segment):
+ * chunk i becomes a MAP_SHARED mapping of `fd` at file_base + i *
+ * nslots * PCPU_SLOT_STRIDE, now and for every chunk it grows. Returns 0, or
+ * -1 with errno EBUSY (live objects, or already shared), EINVAL, or what
+ * ftruncate/mmap said. fork() children share the file's counters. */
+PCPU_HIDDEN int pcpu_zone_attach_file(pcpu_zone_t *zone, int fd, uint64_t file_base,
+				      pcpu_zone_chunk_fn *on_chunk, void *ctx);
+
+/* Number of chunks of a zone (they are numbered 0 .. n-1). */
+PCPU_HIDDEN size_t pcpu_zone_chunk_count(pcpu_zone_t *zone);
+
 /* Whether `obj` lies inside a live allocation of some zone (debug checks). */
 PCPU_HIDDEN int pcpu_zone_contains_live(const void *obj);
 

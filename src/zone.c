@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define SMALL_MAX 4096
@@ -49,6 +50,7 @@
 struct chunk {
 	char *base;   /* slot 0's region, STRIDE-aligned */
 	size_t used;  /* bump offset in slot 0's region */
+	unsigned no;  /* 0 for the first chunk of the zone, then 1, 2... */
 	struct chunk *next;
 };
 
@@ -78,6 +80,12 @@ struct pcpu_zone {
 	struct extent_vec large;
 	struct live_set live;
 	struct pcpu_zone *next_zone;
+	/* Shared backing (a statistics segment): chunk i maps the file at
+	 * file_base + i * span, MAP_SHARED, so another process can read it. */
+	int fd;              /* -1: private anonymous memory */
+	uint64_t file_base;
+	pcpu_zone_chunk_fn *on_chunk;
+	void *on_chunk_ctx;
 };
 
 /* The table of all chunks of all zones, sorted by base, for pcpu_zone_find. */
@@ -297,6 +305,29 @@ pcpu_zone_t *pcpu_zone_find(const void *addr)
 
 /* ---- chunks ---------------------------------------------------------------- */
 
+static uint64_t chunk_file_off(const pcpu_zone_t *zone, unsigned no)
+{
+	return zone->file_base + (uint64_t)no * chunk_span();
+}
+
+/* Replaces the chunk's private memory at `base` by the zone's file. Only the
+ * pages written become file pages: tmpfs files are sparse. */
+static int map_file_chunk(pcpu_zone_t *zone, unsigned no, char *base)
+{
+	uint64_t off = chunk_file_off(zone, no);
+	struct stat st;
+
+	if (fstat(zone->fd, &st) != 0)
+		return -1;
+	if ((uint64_t)st.st_size < off + chunk_span() &&
+	    ftruncate(zone->fd, (off_t)(off + chunk_span())) != 0)
+		return -1;
+	if (mmap(base, chunk_span(), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+		 zone->fd, (off_t)off) == MAP_FAILED)
+		return -1;
+	return 0;
+}
+
 static struct chunk *chunk_create(pcpu_zone_t *zone)
 {
 	size_t span = chunk_span();
@@ -304,6 +335,8 @@ static struct chunk *chunk_create(pcpu_zone_t *zone)
 	char *map, *base;
 	struct chunk *c;
 	struct pcpu__chunk_hdr *hdr;
+
+	unsigned no = zone->chunks ? zone->chunks->no + 1 : 0;
 
 	c = malloc(sizeof(*c));
 	if (!c)
@@ -321,6 +354,14 @@ static struct chunk *chunk_create(pcpu_zone_t *zone)
 		munmap(map, (size_t)(base - map));
 	if (map + len > base + span)
 		munmap(base + span, (size_t)(map + len - (base + span)));
+	if (zone->fd >= 0 && map_file_chunk(zone, no, base) != 0) {
+		int err = errno;
+
+		munmap(base, span);
+		free(c);
+		errno = err;
+		return NULL;
+	}
 
 	hdr = (struct pcpu__chunk_hdr *)base;
 	hdr->magic = PCPU__CHUNK_MAGIC;
@@ -328,6 +369,7 @@ static struct chunk *chunk_create(pcpu_zone_t *zone)
 	hdr->zone = zone;
 	c->base = base;
 	c->used = PCPU__CHUNK_HDR_SIZE;
+	c->no = no;
 	if (table_add((uintptr_t)base, zone) != 0) {
 		munmap(base, span);
 		free(c);
@@ -336,6 +378,8 @@ static struct chunk *chunk_create(pcpu_zone_t *zone)
 	}
 	c->next = zone->chunks;
 	zone->chunks = c;
+	if (zone->on_chunk)
+		zone->on_chunk(zone->on_chunk_ctx, no, base, zone->fd >= 0 ? chunk_file_off(zone, no) : 0);
 	return c;
 }
 
@@ -360,6 +404,7 @@ pcpu_zone_t *pcpu_zone_create(enum pcpu_index index)
 		return NULL;
 	}
 	pthread_mutex_init(&z->lock, NULL);
+	z->fd = -1;
 	z->index = index;
 	z->index_off = index == PCPU_INDEX_MM_CID ? PCPU__RSEQ_OFF_MM_CID : PCPU__RSEQ_OFF_CPU_ID;
 	if (!chunk_create(z)) {
@@ -539,8 +584,10 @@ void *pcpu_zone_alloc(pcpu_zone_t *zone, size_t size, size_t align)
 	return (void *)a;
 }
 
-/* Clears [p, p + len) without making untouched pages resident. */
-static void zero_quietly(char *p, size_t len)
+/* Clears [p, p + len) without making untouched pages resident. Whole pages
+ * are dropped: MADV_DONTNEED for private memory, MADV_REMOVE (a hole punched
+ * in the file) for a shared zone, whose file would otherwise keep the data. */
+static void zero_quietly(char *p, size_t len, int shared)
 {
 	size_t ps = page_size();
 	char *end = p + len;
@@ -550,7 +597,8 @@ static void zero_quietly(char *p, size_t len)
 
 	if (first_page < last_page) {
 		/* Whole pages: hand them back; they read as zero from now on. */
-		if (madvise(first_page, (size_t)(last_page - first_page), MADV_DONTNEED) != 0)
+		if (madvise(first_page, (size_t)(last_page - first_page),
+			    shared ? MADV_REMOVE : MADV_DONTNEED) != 0)
 			memset(first_page, 0, (size_t)(last_page - first_page));
 	} else {
 		first_page = last_page = end; /* no whole page inside */
@@ -595,7 +643,7 @@ int pcpu_zone_free(pcpu_zone_t *zone, void *obj)
 	/* Zero outside the lock: the object is no longer live, nobody else
 	 * can be handed it until it is on a free list. */
 	for (slot = 0; slot < pcpu__g.nslots; slot++)
-		zero_quietly((char *)pcpu_slot_ptr(obj, slot), size);
+		zero_quietly((char *)pcpu_slot_ptr(obj, slot), size, zone->fd >= 0);
 
 	pthread_mutex_lock(&zone->lock);
 	if (size <= SMALL_MAX)
@@ -648,4 +696,60 @@ int pcpu_zone_contains_live(const void *obj)
 	}
 	pthread_mutex_unlock(&z->lock);
 	return found;
+}
+
+int pcpu_zone_attach_file(pcpu_zone_t *zone, int fd, uint64_t file_base,
+			  pcpu_zone_chunk_fn *on_chunk, void *ctx)
+{
+	struct chunk *c;
+	int rc = 0;
+
+	if (!zone || fd < 0 || file_base % (uint64_t)page_size() != 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	pthread_mutex_lock(&zone->lock);
+	if (zone->fd >= 0 || zone->live.used - zone->live.tombstones != 0) {
+		/* Live objects cannot move into the file: threads hold
+		 * pointers to them and add to them without any lock. */
+		pthread_mutex_unlock(&zone->lock);
+		errno = EBUSY;
+		return -1;
+	}
+	zone->fd = fd;
+	zone->file_base = file_base;
+	zone->on_chunk = on_chunk;
+	zone->on_chunk_ctx = ctx;
+	for (c = zone->chunks; c && rc == 0; c = c->next) {
+		struct pcpu__chunk_hdr hdr = *(struct pcpu__chunk_hdr *)c->base;
+
+		rc = map_file_chunk(zone, c->no, c->base);
+		if (rc == 0) {
+			*(struct pcpu__chunk_hdr *)c->base = hdr;
+			c->used = PCPU__CHUNK_HDR_SIZE; /* nothing live: start afresh */
+			if (on_chunk)
+				on_chunk(ctx, c->no, c->base, chunk_file_off(zone, c->no));
+		}
+	}
+	if (rc == 0) {
+		/* Free lists point into the old memory's layout; it is all
+		 * free, so forget them and let bump allocation take over. */
+		for (size_t i = 0; i < SMALL_CLASSES; i++)
+			zone->small[i].n = 0;
+		zone->large.n = 0;
+	} else {
+		zone->fd = -1; /* leaves the zone usable, private, if half-mapped */
+	}
+	pthread_mutex_unlock(&zone->lock);
+	return rc;
+}
+
+size_t pcpu_zone_chunk_count(pcpu_zone_t *zone)
+{
+	size_t n;
+
+	pthread_mutex_lock(&zone->lock);
+	n = zone->chunks ? zone->chunks->no + 1 : 0;
+	pthread_mutex_unlock(&zone->lock);
+	return n;
 }

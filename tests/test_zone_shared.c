@@ -1,0 +1,90 @@
+/*
+ * A zone moved into a file (what a statistics segment does): adds through
+ * the ordinary fast path land in the file, where a second, read-only mapping
+ * (another process's view) sees them; freed objects are zeroed in the file
+ * too; a zone with live objects refuses to move (EBUSY).
+ * Uses the library's internal pcpu_zone_attach_file(), so it links the
+ * static library.
+ */
+#include "check.h"
+#include "internal.h"
+#include <errno.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+struct seen {
+	unsigned chunks;
+	char *base[8];
+	uint64_t off[8];
+};
+
+static void on_chunk(void *ctx, unsigned no, char *base, uint64_t off)
+{
+	struct seen *s = ctx;
+
+	CHECK(no < 8);
+	s->base[no] = base;
+	s->off[no] = off;
+	if (no + 1 > s->chunks)
+		s->chunks = no + 1;
+}
+
+int main(void)
+{
+	struct seen seen = {0};
+	int fd = memfd_create("pcpu-test", MFD_CLOEXEC);
+	pcpu_zone_t *busy = pcpu_zone_create(PCPU_INDEX_CPU);
+	pcpu_zone_t *z = pcpu_zone_create(PCPU_INDEX_CPU);
+	size_t span = (size_t)pcpu_nslots() * PCPU_SLOT_STRIDE;
+
+	CHECK(fd >= 0 && busy && z);
+	CHECK(pcpu_counter_alloc_in(busy, 1) != NULL);
+	errno = 0;
+	CHECK(pcpu_zone_attach_file(busy, fd, 0, NULL, NULL) == -1 && errno == EBUSY);
+
+	CHECK(pcpu_zone_attach_file(z, fd, 4096, on_chunk, &seen) == 0);
+	CHECK(seen.chunks == 1 && seen.off[0] == 4096);
+	errno = 0;
+	CHECK(pcpu_zone_attach_file(z, fd, 4096, NULL, NULL) == -1 && errno == EBUSY);
+
+	pcpu_counter_t c = pcpu_counter_alloc_in(z, 4);
+	CHECK(c != NULL);
+	for (int i = 0; i < 1000; i++)
+		pcpu_counter_add(c + 2, 3);
+	pcpu_counter_add_atomic(c + 2, 5);
+
+	/* The reader's view: the file, read-only, at an address of its own. */
+	char *view = mmap(NULL, span, PROT_READ, MAP_SHARED, fd, 4096);
+	CHECK(view != MAP_FAILED);
+	const struct pcpu__chunk_hdr *hdr = (const void *)view;
+	CHECK(hdr->magic == PCPU__CHUNK_MAGIC);
+	size_t obj_off = (size_t)((char *)(c + 2) - seen.base[0]);
+	int64_t sum = 0;
+	for (unsigned s = 0; s < pcpu_nslots(); s++) {
+		const struct pcpu_counter *p =
+			(const void *)(view + obj_off + (size_t)s * PCPU_SLOT_STRIDE);
+		sum += p->pcpu__rseq_sum + p->pcpu__atomic_sum;
+	}
+	CHECK(sum == 3005);
+	CHECK_EQ_U64(pcpu_counter_fetch(c + 2), 3005);
+
+	/* Freed: zero in the file as well, and the memory is reused zeroed. */
+	CHECK(pcpu_counter_free(c) == 0);
+	for (unsigned s = 0; s < pcpu_nslots(); s++) {
+		const struct pcpu_counter *p =
+			(const void *)(view + obj_off + (size_t)s * PCPU_SLOT_STRIDE);
+		CHECK(p->pcpu__rseq_sum == 0 && p->pcpu__atomic_sum == 0);
+	}
+
+	/* Growing: a second chunk lands in the file after the first. */
+	void *big1 = pcpu_zone_alloc(z, PCPU_ZONE_MAX_OBJECT, 0);
+	void *big2 = pcpu_zone_alloc(z, PCPU_ZONE_MAX_OBJECT, 0);
+	CHECK(big1 && big2);
+	CHECK(seen.chunks >= 2 && seen.off[1] == 4096 + span);
+	munmap(view, span);
+	pcpu_zone_destroy(z);
+	pcpu_zone_destroy(busy);
+	close(fd);
+	printf("test_zone_shared: ok\n");
+	return 0;
+}
