@@ -20,7 +20,7 @@
  *          and takes the fallback path.
  *
  * A thread whose registration fails (ENOSYS: old kernel, valgrind, gVisor;
- * EPERM: seccomp; EBUSY: some other library registered first) keeps
+ * EPERM: seccomp; EINVAL: some other library registered an area first) keeps
  * cpu_id < 0 in its area and uses the fallback path for good.
  *
  * Which fields the kernel fills is decided from getauxval(AT_RSEQ_FEATURE_SIZE)

@@ -81,7 +81,8 @@ enum pcpu_rseq_mode {
  *
  * Fallback happens when the kernel refuses rseq (ENOSYS, EPERM from a seccomp
  * filter, valgrind, gVisor), when another library already registered an area
- * pcpu cannot find (EBUSY), when the environment variable PCPU_RSEQ=0 is set,
+ * pcpu does not know (the kernel answers EINVAL), when the environment
+ * variable PCPU_RSEQ=0 is set,
  * or when pcpu was built with ThreadSanitizer. pcpu_rseq_error() says which.
  *
  * Thread-safe; async-signal-safe; cost: a few loads once registered.
@@ -93,7 +94,7 @@ PCPU_API const char *pcpu_rseq_mode_name(enum pcpu_rseq_mode mode);
 
 /**
  * The errno value that sent the calling thread to the fallback path
- * (ENOSYS, EPERM, EBUSY, EINVAL...), ECANCELED when fallback was asked for
+ * (ENOSYS, EPERM, EINVAL: another area registered...), ECANCELED when fallback was asked for
  * (PCPU_RSEQ=0, ThreadSanitizer), or 0 when the thread uses rseq.
  * Thread-safe; async-signal-safe.
  */

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# pcpu's whole test suite, as CI runs it (.ci/run calls exactly this):
+#   1. installs what the tests need (scripts/install-deps.sh),
+#   2. plain build (RelWithDebInfo): every test, the stress test in all three
+#      rseq modes and under valgrind, fuzzers, Prometheus checks,
+#   3. AddressSanitizer + UndefinedBehaviorSanitizer build: every test,
+#   4. ThreadSanitizer build: every test (TSan cannot see inline assembly, so
+#      there pcpu runs its atomic fallback path, which TSan checks).
+# Usage: scripts/test.sh [--quick]   (--quick: step 2 only)
+# Build folders: build/, build-asan/, build-tsan/ (reused if present).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+
+bash scripts/install-deps.sh || { echo "test.sh: installing dependencies failed"; exit 1; }
+
+jobs=$(nproc)
+total_pass=0 total_fail=0 failed_configs=()
+
+run_config() { # name, build dir, cmake args...
+  local name=$1 dir=$2; shift 2
+  echo "=== $name: configure + build ($dir)"
+  if ! cmake -S . -B "$dir" -G Ninja "$@" >"$dir.configure.log" 2>&1; then
+    cat "$dir.configure.log"; failed_configs+=("$name (configure)"); total_fail=$((total_fail+1)); return
+  fi
+  if ! cmake --build "$dir" -j "$jobs" >"$dir.build.log" 2>&1; then
+    tail -50 "$dir.build.log"; failed_configs+=("$name (build)"); total_fail=$((total_fail+1)); return
+  fi
+  echo "=== $name: ctest"
+  local log="$dir.ctest.log"
+  (cd "$dir" && ctest --output-on-failure -j "$jobs" --timeout 300) 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  local line pass fail
+  line=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' "$log" | tail -1)
+  if [ -n "$line" ]; then
+    fail=$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1/' <<<"$line")
+    pass=$(( $(sed -E 's/.* out of ([0-9]+).*/\1/' <<<"$line") - fail ))
+  else
+    pass=0; fail=1
+  fi
+  total_pass=$((total_pass+pass)); total_fail=$((total_fail+fail))
+  [ "$rc" -eq 0 ] && [ "$fail" -eq 0 ] || failed_configs+=("$name")
+}
+
+# Benchmarks are built (so they cannot rot) but not run here: speed is
+# measured by bench/, never asserted in tests.
+run_config plain build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+if [ $quick -eq 0 ]; then
+  run_config asan+ubsan build-asan -DCMAKE_BUILD_TYPE=Debug -DPCPU_SANITIZE=address -DPCPU_BUILD_BENCH=OFF
+  run_config tsan build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCPU_SANITIZE=thread -DPCPU_BUILD_BENCH=OFF
+fi
+
+echo
+if [ ${#failed_configs[@]} -gt 0 ]; then
+  echo "FAILED in: ${failed_configs[*]}"
+fi
+echo "total: $total_pass passed, $total_fail failed"
+[ $total_fail -eq 0 ] && [ ${#failed_configs[@]} -eq 0 ]
