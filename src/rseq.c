@@ -74,10 +74,14 @@ static __thread struct pcpu_rseq_area own_area
 		.mm_cid = -1,
 };
 
-/* Per-thread state of pcpu's own registration. */
+/* Per-thread state of pcpu's own registration. Volatile because a signal
+ * handler's add may register the thread between any two instructions of the
+ * code it interrupted: without it the compiler may keep a stale T_NEW in a
+ * register across the pthread_sigmask() call (nothing else in this file can
+ * change a static, address-not-taken variable) and register twice (EBUSY). */
 enum thread_state { T_NEW = 0, T_REGISTERED, T_FALLBACK, T_EXITED };
-static __thread int thread_state;
-static __thread int thread_error;      /* errno that caused T_FALLBACK */
+static __thread volatile int thread_state;
+static __thread volatile int thread_error; /* errno that caused T_FALLBACK */
 static __thread uint32_t fallback_slot_plus1;
 
 PCPU_API struct pcpu__globals pcpu__g; /* zero: "not initialised" */

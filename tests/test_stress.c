@@ -80,8 +80,13 @@ static void publish_signal_adds(void)
 
 static void check_mode(void)
 {
-	if (expect_mode && strcmp(pcpu_rseq_mode_name(pcpu_rseq_mode()), expect_mode) != 0)
-		__atomic_store_n(&mode_mismatch, 1, __ATOMIC_RELAXED);
+	const char *m = pcpu_rseq_mode_name(pcpu_rseq_mode());
+
+	if (expect_mode && strcmp(m, expect_mode) != 0) {
+		if (!__atomic_exchange_n(&mode_mismatch, 1, __ATOMIC_RELAXED))
+			fprintf(stderr, "thread in mode %s (error %d: %s), expected %s\n", m,
+				pcpu_rseq_error(), strerror(pcpu_rseq_error()), expect_mode);
+	}
 }
 
 static void *adder(void *arg)
