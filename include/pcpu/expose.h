@@ -114,8 +114,8 @@ struct pcpu_snapshot {
  *
  * On success *out points to `*len` bytes of exposition followed by a NUL
  * (not counted in *len); release it with free(). Families and series are
- * written in the order of the snapshot (a registry snapshot is sorted by
- * name and label values, so its output is deterministic).
+ * written in the order of the snapshot (a registry snapshot lists families
+ * by name and series in creation order, so its output is deterministic).
  *
  * Prometheus 0.0.4: `# HELP` (backslash and newline escaped), `# TYPE`, then
  * samples; counters are written as `<name>_total`. OpenMetrics 1.0: `# TYPE`,

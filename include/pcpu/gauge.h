@@ -57,13 +57,13 @@ static inline void pcpu_gauge_sub(pcpu_gauge_t g, int64_t v)
 	pcpu_counter_add(&g->pcpu__adds, (int64_t)(0 - (uint64_t)v));
 }
 
-/** pcpu_gauge_add(g, 1). */
+/** pcpu_gauge_add(g, 1). Thread-safe; async-signal-safe. */
 static inline void pcpu_gauge_inc(pcpu_gauge_t g)
 {
 	pcpu_counter_add(&g->pcpu__adds, 1);
 }
 
-/** pcpu_gauge_add(g, -1). */
+/** pcpu_gauge_add(g, -1). Thread-safe; async-signal-safe. */
 static inline void pcpu_gauge_dec(pcpu_gauge_t g)
 {
 	pcpu_counter_add(&g->pcpu__adds, -1);
@@ -86,7 +86,9 @@ PCPU_API int pcpu_gauge_set(pcpu_gauge_t g, int64_t v);
 PCPU_API int64_t pcpu_gauge_read(pcpu_gauge_t g);
 
 /**
- * Allocates a gauge, zero, in pcpu's default zone. NULL with errno ENOMEM.
+ * Allocates a gauge, zero, in the statistics layer's default zone (one
+ * zone, created on first use, shared by standalone gauges, histograms and
+ * groups). NULL with errno ENOMEM.
  * Thread-safe; not async-signal-safe.
  */
 PCPU_API pcpu_gauge_t pcpu_gauge_alloc(void);
@@ -99,7 +101,8 @@ PCPU_API pcpu_gauge_t pcpu_gauge_alloc_in(pcpu_zone_t *zone);
 
 /**
  * Frees a gauge from pcpu_gauge_alloc() or pcpu_gauge_alloc_in(). Returns 0,
- * or -1 with errno EINVAL if it is not a live gauge allocation. NULL is a
+ * or -1 with errno EINVAL if it was already freed (a pointer that never was
+ * a gauge is undefined behaviour, as for free()). NULL is a
  * no-op. The caller guarantees no thread still uses it.
  * Thread-safe; not async-signal-safe.
  */

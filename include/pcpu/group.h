@@ -24,8 +24,9 @@
  * exact. Values wrap modulo 2^64.
  *
  * Writers never block for long: the rseq path never waits, and the fallback
- * path only spins while every fallback copy is held by another thread that
- * is a few stores from releasing it. Readers retry a copy that is being
+ * path (no rseq, or the slot's copy held by a preempted writer) only spins
+ * while every fallback copy is held by another thread that is a few stores
+ * from releasing it once it runs. Readers retry a copy that is being
  * written, with a time bound, and report when they gave up.
  */
 #ifndef PCPU_GROUP_H
@@ -48,7 +49,7 @@ PCPU_BEGIN_DECLS
  * update path. One copy ("lane") of group i in slot s is
  *     primary + s * PCPU_SLOT_STRIDE + i * lane_size:
  *     [ intptr_t seq | int64_t value[members] ]
- * Fallback lanes have the same layout, fb_per_slot of them per slot per
+ * Fallback lanes have the same layout, fb_per_slot (2) of them per slot per
  * group, in a second zone object that rseq updates never touch (so it never
  * becomes resident while rseq works). */
 struct pcpu_group {
@@ -101,12 +102,13 @@ static inline int pcpu__group_add_rseq(const pcpu_group_t *g, size_t i, const in
 		if (PCPU_UNLIKELY(r != 0))
 			continue; /* migrated, preempted, or another writer won */
 		/* The lane is ours until seq is even again, wherever this thread
-		 * now runs: writers on slot idx see it odd and go elsewhere. */
-		__atomic_thread_fence(__ATOMIC_RELEASE);
+		 * now runs: writers on slot idx see it odd and go elsewhere.
+		 * Release stores keep the odd seq visible before any new value
+		 * (plain moves on x86). */
 		v = (int64_t *)(lane + sizeof(intptr_t));
 		for (k = 0; k < n; k++)
 			__atomic_store_n(&v[k], __atomic_load_n(&v[k], __ATOMIC_RELAXED) + d[k],
-					 __ATOMIC_RELAXED);
+					 __ATOMIC_RELEASE);
 		__atomic_store_n(seqp, s + 2, __ATOMIC_RELEASE);
 		return 0;
 	}
@@ -140,7 +142,9 @@ static inline void pcpu_group_add(const pcpu_group_t *g, size_t i, const int64_t
 
 /**
  * pcpu_group_add() for a group of exactly two members (packets and bytes),
- * with the member count known to the compiler. Same guarantees.
+ * with the member count known to the compiler. Same guarantees: thread-safe,
+ * async-signal-safe, never waits for the calling thread; about two counter
+ * adds (tests/stats/stats_bench measures it).
  */
 static inline void pcpu_group_add2(const pcpu_group_t *g, size_t i, int64_t d0, int64_t d1)
 {
@@ -155,15 +159,17 @@ static inline void pcpu_group_add2(const pcpu_group_t *g, size_t i, int64_t d0, 
 }
 
 /**
- * Allocates `count` groups of `members` values each, all zero, in pcpu's
- * default zone. Returns NULL with errno EINVAL (members 0 or more than
- * PCPU_GROUP_MAX_MEMBERS, count 0), E2BIG (more groups than one zone object
- * holds: PCPU_ZONE_MAX_OBJECT / (8 * (1 + members)) when pcpu_nslots() > 1,
- * half of that otherwise), ENOMEM. Thread-safe; not async-signal-safe.
+ * Allocates `count` groups of `members` values each, all zero, in the
+ * statistics layer's default zone (see pcpu_gauge_alloc()). A flow table
+ * is one call: group i is flow i. Returns NULL with errno EINVAL (members 0
+ * or more than PCPU_GROUP_MAX_MEMBERS, count 0), E2BIG (more groups than one
+ * zone object holds: PCPU_ZONE_MAX_OBJECT / (16 * (1 + members))), ENOMEM.
+ * Thread-safe; not async-signal-safe. Cost: two zone allocations.
  */
 PCPU_API pcpu_group_t *pcpu_group_alloc(unsigned members, size_t count);
 
-/** pcpu_group_alloc() in `zone` (EINVAL for a NULL zone). */
+/** pcpu_group_alloc() in `zone` (EINVAL for a NULL zone); same errors,
+ * thread safety and cost. */
 PCPU_API pcpu_group_t *pcpu_group_alloc_in(pcpu_zone_t *zone, unsigned members, size_t count);
 
 /**
@@ -172,13 +178,14 @@ PCPU_API pcpu_group_t *pcpu_group_alloc_in(pcpu_zone_t *zone, unsigned members, 
  */
 PCPU_API void pcpu_group_free(pcpu_group_t *g);
 
-/** Members per group. Cost: a load. */
+/** Members per group. Thread-safe; async-signal-safe. Cost: a load. */
 static inline unsigned pcpu_group_members(const pcpu_group_t *g)
 {
 	return g->pcpu__members;
 }
 
-/** Number of groups in the object. Cost: a load. */
+/** Number of groups in the object. Thread-safe; async-signal-safe.
+ * Cost: a load. */
 static inline size_t pcpu_group_count(const pcpu_group_t *g)
 {
 	return g->pcpu__count;
@@ -197,7 +204,7 @@ static inline size_t pcpu_group_count(const pcpu_group_t *g)
 PCPU_API int pcpu_group_read(const pcpu_group_t *g, size_t i, int64_t *out);
 
 /** pcpu_group_read() with a time bound in nanoseconds (0: one attempt per
- * copy, no waiting). */
+ * copy, no waiting); same errors, thread safety and cost. */
 PCPU_API int pcpu_group_read_timeout(const pcpu_group_t *g, size_t i, int64_t *out,
 				     uint64_t timeout_ns);
 

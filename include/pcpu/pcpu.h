@@ -2,7 +2,9 @@
 /**
  * @file pcpu/pcpu.h
  * pcpu: per-CPU statistics for Linux user space. Include this header for the
- * per-CPU zones (pcpu/zone.h) and exact counters (pcpu/counter.h).
+ * per-CPU zones (pcpu/zone.h), exact counters (pcpu/counter.h), and the
+ * statistics layer (pcpu/stats.h: registry, gauges, histograms, consistent
+ * groups, exposition).
  * FreeBSD counter(9) compatibility: pcpu/counter9.h.
  *
  * Link with -lpcpu (pkg-config pcpu, or CMake's pcpu::pcpu).
@@ -13,5 +15,6 @@
 #include <pcpu/common.h>
 #include <pcpu/zone.h>
 #include <pcpu/counter.h>
+#include <pcpu/stats.h>
 
 #endif /* PCPU_PCPU_H */

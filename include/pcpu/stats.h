@@ -26,6 +26,9 @@
  * does: a series' handle is an ordinary counter, gauge or histogram, updated
  * through its inline fast path, with no lookup and no lock. Keep the handle.
  *
+ * Iteration: pcpu_registry_snapshot() returns every family and series with
+ * its metadata and value as plain data (pcpu/expose.h), to walk or to write.
+ *
  * Lifetime: a handle stays valid until its series (or family, or registry)
  * is removed. Removal frees the storage at once, so the caller guarantees no
  * thread still updates a series it removes, as for free().
@@ -90,6 +93,7 @@ struct pcpu_family_desc {
 /**
  * Creates an empty registry with its own per-CPU zone (PCPU_INDEX_DEFAULT).
  * NULL with errno ENOMEM. Thread-safe; not async-signal-safe.
+ * Cost: a zone creation (an mmap of address space, nothing resident).
  */
 PCPU_API pcpu_registry_t *pcpu_registry_create(void);
 
@@ -97,12 +101,15 @@ PCPU_API pcpu_registry_t *pcpu_registry_create(void);
  * Destroys a registry with all its families, series and registered structs.
  * The caller guarantees no other thread uses it or any of its handles.
  * NULL is a no-op. The default registry cannot be destroyed (no-op).
+ * Not thread-safe against other uses of `reg` (by contract there are none);
+ * not async-signal-safe. Cost: linear in the series, plus a munmap.
  */
 PCPU_API void pcpu_registry_destroy(pcpu_registry_t *reg);
 
 /**
  * The process-wide registry, created on first call and never destroyed.
- * NULL with errno ENOMEM if it cannot be created. Thread-safe.
+ * NULL with errno ENOMEM if it cannot be created (a later call retries).
+ * Thread-safe; not async-signal-safe. Cost: a load once created.
  */
 PCPU_API pcpu_registry_t *pcpu_registry_default(void);
 
@@ -146,13 +153,15 @@ PCPU_API pcpu_family_t *pcpu_registry_find(pcpu_registry_t *reg, const char *nam
  */
 PCPU_API int pcpu_registry_remove_family(pcpu_registry_t *reg, pcpu_family_t *fam);
 
-/** Name of a family (for counters, without `_total`). Thread-safe. */
+/** Name of a family (for counters, without `_total`). Thread-safe;
+ * async-signal-safe; cost: a load. Valid while the family exists. */
 PCPU_API const char *pcpu_family_name(const pcpu_family_t *fam);
 
-/** Type of a family. Thread-safe. */
+/** Type of a family. Thread-safe; async-signal-safe; cost: a load. */
 PCPU_API enum pcpu_metric_type pcpu_family_type(const pcpu_family_t *fam);
 
-/** Number of series a family has now. Thread-safe. */
+/** Number of series a family has now. Thread-safe; not async-signal-safe
+ * (takes the registry's mutex). */
 PCPU_API size_t pcpu_family_size(pcpu_family_t *fam);
 
 /**
@@ -164,10 +173,13 @@ PCPU_API size_t pcpu_family_size(pcpu_family_t *fam);
  */
 PCPU_API pcpu_counter_t pcpu_family_counter(pcpu_family_t *fam, const char *const *label_values);
 
-/** pcpu_family_counter() for a gauge family. */
+/** pcpu_family_counter() for a gauge family; same errors (EINVAL if the
+ * family is not a gauge family), thread safety and cost. */
 PCPU_API pcpu_gauge_t pcpu_family_gauge(pcpu_family_t *fam, const char *const *label_values);
 
-/** pcpu_family_counter() for a histogram family. */
+/** pcpu_family_counter() for a histogram family; same errors (EINVAL if
+ * the family is not a histogram family), thread safety and cost, plus the
+ * allocation of the histogram's buckets. */
 PCPU_API pcpu_histogram_t *pcpu_family_histogram(pcpu_family_t *fam,
 						 const char *const *label_values);
 
@@ -188,11 +200,13 @@ PCPU_API int pcpu_family_remove(pcpu_family_t *fam, const char *const *label_val
 /**
  * Convenience: the unlabelled counter `name` (family created as needed with
  * `help`). Same errors as pcpu_registry_family() and pcpu_family_counter().
+ * Thread-safe; not async-signal-safe. Cost: two mutex sections; keep the
+ * handle.
  */
 PCPU_API pcpu_counter_t pcpu_registry_counter(pcpu_registry_t *reg, const char *name,
 					      const char *help);
 
-/** Convenience: the unlabelled gauge `name`. */
+/** Convenience: the unlabelled gauge `name`; as pcpu_registry_counter(). */
 PCPU_API pcpu_gauge_t pcpu_registry_gauge(pcpu_registry_t *reg, const char *name,
 					  const char *help);
 
@@ -243,15 +257,16 @@ PCPU_API int pcpu_registry_struct_remove(pcpu_registry_t *reg, void *s);
 
 /**
  * Takes a snapshot of every family and series of `reg`: metadata copied,
- * values read (each as its type's read guarantees), families sorted by name
- * and series by label values. The registry's mutex is held only while
+ * values read (each as its type's read guarantees), families sorted by name,
+ * series of a family in the order they were created. The registry's mutex is held only while
  * copying; formatting happens outside it. Free with pcpu_snapshot_free().
  * NULL with errno ENOMEM. Thread-safe; not async-signal-safe.
  * Cost: every value read once, plus sorting.
  */
 PCPU_API struct pcpu_snapshot *pcpu_registry_snapshot(pcpu_registry_t *reg);
 
-/** Frees a snapshot from pcpu_registry_snapshot() (and only those). */
+/** Frees a snapshot from pcpu_registry_snapshot() (and only those; NULL is
+ * a no-op). Thread-safe for distinct snapshots; not async-signal-safe. */
 PCPU_API void pcpu_snapshot_free(struct pcpu_snapshot *s);
 
 /**

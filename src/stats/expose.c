@@ -11,10 +11,13 @@
  * caller gets a whole, valid exposition or an error, never part of one.
  *
  * Duplicates: two families clash when any of the sample names they write
- * (OpenMetrics' reserved suffix sets, see pcpu__type_suffixes()) are equal;
- * two series of a family clash when their label values are equal. Both are
- * found by sorting (O(n log n)) rather than hashing, to need no tuning and
- * behave the same on hostile input.
+ * (OpenMetrics' reserved suffix sets, see pcpu__type_suffixes()) are equal,
+ * found by sorting those names (there are few families); two series of a
+ * family clash when their label values are equal, found with a seeded hash
+ * table (linear: sorting 10^5 label sets cost more than writing them).
+ *
+ * A registry's own snapshot was validated piece by piece at registration,
+ * so pcpu_registry_write() skips the first pass (pcpu__snapshot_write()).
  *
  * Format details that matter to strict parsers:
  *  - OpenMetrics counters are `<family>_total`; the 0.0.4 TYPE line names the
@@ -71,18 +74,62 @@ static int cmp_sample_name(const void *a, const void *b)
 	return cmp_concat(x->base, x->suffix, y->base, y->suffix);
 }
 
-static int cmp_series(const void *a, const void *b, void *arg)
+static int same_labels(const struct pcpu_snapshot_series *x, const struct pcpu_snapshot_series *y,
+		       unsigned n)
 {
-	const struct pcpu_snapshot_series *x = *(const struct pcpu_snapshot_series *const *)a;
-	const struct pcpu_snapshot_series *y = *(const struct pcpu_snapshot_series *const *)b;
-	unsigned n = *(const unsigned *)arg, i;
+	unsigned i;
 
-	for (i = 0; i < n; i++) {
-		int c = strcmp(x->label_values[i], y->label_values[i]);
-		if (c)
-			return c;
+	for (i = 0; i < n; i++)
+		if (strcmp(x->label_values[i], y->label_values[i]) != 0)
+			return 0;
+	return 1;
+}
+
+/*
+ * Whether two series of a family have the same label values: 1 yes, 0 no,
+ * -1 out of memory. A hash table of series indices, linear in the number of
+ * series. The hash (FNV-1a) is seeded per call from an address and a
+ * counter, so that label values crafted to collide -- a snapshot can come
+ * from another process -- cannot be chosen ahead to make it quadratic.
+ */
+static int has_duplicate_series(const struct pcpu_snapshot_family *f)
+{
+	static uint64_t calls;
+	size_t size = 16, i;
+	uint32_t *tab;
+	uint64_t seed;
+	int dup = 0;
+
+	while (size < 2 * f->nseries)
+		size *= 2;
+	tab = calloc(size, sizeof *tab);
+	if (!tab)
+		return -1;
+	seed = ((uint64_t)(uintptr_t)tab * 0x9e3779b97f4a7c15ull) ^
+	       __atomic_add_fetch(&calls, 0x632be59bd9b4e019ull, __ATOMIC_RELAXED);
+	for (i = 0; i < f->nseries && !dup; i++) {
+		const struct pcpu_snapshot_series *se = &f->series[i];
+		uint64_t h = 1469598103934665603ull ^ seed;
+		unsigned l;
+		size_t pos;
+
+		for (l = 0; l < f->nlabels; l++) {
+			const unsigned char *p = (const unsigned char *)se->label_values[l];
+			for (; *p; p++)
+				h = (h ^ *p) * 1099511628211ull;
+			h = (h ^ 0xff) * 1099511628211ull; /* separator: never in UTF-8 */
+		}
+		h ^= h >> 29;
+		for (pos = (size_t)h & (size - 1); tab[pos]; pos = (pos + 1) & (size - 1)) {
+			if (same_labels(&f->series[tab[pos] - 1], se, f->nlabels)) {
+				dup = 1;
+				break;
+			}
+		}
+		tab[pos] = (uint32_t)(i + 1);
 	}
-	return 0;
+	free(tab);
+	return dup;
 }
 
 static int fail_family(const struct pcpu_snapshot_family *f, int err)
@@ -98,6 +145,27 @@ static int fail_msg(const struct pcpu_snapshot_family *f, const char *msg)
 	return fail_family(f, EINVAL);
 }
 
+int pcpu__check_bounds(const int64_t *upper, size_t n, int scale_exp10)
+{
+	size_t b;
+
+	for (b = 1; b < n; b++) {
+		if (upper[b] <= upper[b - 1]) {
+			pcpu__set_error("bucket bounds are not strictly increasing");
+			errno = EINVAL;
+			return -1;
+		}
+		/* Distinct integers may round to one double once scaled (beyond
+		 * 2^53): the exposition would repeat an `le`. */
+		if (pcpu__scale_i64(upper[b], scale_exp10) <= pcpu__scale_i64(upper[b - 1], scale_exp10)) {
+			pcpu__set_error("two bucket bounds are equal once scaled to doubles");
+			errno = EINVAL;
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int check_histogram(const struct pcpu_snapshot_family *f)
 {
 	size_t b, i;
@@ -106,15 +174,8 @@ static int check_histogram(const struct pcpu_snapshot_family *f)
 		return fail_msg(f, "a histogram needs 1 to 2^24 buckets (the last is +Inf)");
 	if (f->nbuckets > 1 && !f->bucket_upper)
 		return fail_msg(f, "bucket_upper is NULL");
-	for (b = 1; b + 1 < f->nbuckets; b++) {
-		if (f->bucket_upper[b] <= f->bucket_upper[b - 1])
-			return fail_msg(f, "bucket bounds are not strictly increasing");
-		/* Distinct integers may round to one double once scaled (beyond
-		 * 2^53): the exposition would repeat an `le`. */
-		if (pcpu__scale_i64(f->bucket_upper[b], f->scale_exp10) <=
-		    pcpu__scale_i64(f->bucket_upper[b - 1], f->scale_exp10))
-			return fail_msg(f, "two bucket bounds are equal once scaled to doubles");
-	}
+	if (f->nbuckets > 1 && pcpu__check_bounds(f->bucket_upper, f->nbuckets - 1, f->scale_exp10) < 0)
+		return fail_family(f, EINVAL);
 	for (i = 0; i < f->nseries; i++) {
 		const uint64_t *c = f->series[i].value.histogram.counts;
 		uint64_t total = 0;
@@ -171,23 +232,17 @@ static int check_family(const struct pcpu_snapshot_family *f)
 	}
 	if (f->type == PCPU_METRIC_HISTOGRAM && check_histogram(f) < 0)
 		return -1;
+	if (f->nseries > UINT32_MAX - 1)
+		return fail_msg(f, "too many series");
 	if (f->nseries > 1) {
-		const struct pcpu_snapshot_series **idx = malloc(f->nseries * sizeof *idx);
-		unsigned nl = f->nlabels;
+		int dup = has_duplicate_series(f);
 
-		if (!idx) {
+		if (dup < 0) {
 			errno = ENOMEM;
 			return -1;
 		}
-		for (i = 0; i < f->nseries; i++)
-			idx[i] = &f->series[i];
-		qsort_r(idx, f->nseries, sizeof *idx, cmp_series, &nl);
-		for (i = 1; i < f->nseries; i++)
-			if (cmp_series(&idx[i - 1], &idx[i], &nl) == 0) {
-				free(idx);
-				return fail_msg(f, "two series have the same label values");
-			}
-		free(idx);
+		if (dup)
+			return fail_msg(f, "two series have the same label values");
 	}
 	return 0;
 }
@@ -510,6 +565,12 @@ static int write_json(const struct pcpu_snapshot *s, struct pcpu__buf *b)
 int pcpu_snapshot_write(const struct pcpu_snapshot *s, enum pcpu_format fmt, char **out,
 			size_t *len)
 {
+	return pcpu__snapshot_write(s, fmt, out, len, 1);
+}
+
+int pcpu__snapshot_write(const struct pcpu_snapshot *s, enum pcpu_format fmt, char **out,
+			 size_t *len, int validate)
+{
 	struct pcpu__buf b = { NULL, 0, 0, 0 };
 	int r;
 
@@ -518,9 +579,11 @@ int pcpu_snapshot_write(const struct pcpu_snapshot *s, enum pcpu_format fmt, cha
 		errno = EINVAL;
 		return -1;
 	}
-	if (check_snapshot(s) < 0)
+	if (validate && check_snapshot(s) < 0)
 		return -1;
 	pcpu__buf_reserve(&b, 256);
+	if (b.p)
+		b.p[0] = '\0'; /* an empty snapshot writes nothing in 0.0.4 */
 	if (fmt == PCPU_FORMAT_JSON)
 		r = write_json(s, &b);
 	else

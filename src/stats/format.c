@@ -11,8 +11,8 @@
  * locale (LC_NUMERIC may use a comma): we ask snprintf for 1, 2, ... 17
  * significant digits in the C locale (a locale_t made once with newlocale,
  * installed for the call with uselocale and restored at once) and keep the
- * first that strtod reads back as the same double -- the shortest
- * round-trip form, at most 17 tries of a cheap call. The digits are then
+ * fewest that strtod reads back as the same double -- the shortest
+ * round-trip form, found by a binary search (about five tries). The digits are then
  * laid out as Go's strconv.FormatFloat(v, 'g', -1, 64) does, which is what
  * the Prometheus clients print (see pcpu__fmt_double()).
  */
@@ -111,17 +111,26 @@ static void make_c_locale(void)
 static int shortest_digits(double v, char *digits, int *exp10)
 {
 	char tmp[48];
-	int prec, n = 0;
+	int prec, lo, hi, n = 0;
 	locale_t old = (locale_t)0;
 
 	pthread_once(&c_locale_once, make_c_locale);
 	if (c_locale)
 		old = uselocale(c_locale);
-	for (prec = 1; prec <= 17; prec++) {
+	/* Round-tripping is monotonic in the number of digits (with correct
+	 * rounding, p digits that read back mean p + 1 digits do too), so
+	 * binary-search the shortest between 1 and 17, which always works. */
+	lo = 1;
+	hi = 17;
+	while (lo < hi) {
+		prec = lo + (hi - lo) / 2;
 		snprintf(tmp, sizeof tmp, "%.*e", prec - 1, v);
 		if (strtod(tmp, NULL) == v)
-			break;
+			hi = prec;
+		else
+			lo = prec + 1;
 	}
+	snprintf(tmp, sizeof tmp, "%.*e", lo - 1, v);
 	if (c_locale)
 		uselocale(old);
 	/* tmp is "d.ddde[+-]XX" (or "de[+-]XX"); with a locale that could not

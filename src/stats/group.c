@@ -25,23 +25,28 @@
  * seq, so exactly one thread owns the lane from then on -- even if it is
  * preempted or migrated right after: it then finishes from another CPU,
  * which is fine, because the lane is owned by the thread, not by the CPU.
- * The owner adds to the values with plain (relaxed atomic) loads and stores
- * and releases the lane with a release store of s + 2. Readers use the
+ * The owner adds to the values with plain loads and release stores (plain
+ * moves on x86; release so that a reader that sees a new value also sees
+ * the odd seq) and releases the lane with a release store of s + 2. Readers use the
  * ordinary seqcount protocol on each lane and sum the lanes; as every update
  * touches exactly one lane, the sum contains each update wholly or not at
  * all.
  *
  * A writer that finds its slot's lane odd (the owner was preempted in its
  * few-store window, or the writer is a signal handler that interrupted the
- * owner -- itself) never waits: it goes to a fallback lane. Fallback lanes
- * have the same layout in a second zone object; they are taken with an
- * atomic compare-and-swap (even -> odd), never with rseq, so no word is ever
- * written both by an rseq section and by an atomic instruction. A fallback
- * writer starts at the lane of the CPU it runs on and skips held lanes, so
- * it only spins while every fallback lane is held at once -- by other
- * threads, each a few stores from releasing it. There are nslots fallback
- * lanes (two when there is only one slot), so a thread interrupted while
- * holding one never waits for itself unless signal handlers nest that deep.
+ * owner -- itself) never waits for it: it goes to a fallback lane. Fallback
+ * lanes have the same layout in a second zone object, two per slot; they
+ * are taken with an atomic compare-and-swap (even -> odd), never with rseq,
+ * so no word is ever written both by an rseq section and by an atomic
+ * instruction. A fallback writer starts at the lanes of the CPU it runs on
+ * and skips held lanes, so it only spins while every fallback lane is held
+ * at once. It holds its lane with all signals blocked: otherwise two threads
+ * each holding a lane, each interrupted by a handler that updates the group,
+ * would wait for each other's lane forever (the first version of this file
+ * did, and the stress test caught it). With signals blocked a holder is
+ * always a few stores from releasing its lane once it runs, so the wait is
+ * bounded by scheduling, not by other writers. The two signal-mask calls
+ * are the price of the fallback path; the rseq path never pays them.
  * Threads without rseq (fallback mode, ThreadSanitizer builds, other
  * architectures) use the fallback lanes only.
  *
@@ -62,10 +67,11 @@
  *
  * Costs. Update on the rseq path: one rseq compare-and-store, a load and a
  * store per member, one release store (a plain store on x86) -- about two
- * counter adds for a two-member group. Read: (members + 1) loads per lane,
- * 2 * nslots lanes. Memory per group and slot: 8 * (1 + members) bytes,
- * plus the same for the fallback lanes, which only become resident where
- * the fallback is used.
+ * counter adds for a two-member group. Fallback path: two signal-mask
+ * system calls, one compare-and-swap, the same stores. Read: (members + 1)
+ * loads per lane, 3 * nslots lanes. Memory per group and slot: 8 * (1 +
+ * members) bytes, plus twice that for the fallback lanes, which only become
+ * resident where the fallback is used.
  *
  * Caveat (fork): a lane that another thread held when the process forked
  * stays odd in the child. Writers there avoid it (fallback), but readers
@@ -73,7 +79,9 @@
  * update groups, or re-create the groups in the child.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -92,9 +100,21 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/* Fallback lanes per slot: two, so that a CPU's threads have a second lane
+ * when one of them is preempted holding the first. */
+#define FB_PER_SLOT 2
+
+static sigset_t all_signals; /* filled once, before the first group exists */
+static pthread_once_t all_signals_once = PTHREAD_ONCE_INIT;
+
+static void fill_all_signals(void)
+{
+	sigfillset(&all_signals);
+}
+
 static size_t lanes_total(const pcpu_group_t *g)
 {
-	return (size_t)pcpu__g.nslots * g->pcpu__fb_per_slot;
+	return (size_t)pcpu_nslots() * g->pcpu__fb_per_slot;
 }
 
 /* Fallback lane `l` (0..lanes_total-1) of group i. */
@@ -118,12 +138,14 @@ static void lane_add(intptr_t *seqp, intptr_t s, const int64_t *d, unsigned n)
 	unsigned k;
 
 	/* Seqcount writer (Boehm, "Can seqlocks get along with programming
-	 * language memory models?"): the odd seq must be visible before any
-	 * value store, hence the release fence after taking the lane. */
-	__atomic_thread_fence(__ATOMIC_RELEASE);
+	 * language memory models?"): a reader that sees any new value must
+	 * also see the odd seq. Release stores of the values give that
+	 * (they order the earlier seq store before them), paired with the
+	 * reader's acquire loads of the values; on x86 both are plain moves.
+	 * Fences would do the same, but ThreadSanitizer does not model them. */
 	for (k = 0; k < n; k++)
 		__atomic_store_n(&v[k], __atomic_load_n(&v[k], __ATOMIC_RELAXED) + d[k],
-				 __ATOMIC_RELAXED);
+				 __ATOMIC_RELEASE);
 	__atomic_store_n(seqp, s + 2, __ATOMIC_RELEASE);
 }
 
@@ -132,21 +154,24 @@ static void fallback_add(const pcpu_group_t *g, size_t i, const int64_t *d)
 	size_t total = lanes_total(g), start, k;
 	unsigned round;
 	int cpu = sched_getcpu();
+	sigset_t old;
 
-	/* Start at this CPU's lane(s): threads of one CPU share lanes, so
-	 * lanes stay per-CPU-ish in cache, and contention is what the CPU's
-	 * own threads create. */
-	start = cpu < 0 ? 0 : ((size_t)cpu % pcpu__g.nslots) * g->pcpu__fb_per_slot;
+	/* Start at this CPU's lanes: threads of one CPU share lanes, so lanes
+	 * stay warm in that CPU's cache, and contention is what the CPU's own
+	 * threads create. */
+	start = cpu < 0 ? 0 : ((size_t)cpu % pcpu_nslots()) * g->pcpu__fb_per_slot;
+	pthread_sigmask(SIG_BLOCK, &all_signals, &old);
 	for (round = 0;; round++) {
 		for (k = 0; k < total; k++) {
 			intptr_t *seqp = fallback_lane(g, i, (start + k) % total);
 			intptr_t s = __atomic_load_n(seqp, __ATOMIC_RELAXED);
 
 			if (s & 1)
-				continue; /* held: another thread, or our own interrupted frame */
+				continue; /* held by another thread */
 			if (__atomic_compare_exchange_n(seqp, &s, s + 1, 0, __ATOMIC_ACQUIRE,
 							__ATOMIC_RELAXED)) {
 				lane_add(seqp, s, d, g->pcpu__members);
+				pthread_sigmask(SIG_SETMASK, &old, NULL);
 				return;
 			}
 		}
@@ -182,9 +207,8 @@ pcpu_group_t *pcpu_group_alloc_in(pcpu_zone_t *zone, unsigned members, size_t co
 		errno = EINVAL;
 		return NULL;
 	}
-	/* One slot means one fallback lane per group, which a signal handler
-	 * interrupting its holder would wait for forever: give it two. */
-	fb_per_slot = pcpu_nslots() > 1 ? 1 : 2;
+	fb_per_slot = FB_PER_SLOT;
+	pthread_once(&all_signals_once, fill_all_signals);
 	if (count > PCPU_ZONE_MAX_OBJECT / (lane * fb_per_slot)) {
 		pcpu__set_error("group: too many groups for one zone object");
 		errno = E2BIG;
@@ -280,9 +304,10 @@ static int read_lane(const intptr_t *seqp, unsigned n, int64_t *acc, struct dead
 		if (!(s1 & 1)) {
 			intptr_t s2;
 
+			/* Acquire loads: the second seq load cannot move before
+			 * them, and a new value brings the odd seq with it. */
 			for (k = 0; k < n; k++)
-				tmp[k] = __atomic_load_n(&v[k], __ATOMIC_RELAXED);
-			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+				tmp[k] = __atomic_load_n(&v[k], __ATOMIC_ACQUIRE);
 			s2 = __atomic_load_n(seqp, __ATOMIC_RELAXED);
 			if (s1 == s2) {
 				for (k = 0; k < n; k++)

@@ -214,7 +214,14 @@ double pcpu_histogram_quantile(const pcpu_histogram_t *h, const uint64_t *counts
 		errno = EINVAL;
 		return NAN;
 	}
-	rank = (uint64_t)ceil(q * (double)total);
+	{
+		/* ceil(q * total), without libm: the library needs only libc. */
+		double want = q * (double)total;
+
+		rank = (uint64_t)want;
+		if ((double)rank < want)
+			rank++;
+	}
 	if (rank < 1)
 		rank = 1;
 	if (rank > total)

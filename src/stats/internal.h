@@ -48,6 +48,17 @@ PCPU_HIDDEN int pcpu__check_unit(const char *name, const char *unit);
 PCPU_HIDDEN size_t pcpu__type_suffixes(enum pcpu_metric_type type, const char *const **suffixes);
 PCPU_HIDDEN const char *pcpu__type_name(enum pcpu_metric_type type);
 
+/* ---- expose.c ---- */
+
+/* pcpu_snapshot_write(), without the validation pass when `validate` is 0:
+ * only for snapshots whose every part was validated before (a registry's). */
+PCPU_HIDDEN int pcpu__snapshot_write(const struct pcpu_snapshot *s, enum pcpu_format fmt,
+				     char **out, size_t *len, int validate);
+/* The check pcpu_snapshot_write() makes of a histogram's bounds, for the
+ * registry to make at registration: strictly increasing also once scaled
+ * to doubles. Returns 0 or -1 with errno EINVAL and a message. */
+PCPU_HIDDEN int pcpu__check_bounds(const int64_t *upper, size_t n, int scale_exp10);
+
 /* ---- format.c: growable output buffer and number formatting ---- */
 
 struct pcpu__buf {

@@ -32,6 +32,7 @@ struct pcpu__sstruct;
 /* One series: label values and the storage of its value. */
 struct pcpu__series {
 	struct pcpu__series *hnext;   /* family's hash chain */
+	struct pcpu__series *lnext, *lprev; /* family's list, in creation order */
 	uint64_t hash;
 	char **values;                /* nlabels strings, one allocation */
 	void *handle;                 /* pcpu_counter_t, pcpu_gauge_t, pcpu_histogram_t * */
@@ -56,6 +57,8 @@ struct pcpu_family {
 	/* series hash table (chained), power-of-two size */
 	struct pcpu__series **tab;
 	size_t tabsize, nseries;
+	/* the same series in creation order: snapshots list them so */
+	struct pcpu__series *lfirst, *llast;
 	size_t index;                 /* position in reg->fams */
 };
 
@@ -77,8 +80,34 @@ struct pcpu__sstruct {
 	struct pcpu__series **series; /* series of field k */
 };
 
+/*
+ * Directory events, for a mirror of the directory kept elsewhere (the
+ * shared statistics segment, src/segment/writer.c). The hook runs under the
+ * registry's lock, so it sees changes in order and the structures it is
+ * given are stable while it runs:
+ *  - FAMILY_ADDED after a family is linked;
+ *  - FAMILY_REMOVING before a family is unlinked and its series and their
+ *    storage freed (the hook walks f->tab for the series itself: no
+ *    SERIES_REMOVING is sent for them);
+ *  - SERIES_ADDED after a series is linked, its storage allocated;
+ *  - SERIES_REMOVING before a series is unlinked and its storage freed;
+ *  - DESTROYED once, from pcpu_registry_destroy(), after every family was
+ *    removed and the zone destroyed; f and se are NULL. The hook's last call.
+ */
+enum pcpu__registry_event {
+	PCPU__REG_FAMILY_ADDED = 1,
+	PCPU__REG_FAMILY_REMOVING,
+	PCPU__REG_SERIES_ADDED,
+	PCPU__REG_SERIES_REMOVING,
+	PCPU__REG_DESTROYED,
+};
+typedef void (*pcpu__registry_hook_fn)(void *ctx, enum pcpu__registry_event ev,
+				       struct pcpu_family *f, struct pcpu__series *se);
+
 struct pcpu_registry {
 	pthread_mutex_t lock;         /* guards everything below but generation */
+	pcpu__registry_hook_fn hook;  /* NULL, or the directory mirror's (see above) */
+	void *hook_ctx;
 	pcpu_zone_t *zone;
 	struct pcpu_family **fams;
 	size_t nfams, capfams;

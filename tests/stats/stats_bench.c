@@ -1,0 +1,352 @@
+/*
+ * Statistics-layer microbenchmarks, for the benchmark suite's three
+ * statistics comparisons (the figures in the statistics issue):
+ *
+ *   1. histogram record vs counter add (and a private increment, a gauge
+ *      add, two counter adds) -- ns per operation, one thread and one
+ *      thread per CPU;
+ *   2. consistent-group update (2 members) vs two plain counter adds
+ *      (target: <= 2x) and vs pcpu_counter_add_many() of two;
+ *   3. export time for 10^5 series: snapshot, then each format.
+ *
+ * Method as in bench/: every variant of a comparison runs in the same
+ * process, interleaved (round r runs each variant once, starting from a
+ * different one), results are medians over rounds with min and max, and
+ * every run checks its final total. `--quick` is a short smoke run (ctest
+ * runs it); `--rounds N --ms M --series S` scale it.
+ *
+ * Each measured function (bench_*) takes a per-thread context and an
+ * iteration count, so bench/ can call the same bodies.
+ */
+#include "../check.h"
+#include <pcpu/pcpu.h>
+#include <pcpu/stats.h>
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- the measured operations ---- */
+
+static pcpu_counter_t c_a, c_b, c_pair; /* c_pair: array of two */
+static pcpu_gauge_t g_a;
+static pcpu_histogram_t *h_explicit, *h_loglin;
+static pcpu_group_t *grp;
+static uint64_t sink; /* keeps results alive; written with relaxed atomics */
+
+#define NOINLINE __attribute__((noinline))
+
+static NOINLINE void bench_private(uint64_t n)
+{
+	uint64_t x = 0, i;
+	for (i = 0; i < n; i++) {
+		x++;
+		__asm__ volatile("" : "+r"(x)); /* one increment per iteration, kept */
+	}
+	__atomic_store_n(&sink, x, __ATOMIC_RELAXED);
+}
+
+static NOINLINE void bench_counter_add(uint64_t n)
+{
+	uint64_t i;
+	for (i = 0; i < n; i++)
+		pcpu_counter_add(c_a, 1);
+}
+
+static NOINLINE void bench_gauge_add(uint64_t n)
+{
+	uint64_t i;
+	for (i = 0; i < n; i++)
+		pcpu_gauge_add(g_a, 1);
+}
+
+static NOINLINE void bench_hist_explicit(uint64_t n)
+{
+	uint64_t i;
+	for (i = 0; i < n; i++)
+		pcpu_histogram_record(h_explicit, (int64_t)(i & 1023) * 1000000);
+}
+
+static NOINLINE void bench_hist_loglin(uint64_t n)
+{
+	uint64_t i;
+	for (i = 0; i < n; i++)
+		pcpu_histogram_record(h_loglin, (int64_t)((i * 2654435761u) & 0xffffff));
+}
+
+static NOINLINE void bench_two_adds(uint64_t n)
+{
+	uint64_t i;
+	for (i = 0; i < n; i++) {
+		pcpu_counter_add(c_a, 1);
+		pcpu_counter_add(c_b, 1500);
+	}
+}
+
+static NOINLINE void bench_add_many2(uint64_t n)
+{
+	pcpu_counter_t cs[2] = { pcpu_counter_at(c_pair, 0), pcpu_counter_at(c_pair, 1) };
+	int64_t vs[2] = { 1, 1500 };
+	uint64_t i;
+	for (i = 0; i < n; i++)
+		pcpu_counter_add_many(cs, vs, 2);
+}
+
+static NOINLINE void bench_group_add2(uint64_t n)
+{
+	uint64_t i;
+	for (i = 0; i < n; i++)
+		pcpu_group_add2(grp, 0, 1, 1500);
+}
+
+struct variant {
+	const char *name;
+	void (*fn)(uint64_t);
+	double ns[64];           /* per round, one thread */
+	double ns_mt[64];        /* per round, one thread per CPU */
+};
+
+static struct variant variants[] = {
+	{ .name = "private increment", .fn = bench_private },
+	{ .name = "counter add", .fn = bench_counter_add },
+	{ .name = "gauge add", .fn = bench_gauge_add },
+	{ .name = "histogram record (11 explicit bounds)", .fn = bench_hist_explicit },
+	{ .name = "histogram record (log-linear, p=7)", .fn = bench_hist_loglin },
+	{ .name = "two counter adds", .fn = bench_two_adds },
+	{ .name = "counter add_many(2)", .fn = bench_add_many2 },
+	{ .name = "group add2 (consistent pair)", .fn = bench_group_add2 },
+};
+#define NVAR (sizeof variants / sizeof variants[0])
+
+struct mt_arg {
+	void (*fn)(uint64_t);
+	uint64_t n;
+	pthread_barrier_t *bar;
+	uint64_t ns;
+};
+
+static void *mt_main(void *p)
+{
+	struct mt_arg *a = p;
+	uint64_t t0;
+
+	pthread_barrier_wait(a->bar);
+	t0 = now_ns();
+	a->fn(a->n);
+	a->ns = now_ns() - t0;
+	return NULL;
+}
+
+/* Runs fn in `threads` threads, n iterations each; mean ns per op per
+ * thread (each thread's own time, averaged). */
+static double run_mt(void (*fn)(uint64_t), unsigned threads, uint64_t n)
+{
+	pthread_t th[256];
+	struct mt_arg a[256];
+	pthread_barrier_t bar;
+	double total = 0;
+	unsigned t;
+
+	pthread_barrier_init(&bar, NULL, threads);
+	for (t = 0; t < threads; t++) {
+		a[t].fn = fn;
+		a[t].n = n;
+		a[t].bar = &bar;
+		CHECK(pthread_create(&th[t], NULL, mt_main, &a[t]) == 0);
+	}
+	for (t = 0; t < threads; t++) {
+		CHECK(pthread_join(th[t], NULL) == 0);
+		total += (double)a[t].ns / (double)n;
+	}
+	pthread_barrier_destroy(&bar);
+	return total / threads;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void stats3(double *v, unsigned n, double *med, double *min, double *max)
+{
+	double tmp[64];
+
+	memcpy(tmp, v, n * sizeof *v);
+	qsort(tmp, n, sizeof *tmp, cmp_double);
+	*min = tmp[0];
+	*max = tmp[n - 1];
+	*med = n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
+}
+
+/* ---- export of 10^5 series ---- */
+
+static void bench_export(unsigned nseries, unsigned rounds)
+{
+	pcpu_registry_t *reg = pcpu_registry_create();
+	static const char *const lab[] = { "flow" };
+	struct pcpu_family_desc d;
+	pcpu_family_t *f;
+	double snap[64], fmt_ns[4][64];
+	size_t bytes[4] = { 0 };
+	unsigned i, r;
+	uint64_t t0, t_reg;
+
+	CHECK(reg);
+	memset(&d, 0, sizeof d);
+	d.name = "flow_packets_total";
+	d.help = "Packets per flow.";
+	d.type = PCPU_METRIC_COUNTER;
+	d.nlabels = 1;
+	d.label_names = lab;
+	f = pcpu_registry_family(reg, &d);
+	CHECK(f);
+	t0 = now_ns();
+	for (i = 0; i < nseries; i++) {
+		char v[32];
+		const char *vals[1] = { v };
+		pcpu_counter_t c;
+
+		snprintf(v, sizeof v, "10.0.%u.%u:%u", (i >> 8) & 255, i & 255, 1024 + i % 50000);
+		c = pcpu_family_counter(f, vals);
+		CHECK(c);
+		pcpu_counter_add(c, i);
+	}
+	t_reg = now_ns() - t0;
+	for (r = 0; r < rounds; r++) {
+		struct pcpu_snapshot *s;
+		int fmt;
+
+		t0 = now_ns();
+		s = pcpu_registry_snapshot(reg);
+		snap[r] = (double)(now_ns() - t0) / 1e6;
+		CHECK(s && s->nfamilies == 1 && s->families[0].nseries == nseries);
+		for (fmt = PCPU_FORMAT_PROMETHEUS; fmt <= PCPU_FORMAT_JSON; fmt++) {
+			char *out;
+			size_t len;
+
+			t0 = now_ns();
+			CHECK(pcpu_snapshot_write(s, (enum pcpu_format)fmt, &out, &len) == 0);
+			fmt_ns[fmt][r] = (double)(now_ns() - t0) / 1e6;
+			CHECK(len > (size_t)nseries * 20);
+			bytes[fmt] = len;
+			free(out);
+		}
+		pcpu_snapshot_free(s);
+	}
+	printf("\nexport of %u counter series (1 label), %u slots, %u rounds; registering them took "
+	       "%.1f ms\n", nseries, pcpu_nslots(), rounds, (double)t_reg / 1e6);
+	printf("  %-28s %10s %10s %10s %10s\n", "step", "median ms", "min", "max", "bytes");
+	{
+		double med, mn, mx;
+		static const char *names[] = { NULL, "write Prometheus 0.0.4", "write OpenMetrics 1.0",
+					       "write JSON" };
+		int fmt;
+
+		stats3(snap, rounds, &med, &mn, &mx);
+		printf("  %-28s %10.2f %10.2f %10.2f %10s\n", "snapshot (lock held)", med, mn, mx, "-");
+		for (fmt = 1; fmt <= 3; fmt++) {
+			stats3(fmt_ns[fmt], rounds, &med, &mn, &mx);
+			printf("  %-28s %10.2f %10.2f %10.2f %10zu\n", names[fmt], med, mn, mx, bytes[fmt]);
+		}
+	}
+	pcpu_registry_destroy(reg);
+}
+
+int main(int argc, char **argv)
+{
+	unsigned rounds = 7, ms = 200, nseries = 100000, ncpu, r, v, i;
+	int quick = 0;
+	uint64_t n;
+	static const int64_t bounds[] = { 5000000,   10000000,  25000000,   50000000,
+					  100000000, 250000000, 500000000,  1000000000,
+					  2500000000, 5000000000, 10000000000 };
+	struct pcpu_histogram_layout le = { PCPU_HISTOGRAM_EXPLICIT, bounds, 11, 0, 0 };
+	struct pcpu_histogram_layout ll = { PCPU_HISTOGRAM_LOG_LINEAR, NULL, 0, 7, (int64_t)600 * 1000000000 };
+	int64_t gv[2];
+
+	for (i = 1; i < (unsigned)argc; i++) {
+		if (!strcmp(argv[i], "--quick")) {
+			quick = 1;
+			rounds = 3;
+			ms = 20;
+			nseries = 10000;
+		} else if (!strcmp(argv[i], "--rounds") && i + 1 < (unsigned)argc) {
+			rounds = (unsigned)atoi(argv[++i]);
+		} else if (!strcmp(argv[i], "--ms") && i + 1 < (unsigned)argc) {
+			ms = (unsigned)atoi(argv[++i]);
+		} else if (!strcmp(argv[i], "--series") && i + 1 < (unsigned)argc) {
+			nseries = (unsigned)atoi(argv[++i]);
+		} else {
+			fprintf(stderr, "usage: %s [--quick] [--rounds N] [--ms M] [--series S]\n", argv[0]);
+			return 2;
+		}
+	}
+	if (rounds < 1 || rounds > 64)
+		rounds = 7;
+	ncpu = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+	if (ncpu > 256)
+		ncpu = 256;
+	c_a = pcpu_counter_alloc();
+	c_b = pcpu_counter_alloc();
+	c_pair = pcpu_counter_alloc_array(2);
+	g_a = pcpu_gauge_alloc();
+	h_explicit = pcpu_histogram_create(&le);
+	h_loglin = pcpu_histogram_create(&ll);
+	grp = pcpu_group_alloc(2, 1);
+	CHECK(c_a && c_b && c_pair && g_a && h_explicit && h_loglin && grp);
+
+	/* Calibrate n so one run of a counter add takes about `ms`. */
+	n = 1000000;
+	{
+		uint64_t t0 = now_ns();
+		bench_counter_add(n);
+		n = (uint64_t)((double)n * ms * 1e6 / (double)(now_ns() - t0 + 1));
+		if (n < 1000)
+			n = 1000;
+	}
+	for (r = 0; r < rounds; r++) {
+		for (i = 0; i < NVAR; i++) {
+			struct variant *x = &variants[(i + r) % NVAR];
+			uint64_t t0 = now_ns();
+
+			x->fn(n);
+			x->ns[r] = (double)(now_ns() - t0) / (double)n;
+			x->ns_mt[r] = run_mt(x->fn, ncpu, n / 4 + 1);
+		}
+	}
+	printf("pcpu statistics microbenchmarks: mode %s, %u CPUs, %u rounds of %llu ops\n",
+	       pcpu_rseq_mode_name(pcpu_rseq_mode()), ncpu, rounds, (unsigned long long)n);
+	printf("  %-40s %8s %8s %8s   %8s (%u threads)\n", "ns per operation", "median", "min", "max",
+	       "median", ncpu);
+	for (v = 0; v < NVAR; v++) {
+		double med, mn, mx, mmt, a, b;
+		stats3(variants[v].ns, rounds, &med, &mn, &mx);
+		stats3(variants[v].ns_mt, rounds, &mmt, &a, &b);
+		printf("  %-40s %8.2f %8.2f %8.2f   %8.2f\n", variants[v].name, med, mn, mx, mmt);
+	}
+	{
+		double g, two, c, h, hl, dummy1, dummy2;
+		stats3(variants[7].ns, rounds, &g, &dummy1, &dummy2);
+		stats3(variants[5].ns, rounds, &two, &dummy1, &dummy2);
+		stats3(variants[1].ns, rounds, &c, &dummy1, &dummy2);
+		stats3(variants[3].ns, rounds, &h, &dummy1, &dummy2);
+		stats3(variants[4].ns, rounds, &hl, &dummy1, &dummy2);
+		printf("  group add2 / two counter adds: %.2fx (target <= 2x)\n", g / two);
+		printf("  histogram record / counter add: %.2fx explicit, %.2fx log-linear\n", h / c, hl / c);
+	}
+	/* Every run counted: the group holds exactly what was added. */
+	CHECK(pcpu_group_read(grp, 0, gv) == 0);
+	CHECK(gv[1] == 1500 * gv[0] && gv[0] > 0);
+	bench_export(nseries, quick ? 2 : rounds);
+	return 0;
+}

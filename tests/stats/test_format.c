@@ -1,0 +1,257 @@
+/*
+ * The writers' building blocks, tested directly (this test compiles
+ * src/stats/format.c and validate.c into itself): shortest round-trip
+ * doubles in Go's layout, independent of the locale; exact scaling; the
+ * UTF-8 validator against a reference decoder, exhaustively up to three
+ * bytes.
+ */
+#include "../check.h"
+#include "utf8_ref.h"
+#include "internal.h"
+#include <float.h>
+#include <locale.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void expect_fmt(double v, int canonical, const char *want)
+{
+	char buf[PCPU__DOUBLE_BUF];
+	size_t n = pcpu__fmt_double(buf, v, canonical);
+
+	if (strcmp(buf, want) != 0 || n != strlen(want)) {
+		fprintf(stderr, "format %.17g (canonical %d): got \"%s\", want \"%s\"\n", v, canonical,
+			buf, want);
+		exit(1);
+	}
+}
+
+static void test_known(void)
+{
+	expect_fmt(0.005, 0, "0.005");
+	expect_fmt(1, 0, "1");
+	expect_fmt(1, 1, "1.0");
+	expect_fmt(0, 0, "0");
+	expect_fmt(0, 1, "0.0");
+	expect_fmt(10, 1, "10.0");
+	expect_fmt(123456, 1, "123456.0");
+	expect_fmt(1234567, 1, "1.234567e+06");
+	expect_fmt(1e6, 1, "1e+06");
+	expect_fmt(1.5e6, 0, "1.5e+06");
+	expect_fmt(0.0001, 0, "0.0001");
+	expect_fmt(0.00001, 0, "1e-05");
+	expect_fmt(0.1 + 0.2, 0, "0.30000000000000004");
+	expect_fmt(-2.5, 0, "-2.5");
+	expect_fmt(-273.5, 1, "-273.5");
+	expect_fmt(1e22, 0, "1e+22");
+	expect_fmt(1e100, 0, "1e+100");
+	expect_fmt(5e-324, 0, "5e-324");
+	expect_fmt(DBL_MAX, 0, "1.7976931348623157e+308");
+	expect_fmt(INFINITY, 1, "+Inf");
+	expect_fmt(-INFINITY, 1, "-Inf");
+	expect_fmt(NAN, 1, "NaN");
+	expect_fmt(pcpu__scale_i64(5000000, -9), 1, "0.005");
+	expect_fmt(pcpu__scale_i64(2500000000, -9), 1, "2.5");
+	expect_fmt(pcpu__scale_i64(1234567891, -9), 0, "1.234567891");
+	expect_fmt(pcpu__scale_i64(1, -5), 0, "1e-05");
+	expect_fmt(pcpu__scale_i64(15, 6), 0, "1.5e+07");
+	expect_fmt(pcpu__scale_u64(UINT64_MAX, 0), 0, "1.8446744073709552e+19");
+}
+
+static uint64_t rng = 0x2545F4914F6CDD1Dull;
+static uint64_t next_rand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+/* Random finite doubles: the output reads back exactly, and one digit
+ * fewer would not (shortest). */
+static locale_t c_loc;
+
+static void test_round_trip(int n)
+{
+	int i;
+
+	if (!c_loc)
+		c_loc = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+	CHECK(c_loc);
+	for (i = 0; i < n; i++) {
+		uint64_t bits = next_rand();
+		double v, back;
+		locale_t prev;
+		char buf[PCPU__DOUBLE_BUF], tmp[64];
+		int digits = 0;
+		const char *p;
+
+		memcpy(&v, &bits, sizeof v);
+		if (!isfinite(v))
+			continue;
+		pcpu__fmt_double(buf, v, i & 1); /* under the caller's locale */
+		/* ... checked in the C locale (strtod and snprintf follow it). */
+		prev = uselocale(c_loc);
+		back = strtod(buf, NULL);
+		if (back != v && !(v == 0 && back == 0)) {
+			fprintf(stderr, "%.17g printed as %s reads back as %.17g\n", v, buf, back);
+			exit(1);
+		}
+		for (p = buf; *p && *p != 'e'; p++)
+			if (*p >= '1' && *p <= '9')
+				digits = (int)(p - buf) + 1; /* position of the last non-zero digit */
+		/* count significant digits properly */
+		{
+			int sig = 0, started = 0;
+			for (p = buf; *p && *p != 'e'; p++) {
+				if (*p < '0' || *p > '9')
+					continue;
+				if (*p != '0')
+					started = 1;
+				if (started)
+					sig++;
+			}
+			/* trailing zeros of an integer are not significant */
+			while (sig > 1 && strchr(buf, 'e') == NULL && strchr(buf, '.') == NULL) {
+				size_t len = strlen(buf);
+				if (buf[len - 1] != '0')
+					break;
+				buf[len - 1] = '\0';
+				sig--;
+			}
+			if (sig > 1) {
+				snprintf(tmp, sizeof tmp, "%.*e", sig - 2, v);
+				if (strtod(tmp, NULL) == v) {
+					fprintf(stderr, "%.17g: %s is not the shortest (%s)\n", v, buf, tmp);
+					exit(1);
+				}
+			}
+		}
+		(void)digits;
+		uselocale(prev);
+	}
+}
+
+static char dir[] = "/tmp/pcpu-locale-XXXXXX";
+
+/* A locale whose decimal point is a comma: an installed one, or one built
+ * with localedef into a temporary LOCPATH. */
+static int comma_locale(const char **name)
+{
+	static const char *const locs[] = { "de_DE.UTF-8", "fr_FR.UTF-8", "de_DE.utf8", "ru_RU.UTF-8" };
+	char cmd[256];
+	size_t i;
+
+	for (i = 0; i < sizeof locs / sizeof locs[0]; i++) {
+		if (setlocale(LC_ALL, locs[i]) && *localeconv()->decimal_point == ',') {
+			*name = locs[i];
+			return 1;
+		}
+	}
+	if (!mkdtemp(dir))
+		return 0;
+	snprintf(cmd, sizeof cmd, "localedef -i de_DE -f UTF-8 %s/de_DE.UTF-8 >/dev/null 2>&1", dir);
+	if (system(cmd) == 0) {
+		setenv("LOCPATH", dir, 1);
+		if (setlocale(LC_ALL, "de_DE.UTF-8") && *localeconv()->decimal_point == ',') {
+			*name = "de_DE.UTF-8 (built with localedef)";
+			return 1;
+		}
+	}
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+	return 0;
+}
+
+static void test_locale(void)
+{
+	const char *name;
+
+	{
+		if (comma_locale(&name)) {
+			expect_fmt(0.005, 1, "0.005");
+			expect_fmt(1234567, 1, "1.234567e+06");
+			test_round_trip(1000);
+			setlocale(LC_ALL, "C");
+			printf("formatting under %s: ok\n", name);
+			if (strcmp(dir, "/tmp/pcpu-locale-XXXXXX") != 0) {
+				char cmd[64];
+				snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+				CHECK(system(cmd) == 0);
+			}
+			return;
+		}
+	}
+	printf("no locale with a decimal comma installed; locale check not run\n");
+}
+
+static void test_utf8(void)
+{
+	unsigned char s[4];
+	unsigned a, b, c;
+	int i;
+
+	for (a = 0; a < 256; a++) {
+		s[0] = (unsigned char)a;
+		CHECK(pcpu__utf8_valid_prefix((char *)s, 1) == ref_utf8_prefix(s, 1));
+		for (b = 0; b < 256; b++) {
+			s[1] = (unsigned char)b;
+			CHECK(pcpu__utf8_valid_prefix((char *)s, 2) == ref_utf8_prefix(s, 2));
+			if (a < 0xe0 || a > 0xf4)
+				continue;
+			for (c = 0; c < 256; c++) {
+				s[2] = (unsigned char)c;
+				CHECK(pcpu__utf8_valid_prefix((char *)s, 3) == ref_utf8_prefix(s, 3));
+			}
+		}
+	}
+	for (i = 0; i < 500000; i++) {
+		uint64_t r = next_rand();
+		s[0] = (unsigned char)(0xf0 + (r & 7));
+		s[1] = (unsigned char)(r >> 8);
+		s[2] = (unsigned char)(r >> 16);
+		s[3] = (unsigned char)(r >> 24);
+		if (i & 1) { /* mostly continuation bytes, to reach valid ones */
+			s[1] = (unsigned char)(0x80 | (s[1] & 0x3f));
+			s[2] = (unsigned char)(0x80 | (s[2] & 0x3f));
+			s[3] = (unsigned char)(0x80 | (s[3] & 0x3f));
+		}
+		CHECK(pcpu__utf8_valid_prefix((char *)s, 4) == ref_utf8_prefix(s, 4));
+	}
+}
+
+static void test_escapes(void)
+{
+	struct pcpu__buf b = { NULL, 0, 0, 0 };
+
+	pcpu__buf_label_value(&b, "a\"b\\c\nd\te");
+	CHECK(strcmp(b.p, "a\\\"b\\\\c\\nd\te") == 0);
+	b.len = 0;
+	pcpu__buf_help(&b, "a\"b\\c\nd", 0);
+	CHECK(strcmp(b.p, "a\"b\\\\c\\nd") == 0);
+	b.len = 0;
+	pcpu__buf_help(&b, "a\"b\\c\nd", 1);
+	CHECK(strcmp(b.p, "a\\\"b\\\\c\\nd") == 0);
+	b.len = 0;
+	pcpu__buf_json_string(&b, "q\"\\\n\t\x01\x7f\xc3\xbc");
+	CHECK(strcmp(b.p, "\"q\\\"\\\\\\n\\t\\u0001\\u007f\xc3\xbc\"") == 0);
+	b.len = 0;
+	pcpu__buf_i64(&b, INT64_MIN);
+	CHECK(strcmp(b.p, "-9223372036854775808") == 0);
+	b.len = 0;
+	pcpu__buf_u64(&b, UINT64_MAX);
+	CHECK(strcmp(b.p, "18446744073709551615") == 0);
+	free(b.p);
+}
+
+int main(void)
+{
+	test_known();
+	test_round_trip(60000);
+	test_locale();
+	test_utf8();
+	test_escapes();
+	printf("format tests passed\n");
+	return 0;
+}

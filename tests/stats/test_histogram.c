@@ -1,0 +1,298 @@
+/*
+ * Histograms: bucket placement at every boundary, quantile estimates within
+ * the configured precision, exact count and sum under concurrent recording.
+ */
+#include "../check.h"
+#include <pcpu/pcpu.h>
+#include <pcpu/stats.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
+static uint64_t rng = 88172645463325252ull;
+
+static uint64_t next_rand(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* Every explicit bound b: b goes to its bucket, b + 1 to the next. */
+static void test_explicit_boundaries(void)
+{
+	static const int64_t bounds[] = { INT64_MIN + 1, -10, 0, 1, 5, 100, 1000, INT64_MAX - 1 };
+	struct pcpu_histogram_layout l = { PCPU_HISTOGRAM_EXPLICIT, bounds, 8, 0, 0 };
+	pcpu_histogram_t *h = pcpu_histogram_create(&l);
+	uint64_t counts[9], count;
+	int64_t sum, lo, hi, expect_sum = 0;
+	size_t i, nb;
+
+	CHECK(h);
+	nb = pcpu_histogram_nbuckets(h);
+	CHECK(nb == 9);
+	CHECK(pcpu_histogram_bucket_of(h, INT64_MIN) == 0);
+	CHECK(pcpu_histogram_bucket_of(h, INT64_MAX) == 8);
+	for (i = 0; i < 8; i++) {
+		CHECK(pcpu_histogram_bucket_of(h, bounds[i]) == i);
+		CHECK(pcpu_histogram_bucket_of(h, bounds[i] + 1) == i + 1);
+		CHECK(pcpu_histogram_bucket_range(h, i, &lo, &hi) == 0);
+		CHECK(hi == bounds[i]);
+		CHECK(lo == (i ? bounds[i - 1] + 1 : INT64_MIN));
+		/* Through the recording path too: record both sides. */
+		pcpu_histogram_record(h, bounds[i]);
+		pcpu_histogram_record(h, bounds[i] + 1);
+		expect_sum = (int64_t)((uint64_t)expect_sum + (uint64_t)bounds[i] +
+				       (uint64_t)(bounds[i] + 1));
+	}
+	CHECK(pcpu_histogram_bucket_range(h, 8, &lo, &hi) == 0 && lo == INT64_MAX && hi == INT64_MAX);
+	CHECK(pcpu_histogram_bucket_range(h, 9, &lo, &hi) < 0 && errno == EINVAL);
+	CHECK(pcpu_histogram_read(h, counts, nb, &count, &sum) == 0);
+	CHECK_EQ_U64(count, 16);
+	CHECK_EQ_U64(sum, expect_sum); /* modulo 2^64, like the recording */
+	CHECK_EQ_U64(counts[0], 1);
+	for (i = 1; i < 8; i++)
+		CHECK_EQ_U64(counts[i], 2);
+	CHECK_EQ_U64(counts[8], 1);
+	CHECK(pcpu_histogram_read(h, counts, nb - 1, NULL, NULL) < 0 && errno == EINVAL);
+	pcpu_histogram_destroy(h);
+}
+
+/* Every log-linear bucket: contiguous, each end maps back to it, width
+ * within 2^-p of its lower bound, values past the limit go to +Inf. */
+static void test_log_linear_boundaries(unsigned p, int64_t max)
+{
+	struct pcpu_histogram_layout l = { PCPU_HISTOGRAM_LOG_LINEAR, NULL, 0, p, max };
+	pcpu_histogram_t *h = pcpu_histogram_create(&l);
+	int64_t lo, hi, prev_hi = -1;
+	size_t b, nb;
+
+	CHECK(h);
+	nb = pcpu_histogram_nbuckets(h);
+	for (b = 0; b + 1 < nb; b++) {
+		CHECK(pcpu_histogram_bucket_range(h, b, &lo, &hi) == 0);
+		CHECK(lo == prev_hi + 1);
+		CHECK(hi >= lo);
+		CHECK(pcpu_histogram_bucket_of(h, lo) == b);
+		CHECK(pcpu_histogram_bucket_of(h, hi) == b);
+		CHECK(pcpu_histogram_bucket_of(h, lo + (hi - lo) / 2) == b);
+		/* width <= 2^-p of the lower bound (width-1 buckets are exact) */
+		CHECK(hi == lo || (double)(hi - lo + 1) <= ldexp((double)lo, -(int)p));
+		prev_hi = hi;
+	}
+	CHECK(prev_hi >= max); /* max_value has a finite bucket */
+	if (prev_hi < INT64_MAX) {
+		CHECK(pcpu_histogram_bucket_of(h, prev_hi + 1) == nb - 1);
+		CHECK(pcpu_histogram_bucket_of(h, INT64_MAX) == nb - 1);
+		CHECK(pcpu_histogram_bucket_range(h, nb - 1, &lo, &hi) == 0 && lo == prev_hi + 1);
+	}
+	CHECK(pcpu_histogram_bucket_of(h, -5) == 0); /* negatives count as 0 */
+	pcpu_histogram_destroy(h);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Quantile estimates against the exact order statistics. */
+static void test_quantiles(unsigned p)
+{
+	enum { N = 100000 };
+	struct pcpu_histogram_layout l = { PCPU_HISTOGRAM_LOG_LINEAR, NULL, 0, p,
+					   (int64_t)600 * 1000000000 };
+	pcpu_histogram_t *h = pcpu_histogram_create(&l);
+	int64_t *v = malloc(N * sizeof *v);
+	uint64_t *counts;
+	static const double qs[] = { 0, 0.001, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 0.999, 1 };
+	size_t i, nb;
+
+	CHECK(h && v);
+	for (i = 0; i < N; i++) {
+		/* log-uniform from 1 ns to ~10 minutes */
+		double e = (double)(next_rand(&rng) % 1000000) / 1000000.0 * 39.0;
+		v[i] = (int64_t)ldexp(1.0, (int)e) + (int64_t)(next_rand(&rng) % 1000);
+		pcpu_histogram_record(h, v[i]);
+	}
+	qsort(v, N, sizeof *v, cmp_i64);
+	nb = pcpu_histogram_nbuckets(h);
+	counts = malloc(nb * sizeof *counts);
+	CHECK(counts);
+	CHECK(pcpu_histogram_read(h, counts, nb, NULL, NULL) == 0);
+	for (i = 0; i < sizeof qs / sizeof qs[0]; i++) {
+		uint64_t rank = (uint64_t)ceil(qs[i] * N);
+		double truth, est = pcpu_histogram_quantile(h, counts, nb, qs[i]);
+
+		if (rank < 1)
+			rank = 1;
+		truth = (double)v[rank - 1];
+		if (fabs(est - truth) > ldexp(truth, -(int)(p + 1))) {
+			fprintf(stderr, "p=%u q=%g: estimate %.17g, true %.17g\n", p, qs[i], est, truth);
+			CHECK(0);
+		}
+	}
+	CHECK(isnan(pcpu_histogram_quantile(h, counts, nb, 1.5)) && errno == EINVAL);
+	free(counts);
+	free(v);
+	pcpu_histogram_destroy(h);
+}
+
+/* Explicit quantiles interpolate inside the right bucket. */
+static void test_explicit_quantile(void)
+{
+	static const int64_t bounds[] = { 10, 20, 40 };
+	struct pcpu_histogram_layout l = { PCPU_HISTOGRAM_EXPLICIT, bounds, 3, 0, 0 };
+	pcpu_histogram_t *h = pcpu_histogram_create(&l);
+	uint64_t counts[4];
+	int i;
+
+	CHECK(h);
+	for (i = 0; i < 10; i++)
+		pcpu_histogram_record(h, 5);   /* (-inf, 10] */
+	for (i = 0; i < 10; i++)
+		pcpu_histogram_record(h, 30);  /* (20, 40] */
+	pcpu_histogram_record_n(h, 100, 5); /* +Inf */
+	CHECK(pcpu_histogram_read(h, counts, 4, NULL, NULL) == 0);
+	CHECK(counts[0] == 10 && counts[1] == 0 && counts[2] == 10 && counts[3] == 5);
+	/* rank 10 of 25 is the last of bucket 0: its upper bound */
+	CHECK(pcpu_histogram_quantile(h, counts, 4, 0.4) == 10.0);
+	/* rank 15: halfway through (20, 40] */
+	CHECK(pcpu_histogram_quantile(h, counts, 4, 0.6) == 30.0);
+	/* +Inf bucket: the largest bound */
+	CHECK(pcpu_histogram_quantile(h, counts, 4, 1.0) == 40.0);
+	pcpu_histogram_destroy(h);
+}
+
+/* Layout errors. */
+static void test_layout_errors(void)
+{
+	static const int64_t bad[] = { 1, 1 };
+	struct pcpu_histogram_layout l = { PCPU_HISTOGRAM_EXPLICIT, bad, 2, 0, 0 };
+
+	CHECK(pcpu_histogram_create(&l) == NULL && errno == EINVAL);
+	CHECK(strstr(pcpu_stats_error(), "strictly increasing"));
+	l.nbounds = 0;
+	CHECK(pcpu_histogram_create(&l) == NULL && errno == EINVAL);
+	l.scheme = PCPU_HISTOGRAM_LOG_LINEAR;
+	l.precision_bits = 15;
+	l.max_value = 100;
+	CHECK(pcpu_histogram_create(&l) == NULL && errno == EINVAL);
+	CHECK(strstr(pcpu_stats_error(), "precision"));
+	l.precision_bits = 3;
+	l.max_value = 0;
+	CHECK(pcpu_histogram_create(&l) == NULL && errno == EINVAL);
+	l.precision_bits = 14;
+	l.max_value = INT64_MAX; /* the largest layout: 50 groups of 16384 */
+	{
+		pcpu_histogram_t *h = pcpu_histogram_create(&l);
+		CHECK(h && pcpu_histogram_nbuckets(h) == 50 * 16384 + 1);
+		CHECK(pcpu_histogram_bucket_of(h, INT64_MAX) == 50 * 16384 - 1);
+		pcpu_histogram_destroy(h);
+	}
+	l.scheme = (enum pcpu_histogram_scheme)7;
+	CHECK(pcpu_histogram_create(&l) == NULL && errno == EINVAL);
+	CHECK(pcpu_histogram_create(NULL) == NULL && errno == EINVAL);
+}
+
+/* Concurrent recording: count and sum exact, every bucket exact. */
+enum { THREADS = 8, PER_THREAD = 200000 };
+static pcpu_histogram_t *shared_h;
+static uint64_t expect_counts[THREADS][64 * 8 + 1];
+static int64_t expect_sums[THREADS];
+static int stop_reader;
+
+static void *recorder(void *arg)
+{
+	int t = (int)(intptr_t)arg;
+	uint64_t s = 0x1234567u + (uint64_t)t * 7919;
+	int i;
+
+	for (i = 0; i < PER_THREAD; i++) {
+		int64_t v = (int64_t)((next_rand(&s) >> 1) >> (next_rand(&s) % 63));
+		size_t b = pcpu_histogram_bucket_of(shared_h, v);
+
+		pcpu_histogram_record(shared_h, v);
+		expect_counts[t][b]++;
+		expect_sums[t] = (int64_t)((uint64_t)expect_sums[t] + (uint64_t)v);
+	}
+	return NULL;
+}
+
+static void *reader(void *arg)
+{
+	size_t nb = pcpu_histogram_nbuckets(shared_h);
+	uint64_t *c = malloc(nb * sizeof *c), count, last = 0;
+
+	(void)arg;
+	CHECK(c);
+	while (!__atomic_load_n(&stop_reader, __ATOMIC_RELAXED)) {
+		CHECK(pcpu_histogram_read(shared_h, c, nb, &count, NULL) == 0);
+		CHECK(count >= last); /* counts only grow */
+		last = count;
+	}
+	free(c);
+	return NULL;
+}
+
+static void test_concurrent(void)
+{
+	struct pcpu_histogram_layout l = { PCPU_HISTOGRAM_LOG_LINEAR, NULL, 0, 3, INT64_MAX };
+	pthread_t th[THREADS], rd;
+	uint64_t *counts, count, want_count = 0;
+	int64_t sum, want_sum = 0;
+	size_t nb, b;
+	int t;
+
+	shared_h = pcpu_histogram_create(&l);
+	CHECK(shared_h);
+	nb = pcpu_histogram_nbuckets(shared_h);
+	CHECK(nb <= 64 * 8 + 1);
+	CHECK(pthread_create(&rd, NULL, reader, NULL) == 0);
+	for (t = 0; t < THREADS; t++)
+		CHECK(pthread_create(&th[t], NULL, recorder, (void *)(intptr_t)t) == 0);
+	for (t = 0; t < THREADS; t++)
+		CHECK(pthread_join(th[t], NULL) == 0);
+	__atomic_store_n(&stop_reader, 1, __ATOMIC_RELAXED);
+	CHECK(pthread_join(rd, NULL) == 0);
+	counts = malloc(nb * sizeof *counts);
+	CHECK(counts);
+	CHECK(pcpu_histogram_read(shared_h, counts, nb, &count, &sum) == 0);
+	for (b = 0; b < nb; b++) {
+		uint64_t want = 0;
+		for (t = 0; t < THREADS; t++)
+			want += expect_counts[t][b];
+		CHECK_EQ_U64(counts[b], want);
+		want_count += want;
+	}
+	for (t = 0; t < THREADS; t++)
+		want_sum = (int64_t)((uint64_t)want_sum + (uint64_t)expect_sums[t]);
+	CHECK_EQ_U64(count, (uint64_t)THREADS * PER_THREAD);
+	CHECK_EQ_U64(want_count, count);
+	CHECK_EQ_U64(sum, want_sum);
+	free(counts);
+	pcpu_histogram_destroy(shared_h);
+}
+
+int main(void)
+{
+	unsigned p;
+
+	test_explicit_boundaries();
+	for (p = 0; p <= 10; p++) {
+		test_log_linear_boundaries(p, 1);
+		test_log_linear_boundaries(p, 1000);
+		test_log_linear_boundaries(p, (int64_t)1 << 40);
+	}
+	test_log_linear_boundaries(3, INT64_MAX);
+	test_log_linear_boundaries(0, INT64_MAX);
+	for (p = 0; p <= 10; p++)
+		test_quantiles(p);
+	test_explicit_quantile();
+	test_layout_errors();
+	test_concurrent();
+	printf("histogram tests passed (mode %s)\n", pcpu_rseq_mode_name(pcpu_rseq_mode()));
+	return 0;
+}
