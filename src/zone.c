@@ -31,7 +31,7 @@
  * cleared only where not already zero. Reading an untouched page maps the
  * kernel's shared zero page, which is not counted as resident memory.
  *
- * Locking: one mutex per zone for alloc/free; a global rwlock for the table
+ * Locking: one mutex per zone for alloc/free; a global mutex for the table
  * of chunks (pcpu_zone_find), which fork() handlers also take so a child
  * never inherits a lock held by a thread that no longer exists.
  */
@@ -89,7 +89,9 @@ struct pcpu_zone {
 };
 
 /* The table of all chunks of all zones, sorted by base, for pcpu_zone_find. */
-static pthread_rwlock_t table_lock = PTHREAD_RWLOCK_INITIALIZER;
+/* A mutex, not a rwlock: glibc's rwlock remembers the writer's tid, which a
+ * fork() child's thread does not have, so the child could not release it. */
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
 	uintptr_t base;
 	pcpu_zone_t *zone;
@@ -123,37 +125,21 @@ static void atfork_prepare(void)
 	pthread_mutex_lock(&zones_lock);
 	for (z = all_zones; z; z = z->next_zone)
 		pthread_mutex_lock(&z->lock);
-	pthread_rwlock_wrlock(&table_lock);
+	pthread_mutex_lock(&table_lock);
 	pcpu_counter_atfork_prepare();
 }
 
-static void atfork_release_locks(int in_child)
+/* Parent and child alike: every lock is a plain mutex, which the child's
+ * only thread may release. */
+static void atfork_release(void)
 {
 	pcpu_zone_t *z;
 
 	pcpu_counter_atfork_release();
-	if (in_child) {
-		/* glibc's rwlock remembers the writer's tid, which the child's
-		 * thread does not have: an unlock there would be taken for a
-		 * reader's. Nobody else exists in the child: start afresh. */
-		pthread_rwlock_t fresh = PTHREAD_RWLOCK_INITIALIZER;
-		table_lock = fresh;
-	} else {
-		pthread_rwlock_unlock(&table_lock);
-	}
+	pthread_mutex_unlock(&table_lock);
 	for (z = all_zones; z; z = z->next_zone)
 		pthread_mutex_unlock(&z->lock);
 	pthread_mutex_unlock(&zones_lock);
-}
-
-static void atfork_parent(void)
-{
-	atfork_release_locks(0);
-}
-
-static void atfork_child(void)
-{
-	atfork_release_locks(1);
 }
 
 /* ---- small containers ------------------------------------------------------ */
@@ -247,13 +233,13 @@ static int table_add(uintptr_t base, pcpu_zone_t *zone)
 {
 	size_t i;
 
-	pthread_rwlock_wrlock(&table_lock);
+	pthread_mutex_lock(&table_lock);
 	if (chunk_table_n == chunk_table_cap) {
 		size_t cap = chunk_table_cap ? chunk_table_cap * 2 : 16;
 		void *nt = realloc(chunk_table, cap * sizeof(*chunk_table));
 
 		if (!nt) {
-			pthread_rwlock_unlock(&table_lock);
+			pthread_mutex_unlock(&table_lock);
 			return -1;
 		}
 		chunk_table = nt;
@@ -264,7 +250,7 @@ static int table_add(uintptr_t base, pcpu_zone_t *zone)
 	chunk_table[i].base = base;
 	chunk_table[i].zone = zone;
 	chunk_table_n++;
-	pthread_rwlock_unlock(&table_lock);
+	pthread_mutex_unlock(&table_lock);
 	return 0;
 }
 
@@ -272,12 +258,21 @@ static void table_remove_zone(pcpu_zone_t *zone)
 {
 	size_t i, j = 0;
 
-	pthread_rwlock_wrlock(&table_lock);
+	pthread_mutex_lock(&table_lock);
 	for (i = 0; i < chunk_table_n; i++)
 		if (chunk_table[i].zone != zone)
 			chunk_table[j++] = chunk_table[i];
 	chunk_table_n = j;
-	pthread_rwlock_unlock(&table_lock);
+	pthread_mutex_unlock(&table_lock);
+}
+
+pcpu_zone_t *pcpu_zone_of(const void *obj)
+{
+	pcpu_zone_t *z = pcpu_zone_find(obj);
+
+	if (!z)
+		errno = EINVAL;
+	return z;
 }
 
 pcpu_zone_t *pcpu_zone_find(const void *addr)
@@ -286,7 +281,7 @@ pcpu_zone_t *pcpu_zone_find(const void *addr)
 	pcpu_zone_t *zone = NULL;
 	size_t lo = 0, hi;
 
-	pthread_rwlock_rdlock(&table_lock);
+	pthread_mutex_lock(&table_lock);
 	hi = chunk_table_n;
 	while (lo < hi) { /* last chunk with base <= a */
 		size_t mid = lo + (hi - lo) / 2;
@@ -299,7 +294,7 @@ pcpu_zone_t *pcpu_zone_find(const void *addr)
 	/* Only slot 0's region holds handles. */
 	if (lo > 0 && a - chunk_table[lo - 1].base < PCPU_SLOT_STRIDE)
 		zone = chunk_table[lo - 1].zone;
-	pthread_rwlock_unlock(&table_lock);
+	pthread_mutex_unlock(&table_lock);
 	return zone;
 }
 
@@ -366,7 +361,6 @@ static struct chunk *chunk_create(pcpu_zone_t *zone)
 	hdr = (struct pcpu__chunk_hdr *)base;
 	hdr->magic = PCPU__CHUNK_MAGIC;
 	hdr->index_off = zone->index_off;
-	hdr->zone = zone;
 	c->base = base;
 	c->used = PCPU__CHUNK_HDR_SIZE;
 	c->no = no;
@@ -416,7 +410,7 @@ pcpu_zone_t *pcpu_zone_create(enum pcpu_index index)
 	pthread_mutex_lock(&zones_lock);
 	if (!atfork_registered) {
 		/* Lazily, not at load time: only processes that use pcpu pay. */
-		pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+		pthread_atfork(atfork_prepare, atfork_release, atfork_release);
 		atfork_registered = 1;
 	}
 	z->next_zone = all_zones;

@@ -89,17 +89,32 @@ static void check_mode(void)
 	}
 }
 
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 static void *adder(void *arg)
 {
 	int slot = (int)(intptr_t)arg;
 	int64_t local[NCOUNTERS + 4] = {0};
+	double deadline;
 	long n;
 
 	rng = (uint64_t)(uintptr_t)&local ^ (uint64_t)time(NULL) ^ ((uint64_t)slot << 32) ^ 0x9e3779b97f4a7c15ull;
 	__atomic_store_n(&live_tids[slot], (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
 	check_mode();
-	n = 20000 + (long)(next_rand() % 200000); /* then exit: churn */
+	/* Exit after a random number of adds or a random 10-110 ms, whichever
+	 * comes first, so threads come and go even when the machine (or
+	 * valgrind) is slow. */
+	n = 20000 + (long)(next_rand() % 200000);
+	deadline = now_ms() + 10 + (double)(next_rand() % 100);
 	while (n-- > 0 && !__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+		if ((n & 1023) == 0 && now_ms() > deadline)
+			break;
 		uint64_t r = next_rand();
 		int64_t v = (int64_t)(r % 2001) - 1000;
 		int k = (int)((r >> 20) % (NCOUNTERS + 1));

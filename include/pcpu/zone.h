@@ -52,7 +52,8 @@ typedef struct pcpu_zone pcpu_zone_t;
 struct pcpu__chunk_hdr {
 	uint32_t magic;
 	uint32_t index_off; /* offset of cpu_id or mm_cid in struct rseq */
-	struct pcpu_zone *zone;
+	/* No pointer here: a shared zone's chunks are readable by other
+	 * processes, and an address would hand them the writer's layout. */
 };
 #define PCPU__CHUNK_MAGIC 0x70637075u /* "pcpu" */
 /* Two cache lines, so adjacent-line prefetch never pairs the read-only
@@ -120,11 +121,14 @@ PCPU_API int pcpu_zone_free(pcpu_zone_t *zone, void *obj);
  */
 PCPU_API size_t pcpu_zone_object_size(pcpu_zone_t *zone, const void *obj);
 
-/** The zone an object (or any address inside one) belongs to. Cost: a load. */
-static inline pcpu_zone_t *pcpu_zone_of(const void *obj)
-{
-	return pcpu__chunk_of(obj)->zone;
-}
+/**
+ * The zone whose slot-0 memory contains `obj` (any address inside an
+ * object), or NULL with errno EINVAL for an address no zone owns. Safe on
+ * any pointer: it searches pcpu's table of chunks and never dereferences
+ * `obj`. Thread-safe; not async-signal-safe (a read lock). Cost: a binary
+ * search over all zones' chunks.
+ */
+PCPU_API pcpu_zone_t *pcpu_zone_of(const void *obj);
 
 /**
  * Address of slot `slot`'s copy of `obj` (slot < pcpu_nslots()). Pure

@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file pcpu/reader.h
+ * Reading another process's statistics: list the statistics segments on the
+ * machine, open one by name or pid, and take snapshots of it (values summed
+ * over the per-CPU copies, and per copy on request). pcpu/segment.h is the
+ * writing side; docs/segment-format.md the format.
+ *
+ *     pcpu_reader_t *r = pcpu_reader_open("myapp", NULL);
+ *     struct pcpu_reader_snapshot *s;
+ *     if (!r || pcpu_reader_snapshot(r, 0, &s) < 0)
+ *         errx(1, "%s", pcpu_reader_error());
+ *     // s->snapshot is an ordinary struct pcpu_snapshot (pcpu/expose.h):
+ *     pcpu_snapshot_write(&s->snapshot, PCPU_FORMAT_PROMETHEUS, &text, &len);
+ *     pcpu_reader_snapshot_free(s);
+ *     pcpu_reader_close(r);
+ *
+ * Trust: a segment is input from another process, possibly hostile. The
+ * reader never maps it: it copies what it needs with pread(2) -- so a file
+ * truncated under it yields an error, not SIGBUS -- and validates the copy:
+ * every offset, length, count and string is checked against the file's size
+ * and the format's limits with overflow-safe arithmetic, names and labels
+ * against the Prometheus rules. Memory and bytes read per snapshot are
+ * bounded (max_bytes). A truncated, corrupted or hostile segment yields -1,
+ * an errno and a message; never a crash, a hang or an out-of-bounds read.
+ * Files are opened with O_NOFOLLOW and must be regular files owned by the
+ * expected user.
+ *
+ * What a snapshot guarantees: every series in it is consistent -- its name,
+ * labels and value belong together, even while the writer adds and removes
+ * series (a series being added or removed during the read is left out and
+ * counted in `changed`). Values are read as pcpu_counter_fetch() reads them:
+ * each per-CPU copy once, not a point-in-time snapshot; a counter only ever
+ * added to never decreases between snapshots.
+ *
+ * Errors (errno), with pcpu_reader_error() giving the details:
+ *  - ENOENT: no such segment;  ENOTUNIQ: the name matches several live
+ *    segments (give a pid);
+ *  - EACCES: permission denied;  EPERM: owned by another user than
+ *    expected, or not a regular file;  ELOOP: a symlink;
+ *  - EPROTONOSUPPORT: written by an incompatible version of pcpu;
+ *  - EBADMSG: not a segment, truncated or corrupted;
+ *  - ESRCH: the writer is gone (exited, or its pid was reused) -- the last
+ *    values can still be read with PCPU_READER_ALLOW_STALE;
+ *  - EAGAIN: the segment is still being created;
+ *  - EFBIG: reading it would exceed max_bytes;  ENOMEM.
+ */
+#ifndef PCPU_READER_H
+#define PCPU_READER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <pcpu/common.h>
+#include <pcpu/expose.h>
+
+PCPU_BEGIN_DECLS
+
+typedef struct pcpu_reader pcpu_reader_t;
+
+/** Flags of struct pcpu_reader_options. */
+enum {
+	/** Expect the owner given in `owner` instead of the caller's
+	 * effective uid (a segment shared with the caller's group). */
+	PCPU_READER_OWNER = 1u << 0,
+	/** Accept any owner, provided it is the user the writer process runs
+	 * as (for root, or an exporter reading every user's segments). */
+	PCPU_READER_ANY_OWNER = 1u << 1,
+	/** Snapshot a segment whose writer is gone or closed it (its last
+	 * values) instead of failing with ESRCH. */
+	PCPU_READER_ALLOW_STALE = 1u << 2,
+};
+
+/** Options of the open and list functions; all-zero or NULL: defaults. */
+struct pcpu_reader_options {
+	/** Segment directory; NULL: $PCPU_SEGMENT_DIR (ignored in set-user-ID
+	 * programs) or "/dev/shm". */
+	const char *dir;
+	/** PCPU_READER_* flags. */
+	unsigned flags;
+	/** With PCPU_READER_OWNER: the expected owner. */
+	uid_t owner;
+	/** Most bytes one snapshot may read and allocate; 0: 4 GiB. */
+	size_t max_bytes;
+};
+
+/** State of a segment's writer. */
+enum pcpu_segment_state {
+	PCPU_SEGMENT_LIVE = 1,   /**< the writer runs and publishes */
+	PCPU_SEGMENT_CLOSED = 2, /**< the writer unpublished it (file removed) */
+	PCPU_SEGMENT_GONE = 3,   /**< the writer died without unpublishing */
+};
+
+/** One segment found by pcpu_segment_list(). */
+struct pcpu_segment_info {
+	char name[65];          /**< segment name */
+	char file[96];          /**< file name inside the directory */
+	pid_t pid;              /**< writer's pid */
+	uid_t owner;            /**< owner of the file */
+	/** 0 when the segment could be read, else the errno a open would
+	 * fail with (EACCES, EPERM, EBADMSG, EPROTONOSUPPORT, EAGAIN...);
+	 * the fields below are then 0. */
+	int error;
+	enum pcpu_segment_state state; /**< writer state */
+	uint64_t nfamilies;     /**< families at the time of listing */
+	uint64_t nseries;       /**< series at the time of listing */
+	uint64_t created_ns;    /**< publication time, ns since the Epoch */
+	unsigned nslots;        /**< per-CPU copies of every value */
+};
+
+/**
+ * Lists the segments in the directory (files named pcpu.<pid>.<name>),
+ * sorted by name and pid, readable or not (`error` says why not).
+ * On success *out is an array of *count entries (free() it; NULL when 0).
+ * Returns 0, or -1 with errno: EPERM (unsafe directory), ENOENT, EACCES,
+ * ENOMEM. Thread-safe; not async-signal-safe.
+ * Cost: opening each file and reading its header.
+ */
+PCPU_API int pcpu_segment_list(const struct pcpu_reader_options *opts,
+			       struct pcpu_segment_info **out, size_t *count);
+
+/**
+ * Opens a segment: `target` is a name (the one live segment of that name;
+ * ENOTUNIQ if several processes publish it), a pid (all digits: the segment
+ * that process published, ENOTUNIQ if it published several), a file name
+ * "pcpu.PID.NAME", or a path containing '/'.
+ * Checks the file (regular, not a symlink, expected owner) and its header
+ * (magic, version, sizes); a gone writer is only detected at snapshot time.
+ * A segment still being created (file systems without O_TMPFILE) is waited
+ * for, 100 ms at most, then EAGAIN.
+ * Returns the reader, or NULL with errno (see the file comment).
+ * Thread-safe; not async-signal-safe. Cost: a directory scan for a name or
+ * pid, an open, a pread of the header.
+ */
+PCPU_API pcpu_reader_t *pcpu_reader_open(const char *target, const struct pcpu_reader_options *opts);
+
+/**
+ * Opens a segment from a file descriptor (duplicated; the caller keeps
+ * `fd`). Same checks as pcpu_reader_open() but the name-pid match.
+ */
+PCPU_API pcpu_reader_t *pcpu_reader_open_fd(int fd, const struct pcpu_reader_options *opts);
+
+/** Closes a reader (its descriptor; snapshots taken from it stay valid).
+ * NULL is a no-op. Not to be called while another thread uses the reader;
+ * not async-signal-safe. */
+PCPU_API void pcpu_reader_close(pcpu_reader_t *r);
+
+/* The four accessors below read what the header said at open: they are
+ * thread-safe and async-signal-safe and cost a load. */
+
+/** Segment name (never NULL; "" for a NULL reader). */
+PCPU_API const char *pcpu_reader_name(const pcpu_reader_t *r);
+
+/** Writer's pid, as the header says. */
+PCPU_API pid_t pcpu_reader_pid(const pcpu_reader_t *r);
+
+/** Number of per-CPU copies of every value. */
+PCPU_API unsigned pcpu_reader_nslots(const pcpu_reader_t *r);
+
+/** What a slot stands for: 1 = CPU number, 2 = rseq mm_cid (a dense
+ * per-process concurrency id, not a CPU). */
+PCPU_API unsigned pcpu_reader_slot_index(const pcpu_reader_t *r);
+
+/**
+ * The writer's state now: re-reads the header's flags and checks that the
+ * writer process still runs (pid and start time, from /proc; a reader in
+ * another pid namespace sees GONE). Returns the state, or -1 with errno
+ * EBADMSG if the header became invalid. Thread-safe; not async-signal-safe.
+ * Cost: a pread of the header and a read of /proc/PID/stat.
+ */
+PCPU_API int pcpu_reader_state(pcpu_reader_t *r);
+
+/** Flags of pcpu_reader_snapshot(). */
+enum {
+	/** Also give each series' per-slot values
+	 * (pcpu_reader_snapshot_slots()). */
+	PCPU_READER_PER_SLOT = 1u << 0,
+};
+
+/** A snapshot of a segment. */
+struct pcpu_reader_snapshot {
+	/** Families sorted by name, series by label values: the same tree
+	 * pcpu_registry_snapshot() builds in the writing process, ready for
+	 * pcpu_snapshot_write(). */
+	struct pcpu_snapshot snapshot;
+	/** Directory generation at the start of the read (even). */
+	uint64_t generation;
+	/** Series and families left out because they were being added or
+	 * removed during the read. */
+	size_t changed;
+	/** 1 if the directory did not change at all during the read. */
+	int stable;
+	/** 1 if the writer reported its directory full (series missing). */
+	int incomplete;
+	/** Writer state at the time of the read. */
+	enum pcpu_segment_state state;
+	/** Slots of the per-slot arrays (pcpu_reader_nslots()). */
+	unsigned nslots;
+};
+
+/**
+ * Takes a snapshot. Returns 0 with *out set (free with
+ * pcpu_reader_snapshot_free()), or -1 with errno (see the file comment) and
+ * *out NULL. While the directory changes under it, the read is retried a
+ * few times (a bounded number) for a stable snapshot; after that, the series
+ * that changed are left out (`changed`).
+ * Thread-safe with other snapshots of the same reader; not async-signal-safe.
+ * Cost: a few preads: the header, the used part of the directory, and per
+ * chunk of values, one pread per slot of the range holding values.
+ */
+PCPU_API int pcpu_reader_snapshot(pcpu_reader_t *r, unsigned flags,
+				  struct pcpu_reader_snapshot **out);
+
+/**
+ * Per-slot values of series `series` of family `family` of a snapshot taken
+ * with PCPU_READER_PER_SLOT: an array of s->nslots values -- for a counter,
+ * each slot's part of the value; for a gauge, each slot's adds (slot 0 also
+ * holds what pcpu_gauge_set() stored); for a histogram, each slot's count of
+ * observations. The split is only meaningful between resets (a reset is an
+ * offset in slot 0). NULL with errno EINVAL when out of range or taken
+ * without PCPU_READER_PER_SLOT. Valid as long as the snapshot.
+ */
+PCPU_API const int64_t *pcpu_reader_snapshot_slots(const struct pcpu_reader_snapshot *s,
+						   size_t family, size_t series);
+
+/** Frees a snapshot from pcpu_reader_snapshot(). NULL is a no-op.
+ * Thread-safe (for distinct snapshots); not async-signal-safe. */
+PCPU_API void pcpu_reader_snapshot_free(struct pcpu_reader_snapshot *s);
+
+/**
+ * Removes the segments of the caller's user (or any user's, with
+ * PCPU_READER_ANY_OWNER, for root) whose writer is gone. On success
+ * *removed (if not NULL) counts them. Returns 0 or -1 with errno (as
+ * pcpu_segment_list()). Thread-safe; not async-signal-safe. Cost: a listing
+ * and an unlink per segment removed.
+ */
+PCPU_API int pcpu_segment_prune(const struct pcpu_reader_options *opts, size_t *removed);
+
+/** Same as pcpu_segment_error() (pcpu/segment.h): the last error message
+ * of a segment or reader call in this thread; never NULL. */
+PCPU_API const char *pcpu_reader_error(void);
+
+PCPU_END_DECLS
+
+#endif /* PCPU_READER_H */

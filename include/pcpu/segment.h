@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file pcpu/segment.h
+ * Publishing a registry's statistics to other processes: the shared
+ * statistics segment (writer side). pcpu/reader.h is the reading side;
+ * the `pcpustat` tool and its Prometheus exporter use it.
+ *
+ * One call after creating a registry makes its statistics readable from
+ * outside the process:
+ *
+ *     pcpu_registry_t *reg = pcpu_registry_create();
+ *     pcpu_segment_t *seg = pcpu_segment_publish(reg, "myapp", NULL);
+ *     pcpu_counter_t rx = pcpu_registry_counter(reg, "rx_packets", "Packets received.");
+ *     ...
+ *     pcpu_counter_add(rx, 1);       // unchanged: one rseq add, nothing more
+ *     ...
+ *     pcpu_segment_unpublish(seg);   // at exit: removes the file
+ *
+ * How: the registry's per-CPU zone moves into a file on a tmpfs
+ * (`/dev/shm/pcpu.<pid>.<name>` by default), mapped MAP_SHARED, so the
+ * counters' memory *is* the shared memory and an update costs exactly what
+ * it cost before. In front of the counters the file holds a header and a
+ * directory -- for every family and series its name, labels, help, unit,
+ * type, and where in the file its value lives -- which pcpu keeps current,
+ * under the registry's lock, whenever a family or series is added or
+ * removed. Readers copy the file with pread(2) and sum the per-CPU copies
+ * themselves; nothing runs in the application for a read. The format is in
+ * docs/segment-format.md.
+ *
+ * Security: the file is created with O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600
+ * (0640 with a group, on request), in a directory that must be owned by the
+ * caller or root and, if others may write to it, have the sticky bit. Readers
+ * check the owner and never follow a symlink. The file holds no pointers the
+ * reader uses (the zone's chunk headers, which readers ignore, hold one
+ * writer-side address: treat the segment as disclosing it to whoever may
+ * read it).
+ *
+ * fork(): a child shares the segment's counters with its parent (updates in
+ * either are counted in the segment) but must not add or remove families or
+ * series of the published registry: both processes would allocate from the
+ * same file. The directory is only ever changed by the publishing process.
+ */
+#ifndef PCPU_SEGMENT_H
+#define PCPU_SEGMENT_H
+
+#include <sys/types.h>
+#include <pcpu/common.h>
+#include <pcpu/stats.h>
+
+PCPU_BEGIN_DECLS
+
+typedef struct pcpu_segment pcpu_segment_t;
+
+/** Longest segment name, in bytes. */
+#define PCPU_SEGMENT_NAME_MAX 64
+
+/** Where segments live when neither an option nor PCPU_SEGMENT_DIR says. */
+#define PCPU_SEGMENT_DEFAULT_DIR "/dev/shm"
+
+/** Environment variable naming the segment directory (writers and readers). */
+#define PCPU_SEGMENT_DIR_ENV "PCPU_SEGMENT_DIR"
+
+/** Flags of struct pcpu_segment_options. */
+enum {
+	/** Make the segment readable by `group` (mode 0640, group set with
+	 * fchown, which needs the caller to be a member of that group). */
+	PCPU_SEGMENT_GROUP_READ = 1u << 0,
+};
+
+/**
+ * Options of pcpu_segment_publish(). All-zero (or a NULL pointer) means the
+ * defaults.
+ */
+struct pcpu_segment_options {
+	/** Directory of the segment file. NULL: $PCPU_SEGMENT_DIR when set
+	 * (ignored in set-user-ID programs), else PCPU_SEGMENT_DEFAULT_DIR. */
+	const char *dir;
+	/** PCPU_SEGMENT_* flags. */
+	unsigned flags;
+	/** With PCPU_SEGMENT_GROUP_READ: the group granted read access. */
+	gid_t group;
+	/** Most directory entries (families + series) at once; 0: 1048576.
+	 * The entry table is sparse: only the entries used take memory. */
+	size_t max_entries;
+	/** Bytes of names, labels and help the directory can hold; 0: 128 MiB
+	 * (sparse too). */
+	size_t max_string_bytes;
+};
+
+/**
+ * Publishes registry `reg` as the segment `name`.
+ *
+ * `name`: 1 to PCPU_SEGMENT_NAME_MAX bytes of [A-Za-z0-9_.-], not starting
+ * with '.' or '-'. The file is `<dir>/pcpu.<pid>.<name>`; several processes
+ * may publish the same name. Segments of the same name left behind by dead
+ * processes of the same user are removed first.
+ *
+ * Precondition -- call it right after creating the registry: the registry
+ * must not yet hold any series (families without series are fine), because
+ * live counters cannot move into the file (threads add to them by address,
+ * without locks). Every family and series created afterwards appears in the
+ * segment as it is created and disappears as it is removed.
+ *
+ * The segment then lives as long as the registry: pcpu_registry_destroy()
+ * removes the file and frees the segment. pcpu_segment_unpublish() removes
+ * the file earlier. For the default registry (never destroyed) call
+ * pcpu_segment_unpublish() before exiting; a file left by a process that
+ * died is recognised as such by readers and removed by the next publisher
+ * of the same name (or `pcpustat --prune`).
+ *
+ * Returns the segment, or NULL with errno:
+ *  - EINVAL: NULL registry, invalid name or options;
+ *  - EBUSY: the registry already has series, or is already published;
+ *  - EEXIST: the file exists already (a leftover of a reused pid: remove it);
+ *  - EPERM: the directory is unsafe (owned by another user, or writable by
+ *    others without the sticky bit), or the group cannot be set;
+ *  - ENOENT, EACCES, ENOTDIR, ENOSPC...: from opening or sizing the file;
+ *  - ENOMEM.
+ * pcpu_segment_error() says what went wrong.
+ *
+ * Thread-safe (takes the registry's lock); not async-signal-safe.
+ * Cost: a few system calls and mappings; afterwards, every family or series
+ * added or removed costs a few hundred bytes of writes into the directory
+ * under the registry's lock, and updates cost nothing more at all.
+ */
+PCPU_API pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
+					      const struct pcpu_segment_options *opts);
+
+/**
+ * Removes the segment's file name and marks the segment closed, so that
+ * readers that still have it open say so. The registry and every handle
+ * stay valid and keep counting (into memory no one else can open any more);
+ * the segment object itself is freed by pcpu_registry_destroy().
+ * Returns 0 (also when already unpublished), or -1 with errno EINVAL (NULL).
+ * Unlinks only if the name still refers to this segment's file. In a
+ * fork()ed child it does nothing (the name is the parent's).
+ * Thread-safe (takes the registry's lock); not async-signal-safe.
+ * Cost: an fstatat and an unlink.
+ */
+PCPU_API int pcpu_segment_unpublish(pcpu_segment_t *seg);
+
+/**
+ * Full path of the segment's file (valid as long as the segment; NULL for a
+ * NULL segment). Thread-safe; async-signal-safe; cost: a load.
+ */
+PCPU_API const char *pcpu_segment_path(const pcpu_segment_t *seg);
+
+/**
+ * Number of registry changes that could not be written to the directory
+ * because it was full (max_entries or max_string_bytes); readers then
+ * report the segment as incomplete. 0 normally. Thread-safe;
+ * async-signal-safe; cost: a load.
+ */
+PCPU_API uint64_t pcpu_segment_dropped(const pcpu_segment_t *seg);
+
+/**
+ * The message describing the last error of a segment or reader function in
+ * the calling thread, e.g. `directory "/tmp/x" is writable by others and
+ * not sticky`. Never NULL; "" if none yet. Valid until the thread's next
+ * segment or reader call. Thread-safe (per thread); async-signal-safe.
+ */
+PCPU_API const char *pcpu_segment_error(void);
+
+PCPU_END_DECLS
+
+#endif /* PCPU_SEGMENT_H */

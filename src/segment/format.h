@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The statistics segment's file format, version 1 (docs/segment-format.md
+ * is the prose version of this file; keep the two in step).
+ *
+ *   offset 0            header (struct pcpu__seg_header), in a 4 KiB page
+ *   entries_offset      entries_capacity fixed-size entries (64 bytes each)
+ *   strings_offset      string table: one blob per entry, strings_capacity bytes
+ *   data_offset         chunk 0 of the registry's per-CPU zone, then chunk 1...
+ *                       chunk c, slot s: data_offset + c*chunk_span + s*slot_stride
+ *
+ * Everything is in the writer's byte order (byte_order says which) and at
+ * natural alignment. Nothing in the file is a pointer: every reference is
+ * an offset from a base the header gives, and every count is checked
+ * against the file's size by the reader. The regions before data_offset are
+ * sparse: only the pages the writer fills take memory.
+ *
+ * Concurrency: the writer changes one entry at a time under its registry's
+ * lock. Every entry has a sequence number that is odd while the entry is
+ * being written and grows with every change (also across free and reuse);
+ * the header's generation is odd while any change is in progress and grows
+ * by two per change. A reader copies the entries, then the blobs and values
+ * they name, then the entries again, and keeps an entry only if both copies
+ * are identical and its sequence even (src/segment/reader.c).
+ *
+ * Internal to pcpu: the writer, the reader, the tests and the fuzz corpus
+ * generator include it; nothing else should.
+ */
+#ifndef PCPU_SEGMENT_FORMAT_H
+#define PCPU_SEGMENT_FORMAT_H
+
+#include <stdint.h>
+
+#define PCPU__SEG_MAGIC "PCPUSEG"          /* 7 chars + NUL = 8 bytes */
+#define PCPU__SEG_VERSION_MAJOR 1          /* incompatible changes */
+#define PCPU__SEG_VERSION_MINOR 0          /* compatible additions */
+#define PCPU__SEG_BYTE_ORDER 0x01020304u   /* as the writer stored it */
+#define PCPU__SEG_HEADER_REGION 4096       /* the header's page */
+#define PCPU__SEG_NAME_MAX 64              /* segment name, NUL excluded */
+#define PCPU__SEG_FILE_PREFIX "pcpu."      /* file name: pcpu.<pid>.<name> */
+
+/* Header flags. */
+#define PCPU__SEG_F_CLOSED 1u     /* the writer unpublished or destroyed it */
+#define PCPU__SEG_F_INCOMPLETE 2u /* the directory was full: some series missing */
+
+/* The header. Fields marked (atomic) change while readers read; the others
+ * are written once, before the magic, which is written last. */
+struct pcpu__seg_header {
+	char magic[8];               /*   0: "PCPUSEG\0", written last */
+	uint16_t version_major;      /*   8 */
+	uint16_t version_minor;      /*  10 */
+	uint32_t header_size;        /*  12: bytes of header the writer wrote */
+	uint32_t byte_order;         /*  16: PCPU__SEG_BYTE_ORDER */
+	uint32_t flags;              /*  20: PCPU__SEG_F_* (atomic) */
+	uint64_t generation;         /*  24: odd while the directory changes (atomic) */
+	int32_t writer_pid;          /*  32 */
+	uint32_t writer_uid;         /*  36: effective uid of the writer */
+	uint64_t writer_start;       /*  40: start time, /proc/<pid>/stat field 22 */
+	uint64_t created_ns;         /*  48: CLOCK_REALTIME at publication */
+	uint32_t nslots;             /*  56: copies of every value */
+	uint32_t slot_index;         /*  60: 1 = CPU number, 2 = rseq mm_cid */
+	uint64_t slot_stride;        /*  64: bytes between two slots' copies */
+	uint64_t chunk_span;         /*  72: nslots * slot_stride */
+	uint64_t data_offset;        /*  80: file offset of chunk 0 */
+	uint64_t nchunks;            /*  88: chunks in the file (atomic, grows) */
+	uint64_t entries_offset;     /*  96 */
+	uint64_t entries_capacity;   /* 104 */
+	uint64_t entries_used;       /* 112: high-water mark (atomic, grows) */
+	uint32_t entry_size;         /* 120: 64 in version 1.0 */
+	uint32_t reserved0;          /* 124 */
+	uint64_t strings_offset;     /* 128 */
+	uint64_t strings_capacity;   /* 136 */
+	uint64_t strings_used;       /* 144: high-water mark (atomic, grows) */
+	uint64_t nfamilies;          /* 152: live families (atomic, informative) */
+	uint64_t nseries;            /* 160: live series (atomic, informative) */
+	uint64_t dropped;            /* 168: changes that did not fit (atomic) */
+	char name[PCPU__SEG_NAME_MAX]; /* 176: segment name, NUL-padded */
+	uint64_t reserved[2];        /* 240 */
+};                               /* 256 */
+
+/* Entry kinds. */
+#define PCPU__SEG_FREE 0
+#define PCPU__SEG_FAMILY 1
+#define PCPU__SEG_SERIES 2
+
+/* Entry flags. */
+#define PCPU__SEG_E_HAS_HELP 1u       /* family: help text present (may be "") */
+#define PCPU__SEG_E_SPARSE 2u         /* family: PCPU_SNAPSHOT_SPARSE_BUCKETS */
+
+/* Histogram schemes, as enum pcpu_histogram_scheme. */
+#define PCPU__SEG_HIST_EXPLICIT 1
+#define PCPU__SEG_HIST_LOG_LINEAR 2
+
+/*
+ * One directory entry: a family or a series.
+ *
+ * Family blob: NUL-terminated name, help (if HAS_HELP), unit ("" for none),
+ * nlabels label names; then, for explicit histograms, zero padding to a
+ * multiple of 8 and nbuckets - 1 int64 upper bounds. Log-linear histograms
+ * store no bounds: bucket b's upper bound follows from precision_bits (see
+ * docs/segment-format.md).
+ * Series blob: nlabels NUL-terminated label values.
+ *
+ * A series' value: value_size bytes at offset value_off in every slot of
+ * chunk `chunk`, laid out as its type's per-slot object:
+ *   counter   16 bytes: int64 rseq_sum, int64 atomic_sum; value = sum of both
+ *             over all slots (modulo 2^64)
+ *   gauge     32 bytes: int64 rseq_sum, int64 atomic_sum, int64 base, pad;
+ *             value = sum of the adds over all slots + slot 0's base
+ *   histogram 16 * (1 + nbuckets): element 0 the sum of the observations,
+ *             element 1 + b the count of bucket b, each a counter as above
+ */
+struct pcpu__seg_entry {
+	uint64_t seq;           /*  0: odd while written; grows with every change */
+	uint16_t kind;          /*  8: PCPU__SEG_FREE / FAMILY / SERIES */
+	uint8_t type;           /* 10: enum pcpu_metric_type */
+	int8_t scale_exp10;     /* 11: family */
+	uint16_t nlabels;       /* 12 */
+	uint16_t flags;         /* 14: PCPU__SEG_E_* */
+	uint64_t family_id;     /* 16: family: its id; series: its family's id */
+	uint64_t blob_off;      /* 24: offset in the string table */
+	uint32_t blob_len;      /* 32 */
+	uint32_t nbuckets;      /* 36: family of histograms: buckets, +Inf included */
+	uint32_t u32a;          /* 40: series: chunk;      family: histogram scheme */
+	uint32_t u32b;          /* 44: series: value_size; family: precision_bits */
+	uint64_t value_off;     /* 48: series: offset in the chunk's slot region */
+	uint64_t serial;        /* 56: series: creation number (the exposition's order) */
+};                          /* 64 */
+
+#define PCPU__SEG_ENTRY_SIZE 64
+
+/* Value sizes (bytes per slot). */
+#define PCPU__SEG_COUNTER_SIZE 16
+#define PCPU__SEG_GAUGE_SIZE 32
+#define PCPU__SEG_HISTOGRAM_SIZE(nbuckets) (16 * (1 + (uint64_t)(nbuckets)))
+
+/* Most explicit bucket bounds (PCPU_HISTOGRAM_MAX_BOUNDS; writer.c checks
+ * they agree). */
+#define PCPU__SEG_MAX_BOUNDS 4096
+
+/* Blob size limits (the statistics layer's limits, plus terminators). */
+#define PCPU__SEG_BLOB_MAX (128 * 1024)
+
+_Static_assert(sizeof(struct pcpu__seg_header) == 256, "header layout");
+_Static_assert(sizeof(struct pcpu__seg_entry) == PCPU__SEG_ENTRY_SIZE, "entry layout");
+
+#endif /* PCPU_SEGMENT_FORMAT_H */

@@ -1,0 +1,1690 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The statistics segment, reader side (pcpu/reader.h): opening, listing and
+ * snapshotting another process's segment, which is untrusted input.
+ *
+ * Why pread(2) and no mapping: a mapping of a file that another process can
+ * truncate raises SIGBUS on the first access past the new end, and a library
+ * may not install signal handlers. Copying with pread turns a truncation
+ * into a short read, i.e. an error code. It also gives the "copy, then
+ * validate, then use" discipline for free: nothing is ever read twice from
+ * the shared file and trusted the second time.
+ *
+ * A snapshot, step by step (`attempt` loop, at most MAX_ATTEMPTS times):
+ *
+ *   H1 = header                    validate; generation g1
+ *   E1 = entries [0, used)         one pread
+ *   S  = strings [0, used)         one pread; blobs are parsed from this copy
+ *   parse and validate E1          families, series, links, value ranges
+ *   values                         per chunk, per run of nearby values, one
+ *                                  pread per slot (holes skipped: SEEK_DATA)
+ *   H2, E2 = header, entries       again
+ *
+ * An entry is kept only if E1 and E2 hold the same 64 bytes and an even
+ * sequence number: the writer changes an entry's sequence before touching
+ * the entry, its blob or (on removal) its storage, and never reuses either
+ * before that, so an unchanged entry's blob and values were read while they
+ * belonged to it (see writer.c). Entries that changed are series or
+ * families being added or removed during the read; they are left out and
+ * counted. If g1 == g2 (even), nothing changed at all: the snapshot is
+ * "stable", and then anything that does not fit -- a series without its
+ * family, say -- is corruption. Otherwise the read is retried a bounded
+ * number of times, and the last attempt keeps what is consistent.
+ *
+ * Ordering: the copies are separate system calls, made in program order; a
+ * C11 fence after each orders them as seen by this thread, and the writer
+ * publishes with release stores. (On x86 the kernel's copies are ordered
+ * anyway.)
+ *
+ * Validation is strict: an entry that did not change during the read and is
+ * invalid in any way (an offset past the end, a count beyond the format's
+ * limits, a string without its NUL, a name that breaks the Prometheus rules,
+ * value ranges that overlap) fails the whole snapshot with EBADMSG and a
+ * message naming the entry -- never a partial result that hides it.
+ * Sizes come from the header and are checked against the file's size with
+ * overflow-checked arithmetic before anything is allocated or read; every
+ * allocation and read of a snapshot is charged against max_bytes.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <pcpu/reader.h>
+
+#include "../stats/internal.h"
+#include "internal.h"
+
+#define DEFAULT_MAX_BYTES ((size_t)4 << 30)
+#define MAX_ATTEMPTS 4
+/* Values closer than this are read with one pread per slot. */
+#define RUN_GAP 65536
+#define MAX_NSLOTS 65536
+#define MAX_STRIDE_SHIFT 40
+
+struct pcpu_reader {
+	int fd; /* -1: memory source (tests, fuzzing) */
+	const unsigned char *mem;
+	size_t mem_len;
+	void (*read_hook)(void *ctx, unsigned n); /* tests: runs before each read */
+	void *read_hook_ctx;
+	unsigned nreads;
+	unsigned flags;
+	int check_proc;
+	uid_t file_owner;
+	size_t max_bytes;
+	struct pcpu__seg_header h; /* as validated at open */
+	char name[PCPU__SEG_NAME_MAX + 1];
+};
+
+/* Internal entry points for tests and the fuzzer (not exported). */
+PCPU_HIDDEN pcpu_reader_t *pcpu__reader_open_mem(const void *buf, size_t len, size_t max_bytes);
+PCPU_HIDDEN void pcpu__reader_set_read_hook(pcpu_reader_t *r, void (*fn)(void *ctx, unsigned n),
+					    void *ctx);
+
+/* ---- input ------------------------------------------------------------------------ */
+
+static ssize_t rd_pread(struct pcpu_reader *r, void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+
+	if (r->read_hook)
+		r->read_hook(r->read_hook_ctx, r->nreads++);
+	if (r->fd < 0) {
+		if (off >= r->mem_len)
+			return 0;
+		if (len > r->mem_len - off)
+			len = (size_t)(r->mem_len - off);
+		memcpy(buf, r->mem + off, len);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		return (ssize_t)len;
+	}
+	if (off > (uint64_t)INT64_MAX - len)
+		return 0;
+	while (done < len) {
+		ssize_t n = pread(r->fd, (char *)buf + done, len - done, (off_t)(off + done));
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return (ssize_t)done;
+}
+
+static int read_exact(struct pcpu_reader *r, void *buf, size_t len, uint64_t off, const char *what)
+{
+	ssize_t n = rd_pread(r, buf, len, off);
+
+	if (n < 0)
+		return pcpu__seg_fail(errno, "segment %s: reading %s: %s", r->name, what, strerror(errno));
+	if ((size_t)n != len)
+		return pcpu__seg_fail(EBADMSG, "segment %s: truncated (%s at offset %llu)", r->name,
+				      what, (unsigned long long)off);
+	return 0;
+}
+
+static int rd_size(struct pcpu_reader *r, uint64_t *size)
+{
+	struct stat st;
+
+	if (r->fd < 0) {
+		*size = r->mem_len;
+		return 0;
+	}
+	if (fstat(r->fd, &st) != 0)
+		return pcpu__seg_fail(errno, "segment %s: fstat: %s", r->name, strerror(errno));
+	*size = st.st_size < 0 ? 0 : (uint64_t)st.st_size;
+	return 0;
+}
+
+/* Whether the file has data (not only a hole) in [off, off + len). */
+static int rd_has_data(struct pcpu_reader *r, uint64_t off, uint64_t len)
+{
+	off_t d;
+
+	if (r->fd < 0)
+		return 1;
+	d = lseek(r->fd, (off_t)off, SEEK_DATA);
+	if (d < 0)
+		return errno == ENXIO ? 0 : 1; /* ENXIO: only holes from off on */
+	return (uint64_t)d < off + len;
+}
+
+/* ---- the memory budget ------------------------------------------------------------ */
+
+struct budget {
+	size_t left;
+	const char *name;
+};
+
+static int charge(struct budget *b, uint64_t n)
+{
+	if (n > b->left)
+		return pcpu__seg_fail(EFBIG, "segment %s: reading it needs more than the %s limit",
+				      b->name, "max_bytes");
+	b->left -= (size_t)n;
+	return 0;
+}
+
+static void *balloc(struct budget *b, uint64_t n)
+{
+	void *p;
+
+	if (charge(b, n) < 0)
+		return NULL;
+	p = calloc(1, n ? (size_t)n : 1);
+	if (!p)
+		pcpu__seg_fail(ENOMEM, "out of memory");
+	return p;
+}
+
+/* ---- the header ------------------------------------------------------------------ */
+
+static int is_pow2(uint64_t x)
+{
+	return x && !(x & (x - 1));
+}
+
+/* Checks the fields that never change after publication. */
+static int check_header_static(const struct pcpu__seg_header *h, const char *what)
+{
+	uint64_t ent_end, str_end, span;
+	size_t i;
+
+	if (memcmp(h->magic, PCPU__SEG_MAGIC, 8) != 0) {
+		static const char zero[8];
+		if (memcmp(h->magic, zero, 8) == 0)
+			return pcpu__seg_fail(EAGAIN, "%s: the segment is still being created", what);
+		return pcpu__seg_fail(EBADMSG, "%s: not a pcpu statistics segment (bad magic)", what);
+	}
+	if (h->byte_order != PCPU__SEG_BYTE_ORDER)
+		return pcpu__seg_fail(EPROTONOSUPPORT, "%s: written with another byte order", what);
+	if (h->version_major != PCPU__SEG_VERSION_MAJOR)
+		return pcpu__seg_fail(EPROTONOSUPPORT,
+				      "%s: segment format version %u.%u, this pcpu reads version %u.x",
+				      what, h->version_major, h->version_minor, PCPU__SEG_VERSION_MAJOR);
+	if (h->header_size < sizeof *h || h->header_size > PCPU__SEG_HEADER_REGION)
+		return pcpu__seg_fail(EBADMSG, "%s: corrupted header (header_size %u)", what,
+				      h->header_size);
+	if (h->nslots == 0 || h->nslots > MAX_NSLOTS)
+		return pcpu__seg_fail(EBADMSG, "%s: corrupted header (nslots %u)", what, h->nslots);
+	if (h->slot_index != 1 && h->slot_index != 2)
+		return pcpu__seg_fail(EBADMSG, "%s: corrupted header (slot_index %u)", what,
+				      h->slot_index);
+	if (!is_pow2(h->slot_stride) || h->slot_stride < 16 ||
+	    h->slot_stride > ((uint64_t)1 << MAX_STRIDE_SHIFT))
+		return pcpu__seg_fail(EBADMSG, "%s: corrupted header (slot_stride %llu)", what,
+				      (unsigned long long)h->slot_stride);
+	span = (uint64_t)h->nslots * h->slot_stride; /* <= 2^56: no overflow */
+	if (h->chunk_span != span)
+		return pcpu__seg_fail(EBADMSG, "%s: corrupted header (chunk_span)", what);
+	if (h->entry_size < PCPU__SEG_ENTRY_SIZE || h->entry_size > 4096 || h->entry_size % 8)
+		return pcpu__seg_fail(EBADMSG, "%s: corrupted header (entry_size %u)", what,
+				      h->entry_size);
+	if (h->entries_offset < h->header_size ||
+	    __builtin_mul_overflow(h->entries_capacity, (uint64_t)h->entry_size, &ent_end) ||
+	    __builtin_add_overflow(ent_end, h->entries_offset, &ent_end) ||
+	    ent_end > h->strings_offset ||
+	    __builtin_add_overflow(h->strings_offset, h->strings_capacity, &str_end) ||
+	    str_end > h->data_offset || h->data_offset > (uint64_t)INT64_MAX)
+		return pcpu__seg_fail(EBADMSG, "%s: corrupted header (regions overlap or overflow)",
+				      what);
+	if (h->writer_pid <= 0)
+		return pcpu__seg_fail(EBADMSG, "%s: corrupted header (writer pid)", what);
+	for (i = 0; i < sizeof h->name && h->name[i]; i++)
+		;
+	if (i == 0 || i == sizeof h->name)
+		return pcpu__seg_fail(EBADMSG, "%s: corrupted header (name not terminated)", what);
+	{
+		char n[PCPU__SEG_NAME_MAX + 1];
+		memcpy(n, h->name, i);
+		n[i] = '\0';
+		if (pcpu__seg_check_name(n) < 0)
+			return pcpu__seg_fail(EBADMSG, "%s: corrupted header (invalid name)", what);
+	}
+	return 0;
+}
+
+/* Dynamic fields, against the static ones and the file's size. */
+static int check_header_dynamic(const struct pcpu__seg_header *h, uint64_t size, const char *what)
+{
+	uint64_t chunks_max;
+
+	if (h->entries_used > h->entries_capacity || h->strings_used > h->strings_capacity)
+		return pcpu__seg_fail(EBADMSG, "%s: corrupted header (directory counts)", what);
+	if (size < h->data_offset)
+		return pcpu__seg_fail(EBADMSG, "%s: truncated (file of %llu bytes, data at %llu)",
+				      what, (unsigned long long)size,
+				      (unsigned long long)h->data_offset);
+	chunks_max = (size - h->data_offset) / h->chunk_span;
+	if (h->nchunks > chunks_max)
+		return pcpu__seg_fail(EBADMSG, "%s: truncated (%llu chunks declared, %llu in the file)",
+				      what, (unsigned long long)h->nchunks,
+				      (unsigned long long)chunks_max);
+	return 0;
+}
+
+static int same_static(const struct pcpu__seg_header *a, const struct pcpu__seg_header *b)
+{
+	return memcmp(a->magic, b->magic, 8) == 0 && a->version_major == b->version_major &&
+	       a->header_size == b->header_size && a->writer_pid == b->writer_pid &&
+	       a->writer_uid == b->writer_uid && a->writer_start == b->writer_start &&
+	       a->nslots == b->nslots && a->slot_stride == b->slot_stride &&
+	       a->chunk_span == b->chunk_span && a->data_offset == b->data_offset &&
+	       a->entries_offset == b->entries_offset && a->entries_capacity == b->entries_capacity &&
+	       a->entry_size == b->entry_size && a->strings_offset == b->strings_offset &&
+	       a->strings_capacity == b->strings_capacity && memcmp(a->name, b->name, sizeof a->name) == 0;
+}
+
+static int read_header(struct pcpu_reader *r, struct pcpu__seg_header *h, uint64_t *size)
+{
+	if (read_exact(r, h, sizeof *h, 0, "header") < 0)
+		return -1;
+	if (!same_static(h, &r->h))
+		return pcpu__seg_fail(EBADMSG, "segment %s: corrupted (header changed)", r->name);
+	if (rd_size(r, size) < 0)
+		return -1;
+	return check_header_dynamic(h, *size, r->name);
+}
+
+/* ---- opening --------------------------------------------------------------------- */
+
+static int writer_state(struct pcpu_reader *r, uint32_t flags)
+{
+	uint64_t start;
+
+	if (flags & PCPU__SEG_F_CLOSED)
+		return PCPU_SEGMENT_CLOSED;
+	if (!r->check_proc)
+		return PCPU_SEGMENT_LIVE;
+	if (pcpu__seg_proc_start(r->h.writer_pid, &start) < 0 || start != r->h.writer_start)
+		return PCPU_SEGMENT_GONE;
+	return PCPU_SEGMENT_LIVE;
+}
+
+static pcpu_reader_t *reader_new(void)
+{
+	struct pcpu_reader *r = calloc(1, sizeof *r);
+
+	if (!r) {
+		pcpu__seg_fail(ENOMEM, "out of memory");
+		return NULL;
+	}
+	r->fd = -1;
+	strcpy(r->name, "?");
+	return r;
+}
+
+/* Validates the header of r (fd or memory set) and fills the rest. */
+static int reader_init(struct pcpu_reader *r, const char *what)
+{
+	uint64_t size;
+
+	if (read_exact(r, &r->h, sizeof r->h, 0, "header") < 0) {
+		if (errno == EBADMSG)
+			pcpu__seg_fail(EBADMSG, "%s: not a pcpu statistics segment (too short)", what);
+		return -1;
+	}
+	if (check_header_static(&r->h, what) < 0)
+		return -1;
+	memcpy(r->name, r->h.name, sizeof r->h.name);
+	r->name[PCPU__SEG_NAME_MAX] = '\0';
+	if (rd_size(r, &size) < 0)
+		return -1;
+	return check_header_dynamic(&r->h, size, what);
+}
+
+static uid_t expected_owner(const struct pcpu_reader_options *o)
+{
+	return (o->flags & PCPU_READER_OWNER) ? o->owner : geteuid();
+}
+
+/* Takes ownership of fd. `what` names the file in messages. */
+static pcpu_reader_t *open_fd_checked(int fd, const struct pcpu_reader_options *o, const char *what,
+				      pid_t name_pid, const char *name)
+{
+	struct pcpu_reader *r;
+	struct stat st;
+
+	if (fstat(fd, &st) != 0) {
+		pcpu__seg_fail(errno, "%s: %s", what, strerror(errno));
+		close(fd);
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		pcpu__seg_fail(EPERM, "%s: not a regular file", what);
+		close(fd);
+		return NULL;
+	}
+	if (!(o->flags & PCPU_READER_ANY_OWNER) && st.st_uid != expected_owner(o)) {
+		pcpu__seg_fail(EPERM, "%s: owned by uid %u, expected uid %u (see --owner / --any-owner)",
+			       what, (unsigned)st.st_uid, (unsigned)expected_owner(o));
+		close(fd);
+		return NULL;
+	}
+	r = reader_new();
+	if (!r) {
+		close(fd);
+		return NULL;
+	}
+	r->fd = fd;
+	r->flags = o->flags;
+	r->check_proc = 1;
+	r->file_owner = st.st_uid;
+	r->max_bytes = o->max_bytes ? o->max_bytes : DEFAULT_MAX_BYTES;
+	{
+		/* A segment being created (a file system without O_TMPFILE)
+		 * gets its header within microseconds: wait up to 100 ms. */
+		int tries = 0, rc;
+		struct timespec ms = { 0, 1000000 };
+
+		while ((rc = reader_init(r, what)) < 0 && errno == EAGAIN && ++tries < 100)
+			nanosleep(&ms, NULL);
+		if (rc < 0)
+			goto fail;
+	}
+	if (r->h.writer_uid != (uint32_t)st.st_uid) {
+		pcpu__seg_fail(EPERM, "%s: file owner (uid %u) is not the writer's user (uid %u)", what,
+			       (unsigned)st.st_uid, (unsigned)r->h.writer_uid);
+		goto fail;
+	}
+	if (name && (r->h.writer_pid != name_pid || strcmp(r->name, name) != 0)) {
+		pcpu__seg_fail(EBADMSG, "%s: the header names another process or segment", what);
+		goto fail;
+	}
+	if (o->flags & PCPU_READER_ANY_OWNER) {
+		/* Any owner, but it must be whom the writer process runs as: a
+		 * file cannot speak for another user's process. */
+		uid_t puid;
+		uint64_t start;
+
+		if (pcpu__seg_proc_start(r->h.writer_pid, &start) == 0 && start == r->h.writer_start &&
+		    pcpu__seg_proc_uid(r->h.writer_pid, &puid) == 0 && puid != st.st_uid) {
+			pcpu__seg_fail(EPERM, "%s: owned by uid %u but process %d runs as uid %u", what,
+				       (unsigned)st.st_uid, (int)r->h.writer_pid, (unsigned)puid);
+			goto fail;
+		}
+	}
+	return r;
+fail:
+	{
+		int e = errno;
+		pcpu_reader_close(r);
+		errno = e;
+	}
+	return NULL;
+}
+
+static int open_file_at(int dirfd, const char *file, const char *path_for_msg)
+{
+	/* O_NOFOLLOW: a symlink is refused (ELOOP); O_NONBLOCK: a FIFO planted
+	 * under the name cannot block us (and is refused as not regular). */
+	int fd = openat(dirfd, file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0) {
+		int e = errno;
+		if (e == ELOOP)
+			return pcpu__seg_fail(ELOOP, "%s: is a symbolic link (refused)", path_for_msg);
+		if (e == EACCES)
+			return pcpu__seg_fail(EACCES, "%s: permission denied", path_for_msg);
+		return pcpu__seg_fail(e, "%s: %s", path_for_msg, strerror(e));
+	}
+	return fd;
+}
+
+pcpu_reader_t *pcpu_reader_open_fd(int fd, const struct pcpu_reader_options *opts)
+{
+	struct pcpu_reader_options o;
+	int dfd;
+
+	memset(&o, 0, sizeof o);
+	if (opts)
+		o = *opts;
+	if (fd < 0) {
+		pcpu__seg_fail(EBADF, "bad file descriptor");
+		return NULL;
+	}
+	dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (dfd < 0) {
+		pcpu__seg_fail(errno, "dup: %s", strerror(errno));
+		return NULL;
+	}
+	return open_fd_checked(dfd, &o, "segment", 0, NULL);
+}
+
+struct candidate {
+	char file[96];
+	char name[PCPU__SEG_NAME_MAX + 1];
+	pid_t pid;
+};
+
+static int all_digits(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return 0;
+	return 1;
+}
+
+/* Collects the segment files of the directory that match (name or pid). */
+static int scan_dir(int dirfd, const char *name, pid_t pid, struct candidate **out, size_t *n)
+{
+	struct candidate *c = NULL;
+	size_t cap = 0;
+	struct dirent *de;
+	DIR *d;
+	int dfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+
+	*n = 0;
+	if (dfd < 0)
+		return pcpu__seg_fail(errno, "dup: %s", strerror(errno));
+	d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return pcpu__seg_fail(errno, "opendir: %s", strerror(errno));
+	}
+	while ((de = readdir(d)) != NULL) {
+		struct candidate one;
+
+		if (pcpu__seg_parse_file_name(de->d_name, &one.pid, one.name) < 0)
+			continue;
+		if ((name && strcmp(name, one.name) != 0) || (pid && pid != one.pid))
+			continue;
+		if (strlen(de->d_name) >= sizeof one.file)
+			continue;
+		strcpy(one.file, de->d_name);
+		if (*n == cap) {
+			size_t nc = cap ? cap * 2 : 16;
+			struct candidate *p = realloc(c, nc * sizeof *p);
+			if (!p) {
+				free(c);
+				closedir(d);
+				return pcpu__seg_fail(ENOMEM, "out of memory");
+			}
+			c = p;
+			cap = nc;
+		}
+		c[(*n)++] = one;
+	}
+	closedir(d);
+	*out = c;
+	return 0;
+}
+
+static int live_pid(pid_t pid, int dirfd, const char *file)
+{
+	struct pcpu__seg_header h;
+	uint64_t start;
+	int fd, live = 0;
+
+	if (pcpu__seg_proc_start(pid, &start) < 0)
+		return 0;
+	fd = openat(dirfd, file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return 1; /* unreadable: let the open say why */
+	if (pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h)
+		live = h.writer_start == start && !(h.flags & PCPU__SEG_F_CLOSED);
+	close(fd);
+	return live;
+}
+
+pcpu_reader_t *pcpu_reader_open(const char *target, const struct pcpu_reader_options *opts)
+{
+	struct pcpu_reader_options o;
+	struct candidate *c = NULL, *pick = NULL;
+	const char *dir;
+	char path[512], name[PCPU__SEG_NAME_MAX + 1];
+	pid_t pid = 0;
+	size_t n = 0, i, nlive = 0;
+	pcpu_reader_t *r = NULL;
+	int dirfd, fd;
+
+	memset(&o, 0, sizeof o);
+	if (opts)
+		o = *opts;
+	if (!target || !*target) {
+		pcpu__seg_fail(EINVAL, "no segment given");
+		return NULL;
+	}
+	if (strchr(target, '/')) {
+		fd = open_file_at(AT_FDCWD, target, target);
+		return fd < 0 ? NULL : open_fd_checked(fd, &o, target, 0, NULL);
+	}
+	dir = pcpu__seg_dir(o.dir);
+	dirfd = pcpu__seg_open_dir(dir);
+	if (dirfd < 0)
+		return NULL;
+	if (pcpu__seg_parse_file_name(target, &pid, name) == 0) {
+		snprintf(path, sizeof path, "%.300s/%s", dir, target);
+		fd = open_file_at(dirfd, target, path);
+		if (fd >= 0)
+			r = open_fd_checked(fd, &o, path, pid, name);
+		else if (errno == ENOENT)
+			pcpu__seg_fail(ENOENT, "no segment file %s", path);
+		close(dirfd);
+		return r;
+	}
+	if (all_digits(target)) {
+		unsigned long v = strtoul(target, NULL, 10);
+		if (v == 0 || v > 0x7fffffff) {
+			close(dirfd);
+			pcpu__seg_fail(ENOENT, "no segment of process %s", target);
+			return NULL;
+		}
+		pid = (pid_t)v;
+		if (scan_dir(dirfd, NULL, pid, &c, &n) < 0)
+			goto out;
+	} else {
+		if (pcpu__seg_check_name(target) < 0)
+			goto out;
+		if (scan_dir(dirfd, target, 0, &c, &n) < 0)
+			goto out;
+	}
+	if (n == 0) {
+		if (pid)
+			pcpu__seg_fail(ENOENT, "no segment of process %d in %s", (int)pid, dir);
+		else
+			pcpu__seg_fail(ENOENT, "no segment named \"%s\" in %s", target, dir);
+		goto out;
+	}
+	if (n == 1) {
+		pick = &c[0];
+	} else {
+		for (i = 0; i < n; i++)
+			if (live_pid(c[i].pid, dirfd, c[i].file)) {
+				nlive++;
+				pick = &c[i];
+			}
+		if (nlive != 1) {
+			char list[256] = "";
+			size_t len = 0;
+			for (i = 0; i < n && len + 40 < sizeof list; i++)
+				len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "",
+							c[i].file);
+			pcpu__seg_fail(ENOTUNIQ, "\"%s\" matches %zu segments (%s): give a pid or a file name",
+				       target, n, list);
+			pick = NULL;
+			goto out;
+		}
+	}
+	snprintf(path, sizeof path, "%.300s/%s", dir, pick->file);
+	fd = open_file_at(dirfd, pick->file, path);
+	if (fd >= 0)
+		r = open_fd_checked(fd, &o, path, pick->pid, pick->name);
+out:
+	{
+		int e = errno;
+		free(c);
+		close(dirfd);
+		errno = e;
+	}
+	return r;
+}
+
+pcpu_reader_t *pcpu__reader_open_mem(const void *buf, size_t len, size_t max_bytes)
+{
+	struct pcpu_reader *r = reader_new();
+
+	if (!r)
+		return NULL;
+	r->mem = buf;
+	r->mem_len = len;
+	r->flags = PCPU_READER_ANY_OWNER | PCPU_READER_ALLOW_STALE;
+	r->max_bytes = max_bytes ? max_bytes : DEFAULT_MAX_BYTES;
+	if (reader_init(r, "segment") < 0) {
+		int e = errno;
+		free(r);
+		errno = e;
+		return NULL;
+	}
+	return r;
+}
+
+void pcpu__reader_set_read_hook(pcpu_reader_t *r, void (*fn)(void *ctx, unsigned n), void *ctx)
+{
+	r->read_hook = fn;
+	r->read_hook_ctx = ctx;
+}
+
+void pcpu_reader_close(pcpu_reader_t *r)
+{
+	if (!r)
+		return;
+	if (r->fd >= 0)
+		close(r->fd);
+	free(r);
+}
+
+const char *pcpu_reader_name(const pcpu_reader_t *r)
+{
+	return r ? r->name : "";
+}
+
+pid_t pcpu_reader_pid(const pcpu_reader_t *r)
+{
+	return r ? (pid_t)r->h.writer_pid : 0;
+}
+
+unsigned pcpu_reader_nslots(const pcpu_reader_t *r)
+{
+	return r ? r->h.nslots : 0;
+}
+
+unsigned pcpu_reader_slot_index(const pcpu_reader_t *r)
+{
+	return r ? r->h.slot_index : 0;
+}
+
+int pcpu_reader_state(pcpu_reader_t *r)
+{
+	struct pcpu__seg_header h;
+	uint64_t size;
+
+	if (!r)
+		return pcpu__seg_fail(EINVAL, "reader is NULL");
+	if (read_header(r, &h, &size) < 0)
+		return -1;
+	return writer_state(r, __atomic_load_n(&h.flags, __ATOMIC_RELAXED));
+}
+
+/* ---- snapshot: parsing the directory -------------------------------------------- */
+
+struct fam {
+	uint32_t idx;
+	const struct pcpu__seg_entry *e; /* in E1 */
+	const char *name, *help, *unit;
+	const char **label_names;
+	int64_t *upper; /* nbuckets - 1 bounds (histograms) */
+	size_t first, count; /* its kept series in build()'s sorted array */
+	int bad;        /* invalid: message in msg */
+	char msg[160];
+};
+
+struct ser {
+	uint32_t idx;
+	const struct pcpu__seg_entry *e;
+	uint64_t loc, serial; /* sort keys, copied out of *e: (chunk << 40) + offset */
+	const char **values;
+	struct fam *fam;
+	int bad;
+	char msg[160];
+	/* values */
+	uint64_t acc0;      /* counter value, gauge adds, histogram sum */
+	int64_t base;       /* gauge: slot 0's base */
+	uint64_t *counts;   /* histogram buckets */
+	int64_t *slots;     /* per-slot, on request */
+};
+
+struct parse {
+	struct pcpu_reader *r;
+	struct budget *b;
+	const struct pcpu__seg_header *h;
+	const unsigned char *E; /* entries copy */
+	uint64_t used;          /* entries in E */
+	const char *S;          /* strings copy */
+	uint64_t slen;
+	struct fam *fams;
+	size_t nfams;
+	struct ser *sers;
+	size_t nsers;
+	unsigned flags;
+};
+
+#define ENTRY_AT(p, i) ((const struct pcpu__seg_entry *)((p)->E + (uint64_t)(i) * (p)->h->entry_size))
+
+/* Marks a parsed entry invalid; the message is used only if the entry turns
+ * out not to have changed during the read (else it was in flux). */
+static void set_bad(int *bad, char *msg, size_t cap, const char *text)
+{
+	*bad = 1;
+	snprintf(msg, cap, "%s", text);
+}
+#define BAD(x, text) set_bad(&(x)->bad, (x)->msg, sizeof (x)->msg, (text))
+
+/* Next NUL-terminated string of the blob: s, or NULL if not terminated. */
+static const char *blob_str(const char *blob, uint32_t len, uint32_t *pos)
+{
+	const char *s, *nul;
+
+	if (*pos >= len)
+		return NULL;
+	s = blob + *pos;
+	nul = memchr(s, '\0', len - *pos);
+	if (!nul)
+		return NULL;
+	*pos += (uint32_t)(nul - s) + 1;
+	return s;
+}
+
+/* The blob of an entry, if it lies inside the strings copy. */
+static const char *entry_blob(const struct parse *p, const struct pcpu__seg_entry *e)
+{
+	uint64_t end;
+
+	if (e->blob_len > PCPU__SEG_BLOB_MAX ||
+	    __builtin_add_overflow(e->blob_off, (uint64_t)e->blob_len, &end) || end > p->slen)
+		return NULL;
+	return p->S + e->blob_off;
+}
+
+static int parse_family(struct parse *p, struct fam *f)
+{
+	const struct pcpu__seg_entry *e = f->e;
+	const char *blob;
+	uint32_t pos = 0, l;
+
+	if (e->type < PCPU_METRIC_COUNTER || e->type > PCPU_METRIC_HISTOGRAM)
+		return BAD(f, "unknown metric type"), 0;
+	if (e->scale_exp10 > PCPU_STATS_SCALE_MAX || e->scale_exp10 < -PCPU_STATS_SCALE_MAX)
+		return BAD(f, "scale out of range"), 0;
+	if (e->nlabels > PCPU_STATS_LABELS_MAX)
+		return BAD(f, "too many labels"), 0;
+	if (e->family_id == 0)
+		return BAD(f, "family id 0"), 0;
+	blob = entry_blob(p, e);
+	if (!blob)
+		return BAD(f, "blob outside the string table"), 0;
+	f->name = blob_str(blob, e->blob_len, &pos);
+	if (e->flags & PCPU__SEG_E_HAS_HELP)
+		f->help = blob_str(blob, e->blob_len, &pos);
+	f->unit = blob_str(blob, e->blob_len, &pos);
+	if (!f->name || !f->unit || ((e->flags & PCPU__SEG_E_HAS_HELP) && !f->help))
+		return BAD(f, "string not terminated"), 0;
+	if (pcpu_stats_check_metric_name(f->name) < 0)
+		return BAD(f, pcpu_stats_error()), 0;
+	if (f->help && pcpu__check_help(f->help) < 0)
+		return BAD(f, pcpu_stats_error()), 0;
+	if (*f->unit && pcpu__check_unit(f->name, f->unit) < 0)
+		return BAD(f, pcpu_stats_error()), 0;
+	if (!*f->unit)
+		f->unit = NULL;
+	if (e->nlabels) {
+		f->label_names = balloc(p->b, (uint64_t)e->nlabels * sizeof *f->label_names);
+		if (!f->label_names)
+			return -1;
+	}
+	for (l = 0; l < e->nlabels; l++) {
+		uint32_t k;
+
+		f->label_names[l] = blob_str(blob, e->blob_len, &pos);
+		if (!f->label_names[l])
+			return BAD(f, "label name not terminated"), 0;
+		if (pcpu_stats_check_label_name(f->label_names[l]) < 0)
+			return BAD(f, pcpu_stats_error()), 0;
+		if (e->type == PCPU_METRIC_HISTOGRAM && strcmp(f->label_names[l], "le") == 0)
+			return BAD(f, "label \"le\" in a histogram"), 0;
+		for (k = 0; k < l; k++)
+			if (strcmp(f->label_names[k], f->label_names[l]) == 0)
+				return BAD(f, "label name twice"), 0;
+	}
+	if (e->type != PCPU_METRIC_HISTOGRAM) {
+		if (pos != e->blob_len)
+			return BAD(f, "trailing bytes in blob"), 0;
+		return 0;
+	}
+	/* Histograms: the bucket layout. */
+	if (e->nbuckets < 2 || PCPU__SEG_HISTOGRAM_SIZE(e->nbuckets) > p->h->slot_stride)
+		return BAD(f, "bad bucket count"), 0;
+	if (charge(p->b, (uint64_t)(e->nbuckets - 1) * 8) < 0)
+		return -1;
+	f->upper = malloc((size_t)(e->nbuckets - 1) * sizeof *f->upper);
+	if (!f->upper)
+		return pcpu__seg_fail(ENOMEM, "out of memory");
+	if (e->u32a == PCPU__SEG_HIST_EXPLICIT) {
+		uint64_t need, b;
+
+		pos = (pos + 7) & ~7u;
+		if (e->nbuckets - 1 > PCPU__SEG_MAX_BOUNDS)
+			return BAD(f, "too many bounds"), 0;
+		need = (uint64_t)pos + (uint64_t)(e->nbuckets - 1) * 8;
+		if (need != e->blob_len)
+			return BAD(f, "bounds do not fill the blob"), 0;
+		memcpy(f->upper, blob + pos, (size_t)(e->nbuckets - 1) * 8);
+		for (b = 1; b + 1 < e->nbuckets; b++)
+			if (f->upper[b] <= f->upper[b - 1])
+				return BAD(f, "bounds not increasing"), 0;
+	} else if (e->u32a == PCPU__SEG_HIST_LOG_LINEAR) {
+		uint64_t b;
+
+		if (!pcpu__seg_loglinear_valid(e->u32b, e->nbuckets))
+			return BAD(f, "bad log-linear layout"), 0;
+		if (pos != e->blob_len)
+			return BAD(f, "trailing bytes in blob"), 0;
+		for (b = 0; b + 1 < e->nbuckets; b++)
+			f->upper[b] = pcpu__seg_loglinear_upper(e->u32b, b);
+	} else {
+		return BAD(f, "unknown histogram scheme"), 0;
+	}
+	return 0;
+}
+
+static uint64_t value_size(const struct pcpu__seg_entry *fe)
+{
+	switch (fe->type) {
+	case PCPU_METRIC_COUNTER:
+		return PCPU__SEG_COUNTER_SIZE;
+	case PCPU_METRIC_GAUGE:
+		return PCPU__SEG_GAUGE_SIZE;
+	default:
+		return PCPU__SEG_HISTOGRAM_SIZE(fe->nbuckets);
+	}
+}
+
+static int cmp_fam_id(const void *a, const void *b)
+{
+	uint64_t x = ((const struct fam *)a)->e->family_id, y = ((const struct fam *)b)->e->family_id;
+	return x < y ? -1 : x > y;
+}
+
+static struct fam *find_family(struct parse *p, uint64_t id)
+{
+	size_t lo = 0, hi = p->nfams;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t m = p->fams[mid].e->family_id;
+		if (m == id)
+			return &p->fams[mid];
+		if (m < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static int parse_series(struct parse *p, struct ser *s)
+{
+	const struct pcpu__seg_entry *e = s->e;
+	const char *blob;
+	uint32_t pos = 0, l;
+	uint64_t end;
+
+	if (e->type < PCPU_METRIC_COUNTER || e->type > PCPU_METRIC_HISTOGRAM)
+		return BAD(s, "unknown metric type"), 0;
+	if (e->nlabels > PCPU_STATS_LABELS_MAX)
+		return BAD(s, "too many labels"), 0;
+	blob = entry_blob(p, e);
+	if (!blob)
+		return BAD(s, "blob outside the string table"), 0;
+	if (e->nlabels) {
+		s->values = balloc(p->b, (uint64_t)e->nlabels * sizeof *s->values);
+		if (!s->values)
+			return -1;
+	}
+	for (l = 0; l < e->nlabels; l++) {
+		s->values[l] = blob_str(blob, e->blob_len, &pos);
+		if (!s->values[l])
+			return BAD(s, "label value not terminated"), 0;
+		if (pcpu_stats_check_label_value(s->values[l]) < 0)
+			return BAD(s, pcpu_stats_error()), 0;
+	}
+	if (pos != e->blob_len)
+		return BAD(s, "trailing bytes in blob"), 0;
+	if (e->u32a >= p->h->nchunks)
+		return BAD(s, "chunk past the end"), 0;
+	if (e->value_off % 16 || __builtin_add_overflow(e->value_off, (uint64_t)e->u32b, &end) ||
+	    end > p->h->slot_stride || e->u32b == 0)
+		return BAD(s, "value outside its slot"), 0;
+	/* slot_stride <= 2^40, so the offset fits below bit 40. */
+	s->loc = ((uint64_t)e->u32a << 40) | e->value_off;
+	s->serial = e->serial;
+	return 0;
+}
+
+/* Links series to families (which must be sorted by id). */
+static void link_series(struct parse *p, struct ser *s)
+{
+	struct fam *f;
+
+	if (s->bad)
+		return;
+	f = find_family(p, s->e->family_id);
+	if (!f)
+		return; /* orphan: decided later (flux or corruption) */
+	s->fam = f;
+	if (f->bad)
+		return;
+	if (f->e->type != s->e->type || f->e->nlabels != s->e->nlabels)
+		BAD(s, "type or labels differ from the family's");
+	else if (value_size(f->e) != s->e->u32b)
+		BAD(s, "value size does not match the type");
+}
+
+static int usable(const struct ser *s)
+{
+	return !s->bad && s->fam && !s->fam->bad;
+}
+
+/* ---- snapshot: reading the values ------------------------------------------------- */
+
+static int cmp_ser_loc(const void *a, const void *b)
+{
+	const struct ser *x = *(const struct ser *const *)a, *y = *(const struct ser *const *)b;
+
+	return (x->loc > y->loc) - (x->loc < y->loc);
+}
+
+static uint64_t ld64(const unsigned char *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return v;
+}
+
+/* Adds slot `slot`'s copy of the series' value (at v) to its accumulators. */
+static void accumulate(struct ser *s, const unsigned char *v, unsigned slot, int per_slot)
+{
+	uint64_t part = 0;
+
+	switch (s->e->type) {
+	case PCPU_METRIC_COUNTER:
+		part = ld64(v) + ld64(v + 8);
+		s->acc0 += part;
+		break;
+	case PCPU_METRIC_GAUGE:
+		part = ld64(v) + ld64(v + 8);
+		s->acc0 += part;
+		if (slot == 0) {
+			s->base = (int64_t)ld64(v + 16);
+			part += ld64(v + 16);
+		}
+		break;
+	case PCPU_METRIC_HISTOGRAM: {
+		uint32_t b, nb = s->fam->e->nbuckets;
+
+		s->acc0 += ld64(v) + ld64(v + 8);
+		for (b = 0; b < nb; b++) {
+			uint64_t c = ld64(v + 16 * (1 + (size_t)b)) + ld64(v + 16 * (1 + (size_t)b) + 8);
+			s->counts[b] += c;
+			part += c;
+		}
+		break;
+	}
+	}
+	if (per_slot)
+		s->slots[slot] = (int64_t)part;
+}
+
+static int read_values(struct parse *p)
+{
+	const struct pcpu__seg_header *h = p->h;
+	struct ser **v;
+	unsigned char *buf = NULL;
+	size_t n = 0, i, j, bufcap = 0;
+	int per_slot = (p->flags & PCPU_READER_PER_SLOT) != 0, rc = -1;
+
+	v = balloc(p->b, (uint64_t)(p->nsers ? p->nsers : 1) * sizeof *v);
+	if (!v)
+		return -1;
+	for (i = 0; i < p->nsers; i++) {
+		struct ser *s = &p->sers[i];
+
+		if (!usable(s))
+			continue;
+		if (s->e->type == PCPU_METRIC_HISTOGRAM) {
+			s->counts = balloc(p->b, (uint64_t)s->fam->e->nbuckets * 8);
+			if (!s->counts)
+				goto out;
+		}
+		if (per_slot) {
+			s->slots = balloc(p->b, (uint64_t)h->nslots * 8);
+			if (!s->slots)
+				goto out;
+		}
+		v[n++] = s;
+	}
+	qsort(v, n, sizeof *v, cmp_ser_loc);
+	for (i = 0; i < n; i = j) {
+		uint32_t chunk = v[i]->e->u32a;
+		uint64_t lo = v[i]->e->value_off, hi = lo + v[i]->e->u32b;
+		uint64_t base;
+		unsigned slot;
+
+		/* A run: values of one chunk closer than RUN_GAP to the next. */
+		for (j = i + 1; j < n && v[j]->e->u32a == chunk && v[j]->e->value_off <= hi + RUN_GAP; j++)
+			if (v[j]->e->value_off + v[j]->e->u32b > hi)
+				hi = v[j]->e->value_off + v[j]->e->u32b;
+		if (hi - lo > bufcap) {
+			unsigned char *nb;
+
+			if (charge(p->b, hi - lo) < 0)
+				goto out;
+			nb = realloc(buf, (size_t)(hi - lo));
+			if (!nb) {
+				pcpu__seg_fail(ENOMEM, "out of memory");
+				goto out;
+			}
+			buf = nb;
+			bufcap = (size_t)(hi - lo);
+		}
+		/* chunk < nchunks and data_offset + nchunks * span <= file size
+		 * were checked: no overflow below. */
+		base = h->data_offset + (uint64_t)chunk * h->chunk_span;
+		for (slot = 0; slot < h->nslots; slot++) {
+			uint64_t off = base + (uint64_t)slot * h->slot_stride + lo;
+			size_t k;
+
+			if (!rd_has_data(p->r, off, hi - lo)) {
+				/* A hole: this slot never wrote here; all zero. */
+				if (per_slot || slot == 0) {
+					memset(buf, 0, (size_t)(hi - lo));
+					for (k = i; k < j; k++)
+						accumulate(v[k], buf + (v[k]->e->value_off - lo), slot,
+							   per_slot);
+				}
+				continue;
+			}
+			if (charge(p->b, hi - lo) < 0 ||
+			    read_exact(p->r, buf, (size_t)(hi - lo), off, "values") < 0)
+				goto out;
+			for (k = i; k < j; k++)
+				accumulate(v[k], buf + (v[k]->e->value_off - lo), slot, per_slot);
+		}
+	}
+	rc = 0;
+out:
+	free(buf);
+	free(v);
+	return rc;
+}
+
+/* ---- snapshot: the result ------------------------------------------------------- */
+
+struct snap_impl {
+	struct pcpu_reader_snapshot pub; /* first: the public pointer is this */
+	struct pcpu_snapshot_family *fams;
+	const int64_t ***slots; /* [family][series] -> nslots values, or NULL */
+	int per_slot;
+	/* everything else: one list of allocations */
+	void **allocs;
+	size_t nallocs, capallocs;
+};
+
+static void *keep(struct snap_impl *s, void *p)
+{
+	if (!p)
+		return NULL;
+	if (s->nallocs == s->capallocs) {
+		size_t cap = s->capallocs ? s->capallocs * 2 : 64;
+		void **a = realloc(s->allocs, cap * sizeof *a);
+		if (!a) {
+			free(p);
+			return NULL;
+		}
+		s->allocs = a;
+		s->capallocs = cap;
+	}
+	s->allocs[s->nallocs++] = p;
+	return p;
+}
+
+void pcpu_reader_snapshot_free(struct pcpu_reader_snapshot *pub)
+{
+	struct snap_impl *s = (struct snap_impl *)pub;
+	size_t i;
+
+	if (!s)
+		return;
+	for (i = 0; i < s->nallocs; i++)
+		free(s->allocs[i]);
+	free(s->allocs);
+	free(s);
+}
+
+const int64_t *pcpu_reader_snapshot_slots(const struct pcpu_reader_snapshot *pub, size_t family,
+					  size_t series)
+{
+	const struct snap_impl *s = (const struct snap_impl *)pub;
+
+	if (!s || !s->per_slot || family >= s->pub.snapshot.nfamilies ||
+	    series >= s->fams[family].nseries) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return s->slots[family][series];
+}
+
+static int cmp_fam_name(const void *a, const void *b)
+{
+	const struct fam *x = *(const struct fam *const *)a, *y = *(const struct fam *const *)b;
+	return strcmp(x->name, y->name);
+}
+
+static int cmp_ser_labels(const void *a, const void *b)
+{
+	const struct ser *x = *(const struct ser *const *)a, *y = *(const struct ser *const *)b;
+	unsigned l;
+
+	for (l = 0; l < x->e->nlabels; l++) {
+		int c = strcmp(x->values[l], y->values[l]);
+		if (c)
+			return c;
+	}
+	return 0;
+}
+
+static int cmp_ser_serial(const void *a, const void *b)
+{
+	const struct ser *x = *(const struct ser *const *)a, *y = *(const struct ser *const *)b;
+
+	return (x->serial > y->serial) - (x->serial < y->serial);
+}
+
+/* By family, then label values: groups each family's series together and
+ * puts duplicates side by side. */
+static int cmp_ser_fam_labels(const void *a, const void *b)
+{
+	const struct ser *x = *(const struct ser *const *)a, *y = *(const struct ser *const *)b;
+
+	if (x->fam != y->fam)
+		return x->fam < y->fam ? -1 : 1;
+	return cmp_ser_labels(a, b);
+}
+
+/* Builds the result from the entries kept (keep[i] for entry i). */
+static struct snap_impl *build(struct parse *p, const char *S_owned, unsigned char *kept_fam,
+			       unsigned char *kept_ser)
+{
+	struct snap_impl *s = calloc(1, sizeof *s);
+	struct fam **fv = NULL;
+	struct ser **sv = NULL;
+	size_t nf = 0, ns = 0, i, k;
+
+	if (!s) {
+		free((void *)S_owned);
+		pcpu__seg_fail(ENOMEM, "out of memory");
+		return NULL;
+	}
+	s->per_slot = (p->flags & PCPU_READER_PER_SLOT) != 0;
+	if (!keep(s, (void *)S_owned))
+		goto nomem;
+	fv = malloc((p->nfams ? p->nfams : 1) * sizeof *fv);
+	sv = malloc((p->nsers ? p->nsers : 1) * sizeof *sv);
+	if (!fv || !sv)
+		goto nomem;
+	for (i = 0; i < p->nfams; i++)
+		if (kept_fam[i])
+			fv[nf++] = &p->fams[i];
+	qsort(fv, nf, sizeof *fv, cmp_fam_name);
+	/* Every kept series, grouped by family: one sort, not one scan of all
+	 * series per family. */
+	for (k = 0; k < p->nsers; k++)
+		if (kept_ser[k])
+			sv[ns++] = &p->sers[k];
+	qsort(sv, ns, sizeof *sv, cmp_ser_fam_labels);
+	for (k = 0; k < ns; k++) {
+		struct fam *f = sv[k]->fam;
+
+		if (k == 0 || sv[k - 1]->fam != f) {
+			f->first = k;
+			f->count = 0;
+		} else if (cmp_ser_labels(&sv[k], &sv[k - 1]) == 0) {
+			pcpu__seg_fail(EBADMSG,
+				       "segment %s: corrupted (two series of %.100s with the same labels)",
+				       p->r->name, f->name);
+			goto fail;
+		}
+		f->count++;
+	}
+	for (i = 1; i < nf; i++)
+		if (strcmp(fv[i]->name, fv[i - 1]->name) == 0) {
+			pcpu__seg_fail(EBADMSG, "segment %s: corrupted (two families named %.100s)",
+				       p->r->name, fv[i]->name);
+			goto fail;
+		}
+	s->fams = keep(s, calloc(nf ? nf : 1, sizeof *s->fams));
+	s->slots = keep(s, calloc(nf ? nf : 1, sizeof *s->slots));
+	if (!s->fams || !s->slots)
+		goto nomem;
+	for (i = 0; i < nf; i++) {
+		struct fam *f = fv[i];
+		struct pcpu_snapshot_family *out = &s->fams[i];
+		struct pcpu_snapshot_series *series;
+
+		out->name = f->name;
+		out->help = f->help;
+		out->unit = f->unit;
+		out->type = (enum pcpu_metric_type)f->e->type;
+		out->scale_exp10 = f->e->scale_exp10;
+		out->flags = (f->e->flags & PCPU__SEG_E_SPARSE) ? PCPU_SNAPSHOT_SPARSE_BUCKETS : 0;
+		out->nlabels = f->e->nlabels;
+		out->label_names = f->label_names;
+		if (!keep(s, f->label_names) && f->label_names)
+			goto nomem;
+		f->label_names = NULL;
+		if (f->e->type == PCPU_METRIC_HISTOGRAM) {
+			out->nbuckets = f->e->nbuckets;
+			out->bucket_upper = keep(s, f->upper);
+			if (!out->bucket_upper)
+				goto nomem;
+			f->upper = NULL;
+		}
+		struct ser **fs = sv + f->first;
+		size_t n = f->count;
+
+		/* Creation order, as the writing process's own snapshot. */
+		qsort(fs, n, sizeof *fs, cmp_ser_serial);
+		series = keep(s, calloc(n ? n : 1, sizeof *series));
+		s->slots[i] = keep(s, calloc(n ? n : 1, sizeof *s->slots[i]));
+		if (!series || !s->slots[i])
+			goto nomem;
+		for (k = 0; k < n; k++) {
+			struct ser *se = fs[k];
+
+			series[k].label_values = se->values;
+			if (se->values && !keep(s, se->values))
+				goto nomem;
+			se->values = NULL;
+			switch (se->e->type) {
+			case PCPU_METRIC_COUNTER:
+				series[k].value.counter = se->acc0;
+				break;
+			case PCPU_METRIC_GAUGE:
+				series[k].value.gauge = (int64_t)(se->acc0 + (uint64_t)se->base);
+				break;
+			default:
+				series[k].value.histogram.counts = se->counts;
+				series[k].value.histogram.sum = (int64_t)se->acc0;
+				if (!keep(s, se->counts))
+					goto nomem;
+				se->counts = NULL;
+			}
+			s->slots[i][k] = se->slots;
+			if (se->slots && !keep(s, se->slots))
+				goto nomem;
+			se->slots = NULL;
+		}
+		out->nseries = n;
+		out->series = series;
+	}
+	s->pub.snapshot.nfamilies = nf;
+	s->pub.snapshot.families = s->fams;
+	free(fv);
+	free(sv);
+	return s;
+nomem:
+	pcpu__seg_fail(ENOMEM, "out of memory");
+fail:
+	free(fv);
+	free(sv);
+	pcpu_reader_snapshot_free(&s->pub);
+	return NULL;
+}
+
+static void parse_free(struct parse *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->nfams; i++) {
+		free(p->fams[i].label_names);
+		free(p->fams[i].upper);
+	}
+	for (i = 0; i < p->nsers; i++) {
+		free(p->sers[i].values);
+		free(p->sers[i].counts);
+		free(p->sers[i].slots);
+	}
+	free(p->fams);
+	free(p->sers);
+	p->fams = NULL;
+	p->sers = NULL;
+	p->nfams = p->nsers = 0;
+}
+
+/* One attempt. Returns 1 with *out set, 0 to retry (unstable, attempts
+ * left), -1 on error. */
+static int attempt(struct pcpu_reader *r, unsigned flags, int last,
+		   struct pcpu_reader_snapshot **out)
+{
+	struct pcpu__seg_header h1, hb, h2;
+	struct budget b = { r->max_bytes, r->name };
+	struct parse p;
+	unsigned char *E1 = NULL, *E2 = NULL, *kept_fam = NULL, *kept_ser = NULL;
+	char *S = NULL;
+	uint64_t size, elen, i, changed = 0;
+	size_t fi = 0, si = 0;
+	int stable, rc = -1, state;
+	struct snap_impl *snap;
+
+	memset(&p, 0, sizeof p);
+	if (read_header(r, &h1, &size) < 0)
+		return -1;
+	state = writer_state(r, h1.flags);
+	if (state != PCPU_SEGMENT_LIVE && !(r->flags & PCPU_READER_ALLOW_STALE)) {
+		if (state == PCPU_SEGMENT_CLOSED)
+			return pcpu__seg_fail(ESRCH, "segment %s: closed by its writer (pid %d)", r->name,
+					      (int)h1.writer_pid);
+		return pcpu__seg_fail(ESRCH, "segment %s: writer (pid %d) is gone: it exited without "
+					     "unpublishing",
+				      r->name, (int)h1.writer_pid);
+	}
+	p.r = r;
+	p.b = &b;
+	p.h = &h1; /* until hb is read */
+	p.flags = flags;
+	p.used = h1.entries_used;
+	elen = p.used * h1.entry_size; /* used <= capacity: checked, no overflow */
+	E1 = balloc(&b, elen);
+	E2 = balloc(&b, elen);
+	if (!E1 || !E2)
+		goto out;
+	if (read_exact(r, E1, (size_t)elen, h1.entries_offset, "directory") < 0)
+		goto out;
+	/* The header again: an entry copied into E1 may be newer than h1, and
+	 * its blob and chunk were published before it, so strings_used and
+	 * nchunks must be read after E1 (entries_used had to be read before). */
+	if (read_header(r, &hb, &size) < 0)
+		goto out;
+	p.h = &hb;
+	if (charge(&b, hb.strings_used + 1) < 0)
+		goto out;
+	S = calloc(1, (size_t)hb.strings_used + 1); /* +1: a NUL after the last blob */
+	if (!S) {
+		pcpu__seg_fail(ENOMEM, "out of memory");
+		goto out;
+	}
+	if (read_exact(r, S, (size_t)hb.strings_used, hb.strings_offset, "strings") < 0)
+		goto out;
+	p.E = E1;
+	p.S = S;
+	p.slen = hb.strings_used;
+
+	/* Families first (series link to them by id). */
+	for (i = 0; i < p.used; i++) {
+		const struct pcpu__seg_entry *e = ENTRY_AT(&p, i);
+		if (!(e->seq & 1) && e->kind == PCPU__SEG_FAMILY)
+			p.nfams++;
+		else if (!(e->seq & 1) && e->kind == PCPU__SEG_SERIES)
+			p.nsers++;
+	}
+	if (charge(&b, p.nfams * sizeof *p.fams + p.nsers * sizeof *p.sers) < 0)
+		goto out;
+	p.fams = calloc(p.nfams ? p.nfams : 1, sizeof *p.fams);
+	p.sers = calloc(p.nsers ? p.nsers : 1, sizeof *p.sers);
+	if (!p.fams || !p.sers) {
+		pcpu__seg_fail(ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < p.used; i++) {
+		const struct pcpu__seg_entry *e = ENTRY_AT(&p, i);
+
+		if (e->seq & 1)
+			continue;
+		if (e->kind == PCPU__SEG_FAMILY) {
+			p.fams[fi].idx = (uint32_t)i;
+			p.fams[fi].e = e;
+			if (parse_family(&p, &p.fams[fi++]) < 0)
+				goto out;
+		} else if (e->kind == PCPU__SEG_SERIES) {
+			p.sers[si].idx = (uint32_t)i;
+			p.sers[si].e = e;
+			if (parse_series(&p, &p.sers[si++]) < 0)
+				goto out;
+		}
+	}
+	qsort(p.fams, p.nfams, sizeof *p.fams, cmp_fam_id);
+	/* Ids are never reused by a writer: two families with one id are a
+	 * forged directory (series could not tell them apart). */
+	for (i = 1; i < p.nfams; i++)
+		if (p.fams[i].e->family_id == p.fams[i - 1].e->family_id) {
+			BAD(&p.fams[i], "family id used twice");
+			BAD(&p.fams[i - 1], "family id used twice");
+		}
+	for (i = 0; i < p.nsers; i++)
+		link_series(&p, &p.sers[i]);
+	if (read_values(&p) < 0)
+		goto out;
+
+	/* The second look. */
+	if (read_exact(r, &h2, sizeof h2, 0, "header") < 0 ||
+	    read_exact(r, E2, (size_t)elen, h1.entries_offset, "directory") < 0)
+		goto out;
+	stable = h1.generation == h2.generation && !(h1.generation & 1);
+	if (!stable && !last) {
+		rc = 0;
+		goto out;
+	}
+	kept_fam = calloc(p.nfams ? p.nfams : 1, 1);
+	kept_ser = calloc(p.nsers ? p.nsers : 1, 1);
+	if (!kept_fam || !kept_ser) {
+		pcpu__seg_fail(ENOMEM, "out of memory");
+		goto out;
+	}
+#define SAME(idx) (memcmp(E1 + (uint64_t)(idx) * h1.entry_size, E2 + (uint64_t)(idx) * h1.entry_size, \
+			  h1.entry_size) == 0)
+	for (i = 0; i < p.used; i++) {
+		const struct pcpu__seg_entry *e = ENTRY_AT(&p, i);
+		if (!SAME(i) || ((e->seq & 1) && e->kind != PCPU__SEG_FREE))
+			changed++;
+	}
+	for (i = 0; i < p.nfams; i++) {
+		struct fam *f = &p.fams[i];
+
+		if (!SAME(f->idx))
+			continue;
+		if (f->bad) {
+			pcpu__seg_fail(EBADMSG, "segment %s: corrupted directory entry %u (family): %s",
+				       r->name, f->idx, f->msg);
+			goto out;
+		}
+		kept_fam[i] = 1;
+	}
+	for (i = 0; i < p.nsers; i++) {
+		struct ser *s = &p.sers[i];
+
+		if (!SAME(s->idx))
+			continue;
+		if (s->bad) {
+			pcpu__seg_fail(EBADMSG, "segment %s: corrupted directory entry %u (series): %s",
+				       r->name, s->idx, s->msg);
+			goto out;
+		}
+		if (!s->fam || !kept_fam[s->fam - p.fams]) {
+			/* Its family is being added or removed, or missing. */
+			if (stable) {
+				pcpu__seg_fail(EBADMSG,
+					       "segment %s: corrupted directory entry %u: series of a "
+					       "family that does not exist",
+					       r->name, s->idx);
+				goto out;
+			}
+			changed++;
+			continue;
+		}
+		kept_ser[i] = 1;
+	}
+#undef SAME
+	/* Values of two series never overlap (the zone hands out disjoint
+	 * objects): overlapping ones are a forged directory. */
+	{
+		struct ser **v = malloc((p.nsers ? p.nsers : 1) * sizeof *v);
+		size_t n = 0, k;
+
+		if (!v) {
+			pcpu__seg_fail(ENOMEM, "out of memory");
+			goto out;
+		}
+		for (k = 0; k < p.nsers; k++)
+			if (kept_ser[k])
+				v[n++] = &p.sers[k];
+		qsort(v, n, sizeof *v, cmp_ser_loc);
+		for (k = 1; k < n; k++)
+			if (v[k]->e->u32a == v[k - 1]->e->u32a &&
+			    v[k]->e->value_off < v[k - 1]->e->value_off + v[k - 1]->e->u32b) {
+				pcpu__seg_fail(EBADMSG,
+					       "segment %s: corrupted directory: entries %u and %u share "
+					       "storage",
+					       r->name, v[k - 1]->idx, v[k]->idx);
+				free(v);
+				goto out;
+			}
+		free(v);
+	}
+	snap = build(&p, S, kept_fam, kept_ser);
+	S = NULL; /* owned by the snapshot (or freed with it) */
+	if (!snap)
+		goto out;
+	snap->pub.generation = h1.generation;
+	snap->pub.changed = (size_t)changed;
+	snap->pub.stable = stable;
+	snap->pub.incomplete = (h2.flags & PCPU__SEG_F_INCOMPLETE) != 0;
+	snap->pub.state = (enum pcpu_segment_state)writer_state(r, h2.flags);
+	snap->pub.nslots = h1.nslots;
+	*out = &snap->pub;
+	rc = 1;
+out:
+	parse_free(&p);
+	free(E1);
+	free(E2);
+	free(S);
+	free(kept_fam);
+	free(kept_ser);
+	return rc;
+}
+
+int pcpu_reader_snapshot(pcpu_reader_t *r, unsigned flags, struct pcpu_reader_snapshot **out)
+{
+	int a;
+
+	if (out)
+		*out = NULL;
+	if (!r || !out)
+		return pcpu__seg_fail(EINVAL, "NULL reader or output");
+	if (flags & ~(unsigned)PCPU_READER_PER_SLOT)
+		return pcpu__seg_fail(EINVAL, "unknown snapshot flags 0x%x", flags);
+	for (a = 0; a < MAX_ATTEMPTS; a++) {
+		int rc = attempt(r, flags, a + 1 == MAX_ATTEMPTS, out);
+
+		if (rc != 0)
+			return rc < 0 ? -1 : 0;
+		sched_yield(); /* let the writer finish its change */
+	}
+	return pcpu__seg_fail(EAGAIN, "segment %s: kept changing", r->name); /* not reached */
+}
+
+/* ---- listing and pruning --------------------------------------------------------- */
+
+static int cmp_info(const void *a, const void *b)
+{
+	const struct pcpu_segment_info *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	if (c)
+		return c;
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+int pcpu_segment_list(const struct pcpu_reader_options *opts, struct pcpu_segment_info **out,
+		      size_t *count)
+{
+	struct pcpu_reader_options o;
+	struct pcpu_segment_info *info = NULL;
+	struct candidate *c = NULL;
+	const char *dir;
+	size_t n = 0, i;
+	int dirfd;
+
+	if (!out || !count)
+		return pcpu__seg_fail(EINVAL, "NULL output");
+	*out = NULL;
+	*count = 0;
+	memset(&o, 0, sizeof o);
+	if (opts)
+		o = *opts;
+	dir = pcpu__seg_dir(o.dir);
+	dirfd = pcpu__seg_open_dir(dir);
+	if (dirfd < 0)
+		return -1;
+	if (scan_dir(dirfd, NULL, 0, &c, &n) < 0) {
+		close(dirfd);
+		return -1;
+	}
+	if (n) {
+		info = calloc(n, sizeof *info);
+		if (!info) {
+			free(c);
+			close(dirfd);
+			return pcpu__seg_fail(ENOMEM, "out of memory");
+		}
+	}
+	for (i = 0; i < n; i++) {
+		struct pcpu_segment_info *in = &info[i];
+		char path[512];
+		struct stat st;
+		pcpu_reader_t *r;
+		int fd;
+
+		strcpy(in->name, c[i].name);
+		strcpy(in->file, c[i].file);
+		in->pid = c[i].pid;
+		if (fstatat(dirfd, c[i].file, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			in->owner = st.st_uid;
+		snprintf(path, sizeof path, "%.300s/%s", dir, c[i].file);
+		fd = open_file_at(dirfd, c[i].file, path);
+		r = fd < 0 ? NULL : open_fd_checked(fd, &o, path, c[i].pid, c[i].name);
+		if (!r) {
+			in->error = errno;
+			continue;
+		}
+		in->state = (enum pcpu_segment_state)writer_state(r, __atomic_load_n(&r->h.flags,
+										     __ATOMIC_RELAXED));
+		in->nfamilies = r->h.nfamilies;
+		in->nseries = r->h.nseries;
+		in->created_ns = r->h.created_ns;
+		in->nslots = r->h.nslots;
+		pcpu_reader_close(r);
+	}
+	free(c);
+	close(dirfd);
+	if (n)
+		qsort(info, n, sizeof *info, cmp_info);
+	*out = info;
+	*count = n;
+	return 0;
+}
+
+int pcpu_segment_prune(const struct pcpu_reader_options *opts, size_t *removed)
+{
+	struct pcpu_reader_options o;
+	struct pcpu_segment_info *info;
+	size_t n, i, k = 0;
+	int dirfd;
+
+	memset(&o, 0, sizeof o);
+	if (opts)
+		o = *opts;
+	if (pcpu_segment_list(&o, &info, &n) < 0)
+		return -1;
+	dirfd = pcpu__seg_open_dir(pcpu__seg_dir(o.dir));
+	if (dirfd < 0) {
+		free(info);
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		if (info[i].error || info[i].state == PCPU_SEGMENT_LIVE)
+			continue;
+		if (unlinkat(dirfd, info[i].file, 0) == 0)
+			k++;
+	}
+	close(dirfd);
+	free(info);
+	if (removed)
+		*removed = k;
+	return 0;
+}

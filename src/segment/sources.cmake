@@ -1,0 +1,9 @@
+# Sources of the shared statistics segment (writer, reader, shared helpers).
+# Included by the top-level CMakeLists.txt; paths are relative to the
+# repository root. reader.c and common.c use only libc and the statistics
+# validators, so the reader fuzz target (tests/segment) builds them alone.
+set(PCPU_SEGMENT_SOURCES
+  src/segment/common.c     # names, directory checks, liveness, error message
+  src/segment/writer.c     # pcpu_segment_publish(): zone in a file + directory
+  src/segment/reader.c     # pcpu_reader_*: untrusted segments, copied and validated
+)

@@ -1,0 +1,888 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The statistics segment, writer side: a registry's zone and directory in a
+ * shared file that other processes read (pcpu/segment.h; the format is in
+ * format.h and docs/segment-format.md).
+ *
+ *   file:  [ header | entries ............ | strings ........ | chunk 0 | chunk 1 ...
+ *            page 0   fixed 64-byte slots    blobs, by size     the registry's zone,
+ *                     (sparse)               class (sparse)      MAP_SHARED
+ *
+ * The counters: pcpu_zone_attach_file() moves the registry's (still empty)
+ * zone onto the file, so every chunk the zone has or grows is a MAP_SHARED
+ * mapping of the file at data_offset + chunk * chunk_span. Counter updates
+ * are untouched -- the same inline rseq add, into memory that happens to be
+ * a tmpfs page. on_chunk() tells us where each chunk lives so a series'
+ * value can be described as (chunk, offset).
+ *
+ * The directory: the registry calls seg_hook() under its lock whenever a
+ * family or series is added (after) or removed (before its storage is
+ * freed). Each event rewrites one or a few fixed-size entries, so the cost
+ * of a change does not depend on the size of the registry (rewriting the
+ * whole directory per change would make registering n series O(n^2)).
+ * Entries are recycled through a free list; blobs (names, labels, help,
+ * bounds) come from per-size-class free lists over a bump area, so the
+ * string table never needs compaction and wastes at most half of a blob.
+ *
+ * Why per-entry sequence numbers and not only a directory-wide seqlock: a
+ * reader copies the directory in O(size) while a busy writer (flows coming
+ * and going) changes it every few microseconds; with one seqlock such a
+ * reader would retry forever. With a sequence per entry, a reader keeps
+ * every entry that did not change while it read, and only the series being
+ * added or removed at that moment are left out. The header's generation is
+ * still bumped around every change (odd while changing), so a reader can
+ * tell whether its snapshot is stable, cache a directory, and retry a few
+ * times for a stable one.
+ *
+ * Removal order matters: the entry is marked free *before* the registry
+ * frees (zeroes) the storage and before it can be reused by another series,
+ * so a reader that read a value and then finds the entry unchanged knows
+ * the value belonged to that series.
+ *
+ * Allocation failures inside the hook cannot fail the registration (it has
+ * already happened): the change is counted in `dropped` and the header
+ * marked incomplete, which readers report.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <pcpu/segment.h>
+
+#include "../internal.h"
+#include "../stats/registry.h"
+#include "internal.h"
+
+_Static_assert(PCPU__SEG_MAX_BOUNDS == PCPU_HISTOGRAM_MAX_BOUNDS, "format.h and histogram.h agree");
+_Static_assert(PCPU__SEG_COUNTER_SIZE == sizeof(struct pcpu_counter), "counter layout");
+_Static_assert(PCPU__SEG_GAUGE_SIZE == sizeof(struct pcpu_gauge), "gauge layout");
+
+#define DEFAULT_MAX_ENTRIES ((size_t)1 << 20)
+#define DEFAULT_MAX_STRINGS ((size_t)128 << 20)
+#define LIMIT_MAX_ENTRIES ((size_t)1 << 28)
+#define LIMIT_MAX_STRINGS ((size_t)1 << 34)
+
+/* Blob size classes: 2^6 .. 2^17 bytes. */
+#define BLOB_MIN_SHIFT 6
+#define BLOB_CLASSES (17 - BLOB_MIN_SHIFT + 1)
+
+struct u64vec {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+/* Pointer -> entry index, open addressing with linear probing. */
+struct ptrmap {
+	struct ptrmap_slot {
+		const void *key; /* NULL: empty */
+		uint32_t val;
+	} *slots;
+	size_t cap, used;
+};
+
+struct pcpu_segment {
+	struct pcpu_registry *reg;
+	pid_t pid;
+	int fd, dirfd;
+	char file[96];
+	char *path;
+	int published;
+
+	char *map; /* [0, data_offset): header, entries, strings; RW shared */
+	size_t map_len;
+	struct pcpu__seg_header *hdr;
+	struct pcpu__seg_entry *entries;
+	char *strings;
+	uint64_t entries_cap, strings_cap, data_offset, chunk_span;
+
+	/* Chunks of the zone: chunk_base[no] (0 until known). Written by
+	 * on_chunk() under the zone's lock, read by the hook. */
+	pthread_mutex_t chunk_lock;
+	uintptr_t *chunk_base;
+	size_t nchunks, chunk_cap;
+
+	/* Directory bookkeeping, under the registry's lock. */
+	uint64_t entries_used, strings_used;
+	struct u64vec free_entries;
+	struct u64vec free_blobs[BLOB_CLASSES];
+	struct ptrmap families, series;
+	uint64_t next_family_id, next_serial;
+	uint64_t nfamilies, nseries;
+};
+
+/* ---- small containers ---------------------------------------------------------- */
+
+static int vec_push(struct u64vec *v, uint64_t x)
+{
+	if (v->n == v->cap) {
+		size_t cap = v->cap ? v->cap * 2 : 64;
+		uint64_t *p = realloc(v->v, cap * sizeof *p);
+		if (!p)
+			return -1;
+		v->v = p;
+		v->cap = cap;
+	}
+	v->v[v->n++] = x;
+	return 0;
+}
+
+static size_t ptr_hash(const void *p, size_t cap)
+{
+	uint64_t x = (uint64_t)(uintptr_t)p;
+
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return (size_t)x & (cap - 1);
+}
+
+static int map_grow(struct ptrmap *m)
+{
+	size_t cap = m->cap ? m->cap * 2 : 256, i;
+	struct ptrmap_slot *s = calloc(cap, sizeof *s);
+
+	if (!s)
+		return -1;
+	for (i = 0; i < m->cap; i++) {
+		if (m->slots[i].key) {
+			size_t h = ptr_hash(m->slots[i].key, cap);
+			while (s[h].key)
+				h = (h + 1) & (cap - 1);
+			s[h] = m->slots[i];
+		}
+	}
+	free(m->slots);
+	m->slots = s;
+	m->cap = cap;
+	return 0;
+}
+
+static int map_put(struct ptrmap *m, const void *key, uint32_t val)
+{
+	size_t h;
+
+	if ((m->used + 1) * 2 > m->cap && map_grow(m) < 0)
+		return -1;
+	h = ptr_hash(key, m->cap);
+	while (m->slots[h].key && m->slots[h].key != key)
+		h = (h + 1) & (m->cap - 1);
+	if (!m->slots[h].key)
+		m->used++;
+	m->slots[h].key = key;
+	m->slots[h].val = val;
+	return 0;
+}
+
+static int map_get(const struct ptrmap *m, const void *key, uint32_t *val)
+{
+	size_t h;
+
+	if (!m->cap)
+		return -1;
+	for (h = ptr_hash(key, m->cap); m->slots[h].key; h = (h + 1) & (m->cap - 1))
+		if (m->slots[h].key == key) {
+			*val = m->slots[h].val;
+			return 0;
+		}
+	return -1;
+}
+
+/* Deletion with backward shift, so lookups never need tombstones. */
+static void map_del(struct ptrmap *m, const void *key)
+{
+	size_t h, j;
+
+	if (!m->cap)
+		return;
+	for (h = ptr_hash(key, m->cap); m->slots[h].key; h = (h + 1) & (m->cap - 1))
+		if (m->slots[h].key == key)
+			break;
+	if (!m->slots[h].key)
+		return;
+	m->slots[h].key = NULL;
+	m->used--;
+	for (j = (h + 1) & (m->cap - 1); m->slots[j].key; j = (j + 1) & (m->cap - 1)) {
+		size_t home = ptr_hash(m->slots[j].key, m->cap);
+		/* Move j back to h if h lies cyclically in [home, j). */
+		if ((j > h && (home <= h || home > j)) || (j < h && home <= h && home > j)) {
+			m->slots[h] = m->slots[j];
+			m->slots[j].key = NULL;
+			h = j;
+		}
+	}
+}
+
+/* ---- directory writes ------------------------------------------------------------ */
+
+static void gen_begin(struct pcpu_segment *seg)
+{
+	__atomic_add_fetch(&seg->hdr->generation, 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static void gen_end(struct pcpu_segment *seg)
+{
+	__atomic_add_fetch(&seg->hdr->generation, 1, __ATOMIC_RELEASE);
+}
+
+static void mark_dropped(struct pcpu_segment *seg)
+{
+	__atomic_add_fetch(&seg->hdr->dropped, 1, __ATOMIC_RELAXED);
+	__atomic_or_fetch(&seg->hdr->flags, PCPU__SEG_F_INCOMPLETE, __ATOMIC_RELEASE);
+}
+
+/* Seqlock write of entry `idx`: odd, fields, even. */
+static void entry_write(struct pcpu_segment *seg, uint64_t idx, const struct pcpu__seg_entry *v)
+{
+	struct pcpu__seg_entry *e = &seg->entries[idx];
+	uint64_t s = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
+
+	__atomic_store_n(&e->seq, s + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	memcpy((char *)e + sizeof e->seq, (const char *)v + sizeof v->seq,
+	       sizeof *e - sizeof e->seq);
+	__atomic_store_n(&e->seq, s + 2, __ATOMIC_RELEASE);
+}
+
+static int entry_alloc(struct pcpu_segment *seg, uint64_t *idx)
+{
+	if (seg->free_entries.n) {
+		*idx = seg->free_entries.v[--seg->free_entries.n];
+		return 0;
+	}
+	if (seg->entries_used >= seg->entries_cap)
+		return -1;
+	*idx = seg->entries_used++;
+	return 0;
+}
+
+/* Publishes the high-water mark after the entry is written, so a reader
+ * never copies an entry index it could see half-initialised as valid. */
+static void entries_publish_used(struct pcpu_segment *seg)
+{
+	__atomic_store_n(&seg->hdr->entries_used, seg->entries_used, __ATOMIC_RELEASE);
+}
+
+static unsigned blob_class(size_t len)
+{
+	unsigned c = 0;
+
+	while (((size_t)1 << (BLOB_MIN_SHIFT + c)) < len)
+		c++;
+	return c;
+}
+
+static int blob_alloc(struct pcpu_segment *seg, size_t len, uint64_t *off)
+{
+	unsigned c;
+	size_t sz;
+
+	if (len == 0) {
+		*off = 0;
+		return 0;
+	}
+	if (len > PCPU__SEG_BLOB_MAX)
+		return -1;
+	c = blob_class(len);
+	sz = (size_t)1 << (BLOB_MIN_SHIFT + c);
+	if (seg->free_blobs[c].n) {
+		*off = seg->free_blobs[c].v[--seg->free_blobs[c].n];
+		return 0;
+	}
+	if (seg->strings_cap - seg->strings_used < sz)
+		return -1;
+	*off = seg->strings_used;
+	seg->strings_used += sz;
+	return 0;
+}
+
+static void blob_free(struct pcpu_segment *seg, uint64_t off, size_t len)
+{
+	if (len == 0)
+		return;
+	/* Out of memory for the free list: the space is leaked, not reused. */
+	(void)vec_push(&seg->free_blobs[blob_class(len)], off);
+}
+
+static void entry_free(struct pcpu_segment *seg, uint64_t idx)
+{
+	struct pcpu__seg_entry old = seg->entries[idx], z;
+
+	memset(&z, 0, sizeof z);
+	entry_write(seg, idx, &z); /* seq grows, kind FREE */
+	blob_free(seg, old.blob_off, old.blob_len);
+	(void)vec_push(&seg->free_entries, idx); /* else the entry is leaked */
+}
+
+/* Appends s and its NUL at blob + *pos. */
+static void put_str(char *blob, size_t *pos, const char *s)
+{
+	size_t n = strlen(s) + 1;
+
+	memcpy(blob + *pos, s, n);
+	*pos += n;
+}
+
+/* ---- events -------------------------------------------------------------------- */
+
+static void family_added(struct pcpu_segment *seg, struct pcpu_family *f)
+{
+	struct pcpu__seg_entry e;
+	size_t len = 0, pos = 0, nbounds = 0;
+	uint64_t idx, off;
+	unsigned l;
+	char *blob;
+
+	len += strlen(f->name) + 1;
+	if (f->help)
+		len += strlen(f->help) + 1;
+	len += (f->unit ? strlen(f->unit) : 0) + 1;
+	for (l = 0; l < f->nlabels; l++)
+		len += strlen(f->label_names[l]) + 1;
+	if (f->type == PCPU_METRIC_HISTOGRAM && f->layout.scheme == PCPU_HISTOGRAM_EXPLICIT) {
+		nbounds = f->nbuckets - 1;
+		len = ((len + 7) & ~(size_t)7) + nbounds * sizeof(int64_t);
+	}
+	if (entry_alloc(seg, &idx) < 0) {
+		mark_dropped(seg);
+		return;
+	}
+	if (blob_alloc(seg, len, &off) < 0) {
+		(void)vec_push(&seg->free_entries, idx);
+		mark_dropped(seg);
+		return;
+	}
+	if (map_put(&seg->families, f, (uint32_t)idx) < 0) {
+		blob_free(seg, off, len);
+		(void)vec_push(&seg->free_entries, idx);
+		mark_dropped(seg);
+		return;
+	}
+	blob = seg->strings + off;
+	put_str(blob, &pos, f->name);
+	if (f->help)
+		put_str(blob, &pos, f->help);
+	put_str(blob, &pos, f->unit ? f->unit : "");
+	for (l = 0; l < f->nlabels; l++)
+		put_str(blob, &pos, f->label_names[l]);
+	if (nbounds) {
+		while (pos & 7)
+			blob[pos++] = '\0';
+		memcpy(blob + pos, f->bucket_upper, nbounds * sizeof(int64_t));
+	}
+	__atomic_store_n(&seg->hdr->strings_used, seg->strings_used, __ATOMIC_RELEASE);
+
+	memset(&e, 0, sizeof e);
+	e.kind = PCPU__SEG_FAMILY;
+	e.type = (uint8_t)f->type;
+	e.scale_exp10 = (int8_t)f->scale_exp10;
+	e.nlabels = (uint16_t)f->nlabels;
+	e.flags = (uint16_t)((f->help ? PCPU__SEG_E_HAS_HELP : 0) |
+			     ((f->flags & PCPU_SNAPSHOT_SPARSE_BUCKETS) ? PCPU__SEG_E_SPARSE : 0));
+	e.family_id = ++seg->next_family_id;
+	e.blob_off = off;
+	e.blob_len = (uint32_t)len;
+	if (f->type == PCPU_METRIC_HISTOGRAM) {
+		e.nbuckets = (uint32_t)f->nbuckets;
+		e.u32a = (uint32_t)f->layout.scheme;
+		e.u32b = f->layout.scheme == PCPU_HISTOGRAM_LOG_LINEAR ? f->layout.precision_bits : 0;
+	}
+	entry_write(seg, idx, &e);
+	entries_publish_used(seg);
+	__atomic_store_n(&seg->hdr->nfamilies, ++seg->nfamilies, __ATOMIC_RELAXED);
+}
+
+/* Where a series' value lives: chunk, offset in the chunk's slot region,
+ * bytes per slot. */
+static int value_location(struct pcpu_segment *seg, const struct pcpu_family *f,
+			  const struct pcpu__series *se, uint32_t *chunk, uint64_t *off,
+			  uint32_t *size)
+{
+	uintptr_t addr, base;
+	size_t i;
+	int rc = -1;
+
+	switch (f->type) {
+	case PCPU_METRIC_COUNTER:
+		addr = (uintptr_t)se->handle;
+		*size = PCPU__SEG_COUNTER_SIZE;
+		break;
+	case PCPU_METRIC_GAUGE:
+		addr = (uintptr_t)se->handle;
+		*size = PCPU__SEG_GAUGE_SIZE;
+		break;
+	case PCPU_METRIC_HISTOGRAM:
+		addr = (uintptr_t)((const pcpu_histogram_t *)se->handle)->pcpu__c;
+		*size = (uint32_t)PCPU__SEG_HISTOGRAM_SIZE(f->nbuckets);
+		break;
+	default:
+		return -1;
+	}
+	base = addr & ~(uintptr_t)(PCPU_SLOT_STRIDE - 1);
+	pthread_mutex_lock(&seg->chunk_lock);
+	for (i = 0; i < seg->nchunks; i++) {
+		if (seg->chunk_base[i] == base) {
+			*chunk = (uint32_t)i;
+			*off = addr - base;
+			rc = 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&seg->chunk_lock);
+	return rc;
+}
+
+static void series_added(struct pcpu_segment *seg, struct pcpu_family *f, struct pcpu__series *se)
+{
+	struct pcpu__seg_entry e;
+	uint32_t fidx, chunk, size;
+	uint64_t idx, off, voff;
+	size_t len = 0, pos = 0;
+	unsigned l;
+
+	if (map_get(&seg->families, f, &fidx) < 0 ||
+	    value_location(seg, f, se, &chunk, &voff, &size) < 0) {
+		mark_dropped(seg);
+		return;
+	}
+	for (l = 0; l < f->nlabels; l++)
+		len += strlen(se->values[l]) + 1;
+	if (entry_alloc(seg, &idx) < 0) {
+		mark_dropped(seg);
+		return;
+	}
+	if (blob_alloc(seg, len, &off) < 0) {
+		(void)vec_push(&seg->free_entries, idx);
+		mark_dropped(seg);
+		return;
+	}
+	if (map_put(&seg->series, se, (uint32_t)idx) < 0) {
+		blob_free(seg, off, len);
+		(void)vec_push(&seg->free_entries, idx);
+		mark_dropped(seg);
+		return;
+	}
+	for (l = 0; l < f->nlabels; l++)
+		put_str(seg->strings + off, &pos, se->values[l]);
+	__atomic_store_n(&seg->hdr->strings_used, seg->strings_used, __ATOMIC_RELEASE);
+
+	memset(&e, 0, sizeof e);
+	e.kind = PCPU__SEG_SERIES;
+	e.type = (uint8_t)f->type;
+	e.nlabels = (uint16_t)f->nlabels;
+	e.family_id = seg->entries[fidx].family_id;
+	e.blob_off = off;
+	e.blob_len = (uint32_t)len;
+	e.u32a = chunk;
+	e.u32b = size;
+	e.value_off = voff;
+	/* Readers list a family's series in creation order, as the
+	 * registry's own snapshot does. */
+	e.serial = ++seg->next_serial;
+	entry_write(seg, idx, &e);
+	entries_publish_used(seg);
+	__atomic_store_n(&seg->hdr->nseries, ++seg->nseries, __ATOMIC_RELAXED);
+}
+
+static void series_removing(struct pcpu_segment *seg, struct pcpu__series *se)
+{
+	uint32_t idx;
+
+	if (map_get(&seg->series, se, &idx) < 0)
+		return; /* dropped when added */
+	map_del(&seg->series, se);
+	entry_free(seg, idx);
+	__atomic_store_n(&seg->hdr->nseries, --seg->nseries, __ATOMIC_RELAXED);
+}
+
+static void family_removing(struct pcpu_segment *seg, struct pcpu_family *f)
+{
+	uint32_t idx;
+	size_t i;
+
+	/* Series first: a reader never sees a series without its family. */
+	for (i = 0; i < f->tabsize; i++) {
+		struct pcpu__series *se;
+		for (se = f->tab[i]; se; se = se->hnext)
+			series_removing(seg, se);
+	}
+	if (map_get(&seg->families, f, &idx) < 0)
+		return;
+	map_del(&seg->families, f);
+	entry_free(seg, idx);
+	__atomic_store_n(&seg->hdr->nfamilies, --seg->nfamilies, __ATOMIC_RELAXED);
+}
+
+/* ---- life cycle ------------------------------------------------------------------ */
+
+/* Removes the file name if it is still ours (the name may have been
+ * removed and reused by someone else meanwhile). */
+static void unlink_if_ours(struct pcpu_segment *seg)
+{
+	struct stat a, b;
+
+	if (fstat(seg->fd, &a) == 0 &&
+	    fstatat(seg->dirfd, seg->file, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		unlinkat(seg->dirfd, seg->file, 0);
+}
+
+static void seg_free(struct pcpu_segment *seg)
+{
+	size_t c;
+
+	if (seg->map)
+		munmap(seg->map, seg->map_len);
+	if (seg->fd >= 0)
+		close(seg->fd);
+	if (seg->dirfd >= 0)
+		close(seg->dirfd);
+	free(seg->path);
+	free(seg->chunk_base);
+	free(seg->free_entries.v);
+	for (c = 0; c < BLOB_CLASSES; c++)
+		free(seg->free_blobs[c].v);
+	free(seg->families.slots);
+	free(seg->series.slots);
+	pthread_mutex_destroy(&seg->chunk_lock);
+	free(seg);
+}
+
+static void seg_hook(void *ctx, enum pcpu__registry_event ev, struct pcpu_family *f,
+		     struct pcpu__series *se)
+{
+	struct pcpu_segment *seg = ctx;
+
+	if (ev == PCPU__REG_DESTROYED) {
+		/* The zone is gone; only the parent owns the file's name. */
+		if (getpid() == seg->pid && seg->published) {
+			__atomic_or_fetch(&seg->hdr->flags, PCPU__SEG_F_CLOSED, __ATOMIC_RELEASE);
+			unlink_if_ours(seg);
+		}
+		seg_free(seg);
+		return;
+	}
+	/* A fork()ed child shares the file but must not rewrite the parent's
+	 * directory (see pcpu/segment.h). */
+	if (getpid() != seg->pid)
+		return;
+	gen_begin(seg);
+	switch (ev) {
+	case PCPU__REG_FAMILY_ADDED:
+		family_added(seg, f);
+		break;
+	case PCPU__REG_FAMILY_REMOVING:
+		family_removing(seg, f);
+		break;
+	case PCPU__REG_SERIES_ADDED:
+		series_added(seg, f, se);
+		break;
+	case PCPU__REG_SERIES_REMOVING:
+		series_removing(seg, se);
+		break;
+	default:
+		break;
+	}
+	gen_end(seg);
+}
+
+/* Called by the zone, under its lock, for every chunk it has and gets. */
+static void on_chunk(void *ctx, unsigned no, char *base, uint64_t file_off)
+{
+	struct pcpu_segment *seg = ctx;
+
+	pthread_mutex_lock(&seg->chunk_lock);
+	if (file_off != seg->data_offset + (uint64_t)no * seg->chunk_span) {
+		/* Cannot happen with this zone.c; if it did, readers would read
+		 * the wrong place: leave the chunk unknown, its series dropped. */
+		pthread_mutex_unlock(&seg->chunk_lock);
+		return;
+	}
+	if (no >= seg->chunk_cap) {
+		size_t cap = seg->chunk_cap ? seg->chunk_cap : 16;
+		uintptr_t *p;
+
+		while (cap <= no)
+			cap *= 2;
+		p = realloc(seg->chunk_base, cap * sizeof *p);
+		if (!p) {
+			pthread_mutex_unlock(&seg->chunk_lock);
+			return; /* its series will be dropped, and counted */
+		}
+		memset(p + seg->chunk_cap, 0, (cap - seg->chunk_cap) * sizeof *p);
+		seg->chunk_base = p;
+		seg->chunk_cap = cap;
+	}
+	seg->chunk_base[no] = (uintptr_t)base;
+	if (no + 1 > seg->nchunks)
+		seg->nchunks = no + 1;
+	/* The file already holds the chunk (the zone sized it before mapping). */
+	__atomic_store_n(&seg->hdr->nchunks, (uint64_t)seg->nchunks, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&seg->chunk_lock);
+}
+
+/* Removes leftovers of this segment name from dead processes of our user. */
+static void remove_stale(int dirfd, const char *name)
+{
+	int dfd = dup(dirfd);
+	DIR *d;
+	struct dirent *de;
+
+	if (dfd < 0)
+		return;
+	d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		char n[PCPU__SEG_NAME_MAX + 1];
+		struct pcpu__seg_header h;
+		struct stat st;
+		uint64_t start;
+		pid_t pid;
+		int fd, dead;
+
+		if (pcpu__seg_parse_file_name(de->d_name, &pid, n) < 0 || strcmp(n, name) != 0)
+			continue;
+		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+			continue;
+		if (pcpu__seg_proc_start(pid, &start) < 0) {
+			dead = 1; /* no such process */
+		} else {
+			fd = openat(dirfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+			if (fd < 0)
+				continue;
+			dead = pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
+			       memcmp(h.magic, PCPU__SEG_MAGIC, 8) == 0 && h.writer_pid == pid &&
+			       h.writer_start != start;
+			close(fd);
+		}
+		if (dead)
+			unlinkat(dirfd, de->d_name, 0);
+	}
+	closedir(d);
+}
+
+static uint64_t round_page(uint64_t x)
+{
+	return (x + 4095) & ~(uint64_t)4095;
+}
+
+pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
+				     const struct pcpu_segment_options *opts)
+{
+	struct pcpu_segment_options o;
+	struct pcpu_segment *seg;
+	struct pcpu__seg_header *h;
+	struct timespec ts;
+	const char *dir;
+	uint64_t start = 0, max_e, max_s;
+	mode_t mode = 0600;
+	size_t i;
+	int err;
+
+	if (!reg) {
+		pcpu__seg_fail(EINVAL, "registry is NULL");
+		return NULL;
+	}
+	if (pcpu__seg_check_name(name) < 0)
+		return NULL;
+	memset(&o, 0, sizeof o);
+	if (opts)
+		o = *opts;
+	if (o.flags & ~(unsigned)PCPU_SEGMENT_GROUP_READ) {
+		pcpu__seg_fail(EINVAL, "unknown segment option flags 0x%x", o.flags);
+		return NULL;
+	}
+	max_e = o.max_entries ? o.max_entries : DEFAULT_MAX_ENTRIES;
+	max_s = o.max_string_bytes ? o.max_string_bytes : DEFAULT_MAX_STRINGS;
+	if (max_e > LIMIT_MAX_ENTRIES || max_s > LIMIT_MAX_STRINGS) {
+		pcpu__seg_fail(EINVAL, "max_entries must be <= 2^28 and max_string_bytes <= 2^34");
+		return NULL;
+	}
+	if (pcpu__seg_proc_start(getpid(), &start) < 0) {
+		pcpu__seg_fail(ENOENT, "cannot read /proc/self/stat (is /proc mounted?)");
+		return NULL;
+	}
+	dir = pcpu__seg_dir(o.dir);
+
+	seg = calloc(1, sizeof *seg);
+	if (!seg) {
+		pcpu__seg_fail(ENOMEM, "out of memory");
+		return NULL;
+	}
+	seg->fd = -1;
+	seg->reg = reg;
+	seg->pid = getpid();
+	pthread_mutex_init(&seg->chunk_lock, NULL);
+	seg->dirfd = pcpu__seg_open_dir(dir);
+	if (seg->dirfd < 0)
+		goto fail;
+	snprintf(seg->file, sizeof seg->file, "%s%d.%s", PCPU__SEG_FILE_PREFIX, (int)seg->pid, name);
+	seg->path = malloc(strlen(dir) + 1 + strlen(seg->file) + 1);
+	if (!seg->path) {
+		pcpu__seg_fail(ENOMEM, "out of memory");
+		goto fail;
+	}
+	sprintf(seg->path, "%s/%s", dir, seg->file);
+	remove_stale(seg->dirfd, name);
+
+	/* An unnamed file first, named once its header is complete (below), so
+	 * readers never see a half-initialised segment. Where the file system
+	 * has no O_TMPFILE, the name is created at once with O_EXCL and
+	 * readers wait out the few microseconds until the magic is written. */
+	seg->fd = openat(seg->dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (seg->fd < 0) {
+		seg->fd = openat(seg->dirfd, seg->file,
+				 O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (seg->fd < 0) {
+			pcpu__seg_fail(errno, "creating \"%.300s\": %s", seg->path, strerror(errno));
+			goto fail;
+		}
+		seg->published = 1; /* from here on, failure removes the file */
+	}
+	if (o.flags & PCPU_SEGMENT_GROUP_READ) {
+		if (fchown(seg->fd, (uid_t)-1, o.group) != 0) {
+			pcpu__seg_fail(EPERM, "cannot give \"%.300s\" to group %u: %s", seg->path,
+				       (unsigned)o.group, strerror(errno));
+			goto fail;
+		}
+		mode = 0640;
+	}
+	/* Exactly this mode, whatever the umask. */
+	if (fchmod(seg->fd, mode) != 0) {
+		pcpu__seg_fail(errno, "chmod \"%.300s\": %s", seg->path, strerror(errno));
+		goto fail;
+	}
+
+	seg->entries_cap = max_e;
+	seg->strings_cap = round_page(max_s);
+	seg->chunk_span = (uint64_t)pcpu_nslots() * PCPU_SLOT_STRIDE;
+	seg->data_offset = round_page(PCPU__SEG_HEADER_REGION + max_e * PCPU__SEG_ENTRY_SIZE) +
+			   seg->strings_cap;
+	seg->map_len = (size_t)seg->data_offset;
+	if (ftruncate(seg->fd, (off_t)seg->data_offset) != 0) {
+		pcpu__seg_fail(errno, "sizing \"%.300s\": %s", seg->path, strerror(errno));
+		goto fail;
+	}
+	seg->map = mmap(NULL, seg->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, seg->fd, 0);
+	if (seg->map == MAP_FAILED) {
+		seg->map = NULL;
+		pcpu__seg_fail(errno, "mapping \"%.300s\": %s", seg->path, strerror(errno));
+		goto fail;
+	}
+	seg->hdr = (struct pcpu__seg_header *)seg->map;
+	seg->entries = (struct pcpu__seg_entry *)(seg->map + PCPU__SEG_HEADER_REGION);
+	seg->strings = seg->map + round_page(PCPU__SEG_HEADER_REGION + max_e * PCPU__SEG_ENTRY_SIZE);
+
+	h = seg->hdr;
+	h->version_major = PCPU__SEG_VERSION_MAJOR;
+	h->version_minor = PCPU__SEG_VERSION_MINOR;
+	h->header_size = sizeof *h;
+	h->byte_order = PCPU__SEG_BYTE_ORDER;
+	h->writer_pid = (int32_t)seg->pid;
+	h->writer_uid = (uint32_t)geteuid();
+	h->writer_start = start;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	h->created_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	h->nslots = pcpu_nslots();
+	h->slot_index = pcpu_zone_index(reg->zone) == PCPU_INDEX_CPU ? 1 : 2;
+	h->slot_stride = PCPU_SLOT_STRIDE;
+	h->chunk_span = seg->chunk_span;
+	h->data_offset = seg->data_offset;
+	h->entries_offset = PCPU__SEG_HEADER_REGION;
+	h->entries_capacity = max_e;
+	h->entry_size = PCPU__SEG_ENTRY_SIZE;
+	h->strings_offset = (uint64_t)(seg->strings - seg->map);
+	h->strings_capacity = seg->strings_cap;
+	memcpy(h->name, name, strlen(name));
+	/* The magic makes the header valid: an empty segment, no chunks yet. */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	memcpy(h->magic, PCPU__SEG_MAGIC, sizeof h->magic);
+
+	pthread_mutex_lock(&reg->lock);
+	if (reg->hook) {
+		pthread_mutex_unlock(&reg->lock);
+		pcpu__seg_fail(EBUSY, "the registry is already published");
+		goto fail;
+	}
+	if (!seg->published) {
+		/* linkat() creates the name exclusively and never follows a
+		 * symlink there: the guarantees of O_CREAT|O_EXCL|O_NOFOLLOW. */
+		char fdpath[64];
+
+		snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", seg->fd);
+		if (linkat(AT_FDCWD, fdpath, seg->dirfd, seg->file, AT_SYMLINK_FOLLOW) != 0) {
+			err = errno;
+			pthread_mutex_unlock(&reg->lock);
+			pcpu__seg_fail(err, "creating \"%.300s\": %s", seg->path, strerror(err));
+			goto fail;
+		}
+		seg->published = 1;
+	}
+	if (pcpu_zone_attach_file(reg->zone, seg->fd, seg->data_offset, on_chunk, seg) != 0) {
+		err = errno;
+		pthread_mutex_unlock(&reg->lock);
+		if (err == EBUSY)
+			pcpu__seg_fail(EBUSY, "the registry already has series: publish it right after "
+					      "pcpu_registry_create(), before creating any series");
+		else
+			pcpu__seg_fail(err, "moving the registry's zone into \"%.300s\": %s",
+				       seg->path, strerror(err));
+		goto fail;
+	}
+	/* Families declared before publication (they have no series, the
+	 * zone refused otherwise). */
+	gen_begin(seg);
+	for (i = 0; i < reg->nfams; i++)
+		family_added(seg, reg->fams[i]);
+	gen_end(seg);
+	reg->hook_ctx = seg;
+	reg->hook = seg_hook;
+	pthread_mutex_unlock(&reg->lock);
+	return seg;
+
+fail:
+	err = errno;
+	if (seg->published)
+		unlink_if_ours(seg);
+	seg_free(seg);
+	errno = err;
+	return NULL;
+}
+
+int pcpu_segment_unpublish(pcpu_segment_t *seg)
+{
+	if (!seg)
+		return pcpu__seg_fail(EINVAL, "segment is NULL");
+	if (getpid() != seg->pid)
+		return 0; /* a fork()ed child: the name is the parent's */
+	pthread_mutex_lock(&seg->reg->lock);
+	if (seg->published) {
+		__atomic_or_fetch(&seg->hdr->flags, PCPU__SEG_F_CLOSED, __ATOMIC_RELEASE);
+		unlink_if_ours(seg);
+		seg->published = 0;
+	}
+	pthread_mutex_unlock(&seg->reg->lock);
+	return 0;
+}
+
+const char *pcpu_segment_path(const pcpu_segment_t *seg)
+{
+	return seg ? seg->path : NULL;
+}
+
+uint64_t pcpu_segment_dropped(const pcpu_segment_t *seg)
+{
+	return seg ? __atomic_load_n(&seg->hdr->dropped, __ATOMIC_RELAXED) : 0;
+}

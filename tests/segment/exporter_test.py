@@ -1,0 +1,296 @@
+#!/usr/bin/env python3
+"""pcpustat serve, the Prometheus exporter.
+
+  exporter_test.py behaviour PCPUSTAT FIXTURE
+      content negotiation, HEAD, errors (404/405/431), keep-alive and
+      pipelining, slow clients, a broken segment isolated (pcpu_segment_up 0,
+      the others whole), a segment its user may not read never exposed, and
+      SIGTERM stopping it cleanly.
+  exporter_test.py load PCPUSTAT FIXTURE [N]
+      N (1000) scrapes from a local client, new connections and keep-alive;
+      no descriptor or memory growth (/proc/PID/fd, VmRSS).
+
+Only loopback addresses; every wait is bounded; everything started is
+stopped.
+"""
+import http.client
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+FAILS = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        FAILS.append(what)
+
+
+class Env:
+    def __init__(self, pcpustat, fixture):
+        self.pcpustat, self.fixture = pcpustat, fixture
+        self.tmp = tempfile.mkdtemp(prefix="pcpu-exp.")
+        self.dir = os.path.join(self.tmp, "seg")
+        os.mkdir(self.dir, 0o700)
+        self.env = dict(os.environ, PCPU_SEGMENT_DIR=self.dir)
+        self.procs = []
+
+    def fixture_start(self, *args):
+        p = subprocess.Popen([self.fixture, *args], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, env=self.env, text=True)
+        self.procs.append(p)
+        line = p.stdout.readline()  # the fixture exits after 60 s at most
+        if not line.startswith("ready "):
+            raise SystemExit("fixture %s did not start: %r" % (args, line))
+        return p, line.split()[1]
+
+    def serve(self, *args, user=None):
+        cmd = [self.pcpustat, "serve", "--listen", "127.0.0.1:0", *args]
+        if user is not None:
+            cmd = ["setpriv", "--reuid=%d" % user, "--regid=%d" % user, "--clear-groups"] + cmd
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env=self.env, text=True)
+        self.procs.append(p)
+        line = p.stdout.readline()
+        if "listening on http://" not in line:
+            raise SystemExit("exporter did not start: %r %s" % (line, p.stderr.read()))
+        hostport = line.split("http://")[1].split("/")[0]
+        host, port = hostport.rsplit(":", 1)
+        return p, host, int(port)
+
+    def close(self):
+        for p in self.procs:
+            if p.poll() is None:
+                if p.stdin:
+                    p.stdin.close()
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def get(host, port, path="/metrics", headers=None, method="GET", conn=None):
+    c = conn or http.client.HTTPConnection(host, port, timeout=10)
+    c.request(method, path, headers=headers or {})
+    r = c.getresponse()
+    body = r.read().decode("utf-8", "replace")
+    if conn is None:
+        c.close()
+    return r.status, r.getheader("Content-Type"), body
+
+
+def raw(host, port, data, timeout=5.0, shutdown=True):
+    s = socket.create_connection((host, port), timeout=timeout)
+    s.sendall(data)
+    if shutdown:
+        s.shutdown(socket.SHUT_WR)
+    out = b""
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            out += chunk
+    except (socket.timeout, ConnectionResetError):
+        pass
+    s.close()
+    return out.decode("utf-8", "replace")
+
+
+def behaviour(e):
+    fx, path = e.fixture_start("golden", "fixture")
+    cnt, _ = e.fixture_start("count", "1000", "counter")
+    srv, host, port = e.serve()
+    check(host == "127.0.0.1", "binds to 127.0.0.1 when asked (default is 127.0.0.1:9464)")
+
+    st, ct, body = get(host, port)
+    check(st == 200 and ct.startswith("text/plain; version=0.0.4"), "no Accept: Prometheus text 0.0.4")
+    check('test_events_total{pcpu_segment="counter",pcpu_pid="%d"} 1000' % cnt.pid in body,
+          "a counter with its segment labels")
+    check('app_requests_total{method="GET",code="200",pcpu_segment="fixture",pcpu_pid="%d"} 1234'
+          % fx.pid in body, "the labelled series of a second segment")
+    check('pcpu_segment_up{pcpu_segment="fixture",pcpu_pid="%d"} 1' % fx.pid in body,
+          "pcpu_segment_up 1")
+
+    prom_accept = ("application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
+                   "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1")
+    st, ct, body = get(host, port, headers={"Accept": prom_accept})
+    check(st == 200 and ct.startswith("application/openmetrics-text; version=1.0.0"),
+          "Prometheus' Accept: OpenMetrics")
+    check(body.endswith("# EOF\n") and "# UNIT app_latency_seconds seconds" in body,
+          "OpenMetrics body ends in # EOF, has # UNIT")
+    for accept, want in [("text/plain", "text/plain"),
+                         ("*/*", "text/plain"),
+                         ("application/openmetrics-text", "application/openmetrics-text"),
+                         ("application/openmetrics-text;q=0.2, text/plain;q=0.9", "text/plain"),
+                         ("application/openmetrics-text;version=2.0.0, text/plain;q=0.1", "text/plain"),
+                         ("application/openmetrics-text;q=0", "text/plain")]:
+        st, ct, _ = get(host, port, headers={"Accept": accept})
+        check(st == 200 and ct.startswith(want), "Accept %r -> %s" % (accept, want))
+
+    st, ct, body = get(host, port, "/metrics/counter")
+    check(st == 200 and body.startswith("# HELP test_events_total") and "pcpu_segment" not in body,
+          "/metrics/NAME: one segment, unlabelled")
+    st, _, body = get(host, port, "/metrics/%d" % fx.pid)
+    check(st == 200 and "app_queue_depth 42" in body, "/metrics/PID")
+    st, _, body = get(host, port, "/metrics/nosuch")
+    check(st == 404, "/metrics/nosuch -> 404")
+    st, _, _ = get(host, port, "/metrics/..%2f..%2fetc%2fpasswd")
+    check(st == 404, "no paths through /metrics/")
+    st, _, _ = get(host, port, "/nope")
+    check(st == 404, "unknown path -> 404")
+    st, _, body = get(host, port, "/")
+    check(st == 200 and "/metrics" in body, "index page")
+    st, _, body = get(host, port, method="HEAD")
+    check(st == 200 and body == "", "HEAD: headers only")
+    st, _, _ = get(host, port, method="POST")
+    check(st == 405, "POST -> 405")
+    out = raw(host, port, b"GET /metrics HTTP/1.1\r\nX: " + b"a" * 10000 + b"\r\n\r\n")
+    check(out.startswith("HTTP/1.1 431"), "8 KiB of headers -> 431")
+    out = raw(host, port, b"garbage\r\n\r\n")
+    check(out.startswith("HTTP/1.1 400"), "not HTTP -> 400")
+
+    # Keep-alive: several requests on one connection; pipelining.
+    c = http.client.HTTPConnection(host, port, timeout=10)
+    ok = all(get(host, port, conn=c)[0] == 200 for _ in range(5))
+    c.close()
+    check(ok, "5 requests on one keep-alive connection")
+    out = raw(host, port, b"GET /metrics/counter HTTP/1.1\r\nHost: x\r\n\r\n"
+              b"GET /metrics/counter HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    check(out.count("HTTP/1.1 200 OK") == 2, "two pipelined requests, two responses")
+
+    # A slow client is dropped; others are served meanwhile.
+    slow = socket.create_connection((host, port), timeout=10)
+    slow.sendall(b"GET /metrics HTTP/1.1\r\n")
+    st, _, _ = get(host, port)
+    check(st == 200, "served while a slow client dawdles")
+    slow.close()
+
+    # A broken segment: left out whole, pcpu_segment_up 0; the others intact.
+    broken = os.path.join(e.dir, "pcpu.%d.broken" % fx.pid)
+    with open(path, "rb") as f:
+        data = bytearray(f.read(4096))
+    data[200:210] = b"X" * 10  # inside the header's name: header and file name disagree
+    with open(broken, "wb") as f:
+        f.write(data)
+    os.chmod(broken, 0o600)
+    trunc = os.path.join(e.dir, "pcpu.%d.fixture2" % fx.pid)
+    with open(path, "rb") as f:
+        with open(trunc, "wb") as g:
+            g.write(f.read(300))
+    os.chmod(trunc, 0o600)
+    st, _, body = get(host, port)
+    check(st == 200, "200 with broken segments around")
+    check('pcpu_segment_up{pcpu_segment="broken",pcpu_pid="%d"} 0' % fx.pid in body and
+          'pcpu_segment_up{pcpu_segment="fixture2",pcpu_pid="%d"} 0' % fx.pid in body,
+          "broken and truncated segments: pcpu_segment_up 0")
+    samples = [l for l in body.splitlines() if not l.startswith(("#", "pcpu_segment_up{"))]
+    check(sum('pcpu_segment="fixture"' in l for l in samples) == 27 and
+          not any('pcpu_segment="broken"' in l or 'pcpu_segment="fixture2"' in l for l in samples),
+          "the good segment whole (27 samples), nothing of the broken ones")
+    os.unlink(broken)
+    os.unlink(trunc)
+
+    # A segment the exporter's user may not read is never exposed.
+    if os.geteuid() == 0 and shutil.which("setpriv"):
+        os.chmod(e.tmp, 0o755)
+        os.chmod(e.dir, 0o755)
+        srv2, h2, p2 = e.serve(user=65534)
+        st, _, body = get(h2, p2)
+        check(st == 200 and "app_requests_total" not in body and "test_events_total" not in body
+              and 'pcpu_segment_up{pcpu_segment="fixture",pcpu_pid="%d"} 0' % fx.pid in body,
+              "another user's exporter exposes none of root's 0600 segments")
+        st, _, _ = get(h2, p2, "/metrics/fixture")
+        check(st == 403, "/metrics/NAME of an unreadable segment -> 403")
+        os.chmod(e.dir, 0o700)
+    elif os.geteuid() != 0:
+        os.chmod(path, 0)
+        st, _, body = get(host, port)
+        check("app_requests_total" not in body, "an unreadable segment is not exposed")
+        os.chmod(path, 0o600)
+    else:
+        check(False, "running as root without setpriv(1) (util-linux)")
+
+    # Stops cleanly on SIGTERM.
+    srv.send_signal(signal.SIGTERM)
+    try:
+        rc = srv.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        rc = None
+    check(rc == 0, "SIGTERM: exits 0")
+
+
+def fd_count(pid):
+    return len(os.listdir("/proc/%d/fd" % pid))
+
+
+def rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def load(e, n):
+    e.fixture_start("golden", "fixture")
+    e.fixture_start("count", "12345", "counter")
+    srv, host, port = e.serve()
+    accept = {"Accept": "application/openmetrics-text;version=1.0.0,text/plain;q=0.5"}
+
+    def scrapes(k):
+        c = http.client.HTTPConnection(host, port, timeout=10)
+        for i in range(k):
+            if i % 2:  # half on a kept-alive connection, half on new ones
+                st, _, body = get(host, port, headers=accept, conn=c)
+            else:
+                st, _, body = get(host, port)
+            if st != 200 or "12345" not in body:
+                c.close()
+                return False
+        c.close()
+        return True
+
+    ok = scrapes(100)  # warm up: allocator caches, lazily loaded code
+    time.sleep(0.2)
+    fd0, rss0 = fd_count(srv.pid), rss_kb(srv.pid)
+    t0 = time.monotonic()
+    ok = scrapes(n) and ok
+    dt = time.monotonic() - t0
+    time.sleep(0.2)  # connections closed by the client are reaped
+    fd1, rss1 = fd_count(srv.pid), rss_kb(srv.pid)
+    check(ok, "%d scrapes answered 200 with the right value (%.0f scrapes/s)" % (n, n / dt))
+    check(fd1 == fd0, "descriptors before/after: %d/%d" % (fd0, fd1))
+    # A leak of even 100 bytes per scrape would be 100 KB here; allow noise
+    # of the allocator (and of sanitizer runtimes) below that.
+    check(rss1 - rss0 < 1024, "VmRSS before/after: %d/%d kB" % (rss0, rss1))
+
+
+def main():
+    if len(sys.argv) < 4 or sys.argv[1] not in ("behaviour", "load"):
+        raise SystemExit(__doc__)
+    e = Env(sys.argv[2], sys.argv[3])
+    try:
+        if sys.argv[1] == "behaviour":
+            behaviour(e)
+        else:
+            load(e, int(sys.argv[4]) if len(sys.argv) > 4 else 1000)
+    finally:
+        e.close()
+    if FAILS:
+        print("exporter_test: %d failed" % len(FAILS))
+        sys.exit(1)
+    print("exporter_test: ok")
+
+
+if __name__ == "__main__":
+    main()

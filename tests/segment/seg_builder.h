@@ -1,0 +1,208 @@
+/*
+ * Builds small statistics segments in memory, byte by byte as the format
+ * (src/segment/format.h) says, for the hostile-input test and the fuzz
+ * corpus. A real writer always uses 32 MiB slot strides; the format allows
+ * any power of two from 16 bytes, which keeps these segments a few KiB.
+ */
+#ifndef PCPU_TEST_SEG_BUILDER_H
+#define PCPU_TEST_SEG_BUILDER_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format.h"
+
+struct sb {
+	unsigned char *buf;
+	size_t len;
+	struct pcpu__seg_header *h;
+	uint64_t nentries, strings_used;
+};
+
+static inline struct pcpu__seg_entry *sb_entry(struct sb *b, uint64_t i)
+{
+	return (struct pcpu__seg_entry *)(b->buf + b->h->entries_offset + i * PCPU__SEG_ENTRY_SIZE);
+}
+
+/* A segment with `nslots` slots of `stride` bytes, `nchunks` chunks, room
+ * for `ecap` entries and `scap` bytes of strings. */
+static inline void sb_init(struct sb *b, unsigned nslots, uint64_t stride, unsigned nchunks,
+			   unsigned ecap, unsigned scap)
+{
+	uint64_t entries = 256, strings = entries + (uint64_t)ecap * PCPU__SEG_ENTRY_SIZE;
+	uint64_t data = strings + scap;
+
+	memset(b, 0, sizeof *b);
+	b->len = (size_t)(data + (uint64_t)nchunks * nslots * stride);
+	b->buf = calloc(1, b->len);
+	b->h = (struct pcpu__seg_header *)b->buf;
+	memcpy(b->h->magic, PCPU__SEG_MAGIC, 8);
+	b->h->version_major = PCPU__SEG_VERSION_MAJOR;
+	b->h->version_minor = PCPU__SEG_VERSION_MINOR;
+	b->h->header_size = sizeof *b->h;
+	b->h->byte_order = PCPU__SEG_BYTE_ORDER;
+	b->h->writer_pid = 4242;
+	b->h->writer_uid = 1000;
+	b->h->writer_start = 777;
+	b->h->nslots = nslots;
+	b->h->slot_index = 2;
+	b->h->slot_stride = stride;
+	b->h->chunk_span = nslots * stride;
+	b->h->data_offset = data;
+	b->h->nchunks = nchunks;
+	b->h->entries_offset = entries;
+	b->h->entries_capacity = ecap;
+	b->h->entry_size = PCPU__SEG_ENTRY_SIZE;
+	b->h->strings_offset = strings;
+	b->h->strings_capacity = scap;
+	b->h->generation = 2;
+	strcpy(b->h->name, "built");
+}
+
+static inline uint64_t sb_blob(struct sb *b, const void *data, size_t len)
+{
+	uint64_t off = (b->strings_used + 7) & ~(uint64_t)7;
+
+	memcpy(b->buf + b->h->strings_offset + off, data, len);
+	b->strings_used = off + len;
+	b->h->strings_used = b->strings_used;
+	return off;
+}
+
+static inline uint64_t sb_add(struct sb *b, const struct pcpu__seg_entry *e)
+{
+	uint64_t i = b->nentries++;
+
+	*sb_entry(b, i) = *e;
+	b->h->entries_used = b->nentries;
+	return i;
+}
+
+/* A family; for histograms pass the bounds (explicit, scheme 1) or
+ * precision and bucket count (log-linear, scheme 2). */
+static inline uint64_t sb_family(struct sb *b, uint64_t id, unsigned type, const char *name,
+				 const char *help, const char *unit, unsigned nlabels,
+				 const char *const *label_names, unsigned scheme, unsigned p,
+				 unsigned nbuckets, const int64_t *bounds)
+{
+	char blob[4096];
+	size_t pos = 0, n;
+	unsigned l;
+	struct pcpu__seg_entry e;
+
+	memset(&e, 0, sizeof e);
+#define SB_PUT(s) (n = strlen(s) + 1, memcpy(blob + pos, (s), n), pos += n)
+	SB_PUT(name);
+	if (help)
+		SB_PUT(help);
+	SB_PUT(unit ? unit : "");
+	for (l = 0; l < nlabels; l++)
+		SB_PUT(label_names[l]);
+#undef SB_PUT
+	if (type == 3 && scheme == 1) {
+		while (pos & 7)
+			blob[pos++] = 0;
+		memcpy(blob + pos, bounds, (nbuckets - 1) * 8);
+		pos += (nbuckets - 1) * 8;
+	}
+	e.seq = 2;
+	e.kind = PCPU__SEG_FAMILY;
+	e.type = (uint8_t)type;
+	e.nlabels = (uint16_t)nlabels;
+	e.flags = help ? PCPU__SEG_E_HAS_HELP : 0;
+	e.family_id = id;
+	e.blob_off = sb_blob(b, blob, pos);
+	e.blob_len = (uint32_t)pos;
+	if (type == 3) {
+		e.nbuckets = nbuckets;
+		e.u32a = scheme;
+		e.u32b = p;
+		if (scheme == 2)
+			e.flags |= PCPU__SEG_E_SPARSE;
+	}
+	return sb_add(b, &e);
+}
+
+static inline uint64_t sb_series(struct sb *b, uint64_t family_id, unsigned type, unsigned nlabels,
+				 const char *const *values, unsigned chunk, uint64_t off,
+				 uint32_t size)
+{
+	char blob[4096];
+	size_t pos = 0, n;
+	unsigned l;
+	struct pcpu__seg_entry e;
+
+	memset(&e, 0, sizeof e);
+	for (l = 0; l < nlabels; l++) {
+		n = strlen(values[l]) + 1;
+		memcpy(blob + pos, values[l], n);
+		pos += n;
+	}
+	e.seq = 2;
+	e.kind = PCPU__SEG_SERIES;
+	e.type = (uint8_t)type;
+	e.nlabels = (uint16_t)nlabels;
+	e.family_id = family_id;
+	e.blob_off = pos ? sb_blob(b, blob, pos) : 0;
+	e.blob_len = (uint32_t)pos;
+	e.u32a = chunk;
+	e.u32b = size;
+	e.value_off = off;
+	e.serial = b->nentries + 1; /* creation order = entry order here */
+	return sb_add(b, &e);
+}
+
+/* Stores an int64 at byte `off` of slot `slot` of chunk `chunk`. */
+static inline void sb_put64(struct sb *b, unsigned chunk, unsigned slot, uint64_t off, int64_t v)
+{
+	memcpy(b->buf + b->h->data_offset + chunk * b->h->chunk_span + slot * b->h->slot_stride + off,
+	       &v, 8);
+}
+
+/*
+ * The standard test segment: 2 slots of 512 bytes, 1 chunk.
+ *   requests_total{method="GET"}   = 10 + 5 (slot 0 rseq+atomic) + 7 (slot 1) = 22
+ *   requests_total{method="POST"}  = 3
+ *   temperature_celsius (gauge, unit celsius) = adds 4 - 1 + base 20 = 23
+ *   latency_seconds (explicit histogram, bounds 10,100,1000; scale -3)
+ *       buckets 1,2,0,1 (slot 0) + 0,1,0,0 (slot 1); sum 2500
+ *   size_bytes (log-linear, p = 1, 9 buckets: k = 4) one observation in bucket 3
+ */
+static inline void sb_standard(struct sb *b)
+{
+	static const char *const method[] = { "method" };
+	static const char *const get[] = { "GET" }, *const post[] = { "POST" };
+	static const int64_t bounds[] = { 10, 100, 1000 };
+	struct pcpu__seg_entry *e;
+
+	sb_init(b, 2, 512, 1, 16, 1024);
+	sb_family(b, 1, 1, "requests", "Requests \"served\".\n", NULL, 1, method, 0, 0, 0, NULL);
+	sb_series(b, 1, 1, 1, get, 0, 16, 16);
+	sb_series(b, 1, 1, 1, post, 0, 32, 16);
+	sb_family(b, 2, 2, "temperature_celsius", "Temperature.", "celsius", 0, NULL, 0, 0, 0, NULL);
+	sb_series(b, 2, 2, 0, NULL, 0, 48, 32);
+	e = sb_entry(b, sb_family(b, 3, 3, "latency_seconds", "Latency.", "seconds", 0, NULL, 1, 0, 4,
+				  bounds));
+	e->scale_exp10 = -3;
+	sb_series(b, 3, 3, 0, NULL, 0, 80, 16 * 5);
+	sb_family(b, 4, 3, "size_bytes", NULL, "bytes", 0, NULL, 2, 1, 9, NULL);
+	sb_series(b, 4, 3, 0, NULL, 0, 160, 16 * 10);
+
+	sb_put64(b, 0, 0, 16, 10);
+	sb_put64(b, 0, 0, 24, 5);
+	sb_put64(b, 0, 1, 16, 7);
+	sb_put64(b, 0, 1, 40, 3);
+	sb_put64(b, 0, 0, 48, 4);
+	sb_put64(b, 0, 1, 56, -1);
+	sb_put64(b, 0, 0, 64, 20); /* base, slot 0 */
+	sb_put64(b, 0, 0, 80, 2500);          /* sum */
+	sb_put64(b, 0, 0, 96, 1);             /* bucket 0 */
+	sb_put64(b, 0, 0, 112, 2);            /* bucket 1 */
+	sb_put64(b, 0, 1, 112 + 8, 1);        /* bucket 1, slot 1 (atomic word) */
+	sb_put64(b, 0, 0, 144, 1);            /* bucket 3 (+Inf) */
+	sb_put64(b, 0, 0, 160, 5);            /* log-linear sum */
+	sb_put64(b, 0, 1, 160 + 16 * 4, 1);   /* bucket 3 */
+}
+
+#endif

@@ -1,0 +1,217 @@
+/*
+ * A test application that publishes a statistics segment (in
+ * $PCPU_SEGMENT_DIR) for the pcpustat, exporter and Prometheus tests.
+ *
+ *   segment_fixture golden [NAME]     fixed statistics of every kind
+ *   segment_fixture count N [NAME]    test_events_total counted to N by 4 threads
+ *   segment_fixture churn [NAME]      threads add and remove series all the time:
+ *                                     churn_value{id="K"} is always 0 or 7*K
+ *   segment_fixture die [NAME]        publishes, then exits without unpublishing
+ *
+ * Prints "ready PATH" once the statistics are in place, then runs until its
+ * standard input reaches end of file (or 60 s pass), unpublishes and exits
+ * 0. The bound keeps a forgotten fixture from outliving its test.
+ */
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <pcpu/segment.h>
+#include <pcpu/stats.h>
+
+static pcpu_registry_t *reg;
+static volatile int stop_flag;
+
+static void die(const char *what)
+{
+	fprintf(stderr, "segment_fixture: %s: %s\n", what, *pcpu_segment_error() ? pcpu_segment_error() : pcpu_stats_error());
+	exit(1);
+}
+
+static void golden(void)
+{
+	static const char *const ln[] = { "method", "code" };
+	static const char *const get[] = { "GET", "200" }, *const post[] = { "POST", "500" };
+	static const char *const hostile[] = { "a\"b\\c\nd\x1b[31m", "\xc3\xa9" };
+	static const int64_t bounds[] = { 1000, 10000, 100000 };
+	struct pcpu_histogram_layout exp = { PCPU_HISTOGRAM_EXPLICIT, bounds, 3, 0, 0 };
+	struct pcpu_histogram_layout ll = { PCPU_HISTOGRAM_LOG_LINEAR, NULL, 0, 2, 1 << 20 };
+	struct pcpu_family_desc d;
+	pcpu_family_t *f;
+	pcpu_histogram_t *h;
+	pcpu_gauge_t g;
+	int i;
+
+	memset(&d, 0, sizeof d);
+	d.name = "app_requests_total";
+	d.help = "Requests served, by method and status code.";
+	d.type = PCPU_METRIC_COUNTER;
+	d.nlabels = 2;
+	d.label_names = ln;
+	if (!(f = pcpu_registry_family(reg, &d)))
+		die("family");
+	pcpu_counter_add(pcpu_family_counter(f, get), 1234);
+	pcpu_counter_add(pcpu_family_counter(f, post), 7);
+	pcpu_counter_add(pcpu_family_counter(f, hostile), 1);
+
+	if (!(g = pcpu_registry_gauge(reg, "app_queue_depth", "Requests waiting.")))
+		die("gauge");
+	pcpu_gauge_set(g, 42);
+
+	memset(&d, 0, sizeof d);
+	d.name = "app_temperature_celsius";
+	d.help = "Temperature of the machine room.";
+	d.unit = "celsius";
+	d.type = PCPU_METRIC_GAUGE;
+	d.scale_exp10 = -1;
+	if (!(f = pcpu_registry_family(reg, &d)))
+		die("family");
+	pcpu_gauge_set(pcpu_family_gauge(f, NULL), 215);
+
+	memset(&d, 0, sizeof d);
+	d.name = "app_latency_seconds";
+	d.help = "Request latency.";
+	d.unit = "seconds";
+	d.type = PCPU_METRIC_HISTOGRAM;
+	d.scale_exp10 = -6;
+	d.histogram = &exp;
+	if (!(f = pcpu_registry_family(reg, &d)) || !(h = pcpu_family_histogram(f, NULL)))
+		die("histogram");
+	for (i = 0; i < 100; i++)
+		pcpu_histogram_record(h, i < 50 ? 500 : i < 90 ? 5000 : i < 99 ? 50000 : 500000);
+
+	memset(&d, 0, sizeof d);
+	d.name = "app_message_size_bytes";
+	d.help = "Message sizes.";
+	d.unit = "bytes";
+	d.type = PCPU_METRIC_HISTOGRAM;
+	d.histogram = &ll;
+	if (!(f = pcpu_registry_family(reg, &d)) || !(h = pcpu_family_histogram(f, NULL)))
+		die("histogram");
+	for (i = 0; i < 64; i++)
+		pcpu_histogram_record(h, 100 + i * 10);
+
+	if (!pcpu_registry_counter(reg, "app_unused_total", "Never counted."))
+		die("counter");
+}
+
+static pcpu_counter_t events;
+static long per_thread;
+
+static void *count_thread(void *arg)
+{
+	long i;
+
+	(void)arg;
+	for (i = 0; i < per_thread; i++)
+		pcpu_counter_inc(events);
+	return NULL;
+}
+
+static void count(long n)
+{
+	pthread_t t[4];
+	int k;
+
+	if (!(events = pcpu_registry_counter(reg, "test_events_total", "Events the test counted.")))
+		die("counter");
+	per_thread = n / 4;
+	for (k = 0; k < 4; k++)
+		pthread_create(&t[k], NULL, count_thread, NULL);
+	for (k = 0; k < 4; k++)
+		pthread_join(t[k], NULL);
+	pcpu_counter_add(events, n - 4 * per_thread);
+}
+
+static pcpu_family_t *churn_fam;
+
+static void *churn_thread(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg;
+	int base = (int)(uintptr_t)arg * 1000;
+
+	while (!__atomic_load_n(&stop_flag, __ATOMIC_RELAXED)) {
+		char id[16];
+		const char *v[1] = { id };
+		int k = base + (int)(rand_r(&seed) % 200);
+		pcpu_counter_t c;
+
+		snprintf(id, sizeof id, "%d", k);
+		if (rand_r(&seed) % 2) {
+			c = pcpu_family_counter(churn_fam, v);
+			if (c && pcpu_counter_fetch(c) == 0)
+				pcpu_counter_add(c, 7 * (int64_t)k);
+		} else {
+			pcpu_family_remove(churn_fam, v);
+		}
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+	const char *name = "fixture";
+	pcpu_segment_t *seg;
+	pthread_t t[3];
+	int threads = 0, k;
+
+	if (strcmp(mode, "count") == 0 && argc > 3)
+		name = argv[3];
+	else if (strcmp(mode, "count") != 0 && argc > 2)
+		name = argv[2];
+	reg = pcpu_registry_create();
+	if (!reg || !(seg = pcpu_segment_publish(reg, name, NULL)))
+		die("publish");
+	if (strcmp(mode, "golden") == 0) {
+		golden();
+	} else if (strcmp(mode, "count") == 0 && argc > 2) {
+		count(atol(argv[2]));
+	} else if (strcmp(mode, "churn") == 0) {
+		static const char *const ln[] = { "id" };
+		struct pcpu_family_desc d;
+
+		memset(&d, 0, sizeof d);
+		d.name = "churn_value_total";
+		d.help = "0, or 7 times the id.";
+		d.type = PCPU_METRIC_COUNTER;
+		d.nlabels = 1;
+		d.label_names = ln;
+		if (!(churn_fam = pcpu_registry_family(reg, &d)))
+			die("family");
+		for (k = 0; k < 3; k++)
+			pthread_create(&t[threads++], NULL, churn_thread, (void *)(uintptr_t)(k + 1));
+	} else if (strcmp(mode, "die") == 0) {
+		pcpu_counter_add(pcpu_registry_counter(reg, "last_words_total", "Before dying."), 3);
+		printf("ready %s\n", pcpu_segment_path(seg));
+		fflush(stdout);
+		_exit(0);
+	} else {
+		fputs("usage: segment_fixture golden|count N|churn|die [NAME]\n", stderr);
+		return 2;
+	}
+	printf("ready %s\n", pcpu_segment_path(seg));
+	fflush(stdout);
+	{
+		/* Until stdin closes, at most 60 s. */
+		struct pollfd p = { 0, POLLIN, 0 };
+		char buf[64];
+		int waited = 0;
+
+		while (waited < 60000) {
+			int n = poll(&p, 1, 100);
+			if (n > 0 && read(0, buf, sizeof buf) <= 0)
+				break;
+			waited += 100;
+		}
+	}
+	__atomic_store_n(&stop_flag, 1, __ATOMIC_RELAXED);
+	for (k = 0; k < threads; k++)
+		pthread_join(t[k], NULL);
+	pcpu_segment_unpublish(seg);
+	pcpu_registry_destroy(reg);
+	return 0;
+}

@@ -1,0 +1,343 @@
+/*
+ * The reader against hostile segments: a valid small segment reads back
+ * exactly; every truncation, every byte of the header and directory
+ * mutated, offsets past the end, huge counts, strings without their NUL,
+ * forged sharing of storage and a directory that changes during the read
+ * all end in a clean result or a clean error (ASan/UBSan builds check the
+ * "clean"). Uses the reader's internal memory source, so it links the
+ * static library.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <pcpu/reader.h>
+
+#include "check.h"
+#include "seg_builder.h"
+
+pcpu_reader_t *pcpu__reader_open_mem(const void *buf, size_t len, size_t max_bytes);
+void pcpu__reader_set_read_hook(pcpu_reader_t *r, void (*fn)(void *ctx, unsigned n), void *ctx);
+
+static const struct pcpu_snapshot_family *fam(const struct pcpu_reader_snapshot *s, const char *n)
+{
+	size_t i;
+
+	for (i = 0; i < s->snapshot.nfamilies; i++)
+		if (strcmp(s->snapshot.families[i].name, n) == 0)
+			return &s->snapshot.families[i];
+	return NULL;
+}
+
+/* Opens and snapshots a buffer; returns 0 or the errno of the failure. */
+static int try_read(const void *buf, size_t len, struct pcpu_reader_snapshot **out)
+{
+	pcpu_reader_t *r = pcpu__reader_open_mem(buf, len, 0);
+	struct pcpu_reader_snapshot *s = NULL;
+	int err = 0;
+
+	if (!r)
+		return errno ? errno : -1;
+	if (pcpu_reader_snapshot(r, PCPU_READER_PER_SLOT, &s) < 0) {
+		err = errno ? errno : -1;
+		CHECK(s == NULL);
+		CHECK(*pcpu_reader_error() != '\0');
+	} else {
+		/* Whatever was accepted must also be writable. */
+		char *text;
+		size_t tl;
+		if (pcpu_snapshot_write(&s->snapshot, PCPU_FORMAT_OPENMETRICS, &text, &tl) == 0)
+			free(text);
+	}
+	pcpu_reader_close(r);
+	if (out)
+		*out = s;
+	else
+		pcpu_reader_snapshot_free(s);
+	return err;
+}
+
+static void check_standard(void)
+{
+	struct sb b;
+	struct pcpu_reader_snapshot *s;
+	const struct pcpu_snapshot_family *f;
+	char *text;
+	size_t len;
+
+	sb_standard(&b);
+	CHECK(try_read(b.buf, b.len, &s) == 0);
+	CHECK(s->stable && s->changed == 0 && !s->incomplete && s->nslots == 2);
+	CHECK(s->snapshot.nfamilies == 4);
+	CHECK(strcmp(s->snapshot.families[0].name, "latency_seconds") == 0);
+	CHECK(strcmp(s->snapshot.families[3].name, "temperature_celsius") == 0);
+
+	f = fam(s, "requests");
+	CHECK(f && f->nseries == 2 && f->nlabels == 1 && strcmp(f->label_names[0], "method") == 0);
+	CHECK(strcmp(f->help, "Requests \"served\".\n") == 0 && f->unit == NULL);
+	CHECK(strcmp(f->series[0].label_values[0], "GET") == 0);
+	CHECK_EQ_U64(f->series[0].value.counter, 22);
+	CHECK_EQ_U64(f->series[1].value.counter, 3);
+	{
+		const int64_t *sl = pcpu_reader_snapshot_slots(s, 1, 0);
+		CHECK(sl && sl[0] == 15 && sl[1] == 7);
+	}
+	f = fam(s, "temperature_celsius");
+	CHECK(f && f->nseries == 1 && f->series[0].value.gauge == 23 && strcmp(f->unit, "celsius") == 0);
+	f = fam(s, "latency_seconds");
+	CHECK(f && f->nbuckets == 4 && f->scale_exp10 == -3 && f->bucket_upper[2] == 1000);
+	CHECK(f->series[0].value.histogram.sum == 2500);
+	CHECK(f->series[0].value.histogram.counts[0] == 1 && f->series[0].value.histogram.counts[1] == 3 &&
+	      f->series[0].value.histogram.counts[2] == 0 && f->series[0].value.histogram.counts[3] == 1);
+	f = fam(s, "size_bytes");
+	CHECK(f && f->nbuckets == 9 && (f->flags & PCPU_SNAPSHOT_SPARSE_BUCKETS));
+	/* p = 1: buckets 0..3 hold 0..3, then [4,5] [6,7] [8,11] [12,15], +Inf. */
+	CHECK(f->bucket_upper[0] == 0 && f->bucket_upper[3] == 3 && f->bucket_upper[4] == 5 &&
+	      f->bucket_upper[6] == 11 && f->bucket_upper[7] == 15);
+	CHECK(f->series[0].value.histogram.counts[3] == 1 && f->series[0].value.histogram.sum == 5);
+
+	CHECK(pcpu_snapshot_write(&s->snapshot, PCPU_FORMAT_PROMETHEUS, &text, &len) == 0);
+	CHECK(strstr(text, "requests_total{method=\"GET\"} 22\n"));
+	CHECK(strstr(text, "# HELP requests_total Requests \"served\".\\n\n"));
+	CHECK(strstr(text, "latency_seconds_bucket{le=\"0.1\"} 4\n"));
+	CHECK(strstr(text, "latency_seconds_sum 2.5\n"));
+	free(text);
+	pcpu_reader_snapshot_free(s);
+	free(b.buf);
+	printf("  standard segment reads back exactly\n");
+}
+
+static void check_truncations(void)
+{
+	struct sb b;
+	size_t len, ok = 0;
+
+	sb_standard(&b);
+	for (len = 0; len < b.len; len++) {
+		unsigned char *copy = malloc(len ? len : 1);
+		int err;
+
+		memcpy(copy, b.buf, len);
+		err = try_read(copy, len, NULL);
+		if (err == 0)
+			ok++;
+		else
+			CHECK(err == EBADMSG || err == EAGAIN);
+		free(copy);
+	}
+	CHECK(ok == 0);
+	free(b.buf);
+	printf("  all %zu truncations rejected\n", b.len);
+}
+
+static void check_mutations(void)
+{
+	static const unsigned char vals[] = { 0x00, 0xff, 0x80, 0x7f, 0x01, 0x41 };
+	struct sb b;
+	size_t off, v, errors = 0, oks = 0;
+
+	sb_standard(&b);
+	/* Every byte of header, directory and strings; the data region is
+	 * plain numbers (any value is a valid value). */
+	for (off = 0; off < b.h->data_offset; off++) {
+		for (v = 0; v < sizeof vals; v++) {
+			unsigned char *copy = malloc(b.len);
+
+			memcpy(copy, b.buf, b.len);
+			copy[off] = vals[v];
+			if (try_read(copy, b.len, NULL))
+				errors++;
+			else
+				oks++;
+			free(copy);
+		}
+	}
+	CHECK(errors > 0 && oks > 0);
+	free(b.buf);
+	printf("  %zu single-byte mutations: %zu read, %zu rejected, none crashed\n", errors + oks, oks,
+	       errors);
+}
+
+/* Applies `mutate` to a standard segment and expects error `want`. */
+static void expect(const char *what, void (*mutate)(struct sb *), int want)
+{
+	struct sb b;
+	int err;
+
+	sb_standard(&b);
+	mutate(&b);
+	err = try_read(b.buf, b.len, NULL);
+	if (err != want) {
+		fprintf(stderr, "%s: got errno %d (%s), want %d; message: %s\n", what, err, strerror(err),
+			want, pcpu_reader_error());
+		exit(1);
+	}
+	printf("  %-40s -> %s\n", what, want ? pcpu_reader_error() : "ok");
+	free(b.buf);
+}
+
+static void m_blob_overflow(struct sb *b) { sb_entry(b, 1)->blob_off = UINT64_MAX - 2; }
+static void m_blob_past_end(struct sb *b) { sb_entry(b, 0)->blob_off = b->strings_used; }
+static void m_used_past_cap(struct sb *b) { b->h->entries_used = b->h->entries_capacity + 1; }
+static void m_strings_past_cap(struct sb *b) { b->h->strings_used = UINT64_MAX; }
+static void m_huge_nlabels(struct sb *b) { sb_entry(b, 1)->nlabels = 65535; }
+static void m_huge_nbuckets(struct sb *b) { sb_entry(b, 5)->nbuckets = 0xffffffffu; }
+static void m_huge_capacity(struct sb *b) { b->h->entries_capacity = UINT64_MAX / 8; }
+static void m_not_terminated(struct sb *b) { sb_entry(b, 0)->blob_len = 3; }
+static void m_value_not_terminated(struct sb *b) { sb_entry(b, 1)->blob_len = 3; }
+static void m_share(struct sb *b) { sb_entry(b, 2)->value_off = 16; }
+static void m_chunk(struct sb *b) { sb_entry(b, 2)->u32a = 5; }
+static void m_value_past_slot(struct sb *b) { sb_entry(b, 2)->value_off = 512 - 16 + 16; }
+static void m_orphan(struct sb *b) { sb_entry(b, 2)->family_id = 99; }
+static void m_dup_family(struct sb *b)
+{
+	sb_family(b, 7, 1, "requests", NULL, NULL, 0, NULL, 0, 0, 0, NULL);
+}
+static void m_dup_id(struct sb *b) { sb_entry(b, 3)->family_id = 1; }
+static void m_dup_series(struct sb *b)
+{
+	static const char *const get[] = { "GET" };
+	sb_series(b, 1, 1, 1, get, 0, 400, 16);
+}
+static void m_bad_utf8(struct sb *b)
+{
+	b->buf[b->h->strings_offset + sb_entry(b, 1)->blob_off] = 0xff;
+}
+static void m_bad_name(struct sb *b) { b->buf[b->h->strings_offset + sb_entry(b, 0)->blob_off] = '2'; }
+static void m_bad_magic(struct sb *b) { b->h->magic[0] = 'X'; }
+static void m_zero_magic(struct sb *b) { memset(b->h->magic, 0, 8); }
+static void m_version(struct sb *b) { b->h->version_major = 2; }
+static void m_minor(struct sb *b) { b->h->version_minor = 9; }
+static void m_byte_order(struct sb *b) { b->h->byte_order = 0x04030201u; }
+static void m_nslots0(struct sb *b) { b->h->nslots = 0; }
+static void m_stride(struct sb *b) { b->h->slot_stride = 1000; }
+static void m_span(struct sb *b) { b->h->chunk_span += 512; }
+static void m_nchunks(struct sb *b) { b->h->nchunks = 1000000; }
+static void m_name(struct sb *b) { memset(b->h->name, 'a', sizeof b->h->name); }
+static void m_bounds(struct sb *b)
+{
+	int64_t x = 5;
+	struct pcpu__seg_entry *e = sb_entry(b, 5);
+	memcpy(b->buf + b->h->strings_offset + e->blob_off + e->blob_len - 8, &x, 8);
+}
+static void m_loglinear(struct sb *b) { sb_entry(b, 7)->nbuckets = 10; }
+static void m_type_mismatch(struct sb *b) { sb_entry(b, 3)->type = 1; }
+static void m_le(struct sb *b)
+{
+	static const char *const le[] = { "le" };
+	static const int64_t bounds[] = { 1 };
+	sb_family(b, 8, 3, "h2", NULL, NULL, 1, le, 1, 0, 2, bounds);
+}
+
+static void check_hostile(void)
+{
+	expect("blob offset overflowing", m_blob_overflow, EBADMSG);
+	expect("blob past the string table", m_blob_past_end, EBADMSG);
+	expect("entries_used past capacity", m_used_past_cap, EBADMSG);
+	expect("strings_used past capacity", m_strings_past_cap, EBADMSG);
+	expect("huge entries_capacity", m_huge_capacity, EBADMSG);
+	expect("65535 labels", m_huge_nlabels, EBADMSG);
+	expect("2^32-1 buckets", m_huge_nbuckets, EBADMSG);
+	expect("family name not terminated", m_not_terminated, EBADMSG);
+	expect("label value not terminated", m_value_not_terminated, EBADMSG);
+	expect("two series sharing storage", m_share, EBADMSG);
+	expect("chunk past the end", m_chunk, EBADMSG);
+	expect("value past its slot", m_value_past_slot, EBADMSG);
+	expect("series without family (stable)", m_orphan, EBADMSG);
+	expect("two families of one name", m_dup_family, EBADMSG);
+	expect("two series of one label set", m_dup_series, EBADMSG);
+	expect("two families of one id", m_dup_id, EBADMSG);
+	expect("label value not UTF-8", m_bad_utf8, EBADMSG);
+	expect("metric name not valid", m_bad_name, EBADMSG);
+	expect("bounds not increasing", m_bounds, EBADMSG);
+	expect("log-linear bucket count", m_loglinear, EBADMSG);
+	expect("series type differs from family", m_type_mismatch, EBADMSG);
+	expect("label \"le\" in a histogram", m_le, EBADMSG);
+	expect("bad magic", m_bad_magic, EBADMSG);
+	expect("no magic yet", m_zero_magic, EAGAIN);
+	expect("format version 2", m_version, EPROTONOSUPPORT);
+	expect("newer minor version", m_minor, 0);
+	expect("other byte order", m_byte_order, EPROTONOSUPPORT);
+	expect("zero slots", m_nslots0, EBADMSG);
+	expect("stride not a power of two", m_stride, EBADMSG);
+	expect("chunk span mismatch", m_span, EBADMSG);
+	expect("chunks past the end of file", m_nchunks, EBADMSG);
+	expect("name not terminated", m_name, EBADMSG);
+}
+
+static void check_budget(void)
+{
+	struct sb b;
+	pcpu_reader_t *r;
+	struct pcpu_reader_snapshot *s;
+
+	sb_standard(&b);
+	r = pcpu__reader_open_mem(b.buf, b.len, 512);
+	CHECK(r);
+	CHECK(pcpu_reader_snapshot(r, 0, &s) == -1 && errno == EFBIG && s == NULL);
+	pcpu_reader_close(r);
+	free(b.buf);
+	printf("  max_bytes exceeded -> EFBIG\n");
+}
+
+/* The directory changes during every read: the generation moves and the
+ * POST series' entry is rewritten between the two looks. */
+struct churn {
+	struct sb *b;
+};
+
+static void churn_hook(void *ctx, unsigned n)
+{
+	struct churn *c = ctx;
+
+	c->b->h->generation += 2;
+	sb_entry(c->b, 2)->seq += 2;
+	(void)n;
+}
+
+static void check_changed_mid_read(void)
+{
+	struct sb b;
+	struct churn c = { &b };
+	pcpu_reader_t *r;
+	struct pcpu_reader_snapshot *s;
+	const struct pcpu_snapshot_family *f;
+
+	sb_standard(&b);
+	r = pcpu__reader_open_mem(b.buf, b.len, 0);
+	CHECK(r);
+	pcpu__reader_set_read_hook(r, churn_hook, &c);
+	CHECK(pcpu_reader_snapshot(r, 0, &s) == 0);
+	CHECK(!s->stable && s->changed >= 1);
+	f = fam(s, "requests");
+	CHECK(f && f->nseries == 1 && strcmp(f->series[0].label_values[0], "GET") == 0);
+	CHECK_EQ_U64(f->series[0].value.counter, 22);
+	CHECK(fam(s, "latency_seconds") && fam(s, "size_bytes") && fam(s, "temperature_celsius"));
+	pcpu_reader_snapshot_free(s);
+	pcpu_reader_close(r);
+
+	/* A writer that died in mid-update: odd generation, odd entry. */
+	b.h->generation = 5;
+	sb_entry(&b, 1)->seq = 7;
+	CHECK(try_read(b.buf, b.len, &s) == 0);
+	f = fam(s, "requests");
+	CHECK(f && f->nseries == 1 && strcmp(f->series[0].label_values[0], "POST") == 0);
+	CHECK(s->changed >= 1 && !s->stable);
+	pcpu_reader_snapshot_free(s);
+	free(b.buf);
+	printf("  directory changed mid-read: changing entries left out, the rest exact\n");
+}
+
+int main(void)
+{
+	printf("test_segment_hostile:\n");
+	check_standard();
+	check_truncations();
+	check_hostile();
+	check_budget();
+	check_changed_mid_read();
+	check_mutations();
+	printf("test_segment_hostile: ok\n");
+	return 0;
+}

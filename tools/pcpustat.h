@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pcpustat: shared declarations of the command-line tool (pcpustat.c: list,
+ * print, watch; serve.c: the Prometheus exporter; util.c: formatting and
+ * filtering). The tool uses only pcpu's public API (pcpu/reader.h and
+ * pcpu/expose.h).
+ */
+#ifndef PCPUSTAT_H
+#define PCPUSTAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <pcpu/expose.h>
+#include <pcpu/reader.h>
+
+#define PCPUSTAT_VERSION "0.1.0"
+
+/* ---- util.c ---- */
+
+/* Growable string. */
+struct sbuf {
+	char *p;
+	size_t len, cap;
+};
+void sb_putn(struct sbuf *b, const char *s, size_t n);
+void sb_puts(struct sbuf *b, const char *s);
+void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sb_free(struct sbuf *b);
+
+/* Shortest decimal that reads back as the same double ("0.005", "1e+06"). */
+void fmt_double(char *out, size_t cap, double v);
+/* A value exposed with scale 10^scale: integers exact, else a double. */
+void fmt_scaled(char *out, size_t cap, int64_t v, int is_unsigned, int scale);
+double scaled(double v, int scale);
+
+/* "name{l1="v1",l2="v2"}" as the exposition writes it (counters get _total);
+ * control characters in label values are escaped so a terminal is safe. */
+void series_name(struct sbuf *b, const struct pcpu_snapshot_family *f,
+		 const struct pcpu_snapshot_series *s);
+/* The exposition name of a family: counters with "_total". */
+void family_name(struct sbuf *b, const struct pcpu_snapshot_family *f);
+
+/* JSON string with quotes, escaped. */
+void json_string(struct sbuf *b, const char *s);
+
+/* Quantile q of a histogram series from its buckets (Prometheus'
+ * histogram_quantile interpolation), in exposed units. NaN if empty. */
+double hist_quantile(const struct pcpu_snapshot_family *f, const uint64_t *counts, double q);
+
+/* Series filters: shell patterns (fnmatch) on the family's exposition name
+ * or the whole series name, and POSIX extended regular expressions on the
+ * whole series name. */
+struct filter;
+struct filter *filter_new(void);
+int filter_add_glob(struct filter *f, const char *pattern);
+int filter_add_regex(struct filter *f, const char *re, char *err, size_t errlen);
+int filter_empty(const struct filter *f);
+int filter_match(const struct filter *f, const struct pcpu_snapshot_family *fam,
+		 const struct pcpu_snapshot_series *s);
+void filter_free(struct filter *f);
+
+/* A snapshot reduced to the matching series (families without any left
+ * out); points into `s`. Free with filtered_free(). `index` maps each kept
+ * series back: index[f][i] = series index in the original family `forig[f]`. */
+struct filtered {
+	struct pcpu_snapshot snap;
+	struct pcpu_snapshot_family *fams;
+	size_t *forig;
+	size_t **sorig;
+};
+int filtered_make(struct filtered *out, const struct pcpu_snapshot *s, const struct filter *f);
+void filtered_free(struct filtered *out);
+
+/* Parses "USER" or a uid. 0 or -1. */
+int parse_user(const char *s, unsigned *uid);
+/* User name of a uid, or the number. */
+const char *user_name(unsigned uid, char *buf, size_t cap);
+
+/* ---- serve.c ---- */
+
+int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt);
+
+#endif /* PCPUSTAT_H */
