@@ -64,14 +64,18 @@ void pcpu__debug_check(const void *obj, const char *func)
 	abort();
 }
 
+/* The fallback add itself; pcpu is initialised (a counter exists). */
+static inline void add_atomic(pcpu_counter_t c, int64_t v)
+{
+	uint32_t slot = pcpu_fallback_slot(pcpu__chunk_of(c)->index_off);
+
+	__atomic_fetch_add(&pcpu__counter_slot(c, slot)->pcpu__atomic_sum, v, __ATOMIC_RELAXED);
+}
+
 void pcpu_counter_add_atomic(pcpu_counter_t c, int64_t v)
 {
-	uint32_t slot;
-
 	CHECK(c);
-	pcpu_init();
-	slot = pcpu_fallback_slot(pcpu__chunk_of(c)->index_off);
-	__atomic_fetch_add(&pcpu__counter_slot(c, slot)->pcpu__atomic_sum, v, __ATOMIC_RELAXED);
+	add_atomic(c, v);
 }
 
 void pcpu__counter_add_slow(pcpu_counter_t c, int64_t v)
@@ -81,7 +85,7 @@ void pcpu__counter_add_slow(pcpu_counter_t c, int64_t v)
 	 * atomic path, which is always exact. */
 	if (pcpu__thread_prepare() == 0 && pcpu__counter_add_rseq(c, v) == 0)
 		return;
-	pcpu_counter_add_atomic(c, v);
+	add_atomic(c, v);
 }
 
 static uint64_t slot_value(pcpu_counter_t c, uint32_t slot)

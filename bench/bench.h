@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file bench/bench.h
+ * The pcpu benchmark suite: what its files share.
+ *
+ * One program, pcpu_bench, reproduces the three comparisons the project's
+ * seed documents publish, with pcpu beside them:
+ *   incr       cost per increment, 1..4x ncpu threads (rseq slides 16-18),
+ *              and the cost of learning the CPU number (slides 20-21);
+ *   thesis     the lost-update table of the counter(9) thesis (figs 2.6, 2.7);
+ *   dataplane  DPDK's statistics "Performance Comparison" (cycles per update);
+ *   read       fetch and snapshot cost, resident memory per counter.
+ *
+ * Method, common to every section: all variants of one comparison run in the
+ * same process, interleaved (round r runs every variant once, starting from
+ * a different variant each round), so slow drift of a noisy machine (turbo,
+ * neighbours, thermal) hits every variant alike; results are medians over
+ * rounds with their min and max. Every run checks its final total.
+ *
+ * Files: pcpu_bench.c (options, machine description, targets), util.c (clocks,
+ * statistics, tables, CSV), incr.c, thesis.c, dataplane.c, readside.c.
+ */
+#ifndef PCPU_BENCH_H
+#define PCPU_BENCH_H
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <pcpu/pcpu.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
+#define BENCH_CACHELINE 64
+#define BENCH_ALIGNED __attribute__((aligned(BENCH_CACHELINE)))
+#define BENCH_INLINE static inline __attribute__((always_inline))
+#define BENCH_MAX_THREADS 256
+#define BENCH_MAX_LIST 16
+
+/* ---- options (pcpu_bench.c) ---------------------------------------------- */
+
+enum bench_section {
+	SEC_INCR = 1 << 0,
+	SEC_GETCPU = 1 << 1,
+	SEC_THESIS = 1 << 2,
+	SEC_DATAPLANE = 1 << 3,
+	SEC_READ = 1 << 4,
+	SEC_ALL = (1 << 5) - 1,
+};
+
+struct bench_opts {
+	const char *mode;        /* "quick", "default" or "full" */
+	unsigned threads[BENCH_MAX_LIST]; /* thread / worker counts (incr, dataplane) */
+	unsigned nthreads;
+	unsigned duration_ms;    /* one timed run of incr and dataplane */
+	uint64_t iterations;     /* thesis fig. 2.7: increments per thread */
+	uint64_t getcpu_calls;   /* calls per timed run of the CPU-number getters */
+	unsigned rounds;
+	unsigned mem_passes;     /* passes over 10^6 counters in the memory test */
+	unsigned max_snapshot;   /* largest snapshot: 10^4, 10^5 or 10^6 counters */
+	const char *csv_dir;     /* NULL: no CSV files */
+	unsigned sections;       /* enum bench_section bits */
+	int no_reader;           /* dataplane without its reader (diagnostic) */
+};
+
+extern struct bench_opts bench_opt;
+extern unsigned bench_ncpu;     /* sysconf(_SC_NPROCESSORS_ONLN) */
+extern double bench_tsc_ghz;    /* TSC ticks per nanosecond, calibrated */
+
+/* ---- results the target summary needs (filled by the sections) ----------- */
+
+struct bench_target_data {
+	int have_incr;
+	double pcpu_1t_vs_private;     /* median of per-round ratios, 1 thread */
+	double pcpu_ncpu_vs_1t;        /* pcpu (default index) ncpu threads / 1 thread */
+	double atomic_ncpu_vs_1t;      /* shared atomic, same ratio */
+	double fallback_vs_rseq_1t;    /* forced fallback / rseq (default index), 1 thread */
+	double fallback_flat;          /* worst fallback(T) / fallback(1) over the list */
+	unsigned fallback_flat_threads;
+	const char *pcpu_index_name;   /* index of the pcpu row the targets use */
+
+	int have_dataplane;
+	unsigned dp_workers;           /* worker count the target is read at */
+	double dp_pcpu_cycles;         /* pcpu (add_many) cycles per update */
+	double dp_pcpu4_cycles;        /* pcpu (4 adds) cycles per update */
+	double dp_percore_cycles;      /* Per Core pattern cycles per update */
+
+	int have_snapshot;
+	double snapshot_1e6_ms;
+	unsigned snapshot_slots;
+};
+extern struct bench_target_data bench_targets;
+
+/* ---- clocks (util.c) ------------------------------------------------------ */
+
+uint64_t bench_now_ns(void);        /* CLOCK_MONOTONIC */
+uint64_t bench_thread_cpu_ns(void); /* CLOCK_THREAD_CPUTIME_ID */
+void bench_sleep_ns(uint64_t ns);
+/* Measures bench_ticks() against CLOCK_MONOTONIC; sets bench_tsc_ghz. */
+void bench_calibrate_ticks(void);
+
+/* A cycle-rate timestamp: the TSC on x86 (constant rate on any CPU with
+ * constant_tsc, which every x86 of the last 15 years has), the virtual
+ * counter on aarch64, CLOCK_MONOTONIC in ns elsewhere. */
+BENCH_INLINE uint64_t bench_ticks(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	return __rdtsc();
+#elif defined(__aarch64__)
+	uint64_t v;
+	__asm__ volatile("isb; mrs %0, cntvct_el0" : "=r"(v));
+	return v;
+#else
+	return bench_now_ns();
+#endif
+}
+
+/* Tells a spinning CPU it is spinning (frees the sibling hyperthread). */
+BENCH_INLINE void bench_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ volatile("yield" ::: "memory");
+#else
+	__asm__ volatile("" ::: "memory");
+#endif
+}
+
+/* CPU time of the whole machine, of this process, and stolen by the
+ * hypervisor, so that a report can say whether it ran undisturbed. */
+struct bench_usage {
+	double wall_s, busy_s, steal_s, self_s;
+};
+void bench_machine_usage(struct bench_usage *u);
+/* Prints how much CPU others used since `start`, flagging a busy machine. */
+void bench_print_usage(const char *what, const struct bench_usage *start);
+
+/* ---- small helpers (util.c) ----------------------------------------------- */
+
+/* A test-and-test-and-set spinlock: the "spinlock" of the seeds. */
+BENCH_INLINE void bench_spin_lock(int *l)
+{
+	while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+		while (__atomic_load_n(l, __ATOMIC_RELAXED))
+			bench_cpu_relax();
+}
+
+BENCH_INLINE void bench_spin_unlock(int *l)
+{
+	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
+/* This thread's struct rseq, after making sure pcpu registered the thread,
+ * or NULL when the thread has none (fallback mode). */
+char *bench_rseq_area(void);
+
+/* The CPU the thread runs on: rseq cpu_id when `area` is not NULL, else
+ * sched_getcpu(). Always < pcpu_nslots(). */
+BENCH_INLINE unsigned bench_cpu_of(const char *area, unsigned nslots)
+{
+	int cpu;
+
+	if (area)
+		cpu = __atomic_load_n((const int32_t *)(area + PCPU__RSEQ_OFF_CPU_ID),
+				      __ATOMIC_RELAXED);
+	else
+		cpu = sched_getcpu();
+	return (unsigned)cpu < nslots ? (unsigned)cpu : 0;
+}
+
+void *bench_xmalloc(size_t size);         /* zeroed, cache-line aligned; exits on failure */
+void bench_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+/* Creates a joinable thread; exits on failure. cpu >= 0 pins it there. */
+pthread_t bench_thread_start(void *(*fn)(void *), void *arg, int cpu);
+/* The n-th CPU this process may run on (for pinned runs). */
+int bench_allowed_cpu(unsigned n);
+/* Reads a "Key:   123 kB" line of /proc/self/status, in kB (-1 if absent). */
+long bench_proc_status_kb(const char *key);
+
+/* ---- statistics over rounds (util.c) ------------------------------------- */
+
+struct bench_stat {
+	double med, min, max, q1, q3;
+	unsigned n;
+};
+struct bench_stat bench_stat_of(const double *v, unsigned n);
+double bench_median(const double *v, unsigned n);
+
+/* ---- output (util.c) ------------------------------------------------------ */
+
+/* A markdown table collected cell by cell, printed with aligned columns. */
+#define TBL_MAX_COLS 12
+#define TBL_MAX_ROWS 160
+struct tbl {
+	unsigned ncols, nrows, cur;
+	char *cells[TBL_MAX_ROWS + 1][TBL_MAX_COLS]; /* row 0: header */
+};
+/* The first row added is the header. */
+void tbl_init(struct tbl *t, unsigned ncols);
+void tbl_headers(struct tbl *t, ...); /* NULL-terminated strings: a whole row */
+void tbl_cell(struct tbl *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tbl_print(struct tbl *t);                                /* prints and frees */
+
+/* "12.3 (11.9–13.0)": median and range with a precision that suits it. */
+const char *bench_fmt_stat(char *buf, size_t len, struct bench_stat s);
+const char *bench_fmt_num(char *buf, size_t len, double v);
+
+/* Opens `name` in the CSV folder and writes the header line; NULL (and no
+ * file) when --csv was not given. */
+FILE *bench_csv_open(const char *name, const char *header);
+
+/* ---- sections --------------------------------------------------------------- */
+
+void bench_incr(void);      /* incr.c */
+void bench_getcpu(void);    /* incr.c */
+void bench_thesis(void);    /* thesis.c */
+void bench_dataplane(void); /* dataplane.c */
+void bench_readside(void);  /* readside.c */
+
+#endif /* PCPU_BENCH_H */

@@ -1,0 +1,794 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Section "dataplane": DPDK's statistics "Performance Comparison" (seed 004),
+ * with pcpu added.
+ *
+ * The simulated application, as the guide describes its benchmark:
+ *  - each worker spends ~1000 TSC cycles of dummy domain logic per packet,
+ *    pure register arithmetic (no memory traffic), calibrated at start-up;
+ *  - per packet it updates 2 global counters (total_pkts, total_bytes) and
+ *    the 2 counters (pkts, bytes) of one of 1024 flows;
+ *  - flows have worker affinity: worker w serves flows f with
+ *    (f - epoch) mod W == w; the control thread increments `epoch` every
+ *    DP_MIGRATE_MS ms, moving every flow to the next worker (rare migrations,
+ *    and for a moment two workers may update one flow's counters);
+ *  - the control thread (reader) reads every counter once a millisecond,
+ *    taking whatever lock or sequence count the pattern asks readers to take,
+ *    per counter group (a flow's pair, the global pair), as an accessor
+ *    function of the guide's examples does.
+ * Every run measures its own baseline: it alternates phases with the pattern
+ * and phases of the same loop without statistics (see dp_loop), and the
+ * overhead of the pattern is
+ *     (TSC cycles per packet with - without) / 4 updates,
+ * reported as the median over rounds. Cycles per packet: worker CPU time
+ * (CLOCK_THREAD_CPUTIME_ID) converted to TSC cycles, divided by the packets:
+ * it excludes the time the reader or other workers hold the CPU, which on a
+ * machine with few cores would otherwise swamp the difference. The variant
+ * D_NONE runs the reference loop in both phases: its result is the noise
+ * floor of the method. Workers are not pinned.
+ *
+ * The guide's numbers are core cycles at a fixed 2.3 GHz (turbo off), which
+ * equals its TSC rate; here the core may run faster than the TSC, so one
+ * TSC cycle may hold more than one core cycle.
+ */
+#include "bench.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define DP_NFLOWS 1024          /* power of two: flow index is masked */
+#define DP_BATCH 32             /* packets per batch (buffered flush, stop check) */
+#define DP_WARMUP_BATCHES 64    /* untimed: faults, registration, caches */
+#define DP_PHASE_SHIFT 19       /* measuring/reference phases of 2^19 TSC ticks */
+#define DP_MIGRATE_MS 20        /* all flows move to the next worker this often */
+#define DP_WORK_TSC 1000        /* dummy domain logic per packet, TSC cycles */
+#define DP_NVALS (2 + 2 * DP_NFLOWS)
+
+enum dp_kind {
+	D_NONE,
+	D_SHARED_NOSYNC,
+	D_SHARED_SPIN,
+	D_SHARED_ATOMIC,
+	D_SHARED_BUFFERED,
+	D_PERCORE,
+	D_PERCORE_SPIN,
+	D_PERCORE_SEQ,
+	D_PCPU_MANY,
+	D_PCPU_ADD4,
+	D_PERCORE_WIDE,
+	D_N
+};
+
+static const struct {
+	const char *name, *csv;
+	double dpdk4, dpdk20; /* the guide's Cascade Lake Xeon figures, cycles/update */
+} dp_variants[D_N] = {
+	[D_NONE] = { "No statistics (noise floor)", "none", NAN, NAN },
+	[D_SHARED_NOSYNC] = { "Shared No Sync", "shared_nosync", 27, 273 },
+	[D_SHARED_SPIN] = { "Shared Spinlock", "shared_spinlock", 436, 8236 },
+	[D_SHARED_ATOMIC] = { "Shared Atomics", "shared_atomics", 56, 626 },
+	[D_SHARED_BUFFERED] = { "Shared Buffered (flush per 32 pkts)", "shared_buffered", 18, 18 },
+	[D_PERCORE] = { "Per Core (relaxed store)", "per_core", 5, 4 },
+	[D_PERCORE_SPIN] = { "Per Core Spinlock", "per_core_spinlock", 7, 7 },
+	[D_PERCORE_SEQ] = { "Per Core Seqcount", "per_core_seqcount", 4, 4 },
+	[D_PCPU_MANY] = { "pcpu (pcpu_counter_add_many of 4)", "pcpu_add_many", NAN, NAN },
+	[D_PCPU_ADD4] = { "pcpu (4 × pcpu_counter_add)", "pcpu_add4", NAN, NAN },
+	[D_PERCORE_WIDE] = { "diagnostic: Per Core with 16 B per counter", "per_core_16b", NAN, NAN },
+};
+
+struct dp_flow {
+	int64_t pkts, bytes;
+};
+
+struct dp_stats {
+	int64_t total_pkts, total_bytes;
+	struct dp_flow flows[DP_NFLOWS];
+};
+
+/* The diagnostic row's counters: 8 bytes used of every 16, the footprint of
+ * a pcpu counter's slot (its rseq word and its fallback word), so that the
+ * cost of pcpu's layout can be told from the cost of its code. */
+struct dp_wide {
+	int64_t v, unused;
+};
+
+struct dp_stats_wide {
+	struct dp_wide total_pkts, total_bytes;
+	struct {
+		struct dp_wide pkts, bytes;
+	} flows[DP_NFLOWS];
+};
+
+/* One worker's statistics in the Per Core patterns: its own cache lines. */
+struct dp_core {
+	int lock;     /* Per Core Spinlock: a writer only contends with the reader */
+	uint32_t seq; /* Per Core Seqcount: odd while the worker updates */
+	union {
+		struct dp_stats s;
+		struct dp_stats_wide sw; /* D_PERCORE_WIDE */
+	};
+} BENCH_ALIGNED;
+
+/* Shared Buffered: the worker's write buffer, applied under the shared lock. */
+struct dp_wb {
+	unsigned n;
+	struct {
+		int64_t *p;
+		int64_t v;
+	} e[DP_BATCH * 4];
+};
+
+struct dp_shared {
+	int shared_lock BENCH_ALIGNED; /* Shared Spinlock, Shared Buffered */
+	uint32_t epoch BENCH_ALIGNED;  /* flow-to-worker mapping; reader bumps it */
+	int stop BENCH_ALIGNED;
+	/* read-only during the run: */
+	struct dp_stats *shared BENCH_ALIGNED;
+	struct dp_core **cores;
+	pcpu_counter_t pc_global; /* [0] total_pkts, [1] total_bytes */
+	pcpu_counter_t pc_flows;  /* [2f] pkts, [2f+1] bytes of flow f */
+	unsigned nworkers, work_iters;
+	int kind;
+	pthread_barrier_t start;
+	/* the reader's results, away from the lines workers read */
+	uint64_t reader_passes BENCH_ALIGNED;
+	uint64_t reader_decreases;
+	int64_t vals[DP_NVALS];
+};
+
+struct dp_worker {
+	struct dp_shared *sh;
+	unsigned id;
+	uint64_t pkts, bytes;    /* what the pattern counted, warm-up included: expected totals */
+	uint64_t timed_pkts[2];  /* [0] reference phases, [1] measuring phases */
+	uint64_t cpu_ns[2];
+	struct dp_wb wb;
+} BENCH_ALIGNED;
+
+/* ~DP_WORK_TSC cycles of "domain logic": a dependent chain of multiplies and
+ * adds in one register, which the compiler may neither fold nor vectorise. */
+BENCH_INLINE uint64_t dp_work(uint64_t x, unsigned iters)
+{
+	unsigned i;
+
+	for (i = 0; i < iters; i++) {
+		x = x * 0x5851f42d4c957f2dull + 0x14057b7ef767814full;
+		__asm__ volatile("" : "+r"(x));
+	}
+	return x;
+}
+
+static __attribute__((noinline)) uint64_t dp_work_call(uint64_t x, unsigned iters)
+{
+	return dp_work(x, iters);
+}
+
+static unsigned dp_calibrate_work(void)
+{
+	uint64_t best = UINT64_MAX, x = 1, t0, t1;
+	unsigned i;
+
+	dp_work_call(x, 20 * 1000 * 1000); /* let the core reach its clock */
+	for (i = 0; i < 300; i++) {
+		t0 = bench_ticks();
+		x = dp_work_call(x, 1000);
+		t1 = bench_ticks();
+		if (t1 - t0 < best)
+			best = t1 - t0;
+	}
+	/* The fastest try is the one nothing interrupted. */
+	return (unsigned)(DP_WORK_TSC * 1000.0 / (double)best + 0.5);
+}
+
+/* A single-writer add: not an atomic read-modify-write, just a load and a
+ * store that cannot tear (what Shared No Sync and Per Core do). */
+BENCH_INLINE void dp_plain_add(int64_t *p, int64_t v)
+{
+	__atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + v, __ATOMIC_RELAXED);
+}
+
+BENCH_INLINE void dp_stats_add4(struct dp_stats *s, unsigned flow, int64_t len)
+{
+	dp_plain_add(&s->total_pkts, 1);
+	dp_plain_add(&s->total_bytes, len);
+	dp_plain_add(&s->flows[flow].pkts, 1);
+	dp_plain_add(&s->flows[flow].bytes, len);
+}
+
+static void dp_wb_flush(struct dp_shared *sh, struct dp_wb *wb)
+{
+	unsigned i;
+
+	bench_spin_lock(&sh->shared_lock);
+	for (i = 0; i < wb->n; i++)
+		*wb->e[i].p += wb->e[i].v;
+	bench_spin_unlock(&sh->shared_lock);
+	wb->n = 0;
+}
+
+BENCH_INLINE void dp_wb_add(struct dp_wb *wb, int64_t *p, int64_t v)
+{
+	wb->e[wb->n].p = p;
+	wb->e[wb->n].v = v;
+	wb->n++;
+}
+
+/* The statistics of one packet, by pattern `kind` (constant where inlined). */
+BENCH_INLINE void dp_update(const int kind, struct dp_shared *sh, struct dp_worker *w,
+			    struct dp_core *core, unsigned flow, int64_t len)
+{
+	struct dp_stats *s = sh->shared;
+
+	switch (kind) {
+	case D_NONE:
+		/* The flow lookup is domain logic: keep it in the baseline too. */
+		__asm__ volatile("" : : "r"(flow), "r"(len));
+		break;
+	case D_SHARED_NOSYNC:
+		dp_stats_add4(s, flow, len);
+		break;
+	case D_SHARED_SPIN:
+		bench_spin_lock(&sh->shared_lock);
+		s->total_pkts += 1;
+		s->total_bytes += len;
+		s->flows[flow].pkts += 1;
+		s->flows[flow].bytes += len;
+		bench_spin_unlock(&sh->shared_lock);
+		break;
+	case D_SHARED_ATOMIC:
+		__atomic_fetch_add(&s->total_pkts, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&s->total_bytes, len, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&s->flows[flow].pkts, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&s->flows[flow].bytes, len, __ATOMIC_RELAXED);
+		break;
+	case D_SHARED_BUFFERED:
+		dp_wb_add(&w->wb, &s->total_pkts, 1);
+		dp_wb_add(&w->wb, &s->total_bytes, len);
+		dp_wb_add(&w->wb, &s->flows[flow].pkts, 1);
+		dp_wb_add(&w->wb, &s->flows[flow].bytes, len);
+		break;
+	case D_PERCORE:
+		dp_stats_add4(&core->s, flow, len);
+		break;
+	case D_PERCORE_SPIN:
+		bench_spin_lock(&core->lock);
+		dp_stats_add4(&core->s, flow, len);
+		bench_spin_unlock(&core->lock);
+		break;
+	case D_PERCORE_SEQ: {
+		/* The classic single-writer sequence count: odd while writing.
+		 * On x86 (TSO) the fences are compiler barriers only. */
+		uint32_t seq = core->seq;
+
+		__atomic_store_n(&core->seq, seq + 1, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+		dp_stats_add4(&core->s, flow, len);
+		__atomic_store_n(&core->seq, seq + 2, __ATOMIC_RELEASE);
+		break;
+	}
+	case D_PCPU_MANY: {
+		pcpu_counter_t cs[4] = {
+			pcpu_counter_at(sh->pc_global, 0), pcpu_counter_at(sh->pc_global, 1),
+			pcpu_counter_at(sh->pc_flows, 2 * flow), pcpu_counter_at(sh->pc_flows, 2 * flow + 1),
+		};
+		int64_t vs[4] = { 1, len, 1, len };
+
+		pcpu_counter_add_many(cs, vs, 4);
+		break;
+	}
+	case D_PERCORE_WIDE:
+		dp_plain_add(&core->sw.total_pkts.v, 1);
+		dp_plain_add(&core->sw.total_bytes.v, len);
+		dp_plain_add(&core->sw.flows[flow].pkts.v, 1);
+		dp_plain_add(&core->sw.flows[flow].bytes.v, len);
+		break;
+	case D_PCPU_ADD4:
+		pcpu_counter_add(pcpu_counter_at(sh->pc_global, 0), 1);
+		pcpu_counter_add(pcpu_counter_at(sh->pc_global, 1), len);
+		pcpu_counter_add(pcpu_counter_at(sh->pc_flows, 2 * flow), 1);
+		pcpu_counter_add(pcpu_counter_at(sh->pc_flows, 2 * flow + 1), len);
+		break;
+	}
+}
+
+/* One batch of packets; `kind` D_NONE runs the same loop without statistics. */
+BENCH_INLINE uint64_t dp_batch(const int kind, struct dp_shared *sh, struct dp_worker *w,
+			       struct dp_core *core, uint64_t x, uint64_t per, uint64_t *bytes)
+{
+	const unsigned nw = sh->nworkers, iters = sh->work_iters;
+	const uint32_t epoch = __atomic_load_n(&sh->epoch, __ATOMIC_RELAXED);
+	unsigned i;
+
+	for (i = 0; i < DP_BATCH; i++) {
+		uint32_t k;
+		unsigned flow;
+		int64_t len;
+
+		x = dp_work(x, iters);
+		/* The packet: one of this worker's flows, 64..1500 bytes. */
+		k = (uint32_t)(((x >> 32) * per) >> 32) * nw + w->id;
+		if (k >= DP_NFLOWS)
+			k -= nw;
+		flow = (k + epoch) & (DP_NFLOWS - 1);
+		len = 64 + (int64_t)((((x >> 16) & 0xffff) * 1437) >> 16);
+		dp_update(kind, sh, w, core, flow, len);
+		if (kind != D_NONE)
+			*bytes += (uint64_t)len;
+	}
+	if (kind == D_SHARED_BUFFERED)
+		dp_wb_flush(sh, &w->wb);
+	return x;
+}
+
+/*
+ * The worker. Time is cut into phases of 2^DP_PHASE_SHIFT TSC ticks; odd
+ * phases run the pattern, even phases the same loop without statistics (the
+ * reference). Every worker derives the phase from the TSC, which all CPUs
+ * share, so all workers switch together: while measuring a pattern they all
+ * run it, and contention is what it would be in a run of that pattern alone.
+ * The worker's CPU time is read at each phase change and charged to the
+ * phase's mode. Comparing the two modes of one run, a few hundred
+ * microseconds apart, cancels the drift of the machine's speed (another
+ * guest on the host, frequency changes), which from one run to the next
+ * moves the cost of the dummy work by several percent, i.e. by more than
+ * the overhead of the cheaper patterns.
+ */
+BENCH_INLINE void dp_loop(struct dp_worker *w, const int kind)
+{
+	struct dp_shared *sh = w->sh;
+	/* flows per worker, rounded up; worker `id` takes every nw-th flow */
+	const uint64_t per = (DP_NFLOWS + sh->nworkers - 1) / sh->nworkers;
+	struct dp_core *core = sh->cores ? sh->cores[w->id] : NULL;
+	uint64_t x = 0x9e3779b97f4a7c15ull * (w->id + 1);
+	uint64_t pkts = 0;    /* all packets */
+	uint64_t counted = 0; /* packets the pattern counted: its expected totals */
+	uint64_t bytes = 0;
+	uint64_t phase, cpu_mark, pkts_mark;
+	unsigned batch;
+
+	(void)bench_rseq_area();
+	for (batch = 0; batch < DP_WARMUP_BATCHES; batch++) {
+		x = dp_batch(kind, sh, w, core, x, per, &bytes);
+		pkts += DP_BATCH;
+		counted += DP_BATCH;
+	}
+	pthread_barrier_wait(&sh->start);
+	phase = bench_ticks() >> DP_PHASE_SHIFT;
+	cpu_mark = bench_thread_cpu_ns();
+	pkts_mark = pkts;
+	do {
+		uint64_t now = bench_ticks() >> DP_PHASE_SHIFT;
+
+		if (now != phase) {
+			uint64_t cpu = bench_thread_cpu_ns();
+
+			w->cpu_ns[phase & 1] += cpu - cpu_mark;
+			w->timed_pkts[phase & 1] += pkts - pkts_mark;
+			cpu_mark = cpu;
+			pkts_mark = pkts;
+			phase = now;
+		}
+		if (phase & 1) {
+			x = dp_batch(kind, sh, w, core, x, per, &bytes);
+			counted += DP_BATCH;
+		} else {
+			x = dp_batch(D_NONE, sh, w, core, x, per, &bytes);
+		}
+		pkts += DP_BATCH;
+	} while (!__atomic_load_n(&sh->stop, __ATOMIC_RELAXED));
+	w->cpu_ns[phase & 1] += bench_thread_cpu_ns() - cpu_mark;
+	w->timed_pkts[phase & 1] += pkts - pkts_mark;
+	w->pkts = kind == D_NONE ? 0 : counted;
+	w->bytes = bytes;
+}
+
+#define DP_LOOP_FN(k) \
+	static __attribute__((noinline)) void dp_loop_##k(struct dp_worker *w) { dp_loop(w, k); }
+DP_LOOP_FN(D_NONE)
+DP_LOOP_FN(D_SHARED_NOSYNC)
+DP_LOOP_FN(D_SHARED_SPIN)
+DP_LOOP_FN(D_SHARED_ATOMIC)
+DP_LOOP_FN(D_SHARED_BUFFERED)
+DP_LOOP_FN(D_PERCORE)
+DP_LOOP_FN(D_PERCORE_SPIN)
+DP_LOOP_FN(D_PERCORE_SEQ)
+DP_LOOP_FN(D_PCPU_MANY)
+DP_LOOP_FN(D_PCPU_ADD4)
+DP_LOOP_FN(D_PERCORE_WIDE)
+
+static void (*const dp_loops[D_N])(struct dp_worker *) = {
+	dp_loop_D_NONE, dp_loop_D_SHARED_NOSYNC, dp_loop_D_SHARED_SPIN, dp_loop_D_SHARED_ATOMIC,
+	dp_loop_D_SHARED_BUFFERED, dp_loop_D_PERCORE, dp_loop_D_PERCORE_SPIN,
+	dp_loop_D_PERCORE_SEQ, dp_loop_D_PCPU_MANY, dp_loop_D_PCPU_ADD4, dp_loop_D_PERCORE_WIDE,
+};
+
+static void *dp_worker_main(void *arg)
+{
+	struct dp_worker *w = arg;
+
+	dp_loops[w->sh->kind](w);
+	return NULL;
+}
+
+/* ---- the reader (control plane) --------------------------------------------- */
+
+/* Reads a pair of counters under the pattern's reader protocol. */
+static void dp_read_pair(int kind, struct dp_shared *sh, struct dp_core *core,
+			 int64_t *pa, int64_t *pb, int64_t *out)
+{
+	int64_t a, b;
+
+	switch (kind) {
+	case D_SHARED_SPIN:
+	case D_SHARED_BUFFERED:
+		bench_spin_lock(&sh->shared_lock);
+		a = *pa;
+		b = *pb;
+		bench_spin_unlock(&sh->shared_lock);
+		break;
+	case D_PERCORE_SPIN:
+		bench_spin_lock(&core->lock);
+		a = *pa;
+		b = *pb;
+		bench_spin_unlock(&core->lock);
+		break;
+	case D_PERCORE_SEQ: {
+		uint32_t s0, s1;
+
+		for (;;) {
+			s0 = __atomic_load_n(&core->seq, __ATOMIC_ACQUIRE);
+			if (s0 & 1) {
+				bench_cpu_relax();
+				continue;
+			}
+			a = __atomic_load_n(pa, __ATOMIC_RELAXED);
+			b = __atomic_load_n(pb, __ATOMIC_RELAXED);
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			s1 = __atomic_load_n(&core->seq, __ATOMIC_RELAXED);
+			if (s0 == s1)
+				break;
+		}
+		break;
+	}
+	default: /* No Sync, Atomics, Per Core: single atomic loads */
+		a = __atomic_load_n(pa, __ATOMIC_RELAXED);
+		b = __atomic_load_n(pb, __ATOMIC_RELAXED);
+		break;
+	}
+	out[0] += a;
+	out[1] += b;
+}
+
+/* Reads every counter: out[0..1] the globals, out[2 + 2f ..] flow f. */
+static void dp_read_all(int kind, struct dp_shared *sh, int64_t *out)
+{
+	unsigned w, f, nsrc = 1;
+
+	memset(out, 0, DP_NVALS * sizeof(*out));
+	switch (kind) {
+	case D_NONE:
+		return;
+	case D_PCPU_MANY:
+	case D_PCPU_ADD4:
+		pcpu_counter_fetch_array(sh->pc_global, 2, (uint64_t *)out);
+		pcpu_counter_fetch_array(sh->pc_flows, 2 * DP_NFLOWS, (uint64_t *)out + 2);
+		return;
+	case D_PERCORE_WIDE:
+		for (w = 0; w < sh->nworkers; w++) {
+			struct dp_stats_wide *sw = &sh->cores[w]->sw;
+
+			dp_read_pair(kind, sh, NULL, &sw->total_pkts.v, &sw->total_bytes.v, out);
+			for (f = 0; f < DP_NFLOWS; f++)
+				dp_read_pair(kind, sh, NULL, &sw->flows[f].pkts.v,
+					     &sw->flows[f].bytes.v, out + 2 + 2 * f);
+		}
+		return;
+	case D_PERCORE:
+	case D_PERCORE_SPIN:
+	case D_PERCORE_SEQ:
+		nsrc = sh->nworkers;
+		break;
+	}
+	for (w = 0; w < nsrc; w++) {
+		struct dp_core *core = sh->cores ? sh->cores[w] : NULL;
+		struct dp_stats *s = core ? &core->s : sh->shared;
+
+		dp_read_pair(kind, sh, core, &s->total_pkts, &s->total_bytes, out);
+		for (f = 0; f < DP_NFLOWS; f++)
+			dp_read_pair(kind, sh, core, &s->flows[f].pkts, &s->flows[f].bytes,
+				     out + 2 + 2 * f);
+	}
+}
+
+static void *dp_reader_main(void *arg)
+{
+	struct dp_shared *sh = arg;
+	struct timespec next;
+	int64_t last = 0;
+
+	(void)bench_rseq_area();
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	while (!__atomic_load_n(&sh->stop, __ATOMIC_RELAXED)) {
+		next.tv_nsec += 1000000;
+		if (next.tv_nsec >= 1000000000) {
+			next.tv_nsec -= 1000000000;
+			next.tv_sec++;
+		}
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
+			;
+		dp_read_all(sh->kind, sh, sh->vals);
+		/* A counter only ever added to must never appear to go back. */
+		if (sh->vals[0] < last)
+			sh->reader_decreases++;
+		last = sh->vals[0];
+		if (++sh->reader_passes % DP_MIGRATE_MS == 0)
+			__atomic_store_n(&sh->epoch, sh->epoch + 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+/* ---- one timed run -------------------------------------------------------------- */
+
+struct dp_result {
+	double cycles_per_pkt; /* TSC cycles of worker CPU time per packet, pattern phases */
+	double ref_cycles_per_pkt; /* the same, reference (no statistics) phases */
+	double overhead;       /* per counter update: (cycles_per_pkt - ref) / 4 */
+	double lost_pct;       /* of the global packet count */
+	int exact;             /* all four sums right */
+	uint64_t reader_passes, reader_decreases;
+};
+
+static struct dp_result dp_run(int kind, unsigned nworkers, unsigned work_iters)
+{
+	struct dp_shared *sh = bench_xmalloc(sizeof(*sh));
+	struct dp_worker *w = bench_xmalloc(nworkers * sizeof(*w));
+	pthread_t *tid = bench_xmalloc(nworkers * sizeof(*tid)), reader = 0;
+	uint64_t pkts = 0, bytes = 0, timed[2] = { 0, 0 }, cpu_ns[2] = { 0, 0 }, fp = 0, fb = 0;
+	struct dp_result res;
+	unsigned i, f;
+
+	sh->kind = kind;
+	sh->nworkers = nworkers;
+	sh->work_iters = work_iters;
+	sh->shared = bench_xmalloc(sizeof(*sh->shared));
+	if (kind == D_PERCORE || kind == D_PERCORE_SPIN || kind == D_PERCORE_SEQ ||
+	    kind == D_PERCORE_WIDE) {
+		sh->cores = bench_xmalloc(nworkers * sizeof(*sh->cores));
+		for (i = 0; i < nworkers; i++)
+			sh->cores[i] = bench_xmalloc(sizeof(struct dp_core));
+	}
+	if (kind == D_PCPU_MANY || kind == D_PCPU_ADD4) {
+		sh->pc_global = pcpu_counter_alloc_array(2);
+		sh->pc_flows = pcpu_counter_alloc_array(2 * DP_NFLOWS);
+		if (!sh->pc_global || !sh->pc_flows)
+			bench_die("pcpu_counter_alloc_array failed");
+	}
+	pthread_barrier_init(&sh->start, NULL, nworkers + 1);
+	for (i = 0; i < nworkers; i++) {
+		w[i].sh = sh;
+		w[i].id = i;
+		tid[i] = bench_thread_start(dp_worker_main, &w[i], -1);
+	}
+	pthread_barrier_wait(&sh->start);
+	if (!bench_opt.no_reader)
+		reader = bench_thread_start(dp_reader_main, sh, -1);
+	bench_sleep_ns((uint64_t)bench_opt.duration_ms * 1000000u);
+	__atomic_store_n(&sh->stop, 1, __ATOMIC_RELAXED);
+	if (!bench_opt.no_reader)
+		pthread_join(reader, NULL);
+	for (i = 0; i < nworkers; i++) {
+		pthread_join(tid[i], NULL);
+		pkts += w[i].pkts;
+		bytes += w[i].bytes;
+		timed[0] += w[i].timed_pkts[0];
+		timed[1] += w[i].timed_pkts[1];
+		cpu_ns[0] += w[i].cpu_ns[0];
+		cpu_ns[1] += w[i].cpu_ns[1];
+	}
+
+	/* Final check: totals, and the per-flow counters sum to them. */
+	dp_read_all(kind, sh, sh->vals);
+	for (f = 0; f < DP_NFLOWS; f++) {
+		fp += (uint64_t)sh->vals[2 + 2 * f];
+		fb += (uint64_t)sh->vals[3 + 2 * f];
+	}
+	res.cycles_per_pkt = (double)cpu_ns[1] * bench_tsc_ghz / (double)timed[1];
+	res.ref_cycles_per_pkt = (double)cpu_ns[0] * bench_tsc_ghz / (double)timed[0];
+	res.overhead = (res.cycles_per_pkt - res.ref_cycles_per_pkt) / 4;
+	if (kind == D_NONE) {
+		res.exact = 1;
+		res.lost_pct = 0;
+	} else {
+		res.exact = (uint64_t)sh->vals[0] == pkts && (uint64_t)sh->vals[1] == bytes &&
+			    fp == pkts && fb == bytes;
+		res.lost_pct = 100.0 * ((double)pkts - (double)sh->vals[0]) / (double)pkts;
+	}
+	res.reader_passes = sh->reader_passes;
+	res.reader_decreases = sh->reader_decreases;
+
+	if (sh->pc_global) {
+		pcpu_counter_free(sh->pc_global);
+		pcpu_counter_free(sh->pc_flows);
+	}
+	if (sh->cores) {
+		for (i = 0; i < nworkers; i++)
+			free(sh->cores[i]);
+		free(sh->cores);
+	}
+	pthread_barrier_destroy(&sh->start);
+	free(sh->shared);
+	free(sh);
+	free(w);
+	free(tid);
+	return res;
+}
+
+void bench_dataplane(void)
+{
+	const unsigned nt = bench_opt.nthreads, nr = bench_opt.rounds;
+	struct dp_result *res = bench_xmalloc(D_N * nt * nr * sizeof(*res));
+	double *v = bench_xmalloc(nr * sizeof(double));
+	unsigned iters, r, ti, j, k;
+	int tn = -1;
+	struct tbl tb;
+	FILE *csv, *raw;
+	char buf[96];
+	pcpu_zone_t *zdef;
+	const char *zname;
+#define RES(k, ti, r) res[((k) * nt + (ti)) * nr + (r)]
+#define OVH(k, ti, r) (RES(k, ti, r).overhead)
+
+	iters = dp_calibrate_work();
+	zdef = pcpu_zone_create(PCPU_INDEX_DEFAULT);
+	zname = zdef && pcpu_zone_index(zdef) == PCPU_INDEX_CPU ? "CPU" : "mm_cid";
+	pcpu_zone_destroy(zdef);
+
+	printf("## 3. Data-plane simulation (DPDK statistics guide, \"Performance Comparison\")\n\n");
+	printf("Per packet: %u multiply-add steps of dummy work (calibrated to %u TSC cycles), "
+	       "then 2 global + 2 per-flow counter updates (%u flows, worker affinity, all flows "
+	       "move to the next worker every %u ms); a reader thread reads every counter each "
+	       "millisecond%s. Each run alternates phases of %.0f µs with the pattern and without "
+	       "statistics, all workers together; overhead = (cycles per packet with − without) / 4, "
+	       "in TSC cycles (TSC %.3f GHz) of worker CPU time per counter update. Median (min–max) "
+	       "of %u rounds of %u ms. The \"no statistics\" row runs the reference loop in both "
+	       "phases: its spread is the noise floor. Workers not pinned. pcpu rows use the default "
+	       "zone (%s index).\n\n",
+	       iters, DP_WORK_TSC, DP_NFLOWS, DP_MIGRATE_MS,
+	       bench_opt.no_reader ? " (**not in this run: --no-reader**)" : "",
+	       (double)(1ull << DP_PHASE_SHIFT) / bench_tsc_ghz / 1e3, bench_tsc_ghz, nr,
+	       bench_opt.duration_ms, zname);
+
+	for (r = 0; r < nr; r++) {
+		fprintf(stderr, "dataplane: round %u/%u\n", r + 1, nr);
+		for (ti = 0; ti < nt; ti++)
+			for (j = 0; j < D_N; j++) {
+				k = (j + r) % D_N;
+				RES(k, ti, r) = dp_run((int)k, bench_opt.threads[ti], iters);
+			}
+	}
+
+	csv = bench_csv_open("dataplane.csv",
+			     "variant,workers,cycles_per_update_median,cycles_per_update_min,"
+			     "cycles_per_update_max,cycles_per_update_q1,cycles_per_update_q3,"
+			     "cycles_per_packet_median,ref_cycles_per_packet_median,lost_pct_median,exact_runs,runs,"
+			     "reader_passes_median,reader_decreases,dpdk_4_workers,dpdk_20_workers");
+	raw = bench_csv_open("dataplane_rounds.csv",
+			     "variant,workers,round,cycles_per_packet,ref_cycles_per_packet,cycles_per_update,lost_pct,exact,"
+			     "reader_passes,reader_decreases");
+
+	tbl_init(&tb, 4 + nt);
+	tbl_cell(&tb, "pattern");
+	for (ti = 0; ti < nt; ti++)
+		tbl_cell(&tb, "%u worker%s", bench_opt.threads[ti], bench_opt.threads[ti] > 1 ? "s" : "");
+	tbl_headers(&tb, "exact (lost % of total_pkts)", "DPDK Xeon 4 w", "DPDK Xeon 20 w", NULL);
+	for (k = 0; k < D_N; k++) {
+		unsigned inexact = 0, runs = 0;
+		uint64_t decreases = 0;
+		char lost[128] = "";
+
+		tbl_cell(&tb, "%s", dp_variants[k].name);
+		for (ti = 0; ti < nt; ti++) {
+			struct bench_stat s;
+			double cpp, ref, lostmed, passes;
+			unsigned ex = 0;
+
+			for (r = 0; r < nr; r++)
+				v[r] = OVH(k, ti, r);
+			s = bench_stat_of(v, nr);
+			tbl_cell(&tb, "%s", bench_fmt_stat(buf, sizeof(buf), s));
+			for (r = 0; r < nr; r++)
+				v[r] = RES(k, ti, r).cycles_per_pkt;
+			cpp = bench_median(v, nr);
+			for (r = 0; r < nr; r++)
+				v[r] = RES(k, ti, r).ref_cycles_per_pkt;
+			ref = bench_median(v, nr);
+			for (r = 0; r < nr; r++)
+				v[r] = (double)RES(k, ti, r).reader_passes;
+			passes = bench_median(v, nr);
+			for (r = 0; r < nr; r++) {
+				struct dp_result *x = &RES(k, ti, r);
+
+				v[r] = x->lost_pct;
+				ex += x->exact;
+				decreases += x->reader_decreases;
+				if (raw)
+					fprintf(raw, "%s,%u,%u,%.3f,%.3f,%.4f,%.4f,%d,%" PRIu64 ",%" PRIu64 "\n",
+						dp_variants[k].csv, bench_opt.threads[ti], r,
+						x->cycles_per_pkt, x->ref_cycles_per_pkt, OVH(k, ti, r),
+						x->lost_pct, x->exact, x->reader_passes,
+						x->reader_decreases);
+			}
+			lostmed = bench_median(v, nr);
+			inexact += nr - ex;
+			runs += nr;
+			snprintf(lost + strlen(lost), sizeof(lost) - strlen(lost), "%s%.1f",
+				 ti ? "/" : "", lostmed);
+			if (csv)
+				fprintf(csv, "%s,%u,%.4f,%.4f,%.4f,%.4f,%.4f,%.3f,%.3f,%.4f,%u,%u,%.0f,%" PRIu64
+					",%.0f,%.0f\n",
+					dp_variants[k].csv, bench_opt.threads[ti], s.med, s.min, s.max,
+					s.q1, s.q3, cpp, ref, lostmed, ex, nr, passes,
+					decreases, dp_variants[k].dpdk4, dp_variants[k].dpdk20);
+		}
+		if (k == D_NONE)
+			tbl_cell(&tb, "—");
+		else if (k == D_SHARED_NOSYNC)
+			tbl_cell(&tb, "%s: lost %s %%", inexact ? "no" : "yes", lost);
+		else if (inexact == 0)
+			tbl_cell(&tb, "yes (%u/%u runs)%s", runs, runs,
+				 decreases ? ", **reader saw a decrease**" : "");
+		else
+			tbl_cell(&tb, "**NO**: %u of %u runs wrong (lost %s %%)", inexact, runs, lost);
+		if (isnan(dp_variants[k].dpdk4)) {
+			tbl_cell(&tb, "—");
+			tbl_cell(&tb, "—");
+		} else {
+			tbl_cell(&tb, "%.0f", dp_variants[k].dpdk4);
+			tbl_cell(&tb, "%.0f", dp_variants[k].dpdk20);
+		}
+	}
+	tbl_print(&tb);
+	printf("Reference loop (no statistics), TSC cycles per packet, median per worker count:");
+	for (ti = 0; ti < nt; ti++) {
+		for (r = 0; r < nr; r++)
+			v[r] = RES(D_NONE, ti, r).ref_cycles_per_pkt;
+		printf("%s %u: %.0f", ti ? "," : "", bench_opt.threads[ti], bench_median(v, nr));
+	}
+	printf(".\n");
+	printf("DPDK figures: Xeon Gold 6230N (Cascade Lake, 20 cores, 2.3 GHz fixed), DPDK 22.07, "
+	       "GCC 10.3 -O3 -march=native; its Shared No Sync lost ~18%% of the global packet "
+	       "count at 4 workers.\n\n");
+
+	for (ti = 0; ti < nt; ti++)
+		if (bench_opt.threads[ti] == bench_ncpu && tn < 0)
+			tn = (int)ti;
+	if (tn < 0) /* no run at ncpu workers: take the largest run at most ncpu */
+		for (ti = 0; ti < nt; ti++)
+			if (bench_opt.threads[ti] <= bench_ncpu &&
+			    (tn < 0 || bench_opt.threads[ti] > bench_opt.threads[tn]))
+				tn = (int)ti;
+	if (tn >= 0) {
+		bench_targets.have_dataplane = 1;
+		bench_targets.dp_workers = bench_opt.threads[tn];
+		for (r = 0; r < nr; r++)
+			v[r] = OVH(D_PCPU_MANY, tn, r);
+		bench_targets.dp_pcpu_cycles = bench_median(v, nr);
+		for (r = 0; r < nr; r++)
+			v[r] = OVH(D_PCPU_ADD4, tn, r);
+		bench_targets.dp_pcpu4_cycles = bench_median(v, nr);
+		for (r = 0; r < nr; r++)
+			v[r] = OVH(D_PERCORE, tn, r);
+		bench_targets.dp_percore_cycles = bench_median(v, nr);
+	}
+	if (csv)
+		fclose(csv);
+	if (raw)
+		fclose(raw);
+	free(res);
+	free(v);
+#undef OVH
+#undef RES
+}

@@ -1,0 +1,376 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pcpu_bench: the benchmark suite's program. Options, the description of the
+ * machine, the sections in order, and the targets of the benchmark issue,
+ * each printed with PASS/MISS and the measured figure.
+ *
+ * Targets are reported, never asserted: a benchmark on a shared or small
+ * machine is evidence, not a test, and the exit status says only whether the
+ * program ran (and whether every exact variant was exact is in its table).
+ */
+#include "bench.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <gnu/libc-version.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+struct bench_opts bench_opt;
+unsigned bench_ncpu;
+double bench_tsc_ghz;
+struct bench_target_data bench_targets;
+
+/* The sections, in the order they run. */
+static const struct {
+	const char *name;
+	unsigned bit;
+	void (*run)(void);
+} sections[] = {
+	{ "incr", SEC_INCR, bench_incr },
+	{ "getcpu", SEC_GETCPU, bench_getcpu },
+	{ "thesis", SEC_THESIS, bench_thesis },
+	{ "dataplane", SEC_DATAPLANE, bench_dataplane },
+	{ "read", SEC_READ, bench_readside },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: pcpu_bench [--quick | --full] [options]\n"
+		"\n"
+		"Reproduces the seeds' counter comparisons with pcpu beside them; prints a\n"
+		"markdown table per comparison and the targets with PASS/MISS.\n"
+		"\n"
+		"modes (set every default below; options given as well override them):\n"
+		"  --quick            a few seconds in total (the README's demonstration)\n"
+		"  --full             a few minutes: more rounds, longer runs, 10^8 adds per thread\n"
+		"                     (neither: in between)\n"
+		"options:\n"
+		"  --threads LIST     thread / worker counts, e.g. 1,2,4,8 (default 1,n,2n,4n for\n"
+		"                     n = online CPUs); the thesis table always uses n, pinned\n"
+		"  --duration MS      length of one timed run in incr and dataplane\n"
+		"  --iterations K     thesis fig. 2.7: adds per thread (fig. 2.6 does K/10)\n"
+		"  --rounds N         rounds; every variant runs once per round, interleaved\n"
+		"  --csv DIR          write CSV files into DIR (created if missing)\n"
+		"  --only LIST        sections to run: incr,getcpu,thesis,dataplane,read\n"
+		"  --no-reader        dataplane without its control-plane reader (diagnostic:\n"
+		"                     shows what the reader's cache-line transfers cost)\n"
+		"  --help\n");
+}
+
+static void set_mode(const char *mode)
+{
+	unsigned n = bench_ncpu, list[4] = { 1, n, 2 * n, 4 * n }, i;
+
+	bench_opt.mode = mode;
+	bench_opt.nthreads = 0;
+	for (i = 0; i < 4; i++) /* n == 1 would list 1 twice */
+		if (bench_opt.nthreads == 0 || list[i] > bench_opt.threads[bench_opt.nthreads - 1])
+			bench_opt.threads[bench_opt.nthreads++] = list[i];
+	bench_opt.max_snapshot = 1000000;
+	if (strcmp(mode, "quick") == 0) {
+		bench_opt.rounds = 3;
+		bench_opt.duration_ms = 20;
+		bench_opt.iterations = 2000000;
+		bench_opt.getcpu_calls = 1000000;
+		bench_opt.mem_passes = 2;
+	} else if (strcmp(mode, "full") == 0) {
+		bench_opt.rounds = 9;
+		bench_opt.duration_ms = 100;
+		bench_opt.iterations = 100000000;
+		bench_opt.getcpu_calls = 10000000;
+		bench_opt.mem_passes = 8;
+	} else {
+		bench_opt.rounds = 5;
+		bench_opt.duration_ms = 50;
+		bench_opt.iterations = 20000000;
+		bench_opt.getcpu_calls = 4000000;
+		bench_opt.mem_passes = 4;
+	}
+}
+
+static unsigned long parse_num(const char *opt, const char *s, unsigned long min, unsigned long max)
+{
+	char *end;
+	double d;
+
+	errno = 0;
+	d = strtod(s, &end); /* accepts 1e8 */
+	if (errno || end == s || *end || d < (double)min || d > (double)max || d != floor(d))
+		bench_die("%s: expected a whole number in [%lu, %lu], got '%s'", opt, min, max, s);
+	return (unsigned long)d;
+}
+
+static void parse_threads(const char *s)
+{
+	char *copy = strdup(s), *tok, *save = NULL;
+
+	bench_opt.nthreads = 0;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (bench_opt.nthreads == BENCH_MAX_LIST)
+			bench_die("--threads: at most %d counts", BENCH_MAX_LIST);
+		bench_opt.threads[bench_opt.nthreads++] =
+			(unsigned)parse_num("--threads", tok, 1, BENCH_MAX_THREADS);
+	}
+	if (bench_opt.nthreads == 0)
+		bench_die("--threads: empty list");
+	free(copy);
+}
+
+static unsigned parse_sections(const char *s)
+{
+	char *copy = strdup(s), *tok, *save = NULL;
+	unsigned mask = 0, i;
+
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		for (i = 0; i < sizeof(sections) / sizeof(sections[0]); i++)
+			if (strcmp(tok, sections[i].name) == 0)
+				break;
+		if (i == sizeof(sections) / sizeof(sections[0]))
+			bench_die("--only: unknown section '%s' (incr, getcpu, thesis, dataplane, read)",
+				  tok);
+		mask |= sections[i].bit;
+	}
+	free(copy);
+	if (!mask)
+		bench_die("--only: empty list");
+	return mask;
+}
+
+static void parse_options(int argc, char **argv)
+{
+	enum { O_QUICK = 1, O_FULL, O_THREADS, O_DURATION, O_ITER, O_ROUNDS, O_CSV, O_ONLY, O_HELP,
+	       O_NO_READER };
+	static const struct option longopts[] = {
+		{ "quick", no_argument, NULL, O_QUICK },
+		{ "full", no_argument, NULL, O_FULL },
+		{ "threads", required_argument, NULL, O_THREADS },
+		{ "duration", required_argument, NULL, O_DURATION },
+		{ "iterations", required_argument, NULL, O_ITER },
+		{ "rounds", required_argument, NULL, O_ROUNDS },
+		{ "csv", required_argument, NULL, O_CSV },
+		{ "only", required_argument, NULL, O_ONLY },
+		{ "help", no_argument, NULL, O_HELP },
+		{ "no-reader", no_argument, NULL, O_NO_READER },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	/* First pass: the mode, whose defaults the other options override
+	 * wherever they stand on the command line. */
+	set_mode("default");
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		if (c == O_QUICK)
+			set_mode("quick");
+		else if (c == O_FULL)
+			set_mode("full");
+		else if (c == O_HELP) {
+			usage(stdout);
+			exit(0);
+		} else if (c == '?') {
+			usage(stderr);
+			exit(2);
+		}
+	}
+	if (optind < argc)
+		bench_die("unexpected argument '%s' (see --help)", argv[optind]);
+	bench_opt.sections = SEC_ALL;
+	optind = 1;
+	opterr = 0; /* the first pass has complained already */
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case O_THREADS:
+			parse_threads(optarg);
+			break;
+		case O_DURATION:
+			bench_opt.duration_ms = (unsigned)parse_num("--duration", optarg, 1, 600000);
+			break;
+		case O_ITER:
+			bench_opt.iterations = parse_num("--iterations", optarg, 100, 1ul << 40);
+			break;
+		case O_ROUNDS:
+			bench_opt.rounds = (unsigned)parse_num("--rounds", optarg, 1, 1000);
+			break;
+		case O_CSV:
+			bench_opt.csv_dir = optarg;
+			break;
+		case O_ONLY:
+			bench_opt.sections = parse_sections(optarg);
+			break;
+		case O_NO_READER:
+			bench_opt.no_reader = 1;
+			break;
+		}
+	}
+}
+
+static void cpu_model(char *buf, size_t len)
+{
+	char line[512];
+	FILE *f = fopen("/proc/cpuinfo", "r");
+
+	snprintf(buf, len, "unknown CPU");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *colon = strchr(line, ':');
+
+		if (strncmp(line, "model name", 10) == 0 && colon) {
+			snprintf(buf, len, "%s", colon + 2);
+			buf[strcspn(buf, "\n")] = 0;
+			break;
+		}
+	}
+	fclose(f);
+}
+
+static void describe_machine(void)
+{
+	char model[256], date[64], list[128] = "";
+	struct utsname u;
+	time_t now = time(NULL);
+	pcpu_zone_t *z = pcpu_zone_create(PCPU_INDEX_DEFAULT);
+	enum pcpu_rseq_mode mode = pcpu_rseq_mode();
+	double load[3];
+	unsigned i;
+
+	cpu_model(model, sizeof(model));
+	uname(&u);
+	strftime(date, sizeof(date), "%Y-%m-%d %H:%M", localtime(&now));
+	for (i = 0; i < bench_opt.nthreads; i++)
+		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%u", i ? "," : "",
+			 bench_opt.threads[i]);
+
+	printf("# pcpu benchmark (%s mode), %s\n\n", bench_opt.mode, date);
+	printf("- machine: %s, %u CPUs online, %u possible (pcpu slots)\n", model, bench_ncpu,
+	       pcpu_nslots());
+	printf("- kernel %s %s, glibc %s, compiler %s\n", u.sysname, u.release,
+	       gnu_get_libc_version(), __VERSION__);
+	printf("- pcpu %d.%d.%d: rseq mode \"%s\"%s, kernel mm_cid %s, default zone index %s\n",
+	       PCPU_VERSION_MAJOR, PCPU_VERSION_MINOR, PCPU_VERSION_PATCH,
+	       pcpu_rseq_mode_name(mode),
+	       mode == PCPU_RSEQ_FALLBACK ? " (rseq unavailable: every pcpu row is the fallback)" : "",
+	       pcpu_rseq_has_mm_cid() ? "yes" : "no",
+	       z && pcpu_zone_index(z) == PCPU_INDEX_CPU ? "CPU" : "mm_cid");
+	printf("- TSC %.3f GHz (calibrated against CLOCK_MONOTONIC)\n", bench_tsc_ghz);
+	if (getloadavg(load, 3) == 3)
+		printf("- load average at start %.2f %.2f %.2f (a trailing average: whether this "
+		       "run was disturbed is said after each section, from /proc/stat)\n",
+		       load[0], load[1], load[2]);
+	printf("- threads %s; %u rounds; %u ms per timed run; thesis K = %" PRIu64 "\n\n", list,
+	       bench_opt.rounds, bench_opt.duration_ms, bench_opt.iterations);
+	pcpu_zone_destroy(z);
+}
+
+/* ---- targets -------------------------------------------------------------------- */
+
+static FILE *targets_csv;
+static unsigned targets_missed;
+
+static void target(struct tbl *tb, const char *what, const char *limit, int pass, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static void target(struct tbl *tb, const char *what, const char *limit, int pass, const char *fmt, ...)
+{
+	char measured[160];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(measured, sizeof(measured), fmt, ap);
+	va_end(ap);
+	tbl_cell(tb, "%s", what);
+	tbl_cell(tb, "%s", measured);
+	tbl_cell(tb, "%s", limit);
+	tbl_cell(tb, "%s", pass ? "PASS" : "**MISS**");
+	targets_missed += !pass;
+	if (targets_csv)
+		fprintf(targets_csv, "\"%s\",\"%s\",\"%s\",%s\n", what, measured, limit,
+			pass ? "PASS" : "MISS");
+}
+
+static void print_targets(void)
+{
+	const struct bench_target_data *t = &bench_targets;
+	struct tbl tb;
+
+	if (!t->have_incr && !t->have_dataplane && !t->have_snapshot)
+		return;
+	printf("## Targets of the benchmark issue\n\n");
+	targets_csv = bench_csv_open("targets.csv", "target,measured,limit,result");
+	tbl_init(&tb, 4);
+	tbl_headers(&tb, "target", "measured", "limit", "result", NULL);
+	if (t->have_incr && !isnan(t->pcpu_1t_vs_private))
+		target(&tb, "pcpu add, 1 thread, vs thread-private increment", "≤ 1.3×",
+		       t->pcpu_1t_vs_private <= 1.3, "%.2f× (%s)", t->pcpu_1t_vs_private,
+		       t->pcpu_index_name);
+	if (t->have_incr && !isnan(t->pcpu_ncpu_vs_1t)) {
+		char what[96];
+
+		snprintf(what, sizeof(what), "pcpu add at ncpu = %u threads vs 1 thread", bench_ncpu);
+		target(&tb, what, "≤ 1.15×, shared atomic degrades",
+		       t->pcpu_ncpu_vs_1t <= 1.15 && t->atomic_ncpu_vs_1t > t->pcpu_ncpu_vs_1t,
+		       "%.2f× (shared atomic: %.2f×)", t->pcpu_ncpu_vs_1t, t->atomic_ncpu_vs_1t);
+	}
+	if (t->have_dataplane) {
+		char what[96];
+
+		snprintf(what, sizeof(what), "data plane, %u workers: pcpu overhead vs Per Core",
+			 t->dp_workers);
+		target(&tb, what, "≤ Per Core's", t->dp_pcpu_cycles <= t->dp_percore_cycles,
+		       "%.2f vs %.2f cycles/update (%.2f×)", t->dp_pcpu_cycles, t->dp_percore_cycles,
+		       t->dp_pcpu_cycles / t->dp_percore_cycles);
+		snprintf(what, sizeof(what), "data plane, %u workers: pcpu overhead per update",
+			 t->dp_workers);
+		target(&tb, what, "≤ 5 cycles", t->dp_pcpu_cycles <= 5,
+		       "%.2f cycles (add_many; 4 × add: %.2f)", t->dp_pcpu_cycles, t->dp_pcpu4_cycles);
+	}
+	if (t->have_incr && !isnan(t->fallback_vs_rseq_1t)) {
+		target(&tb, "fallback forced vs rseq path, 1 thread", "≤ 2.5×",
+		       t->fallback_vs_rseq_1t <= 2.5, "%.2f×", t->fallback_vs_rseq_1t);
+		target(&tb, "fallback forced, flat with threads (worst count / 1 thread)", "≤ 1.15×",
+		       t->fallback_flat <= 1.15, "%.2f× (at %u thread%s)", t->fallback_flat,
+		       t->fallback_flat_threads, t->fallback_flat_threads == 1 ? "" : "s");
+	}
+	if (t->have_snapshot) {
+		char what[96];
+
+		snprintf(what, sizeof(what), "snapshot of 10^6 counters, %u slots", t->snapshot_slots);
+		target(&tb, what, "≤ 10 ms", t->snapshot_1e6_ms <= 10, "%.2f ms", t->snapshot_1e6_ms);
+	}
+	tbl_print(&tb);
+	printf("%u target(s) missed.\n", targets_missed);
+	if (targets_csv)
+		fclose(targets_csv);
+}
+
+int main(int argc, char **argv)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	struct bench_usage all;
+	unsigned i;
+
+	bench_ncpu = n > 0 ? (unsigned)n : 1;
+	parse_options(argc, argv);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	bench_calibrate_ticks();
+	describe_machine();
+
+	bench_machine_usage(&all);
+	for (i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
+		struct bench_usage start;
+
+		if (!(bench_opt.sections & sections[i].bit))
+			continue;
+		bench_machine_usage(&start);
+		sections[i].run();
+		bench_print_usage(sections[i].name, &start);
+	}
+	print_targets();
+	bench_print_usage("whole benchmark", &all);
+	return 0;
+}

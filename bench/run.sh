@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Builds pcpu_bench, runs it, keeps its report and CSV files in
+# bench/results/<mode>/ and draws the plots there.
+#
+#   bash bench/run.sh --quick                 # seconds: the demonstration
+#   bash bench/run.sh --full                  # minutes: the figures of bench/README.md
+#   bash bench/run.sh --build-dir /tmp/b --threads 1,2 --only incr
+#
+# --build-dir DIR (first argument only) picks the CMake build folder
+# (default: ./build at the repository root); every other argument goes to
+# pcpu_bench (see `pcpu_bench --help`). With --csv DIR the results go to DIR
+# instead of bench/results/<mode>/.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(dirname "$here")
+build="$root/build"
+if [ "${1:-}" = "--build-dir" ]; then
+  [ $# -ge 2 ] || { echo "run.sh: --build-dir needs a folder" >&2; exit 2; }
+  build=$2
+  shift 2
+fi
+
+mode=default
+out=""
+prev=""
+for arg in "$@"; do
+  case "$arg" in
+    --quick) mode=quick ;;
+    --full) mode=full ;;
+    --help) mode=help ;;
+  esac
+  [ "$prev" = "--csv" ] && out=$arg
+  prev=$arg
+done
+
+# Configure every time (cheap): a build folder made before bench/ existed, or
+# with PCPU_BUILD_BENCH off, has no pcpu_bench target. An existing folder keeps
+# its generator and build type; a new one uses Ninja when there is one. Then
+# build only what the benchmark needs.
+gen=()
+if [ ! -f "$build/CMakeCache.txt" ] && command -v ninja >/dev/null 2>&1; then
+  gen=(-G Ninja)
+fi
+cmake -S "$root" -B "$build" "${gen[@]}" -DPCPU_BUILD_BENCH=ON >/dev/null
+cmake --build "$build" --target pcpu_bench >/dev/null
+bench="$build/bench/pcpu_bench"
+
+if [ "$mode" = help ]; then
+  exec "$bench" --help
+fi
+
+if [ -z "$out" ]; then
+  out="$here/results/$mode"
+  mkdir -p "$out"
+  rm -f "$out"/*.csv "$out"/*.png "$out"/report.md
+  set -- "$@" --csv "$out"
+else
+  mkdir -p "$out"
+fi
+
+# The markdown report goes to the terminal and to report.md; progress lines
+# (stderr) only to the terminal.
+"$bench" "$@" | tee "$out/report.md"
+
+if python3 -c 'import matplotlib' >/dev/null 2>&1; then
+  python3 "$here/plot.py" "$out"
+else
+  echo "run.sh: matplotlib is not importable, no plots drawn" \
+       "(scripts/install-deps.sh installs it)" >&2
+fi
+echo "run.sh: results in $out" >&2

@@ -1,0 +1,393 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Clocks, statistics, tables and CSV files of the benchmark suite.
+ *
+ * Clocks: bench_ticks() (the TSC) is what the data-plane section reports in,
+ * as DPDK's guide does; it is calibrated once against CLOCK_MONOTONIC so
+ * nanoseconds and TSC cycles convert both ways. The TSC counts at a constant
+ * rate whatever the core clock does, so "TSC cycles" are wall time in a
+ * CPU-independent unit, not core cycles.
+ */
+#include "bench.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+uint64_t bench_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t bench_thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void bench_sleep_ns(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* One tick/ns pair, read so that the clock read sits between two tick
+ * reads close together: an interrupt between them would blur the pair, so
+ * keep the tightest of a few tries. */
+static void tick_ns_pair(uint64_t *ticks, uint64_t *ns)
+{
+	uint64_t best = UINT64_MAX;
+	int i;
+
+	for (i = 0; i < 16; i++) {
+		uint64_t t0 = bench_ticks();
+		uint64_t n = bench_now_ns();
+		uint64_t t1 = bench_ticks();
+
+		if (t1 - t0 < best) {
+			best = t1 - t0;
+			*ticks = t0 + (t1 - t0) / 2;
+			*ns = n;
+		}
+	}
+}
+
+void bench_calibrate_ticks(void)
+{
+	double r[3];
+	int i;
+
+	/* Three 20 ms windows; the median resists one disturbed window. */
+	for (i = 0; i < 3; i++) {
+		uint64_t t0, n0, t1, n1;
+
+		tick_ns_pair(&t0, &n0);
+		bench_sleep_ns(20 * 1000 * 1000);
+		tick_ns_pair(&t1, &n1);
+		r[i] = (double)(t1 - t0) / (double)(n1 - n0);
+	}
+	bench_tsc_ghz = bench_median(r, 3);
+}
+
+void bench_machine_usage(struct bench_usage *u)
+{
+	unsigned long long v[8] = { 0 };
+	long hz = sysconf(_SC_CLK_TCK);
+	struct rusage ru;
+	FILE *f = fopen("/proc/stat", "r");
+
+	memset(u, 0, sizeof(*u));
+	u->wall_s = (double)bench_now_ns() / 1e9;
+	if (f) {
+		/* cpu  user nice system idle iowait irq softirq steal */
+		if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+			   &v[3], &v[4], &v[5], &v[6], &v[7]) == 8) {
+			u->busy_s = (double)(v[0] + v[1] + v[2] + v[5] + v[6]) / (double)hz;
+			u->steal_s = (double)v[7] / (double)hz;
+		}
+		fclose(f);
+	}
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		u->self_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+			    (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+void bench_print_usage(const char *what, const struct bench_usage *start)
+{
+	struct bench_usage now;
+	double wall, others, steal, share;
+
+	bench_machine_usage(&now);
+	wall = now.wall_s - start->wall_s;
+	others = (now.busy_s - start->busy_s) - (now.self_s - start->self_s);
+	if (others < 0)
+		others = 0; /* the two clocks tick at different granularity */
+	steal = now.steal_s - start->steal_s;
+	share = wall > 0 ? (others + steal) / (wall * bench_ncpu) : 0;
+	printf("(%s: %.1f s; meanwhile other processes used %.1f CPU-s and the hypervisor "
+	       "stole %.1f CPU-s, %.0f%% of the machine%s)\n\n", what, wall, others, steal,
+	       100 * share, share > 0.05 ? " — **disturbed: figures not representative**" : "");
+}
+
+char *bench_rseq_area(void)
+{
+#if PCPU_ARCH_HAVE_RSEQ
+	/* pcpu_rseq_mode() registers the thread first when pcpu registers its
+	 * own areas; only then does the area hold a valid cpu_id. */
+	if (pcpu_rseq_mode() == PCPU_RSEQ_FALLBACK)
+		return NULL;
+	return pcpu__arch_thread_pointer() + pcpu__g.rseq_offset;
+#else
+	return NULL;
+#endif
+}
+
+void bench_die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fputs("pcpu_bench: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(2);
+}
+
+void *bench_xmalloc(size_t size)
+{
+	void *p = NULL;
+
+	size = (size + BENCH_CACHELINE - 1) & ~(size_t)(BENCH_CACHELINE - 1);
+	if (posix_memalign(&p, BENCH_CACHELINE, size ? size : BENCH_CACHELINE) != 0)
+		bench_die("out of memory (%zu bytes)", size);
+	memset(p, 0, size);
+	return p;
+}
+
+pthread_t bench_thread_start(void *(*fn)(void *), void *arg, int cpu)
+{
+	pthread_attr_t attr;
+	pthread_t tid;
+	int err;
+
+	pthread_attr_init(&attr);
+	if (cpu >= 0) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(cpu, &set);
+		pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+	}
+	err = pthread_create(&tid, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	if (err)
+		bench_die("pthread_create: %s", strerror(err));
+	return tid;
+}
+
+int bench_allowed_cpu(unsigned n)
+{
+	cpu_set_t set;
+	unsigned seen = 0;
+	int cpu;
+
+	if (sched_getaffinity(0, sizeof(set), &set) != 0)
+		return (int)n;
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (CPU_ISSET(cpu, &set) && seen++ == n)
+			return cpu;
+	}
+	return -1;
+}
+
+long bench_proc_status_kb(const char *key)
+{
+	char line[256];
+	size_t klen = strlen(key);
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, key, klen) == 0 && line[klen] == ':') {
+			kb = strtol(line + klen + 1, NULL, 10);
+			break;
+		}
+	}
+	fclose(f);
+	return kb;
+}
+
+/* ---- statistics ------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Linear interpolation between order statistics (the usual "type 7"). */
+static double quantile(const double *sorted, unsigned n, double q)
+{
+	double pos = q * (n - 1);
+	unsigned lo = (unsigned)pos;
+
+	if (lo + 1 >= n)
+		return sorted[n - 1];
+	return sorted[lo] + (pos - lo) * (sorted[lo + 1] - sorted[lo]);
+}
+
+struct bench_stat bench_stat_of(const double *v, unsigned n)
+{
+	struct bench_stat s = { NAN, NAN, NAN, NAN, NAN, n };
+	double *tmp;
+
+	if (n == 0)
+		return s;
+	tmp = malloc(n * sizeof(*tmp));
+	if (!tmp)
+		bench_die("out of memory");
+	memcpy(tmp, v, n * sizeof(*tmp));
+	qsort(tmp, n, sizeof(*tmp), cmp_double);
+	s.min = tmp[0];
+	s.max = tmp[n - 1];
+	s.med = quantile(tmp, n, 0.5);
+	s.q1 = quantile(tmp, n, 0.25);
+	s.q3 = quantile(tmp, n, 0.75);
+	free(tmp);
+	return s;
+}
+
+double bench_median(const double *v, unsigned n)
+{
+	return bench_stat_of(v, n).med;
+}
+
+/* ---- output ------------------------------------------------------------------- */
+
+static char *xvasprintf(const char *fmt, va_list ap)
+{
+	char *s;
+
+	if (vasprintf(&s, fmt, ap) < 0)
+		bench_die("out of memory");
+	return s;
+}
+
+void tbl_init(struct tbl *t, unsigned ncols)
+{
+	memset(t, 0, sizeof(*t));
+	if (ncols > TBL_MAX_COLS)
+		bench_die("table with %u columns", ncols);
+	t->ncols = ncols;
+}
+
+void tbl_headers(struct tbl *t, ...)
+{
+	va_list ap;
+	const char *h;
+
+	va_start(ap, t);
+	while ((h = va_arg(ap, const char *)))
+		tbl_cell(t, "%s", h);
+	va_end(ap);
+}
+
+void tbl_cell(struct tbl *t, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (t->nrows > TBL_MAX_ROWS)
+		bench_die("table with more than %u rows", TBL_MAX_ROWS);
+	va_start(ap, fmt);
+	t->cells[t->nrows][t->cur] = xvasprintf(fmt, ap);
+	va_end(ap);
+	if (++t->cur == t->ncols) {
+		t->cur = 0;
+		t->nrows++;
+	}
+}
+
+/* Display width of a UTF-8 string (the tables use "–" and "×"). */
+static unsigned utf8_width(const char *s)
+{
+	unsigned w = 0;
+
+	for (; *s; s++)
+		w += ((unsigned char)*s & 0xc0) != 0x80;
+	return w;
+}
+
+void tbl_print(struct tbl *t)
+{
+	unsigned width[TBL_MAX_COLS] = { 0 };
+	unsigned r, c;
+
+	for (r = 0; r < t->nrows; r++)
+		for (c = 0; c < t->ncols; c++) {
+			unsigned w = t->cells[r][c] ? utf8_width(t->cells[r][c]) : 0;
+
+			if (w > width[c])
+				width[c] = w;
+		}
+	for (r = 0; r < t->nrows; r++) {
+		for (c = 0; c < t->ncols; c++) {
+			const char *s = t->cells[r][c] ? t->cells[r][c] : "";
+
+			printf("| %s%*s ", s, (int)(width[c] - utf8_width(s)), "");
+		}
+		printf("|\n");
+		if (r == 0) {
+			for (c = 0; c < t->ncols; c++)
+				printf("|%.*s", (int)width[c] + 2,
+				       "----------------------------------------------------------------"
+				       "----------------------------------------------------------------");
+			printf("|\n");
+		}
+	}
+	printf("\n");
+	for (r = 0; r < t->nrows; r++)
+		for (c = 0; c < t->ncols; c++)
+			free(t->cells[r][c]);
+	memset(t, 0, sizeof(*t));
+}
+
+const char *bench_fmt_num(char *buf, size_t len, double v)
+{
+	double a = fabs(v);
+
+	if (isnan(v))
+		snprintf(buf, len, "n/a");
+	else if (a >= 1000)
+		snprintf(buf, len, "%.0f", v);
+	else if (a >= 100)
+		snprintf(buf, len, "%.1f", v);
+	else if (a >= 10)
+		snprintf(buf, len, "%.2f", v);
+	else
+		snprintf(buf, len, "%.3g", v);
+	return buf;
+}
+
+const char *bench_fmt_stat(char *buf, size_t len, struct bench_stat s)
+{
+	char a[32], b[32], c[32];
+
+	if (s.n <= 1)
+		return bench_fmt_num(buf, len, s.med);
+	snprintf(buf, len, "%s (%s–%s)", bench_fmt_num(a, sizeof(a), s.med),
+		 bench_fmt_num(b, sizeof(b), s.min), bench_fmt_num(c, sizeof(c), s.max));
+	return buf;
+}
+
+FILE *bench_csv_open(const char *name, const char *header)
+{
+	char path[4096];
+	FILE *f;
+
+	if (!bench_opt.csv_dir)
+		return NULL;
+	mkdir(bench_opt.csv_dir, 0777); /* exists already: fine; else fopen says */
+	snprintf(path, sizeof(path), "%s/%s", bench_opt.csv_dir, name);
+	f = fopen(path, "w");
+	if (!f)
+		bench_die("cannot write %s: %s", path, strerror(errno));
+	fprintf(f, "%s\n", header);
+	return f;
+}
