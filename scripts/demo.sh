@@ -8,4 +8,5 @@ bash scripts/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j "$(nproc)" >/dev/null
 ./build/examples/pcpu_example_counters
-exec bash bench/run.sh --quick
+# Results go to build/demo/ (report.md, CSVs, plots), not over the recorded ones.
+exec bash bench/run.sh --quick --csv "$PWD/build/demo"
