@@ -43,8 +43,9 @@ if [ ! -f "$build/CMakeCache.txt" ] && command -v ninja >/dev/null 2>&1; then
   gen=(-G Ninja)
 fi
 cmake -S "$root" -B "$build" "${gen[@]}" -DPCPU_BUILD_BENCH=ON >/dev/null
-cmake --build "$build" --target pcpu_bench >/dev/null
+cmake --build "$build" --target pcpu_bench pcpu_bench_stats >/dev/null
 bench="$build/bench/pcpu_bench"
+bench_stats="$build/bench/pcpu_bench_stats"
 
 if [ "$mode" = help ]; then
   exec "$bench" --help
@@ -62,6 +63,21 @@ fi
 # The markdown report goes to the terminal and to report.md; progress lines
 # (stderr) only to the terminal.
 "$bench" "$@" | tee "$out/report.md"
+
+# 5. The statistics layer's comparisons (a program of its own).
+stats_args=()
+case "$mode" in
+  quick) stats_args=(--quick) ;;
+  full) stats_args=(--rounds 9) ;;
+esac
+{
+  echo
+  echo "## 5. Statistics layer (pcpu_bench_stats ${stats_args[*]})"
+  echo
+  echo '```'
+  "$bench_stats" "${stats_args[@]}"
+  echo '```'
+} | tee -a "$out/report.md"
 
 if python3 -c 'import matplotlib' >/dev/null 2>&1; then
   python3 "$here/plot.py" "$out"

@@ -18,7 +18,7 @@
  * Each measured function (bench_*) takes a per-thread context and an
  * iteration count, so bench/ can call the same bodies.
  */
-#include "../check.h"
+#include "../tests/check.h"
 #include <pcpu/pcpu.h>
 #include <pcpu/stats.h>
 #include <errno.h>
