@@ -333,6 +333,29 @@ static void put_str(char *blob, size_t *pos, const char *s)
 
 /* ---- events -------------------------------------------------------------------- */
 
+
+/* Takes a directory entry and `len` bytes of string table for `key` and
+ * records key -> entry in `map`; on any failure gives back what it took,
+ * marks the segment as having dropped an update, and returns -1. */
+static int reserve_entry(struct pcpu_segment *seg, struct ptrmap *map, const void *key,
+			 size_t len, uint64_t *idx, uint64_t *off)
+{
+	if (entry_alloc(seg, idx) < 0)
+		goto dropped;
+	if (blob_alloc(seg, len, off) < 0)
+		goto give_back_entry;
+	if (map_put(map, key, (uint32_t)*idx) < 0) {
+		blob_free(seg, *off, len);
+		goto give_back_entry;
+	}
+	return 0;
+give_back_entry:
+	(void)vec_push(&seg->free_entries, *idx);
+dropped:
+	mark_dropped(seg);
+	return -1;
+}
+
 static void family_added(struct pcpu_segment *seg, struct pcpu_family *f)
 {
 	struct pcpu__seg_entry e;
@@ -351,21 +374,8 @@ static void family_added(struct pcpu_segment *seg, struct pcpu_family *f)
 		nbounds = f->nbuckets - 1;
 		len = ((len + 7) & ~(size_t)7) + nbounds * sizeof(int64_t);
 	}
-	if (entry_alloc(seg, &idx) < 0) {
-		mark_dropped(seg);
+	if (reserve_entry(seg, &seg->families, f, len, &idx, &off) < 0)
 		return;
-	}
-	if (blob_alloc(seg, len, &off) < 0) {
-		(void)vec_push(&seg->free_entries, idx);
-		mark_dropped(seg);
-		return;
-	}
-	if (map_put(&seg->families, f, (uint32_t)idx) < 0) {
-		blob_free(seg, off, len);
-		(void)vec_push(&seg->free_entries, idx);
-		mark_dropped(seg);
-		return;
-	}
 	blob = seg->strings + off;
 	put_str(blob, &pos, f->name);
 	if (f->help)
@@ -455,21 +465,8 @@ static void series_added(struct pcpu_segment *seg, struct pcpu_family *f, struct
 	}
 	for (l = 0; l < f->nlabels; l++)
 		len += strlen(se->values[l]) + 1;
-	if (entry_alloc(seg, &idx) < 0) {
-		mark_dropped(seg);
+	if (reserve_entry(seg, &seg->series, se, len, &idx, &off) < 0)
 		return;
-	}
-	if (blob_alloc(seg, len, &off) < 0) {
-		(void)vec_push(&seg->free_entries, idx);
-		mark_dropped(seg);
-		return;
-	}
-	if (map_put(&seg->series, se, (uint32_t)idx) < 0) {
-		blob_free(seg, off, len);
-		(void)vec_push(&seg->free_entries, idx);
-		mark_dropped(seg);
-		return;
-	}
 	for (l = 0; l < f->nlabels; l++)
 		put_str(seg->strings + off, &pos, se->values[l]);
 	__atomic_store_n(&seg->hdr->strings_used, seg->strings_used, __ATOMIC_RELEASE);
