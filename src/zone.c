@@ -28,8 +28,10 @@
  * zeroed at free time, slot by slot, without making untouched memory
  * resident: whole pages inside the object are dropped with MADV_DONTNEED
  * (they read as zero afterwards); the partial pages at its ends are read and
- * cleared only where not already zero. Reading an untouched page maps the
- * kernel's shared zero page, which is not counted as resident memory.
+ * cleared only where not already zero. Reading an untouched private page maps
+ * the kernel's shared zero page, which is not counted as resident memory; a
+ * shared zone's file is read with pread() instead, which returns zeros for a
+ * hole where a read fault through the mapping would allocate a page.
  *
  * Locking: one mutex per zone for alloc/free; a global mutex for the table
  * of chunks (pcpu_zone_find), which fork() handlers also take so a child
@@ -578,36 +580,61 @@ void *pcpu_zone_alloc(pcpu_zone_t *zone, size_t size, size_t align)
 	return (void *)a;
 }
 
+/* Whether [p, p + len) (at most a page) holds only zero bytes, without
+ * making it resident: private memory is read through the mapping (an
+ * untouched page maps the shared zero page, which is not resident memory);
+ * a shared zone's file is read with pread(), because a read fault on a hole
+ * of a tmpfs mapping would allocate a page where pread() returns zeros. */
+static int range_is_zero(const char *p, size_t len, int fd, off_t file_off)
+{
+	uint64_t buf[512];
+	size_t i;
+
+	if (fd < 0) {
+		for (i = 0; i < len; i += 8)
+			if (*(const volatile uint64_t *)(p + i))
+				return 0;
+		return 1;
+	}
+	while (len > 0) {
+		size_t n = len < sizeof(buf) ? len : sizeof(buf);
+		ssize_t got = pread(fd, buf, n, file_off);
+
+		if (got != (ssize_t)n)
+			return 0; /* cannot tell: clear it */
+		for (i = 0; i < n / 8; i++)
+			if (buf[i])
+				return 0;
+		len -= n;
+		file_off += (off_t)n;
+	}
+	return 1;
+}
+
 /* Clears [p, p + len) without making untouched pages resident. Whole pages
  * are dropped: MADV_DONTNEED for private memory, MADV_REMOVE (a hole punched
- * in the file) for a shared zone, whose file would otherwise keep the data. */
-static void zero_quietly(char *p, size_t len, int shared)
+ * in the file) for a shared zone, whose file would otherwise keep the data.
+ * The partial pages at both ends are written only if something is set.
+ * `file_off` is where p lies in the zone's file (fd >= 0 only). */
+static void zero_quietly(char *p, size_t len, int fd, off_t file_off)
 {
 	size_t ps = page_size();
 	char *end = p + len;
 	char *first_page = (char *)(((uintptr_t)p + ps - 1) & ~(uintptr_t)(ps - 1));
 	char *last_page = (char *)((uintptr_t)end & ~(uintptr_t)(ps - 1));
-	char *q;
 
 	if (first_page < last_page) {
-		/* Whole pages: hand them back; they read as zero from now on. */
 		if (madvise(first_page, (size_t)(last_page - first_page),
-			    shared ? MADV_REMOVE : MADV_DONTNEED) != 0)
+			    fd >= 0 ? MADV_REMOVE : MADV_DONTNEED) != 0)
 			memset(first_page, 0, (size_t)(last_page - first_page));
 	} else {
 		first_page = last_page = end; /* no whole page inside */
 	}
-	/* Partial pages at both ends: write only if something is set. */
-	for (q = p; q < first_page; q += 8)
-		if (*(volatile uint64_t *)q) {
-			memset(p, 0, (size_t)(first_page - p));
-			break;
-		}
-	for (q = last_page; q < end; q += 8)
-		if (*(volatile uint64_t *)q) {
-			memset(last_page, 0, (size_t)(end - last_page));
-			break;
-		}
+	if (first_page > p && !range_is_zero(p, (size_t)(first_page - p), fd, file_off))
+		memset(p, 0, (size_t)(first_page - p));
+	if (end > last_page &&
+	    !range_is_zero(last_page, (size_t)(end - last_page), fd, file_off + (last_page - p)))
+		memset(last_page, 0, (size_t)(end - last_page));
 }
 
 int pcpu_zone_free(pcpu_zone_t *zone, void *obj)
@@ -615,7 +642,8 @@ int pcpu_zone_free(pcpu_zone_t *zone, void *obj)
 	struct extent *e;
 	size_t size;
 	uint32_t slot;
-	int rc;
+	int rc, fd;
+	off_t file_off = 0;
 
 	if (!obj)
 		return 0;
@@ -632,12 +660,24 @@ int pcpu_zone_free(pcpu_zone_t *zone, void *obj)
 	}
 	size = e->size;
 	live_remove(&zone->live, e);
+	fd = zone->fd;
+	if (fd >= 0) { /* where the object's slot 0 lies in the zone's file */
+		struct chunk *c = zone->chunks;
+
+		while (c && !((char *)obj >= c->base && (char *)obj < c->base + PCPU_SLOT_STRIDE))
+			c = c->next;
+		if (c)
+			file_off = (off_t)(chunk_file_off(zone, c->no) + (uint64_t)((char *)obj - c->base));
+		else
+			fd = -1; /* cannot happen for a live object; read the mapping */
+	}
 	pthread_mutex_unlock(&zone->lock);
 
 	/* Zero outside the lock: the object is no longer live, nobody else
 	 * can be handed it until it is on a free list. */
 	for (slot = 0; slot < pcpu__g.nslots; slot++)
-		zero_quietly((char *)pcpu_slot_ptr(obj, slot), size, zone->fd >= 0);
+		zero_quietly((char *)pcpu_slot_ptr(obj, slot), size, fd,
+			     file_off + (off_t)((size_t)slot << PCPU_SLOT_STRIDE_SHIFT));
 
 	pthread_mutex_lock(&zone->lock);
 	if (size <= SMALL_MAX)

@@ -9,6 +9,7 @@
 #include "check.h"
 #include "internal.h"
 #include <errno.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -74,6 +75,27 @@ int main(void)
 		const struct pcpu_counter *p =
 			(const void *)(view + obj_off + (size_t)s * PCPU_SLOT_STRIDE);
 		CHECK(p->pcpu__rseq_sum == 0 && p->pcpu__atomic_sum == 0);
+	}
+
+	/* Freeing a small object written from one slot only must not make
+	 * the other slots' pages of the file resident (zeroing checks them
+	 * with pread, which reads a hole without allocating it). */
+	cpu_set_t one;
+	CPU_ZERO(&one);
+	CPU_SET(0, &one);
+	CHECK(sched_setaffinity(0, sizeof(one), &one) == 0);
+	/* On a page of its own: the reads above faulted in the first ones. */
+	pcpu_counter_t d = pcpu_zone_alloc(z, sizeof(struct pcpu_counter), 4096);
+	CHECK(d != NULL);
+	pcpu_counter_add(d, 1); /* slot 0 only: pinned to CPU 0, CPU-indexed zone */
+	CHECK(pcpu_counter_free(d) == 0);
+	size_t d_off = (size_t)((char *)d - seen.base[0]);
+	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+	for (unsigned s = 1; s < pcpu_nslots(); s++) {
+		unsigned char vec;
+		char *page = view + ((d_off + (size_t)s * PCPU_SLOT_STRIDE) & ~(ps - 1));
+		CHECK(mincore(page, ps, &vec) == 0);
+		CHECK((vec & 1) == 0);
 	}
 
 	/* Growing: a second chunk lands in the file after the first. */
