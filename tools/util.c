@@ -114,6 +114,27 @@ void fmt_scaled(char *out, size_t cap, int64_t v, int is_unsigned, int scale)
 	fmt_double(out, cap, scaled(is_unsigned ? (double)(uint64_t)v : (double)v, scale));
 }
 
+/* Writes s in double quotes, escaping '"', '\\' and newline with a
+ * backslash and other control bytes as \\u00XX for JSON or \\xXX for the
+ * terminal; other bytes (UTF-8 included) as they are. */
+static void quoted(struct sbuf *b, const char *s, int json)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	sb_puts(b, "\"");
+	for (; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			sb_printf(b, "\\%c", *p);
+		else if (*p == '\n')
+			sb_puts(b, "\\n");
+		else if (*p < 0x20 || *p == 0x7f)
+			sb_printf(b, json ? "\\u%04x" : "\\x%02x", *p);
+		else
+			sb_putn(b, (const char *)p, 1);
+	}
+	sb_puts(b, "\"");
+}
+
 void family_name(struct sbuf *b, const struct pcpu_snapshot_family *f)
 {
 	sb_puts(b, f->name);
@@ -131,40 +152,15 @@ void series_name(struct sbuf *b, const struct pcpu_snapshot_family *f,
 		return;
 	sb_puts(b, "{");
 	for (l = 0; l < f->nlabels; l++) {
-		const unsigned char *p = (const unsigned char *)s->label_values[l];
-
-		sb_printf(b, "%s%s=\"", l ? "," : "", f->label_names[l]);
-		for (; *p; p++) {
-			if (*p == '"' || *p == '\\')
-				sb_printf(b, "\\%c", *p);
-			else if (*p == '\n')
-				sb_puts(b, "\\n");
-			else if (*p < 0x20 || *p == 0x7f)
-				sb_printf(b, "\\x%02x", *p);
-			else
-				sb_putn(b, (const char *)p, 1);
-		}
-		sb_puts(b, "\"");
+		sb_printf(b, "%s%s=", l ? "," : "", f->label_names[l]);
+		quoted(b, s->label_values[l], 0);
 	}
 	sb_puts(b, "}");
 }
 
 void json_string(struct sbuf *b, const char *s)
 {
-	const unsigned char *p = (const unsigned char *)s;
-
-	sb_puts(b, "\"");
-	for (; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			sb_printf(b, "\\%c", *p);
-		else if (*p == '\n')
-			sb_puts(b, "\\n");
-		else if (*p < 0x20 || *p == 0x7f)
-			sb_printf(b, "\\u%04x", *p);
-		else
-			sb_putn(b, (const char *)p, 1);
-	}
-	sb_puts(b, "\"");
+	quoted(b, s, 1);
 }
 
 double hist_quantile(const struct pcpu_snapshot_family *f, const uint64_t *counts, double q)
