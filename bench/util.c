@@ -128,7 +128,7 @@ char *bench_rseq_area(void)
 	 * own areas; only then does the area hold a valid cpu_id. */
 	if (pcpu_rseq_mode() == PCPU_RSEQ_FALLBACK)
 		return NULL;
-	return pcpu__arch_thread_pointer() + pcpu__g.rseq_offset;
+	return pcpu__arch_thread_pointer() + pcpu__g.cs_tpoff - PCPU__RSEQ_OFF_CS;
 #else
 	return NULL;
 #endif

@@ -3,8 +3,14 @@
  * counter.c: the slow paths of pcpu's counters -- the fallback add, reads,
  * resets, allocation. The fast path is inline in include/pcpu/counter.h.
  *
+ * Words: slot s's word (at c + s * STRIDE) is written only by rseq commits;
+ * its mirror word (at c + (nslots + s) * STRIDE) only by atomic
+ * read-modify-writes -- the fallback add and the reset offset. A fetch sums
+ * the words, and the mirror words when the chunk's mirror flag says some
+ * were ever written (pcpu_mirror_mark(), before the first such write).
+ *
  * Reset by offset: fetch_and_zero reads the sum S of all slots and subtracts
- * S from slot 0's atomic_sum with an atomic add. Adders keep adding to their
+ * S from slot 0's mirror word with an atomic add. Adders keep adding to their
  * own words throughout; nobody ever stores into a word another thread adds
  * to with a plain read-modify-write. Resetters of one counter are serialised
  * by a striped mutex, so each reads the sum after the previous one's
@@ -16,6 +22,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Few stripes: resets are rare, and fork() takes them all at once (tools
  * such as ThreadSanitizer cap how many locks one thread may hold). */
@@ -27,7 +34,7 @@ static pthread_mutex_t reset_locks[RESET_STRIPES] = {
 
 static pthread_mutex_t *reset_lock_of(pcpu_counter_t c)
 {
-	return &reset_locks[((uintptr_t)c >> 4) % RESET_STRIPES];
+	return &reset_locks[((uintptr_t)c >> 3) % RESET_STRIPES];
 }
 
 void pcpu_counter_atfork_prepare(void)
@@ -64,12 +71,12 @@ void pcpu__debug_check(const void *obj, const char *func)
 	abort();
 }
 
-/* The fallback add itself; pcpu is initialised (a counter exists). */
+/* The fallback add itself: an atomic add on the mirror word of the
+ * thread's slot. pcpu is initialised (a counter exists). */
 static inline void add_atomic(pcpu_counter_t c, int64_t v)
 {
-	uint32_t slot = pcpu_fallback_slot(pcpu__chunk_of(c)->index_off);
-
-	__atomic_fetch_add(&pcpu__counter_slot(c, slot)->pcpu__atomic_sum, v, __ATOMIC_RELAXED);
+	pcpu_mirror_mark(c);
+	__atomic_fetch_add(pcpu_mirror_word(c, pcpu_fallback_slot()), v, __ATOMIC_RELAXED);
 }
 
 void pcpu_counter_add_atomic(pcpu_counter_t c, int64_t v)
@@ -80,67 +87,86 @@ void pcpu_counter_add_atomic(pcpu_counter_t c, int64_t v)
 
 void pcpu__counter_add_slow(pcpu_counter_t c, int64_t v)
 {
-	/* First add of a thread that pcpu registers itself: register, then
-	 * the rseq path works. Otherwise (no rseq, or it kept aborting) the
-	 * atomic path, which is always exact. */
-	if (pcpu__thread_prepare() == 0 && pcpu__counter_add_rseq(c, v) == 0)
-		return;
+	int tries;
+
+	/* The inline attempt did not commit: the thread is not registered
+	 * (pcpu registers it now if it registers threads itself), or the
+	 * section aborted. Retry rseq a few times, then take the atomic path,
+	 * which is always exact. */
+	if (pcpu__thread_prepare() == 0)
+		for (tries = 1; tries < PCPU_RSEQ_MAX_TRIES; tries++)
+			if (pcpu__counter_add_once(c, v) == 0)
+				return;
 	add_atomic(c, v);
 }
 
-static uint64_t slot_value(pcpu_counter_t c, uint32_t slot)
-{
-	pcpu_counter_t s = pcpu__counter_slot(c, slot);
+/* Test hook (tests/test_reset_interleaving.c): when set, called by
+ * fetch_and_zero between reading the sum and subtracting it, so a test can
+ * hold a resetter there and prove the reset lock serialises resetters. */
+PCPU_HIDDEN void (*pcpu__test_reset_pause)(void *counter);
 
-	return (uint64_t)__atomic_load_n(&s->pcpu__rseq_sum, __ATOMIC_RELAXED) +
-	       (uint64_t)__atomic_load_n(&s->pcpu__atomic_sum, __ATOMIC_RELAXED);
+static uint64_t slot_value(pcpu_counter_t c, uint32_t slot, int mirror)
+{
+	uint64_t v = (uint64_t)__atomic_load_n(&pcpu__counter_slot(c, slot)->pcpu__word,
+					       __ATOMIC_RELAXED);
+
+	if (mirror)
+		v += (uint64_t)__atomic_load_n(pcpu_mirror_word(c, slot), __ATOMIC_RELAXED);
+	return v;
 }
 
 uint64_t pcpu_counter_fetch(pcpu_counter_t c)
 {
 	uint64_t sum = 0;
-	uint32_t slot, n = pcpu__g.nslots;
+	uint32_t slot, n = pcpu_slot_count;
+	int mirror;
 
 	if (!c) {
 		errno = EINVAL;
 		return 0;
 	}
 	CHECK(c);
+	mirror = pcpu_mirror_in_use(c);
 	for (slot = 0; slot < n; slot++)
-		sum += slot_value(c, slot);
+		sum += slot_value(c, slot, mirror);
 	return sum;
 }
 
 uint64_t pcpu_counter_fetch_slot(pcpu_counter_t c, unsigned slot)
 {
-	if (!c || slot >= pcpu__g.nslots) {
+	if (!c || slot >= pcpu_slot_count) {
 		errno = EINVAL;
 		return 0;
 	}
 	CHECK(c);
-	return slot_value(c, slot);
+	return slot_value(c, slot, pcpu_mirror_in_use(c));
+}
+
+/* out[i] += the n words at p (relaxed loads: adders write them meanwhile). */
+static void accumulate(uint64_t *out, const int64_t *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		out[i] += (uint64_t)__atomic_load_n(&p[i], __ATOMIC_RELAXED);
 }
 
 int pcpu_counter_fetch_array(pcpu_counter_t c, size_t n, uint64_t *out)
 {
-	uint32_t slot, nslots = pcpu__g.nslots;
-	size_t i;
+	uint32_t slot, nslots = pcpu_slot_count;
 
 	if (!c || (n && !out)) {
 		errno = EINVAL;
 		return -1;
 	}
 	CHECK(c);
-	for (i = 0; i < n; i++)
-		out[i] = 0;
+	memset(out, 0, n * sizeof(*out));
 	/* Slot-major: each slot's copies are contiguous, so this streams. */
-	for (slot = 0; slot < nslots; slot++) {
-		pcpu_counter_t s = pcpu__counter_slot(c, slot);
-
-		for (i = 0; i < n; i++)
-			out[i] += (uint64_t)__atomic_load_n(&s[i].pcpu__rseq_sum, __ATOMIC_RELAXED) +
-				  (uint64_t)__atomic_load_n(&s[i].pcpu__atomic_sum, __ATOMIC_RELAXED);
-	}
+	for (slot = 0; slot < nslots; slot++)
+		accumulate(out, &pcpu__counter_slot(c, slot)->pcpu__word, n);
+	if (pcpu_mirror_in_use(c))
+		for (slot = 0; slot < nslots; slot++)
+			accumulate(out, pcpu_mirror_word(c, slot), n);
 	return 0;
 }
 
@@ -157,8 +183,12 @@ uint64_t pcpu_counter_fetch_and_zero(pcpu_counter_t c)
 	lock = reset_lock_of(c);
 	pthread_mutex_lock(lock);
 	total = pcpu_counter_fetch(c);
-	/* The offset lives in slot 0's atomic word: only atomic RMWs touch it. */
-	__atomic_fetch_sub(&c->pcpu__atomic_sum, (int64_t)total, __ATOMIC_RELAXED);
+	if (pcpu__test_reset_pause)
+		pcpu__test_reset_pause(c);
+	/* The offset lives in slot 0's mirror word: only atomic RMWs touch it.
+	 * The flag first, so every later fetch reads the offset. */
+	pcpu_mirror_mark(c);
+	__atomic_fetch_sub(pcpu_mirror_word(c, 0), (int64_t)total, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(lock);
 	return total;
 }
@@ -178,7 +208,7 @@ pcpu_counter_t pcpu_counter_alloc_in(pcpu_zone_t *zone, size_t n)
 		errno = E2BIG;
 		return NULL;
 	}
-	return pcpu_zone_alloc(zone, n * sizeof(struct pcpu_counter), 16);
+	return pcpu_zone_alloc(zone, n * sizeof(struct pcpu_counter), sizeof(struct pcpu_counter));
 }
 
 pcpu_counter_t pcpu_counter_alloc_array(size_t n)

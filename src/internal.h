@@ -19,15 +19,22 @@ enum pcpu_process_mode {
 	PCPU_PROCESS_NONE = 3,  /* rseq disabled: fallback everywhere */
 };
 
-/* Initialises the globals (pcpu__g, mode, mm_cid support) once. Safe to
- * call from any thread, any number of times; async-signal-safe once done. */
+/* Initialises everything once: pcpu__g (normally already done at load
+ * time), the mode, and pcpu_slot_count. Safe to call from any thread, any
+ * number of times; async-signal-safe. */
 PCPU_HIDDEN void pcpu_init(void);
 
-/* Slot the calling thread uses on the fallback path for an object whose
- * zone indexes by the rseq field at `index_off`: the thread's current
- * CPU/mm_cid when its area is registered (locality), else a slot assigned to
- * the thread round-robin on first use (no system call per add). */
-PCPU_HIDDEN uint32_t pcpu_fallback_slot(uint32_t index_off);
+/* Number of slots (pcpu_nslots()), valid once pcpu_init() ran -- always the
+ * case where a zone exists. */
+PCPU_HIDDEN extern uint32_t pcpu_slot_count;
+
+/* The index every zone of this process uses (never PCPU_INDEX_DEFAULT). */
+PCPU_HIDDEN enum pcpu_index pcpu_process_index(void);
+
+/* Slot the calling thread uses on the fallback path: its current CPU/mm_cid
+ * when its area is registered (locality), else a slot assigned to the
+ * thread round-robin on first use (no system call per add). */
+PCPU_HIDDEN uint32_t pcpu_fallback_slot(void);
 
 /* ---- zone.c: the per-CPU allocator --------------------------------------- */
 
@@ -56,6 +63,34 @@ PCPU_HIDDEN size_t pcpu_zone_chunk_count(pcpu_zone_t *zone);
 
 /* Whether `obj` lies inside a live allocation of some zone (debug checks). */
 PCPU_HIDDEN int pcpu_zone_contains_live(const void *obj);
+
+/* Marks the chunk holding `obj` as having mirror words in use, before the
+ * caller's first atomic write there, so fetches read the mirror from then
+ * on. Async-signal-safe: one load, and an atomic OR the first time. */
+static inline void pcpu_mirror_mark(const void *obj)
+{
+	struct pcpu__chunk_hdr *h = pcpu__chunk_of(obj);
+
+	if (PCPU_UNLIKELY(!(__atomic_load_n(&h->flags, __ATOMIC_RELAXED) &
+			    PCPU__CHUNK_MIRROR_USED)))
+		__atomic_fetch_or(&h->flags, PCPU__CHUNK_MIRROR_USED, __ATOMIC_SEQ_CST);
+}
+
+/* Whether fetches must read the mirror words of the chunk holding `obj`.
+ * A fetch that reads the flag clear can only miss mirror writes that are
+ * concurrent with it (the writer sets the flag first), which a fetch may
+ * miss anyway: it is not a point-in-time snapshot. */
+static inline int pcpu_mirror_in_use(const void *obj)
+{
+	return (__atomic_load_n(&pcpu__chunk_of(obj)->flags, __ATOMIC_ACQUIRE) &
+		PCPU__CHUNK_MIRROR_USED) != 0;
+}
+
+/* The mirror word of slot `slot` of the 8-byte word at `obj`. */
+static inline int64_t *pcpu_mirror_word(const void *obj, uint32_t slot)
+{
+	return (int64_t *)pcpu__mirror_ptr(obj, pcpu_slot_count, slot);
+}
 
 /* ---- counter.c ------------------------------------------------------------ */
 

@@ -3,9 +3,12 @@
  * rseq.c: knowing the current CPU cheaply, and registering the threads that
  * need it.
  *
- * Every fast path of pcpu reads the calling thread's struct rseq at
- * `thread pointer + pcpu__g.rseq_offset`. Which area that is gets decided
- * once per process (pcpu_init):
+ * Every fast path of pcpu reads the calling thread's struct rseq %fs-relative,
+ * at the offsets in pcpu__g. Which area that is, and which of its fields
+ * indexes the slots, gets decided once per process, by a constructor at load
+ * time (cheap: getauxval, getenv, two glibc variables) or by the first pcpu
+ * call if that comes earlier; nothing changes them afterwards, which is what
+ * lets programs treat pcpu__g as const:
  *
  *   glibc >= 2.35 registered an area for every thread (weak __rseq_size > 0)
  *       -> use it: rseq_offset = __rseq_offset. Never register another one:
@@ -25,7 +28,12 @@
  *
  * Which fields the kernel fills is decided from getauxval(AT_RSEQ_FEATURE_SIZE)
  * (mm_cid needs 28 bytes), not from glibc's __rseq_size, which glibc 2.36
- * reports as 20 although the kernel fills mm_cid.
+ * reports as 20 although the kernel fills mm_cid. The index is mm_cid where
+ * the kernel fills it, else cpu_id; PCPU_INDEX=cpu|mm_cid overrides.
+ *
+ * The number of slots (reading /sys) is left to pcpu_init(), the first time
+ * a zone is made: the fast paths do not need it, since a registered index
+ * is always below it.
  */
 #include "internal.h"
 
@@ -84,13 +92,16 @@ static __thread volatile int thread_state;
 static __thread volatile int thread_error; /* errno that caused T_FALLBACK */
 static __thread uint32_t fallback_slot_plus1;
 
-PCPU_API struct pcpu__globals pcpu__g; /* zero: "not initialised" */
+PCPU_API struct pcpu__globals pcpu__g; /* set once by globals_init() */
+PCPU_HIDDEN uint32_t pcpu_slot_count;  /* set once by pcpu_init() */
 
 static int process_mode;         /* enum pcpu_process_mode */
 static int process_error;        /* why PCPU_PROCESS_NONE */
 static int has_mm_cid;
+static enum pcpu_index process_index;
 static pthread_key_t exit_key;
 static uint32_t next_fallback_slot;
+static int globals_state;        /* 0 none, 1 running, 2 done */
 static int init_state;           /* 0 none, 1 running, 2 done */
 
 static char *thread_pointer(void)
@@ -102,9 +113,11 @@ static char *thread_pointer(void)
 #endif
 }
 
-static struct pcpu_rseq_area *current_area(void)
+/* The calling thread's slot index as the fast paths read it. */
+static int32_t current_index(void)
 {
-	return (struct pcpu_rseq_area *)(thread_pointer() + pcpu__g.rseq_offset);
+	return __atomic_load_n((int32_t *)(thread_pointer() + pcpu__g.index_tpoff),
+			       __ATOMIC_RELAXED);
 }
 
 /* Highest CPU number in a list such as "0-3,8,10-11", plus one; 0 if the
@@ -183,19 +196,59 @@ static int rseq_disabled_by_environment(void)
 #endif
 }
 
-static void init_once(void)
+/* Busy-waits for another thread's one-time initialisation; both callers
+ * are short (no I/O in globals_init, one small read in init_once). Not
+ * pthread_once: this must also work from a signal handler. */
+static int once_begin(int *state)
 {
-	unsigned long feature_size = getauxval(AT_RSEQ_FEATURE_SIZE);
-	ptrdiff_t offset;
+	int expected = 0;
 
+	if (PCPU_LIKELY(__atomic_load_n(state, __ATOMIC_ACQUIRE) == 2))
+		return 0;
+	if (__atomic_compare_exchange_n(state, &expected, 1, 0, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE))
+		return 1;
+	while (__atomic_load_n(state, __ATOMIC_ACQUIRE) != 2)
+		sched_yield();
+	return 0;
+}
+
+static void once_end(int *state)
+{
+	__atomic_store_n(state, 2, __ATOMIC_RELEASE);
+}
+
+static enum pcpu_index index_from_environment(void)
+{
+	const char *v = getenv("PCPU_INDEX");
+
+	if (v && strcmp(v, "cpu") == 0)
+		return PCPU_INDEX_CPU;
+	if (v && strcmp(v, "mm_cid") == 0)
+		return PCPU_INDEX_MM_CID;
+	return PCPU_INDEX_DEFAULT; /* unset or not understood: the default */
+}
+
+/* Decides the area and the index field, and publishes their offsets in
+ * pcpu__g. Cheap: no system call beyond what getauxval/getenv do. */
+static void globals_init(void)
+{
+	unsigned long feature_size;
+	ptrdiff_t area;
+	enum pcpu_index want;
+
+	if (!once_begin(&globals_state))
+		return;
+	feature_size = getauxval(AT_RSEQ_FEATURE_SIZE);
 	has_mm_cid = feature_size >= PCPU__RSEQ_OFF_MM_CID + 4;
-	offset = (char *)&own_area - thread_pointer();
+	area = (char *)&own_area - thread_pointer();
 	if (rseq_disabled_by_environment()) {
 		process_mode = PCPU_PROCESS_NONE;
 		process_error = ECANCELED;
-	} else if (&__rseq_size && &__rseq_offset && __rseq_size > 0) {
+	} else if (&__rseq_size && &__rseq_offset && __rseq_size > 0 &&
+		   ((struct pcpu_rseq_area *)(thread_pointer() + __rseq_offset))->cpu_id >= 0) {
 		process_mode = PCPU_PROCESS_GLIBC;
-		offset = __rseq_offset;
+		area = __rseq_offset;
 	} else {
 		process_mode = PCPU_PROCESS_OWN;
 		if (pthread_key_create(&exit_key, thread_exit) != 0) {
@@ -203,26 +256,54 @@ static void init_once(void)
 			process_error = EAGAIN;
 		}
 	}
-	pcpu__g.rseq_offset = offset;
-	/* nslots last: it is what tells the fast paths init is done. */
-	__atomic_store_n(&pcpu__g.nslots, possible_cpus(), __ATOMIC_RELEASE);
+	want = index_from_environment();
+	process_index = (want != PCPU_INDEX_CPU && has_mm_cid) ? PCPU_INDEX_MM_CID : PCPU_INDEX_CPU;
+	if (process_mode == PCPU_PROCESS_NONE) {
+		/* pcpu's own area, never registered: its index reads -1 for
+		 * good, so every fast path takes the fallback. */
+		area = (char *)&own_area - thread_pointer();
+	}
+	pcpu__g.index_tpoff = (int32_t)(area + (process_index == PCPU_INDEX_MM_CID
+							? PCPU__RSEQ_OFF_MM_CID
+							: PCPU__RSEQ_OFF_CPU_ID));
+	pcpu__g.cs_tpoff = (int32_t)(area + PCPU__RSEQ_OFF_CS);
+	once_end(&globals_state);
+}
+
+/* At load time, so that pcpu__g holds its final values before any code of
+ * the program runs (programs read it as const). Priority 101, the first
+ * user priority, runs it before statically linked constructors that might
+ * allocate counters (counter(9)'s early counters). */
+__attribute__((constructor(101))) static void pcpu_load_init(void)
+{
+	globals_init();
+}
+
+static uint32_t slots_from_environment(uint32_t possible)
+{
+	const char *v = getenv("PCPU_NSLOTS");
+	unsigned long n;
+	char *end;
+
+	if (!v || !*v)
+		return possible;
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	/* Only raises the count: below the possible CPUs a registered index
+	 * could exceed it. Bounded so a chunk's address space stays sane. */
+	if (errno || *end || n <= possible || n > 4096)
+		return possible;
+	return (uint32_t)n;
 }
 
 void pcpu_init(void)
 {
-	int expected = 0;
-
-	if (PCPU_LIKELY(__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) == 2))
+	globals_init();
+	if (!once_begin(&init_state))
 		return;
-	/* Not pthread_once: this must also work from a signal handler. */
-	if (__atomic_compare_exchange_n(&init_state, &expected, 1, 0,
-					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		init_once();
-		__atomic_store_n(&init_state, 2, __ATOMIC_RELEASE);
-		return;
-	}
-	while (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2)
-		sched_yield();
+	__atomic_store_n(&pcpu_slot_count, slots_from_environment(possible_cpus()),
+			 __ATOMIC_RELEASE);
+	once_end(&init_state);
 }
 
 /* Registers pcpu's own area for the calling thread. Signals are blocked so a
@@ -251,7 +332,7 @@ int pcpu__thread_prepare(void)
 	pcpu_init();
 	switch (process_mode) {
 	case PCPU_PROCESS_GLIBC:
-		return current_area()->cpu_id >= 0 ? 0 : -1;
+		return current_index() >= 0 ? 0 : -1;
 	case PCPU_PROCESS_OWN:
 		if (thread_state == T_NEW)
 			register_own_area();
@@ -261,23 +342,28 @@ int pcpu__thread_prepare(void)
 	}
 }
 
-uint32_t pcpu_fallback_slot(uint32_t index_off)
+uint32_t pcpu_fallback_slot(void)
 {
-	int32_t idx = __atomic_load_n((int32_t *)((char *)current_area() + index_off),
-				      __ATOMIC_RELAXED);
+	int32_t idx = current_index();
 	uint32_t slot;
 
-	if ((uint32_t)idx < pcpu__g.nslots)
+	if ((uint32_t)idx < pcpu_slot_count)
 		return (uint32_t)idx;
 	slot = fallback_slot_plus1;
 	if (PCPU_UNLIKELY(slot == 0)) {
 		/* Spread rseq-less threads over the slots so they do not all
 		 * contend on one cache line. */
 		slot = __atomic_fetch_add(&next_fallback_slot, 1, __ATOMIC_RELAXED) %
-			       pcpu__g.nslots + 1;
+			       pcpu_slot_count + 1;
 		fallback_slot_plus1 = slot;
 	}
 	return slot - 1;
+}
+
+enum pcpu_index pcpu_process_index(void)
+{
+	globals_init();
+	return process_index;
 }
 
 enum pcpu_rseq_mode pcpu_rseq_mode(void)
@@ -313,12 +399,12 @@ int pcpu_rseq_error(void)
 
 int pcpu_rseq_has_mm_cid(void)
 {
-	pcpu_init();
+	globals_init();
 	return has_mm_cid;
 }
 
 unsigned pcpu_nslots(void)
 {
 	pcpu_init();
-	return pcpu__g.nslots;
+	return pcpu_slot_count;
 }

@@ -3,39 +3,52 @@
  * zone.c: the per-CPU zone allocator (FreeBSD's UMA_ZONE_PCPU, user space).
  *
  * Memory: a zone is a list of chunks. A chunk is one anonymous mapping of
- * nslots * PCPU_SLOT_STRIDE bytes, aligned to PCPU_SLOT_STRIDE, reserved with
- * MAP_NORESERVE and never touched by the allocator except for the chunk
+ * 2 * nslots * PCPU_SLOT_STRIDE bytes, aligned to PCPU_SLOT_STRIDE, reserved
+ * with MAP_NORESERVE and never touched by the allocator except for the chunk
  * header at the start of slot 0's region:
  *
- *   base                     base + STRIDE             base + 2*STRIDE
- *   | hdr | a | b | c ... |  | --- | a | b | c ... |  | --- | a ...
- *   '----- slot 0 --------'  '----- slot 1 --------'  '----- slot 2 ...
+ *   base                   base + STRIDE          base + nslots*STRIDE
+ *   | hdr | a | b | c ... | | --- | a | b | c ... | ... | --- | a | b | c ... | ...
+ *   '---- slot 0 ---------' '---- slot 1 ---------'     '---- mirror of 0 ---'
  *
- * Bookkeeping covers slot 0 only: an object is an offset range in slot 0's
- * region, and the same range in every other region is implied. Because all
- * slots are at the same distance, object + slot * STRIDE is that slot's copy,
- * and because the chunk is STRIDE-aligned, masking an object's address finds
- * the chunk header (the slot index field to use), with no lookup.
+ * Bookkeeping covers slot 0 only: an object is a range of 8-byte granules
+ * of slot 0's region, and the same range in every other region (slots and
+ * mirrors) is implied. Because all regions are at the same distance,
+ * object + slot * STRIDE is that slot's copy, and because the chunk is
+ * STRIDE-aligned, masking an object's address finds the chunk header.
  *
- * Allocation: bump allocation in the newest chunk; freed objects go to
- * per-size free lists (sizes up to 4 KiB, by 16 bytes) or to a first-fit
- * list of larger extents, and are reused before bumping. A chunk is never
- * returned to the system before the zone is destroyed (objects never move).
- * Every live object is in a hash table (address -> size), so a double or
- * foreign free is refused with EINVAL instead of corrupting the lists.
+ * Bookkeeping (UMA's slab bitmaps, per chunk rather than per slab): two
+ * bitmaps with a bit per granule, `alloc` (granule in use) and `start` (an
+ * object begins here). An object is its start granule and the allocated
+ * granules after it up to the next start or free granule, so nothing is
+ * kept per object: a quarter byte per 8-byte counter. The bitmaps are one
+ * MAP_NORESERVE mapping per chunk, resident only where objects are.
+ * A free is accepted only for a granule whose start bit is set: a double
+ * free, a foreign pointer, a pointer inside an object or into memory never
+ * allocated is refused with EINVAL, nothing changed.
+ *
+ * Allocation: a chunk hands out granules below its `frontier` (bump
+ * allocation into never-used space); freed granules below the frontier are
+ * holes, counted in `holes` and found again by scanning `alloc | start`
+ * from `hint`, the lowest granule that may be free (address-ordered first
+ * fit, so reuse stays compact). A chunk whose holes cannot fit the request
+ * is skipped without a scan. A chunk is never returned to the system before
+ * the zone is destroyed (objects never move).
  *
  * Zeroing: new bump space is zero already (never touched). A freed object is
- * zeroed at free time, slot by slot, without making untouched memory
- * resident: whole pages inside the object are dropped with MADV_DONTNEED
- * (they read as zero afterwards); the partial pages at its ends are read and
- * cleared only where not already zero. Reading an untouched private page maps
- * the kernel's shared zero page, which is not counted as resident memory; a
+ * zeroed at free time, slot by slot (and mirror by mirror where the chunk's
+ * mirror was ever written), without making untouched memory resident:
+ * whole pages inside the object are dropped with MADV_DONTNEED (they read
+ * as zero afterwards); the partial pages at its ends are read and cleared
+ * only where not already zero. Reading an untouched private page maps the
+ * kernel's shared zero page, which is not counted as resident memory; a
  * shared zone's file is read with pread() instead, which returns zeros for a
  * hole where a read fault through the mapping would allocate a page.
  *
- * Locking: one mutex per zone for alloc/free; a global mutex for the table
- * of chunks (pcpu_zone_find), which fork() handlers also take so a child
- * never inherits a lock held by a thread that no longer exists.
+ * Locking: one mutex per zone for alloc/free (zeroing included: a freed
+ * object's granules are free only once it reads zero); a global mutex for
+ * the table of chunks (pcpu_zone_find), which fork() handlers also take so
+ * a child never inherits a lock held by a thread that no longer exists.
  */
 #include "internal.h"
 
@@ -46,41 +59,27 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define SMALL_MAX 4096
-#define SMALL_CLASSES (SMALL_MAX / 16)
+#define GRANULE_SHIFT 3
+#define GRANULE ((size_t)1 << GRANULE_SHIFT)
+#define CHUNK_GRANULES (PCPU_SLOT_STRIDE >> GRANULE_SHIFT)
+#define BITMAP_WORDS (CHUNK_GRANULES / 64)
+#define HDR_GRANULES (PCPU__CHUNK_HDR_SIZE >> GRANULE_SHIFT)
 
 struct chunk {
-	char *base;   /* slot 0's region, STRIDE-aligned */
-	size_t used;  /* bump offset in slot 0's region */
-	unsigned no;  /* 0 for the first chunk of the zone, then 1, 2... */
+	char *base;       /* slot 0's region, STRIDE-aligned */
+	uint64_t *alloc;  /* bit g: granule g is in use */
+	uint64_t *start;  /* bit g: an object starts at granule g */
+	size_t frontier;  /* granules below it have been handed out at least once */
+	size_t holes;     /* free granules below the frontier */
+	size_t hint;      /* no free granule below it */
+	unsigned no;      /* 0 for the first chunk of the zone, then 1, 2... */
 	struct chunk *next;
-};
-
-struct extent {
-	uintptr_t addr;
-	size_t size;
-};
-
-/* A growable array of extents (for a size class, addr only matters). */
-struct extent_vec {
-	struct extent *v;
-	size_t n, cap;
-};
-
-/* Open-addressing hash of live objects: addr -> size. 0 = empty, 1 = deleted. */
-struct live_set {
-	struct extent *slots;
-	size_t cap, used, tombstones;
 };
 
 struct pcpu_zone {
 	pthread_mutex_t lock;
 	enum pcpu_index index;
-	uint32_t index_off;
 	struct chunk *chunks; /* newest first: the bump chunk */
-	struct extent_vec small[SMALL_CLASSES];
-	struct extent_vec large;
-	struct live_set live;
 	struct pcpu_zone *next_zone;
 	/* Shared backing (a statistics segment): chunk i maps the file at
 	 * file_base + i * span, MAP_SHARED, so another process can read it. */
@@ -113,9 +112,10 @@ static size_t page_size(void)
 	return ps;
 }
 
+/* A chunk: every slot's region, then every slot's mirror region. */
 static size_t chunk_span(void)
 {
-	return (size_t)pcpu__g.nslots << PCPU_SLOT_STRIDE_SHIFT;
+	return (size_t)(2 * pcpu_slot_count) << PCPU_SLOT_STRIDE_SHIFT;
 }
 
 /* ---- fork: take every lock, so the child inherits them consistent --------- */
@@ -144,89 +144,85 @@ static void atfork_release(void)
 	pthread_mutex_unlock(&zones_lock);
 }
 
-/* ---- small containers ------------------------------------------------------ */
+/* ---- the bitmaps ------------------------------------------------------------ */
 
-static int vec_push(struct extent_vec *v, uintptr_t addr, size_t size)
+static int bit_get(const uint64_t *map, size_t g)
 {
-	if (v->n == v->cap) {
-		size_t cap = v->cap ? v->cap * 2 : 16;
-		struct extent *nv = realloc(v->v, cap * sizeof(*nv));
+	return (int)((map[g / 64] >> (g % 64)) & 1);
+}
 
-		if (!nv)
-			return -1;
-		v->v = nv;
-		v->cap = cap;
+static void bits_set(uint64_t *map, size_t g, size_t n, int on)
+{
+	while (n > 0) {
+		size_t b = g % 64, k = 64 - b < n ? 64 - b : n;
+		uint64_t mask = (k == 64 ? ~0ull : ((1ull << k) - 1)) << b;
+
+		if (on)
+			map[g / 64] |= mask;
+		else
+			map[g / 64] &= ~mask;
+		g += k;
+		n -= k;
 	}
-	v->v[v->n].addr = addr;
-	v->v[v->n].size = size;
-	v->n++;
-	return 0;
 }
 
-static size_t live_hash(uintptr_t addr, size_t cap)
+/* First granule in [g, end) whose bit in `a | b` equals `want` (b may be
+ * NULL), or `end`. A word at a time. */
+static size_t find_bit(const uint64_t *a, const uint64_t *b, size_t g, size_t end, int want)
 {
-	uint64_t h = (uint64_t)addr * 0x9e3779b97f4a7c15ull;
-	return (size_t)(h >> 17) & (cap - 1);
-}
+	while (g < end) {
+		uint64_t w = a[g / 64] | (b ? b[g / 64] : 0);
 
-static struct extent *live_lookup(struct live_set *s, uintptr_t addr)
-{
-	size_t i, n;
-
-	if (!s->cap)
-		return NULL;
-	for (i = live_hash(addr, s->cap), n = 0; n < s->cap; i = (i + 1) & (s->cap - 1), n++) {
-		if (s->slots[i].addr == addr)
-			return &s->slots[i];
-		if (s->slots[i].addr == 0)
-			return NULL;
+		if (!want)
+			w = ~w;
+		w &= ~0ull << (g % 64);
+		if (w) {
+			size_t r = (g & ~(size_t)63) + (size_t)__builtin_ctzll(w);
+			return r < end ? r : end;
+		}
+		g = (g & ~(size_t)63) + 64;
 	}
-	return NULL;
+	return end;
 }
 
-static int live_insert(struct live_set *s, uintptr_t addr, size_t size);
-
-static int live_grow(struct live_set *s)
+/* Granules of the object starting at g: up to the next granule that is
+ * free or starts another object. */
+static size_t object_granules(const struct chunk *c, size_t g)
 {
-	struct live_set bigger = {0};
-	size_t i;
+	size_t end = g + 1;
 
-	bigger.cap = s->cap ? s->cap * 2 : 64;
-	if ((s->used - s->tombstones) * 4 < s->cap)
-		bigger.cap = s->cap ? s->cap : 64; /* mostly tombstones: rehash in place size */
-	bigger.slots = calloc(bigger.cap, sizeof(*bigger.slots));
-	if (!bigger.slots)
-		return -1;
-	for (i = 0; i < s->cap; i++)
-		if (s->slots[i].addr > 1)
-			live_insert(&bigger, s->slots[i].addr, s->slots[i].size);
-	free(s->slots);
-	*s = bigger;
-	return 0;
+	while (end < c->frontier) {
+		uint64_t w = ~c->alloc[end / 64] | c->start[end / 64];
+
+		w &= ~0ull << (end % 64);
+		if (w) {
+			end = (end & ~(size_t)63) + (size_t)__builtin_ctzll(w);
+			break;
+		}
+		end = (end & ~(size_t)63) + 64;
+	}
+	return (end < c->frontier ? end : c->frontier) - g;
 }
 
-static int live_insert(struct live_set *s, uintptr_t addr, size_t size)
+/* A run of n free granules below the frontier, starting at a multiple of
+ * `align` granules; CHUNK_GRANULES if none. Advances the hint past the
+ * allocated prefix it skips. */
+static size_t find_hole(struct chunk *c, size_t n, size_t align)
 {
-	size_t i;
+	size_t g = find_bit(c->alloc, c->start, c->hint, c->frontier, 0);
 
-	if ((s->used + 1) * 2 > s->cap && live_grow(s) != 0)
-		return -1;
-	for (i = live_hash(addr, s->cap); s->slots[i].addr > 1; i = (i + 1) & (s->cap - 1))
-		;
-	if (s->slots[i].addr == 0)
-		s->used++;
-	else
-		s->tombstones--;
-	s->slots[i].addr = addr;
-	s->slots[i].size = size;
-	return 0;
-}
+	c->hint = g;
+	while (g < c->frontier) {
+		size_t a = (g + align - 1) & ~(align - 1), busy;
 
-static void live_remove(struct live_set *s, struct extent *e)
-{
-	e->addr = 1; /* tombstone: keeps probe chains intact */
-	e->size = 0;
-	s->tombstones++;
+		if (a + n > c->frontier)
+			break;
+		busy = find_bit(c->alloc, c->start, a, a + n, 1);
+		if (busy == a + n)
+			return a;
+		g = find_bit(c->alloc, c->start, busy, c->frontier, 0);
+	}
+	return CHUNK_GRANULES;
 }
 
 /* ---- the chunk table ------------------------------------------------------- */
@@ -332,15 +328,28 @@ static struct chunk *chunk_create(pcpu_zone_t *zone)
 	char *map, *base;
 	struct chunk *c;
 	struct pcpu__chunk_hdr *hdr;
+	void *bits;
 
 	unsigned no = zone->chunks ? zone->chunks->no + 1 : 0;
 
 	c = malloc(sizeof(*c));
 	if (!c)
 		return NULL;
+	/* Both bitmaps in one lazily-resident mapping: 2 bits per granule
+	 * of slot 0's region, resident only where objects are. */
+	bits = mmap(NULL, 2 * BITMAP_WORDS * sizeof(uint64_t), PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (bits == MAP_FAILED) {
+		free(c);
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->alloc = bits;
+	c->start = c->alloc + BITMAP_WORDS;
 	map = mmap(NULL, len, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (map == MAP_FAILED) {
+		munmap(bits, 2 * BITMAP_WORDS * sizeof(uint64_t));
 		free(c);
 		errno = ENOMEM;
 		return NULL;
@@ -355,6 +364,7 @@ static struct chunk *chunk_create(pcpu_zone_t *zone)
 		int err = errno;
 
 		munmap(base, span);
+		munmap(bits, 2 * BITMAP_WORDS * sizeof(uint64_t));
 		free(c);
 		errno = err;
 		return NULL;
@@ -362,12 +372,15 @@ static struct chunk *chunk_create(pcpu_zone_t *zone)
 
 	hdr = (struct pcpu__chunk_hdr *)base;
 	hdr->magic = PCPU__CHUNK_MAGIC;
-	hdr->index_off = zone->index_off;
+	hdr->flags = 0;
 	c->base = base;
-	c->used = PCPU__CHUNK_HDR_SIZE;
+	c->frontier = HDR_GRANULES; /* the header is never an object */
+	c->holes = 0;
+	c->hint = HDR_GRANULES;
 	c->no = no;
 	if (table_add((uintptr_t)base, zone) != 0) {
 		munmap(base, span);
+		munmap(bits, 2 * BITMAP_WORDS * sizeof(uint64_t));
 		free(c);
 		errno = ENOMEM;
 		return NULL;
@@ -385,14 +398,14 @@ pcpu_zone_t *pcpu_zone_create(enum pcpu_index index)
 {
 	pcpu_zone_t *z;
 
-	if (index != PCPU_INDEX_DEFAULT && index != PCPU_INDEX_CPU &&
-	    index != PCPU_INDEX_MM_CID) {
+	pcpu_init();
+	/* One index per process (pcpu/zone.h): asking for the other one is
+	 * an error, not a silent substitution. */
+	if (index != PCPU_INDEX_DEFAULT && index != pcpu_process_index()) {
 		errno = EINVAL;
 		return NULL;
 	}
-	pcpu_init();
-	if (index == PCPU_INDEX_DEFAULT || index == PCPU_INDEX_MM_CID)
-		index = pcpu_rseq_has_mm_cid() ? PCPU_INDEX_MM_CID : PCPU_INDEX_CPU;
+	index = pcpu_process_index();
 
 	z = calloc(1, sizeof(*z));
 	if (!z) {
@@ -402,7 +415,6 @@ pcpu_zone_t *pcpu_zone_create(enum pcpu_index index)
 	pthread_mutex_init(&z->lock, NULL);
 	z->fd = -1;
 	z->index = index;
-	z->index_off = index == PCPU_INDEX_MM_CID ? PCPU__RSEQ_OFF_MM_CID : PCPU__RSEQ_OFF_CPU_ID;
 	if (!chunk_create(z)) {
 		pthread_mutex_destroy(&z->lock);
 		free(z);
@@ -425,7 +437,6 @@ void pcpu_zone_destroy(pcpu_zone_t *zone)
 {
 	pcpu_zone_t **pp;
 	struct chunk *c, *next;
-	size_t i;
 
 	if (!zone)
 		return;
@@ -443,19 +454,16 @@ void pcpu_zone_destroy(pcpu_zone_t *zone)
 	for (c = zone->chunks; c; c = next) {
 		next = c->next;
 		munmap(c->base, chunk_span());
+		munmap(c->alloc, 2 * BITMAP_WORDS * sizeof(uint64_t));
 		free(c);
 	}
-	for (i = 0; i < SMALL_CLASSES; i++)
-		free(zone->small[i].v);
-	free(zone->large.v);
-	free(zone->live.slots);
 	pthread_mutex_destroy(&zone->lock);
 	free(zone);
 }
 
 enum pcpu_index pcpu_zone_index(const pcpu_zone_t *zone)
 {
-	return zone ? zone->index : PCPU_INDEX_DEFAULT;
+	return zone ? zone->index : pcpu_process_index();
 }
 
 pcpu_zone_t *pcpu_default_zone(void)
@@ -484,64 +492,45 @@ pcpu_zone_t *pcpu_default_zone(void)
 	return z;
 }
 
-/* Takes an extent of `size` bytes aligned to `align` from the free lists, or
- * 0 if none fits. */
-static uintptr_t take_free(pcpu_zone_t *z, size_t size, size_t align)
+static void mark_allocated(struct chunk *c, size_t g, size_t n)
 {
-	size_t i;
-
-	if (size <= SMALL_MAX) {
-		struct extent_vec *v = &z->small[size / 16 - 1];
-
-		for (i = v->n; i > 0; i--) {
-			uintptr_t a = v->v[i - 1].addr;
-
-			if ((a & (align - 1)) == 0) {
-				v->v[i - 1] = v->v[--v->n];
-				return a;
-			}
-		}
-		return 0;
-	}
-	for (i = 0; i < z->large.n; i++) {
-		struct extent *e = &z->large.v[i];
-		uintptr_t a = (e->addr + align - 1) & ~(uintptr_t)(align - 1);
-		size_t lead = a - e->addr;
-
-		if (e->size >= lead + size) {
-			struct extent rest = {a + size, e->size - lead - size};
-
-			if (lead) {
-				e->size = lead; /* keep the head as a free extent */
-			} else {
-				*e = z->large.v[--z->large.n];
-			}
-			/* Return the tail; failing to record it only leaks space. */
-			if (rest.size >= 16) {
-				if (rest.size <= SMALL_MAX && rest.size % 16 == 0)
-					vec_push(&z->small[rest.size / 16 - 1], rest.addr, rest.size);
-				else
-					vec_push(&z->large, rest.addr, rest.size);
-			}
-			return a;
-		}
-	}
-	return 0;
+	bits_set(c->alloc, g, n, 1);
+	bits_set(c->start, g, 1, 1);
 }
 
-static uintptr_t bump(pcpu_zone_t *z, size_t size, size_t align)
+/* Granule g of chunk c for n granules aligned to `align` granules: a hole
+ * of some chunk, else bump space in the newest chunk, else a new chunk.
+ * Under the zone's lock. Returns the address, or 0 with errno ENOMEM. */
+static uintptr_t alloc_granules(pcpu_zone_t *z, size_t n, size_t align)
 {
-	struct chunk *c = z->chunks;
-	size_t off = (c->used + align - 1) & ~(align - 1);
+	struct chunk *c;
+	size_t g;
 
-	if (off + size > PCPU_SLOT_STRIDE) {
+	for (c = z->chunks; c; c = c->next) {
+		if (c->holes < n)
+			continue; /* cannot fit: no scan */
+		g = find_hole(c, n, align);
+		if (g != CHUNK_GRANULES) {
+			mark_allocated(c, g, n);
+			c->holes -= n;
+			return (uintptr_t)c->base + (g << GRANULE_SHIFT);
+		}
+	}
+	c = z->chunks;
+	g = (c->frontier + align - 1) & ~(align - 1);
+	if (g + n > CHUNK_GRANULES) {
 		c = chunk_create(z);
 		if (!c)
 			return 0;
-		off = (c->used + align - 1) & ~(align - 1);
+		g = (c->frontier + align - 1) & ~(align - 1);
 	}
-	c->used = off + size;
-	return (uintptr_t)c->base + off;
+	/* An alignment gap below the new object becomes a hole. */
+	c->holes += g - c->frontier;
+	if (g > c->frontier && c->hint > c->frontier)
+		c->hint = c->frontier;
+	c->frontier = g + n;
+	mark_allocated(c, g, n);
+	return (uintptr_t)c->base + (g << GRANULE_SHIFT);
 }
 
 void *pcpu_zone_alloc(pcpu_zone_t *zone, size_t size, size_t align)
@@ -556,28 +545,47 @@ void *pcpu_zone_alloc(pcpu_zone_t *zone, size_t size, size_t align)
 		errno = E2BIG;
 		return NULL;
 	}
-	if (align < 16)
-		align = 16;
-	size = (size + 15) & ~(size_t)15;
+	if (align < GRANULE)
+		align = GRANULE;
+	size = (size + GRANULE - 1) & ~(GRANULE - 1);
 
 	pthread_mutex_lock(&zone->lock);
-	a = take_free(zone, size, align);
-	if (!a)
-		a = bump(zone, size, align);
-	if (a && live_insert(&zone->live, a, size) != 0) {
-		/* Give the space back; the object was never handed out. */
-		if (size <= SMALL_MAX)
-			vec_push(&zone->small[size / 16 - 1], a, size);
-		else
-			vec_push(&zone->large, a, size);
-		a = 0;
-	}
+	a = alloc_granules(zone, size >> GRANULE_SHIFT, align >> GRANULE_SHIFT);
 	pthread_mutex_unlock(&zone->lock);
 	if (!a) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	return (void *)a;
+}
+
+/* The chunk of `zone` whose slot-0 region holds `addr`, or NULL. */
+static struct chunk *chunk_holding(pcpu_zone_t *zone, uintptr_t addr)
+{
+	struct chunk *c;
+
+	for (c = zone->chunks; c; c = c->next)
+		if (addr - (uintptr_t)c->base < PCPU_SLOT_STRIDE)
+			return c;
+	return NULL;
+}
+
+/* Granule of the live object whose handle is `obj`, or CHUNK_GRANULES if
+ * `obj` is not one (not 8-aligned, not in the zone, not an object start). */
+static size_t live_object(pcpu_zone_t *zone, const void *obj, struct chunk **cp)
+{
+	struct chunk *c = chunk_holding(zone, (uintptr_t)obj);
+	size_t off, g;
+
+	if (!c)
+		return CHUNK_GRANULES;
+	off = (size_t)((uintptr_t)obj - (uintptr_t)c->base);
+	g = off >> GRANULE_SHIFT;
+	if (off % GRANULE || g < HDR_GRANULES || g >= c->frontier ||
+	    !bit_get(c->start, g) || !bit_get(c->alloc, g))
+		return CHUNK_GRANULES;
+	*cp = c;
+	return g;
 }
 
 /* Whether [p, p + len) (at most a page) holds only zero bytes, without
@@ -639,10 +647,10 @@ static void zero_quietly(char *p, size_t len, int fd, off_t file_off)
 
 int pcpu_zone_free(pcpu_zone_t *zone, void *obj)
 {
-	struct extent *e;
-	size_t size;
-	uint32_t slot;
-	int rc, fd;
+	struct chunk *c;
+	size_t g, n, size;
+	uint32_t slot, nregions;
+	int fd;
 	off_t file_off = 0;
 
 	if (!obj)
@@ -652,56 +660,48 @@ int pcpu_zone_free(pcpu_zone_t *zone, void *obj)
 		return -1;
 	}
 	pthread_mutex_lock(&zone->lock);
-	e = live_lookup(&zone->live, (uintptr_t)obj);
-	if (!e) {
+	g = live_object(zone, obj, &c);
+	if (g == CHUNK_GRANULES) {
 		pthread_mutex_unlock(&zone->lock);
 		errno = EINVAL;
 		return -1;
 	}
-	size = e->size;
-	live_remove(&zone->live, e);
+	n = object_granules(c, g);
+	size = n << GRANULE_SHIFT;
 	fd = zone->fd;
-	if (fd >= 0) { /* where the object's slot 0 lies in the zone's file */
-		struct chunk *c = zone->chunks;
+	if (fd >= 0) /* where the object's slot 0 lies in the zone's file */
+		file_off = (off_t)(chunk_file_off(zone, c->no) + (uint64_t)((char *)obj - c->base));
 
-		while (c && !((char *)obj >= c->base && (char *)obj < c->base + PCPU_SLOT_STRIDE))
-			c = c->next;
-		if (c)
-			file_off = (off_t)(chunk_file_off(zone, c->no) + (uint64_t)((char *)obj - c->base));
-		else
-			fd = -1; /* cannot happen for a live object; read the mapping */
-	}
-	pthread_mutex_unlock(&zone->lock);
-
-	/* Zero outside the lock: the object is no longer live, nobody else
-	 * can be handed it until it is on a free list. */
-	for (slot = 0; slot < pcpu__g.nslots; slot++)
+	/* Zero every copy before the granules are free again, so the next
+	 * owner reads zero. Mirror copies only where the chunk's mirror was
+	 * ever written: elsewhere they were never touched. */
+	nregions = pcpu_slot_count * (pcpu_mirror_in_use(obj) ? 2 : 1);
+	for (slot = 0; slot < nregions; slot++)
 		zero_quietly((char *)pcpu_slot_ptr(obj, slot), size, fd,
 			     file_off + (off_t)((size_t)slot << PCPU_SLOT_STRIDE_SHIFT));
 
-	pthread_mutex_lock(&zone->lock);
-	if (size <= SMALL_MAX)
-		rc = vec_push(&zone->small[size / 16 - 1], (uintptr_t)obj, size);
-	else
-		rc = vec_push(&zone->large, (uintptr_t)obj, size);
+	bits_set(c->alloc, g, n, 0);
+	bits_set(c->start, g, 1, 0);
+	c->holes += n;
+	if (g < c->hint)
+		c->hint = g;
 	pthread_mutex_unlock(&zone->lock);
-	(void)rc; /* out of memory for the free list: the space is leaked, not lost data */
 	return 0;
 }
 
 size_t pcpu_zone_object_size(pcpu_zone_t *zone, const void *obj)
 {
-	struct extent *e;
-	size_t size = 0;
+	struct chunk *c;
+	size_t g, size = 0;
 
 	if (!zone || !obj) {
 		errno = EINVAL;
 		return 0;
 	}
 	pthread_mutex_lock(&zone->lock);
-	e = live_lookup(&zone->live, (uintptr_t)obj);
-	if (e)
-		size = e->size;
+	g = live_object(zone, obj, &c);
+	if (g != CHUNK_GRANULES)
+		size = object_granules(c, g) << GRANULE_SHIFT;
 	pthread_mutex_unlock(&zone->lock);
 	if (!size)
 		errno = EINVAL;
@@ -711,25 +711,33 @@ size_t pcpu_zone_object_size(pcpu_zone_t *zone, const void *obj)
 int pcpu_zone_contains_live(const void *obj)
 {
 	pcpu_zone_t *z = pcpu_zone_find(obj);
+	struct chunk *c;
+	size_t g;
 	int found = 0;
-	size_t i;
 
 	if (!z)
 		return 0;
 	pthread_mutex_lock(&z->lock);
-	if (live_lookup(&z->live, (uintptr_t)obj)) {
-		found = 1;
-	} else {
-		/* An element inside an array: a slow scan, debug builds only. */
-		for (i = 0; i < z->live.cap && !found; i++) {
-			struct extent *e = &z->live.slots[i];
-
-			found = e->addr > 1 && (uintptr_t)obj > e->addr &&
-				(uintptr_t)obj < e->addr + e->size;
-		}
+	c = chunk_holding(z, (uintptr_t)obj);
+	if (c) {
+		/* Any byte of an allocated granule: elements of arrays too. */
+		g = (size_t)((uintptr_t)obj - (uintptr_t)c->base) >> GRANULE_SHIFT;
+		found = g >= HDR_GRANULES && g < c->frontier && bit_get(c->alloc, g);
 	}
 	pthread_mutex_unlock(&z->lock);
 	return found;
+}
+
+/* Whether any object of the zone is live: a chunk with fewer holes than
+ * granules handed out. Under the zone's lock. */
+static int zone_has_objects(const pcpu_zone_t *zone)
+{
+	const struct chunk *c;
+
+	for (c = zone->chunks; c; c = c->next)
+		if (c->frontier - HDR_GRANULES != c->holes)
+			return 1;
+	return 0;
 }
 
 int pcpu_zone_attach_file(pcpu_zone_t *zone, int fd, uint64_t file_base,
@@ -743,7 +751,7 @@ int pcpu_zone_attach_file(pcpu_zone_t *zone, int fd, uint64_t file_base,
 		return -1;
 	}
 	pthread_mutex_lock(&zone->lock);
-	if (zone->fd >= 0 || zone->live.used - zone->live.tombstones != 0) {
+	if (zone->fd >= 0 || zone_has_objects(zone)) {
 		/* Live objects cannot move into the file: threads hold
 		 * pointers to them and add to them without any lock. */
 		pthread_mutex_unlock(&zone->lock);
@@ -759,19 +767,19 @@ int pcpu_zone_attach_file(pcpu_zone_t *zone, int fd, uint64_t file_base,
 
 		rc = map_file_chunk(zone, c->no, c->base);
 		if (rc == 0) {
+			/* Nothing live: start afresh, with the file's zeros. */
+			hdr.flags = 0;
 			*(struct pcpu__chunk_hdr *)c->base = hdr;
-			c->used = PCPU__CHUNK_HDR_SIZE; /* nothing live: start afresh */
+			memset(c->alloc, 0, (c->frontier + 63) / 64 * sizeof(uint64_t));
+			memset(c->start, 0, (c->frontier + 63) / 64 * sizeof(uint64_t));
+			c->frontier = HDR_GRANULES;
+			c->hint = HDR_GRANULES;
+			c->holes = 0;
 			if (on_chunk)
 				on_chunk(ctx, c->no, c->base, chunk_file_off(zone, c->no));
 		}
 	}
-	if (rc == 0) {
-		/* Free lists point into the old memory's layout; it is all
-		 * free, so forget them and let bump allocation take over. */
-		for (size_t i = 0; i < SMALL_CLASSES; i++)
-			zone->small[i].n = 0;
-		zone->large.n = 0;
-	} else {
+	if (rc != 0) {
 		zone->fd = -1; /* leaves the zone usable, private, if half-mapped */
 	}
 	pthread_mutex_unlock(&zone->lock);

@@ -2,7 +2,8 @@
  * Exactness under stress: the claim "never loses an update", counted.
  *
  * 4x more adder threads than CPUs add random values (negative too) to
- * counters in zones indexed by CPU and by mm_cid, singly and with
+ * counters of several zones (indexed by CPU or by mm_cid, as the process
+ * is: ctest runs both), singly and with
  * pcpu_counter_add_many(); a migrator thread moves them between CPUs with
  * sched_setaffinity(); a signaller sends SIGUSR1 to random adders while
  * ITIMER_REAL raises SIGALRM, and both handlers add to the same counters;
@@ -12,8 +13,9 @@
  *
  * Run by ctest in three modes (see tests/CMakeLists.txt): glibc's rseq,
  * pcpu's own registration (GLIBC_TUNABLES=glibc.pthread.rseq=0), and rseq
- * refused by a seccomp filter (fallback). --expect-mode makes the test fail
- * if the mode is not the one the run is meant to exercise.
+ * refused by a seccomp filter (fallback). --expect-mode and --expect-index
+ * make the test fail if the mode or slot index is not the one the run is
+ * meant to exercise.
  */
 
 #include "check.h"
@@ -77,6 +79,8 @@ static void publish_signal_adds(void)
 	__atomic_fetch_add(&signal_adds, sig_expected, __ATOMIC_RELAXED);
 	sig_expected = 0;
 }
+
+static const char *expect_index;
 
 static void check_mode(void)
 {
@@ -197,9 +201,19 @@ int main(int argc, char **argv)
 			seconds = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--threads-per-cpu") && i + 1 < argc)
 			per_cpu = atol(argv[++i]);
+		else if (strcmp(argv[i], "--expect-index") == 0 && i + 1 < argc)
+			expect_index = argv[++i];
 		else {
-			fprintf(stderr, "usage: %s [--expect-mode glibc|own|fallback] [--seconds S] [--threads-per-cpu K]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--expect-mode glibc|own|fallback] [--expect-index cpu|mm_cid] [--seconds S] [--threads-per-cpu K]\n", argv[0]);
 			return 2;
+		}
+	}
+	if (expect_index) {
+		const char *have = pcpu_zone_index(NULL) == PCPU_INDEX_CPU ? "cpu" : "mm_cid";
+
+		if (strcmp(have, expect_index) != 0) {
+			fprintf(stderr, "slot index %s, expected %s\n", have, expect_index);
+			return 1;
 		}
 	}
 	nlive_target = (int)(ncpu * per_cpu);
@@ -208,14 +222,16 @@ int main(int argc, char **argv)
 	if (nlive_target < 2)
 		nlive_target = 2;
 
-	pcpu_zone_t *zcpu = pcpu_zone_create(PCPU_INDEX_CPU);
-	pcpu_zone_t *zcid = pcpu_zone_create(PCPU_INDEX_MM_CID);
-	CHECK(zcpu && zcid);
+	/* The slot index is the process's (PCPU_INDEX=cpu|mm_cid: ctest runs
+	 * both); several zones, arrays and array elements all the same. */
+	pcpu_zone_t *za = pcpu_zone_create(PCPU_INDEX_DEFAULT);
+	pcpu_zone_t *zb = pcpu_zone_create(PCPU_INDEX_DEFAULT);
+	CHECK(za && zb);
 	counters[0] = pcpu_counter_alloc();
-	counters[1] = pcpu_counter_alloc_in(zcpu, 1);
-	counters[2] = pcpu_counter_alloc_in(zcid, 1);
-	counters[3] = pcpu_counter_alloc_in(zcpu, 3) + 2; /* inside an array */
-	array = pcpu_counter_alloc_in(zcid, 4);
+	counters[1] = pcpu_counter_alloc_in(za, 1);
+	counters[2] = pcpu_counter_alloc_in(zb, 1);
+	counters[3] = pcpu_counter_alloc_in(za, 3) + 2; /* inside an array */
+	array = pcpu_counter_alloc_in(zb, 4);
 	CHECK(counters[0] && counters[1] && counters[2] && array);
 
 	memset(&sa, 0, sizeof(sa));

@@ -104,7 +104,7 @@ static size_t resident_pages(void *p, size_t len)
 static void test_resident(void)
 {
 	const size_t size = 8u << 20; /* 8 MiB per slot */
-	pcpu_zone_t *z = pcpu_zone_create(PCPU_INDEX_CPU);
+	pcpu_zone_t *z = pcpu_zone_create(PCPU_INDEX_DEFAULT);
 	unsigned n = pcpu_nslots();
 	long before, written, freed, reused;
 	unsigned char *o;

@@ -34,9 +34,11 @@ int main(void)
 {
 	struct seen seen = {0};
 	int fd = memfd_create("pcpu-test", MFD_CLOEXEC);
-	pcpu_zone_t *busy = pcpu_zone_create(PCPU_INDEX_CPU);
-	pcpu_zone_t *z = pcpu_zone_create(PCPU_INDEX_CPU);
-	size_t span = (size_t)pcpu_nslots() * PCPU_SLOT_STRIDE;
+	pcpu_zone_t *busy = pcpu_zone_create(PCPU_INDEX_DEFAULT);
+	pcpu_zone_t *z = pcpu_zone_create(PCPU_INDEX_DEFAULT);
+	unsigned nslots = pcpu_nslots();
+	/* A chunk: every slot's region, then every slot's mirror region. */
+	size_t span = 2 * (size_t)nslots * PCPU_SLOT_STRIDE;
 
 	CHECK(fd >= 0 && busy && z);
 	CHECK(pcpu_counter_alloc_in(busy, 1) != NULL);
@@ -60,22 +62,22 @@ int main(void)
 	const struct pcpu__chunk_hdr *hdr = (const void *)view;
 	CHECK(hdr->magic == PCPU__CHUNK_MAGIC);
 	size_t obj_off = (size_t)((char *)(c + 2) - seen.base[0]);
-	int64_t sum = 0;
-	for (unsigned s = 0; s < pcpu_nslots(); s++) {
-		const struct pcpu_counter *p =
-			(const void *)(view + obj_off + (size_t)s * PCPU_SLOT_STRIDE);
-		sum += p->pcpu__rseq_sum + p->pcpu__atomic_sum;
+	int64_t sum = 0, mirror_sum = 0;
+	for (unsigned s = 0; s < nslots; s++) {
+		sum += *(const int64_t *)(view + obj_off + (size_t)s * PCPU_SLOT_STRIDE);
+		mirror_sum += *(const int64_t *)(view + obj_off + (size_t)(nslots + s) * PCPU_SLOT_STRIDE);
 	}
-	CHECK(sum == 3005);
+	/* rseq adds in the slot words, the atomic add in a mirror word, and
+	 * the chunk marked as having mirror words. */
+	CHECK(hdr->flags & PCPU__CHUNK_MIRROR_USED);
+	CHECK(mirror_sum == 5);
+	CHECK(sum + mirror_sum == 3005);
 	CHECK_EQ_U64(pcpu_counter_fetch(c + 2), 3005);
 
 	/* Freed: zero in the file as well, and the memory is reused zeroed. */
 	CHECK(pcpu_counter_free(c) == 0);
-	for (unsigned s = 0; s < pcpu_nslots(); s++) {
-		const struct pcpu_counter *p =
-			(const void *)(view + obj_off + (size_t)s * PCPU_SLOT_STRIDE);
-		CHECK(p->pcpu__rseq_sum == 0 && p->pcpu__atomic_sum == 0);
-	}
+	for (unsigned s = 0; s < 2 * nslots; s++)
+		CHECK(*(const int64_t *)(view + obj_off + (size_t)s * PCPU_SLOT_STRIDE) == 0);
 
 	/* Freeing a small object written from one slot only must not make
 	 * the other slots' pages of the file resident (zeroing checks them
@@ -87,13 +89,16 @@ int main(void)
 	/* On a page of its own: the reads above faulted in the first ones. */
 	pcpu_counter_t d = pcpu_zone_alloc(z, sizeof(struct pcpu_counter), 4096);
 	CHECK(d != NULL);
-	pcpu_counter_add(d, 1); /* slot 0 only: pinned to CPU 0, CPU-indexed zone */
+	pcpu_counter_add(d, 1); /* one slot only: one thread, pinned to CPU 0 */
 	CHECK(pcpu_counter_free(d) == 0);
 	size_t d_off = (size_t)((char *)d - seen.base[0]);
 	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
-	for (unsigned s = 1; s < pcpu_nslots(); s++) {
+	unsigned written = pcpu_rseq_mode() == PCPU_RSEQ_FALLBACK ? nslots : 0;
+	for (unsigned s = 0; s < 2 * nslots; s++) {
 		unsigned char vec;
 		char *page = view + ((d_off + (size_t)s * PCPU_SLOT_STRIDE) & ~(ps - 1));
+		if (s == written) /* the slot (or, without rseq, the mirror) the add wrote */
+			continue;
 		CHECK(mincore(page, ps, &vec) == 0);
 		CHECK((vec & 1) == 0);
 	}

@@ -3,18 +3,22 @@
  * @file pcpu/arch.h
  * Picks the architecture header that supplies the rseq critical sections.
  *
- * Each arch header defines PCPU_ARCH_HAVE_RSEQ and, when it is 1:
- *  - pcpu__arch_thread_pointer(): the thread pointer the rseq offset is
- *    relative to;
- *  - pcpu__rseq_addv(): an rseq critical section that adds to a 64-bit word
- *    if the thread is still on the expected slot;
- *  - pcpu__rseq_cmpeqv_storev(): one that stores a word if the thread is on
- *    the expected slot and the word holds the expected value.
+ * Each arch header defines PCPU_ARCH_HAVE_RSEQ and, when it is 1, the
+ * operations below, named after their pseudo-code as librseq names its own:
+ *  - pcpu__arch_thread_pointer(): the thread pointer the offsets in pcpu__g
+ *    are relative to (slow paths only);
+ *  - pcpu__rseq_load_index(): the calling thread's slot index, negative when
+ *    its rseq area is not registered;
+ *  - pcpu__rseq_cmpeq_addv(): if (index != expected) abort; *p += v;
+ *  - pcpu__rseq_cmpeq_cmpeqv_storev(): if (index != expected) abort;
+ *    if (*p != expect) fail; *p = newv.
  * The generic header has no assembly: everything takes the fallback path.
  * None of this is API.
  */
 #ifndef PCPU_ARCH_H
 #define PCPU_ARCH_H
+
+#include <pcpu/common.h> /* pcpu__g: the offsets the sections use */
 
 #define PCPU__ARCH_H_INSIDE 1
 

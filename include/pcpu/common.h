@@ -35,8 +35,9 @@
  * Every zone uses the same stride, as FreeBSD's UMA_ZONE_PCPU does, so the
  * copy of an object for slot i is always `obj + i * PCPU_SLOT_STRIDE` and the
  * hot path needs no per-zone lookup for it (a shift, not a multiply).
- * Zones reserve address space in chunks of `nslots * PCPU_SLOT_STRIDE` with
- * MAP_NORESERVE; only pages a slot writes ever become resident. It also bounds
+ * Zones reserve address space in chunks of `2 * nslots * PCPU_SLOT_STRIDE`
+ * (each slot's words, then each slot's mirror words: pcpu/zone.h) with
+ * MAP_NORESERVE; only pages that are written ever become resident. It also bounds
  * one object (an array of counters) to PCPU_ZONE_MAX_OBJECT bytes.
  */
 #define PCPU_SLOT_STRIDE_SHIFT 25
@@ -51,20 +52,32 @@
 PCPU_BEGIN_DECLS
 
 /**
- * Process-wide, read-mostly state the inline fast paths read. Written once,
- * under pcpu's init lock, before the first zone is handed out.
- *  - rseq_offset: offset of the calling thread's struct rseq from the thread
- *    pointer (glibc's __rseq_offset, or pcpu's own static-TLS area). Constant
- *    for every thread because both live in static TLS.
- *  - nslots: number of slots (possible CPUs). 0 until initialised, which
- *    makes every fast path fall into the slow path, which initialises.
+ * Process-wide values the inline fast paths read. Set once, by pcpu's
+ * constructor (or by the first pcpu call, whichever comes first), before any
+ * zone or counter can exist, and never changed afterwards -- fork() children
+ * inherit them unchanged, since the TLS layout does not change.
+ *  - index_tpoff: offset, from the thread pointer, of the index field
+ *    (cpu_id or mm_cid) of the calling thread's struct rseq. The index is
+ *    chosen per process, so the hot path needs no per-object lookup.
+ *  - cs_tpoff: offset, from the thread pointer, of its rseq_cs field.
+ * Both areas pcpu may use (glibc's, pcpu's own) live in static TLS, so the
+ * offsets are the same in every thread.
+ *
+ * Programs see the struct as const: it is, for as long as any pcpu object
+ * exists, and it lets the compiler keep these values in registers across
+ * critical sections (whose "memory" clobber would otherwise force a reload
+ * per add). The library itself writes it once, in src/rseq.c.
  */
 struct pcpu__globals {
-	ptrdiff_t rseq_offset;
-	uint32_t nslots;
-	uint32_t reserved;
+	int32_t index_tpoff;
+	int32_t cs_tpoff;
+	uint32_t reserved[2];
 };
+#ifdef PCPU_BUILDING_LIBRARY
 extern PCPU_API struct pcpu__globals pcpu__g;
+#else
+extern PCPU_API const struct pcpu__globals pcpu__g;
+#endif
 
 /**
  * How the calling thread updates per-CPU data.
@@ -110,8 +123,11 @@ PCPU_API int pcpu_rseq_has_mm_cid(void);
 /**
  * Number of slots every zone has: the possible CPUs of the machine
  * (/sys/devices/system/cpu/possible, not the online count), which also
- * bounds rseq's mm_cid. Initialises pcpu if needed; never 0.
- * Thread-safe.
+ * bounds rseq's cpu_id and mm_cid, so a registered thread's index is always
+ * below it. The environment variable PCPU_NSLOTS=N, read once, raises it to
+ * N (to simulate a bigger machine: tests, benchmarks); a value below the
+ * possible CPUs is ignored. Initialises pcpu if needed; never 0.
+ * Thread-safe; async-signal-safe once initialised.
  */
 PCPU_API unsigned pcpu_nslots(void);
 

@@ -3,18 +3,15 @@
  * @file pcpu/counter.h
  * Exact 64-bit per-CPU counters: FreeBSD's counter(9) for user space.
  *
- * A counter is an object of a per-CPU zone (pcpu/zone.h). Each slot holds two
- * words:
- *
- *     struct pcpu_counter { int64_t rseq_sum; int64_t atomic_sum; }
- *
- *  - rseq_sum is written only by the rseq fast path: an unlocked `add` that
- *    commits an rseq critical section on the thread's own slot;
- *  - atomic_sum is written only by atomic read-modify-writes: the fallback
- *    path (no rseq, or too many aborts in a row) and resets.
+ * A counter is an object of a per-CPU zone (pcpu/zone.h): one 64-bit word
+ * per slot, written only by the rseq fast path (an unlocked `add` that
+ * commits an rseq critical section on the thread's own slot), and one word
+ * per slot in the zone's mirror region, written only by atomic
+ * read-modify-writes (the fallback add, when rseq cannot run, and resets).
  * The two never share a word, because a plain read-modify-write beside an
- * atomic one on the same word loses updates. A fetch sums both words of every
- * slot.
+ * atomic one on the same word loses updates. `*(uint64_t *)pcpu_slot_ptr(c,
+ * s)` is slot s's rseq word, as FreeBSD's zpcpu_get_cpu() gives it. A fetch
+ * sums every slot's word, plus the mirror words where any was written.
  *
  * Adds are exact in every mode: no update is ever lost, whatever the number
  * of threads, migrations, signals or forks. What a read guarantees:
@@ -28,7 +25,7 @@
  *  - pcpu_counter_fetch_and_zero(): every add is reported by exactly one
  *    fetch_and_zero or by the final fetch, with any number of concurrent
  *    adders and resetters. A reset never stores into a word an adder adds to
- *    non-atomically: it subtracts what it read from slot 0's atomic_sum
+ *    non-atomically: it subtracts what it read from slot 0's mirror word
  *    (the "reset by offset" of DPDK's statistics guide).
  */
 #ifndef PCPU_COUNTER_H
@@ -40,10 +37,9 @@
 
 PCPU_BEGIN_DECLS
 
-/** One slot's copy of a counter. The fields are private to pcpu. */
+/** One slot's copy of a counter: 8 bytes. The field is private to pcpu. */
 struct pcpu_counter {
-	int64_t pcpu__rseq_sum;
-	int64_t pcpu__atomic_sum;
+	int64_t pcpu__word;
 };
 
 /** A counter: the address of slot 0's copy. NULL is never a valid counter. */
@@ -51,11 +47,13 @@ typedef struct pcpu_counter *pcpu_counter_t;
 
 /* Consecutive aborts after which an add takes the fallback path, so a
  * debugger single-stepping through the section, or a signal storm, cannot
- * stall it. */
+ * stall it. The inline path tries once; the retries are out of line. */
 #define PCPU_RSEQ_MAX_TRIES 4
 
-/* Out-of-line fallback: registers the thread if it never was, else does an
- * atomic add on a slot's atomic_sum. Async-signal-safe. */
+/* Out-of-line rest of an add whose single inline attempt did not commit:
+ * registers the thread if it never was, retries rseq up to
+ * PCPU_RSEQ_MAX_TRIES times, else does an atomic add on a mirror word.
+ * Async-signal-safe. */
 PCPU_API void pcpu__counter_add_slow(pcpu_counter_t c, int64_t v);
 
 static inline pcpu_counter_t pcpu__counter_slot(pcpu_counter_t c, uint32_t idx)
@@ -63,31 +61,25 @@ static inline pcpu_counter_t pcpu__counter_slot(pcpu_counter_t c, uint32_t idx)
 	return (pcpu_counter_t)((char *)c + ((size_t)idx << PCPU_SLOT_STRIDE_SHIFT));
 }
 
-/* The rseq path: returns 0 once committed, -1 if it gave up (thread not
- * registered, or PCPU_RSEQ_MAX_TRIES aborts in a row). */
-static inline int pcpu__counter_add_rseq(pcpu_counter_t c, int64_t v)
+/* One rseq attempt: 0 once committed, nonzero if the thread is not
+ * registered (negative index) or the section aborted. No retry here: the
+ * loop lives in the slow path, so the inline code holds no retry budget.
+ * A registered index is below pcpu_nslots() (the kernel bounds cpu_id and
+ * mm_cid by the possible CPUs), so the sign test is the only range check. */
+__attribute__((always_inline)) static inline int pcpu__counter_add_once(pcpu_counter_t c,
+									 int64_t v)
 {
 #if PCPU_ARCH_HAVE_RSEQ
-	char *area = pcpu__arch_thread_pointer() + pcpu__g.rseq_offset;
-	uint32_t off = pcpu__chunk_of(c)->index_off;
-	int tries;
+	int32_t idx = pcpu__rseq_load_index();
 
-	for (tries = 0; tries < PCPU_RSEQ_MAX_TRIES; tries++) {
-		int32_t idx = __atomic_load_n((int32_t *)(area + off), __ATOMIC_RELAXED);
-
-		/* Negative (not registered) and out of range in one compare. */
-		if (PCPU_UNLIKELY((uint32_t)idx >= pcpu__g.nslots))
-			return -1;
-		if (PCPU_LIKELY(pcpu__rseq_addv(area, off, idx,
-						&pcpu__counter_slot(c, (uint32_t)idx)->pcpu__rseq_sum,
-						v) == 0))
-			return 0;
-	}
+	if (PCPU_UNLIKELY(idx < 0))
+		return 1;
+	return pcpu__rseq_cmpeq_addv(idx, &pcpu__counter_slot(c, (uint32_t)idx)->pcpu__word, v);
 #else
 	(void)c;
 	(void)v;
+	return 1;
 #endif
-	return -1;
 }
 
 /**
@@ -100,20 +92,22 @@ static inline int pcpu__counter_add_rseq(pcpu_counter_t c, int64_t v)
  * otherwise, as for any freed memory; with PCPU_DEBUG defined, it is checked
  * and a bad counter aborts with a message).
  * Thread-safe; async-signal-safe (a handler may add to the counter the code
- * it interrupted is adding to). Cost: about a private `+=` plus a few cycles.
+ * it interrupted is adding to). Cost: one load of the slot index, the arming
+ * store, a compare and the `add` (bench/README.md measures it beside a
+ * minimal hand-written rseq add and a thread-private `+=`).
  */
-static inline void pcpu_counter_add(pcpu_counter_t c, int64_t v)
+__attribute__((always_inline)) static inline void pcpu_counter_add(pcpu_counter_t c,
+									  int64_t v)
 {
 #ifdef PCPU_DEBUG
 	pcpu__debug_check(c, "pcpu_counter_add");
 #endif
-	if (PCPU_LIKELY(pcpu__counter_add_rseq(c, v) == 0))
-		return;
-	pcpu__counter_add_slow(c, v);
+	if (PCPU_UNLIKELY(pcpu__counter_add_once(c, v) != 0))
+		pcpu__counter_add_slow(c, v);
 }
 
 /** pcpu_counter_add(c, 1). */
-static inline void pcpu_counter_inc(pcpu_counter_t c)
+__attribute__((always_inline)) static inline void pcpu_counter_inc(pcpu_counter_t c)
 {
 	pcpu_counter_add(c, 1);
 }
@@ -130,9 +124,7 @@ static inline void pcpu_counter_add_many(const pcpu_counter_t *cs,
 {
 	size_t i;
 #if PCPU_ARCH_HAVE_RSEQ
-	char *area = pcpu__arch_thread_pointer() + pcpu__g.rseq_offset;
-	uint32_t cur_off = 0;
-	int32_t idx = -1;
+	int32_t idx = pcpu__rseq_load_index();
 
 	/* Unrolled: with a constant n (the usual 2 or 4 counters of a packet)
 	 * the loop then disappears; GCC does not unroll it at -O2 by itself and
@@ -141,27 +133,16 @@ static inline void pcpu_counter_add_many(const pcpu_counter_t *cs,
 #pragma GCC unroll 8
 #endif
 	for (i = 0; i < n; i++) {
-		uint32_t off = pcpu__chunk_of(cs[i])->index_off;
-		int tries;
-
 #ifdef PCPU_DEBUG
 		pcpu__debug_check(cs[i], "pcpu_counter_add_many");
 #endif
-		for (tries = 0;; tries++) {
-			if (off != cur_off || tries > 0) {
-				cur_off = off;
-				idx = __atomic_load_n((int32_t *)(area + off), __ATOMIC_RELAXED);
-			}
-			if (PCPU_UNLIKELY((uint32_t)idx >= pcpu__g.nslots ||
-					  tries == PCPU_RSEQ_MAX_TRIES)) {
-				pcpu__counter_add_slow(cs[i], vs[i]);
-				break;
-			}
-			if (PCPU_LIKELY(pcpu__rseq_addv(area, off, idx,
-							&pcpu__counter_slot(cs[i], (uint32_t)idx)->pcpu__rseq_sum,
-							vs[i]) == 0))
-				break;
-		}
+		if (PCPU_LIKELY(idx >= 0) &&
+		    PCPU_LIKELY(pcpu__rseq_cmpeq_addv(idx,
+						      &pcpu__counter_slot(cs[i], (uint32_t)idx)->pcpu__word,
+						      vs[i]) == 0))
+			continue;
+		pcpu__counter_add_slow(cs[i], vs[i]);
+		idx = pcpu__rseq_load_index(); /* moved, or now registered */
 	}
 #else
 	for (i = 0; i < n; i++)
@@ -178,7 +159,9 @@ static inline pcpu_counter_t pcpu_counter_at(pcpu_counter_t array, size_t i)
 /**
  * Allocates one counter, zero, in pcpu's default zone (created on first use
  * with PCPU_INDEX_DEFAULT). Returns NULL with errno ENOMEM on failure.
- * Thread-safe; not async-signal-safe. Cost: a mutex and a hash insert.
+ * Memory: 8 bytes per slot that writes it, plus a quarter byte of
+ * bookkeeping. Thread-safe; not async-signal-safe. Cost: a mutex and a
+ * bitmap update.
  */
 PCPU_API pcpu_counter_t pcpu_counter_alloc(void);
 
@@ -186,7 +169,7 @@ PCPU_API pcpu_counter_t pcpu_counter_alloc(void);
  * Allocates `n` counters (per-flow counters, a struct of statistics) as one
  * object: element i is pcpu_counter_at(c, i), freed together with
  * pcpu_counter_free(c). NULL with errno EINVAL (n == 0), E2BIG (more than
- * PCPU_ZONE_MAX_OBJECT / 16 counters) or ENOMEM.
+ * PCPU_ZONE_MAX_OBJECT / 8 counters) or ENOMEM.
  */
 PCPU_API pcpu_counter_t pcpu_counter_alloc_array(size_t n);
 
@@ -208,15 +191,17 @@ PCPU_API int pcpu_counter_free(pcpu_counter_t c);
 /**
  * Sum of the counter over all slots (see the file comment for what a read
  * guarantees). NULL returns 0 with errno EINVAL. Works on any element of an
- * array. Thread-safe, async-signal-safe, lock-free. Cost: two loads per slot
- * (pcpu_nslots() slots).
+ * array. Thread-safe, async-signal-safe, lock-free. Cost: one load per slot
+ * (pcpu_nslots() slots), two where a fallback add or a reset ever wrote the
+ * counter's chunk.
  */
 PCPU_API uint64_t pcpu_counter_fetch(pcpu_counter_t c);
 
 /**
- * Contribution of one slot (both words). Slot >= pcpu_nslots() or NULL: 0
- * with errno EINVAL. The per-slot split is only meaningful between resets:
- * a reset is recorded in slot 0.
+ * Contribution of one slot (its word and its mirror word). Slot >=
+ * pcpu_nslots() or NULL: 0 with errno EINVAL. The per-slot split is only
+ * meaningful between resets: a reset is recorded in slot 0's mirror word.
+ * Thread-safe; async-signal-safe.
  */
 PCPU_API uint64_t pcpu_counter_fetch_slot(pcpu_counter_t c, unsigned slot);
 
@@ -242,10 +227,11 @@ PCPU_API uint64_t pcpu_counter_fetch_and_zero(pcpu_counter_t c);
 PCPU_API void pcpu_counter_zero(pcpu_counter_t c);
 
 /**
- * Adds through the fallback path only: an atomic add on a per-slot word.
- * Exact, never uses rseq. For benchmarks and for comparing modes in one
- * process; pcpu_counter_add() uses it by itself when rseq cannot run.
- * Thread-safe; async-signal-safe. Cost: a call and a `lock add`.
+ * Adds through the fallback path only: an atomic add on the mirror word of
+ * the thread's slot. Exact, never uses rseq. For benchmarks and for
+ * comparing modes in one process; pcpu_counter_add() uses it by itself when
+ * rseq cannot run. Thread-safe; async-signal-safe. Cost: a call and a
+ * `lock add` (the first one in a chunk also sets its mirror flag).
  */
 PCPU_API void pcpu_counter_add_atomic(pcpu_counter_t c, int64_t v);
 

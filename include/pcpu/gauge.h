@@ -4,17 +4,17 @@
  * Per-CPU gauges: values that go up and down (queue depth, open flows,
  * bytes in use), with add/sub/inc/dec as cheap as a counter add, and set.
  *
- * A gauge is a per-CPU zone object. Each slot holds a counter (the adds)
- * and slot 0 also holds a base word:
+ * A gauge is a counter with a set operation: 8 bytes per slot.
  *
- *     struct pcpu_gauge { struct pcpu_counter adds; int64_t base; int64_t pad; }
+ *     struct pcpu_gauge { struct pcpu_counter adds; }
  *
- *     value = sum over slots of adds + base (slot 0's)
+ *     value = the counter's value, read as a signed number
  *
  * Adds go to the calling thread's slot exactly as pcpu_counter_add() does.
- * pcpu_gauge_set(v) never stores into a slot that adders write: it reads the
- * sum of the adds and stores base = v - sum (DPDK's "reset by offset"), so no
- * add is ever lost to a set. Concurrent sets of one gauge are serialised by a
+ * pcpu_gauge_set(v) never stores into a word that rseq adders write: it
+ * reads the value S and atomically adds v - S to slot 0's mirror word
+ * (DPDK's "reset by offset"; pcpu/zone.h explains mirror words), so no add
+ * is ever lost to a set. Concurrent sets of one gauge are serialised by a
  * lock striped over gauges, so two sets cannot both apply their offset.
  *
  * What a read guarantees: as pcpu_counter_fetch(), not a point-in-time
@@ -31,11 +31,9 @@
 
 PCPU_BEGIN_DECLS
 
-/** One slot's copy of a gauge. The fields are private to pcpu. */
+/** One slot's copy of a gauge: 8 bytes. The field is private to pcpu. */
 struct pcpu_gauge {
-	struct pcpu_counter pcpu__adds; /* every slot: the adds */
-	int64_t pcpu__base;             /* slot 0 only: the offset set() keeps */
-	int64_t pcpu__reserved;         /* keeps the object 32 bytes, aligned */
+	struct pcpu_counter pcpu__adds; /* the adds (and set offsets) */
 };
 
 /** A gauge: the address of slot 0's copy. NULL is never a valid gauge. */
@@ -71,17 +69,18 @@ static inline void pcpu_gauge_dec(pcpu_gauge_t g)
 
 /**
  * Sets the gauge to `v`: afterwards it reads v plus whatever is added after
- * the set. Stores only slot 0's base word, never a word an adder writes.
+ * the set. Writes only slot 0's mirror word, atomically, never a word an
+ * rseq adder writes.
  * Returns 0, or -1 with errno EINVAL for a NULL gauge.
  * Thread-safe; not async-signal-safe (takes a mutex striped over gauges).
- * Cost: a fetch (two loads per slot) and an uncontended mutex.
+ * Cost: a fetch and an uncontended mutex.
  */
 PCPU_API int pcpu_gauge_set(pcpu_gauge_t g, int64_t v);
 
 /**
  * Value of the gauge (see the file comment for what a read guarantees).
  * NULL: 0 with errno EINVAL. Thread-safe; async-signal-safe; lock-free.
- * Cost: two loads per slot.
+ * Cost: a counter fetch.
  */
 PCPU_API int64_t pcpu_gauge_read(pcpu_gauge_t g);
 

@@ -77,19 +77,17 @@ static inline int pcpu__group_add_rseq(const pcpu_group_t *g, size_t i, const in
 				       unsigned n)
 {
 #if PCPU_ARCH_HAVE_RSEQ
-	char *area = pcpu__arch_thread_pointer() + pcpu__g.rseq_offset;
-	uint32_t off = pcpu__chunk_of(g->pcpu__primary)->index_off;
 	int tries;
 
 	for (tries = 0; tries < PCPU_RSEQ_MAX_TRIES; tries++) {
-		int32_t idx = __atomic_load_n((int32_t *)(area + off), __ATOMIC_RELAXED);
+		int32_t idx = pcpu__rseq_load_index();
 		char *lane;
 		intptr_t *seqp, s;
 		int64_t *v;
 		unsigned k;
 		int r;
 
-		if (PCPU_UNLIKELY((uint32_t)idx >= pcpu__g.nslots))
+		if (PCPU_UNLIKELY(idx < 0))
 			return PCPU__GROUP_UNREGISTERED;
 		lane = g->pcpu__primary + ((size_t)(uint32_t)idx << PCPU_SLOT_STRIDE_SHIFT) +
 		       i * g->pcpu__lane_size;
@@ -98,7 +96,7 @@ static inline int pcpu__group_add_rseq(const pcpu_group_t *g, size_t i, const in
 		if (PCPU_UNLIKELY(s & 1))
 			return PCPU__GROUP_BUSY; /* held by a preempted writer */
 		/* Take the lane: seq even -> odd, only if still on slot idx. */
-		r = pcpu__rseq_cmpeqv_storev(area, off, idx, seqp, s, s + 1);
+		r = pcpu__rseq_cmpeq_cmpeqv_storev(idx, seqp, s, s + 1);
 		if (PCPU_UNLIKELY(r != 0))
 			continue; /* migrated, preempted, or another writer won */
 		/* The lane is ours until seq is even again, wherever this thread

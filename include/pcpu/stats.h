@@ -234,7 +234,7 @@ struct pcpu_stats_field {
  * values `label_values`. Several instances of one struct (one per
  * interface, say) differ by their label values. The fields must be
  * `struct pcpu_counter` (counter) or `struct pcpu_gauge` (gauge) members at
- * 16-byte-aligned offsets inside `size`.
+ * 8-byte-aligned offsets inside `size`.
  * Returns the struct (slot 0's copy: add to `&s->field` with
  * pcpu_counter_add() / pcpu_gauge_add()), or NULL with errno: EINVAL (bad
  * field, name or label), EEXIST (a series with these labels already exists

@@ -7,13 +7,24 @@
  * slot (per possible CPU, or per rseq mm_cid), and the copy for slot i lives
  * at `obj + i * PCPU_SLOT_STRIDE`: the handle the allocator returns is the
  * address of slot 0's copy, and finding another slot's copy is a shift and an
- * add. Layout of one chunk of a zone (nslots regions of PCPU_SLOT_STRIDE bytes,
- * the first aligned to PCPU_SLOT_STRIDE):
+ * add (FreeBSD's zpcpu_get_cpu()). Layout of one chunk of a zone: 2 * nslots
+ * regions of PCPU_SLOT_STRIDE bytes, the first aligned to PCPU_SLOT_STRIDE:
  *
- *     slot 0: [chunk header | obj A | obj B | arr C ........ | free ...]
- *     slot 1: [ (unused)    | obj A | obj B | arr C ........ | free ...]
+ *     slot 0:          [chunk header | obj A | obj B | arr C ...... | free ...]
+ *     slot 1:          [ (unused)    | obj A | obj B | arr C ...... | free ...]
  *     ...
- *     slot n-1: ...
+ *     slot n-1:        ...
+ *     mirror of 0:     [ (unused)    | obj A | obj B | arr C ...... | free ...]
+ *     ...
+ *     mirror of n-1:   ...
+ *
+ * Slot regions hold the words the rseq fast paths write (a counter is one
+ * 64-bit word per slot). Mirror regions hold, at the same offsets, the words
+ * only atomic read-modify-writes touch: adds that could not use rseq, and
+ * offsets (resets, gauge sets). Keeping them apart keeps a counter at 8 bytes
+ * per slot and the two kinds of writers off each other's words; mirror pages
+ * become resident only where such a write happens, and a chunk whose mirror
+ * was never written is not read by fetches (PCPU__CHUNK_MIRROR_USED).
  *
  * Objects of one slot are packed densely and share cache lines with each
  * other, never with another slot's (the slots are PCPU_SLOT_STRIDE apart).
@@ -22,11 +33,23 @@
  * process that runs on 2 of 64 possible CPUs pays memory for 2 slots.
  * A zone grows by whole chunks when full; it never moves an object.
  *
- * The slot index is chosen per zone: the CPU number (rseq cpu_id), or the
- * rseq mm_cid (Linux >= 6.3), a dense per-process id below
- * min(running threads, CPUs), so a process with 4 threads on a 64-CPU machine
- * touches at most 4 slots. PCPU_INDEX_DEFAULT picks mm_cid where the kernel
- * provides it (see pcpu_zone_create() for why), else the CPU number.
+ * The slot index is chosen once per process: the rseq mm_cid (Linux >= 6.3),
+ * a dense per-process id below min(running threads, CPUs), where the kernel
+ * provides it, else the CPU number (rseq cpu_id). The environment variable
+ * PCPU_INDEX=cpu or PCPU_INDEX=mm_cid, read once at load, overrides it.
+ * Why per process and not per zone: the fast path then reads the index field
+ * at an offset fixed for the whole process, with no per-object lookup (see
+ * docs/design.md). Why mm_cid by default: an add costs the same (one load of
+ * another field of the same struct rseq), while mm_cid keeps the touched
+ * slots -- resident memory, and the pages every fetch walks -- at the number
+ * of threads that run at once rather than the number of CPUs they ever ran
+ * on.
+ *
+ * Caveat of mm_cid with glibc's area: if glibc's rseq registration fails for
+ * some thread while it succeeded for the first one (a seccomp filter denying
+ * rseq installed after start-up), that thread's area reads mm_cid 0 instead
+ * of a negative index. Set PCPU_INDEX=cpu in such a process: an unregistered
+ * area always reads a negative cpu_id.
  */
 #ifndef PCPU_ZONE_H
 #define PCPU_ZONE_H
@@ -38,48 +61,46 @@ PCPU_BEGIN_DECLS
 /** Largest object (slot-0 bytes) one zone allocation may have. */
 #define PCPU_ZONE_MAX_OBJECT (PCPU_SLOT_STRIDE - 4096)
 
-/** Which per-thread number selects an object's slot. */
+/** Which per-thread number selects an object's slot (one per process). */
 enum pcpu_index {
-	PCPU_INDEX_DEFAULT = 0, /**< mm_cid where available, else cpu */
+	PCPU_INDEX_DEFAULT = 0, /**< the process's index (mm_cid where available) */
 	PCPU_INDEX_CPU = 1,     /**< rseq cpu_id: the CPU the thread runs on */
 	PCPU_INDEX_MM_CID = 2,  /**< rseq mm_cid: dense concurrency id */
 };
 
 typedef struct pcpu_zone pcpu_zone_t;
 
-/* The first bytes of every chunk's slot-0 region; read-only once the chunk
- * exists. The fast path finds it by masking an object's address. */
+/* The first bytes of every chunk's slot-0 region. The fast paths never read
+ * it; fetches read `flags`. No pointer here: a shared zone's chunks are
+ * readable by other processes. */
 struct pcpu__chunk_hdr {
 	uint32_t magic;
-	uint32_t index_off; /* offset of cpu_id or mm_cid in struct rseq */
-	/* No pointer here: a shared zone's chunks are readable by other
-	 * processes, and an address would hand them the writer's layout. */
+	uint32_t flags; /* PCPU__CHUNK_MIRROR_USED, set atomically, never cleared */
 };
 #define PCPU__CHUNK_MAGIC 0x70637075u /* "pcpu" */
-/* Two cache lines, so adjacent-line prefetch never pairs the read-only
- * header with counters that slot 0's CPU writes. */
+#define PCPU__CHUNK_MIRROR_USED 1u
+/* Two cache lines, so adjacent-line prefetch never pairs the header with
+ * counters that slot 0's CPU writes. */
 #define PCPU__CHUNK_HDR_SIZE 128
 
-static inline const struct pcpu__chunk_hdr *pcpu__chunk_of(const void *obj)
+static inline struct pcpu__chunk_hdr *pcpu__chunk_of(const void *obj)
 {
-	return (const struct pcpu__chunk_hdr *)((uintptr_t)obj &
-						~(uintptr_t)(PCPU_SLOT_STRIDE - 1));
+	return (struct pcpu__chunk_hdr *)((uintptr_t)obj &
+					  ~(uintptr_t)(PCPU_SLOT_STRIDE - 1));
 }
 
 /**
  * Creates a zone whose objects are indexed by `index`.
  *
- * PCPU_INDEX_DEFAULT resolves to PCPU_INDEX_MM_CID when the kernel fills
- * mm_cid, because an add costs the same either way (one load of a field of
- * the same struct rseq) while mm_cid keeps the touched slots, and so the
- * resident memory and the cost of every fetch's walk over written pages, at
- * the number of threads that run at once rather than the number of CPUs they
- * ever ran on. The benchmark suite (bench/) measures both.
- * PCPU_INDEX_MM_CID on a kernel without mm_cid falls back to PCPU_INDEX_CPU;
- * pcpu_zone_index() reports what the zone uses.
+ * The index is the process's (see the file comment): PCPU_INDEX_DEFAULT
+ * always works; PCPU_INDEX_CPU or PCPU_INDEX_MM_CID is a check that the
+ * process uses that index, so code that depends on it (e.g. memory shared
+ * between processes wants CPU numbers) fails cleanly instead of silently
+ * getting the other one. pcpu_zone_index() reports what the zone uses.
  *
- * Returns NULL with errno EINVAL (unknown index) or ENOMEM. Reserves
- * nslots * PCPU_SLOT_STRIDE bytes of address space, none of it resident.
+ * Returns NULL with errno EINVAL (unknown index, or not the process's) or
+ * ENOMEM. Reserves 2 * nslots * PCPU_SLOT_STRIDE bytes of address space,
+ * none of it resident.
  * Thread-safe; not async-signal-safe. Cost: an mmap.
  */
 PCPU_API pcpu_zone_t *pcpu_zone_create(enum pcpu_index index);
@@ -91,32 +112,38 @@ PCPU_API pcpu_zone_t *pcpu_zone_create(enum pcpu_index index);
  */
 PCPU_API void pcpu_zone_destroy(pcpu_zone_t *zone);
 
-/** The index the zone actually uses (never PCPU_INDEX_DEFAULT). */
+/** The index the zone uses: the process's (never PCPU_INDEX_DEFAULT).
+ * NULL: the process's index. Thread-safe; async-signal-safe. */
 PCPU_API enum pcpu_index pcpu_zone_index(const pcpu_zone_t *zone);
 
 /**
- * Allocates an object of `size` bytes per slot, aligned to `align` (a power
- * of two up to 4096; 0 means 16). Every slot's copy reads as zero, also when
- * the memory is reused from a freed object. Returns the handle (slot 0's
- * copy) or NULL with errno: EINVAL (zone NULL, size 0, bad alignment),
- * E2BIG (size > PCPU_ZONE_MAX_OBJECT), ENOMEM (no address space).
+ * Allocates an object of `size` bytes per slot (rounded up to 8), aligned to
+ * `align` (a power of two up to 4096; 0 means 8). Every slot's copy, and
+ * every mirror copy, reads as zero, also when the memory is reused from a
+ * freed object. Returns the handle (slot 0's copy) or NULL with errno:
+ * EINVAL (zone NULL, size 0, bad alignment), E2BIG (size >
+ * PCPU_ZONE_MAX_OBJECT), ENOMEM (no address space).
+ * Bookkeeping: two bits per 8 bytes of slot-0 memory (an allocation bitmap
+ * and an object-start bitmap per chunk), nothing per object.
  * Thread-safe (one mutex per zone); not async-signal-safe.
- * Cost: amortised O(1); a new chunk costs an mmap.
+ * Cost: O(1) when nothing was freed; otherwise a bitmap scan from the lowest
+ * free granule (a word per 64 granules). A new chunk costs an mmap.
  */
 PCPU_API void *pcpu_zone_alloc(pcpu_zone_t *zone, size_t size, size_t align);
 
 /**
- * Frees an object. Its slots are zeroed for reuse without making untouched
- * pages resident (untouched pages already read as zero; whole pages are
- * handed back to the kernel). Returns 0, or -1 with errno EINVAL if `obj`
- * is not a live object of `zone` (double free, foreign pointer): nothing is
- * changed then. NULL is a no-op returning 0.
+ * Frees an object. Its slots and mirror copies are zeroed for reuse without
+ * making untouched pages resident (untouched pages already read as zero;
+ * whole pages are handed back to the kernel). Returns 0, or -1 with errno
+ * EINVAL if `obj` is not the handle of a live object of `zone` (double free,
+ * foreign pointer, a pointer inside an object, memory never allocated):
+ * nothing is changed then. NULL is a no-op returning 0.
  * Thread-safe; not async-signal-safe.
  */
 PCPU_API int pcpu_zone_free(pcpu_zone_t *zone, void *obj);
 
 /**
- * Size in bytes of a live object (what was asked for, rounded up to 16),
+ * Size in bytes of a live object (what was asked for, rounded up to 8),
  * or 0 with errno EINVAL if `obj` is not a live object of `zone`.
  */
 PCPU_API size_t pcpu_zone_object_size(pcpu_zone_t *zone, const void *obj);
@@ -131,13 +158,22 @@ PCPU_API size_t pcpu_zone_object_size(pcpu_zone_t *zone, const void *obj);
 PCPU_API pcpu_zone_t *pcpu_zone_of(const void *obj);
 
 /**
- * Address of slot `slot`'s copy of `obj` (slot < pcpu_nslots()). Pure
- * arithmetic; reading it is always safe, writing it is the caller's
- * business (use counters for lossless updates).
+ * Address of slot `slot`'s copy of `obj` (slot < pcpu_nslots()): FreeBSD's
+ * zpcpu_get_cpu(). For a counter, `*(uint64_t *)pcpu_slot_ptr(c, s)` is slot
+ * s's rseq word. Pure arithmetic; reading it is always safe, writing it is
+ * the caller's business (use counters for lossless updates).
+ * Thread-safe; async-signal-safe.
  */
 static inline void *pcpu_slot_ptr(const void *obj, unsigned slot)
 {
 	return (char *)(uintptr_t)obj + ((size_t)slot << PCPU_SLOT_STRIDE_SHIFT);
+}
+
+/* Address of the mirror copy of slot `slot` of `obj`: the words only atomic
+ * read-modify-writes touch. Not API. */
+static inline void *pcpu__mirror_ptr(const void *obj, unsigned nslots, unsigned slot)
+{
+	return pcpu_slot_ptr(obj, nslots + slot);
 }
 
 PCPU_END_DECLS

@@ -130,9 +130,9 @@ struct pcpu__seg_entry {
 #define PCPU__SEG_ENTRY_SIZE 64
 
 /* Value sizes (bytes per slot). */
-#define PCPU__SEG_COUNTER_SIZE 16
-#define PCPU__SEG_GAUGE_SIZE 32
-#define PCPU__SEG_HISTOGRAM_SIZE(nbuckets) (16 * (1 + (uint64_t)(nbuckets)))
+#define PCPU__SEG_COUNTER_SIZE 8
+#define PCPU__SEG_GAUGE_SIZE 8
+#define PCPU__SEG_HISTOGRAM_SIZE(nbuckets) (8 * (1 + (uint64_t)(nbuckets)))
 
 /* Most explicit bucket bounds (PCPU_HISTOGRAM_MAX_BOUNDS; writer.c checks
  * they agree). */

@@ -764,7 +764,7 @@ pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
 
 	seg->entries_cap = max_e;
 	seg->strings_cap = round_page(max_s);
-	seg->chunk_span = (uint64_t)pcpu_nslots() * PCPU_SLOT_STRIDE;
+	seg->chunk_span = 2 * (uint64_t)pcpu_nslots() * PCPU_SLOT_STRIDE;
 	seg->data_offset = round_page(PCPU__SEG_HEADER_REGION + max_e * PCPU__SEG_ENTRY_SIZE) +
 			   seg->strings_cap;
 	seg->map_len = (size_t)seg->data_offset;

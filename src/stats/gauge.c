@@ -1,26 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Gauges: a counter for the adds plus a base word that set() adjusts.
+ * Gauges: a counter, plus a set operation.
  *
- *     slot 0:  [ adds.rseq_sum | adds.atomic_sum | base | reserved ]
- *     slot i:  [ adds.rseq_sum | adds.atomic_sum |  --  |    --    ]
- *     value = fetch(adds) + base
+ *     slot s:         [ adds ]     rseq adds of the threads on slot s
+ *     mirror of s:    [ atomic ]   fallback adds; slot 0's also set()'s offsets
+ *     value = the counter's value (sum of both rows)
  *
  * Why an offset rather than zeroing the slots: the slots are written by
  * their threads without atomics (rseq), so any store into them from the
  * setting thread could be overwritten by an add in flight and lost (DPDK's
- * statistics guide, "Reset"). set(v) instead reads the sum of the adds and
- * stores base = v - sum, a word no adder ever writes.
+ * statistics guide, "Reset"). set(v) instead reads the value S and adds
+ * v - S, atomically, to slot 0's mirror word -- a word only atomic
+ * read-modify-writes touch, so fallback adds landing there are kept too.
  *
- * Why setters take a lock: two concurrent sets that each read the sum and
- * then store their base would be fine, but a set that reads the sum, is
- * delayed, and stores its base after a later set completed would undo that
- * later set with a stale sum -- a value neither set asked for. Serialising
- * the read and the store makes each set's (read, store) pair atomic with
- * respect to the other sets; adders are never blocked. The lock is one of 64
- * mutexes striped by address, so unrelated gauges rarely share one.
- * A compare-and-swap on base would avoid the mutex but not the ABA case
- * above (a base value can recur), which a lock rules out simply.
+ * Why setters take a lock: two sets that each read the value and then add
+ * their offset would both apply: set(5) and set(7) at once could leave 12.
+ * Serialising the read and the add makes each set's (read, add) pair atomic
+ * with respect to the other sets; adders are never blocked. The lock is one
+ * of 64 mutexes striped by address, so unrelated gauges rarely share one.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -29,6 +26,7 @@
 #include <pcpu/gauge.h>
 
 #include "registry.h"
+#include "../internal.h"
 
 #define GAUGE_LOCKS 64
 
@@ -42,7 +40,7 @@ static pthread_mutex_t gauge_locks[GAUGE_LOCKS] = {
 
 static pthread_mutex_t *gauge_lock(pcpu_gauge_t g)
 {
-	uintptr_t a = (uintptr_t)g >> 5; /* gauges are 32 bytes apart */
+	uintptr_t a = (uintptr_t)g >> 3; /* gauges are 8 bytes apart */
 	return &gauge_locks[(a ^ (a >> 6) ^ (a >> 12)) % GAUGE_LOCKS];
 }
 
@@ -58,7 +56,8 @@ int pcpu_gauge_set(pcpu_gauge_t g, int64_t v)
 	m = gauge_lock(g);
 	pthread_mutex_lock(m);
 	sum = pcpu_counter_fetch(&g->pcpu__adds);
-	__atomic_store_n(&g->pcpu__base, (int64_t)((uint64_t)v - sum), __ATOMIC_RELAXED);
+	pcpu_mirror_mark(g); /* before the offset, so every later read sees it */
+	__atomic_fetch_add(pcpu_mirror_word(g, 0), (int64_t)((uint64_t)v - sum), __ATOMIC_RELAXED);
 	pthread_mutex_unlock(m);
 	return 0;
 }
@@ -72,7 +71,7 @@ int64_t pcpu_gauge_read(pcpu_gauge_t g)
 		return 0;
 	}
 	sum = pcpu_counter_fetch(&g->pcpu__adds);
-	return (int64_t)(sum + (uint64_t)__atomic_load_n(&g->pcpu__base, __ATOMIC_RELAXED));
+	return (int64_t)sum;
 }
 
 pcpu_gauge_t pcpu_gauge_alloc_in(pcpu_zone_t *zone)
@@ -81,7 +80,7 @@ pcpu_gauge_t pcpu_gauge_alloc_in(pcpu_zone_t *zone)
 		errno = EINVAL;
 		return NULL;
 	}
-	return (pcpu_gauge_t)pcpu_zone_alloc(zone, sizeof(struct pcpu_gauge), 16);
+	return (pcpu_gauge_t)pcpu_zone_alloc(zone, sizeof(struct pcpu_gauge), sizeof(struct pcpu_gauge));
 }
 
 pcpu_gauge_t pcpu_gauge_alloc(void)

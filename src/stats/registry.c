@@ -923,7 +923,7 @@ static int fields_check(size_t size, const struct pcpu_stats_field *fields, size
 
 		if (f->type != PCPU_METRIC_COUNTER && f->type != PCPU_METRIC_GAUGE)
 			return fail(EINVAL, "struct: a field must be a counter or a gauge");
-		if (f->offset % 16 || f->offset > size || size - f->offset < field_size(f->type))
+		if (f->offset % 8 || f->offset > size || size - f->offset < field_size(f->type))
 			return fail(EINVAL, "struct: a field is misaligned or outside the struct");
 		for (j = 0; j < k; j++) {
 			const struct pcpu_stats_field *g = &fields[j];
@@ -1016,7 +1016,7 @@ void *pcpu_registry_struct(pcpu_registry_t *reg, size_t size, const struct pcpu_
 			goto fail_locked;
 		}
 	}
-	ss->obj = pcpu_zone_alloc(reg->zone, size, 16);
+	ss->obj = pcpu_zone_alloc(reg->zone, size, 8);
 	if (!ss->obj) {
 		err = errno;
 		goto fail_locked;

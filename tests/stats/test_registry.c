@@ -237,7 +237,7 @@ static void test_structs(void)
 		PCPU_STATS_COUNTER(struct ep_stats, bytes, "dup_total", "x"),
 	};
 	static const struct pcpu_stats_field misaligned[] = {
-		{ "m", "x", NULL, PCPU_METRIC_COUNTER, 8, 0 },
+		{ "m", "x", NULL, PCPU_METRIC_COUNTER, 4, 0 },
 	};
 	static const struct pcpu_stats_field clash[] = {
 		PCPU_STATS_COUNTER(struct ep_stats, pkts, "fresh_family", "x"),

@@ -8,21 +8,32 @@
  * aligned struct rseq_cs { u32 version; u32 flags; u64 start_ip;
  * u64 post_commit_offset; u64 abort_ip; }, emitted here into the section
  * __rseq_cs. Before entering, the thread stores the descriptor's address in
- * its struct rseq's rseq_cs field. If the thread is preempted, migrated or
- * signalled while its instruction pointer is in [start_ip, start_ip +
- * post_commit_offset), the kernel moves it to abort_ip instead of resuming,
- * so the section either runs start to end on one CPU, uninterrupted, or its
- * last instruction (the commit) never executes.
+ * its struct rseq's rseq_cs field ("arming"). If the thread is preempted,
+ * migrated or signalled while its instruction pointer is in [start_ip,
+ * start_ip + post_commit_offset), the kernel moves it to abort_ip instead of
+ * resuming, so the section either runs start to end on one CPU,
+ * uninterrupted, or its last instruction (the commit) never executes.
  *
  * The four bytes before abort_ip must equal the signature the thread's rseq
- * area was registered with (0x53053053 on x86, glibc's and pcpu's). They are
+ * area was registered with (PCPU__RSEQ_SIG, glibc's and pcpu's). They are
  * the displacement of a `ud1` instruction, so a stray jump into them traps.
+ *
+ * Operands are %fs-relative: the thread's struct rseq is at a fixed offset
+ * from the thread pointer (pcpu__g, set once per process), so the section
+ * addresses `%fs:offset` directly and never loads the thread pointer.
  *
  * Why an unlocked `addq` is a correct commit: only threads that read the same
  * slot index in their area write a slot's word, the kernel guarantees at most
  * one such thread runs a section at a time (the index is its CPU, or its
  * mm_cid, unique among the mm's running threads), and an interrupt lands
  * between instructions, never inside the read-modify-write.
+ *
+ * Test builds (the program defines PCPU_TEST_INJECT before including pcpu)
+ * widen every section with a spin loop of pcpu__test_inject_spin iterations
+ * between arming and commit, call pcpu__test_inject_before() before each
+ * section and count aborts in the thread-local pcpu__test_inject_aborts, so
+ * tests can make the abort path run millions of times (librseq's
+ * RSEQ_INJECT_ASM idea). The test program defines those three symbols.
  */
 #ifndef PCPU_ARCH_X86_64_H
 #define PCPU_ARCH_X86_64_H
@@ -34,10 +45,15 @@
 #include <stdint.h>
 
 #define PCPU_ARCH_HAVE_RSEQ 1
+
+/* The signature, once: as a number for the rseq() system call and as text
+ * for the assembler. */
+#define PCPU__RSEQ_SIG_ASM "0x53053053"
 #define PCPU__RSEQ_SIG 0x53053053
 
-/* The x86-64 TLS ABI keeps the thread pointer at %fs:0. Not volatile: it is
- * constant for a thread, so the compiler may reuse it. */
+/* The x86-64 TLS ABI keeps the thread pointer at %fs:0. Slow paths only;
+ * the sections address the area %fs-relative. Not volatile: it is constant
+ * for a thread, so the compiler may reuse it. */
 static inline char *pcpu__arch_thread_pointer(void)
 {
 	char *tp;
@@ -45,9 +61,38 @@ static inline char *pcpu__arch_thread_pointer(void)
 	return tp;
 }
 
+/* gcc < 8.1 and clang < 13.0.1 miscompile some asm goto (gcc PR 103908,
+ * llvm issue 52735); librseq's cure is a compiler barrier on the
+ * fall-through and at each label. It costs no instruction, and the values
+ * the sections read from pcpu__g are const, so it forces no reload. */
+#define pcpu__after_asm_goto() __asm__ __volatile__("" : : : "memory")
+
+#ifdef PCPU_TEST_INJECT
+extern unsigned pcpu__test_inject_spin;
+extern __thread unsigned long pcpu__test_inject_aborts;
+void pcpu__test_inject_before(void);
+#define PCPU__INJECT_ASM                                                     \
+	"movl pcpu__test_inject_spin(%%rip), %%ecx\n\t"                       \
+	"testl %%ecx, %%ecx\n\t"                                             \
+	"jz 6f\n\t"                                                          \
+	"5:\n\t"                                                             \
+	"decl %%ecx\n\t"                                                     \
+	"jnz 5b\n\t"                                                         \
+	"6:\n\t"
+#define PCPU__INJECT_CLOBBER , "rcx"
+#define PCPU__INJECT_BEFORE() pcpu__test_inject_before()
+#define PCPU__INJECT_ABORTED() (pcpu__test_inject_aborts++)
+#else
+#define PCPU__INJECT_ASM ""
+#define PCPU__INJECT_CLOBBER
+#define PCPU__INJECT_BEFORE() ((void)0)
+#define PCPU__INJECT_ABORTED() ((void)0)
+#endif
+
 /* Descriptor for a section that starts at local label 1, commits with the
- * instruction ending at label 2, and aborts to label 4 (signature before). */
-#define PCPU__X86_RSEQ_CS_DESCRIPTOR                                         \
+ * instruction ending at label 2, and aborts to label 4 (signature before);
+ * then arms it: rseq_cs = &descriptor. */
+#define PCPU__X86_RSEQ_ARM(cs_operand)                                       \
 	".pushsection __rseq_cs, \"aw\"\n\t"                                 \
 	".balign 32\n\t"                                                     \
 	"3:\n\t"                                                             \
@@ -55,76 +100,101 @@ static inline char *pcpu__arch_thread_pointer(void)
 	".quad 1f, (2f - 1f), 4f\n\t"                                        \
 	".popsection\n\t"                                                    \
 	"leaq 3b(%%rip), %%rax\n\t"                                          \
-	"movq %%rax, %[cs]\n\t"
+	"movq %%rax, %%fs:(" cs_operand ")\n\t"
 
 #define PCPU__X86_RSEQ_ABORT_TO(label)                                       \
 	".pushsection __rseq_failure, \"ax\"\n\t"                            \
 	".byte 0x0f, 0xb9, 0x3d\n\t"                                         \
-	".long 0x53053053\n\t"                                               \
+	".long " PCPU__RSEQ_SIG_ASM "\n\t"                                   \
 	"4:\n\t"                                                             \
 	"jmp %l[" label "]\n\t"                                              \
 	".popsection\n\t"
 
-/*
- * if (area->index_field != expected) abort; *p += v;   (commit: the add)
- *
- * area: this thread's struct rseq; idx_off: offset of the index field
- * (cpu_id or mm_cid). Returns 0 once the add is committed, 1 if the section
- * aborted or the thread is no longer on slot `expected` (nothing written).
- */
-static inline int pcpu__rseq_addv(char *area, uint32_t idx_off,
-				  int32_t expected, int64_t *p, int64_t v)
+/* The calling thread's slot index: its rseq area's cpu_id or mm_cid (the
+ * process's choice). Negative when the area is not registered: the caller
+ * then takes its slow path. A fresh load every time (the kernel changes the
+ * field when the thread moves). */
+static inline int32_t pcpu__rseq_load_index(void)
 {
-	__asm__ goto(PCPU__X86_RSEQ_CS_DESCRIPTOR
+	int32_t idx;
+
+	__asm__ __volatile__("movl %%fs:(%1), %0"
+			     : "=r"(idx)
+			     : "r"((intptr_t)pcpu__g.index_tpoff));
+	return idx;
+}
+
+/*
+ * rseq_cmpeq_addv: if (index != expected) abort; *p += v;   (commit: the add)
+ *
+ * Returns 0 once the add is committed, 1 if the section aborted or the
+ * thread is no longer on slot `expected` (nothing written).
+ */
+__attribute__((always_inline)) static inline int
+pcpu__rseq_cmpeq_addv(int32_t expected, int64_t *p, int64_t v)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__X86_RSEQ_ARM("%[cs]")
 		     "1:\n\t"
-		     "cmpl %[expected], %[idx]\n\t"
+		     "cmpl %[expected], %%fs:(%[idx])\n\t"
 		     "jnz %l[aborted]\n\t"
+		     PCPU__INJECT_ASM
 		     "addq %[v], %[target]\n\t"
 		     "2:\n\t"
 		     PCPU__X86_RSEQ_ABORT_TO("aborted")
 		     : /* asm goto has no outputs */
-		     : [cs] "m"(*(uint64_t *)(area + 8)),
-		       [idx] "m"(*(int32_t *)(area + idx_off)),
+		     : [cs] "r"((intptr_t)pcpu__g.cs_tpoff),
+		       [idx] "r"((intptr_t)pcpu__g.index_tpoff),
 		       [expected] "r"(expected), [target] "m"(*p), [v] "er"(v)
-		     : "memory", "cc", "rax"
+		     : "memory", "cc", "rax" PCPU__INJECT_CLOBBER
 		     : aborted);
+	pcpu__after_asm_goto();
 	return 0;
 aborted:
+	pcpu__after_asm_goto();
+	PCPU__INJECT_ABORTED();
 	return 1;
 }
 
 /*
- * if (area->index_field != expected) abort;
- * if (*p != expect) return 2;
- * *p = newv;                                           (commit: the store)
+ * rseq_cmpeq_cmpeqv_storev:
+ *   if (index != expected) abort;
+ *   if (*p != expect) return 2;
+ *   *p = newv;                                          (commit: the store)
  *
  * Returns 0 once stored, 1 if aborted or no longer on slot `expected`,
  * 2 if *p did not hold `expect` (nothing written).
  */
-static inline int pcpu__rseq_cmpeqv_storev(char *area, uint32_t idx_off,
-					   int32_t expected, intptr_t *p,
-					   intptr_t expect, intptr_t newv)
+__attribute__((always_inline)) static inline int
+pcpu__rseq_cmpeq_cmpeqv_storev(int32_t expected, intptr_t *p, intptr_t expect,
+			       intptr_t newv)
 {
-	__asm__ goto(PCPU__X86_RSEQ_CS_DESCRIPTOR
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__X86_RSEQ_ARM("%[cs]")
 		     "1:\n\t"
-		     "cmpl %[expected], %[idx]\n\t"
+		     "cmpl %[expected], %%fs:(%[idx])\n\t"
 		     "jnz %l[aborted]\n\t"
 		     "cmpq %[expect], %[target]\n\t"
 		     "jnz %l[differs]\n\t"
+		     PCPU__INJECT_ASM
 		     "movq %[newv], %[target]\n\t"
 		     "2:\n\t"
 		     PCPU__X86_RSEQ_ABORT_TO("aborted")
 		     :
-		     : [cs] "m"(*(uint64_t *)(area + 8)),
-		       [idx] "m"(*(int32_t *)(area + idx_off)),
+		     : [cs] "r"((intptr_t)pcpu__g.cs_tpoff),
+		       [idx] "r"((intptr_t)pcpu__g.index_tpoff),
 		       [expected] "r"(expected), [target] "m"(*p),
 		       [expect] "r"(expect), [newv] "r"(newv)
-		     : "memory", "cc", "rax"
+		     : "memory", "cc", "rax" PCPU__INJECT_CLOBBER
 		     : aborted, differs);
+	pcpu__after_asm_goto();
 	return 0;
 aborted:
+	pcpu__after_asm_goto();
+	PCPU__INJECT_ABORTED();
 	return 1;
 differs:
+	pcpu__after_asm_goto();
 	return 2;
 }
 
