@@ -263,6 +263,11 @@ static void globals_init(void)
 		 * good, so every fast path takes the fallback. */
 		area = (char *)&own_area - thread_pointer();
 	}
+	/* Keep the offset a full 64-bit value until here: narrowed earlier,
+	 * the compiler may load only half of the TLS GOT entry, a form the
+	 * linker cannot relax when linking statically (ld: "TLS transition
+	 * from R_X86_64_GOTTPOFF to R_X86_64_TPOFF32 failed"). */
+	__asm__("" : "+r"(area));
 	pcpu__g.index_tpoff = (int32_t)(area + (process_index == PCPU_INDEX_MM_CID
 							? PCPU__RSEQ_OFF_MM_CID
 							: PCPU__RSEQ_OFF_CPU_ID));

@@ -68,9 +68,11 @@ static inline char *pcpu__arch_thread_pointer(void)
 #define pcpu__after_asm_goto() __asm__ __volatile__("" : : : "memory")
 
 #ifdef PCPU_TEST_INJECT
+PCPU_BEGIN_DECLS
 extern unsigned pcpu__test_inject_spin;
 extern __thread unsigned long pcpu__test_inject_aborts;
 void pcpu__test_inject_before(void);
+PCPU_END_DECLS
 #define PCPU__INJECT_ASM                                                     \
 	"movl pcpu__test_inject_spin(%%rip), %%ecx\n\t"                       \
 	"testl %%ecx, %%ecx\n\t"                                             \
