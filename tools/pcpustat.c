@@ -711,7 +711,7 @@ int main(int argc, char **argv)
 			rc = 0;
 			goto out;
 		case 'V':
-			printf("pcpustat %s (segment format 1)\n", PCPUSTAT_VERSION);
+			printf("pcpustat %s (segment format 2)\n", PCPUSTAT_VERSION);
 			rc = 0;
 			goto out;
 		default:

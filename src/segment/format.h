@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The statistics segment's file format, version 1 (docs/segment-format.md
+ * The statistics segment's file format, version 2 (docs/segment-format.md
  * is the prose version of this file; keep the two in step).
  *
  *   offset 0            header (struct pcpu__seg_header), in a 4 KiB page
  *   entries_offset      entries_capacity fixed-size entries (64 bytes each)
  *   strings_offset      string table: one blob per entry, strings_capacity bytes
  *   data_offset         chunk 0 of the registry's per-CPU zone, then chunk 1...
- *                       chunk c, slot s: data_offset + c*chunk_span + s*slot_stride
+ *                       a chunk is 2 * nslots regions of slot_stride bytes:
+ *                       chunk c, slot s:        data_offset + c*chunk_span + s*slot_stride
+ *                       chunk c, mirror of s:   data_offset + c*chunk_span + (nslots+s)*slot_stride
  *
  * Everything is in the writer's byte order (byte_order says which) and at
  * natural alignment. Nothing in the file is a pointer: every reference is
@@ -32,7 +34,7 @@
 #include <stdint.h>
 
 #define PCPU__SEG_MAGIC "PCPUSEG"          /* 7 chars + NUL = 8 bytes */
-#define PCPU__SEG_VERSION_MAJOR 1          /* incompatible changes */
+#define PCPU__SEG_VERSION_MAJOR 2          /* incompatible changes (2: mirror region) */
 #define PCPU__SEG_VERSION_MINOR 0          /* compatible additions */
 #define PCPU__SEG_BYTE_ORDER 0x01020304u   /* as the writer stored it */
 #define PCPU__SEG_HEADER_REGION 4096       /* the header's page */
@@ -57,16 +59,16 @@ struct pcpu__seg_header {
 	uint32_t writer_uid;         /*  36: effective uid of the writer */
 	uint64_t writer_start;       /*  40: start time, /proc/<pid>/stat field 22 */
 	uint64_t created_ns;         /*  48: CLOCK_REALTIME at publication */
-	uint32_t nslots;             /*  56: copies of every value */
+	uint32_t nslots;             /*  56: slots of every value (each has a mirror) */
 	uint32_t slot_index;         /*  60: 1 = CPU number, 2 = rseq mm_cid */
-	uint64_t slot_stride;        /*  64: bytes between two slots' copies */
-	uint64_t chunk_span;         /*  72: nslots * slot_stride */
+	uint64_t slot_stride;        /*  64: bytes between two regions (slot or mirror) */
+	uint64_t chunk_span;         /*  72: 2 * nslots * slot_stride (slots + mirrors) */
 	uint64_t data_offset;        /*  80: file offset of chunk 0 */
 	uint64_t nchunks;            /*  88: chunks in the file (atomic, grows) */
 	uint64_t entries_offset;     /*  96 */
 	uint64_t entries_capacity;   /* 104 */
 	uint64_t entries_used;       /* 112: high-water mark (atomic, grows) */
-	uint32_t entry_size;         /* 120: 64 in version 1.0 */
+	uint32_t entry_size;         /* 120: 64 in version 2.0 */
 	uint32_t reserved0;          /* 124 */
 	uint64_t strings_offset;     /* 128 */
 	uint64_t strings_capacity;   /* 136 */
@@ -101,14 +103,17 @@ struct pcpu__seg_header {
  * docs/segment-format.md).
  * Series blob: nlabels NUL-terminated label values.
  *
- * A series' value: value_size bytes at offset value_off in every slot of
- * chunk `chunk`, laid out as its type's per-slot object:
- *   counter   16 bytes: int64 rseq_sum, int64 atomic_sum; value = sum of both
- *             over all slots (modulo 2^64)
- *   gauge     32 bytes: int64 rseq_sum, int64 atomic_sum, int64 base, pad;
- *             value = sum of the adds over all slots + slot 0's base
- *   histogram 16 * (1 + nbuckets): element 0 the sum of the observations,
+ * A series' value: value_size bytes at offset value_off in every slot
+ * region s < nslots of chunk `chunk` (the slot's rseq words) and the same
+ * bytes at the same offset in its mirror region nslots + s (the slot's
+ * atomic-only words: fallback adds, reset offsets, gauge set offsets).
+ * Every element is one int64 word per region; an element's value is the sum
+ * over s < nslots of word(s) + mirror(s), modulo 2^64:
+ *   counter   8 bytes: one word
+ *   gauge     8 bytes: one word, exactly a counter (value read as int64)
+ *   histogram 8 * (1 + nbuckets): element 0 the sum of the observations,
  *             element 1 + b the count of bucket b, each a counter as above
+ * Regions (or parts of them) never written read as zero (sparse file).
  */
 struct pcpu__seg_entry {
 	uint64_t seq;           /*  0: odd while written; grows with every change */
@@ -129,10 +134,13 @@ struct pcpu__seg_entry {
 
 #define PCPU__SEG_ENTRY_SIZE 64
 
-/* Value sizes (bytes per slot). */
+/* Value sizes (bytes per slot region, and as many in its mirror region). */
 #define PCPU__SEG_COUNTER_SIZE 8
 #define PCPU__SEG_GAUGE_SIZE 8
 #define PCPU__SEG_HISTOGRAM_SIZE(nbuckets) (8 * (1 + (uint64_t)(nbuckets)))
+
+/* Alignment of value_off (the zone's allocation granule). */
+#define PCPU__SEG_VALUE_ALIGN 8
 
 /* Most explicit bucket bounds (PCPU_HISTOGRAM_MAX_BOUNDS; writer.c checks
  * they agree). */

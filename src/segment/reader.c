@@ -17,7 +17,8 @@
  *   S  = strings [0, used)         one pread; blobs are parsed from this copy
  *   parse and validate E1          families, series, links, value ranges
  *   values                         per chunk, per run of nearby values, one
- *                                  pread per slot (holes skipped: SEEK_DATA)
+ *                                  pread per slot and one per its mirror
+ *                                  (holes skipped: SEEK_DATA)
  *   H2, E2 = header, entries       again
  *
  * An entry is kept only if E1 and E2 hold the same 64 bytes and an even
@@ -211,9 +212,12 @@ static int check_header_static(const struct pcpu__seg_header *h, const char *wha
 	}
 	if (h->byte_order != PCPU__SEG_BYTE_ORDER)
 		return pcpu__seg_fail(EPROTONOSUPPORT, "%s: written with another byte order", what);
+	/* Before any other field: another major version lays them out, or
+	 * gives them a meaning, differently (1.x had no mirror regions). */
 	if (h->version_major != PCPU__SEG_VERSION_MAJOR)
 		return pcpu__seg_fail(EPROTONOSUPPORT,
-				      "%s: segment format version %u.%u, this pcpu reads version %u.x",
+				      "%s: segment format %u.%u is not supported by this reader "
+				      "(it reads %u.x)",
 				      what, h->version_major, h->version_minor, PCPU__SEG_VERSION_MAJOR);
 	if (h->header_size < sizeof *h || h->header_size > PCPU__SEG_HEADER_REGION)
 		return pcpu__seg_fail(EBADMSG, "%s: corrupted header (header_size %u)", what,
@@ -227,9 +231,13 @@ static int check_header_static(const struct pcpu__seg_header *h, const char *wha
 	    h->slot_stride > ((uint64_t)1 << MAX_STRIDE_SHIFT))
 		return pcpu__seg_fail(EBADMSG, "%s: corrupted header (slot_stride %llu)", what,
 				      (unsigned long long)h->slot_stride);
-	span = (uint64_t)h->nslots * h->slot_stride; /* <= 2^56: no overflow */
+	/* nslots slot regions and their nslots mirrors: <= 2^57, no overflow. */
+	span = 2 * (uint64_t)h->nslots * h->slot_stride;
 	if (h->chunk_span != span)
-		return pcpu__seg_fail(EBADMSG, "%s: corrupted header (chunk_span)", what);
+		return pcpu__seg_fail(EBADMSG,
+				      "%s: corrupted header (chunk_span %llu, not 2 * nslots * "
+				      "slot_stride = %llu)",
+				      what, (unsigned long long)h->chunk_span, (unsigned long long)span);
 	if (h->entry_size < PCPU__SEG_ENTRY_SIZE || h->entry_size > 4096 || h->entry_size % 8)
 		return pcpu__seg_fail(EBADMSG, "%s: corrupted header (entry_size %u)", what,
 				      h->entry_size);
@@ -723,10 +731,9 @@ struct ser {
 	int bad;
 	char msg[160];
 	/* values */
-	uint64_t acc0;      /* counter value, gauge adds, histogram sum */
-	int64_t base;       /* gauge: slot 0's base */
+	uint64_t acc0;      /* counter or gauge value, histogram sum */
 	uint64_t *counts;   /* histogram buckets */
-	int64_t *slots;     /* per-slot, on request */
+	int64_t *slots;     /* per-slot (word + mirror), on request */
 };
 
 struct parse {
@@ -937,7 +944,9 @@ static int parse_series(struct parse *p, struct ser *s)
 		return BAD(s, "trailing bytes in blob"), 0;
 	if (e->u32a >= p->h->nchunks)
 		return BAD(s, "chunk past the end"), 0;
-	if (e->value_off % 16 || __builtin_add_overflow(e->value_off, (uint64_t)e->u32b, &end) ||
+	if (e->value_off % PCPU__SEG_VALUE_ALIGN)
+		return BAD(s, "value not aligned to 8 bytes"), 0;
+	if (__builtin_add_overflow(e->value_off, (uint64_t)e->u32b, &end) ||
 	    end > p->h->slot_stride || e->u32b == 0)
 		return BAD(s, "value outside its slot"), 0;
 	/* slot_stride <= 2^40, so the offset fits below bit 40. */
@@ -987,38 +996,32 @@ static uint64_t ld64(const unsigned char *p)
 	return v;
 }
 
-/* Adds slot `slot`'s copy of the series' value (at v) to its accumulators. */
+/* Adds one region's words of the series' value (at v) to its accumulators:
+ * slot `slot`'s own words or its mirror's, both count the same. */
 static void accumulate(struct ser *s, const unsigned char *v, unsigned slot, int per_slot)
 {
 	uint64_t part = 0;
 
 	switch (s->e->type) {
 	case PCPU_METRIC_COUNTER:
-		part = ld64(v) + ld64(v + 8);
-		s->acc0 += part;
-		break;
 	case PCPU_METRIC_GAUGE:
-		part = ld64(v) + ld64(v + 8);
+		part = ld64(v);
 		s->acc0 += part;
-		if (slot == 0) {
-			s->base = (int64_t)ld64(v + 16);
-			part += ld64(v + 16);
-		}
 		break;
 	case PCPU_METRIC_HISTOGRAM: {
 		uint32_t b, nb = s->fam->e->nbuckets;
 
-		s->acc0 += ld64(v) + ld64(v + 8);
+		s->acc0 += ld64(v);
 		for (b = 0; b < nb; b++) {
-			uint64_t c = ld64(v + 16 * (1 + (size_t)b)) + ld64(v + 16 * (1 + (size_t)b) + 8);
+			uint64_t c = ld64(v + 8 * (1 + (size_t)b));
 			s->counts[b] += c;
 			part += c;
 		}
 		break;
 	}
 	}
-	if (per_slot)
-		s->slots[slot] = (int64_t)part;
+	if (per_slot) /* modulo 2^64, as the value */
+		s->slots[slot] = (int64_t)((uint64_t)s->slots[slot] + part);
 }
 
 static int read_values(struct parse *p)
@@ -1053,8 +1056,7 @@ static int read_values(struct parse *p)
 	for (i = 0; i < n; i = j) {
 		uint32_t chunk = v[i]->e->u32a;
 		uint64_t lo = v[i]->e->value_off, hi = lo + v[i]->e->u32b;
-		uint64_t base;
-		unsigned slot;
+		uint64_t base, region;
 
 		/* A run: values of one chunk closer than RUN_GAP to the next. */
 		for (j = i + 1; j < n && v[j]->e->u32a == chunk && v[j]->e->value_off <= hi + RUN_GAP; j++)
@@ -1073,23 +1075,21 @@ static int read_values(struct parse *p)
 			buf = nb;
 			bufcap = (size_t)(hi - lo);
 		}
-		/* chunk < nchunks and data_offset + nchunks * span <= file size
-		 * were checked: no overflow below. */
+		/* chunk < nchunks and data_offset + nchunks * chunk_span <= file
+		 * size were checked, chunk_span = 2 * nslots * slot_stride and
+		 * hi <= slot_stride: no overflow below, and every region read,
+		 * slot or mirror, lies inside the file. */
 		base = h->data_offset + (uint64_t)chunk * h->chunk_span;
-		for (slot = 0; slot < h->nslots; slot++) {
-			uint64_t off = base + (uint64_t)slot * h->slot_stride + lo;
+		for (region = 0; region < 2 * (uint64_t)h->nslots; region++) {
+			uint64_t off = base + region * h->slot_stride + lo;
+			/* Regions nslots.. are the mirrors of slots 0..: same slot. */
+			unsigned slot = (unsigned)(region % h->nslots);
 			size_t k;
 
-			if (!rd_has_data(p->r, off, hi - lo)) {
-				/* A hole: this slot never wrote here; all zero. */
-				if (per_slot || slot == 0) {
-					memset(buf, 0, (size_t)(hi - lo));
-					for (k = i; k < j; k++)
-						accumulate(v[k], buf + (v[k]->e->value_off - lo), slot,
-							   per_slot);
-				}
+			/* A hole: this region never wrote here; all zero, adds
+			 * nothing (per-slot values start at zero). */
+			if (!rd_has_data(p->r, off, hi - lo))
 				continue;
-			}
 			if (charge(p->b, hi - lo) < 0 ||
 			    read_exact(p->r, buf, (size_t)(hi - lo), off, "values") < 0)
 				goto out;
@@ -1296,7 +1296,7 @@ static struct snap_impl *build(struct parse *p, const char *S_owned, unsigned ch
 				series[k].value.counter = se->acc0;
 				break;
 			case PCPU_METRIC_GAUGE:
-				series[k].value.gauge = (int64_t)(se->acc0 + (uint64_t)se->base);
+				series[k].value.gauge = (int64_t)se->acc0;
 				break;
 			default:
 				series[k].value.histogram.counts = se->counts;

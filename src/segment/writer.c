@@ -10,7 +10,8 @@
  *
  * The counters: pcpu_zone_attach_file() moves the registry's (still empty)
  * zone onto the file, so every chunk the zone has or grows is a MAP_SHARED
- * mapping of the file at data_offset + chunk * chunk_span. Counter updates
+ * mapping of the file at data_offset + chunk * chunk_span (a chunk: nslots
+ * slot regions, then their nslots mirror regions). Counter updates
  * are untouched -- the same inline rseq add, into memory that happens to be
  * a tmpfs page. on_chunk() tells us where each chunk lives so a series'
  * value can be described as (chunk, offset).
@@ -64,6 +65,8 @@
 _Static_assert(PCPU__SEG_MAX_BOUNDS == PCPU_HISTOGRAM_MAX_BOUNDS, "format.h and histogram.h agree");
 _Static_assert(PCPU__SEG_COUNTER_SIZE == sizeof(struct pcpu_counter), "counter layout");
 _Static_assert(PCPU__SEG_GAUGE_SIZE == sizeof(struct pcpu_gauge), "gauge layout");
+_Static_assert(PCPU__SEG_HISTOGRAM_SIZE(1) == 2 * sizeof(struct pcpu_counter),
+	       "histogram elements are counters");
 
 #define DEFAULT_MAX_ENTRIES ((size_t)1 << 20)
 #define DEFAULT_MAX_STRINGS ((size_t)128 << 20)
@@ -764,6 +767,8 @@ pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
 
 	seg->entries_cap = max_e;
 	seg->strings_cap = round_page(max_s);
+	/* A chunk of the zone is nslots slot regions and their nslots mirror
+	 * regions (the zone maps exactly this much per chunk). */
 	seg->chunk_span = 2 * (uint64_t)pcpu_nslots() * PCPU_SLOT_STRIDE;
 	seg->data_offset = round_page(PCPU__SEG_HEADER_REGION + max_e * PCPU__SEG_ENTRY_SIZE) +
 			   seg->strings_cap;

@@ -102,6 +102,15 @@ h[8:10] = struct.pack("<H", 9)
 open(sys.argv[2], "wb").write(bytes(h))
 EOF
 check version         "$PCPUSTAT" -d "$T/old" fixture
+# A segment written by pcpu 1.x (format 1.0, no mirror regions): refused too.
+mkdir -m 700 "$T/v1"
+python3 - "$PCPU_SEGMENT_DIR/pcpu.$FPID.fixture" "$T/v1/pcpu.$FPID.fixture" <<'EOF'
+import struct, sys
+h = bytearray(open(sys.argv[1], "rb").read(4096))
+h[8:12] = struct.pack("<HH", 1, 0)
+open(sys.argv[2], "wb").write(bytes(h))
+EOF
+check version1        "$PCPUSTAT" -d "$T/v1" fixture
 
 # Permission denied: as another user (root), or with the file unreadable.
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then

@@ -38,6 +38,12 @@ int main(int argc, char **argv)
 	sb_entry(&b, 2)->seq = 3;
 	save(dir, "in-flux", b.buf, b.len);
 	save(dir, "truncated", b.buf, b.len / 2);
+	/* A 1.x header (format 1.0, chunk span without mirrors): refused. */
+	b.h->generation = 2;
+	sb_entry(&b, 2)->seq = 2;
+	b.h->version_major = 1;
+	b.h->chunk_span = (uint64_t)b.h->nslots * b.h->slot_stride;
+	save(dir, "version1", b.buf, b.len);
 	free(b.buf);
 
 	/* Empty directory, one slot. */
@@ -45,23 +51,27 @@ int main(int argc, char **argv)
 	save(dir, "empty", b.buf, b.len);
 	free(b.buf);
 
-	/* Three labels, negative bounds, two chunks, four slots, freed entries. */
+	/* Three labels, negative bounds, two chunks, four slots and their
+	 * mirrors, freed entries. */
 	sb_init(&b, 4, 256, 2, 32, 2048);
 	sb_family(&b, 10, 1, "c_total_x", "help", NULL, 3, ln, 0, 0, 0, NULL);
-	sb_series(&b, 10, 1, 3, v1, 1, 16, 16);
+	sb_series(&b, 10, 1, 3, v1, 1, 16, 8);
 	sb_family(&b, 11, 3, "h", NULL, NULL, 0, NULL, 1, 0, 4, bounds);
-	sb_series(&b, 11, 3, 0, NULL, 0, 64, 80);
+	sb_series(&b, 11, 3, 0, NULL, 0, 64, 8 * 5);
 	sb_add(&b, &(struct pcpu__seg_entry){ .seq = 4 }); /* a freed entry */
 	sb_family(&b, 12, 3, "l", NULL, NULL, 0, NULL, 2, 0, 5, NULL); /* p = 0 */
-	sb_series(&b, 12, 3, 0, NULL, 1, 128, 96);
+	sb_series(&b, 12, 3, 0, NULL, 1, 128, 8 * 6);
 	sb_family(&b, 13, 2, "g_bytes", NULL, "bytes", 0, NULL, 0, 0, 0, NULL);
-	sb_series(&b, 13, 2, 0, NULL, 0, 224, 32);
+	sb_series(&b, 13, 2, 0, NULL, 0, 224, 8);
 	for (i = 0; i < 4; i++) {
 		sb_put64(&b, 1, i, 16, (int64_t)i * 1000);
+		sb_mirror64(&b, 1, i, 16, 1);
 		sb_put64(&b, 0, i, 72, 3);
 		sb_put64(&b, 1, i, 144, 1);
-		sb_put64(&b, 0, i, 240, -7);
+		sb_mirror64(&b, 1, i, 152, 2);
+		sb_put64(&b, 0, i, 224, -7);
 	}
+	sb_mirror64(&b, 0, 0, 224, 100); /* a gauge set */
 	save(dir, "shapes", b.buf, b.len);
 	free(b.buf);
 	return 0;

@@ -3,6 +3,7 @@
  * (src/segment/format.h) says, for the hostile-input test and the fuzz
  * corpus. A real writer always uses 32 MiB slot strides; the format allows
  * any power of two from 16 bytes, which keeps these segments a few KiB.
+ * Format 2: a chunk is nslots slot regions, then their nslots mirrors.
  */
 #ifndef PCPU_TEST_SEG_BUILDER_H
 #define PCPU_TEST_SEG_BUILDER_H
@@ -25,8 +26,8 @@ static inline struct pcpu__seg_entry *sb_entry(struct sb *b, uint64_t i)
 	return (struct pcpu__seg_entry *)(b->buf + b->h->entries_offset + i * PCPU__SEG_ENTRY_SIZE);
 }
 
-/* A segment with `nslots` slots of `stride` bytes, `nchunks` chunks, room
- * for `ecap` entries and `scap` bytes of strings. */
+/* A segment with `nslots` slots (and as many mirrors) of `stride` bytes,
+ * `nchunks` chunks, room for `ecap` entries and `scap` bytes of strings. */
 static inline void sb_init(struct sb *b, unsigned nslots, uint64_t stride, unsigned nchunks,
 			   unsigned ecap, unsigned scap)
 {
@@ -34,7 +35,7 @@ static inline void sb_init(struct sb *b, unsigned nslots, uint64_t stride, unsig
 	uint64_t data = strings + scap;
 
 	memset(b, 0, sizeof *b);
-	b->len = (size_t)(data + (uint64_t)nchunks * nslots * stride);
+	b->len = (size_t)(data + (uint64_t)nchunks * 2 * nslots * stride);
 	b->buf = calloc(1, b->len);
 	b->h = (struct pcpu__seg_header *)b->buf;
 	memcpy(b->h->magic, PCPU__SEG_MAGIC, 8);
@@ -48,7 +49,7 @@ static inline void sb_init(struct sb *b, unsigned nslots, uint64_t stride, unsig
 	b->h->nslots = nslots;
 	b->h->slot_index = 2;
 	b->h->slot_stride = stride;
-	b->h->chunk_span = nslots * stride;
+	b->h->chunk_span = 2 * (uint64_t)nslots * stride;
 	b->h->data_offset = data;
 	b->h->nchunks = nchunks;
 	b->h->entries_offset = entries;
@@ -153,21 +154,40 @@ static inline uint64_t sb_series(struct sb *b, uint64_t family_id, unsigned type
 	return sb_add(b, &e);
 }
 
-/* Stores an int64 at byte `off` of slot `slot` of chunk `chunk`. */
-static inline void sb_put64(struct sb *b, unsigned chunk, unsigned slot, uint64_t off, int64_t v)
+/* Stores an int64 at byte `off` of region `region` of chunk `chunk`:
+ * region s < nslots is slot s, region nslots + s its mirror. */
+static inline void sb_put_region64(struct sb *b, unsigned chunk, uint64_t region, uint64_t off,
+				   int64_t v)
 {
-	memcpy(b->buf + b->h->data_offset + chunk * b->h->chunk_span + slot * b->h->slot_stride + off,
+	memcpy(b->buf + b->h->data_offset + chunk * b->h->chunk_span + region * b->h->slot_stride +
+		       off,
 	       &v, 8);
 }
 
+/* Slot `slot`'s own (rseq) word at byte `off` of chunk `chunk`. */
+static inline void sb_put64(struct sb *b, unsigned chunk, unsigned slot, uint64_t off, int64_t v)
+{
+	sb_put_region64(b, chunk, slot, off, v);
+}
+
+/* Slot `slot`'s mirror (atomic) word at byte `off` of chunk `chunk`. */
+static inline void sb_mirror64(struct sb *b, unsigned chunk, unsigned slot, uint64_t off, int64_t v)
+{
+	sb_put_region64(b, chunk, (uint64_t)b->h->nslots + slot, off, v);
+}
+
 /*
- * The standard test segment: 2 slots of 512 bytes, 1 chunk.
- *   requests_total{method="GET"}   = 10 + 5 (slot 0 rseq+atomic) + 7 (slot 1) = 22
- *   requests_total{method="POST"}  = 3
- *   temperature_celsius (gauge, unit celsius) = adds 4 - 1 + base 20 = 23
- *   latency_seconds (explicit histogram, bounds 10,100,1000; scale -3)
- *       buckets 1,2,0,1 (slot 0) + 0,1,0,0 (slot 1); sum 2500
- *   size_bytes (log-linear, p = 1, 9 buckets: k = 4) one observation in bucket 3
+ * The standard test segment: 2 slots (and 2 mirrors) of 512 bytes, 1 chunk.
+ *   requests_total{method="GET"}   @16 = 10 + 5 (slot 0 word + mirror) + 7 (slot 1) = 22
+ *   requests_total{method="POST"}  @24 = 3 (slot 1's mirror only)
+ *   temperature_celsius (gauge, unit celsius) @32 = adds 4 - 1 + set offset 20
+ *       (slot 0's mirror) = 23
+ *   latency_seconds (explicit histogram, bounds 10,100,1000; scale -3) @40
+ *       buckets 1,2,0,1 (slot 0) + 0,1,0,0 (slot 1's mirror); sum 2500
+ *   size_bytes (log-linear, p = 1, 9 buckets: k = 4) @80, one observation in
+ *       bucket 3 (slot 1), sum 5 (2 in slot 0, 3 in slot 0's mirror)
+ * Per slot (word + mirror): GET 15, 7; POST 0, 3; temperature 24, -1;
+ * latency (bucket counts) 4, 1; size_bytes 0, 1.
  */
 static inline void sb_standard(struct sb *b)
 {
@@ -178,31 +198,32 @@ static inline void sb_standard(struct sb *b)
 
 	sb_init(b, 2, 512, 1, 16, 1024);
 	sb_family(b, 1, 1, "requests", "Requests \"served\".\n", NULL, 1, method, 0, 0, 0, NULL);
-	sb_series(b, 1, 1, 1, get, 0, 16, 16);
-	sb_series(b, 1, 1, 1, post, 0, 32, 16);
+	sb_series(b, 1, 1, 1, get, 0, 16, 8);
+	sb_series(b, 1, 1, 1, post, 0, 24, 8);
 	sb_family(b, 2, 2, "temperature_celsius", "Temperature.", "celsius", 0, NULL, 0, 0, 0, NULL);
-	sb_series(b, 2, 2, 0, NULL, 0, 48, 32);
+	sb_series(b, 2, 2, 0, NULL, 0, 32, 8);
 	e = sb_entry(b, sb_family(b, 3, 3, "latency_seconds", "Latency.", "seconds", 0, NULL, 1, 0, 4,
 				  bounds));
 	e->scale_exp10 = -3;
-	sb_series(b, 3, 3, 0, NULL, 0, 80, 16 * 5);
+	sb_series(b, 3, 3, 0, NULL, 0, 40, 8 * 5);
 	sb_family(b, 4, 3, "size_bytes", NULL, "bytes", 0, NULL, 2, 1, 9, NULL);
-	sb_series(b, 4, 3, 0, NULL, 0, 160, 16 * 10);
+	sb_series(b, 4, 3, 0, NULL, 0, 80, 8 * 10);
 
 	sb_put64(b, 0, 0, 16, 10);
-	sb_put64(b, 0, 0, 24, 5);
+	sb_mirror64(b, 0, 0, 16, 5);
 	sb_put64(b, 0, 1, 16, 7);
-	sb_put64(b, 0, 1, 40, 3);
-	sb_put64(b, 0, 0, 48, 4);
-	sb_put64(b, 0, 1, 56, -1);
-	sb_put64(b, 0, 0, 64, 20); /* base, slot 0 */
-	sb_put64(b, 0, 0, 80, 2500);          /* sum */
-	sb_put64(b, 0, 0, 96, 1);             /* bucket 0 */
-	sb_put64(b, 0, 0, 112, 2);            /* bucket 1 */
-	sb_put64(b, 0, 1, 112 + 8, 1);        /* bucket 1, slot 1 (atomic word) */
-	sb_put64(b, 0, 0, 144, 1);            /* bucket 3 (+Inf) */
-	sb_put64(b, 0, 0, 160, 5);            /* log-linear sum */
-	sb_put64(b, 0, 1, 160 + 16 * 4, 1);   /* bucket 3 */
+	sb_mirror64(b, 0, 1, 24, 3);
+	sb_put64(b, 0, 0, 32, 4);
+	sb_put64(b, 0, 1, 32, -1);
+	sb_mirror64(b, 0, 0, 32, 20);       /* pcpu_gauge_set()'s offset */
+	sb_put64(b, 0, 0, 40, 2500);        /* sum */
+	sb_put64(b, 0, 0, 48, 1);           /* bucket 0 */
+	sb_put64(b, 0, 0, 56, 2);           /* bucket 1 */
+	sb_mirror64(b, 0, 1, 56, 1);        /* bucket 1, slot 1 (mirror word) */
+	sb_put64(b, 0, 0, 72, 1);           /* bucket 3 (+Inf) */
+	sb_put64(b, 0, 0, 80, 2);           /* log-linear sum */
+	sb_mirror64(b, 0, 0, 80, 3);
+	sb_put64(b, 0, 1, 80 + 8 * 4, 1);   /* bucket 3 */
 }
 
 #endif
