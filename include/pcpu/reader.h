@@ -206,18 +206,19 @@ struct pcpu_reader_snapshot {
  * that changed are left out (`changed`).
  * Thread-safe with other snapshots of the same reader; not async-signal-safe.
  * Cost: a few preads: the header, the used part of the directory, and per
- * chunk of values, one pread per slot of the range holding values.
+ * chunk of values, one pread per slot of the range holding values and one
+ * per its mirror (holes are skipped).
  */
 PCPU_API int pcpu_reader_snapshot(pcpu_reader_t *r, unsigned flags,
 				  struct pcpu_reader_snapshot **out);
 
 /**
  * Per-slot values of series `series` of family `family` of a snapshot taken
- * with PCPU_READER_PER_SLOT: an array of s->nslots values -- for a counter,
- * each slot's part of the value; for a gauge, each slot's adds (slot 0 also
- * holds what pcpu_gauge_set() stored); for a histogram, each slot's count of
- * observations. The split is only meaningful between resets (a reset is an
- * offset in slot 0). NULL with errno EINVAL when out of range or taken
+ * with PCPU_READER_PER_SLOT: an array of s->nslots values, each the slot's
+ * word plus its mirror word -- for a counter or a gauge, the slot's part of
+ * the value; for a histogram, each slot's count of observations. The split
+ * is only meaningful between resets and gauge sets: those are offsets in
+ * slot 0's mirror word. NULL with errno EINVAL when out of range or taken
  * without PCPU_READER_PER_SLOT. Valid as long as the snapshot.
  */
 PCPU_API const int64_t *pcpu_reader_snapshot_slots(const struct pcpu_reader_snapshot *s,
