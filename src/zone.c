@@ -650,8 +650,8 @@ int pcpu_zone_free(pcpu_zone_t *zone, void *obj)
 	struct chunk *c;
 	size_t g, n, size;
 	uint32_t slot, nregions;
-	int fd;
-	off_t file_off = 0;
+	int fd, saved_errno = errno;
+	off_t file_off = 0, next_data = -1;
 
 	if (!obj)
 		return 0;
@@ -676,9 +676,24 @@ int pcpu_zone_free(pcpu_zone_t *zone, void *obj)
 	 * owner reads zero. Mirror copies only where the chunk's mirror was
 	 * ever written: elsewhere they were never touched. */
 	nregions = pcpu_slot_count * (pcpu_mirror_in_use(obj) ? 2 : 1);
-	for (slot = 0; slot < nregions; slot++)
-		zero_quietly((char *)pcpu_slot_ptr(obj, slot), size, fd,
-			     file_off + (off_t)((size_t)slot << PCPU_SLOT_STRIDE_SHIFT));
+	for (slot = 0; slot < nregions; slot++) {
+		off_t at = file_off + (off_t)((size_t)slot << PCPU_SLOT_STRIDE_SHIFT);
+
+		/* A shared zone's file is sparse: skip, with one SEEK_DATA for
+		 * a run of them, the slots whose copy lies in a hole, so a free
+		 * costs a system call per slot that holds data, not per slot. */
+		if (fd >= 0 && next_data < at + (off_t)size) {
+			if (next_data < at)
+				next_data = lseek(fd, at, SEEK_DATA);
+			if (next_data < 0 && errno == ENXIO)
+				break; /* no data after `at`: the rest reads zero */
+			if (next_data < 0)
+				next_data = at; /* cannot tell: look at it */
+		}
+		if (fd >= 0 && next_data >= at + (off_t)size)
+			continue;
+		zero_quietly((char *)pcpu_slot_ptr(obj, slot), size, fd, at);
+	}
 
 	bits_set(c->alloc, g, n, 0);
 	bits_set(c->start, g, 1, 0);
@@ -686,6 +701,7 @@ int pcpu_zone_free(pcpu_zone_t *zone, void *obj)
 	if (g < c->hint)
 		c->hint = g;
 	pthread_mutex_unlock(&zone->lock);
+	errno = saved_errno; /* a successful call leaves errno alone */
 	return 0;
 }
 
