@@ -243,3 +243,34 @@ int pcpu_counter_free(pcpu_counter_t c)
 	}
 	return pcpu_zone_free(z, c);
 }
+
+/* ---- per-slot access for counter(9)'s zpcpu_* ------------------------------ */
+
+unsigned pcpu_current_slot(void)
+{
+	pcpu_init();
+	(void)pcpu__thread_prepare(); /* registers the thread where pcpu does */
+	return pcpu_fallback_slot();  /* its current index, when registered */
+}
+
+uint64_t pcpu_slot_replace(void *obj, uint64_t v)
+{
+#if PCPU_ARCH_HAVE_RSEQ
+	if (pcpu__thread_prepare() == 0) {
+		for (;;) {
+			int64_t idx = pcpu__rseq_load_index();
+			intptr_t *p, old;
+
+			if (idx < 0)
+				break; /* unregistered since: the fallback below */
+			p = (intptr_t *)pcpu_slot_ptr(obj, (unsigned)idx);
+			old = __atomic_load_n(p, __ATOMIC_RELAXED);
+			if (pcpu__rseq_cmpeq_cmpeqv_storev(idx, p, old, (intptr_t)v) == 0)
+				return (uint64_t)old;
+		}
+	}
+#endif
+	pcpu_init();
+	return __atomic_exchange_n((uint64_t *)pcpu_slot_ptr(obj, pcpu_fallback_slot()), v,
+				   __ATOMIC_RELAXED);
+}

@@ -90,7 +90,8 @@ static __thread struct pcpu_rseq_area own_area
 enum thread_state { T_NEW = 0, T_REGISTERED, T_FALLBACK, T_EXITED };
 static __thread volatile int thread_state;
 static __thread volatile int thread_error; /* errno that caused T_FALLBACK */
-static __thread uint32_t fallback_slot_plus1;
+PCPU_HIDDEN __thread uint32_t pcpu_t_fallback_slot_plus1
+	__attribute__((tls_model("initial-exec")));
 
 PCPU_API struct pcpu__globals pcpu__g; /* set once by globals_init() */
 PCPU_HIDDEN uint32_t pcpu_slot_count;  /* set once by pcpu_init() */
@@ -106,11 +107,7 @@ static int init_state;           /* 0 none, 1 running, 2 done */
 
 static char *thread_pointer(void)
 {
-#if PCPU_ARCH_HAVE_RSEQ
-	return pcpu__arch_thread_pointer();
-#else
-	return (char *)__builtin_thread_pointer();
-#endif
+	return pcpu_thread_pointer();
 }
 
 /* The calling thread's slot index as the fast paths read it. */
@@ -347,22 +344,15 @@ int pcpu__thread_prepare(void)
 	}
 }
 
-uint32_t pcpu_fallback_slot(void)
+uint32_t pcpu_fallback_slot_assign(void)
 {
-	int32_t idx = current_index();
-	uint32_t slot;
+	/* Spread rseq-less threads over the slots so they do not all contend
+	 * on one cache line; no system call per add. */
+	uint32_t slot = __atomic_fetch_add(&next_fallback_slot, 1, __ATOMIC_RELAXED) %
+			pcpu_slot_count;
 
-	if ((uint32_t)idx < pcpu_slot_count)
-		return (uint32_t)idx;
-	slot = fallback_slot_plus1;
-	if (PCPU_UNLIKELY(slot == 0)) {
-		/* Spread rseq-less threads over the slots so they do not all
-		 * contend on one cache line. */
-		slot = __atomic_fetch_add(&next_fallback_slot, 1, __ATOMIC_RELAXED) %
-			       pcpu_slot_count + 1;
-		fallback_slot_plus1 = slot;
-	}
-	return slot - 1;
+	pcpu_t_fallback_slot_plus1 = slot + 1;
+	return slot;
 }
 
 enum pcpu_index pcpu_process_index(void)

@@ -56,7 +56,7 @@ typedef struct pcpu_counter *pcpu_counter_t;
  * Async-signal-safe. */
 PCPU_API void pcpu__counter_add_slow(pcpu_counter_t c, int64_t v);
 
-static inline pcpu_counter_t pcpu__counter_slot(pcpu_counter_t c, uint32_t idx)
+static inline pcpu_counter_t pcpu__counter_slot(pcpu_counter_t c, size_t idx)
 {
 	return (pcpu_counter_t)((char *)c + ((size_t)idx << PCPU_SLOT_STRIDE_SHIFT));
 }
@@ -70,11 +70,11 @@ __attribute__((always_inline)) static inline int pcpu__counter_add_once(pcpu_cou
 									 int64_t v)
 {
 #if PCPU_ARCH_HAVE_RSEQ
-	int32_t idx = pcpu__rseq_load_index();
+	int64_t idx = pcpu__rseq_load_index();
 
 	if (PCPU_UNLIKELY(idx < 0))
 		return 1;
-	return pcpu__rseq_cmpeq_addv(idx, &pcpu__counter_slot(c, (uint32_t)idx)->pcpu__word, v);
+	return pcpu__rseq_cmpeq_addv(idx, &pcpu__counter_slot(c, (size_t)idx)->pcpu__word, v);
 #else
 	(void)c;
 	(void)v;
@@ -124,7 +124,7 @@ static inline void pcpu_counter_add_many(const pcpu_counter_t *cs,
 {
 	size_t i;
 #if PCPU_ARCH_HAVE_RSEQ
-	int32_t idx = pcpu__rseq_load_index();
+	int64_t idx = pcpu__rseq_load_index();
 
 	/* Unrolled: with a constant n (the usual 2 or 4 counters of a packet)
 	 * the loop then disappears; GCC does not unroll it at -O2 by itself and
@@ -138,7 +138,7 @@ static inline void pcpu_counter_add_many(const pcpu_counter_t *cs,
 #endif
 		if (PCPU_LIKELY(idx >= 0) &&
 		    PCPU_LIKELY(pcpu__rseq_cmpeq_addv(idx,
-						      &pcpu__counter_slot(cs[i], (uint32_t)idx)->pcpu__word,
+						      &pcpu__counter_slot(cs[i], (size_t)idx)->pcpu__word,
 						      vs[i]) == 0))
 			continue;
 		pcpu__counter_add_slow(cs[i], vs[i]);

@@ -80,7 +80,7 @@ static inline int pcpu__group_add_rseq(const pcpu_group_t *g, size_t i, const in
 	int tries;
 
 	for (tries = 0; tries < PCPU_RSEQ_MAX_TRIES; tries++) {
-		int32_t idx = pcpu__rseq_load_index();
+		int64_t idx = pcpu__rseq_load_index();
 		char *lane;
 		intptr_t *seqp, s;
 		int64_t *v;
@@ -89,7 +89,7 @@ static inline int pcpu__group_add_rseq(const pcpu_group_t *g, size_t i, const in
 
 		if (PCPU_UNLIKELY(idx < 0))
 			return PCPU__GROUP_UNREGISTERED;
-		lane = g->pcpu__primary + ((size_t)(uint32_t)idx << PCPU_SLOT_STRIDE_SHIFT) +
+		lane = g->pcpu__primary + ((size_t)idx << PCPU_SLOT_STRIDE_SHIFT) +
 		       i * g->pcpu__lane_size;
 		seqp = (intptr_t *)lane;
 		s = __atomic_load_n(seqp, __ATOMIC_RELAXED);

@@ -169,6 +169,27 @@ static inline void *pcpu_slot_ptr(const void *obj, unsigned slot)
 	return (char *)(uintptr_t)obj + ((size_t)slot << PCPU_SLOT_STRIDE_SHIFT);
 }
 
+/**
+ * The calling thread's slot: its current CPU number or mm_cid where its
+ * rseq area is registered, else the slot its fallback adds use (FreeBSD's
+ * curcpu, for zpcpu_get()). Stale as soon as it is returned: the thread
+ * can move. Initialises pcpu if needed. Thread-safe; async-signal-safe.
+ * Cost: a load; a call on the fallback path.
+ */
+PCPU_API unsigned pcpu_current_slot(void);
+
+/**
+ * Stores v into the calling thread's slot copy of the 8-byte word at `obj`
+ * and returns the previous value (FreeBSD's zpcpu_replace()). Atomic with
+ * respect to counter adds on that slot: an rseq compare-and-store, retried
+ * when the thread moves or is preempted. Without rseq (fallback mode) an
+ * atomic exchange on the word of the thread's fallback slot: exact with
+ * other callers of this function, but not with rseq adders of that slot.
+ * `obj` must be an 8-byte-aligned word of a live zone object.
+ * Thread-safe; async-signal-safe. Cost: a few loads and one rseq store.
+ */
+PCPU_API uint64_t pcpu_slot_replace(void *obj, uint64_t v);
+
 /* Address of the mirror copy of slot `slot` of `obj`: the words only atomic
  * read-modify-writes touch. Not API. */
 static inline void *pcpu__mirror_ptr(const void *obj, unsigned nslots, unsigned slot)

@@ -113,14 +113,15 @@ PCPU_END_DECLS
 	".popsection\n\t"
 
 /* The calling thread's slot index: its rseq area's cpu_id or mm_cid (the
- * process's choice). Negative when the area is not registered: the caller
- * then takes its slow path. A fresh load every time (the kernel changes the
- * field when the thread moves). */
-static inline int32_t pcpu__rseq_load_index(void)
+ * process's choice), sign-extended by the load itself (movslq), so it can
+ * index memory without another instruction. Negative when the area is not
+ * registered: the caller then takes its slow path. A fresh load every time
+ * (the kernel changes the field when the thread moves). */
+static inline int64_t pcpu__rseq_load_index(void)
 {
-	int32_t idx;
+	int64_t idx;
 
-	__asm__ __volatile__("movl %%fs:(%1), %0"
+	__asm__ __volatile__("movslq %%fs:(%1), %0"
 			     : "=r"(idx)
 			     : "r"((intptr_t)pcpu__g.index_tpoff));
 	return idx;
@@ -133,12 +134,12 @@ static inline int32_t pcpu__rseq_load_index(void)
  * thread is no longer on slot `expected` (nothing written).
  */
 __attribute__((always_inline)) static inline int
-pcpu__rseq_cmpeq_addv(int32_t expected, int64_t *p, int64_t v)
+pcpu__rseq_cmpeq_addv(int64_t expected, int64_t *p, int64_t v)
 {
 	PCPU__INJECT_BEFORE();
 	__asm__ goto(PCPU__X86_RSEQ_ARM("%[cs]")
 		     "1:\n\t"
-		     "cmpl %[expected], %%fs:(%[idx])\n\t"
+		     "cmpl %k[expected], %%fs:(%[idx])\n\t"
 		     "jnz %l[aborted]\n\t"
 		     PCPU__INJECT_ASM
 		     "addq %[v], %[target]\n\t"
@@ -168,13 +169,13 @@ aborted:
  * 2 if *p did not hold `expect` (nothing written).
  */
 __attribute__((always_inline)) static inline int
-pcpu__rseq_cmpeq_cmpeqv_storev(int32_t expected, intptr_t *p, intptr_t expect,
+pcpu__rseq_cmpeq_cmpeqv_storev(int64_t expected, intptr_t *p, intptr_t expect,
 			       intptr_t newv)
 {
 	PCPU__INJECT_BEFORE();
 	__asm__ goto(PCPU__X86_RSEQ_ARM("%[cs]")
 		     "1:\n\t"
-		     "cmpl %[expected], %%fs:(%[idx])\n\t"
+		     "cmpl %k[expected], %%fs:(%[idx])\n\t"
 		     "jnz %l[aborted]\n\t"
 		     "cmpq %[expect], %[target]\n\t"
 		     "jnz %l[differs]\n\t"
