@@ -3,9 +3,15 @@
  * @file pcpu/counter9.h
  * FreeBSD counter(9) for user space: code written against <sys/counter.h>
  * compiles and runs unchanged (ported network stacks, statistics structs).
+ * `#include <sys/counter.h>` works with the compile flags of pkg-config's
+ * `pcpu-counter9` (or CMake's pcpu::counter9), which add pcpu's compat
+ * directory (include/pcpu/compat) to the include path.
  *
- * Mapping: counter_u64_t is a pcpu_counter_t; every operation is the pcpu one
- * with counter(9)'s name, so the guarantees of pcpu/counter.h hold (lossless
+ * Mapping: counter_u64_t is `uint64_t *`, as in FreeBSD: the address of
+ * slot 0's 8-byte word of a pcpu counter (pcpu/counter.h), so `*zpcpu_get(c)`
+ * and `*zpcpu_get_cpu(c, cpu)` read a slot's word and sysctl-style
+ * `CTASSERT(sizeof(uint64_t) == sizeof(**(ptr)))` holds. Every operation is
+ * the pcpu one with counter(9)'s name, so pcpu's guarantees hold (lossless
  * adds without atomics on the fast path; a fetch is not a point-in-time
  * snapshot; 64-bit wraparound is not protected against).
  *
@@ -13,16 +19,34 @@
  *    M_WAITOK it waits (retries, sleeping, never aborts) until memory is
  *    available. M_NOWAIT may return NULL (errno ENOMEM). M_ZERO is accepted;
  *    counters are always zero when allocated.
+ *  - Early counters: COUNTER_U64_DEFINE_EARLY(c) defines c = EARLY_COUNTER
+ *    (NULL) and a constructor that allocates it before main(). An add to an
+ *    early counter before that (another constructor that ran first), or
+ *    after counter_u64_sysuninit(), does not crash: it is counted in one
+ *    process-wide total, pcpu_counter9_early_adds(), not in the counter
+ *    (FreeBSD sends such adds to a dummy per-CPU word). This costs
+ *    counter_u64_add() one compare with NULL; pcpu_counter_add() has none.
  *  - counter_enter()/counter_exit() bracket counter_u64_add_protected() in
  *    the kernel to save critical_enter() pairs on some architectures. In user
  *    space each add is already its own restartable sequence, so they are
  *    no-ops kept for source compatibility.
- *  - counter_ratecheck() counts in seconds of CLOCK_MONOTONIC (the kernel's
- *    `ticks`/`hz`).
+ *  - counter_ratecheck() and the counter_rate_* functions count in
+ *    milliseconds of CLOCK_MONOTONIC: hz = 1000 (pcpu_counter9_ticks()).
+ *    Deviations, so that the limit holds in every period
+ *    (tests/test_counter9_port.c): a thread preempted between reading the
+ *    time and testing it cannot reopen a period another thread already
+ *    opened (a signed difference; FreeBSD's unsigned one lets such threads
+ *    through), and events that arrive while another thread resets the
+ *    period are refused (-1) rather than admitted uncounted.
+ *  - COUNTER_ARRAY_FETCH_AND_ZERO(): the sysctl handler's copy-then-zero
+ *    without its window: each element's value is reported exactly once.
+ *  - Binding counters to names (FreeBSD's SYSCTL_COUNTER_U64): see
+ *    pcpu/counter9_sysctl.h, part of the statistics layer.
  *
- * Only pcpu_-prefixed symbols are exported: every name here is a macro or a
- * static inline function. Define PCPU_COUNTER9_NO_COMPAT_NAMES to get none of
- * the unprefixed names (then use the pcpu_counter9_ spellings).
+ * Only pcpu_-prefixed symbols are exported: every unprefixed name here is a
+ * macro, a type or a static inline function. Define
+ * PCPU_COUNTER9_NO_COMPAT_NAMES to get none of the unprefixed names (then use
+ * the pcpu_counter9_ spellings).
  */
 #ifndef PCPU_COUNTER9_H
 #define PCPU_COUNTER9_H
@@ -36,39 +60,111 @@ PCPU_BEGIN_DECLS
 #define PCPU_M_WAITOK 0x0002
 #define PCPU_M_ZERO 0x0100
 
+/** The clock of the rate functions: ticks per second. */
+#define PCPU_COUNTER9_HZ 1000
+
 /**
  * Allocates a counter: with PCPU_M_WAITOK retries until it succeeds (never
  * NULL), else NULL with errno on failure. Thread-safe; not
- * async-signal-safe.
+ * async-signal-safe. Cost: pcpu_counter_alloc(), and sleeps while memory
+ * is short with PCPU_M_WAITOK.
  */
 PCPU_API pcpu_counter_t pcpu_counter9_alloc(int flags);
 
-/** State of counter_ratecheck(), as in FreeBSD's struct counter_rate. */
-struct pcpu_counter9_rate {
-	pcpu_counter_t cr_rate; /* events in the current second */
-	volatile int cr_lock;   /* serialises the once-a-second reset */
-	int cr_ticks;           /* start of the current second, in ms */
-	int cr_over;            /* -1 once the limit was passed this second */
-};
+/**
+ * The kernel's `ticks`: milliseconds of CLOCK_MONOTONIC, wrapping like an
+ * int (differences stay right across the wrap); PCPU_COUNTER9_HZ per second.
+ * Thread-safe; async-signal-safe. Cost: clock_gettime() (vDSO).
+ */
+PCPU_API int pcpu_counter9_ticks(void);
 
 /**
- * Multiprocessor-friendly rate limit (ppsratecheck(9) on a counter): counts
- * one event and returns
- *   0   the limit is not reached in the current second,
- *   -1  the limit is reached (drop, log less, ...),
- *   >0  the limit was reached in the previous second, which just ended:
- *       the number of events counted in it.
- * `cr` must be zero-initialised with cr_rate a live counter.
- * Thread-safe: many threads may check one counter_rate at once; the reset
- * at a second's boundary is done by one of them (try-lock), the others skip
- * counting during it, as FreeBSD's does. Not async-signal-safe.
+ * Adds to the process-wide total of adds made to early counters that had no
+ * storage yet (see the file comment). Thread-safe; async-signal-safe.
+ * Cost: one atomic add on a shared word -- only for such adds.
  */
+PCPU_API void pcpu_counter9_early_add(int64_t v);
+
+/** The total of pcpu_counter9_early_add(). Thread-safe; async-signal-safe. */
+PCPU_API uint64_t pcpu_counter9_early_adds(void);
+
+/**
+ * Rate limiting over a period (counter(9)'s counter_ratecheck()), on the
+ * fields of a rate state, which callers keep in their own struct:
+ *   rate    a live counter: events in the current period;
+ *   lock    serialises the reset at a period's end (0 when free);
+ *   ticks   start of the current period, in pcpu_counter9_ticks();
+ *   over    -1 once the limit was passed in the current period;
+ *   period  the period in seconds (0 means 1).
+ * Counts one event and returns
+ *   0   the limit is not reached in the current period,
+ *   -1  the limit is reached (drop, log less, ...),
+ *   >0  the limit was reached in the previous period, which just ended:
+ *       the number of events counted in it.
+ * The fields must start zeroed (ticks 0 is a period long ago). Thread-safe:
+ * many threads may check one state at once; the reset at a period's end is
+ * done by one of them (try-lock); the others get -1 during it, uncounted;
+ * never more than `limit` events return 0 in one period.
+ * Not async-signal-safe (fetch_and_zero takes a mutex).
+ * Cost: a counter add and a fetch (one load per slot).
+ */
+PCPU_API int64_t pcpu_counter9_ratecheck_fields(pcpu_counter_t rate, volatile int *lock,
+						int *ticks, int *over, int period,
+						int64_t limit);
+
+/** counter(9)'s struct counter_rate, with public fields as older FreeBSD
+ * code initialises them (zeroed, cr_rate a live counter; cr_period 0 is one
+ * second). */
+struct pcpu_counter9_rate {
+	pcpu_counter_t cr_rate;  /* events in the current period */
+	volatile int cr_lock;    /* serialises the reset at a period's end */
+	int cr_ticks;            /* start of the current period, in ticks */
+	int cr_over;             /* -1 once the limit was passed */
+	int cr_period;           /* seconds; 0 means 1 */
+};
+
+/** pcpu_counter9_ratecheck_fields() on a struct pcpu_counter9_rate. */
 PCPU_API int64_t pcpu_counter9_ratecheck(struct pcpu_counter9_rate *cr, int64_t limit);
+
+/**
+ * Allocates a zeroed rate state with its counter (the current man page's
+ * counter_rate_alloc(flags, period)): period in seconds, >= 1. NULL with
+ * errno EINVAL (period < 1) or ENOMEM (M_NOWAIT only: M_WAITOK waits).
+ * Thread-safe; not async-signal-safe.
+ */
+PCPU_API struct pcpu_counter9_rate *pcpu_counter9_rate_alloc(int flags, int period);
+
+/** Events counted in the current period of a rate state (counter_rate_get).
+ * NULL: 0 with errno EINVAL. Thread-safe; async-signal-safe. */
+PCPU_API uint64_t pcpu_counter9_rate_get(struct pcpu_counter9_rate *cr);
+
+/** Frees a state from pcpu_counter9_rate_alloc(); NULL is a no-op. The
+ * caller guarantees no thread still uses it. Not async-signal-safe. */
+PCPU_API void pcpu_counter9_rate_free(struct pcpu_counter9_rate *cr);
+
+/**
+ * Copies n counters' values into dst[0..n-1] and subtracts them, each
+ * element's value reported exactly once (pcpu_counter_fetch_and_zero() per
+ * element), unlike copying then zeroing, which loses the adds in between.
+ * NULL elements (early counters without storage) read 0. Returns 0, or -1
+ * with errno EINVAL (a or dst NULL with n > 0). Thread-safe; not
+ * async-signal-safe. Cost: a fetch_and_zero per element.
+ */
+PCPU_API int pcpu_counter9_array_fetch_and_zero(uint64_t *const *a, uint64_t *dst, size_t n);
 
 #ifndef PCPU_COUNTER9_NO_COMPAT_NAMES
 
-typedef pcpu_counter_t counter_u64_t;
-#define counter_rate pcpu_counter9_rate
+typedef uint64_t *counter_u64_t;
+
+/* The rate state: a real struct name (no macro renaming the caller's
+ * identifiers); the same fields as struct pcpu_counter9_rate. */
+struct counter_rate {
+	counter_u64_t cr_rate;
+	volatile int cr_lock;
+	int cr_ticks;
+	int cr_over;
+	int cr_period;
+};
 
 #ifndef M_NOWAIT
 #define M_NOWAIT PCPU_M_NOWAIT
@@ -80,78 +176,145 @@ typedef pcpu_counter_t counter_u64_t;
 #define M_ZERO PCPU_M_ZERO
 #endif
 
+/** counter_u64_t of an early counter without storage yet. */
+#define EARLY_COUNTER ((counter_u64_t)0)
+
+static inline pcpu_counter_t pcpu__counter9_handle(counter_u64_t c)
+{
+	return (pcpu_counter_t)(void *)c;
+}
+
 static inline counter_u64_t counter_u64_alloc(int wait)
 {
-	return pcpu_counter9_alloc(wait);
+	return (counter_u64_t)(void *)pcpu_counter9_alloc(wait);
 }
 
 static inline void counter_u64_free(counter_u64_t c)
 {
-	(void)pcpu_counter_free(c);
+	(void)pcpu_counter_free(pcpu__counter9_handle(c));
 }
 
 static inline void counter_u64_add(counter_u64_t c, int64_t inc)
 {
-	pcpu_counter_add(c, inc);
+	if (PCPU_UNLIKELY(c == EARLY_COUNTER)) {
+		pcpu_counter9_early_add(inc);
+		return;
+	}
+	pcpu_counter_add(pcpu__counter9_handle(c), inc);
 }
 
 static inline uint64_t counter_u64_fetch(counter_u64_t c)
 {
-	return pcpu_counter_fetch(c);
+	return c == EARLY_COUNTER ? 0 : pcpu_counter_fetch(pcpu__counter9_handle(c));
 }
 
 static inline void counter_u64_zero(counter_u64_t c)
 {
-	pcpu_counter_zero(c);
+	if (c != EARLY_COUNTER)
+		pcpu_counter_zero(pcpu__counter9_handle(c));
 }
 
 #define counter_enter() do { } while (0)
 #define counter_exit() do { } while (0)
-#define counter_u64_add_protected(c, inc) pcpu_counter_add((c), (inc))
+#define counter_u64_add_protected(c, inc) counter_u64_add((c), (inc))
 
-static inline int64_t counter_ratecheck(struct counter_rate *cr, int64_t limit)
+/** counter_u64_sysinit(&c): allocates an early counter (M_WAITOK). */
+static inline void counter_u64_sysinit(void *arg)
 {
-	return pcpu_counter9_ratecheck(cr, limit);
+	counter_u64_t *c = (counter_u64_t *)arg;
+
+	if (*c == EARLY_COUNTER)
+		*c = counter_u64_alloc(M_WAITOK);
+}
+
+/** counter_u64_sysuninit(&c): frees it; later adds count as early adds.
+ * The caller guarantees no thread is adding to it meanwhile (a plugin's
+ * fini, say). */
+static inline void counter_u64_sysuninit(void *arg)
+{
+	counter_u64_t *c = (counter_u64_t *)arg;
+	counter_u64_t old = *c;
+
+	*c = EARLY_COUNTER;
+	counter_u64_free(old);
 }
 
 /**
- * COUNTER_U64_DEFINE_EARLY(name): a global counter_u64_t allocated before
- * main() (a constructor in the including program, M_WAITOK), usable from the
- * first line of main. Costs one allocation at load time of the program that
- * uses it -- and only that program.
+ * COUNTER_U64_SYSINIT(c): allocates the early counter c before main() (a
+ * constructor of the including program). Nothing frees it at exit: other
+ * exit-time code may still add to it; call counter_u64_sysuninit(&c) where
+ * FreeBSD would run the SYSUNINIT (a plugin's teardown).
+ * COUNTER_U64_DEFINE_EARLY(c): defines c = EARLY_COUNTER and its SYSINIT.
+ * Both may be preceded by `static` and end in a declaration, so the
+ * caller's `;` completes them, in C and C++.
  */
-#define COUNTER_U64_DEFINE_EARLY(c)                                           \
-	counter_u64_t c;                                                      \
-	__attribute__((constructor)) static void pcpu__early_init_##c(void)   \
+#define COUNTER_U64_SYSINIT(c)                                                \
+	__attribute__((constructor)) static void pcpu__counter9_sysinit_##c(void) \
 	{                                                                     \
-		c = counter_u64_alloc(M_WAITOK);                               \
+		counter_u64_sysinit(&(c));                                    \
 	}                                                                     \
-	counter_u64_t c
+	struct pcpu__counter9_sysinit_##c##_end
+
+#define COUNTER_U64_DEFINE_EARLY(c)                                           \
+	counter_u64_t c = EARLY_COUNTER;                                      \
+	COUNTER_U64_SYSINIT(c)
+
+static inline int64_t counter_ratecheck(struct counter_rate *cr, int64_t limit)
+{
+	return pcpu_counter9_ratecheck_fields(pcpu__counter9_handle(cr->cr_rate), &cr->cr_lock,
+					      &cr->cr_ticks, &cr->cr_over, cr->cr_period,
+					      limit);
+}
+
+static inline struct counter_rate *counter_rate_alloc(int flags, int period)
+{
+	return (struct counter_rate *)(void *)pcpu_counter9_rate_alloc(flags, period);
+}
+
+static inline uint64_t counter_rate_get(struct counter_rate *cr)
+{
+	return pcpu_counter9_rate_get((struct pcpu_counter9_rate *)(void *)cr);
+}
+
+static inline void counter_rate_free(struct counter_rate *cr)
+{
+	pcpu_counter9_rate_free((struct pcpu_counter9_rate *)(void *)cr);
+}
+
+/* Per-CPU memory accessors of FreeBSD's sys/pcpu.h, on pcpu zone objects. */
+#define zpcpu_get_cpu(base, cpu) \
+	((__typeof__(base))pcpu_slot_ptr((base), (unsigned)(cpu)))
+#define zpcpu_get(base) zpcpu_get_cpu((base), pcpu_current_slot())
+#define zpcpu_replace(base, val) pcpu_slot_replace((base), (uint64_t)(val))
 
 /* Arrays of counters, as sys/counter.h defines them. */
 #define COUNTER_ARRAY_ALLOC(a, n, wait)                                       \
 	do {                                                                  \
-		for (size_t _i = 0; _i < (size_t)(n); ++_i)                               \
+		for (size_t _i = 0; _i < (size_t)(n); ++_i)                   \
 			(a)[_i] = counter_u64_alloc(wait);                     \
 	} while (0)
 
 #define COUNTER_ARRAY_FREE(a, n)                                              \
 	do {                                                                  \
-		for (size_t _i = 0; _i < (size_t)(n); ++_i)                               \
+		for (size_t _i = 0; _i < (size_t)(n); ++_i)                   \
 			counter_u64_free((a)[_i]);                             \
 	} while (0)
 
 #define COUNTER_ARRAY_COPY(a, dstp, n)                                        \
 	do {                                                                  \
-		for (size_t _i = 0; _i < (size_t)(n); ++_i)                               \
+		for (size_t _i = 0; _i < (size_t)(n); ++_i)                   \
 			((uint64_t *)(dstp))[_i] = counter_u64_fetch((a)[_i]); \
 	} while (0)
 
 #define COUNTER_ARRAY_ZERO(a, n)                                              \
 	do {                                                                  \
-		for (size_t _i = 0; _i < (size_t)(n); ++_i)                               \
+		for (size_t _i = 0; _i < (size_t)(n); ++_i)                   \
 			counter_u64_zero((a)[_i]);                             \
 	} while (0)
+
+/* pcpu's addition: copy and zero, each add reported exactly once. */
+#define COUNTER_ARRAY_FETCH_AND_ZERO(a, dstp, n)                              \
+	pcpu_counter9_array_fetch_and_zero((a), (uint64_t *)(dstp), (size_t)(n))
 
 #endif /* PCPU_COUNTER9_NO_COMPAT_NAMES */
 
