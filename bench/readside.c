@@ -8,7 +8,7 @@
  *    to a "memory floor": the same bytes (8 B per counter per slot, the
  *    layout of Core v2) summed from plain arrays, measured in the same rounds;
  *  - resident memory per counter: 10^6 counters allocated one by one with
- *    pcpu_counter_alloc() and written by 2 unpinned threads, measured in a
+ *    pcpu_counter_alloc() and written by 2 threads pinned to 2 CPUs, measured in a
  *    fresh process per configuration (this program run again with
  *    --memory-child), as the growth of the whole process's resident set
  *    (smaps_rollup Rss), so the allocator's bookkeeping counts; with the
@@ -207,7 +207,7 @@ static double rs_mem_floor(unsigned passes)
 	for (i = 0; i < MEM_THREADS; i++) {
 		fw[i].passes = passes;
 		fw[i].start = &start;
-		tid[i] = bench_thread_start(rs_floor_writer_main, &fw[i], -1);
+		tid[i] = bench_thread_start(rs_floor_writer_main, &fw[i], bench_allowed_cpu(i));
 	}
 	rss0 = bench_rss_bytes();
 	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -272,9 +272,13 @@ void bench_memory_child(void)
 	wr.ready = &ready;
 	wr.start = &start;
 	wr.done = &done;
-	/* The writers start (stacks, rseq registration) before the baseline. */
+	/* The writers start (stacks, rseq registration) before the baseline.
+	 * Each is pinned to a CPU of its own (while there are CPUs), so both
+	 * write at once on different CPUs, whatever else the machine runs:
+	 * 2 active slots, with either index. (Unpinned, on a busy machine, the
+	 * two may take turns on one CPU and share one slot.) */
 	for (i = 0; i < MEM_THREADS; i++)
-		tid[i] = bench_thread_start(rs_writer_main, &wr, -1);
+		tid[i] = bench_thread_start(rs_writer_main, &wr, bench_allowed_cpu(i));
 	pthread_barrier_wait(&ready);
 
 	rss0 = bench_rss_bytes();
@@ -484,7 +488,8 @@ void bench_readside(void)
 
 	/* ---- memory ---- */
 	printf("Memory for 10^6 counters allocated one by one with pcpu_counter_alloc(), written "
-	       "%u times by %u unpinned threads running at once (1 ms sleep between passes); each "
+	       "%u times by %u threads running at once, pinned to different CPUs (1 ms sleep between "
+	       "passes); each "
 	       "row is a fresh process (`pcpu_bench --memory-child`) with the environment shown. "
 	       "\"resident\" is the growth of the whole process's Rss (smaps_rollup: counters, "
 	       "allocator bookkeeping, everything) over allocation and writes, per counter; "
