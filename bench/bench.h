@@ -67,6 +67,11 @@ struct bench_opts {
 	const char *csv_dir;     /* NULL: no CSV files */
 	unsigned sections;       /* enum bench_section bits */
 	int no_reader;           /* dataplane without its reader (diagnostic) */
+	int one_index;           /* incr: do not run the second process (other index) */
+	int incr_child;          /* this is the second process: incr only, figures to fd 3 */
+	int memory_child;        /* this is a memory-test process: figures to fd 3 */
+	int argc;                /* the command line, to start those processes */
+	char **argv;
 };
 
 extern struct bench_opts bench_opt;
@@ -75,15 +80,41 @@ extern double bench_tsc_ghz;    /* TSC ticks per nanosecond, calibrated */
 
 /* ---- results the target summary needs (filled by the sections) ----------- */
 
+/* The incr section's figures for one process (one slot index). Plain data, no
+ * pointers: a second process (the other index) sends its copy through a pipe. */
+struct bench_incr_targets {
+	int have;
+	int index;                          /* enum pcpu_index of the process */
+	unsigned nslots;
+	unsigned nt;
+	unsigned threads[BENCH_MAX_LIST];
+	/* medians over rounds of per-round ratios, per thread count (NAN: none) */
+	double vs_ideal[BENCH_MAX_LIST];    /* pcpu add / ideal rseq add, same index field */
+	double vs_private[BENCH_MAX_LIST];  /* pcpu add / thread-private `+=` */
+	double fb_vs_lock[BENCH_MAX_LIST];  /* pcpu_counter_add_atomic / bare per-slot lock add */
+	double fb_flat;                     /* worst fallback(T) / fallback(1 thread) */
+	unsigned fb_flat_threads;
+};
+
+/* One configuration of the memory test, measured in a fresh process. */
+struct bench_mem_result {
+	int ok;
+	int index;                 /* enum pcpu_index */
+	unsigned nslots, threads, slots_resident;
+	double rss_b;              /* process Rss delta (smaps_rollup) / counters */
+	double floor_b;            /* the same for plain 8 B x threads arrays */
+	double slot_b, mirror_b;   /* mincore over the handles' span, all slots / all mirrors */
+	double span_b;             /* address span of the handles in slot 0 / counters */
+	double alloc_ns;           /* per pcpu_counter_alloc() */
+	int exact;
+	char slots[96];            /* which slots hold resident pages, e.g. "0,1" */
+	char env[64];              /* what the parent asked: "PCPU_INDEX=cpu PCPU_NSLOTS=64" */
+	char err[160];
+};
+#define BENCH_MEM_CONFIGS 4
+
 struct bench_target_data {
-	int have_incr;
-	double pcpu_1t_vs_private;     /* median of per-round ratios, 1 thread */
-	double pcpu_ncpu_vs_1t;        /* pcpu (default index) ncpu threads / 1 thread */
-	double atomic_ncpu_vs_1t;      /* shared atomic, same ratio */
-	double fallback_vs_rseq_1t;    /* forced fallback / rseq (default index), 1 thread */
-	double fallback_flat;          /* worst fallback(T) / fallback(1) over the list */
-	unsigned fallback_flat_threads;
-	const char *pcpu_index_name;   /* index of the pcpu row the targets use */
+	struct bench_incr_targets incr[2]; /* [0] this process, [1] the second process */
 
 	int have_dataplane;
 	unsigned dp_workers;           /* worker count the target is read at */
@@ -92,8 +123,13 @@ struct bench_target_data {
 	double dp_percore_cycles;      /* Per Core pattern cycles per update */
 
 	int have_snapshot;
-	double snapshot_1e6_ms;
+	double snapshot_1e6_ms;        /* pcpu_counter_fetch_array, 10^6 counters */
+	double snapshot_floor_ms;      /* plain-array memory floor, same rounds */
+	double snapshot_vs_floor;      /* median of per-round ratios */
 	unsigned snapshot_slots;
+
+	unsigned nmem;
+	struct bench_mem_result mem[BENCH_MEM_CONFIGS];
 };
 extern struct bench_target_data bench_targets;
 
@@ -156,6 +192,21 @@ BENCH_INLINE void bench_spin_unlock(int *l)
 {
 	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
 }
+
+/* The slot index of this process (pcpu's default zone; Core v2: one per
+ * process, PCPU_INDEX=cpu|mm_cid) and its short name, "cpu" or "mm_cid". */
+enum pcpu_index bench_process_index(void);
+const char *bench_index_name(int index);
+
+/* Runs this program again with `args` (NULL-terminated, after argv[0]) and
+ * the environment changes `env` (NULL-terminated "NAME=value" to set, "NAME"
+ * to unset); its stdout is ours. Whatever it writes to its fd 3 is read into
+ * buf (at most len bytes). Returns the bytes read, -1 if it did not exit 0. */
+long bench_run_self(char *const args[], const char *const env[], void *buf, size_t len);
+
+/* Resident bytes of the whole process: Rss of /proc/self/smaps_rollup (walks
+ * the page tables: exact), else /proc/self/statm. -1 on failure. */
+long bench_rss_bytes(void);
 
 /* This thread's struct rseq, after making sure pcpu registered the thread,
  * or NULL when the thread has none (fallback mode). */
@@ -223,5 +274,6 @@ void bench_getcpu(void);    /* incr.c */
 void bench_thesis(void);    /* thesis.c */
 void bench_dataplane(void); /* dataplane.c */
 void bench_readside(void);  /* readside.c */
+void bench_memory_child(void); /* readside.c: pcpu_bench --memory-child */
 
 #endif /* PCPU_BENCH_H */

@@ -16,9 +16,19 @@
  * still counted. Time a thread sleeps (the mutex) is not CPU time, so the
  * aggregate throughput, Mops/s of wall time, is reported beside it.
  * Oversubscribed threads are never pinned: the scheduler moves them freely.
+ *
+ * pcpu's slot index (rseq cpu_id or mm_cid) is chosen per process (Core v2,
+ * environment PCPU_INDEX=cpu|mm_cid), so one process measures one index: the
+ * section measures its own process's index, then runs this program again with
+ * the other index (`--incr-child`: pcpu-related rows only) and collects that
+ * process's target figures through a pipe. In each process, pcpu's add is
+ * compared with the "ideal rseq add" on the same index field: a hand-written
+ * minimal critical section on a static padded array, every constant hoisted
+ * (see IDEAL_ADD).
  */
 #include "bench.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,10 +42,11 @@ enum incr_kind {
 	K_CAS,          /* shared compare-and-swap loop */
 	K_MUTEX,        /* shared pthread mutex */
 	K_SPIN,         /* shared spinlock */
-	K_PERCPU_LOCK,  /* per-CPU slot (rseq cpu_id), `lock add` */
+	K_PERCPU_LOCK,  /* per-CPU slot (rseq cpu_id), `lock add`: the fallback's floor */
 	K_TLS,          /* per-thread TLS slot, relaxed store (DPDK "per core") */
-	K_PCPU_CPU,     /* pcpu_counter_add, CPU-indexed zone */
-	K_PCPU_MMCID,   /* pcpu_counter_add, mm_cid-indexed zone */
+	K_IDEAL_CPU,    /* ideal rseq add, index rseq cpu_id (process index cpu) */
+	K_IDEAL_MMCID,  /* ideal rseq add, index rseq mm_cid (process index mm_cid) */
+	K_PCPU,         /* pcpu_counter_add (the process's index) */
 	K_PCPU_FALLBACK,/* pcpu_counter_add_atomic: the fallback path, forced */
 	K_N
 };
@@ -53,9 +64,10 @@ static const struct {
 	[K_SPIN] = { "shared spinlock", "spinlock", "—" },
 	[K_PERCPU_LOCK] = { "per-CPU slot, `lock add` (rseq cpu_id)", "percpu_lock_add", "6.2 / 6.9 (percpu LOCK; inc)" },
 	[K_TLS] = { "per-thread TLS slot, relaxed store", "tls", "—" },
-	[K_PCPU_CPU] = { "pcpu add (rseq, CPU index)", "pcpu_cpu", "2.1 / 2.6 (percpu rseq inc)" },
-	[K_PCPU_MMCID] = { "pcpu add (rseq, mm_cid index)", "pcpu_mmcid", "2.1 / 2.6 (percpu rseq inc)" },
-	[K_PCPU_FALLBACK] = { "pcpu add (fallback forced)", "pcpu_fallback", "6.2 / 6.9 (percpu LOCK; inc)" },
+	[K_IDEAL_CPU] = { "ideal rseq add (hand-written, cpu_id)", "ideal_cpu", "2.1 / 2.6 (percpu rseq inc)" },
+	[K_IDEAL_MMCID] = { "ideal rseq add (hand-written, mm_cid)", "ideal_mm_cid", "2.1 / 2.6 (percpu rseq inc)" },
+	[K_PCPU] = { "pcpu_counter_add", "pcpu", "2.1 / 2.6 (percpu rseq inc)" },
+	[K_PCPU_FALLBACK] = { "pcpu_counter_add_atomic (fallback forced)", "pcpu_fallback", "6.2 / 6.9 (percpu LOCK; inc)" },
 };
 
 /* Increments between two looks at the stop flag. Small enough that a lock
@@ -104,9 +116,70 @@ struct incr_thread {
 /* Per-thread slot of K_TLS: static TLS, reached %fs-relative. */
 static __thread int64_t tls_slot BENCH_ALIGNED;
 
+/* ---- the ideal rseq add ------------------------------------------------------ */
+
+/* The ideal rows' counter: a static array, one 64-byte line per slot. Its
+ * size bounds the index (checked against pcpu_nslots() before use). */
+#define IDEAL_MAXSLOT 1024
+static struct {
+	int64_t v;
+	char pad[56];
+} ideal_arr[IDEAL_MAXSLOT] BENCH_ALIGNED;
+
+#if defined(__x86_64__)
+/*
+ * The ideal per-CPU add, written by hand: every constant hoisted (the rseq
+ * area pointer is computed once per thread, outside the loop; the offset of
+ * the index field, OFF, is an assembler constant; the array base is a
+ * register the compiler keeps across the loop). The sequence is the
+ * shortest correct one:
+ *
+ *   0: read the index;  arm rseq_cs;
+ *   1: compare the index with what was read (it may have changed before
+ *      the section was armed);  addq to arr[index]  (the commit);
+ *   2: on abort (preemption, migration, signal inside [1, 2)), retry from 0.
+ *
+ * The descriptor (struct rseq_cs: version, flags, start_ip,
+ * post_commit_offset, abort_ip) goes to section __rseq_cs, 32-byte aligned;
+ * the abort handler is preceded by the signature 0x53053053 as the
+ * displacement of a `ud1` (the convention of glibc and pcpu on x86-64).
+ */
+#define IDEAL_ADD(area_, OFF_, v_)                                               \
+	__asm__ volatile(".pushsection __rseq_cs, \"aw\"\n\t"                    \
+			 ".balign 32\n\t"                                        \
+			 "3:\n\t"                                                \
+			 ".long 0x0, 0x0\n\t"                                    \
+			 ".quad 1f, (2f - 1f), 4f\n\t"                           \
+			 ".popsection\n\t"                                       \
+			 "0:\n\t"                                                \
+			 "movl %c[off](%[a]), %%eax\n\t"                         \
+			 "leaq 3b(%%rip), %%rcx\n\t"                             \
+			 "movq %%rcx, %c[cs](%[a])\n\t"                          \
+			 "1:\n\t"                                                \
+			 "cmpl %c[off](%[a]), %%eax\n\t"                         \
+			 "jnz 4f\n\t"                                            \
+			 "shlq $6, %%rax\n\t"                                    \
+			 "addq %[v], (%[arr], %%rax)\n\t"                        \
+			 "2:\n\t"                                                \
+			 ".pushsection __rseq_failure, \"ax\"\n\t"               \
+			 ".byte 0x0f, 0xb9, 0x3d\n\t"                            \
+			 ".long 0x53053053\n\t"                                  \
+			 "4:\n\t"                                                \
+			 "jmp 0b\n\t"                                            \
+			 ".popsection\n\t"                                       \
+			 :                                                       \
+			 : [a] "r"(area_), [arr] "r"(ideal_arr), [off] "i"(OFF_), \
+			   [cs] "i"(PCPU__RSEQ_OFF_CS), [v] "er"(v_)             \
+			 : "memory", "cc", "rax", "rcx")
+#define IDEAL_AVAILABLE 1
+#else
+#define IDEAL_ADD(area_, OFF_, v_) ((void)(area_), (void)(v_))
+#define IDEAL_AVAILABLE 0
+#endif
+
 /* One increment by the means of `kind` (a constant where this is inlined). */
 BENCH_INLINE void incr_op(const int kind, struct incr_shared *sh, int64_t *priv,
-			  pcpu_counter_t pc, const char *area, unsigned nslots)
+			  pcpu_counter_t pc, char *area, unsigned nslots)
 {
 	switch (kind) {
 	case K_PRIVATE:
@@ -147,8 +220,13 @@ BENCH_INLINE void incr_op(const int kind, struct incr_shared *sh, int64_t *priv,
 		 * on another thread to never see a torn value. */
 		__atomic_store_n(&tls_slot, tls_slot + 1, __ATOMIC_RELAXED);
 		break;
-	case K_PCPU_CPU:
-	case K_PCPU_MMCID:
+	case K_IDEAL_CPU:
+		IDEAL_ADD(area, PCPU__RSEQ_OFF_CPU_ID, 1);
+		break;
+	case K_IDEAL_MMCID:
+		IDEAL_ADD(area, PCPU__RSEQ_OFF_MM_CID, 1);
+		break;
+	case K_PCPU:
 		pcpu_counter_add(pc, 1);
 		break;
 	case K_PCPU_FALLBACK:
@@ -160,7 +238,7 @@ BENCH_INLINE void incr_op(const int kind, struct incr_shared *sh, int64_t *priv,
 BENCH_INLINE void incr_loop(struct incr_thread *t, const int kind)
 {
 	struct incr_shared *sh = t->sh;
-	const char *area = bench_rseq_area(); /* registers the thread for pcpu */
+	char *area = bench_rseq_area(); /* registers the thread for pcpu */
 	unsigned nslots = sh->nslots;
 	pcpu_counter_t pc = sh->pc;
 	uint64_t n = 0, cpu0;
@@ -193,14 +271,16 @@ INCR_LOOP_FN(K_MUTEX)
 INCR_LOOP_FN(K_SPIN)
 INCR_LOOP_FN(K_PERCPU_LOCK)
 INCR_LOOP_FN(K_TLS)
-INCR_LOOP_FN(K_PCPU_CPU)
-INCR_LOOP_FN(K_PCPU_MMCID)
+INCR_LOOP_FN(K_IDEAL_CPU)
+INCR_LOOP_FN(K_IDEAL_MMCID)
+INCR_LOOP_FN(K_PCPU)
 INCR_LOOP_FN(K_PCPU_FALLBACK)
 
 static void (*const incr_loops[K_N])(struct incr_thread *) = {
 	incr_loop_K_PRIVATE, incr_loop_K_RACY, incr_loop_K_ATOMIC, incr_loop_K_CAS,
 	incr_loop_K_MUTEX, incr_loop_K_SPIN, incr_loop_K_PERCPU_LOCK, incr_loop_K_TLS,
-	incr_loop_K_PCPU_CPU, incr_loop_K_PCPU_MMCID, incr_loop_K_PCPU_FALLBACK,
+	incr_loop_K_IDEAL_CPU, incr_loop_K_IDEAL_MMCID, incr_loop_K_PCPU,
+	incr_loop_K_PCPU_FALLBACK,
 };
 
 static void *incr_thread_main(void *arg)
@@ -218,8 +298,6 @@ struct incr_result {
 	int exact;
 };
 
-static pcpu_zone_t *zone_cpu, *zone_mmcid;
-
 static struct incr_result incr_run(int kind, unsigned nthreads)
 {
 	struct incr_shared *sh = bench_xmalloc(sizeof(*sh));
@@ -233,14 +311,13 @@ static struct incr_result incr_run(int kind, unsigned nthreads)
 	sh->percpu = bench_xmalloc(sh->nslots * sizeof(*sh->percpu));
 	pthread_mutex_init(&sh->mutex.lock, NULL);
 	pthread_barrier_init(&sh->start, NULL, nthreads + 1);
-	if (kind == K_PCPU_CPU)
-		sh->pc = pcpu_counter_alloc_in(zone_cpu, 1);
-	else if (kind == K_PCPU_MMCID)
-		sh->pc = pcpu_counter_alloc_in(zone_mmcid, 1);
-	else if (kind == K_PCPU_FALLBACK)
+	if (kind == K_PCPU || kind == K_PCPU_FALLBACK) {
 		sh->pc = pcpu_counter_alloc();
-	if ((kind == K_PCPU_CPU || kind == K_PCPU_MMCID || kind == K_PCPU_FALLBACK) && !sh->pc)
-		bench_die("pcpu counter allocation failed");
+		if (!sh->pc)
+			bench_die("pcpu_counter_alloc failed");
+	}
+	if (kind == K_IDEAL_CPU || kind == K_IDEAL_MMCID)
+		memset(ideal_arr, 0, sizeof(ideal_arr));
 
 	for (i = 0; i < nthreads; i++) {
 		t[i].sh = sh;
@@ -278,6 +355,11 @@ static struct incr_result incr_run(int kind, unsigned nthreads)
 		for (i = 0; i < nthreads; i++)
 			final += (uint64_t)t[i].tls_total;
 		break;
+	case K_IDEAL_CPU:
+	case K_IDEAL_MMCID:
+		for (i = 0; i < IDEAL_MAXSLOT; i++)
+			final += (uint64_t)ideal_arr[i].v;
+		break;
 	default:
 		final = pcpu_counter_fetch(sh->pc);
 		pcpu_counter_free(sh->pc);
@@ -313,50 +395,107 @@ static double paired_ratio(const double *a, const double *b, unsigned n)
 	return m;
 }
 
+/* Runs the incr section again in a second process whose slot index is
+ * `index`; its tables go to our stdout, its target figures into `out`. */
+static void incr_second_process(int index, struct bench_incr_targets *out)
+{
+	char *args[64];
+	char env_index[32];
+	const char *env[2] = { env_index, NULL };
+	unsigned n = 0;
+	int i;
+	long got;
+
+	for (i = 1; i < bench_opt.argc && n < 56; i++)
+		args[n++] = bench_opt.argv[i];
+	args[n++] = "--only";
+	args[n++] = "incr";
+	args[n++] = "--incr-child";
+	args[n] = NULL;
+	snprintf(env_index, sizeof(env_index), "PCPU_INDEX=%s", bench_index_name(index));
+	got = bench_run_self(args, env, out, sizeof(*out));
+	if (got != (long)sizeof(*out)) {
+		memset(out, 0, sizeof(*out));
+		printf("(the second process, %s, failed: no figures for index %s)\n\n", env_index,
+		       bench_index_name(index));
+	}
+}
+
 void bench_incr(void)
 {
 	const unsigned nt = bench_opt.nthreads, nr = bench_opt.rounds;
 	/* res[kind][thread-count index][round] */
 	struct incr_result *res = bench_xmalloc(K_N * nt * nr * sizeof(*res));
 	double *v = bench_xmalloc(nr * sizeof(double));
+	double *a = bench_xmalloc(nr * sizeof(double)), *b = bench_xmalloc(nr * sizeof(double));
+	struct bench_incr_targets *tg = &bench_targets.incr[0];
+	char csvname[64], rawname[64];
 	FILE *csv, *raw;
-	pcpu_zone_t *zdef;
-	int pcpu_kind;
+	int usable[K_N], order[K_N], nuse = 0;
+	int index = bench_process_index(), ideal, child = bench_opt.incr_child;
 	unsigned r, ti, j, k;
-	int t1 = -1, tn = -1, no_rseq = pcpu_rseq_mode() == PCPU_RSEQ_FALLBACK;
+	int t1 = -1, no_rseq = pcpu_rseq_mode() == PCPU_RSEQ_FALLBACK;
 	struct tbl tb;
 	char buf[96];
 #define RES(k, ti, r) res[((k) * nt + (ti)) * nr + (r)]
 
-	zone_cpu = pcpu_zone_create(PCPU_INDEX_CPU);
-	zone_mmcid = pcpu_zone_create(PCPU_INDEX_MM_CID);
-	zdef = pcpu_zone_create(PCPU_INDEX_DEFAULT);
-	if (!zone_cpu || !zone_mmcid || !zdef)
-		bench_die("pcpu_zone_create failed");
-	pcpu_kind = pcpu_zone_index(zdef) == PCPU_INDEX_CPU ? K_PCPU_CPU : K_PCPU_MMCID;
-	pcpu_zone_destroy(zdef);
+	ideal = index == PCPU_INDEX_CPU ? K_IDEAL_CPU : K_IDEAL_MMCID;
+	for (k = 0; k < K_N; k++)
+		usable[k] = !child || k == K_PRIVATE || k == K_TLS || k == K_PERCPU_LOCK ||
+			    k == K_IDEAL_CPU || k == K_IDEAL_MMCID || k == K_PCPU ||
+			    k == K_PCPU_FALLBACK;
+	/* The ideal row of this process's index only; it needs rseq, and its
+	 * array must hold every index. */
+	usable[K_IDEAL_CPU] = usable[K_IDEAL_MMCID] = 0;
+	if (IDEAL_AVAILABLE && !no_rseq && pcpu_nslots() <= IDEAL_MAXSLOT &&
+	    (ideal == K_IDEAL_CPU || pcpu_rseq_has_mm_cid()))
+		usable[ideal] = 1;
+	for (k = 0; k < K_N; k++)
+		if (usable[k])
+			order[nuse++] = (int)k;
 
-	printf("## 1. Cost per increment (rseq slides 16-18)\n\n");
-	printf("CPU ns per increment per thread (CLOCK_THREAD_CPUTIME_ID summed over threads / "
-	       "increments), median (min–max) of %u rounds of %u ms; threads not pinned. "
-	       "The mm_cid zone %s mm_cid (%s).\n\n",
-	       nr, bench_opt.duration_ms,
-	       pcpu_zone_index(zone_mmcid) == PCPU_INDEX_MM_CID ? "uses" : "falls back to cpu_id, no",
-	       pcpu_rseq_has_mm_cid() ? "kernel fills mm_cid" : "kernel lacks mm_cid");
+	if (child) {
+		const char *want = getenv("PCPU_INDEX");
+
+		printf("### 1, second process: PCPU_INDEX=%s\n\n", want ? want : "(unset)");
+		if (want && strcmp(want, bench_index_name(index)) != 0) {
+			/* A core without a per-process index: nothing new to
+			 * measure here; the parent says so. */
+			memset(tg, 0, sizeof(*tg));
+			tg->have = 1;
+			tg->index = index;
+			free(res);
+			free(v);
+			free(a);
+			free(b);
+			return;
+		}
+	}
+	else
+		printf("## 1. Cost per increment (rseq slides 16-18)\n\n");
+	printf("This process: pcpu slot index **%s** (%u slots, rseq mode %s, kernel %s mm_cid). "
+	       "CPU ns per increment per thread (CLOCK_THREAD_CPUTIME_ID summed over threads / "
+	       "increments), median (min–max) of %u rounds of %u ms; threads not pinned; the "
+	       "rows run interleaved, a different row leading each round.%s\n\n",
+	       bench_index_name(index), pcpu_nslots(), pcpu_rseq_mode_name(pcpu_rseq_mode()),
+	       pcpu_rseq_has_mm_cid() ? "fills" : "does not fill", nr, bench_opt.duration_ms,
+	       child ? " Only the rows that depend on the index (and the floors) run here." : "");
 
 	for (r = 0; r < nr; r++) {
-		fprintf(stderr, "incr: round %u/%u\n", r + 1, nr);
+		fprintf(stderr, "incr (%s): round %u/%u\n", bench_index_name(index), r + 1, nr);
 		for (ti = 0; ti < nt; ti++)
-			for (j = 0; j < K_N; j++) {
-				k = (j + r) % K_N; /* a different variant leads each round */
+			for (j = 0; j < (unsigned)nuse; j++) {
+				k = (unsigned)order[(j + r) % (unsigned)nuse]; /* a different variant leads each round */
 				RES(k, ti, r) = incr_run((int)k, bench_opt.threads[ti]);
 			}
 	}
 
-	csv = bench_csv_open("incr.csv",
+	snprintf(csvname, sizeof(csvname), "incr_%s.csv", bench_index_name(index));
+	snprintf(rawname, sizeof(rawname), "incr_%s_rounds.csv", bench_index_name(index));
+	csv = bench_csv_open(csvname,
 			     "variant,threads,ns_per_op_median,ns_per_op_min,ns_per_op_max,"
 			     "ns_per_op_q1,ns_per_op_q3,mops_median,lost_pct_median,exact_runs,runs");
-	raw = bench_csv_open("incr_rounds.csv", "variant,threads,round,ns_per_op,mops,lost_pct,exact");
+	raw = bench_csv_open(rawname, "variant,threads,round,ns_per_op,mops,lost_pct,exact");
 
 	tbl_init(&tb, 3 + nt);
 	tbl_cell(&tb, "variant");
@@ -368,8 +507,12 @@ void bench_incr(void)
 		unsigned inexact = 0, runs = 0;
 		char lost[128] = "";
 
-		if ((k == K_PCPU_CPU || k == K_PCPU_MMCID) && no_rseq)
+		if (!usable[k])
+			continue;
+		if (k == K_PCPU && no_rseq)
 			tbl_cell(&tb, "%s — no rseq in this process: fallback", incr_variants[k].name);
+		else if (k == K_PCPU)
+			tbl_cell(&tb, "%s (%s index)", incr_variants[k].name, bench_index_name(index));
 		else
 			tbl_cell(&tb, "%s", incr_variants[k].name);
 		for (ti = 0; ti < nt; ti++) {
@@ -413,88 +556,130 @@ void bench_incr(void)
 	}
 	tbl_print(&tb);
 
-	/* Throughput: what the machine as a whole gets done. */
-	printf("Aggregate throughput, million increments per second of wall time (median):\n\n");
-	tbl_init(&tb, 1 + nt);
-	tbl_cell(&tb, "variant");
-	for (ti = 0; ti < nt; ti++)
-		tbl_cell(&tb, "%u thr", bench_opt.threads[ti]);
-	for (k = 0; k < K_N; k++) {
-		tbl_cell(&tb, "%s", incr_variants[k].name);
-		for (ti = 0; ti < nt; ti++) {
-			for (r = 0; r < nr; r++)
-				v[r] = RES(k, ti, r).mops;
-			tbl_cell(&tb, "%s", bench_fmt_num(buf, sizeof(buf), bench_median(v, nr)));
+	if (!child) {
+		/* Throughput: what the machine as a whole gets done. */
+		printf("Aggregate throughput, million increments per second of wall time (median):\n\n");
+		tbl_init(&tb, 1 + nt);
+		tbl_cell(&tb, "variant");
+		for (ti = 0; ti < nt; ti++)
+			tbl_cell(&tb, "%u thr", bench_opt.threads[ti]);
+		for (k = 0; k < K_N; k++) {
+			if (!usable[k])
+				continue;
+			tbl_cell(&tb, "%s", incr_variants[k].name);
+			for (ti = 0; ti < nt; ti++) {
+				for (r = 0; r < nr; r++)
+					v[r] = RES(k, ti, r).mops;
+				tbl_cell(&tb, "%s", bench_fmt_num(buf, sizeof(buf), bench_median(v, nr)));
+			}
 		}
+		tbl_print(&tb);
+		printf("Slide 17 rows with no counterpart here (E5-2630 v3, ns, 1 / 8 threads): "
+		       "percpu rseq rlock cmpxchg 3.0 / 3.4; percpu rseq spinlock 4.9 / 5.2; "
+		       "percpu LOCK; cmpxchg 10.0 / 11.6.\n\n");
 	}
-	tbl_print(&tb);
 
-	printf("Slide 17 rows with no counterpart here (E5-2630 v3, ns, 1 / 8 threads): "
-	       "percpu rseq rlock cmpxchg 3.0 / 3.4; percpu rseq spinlock 4.9 / 5.2; "
-	       "percpu LOCK; cmpxchg 10.0 / 11.6.\n\n");
-
-	/* Figures for the target summary. */
+	/* Figures for the target summary: ratios of rows measured in the same
+	 * round, median over rounds, per thread count. */
+	memset(tg, 0, sizeof(*tg));
+	tg->have = 1;
+	tg->index = index;
+	tg->nslots = pcpu_nslots();
+	tg->nt = nt;
+	tg->fb_flat = NAN;
 	for (ti = 0; ti < nt; ti++) {
+		tg->threads[ti] = bench_opt.threads[ti];
 		if (bench_opt.threads[ti] == 1 && t1 < 0)
 			t1 = (int)ti;
-		if (bench_opt.threads[ti] == bench_ncpu && tn < 0)
-			tn = (int)ti;
-	}
-	bench_targets.have_incr = 1;
-	bench_targets.pcpu_index_name = pcpu_kind == K_PCPU_CPU ? "CPU index" : "mm_cid index";
-	bench_targets.pcpu_1t_vs_private = NAN;
-	bench_targets.pcpu_ncpu_vs_1t = NAN;
-	bench_targets.atomic_ncpu_vs_1t = NAN;
-	bench_targets.fallback_vs_rseq_1t = NAN;
-	bench_targets.fallback_flat = NAN;
-	if (t1 >= 0) {
-		double a[64], b[64], fb1;
-		unsigned n = nr < 64 ? nr : 64;
-
-		for (r = 0; r < n; r++) {
-			a[r] = RES(pcpu_kind, t1, r).ns_per_op;
-			b[r] = RES(K_PRIVATE, t1, r).ns_per_op;
+		for (r = 0; r < nr; r++) {
+			a[r] = RES(K_PCPU, ti, r).ns_per_op;
+			b[r] = RES(ideal, ti, r).ns_per_op;
 		}
-		bench_targets.pcpu_1t_vs_private = paired_ratio(a, b, n);
-		for (r = 0; r < n; r++)
-			b[r] = RES(K_PCPU_FALLBACK, t1, r).ns_per_op;
-		bench_targets.fallback_vs_rseq_1t = paired_ratio(b, a, n);
-		fb1 = bench_median(b, n);
-		bench_targets.fallback_flat = 0;
+		tg->vs_ideal[ti] = usable[ideal] ? paired_ratio(a, b, nr) : NAN;
+		for (r = 0; r < nr; r++)
+			b[r] = RES(K_PRIVATE, ti, r).ns_per_op;
+		tg->vs_private[ti] = paired_ratio(a, b, nr);
+		for (r = 0; r < nr; r++) {
+			a[r] = RES(K_PCPU_FALLBACK, ti, r).ns_per_op;
+			b[r] = RES(K_PERCPU_LOCK, ti, r).ns_per_op;
+		}
+		tg->fb_vs_lock[ti] = paired_ratio(a, b, nr);
+	}
+	if (t1 >= 0) {
+		double fb1;
+
+		for (r = 0; r < nr; r++)
+			v[r] = RES(K_PCPU_FALLBACK, t1, r).ns_per_op;
+		fb1 = bench_median(v, nr);
+		tg->fb_flat = 0;
 		for (ti = 0; ti < nt; ti++) {
 			double m;
 
-			for (r = 0; r < n; r++)
+			for (r = 0; r < nr; r++)
 				v[r] = RES(K_PCPU_FALLBACK, ti, r).ns_per_op;
 			m = bench_median(v, nr) / fb1;
-			if (m > bench_targets.fallback_flat) {
-				bench_targets.fallback_flat = m;
-				bench_targets.fallback_flat_threads = bench_opt.threads[ti];
+			if (m > tg->fb_flat) {
+				tg->fb_flat = m;
+				tg->fb_flat_threads = bench_opt.threads[ti];
 			}
-		}
-		if (tn >= 0) {
-			for (r = 0; r < n; r++) {
-				a[r] = RES(pcpu_kind, tn, r).ns_per_op;
-				b[r] = RES(pcpu_kind, t1, r).ns_per_op;
-			}
-			bench_targets.pcpu_ncpu_vs_1t = paired_ratio(a, b, n);
-			for (r = 0; r < n; r++) {
-				a[r] = RES(K_ATOMIC, tn, r).ns_per_op;
-				b[r] = RES(K_ATOMIC, t1, r).ns_per_op;
-			}
-			bench_targets.atomic_ncpu_vs_1t = paired_ratio(a, b, n);
 		}
 	}
 
-	if (csv)
+	printf("Ratios of rows of the same round (median over rounds), index %s:\n\n",
+	       bench_index_name(index));
+	tbl_init(&tb, 1 + nt);
+	tbl_cell(&tb, "ratio");
+	for (ti = 0; ti < nt; ti++)
+		tbl_cell(&tb, "%u thr", bench_opt.threads[ti]);
+	tbl_cell(&tb, "pcpu_counter_add / ideal rseq add (%s)", bench_index_name(index));
+	for (ti = 0; ti < nt; ti++)
+		tbl_cell(&tb, "%.3f×", tg->vs_ideal[ti]);
+	tbl_cell(&tb, "pcpu_counter_add / thread-private `+=`");
+	for (ti = 0; ti < nt; ti++)
+		tbl_cell(&tb, "%.3f×", tg->vs_private[ti]);
+	tbl_cell(&tb, "pcpu_counter_add_atomic / per-CPU slot `lock add`");
+	for (ti = 0; ti < nt; ti++)
+		tbl_cell(&tb, "%.3f×", tg->fb_vs_lock[ti]);
+	tbl_print(&tb);
+	if (csv) {
 		fclose(csv);
+		csv = NULL;
+	}
+	snprintf(csvname, sizeof(csvname), "incr_%s_ratios.csv", bench_index_name(index));
+	csv = bench_csv_open(csvname, "ratio,threads,value");
+	if (csv) {
+		for (ti = 0; ti < nt; ti++)
+			fprintf(csv, "pcpu_vs_ideal,%u,%.4f\npcpu_vs_private,%u,%.4f\n"
+				"fallback_vs_lock_add,%u,%.4f\n", tg->threads[ti], tg->vs_ideal[ti],
+				tg->threads[ti], tg->vs_private[ti], tg->threads[ti],
+				tg->fb_vs_lock[ti]);
+		fclose(csv);
+	}
 	if (raw)
 		fclose(raw);
-	pcpu_zone_destroy(zone_cpu);
-	pcpu_zone_destroy(zone_mmcid);
 	free(res);
 	free(v);
+	free(a);
+	free(b);
 #undef RES
+
+	/* The other index, in a process of its own. */
+	if (!child && !bench_opt.one_index) {
+		int other = index == PCPU_INDEX_CPU ? PCPU_INDEX_MM_CID : PCPU_INDEX_CPU;
+
+		if (other == PCPU_INDEX_MM_CID && !pcpu_rseq_has_mm_cid()) {
+			printf("(no second process: the kernel does not fill mm_cid)\n\n");
+		} else {
+			incr_second_process(other, &bench_targets.incr[1]);
+			if (bench_targets.incr[1].have && bench_targets.incr[1].index != other) {
+				printf("(the second process asked for PCPU_INDEX=%s but runs index %s: "
+				       "this core ignores PCPU_INDEX; its figures are left out)\n\n",
+				       bench_index_name(other),
+				       bench_index_name(bench_targets.incr[1].index));
+				bench_targets.incr[1].have = 0;
+			}
+		}
+	}
 }
 
 /* ---- the cost of learning the CPU number (slides 20-21) -------------------- */

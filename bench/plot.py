@@ -1,25 +1,38 @@
 #!/usr/bin/env python3
-"""Draws the benchmark's plots from the CSV files pcpu_bench --csv DIR wrote.
+"""Draws the benchmark's plots from the CSV files pcpu_bench --csv DIR wrote,
+or summarises a before/after comparison (run.sh --against).
 
     python3 bench/plot.py DIR
+    python3 bench/plot.py --compare DIR     # DIR/<label>-<i>/ of run.sh --against
 
 Writes into DIR, for each CSV present:
-  incr.png       ns per increment vs threads (log scale), min-max as error bars
+  incr_<index>.png  ns per increment vs threads (log scale), min-max as error
+                 bars, one plot per slot index (incr_cpu.csv, incr_mm_cid.csv;
+                 incr.csv of older versions gives incr.png)
   getcpu.png     ns per call of each way to learn the CPU number, with slide 21
   dataplane.png  cycles per counter update per pattern and worker count, with
                  the DPDK guide's published figures
   thesis.png     time of the thesis table's runs relative to pcpu
-Needs matplotlib (scripts/install-deps.sh installs it).
+Plots need matplotlib (scripts/install-deps.sh installs it); --compare does not.
 """
 import csv
+import glob
 import os
+import statistics
 import sys
 
-import matplotlib
+plt = None
 
-matplotlib.use("Agg")  # files only, no display
-import matplotlib.pyplot as plt  # noqa: E402
-import matplotlib.ticker  # noqa: E402
+
+def load_matplotlib():
+    global plt, matplotlib
+    import matplotlib  # noqa: F401
+
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot
+    import matplotlib.ticker  # noqa: F401
+
+    plt = matplotlib.pyplot
 
 
 def read_csv(folder, name):
@@ -39,7 +52,7 @@ def ordered(rows, key):
     return seen
 
 
-def plot_incr(folder, rows):
+def plot_incr(folder, rows, out="incr.png", index=None):
     fig, ax = plt.subplots(figsize=(9, 6))
     for variant in ordered(rows, "variant"):
         rs = [r for r in rows if r["variant"] == variant]
@@ -57,11 +70,12 @@ def plot_incr(folder, rows):
     ax.set_xticklabels([str(t) for t in threads])
     ax.set_xlabel("threads (not pinned)")
     ax.set_ylabel("CPU ns per increment per thread (median, min-max)")
-    ax.set_title("Cost per increment of one shared counter")
+    ax.set_title("Cost per increment of one shared counter" +
+                 (" (pcpu slot index %s)" % index if index else ""))
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", ncol=2)
     fig.tight_layout()
-    fig.savefig(os.path.join(folder, "incr.png"), dpi=100)
+    fig.savefig(os.path.join(folder, out), dpi=100)
     plt.close(fig)
 
 
@@ -108,7 +122,8 @@ def plot_dataplane(folder, rows):
         ax.bar(xs, ys, width, label=label, hatch=hatch,
                fill=hatch is None, edgecolor=None if hatch is None else "gray")
     ax.set_xticks(range(len(variants)))
-    names = {"none": "no statistics\n(noise floor)", "per_core_16b": "diagnostic:\nper core 16 B"}
+    names = {"none": "no statistics\n(noise floor)",
+             "per_core_16b": "diagnostic: per core\n16 B (pre-v2 pcpu)"}
     ax.set_xticklabels([names.get(v, v.replace("_", " ")) for v in variants],
                        rotation=30, ha="right")
     # symlog: the cheap patterns sit near 0 (the noise floor can be negative),
@@ -116,7 +131,11 @@ def plot_dataplane(folder, rows):
     ax.set_yscale("symlog", linthresh=2)
     lowest = min(min(vals.values()) for _, vals, _ in series)
     ax.set_ylim(bottom=min(-1.0, 1.5 * lowest))
-    ax.axhline(5, color="red", linewidth=0.8, linestyle="--", label="target: 5 cycles")
+    percore = [vals.get("per_core") for _, vals, h in series if h is None]
+    percore = [p for p in percore if p is not None]
+    if percore:
+        ax.axhline(max(percore), color="red", linewidth=0.8, linestyle="--",
+                   label="target: <= Per Core (worst worker count)")
     ax.set_ylabel("TSC cycles per counter update (median)")
     ax.set_title("Data-plane simulation: statistics overhead per counter update")
     ax.grid(True, axis="y", which="both", alpha=0.3)
@@ -153,12 +172,28 @@ def plot_thesis(folder, rows):
 
 
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--compare":
+        compare(sys.argv[2])
+        return
     if len(sys.argv) != 2:
-        sys.exit("usage: plot.py DIR (the folder given to pcpu_bench --csv)")
+        sys.exit("usage: plot.py DIR | plot.py --compare DIR")
     folder = sys.argv[1]
+    load_matplotlib()
     drawn = []
-    for name, fn, out in (("incr.csv", plot_incr, "incr.png"),
-                          ("getcpu.csv", plot_getcpu, "getcpu.png"),
+    for path in sorted(glob.glob(os.path.join(folder, "incr*.csv"))):
+        name = os.path.basename(path)
+        if name == "incr.csv":
+            index, out = None, "incr.png"
+        elif name.endswith("_rounds.csv") or name.endswith("_ratios.csv"):
+            continue
+        else:
+            index = name[len("incr_"):-len(".csv")]
+            out = "incr_%s.png" % index
+        rows = read_csv(folder, name)
+        if rows:
+            plot_incr(folder, rows, out, index)
+            drawn.append(out)
+    for name, fn, out in (("getcpu.csv", plot_getcpu, "getcpu.png"),
                           ("dataplane.csv", plot_dataplane, "dataplane.png"),
                           ("thesis.csv", plot_thesis, "thesis.png")):
         rows = read_csv(folder, name)
@@ -166,6 +201,112 @@ def main():
             fn(folder, rows)
             drawn.append(out)
     print("plot.py: drew %s in %s" % (", ".join(drawn) if drawn else "nothing", folder))
+
+
+# ---- before/after summary (run.sh --against) --------------------------------------
+
+def _num(x):
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def run_figures(d):
+    """Figures of one run folder, old or new CSV layout: {metric: value}."""
+    f = {}
+    # incr: old layout, incr.csv with pcpu_cpu / pcpu_mmcid rows (one process)
+    old = read_csv(d, "incr.csv")
+    if old:
+        for r in old:
+            key = {"pcpu_cpu": "pcpu add, index cpu", "pcpu_mmcid": "pcpu add, index mm_cid",
+                   "pcpu_fallback": "pcpu_counter_add_atomic",
+                   "percpu_lock_add": "per-CPU slot lock add",
+                   "private": "thread-private +="}.get(r["variant"])
+            if key:
+                f["%s, ns, %s thr" % (key, r["threads"])] = _num(r["ns_per_op_median"])
+    for idx in ("cpu", "mm_cid"):
+        rows = read_csv(d, "incr_%s.csv" % idx)
+        if not rows:
+            continue
+        for r in rows:
+            key = {"pcpu": "pcpu add, index %s" % idx, "ideal_cpu": "ideal rseq add, index cpu",
+                   "ideal_mm_cid": "ideal rseq add, index mm_cid"}.get(r["variant"])
+            # the index-independent rows: from the first process only
+            if key is None and not f.get("_first_index"):
+                key = {"pcpu_fallback": "pcpu_counter_add_atomic",
+                       "percpu_lock_add": "per-CPU slot lock add",
+                       "private": "thread-private +="}.get(r["variant"])
+            if key:
+                f["%s, ns, %s thr" % (key, r["threads"])] = _num(r["ns_per_op_median"])
+        for r in read_csv(d, "incr_%s_ratios.csv" % idx) or []:
+            name = {"pcpu_vs_ideal": "pcpu / ideal, index %s" % idx,
+                    "pcpu_vs_private": "pcpu / private, index %s" % idx}.get(r["ratio"])
+            if name:
+                f["%s, %s thr" % (name, r["threads"])] = _num(r["value"])
+            elif r["ratio"] == "fallback_vs_lock_add" and not f.get("_first_index"):
+                f["add_atomic / lock add, %s thr" % r["threads"]] = _num(r["value"])
+        f["_first_index"] = idx
+    for r in read_csv(d, "dataplane.csv") or []:
+        key = {"pcpu_add_many": "data plane pcpu add_many", "pcpu_add4": "data plane pcpu 4 × add",
+               "per_core": "data plane Per Core"}.get(r["variant"])
+        if key:
+            f["%s, cycles/update, %s w" % (key, r["workers"])] = _num(r["cycles_per_update_median"])
+    for r in read_csv(d, "memory.csv") or []:
+        if "zone" in r:  # old layout: alloc_in arrays, VmRSS
+            if r["threads"] == "2":
+                f["B/counter, array of 10^6, 2 writers, %s zone (old method: VmRSS)"
+                  % r["zone"]] = _num(r["rss_bytes_per_counter"])
+        else:
+            f["B/counter, 10^6 × pcpu_counter_alloc(), 2 writers, %s slots, index %s"
+              % (r["nslots"], r["index"])] = _num(r["rss_bytes_per_counter"])
+            f["B/counter floor, plain 8 B × 2"] = _num(r["floor_bytes_per_counter"])
+    for r in read_csv(d, "readside.csv") or []:
+        if r["counters"] != "1000000":
+            continue
+        if r["operation"] == "fetch_array" and r["zone"] in ("mm_cid", "CPU", "cpu"):
+            f["snapshot 10^6 fetch_array, ms, %s" % r["zone"].lower()] = _num(r["median"])
+        elif r["operation"] == "memory_floor":
+            f["snapshot 10^6 memory floor, ms (old: 16 B/slot; new: 8 B/slot)"] = _num(r["median"])
+        elif r["operation"] == "fetch_array_vs_floor":
+            f["snapshot 10^6 fetch_array / floor"] = _num(r["median"])
+    f.pop("_first_index", None)
+    return f
+
+
+def compare(folder):
+    runs = {}
+    for d in sorted(glob.glob(os.path.join(folder, "*-[0-9]*"))):
+        label, _, i = os.path.basename(d).rpartition("-")
+        runs.setdefault(label, []).append(run_figures(d))
+    labels = sorted(runs, key=lambda lab: (lab != "before", lab == "after", lab))
+    metrics = []
+    for lab in labels:
+        for f in runs[lab]:
+            for k in f:
+                if k not in metrics:
+                    metrics.append(k)
+    metrics.sort(key=lambda k: (k.split(",")[0], k))
+
+    def cell(vals):
+        vals = [v for v in vals if v is not None]
+        if not vals:
+            return "—"
+        m = statistics.median(vals)
+        fmt = "%.3g" if abs(m) < 10 else "%.1f"
+        if len(vals) == 1:
+            return fmt % m
+        return (fmt + " (" + fmt + "–" + fmt + ")") % (m, min(vals), max(vals))
+
+    lines = ["| metric | " + " | ".join("%s (%d runs)" % (lab, len(runs[lab])) for lab in labels) + " |",
+             "|---" * (1 + len(labels)) + "|"]
+    for k in metrics:
+        lines.append("| %s | " % k + " | ".join(cell([f.get(k) for f in runs[lab]]) for lab in labels)
+                     + " |")
+    out = "\n".join(lines) + "\n"
+    with open(os.path.join(folder, "compare.md"), "w") as fh:
+        fh.write("Median of the runs' medians (min–max over runs).\n\n" + out)
+    sys.stdout.write(out)
 
 
 if __name__ == "__main__":

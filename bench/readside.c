@@ -2,15 +2,18 @@
 /*
  * Section "read": what reading costs, and what memory counters take.
  *
- *  - pcpu_counter_fetch() of one counter: ns per call (two loads per slot);
+ *  - pcpu_counter_fetch() of one counter: ns per call;
  *  - pcpu_counter_fetch_array() snapshots of 10^4, 10^5, 10^6 counters, in
- *    ms, next to the same counters read by one pcpu_counter_fetch() each;
- *  - resident memory per counter for 10^6 counters written by 1 or 2
- *    threads, CPU-indexed vs mm_cid-indexed zone, from /proc/self/status
- *    (VmRSS) and per slot from mincore(), next to the address space the zone
- *    reserves (VmSize). The writers are not pinned: which slots a thread
- *    touches as the scheduler moves it is exactly what differs between the
- *    two indexes.
+ *    ms, next to the same counters read by one pcpu_counter_fetch() each and
+ *    to a "memory floor": the same bytes (8 B per counter per slot, the
+ *    layout of Core v2) summed from plain arrays, measured in the same rounds;
+ *  - resident memory per counter: 10^6 counters allocated one by one with
+ *    pcpu_counter_alloc() and written by 2 threads pinned to 2 CPUs, measured in a
+ *    fresh process per configuration (this program run again with
+ *    --memory-child), as the growth of the whole process's resident set
+ *    (smaps_rollup Rss), so the allocator's bookkeeping counts; with the
+ *    machine's slot count and with PCPU_NSLOTS=64 (64 possible slots, 2
+ *    active), for each slot index; next to plain 8 B arrays, one per writer.
  */
 #include "bench.h"
 
@@ -20,13 +23,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-/* Adders that write every counter of an array, `passes` times, all running
- * at once (a barrier starts them together). */
+/* Adders that write every counter of an array (or of a list of handles),
+ * `passes` times, all running at once (a barrier starts them together). */
 struct rs_writer {
-	pcpu_counter_t arr;
+	pcpu_counter_t arr;     /* an array of n counters, or NULL: */
+	pcpu_counter_t *list;   /* n handles */
 	size_t n;
 	unsigned passes;
-	pthread_barrier_t *start;
+	pthread_barrier_t *ready, *start, *done; /* ready/done may be NULL */
 };
 
 static void *rs_writer_main(void *arg)
@@ -36,14 +40,22 @@ static void *rs_writer_main(void *arg)
 	size_t i;
 
 	(void)bench_rseq_area();
+	if (wr->ready)
+		pthread_barrier_wait(wr->ready);
 	pthread_barrier_wait(wr->start);
 	for (p = 0; p < wr->passes; p++) {
-		for (i = 0; i < wr->n; i++)
-			pcpu_counter_add(pcpu_counter_at(wr->arr, i), 1);
+		if (wr->list)
+			for (i = 0; i < wr->n; i++)
+				pcpu_counter_add(wr->list[i], 1);
+		else
+			for (i = 0; i < wr->n; i++)
+				pcpu_counter_add(pcpu_counter_at(wr->arr, i), 1);
 		/* A short sleep between passes: the thread wakes wherever the
 		 * scheduler puts it, as a real thread blocking on I/O would. */
 		bench_sleep_ns(1000000);
 	}
+	if (wr->done)
+		pthread_barrier_wait(wr->done);
 	return NULL;
 }
 
@@ -54,6 +66,7 @@ static void rs_write_all(pcpu_counter_t arr, size_t n, unsigned nthreads, unsign
 	pthread_barrier_t start;
 	unsigned i;
 
+	memset(&wr, 0, sizeof(wr));
 	pthread_barrier_init(&start, NULL, nthreads);
 	wr.arr = arr;
 	wr.n = n;
@@ -66,7 +79,7 @@ static void rs_write_all(pcpu_counter_t arr, size_t n, unsigned nthreads, unsign
 	pthread_barrier_destroy(&start);
 }
 
-/* Bytes of [p, p + len) that are resident. */
+/* Bytes of [p, p + len) that are resident (0 where nothing is mapped). */
 static size_t rs_resident(const void *p, size_t len)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE), npages, i, res = 0;
@@ -85,28 +98,18 @@ static size_t rs_resident(const void *p, size_t len)
 	return res;
 }
 
-/* Lists the slots of `arr` (n counters) that have resident pages, "0,1", or
- * with `mib` set, with how much of each is resident: "0: 15.3, 1: 0.7 MiB". */
-static unsigned rs_resident_slots(pcpu_counter_t arr, size_t n, char *list, size_t len, int mib)
+/* Lists the slots whose copy of [obj, obj + len) has resident pages, "0,1". */
+static unsigned rs_resident_slots(const void *obj, size_t len, char *list, size_t size)
 {
 	unsigned s, count = 0;
 
 	list[0] = 0;
 	for (s = 0; s < pcpu_nslots(); s++) {
-		size_t res = rs_resident(pcpu_slot_ptr(arr, s), n * sizeof(struct pcpu_counter));
-
-		if (res == 0)
+		if (rs_resident(pcpu_slot_ptr(obj, s), len) == 0)
 			continue;
 		count++;
-		if (mib)
-			snprintf(list + strlen(list), len - strlen(list), "%s%u: %.1f",
-				 count > 1 ? ", " : "", s, (double)res / (1 << 20));
-		else
-			snprintf(list + strlen(list), len - strlen(list), "%s%u",
-				 count > 1 ? "," : "", s);
+		snprintf(list + strlen(list), size - strlen(list), "%s%u", count > 1 ? "," : "", s);
 	}
-	if (mib && count)
-		snprintf(list + strlen(list), len - strlen(list), " MiB");
 	return count;
 }
 
@@ -120,73 +123,250 @@ static int rs_all_equal(const uint64_t *out, size_t n, uint64_t want)
 	return 1;
 }
 
-/* The same traffic as a snapshot of n counters over all slots, on plain
- * arrays: the floor any snapshot code could reach on this machine. */
-static void rs_memory_floor(size_t n, double *v, FILE *csv, struct tbl *tb)
+/* The memory floor of a snapshot: plain arrays holding what a snapshot must
+ * read, one 8-byte word per counter per slot, summed slot by slot into an
+ * 8-byte result per counter. */
+struct rs_floor {
+	size_t n;
+	unsigned nslots;
+	int64_t *src; /* nslots arrays of n words */
+	uint64_t *dst;
+};
+
+static void rs_floor_init(struct rs_floor *f, size_t n)
 {
-	const unsigned nr = bench_opt.rounds, nslots = pcpu_nslots();
-	size_t words = n * 2 * nslots, i;
-	int64_t *src = bench_xmalloc(words * sizeof(*src));
-	uint64_t *dst = bench_xmalloc(n * sizeof(*dst));
-	struct bench_stat s;
-	char buf[96];
-	unsigned r, k;
+	size_t i, words;
 
+	f->n = n;
+	f->nslots = pcpu_nslots();
+	words = n * f->nslots;
+	f->src = bench_xmalloc(words * sizeof(*f->src));
+	f->dst = bench_xmalloc(n * sizeof(*f->dst));
 	for (i = 0; i < words; i++)
-		src[i] = 1;
-	for (r = 0; r < nr; r++) {
-		uint64_t t0 = bench_now_ns();
-
-		for (i = 0; i < n; i++)
-			dst[i] = 0;
-		for (k = 0; k < nslots; k++) {
-			const int64_t *p = src + (size_t)k * 2 * n;
-
-			for (i = 0; i < n; i++)
-				dst[i] += (uint64_t)(p[2 * i] + p[2 * i + 1]);
-		}
-		__asm__ volatile("" : : "r"(dst) : "memory");
-		v[r] = (double)(bench_now_ns() - t0) / 1e6;
-	}
-	s = bench_stat_of(v, nr);
-	tbl_cell(tb, "%zu", n);
-	tbl_cell(tb, "memory floor (plain arrays)");
-	tbl_cell(tb, "%s", bench_fmt_stat(buf, sizeof(buf), s));
-	tbl_cell(tb, "—");
-	tbl_cell(tb, "%.2f", s.med * 1e6 / (double)n);
-	tbl_cell(tb, "%s", dst[n - 1] == 2 * nslots ? "yes" : "**NO**");
-	if (csv)
-		fprintf(csv, "memory_floor,plain,%zu,ms,%.4f,%.4f,%.4f,%d,\"\"\n", n, s.med, s.min,
-			s.max, dst[n - 1] == 2 * nslots);
-	free(src);
-	free(dst);
+		f->src[i] = 1;
 }
 
-static const char *index_name(pcpu_zone_t *z)
+static double rs_floor_run(struct rs_floor *f)
 {
-	return pcpu_zone_index(z) == PCPU_INDEX_CPU ? "CPU" : "mm_cid";
+	uint64_t t0 = bench_now_ns();
+	size_t i;
+	unsigned k;
+
+	for (i = 0; i < f->n; i++)
+		f->dst[i] = 0;
+	for (k = 0; k < f->nslots; k++) {
+		const int64_t *p = f->src + (size_t)k * f->n;
+
+		for (i = 0; i < f->n; i++)
+			f->dst[i] += (uint64_t)p[i];
+	}
+	__asm__ volatile("" : : "r"(f->dst) : "memory");
+	return (double)(bench_now_ns() - t0) / 1e6;
+}
+
+/* ---- memory: one configuration, in a process of its own ------------------------ */
+
+#define MEM_N 1000000
+#define MEM_THREADS 2
+
+/* The floor: MEM_THREADS plain arrays of 8-byte words, one per writer (a
+ * per-CPU array of 8 B x 2 on this machine), written like the counters.
+ * Returns resident bytes per counter. */
+struct rs_floor_writer {
+	int64_t *arr;
+	unsigned passes;
+	pthread_barrier_t *start;
+};
+
+static void *rs_floor_writer_main(void *arg)
+{
+	struct rs_floor_writer *fw = arg;
+	unsigned p;
+	size_t i;
+
+	pthread_barrier_wait(fw->start);
+	for (p = 0; p < fw->passes; p++) {
+		for (i = 0; i < MEM_N; i++)
+			__atomic_store_n(&fw->arr[i], fw->arr[i] + 1, __ATOMIC_RELAXED);
+		bench_sleep_ns(1000000);
+	}
+	return NULL;
+}
+
+static double rs_mem_floor(unsigned passes)
+{
+	struct rs_floor_writer fw[MEM_THREADS];
+	pthread_t tid[MEM_THREADS];
+	pthread_barrier_t start;
+	size_t len = (size_t)MEM_N * 8 * MEM_THREADS;
+	long rss0, rss1;
+	char *m;
+	unsigned i;
+
+	pthread_barrier_init(&start, NULL, MEM_THREADS + 1);
+	for (i = 0; i < MEM_THREADS; i++) {
+		fw[i].passes = passes;
+		fw[i].start = &start;
+		tid[i] = bench_thread_start(rs_floor_writer_main, &fw[i], bench_allowed_cpu(i));
+	}
+	rss0 = bench_rss_bytes();
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		bench_die("mmap of %zu bytes failed", len);
+	for (i = 0; i < MEM_THREADS; i++)
+		fw[i].arr = (int64_t *)(m + (size_t)i * MEM_N * 8);
+	pthread_barrier_wait(&start);
+	for (i = 0; i < MEM_THREADS; i++)
+		pthread_join(tid[i], NULL);
+	rss1 = bench_rss_bytes();
+	munmap(m, len);
+	pthread_barrier_destroy(&start);
+	return (double)(rss1 - rss0) / MEM_N;
+}
+
+static void rs_write_fd3(const void *p, size_t len)
+{
+	const char *c = p;
+
+	while (len > 0) {
+		ssize_t w = write(3, c, len);
+
+		if (w <= 0)
+			_exit(3);
+		c += w;
+		len -= (size_t)w;
+	}
+}
+
+/* pcpu_bench --memory-child: measures one configuration (the environment
+ * sets PCPU_NSLOTS and PCPU_INDEX) and writes a struct bench_mem_result to
+ * fd 3. A fresh process, so that nothing else moves its resident set. */
+void bench_memory_child(void)
+{
+	static struct bench_mem_result m;
+	pcpu_counter_t *h;
+	pthread_t tid[MEM_THREADS];
+	pthread_barrier_t ready, start, done;
+	struct rs_writer wr;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	unsigned passes = bench_opt.mem_passes, s, i;
+	long rss0, rss1;
+	uint64_t t0;
+	size_t k;
+
+	memset(&m, 0, sizeof(m));
+	m.index = bench_process_index();
+	m.nslots = pcpu_nslots();
+	m.threads = MEM_THREADS;
+	m.floor_b = rs_mem_floor(passes);
+
+	/* The handles are the benchmark's memory: resident before the start. */
+	h = bench_xmalloc((size_t)MEM_N * sizeof(*h));
+	memset(&wr, 0, sizeof(wr));
+	pthread_barrier_init(&ready, NULL, MEM_THREADS + 1);
+	pthread_barrier_init(&start, NULL, MEM_THREADS + 1);
+	pthread_barrier_init(&done, NULL, MEM_THREADS + 1);
+	wr.list = h;
+	wr.n = MEM_N;
+	wr.passes = passes;
+	wr.ready = &ready;
+	wr.start = &start;
+	wr.done = &done;
+	/* The writers start (stacks, rseq registration) before the baseline.
+	 * Each is pinned to a CPU of its own (while there are CPUs), so both
+	 * write at once on different CPUs, whatever else the machine runs:
+	 * 2 active slots, with either index. (Unpinned, on a busy machine, the
+	 * two may take turns on one CPU and share one slot.) */
+	for (i = 0; i < MEM_THREADS; i++)
+		tid[i] = bench_thread_start(rs_writer_main, &wr, bench_allowed_cpu(i));
+	pthread_barrier_wait(&ready);
+
+	rss0 = bench_rss_bytes();
+	t0 = bench_now_ns();
+	for (k = 0; k < MEM_N; k++) {
+		h[k] = pcpu_counter_alloc();
+		if (!h[k]) {
+			snprintf(m.err, sizeof(m.err), "pcpu_counter_alloc() failed at counter %zu", k);
+			rs_write_fd3(&m, sizeof(m));
+			_exit(0);
+		}
+		if ((uintptr_t)h[k] < lo)
+			lo = (uintptr_t)h[k];
+		if ((uintptr_t)h[k] > hi)
+			hi = (uintptr_t)h[k];
+	}
+	m.alloc_ns = (double)(bench_now_ns() - t0) / MEM_N;
+	pthread_barrier_wait(&start);
+	pthread_barrier_wait(&done); /* every pass done; writers still alive */
+	rss1 = bench_rss_bytes();
+	m.rss_b = (double)(rss1 - rss0) / MEM_N;
+	m.span_b = (double)(hi - lo + sizeof(struct pcpu_counter)) / MEM_N;
+	for (s = 0; s < m.nslots; s++) {
+		size_t len = hi - lo + sizeof(struct pcpu_counter);
+		size_t rs = rs_resident(pcpu_slot_ptr((void *)lo, s), len);
+
+		m.slot_b += (double)rs;
+		/* Core v2 (8-byte counters): slot s's mirror words are nslots
+		 * regions further. The older layout has no mirror region. */
+		if (sizeof(struct pcpu_counter) == 8)
+			m.mirror_b += (double)rs_resident(pcpu_slot_ptr((void *)lo, m.nslots + s), len);
+		else
+			m.mirror_b = NAN;
+		if (rs) {
+			m.slots_resident++;
+			snprintf(m.slots + strlen(m.slots), sizeof(m.slots) - strlen(m.slots), "%s%u",
+				 m.slots_resident > 1 ? "," : "", s);
+		}
+	}
+	m.slot_b /= MEM_N;
+	m.mirror_b /= MEM_N;
+	for (i = 0; i < MEM_THREADS; i++)
+		pthread_join(tid[i], NULL);
+	m.exact = 1;
+	for (k = 0; k < MEM_N; k++)
+		if (pcpu_counter_fetch(h[k]) != (uint64_t)MEM_THREADS * passes)
+			m.exact = 0;
+	m.ok = 1;
+	rs_write_fd3(&m, sizeof(m));
+}
+
+/* Runs the memory test in a child process with PCPU_NSLOTS=nslots (0: the
+ * machine's) and PCPU_INDEX=index. */
+static int rs_memory_config(unsigned nslots, int index, struct bench_mem_result *m)
+{
+	char passes[16], e_nslots[32], e_index[32];
+	char *args[] = { "--memory-child", "--mem-passes", passes, NULL };
+	const char *env[3] = { e_index, e_nslots, NULL };
+	long got;
+
+	snprintf(passes, sizeof(passes), "%u", bench_opt.mem_passes);
+	snprintf(e_index, sizeof(e_index), "PCPU_INDEX=%s", bench_index_name(index));
+	if (nslots)
+		snprintf(e_nslots, sizeof(e_nslots), "PCPU_NSLOTS=%u", nslots);
+	else
+		snprintf(e_nslots, sizeof(e_nslots), "PCPU_NSLOTS");
+	memset(m, 0, sizeof(*m));
+	got = bench_run_self(args, env, m, sizeof(*m));
+	if (got != (long)sizeof(*m)) {
+		memset(m, 0, sizeof(*m));
+		snprintf(m->err, sizeof(m->err), "the child process failed (%s %s)", e_index, e_nslots);
+		return -1;
+	}
+	return m->ok ? 0 : -1;
 }
 
 void bench_readside(void)
 {
 	const unsigned nr = bench_opt.rounds;
 	static const size_t sizes[] = { 10000, 100000, 1000000 };
-	pcpu_zone_t *zones[2];
-	enum pcpu_index want[2] = { PCPU_INDEX_CPU, PCPU_INDEX_MM_CID };
 	double *v = bench_xmalloc(nr * sizeof(double)), *v2 = bench_xmalloc(nr * sizeof(double));
+	double *v3 = bench_xmalloc(nr * sizeof(double)), *ratio = bench_xmalloc(nr * sizeof(double));
 	uint64_t *out = bench_xmalloc(1000000 * sizeof(uint64_t));
-	enum pcpu_index def_index;
-	pcpu_zone_t *zdef;
-	unsigned zi, si, r, t;
+	const char *iname = bench_index_name(bench_process_index());
+	unsigned si, r, i;
 	struct tbl tb;
 	FILE *csv;
-	char buf[96], b2[96];
-
-	zdef = pcpu_zone_create(PCPU_INDEX_DEFAULT);
-	if (!zdef)
-		bench_die("pcpu_zone_create failed");
-	def_index = pcpu_zone_index(zdef);
-	pcpu_zone_destroy(zdef);
+	char buf[96], b2[96], b3[96];
 
 	printf("## 4. Read side and memory\n\n");
 	csv = bench_csv_open("readside.csv",
@@ -194,164 +374,193 @@ void bench_readside(void)
 
 	/* ---- fetch of one counter ---- */
 	tbl_init(&tb, 4);
-	tbl_headers(&tb, "operation", "zone", "ns per call", "exact", NULL);
-	for (zi = 0; zi < 2; zi++) {
-		pcpu_counter_t c;
+	tbl_headers(&tb, "operation", "index", "ns per call", "exact", NULL);
+	{
+		pcpu_counter_t c = pcpu_counter_alloc();
 		const uint64_t calls = 200000;
 		uint64_t sum = 0;
 		struct bench_stat s;
 		int exact;
 
-		zones[zi] = pcpu_zone_create(want[zi]);
-		if (!zones[zi] || !(c = pcpu_counter_alloc_in(zones[zi], 1)))
-			bench_die("pcpu allocation failed");
+		if (!c)
+			bench_die("pcpu_counter_alloc failed");
 		pcpu_counter_add(c, 7);
 		for (r = 0; r < nr; r++) {
-			uint64_t t0 = bench_ticks(), i;
+			uint64_t t0 = bench_ticks(), k;
 
-			for (i = 0; i < calls; i++)
+			for (k = 0; k < calls; k++)
 				sum += pcpu_counter_fetch(c);
 			v[r] = (double)(bench_ticks() - t0) / bench_tsc_ghz / (double)calls;
 		}
 		s = bench_stat_of(v, nr);
 		exact = sum == 7 * calls * nr;
-
 		tbl_cell(&tb, "pcpu_counter_fetch, 1 counter");
-		tbl_cell(&tb, "%s (%u slots)", index_name(zones[zi]), pcpu_nslots());
+		tbl_cell(&tb, "%s (%u slots)", iname, pcpu_nslots());
 		tbl_cell(&tb, "%s", bench_fmt_stat(buf, sizeof(buf), s));
 		tbl_cell(&tb, "%s", exact ? "yes" : "**NO**");
 		if (csv)
-			fprintf(csv, "fetch,%s,1,ns,%.3f,%.3f,%.3f,%d,\"\"\n", index_name(zones[zi]), s.med,
-				s.min, s.max, exact);
+			fprintf(csv, "fetch,%s,1,ns,%.3f,%.3f,%.3f,%d,\"\"\n", iname, s.med, s.min,
+				s.max, exact);
 		pcpu_counter_free(c);
 	}
 	tbl_print(&tb);
 
 	/* ---- snapshots ---- */
-	printf("Snapshots: counters written first by 2 unpinned threads running at once; "
-	       "\"slots\" lists the slots with resident pages. ms, median (min–max) of %u rounds.\n\n",
-	       nr);
-	tbl_init(&tb, 6);
-	tbl_headers(&tb, "counters", "zone (slots resident)", "pcpu_counter_fetch_array, ms",
-		    "n × pcpu_counter_fetch, ms", "ns per counter (array)", "exact", NULL);
+	printf("Snapshots: an array of n counters (pcpu_counter_alloc_array, %s index) written "
+	       "first by 2 unpinned threads running at once (\"slots\": the slots with resident "
+	       "pages). Each round runs pcpu_counter_fetch_array, n × pcpu_counter_fetch and the "
+	       "memory floor in turn. ms, median (min–max) of %u rounds.\n\n", iname, nr);
+	tbl_init(&tb, 7);
+	tbl_headers(&tb, "counters", "slots resident", "pcpu_counter_fetch_array, ms",
+		    "n × pcpu_counter_fetch, ms", "memory floor, ms", "fetch_array / floor",
+		    "exact", NULL);
 	for (si = 0; si < 3 && sizes[si] <= bench_opt.max_snapshot; si++) {
-		for (zi = 0; zi < 2; zi++) {
-			size_t n = sizes[si], i;
-			pcpu_counter_t arr = pcpu_counter_alloc_in(zones[zi], n);
-			struct bench_stat sa, sf;
-			char slots[64];
-			int exact = 1;
+		size_t n = sizes[si], k;
+		pcpu_counter_t arr = pcpu_counter_alloc_array(n);
+		struct bench_stat sa, sf, sl;
+		struct rs_floor fl;
+		char slots[96];
+		double rmed;
+		int exact = 1;
 
-			if (!arr)
-				bench_die("pcpu_counter_alloc_in(%zu) failed", n);
-			rs_write_all(arr, n, 2, 1);
-			rs_resident_slots(arr, n, slots, sizeof(slots), 0);
-			for (r = 0; r < nr; r++) {
-				uint64_t t0;
+		if (!arr)
+			bench_die("pcpu_counter_alloc_array(%zu) failed", n);
+		rs_floor_init(&fl, n);
+		rs_write_all(arr, n, 2, 1);
+		rs_resident_slots(arr, n * sizeof(struct pcpu_counter), slots, sizeof(slots));
+		for (r = 0; r < nr; r++) {
+			uint64_t t0;
 
-				/* Alternate the two methods inside each round. */
-				memset(out, 0, n * sizeof(*out));
-				t0 = bench_now_ns();
-				pcpu_counter_fetch_array(arr, n, out);
-				v[r] = (double)(bench_now_ns() - t0) / 1e6;
-				exact &= rs_all_equal(out, n, 2);
-				memset(out, 0, n * sizeof(*out));
-				t0 = bench_now_ns();
-				for (i = 0; i < n; i++)
-					out[i] = pcpu_counter_fetch(pcpu_counter_at(arr, i));
-				v2[r] = (double)(bench_now_ns() - t0) / 1e6;
-				exact &= rs_all_equal(out, n, 2);
-			}
-			sa = bench_stat_of(v, nr);
-			sf = bench_stat_of(v2, nr);
-			tbl_cell(&tb, "%zu", n);
-			tbl_cell(&tb, "%s (%s)", index_name(zones[zi]), slots);
-			tbl_cell(&tb, "%s", bench_fmt_stat(buf, sizeof(buf), sa));
-			tbl_cell(&tb, "%s", bench_fmt_stat(b2, sizeof(b2), sf));
-			tbl_cell(&tb, "%.2f", sa.med * 1e6 / (double)n);
-			tbl_cell(&tb, "%s", exact ? "yes" : "**NO**");
-			if (csv) {
-				fprintf(csv, "fetch_array,%s,%zu,ms,%.4f,%.4f,%.4f,%d,\"%s\"\n",
-					index_name(zones[zi]), n, sa.med, sa.min, sa.max, exact, slots);
-				fprintf(csv, "fetch_each,%s,%zu,ms,%.4f,%.4f,%.4f,%d,\"%s\"\n",
-					index_name(zones[zi]), n, sf.med, sf.min, sf.max, exact, slots);
-			}
-			if (n == 1000000 && pcpu_zone_index(zones[zi]) == def_index) {
-				bench_targets.have_snapshot = 1;
-				bench_targets.snapshot_1e6_ms = sa.med;
-				bench_targets.snapshot_slots = pcpu_nslots();
-			}
-			pcpu_counter_free(arr);
+			memset(out, 0, n * sizeof(*out));
+			t0 = bench_now_ns();
+			pcpu_counter_fetch_array(arr, n, out);
+			v[r] = (double)(bench_now_ns() - t0) / 1e6;
+			exact &= rs_all_equal(out, n, 2);
+			memset(out, 0, n * sizeof(*out));
+			t0 = bench_now_ns();
+			for (k = 0; k < n; k++)
+				out[k] = pcpu_counter_fetch(pcpu_counter_at(arr, k));
+			v2[r] = (double)(bench_now_ns() - t0) / 1e6;
+			exact &= rs_all_equal(out, n, 2);
+			v3[r] = rs_floor_run(&fl);
+			exact &= fl.dst[n - 1] == fl.nslots;
+			ratio[r] = v[r] / v3[r];
 		}
-		rs_memory_floor(sizes[si], v, csv, &tb);
+		sa = bench_stat_of(v, nr);
+		sf = bench_stat_of(v2, nr);
+		sl = bench_stat_of(v3, nr);
+		rmed = bench_median(ratio, nr);
+		tbl_cell(&tb, "%zu", n);
+		tbl_cell(&tb, "%s", slots);
+		tbl_cell(&tb, "%s", bench_fmt_stat(buf, sizeof(buf), sa));
+		tbl_cell(&tb, "%s", bench_fmt_stat(b2, sizeof(b2), sf));
+		tbl_cell(&tb, "%s", bench_fmt_stat(b3, sizeof(b3), sl));
+		tbl_cell(&tb, "%.2f×", rmed);
+		tbl_cell(&tb, "%s", exact ? "yes" : "**NO**");
+		if (csv) {
+			fprintf(csv, "fetch_array,%s,%zu,ms,%.4f,%.4f,%.4f,%d,\"%s\"\n", iname, n,
+				sa.med, sa.min, sa.max, exact, slots);
+			fprintf(csv, "fetch_each,%s,%zu,ms,%.4f,%.4f,%.4f,%d,\"%s\"\n", iname, n,
+				sf.med, sf.min, sf.max, exact, slots);
+			fprintf(csv, "memory_floor,plain,%zu,ms,%.4f,%.4f,%.4f,%d,\"\"\n", n, sl.med,
+				sl.min, sl.max, exact);
+			fprintf(csv, "fetch_array_vs_floor,%s,%zu,ratio,%.4f,,,%d,\"\"\n", iname, n,
+				rmed, exact);
+		}
+		if (n == 1000000) {
+			bench_targets.have_snapshot = 1;
+			bench_targets.snapshot_1e6_ms = sa.med;
+			bench_targets.snapshot_floor_ms = sl.med;
+			bench_targets.snapshot_vs_floor = rmed;
+			bench_targets.snapshot_slots = pcpu_nslots();
+		}
+		pcpu_counter_free(arr);
+		free(fl.src);
+		free(fl.dst);
 	}
 	tbl_print(&tb);
-	printf("\"memory floor\": summing a plain array of the bytes a snapshot reads "
-	       "(16 B × slots per counter) into an 8 B result per counter, i.e. what the "
-	       "memory system allows.\n\n");
-	for (zi = 0; zi < 2; zi++)
-		pcpu_zone_destroy(zones[zi]);
+	printf("\"memory floor\": plain arrays of the bytes a snapshot must read (8 B × %u "
+	       "slots per counter) summed slot by slot into an 8 B result per counter, i.e. what "
+	       "the memory system allows. (Before Core v2 this floor read 16 B per slot.)\n\n",
+	       pcpu_nslots());
 	if (csv)
 		fclose(csv);
 
 	/* ---- memory ---- */
-	printf("Memory for 10^6 counters (%zu bytes per slot each), written %u times by 1 or 2 "
-	       "unpinned threads running at once (1 ms sleep between passes); "
-	       "fresh zone per row.\n\n", sizeof(struct pcpu_counter), bench_opt.mem_passes);
+	printf("Memory for 10^6 counters allocated one by one with pcpu_counter_alloc(), written "
+	       "%u times by %u threads running at once, pinned to different CPUs (1 ms sleep between "
+	       "passes); each "
+	       "row is a fresh process (`pcpu_bench --memory-child`) with the environment shown. "
+	       "\"resident\" is the growth of the whole process's Rss (smaps_rollup: counters, "
+	       "allocator bookkeeping, everything) over allocation and writes, per counter; "
+	       "\"floor\": %u plain arrays of 8 B per counter, one per writer, written the same way "
+	       "in the same process.\n\n", bench_opt.mem_passes, MEM_THREADS, MEM_THREADS);
 	csv = bench_csv_open("memory.csv",
-			     "zone,threads,counters,rss_bytes_per_counter,resident_slots,"
-			     "slot_resident_bytes_per_counter,virt_reserved_bytes_per_counter,exact");
-	tbl_init(&tb, 7);
-	tbl_headers(&tb, "zone", "threads", "resident B/counter (VmRSS)", "resident per slot (mincore)",
-		    "B/counter (mincore, all slots)", "address space reserved, B/counter (VmSize)", "exact", NULL);
-	for (zi = 0; zi < 2; zi++)
-		for (t = 1; t <= 2; t++) {
-			const size_t n = 1000000;
-			long rss0, rss1, vm0, vm1;
-			pcpu_zone_t *z;
-			pcpu_counter_t arr;
-			char slots[64];
-			size_t res = 0;
-			unsigned s;
-			int exact;
+			     "index,nslots,threads,counters,rss_bytes_per_counter,floor_bytes_per_counter,"
+			     "resident_slots,slot_bytes_per_counter,mirror_bytes_per_counter,"
+			     "span_bytes_per_counter,alloc_ns,exact");
+	tbl_init(&tb, 10);
+	tbl_headers(&tb, "environment", "index, slots", "resident B/counter (Rss Δ)",
+		    "floor: plain 8 B × 2, B/counter", "slots resident", "slot words B/counter (mincore)",
+		    "mirror B/counter (mincore)", "slot-0 address span B/counter",
+		    "ns per pcpu_counter_alloc", "exact", NULL);
+	bench_targets.nmem = 0;
+	{
+		static const unsigned nslots_cfg[2] = { 0, 64 };
+		int idx_cfg[2] = { PCPU_INDEX_CPU, PCPU_INDEX_MM_CID };
+		unsigned ci, ii;
 
-			rss0 = bench_proc_status_kb("VmRSS");
-			vm0 = bench_proc_status_kb("VmSize");
-			z = pcpu_zone_create(want[zi]);
-			if (!z || !(arr = pcpu_counter_alloc_in(z, n)))
-				bench_die("pcpu allocation failed");
-			vm1 = bench_proc_status_kb("VmSize");
-			rs_write_all(arr, n, t, bench_opt.mem_passes);
-			rss1 = bench_proc_status_kb("VmRSS");
-			rs_resident_slots(arr, n, slots, sizeof(slots), 1);
-			for (s = 0; s < pcpu_nslots(); s++)
-				res += rs_resident(pcpu_slot_ptr(arr, s), n * sizeof(struct pcpu_counter));
-			pcpu_counter_fetch_array(arr, n, out);
-			exact = rs_all_equal(out, n, (uint64_t)t * bench_opt.mem_passes);
+		for (ci = 0; ci < 2; ci++)
+			for (ii = 0; ii < 2; ii++) {
+				struct bench_mem_result *m = &bench_targets.mem[bench_targets.nmem];
+				char env[64];
 
-			tbl_cell(&tb, "%s", index_name(z));
-			tbl_cell(&tb, "%u", t);
-			tbl_cell(&tb, "%.1f", (double)(rss1 - rss0) * 1024 / (double)n);
-			tbl_cell(&tb, "%s", slots);
-			tbl_cell(&tb, "%.1f", (double)res / (double)n);
-			tbl_cell(&tb, "%.1f (%.0f MiB)", (double)(vm1 - vm0) * 1024 / (double)n,
-				 (double)(vm1 - vm0) / 1024);
-			tbl_cell(&tb, "%s", exact ? "yes" : "**NO**");
-			if (csv)
-				fprintf(csv, "%s,%u,%zu,%.2f,\"%s\",%.2f,%.2f,%d\n", index_name(z), t, n,
-					(double)(rss1 - rss0) * 1024 / (double)n, slots,
-					(double)res / (double)n, (double)(vm1 - vm0) * 1024 / (double)n,
-					exact);
-			pcpu_counter_free(arr);
-			pcpu_zone_destroy(z);
-		}
+				if (idx_cfg[ii] == PCPU_INDEX_MM_CID && !pcpu_rseq_has_mm_cid())
+					continue;
+				fprintf(stderr, "read: memory, PCPU_INDEX=%s PCPU_NSLOTS=%u\n",
+					bench_index_name(idx_cfg[ii]), nslots_cfg[ci]);
+				rs_memory_config(nslots_cfg[ci], idx_cfg[ii], m);
+				snprintf(env, sizeof(env), "PCPU_INDEX=%s%s", bench_index_name(idx_cfg[ii]),
+					 nslots_cfg[ci] ? " PCPU_NSLOTS=64" : "");
+				snprintf(m->env, sizeof(m->env), "%s", env);
+				bench_targets.nmem++;
+				tbl_cell(&tb, "%s", env);
+				if (!m->ok) {
+					tbl_cell(&tb, "**failed**: %s", m->err);
+					for (i = 0; i < 8; i++)
+						tbl_cell(&tb, "—");
+					continue;
+				}
+				tbl_cell(&tb, "%s, %u", bench_index_name(m->index), m->nslots);
+				tbl_cell(&tb, "%.2f", m->rss_b);
+				tbl_cell(&tb, "%.2f", m->floor_b);
+				tbl_cell(&tb, "%s", m->slots);
+				tbl_cell(&tb, "%.2f", m->slot_b);
+				if (isnan(m->mirror_b))
+					tbl_cell(&tb, "— (no mirror region)");
+				else
+					tbl_cell(&tb, "%.2f", m->mirror_b);
+				tbl_cell(&tb, "%.2f", m->span_b);
+				tbl_cell(&tb, "%.0f", m->alloc_ns);
+				tbl_cell(&tb, "%s", m->exact ? "yes" : "**NO**");
+				if (csv)
+					fprintf(csv, "%s,%u,%u,%d,%.3f,%.3f,\"%s\",%.3f,%.3f,%.3f,%.1f,%d\n",
+						bench_index_name(m->index), m->nslots, m->threads, MEM_N,
+						m->rss_b, m->floor_b, m->slots, m->slot_b, m->mirror_b,
+						m->span_b, m->alloc_ns, m->exact);
+			}
+	}
 	tbl_print(&tb);
-	printf("A counter is %zu bytes per slot (an rseq word and a fallback word); the zone "
-	       "reserves address space for all %u possible slots with MAP_NORESERVE.\n\n",
-	       sizeof(struct pcpu_counter), pcpu_nslots());
+	printf("A counter is %zu bytes per slot; zones reserve address space for every possible "
+	       "slot with MAP_NORESERVE, so only written pages count. \"mirror\": Core v2's "
+	       "region of atomic-only words (slot s's mirror at nslots + s strides), resident only "
+	       "where a fallback add, reset or gauge set wrote.\n\n",
+	       sizeof(struct pcpu_counter));
 	if (csv)
 		fclose(csv);
 	free(v);
 	free(v2);
+	free(v3);
+	free(ratio);
 	free(out);
 }

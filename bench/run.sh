@@ -10,6 +10,20 @@
 # (default: ./build at the repository root); every other argument goes to
 # pcpu_bench (see `pcpu_bench --help`). With --csv DIR the results go to DIR
 # instead of bench/results/<mode>/.
+#
+# pcpu_bench measures the incr section in two processes by itself (pcpu's
+# slot index is per process: it runs itself again with PCPU_INDEX=cpu or
+# mm_cid, the index it does not have), so `run.sh --quick`, and with it
+# scripts/demo.sh, need nothing more.
+#
+# Before/after comparison of two cores, in one session, runs alternating:
+#   bash bench/run.sh [--build-dir DIR] --against LABEL=PATH [--against ...]
+#        [--alternations N] [pcpu_bench options]
+# runs, N times (default 3), each PATH (an older pcpu_bench, its library
+# beside it) and then this build's pcpu_bench ("after"), each with the same
+# options, into bench/results/compare/<label>-<i>/ (one folder per run:
+# report.md and CSV files), then writes the medians over the runs to
+# bench/results/compare/compare.md (bench/plot.py --compare).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -20,6 +34,21 @@ if [ "${1:-}" = "--build-dir" ]; then
   build=$2
   shift 2
 fi
+against=()
+alternations=3
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --against)
+      [ $# -ge 2 ] && [[ "$2" == *=* ]] || { echo "run.sh: --against needs LABEL=PATH" >&2; exit 2; }
+      against+=("$2")
+      shift 2 ;;
+    --alternations)
+      [ $# -ge 2 ] || { echo "run.sh: --alternations needs a count" >&2; exit 2; }
+      alternations=$2
+      shift 2 ;;
+    *) break ;;
+  esac
+done
 
 mode=default
 out=""
@@ -49,6 +78,28 @@ bench_stats="$build/bench/pcpu_bench_stats"
 
 if [ "$mode" = help ]; then
   exec "$bench" --help
+fi
+
+if [ ${#against[@]} -gt 0 ]; then
+  cmp="$here/results/compare"
+  rm -rf "$cmp"
+  mkdir -p "$cmp"
+  for ((i = 1; i <= alternations; i++)); do
+    for spec in "${against[@]}" "after=$bench"; do
+      label=${spec%%=*}
+      bin=${spec#*=}
+      dir="$cmp/$label-$i"
+      mkdir -p "$dir"
+      echo "run.sh: run $i/$alternations: $label ($bin $*)" >&2
+      {
+        echo "<!-- $bin $* -->"
+        "$bin" "$@" --csv "$dir"
+      } > "$dir/report.md"
+    done
+  done
+  python3 "$here/plot.py" --compare "$cmp"
+  echo "run.sh: comparison in $cmp/compare.md" >&2
+  exit 0
 fi
 
 if [ -z "$out" ]; then
