@@ -2,6 +2,7 @@
 // as test_counter9_port.c -- static and global early counters, a statistics
 // array with per-field macros, SYSCTL_COUNTER_U64 at file scope, the rate
 // API, fetch-and-zero of arrays, zpcpu accessors -- compile and count.
+#define PCPU_COUNTER9_KERNEL_CLOCK /* ticks and hz, as ported code uses them */
 #include <sys/counter.h>
 #include <pcpu/counter9_sysctl.h>
 
@@ -73,6 +74,16 @@ int main()
 	TCPSTAT_INC(tcps_drops);
 	CHECK(*zpcpu_get_cpu(tcpstat[2], 0) + counter_u64_fetch(tcpstat[2]) >= 1);
 	counter_rate_free(log_rate);
+	/* The kernel's clock: ticks advance hz per second, and a struct
+	 * counter_rate initialised the old way works with it. */
+	struct counter_rate cr;
+	std::memset(&cr, 0, sizeof cr);
+	cr.cr_rate = counter_u64_alloc(M_WAITOK);
+	cr.cr_ticks = ticks;
+	CHECK(hz == 1000 && ticks - cr.cr_ticks >= 0 && ticks - cr.cr_ticks < hz);
+	CHECK(counter_ratecheck(&cr, 1) == 0);
+	CHECK(counter_ratecheck(&cr, 1) == -1);
+	counter_u64_free(cr.cr_rate);
 	std::printf("test_counter9_port_cxx: ok\n");
 	return 0;
 }

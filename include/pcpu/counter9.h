@@ -312,6 +312,14 @@ static inline void counter_rate_free(struct counter_rate *cr)
 			counter_u64_zero((a)[_i]);                             \
 	} while (0)
 
+/* The kernel's clock, for ported code that writes `cr.cr_ticks = ticks` or
+ * compares with `hz`: opt-in (define PCPU_COUNTER9_KERNEL_CLOCK before
+ * including), since names this short collide with ordinary identifiers. */
+#ifdef PCPU_COUNTER9_KERNEL_CLOCK
+#define ticks (pcpu_counter9_ticks())
+#define hz PCPU_COUNTER9_HZ
+#endif
+
 /* pcpu's addition: copy and zero, each add reported exactly once. */
 #define COUNTER_ARRAY_FETCH_AND_ZERO(a, dstp, n)                              \
 	pcpu_counter9_array_fetch_and_zero((a), (uint64_t *)(dstp), (size_t)(n))
