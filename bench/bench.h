@@ -121,6 +121,7 @@ struct bench_target_data {
 	double dp_pcpu_cycles;         /* pcpu (add_many) cycles per update */
 	double dp_pcpu4_cycles;        /* pcpu (4 adds) cycles per update */
 	double dp_percore_cycles;      /* Per Core pattern cycles per update */
+	double dp_noise_cycles;        /* |no-statistics row|: the method's noise */
 
 	int have_snapshot;
 	double snapshot_1e6_ms;        /* pcpu_counter_fetch_array, 10^6 counters */

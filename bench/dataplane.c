@@ -783,6 +783,10 @@ void bench_dataplane(void)
 		for (r = 0; r < nr; r++)
 			v[r] = OVH(D_PERCORE, tn, r);
 		bench_targets.dp_percore_cycles = bench_median(v, nr);
+		/* The method's noise floor: the reference loop against itself. */
+		for (r = 0; r < nr; r++)
+			v[r] = fabs(OVH(D_NONE, tn, r));
+		bench_targets.dp_noise_cycles = bench_median(v, nr);
 	}
 	if (csv)
 		fclose(csv);
