@@ -253,6 +253,28 @@ static void test_rate_api(void)
 	CHECK(counter_rate_alloc(M_NOWAIT, 0) == NULL && errno == EINVAL);
 }
 
+/* Older code's struct counter_rate, zero-initialised: the period's count is
+ * reported once, by the first check of the next period, when it was over
+ * the limit, and 0 otherwise. */
+static void test_rate_periods(void)
+{
+	struct counter_rate cr;
+	struct timespec next_second = {1, 100000000};
+
+	memset(&cr, 0, sizeof(cr));
+	cr.cr_rate = counter_u64_alloc(M_WAITOK);
+	for (int i = 1; i <= 100; i++) /* the first call opens a period */
+		CHECK(counter_ratecheck(&cr, 100) == 0);
+	for (int i = 0; i < 50; i++) /* over the limit: -1 */
+		CHECK(counter_ratecheck(&cr, 100) == -1);
+	nanosleep(&next_second, NULL);
+	CHECK(counter_ratecheck(&cr, 100) == 150);
+	CHECK(counter_ratecheck(&cr, 100) == 0);
+	nanosleep(&next_second, NULL);
+	CHECK(counter_ratecheck(&cr, 100) == 0); /* under the limit: 0 */
+	counter_u64_free(cr.cr_rate);
+}
+
 static void test_sysctl_and_zpcpu(void)
 {
 	pcpu_registry_t *reg = pcpu_registry_create();
@@ -301,6 +323,7 @@ int main(void)
 {
 	test_ipstat();
 	test_rate_api();
+	test_rate_periods();
 	test_ratecheck_oversubscribed();
 	test_sysctl_and_zpcpu();
 	printf("test_counter9_port: ok (mode %s)\n", pcpu_rseq_mode_name(pcpu_rseq_mode()));
