@@ -17,6 +17,7 @@ Installs the build tree into a scratch prefix, then checks:
   4. every page renders without a warning, with groff -ww and with
      `man --warnings` (what lintian runs).
 """
+import atexit
 import os
 import re
 import subprocess
@@ -37,6 +38,7 @@ def run(cmd, **kw):
 
 
 work = tempfile.mkdtemp(prefix="pcpu-man.")
+atexit.register(subprocess.run, ["rm", "-rf", work])
 prefix = os.path.join(work, "prefix")
 r = run(["cmake", "--install", build, "--prefix", prefix])
 if r.returncode:
@@ -148,7 +150,6 @@ for page in sorted(pages):
     if r.returncode or r.stderr.strip():
         fail(f"{page}: man --warnings:\n{r.stderr}")
 
-subprocess.run(["rm", "-rf", work])
 if failures:
     print(f"check_man: {len(failures)} problem(s)")
     sys.exit(1)

@@ -24,6 +24,7 @@ leak nothing (LeakSanitizer) and leave no statistics segment behind
 (PCPU_SEGMENT_DIR is an empty directory that must stay empty).
 """
 import glob
+import atexit
 import os
 import re
 import subprocess
@@ -35,6 +36,7 @@ files = sys.argv[5:] or [os.path.join(src, "README.md")] + sorted(
     glob.glob(os.path.join(src, "man", "man3", "*.3")))
 include = os.path.join(src, "include")
 work = tempfile.mkdtemp(prefix="pcpu-snippets.")
+atexit.register(subprocess.run, ["rm", "-rf", work])
 failures = []
 KNOWN = {"fragment", "c-only", "no-run"}
 
@@ -153,7 +155,6 @@ for path in files:
                 failures.append(f"{where}: left {os.listdir(segdir)} in the segment directory")
                 continue
 
-subprocess.run(["rm", "-rf", work])
 for f in failures:
     print("FAIL:", f)
 if n < 2:
