@@ -4,7 +4,11 @@
 #   cmake, ninja, gcc: build         clang + compiler-rt: libFuzzer fuzz tests
 #   valgrind: exactness under valgrind (rseq-less fallback)
 #   prometheus (promtool, server): exposition checks and the scrape test
-#   python: prometheus_client (strict OpenMetrics parser), matplotlib (plots)
+#   python: prometheus_client (strict OpenMetrics parser), matplotlib (plots),
+#           pytest, setuptools and wheel (the Python binding's tests and its
+#           `pip install ./python`, done offline there)
+#   debhelper, dpkg-dev, build-essential, lintian: the Debian packages test
+#   man-db, groff: the manual pages test (man --warnings, groff -ww)
 # Idempotent and quiet when everything is present. Needs root for apt-get.
 set -euo pipefail
 
@@ -19,6 +23,13 @@ have clang     || need_apt+=(clang)
 [ -n "$(ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a 2>/dev/null)" ] || need_apt+=(libclang-rt-14-dev)
 have promtool  || need_apt+=(prometheus)
 have python3   || need_apt+=(python3 python3-pip)
+have dpkg-buildpackage || need_apt+=(dpkg-dev)
+dpkg -s build-essential >/dev/null 2>&1 || need_apt+=(build-essential)
+have dh        || need_apt+=(debhelper)
+have lintian   || need_apt+=(lintian)
+have man       || need_apt+=(man-db)
+have groff     || need_apt+=(groff-base)
+have readelf   || need_apt+=(binutils)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "install-deps: apt-get install ${need_apt[*]}"
@@ -31,6 +42,9 @@ fi
 py_need=()
 python3 -c 'import prometheus_client' 2>/dev/null || py_need+=(prometheus_client)
 python3 -c 'import matplotlib' 2>/dev/null || py_need+=(matplotlib)
+python3 -c 'import pytest' 2>/dev/null || py_need+=(pytest)
+python3 -c 'import setuptools' 2>/dev/null || py_need+=(setuptools)
+python3 -c 'import wheel' 2>/dev/null || py_need+=(wheel)
 if [ ${#py_need[@]} -gt 0 ]; then
   echo "install-deps: pip install ${py_need[*]}"
   python3 -m pip install --quiet --disable-pip-version-check "${py_need[@]}" \

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /**
  * @file pcpu/pcpu.h
- * pcpu: per-CPU statistics for Linux user space. Include this header for the
- * per-CPU zones (pcpu/zone.h), exact counters (pcpu/counter.h), and the
+ * pcpu: per-CPU statistics for Linux user space. This header gives the whole
+ * API: the per-CPU zones (pcpu/zone.h), exact counters (pcpu/counter.h), the
  * statistics layer (pcpu/stats.h: registry, gauges, histograms, consistent
- * groups, exposition).
- * FreeBSD counter(9) compatibility: pcpu/counter9.h.
+ * groups, exposition), the shared statistics segment (pcpu/segment.h) and its
+ * reader (pcpu/reader.h). Every name it declares starts with pcpu_ or PCPU_.
+ * FreeBSD counter(9) compatibility, whose names are unprefixed, is opt-in:
+ * pcpu/counter9.h. The section 3 manual pages start at pcpu(3).
  *
  * Link with -lpcpu (pkg-config pcpu, or CMake's pcpu::pcpu).
  */
@@ -16,5 +18,7 @@
 #include <pcpu/zone.h>
 #include <pcpu/counter.h>
 #include <pcpu/stats.h>
+#include <pcpu/segment.h>
+#include <pcpu/reader.h>
 
 #endif /* PCPU_PCPU_H */

@@ -1,26 +1,86 @@
 #!/usr/bin/env bash
-# Installs pcpu from the build tree into a scratch prefix, then builds and runs
-# consumers against it with CMake's find_package and with pkg-config.
+# The installed library, used the way users use it, in two layouts:
+#  1. the build tree installed into a scratch prefix (`cmake --install
+#     --prefix`): consumers built with CMake's find_package and with
+#     pkg-config; pkg-config names that prefix; the installed pcpustat starts
+#     without LD_LIBRARY_PATH (its RUNPATH finds ../lib);
+#  2. a distribution layout: a library-and-tools build configured with prefix
+#     /usr and the multiarch libdir (lib/x86_64-linux-gnu), staged with
+#     DESTDIR: pkg-config must say /usr/include and /usr/lib/<multiarch>
+#     (a .pc that derives its prefix from its own location gets both wrong),
+#     pcpustat carries no RUNPATH, and consumers build against the staged
+#     files (pkg-config's sysroot, CMake's prefix path).
 # usage: run.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 src=$1 build=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cmake --install "$build" --prefix "$work/prefix" >/dev/null
 here=$(cd "$(dirname "$0")" && pwd)
-cmake -S "$here" -B "$work/cbuild" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+fail() { echo "install_consumer: $*" >&2; exit 1; }
+
+# ---- 1. scratch prefix ----------------------------------------------------------
+prefix=$work/prefix
+cmake --install "$build" --prefix "$prefix" >/dev/null
+cmake -S "$here" -B "$work/cbuild" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build "$work/cbuild" >/dev/null
-LD_LIBRARY_PATH="$work/prefix/lib" "$work/cbuild/consumer_c"
-LD_LIBRARY_PATH="$work/prefix/lib" "$work/cbuild/consumer_cxx"
+LD_LIBRARY_PATH="$prefix/lib" "$work/cbuild/consumer_c"
+LD_LIBRARY_PATH="$prefix/lib" "$work/cbuild/consumer_cxx"
 "$work/cbuild/consumer_static"
 # pkg-config, as a Makefile user would.
-libdir=$(ls -d "$work"/prefix/lib* | head -1)
+libdir=$(ls -d "$prefix"/lib* | head -1)
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
+[ "$(pkg-config --variable=includedir pcpu)" = "$prefix/include" ] \
+  || fail "pkg-config includedir is $(pkg-config --variable=includedir pcpu), not $prefix/include"
+[ "$(pkg-config --variable=libdir pcpu)" = "$libdir" ] \
+  || fail "pkg-config libdir is $(pkg-config --variable=libdir pcpu), not $libdir"
 cc $(pkg-config --cflags pcpu) "$here/consumer.c" -o "$work/pc_consumer" $(pkg-config --libs pcpu) -pthread
 LD_LIBRARY_PATH="$libdir" "$work/pc_consumer"
+unset PKG_CONFIG_PATH
 # Only pcpu_-prefixed symbols are exported, and the SONAME is versioned.
 lib=$(ls "$libdir"/libpcpu.so.0)
 bad=$(nm -D --defined-only "$lib" | awk '$3 !~ /^pcpu_/ && $3 != "PCPU_0" {print $3}')
 if [ -n "$bad" ]; then echo "exported symbols without the pcpu_ prefix: $bad"; exit 1; fi
 objdump -p "$lib" | grep -q 'SONAME *libpcpu.so.0' || { echo "SONAME is not libpcpu.so.0"; exit 1; }
+# The installed tool starts on its own (no LD_LIBRARY_PATH) and lists
+# segments in an empty directory.
+if [ -e "$prefix/bin/pcpustat" ]; then
+  mkdir "$work/segs"
+  env -u LD_LIBRARY_PATH PCPU_SEGMENT_DIR="$work/segs" "$prefix/bin/pcpustat" >"$work/out" 2>&1 \
+    || { cat "$work/out"; fail "installed pcpustat does not run from $prefix/bin"; }
+  [ -e "$prefix/share/man/man1/pcpustat.1" ] || fail "pcpustat.1 not installed"
+fi
+
+# ---- 2. /usr with a multiarch libdir, staged with DESTDIR ---------------------------
+multiarch=$(cc -print-multiarch 2>/dev/null || true)
+[ -n "$multiarch" ] || multiarch=x86_64-linux-gnu
+root=$work/root
+cmake -S "$src" -B "$work/mbuild" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_INSTALL_LIBDIR="lib/$multiarch" \
+  -DPCPU_BUILD_TESTS=OFF -DPCPU_BUILD_BENCH=OFF -DPCPU_BUILD_EXAMPLES=OFF >/dev/null
+cmake --build "$work/mbuild" >/dev/null
+DESTDIR=$root cmake --install "$work/mbuild" >/dev/null
+pcdir=$root/usr/lib/$multiarch/pkgconfig
+[ -e "$pcdir/pcpu.pc" ] || fail "no $pcdir/pcpu.pc"
+export PKG_CONFIG_LIBDIR=$pcdir
+[ "$(pkg-config --variable=includedir pcpu)" = /usr/include ] \
+  || fail "/usr install: pkg-config includedir is $(pkg-config --variable=includedir pcpu), not /usr/include"
+[ "$(pkg-config --variable=libdir pcpu)" = "/usr/lib/$multiarch" ] \
+  || fail "/usr install: pkg-config libdir is $(pkg-config --variable=libdir pcpu), not /usr/lib/$multiarch"
+# The staged files as if they were in /usr: pkg-config's sysroot prefixes them.
+export PKG_CONFIG_SYSROOT_DIR=$root
+cflags=$(echo $(pkg-config --cflags pcpu)) libs=$(echo $(pkg-config --libs pcpu))
+[ "$cflags" = "-I$root/usr/include" ] && [ "$libs" = "-L$root/usr/lib/$multiarch -lpcpu" ] \
+  || fail "/usr install: pkg-config says '$cflags' '$libs'"
+cc $cflags "$here/consumer.c" -o "$work/ma_consumer" $libs -pthread
+LD_LIBRARY_PATH="$root/usr/lib/$multiarch" "$work/ma_consumer"
+unset PKG_CONFIG_LIBDIR PKG_CONFIG_SYSROOT_DIR
+cmake -S "$here" -B "$work/mcbuild" -G Ninja -DCMAKE_PREFIX_PATH="$root/usr" >/dev/null
+cmake --build "$work/mcbuild" >/dev/null
+LD_LIBRARY_PATH="$root/usr/lib/$multiarch" "$work/mcbuild/consumer_c"
+# A /usr install needs no RUNPATH (Debian policy forbids one).
+if readelf -d "$root/usr/bin/pcpustat" | grep -qE 'RPATH|RUNPATH'; then
+  fail "/usr/bin/pcpustat has an RPATH: $(readelf -d "$root/usr/bin/pcpustat" | grep -E 'RPATH|RUNPATH')"
+fi
+mkdir -p "$work/segs"
+LD_LIBRARY_PATH="$root/usr/lib/$multiarch" PCPU_SEGMENT_DIR="$work/segs" "$root/usr/bin/pcpustat" >/dev/null
 echo "install_consumer: ok"

@@ -1,0 +1,38 @@
+# Section 3 manual pages: man/man3/*.3 each document several functions (the
+# names before "\-" in their NAME section). For every other name a page
+# lists, this writes a one-line link page, `.so man3/<page>.3`, into
+# <binary dir>/man/man3, so that `man pcpu_counter_inc` finds the page of
+# pcpu_counter_add (dh_installman turns such pages into symbolic links).
+# tests/docs/check_man.py checks that every exported function and every
+# public inline function ends up with a page.
+function(pcpu_man_links srcdir outdir)
+  file(GLOB pages RELATIVE "${srcdir}" "${srcdir}/*.3")
+  file(MAKE_DIRECTORY "${outdir}")
+  file(GLOB old "${outdir}/*.3")
+  if(old)
+    file(REMOVE ${old})
+  endif()
+  foreach(page ${pages})
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${srcdir}/${page}")
+    file(READ "${srcdir}/${page}" text)
+    # The NAME section: from ".SH NAME" to the "\-" that ends the names.
+    string(FIND "${text}" ".SH NAME\n" at)
+    if(at EQUAL -1)
+      message(FATAL_ERROR "man/man3/${page}: no NAME section")
+    endif()
+    math(EXPR at "${at} + 9")
+    string(SUBSTRING "${text}" ${at} -1 text)
+    string(FIND "${text}" "\\-" end)
+    string(SUBSTRING "${text}" 0 ${end} names)
+    string(REPLACE "\n" " " names "${names}")
+    string(REPLACE "," ";" names "${names}")
+    string(REGEX REPLACE "\\.3$" "" self "${page}")
+    foreach(name ${names})
+      string(STRIP "${name}" name)
+      if(name STREQUAL "" OR name STREQUAL self OR EXISTS "${srcdir}/${name}.3")
+        continue()
+      endif()
+      file(WRITE "${outdir}/${name}.3" ".so man3/${page}\n")
+    endforeach()
+  endforeach()
+endfunction()

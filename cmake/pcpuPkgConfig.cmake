@@ -1,0 +1,30 @@
+# Install-time part of pcpu's pkg-config files (included by an install(CODE)
+# rule of the top-level CMakeLists.txt, which sets PCPU_PC_FILES (names of
+# PCPU_PC_SOURCE_DIR/<name>.pc.in templates), PCPU_PC_BINARY_DIR,
+# PCPU_PC_LIBDIR, PCPU_PC_INCLUDEDIR and PCPU_PC_VERSION).
+#
+# CMAKE_INSTALL_PREFIX here is the prefix of this installation (`cmake
+# --install --prefix` overrides the configured one), so pcpu.pc names it with
+# absolute paths. Deriving the prefix from ${pcfiledir} instead breaks as soon
+# as the libdir is more than one level deep (Debian's lib/x86_64-linux-gnu),
+# and relative -I paths would also hide /usr/include from pkg-config's
+# system-directory filter. A DESTDIR (package staging) is not part of the paths.
+set(PCPU_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
+foreach(kind LIBDIR INCLUDEDIR)
+  if(IS_ABSOLUTE "${PCPU_PC_${kind}}")
+    set(PCPU_PC_FULL_${kind} "${PCPU_PC_${kind}}")
+  elseif(kind STREQUAL "LIBDIR")
+    set(PCPU_PC_FULL_${kind} "\${exec_prefix}/${PCPU_PC_${kind}}")
+  else()
+    set(PCPU_PC_FULL_${kind} "\${prefix}/${PCPU_PC_${kind}}")
+  endif()
+endforeach()
+if(IS_ABSOLUTE "${PCPU_PC_LIBDIR}")
+  set(_pcpu_pc_dest "${PCPU_PC_LIBDIR}/pkgconfig")
+else()
+  set(_pcpu_pc_dest "${CMAKE_INSTALL_PREFIX}/${PCPU_PC_LIBDIR}/pkgconfig")
+endif()
+foreach(pc ${PCPU_PC_FILES})
+  configure_file("${PCPU_PC_SOURCE_DIR}/${pc}.pc.in" "${PCPU_PC_BINARY_DIR}/${pc}.pc" @ONLY)
+  file(INSTALL DESTINATION "${_pcpu_pc_dest}" TYPE FILE FILES "${PCPU_PC_BINARY_DIR}/${pc}.pc")
+endforeach()

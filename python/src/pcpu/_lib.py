@@ -1,0 +1,231 @@
+# SPDX-License-Identifier: MIT
+"""ctypes declarations of libpcpu's reader API (pcpu/reader.h, pcpu/expose.h).
+
+Only exported functions of libpcpu.so.0 are called, and only the public
+structs of those headers are declared here: the segment format itself is
+never parsed in Python. The struct layouts mirror the C declarations field
+by field; tests/test_layout.py compares them with the compiler's sizeof and
+offsetof.
+"""
+import ctypes
+import ctypes.util
+import os
+import threading
+
+c_int64_p = ctypes.POINTER(ctypes.c_int64)
+c_uint64_p = ctypes.POINTER(ctypes.c_uint64)
+c_char_p_p = ctypes.POINTER(ctypes.c_char_p)
+pid_t = ctypes.c_int
+uid_t = ctypes.c_uint32
+c_enum = ctypes.c_int
+
+# enum pcpu_metric_type
+METRIC_TYPES = {1: "counter", 2: "gauge", 3: "histogram"}
+# enum pcpu_segment_state
+SEGMENT_STATES = {1: "live", 2: "closed", 3: "gone"}
+# enum pcpu_format
+FORMATS = {"prometheus": 1, "openmetrics": 2, "json": 3}
+# struct pcpu_reader_options flags
+READER_OWNER = 1 << 0
+READER_ANY_OWNER = 1 << 1
+READER_ALLOW_STALE = 1 << 2
+# pcpu_reader_snapshot() flags
+READER_PER_SLOT = 1 << 0
+# struct pcpu_snapshot_family flags
+SNAPSHOT_SPARSE_BUCKETS = 1 << 0
+
+
+class ReaderOptions(ctypes.Structure):
+    """struct pcpu_reader_options"""
+    _fields_ = [
+        ("dir", ctypes.c_char_p),
+        ("flags", ctypes.c_uint),
+        ("owner", uid_t),
+        ("max_bytes", ctypes.c_size_t),
+    ]
+
+
+class SegmentInfo(ctypes.Structure):
+    """struct pcpu_segment_info"""
+    _fields_ = [
+        ("name", ctypes.c_char * 65),
+        ("file", ctypes.c_char * 96),
+        ("pid", pid_t),
+        ("owner", uid_t),
+        ("error", ctypes.c_int),
+        ("state", c_enum),
+        ("nfamilies", ctypes.c_uint64),
+        ("nseries", ctypes.c_uint64),
+        ("created_ns", ctypes.c_uint64),
+        ("nslots", ctypes.c_uint),
+    ]
+
+
+class _Histogram(ctypes.Structure):
+    _fields_ = [("counts", c_uint64_p), ("sum", ctypes.c_int64)]
+
+
+class _Value(ctypes.Union):
+    _fields_ = [("counter", ctypes.c_uint64), ("gauge", ctypes.c_int64),
+                ("histogram", _Histogram)]
+
+
+class SnapshotSeries(ctypes.Structure):
+    """struct pcpu_snapshot_series"""
+    _fields_ = [("label_values", c_char_p_p), ("value", _Value)]
+
+
+class SnapshotFamily(ctypes.Structure):
+    """struct pcpu_snapshot_family"""
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("help", ctypes.c_char_p),
+        ("unit", ctypes.c_char_p),
+        ("type", c_enum),
+        ("scale_exp10", ctypes.c_int),
+        ("flags", ctypes.c_uint),
+        ("nlabels", ctypes.c_uint),
+        ("label_names", c_char_p_p),
+        ("nbuckets", ctypes.c_size_t),
+        ("bucket_upper", c_int64_p),
+        ("nseries", ctypes.c_size_t),
+        ("series", ctypes.POINTER(SnapshotSeries)),
+    ]
+
+
+class Snapshot(ctypes.Structure):
+    """struct pcpu_snapshot"""
+    _fields_ = [("nfamilies", ctypes.c_size_t),
+                ("families", ctypes.POINTER(SnapshotFamily))]
+
+
+class ReaderSnapshot(ctypes.Structure):
+    """struct pcpu_reader_snapshot"""
+    _fields_ = [
+        ("snapshot", Snapshot),
+        ("generation", ctypes.c_uint64),
+        ("changed", ctypes.c_size_t),
+        ("stable", ctypes.c_int),
+        ("incomplete", ctypes.c_int),
+        ("state", c_enum),
+        ("nslots", ctypes.c_uint),
+    ]
+
+
+STRUCTS = {
+    "pcpu_reader_options": ReaderOptions,
+    "pcpu_segment_info": SegmentInfo,
+    "pcpu_snapshot_series": SnapshotSeries,
+    "pcpu_snapshot_family": SnapshotFamily,
+    "pcpu_snapshot": Snapshot,
+    "pcpu_reader_snapshot": ReaderSnapshot,
+}
+
+# (name, return type, argument types) of every function used.
+_FUNCTIONS = [
+    ("pcpu_segment_list", ctypes.c_int,
+     [ctypes.POINTER(ReaderOptions), ctypes.POINTER(ctypes.POINTER(SegmentInfo)),
+      ctypes.POINTER(ctypes.c_size_t)]),
+    ("pcpu_segment_prune", ctypes.c_int,
+     [ctypes.POINTER(ReaderOptions), ctypes.POINTER(ctypes.c_size_t)]),
+    ("pcpu_reader_open", ctypes.c_void_p, [ctypes.c_char_p, ctypes.POINTER(ReaderOptions)]),
+    ("pcpu_reader_open_fd", ctypes.c_void_p, [ctypes.c_int, ctypes.POINTER(ReaderOptions)]),
+    ("pcpu_reader_close", None, [ctypes.c_void_p]),
+    ("pcpu_reader_name", ctypes.c_char_p, [ctypes.c_void_p]),
+    ("pcpu_reader_pid", pid_t, [ctypes.c_void_p]),
+    ("pcpu_reader_nslots", ctypes.c_uint, [ctypes.c_void_p]),
+    ("pcpu_reader_slot_index", ctypes.c_uint, [ctypes.c_void_p]),
+    ("pcpu_reader_state", ctypes.c_int, [ctypes.c_void_p]),
+    ("pcpu_reader_snapshot", ctypes.c_int,
+     [ctypes.c_void_p, ctypes.c_uint, ctypes.POINTER(ctypes.POINTER(ReaderSnapshot))]),
+    ("pcpu_reader_snapshot_slots", c_int64_p,
+     [ctypes.POINTER(ReaderSnapshot), ctypes.c_size_t, ctypes.c_size_t]),
+    ("pcpu_reader_snapshot_free", None, [ctypes.POINTER(ReaderSnapshot)]),
+    ("pcpu_reader_error", ctypes.c_char_p, []),
+    ("pcpu_snapshot_write", ctypes.c_int,
+     [ctypes.POINTER(Snapshot), c_enum, ctypes.POINTER(ctypes.c_void_p),
+      ctypes.POINTER(ctypes.c_size_t)]),
+    ("pcpu_format_content_type", ctypes.c_char_p, [c_enum]),
+    ("pcpu_stats_error", ctypes.c_char_p, []),
+]
+
+_lock = threading.Lock()
+_lib = None
+_libc = None
+
+
+def _candidates():
+    env = os.environ.get("PCPU_LIBRARY")
+    if env:
+        return [env]  # an explicit choice: no fallback to another library
+    found = ctypes.util.find_library("pcpu")
+    return ["libpcpu.so.0"] + ([found] if found else [])
+
+
+def lib():
+    """libpcpu, loaded on first use, with the prototypes above declared."""
+    global _lib, _libc
+    if _lib is not None:
+        return _lib
+    with _lock:
+        if _lib is not None:
+            return _lib
+        errors = []
+        for name in _candidates():
+            try:
+                handle = ctypes.CDLL(name, use_errno=True)
+                break
+            except OSError as e:
+                errors.append(f"{name}: {e}")
+        else:
+            raise ImportError("libpcpu not found (install libpcpu0, or set PCPU_LIBRARY "
+                              "to the path of libpcpu.so.0): " + "; ".join(errors))
+        for fname, restype, argtypes in _FUNCTIONS:
+            try:
+                fn = getattr(handle, fname)
+            except AttributeError:
+                raise ImportError(f"{handle._name} does not export {fname}: "
+                                  "a libpcpu too old for this module") from None
+            fn.restype = restype
+            fn.argtypes = argtypes
+        libc = ctypes.CDLL(None)
+        libc.free.restype = None
+        libc.free.argtypes = [ctypes.c_void_p]
+        _libc = libc
+        _lib = handle
+        return _lib
+
+
+def free(ptr):
+    """free(3) from the C library libpcpu allocated with."""
+    lib()
+    _libc.free(ptr)
+
+
+def error_message():
+    """pcpu_reader_error() of the calling thread, as text."""
+    msg = lib().pcpu_reader_error()
+    return msg.decode("utf-8", "replace") if msg else ""
+
+
+def raise_errno(what):
+    err = ctypes.get_errno()
+    msg = error_message() or os.strerror(err)
+    raise OSError(err, f"{what}: {msg}")
+
+
+def options(dir=None, owner=None, any_owner=False, allow_stale=False, max_bytes=0):
+    opts = ReaderOptions()
+    if dir is not None:
+        opts.dir = os.fsencode(dir)
+    flags = 0
+    if owner is not None:
+        flags |= READER_OWNER
+        opts.owner = owner
+    if any_owner:
+        flags |= READER_ANY_OWNER
+    if allow_stale:
+        flags |= READER_ALLOW_STALE
+    opts.flags = flags
+    opts.max_bytes = max_bytes
+    return opts

@@ -1,0 +1,72 @@
+/* Prints sizeof and offsetof of the public structs the Python binding
+ * declares with ctypes (python/src/pcpu/_lib.py), for test_layout.py:
+ * "STRUCT size N" and "STRUCT FIELD offset N" lines. */
+#include <pcpu/pcpu.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define SIZE(s) printf("%s size %zu\n", #s, sizeof(struct s))
+#define OFF(s, f) printf("%s %s offset %zu\n", #s, #f, offsetof(struct s, f))
+
+int main(void)
+{
+	SIZE(pcpu_reader_options);
+	OFF(pcpu_reader_options, dir);
+	OFF(pcpu_reader_options, flags);
+	OFF(pcpu_reader_options, owner);
+	OFF(pcpu_reader_options, max_bytes);
+	SIZE(pcpu_segment_info);
+	OFF(pcpu_segment_info, name);
+	OFF(pcpu_segment_info, file);
+	OFF(pcpu_segment_info, pid);
+	OFF(pcpu_segment_info, owner);
+	OFF(pcpu_segment_info, error);
+	OFF(pcpu_segment_info, state);
+	OFF(pcpu_segment_info, nfamilies);
+	OFF(pcpu_segment_info, nseries);
+	OFF(pcpu_segment_info, created_ns);
+	OFF(pcpu_segment_info, nslots);
+	SIZE(pcpu_snapshot_series);
+	OFF(pcpu_snapshot_series, label_values);
+	OFF(pcpu_snapshot_series, value);
+	SIZE(pcpu_snapshot_family);
+	OFF(pcpu_snapshot_family, name);
+	OFF(pcpu_snapshot_family, help);
+	OFF(pcpu_snapshot_family, unit);
+	OFF(pcpu_snapshot_family, type);
+	OFF(pcpu_snapshot_family, scale_exp10);
+	OFF(pcpu_snapshot_family, flags);
+	OFF(pcpu_snapshot_family, nlabels);
+	OFF(pcpu_snapshot_family, label_names);
+	OFF(pcpu_snapshot_family, nbuckets);
+	OFF(pcpu_snapshot_family, bucket_upper);
+	OFF(pcpu_snapshot_family, nseries);
+	OFF(pcpu_snapshot_family, series);
+	SIZE(pcpu_snapshot);
+	OFF(pcpu_snapshot, nfamilies);
+	OFF(pcpu_snapshot, families);
+	SIZE(pcpu_reader_snapshot);
+	OFF(pcpu_reader_snapshot, snapshot);
+	OFF(pcpu_reader_snapshot, generation);
+	OFF(pcpu_reader_snapshot, changed);
+	OFF(pcpu_reader_snapshot, stable);
+	OFF(pcpu_reader_snapshot, incomplete);
+	OFF(pcpu_reader_snapshot, state);
+	OFF(pcpu_reader_snapshot, nslots);
+	/* Constants the binding hard-codes. */
+	printf("const PCPU_READER_OWNER %u\n", (unsigned)PCPU_READER_OWNER);
+	printf("const PCPU_READER_ANY_OWNER %u\n", (unsigned)PCPU_READER_ANY_OWNER);
+	printf("const PCPU_READER_ALLOW_STALE %u\n", (unsigned)PCPU_READER_ALLOW_STALE);
+	printf("const PCPU_READER_PER_SLOT %u\n", (unsigned)PCPU_READER_PER_SLOT);
+	printf("const PCPU_SNAPSHOT_SPARSE_BUCKETS %u\n", (unsigned)PCPU_SNAPSHOT_SPARSE_BUCKETS);
+	printf("const PCPU_METRIC_COUNTER %d\n", PCPU_METRIC_COUNTER);
+	printf("const PCPU_METRIC_GAUGE %d\n", PCPU_METRIC_GAUGE);
+	printf("const PCPU_METRIC_HISTOGRAM %d\n", PCPU_METRIC_HISTOGRAM);
+	printf("const PCPU_SEGMENT_LIVE %d\n", PCPU_SEGMENT_LIVE);
+	printf("const PCPU_SEGMENT_CLOSED %d\n", PCPU_SEGMENT_CLOSED);
+	printf("const PCPU_SEGMENT_GONE %d\n", PCPU_SEGMENT_GONE);
+	printf("const PCPU_FORMAT_PROMETHEUS %d\n", PCPU_FORMAT_PROMETHEUS);
+	printf("const PCPU_FORMAT_OPENMETRICS %d\n", PCPU_FORMAT_OPENMETRICS);
+	printf("const PCPU_FORMAT_JSON %d\n", PCPU_FORMAT_JSON);
+	return 0;
+}
