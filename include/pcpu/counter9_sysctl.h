@@ -45,7 +45,7 @@ PCPU_BEGIN_DECLS
  * what moves). Labels: none when n == 1 and fields is NULL; else one label
  * `field` whose values are fields[i] (or the decimal index when fields is
  * NULL). Returns 0, or -1 with errno: EINVAL (NULL reg/name/ctrs, n == 0,
- * an invalid name or label value: pcpu_registry_error() says which),
+ * an invalid name or label value: pcpu_stats_error() says which),
  * EEXIST (the family exists with another shape, or a series exists
  * already), ENOMEM. On failure nothing is moved. Thread-safe with other
  * registry calls; not with other users of ctrs (see the precondition).
