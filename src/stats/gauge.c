@@ -38,6 +38,22 @@ static pthread_mutex_t gauge_locks[GAUGE_LOCKS] = {
 #undef L1
 };
 
+/* fork(): no set may be half-done in a child (fork.c). Registered by the
+ * first set: before it, no gauge lock can be held. */
+static int fork_registered;
+
+static void gauge_locks_prepare(void)
+{
+	for (int i = 0; i < GAUGE_LOCKS; i++)
+		pthread_mutex_lock(&gauge_locks[i]);
+}
+
+static void gauge_locks_release(void)
+{
+	for (int i = GAUGE_LOCKS - 1; i >= 0; i--)
+		pthread_mutex_unlock(&gauge_locks[i]);
+}
+
 static pthread_mutex_t *gauge_lock(pcpu_gauge_t g)
 {
 	uintptr_t a = (uintptr_t)g >> 3; /* gauges are 8 bytes apart */
@@ -53,6 +69,8 @@ int pcpu_gauge_set(pcpu_gauge_t g, int64_t v)
 		errno = EINVAL;
 		return -1;
 	}
+	(void)pcpu_fork_register(&fork_registered, PCPU_FORK_STATS, gauge_locks_prepare,
+				 gauge_locks_release, gauge_locks_release);
 	m = gauge_lock(g);
 	pthread_mutex_lock(m);
 	sum = pcpu_counter_fetch(&g->pcpu__adds);
