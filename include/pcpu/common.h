@@ -102,6 +102,54 @@ enum pcpu_rseq_mode {
  */
 PCPU_API enum pcpu_rseq_mode pcpu_rseq_mode(void);
 
+/**
+ * Prepares the calling thread for counter updates now, rather than on its
+ * first update (the default, which stays lazy): decides pcpu's process-wide
+ * state if not yet done, registers the thread's rseq area where pcpu
+ * registers areas itself (PCPU_RSEQ_OWN), and, for a thread that will use
+ * the fallback path, picks its fallback slot. Then the thread's first add
+ * costs what every add costs. Calling it again is cheap and harmless; not
+ * calling it is fine too.
+ *
+ * Returns the thread's mode (a positive enum pcpu_rseq_mode value, as
+ * pcpu_rseq_mode() reports it; PCPU_RSEQ_FALLBACK is not an error:
+ * pcpu_rseq_error() says why), or -1 with errno ESRCH when called from a
+ * thread-specific-data destructor after pcpu's own exit destructor ran
+ * (the thread is exiting: it keeps using the fallback path).
+ *
+ * Nothing to undo: a registration pcpu made is undone at thread exit.
+ * Thread-safe; async-signal-safe (signals are blocked while registering).
+ * Cost: one rseq() system call the first time in PCPU_RSEQ_OWN mode, a few
+ * loads otherwise.
+ */
+PCPU_API int pcpu_thread_init(void);
+
+/**
+ * Forgets the calling thread's last rseq critical section, so that code
+ * holding critical sections can be unmapped (librseq's
+ * rseq_prepare_unload()).
+ *
+ * Why: pcpu's inline updates (pcpu_counter_add() and the other inline
+ * operations) put their critical-section descriptors into the object that
+ * calls them, and leave the thread's rseq_cs pointing at the last one. When
+ * the thread is next preempted, migrated or signalled, the kernel reads that
+ * descriptor; if its object (a plugin) was dlclose()d meanwhile, the read
+ * fails and the kernel kills the thread's process with SIGSEGV.
+ *
+ * When: before dlclose() of an object whose code ran inline pcpu updates,
+ * every thread that ran one of them calls this after its last such update
+ * (e.g. as the plugin's worker threads finish, or in a function the plugin
+ * runs on each thread before it is unloaded), and the unload happens after
+ * all those calls. A thread that never ran the object's updates need not
+ * call it. Updates made through the library's out-of-line functions
+ * (pcpu_counter_add_atomic(), fetches, resets) leave no descriptor in the
+ * caller: only inline updates need it.
+ *
+ * Thread-safe (acts on the calling thread only); async-signal-safe.
+ * Cost: one store.
+ */
+PCPU_API void pcpu_prepare_unload(void);
+
 /** Short name of a mode: "glibc", "own", "fallback" (never NULL). */
 PCPU_API const char *pcpu_rseq_mode_name(enum pcpu_rseq_mode mode);
 
