@@ -20,7 +20,7 @@ cc $(pkg-config --cflags pcpu) "$here/consumer.c" -o "$work/pc_consumer" $(pkg-c
 LD_LIBRARY_PATH="$libdir" "$work/pc_consumer"
 # Only pcpu_-prefixed symbols are exported, and the SONAME is versioned.
 lib=$(ls "$libdir"/libpcpu.so.0)
-bad=$(nm -D --defined-only "$lib" | awk '$3 !~ /^pcpu_/ && $3 != "PCPU_0" {print $3}')
+bad=$(nm -D --defined-only "$lib" | awk '$3 !~ /^pcpu_/ && $3 !~ /^PCPU_(0|LAYOUT_[0-9]+)$/ {print $3}')
 if [ -n "$bad" ]; then echo "exported symbols without the pcpu_ prefix: $bad"; exit 1; fi
 objdump -p "$lib" | grep -q 'SONAME *libpcpu.so.0' || { echo "SONAME is not libpcpu.so.0"; exit 1; }
 echo "install_consumer: ok"
