@@ -82,7 +82,8 @@ typedef void pcpu_zone_chunk_fn(void *ctx, unsigned chunk_no, char *base, uint64
  * chunk i becomes a MAP_SHARED mapping of `fd` at file_base + i *
  * nslots * PCPU_SLOT_STRIDE, now and for every chunk it grows. Returns 0, or
  * -1 with errno EBUSY (live objects, or already shared), EINVAL, or what
- * ftruncate/mmap said. fork() children share the file's counters. */
+ * ftruncate/mmap said. A fork() child leaves the file: zone.c's fork
+ * handlers give it a private copy at the same addresses. */
 PCPU_HIDDEN int pcpu_zone_attach_file(pcpu_zone_t *zone, int fd, uint64_t file_base,
 				      pcpu_zone_chunk_fn *on_chunk, void *ctx);
 
