@@ -37,13 +37,18 @@ static pthread_mutex_t *reset_lock_of(pcpu_counter_t c)
 	return &reset_locks[((uintptr_t)c >> 3) % RESET_STRIPES];
 }
 
-void pcpu_counter_atfork_prepare(void)
+/* fork(): a resetter of another thread must not leave a stripe held in
+ * the child (fork.c). Registered by the first reset: before it, no stripe
+ * can be held. */
+static int fork_registered;
+
+static void reset_locks_prepare(void)
 {
 	for (int i = 0; i < RESET_STRIPES; i++)
 		pthread_mutex_lock(&reset_locks[i]);
 }
 
-void pcpu_counter_atfork_release(void)
+static void reset_locks_release(void)
 {
 	for (int i = RESET_STRIPES - 1; i >= 0; i--)
 		pthread_mutex_unlock(&reset_locks[i]);
@@ -180,6 +185,8 @@ uint64_t pcpu_counter_fetch_and_zero(pcpu_counter_t c)
 		return 0;
 	}
 	CHECK(c);
+	(void)pcpu_fork_register(&fork_registered, PCPU_FORK_COUNTER, reset_locks_prepare,
+				 reset_locks_release, reset_locks_release);
 	lock = reset_lock_of(c);
 	pthread_mutex_lock(lock);
 	total = pcpu_counter_fetch(c);

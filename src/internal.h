@@ -82,7 +82,8 @@ typedef void pcpu_zone_chunk_fn(void *ctx, unsigned chunk_no, char *base, uint64
  * chunk i becomes a MAP_SHARED mapping of `fd` at file_base + i *
  * nslots * PCPU_SLOT_STRIDE, now and for every chunk it grows. Returns 0, or
  * -1 with errno EBUSY (live objects, or already shared), EINVAL, or what
- * ftruncate/mmap said. fork() children share the file's counters. */
+ * ftruncate/mmap said. A fork() child leaves the file: zone.c's fork
+ * handlers give it a private copy at the same addresses. */
 PCPU_HIDDEN int pcpu_zone_attach_file(pcpu_zone_t *zone, int fd, uint64_t file_base,
 				      pcpu_zone_chunk_fn *on_chunk, void *ctx);
 
@@ -120,10 +121,26 @@ static inline int64_t *pcpu_mirror_word(const void *obj, uint32_t slot)
 	return (int64_t *)pcpu__mirror_ptr(obj, pcpu_slot_count, slot);
 }
 
-/* ---- counter.c ------------------------------------------------------------ */
+/* ---- fork.c: one pthread_atfork for every layer ---------------------------- */
 
-/* fork() handlers for the reset locks (called by zone.c's atfork handlers). */
-PCPU_HIDDEN void pcpu_counter_atfork_prepare(void);
-PCPU_HIDDEN void pcpu_counter_atfork_release(void);
+/* Layers, lowest first: a layer may take a lower layer's locks while holding
+ * its own, never the reverse. prepare handlers run from the highest rank
+ * down, parent and child handlers from the lowest up (fork.c). */
+enum pcpu_fork_rank {
+	PCPU_FORK_ZONE = 0,     /* zone.c */
+	PCPU_FORK_COUNTER = 1,  /* counter.c */
+	PCPU_FORK_STATS = 2,    /* stats zone, gauges, groups */
+	PCPU_FORK_REGISTRY = 3, /* registries */
+	PCPU_FORK_SEGMENT = 4,  /* the segment writer */
+	PCPU_FORK_SYSCTL = 5,   /* counter(9) sysctl records */
+};
+
+/* Registers a subsystem's fork handlers (any may be NULL) once: `*once` is
+ * the subsystem's flag, set when registered (a later call is one load).
+ * Call it before the subsystem first takes a lock of its own, and never
+ * while holding any pcpu lock. Returns 0, or -1 with errno ENOMEM
+ * (pthread_atfork failed). Thread-safe; not async-signal-safe. */
+PCPU_HIDDEN int pcpu_fork_register(int *once, enum pcpu_fork_rank rank, void (*prepare)(void),
+				   void (*parent)(void), void (*child)(void));
 
 #endif /* PCPU_INTERNAL_H */

@@ -368,6 +368,32 @@ enum pcpu_rseq_mode pcpu_rseq_mode(void)
 	return process_mode == PCPU_PROCESS_GLIBC ? PCPU_RSEQ_GLIBC : PCPU_RSEQ_OWN;
 }
 
+int pcpu_thread_init(void)
+{
+	pcpu_init();
+	if (process_mode == PCPU_PROCESS_OWN && thread_state == T_EXITED) {
+		errno = ESRCH; /* its exit destructor ran: registering again leaks */
+		return -1;
+	}
+	if (pcpu__thread_prepare() != 0) {
+		/* Fallback for good: pick its fallback slot now, off the path of
+		 * its first add. */
+		if (!pcpu_t_fallback_slot_plus1)
+			(void)pcpu_fallback_slot_assign();
+		return PCPU_RSEQ_FALLBACK;
+	}
+	return process_mode == PCPU_PROCESS_GLIBC ? PCPU_RSEQ_GLIBC : PCPU_RSEQ_OWN;
+}
+
+void pcpu_prepare_unload(void)
+{
+	/* The thread's rseq_cs, in whichever area pcpu uses (glibc's or its
+	 * own): after this the kernel has no descriptor of this thread to read.
+	 * A relaxed store is enough: only this thread and the kernel, on this
+	 * thread's behalf, read it. */
+	__atomic_store_n((uint64_t *)(thread_pointer() + pcpu__g.cs_tpoff), 0, __ATOMIC_RELAXED);
+}
+
 const char *pcpu_rseq_mode_name(enum pcpu_rseq_mode mode)
 {
 	switch (mode) {

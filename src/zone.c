@@ -47,8 +47,25 @@
  *
  * Locking: one mutex per zone for alloc/free (zeroing included: a freed
  * object's granules are free only once it reads zero); a global mutex for
- * the table of chunks (pcpu_zone_find), which fork() handlers also take so
- * a child never inherits a lock held by a thread that no longer exists.
+ * the table of chunks (pcpu_zone_find). fork() handlers (fork.c, the lowest
+ * rank) take them all, so a child never inherits a lock held by a thread
+ * that no longer exists.
+ *
+ * fork() and shared zones: a zone in a file (a published segment) is
+ * MAP_SHARED, so after fork() parent and child would add to the same words
+ * -- and two processes' threads can hold the same CPU number or mm_cid at
+ * once, so their unlocked rseq adds would lose updates. The child leaves
+ * the file instead: while prepare holds every zone lock (no chunk appears
+ * or changes hands), each chunk of each shared zone is copied, word by word
+ * with 8-byte loads (a word is never torn) and only over the file's data
+ * extents (SEEK_DATA/SEEK_HOLE: holes stay untouched), into private
+ * anonymous memory; in the child that copy is moved over the chunk's
+ * address with mremap(MREMAP_FIXED), so every handle stays valid, and the
+ * zone becomes private; in the parent it is unmapped. The child thus starts
+ * from the parent's values as the copy read them, during fork(): an add
+ * that completed before fork() was called is in both; one concurrent with
+ * fork() is in the parent and may or may not be in the child's copy; one
+ * after fork() returned is only in the process that made it.
  */
 #include "internal.h"
 
@@ -73,6 +90,7 @@ struct chunk {
 	size_t holes;     /* free granules below the frontier */
 	size_t hint;      /* no free granule below it */
 	unsigned no;      /* 0 for the first chunk of the zone, then 1, 2... */
+	char *fork_copy;  /* a shared chunk's copy for a fork() child (see top) */
 	struct chunk *next;
 };
 
@@ -101,7 +119,7 @@ static size_t chunk_table_n, chunk_table_cap;
 static pcpu_zone_t *all_zones;
 static pthread_mutex_t zones_lock = PTHREAD_MUTEX_INITIALIZER;
 static pcpu_zone_t *default_zone;
-static int atfork_registered;
+static int fork_registered;
 
 static size_t page_size(void)
 {
@@ -118,30 +136,137 @@ static size_t chunk_span(void)
 	return (size_t)(2 * pcpu_slot_count) << PCPU_SLOT_STRIDE_SHIFT;
 }
 
-/* ---- fork: take every lock, so the child inherits them consistent --------- */
+/* ---- fork: take every lock; a child leaves shared files ----------------- */
 
-static void atfork_prepare(void)
+static uint64_t chunk_file_off(const pcpu_zone_t *zone, unsigned no);
+
+/* dst[i] = src[i] over len bytes, an 8-byte load per word (an adder may be
+ * writing it: a plain memcpy could tear it), storing only non-zero words
+ * so zero pages of the copy are never touched. */
+static void copy_words(char *dst, const char *src, size_t len)
 {
+	const int64_t *s = (const int64_t *)src;
+	int64_t *d = (int64_t *)dst;
+	size_t i;
+
+	for (i = 0; i < len / 8; i++) {
+		int64_t v = __atomic_load_n(&s[i], __ATOMIC_RELAXED);
+
+		if (v)
+			d[i] = v;
+	}
+}
+
+/* Private copy of a shared chunk: fresh anonymous memory holding the data
+ * extents of the chunk's part of the file. NULL if out of memory. */
+static char *copy_shared_chunk(const pcpu_zone_t *z, const struct chunk *c)
+{
+	size_t span = chunk_span();
+	off_t off = (off_t)chunk_file_off(z, c->no), end = off + (off_t)span, d, h;
+	char *copy = mmap(NULL, span, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (copy == MAP_FAILED)
+		return NULL;
+	for (d = off; d < end; d = h) {
+		d = lseek(z->fd, d, SEEK_DATA);
+		if (d < 0 && errno == ENXIO)
+			break; /* no data after d */
+		if (d < 0) {
+			d = off; /* cannot tell where data is: copy all of it */
+			h = end;
+		} else {
+			h = lseek(z->fd, d, SEEK_HOLE);
+			if (h < 0 || h > end)
+				h = end;
+		}
+		if (d >= end)
+			break;
+		copy_words(copy + (d - off), c->base + (d - off), (size_t)(h - d));
+	}
+	return copy;
+}
+
+static void zone_fork_prepare(void)
+{
+	int saved_errno = errno;
 	pcpu_zone_t *z;
+	struct chunk *c;
 
 	pthread_mutex_lock(&zones_lock);
 	for (z = all_zones; z; z = z->next_zone)
 		pthread_mutex_lock(&z->lock);
 	pthread_mutex_lock(&table_lock);
-	pcpu_counter_atfork_prepare();
+	for (z = all_zones; z; z = z->next_zone)
+		if (z->fd >= 0)
+			for (c = z->chunks; c; c = c->next)
+				c->fork_copy = copy_shared_chunk(z, c);
+	errno = saved_errno;
 }
 
-/* Parent and child alike: every lock is a plain mutex, which the child's
- * only thread may release. */
-static void atfork_release(void)
+static void zone_fork_unlock(void)
 {
 	pcpu_zone_t *z;
 
-	pcpu_counter_atfork_release();
 	pthread_mutex_unlock(&table_lock);
 	for (z = all_zones; z; z = z->next_zone)
 		pthread_mutex_unlock(&z->lock);
 	pthread_mutex_unlock(&zones_lock);
+}
+
+static void zone_fork_parent(void)
+{
+	int saved_errno = errno;
+	pcpu_zone_t *z;
+	struct chunk *c;
+
+	for (z = all_zones; z; z = z->next_zone)
+		for (c = z->chunks; c; c = c->next)
+			if (c->fork_copy) {
+				munmap(c->fork_copy, chunk_span());
+				c->fork_copy = NULL;
+			}
+	zone_fork_unlock();
+	errno = saved_errno;
+}
+
+/* The child's only thread, before any code of the program runs in it. */
+static void zone_fork_child(void)
+{
+	int saved_errno = errno;
+	size_t span = chunk_span();
+	pcpu_zone_t *z;
+	struct chunk *c;
+
+	for (z = all_zones; z; z = z->next_zone) {
+		if (z->fd < 0)
+			continue;
+		for (c = z->chunks; c; c = c->next) {
+			char *copy = c->fork_copy;
+
+			c->fork_copy = NULL;
+			if (!copy) /* prepare had no memory: copy now */
+				copy = copy_shared_chunk(z, c);
+			if (copy && mremap(copy, span, span, MREMAP_MAYMOVE | MREMAP_FIXED,
+					   c->base) != MAP_FAILED)
+				continue;
+			if (copy)
+				munmap(copy, span);
+			/* Last resort, out of memory: a private mapping of the
+			 * file. The child's writes stay its own (the parent's
+			 * words are never written), but pages it has not
+			 * written yet show the parent's later adds. */
+			(void)mmap(c->base, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED,
+				   z->fd, (off_t)chunk_file_off(z, c->no));
+		}
+		/* Private from now on; the fd is the segment's, which closes
+		 * its copy in its own child handler. */
+		z->fd = -1;
+		z->on_chunk = NULL;
+		z->on_chunk_ctx = NULL;
+	}
+	zone_fork_unlock();
+	errno = saved_errno;
 }
 
 /* ---- the bitmaps ------------------------------------------------------------ */
@@ -378,6 +503,7 @@ static struct chunk *chunk_create(pcpu_zone_t *zone)
 	c->holes = 0;
 	c->hint = HDR_GRANULES;
 	c->no = no;
+	c->fork_copy = NULL;
 	if (table_add((uintptr_t)base, zone) != 0) {
 		munmap(base, span);
 		munmap(bits, 2 * BITMAP_WORDS * sizeof(uint64_t));
@@ -399,6 +525,11 @@ pcpu_zone_t *pcpu_zone_create(enum pcpu_index index)
 	pcpu_zone_t *z;
 
 	pcpu_init();
+	/* Before any lock of ours is taken (fork.c); not at load time: only
+	 * processes that use pcpu pay. */
+	if (pcpu_fork_register(&fork_registered, PCPU_FORK_ZONE, zone_fork_prepare,
+			       zone_fork_parent, zone_fork_child) != 0)
+		return NULL;
 	/* One index per process (pcpu/zone.h): asking for the other one is
 	 * an error, not a silent substitution. */
 	if (index != PCPU_INDEX_DEFAULT && index != pcpu_process_index()) {
@@ -422,11 +553,6 @@ pcpu_zone_t *pcpu_zone_create(enum pcpu_index index)
 	}
 
 	pthread_mutex_lock(&zones_lock);
-	if (!atfork_registered) {
-		/* Lazily, not at load time: only processes that use pcpu pay. */
-		pthread_atfork(atfork_prepare, atfork_release, atfork_release);
-		atfork_registered = 1;
-	}
 	z->next_zone = all_zones;
 	all_zones = z;
 	pthread_mutex_unlock(&zones_lock);

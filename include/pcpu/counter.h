@@ -27,6 +27,15 @@
  *    adders and resetters. A reset never stores into a word an adder adds to
  *    non-atomically: it subtracts what it read from slot 0's mirror word
  *    (the "reset by offset" of DPDK's statistics guide).
+ *
+ * Two tiers (as userspace-rcu has): by default the update operations below
+ * are static inline, and compile the hot path's layout (slot stride, the
+ * rseq offsets) into the program, which then needs a library of the same
+ * layout (version node PCPU_LAYOUT_<n>: see pcpu/version.h). A program that
+ * defines PCPU_NO_INLINE before including pcpu gets the same operations as
+ * functions exported by the library, with the same semantics, a call more
+ * per update, and no dependency on the layout: for other languages' bindings
+ * and for programs that must run with any later library.
  */
 #ifndef PCPU_COUNTER_H
 #define PCPU_COUNTER_H
@@ -82,6 +91,27 @@ __attribute__((always_inline)) static inline int pcpu__counter_add_once(pcpu_cou
 #endif
 }
 
+/* The inline add, for both tiers: the exported pcpu_counter_add() is this
+ * too (src/abi.c). */
+__attribute__((always_inline)) static inline void pcpu__counter_add_inline(pcpu_counter_t c,
+									  int64_t v)
+{
+	if (PCPU_UNLIKELY(pcpu__counter_add_once(c, v) != 0))
+		pcpu__counter_add_slow(c, v);
+}
+
+#ifdef PCPU_NO_INLINE
+/* The stable tier: the same operations as exported functions (src/abi.c),
+ * documented below with their inline versions. */
+PCPU_API void pcpu_counter_add(pcpu_counter_t c, int64_t v);
+PCPU_API void pcpu_counter_inc(pcpu_counter_t c);
+PCPU_API void pcpu_counter_add_many(const pcpu_counter_t *cs, const int64_t *vs, size_t n);
+PCPU_API pcpu_counter_t pcpu_counter_at(pcpu_counter_t array, size_t i);
+#define PCPU__INLINE_OP(name) pcpu__##name##_inline
+#else
+#define PCPU__INLINE_OP(name) name
+#endif
+
 /**
  * Adds `v` (negative allowed) to counter `c`.
  *
@@ -96,20 +126,19 @@ __attribute__((always_inline)) static inline int pcpu__counter_add_once(pcpu_cou
  * store, a compare and the `add` (bench/README.md measures it beside a
  * minimal hand-written rseq add and a thread-private `+=`).
  */
-__attribute__((always_inline)) static inline void pcpu_counter_add(pcpu_counter_t c,
-									  int64_t v)
+__attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_counter_add)(pcpu_counter_t c,
+										    int64_t v)
 {
 #ifdef PCPU_DEBUG
 	pcpu__debug_check(c, "pcpu_counter_add");
 #endif
-	if (PCPU_UNLIKELY(pcpu__counter_add_once(c, v) != 0))
-		pcpu__counter_add_slow(c, v);
+	pcpu__counter_add_inline(c, v);
 }
 
 /** pcpu_counter_add(c, 1). */
-__attribute__((always_inline)) static inline void pcpu_counter_inc(pcpu_counter_t c)
+__attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_counter_inc)(pcpu_counter_t c)
 {
-	pcpu_counter_add(c, 1);
+	PCPU__INLINE_OP(pcpu_counter_add)(c, 1);
 }
 
 /**
@@ -119,8 +148,8 @@ __attribute__((always_inline)) static inline void pcpu_counter_inc(pcpu_counter_
  * consistent groups for that); each add is exact. Counters may come from
  * different zones. Thread-safe; async-signal-safe.
  */
-static inline void pcpu_counter_add_many(const pcpu_counter_t *cs,
-					 const int64_t *vs, size_t n)
+static inline void PCPU__INLINE_OP(pcpu_counter_add_many)(const pcpu_counter_t *cs,
+							  const int64_t *vs, size_t n)
 {
 	size_t i;
 #if PCPU_ARCH_HAVE_RSEQ
@@ -151,7 +180,7 @@ static inline void pcpu_counter_add_many(const pcpu_counter_t *cs,
 }
 
 /** Element i of a counter array from pcpu_counter_alloc_array(). */
-static inline pcpu_counter_t pcpu_counter_at(pcpu_counter_t array, size_t i)
+static inline pcpu_counter_t PCPU__INLINE_OP(pcpu_counter_at)(pcpu_counter_t array, size_t i)
 {
 	return array + i;
 }

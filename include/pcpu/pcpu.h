@@ -15,6 +15,7 @@
 #define PCPU_PCPU_H
 
 #include <pcpu/common.h>
+#include <pcpu/version.h> /* generated from the CMake project version */
 #include <pcpu/zone.h>
 #include <pcpu/counter.h>
 #include <pcpu/stats.h>

@@ -35,10 +35,19 @@
  * writer-side address: treat the segment as disclosing it to whoever may
  * read it).
  *
- * fork(): a child shares the segment's counters with its parent (updates in
- * either are counted in the segment) but must not add or remove families or
- * series of the published registry: both processes would allocate from the
- * same file. The directory is only ever changed by the publishing process.
+ * fork(): the child leaves the segment. During fork() the child gets a
+ * private copy of the registry's counters (the parent's values at an
+ * instant during fork(): adds that completed before fork() was called are
+ * in it; adds concurrent with fork() are in the parent's and may or may not
+ * be in the child's; later adds of either process stay in that process), at
+ * the same addresses, so every handle stays valid. The child's segment is
+ * detached: pcpu_segment_path() returns NULL there, unpublish does nothing,
+ * and nothing the child does reaches the parent's file, whose readers keep
+ * seeing the parent's values only. The child may use the registry freely
+ * (register, update, reset, snapshot, expose) and may publish registries of
+ * its own. Why not share: two processes' threads may hold the same CPU
+ * number or mm_cid at once, and their unlocked rseq adds to one word would
+ * lose updates; resets, serialised per process, would race.
  */
 #ifndef PCPU_SEGMENT_H
 #define PCPU_SEGMENT_H
@@ -141,7 +150,8 @@ PCPU_API int pcpu_segment_unpublish(pcpu_segment_t *seg);
 
 /**
  * Full path of the segment's file (valid as long as the segment; NULL for a
- * NULL segment). Thread-safe; async-signal-safe; cost: a load.
+ * NULL segment, and in a fork() child, which has left the segment).
+ * Thread-safe; async-signal-safe; cost: a load.
  */
 PCPU_API const char *pcpu_segment_path(const pcpu_segment_t *seg);
 

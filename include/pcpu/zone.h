@@ -164,10 +164,18 @@ PCPU_API pcpu_zone_t *pcpu_zone_of(const void *obj);
  * the caller's business (use counters for lossless updates).
  * Thread-safe; async-signal-safe.
  */
-static inline void *pcpu_slot_ptr(const void *obj, unsigned slot)
+static inline void *pcpu__slot_ptr_inline(const void *obj, unsigned slot)
 {
 	return (char *)(uintptr_t)obj + ((size_t)slot << PCPU_SLOT_STRIDE_SHIFT);
 }
+#ifdef PCPU_NO_INLINE
+PCPU_API void *pcpu_slot_ptr(const void *obj, unsigned slot); /* src/abi.c */
+#else
+static inline void *pcpu_slot_ptr(const void *obj, unsigned slot)
+{
+	return pcpu__slot_ptr_inline(obj, slot);
+}
+#endif
 
 /**
  * The calling thread's slot: its current CPU number or mm_cid where its
@@ -194,7 +202,7 @@ PCPU_API uint64_t pcpu_slot_replace(void *obj, uint64_t v);
  * read-modify-writes touch. Not API. */
 static inline void *pcpu__mirror_ptr(const void *obj, unsigned nslots, unsigned slot)
 {
-	return pcpu_slot_ptr(obj, nslots + slot);
+	return pcpu__slot_ptr_inline(obj, nslots + slot);
 }
 
 PCPU_END_DECLS

@@ -43,6 +43,17 @@
  * Allocation failures inside the hook cannot fail the registration (it has
  * already happened): the change is counted in `dropped` and the header
  * marked incomplete, which readers report.
+ *
+ * fork(): the child leaves the segment. The zone's fork handler (zone.c)
+ * has already given the child private copies of the counters; this file's
+ * child handler then detaches every segment of the process: the directory
+ * mapping is replaced by private zeros, the file descriptors are closed,
+ * and the segment is marked detached -- no longer published, never writing
+ * the parent's file or removing its name. The parent's segment is
+ * unchanged: readers see the parent's values only. The child's registry
+ * goes on working (registrations, updates, snapshots, expositions), unseen
+ * from outside; a child that wants its statistics read publishes a registry
+ * of its own (a registry with series cannot be published).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -98,6 +109,8 @@ struct pcpu_segment {
 	char file[96];
 	char *path;
 	int published;
+	int detached; /* in a fork() child: the file is the parent's (see top) */
+	struct pcpu_segment *next_seg, *prev_seg; /* every segment of the process */
 
 	char *map; /* [0, data_offset): header, entries, strings; RW shared */
 	size_t map_len;
@@ -521,6 +534,76 @@ static void family_removing(struct pcpu_segment *seg, struct pcpu_family *f)
 	__atomic_store_n(&seg->hdr->nfamilies, --seg->nfamilies, __ATOMIC_RELAXED);
 }
 
+/* ---- fork ------------------------------------------------------------------------ */
+
+static pthread_mutex_t segments_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pcpu_segment *segments;
+static int fork_registered;
+
+static void segments_link(struct pcpu_segment *seg)
+{
+	pthread_mutex_lock(&segments_lock);
+	seg->prev_seg = NULL;
+	seg->next_seg = segments;
+	if (segments)
+		segments->prev_seg = seg;
+	segments = seg;
+	pthread_mutex_unlock(&segments_lock);
+}
+
+static void segments_unlink(struct pcpu_segment *seg)
+{
+	pthread_mutex_lock(&segments_lock);
+	if (seg->prev_seg)
+		seg->prev_seg->next_seg = seg->next_seg;
+	else if (segments == seg)
+		segments = seg->next_seg;
+	if (seg->next_seg)
+		seg->next_seg->prev_seg = seg->prev_seg;
+	seg->next_seg = seg->prev_seg = NULL;
+	pthread_mutex_unlock(&segments_lock);
+}
+
+static void segments_fork_prepare(void)
+{
+	pthread_mutex_lock(&segments_lock);
+}
+
+static void segments_fork_parent(void)
+{
+	pthread_mutex_unlock(&segments_lock);
+}
+
+/* The child's only thread, after zone.c's handler made the counters
+ * private. The registries' locks are free again (lower rank, released
+ * first), and no other thread exists. */
+static void segments_fork_child(void)
+{
+	int saved_errno = errno;
+	struct pcpu_segment *seg;
+
+	for (seg = segments; seg; seg = seg->next_seg) {
+		if (seg->detached)
+			continue;
+		seg->detached = 1;
+		seg->published = 0;
+		/* Private zeros in place of the parent's directory: nothing of
+		 * the child's can reach the parent's file through it. */
+		if (seg->map && mmap(seg->map, seg->map_len, PROT_READ | PROT_WRITE,
+				     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1,
+				     0) == MAP_FAILED) {
+			munmap(seg->map, seg->map_len);
+			seg->map = NULL;
+			seg->hdr = NULL;
+		}
+		if (seg->fd >= 0)
+			close(seg->fd);
+		seg->fd = -1;
+	}
+	pthread_mutex_unlock(&segments_lock);
+	errno = saved_errno;
+}
+
 /* ---- life cycle ------------------------------------------------------------------ */
 
 /* Removes the file name if it is still ours (the name may have been
@@ -539,6 +622,7 @@ static void seg_free(struct pcpu_segment *seg)
 {
 	size_t c;
 
+	segments_unlink(seg);
 	if (seg->map)
 		munmap(seg->map, seg->map_len);
 	if (seg->fd >= 0)
@@ -563,16 +647,15 @@ static void seg_hook(void *ctx, enum pcpu__registry_event ev, struct pcpu_family
 
 	if (ev == PCPU__REG_DESTROYED) {
 		/* The zone is gone; only the parent owns the file's name. */
-		if (getpid() == seg->pid && seg->published) {
+		if (!seg->detached && getpid() == seg->pid && seg->published) {
 			__atomic_or_fetch(&seg->hdr->flags, PCPU__SEG_F_CLOSED, __ATOMIC_RELEASE);
 			unlink_if_ours(seg);
 		}
 		seg_free(seg);
 		return;
 	}
-	/* A fork()ed child shares the file but must not rewrite the parent's
-	 * directory (see pcpu/segment.h). */
-	if (getpid() != seg->pid)
+	/* A fork()ed child has left the parent's file (see the top). */
+	if (seg->detached || getpid() != seg->pid)
 		return;
 	gen_begin(seg);
 	switch (ev) {
@@ -716,6 +799,11 @@ pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
 	}
 	dir = pcpu__seg_dir(o.dir);
 
+	if (pcpu_fork_register(&fork_registered, PCPU_FORK_SEGMENT, segments_fork_prepare,
+			       segments_fork_parent, segments_fork_child) != 0) {
+		pcpu__seg_fail(ENOMEM, "out of memory");
+		return NULL;
+	}
 	seg = calloc(1, sizeof *seg);
 	if (!seg) {
 		pcpu__seg_fail(ENOMEM, "out of memory");
@@ -852,6 +940,7 @@ pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
 	reg->hook_ctx = seg;
 	reg->hook = seg_hook;
 	pthread_mutex_unlock(&reg->lock);
+	segments_link(seg);
 	return seg;
 
 fail:
@@ -867,7 +956,7 @@ int pcpu_segment_unpublish(pcpu_segment_t *seg)
 {
 	if (!seg)
 		return pcpu__seg_fail(EINVAL, "segment is NULL");
-	if (getpid() != seg->pid)
+	if (seg->detached || getpid() != seg->pid)
 		return 0; /* a fork()ed child: the name is the parent's */
 	pthread_mutex_lock(&seg->reg->lock);
 	if (seg->published) {
@@ -881,10 +970,10 @@ int pcpu_segment_unpublish(pcpu_segment_t *seg)
 
 const char *pcpu_segment_path(const pcpu_segment_t *seg)
 {
-	return seg ? seg->path : NULL;
+	return seg && !seg->detached ? seg->path : NULL;
 }
 
 uint64_t pcpu_segment_dropped(const pcpu_segment_t *seg)
 {
-	return seg ? __atomic_load_n(&seg->hdr->dropped, __ATOMIC_RELAXED) : 0;
+	return seg && seg->hdr ? __atomic_load_n(&seg->hdr->dropped, __ATOMIC_RELAXED) : 0;
 }

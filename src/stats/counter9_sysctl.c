@@ -23,8 +23,22 @@
 #include <pcpu/counter9_sysctl.h>
 
 #include "internal.h"
+#include "../internal.h"
 
 static pthread_mutex_t records_lock = PTHREAD_MUTEX_INITIALIZER;
+static int fork_registered;
+
+/* fork(): attaching holds the lock across registry calls (fork.c, the
+ * highest rank: it is taken before any registry's). */
+static void records_prepare(void)
+{
+	pthread_mutex_lock(&records_lock);
+}
+
+static void records_release(void)
+{
+	pthread_mutex_unlock(&records_lock);
+}
 static struct pcpu_counter9_sysctl *records_head, **records_tail = &records_head;
 
 /* The `field` label value of element i: its name, or its index. */
@@ -111,6 +125,8 @@ void pcpu_counter9_sysctl_add(struct pcpu_counter9_sysctl *s)
 {
 	if (!s)
 		return;
+	(void)pcpu_fork_register(&fork_registered, PCPU_FORK_SYSCTL, records_prepare,
+				 records_release, records_release);
 	pthread_mutex_lock(&records_lock);
 	s->pcpu__next = NULL;
 	*records_tail = s;
@@ -126,6 +142,8 @@ int pcpu_counter9_sysctl_attach(pcpu_registry_t *reg)
 		errno = EINVAL;
 		return -1;
 	}
+	(void)pcpu_fork_register(&fork_registered, PCPU_FORK_SYSCTL, records_prepare,
+				 records_release, records_release);
 	pthread_mutex_lock(&records_lock);
 	while (records_head) {
 		struct pcpu_counter9_sysctl *s = records_head;

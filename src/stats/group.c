@@ -73,15 +73,19 @@
  * members) bytes, plus twice that for the fallback lanes, which only become
  * resident where the fallback is used.
  *
- * Caveat (fork): a lane that another thread held when the process forked
- * stays odd in the child. Writers there avoid it (fallback), but readers
- * in the child time out on it (ETIMEDOUT). Do not fork while other threads
- * update groups, or re-create the groups in the child.
+ * fork(): a lane another thread held at the instant of fork() would stay
+ * odd in the child for ever (its owner does not exist there), and readers
+ * would time out on it. Every live group is on a list, and the child's fork
+ * handler (fork.c) releases such lanes (seq + 1: even, and changed, so no
+ * reader keeps a value read before). The update that owner was making is
+ * concurrent with fork(): the child's copy may hold none, all, or -- only
+ * for such an update -- some of its members.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -90,6 +94,7 @@
 
 #include "internal.h"
 #include "registry.h"
+#include "../internal.h"
 
 static inline void cpu_relax(void)
 {
@@ -103,6 +108,22 @@ static inline void cpu_relax(void)
 /* Fallback lanes per slot: two, so that a CPU's threads have a second lane
  * when one of them is preempted holding the first. */
 #define FB_PER_SLOT 2
+
+/* Every live group, for the fork() child handler: a node in front of each
+ * group's struct (the struct is public; the node is not). */
+struct group_node {
+	struct group_node *prev, *next;
+	pcpu_group_t g;
+};
+
+static pthread_mutex_t groups_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct group_node groups = { &groups, &groups, { 0 } };
+static int fork_registered;
+
+static struct group_node *node_of(const pcpu_group_t *g)
+{
+	return (struct group_node *)((char *)(uintptr_t)g - offsetof(struct group_node, g));
+}
 
 static sigset_t all_signals; /* filled once, before the first group exists */
 static pthread_once_t all_signals_once = PTHREAD_ONCE_INIT;
@@ -196,8 +217,50 @@ void pcpu__group_add_slow(const pcpu_group_t *g, size_t i, const int64_t *d, int
 	fallback_add(g, i, d);
 }
 
+/* ---- fork ---- */
+
+static void groups_fork_prepare(void)
+{
+	pthread_mutex_lock(&groups_lock);
+}
+
+static void groups_fork_parent(void)
+{
+	pthread_mutex_unlock(&groups_lock);
+}
+
+static void release_if_held(intptr_t *seqp)
+{
+	intptr_t s = *seqp;
+
+	if (s & 1)
+		*seqp = s + 1;
+}
+
+/* The child's only thread: every lane still odd had its owner in another
+ * thread, gone with the fork. Cost: a load per lane of every live group
+ * (3 * nslots lanes per group). */
+static void groups_fork_child(void)
+{
+	struct group_node *n;
+	size_t i, s, l;
+
+	for (n = groups.next; n != &groups; n = n->next) {
+		const pcpu_group_t *g = &n->g;
+
+		for (i = 0; i < g->pcpu__count; i++) {
+			for (s = 0; s < pcpu_nslots(); s++)
+				release_if_held(primary_lane(g, i, s));
+			for (l = 0; l < lanes_total(g); l++)
+				release_if_held(fallback_lane(g, i, l));
+		}
+	}
+	pthread_mutex_unlock(&groups_lock);
+}
+
 pcpu_group_t *pcpu_group_alloc_in(pcpu_zone_t *zone, unsigned members, size_t count)
 {
+	struct group_node *node;
 	pcpu_group_t *g;
 	size_t lane = sizeof(intptr_t) + (size_t)members * sizeof(int64_t);
 	unsigned fb_per_slot;
@@ -214,9 +277,12 @@ pcpu_group_t *pcpu_group_alloc_in(pcpu_zone_t *zone, unsigned members, size_t co
 		errno = E2BIG;
 		return NULL;
 	}
-	g = calloc(1, sizeof *g);
-	if (!g)
+	(void)pcpu_fork_register(&fork_registered, PCPU_FORK_STATS, groups_fork_prepare,
+				 groups_fork_parent, groups_fork_child);
+	node = calloc(1, sizeof *node);
+	if (!node)
 		return NULL;
+	g = &node->g;
 	g->pcpu__members = members;
 	g->pcpu__lane_size = (uint32_t)lane;
 	g->pcpu__count = count;
@@ -227,13 +293,19 @@ pcpu_group_t *pcpu_group_alloc_in(pcpu_zone_t *zone, unsigned members, size_t co
 	g->pcpu__fallback = pcpu_zone_alloc(zone, count * lane * fb_per_slot, 64);
 	if (!g->pcpu__fallback)
 		goto fail;
+	pthread_mutex_lock(&groups_lock);
+	node->next = &groups;
+	node->prev = groups.prev;
+	groups.prev->next = node;
+	groups.prev = node;
+	pthread_mutex_unlock(&groups_lock);
 	return g;
 fail: {
 	int e = errno;
 
 	if (g->pcpu__primary)
 		pcpu_zone_free(zone, g->pcpu__primary);
-	free(g);
+	free(node);
 	errno = e;
 	return NULL;
 }
@@ -248,11 +320,18 @@ pcpu_group_t *pcpu_group_alloc(unsigned members, size_t count)
 
 void pcpu_group_free(pcpu_group_t *g)
 {
+	struct group_node *node;
+
 	if (!g)
 		return;
+	node = node_of(g);
+	pthread_mutex_lock(&groups_lock);
+	node->prev->next = node->next;
+	node->next->prev = node->prev;
+	pthread_mutex_unlock(&groups_lock);
 	pcpu_zone_free(pcpu_zone_of(g->pcpu__primary), g->pcpu__primary);
 	pcpu_zone_free(pcpu_zone_of(g->pcpu__fallback), g->pcpu__fallback);
-	free(g);
+	free(node);
 }
 
 /* ---- reading ---- */

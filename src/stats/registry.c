@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "registry.h"
+#include "../internal.h"
 
 #define FNV_OFFSET 1469598103934665603ull
 #define FNV_PRIME 1099511628211ull
@@ -708,10 +709,44 @@ size_t pcpu_family_size(pcpu_family_t *f)
 
 /* ---- registry ---- */
 
+/* fork(): every registry's lock is taken around fork() (fork.c), so a child
+ * never inherits one held by a snapshot or a registration of another
+ * thread. Order: default_lock (held while creating the default registry),
+ * then the list, then each registry's lock. */
+static pthread_mutex_t default_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pcpu_registry *default_reg;
+static pthread_mutex_t registries_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pcpu_registry *registries;
+static int fork_registered;
+
+static void registries_fork_prepare(void)
+{
+	struct pcpu_registry *r;
+
+	pthread_mutex_lock(&default_lock);
+	pthread_mutex_lock(&registries_lock);
+	for (r = registries; r; r = r->next)
+		pthread_mutex_lock(&r->lock);
+}
+
+static void registries_fork_release(void)
+{
+	struct pcpu_registry *r;
+
+	for (r = registries; r; r = r->next)
+		pthread_mutex_unlock(&r->lock);
+	pthread_mutex_unlock(&registries_lock);
+	pthread_mutex_unlock(&default_lock);
+}
+
 pcpu_registry_t *pcpu_registry_create(void)
 {
-	struct pcpu_registry *reg = calloc(1, sizeof *reg);
+	struct pcpu_registry *reg;
 
+	if (pcpu_fork_register(&fork_registered, PCPU_FORK_REGISTRY, registries_fork_prepare,
+			       registries_fork_release, registries_fork_release) != 0)
+		return NULL;
+	reg = calloc(1, sizeof *reg);
 	if (!reg)
 		return NULL;
 	reg->zone = pcpu_zone_create(PCPU_INDEX_DEFAULT);
@@ -721,11 +756,12 @@ pcpu_registry_t *pcpu_registry_create(void)
 		return NULL;
 	}
 	pthread_mutex_init(&reg->lock, NULL);
+	pthread_mutex_lock(&registries_lock);
+	reg->next = registries;
+	registries = reg;
+	pthread_mutex_unlock(&registries_lock);
 	return reg;
 }
-
-static pthread_mutex_t default_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct pcpu_registry *default_reg;
 
 pcpu_registry_t *pcpu_registry_default(void)
 {
@@ -733,6 +769,9 @@ pcpu_registry_t *pcpu_registry_default(void)
 
 	if (r)
 		return r;
+	if (pcpu_fork_register(&fork_registered, PCPU_FORK_REGISTRY, registries_fork_prepare,
+			       registries_fork_release, registries_fork_release) != 0)
+		return NULL;
 	pthread_mutex_lock(&default_lock);
 	r = default_reg;
 	if (!r) {
@@ -854,9 +893,17 @@ int pcpu_registry_remove_family(pcpu_registry_t *reg, pcpu_family_t *f)
 void pcpu_registry_destroy(pcpu_registry_t *reg)
 {
 	struct pcpu__sstruct *ss, *next;
+	struct pcpu_registry **pp;
 
 	if (!reg || reg->is_default)
 		return;
+	pthread_mutex_lock(&registries_lock);
+	for (pp = &registries; *pp; pp = &(*pp)->next)
+		if (*pp == reg) {
+			*pp = reg->next;
+			break;
+		}
+	pthread_mutex_unlock(&registries_lock);
 	pthread_mutex_lock(&reg->lock);
 	for (ss = reg->structs; ss; ss = next) {
 		next = ss->next;

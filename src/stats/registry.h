@@ -116,6 +116,7 @@ struct pcpu_registry {
 	struct pcpu__sstruct *structs;
 	uint64_t generation;          /* atomic */
 	int is_default;
+	struct pcpu_registry *next;   /* list of live registries (fork handlers) */
 };
 
 /* Reads a series' value into a snapshot series; counts has nbuckets

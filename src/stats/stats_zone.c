@@ -19,9 +19,22 @@
 #include <pcpu/zone.h>
 
 #include "registry.h"
+#include "../internal.h"
 
 static pthread_mutex_t stats_zone_lock = PTHREAD_MUTEX_INITIALIZER;
 static pcpu_zone_t *stats_zone;
+static int fork_registered;
+
+/* fork(): the lock is held while the zone is created (fork.c). */
+static void stats_zone_prepare(void)
+{
+	pthread_mutex_lock(&stats_zone_lock);
+}
+
+static void stats_zone_release(void)
+{
+	pthread_mutex_unlock(&stats_zone_lock);
+}
 
 pcpu_zone_t *pcpu__stats_zone(void)
 {
@@ -29,6 +42,8 @@ pcpu_zone_t *pcpu__stats_zone(void)
 
 	if (z)
 		return z;
+	(void)pcpu_fork_register(&fork_registered, PCPU_FORK_STATS, stats_zone_prepare,
+				 stats_zone_release, stats_zone_release);
 	pthread_mutex_lock(&stats_zone_lock);
 	z = stats_zone;
 	if (!z) {

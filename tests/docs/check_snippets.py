@@ -119,7 +119,7 @@ for path in files:
         base = os.path.join(work, f"b{n}")
         open(base + ".c", "w").write(code)
         has_main = re.search(r"\bint\s+main\s*\(", code) is not None
-        flags = ["-Wall", "-Wextra", "-Werror", "-I", include]
+        flags = ["-Wall", "-Wextra", "-Werror", "-I", include, "-I", os.path.join(build, "include")]
         # As C: linked and run under the sanitizers when it has a main().
         if has_main:
             cmd = [cc, "-std=gnu11", *flags, "-g", "-fsanitize=address,undefined",

@@ -618,13 +618,15 @@ static void check_full_and_fork(void)
 	CHECK(s->snapshot.nfamilies == 2); /* c2 did not fit: neither family nor series */
 	pcpu_reader_snapshot_free(s);
 
-	/* fork(): the child's adds land in the shared counters. */
+	/* fork(): the child leaves the segment: its adds stay its own. */
 	c = pcpu_registry_counter(reg, "c0_total", NULL);
 	pcpu_counter_add(c, 1);
 	pid = fork();
 	CHECK(pid >= 0);
 	if (pid == 0) {
 		pcpu_counter_add(c, 1000);
+		CHECK_EQ_U64(pcpu_counter_fetch(c), 1001);
+		CHECK(pcpu_segment_path(seg) == NULL);
 		pcpu_segment_unpublish(seg); /* a child's unpublish does nothing */
 		_exit(0);
 	}
@@ -632,11 +634,12 @@ static void check_full_and_fork(void)
 	CHECK(exists(pcpu_segment_path(seg)));
 	CHECK(pcpu_reader_snapshot(r, 0, &s) == 0);
 	CHECK(strcmp(s->snapshot.families[0].name, "c0") == 0);
-	CHECK_EQ_U64(s->snapshot.families[0].series[0].value.counter, 1001);
+	CHECK_EQ_U64(s->snapshot.families[0].series[0].value.counter, 1);
+	CHECK_EQ_U64(pcpu_counter_fetch(c), 1);
 	pcpu_reader_snapshot_free(s);
 	pcpu_reader_close(r);
 	pcpu_registry_destroy(reg);
-	printf("  a full directory is reported incomplete; fork()ed children count into it\n");
+	printf("  a full directory is reported incomplete; fork()ed children leave the segment\n");
 }
 
 int main(int argc, char **argv)

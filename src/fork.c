@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fork.c: one fork() mechanism for every layer of pcpu.
+ *
+ * A child of a multi-threaded process has one thread, the one that called
+ * fork(). Any mutex another thread held at that instant stays held in the
+ * child for ever, and whatever it guarded may be half-changed. The cure is
+ * the usual one: take every lock before fork() and release it after, in the
+ * parent and in the child (pthread_atfork). What this file adds is order:
+ *
+ *   layer (rank)      locks (taken in prepare, outermost first)
+ *   SYSCTL   (5)      counter(9) sysctl records -> calls into registries
+ *   SEGMENT  (4)      list of published segments
+ *   REGISTRY (3)      default registry, list of registries, every reg->lock
+ *   STATS    (2)      stats zone, gauge set locks, list of groups
+ *   COUNTER  (1)      counter reset stripes
+ *   ZONE     (0)      zones list, every zone's lock, chunk table
+ *
+ * A layer's code may take a lower layer's locks while holding its own
+ * (a registry allocates from its zone under its lock), never the reverse,
+ * so prepare runs the handlers from the highest rank down and parent/child
+ * run them from the lowest up. Within one rank, in registration order
+ * (prepare in reverse). A lower layer never knows a higher one: each
+ * subsystem registers its own handlers here.
+ *
+ * Registration is lazy (the first zone, the first registry, the first
+ * reset...): a process that never uses pcpu registers nothing, and one
+ * pthread_atfork() is made, by the first registration. It takes `lock`,
+ * which prepare holds until parent/child, so a subsystem that registers
+ * while another thread forks waits for the fork to end; once registered,
+ * every later fork runs its handlers. A subsystem therefore registers
+ * before it first takes a lock of its own, and never while holding a
+ * pcpu lock (prepare, holding `lock`, waits for those locks).
+ */
+#include "internal.h"
+
+#include <errno.h>
+
+#define MAX_HANDLERS 16
+
+struct handler {
+	enum pcpu_fork_rank rank;
+	void (*prepare)(void);
+	void (*parent)(void);
+	void (*child)(void);
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct handler handlers[MAX_HANDLERS]; /* sorted by rank, stable */
+static int nhandlers;
+static int atfork_made;
+
+static void run_prepare(void)
+{
+	int i;
+
+	pthread_mutex_lock(&lock);
+	for (i = nhandlers - 1; i >= 0; i--)
+		if (handlers[i].prepare)
+			handlers[i].prepare();
+}
+
+static void run_parent(void)
+{
+	int i;
+
+	for (i = 0; i < nhandlers; i++)
+		if (handlers[i].parent)
+			handlers[i].parent();
+	pthread_mutex_unlock(&lock);
+}
+
+static void run_child(void)
+{
+	int i;
+
+	for (i = 0; i < nhandlers; i++)
+		if (handlers[i].child)
+			handlers[i].child();
+	/* A plain mutex, locked by this very thread in prepare: the child's
+	 * only thread may release it. */
+	pthread_mutex_unlock(&lock);
+}
+
+int pcpu_fork_register(int *once, enum pcpu_fork_rank rank, void (*prepare)(void),
+		       void (*parent)(void), void (*child)(void))
+{
+	int i, rc = 0;
+
+	if (__atomic_load_n(once, __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&lock);
+	if (*once)
+		goto out;
+	if (nhandlers == MAX_HANDLERS) {
+		rc = -1; /* cannot happen: pcpu has fewer subsystems */
+		errno = ENOMEM;
+		goto out;
+	}
+	if (!atfork_made) {
+		if (pthread_atfork(run_prepare, run_parent, run_child) != 0) {
+			rc = -1;
+			errno = ENOMEM;
+			goto out;
+		}
+		atfork_made = 1;
+	}
+	for (i = nhandlers; i > 0 && handlers[i - 1].rank > rank; i--)
+		handlers[i] = handlers[i - 1];
+	handlers[i].rank = rank;
+	handlers[i].prepare = prepare;
+	handlers[i].parent = parent;
+	handlers[i].child = child;
+	nhandlers++;
+	__atomic_store_n(once, 1, __ATOMIC_RELEASE);
+out:
+	pthread_mutex_unlock(&lock);
+	return rc;
+}

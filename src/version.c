@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * version.c: the library's version at run time. It comes from the CMake
+ * project version through the generated pcpu/version.h, the one source of
+ * it; a program compares it with the PCPU_VERSION it was compiled with.
+ */
+#include "internal.h" /* pcpu/pcpu.h: pcpu/version.h */
+
+unsigned pcpu_version(void)
+{
+	return PCPU_VERSION;
+}
+
+const char *pcpu_version_string(void)
+{
+	return PCPU_VERSION_STRING;
+}
