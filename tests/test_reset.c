@@ -18,10 +18,27 @@ static int adders_done;
 static uint64_t reported[2];
 static long resets[2];
 
+static long resets_done(void)
+{
+	return __atomic_load_n(&resets[0], __ATOMIC_RELAXED) +
+	       __atomic_load_n(&resets[1], __ATOMIC_RELAXED);
+}
+
 static void *adder(void *arg)
 {
-	for (long i = 0; i < ADDS; i++)
+	for (long i = 0; i < ADDS; i++) {
 		pcpu_counter_add(c, (int64_t)(i % 7) + 1 + (intptr_t)arg);
+		if (i == ADDS / 2) {
+			/* Half way, let two resets complete: the second one
+			 * starts after our first half, so resets surely take
+			 * counts away while adds go on, however the scheduler
+			 * runs the threads of an oversubscribed machine. */
+			long r0 = resets_done();
+
+			while (resets_done() < r0 + 2)
+				sched_yield();
+		}
+	}
 	return NULL;
 }
 
