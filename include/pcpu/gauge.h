@@ -39,30 +39,39 @@ struct pcpu_gauge {
 /** A gauge: the address of slot 0's copy. NULL is never a valid gauge. */
 typedef struct pcpu_gauge *pcpu_gauge_t;
 
+#ifdef PCPU_NO_INLINE
+/* The stable tier (src/abi.c): the same operations as exported functions,
+ * documented below with their inline versions. */
+PCPU_API void pcpu_gauge_add(pcpu_gauge_t g, int64_t v);
+PCPU_API void pcpu_gauge_sub(pcpu_gauge_t g, int64_t v);
+PCPU_API void pcpu_gauge_inc(pcpu_gauge_t g);
+PCPU_API void pcpu_gauge_dec(pcpu_gauge_t g);
+#endif
+
 /**
  * Adds `v` (negative allowed) to gauge `g`. Same fast path and guarantees as
  * pcpu_counter_add(): exact, no lock, no atomic instruction under rseq.
  * Thread-safe; async-signal-safe. Cost: a counter add.
  */
-static inline void pcpu_gauge_add(pcpu_gauge_t g, int64_t v)
+static inline void PCPU__INLINE_OP(pcpu_gauge_add)(pcpu_gauge_t g, int64_t v)
 {
 	pcpu_counter_add(&g->pcpu__adds, v);
 }
 
 /** pcpu_gauge_add(g, -v). Thread-safe; async-signal-safe. */
-static inline void pcpu_gauge_sub(pcpu_gauge_t g, int64_t v)
+static inline void PCPU__INLINE_OP(pcpu_gauge_sub)(pcpu_gauge_t g, int64_t v)
 {
 	pcpu_counter_add(&g->pcpu__adds, (int64_t)(0 - (uint64_t)v));
 }
 
 /** pcpu_gauge_add(g, 1). Thread-safe; async-signal-safe. */
-static inline void pcpu_gauge_inc(pcpu_gauge_t g)
+static inline void PCPU__INLINE_OP(pcpu_gauge_inc)(pcpu_gauge_t g)
 {
 	pcpu_counter_add(&g->pcpu__adds, 1);
 }
 
 /** pcpu_gauge_add(g, -1). Thread-safe; async-signal-safe. */
-static inline void pcpu_gauge_dec(pcpu_gauge_t g)
+static inline void PCPU__INLINE_OP(pcpu_gauge_dec)(pcpu_gauge_t g)
 {
 	pcpu_counter_add(&g->pcpu__adds, -1);
 }

@@ -120,6 +120,15 @@ static inline int pcpu__group_add_rseq(const pcpu_group_t *g, size_t i, const in
 #endif
 }
 
+#ifdef PCPU_NO_INLINE
+/* The stable tier (src/abi.c): the same operations as exported functions,
+ * documented below with their inline versions. */
+PCPU_API void pcpu_group_add(const pcpu_group_t *g, size_t i, const int64_t *d);
+PCPU_API void pcpu_group_add2(const pcpu_group_t *g, size_t i, int64_t d0, int64_t d1);
+PCPU_API unsigned pcpu_group_members(const pcpu_group_t *g);
+PCPU_API size_t pcpu_group_count(const pcpu_group_t *g);
+#endif
+
 /**
  * Adds d[k] to member k of group `i` for every member, as one update:
  * no reader sees part of it. `g` must be live, i < its count, and `d` must
@@ -130,7 +139,7 @@ static inline int pcpu__group_add_rseq(const pcpu_group_t *g, size_t i, const in
  * store per member, and one store; the fallback path costs one atomic
  * compare-and-swap more.
  */
-static inline void pcpu_group_add(const pcpu_group_t *g, size_t i, const int64_t *d)
+static inline void PCPU__INLINE_OP(pcpu_group_add)(const pcpu_group_t *g, size_t i, const int64_t *d)
 {
 	int why = pcpu__group_add_rseq(g, i, d, g->pcpu__members);
 
@@ -144,7 +153,7 @@ static inline void pcpu_group_add(const pcpu_group_t *g, size_t i, const int64_t
  * async-signal-safe, never waits for the calling thread; about two counter
  * adds (tests/stats/stats_bench measures it).
  */
-static inline void pcpu_group_add2(const pcpu_group_t *g, size_t i, int64_t d0, int64_t d1)
+static inline void PCPU__INLINE_OP(pcpu_group_add2)(const pcpu_group_t *g, size_t i, int64_t d0, int64_t d1)
 {
 	int64_t d[2];
 	int why;
@@ -177,14 +186,14 @@ PCPU_API pcpu_group_t *pcpu_group_alloc_in(pcpu_zone_t *zone, unsigned members, 
 PCPU_API void pcpu_group_free(pcpu_group_t *g);
 
 /** Members per group. Thread-safe; async-signal-safe. Cost: a load. */
-static inline unsigned pcpu_group_members(const pcpu_group_t *g)
+static inline unsigned PCPU__INLINE_OP(pcpu_group_members)(const pcpu_group_t *g)
 {
 	return g->pcpu__members;
 }
 
 /** Number of groups in the object. Thread-safe; async-signal-safe.
  * Cost: a load. */
-static inline size_t pcpu_group_count(const pcpu_group_t *g)
+static inline size_t PCPU__INLINE_OP(pcpu_group_count)(const pcpu_group_t *g)
 {
 	return g->pcpu__count;
 }

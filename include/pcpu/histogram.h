@@ -83,12 +83,21 @@ struct pcpu_histogram {
 
 typedef struct pcpu_histogram pcpu_histogram_t;
 
+#ifdef PCPU_NO_INLINE
+/* The stable tier (src/abi.c): the same operations as exported functions,
+ * documented below with their inline versions. */
+PCPU_API size_t pcpu_histogram_bucket_of(const pcpu_histogram_t *h, int64_t v);
+PCPU_API void pcpu_histogram_record(const pcpu_histogram_t *h, int64_t v);
+PCPU_API void pcpu_histogram_record_n(const pcpu_histogram_t *h, int64_t v, uint64_t n);
+PCPU_API size_t pcpu_histogram_nbuckets(const pcpu_histogram_t *h);
+#endif
+
 /**
  * Bucket a value falls in, 0..pcpu_histogram_nbuckets(h)-1.
  * Thread-safe; async-signal-safe. Cost: a few instructions (log-linear) or
  * a binary search over the bounds (explicit).
  */
-static inline size_t pcpu_histogram_bucket_of(const pcpu_histogram_t *h, int64_t v)
+static inline size_t PCPU__INLINE_OP(pcpu_histogram_bucket_of)(const pcpu_histogram_t *h, int64_t v)
 {
 	if (h->pcpu__scheme == PCPU_HISTOGRAM_LOG_LINEAR) {
 		uint64_t u = v < 0 ? 0 : (uint64_t)v;
@@ -125,7 +134,7 @@ static inline size_t pcpu_histogram_bucket_of(const pcpu_histogram_t *h, int64_t
  * Thread-safe; async-signal-safe; lock-free. Cost: finding the bucket plus
  * two counter adds.
  */
-static inline void pcpu_histogram_record(const pcpu_histogram_t *h, int64_t v)
+static inline void PCPU__INLINE_OP(pcpu_histogram_record)(const pcpu_histogram_t *h, int64_t v)
 {
 	size_t b = pcpu_histogram_bucket_of(h, v);
 
@@ -142,7 +151,7 @@ static inline void pcpu_histogram_record(const pcpu_histogram_t *h, int64_t v)
  * pcpu_histogram_record(): thread-safe, async-signal-safe, lock-free, the
  * same cost whatever n.
  */
-static inline void pcpu_histogram_record_n(const pcpu_histogram_t *h, int64_t v, uint64_t n)
+static inline void PCPU__INLINE_OP(pcpu_histogram_record_n)(const pcpu_histogram_t *h, int64_t v, uint64_t n)
 {
 	size_t b = pcpu_histogram_bucket_of(h, v);
 
@@ -175,7 +184,7 @@ PCPU_API void pcpu_histogram_destroy(pcpu_histogram_t *h);
 
 /** Number of buckets, the +Inf bucket included. Thread-safe;
  * async-signal-safe. Cost: a load. */
-static inline size_t pcpu_histogram_nbuckets(const pcpu_histogram_t *h)
+static inline size_t PCPU__INLINE_OP(pcpu_histogram_nbuckets)(const pcpu_histogram_t *h)
 {
 	return h->pcpu__nbuckets;
 }
