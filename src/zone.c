@@ -81,6 +81,7 @@
 #define CHUNK_GRANULES (PCPU_SLOT_STRIDE >> GRANULE_SHIFT)
 #define BITMAP_WORDS (CHUNK_GRANULES / 64)
 #define HDR_GRANULES (PCPU__CHUNK_HDR_SIZE >> GRANULE_SHIFT)
+#define PCPU__ALIGN_CLASSES 10 /* alignments of 8 .. 4096 bytes: 2^0 .. 2^9 granules */
 
 struct chunk {
 	char *base;       /* slot 0's region, STRIDE-aligned */
@@ -89,6 +90,12 @@ struct chunk {
 	size_t frontier;  /* granules below it have been handed out at least once */
 	size_t holes;     /* free granules below the frontier */
 	size_t hint;      /* no free granule below it */
+	/* Failed hole searches since the last free: no hole of at least
+	 * nofit[k] granules aligned to 2^k granules exists below the frontier
+	 * (0: not known). Alignment gaps left by bump allocation count as
+	 * holes yet fit no aligned request, so without this every aligned
+	 * allocation would rescan all of them (quadratic). */
+	size_t nofit[PCPU__ALIGN_CLASSES];
 	unsigned no;      /* 0 for the first chunk of the zone, then 1, 2... */
 	char *fork_copy;  /* a shared chunk's copy for a fork() child (see top) */
 	struct chunk *next;
@@ -501,6 +508,7 @@ static struct chunk *chunk_create(pcpu_zone_t *zone)
 	c->base = base;
 	c->frontier = HDR_GRANULES; /* the header is never an object */
 	c->holes = 0;
+	memset(c->nofit, 0, sizeof(c->nofit));
 	c->hint = HDR_GRANULES;
 	c->no = no;
 	c->fork_copy = NULL;
@@ -624,6 +632,32 @@ static void mark_allocated(struct chunk *c, size_t g, size_t n)
 	bits_set(c->start, g, 1, 1);
 }
 
+/* Whether a search for n granules aligned to 2^k granules is known to fail:
+ * one as small and at most as aligned failed since the last free (stricter
+ * alignment or more granules cannot fit where that did not). */
+static int known_no_fit(const struct chunk *c, size_t n, unsigned k)
+{
+	unsigned j;
+
+	for (j = 0; j <= k; j++)
+		if (c->nofit[j] && n >= c->nofit[j])
+			return 1;
+	return 0;
+}
+
+/* A new hole [from, to): forget each no-fit fact it contradicts. */
+static void gap_revokes_nofit(struct chunk *c, size_t from, size_t to)
+{
+	unsigned k;
+
+	for (k = 0; k < PCPU__ALIGN_CLASSES; k++) {
+		size_t a = (from + ((size_t)1 << k) - 1) & ~(((size_t)1 << k) - 1);
+
+		if (c->nofit[k] && a + c->nofit[k] <= to)
+			c->nofit[k] = 0;
+	}
+}
+
 /* Granule g of chunk c for n granules aligned to `align` granules: a hole
  * of some chunk, else bump space in the newest chunk, else a new chunk.
  * Under the zone's lock. Returns the address, or 0 with errno ENOMEM. */
@@ -632,8 +666,10 @@ static uintptr_t alloc_granules(pcpu_zone_t *z, size_t n, size_t align)
 	struct chunk *c;
 	size_t g;
 
+	unsigned k = (unsigned)__builtin_ctzll(align); /* align = 2^k granules */
+
 	for (c = z->chunks; c; c = c->next) {
-		if (c->holes < n)
+		if (c->holes < n || known_no_fit(c, n, k))
 			continue; /* cannot fit: no scan */
 		g = find_hole(c, n, align);
 		if (g != CHUNK_GRANULES) {
@@ -641,6 +677,8 @@ static uintptr_t alloc_granules(pcpu_zone_t *z, size_t n, size_t align)
 			c->holes -= n;
 			return (uintptr_t)c->base + (g << GRANULE_SHIFT);
 		}
+		if (c->nofit[k] == 0 || n < c->nofit[k])
+			c->nofit[k] = n;
 	}
 	c = z->chunks;
 	g = (c->frontier + align - 1) & ~(align - 1);
@@ -650,7 +688,10 @@ static uintptr_t alloc_granules(pcpu_zone_t *z, size_t n, size_t align)
 			return 0;
 		g = (c->frontier + align - 1) & ~(align - 1);
 	}
-	/* An alignment gap below the new object becomes a hole. */
+	/* An alignment gap below the new object becomes a hole; it revokes
+	 * the no-fit knowledge it could satisfy. */
+	if (g > c->frontier)
+		gap_revokes_nofit(c, c->frontier, g);
 	c->holes += g - c->frontier;
 	if (g > c->frontier && c->hint > c->frontier)
 		c->hint = c->frontier;
@@ -826,6 +867,7 @@ int pcpu_zone_free(pcpu_zone_t *zone, void *obj)
 	c->holes += n;
 	if (g < c->hint)
 		c->hint = g;
+	memset(c->nofit, 0, sizeof(c->nofit)); /* a new hole may fit anything */
 	pthread_mutex_unlock(&zone->lock);
 	errno = saved_errno; /* a successful call leaves errno alone */
 	return 0;
@@ -917,6 +959,7 @@ int pcpu_zone_attach_file(pcpu_zone_t *zone, int fd, uint64_t file_base,
 			c->frontier = HDR_GRANULES;
 			c->hint = HDR_GRANULES;
 			c->holes = 0;
+			memset(c->nofit, 0, sizeof(c->nofit));
 			if (on_chunk)
 				on_chunk(ctx, c->no, c->base, chunk_file_off(zone, c->no));
 		}
