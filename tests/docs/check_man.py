@@ -58,7 +58,9 @@ inline = set()
 for root, _, files in os.walk(os.path.join(incdir, "pcpu")):
     for f in files:
         text = open(os.path.join(root, f)).read()
-        for m in re.finditer(r"static\s+inline\s+[^;{(]*?\b(pcpu_[a-z0-9_]+)\s*\(", text):
+        # Inline operations are named directly or through PCPU__INLINE_OP(name)
+        # (the stable tier's switch, pcpu/counter.h).
+        for m in re.finditer(r"static\s+inline\s+[^;{(]*?\b(?:PCPU__INLINE_OP\(\s*)?(pcpu_[a-z0-9_]+)\s*\)?\s*\(", text):
             if not m.group(1).startswith("pcpu__"):
                 inline.add(m.group(1))
 functions = exported | inline
