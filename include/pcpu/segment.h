@@ -17,7 +17,7 @@
  *     pcpu_segment_unpublish(seg);   // at exit: removes the file
  *
  * How: the registry's per-CPU zone moves into a file on a tmpfs
- * (`/dev/shm/pcpu.<pid>.<name>` by default), mapped MAP_SHARED, so the
+ * (`/dev/shm/pcpu-<uid>/pcpu.<pid>.<name>` by default), mapped MAP_SHARED, so the
  * counters' memory *is* the shared memory and an update costs exactly what
  * it cost before. In front of the counters the file holds a header and a
  * directory -- for every family and series its name, labels, help, unit,
@@ -27,10 +27,14 @@
  * themselves; nothing runs in the application for a read. The format is in
  * docs/segment-format.md.
  *
- * Security: the file is created with O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600
- * (0640 with a group, on request), in a directory that must be owned by the
- * caller or root and, if others may write to it, have the sticky bit. Readers
- * check the owner and never follow a symlink. The file holds no pointers the
+ * Security: the file is created with the guarantees of
+ * O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600 (0640 with a group, on request). By
+ * default it goes in the caller's own directory /dev/shm/pcpu-<uid> (0700,
+ * owned by the caller, writable by no one else; if another user holds that
+ * name, /dev/shm/pcpu-<uid>.<random>), so no one else can create its name
+ * first. A directory named by the caller must be owned by the caller or root
+ * and, if others may write to it, have the sticky bit. Readers check the
+ * owner and the file type before opening, and never follow a symlink. The file holds no pointers the
  * reader uses (the zone's chunk headers, which readers ignore, hold one
  * writer-side address: treat the segment as disclosing it to whoever may
  * read it).
@@ -54,7 +58,9 @@ typedef struct pcpu_segment pcpu_segment_t;
 /** Longest segment name, in bytes. */
 #define PCPU_SEGMENT_NAME_MAX 64
 
-/** Where segments live when neither an option nor PCPU_SEGMENT_DIR says. */
+/** Where the per-user segment directories (pcpu-<uid>, or
+ * pcpu-<uid>.<random> when another user took that name) live when neither
+ * an option nor PCPU_SEGMENT_DIR names a directory. */
 #define PCPU_SEGMENT_DEFAULT_DIR "/dev/shm"
 
 /** Environment variable naming the segment directory (writers and readers). */
@@ -63,7 +69,10 @@ typedef struct pcpu_segment pcpu_segment_t;
 /** Flags of struct pcpu_segment_options. */
 enum {
 	/** Make the segment readable by `group` (mode 0640, group set with
-	 * fchown, which needs the caller to be a member of that group). */
+	 * fchown, which needs the caller to be a member of that group). In the
+	 * default per-user directory, the directory becomes 0755 so that the
+	 * group can list and search it (the names of the caller's segments are
+	 * then visible to all users, as they were in /dev/shm). */
 	PCPU_SEGMENT_GROUP_READ = 1u << 0,
 };
 
@@ -73,7 +82,10 @@ enum {
  */
 struct pcpu_segment_options {
 	/** Directory of the segment file. NULL: $PCPU_SEGMENT_DIR when set
-	 * (ignored in set-user-ID programs), else PCPU_SEGMENT_DEFAULT_DIR. */
+	 * (ignored in set-user-ID programs), else the caller's per-user
+	 * directory in PCPU_SEGMENT_DEFAULT_DIR, made if need be. A directory
+	 * others may write to (sticky) lets them take a segment's name first:
+	 * prefer the default. */
 	const char *dir;
 	/** PCPU_SEGMENT_* flags. */
 	unsigned flags;
@@ -93,7 +105,8 @@ struct pcpu_segment_options {
  * `name`: 1 to PCPU_SEGMENT_NAME_MAX bytes of [A-Za-z0-9_.-], not starting
  * with '.' or '-'. The file is `<dir>/pcpu.<pid>.<name>`; several processes
  * may publish the same name. Segments of the same name left behind by dead
- * processes of the same user are removed first.
+ * processes of the same user are removed first -- only on positive evidence
+ * that their writer is gone (never because /proc could not be read).
  *
  * Precondition -- call it right after creating the registry: the registry
  * must not yet hold any series (families without series are fine), because
@@ -111,9 +124,11 @@ struct pcpu_segment_options {
  * Returns the segment, or NULL with errno:
  *  - EINVAL: NULL registry, invalid name or options;
  *  - EBUSY: the registry already has series, or is already published;
- *  - EEXIST: the file exists already (a leftover of a reused pid: remove it);
+ *  - EEXIST: the file exists already (in a directory named by the caller:
+ *    a leftover whose writer's state is unknown, or someone else's file);
  *  - EPERM: the directory is unsafe (owned by another user, or writable by
- *    others without the sticky bit), or the group cannot be set;
+ *    others without the sticky bit), no safe per-user directory could be
+ *    made, or the group cannot be set;
  *  - ENOENT, EACCES, ENOTDIR, ENOSPC...: from opening or sizing the file;
  *  - ENOMEM.
  * pcpu_segment_error() says what went wrong.

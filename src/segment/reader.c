@@ -321,17 +321,27 @@ static int read_header(struct pcpu_reader *r, struct pcpu__seg_header *h, uint64
 
 /* ---- opening --------------------------------------------------------------------- */
 
+/* The writer's state: CLOSED by the flag, else what /proc says -- GONE
+ * only on positive evidence, UNKNOWN (with a message) when it cannot tell. */
 static int writer_state(struct pcpu_reader *r, uint32_t flags)
 {
-	uint64_t start;
+	int st;
 
 	if (flags & PCPU__SEG_F_CLOSED)
 		return PCPU_SEGMENT_CLOSED;
 	if (!r->check_proc)
 		return PCPU_SEGMENT_LIVE;
-	if (pcpu__seg_proc_start(r->h.writer_pid, &start) < 0 || start != r->h.writer_start)
-		return PCPU_SEGMENT_GONE;
-	return PCPU_SEGMENT_LIVE;
+	st = pcpu__seg_writer_state(r->h.writer_pid, r->h.writer_start, r->h.writer_pidns);
+	if (st == PCPU__SEG_UNKNOWN) {
+		if (errno == EXDEV)
+			pcpu__seg_fail(EXDEV, "segment %s: cannot tell whether its writer (pid %d) runs: "
+					      "it is in another pid namespace", r->name, (int)r->h.writer_pid);
+		else
+			pcpu__seg_fail(errno, "segment %s: cannot tell whether its writer (pid %d) runs: %s",
+				       r->name, (int)r->h.writer_pid, strerror(errno));
+		return PCPU_SEGMENT_UNKNOWN;
+	}
+	return st == PCPU__SEG_LIVE ? PCPU_SEGMENT_LIVE : PCPU_SEGMENT_GONE;
 }
 
 static pcpu_reader_t *reader_new(void)
@@ -449,14 +459,16 @@ fail:
 
 static int open_file_at(int dirfd, const char *file, const char *path_for_msg)
 {
-	/* O_NOFOLLOW: a symlink is refused (ELOOP); O_NONBLOCK: a FIFO planted
-	 * under the name cannot block us (and is refused as not regular). */
-	int fd = openat(dirfd, file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	/* The type is checked before the file is opened for reading: a device
+	 * is never opened (no ENXIO, no side effect), a FIFO never touched. */
+	int fd = pcpu__seg_open_regular(dirfd, file);
 
 	if (fd < 0) {
 		int e = errno;
 		if (e == ELOOP)
 			return pcpu__seg_fail(ELOOP, "%s: is a symbolic link (refused)", path_for_msg);
+		if (e == EPERM)
+			return pcpu__seg_fail(EPERM, "%s: not a regular file", path_for_msg);
 		if (e == EACCES)
 			return pcpu__seg_fail(EACCES, "%s: permission denied", path_for_msg);
 		return pcpu__seg_fail(e, "%s: %s", path_for_msg, strerror(e));
@@ -488,6 +500,9 @@ struct candidate {
 	char file[96];
 	char name[PCPU__SEG_NAME_MAX + 1];
 	pid_t pid;
+	size_t dir;   /* index in the pcpu__seg_dirs */
+	uid_t owner;  /* of the file (lstat at the scan) */
+	int owner_ok; /* a regular file of an owner the caller accepts */
 };
 
 static int all_digits(const char *s)
@@ -500,78 +515,147 @@ static int all_digits(const char *s)
 	return 1;
 }
 
-/* Collects the segment files of the directory that match (name or pid). */
-static int scan_dir(int dirfd, const char *name, pid_t pid, struct candidate **out, size_t *n)
+static int owner_accepted(const struct pcpu_reader_options *o, uid_t uid)
+{
+	return (o->flags & PCPU_READER_ANY_OWNER) || uid == expected_owner(o);
+}
+
+/* Opens the reader's directories: the one named, or the per-user ones of
+ * the owners the options accept. */
+static int dirs_open(const struct pcpu_reader_options *o, struct pcpu__seg_dirs *ds)
+{
+	return pcpu__seg_dirs_open(o->dir, (o->flags & PCPU_READER_ANY_OWNER) != 0, expected_owner(o),
+				   ds);
+}
+
+/* Collects the segment files of the directories that match: a file name
+ * (`file`), or a name and/or pid. */
+static int scan_dirs(const struct pcpu__seg_dirs *ds, const struct pcpu_reader_options *o,
+		     const char *file, const char *name, pid_t pid, struct candidate **out, size_t *n)
 {
 	struct candidate *c = NULL;
-	size_t cap = 0;
-	struct dirent *de;
-	DIR *d;
-	int dfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+	size_t cap = 0, k;
 
 	*n = 0;
-	if (dfd < 0)
-		return pcpu__seg_fail(errno, "dup: %s", strerror(errno));
-	d = fdopendir(dfd);
-	if (!d) {
-		close(dfd);
-		return pcpu__seg_fail(errno, "opendir: %s", strerror(errno));
-	}
-	while ((de = readdir(d)) != NULL) {
-		struct candidate one;
+	*out = NULL;
+	for (k = 0; k < ds->n; k++) {
+		struct dirent *de;
+		DIR *d;
+		int dfd = pcpu__seg_dirs_fd(ds, k);
 
-		if (pcpu__seg_parse_file_name(de->d_name, &one.pid, one.name) < 0)
-			continue;
-		if ((name && strcmp(name, one.name) != 0) || (pid && pid != one.pid))
-			continue;
-		if (strlen(de->d_name) >= sizeof one.file)
-			continue;
-		strcpy(one.file, de->d_name);
-		if (*n == cap) {
-			size_t nc = cap ? cap * 2 : 16;
-			struct candidate *p = realloc(c, nc * sizeof *p);
-			if (!p) {
-				free(c);
-				closedir(d);
-				return pcpu__seg_fail(ENOMEM, "out of memory");
-			}
-			c = p;
-			cap = nc;
+		if (dfd < 0)
+			continue; /* a per-user directory that went away */
+		d = fdopendir(dfd);
+		if (!d) {
+			int e = errno;
+			close(dfd);
+			if (ds->d[k].name[0])
+				continue;
+			free(c);
+			return pcpu__seg_fail(e, "%s: %s", ds->d[k].path, strerror(e));
 		}
-		c[(*n)++] = one;
+		while ((de = readdir(d)) != NULL) {
+			struct candidate one;
+			struct stat st;
+
+			if (pcpu__seg_parse_file_name(de->d_name, &one.pid, one.name) < 0)
+				continue;
+			if ((file && strcmp(file, de->d_name) != 0) || (name && strcmp(name, one.name) != 0) ||
+			    (pid && pid != one.pid))
+				continue;
+			if (strlen(de->d_name) >= sizeof one.file)
+				continue;
+			strcpy(one.file, de->d_name);
+			one.dir = k;
+			one.owner = 0;
+			one.owner_ok = 0;
+			if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+				one.owner = st.st_uid;
+				one.owner_ok = S_ISREG(st.st_mode) && owner_accepted(o, st.st_uid);
+			}
+			if (*n == cap) {
+				size_t nc = cap ? cap * 2 : 16;
+				struct candidate *p = realloc(c, nc * sizeof *p);
+				if (!p) {
+					free(c);
+					closedir(d);
+					return pcpu__seg_fail(ENOMEM, "out of memory");
+				}
+				c = p;
+				cap = nc;
+			}
+			c[(*n)++] = one;
+		}
+		closedir(d);
 	}
-	closedir(d);
 	*out = c;
 	return 0;
 }
 
-static int live_pid(pid_t pid, int dirfd, const char *file)
+/* Whether the segment file may have a live writer: only a closed segment
+ * or one whose writer is gone on positive evidence is not a candidate. */
+static int maybe_live(const struct pcpu__seg_dirs *ds, const struct candidate *c)
 {
 	struct pcpu__seg_header h;
-	uint64_t start;
-	int fd, live = 0;
+	int dfd, fd, st;
 
-	if (pcpu__seg_proc_start(pid, &start) < 0)
-		return 0;
-	fd = openat(dirfd, file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	dfd = pcpu__seg_dirs_fd(ds, c->dir);
+	if (dfd < 0)
+		return 1;
+	fd = pcpu__seg_open_regular(dfd, c->file);
+	close(dfd);
 	if (fd < 0)
 		return 1; /* unreadable: let the open say why */
-	if (pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h)
-		live = h.writer_start == start && !(h.flags & PCPU__SEG_F_CLOSED);
+	if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h || memcmp(h.magic, PCPU__SEG_MAGIC, 8) != 0 ||
+	    h.writer_pid != c->pid) {
+		close(fd);
+		return 1;
+	}
 	close(fd);
-	return live;
+	if (h.flags & PCPU__SEG_F_CLOSED)
+		return 0;
+	st = pcpu__seg_writer_state(c->pid, h.writer_start, h.writer_pidns);
+	return st != PCPU__SEG_GONE;
+}
+
+/* Opens candidate c with the reader's checks. */
+static pcpu_reader_t *open_candidate(const struct pcpu__seg_dirs *ds, const struct candidate *c,
+				     const struct pcpu_reader_options *o)
+{
+	char path[512];
+	pcpu_reader_t *r = NULL;
+	int dfd, fd;
+
+	snprintf(path, sizeof path, "%.320s/%s", ds->d[c->dir].path, c->file);
+	dfd = pcpu__seg_dirs_fd(ds, c->dir);
+	if (dfd < 0) {
+		pcpu__seg_fail(errno, "%s: %s", ds->d[c->dir].path, strerror(errno));
+		return NULL;
+	}
+	fd = open_file_at(dfd, c->file, path);
+	if (fd >= 0)
+		r = open_fd_checked(fd, o, path, c->pid, c->name);
+	else if (errno == ENOENT)
+		pcpu__seg_fail(ENOENT, "no segment file %s", path);
+	{
+		int e = errno;
+		close(dfd);
+		errno = e;
+	}
+	return r;
 }
 
 pcpu_reader_t *pcpu_reader_open(const char *target, const struct pcpu_reader_options *opts)
 {
 	struct pcpu_reader_options o;
+	struct pcpu__seg_dirs ds;
 	struct candidate *c = NULL, *pick = NULL;
-	const char *dir;
-	char path[512], name[PCPU__SEG_NAME_MAX + 1];
+	char name[PCPU__SEG_NAME_MAX + 1];
+	const char *file = NULL, *nm = NULL;
 	pid_t pid = 0;
-	size_t n = 0, i, nlive = 0;
+	size_t n = 0, i, nok = 0, nlive = 0;
 	pcpu_reader_t *r = NULL;
-	int dirfd, fd;
+	int fd;
 
 	memset(&o, 0, sizeof o);
 	if (opts)
@@ -584,48 +668,47 @@ pcpu_reader_t *pcpu_reader_open(const char *target, const struct pcpu_reader_opt
 		fd = open_file_at(AT_FDCWD, target, target);
 		return fd < 0 ? NULL : open_fd_checked(fd, &o, target, 0, NULL);
 	}
-	dir = pcpu__seg_dir(o.dir);
-	dirfd = pcpu__seg_open_dir(dir);
-	if (dirfd < 0)
-		return NULL;
 	if (pcpu__seg_parse_file_name(target, &pid, name) == 0) {
-		snprintf(path, sizeof path, "%.300s/%s", dir, target);
-		fd = open_file_at(dirfd, target, path);
-		if (fd >= 0)
-			r = open_fd_checked(fd, &o, path, pid, name);
-		else if (errno == ENOENT)
-			pcpu__seg_fail(ENOENT, "no segment file %s", path);
-		close(dirfd);
-		return r;
-	}
-	if (all_digits(target)) {
+		file = target;
+	} else if (all_digits(target)) {
 		unsigned long v = strtoul(target, NULL, 10);
 		if (v == 0 || v > 0x7fffffff) {
-			close(dirfd);
 			pcpu__seg_fail(ENOENT, "no segment of process %s", target);
 			return NULL;
 		}
 		pid = (pid_t)v;
-		if (scan_dir(dirfd, NULL, pid, &c, &n) < 0)
-			goto out;
 	} else {
 		if (pcpu__seg_check_name(target) < 0)
-			goto out;
-		if (scan_dir(dirfd, target, 0, &c, &n) < 0)
-			goto out;
+			return NULL;
+		nm = target;
 	}
+	if (dirs_open(&o, &ds) < 0)
+		return NULL;
+	if (scan_dirs(&ds, &o, file, nm, file ? 0 : pid, &c, &n) < 0)
+		goto out;
 	if (n == 0) {
-		if (pid)
-			pcpu__seg_fail(ENOENT, "no segment of process %d in %s", (int)pid, dir);
+		if (file)
+			pcpu__seg_fail(ENOENT, "no segment file %s in %s", file, ds.desc);
+		else if (pid)
+			pcpu__seg_fail(ENOENT, "no segment of process %d in %s", (int)pid, ds.desc);
 		else
-			pcpu__seg_fail(ENOENT, "no segment named \"%s\" in %s", target, dir);
+			pcpu__seg_fail(ENOENT, "no segment named \"%s\" in %s", target, ds.desc);
 		goto out;
 	}
-	if (n == 1) {
+	/* Files of owners the caller does not accept cannot make a name
+	 * ambiguous (in a directory others may write to, anyone could plant
+	 * one); if there are only such files, opening one says why. */
+	for (i = 0; i < n; i++)
+		if (c[i].owner_ok) {
+			nok++;
+			pick = &c[i];
+		}
+	if (nok == 0) {
 		pick = &c[0];
-	} else {
+	} else if (nok > 1) {
+		pick = NULL;
 		for (i = 0; i < n; i++)
-			if (live_pid(c[i].pid, dirfd, c[i].file)) {
+			if (c[i].owner_ok && maybe_live(&ds, &c[i])) {
 				nlive++;
 				pick = &c[i];
 			}
@@ -633,23 +716,20 @@ pcpu_reader_t *pcpu_reader_open(const char *target, const struct pcpu_reader_opt
 			char list[256] = "";
 			size_t len = 0;
 			for (i = 0; i < n && len + 40 < sizeof list; i++)
-				len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "",
-							c[i].file);
-			pcpu__seg_fail(ENOTUNIQ, "\"%s\" matches %zu segments (%s): give a pid or a file name",
-				       target, n, list);
-			pick = NULL;
+				if (c[i].owner_ok)
+					len += (size_t)snprintf(list + len, sizeof list - len, "%s%s",
+								len ? ", " : "", c[i].file);
+			pcpu__seg_fail(ENOTUNIQ, "\"%s\" matches %zu segments (%s)%s", target, nok, list,
+				       file ? "" : ": give a pid or a file name");
 			goto out;
 		}
 	}
-	snprintf(path, sizeof path, "%.300s/%s", dir, pick->file);
-	fd = open_file_at(dirfd, pick->file, path);
-	if (fd >= 0)
-		r = open_fd_checked(fd, &o, path, pick->pid, pick->name);
+	r = open_candidate(&ds, pick, &o);
 out:
 	{
 		int e = errno;
 		free(c);
-		close(dirfd);
+		pcpu__seg_dirs_close(&ds);
 		errno = e;
 	}
 	return r;
@@ -1362,7 +1442,7 @@ static void parse_free(struct parse *p)
 
 /* One attempt. Returns 1 with *out set, 0 to retry (unstable, attempts
  * left), -1 on error. */
-static int attempt(struct pcpu_reader *r, unsigned flags, int last,
+static int attempt(struct pcpu_reader *r, unsigned flags, int last, int *statep,
 		   struct pcpu_reader_snapshot **out)
 {
 	struct pcpu__seg_header h1, hb, h2;
@@ -1378,8 +1458,13 @@ static int attempt(struct pcpu_reader *r, unsigned flags, int last,
 	memset(&p, 0, sizeof p);
 	if (read_header(r, &h1, &size) < 0)
 		return -1;
-	state = writer_state(r, h1.flags);
-	if (state != PCPU_SEGMENT_LIVE && !(r->flags & PCPU_READER_ALLOW_STALE)) {
+	/* Once per snapshot, not per attempt: a read of /proc/<pid>/stat costs
+	 * more than a small snapshot. Unknown is not gone: the file is read. */
+	if (*statep < 0 || (h1.flags & PCPU__SEG_F_CLOSED))
+		*statep = writer_state(r, h1.flags);
+	state = *statep;
+	if ((state == PCPU_SEGMENT_CLOSED || state == PCPU_SEGMENT_GONE) &&
+	    !(r->flags & PCPU_READER_ALLOW_STALE)) {
 		if (state == PCPU_SEGMENT_CLOSED)
 			return pcpu__seg_fail(ESRCH, "segment %s: closed by its writer (pid %d)", r->name,
 					      (int)h1.writer_pid);
@@ -1559,8 +1644,10 @@ static int attempt(struct pcpu_reader *r, unsigned flags, int last,
 	snap->pub.generation = h1.generation;
 	snap->pub.changed = (size_t)changed;
 	snap->pub.stable = stable;
-	snap->pub.incomplete = (h2.flags & PCPU__SEG_F_INCOMPLETE) != 0;
-	snap->pub.state = (enum pcpu_segment_state)writer_state(r, h2.flags);
+	snap->pub.incomplete = (h2.flags & (PCPU__SEG_F_INCOMPLETE | PCPU__SEG_F_NOSPACE)) != 0;
+	snap->pub.nospace = (h2.flags & PCPU__SEG_F_NOSPACE) != 0;
+	snap->pub.state = (enum pcpu_segment_state)((h2.flags & PCPU__SEG_F_CLOSED) ? PCPU_SEGMENT_CLOSED
+										   : state);
 	snap->pub.nslots = h1.nslots;
 	*out = &snap->pub;
 	rc = 1;
@@ -1576,7 +1663,7 @@ out:
 
 int pcpu_reader_snapshot(pcpu_reader_t *r, unsigned flags, struct pcpu_reader_snapshot **out)
 {
-	int a;
+	int a, state = -1;
 
 	if (out)
 		*out = NULL;
@@ -1585,7 +1672,7 @@ int pcpu_reader_snapshot(pcpu_reader_t *r, unsigned flags, struct pcpu_reader_sn
 	if (flags & ~(unsigned)PCPU_READER_PER_SLOT)
 		return pcpu__seg_fail(EINVAL, "unknown snapshot flags 0x%x", flags);
 	for (a = 0; a < MAX_ATTEMPTS; a++) {
-		int rc = attempt(r, flags, a + 1 == MAX_ATTEMPTS, out);
+		int rc = attempt(r, flags, a + 1 == MAX_ATTEMPTS, &state, out);
 
 		if (rc != 0)
 			return rc < 0 ? -1 : 0;
@@ -1611,10 +1698,9 @@ int pcpu_segment_list(const struct pcpu_reader_options *opts, struct pcpu_segmen
 {
 	struct pcpu_reader_options o;
 	struct pcpu_segment_info *info = NULL;
+	struct pcpu__seg_dirs ds;
 	struct candidate *c = NULL;
-	const char *dir;
 	size_t n = 0, i;
-	int dirfd;
 
 	if (!out || !count)
 		return pcpu__seg_fail(EINVAL, "NULL output");
@@ -1623,51 +1709,47 @@ int pcpu_segment_list(const struct pcpu_reader_options *opts, struct pcpu_segmen
 	memset(&o, 0, sizeof o);
 	if (opts)
 		o = *opts;
-	dir = pcpu__seg_dir(o.dir);
-	dirfd = pcpu__seg_open_dir(dir);
-	if (dirfd < 0)
+	if (dirs_open(&o, &ds) < 0)
 		return -1;
-	if (scan_dir(dirfd, NULL, 0, &c, &n) < 0) {
-		close(dirfd);
+	if (scan_dirs(&ds, &o, NULL, NULL, 0, &c, &n) < 0) {
+		pcpu__seg_dirs_close(&ds);
 		return -1;
 	}
 	if (n) {
 		info = calloc(n, sizeof *info);
 		if (!info) {
 			free(c);
-			close(dirfd);
+			pcpu__seg_dirs_close(&ds);
 			return pcpu__seg_fail(ENOMEM, "out of memory");
 		}
 	}
 	for (i = 0; i < n; i++) {
 		struct pcpu_segment_info *in = &info[i];
-		char path[512];
-		struct stat st;
 		pcpu_reader_t *r;
-		int fd;
 
 		strcpy(in->name, c[i].name);
 		strcpy(in->file, c[i].file);
 		in->pid = c[i].pid;
-		if (fstatat(dirfd, c[i].file, &st, AT_SYMLINK_NOFOLLOW) == 0)
-			in->owner = st.st_uid;
-		snprintf(path, sizeof path, "%.300s/%s", dir, c[i].file);
-		fd = open_file_at(dirfd, c[i].file, path);
-		r = fd < 0 ? NULL : open_fd_checked(fd, &o, path, c[i].pid, c[i].name);
+		in->owner = c[i].owner;
+		r = open_candidate(&ds, &c[i], &o);
 		if (!r) {
 			in->error = errno;
 			continue;
 		}
 		in->state = (enum pcpu_segment_state)writer_state(r, __atomic_load_n(&r->h.flags,
 										     __ATOMIC_RELAXED));
+		if (in->state == PCPU_SEGMENT_UNKNOWN)
+			in->state_errno = errno;
 		in->nfamilies = r->h.nfamilies;
 		in->nseries = r->h.nseries;
 		in->created_ns = r->h.created_ns;
 		in->nslots = r->h.nslots;
+		in->flags = (r->h.flags & PCPU__SEG_F_INCOMPLETE ? PCPU_SEGMENT_INFO_INCOMPLETE : 0) |
+			    (r->h.flags & PCPU__SEG_F_NOSPACE ? PCPU_SEGMENT_INFO_NOSPACE : 0);
 		pcpu_reader_close(r);
 	}
 	free(c);
-	close(dirfd);
+	pcpu__seg_dirs_close(&ds);
 	if (n)
 		qsort(info, n, sizeof *info, cmp_info);
 	*out = info;
@@ -1678,28 +1760,46 @@ int pcpu_segment_list(const struct pcpu_reader_options *opts, struct pcpu_segmen
 int pcpu_segment_prune(const struct pcpu_reader_options *opts, size_t *removed)
 {
 	struct pcpu_reader_options o;
-	struct pcpu_segment_info *info;
-	size_t n, i, k = 0;
-	int dirfd;
+	struct pcpu__seg_dirs ds;
+	struct candidate *c = NULL;
+	size_t n = 0, i, k = 0;
 
 	memset(&o, 0, sizeof o);
 	if (opts)
 		o = *opts;
-	if (pcpu_segment_list(&o, &info, &n) < 0)
+	if (removed)
+		*removed = 0;
+	if (dirs_open(&o, &ds) < 0)
 		return -1;
-	dirfd = pcpu__seg_open_dir(pcpu__seg_dir(o.dir));
-	if (dirfd < 0) {
-		free(info);
+	if (scan_dirs(&ds, &o, NULL, NULL, 0, &c, &n) < 0) {
+		pcpu__seg_dirs_close(&ds);
 		return -1;
 	}
 	for (i = 0; i < n; i++) {
-		if (info[i].error || info[i].state == PCPU_SEGMENT_LIVE)
+		pcpu_reader_t *r;
+		struct stat a, b;
+		int dfd, state;
+
+		if (!c[i].owner_ok)
 			continue;
-		if (unlinkat(dirfd, info[i].file, 0) == 0)
+		r = open_candidate(&ds, &c[i], &o);
+		if (!r)
+			continue;
+		/* Removed only on positive evidence that its writer is gone (or
+		 * closed it): "cannot tell" (EMFILE, another pid namespace...)
+		 * keeps it. */
+		state = pcpu_reader_state(r);
+		dfd = pcpu__seg_dirs_fd(&ds, c[i].dir);
+		if ((state == PCPU_SEGMENT_GONE || state == PCPU_SEGMENT_CLOSED) && dfd >= 0 &&
+		    fstat(r->fd, &a) == 0 && fstatat(dfd, c[i].file, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    a.st_dev == b.st_dev && a.st_ino == b.st_ino && unlinkat(dfd, c[i].file, 0) == 0)
 			k++;
+		if (dfd >= 0)
+			close(dfd);
+		pcpu_reader_close(r);
 	}
-	close(dirfd);
-	free(info);
+	free(c);
+	pcpu__seg_dirs_close(&ds);
 	if (removed)
 		*removed = k;
 	return 0;

@@ -47,6 +47,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -629,10 +630,14 @@ static void on_chunk(void *ctx, unsigned no, char *base, uint64_t file_off)
 	pthread_mutex_unlock(&seg->chunk_lock);
 }
 
-/* Removes leftovers of this segment name from dead processes of our user. */
+/* Removes leftovers of this segment name from dead processes of our user:
+ * only on positive evidence that the writer is gone (pcpu__seg_writer_state
+ * never says so on EMFILE, ENOMEM, another pid namespace...). A file whose
+ * header never got written (no O_TMPFILE, its creator died) goes if its pid
+ * is gone. */
 static void remove_stale(int dirfd, const char *name)
 {
-	int dfd = dup(dirfd);
+	int dfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
 	DIR *d;
 	struct dirent *de;
 
@@ -644,31 +649,33 @@ static void remove_stale(int dirfd, const char *name)
 		return;
 	}
 	while ((de = readdir(d)) != NULL) {
+		static const char zero[8];
 		char n[PCPU__SEG_NAME_MAX + 1];
 		struct pcpu__seg_header h;
-		struct stat st;
+		struct stat st, now;
 		uint64_t start;
 		pid_t pid;
-		int fd, dead;
+		int fd, dead = 0;
 
 		if (pcpu__seg_parse_file_name(de->d_name, &pid, n) < 0 || strcmp(n, name) != 0)
 			continue;
-		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-		    !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+		fd = pcpu__seg_open_regular(dirfd, de->d_name);
+		if (fd < 0)
 			continue;
-		if (pcpu__seg_proc_start(pid, &start) < 0) {
-			dead = 1; /* no such process */
-		} else {
-			fd = openat(dirfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-			if (fd < 0)
-				continue;
-			dead = pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
-			       memcmp(h.magic, PCPU__SEG_MAGIC, 8) == 0 && h.writer_pid == pid &&
-			       h.writer_start != start;
-			close(fd);
+		if (fstat(fd, &st) == 0 && st.st_uid == geteuid() &&
+		    pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h) {
+			if (memcmp(h.magic, PCPU__SEG_MAGIC, 8) == 0 && h.writer_pid == pid)
+				dead = (h.flags & PCPU__SEG_F_CLOSED) ||
+				       pcpu__seg_writer_state(pid, h.writer_start, h.writer_pidns) ==
+					       PCPU__SEG_GONE;
+			else if (memcmp(h.magic, zero, 8) == 0)
+				dead = pcpu__seg_proc_start(pid, &start) < 0 && errno == ESRCH;
 		}
-		if (dead)
+		/* Still the file we judged. */
+		if (dead && fstatat(dirfd, de->d_name, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    now.st_dev == st.st_dev && now.st_ino == st.st_ino)
 			unlinkat(dirfd, de->d_name, 0);
+		close(fd);
 	}
 	closedir(d);
 }
@@ -686,6 +693,7 @@ pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
 	struct pcpu__seg_header *h;
 	struct timespec ts;
 	const char *dir;
+	char dirpath[PATH_MAX];
 	uint64_t start = 0, max_e, max_s;
 	mode_t mode = 0600;
 	size_t i;
@@ -711,7 +719,8 @@ pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
 		return NULL;
 	}
 	if (pcpu__seg_proc_start(getpid(), &start) < 0) {
-		pcpu__seg_fail(ENOENT, "cannot read /proc/self/stat (is /proc mounted?)");
+		err = errno;
+		pcpu__seg_fail(err, "cannot read /proc/self/stat (is /proc mounted?): %s", strerror(err));
 		return NULL;
 	}
 	dir = pcpu__seg_dir(o.dir);
@@ -725,7 +734,15 @@ pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
 	seg->reg = reg;
 	seg->pid = getpid();
 	pthread_mutex_init(&seg->chunk_lock, NULL);
-	seg->dirfd = pcpu__seg_open_dir(dir);
+	if (dir) {
+		/* The caller's directory: it may be shared (sticky), as /dev/shm. */
+		seg->dirfd = pcpu__seg_open_dir(dir);
+	} else {
+		/* Ours alone: no one else can create a name in it first. */
+		seg->dirfd = pcpu__seg_open_user_dir((o.flags & PCPU_SEGMENT_GROUP_READ) != 0, dirpath,
+						     sizeof dirpath);
+		dir = dirpath;
+	}
 	if (seg->dirfd < 0)
 		goto fail;
 	snprintf(seg->file, sizeof seg->file, "%s%d.%s", PCPU__SEG_FILE_PREFIX, (int)seg->pid, name);
@@ -807,6 +824,7 @@ pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
 	h->entry_size = PCPU__SEG_ENTRY_SIZE;
 	h->strings_offset = (uint64_t)(seg->strings - seg->map);
 	h->strings_capacity = seg->strings_cap;
+	h->writer_pidns = pcpu__seg_pidns();
 	memcpy(h->name, name, strlen(name));
 	/* The magic makes the header valid: an empty segment, no chunks yet. */
 	__atomic_thread_fence(__ATOMIC_RELEASE);
