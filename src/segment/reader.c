@@ -16,9 +16,9 @@
  *   E1 = entries [0, used)         one pread
  *   S  = strings [0, used)         one pread; blobs are parsed from this copy
  *   parse and validate E1          families, series, links, value ranges
- *   values                         per chunk, per run of nearby values, one
- *                                  pread per slot and one per its mirror
- *                                  (holes skipped: SEEK_DATA)
+ *   values                         per chunk, the extents of data (SEEK_DATA,
+ *                                  SEEK_HOLE), and per run of nearby values
+ *                                  one pread per region an extent meets
  *   E2, H2 = entries, header       again, in this order
  *
  * An entry is kept only if E1 and E2 hold the same 64 bytes and an even
@@ -54,7 +54,8 @@
  * message naming the entry -- never a partial result that hides it.
  * Sizes come from the header and are checked against the file's size with
  * overflow-checked arithmetic before anything is allocated or read; every
- * allocation and read of a snapshot is charged against max_bytes.
+ * allocation and read of a snapshot, and every system call on the values,
+ * is charged against max_bytes (read_chunk()).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -76,6 +77,11 @@
 #define MAX_ATTEMPTS 4
 /* Values closer than this are read with one pread per slot. */
 #define RUN_GAP 65536
+/* What a system call on the values (pread, lseek) counts against the
+ * budget, and what visiting a region of data does: a snapshot's work is
+ * bounded by max_bytes, not only its reads and allocations. */
+#define SYSCALL_CHARGE 4096
+#define REGION_CHARGE 64
 #define MAX_NSLOTS 65536
 #define MAX_STRIDE_SHIFT 40
 
@@ -87,6 +93,7 @@ struct pcpu_reader {
 	void (*read_hook)(void *ctx, unsigned n, uint64_t off, size_t len);
 	void *read_hook_ctx;
 	unsigned nreads;
+	uint64_t nsyscalls; /* preads and lseeks on the file (tests) */
 	unsigned flags;
 	int check_proc;
 	uid_t file_owner;
@@ -97,6 +104,7 @@ struct pcpu_reader {
 
 /* Internal entry points for tests and the fuzzer (not exported). */
 PCPU_HIDDEN pcpu_reader_t *pcpu__reader_open_mem(const void *buf, size_t len, size_t max_bytes);
+PCPU_HIDDEN uint64_t pcpu__reader_syscalls(const pcpu_reader_t *r);
 PCPU_HIDDEN void pcpu__reader_set_read_hook(pcpu_reader_t *r,
 					    void (*fn)(void *ctx, unsigned n, uint64_t off, size_t len),
 					    void *ctx);
@@ -109,6 +117,7 @@ static ssize_t rd_pread(struct pcpu_reader *r, void *buf, size_t len, uint64_t o
 
 	if (r->read_hook)
 		r->read_hook(r->read_hook_ctx, r->nreads++, off, len);
+	r->nsyscalls++;
 	if (r->fd < 0) {
 		if (off >= r->mem_len)
 			return 0;
@@ -160,19 +169,6 @@ static int rd_size(struct pcpu_reader *r, uint64_t *size)
 		return pcpu__seg_fail(errno, "segment %s: fstat: %s", r->name, strerror(errno));
 	*size = st.st_size < 0 ? 0 : (uint64_t)st.st_size;
 	return 0;
-}
-
-/* Whether the file has data (not only a hole) in [off, off + len). */
-static int rd_has_data(struct pcpu_reader *r, uint64_t off, uint64_t len)
-{
-	off_t d;
-
-	if (r->fd < 0)
-		return 1;
-	d = lseek(r->fd, (off_t)off, SEEK_DATA);
-	if (d < 0)
-		return errno == ENXIO ? 0 : 1; /* ENXIO: only holes from off on */
-	return (uint64_t)d < off + len;
 }
 
 /* ---- the memory budget ------------------------------------------------------------ */
@@ -761,6 +757,11 @@ void pcpu__reader_set_read_hook(pcpu_reader_t *r,
 	r->read_hook_ctx = ctx;
 }
 
+uint64_t pcpu__reader_syscalls(const pcpu_reader_t *r)
+{
+	return r->nsyscalls;
+}
+
 void pcpu_reader_close(pcpu_reader_t *r)
 {
 	if (!r)
@@ -1117,12 +1118,142 @@ static void accumulate(struct ser *s, const unsigned char *v, unsigned slot, int
 		s->slots[slot] = (int64_t)((uint64_t)s->slots[slot] + part);
 }
 
+/* A run: values of one chunk closer than RUN_GAP to the next, read with one
+ * pread per region that holds data there. Series v[first, last). */
+struct run {
+	uint64_t lo, hi;
+	size_t first, last;
+};
+
+/* First run of runs[from, n) that ends after x (runs are sorted and
+ * disjoint), or n. */
+static size_t run_after(const struct run *runs, size_t from, size_t n, uint64_t x)
+{
+	size_t lo = from, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (runs[mid].hi <= x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The values of one chunk's runs (sorted, disjoint), in every region that
+ * holds data where they lie.
+ *
+ * Why not one SEEK_DATA per run per region, as before: a file may declare
+ * 65,536 slots (131,072 regions per chunk) and hold a few pages; that made a
+ * snapshot cost runs x 131,072 system calls, unbounded by max_bytes (issue
+ * 10: 2,000 series took 41 s). Instead the chunk's data is found extent by
+ * extent with SEEK_DATA and SEEK_HOLE, jumping over every region without
+ * data in the window [lo of the first run, hi of the last) in one call, and
+ * each run is read once per region where an extent meets it. The calls are
+ * then a few per extent of real data, not per region, and every one of
+ * them (and every region an extent covers) is charged to the budget, so a
+ * snapshot's work is bounded by max_bytes whatever the file claims. */
+static int read_chunk(struct parse *p, struct ser **v, uint32_t chunk, const struct run *runs,
+		      size_t nruns, unsigned char *buf)
+{
+	const struct pcpu__seg_header *h = p->h;
+	struct pcpu_reader *r = p->r;
+	int per_slot = (p->flags & PCPU_READER_PER_SLOT) != 0;
+	/* chunk < nchunks and data_offset + nchunks * chunk_span <= file size
+	 * were checked, chunk_span = 2 * nslots * slot_stride and every run's
+	 * hi <= slot_stride: no overflow below, and every region read, slot or
+	 * mirror, lies inside the file. */
+	uint64_t base = h->data_offset + (uint64_t)chunk * h->chunk_span;
+	uint64_t end = base + h->chunk_span, stride = h->slot_stride;
+	uint64_t wlo = runs[0].lo, whi = runs[nruns - 1].hi, pos = base + wlo;
+	uint64_t nregions = 2 * (uint64_t)h->nslots, cur = UINT64_MAX;
+	size_t next = 0;
+
+	while (pos < end) {
+		uint64_t d, hole, rg, rel;
+
+		if (r->fd < 0) {
+			d = pos; /* memory: all data */
+			hole = end;
+		} else {
+			off_t x;
+
+			if (charge(p->b, SYSCALL_CHARGE) < 0)
+				return -1;
+			r->nsyscalls++;
+			x = lseek(r->fd, (off_t)pos, SEEK_DATA);
+			if (x < 0 && errno == ENXIO)
+				break; /* only holes from pos on */
+			d = x < 0 ? pos : (uint64_t)x; /* cannot tell: read it */
+			if (d >= end)
+				break;
+			hole = 0;
+		}
+		rg = (d - base) / stride;
+		rel = (d - base) % stride;
+		if (rel < wlo) { /* data before the window: look in the window */
+			pos = base + rg * stride + wlo;
+			continue;
+		}
+		if (rel >= whi) { /* after it: the next region's window */
+			if (rg + 1 >= nregions)
+				break;
+			pos = base + (rg + 1) * stride + wlo;
+			continue;
+		}
+		if (!hole) {
+			off_t x;
+
+			if (charge(p->b, SYSCALL_CHARGE) < 0)
+				return -1;
+			r->nsyscalls++;
+			x = lseek(r->fd, (off_t)d, SEEK_HOLE);
+			hole = x < 0 || (uint64_t)x > end ? end : (uint64_t)x;
+			if (hole <= d)
+				hole = d + 1; /* changed under us: at least progress */
+		}
+		/* The extent [d, hole): every region it meets, in order. */
+		for (; rg < nregions && base + rg * stride < hole; rg++) {
+			uint64_t rs = base + rg * stride;
+			uint64_t x = (d > rs ? d : rs) - rs;
+			uint64_t y = (hole < rs + stride ? hole : rs + stride) - rs;
+			/* Regions nslots.. are the mirrors of slots 0..: same slot. */
+			unsigned slot = (unsigned)(rg % h->nslots);
+
+			if (charge(p->b, REGION_CHARGE) < 0)
+				return -1;
+			if (rg != cur) {
+				cur = rg;
+				next = 0;
+			}
+			/* Runs wholly in a hole before x read as zero: skipped.
+			 * Runs already read in this region: skipped too. */
+			next = run_after(runs, next, nruns, x);
+			for (; next < nruns && runs[next].lo < y; next++) {
+				const struct run *u = &runs[next];
+				size_t k;
+
+				if (charge(p->b, u->hi - u->lo) < 0 || charge(p->b, SYSCALL_CHARGE) < 0 ||
+				    read_exact(r, buf, (size_t)(u->hi - u->lo), rs + u->lo, "values") < 0)
+					return -1;
+				for (k = u->first; k < u->last; k++)
+					accumulate(v[k], buf + (v[k]->e->value_off - u->lo), slot, per_slot);
+			}
+		}
+		pos = hole;
+	}
+	return 0;
+}
+
 static int read_values(struct parse *p)
 {
 	const struct pcpu__seg_header *h = p->h;
 	struct ser **v;
+	struct run *runs = NULL;
 	unsigned char *buf = NULL;
-	size_t n = 0, i, j, bufcap = 0;
+	size_t n = 0, i, j, k, bufcap = 0;
 	int per_slot = (p->flags & PCPU_READER_PER_SLOT) != 0, rc = -1;
 
 	v = balloc(p->b, (uint64_t)(p->nsers ? p->nsers : 1) * sizeof *v);
@@ -1146,52 +1277,46 @@ static int read_values(struct parse *p)
 		v[n++] = s;
 	}
 	qsort(v, n, sizeof *v, cmp_ser_loc);
+	runs = balloc(p->b, (uint64_t)(n ? n : 1) * sizeof *runs);
+	if (!runs)
+		goto out;
 	for (i = 0; i < n; i = j) {
 		uint32_t chunk = v[i]->e->u32a;
-		uint64_t lo = v[i]->e->value_off, hi = lo + v[i]->e->u32b;
-		uint64_t base, region;
+		size_t nruns = 0;
 
-		/* A run: values of one chunk closer than RUN_GAP to the next. */
-		for (j = i + 1; j < n && v[j]->e->u32a == chunk && v[j]->e->value_off <= hi + RUN_GAP; j++)
-			if (v[j]->e->value_off + v[j]->e->u32b > hi)
-				hi = v[j]->e->value_off + v[j]->e->u32b;
-		if (hi - lo > bufcap) {
-			unsigned char *nb;
+		/* The chunk's runs: values closer than RUN_GAP to the next. */
+		for (j = i; j < n && v[j]->e->u32a == chunk; j = k) {
+			uint64_t lo = v[j]->e->value_off, hi = lo + v[j]->e->u32b;
 
-			if (charge(p->b, hi - lo) < 0)
-				goto out;
-			nb = realloc(buf, (size_t)(hi - lo));
-			if (!nb) {
-				pcpu__seg_fail(ENOMEM, "out of memory");
-				goto out;
+			for (k = j + 1; k < n && v[k]->e->u32a == chunk && v[k]->e->value_off <= hi + RUN_GAP;
+			     k++)
+				if (v[k]->e->value_off + v[k]->e->u32b > hi)
+					hi = v[k]->e->value_off + v[k]->e->u32b;
+			runs[nruns].lo = lo;
+			runs[nruns].hi = hi;
+			runs[nruns].first = j;
+			runs[nruns].last = k;
+			nruns++;
+			if (hi - lo > bufcap) {
+				unsigned char *nb;
+
+				if (charge(p->b, hi - lo) < 0)
+					goto out;
+				nb = realloc(buf, (size_t)(hi - lo));
+				if (!nb) {
+					pcpu__seg_fail(ENOMEM, "out of memory");
+					goto out;
+				}
+				buf = nb;
+				bufcap = (size_t)(hi - lo);
 			}
-			buf = nb;
-			bufcap = (size_t)(hi - lo);
 		}
-		/* chunk < nchunks and data_offset + nchunks * chunk_span <= file
-		 * size were checked, chunk_span = 2 * nslots * slot_stride and
-		 * hi <= slot_stride: no overflow below, and every region read,
-		 * slot or mirror, lies inside the file. */
-		base = h->data_offset + (uint64_t)chunk * h->chunk_span;
-		for (region = 0; region < 2 * (uint64_t)h->nslots; region++) {
-			uint64_t off = base + region * h->slot_stride + lo;
-			/* Regions nslots.. are the mirrors of slots 0..: same slot. */
-			unsigned slot = (unsigned)(region % h->nslots);
-			size_t k;
-
-			/* A hole: this region never wrote here; all zero, adds
-			 * nothing (per-slot values start at zero). */
-			if (!rd_has_data(p->r, off, hi - lo))
-				continue;
-			if (charge(p->b, hi - lo) < 0 ||
-			    read_exact(p->r, buf, (size_t)(hi - lo), off, "values") < 0)
-				goto out;
-			for (k = i; k < j; k++)
-				accumulate(v[k], buf + (v[k]->e->value_off - lo), slot, per_slot);
-		}
+		if (read_chunk(p, v, chunk, runs, nruns, buf) < 0)
+			goto out;
 	}
 	rc = 0;
 out:
+	free(runs);
 	free(buf);
 	free(v);
 	return rc;
