@@ -129,7 +129,8 @@ struct pcpu_segment_options {
  *  - EPERM: the directory is unsafe (owned by another user, or writable by
  *    others without the sticky bit), no safe per-user directory could be
  *    made, or the group cannot be set;
- *  - ENOENT, EACCES, ENOTDIR, ENOSPC...: from opening or sizing the file;
+ *  - ENOENT, EACCES, ENOTDIR, ENOSPC...: from opening, sizing or
+ *    allocating the file (ENOSPC: its file system is full);
  *  - ENOMEM.
  * pcpu_segment_error() says what went wrong.
  *
@@ -137,6 +138,13 @@ struct pcpu_segment_options {
  * Cost: a few system calls and mappings; afterwards, every family or series
  * added or removed costs a few hundred bytes of writes into the directory
  * under the registry's lock, and updates cost nothing more at all.
+ *
+ * Memory: the file's pages are allocated before they can be written (a full
+ * tmpfs would otherwise kill the process with SIGBUS), so every 4 KiB page
+ * of values (512 counters) costs 4 KiB in each of the 2 * nslots slot and
+ * mirror regions -- 2 * nslots * 8 bytes per counter, e.g. 1 KiB per
+ * counter with 64 slots -- where a private registry takes memory only in
+ * the slots its threads touch. See pcpu_segment_nospace().
  */
 PCPU_API pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
 					      const struct pcpu_segment_options *opts);
@@ -162,11 +170,27 @@ PCPU_API const char *pcpu_segment_path(const pcpu_segment_t *seg);
 
 /**
  * Number of registry changes that could not be written to the directory
- * because it was full (max_entries or max_string_bytes); readers then
- * report the segment as incomplete. 0 normally. Thread-safe;
- * async-signal-safe; cost: a load.
+ * because it was full (max_entries or max_string_bytes) or its file system
+ * had no space for it; readers then report the segment as incomplete. 0
+ * normally. Thread-safe; async-signal-safe; cost: a load.
  */
 PCPU_API uint64_t pcpu_segment_dropped(const pcpu_segment_t *seg);
+
+/**
+ * Number of times the segment's file system refused space (it is full, or
+ * out of memory): registrations of the published registry that failed with
+ * ENOSPC (or ENOMEM) because the pages their values need in the file could
+ * not be allocated, and directory changes dropped for the same reason.
+ * Readers then see the segment marked out of space (and incomplete). 0
+ * normally.
+ *
+ * Running out of space never stops the application: pages are allocated
+ * (fallocate) before a series is handed out -- in every slot and mirror
+ * region -- so an update can never fault (SIGBUS) on a full file system;
+ * series created before keep counting exactly, and a registration fails
+ * cleanly. Thread-safe; async-signal-safe; cost: a load.
+ */
+PCPU_API uint64_t pcpu_segment_nospace(const pcpu_segment_t *seg);
 
 /**
  * The message describing the last error of a segment or reader function in

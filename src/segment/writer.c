@@ -43,6 +43,21 @@
  * Allocation failures inside the hook cannot fail the registration (it has
  * already happened): the change is counted in `dropped` and the header
  * marked incomplete, which readers report.
+ *
+ * Out of space: the file lives on a tmpfs anyone may fill, and writing a
+ * page of it through a mapping when the file system is full raises SIGBUS
+ * -- in a registration, or in the hot path on a slot's first add to a page
+ * (issue 10). So no page of the file is written before it is allocated
+ * (fallocate): the header's page at publication, each page of entries and
+ * strings before the first entry or blob in it, and -- by the zone, which
+ * was attached "reserved" -- the pages under every new object in every
+ * slot and mirror region before the object is handed out. When the file
+ * system refuses, the registration fails with ENOSPC (the zone's
+ * allocation), or the directory change is dropped (counted, incomplete);
+ * either way the header gets PCPU__SEG_F_NOSPACE and `nospace` counts it.
+ * Updates to existing series never fail and stay exact. The cost is memory:
+ * each page of slot 0 holding values costs a page in every one of the
+ * 2 * nslots regions, used or not (docs/segment-format.md, Life cycle).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -115,6 +130,7 @@ struct pcpu_segment {
 
 	/* Directory bookkeeping, under the registry's lock. */
 	uint64_t entries_used, strings_used;
+	uint64_t entries_backed, strings_backed; /* bytes allocated in the file (pages) */
 	struct u64vec free_entries;
 	struct u64vec free_blobs[BLOB_CLASSES];
 	struct ptrmap families, series;
@@ -237,6 +253,37 @@ static void gen_end(struct pcpu_segment *seg)
 	__atomic_add_fetch(&seg->hdr->generation, 1, __ATOMIC_RELEASE);
 }
 
+/* The file system refused space (or memory): counted, and the header
+ * marked, for readers and pcpu_segment_nospace(). */
+static void mark_nospace(struct pcpu_segment *seg)
+{
+	__atomic_add_fetch(&seg->hdr->nospace, 1, __ATOMIC_RELAXED);
+	__atomic_or_fetch(&seg->hdr->flags, PCPU__SEG_F_NOSPACE, __ATOMIC_RELEASE);
+}
+
+/* Called by the zone (under its lock) when it could not allocate the file's
+ * pages for a new object: that registration fails with ENOSPC. */
+static void on_nospace(void *ctx, int err)
+{
+	(void)err;
+	mark_nospace(ctx);
+}
+
+/* Allocates the file's pages of [region + *backed, region + upto) before
+ * anything is written there; *backed grows. -1 (marked) if refused. */
+static int reserve(struct pcpu_segment *seg, uint64_t region, uint64_t *backed, uint64_t upto)
+{
+	upto = (upto + 4095) & ~(uint64_t)4095;
+	if (upto <= *backed)
+		return 0;
+	if (pcpu__seg_allocate(seg->fd, region + *backed, upto - *backed) != 0) {
+		mark_nospace(seg);
+		return -1;
+	}
+	*backed = upto;
+	return 0;
+}
+
 static void mark_dropped(struct pcpu_segment *seg)
 {
 	__atomic_add_fetch(&seg->hdr->dropped, 1, __ATOMIC_RELAXED);
@@ -263,6 +310,9 @@ static int entry_alloc(struct pcpu_segment *seg, uint64_t *idx)
 		return 0;
 	}
 	if (seg->entries_used >= seg->entries_cap)
+		return -1;
+	if (reserve(seg, PCPU__SEG_HEADER_REGION, &seg->entries_backed,
+		    (seg->entries_used + 1) * PCPU__SEG_ENTRY_SIZE) < 0)
 		return -1;
 	*idx = seg->entries_used++;
 	return 0;
@@ -302,6 +352,9 @@ static int blob_alloc(struct pcpu_segment *seg, size_t len, uint64_t *off)
 		return 0;
 	}
 	if (seg->strings_cap - seg->strings_used < sz)
+		return -1;
+	if (reserve(seg, (uint64_t)(seg->strings - seg->map), &seg->strings_backed,
+		    seg->strings_used + sz) < 0)
 		return -1;
 	*off = seg->strings_used;
 	seg->strings_used += sz;
@@ -800,6 +853,12 @@ pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
 		pcpu__seg_fail(errno, "mapping \"%.300s\": %s", seg->path, strerror(errno));
 		goto fail;
 	}
+	/* The header's page is written below: allocated first, or a full
+	 * file system fails the publication here instead of raising SIGBUS. */
+	if (pcpu__seg_allocate(seg->fd, 0, PCPU__SEG_HEADER_REGION) != 0) {
+		pcpu__seg_fail(errno, "\"%.300s\": %s", seg->path, strerror(errno));
+		goto fail;
+	}
 	seg->hdr = (struct pcpu__seg_header *)seg->map;
 	seg->entries = (struct pcpu__seg_entry *)(seg->map + PCPU__SEG_HEADER_REGION);
 	seg->strings = seg->map + round_page(PCPU__SEG_HEADER_REGION + max_e * PCPU__SEG_ENTRY_SIZE);
@@ -850,7 +909,8 @@ pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
 		}
 		seg->published = 1;
 	}
-	if (pcpu_zone_attach_file(reg->zone, seg->fd, seg->data_offset, on_chunk, seg) != 0) {
+	if (pcpu_zone_attach_file_reserved(reg->zone, seg->fd, seg->data_offset, on_chunk, on_nospace,
+					   seg, 1) != 0) {
 		err = errno;
 		pthread_mutex_unlock(&reg->lock);
 		if (err == EBUSY)
@@ -905,4 +965,9 @@ const char *pcpu_segment_path(const pcpu_segment_t *seg)
 uint64_t pcpu_segment_dropped(const pcpu_segment_t *seg)
 {
 	return seg ? __atomic_load_n(&seg->hdr->dropped, __ATOMIC_RELAXED) : 0;
+}
+
+uint64_t pcpu_segment_nospace(const pcpu_segment_t *seg)
+{
+	return seg ? __atomic_load_n(&seg->hdr->nospace, __ATOMIC_RELAXED) : 0;
 }
