@@ -539,14 +539,15 @@ static int scan_dirs(const struct pcpu__seg_dirs *ds, const struct pcpu_reader_o
 		DIR *d;
 		int dfd = pcpu__seg_dirs_fd(ds, k);
 
-		if (dfd < 0)
-			continue; /* a per-user directory that went away */
-		d = fdopendir(dfd);
+		if (dfd < 0 && ds->d[k].name[0] &&
+		    (errno == ENOENT || errno == EAGAIN || errno == EPERM || errno == ELOOP || errno == ENOTDIR))
+			continue; /* a per-user directory that went away or changed */
+		d = dfd < 0 ? NULL : fdopendir(dfd);
 		if (!d) {
+			/* EMFILE and the like: an error, not an empty directory. */
 			int e = errno;
-			close(dfd);
-			if (ds->d[k].name[0])
-				continue;
+			if (dfd >= 0)
+				close(dfd);
 			free(c);
 			return pcpu__seg_fail(e, "%s: %s", ds->d[k].path, strerror(e));
 		}
