@@ -66,7 +66,8 @@ struct writer {
 	int gate, up, down;
 };
 
-static void fork_writer(struct writer *w, const char *dir, const char *name, uid_t uid)
+static void fork_writer(struct writer *w, const char *dir, const char *name, uid_t uid,
+			unsigned flags)
 {
 	int gate[2], up[2], down[2];
 
@@ -88,6 +89,8 @@ static void fork_writer(struct writer *w, const char *dir, const char *name, uid
 			_exit(6);
 		memset(&o, 0, sizeof o);
 		o.dir = dir;
+		o.flags = flags;
+		o.group = getegid();
 		reg = pcpu_registry_create();
 		seg = reg ? pcpu_segment_publish(reg, name, &o) : NULL;
 		if (!seg) {
@@ -210,7 +213,7 @@ static int check_liveness(const char *pcpustat)
 	size_t n;
 
 	CHECK(mkdtemp(dir) != NULL);
-	fork_writer(&w, dir, "live", (uid_t)-1);
+	fork_writer(&w, dir, "live", (uid_t)-1, 0);
 	start_writer(&w, path, sizeof path);
 	CHECK(path[0] == '/' && exists(path));
 	for (k = 0; k <= 12; k++) {
@@ -376,7 +379,7 @@ static int check_squat(void)
 	 * its file name in /dev/shm (and, for good measure, the next 100), the
 	 * name of its per-user directory, and a fallback-looking name as a
 	 * symlink. */
-	fork_writer(&wr, NULL, "squat", victim);
+	fork_writer(&wr, NULL, "squat", victim, 0);
 	w = wr.pid;
 	snprintf(script, sizeof script,
 		 "cd " PCPU_SEGMENT_DEFAULT_DIR " || exit 1; "
@@ -435,6 +438,32 @@ static int check_squat(void)
 		rc = 1;
 	}
 	pcpu_reader_close(r);
+	/* Shared with a group: the directory opens to readers (0755), the
+	 * file is 0640, and still no one else can create a name there. */
+	{
+		struct writer w2;
+		char path2[600], d[600], *slash;
+
+		fork_writer(&w2, NULL, "shared", victim, PCPU_SEGMENT_GROUP_READ);
+		start_writer(&w2, path2, sizeof path2);
+		if (path2[0] == '!') {
+			fprintf(stderr, "squat: shared: %s\n", path2 + 1);
+			rc = 1;
+		} else {
+			snprintf(d, sizeof d, "%s", path2);
+			slash = strrchr(d, '/');
+			*slash = '\0';
+			CHECK(stat(path2, &st) == 0 && (st.st_mode & 07777) == 0640);
+			CHECK(stat(d, &st) == 0 && st.st_uid == victim && (st.st_mode & 07777) == 0755);
+			snprintf(script, sizeof script,
+				 "touch '%s/pcpu.1.planted' 2>/dev/null && exit 1; exit 0", d);
+			if (as_user(nobody, script) != 0) {
+				fprintf(stderr, "squat: nobody could create a file in %s\n", d);
+				rc = 1;
+			}
+		}
+		stop_writer(&w2);
+	}
 	stop_writer(&wr);
 out:
 	snprintf(script, sizeof script,

@@ -114,10 +114,19 @@ static uint64_t read_file(const char *path, unsigned n, unsigned flags, double *
 	return calls;
 }
 
+static char plain[128], hostile[128], dense[128];
+
+/* The files are large (apparent size): never left behind, even on failure. */
+static void cleanup(void)
+{
+	unlink(plain);
+	unlink(hostile);
+	unlink(dense);
+}
+
 int main(int argc, char **argv)
 {
 	unsigned n = argc > 1 ? (unsigned)atoi(argv[1]) : 300;
-	char plain[128], hostile[128], dense[128];
 	uint64_t cp, ch, cps, chs, cd;
 	double tp, th, tps, ths, td;
 	int fd;
@@ -125,6 +134,7 @@ int main(int argc, char **argv)
 	snprintf(plain, sizeof plain, "/dev/shm/pcpu-sparse-plain.%d", (int)getpid());
 	snprintf(hostile, sizeof hostile, "/dev/shm/pcpu-sparse-hostile.%d", (int)getpid());
 	snprintf(dense, sizeof dense, "/dev/shm/pcpu-sparse-dense.%d", (int)getpid());
+	atexit(cleanup);
 	make_file(plain, 2, 4096, n, 128);
 	make_file(hostile, 65536, 4096, n, 128);
 
@@ -142,8 +152,6 @@ int main(int argc, char **argv)
 	if (ch > 2 * cp + 16 || chs > 2 * cps + 16) {
 		fprintf(stderr, "the sparse file costs %.1fx the system calls of the plain one\n",
 			(double)ch / (double)cp);
-		unlink(plain);
-		unlink(hostile);
 		return 1;
 	}
 
@@ -186,9 +194,6 @@ int main(int argc, char **argv)
 		       (unsigned long long)cd, td * 1e3);
 		CHECK(cd <= budget / 4096 + 16);
 	}
-	unlink(plain);
-	unlink(hostile);
-	unlink(dense);
 	printf("test_segment_sparse: ok\n");
 	return 0;
 }
