@@ -119,7 +119,8 @@ enum {
 /** One segment found by pcpu_segment_list(). */
 struct pcpu_segment_info {
 	char name[65];          /**< segment name */
-	char file[96];          /**< file name inside the directory */
+	char file[96];          /**< file name inside its directory (open it
+				     by this name with pcpu_reader_open()) */
 	pid_t pid;              /**< writer's pid */
 	uid_t owner;            /**< owner of the file */
 	/** 0 when the segment could be read, else the errno a open would
