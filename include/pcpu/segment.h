@@ -153,7 +153,9 @@ PCPU_API pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *
  * Removes the segment's file name and marks the segment closed, so that
  * readers that still have it open say so. The registry and every handle
  * stay valid and keep counting (into memory no one else can open any more);
- * the segment object itself is freed by pcpu_registry_destroy().
+ * the segment object itself is freed by pcpu_registry_destroy(). The file,
+ * nameless, stays on its file system until then: new series still take
+ * their pages there (and fail with ENOSPC if it is full).
  * Returns 0 (also when already unpublished), or -1 with errno EINVAL (NULL).
  * Unlinks only if the name still refers to this segment's file. In a
  * fork()ed child it does nothing (the name is the parent's).
