@@ -70,6 +70,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -402,9 +403,19 @@ static int map_file_chunk(pcpu_zone_t *zone, unsigned no, char *base)
 
 	if (fstat(zone->fd, &st) != 0)
 		return -1;
-	if ((uint64_t)st.st_size < off + chunk_span() &&
-	    ftruncate(zone->fd, (off_t)(off + chunk_span())) != 0)
-		return -1;
+	if ((uint64_t)st.st_size < off + chunk_span()) {
+		struct rlimit rl;
+
+		/* Growing a file past RLIMIT_FSIZE raises SIGXFSZ, which kills
+		 * by default: refuse instead. */
+		if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+		    (uint64_t)rl.rlim_cur < off + chunk_span()) {
+			errno = EFBIG;
+			return -1;
+		}
+		if (ftruncate(zone->fd, (off_t)(off + chunk_span())) != 0)
+			return -1;
+	}
 	if (mmap(base, chunk_span(), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
 		 zone->fd, (off_t)off) == MAP_FAILED)
 		return -1;

@@ -131,6 +131,8 @@ struct pcpu_segment_options {
  *    made, or the group cannot be set;
  *  - ENOENT, EACCES, ENOTDIR, ENOSPC...: from opening, sizing or
  *    allocating the file (ENOSPC: its file system is full);
+ *  - EFBIG: the file's (sparse) size would exceed RLIMIT_FSIZE, which would
+ *    raise SIGXFSZ;
  *  - ENOMEM.
  * pcpu_segment_error() says what went wrong.
  *

@@ -68,6 +68,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -843,6 +844,23 @@ pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
 	seg->data_offset = round_page(PCPU__SEG_HEADER_REGION + max_e * PCPU__SEG_ENTRY_SIZE) +
 			   seg->strings_cap;
 	seg->map_len = (size_t)seg->data_offset;
+	{
+		/* Sizing the file past RLIMIT_FSIZE would raise SIGXFSZ (which
+		 * kills by default): the header, the directory and chunk 0 must
+		 * fit, or publishing fails. */
+		struct rlimit rl;
+		uint64_t need = seg->data_offset + seg->chunk_span;
+
+		if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+		    (uint64_t)rl.rlim_cur < need) {
+			pcpu__seg_fail(EFBIG,
+				       "the segment needs a file of %llu bytes (sparse), more than "
+				       "RLIMIT_FSIZE (%llu): raise it, or lower max_entries and "
+				       "max_string_bytes",
+				       (unsigned long long)need, (unsigned long long)rl.rlim_cur);
+			goto fail;
+		}
+	}
 	if (ftruncate(seg->fd, (off_t)seg->data_offset) != 0) {
 		pcpu__seg_fail(errno, "sizing \"%.300s\": %s", seg->path, strerror(errno));
 		goto fail;

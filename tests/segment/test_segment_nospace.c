@@ -25,10 +25,12 @@
  * interposes fallocate for the library linked into it): that checks the
  * degradation and exactness, not the absence of SIGBUS, and says so.
  * RLIMIT_FSIZE is no substitute: it limits a file's size, and the segment's
- * size is set when it is published; its pages are allocated later.
+ * size is set when it is published; its pages are allocated later. But a
+ * limit below that size must not kill either (SIGXFSZ, when the file is
+ * sized): checked too, publishing must fail with EFBIG.
  *
  * Usage: test_segment_nospace [mount|userns|inject]   (default: the first
- *        that works)
+ *        that works; RLIMIT_FSIZE always)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -367,6 +370,43 @@ static int run(const char *how)
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
 }
 
+/* RLIMIT_FSIZE smaller than the segment's (sparse) size: publishing fails
+ * with EFBIG, nothing is killed by SIGXFSZ. */
+static int check_fsize(void)
+{
+	char dir[] = "/tmp/pcpu-fsize.XXXXXX";
+	int st;
+	pid_t c;
+
+	CHECK(mkdtemp(dir) != NULL);
+	c = fork();
+	CHECK(c >= 0);
+	if (c == 0) {
+		struct pcpu_segment_options o;
+		struct rlimit rl = { (rlim_t)64 << 20, (rlim_t)64 << 20 };
+		pcpu_registry_t *reg;
+
+		CHECK(setrlimit(RLIMIT_FSIZE, &rl) == 0);
+		memset(&o, 0, sizeof o);
+		o.dir = dir;
+		CHECK((reg = pcpu_registry_create()) != NULL);
+		if (pcpu_segment_publish(reg, "fsize", &o) != NULL || errno != EFBIG) {
+			fprintf(stderr, "RLIMIT_FSIZE 64 MiB: publish did not fail with EFBIG\n");
+			_exit(1);
+		}
+		printf("  RLIMIT_FSIZE 64 MiB: publish fails cleanly: %s\n", pcpu_segment_error());
+		fflush(stdout);
+		_exit(0);
+	}
+	CHECK(waitpid(c, &st, 0) == c);
+	rmdir(dir);
+	if (WIFSIGNALED(st)) {
+		fprintf(stderr, "test_segment_nospace: RLIMIT_FSIZE: killed by %s\n", strsignal(WTERMSIG(st)));
+		return 1;
+	}
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	static const char *const hows[] = { "mount", "userns", "inject" };
@@ -386,6 +426,8 @@ int main(int argc, char **argv)
 		rc = run(hows[i]);
 		if (rc == 2)
 			continue;
+		if (rc == 0)
+			rc = check_fsize();
 		printf("test_segment_nospace: %s\n", rc ? "FAILED" : "ok");
 		return rc;
 	}
