@@ -87,6 +87,24 @@ typedef void pcpu_zone_chunk_fn(void *ctx, unsigned chunk_no, char *base, uint64
 PCPU_HIDDEN int pcpu_zone_attach_file(pcpu_zone_t *zone, int fd, uint64_t file_base,
 				      pcpu_zone_chunk_fn *on_chunk, void *ctx);
 
+/* Told (under the zone's lock) when a reserved shared zone could not
+ * allocate its file's pages for an object or a chunk: err is ENOSPC,
+ * ENOMEM, EFBIG... The allocation then fails with that errno. */
+typedef void pcpu_zone_nospace_fn(void *ctx, int err);
+
+/* pcpu_zone_attach_file(), and with `reserve`, the file's pages under every
+ * object are allocated (fallocate) in every region, slots and mirrors,
+ * before the object is handed out, so that no write through the mapping can
+ * fault for lack of space (a full tmpfs answers a write fault with SIGBUS).
+ * Allocation then fails cleanly with ENOSPC (on_nospace(ctx, err) is
+ * called), and freed memory stays allocated in the file for reuse. Cost: a
+ * page in each of the 2 * nslots regions per page of slot 0 holding
+ * objects. On failure the zone stays private and usable. */
+PCPU_HIDDEN int pcpu_zone_attach_file_reserved(pcpu_zone_t *zone, int fd, uint64_t file_base,
+					       pcpu_zone_chunk_fn *on_chunk,
+					       pcpu_zone_nospace_fn *on_nospace, void *ctx,
+					       int reserve);
+
 /* Number of chunks of a zone (they are numbered 0 .. n-1). */
 PCPU_HIDDEN size_t pcpu_zone_chunk_count(pcpu_zone_t *zone);
 

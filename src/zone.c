@@ -45,6 +45,19 @@
  * shared zone's file is read with pread() instead, which returns zeros for a
  * hole where a read fault through the mapping would allocate a page.
  *
+ * Reserved shared zones (pcpu_zone_attach_file_reserved(), what a statistics
+ * segment uses): writing a page of a tmpfs file through a mapping allocates
+ * it, and a full file system answers with SIGBUS -- in the hot path, on the
+ * first add of a slot to a new page. So before an object is handed out, the
+ * file's pages under it are allocated (fallocate) in every region, slots
+ * and mirrors alike: an add, a fallback add, a reset or a gauge set can then
+ * never fault for lack of space. Each chunk keeps `backed`, the bytes of
+ * every region so allocated; bump allocation past it allocates the next
+ * pages first (or fails with ENOSPC, nothing handed out, and tells the
+ * zone's owner). Freed objects are zeroed without punching holes, so memory
+ * below `backed` stays allocated for reuse. The price: every page of slot 0
+ * holding objects costs a page in each of the 2 * nslots regions.
+ *
  * Locking: one mutex per zone for alloc/free (zeroing included: a freed
  * object's granules are free only once it reads zero); a global mutex for
  * the table of chunks (pcpu_zone_find). fork() handlers (fork.c, the lowest
@@ -70,9 +83,11 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -96,6 +111,7 @@ struct chunk {
 	 * holes yet fit no aligned request, so without this every aligned
 	 * allocation would rescan all of them (quadratic). */
 	size_t nofit[PCPU__ALIGN_CLASSES];
+	size_t backed;    /* reserved zones: bytes of every region whose file pages are allocated */
 	unsigned no;      /* 0 for the first chunk of the zone, then 1, 2... */
 	char *fork_copy;  /* a shared chunk's copy for a fork() child (see top) */
 	struct chunk *next;
@@ -112,6 +128,10 @@ struct pcpu_zone {
 	uint64_t file_base;
 	pcpu_zone_chunk_fn *on_chunk;
 	void *on_chunk_ctx;
+	/* Reserved: the file's pages are allocated before objects are handed
+	 * out (see the top); on_nospace is told when that fails. */
+	int reserve;
+	pcpu_zone_nospace_fn *on_nospace;
 };
 
 /* The table of all chunks of all zones, sorted by base, for pcpu_zone_find. */
@@ -435,6 +455,77 @@ static uint64_t chunk_file_off(const pcpu_zone_t *zone, unsigned no)
 	return zone->file_base + (uint64_t)no * chunk_span();
 }
 
+/* Allocates `len` bytes of the zone's file at `off` without writing them
+ * (unwritten tmpfs pages read as zero and are holes to SEEK_DATA). Where
+ * fallocate is not supported, zeros are written instead: the range holds
+ * no data yet. -1 with errno (ENOSPC, ENOMEM, EFBIG...). */
+static int file_allocate(int fd, uint64_t off, uint64_t len)
+{
+	static const char zeros[4096];
+	int rc;
+
+	do
+		rc = fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len);
+	while (rc != 0 && errno == EINTR);
+	if (rc == 0 || (errno != EOPNOTSUPP && errno != ENOSYS))
+		return rc;
+	while (len > 0) {
+		size_t n = len < sizeof zeros ? (size_t)len : sizeof zeros;
+		ssize_t w = pwrite(fd, zeros, n, (off_t)off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (w == 0)
+				errno = ENOSPC;
+			return -1;
+		}
+		off += (uint64_t)w;
+		len -= (uint64_t)w;
+	}
+	return 0;
+}
+
+/* Reserved zones: allocates the file's pages under [c->backed, upto) of
+ * every region of chunk c, slots and mirrors (upto: a page multiple). On
+ * failure gives back what it allocated, tells the zone's owner, and
+ * returns -1 with errno. Under the zone's lock (or before the chunk is
+ * visible). */
+static int reserve_pages(pcpu_zone_t *zone, struct chunk *c, size_t upto)
+{
+	uint64_t off = chunk_file_off(zone, c->no);
+	uint32_t r, q, nregions = 2 * pcpu_slot_count;
+	size_t from = c->backed;
+
+	if (!zone->reserve || upto <= from)
+		return 0;
+	for (r = 0; r < nregions; r++) {
+		uint64_t at = off + ((uint64_t)r << PCPU_SLOT_STRIDE_SHIFT) + from;
+
+		if (file_allocate(zone->fd, at, upto - from) != 0) {
+			int err = errno;
+
+			/* Nothing lives past `backed`: give the pages back to a
+			 * file system that is short of them. */
+			for (q = 0; q <= r; q++)
+				(void)fallocate(zone->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+						(off_t)(off + ((uint64_t)q << PCPU_SLOT_STRIDE_SHIFT) + from),
+						(off_t)(upto - from));
+			if (zone->on_nospace)
+				zone->on_nospace(zone->on_chunk_ctx, err);
+			errno = err;
+			return -1;
+		}
+	}
+	c->backed = upto;
+	return 0;
+}
+
+static size_t round_to_page(size_t x)
+{
+	return (x + page_size() - 1) & ~(page_size() - 1);
+}
+
 /* Replaces the chunk's private memory at `base` by the zone's file. Only the
  * pages written become file pages: tmpfs files are sparse. */
 static int map_file_chunk(pcpu_zone_t *zone, unsigned no, char *base)
@@ -444,9 +535,19 @@ static int map_file_chunk(pcpu_zone_t *zone, unsigned no, char *base)
 
 	if (fstat(zone->fd, &st) != 0)
 		return -1;
-	if ((uint64_t)st.st_size < off + chunk_span() &&
-	    ftruncate(zone->fd, (off_t)(off + chunk_span())) != 0)
-		return -1;
+	if ((uint64_t)st.st_size < off + chunk_span()) {
+		struct rlimit rl;
+
+		/* Growing a file past RLIMIT_FSIZE raises SIGXFSZ, which kills
+		 * by default: refuse instead. */
+		if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+		    (uint64_t)rl.rlim_cur < off + chunk_span()) {
+			errno = EFBIG;
+			return -1;
+		}
+		if (ftruncate(zone->fd, (off_t)(off + chunk_span())) != 0)
+			return -1;
+	}
 	if (mmap(base, chunk_span(), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
 		 zone->fd, (off_t)off) == MAP_FAILED)
 		return -1;
@@ -502,15 +603,27 @@ static struct chunk *chunk_create(pcpu_zone_t *zone)
 		return NULL;
 	}
 
+	c->base = base;
+	c->no = no;
+	c->backed = 0;
+	/* The header's page (and the first objects'), in every region, before
+	 * the header is written. */
+	if (zone->fd >= 0 && reserve_pages(zone, c, page_size()) != 0) {
+		int err = errno;
+
+		munmap(base, span);
+		munmap(bits, 2 * BITMAP_WORDS * sizeof(uint64_t));
+		free(c);
+		errno = err;
+		return NULL;
+	}
 	hdr = (struct pcpu__chunk_hdr *)base;
 	hdr->magic = PCPU__CHUNK_MAGIC;
 	hdr->flags = 0;
-	c->base = base;
 	c->frontier = HDR_GRANULES; /* the header is never an object */
 	c->holes = 0;
 	memset(c->nofit, 0, sizeof(c->nofit));
 	c->hint = HDR_GRANULES;
-	c->no = no;
 	c->fork_copy = NULL;
 	if (table_add((uintptr_t)base, zone) != 0) {
 		munmap(base, span);
@@ -688,6 +801,10 @@ static uintptr_t alloc_granules(pcpu_zone_t *z, size_t n, size_t align)
 			return 0;
 		g = (c->frontier + align - 1) & ~(align - 1);
 	}
+	/* Reserved zones: the file's pages under the object, in every region,
+	 * before anyone can write them (holes below the frontier are). */
+	if (reserve_pages(z, c, round_to_page((g + n) << GRANULE_SHIFT)) != 0)
+		return 0;
 	/* An alignment gap below the new object becomes a hole; it revokes
 	 * the no-fit knowledge it could satisfy. */
 	if (g > c->frontier)
@@ -719,10 +836,8 @@ void *pcpu_zone_alloc(pcpu_zone_t *zone, size_t size, size_t align)
 	pthread_mutex_lock(&zone->lock);
 	a = alloc_granules(zone, size >> GRANULE_SHIFT, align >> GRANULE_SHIFT);
 	pthread_mutex_unlock(&zone->lock);
-	if (!a) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (!a)
+		return NULL; /* errno: ENOMEM, or the file's (ENOSPC...) */
 	return (void *)a;
 }
 
@@ -788,16 +903,31 @@ static int range_is_zero(const char *p, size_t len, int fd, off_t file_off)
 
 /* Clears [p, p + len) without making untouched pages resident. Whole pages
  * are dropped: MADV_DONTNEED for private memory, MADV_REMOVE (a hole punched
- * in the file) for a shared zone, whose file would otherwise keep the data.
- * The partial pages at both ends are written only if something is set.
- * `file_off` is where p lies in the zone's file (fd >= 0 only). */
-static void zero_quietly(char *p, size_t len, int fd, off_t file_off)
+ * in the file) for a shared zone, whose file would otherwise keep the data
+ * -- except in a reserved zone (`keep`), whose pages must stay allocated:
+ * there every page is read and cleared only if something is set, as the
+ * partial pages at both ends always are. `file_off` is where p lies in the
+ * zone's file (fd >= 0 only). */
+static void zero_quietly(char *p, size_t len, int fd, off_t file_off, int keep)
 {
 	size_t ps = page_size();
 	char *end = p + len;
 	char *first_page = (char *)(((uintptr_t)p + ps - 1) & ~(uintptr_t)(ps - 1));
 	char *last_page = (char *)((uintptr_t)end & ~(uintptr_t)(ps - 1));
 
+	if (keep) {
+		while (p < end) {
+			char *next = (char *)(((uintptr_t)p + ps) & ~(uintptr_t)(ps - 1));
+
+			if (next > end)
+				next = end;
+			if (!range_is_zero(p, (size_t)(next - p), fd, file_off))
+				memset(p, 0, (size_t)(next - p));
+			file_off += next - p;
+			p = next;
+		}
+		return;
+	}
 	if (first_page < last_page) {
 		if (madvise(first_page, (size_t)(last_page - first_page),
 			    fd >= 0 ? MADV_REMOVE : MADV_DONTNEED) != 0)
@@ -859,7 +989,7 @@ int pcpu_zone_free(pcpu_zone_t *zone, void *obj)
 		}
 		if (fd >= 0 && next_data >= at + (off_t)size)
 			continue;
-		zero_quietly((char *)pcpu_slot_ptr(obj, slot), size, fd, at);
+		zero_quietly((char *)pcpu_slot_ptr(obj, slot), size, fd, at, zone->reserve);
 	}
 
 	bits_set(c->alloc, g, n, 0);
@@ -927,6 +1057,13 @@ static int zone_has_objects(const pcpu_zone_t *zone)
 int pcpu_zone_attach_file(pcpu_zone_t *zone, int fd, uint64_t file_base,
 			  pcpu_zone_chunk_fn *on_chunk, void *ctx)
 {
+	return pcpu_zone_attach_file_reserved(zone, fd, file_base, on_chunk, NULL, ctx, 0);
+}
+
+int pcpu_zone_attach_file_reserved(pcpu_zone_t *zone, int fd, uint64_t file_base,
+				   pcpu_zone_chunk_fn *on_chunk, pcpu_zone_nospace_fn *on_nospace,
+				   void *ctx, int reserve)
+{
 	struct chunk *c;
 	int rc = 0;
 
@@ -946,10 +1083,15 @@ int pcpu_zone_attach_file(pcpu_zone_t *zone, int fd, uint64_t file_base,
 	zone->file_base = file_base;
 	zone->on_chunk = on_chunk;
 	zone->on_chunk_ctx = ctx;
+	zone->reserve = reserve;
+	zone->on_nospace = on_nospace;
 	for (c = zone->chunks; c && rc == 0; c = c->next) {
 		struct pcpu__chunk_hdr hdr = *(struct pcpu__chunk_hdr *)c->base;
 
+		c->backed = 0;
 		rc = map_file_chunk(zone, c->no, c->base);
+		if (rc == 0)
+			rc = reserve_pages(zone, c, page_size()); /* before the header is written */
 		if (rc == 0) {
 			/* Nothing live: start afresh, with the file's zeros. */
 			hdr.flags = 0;
@@ -965,7 +1107,23 @@ int pcpu_zone_attach_file(pcpu_zone_t *zone, int fd, uint64_t file_base,
 		}
 	}
 	if (rc != 0) {
-		zone->fd = -1; /* leaves the zone usable, private, if half-mapped */
+		/* Back to private memory, so that the zone stays usable: a chunk
+		 * left mapped to the file without its pages reserved could fault
+		 * (SIGBUS) when written. */
+		int err = errno;
+
+		for (c = zone->chunks; c; c = c->next)
+			if (mmap(c->base, chunk_span(), PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) != MAP_FAILED) {
+				struct pcpu__chunk_hdr *h = (struct pcpu__chunk_hdr *)c->base;
+
+				h->magic = PCPU__CHUNK_MAGIC;
+				h->flags = 0;
+			}
+		zone->fd = -1;
+		zone->reserve = 0;
+		zone->on_nospace = NULL;
+		errno = err;
 	}
 	pthread_mutex_unlock(&zone->lock);
 	return rc;

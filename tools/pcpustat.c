@@ -36,7 +36,8 @@ static const char usage_text[] =
 	"  pcpustat --prune                        remove segments whose process is gone\n"
 	"\n"
 	"pcpu applications publish their statistics with pcpu_segment_publish() as a\n"
-	"segment: a file in /dev/shm (or $PCPU_SEGMENT_DIR) named pcpu.PID.NAME.\n"
+	"segment: a file named pcpu.PID.NAME in the user's own directory\n"
+	"/dev/shm/pcpu-UID (or in $PCPU_SEGMENT_DIR).\n"
 	"SEGMENT is its NAME, the PID of its process, the file name, or a path.\n"
 	"PATTERN keeps only the metrics whose name (as Prometheus shows it, counters\n"
 	"with _total) or whole series name{labels} matches the shell pattern,\n"
@@ -52,11 +53,13 @@ static const char usage_text[] =
 	"                      like vmstat; Ctrl-C quits\n"
 	"  -i, --interval SECS the same as --watch=SECS\n"
 	"  -c, --count N       with --watch, stop after N refreshes\n"
-	"  -d, --dir DIR       segment directory (default $PCPU_SEGMENT_DIR, else /dev/shm)\n"
+	"  -d, --dir DIR       segment directory (default $PCPU_SEGMENT_DIR, else the\n"
+	"                      per-user directories /dev/shm/pcpu-UID)\n"
 	"  -u, --owner USER    read segments owned by USER (default: yourself; root: anyone)\n"
 	"  -a, --any-owner     read segments of any owner you have access to\n"
 	"      --stale         show the last values of a segment whose process is gone\n"
-	"      --prune         remove the segments of processes that are gone\n"
+	"      --prune         remove the segments of processes that are gone (never one\n"
+	"                      whose state is unknown)\n"
 	"  -h, --help          this help;  -V, --version  the version\n"
 	"\n"
 	"Examples:\n"
@@ -107,7 +110,26 @@ static const char *state_name(const struct pcpu_segment_info *in, char *buf, siz
 		snprintf(buf, cap, "unreadable: %s", strerror(in->error));
 		return buf;
 	}
+	if (in->state == PCPU_SEGMENT_UNKNOWN) {
+		snprintf(buf, cap, "unknown: %s",
+			 in->state_errno == EXDEV ? "another pid namespace" : strerror(in->state_errno));
+		return buf;
+	}
 	return in->state == PCPU_SEGMENT_LIVE ? "live" : in->state == PCPU_SEGMENT_CLOSED ? "closed" : "gone";
+}
+
+static const char *state_word(enum pcpu_segment_state st)
+{
+	switch (st) {
+	case PCPU_SEGMENT_LIVE:
+		return "live";
+	case PCPU_SEGMENT_CLOSED:
+		return "closed";
+	case PCPU_SEGMENT_GONE:
+		return "gone";
+	default:
+		return "unknown";
+	}
 }
 
 static int cmd_list(const struct opts *o)
@@ -135,8 +157,13 @@ static int cmd_list(const struct opts *o)
 		fputs(b.p, stdout);
 		sb_free(&b);
 	} else if (n == 0) {
-		printf("no statistics segments in %s\n",
-		       o->r.dir ? o->r.dir : getenv("PCPU_SEGMENT_DIR") ? getenv("PCPU_SEGMENT_DIR") : "/dev/shm");
+		if (o->r.dir || getenv("PCPU_SEGMENT_DIR"))
+			printf("no statistics segments in %s\n", o->r.dir ? o->r.dir : getenv("PCPU_SEGMENT_DIR"));
+		else if (o->r.flags & PCPU_READER_ANY_OWNER)
+			printf("no statistics segments in /dev/shm/pcpu-*\n");
+		else
+			printf("no statistics segments in /dev/shm/pcpu-%u\n",
+			       (unsigned)((o->r.flags & PCPU_READER_OWNER) ? o->r.owner : geteuid()));
 	} else {
 		printf("%-8s %-24s %-10s %8s %8s %5s  %s\n", "PID", "NAME", "USER", "METRICS", "SERIES",
 		       "SLOTS", "STATE");
@@ -184,7 +211,11 @@ static void header_line(struct sbuf *b, pcpu_reader_t *r, const struct pcpu_read
 		sb_puts(b, ", WRITER GONE: last values");
 	else if (s->state == PCPU_SEGMENT_CLOSED)
 		sb_puts(b, ", closed by its writer: last values");
-	if (s->incomplete)
+	else if (s->state == PCPU_SEGMENT_UNKNOWN)
+		sb_puts(b, ", writer state unknown");
+	if (s->nospace)
+		sb_puts(b, ", INCOMPLETE: the writer's file system is full");
+	else if (s->incomplete)
 		sb_puts(b, ", INCOMPLETE: the writer's directory is full");
 	sb_puts(b, "\n");
 }
@@ -309,8 +340,7 @@ static int json_output(struct sbuf *b, pcpu_reader_t *r, const struct pcpu_reade
 	sb_puts(b, "{\"segment\":");
 	json_string(b, pcpu_reader_name(r));
 	sb_printf(b, ",\"pid\":%d,\"slots\":%u,\"slot_index\":\"%s\",\"state\":\"%s\",\"statistics\":",
-		  (int)pcpu_reader_pid(r), s->nslots, slot_word(r),
-		  s->state == PCPU_SEGMENT_LIVE ? "live" : s->state == PCPU_SEGMENT_CLOSED ? "closed" : "gone");
+		  (int)pcpu_reader_pid(r), s->nslots, slot_word(r), state_word(s->state));
 	/* The writer's JSON ends with a newline. */
 	while (len && stats[len - 1] == '\n')
 		len--;

@@ -23,8 +23,9 @@
  * against the Prometheus rules. Memory and bytes read per snapshot are
  * bounded (max_bytes). A truncated, corrupted or hostile segment yields -1,
  * an errno and a message; never a crash, a hang or an out-of-bounds read.
- * Files are opened with O_NOFOLLOW and must be regular files owned by the
- * expected user.
+ * Files are opened with O_PATH|O_NOFOLLOW and must be regular files owned
+ * by the expected user before they are opened for reading (a device or a
+ * FIFO planted under a segment's name is never opened).
  *
  * What a snapshot guarantees: every series in it is consistent -- its name,
  * labels and value belong together, even while the writer adds and removes
@@ -41,7 +42,8 @@
  *  - EPROTONOSUPPORT: written by an incompatible version of pcpu;
  *  - EBADMSG: not a segment, truncated or corrupted;
  *  - ESRCH: the writer is gone (exited, or its pid was reused) -- the last
- *    values can still be read with PCPU_READER_ALLOW_STALE;
+ *    values can still be read with PCPU_READER_ALLOW_STALE (a writer whose
+ *    state cannot be told, PCPU_SEGMENT_UNKNOWN, is read as if live);
  *  - EAGAIN: the segment is still being created;
  *  - EFBIG: reading it would exceed max_bytes;  ENOMEM.
  */
@@ -74,27 +76,51 @@ enum {
 /** Options of the open and list functions; all-zero or NULL: defaults. */
 struct pcpu_reader_options {
 	/** Segment directory; NULL: $PCPU_SEGMENT_DIR (ignored in set-user-ID
-	 * programs) or "/dev/shm". */
+	 * programs), else the per-user directories in /dev/shm (see
+	 * pcpu_segment_list()). */
 	const char *dir;
 	/** PCPU_READER_* flags. */
 	unsigned flags;
 	/** With PCPU_READER_OWNER: the expected owner. */
 	uid_t owner;
-	/** Most bytes one snapshot may read and allocate; 0: 4 GiB. */
+	/** Most bytes one snapshot may read and allocate; 0: 4 GiB. Every
+	 * system call a snapshot makes on the values (pread, lseek) counts
+	 * as 4 KiB, so a snapshot's cost is bounded by max_bytes whatever the
+	 * file's apparent size or holes. */
 	size_t max_bytes;
 };
 
-/** State of a segment's writer. */
+/**
+ * State of a segment's writer. GONE is decided only on positive evidence
+ * (the kernel says there is no such process, or the process with that pid
+ * started at another time, or is a zombie); when the check itself fails
+ * the state is UNKNOWN, which nothing treats as gone: pruning and
+ * publishers never remove such a segment, and it can be read.
+ */
 enum pcpu_segment_state {
-	PCPU_SEGMENT_LIVE = 1,   /**< the writer runs and publishes */
-	PCPU_SEGMENT_CLOSED = 2, /**< the writer unpublished it (file removed) */
-	PCPU_SEGMENT_GONE = 3,   /**< the writer died without unpublishing */
+	PCPU_SEGMENT_LIVE = 1,    /**< the writer runs and publishes */
+	PCPU_SEGMENT_CLOSED = 2,  /**< the writer unpublished it (file removed) */
+	PCPU_SEGMENT_GONE = 3,    /**< the writer died without unpublishing */
+	/** Cannot tell: reading /proc/PID/stat failed (EMFILE, ENFILE, ENOMEM,
+	 * EACCES...), or the writer is in another pid namespace (its pid names
+	 * another process here). pcpu_reader_error() / `state_errno` say why. */
+	PCPU_SEGMENT_UNKNOWN = 4,
+};
+
+/** Flags of struct pcpu_segment_info. */
+enum {
+	/** The writer's directory was full: some series are missing. */
+	PCPU_SEGMENT_INFO_INCOMPLETE = 1u << 0,
+	/** The writer's file system ran out of space (or memory): series were
+	 * refused or left out (see pcpu/segment.h). */
+	PCPU_SEGMENT_INFO_NOSPACE = 1u << 1,
 };
 
 /** One segment found by pcpu_segment_list(). */
 struct pcpu_segment_info {
 	char name[65];          /**< segment name */
-	char file[96];          /**< file name inside the directory */
+	char file[96];          /**< file name inside its directory (open it
+				     by this name with pcpu_reader_open()) */
 	pid_t pid;              /**< writer's pid */
 	uid_t owner;            /**< owner of the file */
 	/** 0 when the segment could be read, else the errno a open would
@@ -106,11 +132,20 @@ struct pcpu_segment_info {
 	uint64_t nseries;       /**< series at the time of listing */
 	uint64_t created_ns;    /**< publication time, ns since the Epoch */
 	unsigned nslots;        /**< per-CPU copies of every value */
+	/** With state PCPU_SEGMENT_UNKNOWN: why (an errno; EXDEV: another
+	 * pid namespace). */
+	int state_errno;
+	unsigned flags;         /**< PCPU_SEGMENT_INFO_* */
 };
 
 /**
- * Lists the segments in the directory (files named pcpu.<pid>.<name>),
- * sorted by name and pid, readable or not (`error` says why not).
+ * Lists the segments (files named pcpu.<pid>.<name>), sorted by name and
+ * pid, readable or not (`error` says why not). Where: the directory `dir`
+ * (or $PCPU_SEGMENT_DIR) if given; else the per-user directories
+ * /dev/shm/pcpu-<uid> (and /dev/shm/pcpu-<uid>.<random>, made when someone
+ * else took the first name) of the expected owner -- of every user with
+ * PCPU_READER_ANY_OWNER. Only per-user directories owned by their user and
+ * writable by no one else are read.
  * On success *out is an array of *count entries (free() it; NULL when 0).
  * Returns 0, or -1 with errno: EPERM (unsafe directory), ENOENT, EACCES,
  * ENOMEM. Thread-safe; not async-signal-safe.
@@ -165,8 +200,10 @@ PCPU_API unsigned pcpu_reader_slot_index(const pcpu_reader_t *r);
  * The writer's state now: re-reads the header's flags and checks that the
  * writer process still runs (pid and start time, from /proc; a reader in
  * another pid namespace sees GONE). Returns the state, or -1 with errno
- * EBADMSG if the header became invalid. Thread-safe; not async-signal-safe.
- * Cost: a pread of the header and a read of /proc/PID/stat.
+ * EBADMSG if the header became invalid. PCPU_SEGMENT_UNKNOWN when the
+ * check fails (pcpu_reader_error() says why). Thread-safe; not
+ * async-signal-safe. Cost: a pread of the header and a read of
+ * /proc/PID/stat.
  */
 PCPU_API int pcpu_reader_state(pcpu_reader_t *r);
 
@@ -196,6 +233,9 @@ struct pcpu_reader_snapshot {
 	enum pcpu_segment_state state;
 	/** Slots of the per-slot arrays (pcpu_reader_nslots()). */
 	unsigned nslots;
+	/** 1 if the writer's file system ran out of space (or memory): some
+	 * series were refused or are missing (then `incomplete` is 1 too). */
+	int nospace;
 };
 
 /**
@@ -206,8 +246,10 @@ struct pcpu_reader_snapshot {
  * that changed are left out (`changed`).
  * Thread-safe with other snapshots of the same reader; not async-signal-safe.
  * Cost: a few preads: the header, the used part of the directory, and per
- * chunk of values, one pread per slot of the range holding values and one
- * per its mirror (holes are skipped).
+ * chunk of values, one pread per slot (and per mirror) that holds data in
+ * the range of the values; holes are found with SEEK_DATA/SEEK_HOLE, a few
+ * calls per extent of data, never one per slot. Every such call counts
+ * against max_bytes.
  */
 PCPU_API int pcpu_reader_snapshot(pcpu_reader_t *r, unsigned flags,
 				  struct pcpu_reader_snapshot **out);
@@ -230,7 +272,9 @@ PCPU_API void pcpu_reader_snapshot_free(struct pcpu_reader_snapshot *s);
 
 /**
  * Removes the segments of the caller's user (or any user's, with
- * PCPU_READER_ANY_OWNER, for root) whose writer is gone. On success
+ * PCPU_READER_ANY_OWNER, for root) whose writer is gone or closed them --
+ * on positive evidence only: a segment whose state is PCPU_SEGMENT_UNKNOWN
+ * (a descriptor shortage, another pid namespace...) is kept. On success
  * *removed (if not NULL) counts them. Returns 0 or -1 with errno (as
  * pcpu_segment_list()). Thread-safe; not async-signal-safe. Cost: a listing
  * and an unlink per segment removed.

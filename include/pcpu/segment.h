@@ -17,7 +17,7 @@
  *     pcpu_segment_unpublish(seg);   // at exit: removes the file
  *
  * How: the registry's per-CPU zone moves into a file on a tmpfs
- * (`/dev/shm/pcpu.<pid>.<name>` by default), mapped MAP_SHARED, so the
+ * (`/dev/shm/pcpu-<uid>/pcpu.<pid>.<name>` by default), mapped MAP_SHARED, so the
  * counters' memory *is* the shared memory and an update costs exactly what
  * it cost before. In front of the counters the file holds a header and a
  * directory -- for every family and series its name, labels, help, unit,
@@ -27,10 +27,14 @@
  * themselves; nothing runs in the application for a read. The format is in
  * docs/segment-format.md.
  *
- * Security: the file is created with O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600
- * (0640 with a group, on request), in a directory that must be owned by the
- * caller or root and, if others may write to it, have the sticky bit. Readers
- * check the owner and never follow a symlink. The file holds no pointers the
+ * Security: the file is created with the guarantees of
+ * O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600 (0640 with a group, on request). By
+ * default it goes in the caller's own directory /dev/shm/pcpu-<uid> (0700,
+ * owned by the caller, writable by no one else; if another user holds that
+ * name, /dev/shm/pcpu-<uid>.<random>), so no one else can create its name
+ * first. A directory named by the caller must be owned by the caller or root
+ * and, if others may write to it, have the sticky bit. Readers check the
+ * owner and the file type before opening, and never follow a symlink. The file holds no pointers the
  * reader uses (the zone's chunk headers, which readers ignore, hold one
  * writer-side address: treat the segment as disclosing it to whoever may
  * read it).
@@ -63,7 +67,9 @@ typedef struct pcpu_segment pcpu_segment_t;
 /** Longest segment name, in bytes. */
 #define PCPU_SEGMENT_NAME_MAX 64
 
-/** Where segments live when neither an option nor PCPU_SEGMENT_DIR says. */
+/** Where the per-user segment directories (pcpu-<uid>, or
+ * pcpu-<uid>.<random> when another user took that name) live when neither
+ * an option nor PCPU_SEGMENT_DIR names a directory. */
 #define PCPU_SEGMENT_DEFAULT_DIR "/dev/shm"
 
 /** Environment variable naming the segment directory (writers and readers). */
@@ -72,7 +78,10 @@ typedef struct pcpu_segment pcpu_segment_t;
 /** Flags of struct pcpu_segment_options. */
 enum {
 	/** Make the segment readable by `group` (mode 0640, group set with
-	 * fchown, which needs the caller to be a member of that group). */
+	 * fchown, which needs the caller to be a member of that group). In the
+	 * default per-user directory, the directory becomes 0755 so that the
+	 * group can list and search it (the names of the caller's segments are
+	 * then visible to all users, as they were in /dev/shm). */
 	PCPU_SEGMENT_GROUP_READ = 1u << 0,
 };
 
@@ -82,7 +91,10 @@ enum {
  */
 struct pcpu_segment_options {
 	/** Directory of the segment file. NULL: $PCPU_SEGMENT_DIR when set
-	 * (ignored in set-user-ID programs), else PCPU_SEGMENT_DEFAULT_DIR. */
+	 * (ignored in set-user-ID programs), else the caller's per-user
+	 * directory in PCPU_SEGMENT_DEFAULT_DIR, made if need be. A directory
+	 * others may write to (sticky) lets them take a segment's name first:
+	 * prefer the default. */
 	const char *dir;
 	/** PCPU_SEGMENT_* flags. */
 	unsigned flags;
@@ -102,7 +114,8 @@ struct pcpu_segment_options {
  * `name`: 1 to PCPU_SEGMENT_NAME_MAX bytes of [A-Za-z0-9_.-], not starting
  * with '.' or '-'. The file is `<dir>/pcpu.<pid>.<name>`; several processes
  * may publish the same name. Segments of the same name left behind by dead
- * processes of the same user are removed first.
+ * processes of the same user are removed first -- only on positive evidence
+ * that their writer is gone (never because /proc could not be read).
  *
  * Precondition -- call it right after creating the registry: the registry
  * must not yet hold any series (families without series are fine), because
@@ -120,10 +133,15 @@ struct pcpu_segment_options {
  * Returns the segment, or NULL with errno:
  *  - EINVAL: NULL registry, invalid name or options;
  *  - EBUSY: the registry already has series, or is already published;
- *  - EEXIST: the file exists already (a leftover of a reused pid: remove it);
+ *  - EEXIST: the file exists already (in a directory named by the caller:
+ *    a leftover whose writer's state is unknown, or someone else's file);
  *  - EPERM: the directory is unsafe (owned by another user, or writable by
- *    others without the sticky bit), or the group cannot be set;
- *  - ENOENT, EACCES, ENOTDIR, ENOSPC...: from opening or sizing the file;
+ *    others without the sticky bit), no safe per-user directory could be
+ *    made, or the group cannot be set;
+ *  - ENOENT, EACCES, ENOTDIR, ENOSPC...: from opening, sizing or
+ *    allocating the file (ENOSPC: its file system is full);
+ *  - EFBIG: the file's (sparse) size would exceed RLIMIT_FSIZE, which would
+ *    raise SIGXFSZ;
  *  - ENOMEM.
  * pcpu_segment_error() says what went wrong.
  *
@@ -131,6 +149,13 @@ struct pcpu_segment_options {
  * Cost: a few system calls and mappings; afterwards, every family or series
  * added or removed costs a few hundred bytes of writes into the directory
  * under the registry's lock, and updates cost nothing more at all.
+ *
+ * Memory: the file's pages are allocated before they can be written (a full
+ * tmpfs would otherwise kill the process with SIGBUS), so every 4 KiB page
+ * of values (512 counters) costs 4 KiB in each of the 2 * nslots slot and
+ * mirror regions -- 2 * nslots * 8 bytes per counter, e.g. 1 KiB per
+ * counter with 64 slots -- where a private registry takes memory only in
+ * the slots its threads touch. See pcpu_segment_nospace().
  */
 PCPU_API pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
 					      const struct pcpu_segment_options *opts);
@@ -139,7 +164,9 @@ PCPU_API pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *
  * Removes the segment's file name and marks the segment closed, so that
  * readers that still have it open say so. The registry and every handle
  * stay valid and keep counting (into memory no one else can open any more);
- * the segment object itself is freed by pcpu_registry_destroy().
+ * the segment object itself is freed by pcpu_registry_destroy(). The file,
+ * nameless, stays on its file system until then: new series still take
+ * their pages there (and fail with ENOSPC if it is full).
  * Returns 0 (also when already unpublished), or -1 with errno EINVAL (NULL).
  * Unlinks only if the name still refers to this segment's file. In a
  * fork()ed child it does nothing (the name is the parent's).
@@ -157,11 +184,27 @@ PCPU_API const char *pcpu_segment_path(const pcpu_segment_t *seg);
 
 /**
  * Number of registry changes that could not be written to the directory
- * because it was full (max_entries or max_string_bytes); readers then
- * report the segment as incomplete. 0 normally. Thread-safe;
- * async-signal-safe; cost: a load.
+ * because it was full (max_entries or max_string_bytes) or its file system
+ * had no space for it; readers then report the segment as incomplete. 0
+ * normally. Thread-safe; async-signal-safe; cost: a load.
  */
 PCPU_API uint64_t pcpu_segment_dropped(const pcpu_segment_t *seg);
+
+/**
+ * Number of times the segment's file system refused space (it is full, or
+ * out of memory): registrations of the published registry that failed with
+ * ENOSPC (or ENOMEM) because the pages their values need in the file could
+ * not be allocated, and directory changes dropped for the same reason.
+ * Readers then see the segment marked out of space (and incomplete). 0
+ * normally.
+ *
+ * Running out of space never stops the application: pages are allocated
+ * (fallocate) before a series is handed out -- in every slot and mirror
+ * region -- so an update can never fault (SIGBUS) on a full file system;
+ * series created before keep counting exactly, and a registration fails
+ * cleanly. Thread-safe; async-signal-safe; cost: a load.
+ */
+PCPU_API uint64_t pcpu_segment_nospace(const pcpu_segment_t *seg);
 
 /**
  * The message describing the last error of a segment or reader function in

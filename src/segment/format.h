@@ -35,7 +35,7 @@
 
 #define PCPU__SEG_MAGIC "PCPUSEG"          /* 7 chars + NUL = 8 bytes */
 #define PCPU__SEG_VERSION_MAJOR 2          /* incompatible changes (2: mirror region) */
-#define PCPU__SEG_VERSION_MINOR 0          /* compatible additions */
+#define PCPU__SEG_VERSION_MINOR 1          /* compatible additions (1: pid namespace, no space) */
 #define PCPU__SEG_BYTE_ORDER 0x01020304u   /* as the writer stored it */
 #define PCPU__SEG_HEADER_REGION 4096       /* the header's page */
 #define PCPU__SEG_NAME_MAX 64              /* segment name, NUL excluded */
@@ -44,6 +44,8 @@
 /* Header flags. */
 #define PCPU__SEG_F_CLOSED 1u     /* the writer unpublished or destroyed it */
 #define PCPU__SEG_F_INCOMPLETE 2u /* the directory was full: some series missing */
+#define PCPU__SEG_F_NOSPACE 4u    /* 2.1: the file system ran out of space (or memory):
+				   * series were refused or left out (nospace counts) */
 
 /* The header. Fields marked (atomic) change while readers read; the others
  * are written once, before the magic, which is written last. */
@@ -77,7 +79,9 @@ struct pcpu__seg_header {
 	uint64_t nseries;            /* 160: live series (atomic, informative) */
 	uint64_t dropped;            /* 168: changes that did not fit (atomic) */
 	char name[PCPU__SEG_NAME_MAX]; /* 176: segment name, NUL-padded */
-	uint64_t reserved[2];        /* 240 */
+	uint64_t writer_pidns;       /* 240: 2.1: inode of the writer's pid namespace, 0 unknown */
+	uint64_t nospace;            /* 248: 2.1: registrations and directory changes refused
+				      * for lack of space in the file system (atomic) */
 };                               /* 256 */
 
 /* Entry kinds. */

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "format.h"
@@ -27,22 +28,91 @@ PCPU_HIDDEN int pcpu__seg_fail(int err, const char *fmt, ...)
  * '.' or '-'. 0, or -1 with errno EINVAL and a message. */
 PCPU_HIDDEN int pcpu__seg_check_name(const char *name);
 
-/* The directory to use: `dir`, else $PCPU_SEGMENT_DIR (secure_getenv), else
- * /dev/shm. */
+/* The directory the caller named: `dir`, else $PCPU_SEGMENT_DIR
+ * (secure_getenv); NULL if neither: the per-user directories. */
 PCPU_HIDDEN const char *pcpu__seg_dir(const char *dir);
+
+/* Per-user directories: /dev/shm/pcpu-<uid>, mode 0700 (0755 once a segment
+ * was shared with a group), owned by <uid>, writable by no one else. If that
+ * name is taken by someone else, /dev/shm/pcpu-<uid>.<16 random hex digits>:
+ * no one can block a publisher by creating the name first. */
+#define PCPU__SEG_USER_DIR_PREFIX "pcpu-"
+
+/* The caller's per-user directory, made if need be (`share`: readable and
+ * searchable by all, for PCPU_SEGMENT_GROUP_READ). Returns its descriptor
+ * and its path in `path`, or -1 with errno and a message. */
+PCPU_HIDDEN int pcpu__seg_open_user_dir(int share, char *path, size_t cap);
+
+/* The directories a reader looks in. */
+struct pcpu__seg_dir {
+	char name[64];   /* in /dev/shm; "" for the caller's directory */
+	uid_t uid;       /* whose per-user directory */
+	dev_t dev;
+	ino_t ino;
+	char path[320];  /* for messages */
+};
+struct pcpu__seg_dirs {
+	int base;                  /* /dev/shm, or the caller's directory */
+	struct pcpu__seg_dir *d;
+	size_t n, cap;
+	char desc[320];            /* where, for messages */
+};
+
+/* The caller's `dir` (or $PCPU_SEGMENT_DIR), checked by pcpu__seg_open_dir;
+ * else every safe per-user directory of `owner` (of any user if `any`).
+ * 0, or -1 with errno and a message. */
+PCPU_HIDDEN int pcpu__seg_dirs_open(const char *dir, int any, uid_t owner,
+				    struct pcpu__seg_dirs *out);
+
+/* A new descriptor of directory i (checked again: the same directory as
+ * listed), or -1 with errno. */
+PCPU_HIDDEN int pcpu__seg_dirs_fd(const struct pcpu__seg_dirs *ds, size_t i);
+
+PCPU_HIDDEN void pcpu__seg_dirs_close(struct pcpu__seg_dirs *d);
 
 /* Opens a segment directory (O_DIRECTORY) and checks it is safe: owned by
  * the caller or root, and sticky if writable by group or others. Returns
  * the descriptor, or -1 with errno and a message. */
 PCPU_HIDDEN int pcpu__seg_open_dir(const char *dir);
 
+/* Allocates [off, off + len) of the file without changing its size or
+ * contents where nothing was written (fallocate; where it is not supported,
+ * zeros are written: the range must hold no data). A page so allocated can
+ * then be written through a shared mapping without faulting for lack of
+ * space. 0, or -1 with errno (ENOSPC, ENOMEM, EFBIG...). */
+PCPU_HIDDEN int pcpu__seg_allocate(int fd, uint64_t off, uint64_t len);
+
+/* Opens `file` (relative to dirfd, or AT_FDCWD) for reading only if it is
+ * a regular file, checked before it is opened for reading: O_PATH, fstat,
+ * then a reopen through /proc/self/fd (a device is never opened, a FIFO
+ * never touched). The descriptor is O_RDONLY|O_NONBLOCK|O_CLOEXEC. -1 with
+ * errno: ELOOP (a symlink), EPERM (not a regular file), EAGAIN (replaced
+ * while opening), or what openat said (ENOENT, EACCES, EMFILE...). */
+PCPU_HIDDEN int pcpu__seg_open_regular(int dirfd, const char *file);
+
 /* Splits "pcpu.<pid>.<name>" into pid and name (name buffer of 65 bytes).
  * 0 if it is such a file name, -1 if not. */
 PCPU_HIDDEN int pcpu__seg_parse_file_name(const char *file, pid_t *pid, char *name);
 
 /* Start time of process `pid` (field 22 of /proc/<pid>/stat, clock ticks
- * since boot). 0, or -1 with errno ESRCH if there is no such process. */
+ * since boot). 0, or -1 with errno ESRCH only on positive evidence that
+ * there is no such process (or it is a zombie); any other errno (EMFILE,
+ * ENFILE, ENOMEM, EACCES, EIO, ENOENT for a /proc that does not show it
+ * although it exists) means "cannot tell". */
 PCPU_HIDDEN int pcpu__seg_proc_start(pid_t pid, uint64_t *start);
+
+/* Inode of the caller's pid namespace (/proc/self/ns/pid), 0 if unknown. */
+PCPU_HIDDEN uint64_t pcpu__seg_pidns(void);
+
+/* Writer liveness, as enum pcpu_segment_state without CLOSED. */
+enum { PCPU__SEG_LIVE = 1, PCPU__SEG_GONE = 3, PCPU__SEG_UNKNOWN = 4 };
+
+/* Whether the process that wrote a header (pid, start time, pid namespace
+ * inode or 0) still runs: PCPU__SEG_LIVE; PCPU__SEG_GONE only on positive
+ * evidence (no such process, another start time, a zombie); else
+ * PCPU__SEG_UNKNOWN with errno saying why (EMFILE..., EXDEV: another pid
+ * namespace). Never deletes or changes anything. */
+PCPU_HIDDEN int pcpu__seg_writer_state(pid_t pid, uint64_t writer_start, uint64_t writer_pidns);
 
 /* Owner (uid) of process `pid`, from /proc/<pid>. 0 or -1 (errno). */
 PCPU_HIDDEN int pcpu__seg_proc_uid(pid_t pid, uid_t *uid);

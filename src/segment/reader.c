@@ -16,10 +16,10 @@
  *   E1 = entries [0, used)         one pread
  *   S  = strings [0, used)         one pread; blobs are parsed from this copy
  *   parse and validate E1          families, series, links, value ranges
- *   values                         per chunk, per run of nearby values, one
- *                                  pread per slot and one per its mirror
- *                                  (holes skipped: SEEK_DATA)
- *   H2, E2 = header, entries       again
+ *   values                         per chunk, the extents of data (SEEK_DATA,
+ *                                  SEEK_HOLE), and per run of nearby values
+ *                                  one pread per region an extent meets
+ *   E2, H2 = entries, header       again, in this order
  *
  * An entry is kept only if E1 and E2 hold the same 64 bytes and an even
  * sequence number: the writer changes an entry's sequence before touching
@@ -31,6 +31,16 @@
  * "stable", and then anything that does not fit -- a series without its
  * family, say -- is corruption. Otherwise the read is retried a bounded
  * number of times, and the last attempt keeps what is consistent.
+ *
+ * Why H2 after E2 (a seqlock reader's second load of the sequence comes
+ * after its data loads): a copy of the directory is not atomic. A change
+ * that begins while E2 is being copied can leave it torn -- a family
+ * removal frees the series' entries, then the family's, so a copy can hold
+ * a series (copied before it was freed) and not its family (copied after).
+ * E1 and E2 then agree on the series and not on the family. Read before E2,
+ * H2 would still show g1 and call that stable: corruption that is not
+ * there (issue 10: 65 false errors in 99,650 snapshots). Read after E2, it
+ * shows the change.
  *
  * Ordering: the copies are separate system calls, made in program order; a
  * C11 fence after each orders them as seen by this thread, and the writer
@@ -44,7 +54,8 @@
  * message naming the entry -- never a partial result that hides it.
  * Sizes come from the header and are checked against the file's size with
  * overflow-checked arithmetic before anything is allocated or read; every
- * allocation and read of a snapshot is charged against max_bytes.
+ * allocation and read of a snapshot, and every system call on the values,
+ * is charged against max_bytes (read_chunk()).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -66,6 +77,11 @@
 #define MAX_ATTEMPTS 4
 /* Values closer than this are read with one pread per slot. */
 #define RUN_GAP 65536
+/* What a system call on the values (pread, lseek) counts against the
+ * budget, and what visiting a region of data does: a snapshot's work is
+ * bounded by max_bytes, not only its reads and allocations. */
+#define SYSCALL_CHARGE 4096
+#define REGION_CHARGE 64
 #define MAX_NSLOTS 65536
 #define MAX_STRIDE_SHIFT 40
 
@@ -73,9 +89,11 @@ struct pcpu_reader {
 	int fd; /* -1: memory source (tests, fuzzing) */
 	const unsigned char *mem;
 	size_t mem_len;
-	void (*read_hook)(void *ctx, unsigned n); /* tests: runs before each read */
+	/* tests: runs before each read (its number, offset and length) */
+	void (*read_hook)(void *ctx, unsigned n, uint64_t off, size_t len);
 	void *read_hook_ctx;
 	unsigned nreads;
+	uint64_t nsyscalls; /* preads and lseeks on the file (tests) */
 	unsigned flags;
 	int check_proc;
 	uid_t file_owner;
@@ -86,7 +104,9 @@ struct pcpu_reader {
 
 /* Internal entry points for tests and the fuzzer (not exported). */
 PCPU_HIDDEN pcpu_reader_t *pcpu__reader_open_mem(const void *buf, size_t len, size_t max_bytes);
-PCPU_HIDDEN void pcpu__reader_set_read_hook(pcpu_reader_t *r, void (*fn)(void *ctx, unsigned n),
+PCPU_HIDDEN uint64_t pcpu__reader_syscalls(const pcpu_reader_t *r);
+PCPU_HIDDEN void pcpu__reader_set_read_hook(pcpu_reader_t *r,
+					    void (*fn)(void *ctx, unsigned n, uint64_t off, size_t len),
 					    void *ctx);
 
 /* ---- input ------------------------------------------------------------------------ */
@@ -96,7 +116,8 @@ static ssize_t rd_pread(struct pcpu_reader *r, void *buf, size_t len, uint64_t o
 	size_t done = 0;
 
 	if (r->read_hook)
-		r->read_hook(r->read_hook_ctx, r->nreads++);
+		r->read_hook(r->read_hook_ctx, r->nreads++, off, len);
+	r->nsyscalls++;
 	if (r->fd < 0) {
 		if (off >= r->mem_len)
 			return 0;
@@ -148,19 +169,6 @@ static int rd_size(struct pcpu_reader *r, uint64_t *size)
 		return pcpu__seg_fail(errno, "segment %s: fstat: %s", r->name, strerror(errno));
 	*size = st.st_size < 0 ? 0 : (uint64_t)st.st_size;
 	return 0;
-}
-
-/* Whether the file has data (not only a hole) in [off, off + len). */
-static int rd_has_data(struct pcpu_reader *r, uint64_t off, uint64_t len)
-{
-	off_t d;
-
-	if (r->fd < 0)
-		return 1;
-	d = lseek(r->fd, (off_t)off, SEEK_DATA);
-	if (d < 0)
-		return errno == ENXIO ? 0 : 1; /* ENXIO: only holes from off on */
-	return (uint64_t)d < off + len;
 }
 
 /* ---- the memory budget ------------------------------------------------------------ */
@@ -309,17 +317,27 @@ static int read_header(struct pcpu_reader *r, struct pcpu__seg_header *h, uint64
 
 /* ---- opening --------------------------------------------------------------------- */
 
+/* The writer's state: CLOSED by the flag, else what /proc says -- GONE
+ * only on positive evidence, UNKNOWN (with a message) when it cannot tell. */
 static int writer_state(struct pcpu_reader *r, uint32_t flags)
 {
-	uint64_t start;
+	int st;
 
 	if (flags & PCPU__SEG_F_CLOSED)
 		return PCPU_SEGMENT_CLOSED;
 	if (!r->check_proc)
 		return PCPU_SEGMENT_LIVE;
-	if (pcpu__seg_proc_start(r->h.writer_pid, &start) < 0 || start != r->h.writer_start)
-		return PCPU_SEGMENT_GONE;
-	return PCPU_SEGMENT_LIVE;
+	st = pcpu__seg_writer_state(r->h.writer_pid, r->h.writer_start, r->h.writer_pidns);
+	if (st == PCPU__SEG_UNKNOWN) {
+		if (errno == EXDEV)
+			pcpu__seg_fail(EXDEV, "segment %s: cannot tell whether its writer (pid %d) runs: "
+					      "it is in another pid namespace", r->name, (int)r->h.writer_pid);
+		else
+			pcpu__seg_fail(errno, "segment %s: cannot tell whether its writer (pid %d) runs: %s",
+				       r->name, (int)r->h.writer_pid, strerror(errno));
+		return PCPU_SEGMENT_UNKNOWN;
+	}
+	return st == PCPU__SEG_LIVE ? PCPU_SEGMENT_LIVE : PCPU_SEGMENT_GONE;
 }
 
 static pcpu_reader_t *reader_new(void)
@@ -437,14 +455,16 @@ fail:
 
 static int open_file_at(int dirfd, const char *file, const char *path_for_msg)
 {
-	/* O_NOFOLLOW: a symlink is refused (ELOOP); O_NONBLOCK: a FIFO planted
-	 * under the name cannot block us (and is refused as not regular). */
-	int fd = openat(dirfd, file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	/* The type is checked before the file is opened for reading: a device
+	 * is never opened (no ENXIO, no side effect), a FIFO never touched. */
+	int fd = pcpu__seg_open_regular(dirfd, file);
 
 	if (fd < 0) {
 		int e = errno;
 		if (e == ELOOP)
 			return pcpu__seg_fail(ELOOP, "%s: is a symbolic link (refused)", path_for_msg);
+		if (e == EPERM)
+			return pcpu__seg_fail(EPERM, "%s: not a regular file", path_for_msg);
 		if (e == EACCES)
 			return pcpu__seg_fail(EACCES, "%s: permission denied", path_for_msg);
 		return pcpu__seg_fail(e, "%s: %s", path_for_msg, strerror(e));
@@ -476,6 +496,9 @@ struct candidate {
 	char file[96];
 	char name[PCPU__SEG_NAME_MAX + 1];
 	pid_t pid;
+	size_t dir;   /* index in the pcpu__seg_dirs */
+	uid_t owner;  /* of the file (lstat at the scan) */
+	int owner_ok; /* a regular file of an owner the caller accepts */
 };
 
 static int all_digits(const char *s)
@@ -488,78 +511,148 @@ static int all_digits(const char *s)
 	return 1;
 }
 
-/* Collects the segment files of the directory that match (name or pid). */
-static int scan_dir(int dirfd, const char *name, pid_t pid, struct candidate **out, size_t *n)
+static int owner_accepted(const struct pcpu_reader_options *o, uid_t uid)
+{
+	return (o->flags & PCPU_READER_ANY_OWNER) || uid == expected_owner(o);
+}
+
+/* Opens the reader's directories: the one named, or the per-user ones of
+ * the owners the options accept. */
+static int dirs_open(const struct pcpu_reader_options *o, struct pcpu__seg_dirs *ds)
+{
+	return pcpu__seg_dirs_open(o->dir, (o->flags & PCPU_READER_ANY_OWNER) != 0, expected_owner(o),
+				   ds);
+}
+
+/* Collects the segment files of the directories that match: a file name
+ * (`file`), or a name and/or pid. */
+static int scan_dirs(const struct pcpu__seg_dirs *ds, const struct pcpu_reader_options *o,
+		     const char *file, const char *name, pid_t pid, struct candidate **out, size_t *n)
 {
 	struct candidate *c = NULL;
-	size_t cap = 0;
-	struct dirent *de;
-	DIR *d;
-	int dfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+	size_t cap = 0, k;
 
 	*n = 0;
-	if (dfd < 0)
-		return pcpu__seg_fail(errno, "dup: %s", strerror(errno));
-	d = fdopendir(dfd);
-	if (!d) {
-		close(dfd);
-		return pcpu__seg_fail(errno, "opendir: %s", strerror(errno));
-	}
-	while ((de = readdir(d)) != NULL) {
-		struct candidate one;
+	*out = NULL;
+	for (k = 0; k < ds->n; k++) {
+		struct dirent *de;
+		DIR *d;
+		int dfd = pcpu__seg_dirs_fd(ds, k);
 
-		if (pcpu__seg_parse_file_name(de->d_name, &one.pid, one.name) < 0)
-			continue;
-		if ((name && strcmp(name, one.name) != 0) || (pid && pid != one.pid))
-			continue;
-		if (strlen(de->d_name) >= sizeof one.file)
-			continue;
-		strcpy(one.file, de->d_name);
-		if (*n == cap) {
-			size_t nc = cap ? cap * 2 : 16;
-			struct candidate *p = realloc(c, nc * sizeof *p);
-			if (!p) {
-				free(c);
-				closedir(d);
-				return pcpu__seg_fail(ENOMEM, "out of memory");
-			}
-			c = p;
-			cap = nc;
+		if (dfd < 0 && ds->d[k].name[0] &&
+		    (errno == ENOENT || errno == EAGAIN || errno == EPERM || errno == ELOOP || errno == ENOTDIR))
+			continue; /* a per-user directory that went away or changed */
+		d = dfd < 0 ? NULL : fdopendir(dfd);
+		if (!d) {
+			/* EMFILE and the like: an error, not an empty directory. */
+			int e = errno;
+			if (dfd >= 0)
+				close(dfd);
+			free(c);
+			return pcpu__seg_fail(e, "%s: %s", ds->d[k].path, strerror(e));
 		}
-		c[(*n)++] = one;
+		while ((de = readdir(d)) != NULL) {
+			struct candidate one;
+			struct stat st;
+
+			if (pcpu__seg_parse_file_name(de->d_name, &one.pid, one.name) < 0)
+				continue;
+			if ((file && strcmp(file, de->d_name) != 0) || (name && strcmp(name, one.name) != 0) ||
+			    (pid && pid != one.pid))
+				continue;
+			if (strlen(de->d_name) >= sizeof one.file)
+				continue;
+			strcpy(one.file, de->d_name);
+			one.dir = k;
+			one.owner = 0;
+			one.owner_ok = 0;
+			if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+				one.owner = st.st_uid;
+				one.owner_ok = S_ISREG(st.st_mode) && owner_accepted(o, st.st_uid);
+			}
+			if (*n == cap) {
+				size_t nc = cap ? cap * 2 : 16;
+				struct candidate *p = realloc(c, nc * sizeof *p);
+				if (!p) {
+					free(c);
+					closedir(d);
+					return pcpu__seg_fail(ENOMEM, "out of memory");
+				}
+				c = p;
+				cap = nc;
+			}
+			c[(*n)++] = one;
+		}
+		closedir(d);
 	}
-	closedir(d);
 	*out = c;
 	return 0;
 }
 
-static int live_pid(pid_t pid, int dirfd, const char *file)
+/* Whether the segment file may have a live writer: only a closed segment
+ * or one whose writer is gone on positive evidence is not a candidate. */
+static int maybe_live(const struct pcpu__seg_dirs *ds, const struct candidate *c)
 {
 	struct pcpu__seg_header h;
-	uint64_t start;
-	int fd, live = 0;
+	int dfd, fd, st;
 
-	if (pcpu__seg_proc_start(pid, &start) < 0)
-		return 0;
-	fd = openat(dirfd, file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	dfd = pcpu__seg_dirs_fd(ds, c->dir);
+	if (dfd < 0)
+		return 1;
+	fd = pcpu__seg_open_regular(dfd, c->file);
+	close(dfd);
 	if (fd < 0)
 		return 1; /* unreadable: let the open say why */
-	if (pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h)
-		live = h.writer_start == start && !(h.flags & PCPU__SEG_F_CLOSED);
+	if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h || memcmp(h.magic, PCPU__SEG_MAGIC, 8) != 0 ||
+	    h.writer_pid != c->pid) {
+		close(fd);
+		return 1;
+	}
 	close(fd);
-	return live;
+	if (h.flags & PCPU__SEG_F_CLOSED)
+		return 0;
+	st = pcpu__seg_writer_state(c->pid, h.writer_start, h.writer_pidns);
+	return st != PCPU__SEG_GONE;
+}
+
+/* Opens candidate c with the reader's checks. */
+static pcpu_reader_t *open_candidate(const struct pcpu__seg_dirs *ds, const struct candidate *c,
+				     const struct pcpu_reader_options *o)
+{
+	char path[512];
+	pcpu_reader_t *r = NULL;
+	int dfd, fd;
+
+	snprintf(path, sizeof path, "%.320s/%s", ds->d[c->dir].path, c->file);
+	dfd = pcpu__seg_dirs_fd(ds, c->dir);
+	if (dfd < 0) {
+		pcpu__seg_fail(errno, "%s: %s", ds->d[c->dir].path, strerror(errno));
+		return NULL;
+	}
+	fd = open_file_at(dfd, c->file, path);
+	if (fd >= 0)
+		r = open_fd_checked(fd, o, path, c->pid, c->name);
+	else if (errno == ENOENT)
+		pcpu__seg_fail(ENOENT, "no segment file %s", path);
+	{
+		int e = errno;
+		close(dfd);
+		errno = e;
+	}
+	return r;
 }
 
 pcpu_reader_t *pcpu_reader_open(const char *target, const struct pcpu_reader_options *opts)
 {
 	struct pcpu_reader_options o;
+	struct pcpu__seg_dirs ds;
 	struct candidate *c = NULL, *pick = NULL;
-	const char *dir;
-	char path[512], name[PCPU__SEG_NAME_MAX + 1];
+	char name[PCPU__SEG_NAME_MAX + 1];
+	const char *file = NULL, *nm = NULL;
 	pid_t pid = 0;
-	size_t n = 0, i, nlive = 0;
+	size_t n = 0, i, nok = 0, nlive = 0;
 	pcpu_reader_t *r = NULL;
-	int dirfd, fd;
+	int fd;
 
 	memset(&o, 0, sizeof o);
 	if (opts)
@@ -572,48 +665,47 @@ pcpu_reader_t *pcpu_reader_open(const char *target, const struct pcpu_reader_opt
 		fd = open_file_at(AT_FDCWD, target, target);
 		return fd < 0 ? NULL : open_fd_checked(fd, &o, target, 0, NULL);
 	}
-	dir = pcpu__seg_dir(o.dir);
-	dirfd = pcpu__seg_open_dir(dir);
-	if (dirfd < 0)
-		return NULL;
 	if (pcpu__seg_parse_file_name(target, &pid, name) == 0) {
-		snprintf(path, sizeof path, "%.300s/%s", dir, target);
-		fd = open_file_at(dirfd, target, path);
-		if (fd >= 0)
-			r = open_fd_checked(fd, &o, path, pid, name);
-		else if (errno == ENOENT)
-			pcpu__seg_fail(ENOENT, "no segment file %s", path);
-		close(dirfd);
-		return r;
-	}
-	if (all_digits(target)) {
+		file = target;
+	} else if (all_digits(target)) {
 		unsigned long v = strtoul(target, NULL, 10);
 		if (v == 0 || v > 0x7fffffff) {
-			close(dirfd);
 			pcpu__seg_fail(ENOENT, "no segment of process %s", target);
 			return NULL;
 		}
 		pid = (pid_t)v;
-		if (scan_dir(dirfd, NULL, pid, &c, &n) < 0)
-			goto out;
 	} else {
 		if (pcpu__seg_check_name(target) < 0)
-			goto out;
-		if (scan_dir(dirfd, target, 0, &c, &n) < 0)
-			goto out;
+			return NULL;
+		nm = target;
 	}
+	if (dirs_open(&o, &ds) < 0)
+		return NULL;
+	if (scan_dirs(&ds, &o, file, nm, file ? 0 : pid, &c, &n) < 0)
+		goto out;
 	if (n == 0) {
-		if (pid)
-			pcpu__seg_fail(ENOENT, "no segment of process %d in %s", (int)pid, dir);
+		if (file)
+			pcpu__seg_fail(ENOENT, "no segment file %s in %s", file, ds.desc);
+		else if (pid)
+			pcpu__seg_fail(ENOENT, "no segment of process %d in %s", (int)pid, ds.desc);
 		else
-			pcpu__seg_fail(ENOENT, "no segment named \"%s\" in %s", target, dir);
+			pcpu__seg_fail(ENOENT, "no segment named \"%s\" in %s", target, ds.desc);
 		goto out;
 	}
-	if (n == 1) {
+	/* Files of owners the caller does not accept cannot make a name
+	 * ambiguous (in a directory others may write to, anyone could plant
+	 * one); if there are only such files, opening one says why. */
+	for (i = 0; i < n; i++)
+		if (c[i].owner_ok) {
+			nok++;
+			pick = &c[i];
+		}
+	if (nok == 0) {
 		pick = &c[0];
-	} else {
+	} else if (nok > 1) {
+		pick = NULL;
 		for (i = 0; i < n; i++)
-			if (live_pid(c[i].pid, dirfd, c[i].file)) {
+			if (c[i].owner_ok && maybe_live(&ds, &c[i])) {
 				nlive++;
 				pick = &c[i];
 			}
@@ -621,23 +713,20 @@ pcpu_reader_t *pcpu_reader_open(const char *target, const struct pcpu_reader_opt
 			char list[256] = "";
 			size_t len = 0;
 			for (i = 0; i < n && len + 40 < sizeof list; i++)
-				len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "",
-							c[i].file);
-			pcpu__seg_fail(ENOTUNIQ, "\"%s\" matches %zu segments (%s): give a pid or a file name",
-				       target, n, list);
-			pick = NULL;
+				if (c[i].owner_ok)
+					len += (size_t)snprintf(list + len, sizeof list - len, "%s%s",
+								len ? ", " : "", c[i].file);
+			pcpu__seg_fail(ENOTUNIQ, "\"%s\" matches %zu segments (%s)%s", target, nok, list,
+				       file ? "" : ": give a pid or a file name");
 			goto out;
 		}
 	}
-	snprintf(path, sizeof path, "%.300s/%s", dir, pick->file);
-	fd = open_file_at(dirfd, pick->file, path);
-	if (fd >= 0)
-		r = open_fd_checked(fd, &o, path, pick->pid, pick->name);
+	r = open_candidate(&ds, pick, &o);
 out:
 	{
 		int e = errno;
 		free(c);
-		close(dirfd);
+		pcpu__seg_dirs_close(&ds);
 		errno = e;
 	}
 	return r;
@@ -662,10 +751,16 @@ pcpu_reader_t *pcpu__reader_open_mem(const void *buf, size_t len, size_t max_byt
 	return r;
 }
 
-void pcpu__reader_set_read_hook(pcpu_reader_t *r, void (*fn)(void *ctx, unsigned n), void *ctx)
+void pcpu__reader_set_read_hook(pcpu_reader_t *r,
+				void (*fn)(void *ctx, unsigned n, uint64_t off, size_t len), void *ctx)
 {
 	r->read_hook = fn;
 	r->read_hook_ctx = ctx;
+}
+
+uint64_t pcpu__reader_syscalls(const pcpu_reader_t *r)
+{
+	return r->nsyscalls;
 }
 
 void pcpu_reader_close(pcpu_reader_t *r)
@@ -1024,12 +1119,142 @@ static void accumulate(struct ser *s, const unsigned char *v, unsigned slot, int
 		s->slots[slot] = (int64_t)((uint64_t)s->slots[slot] + part);
 }
 
+/* A run: values of one chunk closer than RUN_GAP to the next, read with one
+ * pread per region that holds data there. Series v[first, last). */
+struct run {
+	uint64_t lo, hi;
+	size_t first, last;
+};
+
+/* First run of runs[from, n) that ends after x (runs are sorted and
+ * disjoint), or n. */
+static size_t run_after(const struct run *runs, size_t from, size_t n, uint64_t x)
+{
+	size_t lo = from, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (runs[mid].hi <= x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The values of one chunk's runs (sorted, disjoint), in every region that
+ * holds data where they lie.
+ *
+ * Why not one SEEK_DATA per run per region, as before: a file may declare
+ * 65,536 slots (131,072 regions per chunk) and hold a few pages; that made a
+ * snapshot cost runs x 131,072 system calls, unbounded by max_bytes (issue
+ * 10: 2,000 series took 41 s). Instead the chunk's data is found extent by
+ * extent with SEEK_DATA and SEEK_HOLE, jumping over every region without
+ * data in the window [lo of the first run, hi of the last) in one call, and
+ * each run is read once per region where an extent meets it. The calls are
+ * then a few per extent of real data, not per region, and every one of
+ * them (and every region an extent covers) is charged to the budget, so a
+ * snapshot's work is bounded by max_bytes whatever the file claims. */
+static int read_chunk(struct parse *p, struct ser **v, uint32_t chunk, const struct run *runs,
+		      size_t nruns, unsigned char *buf)
+{
+	const struct pcpu__seg_header *h = p->h;
+	struct pcpu_reader *r = p->r;
+	int per_slot = (p->flags & PCPU_READER_PER_SLOT) != 0;
+	/* chunk < nchunks and data_offset + nchunks * chunk_span <= file size
+	 * were checked, chunk_span = 2 * nslots * slot_stride and every run's
+	 * hi <= slot_stride: no overflow below, and every region read, slot or
+	 * mirror, lies inside the file. */
+	uint64_t base = h->data_offset + (uint64_t)chunk * h->chunk_span;
+	uint64_t end = base + h->chunk_span, stride = h->slot_stride;
+	uint64_t wlo = runs[0].lo, whi = runs[nruns - 1].hi, pos = base + wlo;
+	uint64_t nregions = 2 * (uint64_t)h->nslots, cur = UINT64_MAX;
+	size_t next = 0;
+
+	while (pos < end) {
+		uint64_t d, hole, rg, rel;
+
+		if (r->fd < 0) {
+			d = pos; /* memory: all data */
+			hole = end;
+		} else {
+			off_t x;
+
+			if (charge(p->b, SYSCALL_CHARGE) < 0)
+				return -1;
+			r->nsyscalls++;
+			x = lseek(r->fd, (off_t)pos, SEEK_DATA);
+			if (x < 0 && errno == ENXIO)
+				break; /* only holes from pos on */
+			d = x < 0 ? pos : (uint64_t)x; /* cannot tell: read it */
+			if (d >= end)
+				break;
+			hole = 0;
+		}
+		rg = (d - base) / stride;
+		rel = (d - base) % stride;
+		if (rel < wlo) { /* data before the window: look in the window */
+			pos = base + rg * stride + wlo;
+			continue;
+		}
+		if (rel >= whi) { /* after it: the next region's window */
+			if (rg + 1 >= nregions)
+				break;
+			pos = base + (rg + 1) * stride + wlo;
+			continue;
+		}
+		if (!hole) {
+			off_t x;
+
+			if (charge(p->b, SYSCALL_CHARGE) < 0)
+				return -1;
+			r->nsyscalls++;
+			x = lseek(r->fd, (off_t)d, SEEK_HOLE);
+			hole = x < 0 || (uint64_t)x > end ? end : (uint64_t)x;
+			if (hole <= d)
+				hole = d + 1; /* changed under us: at least progress */
+		}
+		/* The extent [d, hole): every region it meets, in order. */
+		for (; rg < nregions && base + rg * stride < hole; rg++) {
+			uint64_t rs = base + rg * stride;
+			uint64_t x = (d > rs ? d : rs) - rs;
+			uint64_t y = (hole < rs + stride ? hole : rs + stride) - rs;
+			/* Regions nslots.. are the mirrors of slots 0..: same slot. */
+			unsigned slot = (unsigned)(rg % h->nslots);
+
+			if (charge(p->b, REGION_CHARGE) < 0)
+				return -1;
+			if (rg != cur) {
+				cur = rg;
+				next = 0;
+			}
+			/* Runs wholly in a hole before x read as zero: skipped.
+			 * Runs already read in this region: skipped too. */
+			next = run_after(runs, next, nruns, x);
+			for (; next < nruns && runs[next].lo < y; next++) {
+				const struct run *u = &runs[next];
+				size_t k;
+
+				if (charge(p->b, u->hi - u->lo) < 0 || charge(p->b, SYSCALL_CHARGE) < 0 ||
+				    read_exact(r, buf, (size_t)(u->hi - u->lo), rs + u->lo, "values") < 0)
+					return -1;
+				for (k = u->first; k < u->last; k++)
+					accumulate(v[k], buf + (v[k]->e->value_off - u->lo), slot, per_slot);
+			}
+		}
+		pos = hole;
+	}
+	return 0;
+}
+
 static int read_values(struct parse *p)
 {
 	const struct pcpu__seg_header *h = p->h;
 	struct ser **v;
+	struct run *runs = NULL;
 	unsigned char *buf = NULL;
-	size_t n = 0, i, j, bufcap = 0;
+	size_t n = 0, i, j, k, bufcap = 0;
 	int per_slot = (p->flags & PCPU_READER_PER_SLOT) != 0, rc = -1;
 
 	v = balloc(p->b, (uint64_t)(p->nsers ? p->nsers : 1) * sizeof *v);
@@ -1053,52 +1278,46 @@ static int read_values(struct parse *p)
 		v[n++] = s;
 	}
 	qsort(v, n, sizeof *v, cmp_ser_loc);
+	runs = balloc(p->b, (uint64_t)(n ? n : 1) * sizeof *runs);
+	if (!runs)
+		goto out;
 	for (i = 0; i < n; i = j) {
 		uint32_t chunk = v[i]->e->u32a;
-		uint64_t lo = v[i]->e->value_off, hi = lo + v[i]->e->u32b;
-		uint64_t base, region;
+		size_t nruns = 0;
 
-		/* A run: values of one chunk closer than RUN_GAP to the next. */
-		for (j = i + 1; j < n && v[j]->e->u32a == chunk && v[j]->e->value_off <= hi + RUN_GAP; j++)
-			if (v[j]->e->value_off + v[j]->e->u32b > hi)
-				hi = v[j]->e->value_off + v[j]->e->u32b;
-		if (hi - lo > bufcap) {
-			unsigned char *nb;
+		/* The chunk's runs: values closer than RUN_GAP to the next. */
+		for (j = i; j < n && v[j]->e->u32a == chunk; j = k) {
+			uint64_t lo = v[j]->e->value_off, hi = lo + v[j]->e->u32b;
 
-			if (charge(p->b, hi - lo) < 0)
-				goto out;
-			nb = realloc(buf, (size_t)(hi - lo));
-			if (!nb) {
-				pcpu__seg_fail(ENOMEM, "out of memory");
-				goto out;
+			for (k = j + 1; k < n && v[k]->e->u32a == chunk && v[k]->e->value_off <= hi + RUN_GAP;
+			     k++)
+				if (v[k]->e->value_off + v[k]->e->u32b > hi)
+					hi = v[k]->e->value_off + v[k]->e->u32b;
+			runs[nruns].lo = lo;
+			runs[nruns].hi = hi;
+			runs[nruns].first = j;
+			runs[nruns].last = k;
+			nruns++;
+			if (hi - lo > bufcap) {
+				unsigned char *nb;
+
+				if (charge(p->b, hi - lo) < 0)
+					goto out;
+				nb = realloc(buf, (size_t)(hi - lo));
+				if (!nb) {
+					pcpu__seg_fail(ENOMEM, "out of memory");
+					goto out;
+				}
+				buf = nb;
+				bufcap = (size_t)(hi - lo);
 			}
-			buf = nb;
-			bufcap = (size_t)(hi - lo);
 		}
-		/* chunk < nchunks and data_offset + nchunks * chunk_span <= file
-		 * size were checked, chunk_span = 2 * nslots * slot_stride and
-		 * hi <= slot_stride: no overflow below, and every region read,
-		 * slot or mirror, lies inside the file. */
-		base = h->data_offset + (uint64_t)chunk * h->chunk_span;
-		for (region = 0; region < 2 * (uint64_t)h->nslots; region++) {
-			uint64_t off = base + region * h->slot_stride + lo;
-			/* Regions nslots.. are the mirrors of slots 0..: same slot. */
-			unsigned slot = (unsigned)(region % h->nslots);
-			size_t k;
-
-			/* A hole: this region never wrote here; all zero, adds
-			 * nothing (per-slot values start at zero). */
-			if (!rd_has_data(p->r, off, hi - lo))
-				continue;
-			if (charge(p->b, hi - lo) < 0 ||
-			    read_exact(p->r, buf, (size_t)(hi - lo), off, "values") < 0)
-				goto out;
-			for (k = i; k < j; k++)
-				accumulate(v[k], buf + (v[k]->e->value_off - lo), slot, per_slot);
-		}
+		if (read_chunk(p, v, chunk, runs, nruns, buf) < 0)
+			goto out;
 	}
 	rc = 0;
 out:
+	free(runs);
 	free(buf);
 	free(v);
 	return rc;
@@ -1349,7 +1568,7 @@ static void parse_free(struct parse *p)
 
 /* One attempt. Returns 1 with *out set, 0 to retry (unstable, attempts
  * left), -1 on error. */
-static int attempt(struct pcpu_reader *r, unsigned flags, int last,
+static int attempt(struct pcpu_reader *r, unsigned flags, int last, int *statep,
 		   struct pcpu_reader_snapshot **out)
 {
 	struct pcpu__seg_header h1, hb, h2;
@@ -1365,8 +1584,13 @@ static int attempt(struct pcpu_reader *r, unsigned flags, int last,
 	memset(&p, 0, sizeof p);
 	if (read_header(r, &h1, &size) < 0)
 		return -1;
-	state = writer_state(r, h1.flags);
-	if (state != PCPU_SEGMENT_LIVE && !(r->flags & PCPU_READER_ALLOW_STALE)) {
+	/* Once per snapshot, not per attempt: a read of /proc/<pid>/stat costs
+	 * more than a small snapshot. Unknown is not gone: the file is read. */
+	if (*statep < 0 || (h1.flags & PCPU__SEG_F_CLOSED))
+		*statep = writer_state(r, h1.flags);
+	state = *statep;
+	if ((state == PCPU_SEGMENT_CLOSED || state == PCPU_SEGMENT_GONE) &&
+	    !(r->flags & PCPU_READER_ALLOW_STALE)) {
 		if (state == PCPU_SEGMENT_CLOSED)
 			return pcpu__seg_fail(ESRCH, "segment %s: closed by its writer (pid %d)", r->name,
 					      (int)h1.writer_pid);
@@ -1451,9 +1675,12 @@ static int attempt(struct pcpu_reader *r, unsigned flags, int last,
 	if (read_values(&p) < 0)
 		goto out;
 
-	/* The second look. */
-	if (read_exact(r, &h2, sizeof h2, 0, "header") < 0 ||
-	    read_exact(r, E2, (size_t)elen, h1.entries_offset, "directory") < 0)
+	/* The second look: the directory, then the header. A change that
+	 * begins while E2 is copied can leave E2 torn (a removal's series
+	 * copied before they were freed, their family after); only a
+	 * generation read after the copy is sure to show it. */
+	if (read_exact(r, E2, (size_t)elen, h1.entries_offset, "directory") < 0 ||
+	    read_exact(r, &h2, sizeof h2, 0, "header") < 0)
 		goto out;
 	stable = h1.generation == h2.generation && !(h1.generation & 1);
 	if (!stable && !last) {
@@ -1543,8 +1770,10 @@ static int attempt(struct pcpu_reader *r, unsigned flags, int last,
 	snap->pub.generation = h1.generation;
 	snap->pub.changed = (size_t)changed;
 	snap->pub.stable = stable;
-	snap->pub.incomplete = (h2.flags & PCPU__SEG_F_INCOMPLETE) != 0;
-	snap->pub.state = (enum pcpu_segment_state)writer_state(r, h2.flags);
+	snap->pub.incomplete = (h2.flags & (PCPU__SEG_F_INCOMPLETE | PCPU__SEG_F_NOSPACE)) != 0;
+	snap->pub.nospace = (h2.flags & PCPU__SEG_F_NOSPACE) != 0;
+	snap->pub.state = (enum pcpu_segment_state)((h2.flags & PCPU__SEG_F_CLOSED) ? PCPU_SEGMENT_CLOSED
+										   : state);
 	snap->pub.nslots = h1.nslots;
 	*out = &snap->pub;
 	rc = 1;
@@ -1560,7 +1789,7 @@ out:
 
 int pcpu_reader_snapshot(pcpu_reader_t *r, unsigned flags, struct pcpu_reader_snapshot **out)
 {
-	int a;
+	int a, state = -1;
 
 	if (out)
 		*out = NULL;
@@ -1569,7 +1798,7 @@ int pcpu_reader_snapshot(pcpu_reader_t *r, unsigned flags, struct pcpu_reader_sn
 	if (flags & ~(unsigned)PCPU_READER_PER_SLOT)
 		return pcpu__seg_fail(EINVAL, "unknown snapshot flags 0x%x", flags);
 	for (a = 0; a < MAX_ATTEMPTS; a++) {
-		int rc = attempt(r, flags, a + 1 == MAX_ATTEMPTS, out);
+		int rc = attempt(r, flags, a + 1 == MAX_ATTEMPTS, &state, out);
 
 		if (rc != 0)
 			return rc < 0 ? -1 : 0;
@@ -1595,10 +1824,9 @@ int pcpu_segment_list(const struct pcpu_reader_options *opts, struct pcpu_segmen
 {
 	struct pcpu_reader_options o;
 	struct pcpu_segment_info *info = NULL;
+	struct pcpu__seg_dirs ds;
 	struct candidate *c = NULL;
-	const char *dir;
 	size_t n = 0, i;
-	int dirfd;
 
 	if (!out || !count)
 		return pcpu__seg_fail(EINVAL, "NULL output");
@@ -1607,51 +1835,47 @@ int pcpu_segment_list(const struct pcpu_reader_options *opts, struct pcpu_segmen
 	memset(&o, 0, sizeof o);
 	if (opts)
 		o = *opts;
-	dir = pcpu__seg_dir(o.dir);
-	dirfd = pcpu__seg_open_dir(dir);
-	if (dirfd < 0)
+	if (dirs_open(&o, &ds) < 0)
 		return -1;
-	if (scan_dir(dirfd, NULL, 0, &c, &n) < 0) {
-		close(dirfd);
+	if (scan_dirs(&ds, &o, NULL, NULL, 0, &c, &n) < 0) {
+		pcpu__seg_dirs_close(&ds);
 		return -1;
 	}
 	if (n) {
 		info = calloc(n, sizeof *info);
 		if (!info) {
 			free(c);
-			close(dirfd);
+			pcpu__seg_dirs_close(&ds);
 			return pcpu__seg_fail(ENOMEM, "out of memory");
 		}
 	}
 	for (i = 0; i < n; i++) {
 		struct pcpu_segment_info *in = &info[i];
-		char path[512];
-		struct stat st;
 		pcpu_reader_t *r;
-		int fd;
 
 		strcpy(in->name, c[i].name);
 		strcpy(in->file, c[i].file);
 		in->pid = c[i].pid;
-		if (fstatat(dirfd, c[i].file, &st, AT_SYMLINK_NOFOLLOW) == 0)
-			in->owner = st.st_uid;
-		snprintf(path, sizeof path, "%.300s/%s", dir, c[i].file);
-		fd = open_file_at(dirfd, c[i].file, path);
-		r = fd < 0 ? NULL : open_fd_checked(fd, &o, path, c[i].pid, c[i].name);
+		in->owner = c[i].owner;
+		r = open_candidate(&ds, &c[i], &o);
 		if (!r) {
 			in->error = errno;
 			continue;
 		}
 		in->state = (enum pcpu_segment_state)writer_state(r, __atomic_load_n(&r->h.flags,
 										     __ATOMIC_RELAXED));
+		if (in->state == PCPU_SEGMENT_UNKNOWN)
+			in->state_errno = errno;
 		in->nfamilies = r->h.nfamilies;
 		in->nseries = r->h.nseries;
 		in->created_ns = r->h.created_ns;
 		in->nslots = r->h.nslots;
+		in->flags = (r->h.flags & PCPU__SEG_F_INCOMPLETE ? PCPU_SEGMENT_INFO_INCOMPLETE : 0) |
+			    (r->h.flags & PCPU__SEG_F_NOSPACE ? PCPU_SEGMENT_INFO_NOSPACE : 0);
 		pcpu_reader_close(r);
 	}
 	free(c);
-	close(dirfd);
+	pcpu__seg_dirs_close(&ds);
 	if (n)
 		qsort(info, n, sizeof *info, cmp_info);
 	*out = info;
@@ -1662,28 +1886,46 @@ int pcpu_segment_list(const struct pcpu_reader_options *opts, struct pcpu_segmen
 int pcpu_segment_prune(const struct pcpu_reader_options *opts, size_t *removed)
 {
 	struct pcpu_reader_options o;
-	struct pcpu_segment_info *info;
-	size_t n, i, k = 0;
-	int dirfd;
+	struct pcpu__seg_dirs ds;
+	struct candidate *c = NULL;
+	size_t n = 0, i, k = 0;
 
 	memset(&o, 0, sizeof o);
 	if (opts)
 		o = *opts;
-	if (pcpu_segment_list(&o, &info, &n) < 0)
+	if (removed)
+		*removed = 0;
+	if (dirs_open(&o, &ds) < 0)
 		return -1;
-	dirfd = pcpu__seg_open_dir(pcpu__seg_dir(o.dir));
-	if (dirfd < 0) {
-		free(info);
+	if (scan_dirs(&ds, &o, NULL, NULL, 0, &c, &n) < 0) {
+		pcpu__seg_dirs_close(&ds);
 		return -1;
 	}
 	for (i = 0; i < n; i++) {
-		if (info[i].error || info[i].state == PCPU_SEGMENT_LIVE)
+		pcpu_reader_t *r;
+		struct stat a, b;
+		int dfd, state;
+
+		if (!c[i].owner_ok)
 			continue;
-		if (unlinkat(dirfd, info[i].file, 0) == 0)
+		r = open_candidate(&ds, &c[i], &o);
+		if (!r)
+			continue;
+		/* Removed only on positive evidence that its writer is gone (or
+		 * closed it): "cannot tell" (EMFILE, another pid namespace...)
+		 * keeps it. */
+		state = pcpu_reader_state(r);
+		dfd = pcpu__seg_dirs_fd(&ds, c[i].dir);
+		if ((state == PCPU_SEGMENT_GONE || state == PCPU_SEGMENT_CLOSED) && dfd >= 0 &&
+		    fstat(r->fd, &a) == 0 && fstatat(dfd, c[i].file, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    a.st_dev == b.st_dev && a.st_ino == b.st_ino && unlinkat(dfd, c[i].file, 0) == 0)
 			k++;
+		if (dfd >= 0)
+			close(dfd);
+		pcpu_reader_close(r);
 	}
-	close(dirfd);
-	free(info);
+	free(c);
+	pcpu__seg_dirs_close(&ds);
 	if (removed)
 		*removed = k;
 	return 0;

@@ -54,15 +54,32 @@
  * goes on working (registrations, updates, snapshots, expositions), unseen
  * from outside; a child that wants its statistics read publishes a registry
  * of its own (a registry with series cannot be published).
+ *
+ * Out of space: the file lives on a tmpfs anyone may fill, and writing a
+ * page of it through a mapping when the file system is full raises SIGBUS
+ * -- in a registration, or in the hot path on a slot's first add to a page
+ * (issue 10). So no page of the file is written before it is allocated
+ * (fallocate): the header's page at publication, each page of entries and
+ * strings before the first entry or blob in it, and -- by the zone, which
+ * was attached "reserved" -- the pages under every new object in every
+ * slot and mirror region before the object is handed out. When the file
+ * system refuses, the registration fails with ENOSPC (the zone's
+ * allocation), or the directory change is dropped (counted, incomplete);
+ * either way the header gets PCPU__SEG_F_NOSPACE and `nospace` counts it.
+ * Updates to existing series never fail and stay exact. The cost is memory:
+ * each page of slot 0 holding values costs a page in every one of the
+ * 2 * nslots regions, used or not (docs/segment-format.md, Life cycle).
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -127,6 +144,7 @@ struct pcpu_segment {
 
 	/* Directory bookkeeping, under the registry's lock. */
 	uint64_t entries_used, strings_used;
+	uint64_t entries_backed, strings_backed; /* bytes allocated in the file (pages) */
 	struct u64vec free_entries;
 	struct u64vec free_blobs[BLOB_CLASSES];
 	struct ptrmap families, series;
@@ -249,6 +267,37 @@ static void gen_end(struct pcpu_segment *seg)
 	__atomic_add_fetch(&seg->hdr->generation, 1, __ATOMIC_RELEASE);
 }
 
+/* The file system refused space (or memory): counted, and the header
+ * marked, for readers and pcpu_segment_nospace(). */
+static void mark_nospace(struct pcpu_segment *seg)
+{
+	__atomic_add_fetch(&seg->hdr->nospace, 1, __ATOMIC_RELAXED);
+	__atomic_or_fetch(&seg->hdr->flags, PCPU__SEG_F_NOSPACE, __ATOMIC_RELEASE);
+}
+
+/* Called by the zone (under its lock) when it could not allocate the file's
+ * pages for a new object: that registration fails with ENOSPC. */
+static void on_nospace(void *ctx, int err)
+{
+	(void)err;
+	mark_nospace(ctx);
+}
+
+/* Allocates the file's pages of [region + *backed, region + upto) before
+ * anything is written there; *backed grows. -1 (marked) if refused. */
+static int reserve(struct pcpu_segment *seg, uint64_t region, uint64_t *backed, uint64_t upto)
+{
+	upto = (upto + 4095) & ~(uint64_t)4095;
+	if (upto <= *backed)
+		return 0;
+	if (pcpu__seg_allocate(seg->fd, region + *backed, upto - *backed) != 0) {
+		mark_nospace(seg);
+		return -1;
+	}
+	*backed = upto;
+	return 0;
+}
+
 static void mark_dropped(struct pcpu_segment *seg)
 {
 	__atomic_add_fetch(&seg->hdr->dropped, 1, __ATOMIC_RELAXED);
@@ -275,6 +324,9 @@ static int entry_alloc(struct pcpu_segment *seg, uint64_t *idx)
 		return 0;
 	}
 	if (seg->entries_used >= seg->entries_cap)
+		return -1;
+	if (reserve(seg, PCPU__SEG_HEADER_REGION, &seg->entries_backed,
+		    (seg->entries_used + 1) * PCPU__SEG_ENTRY_SIZE) < 0)
 		return -1;
 	*idx = seg->entries_used++;
 	return 0;
@@ -314,6 +366,9 @@ static int blob_alloc(struct pcpu_segment *seg, size_t len, uint64_t *off)
 		return 0;
 	}
 	if (seg->strings_cap - seg->strings_used < sz)
+		return -1;
+	if (reserve(seg, (uint64_t)(seg->strings - seg->map), &seg->strings_backed,
+		    seg->strings_used + sz) < 0)
 		return -1;
 	*off = seg->strings_used;
 	seg->strings_used += sz;
@@ -712,10 +767,14 @@ static void on_chunk(void *ctx, unsigned no, char *base, uint64_t file_off)
 	pthread_mutex_unlock(&seg->chunk_lock);
 }
 
-/* Removes leftovers of this segment name from dead processes of our user. */
+/* Removes leftovers of this segment name from dead processes of our user:
+ * only on positive evidence that the writer is gone (pcpu__seg_writer_state
+ * never says so on EMFILE, ENOMEM, another pid namespace...). A file whose
+ * header never got written (no O_TMPFILE, its creator died) goes if its pid
+ * is gone. */
 static void remove_stale(int dirfd, const char *name)
 {
-	int dfd = dup(dirfd);
+	int dfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
 	DIR *d;
 	struct dirent *de;
 
@@ -727,31 +786,33 @@ static void remove_stale(int dirfd, const char *name)
 		return;
 	}
 	while ((de = readdir(d)) != NULL) {
+		static const char zero[8];
 		char n[PCPU__SEG_NAME_MAX + 1];
 		struct pcpu__seg_header h;
-		struct stat st;
+		struct stat st, now;
 		uint64_t start;
 		pid_t pid;
-		int fd, dead;
+		int fd, dead = 0;
 
 		if (pcpu__seg_parse_file_name(de->d_name, &pid, n) < 0 || strcmp(n, name) != 0)
 			continue;
-		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-		    !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+		fd = pcpu__seg_open_regular(dirfd, de->d_name);
+		if (fd < 0)
 			continue;
-		if (pcpu__seg_proc_start(pid, &start) < 0) {
-			dead = 1; /* no such process */
-		} else {
-			fd = openat(dirfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-			if (fd < 0)
-				continue;
-			dead = pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
-			       memcmp(h.magic, PCPU__SEG_MAGIC, 8) == 0 && h.writer_pid == pid &&
-			       h.writer_start != start;
-			close(fd);
+		if (fstat(fd, &st) == 0 && st.st_uid == geteuid() &&
+		    pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h) {
+			if (memcmp(h.magic, PCPU__SEG_MAGIC, 8) == 0 && h.writer_pid == pid)
+				dead = (h.flags & PCPU__SEG_F_CLOSED) ||
+				       pcpu__seg_writer_state(pid, h.writer_start, h.writer_pidns) ==
+					       PCPU__SEG_GONE;
+			else if (memcmp(h.magic, zero, 8) == 0)
+				dead = pcpu__seg_proc_start(pid, &start) < 0 && errno == ESRCH;
 		}
-		if (dead)
+		/* Still the file we judged. */
+		if (dead && fstatat(dirfd, de->d_name, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    now.st_dev == st.st_dev && now.st_ino == st.st_ino)
 			unlinkat(dirfd, de->d_name, 0);
+		close(fd);
 	}
 	closedir(d);
 }
@@ -769,6 +830,7 @@ pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
 	struct pcpu__seg_header *h;
 	struct timespec ts;
 	const char *dir;
+	char dirpath[PATH_MAX];
 	uint64_t start = 0, max_e, max_s;
 	mode_t mode = 0600;
 	size_t i;
@@ -794,7 +856,8 @@ pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
 		return NULL;
 	}
 	if (pcpu__seg_proc_start(getpid(), &start) < 0) {
-		pcpu__seg_fail(ENOENT, "cannot read /proc/self/stat (is /proc mounted?)");
+		err = errno;
+		pcpu__seg_fail(err, "cannot read /proc/self/stat (is /proc mounted?): %s", strerror(err));
 		return NULL;
 	}
 	dir = pcpu__seg_dir(o.dir);
@@ -813,7 +876,15 @@ pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
 	seg->reg = reg;
 	seg->pid = getpid();
 	pthread_mutex_init(&seg->chunk_lock, NULL);
-	seg->dirfd = pcpu__seg_open_dir(dir);
+	if (dir) {
+		/* The caller's directory: it may be shared (sticky), as /dev/shm. */
+		seg->dirfd = pcpu__seg_open_dir(dir);
+	} else {
+		/* Ours alone: no one else can create a name in it first. */
+		seg->dirfd = pcpu__seg_open_user_dir((o.flags & PCPU_SEGMENT_GROUP_READ) != 0, dirpath,
+						     sizeof dirpath);
+		dir = dirpath;
+	}
 	if (seg->dirfd < 0)
 		goto fail;
 	snprintf(seg->file, sizeof seg->file, "%s%d.%s", PCPU__SEG_FILE_PREFIX, (int)seg->pid, name);
@@ -861,6 +932,23 @@ pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
 	seg->data_offset = round_page(PCPU__SEG_HEADER_REGION + max_e * PCPU__SEG_ENTRY_SIZE) +
 			   seg->strings_cap;
 	seg->map_len = (size_t)seg->data_offset;
+	{
+		/* Sizing the file past RLIMIT_FSIZE would raise SIGXFSZ (which
+		 * kills by default): the header, the directory and chunk 0 must
+		 * fit, or publishing fails. */
+		struct rlimit rl;
+		uint64_t need = seg->data_offset + seg->chunk_span;
+
+		if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+		    (uint64_t)rl.rlim_cur < need) {
+			pcpu__seg_fail(EFBIG,
+				       "the segment needs a file of %llu bytes (sparse), more than "
+				       "RLIMIT_FSIZE (%llu): raise it, or lower max_entries and "
+				       "max_string_bytes",
+				       (unsigned long long)need, (unsigned long long)rl.rlim_cur);
+			goto fail;
+		}
+	}
 	if (ftruncate(seg->fd, (off_t)seg->data_offset) != 0) {
 		pcpu__seg_fail(errno, "sizing \"%.300s\": %s", seg->path, strerror(errno));
 		goto fail;
@@ -869,6 +957,12 @@ pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
 	if (seg->map == MAP_FAILED) {
 		seg->map = NULL;
 		pcpu__seg_fail(errno, "mapping \"%.300s\": %s", seg->path, strerror(errno));
+		goto fail;
+	}
+	/* The header's page is written below: allocated first, or a full
+	 * file system fails the publication here instead of raising SIGBUS. */
+	if (pcpu__seg_allocate(seg->fd, 0, PCPU__SEG_HEADER_REGION) != 0) {
+		pcpu__seg_fail(errno, "\"%.300s\": %s", seg->path, strerror(errno));
 		goto fail;
 	}
 	seg->hdr = (struct pcpu__seg_header *)seg->map;
@@ -895,6 +989,7 @@ pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
 	h->entry_size = PCPU__SEG_ENTRY_SIZE;
 	h->strings_offset = (uint64_t)(seg->strings - seg->map);
 	h->strings_capacity = seg->strings_cap;
+	h->writer_pidns = pcpu__seg_pidns();
 	memcpy(h->name, name, strlen(name));
 	/* The magic makes the header valid: an empty segment, no chunks yet. */
 	__atomic_thread_fence(__ATOMIC_RELEASE);
@@ -920,7 +1015,8 @@ pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
 		}
 		seg->published = 1;
 	}
-	if (pcpu_zone_attach_file(reg->zone, seg->fd, seg->data_offset, on_chunk, seg) != 0) {
+	if (pcpu_zone_attach_file_reserved(reg->zone, seg->fd, seg->data_offset, on_chunk, on_nospace,
+					   seg, 1) != 0) {
 		err = errno;
 		pthread_mutex_unlock(&reg->lock);
 		if (err == EBUSY)
@@ -976,4 +1072,9 @@ const char *pcpu_segment_path(const pcpu_segment_t *seg)
 uint64_t pcpu_segment_dropped(const pcpu_segment_t *seg)
 {
 	return seg && seg->hdr ? __atomic_load_n(&seg->hdr->dropped, __ATOMIC_RELAXED) : 0;
+}
+
+uint64_t pcpu_segment_nospace(const pcpu_segment_t *seg)
+{
+	return seg ? __atomic_load_n(&seg->hdr->nospace, __ATOMIC_RELAXED) : 0;
 }

@@ -98,7 +98,7 @@ mkdir -m 700 "$T/old"
 python3 - "$PCPU_SEGMENT_DIR/pcpu.$FPID.fixture" "$T/old/pcpu.$FPID.fixture" <<'EOF'
 import struct, sys
 h = bytearray(open(sys.argv[1], "rb").read(4096))
-h[8:10] = struct.pack("<H", 9)
+h[8:12] = struct.pack("<HH", 9, 0)
 open(sys.argv[2], "wb").write(bytes(h))
 EOF
 check version         "$PCPUSTAT" -d "$T/old" fixture

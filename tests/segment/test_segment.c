@@ -368,6 +368,7 @@ static void copy_file(const char *from, const char *to, size_t n, void (*patch)(
 static void patch_version(void *buf)
 {
 	((struct pcpu__seg_header *)buf)->version_major = 7;
+	((struct pcpu__seg_header *)buf)->version_minor = 0;
 }
 
 static void check_reader_errors(void)

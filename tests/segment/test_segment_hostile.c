@@ -19,7 +19,8 @@
 #include "seg_builder.h"
 
 pcpu_reader_t *pcpu__reader_open_mem(const void *buf, size_t len, size_t max_bytes);
-void pcpu__reader_set_read_hook(pcpu_reader_t *r, void (*fn)(void *ctx, unsigned n), void *ctx);
+void pcpu__reader_set_read_hook(pcpu_reader_t *r,
+				void (*fn)(void *ctx, unsigned n, uint64_t off, size_t len), void *ctx);
 
 static const struct pcpu_snapshot_family *fam(const struct pcpu_reader_snapshot *s, const char *n)
 {
@@ -424,13 +425,15 @@ struct churn {
 	struct sb *b;
 };
 
-static void churn_hook(void *ctx, unsigned n)
+static void churn_hook(void *ctx, unsigned n, uint64_t off, size_t len)
 {
 	struct churn *c = ctx;
 
 	c->b->h->generation += 2;
 	sb_entry(c->b, 2)->seq += 2;
 	(void)n;
+	(void)off;
+	(void)len;
 }
 
 static void check_changed_mid_read(void)
