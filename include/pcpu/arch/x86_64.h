@@ -201,4 +201,54 @@ differs:
 	return 2;
 }
 
+/*
+ * rseq_cmpeq_cmpeqv_addv:
+ *   if (index != expected) abort;
+ *   if (*v != expect) return 2;
+ *   *p += add;                                          (commit: the add)
+ *
+ * The per-CPU reference counts and the big-reader lock (pcpu/ref.h) use it:
+ * `v` is their mode (or writer) word, read INSIDE the section, so a thread
+ * that the switching thread's membarrier(PRIVATE_EXPEDITED_RSEQ) restarts
+ * reads the word again, and no add commits under a mode that has already
+ * been left. Test builds widen the section between the compare of *v and
+ * the commit, the window that matters.
+ *
+ * Returns 0 once the add is committed, 1 if the section aborted or the
+ * thread is no longer on slot `expected`, 2 if *v did not hold `expect`
+ * (nothing written).
+ */
+__attribute__((always_inline)) static inline int
+pcpu__rseq_cmpeq_cmpeqv_addv(int32_t expected, const intptr_t *v, intptr_t expect,
+			     int64_t *p, int64_t add)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__X86_RSEQ_ARM("%[cs]")
+		     "1:\n\t"
+		     "cmpl %[expected], %%fs:(%[idx])\n\t"
+		     "jnz %l[aborted]\n\t"
+		     "cmpq %[expect], %[v]\n\t"
+		     "jnz %l[differs]\n\t"
+		     PCPU__INJECT_ASM
+		     "addq %[add], %[target]\n\t"
+		     "2:\n\t"
+		     PCPU__X86_RSEQ_ABORT_TO("aborted")
+		     :
+		     : [cs] "r"((intptr_t)pcpu__g.cs_tpoff),
+		       [idx] "r"((intptr_t)pcpu__g.index_tpoff),
+		       [expected] "r"(expected), [v] "m"(*v), [expect] "er"(expect),
+		       [target] "m"(*p), [add] "er"(add)
+		     : "memory", "cc", "rax" PCPU__INJECT_CLOBBER
+		     : aborted, differs);
+	pcpu__after_asm_goto();
+	return 0;
+aborted:
+	pcpu__after_asm_goto();
+	PCPU__INJECT_ABORTED();
+	return 1;
+differs:
+	pcpu__after_asm_goto();
+	return 2;
+}
+
 #endif /* PCPU_ARCH_X86_64_H */
