@@ -99,24 +99,33 @@ static void die(const char *what)
 	exit(1);
 }
 
+/* The handles a loop uses, copied into locals first (as bench/incr.c does):
+ * in a program the handle sits in a register, and a global would be
+ * reloaded after every section (the sections clobber "memory"). */
+struct handles {
+	pcpu_counter_t counter;
+	pcpu_ref_t *ref, *killed_ref;
+	pcpu_rwlock_t *rw;
+};
+
 /* One operation of `kind` (a constant where inlined). */
-static inline __attribute__((always_inline)) void op(const int kind)
+static inline __attribute__((always_inline)) void op(const int kind, const struct handles *h)
 {
 	switch (kind) {
 	case K_ADD:
-		pcpu_counter_add(sh.counter, 1);
+		pcpu_counter_add(h->counter, 1);
 		break;
 	case K_REF:
-		pcpu_ref_get(sh.ref);
-		pcpu_ref_put(sh.ref);
+		pcpu_ref_get(h->ref);
+		pcpu_ref_put(h->ref);
 		break;
 	case K_REF_KILLED:
-		pcpu_ref_get(sh.killed_ref);
-		pcpu_ref_put(sh.killed_ref);
+		pcpu_ref_get(h->killed_ref);
+		pcpu_ref_put(h->killed_ref);
 		break;
 	case K_RWLOCK:
-		pcpu_rwlock_rdlock(sh.rw);
-		pcpu_rwlock_rdunlock(sh.rw);
+		pcpu_rwlock_rdlock(h->rw);
+		pcpu_rwlock_rdunlock(h->rw);
 		break;
 	case K_PTHREAD:
 		pthread_rwlock_rdlock(&sh.prw);
@@ -136,18 +145,19 @@ static inline __attribute__((always_inline)) void op(const int kind)
 
 static inline __attribute__((always_inline)) void loop(struct thr *t, const int kind)
 {
+	const struct handles h = {sh.counter, sh.ref, sh.killed_ref, sh.rw};
 	uint64_t n = 0, c0;
 	unsigned i;
 
 	if (kind == K_URCU)
 		urcu_memb_register_thread();
 	for (i = 0; i < WARMUP; i++)
-		op(kind);
+		op(kind, &h);
 	pthread_barrier_wait(&sh.start);
 	c0 = thread_cpu_ns();
 	do {
 		for (i = 0; i < BATCH; i++)
-			op(kind);
+			op(kind, &h);
 		n += BATCH;
 	} while (!__atomic_load_n(&sh.stop, __ATOMIC_RELAXED));
 	t->cpu_ns = thread_cpu_ns() - c0;

@@ -4,17 +4,20 @@
  * user space. The inline fast paths are in the header; this file has the
  * slow paths, the kill, and creation.
  *
- * Layout (one 128-byte, cache-line aligned allocation, plus a pcpu counter):
+ * Layout: the handle is a per-CPU object of three words per slot
+ * (struct pcpu__sync_slot, a pcpu counter array: src/sync.c), and a
+ * 64-byte-aligned shared part:
  *
- *   line 0: mode | pc | release | arg | killed     read by every get/put
- *   line 1: count                                  written by atomic gets/puts
- *
- *   pc, a pcpu counter: slot s's word += 1 per get, -= 1 per put committed
- *   by an rseq section on slot s while mode == PERCPU (mirror words: never
- *   written by the ref, read by pcpu_counter_fetch all the same).
+ *   slot s:  count[s] | mode[s] | (slot 0: -> shared part)
+ *            count[s] += 1 per get, -= 1 per put committed by an rseq
+ *            section on slot s while mode[s] == PERCPU; mode[s] is slot s's
+ *            copy of the mode, so a per-CPU get/put reads and writes one
+ *            line of its own slot, nothing shared.
+ *   shared:  mode | release | arg | killed | percpu | handle  (line 0)
+ *            count                                         (line 1, atomics)
  *
  * The number of references held is always
- *     count + sum(pc) - (BIAS while per-CPU and not yet folded)
+ *     count + sum(count[s]) - (BIAS while per-CPU and not yet folded)
  * so a get or put may go to either part at any time. While per-CPU, count
  * starts at BIAS + 1 (the owner's reference); gets and puts that cannot run
  * the section (thread not registered, too many aborts) add to count
@@ -23,10 +26,10 @@
  * century), so it cannot reach zero.
  *
  * Kill, per-CPU mode:
- *   1. mode = DEAD                           (new sections fail their compare)
+ *   1. mode = mode[s] = DEAD for every slot  (new sections fail their compare)
  *   2. membarrier(PRIVATE_EXPEDITED_RSEQ)    (sections in flight restart; the
  *                                             committed ones are visible)
- *   3. s = pcpu_counter_fetch(pc)            (frozen from now on: exact)
+ *   3. s = pcpu_counter_fetch(count)         (frozen from now on: exact)
  *   4. count += s - BIAS - 1                 (fold, and drop the owner's ref)
  *      -> zero: release() here
  * Gets and puts between 1 and 4 go to count, still biased, so no put can
@@ -36,8 +39,8 @@
  * holds a reference, and tryget refuses a zero count).
  *
  * Atomic mode (no rseq for the creating thread, or no membarrier): count
- * starts at 1, unbiased, mode = ATOMIC; the fast path's compare always
- * fails, and kill is: mode = DEAD, then the owner's put.
+ * starts at 1, unbiased, mode = mode[s] = ATOMIC; the fast path's compare
+ * always fails, and kill is: mode = DEAD, then the owner's put.
  *
  * Memory order. Atomic paths: gets relaxed (the caller holds a reference),
  * puts acquire-release, so release() sees everything every holder did
@@ -54,26 +57,30 @@
 #define REF_BIAS ((int64_t)1 << 62)
 
 struct ref_impl {
-	struct pcpu_ref pub; /* mode, pc: first, for the inline paths */
+	intptr_t mode; /* the authority; mode[s] are copies for the sections */
 	pcpu_ref_release_fn *release;
 	void *arg;
-	int killed;  /* pcpu_ref_kill() ran (or runs) */
-	int percpu;  /* created in per-CPU mode */
-	/* Its own cache line: the atomic paths write it, the per-CPU
-	 * sections read line 0. */
+	struct pcpu__sync_slot *obj; /* the handle */
+	int killed; /* pcpu_ref_kill() ran (or runs) */
+	int percpu; /* created in per-CPU mode */
+	/* Its own cache line: the atomic paths write it. */
 	int64_t count __attribute__((aligned(64)));
 };
 
-_Static_assert(sizeof(struct ref_impl) == 128, "two cache lines");
-
-static struct ref_impl *impl(const pcpu_ref_t *r)
+static struct ref_impl *impl(const pcpu_ref_t *ref)
 {
-	return (struct ref_impl *)(uintptr_t)r;
+	return (struct ref_impl *)pcpu_sync_obj_impl(&ref->pcpu__s);
 }
 
 static intptr_t mode_of(const struct ref_impl *r)
 {
-	return __atomic_load_n(&r->pub.pcpu__mode, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&r->mode, __ATOMIC_ACQUIRE);
+}
+
+static void set_mode(struct ref_impl *r, intptr_t mode)
+{
+	__atomic_store_n(&r->mode, mode, __ATOMIC_SEQ_CST);
+	pcpu_sync_obj_set_mode(r->obj, mode);
 }
 
 pcpu_ref_t *pcpu_ref_create(pcpu_ref_release_fn *release, void *arg)
@@ -90,35 +97,29 @@ pcpu_ref_t *pcpu_ref_create(pcpu_ref_release_fn *release, void *arg)
 		return NULL;
 	}
 	memset(r, 0, sizeof(*r));
-	/* A counter in atomic mode too: the fast path then always has a valid
-	 * address to compute, though it never writes it. */
-	r->pub.pcpu__pc = pcpu_counter_alloc();
-	if (!r->pub.pcpu__pc) {
+	r->release = release;
+	r->arg = arg;
+	r->percpu = pcpu_sync_percpu_check() == 0;
+	r->mode = r->percpu ? PCPU__REF_PERCPU : PCPU__REF_ATOMIC;
+	r->count = r->percpu ? REF_BIAS + 1 : 1;
+	r->obj = pcpu_sync_obj_alloc(r, r->mode);
+	if (!r->obj) {
 		free(r);
 		errno = ENOMEM;
 		return NULL;
 	}
-	r->release = release;
-	r->arg = arg;
-	r->percpu = pcpu_sync_percpu_check() == 0;
-	if (r->percpu) {
-		r->pub.pcpu__mode = PCPU__REF_PERCPU;
-		r->count = REF_BIAS + 1;
-	} else {
-		r->pub.pcpu__mode = PCPU__REF_ATOMIC;
-		r->count = 1;
-	}
 	errno = saved;
-	return &r->pub;
+	return (pcpu_ref_t *)(void *)r->obj;
 }
 
 void pcpu_ref_destroy(pcpu_ref_t *ref)
 {
-	struct ref_impl *r = impl(ref);
+	struct ref_impl *r;
 
-	if (!r)
+	if (!ref)
 		return;
-	pcpu_counter_free(r->pub.pcpu__pc);
+	r = impl(ref);
+	pcpu_sync_obj_free(r->obj);
 	free(r);
 }
 
@@ -135,24 +136,18 @@ static int percpu_retry(struct ref_impl *r, int64_t v)
 	if (pcpu__thread_prepare() != 0)
 		return 1;
 	for (tries = 1; tries < PCPU_RSEQ_MAX_TRIES; tries++) {
-		int32_t idx = pcpu__rseq_load_index();
-
-		if (idx < 0)
-			return 1;
-		rc = pcpu__rseq_cmpeq_cmpeqv_addv(
-			idx, &r->pub.pcpu__mode, PCPU__REF_PERCPU,
-			&pcpu__counter_slot(r->pub.pcpu__pc, (uint32_t)idx)->pcpu__word, v);
+		rc = pcpu__sync_add_if_zero(r->obj, v);
+		if (rc == 3)
+			return 1; /* not registered (after all) */
 		if (rc != 1)
 			return rc;
 	}
 	return 1;
 #else
-	(void)r;
 	(void)v;
 	return mode_of(r) == PCPU__REF_PERCPU ? 1 : 2;
 #endif
 }
-
 void pcpu__ref_get_slow(pcpu_ref_t *ref)
 {
 	struct ref_impl *r = impl(ref);
@@ -207,7 +202,7 @@ int pcpu__ref_tryget_slow(pcpu_ref_t *ref)
 
 int pcpu_ref_kill(pcpu_ref_t *ref)
 {
-	struct ref_impl *r = impl(ref);
+	struct ref_impl *r = ref ? impl(ref) : NULL;
 	int64_t sum;
 
 	if (!r || __atomic_exchange_n(&r->killed, 1, __ATOMIC_ACQ_REL)) {
@@ -215,23 +210,24 @@ int pcpu_ref_kill(pcpu_ref_t *ref)
 		return -1;
 	}
 	if (!r->percpu) {
-		__atomic_store_n(&r->pub.pcpu__mode, PCPU__REF_DEAD, __ATOMIC_RELEASE);
+		/* The slots' copies say ATOMIC already: sections never commit. */
+		__atomic_store_n(&r->mode, PCPU__REF_DEAD, __ATOMIC_RELEASE);
 		put_atomic(r);
 		return 0;
 	}
-	__atomic_store_n(&r->pub.pcpu__mode, PCPU__REF_DEAD, __ATOMIC_SEQ_CST);
+	set_mode(r, PCPU__REF_DEAD);
 	if (pcpu_sync_barrier() != 0) {
 		int err = errno;
 
 		/* No barrier, no switch: back to per-CPU, not killed. Gets
 		 * and puts that saw DEAD went to count, which is fine. */
-		__atomic_store_n(&r->pub.pcpu__mode, PCPU__REF_PERCPU, __ATOMIC_SEQ_CST);
+		set_mode(r, PCPU__REF_PERCPU);
 		__atomic_store_n(&r->killed, 0, __ATOMIC_RELEASE);
 		errno = err;
 		return -1;
 	}
-	/* No section commits to pc any more: its sum is final. */
-	sum = (int64_t)pcpu_counter_fetch(r->pub.pcpu__pc);
+	/* No section commits to count[s] any more: the sum is final. */
+	sum = pcpu_sync_obj_count(r->obj);
 	if (__atomic_add_fetch(&r->count, sum - REF_BIAS - 1, __ATOMIC_ACQ_REL) == 0)
 		r->release(r->arg);
 	return 0;
@@ -249,18 +245,19 @@ int pcpu_ref_is_killed(const pcpu_ref_t *ref)
 
 int64_t pcpu_ref_read(const pcpu_ref_t *ref)
 {
-	struct ref_impl *r = impl(ref);
+	struct ref_impl *r;
 	int64_t c;
 
-	if (!r) {
+	if (!ref) {
 		errno = EINVAL;
 		return 0;
 	}
+	r = impl(ref);
 	c = __atomic_load_n(&r->count, __ATOMIC_ACQUIRE);
 	if (!r->percpu)
 		return c;
 	/* Biased: per-CPU, or killed but not folded yet. */
 	if (c > REF_BIAS / 2)
-		return c - REF_BIAS + (int64_t)pcpu_counter_fetch(r->pub.pcpu__pc);
+		return c - REF_BIAS + pcpu_sync_obj_count(r->obj);
 	return c;
 }

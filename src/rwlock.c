@@ -4,32 +4,42 @@
  * in user space. The inline fast paths are in the header; this file has the
  * slow paths and the writer's side.
  *
- * Layout (one 192-byte, cache-line aligned allocation, plus a pcpu counter):
+ * Layout: the handle is a per-CPU object of three words per slot (struct
+ * pcpu__sync_slot, src/sync.c), and a 64-byte-aligned shared part:
  *
- *   line 0: state | readers | percpu            read by every reader
- *   line 1: slow_readers | gen | waiters | wseq  slow paths only
- *   line 2: writer mutex
+ *   slot s:  readers[s] | state[s] | (slot 0: -> shared part)
+ *            readers[s]: +1 per read lock, -1 per read unlock committed
+ *            per-CPU (only while state[s] == 0: the check inside the
+ *            section); state[s]: slot s's copy of the state, written by
+ *            writers only.
+ *   shared:  state | percpu | handle                       (line 0)
+ *            slow_readers | gen | waiters | wseq            (line 1)
+ *            writer mutex                                   (line 2)
  *
- *   readers, a pcpu counter: +1 per read lock, -1 per read unlock committed
- *   per-CPU (a lock only while state == 0, the check inside the section).
- *   slow_readers: the same for readers that cannot use the section (atomic
- *   mode, or a thread without rseq), with sequentially consistent atomics.
- *   Readers inside = sum(readers) + slow_readers (a lock and its unlock may
- *   land in different words).
+ *   state: WRITER while a writer holds or waits; ATOMIC in atomic mode (then
+ *   every state[s] says ATOMIC for good, and the fast path never commits).
+ *   slow_readers: the same count for readers that cannot use the section
+ *   (atomic mode, a thread without rseq, a writer around), with sequentially
+ *   consistent atomics. Readers inside = sum(readers[s]) + slow_readers (a
+ *   lock and its unlock may land in different words).
  *
- * Reader lock, per-CPU:  section { if (state != 0) fail; readers[slot] += 1 }
+ * Reader lock, per-CPU:  section { if (state[s] != 0) fail; readers[s] += 1 }
  * Reader lock, atomic:   slow_readers += 1; if (state & WRITER) { undo;
  *                        wake the writer; wait }        (Dekker, seq_cst)
- * Reader unlock:         -1 in either word; then if (state & WRITER) wake
- *                        the writer (wseq += 1, FUTEX_WAKE)
- * Writer lock:           mutex; state |= WRITER; membarrier (per-CPU mode);
- *                        until readers inside == 0: sleep on wseq
- * Writer unlock:         state &= ~WRITER; gen += 1; FUTEX_WAKE readers
- *                        sleeping on gen; mutex unlock
+ * Reader unlock:         section { if (state[s] != 0) fail; readers[s] -= 1 };
+ *                        failed: -1 unconditionally (rseq, or slow_readers),
+ *                        then if (state & WRITER) wake the writer (wseq += 1,
+ *                        FUTEX_WAKE)
+ * Writer lock:           mutex; state |= WRITER; state[s] |= WRITER for
+ *                        every s; membarrier (per-CPU mode); until readers
+ *                        inside == 0: sleep on wseq
+ * Writer unlock:         state[s] = 0 for every s; state &= ~WRITER;
+ *                        gen += 1; FUTEX_WAKE readers sleeping on gen;
+ *                        mutex unlock
  *
  * Why a reader cannot slip past a writer: after the writer's membarrier
  * every per-CPU lock either committed visibly (the writer counts it) or
- * reads WRITER inside its section and fails. The atomic path is the
+ * reads WRITER in its slot's copy inside its section and fails. The atomic path is the
  * classic store-then-load with sequentially consistent operations on both
  * sides: a reader that did not see WRITER has its +1 counted by the writer.
  * Readers inside only leave after that, so once the writer reads a sum of
@@ -37,9 +47,11 @@
  * reader's short +1/-1 backing out), no reader is inside, nor can enter.
  *
  * Why no wake-up is lost. Writer: s = wseq; if (sum == 0) done; else
- * futex_wait(&wseq, s). A reader's unlock either is visible to that sum,
- * or comes after the flag (membarrier, or seq_cst in atomic mode), so it
- * sees WRITER and bumps wseq: the writer's futex_wait then returns at once
+ * futex_wait(&wseq, s). A reader's per-CPU unlock that commits did so
+ * before the writer's membarrier (else it was restarted and read WRITER):
+ * the sum counts it. Any other unlock is followed by a seq_cst load of
+ * state that sees WRITER (it comes after the flag: membarrier, or seq_cst
+ * in atomic mode), and bumps wseq: the writer's futex_wait then returns at once
  * (wseq changed) or is woken. Readers waiting for the writer do the same
  * with gen (bumped by the writer's unlock) and `waiters`, which spares the
  * writer's unlock a system call when nobody sleeps.
@@ -58,7 +70,9 @@
 #include <string.h>
 
 struct rwlock_impl {
-	struct pcpu_rwlock pub; /* state, readers, percpu: first */
+	intptr_t state; /* the authority; state[s] are copies for the sections */
+	int percpu;
+	struct pcpu__sync_slot *obj; /* the handle */
 	int64_t slow_readers __attribute__((aligned(64)));
 	uint32_t gen;     /* futex: bumped by every writer unlock */
 	uint32_t waiters; /* readers sleeping (or about to) on gen */
@@ -66,14 +80,14 @@ struct rwlock_impl {
 	pthread_mutex_t writer __attribute__((aligned(64)));
 };
 
-static struct rwlock_impl *impl(const pcpu_rwlock_t *l)
+static struct rwlock_impl *impl(const pcpu_rwlock_t *lock)
 {
-	return (struct rwlock_impl *)(uintptr_t)l;
+	return (struct rwlock_impl *)pcpu_sync_obj_impl(&lock->pcpu__s);
 }
 
 static intptr_t state_of(struct rwlock_impl *l)
 {
-	return __atomic_load_n(&l->pub.pcpu__state, __ATOMIC_SEQ_CST);
+	return __atomic_load_n(&l->state, __ATOMIC_SEQ_CST);
 }
 
 pcpu_rwlock_t *pcpu_rwlock_create(void)
@@ -86,17 +100,18 @@ pcpu_rwlock_t *pcpu_rwlock_create(void)
 		return NULL;
 	}
 	memset(l, 0, sizeof(*l));
-	l->pub.pcpu__readers = pcpu_counter_alloc();
-	if (!l->pub.pcpu__readers) {
+	pthread_mutex_init(&l->writer, NULL);
+	l->percpu = pcpu_sync_percpu_check() == 0;
+	l->state = l->percpu ? 0 : PCPU__RW_ATOMIC;
+	l->obj = pcpu_sync_obj_alloc(l, l->state);
+	if (!l->obj) {
+		pthread_mutex_destroy(&l->writer);
 		free(l);
 		errno = ENOMEM;
 		return NULL;
 	}
-	pthread_mutex_init(&l->writer, NULL);
-	l->pub.pcpu__percpu = pcpu_sync_percpu_check() == 0;
-	l->pub.pcpu__state = l->pub.pcpu__percpu ? 0 : PCPU__RW_ATOMIC;
 	errno = saved;
-	return &l->pub;
+	return (pcpu_rwlock_t *)(void *)l->obj;
 }
 
 /* Readers inside now (see the file comment for when zero is final). */
@@ -105,8 +120,8 @@ static int64_t readers_inside(struct rwlock_impl *l)
 	int64_t n = __atomic_load_n(&l->slow_readers, __ATOMIC_SEQ_CST);
 
 #if PCPU_ARCH_HAVE_RSEQ
-	if (l->pub.pcpu__percpu) {
-		n += (int64_t)pcpu_counter_fetch(l->pub.pcpu__readers);
+	if (l->percpu) {
+		n += pcpu_sync_obj_count(l->obj);
 		/* The fetch's loads are relaxed: keep the writer's accesses
 		 * after them. (Per-CPU mode needs rseq, so ThreadSanitizer
 		 * builds, which do not model fences, never get here.) */
@@ -118,29 +133,28 @@ static int64_t readers_inside(struct rwlock_impl *l)
 
 int pcpu_rwlock_destroy(pcpu_rwlock_t *lock)
 {
-	struct rwlock_impl *l = impl(lock);
+	struct rwlock_impl *l;
 
-	if (!l)
+	if (!lock)
 		return 0;
+	l = impl(lock);
 	if ((state_of(l) & PCPU__RW_WRITER) || readers_inside(l) != 0) {
 		errno = EBUSY;
 		return -1;
 	}
 	pthread_mutex_destroy(&l->writer);
-	pcpu_counter_free(l->pub.pcpu__readers);
+	pcpu_sync_obj_free(l->obj);
 	free(l);
 	return 0;
 }
 
 int pcpu_rwlock_is_percpu(const pcpu_rwlock_t *lock)
 {
-	return lock && lock->pcpu__percpu != 0;
+	return lock && impl(lock)->percpu;
 }
 
-void pcpu__rwlock_wake_writer(pcpu_rwlock_t *lock)
+static void wake_writer(struct rwlock_impl *l)
 {
-	struct rwlock_impl *l = impl(lock);
-
 	__atomic_fetch_add(&l->wseq, 1, __ATOMIC_SEQ_CST);
 	pcpu_futex_wake(&l->wseq, 1); /* one writer waits at a time */
 }
@@ -151,23 +165,18 @@ static int try_read(struct rwlock_impl *l)
 	if (state_of(l) & PCPU__RW_WRITER)
 		return 0;
 #if PCPU_ARCH_HAVE_RSEQ
-	if (l->pub.pcpu__percpu && pcpu__thread_prepare() == 0) {
+	if (l->percpu && pcpu__thread_prepare() == 0) {
 		int tries;
 
 		for (tries = 1; tries < PCPU_RSEQ_MAX_TRIES; tries++) {
-			int32_t idx = pcpu__rseq_load_index();
-			int rc;
+			int rc = pcpu__sync_add_if_zero(l->obj, 1);
 
-			if (idx < 0)
-				break;
-			rc = pcpu__rseq_cmpeq_cmpeqv_addv(
-				idx, &l->pub.pcpu__state, 0,
-				&pcpu__counter_slot(l->pub.pcpu__readers, (uint32_t)idx)->pcpu__word,
-				1);
 			if (rc == 0)
 				return 1;
 			if (rc == 2)
-				return 0; /* state != 0: a writer, in per-CPU mode */
+				return 0; /* a writer came (per-CPU mode: no ATOMIC) */
+			if (rc == 3)
+				break; /* not registered after all */
 		}
 	}
 #endif
@@ -177,7 +186,7 @@ static int try_read(struct rwlock_impl *l)
 	/* A writer came: back out, and wake it in case it saw our +1 and
 	 * went to sleep. */
 	__atomic_fetch_sub(&l->slow_readers, 1, __ATOMIC_SEQ_CST);
-	pcpu__rwlock_wake_writer(&l->pub);
+	wake_writer(l);
 	return 0;
 }
 
@@ -214,7 +223,10 @@ void pcpu__rwlock_rdunlock_slow(pcpu_rwlock_t *lock)
 	struct rwlock_impl *l = impl(lock);
 
 #if PCPU_ARCH_HAVE_RSEQ
-	if (l->pub.pcpu__percpu && pcpu__thread_prepare() == 0) {
+	/* Per-CPU mode: count the unlock per-CPU even if a writer is around
+	 * (no state check: after the writer's membarrier the words only go
+	 * down, which its sum tolerates). */
+	if (l->percpu && pcpu__thread_prepare() == 0) {
 		int tries;
 
 		for (tries = 1; tries < PCPU_RSEQ_MAX_TRIES; tries++) {
@@ -223,8 +235,8 @@ void pcpu__rwlock_rdunlock_slow(pcpu_rwlock_t *lock)
 			if (idx < 0)
 				break;
 			if (pcpu__rseq_cmpeq_addv(idx,
-						  &pcpu__counter_slot(l->pub.pcpu__readers,
-								      (uint32_t)idx)->pcpu__word,
+						  &((struct pcpu__sync_slot *)pcpu_slot_ptr(
+							    l->obj, (unsigned)idx))->count,
 						  -1) == 0)
 				goto done;
 		}
@@ -235,18 +247,21 @@ void pcpu__rwlock_rdunlock_slow(pcpu_rwlock_t *lock)
 done:
 #endif
 	if (state_of(l) & PCPU__RW_WRITER)
-		pcpu__rwlock_wake_writer(&l->pub);
+		wake_writer(l);
 }
 
 /* The writer holds the mutex: stop new readers and make the flag visible to
  * every reader section. 0, or -1 with errno (flag cleared again). */
 static int raise_flag(struct rwlock_impl *l)
 {
-	__atomic_fetch_or(&l->pub.pcpu__state, PCPU__RW_WRITER, __ATOMIC_SEQ_CST);
-	if (l->pub.pcpu__percpu && pcpu_sync_barrier() != 0) {
+	__atomic_fetch_or(&l->state, PCPU__RW_WRITER, __ATOMIC_SEQ_CST);
+	if (!l->percpu)
+		return 0;
+	pcpu_sync_obj_set_mode(l->obj, PCPU__RW_WRITER);
+	if (pcpu_sync_barrier() != 0) {
 		int err = errno;
 
-		pcpu_rwlock_wrunlock(&l->pub);
+		pcpu_rwlock_wrunlock((pcpu_rwlock_t *)(void *)l->obj);
 		errno = err;
 		return -1;
 	}
@@ -255,12 +270,13 @@ static int raise_flag(struct rwlock_impl *l)
 
 int pcpu_rwlock_wrlock(pcpu_rwlock_t *lock)
 {
-	struct rwlock_impl *l = impl(lock);
+	struct rwlock_impl *l;
 
-	if (!l) {
+	if (!lock) {
 		errno = EINVAL;
 		return -1;
 	}
+	l = impl(lock);
 	pthread_mutex_lock(&l->writer);
 	if (raise_flag(l) != 0)
 		return -1;
@@ -276,12 +292,13 @@ int pcpu_rwlock_wrlock(pcpu_rwlock_t *lock)
 
 int pcpu_rwlock_trywrlock(pcpu_rwlock_t *lock)
 {
-	struct rwlock_impl *l = impl(lock);
+	struct rwlock_impl *l;
 
-	if (!l) {
+	if (!lock) {
 		errno = EINVAL;
 		return 0;
 	}
+	l = impl(lock);
 	if (pthread_mutex_trylock(&l->writer) != 0) {
 		errno = EBUSY;
 		return 0;
@@ -289,7 +306,7 @@ int pcpu_rwlock_trywrlock(pcpu_rwlock_t *lock)
 	if (raise_flag(l) != 0)
 		return 0;
 	if (readers_inside(l) != 0) {
-		pcpu_rwlock_wrunlock(&l->pub);
+		pcpu_rwlock_wrunlock(lock);
 		errno = EBUSY;
 		return 0;
 	}
@@ -300,7 +317,9 @@ void pcpu_rwlock_wrunlock(pcpu_rwlock_t *lock)
 {
 	struct rwlock_impl *l = impl(lock);
 
-	__atomic_fetch_and(&l->pub.pcpu__state, ~(intptr_t)PCPU__RW_WRITER, __ATOMIC_SEQ_CST);
+	if (l->percpu)
+		pcpu_sync_obj_set_mode(l->obj, 0);
+	__atomic_fetch_and(&l->state, ~(intptr_t)PCPU__RW_WRITER, __ATOMIC_SEQ_CST);
 	__atomic_fetch_add(&l->gen, 1, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&l->waiters, __ATOMIC_SEQ_CST) != 0)
 		pcpu_futex_wake(&l->gen, INT_MAX);

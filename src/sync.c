@@ -115,3 +115,38 @@ void pcpu_futex_wake(uint32_t *word, int n)
 	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 	errno = saved;
 }
+
+_Static_assert(sizeof(struct pcpu__sync_slot) == 3 * sizeof(struct pcpu_counter),
+	       "a sync object is three counter words per slot");
+
+struct pcpu__sync_slot *pcpu_sync_obj_alloc(void *impl, intptr_t mode)
+{
+	struct pcpu__sync_slot *obj =
+		(struct pcpu__sync_slot *)(void *)pcpu_counter_alloc_array(3);
+
+	if (!obj) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	__atomic_store_n(&obj->impl, impl, __ATOMIC_RELEASE);
+	if (mode != 0)
+		pcpu_sync_obj_set_mode(obj, mode);
+	return obj;
+}
+
+void pcpu_sync_obj_free(struct pcpu__sync_slot *obj)
+{
+	/* The allocator zeroes every slot's copy for the next user. */
+	pcpu_counter_free((pcpu_counter_t)(void *)obj);
+}
+
+void pcpu_sync_obj_set_mode(struct pcpu__sync_slot *obj, intptr_t mode)
+{
+	uint32_t s, n = pcpu_slot_count;
+
+	for (s = 0; s < n; s++) {
+		struct pcpu__sync_slot *c = (struct pcpu__sync_slot *)pcpu_slot_ptr(obj, s);
+
+		__atomic_store_n(&c->mode, mode, __ATOMIC_RELEASE);
+	}
+}

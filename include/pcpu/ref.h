@@ -10,18 +10,22 @@
  * Why: a shared reference count or a pthread rwlock makes every reader write
  * one cache line, so readers that never conflict still take turns for it. A
  * pcpu_ref's get and put, and a pcpu_rwlock's read lock and unlock, are each
- * one rseq critical section on the calling thread's slot of a pcpu counter:
- * no lock prefix, no shared line written (bench/README.md, section "ref").
+ * one rseq critical section on the calling thread's slot of a per-CPU
+ * object: no lock prefix, no shared line written or even read
+ * (bench/README.md, section "pcpu_bench_ref").
  *
- * How the switch works (pcpu_ref_kill, pcpu_rwlock_wrlock). Every per-CPU
- * get/put/read-lock reads a mode word INSIDE its critical section and adds
- * only if the word still says "per-CPU" (pcpu__rseq_cmpeq_cmpeqv_addv in
- * pcpu/arch.h). The switching thread stores the new mode, then calls
+ * How the switch works (pcpu_ref_kill, pcpu_rwlock_wrlock). The handle is a
+ * per-CPU object, like a pcpu_counter_t: each slot's copy holds that slot's
+ * count and that slot's copy of the mode word. Every per-CPU get, put, read
+ * lock and unlock reads its slot's copy of the mode INSIDE its critical
+ * section, and adds only if it still says "per-CPU"
+ * (pcpu__rseq_loadidx_cmpeqv_addv in pcpu/arch.h). The switching thread
+ * stores the new mode into every slot's copy, then calls
  * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ), which interrupts every
  * CPU running a thread of the process: a section that was running there is
  * restarted (and reads the new mode), one that had committed is visible to
  * the caller when membarrier returns, and sections that start later read the
- * new mode. So once membarrier returns, the per-CPU words no longer change
+ * new mode. So once membarrier returns, the per-CPU counts no longer change
  * (pcpu_ref) or only go down (pcpu_rwlock: unlocks), and their sum
  * (pcpu_counter_fetch: slot and mirror words) is exact.
  *  - pcpu_ref: kill folds that sum into one atomic count and drops the
@@ -93,8 +97,12 @@
  *  - Nothing is shared between parent and child afterwards.
  *  tests/test_ref_fork.c checks each of these.
  *
- * Memory: a pcpu counter (8 bytes per slot that uses it) plus 128 bytes
- * (pcpu_ref) or 192 bytes (pcpu_rwlock) of ordinary memory.
+ * Memory: 24 bytes per slot in pcpu's default zone (three counter words:
+ * count, mode copy, and in slot 0 the pointer to the shared part), plus 128
+ * bytes (pcpu_ref) or 192 bytes (pcpu_rwlock) of ordinary memory. A mode
+ * change (kill, write lock and unlock, an atomic-mode creation) stores one
+ * word into every slot, pcpu_nslots() of them, which makes that slot's page
+ * of the zone resident if no other object had.
  *
  * Why pcpu does not use pcpu_ref itself (issue 15, item 3). The restriction
  * in sight is "the caller guarantees no thread still updates a series it
@@ -119,18 +127,41 @@ PCPU_BEGIN_DECLS
 
 /* ---- pcpu_ref ------------------------------------------------------------- */
 
-/* Values of pcpu__mode. Not API. */
+/* Values of a ref's mode word. Not API. */
 #define PCPU__REF_PERCPU 0 /* gets/puts commit per-CPU adds */
 #define PCPU__REF_ATOMIC 1 /* atomic from the start, not killed */
 #define PCPU__REF_DEAD 2   /* killed: atomic; tryget fails */
 
-/**
- * A reference count. Only its first fields are visible, for the inline fast
- * paths; they are private to pcpu. Create with pcpu_ref_create().
- */
+/* One slot's copy of a ref or a lock (private to pcpu). The handle of
+ * either is slot 0's copy of a per-CPU object, as for a pcpu_counter_t:
+ * slot s's copy is at `handle + s * PCPU_SLOT_STRIDE`. Each copy holds that
+ * slot's count and that slot's copy of the mode word, so a per-CPU
+ * operation touches one cache line, its own slot's, and reads nothing
+ * shared. */
+struct pcpu__sync_slot {
+	int64_t count;  /* this slot's gets - puts, or read locks - unlocks */
+	intptr_t mode;  /* this slot's copy of the mode: 0 = per-CPU adds allowed */
+	void *impl;     /* slot 0's copy only: the shared part (src/ref.c, src/rwlock.c) */
+};
+
+/* One per-CPU add of v, if the calling thread's slot's copy of the mode is
+ * 0: returns 0 once committed, 1 if the section aborted, 2 if the mode is
+ * not 0, 3 if the thread is not registered (nothing written but 0). */
+__attribute__((always_inline)) static inline int
+pcpu__sync_add_if_zero(struct pcpu__sync_slot *obj, int64_t v)
+{
+#if PCPU_ARCH_HAVE_RSEQ
+	return pcpu__rseq_loadidx_cmpeqv_addv(obj, (long)offsetof(struct pcpu__sync_slot, mode), 0, v);
+#else
+	(void)obj;
+	(void)v;
+	return 3;
+#endif
+}
+
+/** A reference count (see the file comment). Create with pcpu_ref_create(). */
 struct pcpu_ref {
-	intptr_t pcpu__mode;     /* read inside every per-CPU section */
-	pcpu_counter_t pcpu__pc; /* the per-CPU part */
+	struct pcpu__sync_slot pcpu__s;
 };
 typedef struct pcpu_ref pcpu_ref_t;
 
@@ -139,9 +170,9 @@ typedef void pcpu_ref_release_fn(void *arg);
 
 /* Out-of-line rest of get/put/tryget when the inline section did not commit
  * (atomic mode, killed, thread not registered, aborted). Async-signal-safe. */
-PCPU_API void pcpu__ref_get_slow(pcpu_ref_t *ref);
-PCPU_API void pcpu__ref_put_slow(pcpu_ref_t *ref);
-PCPU_API int pcpu__ref_tryget_slow(pcpu_ref_t *ref);
+PCPU_API __attribute__((cold)) void pcpu__ref_get_slow(pcpu_ref_t *ref);
+PCPU_API __attribute__((cold)) void pcpu__ref_put_slow(pcpu_ref_t *ref);
+PCPU_API __attribute__((cold)) int pcpu__ref_tryget_slow(pcpu_ref_t *ref);
 
 /**
  * Creates a reference count that starts holding one reference, the owner's,
@@ -162,23 +193,15 @@ PCPU_API pcpu_ref_t *pcpu_ref_create(pcpu_ref_release_fn *release, void *arg);
  * Takes a reference. The caller must already hold one (or own the ref, not
  * yet killed): it is not a way to revive a released object, see
  * pcpu_ref_tryget(). Thread-safe; async-signal-safe. Cost while per-CPU: one
- * rseq section (index load, arming store, two compares, an `add` on the
- * thread's own slot); after the kill, or in atomic mode, an atomic add on
- * the shared count.
+ * rseq section (arming store, index load, sign test, mode compare and an
+ * `add`, all on the thread's own slot: as many memory operations as one
+ * pcpu_counter_add()); after the kill, or in atomic mode, a call and an
+ * atomic add on the shared count.
  */
 __attribute__((always_inline)) static inline void pcpu_ref_get(pcpu_ref_t *ref)
 {
-#if PCPU_ARCH_HAVE_RSEQ
-	int32_t idx = pcpu__rseq_load_index();
-
-	if (PCPU_LIKELY(idx >= 0) &&
-	    PCPU_LIKELY(pcpu__rseq_cmpeq_cmpeqv_addv(
-				idx, &ref->pcpu__mode, PCPU__REF_PERCPU,
-				&pcpu__counter_slot(ref->pcpu__pc, (uint32_t)idx)->pcpu__word,
-				1) == 0))
-		return;
-#endif
-	pcpu__ref_get_slow(ref);
+	if (PCPU_UNLIKELY(pcpu__sync_add_if_zero(&ref->pcpu__s, 1) != 0))
+		pcpu__ref_get_slow(ref);
 }
 
 /**
@@ -192,16 +215,8 @@ __attribute__((always_inline)) static inline void pcpu_ref_get(pcpu_ref_t *ref)
  */
 __attribute__((always_inline)) static inline int pcpu_ref_tryget(pcpu_ref_t *ref)
 {
-#if PCPU_ARCH_HAVE_RSEQ
-	int32_t idx = pcpu__rseq_load_index();
-
-	if (PCPU_LIKELY(idx >= 0) &&
-	    PCPU_LIKELY(pcpu__rseq_cmpeq_cmpeqv_addv(
-				idx, &ref->pcpu__mode, PCPU__REF_PERCPU,
-				&pcpu__counter_slot(ref->pcpu__pc, (uint32_t)idx)->pcpu__word,
-				1) == 0))
+	if (PCPU_LIKELY(pcpu__sync_add_if_zero(&ref->pcpu__s, 1) == 0))
 		return 1;
-#endif
 	return pcpu__ref_tryget_slow(ref);
 }
 
@@ -216,17 +231,8 @@ __attribute__((always_inline)) static inline int pcpu_ref_tryget(pcpu_ref_t *ref
  */
 __attribute__((always_inline)) static inline void pcpu_ref_put(pcpu_ref_t *ref)
 {
-#if PCPU_ARCH_HAVE_RSEQ
-	int32_t idx = pcpu__rseq_load_index();
-
-	if (PCPU_LIKELY(idx >= 0) &&
-	    PCPU_LIKELY(pcpu__rseq_cmpeq_cmpeqv_addv(
-				idx, &ref->pcpu__mode, PCPU__REF_PERCPU,
-				&pcpu__counter_slot(ref->pcpu__pc, (uint32_t)idx)->pcpu__word,
-				-1) == 0))
-		return;
-#endif
-	pcpu__ref_put_slow(ref);
+	if (PCPU_UNLIKELY(pcpu__sync_add_if_zero(&ref->pcpu__s, -1) != 0))
+		pcpu__ref_put_slow(ref);
 }
 
 /**
@@ -273,25 +279,21 @@ PCPU_API int64_t pcpu_ref_read(const pcpu_ref_t *ref);
 
 /* ---- pcpu_rwlock ---------------------------------------------------------- */
 
-/* Bits of pcpu__state. Not API. */
+/* Bits of a lock's mode word. Not API. */
 #define PCPU__RW_WRITER 1 /* a writer holds or waits for the lock */
 #define PCPU__RW_ATOMIC 2 /* atomic mode: the per-CPU fast path never commits */
 
-/**
- * A big-reader lock. Only its first fields are visible, for the inline fast
- * paths; they are private to pcpu. Create with pcpu_rwlock_create().
- */
+/** A big-reader lock (see the file comment). Create with
+ * pcpu_rwlock_create(). Slot s's mode copy holds PCPU__RW_WRITER and
+ * PCPU__RW_ATOMIC. */
 struct pcpu_rwlock {
-	intptr_t pcpu__state;         /* read inside every per-CPU read lock */
-	pcpu_counter_t pcpu__readers; /* per-CPU: read locks taken - released */
-	intptr_t pcpu__percpu;        /* 1: per-CPU mode; never changes */
+	struct pcpu__sync_slot pcpu__s;
 };
 typedef struct pcpu_rwlock pcpu_rwlock_t;
 
-PCPU_API void pcpu__rwlock_rdlock_slow(pcpu_rwlock_t *lock);
-PCPU_API int pcpu__rwlock_tryrdlock_slow(pcpu_rwlock_t *lock);
-PCPU_API void pcpu__rwlock_rdunlock_slow(pcpu_rwlock_t *lock);
-PCPU_API void pcpu__rwlock_wake_writer(pcpu_rwlock_t *lock);
+PCPU_API __attribute__((cold)) void pcpu__rwlock_rdlock_slow(pcpu_rwlock_t *lock);
+PCPU_API __attribute__((cold)) int pcpu__rwlock_tryrdlock_slow(pcpu_rwlock_t *lock);
+PCPU_API __attribute__((cold)) void pcpu__rwlock_rdunlock_slow(pcpu_rwlock_t *lock);
 
 /**
  * Creates an unlocked big-reader lock. Returns NULL with errno ENOMEM.
@@ -317,17 +319,8 @@ PCPU_API int pcpu_rwlock_destroy(pcpu_rwlock_t *lock);
  */
 __attribute__((always_inline)) static inline void pcpu_rwlock_rdlock(pcpu_rwlock_t *lock)
 {
-#if PCPU_ARCH_HAVE_RSEQ
-	int32_t idx = pcpu__rseq_load_index();
-
-	if (PCPU_LIKELY(idx >= 0) &&
-	    PCPU_LIKELY(pcpu__rseq_cmpeq_cmpeqv_addv(
-				idx, &lock->pcpu__state, 0,
-				&pcpu__counter_slot(lock->pcpu__readers, (uint32_t)idx)->pcpu__word,
-				1) == 0))
-		return;
-#endif
-	pcpu__rwlock_rdlock_slow(lock);
+	if (PCPU_UNLIKELY(pcpu__sync_add_if_zero(&lock->pcpu__s, 1) != 0))
+		pcpu__rwlock_rdlock_slow(lock);
 }
 
 /**
@@ -338,16 +331,8 @@ __attribute__((always_inline)) static inline void pcpu_rwlock_rdlock(pcpu_rwlock
  */
 __attribute__((always_inline)) static inline int pcpu_rwlock_tryrdlock(pcpu_rwlock_t *lock)
 {
-#if PCPU_ARCH_HAVE_RSEQ
-	int32_t idx = pcpu__rseq_load_index();
-
-	if (PCPU_LIKELY(idx >= 0) &&
-	    PCPU_LIKELY(pcpu__rseq_cmpeq_cmpeqv_addv(
-				idx, &lock->pcpu__state, 0,
-				&pcpu__counter_slot(lock->pcpu__readers, (uint32_t)idx)->pcpu__word,
-				1) == 0))
+	if (PCPU_LIKELY(pcpu__sync_add_if_zero(&lock->pcpu__s, 1) == 0))
 		return 1;
-#endif
 	return pcpu__rwlock_tryrdlock_slow(lock);
 }
 
@@ -359,24 +344,12 @@ __attribute__((always_inline)) static inline int pcpu_rwlock_tryrdlock(pcpu_rwlo
  */
 __attribute__((always_inline)) static inline void pcpu_rwlock_rdunlock(pcpu_rwlock_t *lock)
 {
-#if PCPU_ARCH_HAVE_RSEQ
-	int32_t idx = pcpu__rseq_load_index();
-
-	/* No mode check inside: an unlock must always count. After a writer's
-	 * membarrier a per-CPU unlock is either visible to the writer's sum or
-	 * ordered after the flag, which the load below then sees. */
-	if (PCPU_LIKELY(lock->pcpu__percpu) && PCPU_LIKELY(idx >= 0) &&
-	    PCPU_LIKELY(pcpu__rseq_cmpeq_addv(
-				idx,
-				&pcpu__counter_slot(lock->pcpu__readers, (uint32_t)idx)->pcpu__word,
-				-1) == 0)) {
-		if (PCPU_UNLIKELY(__atomic_load_n(&lock->pcpu__state, __ATOMIC_RELAXED) &
-				  PCPU__RW_WRITER))
-			pcpu__rwlock_wake_writer(lock);
-		return;
-	}
-#endif
-	pcpu__rwlock_rdunlock_slow(lock);
+	/* With the state checked inside the section too: an unlock that
+	 * commits per-CPU did so before a writer's membarrier (the writer
+	 * counts it), and one that meets the flag goes to the slow path,
+	 * which also counts unconditionally and then wakes the writer. */
+	if (PCPU_UNLIKELY(pcpu__sync_add_if_zero(&lock->pcpu__s, -1) != 0))
+		pcpu__rwlock_rdunlock_slow(lock);
 }
 
 /**
