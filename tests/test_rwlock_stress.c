@@ -107,17 +107,28 @@ static void *reader(void *arg)
 	int slot = (int)(intptr_t)arg;
 	long iters;
 	uint64_t n = 0, nb = 0;
-	sigset_t all;
+	sigset_t all, usr1, old;
 
 	rng = (uint64_t)(uintptr_t)&n ^ ((uint64_t)slot << 40) ^ (uint64_t)time(NULL) ^ 0x9e3779b97f4a7c15ull;
 	__atomic_store_n(&live_tids[slot], (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
 	iters = 2000 + (long)(next_rand() % 30000);
 	while (iters-- > 0 && !__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		uint64_t r = next_rand();
 
 		if (!pcpu_rwlock_tryrdlock(lock)) {
 			nb++; /* a writer is around: sleep until it leaves */
-			pcpu_rwlock_rdlock(lock);
+			if (slot & 1) {
+				/* Half the readers sleep with SIGUSR1 blocked: a
+				 * signal would end the futex wait and hide a lost
+				 * wake-up. */
+				pthread_sigmask(SIG_BLOCK, &usr1, &old);
+				pcpu_rwlock_rdlock(lock);
+				pthread_sigmask(SIG_SETMASK, &old, NULL);
+			} else {
+				pcpu_rwlock_rdlock(lock);
+			}
 		}
 		read_section((r & 127) == 0);
 		pcpu_rwlock_rdunlock(lock);
