@@ -174,6 +174,15 @@ PCPU_API __attribute__((cold)) void pcpu__ref_get_slow(pcpu_ref_t *ref);
 PCPU_API __attribute__((cold)) void pcpu__ref_put_slow(pcpu_ref_t *ref);
 PCPU_API __attribute__((cold)) int pcpu__ref_tryget_slow(pcpu_ref_t *ref);
 
+#ifdef PCPU_NO_INLINE
+/* The stable tier (pcpu/counter.h explains the two): the same operations as
+ * exported functions (src/ref_abi.c), documented below with their inline
+ * versions. */
+PCPU_API void pcpu_ref_get(pcpu_ref_t *ref);
+PCPU_API int pcpu_ref_tryget(pcpu_ref_t *ref);
+PCPU_API void pcpu_ref_put(pcpu_ref_t *ref);
+#endif
+
 /**
  * Creates a reference count that starts holding one reference, the owner's,
  * which pcpu_ref_kill() drops. `release(arg)` runs exactly once, in the
@@ -198,7 +207,7 @@ PCPU_API pcpu_ref_t *pcpu_ref_create(pcpu_ref_release_fn *release, void *arg);
  * pcpu_counter_add()); after the kill, or in atomic mode, a call and an
  * atomic add on the shared count.
  */
-__attribute__((always_inline)) static inline void pcpu_ref_get(pcpu_ref_t *ref)
+__attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_ref_get)(pcpu_ref_t *ref)
 {
 	if (PCPU_UNLIKELY(pcpu__sync_add_if_zero(&ref->pcpu__s, 1) != 0))
 		pcpu__ref_get_slow(ref);
@@ -213,7 +222,7 @@ __attribute__((always_inline)) static inline void pcpu_ref_get(pcpu_ref_t *ref)
  * did not destroy it). Thread-safe; async-signal-safe. Cost: as
  * pcpu_ref_get() while per-CPU; after the kill, a load (failure).
  */
-__attribute__((always_inline)) static inline int pcpu_ref_tryget(pcpu_ref_t *ref)
+__attribute__((always_inline)) static inline int PCPU__INLINE_OP(pcpu_ref_tryget)(pcpu_ref_t *ref)
 {
 	if (PCPU_LIKELY(pcpu__sync_add_if_zero(&ref->pcpu__s, 1) == 0))
 		return 1;
@@ -229,7 +238,7 @@ __attribute__((always_inline)) static inline int pcpu_ref_tryget(pcpu_ref_t *ref
  * Thread-safe; async-signal-safe if release() is. Cost: as pcpu_ref_get();
  * after the kill an atomic subtract (acquire-release).
  */
-__attribute__((always_inline)) static inline void pcpu_ref_put(pcpu_ref_t *ref)
+__attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_ref_put)(pcpu_ref_t *ref)
 {
 	if (PCPU_UNLIKELY(pcpu__sync_add_if_zero(&ref->pcpu__s, -1) != 0))
 		pcpu__ref_put_slow(ref);
@@ -295,6 +304,12 @@ PCPU_API __attribute__((cold)) void pcpu__rwlock_rdlock_slow(pcpu_rwlock_t *lock
 PCPU_API __attribute__((cold)) int pcpu__rwlock_tryrdlock_slow(pcpu_rwlock_t *lock);
 PCPU_API __attribute__((cold)) void pcpu__rwlock_rdunlock_slow(pcpu_rwlock_t *lock);
 
+#ifdef PCPU_NO_INLINE
+PCPU_API void pcpu_rwlock_rdlock(pcpu_rwlock_t *lock);
+PCPU_API int pcpu_rwlock_tryrdlock(pcpu_rwlock_t *lock);
+PCPU_API void pcpu_rwlock_rdunlock(pcpu_rwlock_t *lock);
+#endif
+
 /**
  * Creates an unlocked big-reader lock. Returns NULL with errno ENOMEM.
  * Per-CPU or atomic mode: see the file comment. Thread-safe; not
@@ -317,7 +332,7 @@ PCPU_API int pcpu_rwlock_destroy(pcpu_rwlock_t *lock);
  * rseq section (as pcpu_ref_get()); atomic mode: two atomic operations on
  * shared words.
  */
-__attribute__((always_inline)) static inline void pcpu_rwlock_rdlock(pcpu_rwlock_t *lock)
+__attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_rwlock_rdlock)(pcpu_rwlock_t *lock)
 {
 	if (PCPU_UNLIKELY(pcpu__sync_add_if_zero(&lock->pcpu__s, 1) != 0))
 		pcpu__rwlock_rdlock_slow(lock);
@@ -329,7 +344,7 @@ __attribute__((always_inline)) static inline void pcpu_rwlock_rdlock(pcpu_rwlock
  * Thread-safe; async-signal-safe (the one read-lock call a signal handler
  * may use). Cost: as pcpu_rwlock_rdlock().
  */
-__attribute__((always_inline)) static inline int pcpu_rwlock_tryrdlock(pcpu_rwlock_t *lock)
+__attribute__((always_inline)) static inline int PCPU__INLINE_OP(pcpu_rwlock_tryrdlock)(pcpu_rwlock_t *lock)
 {
 	if (PCPU_LIKELY(pcpu__sync_add_if_zero(&lock->pcpu__s, 1) == 0))
 		return 1;
@@ -342,7 +357,7 @@ __attribute__((always_inline)) static inline int pcpu_rwlock_tryrdlock(pcpu_rwlo
  * Thread-safe; async-signal-safe. Cost while no writer waits, per-CPU mode:
  * one rseq section and a load of the (read-mostly) state word.
  */
-__attribute__((always_inline)) static inline void pcpu_rwlock_rdunlock(pcpu_rwlock_t *lock)
+__attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_rwlock_rdunlock)(pcpu_rwlock_t *lock)
 {
 	/* With the state checked inside the section too: an unlock that
 	 * commits per-CPU did so before a writer's membarrier (the writer
