@@ -33,8 +33,9 @@
  *    and release() runs when it reaches zero. While the ref is per-CPU the
  *    atomic count carries a bias of 2^62, so it cannot reach zero before the
  *    fold removes the bias (Linux's PERCPU_COUNT_BIAS).
- *  - pcpu_rwlock: the writer sets the writer flag (the mode word), and
- *    waits until the readers' per-CPU sum is zero: no new reader gets in.
+ *  - pcpu_rwlock: the writer sets the writer flag (the mode word, in every
+ *    slot's copy), and waits until the readers' sum is zero: no new reader
+ *    gets in.
  *
  * Per-CPU or atomic, decided when an object is created:
  *  - Per-CPU when the creating thread uses rseq (pcpu_rseq_mode() is not
@@ -95,7 +96,7 @@
  *    lock another thread held at the fork cannot be used in the child at all
  *    (as with a pthread mutex held across fork()).
  *  - Nothing is shared between parent and child afterwards.
- *  tests/test_ref_fork.c checks each of these.
+ *  tests/test_ref_fork.c checks all of these but the held write lock.
  *
  * Memory: 24 bytes per slot in pcpu's default zone (three counter words:
  * count, mode copy, and in slot 0 the pointer to the shared part), plus 128
