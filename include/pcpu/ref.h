@@ -50,6 +50,10 @@
  *    registration failed, or it aborted PCPU_RSEQ_MAX_TRIES times in a row)
  *    uses the shared atomic word instead. Both are always part of the sum,
  *    so that is correct in every mode.
+ *  - The core's mm_cid caveat (pcpu/zone.h) applies here too: a thread whose
+ *    glibc rseq registration failed after the first thread's succeeded (a
+ *    seccomp filter installed later) reads mm_cid 0 and would add to slot 0
+ *    unprotected; such a process sets PCPU_INDEX=cpu.
  *
  * Progress guarantees:
  *  - pcpu_ref_get/put/tryget: wait-free except for the retries: at most
