@@ -3,6 +3,7 @@
 # The library itself needs only libc; everything here is for tools and tests:
 #   cmake, ninja, gcc: build         clang + compiler-rt: libFuzzer fuzz tests
 #   valgrind: exactness under valgrind (rseq-less fallback)
+#   liburcu-dev: bench/ref_bench.c compares pcpu_rwlock with liburcu's read side
 #   prometheus (promtool, server): exposition checks and the scrape test
 #   python: prometheus_client (strict OpenMetrics parser), matplotlib (plots),
 #           pytest, setuptools and wheel (the Python binding's tests and its
@@ -19,6 +20,7 @@ have ninja     || need_apt+=(ninja-build)
 have cc        || need_apt+=(gcc g++)
 have pkg-config || need_apt+=(pkg-config)
 have valgrind  || need_apt+=(valgrind)
+pkg-config --exists liburcu-memb 2>/dev/null || need_apt+=(liburcu-dev)
 have clang     || need_apt+=(clang)
 [ -n "$(ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a 2>/dev/null)" ] || need_apt+=(libclang-rt-14-dev)
 have promtool  || need_apt+=(prometheus)

@@ -11,7 +11,11 @@
  *    its rseq area is not registered;
  *  - pcpu__rseq_cmpeq_addv(): if (index != expected) abort; *p += v;
  *  - pcpu__rseq_cmpeq_cmpeqv_storev(): if (index != expected) abort;
- *    if (*p != expect) fail; *p = newv.
+ *    if (*p != expect) fail; *p = newv;
+ *  - pcpu__rseq_loadidx_cmpeqv_addv(): idx = index (inside the section);
+ *    slot = base + idx * stride; if (slot's word at v_off != expect) fail;
+ *    slot's word += add (pcpu/ref.h: the mode word is read inside the
+ *    section).
  * The generic header has no assembly: everything takes the fallback path.
  * None of this is API.
  */

@@ -4,7 +4,8 @@
  * pcpu: per-CPU statistics for Linux user space. This header gives the whole
  * API: the per-CPU zones (pcpu/zone.h), exact counters (pcpu/counter.h), the
  * statistics layer (pcpu/stats.h: registry, gauges, histograms, consistent
- * groups, exposition), the shared statistics segment (pcpu/segment.h) and its
+ * groups, exposition), per-CPU reference counts and a big-reader lock
+ * (pcpu/ref.h), the shared statistics segment (pcpu/segment.h) and its
  * reader (pcpu/reader.h). Every name it declares starts with pcpu_ or PCPU_.
  * FreeBSD counter(9) compatibility, whose names are unprefixed, is opt-in:
  * pcpu/counter9.h. The section 3 manual pages start at pcpu(3).
@@ -18,6 +19,7 @@
 #include <pcpu/version.h> /* generated from the CMake project version */
 #include <pcpu/zone.h>
 #include <pcpu/counter.h>
+#include <pcpu/ref.h>
 #include <pcpu/stats.h>
 #include <pcpu/segment.h>
 #include <pcpu/reader.h>

@@ -201,4 +201,65 @@ differs:
 	return 2;
 }
 
+/*
+ * rseq_loadidx_cmpeqv_addv:            (the index is read INSIDE the section)
+ *   idx = index; if (idx < 0) return 3;            (not registered)
+ *   slot = base + idx * PCPU_SLOT_STRIDE;
+ *   if (*(intptr_t *)(slot + v_off) != expect) return 2;
+ *   *(int64_t *)slot += add;                             (commit: the add)
+ *
+ * The per-CPU reference counts and the big-reader lock (pcpu/ref.h) use it:
+ * the compared word is the slot's copy of their mode (or writer) word, read
+ * inside the section, so a thread that the switching thread's
+ * membarrier(PRIVATE_EXPEDITED_RSEQ) restarts reads it again, and no add
+ * commits under a mode that has already been left. Reading the index inside
+ * the section too (as tcmalloc's per-CPU caches do) makes the separate
+ * index compare unnecessary: a thread that moves after the load is
+ * restarted before the commit. An unregistered area reads a negative index
+ * and leaves before anything is written (the arming store is harmless
+ * there: the kernel does not look at an unregistered area).
+ * Test builds widen the section between the compare and the commit, the
+ * window that matters.
+ *
+ * Returns 0 once the
+ * add is committed, 1 if the section aborted, 2 if the word did not hold
+ * `expect`, 3 if the thread is not registered (nothing written but 0).
+ */
+__attribute__((always_inline)) static inline int
+pcpu__rseq_loadidx_cmpeqv_addv(void *base, long v_off, intptr_t expect, int64_t add)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__X86_RSEQ_ARM("%[cs]")
+		     "1:\n\t"
+		     "movslq %%fs:(%[idx]), %%rdx\n\t"
+		     "testq %%rdx, %%rdx\n\t"
+		     "js %l[unregistered]\n\t"
+		     "shlq %[shift], %%rdx\n\t"
+		     "cmpq %[expect], (%[vbase], %%rdx)\n\t"
+		     "jnz %l[differs]\n\t"
+		     PCPU__INJECT_ASM
+		     "addq %[add], (%[base], %%rdx)\n\t"
+		     "2:\n\t"
+		     PCPU__X86_RSEQ_ABORT_TO("aborted")
+		     :
+		     : [cs] "r"((intptr_t)pcpu__g.cs_tpoff),
+		       [idx] "r"((intptr_t)pcpu__g.index_tpoff), [base] "r"(base),
+		       [vbase] "r"((char *)base + v_off), [expect] "er"(expect), [add] "er"(add),
+		       [shift] "n"(PCPU_SLOT_STRIDE_SHIFT)
+		     : "memory", "cc", "rax", "rdx" PCPU__INJECT_CLOBBER
+		     : aborted, differs, unregistered);
+	pcpu__after_asm_goto();
+	return 0;
+aborted:
+	pcpu__after_asm_goto();
+	PCPU__INJECT_ABORTED();
+	return 1;
+differs:
+	pcpu__after_asm_goto();
+	return 2;
+unregistered:
+	pcpu__after_asm_goto();
+	return 3;
+}
+
 #endif /* PCPU_ARCH_X86_64_H */

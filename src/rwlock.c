@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rwlock.c: the big-reader lock (pcpu/ref.h) -- Linux's percpu_rw_semaphore
+ * in user space. The inline fast paths are in the header; this file has the
+ * slow paths and the writer's side.
+ *
+ * Layout: the handle is a per-CPU object of three words per slot (struct
+ * pcpu__sync_slot, src/sync.c), and a 64-byte-aligned shared part:
+ *
+ *   slot s:  readers[s] | state[s] | (slot 0: -> shared part)
+ *            readers[s]: +1 per read lock, -1 per read unlock committed
+ *            per-CPU (only while state[s] == 0: the check inside the
+ *            section); state[s]: slot s's copy of the state, written by
+ *            writers only.
+ *   shared:  state | percpu | handle                       (line 0)
+ *            slow_readers | gen | waiters | wseq            (line 1)
+ *            writer mutex                                   (line 2)
+ *
+ *   state: WRITER while a writer holds or waits; ATOMIC in atomic mode (then
+ *   every state[s] says ATOMIC for good, and the fast path never commits).
+ *   slow_readers: the same count for readers that cannot use the section
+ *   (atomic mode, a thread without rseq, a writer around), with sequentially
+ *   consistent atomics. Readers inside = sum(readers[s]) + slow_readers (a
+ *   lock and its unlock may land in different words).
+ *
+ * Reader lock, per-CPU:  section { if (state[s] != 0) fail; readers[s] += 1 }
+ * Reader lock, atomic:   slow_readers += 1; if (state & WRITER) { undo;
+ *                        wake the writer; wait }        (Dekker, seq_cst)
+ * Reader unlock:         section { if (state[s] != 0) fail; readers[s] -= 1 };
+ *                        failed: -1 unconditionally (rseq, or slow_readers),
+ *                        then if (state & WRITER) wake the writer (wseq += 1,
+ *                        FUTEX_WAKE)
+ * Writer lock:           mutex; state |= WRITER; state[s] |= WRITER for
+ *                        every s; membarrier (per-CPU mode); until readers
+ *                        inside == 0: sleep on wseq
+ * Writer unlock:         state[s] = 0 for every s; state &= ~WRITER;
+ *                        gen += 1; FUTEX_WAKE readers sleeping on gen;
+ *                        mutex unlock
+ *
+ * Why a reader cannot slip past a writer: after the writer's membarrier
+ * every per-CPU lock either committed visibly (the writer counts it) or
+ * reads WRITER in its slot's copy inside its section and fails. The atomic path is the
+ * classic store-then-load with sequentially consistent operations on both
+ * sides: a reader that did not see WRITER has its +1 counted by the writer.
+ * Readers inside only leave after that, so once the writer reads a sum of
+ * zero (each word read once, each only decreasing but for an atomic
+ * reader's short +1/-1 backing out), no reader is inside, nor can enter.
+ *
+ * Why no wake-up is lost. Writer: s = wseq; if (sum == 0) done; else
+ * futex_wait(&wseq, s). A reader's per-CPU unlock that commits did so
+ * before the writer's membarrier (else it was restarted and read WRITER):
+ * the sum counts it. Any other unlock is followed by a seq_cst load of
+ * state that sees WRITER (it comes after the flag: membarrier, or seq_cst
+ * in atomic mode), and bumps wseq: the writer's futex_wait then returns at once
+ * (wseq changed) or is woken. Readers waiting for the writer do the same
+ * with gen (bumped by the writer's unlock) and `waiters`, which spares the
+ * writer's unlock a system call when nobody sleeps.
+ *
+ * Memory order: in per-CPU mode, membarrier and x86's order (a reader's
+ * loads stay before its unlock's store; the writer's stores stay after its
+ * loads of the sum); in atomic mode, the seq_cst operations above, which
+ * ThreadSanitizer builds check.
+ */
+#include "sync.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct rwlock_impl {
+	intptr_t state; /* the authority; state[s] are copies for the sections */
+	int percpu;
+	struct pcpu__sync_slot *obj; /* the handle */
+	int64_t slow_readers __attribute__((aligned(64)));
+	uint32_t gen;     /* futex: bumped by every writer unlock */
+	uint32_t waiters; /* readers sleeping (or about to) on gen */
+	uint32_t wseq;    /* futex: bumped by readers that may be the last */
+	pthread_mutex_t writer __attribute__((aligned(64)));
+};
+
+static struct rwlock_impl *impl(const pcpu_rwlock_t *lock)
+{
+	return (struct rwlock_impl *)pcpu_sync_obj_impl(&lock->pcpu__s);
+}
+
+static intptr_t state_of(struct rwlock_impl *l)
+{
+	return __atomic_load_n(&l->state, __ATOMIC_SEQ_CST);
+}
+
+pcpu_rwlock_t *pcpu_rwlock_create(void)
+{
+	struct rwlock_impl *l;
+	int saved = errno;
+
+	if (posix_memalign((void **)&l, 64, sizeof(*l)) != 0) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	memset(l, 0, sizeof(*l));
+	pthread_mutex_init(&l->writer, NULL);
+	l->percpu = pcpu_sync_percpu_check() == 0;
+	l->state = l->percpu ? 0 : PCPU__RW_ATOMIC;
+	l->obj = pcpu_sync_obj_alloc(l, l->state);
+	if (!l->obj) {
+		pthread_mutex_destroy(&l->writer);
+		free(l);
+		errno = ENOMEM;
+		return NULL;
+	}
+	errno = saved;
+	return (pcpu_rwlock_t *)(void *)l->obj;
+}
+
+/* Readers inside now (see the file comment for when zero is final). */
+static int64_t readers_inside(struct rwlock_impl *l)
+{
+	int64_t n = __atomic_load_n(&l->slow_readers, __ATOMIC_SEQ_CST);
+
+#if PCPU_ARCH_HAVE_RSEQ
+	if (l->percpu) {
+		n += pcpu_sync_obj_count(l->obj);
+		/* The fetch's loads are relaxed: keep the writer's accesses
+		 * after them. (Per-CPU mode needs rseq, so ThreadSanitizer
+		 * builds, which do not model fences, never get here.) */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	}
+#endif
+	return n;
+}
+
+int pcpu_rwlock_destroy(pcpu_rwlock_t *lock)
+{
+	struct rwlock_impl *l;
+
+	if (!lock)
+		return 0;
+	l = impl(lock);
+	if ((state_of(l) & PCPU__RW_WRITER) || readers_inside(l) != 0) {
+		errno = EBUSY;
+		return -1;
+	}
+	pthread_mutex_destroy(&l->writer);
+	pcpu_sync_obj_free(l->obj);
+	free(l);
+	return 0;
+}
+
+int pcpu_rwlock_is_percpu(const pcpu_rwlock_t *lock)
+{
+	return lock && impl(lock)->percpu;
+}
+
+static void wake_writer(struct rwlock_impl *l)
+{
+	__atomic_fetch_add(&l->wseq, 1, __ATOMIC_SEQ_CST);
+	pcpu_futex_wake(&l->wseq, 1); /* one writer waits at a time */
+}
+
+/* One attempt at a read lock: 1 taken, 0 a writer holds or waits. */
+static int try_read(struct rwlock_impl *l)
+{
+	if (state_of(l) & PCPU__RW_WRITER)
+		return 0;
+#if PCPU_ARCH_HAVE_RSEQ
+	if (l->percpu && pcpu__thread_prepare() == 0) {
+		int tries;
+
+		for (tries = 1; tries < PCPU_RSEQ_MAX_TRIES; tries++) {
+			int rc = pcpu__sync_add_if_zero(l->obj, 1);
+
+			if (rc == 0)
+				return 1;
+			if (rc == 2)
+				return 0; /* a writer came (per-CPU mode: no ATOMIC) */
+			if (rc == 3)
+				break; /* not registered after all */
+		}
+	}
+#endif
+	__atomic_fetch_add(&l->slow_readers, 1, __ATOMIC_SEQ_CST);
+	if (!(state_of(l) & PCPU__RW_WRITER))
+		return 1;
+	/* A writer came: back out, and wake it in case it saw our +1 and
+	 * went to sleep. */
+	__atomic_fetch_sub(&l->slow_readers, 1, __ATOMIC_SEQ_CST);
+	wake_writer(l);
+	return 0;
+}
+
+/* Sleeps until no writer holds or waits for the lock (or a spurious wake:
+ * the caller tries again either way). */
+static void wait_writer_gone(struct rwlock_impl *l)
+{
+	__atomic_fetch_add(&l->waiters, 1, __ATOMIC_SEQ_CST);
+	for (;;) {
+		uint32_t g = __atomic_load_n(&l->gen, __ATOMIC_SEQ_CST);
+
+		if (!(state_of(l) & PCPU__RW_WRITER))
+			break;
+		pcpu_futex_wait(&l->gen, g);
+	}
+	__atomic_fetch_sub(&l->waiters, 1, __ATOMIC_SEQ_CST);
+}
+
+void pcpu__rwlock_rdlock_slow(pcpu_rwlock_t *lock)
+{
+	struct rwlock_impl *l = impl(lock);
+
+	while (!try_read(l))
+		wait_writer_gone(l);
+}
+
+int pcpu__rwlock_tryrdlock_slow(pcpu_rwlock_t *lock)
+{
+	return try_read(impl(lock));
+}
+
+void pcpu__rwlock_rdunlock_slow(pcpu_rwlock_t *lock)
+{
+	struct rwlock_impl *l = impl(lock);
+
+#if PCPU_ARCH_HAVE_RSEQ
+	/* Per-CPU mode: count the unlock per-CPU even if a writer is around
+	 * (no state check: after the writer's membarrier the words only go
+	 * down, which its sum tolerates). */
+	if (l->percpu && pcpu__thread_prepare() == 0) {
+		int tries;
+
+		for (tries = 1; tries < PCPU_RSEQ_MAX_TRIES; tries++) {
+			int32_t idx = pcpu__rseq_load_index();
+
+			if (idx < 0)
+				break;
+			if (pcpu__rseq_cmpeq_addv(idx,
+						  &((struct pcpu__sync_slot *)pcpu_slot_ptr(
+							    l->obj, (unsigned)idx))->count,
+						  -1) == 0)
+				goto done;
+		}
+	}
+#endif
+	__atomic_fetch_sub(&l->slow_readers, 1, __ATOMIC_SEQ_CST);
+#if PCPU_ARCH_HAVE_RSEQ
+done:
+#endif
+	if (state_of(l) & PCPU__RW_WRITER)
+		wake_writer(l);
+}
+
+/* The writer holds the mutex: stop new readers and make the flag visible to
+ * every reader section. 0, or -1 with errno (flag cleared again). */
+static int raise_flag(struct rwlock_impl *l)
+{
+	__atomic_fetch_or(&l->state, PCPU__RW_WRITER, __ATOMIC_SEQ_CST);
+	if (!l->percpu)
+		return 0;
+	pcpu_sync_obj_set_mode(l->obj, PCPU__RW_WRITER);
+	if (pcpu_sync_barrier() != 0) {
+		int err = errno;
+
+		pcpu_rwlock_wrunlock((pcpu_rwlock_t *)(void *)l->obj);
+		errno = err;
+		return -1;
+	}
+	return 0;
+}
+
+int pcpu_rwlock_wrlock(pcpu_rwlock_t *lock)
+{
+	struct rwlock_impl *l;
+
+	if (!lock) {
+		errno = EINVAL;
+		return -1;
+	}
+	l = impl(lock);
+	pthread_mutex_lock(&l->writer);
+	if (raise_flag(l) != 0)
+		return -1;
+	for (;;) {
+		uint32_t s = __atomic_load_n(&l->wseq, __ATOMIC_SEQ_CST);
+
+		if (readers_inside(l) == 0)
+			break;
+		pcpu_futex_wait(&l->wseq, s);
+	}
+	return 0;
+}
+
+int pcpu_rwlock_trywrlock(pcpu_rwlock_t *lock)
+{
+	struct rwlock_impl *l;
+
+	if (!lock) {
+		errno = EINVAL;
+		return 0;
+	}
+	l = impl(lock);
+	if (pthread_mutex_trylock(&l->writer) != 0) {
+		errno = EBUSY;
+		return 0;
+	}
+	if (raise_flag(l) != 0)
+		return 0;
+	if (readers_inside(l) != 0) {
+		pcpu_rwlock_wrunlock(lock);
+		errno = EBUSY;
+		return 0;
+	}
+	return 1;
+}
+
+void pcpu_rwlock_wrunlock(pcpu_rwlock_t *lock)
+{
+	struct rwlock_impl *l = impl(lock);
+
+	if (l->percpu)
+		pcpu_sync_obj_set_mode(l->obj, 0);
+	__atomic_fetch_and(&l->state, ~(intptr_t)PCPU__RW_WRITER, __ATOMIC_SEQ_CST);
+	__atomic_fetch_add(&l->gen, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&l->waiters, __ATOMIC_SEQ_CST) != 0)
+		pcpu_futex_wake(&l->gen, INT_MAX);
+	pthread_mutex_unlock(&l->writer);
+}
