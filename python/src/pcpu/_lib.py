@@ -22,7 +22,7 @@ c_enum = ctypes.c_int
 # enum pcpu_metric_type
 METRIC_TYPES = {1: "counter", 2: "gauge", 3: "histogram"}
 # enum pcpu_segment_state
-SEGMENT_STATES = {1: "live", 2: "closed", 3: "gone"}
+SEGMENT_STATES = {1: "live", 2: "closed", 3: "gone", 4: "unknown"}
 # enum pcpu_format
 FORMATS = {"prometheus": 1, "openmetrics": 2, "json": 3}
 # struct pcpu_reader_options flags
@@ -58,6 +58,8 @@ class SegmentInfo(ctypes.Structure):
         ("nseries", ctypes.c_uint64),
         ("created_ns", ctypes.c_uint64),
         ("nslots", ctypes.c_uint),
+        ("state_errno", ctypes.c_int),
+        ("flags", ctypes.c_uint),
     ]
 
 
@@ -109,6 +111,7 @@ class ReaderSnapshot(ctypes.Structure):
         ("incomplete", ctypes.c_int),
         ("state", c_enum),
         ("nslots", ctypes.c_uint),
+        ("nospace", ctypes.c_int),
     ]
 
 
