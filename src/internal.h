@@ -108,6 +108,12 @@ PCPU_HIDDEN int pcpu_zone_attach_file_reserved(pcpu_zone_t *zone, int fd, uint64
 /* Number of chunks of a zone (they are numbered 0 .. n-1). */
 PCPU_HIDDEN size_t pcpu_zone_chunk_count(pcpu_zone_t *zone);
 
+/* Allocates `len` bytes of file `fd` at `off` without writing them
+ * (fallocate, keeping the size; zeros written where fallocate is not
+ * supported). 0, or -1 with errno (ENOSPC, ENOMEM, EFBIG...). Used by the
+ * zone for a shared zone's pages and by the segment for its directory. */
+PCPU_HIDDEN int pcpu_file_allocate(int fd, uint64_t off, uint64_t len);
+
 /* Whether `obj` lies inside a live allocation of some zone (debug checks). */
 PCPU_HIDDEN int pcpu_zone_contains_live(const void *obj);
 

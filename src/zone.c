@@ -459,7 +459,7 @@ static uint64_t chunk_file_off(const pcpu_zone_t *zone, unsigned no)
  * (unwritten tmpfs pages read as zero and are holes to SEEK_DATA). Where
  * fallocate is not supported, zeros are written instead: the range holds
  * no data yet. -1 with errno (ENOSPC, ENOMEM, EFBIG...). */
-static int file_allocate(int fd, uint64_t off, uint64_t len)
+int pcpu_file_allocate(int fd, uint64_t off, uint64_t len)
 {
 	static const char zeros[4096];
 	int rc;
@@ -502,7 +502,7 @@ static int reserve_pages(pcpu_zone_t *zone, struct chunk *c, size_t upto)
 	for (r = 0; r < nregions; r++) {
 		uint64_t at = off + ((uint64_t)r << PCPU_SLOT_STRIDE_SHIFT) + from;
 
-		if (file_allocate(zone->fd, at, upto - from) != 0) {
+		if (pcpu_file_allocate(zone->fd, at, upto - from) != 0) {
 			int err = errno;
 
 			/* Nothing lives past `backed`: give the pages back to a

@@ -381,34 +381,6 @@ int pcpu__seg_open_dir(const char *dir)
 	return fd;
 }
 
-int pcpu__seg_allocate(int fd, uint64_t off, uint64_t len)
-{
-	static const char zeros[4096];
-	int rc;
-
-	do
-		rc = fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len);
-	while (rc != 0 && errno == EINTR);
-	if (rc == 0 || (errno != EOPNOTSUPP && errno != ENOSYS))
-		return rc;
-	/* No fallocate here: zeros, written, take the space as well. */
-	while (len > 0) {
-		size_t n = len < sizeof zeros ? (size_t)len : sizeof zeros;
-		ssize_t w = pwrite(fd, zeros, n, (off_t)off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			if (w == 0)
-				errno = ENOSPC;
-			return -1;
-		}
-		off += (uint64_t)w;
-		len -= (uint64_t)w;
-	}
-	return 0;
-}
-
 int pcpu__seg_open_regular(int dirfd, const char *file)
 {
 	struct stat st, st2;

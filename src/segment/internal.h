@@ -75,13 +75,6 @@ PCPU_HIDDEN void pcpu__seg_dirs_close(struct pcpu__seg_dirs *d);
  * the descriptor, or -1 with errno and a message. */
 PCPU_HIDDEN int pcpu__seg_open_dir(const char *dir);
 
-/* Allocates [off, off + len) of the file without changing its size or
- * contents where nothing was written (fallocate; where it is not supported,
- * zeros are written: the range must hold no data). A page so allocated can
- * then be written through a shared mapping without faulting for lack of
- * space. 0, or -1 with errno (ENOSPC, ENOMEM, EFBIG...). */
-PCPU_HIDDEN int pcpu__seg_allocate(int fd, uint64_t off, uint64_t len);
-
 /* Opens `file` (relative to dirfd, or AT_FDCWD) for reading only if it is
  * a regular file, checked before it is opened for reading: O_PATH, fstat,
  * then a reopen through /proc/self/fd (a device is never opened, a FIFO

@@ -290,7 +290,7 @@ static int reserve(struct pcpu_segment *seg, uint64_t region, uint64_t *backed, 
 	upto = (upto + 4095) & ~(uint64_t)4095;
 	if (upto <= *backed)
 		return 0;
-	if (pcpu__seg_allocate(seg->fd, region + *backed, upto - *backed) != 0) {
+	if (pcpu_file_allocate(seg->fd, region + *backed, upto - *backed) != 0) {
 		mark_nospace(seg);
 		return -1;
 	}
@@ -961,7 +961,7 @@ pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
 	}
 	/* The header's page is written below: allocated first, or a full
 	 * file system fails the publication here instead of raising SIGBUS. */
-	if (pcpu__seg_allocate(seg->fd, 0, PCPU__SEG_HEADER_REGION) != 0) {
+	if (pcpu_file_allocate(seg->fd, 0, PCPU__SEG_HEADER_REGION) != 0) {
 		pcpu__seg_fail(errno, "\"%.300s\": %s", seg->path, strerror(errno));
 		goto fail;
 	}
