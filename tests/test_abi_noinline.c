@@ -47,6 +47,9 @@ int main(void)
 	pcpu_group_add(grp, 1, d);
 	pcpu_group_add2(grp, 1, 2, 3000);
 	CHECK(pcpu_group_read(grp, 1, out) == 0 && out[0] == 3 && out[1] == 4500);
+	pcpu_group_free(grp);
+	pcpu_histogram_destroy(h);
+	CHECK(pcpu_gauge_free(g) == 0);
 	printf("stable tier only: exact\n");
 	return 0;
 }
