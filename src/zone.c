@@ -95,6 +95,7 @@
 #define GRANULE ((size_t)1 << GRANULE_SHIFT)
 #define CHUNK_GRANULES (PCPU_SLOT_STRIDE >> GRANULE_SHIFT)
 #define BITMAP_WORDS (CHUNK_GRANULES / 64)
+#define BITMAP_BYTES (2 * BITMAP_WORDS * sizeof(uint64_t)) /* alloc + start */
 #define HDR_GRANULES (PCPU__CHUNK_HDR_SIZE >> GRANULE_SHIFT)
 #define PCPU__ALIGN_CLASSES 10 /* alignments of 8 .. 4096 bytes: 2^0 .. 2^9 granules */
 
@@ -562,31 +563,25 @@ static struct chunk *chunk_create(pcpu_zone_t *zone)
 	struct chunk *c;
 	struct pcpu__chunk_hdr *hdr;
 	void *bits;
+	int err = ENOMEM;
 
 	unsigned no = zone->chunks ? zone->chunks->no + 1 : 0;
 
 	c = malloc(sizeof(*c));
 	if (!c)
-		return NULL;
+		goto fail;
 	/* Both bitmaps in one lazily-resident mapping: 2 bits per granule
 	 * of slot 0's region, resident only where objects are. */
-	bits = mmap(NULL, 2 * BITMAP_WORDS * sizeof(uint64_t), PROT_READ | PROT_WRITE,
+	bits = mmap(NULL, BITMAP_BYTES, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (bits == MAP_FAILED) {
-		free(c);
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (bits == MAP_FAILED)
+		goto fail_chunk;
 	c->alloc = bits;
 	c->start = c->alloc + BITMAP_WORDS;
 	map = mmap(NULL, len, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (map == MAP_FAILED) {
-		munmap(bits, 2 * BITMAP_WORDS * sizeof(uint64_t));
-		free(c);
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (map == MAP_FAILED)
+		goto fail_bits;
 	/* Trim to a STRIDE-aligned span so the header is found by masking. */
 	base = (char *)(((uintptr_t)map + PCPU_SLOT_STRIDE - 1) & ~(uintptr_t)(PCPU_SLOT_STRIDE - 1));
 	if (base > map)
@@ -594,13 +589,8 @@ static struct chunk *chunk_create(pcpu_zone_t *zone)
 	if (map + len > base + span)
 		munmap(base + span, (size_t)(map + len - (base + span)));
 	if (zone->fd >= 0 && map_file_chunk(zone, no, base) != 0) {
-		int err = errno;
-
-		munmap(base, span);
-		munmap(bits, 2 * BITMAP_WORDS * sizeof(uint64_t));
-		free(c);
-		errno = err;
-		return NULL;
+		err = errno;
+		goto fail_base;
 	}
 
 	c->base = base;
@@ -609,13 +599,8 @@ static struct chunk *chunk_create(pcpu_zone_t *zone)
 	/* The header's page (and the first objects'), in every region, before
 	 * the header is written. */
 	if (zone->fd >= 0 && reserve_pages(zone, c, page_size()) != 0) {
-		int err = errno;
-
-		munmap(base, span);
-		munmap(bits, 2 * BITMAP_WORDS * sizeof(uint64_t));
-		free(c);
-		errno = err;
-		return NULL;
+		err = errno;
+		goto fail_base;
 	}
 	hdr = (struct pcpu__chunk_hdr *)base;
 	hdr->magic = PCPU__CHUNK_MAGIC;
@@ -625,18 +610,23 @@ static struct chunk *chunk_create(pcpu_zone_t *zone)
 	memset(c->nofit, 0, sizeof(c->nofit));
 	c->hint = HDR_GRANULES;
 	c->fork_copy = NULL;
-	if (table_add((uintptr_t)base, zone) != 0) {
-		munmap(base, span);
-		munmap(bits, 2 * BITMAP_WORDS * sizeof(uint64_t));
-		free(c);
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (table_add((uintptr_t)base, zone) != 0)
+		goto fail_base; /* ENOMEM */
 	c->next = zone->chunks;
 	zone->chunks = c;
 	if (zone->on_chunk)
 		zone->on_chunk(zone->on_chunk_ctx, no, base, zone->fd >= 0 ? chunk_file_off(zone, no) : 0);
 	return c;
+
+fail_base:
+	munmap(base, span);
+fail_bits:
+	munmap(bits, BITMAP_BYTES);
+fail_chunk:
+	free(c);
+fail:
+	errno = err;
+	return NULL;
 }
 
 /* ---- zones ----------------------------------------------------------------- */
@@ -701,7 +691,7 @@ void pcpu_zone_destroy(pcpu_zone_t *zone)
 	for (c = zone->chunks; c; c = next) {
 		next = c->next;
 		munmap(c->base, chunk_span());
-		munmap(c->alloc, 2 * BITMAP_WORDS * sizeof(uint64_t));
+		munmap(c->alloc, BITMAP_BYTES);
 		free(c);
 	}
 	pthread_mutex_destroy(&zone->lock);
