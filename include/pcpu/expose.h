@@ -45,6 +45,11 @@ enum pcpu_format {
 	PCPU_FORMAT_PROMETHEUS = 1,  /**< Prometheus text format 0.0.4 */
 	PCPU_FORMAT_OPENMETRICS = 2, /**< OpenMetrics 1.0 text, ends in "# EOF" */
 	PCPU_FORMAT_JSON = 3,        /**< JSON, schema in pcpu_snapshot_write() */
+	/** Prometheus protobuf exposition: length-delimited
+	 * io.prometheus.client.MetricFamily messages. Only where the library
+	 * was built with protobuf-c (pcpu_format_supported() says);
+	 * pcpu_snapshot_write() fails with ENOTSUP otherwise. */
+	PCPU_FORMAT_PROTOBUF = 4,
 };
 
 /* Limits on what a family may hold. They keep one family's metadata small
@@ -148,10 +153,18 @@ PCPU_API int pcpu_snapshot_write(const struct pcpu_snapshot *s, enum pcpu_format
 /**
  * The HTTP Content-Type of a format: "text/plain; version=0.0.4;
  * charset=utf-8", "application/openmetrics-text; version=1.0.0;
- * charset=utf-8" or "application/json". NULL for an unknown format.
- * Thread-safe; async-signal-safe.
+ * charset=utf-8", "application/json" or "application/vnd.google.protobuf;
+ * proto=io.prometheus.client.MetricFamily; encoding=delimited". NULL for an
+ * unknown format. Thread-safe; async-signal-safe.
  */
 PCPU_API const char *pcpu_format_content_type(enum pcpu_format fmt);
+
+/**
+ * 1 if pcpu_snapshot_write() can write format `fmt` in this build of the
+ * library, 0 if not (PCPU_FORMAT_PROTOBUF without protobuf-c, an unknown
+ * value). Thread-safe; async-signal-safe; constant time.
+ */
+PCPU_API int pcpu_format_supported(enum pcpu_format fmt);
 
 /**
  * Checks a metric (family) name: `[a-zA-Z_:][a-zA-Z0-9_:]*`, 1 to

@@ -579,6 +579,11 @@ int pcpu__snapshot_write(const struct pcpu_snapshot *s, enum pcpu_format fmt, ch
 		errno = EINVAL;
 		return -1;
 	}
+	if (!pcpu_format_supported(fmt)) {
+		pcpu__set_error("pcpu_snapshot_write: this build of libpcpu has no protobuf writer (built without protobuf-c)");
+		errno = ENOTSUP;
+		return -1;
+	}
 	if (validate && check_snapshot(s) < 0)
 		return -1;
 	pcpu__buf_reserve(&b, 256);
@@ -608,6 +613,22 @@ const char *pcpu_format_content_type(enum pcpu_format fmt)
 		return "application/openmetrics-text; version=1.0.0; charset=utf-8";
 	case PCPU_FORMAT_JSON:
 		return "application/json";
+	case PCPU_FORMAT_PROTOBUF:
+		return "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; "
+		       "encoding=delimited";
 	}
 	return NULL;
+}
+
+int pcpu_format_supported(enum pcpu_format fmt)
+{
+	switch (fmt) {
+	case PCPU_FORMAT_PROMETHEUS:
+	case PCPU_FORMAT_OPENMETRICS:
+	case PCPU_FORMAT_JSON:
+		return 1;
+	case PCPU_FORMAT_PROTOBUF:
+		return 0; /* no protobuf writer yet */
+	}
+	return 0;
 }

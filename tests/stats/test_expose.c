@@ -426,7 +426,10 @@ static void test_refusals(void)
 	/* Arguments. */
 	CHECK(pcpu_snapshot_write(NULL, PCPU_FORMAT_JSON, &out, &len) < 0 && errno == EINVAL);
 	CHECK(pcpu_snapshot_write(&s, (enum pcpu_format)0, &out, &len) < 0 && errno == EINVAL);
-	CHECK(pcpu_format_content_type((enum pcpu_format)4) == NULL);
+	CHECK(pcpu_format_content_type((enum pcpu_format)5) == NULL);
+	CHECK(pcpu_format_supported(PCPU_FORMAT_OPENMETRICS) && !pcpu_format_supported((enum pcpu_format)5));
+	if (!pcpu_format_supported(PCPU_FORMAT_PROTOBUF))
+		CHECK(pcpu_snapshot_write(&s, PCPU_FORMAT_PROTOBUF, &out, &len) < 0 && errno == ENOTSUP);
 	CHECK(strcmp(pcpu_format_content_type(PCPU_FORMAT_OPENMETRICS),
 		     "application/openmetrics-text; version=1.0.0; charset=utf-8") == 0);
 }
