@@ -38,6 +38,12 @@ void pcpu_counter_add_many(const pcpu_counter_t *cs, const int64_t *vs, size_t n
 	pcpu__pcpu_counter_add_many_inline(cs, vs, n);
 }
 
+void pcpu_counter_add_atomic(pcpu_counter_t c, int64_t v)
+{
+	CHECK(c, __func__);
+	pcpu__counter_add_atomic_inline(c, v);
+}
+
 pcpu_counter_t pcpu_counter_at(pcpu_counter_t array, size_t i)
 {
 	return pcpu__pcpu_counter_at_inline(array, i);

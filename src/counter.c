@@ -84,7 +84,7 @@ static inline void add_atomic(pcpu_counter_t c, int64_t v)
 	__atomic_fetch_add(pcpu_mirror_word(c, pcpu_fallback_slot()), v, __ATOMIC_RELAXED);
 }
 
-void pcpu_counter_add_atomic(pcpu_counter_t c, int64_t v)
+void pcpu__counter_add_atomic_slow(pcpu_counter_t c, int64_t v)
 {
 	CHECK(c);
 	add_atomic(c, v);
@@ -92,8 +92,18 @@ void pcpu_counter_add_atomic(pcpu_counter_t c, int64_t v)
 
 void pcpu__counter_add_slow(pcpu_counter_t c, int64_t v)
 {
+	uint32_t plus1 = pcpu_t_fallback_slot_plus1;
 	int tries;
 
+	/* A thread that was given a fallback slot has no usable rseq area for
+	 * good (registration refused, PCPU_RSEQ=0, or after its exit
+	 * destructor): straight to the atomic add on that slot's mirror word,
+	 * without asking pcpu__thread_prepare() again on every add. */
+	if (PCPU_LIKELY(plus1 != 0)) {
+		pcpu_mirror_mark(c);
+		__atomic_fetch_add(pcpu_mirror_word(c, plus1 - 1), v, __ATOMIC_RELAXED);
+		return;
+	}
 	/* The inline attempt did not commit: the thread is not registered
 	 * (pcpu registers it now if it registers threads itself), or the
 	 * section aborted. Retry rseq a few times, then take the atomic path,

@@ -124,9 +124,14 @@ static inline void pcpu_mirror_mark(const void *obj)
 {
 	struct pcpu__chunk_hdr *h = pcpu__chunk_of(obj);
 
-	if (PCPU_UNLIKELY(!(__atomic_load_n(&h->flags, __ATOMIC_RELAXED) &
-			    PCPU__CHUNK_MIRROR_USED)))
+	if (PCPU_UNLIKELY(__atomic_load_n(&h->mirror_delta, __ATOMIC_RELAXED) == 0)) {
 		__atomic_fetch_or(&h->flags, PCPU__CHUNK_MIRROR_USED, __ATOMIC_SEQ_CST);
+		/* After the flag: whoever takes the inline atomic add because
+		 * it reads the delta finds the flag set for fetches. */
+		__atomic_store_n(&h->mirror_delta,
+				 (int64_t)((uint64_t)pcpu_slot_count << PCPU_SLOT_STRIDE_SHIFT),
+				 __ATOMIC_RELEASE);
+	}
 }
 
 /* Whether fetches must read the mirror words of the chunk holding `obj`.

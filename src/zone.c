@@ -605,6 +605,7 @@ static struct chunk *chunk_create(pcpu_zone_t *zone)
 	hdr = (struct pcpu__chunk_hdr *)base;
 	hdr->magic = PCPU__CHUNK_MAGIC;
 	hdr->flags = 0;
+	hdr->mirror_delta = 0;
 	c->frontier = HDR_GRANULES; /* the header is never an object */
 	c->holes = 0;
 	memset(c->nofit, 0, sizeof(c->nofit));
@@ -1085,6 +1086,7 @@ int pcpu_zone_attach_file_reserved(pcpu_zone_t *zone, int fd, uint64_t file_base
 		if (rc == 0) {
 			/* Nothing live: start afresh, with the file's zeros. */
 			hdr.flags = 0;
+			hdr.mirror_delta = 0;
 			*(struct pcpu__chunk_hdr *)c->base = hdr;
 			memset(c->alloc, 0, (c->frontier + 63) / 64 * sizeof(uint64_t));
 			memset(c->start, 0, (c->frontier + 63) / 64 * sizeof(uint64_t));
@@ -1109,6 +1111,7 @@ int pcpu_zone_attach_file_reserved(pcpu_zone_t *zone, int fd, uint64_t file_base
 
 				h->magic = PCPU__CHUNK_MAGIC;
 				h->flags = 0;
+				h->mirror_delta = 0;
 			}
 		zone->fd = -1;
 		zone->reserve = 0;

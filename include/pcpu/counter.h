@@ -65,6 +65,12 @@ typedef struct pcpu_counter *pcpu_counter_t;
  * Async-signal-safe. */
 PCPU_API void pcpu__counter_add_slow(pcpu_counter_t c, int64_t v);
 
+/* Out-of-line rest of an atomic add the inline path could not do (thread
+ * without an index, or the chunk's mirror not yet in use): marks the
+ * chunk's mirror in use and adds atomically to the mirror word of the
+ * thread's fallback slot. Async-signal-safe. */
+PCPU_API void pcpu__counter_add_atomic_slow(pcpu_counter_t c, int64_t v);
+
 static inline pcpu_counter_t pcpu__counter_slot(pcpu_counter_t c, size_t idx)
 {
 	return (pcpu_counter_t)((char *)c + ((size_t)idx << PCPU_SLOT_STRIDE_SHIFT));
@@ -100,10 +106,31 @@ __attribute__((always_inline)) static inline void pcpu__counter_add_inline(pcpu_
 		pcpu__counter_add_slow(c, v);
 }
 
+/* The inline atomic add, for both tiers (pcpu_counter_add_atomic()): a
+ * `lock add` on the mirror word of the thread's slot, addressed from the
+ * index the rseq path reads and the chunk header's mirror_delta, so the
+ * common case is two loads, a test and the `lock add` -- no call. */
+__attribute__((always_inline)) static inline void pcpu__counter_add_atomic_inline(pcpu_counter_t c,
+										 int64_t v)
+{
+#if PCPU_ARCH_HAVE_RSEQ
+	int64_t idx = pcpu__rseq_load_index();
+	int64_t delta = __atomic_load_n(&pcpu__chunk_of(c)->mirror_delta, __ATOMIC_RELAXED);
+
+	if (PCPU_LIKELY(idx >= 0) && PCPU_LIKELY(delta != 0)) {
+		__atomic_fetch_add((int64_t *)((char *)pcpu__counter_slot(c, (size_t)idx) + delta), v,
+				   __ATOMIC_RELAXED);
+		return;
+	}
+#endif
+	pcpu__counter_add_atomic_slow(c, v);
+}
+
 #ifdef PCPU_NO_INLINE
 /* The stable tier: the same operations as exported functions (src/abi.c),
  * documented below with their inline versions. */
 PCPU_API void pcpu_counter_add(pcpu_counter_t c, int64_t v);
+PCPU_API void pcpu_counter_add_atomic(pcpu_counter_t c, int64_t v);
 PCPU_API void pcpu_counter_inc(pcpu_counter_t c);
 PCPU_API void pcpu_counter_add_many(const pcpu_counter_t *cs, const int64_t *vs, size_t n);
 PCPU_API pcpu_counter_t pcpu_counter_at(pcpu_counter_t array, size_t i);
@@ -257,12 +284,23 @@ PCPU_API void pcpu_counter_zero(pcpu_counter_t c);
 
 /**
  * Adds through the fallback path only: an atomic add on the mirror word of
- * the thread's slot. Exact, never uses rseq. For benchmarks and for
- * comparing modes in one process; pcpu_counter_add() uses it by itself when
- * rseq cannot run. Thread-safe; async-signal-safe. Cost: a call and a
- * `lock add` (the first one in a chunk also sets its mirror flag).
+ * the thread's slot. Exact, never uses rseq. For benchmarks, for comparing
+ * modes in one process, and for code that must not enter an rseq critical
+ * section; pcpu_counter_add() does the same by itself when rseq cannot run.
+ * Thread-safe; async-signal-safe. Cost: inline, two loads (the slot index,
+ * the chunk header's mirror offset), a test and a `lock add` on a word no
+ * other CPU writes (bench/README.md: "fallback / bare `lock add`"); a call
+ * for the first atomic add in a chunk (it marks the chunk's mirror in use)
+ * and for threads without rseq.
  */
-PCPU_API void pcpu_counter_add_atomic(pcpu_counter_t c, int64_t v);
+__attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_counter_add_atomic)(pcpu_counter_t c,
+											   int64_t v)
+{
+#ifdef PCPU_DEBUG
+	pcpu__debug_check(c, "pcpu_counter_add_atomic");
+#endif
+	pcpu__counter_add_atomic_inline(c, v);
+}
 
 PCPU_END_DECLS
 

@@ -70,12 +70,18 @@ enum pcpu_index {
 
 typedef struct pcpu_zone pcpu_zone_t;
 
-/* The first bytes of every chunk's slot-0 region. The fast paths never read
- * it; fetches read `flags`. No pointer here: a shared zone's chunks are
- * readable by other processes. */
+/* The first bytes of every chunk's slot-0 region. The rseq fast paths never
+ * read it; fetches read `flags`; the inline atomic add
+ * (pcpu_counter_add_atomic) reads `mirror_delta`. No pointer here: a shared
+ * zone's chunks are readable by other processes. */
 struct pcpu__chunk_hdr {
 	uint32_t magic;
 	uint32_t flags; /* PCPU__CHUNK_MIRROR_USED, set atomically, never cleared */
+	/* 0 until the chunk's mirror words are in use, then the distance from a
+	 * slot's word to its mirror word (nslots * PCPU_SLOT_STRIDE), stored
+	 * after `flags` is set: one load tells the inline atomic add both that
+	 * fetches read the mirror and where it is. */
+	int64_t mirror_delta;
 };
 #define PCPU__CHUNK_MAGIC 0x70637075u /* "pcpu" */
 #define PCPU__CHUNK_MIRROR_USED 1u
