@@ -265,10 +265,10 @@ static void globals_init(void)
 	 * linker cannot relax when linking statically (ld: "TLS transition
 	 * from R_X86_64_GOTTPOFF to R_X86_64_TPOFF32 failed"). */
 	__asm__("" : "+r"(area));
-	pcpu__g.index_tpoff = (int32_t)(area + (process_index == PCPU_INDEX_MM_CID
+	pcpu__g.index_tpoff = (int64_t)(area + (process_index == PCPU_INDEX_MM_CID
 							? PCPU__RSEQ_OFF_MM_CID
 							: PCPU__RSEQ_OFF_CPU_ID));
-	pcpu__g.cs_tpoff = (int32_t)(area + PCPU__RSEQ_OFF_CS);
+	pcpu__g.cs_tpoff = (int64_t)(area + PCPU__RSEQ_OFF_CS);
 	once_end(&globals_state);
 }
 

@@ -66,9 +66,11 @@ PCPU_BEGIN_DECLS
  * per add). The library itself writes it once, in src/rseq.c.
  */
 struct pcpu__globals {
-	int32_t index_tpoff;
-	int32_t cs_tpoff;
-	uint32_t reserved[2];
+	/* Full width: the sections use them as address registers, and a
+	 * 32-bit field would cost a sign extension per add where the compiler
+	 * does not keep the extended value in a register. */
+	int64_t index_tpoff;
+	int64_t cs_tpoff;
 };
 #ifdef PCPU_BUILDING_LIBRARY
 extern PCPU_API struct pcpu__globals pcpu__g;

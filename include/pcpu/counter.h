@@ -79,17 +79,14 @@ static inline pcpu_counter_t pcpu__counter_slot(pcpu_counter_t c, size_t idx)
 /* One rseq attempt: 0 once committed, nonzero if the thread is not
  * registered (negative index) or the section aborted. No retry here: the
  * loop lives in the slow path, so the inline code holds no retry budget.
- * A registered index is below pcpu_nslots() (the kernel bounds cpu_id and
+ * The index is read inside the section (pcpu__rseq_loadidx_addv). A
+ * registered index is below pcpu_nslots() (the kernel bounds cpu_id and
  * mm_cid by the possible CPUs), so the sign test is the only range check. */
 __attribute__((always_inline)) static inline int pcpu__counter_add_once(pcpu_counter_t c,
 									 int64_t v)
 {
 #if PCPU_ARCH_HAVE_RSEQ
-	int64_t idx = pcpu__rseq_load_index();
-
-	if (PCPU_UNLIKELY(idx < 0))
-		return 1;
-	return pcpu__rseq_cmpeq_addv(idx, &pcpu__counter_slot(c, (size_t)idx)->pcpu__word, v);
+	return pcpu__rseq_loadidx_addv(&c->pcpu__word, v);
 #else
 	(void)c;
 	(void)v;
@@ -149,9 +146,10 @@ PCPU_API pcpu_counter_t pcpu_counter_at(pcpu_counter_t array, size_t i);
  * otherwise, as for any freed memory; with PCPU_DEBUG defined, it is checked
  * and a bad counter aborts with a message).
  * Thread-safe; async-signal-safe (a handler may add to the counter the code
- * it interrupted is adding to). Cost: one load of the slot index, the arming
- * store, a compare and the `add` (bench/README.md measures it beside a
- * minimal hand-written rseq add and a thread-private `+=`).
+ * it interrupted is adding to). Cost: the arming store, the load of the
+ * slot index (inside the section), a sign test, a shift and the `add`
+ * (bench/README.md measures it beside a minimal hand-written rseq add and a
+ * thread-private `+=`).
  */
 __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_counter_add)(pcpu_counter_t c,
 										    int64_t v)

@@ -160,6 +160,53 @@ aborted:
 }
 
 /*
+ * rseq_loadidx_addv:                   (the index is read INSIDE the section)
+ *   idx = index; if (idx < 0) return 3;            (not registered)
+ *   *(int64_t *)(base + idx * PCPU_SLOT_STRIDE) += v;     (commit: the add)
+ *
+ * The counter add. Reading the index after arming, as tcmalloc's per-CPU
+ * caches do, needs no second read to compare: a thread that moves after the
+ * load is restarted before the commit. So the section is the arming store,
+ * the index load, a sign test, the shift and the add -- one load fewer than
+ * load-then-compare, and nothing held in a register across it. An
+ * unregistered area reads a negative index and leaves before anything is
+ * written (the arming store is harmless there: the kernel does not look at
+ * an unregistered area).
+ *
+ * Returns 0 once the add is committed, 1 if the section aborted, 3 if the
+ * thread is not registered (nothing written).
+ */
+__attribute__((always_inline)) static inline int pcpu__rseq_loadidx_addv(int64_t *base, int64_t v)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__X86_RSEQ_ARM("%[cs]")
+		     "1:\n\t"
+		     "movslq %%fs:(%[idx]), %%rdx\n\t"
+		     "testq %%rdx, %%rdx\n\t"
+		     "js %l[unregistered]\n\t"
+		     "shlq %[shift], %%rdx\n\t"
+		     PCPU__INJECT_ASM
+		     "addq %[v], (%[base], %%rdx)\n\t"
+		     "2:\n\t"
+		     PCPU__X86_RSEQ_ABORT_TO("aborted")
+		     :
+		     : [cs] "r"((intptr_t)pcpu__g.cs_tpoff),
+		       [idx] "r"((intptr_t)pcpu__g.index_tpoff), [base] "r"(base), [v] "er"(v),
+		       [shift] "n"(PCPU_SLOT_STRIDE_SHIFT)
+		     : "memory", "cc", "rax", "rdx" PCPU__INJECT_CLOBBER
+		     : aborted, unregistered);
+	pcpu__after_asm_goto();
+	return 0;
+aborted:
+	pcpu__after_asm_goto();
+	PCPU__INJECT_ABORTED();
+	return 1;
+unregistered:
+	pcpu__after_asm_goto();
+	return 3;
+}
+
+/*
  * rseq_cmpeq_cmpeqv_storev:
  *   if (index != expected) abort;
  *   if (*p != expect) return 2;
