@@ -9,9 +9,9 @@
  *    are relative to (slow paths only);
  *  - pcpu__rseq_load_index(): the calling thread's slot index, negative when
  *    its rseq area is not registered;
- *  - pcpu__rseq_loadidx_addv(): idx = index (inside the section); if
- *    (idx < 0) fail; base[idx * stride] += v (the counter add);
  *  - pcpu__rseq_cmpeq_addv(): if (index != expected) abort; *p += v;
+ *  - pcpu__rseq_cmpeq_addv_indexed(): if (index != idx) abort;
+ *    base[idx * stride] += v (the counter add);
  *  - pcpu__rseq_cmpeq_cmpeqv_storev(): if (index != expected) abort;
  *    if (*p != expect) fail; *p = newv;
  *  - pcpu__rseq_loadidx_cmpeqv_addv(): idx = index (inside the section);

@@ -79,14 +79,17 @@ static inline pcpu_counter_t pcpu__counter_slot(pcpu_counter_t c, size_t idx)
 /* One rseq attempt: 0 once committed, nonzero if the thread is not
  * registered (negative index) or the section aborted. No retry here: the
  * loop lives in the slow path, so the inline code holds no retry budget.
- * The index is read inside the section (pcpu__rseq_loadidx_addv). A
- * registered index is below pcpu_nslots() (the kernel bounds cpu_id and
+ * A registered index is below pcpu_nslots() (the kernel bounds cpu_id and
  * mm_cid by the possible CPUs), so the sign test is the only range check. */
 __attribute__((always_inline)) static inline int pcpu__counter_add_once(pcpu_counter_t c,
 									 int64_t v)
 {
 #if PCPU_ARCH_HAVE_RSEQ
-	return pcpu__rseq_loadidx_addv(&c->pcpu__word, v);
+	int64_t idx = pcpu__rseq_load_index();
+
+	if (PCPU_UNLIKELY(idx < 0))
+		return 1;
+	return pcpu__rseq_cmpeq_addv_indexed(idx, &c->pcpu__word, v);
 #else
 	(void)c;
 	(void)v;
@@ -146,8 +149,8 @@ PCPU_API pcpu_counter_t pcpu_counter_at(pcpu_counter_t array, size_t i);
  * otherwise, as for any freed memory; with PCPU_DEBUG defined, it is checked
  * and a bad counter aborts with a message).
  * Thread-safe; async-signal-safe (a handler may add to the counter the code
- * it interrupted is adding to). Cost: the arming store, the load of the
- * slot index (inside the section), a sign test, a shift and the `add`
+ * it interrupted is adding to). Cost: a load of the slot index, a sign
+ * test, the arming store, a compare, a shift and the `add`
  * (bench/README.md measures it beside a minimal hand-written rseq add and a
  * thread-private `+=`).
  */

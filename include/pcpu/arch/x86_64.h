@@ -104,6 +104,19 @@ PCPU_END_DECLS
 	"leaq 3b(%%rip), %%rax\n\t"                                          \
 	"movq %%rax, %%fs:(" cs_operand ")\n\t"
 
+/* The same, with the descriptor's address through a register the compiler
+ * picks (an early-clobber output), for sections whose operands are already
+ * in registers the compiler would otherwise have to move out of %rax. */
+#define PCPU__X86_RSEQ_ARM_VIA(cs_operand, scratch)                          \
+	".pushsection __rseq_cs, \"aw\"\n\t"                                 \
+	".balign 32\n\t"                                                     \
+	"3:\n\t"                                                             \
+	".long 0x0, 0x0\n\t"                                                 \
+	".quad 1f, (2f - 1f), 4f\n\t"                                        \
+	".popsection\n\t"                                                    \
+	"leaq 3b(%%rip), " scratch "\n\t"                                    \
+	"movq " scratch ", %%fs:(" cs_operand ")\n\t"
+
 #define PCPU__X86_RSEQ_ABORT_TO(label)                                       \
 	".pushsection __rseq_failure, \"ax\"\n\t"                            \
 	".byte 0x0f, 0xb9, 0x3d\n\t"                                         \
@@ -160,51 +173,63 @@ aborted:
 }
 
 /*
- * rseq_loadidx_addv:                   (the index is read INSIDE the section)
- *   idx = index; if (idx < 0) return 3;            (not registered)
+ * rseq_cmpeq_addv_indexed:
+ *   if (index != idx) abort;
  *   *(int64_t *)(base + idx * PCPU_SLOT_STRIDE) += v;     (commit: the add)
  *
- * The counter add. Reading the index after arming, as tcmalloc's per-CPU
- * caches do, needs no second read to compare: a thread that moves after the
- * load is restarted before the commit. So the section is the arming store,
- * the index load, a sign test, the shift and the add -- one load fewer than
- * load-then-compare, and nothing held in a register across it. An
- * unregistered area reads a negative index and leaves before anything is
- * written (the arming store is harmless there: the kernel does not look at
- * an unregistered area).
+ * The counter add: rseq_cmpeq_addv with the slot's address computed inside
+ * the section from the index register itself, which the shift then
+ * overwrites -- the shape of a hand-written minimal add (read the index,
+ * arm, compare, shift, add), with no copy of the index kept for the
+ * compare. The register is an output of the asm goto for that, which needs
+ * gcc >= 11 or clang >= 11; older compilers get rseq_cmpeq_addv (one
+ * register move more).
  *
- * Returns 0 once the add is committed, 1 if the section aborted, 3 if the
- * thread is not registered (nothing written).
+ * Why the index is read before arming and compared inside, rather than
+ * read once inside (rseq_loadidx_cmpeqv_addv's way): the add's address
+ * then depends on no load issued after the arming store. Measured with the
+ * mm_cid index, reading it inside made the add 1.22-1.35x the minimal add,
+ * against 1.03-1.07x this way (bench/README.md).
+ *
+ * Returns 0 once the add is committed, 1 if the section aborted or the
+ * thread is no longer on slot `idx` (nothing written).
  */
-__attribute__((always_inline)) static inline int pcpu__rseq_loadidx_addv(int64_t *base, int64_t v)
+#if (defined(__clang__) && __clang_major__ >= 11) || (!defined(__clang__) && __GNUC__ >= 11)
+__attribute__((always_inline)) static inline int
+pcpu__rseq_cmpeq_addv_indexed(int64_t idx, int64_t *base, int64_t v)
 {
+	intptr_t scratch;
+
 	PCPU__INJECT_BEFORE();
-	__asm__ goto(PCPU__X86_RSEQ_ARM("%[cs]")
+	__asm__ __volatile__ goto(PCPU__X86_RSEQ_ARM_VIA("%[cs]", "%[scratch]")
 		     "1:\n\t"
-		     "movslq %%fs:(%[idx]), %%rdx\n\t"
-		     "testq %%rdx, %%rdx\n\t"
-		     "js %l[unregistered]\n\t"
-		     "shlq %[shift], %%rdx\n\t"
+		     "cmpl %k[idx], %%fs:(%[idxoff])\n\t"
+		     "jnz %l[aborted]\n\t"
+		     "shlq %[shift], %[idx]\n\t"
 		     PCPU__INJECT_ASM
-		     "addq %[v], (%[base], %%rdx)\n\t"
+		     "addq %[v], (%[base], %[idx])\n\t"
 		     "2:\n\t"
 		     PCPU__X86_RSEQ_ABORT_TO("aborted")
-		     :
+		     : [idx] "+r"(idx), [scratch] "=&r"(scratch)
 		     : [cs] "r"((intptr_t)pcpu__g.cs_tpoff),
-		       [idx] "r"((intptr_t)pcpu__g.index_tpoff), [base] "r"(base), [v] "er"(v),
+		       [idxoff] "r"((intptr_t)pcpu__g.index_tpoff), [base] "r"(base), [v] "er"(v),
 		       [shift] "n"(PCPU_SLOT_STRIDE_SHIFT)
-		     : "memory", "cc", "rax", "rdx" PCPU__INJECT_CLOBBER
-		     : aborted, unregistered);
+		     : "memory", "cc" PCPU__INJECT_CLOBBER
+		     : aborted);
 	pcpu__after_asm_goto();
 	return 0;
 aborted:
 	pcpu__after_asm_goto();
 	PCPU__INJECT_ABORTED();
 	return 1;
-unregistered:
-	pcpu__after_asm_goto();
-	return 3;
 }
+#else
+__attribute__((always_inline)) static inline int
+pcpu__rseq_cmpeq_addv_indexed(int64_t idx, int64_t *base, int64_t v)
+{
+	return pcpu__rseq_cmpeq_addv(idx, (int64_t *)((char *)base + (idx << PCPU_SLOT_STRIDE_SHIFT)), v);
+}
+#endif
 
 /*
  * rseq_cmpeq_cmpeqv_storev:
