@@ -596,6 +596,9 @@ pcpu_objcache_t *pcpu_objcache_create(const struct pcpu_objcache_desc *desc)
 			 : NULL;
 	if (!o->handle)
 		goto fail;
+	/* The locked caches live in the mirror region: marked used, so that
+	 * the zone zeroes it when the object is freed and reused. */
+	pcpu_mirror_mark(o->handle);
 	/* Every slot's copy carries what its fast path reads, so a get or put
 	 * reads nothing but its own slot's line. */
 	for (uint32_t s = 0; s < o->nslots; s++) {
