@@ -269,7 +269,7 @@ static void collect(struct objcache_impl *o)
 				struct pcpu__objcache_slot *sl = pcpu__objcache_slot(o->handle, s);
 				int64_t n = __atomic_load_n(&sl->count, __ATOMIC_ACQUIRE);
 
-				depot_put(o, sl->ptr, (size_t)n);
+				depot_put(o, pcpu__objcache_ptrs(sl), (size_t)n);
 				__atomic_store_n(&sl->count, 0, __ATOMIC_RELEASE);
 			}
 		}
@@ -279,7 +279,7 @@ static void collect(struct objcache_impl *o)
 		struct pcpu__objcache_slot *ml = locked_slot(o, s);
 
 		pthread_mutex_lock(&o->locks[s].m);
-		depot_put(o, ml->ptr, (size_t)ml->count);
+		depot_put(o, pcpu__objcache_ptrs(ml), (size_t)ml->count);
 		ml->count = 0;
 		pthread_mutex_unlock(&o->locks[s].m);
 	}
@@ -325,7 +325,7 @@ static void *locked_get(struct objcache_impl *o)
 
 	pthread_mutex_lock(&o->locks[s].m);
 	if (ml->count > 0)
-		obj = ml->ptr[--ml->count];
+		obj = pcpu__objcache_ptrs(ml)[--ml->count];
 	pthread_mutex_unlock(&o->locks[s].m);
 	if (obj)
 		return got(o, obj, s);
@@ -339,7 +339,7 @@ static void *locked_get(struct objcache_impl *o)
 	if (k) {
 		pthread_mutex_lock(&o->locks[s].m);
 		if (ml->count + (int64_t)k <= o->cap) {
-			memcpy(ml->ptr + ml->count, buf, k * sizeof(*buf));
+			memcpy(pcpu__objcache_ptrs(ml) + ml->count, buf, k * sizeof(*buf));
 			ml->count += (int64_t)k;
 			k = 0;
 		}
@@ -360,9 +360,9 @@ static void locked_put(struct objcache_impl *o, void *obj, uint32_t got_on)
 	if (ml->count >= o->cap) {
 		k = (size_t)o->batch;
 		ml->count -= (int64_t)k;
-		memcpy(buf, ml->ptr + ml->count, k * sizeof(*buf));
+		memcpy(buf, pcpu__objcache_ptrs(ml) + ml->count, k * sizeof(*buf));
 	}
-	ml->ptr[ml->count++] = obj;
+	pcpu__objcache_ptrs(ml)[ml->count++] = obj;
 	pthread_mutex_unlock(&o->locks[s].m);
 	if (k) {
 		count(o, PCPU_OBJCACHE_PUT_MISSES, 1);
@@ -396,7 +396,7 @@ static void *refill_get(struct objcache_impl *o)
 			break;
 		sl = pcpu__objcache_slot(o->handle, (size_t)idx);
 		rc = pcpu__rseq_cmpeq_cmpeqv_cbgt_memcpy_storev(idx, &sl->mode, 0, &sl->count,
-								 sl->cap, sl->ptr, buf, (int64_t)k);
+								 sl->cap, pcpu__objcache_ptrs(sl), buf, (int64_t)k);
 		if (rc == 0)
 			k = 0;
 		else if (rc != 1)
@@ -425,7 +425,7 @@ void *pcpu__objcache_get_slow(pcpu_objcache_t *c)
 				break;
 			sl = pcpu__objcache_slot(c, (size_t)idx);
 			rc = pcpu__rseq_cmpeq_cmpeqv_cbz_load_storev(idx, &sl->mode, 0, &sl->count,
-								      sl->ptr, &obj);
+								      pcpu__objcache_ptrs(sl), &obj);
 			if (rc == 0)
 				return got(o, obj, (unsigned)idx);
 			if (rc == 3)
@@ -457,7 +457,7 @@ void pcpu__objcache_put_slow(pcpu_objcache_t *c, void *obj)
 				break;
 			sl = pcpu__objcache_slot(c, (size_t)idx);
 			rc = pcpu__rseq_cmpeq_cmpeqv_cbge_store_storev(idx, &sl->mode, 0, &sl->count,
-								       sl->cap, sl->ptr, obj);
+								       sl->cap, pcpu__objcache_ptrs(sl), obj);
 			if (rc == 0) {
 				put_done(o, got_on, (unsigned)idx);
 				return;
@@ -470,7 +470,7 @@ void pcpu__objcache_put_slow(pcpu_objcache_t *c, void *obj)
 			if (!missed++)
 				count(o, PCPU_OBJCACHE_PUT_MISSES, 1);
 			if (pcpu__rseq_cmpeq_cmpeqv_cblt_memcpy_storev(idx, &sl->mode, 0, &sl->count,
-								       sl->ptr, buf, o->batch) == 0) {
+								       pcpu__objcache_ptrs(sl), buf, o->batch) == 0) {
 				depot_put(o, buf, (size_t)o->batch);
 				count(o, PCPU_OBJCACHE_DEPOT_XFERS, 1);
 			}

@@ -112,7 +112,7 @@ struct pcpu__objcache_slot {
 	struct pcpu_counter *stats;  /* the cache's counters (every slot alike) */
 	void *impl;                  /* the shared part (every slot alike) */
 	int64_t reserved[3];
-	void *ptr[];                 /* cap entries */
+	/* then cap object pointers: pcpu__objcache_ptrs() */
 };
 
 /** A cache. Create with pcpu_objcache_create(). */
@@ -164,6 +164,12 @@ struct pcpu__objcache_hdr {
 static inline struct pcpu__objcache_hdr *pcpu__objcache_hdr_of(void *obj)
 {
 	return (struct pcpu__objcache_hdr *)obj - 1;
+}
+
+/* A slot's array of cached object pointers, just after its header. */
+static inline void **pcpu__objcache_ptrs(struct pcpu__objcache_slot *s)
+{
+	return (void **)(s + 1);
 }
 
 static inline struct pcpu__objcache_slot *pcpu__objcache_slot(pcpu_objcache_t *c, size_t idx)
@@ -225,7 +231,7 @@ __attribute__((always_inline)) static inline void *PCPU__INLINE_OP(pcpu_objcache
 		return pcpu__objcache_get_slow(c);
 	s = pcpu__objcache_slot(c, (size_t)idx);
 	if (PCPU_UNLIKELY(pcpu__rseq_cmpeq_cmpeqv_cbz_load_storev(idx, &s->mode, 0, &s->count,
-								  s->ptr, &obj) != 0))
+								  pcpu__objcache_ptrs(s), &obj) != 0))
 		return pcpu__objcache_get_slow(c);
 	pcpu__counter_add_inline(s->stats + PCPU_OBJCACHE_GETS, 1);
 	if (PCPU_UNLIKELY(pcpu__objcache_hdr_of(obj)->slot != (uint32_t)idx))
@@ -260,7 +266,7 @@ __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_objcache_
 	}
 	s = pcpu__objcache_slot(c, (size_t)idx);
 	if (PCPU_UNLIKELY(pcpu__rseq_cmpeq_cmpeqv_cbge_store_storev(idx, &s->mode, 0, &s->count,
-								    s->cap, s->ptr, obj) != 0)) {
+								    s->cap, pcpu__objcache_ptrs(s), obj) != 0)) {
 		pcpu__objcache_put_slow(c, obj);
 		return;
 	}
