@@ -17,7 +17,8 @@
  *  - fork() with objects held, by the forking thread and another thread:
  *    the child uses the cache, puts the forking thread's objects back,
  *    drains, and cannot destroy (EBUSY) while the other thread's objects
- *    count as held; the parent is unaffected.
+ *    count as held; the parent is unaffected. And 30 forks while other
+ *    threads get, put and drain: no child inherits a held cache lock.
  * Usage: test_objcache --expect-percpu 0|1
  */
 #include "check.h"
@@ -445,6 +446,77 @@ static void test_fork(void)
 	CHECK_EQ_U64(ctors, dtors);
 }
 
+/* Forks while other threads get, put and drain, so that a cache lock is
+ * often held at the fork: the child must get, put and drain without
+ * hanging (an alarm kills a child that does). */
+static int busy_stop;
+
+static void *busy(void *arg)
+{
+	pcpu_objcache_t *c = arg;
+
+	while (!__atomic_load_n(&busy_stop, __ATOMIC_RELAXED)) {
+		void *a = pcpu_objcache_get(c), *b = pcpu_objcache_get(c);
+
+		CHECK(a && b);
+		pcpu_objcache_put(c, a);
+		pcpu_objcache_put(c, b);
+	}
+	return NULL;
+}
+
+static void *busy_drain(void *arg)
+{
+	while (!__atomic_load_n(&busy_stop, __ATOMIC_RELAXED))
+		(void)pcpu_objcache_drain(arg);
+	return NULL;
+}
+
+static void test_fork_busy(void)
+{
+	pcpu_objcache_t *c = make(0, 4, NULL, NULL);
+	pthread_t t[3];
+	int forks = 30;
+
+	CHECK(pthread_create(&t[0], NULL, busy, c) == 0);
+	CHECK(pthread_create(&t[1], NULL, busy, c) == 0);
+	CHECK(pthread_create(&t[2], NULL, busy_drain, c) == 0);
+	for (int i = 0; i < forks; i++) {
+		pid_t pid;
+		int status;
+
+		usleep(2000);
+		pid = fork();
+		CHECK(pid >= 0);
+		if (pid == 0) {
+			void *objs[20];
+
+			alarm(20);
+			for (int r = 0; r < 20; r++) {
+				for (int k = 0; k < 20; k++)
+					CHECK((objs[k] = pcpu_objcache_get(c)) != NULL);
+				for (int k = 0; k < 20; k++)
+					pcpu_objcache_put(c, objs[k]);
+			}
+			(void)pcpu_objcache_drain(c);
+			_exit(0);
+		}
+		CHECK(waitpid(pid, &status, 0) == pid);
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+			fprintf(stderr, "fork %d: child %s %d\n", i,
+				WIFSIGNALED(status) ? "killed by signal" : "exited",
+				WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+			exit(1);
+		}
+	}
+	__atomic_store_n(&busy_stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < 3; i++)
+		CHECK(pthread_join(t[i], NULL) == 0);
+	CHECK(pcpu_objcache_destroy(c) == 0);
+	CHECK_EQ_U64(ctors, dtors);
+	printf("%d forks while 3 threads got, put and drained: every child ran\n", forks);
+}
+
 int main(int argc, char **argv)
 {
 	int expect_percpu = -1;
@@ -460,6 +532,7 @@ int main(int argc, char **argv)
 	test_strays();
 	test_registry();
 	test_fork();
+	test_fork_busy();
 	printf("objcache unit tests passed (%s mode, rseq %s)\n",
 	       expect_percpu ? "per-CPU" : "locked", pcpu_rseq_mode_name(pcpu_rseq_mode()));
 	return 0;
