@@ -623,14 +623,13 @@ fail:
 	return NULL;
 }
 
-/* Objects cached now; with every lock but caches_lock held or not (a
- * fetch of each count). */
-static uint64_t cached_now(struct objcache_impl *o)
+/* Objects cached now (a load of each count), and in the depot. */
+static uint64_t cached_now(struct objcache_impl *o, uint64_t *in_depot)
 {
 	uint64_t n;
 
 	pthread_mutex_lock(&o->depot_lock);
-	n = o->depot_n;
+	n = *in_depot = o->depot_n;
 	pthread_mutex_unlock(&o->depot_lock);
 	for (uint32_t s = 0; s < o->nslots; s++) {
 		n += (uint64_t)__atomic_load_n(&pcpu__objcache_slot(o->handle, s)->count,
@@ -715,7 +714,7 @@ int pcpu_objcache_stats(pcpu_objcache_t *c, struct pcpu_objcache_stats *out)
 	out->strays = v[PCPU_OBJCACHE_STRAYS];
 	out->local_hits = out->gets - out->get_misses;
 	out->objects = (int64_t)v[PCPU_OBJCACHE_OBJECTS];
-	out->cached = cached_now(o);
+	out->cached = cached_now(o, &out->in_depot);
 	return 0;
 }
 

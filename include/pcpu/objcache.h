@@ -151,6 +151,7 @@ struct pcpu_objcache_stats {
 	uint64_t local_hits; /**< gets - get_misses */
 	int64_t objects;     /**< in existence */
 	uint64_t cached;     /**< in slots' caches and the depot (collects nothing) */
+	uint64_t in_depot;   /**< of which in the depot */
 };
 
 /* Where a cache keeps the slot an object was last handed out on: the 8
