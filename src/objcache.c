@@ -88,6 +88,13 @@ static void count(struct objcache_impl *o, enum pcpu_objcache_stat which, int64_
 	pcpu_counter_add(o->stats + which, v);
 }
 
+/* The locked caches' count: their threads cannot run rseq sections, so the
+ * counter's atomic path at once, not after a failed attempt. */
+static void count_locked(struct objcache_impl *o, enum pcpu_objcache_stat which)
+{
+	pcpu_counter_add_atomic(o->stats + which, 1);
+}
+
 /* Slot s's locked cache: its copy in the mirror region. */
 static struct pcpu__objcache_slot *locked_slot(struct objcache_impl *o, unsigned s)
 {
@@ -298,17 +305,27 @@ void pcpu__objcache_handed_out(pcpu_objcache_t *c, void *obj, unsigned slot)
 	h->slot = slot;
 }
 
-/* What every slow get does once it has the object, got on `slot`. */
-static void *got(struct objcache_impl *o, void *obj, unsigned slot)
+/* What every slow get does once it has the object, got on `slot`
+ * (`locked`: by a locked cache). */
+static void *got(struct objcache_impl *o, void *obj, unsigned slot, int locked)
 {
-	count(o, PCPU_OBJCACHE_GETS, 1);
+	if (locked)
+		count_locked(o, PCPU_OBJCACHE_GETS);
+	else
+		count(o, PCPU_OBJCACHE_GETS, 1);
 	if (pcpu__objcache_hdr_of(obj)->slot != slot)
 		pcpu__objcache_handed_out(o->handle, obj, slot);
 	return obj;
 }
 
-static void put_done(struct objcache_impl *o, uint32_t got_on, unsigned slot)
+static void put_done(struct objcache_impl *o, uint32_t got_on, unsigned slot, int locked)
 {
+	if (locked) {
+		count_locked(o, PCPU_OBJCACHE_PUTS);
+		if (got_on != slot)
+			count_locked(o, PCPU_OBJCACHE_STRAYS);
+		return;
+	}
 	count(o, PCPU_OBJCACHE_PUTS, 1);
 	if (got_on != slot)
 		count(o, PCPU_OBJCACHE_STRAYS, 1);
@@ -328,7 +345,7 @@ static void *locked_get(struct objcache_impl *o)
 		obj = pcpu__objcache_ptrs(ml)[--ml->count];
 	pthread_mutex_unlock(&o->locks[s].m);
 	if (obj)
-		return got(o, obj, s);
+		return got(o, obj, s, 1);
 	/* Not under the slot's lock: a get at the limit collects, which
 	 * takes every slot's lock. */
 	count(o, PCPU_OBJCACHE_GET_MISSES, 1);
@@ -346,7 +363,7 @@ static void *locked_get(struct objcache_impl *o)
 		pthread_mutex_unlock(&o->locks[s].m);
 		depot_put(o, buf, k);
 	}
-	return got(o, obj, s);
+	return got(o, obj, s, 1);
 }
 
 static void locked_put(struct objcache_impl *o, void *obj, uint32_t got_on)
@@ -369,7 +386,7 @@ static void locked_put(struct objcache_impl *o, void *obj, uint32_t got_on)
 		depot_put(o, buf, k);
 		count(o, PCPU_OBJCACHE_DEPOT_XFERS, 1);
 	}
-	put_done(o, got_on, s);
+	put_done(o, got_on, s, 1);
 }
 
 #if PCPU_ARCH_HAVE_RSEQ
@@ -395,8 +412,7 @@ static void *refill_get(struct objcache_impl *o)
 		if (idx < 0)
 			break;
 		sl = pcpu__objcache_slot(o->handle, (size_t)idx);
-		rc = pcpu__rseq_cmpeq_cmpeqv_cbgt_memcpy_storev(idx, &sl->mode, 0, &sl->count,
-								 sl->cap, pcpu__objcache_ptrs(sl), buf, (int64_t)k);
+		rc = pcpu__rseq_cmpeq_cmpeqz_cbgt_memcpy_storev(idx, sl, buf, (int64_t)k);
 		if (rc == 0)
 			k = 0;
 		else if (rc != 1)
@@ -405,7 +421,7 @@ static void *refill_get(struct objcache_impl *o)
 	depot_put(o, buf, k);
 	if (idx < 0)
 		idx = pcpu__rseq_load_index();
-	return got(o, obj, idx < 0 ? pcpu_fallback_slot() : (unsigned)idx);
+	return got(o, obj, idx < 0 ? pcpu_fallback_slot() : (unsigned)idx, 0);
 }
 #endif
 
@@ -424,10 +440,9 @@ void *pcpu__objcache_get_slow(pcpu_objcache_t *c)
 			if (idx < 0)
 				break;
 			sl = pcpu__objcache_slot(c, (size_t)idx);
-			rc = pcpu__rseq_cmpeq_cmpeqv_cbz_load_storev(idx, &sl->mode, 0, &sl->count,
-								      pcpu__objcache_ptrs(sl), &obj);
+			rc = pcpu__rseq_cmpeq_cmpeqz_cbz_load_storev(idx, sl, &obj);
 			if (rc == 0)
-				return got(o, obj, (unsigned)idx);
+				return got(o, obj, (unsigned)idx, 0);
 			if (rc == 3)
 				return refill_get(o);
 			if (rc == 2)
@@ -456,10 +471,9 @@ void pcpu__objcache_put_slow(pcpu_objcache_t *c, void *obj)
 			if (idx < 0)
 				break;
 			sl = pcpu__objcache_slot(c, (size_t)idx);
-			rc = pcpu__rseq_cmpeq_cmpeqv_cbge_store_storev(idx, &sl->mode, 0, &sl->count,
-								       sl->cap, pcpu__objcache_ptrs(sl), obj);
+			rc = pcpu__rseq_cmpeq_cmpeqz_cbge_store_storev(idx, sl, obj);
 			if (rc == 0) {
-				put_done(o, got_on, (unsigned)idx);
+				put_done(o, got_on, (unsigned)idx, 0);
 				return;
 			}
 			if (rc == 2)
@@ -469,8 +483,7 @@ void pcpu__objcache_put_slow(pcpu_objcache_t *c, void *obj)
 			/* Full: half of it to the depot, then push again. */
 			if (!missed++)
 				count(o, PCPU_OBJCACHE_PUT_MISSES, 1);
-			if (pcpu__rseq_cmpeq_cmpeqv_cblt_memcpy_storev(idx, &sl->mode, 0, &sl->count,
-								       pcpu__objcache_ptrs(sl), buf, o->batch) == 0) {
+			if (pcpu__rseq_cmpeq_cmpeqz_cblt_memcpy_storev(idx, sl, buf, o->batch) == 0) {
 				depot_put(o, buf, (size_t)o->batch);
 				count(o, PCPU_OBJCACHE_DEPOT_XFERS, 1);
 			}

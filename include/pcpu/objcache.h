@@ -115,6 +115,23 @@ struct pcpu__objcache_slot {
 	/* then cap object pointers: pcpu__objcache_ptrs() */
 };
 
+#if PCPU_ARCH_HAVE_RSEQ
+/* The layout the sections of pcpu/arch.h assume. */
+#ifdef __cplusplus
+static_assert(offsetof(struct pcpu__objcache_slot, mode) == PCPU__CACHE_MODE &&
+		      offsetof(struct pcpu__objcache_slot, count) == PCPU__CACHE_COUNT &&
+		      offsetof(struct pcpu__objcache_slot, cap) == PCPU__CACHE_CAP &&
+		      sizeof(struct pcpu__objcache_slot) == PCPU__CACHE_PTRS,
+	      "slot layout");
+#else
+_Static_assert(offsetof(struct pcpu__objcache_slot, mode) == PCPU__CACHE_MODE &&
+		       offsetof(struct pcpu__objcache_slot, count) == PCPU__CACHE_COUNT &&
+		       offsetof(struct pcpu__objcache_slot, cap) == PCPU__CACHE_CAP &&
+		       sizeof(struct pcpu__objcache_slot) == PCPU__CACHE_PTRS,
+	       "slot layout");
+#endif
+#endif
+
 /** A cache. Create with pcpu_objcache_create(). */
 struct pcpu_objcache {
 	struct pcpu__objcache_slot pcpu__s;
@@ -231,8 +248,7 @@ __attribute__((always_inline)) static inline void *PCPU__INLINE_OP(pcpu_objcache
 	if (PCPU_UNLIKELY(idx < 0))
 		return pcpu__objcache_get_slow(c);
 	s = pcpu__objcache_slot(c, (size_t)idx);
-	if (PCPU_UNLIKELY(pcpu__rseq_cmpeq_cmpeqv_cbz_load_storev(idx, &s->mode, 0, &s->count,
-								  pcpu__objcache_ptrs(s), &obj) != 0))
+	if (PCPU_UNLIKELY(pcpu__rseq_cmpeq_cmpeqz_cbz_load_storev(idx, s, &obj) != 0))
 		return pcpu__objcache_get_slow(c);
 	pcpu__counter_add_inline(s->stats + PCPU_OBJCACHE_GETS, 1);
 	if (PCPU_UNLIKELY(pcpu__objcache_hdr_of(obj)->slot != (uint32_t)idx))
@@ -266,8 +282,7 @@ __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_objcache_
 		return;
 	}
 	s = pcpu__objcache_slot(c, (size_t)idx);
-	if (PCPU_UNLIKELY(pcpu__rseq_cmpeq_cmpeqv_cbge_store_storev(idx, &s->mode, 0, &s->count,
-								    s->cap, pcpu__objcache_ptrs(s), obj) != 0)) {
+	if (PCPU_UNLIKELY(pcpu__rseq_cmpeq_cmpeqz_cbge_store_storev(idx, s, obj) != 0)) {
 		pcpu__objcache_put_slow(c, obj);
 		return;
 	}

@@ -264,57 +264,66 @@ unregistered:
 
 /* ---- object caches (pcpu/objcache.h) ------------------------------------
  *
- * A slot's cache is an array `arr` of object pointers and a count of the
- * ones in use, `*count`, in that slot's copy of a per-CPU object, guarded by
- * the slot's copy of a mode word `*v` (0: sections may commit; a collecting
- * thread sets it, then membarrier restarts the sections in flight). Each
- * operation is one section whose only shared-visible store is its last, the
- * commit of the new count (the rseq slides' "speculative store, then final
- * commit store"): an object pointer stored into arr[] above the count, or
- * copied out of it, is not part of the cache until, or stays part of it
- * unless, the count says so. Copies go to or come from the caller's private
- * memory, so an aborted section leaves nothing behind. Every one compares
- * the index first, so it commits only on slot `expected`.
+ * A slot's cache is one slot's copy of a per-CPU object laid out as below
+ * (pcpu/objcache.h checks its struct against these offsets): a mode word
+ * (0: sections may commit; a collecting thread sets it, then membarrier
+ * restarts the sections in flight), the count of object pointers in use,
+ * the capacity, and from PCPU__CACHE_PTRS on the array of pointers. Fixed
+ * offsets, so each operation needs one register for the cache (the
+ * sections must also build at -O0 with a frame pointer).
+ *
+ * Each operation is one section whose only store others can see is its
+ * last, the commit of the new count (the rseq slides' "speculative store,
+ * then final commit store"): a pointer stored into the array above the
+ * count, or copied out of it, is not part of the cache until, or stays
+ * part of it unless, the count says so. Copies go to or come from the
+ * caller's private memory, so an aborted section leaves nothing behind.
+ * Every one compares the index first, so it commits only on slot
+ * `expected`.
  */
+#define PCPU__CACHE_MODE 0
+#define PCPU__CACHE_COUNT 8
+#define PCPU__CACHE_CAP 16
+#define PCPU__CACHE_PTRS 64
 
 /*
- * rseq_cmpeq_cmpeqv_cbz_load_storev ("pop"):
+ * rseq_cmpeq_cmpeqz_cbz_load_storev ("pop"):
  *   if (index != expected) abort;
- *   if (*v != expect) return 2;
- *   n = *count; if (n == 0) return 3;
- *   *out = arr[n - 1];                      (private: the caller's variable)
- *   *count = n - 1;                                    (commit: the store)
+ *   if (cache->mode != 0) return 2;
+ *   n = cache->count; if (n == 0) return 3;
+ *   *out = cache->ptrs[n - 1];              (private: the caller's variable)
+ *   cache->count = n - 1;                              (commit: the store)
  *
  * Returns 0 once the object is taken (*out holds it), 1 if aborted or no
- * longer on slot `expected`, 2 if *v did not hold `expect`, 3 if the cache
- * was empty (nothing written but *out on 0).
+ * longer on slot `expected`, 2 if the mode was not 0, 3 if the cache was
+ * empty (nothing written but *out).
  */
 __attribute__((always_inline)) static inline int
-pcpu__rseq_cmpeq_cmpeqv_cbz_load_storev(int64_t expected, intptr_t *v, intptr_t expect,
-					 int64_t *count, void **arr, void **out)
+pcpu__rseq_cmpeq_cmpeqz_cbz_load_storev(int64_t expected, void *cache, void **out)
 {
 	PCPU__INJECT_BEFORE();
 	__asm__ goto(PCPU__X86_RSEQ_ARM("%[cs]")
 		     "1:\n\t"
 		     "cmpl %k[expected], %%fs:(%[idx])\n\t"
 		     "jnz %l[aborted]\n\t"
-		     "cmpq %[expect], %[v]\n\t"
+		     "cmpq $0, %c[mode](%[cache])\n\t"
 		     "jnz %l[differs]\n\t"
-		     "movq %[count], %%rdx\n\t"
+		     "movq %c[count](%[cache]), %%rdx\n\t"
 		     "testq %%rdx, %%rdx\n\t"
 		     "jz %l[empty]\n\t"
-		     "movq -8(%[arr], %%rdx, 8), %%r8\n\t"
+		     "movq %c[ptrs]-8(%[cache], %%rdx, 8), %%r8\n\t"
 		     "movq %%r8, (%[out])\n\t"
 		     "decq %%rdx\n\t"
 		     PCPU__INJECT_ASM
-		     "movq %%rdx, %[count]\n\t"
+		     "movq %%rdx, %c[count](%[cache])\n\t"
 		     "2:\n\t"
 		     PCPU__X86_RSEQ_ABORT_TO("aborted")
 		     :
 		     : [cs] "r"((intptr_t)pcpu__g.cs_tpoff),
 		       [idx] "r"((intptr_t)pcpu__g.index_tpoff),
-		       [expected] "r"(expected), [v] "m"(*v), [expect] "er"(expect),
-		       [count] "m"(*count), [arr] "r"(arr), [out] "r"(out)
+		       [expected] "r"(expected), [cache] "r"(cache), [out] "r"(out),
+		       [mode] "n"(PCPU__CACHE_MODE), [count] "n"(PCPU__CACHE_COUNT),
+		       [ptrs] "n"(PCPU__CACHE_PTRS)
 		     : "memory", "cc", "rax", "rdx", "r8" PCPU__INJECT_CLOBBER
 		     : aborted, differs, empty);
 	pcpu__after_asm_goto();
@@ -332,42 +341,42 @@ empty:
 }
 
 /*
- * rseq_cmpeq_cmpeqv_cbge_store_storev ("push"):
+ * rseq_cmpeq_cmpeqz_cbge_store_storev ("push"):
  *   if (index != expected) abort;
- *   if (*v != expect) return 2;
- *   n = *count; if (n >= cap) return 3;
- *   arr[n] = p;                                   (speculative: above n)
- *   *count = n + 1;                                    (commit: the store)
+ *   if (cache->mode != 0) return 2;
+ *   n = cache->count; if (n >= cache->cap) return 3;
+ *   cache->ptrs[n] = p;                           (speculative: above n)
+ *   cache->count = n + 1;                              (commit: the store)
  *
  * Returns 0 once the object is in the cache, 1 if aborted or no longer on
- * slot `expected`, 2 if *v did not hold `expect`, 3 if the cache was full
+ * slot `expected`, 2 if the mode was not 0, 3 if the cache was full
  * (nothing written).
  */
 __attribute__((always_inline)) static inline int
-pcpu__rseq_cmpeq_cmpeqv_cbge_store_storev(int64_t expected, intptr_t *v, intptr_t expect,
-					   int64_t *count, int64_t cap, void **arr, void *p)
+pcpu__rseq_cmpeq_cmpeqz_cbge_store_storev(int64_t expected, void *cache, void *p)
 {
 	PCPU__INJECT_BEFORE();
 	__asm__ goto(PCPU__X86_RSEQ_ARM("%[cs]")
 		     "1:\n\t"
 		     "cmpl %k[expected], %%fs:(%[idx])\n\t"
 		     "jnz %l[aborted]\n\t"
-		     "cmpq %[expect], %[v]\n\t"
+		     "cmpq $0, %c[mode](%[cache])\n\t"
 		     "jnz %l[differs]\n\t"
-		     "movq %[count], %%rdx\n\t"
-		     "cmpq %[cap], %%rdx\n\t"
+		     "movq %c[count](%[cache]), %%rdx\n\t"
+		     "cmpq %c[cap](%[cache]), %%rdx\n\t"
 		     "jge %l[full]\n\t"
-		     "movq %[p], (%[arr], %%rdx, 8)\n\t"
+		     "movq %[p], %c[ptrs](%[cache], %%rdx, 8)\n\t"
 		     "incq %%rdx\n\t"
 		     PCPU__INJECT_ASM
-		     "movq %%rdx, %[count]\n\t"
+		     "movq %%rdx, %c[count](%[cache])\n\t"
 		     "2:\n\t"
 		     PCPU__X86_RSEQ_ABORT_TO("aborted")
 		     :
 		     : [cs] "r"((intptr_t)pcpu__g.cs_tpoff),
 		       [idx] "r"((intptr_t)pcpu__g.index_tpoff),
-		       [expected] "r"(expected), [v] "m"(*v), [expect] "er"(expect),
-		       [count] "m"(*count), [cap] "r"(cap), [arr] "r"(arr), [p] "r"(p)
+		       [expected] "r"(expected), [cache] "r"(cache), [p] "r"(p),
+		       [mode] "n"(PCPU__CACHE_MODE), [count] "n"(PCPU__CACHE_COUNT),
+		       [cap] "n"(PCPU__CACHE_CAP), [ptrs] "n"(PCPU__CACHE_PTRS)
 		     : "memory", "cc", "rax", "rdx" PCPU__INJECT_CLOBBER
 		     : aborted, differs, full);
 	pcpu__after_asm_goto();
@@ -385,56 +394,55 @@ full:
 }
 
 /*
- * rseq_cmpeq_cmpeqv_cbgt_memcpy_storev ("push k"):
+ * rseq_cmpeq_cmpeqz_cbgt_memcpy_storev ("push k"):
  *   if (index != expected) abort;
- *   if (*v != expect) return 2;
- *   n = *count; if (n + k > cap) return 3;
- *   memcpy(&arr[n], src, k * 8);                  (speculative: above n)
- *   *count = n + k;                                    (commit: the store)
+ *   if (cache->mode != 0) return 2;
+ *   n = cache->count; if (n + k > cache->cap) return 3;
+ *   memcpy(&cache->ptrs[n], src, k * 8);          (speculative: above n)
+ *   cache->count = n + k;                              (commit: the store)
  *
  * Returns 0 once the k objects are in the cache, 1 if aborted or no longer
- * on slot `expected`, 2 if *v did not hold `expect`, 3 if they do not fit
+ * on slot `expected`, 2 if the mode was not 0, 3 if they do not fit
  * (nothing written). The copy is a loop of 8-byte moves inside the section
  * (a preemption in the middle restarts it all).
  */
 __attribute__((always_inline)) static inline int
-pcpu__rseq_cmpeq_cmpeqv_cbgt_memcpy_storev(int64_t expected, intptr_t *v, intptr_t expect,
-					    int64_t *count, int64_t cap, void **arr,
-					    void *const *src, int64_t k)
+pcpu__rseq_cmpeq_cmpeqz_cbgt_memcpy_storev(int64_t expected, void *cache, void *const *src,
+					    int64_t k)
 {
 	PCPU__INJECT_BEFORE();
 	__asm__ goto(PCPU__X86_RSEQ_ARM("%[cs]")
 		     "1:\n\t"
 		     "cmpl %k[expected], %%fs:(%[idx])\n\t"
 		     "jnz %l[aborted]\n\t"
-		     "cmpq %[expect], %[v]\n\t"
+		     "cmpq $0, %c[mode](%[cache])\n\t"
 		     "jnz %l[differs]\n\t"
-		     "movq %[count], %%rdx\n\t"
-		     "leaq (%%rdx, %[k]), %%r8\n\t"
-		     "cmpq %[cap], %%r8\n\t"
+		     "movq %c[count](%[cache]), %%rdx\n\t"
+		     "leaq (%%rdx, %[k]), %%r10\n\t"
+		     "cmpq %c[cap](%[cache]), %%r10\n\t"
 		     "jg %l[nofit]\n\t"
-		     "leaq (%[arr], %%rdx, 8), %%r9\n\t"
 		     "xorl %%r10d, %%r10d\n\t"
 		     "cmpq %[k], %%r10\n\t"
 		     "jge 8f\n\t"
 		     "7:\n\t"
 		     "movq (%[src], %%r10, 8), %%r11\n\t"
-		     "movq %%r11, (%%r9, %%r10, 8)\n\t"
+		     "movq %%r11, %c[ptrs](%[cache], %%rdx, 8)\n\t"
+		     "incq %%rdx\n\t"
 		     "incq %%r10\n\t"
 		     "cmpq %[k], %%r10\n\t"
 		     "jl 7b\n\t"
 		     "8:\n\t"
 		     PCPU__INJECT_ASM
-		     "movq %%r8, %[count]\n\t"
+		     "movq %%rdx, %c[count](%[cache])\n\t"
 		     "2:\n\t"
 		     PCPU__X86_RSEQ_ABORT_TO("aborted")
 		     :
 		     : [cs] "r"((intptr_t)pcpu__g.cs_tpoff),
 		       [idx] "r"((intptr_t)pcpu__g.index_tpoff),
-		       [expected] "r"(expected), [v] "m"(*v), [expect] "er"(expect),
-		       [count] "m"(*count), [cap] "r"(cap), [arr] "r"(arr), [src] "r"(src),
-		       [k] "r"(k)
-		     : "memory", "cc", "rax", "rdx", "r8", "r9", "r10", "r11" PCPU__INJECT_CLOBBER
+		       [expected] "r"(expected), [cache] "r"(cache), [src] "r"(src), [k] "r"(k),
+		       [mode] "n"(PCPU__CACHE_MODE), [count] "n"(PCPU__CACHE_COUNT),
+		       [cap] "n"(PCPU__CACHE_CAP), [ptrs] "n"(PCPU__CACHE_PTRS)
+		     : "memory", "cc", "rax", "rdx", "r10", "r11" PCPU__INJECT_CLOBBER
 		     : aborted, differs, nofit);
 	pcpu__after_asm_goto();
 	return 0;
@@ -451,52 +459,53 @@ nofit:
 }
 
 /*
- * rseq_cmpeq_cmpeqv_cblt_memcpy_storev ("pop k"):
+ * rseq_cmpeq_cmpeqz_cblt_memcpy_storev ("pop k"):
  *   if (index != expected) abort;
- *   if (*v != expect) return 2;
- *   n = *count; if (n < k) return 3;
- *   memcpy(dst, &arr[n - k], k * 8);          (private: the caller's buffer)
- *   *count = n - k;                                    (commit: the store)
+ *   if (cache->mode != 0) return 2;
+ *   n = cache->count; if (n < k) return 3;
+ *   memcpy(dst, &cache->ptrs[n - k], k * 8);  (private: the caller's buffer)
+ *   cache->count = n - k;                              (commit: the store)
  *
  * Returns 0 once the k objects are taken (dst holds them), 1 if aborted or
- * no longer on slot `expected`, 2 if *v did not hold `expect`, 3 if fewer
- * than k are cached (nothing written but dst).
+ * no longer on slot `expected`, 2 if the mode was not 0, 3 if fewer than k
+ * are cached (nothing written but dst).
  */
 __attribute__((always_inline)) static inline int
-pcpu__rseq_cmpeq_cmpeqv_cblt_memcpy_storev(int64_t expected, intptr_t *v, intptr_t expect,
-					    int64_t *count, void **arr, void **dst, int64_t k)
+pcpu__rseq_cmpeq_cmpeqz_cblt_memcpy_storev(int64_t expected, void *cache, void **dst, int64_t k)
 {
 	PCPU__INJECT_BEFORE();
 	__asm__ goto(PCPU__X86_RSEQ_ARM("%[cs]")
 		     "1:\n\t"
 		     "cmpl %k[expected], %%fs:(%[idx])\n\t"
 		     "jnz %l[aborted]\n\t"
-		     "cmpq %[expect], %[v]\n\t"
+		     "cmpq $0, %c[mode](%[cache])\n\t"
 		     "jnz %l[differs]\n\t"
-		     "movq %[count], %%r8\n\t"
+		     "movq %c[count](%[cache]), %%r8\n\t"
 		     "subq %[k], %%r8\n\t"
 		     "jl %l[lacking]\n\t"
-		     "leaq (%[arr], %%r8, 8), %%r9\n\t"
+		     "movq %%r8, %%rdx\n\t"
 		     "xorl %%r10d, %%r10d\n\t"
 		     "cmpq %[k], %%r10\n\t"
 		     "jge 8f\n\t"
 		     "7:\n\t"
-		     "movq (%%r9, %%r10, 8), %%r11\n\t"
+		     "movq %c[ptrs](%[cache], %%rdx, 8), %%r11\n\t"
 		     "movq %%r11, (%[dst], %%r10, 8)\n\t"
+		     "incq %%rdx\n\t"
 		     "incq %%r10\n\t"
 		     "cmpq %[k], %%r10\n\t"
 		     "jl 7b\n\t"
 		     "8:\n\t"
 		     PCPU__INJECT_ASM
-		     "movq %%r8, %[count]\n\t"
+		     "movq %%r8, %c[count](%[cache])\n\t"
 		     "2:\n\t"
 		     PCPU__X86_RSEQ_ABORT_TO("aborted")
 		     :
 		     : [cs] "r"((intptr_t)pcpu__g.cs_tpoff),
 		       [idx] "r"((intptr_t)pcpu__g.index_tpoff),
-		       [expected] "r"(expected), [v] "m"(*v), [expect] "er"(expect),
-		       [count] "m"(*count), [arr] "r"(arr), [dst] "r"(dst), [k] "r"(k)
-		     : "memory", "cc", "rax", "r8", "r9", "r10", "r11" PCPU__INJECT_CLOBBER
+		       [expected] "r"(expected), [cache] "r"(cache), [dst] "r"(dst), [k] "r"(k),
+		       [mode] "n"(PCPU__CACHE_MODE), [count] "n"(PCPU__CACHE_COUNT),
+		       [ptrs] "n"(PCPU__CACHE_PTRS)
+		     : "memory", "cc", "rax", "rdx", "r8", "r10", "r11" PCPU__INJECT_CLOBBER
 		     : aborted, differs, lacking);
 	pcpu__after_asm_goto();
 	return 0;
