@@ -26,11 +26,12 @@
  * Built twice: plain, and with PCPU_TEST_INJECT (test_objcache_inject:
  * the inline sections spin between arming and commit, and sometimes yield
  * or raise a signal before a section, so the abort paths run a lot; at
- * least --min-aborts sections must have aborted in the rseq modes).
+ * least --min-aborts sections must have aborted in the rseq modes: the run
+ * goes on past --seconds until they have, up to --max-seconds).
  *
  * Usage: test_objcache_stress --expect-percpu 0|1 [--seconds S]
  *        [--threads-per-cpu N] [--limit L] [--capacity C] [--min-aborts N]
- *        [--min-ops N]
+ *        [--max-seconds S] [--min-ops N]
  * PCPU_TEST_SCALE multiplies --seconds.
  */
 #include "check.h"
@@ -45,6 +46,7 @@
 #include <unistd.h>
 
 static int percpu_cache; /* membarrier registered */
+static unsigned long running_aborts; /* the injection build publishes its aborts here */
 
 #ifdef PCPU_TEST_INJECT
 #include <linux/membarrier.h>
@@ -174,6 +176,15 @@ static void *worker(void *arg)
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		uint64_t r = rnd(&rng);
 
+#ifdef PCPU_TEST_INJECT
+		if ((i & 1023) == 0) {
+			static __thread unsigned long published;
+
+			__atomic_fetch_add(&running_aborts, pcpu__test_inject_aborts - published,
+					   __ATOMIC_RELAXED);
+			published = pcpu__test_inject_aborts;
+		}
+#endif
 		if ((++i & 4095) == 0 && ncpus > 1) {
 			cpu_set_t set;
 
@@ -261,7 +272,7 @@ int main(int argc, char **argv)
 {
 	struct pcpu_objcache_desc d;
 	struct pcpu_objcache_stats st;
-	double seconds = 2, t0, scale = 1;
+	double seconds = 2, max_seconds = 60, t0, scale = 1;
 	int per_cpu = 4, expect_percpu = -1;
 	unsigned capacity = 16;
 	unsigned long min_aborts = 0;
@@ -283,6 +294,8 @@ int main(int argc, char **argv)
 			capacity = (unsigned)atoi(argv[i + 1]);
 		else if (strcmp(argv[i], "--min-aborts") == 0)
 			min_aborts = strtoul(argv[i + 1], NULL, 10);
+		else if (strcmp(argv[i], "--max-seconds") == 0)
+			max_seconds = atof(argv[i + 1]);
 		else if (strcmp(argv[i], "--min-ops") == 0)
 			min_ops = strtoull(argv[i + 1], NULL, 10);
 		else
@@ -317,7 +330,11 @@ int main(int argc, char **argv)
 		CHECK(pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i) == 0);
 	CHECK(pthread_create(&drain_th, NULL, drainer, NULL) == 0);
 	CHECK(pthread_create(&send_th, NULL, sender, NULL) == 0);
-	while (now() - t0 < seconds)
+	/* The injection build goes on until enough sections aborted (a loaded
+	 * machine aborts fewer per second), up to --max-seconds. */
+	while (now() - t0 < seconds ||
+	       (__atomic_load_n(&running_aborts, __ATOMIC_RELAXED) < min_aborts &&
+		now() - t0 < max_seconds))
 		usleep(10000);
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < nthreads; i++)

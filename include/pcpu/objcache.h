@@ -118,18 +118,15 @@ struct pcpu__objcache_slot {
 #if PCPU_ARCH_HAVE_RSEQ
 /* The layout the sections of pcpu/arch.h assume. */
 #ifdef __cplusplus
-static_assert(offsetof(struct pcpu__objcache_slot, mode) == PCPU__CACHE_MODE &&
-		      offsetof(struct pcpu__objcache_slot, count) == PCPU__CACHE_COUNT &&
-		      offsetof(struct pcpu__objcache_slot, cap) == PCPU__CACHE_CAP &&
-		      sizeof(struct pcpu__objcache_slot) == PCPU__CACHE_PTRS,
-	      "slot layout");
+#define PCPU__OBJCACHE_STATIC_ASSERT static_assert
 #else
-_Static_assert(offsetof(struct pcpu__objcache_slot, mode) == PCPU__CACHE_MODE &&
-		       offsetof(struct pcpu__objcache_slot, count) == PCPU__CACHE_COUNT &&
-		       offsetof(struct pcpu__objcache_slot, cap) == PCPU__CACHE_CAP &&
-		       sizeof(struct pcpu__objcache_slot) == PCPU__CACHE_PTRS,
-	       "slot layout");
+#define PCPU__OBJCACHE_STATIC_ASSERT _Static_assert
 #endif
+PCPU__OBJCACHE_STATIC_ASSERT(offsetof(struct pcpu__objcache_slot, mode) == PCPU__CACHE_MODE &&
+				     offsetof(struct pcpu__objcache_slot, count) == PCPU__CACHE_COUNT &&
+				     offsetof(struct pcpu__objcache_slot, cap) == PCPU__CACHE_CAP &&
+				     sizeof(struct pcpu__objcache_slot) == PCPU__CACHE_PTRS,
+			     "the slot layout of the cache sections");
 #endif
 
 /** A cache. Create with pcpu_objcache_create(). */

@@ -286,6 +286,24 @@ unregistered:
 #define PCPU__CACHE_CAP 16
 #define PCPU__CACHE_PTRS 64
 
+/* What every cache section starts with, after arming: the index compare
+ * and the mode compare (to the labels `aborted` and `differs`). */
+#define PCPU__X86_CACHE_CHECKS                                               \
+	"1:\n\t"                                                             \
+	"cmpl %k[expected], %%fs:(%[idx])\n\t"                                \
+	"jnz %l[aborted]\n\t"                                                \
+	"cmpq $0, %c[mode](%[cache])\n\t"                                    \
+	"jnz %l[differs]\n\t"
+
+/* Their common operands: the rseq offsets, the slot, the cache, and the
+ * layout's offsets (each section uses those it needs). */
+#define PCPU__X86_CACHE_OPERANDS(expected, cache)                            \
+	[cs] "r"((intptr_t)pcpu__g.cs_tpoff),                                 \
+	[idx] "r"((intptr_t)pcpu__g.index_tpoff), [expected] "r"(expected),  \
+	[cache] "r"(cache), [mode] "n"(PCPU__CACHE_MODE),                     \
+	[count] "n"(PCPU__CACHE_COUNT), [cap] "n"(PCPU__CACHE_CAP),           \
+	[ptrs] "n"(PCPU__CACHE_PTRS)
+
 /*
  * rseq_cmpeq_cmpeqz_cbz_load_storev ("pop"):
  *   if (index != expected) abort;
@@ -303,11 +321,7 @@ pcpu__rseq_cmpeq_cmpeqz_cbz_load_storev(int64_t expected, void *cache, void **ou
 {
 	PCPU__INJECT_BEFORE();
 	__asm__ goto(PCPU__X86_RSEQ_ARM("%[cs]")
-		     "1:\n\t"
-		     "cmpl %k[expected], %%fs:(%[idx])\n\t"
-		     "jnz %l[aborted]\n\t"
-		     "cmpq $0, %c[mode](%[cache])\n\t"
-		     "jnz %l[differs]\n\t"
+		     PCPU__X86_CACHE_CHECKS
 		     "movq %c[count](%[cache]), %%rdx\n\t"
 		     "testq %%rdx, %%rdx\n\t"
 		     "jz %l[empty]\n\t"
@@ -319,11 +333,7 @@ pcpu__rseq_cmpeq_cmpeqz_cbz_load_storev(int64_t expected, void *cache, void **ou
 		     "2:\n\t"
 		     PCPU__X86_RSEQ_ABORT_TO("aborted")
 		     :
-		     : [cs] "r"((intptr_t)pcpu__g.cs_tpoff),
-		       [idx] "r"((intptr_t)pcpu__g.index_tpoff),
-		       [expected] "r"(expected), [cache] "r"(cache), [out] "r"(out),
-		       [mode] "n"(PCPU__CACHE_MODE), [count] "n"(PCPU__CACHE_COUNT),
-		       [ptrs] "n"(PCPU__CACHE_PTRS)
+		     : PCPU__X86_CACHE_OPERANDS(expected, cache), [out] "r"(out)
 		     : "memory", "cc", "rax", "rdx", "r8" PCPU__INJECT_CLOBBER
 		     : aborted, differs, empty);
 	pcpu__after_asm_goto();
@@ -357,11 +367,7 @@ pcpu__rseq_cmpeq_cmpeqz_cbge_store_storev(int64_t expected, void *cache, void *p
 {
 	PCPU__INJECT_BEFORE();
 	__asm__ goto(PCPU__X86_RSEQ_ARM("%[cs]")
-		     "1:\n\t"
-		     "cmpl %k[expected], %%fs:(%[idx])\n\t"
-		     "jnz %l[aborted]\n\t"
-		     "cmpq $0, %c[mode](%[cache])\n\t"
-		     "jnz %l[differs]\n\t"
+		     PCPU__X86_CACHE_CHECKS
 		     "movq %c[count](%[cache]), %%rdx\n\t"
 		     "cmpq %c[cap](%[cache]), %%rdx\n\t"
 		     "jge %l[full]\n\t"
@@ -372,11 +378,7 @@ pcpu__rseq_cmpeq_cmpeqz_cbge_store_storev(int64_t expected, void *cache, void *p
 		     "2:\n\t"
 		     PCPU__X86_RSEQ_ABORT_TO("aborted")
 		     :
-		     : [cs] "r"((intptr_t)pcpu__g.cs_tpoff),
-		       [idx] "r"((intptr_t)pcpu__g.index_tpoff),
-		       [expected] "r"(expected), [cache] "r"(cache), [p] "r"(p),
-		       [mode] "n"(PCPU__CACHE_MODE), [count] "n"(PCPU__CACHE_COUNT),
-		       [cap] "n"(PCPU__CACHE_CAP), [ptrs] "n"(PCPU__CACHE_PTRS)
+		     : PCPU__X86_CACHE_OPERANDS(expected, cache), [p] "r"(p)
 		     : "memory", "cc", "rax", "rdx" PCPU__INJECT_CLOBBER
 		     : aborted, differs, full);
 	pcpu__after_asm_goto();
@@ -412,11 +414,7 @@ pcpu__rseq_cmpeq_cmpeqz_cbgt_memcpy_storev(int64_t expected, void *cache, void *
 {
 	PCPU__INJECT_BEFORE();
 	__asm__ goto(PCPU__X86_RSEQ_ARM("%[cs]")
-		     "1:\n\t"
-		     "cmpl %k[expected], %%fs:(%[idx])\n\t"
-		     "jnz %l[aborted]\n\t"
-		     "cmpq $0, %c[mode](%[cache])\n\t"
-		     "jnz %l[differs]\n\t"
+		     PCPU__X86_CACHE_CHECKS
 		     "movq %c[count](%[cache]), %%rdx\n\t"
 		     "leaq (%%rdx, %[k]), %%r10\n\t"
 		     "cmpq %c[cap](%[cache]), %%r10\n\t"
@@ -437,11 +435,7 @@ pcpu__rseq_cmpeq_cmpeqz_cbgt_memcpy_storev(int64_t expected, void *cache, void *
 		     "2:\n\t"
 		     PCPU__X86_RSEQ_ABORT_TO("aborted")
 		     :
-		     : [cs] "r"((intptr_t)pcpu__g.cs_tpoff),
-		       [idx] "r"((intptr_t)pcpu__g.index_tpoff),
-		       [expected] "r"(expected), [cache] "r"(cache), [src] "r"(src), [k] "r"(k),
-		       [mode] "n"(PCPU__CACHE_MODE), [count] "n"(PCPU__CACHE_COUNT),
-		       [cap] "n"(PCPU__CACHE_CAP), [ptrs] "n"(PCPU__CACHE_PTRS)
+		     : PCPU__X86_CACHE_OPERANDS(expected, cache), [src] "r"(src), [k] "r"(k)
 		     : "memory", "cc", "rax", "rdx", "r10", "r11" PCPU__INJECT_CLOBBER
 		     : aborted, differs, nofit);
 	pcpu__after_asm_goto();
@@ -475,11 +469,7 @@ pcpu__rseq_cmpeq_cmpeqz_cblt_memcpy_storev(int64_t expected, void *cache, void *
 {
 	PCPU__INJECT_BEFORE();
 	__asm__ goto(PCPU__X86_RSEQ_ARM("%[cs]")
-		     "1:\n\t"
-		     "cmpl %k[expected], %%fs:(%[idx])\n\t"
-		     "jnz %l[aborted]\n\t"
-		     "cmpq $0, %c[mode](%[cache])\n\t"
-		     "jnz %l[differs]\n\t"
+		     PCPU__X86_CACHE_CHECKS
 		     "movq %c[count](%[cache]), %%r8\n\t"
 		     "subq %[k], %%r8\n\t"
 		     "jl %l[lacking]\n\t"
@@ -500,11 +490,7 @@ pcpu__rseq_cmpeq_cmpeqz_cblt_memcpy_storev(int64_t expected, void *cache, void *
 		     "2:\n\t"
 		     PCPU__X86_RSEQ_ABORT_TO("aborted")
 		     :
-		     : [cs] "r"((intptr_t)pcpu__g.cs_tpoff),
-		       [idx] "r"((intptr_t)pcpu__g.index_tpoff),
-		       [expected] "r"(expected), [cache] "r"(cache), [dst] "r"(dst), [k] "r"(k),
-		       [mode] "n"(PCPU__CACHE_MODE), [count] "n"(PCPU__CACHE_COUNT),
-		       [ptrs] "n"(PCPU__CACHE_PTRS)
+		     : PCPU__X86_CACHE_OPERANDS(expected, cache), [dst] "r"(dst), [k] "r"(k)
 		     : "memory", "cc", "rax", "rdx", "r8", "r10", "r11" PCPU__INJECT_CLOBBER
 		     : aborted, differs, lacking);
 	pcpu__after_asm_goto();
