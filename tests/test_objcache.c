@@ -124,9 +124,11 @@ static void test_args(void)
 	errno = 0;
 	CHECK(pcpu_objcache_create(&d) == NULL && errno == EINVAL);
 	d.capacity = 0;
-	d.registry = pcpu_registry_default();
+	d.registry = pcpu_registry_create();
+	CHECK(d.registry != NULL);
 	errno = 0;
 	CHECK(pcpu_objcache_create(&d) == NULL && errno == EINVAL); /* no name */
+	pcpu_registry_destroy(d.registry);
 	errno = 0;
 	CHECK(pcpu_objcache_counter(NULL, PCPU_OBJCACHE_GETS) == NULL && errno == EINVAL);
 	CHECK(pcpu_objcache_destroy(NULL) == 0);
