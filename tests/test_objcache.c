@@ -196,12 +196,16 @@ static void test_basic(int expect_percpu)
 	CHECK_EQ_U64(ctors, dtors);
 }
 
-/* Gets n objects and puts them back, in another thread: they stay cached
- * on that thread's slot. */
+static void pin(int cpu);
+
+/* Gets n objects and puts them back, in another thread on CPU 1 (main
+ * runs on CPU 0): they stay cached on that thread's slot. */
 static void *get_put_n(void *arg)
 {
 	pcpu_objcache_t *c = arg;
 	void *objs[32];
+
+	pin(1);
 
 	for (int i = 0; i < 32; i++)
 		CHECK((objs[i] = pcpu_objcache_get(c)) != NULL);
@@ -214,7 +218,11 @@ static void test_limit(void)
 {
 	pcpu_objcache_t *c = make(32, 8, NULL, NULL);
 	void *objs[33];
+	cpu_set_t all;
 	pthread_t t;
+
+	CHECK(sched_getaffinity(0, sizeof(all), &all) == 0);
+	pin(0);
 
 	for (int i = 0; i < 32; i++)
 		CHECK((objs[i] = pcpu_objcache_get(c)) != NULL);
@@ -225,7 +233,9 @@ static void test_limit(void)
 	CHECK((objs[31] = pcpu_objcache_get(c)) != NULL);
 	for (int i = 0; i < 32; i++)
 		pcpu_objcache_put(c, objs[i]);
-	/* All 32 cached, some on other slots: another thread's gets collect. */
+	/* All 32 cached on this slot; the other thread takes them and leaves
+	 * them cached on its slot (CPU 1, or its fallback slot): this thread's
+	 * gets at the limit must collect them. */
 	CHECK(pthread_create(&t, NULL, get_put_n, c) == 0);
 	CHECK(pthread_join(t, NULL) == 0);
 	for (int i = 0; i < 32; i++)
@@ -238,6 +248,7 @@ static void test_limit(void)
 	check_objects(c);
 	CHECK(pcpu_objcache_destroy(c) == 0);
 	CHECK_EQ_U64(ctors, dtors);
+	CHECK(sched_setaffinity(0, sizeof(all), &all) == 0);
 }
 
 static void test_ctor_failure(void)
