@@ -154,7 +154,8 @@ struct pcpu_objcache_desc {
 	pcpu_objcache_dtor_fn *dtor; /**< may be NULL */
 	pcpu_objcache_moved_fn *moved; /**< stray hook, may be NULL */
 	void *arg;                   /**< passed to ctor, dtor and moved */
-	struct pcpu_registry *registry; /**< where to register the counters, or NULL */
+	struct pcpu_registry *registry; /**< where to register the counters, or
+					     NULL; must outlive the cache */
 	const char *name;            /**< label `cache` in the registry (needed with one) */
 };
 
@@ -306,10 +307,11 @@ PCPU_API size_t pcpu_objcache_drain(pcpu_objcache_t *c);
 /**
  * Destroys the cache: destructs and frees every cached object, frees the
  * cache and unregisters its counters. Returns 0, or -1 with errno EBUSY
- * when objects are still held (in existence but not cached): nothing is
- * changed then (the cache stays usable; see the file comment for fork()).
- * NULL is a no-op returning 0. The caller guarantees no other thread uses
- * the cache meanwhile or afterwards. Not async-signal-safe.
+ * when objects are still held (in existence but not cached): the cached
+ * ones have been drained then, and the cache stays usable (see the file
+ * comment for fork()). NULL is a no-op returning 0. The caller guarantees
+ * no other thread uses the cache meanwhile or afterwards, and that its
+ * registry, if any, still exists. Not async-signal-safe.
  */
 PCPU_API int pcpu_objcache_destroy(pcpu_objcache_t *c);
 
