@@ -13,7 +13,8 @@
  *  - a failing constructor fails the get with its error, nothing counted;
  *  - strays: a put on another slot counts one, and the next get of the
  *    object on that slot calls the moved hook (from, to);
- *  - the counters are in the registry's exposition;
+ *  - the counters are in the registry's exposition, and in its published
+ *    segment as another process's reader sees them;
  *  - fork() with objects held, by the forking thread and another thread:
  *    the child uses the cache, puts the forking thread's objects back,
  *    drains, and cannot destroy (EBUSY) while the other thread's objects
@@ -342,15 +343,57 @@ static void test_strays(void)
 
 /* ---- the counters in the registry ---- */
 
+static char segdir[] = "/tmp/pcpu-objcache-test.XXXXXX";
+
+/* The counters are read from the registry's segment by another reader,
+ * like any metric (what pcpustat and the exporter use). */
+static void check_segment(pcpu_objcache_t *c)
+{
+	struct pcpu_reader_options ropt;
+	struct pcpu_reader_snapshot *snap;
+	pcpu_reader_t *r;
+	char *text, want[128];
+	size_t len;
+
+	memset(&ropt, 0, sizeof(ropt));
+	ropt.dir = segdir;
+	r = pcpu_reader_open("objcache_test", &ropt);
+	if (!r) {
+		fprintf(stderr, "reader: %s\n", pcpu_reader_error());
+		exit(1);
+	}
+	CHECK(pcpu_reader_snapshot(r, 0, &snap) == 0);
+	CHECK(pcpu_snapshot_write(&snap->snapshot, PCPU_FORMAT_PROMETHEUS, &text, &len) == 0);
+	snprintf(want, sizeof(want), "pcpu_objcache_gets_total{cache=\"buffers\"} %llu\n",
+		 (unsigned long long)stat(c, PCPU_OBJCACHE_GETS));
+	CHECK(strstr(text, want) != NULL);
+	snprintf(want, sizeof(want), "pcpu_objcache_strays_total{cache=\"buffers\"} %llu\n",
+		 (unsigned long long)stat(c, PCPU_OBJCACHE_STRAYS));
+	CHECK(strstr(text, want) != NULL);
+	free(text);
+	pcpu_reader_snapshot_free(snap);
+	pcpu_reader_close(r);
+}
+
 static void test_registry(void)
 {
+	struct pcpu_segment_options sopt;
 	pcpu_registry_t *reg = pcpu_registry_create();
+	pcpu_segment_t *seg;
 	pcpu_objcache_t *c;
 	char *text, want[128];
 	size_t len;
 	void *o;
 
 	CHECK(reg != NULL);
+	CHECK(mkdtemp(segdir) != NULL);
+	memset(&sopt, 0, sizeof(sopt));
+	sopt.dir = segdir;
+	seg = pcpu_segment_publish(reg, "objcache_test", &sopt);
+	if (!seg) {
+		fprintf(stderr, "publish: %s\n", pcpu_segment_error());
+		exit(1);
+	}
 	c = make(0, 0, reg, "buffers");
 	for (int i = 0; i < 5; i++) {
 		o = pcpu_objcache_get(c);
@@ -376,11 +419,14 @@ static void test_registry(void)
 		 (long)stat(c, PCPU_OBJCACHE_OBJECTS));
 	CHECK(strstr(text, want) != NULL);
 	free(text);
+	check_segment(c);
 	CHECK(pcpu_objcache_destroy(c) == 0);
 	/* Unregistered: the name is free again. */
 	c = make(0, 0, reg, "buffers");
 	CHECK(pcpu_objcache_destroy(c) == 0);
+	CHECK(pcpu_segment_unpublish(seg) == 0);
 	pcpu_registry_destroy(reg);
+	CHECK(rmdir(segdir) == 0);
 }
 
 /* ---- fork with objects held ---- */
