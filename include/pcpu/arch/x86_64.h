@@ -295,6 +295,23 @@ unregistered:
 	"cmpq $0, %c[mode](%[cache])\n\t"                                    \
 	"jnz %l[differs]\n\t"
 
+/* How every cache section ends: its asm goto jumps to `aborted` (1),
+ * `differs` (2: the mode was not 0) or `unfit` (3: empty, full, no room,
+ * too few), or falls through once committed (0). */
+#define PCPU__X86_CACHE_RETURNS                                              \
+	pcpu__after_asm_goto();                                              \
+	return 0;                                                            \
+aborted:                                                                     \
+	pcpu__after_asm_goto();                                              \
+	PCPU__INJECT_ABORTED();                                              \
+	return 1;                                                            \
+differs:                                                                     \
+	pcpu__after_asm_goto();                                              \
+	return 2;                                                            \
+unfit:                                                                       \
+	pcpu__after_asm_goto();                                              \
+	return 3
+
 /* Their common operands: the rseq offsets, the slot, the cache, and the
  * layout's offsets (each section uses those it needs). */
 #define PCPU__X86_CACHE_OPERANDS(expected, cache)                            \
@@ -324,7 +341,7 @@ pcpu__rseq_cmpeq_cmpeqz_cbz_load_storev(int64_t expected, void *cache, void **ou
 		     PCPU__X86_CACHE_CHECKS
 		     "movq %c[count](%[cache]), %%rdx\n\t"
 		     "testq %%rdx, %%rdx\n\t"
-		     "jz %l[empty]\n\t"
+		     "jz %l[unfit]\n\t"
 		     "movq %c[ptrs]-8(%[cache], %%rdx, 8), %%r8\n\t"
 		     "movq %%r8, (%[out])\n\t"
 		     "decq %%rdx\n\t"
@@ -335,19 +352,8 @@ pcpu__rseq_cmpeq_cmpeqz_cbz_load_storev(int64_t expected, void *cache, void **ou
 		     :
 		     : PCPU__X86_CACHE_OPERANDS(expected, cache), [out] "r"(out)
 		     : "memory", "cc", "rax", "rdx", "r8" PCPU__INJECT_CLOBBER
-		     : aborted, differs, empty);
-	pcpu__after_asm_goto();
-	return 0;
-aborted:
-	pcpu__after_asm_goto();
-	PCPU__INJECT_ABORTED();
-	return 1;
-differs:
-	pcpu__after_asm_goto();
-	return 2;
-empty:
-	pcpu__after_asm_goto();
-	return 3;
+		     : aborted, differs, unfit);
+	PCPU__X86_CACHE_RETURNS;
 }
 
 /*
@@ -370,7 +376,7 @@ pcpu__rseq_cmpeq_cmpeqz_cbge_store_storev(int64_t expected, void *cache, void *p
 		     PCPU__X86_CACHE_CHECKS
 		     "movq %c[count](%[cache]), %%rdx\n\t"
 		     "cmpq %c[cap](%[cache]), %%rdx\n\t"
-		     "jge %l[full]\n\t"
+		     "jge %l[unfit]\n\t"
 		     "movq %[p], %c[ptrs](%[cache], %%rdx, 8)\n\t"
 		     "incq %%rdx\n\t"
 		     PCPU__INJECT_ASM
@@ -380,19 +386,8 @@ pcpu__rseq_cmpeq_cmpeqz_cbge_store_storev(int64_t expected, void *cache, void *p
 		     :
 		     : PCPU__X86_CACHE_OPERANDS(expected, cache), [p] "r"(p)
 		     : "memory", "cc", "rax", "rdx" PCPU__INJECT_CLOBBER
-		     : aborted, differs, full);
-	pcpu__after_asm_goto();
-	return 0;
-aborted:
-	pcpu__after_asm_goto();
-	PCPU__INJECT_ABORTED();
-	return 1;
-differs:
-	pcpu__after_asm_goto();
-	return 2;
-full:
-	pcpu__after_asm_goto();
-	return 3;
+		     : aborted, differs, unfit);
+	PCPU__X86_CACHE_RETURNS;
 }
 
 /*
@@ -418,7 +413,7 @@ pcpu__rseq_cmpeq_cmpeqz_cbgt_memcpy_storev(int64_t expected, void *cache, void *
 		     "movq %c[count](%[cache]), %%rdx\n\t"
 		     "leaq (%%rdx, %[k]), %%r10\n\t"
 		     "cmpq %c[cap](%[cache]), %%r10\n\t"
-		     "jg %l[nofit]\n\t"
+		     "jg %l[unfit]\n\t"
 		     "xorl %%r10d, %%r10d\n\t"
 		     "cmpq %[k], %%r10\n\t"
 		     "jge 8f\n\t"
@@ -437,19 +432,8 @@ pcpu__rseq_cmpeq_cmpeqz_cbgt_memcpy_storev(int64_t expected, void *cache, void *
 		     :
 		     : PCPU__X86_CACHE_OPERANDS(expected, cache), [src] "r"(src), [k] "r"(k)
 		     : "memory", "cc", "rax", "rdx", "r10", "r11" PCPU__INJECT_CLOBBER
-		     : aborted, differs, nofit);
-	pcpu__after_asm_goto();
-	return 0;
-aborted:
-	pcpu__after_asm_goto();
-	PCPU__INJECT_ABORTED();
-	return 1;
-differs:
-	pcpu__after_asm_goto();
-	return 2;
-nofit:
-	pcpu__after_asm_goto();
-	return 3;
+		     : aborted, differs, unfit);
+	PCPU__X86_CACHE_RETURNS;
 }
 
 /*
@@ -472,7 +456,7 @@ pcpu__rseq_cmpeq_cmpeqz_cblt_memcpy_storev(int64_t expected, void *cache, void *
 		     PCPU__X86_CACHE_CHECKS
 		     "movq %c[count](%[cache]), %%r8\n\t"
 		     "subq %[k], %%r8\n\t"
-		     "jl %l[lacking]\n\t"
+		     "jl %l[unfit]\n\t"
 		     "movq %%r8, %%rdx\n\t"
 		     "xorl %%r10d, %%r10d\n\t"
 		     "cmpq %[k], %%r10\n\t"
@@ -492,19 +476,8 @@ pcpu__rseq_cmpeq_cmpeqz_cblt_memcpy_storev(int64_t expected, void *cache, void *
 		     :
 		     : PCPU__X86_CACHE_OPERANDS(expected, cache), [dst] "r"(dst), [k] "r"(k)
 		     : "memory", "cc", "rax", "rdx", "r8", "r10", "r11" PCPU__INJECT_CLOBBER
-		     : aborted, differs, lacking);
-	pcpu__after_asm_goto();
-	return 0;
-aborted:
-	pcpu__after_asm_goto();
-	PCPU__INJECT_ABORTED();
-	return 1;
-differs:
-	pcpu__after_asm_goto();
-	return 2;
-lacking:
-	pcpu__after_asm_goto();
-	return 3;
+		     : aborted, differs, unfit);
+	PCPU__X86_CACHE_RETURNS;
 }
 
 #endif /* PCPU_ARCH_X86_64_H */
