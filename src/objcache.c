@@ -88,11 +88,15 @@ static void count(struct objcache_impl *o, enum pcpu_objcache_stat which, int64_
 	pcpu_counter_add(o->stats + which, v);
 }
 
-/* The locked caches' count: their threads cannot run rseq sections, so the
- * counter's atomic path at once, not after a failed attempt. */
-static void count_locked(struct objcache_impl *o, enum pcpu_objcache_stat which)
+/* One event, by a thread of a locked cache or not: the locked caches'
+ * threads cannot run rseq sections, so theirs go to the counter's atomic
+ * path at once, not after a failed attempt. */
+static void count_one(struct objcache_impl *o, enum pcpu_objcache_stat which, int locked)
 {
-	pcpu_counter_add_atomic(o->stats + which, 1);
+	if (locked)
+		pcpu_counter_add_atomic(o->stats + which, 1);
+	else
+		pcpu_counter_add(o->stats + which, 1);
 }
 
 /* Slot s's locked cache: its copy in the mirror region. */
@@ -309,10 +313,7 @@ void pcpu__objcache_handed_out(pcpu_objcache_t *c, void *obj, unsigned slot)
  * (`locked`: by a locked cache). */
 static void *got(struct objcache_impl *o, void *obj, unsigned slot, int locked)
 {
-	if (locked)
-		count_locked(o, PCPU_OBJCACHE_GETS);
-	else
-		count(o, PCPU_OBJCACHE_GETS, 1);
+	count_one(o, PCPU_OBJCACHE_GETS, locked);
 	if (pcpu__objcache_hdr_of(obj)->slot != slot)
 		pcpu__objcache_handed_out(o->handle, obj, slot);
 	return obj;
@@ -320,15 +321,9 @@ static void *got(struct objcache_impl *o, void *obj, unsigned slot, int locked)
 
 static void put_done(struct objcache_impl *o, uint32_t got_on, unsigned slot, int locked)
 {
-	if (locked) {
-		count_locked(o, PCPU_OBJCACHE_PUTS);
-		if (got_on != slot)
-			count_locked(o, PCPU_OBJCACHE_STRAYS);
-		return;
-	}
-	count(o, PCPU_OBJCACHE_PUTS, 1);
+	count_one(o, PCPU_OBJCACHE_PUTS, locked);
 	if (got_on != slot)
-		count(o, PCPU_OBJCACHE_STRAYS, 1);
+		count_one(o, PCPU_OBJCACHE_STRAYS, locked);
 }
 
 /* The locked caches: threads that cannot run the sections, and every
