@@ -239,9 +239,14 @@ PCPU_API pcpu_objcache_t *pcpu_objcache_create(const struct pcpu_objcache_desc *
 __attribute__((always_inline)) static inline void *PCPU__INLINE_OP(pcpu_objcache_get)(pcpu_objcache_t *c)
 {
 #if PCPU_ARCH_HAVE_RSEQ
-	int64_t idx = pcpu__rseq_load_index();
+	int64_t idx;
 	struct pcpu__objcache_slot *s;
 	void *obj;
+
+#ifdef PCPU_DEBUG
+	pcpu__debug_check(c, "pcpu_objcache_get");
+#endif
+	idx = pcpu__rseq_load_index();
 
 	if (PCPU_UNLIKELY(idx < 0))
 		return pcpu__objcache_get_slow(c);
@@ -271,9 +276,15 @@ __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_objcache_
 										      void *obj)
 {
 #if PCPU_ARCH_HAVE_RSEQ
-	uint32_t got = pcpu__objcache_hdr_of(obj)->slot;
-	int64_t idx = pcpu__rseq_load_index();
+	uint32_t got;
+	int64_t idx;
 	struct pcpu__objcache_slot *s;
+
+#ifdef PCPU_DEBUG
+	pcpu__debug_check(c, "pcpu_objcache_put");
+#endif
+	got = pcpu__objcache_hdr_of(obj)->slot;
+	idx = pcpu__rseq_load_index();
 
 	if (PCPU_UNLIKELY(idx < 0)) {
 		pcpu__objcache_put_slow(c, obj);
