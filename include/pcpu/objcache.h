@@ -200,6 +200,19 @@ PCPU_API __attribute__((cold)) void *pcpu__objcache_get_slow(pcpu_objcache_t *c)
 PCPU_API __attribute__((cold)) void pcpu__objcache_put_slow(pcpu_objcache_t *c, void *obj);
 PCPU_API void pcpu__objcache_handed_out(pcpu_objcache_t *c, void *obj, unsigned slot);
 
+#if PCPU_ARCH_HAVE_RSEQ
+/* Adds 1 to counter c on slot idx, the slot the caller's section just
+ * committed on (no second index load); the counter's slow path if the
+ * thread has moved since, or the add aborts. */
+__attribute__((always_inline)) static inline void pcpu__objcache_count(struct pcpu_counter *c,
+									int64_t idx)
+{
+	if (PCPU_UNLIKELY(pcpu__rseq_cmpeq_addv(idx, &pcpu__counter_slot(c, (size_t)idx)->pcpu__word,
+						 1) != 0))
+		pcpu__counter_add_slow(c, 1);
+}
+#endif
+
 #ifdef PCPU_NO_INLINE
 /* The stable tier (src/objcache_abi.c), documented below. */
 PCPU_API void *pcpu_objcache_get(pcpu_objcache_t *c);
@@ -253,7 +266,7 @@ __attribute__((always_inline)) static inline void *PCPU__INLINE_OP(pcpu_objcache
 	s = pcpu__objcache_slot(c, (size_t)idx);
 	if (PCPU_UNLIKELY(pcpu__rseq_cmpeq_cmpeqz_cbz_load_storev(idx, s, &obj) != 0))
 		return pcpu__objcache_get_slow(c);
-	pcpu__counter_add_inline(s->stats + PCPU_OBJCACHE_GETS, 1);
+	pcpu__objcache_count(s->stats + PCPU_OBJCACHE_GETS, idx);
 	if (PCPU_UNLIKELY(pcpu__objcache_hdr_of(obj)->slot != (uint32_t)idx))
 		pcpu__objcache_handed_out(c, obj, (unsigned)idx);
 	return obj;
@@ -295,9 +308,9 @@ __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_objcache_
 		pcpu__objcache_put_slow(c, obj);
 		return;
 	}
-	pcpu__counter_add_inline(s->stats + PCPU_OBJCACHE_PUTS, 1);
+	pcpu__objcache_count(s->stats + PCPU_OBJCACHE_PUTS, idx);
 	if (PCPU_UNLIKELY(got != (uint32_t)idx))
-		pcpu__counter_add_inline(s->stats + PCPU_OBJCACHE_STRAYS, 1);
+		pcpu__objcache_count(s->stats + PCPU_OBJCACHE_STRAYS, idx);
 #else
 	pcpu__objcache_put_slow(c, obj);
 #endif
