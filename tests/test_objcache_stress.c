@@ -22,6 +22,10 @@
  * then frees everything (constructed = destructed), and destroy succeeds.
  * With --limit L: objects in existence never exceed L (checked in the
  * constructor, where it would first show), and gets fail only with EAGAIN.
+ * With --mixed 1 (pcpu's own rseq registration): the second half of the
+ * threads is created under a seccomp filter that refuses rseq, so one
+ * per-CPU cache serves threads that run its sections and threads that use
+ * its locked caches at once (and the drains collect both).
  *
  * Built twice: plain, and with PCPU_TEST_INJECT (test_objcache_inject:
  * the inline sections spin between arming and commit, and sometimes yield
@@ -31,16 +35,21 @@
  *
  * Usage: test_objcache_stress --expect-percpu 0|1 [--seconds S]
  *        [--threads-per-cpu N] [--limit L] [--capacity C] [--min-aborts N]
- *        [--max-seconds S] [--min-ops N]
+ *        [--max-seconds S] [--min-ops N] [--mixed 1]
  * PCPU_TEST_SCALE multiplies --seconds.
  */
 #include "check.h"
 #include <pcpu/pcpu.h>
 #include <errno.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -90,7 +99,7 @@ static int stop, stop_helpers, nthreads, ncpus;
 static void *mailbox[MAILBOXES];
 static uint64_t total_gets, total_puts, total_eagain, drains, drained;
 static unsigned long signals_sent;
-static int tids[MAX_THREADS];
+static int tids[MAX_THREADS], fallback_threads;
 
 static int ctor(void *p, void *arg)
 {
@@ -173,6 +182,8 @@ static void *worker(void *arg)
 	unsigned long i = 0;
 
 	__atomic_store_n(&tids[me], (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	if (pcpu_rseq_mode() == PCPU_RSEQ_FALLBACK)
+		__atomic_fetch_add(&fallback_threads, 1, __ATOMIC_RELAXED);
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		uint64_t r = rnd(&rng);
 
@@ -268,12 +279,31 @@ static double now(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* From now on, rseq() fails with EPERM in this thread and the threads it
+ * creates (a seccomp filter; threads created before keep working). */
+static void deny_rseq_from_now_on(void)
+{
+	struct sock_filter filter[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_rseq, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {sizeof(filter) / sizeof(filter[0]), filter};
+
+	CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
+	CHECK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0);
+}
+
 int main(int argc, char **argv)
 {
 	struct pcpu_objcache_desc d;
 	struct pcpu_objcache_stats st;
 	double seconds = 2, max_seconds = 60, t0, scale = 1;
-	int per_cpu = 4, expect_percpu = -1;
+	int per_cpu = 4, expect_percpu = -1, mixed = 0;
 	unsigned capacity = 16;
 	unsigned long min_aborts = 0;
 	uint64_t min_ops = 0;
@@ -294,6 +324,8 @@ int main(int argc, char **argv)
 			capacity = (unsigned)atoi(argv[i + 1]);
 		else if (strcmp(argv[i], "--min-aborts") == 0)
 			min_aborts = strtoul(argv[i + 1], NULL, 10);
+		else if (strcmp(argv[i], "--mixed") == 0)
+			mixed = atoi(argv[i + 1]);
 		else if (strcmp(argv[i], "--max-seconds") == 0)
 			max_seconds = atof(argv[i + 1]);
 		else if (strcmp(argv[i], "--min-ops") == 0)
@@ -326,8 +358,11 @@ int main(int argc, char **argv)
 	percpu_cache = expect_percpu;
 
 	t0 = now();
-	for (int i = 0; i < nthreads; i++)
+	for (int i = 0; i < nthreads; i++) {
+		if (mixed && i == nthreads / 2)
+			deny_rseq_from_now_on();
 		CHECK(pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i) == 0);
+	}
 	CHECK(pthread_create(&drain_th, NULL, drainer, NULL) == 0);
 	CHECK(pthread_create(&send_th, NULL, sender, NULL) == 0);
 	/* The injection build goes on until enough sections aborted (a loaded
@@ -369,6 +404,12 @@ int main(int argc, char **argv)
 	if (limit)
 		CHECK((uint64_t)st.objects <= limit && live_max <= (long)limit);
 	CHECK(drains > 0);
+	if (mixed) {
+		/* Half the threads ran the sections, half the locked caches,
+		 * on one per-CPU cache. */
+		printf("%d of %d threads without rseq\n", fallback_threads, nthreads);
+		CHECK(fallback_threads == nthreads - nthreads / 2);
+	}
 	CHECK(total_gets + total_puts >= min_ops);
 #ifdef PCPU_TEST_INJECT
 	printf("aborted sections: %lu\n", total_aborts);
