@@ -47,14 +47,15 @@
  *    builds) or no membarrier. Every get and put is a call and a mutex on
  *    the thread's fallback slot (assigned round-robin): correct, and
  *    scalable as long as threads spread over slots, but several times the
- *    per-CPU cost.
+ *    per-CPU cost (bench/README.md: 2.5-2.9x malloc + free, vs 0.4x).
  *  pcpu_objcache_is_percpu() says which.
  *
  * Collecting (pcpu_objcache_drain(), and a get at the limit): a thread sets
  * every slot's copy of the mode word, calls membarrier (rseq restarts the
  * sections in flight, which then read the new mode), moves every slot's
- * objects to the depot, and clears the mode words. Gets and puts meanwhile
- * go to the depot. No object is lost or handed out twice (the tests count).
+ * objects to the depot, and clears the mode words; then it empties the
+ * locked caches under their mutexes. Gets and puts meanwhile use the locked
+ * caches. No object is lost or handed out twice (the tests count).
  *
  * Statistics: pcpu counters (pcpu_objcache_counter(), read with
  * pcpu_counter_fetch()), registered in a registry when the description
