@@ -23,5 +23,6 @@
 #include <pcpu/stats.h>
 #include <pcpu/segment.h>
 #include <pcpu/reader.h>
+#include <pcpu/objcache.h>
 
 #endif /* PCPU_PCPU_H */

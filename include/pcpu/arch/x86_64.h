@@ -334,4 +334,222 @@ unregistered:
 	return 3;
 }
 
+/* ---- object caches (pcpu/objcache.h) ------------------------------------
+ *
+ * A slot's cache is one slot's copy of a per-CPU object laid out as below
+ * (pcpu/objcache.h checks its struct against these offsets): a mode word
+ * (0: sections may commit; a collecting thread sets it, then membarrier
+ * restarts the sections in flight), the count of object pointers in use,
+ * the capacity, and from PCPU__CACHE_PTRS on the array of pointers. Fixed
+ * offsets, so each operation needs one register for the cache (the
+ * sections must also build at -O0 with a frame pointer).
+ *
+ * Each operation is one section whose only store others can see is its
+ * last, the commit of the new count (the rseq slides' "speculative store,
+ * then final commit store"): a pointer stored into the array above the
+ * count, or copied out of it, is not part of the cache until, or stays
+ * part of it unless, the count says so. Copies go to or come from the
+ * caller's private memory, so an aborted section leaves nothing behind.
+ * Every one compares the index first, so it commits only on slot
+ * `expected`.
+ */
+#define PCPU__CACHE_MODE 0
+#define PCPU__CACHE_COUNT 8
+#define PCPU__CACHE_CAP 16
+#define PCPU__CACHE_PTRS 64
+
+/* What every cache section starts with, after arming: the index compare
+ * and the mode compare (to the labels `aborted` and `differs`). */
+#define PCPU__X86_CACHE_CHECKS                                               \
+	"1:\n\t"                                                             \
+	"cmpl %k[expected], %%fs:(%[idx])\n\t"                                \
+	"jnz %l[aborted]\n\t"                                                \
+	"cmpq $0, %c[mode](%[cache])\n\t"                                    \
+	"jnz %l[differs]\n\t"
+
+/* How every cache section ends: its asm goto jumps to `aborted` (1),
+ * `differs` (2: the mode was not 0) or `unfit` (3: empty, full, no room,
+ * too few), or falls through once committed (0). */
+#define PCPU__X86_CACHE_RETURNS                                              \
+	pcpu__after_asm_goto();                                              \
+	return 0;                                                            \
+aborted:                                                                     \
+	pcpu__after_asm_goto();                                              \
+	PCPU__INJECT_ABORTED();                                              \
+	return 1;                                                            \
+differs:                                                                     \
+	pcpu__after_asm_goto();                                              \
+	return 2;                                                            \
+unfit:                                                                       \
+	pcpu__after_asm_goto();                                              \
+	return 3
+
+/* Their common operands: the rseq offsets, the slot, the cache, and the
+ * layout's offsets (each section uses those it needs). */
+#define PCPU__X86_CACHE_OPERANDS(expected, cache)                            \
+	[cs] "r"((intptr_t)pcpu__g.cs_tpoff),                                 \
+	[idx] "r"((intptr_t)pcpu__g.index_tpoff), [expected] "r"(expected),  \
+	[cache] "r"(cache), [mode] "n"(PCPU__CACHE_MODE),                     \
+	[count] "n"(PCPU__CACHE_COUNT), [cap] "n"(PCPU__CACHE_CAP),           \
+	[ptrs] "n"(PCPU__CACHE_PTRS)
+
+/*
+ * rseq_cmpeq_cmpeqz_cbz_load_storev ("pop"):
+ *   if (index != expected) abort;
+ *   if (cache->mode != 0) return 2;
+ *   n = cache->count; if (n == 0) return 3;
+ *   *out = cache->ptrs[n - 1];              (private: the caller's variable)
+ *   cache->count = n - 1;                              (commit: the store)
+ *
+ * Returns 0 once the object is taken (*out holds it), 1 if aborted or no
+ * longer on slot `expected`, 2 if the mode was not 0, 3 if the cache was
+ * empty (nothing written but *out).
+ */
+__attribute__((always_inline)) static inline int
+pcpu__rseq_cmpeq_cmpeqz_cbz_load_storev(int64_t expected, void *cache, void **out)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__X86_RSEQ_ARM("%[cs]")
+		     PCPU__X86_CACHE_CHECKS
+		     "movq %c[count](%[cache]), %%rdx\n\t"
+		     "testq %%rdx, %%rdx\n\t"
+		     "jz %l[unfit]\n\t"
+		     "movq %c[ptrs]-8(%[cache], %%rdx, 8), %%r8\n\t"
+		     "movq %%r8, (%[out])\n\t"
+		     "decq %%rdx\n\t"
+		     PCPU__INJECT_ASM
+		     "movq %%rdx, %c[count](%[cache])\n\t"
+		     "2:\n\t"
+		     PCPU__X86_RSEQ_ABORT_TO("aborted")
+		     :
+		     : PCPU__X86_CACHE_OPERANDS(expected, cache), [out] "r"(out)
+		     : "memory", "cc", "rax", "rdx", "r8" PCPU__INJECT_CLOBBER
+		     : aborted, differs, unfit);
+	PCPU__X86_CACHE_RETURNS;
+}
+
+/*
+ * rseq_cmpeq_cmpeqz_cbge_store_storev ("push"):
+ *   if (index != expected) abort;
+ *   if (cache->mode != 0) return 2;
+ *   n = cache->count; if (n >= cache->cap) return 3;
+ *   cache->ptrs[n] = p;                           (speculative: above n)
+ *   cache->count = n + 1;                              (commit: the store)
+ *
+ * Returns 0 once the object is in the cache, 1 if aborted or no longer on
+ * slot `expected`, 2 if the mode was not 0, 3 if the cache was full
+ * (nothing written).
+ */
+__attribute__((always_inline)) static inline int
+pcpu__rseq_cmpeq_cmpeqz_cbge_store_storev(int64_t expected, void *cache, void *p)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__X86_RSEQ_ARM("%[cs]")
+		     PCPU__X86_CACHE_CHECKS
+		     "movq %c[count](%[cache]), %%rdx\n\t"
+		     "cmpq %c[cap](%[cache]), %%rdx\n\t"
+		     "jge %l[unfit]\n\t"
+		     "movq %[p], %c[ptrs](%[cache], %%rdx, 8)\n\t"
+		     "incq %%rdx\n\t"
+		     PCPU__INJECT_ASM
+		     "movq %%rdx, %c[count](%[cache])\n\t"
+		     "2:\n\t"
+		     PCPU__X86_RSEQ_ABORT_TO("aborted")
+		     :
+		     : PCPU__X86_CACHE_OPERANDS(expected, cache), [p] "r"(p)
+		     : "memory", "cc", "rax", "rdx" PCPU__INJECT_CLOBBER
+		     : aborted, differs, unfit);
+	PCPU__X86_CACHE_RETURNS;
+}
+
+/*
+ * rseq_cmpeq_cmpeqz_cbgt_memcpy_storev ("push k"):
+ *   if (index != expected) abort;
+ *   if (cache->mode != 0) return 2;
+ *   n = cache->count; if (n + k > cache->cap) return 3;
+ *   memcpy(&cache->ptrs[n], src, k * 8);          (speculative: above n)
+ *   cache->count = n + k;                              (commit: the store)
+ *
+ * Returns 0 once the k objects are in the cache, 1 if aborted or no longer
+ * on slot `expected`, 2 if the mode was not 0, 3 if they do not fit
+ * (nothing written). The copy is a loop of 8-byte moves inside the section
+ * (a preemption in the middle restarts it all).
+ */
+__attribute__((always_inline)) static inline int
+pcpu__rseq_cmpeq_cmpeqz_cbgt_memcpy_storev(int64_t expected, void *cache, void *const *src,
+					    int64_t k)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__X86_RSEQ_ARM("%[cs]")
+		     PCPU__X86_CACHE_CHECKS
+		     "movq %c[count](%[cache]), %%rdx\n\t"
+		     "leaq (%%rdx, %[k]), %%r10\n\t"
+		     "cmpq %c[cap](%[cache]), %%r10\n\t"
+		     "jg %l[unfit]\n\t"
+		     "xorl %%r10d, %%r10d\n\t"
+		     "cmpq %[k], %%r10\n\t"
+		     "jge 8f\n\t"
+		     "7:\n\t"
+		     "movq (%[src], %%r10, 8), %%r11\n\t"
+		     "movq %%r11, %c[ptrs](%[cache], %%rdx, 8)\n\t"
+		     "incq %%rdx\n\t"
+		     "incq %%r10\n\t"
+		     "cmpq %[k], %%r10\n\t"
+		     "jl 7b\n\t"
+		     "8:\n\t"
+		     PCPU__INJECT_ASM
+		     "movq %%rdx, %c[count](%[cache])\n\t"
+		     "2:\n\t"
+		     PCPU__X86_RSEQ_ABORT_TO("aborted")
+		     :
+		     : PCPU__X86_CACHE_OPERANDS(expected, cache), [src] "r"(src), [k] "r"(k)
+		     : "memory", "cc", "rax", "rdx", "r10", "r11" PCPU__INJECT_CLOBBER
+		     : aborted, differs, unfit);
+	PCPU__X86_CACHE_RETURNS;
+}
+
+/*
+ * rseq_cmpeq_cmpeqz_cblt_memcpy_storev ("pop k"):
+ *   if (index != expected) abort;
+ *   if (cache->mode != 0) return 2;
+ *   n = cache->count; if (n < k) return 3;
+ *   memcpy(dst, &cache->ptrs[n - k], k * 8);  (private: the caller's buffer)
+ *   cache->count = n - k;                              (commit: the store)
+ *
+ * Returns 0 once the k objects are taken (dst holds them), 1 if aborted or
+ * no longer on slot `expected`, 2 if the mode was not 0, 3 if fewer than k
+ * are cached (nothing written but dst).
+ */
+__attribute__((always_inline)) static inline int
+pcpu__rseq_cmpeq_cmpeqz_cblt_memcpy_storev(int64_t expected, void *cache, void **dst, int64_t k)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__X86_RSEQ_ARM("%[cs]")
+		     PCPU__X86_CACHE_CHECKS
+		     "movq %c[count](%[cache]), %%r8\n\t"
+		     "subq %[k], %%r8\n\t"
+		     "jl %l[unfit]\n\t"
+		     "movq %%r8, %%rdx\n\t"
+		     "xorl %%r10d, %%r10d\n\t"
+		     "cmpq %[k], %%r10\n\t"
+		     "jge 8f\n\t"
+		     "7:\n\t"
+		     "movq %c[ptrs](%[cache], %%rdx, 8), %%r11\n\t"
+		     "movq %%r11, (%[dst], %%r10, 8)\n\t"
+		     "incq %%rdx\n\t"
+		     "incq %%r10\n\t"
+		     "cmpq %[k], %%r10\n\t"
+		     "jl 7b\n\t"
+		     "8:\n\t"
+		     PCPU__INJECT_ASM
+		     "movq %%r8, %c[count](%[cache])\n\t"
+		     "2:\n\t"
+		     PCPU__X86_RSEQ_ABORT_TO("aborted")
+		     :
+		     : PCPU__X86_CACHE_OPERANDS(expected, cache), [dst] "r"(dst), [k] "r"(k)
+		     : "memory", "cc", "rax", "rdx", "r8", "r10", "r11" PCPU__INJECT_CLOBBER
+		     : aborted, differs, unfit);
+	PCPU__X86_CACHE_RETURNS;
+}
+
 #endif /* PCPU_ARCH_X86_64_H */
