@@ -17,7 +17,13 @@
  *  - pcpu__rseq_loadidx_cmpeqv_addv(): idx = index (inside the section);
  *    slot = base + idx * stride; if (slot's word at v_off != expect) fail;
  *    slot's word += add (pcpu/ref.h: the mode word is read inside the
- *    section).
+ *    section);
+ *  - the object cache's sections (pcpu/objcache.h), on one slot's cache
+ *    (mode word, count, capacity, pointers) at fixed offsets:
+ *    pcpu__rseq_cmpeq_cmpeqz_cbz_load_storev (pop one),
+ *    ..._cbge_store_storev (push one), ..._cbgt_memcpy_storev (push k) and
+ *    ..._cblt_memcpy_storev (pop k): speculative loads or stores, then the
+ *    count's store as the commit.
  * The generic header has no assembly: everything takes the fallback path.
  * None of this is API.
  */

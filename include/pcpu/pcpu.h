@@ -5,7 +5,8 @@
  * API: the per-CPU zones (pcpu/zone.h), exact counters (pcpu/counter.h), the
  * statistics layer (pcpu/stats.h: registry, gauges, histograms, consistent
  * groups, exposition), per-CPU reference counts and a big-reader lock
- * (pcpu/ref.h), the shared statistics segment (pcpu/segment.h) and its
+ * (pcpu/ref.h), per-CPU object caches (pcpu/objcache.h), the shared
+ * statistics segment (pcpu/segment.h) and its
  * reader (pcpu/reader.h). Every name it declares starts with pcpu_ or PCPU_.
  * FreeBSD counter(9) compatibility, whose names are unprefixed, is opt-in:
  * pcpu/counter9.h. The section 3 manual pages start at pcpu(3).
