@@ -475,8 +475,57 @@ static void test_concurrent(void)
 	pcpu_registry_destroy(creg);
 }
 
+/* The public clash set is the registry's: a family whose name is another
+ * family's name plus one of that family's suffixes is refused. */
+static void test_suffixes(void)
+{
+	static const enum pcpu_metric_type types[] = { PCPU_METRIC_COUNTER, PCPU_METRIC_GAUGE,
+							PCPU_METRIC_HISTOGRAM };
+	static const int64_t bounds[] = { 1, 2 };
+	struct pcpu_histogram_layout lay = { 0 };
+	pcpu_registry_t *reg = pcpu_registry_create();
+	const char *const *suf;
+	size_t t, k, n;
+
+	CHECK(reg != NULL);
+	lay.scheme = PCPU_HISTOGRAM_EXPLICIT;
+	lay.bounds = bounds;
+	lay.nbounds = 2;
+	CHECK(pcpu_stats_type_suffixes((enum pcpu_metric_type)99, &suf) == 0 && suf == NULL);
+	CHECK(pcpu_metric_type_name((enum pcpu_metric_type)99) == NULL);
+	CHECK(pcpu_stats_sample_suffix((enum pcpu_metric_type)99) == NULL);
+	CHECK(strcmp(pcpu_stats_sample_suffix(PCPU_METRIC_COUNTER), "_total") == 0);
+	CHECK(strcmp(pcpu_stats_sample_suffix(PCPU_METRIC_GAUGE), "") == 0);
+	CHECK(strcmp(pcpu_metric_type_name(PCPU_METRIC_HISTOGRAM), "histogram") == 0);
+	for (t = 0; t < 3; t++) {
+		struct pcpu_family_desc d;
+		char base[32], clash[64];
+
+		memset(&d, 0, sizeof d);
+		snprintf(base, sizeof base, "sfx%zu", t);
+		d.name = base;
+		d.type = types[t];
+		d.histogram = types[t] == PCPU_METRIC_HISTOGRAM ? &lay : NULL;
+		CHECK(pcpu_registry_family(reg, &d) != NULL);
+		n = pcpu_stats_type_suffixes(types[t], &suf);
+		CHECK(n >= 1 && strcmp(suf[0], "") == 0);
+		for (k = 1; k < n; k++) {
+			struct pcpu_family_desc g;
+
+			memset(&g, 0, sizeof g);
+			snprintf(clash, sizeof clash, "%s%s", base, suf[k]);
+			g.name = clash;
+			g.type = PCPU_METRIC_GAUGE;
+			errno = 0;
+			CHECK(pcpu_registry_family(reg, &g) == NULL && errno == EEXIST);
+		}
+	}
+	pcpu_registry_destroy(reg);
+}
+
 int main(void)
 {
+	test_suffixes();
 	test_validation();
 	test_api();
 	test_structs();
