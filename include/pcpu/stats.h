@@ -278,6 +278,83 @@ PCPU_API void pcpu_snapshot_free(struct pcpu_snapshot *s);
 PCPU_API int pcpu_registry_write(pcpu_registry_t *reg, enum pcpu_format fmt, char **out,
 				 size_t *len);
 
+/* ---- collectors: series whose values a callback computes at read time ---- */
+
+/**
+ * A collector callback: computes the current value of one series (a queue's
+ * depth, a pool's size, a value only the kernel knows) into *value -- in the
+ * family's unit before scaling, modulo 2^64 for counters -- and returns 0;
+ * or returns non-zero (errno may say why) when it cannot, and the series is
+ * then left out of that snapshot.
+ *
+ * The contract (pcpu_family_callback() registers one):
+ *  - When it runs: at the start of every pcpu_registry_snapshot(),
+ *    pcpu_registry_write() and pcpu_registry_collect() of its registry, in
+ *    the thread that called them, one collection at a time per registry (a
+ *    second waits for the first), callbacks in registration order.
+ *  - Locks: none of the registry's. The registry's mutex is not held while
+ *    callbacks run, so one that blocks delays only the collection it runs
+ *    in (and snapshots waiting for it): registration, lookups, updates and
+ *    segment readers go on.
+ *  - What it may call: anything, including the registry's own functions --
+ *    registering families and series, looking up and updating handles --
+ *    except those that would wait for the collection it runs in:
+ *    pcpu_registry_snapshot(), pcpu_registry_write() and
+ *    pcpu_registry_collect() of the same registry, and removing a series
+ *    with a callback (or a family holding one) from it. Those fail at once
+ *    with EDEADLK instead of deadlocking. pcpu_registry_destroy() of the
+ *    same registry is forbidden (as from any thread still using it).
+ *  - Failure: a non-zero return leaves that series out of the snapshot (the
+ *    exposition stays valid, the other series are there);
+ *    pcpu_registry_collect() returns the number of failures and
+ *    pcpu_stats_error() names the family.
+ *  - Removal: once pcpu_family_remove() (or removing its family) returns,
+ *    the callback is neither running nor called again, so `arg` may be
+ *    freed. Removal waits for a collection in progress to finish.
+ */
+typedef int (*pcpu_callback_fn)(void *arg, int64_t *value);
+
+/**
+ * Adds to a counter or gauge family the series with these label values,
+ * whose value `fn(arg, &value)` computes at each collection (see
+ * pcpu_callback_fn for when it runs and what it may do). It is exposed,
+ * snapshotted and published in a segment like any series of the family.
+ * A published segment is read by other processes, which cannot run the
+ * callback: it holds the value of the last collection in this process
+ * (every snapshot or exposition collects; a publisher without scrapes of
+ * its own calls pcpu_registry_collect() on a timer).
+ * Returns 0, or -1 with errno: EINVAL (NULL fn, a histogram family, bad
+ * label values), EEXIST (the series exists), ENOMEM. Thread-safe; not
+ * async-signal-safe. Cost: a mutex, a hash lookup and one allocation.
+ */
+PCPU_API int pcpu_family_callback(pcpu_family_t *fam, const char *const *label_values,
+				  pcpu_callback_fn fn, void *arg);
+
+/**
+ * Runs every callback of `reg` now and stores their values (what each
+ * snapshot does first). Returns the number of callbacks that failed (0 if
+ * all worked; pcpu_stats_error() names the last failed family), or -1 with
+ * errno EINVAL (NULL), EDEADLK (called from one of reg's callbacks),
+ * ENOMEM. Thread-safe; not async-signal-safe. Cost: the callbacks', plus a
+ * gauge set per callback.
+ */
+PCPU_API int pcpu_registry_collect(pcpu_registry_t *reg);
+
+/**
+ * Registers the standard process collector in `reg`, as the Prometheus
+ * client libraries ship it, computed from /proc/self and getrusage() at
+ * each collection: process_cpu_seconds_total (user + system CPU time),
+ * process_resident_memory_bytes, process_virtual_memory_bytes,
+ * process_open_fds, process_max_fds (RLIMIT_NOFILE's soft limit) and
+ * process_start_time_seconds (since the Unix epoch). Where /proc cannot be
+ * read, those series are left out of snapshots (see pcpu_callback_fn).
+ * Returns 0, or -1 with errno EEXIST (already registered, or a name taken),
+ * ENOMEM; families registered before the failure stay. Thread-safe; not
+ * async-signal-safe. Cost of a collection: a few small /proc reads and a
+ * scan of /proc/self/fd.
+ */
+PCPU_API int pcpu_registry_process_collector(pcpu_registry_t *reg);
+
 PCPU_END_DECLS
 
 #endif /* PCPU_STATS_H */

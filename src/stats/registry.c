@@ -588,6 +588,7 @@ static void series_unlink(struct pcpu_family *f, struct pcpu__series *se)
 			break;
 		}
 	}
+	pcpu__callback_forget_locked(f->reg, se);
 	free(se->values);
 	free(se);
 }
@@ -626,6 +627,50 @@ static void *series_get(pcpu_family_t *f, const char *const *v, enum pcpu_metric
 	}
 	pthread_mutex_unlock(&f->reg->lock);
 	return handle;
+}
+
+int pcpu__series_add_callback(struct pcpu_family *f, const char *const *v,
+			      struct pcpu__callback *cb)
+{
+	struct pcpu__series *se;
+	void *handle;
+	uint64_t h;
+	int r = 0;
+
+	if (values_check(f, v) < 0)
+		return -1;
+	h = hash_values(v, f->nlabels);
+	pthread_mutex_lock(&f->reg->lock);
+	if (series_find(f, v, h)) {
+		pcpu__set_error("a series with these label values exists already");
+		pcpu__msg_prefix("family", f->name);
+		errno = EEXIST;
+		r = -1;
+	} else if (!(handle = storage_alloc(f))) {
+		r = -1;
+	} else {
+		/* Linked before the hook sees the series, so a mirror of the
+		 * directory could tell it is computed. */
+		cb->fam = f;
+		se = series_new(f, v, h, handle, NULL);
+		if (!se) {
+			storage_free(f, handle);
+			r = -1;
+		} else {
+			se->cb = cb;
+			cb->se = se;
+			cb->next = NULL;
+			cb->prev = f->reg->callbacks_last;
+			if (cb->prev)
+				cb->prev->next = cb;
+			else
+				f->reg->callbacks = cb;
+			f->reg->callbacks_last = cb;
+			f->reg->ncallbacks++;
+		}
+	}
+	pthread_mutex_unlock(&f->reg->lock);
+	return r;
 }
 
 pcpu_counter_t pcpu_family_counter(pcpu_family_t *fam, const char *const *label_values)
@@ -671,6 +716,14 @@ int pcpu_family_remove(pcpu_family_t *f, const char *const *v)
 		return fail(EINVAL, NULL);
 	pthread_mutex_lock(&f->reg->lock);
 	se = series_find(f, v, hash_values(v, f->nlabels));
+	if (se && se->cb) {
+		/* Its callback may be running: wait, then look again. */
+		if (pcpu__collect_wait_locked(f->reg) < 0) {
+			pthread_mutex_unlock(&f->reg->lock);
+			return -1;
+		}
+		se = series_find(f, v, hash_values(v, f->nlabels));
+	}
 	if (!se) {
 		r = fail(ENOENT, "no series with these label values");
 	} else if (se->owner) {
@@ -739,12 +792,21 @@ static void registries_fork_release(void)
 	pthread_mutex_unlock(&default_lock);
 }
 
+static void registries_fork_child(void)
+{
+	struct pcpu_registry *r;
+
+	for (r = registries; r; r = r->next)
+		pcpu__collect_fork_child(r);
+	registries_fork_release();
+}
+
 pcpu_registry_t *pcpu_registry_create(void)
 {
 	struct pcpu_registry *reg;
 
 	if (pcpu_fork_register(&fork_registered, PCPU_FORK_REGISTRY, registries_fork_prepare,
-			       registries_fork_release, registries_fork_release) != 0)
+			       registries_fork_release, registries_fork_child) != 0)
 		return NULL;
 	reg = calloc(1, sizeof *reg);
 	if (!reg)
@@ -756,6 +818,7 @@ pcpu_registry_t *pcpu_registry_create(void)
 		return NULL;
 	}
 	pthread_mutex_init(&reg->lock, NULL);
+	pthread_cond_init(&reg->collect_cv, NULL);
 	pthread_mutex_lock(&registries_lock);
 	reg->next = registries;
 	registries = reg;
@@ -770,7 +833,7 @@ pcpu_registry_t *pcpu_registry_default(void)
 	if (r)
 		return r;
 	if (pcpu_fork_register(&fork_registered, PCPU_FORK_REGISTRY, registries_fork_prepare,
-			       registries_fork_release, registries_fork_release) != 0)
+			       registries_fork_release, registries_fork_child) != 0)
 		return NULL;
 	pthread_mutex_lock(&default_lock);
 	r = default_reg;
@@ -847,6 +910,7 @@ static void family_destroy_locked(struct pcpu_registry *reg, struct pcpu_family 
 			next = se->hnext;
 			if (!se->owner)
 				storage_free(f, se->handle);
+			pcpu__callback_forget_locked(reg, se);
 			free(se->values);
 			free(se);
 		}
@@ -858,6 +922,16 @@ static void family_destroy_locked(struct pcpu_registry *reg, struct pcpu_family 
 	reg->nfams--;
 	bump_generation(reg);
 	family_free_meta(f);
+}
+
+static int family_has_callbacks(const struct pcpu_family *f)
+{
+	const struct pcpu__series *se;
+
+	for (se = f->lfirst; se; se = se->lnext)
+		if (se->cb)
+			return 1;
+	return 0;
 }
 
 static int family_has_struct_series(const struct pcpu_family *f)
@@ -884,6 +958,8 @@ int pcpu_registry_remove_family(pcpu_registry_t *reg, pcpu_family_t *f)
 		r = fail(EINVAL, "not a family of this registry");
 	else if (family_has_struct_series(f))
 		r = fail(EBUSY, "the family has fields of a registered struct; remove the struct first");
+	else if (family_has_callbacks(f) && pcpu__collect_wait_locked(reg) < 0)
+		r = -1; /* EDEADLK: called from one of reg's callbacks */
 	else
 		family_destroy_locked(reg, f);
 	pthread_mutex_unlock(&reg->lock);
@@ -905,6 +981,7 @@ void pcpu_registry_destroy(pcpu_registry_t *reg)
 		}
 	pthread_mutex_unlock(&registries_lock);
 	pthread_mutex_lock(&reg->lock);
+	(void)pcpu__collect_wait_locked(reg); /* by contract none runs; be safe */
 	for (ss = reg->structs; ss; ss = next) {
 		next = ss->next;
 		free(ss->fams);
@@ -920,6 +997,7 @@ void pcpu_registry_destroy(pcpu_registry_t *reg)
 	/* Struct objects and any storage not freed above go with the zone. */
 	pcpu_zone_destroy(reg->zone);
 	notify(reg, PCPU__REG_DESTROYED, NULL, NULL);
+	pthread_cond_destroy(&reg->collect_cv);
 	pthread_mutex_destroy(&reg->lock);
 	free(reg);
 }

@@ -37,6 +37,7 @@ struct pcpu__series {
 	char **values;                /* nlabels strings, one allocation */
 	void *handle;                 /* pcpu_counter_t, pcpu_gauge_t, pcpu_histogram_t * */
 	struct pcpu__sstruct *owner;  /* registered struct holding the value, or NULL */
+	struct pcpu__callback *cb;    /* its collector callback (collector.c), or NULL */
 };
 
 struct pcpu_family {
@@ -117,11 +118,49 @@ struct pcpu_registry {
 	uint64_t generation;          /* atomic */
 	int is_default;
 	struct pcpu_registry *next;   /* list of live registries (fork handlers) */
+	/* collectors (collector.c), guarded by lock */
+	pthread_cond_t collect_cv;    /* broadcast when a collection ends */
+	int collect_busy;             /* a collection's callbacks are running */
+	struct pcpu__callback *callbacks; /* every callback series, in order */
+	struct pcpu__callback *callbacks_last;
+	size_t ncallbacks;
 };
 
 /* Reads a series' value into a snapshot series; counts has nbuckets
  * entries for histograms. Called with the registry lock held. */
 PCPU_HIDDEN void pcpu__series_read(const struct pcpu_family *f, const struct pcpu__series *se,
 				   struct pcpu_snapshot_series *out, uint64_t *counts);
+
+/* ---- collector.c ---- */
+
+/* A series whose value a callback computes (pcpu_family_callback()). */
+struct pcpu__callback {
+	struct pcpu__callback *next, *prev; /* reg->callbacks */
+	struct pcpu_family *fam;
+	struct pcpu__series *se;
+	pcpu_callback_fn fn;
+	void *arg;
+	int failed;                   /* the last collection's call failed */
+};
+
+/* Runs the callbacks of reg and stores their values (not under reg->lock).
+ * Returns the number that failed, or -1 with errno (EDEADLK, ENOMEM). */
+PCPU_HIDDEN int pcpu__registry_collect(struct pcpu_registry *reg);
+/* Registry locked: waits (releasing the lock meanwhile, so the caller
+ * looks its series up again after) until no collection of reg runs, then
+ * returns 0; -1 with errno EDEADLK if the calling thread is running one. */
+PCPU_HIDDEN int pcpu__collect_wait_locked(struct pcpu_registry *reg);
+/* Registry locked: unlinks and frees the callback of a series going away. */
+PCPU_HIDDEN void pcpu__callback_forget_locked(struct pcpu_registry *reg, struct pcpu__series *se);
+/* Child side of fork(), registry locked: a collection another thread was
+ * running will never end in the child. */
+PCPU_HIDDEN void pcpu__collect_fork_child(struct pcpu_registry *reg);
+
+/* ---- registry.c, for collector.c ---- */
+
+/* Creates series `v` of f (counter or gauge) for callback cb; EEXIST if it
+ * exists. Takes the registry lock. */
+PCPU_HIDDEN int pcpu__series_add_callback(struct pcpu_family *f, const char *const *v,
+					  struct pcpu__callback *cb);
 
 #endif /* PCPU_STATS_REGISTRY_H */

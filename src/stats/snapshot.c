@@ -127,10 +127,12 @@ static int copy_family(struct snapshot_impl *s, const struct pcpu_family *f,
 	{
 		const struct pcpu__series *se;
 
-		for (se = f->lfirst; se; se = se->lnext, j++) {
+		for (se = f->lfirst; se; se = se->lnext) {
 			uint64_t *counts = NULL;
 			const char **vals = NULL;
 
+			if (se->cb && se->cb->failed)
+				continue; /* its callback failed: left out (pcpu_callback_fn) */
 			if (f->nlabels) {
 				vals = arena_alloc(s, f->nlabels * sizeof *vals);
 				if (!vals)
@@ -145,6 +147,7 @@ static int copy_family(struct snapshot_impl *s, const struct pcpu_family *f,
 			}
 			series[j].label_values = vals;
 			pcpu__series_read(f, se, &series[j], counts);
+			j++;
 		}
 	}
 	out->series = series;
@@ -182,6 +185,9 @@ struct pcpu_snapshot *pcpu_registry_snapshot(pcpu_registry_t *reg)
 		errno = EINVAL;
 		return NULL;
 	}
+	/* Callbacks first, without the registry's lock (see pcpu_callback_fn). */
+	if (pcpu__registry_collect(reg) < 0)
+		return NULL;
 	s = calloc(1, sizeof *s);
 	if (!s)
 		return NULL;
