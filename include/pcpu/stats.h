@@ -278,6 +278,41 @@ PCPU_API void pcpu_snapshot_free(struct pcpu_snapshot *s);
 PCPU_API int pcpu_registry_write(pcpu_registry_t *reg, enum pcpu_format fmt, char **out,
 				 size_t *len);
 
+/* ---- constant labels and info metrics (build information) ---- */
+
+/**
+ * Gives every family of `reg` the constant labels names[k]="values[k]"
+ * (an instance, a region, a build: what Prometheus clients call const
+ * labels). They come after each family's own labels in every series of
+ * every family -- in snapshots, every exposition format and published
+ * segments alike -- and the caller never passes them: handles are still
+ * looked up with the family's own label values only.
+ * Precondition: call it once, right after pcpu_registry_create(), before
+ * the first family (EBUSY otherwise): a family's label set is fixed.
+ * A family may then not use these names itself, and its own labels plus
+ * these are at most PCPU_STATS_LABELS_MAX (EINVAL at registration).
+ * Returns 0 or -1 with errno EINVAL (NULL, n not 1..32, an invalid or
+ * repeated name, `le`, a value not UTF-8), EBUSY, ENOMEM. Thread-safe;
+ * not async-signal-safe. Cost: copies the strings.
+ */
+PCPU_API int pcpu_registry_const_labels(pcpu_registry_t *reg, unsigned n,
+					const char *const *names, const char *const *values);
+
+/**
+ * Registers an info metric: the gauge family `name` (which must end in
+ * `_info`, e.g. "myapp_build_info") with these label names, and its series
+ * with these label values set to 1 -- the convention Prometheus uses for
+ * build and version information (`myapp_build_info{version="1.2",
+ * revision="abc"} 1`), joined to other series in queries with
+ * `* on(instance) group_left(version)`. Exposed as a gauge in every format.
+ * Returns 0, or -1 with errno: EINVAL (name without `_info`, invalid name
+ * or labels), EEXIST (the series exists, or the family exists with other
+ * labels or help), ENOMEM. Thread-safe; not async-signal-safe.
+ */
+PCPU_API int pcpu_registry_info(pcpu_registry_t *reg, const char *name, const char *help,
+				unsigned nlabels, const char *const *label_names,
+				const char *const *label_values);
+
 /* ---- collectors: series whose values a callback computes at read time ---- */
 
 /**

@@ -265,9 +265,9 @@ static int desc_equal(const struct pcpu_family *f, const struct pcpu_family_desc
 	unsigned l;
 
 	if (f->type != d->type || !str_eq(f->help, d->help) || !str_eq(f->unit, d->unit) ||
-	    f->scale_exp10 != d->scale_exp10 || f->nlabels != d->nlabels)
+	    f->scale_exp10 != d->scale_exp10 || f->nlabels - f->nconst != d->nlabels)
 		return 0;
-	for (l = 0; l < f->nlabels; l++)
+	for (l = 0; l < d->nlabels; l++)
 		if (strcmp(f->label_names[l], d->label_names[l]) != 0)
 			return 0;
 	return f->type != PCPU_METRIC_HISTOGRAM || layout_equal(&f->layout, d->histogram);
@@ -347,13 +347,16 @@ static struct pcpu_family *family_create_locked(struct pcpu_registry *reg,
 	f->unit = d->unit && *d->unit ? strdup(d->unit) : NULL;
 	if (!f->name || (d->help && !f->help) || (d->unit && *d->unit && !f->unit))
 		goto nomem;
-	f->nlabels = d->nlabels;
-	if (d->nlabels) {
-		f->label_names = calloc(d->nlabels, sizeof *f->label_names);
+	/* The caller's label names, then the registry's constant ones. */
+	f->nconst = reg->nconst;
+	f->nlabels = d->nlabels + reg->nconst;
+	if (f->nlabels) {
+		f->label_names = calloc(f->nlabels, sizeof *f->label_names);
 		if (!f->label_names)
 			goto nomem;
-		for (l = 0; l < d->nlabels; l++)
-			if (!(f->label_names[l] = strdup(d->label_names[l])))
+		for (l = 0; l < f->nlabels; l++)
+			if (!(f->label_names[l] = strdup(l < d->nlabels ? d->label_names[l]
+								 : reg->const_names[l - d->nlabels])))
 				goto nomem;
 	}
 	if (d->type == PCPU_METRIC_HISTOGRAM && family_set_layout(f, d->histogram) < 0)
@@ -384,6 +387,29 @@ nomem:
 	return NULL;
 }
 
+/* A family may not name a constant label of the registry itself, nor have
+ * more labels than a family can with them. Registry locked. */
+static int const_label_clash(const struct pcpu_registry *reg, const struct pcpu_family_desc *d)
+{
+	unsigned l, k;
+
+	if (d->nlabels + reg->nconst > PCPU_STATS_LABELS_MAX) {
+		pcpu__set_error("too many labels with the registry's constant labels");
+		goto context;
+	}
+	for (l = 0; l < d->nlabels; l++)
+		for (k = 0; k < reg->nconst; k++)
+			if (strcmp(d->label_names[l], reg->const_names[k]) == 0) {
+				pcpu__set_error("a label name is a constant label of the registry");
+				goto context;
+			}
+	return 0;
+context:
+	pcpu__msg_prefix("family", d->name);
+	errno = EINVAL;
+	return -1;
+}
+
 /* Finds or creates; registry locked; desc checked; *created set. */
 static struct pcpu_family *family_get_locked(struct pcpu_registry *reg,
 					     const struct pcpu_family_desc *d, const char *base,
@@ -394,6 +420,8 @@ static struct pcpu_family *family_get_locked(struct pcpu_registry *reg,
 	struct pcpu__sname *n;
 
 	*created = 0;
+	if (const_label_clash(reg, d) < 0)
+		return NULL;
 	n = sname_find(reg, base, "");
 	if (n && strcmp(n->fam->name, base) == 0) {
 		if (desc_equal(n->fam, d))
@@ -456,17 +484,29 @@ static void storage_free(const struct pcpu_family *f, void *h)
 	}
 }
 
-static int values_check(const struct pcpu_family *f, const char *const *v)
+/* Checks the caller's label values of a series of f and sets *out to the
+ * series' whole key: those values, then the registry's constant label
+ * values (in `buf`, PCPU_STATS_LABELS_MAX entries, when there are some). */
+static int values_check(const struct pcpu_family *f, const char *const *v, const char **buf,
+			const char *const **out)
 {
-	unsigned l;
+	unsigned l, own = f->nlabels - f->nconst;
 
-	if (f->nlabels && !v) {
+	if (own && !v) {
 		pcpu__set_error("label values are NULL but the family has labels");
 		goto context;
 	}
-	for (l = 0; l < f->nlabels; l++)
+	for (l = 0; l < own; l++)
 		if (pcpu_stats_check_label_value(v[l]) < 0)
 			goto context;
+	*out = v;
+	if (f->nconst) {
+		for (l = 0; l < own; l++)
+			buf[l] = v[l];
+		for (l = 0; l < f->nconst; l++)
+			buf[own + l] = f->reg->const_values[l];
+		*out = buf;
+	}
 	return 0;
 context:
 	pcpu__msg_prefix("family", f->name);
@@ -595,6 +635,7 @@ static void series_unlink(struct pcpu_family *f, struct pcpu__series *se)
 
 static void *series_get(pcpu_family_t *f, const char *const *v, enum pcpu_metric_type type)
 {
+	const char *buf[PCPU_STATS_LABELS_MAX];
 	struct pcpu__series *se;
 	void *handle = NULL;
 	uint64_t h;
@@ -611,7 +652,7 @@ static void *series_get(pcpu_family_t *f, const char *const *v, enum pcpu_metric
 		errno = EINVAL;
 		return NULL;
 	}
-	if (values_check(f, v) < 0)
+	if (values_check(f, v, buf, &v) < 0)
 		return NULL;
 	h = hash_values(v, f->nlabels);
 	pthread_mutex_lock(&f->reg->lock);
@@ -632,12 +673,13 @@ static void *series_get(pcpu_family_t *f, const char *const *v, enum pcpu_metric
 int pcpu__series_add_callback(struct pcpu_family *f, const char *const *v,
 			      struct pcpu__callback *cb)
 {
+	const char *buf[PCPU_STATS_LABELS_MAX];
 	struct pcpu__series *se;
 	void *handle;
 	uint64_t h;
 	int r = 0;
 
-	if (values_check(f, v) < 0)
+	if (values_check(f, v, buf, &v) < 0)
 		return -1;
 	h = hash_values(v, f->nlabels);
 	pthread_mutex_lock(&f->reg->lock);
@@ -690,10 +732,11 @@ pcpu_histogram_t *pcpu_family_histogram(pcpu_family_t *fam, const char *const *l
 
 void *pcpu_family_lookup(pcpu_family_t *f, const char *const *v)
 {
+	const char *buf[PCPU_STATS_LABELS_MAX];
 	struct pcpu__series *se;
 	void *handle = NULL;
 
-	if (!f || values_check(f, v) < 0) {
+	if (!f || values_check(f, v, buf, &v) < 0) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -709,10 +752,11 @@ void *pcpu_family_lookup(pcpu_family_t *f, const char *const *v)
 
 int pcpu_family_remove(pcpu_family_t *f, const char *const *v)
 {
+	const char *buf[PCPU_STATS_LABELS_MAX];
 	struct pcpu__series *se;
 	int r = 0;
 
-	if (!f || values_check(f, v) < 0)
+	if (!f || values_check(f, v, buf, &v) < 0)
 		return fail(EINVAL, NULL);
 	pthread_mutex_lock(&f->reg->lock);
 	se = series_find(f, v, hash_values(v, f->nlabels));
@@ -966,6 +1010,105 @@ int pcpu_registry_remove_family(pcpu_registry_t *reg, pcpu_family_t *f)
 	return r;
 }
 
+static void free_strings(char **v, unsigned n)
+{
+	unsigned k;
+
+	if (!v)
+		return;
+	for (k = 0; k < n; k++)
+		free(v[k]);
+	free(v);
+}
+
+static char **dup_strings(const char *const *v, unsigned n)
+{
+	char **out = calloc(n, sizeof *out);
+	unsigned k;
+
+	if (!out)
+		return NULL;
+	for (k = 0; k < n; k++)
+		if (!(out[k] = strdup(v[k]))) {
+			free_strings(out, k);
+			errno = ENOMEM;
+			return NULL;
+		}
+	return out;
+}
+
+int pcpu_registry_const_labels(pcpu_registry_t *reg, unsigned n, const char *const *names,
+			       const char *const *values)
+{
+	char **cn = NULL, **cv = NULL;
+	unsigned l, k;
+	int r = 0;
+
+	if (!reg || n == 0 || n > PCPU_STATS_LABELS_MAX || !names || !values)
+		return fail(EINVAL, "constant labels: NULL registry, names or values, or not 1 to "
+				    "32 labels");
+	for (l = 0; l < n; l++) {
+		if (pcpu_stats_check_label_name(names[l]) < 0 ||
+		    pcpu_stats_check_label_value(values[l]) < 0) {
+			pcpu__msg_prefix("constant label", names[l] ? names[l] : "(null)");
+			errno = EINVAL;
+			return -1;
+		}
+		/* Histograms reserve "le" for their buckets. */
+		if (strcmp(names[l], "le") == 0)
+			return fail(EINVAL, "constant labels: \"le\" is reserved (histogram buckets)");
+		for (k = 0; k < l; k++)
+			if (strcmp(names[k], names[l]) == 0)
+				return fail(EINVAL, "constant labels: a label name appears twice");
+	}
+	if (!(cn = dup_strings(names, n)) || !(cv = dup_strings(values, n))) {
+		free_strings(cn, n);
+		return fail(ENOMEM, NULL);
+	}
+	pthread_mutex_lock(&reg->lock);
+	if (reg->nfams || reg->nconst) {
+		r = fail(EBUSY, "constant labels: set them once, before the first family");
+	} else {
+		reg->const_names = cn;
+		reg->const_values = cv;
+		reg->nconst = n;
+		cn = cv = NULL;
+	}
+	pthread_mutex_unlock(&reg->lock);
+	free_strings(cn, n);
+	free_strings(cv, n);
+	return r;
+}
+
+int pcpu_registry_info(pcpu_registry_t *reg, const char *name, const char *help, unsigned nlabels,
+		       const char *const *label_names, const char *const *label_values)
+{
+	struct pcpu_family_desc d;
+	pcpu_family_t *f;
+	pcpu_gauge_t g;
+	size_t len = name ? strlen(name) : 0;
+
+	if (len <= 5 || strcmp(name + len - 5, "_info") != 0)
+		return fail(EINVAL, "an info metric's name ends in \"_info\"");
+	memset(&d, 0, sizeof d);
+	d.name = name;
+	d.help = help;
+	d.type = PCPU_METRIC_GAUGE;
+	d.nlabels = nlabels;
+	d.label_names = label_names;
+	f = pcpu_registry_family(reg, &d);
+	if (!f)
+		return -1;
+	if (pcpu_family_lookup(f, label_values)) {
+		pcpu__set_error("this info series exists already");
+		pcpu__msg_prefix("family", name);
+		errno = EEXIST;
+		return -1;
+	}
+	g = pcpu_family_gauge(f, label_values);
+	return g ? pcpu_gauge_set(g, 1) : -1;
+}
+
 void pcpu_registry_destroy(pcpu_registry_t *reg)
 {
 	struct pcpu__sstruct *ss, *next;
@@ -994,6 +1137,8 @@ void pcpu_registry_destroy(pcpu_registry_t *reg)
 	pthread_mutex_unlock(&reg->lock);
 	free(reg->fams);
 	free(reg->names);
+	free_strings(reg->const_names, reg->nconst);
+	free_strings(reg->const_values, reg->nconst);
 	/* Struct objects and any storage not freed above go with the zone. */
 	pcpu_zone_destroy(reg->zone);
 	notify(reg, PCPU__REG_DESTROYED, NULL, NULL);
@@ -1067,6 +1212,7 @@ void *pcpu_registry_struct(pcpu_registry_t *reg, size_t size, const struct pcpu_
 			   size_t nfields, unsigned nlabels, const char *const *label_names,
 			   const char *const *label_values)
 {
+	const char *full[PCPU_STATS_LABELS_MAX];
 	struct pcpu_family_desc d;
 	struct pcpu__sstruct *ss = NULL;
 	char (*base)[PCPU_STATS_NAME_MAX + 1] = NULL;
@@ -1128,11 +1274,11 @@ void *pcpu_registry_struct(pcpu_registry_t *reg, size_t size, const struct pcpu_
 				goto fail_locked;
 			}
 	}
-	if (values_check(ss->fams[0], label_values) < 0) {
+	if (values_check(ss->fams[0], label_values, full, &label_values) < 0) {
 		err = errno;
 		goto fail_locked;
 	}
-	h = hash_values(label_values, nlabels);
+	h = hash_values(label_values, ss->fams[0]->nlabels);
 	for (k = 0; k < nfields; k++) {
 		if (series_find(ss->fams[k], label_values, h)) {
 			pcpu__set_error("a series with these label values exists already");

@@ -47,8 +47,9 @@ struct pcpu_family {
 	char *unit;                   /* NULL: none */
 	enum pcpu_metric_type type;
 	int scale_exp10;
-	unsigned nlabels;
+	unsigned nlabels;             /* the caller's, then nconst constant ones */
 	char **label_names;
+	unsigned nconst;              /* the registry's constant labels, last */
 	/* histograms */
 	struct pcpu_histogram_layout layout; /* .bounds points to bounds below */
 	int64_t *bounds;
@@ -124,6 +125,10 @@ struct pcpu_registry {
 	struct pcpu__callback *callbacks; /* every callback series, in order */
 	struct pcpu__callback *callbacks_last;
 	size_t ncallbacks;
+	/* constant labels of every family (pcpu_registry_const_labels()),
+	 * fixed before the first family; freed with the registry */
+	unsigned nconst;
+	char **const_names, **const_values;
 };
 
 /* Reads a series' value into a snapshot series; counts has nbuckets
