@@ -278,6 +278,59 @@ PCPU_API void pcpu_snapshot_free(struct pcpu_snapshot *s);
 PCPU_API int pcpu_registry_write(pcpu_registry_t *reg, enum pcpu_format fmt, char **out,
 				 size_t *len);
 
+/* ---- consistent groups as families ---- */
+
+typedef struct pcpu__gfamily pcpu_group_family_t;
+
+/**
+ * Registers a consistent group family: `nmembers` (1 to
+ * PCPU_GROUP_MAX_MEMBERS) new counter or gauge families, members[k]
+ * described as for pcpu_registry_family() and all with the same label
+ * names, whose series -- one per label set in every member -- are the
+ * members of one pcpu_group_t (pcpu/group.h), updated together with
+ * pcpu_group_add():
+ *
+ *     flow_packets_total{flow="a"} and flow_bytes_total{flow="a"}
+ *       = members 0 and 1 of pcpu_group_family_series(gf, {"a"})
+ *
+ * Every snapshot and exposition reads each group once, consistently, and
+ * shows that read in every member: an update is wholly in it or wholly
+ * absent (bytes == 1500 * packets if every update adds (1, 1500)). A group
+ * that stays in mid-update past PCPU_GROUP_READ_TIMEOUT_NS (its writer
+ * preempted that long, under the registry's lock) is left out of that
+ * snapshot in every member. The members are ordinary families for lookups
+ * by name and for exposition, but their series are made and removed only
+ * through the group family (EINVAL / EBUSY otherwise).
+ *
+ * Not published in segments: a published registry's group families stay
+ * in-process (the segment format has no consistent group reads yet).
+ * Returns the group family (valid until the registry is destroyed), or
+ * NULL with errno: EINVAL (a member not a counter or gauge, labels that
+ * differ, invalid description), EEXIST (a member's name or sample name is
+ * taken), ENOMEM. All or nothing. Thread-safe; not async-signal-safe.
+ */
+PCPU_API pcpu_group_family_t *pcpu_registry_group(pcpu_registry_t *reg,
+						  const struct pcpu_family_desc *members,
+						  unsigned nmembers);
+
+/**
+ * The group of the series with these label values (one per label name of
+ * the members), created (zero) if absent: update it with
+ * pcpu_group_add(g, 0, d) or pcpu_group_add2(g, 0, d0, d1) -- group 0 of a
+ * one-group object -- with member k of d going to members[k]. Returns NULL
+ * with errno EINVAL (bad label values) or ENOMEM. Thread-safe; not
+ * async-signal-safe. Cost: a mutex and a hash lookup; keep the handle.
+ */
+PCPU_API pcpu_group_t *pcpu_group_family_series(pcpu_group_family_t *gf,
+						const char *const *label_values);
+
+/**
+ * Removes the series with these label values from every member and frees
+ * its group. The caller guarantees no thread still updates it. Returns 0
+ * or -1 with errno EINVAL or ENOENT. Thread-safe.
+ */
+PCPU_API int pcpu_group_family_remove(pcpu_group_family_t *gf, const char *const *label_values);
+
 /* ---- constant labels and info metrics (build information) ---- */
 
 /**

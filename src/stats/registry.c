@@ -82,7 +82,9 @@ static void bump_generation(struct pcpu_registry *reg)
 static void notify(struct pcpu_registry *reg, enum pcpu__registry_event ev, struct pcpu_family *f,
 		   struct pcpu__series *se)
 {
-	if (reg->hook)
+	/* Consistent group families stay out of the directory mirror (the
+	 * segment): its readers could not read a group consistently. */
+	if (reg->hook && !(f && f->gfam))
 		reg->hook(reg->hook_ctx, ev, f, se);
 }
 
@@ -330,7 +332,8 @@ static int family_set_layout(struct pcpu_family *f, const struct pcpu_histogram_
 
 /* Creates and links a family; registry locked; desc already checked. */
 static struct pcpu_family *family_create_locked(struct pcpu_registry *reg,
-						const struct pcpu_family_desc *d, const char *base)
+						const struct pcpu_family_desc *d, const char *base,
+						struct pcpu__gfamily *gf, unsigned member)
 {
 	struct pcpu_family *f = calloc(1, sizeof *f);
 	const char *const *suf;
@@ -340,6 +343,8 @@ static struct pcpu_family *family_create_locked(struct pcpu_registry *reg,
 	if (!f)
 		return NULL;
 	f->reg = reg;
+	f->gfam = gf;
+	f->gmember = member;
 	f->type = d->type;
 	f->scale_exp10 = d->scale_exp10;
 	f->name = strdup(base);
@@ -413,7 +418,7 @@ context:
 /* Finds or creates; registry locked; desc checked; *created set. */
 static struct pcpu_family *family_get_locked(struct pcpu_registry *reg,
 					     const struct pcpu_family_desc *d, const char *base,
-					     int *created)
+					     int *created, struct pcpu__gfamily *gf, unsigned member)
 {
 	const char *const *suf;
 	size_t k, ns = pcpu__type_suffixes(d->type, &suf);
@@ -424,7 +429,7 @@ static struct pcpu_family *family_get_locked(struct pcpu_registry *reg,
 		return NULL;
 	n = sname_find(reg, base, "");
 	if (n && strcmp(n->fam->name, base) == 0) {
-		if (desc_equal(n->fam, d))
+		if (desc_equal(n->fam, d) && !gf && !n->fam->gfam)
 			return n->fam;
 		pcpu__set_error("a family of this name exists with another type, help, unit, "
 				"labels, scale or bucket layout");
@@ -450,7 +455,7 @@ static struct pcpu_family *family_get_locked(struct pcpu_registry *reg,
 		}
 	}
 	*created = 1;
-	return family_create_locked(reg, d, base);
+	return family_create_locked(reg, d, base, gf, member);
 }
 
 /* ---- series ---- */
@@ -471,6 +476,14 @@ static void *storage_alloc(struct pcpu_family *f)
 
 static void storage_free(const struct pcpu_family *f, void *h)
 {
+	if (f->gfam) {
+		/* One gseries for all members: member 0's series owns it. */
+		if (f->gmember == 0) {
+			pcpu_group_free(((struct pcpu__gseries *)h)->g);
+			free(h);
+		}
+		return;
+	}
 	switch (f->type) {
 	case PCPU_METRIC_COUNTER:
 		pcpu_counter_free((pcpu_counter_t)h);
@@ -644,6 +657,10 @@ static void *series_get(pcpu_family_t *f, const char *const *v, enum pcpu_metric
 		fail(EINVAL, "family is NULL");
 		return NULL;
 	}
+	if (f->gfam) {
+		fail(EINVAL, "a member of a consistent group family: use pcpu_group_family_series()");
+		return NULL;
+	}
 	if (f->type != type) {
 		pcpu__set_error(type == PCPU_METRIC_COUNTER ? "not a counter family"
 				: type == PCPU_METRIC_GAUGE ? "not a gauge family"
@@ -679,6 +696,10 @@ int pcpu__series_add_callback(struct pcpu_family *f, const char *const *v,
 	uint64_t h;
 	int r = 0;
 
+	if (f->gfam) {
+		fail(EINVAL, "a member of a consistent group family has no callback series");
+		return -1;
+	}
 	if (values_check(f, v, buf, &v) < 0)
 		return -1;
 	h = hash_values(v, f->nlabels);
@@ -743,7 +764,7 @@ void *pcpu_family_lookup(pcpu_family_t *f, const char *const *v)
 	pthread_mutex_lock(&f->reg->lock);
 	se = series_find(f, v, hash_values(v, f->nlabels));
 	if (se)
-		handle = se->handle;
+		handle = f->gfam ? (void *)((struct pcpu__gseries *)se->handle)->g : se->handle;
 	pthread_mutex_unlock(&f->reg->lock);
 	if (!handle)
 		errno = ENOENT;
@@ -770,6 +791,8 @@ int pcpu_family_remove(pcpu_family_t *f, const char *const *v)
 	}
 	if (!se) {
 		r = fail(ENOENT, "no series with these label values");
+	} else if (f->gfam) {
+		r = fail(EBUSY, "the series is a group's: remove it with pcpu_group_family_remove()");
 	} else if (se->owner) {
 		r = fail(EBUSY, "the series is a field of a registered struct");
 	} else {
@@ -915,7 +938,7 @@ pcpu_family_t *pcpu_registry_family(pcpu_registry_t *reg, const struct pcpu_fami
 	if (desc_check(d, base) < 0)
 		return NULL;
 	pthread_mutex_lock(&reg->lock);
-	f = family_get_locked(reg, d, base, &created);
+	f = family_get_locked(reg, d, base, &created, NULL, 0);
 	pthread_mutex_unlock(&reg->lock);
 	return f;
 }
@@ -1002,6 +1025,8 @@ int pcpu_registry_remove_family(pcpu_registry_t *reg, pcpu_family_t *f)
 		r = fail(EINVAL, "not a family of this registry");
 	else if (family_has_struct_series(f))
 		r = fail(EBUSY, "the family has fields of a registered struct; remove the struct first");
+	else if (f->gfam)
+		r = fail(EBUSY, "the family is a member of a consistent group family");
 	else if (family_has_callbacks(f) && pcpu__collect_wait_locked(reg) < 0)
 		r = -1; /* EDEADLK: called from one of reg's callbacks */
 	else
@@ -1137,6 +1162,12 @@ void pcpu_registry_destroy(pcpu_registry_t *reg)
 	pthread_mutex_unlock(&reg->lock);
 	free(reg->fams);
 	free(reg->names);
+	while (reg->gfams) {
+		struct pcpu__gfamily *gf = reg->gfams;
+
+		reg->gfams = gf->next;
+		free(gf);
+	}
 	free_strings(reg->const_names, reg->nconst);
 	free_strings(reg->const_values, reg->nconst);
 	/* Struct objects and any storage not freed above go with the zone. */
@@ -1257,7 +1288,7 @@ void *pcpu_registry_struct(pcpu_registry_t *reg, size_t size, const struct pcpu_
 		d.unit = fields[k].unit;
 		d.type = fields[k].type;
 		d.scale_exp10 = fields[k].scale_exp10;
-		ss->fams[k] = family_get_locked(reg, &d, base[k], &created[k]);
+		ss->fams[k] = family_get_locked(reg, &d, base[k], &created[k], NULL, 0);
 		if (!ss->fams[k]) {
 			err = errno;
 			goto fail_locked;
@@ -1357,4 +1388,172 @@ int pcpu_registry_struct_remove(pcpu_registry_t *reg, void *s)
 	free(ss->series);
 	free(ss);
 	return 0;
+}
+
+/* ---- consistent group families ---- */
+
+pcpu_group_family_t *pcpu_registry_group(pcpu_registry_t *reg, const struct pcpu_family_desc *members,
+					 unsigned nmembers)
+{
+	char (*base)[PCPU_STATS_NAME_MAX + 1] = NULL;
+	struct pcpu__gfamily *gf;
+	unsigned k, l, made = 0;
+	int created, err = 0;
+
+	if (!reg || !members || nmembers == 0 || nmembers > PCPU_GROUP_MAX_MEMBERS) {
+		fail(EINVAL, "group family: NULL registry or members, or not 1 to 16 members");
+		return NULL;
+	}
+	for (k = 0; k < nmembers; k++) {
+		const struct pcpu_family_desc *d = &members[k];
+
+		if (d->type != PCPU_METRIC_COUNTER && d->type != PCPU_METRIC_GAUGE) {
+			fail(EINVAL, "group family: members are counters or gauges");
+			return NULL;
+		}
+		/* One label set per group: every member has the same labels. */
+		if (d->nlabels != members[0].nlabels) {
+			fail(EINVAL, "group family: every member has the same label names");
+			return NULL;
+		}
+		for (l = 0; l < d->nlabels; l++)
+			if (!d->label_names || !members[0].label_names || !d->label_names[l] ||
+			    !members[0].label_names[l] ||
+			    strcmp(d->label_names[l], members[0].label_names[l]) != 0) {
+				fail(EINVAL, "group family: every member has the same label names");
+				return NULL;
+			}
+	}
+	base = malloc(nmembers * sizeof *base);
+	gf = calloc(1, sizeof *gf);
+	if (!base || !gf) {
+		free(base);
+		free(gf);
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (k = 0; k < nmembers; k++)
+		if (desc_check(&members[k], base[k]) < 0) {
+			free(base);
+			free(gf);
+			return NULL;
+		}
+	gf->nmembers = nmembers;
+	pthread_mutex_lock(&reg->lock);
+	for (made = 0; made < nmembers; made++) {
+		gf->fams[made] = family_get_locked(reg, &members[made], base[made], &created, gf, made);
+		if (!gf->fams[made]) {
+			err = errno;
+			break;
+		}
+	}
+	if (made < nmembers) {
+		/* All or nothing; the families are new (created with gf). */
+		while (made > 0)
+			family_destroy_locked(reg, gf->fams[--made]);
+	} else {
+		gf->next = reg->gfams;
+		reg->gfams = gf;
+	}
+	pthread_mutex_unlock(&reg->lock);
+	free(base);
+	if (err) {
+		free(gf);
+		errno = err;
+		return NULL;
+	}
+	return gf;
+}
+
+pcpu_group_t *pcpu_group_family_series(pcpu_group_family_t *gf, const char *const *label_values)
+{
+	const char *buf[PCPU_STATS_LABELS_MAX];
+	struct pcpu_registry *reg;
+	struct pcpu__series *se;
+	struct pcpu__gseries *gs = NULL;
+	pcpu_group_t *g = NULL;
+	const char *const *v;
+	unsigned k, made;
+	uint64_t h;
+
+	if (!gf) {
+		fail(EINVAL, "group family is NULL");
+		return NULL;
+	}
+	if (values_check(gf->fams[0], label_values, buf, &v) < 0)
+		return NULL;
+	reg = gf->fams[0]->reg;
+	h = hash_values(v, gf->fams[0]->nlabels);
+	pthread_mutex_lock(&reg->lock);
+	se = series_find(gf->fams[0], v, h);
+	if (se) {
+		g = ((struct pcpu__gseries *)se->handle)->g;
+		goto out;
+	}
+	gs = calloc(1, sizeof *gs);
+	if (!gs || !(gs->g = pcpu_group_alloc_in(reg->zone, gf->nmembers, 1)))
+		goto nomem;
+	for (made = 0; made < gf->nmembers; made++)
+		if (!series_new(gf->fams[made], v, h, gs, NULL))
+			break;
+	if (made < gf->nmembers) {
+		for (k = 0; k < made; k++)
+			series_unlink(gf->fams[k], series_find(gf->fams[k], v, h));
+		goto nomem;
+	}
+	g = gs->g;
+	goto out;
+nomem:
+	if (gs && gs->g)
+		pcpu_group_free(gs->g);
+	free(gs);
+	errno = ENOMEM;
+out:
+	pthread_mutex_unlock(&reg->lock);
+	return g;
+}
+
+int pcpu_group_family_remove(pcpu_group_family_t *gf, const char *const *label_values)
+{
+	const char *buf[PCPU_STATS_LABELS_MAX];
+	struct pcpu_registry *reg;
+	struct pcpu__series *se;
+	const char *const *v;
+	void *gs;
+	unsigned k;
+	uint64_t h;
+
+	if (!gf)
+		return fail(EINVAL, "group family is NULL");
+	if (values_check(gf->fams[0], label_values, buf, &v) < 0)
+		return -1;
+	reg = gf->fams[0]->reg;
+	h = hash_values(v, gf->fams[0]->nlabels);
+	pthread_mutex_lock(&reg->lock);
+	se = series_find(gf->fams[0], v, h);
+	if (!se) {
+		pthread_mutex_unlock(&reg->lock);
+		return fail(ENOENT, "no group with these label values");
+	}
+	gs = se->handle;
+	for (k = 0; k < gf->nmembers; k++)
+		series_unlink(gf->fams[k], series_find(gf->fams[k], v, h));
+	storage_free(gf->fams[0], gs);
+	pthread_mutex_unlock(&reg->lock);
+	return 0;
+}
+
+void pcpu__groups_read_locked(struct pcpu_registry *reg)
+{
+	const struct pcpu__gfamily *gf;
+	const struct pcpu__series *se;
+
+	/* One consistent read per group, which every member's series then
+	 * shows: reading per member family would mix two reads. */
+	for (gf = reg->gfams; gf; gf = gf->next)
+		for (se = gf->fams[0]->lfirst; se; se = se->lnext) {
+			struct pcpu__gseries *gs = se->handle;
+
+			gs->ok = pcpu_group_read(gs->g, 0, gs->vals) == 0;
+		}
 }

@@ -62,6 +62,26 @@ struct pcpu_family {
 	/* the same series in creation order: snapshots list them so */
 	struct pcpu__series *lfirst, *llast;
 	size_t index;                 /* position in reg->fams */
+	/* a member of a consistent group family: series handles are its
+	 * struct pcpu__gseries, shared by the members */
+	struct pcpu__gfamily *gfam;
+	unsigned gmember;             /* which member */
+};
+
+/* A consistent group family (pcpu_registry_group()): nmembers counter or
+ * gauge families whose series, one per label set, share one pcpu_group_t. */
+struct pcpu__gfamily {
+	struct pcpu__gfamily *next;   /* reg->gfams */
+	unsigned nmembers;
+	struct pcpu_family *fams[PCPU_GROUP_MAX_MEMBERS];
+};
+
+/* The shared handle of a group family's series (se->handle of every
+ * member's series): the group, and its last consistent read. */
+struct pcpu__gseries {
+	pcpu_group_t *g;              /* one group of nmembers values */
+	int64_t vals[PCPU_GROUP_MAX_MEMBERS]; /* read under the registry lock */
+	int ok;                       /* vals holds a consistent read */
 };
 
 /* A sample name a family reserves (OpenMetrics clash set), in a hash table
@@ -129,12 +149,17 @@ struct pcpu_registry {
 	 * fixed before the first family; freed with the registry */
 	unsigned nconst;
 	char **const_names, **const_values;
+	struct pcpu__gfamily *gfams;  /* consistent group families */
 };
 
 /* Reads a series' value into a snapshot series; counts has nbuckets
  * entries for histograms. Called with the registry lock held. */
 PCPU_HIDDEN void pcpu__series_read(const struct pcpu_family *f, const struct pcpu__series *se,
 				   struct pcpu_snapshot_series *out, uint64_t *counts);
+
+/* Reads every group of reg's group families into its gseries; registry
+ * locked (snapshot.c calls it before copying). */
+PCPU_HIDDEN void pcpu__groups_read_locked(struct pcpu_registry *reg);
 
 /* ---- collector.c ---- */
 
