@@ -185,6 +185,16 @@ static void sname_remove_family(struct pcpu_registry *reg, struct pcpu_family *f
 
 /* ---- families ---- */
 
+/* EINVAL with the message (if any) put in the context of family `name`. */
+static int family_invalid(const char *name, const char *msg)
+{
+	if (msg)
+		pcpu__set_error(msg);
+	pcpu__msg_prefix("family", name);
+	errno = EINVAL;
+	return -1;
+}
+
 /* Validates a description; writes the family's base name into `base`. */
 static int desc_check(const struct pcpu_family_desc *d, char base[PCPU_STATS_NAME_MAX + 1])
 {
@@ -247,9 +257,7 @@ static int desc_check(const struct pcpu_family_desc *d, char base[PCPU_STATS_NAM
 	}
 	return 0;
 context:
-	pcpu__msg_prefix("family", d->name);
-	errno = EINVAL;
-	return -1;
+	return family_invalid(d->name, NULL);
 }
 
 static int layout_equal(const struct pcpu_histogram_layout *a, const struct pcpu_histogram_layout *b)
@@ -398,21 +406,14 @@ static int const_label_clash(const struct pcpu_registry *reg, const struct pcpu_
 {
 	unsigned l, k;
 
-	if (d->nlabels + reg->nconst > PCPU_STATS_LABELS_MAX) {
-		pcpu__set_error("too many labels with the registry's constant labels");
-		goto context;
-	}
+	if (d->nlabels + reg->nconst > PCPU_STATS_LABELS_MAX)
+		return family_invalid(d->name, "too many labels with the registry's constant labels");
 	for (l = 0; l < d->nlabels; l++)
 		for (k = 0; k < reg->nconst; k++)
-			if (strcmp(d->label_names[l], reg->const_names[k]) == 0) {
-				pcpu__set_error("a label name is a constant label of the registry");
-				goto context;
-			}
+			if (strcmp(d->label_names[l], reg->const_names[k]) == 0)
+				return family_invalid(d->name,
+						      "a label name is a constant label of the registry");
 	return 0;
-context:
-	pcpu__msg_prefix("family", d->name);
-	errno = EINVAL;
-	return -1;
 }
 
 /* Finds or creates; registry locked; desc checked; *created set. */
