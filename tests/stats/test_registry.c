@@ -596,6 +596,18 @@ static void test_const_labels(void)
 	pcpu_histogram_record(pcpu_family_histogram(pcpu_registry_family(reg, &d), NULL), 4);
 	d = desc("computed", PCPU_METRIC_GAUGE, 0, NULL);
 	CHECK(pcpu_family_callback(pcpu_registry_family(reg, &d), NULL, ret_five, NULL) == 0);
+	{
+		static const struct pcpu_stats_field sf[] = {
+			PCPU_STATS_COUNTER(struct ep_stats, pkts, "st_packets_total", "Packets."),
+			PCPU_STATS_GAUGE(struct ep_stats, flows, "st_flows", "Flows."),
+		};
+		static const char *const ifl[] = { "if" }, *const eth0[] = { "eth0" };
+		struct ep_stats *st = pcpu_registry_struct(reg, sizeof *st, sf, 2, 1, ifl, eth0);
+
+		CHECK(st != NULL);
+		pcpu_counter_add(&st->pkts, 9);
+		CHECK(pcpu_family_lookup(pcpu_registry_find(reg, "st_flows"), eth0) == &st->flows);
+	}
 	CHECK(pcpu_registry_info(reg, "app_build_info", "Build information.", 2, bn, bv) == 0);
 	CHECK_ERR(pcpu_registry_info(reg, "app_build_info", "Build information.", 2, bn, bv) == 0,
 		  EEXIST, "exists");
@@ -622,6 +634,7 @@ static void test_const_labels(void)
 	CHECK(strstr(t, "\nplain_total{instance=\"a:1\",region=\"eu\\\"1\"} 1\n"));
 	CHECK(strstr(t, "\nlat_bucket{instance=\"a:1\",region=\"eu\\\"1\",le=\"10.0\"} 1\n"));
 	CHECK(strstr(t, "\ncomputed{instance=\"a:1\",region=\"eu\\\"1\"} 5\n"));
+	CHECK(strstr(t, "\nst_packets_total{if=\"eth0\",instance=\"a:1\",region=\"eu\\\"1\"} 9\n"));
 	CHECK(strstr(t, "\napp_build_info{version=\"1.2\",revision=\"abc\",instance=\"a:1\",region=\"eu\\\"1\"} 1\n"));
 	free(t);
 	t = written(reg, PCPU_FORMAT_OPENMETRICS);
