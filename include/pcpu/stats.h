@@ -302,8 +302,11 @@ typedef struct pcpu__gfamily pcpu_group_family_t;
  * by name and for exposition, but their series are made and removed only
  * through the group family (EINVAL / EBUSY otherwise).
  *
- * Not published in segments: a published registry's group families stay
- * in-process (the segment format has no consistent group reads yet).
+ * In a published segment (format 2.3) each group holds its last read:
+ * readers in other processes see the members of a group from one
+ * consistent read, as fresh as the writer's last collection (every
+ * snapshot, write or pcpu_registry_collect() in this process; a publisher
+ * not scraped in-process calls pcpu_registry_collect() on a timer).
  * Returns the group family (valid until the registry is destroyed), or
  * NULL with errno: EINVAL (a member not a counter or gauge, labels that
  * differ, invalid description), EEXIST (a member's name or sample name is

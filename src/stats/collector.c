@@ -166,12 +166,24 @@ int pcpu__registry_collect(struct pcpu_registry *reg)
 
 int pcpu_registry_collect(pcpu_registry_t *reg)
 {
+	int r;
+
 	if (!reg) {
 		pcpu__set_error("registry is NULL");
 		errno = EINVAL;
 		return -1;
 	}
-	return pcpu__registry_collect(reg);
+	r = pcpu__registry_collect(reg);
+	if (r >= 0) {
+		/* Groups too: a published segment holds their last read. */
+		int e = errno;
+
+		pthread_mutex_lock(&reg->lock);
+		pcpu__groups_read_locked(reg);
+		pthread_mutex_unlock(&reg->lock);
+		errno = e;
+	}
+	return r;
 }
 
 int pcpu_family_callback(pcpu_family_t *fam, const char *const *label_values,

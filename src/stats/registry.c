@@ -82,9 +82,7 @@ static void bump_generation(struct pcpu_registry *reg)
 static void notify(struct pcpu_registry *reg, enum pcpu__registry_event ev, struct pcpu_family *f,
 		   struct pcpu__series *se)
 {
-	/* Consistent group families stay out of the directory mirror (the
-	 * segment): its readers could not read a group consistently. */
-	if (reg->hook && !(f && f->gfam))
+	if (reg->hook)
 		reg->hook(reg->hook_ctx, ev, f, se);
 }
 
@@ -1557,4 +1555,6 @@ void pcpu__groups_read_locked(struct pcpu_registry *reg)
 
 			gs->ok = pcpu_group_read(gs->g, 0, gs->vals) == 0;
 		}
+	if (reg->gfams)
+		notify(reg, PCPU__REG_GROUPS_READ, NULL, NULL); /* the segment's copies */
 }

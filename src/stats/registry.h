@@ -115,6 +115,8 @@ struct pcpu__sstruct {
  *  - SERIES_REMOVING before a series is unlinked and its storage freed;
  *  - DESTROYED once, from pcpu_registry_destroy(), after every family was
  *    removed and the zone destroyed; f and se are NULL. The hook's last call.
+ *  - GROUPS_READ after a snapshot read every group of the group families
+ *    (struct pcpu__gseries vals/ok are fresh); f and se are NULL.
  */
 enum pcpu__registry_event {
 	PCPU__REG_FAMILY_ADDED = 1,
@@ -122,6 +124,7 @@ enum pcpu__registry_event {
 	PCPU__REG_SERIES_ADDED,
 	PCPU__REG_SERIES_REMOVING,
 	PCPU__REG_DESTROYED,
+	PCPU__REG_GROUPS_READ,        /* every gseries holds a fresh read; f, se NULL */
 };
 typedef void (*pcpu__registry_hook_fn)(void *ctx, enum pcpu__registry_event ev,
 				       struct pcpu_family *f, struct pcpu__series *se);

@@ -3,14 +3,15 @@
  *
  * API: members are ordinary families for exposition and lookups, but their
  * series come and go only through the group family; refusals; removal; a
- * published registry keeps its group families out of the segment and the
- * rest of the segment intact.
+ * published registry's segment holds each group's last consistent read.
  *
  * Stress: writer threads (more than CPUs, yielding, with SIGUSR1 handlers
  * that update the same groups) add (1 packet, 1500 bytes) to the groups of
- * a two-member family; readers take registry snapshots and expositions
- * and check every series has bytes == 1500 * packets (never torn) and never
- * goes backwards; at the end the values are exact. ctest runs it with
+ * a two-member family of a published registry; readers take registry
+ * snapshots (each refreshes the segment's copies of the groups) and one
+ * reads the segment as another process would; every series must have
+ * bytes == 1500 * packets (never torn) and never go backwards; at the end
+ * the values are exact, in the registry and in the segment. ctest runs it with
  * glibc's rseq, pcpu's own registration, and without rseq (--expect-mode).
  */
 #include "../check.h"
@@ -115,15 +116,31 @@ static void test_api(void)
 	CHECK(strstr(t, "\nflow_bytes_total{flow=\"a\"} 3000\n"));
 	free(t);
 
-	/* The segment: everything but the group families. */
+	/* The segment holds each group's last read (the writes above read
+	 * them): another process sees the same consistent values. */
 	t = segment_text(pcpu_segment_path(seg));
-	CHECK(strstr(t, "plain_total 2\n") && !strstr(t, "flow_"));
+	CHECK(strstr(t, "plain_total 2\n"));
+	CHECK(strstr(t, "\nflow_packets_total{flow=\"a\"} 2\n"));
+	CHECK(strstr(t, "\nflow_bytes_total{flow=\"a\"} 3000\n"));
+	CHECK(strstr(t, "\nflow_window{flow=\"a\"} -2\n"));
+	free(t);
+	pcpu_group_add(g, 0, d); /* not read yet: the segment still says 2 */
+	t = segment_text(pcpu_segment_path(seg));
+	CHECK(strstr(t, "\nflow_packets_total{flow=\"a\"} 2\n"));
+	free(t);
+	CHECK(pcpu_registry_collect(reg) == 0); /* what a publisher does on a timer */
+	t = segment_text(pcpu_segment_path(seg));
+	CHECK(strstr(t, "\nflow_packets_total{flow=\"a\"} 3\n"));
+	CHECK(strstr(t, "\nflow_bytes_total{flow=\"a\"} 4500\n"));
 	free(t);
 
 	CHECK(pcpu_group_family_remove(gf, flows[0]) == 0);
 	CHECK(pcpu_group_family_remove(gf, flows[0]) == -1 && errno == ENOENT);
 	CHECK(pcpu_family_size(pk) == 0);
 	CHECK(pcpu_registry_write(reg, PCPU_FORMAT_PROMETHEUS, &t, &len) == 0);
+	CHECK(!strstr(t, "flow=\"a\""));
+	free(t);
+	t = segment_text(pcpu_segment_path(seg));
 	CHECK(!strstr(t, "flow=\"a\""));
 	free(t);
 	g = pcpu_group_family_series(gf, flows[1]); /* freed with the registry */
@@ -139,7 +156,7 @@ static pcpu_registry_t *sreg;
 static pcpu_group_t *sg[NFLOWS];
 static int stop;
 static int64_t added[NFLOWS]; /* summed at writer exit */
-static uint64_t snapshots, violations;
+static uint64_t snapshots, seg_snapshots, violations;
 static __thread int64_t my_sig_adds[NFLOWS];
 static __thread uint64_t rng;
 
@@ -201,16 +218,31 @@ static void check_snapshot(const struct pcpu_snapshot *s, int64_t *pk, int64_t *
 	}
 }
 
+/* arg NULL: registry snapshots in this process; else the path of the
+ * published segment, read as another process would. */
 static void *reader(void *arg)
 {
 	int64_t last[NFLOWS] = { 0 }, pk[NFLOWS], by[NFLOWS];
 	uint64_t n = 0, bad = 0;
 	unsigned i;
+	pcpu_reader_t *r = NULL;
+	struct pcpu_reader_options ro;
 
-	(void)arg;
+	if (arg) {
+		memset(&ro, 0, sizeof ro);
+		r = pcpu_reader_open(arg, &ro);
+		CHECK(r != NULL);
+	}
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
-		struct pcpu_snapshot *s = pcpu_registry_snapshot(sreg);
+		struct pcpu_reader_snapshot *rs = NULL;
+		struct pcpu_snapshot *s;
 
+		if (r) {
+			CHECK(pcpu_reader_snapshot(r, 0, &rs) == 0);
+			s = &rs->snapshot;
+		} else {
+			s = pcpu_registry_snapshot(sreg);
+		}
 		CHECK(s != NULL);
 		check_snapshot(s, pk, by);
 		for (i = 0; i < NFLOWS; i++) {
@@ -224,10 +256,15 @@ static void *reader(void *arg)
 			}
 			last[i] = pk[i];
 		}
-		pcpu_snapshot_free(s);
+		if (r)
+			pcpu_reader_snapshot_free(rs);
+		else
+			pcpu_snapshot_free(s);
 		n++;
 	}
-	__atomic_add_fetch(&snapshots, n, __ATOMIC_RELAXED);
+	if (r)
+		pcpu_reader_close(r);
+	__atomic_add_fetch(r ? &seg_snapshots : &snapshots, n, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&violations, bad, __ATOMIC_RELAXED);
 	return NULL;
 }
@@ -236,7 +273,9 @@ static void stress(double seconds, const char *expect_mode)
 {
 	struct pcpu_family_desc m[2];
 	pcpu_group_family_t *gf;
-	pthread_t w[MAX_WRITERS], rd[2];
+	pthread_t w[MAX_WRITERS], rd[3];
+	pcpu_segment_t *seg;
+	char dir[] = "/tmp/pcpu-gfam-stress-XXXXXX";
 	struct sigaction sa;
 	struct pcpu_snapshot *s;
 	int64_t pk[NFLOWS], by[NFLOWS];
@@ -254,6 +293,10 @@ static void stress(double seconds, const char *expect_mode)
 		nw = MAX_WRITERS;
 	sreg = pcpu_registry_create();
 	CHECK(sreg != NULL);
+	CHECK(mkdtemp(dir) != NULL);
+	CHECK(setenv("PCPU_SEGMENT_DIR", dir, 1) == 0);
+	seg = pcpu_segment_publish(sreg, "gfam_stress", NULL);
+	CHECK(seg != NULL);
 	m[0] = member("st_packets", PCPU_METRIC_COUNTER);
 	m[1] = member("st_bytes", PCPU_METRIC_COUNTER);
 	gf = pcpu_registry_group(sreg, m, 2);
@@ -268,6 +311,7 @@ static void stress(double seconds, const char *expect_mode)
 		CHECK(pthread_create(&w[i], NULL, writer, (void *)(uintptr_t)(i + 1)) == 0);
 	for (i = 0; i < 2; i++)
 		CHECK(pthread_create(&rd[i], NULL, reader, NULL) == 0);
+	CHECK(pthread_create(&rd[2], NULL, reader, (void *)pcpu_segment_path(seg)) == 0);
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	t0 = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 	do {
@@ -279,7 +323,7 @@ static void stress(double seconds, const char *expect_mode)
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	for (i = 0; i < nw; i++)
 		CHECK(pthread_join(w[i], NULL) == 0);
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < 3; i++)
 		CHECK(pthread_join(rd[i], NULL) == 0);
 	/* Exact once writers stopped. */
 	s = pcpu_registry_snapshot(sreg);
@@ -290,12 +334,32 @@ static void stress(double seconds, const char *expect_mode)
 		CHECK_EQ_U64(by[i], 1500 * added[i]);
 	}
 	pcpu_snapshot_free(s);
-	printf("group family stress (%s, %d writers): %llu snapshots, %llu torn; flow a %lld packets\n",
+	/* The segment holds that last read too: exact as well. */
+	{
+		struct pcpu_reader_options ro;
+		struct pcpu_reader_snapshot *rs;
+		pcpu_reader_t *r;
+
+		memset(&ro, 0, sizeof ro);
+		r = pcpu_reader_open(pcpu_segment_path(seg), &ro);
+		CHECK(r != NULL);
+		CHECK(pcpu_reader_snapshot(r, 0, &rs) == 0);
+		check_snapshot(&rs->snapshot, pk, by);
+		for (i = 0; i < NFLOWS; i++) {
+			CHECK_EQ_U64(pk[i], added[i]);
+			CHECK_EQ_U64(by[i], 1500 * added[i]);
+		}
+		pcpu_reader_snapshot_free(rs);
+		pcpu_reader_close(r);
+	}
+	printf("group family stress (%s, %d writers): %llu snapshots, %llu through the segment, "
+	       "%llu torn; flow a %lld packets\n",
 	       pcpu_rseq_mode_name(pcpu_rseq_mode()), nw, (unsigned long long)snapshots,
-	       (unsigned long long)violations, (long long)added[0]);
+	       (unsigned long long)seg_snapshots, (unsigned long long)violations, (long long)added[0]);
 	CHECK(violations == 0);
-	CHECK(snapshots > 10);
+	CHECK(snapshots > 10 && seg_snapshots > 10);
 	pcpu_registry_destroy(sreg);
+	CHECK(rmdir(dir) == 0);
 }
 
 int main(int argc, char **argv)
