@@ -160,14 +160,6 @@ static uint64_t snapshots, seg_snapshots, violations;
 static __thread int64_t my_sig_adds[NFLOWS];
 static __thread uint64_t rng;
 
-static uint64_t next_rand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
 static void handler(int sig)
 {
 	(void)sig;
@@ -184,7 +176,7 @@ static void *writer(void *arg)
 
 	rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)arg;
 	for (n = 0; !__atomic_load_n(&stop, __ATOMIC_RELAXED); n++) {
-		unsigned f = (unsigned)(next_rand() % NFLOWS);
+		unsigned f = (unsigned)(check_xorshift(&rng) % NFLOWS);
 
 		pcpu_group_add2(sg[f], 0, 1, 1500);
 		mine[f]++;
