@@ -422,8 +422,10 @@ PCPU_API int pcpu_family_callback(pcpu_family_t *fam, const char *const *label_v
 				  pcpu_callback_fn fn, void *arg);
 
 /**
- * Runs every callback of `reg` now and stores their values (what each
- * snapshot does first). Returns the number of callbacks that failed (0 if
+ * Runs every callback of `reg` now and stores their values, and reads every
+ * group of its group families into its published segment copy -- what each
+ * snapshot does first; a publisher whose registry is not scraped in-process
+ * calls it on a timer so that segment readers see fresh values. Returns the number of callbacks that failed (0 if
  * all worked; pcpu_stats_error() names the last failed family), or -1 with
  * errno EINVAL (NULL), EDEADLK (called from one of reg's callbacks),
  * ENOMEM. Thread-safe; not async-signal-safe. Cost: the callbacks', plus a
