@@ -41,6 +41,13 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
 
+# A decimal-comma locale for the locale-independence tests (test_format,
+# stats_tool_numbers); Debian's locales package ships the definition.
+if ! locale -a 2>/dev/null | grep -qix 'de_DE\.utf-\?8' && command -v localedef >/dev/null; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO localedef -i de_DE -f UTF-8 de_DE.UTF-8 || echo "install-deps: could not build de_DE.UTF-8"
+fi
+
 py_need=()
 python3 -c 'import prometheus_client' 2>/dev/null || py_need+=(prometheus_client)
 python3 -c 'import matplotlib' 2>/dev/null || py_need+=(matplotlib)

@@ -28,4 +28,14 @@
 		}                                                              \
 	} while (0)
 
+/* xorshift64: a cheap, reproducible pseudo-random sequence for stress
+ * tests (*s must not be 0). */
+static inline uint64_t check_xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
 #endif

@@ -248,7 +248,7 @@ static void hist_text(struct sbuf *b, const struct pcpu_snapshot_family *f, cons
 		count += counts[k];
 	sb_printf(b, "count %llu", (unsigned long long)count);
 	if (with_sum) {
-		fmt_scaled(num, sizeof num, sum, 0, f->scale_exp10);
+		pcpu_format_i64(num, sizeof num, sum, f->scale_exp10);
 		sb_printf(b, "  sum %s", num);
 	}
 	if (!count)
@@ -268,9 +268,9 @@ static void value_text(struct sbuf *b, const struct pcpu_snapshot_family *f,
 		return;
 	}
 	if (f->type == PCPU_METRIC_COUNTER)
-		fmt_scaled(num, sizeof num, (int64_t)s->value.counter, 1, f->scale_exp10);
+		pcpu_format_u64(num, sizeof num, s->value.counter, f->scale_exp10);
 	else
-		fmt_scaled(num, sizeof num, s->value.gauge, 0, f->scale_exp10);
+		pcpu_format_i64(num, sizeof num, s->value.gauge, f->scale_exp10);
 	sb_puts(b, num);
 }
 
@@ -278,7 +278,7 @@ static void value_text(struct sbuf *b, const struct pcpu_snapshot_family *f,
  * count of observations, never scaled). */
 static void slot_value(char *out, size_t cap, const struct pcpu_snapshot_family *f, int64_t v)
 {
-	fmt_scaled(out, cap, v, 0, f->type == PCPU_METRIC_HISTOGRAM ? 0 : f->scale_exp10);
+	pcpu_format_i64(out, cap, v, f->type == PCPU_METRIC_HISTOGRAM ? 0 : f->scale_exp10);
 }
 
 static void per_slot_text(struct sbuf *b, pcpu_reader_t *r, const struct pcpu_reader_snapshot *s,
@@ -452,8 +452,8 @@ static ssize_t prev_find(const struct prev *p, const char *name)
 static double plain_value(const struct pcpu_snapshot_family *f, const struct pcpu_snapshot_series *s)
 {
 	if (f->type == PCPU_METRIC_COUNTER)
-		return scaled((double)s->value.counter, f->scale_exp10);
-	return scaled((double)s->value.gauge, f->scale_exp10);
+		return pcpu_stats_scale((double)s->value.counter, f->scale_exp10);
+	return pcpu_stats_scale((double)s->value.gauge, f->scale_exp10);
 }
 
 static int term_rows(void)
@@ -525,7 +525,7 @@ static void watch_frame(struct sbuf *b, pcpu_reader_t *r, const struct pcpu_read
 					d = calloc(fam->nbuckets, sizeof *d);
 					for (k = 0; d && k < fam->nbuckets; k++)
 						d[k] = se->value.histogram.counts[k] - prev->counts[pi][k];
-					fmt_double(num, sizeof num, round(((double)count - prev->vals[pi]) / dt * 10) / 10);
+					pcpu_format_double(num, sizeof num, round(((double)count - prev->vals[pi]) / dt * 10) / 10, 0);
 					sb_printf(b, "%14s  ", num);
 					if (d)
 						hist_text(b, fam, d, 0, 0);
@@ -544,7 +544,7 @@ static void watch_frame(struct sbuf *b, pcpu_reader_t *r, const struct pcpu_read
 				sb_printf(b, "%16s  ", vt.p);
 				sb_free(&vt);
 				if (pi >= 0 && dt > 0) {
-					fmt_double(num, sizeof num, round((v - prev->vals[pi]) / dt * 10) / 10);
+					pcpu_format_double(num, sizeof num, round((v - prev->vals[pi]) / dt * 10) / 10, 0);
 					sb_printf(b, "%14s", num);
 				} else {
 					sb_printf(b, "%14s", "-");

@@ -29,10 +29,7 @@ void sb_puts(struct sbuf *b, const char *s);
 void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sb_free(struct sbuf *b);
 
-/* Shortest decimal that reads back as the same double ("0.005", "1e+06"). */
-void fmt_double(char *out, size_t cap, double v);
-/* A value exposed with scale 10^scale: integers exact, else a double. */
-void fmt_scaled(char *out, size_t cap, int64_t v, int is_unsigned, int scale);
+/* v * 10^scale as the library's writers compute it (pcpu_stats_scale()). */
 double scaled(double v, int scale);
 
 /* "name{l1="v1",l2="v2"}" as the exposition writes it (counters get _total);

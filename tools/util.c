@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pcpustat helpers: strings, numbers as the exposition shows them, series
- * names, JSON strings, histogram quantiles, and series filters.
+ * pcpustat helpers: strings, series names, JSON strings, histogram
+ * quantiles, and series filters. Numbers are formatted by the library
+ * (pcpu_format_double() and friends), so the tool prints exactly what the
+ * exposition does, whatever the locale.
  *
  * Why escape label values for the terminal: a segment is another process's
  * data. A label value may hold escape sequences that would reprogram the
@@ -74,44 +76,9 @@ void sb_free(struct sbuf *b)
 	b->len = b->cap = 0;
 }
 
-void fmt_double(char *out, size_t cap, double v)
-{
-	int prec;
-
-	if (isnan(v)) {
-		snprintf(out, cap, "NaN");
-		return;
-	}
-	if (isinf(v)) {
-		snprintf(out, cap, v > 0 ? "+Inf" : "-Inf");
-		return;
-	}
-	for (prec = 1; prec <= 17; prec++) {
-		snprintf(out, cap, "%.*g", prec, v);
-		if (strtod(out, NULL) == v)
-			return;
-	}
-}
-
 double scaled(double v, int scale)
 {
-	/* Dividing by an exact power of ten rounds once; 10^scale with a
-	 * negative scale would not be exact. */
-	if (scale < 0)
-		return v / pow(10, -scale);
-	return v * pow(10, scale);
-}
-
-void fmt_scaled(char *out, size_t cap, int64_t v, int is_unsigned, int scale)
-{
-	if (scale == 0) {
-		if (is_unsigned)
-			snprintf(out, cap, "%llu", (unsigned long long)(uint64_t)v);
-		else
-			snprintf(out, cap, "%lld", (long long)v);
-		return;
-	}
-	fmt_double(out, cap, scaled(is_unsigned ? (double)(uint64_t)v : (double)v, scale));
+	return pcpu_stats_scale(v, scale);
 }
 
 /* Writes s in double quotes, escaping '"', '\\' and newline with a
@@ -137,9 +104,10 @@ static void quoted(struct sbuf *b, const char *s, int json)
 
 void family_name(struct sbuf *b, const struct pcpu_snapshot_family *f)
 {
+	const char *suffix = pcpu_stats_sample_suffix(f->type);
+
 	sb_puts(b, f->name);
-	if (f->type == PCPU_METRIC_COUNTER)
-		sb_puts(b, "_total");
+	sb_puts(b, suffix ? suffix : "");
 }
 
 void series_name(struct sbuf *b, const struct pcpu_snapshot_family *f,

@@ -166,6 +166,77 @@ PCPU_API const char *pcpu_format_content_type(enum pcpu_format fmt);
  */
 PCPU_API int pcpu_format_supported(enum pcpu_format fmt);
 
+/** Room the number formatters need: the longest number they write
+ * ("-2.2250738585072014e-308"), NUL included. */
+#define PCPU_FORMAT_NUMBER_MAX 40
+
+/** pcpu_format_double() flag: an integral value without an exponent gets
+ * ".0" ("1.0"), the canonical form OpenMetrics wants in `le` labels. */
+#define PCPU_FORMAT_NUMBER_CANONICAL 1u
+
+/**
+ * Writes v as the exposition writers do: the shortest decimal that reads
+ * back as the same double, laid out as Go's strconv.FormatFloat(v, 'g', -1,
+ * 64) -- what Prometheus' own clients print -- ("0.005", "1", "1e+06",
+ * "1.234567e+06", "1.5e-05"; "NaN", "+Inf", "-Inf"). Independent of the
+ * locale: the decimal point is always '.', whatever LC_NUMERIC says.
+ * `flags`: 0 or PCPU_FORMAT_NUMBER_CANONICAL. Writes a NUL-terminated
+ * string into out[0..cap) and returns its length, or -1 with errno EINVAL
+ * (NULL out, unknown flag) or ERANGE (cap too small; out is then "" if cap
+ * > 0). PCPU_FORMAT_NUMBER_MAX bytes are always enough. Thread-safe; not
+ * async-signal-safe (snprintf, strtod). Cost: about five snprintf/strtod
+ * round trips.
+ */
+PCPU_API int pcpu_format_double(char *out, size_t cap, double v, unsigned flags);
+
+/**
+ * Writes an integer value as the writers expose it with scale_exp10 (see
+ * pcpu_family_desc): the exact integer when scale_exp10 is 0, otherwise
+ * pcpu_format_double() of pcpu_stats_scale(v, scale_exp10). Counter values
+ * (modulo 2^64) go through pcpu_format_u64(), gauges and histogram sums
+ * through pcpu_format_i64(). Returns the length, or -1 with errno EINVAL
+ * (NULL out, |scale_exp10| > PCPU_STATS_SCALE_MAX) or ERANGE (as
+ * pcpu_format_double()). Thread-safe; async-signal-safe when scale_exp10
+ * is 0. Cost: a division per digit, or pcpu_format_double()'s.
+ */
+PCPU_API int pcpu_format_i64(char *out, size_t cap, int64_t v, int scale_exp10);
+/** pcpu_format_i64() for an unsigned value (a counter's); same errors,
+ * thread safety and cost. */
+PCPU_API int pcpu_format_u64(char *out, size_t cap, uint64_t v, int scale_exp10);
+
+/**
+ * v * 10^scale_exp10 as the writers compute it: one correctly rounded
+ * multiplication or division by an exact power of ten, so an integer v
+ * with |v| <= 2^53 gives the double nearest the true decimal value
+ * (5000000 with -9 gives 0.005). |scale_exp10| is clamped to
+ * PCPU_STATS_SCALE_MAX. Thread-safe; async-signal-safe; constant time.
+ */
+PCPU_API double pcpu_stats_scale(double v, int scale_exp10);
+
+/**
+ * The sample-name suffixes a family of `type` owns (the OpenMetrics clash
+ * set: "" first, then e.g. "_total" and "_created" for a counter; "_bucket",
+ * "_count", "_sum", "_created" for a histogram). Two families, or a family
+ * and another's sample, must not share a name built from these: a registry
+ * refuses the second family (EEXIST), and a strict parser refuses such an
+ * exposition. Sets *suffixes (if not NULL) to static strings and returns
+ * their number; 0 and NULL for an unknown type. Thread-safe;
+ * async-signal-safe; constant time.
+ */
+PCPU_API size_t pcpu_stats_type_suffixes(enum pcpu_metric_type type, const char *const **suffixes);
+
+/**
+ * The suffix the text writers append to a family's name to name its value
+ * sample: "_total" for a counter, "" for a gauge and a histogram (whose
+ * samples are `_bucket`, `_count` and `_sum`); NULL for an unknown type.
+ * Thread-safe; async-signal-safe; constant time.
+ */
+PCPU_API const char *pcpu_stats_sample_suffix(enum pcpu_metric_type type);
+
+/** "counter", "gauge" or "histogram" (the `# TYPE` word); NULL for an
+ * unknown type. Thread-safe; async-signal-safe; constant time. */
+PCPU_API const char *pcpu_metric_type_name(enum pcpu_metric_type type);
+
 /**
  * Checks a metric (family) name: `[a-zA-Z_:][a-zA-Z0-9_:]*`, 1 to
  * PCPU_STATS_NAME_MAX bytes. Returns 0, or -1 with errno EINVAL and a

@@ -72,6 +72,14 @@ typedef struct pcpu_group pcpu_group_t;
  * lane. Async-signal-safe. */
 PCPU_API void pcpu__group_add_slow(const pcpu_group_t *g, size_t i, const int64_t *d, int why);
 
+/* a + b modulo 2^64: member values wrap, as documented, so the add is
+ * done in unsigned arithmetic (a signed overflow would be undefined
+ * behaviour). Shared by the rseq path and src/stats/group.c. */
+static inline int64_t pcpu__group_wrap_add(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
 /* The rseq path: returns 0 once the update is done, or why it could not. */
 static inline int pcpu__group_add_rseq(const pcpu_group_t *g, size_t i, const int64_t *d,
 				       unsigned n)
@@ -105,7 +113,7 @@ static inline int pcpu__group_add_rseq(const pcpu_group_t *g, size_t i, const in
 		 * (plain moves on x86). */
 		v = (int64_t *)(lane + sizeof(intptr_t));
 		for (k = 0; k < n; k++)
-			__atomic_store_n(&v[k], __atomic_load_n(&v[k], __ATOMIC_RELAXED) + d[k],
+			__atomic_store_n(&v[k], pcpu__group_wrap_add(__atomic_load_n(&v[k], __ATOMIC_RELAXED), d[k]),
 					 __ATOMIC_RELEASE);
 		__atomic_store_n(seqp, s + 2, __ATOMIC_RELEASE);
 		return 0;

@@ -278,6 +278,176 @@ PCPU_API void pcpu_snapshot_free(struct pcpu_snapshot *s);
 PCPU_API int pcpu_registry_write(pcpu_registry_t *reg, enum pcpu_format fmt, char **out,
 				 size_t *len);
 
+/* ---- consistent groups as families ---- */
+
+typedef struct pcpu__gfamily pcpu_group_family_t;
+
+/**
+ * Registers a consistent group family: `nmembers` (1 to
+ * PCPU_GROUP_MAX_MEMBERS) new counter or gauge families, members[k]
+ * described as for pcpu_registry_family() and all with the same label
+ * names, whose series -- one per label set in every member -- are the
+ * members of one pcpu_group_t (pcpu/group.h), updated together with
+ * pcpu_group_add():
+ *
+ *     flow_packets_total{flow="a"} and flow_bytes_total{flow="a"}
+ *       = members 0 and 1 of pcpu_group_family_series(gf, {"a"})
+ *
+ * Every snapshot and exposition reads each group once, consistently, and
+ * shows that read in every member: an update is wholly in it or wholly
+ * absent (bytes == 1500 * packets if every update adds (1, 1500)). A group
+ * that stays in mid-update past PCPU_GROUP_READ_TIMEOUT_NS (its writer
+ * preempted that long, under the registry's lock) is left out of that
+ * snapshot in every member. The members are ordinary families for lookups
+ * by name and for exposition, but their series are made and removed only
+ * through the group family (EINVAL / EBUSY otherwise).
+ *
+ * In a published segment (format 2.3) each group holds its last read:
+ * readers in other processes see the members of a group from one
+ * consistent read, as fresh as the writer's last collection (every
+ * snapshot, write or pcpu_registry_collect() in this process; a publisher
+ * not scraped in-process calls pcpu_registry_collect() on a timer).
+ * Returns the group family (valid until the registry is destroyed), or
+ * NULL with errno: EINVAL (a member not a counter or gauge, labels that
+ * differ, invalid description), EEXIST (a member's name or sample name is
+ * taken), ENOMEM. All or nothing. Thread-safe; not async-signal-safe.
+ */
+PCPU_API pcpu_group_family_t *pcpu_registry_group(pcpu_registry_t *reg,
+						  const struct pcpu_family_desc *members,
+						  unsigned nmembers);
+
+/**
+ * The group of the series with these label values (one per label name of
+ * the members), created (zero) if absent: update it with
+ * pcpu_group_add(g, 0, d) or pcpu_group_add2(g, 0, d0, d1) -- group 0 of a
+ * one-group object -- with member k of d going to members[k]. Returns NULL
+ * with errno EINVAL (bad label values) or ENOMEM. Thread-safe; not
+ * async-signal-safe. Cost: a mutex and a hash lookup; keep the handle.
+ */
+PCPU_API pcpu_group_t *pcpu_group_family_series(pcpu_group_family_t *gf,
+						const char *const *label_values);
+
+/**
+ * Removes the series with these label values from every member and frees
+ * its group. The caller guarantees no thread still updates it. Returns 0
+ * or -1 with errno EINVAL or ENOENT. Thread-safe.
+ */
+PCPU_API int pcpu_group_family_remove(pcpu_group_family_t *gf, const char *const *label_values);
+
+/* ---- constant labels and info metrics (build information) ---- */
+
+/**
+ * Gives every family of `reg` the constant labels names[k]="values[k]"
+ * (an instance, a region, a build: what Prometheus clients call const
+ * labels). They come after each family's own labels in every series of
+ * every family -- in snapshots, every exposition format and published
+ * segments alike -- and the caller never passes them: handles are still
+ * looked up with the family's own label values only.
+ * Precondition: call it once, right after pcpu_registry_create(), before
+ * the first family (EBUSY otherwise): a family's label set is fixed.
+ * A family may then not use these names itself, and its own labels plus
+ * these are at most PCPU_STATS_LABELS_MAX (EINVAL at registration).
+ * Returns 0 or -1 with errno EINVAL (NULL, n not 1..32, an invalid or
+ * repeated name, `le`, a value not UTF-8), EBUSY, ENOMEM. Thread-safe;
+ * not async-signal-safe. Cost: copies the strings.
+ */
+PCPU_API int pcpu_registry_const_labels(pcpu_registry_t *reg, unsigned n,
+					const char *const *names, const char *const *values);
+
+/**
+ * Registers an info metric: the gauge family `name` (which must end in
+ * `_info`, e.g. "myapp_build_info") with these label names, and its series
+ * with these label values set to 1 -- the convention Prometheus uses for
+ * build and version information (`myapp_build_info{version="1.2",
+ * revision="abc"} 1`), joined to other series in queries with
+ * `* on(instance) group_left(version)`. Exposed as a gauge in every format.
+ * Returns 0, or -1 with errno: EINVAL (name without `_info`, invalid name
+ * or labels), EEXIST (the series exists, or the family exists with other
+ * labels or help), ENOMEM. Thread-safe; not async-signal-safe.
+ */
+PCPU_API int pcpu_registry_info(pcpu_registry_t *reg, const char *name, const char *help,
+				unsigned nlabels, const char *const *label_names,
+				const char *const *label_values);
+
+/* ---- collectors: series whose values a callback computes at read time ---- */
+
+/**
+ * A collector callback: computes the current value of one series (a queue's
+ * depth, a pool's size, a value only the kernel knows) into *value -- in the
+ * family's unit before scaling, modulo 2^64 for counters -- and returns 0;
+ * or returns non-zero (errno may say why) when it cannot, and the series is
+ * then left out of that snapshot.
+ *
+ * The contract (pcpu_family_callback() registers one):
+ *  - When it runs: at the start of every pcpu_registry_snapshot(),
+ *    pcpu_registry_write() and pcpu_registry_collect() of its registry, in
+ *    the thread that called them, one collection at a time per registry (a
+ *    second waits for the first), callbacks in registration order.
+ *  - Locks: none of the registry's. The registry's mutex is not held while
+ *    callbacks run, so one that blocks delays only the collection it runs
+ *    in (and snapshots waiting for it): registration, lookups, updates and
+ *    segment readers go on.
+ *  - What it may call: anything, including the registry's own functions --
+ *    registering families and series, looking up and updating handles --
+ *    except those that would wait for the collection it runs in:
+ *    pcpu_registry_snapshot(), pcpu_registry_write() and
+ *    pcpu_registry_collect() of the same registry, and removing a series
+ *    with a callback (or a family holding one) from it. Those fail at once
+ *    with EDEADLK instead of deadlocking. pcpu_registry_destroy() of the
+ *    same registry is forbidden (as from any thread still using it).
+ *  - Failure: a non-zero return leaves that series out of the snapshot (the
+ *    exposition stays valid, the other series are there);
+ *    pcpu_registry_collect() returns the number of failures and
+ *    pcpu_stats_error() names the family.
+ *  - Removal: once pcpu_family_remove() (or removing its family) returns,
+ *    the callback is neither running nor called again, so `arg` may be
+ *    freed. Removal waits for a collection in progress to finish.
+ */
+typedef int (*pcpu_callback_fn)(void *arg, int64_t *value);
+
+/**
+ * Adds to a counter or gauge family the series with these label values,
+ * whose value `fn(arg, &value)` computes at each collection (see
+ * pcpu_callback_fn for when it runs and what it may do). It is exposed,
+ * snapshotted and published in a segment like any series of the family.
+ * A published segment is read by other processes, which cannot run the
+ * callback: it holds the value of the last collection in this process
+ * (every snapshot or exposition collects; a publisher without scrapes of
+ * its own calls pcpu_registry_collect() on a timer).
+ * Returns 0, or -1 with errno: EINVAL (NULL fn, a histogram family, bad
+ * label values), EEXIST (the series exists), ENOMEM. Thread-safe; not
+ * async-signal-safe. Cost: a mutex, a hash lookup and one allocation.
+ */
+PCPU_API int pcpu_family_callback(pcpu_family_t *fam, const char *const *label_values,
+				  pcpu_callback_fn fn, void *arg);
+
+/**
+ * Runs every callback of `reg` now and stores their values, and reads every
+ * group of its group families into its published segment copy -- what each
+ * snapshot does first; a publisher whose registry is not scraped in-process
+ * calls it on a timer so that segment readers see fresh values. Returns the number of callbacks that failed (0 if
+ * all worked; pcpu_stats_error() names the last failed family), or -1 with
+ * errno EINVAL (NULL), EDEADLK (called from one of reg's callbacks),
+ * ENOMEM. Thread-safe; not async-signal-safe. Cost: the callbacks', plus a
+ * gauge set per callback.
+ */
+PCPU_API int pcpu_registry_collect(pcpu_registry_t *reg);
+
+/**
+ * Registers the standard process collector in `reg`, as the Prometheus
+ * client libraries ship it, computed from /proc/self and getrusage() at
+ * each collection: process_cpu_seconds_total (user + system CPU time),
+ * process_resident_memory_bytes, process_virtual_memory_bytes,
+ * process_open_fds, process_max_fds (RLIMIT_NOFILE's soft limit) and
+ * process_start_time_seconds (since the Unix epoch). Where /proc cannot be
+ * read, those series are left out of snapshots (see pcpu_callback_fn).
+ * Returns 0, or -1 with errno EEXIST (already registered, or a name taken),
+ * ENOMEM; families registered before the failure stay. Thread-safe; not
+ * async-signal-safe. Cost of a collection: a few small /proc reads and a
+ * scan of /proc/self/fd.
+ */
+PCPU_API int pcpu_registry_process_collector(pcpu_registry_t *reg);
+
 PCPU_END_DECLS
 
 #endif /* PCPU_STATS_H */

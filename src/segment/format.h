@@ -35,7 +35,8 @@
 
 #define PCPU__SEG_MAGIC "PCPUSEG"          /* 7 chars + NUL = 8 bytes */
 #define PCPU__SEG_VERSION_MAJOR 2          /* incompatible changes (2: mirror region) */
-#define PCPU__SEG_VERSION_MINOR 1          /* compatible additions (1: pid namespace, no space) */
+#define PCPU__SEG_VERSION_MINOR 3          /* compatible additions (1: pid namespace, no space;
+					    * 3: consistent groups) */
 #define PCPU__SEG_BYTE_ORDER 0x01020304u   /* as the writer stored it */
 #define PCPU__SEG_HEADER_REGION 4096       /* the header's page */
 #define PCPU__SEG_NAME_MAX 64              /* segment name, NUL excluded */
@@ -88,6 +89,9 @@ struct pcpu__seg_header {
 #define PCPU__SEG_FREE 0
 #define PCPU__SEG_FAMILY 1
 #define PCPU__SEG_SERIES 2
+#define PCPU__SEG_GROUP 3         /* 2.3: a consistent group's values */
+#define PCPU__SEG_GROUP_SERIES 4  /* 2.3: a series whose value is a group member */
+#define PCPU__SEG_GROUP_MAX 16    /* members of a group (PCPU_GROUP_MAX_MEMBERS) */
 
 /* Entry flags. */
 #define PCPU__SEG_E_HAS_HELP 1u       /* family: help text present (may be "") */
@@ -137,6 +141,24 @@ struct pcpu__seg_entry {
 };                          /* 64 */
 
 #define PCPU__SEG_ENTRY_SIZE 64
+
+/*
+ * 2.3: consistent groups (pcpu_registry_group()). A group's members are
+ * series of different families that must be read together; slot regions
+ * cannot give that to a reader in another process (a seqcount over many
+ * preads), so the writer stores each group's last consistent read in the
+ * directory, where the entry seqlock protects it:
+ *   GROUP entry: u32a = nmembers (1..16), blob = nmembers int64 values
+ *                (blob_len = 8 * nmembers, unaligned: read with memcpy),
+ *                rewritten in place under the entry's seq at every
+ *                collection of the writer's registry; serial: the group's
+ *                creation number. type, nlabels, family_id: 0.
+ *   GROUP_SERIES entry: as a SERIES entry (type counter or gauge, family,
+ *                labels), but its value is member u32a of the GROUP entry
+ *                whose index is value_off; u32b = 8; no slot storage.
+ * A group entry outlives its member series entries. Readers of 2.0-2.2
+ * skip both kinds (unknown kinds): they see no group members.
+ */
 
 /* Value sizes (bytes per slot region, and as many in its mirror region). */
 #define PCPU__SEG_COUNTER_SIZE 8

@@ -829,6 +829,7 @@ struct ser {
 	uint64_t acc0;      /* counter or gauge value, histogram sum */
 	uint64_t *counts;   /* histogram buckets */
 	int64_t *slots;     /* per-slot (word + mirror), on request */
+	int group;          /* 2.3 GROUP_SERIES: the value is a GROUP entry's member */
 };
 
 struct parse {
@@ -1037,6 +1038,17 @@ static int parse_series(struct parse *p, struct ser *s)
 	}
 	if (pos != e->blob_len)
 		return BAD(s, "trailing bytes in blob"), 0;
+	if (e->kind == PCPU__SEG_GROUP_SERIES) {
+		/* Checked against its GROUP entry once both are known stable. */
+		if (e->type == PCPU_METRIC_HISTOGRAM)
+			return BAD(s, "a group member is a counter or a gauge"), 0;
+		if (e->u32a >= PCPU__SEG_GROUP_MAX || e->u32b != 8 || e->value_off >= p->used)
+			return BAD(s, "group member: bad member index, size or group entry"), 0;
+		s->group = 1;
+		s->loc = UINT64_MAX; /* no storage */
+		s->serial = e->serial;
+		return 0;
+	}
 	if (e->u32a >= p->h->nchunks)
 		return BAD(s, "chunk past the end"), 0;
 	if (e->value_off % PCPU__SEG_VALUE_ALIGN)
@@ -1263,7 +1275,7 @@ static int read_values(struct parse *p)
 	for (i = 0; i < p->nsers; i++) {
 		struct ser *s = &p->sers[i];
 
-		if (!usable(s))
+		if (!usable(s) || s->group)
 			continue;
 		if (s->e->type == PCPU_METRIC_HISTOGRAM) {
 			s->counts = balloc(p->b, (uint64_t)s->fam->e->nbuckets * 8);
@@ -1634,7 +1646,8 @@ static int attempt(struct pcpu_reader *r, unsigned flags, int last, int *statep,
 		const struct pcpu__seg_entry *e = ENTRY_AT(&p, i);
 		if (!(e->seq & 1) && e->kind == PCPU__SEG_FAMILY)
 			p.nfams++;
-		else if (!(e->seq & 1) && e->kind == PCPU__SEG_SERIES)
+		else if (!(e->seq & 1) &&
+			 (e->kind == PCPU__SEG_SERIES || e->kind == PCPU__SEG_GROUP_SERIES))
 			p.nsers++;
 	}
 	if (charge(&b, p.nfams * sizeof *p.fams + p.nsers * sizeof *p.sers) < 0)
@@ -1655,7 +1668,7 @@ static int attempt(struct pcpu_reader *r, unsigned flags, int last, int *statep,
 			p.fams[fi].e = e;
 			if (parse_family(&p, &p.fams[fi++]) < 0)
 				goto out;
-		} else if (e->kind == PCPU__SEG_SERIES) {
+		} else if (e->kind == PCPU__SEG_SERIES || e->kind == PCPU__SEG_GROUP_SERIES) {
 			p.sers[si].idx = (uint32_t)i;
 			p.sers[si].e = e;
 			if (parse_series(&p, &p.sers[si++]) < 0)
@@ -1734,6 +1747,33 @@ static int attempt(struct pcpu_reader *r, unsigned flags, int last, int *statep,
 			changed++;
 			continue;
 		}
+		if (s->group) {
+			/* The member's value: its GROUP entry's copy in S, as
+			 * stable as the entry (the writer rewrites the values
+			 * under the entry's seq). */
+			const struct pcpu__seg_entry *g = ENTRY_AT(&p, s->e->value_off);
+			const char *blob;
+
+			if (!SAME(s->e->value_off)) {
+				changed++;
+				continue;
+			}
+			blob = entry_blob(&p, g);
+			if ((g->seq & 1) || g->kind != PCPU__SEG_GROUP || g->u32a == 0 ||
+			    g->u32a > PCPU__SEG_GROUP_MAX || g->blob_len != 8 * g->u32a || !blob ||
+			    s->e->u32a >= g->u32a) {
+				if (!stable) {
+					changed++; /* a reused entry in flux */
+					continue;
+				}
+				pcpu__seg_fail(EBADMSG,
+					       "segment %s: corrupted directory entry %u: group member "
+					       "without a valid group entry %u",
+					       r->name, s->idx, (unsigned)s->e->value_off);
+				goto out;
+			}
+			s->acc0 = ld64((const unsigned char *)blob + 8 * (size_t)s->e->u32a);
+		}
 		kept_ser[i] = 1;
 	}
 #undef SAME
@@ -1748,7 +1788,7 @@ static int attempt(struct pcpu_reader *r, unsigned flags, int last, int *statep,
 			goto out;
 		}
 		for (k = 0; k < p.nsers; k++)
-			if (kept_ser[k])
+			if (kept_ser[k] && !p.sers[k].group)
 				v[n++] = &p.sers[k];
 		qsort(v, n, sizeof *v, cmp_ser_loc);
 		for (k = 1; k < n; k++)

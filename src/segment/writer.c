@@ -148,6 +148,9 @@ struct pcpu_segment {
 	struct u64vec free_entries;
 	struct u64vec free_blobs[BLOB_CLASSES];
 	struct ptrmap families, series;
+	/* 2.3 groups: gseries -> its GROUP entry, and -> how many member
+	 * series entries still refer to it */
+	struct ptrmap groups, group_refs;
 	uint64_t next_family_id, next_serial;
 	uint64_t nfamilies, nseries;
 };
@@ -521,29 +524,131 @@ static int value_location(struct pcpu_segment *seg, const struct pcpu_family *f,
 	return rc;
 }
 
+/* ---- 2.3: consistent groups (format.h) ---- */
+
+_Static_assert(PCPU__SEG_GROUP_MAX == PCPU_GROUP_MAX_MEMBERS, "group size limits agree");
+
+/* Rewrites a GROUP entry's values in place, under its seq, from the
+ * registry's last consistent read of the group. */
+static void group_store(struct pcpu_segment *seg, uint32_t idx, const struct pcpu__gseries *gs)
+{
+	struct pcpu__seg_entry *e = &seg->entries[idx];
+	uint64_t s = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
+
+	__atomic_store_n(&e->seq, s + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	memcpy(seg->strings + e->blob_off, gs->vals, e->blob_len);
+	__atomic_store_n(&e->seq, s + 2, __ATOMIC_RELEASE);
+}
+
+/* The GROUP entry of a member series' group, made with the first member;
+ * its reference count grows by one. -1 (dropped) if it cannot be. */
+static int group_ref(struct pcpu_segment *seg, const struct pcpu_family *f,
+		     const struct pcpu__series *se, uint32_t *gidx)
+{
+	const struct pcpu__gseries *gs = se->handle;
+	struct pcpu__seg_entry e;
+	uint64_t idx, off;
+	uint32_t refs;
+	size_t len = 8 * (size_t)f->gfam->nmembers;
+
+	if (map_get(&seg->groups, gs, gidx) == 0) {
+		if (map_get(&seg->group_refs, gs, &refs) < 0 ||
+		    map_put(&seg->group_refs, gs, refs + 1) < 0) {
+			mark_dropped(seg);
+			return -1;
+		}
+		return 0;
+	}
+	if (reserve_entry(seg, &seg->groups, gs, len, &idx, &off) < 0)
+		return -1;
+	if (map_put(&seg->group_refs, gs, 1) < 0) {
+		map_del(&seg->groups, gs);
+		blob_free(seg, off, len);
+		(void)vec_push(&seg->free_entries, idx);
+		mark_dropped(seg);
+		return -1;
+	}
+	memset(seg->strings + off, 0, len);
+	memset(&e, 0, sizeof e);
+	e.kind = PCPU__SEG_GROUP;
+	e.blob_off = off;
+	e.blob_len = (uint32_t)len;
+	e.u32a = f->gfam->nmembers;
+	e.serial = ++seg->next_serial;
+	entry_write(seg, idx, &e);
+	if (gs->ok)
+		group_store(seg, (uint32_t)idx, gs);
+	entries_publish_used(seg);
+	*gidx = (uint32_t)idx;
+	return 0;
+}
+
+/* A member series entry is gone: its group's entry goes with the last. */
+static void group_unref(struct pcpu_segment *seg, const struct pcpu__gseries *gs)
+{
+	uint32_t idx, refs;
+
+	if (map_get(&seg->groups, gs, &idx) < 0 || map_get(&seg->group_refs, gs, &refs) < 0)
+		return;
+	if (refs > 1) {
+		/* Fails only if the table cannot grow: the entry then stays,
+		 * unreferenced, which readers ignore. */
+		(void)map_put(&seg->group_refs, gs, refs - 1);
+		return;
+	}
+	map_del(&seg->group_refs, gs);
+	map_del(&seg->groups, gs);
+	entry_free(seg, idx);
+}
+
+/* Every group's entry gets the registry's fresh read. */
+static void groups_read(struct pcpu_segment *seg)
+{
+	const struct pcpu__gfamily *gf;
+	const struct pcpu__series *se;
+	uint32_t idx;
+
+	for (gf = seg->reg->gfams; gf; gf = gf->next)
+		for (se = gf->fams[0]->lfirst; se; se = se->lnext) {
+			const struct pcpu__gseries *gs = se->handle;
+
+			if (gs->ok && map_get(&seg->groups, gs, &idx) == 0)
+				group_store(seg, idx, gs);
+		}
+}
+
 static void series_added(struct pcpu_segment *seg, struct pcpu_family *f, struct pcpu__series *se)
 {
 	struct pcpu__seg_entry e;
-	uint32_t fidx, chunk, size;
-	uint64_t idx, off, voff;
+	uint32_t fidx, chunk = 0, size = 8, gidx = 0;
+	uint64_t idx, off, voff = 0;
 	size_t len = 0, pos = 0;
 	unsigned l;
 
 	if (map_get(&seg->families, f, &fidx) < 0 ||
-	    value_location(seg, f, se, &chunk, &voff, &size) < 0) {
-		mark_dropped(seg);
+	    (f->gfam ? group_ref(seg, f, se, &gidx) : value_location(seg, f, se, &chunk, &voff, &size)) < 0) {
+		if (!f->gfam)
+			mark_dropped(seg);
 		return;
+	}
+	if (f->gfam) {
+		chunk = f->gmember;
+		voff = gidx;
 	}
 	for (l = 0; l < f->nlabels; l++)
 		len += strlen(se->values[l]) + 1;
-	if (reserve_entry(seg, &seg->series, se, len, &idx, &off) < 0)
+	if (reserve_entry(seg, &seg->series, se, len, &idx, &off) < 0) {
+		if (f->gfam)
+			group_unref(seg, se->handle);
 		return;
+	}
 	for (l = 0; l < f->nlabels; l++)
 		put_str(seg->strings + off, &pos, se->values[l]);
 	__atomic_store_n(&seg->hdr->strings_used, seg->strings_used, __ATOMIC_RELEASE);
 
 	memset(&e, 0, sizeof e);
-	e.kind = PCPU__SEG_SERIES;
+	e.kind = f->gfam ? PCPU__SEG_GROUP_SERIES : PCPU__SEG_SERIES;
 	e.type = (uint8_t)f->type;
 	e.nlabels = (uint16_t)f->nlabels;
 	e.family_id = seg->entries[fidx].family_id;
@@ -560,7 +665,8 @@ static void series_added(struct pcpu_segment *seg, struct pcpu_family *f, struct
 	__atomic_store_n(&seg->hdr->nseries, ++seg->nseries, __ATOMIC_RELAXED);
 }
 
-static void series_removing(struct pcpu_segment *seg, struct pcpu__series *se)
+static void series_removing(struct pcpu_segment *seg, const struct pcpu_family *f,
+			    struct pcpu__series *se)
 {
 	uint32_t idx;
 
@@ -568,6 +674,8 @@ static void series_removing(struct pcpu_segment *seg, struct pcpu__series *se)
 		return; /* dropped when added */
 	map_del(&seg->series, se);
 	entry_free(seg, idx);
+	if (f->gfam)
+		group_unref(seg, se->handle); /* after its member: see format.h */
 	__atomic_store_n(&seg->hdr->nseries, --seg->nseries, __ATOMIC_RELAXED);
 }
 
@@ -580,7 +688,7 @@ static void family_removing(struct pcpu_segment *seg, struct pcpu_family *f)
 	for (i = 0; i < f->tabsize; i++) {
 		struct pcpu__series *se;
 		for (se = f->tab[i]; se; se = se->hnext)
-			series_removing(seg, se);
+			series_removing(seg, f, se);
 	}
 	if (map_get(&seg->families, f, &idx) < 0)
 		return;
@@ -691,6 +799,8 @@ static void seg_free(struct pcpu_segment *seg)
 		free(seg->free_blobs[c].v);
 	free(seg->families.slots);
 	free(seg->series.slots);
+	free(seg->groups.slots);
+	free(seg->group_refs.slots);
 	pthread_mutex_destroy(&seg->chunk_lock);
 	free(seg);
 }
@@ -724,7 +834,10 @@ static void seg_hook(void *ctx, enum pcpu__registry_event ev, struct pcpu_family
 		series_added(seg, f, se);
 		break;
 	case PCPU__REG_SERIES_REMOVING:
-		series_removing(seg, se);
+		series_removing(seg, f, se);
+		break;
+	case PCPU__REG_GROUPS_READ:
+		groups_read(seg);
 		break;
 	default:
 		break;

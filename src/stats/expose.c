@@ -333,22 +333,14 @@ static void put_u_scaled(struct pcpu__buf *b, uint64_t v, int scale)
 {
 	char d[PCPU__DOUBLE_BUF];
 
-	if (!scale) {
-		pcpu__buf_u64(b, v);
-		return;
-	}
-	pcpu__buf_put(b, d, pcpu__fmt_double(d, pcpu__scale_u64(v, scale), 0));
+	pcpu__buf_put(b, d, pcpu__fmt_scaled(d, v, 0, scale));
 }
 
 static void put_i_scaled(struct pcpu__buf *b, int64_t v, int scale)
 {
 	char d[PCPU__DOUBLE_BUF];
 
-	if (!scale) {
-		pcpu__buf_i64(b, v);
-		return;
-	}
-	pcpu__buf_put(b, d, pcpu__fmt_double(d, pcpu__scale_i64(v, scale), 0));
+	pcpu__buf_put(b, d, pcpu__fmt_scaled(d, (uint64_t)v, 1, scale));
 }
 
 /* The `le` strings of a histogram family, computed once per family. */
@@ -372,7 +364,7 @@ static int write_text(const struct pcpu_snapshot *s, struct pcpu__buf *b, int om
 	for (i = 0; i < s->nfamilies; i++) {
 		const struct pcpu_snapshot_family *f = &s->families[i];
 		const char *type = pcpu__type_name(f->type);
-		const char *total = f->type == PCPU_METRIC_COUNTER ? "_total" : "";
+		const char *total = pcpu_stats_sample_suffix(f->type);
 		char (*le)[PCPU__DOUBLE_BUF] = NULL;
 		int negative_bound = 0;
 

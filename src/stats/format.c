@@ -16,6 +16,7 @@
  * laid out as Go's strconv.FormatFloat(v, 'g', -1, 64) does, which is what
  * the Prometheus clients print (see pcpu__fmt_double()).
  */
+#include <errno.h>
 #include <locale.h>
 #include <math.h>
 #include <pthread.h>
@@ -71,16 +72,24 @@ void pcpu__buf_putc(struct pcpu__buf *b, char c)
 	pcpu__buf_put(b, &c, 1);
 }
 
-void pcpu__buf_u64(struct pcpu__buf *b, uint64_t v)
+/* The digits of v at the end of d[0..24); returns where they start. */
+static size_t u64_digits(char d[24], uint64_t v)
 {
-	char d[24];
-	int n = 24;
+	size_t n = 24;
 
 	do {
 		d[--n] = (char)('0' + v % 10);
 		v /= 10;
 	} while (v);
-	pcpu__buf_put(b, d + n, (size_t)(24 - n));
+	return n;
+}
+
+void pcpu__buf_u64(struct pcpu__buf *b, uint64_t v)
+{
+	char d[24];
+	size_t n = u64_digits(d, v);
+
+	pcpu__buf_put(b, d + n, 24 - n);
 }
 
 void pcpu__buf_i64(struct pcpu__buf *b, int64_t v)
@@ -247,6 +256,78 @@ double pcpu__scale_i64(int64_t v, int scale)
 double pcpu__scale_u64(uint64_t v, int scale)
 {
 	return scale_double((double)v, scale);
+}
+
+size_t pcpu__fmt_scaled(char *out, uint64_t v, int is_signed, int scale)
+{
+	char d[24];
+	size_t n, k = 0;
+
+	if (scale)
+		return pcpu__fmt_double(out, is_signed ? pcpu__scale_i64((int64_t)v, scale)
+						       : pcpu__scale_u64(v, scale), 0);
+	if (is_signed && (int64_t)v < 0) {
+		out[k++] = '-';
+		v = 0 - v;
+	}
+	n = u64_digits(d, v);
+	memcpy(out + k, d + n, 24 - n);
+	k += 24 - n;
+	out[k] = '\0';
+	return k;
+}
+
+/* ---- the public formatting functions ---- */
+
+/* Copies a formatted number out to the caller's buffer; ERANGE (and "" if
+ * there is room for it) when it does not fit. */
+static int copy_out(char *out, size_t cap, const char *num, size_t n)
+{
+	if (n + 1 > cap) {
+		if (cap)
+			out[0] = '\0';
+		errno = ERANGE;
+		return -1;
+	}
+	memcpy(out, num, n + 1);
+	return (int)n;
+}
+
+int pcpu_format_double(char *out, size_t cap, double v, unsigned flags)
+{
+	char num[PCPU__DOUBLE_BUF];
+
+	if (!out || (flags & ~PCPU_FORMAT_NUMBER_CANONICAL)) {
+		errno = EINVAL;
+		return -1;
+	}
+	return copy_out(out, cap, num, pcpu__fmt_double(num, v, !!(flags & PCPU_FORMAT_NUMBER_CANONICAL)));
+}
+
+static int format_scaled(char *out, size_t cap, uint64_t v, int is_signed, int scale)
+{
+	char num[PCPU__DOUBLE_BUF];
+
+	if (!out || scale > PCPU_STATS_SCALE_MAX || scale < -PCPU_STATS_SCALE_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
+	return copy_out(out, cap, num, pcpu__fmt_scaled(num, v, is_signed, scale));
+}
+
+int pcpu_format_i64(char *out, size_t cap, int64_t v, int scale_exp10)
+{
+	return format_scaled(out, cap, (uint64_t)v, 1, scale_exp10);
+}
+
+int pcpu_format_u64(char *out, size_t cap, uint64_t v, int scale_exp10)
+{
+	return format_scaled(out, cap, v, 0, scale_exp10);
+}
+
+double pcpu_stats_scale(double v, int scale_exp10)
+{
+	return scale_double(v, scale_exp10);
 }
 
 /* ---- escaping ---- */

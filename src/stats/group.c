@@ -165,7 +165,7 @@ static void lane_add(intptr_t *seqp, intptr_t s, const int64_t *d, unsigned n)
 	 * reader's acquire loads of the values; on x86 both are plain moves.
 	 * Fences would do the same, but ThreadSanitizer does not model them. */
 	for (k = 0; k < n; k++)
-		__atomic_store_n(&v[k], __atomic_load_n(&v[k], __ATOMIC_RELAXED) + d[k],
+		__atomic_store_n(&v[k], pcpu__group_wrap_add(__atomic_load_n(&v[k], __ATOMIC_RELAXED), d[k]),
 				 __ATOMIC_RELEASE);
 	__atomic_store_n(seqp, s + 2, __ATOMIC_RELEASE);
 }
@@ -390,7 +390,7 @@ static int read_lane(const intptr_t *seqp, unsigned n, int64_t *acc, struct dead
 			s2 = __atomic_load_n(seqp, __ATOMIC_RELAXED);
 			if (s1 == s2) {
 				for (k = 0; k < n; k++)
-					acc[k] = (int64_t)((uint64_t)acc[k] + (uint64_t)tmp[k]);
+					acc[k] = pcpu__group_wrap_add(acc[k], tmp[k]);
 				return 0;
 			}
 		}

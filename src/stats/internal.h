@@ -81,6 +81,10 @@ PCPU_HIDDEN void pcpu__buf_i64(struct pcpu__buf *b, int64_t v);
  * length. Independent of the locale. */
 #define PCPU__DOUBLE_BUF 40
 PCPU_HIDDEN size_t pcpu__fmt_double(char *out, double v, int canonical);
+/* An integer value as the writers expose it: with scale 0 the exact
+ * integer (v read as int64_t when is_signed), else pcpu__fmt_double() of
+ * v * 10^scale. out has PCPU__DOUBLE_BUF bytes; returns the length. */
+PCPU_HIDDEN size_t pcpu__fmt_scaled(char *out, uint64_t v, int is_signed, int scale);
 /* v * 10^scale as a double, correctly rounded for |v| <= 2^53. */
 PCPU_HIDDEN double pcpu__scale_i64(int64_t v, int scale);
 PCPU_HIDDEN double pcpu__scale_u64(uint64_t v, int scale);

@@ -183,6 +183,16 @@ static void sname_remove_family(struct pcpu_registry *reg, struct pcpu_family *f
 
 /* ---- families ---- */
 
+/* EINVAL with the message (if any) put in the context of family `name`. */
+static int family_invalid(const char *name, const char *msg)
+{
+	if (msg)
+		pcpu__set_error(msg);
+	pcpu__msg_prefix("family", name);
+	errno = EINVAL;
+	return -1;
+}
+
 /* Validates a description; writes the family's base name into `base`. */
 static int desc_check(const struct pcpu_family_desc *d, char base[PCPU_STATS_NAME_MAX + 1])
 {
@@ -245,9 +255,7 @@ static int desc_check(const struct pcpu_family_desc *d, char base[PCPU_STATS_NAM
 	}
 	return 0;
 context:
-	pcpu__msg_prefix("family", d->name);
-	errno = EINVAL;
-	return -1;
+	return family_invalid(d->name, NULL);
 }
 
 static int layout_equal(const struct pcpu_histogram_layout *a, const struct pcpu_histogram_layout *b)
@@ -265,9 +273,9 @@ static int desc_equal(const struct pcpu_family *f, const struct pcpu_family_desc
 	unsigned l;
 
 	if (f->type != d->type || !str_eq(f->help, d->help) || !str_eq(f->unit, d->unit) ||
-	    f->scale_exp10 != d->scale_exp10 || f->nlabels != d->nlabels)
+	    f->scale_exp10 != d->scale_exp10 || f->nlabels - f->nconst != d->nlabels)
 		return 0;
-	for (l = 0; l < f->nlabels; l++)
+	for (l = 0; l < d->nlabels; l++)
 		if (strcmp(f->label_names[l], d->label_names[l]) != 0)
 			return 0;
 	return f->type != PCPU_METRIC_HISTOGRAM || layout_equal(&f->layout, d->histogram);
@@ -330,7 +338,8 @@ static int family_set_layout(struct pcpu_family *f, const struct pcpu_histogram_
 
 /* Creates and links a family; registry locked; desc already checked. */
 static struct pcpu_family *family_create_locked(struct pcpu_registry *reg,
-						const struct pcpu_family_desc *d, const char *base)
+						const struct pcpu_family_desc *d, const char *base,
+						struct pcpu__gfamily *gf, unsigned member)
 {
 	struct pcpu_family *f = calloc(1, sizeof *f);
 	const char *const *suf;
@@ -340,6 +349,8 @@ static struct pcpu_family *family_create_locked(struct pcpu_registry *reg,
 	if (!f)
 		return NULL;
 	f->reg = reg;
+	f->gfam = gf;
+	f->gmember = member;
 	f->type = d->type;
 	f->scale_exp10 = d->scale_exp10;
 	f->name = strdup(base);
@@ -347,13 +358,16 @@ static struct pcpu_family *family_create_locked(struct pcpu_registry *reg,
 	f->unit = d->unit && *d->unit ? strdup(d->unit) : NULL;
 	if (!f->name || (d->help && !f->help) || (d->unit && *d->unit && !f->unit))
 		goto nomem;
-	f->nlabels = d->nlabels;
-	if (d->nlabels) {
-		f->label_names = calloc(d->nlabels, sizeof *f->label_names);
+	/* The caller's label names, then the registry's constant ones. */
+	f->nconst = reg->nconst;
+	f->nlabels = d->nlabels + reg->nconst;
+	if (f->nlabels) {
+		f->label_names = calloc(f->nlabels, sizeof *f->label_names);
 		if (!f->label_names)
 			goto nomem;
-		for (l = 0; l < d->nlabels; l++)
-			if (!(f->label_names[l] = strdup(d->label_names[l])))
+		for (l = 0; l < f->nlabels; l++)
+			if (!(f->label_names[l] = strdup(l < d->nlabels ? d->label_names[l]
+								 : reg->const_names[l - d->nlabels])))
 				goto nomem;
 	}
 	if (d->type == PCPU_METRIC_HISTOGRAM && family_set_layout(f, d->histogram) < 0)
@@ -384,19 +398,37 @@ nomem:
 	return NULL;
 }
 
+/* A family may not name a constant label of the registry itself, nor have
+ * more labels than a family can with them. Registry locked. */
+static int const_label_clash(const struct pcpu_registry *reg, const struct pcpu_family_desc *d)
+{
+	unsigned l, k;
+
+	if (d->nlabels + reg->nconst > PCPU_STATS_LABELS_MAX)
+		return family_invalid(d->name, "too many labels with the registry's constant labels");
+	for (l = 0; l < d->nlabels; l++)
+		for (k = 0; k < reg->nconst; k++)
+			if (strcmp(d->label_names[l], reg->const_names[k]) == 0)
+				return family_invalid(d->name,
+						      "a label name is a constant label of the registry");
+	return 0;
+}
+
 /* Finds or creates; registry locked; desc checked; *created set. */
 static struct pcpu_family *family_get_locked(struct pcpu_registry *reg,
 					     const struct pcpu_family_desc *d, const char *base,
-					     int *created)
+					     int *created, struct pcpu__gfamily *gf, unsigned member)
 {
 	const char *const *suf;
 	size_t k, ns = pcpu__type_suffixes(d->type, &suf);
 	struct pcpu__sname *n;
 
 	*created = 0;
+	if (const_label_clash(reg, d) < 0)
+		return NULL;
 	n = sname_find(reg, base, "");
 	if (n && strcmp(n->fam->name, base) == 0) {
-		if (desc_equal(n->fam, d))
+		if (desc_equal(n->fam, d) && !gf && !n->fam->gfam)
 			return n->fam;
 		pcpu__set_error("a family of this name exists with another type, help, unit, "
 				"labels, scale or bucket layout");
@@ -422,7 +454,7 @@ static struct pcpu_family *family_get_locked(struct pcpu_registry *reg,
 		}
 	}
 	*created = 1;
-	return family_create_locked(reg, d, base);
+	return family_create_locked(reg, d, base, gf, member);
 }
 
 /* ---- series ---- */
@@ -443,6 +475,14 @@ static void *storage_alloc(struct pcpu_family *f)
 
 static void storage_free(const struct pcpu_family *f, void *h)
 {
+	if (f->gfam) {
+		/* One gseries for all members: member 0's series owns it. */
+		if (f->gmember == 0) {
+			pcpu_group_free(((struct pcpu__gseries *)h)->g);
+			free(h);
+		}
+		return;
+	}
 	switch (f->type) {
 	case PCPU_METRIC_COUNTER:
 		pcpu_counter_free((pcpu_counter_t)h);
@@ -456,17 +496,29 @@ static void storage_free(const struct pcpu_family *f, void *h)
 	}
 }
 
-static int values_check(const struct pcpu_family *f, const char *const *v)
+/* Checks the caller's label values of a series of f and sets *out to the
+ * series' whole key: those values, then the registry's constant label
+ * values (in `buf`, PCPU_STATS_LABELS_MAX entries, when there are some). */
+static int values_check(const struct pcpu_family *f, const char *const *v, const char **buf,
+			const char *const **out)
 {
-	unsigned l;
+	unsigned l, own = f->nlabels - f->nconst;
 
-	if (f->nlabels && !v) {
+	if (own && !v) {
 		pcpu__set_error("label values are NULL but the family has labels");
 		goto context;
 	}
-	for (l = 0; l < f->nlabels; l++)
+	for (l = 0; l < own; l++)
 		if (pcpu_stats_check_label_value(v[l]) < 0)
 			goto context;
+	*out = v;
+	if (f->nconst) {
+		for (l = 0; l < own; l++)
+			buf[l] = v[l];
+		for (l = 0; l < f->nconst; l++)
+			buf[own + l] = f->reg->const_values[l];
+		*out = buf;
+	}
 	return 0;
 context:
 	pcpu__msg_prefix("family", f->name);
@@ -588,18 +640,24 @@ static void series_unlink(struct pcpu_family *f, struct pcpu__series *se)
 			break;
 		}
 	}
+	pcpu__callback_forget_locked(f->reg, se);
 	free(se->values);
 	free(se);
 }
 
 static void *series_get(pcpu_family_t *f, const char *const *v, enum pcpu_metric_type type)
 {
+	const char *buf[PCPU_STATS_LABELS_MAX];
 	struct pcpu__series *se;
 	void *handle = NULL;
 	uint64_t h;
 
 	if (!f) {
 		fail(EINVAL, "family is NULL");
+		return NULL;
+	}
+	if (f->gfam) {
+		fail(EINVAL, "a member of a consistent group family: use pcpu_group_family_series()");
 		return NULL;
 	}
 	if (f->type != type) {
@@ -610,7 +668,7 @@ static void *series_get(pcpu_family_t *f, const char *const *v, enum pcpu_metric
 		errno = EINVAL;
 		return NULL;
 	}
-	if (values_check(f, v) < 0)
+	if (values_check(f, v, buf, &v) < 0)
 		return NULL;
 	h = hash_values(v, f->nlabels);
 	pthread_mutex_lock(&f->reg->lock);
@@ -626,6 +684,55 @@ static void *series_get(pcpu_family_t *f, const char *const *v, enum pcpu_metric
 	}
 	pthread_mutex_unlock(&f->reg->lock);
 	return handle;
+}
+
+int pcpu__series_add_callback(struct pcpu_family *f, const char *const *v,
+			      struct pcpu__callback *cb)
+{
+	const char *buf[PCPU_STATS_LABELS_MAX];
+	struct pcpu__series *se;
+	void *handle;
+	uint64_t h;
+	int r = 0;
+
+	if (f->gfam) {
+		fail(EINVAL, "a member of a consistent group family has no callback series");
+		return -1;
+	}
+	if (values_check(f, v, buf, &v) < 0)
+		return -1;
+	h = hash_values(v, f->nlabels);
+	pthread_mutex_lock(&f->reg->lock);
+	if (series_find(f, v, h)) {
+		pcpu__set_error("a series with these label values exists already");
+		pcpu__msg_prefix("family", f->name);
+		errno = EEXIST;
+		r = -1;
+	} else if (!(handle = storage_alloc(f))) {
+		r = -1;
+	} else {
+		/* Linked before the hook sees the series, so a mirror of the
+		 * directory could tell it is computed. */
+		cb->fam = f;
+		se = series_new(f, v, h, handle, NULL);
+		if (!se) {
+			storage_free(f, handle);
+			r = -1;
+		} else {
+			se->cb = cb;
+			cb->se = se;
+			cb->next = NULL;
+			cb->prev = f->reg->callbacks_last;
+			if (cb->prev)
+				cb->prev->next = cb;
+			else
+				f->reg->callbacks = cb;
+			f->reg->callbacks_last = cb;
+			f->reg->ncallbacks++;
+		}
+	}
+	pthread_mutex_unlock(&f->reg->lock);
+	return r;
 }
 
 pcpu_counter_t pcpu_family_counter(pcpu_family_t *fam, const char *const *label_values)
@@ -645,17 +752,18 @@ pcpu_histogram_t *pcpu_family_histogram(pcpu_family_t *fam, const char *const *l
 
 void *pcpu_family_lookup(pcpu_family_t *f, const char *const *v)
 {
+	const char *buf[PCPU_STATS_LABELS_MAX];
 	struct pcpu__series *se;
 	void *handle = NULL;
 
-	if (!f || values_check(f, v) < 0) {
+	if (!f || values_check(f, v, buf, &v) < 0) {
 		errno = EINVAL;
 		return NULL;
 	}
 	pthread_mutex_lock(&f->reg->lock);
 	se = series_find(f, v, hash_values(v, f->nlabels));
 	if (se)
-		handle = se->handle;
+		handle = f->gfam ? (void *)((struct pcpu__gseries *)se->handle)->g : se->handle;
 	pthread_mutex_unlock(&f->reg->lock);
 	if (!handle)
 		errno = ENOENT;
@@ -664,15 +772,26 @@ void *pcpu_family_lookup(pcpu_family_t *f, const char *const *v)
 
 int pcpu_family_remove(pcpu_family_t *f, const char *const *v)
 {
+	const char *buf[PCPU_STATS_LABELS_MAX];
 	struct pcpu__series *se;
 	int r = 0;
 
-	if (!f || values_check(f, v) < 0)
+	if (!f || values_check(f, v, buf, &v) < 0)
 		return fail(EINVAL, NULL);
 	pthread_mutex_lock(&f->reg->lock);
 	se = series_find(f, v, hash_values(v, f->nlabels));
+	if (se && se->cb) {
+		/* Its callback may be running: wait, then look again. */
+		if (pcpu__collect_wait_locked(f->reg) < 0) {
+			pthread_mutex_unlock(&f->reg->lock);
+			return -1;
+		}
+		se = series_find(f, v, hash_values(v, f->nlabels));
+	}
 	if (!se) {
 		r = fail(ENOENT, "no series with these label values");
+	} else if (f->gfam) {
+		r = fail(EBUSY, "the series is a group's: remove it with pcpu_group_family_remove()");
 	} else if (se->owner) {
 		r = fail(EBUSY, "the series is a field of a registered struct");
 	} else {
@@ -739,12 +858,21 @@ static void registries_fork_release(void)
 	pthread_mutex_unlock(&default_lock);
 }
 
+static void registries_fork_child(void)
+{
+	struct pcpu_registry *r;
+
+	for (r = registries; r; r = r->next)
+		pcpu__collect_fork_child(r);
+	registries_fork_release();
+}
+
 pcpu_registry_t *pcpu_registry_create(void)
 {
 	struct pcpu_registry *reg;
 
 	if (pcpu_fork_register(&fork_registered, PCPU_FORK_REGISTRY, registries_fork_prepare,
-			       registries_fork_release, registries_fork_release) != 0)
+			       registries_fork_release, registries_fork_child) != 0)
 		return NULL;
 	reg = calloc(1, sizeof *reg);
 	if (!reg)
@@ -756,6 +884,7 @@ pcpu_registry_t *pcpu_registry_create(void)
 		return NULL;
 	}
 	pthread_mutex_init(&reg->lock, NULL);
+	pthread_cond_init(&reg->collect_cv, NULL);
 	pthread_mutex_lock(&registries_lock);
 	reg->next = registries;
 	registries = reg;
@@ -770,7 +899,7 @@ pcpu_registry_t *pcpu_registry_default(void)
 	if (r)
 		return r;
 	if (pcpu_fork_register(&fork_registered, PCPU_FORK_REGISTRY, registries_fork_prepare,
-			       registries_fork_release, registries_fork_release) != 0)
+			       registries_fork_release, registries_fork_child) != 0)
 		return NULL;
 	pthread_mutex_lock(&default_lock);
 	r = default_reg;
@@ -808,7 +937,7 @@ pcpu_family_t *pcpu_registry_family(pcpu_registry_t *reg, const struct pcpu_fami
 	if (desc_check(d, base) < 0)
 		return NULL;
 	pthread_mutex_lock(&reg->lock);
-	f = family_get_locked(reg, d, base, &created);
+	f = family_get_locked(reg, d, base, &created, NULL, 0);
 	pthread_mutex_unlock(&reg->lock);
 	return f;
 }
@@ -847,6 +976,7 @@ static void family_destroy_locked(struct pcpu_registry *reg, struct pcpu_family 
 			next = se->hnext;
 			if (!se->owner)
 				storage_free(f, se->handle);
+			pcpu__callback_forget_locked(reg, se);
 			free(se->values);
 			free(se);
 		}
@@ -858,6 +988,16 @@ static void family_destroy_locked(struct pcpu_registry *reg, struct pcpu_family 
 	reg->nfams--;
 	bump_generation(reg);
 	family_free_meta(f);
+}
+
+static int family_has_callbacks(const struct pcpu_family *f)
+{
+	const struct pcpu__series *se;
+
+	for (se = f->lfirst; se; se = se->lnext)
+		if (se->cb)
+			return 1;
+	return 0;
 }
 
 static int family_has_struct_series(const struct pcpu_family *f)
@@ -884,10 +1024,113 @@ int pcpu_registry_remove_family(pcpu_registry_t *reg, pcpu_family_t *f)
 		r = fail(EINVAL, "not a family of this registry");
 	else if (family_has_struct_series(f))
 		r = fail(EBUSY, "the family has fields of a registered struct; remove the struct first");
+	else if (f->gfam)
+		r = fail(EBUSY, "the family is a member of a consistent group family");
+	else if (family_has_callbacks(f) && pcpu__collect_wait_locked(reg) < 0)
+		r = -1; /* EDEADLK: called from one of reg's callbacks */
 	else
 		family_destroy_locked(reg, f);
 	pthread_mutex_unlock(&reg->lock);
 	return r;
+}
+
+static void free_strings(char **v, unsigned n)
+{
+	unsigned k;
+
+	if (!v)
+		return;
+	for (k = 0; k < n; k++)
+		free(v[k]);
+	free(v);
+}
+
+static char **dup_strings(const char *const *v, unsigned n)
+{
+	char **out = calloc(n, sizeof *out);
+	unsigned k;
+
+	if (!out)
+		return NULL;
+	for (k = 0; k < n; k++)
+		if (!(out[k] = strdup(v[k]))) {
+			free_strings(out, k);
+			errno = ENOMEM;
+			return NULL;
+		}
+	return out;
+}
+
+int pcpu_registry_const_labels(pcpu_registry_t *reg, unsigned n, const char *const *names,
+			       const char *const *values)
+{
+	char **cn = NULL, **cv = NULL;
+	unsigned l, k;
+	int r = 0;
+
+	if (!reg || n == 0 || n > PCPU_STATS_LABELS_MAX || !names || !values)
+		return fail(EINVAL, "constant labels: NULL registry, names or values, or not 1 to "
+				    "32 labels");
+	for (l = 0; l < n; l++) {
+		if (pcpu_stats_check_label_name(names[l]) < 0 ||
+		    pcpu_stats_check_label_value(values[l]) < 0) {
+			pcpu__msg_prefix("constant label", names[l] ? names[l] : "(null)");
+			errno = EINVAL;
+			return -1;
+		}
+		/* Histograms reserve "le" for their buckets. */
+		if (strcmp(names[l], "le") == 0)
+			return fail(EINVAL, "constant labels: \"le\" is reserved (histogram buckets)");
+		for (k = 0; k < l; k++)
+			if (strcmp(names[k], names[l]) == 0)
+				return fail(EINVAL, "constant labels: a label name appears twice");
+	}
+	if (!(cn = dup_strings(names, n)) || !(cv = dup_strings(values, n))) {
+		free_strings(cn, n);
+		return fail(ENOMEM, NULL);
+	}
+	pthread_mutex_lock(&reg->lock);
+	if (reg->nfams || reg->nconst) {
+		r = fail(EBUSY, "constant labels: set them once, before the first family");
+	} else {
+		reg->const_names = cn;
+		reg->const_values = cv;
+		reg->nconst = n;
+		cn = cv = NULL;
+	}
+	pthread_mutex_unlock(&reg->lock);
+	free_strings(cn, n);
+	free_strings(cv, n);
+	return r;
+}
+
+int pcpu_registry_info(pcpu_registry_t *reg, const char *name, const char *help, unsigned nlabels,
+		       const char *const *label_names, const char *const *label_values)
+{
+	struct pcpu_family_desc d;
+	pcpu_family_t *f;
+	pcpu_gauge_t g;
+	size_t len = name ? strlen(name) : 0;
+
+	if (len <= 5 || strcmp(name + len - 5, "_info") != 0)
+		return fail(EINVAL, "an info metric's name ends in \"_info\"");
+	memset(&d, 0, sizeof d);
+	d.name = name;
+	d.help = help;
+	d.type = PCPU_METRIC_GAUGE;
+	d.nlabels = nlabels;
+	d.label_names = label_names;
+	f = pcpu_registry_family(reg, &d);
+	if (!f)
+		return -1;
+	if (pcpu_family_lookup(f, label_values)) {
+		pcpu__set_error("this info series exists already");
+		pcpu__msg_prefix("family", name);
+		errno = EEXIST;
+		return -1;
+	}
+	g = pcpu_family_gauge(f, label_values);
+	return g ? pcpu_gauge_set(g, 1) : -1;
 }
 
 void pcpu_registry_destroy(pcpu_registry_t *reg)
@@ -905,6 +1148,7 @@ void pcpu_registry_destroy(pcpu_registry_t *reg)
 		}
 	pthread_mutex_unlock(&registries_lock);
 	pthread_mutex_lock(&reg->lock);
+	(void)pcpu__collect_wait_locked(reg); /* by contract none runs; be safe */
 	for (ss = reg->structs; ss; ss = next) {
 		next = ss->next;
 		free(ss->fams);
@@ -917,9 +1161,18 @@ void pcpu_registry_destroy(pcpu_registry_t *reg)
 	pthread_mutex_unlock(&reg->lock);
 	free(reg->fams);
 	free(reg->names);
+	while (reg->gfams) {
+		struct pcpu__gfamily *gf = reg->gfams;
+
+		reg->gfams = gf->next;
+		free(gf);
+	}
+	free_strings(reg->const_names, reg->nconst);
+	free_strings(reg->const_values, reg->nconst);
 	/* Struct objects and any storage not freed above go with the zone. */
 	pcpu_zone_destroy(reg->zone);
 	notify(reg, PCPU__REG_DESTROYED, NULL, NULL);
+	pthread_cond_destroy(&reg->collect_cv);
 	pthread_mutex_destroy(&reg->lock);
 	free(reg);
 }
@@ -989,6 +1242,7 @@ void *pcpu_registry_struct(pcpu_registry_t *reg, size_t size, const struct pcpu_
 			   size_t nfields, unsigned nlabels, const char *const *label_names,
 			   const char *const *label_values)
 {
+	const char *full[PCPU_STATS_LABELS_MAX];
 	struct pcpu_family_desc d;
 	struct pcpu__sstruct *ss = NULL;
 	char (*base)[PCPU_STATS_NAME_MAX + 1] = NULL;
@@ -1033,7 +1287,7 @@ void *pcpu_registry_struct(pcpu_registry_t *reg, size_t size, const struct pcpu_
 		d.unit = fields[k].unit;
 		d.type = fields[k].type;
 		d.scale_exp10 = fields[k].scale_exp10;
-		ss->fams[k] = family_get_locked(reg, &d, base[k], &created[k]);
+		ss->fams[k] = family_get_locked(reg, &d, base[k], &created[k], NULL, 0);
 		if (!ss->fams[k]) {
 			err = errno;
 			goto fail_locked;
@@ -1050,11 +1304,11 @@ void *pcpu_registry_struct(pcpu_registry_t *reg, size_t size, const struct pcpu_
 				goto fail_locked;
 			}
 	}
-	if (values_check(ss->fams[0], label_values) < 0) {
+	if (values_check(ss->fams[0], label_values, full, &label_values) < 0) {
 		err = errno;
 		goto fail_locked;
 	}
-	h = hash_values(label_values, nlabels);
+	h = hash_values(label_values, ss->fams[0]->nlabels);
 	for (k = 0; k < nfields; k++) {
 		if (series_find(ss->fams[k], label_values, h)) {
 			pcpu__set_error("a series with these label values exists already");
@@ -1133,4 +1387,174 @@ int pcpu_registry_struct_remove(pcpu_registry_t *reg, void *s)
 	free(ss->series);
 	free(ss);
 	return 0;
+}
+
+/* ---- consistent group families ---- */
+
+pcpu_group_family_t *pcpu_registry_group(pcpu_registry_t *reg, const struct pcpu_family_desc *members,
+					 unsigned nmembers)
+{
+	char (*base)[PCPU_STATS_NAME_MAX + 1] = NULL;
+	struct pcpu__gfamily *gf;
+	unsigned k, l, made = 0;
+	int created, err = 0;
+
+	if (!reg || !members || nmembers == 0 || nmembers > PCPU_GROUP_MAX_MEMBERS) {
+		fail(EINVAL, "group family: NULL registry or members, or not 1 to 16 members");
+		return NULL;
+	}
+	for (k = 0; k < nmembers; k++) {
+		const struct pcpu_family_desc *d = &members[k];
+
+		if (d->type != PCPU_METRIC_COUNTER && d->type != PCPU_METRIC_GAUGE) {
+			fail(EINVAL, "group family: members are counters or gauges");
+			return NULL;
+		}
+		/* One label set per group: every member has the same labels. */
+		if (d->nlabels != members[0].nlabels) {
+			fail(EINVAL, "group family: every member has the same label names");
+			return NULL;
+		}
+		for (l = 0; l < d->nlabels; l++)
+			if (!d->label_names || !members[0].label_names || !d->label_names[l] ||
+			    !members[0].label_names[l] ||
+			    strcmp(d->label_names[l], members[0].label_names[l]) != 0) {
+				fail(EINVAL, "group family: every member has the same label names");
+				return NULL;
+			}
+	}
+	base = malloc(nmembers * sizeof *base);
+	gf = calloc(1, sizeof *gf);
+	if (!base || !gf) {
+		free(base);
+		free(gf);
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (k = 0; k < nmembers; k++)
+		if (desc_check(&members[k], base[k]) < 0) {
+			free(base);
+			free(gf);
+			return NULL;
+		}
+	gf->nmembers = nmembers;
+	pthread_mutex_lock(&reg->lock);
+	for (made = 0; made < nmembers; made++) {
+		gf->fams[made] = family_get_locked(reg, &members[made], base[made], &created, gf, made);
+		if (!gf->fams[made]) {
+			err = errno;
+			break;
+		}
+	}
+	if (made < nmembers) {
+		/* All or nothing; the families are new (created with gf). */
+		while (made > 0)
+			family_destroy_locked(reg, gf->fams[--made]);
+	} else {
+		gf->next = reg->gfams;
+		reg->gfams = gf;
+	}
+	pthread_mutex_unlock(&reg->lock);
+	free(base);
+	if (err) {
+		free(gf);
+		errno = err;
+		return NULL;
+	}
+	return gf;
+}
+
+pcpu_group_t *pcpu_group_family_series(pcpu_group_family_t *gf, const char *const *label_values)
+{
+	const char *buf[PCPU_STATS_LABELS_MAX];
+	struct pcpu_registry *reg;
+	struct pcpu__series *se;
+	struct pcpu__gseries *gs = NULL;
+	pcpu_group_t *g = NULL;
+	const char *const *v;
+	unsigned k, made;
+	uint64_t h;
+
+	if (!gf) {
+		fail(EINVAL, "group family is NULL");
+		return NULL;
+	}
+	if (values_check(gf->fams[0], label_values, buf, &v) < 0)
+		return NULL;
+	reg = gf->fams[0]->reg;
+	h = hash_values(v, gf->fams[0]->nlabels);
+	pthread_mutex_lock(&reg->lock);
+	se = series_find(gf->fams[0], v, h);
+	if (se) {
+		g = ((struct pcpu__gseries *)se->handle)->g;
+		goto out;
+	}
+	gs = calloc(1, sizeof *gs);
+	if (!gs || !(gs->g = pcpu_group_alloc_in(reg->zone, gf->nmembers, 1)))
+		goto nomem;
+	for (made = 0; made < gf->nmembers; made++)
+		if (!series_new(gf->fams[made], v, h, gs, NULL))
+			break;
+	if (made < gf->nmembers) {
+		for (k = 0; k < made; k++)
+			series_unlink(gf->fams[k], series_find(gf->fams[k], v, h));
+		goto nomem;
+	}
+	g = gs->g;
+	goto out;
+nomem:
+	if (gs && gs->g)
+		pcpu_group_free(gs->g);
+	free(gs);
+	errno = ENOMEM;
+out:
+	pthread_mutex_unlock(&reg->lock);
+	return g;
+}
+
+int pcpu_group_family_remove(pcpu_group_family_t *gf, const char *const *label_values)
+{
+	const char *buf[PCPU_STATS_LABELS_MAX];
+	struct pcpu_registry *reg;
+	struct pcpu__series *se;
+	const char *const *v;
+	void *gs;
+	unsigned k;
+	uint64_t h;
+
+	if (!gf)
+		return fail(EINVAL, "group family is NULL");
+	if (values_check(gf->fams[0], label_values, buf, &v) < 0)
+		return -1;
+	reg = gf->fams[0]->reg;
+	h = hash_values(v, gf->fams[0]->nlabels);
+	pthread_mutex_lock(&reg->lock);
+	se = series_find(gf->fams[0], v, h);
+	if (!se) {
+		pthread_mutex_unlock(&reg->lock);
+		return fail(ENOENT, "no group with these label values");
+	}
+	gs = se->handle;
+	for (k = 0; k < gf->nmembers; k++)
+		series_unlink(gf->fams[k], series_find(gf->fams[k], v, h));
+	storage_free(gf->fams[0], gs);
+	pthread_mutex_unlock(&reg->lock);
+	return 0;
+}
+
+void pcpu__groups_read_locked(struct pcpu_registry *reg)
+{
+	const struct pcpu__gfamily *gf;
+	const struct pcpu__series *se;
+
+	/* One consistent read per group, which every member's series then
+	 * shows: reading per member family would mix two reads. */
+	for (gf = reg->gfams; gf; gf = gf->next)
+		for (se = gf->fams[0]->lfirst; se; se = se->lnext) {
+			struct pcpu__gseries *gs = se->handle;
+
+			gs->ok = pcpu_group_read(gs->g, 0, gs->vals) == 0;
+		}
+	if (reg->gfams)
+		notify(reg, PCPU__REG_GROUPS_READ, NULL, NULL); /* the segment's copies */
 }

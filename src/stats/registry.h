@@ -37,6 +37,7 @@ struct pcpu__series {
 	char **values;                /* nlabels strings, one allocation */
 	void *handle;                 /* pcpu_counter_t, pcpu_gauge_t, pcpu_histogram_t * */
 	struct pcpu__sstruct *owner;  /* registered struct holding the value, or NULL */
+	struct pcpu__callback *cb;    /* its collector callback (collector.c), or NULL */
 };
 
 struct pcpu_family {
@@ -46,8 +47,9 @@ struct pcpu_family {
 	char *unit;                   /* NULL: none */
 	enum pcpu_metric_type type;
 	int scale_exp10;
-	unsigned nlabels;
+	unsigned nlabels;             /* the caller's, then nconst constant ones */
 	char **label_names;
+	unsigned nconst;              /* the registry's constant labels, last */
 	/* histograms */
 	struct pcpu_histogram_layout layout; /* .bounds points to bounds below */
 	int64_t *bounds;
@@ -60,6 +62,26 @@ struct pcpu_family {
 	/* the same series in creation order: snapshots list them so */
 	struct pcpu__series *lfirst, *llast;
 	size_t index;                 /* position in reg->fams */
+	/* a member of a consistent group family: series handles are its
+	 * struct pcpu__gseries, shared by the members */
+	struct pcpu__gfamily *gfam;
+	unsigned gmember;             /* which member */
+};
+
+/* A consistent group family (pcpu_registry_group()): nmembers counter or
+ * gauge families whose series, one per label set, share one pcpu_group_t. */
+struct pcpu__gfamily {
+	struct pcpu__gfamily *next;   /* reg->gfams */
+	unsigned nmembers;
+	struct pcpu_family *fams[PCPU_GROUP_MAX_MEMBERS];
+};
+
+/* The shared handle of a group family's series (se->handle of every
+ * member's series): the group, and its last consistent read. */
+struct pcpu__gseries {
+	pcpu_group_t *g;              /* one group of nmembers values */
+	int64_t vals[PCPU_GROUP_MAX_MEMBERS]; /* read under the registry lock */
+	int ok;                       /* vals holds a consistent read */
 };
 
 /* A sample name a family reserves (OpenMetrics clash set), in a hash table
@@ -93,6 +115,8 @@ struct pcpu__sstruct {
  *  - SERIES_REMOVING before a series is unlinked and its storage freed;
  *  - DESTROYED once, from pcpu_registry_destroy(), after every family was
  *    removed and the zone destroyed; f and se are NULL. The hook's last call.
+ *  - GROUPS_READ after a snapshot read every group of the group families
+ *    (struct pcpu__gseries vals/ok are fresh); f and se are NULL.
  */
 enum pcpu__registry_event {
 	PCPU__REG_FAMILY_ADDED = 1,
@@ -100,6 +124,7 @@ enum pcpu__registry_event {
 	PCPU__REG_SERIES_ADDED,
 	PCPU__REG_SERIES_REMOVING,
 	PCPU__REG_DESTROYED,
+	PCPU__REG_GROUPS_READ,        /* every gseries holds a fresh read; f, se NULL */
 };
 typedef void (*pcpu__registry_hook_fn)(void *ctx, enum pcpu__registry_event ev,
 				       struct pcpu_family *f, struct pcpu__series *se);
@@ -117,11 +142,58 @@ struct pcpu_registry {
 	uint64_t generation;          /* atomic */
 	int is_default;
 	struct pcpu_registry *next;   /* list of live registries (fork handlers) */
+	/* collectors (collector.c), guarded by lock */
+	pthread_cond_t collect_cv;    /* broadcast when a collection ends */
+	int collect_busy;             /* a collection's callbacks are running */
+	struct pcpu__callback *callbacks; /* every callback series, in order */
+	struct pcpu__callback *callbacks_last;
+	size_t ncallbacks;
+	/* constant labels of every family (pcpu_registry_const_labels()),
+	 * fixed before the first family; freed with the registry */
+	unsigned nconst;
+	char **const_names, **const_values;
+	struct pcpu__gfamily *gfams;  /* consistent group families */
 };
 
 /* Reads a series' value into a snapshot series; counts has nbuckets
  * entries for histograms. Called with the registry lock held. */
 PCPU_HIDDEN void pcpu__series_read(const struct pcpu_family *f, const struct pcpu__series *se,
 				   struct pcpu_snapshot_series *out, uint64_t *counts);
+
+/* Reads every group of reg's group families into its gseries; registry
+ * locked (snapshot.c calls it before copying). */
+PCPU_HIDDEN void pcpu__groups_read_locked(struct pcpu_registry *reg);
+
+/* ---- collector.c ---- */
+
+/* A series whose value a callback computes (pcpu_family_callback()). */
+struct pcpu__callback {
+	struct pcpu__callback *next, *prev; /* reg->callbacks */
+	struct pcpu_family *fam;
+	struct pcpu__series *se;
+	pcpu_callback_fn fn;
+	void *arg;
+	int failed;                   /* the last collection's call failed */
+};
+
+/* Runs the callbacks of reg and stores their values (not under reg->lock).
+ * Returns the number that failed, or -1 with errno (EDEADLK, ENOMEM). */
+PCPU_HIDDEN int pcpu__registry_collect(struct pcpu_registry *reg);
+/* Registry locked: waits (releasing the lock meanwhile, so the caller
+ * looks its series up again after) until no collection of reg runs, then
+ * returns 0; -1 with errno EDEADLK if the calling thread is running one. */
+PCPU_HIDDEN int pcpu__collect_wait_locked(struct pcpu_registry *reg);
+/* Registry locked: unlinks and frees the callback of a series going away. */
+PCPU_HIDDEN void pcpu__callback_forget_locked(struct pcpu_registry *reg, struct pcpu__series *se);
+/* Child side of fork(), registry locked: a collection another thread was
+ * running will never end in the child. */
+PCPU_HIDDEN void pcpu__collect_fork_child(struct pcpu_registry *reg);
+
+/* ---- registry.c, for collector.c ---- */
+
+/* Creates series `v` of f (counter or gauge) for callback cb; EEXIST if it
+ * exists. Takes the registry lock. */
+PCPU_HIDDEN int pcpu__series_add_callback(struct pcpu_family *f, const char *const *v,
+					  struct pcpu__callback *cb);
 
 #endif /* PCPU_STATS_REGISTRY_H */

@@ -70,6 +70,16 @@ static const char *arena_str(struct snapshot_impl *s, const char *str)
 void pcpu__series_read(const struct pcpu_family *f, const struct pcpu__series *se,
 		       struct pcpu_snapshot_series *out, uint64_t *counts)
 {
+	if (f->gfam) {
+		/* The group's read of this snapshot (pcpu__groups_read_locked). */
+		int64_t v = ((const struct pcpu__gseries *)se->handle)->vals[f->gmember];
+
+		if (f->type == PCPU_METRIC_COUNTER)
+			out->value.counter = (uint64_t)v;
+		else
+			out->value.gauge = v;
+		return;
+	}
 	switch (f->type) {
 	case PCPU_METRIC_COUNTER:
 		out->value.counter = pcpu_counter_fetch((pcpu_counter_t)se->handle);
@@ -127,10 +137,14 @@ static int copy_family(struct snapshot_impl *s, const struct pcpu_family *f,
 	{
 		const struct pcpu__series *se;
 
-		for (se = f->lfirst; se; se = se->lnext, j++) {
+		for (se = f->lfirst; se; se = se->lnext) {
 			uint64_t *counts = NULL;
 			const char **vals = NULL;
 
+			if (se->cb && se->cb->failed)
+				continue; /* its callback failed: left out (pcpu_callback_fn) */
+			if (f->gfam && !((const struct pcpu__gseries *)se->handle)->ok)
+				continue; /* no consistent read in time: every member leaves it out */
 			if (f->nlabels) {
 				vals = arena_alloc(s, f->nlabels * sizeof *vals);
 				if (!vals)
@@ -145,6 +159,7 @@ static int copy_family(struct snapshot_impl *s, const struct pcpu_family *f,
 			}
 			series[j].label_values = vals;
 			pcpu__series_read(f, se, &series[j], counts);
+			j++;
 		}
 	}
 	out->series = series;
@@ -182,10 +197,14 @@ struct pcpu_snapshot *pcpu_registry_snapshot(pcpu_registry_t *reg)
 		errno = EINVAL;
 		return NULL;
 	}
+	/* Callbacks first, without the registry's lock (see pcpu_callback_fn). */
+	if (pcpu__registry_collect(reg) < 0)
+		return NULL;
 	s = calloc(1, sizeof *s);
 	if (!s)
 		return NULL;
 	pthread_mutex_lock(&reg->lock);
+	pcpu__groups_read_locked(reg);
 	if (reg->nfams) {
 		fams = arena_alloc(s, reg->nfams * sizeof *fams);
 		if (fams) {

@@ -11,5 +11,7 @@ set(PCPU_STATS_SOURCES
   src/stats/group.c        # consistent groups: per-CPU lanes locked by rseq
   src/stats/registry.c     # the registry: families, series, structs
   src/stats/snapshot.c     # registry snapshots
+  src/stats/collector.c    # callback series, computed at collection
+  src/stats/process_collector.c # the standard process_* metrics
   src/stats/counter9_sysctl.c # counter(9) counters bound to registry names (SYSCTL_COUNTER_U64)
 )

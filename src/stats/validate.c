@@ -378,3 +378,25 @@ const char *pcpu__type_name(enum pcpu_metric_type type)
 	}
 	return NULL;
 }
+
+size_t pcpu_stats_type_suffixes(enum pcpu_metric_type type, const char *const **suffixes)
+{
+	const char *const *suf;
+	size_t n = pcpu__type_suffixes(type, &suf);
+
+	if (suffixes)
+		*suffixes = suf;
+	return n;
+}
+
+const char *pcpu_stats_sample_suffix(enum pcpu_metric_type type)
+{
+	/* OpenMetrics names a counter's sample <family>_total; the 0.0.4
+	 * writer does the same, as Prometheus' own clients do. */
+	return type == PCPU_METRIC_COUNTER ? "_total" : pcpu__type_name(type) ? "" : NULL;
+}
+
+const char *pcpu_metric_type_name(enum pcpu_metric_type type)
+{
+	return pcpu__type_name(type);
+}

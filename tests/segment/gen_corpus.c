@@ -46,6 +46,11 @@ int main(int argc, char **argv)
 	save(dir, "version1", b.buf, b.len);
 	free(b.buf);
 
+	/* 2.3: a consistent group's members and their GROUP entry. */
+	sb_groups(&b);
+	save(dir, "groups", b.buf, b.len);
+	free(b.buf);
+
 	/* Empty directory, one slot. */
 	sb_init(&b, 1, 16, 0, 4, 64);
 	save(dir, "empty", b.buf, b.len);

@@ -154,6 +154,32 @@ static inline uint64_t sb_series(struct sb *b, uint64_t family_id, unsigned type
 	return sb_add(b, &e);
 }
 
+/* 2.3: a GROUP entry holding `n` member values; its entry index. */
+static inline uint64_t sb_group(struct sb *b, unsigned n, const int64_t *vals)
+{
+	struct pcpu__seg_entry e;
+
+	memset(&e, 0, sizeof e);
+	e.seq = 2;
+	e.kind = PCPU__SEG_GROUP;
+	e.u32a = n;
+	e.blob_off = sb_blob(b, vals, 8 * (size_t)n);
+	e.blob_len = 8 * n;
+	e.serial = b->nentries + 1;
+	return sb_add(b, &e);
+}
+
+/* 2.3: a series whose value is member `member` of GROUP entry `group`. */
+static inline uint64_t sb_group_series(struct sb *b, uint64_t family_id, unsigned type,
+				       unsigned nlabels, const char *const *values, uint64_t group,
+				       unsigned member)
+{
+	uint64_t i = sb_series(b, family_id, type, nlabels, values, member, group, 8);
+
+	sb_entry(b, i)->kind = PCPU__SEG_GROUP_SERIES;
+	return i;
+}
+
 /* Stores an int64 at byte `off` of region `region` of chunk `chunk`:
  * region s < nslots is slot s, region nslots + s its mirror. */
 static inline void sb_put_region64(struct sb *b, unsigned chunk, uint64_t region, uint64_t off,
@@ -224,6 +250,25 @@ static inline void sb_standard(struct sb *b)
 	sb_put64(b, 0, 0, 80, 2);           /* log-linear sum */
 	sb_mirror64(b, 0, 0, 80, 3);
 	sb_put64(b, 0, 1, 80 + 8 * 4, 1);   /* bucket 3 */
+}
+
+/*
+ * 2.3 consistent groups: the standard segment plus flow_packets_total and
+ * flow_bytes_total{flow="a"}, members 0 and 1 of GROUP entry G = (4, 6000).
+ * Entries: 0-8 standard, 9, 10 the families, 11 G, 12, 13 the members.
+ */
+static inline void sb_groups(struct sb *b)
+{
+	static const char *const fl[] = { "flow" }, *const a[] = { "a" };
+	static const int64_t v[2] = { 4, 6000 };
+	uint64_t g;
+
+	sb_standard(b);
+	sb_family(b, 20, 1, "flow_packets", "Packets.", NULL, 1, fl, 0, 0, 0, NULL);
+	sb_family(b, 21, 1, "flow_bytes", "Bytes.", NULL, 1, fl, 0, 0, 0, NULL);
+	g = sb_group(b, 2, v); /* entry 11 */
+	sb_group_series(b, 20, 1, 1, a, g, 0);
+	sb_group_series(b, 21, 1, 1, a, g, 1);
 }
 
 #endif

@@ -643,6 +643,84 @@ static void check_full_and_fork(void)
 	printf("  a full directory is reported incomplete; fork()ed children leave the segment\n");
 }
 
+/* The GROUP entry of a segment file (the only one), read with pread as
+ * any reader would: its seq and its two values. */
+static void group_entry(const char *path, uint64_t *seq, int64_t v[2])
+{
+	struct pcpu__seg_header h;
+	struct pcpu__seg_entry e;
+	uint64_t i;
+	int fd = open(path, O_RDONLY), found = 0;
+
+	CHECK(fd >= 0);
+	CHECK(pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h);
+	for (i = 0; i < h.entries_used; i++) {
+		CHECK(pread(fd, &e, sizeof e, (off_t)(h.entries_offset + i * h.entry_size)) ==
+		      (ssize_t)sizeof e);
+		if (e.kind != PCPU__SEG_GROUP)
+			continue;
+		CHECK(!found && e.u32a == 2 && e.blob_len == 16);
+		CHECK(pread(fd, v, 16, (off_t)(h.strings_offset + e.blob_off)) == 16);
+		*seq = e.seq;
+		found = 1;
+	}
+	close(fd);
+	CHECK(found);
+}
+
+/* 2.3: the writer stores each group's read into its GROUP entry under the
+ * entry's seqlock (odd while written: the seq grows by exactly 2 per
+ * store), at every collection, and frees it with its last member. */
+static void check_group_entries(void)
+{
+	static const char *const ln[] = { "flow" }, *const a[] = { "a" };
+	struct pcpu_family_desc m[2];
+	pcpu_registry_t *reg = pcpu_registry_create();
+	pcpu_segment_t *seg;
+	pcpu_group_family_t *gf;
+	pcpu_group_t *g;
+	uint64_t s1, s2;
+	int64_t v[2];
+
+	CHECK(reg != NULL);
+	seg = pcpu_segment_publish(reg, "groups", &wopt);
+	CHECK(seg != NULL);
+	memset(m, 0, sizeof m);
+	m[0].name = "g_packets_total";
+	m[1].name = "g_bytes_total";
+	m[0].type = m[1].type = PCPU_METRIC_COUNTER;
+	m[0].nlabels = m[1].nlabels = 1;
+	m[0].label_names = m[1].label_names = ln;
+	gf = pcpu_registry_group(reg, m, 2);
+	CHECK(gf != NULL);
+	g = pcpu_group_family_series(gf, a);
+	CHECK(g != NULL);
+	pcpu_group_add2(g, 0, 3, 4500);
+	group_entry(pcpu_segment_path(seg), &s1, v);
+	CHECK(v[0] == 0 && v[1] == 0 && !(s1 & 1)); /* not collected yet */
+	CHECK(pcpu_registry_collect(reg) == 0);
+	group_entry(pcpu_segment_path(seg), &s2, v);
+	CHECK(v[0] == 3 && v[1] == 4500);
+	CHECK_EQ_U64(s2, s1 + 2);
+	CHECK(pcpu_group_family_remove(gf, a) == 0);
+	{
+		struct pcpu__seg_header h;
+		struct pcpu__seg_entry e;
+		uint64_t i;
+		int fd = open(pcpu_segment_path(seg), O_RDONLY);
+
+		CHECK(fd >= 0 && pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h);
+		for (i = 0; i < h.entries_used; i++) {
+			CHECK(pread(fd, &e, sizeof e, (off_t)(h.entries_offset + i * h.entry_size)) ==
+			      (ssize_t)sizeof e);
+			CHECK(e.kind != PCPU__SEG_GROUP && e.kind != PCPU__SEG_GROUP_SERIES);
+		}
+		close(fd);
+	}
+	pcpu_registry_destroy(reg);
+	printf("  group entries: stored under their seq at each collection, freed with the group\n");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 5 && strcmp(argv[1], "--child") == 0)
@@ -654,6 +732,7 @@ int main(int argc, char **argv)
 	check_reader_errors();
 	check_gone_and_many();
 	check_full_and_fork();
+	check_group_entries();
 	rm_rf(dir);
 	printf("test_segment: ok\n");
 	return 0;

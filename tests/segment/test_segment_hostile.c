@@ -170,13 +170,14 @@ static void check_mutations(void)
 	       errors);
 }
 
-/* Applies `mutate` to a standard segment and expects error `want`. */
-static void expect(const char *what, void (*mutate)(struct sb *), int want)
+/* Builds a segment with `build`, applies `mutate` and expects error `want`. */
+static void expect_built(void (*build)(struct sb *), const char *what, void (*mutate)(struct sb *),
+			 int want)
 {
 	struct sb b;
 	int err;
 
-	sb_standard(&b);
+	build(&b);
 	mutate(&b);
 	err = try_read(b.buf, b.len, NULL);
 	if (err != want) {
@@ -186,6 +187,12 @@ static void expect(const char *what, void (*mutate)(struct sb *), int want)
 	}
 	printf("  %-40s -> %s\n", what, want ? pcpu_reader_error() : "ok");
 	free(b.buf);
+}
+
+/* The standard segment, mutated. */
+static void expect(const char *what, void (*mutate)(struct sb *), int want)
+{
+	expect_built(sb_standard, what, mutate, want);
 }
 
 static void m_blob_overflow(struct sb *b) { sb_entry(b, 1)->blob_off = UINT64_MAX - 2; }
@@ -469,6 +476,108 @@ static void check_changed_mid_read(void)
 	printf("  directory changed mid-read: changing entries left out, the rest exact\n");
 }
 
+static void expect_groups(const char *what, void (*mutate)(struct sb *), int want)
+{
+	expect_built(sb_groups, what, mutate, want);
+}
+
+static void g_member(struct sb *b) { sb_entry(b, 13)->u32a = 2; }
+static void g_member_huge(struct sb *b) { sb_entry(b, 13)->u32a = 0xffffffffu; }
+static void g_not_group(struct sb *b) { sb_entry(b, 13)->value_off = 1; }
+static void g_past_used(struct sb *b) { sb_entry(b, 13)->value_off = 1000; }
+static void g_blob_len(struct sb *b) { sb_entry(b, 11)->blob_len = 8; }
+static void g_nmembers(struct sb *b) { sb_entry(b, 11)->u32a = 17; sb_entry(b, 11)->blob_len = 136; }
+static void g_size(struct sb *b) { sb_entry(b, 12)->u32b = 16; }
+static void g_histogram(struct sb *b) { sb_entry(b, 12)->type = 3; }
+static void g_group_freed(struct sb *b) { sb_entry(b, 11)->kind = PCPU__SEG_FREE; }
+static void g_odd_group(struct sb *b) { sb_entry(b, 11)->seq = 3; }
+
+/* The writer rewrites G's values in place while the reader copies the
+ * string table: every attempt copies them torn (packets new, bytes old),
+ * and the rewrite is complete before the second look at the directory. */
+struct rewrite {
+	struct sb *b;
+	int pending;
+};
+
+static void rewrite_hook(void *ctx, unsigned n, uint64_t off, size_t len)
+{
+	struct rewrite *w = ctx;
+	struct pcpu__seg_entry *g = sb_entry(w->b, 11);
+	unsigned char *vals = w->b->buf + w->b->h->strings_offset + g->blob_off;
+	int64_t v;
+
+	(void)n;
+	(void)len;
+	if (off == w->b->h->entries_offset && w->pending) {
+		memcpy(&v, vals + 8, 8);
+		v += 1500;
+		memcpy(vals + 8, &v, 8);
+		g->seq++; /* even again: s + 2 */
+		w->b->h->generation++;
+		w->pending = 0;
+	} else if (off == w->b->h->strings_offset && !w->pending) {
+		w->b->h->generation++;
+		g->seq++; /* odd: being written */
+		memcpy(&v, vals, 8);
+		v += 1;
+		memcpy(vals, &v, 8);
+		w->pending = 1;
+	}
+}
+
+static void check_groups(void)
+{
+	struct sb b;
+	struct pcpu_reader_snapshot *s;
+	const struct pcpu_snapshot_family *p, *by;
+	struct rewrite w = { &b, 0 };
+	pcpu_reader_t *r;
+
+	sb_groups(&b);
+	CHECK(try_read(b.buf, b.len, &s) == 0);
+	p = fam(s, "flow_packets");
+	by = fam(s, "flow_bytes");
+	CHECK(p && by && p->nseries == 1 && by->nseries == 1);
+	CHECK_EQ_U64(p->series[0].value.counter, 4);
+	CHECK_EQ_U64(by->series[0].value.counter, 6000);
+	CHECK(strcmp(p->series[0].label_values[0], "a") == 0);
+	CHECK(pcpu_reader_snapshot_slots(s, 0, 0) == NULL || 1); /* no per-slot split */
+	pcpu_reader_snapshot_free(s);
+	printf("  consistent group members read back exactly\n");
+
+	r = pcpu__reader_open_mem(b.buf, b.len, 0);
+	CHECK(r);
+	pcpu__reader_set_read_hook(r, rewrite_hook, &w);
+	CHECK(pcpu_reader_snapshot(r, 0, &s) == 0);
+	p = fam(s, "flow_packets");
+	by = fam(s, "flow_bytes");
+	CHECK(p && by);
+	if (p->nseries || by->nseries) {
+		fprintf(stderr, "group being rewritten was read: packets %llu bytes %llu\n",
+			p->nseries ? (unsigned long long)p->series[0].value.counter : 0ull,
+			by->nseries ? (unsigned long long)by->series[0].value.counter : 0ull);
+		exit(1);
+	}
+	CHECK(!s->stable && s->changed >= 2);
+	CHECK(fam(s, "requests") && fam(s, "requests")->nseries == 2); /* the rest is there */
+	pcpu_reader_snapshot_free(s);
+	pcpu_reader_close(r);
+	free(b.buf);
+	printf("  a group rewritten during every read is left out, never torn\n");
+
+	expect_groups("group member index past nmembers", g_member, EBADMSG);
+	expect_groups("group member index huge", g_member_huge, EBADMSG);
+	expect_groups("group member of a family entry", g_not_group, EBADMSG);
+	expect_groups("group entry past entries_used", g_past_used, EBADMSG);
+	expect_groups("group blob shorter than its members", g_blob_len, EBADMSG);
+	expect_groups("group of 17 members", g_nmembers, EBADMSG);
+	expect_groups("group member size 16", g_size, EBADMSG);
+	expect_groups("group member of a histogram", g_histogram, EBADMSG);
+	expect_groups("group member of a freed group (stable)", g_group_freed, EBADMSG);
+	expect_groups("group entry odd (stable)", g_odd_group, EBADMSG);
+}
+
 int main(void)
 {
 	printf("test_segment_hostile:\n");
@@ -479,6 +588,7 @@ int main(void)
 	check_mirrors();
 	check_budget();
 	check_changed_mid_read();
+	check_groups();
 	check_mutations();
 	printf("test_segment_hostile: ok\n");
 	return 0;

@@ -5,11 +5,16 @@
  * (ASan/LSan builds also check for leaks and use-after-free).
  */
 #include "../check.h"
+#include "segment_text.h"
 #include <pcpu/pcpu.h>
 #include <pcpu/stats.h>
+#include <pcpu/reader.h>
+#include <pcpu/segment.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CHECK_ERR(expr, err, text)                                                       \
 	do {                                                                             \
@@ -475,8 +480,185 @@ static void test_concurrent(void)
 	pcpu_registry_destroy(creg);
 }
 
+/* The public clash set is the registry's: a family whose name is another
+ * family's name plus one of that family's suffixes is refused. */
+static void test_suffixes(void)
+{
+	static const enum pcpu_metric_type types[] = { PCPU_METRIC_COUNTER, PCPU_METRIC_GAUGE,
+							PCPU_METRIC_HISTOGRAM };
+	static const int64_t bounds[] = { 1, 2 };
+	struct pcpu_histogram_layout lay = { 0 };
+	pcpu_registry_t *reg = pcpu_registry_create();
+	const char *const *suf;
+	size_t t, k, n;
+
+	CHECK(reg != NULL);
+	lay.scheme = PCPU_HISTOGRAM_EXPLICIT;
+	lay.bounds = bounds;
+	lay.nbounds = 2;
+	CHECK(pcpu_stats_type_suffixes((enum pcpu_metric_type)99, &suf) == 0 && suf == NULL);
+	CHECK(pcpu_metric_type_name((enum pcpu_metric_type)99) == NULL);
+	CHECK(pcpu_stats_sample_suffix((enum pcpu_metric_type)99) == NULL);
+	CHECK(strcmp(pcpu_stats_sample_suffix(PCPU_METRIC_COUNTER), "_total") == 0);
+	CHECK(strcmp(pcpu_stats_sample_suffix(PCPU_METRIC_GAUGE), "") == 0);
+	CHECK(strcmp(pcpu_metric_type_name(PCPU_METRIC_HISTOGRAM), "histogram") == 0);
+	for (t = 0; t < 3; t++) {
+		struct pcpu_family_desc d;
+		char base[32], clash[64];
+
+		memset(&d, 0, sizeof d);
+		snprintf(base, sizeof base, "sfx%zu", t);
+		d.name = base;
+		d.type = types[t];
+		d.histogram = types[t] == PCPU_METRIC_HISTOGRAM ? &lay : NULL;
+		CHECK(pcpu_registry_family(reg, &d) != NULL);
+		n = pcpu_stats_type_suffixes(types[t], &suf);
+		CHECK(n >= 1 && strcmp(suf[0], "") == 0);
+		for (k = 1; k < n; k++) {
+			struct pcpu_family_desc g;
+
+			memset(&g, 0, sizeof g);
+			snprintf(clash, sizeof clash, "%s%s", base, suf[k]);
+			g.name = clash;
+			g.type = PCPU_METRIC_GAUGE;
+			errno = 0;
+			CHECK(pcpu_registry_family(reg, &g) == NULL && errno == EEXIST);
+		}
+	}
+	pcpu_registry_destroy(reg);
+}
+
+static char *written(pcpu_registry_t *reg, enum pcpu_format fmt)
+{
+	char *t;
+	size_t len;
+
+	CHECK(pcpu_registry_write(reg, fmt, &t, &len) == 0);
+	return t;
+}
+
+static int ret_five(void *arg, int64_t *v)
+{
+	(void)arg;
+	*v = 5;
+	return 0;
+}
+
+/* Constant labels reach every series of every family, in every format and
+ * in a published segment; handles are looked up without them. */
+static void test_const_labels(void)
+{
+	static const char *const cn[] = { "instance", "region" }, *const cv[] = { "a:1", "eu\"1" };
+	static const char *const own[] = { "method" }, *const get[] = { "GET" };
+	static const char *const bn[] = { "version", "revision" }, *const bv[] = { "1.2", "abc" };
+	static const int64_t bounds[] = { 10 };
+	struct pcpu_histogram_layout lay = { 0 };
+	char dir[] = "/tmp/pcpu-const-XXXXXX";
+	struct pcpu_family_desc d;
+	pcpu_registry_t *reg;
+	pcpu_segment_t *seg;
+	pcpu_family_t *f;
+	pcpu_counter_t c;
+	char *t, *many[PCPU_STATS_LABELS_MAX];
+	unsigned k;
+
+	CHECK(mkdtemp(dir) != NULL);
+	CHECK(setenv("PCPU_SEGMENT_DIR", dir, 1) == 0);
+	reg = pcpu_registry_create();
+	CHECK(reg != NULL);
+	{
+		static const char *const le[] = { "le" }, *const two[] = { "x", "x" }, *const v1[] = { "1" },
+					  *const v2[] = { "1", "2" };
+
+		CHECK_ERR(pcpu_registry_const_labels(reg, 1, le, v1) == 0, EINVAL, "reserved");
+		CHECK_ERR(pcpu_registry_const_labels(reg, 2, two, v2) == 0, EINVAL, "twice");
+		CHECK_ERR(pcpu_registry_const_labels(reg, 0, two, v2) == 0, EINVAL, "1 to");
+	}
+	CHECK(pcpu_registry_const_labels(reg, 2, cn, cv) == 0);
+	CHECK_ERR(pcpu_registry_const_labels(reg, 2, cn, cv) == 0, EBUSY, "once");
+	seg = pcpu_segment_publish(reg, "const", NULL);
+	CHECK(seg != NULL);
+	d = desc("http_requests_total", PCPU_METRIC_COUNTER, 1, own);
+	f = pcpu_registry_family(reg, &d);
+	CHECK(f != NULL);
+	CHECK(pcpu_registry_family(reg, &d) == f); /* same description: the same family */
+	c = pcpu_family_counter(f, get);
+	CHECK(c != NULL);
+	pcpu_counter_add(c, 3);
+	CHECK(pcpu_family_lookup(f, get) == c);
+	CHECK(pcpu_family_counter(f, get) == c);
+	pcpu_counter_add(pcpu_registry_counter(reg, "plain_total", "No own labels."), 1);
+	lay.scheme = PCPU_HISTOGRAM_EXPLICIT;
+	lay.bounds = bounds;
+	lay.nbounds = 1;
+	d = desc("lat", PCPU_METRIC_HISTOGRAM, 0, NULL);
+	d.histogram = &lay;
+	pcpu_histogram_record(pcpu_family_histogram(pcpu_registry_family(reg, &d), NULL), 4);
+	d = desc("computed", PCPU_METRIC_GAUGE, 0, NULL);
+	CHECK(pcpu_family_callback(pcpu_registry_family(reg, &d), NULL, ret_five, NULL) == 0);
+	{
+		static const struct pcpu_stats_field sf[] = {
+			PCPU_STATS_COUNTER(struct ep_stats, pkts, "st_packets_total", "Packets."),
+			PCPU_STATS_GAUGE(struct ep_stats, flows, "st_flows", "Flows."),
+		};
+		static const char *const ifl[] = { "if" }, *const eth0[] = { "eth0" };
+		struct ep_stats *st = pcpu_registry_struct(reg, sizeof *st, sf, 2, 1, ifl, eth0);
+
+		CHECK(st != NULL);
+		pcpu_counter_add(&st->pkts, 9);
+		CHECK(pcpu_family_lookup(pcpu_registry_find(reg, "st_flows"), eth0) == &st->flows);
+	}
+	CHECK(pcpu_registry_info(reg, "app_build_info", "Build information.", 2, bn, bv) == 0);
+	CHECK_ERR(pcpu_registry_info(reg, "app_build_info", "Build information.", 2, bn, bv) == 0,
+		  EEXIST, "exists");
+	CHECK_ERR(pcpu_registry_info(reg, "app_build", "Build.", 2, bn, bv) == 0, EINVAL, "_info");
+	/* Refusals: a family's own label named like a constant one; too many. */
+	{
+		static const char *const clash[] = { "region" };
+
+		d = desc("clash", PCPU_METRIC_GAUGE, 1, clash);
+		CHECK_ERR(pcpu_registry_family(reg, &d) != NULL, EINVAL, "constant label");
+		for (k = 0; k < PCPU_STATS_LABELS_MAX - 1; k++) {
+			many[k] = malloc(8);
+			snprintf(many[k], 8, "l%u", k);
+		}
+		d = desc("too_many", PCPU_METRIC_GAUGE, PCPU_STATS_LABELS_MAX - 1,
+			 (const char *const *)many);
+		CHECK_ERR(pcpu_registry_family(reg, &d) != NULL, EINVAL, "too many labels");
+		for (k = 0; k < PCPU_STATS_LABELS_MAX - 1; k++)
+			free(many[k]);
+	}
+
+	t = written(reg, PCPU_FORMAT_PROMETHEUS);
+	CHECK(strstr(t, "\nhttp_requests_total{method=\"GET\",instance=\"a:1\",region=\"eu\\\"1\"} 3\n"));
+	CHECK(strstr(t, "\nplain_total{instance=\"a:1\",region=\"eu\\\"1\"} 1\n"));
+	CHECK(strstr(t, "\nlat_bucket{instance=\"a:1\",region=\"eu\\\"1\",le=\"10.0\"} 1\n"));
+	CHECK(strstr(t, "\ncomputed{instance=\"a:1\",region=\"eu\\\"1\"} 5\n"));
+	CHECK(strstr(t, "\nst_packets_total{if=\"eth0\",instance=\"a:1\",region=\"eu\\\"1\"} 9\n"));
+	CHECK(strstr(t, "\napp_build_info{version=\"1.2\",revision=\"abc\",instance=\"a:1\",region=\"eu\\\"1\"} 1\n"));
+	free(t);
+	t = written(reg, PCPU_FORMAT_OPENMETRICS);
+	CHECK(strstr(t, "\nhttp_requests_total{method=\"GET\",instance=\"a:1\",region=\"eu\\\"1\"} 3\n"));
+	CHECK(strstr(t, "# TYPE app_build_info gauge\n"));
+	free(t);
+	t = written(reg, PCPU_FORMAT_JSON);
+	CHECK(strstr(t, "\"labels\":{\"method\":\"GET\",\"instance\":\"a:1\",\"region\":\"eu\\\"1\"}"));
+	free(t);
+	/* The published segment carries them too. */
+	t = segment_text(pcpu_segment_path(seg));
+	CHECK(strstr(t, "\nhttp_requests_total{method=\"GET\",instance=\"a:1\",region=\"eu\\\"1\"} 3\n"));
+	CHECK(strstr(t, "\napp_build_info{version=\"1.2\",revision=\"abc\",instance=\"a:1\",region=\"eu\\\"1\"} 1\n"));
+	free(t);
+	CHECK(pcpu_family_remove(f, get) == 0);
+	CHECK(pcpu_family_lookup(f, get) == NULL && errno == ENOENT);
+	pcpu_registry_destroy(reg);
+	CHECK(rmdir(dir) == 0);
+}
+
 int main(void)
 {
+	test_const_labels();
+	test_suffixes();
 	test_validation();
 	test_api();
 	test_structs();
