@@ -23,14 +23,19 @@
  * (prepare in reverse). A lower layer never knows a higher one: each
  * subsystem registers its own handlers here.
  *
- * Registration is lazy (the first zone, the first registry, the first
- * reset...): a process that never uses pcpu registers nothing, and one
- * pthread_atfork() is made, by the first registration. It takes `lock`,
- * which prepare holds until parent/child, so a subsystem that registers
- * while another thread forks waits for the fork to end; once registered,
- * every later fork runs its handlers. A subsystem therefore registers
- * before it first takes a lock of its own, and never while holding a
- * pcpu lock (prepare, holding `lock`, waits for those locks).
+ * The one pthread_atfork() is made at load time, before any thread of the
+ * program can fork; a process that never uses pcpu pays a lock and an
+ * unlock per fork. Made lazily, by the first registration under `lock`, it
+ * left a window: a fork() by another thread before the pthread_atfork()
+ * call took effect ran no handler, and the child inherited `lock` held by a
+ * thread it does not have (tests/stats/test_default_fork.c hung there).
+ * Registering a subsystem's handlers is lazy (the first zone, the first
+ * registry, the first reset...). It takes `lock`, which prepare holds until
+ * parent/child, so a subsystem that registers while another thread forks
+ * waits for the fork to end; once registered, every later fork runs its
+ * handlers. A subsystem therefore registers before it first takes a lock
+ * of its own, and never while holding a pcpu lock (prepare, holding
+ * `lock`, waits for those locks).
  */
 #include "internal.h"
 
@@ -49,6 +54,18 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct handler handlers[MAX_HANDLERS]; /* sorted by rank, stable */
 static int nhandlers;
 static int atfork_made;
+
+static void run_prepare(void);
+static void run_parent(void);
+static void run_child(void);
+
+__attribute__((constructor)) static void fork_load_init(void)
+{
+	/* Fails only for lack of memory; registrations then fail (ENOMEM)
+	 * rather than leave a subsystem without fork handlers. */
+	if (pthread_atfork(run_prepare, run_parent, run_child) == 0)
+		atfork_made = 1;
+}
 
 static void run_prepare(void)
 {
@@ -98,12 +115,9 @@ int pcpu_fork_register(int *once, enum pcpu_fork_rank rank, void (*prepare)(void
 		goto out;
 	}
 	if (!atfork_made) {
-		if (pthread_atfork(run_prepare, run_parent, run_child) != 0) {
-			rc = -1;
-			errno = ENOMEM;
-			goto out;
-		}
-		atfork_made = 1;
+		rc = -1; /* pthread_atfork() failed at load time */
+		errno = ENOMEM;
+		goto out;
 	}
 	for (i = nhandlers; i > 0 && handlers[i - 1].rank > rank; i--)
 		handlers[i] = handlers[i - 1];

@@ -102,8 +102,8 @@ static int has_mm_cid;
 static enum pcpu_index process_index;
 static pthread_key_t exit_key;
 static uint32_t next_fallback_slot;
-static int globals_state;        /* 0 none, 1 running, 2 done */
-static int init_state;           /* 0 none, 1 running, 2 done */
+static int globals_state;        /* once_begin(): 0 none, > 0 running, -1 done */
+static int init_state;           /* the same */
 
 static char *thread_pointer(void)
 {
@@ -195,24 +195,36 @@ static int rseq_disabled_by_environment(void)
 
 /* Busy-waits for another thread's one-time initialisation; both callers
  * are short (no I/O in globals_init, one small read in init_once). Not
- * pthread_once: this must also work from a signal handler. */
+ * pthread_once: this must also work from a signal handler.
+ * A running initialisation is marked with the pid of its process, so a
+ * fork() child whose parent was initialising in another thread at the
+ * instant of fork() -- a thread the child does not have -- takes it over
+ * instead of waiting for ever (tests/stats/test_default_fork.c hung there).
+ * getpid() only off the fast path. */
 static int once_begin(int *state)
 {
-	int expected = 0;
+	int s = __atomic_load_n(state, __ATOMIC_ACQUIRE), me;
 
-	if (PCPU_LIKELY(__atomic_load_n(state, __ATOMIC_ACQUIRE) == 2))
+	if (PCPU_LIKELY(s == -1))
 		return 0;
-	if (__atomic_compare_exchange_n(state, &expected, 1, 0, __ATOMIC_ACQ_REL,
-					__ATOMIC_ACQUIRE))
-		return 1;
-	while (__atomic_load_n(state, __ATOMIC_ACQUIRE) != 2)
+	me = (int)getpid();
+	for (;;) {
+		if (s == -1)
+			return 0;
+		if (s != me) { /* none yet, or left by a thread of the parent */
+			if (__atomic_compare_exchange_n(state, &s, me, 0, __ATOMIC_ACQ_REL,
+							__ATOMIC_ACQUIRE))
+				return 1;
+			continue; /* s now holds the new state */
+		}
 		sched_yield();
-	return 0;
+		s = __atomic_load_n(state, __ATOMIC_ACQUIRE);
+	}
 }
 
 static void once_end(int *state)
 {
-	__atomic_store_n(state, 2, __ATOMIC_RELEASE);
+	__atomic_store_n(state, -1, __ATOMIC_RELEASE);
 }
 
 static enum pcpu_index index_from_environment(void)

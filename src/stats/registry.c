@@ -901,16 +901,26 @@ pcpu_registry_t *pcpu_registry_default(void)
 	if (pcpu_fork_register(&fork_registered, PCPU_FORK_REGISTRY, registries_fork_prepare,
 			       registries_fork_release, registries_fork_child) != 0)
 		return NULL;
+	/* Created before default_lock is taken: creating one may register
+	 * fork handlers (the zone's), which takes fork.c's lock, and fork()'s
+	 * prepare takes that lock before default_lock -- the other order
+	 * would deadlock a first call racing a fork(). Two first callers may
+	 * both create one; the loser destroys its own. */
+	struct pcpu_registry *mine = pcpu_registry_create();
+
+	if (!mine)
+		return NULL;
 	pthread_mutex_lock(&default_lock);
 	r = default_reg;
 	if (!r) {
-		r = pcpu_registry_create();
-		if (r) {
-			r->is_default = 1;
-			__atomic_store_n(&default_reg, r, __ATOMIC_RELEASE);
-		}
+		r = mine;
+		mine = NULL;
+		r->is_default = 1;
+		__atomic_store_n(&default_reg, r, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&default_lock);
+	if (mine)
+		pcpu_registry_destroy(mine);
 	return r;
 }
 
