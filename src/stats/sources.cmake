@@ -12,4 +12,6 @@ set(PCPU_STATS_SOURCES
   src/stats/registry.c     # the registry: families, series, structs
   src/stats/snapshot.c     # registry snapshots
   src/stats/counter9_sysctl.c # counter(9) counters bound to registry names (SYSCTL_COUNTER_U64)
+  src/stats/negotiate.c    # HTTP Accept / Accept-Encoding negotiation of expositions
+  src/stats/merge.c        # merging snapshots of several processes, families hashed by name
 )

@@ -154,10 +154,31 @@ def behaviour(e):
     check(st == 200 and body == "", "HEAD: headers only")
     st, _, _ = get(host, port, method="POST")
     check(st == 405, "POST -> 405")
-    out = raw(host, port, b"GET /metrics HTTP/1.1\r\nX: " + b"a" * 10000 + b"\r\n\r\n")
-    check(out.startswith("HTTP/1.1 431"), "8 KiB of headers -> 431")
-    out = raw(host, port, b"garbage\r\n\r\n")
-    check(out.startswith("HTTP/1.1 400"), "not HTTP -> 400")
+    out = raw(host, port, b"GET /metrics HTTP/1.1\r\nHost: x\r\nX: " + b"a" * 20000 + b"\r\n\r\n")
+    check(out.startswith("HTTP/1.1 431"), "20 KiB of headers (limit 16 KiB) -> 431")
+    # libmicrohttpd 0.9.75 closes the connection on a request line it
+    # cannot parse at all, without a response; a bad version gets a 400.
+    t0 = time.monotonic()
+    out = raw(host, port, b"garbage\r\n\r\n", shutdown=False)
+    check(out == "" and time.monotonic() - t0 < 2, "not HTTP -> connection closed at once")
+    out = raw(host, port, b"GET / FOO/1.1\r\nHost: x\r\n\r\n", shutdown=False)
+    check(out.startswith("HTTP/1.1 400"), "unknown HTTP version -> 400")
+    # Request smuggling: a body is refused and the connection closed, so
+    # the body is never taken for a second request.
+    out = raw(host, port, b"GET /metrics/counter HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\n"
+              b"GET /metrics/counter HTTP/1.1\r\nHost: x\r\n\r\n", shutdown=False)
+    check(out.startswith("HTTP/1.1 400") and out.count("HTTP/1.1 ") == 1 and "Connection: close" in out,
+          "GET with a body -> one 400, connection closed")
+    out = raw(host, port, b"GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+              shutdown=False)
+    check(out.startswith("HTTP/1.1 400") and out.count("HTTP/1.1 ") == 1, "chunked body -> one 400, closed")
+    out = raw(host, port, b"GET / HTTP/1.1\r\n\r\n", shutdown=False)
+    check(out.startswith("HTTP/1.1 400") and "Connection: close" in out, "HTTP/1.1 without Host -> 400, closed")
+    # A bare LF ends a line (RFC 9112 2.2 allows it): answered at once, not
+    # left waiting for a CR until the timeout.
+    t0 = time.monotonic()
+    out = raw(host, port, b"GET / HTTP/1.1\nHost: x\nConnection: close\n\n", shutdown=False)
+    check(out.startswith("HTTP/1.1 200") and time.monotonic() - t0 < 2, "bare-LF request answered at once")
 
     # Keep-alive: several requests on one connection; pipelining.
     c = http.client.HTTPConnection(host, port, timeout=10)
