@@ -86,9 +86,10 @@ struct scrape_config {
 	size_t ntargets;
 	size_t max_bytes; /* what one scrape may read and allocate */
 };
-/* The last message per segment, so stderr says each change once. */
+/* The last message per segment, so stderr says each change once:
+ * fingerprints of its key and message (0: readable). */
 struct scrape_note {
-	char *key, *msg; /* msg NULL: readable */
+	uint64_t key, msg;
 };
 struct scrape_state {
 	struct scrape_note *notes; /* sorted by key */

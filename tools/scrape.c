@@ -23,17 +23,23 @@
  * copies, the output) are charged to one budget (--max-bytes); a scrape past
  * it, or one that meets ENOMEM, fails alone (503) and the next is served as
  * usual. What is remembered between scrapes (the last message per segment,
- * so stderr says each change once) is rebuilt from each scrape's segments:
- * segments that went away are forgotten.
+ * so stderr says each change once, at most NOTES_PER_SCRAPE lines) is
+ * rebuilt from each scrape's segments: segments that went away are
+ * forgotten.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "pcpustat.h"
 
 static const char *const EXTRA_LABELS[] = { "pcpu_segment", "pcpu_pid" };
+/* Lines on stderr per scrape: whoever can create files named like segments
+ * must not be able to flood the log (or block the exporter on a full pipe). */
+#define NOTES_PER_SCRAPE 20
 
 struct seg {
 	char key[128]; /* what it is opened by */
@@ -48,61 +54,60 @@ struct seg {
 
 /* ---- messages on stderr, once per change ---------------------------------------- */
 
-static int cmp_note(const void *a, const void *b)
+/* A string as 64 bits: zlib's CRC-32 and the length. A collision costs at
+ * most one log line said or not said, never a wrong exposition. */
+static uint64_t fingerprint(const char *s)
 {
-	return strcmp(((const struct scrape_note *)a)->key, ((const struct scrape_note *)b)->key);
+	size_t n = s ? strlen(s) : 0;
+
+	return s ? (uint64_t)crc32(0, (const Bytef *)s, (uInt)n) << 32 | (uint32_t)(n + 1) : 0;
 }
 
-static void notes_free(struct scrape_note *v, size_t n)
+static int cmp_note(const void *a, const void *b)
 {
-	size_t i;
+	const struct scrape_note *x = a, *y = b;
 
-	for (i = 0; i < n; i++) {
-		free(v[i].key);
-		free(v[i].msg);
-	}
-	free(v);
+	return x->key < y->key ? -1 : x->key > y->key;
 }
 
 /* Reports what changed since the previous scrape and keeps only this
- * scrape's segments (sorted, found by binary search): bounded by the
- * segments that exist now. Best effort: without memory it stays quiet. */
+ * scrape's segments, as fingerprints in one sorted array (binary search;
+ * no string per segment, which 20,000 junk names would scatter over the
+ * heap): bounded by the segments that exist now. Best effort: without
+ * memory it stays quiet. */
 static void notes_update(struct scrape_state *st, const struct seg *segs, size_t n)
 {
-	struct scrape_note *now = calloc(n ? n : 1, sizeof *now);
-	size_t i, k = 0;
+	struct scrape_note *now = malloc((n ? n : 1) * sizeof *now);
+	size_t i, said = 0;
 
 	for (i = 0; i < n; i++) {
 		const struct seg *g = &segs[i];
-		struct scrape_note want = { (char *)g->key, NULL }, *old;
 		const char *msg = g->ok ? NULL : g->msg;
+		struct scrape_note want = { fingerprint(g->key), fingerprint(msg) }, *old;
 
 		old = st->notes ? bsearch(&want, st->notes, st->nnotes, sizeof want, cmp_note) : NULL;
-		if (old ? strcmp(old->msg ? old->msg : "", msg ? msg : "") != 0 : msg != NULL) {
+		if ((old ? old->msg != want.msg : msg != NULL) && said++ < NOTES_PER_SCRAPE) {
 			if (msg)
 				fprintf(stderr, "pcpustat serve: %s: %s\n", g->key, msg);
 			else
 				fprintf(stderr, "pcpustat serve: %s: readable again\n", g->key);
 		}
-		if (now) {
-			now[k].key = strdup(g->key);
-			now[k].msg = msg ? strdup(msg) : NULL;
-			if (now[k].key)
-				k++;
-			else
-				free(now[k].msg);
-		}
+		if (now)
+			now[i] = want;
 	}
+	if (said > NOTES_PER_SCRAPE)
+		fprintf(stderr, "pcpustat serve: ... and %zu more segments changed (pcpu_segment_up says which)\n",
+			said - NOTES_PER_SCRAPE);
 	if (now)
-		qsort(now, k, sizeof *now, cmp_note);
-	notes_free(st->notes, st->nnotes);
+		qsort(now, n, sizeof *now, cmp_note);
+	free(st->notes);
 	st->notes = now;
-	st->nnotes = now ? k : 0;
+	st->nnotes = now ? n : 0;
 }
 
 void scrape_state_free(struct scrape_state *st)
 {
-	notes_free(st->notes, st->nnotes);
+	free(st->notes);
 	st->notes = NULL;
 	st->nnotes = 0;
 }
@@ -348,6 +353,11 @@ out:
 	free(segs);
 	free(ups);
 	free(info);
+	/* A scrape's memory is freed at once, but glibc keeps freed heap
+	 * (and raises its mmap threshold after large frees): give it back,
+	 * so that the daemon's footprint follows the segments that exist
+	 * now, not the most there ever were. */
+	malloc_trim(0);
 }
 
 /* /metrics/SEGMENT: one segment, as it is. */
@@ -369,7 +379,7 @@ void scrape_one(const struct scrape_config *cf, const char *target, enum pcpu_fo
 		snprintf(res->msg, sizeof res->msg, "not a served segment: %.100s", target);
 		return;
 	}
-	ro.max_bytes = cf->max_bytes / 2;
+	ro.max_bytes = cf->max_bytes;
 	r = pcpu_reader_open(target, &ro);
 	if (!r) {
 		int e = errno;
@@ -390,7 +400,7 @@ void scrape_one(const struct scrape_config *cf, const char *target, enum pcpu_fo
 		res->body = NULL;
 		snprintf(res->msg, sizeof res->msg, "segment %.100s cannot be exposed: %s", target,
 			 pcpu_stats_error());
-	} else if (res->len > cf->max_bytes / 2) {
+	} else if (res->len > cf->max_bytes) {
 		free(res->body);
 		res->body = NULL;
 		res->status = 503;

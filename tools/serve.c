@@ -57,7 +57,7 @@
 
 /* Descriptors kept free for a scrape (directory, segment, /proc files)
  * and libmicrohttpd itself (epoll, its wakeup pipe), besides stdio. */
-#define FD_RESERVE 16
+#define FD_RESERVE 8
 /* Request line and headers, and the response headers, per connection. */
 #define CONNECTION_MEMORY (16 * 1024)
 
@@ -560,13 +560,14 @@ int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	/* The logger first, so that the other options' messages use it. */
+	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)log_mhd, NULL };
 	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET, lfd, NULL };
 	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_LIMIT, (intptr_t)maxc, NULL };
 	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)(timeout + 0.999), NULL };
 	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONNECTION_MEMORY, NULL };
 	/* Strict: HTTP/1.1 without Host is refused (400). */
 	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_STRICT_FOR_CLIENT, 1, NULL };
-	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)log_mhd, NULL };
 	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1, NULL };
 	if (sv.tls) {
 		flags |= MHD_USE_TLS;
