@@ -477,6 +477,7 @@ int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 	sv.cf.ropt = *ropt;
 	sv.cf.max_bytes = (size_t)256 << 20;
 	optind = 1;
+	argv[0] = (char *)"pcpustat serve"; /* getopt's messages, as ours */
 	while ((c = getopt_long(argc, argv, "l:d:u:ah", longopts, NULL)) != -1) {
 		unsigned uid;
 		char *end;
