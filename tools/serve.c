@@ -30,8 +30,9 @@
  * Limits: --max-clients connections (beyond them libmicrohttpd closes new
  * connections at once; the descriptor limit is raised to fit, or the
  * connection limit lowered so that a scrape always has descriptors left:
- * never EMFILE in a loop), --timeout of inactivity, 16 KiB of request
- * headers, no request bodies, --max-bytes per scrape.
+ * never EMFILE in a loop; near the limit idle clients are shed, see
+ * on_connection()), --timeout of inactivity, 16 KiB of request headers, no
+ * request bodies, --max-bytes per scrape.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -99,11 +100,22 @@ static const char serve_usage[] =
 	"\n"
 	"SIGINT or SIGTERM stop it.\n";
 
+/* A connection being tracked for shedding (its socket context). */
+struct tracked {
+	struct MHD_Connection *conn;
+	size_t index; /* in server.conns */
+};
+
 struct server {
 	struct scrape_config cf;
 	struct scrape_state st; /* used by the one serving thread only */
 	struct web_config wc;
 	int tls;
+	/* Open connections (serving thread only), and whether idle ones are
+	 * being shed: see on_connection(). */
+	struct tracked **conns;
+	size_t nconns, capconns, limit;
+	int shedding;
 };
 
 static const char index_text[] =
@@ -313,6 +325,56 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		return reply_text(conn, res.status, res.msg, 0, NULL);
 	}
 	return reply_metrics(conn, fmt, res.body, res.len);
+}
+
+/* Shedding idle clients: libmicrohttpd closes connections past the limit
+ * at once, so clients that only hold connections open could keep scrapes
+ * out until --timeout. Past three quarters of the limit, every connection
+ * gets a 1 s inactivity timeout instead (a scrape in progress is active:
+ * unaffected); below half the limit, new ones get --timeout again. Runs
+ * in libmicrohttpd's one thread, after the connection joined its lists
+ * (where MHD_set_connection_option() may change its timeout). */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	struct server *sv = cls;
+	struct tracked *t = *socket_context;
+	size_t i;
+
+	if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (!t)
+			return;
+		sv->conns[t->index] = sv->conns[--sv->nconns];
+		sv->conns[t->index]->index = t->index;
+		free(t);
+		*socket_context = NULL;
+		if (sv->shedding && sv->nconns < sv->limit / 2)
+			sv->shedding = 0;
+		return;
+	}
+	if (sv->nconns == sv->capconns) {
+		size_t cap = sv->capconns ? sv->capconns * 2 : 64;
+		struct tracked **p = realloc(sv->conns, cap * sizeof *p);
+
+		if (!p)
+			return; /* untracked: only never shed early */
+		sv->conns = p;
+		sv->capconns = cap;
+	}
+	t = malloc(sizeof *t);
+	if (!t)
+		return;
+	t->conn = conn;
+	t->index = sv->nconns;
+	sv->conns[sv->nconns++] = t;
+	*socket_context = t;
+	if (!sv->shedding && sv->nconns > sv->limit - sv->limit / 4) {
+		sv->shedding = 1;
+		for (i = 0; i < sv->nconns; i++)
+			MHD_set_connection_option(sv->conns[i]->conn, MHD_CONNECTION_OPTION_TIMEOUT, 1u);
+	} else if (sv->shedding) {
+		MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, 1u);
+	}
 }
 
 static void log_mhd(void *cls, const char *fmt, va_list ap)
@@ -552,6 +614,7 @@ int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 		return 1;
 	}
 	maxc = fit_descriptors(maxc);
+	sv.limit = maxc;
 
 	/* SIGINT and SIGTERM are taken by sigwait() below: blocked before
 	 * libmicrohttpd's thread starts, so they reach only this one. */
@@ -570,6 +633,7 @@ int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 	/* Strict: HTTP/1.1 without Host is refused (400). */
 	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_STRICT_FOR_CLIENT, 1, NULL };
 	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1, NULL };
+	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, &sv };
 	if (sv.tls) {
 		flags |= MHD_USE_TLS;
 		opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, sv.wc.cert_pem };
@@ -592,7 +656,8 @@ int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 	do
 		sig = 0;
 	while (sigwait(&sigs, &sig) != 0 || (sig != SIGINT && sig != SIGTERM));
-	MHD_stop_daemon(d);
+	MHD_stop_daemon(d); /* closes every connection: on_connection() frees each */
+	free(sv.conns);
 	close(lfd);
 	scrape_state_free(&sv.st);
 	web_config_free(&sv.wc);
