@@ -18,6 +18,7 @@
 
 Loopback only; every wait is bounded; everything started is stopped.
 """
+import json
 import os
 import resource
 import socket
@@ -77,6 +78,11 @@ def neighbours(e):
     with open(path, "rb") as f, open(planted, "wb") as g:
         g.write(f.read())
     os.chmod(planted, 0o600)
+    # Not a segment name at all (canonical pids only): not listed.
+    out = subprocess.run([e.pcpustat, "--json"], capture_output=True, text=True, env=e.env).stdout
+    segs = json.loads(out)["segments"]
+    check([(s["name"], s["pid"]) for s in segs] == [("counter", cnt.pid)],
+          "pcpustat lists the victim's segment once, not the planted pcpu.0<PID>.counter (%r)" % segs)
     srv, host, port = e.serve()
     st, body, _ = timed_get(host, port)
     check(st == 200 and body.count(want) == 1 and body.count(up) == 1,
