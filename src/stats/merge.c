@@ -279,8 +279,10 @@ static int labelled_copy(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot *s
 		series = arena_alloc(m, in->nseries * sizeof *series + 1);
 		if (!ln || !series)
 			return fail(ENOMEM, "out of memory", NULL, "");
-		memcpy(ln, in->label_names, in->nlabels * sizeof *ln);
-		memcpy(ln + in->nlabels, names, nextra * sizeof *ln);
+		if (in->nlabels)
+			memcpy(ln, in->label_names, in->nlabels * sizeof *ln);
+		if (nextra)
+			memcpy(ln + in->nlabels, names, nextra * sizeof *ln);
 		fams[f] = *in;
 		fams[f].nlabels = in->nlabels + nextra;
 		fams[f].label_names = ln;
@@ -292,8 +294,10 @@ static int labelled_copy(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot *s
 				return fail(ENOMEM, "out of memory", NULL, "");
 			if (in->nlabels && !in->series[i].label_values)
 				return fail(EINVAL, "family", in->name, " has a series without label values");
-			memcpy(lv, in->series[i].label_values, in->nlabels * sizeof *lv);
-			memcpy(lv + in->nlabels, values, nextra * sizeof *lv);
+			if (in->nlabels)
+				memcpy(lv, in->series[i].label_values, in->nlabels * sizeof *lv);
+			if (nextra)
+				memcpy(lv + in->nlabels, values, nextra * sizeof *lv);
 			series[i] = in->series[i];
 			series[i].label_values = lv;
 		}

@@ -118,8 +118,14 @@ def neighbours(e):
     # The third scrape with junk is no slower than the first (nothing
     # grows from scrape to scrape), allowing for a loaded machine.
     check(times[2] < 2 * times[0] + 0.5, "scrape time does not grow with the junk's history")
-    check(st == 200 and want in body and rss2 - rss0 < 4096,
-          "the junk gone, memory goes too: VmRSS %d kB over the start" % (rss2 - rss0))
+    check(st == 200 and want in body, "the junk gone: 200 with the value")
+    if os.environ.get("PCPU_TEST_SANITIZER"):
+        # A sanitizer's allocator keeps freed memory (quarantine, its own
+        # caches): the plain build checks this.
+        print("     (VmRSS not checked under %s)" % os.environ["PCPU_TEST_SANITIZER"])
+    else:
+        check(rss2 - rss0 < 4096, "the junk gone, memory goes too: VmRSS %d kB over the start"
+              % (rss2 - rss0))
 
 
 def nofile(e):
