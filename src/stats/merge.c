@@ -17,8 +17,8 @@
  * and reserves every array it will need before it changes anything, so a
  * bad input (or ENOMEM) leaves the merge as it was.
  *
- * Memory: the label-value arrays of labelled series come from chunks freed
- * together with the merge; families' series arrays grow by doubling.
+ * Memory: the labelled copies of the inputs come from an arena (arena.c)
+ * freed with the merge; families' series arrays grow by doubling.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -27,9 +27,6 @@
 
 #include "internal.h"
 
-#define FNV_OFFSET 1469598103934665603ull
-#define FNV_PRIME 1099511628211ull
-#define CHUNK_MIN 65536
 
 struct mfam {
 	struct pcpu_snapshot_family f; /* f.series == series */
@@ -44,27 +41,20 @@ struct slot {
 	const char *suffix;
 };
 
-struct chunk {
-	struct chunk *next;
-	size_t used, cap;
-	max_align_t data[];
-};
-
 struct pcpu_snapshot_merge {
 	struct mfam *fams;
 	size_t nfams, capfams;
 	struct slot *tab;
 	size_t tabsize, nslots;
-	struct chunk *chunks;
+	struct pcpu__arena arena; /* labelled copies of the inputs */
 	struct pcpu_snapshot_family *sorted; /* the result's families */
 	struct pcpu_snapshot result;
 };
 
-static uint64_t fnv(uint64_t h, const char *s)
+/* The hash of sample name base+suffix (FNV-1a is sequential: no copy). */
+static uint64_t sample_hash(const char *base, const char *suffix)
 {
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * FNV_PRIME;
-	return h;
+	return pcpu__fnv1a(pcpu__fnv1a(PCPU__FNV_OFFSET, base), suffix);
 }
 
 /* Whether a1 a2 and b1 b2, each concatenated, are the same string. */
@@ -119,11 +109,7 @@ void pcpu_snapshot_merge_free(pcpu_snapshot_merge_t *m)
 	for (i = 0; i < m->nfams; i++)
 		if (m->fams[i].cap)
 			free(m->fams[i].series);
-	while (m->chunks) {
-		struct chunk *c = m->chunks;
-		m->chunks = c->next;
-		free(c);
-	}
+	pcpu__arena_free(&m->arena);
 	free(m->fams);
 	free(m->tab);
 	free(m->sorted);
@@ -180,7 +166,7 @@ static struct mfam *find_family(const pcpu_snapshot_merge_t *m, const char *name
 
 	if (!m->tabsize)
 		return NULL;
-	s = lookup(m, name, "", fnv(FNV_OFFSET, name));
+	s = lookup(m, name, "", sample_hash(name, ""));
 	if (!s->fam || strcmp(m->fams[s->fam - 1].f.name, name) != 0)
 		return NULL; /* free, or another family's suffixed name */
 	return &m->fams[s->fam - 1];
@@ -204,23 +190,7 @@ static int same_metadata(const struct pcpu_snapshot_family *a, const struct pcpu
 
 static void *arena_alloc(pcpu_snapshot_merge_t *m, size_t size)
 {
-	struct chunk *c = m->chunks;
-	size_t a = sizeof(max_align_t);
-
-	size = (size + a - 1) / a * a;
-	if (!c || c->cap - c->used < size) {
-		size_t cap = size > CHUNK_MIN ? size : CHUNK_MIN;
-
-		c = malloc(sizeof *c + cap);
-		if (!c)
-			return NULL;
-		c->cap = cap;
-		c->used = 0;
-		c->next = m->chunks;
-		m->chunks = c;
-	}
-	c->used += size;
-	return (char *)c->data + c->used - size;
+	return pcpu__arena_alloc(&m->arena, size);
 }
 
 /* Checks family f of an input against the merge. */
@@ -237,7 +207,7 @@ static int check_against(const pcpu_snapshot_merge_t *m, const struct pcpu_snaps
 			    "unit, scale, labels or buckets)");
 	ns = pcpu__type_suffixes(f->type, &suf);
 	for (k = 0; m->tabsize && k < ns; k++) {
-		struct slot *s = lookup(m, f->name, suf[k], fnv(fnv(FNV_OFFSET, f->name), suf[k]));
+		struct slot *s = lookup(m, f->name, suf[k], sample_hash(f->name, suf[k]));
 
 		if (s->fam)
 			return fail(EINVAL, "family", f->name, " writes a sample name of a family merged before");
@@ -397,7 +367,7 @@ int pcpu_snapshot_merge_add(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot
 			e->f = *in; /* its name is what lookup() compares */
 			e->cap = 0;
 			for (k = 0; k < ns; k++) {
-				uint64_t h = fnv(fnv(FNV_OFFSET, in->name), suf[k]);
+				uint64_t h = sample_hash(in->name, suf[k]);
 				struct slot *sl = lookup(m, in->name, suf[k], h);
 
 				sl->hash = h;

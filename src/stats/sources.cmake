@@ -14,4 +14,5 @@ set(PCPU_STATS_SOURCES
   src/stats/counter9_sysctl.c # counter(9) counters bound to registry names (SYSCTL_COUNTER_U64)
   src/stats/negotiate.c    # HTTP Accept / Accept-Encoding negotiation of expositions
   src/stats/merge.c        # merging snapshots of several processes, families hashed by name
+  src/stats/arena.c        # memory freed all at once (snapshots, merges)
 )

@@ -86,19 +86,6 @@ def https_get(port, ctx, auth=None):
     return r.status, body
 
 
-def stop(procs):
-    for p in reversed(procs):
-        if p.poll() is None:
-            if p.stdin:
-                p.stdin.close()
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-
-
 def prometheus_scrape(prom, tmp, d, target):
     """Prometheus scrapes three jobs; returns (value seen, targets)."""
     port = pt.free_port()
@@ -137,7 +124,7 @@ def prometheus_scrape(prom, tmp, d, target):
             time.sleep(0.3)
         return value, health
     finally:
-        stop([srv])
+        pt.stop([srv])
 
 
 def main():
@@ -186,7 +173,7 @@ def main():
         check(st == 401, "no credentials: 401")
         st, _ = https_get(port, ctx, "nobody:s3cret")
         check(st == 401, "unknown user: 401")
-        stop([exp])
+        pt.stop([exp])
 
         # Client certificates, verified against client_ca_file.
         with open(web, "w") as f:
@@ -210,7 +197,7 @@ def main():
         except (OSError, ssl.SSLError, http.client.HTTPException):
             st = "refused"
         check(st != 200, "client certificate not signed by client_ca_file: refused (%r)" % (st,))
-        stop([exp])
+        pt.stop([exp])
 
         # Configurations refused at start, not half applied.
         for bad_cfg, why in [("tls_server_config:\n  cert_file: server.crt\n", "no key_file"),
@@ -225,7 +212,7 @@ def main():
             check(p.returncode == 2 and "pcpustat serve:" in p.stderr, "web config with %s: exit 2 (%s)"
                   % (why, p.stderr.strip()[:100]))
     finally:
-        stop(procs)
+        pt.stop(procs)
         shutil.rmtree(tmp, ignore_errors=True)
     if FAILS:
         print("prometheus_tls_test: %d failed" % len(FAILS))
