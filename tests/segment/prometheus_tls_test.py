@@ -18,7 +18,6 @@ installed (see prometheus_test.py).
 import http.client
 import os
 import shutil
-import signal
 import ssl
 import subprocess
 import sys
