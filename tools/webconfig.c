@@ -150,9 +150,12 @@ static int load_tls(struct ctx *c, yaml_node_t *map, struct web_config *wc)
 	}
 	if (!wc->cert_pem || !wc->key_pem)
 		return bad(c, "tls_server_config", "cert_file and key_file are both required");
-	if (wc->client_auth != WEB_CLIENT_NONE && wc->client_auth != WEB_CLIENT_REQUEST &&
-	    wc->client_auth != WEB_CLIENT_REQUIRE_ANY && !wc->ca_pem)
-		return bad(c, "tls_server_config", "client_auth_type verifies certificates: client_ca_file required");
+	/* libmicrohttpd asks clients for a certificate only when it has CAs
+	 * to name (MHD_OPTION_HTTPS_MEM_TRUST), so every mode but
+	 * NoClientCert needs client_ca_file here (Go's RequestClientCert and
+	 * RequireAnyClientCert do not). */
+	if (wc->client_auth != WEB_CLIENT_NONE && !wc->ca_pem)
+		return bad(c, "tls_server_config", "client_auth_type other than NoClientCert needs client_ca_file");
 	if (minv > maxv)
 		return bad(c, "tls_server_config", "min_version is above max_version");
 	/* GnuTLS names the versions TLS1.0..TLS1.3: remove those outside. */

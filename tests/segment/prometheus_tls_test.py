@@ -203,6 +203,8 @@ def main():
                              ("basic_auth_users:\n  prometheus: plaintext\n", "not a bcrypt hash"),
                              ("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
                               "  cipher_suites: [TLS_AES_128_GCM_SHA256]\n", "unsupported setting"),
+                             ("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+                              "  client_auth_type: RequireAndVerifyClientCert\n", "no client_ca_file"),
                              ("tls_server_config: [\n", "invalid YAML")]:
             with open(web, "w") as f:
                 f.write(bad_cfg)
