@@ -50,6 +50,7 @@
 #include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -377,9 +378,26 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 	}
 }
 
+/* libmicrohttpd's messages, prefixed as ours. A message repeated within
+ * 10 s is counted, not printed: a client opening connections past the
+ * limit in a loop must not flood the log ("reached connection limit"). */
 static void log_mhd(void *cls, const char *fmt, va_list ap)
 {
+	static const char *last;
+	static time_t last_t;
+	static unsigned long repeats;
+	time_t now = time(NULL);
+
 	(void)cls;
+	if (fmt == last && now - last_t < 10) {
+		repeats++;
+		return;
+	}
+	if (repeats)
+		fprintf(stderr, "pcpustat serve: (the last message %lu more times)\n", repeats);
+	last = fmt;
+	last_t = now;
+	repeats = 0;
 	fputs("pcpustat serve: ", stderr);
 	vfprintf(stderr, fmt, ap);
 }
