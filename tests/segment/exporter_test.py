@@ -24,6 +24,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from prometheus_test import stop  # noqa: E402  (SIGTERM, then SIGKILL)
+
 FAILS = []
 
 
@@ -70,16 +73,7 @@ class Env:
         return p, host, int(port)
 
     def close(self):
-        for p in self.procs:
-            if p.poll() is None:
-                if p.stdin:
-                    p.stdin.close()
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+        stop(self.procs)
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
