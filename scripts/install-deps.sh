@@ -10,6 +10,9 @@
 #           `pip install ./python`, done offline there)
 #   debhelper, dpkg-dev, build-essential, lintian: the Debian packages test
 #   man-db, groff: the manual pages test (man --warnings, groff -ww)
+#   libmicrohttpd-dev, libgnutls28-dev, zlib1g-dev, libyaml-dev, libcrypt-dev:
+#           pcpustat serve (HTTP/TLS server, gzip, web config file, bcrypt)
+#   openssl, apache2-utils (htpasswd): the exporter's TLS and auth tests
 # Idempotent and quiet when everything is present. Needs root for apt-get.
 set -euo pipefail
 
@@ -32,6 +35,13 @@ have lintian   || need_apt+=(lintian)
 have man       || need_apt+=(man-db)
 have groff     || need_apt+=(groff-base)
 have readelf   || need_apt+=(binutils)
+pkg-config --exists libmicrohttpd 2>/dev/null || need_apt+=(libmicrohttpd-dev)
+pkg-config --exists gnutls 2>/dev/null || need_apt+=(libgnutls28-dev)
+pkg-config --exists zlib 2>/dev/null || need_apt+=(zlib1g-dev)
+pkg-config --exists yaml-0.1 2>/dev/null || need_apt+=(libyaml-dev)
+pkg-config --exists libcrypt 2>/dev/null || need_apt+=(libcrypt-dev)
+have openssl   || need_apt+=(openssl)
+have htpasswd  || need_apt+=(apache2-utils)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "install-deps: apt-get install ${need_apt[*]}"

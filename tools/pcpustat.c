@@ -663,6 +663,9 @@ int main(int argc, char **argv)
 	pcpu_reader_t *r;
 	int c, rc, i;
 
+	/* getopt's messages name argv[0]: the same prefix as ours, whatever
+	 * path the tool was started by. */
+	argv[0] = (char *)"pcpustat";
 	memset(&o, 0, sizeof o);
 	o.interval = 1;
 	o.filter = filter_new();

@@ -75,6 +75,39 @@ int parse_user(const char *s, unsigned *uid);
 /* User name of a uid, or the number. */
 const char *user_name(unsigned uid, char *buf, size_t cap);
 
+/* ---- scrape.c: what the exporter answers a scrape with ---- */
+
+struct scrape_config {
+	struct pcpu_reader_options ropt;
+	char **targets; /* from the command line; none: every segment listed */
+	size_t ntargets;
+	size_t max_bytes; /* what one scrape may read and allocate */
+};
+/* The last message per segment, so stderr says each change once:
+ * fingerprints of its key and message (0: readable). */
+struct scrape_note {
+	uint64_t key, msg;
+};
+struct scrape_state {
+	struct scrape_note *notes; /* sorted by key */
+	size_t nnotes;
+};
+struct scrape_result {
+	int status;  /* HTTP status */
+	char *body;  /* 200: the exposition (free()), else NULL */
+	size_t len;
+	char msg[400]; /* not 200: why */
+};
+/* /metrics: every served segment, labelled, with pcpu_segment_up. */
+void scrape_all(const struct scrape_config *cf, struct scrape_state *st, enum pcpu_format fmt,
+		struct scrape_result *res);
+/* /metrics/SEGMENT: one segment (name, pid or file name), unlabelled. */
+void scrape_one(const struct scrape_config *cf, const char *target, enum pcpu_format fmt,
+		struct scrape_result *res);
+void scrape_state_free(struct scrape_state *st);
+/* A segment name, pid or file name; never a path. */
+int valid_target(const char *t);
+
 /* ---- serve.c ---- */
 
 int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt);

@@ -2,66 +2,78 @@
 /*
  * `pcpustat serve`: a Prometheus exporter for statistics segments.
  *
- *   GET /metrics          every served segment in one exposition; each series
- *                         gets the labels pcpu_segment="NAME", pcpu_pid="PID",
- *                         plus pcpu_segment_up{...} 1 (read) or 0 (not)
+ *   GET /metrics          every served segment in one exposition (scrape.c)
  *   GET /metrics/SEGMENT  one segment (name, pid or file name) as it is
  *   GET /                 a short index
  *
- * Format: OpenMetrics 1.0 when the Accept header prefers
- * application/openmetrics-text (Prometheus does), else Prometheus text
- * 0.0.4 -- both written by the statistics layer's writers, which produce a
- * whole exposition or nothing.
+ * Format: as the Accept header asks (pcpu_format_negotiate(), the library's
+ * one implementation), gzip-compressed when Accept-Encoding allows it
+ * (pcpu_format_gzip_acceptable()); both exposition writers produce a whole
+ * exposition or nothing.
  *
- * Isolation: every scrape opens each segment afresh with the exporter's own
- * credentials and the reader's owner checks, so a segment its user cannot
- * read is never exposed. A segment that fails -- unreadable, corrupted,
- * writer gone, or clashing with another segment's metric names -- is left
- * out whole and reported as pcpu_segment_up 0 (and once on stderr); the
- * others are exposed as usual. Never a partial segment.
+ * Why libmicrohttpd: the exporter faces whatever can reach its port -- idle
+ * and slow clients, request smuggling, TLS -- and HTTP parsing, connection
+ * limits, inactivity timeouts, request-size limits, Host checks and TLS
+ * (GnuTLS) are what a well-kept, fuzzed server library gets right and a
+ * hand-written one got wrong (bodies parsed as a second request, bare-LF
+ * request lines unanswered, no Host check, slowloris). libmicrohttpd is
+ * what prometheus-client-c uses, is packaged by Debian with GnuTLS, and
+ * embeds in a C program without C++; civetweb (prometheus-cpp's) is not
+ * packaged as a library by Debian. The library pcpu does not depend on it:
+ * only this tool does.
  *
- * Why a small server of our own and not an HTTP library: the exporter needs
- * GET of two paths, keep-alive and timeouts, nothing else; the well-kept
- * embeddable servers (libmicrohttpd, civetweb) would be a build dependency
- * larger than this file. It is one thread and one poll() loop: scrapes are
- * served one at a time (a scrape takes microseconds to milliseconds), and
- * slow clients cannot stall it because every socket is non-blocking with a
- * deadline. Requests are limited to 8 KiB of headers, clients to
- * --max-clients; the listening address is 127.0.0.1 unless told otherwise.
+ * Threads: libmicrohttpd's one internal thread (epoll) serves every
+ * connection and runs the scrapes, one at a time (a scrape takes
+ * microseconds to milliseconds); idle connections cost nothing while a
+ * scrape is served. The main thread only waits for SIGINT/SIGTERM.
+ *
+ * Limits: --max-clients connections (beyond them libmicrohttpd closes new
+ * connections at once; the descriptor limit is raised to fit, or the
+ * connection limit lowered so that a scrape always has descriptors left:
+ * never EMFILE in a loop; near the limit idle clients are shed, see
+ * on_connection()), --timeout of inactivity, 16 KiB of request headers, no
+ * request bodies, --max-bytes per scrape.
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
+#include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "pcpustat.h"
+#include "webconfig.h"
 
-#define REQ_MAX 8192
-/* Seconds a client may take to send a request or take a response
- * (--timeout). */
-static double client_timeout = 10.0;
+/* Descriptors kept free for a scrape (directory, segment, /proc files)
+ * and libmicrohttpd itself (epoll, its wakeup pipe), besides stdio. */
+#define FD_RESERVE 8
+/* Request line and headers, and the response headers, per connection. */
+#define CONNECTION_MEMORY (16 * 1024)
 
 static const char serve_usage[] =
 	"Usage: pcpustat serve [OPTIONS] [SEGMENT...]\n"
 	"\n"
-	"Serves pcpu statistics segments to Prometheus over HTTP:\n"
+	"Serves pcpu statistics segments to Prometheus over HTTP(S):\n"
 	"  /metrics          the SEGMENTs given (default: every segment you can read),\n"
 	"                    labelled pcpu_segment=\"NAME\" and pcpu_pid=\"PID\", with\n"
 	"                    pcpu_segment_up 1 or 0 for each\n"
 	"  /metrics/SEGMENT  one segment, unlabelled\n"
-	"OpenMetrics or Prometheus text format, as the client's Accept header prefers.\n"
-	"A segment that cannot be read is left out (pcpu_segment_up 0), never half shown.\n"
+	"OpenMetrics or Prometheus text format as the Accept header prefers, gzip when\n"
+	"Accept-Encoding allows. A segment that cannot be read is left out\n"
+	"(pcpu_segment_up 0), never half shown.\n"
 	"\n"
 	"Options:\n"
 	"  -l, --listen ADDR    HOST:PORT, [IPv6]:PORT or PORT (default 127.0.0.1:9464;\n"
@@ -69,10 +81,17 @@ static const char serve_usage[] =
 	"                       printed on standard output.\n"
 	"  -d, --dir DIR        segment directory (default $PCPU_SEGMENT_DIR, else the\n"
 	"                       per-user directories /dev/shm/pcpu-UID)\n"
-	"  -u, --owner USER     serve segments owned by USER (default: yourself; root: anyone)\n"
+	"  -u, --owner USER     serve segments owned by USER (default: yourself; root:\n"
+	"                       every user's, each only if its file belongs to the user\n"
+	"                       its writer process runs as)\n"
 	"  -a, --any-owner      serve segments of any owner you have access to\n"
-	"      --max-clients N  connections at once (default 64)\n"
-	"      --timeout SECS   close a connection idle or stalled that long (default 10)\n"
+	"      --max-clients N  connections at once (default 1024); more are closed at once\n"
+	"      --timeout SECS   close a connection inactive that long (default 10)\n"
+	"      --max-bytes N    bytes one scrape may read and allocate (default 256M;\n"
+	"                       suffixes K, M, G); a scrape over it fails alone (503)\n"
+	"      --web.config.file FILE\n"
+	"                       TLS and basic authentication, in the Prometheus exporter\n"
+	"                       toolkit's format (tls_server_config, basic_auth_users)\n"
 	"  -h, --help\n"
 	"\n"
 	"Prometheus scrape configuration:\n"
@@ -82,717 +101,309 @@ static const char serve_usage[] =
 	"\n"
 	"SIGINT or SIGTERM stop it.\n";
 
-static volatile sig_atomic_t stop;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop = 1;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* ---- allocation pool for one scrape ------------------------------------------------ */
-
-struct pool {
-	void **p;
-	size_t n, cap;
+/* A connection being tracked for shedding (its socket context). */
+struct tracked {
+	struct MHD_Connection *conn;
+	size_t index; /* in server.conns */
 };
-
-static void *pool_alloc(struct pool *pl, size_t size)
-{
-	void *x = calloc(1, size ? size : 1);
-
-	if (!x)
-		goto oom;
-	if (pl->n == pl->cap) {
-		size_t cap = pl->cap ? pl->cap * 2 : 64;
-		void **a = realloc(pl->p, cap * sizeof *a);
-		if (!a)
-			goto oom;
-		pl->p = a;
-		pl->cap = cap;
-	}
-	pl->p[pl->n++] = x;
-	return x;
-oom:
-	fputs("pcpustat serve: out of memory\n", stderr);
-	exit(1);
-}
-
-static char *pool_strdup(struct pool *pl, const char *s)
-{
-	char *d = pool_alloc(pl, strlen(s) + 1);
-	strcpy(d, s);
-	return d;
-}
-
-static void pool_free(struct pool *pl)
-{
-	size_t i;
-
-	for (i = 0; i < pl->n; i++)
-		free(pl->p[i]);
-	free(pl->p);
-	memset(pl, 0, sizeof *pl);
-}
-
-/* ---- the served segments ------------------------------------------------------------ */
 
 struct server {
-	struct pcpu_reader_options ropt;
-	char **targets; /* from the command line; NULL: every segment */
-	int ntargets;
-	/* Last error reported per target, so stderr says each thing once. */
-	struct {
-		char key[128];
-		char msg[320];
-	} *seen;
-	size_t nseen;
+	struct scrape_config cf;
+	struct scrape_state st; /* used by the one serving thread only */
+	struct web_config wc;
+	int tls;
+	/* Open connections (serving thread only), and whether idle ones are
+	 * being shed: see on_connection(). */
+	struct tracked **conns;
+	size_t nconns, capconns, limit;
+	int shedding;
 };
 
-static void report(struct server *sv, const char *key, const char *msg)
+static const char index_text[] =
+	"pcpustat serve: pcpu statistics for Prometheus\n"
+	"  /metrics          all served segments\n"
+	"  /metrics/SEGMENT  one segment (name, pid or file name)\n";
+
+/* gzip of body; NULL if compression fails (then the plain body is sent).
+ * Level 1: most of the gain on exposition text (about 10x) for a fraction
+ * of the default level's CPU time, which the scraped host pays. */
+static char *gzip_body(const char *body, size_t len, size_t *zlen)
 {
-	size_t i;
-
-	for (i = 0; i < sv->nseen; i++)
-		if (strcmp(sv->seen[i].key, key) == 0)
-			break;
-	if (i == sv->nseen) {
-		void *p = realloc(sv->seen, (sv->nseen + 1) * sizeof *sv->seen);
-		if (!p)
-			return;
-		sv->seen = p;
-		snprintf(sv->seen[i].key, sizeof sv->seen[i].key, "%s", key);
-		sv->seen[i].msg[0] = '\0';
-		sv->nseen++;
-	}
-	if (strcmp(sv->seen[i].msg, msg ? msg : "") == 0)
-		return;
-	snprintf(sv->seen[i].msg, sizeof sv->seen[i].msg, "%s", msg ? msg : "");
-	if (msg)
-		fprintf(stderr, "pcpustat serve: %s: %s\n", key, msg);
-	else
-		fprintf(stderr, "pcpustat serve: %s: readable again\n", key);
-}
-
-/* A segment name, pid or file name; never a path (HTTP clients choose it). */
-static int valid_target(const char *t)
-{
-	size_t i;
-
-	if (!*t || strlen(t) > 100 || t[0] == '.' || t[0] == '-')
-		return 0;
-	for (i = 0; t[i]; i++)
-		if (!((t[i] >= 'a' && t[i] <= 'z') || (t[i] >= 'A' && t[i] <= 'Z') ||
-		      (t[i] >= '0' && t[i] <= '9') || t[i] == '_' || t[i] == '.' || t[i] == '-'))
-			return 0;
-	return 1;
-}
-
-struct seg {
-	char key[128]; /* what we opened it by */
-	char name[65]; /* PCPU_SEGMENT_NAME_MAX + 1 */
-	char pid[16];
-	struct pcpu_reader_snapshot *snap;
-	struct pcpu_snapshot labeled;
-	int ok;
-	char err[320];
-};
-
-static const char *const EXTRA_LABELS[] = { "pcpu_segment", "pcpu_pid" };
-
-/* Reads one segment into g (ok or err set). */
-static void read_segment(struct server *sv, struct seg *g, struct pool *pl)
-{
-	pcpu_reader_t *r = pcpu_reader_open(g->key, &sv->ropt);
-	size_t f, i;
-	char *text;
-	size_t len;
-
-	if (!r) {
-		snprintf(g->err, sizeof g->err, "%s", pcpu_reader_error());
-		return;
-	}
-	snprintf(g->name, sizeof g->name, "%s", pcpu_reader_name(r));
-	snprintf(g->pid, sizeof g->pid, "%d", (int)pcpu_reader_pid(r));
-	if (pcpu_reader_snapshot(r, 0, &g->snap) < 0) {
-		snprintf(g->err, sizeof g->err, "%s", pcpu_reader_error());
-		pcpu_reader_close(r);
-		return;
-	}
-	pcpu_reader_close(r);
-
-	/* The labelled copy. */
-	g->labeled.nfamilies = g->snap->snapshot.nfamilies;
-	g->labeled.families = pool_alloc(pl, g->labeled.nfamilies * sizeof *g->labeled.families);
-	for (f = 0; f < g->labeled.nfamilies; f++) {
-		const struct pcpu_snapshot_family *in = &g->snap->snapshot.families[f];
-		struct pcpu_snapshot_family *out = (struct pcpu_snapshot_family *)&g->labeled.families[f];
-		const char **names = pool_alloc(pl, (in->nlabels + 2) * sizeof *names);
-		struct pcpu_snapshot_series *series = pool_alloc(pl, in->nseries * sizeof *series);
-		unsigned l;
-
-		*out = *in;
-		for (l = 0; l < in->nlabels; l++) {
-			if (strcmp(in->label_names[l], EXTRA_LABELS[0]) == 0 ||
-			    strcmp(in->label_names[l], EXTRA_LABELS[1]) == 0) {
-				snprintf(g->err, sizeof g->err,
-					 "metric %.100s uses the label %s, which the exporter adds itself",
-					 in->name, in->label_names[l]);
-				return;
-			}
-			names[l] = in->label_names[l];
-		}
-		names[in->nlabels] = EXTRA_LABELS[0];
-		names[in->nlabels + 1] = EXTRA_LABELS[1];
-		out->label_names = names;
-		out->nlabels = in->nlabels + 2;
-		for (i = 0; i < in->nseries; i++) {
-			const char **vals = pool_alloc(pl, (in->nlabels + 2) * sizeof *vals);
-
-			for (l = 0; l < in->nlabels; l++)
-				vals[l] = in->series[i].label_values[l];
-			vals[in->nlabels] = g->name;
-			vals[in->nlabels + 1] = g->pid;
-			series[i] = in->series[i];
-			series[i].label_values = vals;
-		}
-		out->series = series;
-	}
-	/* Valid on its own? (names, labels, UTF-8, bucket layouts...) */
-	if (pcpu_snapshot_write(&g->labeled, PCPU_FORMAT_PROMETHEUS, &text, &len) < 0) {
-		snprintf(g->err, sizeof g->err, "cannot be exposed: %s", pcpu_stats_error());
-		return;
-	}
-	free(text);
-	g->ok = 1;
-}
-
-/* Sample names a family writes (the OpenMetrics clash set), as the
- * statistics layer's registry reserves them. */
-static size_t sample_names(const struct pcpu_snapshot_family *f, char out[][PCPU_STATS_NAME_MAX + 16])
-{
-	static const char *const counter[] = { "", "_total", "_created" };
-	static const char *const gauge[] = { "" };
-	static const char *const hist[] = { "", "_bucket", "_count", "_sum", "_created" };
-	const char *const *suf = f->type == PCPU_METRIC_COUNTER ? counter : f->type == PCPU_METRIC_GAUGE ? gauge : hist;
-	size_t n = f->type == PCPU_METRIC_COUNTER ? 3 : f->type == PCPU_METRIC_GAUGE ? 1 : 5, i;
-
-	for (i = 0; i < n; i++)
-		snprintf(out[i], PCPU_STATS_NAME_MAX + 16, "%s%s", f->name, suf[i]);
-	return n;
-}
-
-static int str_eq(const char *a, const char *b)
-{
-	return strcmp(a ? a : "", b ? b : "") == 0;
-}
-
-static int same_family(const struct pcpu_snapshot_family *a, const struct pcpu_snapshot_family *b)
-{
-	unsigned l;
-
-	if (a->type != b->type || a->scale_exp10 != b->scale_exp10 || a->flags != b->flags ||
-	    a->nlabels != b->nlabels || !str_eq(a->help, b->help) || !str_eq(a->unit, b->unit) ||
-	    a->nbuckets != b->nbuckets)
-		return 0;
-	for (l = 0; l < a->nlabels; l++)
-		if (strcmp(a->label_names[l], b->label_names[l]) != 0)
-			return 0;
-	return a->type != PCPU_METRIC_HISTOGRAM || a->nbuckets < 2 ||
-	       memcmp(a->bucket_upper, b->bucket_upper, (a->nbuckets - 1) * sizeof(int64_t)) == 0;
-}
-
-/* The merged exposition under construction. */
-struct merged {
-	struct pcpu_snapshot_family *fams;
-	size_t n, cap;
-};
-
-static struct pcpu_snapshot_family *merged_find(struct merged *m, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < m->n; i++)
-		if (strcmp(m->fams[i].name, name) == 0)
-			return &m->fams[i];
-	return NULL;
-}
-
-/* Whether family f can join m: same name means same metadata; a different
- * name must not write a sample name another family writes. */
-static int merge_check(struct merged *m, const struct pcpu_snapshot_family *f, char *err, size_t cap)
-{
-	char mine[5][PCPU_STATS_NAME_MAX + 16], theirs[5][PCPU_STATS_NAME_MAX + 16];
-	struct pcpu_snapshot_family *e = merged_find(m, f->name);
-	size_t nm, nt, i, j, k;
-
-	if (e) {
-		if (!same_family(e, f)) {
-			snprintf(err, cap, "metric %.100s differs from another segment's (type, help, unit, "
-				 "labels or buckets)", f->name);
-			return -1;
-		}
-		return 0;
-	}
-	nm = sample_names(f, mine);
-	for (k = 0; k < m->n; k++) {
-		nt = sample_names(&m->fams[k], theirs);
-		for (i = 0; i < nm; i++)
-			for (j = 0; j < nt; j++)
-				if (strcmp(mine[i], theirs[j]) == 0) {
-					snprintf(err, cap, "metric %.100s clashes with metric %.100s of another "
-						 "segment", f->name, m->fams[k].name);
-					return -1;
-				}
-	}
-	return 0;
-}
-
-static void merge_add(struct merged *m, const struct pcpu_snapshot_family *f, struct pool *pl)
-{
-	struct pcpu_snapshot_family *e = merged_find(m, f->name);
-
-	if (e) {
-		struct pcpu_snapshot_series *s = pool_alloc(pl, (e->nseries + f->nseries) * sizeof *s);
-
-		memcpy(s, e->series, e->nseries * sizeof *s);
-		memcpy(s + e->nseries, f->series, f->nseries * sizeof *s);
-		e->series = s;
-		e->nseries += f->nseries;
-		return;
-	}
-	if (m->n == m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 32;
-		struct pcpu_snapshot_family *a = realloc(m->fams, cap * sizeof *a);
-		if (!a) {
-			fputs("pcpustat serve: out of memory\n", stderr);
-			exit(1);
-		}
-		m->fams = a;
-		m->cap = cap;
-	}
-	m->fams[m->n++] = *f;
-}
-
-static int cmp_fam(const void *a, const void *b)
-{
-	return strcmp(((const struct pcpu_snapshot_family *)a)->name,
-		      ((const struct pcpu_snapshot_family *)b)->name);
-}
-
-/* Builds the /metrics exposition. 0 with *body, or -1 with a message. */
-static int scrape_all(struct server *sv, enum pcpu_format fmt, char **body, size_t *len, char *err,
-		      size_t errcap)
-{
-	struct pool pl = { 0 };
-	struct merged m = { 0 };
-	struct seg *segs = NULL;
-	struct pcpu_snapshot_family up;
-	struct pcpu_snapshot_series *ups;
-	struct pcpu_snapshot all;
-	size_t n = 0, i, f;
-	int rc;
-
-	if (sv->ntargets) {
-		n = (size_t)sv->ntargets;
-		segs = pool_alloc(&pl, n * sizeof *segs);
-		for (i = 0; i < n; i++)
-			snprintf(segs[i].key, sizeof segs[i].key, "%s", sv->targets[i]);
-	} else {
-		struct pcpu_segment_info *info;
-
-		if (pcpu_segment_list(&sv->ropt, &info, &n) < 0) {
-			snprintf(err, errcap, "listing segments: %s", pcpu_reader_error());
-			return -1;
-		}
-		segs = pool_alloc(&pl, n * sizeof *segs);
-		for (i = 0; i < n; i++)
-			snprintf(segs[i].key, sizeof segs[i].key, "%s", info[i].file);
-		free(info);
-	}
-
-	/* pcpu_segment_up first: a segment may not clash with it either. */
-	memset(&up, 0, sizeof up);
-	up.name = "pcpu_segment_up";
-	up.help = "1 if pcpustat could read and expose the segment, 0 if not.";
-	up.type = PCPU_METRIC_GAUGE;
-	up.nlabels = 2;
-	up.label_names = EXTRA_LABELS;
-	ups = pool_alloc(&pl, (n ? n : 1) * sizeof *ups);
-	up.series = ups;
-	merge_add(&m, &up, &pl);
-
-	for (i = 0; i < n; i++) {
-		struct seg *g = &segs[i];
-
-		read_segment(sv, g, &pl);
-		for (f = 0; g->ok && f < g->labeled.nfamilies; f++)
-			if (merge_check(&m, &g->labeled.families[f], g->err, sizeof g->err) < 0)
-				g->ok = 0;
-		/* Families of one segment never clash among themselves (the
-		 * writer refused that), so checking against m suffices. */
-		for (f = 0; g->ok && f < g->labeled.nfamilies; f++)
-			merge_add(&m, &g->labeled.families[f], &pl);
-		report(sv, g->key, g->ok ? NULL : g->err);
-		if (!g->name[0]) {
-			/* Never opened: name and pid from the key if it is a file name. */
-			const char *k = g->key;
-			if (strncmp(k, "pcpu.", 5) == 0 && strchr(k + 5, '.')) {
-				int pl = (int)(strchr(k + 5, '.') - (k + 5));
-
-				snprintf(g->pid, sizeof g->pid, "%.*s", pl < 15 ? pl : 15, k + 5);
-				snprintf(g->name, sizeof g->name, "%.64s", strchr(k + 5, '.') + 1);
-			} else {
-				snprintf(g->name, sizeof g->name, "%.64s", k);
-			}
-		}
-		{
-			const char **vals = pool_alloc(&pl, 2 * sizeof *vals);
-			struct pcpu_snapshot_family *u = merged_find(&m, "pcpu_segment_up");
-
-			vals[0] = pool_strdup(&pl, g->name);
-			vals[1] = pool_strdup(&pl, g->pid);
-			ups[u->nseries].label_values = vals;
-			ups[u->nseries].value.gauge = g->ok;
-			u->series = ups;
-			u->nseries++;
-		}
-	}
-	qsort(m.fams, m.n, sizeof *m.fams, cmp_fam);
-	all.nfamilies = m.n;
-	all.families = m.fams;
-	rc = pcpu_snapshot_write(&all, fmt, body, len);
-	if (rc < 0)
-		snprintf(err, errcap, "writing the exposition: %s", pcpu_stats_error());
-	for (i = 0; i < n; i++)
-		pcpu_reader_snapshot_free(segs[i].snap);
-	free(m.fams);
-	pool_free(&pl);
-	return rc;
-}
-
-/* /metrics/SEGMENT: returns the HTTP status. */
-static int scrape_one(struct server *sv, const char *target, enum pcpu_format fmt, char **body,
-		      size_t *len, char *err, size_t errcap)
-{
-	struct pcpu_reader_snapshot *s;
-	pcpu_reader_t *r;
-	int i, allowed = sv->ntargets == 0;
-
-	for (i = 0; i < sv->ntargets; i++)
-		if (strcmp(sv->targets[i], target) == 0)
-			allowed = 1;
-	if (!allowed || !valid_target(target)) {
-		snprintf(err, errcap, "not a served segment: %.100s", target);
-		return 404;
-	}
-	r = pcpu_reader_open(target, &sv->ropt);
-	if (!r) {
-		int e = errno;
-		snprintf(err, errcap, "%s", pcpu_reader_error());
-		return e == ENOENT ? 404 : (e == EACCES || e == EPERM || e == ELOOP) ? 403 : 503;
-	}
-	if (pcpu_reader_snapshot(r, 0, &s) < 0) {
-		snprintf(err, errcap, "%s", pcpu_reader_error());
-		pcpu_reader_close(r);
-		return 503;
-	}
-	pcpu_reader_close(r);
-	if (pcpu_snapshot_write(&s->snapshot, fmt, body, len) < 0) {
-		snprintf(err, errcap, "segment %.100s cannot be exposed: %s", target, pcpu_stats_error());
-		pcpu_reader_snapshot_free(s);
-		return 503;
-	}
-	pcpu_reader_snapshot_free(s);
-	return 200;
-}
-
-/* ---- HTTP ------------------------------------------------------------------------- */
-
-/* Picks the format from an Accept header: OpenMetrics if its q is > 0 and
- * at least that of text/plain (or a wildcard), else Prometheus text. */
-static enum pcpu_format negotiate(const char *accept)
-{
-	double q_om = 0, q_text = 0;
-	const char *p = accept;
-
-	if (!accept)
-		return PCPU_FORMAT_PROMETHEUS;
-	while (*p) {
-		const char *end = strchr(p, ','), *semi;
-		char type[128];
-		double q = 1;
-		int version_ok = 1;
-		size_t tl;
-
-		if (!end)
-			end = p + strlen(p);
-		while (p < end && (*p == ' ' || *p == '\t'))
-			p++;
-		semi = memchr(p, ';', (size_t)(end - p));
-		tl = (size_t)((semi ? semi : end) - p);
-		while (tl && (p[tl - 1] == ' ' || p[tl - 1] == '\t'))
-			tl--;
-		if (tl >= sizeof type)
-			tl = sizeof type - 1;
-		memcpy(type, p, tl);
-		type[tl] = '\0';
-		/* Parameters: q=, version= */
-		while (semi && semi < end) {
-			const char *pn = semi + 1, *next = memchr(pn, ';', (size_t)(end - pn));
-			const char *pe = next ? next : end;
-
-			while (pn < pe && *pn == ' ')
-				pn++;
-			if ((size_t)(pe - pn) > 2 && strncasecmp(pn, "q=", 2) == 0)
-				q = strtod(pn + 2, NULL);
-			else if ((size_t)(pe - pn) > 8 && strncasecmp(pn, "version=", 8) == 0)
-				version_ok = strncmp(pn + 8, "1.0.0", 5) == 0 || strncmp(pn + 8, "0.0.1", 5) == 0;
-			semi = next;
-		}
-		if (q < 0 || q != q)
-			q = 0;
-		if (strcasecmp(type, "application/openmetrics-text") == 0 && version_ok) {
-			if (q > q_om)
-				q_om = q;
-		} else if (strcasecmp(type, "text/plain") == 0 || strcasecmp(type, "text/*") == 0 ||
-			   strcmp(type, "*/*") == 0) {
-			if (q > q_text)
-				q_text = q;
-		}
-		p = *end ? end + 1 : end;
-	}
-	return q_om > 0 && q_om >= q_text ? PCPU_FORMAT_OPENMETRICS : PCPU_FORMAT_PROMETHEUS;
-}
-
-struct client {
-	int fd;
-	char in[REQ_MAX];
-	size_t inlen;
+	z_stream z;
+	size_t cap;
 	char *out;
-	size_t outlen, outoff;
-	int keep_alive;
-	int draining; /* response sent, write side shut: discarding input until EOF */
-	double deadline;
-};
 
-static void respond(struct client *c, int status, const char *ctype, const char *body, size_t blen,
-		    int head_only, const char *extra)
-{
-	const char *reason = status == 200 ? "OK" : status == 400 ? "Bad Request" :
-			     status == 403 ? "Forbidden" : status == 404 ? "Not Found" :
-			     status == 405 ? "Method Not Allowed" : status == 431 ? "Request Header Fields Too Large" :
-			     status == 503 ? "Service Unavailable" : "Internal Server Error";
-	struct sbuf b = { 0 };
-
-	sb_printf(&b, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: %s\r\n%s\r\n",
-		  status, reason, ctype, blen, c->keep_alive ? "keep-alive" : "close", extra ? extra : "");
-	if (!head_only)
-		sb_putn(&b, body, blen);
-	free(c->out);
-	c->out = b.p;
-	c->outlen = b.len;
-	c->outoff = 0;
+	memset(&z, 0, sizeof z);
+	if (deflateInit2(&z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return NULL;
+	cap = deflateBound(&z, len);
+	out = malloc(cap ? cap : 1);
+	if (!out) {
+		deflateEnd(&z);
+		return NULL;
+	}
+	z.next_in = (Bytef *)body;
+	z.avail_in = (uInt)len;
+	z.next_out = (Bytef *)out;
+	z.avail_out = (uInt)cap;
+	if (len > 0xffffffffu || deflate(&z, Z_FINISH) != Z_STREAM_END) {
+		deflateEnd(&z);
+		free(out);
+		return NULL;
+	}
+	*zlen = z.total_out;
+	deflateEnd(&z);
+	return out;
 }
 
-static void respond_text(struct client *c, int status, const char *msg)
+/* Queues a response; `body` is malloc'ed and handed over (NULL: static
+ * text `text`). Failures to build one close the connection. */
+static enum MHD_Result reply(struct MHD_Connection *conn, int status, const char *ctype, char *body,
+			     size_t len, int close_it, const char *allow)
 {
-	char body[512];
+	struct MHD_Response *r;
+	enum MHD_Result ret;
 
-	snprintf(body, sizeof body, "%s\n", msg);
-	respond(c, status, "text/plain; charset=utf-8", body, strlen(body), 0, NULL);
+	r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+	if (close_it)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+	if (allow)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+	ret = MHD_queue_response(conn, (unsigned)status, r);
+	MHD_destroy_response(r);
+	return ret;
 }
 
-/* Finds header `name` in the request; copies its value. */
-static int header(const char *req, const char *name, char *out, size_t cap)
+static enum MHD_Result reply_text(struct MHD_Connection *conn, int status, const char *msg, int close_it,
+				  const char *allow)
 {
-	const char *p = strstr(req, "\r\n");
-	size_t nl = strlen(name);
+	size_t n = strlen(msg);
+	char *b = malloc(n + 2);
 
-	while (p && p[2] != '\r') {
-		const char *line = p + 2, *eol = strstr(line, "\r\n");
-
-		if (!eol)
-			break;
-		if ((size_t)(eol - line) > nl && strncasecmp(line, name, nl) == 0 && line[nl] == ':') {
-			const char *v = line + nl + 1;
-			size_t vl;
-
-			while (*v == ' ' || *v == '\t')
-				v++;
-			vl = (size_t)(eol - v);
-			if (vl >= cap)
-				vl = cap - 1;
-			memcpy(out, v, vl);
-			out[vl] = '\0';
-			return 1;
-		}
-		p = eol;
-	}
-	return 0;
+	if (!b)
+		return MHD_NO;
+	memcpy(b, msg, n);
+	b[n] = '\n';
+	b[n + 1] = '\0';
+	return reply(conn, status, "text/plain; charset=utf-8", b, n + 1, close_it, allow);
 }
 
-/* Handles the complete request in c->in[0 .. hdr_end). */
-static void handle(struct server *sv, struct client *c, size_t hdr_end)
+/* An exposition, gzip-compressed if the client takes it. */
+static enum MHD_Result reply_metrics(struct MHD_Connection *conn, enum pcpu_format fmt, char *body,
+				     size_t len)
 {
-	char method[16], target[256], version[16], accept[1024], conn[64], err[400];
-	char *req = c->in, *body = NULL, *q;
-	size_t blen = 0;
-	enum pcpu_format fmt;
-	int head, status;
+	const char *ae = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING);
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+	char *z = NULL;
+	size_t zlen = 0;
 
-	req[hdr_end - 2] = '\0'; /* keep one "\r\n" after the last header */
-	if (sscanf(req, "%15s %255s %15s", method, target, version) != 3 ||
-	    (strcmp(version, "HTTP/1.1") != 0 && strcmp(version, "HTTP/1.0") != 0)) {
-		c->keep_alive = 0;
-		respond_text(c, 400, "bad request");
-		return;
+	if (pcpu_format_gzip_acceptable(ae) && (z = gzip_body(body, len, &zlen)) != NULL) {
+		free(body);
+		body = z;
+		len = zlen;
 	}
-	c->keep_alive = strcmp(version, "HTTP/1.1") == 0;
-	if (header(req, "Connection", conn, sizeof conn)) {
-		if (strcasecmp(conn, "close") == 0)
-			c->keep_alive = 0;
-		else if (strcasecmp(conn, "keep-alive") == 0)
-			c->keep_alive = 1;
+	r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(body);
+		return MHD_NO;
 	}
-	head = strcmp(method, "HEAD") == 0;
-	if (!head && strcmp(method, "GET") != 0) {
-		respond(c, 405, "text/plain; charset=utf-8", "GET or HEAD only\n", 17, 0, "Allow: GET, HEAD\r\n");
-		return;
-	}
-	if ((q = strchr(target, '?')) != NULL)
-		*q = '\0';
-	fmt = negotiate(header(req, "Accept", accept, sizeof accept) ? accept : NULL);
-	if (strcmp(target, "/") == 0) {
-		static const char index_text[] =
-			"pcpustat serve: pcpu statistics for Prometheus\n"
-			"  /metrics          all served segments\n"
-			"  /metrics/SEGMENT  one segment (name, pid or file name)\n";
-		respond(c, 200, "text/plain; charset=utf-8", index_text, sizeof index_text - 1, head, NULL);
-		return;
-	}
-	if (strcmp(target, "/metrics") == 0) {
-		if (scrape_all(sv, fmt, &body, &blen, err, sizeof err) < 0) {
-			fprintf(stderr, "pcpustat serve: %s\n", err);
-			respond_text(c, 500, err);
-			return;
-		}
-		status = 200;
-	} else if (strncmp(target, "/metrics/", 9) == 0) {
-		status = scrape_one(sv, target + 9, fmt, &body, &blen, err, sizeof err);
-		if (status != 200) {
-			respond_text(c, status, err);
-			return;
-		}
-	} else {
-		respond_text(c, 404, "not found: try /metrics");
-		return;
-	}
-	respond(c, status, pcpu_format_content_type(fmt), body, blen, head, NULL);
-	free(body);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, pcpu_format_content_type(fmt));
+	MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ACCEPT_ENCODING);
+	if (z)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+	ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ret;
 }
 
-static void client_close(struct client *c)
+/* Basic authentication per the web configuration: 1 to go on, 0 when a
+ * 401 was queued (ret set). */
+static int authorized(struct server *sv, struct MHD_Connection *conn, enum MHD_Result *ret)
 {
-	close(c->fd);
-	free(c->out);
-	free(c);
-}
+	struct MHD_Response *r;
+	char *user, *pass = NULL;
+	int ok;
 
-/* Handles a complete request waiting in the buffer, if any. */
-static void client_handle_buffered(struct server *sv, struct client *c)
-{
-	char *end = c->out ? NULL : strstr(c->in, "\r\n\r\n");
-	size_t used, rest;
-	char saved[REQ_MAX];
-
-	if (!end)
-		return;
-	/* Bodies are not expected (GET/HEAD); pipelined requests that follow
-	 * are kept for after this response. */
-	used = (size_t)(end - c->in) + 4;
-	rest = c->inlen - used;
-	memcpy(saved, c->in + used, rest);
-	handle(sv, c, used);
-	memcpy(c->in, saved, rest);
-	c->inlen = rest;
-	c->in[rest] = '\0';
-	c->deadline = now_s() + client_timeout;
-}
-
-/* Reads what is there; 0 keep, -1 close. */
-static int client_read(struct server *sv, struct client *c)
-{
-	for (;;) {
-		ssize_t n;
-
-		client_handle_buffered(sv, c);
-		if (c->out)
-			return 0; /* a response is pending: read the next request later */
-		if (c->inlen >= REQ_MAX - 1) {
-			c->keep_alive = 0;
-			respond_text(c, 431, "request headers too large");
-			return 0;
-		}
-		n = recv(c->fd, c->in + c->inlen, REQ_MAX - 1 - c->inlen, 0);
-		if (n == 0)
-			return -1;
-		if (n < 0)
-			return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -1;
-		c->inlen += (size_t)n;
-		c->in[c->inlen] = '\0';
+	if (!sv->wc.nusers)
+		return 1;
+	user = MHD_basic_auth_get_username_password(conn, &pass);
+	ok = user && pass && web_config_check_user(&sv->wc, user, pass);
+	if (user)
+		MHD_free(user);
+	if (pass) {
+		explicit_bzero(pass, strlen(pass));
+		MHD_free(pass);
 	}
-}
-
-/* Writes what it can; 0 keep, -1 close. */
-static int client_write(struct client *c)
-{
-	while (c->outoff < c->outlen) {
-		ssize_t n = send(c->fd, c->out + c->outoff, c->outlen - c->outoff, MSG_NOSIGNAL);
-
-		if (n < 0)
-			return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -1;
-		c->outoff += (size_t)n;
-	}
-	free(c->out);
-	c->out = NULL;
-	if (!c->keep_alive) {
-		/* Closing with unread input would send a reset, which may
-		 * destroy the response before the client read it: shut our
-		 * side, then read and drop what comes, for a second at most. */
-		shutdown(c->fd, SHUT_WR);
-		c->draining = 1;
-		c->deadline = now_s() + 1.0;
+	if (ok)
+		return 1;
+	r = MHD_create_response_from_buffer(13, (void *)"Unauthorized\n", MHD_RESPMEM_PERSISTENT);
+	if (!r) {
+		*ret = MHD_NO;
 		return 0;
 	}
-	c->deadline = now_s() + client_timeout;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+	*ret = MHD_queue_basic_auth_fail_response(conn, "pcpustat", r);
+	MHD_destroy_response(r);
 	return 0;
 }
 
-/* Drops input after the last response; 0 keep, -1 close. */
-static int client_drain(struct client *c)
+/* Client certificates the TLS handshake requested: checked here, as
+ * libmicrohttpd leaves verification to the application. 1 to go on. */
+static int client_cert_ok(struct server *sv, struct MHD_Connection *conn)
 {
-	char scratch[4096];
+	const union MHD_ConnectionInfo *ci;
+	unsigned status = 0;
+	int have;
 
-	for (;;) {
-		ssize_t n = recv(c->fd, scratch, sizeof scratch, 0);
+	if (!sv->tls || sv->wc.client_auth == WEB_CLIENT_NONE)
+		return 1;
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	if (!ci || !ci->tls_session)
+		return 0;
+	have = gnutls_certificate_get_peers((gnutls_session_t)ci->tls_session, &(unsigned){ 0 }) != NULL;
+	if (!have)
+		return sv->wc.client_auth == WEB_CLIENT_REQUEST || sv->wc.client_auth == WEB_CLIENT_VERIFY_IF_GIVEN;
+	if (sv->wc.client_auth == WEB_CLIENT_REQUEST || sv->wc.client_auth == WEB_CLIENT_REQUIRE_ANY)
+		return 1;
+	return gnutls_certificate_verify_peers2((gnutls_session_t)ci->tls_session, &status) == 0 && status == 0;
+}
 
-		if (n == 0)
-			return -1;
-		if (n < 0)
-			return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -1;
+static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+			      const char *version, const char *upload_data, size_t *upload_data_size,
+			      void **con_cls)
+{
+	static int started;
+	struct server *sv = cls;
+	const char *cl, *te;
+	struct scrape_result res;
+	enum pcpu_format fmt;
+	enum MHD_Result ret;
+
+	(void)version;
+	(void)upload_data;
+	/* A request with a body is refused on the first call, when the
+	 * headers are in: libmicrohttpd then discards the body and closes
+	 * the connection, so its bytes cannot pass for a second request
+	 * behind a keep-alive proxy. Others are answered on the second call
+	 * (a response queued before then closes the connection too). */
+	if (!*con_cls) {
+		*con_cls = &started;
+		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+		if (te || (cl && strcmp(cl, "0") != 0))
+			return reply_text(conn, MHD_HTTP_BAD_REQUEST, "request bodies are not accepted", 1, NULL);
+		return MHD_YES;
+	}
+	if (*upload_data_size)
+		return MHD_NO; /* not reached: a body was refused above */
+	if (!client_cert_ok(sv, conn))
+		return reply_text(conn, MHD_HTTP_FORBIDDEN, "client certificate refused", 1, NULL);
+	if (!authorized(sv, conn, &ret))
+		return ret;
+	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+		return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "GET or HEAD only", 0, "GET, HEAD");
+	fmt = pcpu_format_negotiate(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT));
+	if (strcmp(url, "/") == 0) {
+		char *b = strdup(index_text);
+
+		return b ? reply(conn, MHD_HTTP_OK, "text/plain; charset=utf-8", b, strlen(b), 0, NULL) : MHD_NO;
+	}
+	if (strcmp(url, "/metrics") == 0)
+		scrape_all(&sv->cf, &sv->st, fmt, &res);
+	else if (strncmp(url, "/metrics/", 9) == 0)
+		scrape_one(&sv->cf, url + 9, fmt, &res);
+	else
+		return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found: try /metrics", 0, NULL);
+	if (res.status != 200) {
+		if (res.status >= 500)
+			fprintf(stderr, "pcpustat serve: %s: %s\n", url, res.msg);
+		return reply_text(conn, res.status, res.msg, 0, NULL);
+	}
+	return reply_metrics(conn, fmt, res.body, res.len);
+}
+
+/* Shedding idle clients: libmicrohttpd closes connections past the limit
+ * at once, so clients that only hold connections open could keep scrapes
+ * out until --timeout. Past three quarters of the limit, every connection
+ * gets a 1 s inactivity timeout instead (a scrape in progress is active:
+ * unaffected); below half the limit, new ones get --timeout again. Runs
+ * in libmicrohttpd's one thread, after the connection joined its lists
+ * (where MHD_set_connection_option() may change its timeout). */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	struct server *sv = cls;
+	struct tracked *t = *socket_context;
+	size_t i;
+
+	if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (!t)
+			return;
+		sv->conns[t->index] = sv->conns[--sv->nconns];
+		sv->conns[t->index]->index = t->index;
+		free(t);
+		*socket_context = NULL;
+		if (sv->shedding && sv->nconns < sv->limit / 2)
+			sv->shedding = 0;
+		return;
+	}
+	if (sv->nconns == sv->capconns) {
+		size_t cap = sv->capconns ? sv->capconns * 2 : 64;
+		struct tracked **p = realloc(sv->conns, cap * sizeof *p);
+
+		if (!p)
+			return; /* untracked: only never shed early */
+		sv->conns = p;
+		sv->capconns = cap;
+	}
+	t = malloc(sizeof *t);
+	if (!t)
+		return;
+	t->conn = conn;
+	t->index = sv->nconns;
+	sv->conns[sv->nconns++] = t;
+	*socket_context = t;
+	if (!sv->shedding && sv->nconns > sv->limit - sv->limit / 4) {
+		sv->shedding = 1;
+		for (i = 0; i < sv->nconns; i++)
+			MHD_set_connection_option(sv->conns[i]->conn, MHD_CONNECTION_OPTION_TIMEOUT, 1u);
+	} else if (sv->shedding) {
+		MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, 1u);
 	}
 }
 
-static int listen_on(const char *spec, char *shown, size_t cap)
+/* libmicrohttpd's messages, prefixed as ours. A message repeated within
+ * 10 s is counted, not printed: a client opening connections past the
+ * limit in a loop must not flood the log ("reached connection limit"). */
+static void log_mhd(void *cls, const char *fmt, va_list ap)
+{
+	static const char *last;
+	static time_t last_t;
+	static unsigned long repeats;
+	time_t now = time(NULL);
+
+	(void)cls;
+	if (fmt == last && now - last_t < 10) {
+		repeats++;
+		return;
+	}
+	if (repeats)
+		fprintf(stderr, "pcpustat serve: (the last message %lu more times)\n", repeats);
+	last = fmt;
+	last_t = now;
+	repeats = 0;
+	fputs("pcpustat serve: ", stderr);
+	vfprintf(stderr, fmt, ap);
+}
+
+/* The listening socket (passed to libmicrohttpd), and its address in shown. */
+static int listen_on(const char *spec, char *shown, size_t cap, int protected)
 {
 	char host[256], port[16];
 	struct addrinfo hints, *ai = NULL, *a;
@@ -829,7 +440,7 @@ static int listen_on(const char *spec, char *shown, size_t cap)
 		if (fd < 0)
 			continue;
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-		if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 64) == 0)
+		if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 128) == 0)
 			break;
 		close(fd);
 		fd = -1;
@@ -857,12 +468,64 @@ static int listen_on(const char *spec, char *shown, size_t cap)
 			snprintf(shown, cap, "%s:%u", addr, ntohs(s4->sin_port));
 			loopback = (ntohl(s4->sin_addr.s_addr) >> 24) == 127;
 		}
-		if (!loopback)
+		if (!loopback && !protected)
 			fprintf(stderr, "pcpustat serve: warning: %s is not a loopback address: whoever "
-				"can reach it reads these statistics\n", shown);
+				"can reach it reads these statistics (see --web.config.file)\n", shown);
 	}
 	freeaddrinfo(ai);
 	return fd;
+}
+
+/* Sizes like 256M: 0 or -1. */
+static int parse_bytes(const char *s, size_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || s[0] == '-')
+		return -1;
+	switch (*end) {
+	case 'G': case 'g':
+		v <<= 10;
+		/* fall through */
+	case 'M': case 'm':
+		v <<= 10;
+		/* fall through */
+	case 'K': case 'k':
+		v <<= 10;
+		end++;
+		break;
+	}
+	if (*end || v < 4096 || v > (unsigned long long)SIZE_MAX / 2)
+		return -1;
+	*out = (size_t)v;
+	return 0;
+}
+
+/* Descriptors for maxc connections: raises the soft limit toward the hard
+ * one; returns the connection limit that leaves FD_RESERVE free. */
+static size_t fit_descriptors(size_t maxc)
+{
+	struct rlimit rl;
+	rlim_t want = (rlim_t)maxc + FD_RESERVE + 3;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return maxc;
+	if (rl.rlim_cur < want) {
+		rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur < want) {
+		size_t fit = rl.rlim_cur > FD_RESERVE + 4 ? (size_t)rl.rlim_cur - FD_RESERVE - 3 : 1;
+
+		fprintf(stderr, "pcpustat serve: %zu descriptors allowed (ulimit -n): serving %zu connections "
+			"at once, not %zu\n", (size_t)rl.rlim_cur, fit, maxc);
+		return fit;
+	}
+	return maxc;
 }
 
 int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
@@ -874,21 +537,27 @@ int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 		{ "any-owner", no_argument, NULL, 'a' },
 		{ "max-clients", required_argument, NULL, 'm' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "max-bytes", required_argument, NULL, 'B' },
+		{ "web.config.file", required_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct server sv;
-	struct client **clients;
-	struct pollfd *pfd;
-	struct sigaction sa;
-	const char *listen_spec = "127.0.0.1:9464";
-	char shown[128];
-	size_t nclients = 0, maxc = 64, i;
-	int c, lfd;
+	struct MHD_Daemon *d;
+	struct MHD_OptionItem opts[16];
+	sigset_t sigs;
+	const char *listen_spec = "127.0.0.1:9464", *web_config = NULL;
+	char shown[128], err[512];
+	size_t maxc = 1024, nopt = 0, i;
+	double timeout = 10;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+	int c, lfd, sig;
 
 	memset(&sv, 0, sizeof sv);
-	sv.ropt = *ropt;
+	sv.cf.ropt = *ropt;
+	sv.cf.max_bytes = (size_t)256 << 20;
 	optind = 1;
+	argv[0] = (char *)"pcpustat serve"; /* getopt's messages, as ours */
 	while ((c = getopt_long(argc, argv, "l:d:u:ah", longopts, NULL)) != -1) {
 		unsigned uid;
 		char *end;
@@ -898,32 +567,41 @@ int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 			listen_spec = optarg;
 			break;
 		case 'd':
-			sv.ropt.dir = optarg;
+			sv.cf.ropt.dir = optarg;
 			break;
 		case 'u':
 			if (parse_user(optarg, &uid) < 0) {
 				fprintf(stderr, "pcpustat serve: no such user '%s'\n", optarg);
 				return 2;
 			}
-			sv.ropt.flags = (sv.ropt.flags & ~(unsigned)PCPU_READER_ANY_OWNER) | PCPU_READER_OWNER;
-			sv.ropt.owner = (uid_t)uid;
+			sv.cf.ropt.flags = (sv.cf.ropt.flags & ~(unsigned)PCPU_READER_ANY_OWNER) | PCPU_READER_OWNER;
+			sv.cf.ropt.owner = (uid_t)uid;
 			break;
 		case 'a':
-			sv.ropt.flags |= PCPU_READER_ANY_OWNER;
+			sv.cf.ropt.flags |= PCPU_READER_ANY_OWNER;
 			break;
 		case 'm':
 			maxc = strtoul(optarg, &end, 10);
-			if (*end || maxc < 1 || maxc > 4096) {
-				fputs("pcpustat serve: --max-clients wants 1..4096\n", stderr);
+			if (*end || maxc < 1 || maxc > 65536) {
+				fputs("pcpustat serve: --max-clients wants 1..65536\n", stderr);
 				return 2;
 			}
 			break;
 		case 't':
-			client_timeout = strtod(optarg, &end);
-			if (*end || !(client_timeout >= 0.1 && client_timeout <= 3600)) {
-				fputs("pcpustat serve: --timeout wants seconds in [0.1, 3600]\n", stderr);
+			timeout = strtod(optarg, &end);
+			if (*end || !(timeout >= 1 && timeout <= 3600)) {
+				fputs("pcpustat serve: --timeout wants seconds in [1, 3600]\n", stderr);
 				return 2;
 			}
+			break;
+		case 'B':
+			if (parse_bytes(optarg, &sv.cf.max_bytes) < 0) {
+				fputs("pcpustat serve: --max-bytes wants a size of at least 4K (e.g. 64M)\n", stderr);
+				return 2;
+			}
+			break;
+		case 'W':
+			web_config = optarg;
 			break;
 		case 'h':
 			fputs(serve_usage, stdout);
@@ -938,97 +616,68 @@ int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 			fprintf(stderr, "pcpustat serve: '%s' is not a segment name, pid or file name\n", argv[i]);
 			return 2;
 		}
-	sv.targets = argv + optind;
-	sv.ntargets = argc - optind;
+	sv.cf.targets = argv + optind;
+	sv.cf.ntargets = (size_t)(argc - optind);
+	if (web_config) {
+		if (web_config_load(web_config, &sv.wc, err, sizeof err) < 0) {
+			fprintf(stderr, "pcpustat serve: %s: %s\n", web_config, err);
+			return 2;
+		}
+		sv.tls = sv.wc.cert_pem != NULL;
+	}
 
-	lfd = listen_on(listen_spec, shown, sizeof shown);
-	if (lfd < 0)
+	lfd = listen_on(listen_spec, shown, sizeof shown, sv.tls || sv.wc.nusers);
+	if (lfd < 0) {
+		web_config_free(&sv.wc);
 		return 1;
-	printf("pcpustat serve: listening on http://%s/metrics\n", shown);
-	fflush(stdout);
+	}
+	maxc = fit_descriptors(maxc);
+	sv.limit = maxc;
 
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	/* SIGINT and SIGTERM are taken by sigwait() below: blocked before
+	 * libmicrohttpd's thread starts, so they reach only this one. */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	clients = calloc(maxc, sizeof *clients);
-	pfd = calloc(maxc + 1, sizeof *pfd);
-	if (!clients || !pfd) {
-		fputs("pcpustat serve: out of memory\n", stderr);
+	/* The logger first, so that the other options' messages use it. */
+	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)log_mhd, NULL };
+	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET, lfd, NULL };
+	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_LIMIT, (intptr_t)maxc, NULL };
+	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)(timeout + 0.999), NULL };
+	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONNECTION_MEMORY, NULL };
+	/* Strict: HTTP/1.1 without Host is refused (400). */
+	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_STRICT_FOR_CLIENT, 1, NULL };
+	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1, NULL };
+	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, &sv };
+	if (sv.tls) {
+		flags |= MHD_USE_TLS;
+		opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, sv.wc.cert_pem };
+		opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, sv.wc.key_pem };
+		opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_PRIORITIES, 0, sv.wc.priorities };
+		if (sv.wc.ca_pem)
+			opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_TRUST, 0, sv.wc.ca_pem };
+	}
+	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
+	d = MHD_start_daemon(flags, 0, NULL, NULL, handle, &sv, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+	if (!d) {
+		fprintf(stderr, "pcpustat serve: cannot start the HTTP server on %s\n", shown);
+		close(lfd);
+		web_config_free(&sv.wc);
 		return 1;
 	}
-	while (!stop) {
-		double t = now_s(), next = t + 1;
-		int timeout, n;
+	printf("pcpustat serve: listening on %s://%s/metrics\n", sv.tls ? "https" : "http", shown);
+	fflush(stdout);
 
-		pfd[0].fd = lfd;
-		pfd[0].events = nclients < maxc ? POLLIN : 0;
-		for (i = 0; i < nclients; i++) {
-			pfd[i + 1].fd = clients[i]->fd;
-			pfd[i + 1].events = clients[i]->out && !clients[i]->draining ? POLLOUT : POLLIN;
-			pfd[i + 1].revents = 0;
-			if (clients[i]->deadline < next)
-				next = clients[i]->deadline;
-		}
-		timeout = next > t ? (int)((next - t) * 1000) + 1 : 0;
-		n = poll(pfd, nclients + 1, timeout);
-		if (n < 0 && errno != EINTR)
-			break;
-		t = now_s();
-		/* Clients first (indices stay valid while we compact). */
-		for (i = nclients; i-- > 0;) {
-			struct client *cl = clients[i];
-			short re = pfd[i + 1].revents;
-			int drop = 0;
-
-			if (n > 0 && re & (POLLERR | POLLNVAL))
-				drop = 1;
-			else if (cl->draining)
-				drop = (n > 0 && re & (POLLIN | POLLHUP)) ? client_drain(cl) < 0 : 0;
-			else if (n > 0 && re & POLLIN)
-				drop = client_read(&sv, cl) < 0;
-			else if (n > 0 && re & POLLHUP && !cl->out)
-				drop = 1;
-			if (!drop && cl->out)
-				drop = client_write(cl) < 0;
-			if (!drop && !cl->out && !cl->draining && cl->inlen) {
-				/* A pipelined request already read: serve it now. */
-				client_handle_buffered(&sv, cl);
-				if (cl->out)
-					drop = client_write(cl) < 0;
-			}
-			if (!drop && t > cl->deadline)
-				drop = 1; /* too slow: a request or response took too long */
-			if (drop) {
-				client_close(cl);
-				clients[i] = clients[--nclients];
-			}
-		}
-		if (n > 0 && pfd[0].revents & POLLIN) {
-			while (nclients < maxc) {
-				int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-				struct client *cl;
-
-				if (fd < 0)
-					break;
-				cl = calloc(1, sizeof *cl);
-				if (!cl) {
-					close(fd);
-					break;
-				}
-				cl->fd = fd;
-				cl->deadline = t + client_timeout;
-				clients[nclients++] = cl;
-			}
-		}
-	}
-	for (i = 0; i < nclients; i++)
-		client_close(clients[i]);
-	free(clients);
-	free(pfd);
-	free(sv.seen);
+	do
+		sig = 0;
+	while (sigwait(&sigs, &sig) != 0 || (sig != SIGINT && sig != SIGTERM));
+	MHD_stop_daemon(d); /* closes every connection: on_connection() frees each */
+	free(sv.conns);
 	close(lfd);
+	scrape_state_free(&sv.st);
+	web_config_free(&sv.wc);
 	return 0;
 }

@@ -238,6 +238,84 @@ PCPU_API const char *pcpu_stats_sample_suffix(enum pcpu_metric_type type);
 PCPU_API const char *pcpu_metric_type_name(enum pcpu_metric_type type);
 
 /**
+ * The format to answer an HTTP request with, from its Accept header (NULL:
+ * none sent), as Prometheus clients negotiate: the media range with the
+ * highest q among
+ *   application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;
+ *     encoding=delimited         -> PCPU_FORMAT_PROTOBUF, only where
+ *                                   pcpu_format_supported() says 1
+ *   application/openmetrics-text (version 1.0.0, 0.0.1 or none)
+ *                                -> PCPU_FORMAT_OPENMETRICS
+ *   text/plain (version 0.0.4 or none), text/<star>, <star>/<star>
+ *                                -> PCPU_FORMAT_PROMETHEUS
+ * Ties go to protobuf, then OpenMetrics. q=0, unknown versions and
+ * malformed elements count as not acceptable; when nothing is acceptable
+ * the answer is PCPU_FORMAT_PROMETHEUS (what Prometheus' own clients do,
+ * rather than 406). Never PCPU_FORMAT_JSON. Never fails.
+ * Thread-safe; async-signal-safe (no allocation); cost: linear in the
+ * header's length.
+ */
+PCPU_API enum pcpu_format pcpu_format_negotiate(const char *accept);
+
+/**
+ * 1 if an HTTP Accept-Encoding header (NULL: none sent) accepts gzip
+ * ("gzip" or "x-gzip" with q > 0, or "*" with q > 0 and no gzip entry),
+ * else 0. Prometheus asks for gzip on every scrape. Never fails.
+ * Thread-safe; async-signal-safe; cost: linear in the header's length.
+ */
+PCPU_API int pcpu_format_gzip_acceptable(const char *accept_encoding);
+
+/** Several snapshots merged into one exposition (pcpu_snapshot_merge_new()). */
+typedef struct pcpu_snapshot_merge pcpu_snapshot_merge_t;
+
+/**
+ * A new, empty merge: what an exporter of several processes' statistics
+ * builds its exposition with. Returns NULL with errno ENOMEM.
+ * Thread-safe; a merge itself is used by one thread at a time.
+ */
+PCPU_API pcpu_snapshot_merge_t *pcpu_snapshot_merge_new(void);
+
+/**
+ * Adds every family of snapshot `s` to merge `m`, each series given the
+ * `nlabels` extra labels `label_names[i]="label_values[i]"` after its own
+ * (e.g. the process it came from). All or nothing: on failure `m` is as
+ * before, so one bad input never spoils the others.
+ *
+ * A family whose name is already merged must have the same type, help,
+ * unit, scale, flags, label names and bucket bounds; its series are
+ * appended. A new family must not write a sample name another family
+ * writes (`foo_total` of counter foo against gauge foo_total). `s` must be
+ * valid on its own once labelled (pcpu_snapshot_write()'s checks), and the
+ * extra labels must make its series distinct from those already merged
+ * (the caller's job: e.g. a pid label; pcpu_snapshot_write() of the result
+ * fails on duplicates).
+ *
+ * `s` and the strings and arrays it points to, and the extra names and
+ * values, are referenced, not copied: they must outlive `m`.
+ *
+ * Errors (-1, errno, pcpu_stats_error() says which family and why): EINVAL
+ * for a NULL argument, an invalid extra label, a family that already has
+ * one of the extra label names, a snapshot invalid once labelled, a
+ * conflict with a family merged before; ENOMEM.
+ * Cost: linear in the size of `s` (families found by a hash of their
+ * sample names; `s` is validated once). Not async-signal-safe (allocates).
+ */
+PCPU_API int pcpu_snapshot_merge_add(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot *s,
+				     unsigned nlabels, const char *const *label_names,
+				     const char *const *label_values);
+
+/**
+ * The merged snapshot: families sorted by name, series in the order they
+ * were added. Valid until the next pcpu_snapshot_merge_add() or
+ * pcpu_snapshot_merge_free() of `m`. Returns NULL with errno ENOMEM (or
+ * EINVAL for a NULL `m`). Cost: sorting the family names.
+ */
+PCPU_API const struct pcpu_snapshot *pcpu_snapshot_merge_result(pcpu_snapshot_merge_t *m);
+
+/** Frees a merge (not the snapshots added to it); NULL is a no-op. */
+PCPU_API void pcpu_snapshot_merge_free(pcpu_snapshot_merge_t *m);
+
+/**
  * Checks a metric (family) name: `[a-zA-Z_:][a-zA-Z0-9_:]*`, 1 to
  * PCPU_STATS_NAME_MAX bytes. Returns 0, or -1 with errno EINVAL and a
  * message for pcpu_stats_error() saying what is wrong (which character,

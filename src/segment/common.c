@@ -433,6 +433,11 @@ int pcpu__seg_parse_file_name(const char *file, pid_t *pid, char *name)
 
 	if (strncmp(file, PCPU__SEG_FILE_PREFIX, sizeof PCPU__SEG_FILE_PREFIX - 1) != 0)
 		return -1;
+	/* Canonical only: one file name per (pid, name). With leading zeros,
+	 * anyone could plant pcpu.0<PID>.<NAME>, a second file that parses as
+	 * another process's segment. */
+	if (*p == '0')
+		return -1;
 	for (; *p >= '0' && *p <= '9'; p++, digits++) {
 		v = v * 10 + (unsigned)(*p - '0');
 		if (digits > 9)

@@ -524,8 +524,49 @@ static int dirs_open(const struct pcpu_reader_options *o, struct pcpu__seg_dirs 
 				   ds);
 }
 
+/* Adds directory k's entry `fname` to the candidates if it is a segment
+ * file that matches (file name, or name and/or pid). 0, or -1 (ENOMEM). */
+static int add_candidate(const struct pcpu_reader_options *o, int dfd, size_t k, const char *fname,
+			 const char *file, const char *name, pid_t pid, struct candidate **c, size_t *n,
+			 size_t *cap)
+{
+	struct candidate one;
+	struct stat st;
+
+	if (pcpu__seg_parse_file_name(fname, &one.pid, one.name) < 0)
+		return 0;
+	if ((file && strcmp(file, fname) != 0) || (name && strcmp(name, one.name) != 0) ||
+	    (pid && pid != one.pid))
+		return 0;
+	if (strlen(fname) >= sizeof one.file)
+		return 0;
+	strcpy(one.file, fname);
+	one.dir = k;
+	one.owner = 0;
+	one.owner_ok = 0;
+	if (fstatat(dfd, fname, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		one.owner = st.st_uid;
+		one.owner_ok = S_ISREG(st.st_mode) && owner_accepted(o, st.st_uid);
+	} else if (file) {
+		return 0; /* looked up by name: not there */
+	}
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 16;
+		struct candidate *p = realloc(*c, nc * sizeof *p);
+		if (!p)
+			return pcpu__seg_fail(ENOMEM, "out of memory");
+		*c = p;
+		*cap = nc;
+	}
+	(*c)[(*n)++] = one;
+	return 0;
+}
+
 /* Collects the segment files of the directories that match: a file name
- * (`file`), or a name and/or pid. */
+ * (`file`), or a name and/or pid. A file name is looked up directly in
+ * each directory, never by reading it whole: opening each of n listed
+ * segments by its file name then costs O(n), not O(n^2) (20,000 junk
+ * files made one scrape take minutes). */
 static int scan_dirs(const struct pcpu__seg_dirs *ds, const struct pcpu_reader_options *o,
 		     const char *file, const char *name, pid_t pid, struct candidate **out, size_t *n)
 {
@@ -537,11 +578,20 @@ static int scan_dirs(const struct pcpu__seg_dirs *ds, const struct pcpu_reader_o
 	for (k = 0; k < ds->n; k++) {
 		struct dirent *de;
 		DIR *d;
-		int dfd = pcpu__seg_dirs_fd(ds, k);
+		int dfd = pcpu__seg_dirs_fd(ds, k), rc = 0;
 
 		if (dfd < 0 && ds->d[k].name[0] &&
 		    (errno == ENOENT || errno == EAGAIN || errno == EPERM || errno == ELOOP || errno == ENOTDIR))
 			continue; /* a per-user directory that went away or changed */
+		if (dfd >= 0 && file) {
+			rc = add_candidate(o, dfd, k, file, file, name, pid, &c, n, &cap);
+			close(dfd);
+			if (rc < 0) {
+				free(c);
+				return -1;
+			}
+			continue;
+		}
 		d = dfd < 0 ? NULL : fdopendir(dfd);
 		if (!d) {
 			/* EMFILE and the like: an error, not an empty directory. */
@@ -551,39 +601,13 @@ static int scan_dirs(const struct pcpu__seg_dirs *ds, const struct pcpu_reader_o
 			free(c);
 			return pcpu__seg_fail(e, "%s: %s", ds->d[k].path, strerror(e));
 		}
-		while ((de = readdir(d)) != NULL) {
-			struct candidate one;
-			struct stat st;
-
-			if (pcpu__seg_parse_file_name(de->d_name, &one.pid, one.name) < 0)
-				continue;
-			if ((file && strcmp(file, de->d_name) != 0) || (name && strcmp(name, one.name) != 0) ||
-			    (pid && pid != one.pid))
-				continue;
-			if (strlen(de->d_name) >= sizeof one.file)
-				continue;
-			strcpy(one.file, de->d_name);
-			one.dir = k;
-			one.owner = 0;
-			one.owner_ok = 0;
-			if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-				one.owner = st.st_uid;
-				one.owner_ok = S_ISREG(st.st_mode) && owner_accepted(o, st.st_uid);
-			}
-			if (*n == cap) {
-				size_t nc = cap ? cap * 2 : 16;
-				struct candidate *p = realloc(c, nc * sizeof *p);
-				if (!p) {
-					free(c);
-					closedir(d);
-					return pcpu__seg_fail(ENOMEM, "out of memory");
-				}
-				c = p;
-				cap = nc;
-			}
-			c[(*n)++] = one;
-		}
+		while (rc == 0 && (de = readdir(d)) != NULL)
+			rc = add_candidate(o, dirfd(d), k, de->d_name, file, name, pid, &c, n, &cap);
 		closedir(d);
+		if (rc < 0) {
+			free(c);
+			return -1;
+		}
 	}
 	*out = c;
 	return 0;
@@ -669,7 +693,8 @@ pcpu_reader_t *pcpu_reader_open(const char *target, const struct pcpu_reader_opt
 		file = target;
 	} else if (all_digits(target)) {
 		unsigned long v = strtoul(target, NULL, 10);
-		if (v == 0 || v > 0x7fffffff) {
+		/* Digits with a leading zero name no pid (canonical form). */
+		if (v == 0 || v > 0x7fffffff || target[0] == '0' || strlen(target) > 10) {
 			pcpu__seg_fail(ENOENT, "no segment of process %s", target);
 			return NULL;
 		}

@@ -48,6 +48,28 @@ PCPU_HIDDEN int pcpu__check_unit(const char *name, const char *unit);
 PCPU_HIDDEN size_t pcpu__type_suffixes(enum pcpu_metric_type type, const char *const **suffixes);
 PCPU_HIDDEN const char *pcpu__type_name(enum pcpu_metric_type type);
 
+/* ---- arena.c: memory freed all at once ---- */
+
+struct pcpu__arena_block;
+struct pcpu__arena {
+	struct pcpu__arena_block *blocks;
+	int failed; /* an allocation failed (and returned NULL) */
+};
+/* n bytes, 16-byte aligned, valid until pcpu__arena_free(); NULL (and
+ * a->failed set) without memory. */
+PCPU_HIDDEN void *pcpu__arena_alloc(struct pcpu__arena *a, size_t n);
+PCPU_HIDDEN void pcpu__arena_free(struct pcpu__arena *a);
+
+/* FNV-1a, 64 bits: pcpu__fnv1a(PCPU__FNV_OFFSET, s). Sequential, so the
+ * hash of "foo" then "_total" is the hash of "foo_total". */
+#define PCPU__FNV_OFFSET 1469598103934665603ull
+static inline uint64_t pcpu__fnv1a(uint64_t h, const char *s)
+{
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
 /* ---- expose.c ---- */
 
 /* pcpu_snapshot_write(), without the validation pass when `validate` is 0:

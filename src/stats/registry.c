@@ -43,15 +43,9 @@
 #include "registry.h"
 #include "../internal.h"
 
-#define FNV_OFFSET 1469598103934665603ull
+#define FNV_OFFSET PCPU__FNV_OFFSET
 #define FNV_PRIME 1099511628211ull
-
-static uint64_t fnv(uint64_t h, const char *s)
-{
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * FNV_PRIME;
-	return h;
-}
+#define fnv pcpu__fnv1a /* internal.h: shared with merge.c */
 
 static uint64_t hash_values(const char *const *v, unsigned n)
 {

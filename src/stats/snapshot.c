@@ -19,38 +19,14 @@
 
 #include "registry.h"
 
-struct arena_block {
-	struct arena_block *next;
-	size_t used, cap;
-	_Alignas(16) char data[];
-};
-
 struct snapshot_impl {
 	struct pcpu_snapshot pub; /* first: the public pointer is this one */
-	struct arena_block *blocks;
-	int failed;
+	struct pcpu__arena arena;
 };
 
 static void *arena_alloc(struct snapshot_impl *s, size_t n)
 {
-	struct arena_block *b = s->blocks;
-
-	n = (n + 15) & ~(size_t)15;
-	if (!b || b->cap - b->used < n) {
-		size_t cap = n > 65536 ? n : 65536;
-
-		b = malloc(sizeof *b + cap);
-		if (!b) {
-			s->failed = 1;
-			return NULL;
-		}
-		b->cap = cap;
-		b->used = 0;
-		b->next = s->blocks;
-		s->blocks = b;
-	}
-	b->used += n;
-	return b->data + b->used - n;
+	return pcpu__arena_alloc(&s->arena, n);
 }
 
 static const char *arena_str(struct snapshot_impl *s, const char *str)
@@ -164,7 +140,7 @@ static int copy_family(struct snapshot_impl *s, const struct pcpu_family *f,
 	}
 	out->series = series;
 	out->nseries = j;
-	return s->failed ? -1 : 0;
+	return s->arena.failed ? -1 : 0;
 }
 
 static int cmp_family(const void *a, const void *b)
@@ -176,14 +152,10 @@ static int cmp_family(const void *a, const void *b)
 void pcpu_snapshot_free(struct pcpu_snapshot *pub)
 {
 	struct snapshot_impl *s = (struct snapshot_impl *)pub;
-	struct arena_block *b, *next;
 
 	if (!s)
 		return;
-	for (b = s->blocks; b; b = next) {
-		next = b->next;
-		free(b);
-	}
+	pcpu__arena_free(&s->arena);
 	free(s);
 }
 
@@ -216,7 +188,7 @@ struct pcpu_snapshot *pcpu_registry_snapshot(pcpu_registry_t *reg)
 	}
 	s->pub.nfamilies = reg->nfams;
 	pthread_mutex_unlock(&reg->lock);
-	if (s->failed) {
+	if (s->arena.failed) {
 		pcpu_snapshot_free(&s->pub);
 		errno = ENOMEM;
 		return NULL;

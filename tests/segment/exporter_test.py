@@ -13,6 +13,7 @@
 Only loopback addresses; every wait is bounded; everything started is
 stopped.
 """
+import gzip
 import http.client
 import os
 import shutil
@@ -22,6 +23,9 @@ import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from prometheus_test import stop  # noqa: E402  (SIGTERM, then SIGKILL)
 
 FAILS = []
 
@@ -50,31 +54,26 @@ class Env:
             raise SystemExit("fixture %s did not start: %r" % (args, line))
         return p, line.split()[1]
 
-    def serve(self, *args, user=None):
+    def serve(self, *args, user=None, preexec=None):
         cmd = [self.pcpustat, "serve", "--listen", "127.0.0.1:0", *args]
         if user is not None:
             cmd = ["setpriv", "--reuid=%d" % user, "--regid=%d" % user, "--clear-groups"] + cmd
-        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             env=self.env, text=True)
+        # stderr to a file: a pipe nobody reads would block the exporter
+        # once full (20,000 broken segments say a lot).
+        err = open(os.path.join(self.tmp, "serve-%d.err" % len(self.procs)), "w+")
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err,
+                             env=self.env, text=True, preexec_fn=preexec)
         self.procs.append(p)
         line = p.stdout.readline()
-        if "listening on http://" not in line:
-            raise SystemExit("exporter did not start: %r %s" % (line, p.stderr.read()))
-        hostport = line.split("http://")[1].split("/")[0]
+        if "listening on http" not in line:
+            err.seek(0)
+            raise SystemExit("exporter did not start: %r %s" % (line, err.read()))
+        hostport = line.split("://")[1].split("/")[0]
         host, port = hostport.rsplit(":", 1)
         return p, host, int(port)
 
     def close(self):
-        for p in self.procs:
-            if p.poll() is None:
-                if p.stdin:
-                    p.stdin.close()
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+        stop(self.procs)
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
@@ -88,19 +87,30 @@ def get(host, port, path="/metrics", headers=None, method="GET", conn=None):
     return r.status, r.getheader("Content-Type"), body
 
 
+def get_bytes(host, port, headers, path="/metrics"):
+    """Status, headers and the undecoded body (http.client does not
+    decompress)."""
+    c = http.client.HTTPConnection(host, port, timeout=10)
+    c.request("GET", path, headers=headers)
+    r = c.getresponse()
+    body = r.read()
+    c.close()
+    return r.status, r.headers, body
+
+
 def raw(host, port, data, timeout=5.0, shutdown=True):
     s = socket.create_connection((host, port), timeout=timeout)
-    s.sendall(data)
-    if shutdown:
-        s.shutdown(socket.SHUT_WR)
     out = b""
     try:
+        s.sendall(data)
+        if shutdown:
+            s.shutdown(socket.SHUT_WR)
         while True:
             chunk = s.recv(65536)
             if not chunk:
                 break
             out += chunk
-    except (socket.timeout, ConnectionResetError):
+    except (socket.timeout, OSError):
         pass
     s.close()
     return out.decode("utf-8", "replace")
@@ -137,6 +147,20 @@ def behaviour(e):
         st, ct, _ = get(host, port, headers={"Accept": accept})
         check(st == 200 and ct.startswith(want), "Accept %r -> %s" % (accept, want))
 
+    # gzip when asked (every Prometheus scrape asks): the same bytes.
+    for accept in ["text/plain", prom_accept]:
+        plain = get_bytes(host, port, {"Accept": accept})
+        zipped = get_bytes(host, port, {"Accept": accept, "Accept-Encoding": "gzip"})
+        check(plain[0] == zipped[0] == 200 and plain[1].get("Content-Encoding") is None and
+              zipped[1].get("Content-Encoding") == "gzip" and
+              "Accept-Encoding" in (zipped[1].get("Vary") or "") and
+              gzip.decompress(zipped[2]) == plain[2] and len(zipped[2]) < len(plain[2]),
+              "Accept-Encoding: gzip (%s): decompressed body equals the plain one, byte for byte"
+              % accept.split(",")[0])
+    for enc in ["gzip;q=0", "identity", "br", "*;q=0, gzip;q=0"]:
+        st, hdrs, _ = get_bytes(host, port, {"Accept-Encoding": enc})
+        check(st == 200 and hdrs.get("Content-Encoding") is None, "Accept-Encoding %r: not compressed" % enc)
+
     st, ct, body = get(host, port, "/metrics/counter")
     check(st == 200 and body.startswith("# HELP test_events_total") and "pcpu_segment" not in body,
           "/metrics/NAME: one segment, unlabelled")
@@ -154,10 +178,33 @@ def behaviour(e):
     check(st == 200 and body == "", "HEAD: headers only")
     st, _, _ = get(host, port, method="POST")
     check(st == 405, "POST -> 405")
-    out = raw(host, port, b"GET /metrics HTTP/1.1\r\nX: " + b"a" * 10000 + b"\r\n\r\n")
-    check(out.startswith("HTTP/1.1 431"), "8 KiB of headers -> 431")
-    out = raw(host, port, b"garbage\r\n\r\n")
-    check(out.startswith("HTTP/1.1 400"), "not HTTP -> 400")
+    # Past the limit without the end of the headers: the server has read
+    # everything sent when it answers, so its close is no reset.
+    out = raw(host, port, b"GET /metrics HTTP/1.1\r\nHost: x\r\nX: " + b"a" * 17000, shutdown=False)
+    check(out.startswith("HTTP/1.1 431"), "17 KB of headers (limit 16 KiB) -> 431")
+    # libmicrohttpd 0.9.75 closes the connection on a request line it
+    # cannot parse at all, without a response; a bad version gets a 400.
+    t0 = time.monotonic()
+    out = raw(host, port, b"garbage\r\n\r\n", shutdown=False)
+    check(out == "" and time.monotonic() - t0 < 2, "not HTTP -> connection closed at once")
+    out = raw(host, port, b"GET / FOO/1.1\r\nHost: x\r\n\r\n", shutdown=False)
+    check(out.startswith("HTTP/1.1 400"), "unknown HTTP version -> 400")
+    # Request smuggling: a body is refused and the connection closed, so
+    # the body is never taken for a second request.
+    out = raw(host, port, b"GET /metrics/counter HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\n"
+              b"GET /metrics/counter HTTP/1.1\r\nHost: x\r\n\r\n", shutdown=False)
+    check(out.startswith("HTTP/1.1 400") and out.count("HTTP/1.1 ") == 1 and "Connection: close" in out,
+          "GET with a body -> one 400, connection closed")
+    out = raw(host, port, b"GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+              shutdown=False)
+    check(out.startswith("HTTP/1.1 400") and out.count("HTTP/1.1 ") == 1, "chunked body -> one 400, closed")
+    out = raw(host, port, b"GET / HTTP/1.1\r\n\r\n", shutdown=False)
+    check(out.startswith("HTTP/1.1 400") and "Connection: close" in out, "HTTP/1.1 without Host -> 400, closed")
+    # A bare LF ends a line (RFC 9112 2.2 allows it): answered at once, not
+    # left waiting for a CR until the timeout.
+    t0 = time.monotonic()
+    out = raw(host, port, b"GET / HTTP/1.1\nHost: x\nConnection: close\n\n", shutdown=False)
+    check(out.startswith("HTTP/1.1 200") and time.monotonic() - t0 < 2, "bare-LF request answered at once")
 
     # Keep-alive: several requests on one connection; pipelining.
     c = http.client.HTTPConnection(host, port, timeout=10)

@@ -59,6 +59,20 @@ def http_json(url, timeout=5):
         return json.load(r)
 
 
+def stop(procs):
+    """Stops what a test started, newest first: SIGTERM, then SIGKILL."""
+    for p in reversed(procs):
+        if p.poll() is None:
+            if p.stdin:
+                p.stdin.close()
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
 def main():
     pcpustat, fixture = sys.argv[1], sys.argv[2]
     prom = find_prometheus()
@@ -145,16 +159,7 @@ def main():
         print("ok   pcpu_segment_up = 1")
         ok = True
     finally:
-        for p in reversed(procs):
-            if p.poll() is None:
-                if p.stdin:
-                    p.stdin.close()
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+        stop(procs)
         shutil.rmtree(tmp, ignore_errors=True)
     print("prometheus_test: ok" if ok else "prometheus_test: FAILED")
     sys.exit(0 if ok else 1)

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Builds the statistics fuzz targets with clang's libFuzzer (ASan + UBSan)
 # and runs each for a few seconds from its checked-in corpus, as a ctest
-# test. The targets link only src/stats/{validate,format,expose}.c, which
+# test. The targets link only src/stats/{validate,format,expose,negotiate}.c, which
 # need nothing but libc, so they build apart from the gcc-built library.
 #
 # Usage: run_fuzz.sh CLANG SOURCE_DIR WORK_DIR [SECONDS]
@@ -22,11 +22,11 @@ if ! command -v "$clang" >/dev/null 2>&1; then
 	exit 1
 fi
 mkdir -p "$work"
-for t in validate expose; do
+for t in validate expose negotiate; do
 	if ! "$clang" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 		-D_GNU_SOURCE -I"$src/include" -I"$src/src/stats" \
 		"$src/src/stats/validate.c" "$src/src/stats/format.c" "$src/src/stats/expose.c" \
-		"$src/tests/stats/fuzz/fuzz_$t.c" -lm -o "$work/fuzz_$t" 2>"$work/build_$t.log"; then
+		"$src/src/stats/negotiate.c" "$src/tests/stats/fuzz/fuzz_$t.c" -lm -o "$work/fuzz_$t" 2>"$work/build_$t.log"; then
 		cat "$work/build_$t.log" >&2
 		echo "FAIL: building fuzz_$t with $clang failed (is libFuzzer, libclang-rt-*-dev," \
 		     "installed? scripts/install-deps.sh)" >&2

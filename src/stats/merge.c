@@ -1,0 +1,418 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Merging snapshots: one exposition from several processes' statistics
+ * (pcpustat serve merges every segment it reads), each series labelled with
+ * where it came from.
+ *
+ * Families are indexed by the sample names they write, in an open-addressing
+ * hash table (FNV-1a of the name, linear probing, at most half full): a
+ * family is found by its name and a clash (`foo_total` of counter foo
+ * against a gauge named foo_total) by any of its suffixed names, each in
+ * constant time, so merging is linear in the size of the inputs -- the
+ * exporter's earlier list search was quadratic in the number of families.
+ * FNV-1a is sequential, so the hash of "foo" then "_total" is the hash of
+ * "foo_total": names are never concatenated to be hashed.
+ *
+ * All or nothing per input: pcpu_snapshot_merge_add() checks everything
+ * and reserves every array it will need before it changes anything, so a
+ * bad input (or ENOMEM) leaves the merge as it was.
+ *
+ * Memory: the labelled copies of the inputs come from an arena (arena.c)
+ * freed with the merge; families' series arrays grow by doubling.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+
+struct mfam {
+	struct pcpu_snapshot_family f; /* f.series == series */
+	struct pcpu_snapshot_series *series;
+	size_t cap; /* 0: series lie in the arena, not ours to realloc */
+};
+
+/* A sample name a family writes: family name + one of its type's suffixes. */
+struct slot {
+	uint64_t hash;
+	size_t fam; /* index + 1; 0: empty */
+	const char *suffix;
+};
+
+struct pcpu_snapshot_merge {
+	struct mfam *fams;
+	size_t nfams, capfams;
+	struct slot *tab;
+	size_t tabsize, nslots;
+	struct pcpu__arena arena; /* labelled copies of the inputs */
+	struct pcpu_snapshot_family *sorted; /* the result's families */
+	struct pcpu_snapshot result;
+};
+
+/* The hash of sample name base+suffix (FNV-1a is sequential: no copy). */
+static uint64_t sample_hash(const char *base, const char *suffix)
+{
+	return pcpu__fnv1a(pcpu__fnv1a(PCPU__FNV_OFFSET, base), suffix);
+}
+
+/* Whether a1 a2 and b1 b2, each concatenated, are the same string. */
+static int concat_eq(const char *a1, const char *a2, const char *b1, const char *b2)
+{
+	for (;;) {
+		if (!*a1)
+			a1 = a2, a2 = "";
+		if (!*b1)
+			b1 = b2, b2 = "";
+		if (*a1 != *b1)
+			return 0;
+		if (!*a1)
+			return 1;
+		a1++, b1++;
+	}
+}
+
+static int str_eq(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "") == 0; /* NULL and "" both mean none */
+}
+
+static int fail(int err, const char *what, const char *name, const char *why)
+{
+	struct pcpu__msg msg = pcpu__msg_begin();
+
+	pcpu__msg_str(&msg, what);
+	if (name) {
+		pcpu__msg_str(&msg, " ");
+		pcpu__msg_quoted(&msg, name, 100);
+	}
+	pcpu__msg_str(&msg, why);
+	return pcpu__msg_fail(&msg, err);
+}
+
+pcpu_snapshot_merge_t *pcpu_snapshot_merge_new(void)
+{
+	pcpu_snapshot_merge_t *m = calloc(1, sizeof *m);
+
+	if (!m)
+		errno = ENOMEM;
+	return m;
+}
+
+void pcpu_snapshot_merge_free(pcpu_snapshot_merge_t *m)
+{
+	size_t i;
+
+	if (!m)
+		return;
+	for (i = 0; i < m->nfams; i++)
+		if (m->fams[i].cap)
+			free(m->fams[i].series);
+	pcpu__arena_free(&m->arena);
+	free(m->fams);
+	free(m->tab);
+	free(m->sorted);
+	free(m);
+}
+
+/* The table slot holding sample name base+suffix, or the empty slot where
+ * it would go. */
+static struct slot *lookup(const pcpu_snapshot_merge_t *m, const char *base, const char *suffix,
+			   uint64_t h)
+{
+	size_t mask = m->tabsize - 1, i = (size_t)h & mask;
+
+	for (;; i = (i + 1) & mask) {
+		struct slot *s = &m->tab[i];
+
+		if (!s->fam)
+			return s;
+		if (s->hash == h && concat_eq(m->fams[s->fam - 1].f.name, s->suffix, base, suffix))
+			return s;
+	}
+}
+
+/* Grows the table so that `more` names fit at most half full. */
+static int table_reserve(pcpu_snapshot_merge_t *m, size_t more)
+{
+	size_t ns = m->tabsize ? m->tabsize : 64, i;
+	struct slot *old = m->tab, *t;
+
+	while ((m->nslots + more) * 2 > ns)
+		ns *= 2;
+	if (ns == m->tabsize)
+		return 0;
+	t = calloc(ns, sizeof *t);
+	if (!t)
+		return -1;
+	m->tab = t;
+	for (i = 0; i < m->tabsize; i++)
+		if (old[i].fam) {
+			size_t j = (size_t)old[i].hash & (ns - 1);
+			while (t[j].fam)
+				j = (j + 1) & (ns - 1);
+			t[j] = old[i];
+		}
+	m->tabsize = ns;
+	free(old);
+	return 0;
+}
+
+/* The merged family named `name`, or NULL. */
+static struct mfam *find_family(const pcpu_snapshot_merge_t *m, const char *name)
+{
+	struct slot *s;
+
+	if (!m->tabsize)
+		return NULL;
+	s = lookup(m, name, "", sample_hash(name, ""));
+	if (!s->fam || strcmp(m->fams[s->fam - 1].f.name, name) != 0)
+		return NULL; /* free, or another family's suffixed name */
+	return &m->fams[s->fam - 1];
+}
+
+static int same_metadata(const struct pcpu_snapshot_family *a, const struct pcpu_snapshot_family *b,
+			 unsigned nextra)
+{
+	unsigned l;
+
+	if (a->type != b->type || a->scale_exp10 != b->scale_exp10 || a->flags != b->flags ||
+	    a->nlabels != b->nlabels + nextra || !str_eq(a->help, b->help) || !str_eq(a->unit, b->unit) ||
+	    a->nbuckets != b->nbuckets)
+		return 0;
+	for (l = 0; l < b->nlabels; l++)
+		if (strcmp(a->label_names[l], b->label_names[l]) != 0)
+			return 0;
+	return a->type != PCPU_METRIC_HISTOGRAM || a->nbuckets < 2 ||
+	       memcmp(a->bucket_upper, b->bucket_upper, (a->nbuckets - 1) * sizeof(int64_t)) == 0;
+}
+
+static void *arena_alloc(pcpu_snapshot_merge_t *m, size_t size)
+{
+	return pcpu__arena_alloc(&m->arena, size);
+}
+
+/* Checks family f of an input against the merge. */
+static int check_against(const pcpu_snapshot_merge_t *m, const struct pcpu_snapshot_family *f,
+			 unsigned nextra)
+{
+	const struct mfam *e = find_family(m, f->name);
+	const char *const *suf;
+	size_t k, ns;
+
+	if (e)
+		return same_metadata(&e->f, f, nextra) ? 0 :
+		       fail(EINVAL, "family", f->name, " differs from the one merged before (type, help, "
+			    "unit, scale, labels or buckets)");
+	ns = pcpu__type_suffixes(f->type, &suf);
+	for (k = 0; m->tabsize && k < ns; k++) {
+		struct slot *s = lookup(m, f->name, suf[k], sample_hash(f->name, suf[k]));
+
+		if (s->fam)
+			return fail(EINVAL, "family", f->name, " writes a sample name of a family merged before");
+	}
+	return 0;
+}
+
+/* The input's families with the extra labels, in the arena; validated on
+ * their own (names, labels, values, duplicates, buckets). */
+static int labelled_copy(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot *s, unsigned nextra,
+			 const char *const *names, const char *const *values,
+			 struct pcpu_snapshot_family **out)
+{
+	struct pcpu_snapshot_family *fams;
+	struct pcpu_snapshot tmp;
+	size_t f, i;
+	char *text;
+	size_t len;
+
+	fams = arena_alloc(m, (s->nfamilies ? s->nfamilies : 1) * sizeof *fams);
+	if (!fams)
+		return fail(ENOMEM, "out of memory", NULL, "");
+	for (f = 0; f < s->nfamilies; f++) {
+		const struct pcpu_snapshot_family *in = &s->families[f];
+		struct pcpu_snapshot_series *series;
+		const char **ln;
+		unsigned l, x;
+
+		if (!in->name || (in->nlabels && !in->label_names) || (in->nseries && !in->series))
+			return fail(EINVAL, "a family", NULL, " has a NULL name, label names or series");
+		if (in->nlabels + nextra > PCPU_STATS_LABELS_MAX)
+			return fail(EINVAL, "family", in->name, " has too many labels with the extra ones");
+		for (l = 0; l < in->nlabels; l++)
+			for (x = 0; x < nextra; x++)
+				if (in->label_names[l] && strcmp(in->label_names[l], names[x]) == 0)
+					return fail(EINVAL, "family", in->name,
+						    " already has a label the merge adds");
+		ln = arena_alloc(m, (in->nlabels + nextra) * sizeof *ln + 1);
+		series = arena_alloc(m, in->nseries * sizeof *series + 1);
+		if (!ln || !series)
+			return fail(ENOMEM, "out of memory", NULL, "");
+		if (in->nlabels)
+			memcpy(ln, in->label_names, in->nlabels * sizeof *ln);
+		if (nextra)
+			memcpy(ln + in->nlabels, names, nextra * sizeof *ln);
+		fams[f] = *in;
+		fams[f].nlabels = in->nlabels + nextra;
+		fams[f].label_names = ln;
+		fams[f].series = series;
+		for (i = 0; i < in->nseries; i++) {
+			const char **lv = arena_alloc(m, (in->nlabels + nextra) * sizeof *lv + 1);
+
+			if (!lv)
+				return fail(ENOMEM, "out of memory", NULL, "");
+			if (in->nlabels && !in->series[i].label_values)
+				return fail(EINVAL, "family", in->name, " has a series without label values");
+			if (in->nlabels)
+				memcpy(lv, in->series[i].label_values, in->nlabels * sizeof *lv);
+			if (nextra)
+				memcpy(lv + in->nlabels, values, nextra * sizeof *lv);
+			series[i] = in->series[i];
+			series[i].label_values = lv;
+		}
+	}
+	/* The writers' own checks, so that the merged whole is valid exactly
+	 * when each input is (and no two clash, checked by the table). */
+	tmp.nfamilies = s->nfamilies;
+	tmp.families = fams;
+	if (pcpu__snapshot_write(&tmp, PCPU_FORMAT_PROMETHEUS, &text, &len, 1) < 0)
+		return -1;
+	free(text);
+	*out = fams;
+	return 0;
+}
+
+/* Makes room, before anything changes, for what adding `fams` needs. */
+static int reserve(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot_family *fams, size_t n)
+{
+	size_t f, newfams = 0, newnames = 0;
+
+	for (f = 0; f < n; f++) {
+		struct mfam *e = find_family(m, fams[f].name);
+		const char *const *suf;
+
+		if (e) {
+			size_t need = e->f.nseries + fams[f].nseries;
+
+			if (need > e->cap) {
+				size_t cap = e->cap ? e->cap : 8;
+				struct pcpu_snapshot_series *p;
+
+				while (cap < need)
+					cap *= 2;
+				p = e->cap ? realloc(e->series, cap * sizeof *p) : malloc(cap * sizeof *p);
+				if (!p)
+					return -1;
+				if (!e->cap && e->f.nseries)
+					memcpy(p, e->series, e->f.nseries * sizeof *p);
+				e->series = p;
+				e->f.series = p;
+				e->cap = cap;
+			}
+		} else {
+			newfams++;
+			newnames += pcpu__type_suffixes(fams[f].type, &suf);
+		}
+	}
+	if (m->nfams + newfams > m->capfams) {
+		size_t cap = m->capfams ? m->capfams : 32;
+		struct mfam *p;
+
+		while (cap < m->nfams + newfams)
+			cap *= 2;
+		p = realloc(m->fams, cap * sizeof *p);
+		if (!p)
+			return -1;
+		m->fams = p;
+		m->capfams = cap;
+	}
+	return table_reserve(m, newnames);
+}
+
+int pcpu_snapshot_merge_add(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot *s, unsigned nlabels,
+			    const char *const *label_names, const char *const *label_values)
+{
+	struct pcpu_snapshot_family *fams = NULL;
+	size_t f;
+	unsigned x;
+
+	if (!m || !s || (s->nfamilies && !s->families) || (nlabels && (!label_names || !label_values)))
+		return fail(EINVAL, "pcpu_snapshot_merge_add: NULL argument", NULL, "");
+	for (x = 0; x < nlabels; x++) {
+		if (!label_names[x] || !label_values[x])
+			return fail(EINVAL, "pcpu_snapshot_merge_add: NULL extra label", NULL, "");
+		if (pcpu_stats_check_label_name(label_names[x]) < 0 ||
+		    pcpu_stats_check_label_value(label_values[x]) < 0)
+			return -1;
+	}
+	if (labelled_copy(m, s, nlabels, label_names, label_values, &fams) < 0)
+		return -1;
+	/* Families of one input never clash among themselves (checked just
+	 * now), so checking each against the merge suffices. */
+	for (f = 0; f < s->nfamilies; f++)
+		if (check_against(m, &fams[f], 0) < 0)
+			return -1;
+	if (reserve(m, fams, s->nfamilies) < 0)
+		return fail(ENOMEM, "out of memory", NULL, "");
+	for (f = 0; f < s->nfamilies; f++) {
+		const struct pcpu_snapshot_family *in = &fams[f];
+		struct mfam *e = find_family(m, in->name);
+
+		if (!e) {
+			const char *const *suf;
+			size_t k, ns = pcpu__type_suffixes(in->type, &suf);
+
+			e = &m->fams[m->nfams++];
+			e->f = *in; /* its name is what lookup() compares */
+			e->cap = 0;
+			for (k = 0; k < ns; k++) {
+				uint64_t h = sample_hash(in->name, suf[k]);
+				struct slot *sl = lookup(m, in->name, suf[k], h);
+
+				sl->hash = h;
+				sl->fam = m->nfams;
+				sl->suffix = suf[k];
+				m->nslots++;
+			}
+			/* Its series stay in the arena (cap 0: not ours to
+			 * realloc) until another input adds to the family. */
+			e->series = (struct pcpu_snapshot_series *)in->series;
+			continue;
+		}
+		if (in->nseries)
+			memcpy(e->series + e->f.nseries, in->series, in->nseries * sizeof *in->series);
+		e->f.series = e->series;
+		e->f.nseries += in->nseries;
+	}
+	return 0;
+}
+
+static int cmp_family(const void *a, const void *b)
+{
+	return strcmp(((const struct pcpu_snapshot_family *)a)->name,
+		      ((const struct pcpu_snapshot_family *)b)->name);
+}
+
+const struct pcpu_snapshot *pcpu_snapshot_merge_result(pcpu_snapshot_merge_t *m)
+{
+	struct pcpu_snapshot_family *p;
+	size_t i;
+
+	if (!m) {
+		errno = EINVAL;
+		return NULL;
+	}
+	p = realloc(m->sorted, (m->nfams ? m->nfams : 1) * sizeof *p);
+	if (!p) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	m->sorted = p;
+	for (i = 0; i < m->nfams; i++)
+		p[i] = m->fams[i].f;
+	qsort(p, m->nfams, sizeof *p, cmp_family);
+	m->result.nfamilies = m->nfams;
+	m->result.families = p;
+	return &m->result;
+}

@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What `pcpustat serve` answers a scrape with: the served segments read
+ * afresh, merged into one exposition by the library (pcpu_snapshot_merge_*),
+ * each series labelled pcpu_segment="NAME", pcpu_pid="PID", plus
+ * pcpu_segment_up 1 or 0 per segment.
+ *
+ * Isolation: every scrape opens each segment with the exporter's own
+ * credentials and the reader's owner checks, so a segment its user cannot
+ * read is never exposed. A segment that fails -- unreadable, corrupted,
+ * writer gone, clashing with another segment's metric names -- is left out
+ * whole and reported as pcpu_segment_up 0 (and on stderr, once per change);
+ * never a partial segment.
+ *
+ * Hostile neighbours (a root exporter reads every user's directory): two
+ * files may claim the same segment name and pid (the same file name in two
+ * users' directories). Their pcpu_segment_up series would be identical, and
+ * an exposition with a duplicate series is invalid -- one planted file would
+ * fail every scrape. So segments are sorted by (name, pid) and only one of
+ * each is served, the readable one if any; the others are named on stderr.
+ *
+ * Bounds: the bytes a scrape reads and allocates (snapshots, labelled
+ * copies, the output) are charged to one budget (--max-bytes); a scrape past
+ * it, or one that meets ENOMEM, fails alone (503) and the next is served as
+ * usual. What is remembered between scrapes (the last message per segment,
+ * so stderr says each change once, at most NOTES_PER_SCRAPE lines) is
+ * rebuilt from each scrape's segments: segments that went away are
+ * forgotten.
+ */
+#include <errno.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "pcpustat.h"
+
+static const char *const EXTRA_LABELS[] = { "pcpu_segment", "pcpu_pid" };
+/* Lines on stderr per scrape: whoever can create files named like segments
+ * must not be able to flood the log (or block the exporter on a full pipe). */
+#define NOTES_PER_SCRAPE 20
+
+struct seg {
+	char key[128]; /* what it is opened by */
+	char name[65];
+	char pid[16];  /* "" when unknown */
+	struct pcpu_reader_snapshot *snap;
+	const char *labels[2];
+	int ok, dup;
+	int err;       /* errno of a failure that fails the whole scrape */
+	char msg[320];
+};
+
+/* ---- messages on stderr, once per change ---------------------------------------- */
+
+/* A string as 64 bits: zlib's CRC-32 and the length. A collision costs at
+ * most one log line said or not said, never a wrong exposition. */
+static uint64_t fingerprint(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	return s ? (uint64_t)crc32(0, (const Bytef *)s, (uInt)n) << 32 | (uint32_t)(n + 1) : 0;
+}
+
+static int cmp_note(const void *a, const void *b)
+{
+	const struct scrape_note *x = a, *y = b;
+
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/* Reports what changed since the previous scrape and keeps only this
+ * scrape's segments, as fingerprints in one sorted array (binary search;
+ * no string per segment, which 20,000 junk names would scatter over the
+ * heap): bounded by the segments that exist now. Best effort: without
+ * memory it stays quiet. */
+static void notes_update(struct scrape_state *st, const struct seg *segs, size_t n)
+{
+	struct scrape_note *now = malloc((n ? n : 1) * sizeof *now);
+	size_t i, said = 0;
+
+	for (i = 0; i < n; i++) {
+		const struct seg *g = &segs[i];
+		const char *msg = g->ok ? NULL : g->msg;
+		struct scrape_note want = { fingerprint(g->key), fingerprint(msg) }, *old;
+
+		old = st->notes ? bsearch(&want, st->notes, st->nnotes, sizeof want, cmp_note) : NULL;
+		if ((old ? old->msg != want.msg : msg != NULL) && said++ < NOTES_PER_SCRAPE) {
+			if (msg)
+				fprintf(stderr, "pcpustat serve: %s: %s\n", g->key, msg);
+			else
+				fprintf(stderr, "pcpustat serve: %s: readable again\n", g->key);
+		}
+		if (now)
+			now[i] = want;
+	}
+	if (said > NOTES_PER_SCRAPE)
+		fprintf(stderr, "pcpustat serve: ... and %zu more segments changed (pcpu_segment_up says which)\n",
+			said - NOTES_PER_SCRAPE);
+	if (now)
+		qsort(now, n, sizeof *now, cmp_note);
+	free(st->notes);
+	st->notes = now;
+	st->nnotes = now ? n : 0;
+}
+
+void scrape_state_free(struct scrape_state *st)
+{
+	free(st->notes);
+	st->notes = NULL;
+	st->nnotes = 0;
+}
+
+/* ---- the byte budget ------------------------------------------------------------- */
+
+/* Bytes a snapshot tree holds, as charged to the budget. */
+static size_t snapshot_bytes(const struct pcpu_snapshot *s)
+{
+	size_t b = sizeof *s, f, i;
+	unsigned l;
+
+	for (f = 0; f < s->nfamilies; f++) {
+		const struct pcpu_snapshot_family *fa = &s->families[f];
+
+		b += sizeof *fa + strlen(fa->name) + (fa->help ? strlen(fa->help) : 0) +
+		     fa->nlabels * (sizeof(char *) + PCPU_STATS_LABEL_NAME_MAX / 8) +
+		     fa->nbuckets * sizeof(int64_t);
+		for (i = 0; i < fa->nseries; i++) {
+			b += sizeof fa->series[i] + (fa->nlabels + 2) * sizeof(char *) +
+			     (fa->type == PCPU_METRIC_HISTOGRAM ? fa->nbuckets * sizeof(uint64_t) : 0);
+			for (l = 0; l < fa->nlabels; l++)
+				b += strlen(fa->series[i].label_values[l]) + 1;
+		}
+	}
+	return b;
+}
+
+static int charge(size_t *left, size_t bytes)
+{
+	if (bytes > *left)
+		return -1;
+	*left -= bytes;
+	return 0;
+}
+
+/* ---- reading ---------------------------------------------------------------------- */
+
+/* A segment name, pid or file name; never a path (HTTP clients choose it). */
+int valid_target(const char *t)
+{
+	size_t i;
+
+	if (!*t || strlen(t) > 100 || t[0] == '.' || t[0] == '-')
+		return 0;
+	for (i = 0; t[i]; i++)
+		if (!((t[i] >= 'a' && t[i] <= 'z') || (t[i] >= 'A' && t[i] <= 'Z') ||
+		      (t[i] >= '0' && t[i] <= '9') || t[i] == '_' || t[i] == '.' || t[i] == '-'))
+			return 0;
+	return 1;
+}
+
+/* Reads one segment into g within the budget: ok, or msg (and err when the
+ * failure is the scrape's, not the segment's: ENOMEM, the budget). */
+static void read_segment(const struct scrape_config *cf, struct seg *g, size_t *left)
+{
+	struct pcpu_reader_options ro = cf->ropt;
+	pcpu_reader_t *r;
+
+	ro.max_bytes = *left ? *left : 1;
+	r = pcpu_reader_open(g->key, &ro);
+	if (!r) {
+		if (errno == ENOMEM)
+			g->err = ENOMEM;
+		snprintf(g->msg, sizeof g->msg, "%s", pcpu_reader_error());
+		return;
+	}
+	snprintf(g->name, sizeof g->name, "%s", pcpu_reader_name(r));
+	snprintf(g->pid, sizeof g->pid, "%d", (int)pcpu_reader_pid(r));
+	if (pcpu_reader_snapshot(r, 0, &g->snap) < 0) {
+		if (errno == ENOMEM || errno == EFBIG)
+			g->err = errno;
+		snprintf(g->msg, sizeof g->msg, "%s", pcpu_reader_error());
+		g->snap = NULL;
+		pcpu_reader_close(r);
+		return;
+	}
+	pcpu_reader_close(r);
+	if (charge(left, 2 * snapshot_bytes(&g->snap->snapshot)) < 0) {
+		g->err = EFBIG;
+		snprintf(g->msg, sizeof g->msg, "over the scrape's byte limit");
+		return;
+	}
+	g->ok = 1;
+}
+
+static int cmp_seg(const void *a, const void *b)
+{
+	const struct seg *x = *(const struct seg *const *)a, *y = *(const struct seg *const *)b;
+	int c = strcmp(x->name, y->name);
+
+	if (!c)
+		c = strcmp(x->pid, y->pid);
+	if (!c)
+		c = y->ok - x->ok; /* the readable one first */
+	if (!c)
+		c = strcmp(x->key, y->key);
+	return c;
+}
+
+/* Marks all but one segment of each (name, pid) as duplicates. */
+static int mark_duplicates(struct seg *segs, size_t n)
+{
+	struct seg **ix = malloc((n ? n : 1) * sizeof *ix);
+	size_t i;
+
+	if (!ix)
+		return -1;
+	for (i = 0; i < n; i++)
+		ix[i] = &segs[i];
+	qsort(ix, n, sizeof *ix, cmp_seg);
+	for (i = 1; i < n; i++)
+		if (strcmp(ix[i]->name, ix[i - 1]->name) == 0 && strcmp(ix[i]->pid, ix[i - 1]->pid) == 0) {
+			ix[i]->dup = 1;
+			ix[i]->ok = 0;
+			snprintf(ix[i]->msg, sizeof ix[i]->msg, "another file (%.100s) is segment %.64s of pid %s; "
+				 "serving that one", ix[i - 1]->key, ix[i]->name, ix[i]->pid);
+		}
+	free(ix);
+	return 0;
+}
+
+/* Name and pid of a segment never opened: from its file name as the
+ * library parses it (pcpu_segment_list), else the key. */
+static void name_from_listing(struct seg *g, const struct pcpu_segment_info *info)
+{
+	if (g->name[0])
+		return;
+	if (info) {
+		snprintf(g->name, sizeof g->name, "%s", info->name);
+		snprintf(g->pid, sizeof g->pid, "%d", (int)info->pid);
+	} else {
+		snprintf(g->name, sizeof g->name, "%.64s", g->key);
+	}
+}
+
+static void fail_with(struct scrape_result *res, int status, const char *msg)
+{
+	res->status = status;
+	snprintf(res->msg, sizeof res->msg, "%s", msg);
+}
+
+/* The /metrics exposition of every served segment. */
+void scrape_all(const struct scrape_config *cf, struct scrape_state *st, enum pcpu_format fmt,
+		struct scrape_result *res)
+{
+	struct pcpu_segment_info *info = NULL;
+	struct pcpu_snapshot_family up;
+	struct pcpu_snapshot_series *ups = NULL;
+	struct pcpu_snapshot upsnap;
+	const struct pcpu_snapshot *all;
+	pcpu_snapshot_merge_t *m = NULL;
+	struct seg *segs = NULL;
+	size_t n = 0, i, nup = 0, left = cf->max_bytes;
+
+	memset(res, 0, sizeof *res);
+	if (cf->ntargets) {
+		n = cf->ntargets;
+	} else if (pcpu_segment_list(&cf->ropt, &info, &n) < 0) {
+		res->status = 503;
+		snprintf(res->msg, sizeof res->msg, "listing segments: %s", pcpu_reader_error());
+		return;
+	}
+	segs = calloc(n ? n : 1, sizeof *segs);
+	ups = calloc(n ? n : 1, sizeof *ups);
+	m = pcpu_snapshot_merge_new();
+	if (!segs || !ups || !m || charge(&left, n * (sizeof *segs + sizeof *ups)) < 0) {
+		fail_with(res, 503, segs && ups && m ? "scrape over --max-bytes" : "out of memory");
+		goto out;
+	}
+	for (i = 0; i < n; i++)
+		snprintf(segs[i].key, sizeof segs[i].key, "%s", cf->ntargets ? cf->targets[i] : info[i].file);
+
+	for (i = 0; i < n; i++) {
+		read_segment(cf, &segs[i], &left);
+		if (segs[i].err) {
+			fail_with(res, 503, segs[i].err == ENOMEM ? "out of memory" : "scrape over --max-bytes");
+			goto out;
+		}
+		name_from_listing(&segs[i], cf->ntargets ? NULL : &info[i]);
+	}
+	if (mark_duplicates(segs, n) < 0) {
+		fail_with(res, 503, "out of memory");
+		goto out;
+	}
+
+	/* pcpu_segment_up first, without series: its name is then taken, and
+	 * a segment's family of that name is refused like any clash. */
+	memset(&up, 0, sizeof up);
+	up.name = "pcpu_segment_up";
+	up.help = "1 if pcpustat could read and expose the segment, 0 if not.";
+	up.type = PCPU_METRIC_GAUGE;
+	up.nlabels = 2;
+	up.label_names = EXTRA_LABELS;
+	upsnap.nfamilies = 1;
+	upsnap.families = &up;
+	if (pcpu_snapshot_merge_add(m, &upsnap, 0, NULL, NULL) < 0) {
+		fail_with(res, 503, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		struct seg *g = &segs[i];
+
+		g->labels[0] = g->name;
+		g->labels[1] = g->pid;
+		if (g->ok && pcpu_snapshot_merge_add(m, &g->snap->snapshot, 2, EXTRA_LABELS, g->labels) < 0) {
+			if (errno == ENOMEM) {
+				fail_with(res, 503, "out of memory");
+				goto out;
+			}
+			g->ok = 0;
+			snprintf(g->msg, sizeof g->msg, "cannot be exposed: %s", pcpu_stats_error());
+		}
+		if (!g->dup) {
+			ups[nup].label_values = g->labels;
+			ups[nup].value.gauge = g->ok;
+			nup++;
+		}
+	}
+	up.series = ups;
+	up.nseries = nup;
+	if (pcpu_snapshot_merge_add(m, &upsnap, 0, NULL, NULL) < 0 || !(all = pcpu_snapshot_merge_result(m))) {
+		fail_with(res, 503, errno == ENOMEM ? "out of memory" : pcpu_stats_error());
+		goto out;
+	}
+	notes_update(st, segs, n);
+	if (pcpu_snapshot_write(all, fmt, &res->body, &res->len) < 0) {
+		res->body = NULL;
+		fail_with(res, errno == ENOMEM ? 503 : 500, pcpu_stats_error());
+		goto out;
+	}
+	if (charge(&left, res->len) < 0) {
+		free(res->body);
+		res->body = NULL;
+		fail_with(res, 503, "scrape over --max-bytes");
+		goto out;
+	}
+	res->status = 200;
+out:
+	pcpu_snapshot_merge_free(m);
+	for (i = 0; segs && i < n; i++)
+		pcpu_reader_snapshot_free(segs[i].snap);
+	free(segs);
+	free(ups);
+	free(info);
+	/* A scrape's memory is freed at once, but glibc keeps freed heap
+	 * (and raises its mmap threshold after large frees): give it back,
+	 * so that the daemon's footprint follows the segments that exist
+	 * now, not the most there ever were. */
+	malloc_trim(0);
+}
+
+/* /metrics/SEGMENT: one segment, as it is. */
+void scrape_one(const struct scrape_config *cf, const char *target, enum pcpu_format fmt,
+		struct scrape_result *res)
+{
+	struct pcpu_reader_options ro = cf->ropt;
+	struct pcpu_reader_snapshot *s;
+	pcpu_reader_t *r;
+	size_t i;
+	int allowed = cf->ntargets == 0;
+
+	memset(res, 0, sizeof *res);
+	for (i = 0; i < cf->ntargets; i++)
+		if (strcmp(cf->targets[i], target) == 0)
+			allowed = 1;
+	if (!allowed || !valid_target(target)) {
+		res->status = 404;
+		snprintf(res->msg, sizeof res->msg, "not a served segment: %.100s", target);
+		return;
+	}
+	ro.max_bytes = cf->max_bytes;
+	r = pcpu_reader_open(target, &ro);
+	if (!r) {
+		int e = errno;
+
+		res->status = e == ENOENT ? 404 : (e == EACCES || e == EPERM || e == ELOOP) ? 403 : 503;
+		snprintf(res->msg, sizeof res->msg, "%s", pcpu_reader_error());
+		return;
+	}
+	if (pcpu_reader_snapshot(r, 0, &s) < 0) {
+		res->status = 503;
+		snprintf(res->msg, sizeof res->msg, "%s", pcpu_reader_error());
+		pcpu_reader_close(r);
+		return;
+	}
+	pcpu_reader_close(r);
+	if (pcpu_snapshot_write(&s->snapshot, fmt, &res->body, &res->len) < 0) {
+		res->status = 503;
+		res->body = NULL;
+		snprintf(res->msg, sizeof res->msg, "segment %.100s cannot be exposed: %s", target,
+			 pcpu_stats_error());
+	} else if (res->len > cf->max_bytes) {
+		free(res->body);
+		res->body = NULL;
+		res->status = 503;
+		snprintf(res->msg, sizeof res->msg, "scrape over --max-bytes");
+	} else {
+		res->status = 200;
+	}
+	pcpu_reader_snapshot_free(s);
+}
