@@ -65,9 +65,11 @@ enum pcpu_format {
 
 /** Flags of a snapshot family. */
 enum {
-	/** Histograms: write only buckets that hold observations (and +Inf).
-	 * Used for log-linear histograms with thousands of buckets. As bucket
-	 * counts never decrease, an `le` series, once exposed, stays exposed. */
+	/** Ignored since libpcpu 2.2 (kept for source compatibility). It
+	 * wrote only the buckets that held observations, so a bucket filling
+	 * mid-window appeared as a new series already holding a large
+	 * cumulative count and broke rate() and histogram_quantile(). Bound
+	 * the exposed buckets with `export_buckets` instead. */
 	PCPU_SNAPSHOT_SPARSE_BUCKETS = 1u << 0,
 };
 
@@ -106,6 +108,15 @@ struct pcpu_snapshot_family {
 	const int64_t *bucket_upper;
 	size_t nseries;
 	const struct pcpu_snapshot_series *series;
+	/** Histograms: the buckets whose upper bound the writers expose as an
+	 * `le`, as `nexport` strictly increasing indices below nbuckets - 1
+	 * (the +Inf bucket is always exposed); the counts of the buckets in
+	 * between are folded into the next exposed one, as a cumulative count
+	 * does. NULL: every bucket. The same set is exposed for every series
+	 * at every scrape, empty buckets included (a log-linear histogram's
+	 * set comes from its layout's export_per_octave and export_min). */
+	const uint32_t *export_buckets;
+	size_t nexport;
 };
 
 /** A snapshot: a list of families. */

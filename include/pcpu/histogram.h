@@ -67,7 +67,25 @@ struct pcpu_histogram_layout {
 	unsigned precision_bits;
 	/** Log-linear: largest value that must get a finite bucket (>= 1). */
 	int64_t max_value;
+	/** Log-linear: how many bucket bounds per power of two the text
+	 * writers expose as `le` (1, 2, 4 ... 64; capped at 2^precision_bits);
+	 * 0: PCPU_HISTOGRAM_EXPORT_DEFAULT. The exported bounds are the
+	 * bucket upper bounds u with u + 1 = 2^e * (1 + k / per_octave): for 4,
+	 * 1.25, 1.5, 1.75 and 2 times a power of two (minus one, as bounds are
+	 * inclusive integers). Prometheus sees the same `le` set from creation
+	 * on, empty buckets included, so rate() over buckets stays monotone in
+	 * `le`; reads and quantiles keep every bucket. */
+	unsigned export_per_octave;
+	/** Log-linear: smallest bound exposed (bounds below it are folded into
+	 * the first exposed one, e.g. 1000 to start at 1 us for nanoseconds);
+	 * 0 or less: from the first bucket (le = 0). */
+	int64_t export_min;
 };
+
+/** Default `le` bounds per power of two of a log-linear histogram. */
+#define PCPU_HISTOGRAM_EXPORT_DEFAULT 4
+/** Largest `le` bounds per power of two. */
+#define PCPU_HISTOGRAM_EXPORT_MAX 64
 
 /* Read-only after creation; fields private to pcpu, visible for the
  * inline recording path. */

@@ -42,6 +42,8 @@ int main(void)
 	OFF(pcpu_snapshot_family, bucket_upper);
 	OFF(pcpu_snapshot_family, nseries);
 	OFF(pcpu_snapshot_family, series);
+	OFF(pcpu_snapshot_family, export_buckets);
+	OFF(pcpu_snapshot_family, nexport);
 	SIZE(pcpu_snapshot);
 	OFF(pcpu_snapshot, nfamilies);
 	OFF(pcpu_snapshot, families);

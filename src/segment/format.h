@@ -35,7 +35,8 @@
 
 #define PCPU__SEG_MAGIC "PCPUSEG"          /* 7 chars + NUL = 8 bytes */
 #define PCPU__SEG_VERSION_MAJOR 2          /* incompatible changes (2: mirror region) */
-#define PCPU__SEG_VERSION_MINOR 1          /* compatible additions (1: pid namespace, no space) */
+#define PCPU__SEG_VERSION_MINOR 2          /* compatible additions (1: pid namespace, no space;
+					    * 2: exported `le` bounds of log-linear histograms) */
 #define PCPU__SEG_BYTE_ORDER 0x01020304u   /* as the writer stored it */
 #define PCPU__SEG_HEADER_REGION 4096       /* the header's page */
 #define PCPU__SEG_NAME_MAX 64              /* segment name, NUL excluded */
@@ -91,7 +92,7 @@ struct pcpu__seg_header {
 
 /* Entry flags. */
 #define PCPU__SEG_E_HAS_HELP 1u       /* family: help text present (may be "") */
-#define PCPU__SEG_E_SPARSE 2u         /* family: PCPU_SNAPSHOT_SPARSE_BUCKETS */
+#define PCPU__SEG_E_SPARSE 2u         /* family: written by 2.0-2.1, ignored since 2.2 */
 
 /* Histogram schemes, as enum pcpu_histogram_scheme. */
 #define PCPU__SEG_HIST_EXPLICIT 1
@@ -132,8 +133,11 @@ struct pcpu__seg_entry {
 	uint32_t nbuckets;      /* 36: family of histograms: buckets, +Inf included */
 	uint32_t u32a;          /* 40: series: chunk;      family: histogram scheme */
 	uint32_t u32b;          /* 44: series: value_size; family: precision_bits */
-	uint64_t value_off;     /* 48: series: offset in the chunk's slot region */
-	uint64_t serial;        /* 56: series: creation number (the exposition's order) */
+	uint64_t value_off;     /* 48: series: offset in the chunk's slot region;
+				 * family (2.2), log-linear: 1 + log2 of the `le` bounds
+				 * exposed per power of two, 0: every bucket (2.0-2.1) */
+	uint64_t serial;        /* 56: series: creation number (the exposition's order);
+				 * family (2.2), log-linear: smallest exposed bound (int64) */
 };                          /* 64 */
 
 #define PCPU__SEG_ENTRY_SIZE 64
@@ -145,6 +149,9 @@ struct pcpu__seg_entry {
 
 /* Alignment of value_off (the zone's allocation granule). */
 #define PCPU__SEG_VALUE_ALIGN 8
+
+/* Largest 1 + log2 of exposed bounds per power of two (PCPU_HISTOGRAM_EXPORT_MAX). */
+#define PCPU__SEG_MAX_EXPORT_LG1 7
 
 /* Most explicit bucket bounds (PCPU_HISTOGRAM_MAX_BOUNDS; writer.c checks
  * they agree). */

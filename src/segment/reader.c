@@ -812,6 +812,8 @@ struct fam {
 	const char *name, *help, *unit;
 	const char **label_names;
 	int64_t *upper; /* nbuckets - 1 bounds (histograms) */
+	uint32_t *exported; /* the exposed ones (NULL: all) */
+	size_t nexport;
 	size_t first, count; /* its kept series in build()'s sorted array */
 	int bad;        /* invalid: message in msg */
 	char msg[160];
@@ -968,6 +970,18 @@ static int parse_family(struct parse *p, struct fam *f)
 			return BAD(f, "trailing bytes in blob"), 0;
 		for (b = 0; b + 1 < e->nbuckets; b++)
 			f->upper[b] = pcpu__seg_loglinear_upper(e->u32b, b);
+		if (e->value_off) { /* 2.2: the export rule */
+			if (e->value_off > PCPU__SEG_MAX_EXPORT_LG1 || e->value_off - 1 > e->u32b)
+				return BAD(f, "bad exported bounds per power of two"), 0;
+			if (charge(p->b, (uint64_t)(e->nbuckets - 1) * 4) < 0)
+				return -1;
+			f->exported = malloc((size_t)(e->nbuckets - 1) * sizeof *f->exported);
+			if (!f->exported)
+				return pcpu__seg_fail(ENOMEM, "out of memory");
+			f->nexport = pcpu__export_list(f->upper, e->nbuckets - 1,
+						       (unsigned)e->value_off - 1, (int64_t)e->serial,
+						       f->exported);
+		}
 	} else {
 		return BAD(f, "unknown histogram scheme"), 0;
 	}
@@ -1481,7 +1495,7 @@ static struct snap_impl *build(struct parse *p, const char *S_owned, unsigned ch
 		out->unit = f->unit;
 		out->type = (enum pcpu_metric_type)f->e->type;
 		out->scale_exp10 = f->e->scale_exp10;
-		out->flags = (f->e->flags & PCPU__SEG_E_SPARSE) ? PCPU_SNAPSHOT_SPARSE_BUCKETS : 0;
+		out->flags = 0;
 		out->nlabels = f->e->nlabels;
 		out->label_names = f->label_names;
 		if (!keep(s, f->label_names) && f->label_names)
@@ -1493,6 +1507,13 @@ static struct snap_impl *build(struct parse *p, const char *S_owned, unsigned ch
 			if (!out->bucket_upper)
 				goto nomem;
 			f->upper = NULL;
+			if (f->exported) {
+				out->export_buckets = keep(s, f->exported);
+				if (!out->export_buckets)
+					goto nomem;
+				out->nexport = f->nexport;
+				f->exported = NULL;
+			}
 		}
 		struct ser **fs = sv + f->first;
 		size_t n = f->count;
@@ -1553,6 +1574,7 @@ static void parse_free(struct parse *p)
 	for (i = 0; i < p->nfams; i++) {
 		free(p->fams[i].label_names);
 		free(p->fams[i].upper);
+		free(p->fams[i].exported);
 	}
 	for (i = 0; i < p->nsers; i++) {
 		free(p->sers[i].values);

@@ -176,6 +176,14 @@ static int check_histogram(const struct pcpu_snapshot_family *f)
 		return fail_msg(f, "bucket_upper is NULL");
 	if (f->nbuckets > 1 && pcpu__check_bounds(f->bucket_upper, f->nbuckets - 1, f->scale_exp10) < 0)
 		return fail_family(f, EINVAL);
+	if (f->export_buckets) {
+		if (f->nexport > f->nbuckets - 1)
+			return fail_msg(f, "more exported buckets than finite buckets");
+		for (b = 0; b < f->nexport; b++)
+			if (f->export_buckets[b] >= f->nbuckets - 1 ||
+			    (b && f->export_buckets[b] <= f->export_buckets[b - 1]))
+				return fail_msg(f, "export_buckets must be strictly increasing finite bucket indices");
+	}
 	for (i = 0; i < f->nseries; i++) {
 		const uint64_t *c = f->series[i].value.histogram.counts;
 		uint64_t total = 0;
@@ -351,6 +359,22 @@ static void put_i_scaled(struct pcpu__buf *b, int64_t v, int scale)
 	pcpu__buf_put(b, d, pcpu__fmt_double(d, pcpu__scale_i64(v, scale), 0));
 }
 
+/*
+ * Whether bucket k's bound is written: the +Inf bucket always, the others
+ * when the family exports every bucket or k is the next of its
+ * export_buckets (*x walks them; k only grows).
+ */
+static int exported(const struct pcpu_snapshot_family *f, size_t k, size_t *x)
+{
+	if (k + 1 == f->nbuckets || !f->export_buckets)
+		return 1;
+	if (*x < f->nexport && f->export_buckets[*x] == k) {
+		(*x)++;
+		return 1;
+	}
+	return 0;
+}
+
 /* The `le` strings of a histogram family, computed once per family. */
 static char (*le_strings(const struct pcpu_snapshot_family *f))[PCPU__DOUBLE_BUF]
 {
@@ -437,10 +461,11 @@ static int write_text(const struct pcpu_snapshot *s, struct pcpu__buf *b, int om
 				const uint64_t *c = se->value.histogram.counts;
 				uint64_t cum = 0;
 
+				size_t x = 0;
+
 				for (k = 0; k < f->nbuckets; k++) {
 					cum += c[k];
-					if ((f->flags & PCPU_SNAPSHOT_SPARSE_BUCKETS) && !c[k] &&
-					    k + 1 < f->nbuckets)
+					if (!exported(f, k, &x))
 						continue;
 					pcpu__buf_puts(b, f->name);
 					pcpu__buf_put(b, "_bucket", 7);
@@ -536,10 +561,11 @@ static int write_json(const struct pcpu_snapshot *s, struct pcpu__buf *b)
 				pcpu__buf_puts(b, ",\"sum\":");
 				put_i_scaled(b, se->value.histogram.sum, f->scale_exp10);
 				pcpu__buf_puts(b, ",\"buckets\":[");
+				size_t x = 0;
+
 				for (k = 0; k < f->nbuckets; k++) {
 					cum += c[k];
-					if ((f->flags & PCPU_SNAPSHOT_SPARSE_BUCKETS) && !c[k] &&
-					    k + 1 < f->nbuckets)
+					if (!exported(f, k, &x))
 						continue;
 					pcpu__buf_puts(b, first ? "{\"le\":" : ",{\"le\":");
 					first = 0;

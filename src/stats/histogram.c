@@ -36,6 +36,14 @@ static int layout_error(const char *msg)
 	return -1;
 }
 
+unsigned pcpu__histogram_export_lg(const struct pcpu_histogram_layout *l)
+{
+	unsigned m = l->export_per_octave ? l->export_per_octave : PCPU_HISTOGRAM_EXPORT_DEFAULT;
+	unsigned lg = (unsigned)__builtin_ctz(m);
+
+	return lg < l->precision_bits ? lg : l->precision_bits;
+}
+
 int pcpu__histogram_layout_check(const struct pcpu_histogram_layout *l, size_t *nbuckets,
 				 uint64_t *limit)
 {
@@ -62,6 +70,9 @@ int pcpu__histogram_layout_check(const struct pcpu_histogram_layout *l, size_t *
 			return layout_error("log-linear histogram: precision_bits must be 0..14");
 		if (l->max_value < 1)
 			return layout_error("log-linear histogram: max_value must be >= 1");
+		if (l->export_per_octave > PCPU_HISTOGRAM_EXPORT_MAX ||
+		    (l->export_per_octave & (l->export_per_octave - 1)))
+			return layout_error("log-linear histogram: export_per_octave must be 0 or a power of two up to 64");
 		e = 63u - (unsigned)__builtin_clzll((uint64_t)l->max_value);
 		if (e < p)
 			e = p; /* at least groups 0 and 1 */

@@ -59,6 +59,33 @@ PCPU_HIDDEN int pcpu__snapshot_write(const struct pcpu_snapshot *s, enum pcpu_fo
  * to doubles. Returns 0 or -1 with errno EINVAL and a message. */
 PCPU_HIDDEN int pcpu__check_bounds(const int64_t *upper, size_t n, int scale_exp10);
 
+/*
+ * The `le` bounds a log-linear histogram exposes (pcpu/histogram.h,
+ * export_per_octave): bucket upper bound u is exposed when u >= min and
+ * u + 1 has at most lg + 1 significant bits, i.e. u + 1 = 2^e * (1 + k /
+ * 2^lg). A function of the bound alone, so the registry and a segment
+ * reader (which rebuilds the bounds from the precision) derive the same
+ * set. Writes the indices of the exposed bounds among upper[0..n) to out
+ * (n entries at most) and returns how many.
+ */
+static inline size_t pcpu__export_list(const int64_t *upper, size_t n, unsigned lg, int64_t min,
+				       uint32_t *out)
+{
+	size_t b, k = 0;
+
+	for (b = 0; b < n; b++) {
+		uint64_t v = (uint64_t)upper[b] + 1;
+		unsigned top;
+
+		if (upper[b] < min || upper[b] < 0)
+			continue;
+		top = 63u - (unsigned)__builtin_clzll(v);
+		if (top <= lg || (v & (((uint64_t)1 << (top - lg)) - 1)) == 0)
+			out[k++] = (uint32_t)b;
+	}
+	return k;
+}
+
 /* ---- format.c: growable output buffer and number formatting ---- */
 
 struct pcpu__buf {

@@ -257,7 +257,9 @@ static int layout_equal(const struct pcpu_histogram_layout *a, const struct pcpu
 	if (a->scheme == PCPU_HISTOGRAM_EXPLICIT)
 		return a->nbounds == b->nbounds &&
 		       memcmp(a->bounds, b->bounds, a->nbounds * sizeof *a->bounds) == 0;
-	return a->precision_bits == b->precision_bits && a->max_value == b->max_value;
+	return a->precision_bits == b->precision_bits && a->max_value == b->max_value &&
+	       pcpu__histogram_export_lg(a) == pcpu__histogram_export_lg(b) &&
+	       (a->export_min > 0 ? a->export_min : 0) == (b->export_min > 0 ? b->export_min : 0);
 }
 
 static int desc_equal(const struct pcpu_family *f, const struct pcpu_family_desc *d)
@@ -286,6 +288,7 @@ static void family_free_meta(struct pcpu_family *f)
 	free(f->unit);
 	free(f->bounds);
 	free(f->bucket_upper);
+	free(f->export_buckets);
 	free(f->tab);
 	free(f);
 }
@@ -309,7 +312,6 @@ static int family_set_layout(struct pcpu_family *f, const struct pcpu_histogram_
 	} else {
 		f->layout.bounds = NULL;
 		f->layout.nbounds = 0;
-		f->flags |= PCPU_SNAPSHOT_SPARSE_BUCKETS;
 	}
 	f->nbuckets = nb;
 	f->bucket_upper = malloc((nb > 1 ? nb - 1 : 1) * sizeof *f->bucket_upper);
@@ -325,6 +327,14 @@ static int family_set_layout(struct pcpu_family *f, const struct pcpu_histogram_
 	tmp.pcpu__limit = limit;
 	for (b = 0; b + 1 < nb; b++)
 		pcpu_histogram_bucket_range(&tmp, b, NULL, &f->bucket_upper[b]);
+	if (l->scheme == PCPU_HISTOGRAM_LOG_LINEAR) {
+		/* Thousands of buckets: expose a fixed, bounded subset. */
+		f->export_buckets = malloc((nb > 1 ? nb - 1 : 1) * sizeof *f->export_buckets);
+		if (!f->export_buckets)
+			return -1;
+		f->nexport = pcpu__export_list(f->bucket_upper, nb - 1, pcpu__histogram_export_lg(l),
+					       l->export_min, f->export_buckets);
+	}
 	return 0;
 }
 

@@ -25,6 +25,10 @@ PCPU_HIDDEN pcpu_zone_t *pcpu__stats_zone(void);
 PCPU_HIDDEN int pcpu__histogram_layout_check(const struct pcpu_histogram_layout *l,
 					     size_t *nbuckets, uint64_t *limit);
 
+/* log2 of the `le` bounds a log-linear layout exposes per power of two
+ * (export_per_octave, defaulted and capped at the precision). */
+PCPU_HIDDEN unsigned pcpu__histogram_export_lg(const struct pcpu_histogram_layout *l);
+
 /* ---- registry.c ---- */
 
 struct pcpu__sstruct;
@@ -53,6 +57,8 @@ struct pcpu_family {
 	int64_t *bounds;
 	size_t nbuckets;
 	int64_t *bucket_upper;        /* nbuckets - 1 inclusive upper bounds */
+	uint32_t *export_buckets;     /* the exposed ones (NULL: all), see pcpu/expose.h */
+	size_t nexport;
 	unsigned flags;               /* PCPU_SNAPSHOT_* */
 	/* series hash table (chained), power-of-two size */
 	struct pcpu__series **tab;

@@ -120,7 +120,7 @@ static inline uint64_t sb_family(struct sb *b, uint64_t id, unsigned type, const
 		e.u32a = scheme;
 		e.u32b = p;
 		if (scheme == 2)
-			e.flags |= PCPU__SEG_E_SPARSE;
+			e.value_off = 1; /* 2.2: one `le` per power of two, from 0 */
 	}
 	return sb_add(b, &e);
 }
