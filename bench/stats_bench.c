@@ -270,8 +270,8 @@ int main(int argc, char **argv)
 	static const int64_t bounds[] = { 5000000,   10000000,  25000000,   50000000,
 					  100000000, 250000000, 500000000,  1000000000,
 					  2500000000, 5000000000, 10000000000 };
-	struct pcpu_histogram_layout le = { PCPU_HISTOGRAM_EXPLICIT, bounds, 11, 0, 0 };
-	struct pcpu_histogram_layout ll = { PCPU_HISTOGRAM_LOG_LINEAR, NULL, 0, 7, (int64_t)600 * 1000000000 };
+	struct pcpu_histogram_layout le = { PCPU_HISTOGRAM_EXPLICIT, bounds, 11, 0, 0, 0, 0 };
+	struct pcpu_histogram_layout ll = { PCPU_HISTOGRAM_LOG_LINEAR, NULL, 0, 7, (int64_t)600 * 1000000000, 0, 0 };
 	int64_t gv[2];
 
 	for (i = 1; i < (unsigned)argc; i++) {

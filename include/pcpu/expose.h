@@ -162,6 +162,27 @@ PCPU_API int pcpu_snapshot_write(const struct pcpu_snapshot *s, enum pcpu_format
 				 char **out, size_t *len);
 
 /**
+ * Estimates quantile `q` (0 <= q <= 1) of histogram family `f` from
+ * `counts` (f->nbuckets per-bucket counts: a series' value.histogram.counts,
+ * or the difference of two snapshots' counts for the quantile of what was
+ * recorded in between), in exposed units (scaled by 10^scale_exp10).
+ * Every bucket counts, also those a writer does not expose (export_buckets).
+ * Rule -- Prometheus' histogram_quantile() over the same buckets: rank =
+ * q * count; the bucket is the first non-empty one whose cumulative count
+ * reaches the rank; the estimate interpolates linearly from the previous
+ * bucket's bound (0 for a first bucket with a positive bound) to this
+ * bucket's bound; the +Inf bucket gives the largest finite bound.
+ * Precision: within the width of the bucket that holds the rank-th value
+ * (2^-p relative for a log-linear histogram of precision p); PromQL over
+ * the exposed (coarser) buckets agrees within the exposed bucket's width.
+ * Returns NaN with errno EINVAL: NULL, not a histogram family, q outside
+ * [0, 1], no observations. Thread-safe; async-signal-safe. Cost: linear
+ * in the buckets.
+ */
+PCPU_API double pcpu_snapshot_quantile(const struct pcpu_snapshot_family *f, const uint64_t *counts,
+				       double q);
+
+/**
  * The HTTP Content-Type of a format: "text/plain; version=0.0.4;
  * charset=utf-8", "application/openmetrics-text; version=1.0.0;
  * charset=utf-8", "application/json" or "application/vnd.google.protobuf;

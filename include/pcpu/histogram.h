@@ -229,14 +229,21 @@ PCPU_API int pcpu_histogram_read(const pcpu_histogram_t *h, uint64_t *counts, si
 
 /**
  * Estimates quantile `q` (0 <= q <= 1) from counts read by
- * pcpu_histogram_read(). Let r = max(1, ceil(q * count)); the r-th smallest
- * recorded value lies in the first bucket whose cumulative count reaches r.
- * Log-linear: returns that bucket's midpoint, so the estimate is within
- * half a bucket -- 2^-(p+1) relative -- of the true value. Explicit:
- * interpolates linearly inside the bucket, as Prometheus'
- * histogram_quantile() does; the +Inf bucket returns the largest bound.
- * Returns NaN with errno EINVAL for q outside [0, 1] or a histogram with no
- * values. Thread-safe; async-signal-safe.
+ * pcpu_histogram_read() (or the difference of two reads: the quantile of
+ * what was recorded in between), in recorded units. The rule is
+ * Prometheus' histogram_quantile() over the same buckets, so a value
+ * computed here and one PromQL computes from the exposed buckets agree:
+ * rank = q * count; the bucket is the first non-empty one whose cumulative
+ * count reaches the rank; the estimate interpolates linearly from the
+ * previous bucket's upper bound (0 for the first bucket if its bound is
+ * positive) to this bucket's upper bound. The +Inf bucket returns the
+ * largest finite bound. Precision: the true rank-th value lies in the same
+ * bucket, so the error is below the bucket's width -- 2^-p of the value
+ * for a log-linear histogram of precision p. pcpu_snapshot_quantile() is
+ * the same over a snapshot (pcpu/expose.h).
+ * Returns NaN with errno EINVAL for q outside [0, 1], nbuckets that is not
+ * the histogram's, or no values. Thread-safe; async-signal-safe. Cost:
+ * linear in the buckets.
  */
 PCPU_API double pcpu_histogram_quantile(const pcpu_histogram_t *h, const uint64_t *counts,
 					size_t nbuckets, double q);

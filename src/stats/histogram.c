@@ -208,54 +208,91 @@ int pcpu_histogram_read(const pcpu_histogram_t *h, uint64_t *counts, size_t nbuc
 	return 0;
 }
 
-double pcpu_histogram_quantile(const pcpu_histogram_t *h, const uint64_t *counts,
-			       size_t nbuckets, double q)
+/*
+ * The rank rule both quantile functions share, Prometheus'
+ * histogram_quantile() over the same buckets: rank = q * count, the bucket
+ * is the first non-empty one whose cumulative count reaches the rank, and
+ * the estimate interpolates linearly between the bucket's bounds. Gives
+ * the bucket (nbuckets - 1 for +Inf) and the fraction of it below the
+ * rank, or -1 with EINVAL (q outside [0, 1], no observations).
+ */
+static int quantile_locate(const uint64_t *counts, size_t nbuckets, double q, size_t *bucket,
+			   double *frac)
 {
-	uint64_t total = 0, cum = 0, rank;
+	uint64_t total = 0, cum = 0;
+	double rank;
 	size_t b;
-	int64_t lo, hi;
 
-	if (!h || !counts || nbuckets != h->pcpu__nbuckets || !(q >= 0.0 && q <= 1.0)) {
+	if (!counts || nbuckets < 1 || !(q >= 0.0 && q <= 1.0)) {
 		errno = EINVAL;
-		return NAN;
+		return -1;
 	}
 	for (b = 0; b < nbuckets; b++)
 		total += counts[b];
 	if (!total) {
 		errno = EINVAL;
-		return NAN;
+		return -1;
 	}
-	{
-		/* ceil(q * total), without libm: the library needs only libc. */
-		double want = q * (double)total;
-
-		rank = (uint64_t)want;
-		if ((double)rank < want)
-			rank++;
-	}
-	if (rank < 1)
-		rank = 1;
-	if (rank > total)
-		rank = total;
-	for (b = 0; b < nbuckets; b++) {
-		if (cum + counts[b] >= rank)
+	rank = q * (double)total;
+	for (b = 0; b + 1 < nbuckets; b++) {
+		if (counts[b] && (double)(cum + counts[b]) >= rank)
 			break;
 		cum += counts[b];
 	}
-	pcpu_histogram_bucket_range(h, b, &lo, &hi);
-	if (h->pcpu__scheme == PCPU_HISTOGRAM_LOG_LINEAR) {
-		if (b + 1 == nbuckets)
-			return (double)lo; /* beyond max_value: all we know is a bound */
-		return ((double)lo + (double)hi) / 2.0;
-	}
-	/* Explicit: Prometheus' histogram_quantile() interpolation, with the
-	 * first bucket starting at 0 when its bound is positive. */
-	if (b + 1 == nbuckets)
-		return (double)h->pcpu__bounds[h->pcpu__nbounds - 1];
-	{
-		double start = b == 0 ? (hi > 0 ? 0.0 : (double)hi) : (double)h->pcpu__bounds[b - 1];
-		double end = (double)hi;
+	*bucket = b;
+	*frac = b + 1 < nbuckets ? (rank - (double)cum) / (double)counts[b] : 1.0;
+	if (*frac < 0)
+		*frac = 0; /* q = 0: the first non-empty bucket's lower bound */
+	return 0;
+}
 
-		return start + (end - start) * ((double)(rank - cum) / (double)counts[b]);
+/* Bucket b's interpolation interval from the upper bounds `hi` of b and
+ * `prev` of b - 1: Prometheus starts the first bucket at 0 when its bound
+ * is positive, and returns a bound <= 0 as it is. */
+static double interpolate(size_t b, double prev, double hi, double frac)
+{
+	double lo = b == 0 ? (hi > 0 ? 0.0 : hi) : prev;
+
+	return lo + (hi - lo) * frac;
+}
+
+double pcpu_histogram_quantile(const pcpu_histogram_t *h, const uint64_t *counts,
+			       size_t nbuckets, double q)
+{
+	int64_t prev = 0, hi;
+	size_t b;
+	double frac;
+
+	if (!h || nbuckets != h->pcpu__nbuckets) {
+		errno = EINVAL;
+		return NAN;
 	}
+	if (quantile_locate(counts, nbuckets, q, &b, &frac) < 0)
+		return NAN;
+	if (b + 1 == nbuckets) /* +Inf: all we know is the largest finite bound */
+		b = nbuckets - 2, frac = 1.0;
+	if (nbuckets == 1)
+		return NAN;
+	pcpu_histogram_bucket_range(h, b, NULL, &hi);
+	if (b)
+		pcpu_histogram_bucket_range(h, b - 1, NULL, &prev);
+	return interpolate(b, (double)prev, (double)hi, frac);
+}
+
+double pcpu_snapshot_quantile(const struct pcpu_snapshot_family *f, const uint64_t *counts,
+			      double q)
+{
+	size_t b;
+	double frac, prev;
+
+	if (!f || f->type != PCPU_METRIC_HISTOGRAM || f->nbuckets < 2 || !f->bucket_upper) {
+		errno = EINVAL;
+		return NAN;
+	}
+	if (quantile_locate(counts, f->nbuckets, q, &b, &frac) < 0)
+		return NAN;
+	if (b + 1 == f->nbuckets)
+		b = f->nbuckets - 2, frac = 1.0;
+	prev = b ? pcpu__scale_i64(f->bucket_upper[b - 1], f->scale_exp10) : 0.0;
+	return interpolate(b, prev, pcpu__scale_i64(f->bucket_upper[b], f->scale_exp10), frac);
 }

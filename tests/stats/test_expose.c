@@ -40,9 +40,9 @@ static pcpu_registry_t *build_registry(void)
 					      100000000, 250000000,  500000000, 1000000000,
 					      2500000000, 5000000000, 10000000000 };
 	static const struct pcpu_histogram_layout dur_layout = { PCPU_HISTOGRAM_EXPLICIT, dur_bounds,
-								 11, 0, 0 };
+								 11, 0, 0, 0, 0 };
 	static const struct pcpu_histogram_layout size_layout = { PCPU_HISTOGRAM_LOG_LINEAR, NULL, 0,
-								  2, 1000000 };
+								  2, 1000000, 0, 0 };
 	struct pcpu_family_desc d;
 	pcpu_family_t *f;
 	pcpu_counter_t c;

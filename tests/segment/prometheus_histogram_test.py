@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""A real Prometheus scrapes a log-linear histogram that keeps filling.
+
+  prometheus_histogram_test.py PCPUSTAT FIXTURE
+
+The test application (segment_fixture latency) records random latencies,
+log-uniform from 1 ms to a bound that doubles every second up to 20 s, so
+buckets fill for the first time between scrapes; pcpustat serve exposes its segment; Prometheus 2.42 (Debian
+`prometheus`) scrapes it every second on loopback. Checked, as a user's
+dashboards would see it:
+
+ - every `le` series exists from the first scrape on (the same bounded set;
+   a series appearing later holding a large cumulative count is what broke
+   rate() before);
+ - rate(test_latency_seconds_bucket[5s]) is monotone in `le`, at several
+   times while recording;
+ - once recording stops, histogram_quantile() agrees with the library's
+   pcpu_snapshot_quantile() (printed by the application) within the width
+   of the exposed bucket holding it.
+
+Every wait is bounded; exit 77 only where Prometheus cannot be installed
+(prometheus_test.find_prometheus()).
+"""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from prometheus_test import find_prometheus, free_port, http_json  # noqa: E402
+
+SEL = 'test_latency_seconds_bucket{pcpu_segment="promhist"}'
+
+
+def query(base, q, t=None):
+    url = base + "/api/v1/query?query=" + urllib.parse.quote(q)
+    if t is not None:
+        url += "&time=%.3f" % t
+    d = http_json(url)
+    if d.get("status") != "success":
+        raise SystemExit("FAIL: query %s: %r" % (q, d))
+    return d["data"]["result"]
+
+
+def le_value(r):
+    return float(r["metric"]["le"])
+
+
+def check_rate_monotone(base):
+    res = query(base, "rate(%s[5s])" % SEL)
+    if len(res) < 10:
+        raise SystemExit("FAIL: rate() over buckets gave %d series" % len(res))
+    pts = sorted((le_value(r), float(r["value"][1])) for r in res)
+    for (le0, v0), (le1, v1) in zip(pts, pts[1:]):
+        if v1 < v0:
+            raise SystemExit("FAIL: rate() not monotone in le: le=%g -> %g/s, then le=%g -> %g/s"
+                             % (le0, v0, le1, v1))
+    return len(pts), pts[-1][1]
+
+
+def main():
+    pcpustat, fixture = sys.argv[1], sys.argv[2]
+    prom = find_prometheus()
+    tmp = tempfile.mkdtemp(prefix="pcpu-promhist.")
+    segdir = os.path.join(tmp, "seg")
+    os.mkdir(segdir, 0o700)
+    env = dict(os.environ, PCPU_SEGMENT_DIR=segdir)
+    procs = []
+    ok = False
+    try:
+        app = subprocess.Popen([fixture, "latency", "promhist"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, env=env, text=True)
+        procs.append(app)
+        if not app.stdout.readline().startswith("ready"):
+            raise SystemExit("FAIL: the test application did not start")
+        exp = subprocess.Popen([pcpustat, "serve", "--listen", "127.0.0.1:0", "promhist"],
+                               stdout=subprocess.PIPE, env=env, text=True)
+        procs.append(exp)
+        line = exp.stdout.readline()
+        if "listening on http://" not in line:
+            raise SystemExit("FAIL: the exporter did not start: %r" % line)
+        target = line.split("http://")[1].split("/")[0]
+
+        port = free_port()
+        cfg = os.path.join(tmp, "prometheus.yml")
+        with open(cfg, "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+                    "scrape_configs:\n  - job_name: pcpu\n"
+                    "    static_configs:\n      - targets: ['%s']\n" % target)
+        log = open(os.path.join(tmp, "prometheus.log"), "w")
+        srv = subprocess.Popen([prom, "--config.file=" + cfg,
+                                "--storage.tsdb.path=" + os.path.join(tmp, "data"),
+                                "--web.listen-address=127.0.0.1:%d" % port,
+                                "--log.level=warn"], stdout=log, stderr=log)
+        procs.append(srv)
+        base = "http://127.0.0.1:%d" % port
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(base + "/-/ready", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if srv.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit("FAIL: prometheus not ready: %s" % open(log.name).read()[-2000:])
+            time.sleep(0.2)
+
+        # Recording: wait for 7 scrapes of the histogram, checking rate().
+        t0 = time.time()
+        deadline = time.monotonic() + 40
+        checks = 0
+        while checks < 3:
+            if time.monotonic() > deadline:
+                raise SystemExit("FAIL: too few scrapes of the histogram within 40 s")
+            time.sleep(1)
+            n = query(base, "count_over_time(%s[1m])" % SEL)
+            if not n or min(float(r["value"][1]) for r in n) < 7:
+                continue
+            nser, top = check_rate_monotone(base)
+            checks += 1
+            print("ok   rate(..._bucket[5s]) monotone in le over %d series (+Inf %.0f/s)"
+                  % (nser, top))
+
+        # Every `le` series was there from the first scrape on: all have as
+        # many samples as the series that has most.
+        n = query(base, "count_over_time(%s[1m])" % SEL)
+        counts = sorted(float(r["value"][1]) for r in n)
+        if counts[0] != counts[-1]:
+            raise SystemExit("FAIL: some le series appeared later: sample counts %g..%g"
+                             % (counts[0], counts[-1]))
+        print("ok   all %d le series present from the first scrape (%d samples each)"
+              % (len(counts), counts[0]))
+
+        # Stop recording; the library's own quantiles of the final counts.
+        app.stdin.write("stop\n")
+        app.stdin.flush()
+        total = int(app.stdout.readline().split()[1])
+        lib = {}
+        for _ in range(4):
+            _, q, v = app.stdout.readline().split()
+            lib[float(q)] = float(v)
+        deadline = time.monotonic() + 30
+        while True:
+            r = query(base, 'test_latency_seconds_count{pcpu_segment="promhist"}')
+            if r and float(r[0]["value"][1]) == total:
+                break
+            if time.monotonic() > deadline:
+                raise SystemExit("FAIL: Prometheus never saw the final count %d: %r" % (total, r))
+            time.sleep(0.3)
+        les = sorted(le_value(r) for r in query(base, SEL))
+        for q, v in sorted(lib.items()):
+            pr = query(base, "histogram_quantile(%g, %s)" % (q, SEL))
+            p = float(pr[0]["value"][1])
+            hi = min(le for le in les if le >= v)
+            lo = max([le for le in les if le < v] or [0.0])
+            if not (lo <= p <= hi):
+                raise SystemExit("FAIL: q=%g: Prometheus %.9g, library %.9g, not both in the "
+                                 "exposed bucket (%g, %g]" % (q, p, v, lo, hi))
+            print("ok   q=%-4g Prometheus %.6g, library %.6g: same exposed bucket (%.6g, %.6g]"
+                  % (q, p, v, lo, hi))
+        print("     (%d observations, %.1f s of recording)" % (total, time.time() - t0))
+        ok = True
+    finally:
+        for p in reversed(procs):
+            if p.poll() is None:
+                if p.stdin:
+                    p.stdin.close()
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("prometheus_histogram_test: ok" if ok else "prometheus_histogram_test: FAILED")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
