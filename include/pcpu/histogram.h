@@ -5,11 +5,10 @@
  *
  * A histogram is one per-CPU counter array: element 0 holds the sum of the
  * recorded values, element 1 + b the count of bucket b. Recording finds the
- * bucket (a few instructions, or a branch-free binary search over explicit
- * bounds) and makes two counter adds on the calling thread's slot: 1 to the
- * bucket, the value to the sum. Nothing is merged until a read sums the
- * slots. (Measured: about 2 counter adds for log-linear buckets, 3 for a
- * dozen explicit bounds; tests/stats/stats_bench.)
+ * bucket (a few branch-free instructions) and makes two counter adds on the
+ * calling thread's slot, sharing one slot-index load: 1 to the bucket, the
+ * value to the sum. Nothing is merged until a read sums the slots.
+ * (Measured costs: bench/README.md section 5.)
  *
  *     slot s: [ sum | bucket 0 | bucket 1 | ... | bucket n-1 (+Inf) ]
  *
@@ -91,7 +90,8 @@ struct pcpu_histogram_layout {
  * inline recording path. */
 struct pcpu_histogram {
 	pcpu_counter_t pcpu__c;       /* [0] sum, [1 + b] bucket b */
-	const int64_t *pcpu__bounds;  /* explicit: the bounds (owned) */
+	const int64_t *pcpu__bounds;  /* explicit: the bounds (owned; at least
+				       * PCPU__HISTOGRAM_SMALL, padded with INT64_MAX) */
 	uint32_t pcpu__nbounds;       /* explicit: number of bounds */
 	uint32_t pcpu__nbuckets;      /* buckets, +Inf included */
 	uint32_t pcpu__scheme;        /* enum pcpu_histogram_scheme */
@@ -110,12 +110,60 @@ PCPU_API void pcpu_histogram_record_n(const pcpu_histogram_t *h, int64_t v, uint
 PCPU_API size_t pcpu_histogram_nbuckets(const pcpu_histogram_t *h);
 #endif
 
+/* Explicit layouts of at most this many bounds store them padded to it
+ * with INT64_MAX, for pcpu__histogram_search16(). */
+#define PCPU__HISTOGRAM_SMALL 16
+
+/* Index of the first bound >= v among up to 16 sorted bounds padded with
+ * INT64_MAX (the count of bounds < v; padding never is). Two levels of
+ * independent compares -- which group of four, then which bound in it --
+ * with no branch and a dependency chain of two loads, where a binary search
+ * has four (measured 3.1 against 5.0 ns a search with random values). */
+__attribute__((always_inline)) static inline size_t pcpu__histogram_search16(const int64_t *b, int64_t v)
+{
+	size_t k = (size_t)(b[3] < v) + (size_t)(b[7] < v) + (size_t)(b[11] < v);
+	const int64_t *g = b + 4 * k;
+
+	return 4 * k + (size_t)(g[0] < v) + (size_t)(g[1] < v) + (size_t)(g[2] < v) +
+	       (size_t)(g[3] < v);
+}
+
+/* Index of the first bound >= v among n >= 1 sorted bounds (n if none: the
+ * +Inf bucket). A binary search of log2(n) steps whatever v is, each a
+ * compare and a conditional move, so its cost does not depend on how
+ * predictable the values are. gcc 12 turns the C ternary of this step into
+ * a conditional branch (which mispredicts half the time on random values),
+ * hence cmov in asm on x86-64 and a mask elsewhere. */
+__attribute__((always_inline)) static inline size_t pcpu__histogram_search(const int64_t *bounds, size_t n, int64_t v)
+{
+	const int64_t *base = bounds;
+
+	while (n > 1) {
+		size_t half = n / 2;
+#if defined(__x86_64__)
+		const int64_t *next = base + half;
+
+		__asm__("cmpq %[v], %[b]\n\t"
+			"cmovl %[next], %[base]"
+			: [base] "+r"(base)
+			: [b] "m"(base[half - 1]), [v] "r"(v), [next] "r"(next)
+			: "cc");
+#else
+		base += half & ((size_t)0 - (size_t)(base[half - 1] < v));
+#endif
+		n -= half;
+	}
+	return (size_t)(base - bounds) + (size_t)(*base < v);
+}
+
 /**
  * Bucket a value falls in, 0..pcpu_histogram_nbuckets(h)-1.
- * Thread-safe; async-signal-safe. Cost: a few instructions (log-linear) or
- * a binary search over the bounds (explicit).
+ * Thread-safe; async-signal-safe. Cost, branch-free but for the scheme and
+ * a log-linear value beyond max_value: a count-leading-zeros, shifts and
+ * adds (log-linear), or log2(nbounds) compare-and-conditional-moves
+ * (explicit).
  */
-static inline size_t PCPU__INLINE_OP(pcpu_histogram_bucket_of)(const pcpu_histogram_t *h, int64_t v)
+__attribute__((always_inline)) static inline size_t PCPU__INLINE_OP(pcpu_histogram_bucket_of)(const pcpu_histogram_t *h, int64_t v)
 {
 	if (h->pcpu__scheme == PCPU_HISTOGRAM_LOG_LINEAR) {
 		uint64_t u = v < 0 ? 0 : (uint64_t)v;
@@ -124,43 +172,57 @@ static inline size_t PCPU__INLINE_OP(pcpu_histogram_bucket_of)(const pcpu_histog
 
 		if (PCPU_UNLIKELY(u >= h->pcpu__limit))
 			return h->pcpu__nbuckets - 1;
-		if (u < ((uint64_t)2 << p))
-			return (size_t)u; /* groups 0 and 1: one value per bucket */
-		e = 63u - (unsigned)__builtin_clzll(u); /* 2^e <= u < 2^(e+1) */
+		/* e = max(top bit of u, p): below 2^(p+1) the formula then gives
+		 * u itself (one value per bucket), with no branch on the size. */
+		e = 63u - (unsigned)__builtin_clzll(u | ((uint64_t)1 << p));
 		return ((size_t)(e - p + 1) << p) + (size_t)((u >> (e - p)) - ((uint64_t)1 << p));
-	} else {
-		const int64_t *base = h->pcpu__bounds;
-		size_t n = h->pcpu__nbounds;
-
-		/* First bound >= v (nbounds, the +Inf bucket, if none), by a
-		 * branch-free binary search: it runs log2(n) steps whatever v
-		 * is, each a conditional move, so its cost does not depend on
-		 * how predictable the values are. (Counting the bounds < v with
-		 * independent compares measured slower for a dozen bounds.) */
-		while (n > 1) {
-			size_t half = n / 2;
-			base = base[half - 1] < v ? base + half : base;
-			n -= half;
-		}
-		return (size_t)(base - h->pcpu__bounds) + (*base < v);
 	}
+	if (PCPU_LIKELY(h->pcpu__nbounds <= PCPU__HISTOGRAM_SMALL))
+		return pcpu__histogram_search16(h->pcpu__bounds, v);
+	return pcpu__histogram_search(h->pcpu__bounds, h->pcpu__nbounds, v);
+}
+
+/* Adds n to bucket counter `b` and v to the sum counter `s` of the calling
+ * thread's slot: the slot index is loaded once for both adds (each its own
+ * rseq commit); an add that does not commit there takes the counter's
+ * slow path, as pcpu_counter_add() does. */
+__attribute__((always_inline)) static inline void pcpu__histogram_add2(pcpu_counter_t b, int64_t n,
+									pcpu_counter_t s, int64_t v)
+{
+#if PCPU_ARCH_HAVE_RSEQ
+	int64_t idx = pcpu__rseq_load_index();
+
+	if (PCPU_LIKELY(idx >= 0) &&
+	    PCPU_LIKELY(pcpu__rseq_cmpeq_addv(idx, &pcpu__counter_slot(b, (size_t)idx)->pcpu__word,
+					      n) == 0)) {
+		if (PCPU_LIKELY(pcpu__rseq_cmpeq_addv(idx, &pcpu__counter_slot(s, (size_t)idx)->pcpu__word,
+						      v) == 0))
+			return;
+		pcpu__counter_add_slow(s, v); /* moved between the two adds */
+		return;
+	}
+#endif
+	pcpu__counter_add_slow(b, n);
+	pcpu__counter_add_slow(s, v);
 }
 
 /**
  * Records value `v` once: adds 1 to its bucket and v to the sum (0 for a
  * negative value in a log-linear histogram). `h` must be a live histogram.
- * Thread-safe; async-signal-safe; lock-free. Cost: finding the bucket plus
- * two counter adds.
+ * Thread-safe; async-signal-safe; lock-free. Cost: finding the bucket
+ * (branch-free, see pcpu_histogram_bucket_of()) and two counter adds that
+ * share one slot-index load. Measured with random values (log-uniform in
+ * 1 ms - 20 s; bench/stats_bench.c, bench/README.md section 5): see the
+ * figures there, about 2 counter adds.
  */
-static inline void PCPU__INLINE_OP(pcpu_histogram_record)(const pcpu_histogram_t *h, int64_t v)
+__attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_histogram_record)(const pcpu_histogram_t *h, int64_t v)
 {
-	size_t b = pcpu_histogram_bucket_of(h, v);
+	size_t b = PCPU__INLINE_OP(pcpu_histogram_bucket_of)(h, v);
 
 	if (h->pcpu__scheme == PCPU_HISTOGRAM_LOG_LINEAR && v < 0)
 		v = 0;
 	/* Bucket first, then sum: a reader reads them in that order too. */
-	pcpu_counter_add(h->pcpu__c + 1 + b, 1);
-	pcpu_counter_add(h->pcpu__c, v);
+	pcpu__histogram_add2(h->pcpu__c + 1 + b, 1, h->pcpu__c, v);
 }
 
 /**
@@ -171,12 +233,11 @@ static inline void PCPU__INLINE_OP(pcpu_histogram_record)(const pcpu_histogram_t
  */
 static inline void PCPU__INLINE_OP(pcpu_histogram_record_n)(const pcpu_histogram_t *h, int64_t v, uint64_t n)
 {
-	size_t b = pcpu_histogram_bucket_of(h, v);
+	size_t b = PCPU__INLINE_OP(pcpu_histogram_bucket_of)(h, v);
 
 	if (h->pcpu__scheme == PCPU_HISTOGRAM_LOG_LINEAR && v < 0)
 		v = 0;
-	pcpu_counter_add(h->pcpu__c + 1 + b, (int64_t)n);
-	pcpu_counter_add(h->pcpu__c, (int64_t)((uint64_t)v * n));
+	pcpu__histogram_add2(h->pcpu__c + 1 + b, (int64_t)n, h->pcpu__c, (int64_t)((uint64_t)v * n));
 }
 
 /**

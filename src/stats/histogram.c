@@ -106,12 +106,17 @@ pcpu_histogram_t *pcpu_histogram_create_in(pcpu_zone_t *zone,
 	if (!h)
 		return NULL;
 	if (layout->scheme == PCPU_HISTOGRAM_EXPLICIT) {
-		bounds = malloc(layout->nbounds * sizeof *bounds);
+		size_t i, cap = layout->nbounds < PCPU__HISTOGRAM_SMALL ? PCPU__HISTOGRAM_SMALL
+									 : layout->nbounds;
+
+		bounds = malloc(cap * sizeof *bounds);
 		if (!bounds) {
 			free(h);
 			return NULL;
 		}
 		memcpy(bounds, layout->bounds, layout->nbounds * sizeof *bounds);
+		for (i = layout->nbounds; i < cap; i++)
+			bounds[i] = INT64_MAX; /* pcpu__histogram_search16() counts none */
 		h->pcpu__nbounds = (uint32_t)layout->nbounds;
 	}
 	h->pcpu__c = pcpu_counter_alloc_in(zone, nbuckets + 1);

@@ -60,6 +60,51 @@ static void test_explicit_boundaries(void)
 	pcpu_histogram_destroy(h);
 }
 
+/*
+ * The branch-free searches (two-level for up to 16 bounds, binary beyond)
+ * against a plain linear scan: every size 1..40, random sorted bounds,
+ * random values and every bound, bound + 1 and bound - 1.
+ */
+static void test_search_random(void)
+{
+	uint64_t x = 0x853c49e6748fea9bull;
+	size_t n, i, k;
+
+	for (n = 1; n <= 40; n++) {
+		int64_t b[40], v;
+		struct pcpu_histogram_layout l = { PCPU_HISTOGRAM_EXPLICIT, b, n, 0, 0, 0, 0 };
+		pcpu_histogram_t *h;
+
+		for (i = 0; i < n; i++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			b[i] = (i ? b[i - 1] : -1000) + 1 + (int64_t)(x % 1000);
+		}
+		if (n == 40)
+			b[n - 1] = INT64_MAX; /* a bound at the top: +Inf unreachable */
+		CHECK((h = pcpu_histogram_create(&l)) != NULL);
+		for (k = 0; k < 3 * n + 2000; k++) {
+			size_t want = 0;
+
+			if (k < 3 * n)
+				v = b[k / 3] + (int64_t)(k % 3) - 1;
+			else
+				v = (int64_t)(x = x * 6364136223846793005ull + 1442695040888963407ull) >> 40;
+			if (k == 3 * n - 1 && b[n - 1] == INT64_MAX)
+				v = INT64_MAX;
+			while (want < n && b[want] < v)
+				want++;
+			if (pcpu_histogram_bucket_of(h, v) != want) {
+				fprintf(stderr, "n=%zu v=%lld: bucket %zu, want %zu\n", n, (long long)v,
+					pcpu_histogram_bucket_of(h, v), want);
+				CHECK(0);
+			}
+		}
+		pcpu_histogram_destroy(h);
+	}
+}
+
 /* Every log-linear bucket: contiguous, each end maps back to it, width
  * within 2^-p of its lower bound, values past the limit go to +Inf. */
 static void test_log_linear_boundaries(unsigned p, int64_t max)
@@ -423,6 +468,7 @@ int main(void)
 	for (p = 0; p <= 10; p++)
 		test_quantiles(p);
 	test_explicit_quantile();
+	test_search_random();
 	test_snapshot_quantile();
 	test_export();
 	test_layout_errors();
