@@ -144,6 +144,11 @@ struct pcpu_snapshot {
  * "help":..., "unit":..., "metrics":[{"labels":{...}, "value":N} or
  * {"labels":{...}, "count":N, "sum":X, "buckets":[{"le":X, "count":N}, ...,
  * {"le":"+Inf", "count":N}]}]}]} with cumulative bucket counts.
+ * Protobuf (where built with protobuf-c, see pcpu_format_supported()):
+ * length-delimited io.prometheus.client.MetricFamily messages with the
+ * text formats' values as doubles; counters named `<name>_total`; a
+ * histogram's exported classic buckets with cumulative counts (+Inf left
+ * out: its count is sample_count). The output holds NUL bytes: use *len.
  *
  * Errors (-1, errno, nothing allocated; pcpu_stats_error() says what is
  * wrong, naming the family): EINVAL for an invalid snapshot: a NULL

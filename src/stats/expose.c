@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The exposition writers: Prometheus text 0.0.4, OpenMetrics 1.0, JSON.
+ * The exposition writers: Prometheus text 0.0.4, OpenMetrics 1.0, JSON (and
+ * the Prometheus protobuf format, in expose_protobuf.c, where built).
  *
  * Two passes. The first validates the whole snapshot -- every name, label,
  * text, bucket layout, and the absence of duplicates and name clashes --
@@ -617,6 +618,10 @@ int pcpu__snapshot_write(const struct pcpu_snapshot *s, enum pcpu_format fmt, ch
 		b.p[0] = '\0'; /* an empty snapshot writes nothing in 0.0.4 */
 	if (fmt == PCPU_FORMAT_JSON)
 		r = write_json(s, &b);
+#ifdef PCPU_HAVE_PROTOBUF
+	else if (fmt == PCPU_FORMAT_PROTOBUF)
+		r = pcpu__write_protobuf(s, &b);
+#endif
 	else
 		r = write_text(s, &b, fmt == PCPU_FORMAT_OPENMETRICS);
 	if (r < 0 || b.failed || !b.p) {
@@ -654,7 +659,11 @@ int pcpu_format_supported(enum pcpu_format fmt)
 	case PCPU_FORMAT_JSON:
 		return 1;
 	case PCPU_FORMAT_PROTOBUF:
-		return 0; /* no protobuf writer yet */
+#ifdef PCPU_HAVE_PROTOBUF
+		return 1;
+#else
+		return 0; /* built without protobuf-c */
+#endif
 	}
 	return 0;
 }

@@ -86,6 +86,13 @@ static inline size_t pcpu__export_list(const int64_t *upper, size_t n, unsigned 
 	return k;
 }
 
+/* ---- expose_protobuf.c (only with protobuf-c: PCPU_HAVE_PROTOBUF) ---- */
+
+struct pcpu__buf;
+/* Appends the delimited MetricFamily messages of a validated snapshot to b;
+ * -1 when out of memory. */
+PCPU_HIDDEN int pcpu__write_protobuf(const struct pcpu_snapshot *s, struct pcpu__buf *b);
+
 /* ---- format.c: growable output buffer and number formatting ---- */
 
 struct pcpu__buf {

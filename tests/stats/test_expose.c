@@ -282,6 +282,16 @@ static int golden(pcpu_registry_t *reg, const char *dir, int update, const char 
 		}
 		free(out);
 	}
+	if (outdir && pcpu_format_supported(PCPU_FORMAT_PROTOBUF)) {
+		/* For check_protobuf.py's independent decoder. */
+		char path[4096], *out;
+		size_t len;
+
+		CHECK(pcpu_registry_write(reg, PCPU_FORMAT_PROTOBUF, &out, &len) == 0);
+		snprintf(path, sizeof path, "%s/expose.pb", outdir);
+		write_file(path, out, len);
+		free(out);
+	}
 	return bad;
 }
 
