@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /**
  * @file pcpu/histogram.h
- * Per-CPU histograms: recording a value costs about two counter adds.
+ * Per-CPU histograms: recording a value is a branch-free bucket lookup and
+ * two counter adds (measured: 4.5-5.3 times one counter add's cost, 2.5-2.9
+ * times two counter adds', with random values; bench/README.md section 5).
  *
  * A histogram is one per-CPU counter array: element 0 holds the sum of the
  * recorded values, element 1 + b the count of bucket b. Recording finds the
@@ -212,8 +214,10 @@ __attribute__((always_inline)) static inline void pcpu__histogram_add2(pcpu_coun
  * Thread-safe; async-signal-safe; lock-free. Cost: finding the bucket
  * (branch-free, see pcpu_histogram_bucket_of()) and two counter adds that
  * share one slot-index load. Measured with random values (log-uniform in
- * 1 ms - 20 s; bench/stats_bench.c, bench/README.md section 5): see the
- * figures there, about 2 counter adds.
+ * 1 ms - 20 s; bench/stats_bench.c), median ns on a loaded 2-vCPU EPYC:
+ * 5.8 log-linear, 6.4 with 11 explicit bounds, 6.7 with 16, against 1.3
+ * for one counter add of the same values and 2.3 for two counter adds
+ * (bench/README.md section 5); prometheus-cpp's Observe took 43.
  */
 __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_histogram_record)(const pcpu_histogram_t *h, int64_t v)
 {
