@@ -521,7 +521,7 @@ static int scrape_one(struct server *sv, const char *target, enum pcpu_format fm
  * at least that of text/plain (or a wildcard), else Prometheus text. */
 static enum pcpu_format negotiate(const char *accept)
 {
-	double q_om = 0, q_text = 0;
+	double q_om = 0, q_text = 0, q_pb = 0;
 	const char *p = accept;
 
 	if (!accept)
@@ -563,6 +563,12 @@ static enum pcpu_format negotiate(const char *accept)
 		if (strcasecmp(type, "application/openmetrics-text") == 0 && version_ok) {
 			if (q > q_om)
 				q_om = q;
+		} else if (strcasecmp(type, "application/vnd.google.protobuf") == 0 &&
+			   pcpu_format_supported(PCPU_FORMAT_PROTOBUF)) {
+			/* Prometheus asks for it with native histograms enabled.
+			 * (Interim: issue 12 moves negotiation into the library.) */
+			if (q > q_pb)
+				q_pb = q;
 		} else if (strcasecmp(type, "text/plain") == 0 || strcasecmp(type, "text/*") == 0 ||
 			   strcmp(type, "*/*") == 0) {
 			if (q > q_text)
@@ -570,6 +576,8 @@ static enum pcpu_format negotiate(const char *accept)
 		}
 		p = *end ? end + 1 : end;
 	}
+	if (q_pb > 0 && q_pb >= q_om && q_pb >= q_text)
+		return PCPU_FORMAT_PROTOBUF;
 	return q_om > 0 && q_om >= q_text ? PCPU_FORMAT_OPENMETRICS : PCPU_FORMAT_PROMETHEUS;
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A real Prometheus scrapes a log-linear histogram that keeps filling.
 
-  prometheus_histogram_test.py PCPUSTAT FIXTURE
+  prometheus_histogram_test.py PCPUSTAT FIXTURE [--protobuf]
 
 The test application (segment_fixture latency) records random latencies,
 log-uniform from 1 ms to a bound that doubles every second up to 20 s, so
@@ -17,6 +17,10 @@ dashboards would see it:
  - once recording stops, histogram_quantile() agrees with the library's
    pcpu_snapshot_quantile() (printed by the application) within the width
    of the exposed bucket holding it.
+
+With --protobuf, Prometheus runs with --enable-feature=native-histograms,
+so it asks for the protobuf exposition (PCPU_FORMAT_PROTOBUF) and parses
+pcpu's protobuf writer's classic histograms; the checks are the same.
 
 Every wait is bounded; exit 77 only where Prometheus cannot be installed
 (prometheus_test.find_prometheus()).
@@ -65,6 +69,7 @@ def check_rate_monotone(base):
 
 def main():
     pcpustat, fixture = sys.argv[1], sys.argv[2]
+    protobuf = "--protobuf" in sys.argv[3:]
     prom = find_prometheus()
     tmp = tempfile.mkdtemp(prefix="pcpu-promhist.")
     segdir = os.path.join(tmp, "seg")
@@ -86,6 +91,18 @@ def main():
             raise SystemExit("FAIL: the exporter did not start: %r" % line)
         target = line.split("http://")[1].split("/")[0]
 
+        if protobuf:
+            # What Prometheus 2.42 asks for with native histograms enabled.
+            req = urllib.request.Request("http://%s/metrics" % target, headers={
+                "Accept": "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+                          "encoding=delimited;q=0.8,application/openmetrics-text;version=1.0.0;"
+                          "q=0.6,text/plain;version=0.0.4;q=0.4,*/*;q=0.1"})
+            with urllib.request.urlopen(req, timeout=5) as r:
+                ctype = r.headers.get("Content-Type", "")
+            if not ctype.startswith("application/vnd.google.protobuf"):
+                raise SystemExit("FAIL: the exporter answered %r to a protobuf request" % ctype)
+            print("ok   the exporter serves %s" % ctype)
+
         port = free_port()
         cfg = os.path.join(tmp, "prometheus.yml")
         with open(cfg, "w") as f:
@@ -96,7 +113,9 @@ def main():
         srv = subprocess.Popen([prom, "--config.file=" + cfg,
                                 "--storage.tsdb.path=" + os.path.join(tmp, "data"),
                                 "--web.listen-address=127.0.0.1:%d" % port,
-                                "--log.level=warn"], stdout=log, stderr=log)
+                                "--log.level=warn"] +
+                               (["--enable-feature=native-histograms"] if protobuf else []),
+                               stdout=log, stderr=log)
         procs.append(srv)
         base = "http://127.0.0.1:%d" % port
         deadline = time.monotonic() + 30
@@ -164,7 +183,8 @@ def main():
                                  "exposed bucket (%g, %g]" % (q, p, v, lo, hi))
             print("ok   q=%-4g Prometheus %.6g, library %.6g: same exposed bucket (%.6g, %.6g]"
                   % (q, p, v, lo, hi))
-        print("     (%d observations, %.1f s of recording)" % (total, time.time() - t0))
+        print("     (%d observations, %.1f s of recording, scraped as %s)"
+              % (total, time.time() - t0, "protobuf" if protobuf else "text"))
         ok = True
     finally:
         for p in reversed(procs):
