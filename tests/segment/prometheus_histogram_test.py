@@ -27,7 +27,6 @@ Every wait is bounded; exit 77 only where Prometheus cannot be installed
 """
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -36,9 +35,23 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from prometheus_test import find_prometheus, free_port, http_json  # noqa: E402
+from prometheus_test import (find_prometheus, http_json, launch_prometheus,  # noqa: E402
+                             start_app_and_exporter, stop_processes)
 
 SEL = 'test_latency_seconds_bucket{pcpu_segment="promhist"}'
+
+
+def stop_and_read_quantiles(app):
+    """Stops segment_fixture latency's recording; returns the number of
+    observations and {q: pcpu_snapshot_quantile()} it printed."""
+    app.stdin.write("stop\n")
+    app.stdin.flush()
+    total = int(app.stdout.readline().split()[1])
+    lib = {}
+    for _ in range(4):
+        _, q, v = app.stdout.readline().split()
+        lib[float(q)] = float(v)
+    return total, lib
 
 
 def query(base, q, t=None):
@@ -78,18 +91,8 @@ def main():
     procs = []
     ok = False
     try:
-        app = subprocess.Popen([fixture, "latency", "promhist"], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, env=env, text=True)
-        procs.append(app)
-        if not app.stdout.readline().startswith("ready"):
-            raise SystemExit("FAIL: the test application did not start")
-        exp = subprocess.Popen([pcpustat, "serve", "--listen", "127.0.0.1:0", "promhist"],
-                               stdout=subprocess.PIPE, env=env, text=True)
-        procs.append(exp)
-        line = exp.stdout.readline()
-        if "listening on http://" not in line:
-            raise SystemExit("FAIL: the exporter did not start: %r" % line)
-        target = line.split("http://")[1].split("/")[0]
+        app, target = start_app_and_exporter(procs, fixture, ["latency", "promhist"], pcpustat,
+                                             "promhist", env)
 
         if protobuf:
             # What Prometheus 2.42 asks for with native histograms enabled.
@@ -103,32 +106,9 @@ def main():
                 raise SystemExit("FAIL: the exporter answered %r to a protobuf request" % ctype)
             print("ok   the exporter serves %s" % ctype)
 
-        port = free_port()
-        cfg = os.path.join(tmp, "prometheus.yml")
-        with open(cfg, "w") as f:
-            f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
-                    "scrape_configs:\n  - job_name: pcpu\n"
-                    "    static_configs:\n      - targets: ['%s']\n" % target)
-        log = open(os.path.join(tmp, "prometheus.log"), "w")
-        srv = subprocess.Popen([prom, "--config.file=" + cfg,
-                                "--storage.tsdb.path=" + os.path.join(tmp, "data"),
-                                "--web.listen-address=127.0.0.1:%d" % port,
-                                "--log.level=warn"] +
-                               (["--enable-feature=native-histograms"] if protobuf else []),
-                               stdout=log, stderr=log)
+        srv, base = launch_prometheus(
+            prom, tmp, target, ["--enable-feature=native-histograms"] if protobuf else [])
         procs.append(srv)
-        base = "http://127.0.0.1:%d" % port
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(base + "/-/ready", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if srv.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit("FAIL: prometheus not ready: %s" % open(log.name).read()[-2000:])
-            time.sleep(0.2)
 
         # Recording: wait for 7 scrapes of the histogram, checking rate().
         t0 = time.time()
@@ -157,13 +137,7 @@ def main():
               % (len(counts), counts[0]))
 
         # Stop recording; the library's own quantiles of the final counts.
-        app.stdin.write("stop\n")
-        app.stdin.flush()
-        total = int(app.stdout.readline().split()[1])
-        lib = {}
-        for _ in range(4):
-            _, q, v = app.stdout.readline().split()
-            lib[float(q)] = float(v)
+        total, lib = stop_and_read_quantiles(app)
         deadline = time.monotonic() + 30
         while True:
             r = query(base, 'test_latency_seconds_count{pcpu_segment="promhist"}')
@@ -187,16 +161,7 @@ def main():
               % (total, time.time() - t0, "protobuf" if protobuf else "text"))
         ok = True
     finally:
-        for p in reversed(procs):
-            if p.poll() is None:
-                if p.stdin:
-                    p.stdin.close()
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+        stop_processes(procs)
         shutil.rmtree(tmp, ignore_errors=True)
     print("prometheus_histogram_test: ok" if ok else "prometheus_histogram_test: FAILED")
     sys.exit(0 if ok else 1)

@@ -16,6 +16,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from prometheus_histogram_test import stop_and_read_quantiles  # noqa: E402
+
 
 def main():
     pcpustat, fixture = sys.argv[1], sys.argv[2]
@@ -29,13 +32,7 @@ def main():
         if not app.stdout.readline().startswith("ready"):
             raise SystemExit("FAIL: the test application did not start")
         time.sleep(1.5)
-        app.stdin.write("stop\n")
-        app.stdin.flush()
-        total = int(app.stdout.readline().split()[1])
-        lib = {}
-        for _ in range(4):
-            _, q, v = app.stdout.readline().split()
-            lib[float(q)] = float(v)
+        total, lib = stop_and_read_quantiles(app)
         out = subprocess.run([pcpustat, "quant"], env=env, capture_output=True, text=True,
                              timeout=30).stdout
         line = next((l for l in out.splitlines() if "test_latency_seconds" in l), None)
