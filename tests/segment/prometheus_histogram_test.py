@@ -27,7 +27,6 @@ Every wait is bounded; exit 77 only where Prometheus cannot be installed
 """
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
