@@ -87,12 +87,13 @@ static void test_search_random(void)
 		for (k = 0; k < 3 * n + 2000; k++) {
 			size_t want = 0;
 
-			if (k < 3 * n)
-				v = b[k / 3] + (int64_t)(k % 3) - 1;
-			else
+			if (k < 3 * n) { /* b - 1, b, b + 1 (not past INT64_MAX) */
+				int64_t d = (int64_t)(k % 3) - 1;
+
+				v = d > 0 && b[k / 3] == INT64_MAX ? INT64_MAX : b[k / 3] + d;
+			} else {
 				v = (int64_t)(x = x * 6364136223846793005ull + 1442695040888963407ull) >> 40;
-			if (k == 3 * n - 1 && b[n - 1] == INT64_MAX)
-				v = INT64_MAX;
+			}
 			while (want < n && b[want] < v)
 				want++;
 			if (pcpu_histogram_bucket_of(h, v) != want) {
