@@ -24,13 +24,13 @@
 #include "internal.h"
 #include "metrics.pb-c.h"
 
-typedef Io__Prometheus__Client__MetricFamily MetricFamily;
-typedef Io__Prometheus__Client__Metric Metric;
-typedef Io__Prometheus__Client__LabelPair LabelPair;
-typedef Io__Prometheus__Client__Counter Counter;
-typedef Io__Prometheus__Client__Gauge Gauge;
-typedef Io__Prometheus__Client__Histogram Histogram;
-typedef Io__Prometheus__Client__Bucket Bucket;
+typedef Pcpu__Pb__MetricFamily MetricFamily;
+typedef Pcpu__Pb__Metric Metric;
+typedef Pcpu__Pb__LabelPair LabelPair;
+typedef Pcpu__Pb__Counter Counter;
+typedef Pcpu__Pb__Gauge Gauge;
+typedef Pcpu__Pb__Histogram Histogram;
+typedef Pcpu__Pb__Bucket Bucket;
 
 /* What one family's messages need, allocated together. */
 struct family_msgs {
@@ -102,13 +102,13 @@ static void fill_histogram(Histogram *h, Bucket *bk, Bucket **bp,
 	size_t ne = exported_count(f), k, b = 0;
 	uint64_t cum = 0;
 
-	io__prometheus__client__histogram__init(h);
+	pcpu__pb__histogram__init(h);
 	for (k = 0; k < ne; k++) {
 		size_t upto = exported_index(f, k);
 
 		for (; b <= upto; b++)
 			cum += c[b];
-		io__prometheus__client__bucket__init(&bk[k]);
+		pcpu__pb__bucket__init(&bk[k]);
 		bk[k].has_cumulative_count = 1;
 		bk[k].cumulative_count = cum;
 		bk[k].has_upper_bound = 1;
@@ -137,7 +137,7 @@ static int write_family(struct pcpu__buf *out, const struct pcpu_snapshot_family
 
 	if (msgs_alloc(&m, f) < 0)
 		goto out;
-	io__prometheus__client__metric_family__init(&mf);
+	pcpu__pb__metric_family__init(&mf);
 	if (f->type == PCPU_METRIC_COUNTER) {
 		size_t n = strlen(f->name);
 
@@ -151,18 +151,18 @@ static int write_family(struct pcpu__buf *out, const struct pcpu_snapshot_family
 	if (f->unit && *f->unit)
 		mf.unit = (char *)f->unit;
 	mf.has_type = 1;
-	mf.type = f->type == PCPU_METRIC_COUNTER ? IO__PROMETHEUS__CLIENT__METRIC_TYPE__COUNTER
-		: f->type == PCPU_METRIC_GAUGE	 ? IO__PROMETHEUS__CLIENT__METRIC_TYPE__GAUGE
-						 : IO__PROMETHEUS__CLIENT__METRIC_TYPE__HISTOGRAM;
+	mf.type = f->type == PCPU_METRIC_COUNTER ? PCPU__PB__METRIC_TYPE__COUNTER
+		: f->type == PCPU_METRIC_GAUGE	 ? PCPU__PB__METRIC_TYPE__GAUGE
+						 : PCPU__PB__METRIC_TYPE__HISTOGRAM;
 	for (i = 0; i < f->nseries; i++) {
 		const struct pcpu_snapshot_series *se = &f->series[i];
 		Metric *mt = &m.metrics[i];
 
-		io__prometheus__client__metric__init(mt);
+		pcpu__pb__metric__init(mt);
 		for (l = 0; l < f->nlabels; l++) {
 			LabelPair *lp = &m.labels[i * f->nlabels + l];
 
-			io__prometheus__client__label_pair__init(lp);
+			pcpu__pb__label_pair__init(lp);
 			lp->name = (char *)f->label_names[l];
 			lp->value = (char *)se->label_values[l];
 			m.label_ptrs[i * f->nlabels + l] = lp;
@@ -171,13 +171,13 @@ static int write_family(struct pcpu__buf *out, const struct pcpu_snapshot_family
 		mt->label = f->nlabels ? &m.label_ptrs[i * f->nlabels] : NULL;
 		switch (f->type) {
 		case PCPU_METRIC_COUNTER:
-			io__prometheus__client__counter__init(&m.counters[i]);
+			pcpu__pb__counter__init(&m.counters[i]);
 			m.counters[i].has_value = 1;
 			m.counters[i].value = pcpu__scale_u64(se->value.counter, f->scale_exp10);
 			mt->counter = &m.counters[i];
 			break;
 		case PCPU_METRIC_GAUGE:
-			io__prometheus__client__gauge__init(&m.gauges[i]);
+			pcpu__pb__gauge__init(&m.gauges[i]);
 			m.gauges[i].has_value = 1;
 			m.gauges[i].value = pcpu__scale_i64(se->value.gauge, f->scale_exp10);
 			mt->gauge = &m.gauges[i];
@@ -191,7 +191,7 @@ static int write_family(struct pcpu__buf *out, const struct pcpu_snapshot_family
 	}
 	mf.n_metric = f->nseries;
 	mf.metric = m.metric_ptrs;
-	len = io__prometheus__client__metric_family__get_packed_size(&mf);
+	len = pcpu__pb__metric_family__get_packed_size(&mf);
 	{
 		unsigned char v[10];
 		size_t nv = 0, x = len;
@@ -205,7 +205,7 @@ static int write_family(struct pcpu__buf *out, const struct pcpu_snapshot_family
 	pcpu__buf_reserve(out, len + 1);
 	if (out->failed)
 		goto out;
-	io__prometheus__client__metric_family__pack(&mf, (uint8_t *)out->p + out->len);
+	pcpu__pb__metric_family__pack(&mf, (uint8_t *)out->p + out->len);
 	out->len += len;
 	out->p[out->len] = '\0';
 	r = 0;

@@ -32,7 +32,8 @@ if(NOT PCPU_PROTOBUF STREQUAL "OFF")
     add_custom_command(
       OUTPUT ${PCPU_PROTOBUF_GEN_DIR}/metrics.pb-c.c ${PCPU_PROTOBUF_GEN_DIR}/metrics.pb-c.h
       COMMAND ${PCPU_PROTOC_C} --c_out=${PCPU_PROTOBUF_GEN_DIR}
-              --proto_path=${CMAKE_CURRENT_SOURCE_DIR}/src/stats/proto metrics.proto
+              --proto_path=${CMAKE_CURRENT_SOURCE_DIR}/src/stats/proto
+              --proto_path=${PCPU_PROTOBUFC_INCLUDE} metrics.proto
       DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/stats/proto/metrics.proto
       COMMENT "protoc-c: io.prometheus.client metrics.proto")
     list(APPEND PCPU_STATS_SOURCES

@@ -23,8 +23,10 @@ def main():
     test_expose, proto, outdir = sys.argv[1:4]
     os.makedirs(outdir, exist_ok=True)
     subprocess.run([test_expose, "--out", outdir], check=True, stdout=subprocess.DEVNULL)
+    # The schema imports protobuf-c's options (C names only): compile both.
     subprocess.run(["protoc", "--python_out=" + outdir, "--proto_path=" + os.path.dirname(proto),
-                    os.path.basename(proto)], check=True)
+                    "--proto_path=/usr/include", os.path.basename(proto),
+                    "protobuf-c/protobuf-c.proto"], check=True)
     sys.path.insert(0, outdir)
     import metrics_pb2  # noqa: E402
     from google.protobuf.internal.decoder import _DecodeVarint32  # noqa: E402
