@@ -461,8 +461,7 @@ static int write_text(const struct pcpu_snapshot *s, struct pcpu__buf *b, int om
 			{
 				const uint64_t *c = se->value.histogram.counts;
 				uint64_t cum = 0;
-
-				size_t x = 0;
+				size_t x = 0; /* next of export_buckets */
 
 				for (k = 0; k < f->nbuckets; k++) {
 					cum += c[k];
@@ -553,6 +552,7 @@ static int write_json(const struct pcpu_snapshot *s, struct pcpu__buf *b)
 			} else {
 				const uint64_t *c = se->value.histogram.counts;
 				uint64_t cum = 0, total = 0;
+				size_t x = 0; /* next of export_buckets */
 				int first = 1;
 
 				for (k = 0; k < f->nbuckets; k++)
@@ -562,8 +562,6 @@ static int write_json(const struct pcpu_snapshot *s, struct pcpu__buf *b)
 				pcpu__buf_puts(b, ",\"sum\":");
 				put_i_scaled(b, se->value.histogram.sum, f->scale_exp10);
 				pcpu__buf_puts(b, ",\"buckets\":[");
-				size_t x = 0;
-
 				for (k = 0; k < f->nbuckets; k++) {
 					cum += c[k];
 					if (!exported(f, k, &x))

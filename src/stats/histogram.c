@@ -268,16 +268,16 @@ double pcpu_histogram_quantile(const pcpu_histogram_t *h, const uint64_t *counts
 	size_t b;
 	double frac;
 
-	if (!h || nbuckets != h->pcpu__nbuckets) {
+	if (!h || nbuckets != h->pcpu__nbuckets || nbuckets < 2) {
 		errno = EINVAL;
 		return NAN;
 	}
 	if (quantile_locate(counts, nbuckets, q, &b, &frac) < 0)
 		return NAN;
-	if (b + 1 == nbuckets) /* +Inf: all we know is the largest finite bound */
-		b = nbuckets - 2, frac = 1.0;
-	if (nbuckets == 1)
-		return NAN;
+	if (b + 1 == nbuckets) { /* +Inf: all we know is the largest finite bound */
+		b = nbuckets - 2;
+		frac = 1.0;
+	}
 	pcpu_histogram_bucket_range(h, b, NULL, &hi);
 	if (b)
 		pcpu_histogram_bucket_range(h, b - 1, NULL, &prev);
@@ -296,8 +296,10 @@ double pcpu_snapshot_quantile(const struct pcpu_snapshot_family *f, const uint64
 	}
 	if (quantile_locate(counts, f->nbuckets, q, &b, &frac) < 0)
 		return NAN;
-	if (b + 1 == f->nbuckets)
-		b = f->nbuckets - 2, frac = 1.0;
+	if (b + 1 == f->nbuckets) {
+		b = f->nbuckets - 2;
+		frac = 1.0;
+	}
 	prev = b ? pcpu__scale_i64(f->bucket_upper[b - 1], f->scale_exp10) : 0.0;
 	return interpolate(b, prev, pcpu__scale_i64(f->bucket_upper[b], f->scale_exp10), frac);
 }
