@@ -367,9 +367,9 @@ int main(int argc, char **argv)
 					    20000000,   50000000,   100000000,  200000000,
 					    500000000,  1000000000, 2000000000, 3000000000,
 					    5000000000, 10000000000, 15000000000, 20000000000 };
-	struct pcpu_histogram_layout le = { PCPU_HISTOGRAM_EXPLICIT, bounds, 11, 0, 0, 0, 0 };
-	struct pcpu_histogram_layout le16 = { PCPU_HISTOGRAM_EXPLICIT, bounds16, 16, 0, 0, 0, 0 };
-	struct pcpu_histogram_layout ll = { PCPU_HISTOGRAM_LOG_LINEAR, NULL, 0, 7, (int64_t)600 * 1000000000, 0, 0 };
+	struct pcpu_histogram_layout le = { PCPU_HISTOGRAM_EXPLICIT, bounds, 11, 0, 0, 0, 0, 0, 0 };
+	struct pcpu_histogram_layout le16 = { PCPU_HISTOGRAM_EXPLICIT, bounds16, 16, 0, 0, 0, 0, 0, 0 };
+	struct pcpu_histogram_layout ll = { PCPU_HISTOGRAM_LOG_LINEAR, NULL, 0, 7, (int64_t)600 * 1000000000, 0, 0, 0, 0 };
 	int64_t gv[2];
 
 	for (i = 1; i < (unsigned)argc; i++) {

@@ -71,6 +71,12 @@ enum {
 	 * cumulative count and broke rate() and histogram_quantile(). Bound
 	 * the exposed buckets with `export_buckets` instead. */
 	PCPU_SNAPSHOT_SPARSE_BUCKETS = 1u << 0,
+	/** Histograms: the buckets are Prometheus native (exponential)
+	 * buckets: bucket 0 is the zero bucket, bucket b >= 1 has native index
+	 * native_index + b - 1 of schema native_schema; the last is +Inf and
+	 * empty. The protobuf writer then writes them as a native histogram
+	 * too. */
+	PCPU_SNAPSHOT_NATIVE = 1u << 1,
 };
 
 /** One series of a snapshot family: label values and a value. */
@@ -117,6 +123,11 @@ struct pcpu_snapshot_family {
 	 * set comes from its layout's export_per_octave and export_min). */
 	const uint32_t *export_buckets;
 	size_t nexport;
+	/** With PCPU_SNAPSHOT_NATIVE: the schema (-4..8) and the native index
+	 * of bucket 1; the zero bucket holds values up to
+	 * 2^((native_index - 1) * 2^-native_schema). */
+	int native_schema;
+	int32_t native_index;
 };
 
 /** A snapshot: a list of families. */

@@ -50,7 +50,14 @@ PCPU_BEGIN_DECLS
 enum pcpu_histogram_scheme {
 	PCPU_HISTOGRAM_EXPLICIT = 1,   /**< given upper bounds, plus +Inf */
 	PCPU_HISTOGRAM_LOG_LINEAR = 2, /**< relative precision 2^-p */
+	/** Prometheus native / OpenTelemetry exponential buckets: bucket i
+	 * holds (base^(i-1), base^i], base = 2^(2^-schema), in exposed units */
+	PCPU_HISTOGRAM_EXPONENTIAL = 3,
 };
+
+/** Schemas of exponential histograms (Prometheus native histograms'). */
+#define PCPU_HISTOGRAM_SCHEMA_MIN (-4)
+#define PCPU_HISTOGRAM_SCHEMA_MAX 8
 
 /** Largest precision of a log-linear histogram (2^14 buckets per octave). */
 #define PCPU_HISTOGRAM_MAX_BITS 14
@@ -81,6 +88,19 @@ struct pcpu_histogram_layout {
 	 * the first exposed one, e.g. 1000 to start at 1 us for nanoseconds);
 	 * 0 or less: from the first bucket (le = 0). */
 	int64_t export_min;
+	/** Exponential: PCPU_HISTOGRAM_SCHEMA_MIN..MAX; the base is
+	 * 2^(2^-schema) (schema 3: 8 buckets per power of two, each at most
+	 * 9.05% wide). The buckets cover every positive int64; negative values
+	 * are recorded as 0. Values up to the largest whose bucket would hold
+	 * no other integer share the zero bucket (Prometheus' zero_threshold);
+	 * the rest get a bucket each base^i. Fails with EINVAL where that
+	 * makes more than PCPU_HISTOGRAM_MAX_BOUNDS buckets (schema 8 with
+	 * nanoseconds, say). */
+	int schema;
+	/** Exponential: the bounds are powers of the base in value *
+	 * 10^scale_exp10 (-22..22), the unit they are exposed in. A registry
+	 * family uses its own scale_exp10 instead. */
+	int scale_exp10;
 };
 
 /** Default `le` bounds per power of two of a log-linear histogram. */
@@ -92,7 +112,7 @@ struct pcpu_histogram_layout {
  * inline recording path. */
 struct pcpu_histogram {
 	pcpu_counter_t pcpu__c;       /* [0] sum, [1 + b] bucket b */
-	const int64_t *pcpu__bounds;  /* explicit: the bounds (owned; at least
+	const int64_t *pcpu__bounds;  /* explicit, exponential: the bounds (owned; at least
 				       * PCPU__HISTOGRAM_SMALL, padded with INT64_MAX) */
 	uint32_t pcpu__nbounds;       /* explicit: number of bounds */
 	uint32_t pcpu__nbuckets;      /* buckets, +Inf included */
@@ -210,7 +230,7 @@ __attribute__((always_inline)) static inline void pcpu__histogram_add2(pcpu_coun
 
 /**
  * Records value `v` once: adds 1 to its bucket and v to the sum (0 for a
- * negative value in a log-linear histogram). `h` must be a live histogram.
+ * negative value in a log-linear or exponential histogram). `h` must be a live histogram.
  * Thread-safe; async-signal-safe; lock-free. Cost: finding the bucket
  * (branch-free, see pcpu_histogram_bucket_of()) and two counter adds that
  * share one slot-index load. Measured with random values (log-uniform in
@@ -223,7 +243,7 @@ __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_histogram
 {
 	size_t b = PCPU__INLINE_OP(pcpu_histogram_bucket_of)(h, v);
 
-	if (h->pcpu__scheme == PCPU_HISTOGRAM_LOG_LINEAR && v < 0)
+	if (h->pcpu__scheme != PCPU_HISTOGRAM_EXPLICIT && v < 0)
 		v = 0;
 	/* Bucket first, then sum: a reader reads them in that order too. */
 	pcpu__histogram_add2(h->pcpu__c + 1 + b, 1, h->pcpu__c, v);
@@ -239,7 +259,7 @@ static inline void PCPU__INLINE_OP(pcpu_histogram_record_n)(const pcpu_histogram
 {
 	size_t b = PCPU__INLINE_OP(pcpu_histogram_bucket_of)(h, v);
 
-	if (h->pcpu__scheme == PCPU_HISTOGRAM_LOG_LINEAR && v < 0)
+	if (h->pcpu__scheme != PCPU_HISTOGRAM_EXPLICIT && v < 0)
 		v = 0;
 	pcpu__histogram_add2(h->pcpu__c + 1 + b, (int64_t)n, h->pcpu__c, (int64_t)((uint64_t)v * n));
 }

@@ -44,6 +44,8 @@ int main(void)
 	OFF(pcpu_snapshot_family, series);
 	OFF(pcpu_snapshot_family, export_buckets);
 	OFF(pcpu_snapshot_family, nexport);
+	OFF(pcpu_snapshot_family, native_schema);
+	OFF(pcpu_snapshot_family, native_index);
 	SIZE(pcpu_snapshot);
 	OFF(pcpu_snapshot, nfamilies);
 	OFF(pcpu_snapshot, families);

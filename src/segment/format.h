@@ -97,13 +97,17 @@ struct pcpu__seg_header {
 /* Histogram schemes, as enum pcpu_histogram_scheme. */
 #define PCPU__SEG_HIST_EXPLICIT 1
 #define PCPU__SEG_HIST_LOG_LINEAR 2
+#define PCPU__SEG_HIST_EXPONENTIAL 3 /* 2.2: native buckets, bounds stored as explicit */
+#define PCPU__SEG_SCHEMA_BIAS 4      /* exponential: u32b = schema + 4 (0..12) */
 
 /*
  * One directory entry: a family or a series.
  *
  * Family blob: NUL-terminated name, help (if HAS_HELP), unit ("" for none),
- * nlabels label names; then, for explicit histograms, zero padding to a
- * multiple of 8 and nbuckets - 1 int64 upper bounds. Log-linear histograms
+ * nlabels label names; then, for explicit and exponential histograms, zero
+ * padding to a multiple of 8 and nbuckets - 1 int64 upper bounds.
+ * Exponential (2.2): u32b = schema + PCPU__SEG_SCHEMA_BIAS, value_off the
+ * native index of bucket 1 (int64); bucket 0 is the zero bucket. Log-linear histograms
  * store no bounds: bucket b's upper bound follows from precision_bits (see
  * docs/segment-format.md).
  * Series blob: nlabels NUL-terminated label values.

@@ -814,6 +814,8 @@ struct fam {
 	int64_t *upper; /* nbuckets - 1 bounds (histograms) */
 	uint32_t *exported; /* the exposed ones (NULL: all) */
 	size_t nexport;
+	int native, schema; /* exponential: PCPU_SNAPSHOT_NATIVE's fields */
+	int32_t native_index;
 	size_t first, count; /* its kept series in build()'s sorted array */
 	int bad;        /* invalid: message in msg */
 	char msg[160];
@@ -948,7 +950,7 @@ static int parse_family(struct parse *p, struct fam *f)
 	f->upper = malloc((size_t)(e->nbuckets - 1) * sizeof *f->upper);
 	if (!f->upper)
 		return pcpu__seg_fail(ENOMEM, "out of memory");
-	if (e->u32a == PCPU__SEG_HIST_EXPLICIT) {
+	if (e->u32a == PCPU__SEG_HIST_EXPLICIT || e->u32a == PCPU__SEG_HIST_EXPONENTIAL) {
 		uint64_t need, b;
 
 		pos = (pos + 7) & ~7u;
@@ -961,6 +963,23 @@ static int parse_family(struct parse *p, struct fam *f)
 		for (b = 1; b + 1 < e->nbuckets; b++)
 			if (f->upper[b] <= f->upper[b - 1])
 				return BAD(f, "bounds not increasing"), 0;
+		if (e->u32a == PCPU__SEG_HIST_EXPONENTIAL) {
+			int64_t first = (int64_t)e->value_off;
+
+			if (e->u32b > PCPU__SEG_SCHEMA_BIAS + 8 || f->upper[0] < 0 ||
+			    first < -(INT32_MAX / 2) || first > INT32_MAX / 2)
+				return BAD(f, "bad native histogram layout"), 0;
+			f->native = 1;
+			f->schema = (int)e->u32b - PCPU__SEG_SCHEMA_BIAS;
+			f->native_index = (int32_t)first;
+			if (charge(p->b, (uint64_t)(e->nbuckets - 1) * 4) < 0)
+				return -1;
+			f->exported = malloc((size_t)(e->nbuckets - 1) * sizeof *f->exported);
+			if (!f->exported)
+				return pcpu__seg_fail(ENOMEM, "out of memory");
+			f->nexport = pcpu__native_export_list(f->native_index, e->nbuckets - 1, f->schema,
+							      f->exported);
+		}
 	} else if (e->u32a == PCPU__SEG_HIST_LOG_LINEAR) {
 		uint64_t b;
 
@@ -1495,7 +1514,9 @@ static struct snap_impl *build(struct parse *p, const char *S_owned, unsigned ch
 		out->unit = f->unit;
 		out->type = (enum pcpu_metric_type)f->e->type;
 		out->scale_exp10 = f->e->scale_exp10;
-		out->flags = 0;
+		out->flags = f->native ? PCPU_SNAPSHOT_NATIVE : 0;
+		out->native_schema = f->schema;
+		out->native_index = f->native_index;
 		out->nlabels = f->e->nlabels;
 		out->label_names = f->label_names;
 		if (!keep(s, f->label_names) && f->label_names)

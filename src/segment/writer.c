@@ -443,7 +443,7 @@ static void family_added(struct pcpu_segment *seg, struct pcpu_family *f)
 	len += (f->unit ? strlen(f->unit) : 0) + 1;
 	for (l = 0; l < f->nlabels; l++)
 		len += strlen(f->label_names[l]) + 1;
-	if (f->type == PCPU_METRIC_HISTOGRAM && f->layout.scheme == PCPU_HISTOGRAM_EXPLICIT) {
+	if (f->type == PCPU_METRIC_HISTOGRAM && f->layout.scheme != PCPU_HISTOGRAM_LOG_LINEAR) {
 		nbounds = f->nbuckets - 1;
 		len = ((len + 7) & ~(size_t)7) + nbounds * sizeof(int64_t);
 	}
@@ -481,6 +481,10 @@ static void family_added(struct pcpu_segment *seg, struct pcpu_family *f)
 			 * `le` set the registry exposes (pcpu__export_list()). */
 			e.value_off = 1 + pcpu__histogram_export_lg(&f->layout);
 			e.serial = (uint64_t)(f->layout.export_min > 0 ? f->layout.export_min : 0);
+		} else if (f->layout.scheme == PCPU_HISTOGRAM_EXPONENTIAL) {
+			/* Bounds in the blob as explicit ones; the native form. */
+			e.u32b = (uint32_t)(f->native_schema + PCPU__SEG_SCHEMA_BIAS);
+			e.value_off = (uint64_t)(int64_t)f->native_index;
 		}
 	}
 	entry_write(seg, idx, &e);

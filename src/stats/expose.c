@@ -177,6 +177,11 @@ static int check_histogram(const struct pcpu_snapshot_family *f)
 		return fail_msg(f, "bucket_upper is NULL");
 	if (f->nbuckets > 1 && pcpu__check_bounds(f->bucket_upper, f->nbuckets - 1, f->scale_exp10) < 0)
 		return fail_family(f, EINVAL);
+	if ((f->flags & PCPU_SNAPSHOT_NATIVE) &&
+	    (f->native_schema < -4 || f->native_schema > 8 || f->nbuckets < 2 ||
+	     f->bucket_upper[0] < 0 || f->native_index < -(INT32_MAX / 2) ||
+	     f->native_index > INT32_MAX / 2))
+		return fail_msg(f, "native histogram: schema not -4..8, a negative zero bucket, or an index out of range");
 	if (f->export_buckets) {
 		if (f->nexport > f->nbuckets - 1)
 			return fail_msg(f, "more exported buckets than finite buckets");

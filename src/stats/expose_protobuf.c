@@ -31,6 +31,7 @@ typedef Pcpu__Pb__Counter Counter;
 typedef Pcpu__Pb__Gauge Gauge;
 typedef Pcpu__Pb__Histogram Histogram;
 typedef Pcpu__Pb__Bucket Bucket;
+typedef Pcpu__Pb__BucketSpan BucketSpan;
 
 /* What one family's messages need, allocated together. */
 struct family_msgs {
@@ -43,6 +44,10 @@ struct family_msgs {
 	Histogram *hists;
 	Bucket *buckets;
 	Bucket **bucket_ptrs;
+	/* native histograms: one span and a delta per bucket, per series */
+	BucketSpan *spans;
+	BucketSpan **span_ptrs;
+	int64_t *deltas;
 };
 
 static void msgs_free(struct family_msgs *m)
@@ -56,6 +61,9 @@ static void msgs_free(struct family_msgs *m)
 	free(m->hists);
 	free(m->buckets);
 	free(m->bucket_ptrs);
+	free(m->spans);
+	free(m->span_ptrs);
+	free(m->deltas);
 }
 
 static size_t exported_count(const struct pcpu_snapshot_family *f)
@@ -91,8 +99,54 @@ static int msgs_alloc(struct family_msgs *m, const struct pcpu_snapshot_family *
 		m->bucket_ptrs = calloc(nb, sizeof *m->bucket_ptrs);
 		if (!m->hists || !m->buckets || !m->bucket_ptrs)
 			return -1;
+		if (f->flags & PCPU_SNAPSHOT_NATIVE) {
+			m->spans = calloc(n, sizeof *m->spans);
+			m->span_ptrs = calloc(n, sizeof *m->span_ptrs);
+			m->deltas = calloc(n * f->nbuckets, sizeof *m->deltas);
+			if (!m->spans || !m->span_ptrs || !m->deltas)
+				return -1;
+		}
 	}
 	return 0;
+}
+
+/*
+ * The native form of the same counts: schema, the zero bucket (bucket 0,
+ * threshold base^(native_index - 1)) and one span over the positive
+ * buckets from the first non-empty to the last, each count a delta from
+ * the previous one. The +Inf bucket is always empty (the buckets cover
+ * every int64). A histogram without observations gets the no-op span the
+ * format asks for, so that it still reads as native.
+ */
+static void fill_native(Histogram *h, BucketSpan *span, BucketSpan **sp, int64_t *deltas,
+			const struct pcpu_snapshot_family *f, const uint64_t *c)
+{
+	size_t lo = 1, hi = f->nbuckets - 1, b; /* [lo, hi): the span */
+	int64_t prev = 0;
+
+	h->has_schema = 1;
+	h->schema = f->native_schema;
+	h->has_zero_threshold = 1;
+	h->zero_threshold = pcpu__native_bound(f->native_schema, f->native_index - 1);
+	h->has_zero_count = 1;
+	h->zero_count = c[0];
+	while (lo < hi && !c[lo])
+		lo++;
+	while (hi > lo && !c[hi - 1])
+		hi--;
+	pcpu__pb__bucket_span__init(span);
+	span->has_offset = span->has_length = 1;
+	span->offset = lo < hi ? f->native_index + (int32_t)(lo - 1) : 0;
+	span->length = (uint32_t)(hi - lo);
+	for (b = lo; b < hi; b++) {
+		deltas[b - lo] = (int64_t)c[b] - prev;
+		prev = (int64_t)c[b];
+	}
+	*sp = span;
+	h->n_positive_span = 1;
+	h->positive_span = sp;
+	h->n_positive_delta = hi - lo;
+	h->positive_delta = deltas;
 }
 
 static void fill_histogram(Histogram *h, Bucket *bk, Bucket **bp,
@@ -184,6 +238,9 @@ static int write_family(struct pcpu__buf *out, const struct pcpu_snapshot_family
 			break;
 		case PCPU_METRIC_HISTOGRAM:
 			fill_histogram(&m.hists[i], m.buckets + i * ne, m.bucket_ptrs + i * ne, f, se);
+			if (f->flags & PCPU_SNAPSHOT_NATIVE)
+				fill_native(&m.hists[i], &m.spans[i], &m.span_ptrs[i],
+					    m.deltas + i * f->nbuckets, f, se->value.histogram.counts);
 			mt->histogram = &m.hists[i];
 			break;
 		}

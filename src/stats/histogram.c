@@ -44,6 +44,131 @@ unsigned pcpu__histogram_export_lg(const struct pcpu_histogram_layout *l)
 	return lg < l->precision_bits ? lg : l->precision_bits;
 }
 
+/* ---- exponential (native) buckets ---- */
+
+/* sqrt(x) for x in [1, 2] by Newton's method: the library needs only libc. */
+static double sqrt12(double x)
+{
+	double y = 1.25;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		y = 0.5 * (y + x / y);
+	return y;
+}
+
+/* 2^e for -1022 <= e <= 1023, exactly. */
+static double pow2i(int e)
+{
+	union {
+		double d;
+		uint64_t u;
+	} x;
+
+	x.u = (uint64_t)(1023 + e) << 52;
+	return x.d;
+}
+
+/* The native bucket boundaries base^i = 2^(i * 2^-schema), to a few ulps:
+ * 2^floor times a product of at most 8 nested square roots of 2. */
+struct expo {
+	int schema;
+	double root[8]; /* root[j] = 2^(2^j / 2^schema), j < schema */
+	double p10;     /* 10^|scale| */
+	int scale;
+};
+
+static void expo_init(struct expo *x, int schema, int scale)
+{
+	int j, k;
+
+	x->schema = schema;
+	x->scale = scale;
+	for (j = 0; j < schema; j++) {
+		double r = 2.0;
+
+		for (k = 0; k < schema - j; k++)
+			r = sqrt12(r);
+		x->root[j] = r;
+	}
+	x->p10 = 1;
+	for (k = 0; k < (scale < 0 ? -scale : scale); k++)
+		x->p10 *= 10; /* exact up to 10^22 */
+}
+
+/* The largest integer v with v * 10^scale <= base^i; INT64_MAX when every
+ * int64 is. */
+static double expo_base(const struct expo *x, int64_t i)
+{
+	double b;
+
+	if (x->schema <= 0) {
+		b = pow2i((int)(i * ((int64_t)1 << -x->schema)));
+	} else {
+		int64_t e = i >> x->schema; /* floor */
+		unsigned k = (unsigned)(i - (e << x->schema)), j;
+
+		b = pow2i((int)e);
+		for (j = 0; k; j++, k >>= 1)
+			if (k & 1)
+				b *= x->root[j];
+	}
+	return b;
+}
+
+double pcpu__native_bound(int schema, int32_t i)
+{
+	struct expo x;
+
+	expo_init(&x, schema, 0);
+	return expo_base(&x, i);
+}
+
+static int64_t expo_upper(const struct expo *x, int64_t i)
+{
+	double b = expo_base(x, i), v;
+
+	v = x->scale < 0 ? b * x->p10 : b / x->p10;
+	return v >= 0x1p63 ? INT64_MAX : (int64_t)v;
+}
+
+/*
+ * An exponential layout's bounds: out[0] the zero bucket's (values up to
+ * it), then one per native bucket, strictly increasing, the last INT64_MAX.
+ * Native bucket indices whose range holds no integer (or only the previous
+ * bucket's) are folded into the zero bucket, so the zero bucket ends at
+ * base^zi and *first = zi + 1 is the native index of out[1]. With out NULL
+ * only counts. Returns the number of bounds, 0 if more than `max`.
+ */
+size_t pcpu__exponential_bounds(int schema, int scale, int64_t *out, size_t max, int32_t *first)
+{
+	struct expo x;
+	double per = schema >= 0 ? (double)(1 << schema) : 1.0 / (double)(1 << -schema);
+	/* Below here, base^i * 10^-scale < 1 (log2(10) = 3.3219...). */
+	int64_t i = (int64_t)((double)scale * 3.3219280948873623 * per) - 2, zi, hi;
+	int64_t prev = -1, u;
+
+	expo_init(&x, schema, scale);
+	zi = i;
+	for (;; i++) {
+		u = expo_upper(&x, i);
+		if (u <= prev || u == 0)
+			zi = i; /* no integer of its own: the zero bucket's */
+		prev = u;
+		if (u == INT64_MAX)
+			break;
+	}
+	hi = i;
+	if ((uint64_t)(hi - zi + 1) > max)
+		return 0;
+	if (first)
+		*first = (int32_t)(zi + 1);
+	if (out)
+		for (i = zi; i <= hi; i++)
+			out[i - zi] = expo_upper(&x, i);
+	return (size_t)(hi - zi + 1);
+}
+
 int pcpu__histogram_layout_check(const struct pcpu_histogram_layout *l, size_t *nbuckets,
 				 uint64_t *limit)
 {
@@ -80,6 +205,20 @@ int pcpu__histogram_layout_check(const struct pcpu_histogram_layout *l, size_t *
 		*limit = (uint64_t)1 << (e + 1);
 		return 0;
 	}
+	if (l->scheme == PCPU_HISTOGRAM_EXPONENTIAL) {
+		size_t n;
+
+		if (l->schema < PCPU_HISTOGRAM_SCHEMA_MIN || l->schema > PCPU_HISTOGRAM_SCHEMA_MAX)
+			return layout_error("exponential histogram: schema must be -4..8");
+		if (l->scale_exp10 < -PCPU_STATS_SCALE_MAX || l->scale_exp10 > PCPU_STATS_SCALE_MAX)
+			return layout_error("exponential histogram: scale_exp10 must be -22..22");
+		n = pcpu__exponential_bounds(l->schema, l->scale_exp10, NULL, PCPU_HISTOGRAM_MAX_BOUNDS, NULL);
+		if (!n)
+			return layout_error("exponential histogram: more than 4096 buckets (a smaller schema)");
+		*nbuckets = n + 1;
+		*limit = 0;
+		return 0;
+	}
 	return layout_error("unknown histogram scheme");
 }
 
@@ -105,19 +244,22 @@ pcpu_histogram_t *pcpu_histogram_create_in(pcpu_zone_t *zone,
 	h = calloc(1, sizeof *h);
 	if (!h)
 		return NULL;
-	if (layout->scheme == PCPU_HISTOGRAM_EXPLICIT) {
-		size_t i, cap = layout->nbounds < PCPU__HISTOGRAM_SMALL ? PCPU__HISTOGRAM_SMALL
-									 : layout->nbounds;
+	if (layout->scheme != PCPU_HISTOGRAM_LOG_LINEAR) {
+		size_t i, nb = nbuckets - 1;
+		size_t cap = nb < PCPU__HISTOGRAM_SMALL ? PCPU__HISTOGRAM_SMALL : nb;
 
 		bounds = malloc(cap * sizeof *bounds);
 		if (!bounds) {
 			free(h);
 			return NULL;
 		}
-		memcpy(bounds, layout->bounds, layout->nbounds * sizeof *bounds);
-		for (i = layout->nbounds; i < cap; i++)
+		if (layout->scheme == PCPU_HISTOGRAM_EXPLICIT)
+			memcpy(bounds, layout->bounds, nb * sizeof *bounds);
+		else
+			pcpu__exponential_bounds(layout->schema, layout->scale_exp10, bounds, nb, NULL);
+		for (i = nb; i < cap; i++)
 			bounds[i] = INT64_MAX; /* pcpu__histogram_search16() counts none */
-		h->pcpu__nbounds = (uint32_t)layout->nbounds;
+		h->pcpu__nbounds = (uint32_t)nb;
 	}
 	h->pcpu__c = pcpu_counter_alloc_in(zone, nbuckets + 1);
 	if (!h->pcpu__c) {

@@ -86,6 +86,27 @@ static inline size_t pcpu__export_list(const int64_t *upper, size_t n, unsigned 
 	return k;
 }
 
+/*
+ * The `le` bounds an exponential (native) histogram exposes: the zero
+ * bucket's, and those of native indices that are multiples of
+ * 2^(schema - 2) -- four per power of two, all of them for schema <= 2.
+ * Bucket b >= 1 has native index first + b - 1; n finite buckets.
+ */
+static inline size_t pcpu__native_export_list(int32_t first, size_t n, int schema, uint32_t *out)
+{
+	int64_t step = schema > 2 ? (int64_t)1 << (schema - 2) : 1;
+	size_t b, k = 0;
+
+	for (b = 0; b < n; b++)
+		if (b == 0 || ((int64_t)first + (int64_t)b - 1) % step == 0)
+			out[k++] = (uint32_t)b;
+	return k;
+}
+
+/* base^i = 2^(i * 2^-schema), the native bucket boundary i (histogram.c;
+ * libc only, within a few ulps). */
+PCPU_HIDDEN double pcpu__native_bound(int schema, int32_t i);
+
 /* ---- expose_protobuf.c (only with protobuf-c: PCPU_HAVE_PROTOBUF) ---- */
 
 struct pcpu__buf;

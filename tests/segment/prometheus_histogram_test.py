@@ -16,7 +16,11 @@ dashboards would see it:
    times while recording;
  - once recording stops, histogram_quantile() agrees with the library's
    pcpu_snapshot_quantile() (printed by the application) within the width
-   of the exposed bucket holding it.
+   of the exposed bucket holding it;
+ - with --protobuf, the same values recorded into an exponential histogram
+   (schema 3) are ingested as a Prometheus native histogram (its count is
+   the application's), and histogram_quantile() over the native series is
+   within one bucket (a factor 2^(1/8)) of the library's quantile.
 
 With --protobuf, Prometheus runs with --enable-feature=native-histograms,
 so it asks for the protobuf exposition (PCPU_FORMAT_PROTOBUF) and parses
@@ -42,14 +46,15 @@ SEL = 'test_latency_seconds_bucket{pcpu_segment="promhist"}'
 
 def stop_and_read_quantiles(app):
     """Stops segment_fixture latency's recording; returns the number of
-    observations and {q: pcpu_snapshot_quantile()} it printed."""
+    observations and {"quantile"|"native": {q: pcpu_snapshot_quantile()}}
+    it printed for the log-linear and the exponential family."""
     app.stdin.write("stop\n")
     app.stdin.flush()
     total = int(app.stdout.readline().split()[1])
-    lib = {}
-    for _ in range(4):
-        _, q, v = app.stdout.readline().split()
-        lib[float(q)] = float(v)
+    lib = {"quantile": {}, "native": {}}
+    for _ in range(8):
+        kind, q, v = app.stdout.readline().split()
+        lib[kind][float(q)] = float(v)
     return total, lib
 
 
@@ -136,7 +141,8 @@ def main():
               % (len(counts), counts[0]))
 
         # Stop recording; the library's own quantiles of the final counts.
-        total, lib = stop_and_read_quantiles(app)
+        total, libs = stop_and_read_quantiles(app)
+        lib = libs["quantile"]
         deadline = time.monotonic() + 30
         while True:
             r = query(base, 'test_latency_seconds_count{pcpu_segment="promhist"}')
@@ -156,6 +162,26 @@ def main():
                                  "exposed bucket (%g, %g]" % (q, p, v, lo, hi))
             print("ok   q=%-4g Prometheus %.6g, library %.6g: same exposed bucket (%.6g, %.6g]"
                   % (q, p, v, lo, hi))
+        if protobuf:
+            # The exponential family, ingested as a native histogram.
+            nsel = 'test_latency_native_seconds{pcpu_segment="promhist"}'
+            deadline = time.monotonic() + 30
+            while True:
+                r = query(base, "histogram_count(%s)" % nsel)
+                if r and float(r[0]["value"][1]) == total:
+                    break
+                if time.monotonic() > deadline:
+                    raise SystemExit("FAIL: no native histogram with the final count %d: %r"
+                                     % (total, r))
+                time.sleep(0.3)
+            base_ratio = 2 ** (2 ** -3)  # schema 3: a bucket's width
+            for q, v in sorted(libs["native"].items()):
+                p = float(query(base, "histogram_quantile(%g, %s)" % (q, nsel))[0]["value"][1])
+                if not (v / base_ratio <= p <= v * base_ratio):
+                    raise SystemExit("FAIL: native q=%g: Prometheus %.9g, library %.9g: more "
+                                     "than a bucket (x%.4f) apart" % (q, p, v, base_ratio))
+                print("ok   native q=%-4g Prometheus %.6g, library %.6g: within a bucket (x%.4f)"
+                      % (q, p, v, base_ratio))
         print("     (%d observations, %.1f s of recording, scraped as %s)"
               % (total, time.time() - t0, "protobuf" if protobuf else "text"))
         ok = True

@@ -32,10 +32,11 @@ def main():
         if not app.stdout.readline().startswith("ready"):
             raise SystemExit("FAIL: the test application did not start")
         time.sleep(1.5)
-        total, lib = stop_and_read_quantiles(app)
+        total, libs = stop_and_read_quantiles(app)
+        lib = libs["quantile"]
         out = subprocess.run([pcpustat, "quant"], env=env, capture_output=True, text=True,
                              timeout=30).stdout
-        line = next((l for l in out.splitlines() if "test_latency_seconds" in l), None)
+        line = next((l for l in out.splitlines() if "test_latency_seconds " in l), None)
         if line is None:
             raise SystemExit("FAIL: pcpustat printed no histogram line:\n" + out)
         m = re.search(r"count (\d+) .* p50 (\S+)  p90 (\S+)  p99 (\S+)", line)

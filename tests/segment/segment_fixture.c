@@ -13,7 +13,9 @@
  *                                     p = 7, ns exposed in seconds); a line "stop" on
  *                                     stdin stops it and prints "count N" and
  *                                     "quantile Q V" for a few Q: the library's
- *                                     pcpu_snapshot_quantile() of the final counts
+ *                                     pcpu_snapshot_quantile() of the final counts;
+ *                                     the same values go to test_latency_native_seconds
+ *                                     (exponential, schema 3): "native Q V"
  *
  * Prints "ready PATH" once the statistics are in place, then runs until its
  * standard input reaches end of file (or 60 s pass), unpublishes and exits
@@ -46,8 +48,8 @@ static void golden(void)
 	static const char *const get[] = { "GET", "200" }, *const post[] = { "POST", "500" };
 	static const char *const hostile[] = { "a\"b\\c\nd\x1b[31m", "\xc3\xa9" };
 	static const int64_t bounds[] = { 1000, 10000, 100000 };
-	struct pcpu_histogram_layout exp = { PCPU_HISTOGRAM_EXPLICIT, bounds, 3, 0, 0, 0, 0 };
-	struct pcpu_histogram_layout ll = { PCPU_HISTOGRAM_LOG_LINEAR, NULL, 0, 2, 1 << 20, 0, 0 };
+	struct pcpu_histogram_layout exp = { PCPU_HISTOGRAM_EXPLICIT, bounds, 3, 0, 0, 0, 0, 0, 0 };
+	struct pcpu_histogram_layout ll = { PCPU_HISTOGRAM_LOG_LINEAR, NULL, 0, 2, 1 << 20, 0, 0, 0, 0 };
 	struct pcpu_family_desc d;
 	pcpu_family_t *f;
 	pcpu_histogram_t *h;
@@ -160,7 +162,7 @@ static void *churn_thread(void *arg)
 	return NULL;
 }
 
-static pcpu_histogram_t *latency;
+static pcpu_histogram_t *latency, *latency_native;
 static volatile int latency_stop;
 
 /* Unpredictable values, as a server's latencies are: log-uniform from 1 ms
@@ -188,7 +190,10 @@ static void *latency_thread(void *arg)
 			x ^= x >> 7;
 			x ^= x << 17;
 			u = (double)(x >> 11) * 0x1p-53;
-			pcpu_histogram_record(latency, (int64_t)(1e6 * exp(u * span)));
+			int64_t v = (int64_t)(1e6 * exp(u * span));
+
+			pcpu_histogram_record(latency, v);
+			pcpu_histogram_record(latency_native, v);
 		}
 		usleep(10000);
 	}
@@ -199,19 +204,22 @@ static void latency_report(void)
 {
 	static const double qs[] = { 0.1, 0.5, 0.9, 0.99 };
 	struct pcpu_snapshot *s = pcpu_registry_snapshot(reg);
-	const struct pcpu_snapshot_family *f;
 	uint64_t n = 0;
-	size_t b, k;
+	size_t b, k, i;
 
-	if (!s || s->nfamilies != 1)
+	if (!s || s->nfamilies != 2)
 		die("snapshot");
-	f = &s->families[0];
-	for (b = 0; b < f->nbuckets; b++)
-		n += f->series[0].value.histogram.counts[b];
+	for (b = 0; b < s->families[0].nbuckets; b++)
+		n += s->families[0].series[0].value.histogram.counts[b];
 	printf("count %llu\n", (unsigned long long)n);
-	for (k = 0; k < sizeof qs / sizeof qs[0]; k++)
-		printf("quantile %g %.17g\n", qs[k],
-		       pcpu_snapshot_quantile(f, f->series[0].value.histogram.counts, qs[k]));
+	/* Families by name: test_latency_native_seconds, test_latency_seconds. */
+	for (i = 2; i-- > 0;) {
+		const struct pcpu_snapshot_family *f = &s->families[i];
+
+		for (k = 0; k < sizeof qs / sizeof qs[0]; k++)
+			printf("%s %g %.17g\n", i ? "quantile" : "native", qs[k],
+			       pcpu_snapshot_quantile(f, f->series[0].value.histogram.counts, qs[k]));
+	}
 	fflush(stdout);
 	pcpu_snapshot_free(s);
 }
@@ -259,7 +267,16 @@ int main(int argc, char **argv)
 					      .scale_exp10 = -9, .histogram = &l };
 		pcpu_family_t *f = pcpu_registry_family(reg, &d);
 
-		if (!f || !(latency = pcpu_family_histogram(f, NULL)))
+		static const struct pcpu_histogram_layout nl = { .scheme = PCPU_HISTOGRAM_EXPONENTIAL,
+								 .schema = 3 };
+		struct pcpu_family_desc nd = d;
+		pcpu_family_t *nf;
+
+		nd.name = "test_latency_native_seconds";
+		nd.histogram = &nl;
+		if (!f || !(latency = pcpu_family_histogram(f, NULL)) ||
+		    !(nf = pcpu_registry_family(reg, &nd)) ||
+		    !(latency_native = pcpu_family_histogram(nf, NULL)))
 			die("histogram");
 		pthread_create(&t[threads++], NULL, latency_thread, NULL);
 	} else if (strcmp(mode, "die") == 0) {

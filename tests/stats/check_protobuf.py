@@ -19,6 +19,46 @@ import sys
 from prometheus_client.parser import text_string_to_metric_families
 
 
+def check_native(name, h):
+    """A native histogram's buckets (zero bucket, spans, deltas) against its
+    classic buckets: at each classic `le` -- a native bound
+    floor(2^(i * 2^-schema)), the test's native families having scale 0 --
+    the cumulative native count must equal the classic one, and the native
+    total the sample count."""
+    counts, idx = {}, 0
+    prev = 0
+    deltas = iter(h.positive_delta)
+    for sp in h.positive_span:
+        idx += sp.offset
+        for _ in range(sp.length):
+            prev += next(deltas)
+            if prev < 0:
+                raise SystemExit("FAIL: %s: negative native bucket count" % name)
+            counts[idx] = prev
+            idx += 1
+    if next(deltas, None) is not None or h.negative_span or h.negative_delta:
+        raise SystemExit("FAIL: %s: deltas do not match the spans" % name)
+    if h.zero_count + sum(counts.values()) != h.sample_count:
+        raise SystemExit("FAIL: %s: native total %d != sample_count %d"
+                         % (name, h.zero_count + sum(counts.values()), h.sample_count))
+    classic = {b.upper_bound: b.cumulative_count for b in h.bucket}
+    checked = 0
+    for le, cum in classic.items():
+        if le <= h.zero_threshold:
+            if cum != h.zero_count:
+                raise SystemExit("FAIL: %s: le=%g %d, zero bucket %d" % (name, le, cum, h.zero_count))
+            checked += 1
+            continue
+        # Every classic `le` is a native bound: the native buckets at or
+        # below it hold exactly the classic cumulative count.
+        below = [i for i in counts if math.floor(2 ** (i * 2.0 ** -h.schema)) <= le]
+        native = h.zero_count + sum(counts[i] for i in below)
+        if native != cum:
+            raise SystemExit("FAIL: %s: le=%g classic %d, native %d" % (name, le, cum, native))
+        checked += 1
+    return checked
+
+
 def main():
     test_expose, proto, outdir = sys.argv[1:4]
     os.makedirs(outdir, exist_ok=True)
@@ -46,6 +86,7 @@ def main():
              metrics_pb2.HISTOGRAM: "histogram"}
     pb = {}
     meta_pb = {}
+    natives = 0
     for mf in fams:
         kind = kinds[mf.type]
         base = mf.name[:-6] if kind == "counter" and mf.name.endswith("_total") else mf.name
@@ -64,6 +105,8 @@ def main():
                 pb[(mf.name + "_bucket", tuple(sorted(labels + (("le", "inf"),))))] = h.sample_count
                 pb[(mf.name + "_count", labels)] = h.sample_count
                 pb[(mf.name + "_sum", labels)] = h.sample_sum
+                if h.HasField("schema"):
+                    natives += check_native(mf.name, h)
 
     text = open(os.path.join(outdir, "expose.prom"), encoding="utf-8").read()
     tx = {}
@@ -93,8 +136,10 @@ def main():
             bad += 1
     if bad:
         raise SystemExit("check_protobuf: %d differences" % bad)
-    print("check_protobuf: ok, %d families, %d samples equal in protobuf and text"
-          % (len(fams), len(pb)))
+    if not natives:
+        raise SystemExit("FAIL: no native histogram checked")
+    print("check_protobuf: ok, %d families, %d samples equal in protobuf and text; "
+          "%d classic buckets equal to the native ones" % (len(fams), len(pb), natives))
 
 
 if __name__ == "__main__":

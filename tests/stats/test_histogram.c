@@ -24,7 +24,7 @@ static uint64_t next_rand(uint64_t *s)
 static void test_explicit_boundaries(void)
 {
 	static const int64_t bounds[] = { INT64_MIN + 1, -10, 0, 1, 5, 100, 1000, INT64_MAX - 1 };
-	struct pcpu_histogram_layout l = { PCPU_HISTOGRAM_EXPLICIT, bounds, 8, 0, 0, 0, 0 };
+	struct pcpu_histogram_layout l = { PCPU_HISTOGRAM_EXPLICIT, bounds, 8, 0, 0, 0, 0, 0, 0 };
 	pcpu_histogram_t *h = pcpu_histogram_create(&l);
 	uint64_t counts[9], count;
 	int64_t sum, lo, hi, expect_sum = 0;
@@ -72,7 +72,7 @@ static void test_search_random(void)
 
 	for (n = 1; n <= 40; n++) {
 		int64_t b[40], v;
-		struct pcpu_histogram_layout l = { PCPU_HISTOGRAM_EXPLICIT, b, n, 0, 0, 0, 0 };
+		struct pcpu_histogram_layout l = { PCPU_HISTOGRAM_EXPLICIT, b, n, 0, 0, 0, 0, 0, 0 };
 		pcpu_histogram_t *h;
 
 		for (i = 0; i < n; i++) {
@@ -110,7 +110,7 @@ static void test_search_random(void)
  * within 2^-p of its lower bound, values past the limit go to +Inf. */
 static void test_log_linear_boundaries(unsigned p, int64_t max)
 {
-	struct pcpu_histogram_layout l = { PCPU_HISTOGRAM_LOG_LINEAR, NULL, 0, p, max, 0, 0 };
+	struct pcpu_histogram_layout l = { PCPU_HISTOGRAM_LOG_LINEAR, NULL, 0, p, max, 0, 0, 0, 0 };
 	pcpu_histogram_t *h = pcpu_histogram_create(&l);
 	int64_t lo, hi, prev_hi = -1;
 	size_t b, nb;
@@ -149,7 +149,7 @@ static void test_quantiles(unsigned p)
 {
 	enum { N = 100000 };
 	struct pcpu_histogram_layout l = { PCPU_HISTOGRAM_LOG_LINEAR, NULL, 0, p,
-					   (int64_t)600 * 1000000000, 0, 0 };
+					   (int64_t)600 * 1000000000, 0, 0, 0, 0 };
 	pcpu_histogram_t *h = pcpu_histogram_create(&l);
 	int64_t *v = malloc(N * sizeof *v);
 	uint64_t *counts;
@@ -192,7 +192,7 @@ static void test_quantiles(unsigned p)
 static void test_explicit_quantile(void)
 {
 	static const int64_t bounds[] = { 10, 20, 40 };
-	struct pcpu_histogram_layout l = { PCPU_HISTOGRAM_EXPLICIT, bounds, 3, 0, 0, 0, 0 };
+	struct pcpu_histogram_layout l = { PCPU_HISTOGRAM_EXPLICIT, bounds, 3, 0, 0, 0, 0, 0, 0 };
 	pcpu_histogram_t *h = pcpu_histogram_create(&l);
 	uint64_t counts[4];
 	int i;
@@ -218,7 +218,7 @@ static void test_explicit_quantile(void)
 static void test_layout_errors(void)
 {
 	static const int64_t bad[] = { 1, 1 };
-	struct pcpu_histogram_layout l = { PCPU_HISTOGRAM_EXPLICIT, bad, 2, 0, 0, 0, 0 };
+	struct pcpu_histogram_layout l = { PCPU_HISTOGRAM_EXPLICIT, bad, 2, 0, 0, 0, 0, 0, 0 };
 
 	CHECK(pcpu_histogram_create(&l) == NULL && errno == EINVAL);
 	CHECK(strstr(pcpu_stats_error(), "strictly increasing"));
@@ -417,7 +417,7 @@ static void *reader(void *arg)
 
 static void test_concurrent(void)
 {
-	struct pcpu_histogram_layout l = { PCPU_HISTOGRAM_LOG_LINEAR, NULL, 0, 3, INT64_MAX, 0, 0 };
+	struct pcpu_histogram_layout l = { PCPU_HISTOGRAM_LOG_LINEAR, NULL, 0, 3, INT64_MAX, 0, 0, 0, 0 };
 	pthread_t th[THREADS], rd;
 	uint64_t *counts, count, want_count = 0;
 	int64_t sum, want_sum = 0;

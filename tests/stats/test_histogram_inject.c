@@ -102,8 +102,8 @@ int main(int argc, char **argv)
 {
 	static const int64_t bounds[] = { -500, 0, 100, 1000, 10000, 100000, 1000000, 10000000,
 					  100000000, 1000000000, 10000000000, 100000000000 };
-	struct pcpu_histogram_layout ll = { PCPU_HISTOGRAM_LOG_LINEAR, NULL, 0, 4, (int64_t)1 << 40, 0, 0 };
-	struct pcpu_histogram_layout ex = { PCPU_HISTOGRAM_EXPLICIT, bounds, 12, 0, 0, 0, 0 };
+	struct pcpu_histogram_layout ll = { PCPU_HISTOGRAM_LOG_LINEAR, NULL, 0, 4, (int64_t)1 << 40, 0, 0, 0, 0 };
+	struct pcpu_histogram_layout ex = { PCPU_HISTOGRAM_EXPLICIT, bounds, 12, 0, 0, 0, 0, 0, 0 };
 	const char *expect = NULL;
 	double seconds = 1;
 	pthread_t th[MAXT];

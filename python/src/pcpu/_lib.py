@@ -94,6 +94,8 @@ class SnapshotFamily(ctypes.Structure):
         ("series", ctypes.POINTER(SnapshotSeries)),
         ("export_buckets", ctypes.POINTER(ctypes.c_uint32)),
         ("nexport", ctypes.c_size_t),
+        ("native_schema", ctypes.c_int),
+        ("native_index", ctypes.c_int32),
     ]
 
 
