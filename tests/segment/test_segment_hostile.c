@@ -249,6 +249,26 @@ static void m_bounds(struct sb *b)
 static void m_loglinear(struct sb *b) { sb_entry(b, 7)->nbuckets = 10; }
 static void m_export_lg(struct sb *b) { sb_entry(b, 7)->value_off = 8; }
 static void m_export_finer(struct sb *b) { sb_entry(b, 7)->value_off = 3; /* p = 1 */ }
+static const int64_t native_bounds[] = { 0, 1, 2, 4 };
+static void m_native_ok(struct sb *b)
+{
+	sb_family(b, 9, 3, "nat", NULL, NULL, 0, NULL, 3, PCPU__SEG_SCHEMA_BIAS + 0, 5, native_bounds);
+}
+static void m_native_schema(struct sb *b)
+{
+	sb_family(b, 9, 3, "nat", NULL, NULL, 0, NULL, 3, PCPU__SEG_SCHEMA_BIAS + 9, 5, native_bounds);
+}
+static void m_native_index(struct sb *b)
+{
+	uint64_t i = sb_family(b, 9, 3, "nat", NULL, NULL, 0, NULL, 3, PCPU__SEG_SCHEMA_BIAS, 5,
+			       native_bounds);
+	sb_entry(b, i)->value_off = (uint64_t)INT32_MAX;
+}
+static void m_native_negative(struct sb *b)
+{
+	static const int64_t neg[] = { -1, 1, 2, 4 };
+	sb_family(b, 9, 3, "nat", NULL, NULL, 0, NULL, 3, PCPU__SEG_SCHEMA_BIAS, 5, neg);
+}
 static void m_type_mismatch(struct sb *b) { sb_entry(b, 3)->type = 1; }
 static void m_le(struct sb *b)
 {
@@ -281,6 +301,10 @@ static void check_hostile(void)
 	expect("log-linear bucket count", m_loglinear, EBADMSG);
 	expect("exported bounds per octave > 64", m_export_lg, EBADMSG);
 	expect("exported bounds finer than buckets", m_export_finer, EBADMSG);
+	expect("native histogram family (2.2)", m_native_ok, 0);
+	expect("native schema 9", m_native_schema, EBADMSG);
+	expect("native index out of range", m_native_index, EBADMSG);
+	expect("native zero bucket below 0", m_native_negative, EBADMSG);
 	expect("series type differs from family", m_type_mismatch, EBADMSG);
 	expect("label \"le\" in a histogram", m_le, EBADMSG);
 	expect("bad magic", m_bad_magic, EBADMSG);

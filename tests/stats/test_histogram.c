@@ -252,6 +252,90 @@ static void test_layout_errors(void)
 	CHECK(pcpu_histogram_create(NULL) == NULL && errno == EINVAL);
 }
 
+/*
+ * Exponential (native) buckets against Prometheus' definition: a value x
+ * (exposed units: v * 10^scale) > zero threshold belongs to native index
+ * ceil(log2(x) * 2^schema). Checked for every schema, a few scales, every
+ * bucket's two ends and random values (libm here, not in the library);
+ * values within 1e-12 of a boundary are skipped (the library's bounds are
+ * a few ulps from the exact ones). Negative values count as 0.
+ */
+static void test_exponential(void)
+{
+	static const int scales[] = { -9, -6, 0, 3 };
+	uint64_t x = 0x2545f4914f6cdd1dull;
+	int schema;
+	size_t si;
+
+	for (schema = PCPU_HISTOGRAM_SCHEMA_MIN; schema <= PCPU_HISTOGRAM_SCHEMA_MAX; schema++) {
+		for (si = 0; si < sizeof scales / sizeof scales[0]; si++) {
+			struct pcpu_histogram_layout l = { .scheme = PCPU_HISTOGRAM_EXPONENTIAL,
+							   .schema = schema, .scale_exp10 = scales[si] };
+			pcpu_histogram_t *h = pcpu_histogram_create(&l);
+			struct pcpu_family_desc d = { .name = "e", .type = PCPU_METRIC_HISTOGRAM,
+						      .scale_exp10 = scales[si], .histogram = &l };
+			pcpu_registry_t *reg;
+			struct pcpu_snapshot *s;
+			const struct pcpu_snapshot_family *f;
+			int64_t lo, hi;
+			size_t nb, b, k;
+
+			if (!h) { /* too many buckets: only fine schemas with small units */
+				CHECK(errno == EINVAL && schema >= 6);
+				continue;
+			}
+			nb = pcpu_histogram_nbuckets(h);
+			CHECK(pcpu_histogram_bucket_of(h, -5) == 0 && pcpu_histogram_bucket_of(h, 0) == 0);
+			CHECK(pcpu_histogram_bucket_of(h, INT64_MAX) == nb - 2); /* +Inf unreachable */
+			CHECK((reg = pcpu_registry_create()) && pcpu_registry_family(reg, &d) &&
+			      pcpu_family_histogram(pcpu_registry_find(reg, "e"), NULL));
+			CHECK((s = pcpu_registry_snapshot(reg)) != NULL);
+			f = &s->families[0];
+			CHECK((f->flags & PCPU_SNAPSHOT_NATIVE) && f->native_schema == schema &&
+			      f->nbuckets == nb);
+			for (k = 0; k < 2 * nb + 3000; k++) {
+				int64_t v;
+				double xv, idx;
+
+				if (k < 2 * nb - 2) { /* both ends of each finite bucket */
+					CHECK(pcpu_histogram_bucket_range(h, k / 2, &lo, &hi) == 0);
+					v = k % 2 ? hi : lo;
+				} else {
+					x ^= x << 13;
+					x ^= x >> 7;
+					x ^= x << 17;
+					v = (int64_t)(x >> (x % 63));
+				}
+				b = pcpu_histogram_bucket_of(h, v);
+				xv = (double)v * pow(10, scales[si]);
+				idx = ceil(log2(xv) * ldexp(1, schema));
+				if (v <= 0 || fabs(log2(xv) * ldexp(1, schema) - round(log2(xv) * ldexp(1, schema))) < 1e-9)
+					continue; /* the zero bucket, or at a boundary */
+				if (b == 0) { /* zero bucket: at or below base^(index - 1) */
+					CHECK(idx <= f->native_index - 1);
+				} else if ((double)(f->native_index + (int32_t)b - 1) != idx) {
+					fprintf(stderr, "schema %d scale %d v=%lld: bucket %zu (native %d), Prometheus %g\n",
+						schema, scales[si], (long long)v, b,
+						f->native_index + (int)b - 1, idx);
+					CHECK(0);
+				}
+			}
+			pcpu_snapshot_free(s);
+			pcpu_registry_destroy(reg);
+			pcpu_histogram_destroy(h);
+		}
+	}
+	{
+		struct pcpu_histogram_layout l = { .scheme = PCPU_HISTOGRAM_EXPONENTIAL, .schema = 9 };
+
+		CHECK(pcpu_histogram_create(&l) == NULL && errno == EINVAL);
+		l.schema = 8;
+		l.scale_exp10 = -9; /* 60 powers of two of 256 buckets: too many */
+		CHECK(pcpu_histogram_create(&l) == NULL && errno == EINVAL);
+		CHECK(strstr(pcpu_stats_error(), "4096"));
+	}
+}
+
 /* The `le` lines of a histogram family's 0.0.4 exposition, in order. */
 static size_t le_lines(pcpu_registry_t *reg, char les[][48], size_t max)
 {
@@ -470,6 +554,7 @@ int main(void)
 		test_quantiles(p);
 	test_explicit_quantile();
 	test_search_random();
+	test_exponential();
 	test_snapshot_quantile();
 	test_export();
 	test_layout_errors();
