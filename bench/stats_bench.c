@@ -43,7 +43,7 @@ static uint64_t now_ns(void)
 
 static pcpu_counter_t c_a, c_b, c_pair; /* c_pair: array of two */
 static pcpu_gauge_t g_a;
-static pcpu_histogram_t *h_explicit, *h_explicit16, *h_loglin;
+static pcpu_histogram_t *h_explicit, *h_explicit16, *h_loglin, *h_native;
 
 /* Random inputs: log-uniform in 1 ms - 20 s (ns), 2^16 of them (512 KiB,
  * read in order: the prefetcher hides the loads; far too many for a branch
@@ -145,6 +145,13 @@ static NOINLINE void bench_hist_loglin_rand(uint64_t n)
 		pcpu_histogram_record(h_loglin, rand_ns[i & (NRAND - 1)]);
 }
 
+static NOINLINE void bench_hist_native_rand(uint64_t n)
+{
+	uint64_t i;
+	for (i = 0; i < n; i++)
+		pcpu_histogram_record(h_native, rand_ns[i & (NRAND - 1)]);
+}
+
 /* The baseline of the random variants: a counter add of the same loaded
  * value (the load is part of both). */
 static NOINLINE void bench_counter_add_rand(uint64_t n)
@@ -213,6 +220,7 @@ static struct variant variants[] = {
 	{ .name = "histogram record (11 explicit, random)", .fn = bench_hist_explicit_rand },
 	{ .name = "histogram record (16 explicit, random)", .fn = bench_hist_explicit16_rand },
 	{ .name = "histogram record (log-linear, random)", .fn = bench_hist_loglin_rand },
+	{ .name = "histogram record (exponential s=3, random)", .fn = bench_hist_native_rand },
 #ifdef PCPU_BENCH_PROMCPP
 	/* Single-threaded only: one shared prometheus::Histogram. */
 	{ .name = "prometheus-cpp Observe (11, random)", .fn = bench_promcpp_rand },
@@ -401,6 +409,13 @@ int main(int argc, char **argv)
 	h_explicit = pcpu_histogram_create(&le);
 	h_explicit16 = pcpu_histogram_create(&le16);
 	h_loglin = pcpu_histogram_create(&ll);
+	{
+		struct pcpu_histogram_layout nl = { .scheme = PCPU_HISTOGRAM_EXPONENTIAL, .schema = 3,
+						    .scale_exp10 = -9 };
+
+		h_native = pcpu_histogram_create(&nl);
+		CHECK(h_native);
+	}
 	grp = pcpu_group_alloc(2, 1);
 	CHECK(c_a && c_b && c_pair && g_a && h_explicit && h_explicit16 && h_loglin && grp);
 	rand_init();
@@ -460,7 +475,10 @@ int main(int argc, char **argv)
 		printf("  histogram record / counter add (random, target <= 2.0): %.2fx 11 explicit, "
 		       "%.2fx 16 explicit, %.2fx log-linear\n", h / c, two / c, hl / c);
 #ifdef PCPU_BENCH_PROMCPP
-		stats3(variants[12].ns, rounds, &g, &dummy1, &dummy2);
+		stats3(variants[12].ns, rounds, &two, &dummy1, &dummy2);
+		printf("  exponential (native, schema 3, ns exposed in s) / counter add (random): %.2fx\n",
+		       two / c);
+		stats3(variants[13].ns, rounds, &g, &dummy1, &dummy2);
 		printf("  prometheus-cpp Observe / pcpu record (11 explicit, random): %.2fx\n", g / h);
 #else
 		printf("  prometheus-cpp: not built (Debian prometheus-cpp-dev not installed)\n");

@@ -238,6 +238,8 @@ __attribute__((always_inline)) static inline void pcpu__histogram_add2(pcpu_coun
  * 5.8 log-linear, 6.4 with 11 explicit bounds, 6.7 with 16, against 1.3
  * for one counter add of the same values and 2.3 for two counter adds
  * (bench/README.md section 5); prometheus-cpp's Observe took 43.
+ * Exponential buckets search their bounds: 17.7 ns for schema 3 with
+ * nanoseconds exposed in seconds (480 bounds).
  */
 __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_histogram_record)(const pcpu_histogram_t *h, int64_t v)
 {
