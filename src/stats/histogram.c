@@ -105,8 +105,9 @@ static double expo_base(const struct expo *x, int64_t i)
 	if (x->schema <= 0) {
 		b = pow2i((int)(i * ((int64_t)1 << -x->schema)));
 	} else {
-		int64_t e = i >> x->schema; /* floor */
-		unsigned k = (unsigned)(i - (e << x->schema)), j;
+		int64_t per = (int64_t)1 << x->schema;
+		int64_t e = i >= 0 ? i / per : -((-i + per - 1) / per); /* floor(i / per) */
+		unsigned k = (unsigned)(i - e * per), j;
 
 		b = pow2i((int)e);
 		for (j = 0; k; j++, k >>= 1)
