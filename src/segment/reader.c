@@ -887,6 +887,17 @@ static const char *entry_blob(const struct parse *p, const struct pcpu__seg_entr
 	return p->S + e->blob_off;
 }
 
+/* Room for a family's exported bucket indices, charged to the budget. */
+static int alloc_exported(struct parse *p, struct fam *f, uint32_t n)
+{
+	if (charge(p->b, (uint64_t)n * sizeof *f->exported) < 0)
+		return -1;
+	f->exported = malloc((size_t)n * sizeof *f->exported);
+	if (!f->exported)
+		return pcpu__seg_fail(ENOMEM, "out of memory");
+	return 0;
+}
+
 static int parse_family(struct parse *p, struct fam *f)
 {
 	const struct pcpu__seg_entry *e = f->e;
@@ -972,11 +983,8 @@ static int parse_family(struct parse *p, struct fam *f)
 			f->native = 1;
 			f->schema = (int)e->u32b - PCPU__SEG_SCHEMA_BIAS;
 			f->native_index = (int32_t)first;
-			if (charge(p->b, (uint64_t)(e->nbuckets - 1) * 4) < 0)
+			if (alloc_exported(p, f, e->nbuckets - 1) < 0)
 				return -1;
-			f->exported = malloc((size_t)(e->nbuckets - 1) * sizeof *f->exported);
-			if (!f->exported)
-				return pcpu__seg_fail(ENOMEM, "out of memory");
 			f->nexport = pcpu__native_export_list(f->native_index, e->nbuckets - 1, f->schema,
 							      f->exported);
 		}
@@ -992,11 +1000,8 @@ static int parse_family(struct parse *p, struct fam *f)
 		if (e->value_off) { /* 2.2: the export rule */
 			if (e->value_off > PCPU__SEG_MAX_EXPORT_LG1 || e->value_off - 1 > e->u32b)
 				return BAD(f, "bad exported bounds per power of two"), 0;
-			if (charge(p->b, (uint64_t)(e->nbuckets - 1) * 4) < 0)
+			if (alloc_exported(p, f, e->nbuckets - 1) < 0)
 				return -1;
-			f->exported = malloc((size_t)(e->nbuckets - 1) * sizeof *f->exported);
-			if (!f->exported)
-				return pcpu__seg_fail(ENOMEM, "out of memory");
 			f->nexport = pcpu__export_list(f->upper, e->nbuckets - 1,
 						       (unsigned)e->value_off - 1, (int64_t)e->serial,
 						       f->exported);
