@@ -170,6 +170,63 @@ size_t pcpu__exponential_bounds(int schema, int scale, int64_t *out, size_t max,
 	return (size_t)(hi - zi + 1);
 }
 
+/*
+ * The lookup table of an exponential histogram, after its padded bounds
+ * (pcpu/histogram.h, pcpu_histogram_bucket_of()): the values are cut into
+ * log-linear fine buckets of precision p (a count-leading-zeros away), and
+ * for each fine bucket the table holds the bucket of its smallest value
+ * and that bucket's bound -- one compare then decides between it and the
+ * next. That needs at most one bound inside each fine bucket: p starts
+ * finer than the native buckets (schema + 2) and grows until it holds,
+ * up to 8 (at most 14 KiB... 150 KiB per histogram); past that, no table
+ * (*bits = 0) and the bucket is found by the binary search. Returns the
+ * bounds' new address (NULL, freed, when out of memory).
+ */
+static int64_t *expo_add_table(int64_t *bounds, size_t nb, int schema, uint32_t *bits)
+{
+	size_t cap = nb < PCPU__HISTOGRAM_SMALL ? PCPU__HISTOGRAM_SMALL : nb;
+	unsigned p;
+
+	*bits = 0;
+	for (p = schema > 0 ? (unsigned)schema + 2 : 2; p <= 8; p++) {
+		size_t nfine = (size_t)(64 - p) << p, f;
+		int64_t *nbnd, *tb;
+		uint16_t *ti;
+
+		nbnd = realloc(bounds, cap * sizeof *bounds + nfine * (sizeof *tb + sizeof *ti));
+		if (!nbnd) {
+			free(bounds);
+			return NULL;
+		}
+		bounds = nbnd;
+		tb = bounds + cap;
+		ti = (uint16_t *)(tb + nfine);
+		for (f = 0; f < nfine; f++) {
+			uint64_t g = f >> p, j = f & (((uint64_t)1 << p) - 1), lo, hi;
+			size_t b;
+
+			if (g == 0) {
+				lo = hi = j;
+			} else {
+				lo = (((uint64_t)1 << p) + j) << (g - 1);
+				hi = lo + ((uint64_t)1 << (g - 1)) - 1;
+			}
+			if (hi > (uint64_t)INT64_MAX)
+				hi = (uint64_t)INT64_MAX;
+			b = pcpu__histogram_search(bounds, nb, (int64_t)lo);
+			ti[f] = (uint16_t)b;
+			tb[f] = b < nb ? bounds[b] : INT64_MAX;
+			if (b + 1 < nb && (int64_t)hi > bounds[b + 1])
+				break; /* two bounds inside: finer */
+		}
+		if (f == nfine) {
+			*bits = p;
+			return bounds;
+		}
+	}
+	return bounds;
+}
+
 int pcpu__histogram_layout_check(const struct pcpu_histogram_layout *l, size_t *nbuckets,
 				 uint64_t *limit)
 {
@@ -262,6 +319,11 @@ pcpu_histogram_t *pcpu_histogram_create_in(pcpu_zone_t *zone,
 			bounds[i] = INT64_MAX; /* pcpu__histogram_search16() counts none */
 		h->pcpu__nbounds = (uint32_t)nb;
 	}
+	if (layout->scheme == PCPU_HISTOGRAM_EXPONENTIAL &&
+	    !(bounds = expo_add_table(bounds, nbuckets - 1, layout->schema, &h->pcpu__bits))) {
+		free(h);
+		return NULL;
+	}
 	h->pcpu__c = pcpu_counter_alloc_in(zone, nbuckets + 1);
 	if (!h->pcpu__c) {
 		int e = errno;
@@ -273,7 +335,8 @@ pcpu_histogram_t *pcpu_histogram_create_in(pcpu_zone_t *zone,
 	h->pcpu__bounds = bounds;
 	h->pcpu__nbuckets = (uint32_t)nbuckets;
 	h->pcpu__scheme = (uint32_t)layout->scheme;
-	h->pcpu__bits = layout->precision_bits;
+	if (layout->scheme == PCPU_HISTOGRAM_LOG_LINEAR)
+		h->pcpu__bits = layout->precision_bits;
 	h->pcpu__limit = limit;
 	return h;
 }
