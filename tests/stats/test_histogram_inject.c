@@ -52,7 +52,7 @@ static unsigned long total_aborts;
 /* Per thread: what it (and its signal handler) recorded. */
 struct tally {
 	uint64_t counts[2][MAXB];
-	int64_t sum[2];
+	uint64_t sum[2]; /* modulo 2^64, as the histogram's */
 	uint64_t seed;
 };
 static struct tally tallies[MAXT], handler_tallies[MAXT];
@@ -71,7 +71,7 @@ static void record(struct tally *t, int k, int64_t v)
 	pcpu_histogram_record(hist[k], v);
 	t->counts[k][pcpu_histogram_bucket_of(hist[k], v)]++;
 	/* Log-linear records a negative value as 0 (sum included). */
-	t->sum[k] += k == 0 && v < 0 ? 0 : v;
+	t->sum[k] += (uint64_t)(k == 0 && v < 0 ? 0 : v);
 }
 
 static void handler(int sig)
@@ -146,8 +146,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < nthreads; i++)
 		pthread_join(th[i], NULL);
 	for (k = 0; k < 2; k++) {
-		uint64_t n = 0;
-		int64_t want_sum = 0;
+		uint64_t n = 0, want_sum = 0;
 
 		CHECK(pcpu_histogram_read(hist[k], counts, nb[k], NULL, &sum) == 0);
 		for (b = 0; b < nb[k]; b++) {
@@ -164,7 +163,7 @@ int main(int argc, char **argv)
 		}
 		for (i = 0; i < nthreads; i++)
 			want_sum += tallies[i].sum[k] + handler_tallies[i].sum[k];
-		if (sum != want_sum) {
+		if ((uint64_t)sum != want_sum) {
 			fprintf(stderr, "histogram %d sum: %lld, recorded %lld\n", k, (long long)sum,
 				(long long)want_sum);
 			return 1;
