@@ -4,7 +4,10 @@
  *
  *   1. histogram record vs counter add (and a private increment, a gauge
  *      add, two counter adds) -- ns per operation, one thread and one
- *      thread per CPU;
+ *      thread per CPU; each histogram fed a predictable ramp and random
+ *      values (log-uniform in 1 ms - 20 s, in ns: a server's latencies,
+ *      which a branch predictor cannot learn), and prometheus-cpp's
+ *      Histogram::Observe of the same random values where it is installed;
  *   2. consistent-group update (2 members) vs two plain counter adds
  *      (target: <= 2x) and vs pcpu_counter_add_many() of two;
  *   3. export time for 10^5 series: snapshot, then each format.
@@ -22,6 +25,7 @@
 #include <pcpu/pcpu.h>
 #include <pcpu/stats.h>
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
@@ -39,9 +43,46 @@ static uint64_t now_ns(void)
 
 static pcpu_counter_t c_a, c_b, c_pair; /* c_pair: array of two */
 static pcpu_gauge_t g_a;
-static pcpu_histogram_t *h_explicit, *h_loglin;
+static pcpu_histogram_t *h_explicit, *h_explicit16, *h_loglin, *h_native;
+
+/* Random inputs: log-uniform in 1 ms - 20 s (ns), 2^16 of them (512 KiB,
+ * read in order: the prefetcher hides the loads; far too many for a branch
+ * predictor to learn their order). */
+#define NRAND 65536
+static int64_t rand_ns[NRAND];
+static double rand_s[NRAND]; /* the same in seconds, for prometheus-cpp */
+
+static void rand_init(void)
+{
+	uint64_t x = 0x2545f4914f6cdd1dull;
+	size_t i;
+
+	for (i = 0; i < NRAND; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		rand_ns[i] = (int64_t)(1e6 * exp((double)(x >> 11) * 0x1p-53 * log(20000.0)));
+		rand_s[i] = (double)rand_ns[i] * 1e-9;
+	}
+}
+
+#ifdef PCPU_BENCH_PROMCPP
+void *promcpp_histogram_new(const double *bounds, size_t n);
+uint64_t promcpp_observe_loop(void *h, const double *vals, size_t mask, uint64_t n);
+static void *promcpp_h;
+#endif
 static pcpu_group_t *grp;
 static uint64_t sink; /* keeps results alive; written with relaxed atomics */
+
+/* The calling thread's CPU time: on a machine shared with other work, the
+ * time others hold the CPU is not charged to the operation measured. */
+static uint64_t thread_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 #define NOINLINE __attribute__((noinline))
 
@@ -83,6 +124,51 @@ static NOINLINE void bench_hist_loglin(uint64_t n)
 		pcpu_histogram_record(h_loglin, (int64_t)((i * 2654435761u) & 0xffffff));
 }
 
+static NOINLINE void bench_hist_explicit_rand(uint64_t n)
+{
+	uint64_t i;
+	for (i = 0; i < n; i++)
+		pcpu_histogram_record(h_explicit, rand_ns[i & (NRAND - 1)]);
+}
+
+static NOINLINE void bench_hist_explicit16_rand(uint64_t n)
+{
+	uint64_t i;
+	for (i = 0; i < n; i++)
+		pcpu_histogram_record(h_explicit16, rand_ns[i & (NRAND - 1)]);
+}
+
+static NOINLINE void bench_hist_loglin_rand(uint64_t n)
+{
+	uint64_t i;
+	for (i = 0; i < n; i++)
+		pcpu_histogram_record(h_loglin, rand_ns[i & (NRAND - 1)]);
+}
+
+static NOINLINE void bench_hist_native_rand(uint64_t n)
+{
+	uint64_t i;
+	for (i = 0; i < n; i++)
+		pcpu_histogram_record(h_native, rand_ns[i & (NRAND - 1)]);
+}
+
+/* The baseline of the random variants: a counter add of the same loaded
+ * value (the load is part of both). */
+static NOINLINE void bench_counter_add_rand(uint64_t n)
+{
+	uint64_t i;
+	for (i = 0; i < n; i++)
+		pcpu_counter_add(c_b, rand_ns[i & (NRAND - 1)]);
+}
+
+#ifdef PCPU_BENCH_PROMCPP
+static NOINLINE void bench_promcpp_rand(uint64_t n)
+{
+	__atomic_store_n(&sink, promcpp_observe_loop(promcpp_h, rand_s, NRAND - 1, n),
+			 __ATOMIC_RELAXED);
+}
+#endif
+
 static NOINLINE void bench_two_adds(uint64_t n)
 {
 	uint64_t i;
@@ -108,6 +194,12 @@ static NOINLINE void bench_group_add2(uint64_t n)
 		pcpu_group_add2(grp, 0, 1, 1500);
 }
 
+#ifdef PCPU_BENCH_PROMCPP
+#define MT_NONE bench_promcpp_rand
+#else
+#define MT_NONE NULL
+#endif
+
 struct variant {
 	const char *name;
 	void (*fn)(uint64_t);
@@ -124,6 +216,15 @@ static struct variant variants[] = {
 	{ .name = "two counter adds", .fn = bench_two_adds },
 	{ .name = "counter add_many(2)", .fn = bench_add_many2 },
 	{ .name = "group add2 (consistent pair)", .fn = bench_group_add2 },
+	{ .name = "counter add (random value)", .fn = bench_counter_add_rand },
+	{ .name = "histogram record (11 explicit, random)", .fn = bench_hist_explicit_rand },
+	{ .name = "histogram record (16 explicit, random)", .fn = bench_hist_explicit16_rand },
+	{ .name = "histogram record (log-linear, random)", .fn = bench_hist_loglin_rand },
+	{ .name = "histogram record (exponential s=3, random)", .fn = bench_hist_native_rand },
+#ifdef PCPU_BENCH_PROMCPP
+	/* Single-threaded only: one shared prometheus::Histogram. */
+	{ .name = "prometheus-cpp Observe (11, random)", .fn = bench_promcpp_rand },
+#endif
 };
 #define NVAR (sizeof variants / sizeof variants[0])
 
@@ -270,8 +371,13 @@ int main(int argc, char **argv)
 	static const int64_t bounds[] = { 5000000,   10000000,  25000000,   50000000,
 					  100000000, 250000000, 500000000,  1000000000,
 					  2500000000, 5000000000, 10000000000 };
-	struct pcpu_histogram_layout le = { PCPU_HISTOGRAM_EXPLICIT, bounds, 11, 0, 0 };
-	struct pcpu_histogram_layout ll = { PCPU_HISTOGRAM_LOG_LINEAR, NULL, 0, 7, (int64_t)600 * 1000000000 };
+	static const int64_t bounds16[] = { 1000000,    2000000,    5000000,    10000000,
+					    20000000,   50000000,   100000000,  200000000,
+					    500000000,  1000000000, 2000000000, 3000000000,
+					    5000000000, 10000000000, 15000000000, 20000000000 };
+	struct pcpu_histogram_layout le = { PCPU_HISTOGRAM_EXPLICIT, bounds, 11, 0, 0, 0, 0, 0, 0 };
+	struct pcpu_histogram_layout le16 = { PCPU_HISTOGRAM_EXPLICIT, bounds16, 16, 0, 0, 0, 0, 0, 0 };
+	struct pcpu_histogram_layout ll = { PCPU_HISTOGRAM_LOG_LINEAR, NULL, 0, 7, (int64_t)600 * 1000000000, 0, 0, 0, 0 };
 	int64_t gv[2];
 
 	for (i = 1; i < (unsigned)argc; i++) {
@@ -301,9 +407,27 @@ int main(int argc, char **argv)
 	c_pair = pcpu_counter_alloc_array(2);
 	g_a = pcpu_gauge_alloc();
 	h_explicit = pcpu_histogram_create(&le);
+	h_explicit16 = pcpu_histogram_create(&le16);
 	h_loglin = pcpu_histogram_create(&ll);
+	{
+		struct pcpu_histogram_layout nl = { .scheme = PCPU_HISTOGRAM_EXPONENTIAL, .schema = 3,
+						    .scale_exp10 = -9 };
+
+		h_native = pcpu_histogram_create(&nl);
+		CHECK(h_native);
+	}
 	grp = pcpu_group_alloc(2, 1);
-	CHECK(c_a && c_b && c_pair && g_a && h_explicit && h_loglin && grp);
+	CHECK(c_a && c_b && c_pair && g_a && h_explicit && h_explicit16 && h_loglin && grp);
+	rand_init();
+#ifdef PCPU_BENCH_PROMCPP
+	{
+		double sb[11];
+
+		for (i = 0; i < 11; i++)
+			sb[i] = (double)bounds[i] * 1e-9;
+		promcpp_h = promcpp_histogram_new(sb, 11);
+	}
+#endif
 
 	/* Calibrate n so one run of a counter add takes about `ms`. */
 	n = 1000000;
@@ -317,17 +441,17 @@ int main(int argc, char **argv)
 	for (r = 0; r < rounds; r++) {
 		for (i = 0; i < NVAR; i++) {
 			struct variant *x = &variants[(i + r) % NVAR];
-			uint64_t t0 = now_ns();
+			uint64_t t0 = thread_ns();
 
 			x->fn(n);
-			x->ns[r] = (double)(now_ns() - t0) / (double)n;
-			x->ns_mt[r] = run_mt(x->fn, ncpu, n / 4 + 1);
+			x->ns[r] = (double)(thread_ns() - t0) / (double)n;
+			x->ns_mt[r] = x->fn == MT_NONE ? 0 : run_mt(x->fn, ncpu, n / 4 + 1);
 		}
 	}
 	printf("pcpu statistics microbenchmarks: mode %s, %u CPUs, %u rounds of %llu ops\n",
 	       pcpu_rseq_mode_name(pcpu_rseq_mode()), ncpu, rounds, (unsigned long long)n);
-	printf("  %-40s %8s %8s %8s   %8s (%u threads)\n", "ns per operation", "median", "min", "max",
-	       "median", ncpu);
+	printf("  %-40s %8s %8s %8s   %8s (%u threads)\n", "ns per operation (thread CPU time)",
+	       "median", "min", "max", "median", ncpu);
 	for (v = 0; v < NVAR; v++) {
 		double med, mn, mx, mmt, a, b;
 		stats3(variants[v].ns, rounds, &med, &mn, &mx);
@@ -342,7 +466,23 @@ int main(int argc, char **argv)
 		stats3(variants[3].ns, rounds, &h, &dummy1, &dummy2);
 		stats3(variants[4].ns, rounds, &hl, &dummy1, &dummy2);
 		printf("  group add2 / two counter adds: %.2fx (target <= 2x)\n", g / two);
-		printf("  histogram record / counter add: %.2fx explicit, %.2fx log-linear\n", h / c, hl / c);
+		printf("  histogram record / counter add: %.2fx explicit, %.2fx log-linear (ramp)\n",
+		       h / c, hl / c);
+		stats3(variants[8].ns, rounds, &c, &dummy1, &dummy2);
+		stats3(variants[9].ns, rounds, &h, &dummy1, &dummy2);
+		stats3(variants[10].ns, rounds, &two, &dummy1, &dummy2);
+		stats3(variants[11].ns, rounds, &hl, &dummy1, &dummy2);
+		printf("  histogram record / counter add (random, target <= 2.0): %.2fx 11 explicit, "
+		       "%.2fx 16 explicit, %.2fx log-linear\n", h / c, two / c, hl / c);
+#ifdef PCPU_BENCH_PROMCPP
+		stats3(variants[12].ns, rounds, &two, &dummy1, &dummy2);
+		printf("  exponential (native, schema 3, ns exposed in s) / counter add (random): %.2fx\n",
+		       two / c);
+		stats3(variants[13].ns, rounds, &g, &dummy1, &dummy2);
+		printf("  prometheus-cpp Observe / pcpu record (11 explicit, random): %.2fx\n", g / h);
+#else
+		printf("  prometheus-cpp: not built (Debian prometheus-cpp-dev not installed)\n");
+#endif
 	}
 	/* Every run counted: the group holds exactly what was added. */
 	CHECK(pcpu_group_read(grp, 0, gv) == 0);

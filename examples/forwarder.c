@@ -194,7 +194,8 @@ int main(int argc, char **argv)
 		{ "flows", required_argument, NULL, 'f' },   { "name", required_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },          { NULL, 0, NULL, 0 },
 	};
-	struct pcpu_histogram_layout lat = { PCPU_HISTOGRAM_LOG_LINEAR, NULL, 0, 4, 10000000 };
+	struct pcpu_histogram_layout lat = { .scheme = PCPU_HISTOGRAM_LOG_LINEAR,
+					     .precision_bits = 4, .max_value = 10000000 };
 	struct pcpu_family_desc d;
 	pcpu_segment_t *seg;
 	pthread_t t[MAX_WORKERS];

@@ -42,6 +42,13 @@ pkg-config --exists yaml-0.1 2>/dev/null || need_apt+=(libyaml-dev)
 pkg-config --exists libcrypt 2>/dev/null || need_apt+=(libcrypt-dev)
 have openssl   || need_apt+=(openssl)
 have htpasswd  || need_apt+=(apache2-utils)
+# protobuf-c: libpcpu's optional protobuf exposition writer; protoc: the
+# test's independent decoder (Python protobuf); prometheus-cpp: the
+# statistics benchmark's Histogram::Observe comparison.
+have protoc-c  || need_apt+=(protobuf-c-compiler)
+[ -e /usr/include/protobuf-c/protobuf-c.h ] || need_apt+=(libprotobuf-c-dev)
+have protoc    || need_apt+=(protobuf-compiler)
+[ -e /usr/include/prometheus/histogram.h ] || need_apt+=(prometheus-cpp-dev)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "install-deps: apt-get install ${need_apt[*]}"
@@ -64,6 +71,7 @@ python3 -c 'import matplotlib' 2>/dev/null || py_need+=(matplotlib)
 python3 -c 'import pytest' 2>/dev/null || py_need+=(pytest)
 python3 -c 'import setuptools' 2>/dev/null || py_need+=(setuptools)
 python3 -c 'import wheel' 2>/dev/null || py_need+=(wheel)
+python3 -c 'import google.protobuf' 2>/dev/null || py_need+=("protobuf>=4.21,<5")
 if [ ${#py_need[@]} -gt 0 ]; then
   echo "install-deps: pip install ${py_need[*]}"
   python3 -m pip install --quiet --disable-pip-version-check "${py_need[@]}" \

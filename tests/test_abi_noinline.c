@@ -30,7 +30,7 @@ int main(void)
 	CHECK(pcpu_gauge_read(g) == 6);
 
 	static const int64_t bounds[] = { 10, 100 };
-	struct pcpu_histogram_layout lay = { PCPU_HISTOGRAM_EXPLICIT, bounds, 2, 0, 0 };
+	struct pcpu_histogram_layout lay = { PCPU_HISTOGRAM_EXPLICIT, bounds, 2, 0, 0, 0, 0, 0, 0 };
 	pcpu_histogram_t *h = pcpu_histogram_create(&lay);
 	uint64_t counts[3], count;
 	int64_t sum;

@@ -255,7 +255,7 @@ static void hist_text(struct sbuf *b, const struct pcpu_snapshot_family *f, cons
 		return;
 	/* Estimates: four significant digits say all they know. */
 	for (k = 0; k < 3; k++)
-		sb_printf(b, "  p%g %.4g", qs[k] * 100, hist_quantile(f, counts, qs[k]));
+		sb_printf(b, "  p%g %.4g", qs[k] * 100, pcpu_snapshot_quantile(f, counts, qs[k]));
 }
 
 static void value_text(struct sbuf *b, const struct pcpu_snapshot_family *f,

@@ -42,9 +42,6 @@ void family_name(struct sbuf *b, const struct pcpu_snapshot_family *f);
 /* JSON string with quotes, escaped. */
 void json_string(struct sbuf *b, const char *s);
 
-/* Quantile q of a histogram series from its buckets (Prometheus'
- * histogram_quantile interpolation), in exposed units. NaN if empty. */
-double hist_quantile(const struct pcpu_snapshot_family *f, const uint64_t *counts, double q);
 
 /* Series filters: shell patterns (fnmatch) on the family's exposition name
  * or the whole series name, and POSIX extended regular expressions on the

@@ -131,29 +131,6 @@ void json_string(struct sbuf *b, const char *s)
 	quoted(b, s, 1);
 }
 
-double hist_quantile(const struct pcpu_snapshot_family *f, const uint64_t *counts, double q)
-{
-	uint64_t total = 0, cum = 0;
-	double rank, lo, hi;
-	size_t b;
-
-	for (b = 0; b < f->nbuckets; b++)
-		total += counts[b];
-	if (total == 0)
-		return NAN;
-	rank = q * (double)total;
-	for (b = 0; b < f->nbuckets; b++) {
-		if ((double)(cum + counts[b]) >= rank && counts[b])
-			break;
-		cum += counts[b];
-	}
-	if (b >= f->nbuckets - 1) /* +Inf: the largest finite bound */
-		return scaled((double)f->bucket_upper[f->nbuckets - 2], f->scale_exp10);
-	hi = (double)f->bucket_upper[b];
-	lo = b == 0 ? (hi > 0 ? 0 : hi) : (double)f->bucket_upper[b - 1];
-	return scaled(lo + (hi - lo) * ((rank - (double)cum) / (double)counts[b]), f->scale_exp10);
-}
-
 /* ---- filters ---- */
 
 struct filter {

@@ -65,10 +65,18 @@ enum pcpu_format {
 
 /** Flags of a snapshot family. */
 enum {
-	/** Histograms: write only buckets that hold observations (and +Inf).
-	 * Used for log-linear histograms with thousands of buckets. As bucket
-	 * counts never decrease, an `le` series, once exposed, stays exposed. */
+	/** Ignored since libpcpu 2.2 (kept for source compatibility). It
+	 * wrote only the buckets that held observations, so a bucket filling
+	 * mid-window appeared as a new series already holding a large
+	 * cumulative count and broke rate() and histogram_quantile(). Bound
+	 * the exposed buckets with `export_buckets` instead. */
 	PCPU_SNAPSHOT_SPARSE_BUCKETS = 1u << 0,
+	/** Histograms: the buckets are Prometheus native (exponential)
+	 * buckets: bucket 0 is the zero bucket, bucket b >= 1 has native index
+	 * native_index + b - 1 of schema native_schema; the last is +Inf and
+	 * empty. The protobuf writer then writes them as a native histogram
+	 * too. */
+	PCPU_SNAPSHOT_NATIVE = 1u << 1,
 };
 
 /** One series of a snapshot family: label values and a value. */
@@ -106,6 +114,20 @@ struct pcpu_snapshot_family {
 	const int64_t *bucket_upper;
 	size_t nseries;
 	const struct pcpu_snapshot_series *series;
+	/** Histograms: the buckets whose upper bound the writers expose as an
+	 * `le`, as `nexport` strictly increasing indices below nbuckets - 1
+	 * (the +Inf bucket is always exposed); the counts of the buckets in
+	 * between are folded into the next exposed one, as a cumulative count
+	 * does. NULL: every bucket. The same set is exposed for every series
+	 * at every scrape, empty buckets included (a log-linear histogram's
+	 * set comes from its layout's export_per_octave and export_min). */
+	const uint32_t *export_buckets;
+	size_t nexport;
+	/** With PCPU_SNAPSHOT_NATIVE: the schema (-4..8) and the native index
+	 * of bucket 1; the zero bucket holds values up to
+	 * 2^((native_index - 1) * 2^-native_schema). */
+	int native_schema;
+	int32_t native_index;
 };
 
 /** A snapshot: a list of families. */
@@ -133,6 +155,11 @@ struct pcpu_snapshot {
  * "help":..., "unit":..., "metrics":[{"labels":{...}, "value":N} or
  * {"labels":{...}, "count":N, "sum":X, "buckets":[{"le":X, "count":N}, ...,
  * {"le":"+Inf", "count":N}]}]}]} with cumulative bucket counts.
+ * Protobuf (where built with protobuf-c, see pcpu_format_supported()):
+ * length-delimited io.prometheus.client.MetricFamily messages with the
+ * text formats' values as doubles; counters named `<name>_total`; a
+ * histogram's exported classic buckets with cumulative counts (+Inf left
+ * out: its count is sample_count). The output holds NUL bytes: use *len.
  *
  * Errors (-1, errno, nothing allocated; pcpu_stats_error() says what is
  * wrong, naming the family): EINVAL for an invalid snapshot: a NULL
@@ -149,6 +176,27 @@ struct pcpu_snapshot {
  */
 PCPU_API int pcpu_snapshot_write(const struct pcpu_snapshot *s, enum pcpu_format fmt,
 				 char **out, size_t *len);
+
+/**
+ * Estimates quantile `q` (0 <= q <= 1) of histogram family `f` from
+ * `counts` (f->nbuckets per-bucket counts: a series' value.histogram.counts,
+ * or the difference of two snapshots' counts for the quantile of what was
+ * recorded in between), in exposed units (scaled by 10^scale_exp10).
+ * Every bucket counts, also those a writer does not expose (export_buckets).
+ * Rule -- Prometheus' histogram_quantile() over the same buckets: rank =
+ * q * count; the bucket is the first non-empty one whose cumulative count
+ * reaches the rank; the estimate interpolates linearly from the previous
+ * bucket's bound (0 for a first bucket with a positive bound) to this
+ * bucket's bound; the +Inf bucket gives the largest finite bound.
+ * Precision: within the width of the bucket that holds the rank-th value
+ * (2^-p relative for a log-linear histogram of precision p); PromQL over
+ * the exposed (coarser) buckets agrees within the exposed bucket's width.
+ * Returns NaN with errno EINVAL: NULL, not a histogram family, q outside
+ * [0, 1], no observations. Thread-safe; async-signal-safe. Cost: linear
+ * in the buckets.
+ */
+PCPU_API double pcpu_snapshot_quantile(const struct pcpu_snapshot_family *f, const uint64_t *counts,
+				       double q);
 
 /**
  * The HTTP Content-Type of a format: "text/plain; version=0.0.4;

@@ -42,6 +42,10 @@ int main(void)
 	OFF(pcpu_snapshot_family, bucket_upper);
 	OFF(pcpu_snapshot_family, nseries);
 	OFF(pcpu_snapshot_family, series);
+	OFF(pcpu_snapshot_family, export_buckets);
+	OFF(pcpu_snapshot_family, nexport);
+	OFF(pcpu_snapshot_family, native_schema);
+	OFF(pcpu_snapshot_family, native_index);
 	SIZE(pcpu_snapshot);
 	OFF(pcpu_snapshot, nfamilies);
 	OFF(pcpu_snapshot, families);

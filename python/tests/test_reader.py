@@ -80,7 +80,7 @@ def test_golden_values_exact(golden):
     assert h.sum == 50 * 500 + 40 * 5000 + 9 * 50000 + 500000
     assert lat.series[0].scaled(lat).sum == 1.175
     size = snap.family("app_message_size_bytes")
-    assert size.sparse_buckets and size.series[0].value.count == 64
+    assert size.export_buckets is not None and size.series[0].value.count == 64
     assert size.series[0].value.sum == sum(100 + i * 10 for i in range(64))
     assert snap.family("app_unused").series[0].value == 0
 

@@ -36,6 +36,7 @@
 #define PCPU__SEG_MAGIC "PCPUSEG"          /* 7 chars + NUL = 8 bytes */
 #define PCPU__SEG_VERSION_MAJOR 2          /* incompatible changes (2: mirror region) */
 #define PCPU__SEG_VERSION_MINOR 3          /* compatible additions (1: pid namespace, no space;
+					    * 2: exported `le` bounds of log-linear histograms;
 					    * 3: consistent groups) */
 #define PCPU__SEG_BYTE_ORDER 0x01020304u   /* as the writer stored it */
 #define PCPU__SEG_HEADER_REGION 4096       /* the header's page */
@@ -95,18 +96,22 @@ struct pcpu__seg_header {
 
 /* Entry flags. */
 #define PCPU__SEG_E_HAS_HELP 1u       /* family: help text present (may be "") */
-#define PCPU__SEG_E_SPARSE 2u         /* family: PCPU_SNAPSHOT_SPARSE_BUCKETS */
+#define PCPU__SEG_E_SPARSE 2u         /* family: written by 2.0-2.1, ignored since 2.2 */
 
 /* Histogram schemes, as enum pcpu_histogram_scheme. */
 #define PCPU__SEG_HIST_EXPLICIT 1
 #define PCPU__SEG_HIST_LOG_LINEAR 2
+#define PCPU__SEG_HIST_EXPONENTIAL 3 /* 2.2: native buckets, bounds stored as explicit */
+#define PCPU__SEG_SCHEMA_BIAS 4      /* exponential: u32b = schema + 4 (0..12) */
 
 /*
  * One directory entry: a family or a series.
  *
  * Family blob: NUL-terminated name, help (if HAS_HELP), unit ("" for none),
- * nlabels label names; then, for explicit histograms, zero padding to a
- * multiple of 8 and nbuckets - 1 int64 upper bounds. Log-linear histograms
+ * nlabels label names; then, for explicit and exponential histograms, zero
+ * padding to a multiple of 8 and nbuckets - 1 int64 upper bounds.
+ * Exponential (2.2): u32b = schema + PCPU__SEG_SCHEMA_BIAS, value_off the
+ * native index of bucket 1 (int64); bucket 0 is the zero bucket. Log-linear histograms
  * store no bounds: bucket b's upper bound follows from precision_bits (see
  * docs/segment-format.md).
  * Series blob: nlabels NUL-terminated label values.
@@ -136,8 +141,11 @@ struct pcpu__seg_entry {
 	uint32_t nbuckets;      /* 36: family of histograms: buckets, +Inf included */
 	uint32_t u32a;          /* 40: series: chunk;      family: histogram scheme */
 	uint32_t u32b;          /* 44: series: value_size; family: precision_bits */
-	uint64_t value_off;     /* 48: series: offset in the chunk's slot region */
-	uint64_t serial;        /* 56: series: creation number (the exposition's order) */
+	uint64_t value_off;     /* 48: series: offset in the chunk's slot region;
+				 * family (2.2), log-linear: 1 + log2 of the `le` bounds
+				 * exposed per power of two, 0: every bucket (2.0-2.1) */
+	uint64_t serial;        /* 56: series: creation number (the exposition's order);
+				 * family (2.2), log-linear: smallest exposed bound (int64) */
 };                          /* 64 */
 
 #define PCPU__SEG_ENTRY_SIZE 64
@@ -167,6 +175,9 @@ struct pcpu__seg_entry {
 
 /* Alignment of value_off (the zone's allocation granule). */
 #define PCPU__SEG_VALUE_ALIGN 8
+
+/* Largest 1 + log2 of exposed bounds per power of two (PCPU_HISTOGRAM_EXPORT_MAX). */
+#define PCPU__SEG_MAX_EXPORT_LG1 7
 
 /* Most explicit bucket bounds (PCPU_HISTOGRAM_MAX_BOUNDS; writer.c checks
  * they agree). */

@@ -837,6 +837,10 @@ struct fam {
 	const char *name, *help, *unit;
 	const char **label_names;
 	int64_t *upper; /* nbuckets - 1 bounds (histograms) */
+	uint32_t *exported; /* the exposed ones (NULL: all) */
+	size_t nexport;
+	int native, schema; /* exponential: PCPU_SNAPSHOT_NATIVE's fields */
+	int32_t native_index;
 	size_t first, count; /* its kept series in build()'s sorted array */
 	int bad;        /* invalid: message in msg */
 	char msg[160];
@@ -909,6 +913,17 @@ static const char *entry_blob(const struct parse *p, const struct pcpu__seg_entr
 	return p->S + e->blob_off;
 }
 
+/* Room for a family's exported bucket indices, charged to the budget. */
+static int alloc_exported(struct parse *p, struct fam *f, uint32_t n)
+{
+	if (charge(p->b, (uint64_t)n * sizeof *f->exported) < 0)
+		return -1;
+	f->exported = malloc((size_t)n * sizeof *f->exported);
+	if (!f->exported)
+		return pcpu__seg_fail(ENOMEM, "out of memory");
+	return 0;
+}
+
 static int parse_family(struct parse *p, struct fam *f)
 {
 	const struct pcpu__seg_entry *e = f->e;
@@ -972,7 +987,7 @@ static int parse_family(struct parse *p, struct fam *f)
 	f->upper = malloc((size_t)(e->nbuckets - 1) * sizeof *f->upper);
 	if (!f->upper)
 		return pcpu__seg_fail(ENOMEM, "out of memory");
-	if (e->u32a == PCPU__SEG_HIST_EXPLICIT) {
+	if (e->u32a == PCPU__SEG_HIST_EXPLICIT || e->u32a == PCPU__SEG_HIST_EXPONENTIAL) {
 		uint64_t need, b;
 
 		pos = (pos + 7) & ~7u;
@@ -985,6 +1000,20 @@ static int parse_family(struct parse *p, struct fam *f)
 		for (b = 1; b + 1 < e->nbuckets; b++)
 			if (f->upper[b] <= f->upper[b - 1])
 				return BAD(f, "bounds not increasing"), 0;
+		if (e->u32a == PCPU__SEG_HIST_EXPONENTIAL) {
+			int64_t first = (int64_t)e->value_off;
+
+			if (e->u32b > PCPU__SEG_SCHEMA_BIAS + 8 || f->upper[0] < 0 ||
+			    first < -(INT32_MAX / 2) || first > INT32_MAX / 2)
+				return BAD(f, "bad native histogram layout"), 0;
+			f->native = 1;
+			f->schema = (int)e->u32b - PCPU__SEG_SCHEMA_BIAS;
+			f->native_index = (int32_t)first;
+			if (alloc_exported(p, f, e->nbuckets - 1) < 0)
+				return -1;
+			f->nexport = pcpu__native_export_list(f->native_index, e->nbuckets - 1, f->schema,
+							      f->exported);
+		}
 	} else if (e->u32a == PCPU__SEG_HIST_LOG_LINEAR) {
 		uint64_t b;
 
@@ -994,6 +1023,15 @@ static int parse_family(struct parse *p, struct fam *f)
 			return BAD(f, "trailing bytes in blob"), 0;
 		for (b = 0; b + 1 < e->nbuckets; b++)
 			f->upper[b] = pcpu__seg_loglinear_upper(e->u32b, b);
+		if (e->value_off) { /* 2.2: the export rule */
+			if (e->value_off > PCPU__SEG_MAX_EXPORT_LG1 || e->value_off - 1 > e->u32b)
+				return BAD(f, "bad exported bounds per power of two"), 0;
+			if (alloc_exported(p, f, e->nbuckets - 1) < 0)
+				return -1;
+			f->nexport = pcpu__export_list(f->upper, e->nbuckets - 1,
+						       (unsigned)e->value_off - 1, (int64_t)e->serial,
+						       f->exported);
+		}
 	} else {
 		return BAD(f, "unknown histogram scheme"), 0;
 	}
@@ -1518,7 +1556,9 @@ static struct snap_impl *build(struct parse *p, const char *S_owned, unsigned ch
 		out->unit = f->unit;
 		out->type = (enum pcpu_metric_type)f->e->type;
 		out->scale_exp10 = f->e->scale_exp10;
-		out->flags = (f->e->flags & PCPU__SEG_E_SPARSE) ? PCPU_SNAPSHOT_SPARSE_BUCKETS : 0;
+		out->flags = f->native ? PCPU_SNAPSHOT_NATIVE : 0;
+		out->native_schema = f->schema;
+		out->native_index = f->native_index;
 		out->nlabels = f->e->nlabels;
 		out->label_names = f->label_names;
 		if (!keep(s, f->label_names) && f->label_names)
@@ -1530,6 +1570,13 @@ static struct snap_impl *build(struct parse *p, const char *S_owned, unsigned ch
 			if (!out->bucket_upper)
 				goto nomem;
 			f->upper = NULL;
+			if (f->exported) {
+				out->export_buckets = keep(s, f->exported);
+				if (!out->export_buckets)
+					goto nomem;
+				out->nexport = f->nexport;
+				f->exported = NULL;
+			}
 		}
 		struct ser **fs = sv + f->first;
 		size_t n = f->count;
@@ -1590,6 +1637,7 @@ static void parse_free(struct parse *p)
 	for (i = 0; i < p->nfams; i++) {
 		free(p->fams[i].label_names);
 		free(p->fams[i].upper);
+		free(p->fams[i].exported);
 	}
 	for (i = 0; i < p->nsers; i++) {
 		free(p->sers[i].values);

@@ -91,6 +91,8 @@
 #include "internal.h"
 
 _Static_assert(PCPU__SEG_MAX_BOUNDS == PCPU_HISTOGRAM_MAX_BOUNDS, "format.h and histogram.h agree");
+_Static_assert(((unsigned)1 << (PCPU__SEG_MAX_EXPORT_LG1 - 1)) == PCPU_HISTOGRAM_EXPORT_MAX,
+	       "format.h and histogram.h agree");
 _Static_assert(PCPU__SEG_COUNTER_SIZE == sizeof(struct pcpu_counter), "counter layout");
 _Static_assert(PCPU__SEG_GAUGE_SIZE == sizeof(struct pcpu_gauge), "gauge layout");
 _Static_assert(PCPU__SEG_HISTOGRAM_SIZE(1) == 2 * sizeof(struct pcpu_counter),
@@ -444,7 +446,7 @@ static void family_added(struct pcpu_segment *seg, struct pcpu_family *f)
 	len += (f->unit ? strlen(f->unit) : 0) + 1;
 	for (l = 0; l < f->nlabels; l++)
 		len += strlen(f->label_names[l]) + 1;
-	if (f->type == PCPU_METRIC_HISTOGRAM && f->layout.scheme == PCPU_HISTOGRAM_EXPLICIT) {
+	if (f->type == PCPU_METRIC_HISTOGRAM && f->layout.scheme != PCPU_HISTOGRAM_LOG_LINEAR) {
 		nbounds = f->nbuckets - 1;
 		len = ((len + 7) & ~(size_t)7) + nbounds * sizeof(int64_t);
 	}
@@ -469,8 +471,7 @@ static void family_added(struct pcpu_segment *seg, struct pcpu_family *f)
 	e.type = (uint8_t)f->type;
 	e.scale_exp10 = (int8_t)f->scale_exp10;
 	e.nlabels = (uint16_t)f->nlabels;
-	e.flags = (uint16_t)((f->help ? PCPU__SEG_E_HAS_HELP : 0) |
-			     ((f->flags & PCPU_SNAPSHOT_SPARSE_BUCKETS) ? PCPU__SEG_E_SPARSE : 0));
+	e.flags = (uint16_t)(f->help ? PCPU__SEG_E_HAS_HELP : 0);
 	e.family_id = ++seg->next_family_id;
 	e.blob_off = off;
 	e.blob_len = (uint32_t)len;
@@ -478,6 +479,16 @@ static void family_added(struct pcpu_segment *seg, struct pcpu_family *f)
 		e.nbuckets = (uint32_t)f->nbuckets;
 		e.u32a = (uint32_t)f->layout.scheme;
 		e.u32b = f->layout.scheme == PCPU_HISTOGRAM_LOG_LINEAR ? f->layout.precision_bits : 0;
+		if (f->layout.scheme == PCPU_HISTOGRAM_LOG_LINEAR) {
+			/* The export rule, from which a reader derives the same
+			 * `le` set the registry exposes (pcpu__export_list()). */
+			e.value_off = 1 + pcpu__histogram_export_lg(&f->layout);
+			e.serial = (uint64_t)(f->layout.export_min > 0 ? f->layout.export_min : 0);
+		} else if (f->layout.scheme == PCPU_HISTOGRAM_EXPONENTIAL) {
+			/* Bounds in the blob as explicit ones; the native form. */
+			e.u32b = (uint32_t)(f->native_schema + PCPU__SEG_SCHEMA_BIAS);
+			e.value_off = (uint64_t)(int64_t)f->native_index;
+		}
 	}
 	entry_write(seg, idx, &e);
 	entries_publish_used(seg);

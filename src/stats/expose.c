@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The exposition writers: Prometheus text 0.0.4, OpenMetrics 1.0, JSON.
+ * The exposition writers: Prometheus text 0.0.4, OpenMetrics 1.0, JSON (and
+ * the Prometheus protobuf format, in expose_protobuf.c, where built).
  *
  * Two passes. The first validates the whole snapshot -- every name, label,
  * text, bucket layout, and the absence of duplicates and name clashes --
@@ -176,6 +177,19 @@ static int check_histogram(const struct pcpu_snapshot_family *f)
 		return fail_msg(f, "bucket_upper is NULL");
 	if (f->nbuckets > 1 && pcpu__check_bounds(f->bucket_upper, f->nbuckets - 1, f->scale_exp10) < 0)
 		return fail_family(f, EINVAL);
+	if ((f->flags & PCPU_SNAPSHOT_NATIVE) &&
+	    (f->native_schema < -4 || f->native_schema > 8 || f->nbuckets < 2 ||
+	     f->bucket_upper[0] < 0 || f->native_index < -(INT32_MAX / 2) ||
+	     f->native_index > INT32_MAX / 2))
+		return fail_msg(f, "native histogram: schema not -4..8, a negative zero bucket, or an index out of range");
+	if (f->export_buckets) {
+		if (f->nexport > f->nbuckets - 1)
+			return fail_msg(f, "more exported buckets than finite buckets");
+		for (b = 0; b < f->nexport; b++)
+			if (f->export_buckets[b] >= f->nbuckets - 1 ||
+			    (b && f->export_buckets[b] <= f->export_buckets[b - 1]))
+				return fail_msg(f, "export_buckets must be strictly increasing finite bucket indices");
+	}
 	for (i = 0; i < f->nseries; i++) {
 		const uint64_t *c = f->series[i].value.histogram.counts;
 		uint64_t total = 0;
@@ -343,6 +357,22 @@ static void put_i_scaled(struct pcpu__buf *b, int64_t v, int scale)
 	pcpu__buf_put(b, d, pcpu__fmt_scaled(d, (uint64_t)v, 1, scale));
 }
 
+/*
+ * Whether bucket k's bound is written: the +Inf bucket always, the others
+ * when the family exports every bucket or k is the next of its
+ * export_buckets (*x walks them; k only grows).
+ */
+static int exported(const struct pcpu_snapshot_family *f, size_t k, size_t *x)
+{
+	if (k + 1 == f->nbuckets || !f->export_buckets)
+		return 1;
+	if (*x < f->nexport && f->export_buckets[*x] == k) {
+		(*x)++;
+		return 1;
+	}
+	return 0;
+}
+
 /* The `le` strings of a histogram family, computed once per family. */
 static char (*le_strings(const struct pcpu_snapshot_family *f))[PCPU__DOUBLE_BUF]
 {
@@ -428,11 +458,11 @@ static int write_text(const struct pcpu_snapshot *s, struct pcpu__buf *b, int om
 			{
 				const uint64_t *c = se->value.histogram.counts;
 				uint64_t cum = 0;
+				size_t x = 0; /* next of export_buckets */
 
 				for (k = 0; k < f->nbuckets; k++) {
 					cum += c[k];
-					if ((f->flags & PCPU_SNAPSHOT_SPARSE_BUCKETS) && !c[k] &&
-					    k + 1 < f->nbuckets)
+					if (!exported(f, k, &x))
 						continue;
 					pcpu__buf_puts(b, f->name);
 					pcpu__buf_put(b, "_bucket", 7);
@@ -519,6 +549,7 @@ static int write_json(const struct pcpu_snapshot *s, struct pcpu__buf *b)
 			} else {
 				const uint64_t *c = se->value.histogram.counts;
 				uint64_t cum = 0, total = 0;
+				size_t x = 0; /* next of export_buckets */
 				int first = 1;
 
 				for (k = 0; k < f->nbuckets; k++)
@@ -530,8 +561,7 @@ static int write_json(const struct pcpu_snapshot *s, struct pcpu__buf *b)
 				pcpu__buf_puts(b, ",\"buckets\":[");
 				for (k = 0; k < f->nbuckets; k++) {
 					cum += c[k];
-					if ((f->flags & PCPU_SNAPSHOT_SPARSE_BUCKETS) && !c[k] &&
-					    k + 1 < f->nbuckets)
+					if (!exported(f, k, &x))
 						continue;
 					pcpu__buf_puts(b, first ? "{\"le\":" : ",{\"le\":");
 					first = 0;
@@ -583,6 +613,10 @@ int pcpu__snapshot_write(const struct pcpu_snapshot *s, enum pcpu_format fmt, ch
 		b.p[0] = '\0'; /* an empty snapshot writes nothing in 0.0.4 */
 	if (fmt == PCPU_FORMAT_JSON)
 		r = write_json(s, &b);
+#ifdef PCPU_HAVE_PROTOBUF
+	else if (fmt == PCPU_FORMAT_PROTOBUF)
+		r = pcpu__write_protobuf(s, &b);
+#endif
 	else
 		r = write_text(s, &b, fmt == PCPU_FORMAT_OPENMETRICS);
 	if (r < 0 || b.failed || !b.p) {
@@ -620,7 +654,11 @@ int pcpu_format_supported(enum pcpu_format fmt)
 	case PCPU_FORMAT_JSON:
 		return 1;
 	case PCPU_FORMAT_PROTOBUF:
-		return 0; /* no protobuf writer yet */
+#ifdef PCPU_HAVE_PROTOBUF
+		return 1;
+#else
+		return 0; /* built without protobuf-c */
+#endif
 	}
 	return 0;
 }

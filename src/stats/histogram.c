@@ -36,6 +36,197 @@ static int layout_error(const char *msg)
 	return -1;
 }
 
+unsigned pcpu__histogram_export_lg(const struct pcpu_histogram_layout *l)
+{
+	unsigned m = l->export_per_octave ? l->export_per_octave : PCPU_HISTOGRAM_EXPORT_DEFAULT;
+	unsigned lg = (unsigned)__builtin_ctz(m);
+
+	return lg < l->precision_bits ? lg : l->precision_bits;
+}
+
+/* ---- exponential (native) buckets ---- */
+
+/* sqrt(x) for x in [1, 2] by Newton's method: the library needs only libc. */
+static double sqrt12(double x)
+{
+	double y = 1.25;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		y = 0.5 * (y + x / y);
+	return y;
+}
+
+/* 2^e for -1022 <= e <= 1023, exactly. */
+static double pow2i(int e)
+{
+	union {
+		double d;
+		uint64_t u;
+	} x;
+
+	x.u = (uint64_t)(1023 + e) << 52;
+	return x.d;
+}
+
+/* The native bucket boundaries base^i = 2^(i * 2^-schema), to a few ulps:
+ * 2^floor times a product of at most 8 nested square roots of 2. */
+struct expo {
+	int schema;
+	double root[8]; /* root[j] = 2^(2^j / 2^schema), j < schema */
+	double p10;     /* 10^|scale| */
+	int scale;
+};
+
+static void expo_init(struct expo *x, int schema, int scale)
+{
+	int j, k;
+
+	x->schema = schema;
+	x->scale = scale;
+	for (j = 0; j < schema; j++) {
+		double r = 2.0;
+
+		for (k = 0; k < schema - j; k++)
+			r = sqrt12(r);
+		x->root[j] = r;
+	}
+	x->p10 = 1;
+	for (k = 0; k < (scale < 0 ? -scale : scale); k++)
+		x->p10 *= 10; /* exact up to 10^22 */
+}
+
+/* The largest integer v with v * 10^scale <= base^i; INT64_MAX when every
+ * int64 is. */
+static double expo_base(const struct expo *x, int64_t i)
+{
+	double b;
+
+	if (x->schema <= 0) {
+		b = pow2i((int)(i * ((int64_t)1 << -x->schema)));
+	} else {
+		int64_t per = (int64_t)1 << x->schema;
+		int64_t e = i >= 0 ? i / per : -((-i + per - 1) / per); /* floor(i / per) */
+		unsigned k = (unsigned)(i - e * per), j;
+
+		b = pow2i((int)e);
+		for (j = 0; k; j++, k >>= 1)
+			if (k & 1)
+				b *= x->root[j];
+	}
+	return b;
+}
+
+double pcpu__native_bound(int schema, int32_t i)
+{
+	struct expo x;
+
+	expo_init(&x, schema, 0);
+	return expo_base(&x, i);
+}
+
+static int64_t expo_upper(const struct expo *x, int64_t i)
+{
+	double b = expo_base(x, i), v;
+
+	v = x->scale < 0 ? b * x->p10 : b / x->p10;
+	return v >= 0x1p63 ? INT64_MAX : (int64_t)v;
+}
+
+/*
+ * An exponential layout's bounds: out[0] the zero bucket's (values up to
+ * it), then one per native bucket, strictly increasing, the last INT64_MAX.
+ * Native bucket indices whose range holds no integer (or only the previous
+ * bucket's) are folded into the zero bucket, so the zero bucket ends at
+ * base^zi and *first = zi + 1 is the native index of out[1]. With out NULL
+ * only counts. Returns the number of bounds, 0 if more than `max`.
+ */
+size_t pcpu__exponential_bounds(int schema, int scale, int64_t *out, size_t max, int32_t *first)
+{
+	struct expo x;
+	double per = schema >= 0 ? (double)(1 << schema) : 1.0 / (double)(1 << -schema);
+	/* Below here, base^i * 10^-scale < 1 (log2(10) = 3.3219...). */
+	int64_t i = (int64_t)((double)scale * 3.3219280948873623 * per) - 2, zi, hi;
+	int64_t prev = -1, u;
+
+	expo_init(&x, schema, scale);
+	zi = i;
+	for (;; i++) {
+		u = expo_upper(&x, i);
+		if (u <= prev || u == 0)
+			zi = i; /* no integer of its own: the zero bucket's */
+		prev = u;
+		if (u == INT64_MAX)
+			break;
+	}
+	hi = i;
+	if ((uint64_t)(hi - zi + 1) > max)
+		return 0;
+	if (first)
+		*first = (int32_t)(zi + 1);
+	if (out)
+		for (i = zi; i <= hi; i++)
+			out[i - zi] = expo_upper(&x, i);
+	return (size_t)(hi - zi + 1);
+}
+
+/*
+ * The lookup table of an exponential histogram, after its padded bounds
+ * (pcpu/histogram.h, pcpu_histogram_bucket_of()): the values are cut into
+ * log-linear fine buckets of precision p (a count-leading-zeros away), and
+ * for each fine bucket the table holds the bucket of its smallest value
+ * and that bucket's bound -- one compare then decides between it and the
+ * next. That needs at most one bound inside each fine bucket: p starts
+ * finer than the native buckets (schema + 2) and grows until it holds,
+ * up to 8 (at most 14 KiB... 150 KiB per histogram); past that, no table
+ * (*bits = 0) and the bucket is found by the binary search. Returns the
+ * bounds' new address (NULL, freed, when out of memory).
+ */
+static int64_t *expo_add_table(int64_t *bounds, size_t nb, int schema, uint32_t *bits)
+{
+	size_t cap = nb < PCPU__HISTOGRAM_SMALL ? PCPU__HISTOGRAM_SMALL : nb;
+	unsigned p;
+
+	*bits = 0;
+	for (p = schema > 0 ? (unsigned)schema + 2 : 2; p <= 8; p++) {
+		size_t nfine = (size_t)(64 - p) << p, f;
+		int64_t *nbnd, *tb;
+		uint16_t *ti;
+
+		nbnd = realloc(bounds, cap * sizeof *bounds + nfine * (sizeof *tb + sizeof *ti));
+		if (!nbnd) {
+			free(bounds);
+			return NULL;
+		}
+		bounds = nbnd;
+		tb = bounds + cap;
+		ti = (uint16_t *)(tb + nfine);
+		for (f = 0; f < nfine; f++) {
+			uint64_t g = f >> p, j = f & (((uint64_t)1 << p) - 1), lo, hi;
+			size_t b;
+
+			if (g == 0) {
+				lo = hi = j;
+			} else {
+				lo = (((uint64_t)1 << p) + j) << (g - 1);
+				hi = lo + ((uint64_t)1 << (g - 1)) - 1;
+			}
+			if (hi > (uint64_t)INT64_MAX)
+				hi = (uint64_t)INT64_MAX;
+			b = pcpu__histogram_search(bounds, nb, (int64_t)lo);
+			ti[f] = (uint16_t)b;
+			tb[f] = b < nb ? bounds[b] : INT64_MAX;
+			if (b + 1 < nb && (int64_t)hi > bounds[b + 1])
+				break; /* two bounds inside: finer */
+		}
+		if (f == nfine) {
+			*bits = p;
+			return bounds;
+		}
+	}
+	return bounds;
+}
+
 int pcpu__histogram_layout_check(const struct pcpu_histogram_layout *l, size_t *nbuckets,
 				 uint64_t *limit)
 {
@@ -62,11 +253,28 @@ int pcpu__histogram_layout_check(const struct pcpu_histogram_layout *l, size_t *
 			return layout_error("log-linear histogram: precision_bits must be 0..14");
 		if (l->max_value < 1)
 			return layout_error("log-linear histogram: max_value must be >= 1");
+		if (l->export_per_octave > PCPU_HISTOGRAM_EXPORT_MAX ||
+		    (l->export_per_octave & (l->export_per_octave - 1)))
+			return layout_error("log-linear histogram: export_per_octave must be 0 or a power of two up to 64");
 		e = 63u - (unsigned)__builtin_clzll((uint64_t)l->max_value);
 		if (e < p)
 			e = p; /* at least groups 0 and 1 */
 		*nbuckets = ((size_t)(e - p + 2) << p) + 1;
 		*limit = (uint64_t)1 << (e + 1);
+		return 0;
+	}
+	if (l->scheme == PCPU_HISTOGRAM_EXPONENTIAL) {
+		size_t n;
+
+		if (l->schema < PCPU_HISTOGRAM_SCHEMA_MIN || l->schema > PCPU_HISTOGRAM_SCHEMA_MAX)
+			return layout_error("exponential histogram: schema must be -4..8");
+		if (l->scale_exp10 < -PCPU_STATS_SCALE_MAX || l->scale_exp10 > PCPU_STATS_SCALE_MAX)
+			return layout_error("exponential histogram: scale_exp10 must be -22..22");
+		n = pcpu__exponential_bounds(l->schema, l->scale_exp10, NULL, PCPU_HISTOGRAM_MAX_BOUNDS, NULL);
+		if (!n)
+			return layout_error("exponential histogram: more than 4096 buckets (a smaller schema)");
+		*nbuckets = n + 1;
+		*limit = 0;
 		return 0;
 	}
 	return layout_error("unknown histogram scheme");
@@ -94,14 +302,27 @@ pcpu_histogram_t *pcpu_histogram_create_in(pcpu_zone_t *zone,
 	h = calloc(1, sizeof *h);
 	if (!h)
 		return NULL;
-	if (layout->scheme == PCPU_HISTOGRAM_EXPLICIT) {
-		bounds = malloc(layout->nbounds * sizeof *bounds);
+	if (layout->scheme != PCPU_HISTOGRAM_LOG_LINEAR) {
+		size_t i, nb = nbuckets - 1;
+		size_t cap = nb < PCPU__HISTOGRAM_SMALL ? PCPU__HISTOGRAM_SMALL : nb;
+
+		bounds = malloc(cap * sizeof *bounds);
 		if (!bounds) {
 			free(h);
 			return NULL;
 		}
-		memcpy(bounds, layout->bounds, layout->nbounds * sizeof *bounds);
-		h->pcpu__nbounds = (uint32_t)layout->nbounds;
+		if (layout->scheme == PCPU_HISTOGRAM_EXPLICIT)
+			memcpy(bounds, layout->bounds, nb * sizeof *bounds);
+		else
+			pcpu__exponential_bounds(layout->schema, layout->scale_exp10, bounds, nb, NULL);
+		for (i = nb; i < cap; i++)
+			bounds[i] = INT64_MAX; /* pcpu__histogram_search16() counts none */
+		h->pcpu__nbounds = (uint32_t)nb;
+	}
+	if (layout->scheme == PCPU_HISTOGRAM_EXPONENTIAL &&
+	    !(bounds = expo_add_table(bounds, nbuckets - 1, layout->schema, &h->pcpu__bits))) {
+		free(h);
+		return NULL;
 	}
 	h->pcpu__c = pcpu_counter_alloc_in(zone, nbuckets + 1);
 	if (!h->pcpu__c) {
@@ -114,7 +335,8 @@ pcpu_histogram_t *pcpu_histogram_create_in(pcpu_zone_t *zone,
 	h->pcpu__bounds = bounds;
 	h->pcpu__nbuckets = (uint32_t)nbuckets;
 	h->pcpu__scheme = (uint32_t)layout->scheme;
-	h->pcpu__bits = layout->precision_bits;
+	if (layout->scheme == PCPU_HISTOGRAM_LOG_LINEAR)
+		h->pcpu__bits = layout->precision_bits;
 	h->pcpu__limit = limit;
 	return h;
 }
@@ -197,54 +419,93 @@ int pcpu_histogram_read(const pcpu_histogram_t *h, uint64_t *counts, size_t nbuc
 	return 0;
 }
 
-double pcpu_histogram_quantile(const pcpu_histogram_t *h, const uint64_t *counts,
-			       size_t nbuckets, double q)
+/*
+ * The rank rule both quantile functions share, Prometheus'
+ * histogram_quantile() over the same buckets: rank = q * count, the bucket
+ * is the first non-empty one whose cumulative count reaches the rank, and
+ * the estimate interpolates linearly between the bucket's bounds. Gives
+ * the bucket (nbuckets - 1 for +Inf) and the fraction of it below the
+ * rank, or -1 with EINVAL (q outside [0, 1], no observations).
+ */
+static int quantile_locate(const uint64_t *counts, size_t nbuckets, double q, size_t *bucket,
+			   double *frac)
 {
-	uint64_t total = 0, cum = 0, rank;
+	uint64_t total = 0, cum = 0;
+	double rank;
 	size_t b;
-	int64_t lo, hi;
 
-	if (!h || !counts || nbuckets != h->pcpu__nbuckets || !(q >= 0.0 && q <= 1.0)) {
+	if (!counts || nbuckets < 1 || !(q >= 0.0 && q <= 1.0)) {
 		errno = EINVAL;
-		return NAN;
+		return -1;
 	}
 	for (b = 0; b < nbuckets; b++)
 		total += counts[b];
 	if (!total) {
 		errno = EINVAL;
-		return NAN;
+		return -1;
 	}
-	{
-		/* ceil(q * total), without libm: the library needs only libc. */
-		double want = q * (double)total;
-
-		rank = (uint64_t)want;
-		if ((double)rank < want)
-			rank++;
-	}
-	if (rank < 1)
-		rank = 1;
-	if (rank > total)
-		rank = total;
-	for (b = 0; b < nbuckets; b++) {
-		if (cum + counts[b] >= rank)
+	rank = q * (double)total;
+	for (b = 0; b + 1 < nbuckets; b++) {
+		if (counts[b] && (double)(cum + counts[b]) >= rank)
 			break;
 		cum += counts[b];
 	}
-	pcpu_histogram_bucket_range(h, b, &lo, &hi);
-	if (h->pcpu__scheme == PCPU_HISTOGRAM_LOG_LINEAR) {
-		if (b + 1 == nbuckets)
-			return (double)lo; /* beyond max_value: all we know is a bound */
-		return ((double)lo + (double)hi) / 2.0;
-	}
-	/* Explicit: Prometheus' histogram_quantile() interpolation, with the
-	 * first bucket starting at 0 when its bound is positive. */
-	if (b + 1 == nbuckets)
-		return (double)h->pcpu__bounds[h->pcpu__nbounds - 1];
-	{
-		double start = b == 0 ? (hi > 0 ? 0.0 : (double)hi) : (double)h->pcpu__bounds[b - 1];
-		double end = (double)hi;
+	*bucket = b;
+	*frac = b + 1 < nbuckets ? (rank - (double)cum) / (double)counts[b] : 1.0;
+	if (*frac < 0)
+		*frac = 0; /* q = 0: the first non-empty bucket's lower bound */
+	return 0;
+}
 
-		return start + (end - start) * ((double)(rank - cum) / (double)counts[b]);
+/* Bucket b's interpolation interval from the upper bounds `hi` of b and
+ * `prev` of b - 1: Prometheus starts the first bucket at 0 when its bound
+ * is positive, and returns a bound <= 0 as it is. */
+static double interpolate(size_t b, double prev, double hi, double frac)
+{
+	double lo = b == 0 ? (hi > 0 ? 0.0 : hi) : prev;
+
+	return lo + (hi - lo) * frac;
+}
+
+double pcpu_histogram_quantile(const pcpu_histogram_t *h, const uint64_t *counts,
+			       size_t nbuckets, double q)
+{
+	int64_t prev = 0, hi;
+	size_t b;
+	double frac;
+
+	if (!h || nbuckets != h->pcpu__nbuckets || nbuckets < 2) {
+		errno = EINVAL;
+		return NAN;
 	}
+	if (quantile_locate(counts, nbuckets, q, &b, &frac) < 0)
+		return NAN;
+	if (b + 1 == nbuckets) { /* +Inf: all we know is the largest finite bound */
+		b = nbuckets - 2;
+		frac = 1.0;
+	}
+	pcpu_histogram_bucket_range(h, b, NULL, &hi);
+	if (b)
+		pcpu_histogram_bucket_range(h, b - 1, NULL, &prev);
+	return interpolate(b, (double)prev, (double)hi, frac);
+}
+
+double pcpu_snapshot_quantile(const struct pcpu_snapshot_family *f, const uint64_t *counts,
+			      double q)
+{
+	size_t b;
+	double frac, prev;
+
+	if (!f || f->type != PCPU_METRIC_HISTOGRAM || f->nbuckets < 2 || !f->bucket_upper) {
+		errno = EINVAL;
+		return NAN;
+	}
+	if (quantile_locate(counts, f->nbuckets, q, &b, &frac) < 0)
+		return NAN;
+	if (b + 1 == f->nbuckets) {
+		b = f->nbuckets - 2;
+		frac = 1.0;
+	}
+	prev = b ? pcpu__scale_i64(f->bucket_upper[b - 1], f->scale_exp10) : 0.0;
+	return interpolate(b, prev, pcpu__scale_i64(f->bucket_upper[b], f->scale_exp10), frac);
 }

@@ -81,6 +81,61 @@ PCPU_HIDDEN int pcpu__snapshot_write(const struct pcpu_snapshot *s, enum pcpu_fo
  * to doubles. Returns 0 or -1 with errno EINVAL and a message. */
 PCPU_HIDDEN int pcpu__check_bounds(const int64_t *upper, size_t n, int scale_exp10);
 
+/*
+ * The `le` bounds a log-linear histogram exposes (pcpu/histogram.h,
+ * export_per_octave): bucket upper bound u is exposed when u >= min and
+ * u + 1 has at most lg + 1 significant bits, i.e. u + 1 = 2^e * (1 + k /
+ * 2^lg). A function of the bound alone, so the registry and a segment
+ * reader (which rebuilds the bounds from the precision) derive the same
+ * set. Writes the indices of the exposed bounds among upper[0..n) to out
+ * (n entries at most) and returns how many.
+ */
+static inline size_t pcpu__export_list(const int64_t *upper, size_t n, unsigned lg, int64_t min,
+				       uint32_t *out)
+{
+	size_t b, k = 0;
+
+	for (b = 0; b < n; b++) {
+		uint64_t v = (uint64_t)upper[b] + 1;
+		unsigned top;
+
+		if (upper[b] < min || upper[b] < 0)
+			continue;
+		top = 63u - (unsigned)__builtin_clzll(v);
+		if (top <= lg || (v & (((uint64_t)1 << (top - lg)) - 1)) == 0)
+			out[k++] = (uint32_t)b;
+	}
+	return k;
+}
+
+/*
+ * The `le` bounds an exponential (native) histogram exposes: the zero
+ * bucket's, and those of native indices that are multiples of
+ * 2^(schema - 2) -- four per power of two, all of them for schema <= 2.
+ * Bucket b >= 1 has native index first + b - 1; n finite buckets.
+ */
+static inline size_t pcpu__native_export_list(int32_t first, size_t n, int schema, uint32_t *out)
+{
+	int64_t step = schema > 2 ? (int64_t)1 << (schema - 2) : 1;
+	size_t b, k = 0;
+
+	for (b = 0; b < n; b++)
+		if (b == 0 || ((int64_t)first + (int64_t)b - 1) % step == 0)
+			out[k++] = (uint32_t)b;
+	return k;
+}
+
+/* base^i = 2^(i * 2^-schema), the native bucket boundary i (histogram.c;
+ * libc only, within a few ulps). */
+PCPU_HIDDEN double pcpu__native_bound(int schema, int32_t i);
+
+/* ---- expose_protobuf.c (only with protobuf-c: PCPU_HAVE_PROTOBUF) ---- */
+
+struct pcpu__buf;
+/* Appends the delimited MetricFamily messages of a validated snapshot to b;
+ * -1 when out of memory. */
+PCPU_HIDDEN int pcpu__write_protobuf(const struct pcpu_snapshot *s, struct pcpu__buf *b);
+
 /* ---- format.c: growable output buffer and number formatting ---- */
 
 struct pcpu__buf {

@@ -230,7 +230,15 @@ static int desc_check(const struct pcpu_family_desc *d, char base[PCPU_STATS_NAM
 		size_t nb;
 		uint64_t limit;
 
-		if (pcpu__histogram_layout_check(d->histogram, &nb, &limit) < 0)
+		struct pcpu_histogram_layout l;
+
+		if (!d->histogram) {
+			pcpu__set_error("histogram layout is NULL");
+			goto context;
+		}
+		l = *d->histogram;
+		l.scale_exp10 = d->scale_exp10; /* exponential bounds: in exposed units */
+		if (pcpu__histogram_layout_check(&l, &nb, &limit) < 0)
 			goto context;
 		/* What the writers check of every snapshot, checked once here
 		 * (log-linear bounds are always far apart). */
@@ -259,7 +267,11 @@ static int layout_equal(const struct pcpu_histogram_layout *a, const struct pcpu
 	if (a->scheme == PCPU_HISTOGRAM_EXPLICIT)
 		return a->nbounds == b->nbounds &&
 		       memcmp(a->bounds, b->bounds, a->nbounds * sizeof *a->bounds) == 0;
-	return a->precision_bits == b->precision_bits && a->max_value == b->max_value;
+	if (a->scheme == PCPU_HISTOGRAM_EXPONENTIAL)
+		return a->schema == b->schema; /* the scale is the family's */
+	return a->precision_bits == b->precision_bits && a->max_value == b->max_value &&
+	       pcpu__histogram_export_lg(a) == pcpu__histogram_export_lg(b) &&
+	       (a->export_min > 0 ? a->export_min : 0) == (b->export_min > 0 ? b->export_min : 0);
 }
 
 static int desc_equal(const struct pcpu_family *f, const struct pcpu_family_desc *d)
@@ -288,6 +300,7 @@ static void family_free_meta(struct pcpu_family *f)
 	free(f->unit);
 	free(f->bounds);
 	free(f->bucket_upper);
+	free(f->export_buckets);
 	free(f->tab);
 	free(f);
 }
@@ -299,10 +312,21 @@ static int family_set_layout(struct pcpu_family *f, const struct pcpu_histogram_
 	size_t nb, b;
 	uint64_t limit;
 
+	f->layout = *l;
+	f->layout.scale_exp10 = f->scale_exp10;
+	l = &f->layout;
 	if (pcpu__histogram_layout_check(l, &nb, &limit) < 0)
 		return -1;
-	f->layout = *l;
-	if (l->scheme == PCPU_HISTOGRAM_EXPLICIT) {
+	if (l->scheme == PCPU_HISTOGRAM_EXPONENTIAL) {
+		f->bounds = malloc((nb - 1) * sizeof *f->bounds);
+		if (!f->bounds)
+			return -1;
+		pcpu__exponential_bounds(l->schema, l->scale_exp10, f->bounds, nb - 1, &f->native_index);
+		f->native_schema = l->schema;
+		f->flags |= PCPU_SNAPSHOT_NATIVE;
+		f->layout.nbounds = nb - 1;
+		f->layout.bounds = NULL; /* computed again by each histogram */
+	} else if (l->scheme == PCPU_HISTOGRAM_EXPLICIT) {
 		f->bounds = malloc(l->nbounds * sizeof *f->bounds);
 		if (!f->bounds)
 			return -1;
@@ -311,7 +335,6 @@ static int family_set_layout(struct pcpu_family *f, const struct pcpu_histogram_
 	} else {
 		f->layout.bounds = NULL;
 		f->layout.nbounds = 0;
-		f->flags |= PCPU_SNAPSHOT_SPARSE_BUCKETS;
 	}
 	f->nbuckets = nb;
 	f->bucket_upper = malloc((nb > 1 ? nb - 1 : 1) * sizeof *f->bucket_upper);
@@ -327,6 +350,19 @@ static int family_set_layout(struct pcpu_family *f, const struct pcpu_histogram_
 	tmp.pcpu__limit = limit;
 	for (b = 0; b + 1 < nb; b++)
 		pcpu_histogram_bucket_range(&tmp, b, NULL, &f->bucket_upper[b]);
+	if (l->scheme != PCPU_HISTOGRAM_EXPLICIT) {
+		/* Hundreds or thousands of buckets: expose a fixed, bounded subset. */
+		f->export_buckets = malloc((nb > 1 ? nb - 1 : 1) * sizeof *f->export_buckets);
+		if (!f->export_buckets)
+			return -1;
+		if (l->scheme == PCPU_HISTOGRAM_LOG_LINEAR)
+			f->nexport = pcpu__export_list(f->bucket_upper, nb - 1,
+						       pcpu__histogram_export_lg(l), l->export_min,
+						       f->export_buckets);
+		else
+			f->nexport = pcpu__native_export_list(f->native_index, nb - 1, l->schema,
+							      f->export_buckets);
+	}
 	return 0;
 }
 

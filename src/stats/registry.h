@@ -25,6 +25,16 @@ PCPU_HIDDEN pcpu_zone_t *pcpu__stats_zone(void);
 PCPU_HIDDEN int pcpu__histogram_layout_check(const struct pcpu_histogram_layout *l,
 					     size_t *nbuckets, uint64_t *limit);
 
+/* log2 of the `le` bounds a log-linear layout exposes per power of two
+ * (export_per_octave, defaulted and capped at the precision). */
+PCPU_HIDDEN unsigned pcpu__histogram_export_lg(const struct pcpu_histogram_layout *l);
+
+/* An exponential layout's bounds (see histogram.c): returns how many (0 if
+ * more than max), writes them to out unless NULL, and the native index of
+ * out[1] to *first unless NULL. */
+PCPU_HIDDEN size_t pcpu__exponential_bounds(int schema, int scale, int64_t *out, size_t max,
+					    int32_t *first);
+
 /* ---- registry.c ---- */
 
 struct pcpu__sstruct;
@@ -55,6 +65,10 @@ struct pcpu_family {
 	int64_t *bounds;
 	size_t nbuckets;
 	int64_t *bucket_upper;        /* nbuckets - 1 inclusive upper bounds */
+	uint32_t *export_buckets;     /* the exposed ones (NULL: all), see pcpu/expose.h */
+	size_t nexport;
+	int native_schema;            /* exponential: PCPU_SNAPSHOT_NATIVE's fields */
+	int32_t native_index;
 	unsigned flags;               /* PCPU_SNAPSHOT_* */
 	/* series hash table (chained), power-of-two size */
 	struct pcpu__series **tab;

@@ -106,6 +106,16 @@ static int copy_family(struct snapshot_impl *s, const struct pcpu_family *f,
 		if (f->nbuckets > 1)
 			memcpy(ub, f->bucket_upper, (f->nbuckets - 1) * sizeof *ub);
 		out->bucket_upper = ub;
+		out->native_schema = f->native_schema;
+		out->native_index = f->native_index;
+		if (f->export_buckets) {
+			uint32_t *ex = arena_alloc(s, (f->nexport ? f->nexport : 1) * sizeof *ex);
+			if (!ex)
+				return -1;
+			memcpy(ex, f->export_buckets, f->nexport * sizeof *ex);
+			out->export_buckets = ex;
+			out->nexport = f->nexport;
+		}
 	}
 	series = f->nseries ? arena_alloc(s, f->nseries * sizeof *series) : NULL;
 	if (f->nseries && !series)

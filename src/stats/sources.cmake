@@ -18,3 +18,36 @@ set(PCPU_STATS_SOURCES
   src/stats/merge.c        # merging snapshots of several processes, families hashed by name
   src/stats/arena.c        # memory freed all at once (snapshots, merges)
 )
+
+# The Prometheus protobuf writer (PCPU_FORMAT_PROTOBUF), an optional part of
+# the library: built where protobuf-c is installed (Debian libprotobuf-c-dev
+# and protobuf-c-compiler, scripts/install-deps.sh); without it the format
+# is unsupported (pcpu_format_supported() 0, ENOTSUP) and the library needs
+# libc alone. PCPU_PROTOBUF: AUTO (default), ON (required), OFF.
+set(PCPU_PROTOBUF AUTO CACHE STRING "Protobuf exposition writer with protobuf-c: AUTO, ON or OFF")
+set(PCPU_PROTOBUF_FOUND FALSE)
+if(NOT PCPU_PROTOBUF STREQUAL "OFF")
+  find_program(PCPU_PROTOC_C protoc-c)
+  find_path(PCPU_PROTOBUFC_INCLUDE protobuf-c/protobuf-c.h)
+  find_library(PCPU_PROTOBUFC_LIB protobuf-c)
+  if(PCPU_PROTOC_C AND PCPU_PROTOBUFC_INCLUDE AND PCPU_PROTOBUFC_LIB)
+    set(PCPU_PROTOBUF_FOUND TRUE)
+    set(PCPU_PROTOBUF_GEN_DIR ${CMAKE_CURRENT_BINARY_DIR}/proto)
+    file(MAKE_DIRECTORY ${PCPU_PROTOBUF_GEN_DIR})
+    add_custom_command(
+      OUTPUT ${PCPU_PROTOBUF_GEN_DIR}/metrics.pb-c.c ${PCPU_PROTOBUF_GEN_DIR}/metrics.pb-c.h
+      COMMAND ${PCPU_PROTOC_C} --c_out=${PCPU_PROTOBUF_GEN_DIR}
+              --proto_path=${CMAKE_CURRENT_SOURCE_DIR}/src/stats/proto
+              --proto_path=${PCPU_PROTOBUFC_INCLUDE} metrics.proto
+      DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/stats/proto/metrics.proto
+      COMMENT "protoc-c: io.prometheus.client metrics.proto")
+    list(APPEND PCPU_STATS_SOURCES
+      src/stats/expose_protobuf.c  # PCPU_FORMAT_PROTOBUF with protobuf-c
+      ${PCPU_PROTOBUF_GEN_DIR}/metrics.pb-c.c)
+    message(STATUS "protobuf-c found: libpcpu writes PCPU_FORMAT_PROTOBUF")
+  elseif(PCPU_PROTOBUF STREQUAL "ON")
+    message(FATAL_ERROR "PCPU_PROTOBUF=ON but protobuf-c is missing (Debian libprotobuf-c-dev, protobuf-c-compiler)")
+  else()
+    message(STATUS "protobuf-c not found: PCPU_FORMAT_PROTOBUF unsupported (ENOTSUP)")
+  endif()
+endif()

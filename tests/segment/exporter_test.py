@@ -241,9 +241,11 @@ def behaviour(e):
           'pcpu_segment_up{pcpu_segment="fixture2",pcpu_pid="%d"} 0' % fx.pid in body,
           "broken and truncated segments: pcpu_segment_up 0")
     samples = [l for l in body.splitlines() if not l.startswith(("#", "pcpu_segment_up{"))]
-    check(sum('pcpu_segment="fixture"' in l for l in samples) == 27 and
+    # 95: the log-linear histogram's 81 `le` buckets are all exposed, empty
+    # ones included, from creation on.
+    check(sum('pcpu_segment="fixture"' in l for l in samples) == 95 and
           not any('pcpu_segment="broken"' in l or 'pcpu_segment="fixture2"' in l for l in samples),
-          "the good segment whole (27 samples), nothing of the broken ones")
+          "the good segment whole (95 samples), nothing of the broken ones")
     os.unlink(broken)
     os.unlink(trunc)
 

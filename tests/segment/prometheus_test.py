@@ -59,8 +59,59 @@ def http_json(url, timeout=5):
         return json.load(r)
 
 
+def start_app_and_exporter(procs, fixture, args, pcpustat, name, env):
+    """Starts the test application (segment_fixture ARGS, until "ready")
+    and `pcpustat serve` on a free loopback port for segment NAME; both
+    are appended to procs. Returns the application and host:port."""
+    app = subprocess.Popen([fixture] + args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           env=env, text=True)
+    procs.append(app)
+    if not app.stdout.readline().startswith("ready"):
+        raise SystemExit("FAIL: the test application did not start")
+    exp = subprocess.Popen([pcpustat, "serve", "--listen", "127.0.0.1:0", name],
+                           stdout=subprocess.PIPE, env=env, text=True)
+    procs.append(exp)
+    line = exp.stdout.readline()
+    if "listening on http://" not in line:
+        raise SystemExit("FAIL: the exporter did not start: %r" % line)
+    return app, line.split("http://")[1].split("/")[0]
+
+
+def launch_prometheus(prom, tmp, target, extra=()):
+    """Starts Prometheus on 127.0.0.1 (a free port, storage in tmp), scraping
+    target every second; waits (bounded) until it is ready. Returns the
+    process and its base URL."""
+    port = free_port()
+    cfg = os.path.join(tmp, "prometheus.yml")
+    with open(cfg, "w") as f:
+        f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+                "scrape_configs:\n  - job_name: pcpu\n"
+                "    static_configs:\n      - targets: ['%s']\n" % target)
+    log = open(os.path.join(tmp, "prometheus.log"), "w")
+    srv = subprocess.Popen([prom, "--config.file=" + cfg,
+                            "--storage.tsdb.path=" + os.path.join(tmp, "data"),
+                            "--web.listen-address=127.0.0.1:%d" % port,
+                            "--log.level=warn"] + list(extra), stdout=log, stderr=log)
+    base = "http://127.0.0.1:%d" % port
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(base + "/-/ready", timeout=2) as r:
+                if r.status == 200:
+                    return srv, base
+        except OSError:
+            pass
+        if srv.poll() is not None:
+            raise SystemExit("FAIL: prometheus exited: %s" % open(log.name).read()[-2000:])
+        time.sleep(0.2)
+    srv.kill()
+    srv.wait()
+    raise SystemExit("FAIL: prometheus not ready within 30 s")
+
+
 def stop(procs):
-    """Stops what a test started, newest first: SIGTERM, then SIGKILL."""
+    """Stops the test's processes, last started first (stdin closed, then
+    SIGTERM, SIGKILL after 15 s)."""
     for p in reversed(procs):
         if p.poll() is None:
             if p.stdin:
@@ -83,48 +134,11 @@ def main():
     procs = []
     ok = False
     try:
-        app = subprocess.Popen([fixture, "count", str(COUNT), "promtest"], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, env=env, text=True)
-        procs.append(app)
-        if not app.stdout.readline().startswith("ready"):
-            raise SystemExit("FAIL: the test application did not start")
+        app, target = start_app_and_exporter(procs, fixture, ["count", str(COUNT), "promtest"],
+                                             pcpustat, "promtest", env)
 
-        exp = subprocess.Popen([pcpustat, "serve", "--listen", "127.0.0.1:0", "promtest"],
-                               stdout=subprocess.PIPE, env=env, text=True)
-        procs.append(exp)
-        line = exp.stdout.readline()
-        if "listening on http://" not in line:
-            raise SystemExit("FAIL: the exporter did not start: %r" % line)
-        target = line.split("http://")[1].split("/")[0]
-
-        port = free_port()
-        cfg = os.path.join(tmp, "prometheus.yml")
-        with open(cfg, "w") as f:
-            f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
-                    "scrape_configs:\n  - job_name: pcpu\n"
-                    "    static_configs:\n      - targets: ['%s']\n" % target)
-        log = open(os.path.join(tmp, "prometheus.log"), "w")
-        srv = subprocess.Popen([prom, "--config.file=" + cfg,
-                                "--storage.tsdb.path=" + os.path.join(tmp, "data"),
-                                "--web.listen-address=127.0.0.1:%d" % port,
-                                "--log.level=warn"], stdout=log, stderr=log)
+        srv, base = launch_prometheus(prom, tmp, target)
         procs.append(srv)
-        base = "http://127.0.0.1:%d" % port
-
-        # Ready (bounded), then the value (bounded).
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(base + "/-/ready", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if srv.poll() is not None:
-                raise SystemExit("FAIL: prometheus exited: %s" % open(log.name).read()[-2000:])
-            time.sleep(0.2)
-        else:
-            raise SystemExit("FAIL: prometheus not ready within 30 s")
 
         q = urllib.parse.quote('test_events_total{pcpu_segment="promtest"}')
         value = None

@@ -80,7 +80,8 @@ static inline uint64_t sb_add(struct sb *b, const struct pcpu__seg_entry *e)
 	return i;
 }
 
-/* A family; for histograms pass the bounds (explicit, scheme 1) or
+/* A family; for histograms pass the bounds (explicit, scheme 1; also
+ * exponential, scheme 3, with p = schema + PCPU__SEG_SCHEMA_BIAS) or
  * precision and bucket count (log-linear, scheme 2). */
 static inline uint64_t sb_family(struct sb *b, uint64_t id, unsigned type, const char *name,
 				 const char *help, const char *unit, unsigned nlabels,
@@ -101,7 +102,7 @@ static inline uint64_t sb_family(struct sb *b, uint64_t id, unsigned type, const
 	for (l = 0; l < nlabels; l++)
 		SB_PUT(label_names[l]);
 #undef SB_PUT
-	if (type == 3 && scheme == 1) {
+	if (type == 3 && scheme != 2) { /* explicit, exponential: bounds */
 		while (pos & 7)
 			blob[pos++] = 0;
 		memcpy(blob + pos, bounds, (nbuckets - 1) * 8);
@@ -120,7 +121,7 @@ static inline uint64_t sb_family(struct sb *b, uint64_t id, unsigned type, const
 		e.u32a = scheme;
 		e.u32b = p;
 		if (scheme == 2)
-			e.flags |= PCPU__SEG_E_SPARSE;
+			e.value_off = 1; /* 2.2: one `le` per power of two, from 0 */
 	}
 	return sb_add(b, &e);
 }

@@ -7,16 +7,27 @@
  *   segment_fixture churn [NAME]      threads add and remove series all the time:
  *                                     churn_value{id="K"} is always 0 or 7*K
  *   segment_fixture die [NAME]        publishes, then exits without unpublishing
+ *   segment_fixture latency [NAME]    a thread records random latencies, log-uniform from
+ *                                     1 ms to a bound doubling every second up to 20 s,
+ *                                     into test_latency_seconds (log-linear,
+ *                                     p = 7, ns exposed in seconds); a line "stop" on
+ *                                     stdin stops it and prints "count N" and
+ *                                     "quantile Q V" for a few Q: the library's
+ *                                     pcpu_snapshot_quantile() of the final counts;
+ *                                     the same values go to test_latency_native_seconds
+ *                                     (exponential, schema 3): "native Q V"
  *
  * Prints "ready PATH" once the statistics are in place, then runs until its
  * standard input reaches end of file (or 60 s pass), unpublishes and exits
  * 0. The bound keeps a forgotten fixture from outliving its test.
  */
+#include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <pcpu/segment.h>
@@ -37,8 +48,8 @@ static void golden(void)
 	static const char *const get[] = { "GET", "200" }, *const post[] = { "POST", "500" };
 	static const char *const hostile[] = { "a\"b\\c\nd\x1b[31m", "\xc3\xa9" };
 	static const int64_t bounds[] = { 1000, 10000, 100000 };
-	struct pcpu_histogram_layout exp = { PCPU_HISTOGRAM_EXPLICIT, bounds, 3, 0, 0 };
-	struct pcpu_histogram_layout ll = { PCPU_HISTOGRAM_LOG_LINEAR, NULL, 0, 2, 1 << 20 };
+	struct pcpu_histogram_layout exp = { PCPU_HISTOGRAM_EXPLICIT, bounds, 3, 0, 0, 0, 0, 0, 0 };
+	struct pcpu_histogram_layout ll = { PCPU_HISTOGRAM_LOG_LINEAR, NULL, 0, 2, 1 << 20, 0, 0, 0, 0 };
 	struct pcpu_family_desc d;
 	pcpu_family_t *f;
 	pcpu_histogram_t *h;
@@ -151,6 +162,68 @@ static void *churn_thread(void *arg)
 	return NULL;
 }
 
+static pcpu_histogram_t *latency, *latency_native;
+static volatile int latency_stop;
+
+/* Unpredictable values, as a server's latencies are: log-uniform from 1 ms
+ * up to a bound that doubles every second until 20 s, so that buckets keep
+ * filling for the first time between two scrapes (what made a sparse
+ * exposition's series appear mid-window). */
+static void *latency_thread(void *arg)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	struct timespec t0, t;
+
+	(void)arg;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (!__atomic_load_n(&latency_stop, __ATOMIC_RELAXED)) {
+		double span;
+		int i;
+
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		span = (double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) * 1e-9;
+		span = span * log(2.0) < log(20000.0) ? span * log(2.0) : log(20000.0);
+		for (i = 0; i < 500; i++) {
+			double u;
+
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			u = (double)(x >> 11) * 0x1p-53;
+			int64_t v = (int64_t)(1e6 * exp(u * span));
+
+			pcpu_histogram_record(latency, v);
+			pcpu_histogram_record(latency_native, v);
+		}
+		usleep(10000);
+	}
+	return NULL;
+}
+
+static void latency_report(void)
+{
+	static const double qs[] = { 0.1, 0.5, 0.9, 0.99 };
+	struct pcpu_snapshot *s = pcpu_registry_snapshot(reg);
+	uint64_t n = 0;
+	size_t b, k, i;
+
+	if (!s || s->nfamilies != 2)
+		die("snapshot");
+	for (b = 0; b < s->families[0].nbuckets; b++)
+		n += s->families[0].series[0].value.histogram.counts[b];
+	printf("count %llu\n", (unsigned long long)n);
+	/* Families by name: test_latency_native_seconds, test_latency_seconds. */
+	for (i = 2; i-- > 0;) {
+		const struct pcpu_snapshot_family *f = &s->families[i];
+
+		for (k = 0; k < sizeof qs / sizeof qs[0]; k++)
+			printf("%s %g %.17g\n", i ? "quantile" : "native", qs[k],
+			       pcpu_snapshot_quantile(f, f->series[0].value.histogram.counts, qs[k]));
+	}
+	fflush(stdout);
+	pcpu_snapshot_free(s);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -184,13 +257,35 @@ int main(int argc, char **argv)
 			die("family");
 		for (k = 0; k < 3; k++)
 			pthread_create(&t[threads++], NULL, churn_thread, (void *)(uintptr_t)(k + 1));
+	} else if (strcmp(mode, "latency") == 0) {
+		struct pcpu_histogram_layout l = { .scheme = PCPU_HISTOGRAM_LOG_LINEAR,
+						   .precision_bits = 7,
+						   .max_value = (int64_t)600 * 1000000000 };
+		struct pcpu_family_desc d = { .name = "test_latency_seconds",
+					      .help = "Random latencies, log-uniform from 1 ms to a growing bound.",
+					      .unit = "seconds", .type = PCPU_METRIC_HISTOGRAM,
+					      .scale_exp10 = -9, .histogram = &l };
+		pcpu_family_t *f = pcpu_registry_family(reg, &d);
+
+		static const struct pcpu_histogram_layout nl = { .scheme = PCPU_HISTOGRAM_EXPONENTIAL,
+								 .schema = 3 };
+		struct pcpu_family_desc nd = d;
+		pcpu_family_t *nf;
+
+		nd.name = "test_latency_native_seconds";
+		nd.histogram = &nl;
+		if (!f || !(latency = pcpu_family_histogram(f, NULL)) ||
+		    !(nf = pcpu_registry_family(reg, &nd)) ||
+		    !(latency_native = pcpu_family_histogram(nf, NULL)))
+			die("histogram");
+		pthread_create(&t[threads++], NULL, latency_thread, NULL);
 	} else if (strcmp(mode, "die") == 0) {
 		pcpu_counter_add(pcpu_registry_counter(reg, "last_words_total", "Before dying."), 3);
 		printf("ready %s\n", pcpu_segment_path(seg));
 		fflush(stdout);
 		_exit(0);
 	} else {
-		fputs("usage: segment_fixture golden|count N|churn|die [NAME]\n", stderr);
+		fputs("usage: segment_fixture golden|count N|churn|latency|die [NAME]\n", stderr);
 		return 2;
 	}
 	printf("ready %s\n", pcpu_segment_path(seg));
@@ -203,8 +298,15 @@ int main(int argc, char **argv)
 
 		while (waited < 60000) {
 			int n = poll(&p, 1, 100);
-			if (n > 0 && read(0, buf, sizeof buf) <= 0)
+			ssize_t r = n > 0 ? read(0, buf, sizeof buf) : 1;
+
+			if (r <= 0)
 				break;
+			if (n > 0 && latency && buf[0] == 's' && !latency_stop) {
+				__atomic_store_n(&latency_stop, 1, __ATOMIC_RELAXED);
+				pthread_join(t[--threads], NULL);
+				latency_report();
+			}
 			waited += 100;
 		}
 	}

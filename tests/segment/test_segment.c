@@ -116,8 +116,8 @@ static void check_round_trip(void)
 	static const char *const ifname[] = { "ifname" };
 	static const char *const eth0[] = { "eth0" }, *const eth1[] = { "eth1" };
 	static const int64_t bounds[] = { 1000, 5000, 25000, 100000 };
-	struct pcpu_histogram_layout exp = { PCPU_HISTOGRAM_EXPLICIT, bounds, 4, 0, 0 };
-	struct pcpu_histogram_layout ll = { PCPU_HISTOGRAM_LOG_LINEAR, NULL, 0, 3, 1000000 };
+	struct pcpu_histogram_layout exp = { PCPU_HISTOGRAM_EXPLICIT, bounds, 4, 0, 0, 0, 0, 0, 0 };
+	struct pcpu_histogram_layout ll = { PCPU_HISTOGRAM_LOG_LINEAR, NULL, 0, 3, 1000000, 0, 0, 0, 0 };
 	struct pcpu_family_desc d;
 	pcpu_registry_t *reg = pcpu_registry_create();
 	pcpu_segment_t *seg;

@@ -102,17 +102,26 @@ static void check_standard(void)
 	CHECK(f->series[0].value.histogram.counts[0] == 1 && f->series[0].value.histogram.counts[1] == 3 &&
 	      f->series[0].value.histogram.counts[2] == 0 && f->series[0].value.histogram.counts[3] == 1);
 	f = fam(s, "size_bytes");
-	CHECK(f && f->nbuckets == 9 && (f->flags & PCPU_SNAPSHOT_SPARSE_BUCKETS));
+	CHECK(f && f->nbuckets == 9 && f->flags == 0);
 	/* p = 1: buckets 0..3 hold 0..3, then [4,5] [6,7] [8,11] [12,15], +Inf. */
 	CHECK(f->bucket_upper[0] == 0 && f->bucket_upper[3] == 3 && f->bucket_upper[4] == 5 &&
 	      f->bucket_upper[6] == 11 && f->bucket_upper[7] == 15);
 	CHECK(f->series[0].value.histogram.counts[3] == 1 && f->series[0].value.histogram.sum == 5);
+	/* 2.2's export rule, one `le` per power of two: bounds u with u + 1 a
+	 * power of two, 0 1 3 7 15, empty buckets included. */
+	CHECK(f->export_buckets && f->nexport == 5 && f->export_buckets[0] == 0 &&
+	      f->export_buckets[1] == 1 && f->export_buckets[2] == 3 && f->export_buckets[3] == 5 &&
+	      f->export_buckets[4] == 7);
 
 	CHECK(pcpu_snapshot_write(&s->snapshot, PCPU_FORMAT_PROMETHEUS, &text, &len) == 0);
 	CHECK(strstr(text, "requests_total{method=\"GET\"} 22\n"));
 	CHECK(strstr(text, "# HELP requests_total Requests \"served\".\\n\n"));
 	CHECK(strstr(text, "latency_seconds_bucket{le=\"0.1\"} 4\n"));
 	CHECK(strstr(text, "latency_seconds_sum 2.5\n"));
+	/* Empty buckets exposed; buckets between exposed bounds folded. */
+	CHECK(strstr(text, "size_bytes_bucket{le=\"0.0\"} 0\nsize_bytes_bucket{le=\"1.0\"} 0\n"
+			   "size_bytes_bucket{le=\"3.0\"} 1\nsize_bytes_bucket{le=\"7.0\"} 1\n"
+			   "size_bytes_bucket{le=\"15.0\"} 1\nsize_bytes_bucket{le=\"+Inf\"} 1\n"));
 	free(text);
 	pcpu_reader_snapshot_free(s);
 	free(b.buf);
@@ -245,6 +254,28 @@ static void m_bounds(struct sb *b)
 	memcpy(b->buf + b->h->strings_offset + e->blob_off + e->blob_len - 8, &x, 8);
 }
 static void m_loglinear(struct sb *b) { sb_entry(b, 7)->nbuckets = 10; }
+static void m_export_lg(struct sb *b) { sb_entry(b, 7)->value_off = 8; }
+static void m_export_finer(struct sb *b) { sb_entry(b, 7)->value_off = 3; /* p = 1 */ }
+static const int64_t native_bounds[] = { 0, 1, 2, 4 };
+static void m_native_ok(struct sb *b)
+{
+	sb_family(b, 9, 3, "nat", NULL, NULL, 0, NULL, 3, PCPU__SEG_SCHEMA_BIAS + 0, 5, native_bounds);
+}
+static void m_native_schema(struct sb *b)
+{
+	sb_family(b, 9, 3, "nat", NULL, NULL, 0, NULL, 3, PCPU__SEG_SCHEMA_BIAS + 9, 5, native_bounds);
+}
+static void m_native_index(struct sb *b)
+{
+	uint64_t i = sb_family(b, 9, 3, "nat", NULL, NULL, 0, NULL, 3, PCPU__SEG_SCHEMA_BIAS, 5,
+			       native_bounds);
+	sb_entry(b, i)->value_off = (uint64_t)INT32_MAX;
+}
+static void m_native_negative(struct sb *b)
+{
+	static const int64_t neg[] = { -1, 1, 2, 4 };
+	sb_family(b, 9, 3, "nat", NULL, NULL, 0, NULL, 3, PCPU__SEG_SCHEMA_BIAS, 5, neg);
+}
 static void m_type_mismatch(struct sb *b) { sb_entry(b, 3)->type = 1; }
 static void m_le(struct sb *b)
 {
@@ -275,6 +306,12 @@ static void check_hostile(void)
 	expect("metric name not valid", m_bad_name, EBADMSG);
 	expect("bounds not increasing", m_bounds, EBADMSG);
 	expect("log-linear bucket count", m_loglinear, EBADMSG);
+	expect("exported bounds per octave > 64", m_export_lg, EBADMSG);
+	expect("exported bounds finer than buckets", m_export_finer, EBADMSG);
+	expect("native histogram family (2.2)", m_native_ok, 0);
+	expect("native schema 9", m_native_schema, EBADMSG);
+	expect("native index out of range", m_native_index, EBADMSG);
+	expect("native zero bucket below 0", m_native_negative, EBADMSG);
 	expect("series type differs from family", m_type_mismatch, EBADMSG);
 	expect("label \"le\" in a histogram", m_le, EBADMSG);
 	expect("bad magic", m_bad_magic, EBADMSG);

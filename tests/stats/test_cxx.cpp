@@ -39,7 +39,7 @@ int main()
 	pcpu_gauge_add(&fs->active, 4);
 
 	static const int64_t bounds[] = {10, 100};
-	pcpu_histogram_layout layout = {PCPU_HISTOGRAM_EXPLICIT, bounds, 2, 0, 0};
+	pcpu_histogram_layout layout = {PCPU_HISTOGRAM_EXPLICIT, bounds, 2, 0, 0, 0, 0, 0, 0};
 	pcpu_family_desc d = {};
 	d.name = "cxx_sizes";
 	d.help = "Sizes.";

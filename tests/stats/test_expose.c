@@ -40,9 +40,9 @@ static pcpu_registry_t *build_registry(void)
 					      100000000, 250000000,  500000000, 1000000000,
 					      2500000000, 5000000000, 10000000000 };
 	static const struct pcpu_histogram_layout dur_layout = { PCPU_HISTOGRAM_EXPLICIT, dur_bounds,
-								 11, 0, 0 };
+								 11, 0, 0, 0, 0, 0, 0 };
 	static const struct pcpu_histogram_layout size_layout = { PCPU_HISTOGRAM_LOG_LINEAR, NULL, 0,
-								  2, 1000000 };
+								  2, 1000000, 0, 0, 0, 0 };
 	struct pcpu_family_desc d;
 	pcpu_family_t *f;
 	pcpu_counter_t c;
@@ -135,6 +135,32 @@ static pcpu_registry_t *build_registry(void)
 	pcpu_histogram_record(h, 1500);
 	pcpu_histogram_record(h, 1500);
 	pcpu_histogram_record(h, 5000000); /* above max: +Inf */
+
+	{
+		/* Native (exponential) buckets, schema 0: one per power of two. */
+		static const struct pcpu_histogram_layout native = { .scheme = PCPU_HISTOGRAM_EXPONENTIAL,
+								     .schema = 0 };
+		static const char *const op_label[] = { "op" };
+		static const char *const rd[] = { "read" }, *const wr[] = { "write" };
+
+		memset(&d, 0, sizeof d);
+		d.name = "io_size_bytes";
+		d.help = "I/O sizes (native histogram, schema 0).";
+		d.unit = "bytes";
+		d.type = PCPU_METRIC_HISTOGRAM;
+		d.nlabels = 1;
+		d.label_names = op_label;
+		d.histogram = &native;
+		f = pcpu_registry_family(reg, &d);
+		CHECK(f);
+		h = pcpu_family_histogram(f, rd);
+		CHECK(h && pcpu_family_histogram(f, wr)); /* "write": no observations */
+		for (i = 0; i < 40; i++)
+			pcpu_histogram_record(h, (int64_t)1 << (i % 13));
+		pcpu_histogram_record(h, 0);
+		pcpu_histogram_record(h, -7); /* recorded as 0 */
+		pcpu_histogram_record(h, 3000);
+	}
 
 	memset(&d, 0, sizeof d);
 	d.name = "process_cpu_seconds";
@@ -280,6 +306,16 @@ static int golden(pcpu_registry_t *reg, const char *dir, int update, const char 
 				free(want);
 			}
 		}
+		free(out);
+	}
+	if (outdir && pcpu_format_supported(PCPU_FORMAT_PROTOBUF)) {
+		/* For check_protobuf.py's independent decoder. */
+		char path[4096], *out;
+		size_t len;
+
+		CHECK(pcpu_registry_write(reg, PCPU_FORMAT_PROTOBUF, &out, &len) == 0);
+		snprintf(path, sizeof path, "%s/expose.pb", outdir);
+		write_file(path, out, len);
 		free(out);
 	}
 	return bad;

@@ -49,7 +49,7 @@ static void test_validation(void)
 	static const char *const dup[] = { "a", "a" };
 	static const char *const bad[] = { "1abc" };
 	static const int64_t bounds[] = { 1, 2 };
-	static const struct pcpu_histogram_layout hl = { PCPU_HISTOGRAM_EXPLICIT, bounds, 2, 0, 0 };
+	static const struct pcpu_histogram_layout hl = { PCPU_HISTOGRAM_EXPLICIT, bounds, 2, 0, 0, 0, 0, 0, 0 };
 	pcpu_registry_t *reg = pcpu_registry_create();
 	struct pcpu_family_desc d;
 	char longname[PCPU_STATS_NAME_MAX + 2];
@@ -102,7 +102,7 @@ static void test_validation(void)
 		 * an `le`, so the registry refuses it as the writers would. */
 		static const int64_t close_bounds[] = { (int64_t)1 << 60, ((int64_t)1 << 60) + 1 };
 		static const struct pcpu_histogram_layout cl = { PCPU_HISTOGRAM_EXPLICIT, close_bounds, 2,
-								 0, 0 };
+								 0, 0, 0, 0, 0, 0 };
 		d.histogram = &cl;
 		CHECK_ERR(pcpu_registry_family(reg, &d), EINVAL, "equal once scaled");
 	}
@@ -132,8 +132,8 @@ static void test_api(void)
 	static const char *const lab[] = { "code" };
 	static const int64_t bounds[] = { 10, 100 };
 	static const int64_t bounds2[] = { 10, 200 };
-	static const struct pcpu_histogram_layout hl = { PCPU_HISTOGRAM_EXPLICIT, bounds, 2, 0, 0 };
-	static const struct pcpu_histogram_layout hl2 = { PCPU_HISTOGRAM_EXPLICIT, bounds2, 2, 0, 0 };
+	static const struct pcpu_histogram_layout hl = { PCPU_HISTOGRAM_EXPLICIT, bounds, 2, 0, 0, 0, 0, 0, 0 };
+	static const struct pcpu_histogram_layout hl2 = { PCPU_HISTOGRAM_EXPLICIT, bounds2, 2, 0, 0, 0, 0, 0, 0 };
 	pcpu_registry_t *reg = pcpu_registry_create();
 	struct pcpu_family_desc d;
 	pcpu_family_t *f, *f2, *h;
@@ -422,7 +422,7 @@ static void *looker(void *arg)
 
 static void test_concurrent(void)
 {
-	static const struct pcpu_histogram_layout hl = { PCPU_HISTOGRAM_LOG_LINEAR, NULL, 0, 4, 1000 };
+	static const struct pcpu_histogram_layout hl = { PCPU_HISTOGRAM_LOG_LINEAR, NULL, 0, 4, 1000, 0, 0, 0, 0 };
 	pthread_t up[UPDATERS], ch[CHURNERS], ex[EXPORTERS], lk[LOOKUPS];
 	struct pcpu_family_desc d;
 	uint64_t counts[1024], count;

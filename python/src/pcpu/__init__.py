@@ -100,8 +100,9 @@ class Family:
     label_names: Tuple[str, ...]
     #: Histograms: inclusive upper bounds of the buckets but the last (+Inf).
     buckets: Tuple[int, ...]
-    #: Histograms: expose only buckets holding observations (and +Inf).
-    sparse_buckets: bool
+    #: Histograms: indices of the buckets whose bound is exposed as an `le`
+    #: (the same set at every scrape; +Inf always), None for every bucket.
+    export_buckets: Optional[Tuple[int, ...]]
     series: Tuple[Series, ...]
 
 
@@ -267,7 +268,9 @@ class Segment:
                                    unit=_s(fam.unit) or None, type=ftype,
                                    scale_exp10=fam.scale_exp10, label_names=names,
                                    buckets=bounds,
-                                   sparse_buckets=bool(fam.flags & _lib.SNAPSHOT_SPARSE_BUCKETS),
+                                   export_buckets=(tuple(fam.export_buckets[k]
+                                                         for k in range(fam.nexport))
+                                                   if fam.export_buckets else None),
                                    series=tuple(series)))
             return Snapshot(families=tuple(fams), generation=s.generation, changed=s.changed,
                             stable=bool(s.stable), incomplete=bool(s.incomplete),

@@ -92,6 +92,10 @@ class SnapshotFamily(ctypes.Structure):
         ("bucket_upper", c_int64_p),
         ("nseries", ctypes.c_size_t),
         ("series", ctypes.POINTER(SnapshotSeries)),
+        ("export_buckets", ctypes.POINTER(ctypes.c_uint32)),
+        ("nexport", ctypes.c_size_t),
+        ("native_schema", ctypes.c_int),
+        ("native_index", ctypes.c_int32),
     ]
 
 

@@ -117,9 +117,10 @@ class PcpuCollector(Collector):
             values = [s.labels[n] for n in fam.label_names] + (extra if self.labels else [])
             if fam.type == "histogram":
                 buckets, cum = [], 0
-                for le, c in zip(bounds, s.value.counts):
+                shown = None if fam.export_buckets is None else set(fam.export_buckets)
+                for k, (le, c) in enumerate(zip(bounds, s.value.counts)):
                     cum += c
-                    if c or le == "+Inf" or not fam.sparse_buckets:
+                    if shown is None or k in shown or le == "+Inf":
                         buckets.append((le, cum))
                 metric.add_metric(values, buckets, pcpu.scale(s.value.sum, fam.scale_exp10))
             else:

@@ -293,6 +293,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *labels[3][3][3], *lnames[3][3];
 	uint64_t counts[3][3][6];
 	int64_t upper[3][5];
+	uint32_t exported[3][5];
 	struct pcpu_snapshot s;
 	size_t nsamples[4] = { 0 };
 	int ok[4], fmt, f, j, l;
@@ -310,7 +311,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		F->help = (k & 4) ? take_str(&in) : NULL;
 		F->unit = (k & 8) ? ((k & 16) ? "seconds" : take_str(&in)) : NULL;
 		F->scale_exp10 = (int)(take_u8(&in) % 50) - 25;
-		F->flags = (k & 32) ? PCPU_SNAPSHOT_SPARSE_BUCKETS : 0;
+		if (k & 32) {
+			/* An export list, valid or not (unordered, out of range). */
+			F->nexport = take_u8(&in) % 6;
+			for (j = 0; j < (int)F->nexport; j++)
+				exported[f][j] = take_u8(&in) % 7;
+			F->export_buckets = exported[f];
+		}
 		F->nlabels = take_u8(&in) % 4;
 		for (l = 0; l < (int)F->nlabels; l++)
 			lnames[f][l] = take_name(&in);

@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The Prometheus protobuf exposition (PCPU_FORMAT_PROTOBUF): one
+ * io.prometheus.client.MetricFamily message per family, each preceded by
+ * its length as a varint ("encoding=delimited"), encoded by protobuf-c from
+ * the schema in proto/metrics.proto. Built only where protobuf-c is
+ * installed (src/stats/sources.cmake); expose.c validates the snapshot and
+ * owns the output buffer, this file only fills it.
+ *
+ * Values as the text formats expose them: scaled by 10^scale_exp10, a
+ * counter's family named `<name>_total` (as Prometheus' own clients name
+ * it in this format), a histogram's classic buckets the exported ones
+ * (pcpu_snapshot_family.export_buckets) with cumulative counts, the +Inf
+ * bucket left out (the format's sample_count is its count).
+ *
+ * Per family, the messages are built in arrays sized by its series (one
+ * allocation each, freed once the family is packed): protobuf-c packs
+ * from pointers, so nothing is copied twice.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "metrics.pb-c.h"
+
+typedef Pcpu__Pb__MetricFamily MetricFamily;
+typedef Pcpu__Pb__Metric Metric;
+typedef Pcpu__Pb__LabelPair LabelPair;
+typedef Pcpu__Pb__Counter Counter;
+typedef Pcpu__Pb__Gauge Gauge;
+typedef Pcpu__Pb__Histogram Histogram;
+typedef Pcpu__Pb__Bucket Bucket;
+typedef Pcpu__Pb__BucketSpan BucketSpan;
+
+/* What one family's messages need, allocated together. */
+struct family_msgs {
+	Metric *metrics;
+	Metric **metric_ptrs;
+	LabelPair *labels;
+	LabelPair **label_ptrs;
+	Counter *counters;
+	Gauge *gauges;
+	Histogram *hists;
+	Bucket *buckets;
+	Bucket **bucket_ptrs;
+	/* native histograms: one span and a delta per bucket, per series */
+	BucketSpan *spans;
+	BucketSpan **span_ptrs;
+	int64_t *deltas;
+};
+
+static void msgs_free(struct family_msgs *m)
+{
+	free(m->metrics);
+	free(m->metric_ptrs);
+	free(m->labels);
+	free(m->label_ptrs);
+	free(m->counters);
+	free(m->gauges);
+	free(m->hists);
+	free(m->buckets);
+	free(m->bucket_ptrs);
+	free(m->spans);
+	free(m->span_ptrs);
+	free(m->deltas);
+}
+
+static size_t exported_count(const struct pcpu_snapshot_family *f)
+{
+	return f->export_buckets ? f->nexport : f->nbuckets - 1;
+}
+
+static size_t exported_index(const struct pcpu_snapshot_family *f, size_t k)
+{
+	return f->export_buckets ? f->export_buckets[k] : k;
+}
+
+static int msgs_alloc(struct family_msgs *m, const struct pcpu_snapshot_family *f)
+{
+	size_t n = f->nseries ? f->nseries : 1, nl = n * (f->nlabels ? f->nlabels : 1);
+
+	memset(m, 0, sizeof *m);
+	m->metrics = calloc(n, sizeof *m->metrics);
+	m->metric_ptrs = calloc(n, sizeof *m->metric_ptrs);
+	m->labels = calloc(nl, sizeof *m->labels);
+	m->label_ptrs = calloc(nl, sizeof *m->label_ptrs);
+	if (!m->metrics || !m->metric_ptrs || !m->labels || !m->label_ptrs)
+		return -1;
+	if (f->type == PCPU_METRIC_COUNTER && !(m->counters = calloc(n, sizeof *m->counters)))
+		return -1;
+	if (f->type == PCPU_METRIC_GAUGE && !(m->gauges = calloc(n, sizeof *m->gauges)))
+		return -1;
+	if (f->type == PCPU_METRIC_HISTOGRAM) {
+		size_t nb = n * (exported_count(f) ? exported_count(f) : 1);
+
+		m->hists = calloc(n, sizeof *m->hists);
+		m->buckets = calloc(nb, sizeof *m->buckets);
+		m->bucket_ptrs = calloc(nb, sizeof *m->bucket_ptrs);
+		if (!m->hists || !m->buckets || !m->bucket_ptrs)
+			return -1;
+		if (f->flags & PCPU_SNAPSHOT_NATIVE) {
+			m->spans = calloc(n, sizeof *m->spans);
+			m->span_ptrs = calloc(n, sizeof *m->span_ptrs);
+			m->deltas = calloc(n * f->nbuckets, sizeof *m->deltas);
+			if (!m->spans || !m->span_ptrs || !m->deltas)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The native form of the same counts: schema, the zero bucket (bucket 0,
+ * threshold base^(native_index - 1)) and one span over the positive
+ * buckets from the first non-empty to the last, each count a delta from
+ * the previous one. The +Inf bucket is always empty (the buckets cover
+ * every int64). A histogram without observations gets the no-op span the
+ * format asks for, so that it still reads as native.
+ */
+static void fill_native(Histogram *h, BucketSpan *span, BucketSpan **sp, int64_t *deltas,
+			const struct pcpu_snapshot_family *f, const uint64_t *c)
+{
+	size_t lo = 1, hi = f->nbuckets - 1, b; /* [lo, hi): the span */
+	int64_t prev = 0;
+
+	h->has_schema = 1;
+	h->schema = f->native_schema;
+	h->has_zero_threshold = 1;
+	h->zero_threshold = pcpu__native_bound(f->native_schema, f->native_index - 1);
+	h->has_zero_count = 1;
+	h->zero_count = c[0];
+	while (lo < hi && !c[lo])
+		lo++;
+	while (hi > lo && !c[hi - 1])
+		hi--;
+	pcpu__pb__bucket_span__init(span);
+	span->has_offset = span->has_length = 1;
+	span->offset = lo < hi ? f->native_index + (int32_t)(lo - 1) : 0;
+	span->length = (uint32_t)(hi - lo);
+	for (b = lo; b < hi; b++) {
+		deltas[b - lo] = (int64_t)c[b] - prev;
+		prev = (int64_t)c[b];
+	}
+	*sp = span;
+	h->n_positive_span = 1;
+	h->positive_span = sp;
+	h->n_positive_delta = hi - lo;
+	h->positive_delta = deltas;
+}
+
+static void fill_histogram(Histogram *h, Bucket *bk, Bucket **bp,
+			   const struct pcpu_snapshot_family *f, const struct pcpu_snapshot_series *se)
+{
+	const uint64_t *c = se->value.histogram.counts;
+	size_t ne = exported_count(f), k, b = 0;
+	uint64_t cum = 0;
+
+	pcpu__pb__histogram__init(h);
+	for (k = 0; k < ne; k++) {
+		size_t upto = exported_index(f, k);
+
+		for (; b <= upto; b++)
+			cum += c[b];
+		pcpu__pb__bucket__init(&bk[k]);
+		bk[k].has_cumulative_count = 1;
+		bk[k].cumulative_count = cum;
+		bk[k].has_upper_bound = 1;
+		bk[k].upper_bound = pcpu__scale_i64(f->bucket_upper[upto], f->scale_exp10);
+		bp[k] = &bk[k];
+	}
+	for (; b < f->nbuckets; b++)
+		cum += c[b];
+	h->n_bucket = ne;
+	h->bucket = bp;
+	h->has_sample_count = 1;
+	h->sample_count = cum;
+	h->has_sample_sum = 1;
+	h->sample_sum = pcpu__scale_i64(se->value.histogram.sum, f->scale_exp10);
+}
+
+/* Appends one delimited MetricFamily message for family f. */
+static int write_family(struct pcpu__buf *out, const struct pcpu_snapshot_family *f)
+{
+	struct family_msgs m;
+	MetricFamily mf;
+	char *name = NULL;
+	size_t i, len, ne = f->type == PCPU_METRIC_HISTOGRAM ? exported_count(f) : 0;
+	unsigned l;
+	int r = -1;
+
+	if (msgs_alloc(&m, f) < 0)
+		goto out;
+	pcpu__pb__metric_family__init(&mf);
+	if (f->type == PCPU_METRIC_COUNTER) {
+		size_t n = strlen(f->name);
+
+		if (!(name = malloc(n + 7)))
+			goto out;
+		memcpy(name, f->name, n);
+		memcpy(name + n, "_total", 7);
+	}
+	mf.name = name ? name : (char *)f->name;
+	mf.help = (char *)f->help;
+	if (f->unit && *f->unit)
+		mf.unit = (char *)f->unit;
+	mf.has_type = 1;
+	mf.type = f->type == PCPU_METRIC_COUNTER ? PCPU__PB__METRIC_TYPE__COUNTER
+		: f->type == PCPU_METRIC_GAUGE	 ? PCPU__PB__METRIC_TYPE__GAUGE
+						 : PCPU__PB__METRIC_TYPE__HISTOGRAM;
+	for (i = 0; i < f->nseries; i++) {
+		const struct pcpu_snapshot_series *se = &f->series[i];
+		Metric *mt = &m.metrics[i];
+
+		pcpu__pb__metric__init(mt);
+		for (l = 0; l < f->nlabels; l++) {
+			LabelPair *lp = &m.labels[i * f->nlabels + l];
+
+			pcpu__pb__label_pair__init(lp);
+			lp->name = (char *)f->label_names[l];
+			lp->value = (char *)se->label_values[l];
+			m.label_ptrs[i * f->nlabels + l] = lp;
+		}
+		mt->n_label = f->nlabels;
+		mt->label = f->nlabels ? &m.label_ptrs[i * f->nlabels] : NULL;
+		switch (f->type) {
+		case PCPU_METRIC_COUNTER:
+			pcpu__pb__counter__init(&m.counters[i]);
+			m.counters[i].has_value = 1;
+			m.counters[i].value = pcpu__scale_u64(se->value.counter, f->scale_exp10);
+			mt->counter = &m.counters[i];
+			break;
+		case PCPU_METRIC_GAUGE:
+			pcpu__pb__gauge__init(&m.gauges[i]);
+			m.gauges[i].has_value = 1;
+			m.gauges[i].value = pcpu__scale_i64(se->value.gauge, f->scale_exp10);
+			mt->gauge = &m.gauges[i];
+			break;
+		case PCPU_METRIC_HISTOGRAM:
+			fill_histogram(&m.hists[i], m.buckets + i * ne, m.bucket_ptrs + i * ne, f, se);
+			if (f->flags & PCPU_SNAPSHOT_NATIVE)
+				fill_native(&m.hists[i], &m.spans[i], &m.span_ptrs[i],
+					    m.deltas + i * f->nbuckets, f, se->value.histogram.counts);
+			mt->histogram = &m.hists[i];
+			break;
+		}
+		m.metric_ptrs[i] = mt;
+	}
+	mf.n_metric = f->nseries;
+	mf.metric = m.metric_ptrs;
+	len = pcpu__pb__metric_family__get_packed_size(&mf);
+	{
+		unsigned char v[10];
+		size_t nv = 0, x = len;
+
+		do {
+			v[nv++] = (unsigned char)((x & 0x7f) | (x > 0x7f ? 0x80 : 0));
+			x >>= 7;
+		} while (x);
+		pcpu__buf_put(out, (const char *)v, nv);
+	}
+	pcpu__buf_reserve(out, len + 1);
+	if (out->failed)
+		goto out;
+	pcpu__pb__metric_family__pack(&mf, (uint8_t *)out->p + out->len);
+	out->len += len;
+	out->p[out->len] = '\0';
+	r = 0;
+out:
+	free(name);
+	msgs_free(&m);
+	return r;
+}
+
+int pcpu__write_protobuf(const struct pcpu_snapshot *s, struct pcpu__buf *b)
+{
+	size_t i;
+
+	for (i = 0; i < s->nfamilies; i++)
+		if (write_family(b, &s->families[i]) < 0)
+			return -1;
+	return 0;
+}
