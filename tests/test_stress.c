@@ -19,6 +19,7 @@
  */
 
 #include "check.h"
+#include "stress_move.h"
 #include <pcpu/pcpu.h>
 #include <errno.h>
 #include <pthread.h>
@@ -151,18 +152,9 @@ static void *migrator(void *arg)
 	rng = 12345;
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		int tid = __atomic_load_n(&live_tids[next_rand() % (unsigned)nlive_target], __ATOMIC_ACQUIRE);
-		cpu_set_t set;
 
-		if (tid) {
-			CPU_ZERO(&set);
-			if (next_rand() % 4 == 0) { /* sometimes free it again */
-				for (long c = 0; c < ncpu; c++)
-					CPU_SET(c, &set);
-			} else {
-				CPU_SET(next_rand() % (unsigned)ncpu, &set);
-			}
-			sched_setaffinity(tid, sizeof(set), &set); /* ESRCH: it just exited */
-		}
+		if (tid)
+			stress_move_thread(tid, ncpu, next_rand(), next_rand());
 		usleep(200);
 	}
 	publish_signal_adds();
