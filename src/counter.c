@@ -76,12 +76,18 @@ void pcpu__debug_check(const void *obj, const char *func)
 	abort();
 }
 
-/* The fallback add itself: an atomic add on the mirror word of the
- * thread's slot. pcpu is initialised (a counter exists). */
-static inline void add_atomic(pcpu_counter_t c, int64_t v)
+/* The fallback add itself: an atomic add on the mirror word of `slot`.
+ * pcpu is initialised (a counter exists). */
+static inline void add_atomic_at(pcpu_counter_t c, uint32_t slot, int64_t v)
 {
 	pcpu_mirror_mark(c);
-	__atomic_fetch_add(pcpu_mirror_word(c, pcpu_fallback_slot()), v, __ATOMIC_RELAXED);
+	__atomic_fetch_add(pcpu_mirror_word(c, slot), v, __ATOMIC_RELAXED);
+}
+
+/* ... on the calling thread's fallback slot. */
+static inline void add_atomic(pcpu_counter_t c, int64_t v)
+{
+	add_atomic_at(c, pcpu_fallback_slot(), v);
 }
 
 void pcpu__counter_add_atomic_slow(pcpu_counter_t c, int64_t v)
@@ -100,8 +106,7 @@ void pcpu__counter_add_slow(pcpu_counter_t c, int64_t v)
 	 * destructor): straight to the atomic add on that slot's mirror word,
 	 * without asking pcpu__thread_prepare() again on every add. */
 	if (PCPU_LIKELY(plus1 != 0)) {
-		pcpu_mirror_mark(c);
-		__atomic_fetch_add(pcpu_mirror_word(c, plus1 - 1), v, __ATOMIC_RELAXED);
+		add_atomic_at(c, plus1 - 1, v);
 		return;
 	}
 	/* The inline attempt did not commit: the thread is not registered
