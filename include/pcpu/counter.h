@@ -109,7 +109,7 @@ __attribute__((always_inline)) static inline void pcpu__counter_add_inline(pcpu_
 /* The inline atomic add, for both tiers (pcpu_counter_add_atomic()): a
  * `lock add` on the mirror word of the thread's slot, addressed from the
  * index the rseq path reads and the chunk header's mirror_delta, so the
- * common case is two loads, a test and the `lock add` -- no call. */
+ * common case is two loads, two tests and the `lock add` -- no call. */
 __attribute__((always_inline)) static inline void pcpu__counter_add_atomic_inline(pcpu_counter_t c,
 										 int64_t v)
 {
