@@ -13,8 +13,9 @@
  * the CPU number (PCPU_INDEX=cpu, set by ctest), every add must then land
  * in the slot of the CPU the thread moved to, counted per slot with
  * pcpu_counter_fetch_slot(), and every such section must have aborted.
- * Both the single add and pcpu_counter_add_many() (one index read for
- * several sections) are checked.
+ * The single add, pcpu_counter_add_many() (one index read for several
+ * sections) and a histogram record (one section on a (count, sum) pair,
+ * pcpu/histogram.h) are checked.
  *
  * Needs 2 online CPUs the process may use; with fewer it says so and exits
  * 77 (ctest: skipped) -- CI's machines have 2.
@@ -22,6 +23,7 @@
 #define PCPU_TEST_INJECT 1
 #include "check.h"
 #include <pcpu/pcpu.h>
+#include <pcpu/histogram.h>
 #include <sched.h>
 #include <string.h>
 #include <unistd.h>
@@ -113,6 +115,33 @@ int main(void)
 		CHECK_EQ_U64(pcpu_counter_fetch_slot(many[i], (unsigned)cpus[0]), expect_many[0]);
 		CHECK_EQ_U64(pcpu_counter_fetch_slot(many[i], (unsigned)cpus[1]), expect_many[1]);
 		CHECK(pcpu_counter_free(many[i]) == 0);
+	}
+
+	/* A histogram record: the pair of bucket 1 (values 11..100) takes
+	 * (1, 42) on the CPU the thread moved to; white-box, through the
+	 * histogram's pair array (word 2b count, 2b + 1 sum). */
+	{
+		static const int64_t bounds[] = { 10, 100 };
+		struct pcpu_histogram_layout lay = { PCPU_HISTOGRAM_EXPLICIT, bounds, 2, 0, 0, 0, 0, 0, 0 };
+		pcpu_histogram_t *h = pcpu_histogram_create_in(pcpu_zone_of(single), &lay);
+		uint64_t expect_rec[2] = {0, 0};
+
+		CHECK(h);
+		aborts_before = pcpu__test_inject_aborts;
+		for (int r = 0; r < ROUNDS; r++) {
+			int to = r & 1 ? 0 : 1;
+
+			move_to = cpus[to];
+			pcpu_histogram_record(h, 42);
+			expect_rec[to]++;
+		}
+		CHECK_EQ_U64(pcpu__test_inject_aborts - aborts_before, ROUNDS);
+		for (int k = 0; k < 2; k++) {
+			CHECK_EQ_U64(pcpu_counter_fetch_slot(h->pcpu__c + 2, (unsigned)cpus[k]), expect_rec[k]);
+			CHECK_EQ_U64(pcpu_counter_fetch_slot(h->pcpu__c + 3, (unsigned)cpus[k]),
+				     42 * expect_rec[k]);
+		}
+		pcpu_histogram_destroy(h);
 	}
 	CHECK(pcpu_counter_free(single) == 0);
 	printf("%d moves between CPU %d and %d after the index load: every add in the new CPU's slot\n",

@@ -12,6 +12,9 @@
  *  - pcpu__rseq_cmpeq_addv(): if (index != expected) abort; *p += v;
  *  - pcpu__rseq_cmpeq_addv_indexed(): if (index != idx) abort;
  *    base[idx * stride] += v (the counter add);
+ *  - pcpu__rseq_cmpeq_add2v_indexed(): if (index != idx) abort;
+ *    base[idx * stride] pair += (a, b), one 16-byte store (the histogram
+ *    record: a bucket's count and sum);
  *  - pcpu__rseq_cmpeq_cmpeqv_storev(): if (index != expected) abort;
  *    if (*p != expect) fail; *p = newv;
  *  - pcpu__rseq_loadidx_cmpeqv_addv(): idx = index (inside the section);

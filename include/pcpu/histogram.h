@@ -2,21 +2,24 @@
 /**
  * @file pcpu/histogram.h
  * Per-CPU histograms: recording a value is a branch-free bucket lookup and
- * two counter adds (measured: 4.5-5.3 times one counter add's cost, 2.5-2.9
- * times two counter adds', with random values; bench/README.md section 5).
+ * one rseq critical section that adds to the bucket's count and sum at once
+ * (measured cost: bench/README.md section 5).
  *
- * A histogram is one per-CPU counter array: element 0 holds the sum of the
- * recorded values, element 1 + b the count of bucket b. Recording finds the
- * bucket (a few branch-free instructions) and makes two counter adds on the
- * calling thread's slot, sharing one slot-index load: 1 to the bucket, the
- * value to the sum. Nothing is merged until a read sums the slots.
- * (Measured costs: bench/README.md section 5.)
+ * A histogram is one per-CPU array of 16-byte aligned pairs, one per
+ * bucket: word 2b holds the count of bucket b, word 2b + 1 the sum of the
+ * values recorded into it. Recording finds the bucket and adds (1, v) to
+ * its pair on the calling thread's slot with one 16-byte store as the
+ * commit, so a preemption or signal never leaves one add without the
+ * other. Nothing is merged until a read sums the slots.
  *
- *     slot s: [ sum | bucket 0 | bucket 1 | ... | bucket n-1 (+Inf) ]
+ *     slot s: [ count 0 | sum 0 | count 1 | sum 1 | ... | count n-1 | sum n-1 ]
+ *                                                         (+Inf bucket)
  *
- * The count is not stored: it is the sum of the buckets, so a read's count
- * always equals the sum of its buckets, and once recorders stop it equals
- * the number of values recorded.
+ * The histogram's sum is the sum of the buckets' sums, and its count the
+ * sum of their counts.
+ * The count is not stored apart: a read's count always equals the sum of
+ * its buckets, and once recorders stop it equals the number of values
+ * recorded.
  *
  * Two bucket schemes, both over int64 values (record nanoseconds, bytes...;
  * a registry family's scale_exp10 exposes them in seconds or other units):
@@ -29,13 +32,13 @@
  *    than 2^-p of its lower bound (p = 7: 0.8%). Values above max_value
  *    (rounded up to a power of two, minus one) go to the +Inf bucket;
  *    negative values are recorded as 0. With p = 7 and a max of ten minutes
- *    in nanoseconds that is 4353 buckets, 70 KiB per slot used (only the
+ *    in nanoseconds that is 4353 buckets, 68 KiB per slot used (only the
  *    pages a slot writes become resident).
  *
  * What a read guarantees: each bucket and the sum as pcpu_counter_fetch()
- * (exact once recorders stop, not a point-in-time snapshot). The sum is read
- * after the buckets, so during concurrent recording it may include values
- * the buckets do not, or the reverse.
+ * (exact once recorders stop, not a point-in-time snapshot). During
+ * concurrent recording the sum may include values the counts do not, or
+ * the reverse (a reader loads a pair's two words one by one).
  */
 #ifndef PCPU_HISTOGRAM_H
 #define PCPU_HISTOGRAM_H
@@ -111,7 +114,8 @@ struct pcpu_histogram_layout {
 /* Read-only after creation; fields private to pcpu, visible for the
  * inline recording path. */
 struct pcpu_histogram {
-	pcpu_counter_t pcpu__c;       /* [0] sum, [1 + b] bucket b */
+	pcpu_counter_t pcpu__c;       /* [2b] count of bucket b, [2b + 1] its sum;
+				       * 16-byte aligned */
 	const int64_t *pcpu__bounds;  /* explicit, exponential: the bounds (owned; at least
 				       * PCPU__HISTOGRAM_SMALL, padded with INT64_MAX) */
 	uint32_t pcpu__nbounds;       /* explicit: number of bounds */
@@ -179,68 +183,85 @@ __attribute__((always_inline)) static inline size_t pcpu__histogram_search(const
 	return (size_t)(base - bounds) + (size_t)(*base < v);
 }
 
+/* Log-linear index of u >= 0 at precision p: with e the top bit of
+ * u | 2^p (so e >= p) and k = e - p, the group is k and the bucket in it
+ * u >> k; that is (k << p) + (u >> k), which for u < 2^(p+1) is u itself
+ * (one value per bucket), with no branch on the size. `63 ^ clz` compiles
+ * to one `bsr`. */
+__attribute__((always_inline)) static inline size_t pcpu__histogram_loglin(uint64_t u, unsigned p)
+{
+	unsigned k = (63u ^ (unsigned)__builtin_clzll(u | ((uint64_t)1 << p))) - p;
+
+	return ((size_t)k << p) + (size_t)(u >> k);
+}
+
+/* The bucket of v, and in *v the value its sum takes: v itself, or 0 for a
+ * negative v where the scheme records negatives as 0 (all but explicit).
+ * Each scheme's branch clamps once, where its lookup needs it anyway. */
+__attribute__((always_inline)) static inline size_t pcpu__histogram_locate(const pcpu_histogram_t *h,
+									    int64_t *v)
+{
+	if (h->pcpu__scheme == PCPU_HISTOGRAM_LOG_LINEAR) {
+		uint64_t u = *v < 0 ? 0 : (uint64_t)*v;
+
+		*v = (int64_t)u;
+		if (PCPU_UNLIKELY(u >= h->pcpu__limit))
+			return h->pcpu__nbuckets - 1;
+		return pcpu__histogram_loglin(u, h->pcpu__bits);
+	}
+	if (h->pcpu__scheme == PCPU_HISTOGRAM_EXPONENTIAL) {
+		uint64_t u = *v < 0 ? 0 : (uint64_t)*v;
+
+		*v = (int64_t)u;
+		if (PCPU_LIKELY(h->pcpu__bits != 0)) {
+			/* The fine log-linear index of v, then one compare
+			 * against the table's bound for it (histogram.c,
+			 * expo_add_table()). */
+			unsigned p = h->pcpu__bits;
+			size_t f = pcpu__histogram_loglin(u, p);
+			size_t n = h->pcpu__nbounds;
+			const int64_t *tb = h->pcpu__bounds + (n < PCPU__HISTOGRAM_SMALL ? PCPU__HISTOGRAM_SMALL : n);
+			const uint16_t *ti = (const uint16_t *)(tb + ((size_t)(64 - p) << p));
+
+			return (size_t)ti[f] + (size_t)((int64_t)u > tb[f]);
+		}
+		return pcpu__histogram_search(h->pcpu__bounds, h->pcpu__nbounds, (int64_t)u);
+	}
+	if (PCPU_LIKELY(h->pcpu__nbounds <= PCPU__HISTOGRAM_SMALL))
+		return pcpu__histogram_search16(h->pcpu__bounds, *v);
+	return pcpu__histogram_search(h->pcpu__bounds, h->pcpu__nbounds, *v);
+}
+
 /**
  * Bucket a value falls in, 0..pcpu_histogram_nbuckets(h)-1.
  * Thread-safe; async-signal-safe. Cost, branch-free but for the scheme and
- * a log-linear value beyond max_value: a count-leading-zeros, shifts and
- * adds (log-linear; exponential adds two table loads and a compare), or
+ * a log-linear value beyond max_value: a bit scan, shifts and adds
+ * (log-linear; exponential adds two table loads and a compare), or
  * log2(nbounds) compare-and-conditional-moves (explicit; two levels of
  * independent compares up to 16 bounds).
  */
 __attribute__((always_inline)) static inline size_t PCPU__INLINE_OP(pcpu_histogram_bucket_of)(const pcpu_histogram_t *h, int64_t v)
 {
-	if (h->pcpu__scheme == PCPU_HISTOGRAM_LOG_LINEAR) {
-		uint64_t u = v < 0 ? 0 : (uint64_t)v;
-		unsigned p = h->pcpu__bits;
-		unsigned e;
-
-		if (PCPU_UNLIKELY(u >= h->pcpu__limit))
-			return h->pcpu__nbuckets - 1;
-		/* e = max(top bit of u, p): below 2^(p+1) the formula then gives
-		 * u itself (one value per bucket), with no branch on the size. */
-		e = 63u - (unsigned)__builtin_clzll(u | ((uint64_t)1 << p));
-		return ((size_t)(e - p + 1) << p) + (size_t)((u >> (e - p)) - ((uint64_t)1 << p));
-	}
-	if (h->pcpu__scheme == PCPU_HISTOGRAM_EXPONENTIAL && PCPU_LIKELY(h->pcpu__bits != 0)) {
-		/* The fine log-linear index of v, then one compare against the
-		 * table's bound for it (histogram.c, expo_add_table()). */
-		uint64_t u = v < 0 ? 0 : (uint64_t)v;
-		unsigned p = h->pcpu__bits;
-		unsigned e = 63u - (unsigned)__builtin_clzll(u | ((uint64_t)1 << p));
-		size_t f = ((size_t)(e - p + 1) << p) + (size_t)((u >> (e - p)) - ((uint64_t)1 << p));
-		size_t n = h->pcpu__nbounds;
-		const int64_t *tb = h->pcpu__bounds + (n < PCPU__HISTOGRAM_SMALL ? PCPU__HISTOGRAM_SMALL : n);
-		const uint16_t *ti = (const uint16_t *)(tb + ((size_t)(64 - p) << p));
-
-		return (size_t)ti[f] + (size_t)((int64_t)u > tb[f]);
-	}
-	if (PCPU_LIKELY(h->pcpu__nbounds <= PCPU__HISTOGRAM_SMALL))
-		return pcpu__histogram_search16(h->pcpu__bounds, v);
-	return pcpu__histogram_search(h->pcpu__bounds, h->pcpu__nbounds, v);
+	return pcpu__histogram_locate(h, &v);
 }
 
-/* Adds n to bucket counter `b` and v to the sum counter `s` of the calling
- * thread's slot: the slot index is loaded once for both adds (each its own
- * rseq commit); an add that does not commit there takes the counter's
- * slow path, as pcpu_counter_add() does. */
-__attribute__((always_inline)) static inline void pcpu__histogram_add2(pcpu_counter_t b, int64_t n,
-									pcpu_counter_t s, int64_t v)
+/* Adds n to the count and v to the sum of the bucket pair at `pair` on the
+ * calling thread's slot: one critical section whose commit stores both
+ * words (rseq_cmpeq_add2v_indexed). If it does not commit, two counter
+ * slow-path adds, each exact (a reader may then see one before the other,
+ * as it may anyway). */
+__attribute__((always_inline)) static inline void pcpu__histogram_add_pair(pcpu_counter_t pair, int64_t n,
+									    int64_t v)
 {
 #if PCPU_ARCH_HAVE_RSEQ
 	int64_t idx = pcpu__rseq_load_index();
 
 	if (PCPU_LIKELY(idx >= 0) &&
-	    PCPU_LIKELY(pcpu__rseq_cmpeq_addv(idx, &pcpu__counter_slot(b, (size_t)idx)->pcpu__word,
-					      n) == 0)) {
-		if (PCPU_LIKELY(pcpu__rseq_cmpeq_addv(idx, &pcpu__counter_slot(s, (size_t)idx)->pcpu__word,
-						      v) == 0))
-			return;
-		pcpu__counter_add_slow(s, v); /* moved between the two adds */
+	    PCPU_LIKELY(pcpu__rseq_cmpeq_add2v_indexed(idx, &pair->pcpu__word, n, v) == 0))
 		return;
-	}
 #endif
-	pcpu__counter_add_slow(b, n);
-	pcpu__counter_add_slow(s, v);
+	pcpu__counter_add_slow(pair, n);
+	pcpu__counter_add_slow(pair + 1, v);
 }
 
 /**
@@ -258,12 +279,9 @@ __attribute__((always_inline)) static inline void pcpu__histogram_add2(pcpu_coun
  */
 __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_histogram_record)(const pcpu_histogram_t *h, int64_t v)
 {
-	size_t b = PCPU__INLINE_OP(pcpu_histogram_bucket_of)(h, v);
+	size_t b = pcpu__histogram_locate(h, &v);
 
-	if (h->pcpu__scheme != PCPU_HISTOGRAM_EXPLICIT && v < 0)
-		v = 0;
-	/* Bucket first, then sum: a reader reads them in that order too. */
-	pcpu__histogram_add2(h->pcpu__c + 1 + b, 1, h->pcpu__c, v);
+	pcpu__histogram_add_pair(h->pcpu__c + 2 * b, 1, v);
 }
 
 /**
@@ -274,11 +292,9 @@ __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_histogram
  */
 static inline void PCPU__INLINE_OP(pcpu_histogram_record_n)(const pcpu_histogram_t *h, int64_t v, uint64_t n)
 {
-	size_t b = PCPU__INLINE_OP(pcpu_histogram_bucket_of)(h, v);
+	size_t b = pcpu__histogram_locate(h, &v);
 
-	if (h->pcpu__scheme != PCPU_HISTOGRAM_EXPLICIT && v < 0)
-		v = 0;
-	pcpu__histogram_add2(h->pcpu__c + 1 + b, (int64_t)n, h->pcpu__c, (int64_t)((uint64_t)v * n));
+	pcpu__histogram_add_pair(h->pcpu__c + 2 * b, (int64_t)n, (int64_t)((uint64_t)v * n));
 }
 
 /**

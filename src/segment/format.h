@@ -35,9 +35,10 @@
 
 #define PCPU__SEG_MAGIC "PCPUSEG"          /* 7 chars + NUL = 8 bytes */
 #define PCPU__SEG_VERSION_MAJOR 2          /* incompatible changes (2: mirror region) */
-#define PCPU__SEG_VERSION_MINOR 3          /* compatible additions (1: pid namespace, no space;
+#define PCPU__SEG_VERSION_MINOR 4          /* compatible additions (1: pid namespace, no space;
 					    * 2: exported `le` bounds of log-linear histograms;
-					    * 3: consistent groups) */
+					    * 3: consistent groups;
+					    * 4: histograms as (count, sum) pairs) */
 #define PCPU__SEG_BYTE_ORDER 0x01020304u   /* as the writer stored it */
 #define PCPU__SEG_HEADER_REGION 4096       /* the header's page */
 #define PCPU__SEG_NAME_MAX 64              /* segment name, NUL excluded */
@@ -103,6 +104,13 @@ struct pcpu__seg_header {
 #define PCPU__SEG_HIST_LOG_LINEAR 2
 #define PCPU__SEG_HIST_EXPONENTIAL 3 /* 2.2: native buckets, bounds stored as explicit */
 #define PCPU__SEG_SCHEMA_BIAS 4      /* exponential: u32b = schema + 4 (0..12) */
+/* 2.4: the scheme ORed with this: the value is nbuckets (count, sum) pairs,
+ * 16 bytes per bucket ([2b] count of bucket b, [2b + 1] the sum of the
+ * values recorded into it; the histogram's sum is the sum of those), where
+ * 2.0-2.3 stored [sum, bucket 0, ..., bucket n-1]. Writers since 2.4 set it
+ * on every histogram; readers of 2.0-2.3 see an unknown scheme and refuse
+ * the family (never a wrong number), readers since 2.4 read both. */
+#define PCPU__SEG_HIST_PAIRS 0x100u
 
 /*
  * One directory entry: a family or a series.
@@ -171,7 +179,8 @@ struct pcpu__seg_entry {
 /* Value sizes (bytes per slot region, and as many in its mirror region). */
 #define PCPU__SEG_COUNTER_SIZE 8
 #define PCPU__SEG_GAUGE_SIZE 8
-#define PCPU__SEG_HISTOGRAM_SIZE(nbuckets) (8 * (1 + (uint64_t)(nbuckets)))
+#define PCPU__SEG_HISTOGRAM_SIZE(nbuckets) (8 * (1 + (uint64_t)(nbuckets))) /* 2.0-2.3 */
+#define PCPU__SEG_HISTOGRAM_PAIRS_SIZE(nbuckets) (16 * (uint64_t)(nbuckets)) /* 2.4 */
 
 /* Alignment of value_off (the zone's allocation granule). */
 #define PCPU__SEG_VALUE_ALIGN 8

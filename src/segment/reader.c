@@ -840,6 +840,7 @@ struct fam {
 	uint32_t *exported; /* the exposed ones (NULL: all) */
 	size_t nexport;
 	int native, schema; /* exponential: PCPU_SNAPSHOT_NATIVE's fields */
+	int pairs;          /* 2.4 histogram: (count, sum) per bucket */
 	int32_t native_index;
 	size_t first, count; /* its kept series in build()'s sorted array */
 	int bad;        /* invalid: message in msg */
@@ -924,11 +925,13 @@ static int alloc_exported(struct parse *p, struct fam *f, uint32_t n)
 	return 0;
 }
 
+static uint64_t value_size(const struct pcpu__seg_entry *fe);
+
 static int parse_family(struct parse *p, struct fam *f)
 {
 	const struct pcpu__seg_entry *e = f->e;
 	const char *blob;
-	uint32_t pos = 0, l;
+	uint32_t pos = 0, l, scheme;
 
 	if (e->type < PCPU_METRIC_COUNTER || e->type > PCPU_METRIC_HISTOGRAM)
 		return BAD(f, "unknown metric type"), 0;
@@ -980,14 +983,18 @@ static int parse_family(struct parse *p, struct fam *f)
 		return 0;
 	}
 	/* Histograms: the bucket layout. */
-	if (e->nbuckets < 2 || PCPU__SEG_HISTOGRAM_SIZE(e->nbuckets) > p->h->slot_stride)
+	if (e->u32a & ~(PCPU__SEG_HIST_PAIRS | 0xffu))
+		return BAD(f, "unknown histogram scheme"), 0;
+	f->pairs = (e->u32a & PCPU__SEG_HIST_PAIRS) != 0;
+	scheme = e->u32a & 0xffu;
+	if (e->nbuckets < 2 || value_size(e) > p->h->slot_stride)
 		return BAD(f, "bad bucket count"), 0;
 	if (charge(p->b, (uint64_t)(e->nbuckets - 1) * 8) < 0)
 		return -1;
 	f->upper = malloc((size_t)(e->nbuckets - 1) * sizeof *f->upper);
 	if (!f->upper)
 		return pcpu__seg_fail(ENOMEM, "out of memory");
-	if (e->u32a == PCPU__SEG_HIST_EXPLICIT || e->u32a == PCPU__SEG_HIST_EXPONENTIAL) {
+	if (scheme == PCPU__SEG_HIST_EXPLICIT || scheme == PCPU__SEG_HIST_EXPONENTIAL) {
 		uint64_t need, b;
 
 		pos = (pos + 7) & ~7u;
@@ -1000,7 +1007,7 @@ static int parse_family(struct parse *p, struct fam *f)
 		for (b = 1; b + 1 < e->nbuckets; b++)
 			if (f->upper[b] <= f->upper[b - 1])
 				return BAD(f, "bounds not increasing"), 0;
-		if (e->u32a == PCPU__SEG_HIST_EXPONENTIAL) {
+		if (scheme == PCPU__SEG_HIST_EXPONENTIAL) {
 			int64_t first = (int64_t)e->value_off;
 
 			if (e->u32b > PCPU__SEG_SCHEMA_BIAS + 8 || f->upper[0] < 0 ||
@@ -1014,7 +1021,7 @@ static int parse_family(struct parse *p, struct fam *f)
 			f->nexport = pcpu__native_export_list(f->native_index, e->nbuckets - 1, f->schema,
 							      f->exported);
 		}
-	} else if (e->u32a == PCPU__SEG_HIST_LOG_LINEAR) {
+	} else if (scheme == PCPU__SEG_HIST_LOG_LINEAR) {
 		uint64_t b;
 
 		if (!pcpu__seg_loglinear_valid(e->u32b, e->nbuckets))
@@ -1046,7 +1053,8 @@ static uint64_t value_size(const struct pcpu__seg_entry *fe)
 	case PCPU_METRIC_GAUGE:
 		return PCPU__SEG_GAUGE_SIZE;
 	default:
-		return PCPU__SEG_HISTOGRAM_SIZE(fe->nbuckets);
+		return fe->u32a & PCPU__SEG_HIST_PAIRS ? PCPU__SEG_HISTOGRAM_PAIRS_SIZE(fe->nbuckets)
+						       : PCPU__SEG_HISTOGRAM_SIZE(fe->nbuckets);
 	}
 }
 
@@ -1181,7 +1189,16 @@ static void accumulate(struct ser *s, const unsigned char *v, unsigned slot, int
 	case PCPU_METRIC_HISTOGRAM: {
 		uint32_t b, nb = s->fam->e->nbuckets;
 
-		s->acc0 += ld64(v);
+		if (s->fam->pairs) { /* 2.4: (count, sum) per bucket */
+			for (b = 0; b < nb; b++) {
+				uint64_t c = ld64(v + 16 * (size_t)b);
+				s->counts[b] += c;
+				s->acc0 += ld64(v + 16 * (size_t)b + 8);
+				part += c;
+			}
+			break;
+		}
+		s->acc0 += ld64(v); /* 2.0-2.3: [sum, bucket 0, ...] */
 		for (b = 0; b < nb; b++) {
 			uint64_t c = ld64(v + 8 * (1 + (size_t)b));
 			s->counts[b] += c;

@@ -95,8 +95,8 @@ _Static_assert(((unsigned)1 << (PCPU__SEG_MAX_EXPORT_LG1 - 1)) == PCPU_HISTOGRAM
 	       "format.h and histogram.h agree");
 _Static_assert(PCPU__SEG_COUNTER_SIZE == sizeof(struct pcpu_counter), "counter layout");
 _Static_assert(PCPU__SEG_GAUGE_SIZE == sizeof(struct pcpu_gauge), "gauge layout");
-_Static_assert(PCPU__SEG_HISTOGRAM_SIZE(1) == 2 * sizeof(struct pcpu_counter),
-	       "histogram elements are counters");
+_Static_assert(PCPU__SEG_HISTOGRAM_PAIRS_SIZE(1) == 2 * sizeof(struct pcpu_counter),
+	       "a histogram bucket is a pair of counter words");
 
 #define DEFAULT_MAX_ENTRIES ((size_t)1 << 20)
 #define DEFAULT_MAX_STRINGS ((size_t)128 << 20)
@@ -477,7 +477,7 @@ static void family_added(struct pcpu_segment *seg, struct pcpu_family *f)
 	e.blob_len = (uint32_t)len;
 	if (f->type == PCPU_METRIC_HISTOGRAM) {
 		e.nbuckets = (uint32_t)f->nbuckets;
-		e.u32a = (uint32_t)f->layout.scheme;
+		e.u32a = (uint32_t)f->layout.scheme | PCPU__SEG_HIST_PAIRS;
 		e.u32b = f->layout.scheme == PCPU_HISTOGRAM_LOG_LINEAR ? f->layout.precision_bits : 0;
 		if (f->layout.scheme == PCPU_HISTOGRAM_LOG_LINEAR) {
 			/* The export rule, from which a reader derives the same
@@ -516,7 +516,7 @@ static int value_location(struct pcpu_segment *seg, const struct pcpu_family *f,
 		break;
 	case PCPU_METRIC_HISTOGRAM:
 		addr = (uintptr_t)((const pcpu_histogram_t *)se->handle)->pcpu__c;
-		*size = (uint32_t)PCPU__SEG_HISTOGRAM_SIZE(f->nbuckets);
+		*size = (uint32_t)PCPU__SEG_HISTOGRAM_PAIRS_SIZE(f->nbuckets);
 		break;
 	default:
 		return -1;

@@ -1,18 +1,18 @@
 /*
  * Histogram records still count exactly when their rseq sections abort.
  *
- * A record is two adds sharing one slot-index load (pcpu/histogram.h,
- * pcpu__histogram_add2()): the bucket's, then the sum's; each commits on
- * its own, and one that does not commit (aborted, or the thread moved
- * between the two) takes the counter's slow path. Built with
+ * A record is one critical section on the bucket's (count, sum) pair whose
+ * commit is one 16-byte store (pcpu/histogram.h, pcpu__histogram_add_pair());
+ * one that does not commit takes two counter slow-path adds. Built with
  * PCPU_TEST_INJECT (see tests/test_abort_injection.c): every inline section
- * spins between arming and committing, and the hook before each section
- * now and then yields or raises a signal whose handler records too, so
- * sections abort and threads migrate between the two adds. 2 threads per
- * CPU record random values into a log-linear and an explicit histogram;
- * at the end every bucket and both sums equal what the threads and the
- * handlers recorded, tallied privately. In the rseq modes some sections
- * must have aborted.
+ * spins between loading the pair and committing it, and the hook before
+ * each section now and then yields or raises a signal whose handler records
+ * too, so sections abort, and threads migrate, while they hold a loaded
+ * pair: a commit outside the section would then overwrite another thread's
+ * adds. 2 threads per CPU record random values into a log-linear and an
+ * explicit histogram; at the end every bucket and both sums equal what the
+ * threads and the handlers recorded, tallied privately. In the rseq modes
+ * some sections must have aborted.
  *
  * Usage: test_histogram_inject --expect-mode glibc|own|fallback [--seconds S]
  */

@@ -232,6 +232,97 @@ pcpu__rseq_cmpeq_addv_indexed(int64_t idx, int64_t *base, int64_t v)
 #endif
 
 /*
+ * rseq_cmpeq_add2v_indexed:
+ *   if (index != idx) abort;
+ *   p = (int64_t *)(base + idx * PCPU_SLOT_STRIDE);
+ *   p[0] += a; p[1] += b;             (commit: ONE 16-byte store of both)
+ *
+ * Two adds under one commit (a histogram bucket's count and sum): the pair
+ * is loaded into an SSE register, (a, b) added to it, and one `movdqa`
+ * stores both words. A preemption, migration or signal lands before that
+ * store (abort: nothing written) or after it (both adds done), never
+ * between two stores -- two scalar stores could not be a section, as the
+ * retry after an abort between them would add the first word twice.
+ * `base` must be 16-byte aligned: movdqa faults otherwise, and an aligned
+ * pair never straddles a cache line. A reader on another CPU loads the two
+ * words separately and may see one add and not yet the other; each word is
+ * exact. SSE2 is part of x86-64, so every x86-64 CPU runs this.
+ *
+ * gcc/clang >= 11 (outputs of asm goto): the index register is shifted in
+ * place as in rseq_cmpeq_addv_indexed; older compilers compute the address
+ * before arming and use a fixed scratch register.
+ *
+ * Returns 0 once both adds are committed, 1 if the section aborted or the
+ * thread is no longer on slot `idx` (nothing written).
+ */
+typedef long long pcpu__v2i64 __attribute__((vector_size(16)));
+
+#if (defined(__clang__) && __clang_major__ >= 11) || (!defined(__clang__) && __GNUC__ >= 11)
+__attribute__((always_inline)) static inline int
+pcpu__rseq_cmpeq_add2v_indexed(int64_t idx, int64_t *base, int64_t a, int64_t b)
+{
+	pcpu__v2i64 add = { (long long)a, (long long)b }, tmp;
+	intptr_t scratch;
+
+	PCPU__INJECT_BEFORE();
+	__asm__ __volatile__ goto(PCPU__X86_RSEQ_ARM_VIA("%[cs]", "%[scratch]")
+		     "1:\n\t"
+		     "cmpl %k[idx], %%fs:(%[idxoff])\n\t"
+		     "jnz %l[aborted]\n\t"
+		     "shlq %[shift], %[idx]\n\t"
+		     "movdqa (%[base], %[idx]), %[tmp]\n\t"
+		     "paddq %[add], %[tmp]\n\t"
+		     PCPU__INJECT_ASM /* widens load..commit, the window that matters */
+		     "movdqa %[tmp], (%[base], %[idx])\n\t"
+		     "2:\n\t"
+		     PCPU__X86_RSEQ_ABORT_TO("aborted")
+		     : [idx] "+r"(idx), [scratch] "=&r"(scratch), [tmp] "=&x"(tmp)
+		     : [cs] "r"((intptr_t)pcpu__g.cs_tpoff),
+		       [idxoff] "r"((intptr_t)pcpu__g.index_tpoff), [base] "r"(base), [add] "x"(add),
+		       [shift] "n"(PCPU_SLOT_STRIDE_SHIFT)
+		     : "memory", "cc" PCPU__INJECT_CLOBBER
+		     : aborted);
+	pcpu__after_asm_goto();
+	return 0;
+aborted:
+	pcpu__after_asm_goto();
+	PCPU__INJECT_ABORTED();
+	return 1;
+}
+#else
+__attribute__((always_inline)) static inline int
+pcpu__rseq_cmpeq_add2v_indexed(int64_t idx, int64_t *base, int64_t a, int64_t b)
+{
+	pcpu__v2i64 add = { (long long)a, (long long)b };
+	pcpu__v2i64 *p = (pcpu__v2i64 *)((char *)base + (idx << PCPU_SLOT_STRIDE_SHIFT));
+
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__X86_RSEQ_ARM("%[cs]")
+		     "1:\n\t"
+		     "cmpl %k[expected], %%fs:(%[idxoff])\n\t"
+		     "jnz %l[aborted]\n\t"
+		     "movdqa %[target], %%xmm15\n\t"
+		     "paddq %[add], %%xmm15\n\t"
+		     PCPU__INJECT_ASM
+		     "movdqa %%xmm15, %[target]\n\t"
+		     "2:\n\t"
+		     PCPU__X86_RSEQ_ABORT_TO("aborted")
+		     :
+		     : [cs] "r"((intptr_t)pcpu__g.cs_tpoff),
+		       [idxoff] "r"((intptr_t)pcpu__g.index_tpoff), [expected] "r"(idx),
+		       [target] "m"(*p), [add] "x"(add)
+		     : "memory", "cc", "rax", "xmm15" PCPU__INJECT_CLOBBER
+		     : aborted);
+	pcpu__after_asm_goto();
+	return 0;
+aborted:
+	pcpu__after_asm_goto();
+	PCPU__INJECT_ABORTED();
+	return 1;
+}
+#endif
+
+/*
  * rseq_cmpeq_cmpeqv_storev:
  *   if (index != expected) abort;
  *   if (*p != expect) return 2;
