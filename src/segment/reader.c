@@ -1651,12 +1651,15 @@ static void parse_free(struct parse *p)
 {
 	size_t i;
 
-	for (i = 0; i < p->nfams; i++) {
+	/* nfams and nsers are counted before the arrays are allocated: an
+	 * attempt that fails in between (budget, memory) has counts and no
+	 * arrays. */
+	for (i = 0; p->fams && i < p->nfams; i++) {
 		free(p->fams[i].label_names);
 		free(p->fams[i].upper);
 		free(p->fams[i].exported);
 	}
-	for (i = 0; i < p->nsers; i++) {
+	for (i = 0; p->sers && i < p->nsers; i++) {
 		free(p->sers[i].values);
 		free(p->sers[i].counts);
 		free(p->sers[i].slots);

@@ -504,8 +504,29 @@ static void check_budget(void)
 	CHECK(r);
 	CHECK(pcpu_reader_snapshot(r, 0, &s) == -1 && errno == EFBIG && s == NULL);
 	pcpu_reader_close(r);
+	/* Every budget from too small to enough: each read either succeeds or
+	 * fails with EFBIG, wherever the budget runs out (the attempt once
+	 * crashed when it ran out after counting the entries and before
+	 * allocating their arrays). */
+	{
+		size_t max, ok = 0, refused = 0;
+
+		for (max = 1; max <= ((size_t)1 << 22); max += max < 65536 ? 8 : max / 8) {
+			r = pcpu__reader_open_mem(b.buf, b.len, max);
+			CHECK(r);
+			if (pcpu_reader_snapshot(r, 0, &s) == 0) {
+				ok++;
+				pcpu_reader_snapshot_free(s);
+			} else {
+				CHECK(errno == EFBIG && s == NULL);
+				refused++;
+			}
+			pcpu_reader_close(r);
+		}
+		CHECK(ok > 0 && refused > 0);
+	}
 	free(b.buf);
-	printf("  max_bytes exceeded -> EFBIG\n");
+	printf("  max_bytes exceeded -> EFBIG, at every budget\n");
 }
 
 /* The directory changes during every read: the generation moves and the
