@@ -152,6 +152,35 @@ static NOINLINE void bench_hist_native_rand(uint64_t n)
 		pcpu_histogram_record(h_native, rand_ns[i & (NRAND - 1)]);
 }
 
+/* Where a record's time goes: the bucket lookup alone (its result kept),
+ * and the pair add alone on one fixed bucket (pcpu/histogram.h's private
+ * pcpu__histogram_add_pair(), the record's critical section), each over
+ * the same random values. */
+static NOINLINE void bench_lookup_loglin_rand(uint64_t n)
+{
+	uint64_t i;
+	for (i = 0; i < n; i++) {
+		size_t b = pcpu_histogram_bucket_of(h_loglin, rand_ns[i & (NRAND - 1)]);
+		__asm__ volatile("" : : "r"(b));
+	}
+}
+
+static NOINLINE void bench_lookup_explicit16_rand(uint64_t n)
+{
+	uint64_t i;
+	for (i = 0; i < n; i++) {
+		size_t b = pcpu_histogram_bucket_of(h_explicit16, rand_ns[i & (NRAND - 1)]);
+		__asm__ volatile("" : : "r"(b));
+	}
+}
+
+static NOINLINE void bench_pair_add_rand(uint64_t n)
+{
+	uint64_t i;
+	for (i = 0; i < n; i++)
+		pcpu__histogram_add_pair(h_loglin->pcpu__c + 2 * 5, 1, rand_ns[i & (NRAND - 1)]);
+}
+
 /* The baseline of the random variants: a counter add of the same loaded
  * value (the load is part of both). */
 static NOINLINE void bench_counter_add_rand(uint64_t n)
@@ -221,12 +250,25 @@ static struct variant variants[] = {
 	{ .name = "histogram record (16 explicit, random)", .fn = bench_hist_explicit16_rand },
 	{ .name = "histogram record (log-linear, random)", .fn = bench_hist_loglin_rand },
 	{ .name = "histogram record (exponential s=3, random)", .fn = bench_hist_native_rand },
+	{ .name = "  lookup only (log-linear, random)", .fn = bench_lookup_loglin_rand },
+	{ .name = "  lookup only (16 explicit, random)", .fn = bench_lookup_explicit16_rand },
+	{ .name = "  pair add only (random value)", .fn = bench_pair_add_rand },
 #ifdef PCPU_BENCH_PROMCPP
 	/* Single-threaded only: one shared prometheus::Histogram. */
 	{ .name = "prometheus-cpp Observe (11, random)", .fn = bench_promcpp_rand },
 #endif
 };
 #define NVAR (sizeof variants / sizeof variants[0])
+
+static struct variant *variant_of(void (*fn)(uint64_t))
+{
+	size_t i;
+
+	for (i = 0; i < NVAR; i++)
+		if (variants[i].fn == fn)
+			return &variants[i];
+	abort();
+}
 
 struct mt_arg {
 	void (*fn)(uint64_t);
@@ -459,7 +501,7 @@ int main(int argc, char **argv)
 		printf("  %-40s %8.2f %8.2f %8.2f   %8.2f\n", variants[v].name, med, mn, mx, mmt);
 	}
 	{
-		double g, two, c, h, hl, dummy1, dummy2;
+		double g, two, c, h, hl, h16, dummy1, dummy2;
 		stats3(variants[7].ns, rounds, &g, &dummy1, &dummy2);
 		stats3(variants[5].ns, rounds, &two, &dummy1, &dummy2);
 		stats3(variants[1].ns, rounds, &c, &dummy1, &dummy2);
@@ -471,6 +513,7 @@ int main(int argc, char **argv)
 		stats3(variants[8].ns, rounds, &c, &dummy1, &dummy2);
 		stats3(variants[9].ns, rounds, &h, &dummy1, &dummy2);
 		stats3(variants[10].ns, rounds, &two, &dummy1, &dummy2);
+		h16 = two;
 		stats3(variants[11].ns, rounds, &hl, &dummy1, &dummy2);
 		printf("  histogram record / counter add (random, target <= 2.0): %.2fx 11 explicit, "
 		       "%.2fx 16 explicit, %.2fx log-linear\n", h / c, two / c, hl / c);
@@ -478,11 +521,18 @@ int main(int argc, char **argv)
 		stats3(variants[12].ns, rounds, &two, &dummy1, &dummy2);
 		printf("  exponential (native, schema 3, ns exposed in s) / counter add (random): %.2fx\n",
 		       two / c);
-		stats3(variants[13].ns, rounds, &g, &dummy1, &dummy2);
+		stats3(variant_of(bench_promcpp_rand)->ns, rounds, &g, &dummy1, &dummy2);
 		printf("  prometheus-cpp Observe / pcpu record (11 explicit, random): %.2fx\n", g / h);
 #else
 		printf("  prometheus-cpp: not built (Debian prometheus-cpp-dev not installed)\n");
 #endif
+		stats3(variant_of(bench_lookup_loglin_rand)->ns, rounds, &g, &dummy1, &dummy2);
+		stats3(variant_of(bench_pair_add_rand)->ns, rounds, &two, &dummy1, &dummy2);
+		printf("  log-linear record (random) %.2f ns = lookup %.2f + pair add %.2f (sum %.2f); "
+		       "pair add / counter add %.2fx\n", hl, g, two, g + two, two / c);
+		stats3(variant_of(bench_lookup_explicit16_rand)->ns, rounds, &g, &dummy1, &dummy2);
+		printf("  16-explicit record (random) %.2f ns = lookup %.2f + pair add %.2f (sum %.2f)\n",
+		       h16, g, two, g + two);
 	}
 	/* Every run counted: the group holds exactly what was added. */
 	CHECK(pcpu_group_read(grp, 0, gv) == 0);
