@@ -128,8 +128,8 @@ def behaviour(e):
           "a counter with its segment labels")
     check('app_requests_total{method="GET",code="200",pcpu_segment="fixture",pcpu_pid="%d"} 1234'
           % fx.pid in body, "the labelled series of a second segment")
-    check('pcpu_segment_up{pcpu_segment="fixture",pcpu_pid="%d"} 1' % fx.pid in body,
-          "pcpu_segment_up 1")
+    check('pcpu_segment_up{pcpu_segment="fixture",pcpu_pid="%d",reason=""} 1' % fx.pid in body,
+          "pcpu_segment_up 1 (reason empty)")
 
     prom_accept = ("application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
                    "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1")
@@ -237,9 +237,9 @@ def behaviour(e):
     os.chmod(trunc, 0o600)
     st, _, body = get(host, port)
     check(st == 200, "200 with broken segments around")
-    check('pcpu_segment_up{pcpu_segment="broken",pcpu_pid="%d"} 0' % fx.pid in body and
-          'pcpu_segment_up{pcpu_segment="fixture2",pcpu_pid="%d"} 0' % fx.pid in body,
-          "broken and truncated segments: pcpu_segment_up 0")
+    check('pcpu_segment_up{pcpu_segment="broken",pcpu_pid="%d",reason="corrupt"} 0' % fx.pid in body and
+          'pcpu_segment_up{pcpu_segment="fixture2",pcpu_pid="%d",reason="corrupt"} 0' % fx.pid in body,
+          "broken and truncated segments: pcpu_segment_up 0, reason corrupt")
     samples = [l for l in body.splitlines() if not l.startswith(("#", "pcpu_segment_up{"))]
     # 95: the log-linear histogram's 81 `le` buckets are all exposed, empty
     # ones included, from creation on.
@@ -256,7 +256,8 @@ def behaviour(e):
         srv2, h2, p2 = e.serve(user=65534)
         st, _, body = get(h2, p2)
         check(st == 200 and "app_requests_total" not in body and "test_events_total" not in body
-              and 'pcpu_segment_up{pcpu_segment="fixture",pcpu_pid="%d"} 0' % fx.pid in body,
+              and 'pcpu_segment_up{pcpu_segment="fixture",pcpu_pid="%d",reason="permission"} 0'
+              % fx.pid in body,
               "another user's exporter exposes none of root's 0600 segments")
         st, _, _ = get(h2, p2, "/metrics/fixture")
         check(st == 403, "/metrics/NAME of an unreadable segment -> 403")
