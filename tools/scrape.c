@@ -420,9 +420,9 @@ void scrape_all(const struct scrape_config *cf, struct scrape_state *st, enum pc
 		g->labels[1] = g->pid;
 		if (prev && strcmp(g->name, prev->name) == 0 && strcmp(g->pid, prev->pid) == 0) {
 			g->dup = 1;
-			snprintf(g->msg, sizeof g->msg, "another file or target (%.100s) is segment %.64s of "
-				 "pid %s; serving that one", (prev->dup ? prev->first : prev)->key, g->name, g->pid);
 			g->first = prev->dup ? prev->first : prev;
+			snprintf(g->msg, sizeof g->msg, "segment %.64s of pid %s again (as %.100s): reported once, "
+				 "as that", g->name, g->pid, g->first->key);
 			g->ok = 0;
 			g->reason = "duplicate";
 			g->labels[2] = g->reason;
