@@ -119,6 +119,14 @@ def segments(e):
           and not samples_of(body, "bad") and not samples_of(body, "trunc"),
           "corrupted and truncated: pcpu_segment_up 0, reason corrupt, nothing of theirs")
     promtool_ok(body, "corrupted and truncated")
+    # The same through prometheus_client's strict OpenMetrics parser: the
+    # empty reason is a label value like any other.
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families
+    st, _, om = et.get(host, port, headers={"Accept": "application/openmetrics-text;version=1.0.0"})
+    ups = {(s.labels["pcpu_segment"], s.labels["reason"]): s.value
+           for f in text_string_to_metric_families(om) if f.name == "pcpu_segment_up" for s in f.samples}
+    check(st == 200 and ups == {("good", ""): 1, ("counter", ""): 1, ("bad", "corrupt"): 0, ("trunc", "corrupt"): 0},
+          "OpenMetrics, strict parser: pcpu_segment_up by segment and reason %r" % ups)
     os.unlink(bad)
     os.unlink(trunc)
 
