@@ -266,7 +266,7 @@ static void seg_reset(struct seg *g)
  * part of the budget spent, the others are let go and it is read alone;
  * if it fits, the scrape is over the budget (EFBIG); if not, it is left
  * out and the others are read again. Memory never exceeds the budget;
- * each segment too large costs one more pass.
+ * each segment too large costs at most one more pass.
  */
 static int read_all(const struct scrape_config *cf, struct seg *segs, size_t n, size_t *left_out, int *err)
 {
@@ -288,11 +288,11 @@ again:
 			continue;
 		seg_reset(g);
 		read_segment(cf, g, &left);
-		if (g->err == ENOMEM || (g->err == EFBIG && !alone)) {
-			if (g->err == ENOMEM) {
-				*err = ENOMEM;
-				return -1;
-			}
+		if (g->err == ENOMEM) {
+			*err = ENOMEM;
+			return -1;
+		}
+		if (g->err == EFBIG && !alone) {
 			for (j = 0; j < n; j++)
 				if (!segs[j].too_large)
 					seg_reset(&segs[j]);
