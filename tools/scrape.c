@@ -3,26 +3,32 @@
  * What `pcpustat serve` answers a scrape with: the served segments read
  * afresh, merged into one exposition by the library (pcpu_snapshot_merge_*),
  * each series labelled pcpu_segment="NAME", pcpu_pid="PID", plus
- * pcpu_segment_up 1 or 0 per segment.
+ * pcpu_segment_up{pcpu_segment, pcpu_pid, reason} per segment: 1 with an
+ * empty reason (the same series as no reason label, to Prometheus), or 0
+ * with a word saying why (reason_of(): a fixed vocabulary, so the label's
+ * values stay bounded; the details go to stderr once per change).
  *
  * Isolation: every scrape opens each segment with the exporter's own
  * credentials and the reader's owner checks, so a segment its user cannot
  * read is never exposed. A segment that fails -- unreadable, corrupted,
- * writer gone, clashing with another segment's metric names -- is left out
- * whole and reported as pcpu_segment_up 0 (and on stderr, once per change);
- * never a partial segment.
+ * writer gone, larger than --max-bytes by itself, clashing with another
+ * segment's metric names -- is left out whole and reported as up 0; never
+ * a partial segment, never a failed scrape.
  *
- * Hostile neighbours (a root exporter reads every user's directory): two
- * files may claim the same segment name and pid (the same file name in two
- * users' directories). Their pcpu_segment_up series would be identical, and
- * an exposition with a duplicate series is invalid -- one planted file would
- * fail every scrape. So segments are sorted by (name, pid) and only one of
- * each is served, the readable one if any; the others are named on stderr.
+ * Deterministic winners: segments are merged in the order of (name, pid,
+ * readable first, file name or target). Of two whose families clash, the
+ * first is served (the other: reason "conflict"); of several that are one
+ * segment (name and pid: named twice on the command line, or the same file
+ * name in two users' directories), the first is served and the others are
+ * duplicates. Their pcpu_segment_up series would be identical, and an
+ * exposition with a duplicate series is invalid -- one planted file would
+ * fail every scrape -- so all of them share one series, reason "duplicate".
  *
  * Bounds: the bytes a scrape reads and allocates (snapshots, labelled
- * copies, the output) are charged to one budget (--max-bytes); a scrape past
- * it, or one that meets ENOMEM, fails alone (503) and the next is served as
- * usual. What is remembered between scrapes (the last message per segment,
+ * copies, the output) are charged to one budget (--max-bytes); a scrape
+ * whose segments together are past it, or one that meets ENOMEM, fails
+ * alone (503) and the next is served as usual (one segment past it by
+ * itself is only that segment's failure: read_all()). What is remembered between scrapes (the last message per segment,
  * so stderr says each change once, at most NOTES_PER_SCRAPE lines) is
  * rebuilt from each scrape's segments: segments that went away are
  * forgotten.
@@ -36,7 +42,10 @@
 
 #include "pcpustat.h"
 
+/* The labels of every segment's series; pcpu_segment_up adds the reason
+ * (empty when up). */
 static const char *const EXTRA_LABELS[] = { "pcpu_segment", "pcpu_pid" };
+static const char *const UP_LABELS[] = { "pcpu_segment", "pcpu_pid", "reason" };
 /* Lines on stderr per scrape: whoever can create files named like segments
  * must not be able to flood the log (or block the exporter on a full pipe). */
 #define NOTES_PER_SCRAPE 20
@@ -46,9 +55,11 @@ struct seg {
 	char name[65];
 	char pid[16];  /* "" when unknown */
 	struct pcpu_reader_snapshot *snap;
-	const char *labels[2];
-	int ok, dup;
-	int err;       /* errno of a failure that fails the whole scrape */
+	const char *labels[3]; /* pcpu_segment, pcpu_pid, and reason for pcpu_segment_up */
+	int ok, dup, too_large;
+	const struct seg *first; /* a duplicate's: the one served instead */
+	const char *reason; /* not ok: a word of reason_of()'s vocabulary */
+	int err;       /* errno of a failure that may fail the whole scrape */
 	char msg[320];
 };
 
@@ -160,19 +171,57 @@ int valid_target(const char *t)
 	return 1;
 }
 
-/* Reads one segment into g within the budget: ok, or msg (and err when the
- * failure is the scrape's, not the segment's: ENOMEM, the budget). */
+/* Why a segment is not served, as the `reason` label of its
+ * pcpu_segment_up 0: a small fixed vocabulary (bounded label values; the
+ * details go to stderr), from the reader's errno. */
+static const char *reason_of(int e)
+{
+	switch (e) {
+	case ENOENT:
+		return "missing";
+	case ENOTUNIQ:
+		return "ambiguous";
+	case EACCES:
+	case EPERM:
+	case ELOOP:
+		return "permission";
+	case EPROTONOSUPPORT:
+		return "incompatible";
+	case EBADMSG:
+		return "corrupt";
+	case ESRCH:
+		return "writer_gone";
+	case EAGAIN:
+		return "not_ready";
+	case EFBIG:
+		return "too_large";
+	default:
+		return "error";
+	}
+}
+
+static void seg_fail(struct seg *g, const char *reason, const char *msg)
+{
+	g->ok = 0;
+	g->reason = reason;
+	snprintf(g->msg, sizeof g->msg, "%s", msg);
+}
+
+/* Reads one segment into g within the budget: ok, or reason and msg (and
+ * err when the failure may be the scrape's, not the segment's: ENOMEM, the
+ * budget). */
 static void read_segment(const struct scrape_config *cf, struct seg *g, size_t *left)
 {
 	struct pcpu_reader_options ro = cf->ropt;
 	pcpu_reader_t *r;
+	size_t bytes;
 
 	ro.max_bytes = *left ? *left : 1;
 	r = pcpu_reader_open(g->key, &ro);
 	if (!r) {
 		if (errno == ENOMEM)
 			g->err = ENOMEM;
-		snprintf(g->msg, sizeof g->msg, "%s", pcpu_reader_error());
+		seg_fail(g, reason_of(errno), pcpu_reader_error());
 		return;
 	}
 	snprintf(g->name, sizeof g->name, "%s", pcpu_reader_name(r));
@@ -180,18 +229,93 @@ static void read_segment(const struct scrape_config *cf, struct seg *g, size_t *
 	if (pcpu_reader_snapshot(r, 0, &g->snap) < 0) {
 		if (errno == ENOMEM || errno == EFBIG)
 			g->err = errno;
-		snprintf(g->msg, sizeof g->msg, "%s", pcpu_reader_error());
+		seg_fail(g, reason_of(errno), pcpu_reader_error());
 		g->snap = NULL;
 		pcpu_reader_close(r);
 		return;
 	}
 	pcpu_reader_close(r);
-	if (charge(left, 2 * snapshot_bytes(&g->snap->snapshot)) < 0) {
+	bytes = 2 * snapshot_bytes(&g->snap->snapshot);
+	if (charge(left, bytes) < 0) {
+		pcpu_reader_snapshot_free(g->snap);
+		g->snap = NULL;
 		g->err = EFBIG;
-		snprintf(g->msg, sizeof g->msg, "over the scrape's byte limit");
+		seg_fail(g, "too_large", "over the scrape's byte limit");
 		return;
 	}
 	g->ok = 1;
+}
+
+/* Forgets what read_segment() found, keeping the key. */
+static void seg_reset(struct seg *g)
+{
+	char key[sizeof g->key];
+
+	pcpu_reader_snapshot_free(g->snap);
+	memcpy(key, g->key, sizeof key);
+	memset(g, 0, sizeof *g);
+	memcpy(g->key, key, sizeof key);
+}
+
+/*
+ * Reads every segment within `budget` bytes: 0, or -1 with *err (ENOMEM,
+ * or EFBIG: together they are over the budget). A segment over the budget
+ * by itself is that segment's failure (too_large), not the scrape's: one
+ * planted huge segment must not fail every scrape. Whether it is over by
+ * itself does not depend on the order of reading: when a read fails with
+ * part of the budget spent, the others are let go and it is read alone;
+ * if it fits, the scrape is over the budget (EFBIG); if not, it is left
+ * out and the others are read again. Memory never exceeds the budget;
+ * each segment too large costs at most one more pass.
+ */
+static int read_all(const struct scrape_config *cf, struct seg *segs, size_t n, size_t *left_out, int *err)
+{
+	size_t i, j, left, budget = *left_out, passes = 0;
+
+again:
+	/* Each pass but the last finds one more segment too large; a
+	 * segment that keeps changing size cannot make it loop. */
+	if (passes++ > n) {
+		*err = EFBIG;
+		return -1;
+	}
+	left = budget;
+	for (i = 0; i < n; i++) {
+		struct seg *g = &segs[i];
+		int alone = left == budget;
+
+		if (g->too_large)
+			continue;
+		seg_reset(g);
+		read_segment(cf, g, &left);
+		if (g->err == ENOMEM) {
+			*err = ENOMEM;
+			return -1;
+		}
+		if (g->err == EFBIG && !alone) {
+			for (j = 0; j < n; j++)
+				if (!segs[j].too_large)
+					seg_reset(&segs[j]);
+			left = budget;
+			read_segment(cf, g, &left);
+			if (g->ok || g->err == ENOMEM) {
+				*err = g->ok ? EFBIG : ENOMEM;
+				return -1;
+			}
+			if (g->err != EFBIG)
+				goto again; /* it changed meanwhile: read all again */
+		}
+		if (g->err == EFBIG) {
+			g->too_large = 1;
+			g->err = 0;
+			snprintf(g->msg, sizeof g->msg, "larger than --max-bytes (%zu bytes) by itself",
+				 cf->max_bytes);
+			if (!alone)
+				goto again;
+		}
+	}
+	*left_out = left;
+	return 0;
 }
 
 static int cmp_seg(const void *a, const void *b)
@@ -206,28 +330,6 @@ static int cmp_seg(const void *a, const void *b)
 	if (!c)
 		c = strcmp(x->key, y->key);
 	return c;
-}
-
-/* Marks all but one segment of each (name, pid) as duplicates. */
-static int mark_duplicates(struct seg *segs, size_t n)
-{
-	struct seg **ix = malloc((n ? n : 1) * sizeof *ix);
-	size_t i;
-
-	if (!ix)
-		return -1;
-	for (i = 0; i < n; i++)
-		ix[i] = &segs[i];
-	qsort(ix, n, sizeof *ix, cmp_seg);
-	for (i = 1; i < n; i++)
-		if (strcmp(ix[i]->name, ix[i - 1]->name) == 0 && strcmp(ix[i]->pid, ix[i - 1]->pid) == 0) {
-			ix[i]->dup = 1;
-			ix[i]->ok = 0;
-			snprintf(ix[i]->msg, sizeof ix[i]->msg, "another file (%.100s) is segment %.64s of pid %s; "
-				 "serving that one", ix[i - 1]->key, ix[i]->name, ix[i]->pid);
-		}
-	free(ix);
-	return 0;
 }
 
 /* Name and pid of a segment never opened: from its file name as the
@@ -260,8 +362,9 @@ void scrape_all(const struct scrape_config *cf, struct scrape_state *st, enum pc
 	struct pcpu_snapshot upsnap;
 	const struct pcpu_snapshot *all;
 	pcpu_snapshot_merge_t *m = NULL;
-	struct seg *segs = NULL;
+	struct seg *segs = NULL, **ix = NULL;
 	size_t n = 0, i, nup = 0, left = cf->max_bytes;
+	int err = 0;
 
 	memset(res, 0, sizeof *res);
 	if (cf->ntargets) {
@@ -272,36 +375,38 @@ void scrape_all(const struct scrape_config *cf, struct scrape_state *st, enum pc
 		return;
 	}
 	segs = calloc(n ? n : 1, sizeof *segs);
+	ix = calloc(n ? n : 1, sizeof *ix);
 	ups = calloc(n ? n : 1, sizeof *ups);
 	m = pcpu_snapshot_merge_new();
-	if (!segs || !ups || !m || charge(&left, n * (sizeof *segs + sizeof *ups)) < 0) {
-		fail_with(res, 503, segs && ups && m ? "scrape over --max-bytes" : "out of memory");
+	if (!segs || !ix || !ups || !m || charge(&left, n * (sizeof *segs + sizeof *ix + sizeof *ups)) < 0) {
+		fail_with(res, 503, segs && ix && ups && m ? "scrape over --max-bytes" : "out of memory");
 		goto out;
 	}
 	for (i = 0; i < n; i++)
 		snprintf(segs[i].key, sizeof segs[i].key, "%s", cf->ntargets ? cf->targets[i] : info[i].file);
-
-	for (i = 0; i < n; i++) {
-		read_segment(cf, &segs[i], &left);
-		if (segs[i].err) {
-			fail_with(res, 503, segs[i].err == ENOMEM ? "out of memory" : "scrape over --max-bytes");
-			goto out;
-		}
-		name_from_listing(&segs[i], cf->ntargets ? NULL : &info[i]);
-	}
-	if (mark_duplicates(segs, n) < 0) {
-		fail_with(res, 503, "out of memory");
+	if (read_all(cf, segs, n, &left, &err) < 0) {
+		fail_with(res, 503, err == ENOMEM ? "out of memory" : "scrape over --max-bytes");
 		goto out;
 	}
+	for (i = 0; i < n; i++) {
+		name_from_listing(&segs[i], cf->ntargets ? NULL : &info[i]);
+		ix[i] = &segs[i];
+	}
 
+	/* Merged in the order of (name, pid, readable first, key): of two
+	 * segments whose families clash, the first wins; of several that
+	 * are one segment (name and pid), the first is served and the
+	 * others are duplicates -- one pcpu_segment_up{reason="duplicate"} 0
+	 * for them all, so that the series stay distinct. */
+	qsort(ix, n, sizeof *ix, cmp_seg);
 	/* pcpu_segment_up first, without series: its name is then taken, and
 	 * a segment's family of that name is refused like any clash. */
 	memset(&up, 0, sizeof up);
 	up.name = "pcpu_segment_up";
-	up.help = "1 if pcpustat could read and expose the segment, 0 if not.";
+	up.help = "1 if pcpustat read and exposed the segment, else 0 and the reason.";
 	up.type = PCPU_METRIC_GAUGE;
-	up.nlabels = 2;
-	up.label_names = EXTRA_LABELS;
+	up.nlabels = 3;
+	up.label_names = UP_LABELS;
 	upsnap.nfamilies = 1;
 	upsnap.families = &up;
 	if (pcpu_snapshot_merge_add(m, &upsnap, 0, NULL, NULL) < 0) {
@@ -309,23 +414,38 @@ void scrape_all(const struct scrape_config *cf, struct scrape_state *st, enum pc
 		goto out;
 	}
 	for (i = 0; i < n; i++) {
-		struct seg *g = &segs[i];
+		struct seg *g = ix[i], *prev = i ? ix[i - 1] : NULL;
 
 		g->labels[0] = g->name;
 		g->labels[1] = g->pid;
+		if (prev && strcmp(g->name, prev->name) == 0 && strcmp(g->pid, prev->pid) == 0) {
+			g->dup = 1;
+			g->first = prev->dup ? prev->first : prev;
+			snprintf(g->msg, sizeof g->msg, "segment %.64s of pid %s again (as %.100s): reported once, "
+				 "as that", g->name, g->pid, g->first->key);
+			g->ok = 0;
+			g->reason = "duplicate";
+			g->labels[2] = g->reason;
+			if (!prev->dup) { /* the first duplicate speaks for all */
+				ups[nup].label_values = g->labels;
+				ups[nup].value.gauge = 0;
+				nup++;
+			}
+			continue;
+		}
 		if (g->ok && pcpu_snapshot_merge_add(m, &g->snap->snapshot, 2, EXTRA_LABELS, g->labels) < 0) {
 			if (errno == ENOMEM) {
 				fail_with(res, 503, "out of memory");
 				goto out;
 			}
-			g->ok = 0;
 			snprintf(g->msg, sizeof g->msg, "cannot be exposed: %s", pcpu_stats_error());
+			g->ok = 0;
+			g->reason = "conflict";
 		}
-		if (!g->dup) {
-			ups[nup].label_values = g->labels;
-			ups[nup].value.gauge = g->ok;
-			nup++;
-		}
+		g->labels[2] = g->ok ? "" : g->reason ? g->reason : "error";
+		ups[nup].label_values = g->labels;
+		ups[nup].value.gauge = g->ok;
+		nup++;
 	}
 	up.series = ups;
 	up.nseries = nup;
@@ -351,6 +471,7 @@ out:
 	for (i = 0; segs && i < n; i++)
 		pcpu_reader_snapshot_free(segs[i].snap);
 	free(segs);
+	free(ix);
 	free(ups);
 	free(info);
 	/* A scrape's memory is freed at once, but glibc keeps freed heap

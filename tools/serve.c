@@ -32,7 +32,15 @@
  * connection limit lowered so that a scrape always has descriptors left:
  * never EMFILE in a loop; near the limit idle clients are shed, see
  * on_connection()), --timeout of inactivity, 16 KiB of request headers, no
- * request bodies, --max-bytes per scrape.
+ * request bodies, one Host, --max-bytes per scrape.
+ *
+ * Malformed requests are libmicrohttpd's (0.9.75): it answers 400 or 505 to
+ * most and closes the connection; a request line it cannot split into
+ * method, target and version ("GARBAGE") is closed unanswered, as it is
+ * parsed before any callback of ours runs and no option makes the library
+ * answer it (1.0 rewrote that parser, with MHD_OPTION_CLIENT_DISCIPLINE_LVL;
+ * Debian 12 has 0.9.75). A bare LF ends a line (RFC 9112 2.2 allows it).
+ * pcpustat(1) and exporter_test.py's MALFORMED table pin which is which.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -72,8 +80,9 @@ static const char serve_usage[] =
 	"                    pcpu_segment_up 1 or 0 for each\n"
 	"  /metrics/SEGMENT  one segment, unlabelled\n"
 	"OpenMetrics or Prometheus text format as the Accept header prefers, gzip when\n"
-	"Accept-Encoding allows. A segment that cannot be read is left out\n"
-	"(pcpu_segment_up 0), never half shown.\n"
+	"Accept-Encoding allows. A segment that cannot be read or merged is left out,\n"
+	"never half shown, as pcpu_segment_up{...,reason=\"WHY\"} 0 (corrupt, permission,\n"
+	"duplicate, conflict, too_large...: man pcpustat); the scrape goes on.\n"
 	"\n"
 	"Options:\n"
 	"  -l, --listen ADDR    HOST:PORT, [IPv6]:PORT or PORT (default 127.0.0.1:9464;\n"
@@ -274,6 +283,15 @@ static int client_cert_ok(struct server *sv, struct MHD_Connection *conn)
 	return gnutls_certificate_verify_peers2((gnutls_session_t)ci->tls_session, &status) == 0 && status == 0;
 }
 
+static enum MHD_Result count_host(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	(void)kind;
+	(void)value;
+	if (key && strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0)
+		++*(unsigned *)cls;
+	return MHD_YES;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 			      const char *version, const char *upload_data, size_t *upload_data_size,
 			      void **con_cls)
@@ -293,11 +311,19 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	 * behind a keep-alive proxy. Others are answered on the second call
 	 * (a response queued before then closes the connection too). */
 	if (!*con_cls) {
+		unsigned hosts = 0;
+
 		*con_cls = &started;
 		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
 		if (te || (cl && strcmp(cl, "0") != 0))
 			return reply_text(conn, MHD_HTTP_BAD_REQUEST, "request bodies are not accepted", 1, NULL);
+		/* RFC 9112 3.2: 400 for more than one Host (libmicrohttpd
+		 * 0.9.75 checks only that HTTP/1.1 has one): proxies that
+		 * read another Host than this server are a smuggling tool. */
+		MHD_get_connection_values(conn, MHD_HEADER_KIND, count_host, &hosts);
+		if (hosts > 1)
+			return reply_text(conn, MHD_HTTP_BAD_REQUEST, "more than one Host header", 1, NULL);
 		return MHD_YES;
 	}
 	if (*upload_data_size)

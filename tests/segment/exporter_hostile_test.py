@@ -4,6 +4,11 @@
   exporter_hostile_test.py bounds PCPUSTAT FIXTURE
       --max-bytes: a scrape over it fails alone (503); a small one right
       after succeeds; the daemon keeps serving.
+  exporter_hostile_test.py segments PCPUSTAT FIXTURE
+      one bad segment never fails the scrape: corrupted, truncated,
+      duplicate, clashing and too large segments are each reported as
+      pcpu_segment_up{...,reason="WHY"} 0 beside the good ones' values and
+      up 1; every exposition passes `promtool check metrics`.
   exporter_hostile_test.py neighbours PCPUSTAT FIXTURE
       a planted pcpu.0<PID>.<NAME> (leading zero) and a duplicate target
       never fail the scrape; 20,000 junk files named like segments: scrapes
@@ -51,9 +56,11 @@ def bounds(e):
     for i in range(10):
         e.fixture_start("golden", "g%d" % i)
     cnt, _ = e.fixture_start("count", "777", "counter")
-    srv, host, port = e.serve("--max-bytes", "64K")
+    # Each segment fits in 128K by itself (else it would be left out
+    # alone, reason too_large: `segments`); together they do not.
+    srv, host, port = e.serve("--max-bytes", "128K")
     st, body, _ = timed_get(host, port)
-    check(st == 503 and "--max-bytes" in body, "11 segments over --max-bytes 64K -> 503 (%r)" % st)
+    check(st == 503 and "--max-bytes" in body, "11 segments over --max-bytes 128K -> 503 (%r)" % st)
     st, body, _ = timed_get(host, port, "/metrics/counter")
     check(st == 200 and "test_events_total 777" in body, "then a small scrape (one segment): 200")
     st, _, _ = timed_get(host, port)
@@ -64,6 +71,112 @@ def bounds(e):
           "the same scrape within --max-bytes 4M: 200")
 
 
+def promtool_ok(body, what):
+    """`promtool check metrics` (Debian package prometheus) accepts body."""
+    try:
+        p = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True,
+                           text=True, timeout=30)
+        ok, out = p.returncode == 0, p.stdout + p.stderr
+    except FileNotFoundError:
+        ok, out = False, "promtool not found: run scripts/install-deps.sh"
+    check(ok, "%s: promtool check metrics %s" % (what, "ok" if ok else out.strip()))
+
+
+def up_line(name, pid, reason, value):
+    return 'pcpu_segment_up{pcpu_segment="%s",pcpu_pid="%s",reason="%s"} %d' % (name, pid, reason, value)
+
+
+def samples_of(body, name):
+    return [l for l in body.splitlines()
+            if not l.startswith(("#", "pcpu_segment_up{")) and 'pcpu_segment="%s"' % name in l]
+
+
+def segments(e):
+    good, gpath = e.fixture_start("golden", "good")
+    cnt, _ = e.fixture_start("count", "4321", "counter")
+    value = 'test_events_total{pcpu_segment="counter",pcpu_pid="%d"} 4321' % cnt.pid
+    ngood = None
+
+    # Corrupted (its magic overwritten) and truncated copies of a segment.
+    with open(gpath, "rb") as f:
+        data = bytearray(f.read(4096))
+    data[0:8] = b"NOTMAGIC"
+    bad = os.path.join(e.dir, "pcpu.%d.bad" % good.pid)
+    trunc = os.path.join(e.dir, "pcpu.%d.trunc" % good.pid)
+    with open(bad, "wb") as f:
+        f.write(data)
+    with open(gpath, "rb") as f, open(trunc, "wb") as g:
+        g.write(f.read(300))
+    for p in (bad, trunc):
+        os.chmod(p, 0o600)
+    srv, host, port = e.serve()
+    st, body, _ = timed_get(host, port)
+    ngood = len(samples_of(body, "good"))
+    check(st == 200 and value in body and ngood > 0 and up_line("good", good.pid, "", 1) in body and
+          up_line("counter", cnt.pid, "", 1) in body,
+          "corrupted and truncated neighbours: 200, the good segments' values and up 1 (%r)" % st)
+    check(up_line("bad", good.pid, "corrupt", 0) in body and up_line("trunc", good.pid, "corrupt", 0) in body
+          and not samples_of(body, "bad") and not samples_of(body, "trunc"),
+          "corrupted and truncated: pcpu_segment_up 0, reason corrupt, nothing of theirs")
+    promtool_ok(body, "corrupted and truncated")
+    # The same through prometheus_client's strict OpenMetrics parser: the
+    # empty reason is a label value like any other.
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families
+    st, _, om = et.get(host, port, headers={"Accept": "application/openmetrics-text;version=1.0.0"})
+    ups = {(s.labels["pcpu_segment"], s.labels["reason"]): s.value
+           for f in text_string_to_metric_families(om) if f.name == "pcpu_segment_up" for s in f.samples}
+    check(st == 200 and ups == {("good", ""): 1, ("counter", ""): 1, ("bad", "corrupt"): 0, ("trunc", "corrupt"): 0},
+          "OpenMetrics, strict parser: pcpu_segment_up by segment and reason %r" % ups)
+    os.unlink(bad)
+    os.unlink(trunc)
+
+    # One segment named three times (pid, name, file name): served once;
+    # the others (by key: "counter" and "pcpu..." after the pid's digits)
+    # are duplicates, reported by one series.
+    srv2, h2, p2 = e.serve(str(cnt.pid), "counter", "pcpu.%d.counter" % cnt.pid, "good")
+    st, body, _ = timed_get(h2, p2)
+    check(st == 200 and body.count(value) == 1 and up_line("counter", cnt.pid, "", 1) in body and
+          up_line("good", good.pid, "", 1) in body and len(samples_of(body, "good")) == ngood,
+          "duplicates: 200, the values once, up 1 for the one served (%r)" % st)
+    check(body.count(up_line("counter", cnt.pid, "duplicate", 0)) == 1,
+          "two duplicates: one pcpu_segment_up 0, reason duplicate")
+    promtool_ok(body, "duplicate")
+    stop_all(e, [srv, srv2])
+
+    # Families that clash (test_events_total with two help texts): by
+    # name, "clashing" is merged first and wins.
+    cl, _ = e.fixture_start("clash", "clashing")
+    srv, host, port = e.serve("counter", "clashing", "good")
+    for _ in range(3):
+        st, body, _ = timed_get(host, port)
+        check(st == 200 and 'test_events_total{pcpu_segment="clashing",pcpu_pid="%d"} 5' % cl.pid in body and
+              up_line("clashing", cl.pid, "", 1) in body and up_line("counter", cnt.pid, "conflict", 0) in body
+              and not samples_of(body, "counter") and len(samples_of(body, "good")) == ngood,
+              "a clash: the first by name served, the other up 0, reason conflict (%r)" % st)
+    promtool_ok(body, "conflict")
+    stop_all(e, [srv, cl])
+
+    # A segment larger than --max-bytes by itself is left out alone,
+    # before or after the others in the order of reading; the scrape
+    # goes on within the budget.
+    big1, _ = e.fixture_start("golden", "abig")
+    big2, _ = e.fixture_start("golden", "zbig")
+    srv, host, port = e.serve("--max-bytes", "48K", "abig", "counter", "zbig")
+    st, body, _ = timed_get(host, port)
+    check(st == 200 and value in body and up_line("counter", cnt.pid, "", 1) in body and
+          up_line("abig", big1.pid, "too_large", 0) in body and up_line("zbig", big2.pid, "too_large", 0) in body
+          and not samples_of(body, "abig") and not samples_of(body, "zbig"),
+          "segments over --max-bytes by themselves: up 0, reason too_large; the rest served (%r)" % st)
+    promtool_ok(body, "too large")
+
+
+def stop_all(e, procs):
+    """Stops these of e's processes (exporters, fixtures) now."""
+    from prometheus_test import stop
+    stop(procs)
+    e.procs = [p for p in e.procs if p not in procs]
+
+
 def rss_kb(pid):
     return et.rss_kb(pid)
 
@@ -71,7 +184,7 @@ def rss_kb(pid):
 def neighbours(e):
     cnt, path = e.fixture_start("count", "4321", "counter")
     want = 'test_events_total{pcpu_segment="counter",pcpu_pid="%d"} 4321' % cnt.pid
-    up = 'pcpu_segment_up{pcpu_segment="counter",pcpu_pid="%d"}' % cnt.pid
+    up = up_line("counter", cnt.pid, "", 1)
 
     # A planted copy whose name parses as the victim's with a leading zero.
     planted = os.path.join(e.dir, "pcpu.0%d.counter" % cnt.pid)
@@ -91,8 +204,9 @@ def neighbours(e):
     # The same segment named twice (name and pid): served once.
     srv2, h2, p2 = e.serve("counter", str(cnt.pid))
     st, body, _ = timed_get(h2, p2)
-    check(st == 200 and body.count(want) == 1 and body.count(up) == 1,
-          "one segment named twice on the command line: 200, served once (%r)" % st)
+    check(st == 200 and body.count(want) == 1 and body.count(up) == 1 and
+          up_line("counter", cnt.pid, "duplicate", 0) in body,
+          "one segment named twice on the command line: 200, served once, the other a duplicate (%r)" % st)
 
     # 20,000 junk files named like segments of processes that do not exist.
     st, _, _ = timed_get(host, port)
@@ -195,7 +309,7 @@ def fairness(e):
 
 
 def main():
-    modes = {"bounds": bounds, "neighbours": neighbours, "nofile": nofile, "fairness": fairness}
+    modes = {"bounds": bounds, "segments": segments, "neighbours": neighbours, "nofile": nofile, "fairness": fairness}
     if len(sys.argv) < 4 or sys.argv[1] not in modes:
         raise SystemExit(__doc__)
     e = et.Env(sys.argv[2], sys.argv[3])

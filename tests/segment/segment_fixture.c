@@ -7,6 +7,8 @@
  *   segment_fixture churn [NAME]      threads add and remove series all the time:
  *                                     churn_value{id="K"} is always 0 or 7*K
  *   segment_fixture die [NAME]        publishes, then exits without unpublishing
+ *   segment_fixture clash [NAME]      test_events_total = 5 with another help text: clashes
+ *                                     with count's counter of that name when merged
  *   segment_fixture latency [NAME]    a thread records random latencies, log-uniform from
  *                                     1 ms to a bound doubling every second up to 20 s,
  *                                     into test_latency_seconds (log-linear,
@@ -279,13 +281,19 @@ int main(int argc, char **argv)
 		    !(latency_native = pcpu_family_histogram(nf, NULL)))
 			die("histogram");
 		pthread_create(&t[threads++], NULL, latency_thread, NULL);
+	} else if (strcmp(mode, "clash") == 0) {
+		pcpu_counter_t c = pcpu_registry_counter(reg, "test_events_total", "Not the events count counts.");
+
+		if (!c)
+			die("counter");
+		pcpu_counter_add(c, 5);
 	} else if (strcmp(mode, "die") == 0) {
 		pcpu_counter_add(pcpu_registry_counter(reg, "last_words_total", "Before dying."), 3);
 		printf("ready %s\n", pcpu_segment_path(seg));
 		fflush(stdout);
 		_exit(0);
 	} else {
-		fputs("usage: segment_fixture golden|count N|churn|latency|die [NAME]\n", stderr);
+		fputs("usage: segment_fixture golden|count N|churn|latency|clash|die [NAME]\n", stderr);
 		return 2;
 	}
 	printf("ready %s\n", pcpu_segment_path(seg));
