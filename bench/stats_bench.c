@@ -174,6 +174,28 @@ static NOINLINE void bench_lookup_explicit16_rand(uint64_t n)
 	}
 }
 
+/* The same values' log-linear buckets, computed once (rand_init_buckets()):
+ * the record's add without its lookup, on the buckets the record touches. */
+static uint16_t rand_bucket[NRAND];
+
+static NOINLINE void bench_pair_add_rand_bucket(uint64_t n)
+{
+	uint64_t i;
+	for (i = 0; i < n; i++)
+		pcpu__histogram_add_pair(h_loglin->pcpu__c + 2 * (size_t)rand_bucket[i & (NRAND - 1)], 1,
+					 rand_ns[i & (NRAND - 1)]);
+}
+
+/* A plain counter add on the same words (each bucket's count): what a
+ * single 8-byte add costs with the record's memory footprint. */
+static NOINLINE void bench_counter_add_rand_bucket(uint64_t n)
+{
+	uint64_t i;
+	for (i = 0; i < n; i++)
+		pcpu_counter_add(h_loglin->pcpu__c + 2 * (size_t)rand_bucket[i & (NRAND - 1)],
+				 rand_ns[i & (NRAND - 1)]);
+}
+
 static NOINLINE void bench_pair_add_rand(uint64_t n)
 {
 	uint64_t i;
@@ -253,6 +275,8 @@ static struct variant variants[] = {
 	{ .name = "  lookup only (log-linear, random)", .fn = bench_lookup_loglin_rand },
 	{ .name = "  lookup only (16 explicit, random)", .fn = bench_lookup_explicit16_rand },
 	{ .name = "  pair add only (random value)", .fn = bench_pair_add_rand },
+	{ .name = "  pair add, random bucket (log-linear)", .fn = bench_pair_add_rand_bucket },
+	{ .name = "  counter add, random bucket (same words)", .fn = bench_counter_add_rand_bucket },
 #ifdef PCPU_BENCH_PROMCPP
 	/* Single-threaded only: one shared prometheus::Histogram. */
 	{ .name = "prometheus-cpp Observe (11, random)", .fn = bench_promcpp_rand },
@@ -451,6 +475,7 @@ int main(int argc, char **argv)
 	h_explicit = pcpu_histogram_create(&le);
 	h_explicit16 = pcpu_histogram_create(&le16);
 	h_loglin = pcpu_histogram_create(&ll);
+	CHECK(h_loglin);
 	{
 		struct pcpu_histogram_layout nl = { .scheme = PCPU_HISTOGRAM_EXPONENTIAL, .schema = 3,
 						    .scale_exp10 = -9 };
@@ -461,6 +486,8 @@ int main(int argc, char **argv)
 	grp = pcpu_group_alloc(2, 1);
 	CHECK(c_a && c_b && c_pair && g_a && h_explicit && h_explicit16 && h_loglin && grp);
 	rand_init();
+	for (i = 0; i < NRAND; i++)
+		rand_bucket[i] = (uint16_t)pcpu_histogram_bucket_of(h_loglin, rand_ns[i]);
 #ifdef PCPU_BENCH_PROMCPP
 	{
 		double sb[11];
@@ -533,6 +560,10 @@ int main(int argc, char **argv)
 		stats3(variant_of(bench_lookup_explicit16_rand)->ns, rounds, &g, &dummy1, &dummy2);
 		printf("  16-explicit record (random) %.2f ns = lookup %.2f + pair add %.2f (sum %.2f)\n",
 		       h16, g, two, g + two);
+		stats3(variant_of(bench_pair_add_rand_bucket)->ns, rounds, &g, &dummy1, &dummy2);
+		stats3(variant_of(bench_counter_add_rand_bucket)->ns, rounds, &two, &dummy1, &dummy2);
+		printf("  on the record's random buckets: pair add %.2f ns, counter add %.2f ns "
+		       "(%.2fx and %.2fx a counter add of one counter)\n", g, two, g / c, two / c);
 	}
 	/* Every run counted: the group holds exactly what was added. */
 	CHECK(pcpu_group_read(grp, 0, gv) == 0);

@@ -261,25 +261,30 @@ typedef long long pcpu__v2i64 __attribute__((vector_size(16)));
 __attribute__((always_inline)) static inline int
 pcpu__rseq_cmpeq_add2v_indexed(int64_t idx, int64_t *base, int64_t a, int64_t b)
 {
-	pcpu__v2i64 add = { (long long)a, (long long)b }, tmp;
+	pcpu__v2i64 add, hi;
 	intptr_t scratch;
 
 	PCPU__INJECT_BEFORE();
-	__asm__ __volatile__ goto(PCPU__X86_RSEQ_ARM_VIA("%[cs]", "%[scratch]")
+	/* (a, b) into one SSE register straight from the general ones: left
+	 * to itself, gcc 12 goes through a stack slot (a store and a movhps
+	 * load) on every record. */
+	__asm__ __volatile__ goto("movq %[a], %[add]\n\t"
+		     "movq %[b], %[hi]\n\t"
+		     "punpcklqdq %[hi], %[add]\n\t"
+		     PCPU__X86_RSEQ_ARM_VIA("%[cs]", "%[scratch]")
 		     "1:\n\t"
 		     "cmpl %k[idx], %%fs:(%[idxoff])\n\t"
 		     "jnz %l[aborted]\n\t"
 		     "shlq %[shift], %[idx]\n\t"
-		     "movdqa (%[base], %[idx]), %[tmp]\n\t"
-		     "paddq %[add], %[tmp]\n\t"
+		     "paddq (%[base], %[idx]), %[add]\n\t"
 		     PCPU__INJECT_ASM /* widens load..commit, the window that matters */
-		     "movdqa %[tmp], (%[base], %[idx])\n\t"
+		     "movdqa %[add], (%[base], %[idx])\n\t"
 		     "2:\n\t"
 		     PCPU__X86_RSEQ_ABORT_TO("aborted")
-		     : [idx] "+r"(idx), [scratch] "=&r"(scratch), [tmp] "=&x"(tmp)
+		     : [idx] "+r"(idx), [scratch] "=&r"(scratch), [add] "=&x"(add), [hi] "=&x"(hi)
 		     : [cs] "r"((intptr_t)pcpu__g.cs_tpoff),
-		       [idxoff] "r"((intptr_t)pcpu__g.index_tpoff), [base] "r"(base), [add] "x"(add),
-		       [shift] "n"(PCPU_SLOT_STRIDE_SHIFT)
+		       [idxoff] "r"((intptr_t)pcpu__g.index_tpoff), [base] "r"(base), [a] "r"(a),
+		       [b] "r"(b), [shift] "n"(PCPU_SLOT_STRIDE_SHIFT)
 		     : "memory", "cc" PCPU__INJECT_CLOBBER
 		     : aborted);
 	pcpu__after_asm_goto();
