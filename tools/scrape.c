@@ -5,7 +5,7 @@
  * each series labelled pcpu_segment="NAME", pcpu_pid="PID", plus
  * pcpu_segment_up{pcpu_segment, pcpu_pid, reason} per segment: 1 with an
  * empty reason (the same series as no reason label, to Prometheus), or 0
- * with a word saying why (reason_of(): a fixed vocabulary, so the label's
+ * with a word saying why (pcpu_reader_reason(): a fixed vocabulary, so the label's
  * values stay bounded; the details go to stderr once per change).
  *
  * Isolation: every scrape opens each segment with the exporter's own
@@ -58,7 +58,7 @@ struct seg {
 	const char *labels[3]; /* pcpu_segment, pcpu_pid, and reason for pcpu_segment_up */
 	int ok, dup, too_large;
 	const struct seg *first; /* a duplicate's: the one served instead */
-	const char *reason; /* not ok: a word of reason_of()'s vocabulary */
+	const char *reason; /* not ok: a word of pcpu_reader_reason()'s vocabulary */
 	int err;       /* errno of a failure that may fail the whole scrape */
 	char msg[320];
 };
@@ -171,35 +171,6 @@ int valid_target(const char *t)
 	return 1;
 }
 
-/* Why a segment is not served, as the `reason` label of its
- * pcpu_segment_up 0: a small fixed vocabulary (bounded label values; the
- * details go to stderr), from the reader's errno. */
-static const char *reason_of(int e)
-{
-	switch (e) {
-	case ENOENT:
-		return "missing";
-	case ENOTUNIQ:
-		return "ambiguous";
-	case EACCES:
-	case EPERM:
-	case ELOOP:
-		return "permission";
-	case EPROTONOSUPPORT:
-		return "incompatible";
-	case EBADMSG:
-		return "corrupt";
-	case ESRCH:
-		return "writer_gone";
-	case EAGAIN:
-		return "not_ready";
-	case EFBIG:
-		return "too_large";
-	default:
-		return "error";
-	}
-}
-
 static void seg_fail(struct seg *g, const char *reason, const char *msg)
 {
 	g->ok = 0;
@@ -221,7 +192,7 @@ static void read_segment(const struct scrape_config *cf, struct seg *g, size_t *
 	if (!r) {
 		if (errno == ENOMEM)
 			g->err = ENOMEM;
-		seg_fail(g, reason_of(errno), pcpu_reader_error());
+		seg_fail(g, pcpu_reader_reason(errno), pcpu_reader_error());
 		return;
 	}
 	snprintf(g->name, sizeof g->name, "%s", pcpu_reader_name(r));
@@ -229,7 +200,7 @@ static void read_segment(const struct scrape_config *cf, struct seg *g, size_t *
 	if (pcpu_reader_snapshot(r, 0, &g->snap) < 0) {
 		if (errno == ENOMEM || errno == EFBIG)
 			g->err = errno;
-		seg_fail(g, reason_of(errno), pcpu_reader_error());
+		seg_fail(g, pcpu_reader_reason(errno), pcpu_reader_error());
 		g->snap = NULL;
 		pcpu_reader_close(r);
 		return;

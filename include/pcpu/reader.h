@@ -285,6 +285,19 @@ PCPU_API int pcpu_segment_prune(const struct pcpu_reader_options *opts, size_t *
  * of a segment or reader call in this thread; never NULL. */
 PCPU_API const char *pcpu_reader_error(void);
 
+/**
+ * A short fixed word for why a reader call failed with errno `errnum`, for
+ * a label value an exporter can attach to a segment it could not serve
+ * (`pcpustat serve`'s and the Python collector's pcpu_segment_up{reason}):
+ * "missing" (ENOENT), "ambiguous" (ENOTUNIQ), "permission" (EACCES, EPERM,
+ * ELOOP), "incompatible" (EPROTONOSUPPORT), "corrupt" (EBADMSG),
+ * "writer_gone" (ESRCH), "not_ready" (EAGAIN), "too_large" (EFBIG), and
+ * "error" for anything else. The vocabulary is bounded, so the label's
+ * cardinality is; pcpu_reader_error() has the details. Never NULL (a
+ * static string). Thread-safe; async-signal-safe. Cost: a switch.
+ */
+PCPU_API const char *pcpu_reader_reason(int errnum);
+
 PCPU_END_DECLS
 
 #endif /* PCPU_READER_H */

@@ -70,6 +70,32 @@ const char *pcpu_reader_error(void)
 	return tls_msg;
 }
 
+const char *pcpu_reader_reason(int errnum)
+{
+	switch (errnum) {
+	case ENOENT:
+		return "missing";
+	case ENOTUNIQ:
+		return "ambiguous";
+	case EACCES:
+	case EPERM:
+	case ELOOP:
+		return "permission";
+	case EPROTONOSUPPORT:
+		return "incompatible";
+	case EBADMSG:
+		return "corrupt";
+	case ESRCH:
+		return "writer_gone";
+	case EAGAIN:
+		return "not_ready";
+	case EFBIG:
+		return "too_large";
+	default:
+		return "error";
+	}
+}
+
 static int name_char(unsigned char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||

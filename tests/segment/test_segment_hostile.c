@@ -493,6 +493,24 @@ static void check_mirrors(void)
 	printf("  mirror words counted (every type, per slot, modulo 2^64)\n");
 }
 
+/* pcpu_reader_reason(): each errno the reader documents has its word, and
+ * anything else is "error" (a bounded label vocabulary, never NULL). */
+static void check_reasons(void)
+{
+	static const struct { int e; const char *w; } map[] = {
+		{ ENOENT, "missing" }, { ENOTUNIQ, "ambiguous" }, { EACCES, "permission" },
+		{ EPERM, "permission" }, { ELOOP, "permission" }, { EPROTONOSUPPORT, "incompatible" },
+		{ EBADMSG, "corrupt" }, { ESRCH, "writer_gone" }, { EAGAIN, "not_ready" },
+		{ EFBIG, "too_large" }, { ENOMEM, "error" }, { 0, "error" }, { -1, "error" },
+		{ 100000, "error" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof map / sizeof map[0]; i++)
+		CHECK(strcmp(pcpu_reader_reason(map[i].e), map[i].w) == 0);
+	printf("  reader errno -> reason words\n");
+}
+
 static void check_budget(void)
 {
 	struct sb b;
@@ -690,6 +708,7 @@ int main(void)
 	check_version1();
 	check_mirrors();
 	check_pairs();
+	check_reasons();
 	check_budget();
 	check_changed_mid_read();
 	check_groups();

@@ -34,7 +34,7 @@ from typing import Dict, List, Optional, Tuple, Union
 from . import _lib
 
 __all__ = ["SegmentInfo", "Histogram", "Series", "Family", "Snapshot", "Segment",
-           "list_segments", "open_segment", "prune_segments", "scale"]
+           "list_segments", "open_segment", "prune_segments", "scale", "reason"]
 __version__ = "0.1.0"
 
 
@@ -309,3 +309,10 @@ def open_segment(target: Union[str, int], **kw) -> Segment:
 def content_type(fmt: str) -> str:
     """HTTP Content-Type of an exposition format."""
     return _s(_lib.lib().pcpu_format_content_type(_lib.FORMATS[fmt]))
+
+
+def reason(errnum: int) -> str:
+    """pcpu_reader_reason(): the short fixed word an exporter puts in the
+    `reason` label of a segment it could not serve ("missing", "corrupt",
+    "writer_gone", ... "error"), for an errno of the reader."""
+    return _lib.lib().pcpu_reader_reason(int(errnum)).decode()

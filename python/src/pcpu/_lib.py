@@ -149,6 +149,7 @@ _FUNCTIONS = [
      [ctypes.POINTER(ReaderSnapshot), ctypes.c_size_t, ctypes.c_size_t]),
     ("pcpu_reader_snapshot_free", None, [ctypes.POINTER(ReaderSnapshot)]),
     ("pcpu_reader_error", ctypes.c_char_p, []),
+    ("pcpu_reader_reason", ctypes.c_char_p, [ctypes.c_int]),
     ("pcpu_snapshot_write", ctypes.c_int,
      [ctypes.POINTER(Snapshot), c_enum, ctypes.POINTER(ctypes.c_void_p),
       ctypes.POINTER(ctypes.c_size_t)]),

@@ -9,11 +9,13 @@
 
 Every scrape opens each segment afresh and takes one snapshot of it, as
 `pcpustat serve` does, with the same conventions: every series gets the
-labels pcpu_segment="NAME" and pcpu_pid="PID", and pcpu_segment_up{...} is
-1 for a segment that was read and exposed, 0 for one that was not (it could
-not be read -- unreadable, corrupted, writer gone -- or its metrics clash
-with another segment's: same name, another type, help, unit, labels or
-buckets). A segment is exposed whole or not at all.
+labels pcpu_segment="NAME" and pcpu_pid="PID", and pcpu_segment_up{...,
+reason="..."} is 1 with an empty reason for a segment that was read and
+exposed, 0 for one that was not, with the reason: why it could not be read
+(pcpu.reason() of the reader's errno: "corrupt", "writer_gone",
+"permission", ...), or "conflict" where its metrics clash with an earlier
+segment's (same name, another type, help, unit, labels or buckets). A
+segment is exposed whole or not at all.
 """
 import os
 from typing import Iterable, List, Optional, Union
@@ -69,20 +71,24 @@ class PcpuCollector(Collector):
     def collect(self):
         merged = {}   # family name -> (shape, metric family object)
         up = GaugeMetricFamily("pcpu_segment_up",
-                               "1 if the pcpu segment was read and exposed, 0 if not.",
-                               labels=list(EXTRA_LABELS))
+                               "1 if the pcpu segment was read and exposed, else 0 and the reason.",
+                               labels=list(EXTRA_LABELS) + ["reason"])
         for info in self._segments():
             labels = [info.name, str(info.pid)]
-            snap = None
+            snap, why = None, ""
             if info.error == 0:
                 try:
                     with pcpu.open_segment(info.file, dir=self.dir, owner=self.owner,
                                            any_owner=self.any_owner) as seg:
                         snap = seg.snapshot()
-                except OSError:
-                    snap = None
+                except OSError as e:
+                    why = pcpu.reason(e.errno or 0)
+            else:
+                why = pcpu.reason(info.error)
             ok = snap is not None and self._check(snap, merged)
-            up.add_metric(labels, 1 if ok else 0)
+            if snap is not None and not ok:
+                why = "conflict"
+            up.add_metric(labels + [why], 1 if ok else 0)
             if ok:
                 for fam in snap.families:
                     self._add(fam, merged, labels)
