@@ -5,8 +5,9 @@
  * each series labelled pcpu_segment="NAME", pcpu_pid="PID", plus
  * pcpu_segment_up{pcpu_segment, pcpu_pid, reason} per segment: 1 with an
  * empty reason (the same series as no reason label, to Prometheus), or 0
- * with a word saying why (pcpu_reader_reason(): a fixed vocabulary, so the label's
- * values stay bounded; the details go to stderr once per change).
+ * with a word saying why (pcpu_reader_reason()'s fixed vocabulary, plus
+ * "conflict" and "duplicate", so the label's values stay bounded; the
+ * details go to stderr once per change).
  *
  * Isolation: every scrape opens each segment with the exporter's own
  * credentials and the reader's owner checks, so a segment its user cannot
@@ -28,10 +29,10 @@
  * copies, the output) are charged to one budget (--max-bytes); a scrape
  * whose segments together are past it, or one that meets ENOMEM, fails
  * alone (503) and the next is served as usual (one segment past it by
- * itself is only that segment's failure: read_all()). What is remembered between scrapes (the last message per segment,
- * so stderr says each change once, at most NOTES_PER_SCRAPE lines) is
- * rebuilt from each scrape's segments: segments that went away are
- * forgotten.
+ * itself is only that segment's failure: read_all()). What is remembered
+ * between scrapes (the last message per segment, so stderr says each
+ * change once, at most NOTES_PER_SCRAPE lines) is rebuilt from each
+ * scrape's segments: segments that went away are forgotten.
  */
 #include <errno.h>
 #include <malloc.h>
