@@ -373,16 +373,18 @@ static int exported(const struct pcpu_snapshot_family *f, size_t k, size_t *x)
 	return 0;
 }
 
-/* The `le` strings of a histogram family, computed once per family. */
+/* The `le` strings of a histogram family's exposed buckets (the others'
+ * are left unset), computed once per family. */
 static char (*le_strings(const struct pcpu_snapshot_family *f))[PCPU__DOUBLE_BUF]
 {
 	char (*le)[PCPU__DOUBLE_BUF] = malloc(f->nbuckets * sizeof *le);
-	size_t b;
+	size_t b, x = 0;
 
 	if (!le)
 		return NULL;
 	for (b = 0; b + 1 < f->nbuckets; b++)
-		pcpu__fmt_double(le[b], pcpu__scale_i64(f->bucket_upper[b], f->scale_exp10), 1);
+		if (exported(f, b, &x))
+			pcpu__fmt_bound(le[b], f->bucket_upper[b], f->scale_exp10);
 	strcpy(le[f->nbuckets - 1], "+Inf");
 	return le;
 }
