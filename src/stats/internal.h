@@ -48,6 +48,11 @@ PCPU_HIDDEN int pcpu__check_unit(const char *name, const char *unit);
  * number of suffixes for `type` and sets *suffixes. */
 PCPU_HIDDEN size_t pcpu__type_suffixes(enum pcpu_metric_type type, const char *const **suffixes);
 PCPU_HIDDEN const char *pcpu__type_name(enum pcpu_metric_type type);
+/* The length of an info family's OpenMetrics name (the family name without
+ * its `_info`): OpenMetrics writes `# TYPE x info` and samples `x_info`.
+ * 0 when `flags` has no PCPU_SNAPSHOT_INFO, or name is NULL or does not end
+ * in `_info` after at least one character. */
+PCPU_HIDDEN size_t pcpu__info_name_len(const char *name, unsigned flags);
 
 /* ---- arena.c: memory freed all at once ---- */
 

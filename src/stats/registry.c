@@ -132,9 +132,11 @@ static int sname_grow(struct pcpu_registry *reg)
 	return 0;
 }
 
-static int sname_add(struct pcpu_registry *reg, struct pcpu_family *f, const char *suffix)
+/* Reserves base + suffix for family f. */
+static int sname_add(struct pcpu_registry *reg, struct pcpu_family *f, const char *base,
+		     const char *suffix)
 {
-	size_t bl = strlen(f->name), sl = strlen(suffix);
+	size_t bl = strlen(base), sl = strlen(suffix);
 	struct pcpu__sname *n;
 
 	if (reg->nnames >= reg->namesize && sname_grow(reg) < 0)
@@ -142,9 +144,9 @@ static int sname_add(struct pcpu_registry *reg, struct pcpu_family *f, const cha
 	n = malloc(sizeof *n + bl + sl + 1);
 	if (!n)
 		return -1;
-	memcpy(n->name, f->name, bl);
+	memcpy(n->name, base, bl);
 	memcpy(n->name + bl, suffix, sl + 1);
-	n->hash = sname_hash(f->name, suffix);
+	n->hash = sname_hash(base, suffix);
 	n->fam = f;
 	n->hnext = reg->names[n->hash & (reg->namesize - 1)];
 	reg->names[n->hash & (reg->namesize - 1)] = n;
@@ -152,13 +154,32 @@ static int sname_add(struct pcpu_registry *reg, struct pcpu_family *f, const cha
 	return 0;
 }
 
+/*
+ * An info family (PCPU_SNAPSHOT_INFO) `x_info` also owns `x`: OpenMetrics
+ * writes it as family `x` of type info (`# TYPE x info`, sample x_info),
+ * and a strict parser refuses a second family `x`. Writes that name to
+ * `out` and returns 1 for an info family, else 0.
+ */
+static int info_family_name(const char *name, unsigned flags, char out[PCPU_STATS_NAME_MAX + 1])
+{
+	size_t n = pcpu__info_name_len(name, flags);
+
+	if (!n)
+		return 0;
+	memcpy(out, name, n);
+	out[n] = '\0';
+	return 1;
+}
+
 static void sname_remove_family(struct pcpu_registry *reg, struct pcpu_family *f)
 {
 	const char *const *suf;
 	size_t k, ns = pcpu__type_suffixes(f->type, &suf);
+	char om[PCPU_STATS_NAME_MAX + 1];
+	int info = info_family_name(f->name, f->flags, om);
 
-	for (k = 0; k < ns; k++) {
-		uint64_t h = sname_hash(f->name, suf[k]);
+	for (k = 0; k < ns + (size_t)info; k++) {
+		uint64_t h = k < ns ? sname_hash(f->name, suf[k]) : sname_hash(om, "");
 		struct pcpu__sname **pp;
 
 		if (!reg->namesize)
@@ -369,9 +390,11 @@ static int family_set_layout(struct pcpu_family *f, const struct pcpu_histogram_
 /* Creates and links a family; registry locked; desc already checked. */
 static struct pcpu_family *family_create_locked(struct pcpu_registry *reg,
 						const struct pcpu_family_desc *d, const char *base,
-						struct pcpu__gfamily *gf, unsigned member)
+						struct pcpu__gfamily *gf, unsigned member,
+						unsigned flags)
 {
 	struct pcpu_family *f = calloc(1, sizeof *f);
+	char om[PCPU_STATS_NAME_MAX + 1];
 	const char *const *suf;
 	size_t k, ns;
 	unsigned l;
@@ -379,6 +402,7 @@ static struct pcpu_family *family_create_locked(struct pcpu_registry *reg,
 	if (!f)
 		return NULL;
 	f->reg = reg;
+	f->flags = flags;
 	f->gfam = gf;
 	f->gmember = member;
 	f->type = d->type;
@@ -412,10 +436,14 @@ static struct pcpu_family *family_create_locked(struct pcpu_registry *reg,
 	}
 	ns = pcpu__type_suffixes(f->type, &suf);
 	for (k = 0; k < ns; k++) {
-		if (sname_add(reg, f, suf[k]) < 0) {
+		if (sname_add(reg, f, f->name, suf[k]) < 0) {
 			sname_remove_family(reg, f);
 			goto nomem;
 		}
+	}
+	if (info_family_name(f->name, f->flags, om) && sname_add(reg, f, om, "") < 0) {
+		sname_remove_family(reg, f);
+		goto nomem;
 	}
 	f->index = reg->nfams;
 	reg->fams[reg->nfams++] = f;
@@ -444,13 +472,17 @@ static int const_label_clash(const struct pcpu_registry *reg, const struct pcpu_
 	return 0;
 }
 
-/* Finds or creates; registry locked; desc checked; *created set. */
+/* Finds or creates; registry locked; desc checked; *created set. `flags`:
+ * the new family's PCPU_SNAPSHOT_INFO, which an existing one must match. */
 static struct pcpu_family *family_get_locked(struct pcpu_registry *reg,
 					     const struct pcpu_family_desc *d, const char *base,
-					     int *created, struct pcpu__gfamily *gf, unsigned member)
+					     int *created, struct pcpu__gfamily *gf, unsigned member,
+					     unsigned flags)
 {
 	const char *const *suf;
 	size_t k, ns = pcpu__type_suffixes(d->type, &suf);
+	char om[PCPU_STATS_NAME_MAX + 1];
+	int info = info_family_name(base, flags, om);
 	struct pcpu__sname *n;
 
 	*created = 0;
@@ -458,25 +490,26 @@ static struct pcpu_family *family_get_locked(struct pcpu_registry *reg,
 		return NULL;
 	n = sname_find(reg, base, "");
 	if (n && strcmp(n->fam->name, base) == 0) {
-		if (desc_equal(n->fam, d) && !gf && !n->fam->gfam)
+		if (desc_equal(n->fam, d) && !gf && !n->fam->gfam &&
+		    (n->fam->flags & PCPU_SNAPSHOT_INFO) == (flags & PCPU_SNAPSHOT_INFO))
 			return n->fam;
 		pcpu__set_error("a family of this name exists with another type, help, unit, "
-				"labels, scale or bucket layout");
+				"labels, scale or bucket layout (or is, or is not, an info metric)");
 		pcpu__msg_prefix("family", d->name);
 		errno = EEXIST;
 		return NULL;
 	}
-	for (k = 0; k < ns; k++) {
-		n = sname_find(reg, base, suf[k]);
+	for (k = 0; k < ns + (size_t)info; k++) {
+		n = k < ns ? sname_find(reg, base, suf[k]) : sname_find(reg, om, "");
 		if (n) {
 			struct pcpu__msg m = pcpu__msg_begin();
 
 			pcpu__msg_str(&m, "family ");
 			pcpu__msg_quoted(&m, d->name, 64);
 			pcpu__msg_str(&m, ": sample name ");
-			pcpu__msg_quoted(&m, base, 64);
+			pcpu__msg_quoted(&m, k < ns ? base : om, 64);
 			pcpu__msg_str(&m, " + \"");
-			pcpu__msg_str(&m, suf[k]);
+			pcpu__msg_str(&m, k < ns ? suf[k] : "");
 			pcpu__msg_str(&m, "\" is already written by family ");
 			pcpu__msg_quoted(&m, n->fam->name, 64);
 			errno = EEXIST;
@@ -484,7 +517,7 @@ static struct pcpu_family *family_get_locked(struct pcpu_registry *reg,
 		}
 	}
 	*created = 1;
-	return family_create_locked(reg, d, base, gf, member);
+	return family_create_locked(reg, d, base, gf, member, flags);
 }
 
 /* ---- series ---- */
@@ -675,7 +708,11 @@ static void series_unlink(struct pcpu_family *f, struct pcpu__series *se)
 	free(se);
 }
 
-static void *series_get(pcpu_family_t *f, const char *const *v, enum pcpu_metric_type type)
+/* The series of f with label values v, created if absent. `info`: the
+ * caller is pcpu_registry_info(), the only maker of an info family's
+ * series (each is 1; a series made as a plain gauge would be 0). */
+static void *series_get(pcpu_family_t *f, const char *const *v, enum pcpu_metric_type type,
+			int info)
 {
 	const char *buf[PCPU_STATS_LABELS_MAX];
 	struct pcpu__series *se;
@@ -684,6 +721,11 @@ static void *series_get(pcpu_family_t *f, const char *const *v, enum pcpu_metric
 
 	if (!f) {
 		fail(EINVAL, "family is NULL");
+		return NULL;
+	}
+	if ((f->flags & PCPU_SNAPSHOT_INFO) && !info) {
+		fail(EINVAL, "an info family's series are made by pcpu_registry_info()");
+		pcpu__msg_prefix("family", f->name);
 		return NULL;
 	}
 	if (f->gfam) {
@@ -767,17 +809,17 @@ int pcpu__series_add_callback(struct pcpu_family *f, const char *const *v,
 
 pcpu_counter_t pcpu_family_counter(pcpu_family_t *fam, const char *const *label_values)
 {
-	return (pcpu_counter_t)series_get(fam, label_values, PCPU_METRIC_COUNTER);
+	return (pcpu_counter_t)series_get(fam, label_values, PCPU_METRIC_COUNTER, 0);
 }
 
 pcpu_gauge_t pcpu_family_gauge(pcpu_family_t *fam, const char *const *label_values)
 {
-	return (pcpu_gauge_t)series_get(fam, label_values, PCPU_METRIC_GAUGE);
+	return (pcpu_gauge_t)series_get(fam, label_values, PCPU_METRIC_GAUGE, 0);
 }
 
 pcpu_histogram_t *pcpu_family_histogram(pcpu_family_t *fam, const char *const *label_values)
 {
-	return (pcpu_histogram_t *)series_get(fam, label_values, PCPU_METRIC_HISTOGRAM);
+	return (pcpu_histogram_t *)series_get(fam, label_values, PCPU_METRIC_HISTOGRAM, 0);
 }
 
 void *pcpu_family_lookup(pcpu_family_t *f, const char *const *v)
@@ -977,7 +1019,7 @@ pcpu_family_t *pcpu_registry_family(pcpu_registry_t *reg, const struct pcpu_fami
 	if (desc_check(d, base) < 0)
 		return NULL;
 	pthread_mutex_lock(&reg->lock);
-	f = family_get_locked(reg, d, base, &created, NULL, 0);
+	f = family_get_locked(reg, d, base, &created, NULL, 0, 0);
 	pthread_mutex_unlock(&reg->lock);
 	return f;
 }
@@ -1147,12 +1189,15 @@ int pcpu_registry_const_labels(pcpu_registry_t *reg, unsigned n, const char *con
 int pcpu_registry_info(pcpu_registry_t *reg, const char *name, const char *help, unsigned nlabels,
 		       const char *const *label_names, const char *const *label_values)
 {
+	char base[PCPU_STATS_NAME_MAX + 1];
 	struct pcpu_family_desc d;
 	pcpu_family_t *f;
 	pcpu_gauge_t g;
-	size_t len = name ? strlen(name) : 0;
+	int created;
 
-	if (len <= 5 || strcmp(name + len - 5, "_info") != 0)
+	if (!reg)
+		return fail(EINVAL, "registry is NULL");
+	if (!pcpu__info_name_len(name, PCPU_SNAPSHOT_INFO))
 		return fail(EINVAL, "an info metric's name ends in \"_info\"");
 	memset(&d, 0, sizeof d);
 	d.name = name;
@@ -1160,7 +1205,11 @@ int pcpu_registry_info(pcpu_registry_t *reg, const char *name, const char *help,
 	d.type = PCPU_METRIC_GAUGE;
 	d.nlabels = nlabels;
 	d.label_names = label_names;
-	f = pcpu_registry_family(reg, &d);
+	if (desc_check(&d, base) < 0)
+		return -1;
+	pthread_mutex_lock(&reg->lock);
+	f = family_get_locked(reg, &d, base, &created, NULL, 0, PCPU_SNAPSHOT_INFO);
+	pthread_mutex_unlock(&reg->lock);
 	if (!f)
 		return -1;
 	if (pcpu_family_lookup(f, label_values)) {
@@ -1169,7 +1218,7 @@ int pcpu_registry_info(pcpu_registry_t *reg, const char *name, const char *help,
 		errno = EEXIST;
 		return -1;
 	}
-	g = pcpu_family_gauge(f, label_values);
+	g = series_get(f, label_values, PCPU_METRIC_GAUGE, 1);
 	return g ? pcpu_gauge_set(g, 1) : -1;
 }
 
@@ -1327,7 +1376,7 @@ void *pcpu_registry_struct(pcpu_registry_t *reg, size_t size, const struct pcpu_
 		d.unit = fields[k].unit;
 		d.type = fields[k].type;
 		d.scale_exp10 = fields[k].scale_exp10;
-		ss->fams[k] = family_get_locked(reg, &d, base[k], &created[k], NULL, 0);
+		ss->fams[k] = family_get_locked(reg, &d, base[k], &created[k], NULL, 0, 0);
 		if (!ss->fams[k]) {
 			err = errno;
 			goto fail_locked;
@@ -1480,7 +1529,8 @@ pcpu_group_family_t *pcpu_registry_group(pcpu_registry_t *reg, const struct pcpu
 	gf->nmembers = nmembers;
 	pthread_mutex_lock(&reg->lock);
 	for (made = 0; made < nmembers; made++) {
-		gf->fams[made] = family_get_locked(reg, &members[made], base[made], &created, gf, made);
+		gf->fams[made] = family_get_locked(reg, &members[made], base[made], &created, gf, made,
+						   0);
 		if (!gf->fams[made]) {
 			err = errno;
 			break;

@@ -366,6 +366,16 @@ size_t pcpu__type_suffixes(enum pcpu_metric_type type, const char *const **suffi
 	return 0;
 }
 
+size_t pcpu__info_name_len(const char *name, unsigned flags)
+{
+	size_t n;
+
+	if (!(flags & PCPU_SNAPSHOT_INFO) || !name)
+		return 0;
+	n = strlen(name);
+	return n > 5 && strcmp(name + n - 5, "_info") == 0 ? n - 5 : 0;
+}
+
 const char *pcpu__type_name(enum pcpu_metric_type type)
 {
 	switch (type) {
