@@ -126,8 +126,9 @@ struct pcpu_snapshot_family {
 	 * (the +Inf bucket is always exposed); the counts of the buckets in
 	 * between are folded into the next exposed one, as a cumulative count
 	 * does. NULL: every bucket. The same set is exposed for every series
-	 * at every scrape, empty buckets included (a log-linear histogram's
-	 * set comes from its layout's export_per_octave and export_min). */
+	 * at every scrape, empty buckets included (a log-linear or
+	 * exponential histogram's set comes from its layout's
+	 * export_per_octave and export_min). */
 	const uint32_t *export_buckets;
 	size_t nexport;
 	/** With PCPU_SNAPSHOT_NATIVE: the schema (-4..8) and the native index

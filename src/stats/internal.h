@@ -115,20 +115,35 @@ static inline size_t pcpu__export_list(const int64_t *upper, size_t n, unsigned 
 }
 
 /*
- * The `le` bounds an exponential (native) histogram exposes: the zero
- * bucket's, and those of native indices that are multiples of
- * 2^(schema - 2) -- four per power of two, all of them for schema <= 2.
- * Bucket b >= 1 has native index first + b - 1; n finite buckets.
+ * The `le` bounds an exponential (native) histogram exposes
+ * (pcpu/histogram.h, export_per_octave and export_min): of the buckets
+ * whose upper bound u >= min (all of them for min <= 0), the zero bucket's
+ * and those of native indices that are multiples of 2^(schema - lg): 2^lg
+ * per power of two, every one for schema <= lg. A function of the layout
+ * alone, so it is the same set from creation on. Bucket b >= 1 has native
+ * index first + b - 1; n finite buckets with bounds upper[0..n) (read
+ * only when min > 0).
  */
-static inline size_t pcpu__native_export_list(int32_t first, size_t n, int schema, uint32_t *out)
+static inline size_t pcpu__native_export_rule(const int64_t *upper, int32_t first, size_t n,
+					      int schema, unsigned lg, int64_t min, uint32_t *out)
 {
-	int64_t step = schema > 2 ? (int64_t)1 << (schema - 2) : 1;
+	int64_t step = schema > (int)lg ? (int64_t)1 << (schema - (int)lg) : 1;
 	size_t b, k = 0;
 
-	for (b = 0; b < n; b++)
+	for (b = 0; b < n; b++) {
+		if (min > 0 && upper[b] < min)
+			continue;
 		if (b == 0 || ((int64_t)first + (int64_t)b - 1) % step == 0)
 			out[k++] = (uint32_t)b;
+	}
 	return k;
+}
+
+/* The default rule (4 per power of two, from the zero bucket): what a
+ * segment reader derives from the schema alone (docs/segment-format.md). */
+static inline size_t pcpu__native_export_list(int32_t first, size_t n, int schema, uint32_t *out)
+{
+	return pcpu__native_export_rule(NULL, first, n, schema, 2, 0, out);
 }
 
 /* base^i = 2^(i * 2^-schema), the native bucket boundary i (histogram.c;

@@ -288,10 +288,12 @@ static int layout_equal(const struct pcpu_histogram_layout *a, const struct pcpu
 	if (a->scheme == PCPU_HISTOGRAM_EXPLICIT)
 		return a->nbounds == b->nbounds &&
 		       memcmp(a->bounds, b->bounds, a->nbounds * sizeof *a->bounds) == 0;
-	if (a->scheme == PCPU_HISTOGRAM_EXPONENTIAL)
-		return a->schema == b->schema; /* the scale is the family's */
-	return a->precision_bits == b->precision_bits && a->max_value == b->max_value &&
-	       pcpu__histogram_export_lg(a) == pcpu__histogram_export_lg(b) &&
+	if (a->scheme == PCPU_HISTOGRAM_EXPONENTIAL && a->schema != b->schema)
+		return 0; /* the scale is the family's */
+	if (a->scheme == PCPU_HISTOGRAM_LOG_LINEAR &&
+	    (a->precision_bits != b->precision_bits || a->max_value != b->max_value))
+		return 0;
+	return pcpu__histogram_export_lg(a) == pcpu__histogram_export_lg(b) &&
 	       (a->export_min > 0 ? a->export_min : 0) == (b->export_min > 0 ? b->export_min : 0);
 }
 
@@ -381,8 +383,9 @@ static int family_set_layout(struct pcpu_family *f, const struct pcpu_histogram_
 						       pcpu__histogram_export_lg(l), l->export_min,
 						       f->export_buckets);
 		else
-			f->nexport = pcpu__native_export_list(f->native_index, nb - 1, l->schema,
-							      f->export_buckets);
+			f->nexport = pcpu__native_export_rule(f->bucket_upper, f->native_index, nb - 1,
+							      l->schema, pcpu__histogram_export_lg(l),
+							      l->export_min, f->export_buckets);
 	}
 	return 0;
 }

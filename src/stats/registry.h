@@ -25,8 +25,9 @@ PCPU_HIDDEN pcpu_zone_t *pcpu__stats_zone(void);
 PCPU_HIDDEN int pcpu__histogram_layout_check(const struct pcpu_histogram_layout *l,
 					     size_t *nbuckets, uint64_t *limit);
 
-/* log2 of the `le` bounds a log-linear layout exposes per power of two
- * (export_per_octave, defaulted and capped at the precision). */
+/* log2 of the `le` bounds a log-linear or exponential layout exposes per
+ * power of two (export_per_octave, defaulted, and capped at the buckets per
+ * power of two: 2^precision_bits, or 2^schema). */
 PCPU_HIDDEN unsigned pcpu__histogram_export_lg(const struct pcpu_histogram_layout *l);
 
 /* An exponential layout's bounds (see histogram.c): returns how many (0 if
