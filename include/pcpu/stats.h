@@ -356,6 +356,28 @@ PCPU_API int pcpu_registry_const_labels(pcpu_registry_t *reg, unsigned n,
 					const char *const *names, const char *const *values);
 
 /**
+ * pcpu_registry_family() for a family whose every series also carries the
+ * constant labels names[k]="values[k]" (1 to 32 of them; a subsystem, a
+ * shard, the version of one component): after the family's own labels and
+ * before the registry's (pcpu_registry_const_labels()), in snapshots, every
+ * exposition format and published segments. Handles are looked up with the
+ * family's own label values only, as with the registry's constant labels.
+ * An existing family of that name is returned only if it has the same
+ * description and the same constant labels, names and values, in the same
+ * order (a family from pcpu_registry_family() has none); otherwise EEXIST.
+ * Errors: those of pcpu_registry_family(), plus EINVAL for n not 1 to 32,
+ * NULL names or values, an invalid or repeated name, `le`, a value that is
+ * not UTF-8, a name the family's own labels or the registry's constant
+ * labels use, or more than PCPU_STATS_LABELS_MAX labels in all.
+ * Thread-safe; not async-signal-safe. Cost: pcpu_registry_family()'s, plus
+ * copying the strings when the family is created.
+ */
+PCPU_API pcpu_family_t *pcpu_registry_family_const(pcpu_registry_t *reg,
+						   const struct pcpu_family_desc *desc, unsigned n,
+						   const char *const *names,
+						   const char *const *values);
+
+/**
  * Registers an info metric: the gauge family `name` (which must end in
  * `_info`, e.g. "myapp_build_info") with these label names, and its series
  * with these label values set to 1 -- the convention Prometheus uses for

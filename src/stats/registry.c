@@ -297,15 +297,31 @@ static int layout_equal(const struct pcpu_histogram_layout *a, const struct pcpu
 	       (a->export_min > 0 ? a->export_min : 0) == (b->export_min > 0 ? b->export_min : 0);
 }
 
-static int desc_equal(const struct pcpu_family *f, const struct pcpu_family_desc *d)
+/* What a family has beyond its description: PCPU_SNAPSHOT_INFO, and its
+ * own constant labels (pcpu_registry_family_const()). */
+struct fam_extra {
+	unsigned flags;
+	unsigned nconst;
+	const char *const *names, *const *values;
+};
+
+static const struct fam_extra no_extra;
+
+static int desc_equal(const struct pcpu_family *f, const struct pcpu_family_desc *d,
+		      const struct fam_extra *x)
 {
 	unsigned l;
 
 	if (f->type != d->type || !str_eq(f->help, d->help) || !str_eq(f->unit, d->unit) ||
-	    f->scale_exp10 != d->scale_exp10 || f->nlabels - f->nconst != d->nlabels)
+	    f->scale_exp10 != d->scale_exp10 || f->nlabels - f->nconst != d->nlabels ||
+	    f->nfconst != x->nconst || (f->flags & PCPU_SNAPSHOT_INFO) != (x->flags & PCPU_SNAPSHOT_INFO))
 		return 0;
 	for (l = 0; l < d->nlabels; l++)
 		if (strcmp(f->label_names[l], d->label_names[l]) != 0)
+			return 0;
+	for (l = 0; l < x->nconst; l++)
+		if (strcmp(f->label_names[d->nlabels + l], x->names[l]) != 0 ||
+		    strcmp(f->const_values[l], x->values[l]) != 0)
 			return 0;
 	return f->type != PCPU_METRIC_HISTOGRAM || layout_equal(&f->layout, d->histogram);
 }
@@ -318,6 +334,10 @@ static void family_free_meta(struct pcpu_family *f)
 		for (l = 0; l < f->nlabels; l++)
 			free(f->label_names[l]);
 	free(f->label_names);
+	if (f->const_values)
+		for (l = 0; l < f->nfconst; l++)
+			free(f->const_values[l]);
+	free(f->const_values);
 	free(f->name);
 	free(f->help);
 	free(f->unit);
@@ -394,7 +414,7 @@ static int family_set_layout(struct pcpu_family *f, const struct pcpu_histogram_
 static struct pcpu_family *family_create_locked(struct pcpu_registry *reg,
 						const struct pcpu_family_desc *d, const char *base,
 						struct pcpu__gfamily *gf, unsigned member,
-						unsigned flags)
+						const struct fam_extra *x)
 {
 	struct pcpu_family *f = calloc(1, sizeof *f);
 	char om[PCPU_STATS_NAME_MAX + 1];
@@ -405,7 +425,7 @@ static struct pcpu_family *family_create_locked(struct pcpu_registry *reg,
 	if (!f)
 		return NULL;
 	f->reg = reg;
-	f->flags = flags;
+	f->flags = x->flags;
 	f->gfam = gf;
 	f->gmember = member;
 	f->type = d->type;
@@ -415,16 +435,31 @@ static struct pcpu_family *family_create_locked(struct pcpu_registry *reg,
 	f->unit = d->unit && *d->unit ? strdup(d->unit) : NULL;
 	if (!f->name || (d->help && !f->help) || (d->unit && *d->unit && !f->unit))
 		goto nomem;
-	/* The caller's label names, then the registry's constant ones. */
-	f->nconst = reg->nconst;
-	f->nlabels = d->nlabels + reg->nconst;
+	/* The caller's label names, then the family's constant ones, then the
+	 * registry's. */
+	f->nfconst = x->nconst;
+	f->nconst = x->nconst + reg->nconst;
+	f->nlabels = d->nlabels + f->nconst;
 	if (f->nlabels) {
 		f->label_names = calloc(f->nlabels, sizeof *f->label_names);
 		if (!f->label_names)
 			goto nomem;
 		for (l = 0; l < f->nlabels; l++)
 			if (!(f->label_names[l] = strdup(l < d->nlabels ? d->label_names[l]
-								 : reg->const_names[l - d->nlabels])))
+							 : l < d->nlabels + x->nconst
+								 ? x->names[l - d->nlabels]
+								 : reg->const_names[l - d->nlabels - x->nconst])))
+				goto nomem;
+	}
+	if (f->nconst) {
+		f->const_values = calloc(f->nconst, sizeof *f->const_values);
+		if (!f->const_values)
+			goto nomem;
+		for (l = 0; l < f->nconst; l++)
+			f->const_values[l] = l < x->nconst ? strdup(x->values[l])
+							   : reg->const_values[l - x->nconst];
+		for (l = 0; l < x->nconst; l++)
+			if (!f->const_values[l])
 				goto nomem;
 	}
 	if (d->type == PCPU_METRIC_HISTOGRAM && family_set_layout(f, d->histogram) < 0)
@@ -459,45 +494,55 @@ nomem:
 	return NULL;
 }
 
-/* A family may not name a constant label of the registry itself, nor have
- * more labels than a family can with them. Registry locked. */
-static int const_label_clash(const struct pcpu_registry *reg, const struct pcpu_family_desc *d)
+/* A family may not name a constant label (its own or the registry's)
+ * itself, nor have more labels than a family can with them. Registry
+ * locked; x's names checked and distinct. */
+static int const_label_clash(const struct pcpu_registry *reg, const struct pcpu_family_desc *d,
+			     const struct fam_extra *x)
 {
 	unsigned l, k;
 
-	if (d->nlabels + reg->nconst > PCPU_STATS_LABELS_MAX)
-		return family_invalid(d->name, "too many labels with the registry's constant labels");
-	for (l = 0; l < d->nlabels; l++)
+	if (d->nlabels + x->nconst + reg->nconst > PCPU_STATS_LABELS_MAX)
+		return family_invalid(d->name, "too many labels with the constant labels");
+	for (l = 0; l < d->nlabels + x->nconst; l++) {
+		const char *name = l < d->nlabels ? d->label_names[l] : x->names[l - d->nlabels];
+
 		for (k = 0; k < reg->nconst; k++)
-			if (strcmp(d->label_names[l], reg->const_names[k]) == 0)
+			if (strcmp(name, reg->const_names[k]) == 0)
 				return family_invalid(d->name,
 						      "a label name is a constant label of the registry");
+		for (k = 0; k < x->nconst && l < d->nlabels; k++)
+			if (strcmp(name, x->names[k]) == 0)
+				return family_invalid(d->name,
+						      "a label name is a constant label of the family");
+	}
 	return 0;
 }
 
-/* Finds or creates; registry locked; desc checked; *created set. `flags`:
- * the new family's PCPU_SNAPSHOT_INFO, which an existing one must match. */
+/* Finds or creates; registry locked; desc checked; *created set. `x`: the
+ * new family's PCPU_SNAPSHOT_INFO and constant labels, which an existing
+ * one must match. */
 static struct pcpu_family *family_get_locked(struct pcpu_registry *reg,
 					     const struct pcpu_family_desc *d, const char *base,
 					     int *created, struct pcpu__gfamily *gf, unsigned member,
-					     unsigned flags)
+					     const struct fam_extra *x)
 {
 	const char *const *suf;
 	size_t k, ns = pcpu__type_suffixes(d->type, &suf);
 	char om[PCPU_STATS_NAME_MAX + 1];
-	int info = info_family_name(base, flags, om);
+	int info = info_family_name(base, x->flags, om);
 	struct pcpu__sname *n;
 
 	*created = 0;
-	if (const_label_clash(reg, d) < 0)
+	if (const_label_clash(reg, d, x) < 0)
 		return NULL;
 	n = sname_find(reg, base, "");
 	if (n && strcmp(n->fam->name, base) == 0) {
-		if (desc_equal(n->fam, d) && !gf && !n->fam->gfam &&
-		    (n->fam->flags & PCPU_SNAPSHOT_INFO) == (flags & PCPU_SNAPSHOT_INFO))
+		if (desc_equal(n->fam, d, x) && !gf && !n->fam->gfam)
 			return n->fam;
 		pcpu__set_error("a family of this name exists with another type, help, unit, "
-				"labels, scale or bucket layout (or is, or is not, an info metric)");
+				"labels, constant labels, scale or bucket layout (or is, or is not, "
+				"an info metric)");
 		pcpu__msg_prefix("family", d->name);
 		errno = EEXIST;
 		return NULL;
@@ -520,7 +565,7 @@ static struct pcpu_family *family_get_locked(struct pcpu_registry *reg,
 		}
 	}
 	*created = 1;
-	return family_create_locked(reg, d, base, gf, member, flags);
+	return family_create_locked(reg, d, base, gf, member, x);
 }
 
 /* ---- series ---- */
@@ -582,7 +627,7 @@ static int values_check(const struct pcpu_family *f, const char *const *v, const
 		for (l = 0; l < own; l++)
 			buf[l] = v[l];
 		for (l = 0; l < f->nconst; l++)
-			buf[own + l] = f->reg->const_values[l];
+			buf[own + l] = f->const_values[l];
 		*out = buf;
 	}
 	return 0;
@@ -1009,6 +1054,30 @@ uint64_t pcpu_registry_generation(pcpu_registry_t *reg)
 	return reg ? __atomic_load_n(&reg->generation, __ATOMIC_ACQUIRE) : 0;
 }
 
+/* Checks a set of constant labels (the registry's or a family's). */
+static int const_labels_check(unsigned n, const char *const *names, const char *const *values)
+{
+	unsigned l, k;
+
+	if (n == 0 || n > PCPU_STATS_LABELS_MAX || !names || !values)
+		return fail(EINVAL, "constant labels: NULL names or values, or not 1 to 32 labels");
+	for (l = 0; l < n; l++) {
+		if (pcpu_stats_check_label_name(names[l]) < 0 ||
+		    pcpu_stats_check_label_value(values[l]) < 0) {
+			pcpu__msg_prefix("constant label", names[l] ? names[l] : "(null)");
+			errno = EINVAL;
+			return -1;
+		}
+		/* Histograms reserve "le" for their buckets. */
+		if (strcmp(names[l], "le") == 0)
+			return fail(EINVAL, "constant labels: \"le\" is reserved (histogram buckets)");
+		for (k = 0; k < l; k++)
+			if (strcmp(names[k], names[l]) == 0)
+				return fail(EINVAL, "constant labels: a label name appears twice");
+	}
+	return 0;
+}
+
 pcpu_family_t *pcpu_registry_family(pcpu_registry_t *reg, const struct pcpu_family_desc *d)
 {
 	char base[PCPU_STATS_NAME_MAX + 1];
@@ -1022,7 +1091,28 @@ pcpu_family_t *pcpu_registry_family(pcpu_registry_t *reg, const struct pcpu_fami
 	if (desc_check(d, base) < 0)
 		return NULL;
 	pthread_mutex_lock(&reg->lock);
-	f = family_get_locked(reg, d, base, &created, NULL, 0, 0);
+	f = family_get_locked(reg, d, base, &created, NULL, 0, &no_extra);
+	pthread_mutex_unlock(&reg->lock);
+	return f;
+}
+
+pcpu_family_t *pcpu_registry_family_const(pcpu_registry_t *reg, const struct pcpu_family_desc *d,
+					  unsigned n, const char *const *names,
+					  const char *const *values)
+{
+	struct fam_extra x = { 0, n, names, values };
+	char base[PCPU_STATS_NAME_MAX + 1];
+	struct pcpu_family *f;
+	int created;
+
+	if (!reg) {
+		fail(EINVAL, "registry is NULL");
+		return NULL;
+	}
+	if (desc_check(d, base) < 0 || const_labels_check(n, names, values) < 0)
+		return NULL;
+	pthread_mutex_lock(&reg->lock);
+	f = family_get_locked(reg, d, base, &created, NULL, 0, &x);
 	pthread_mutex_unlock(&reg->lock);
 	return f;
 }
@@ -1150,26 +1240,12 @@ int pcpu_registry_const_labels(pcpu_registry_t *reg, unsigned n, const char *con
 			       const char *const *values)
 {
 	char **cn = NULL, **cv = NULL;
-	unsigned l, k;
 	int r = 0;
 
-	if (!reg || n == 0 || n > PCPU_STATS_LABELS_MAX || !names || !values)
-		return fail(EINVAL, "constant labels: NULL registry, names or values, or not 1 to "
-				    "32 labels");
-	for (l = 0; l < n; l++) {
-		if (pcpu_stats_check_label_name(names[l]) < 0 ||
-		    pcpu_stats_check_label_value(values[l]) < 0) {
-			pcpu__msg_prefix("constant label", names[l] ? names[l] : "(null)");
-			errno = EINVAL;
-			return -1;
-		}
-		/* Histograms reserve "le" for their buckets. */
-		if (strcmp(names[l], "le") == 0)
-			return fail(EINVAL, "constant labels: \"le\" is reserved (histogram buckets)");
-		for (k = 0; k < l; k++)
-			if (strcmp(names[k], names[l]) == 0)
-				return fail(EINVAL, "constant labels: a label name appears twice");
-	}
+	if (!reg)
+		return fail(EINVAL, "constant labels: NULL registry");
+	if (const_labels_check(n, names, values) < 0)
+		return -1;
 	if (!(cn = dup_strings(names, n)) || !(cv = dup_strings(values, n))) {
 		free_strings(cn, n);
 		return fail(ENOMEM, NULL);
@@ -1192,6 +1268,7 @@ int pcpu_registry_const_labels(pcpu_registry_t *reg, unsigned n, const char *con
 int pcpu_registry_info(pcpu_registry_t *reg, const char *name, const char *help, unsigned nlabels,
 		       const char *const *label_names, const char *const *label_values)
 {
+	static const struct fam_extra info = { PCPU_SNAPSHOT_INFO, 0, NULL, NULL };
 	char base[PCPU_STATS_NAME_MAX + 1];
 	struct pcpu_family_desc d;
 	pcpu_family_t *f;
@@ -1211,7 +1288,7 @@ int pcpu_registry_info(pcpu_registry_t *reg, const char *name, const char *help,
 	if (desc_check(&d, base) < 0)
 		return -1;
 	pthread_mutex_lock(&reg->lock);
-	f = family_get_locked(reg, &d, base, &created, NULL, 0, PCPU_SNAPSHOT_INFO);
+	f = family_get_locked(reg, &d, base, &created, NULL, 0, &info);
 	pthread_mutex_unlock(&reg->lock);
 	if (!f)
 		return -1;
@@ -1379,7 +1456,7 @@ void *pcpu_registry_struct(pcpu_registry_t *reg, size_t size, const struct pcpu_
 		d.unit = fields[k].unit;
 		d.type = fields[k].type;
 		d.scale_exp10 = fields[k].scale_exp10;
-		ss->fams[k] = family_get_locked(reg, &d, base[k], &created[k], NULL, 0, 0);
+		ss->fams[k] = family_get_locked(reg, &d, base[k], &created[k], NULL, 0, &no_extra);
 		if (!ss->fams[k]) {
 			err = errno;
 			goto fail_locked;
@@ -1533,7 +1610,7 @@ pcpu_group_family_t *pcpu_registry_group(pcpu_registry_t *reg, const struct pcpu
 	pthread_mutex_lock(&reg->lock);
 	for (made = 0; made < nmembers; made++) {
 		gf->fams[made] = family_get_locked(reg, &members[made], base[made], &created, gf, made,
-						   0);
+						   &no_extra);
 		if (!gf->fams[made]) {
 			err = errno;
 			break;

@@ -60,7 +60,11 @@ struct pcpu_family {
 	int scale_exp10;
 	unsigned nlabels;             /* the caller's, then nconst constant ones */
 	char **label_names;
-	unsigned nconst;              /* the registry's constant labels, last */
+	unsigned nconst;              /* constant labels, last: the family's own
+				       * (pcpu_registry_family_const()), then the registry's */
+	unsigned nfconst;             /* of which the family's own */
+	char **const_values;          /* nconst values: the family's own (owned), then
+				       * the registry's (the registry's strings) */
 	/* histograms */
 	struct pcpu_histogram_layout layout; /* .bounds points to bounds below */
 	int64_t *bounds;

@@ -152,13 +152,11 @@ static void test_scaled_exact(int n)
 		char got[PCPU__DOUBLE_BUF], want[PCPU__DOUBLE_BUF];
 
 		if (i < (int)(sizeof edge / sizeof *edge) * 2)
-			v = i & 1 ? -edge[i / 2] : edge[i / 2];
+			v = i & 1 ? (int64_t)(0 - (uint64_t)edge[i / 2]) : edge[i / 2]; /* INT64_MIN too */
 		else if (i & 2) /* few digits, trailing zeros: 1..99999 * 10^0..12 */
 			v = (int64_t)(r % 100000 + 1) * (int64_t)pow(10, (double)((r >> 20) % 13));
-		else /* any magnitude up to 2^(1..62) */
-			v = (int64_t)(r >> (2 + (r >> 58)));
-		if (!(i & 2) && (r & 1))
-			v = -v;
+		else /* any magnitude up to 2^(1..62), either sign */
+			v = (int64_t)(r >> (2 + (r >> 58) % 61)) * (r & 1 ? -1 : 1);
 		for (scale = -PCPU_STATS_SCALE_MAX; scale <= PCPU_STATS_SCALE_MAX; scale++) {
 			if (!scale)
 				continue;
