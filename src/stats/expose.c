@@ -47,38 +47,10 @@ struct sample_name {
 	size_t family;
 };
 
-/* Compares a1[0..a1n) + a2 with b1[0..b1n) + b2 without building them. */
-static int cmp_concat(const char *a1, size_t a1n, const char *a2, const char *b1, size_t b1n,
-		      const char *b2)
-{
-	for (;;) {
-		unsigned char ca, cb;
-
-		if (!a1n && a2) {
-			a1 = a2;
-			a1n = strlen(a2);
-			a2 = NULL;
-		}
-		if (!b1n && b2) {
-			b1 = b2;
-			b1n = strlen(b2);
-			b2 = NULL;
-		}
-		ca = a1n ? (unsigned char)*a1 : 0;
-		cb = b1n ? (unsigned char)*b1 : 0;
-		if (ca != cb)
-			return ca < cb ? -1 : 1;
-		if (!ca)
-			return 0;
-		a1++, a1n--;
-		b1++, b1n--;
-	}
-}
-
 static int cmp_sample_name(const void *a, const void *b)
 {
 	const struct sample_name *x = a, *y = b;
-	return cmp_concat(x->base, x->baselen, x->suffix, y->base, y->baselen, y->suffix);
+	return pcpu__cmp_concat(x->base, x->baselen, x->suffix, y->base, y->baselen, y->suffix);
 }
 
 static int same_labels(const struct pcpu_snapshot_series *x, const struct pcpu_snapshot_series *y,
@@ -287,11 +259,12 @@ static int check_snapshot(const struct pcpu_snapshot *s)
 		return -1;
 	}
 	for (i = 0; i < s->nfamilies; i++) {
-		const char *const *suf;
+		size_t bl;
+		const char *suf;
 
 		if (check_family(&s->families[i]) < 0)
 			return -1;
-		cap += pcpu__type_suffixes(s->families[i].type, &suf) + 1;
+		cap += pcpu__family_owned_name(&s->families[i], 0, &bl, &suf);
 	}
 	if (cap < 2)
 		return 0;
@@ -301,23 +274,13 @@ static int check_snapshot(const struct pcpu_snapshot *s)
 		return -1;
 	}
 	for (i = 0; i < s->nfamilies; i++) {
-		const char *const *suf;
-		size_t k, ns = pcpu__type_suffixes(s->families[i].type, &suf);
+		size_t k, ns = 1;
 
-		for (k = 0; k < ns; k++) {
+		for (k = 0; k < ns; k++, n++) {
+			ns = pcpu__family_owned_name(&s->families[i], k, &names[n].baselen,
+						     &names[n].suffix);
 			names[n].base = s->families[i].name;
-			names[n].baselen = strlen(names[n].base);
-			names[n].suffix = suf[k];
 			names[n].family = i;
-			n++;
-		}
-		/* An info family `x_info` is family `x` in OpenMetrics. */
-		names[n].baselen = pcpu__info_name_len(s->families[i].name, s->families[i].flags);
-		if (names[n].baselen) {
-			names[n].base = s->families[i].name;
-			names[n].suffix = "";
-			names[n].family = i;
-			n++;
 		}
 	}
 	qsort(names, n, sizeof *names, cmp_sample_name);

@@ -53,6 +53,15 @@ PCPU_HIDDEN const char *pcpu__type_name(enum pcpu_metric_type type);
  * 0 when `flags` has no PCPU_SNAPSHOT_INFO, or name is NULL or does not end
  * in `_info` after at least one character. */
 PCPU_HIDDEN size_t pcpu__info_name_len(const char *name, unsigned flags);
+/* The names a snapshot family owns (the OpenMetrics clash set): its name
+ * plus each of its type's suffixes, and for an info family its OpenMetrics
+ * name. Name k (k < the count returned) is f->name[0..*baselen) + *suffix. */
+PCPU_HIDDEN size_t pcpu__family_owned_name(const struct pcpu_snapshot_family *f, size_t k,
+					   size_t *baselen, const char **suffix);
+/* Compares a1[0..a1n) + a2 with b1[0..b1n) + b2 as strcmp() compares the
+ * strings, without building them. */
+PCPU_HIDDEN int pcpu__cmp_concat(const char *a1, size_t a1n, const char *a2, const char *b1,
+				 size_t b1n, const char *b2);
 
 /* ---- arena.c: memory freed all at once ---- */
 
@@ -72,6 +81,14 @@ PCPU_HIDDEN void pcpu__arena_free(struct pcpu__arena *a);
 static inline uint64_t pcpu__fnv1a(uint64_t h, const char *s)
 {
 	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+/* pcpu__fnv1a() of s[0..n). */
+static inline uint64_t pcpu__fnv1a_n(uint64_t h, const char *s, size_t n)
+{
+	for (; n; s++, n--)
 		h = (h ^ (unsigned char)*s) * 1099511628211ull;
 	return h;
 }
