@@ -1078,7 +1078,9 @@ static int const_labels_check(unsigned n, const char *const *names, const char *
 	return 0;
 }
 
-pcpu_family_t *pcpu_registry_family(pcpu_registry_t *reg, const struct pcpu_family_desc *d)
+/* Finds or creates the family `d` describes, with `x`. */
+static struct pcpu_family *family_register(pcpu_registry_t *reg, const struct pcpu_family_desc *d,
+					   const struct fam_extra *x)
 {
 	char base[PCPU_STATS_NAME_MAX + 1];
 	struct pcpu_family *f;
@@ -1091,9 +1093,14 @@ pcpu_family_t *pcpu_registry_family(pcpu_registry_t *reg, const struct pcpu_fami
 	if (desc_check(d, base) < 0)
 		return NULL;
 	pthread_mutex_lock(&reg->lock);
-	f = family_get_locked(reg, d, base, &created, NULL, 0, &no_extra);
+	f = family_get_locked(reg, d, base, &created, NULL, 0, x);
 	pthread_mutex_unlock(&reg->lock);
 	return f;
+}
+
+pcpu_family_t *pcpu_registry_family(pcpu_registry_t *reg, const struct pcpu_family_desc *d)
+{
+	return family_register(reg, d, &no_extra);
 }
 
 pcpu_family_t *pcpu_registry_family_const(pcpu_registry_t *reg, const struct pcpu_family_desc *d,
@@ -1101,20 +1108,10 @@ pcpu_family_t *pcpu_registry_family_const(pcpu_registry_t *reg, const struct pcp
 					  const char *const *values)
 {
 	struct fam_extra x = { 0, n, names, values };
-	char base[PCPU_STATS_NAME_MAX + 1];
-	struct pcpu_family *f;
-	int created;
 
-	if (!reg) {
-		fail(EINVAL, "registry is NULL");
+	if (const_labels_check(n, names, values) < 0)
 		return NULL;
-	}
-	if (desc_check(d, base) < 0 || const_labels_check(n, names, values) < 0)
-		return NULL;
-	pthread_mutex_lock(&reg->lock);
-	f = family_get_locked(reg, d, base, &created, NULL, 0, &x);
-	pthread_mutex_unlock(&reg->lock);
-	return f;
+	return family_register(reg, d, &x);
 }
 
 pcpu_family_t *pcpu_registry_find(pcpu_registry_t *reg, const char *name)
@@ -1269,14 +1266,10 @@ int pcpu_registry_info(pcpu_registry_t *reg, const char *name, const char *help,
 		       const char *const *label_names, const char *const *label_values)
 {
 	static const struct fam_extra info = { PCPU_SNAPSHOT_INFO, 0, NULL, NULL };
-	char base[PCPU_STATS_NAME_MAX + 1];
 	struct pcpu_family_desc d;
 	pcpu_family_t *f;
 	pcpu_gauge_t g;
-	int created;
 
-	if (!reg)
-		return fail(EINVAL, "registry is NULL");
 	if (!pcpu__info_name_len(name, PCPU_SNAPSHOT_INFO))
 		return fail(EINVAL, "an info metric's name ends in \"_info\"");
 	memset(&d, 0, sizeof d);
@@ -1285,11 +1278,7 @@ int pcpu_registry_info(pcpu_registry_t *reg, const char *name, const char *help,
 	d.type = PCPU_METRIC_GAUGE;
 	d.nlabels = nlabels;
 	d.label_names = label_names;
-	if (desc_check(&d, base) < 0)
-		return -1;
-	pthread_mutex_lock(&reg->lock);
-	f = family_get_locked(reg, &d, base, &created, NULL, 0, &info);
-	pthread_mutex_unlock(&reg->lock);
+	f = family_register(reg, &d, &info);
 	if (!f)
 		return -1;
 	if (pcpu_family_lookup(f, label_values)) {
