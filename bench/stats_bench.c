@@ -10,13 +10,15 @@
  *      Histogram::Observe of the same random values where it is installed;
  *   2. consistent-group update (2 members) vs two plain counter adds
  *      (target: <= 2x) and vs pcpu_counter_add_many() of two;
- *   3. export time for 10^5 series: snapshot, then each format.
+ *   3. exposition time for 10^5 series of a server's mix (export_mix()):
+ *      snapshot, then each format, and each format's time over 0.0.4's.
  *
  * Method as in bench/: every variant of a comparison runs in the same
  * process, interleaved (round r runs each variant once, starting from a
  * different one), results are medians over rounds with min and max, and
  * every run checks its final total. `--quick` is a short smoke run (ctest
- * runs it); `--rounds N --ms M --series S` scale it.
+ * runs it); `--rounds N --ms M --series S` scale it; `--export-only` runs
+ * only the exposition.
  *
  * Each measured function (bench_*) takes a per-thread context and an
  * iteration count, so bench/ can call the same bodies.
@@ -355,75 +357,176 @@ static void stats3(double *v, unsigned n, double *med, double *min, double *max)
 	*med = n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
 }
 
-/* ---- export of 10^5 series ---- */
+/* ---- exposition of 10^5 series ---- */
+
+/*
+ * The registry exposed: a server's mix of `nseries` series (10^5 by
+ * default), in parts of nseries / 100:
+ *   50  flow_packets_total{flow}                counter, 1 label
+ *   20  http_requests_total{method,code,handler} counter, 3 labels
+ *   20  queue_depth{queue}                       gauge, 1 label
+ *    9  cache_fill_ratio{cache}                  gauge scaled by 10^-3, 1 label
+ *    1  histograms, each series with observations, exposed in seconds:
+ *       60% rpc_duration_seconds{method}, 11 explicit bounds;
+ *       30% db_query_duration_seconds{table}, log-linear p = 7 (4 `le`
+ *           per power of two: 33 exposed);
+ *       10% request_duration_seconds{route}, exponential schema 3 (native
+ *           in protobuf, 4 `le` per power of two in the text formats).
+ * Counters and gauges hold varied values; histogram series 32 random
+ * latencies each (their sums are doubles to format).
+ */
+struct mix_family {
+	const char *name, *help;
+	enum pcpu_metric_type type;
+	unsigned nlabels;
+	const char *labels[3];
+	unsigned percent;
+	int scale;
+	const struct pcpu_histogram_layout *layout;
+};
+
+static void export_mix(pcpu_registry_t *reg, unsigned nseries)
+{
+	static const int64_t b11[] = { 5000000,   10000000,  25000000,   50000000,
+				       100000000, 250000000, 500000000,  1000000000,
+				       2500000000, 5000000000, 10000000000 };
+	static const struct pcpu_histogram_layout explicit = { .scheme = PCPU_HISTOGRAM_EXPLICIT,
+							       .bounds = b11, .nbounds = 11 };
+	static const struct pcpu_histogram_layout loglin = { .scheme = PCPU_HISTOGRAM_LOG_LINEAR,
+							     .precision_bits = 7,
+							     .max_value = (int64_t)60 * 1000000000 };
+	static const struct pcpu_histogram_layout expo = { .scheme = PCPU_HISTOGRAM_EXPONENTIAL,
+							   .schema = 3 };
+	static const char *const methods[] = { "GET", "POST", "PUT", "DELETE" };
+	static const char *const codes[] = { "200", "201", "204", "301", "404", "500", "503" };
+	const struct mix_family fams[] = {
+		{ "flow_packets_total", "Packets per flow.", PCPU_METRIC_COUNTER, 1, { "flow" }, 50, 0, NULL },
+		{ "http_requests_total", "HTTP requests by method, status code and handler.",
+		  PCPU_METRIC_COUNTER, 3, { "method", "code", "handler" }, 20, 0, NULL },
+		{ "queue_depth", "Items waiting in each queue.", PCPU_METRIC_GAUGE, 1, { "queue" }, 20, 0, NULL },
+		{ "cache_fill_ratio", "Fraction of each cache in use.", PCPU_METRIC_GAUGE, 1, { "cache" }, 9, -3, NULL },
+	};
+	const struct mix_family hists[] = {
+		{ "rpc_duration_seconds", "RPC latency.", PCPU_METRIC_HISTOGRAM, 1, { "method" }, 60, -9, &explicit },
+		{ "db_query_duration_seconds", "Query latency.", PCPU_METRIC_HISTOGRAM, 1, { "table" }, 30, -9, &loglin },
+		{ "request_duration_seconds", "Request latency.", PCPU_METRIC_HISTOGRAM, 1, { "route" }, 10, -9, &expo },
+	};
+	unsigned part = nseries / 100, k, i, j, r = 0;
+
+	for (k = 0; k < 4 + 3; k++) {
+		const struct mix_family *m = k < 4 ? &fams[k] : &hists[k - 4];
+		unsigned n = k < 4 ? m->percent * part : m->percent * part / 100;
+		struct pcpu_family_desc d;
+		pcpu_family_t *f;
+
+		memset(&d, 0, sizeof d);
+		d.name = m->name;
+		d.help = m->help;
+		d.type = m->type;
+		d.nlabels = m->nlabels;
+		d.label_names = m->labels;
+		d.scale_exp10 = m->scale;
+		d.histogram = m->layout;
+		if (m->type == PCPU_METRIC_HISTOGRAM)
+			d.unit = "seconds";
+		CHECK((f = pcpu_registry_family(reg, &d)));
+		for (i = 0; i < n; i++) {
+			char v0[48], v2[48];
+			const char *vals[3] = { v0, codes[i % 7], v2 };
+
+			if (m->nlabels == 3) {
+				vals[0] = methods[i % 4];
+				snprintf(v2, sizeof v2, "/api/v1/resource%u", i / 28);
+			} else if (k == 0) {
+				snprintf(v0, sizeof v0, "10.0.%u.%u:%u", (i >> 8) & 255, i & 255, 1024 + i % 50000);
+			} else {
+				snprintf(v0, sizeof v0, "%s_%u", m->labels[0], i);
+			}
+			if (m->type == PCPU_METRIC_COUNTER) {
+				pcpu_counter_t c = pcpu_family_counter(f, vals);
+
+				CHECK(c);
+				pcpu_counter_add(c, (int64_t)i * 7919 % 1000003);
+			} else if (m->type == PCPU_METRIC_GAUGE) {
+				pcpu_gauge_t g = pcpu_family_gauge(f, vals);
+
+				CHECK(g);
+				pcpu_gauge_set(g, (int64_t)(i * 37u % 1001u));
+			} else {
+				pcpu_histogram_t *h = pcpu_family_histogram(f, vals);
+
+				CHECK(h);
+				for (j = 0; j < 32; j++)
+					pcpu_histogram_record(h, rand_ns[r++ % NRAND]);
+			}
+		}
+	}
+}
 
 static void bench_export(unsigned nseries, unsigned rounds)
 {
+	static const char *const names[] = { NULL, "Prometheus 0.0.4", "OpenMetrics 1.0", "JSON",
+					     "protobuf delimited" };
 	pcpu_registry_t *reg = pcpu_registry_create();
-	static const char *const lab[] = { "flow" };
-	struct pcpu_family_desc d;
-	pcpu_family_t *f;
-	double snap[64], fmt_ns[4][64];
-	size_t bytes[4] = { 0 };
-	unsigned i, r;
+	double snap[64], fmt_ms[5][64], med0 = 0;
+	size_t bytes[5] = { 0 }, total = 0, i;
+	unsigned r, k;
 	uint64_t t0, t_reg;
 
 	CHECK(reg);
-	memset(&d, 0, sizeof d);
-	d.name = "flow_packets_total";
-	d.help = "Packets per flow.";
-	d.type = PCPU_METRIC_COUNTER;
-	d.nlabels = 1;
-	d.label_names = lab;
-	f = pcpu_registry_family(reg, &d);
-	CHECK(f);
 	t0 = now_ns();
-	for (i = 0; i < nseries; i++) {
-		char v[32];
-		const char *vals[1] = { v };
-		pcpu_counter_t c;
-
-		snprintf(v, sizeof v, "10.0.%u.%u:%u", (i >> 8) & 255, i & 255, 1024 + i % 50000);
-		c = pcpu_family_counter(f, vals);
-		CHECK(c);
-		pcpu_counter_add(c, i);
-	}
+	export_mix(reg, nseries);
 	t_reg = now_ns() - t0;
 	for (r = 0; r < rounds; r++) {
 		struct pcpu_snapshot *s;
-		int fmt;
 
-		t0 = now_ns();
+		t0 = thread_ns();
 		s = pcpu_registry_snapshot(reg);
-		snap[r] = (double)(now_ns() - t0) / 1e6;
-		CHECK(s && s->nfamilies == 1 && s->families[0].nseries == nseries);
-		for (fmt = PCPU_FORMAT_PROMETHEUS; fmt <= PCPU_FORMAT_JSON; fmt++) {
+		snap[r] = (double)(thread_ns() - t0) / 1e6;
+		CHECK(s);
+		for (total = 0, i = 0; i < s->nfamilies; i++)
+			total += s->families[i].nseries;
+		/* The formats in a different order each round. */
+		for (k = 0; k < 4; k++) {
+			enum pcpu_format fmt = (enum pcpu_format)(1 + (k + r) % 4);
 			char *out;
 			size_t len;
 
-			t0 = now_ns();
-			CHECK(pcpu_snapshot_write(s, (enum pcpu_format)fmt, &out, &len) == 0);
-			fmt_ns[fmt][r] = (double)(now_ns() - t0) / 1e6;
-			CHECK(len > (size_t)nseries * 20);
+			if (!pcpu_format_supported(fmt))
+				continue;
+			t0 = thread_ns();
+			CHECK(pcpu_snapshot_write(s, fmt, &out, &len) == 0);
+			fmt_ms[fmt][r] = (double)(thread_ns() - t0) / 1e6;
+			CHECK(len > total * 10);
 			bytes[fmt] = len;
 			free(out);
 		}
 		pcpu_snapshot_free(s);
 	}
-	printf("\nexport of %u counter series (1 label), %u slots, %u rounds; registering them took "
-	       "%.1f ms\n", nseries, pcpu_nslots(), rounds, (double)t_reg / 1e6);
-	printf("  %-28s %10s %10s %10s %10s\n", "step", "median ms", "min", "max", "bytes");
+	printf("\nexposition of %zu series (counters 70%%, gauges 29%%, histograms 1%%: see "
+	       "export_mix()), %u slots, %u rounds, the thread's CPU time; registering them took %.1f ms\n",
+	       total, pcpu_nslots(), rounds, (double)t_reg / 1e6);
+	printf("  %-28s %10s %10s %10s %10s %12s\n", "step", "median ms", "min", "max", "bytes",
+	       "/ 0.0.4");
 	{
 		double med, mn, mx;
-		static const char *names[] = { NULL, "write Prometheus 0.0.4", "write OpenMetrics 1.0",
-					       "write JSON" };
-		int fmt;
 
 		stats3(snap, rounds, &med, &mn, &mx);
-		printf("  %-28s %10.2f %10.2f %10.2f %10s\n", "snapshot (lock held)", med, mn, mx, "-");
-		for (fmt = 1; fmt <= 3; fmt++) {
-			stats3(fmt_ns[fmt], rounds, &med, &mn, &mx);
-			printf("  %-28s %10.2f %10.2f %10.2f %10zu\n", names[fmt], med, mn, mx, bytes[fmt]);
+		printf("  %-28s %10.2f %10.2f %10.2f %10s %12s\n", "snapshot (lock held)", med, mn, mx,
+		       "-", "-");
+		for (k = 1; k <= 4; k++) {
+			char label[48];
+
+			snprintf(label, sizeof label, "write %s", names[k]);
+			if (!pcpu_format_supported((enum pcpu_format)k)) {
+				printf("  %-28s (not built: no protobuf-c)\n", label);
+				continue;
+			}
+			stats3(fmt_ms[k], rounds, &med, &mn, &mx);
+			if (k == 1)
+				med0 = med;
+			printf("  %-28s %10.2f %10.2f %10.2f %10zu %12.2f\n", label, med, mn, mx,
+			       bytes[k], med / med0);
 		}
 	}
 	pcpu_registry_destroy(reg);
@@ -432,7 +535,7 @@ static void bench_export(unsigned nseries, unsigned rounds)
 int main(int argc, char **argv)
 {
 	unsigned rounds = 7, ms = 200, nseries = 100000, ncpu, r, v, i;
-	int quick = 0;
+	int quick = 0, export_only = 0;
 	uint64_t n;
 	static const int64_t bounds[] = { 5000000,   10000000,  25000000,   50000000,
 					  100000000, 250000000, 500000000,  1000000000,
@@ -458,8 +561,11 @@ int main(int argc, char **argv)
 			ms = (unsigned)atoi(argv[++i]);
 		} else if (!strcmp(argv[i], "--series") && i + 1 < (unsigned)argc) {
 			nseries = (unsigned)atoi(argv[++i]);
+		} else if (!strcmp(argv[i], "--export-only")) {
+			export_only = 1;
 		} else {
-			fprintf(stderr, "usage: %s [--quick] [--rounds N] [--ms M] [--series S]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--quick] [--rounds N] [--ms M] [--series S] "
+				"[--export-only]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -488,6 +594,10 @@ int main(int argc, char **argv)
 	rand_init();
 	for (i = 0; i < NRAND; i++)
 		rand_bucket[i] = (uint16_t)pcpu_histogram_bucket_of(h_loglin, rand_ns[i]);
+	if (export_only) {
+		bench_export(nseries, quick ? 2 : rounds);
+		return 0;
+	}
 #ifdef PCPU_BENCH_PROMCPP
 	{
 		double sb[11];

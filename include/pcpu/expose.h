@@ -77,6 +77,13 @@ enum {
 	 * empty. The protobuf writer then writes them as a native histogram
 	 * too. */
 	PCPU_SNAPSHOT_NATIVE = 1u << 1,
+	/** A gauge family that is an info metric (pcpu_registry_info()):
+	 * its name ends in `_info`, it has no unit and scale_exp10 0, and
+	 * every series is 1. OpenMetrics writes it as type `info`: `# TYPE x
+	 * info` for family `x_info`, samples `x_info{...} 1`. Prometheus
+	 * 0.0.4 (which has no info type), protobuf (as client_golang) and
+	 * JSON write it as a gauge. */
+	PCPU_SNAPSHOT_INFO = 1u << 2,
 };
 
 /** One series of a snapshot family: label values and a value. */
@@ -119,8 +126,9 @@ struct pcpu_snapshot_family {
 	 * (the +Inf bucket is always exposed); the counts of the buckets in
 	 * between are folded into the next exposed one, as a cumulative count
 	 * does. NULL: every bucket. The same set is exposed for every series
-	 * at every scrape, empty buckets included (a log-linear histogram's
-	 * set comes from its layout's export_per_octave and export_min). */
+	 * at every scrape, empty buckets included (a log-linear or
+	 * exponential histogram's set comes from its layout's
+	 * export_per_octave and export_min). */
 	const uint32_t *export_buckets;
 	size_t nexport;
 	/** With PCPU_SNAPSHOT_NATIVE: the schema (-4..8) and the native index
@@ -149,7 +157,9 @@ struct pcpu_snapshot {
  * `# UNIT` (when set), `# HELP`; counters as `<name>_total`; histograms as
  * `_bucket` with canonical `le` values ("0.005", "1.0", "+Inf"), `_count`
  * and `_sum` (both left out for a histogram with a negative bucket bound or
- * a negative sum, which OpenMetrics forbids); ends with "# EOF". Label values
+ * a negative sum, which OpenMetrics forbids); an info family
+ * (PCPU_SNAPSHOT_INFO) `x_info` as `# TYPE x info` with samples
+ * `x_info{...} 1`; ends with "# EOF". Label values
  * escape backslash, double quote and newline in both.
  * JSON: {"families":[{"name":..., "type":"counter"|"gauge"|"histogram",
  * "help":..., "unit":..., "metrics":[{"labels":{...}, "value":N} or
@@ -167,8 +177,10 @@ struct pcpu_snapshot {
  * reserved label name (`__` prefix; `le` in a histogram), a unit that is not
  * the last component of the name, help or label value that is not UTF-8 or
  * too long, two families or two series of one family that would write the
- * same sample, bucket bounds not strictly increasing (also once scaled to
- * doubles), bucket counts whose sum overflows; ENOMEM.
+ * same sample (or, OpenMetrics, an info family `x_info` and a family `x`),
+ * bucket bounds not strictly increasing (also once scaled to doubles),
+ * bucket counts whose sum overflows, PCPU_SNAPSHOT_INFO on a family that is
+ * not an info metric as that flag describes; ENOMEM.
  *
  * Thread-safe (reads `s` only); not async-signal-safe (allocates).
  * Cost: linear in the size of the output, plus sorting the family and

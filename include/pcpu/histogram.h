@@ -78,18 +78,24 @@ struct pcpu_histogram_layout {
 	unsigned precision_bits;
 	/** Log-linear: largest value that must get a finite bucket (>= 1). */
 	int64_t max_value;
-	/** Log-linear: how many bucket bounds per power of two the text
-	 * writers expose as `le` (1, 2, 4 ... 64; capped at 2^precision_bits);
-	 * 0: PCPU_HISTOGRAM_EXPORT_DEFAULT. The exported bounds are the
-	 * bucket upper bounds u with u + 1 = 2^e * (1 + k / per_octave): for 4,
-	 * 1.25, 1.5, 1.75 and 2 times a power of two (minus one, as bounds are
-	 * inclusive integers). Prometheus sees the same `le` set from creation
-	 * on, empty buckets included, so rate() over buckets stays monotone in
-	 * `le`; reads and quantiles keep every bucket. */
+	/** Log-linear and exponential: how many bucket bounds per power of
+	 * two the writers expose as classic `le` buckets (1, 2, 4 ... 64;
+	 * capped at the buckets per power of two, 2^precision_bits or
+	 * 2^schema); 0: PCPU_HISTOGRAM_EXPORT_DEFAULT. Log-linear: the bucket
+	 * upper bounds u with u + 1 = 2^e * (1 + k / per_octave): for 4, 1.25,
+	 * 1.5, 1.75 and 2 times a power of two (minus one, as bounds are
+	 * inclusive integers). Exponential: the zero bucket's bound and the
+	 * bounds base^i with i a multiple of 2^schema / per_octave: for 4,
+	 * 2^(k/4) times a power of two. Prometheus sees the same `le` set from
+	 * creation on, empty buckets included, so rate() over buckets stays
+	 * monotone in `le`; reads, quantiles and the native (protobuf) buckets
+	 * keep every bucket. A published segment does not carry this for an
+	 * exponential histogram yet: its readers expose the default set. */
 	unsigned export_per_octave;
-	/** Log-linear: smallest bound exposed (bounds below it are folded into
-	 * the first exposed one, e.g. 1000 to start at 1 us for nanoseconds);
-	 * 0 or less: from the first bucket (le = 0). */
+	/** Log-linear and exponential: smallest bound exposed (bounds below it
+	 * are folded into the first exposed one, e.g. 1000 to start at 1 us
+	 * for nanoseconds); 0 or less: from the first bucket (le = 0, or the
+	 * zero bucket's bound). Segments: as export_per_octave. */
 	int64_t export_min;
 	/** Exponential: PCPU_HISTOGRAM_SCHEMA_MIN..MAX; the base is
 	 * 2^(2^-schema) (schema 3: 8 buckets per power of two, each at most

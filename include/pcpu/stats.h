@@ -174,7 +174,8 @@ PCPU_API size_t pcpu_family_size(pcpu_family_t *fam);
 PCPU_API pcpu_counter_t pcpu_family_counter(pcpu_family_t *fam, const char *const *label_values);
 
 /** pcpu_family_counter() for a gauge family; same errors (EINVAL if the
- * family is not a gauge family), thread safety and cost. */
+ * family is not a gauge family, or is an info family: pcpu_registry_info()
+ * makes those series), thread safety and cost. */
 PCPU_API pcpu_gauge_t pcpu_family_gauge(pcpu_family_t *fam, const char *const *label_values);
 
 /** pcpu_family_counter() for a histogram family; same errors (EINVAL if
@@ -355,15 +356,47 @@ PCPU_API int pcpu_registry_const_labels(pcpu_registry_t *reg, unsigned n,
 					const char *const *names, const char *const *values);
 
 /**
+ * pcpu_registry_family() for a family whose every series also carries the
+ * constant labels names[k]="values[k]" (1 to 32 of them; a subsystem, a
+ * shard, the version of one component): after the family's own labels and
+ * before the registry's (pcpu_registry_const_labels()), in snapshots, every
+ * exposition format and published segments. Handles are looked up with the
+ * family's own label values only, as with the registry's constant labels.
+ * An existing family of that name is returned only if it has the same
+ * description and the same constant labels, names and values, in the same
+ * order (a family from pcpu_registry_family() has none); otherwise EEXIST.
+ * Errors: those of pcpu_registry_family(), plus EINVAL for n not 1 to 32,
+ * NULL names or values, an invalid or repeated name, `le`, a value that is
+ * not UTF-8, a name the family's own labels or the registry's constant
+ * labels use, or more than PCPU_STATS_LABELS_MAX labels in all.
+ * Thread-safe; not async-signal-safe. Cost: pcpu_registry_family()'s, plus
+ * copying the strings when the family is created.
+ */
+PCPU_API pcpu_family_t *pcpu_registry_family_const(pcpu_registry_t *reg,
+						   const struct pcpu_family_desc *desc, unsigned n,
+						   const char *const *names,
+						   const char *const *values);
+
+/**
  * Registers an info metric: the gauge family `name` (which must end in
  * `_info`, e.g. "myapp_build_info") with these label names, and its series
  * with these label values set to 1 -- the convention Prometheus uses for
  * build and version information (`myapp_build_info{version="1.2",
  * revision="abc"} 1`), joined to other series in queries with
- * `* on(instance) group_left(version)`. Exposed as a gauge in every format.
- * Returns 0, or -1 with errno: EINVAL (name without `_info`, invalid name
- * or labels), EEXIST (the series exists, or the family exists with other
- * labels or help), ENOMEM. Thread-safe; not async-signal-safe.
+ * `* on(instance) group_left(version)`. Call it again with other label
+ * values to add series. OpenMetrics exposes it as an info metric (`# TYPE
+ * myapp_build info`, samples `myapp_build_info{...} 1`); Prometheus 0.0.4,
+ * protobuf and JSON as a gauge (PCPU_SNAPSHOT_INFO in pcpu/expose.h), and a
+ * published segment as a gauge. The family reserves its OpenMetrics name
+ * too: no other family may be named `myapp_build`. Its series are made
+ * only here (pcpu_family_gauge() and pcpu_family_callback() refuse it with
+ * EINVAL) and are exposed as 1 whatever a handle from pcpu_family_lookup()
+ * is set to.
+ * Returns 0, or -1 with errno: EINVAL (NULL registry, name without
+ * `_info`, invalid name or labels), EEXIST (the series exists, the family
+ * exists with other labels or help or as a plain gauge, or another family
+ * is named `name` without `_info`), ENOMEM. Thread-safe; not
+ * async-signal-safe.
  */
 PCPU_API int pcpu_registry_info(pcpu_registry_t *reg, const char *name, const char *help,
 				unsigned nlabels, const char *const *label_names,
@@ -414,8 +447,8 @@ typedef int (*pcpu_callback_fn)(void *arg, int64_t *value);
  * callback: it holds the value of the last collection in this process
  * (every snapshot or exposition collects; a publisher without scrapes of
  * its own calls pcpu_registry_collect() on a timer).
- * Returns 0, or -1 with errno: EINVAL (NULL fn, a histogram family, bad
- * label values), EEXIST (the series exists), ENOMEM. Thread-safe; not
+ * Returns 0, or -1 with errno: EINVAL (NULL fn, a histogram or info
+ * family, bad label values), EEXIST (the series exists), ENOMEM. Thread-safe; not
  * async-signal-safe. Cost: a mutex, a hash lookup and one allocation.
  */
 PCPU_API int pcpu_family_callback(pcpu_family_t *fam, const char *const *label_values,

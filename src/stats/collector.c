@@ -196,8 +196,9 @@ int pcpu_family_callback(pcpu_family_t *fam, const char *const *label_values,
 		errno = EINVAL;
 		return -1;
 	}
-	if (fam->type != PCPU_METRIC_COUNTER && fam->type != PCPU_METRIC_GAUGE) {
-		pcpu__set_error("a callback computes a counter's or a gauge's value");
+	if ((fam->type != PCPU_METRIC_COUNTER && fam->type != PCPU_METRIC_GAUGE) ||
+	    (fam->flags & PCPU_SNAPSHOT_INFO)) {
+		pcpu__set_error("a callback computes a counter's or a gauge's value (not an info metric's: 1)");
 		pcpu__msg_prefix("family", fam->name);
 		errno = EINVAL;
 		return -1;

@@ -24,6 +24,8 @@
  *  - OpenMetrics counters are `<family>_total`; the 0.0.4 TYPE line names the
  *    sample (`# TYPE x_total counter`) as Prometheus' own clients do, which
  *    promtool expects.
+ *  - An info family x_info (PCPU_SNAPSHOT_INFO) is OpenMetrics family `x`
+ *    of type info, sample `x_info`; a gauge elsewhere (no info type).
  *  - `le` is written in OpenMetrics' canonical form ("1.0", "0.005",
  *    "1e+06", "+Inf") in every format, so a bucket has one name everywhere.
  *  - OpenMetrics forbids `_sum` in a histogram with negative buckets, and
@@ -40,39 +42,15 @@
 
 struct sample_name {
 	const char *base;
+	size_t baselen; /* of base: an info family's OpenMetrics name is a prefix */
 	const char *suffix;
 	size_t family;
 };
 
-/* Compares base+suffix of two names without building them. */
-static int cmp_concat(const char *a1, const char *a2, const char *b1, const char *b2)
-{
-	for (;;) {
-		unsigned char ca, cb;
-
-		if (!*a1 && a2) {
-			a1 = a2;
-			a2 = NULL;
-		}
-		if (!*b1 && b2) {
-			b1 = b2;
-			b2 = NULL;
-		}
-		ca = (unsigned char)*a1;
-		cb = (unsigned char)*b1;
-		if (ca != cb)
-			return ca < cb ? -1 : 1;
-		if (!ca)
-			return 0;
-		a1++;
-		b1++;
-	}
-}
-
 static int cmp_sample_name(const void *a, const void *b)
 {
 	const struct sample_name *x = a, *y = b;
-	return cmp_concat(x->base, x->suffix, y->base, y->suffix);
+	return pcpu__cmp_concat(x->base, x->baselen, x->suffix, y->base, y->baselen, y->suffix);
 }
 
 static int same_labels(const struct pcpu_snapshot_series *x, const struct pcpu_snapshot_series *y,
@@ -246,6 +224,15 @@ static int check_family(const struct pcpu_snapshot_family *f)
 	}
 	if (f->type == PCPU_METRIC_HISTOGRAM && check_histogram(f) < 0)
 		return -1;
+	if (f->flags & PCPU_SNAPSHOT_INFO) {
+		if (f->type != PCPU_METRIC_GAUGE || !pcpu__info_name_len(f->name, f->flags) ||
+		    (f->unit && *f->unit) || f->scale_exp10)
+			return fail_msg(f, "an info family (PCPU_SNAPSHOT_INFO) is a gauge named "
+					   "*_info, without unit or scale");
+		for (i = 0; i < f->nseries; i++)
+			if (f->series[i].value.gauge != 1)
+				return fail_msg(f, "an info family's series are 1");
+	}
 	if (f->nseries > UINT32_MAX - 1)
 		return fail_msg(f, "too many series");
 	if (f->nseries > 1) {
@@ -272,11 +259,12 @@ static int check_snapshot(const struct pcpu_snapshot *s)
 		return -1;
 	}
 	for (i = 0; i < s->nfamilies; i++) {
-		const char *const *suf;
+		size_t bl;
+		const char *suf;
 
 		if (check_family(&s->families[i]) < 0)
 			return -1;
-		cap += pcpu__type_suffixes(s->families[i].type, &suf);
+		cap += pcpu__family_owned_name(&s->families[i], 0, &bl, &suf);
 	}
 	if (cap < 2)
 		return 0;
@@ -286,14 +274,13 @@ static int check_snapshot(const struct pcpu_snapshot *s)
 		return -1;
 	}
 	for (i = 0; i < s->nfamilies; i++) {
-		const char *const *suf;
-		size_t k, ns = pcpu__type_suffixes(s->families[i].type, &suf);
+		size_t k, ns = 1;
 
-		for (k = 0; k < ns; k++) {
+		for (k = 0; k < ns; k++, n++) {
+			ns = pcpu__family_owned_name(&s->families[i], k, &names[n].baselen,
+						     &names[n].suffix);
 			names[n].base = s->families[i].name;
-			names[n].suffix = suf[k];
 			names[n].family = i;
-			n++;
 		}
 	}
 	qsort(names, n, sizeof *names, cmp_sample_name);
@@ -303,7 +290,7 @@ static int check_snapshot(const struct pcpu_snapshot *s)
 			struct pcpu__msg m = pcpu__msg_begin();
 
 			pcpu__msg_str(&m, "sample name ");
-			pcpu__msg_quoted(&m, names[i].base, 64);
+			pcpu__msg_quoted(&m, names[i].base, names[i].baselen < 64 ? names[i].baselen : 64);
 			pcpu__msg_str(&m, " + \"");
 			pcpu__msg_str(&m, names[i].suffix);
 			pcpu__msg_str(&m, "\" is written by two families");
@@ -373,16 +360,18 @@ static int exported(const struct pcpu_snapshot_family *f, size_t k, size_t *x)
 	return 0;
 }
 
-/* The `le` strings of a histogram family, computed once per family. */
+/* The `le` strings of a histogram family's exposed buckets (the others'
+ * are left unset), computed once per family. */
 static char (*le_strings(const struct pcpu_snapshot_family *f))[PCPU__DOUBLE_BUF]
 {
 	char (*le)[PCPU__DOUBLE_BUF] = malloc(f->nbuckets * sizeof *le);
-	size_t b;
+	size_t b, x = 0;
 
 	if (!le)
 		return NULL;
 	for (b = 0; b + 1 < f->nbuckets; b++)
-		pcpu__fmt_double(le[b], pcpu__scale_i64(f->bucket_upper[b], f->scale_exp10), 1);
+		if (exported(f, b, &x))
+			pcpu__fmt_bound(le[b], f->bucket_upper[b], f->scale_exp10);
 	strcpy(le[f->nbuckets - 1], "+Inf");
 	return le;
 }
@@ -399,21 +388,25 @@ static int write_text(const struct pcpu_snapshot *s, struct pcpu__buf *b, int om
 		int negative_bound = 0;
 
 		if (om) {
+			/* The family's name in OpenMetrics: x for info family x_info. */
+			size_t info = pcpu__info_name_len(f->name, f->flags);
+			size_t namelen = info ? info : strlen(f->name);
+
 			pcpu__buf_put(b, "# TYPE ", 7);
-			pcpu__buf_puts(b, f->name);
+			pcpu__buf_put(b, f->name, namelen);
 			pcpu__buf_putc(b, ' ');
-			pcpu__buf_puts(b, type);
+			pcpu__buf_puts(b, info ? "info" : type);
 			pcpu__buf_putc(b, '\n');
 			if (f->unit && *f->unit) {
 				pcpu__buf_put(b, "# UNIT ", 7);
-				pcpu__buf_puts(b, f->name);
+				pcpu__buf_put(b, f->name, namelen);
 				pcpu__buf_putc(b, ' ');
 				pcpu__buf_puts(b, f->unit);
 				pcpu__buf_putc(b, '\n');
 			}
 			if (f->help) {
 				pcpu__buf_put(b, "# HELP ", 7);
-				pcpu__buf_puts(b, f->name);
+				pcpu__buf_put(b, f->name, namelen);
 				pcpu__buf_putc(b, ' ');
 				pcpu__buf_help(b, f->help, 1);
 				pcpu__buf_putc(b, '\n');

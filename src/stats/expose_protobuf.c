@@ -14,8 +14,9 @@
  * bucket left out (the format's sample_count is its count).
  *
  * Per family, the messages are built in arrays sized by its series (one
- * allocation each, freed once the family is packed): protobuf-c packs
- * from pointers, so nothing is copied twice.
+ * allocation each, freed once the family is packed; not zeroed: every
+ * element protobuf-c reads is initialised): protobuf-c packs from
+ * pointers, so nothing is copied twice.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -48,6 +49,7 @@ struct family_msgs {
 	BucketSpan *spans;
 	BucketSpan **span_ptrs;
 	int64_t *deltas;
+	size_t *sizes; /* each Metric's packed size */
 };
 
 static void msgs_free(struct family_msgs *m)
@@ -64,6 +66,7 @@ static void msgs_free(struct family_msgs *m)
 	free(m->spans);
 	free(m->span_ptrs);
 	free(m->deltas);
+	free(m->sizes);
 }
 
 static size_t exported_count(const struct pcpu_snapshot_family *f)
@@ -81,28 +84,29 @@ static int msgs_alloc(struct family_msgs *m, const struct pcpu_snapshot_family *
 	size_t n = f->nseries ? f->nseries : 1, nl = n * (f->nlabels ? f->nlabels : 1);
 
 	memset(m, 0, sizeof *m);
-	m->metrics = calloc(n, sizeof *m->metrics);
-	m->metric_ptrs = calloc(n, sizeof *m->metric_ptrs);
-	m->labels = calloc(nl, sizeof *m->labels);
-	m->label_ptrs = calloc(nl, sizeof *m->label_ptrs);
-	if (!m->metrics || !m->metric_ptrs || !m->labels || !m->label_ptrs)
+	m->metrics = malloc(n * sizeof *m->metrics);
+	m->metric_ptrs = malloc(n * sizeof *m->metric_ptrs);
+	m->labels = malloc(nl * sizeof *m->labels);
+	m->label_ptrs = malloc(nl * sizeof *m->label_ptrs);
+	m->sizes = malloc(n * sizeof *m->sizes);
+	if (!m->metrics || !m->metric_ptrs || !m->labels || !m->label_ptrs || !m->sizes)
 		return -1;
-	if (f->type == PCPU_METRIC_COUNTER && !(m->counters = calloc(n, sizeof *m->counters)))
+	if (f->type == PCPU_METRIC_COUNTER && !(m->counters = malloc(n * sizeof *m->counters)))
 		return -1;
-	if (f->type == PCPU_METRIC_GAUGE && !(m->gauges = calloc(n, sizeof *m->gauges)))
+	if (f->type == PCPU_METRIC_GAUGE && !(m->gauges = malloc(n * sizeof *m->gauges)))
 		return -1;
 	if (f->type == PCPU_METRIC_HISTOGRAM) {
 		size_t nb = n * (exported_count(f) ? exported_count(f) : 1);
 
-		m->hists = calloc(n, sizeof *m->hists);
-		m->buckets = calloc(nb, sizeof *m->buckets);
-		m->bucket_ptrs = calloc(nb, sizeof *m->bucket_ptrs);
+		m->hists = malloc(n * sizeof *m->hists);
+		m->buckets = malloc(nb * sizeof *m->buckets);
+		m->bucket_ptrs = malloc(nb * sizeof *m->bucket_ptrs);
 		if (!m->hists || !m->buckets || !m->bucket_ptrs)
 			return -1;
 		if (f->flags & PCPU_SNAPSHOT_NATIVE) {
-			m->spans = calloc(n, sizeof *m->spans);
-			m->span_ptrs = calloc(n, sizeof *m->span_ptrs);
-			m->deltas = calloc(n * f->nbuckets, sizeof *m->deltas);
+			m->spans = malloc(n * sizeof *m->spans);
+			m->span_ptrs = malloc(n * sizeof *m->span_ptrs);
+			m->deltas = malloc(n * f->nbuckets * sizeof *m->deltas);
 			if (!m->spans || !m->span_ptrs || !m->deltas)
 				return -1;
 		}
@@ -179,13 +183,85 @@ static void fill_histogram(Histogram *h, Bucket *bk, Bucket **bp,
 	h->sample_sum = pcpu__scale_i64(se->value.histogram.sum, f->scale_exp10);
 }
 
+static size_t put_varint(uint8_t *p, uint64_t x)
+{
+	size_t n = 0;
+
+	do {
+		p[n++] = (uint8_t)((x & 0x7f) | (x > 0x7f ? 0x80 : 0));
+		x >>= 7;
+	} while (x);
+	return n;
+}
+
+static size_t varint_len(uint64_t x)
+{
+	uint8_t v[10];
+
+	return put_varint(v, x);
+}
+
+/*
+ * Appends `mf` delimited: the bytes pcpu__pb__metric_family__pack() writes,
+ * with less work. Packing a message, protobuf-c sizes each sub-message
+ * again to write its length, so one pack of a family sized every Metric
+ * twice (and every LabelPair three times). Here each Metric is sized once
+ * and packed on its own, between the family's fields before it (name,
+ * help, type) and after it (unit), each also packed by protobuf-c: protobuf
+ * writes a message's fields in field-number order (protobuf-c does), and a
+ * message is the concatenation of its fields, so the bytes are the same.
+ * Each Metric is framed as protobuf-c frames it: tag, length, message.
+ * With the arrays allocated without zeroing, this took the protobuf
+ * exposition of bench/stats_bench.c's mix from 270 to 248 million
+ * instructions (callgrind); what is left is mostly protobuf-c's per-field
+ * work. The same split one level down (each LabelPair sized once) saved
+ * 1% more and was not kept.
+ */
+#define FAMILY_METRIC_TAG ((4u << 3) | 2u) /* MetricFamily.metric: length-delimited */
+
+static int pack_family(struct pcpu__buf *out, const MetricFamily *mf, size_t *sizes)
+{
+	MetricFamily head = *mf, tail;
+	size_t i, len, pos;
+	uint8_t *p, v[10];
+
+	head.n_metric = 0;
+	head.metric = NULL;
+	head.unit = NULL;
+	pcpu__pb__metric_family__init(&tail);
+	tail.unit = mf->unit;
+	len = pcpu__pb__metric_family__get_packed_size(&head) +
+	      pcpu__pb__metric_family__get_packed_size(&tail);
+	for (i = 0; i < mf->n_metric; i++) {
+		sizes[i] = pcpu__pb__metric__get_packed_size(mf->metric[i]);
+		len += 1 + varint_len(sizes[i]) + sizes[i];
+	}
+	pcpu__buf_put(out, (const char *)v, put_varint(v, len));
+	pcpu__buf_reserve(out, len + 1);
+	if (out->failed)
+		return -1;
+	p = (uint8_t *)out->p + out->len;
+	pos = pcpu__pb__metric_family__pack(&head, p);
+	for (i = 0; i < mf->n_metric; i++) {
+		p[pos++] = FAMILY_METRIC_TAG;
+		pos += put_varint(p + pos, sizes[i]);
+		pos += pcpu__pb__metric__pack(mf->metric[i], p + pos);
+	}
+	pos += pcpu__pb__metric_family__pack(&tail, p + pos);
+	if (pos != len) /* cannot happen: sized as packed */
+		return -1;
+	out->len += len;
+	out->p[out->len] = '\0';
+	return 0;
+}
+
 /* Appends one delimited MetricFamily message for family f. */
 static int write_family(struct pcpu__buf *out, const struct pcpu_snapshot_family *f)
 {
 	struct family_msgs m;
 	MetricFamily mf;
 	char *name = NULL;
-	size_t i, len, ne = f->type == PCPU_METRIC_HISTOGRAM ? exported_count(f) : 0;
+	size_t i, ne = f->type == PCPU_METRIC_HISTOGRAM ? exported_count(f) : 0;
 	unsigned l;
 	int r = -1;
 
@@ -248,23 +324,8 @@ static int write_family(struct pcpu__buf *out, const struct pcpu_snapshot_family
 	}
 	mf.n_metric = f->nseries;
 	mf.metric = m.metric_ptrs;
-	len = pcpu__pb__metric_family__get_packed_size(&mf);
-	{
-		unsigned char v[10];
-		size_t nv = 0, x = len;
-
-		do {
-			v[nv++] = (unsigned char)((x & 0x7f) | (x > 0x7f ? 0x80 : 0));
-			x >>= 7;
-		} while (x);
-		pcpu__buf_put(out, (const char *)v, nv);
-	}
-	pcpu__buf_reserve(out, len + 1);
-	if (out->failed)
+	if (pack_family(out, &mf, m.sizes) < 0)
 		goto out;
-	pcpu__pb__metric_family__pack(&mf, (uint8_t *)out->p + out->len);
-	out->len += len;
-	out->p[out->len] = '\0';
 	r = 0;
 out:
 	free(name);

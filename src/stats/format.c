@@ -33,10 +33,8 @@ void pcpu__buf_reserve(struct pcpu__buf *b, size_t more)
 
 	if (b->failed)
 		return;
-	if (more > SIZE_MAX / 2 - b->len) {
-		b->failed = 1;
-		return;
-	}
+	if (more > SIZE_MAX / 2 - b->len)
+		goto failed;
 	need = b->len + more + 1;
 	if (need <= b->cap)
 		return;
@@ -44,15 +42,17 @@ void pcpu__buf_reserve(struct pcpu__buf *b, size_t more)
 	while (cap < need)
 		cap *= 2;
 	p = realloc(b->p, cap);
-	if (!p) {
-		b->failed = 1;
-		return;
-	}
+	if (!p)
+		goto failed;
 	b->p = p;
 	b->cap = cap;
+	return;
+failed:
+	b->failed = 1;
+	b->cap = b->len; /* no room: pcpu__buf_put() drops the rest */
 }
 
-void pcpu__buf_put(struct pcpu__buf *b, const char *s, size_t n)
+void pcpu__buf_put_grow(struct pcpu__buf *b, const char *s, size_t n)
 {
 	pcpu__buf_reserve(b, n);
 	if (b->failed)
@@ -60,16 +60,6 @@ void pcpu__buf_put(struct pcpu__buf *b, const char *s, size_t n)
 	memcpy(b->p + b->len, s, n);
 	b->len += n;
 	b->p[b->len] = '\0';
-}
-
-void pcpu__buf_puts(struct pcpu__buf *b, const char *s)
-{
-	pcpu__buf_put(b, s, strlen(s));
-}
-
-void pcpu__buf_putc(struct pcpu__buf *b, char c)
-{
-	pcpu__buf_put(b, &c, 1);
 }
 
 /* The digits of v at the end of d[0..24); returns where they start. */
@@ -165,30 +155,12 @@ static int shortest_digits(double v, char *digits, int *exp10)
  * shortest form is exponent notation when x < -4 or x >= 6, with at least
  * two exponent digits. So 123456 prints as "123456", 1234567 as
  * "1.234567e+06", 1e6 as "1e+06", 0.0001 as "0.0001", 0.00001 as "1e-05".
+ * Lays out digits[0..n) (no trailing zero) after the sign in out[k].
  */
-size_t pcpu__fmt_double(char *out, double v, int canonical)
+static size_t layout_g(char *out, size_t k, const char *digits, int n, int x, int canonical)
 {
-	char digits[24];
-	int n, x, i;
-	size_t k = 0;
+	int i;
 
-	if (isinf(v)) {
-		strcpy(out, v > 0 ? "+Inf" : "-Inf");
-		return strlen(out);
-	}
-	if (isnan(v)) {
-		strcpy(out, "NaN");
-		return 3;
-	}
-	if (v == 0) {
-		strcpy(out, canonical ? "0.0" : "0");
-		return strlen(out);
-	}
-	if (v < 0) {
-		out[k++] = '-';
-		v = -v;
-	}
-	n = shortest_digits(v, digits, &x);
 	if (x < -4 || x >= 6) {
 		out[k++] = digits[0];
 		if (n > 1) {
@@ -231,6 +203,32 @@ size_t pcpu__fmt_double(char *out, double v, int canonical)
 	return k;
 }
 
+size_t pcpu__fmt_double(char *out, double v, int canonical)
+{
+	char digits[24];
+	int n, x;
+	size_t k = 0;
+
+	if (isinf(v)) {
+		strcpy(out, v > 0 ? "+Inf" : "-Inf");
+		return strlen(out);
+	}
+	if (isnan(v)) {
+		strcpy(out, "NaN");
+		return 3;
+	}
+	if (v == 0) {
+		strcpy(out, canonical ? "0.0" : "0");
+		return strlen(out);
+	}
+	if (v < 0) {
+		out[k++] = '-';
+		v = -v;
+	}
+	n = shortest_digits(v, digits, &x);
+	return layout_g(out, k, digits, n, x, canonical);
+}
+
 /* Exact powers of ten: every one up to 10^22 is representable. */
 static const double pow10_tab[PCPU_STATS_SCALE_MAX + 1] = {
 	1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
@@ -258,23 +256,68 @@ double pcpu__scale_u64(uint64_t v, int scale)
 	return scale_double((double)v, scale);
 }
 
+/* Below 10^15 an integer has at most 15 significant digits. */
+#define EXACT_DIGITS_LIMIT 1000000000000000ull
+
+/*
+ * v * 10^scale (v negative when neg) as pcpu__fmt_double() writes it,
+ * for m = |v| < EXACT_DIGITS_LIMIT and scale or canonical set.
+ *
+ * The shortest digits of the double nearest m * 10^scale -- what
+ * pcpu__fmt_double() of pcpu__scale_*() finds with snprintf and strtod,
+ * about 15 times slower -- are m's own digits, trailing zeros dropped: that
+ * double is the nearest to the decimal m * 10^scale (one correctly rounded
+ * operation on exact operands, m < 2^53), and a decimal of at most 15
+ * significant digits is the shortest that reads back as its nearest double
+ * (DBL_DIG: distinct decimals of 15 digits or fewer have distinct nearest
+ * doubles, so fewer digits name another double).
+ */
+static size_t fmt_exact(char *out, int neg, uint64_t m, int scale, int canonical)
+{
+	char d[24];
+	size_t n, end = 24, k = 0;
+
+	if (!m) {
+		strcpy(out, canonical ? "0.0" : "0");
+		return strlen(out);
+	}
+	if (neg)
+		out[k++] = '-';
+	n = u64_digits(d, m);
+	while (d[end - 1] == '0')
+		end--;
+	return layout_g(out, k, d + n, (int)(end - n), (int)(24 - n) - 1 + scale, canonical);
+}
+
 size_t pcpu__fmt_scaled(char *out, uint64_t v, int is_signed, int scale)
 {
+	int neg = is_signed && (int64_t)v < 0;
+	uint64_t m = neg ? 0 - v : v;
 	char d[24];
 	size_t n, k = 0;
 
-	if (scale)
+	if (scale) {
+		if (m < EXACT_DIGITS_LIMIT)
+			return fmt_exact(out, neg, m, scale, 0);
 		return pcpu__fmt_double(out, is_signed ? pcpu__scale_i64((int64_t)v, scale)
 						       : pcpu__scale_u64(v, scale), 0);
-	if (is_signed && (int64_t)v < 0) {
-		out[k++] = '-';
-		v = 0 - v;
 	}
-	n = u64_digits(d, v);
+	if (neg)
+		out[k++] = '-';
+	n = u64_digits(d, m);
 	memcpy(out + k, d + n, 24 - n);
 	k += 24 - n;
 	out[k] = '\0';
 	return k;
+}
+
+size_t pcpu__fmt_bound(char *out, int64_t v, int scale)
+{
+	uint64_t m = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+
+	if (m < EXACT_DIGITS_LIMIT)
+		return fmt_exact(out, v < 0, m, scale, 1);
+	return pcpu__fmt_double(out, pcpu__scale_i64(v, scale), 1);
 }
 
 /* ---- the public formatting functions ---- */

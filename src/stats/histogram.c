@@ -45,8 +45,17 @@ unsigned pcpu__histogram_export_lg(const struct pcpu_histogram_layout *l)
 {
 	unsigned m = l->export_per_octave ? l->export_per_octave : PCPU_HISTOGRAM_EXPORT_DEFAULT;
 	unsigned lg = (unsigned)__builtin_ctz(m);
+	/* No more than the buckets per power of two: 2^p, or 2^schema. */
+	unsigned max = l->scheme == PCPU_HISTOGRAM_EXPONENTIAL ? (l->schema > 0 ? (unsigned)l->schema : 0)
+							       : l->precision_bits;
 
-	return lg < l->precision_bits ? lg : l->precision_bits;
+	return lg < max ? lg : max;
+}
+
+static int export_per_octave_valid(const struct pcpu_histogram_layout *l)
+{
+	return l->export_per_octave <= PCPU_HISTOGRAM_EXPORT_MAX &&
+	       !(l->export_per_octave & (l->export_per_octave - 1));
 }
 
 /* ---- exponential (native) buckets ---- */
@@ -258,8 +267,7 @@ int pcpu__histogram_layout_check(const struct pcpu_histogram_layout *l, size_t *
 			return layout_error("log-linear histogram: precision_bits must be 0..14");
 		if (l->max_value < 1)
 			return layout_error("log-linear histogram: max_value must be >= 1");
-		if (l->export_per_octave > PCPU_HISTOGRAM_EXPORT_MAX ||
-		    (l->export_per_octave & (l->export_per_octave - 1)))
+		if (!export_per_octave_valid(l))
 			return layout_error("log-linear histogram: export_per_octave must be 0 or a power of two up to 64");
 		e = 63u - (unsigned)__builtin_clzll((uint64_t)l->max_value);
 		if (e < p)
@@ -275,6 +283,8 @@ int pcpu__histogram_layout_check(const struct pcpu_histogram_layout *l, size_t *
 			return layout_error("exponential histogram: schema must be -4..8");
 		if (l->scale_exp10 < -PCPU_STATS_SCALE_MAX || l->scale_exp10 > PCPU_STATS_SCALE_MAX)
 			return layout_error("exponential histogram: scale_exp10 must be -22..22");
+		if (!export_per_octave_valid(l))
+			return layout_error("exponential histogram: export_per_octave must be 0 or a power of two up to 64");
 		n = pcpu__exponential_bounds(l->schema, l->scale_exp10, NULL, PCPU_HISTOGRAM_MAX_BOUNDS, NULL);
 		if (!n)
 			return layout_error("exponential histogram: more than 4096 buckets (a smaller schema)");

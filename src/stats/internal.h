@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <pcpu/expose.h>
 
 #define PCPU_HIDDEN __attribute__((visibility("hidden")))
@@ -47,6 +48,20 @@ PCPU_HIDDEN int pcpu__check_unit(const char *name, const char *unit);
  * number of suffixes for `type` and sets *suffixes. */
 PCPU_HIDDEN size_t pcpu__type_suffixes(enum pcpu_metric_type type, const char *const **suffixes);
 PCPU_HIDDEN const char *pcpu__type_name(enum pcpu_metric_type type);
+/* The length of an info family's OpenMetrics name (the family name without
+ * its `_info`): OpenMetrics writes `# TYPE x info` and samples `x_info`.
+ * 0 when `flags` has no PCPU_SNAPSHOT_INFO, or name is NULL or does not end
+ * in `_info` after at least one character. */
+PCPU_HIDDEN size_t pcpu__info_name_len(const char *name, unsigned flags);
+/* The names a snapshot family owns (the OpenMetrics clash set): its name
+ * plus each of its type's suffixes, and for an info family its OpenMetrics
+ * name. Name k (k < the count returned) is f->name[0..*baselen) + *suffix. */
+PCPU_HIDDEN size_t pcpu__family_owned_name(const struct pcpu_snapshot_family *f, size_t k,
+					   size_t *baselen, const char **suffix);
+/* Compares a1[0..a1n) + a2 with b1[0..b1n) + b2 as strcmp() compares the
+ * strings, without building them. */
+PCPU_HIDDEN int pcpu__cmp_concat(const char *a1, size_t a1n, const char *a2, const char *b1,
+				 size_t b1n, const char *b2);
 
 /* ---- arena.c: memory freed all at once ---- */
 
@@ -66,6 +81,14 @@ PCPU_HIDDEN void pcpu__arena_free(struct pcpu__arena *a);
 static inline uint64_t pcpu__fnv1a(uint64_t h, const char *s)
 {
 	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+/* pcpu__fnv1a() of s[0..n). */
+static inline uint64_t pcpu__fnv1a_n(uint64_t h, const char *s, size_t n)
+{
+	for (; n; s++, n--)
 		h = (h ^ (unsigned char)*s) * 1099511628211ull;
 	return h;
 }
@@ -109,20 +132,35 @@ static inline size_t pcpu__export_list(const int64_t *upper, size_t n, unsigned 
 }
 
 /*
- * The `le` bounds an exponential (native) histogram exposes: the zero
- * bucket's, and those of native indices that are multiples of
- * 2^(schema - 2) -- four per power of two, all of them for schema <= 2.
- * Bucket b >= 1 has native index first + b - 1; n finite buckets.
+ * The `le` bounds an exponential (native) histogram exposes
+ * (pcpu/histogram.h, export_per_octave and export_min): of the buckets
+ * whose upper bound u >= min (all of them for min <= 0), the zero bucket's
+ * and those of native indices that are multiples of 2^(schema - lg): 2^lg
+ * per power of two, every one for schema <= lg. A function of the layout
+ * alone, so it is the same set from creation on. Bucket b >= 1 has native
+ * index first + b - 1; n finite buckets with bounds upper[0..n) (read
+ * only when min > 0).
  */
-static inline size_t pcpu__native_export_list(int32_t first, size_t n, int schema, uint32_t *out)
+static inline size_t pcpu__native_export_rule(const int64_t *upper, int32_t first, size_t n,
+					      int schema, unsigned lg, int64_t min, uint32_t *out)
 {
-	int64_t step = schema > 2 ? (int64_t)1 << (schema - 2) : 1;
+	int64_t step = schema > (int)lg ? (int64_t)1 << (schema - (int)lg) : 1;
 	size_t b, k = 0;
 
-	for (b = 0; b < n; b++)
+	for (b = 0; b < n; b++) {
+		if (min > 0 && upper[b] < min)
+			continue;
 		if (b == 0 || ((int64_t)first + (int64_t)b - 1) % step == 0)
 			out[k++] = (uint32_t)b;
+	}
 	return k;
+}
+
+/* The default rule (4 per power of two, from the zero bucket): what a
+ * segment reader derives from the schema alone (docs/segment-format.md). */
+static inline size_t pcpu__native_export_list(int32_t first, size_t n, int schema, uint32_t *out)
+{
+	return pcpu__native_export_rule(NULL, first, n, schema, 2, 0, out);
 }
 
 /* base^i = 2^(i * 2^-schema), the native bucket boundary i (histogram.c;
@@ -144,9 +182,32 @@ struct pcpu__buf {
 	int failed; /* an allocation failed: everything after is dropped */
 };
 PCPU_HIDDEN void pcpu__buf_reserve(struct pcpu__buf *b, size_t more);
-PCPU_HIDDEN void pcpu__buf_put(struct pcpu__buf *b, const char *s, size_t n);
-PCPU_HIDDEN void pcpu__buf_puts(struct pcpu__buf *b, const char *s);
-PCPU_HIDDEN void pcpu__buf_putc(struct pcpu__buf *b, char c);
+/* pcpu__buf_put() where the buffer must grow first (or has failed). */
+PCPU_HIDDEN void pcpu__buf_put_grow(struct pcpu__buf *b, const char *s, size_t n);
+
+/* Appends s[0..n), keeping the text NUL-terminated. Inline: the writers
+ * append a few bytes at a time, millions of times per exposition, and a
+ * call per append cost as much as the copying. */
+static inline void pcpu__buf_put(struct pcpu__buf *b, const char *s, size_t n)
+{
+	if (__builtin_expect(b->cap - b->len > n, 1)) { /* cap is 0 until allocated */
+		memcpy(b->p + b->len, s, n);
+		b->len += n;
+		b->p[b->len] = '\0';
+		return;
+	}
+	pcpu__buf_put_grow(b, s, n);
+}
+
+static inline void pcpu__buf_puts(struct pcpu__buf *b, const char *s)
+{
+	pcpu__buf_put(b, s, strlen(s));
+}
+
+static inline void pcpu__buf_putc(struct pcpu__buf *b, char c)
+{
+	pcpu__buf_put(b, &c, 1);
+}
 PCPU_HIDDEN void pcpu__buf_u64(struct pcpu__buf *b, uint64_t v);
 PCPU_HIDDEN void pcpu__buf_i64(struct pcpu__buf *b, int64_t v);
 
@@ -162,6 +223,9 @@ PCPU_HIDDEN size_t pcpu__fmt_double(char *out, double v, int canonical);
  * integer (v read as int64_t when is_signed), else pcpu__fmt_double() of
  * v * 10^scale. out has PCPU__DOUBLE_BUF bytes; returns the length. */
 PCPU_HIDDEN size_t pcpu__fmt_scaled(char *out, uint64_t v, int is_signed, int scale);
+/* A bucket bound as the `le` writers expose it: pcpu__fmt_double() of
+ * v * 10^scale in the canonical form. */
+PCPU_HIDDEN size_t pcpu__fmt_bound(char *out, int64_t v, int scale);
 /* v * 10^scale as a double, correctly rounded for |v| <= 2^53. */
 PCPU_HIDDEN double pcpu__scale_i64(int64_t v, int scale);
 PCPU_HIDDEN double pcpu__scale_u64(uint64_t v, int scale);

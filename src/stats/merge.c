@@ -34,10 +34,13 @@ struct mfam {
 	size_t cap; /* 0: series lie in the arena, not ours to realloc */
 };
 
-/* A sample name a family writes: family name + one of its type's suffixes. */
+/* A name a family owns (pcpu__family_owned_name()): the first baselen
+ * bytes of its name (all of them, or an info family's OpenMetrics name) +
+ * suffix. */
 struct slot {
 	uint64_t hash;
 	size_t fam; /* index + 1; 0: empty */
+	size_t baselen;
 	const char *suffix;
 };
 
@@ -51,26 +54,11 @@ struct pcpu_snapshot_merge {
 	struct pcpu_snapshot result;
 };
 
-/* The hash of sample name base+suffix (FNV-1a is sequential: no copy). */
-static uint64_t sample_hash(const char *base, const char *suffix)
+/* The hash of sample name base[0..baselen) + suffix (FNV-1a is sequential:
+ * no copy). */
+static uint64_t sample_hash(const char *base, size_t baselen, const char *suffix)
 {
-	return pcpu__fnv1a(pcpu__fnv1a(PCPU__FNV_OFFSET, base), suffix);
-}
-
-/* Whether a1 a2 and b1 b2, each concatenated, are the same string. */
-static int concat_eq(const char *a1, const char *a2, const char *b1, const char *b2)
-{
-	for (;;) {
-		if (!*a1)
-			a1 = a2, a2 = "";
-		if (!*b1)
-			b1 = b2, b2 = "";
-		if (*a1 != *b1)
-			return 0;
-		if (!*a1)
-			return 1;
-		a1++, b1++;
-	}
+	return pcpu__fnv1a(pcpu__fnv1a_n(PCPU__FNV_OFFSET, base, baselen), suffix);
 }
 
 static int str_eq(const char *a, const char *b)
@@ -116,10 +104,10 @@ void pcpu_snapshot_merge_free(pcpu_snapshot_merge_t *m)
 	free(m);
 }
 
-/* The table slot holding sample name base+suffix, or the empty slot where
- * it would go. */
-static struct slot *lookup(const pcpu_snapshot_merge_t *m, const char *base, const char *suffix,
-			   uint64_t h)
+/* The table slot holding name base[0..baselen) + suffix, or the empty
+ * slot where it would go. */
+static struct slot *lookup(const pcpu_snapshot_merge_t *m, const char *base, size_t baselen,
+			   const char *suffix, uint64_t h)
 {
 	size_t mask = m->tabsize - 1, i = (size_t)h & mask;
 
@@ -128,7 +116,8 @@ static struct slot *lookup(const pcpu_snapshot_merge_t *m, const char *base, con
 
 		if (!s->fam)
 			return s;
-		if (s->hash == h && concat_eq(m->fams[s->fam - 1].f.name, s->suffix, base, suffix))
+		if (s->hash == h && pcpu__cmp_concat(m->fams[s->fam - 1].f.name, s->baselen, s->suffix,
+						     base, baselen, suffix) == 0)
 			return s;
 	}
 }
@@ -166,7 +155,7 @@ static struct mfam *find_family(const pcpu_snapshot_merge_t *m, const char *name
 
 	if (!m->tabsize)
 		return NULL;
-	s = lookup(m, name, "", sample_hash(name, ""));
+	s = lookup(m, name, strlen(name), "", sample_hash(name, strlen(name), ""));
 	if (!s->fam || strcmp(m->fams[s->fam - 1].f.name, name) != 0)
 		return NULL; /* free, or another family's suffixed name */
 	return &m->fams[s->fam - 1];
@@ -198,17 +187,19 @@ static int check_against(const pcpu_snapshot_merge_t *m, const struct pcpu_snaps
 			 unsigned nextra)
 {
 	const struct mfam *e = find_family(m, f->name);
-	const char *const *suf;
-	size_t k, ns;
+	size_t k, ns = 1;
 
 	if (e)
 		return same_metadata(&e->f, f, nextra) ? 0 :
 		       fail(EINVAL, "family", f->name, " differs from the one merged before (type, help, "
 			    "unit, scale, labels or buckets)");
-	ns = pcpu__type_suffixes(f->type, &suf);
 	for (k = 0; m->tabsize && k < ns; k++) {
-		struct slot *s = lookup(m, f->name, suf[k], sample_hash(f->name, suf[k]));
+		size_t bl;
+		const char *suf;
+		struct slot *s;
 
+		ns = pcpu__family_owned_name(f, k, &bl, &suf);
+		s = lookup(m, f->name, bl, suf, sample_hash(f->name, bl, suf));
 		if (s->fam)
 			return fail(EINVAL, "family", f->name, " writes a sample name of a family merged before");
 	}
@@ -290,7 +281,8 @@ static int reserve(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot_family *
 
 	for (f = 0; f < n; f++) {
 		struct mfam *e = find_family(m, fams[f].name);
-		const char *const *suf;
+		size_t bl;
+		const char *suf;
 
 		if (e) {
 			size_t need = e->f.nseries + fams[f].nseries;
@@ -312,7 +304,7 @@ static int reserve(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot_family *
 			}
 		} else {
 			newfams++;
-			newnames += pcpu__type_suffixes(fams[f].type, &suf);
+			newnames += pcpu__family_owned_name(&fams[f], 0, &bl, &suf);
 		}
 	}
 	if (m->nfams + newfams > m->capfams) {
@@ -360,19 +352,24 @@ int pcpu_snapshot_merge_add(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot
 		struct mfam *e = find_family(m, in->name);
 
 		if (!e) {
-			const char *const *suf;
-			size_t k, ns = pcpu__type_suffixes(in->type, &suf);
+			size_t k, ns = 1;
 
 			e = &m->fams[m->nfams++];
 			e->f = *in; /* its name is what lookup() compares */
 			e->cap = 0;
 			for (k = 0; k < ns; k++) {
-				uint64_t h = sample_hash(in->name, suf[k]);
-				struct slot *sl = lookup(m, in->name, suf[k], h);
+				size_t bl;
+				const char *suf;
+				uint64_t h;
+				struct slot *sl;
 
+				ns = pcpu__family_owned_name(in, k, &bl, &suf);
+				h = sample_hash(in->name, bl, suf);
+				sl = lookup(m, in->name, bl, suf, h);
 				sl->hash = h;
 				sl->fam = m->nfams;
-				sl->suffix = suf[k];
+				sl->baselen = bl;
+				sl->suffix = suf;
 				m->nslots++;
 			}
 			/* Its series stay in the arena (cap 0: not ours to

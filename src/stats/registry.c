@@ -132,9 +132,11 @@ static int sname_grow(struct pcpu_registry *reg)
 	return 0;
 }
 
-static int sname_add(struct pcpu_registry *reg, struct pcpu_family *f, const char *suffix)
+/* Reserves base + suffix for family f. */
+static int sname_add(struct pcpu_registry *reg, struct pcpu_family *f, const char *base,
+		     const char *suffix)
 {
-	size_t bl = strlen(f->name), sl = strlen(suffix);
+	size_t bl = strlen(base), sl = strlen(suffix);
 	struct pcpu__sname *n;
 
 	if (reg->nnames >= reg->namesize && sname_grow(reg) < 0)
@@ -142,9 +144,9 @@ static int sname_add(struct pcpu_registry *reg, struct pcpu_family *f, const cha
 	n = malloc(sizeof *n + bl + sl + 1);
 	if (!n)
 		return -1;
-	memcpy(n->name, f->name, bl);
+	memcpy(n->name, base, bl);
 	memcpy(n->name + bl, suffix, sl + 1);
-	n->hash = sname_hash(f->name, suffix);
+	n->hash = sname_hash(base, suffix);
 	n->fam = f;
 	n->hnext = reg->names[n->hash & (reg->namesize - 1)];
 	reg->names[n->hash & (reg->namesize - 1)] = n;
@@ -152,13 +154,32 @@ static int sname_add(struct pcpu_registry *reg, struct pcpu_family *f, const cha
 	return 0;
 }
 
+/*
+ * An info family (PCPU_SNAPSHOT_INFO) `x_info` also owns `x`: OpenMetrics
+ * writes it as family `x` of type info (`# TYPE x info`, sample x_info),
+ * and a strict parser refuses a second family `x`. Writes that name to
+ * `out` and returns 1 for an info family, else 0.
+ */
+static int info_family_name(const char *name, unsigned flags, char out[PCPU_STATS_NAME_MAX + 1])
+{
+	size_t n = pcpu__info_name_len(name, flags);
+
+	if (!n)
+		return 0;
+	memcpy(out, name, n);
+	out[n] = '\0';
+	return 1;
+}
+
 static void sname_remove_family(struct pcpu_registry *reg, struct pcpu_family *f)
 {
 	const char *const *suf;
 	size_t k, ns = pcpu__type_suffixes(f->type, &suf);
+	char om[PCPU_STATS_NAME_MAX + 1];
+	int info = info_family_name(f->name, f->flags, om);
 
-	for (k = 0; k < ns; k++) {
-		uint64_t h = sname_hash(f->name, suf[k]);
+	for (k = 0; k < ns + (size_t)info; k++) {
+		uint64_t h = k < ns ? sname_hash(f->name, suf[k]) : sname_hash(om, "");
 		struct pcpu__sname **pp;
 
 		if (!reg->namesize)
@@ -267,22 +288,40 @@ static int layout_equal(const struct pcpu_histogram_layout *a, const struct pcpu
 	if (a->scheme == PCPU_HISTOGRAM_EXPLICIT)
 		return a->nbounds == b->nbounds &&
 		       memcmp(a->bounds, b->bounds, a->nbounds * sizeof *a->bounds) == 0;
-	if (a->scheme == PCPU_HISTOGRAM_EXPONENTIAL)
-		return a->schema == b->schema; /* the scale is the family's */
-	return a->precision_bits == b->precision_bits && a->max_value == b->max_value &&
-	       pcpu__histogram_export_lg(a) == pcpu__histogram_export_lg(b) &&
+	if (a->scheme == PCPU_HISTOGRAM_EXPONENTIAL && a->schema != b->schema)
+		return 0; /* the scale is the family's */
+	if (a->scheme == PCPU_HISTOGRAM_LOG_LINEAR &&
+	    (a->precision_bits != b->precision_bits || a->max_value != b->max_value))
+		return 0;
+	return pcpu__histogram_export_lg(a) == pcpu__histogram_export_lg(b) &&
 	       (a->export_min > 0 ? a->export_min : 0) == (b->export_min > 0 ? b->export_min : 0);
 }
 
-static int desc_equal(const struct pcpu_family *f, const struct pcpu_family_desc *d)
+/* What a family has beyond its description: PCPU_SNAPSHOT_INFO, and its
+ * own constant labels (pcpu_registry_family_const()). */
+struct fam_extra {
+	unsigned flags;
+	unsigned nconst;
+	const char *const *names, *const *values;
+};
+
+static const struct fam_extra no_extra;
+
+static int desc_equal(const struct pcpu_family *f, const struct pcpu_family_desc *d,
+		      const struct fam_extra *x)
 {
 	unsigned l;
 
 	if (f->type != d->type || !str_eq(f->help, d->help) || !str_eq(f->unit, d->unit) ||
-	    f->scale_exp10 != d->scale_exp10 || f->nlabels - f->nconst != d->nlabels)
+	    f->scale_exp10 != d->scale_exp10 || f->nlabels - f->nconst != d->nlabels ||
+	    f->nfconst != x->nconst || (f->flags & PCPU_SNAPSHOT_INFO) != (x->flags & PCPU_SNAPSHOT_INFO))
 		return 0;
 	for (l = 0; l < d->nlabels; l++)
 		if (strcmp(f->label_names[l], d->label_names[l]) != 0)
+			return 0;
+	for (l = 0; l < x->nconst; l++)
+		if (strcmp(f->label_names[d->nlabels + l], x->names[l]) != 0 ||
+		    strcmp(f->const_values[l], x->values[l]) != 0)
 			return 0;
 	return f->type != PCPU_METRIC_HISTOGRAM || layout_equal(&f->layout, d->histogram);
 }
@@ -295,6 +334,10 @@ static void family_free_meta(struct pcpu_family *f)
 		for (l = 0; l < f->nlabels; l++)
 			free(f->label_names[l]);
 	free(f->label_names);
+	if (f->const_values)
+		for (l = 0; l < f->nfconst; l++)
+			free(f->const_values[l]);
+	free(f->const_values);
 	free(f->name);
 	free(f->help);
 	free(f->unit);
@@ -360,8 +403,9 @@ static int family_set_layout(struct pcpu_family *f, const struct pcpu_histogram_
 						       pcpu__histogram_export_lg(l), l->export_min,
 						       f->export_buckets);
 		else
-			f->nexport = pcpu__native_export_list(f->native_index, nb - 1, l->schema,
-							      f->export_buckets);
+			f->nexport = pcpu__native_export_rule(f->bucket_upper, f->native_index, nb - 1,
+							      l->schema, pcpu__histogram_export_lg(l),
+							      l->export_min, f->export_buckets);
 	}
 	return 0;
 }
@@ -369,9 +413,11 @@ static int family_set_layout(struct pcpu_family *f, const struct pcpu_histogram_
 /* Creates and links a family; registry locked; desc already checked. */
 static struct pcpu_family *family_create_locked(struct pcpu_registry *reg,
 						const struct pcpu_family_desc *d, const char *base,
-						struct pcpu__gfamily *gf, unsigned member)
+						struct pcpu__gfamily *gf, unsigned member,
+						const struct fam_extra *x)
 {
 	struct pcpu_family *f = calloc(1, sizeof *f);
+	char om[PCPU_STATS_NAME_MAX + 1];
 	const char *const *suf;
 	size_t k, ns;
 	unsigned l;
@@ -379,6 +425,7 @@ static struct pcpu_family *family_create_locked(struct pcpu_registry *reg,
 	if (!f)
 		return NULL;
 	f->reg = reg;
+	f->flags = x->flags;
 	f->gfam = gf;
 	f->gmember = member;
 	f->type = d->type;
@@ -388,16 +435,31 @@ static struct pcpu_family *family_create_locked(struct pcpu_registry *reg,
 	f->unit = d->unit && *d->unit ? strdup(d->unit) : NULL;
 	if (!f->name || (d->help && !f->help) || (d->unit && *d->unit && !f->unit))
 		goto nomem;
-	/* The caller's label names, then the registry's constant ones. */
-	f->nconst = reg->nconst;
-	f->nlabels = d->nlabels + reg->nconst;
+	/* The caller's label names, then the family's constant ones, then the
+	 * registry's. */
+	f->nfconst = x->nconst;
+	f->nconst = x->nconst + reg->nconst;
+	f->nlabels = d->nlabels + f->nconst;
 	if (f->nlabels) {
 		f->label_names = calloc(f->nlabels, sizeof *f->label_names);
 		if (!f->label_names)
 			goto nomem;
 		for (l = 0; l < f->nlabels; l++)
 			if (!(f->label_names[l] = strdup(l < d->nlabels ? d->label_names[l]
-								 : reg->const_names[l - d->nlabels])))
+							 : l < d->nlabels + x->nconst
+								 ? x->names[l - d->nlabels]
+								 : reg->const_names[l - d->nlabels - x->nconst])))
+				goto nomem;
+	}
+	if (f->nconst) {
+		f->const_values = calloc(f->nconst, sizeof *f->const_values);
+		if (!f->const_values)
+			goto nomem;
+		for (l = 0; l < f->nconst; l++)
+			f->const_values[l] = l < x->nconst ? strdup(x->values[l])
+							   : reg->const_values[l - x->nconst];
+		for (l = 0; l < x->nconst; l++)
+			if (!f->const_values[l])
 				goto nomem;
 	}
 	if (d->type == PCPU_METRIC_HISTOGRAM && family_set_layout(f, d->histogram) < 0)
@@ -412,10 +474,14 @@ static struct pcpu_family *family_create_locked(struct pcpu_registry *reg,
 	}
 	ns = pcpu__type_suffixes(f->type, &suf);
 	for (k = 0; k < ns; k++) {
-		if (sname_add(reg, f, suf[k]) < 0) {
+		if (sname_add(reg, f, f->name, suf[k]) < 0) {
 			sname_remove_family(reg, f);
 			goto nomem;
 		}
+	}
+	if (info_family_name(f->name, f->flags, om) && sname_add(reg, f, om, "") < 0) {
+		sname_remove_family(reg, f);
+		goto nomem;
 	}
 	f->index = reg->nfams;
 	reg->fams[reg->nfams++] = f;
@@ -428,55 +494,70 @@ nomem:
 	return NULL;
 }
 
-/* A family may not name a constant label of the registry itself, nor have
- * more labels than a family can with them. Registry locked. */
-static int const_label_clash(const struct pcpu_registry *reg, const struct pcpu_family_desc *d)
+/* A family may not name a constant label (its own or the registry's)
+ * itself, nor have more labels than a family can with them. Registry
+ * locked; x's names checked and distinct. */
+static int const_label_clash(const struct pcpu_registry *reg, const struct pcpu_family_desc *d,
+			     const struct fam_extra *x)
 {
 	unsigned l, k;
 
-	if (d->nlabels + reg->nconst > PCPU_STATS_LABELS_MAX)
-		return family_invalid(d->name, "too many labels with the registry's constant labels");
-	for (l = 0; l < d->nlabels; l++)
+	if (d->nlabels + x->nconst + reg->nconst > PCPU_STATS_LABELS_MAX)
+		return family_invalid(d->name, "too many labels with the constant labels");
+	for (l = 0; l < d->nlabels + x->nconst; l++) {
+		const char *name = l < d->nlabels ? d->label_names[l] : x->names[l - d->nlabels];
+
 		for (k = 0; k < reg->nconst; k++)
-			if (strcmp(d->label_names[l], reg->const_names[k]) == 0)
+			if (strcmp(name, reg->const_names[k]) == 0)
 				return family_invalid(d->name,
 						      "a label name is a constant label of the registry");
+		for (k = 0; k < x->nconst && l < d->nlabels; k++)
+			if (strcmp(name, x->names[k]) == 0)
+				return family_invalid(d->name,
+						      "a label name is a constant label of the family");
+	}
 	return 0;
 }
 
-/* Finds or creates; registry locked; desc checked; *created set. */
+/* Finds or creates; registry locked; desc checked; *created set. `x`: the
+ * new family's PCPU_SNAPSHOT_INFO and constant labels, which an existing
+ * one must match. */
 static struct pcpu_family *family_get_locked(struct pcpu_registry *reg,
 					     const struct pcpu_family_desc *d, const char *base,
-					     int *created, struct pcpu__gfamily *gf, unsigned member)
+					     int *created, struct pcpu__gfamily *gf, unsigned member,
+					     const struct fam_extra *x)
 {
 	const char *const *suf;
 	size_t k, ns = pcpu__type_suffixes(d->type, &suf);
+	char om[PCPU_STATS_NAME_MAX + 1];
+	int info = info_family_name(base, x->flags, om);
 	struct pcpu__sname *n;
 
 	*created = 0;
-	if (const_label_clash(reg, d) < 0)
+	if (const_label_clash(reg, d, x) < 0)
 		return NULL;
 	n = sname_find(reg, base, "");
 	if (n && strcmp(n->fam->name, base) == 0) {
-		if (desc_equal(n->fam, d) && !gf && !n->fam->gfam)
+		if (desc_equal(n->fam, d, x) && !gf && !n->fam->gfam)
 			return n->fam;
 		pcpu__set_error("a family of this name exists with another type, help, unit, "
-				"labels, scale or bucket layout");
+				"labels, constant labels, scale or bucket layout (or is, or is not, "
+				"an info metric)");
 		pcpu__msg_prefix("family", d->name);
 		errno = EEXIST;
 		return NULL;
 	}
-	for (k = 0; k < ns; k++) {
-		n = sname_find(reg, base, suf[k]);
+	for (k = 0; k < ns + (size_t)info; k++) {
+		n = k < ns ? sname_find(reg, base, suf[k]) : sname_find(reg, om, "");
 		if (n) {
 			struct pcpu__msg m = pcpu__msg_begin();
 
 			pcpu__msg_str(&m, "family ");
 			pcpu__msg_quoted(&m, d->name, 64);
 			pcpu__msg_str(&m, ": sample name ");
-			pcpu__msg_quoted(&m, base, 64);
+			pcpu__msg_quoted(&m, k < ns ? base : om, 64);
 			pcpu__msg_str(&m, " + \"");
-			pcpu__msg_str(&m, suf[k]);
+			pcpu__msg_str(&m, k < ns ? suf[k] : "");
 			pcpu__msg_str(&m, "\" is already written by family ");
 			pcpu__msg_quoted(&m, n->fam->name, 64);
 			errno = EEXIST;
@@ -484,7 +565,7 @@ static struct pcpu_family *family_get_locked(struct pcpu_registry *reg,
 		}
 	}
 	*created = 1;
-	return family_create_locked(reg, d, base, gf, member);
+	return family_create_locked(reg, d, base, gf, member, x);
 }
 
 /* ---- series ---- */
@@ -546,7 +627,7 @@ static int values_check(const struct pcpu_family *f, const char *const *v, const
 		for (l = 0; l < own; l++)
 			buf[l] = v[l];
 		for (l = 0; l < f->nconst; l++)
-			buf[own + l] = f->reg->const_values[l];
+			buf[own + l] = f->const_values[l];
 		*out = buf;
 	}
 	return 0;
@@ -675,7 +756,11 @@ static void series_unlink(struct pcpu_family *f, struct pcpu__series *se)
 	free(se);
 }
 
-static void *series_get(pcpu_family_t *f, const char *const *v, enum pcpu_metric_type type)
+/* The series of f with label values v, created if absent. `info`: the
+ * caller is pcpu_registry_info(), the only maker of an info family's
+ * series (each is 1; a series made as a plain gauge would be 0). */
+static void *series_get(pcpu_family_t *f, const char *const *v, enum pcpu_metric_type type,
+			int info)
 {
 	const char *buf[PCPU_STATS_LABELS_MAX];
 	struct pcpu__series *se;
@@ -684,6 +769,11 @@ static void *series_get(pcpu_family_t *f, const char *const *v, enum pcpu_metric
 
 	if (!f) {
 		fail(EINVAL, "family is NULL");
+		return NULL;
+	}
+	if ((f->flags & PCPU_SNAPSHOT_INFO) && !info) {
+		fail(EINVAL, "an info family's series are made by pcpu_registry_info()");
+		pcpu__msg_prefix("family", f->name);
 		return NULL;
 	}
 	if (f->gfam) {
@@ -767,17 +857,17 @@ int pcpu__series_add_callback(struct pcpu_family *f, const char *const *v,
 
 pcpu_counter_t pcpu_family_counter(pcpu_family_t *fam, const char *const *label_values)
 {
-	return (pcpu_counter_t)series_get(fam, label_values, PCPU_METRIC_COUNTER);
+	return (pcpu_counter_t)series_get(fam, label_values, PCPU_METRIC_COUNTER, 0);
 }
 
 pcpu_gauge_t pcpu_family_gauge(pcpu_family_t *fam, const char *const *label_values)
 {
-	return (pcpu_gauge_t)series_get(fam, label_values, PCPU_METRIC_GAUGE);
+	return (pcpu_gauge_t)series_get(fam, label_values, PCPU_METRIC_GAUGE, 0);
 }
 
 pcpu_histogram_t *pcpu_family_histogram(pcpu_family_t *fam, const char *const *label_values)
 {
-	return (pcpu_histogram_t *)series_get(fam, label_values, PCPU_METRIC_HISTOGRAM);
+	return (pcpu_histogram_t *)series_get(fam, label_values, PCPU_METRIC_HISTOGRAM, 0);
 }
 
 void *pcpu_family_lookup(pcpu_family_t *f, const char *const *v)
@@ -964,7 +1054,33 @@ uint64_t pcpu_registry_generation(pcpu_registry_t *reg)
 	return reg ? __atomic_load_n(&reg->generation, __ATOMIC_ACQUIRE) : 0;
 }
 
-pcpu_family_t *pcpu_registry_family(pcpu_registry_t *reg, const struct pcpu_family_desc *d)
+/* Checks a set of constant labels (the registry's or a family's). */
+static int const_labels_check(unsigned n, const char *const *names, const char *const *values)
+{
+	unsigned l, k;
+
+	if (n == 0 || n > PCPU_STATS_LABELS_MAX || !names || !values)
+		return fail(EINVAL, "constant labels: NULL names or values, or not 1 to 32 labels");
+	for (l = 0; l < n; l++) {
+		if (pcpu_stats_check_label_name(names[l]) < 0 ||
+		    pcpu_stats_check_label_value(values[l]) < 0) {
+			pcpu__msg_prefix("constant label", names[l] ? names[l] : "(null)");
+			errno = EINVAL;
+			return -1;
+		}
+		/* Histograms reserve "le" for their buckets. */
+		if (strcmp(names[l], "le") == 0)
+			return fail(EINVAL, "constant labels: \"le\" is reserved (histogram buckets)");
+		for (k = 0; k < l; k++)
+			if (strcmp(names[k], names[l]) == 0)
+				return fail(EINVAL, "constant labels: a label name appears twice");
+	}
+	return 0;
+}
+
+/* Finds or creates the family `d` describes, with `x`. */
+static struct pcpu_family *family_register(pcpu_registry_t *reg, const struct pcpu_family_desc *d,
+					   const struct fam_extra *x)
 {
 	char base[PCPU_STATS_NAME_MAX + 1];
 	struct pcpu_family *f;
@@ -977,9 +1093,25 @@ pcpu_family_t *pcpu_registry_family(pcpu_registry_t *reg, const struct pcpu_fami
 	if (desc_check(d, base) < 0)
 		return NULL;
 	pthread_mutex_lock(&reg->lock);
-	f = family_get_locked(reg, d, base, &created, NULL, 0);
+	f = family_get_locked(reg, d, base, &created, NULL, 0, x);
 	pthread_mutex_unlock(&reg->lock);
 	return f;
+}
+
+pcpu_family_t *pcpu_registry_family(pcpu_registry_t *reg, const struct pcpu_family_desc *d)
+{
+	return family_register(reg, d, &no_extra);
+}
+
+pcpu_family_t *pcpu_registry_family_const(pcpu_registry_t *reg, const struct pcpu_family_desc *d,
+					  unsigned n, const char *const *names,
+					  const char *const *values)
+{
+	struct fam_extra x = { 0, n, names, values };
+
+	if (const_labels_check(n, names, values) < 0)
+		return NULL;
+	return family_register(reg, d, &x);
 }
 
 pcpu_family_t *pcpu_registry_find(pcpu_registry_t *reg, const char *name)
@@ -1105,26 +1237,12 @@ int pcpu_registry_const_labels(pcpu_registry_t *reg, unsigned n, const char *con
 			       const char *const *values)
 {
 	char **cn = NULL, **cv = NULL;
-	unsigned l, k;
 	int r = 0;
 
-	if (!reg || n == 0 || n > PCPU_STATS_LABELS_MAX || !names || !values)
-		return fail(EINVAL, "constant labels: NULL registry, names or values, or not 1 to "
-				    "32 labels");
-	for (l = 0; l < n; l++) {
-		if (pcpu_stats_check_label_name(names[l]) < 0 ||
-		    pcpu_stats_check_label_value(values[l]) < 0) {
-			pcpu__msg_prefix("constant label", names[l] ? names[l] : "(null)");
-			errno = EINVAL;
-			return -1;
-		}
-		/* Histograms reserve "le" for their buckets. */
-		if (strcmp(names[l], "le") == 0)
-			return fail(EINVAL, "constant labels: \"le\" is reserved (histogram buckets)");
-		for (k = 0; k < l; k++)
-			if (strcmp(names[k], names[l]) == 0)
-				return fail(EINVAL, "constant labels: a label name appears twice");
-	}
+	if (!reg)
+		return fail(EINVAL, "constant labels: NULL registry");
+	if (const_labels_check(n, names, values) < 0)
+		return -1;
 	if (!(cn = dup_strings(names, n)) || !(cv = dup_strings(values, n))) {
 		free_strings(cn, n);
 		return fail(ENOMEM, NULL);
@@ -1147,12 +1265,12 @@ int pcpu_registry_const_labels(pcpu_registry_t *reg, unsigned n, const char *con
 int pcpu_registry_info(pcpu_registry_t *reg, const char *name, const char *help, unsigned nlabels,
 		       const char *const *label_names, const char *const *label_values)
 {
+	static const struct fam_extra info = { PCPU_SNAPSHOT_INFO, 0, NULL, NULL };
 	struct pcpu_family_desc d;
 	pcpu_family_t *f;
 	pcpu_gauge_t g;
-	size_t len = name ? strlen(name) : 0;
 
-	if (len <= 5 || strcmp(name + len - 5, "_info") != 0)
+	if (!pcpu__info_name_len(name, PCPU_SNAPSHOT_INFO))
 		return fail(EINVAL, "an info metric's name ends in \"_info\"");
 	memset(&d, 0, sizeof d);
 	d.name = name;
@@ -1160,7 +1278,7 @@ int pcpu_registry_info(pcpu_registry_t *reg, const char *name, const char *help,
 	d.type = PCPU_METRIC_GAUGE;
 	d.nlabels = nlabels;
 	d.label_names = label_names;
-	f = pcpu_registry_family(reg, &d);
+	f = family_register(reg, &d, &info);
 	if (!f)
 		return -1;
 	if (pcpu_family_lookup(f, label_values)) {
@@ -1169,7 +1287,7 @@ int pcpu_registry_info(pcpu_registry_t *reg, const char *name, const char *help,
 		errno = EEXIST;
 		return -1;
 	}
-	g = pcpu_family_gauge(f, label_values);
+	g = series_get(f, label_values, PCPU_METRIC_GAUGE, 1);
 	return g ? pcpu_gauge_set(g, 1) : -1;
 }
 
@@ -1327,7 +1445,7 @@ void *pcpu_registry_struct(pcpu_registry_t *reg, size_t size, const struct pcpu_
 		d.unit = fields[k].unit;
 		d.type = fields[k].type;
 		d.scale_exp10 = fields[k].scale_exp10;
-		ss->fams[k] = family_get_locked(reg, &d, base[k], &created[k], NULL, 0);
+		ss->fams[k] = family_get_locked(reg, &d, base[k], &created[k], NULL, 0, &no_extra);
 		if (!ss->fams[k]) {
 			err = errno;
 			goto fail_locked;
@@ -1480,7 +1598,8 @@ pcpu_group_family_t *pcpu_registry_group(pcpu_registry_t *reg, const struct pcpu
 	gf->nmembers = nmembers;
 	pthread_mutex_lock(&reg->lock);
 	for (made = 0; made < nmembers; made++) {
-		gf->fams[made] = family_get_locked(reg, &members[made], base[made], &created, gf, made);
+		gf->fams[made] = family_get_locked(reg, &members[made], base[made], &created, gf, made,
+						   &no_extra);
 		if (!gf->fams[made]) {
 			err = errno;
 			break;

@@ -25,8 +25,9 @@ PCPU_HIDDEN pcpu_zone_t *pcpu__stats_zone(void);
 PCPU_HIDDEN int pcpu__histogram_layout_check(const struct pcpu_histogram_layout *l,
 					     size_t *nbuckets, uint64_t *limit);
 
-/* log2 of the `le` bounds a log-linear layout exposes per power of two
- * (export_per_octave, defaulted and capped at the precision). */
+/* log2 of the `le` bounds a log-linear or exponential layout exposes per
+ * power of two (export_per_octave, defaulted, and capped at the buckets per
+ * power of two: 2^precision_bits, or 2^schema). */
 PCPU_HIDDEN unsigned pcpu__histogram_export_lg(const struct pcpu_histogram_layout *l);
 
 /* An exponential layout's bounds (see histogram.c): returns how many (0 if
@@ -59,7 +60,11 @@ struct pcpu_family {
 	int scale_exp10;
 	unsigned nlabels;             /* the caller's, then nconst constant ones */
 	char **label_names;
-	unsigned nconst;              /* the registry's constant labels, last */
+	unsigned nconst;              /* constant labels, last: the family's own
+				       * (pcpu_registry_family_const()), then the registry's */
+	unsigned nfconst;             /* of which the family's own */
+	char **const_values;          /* nconst values: the family's own (owned), then
+				       * the registry's (the registry's strings) */
 	/* histograms */
 	struct pcpu_histogram_layout layout; /* .bounds points to bounds below */
 	int64_t *bounds;

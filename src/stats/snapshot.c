@@ -61,7 +61,12 @@ void pcpu__series_read(const struct pcpu_family *f, const struct pcpu__series *s
 		out->value.counter = pcpu_counter_fetch((pcpu_counter_t)se->handle);
 		break;
 	case PCPU_METRIC_GAUGE:
-		out->value.gauge = pcpu_gauge_read((pcpu_gauge_t)se->handle);
+		/* An info series is 1 (pcpu_registry_info() set it so): the
+		 * OpenMetrics writer relies on it, so a handle changed through
+		 * pcpu_family_lookup() cannot spoil the exposition. */
+		out->value.gauge = f->flags & PCPU_SNAPSHOT_INFO
+					   ? 1
+					   : pcpu_gauge_read((pcpu_gauge_t)se->handle);
 		break;
 	case PCPU_METRIC_HISTOGRAM: {
 		int64_t sum = 0;

@@ -366,6 +366,59 @@ size_t pcpu__type_suffixes(enum pcpu_metric_type type, const char *const **suffi
 	return 0;
 }
 
+size_t pcpu__info_name_len(const char *name, unsigned flags)
+{
+	size_t n;
+
+	if (!(flags & PCPU_SNAPSHOT_INFO) || !name)
+		return 0;
+	n = strlen(name);
+	return n > 5 && strcmp(name + n - 5, "_info") == 0 ? n - 5 : 0;
+}
+
+size_t pcpu__family_owned_name(const struct pcpu_snapshot_family *f, size_t k, size_t *baselen,
+			       const char **suffix)
+{
+	const char *const *suf;
+	size_t ns = pcpu__type_suffixes(f->type, &suf), info = pcpu__info_name_len(f->name, f->flags);
+
+	if (k < ns) {
+		*baselen = strlen(f->name);
+		*suffix = suf[k];
+	} else if (info) {
+		*baselen = info; /* `x_info` is OpenMetrics family `x` */
+		*suffix = "";
+	}
+	return ns + (info ? 1 : 0);
+}
+
+int pcpu__cmp_concat(const char *a1, size_t a1n, const char *a2, const char *b1, size_t b1n,
+		     const char *b2)
+{
+	for (;;) {
+		unsigned char ca, cb;
+
+		if (!a1n && a2) {
+			a1 = a2;
+			a1n = strlen(a2);
+			a2 = NULL;
+		}
+		if (!b1n && b2) {
+			b1 = b2;
+			b1n = strlen(b2);
+			b2 = NULL;
+		}
+		ca = a1n ? (unsigned char)*a1 : 0;
+		cb = b1n ? (unsigned char)*b1 : 0;
+		if (ca != cb)
+			return ca < cb ? -1 : 1;
+		if (!ca)
+			return 0;
+		a1++, a1n--;
+		b1++, b1n--;
+	}
+}
+
 const char *pcpu__type_name(enum pcpu_metric_type type)
 {
 	switch (type) {

@@ -89,7 +89,7 @@ def main():
     expect_types = {
         "http_requests": "counter", "queue_depth": "gauge",
         "request_duration_seconds": "histogram", "payload_bytes": "histogram",
-        "ep_packets": "counter", "idle_workers": "gauge",
+        "ep_packets": "counter", "idle_workers": "gauge", "app_build": "info",
     }
     for name, typ in expect_types.items():
         if types.get(name, (None,))[0] != typ:
@@ -113,6 +113,8 @@ def main():
         ("temperature_celsius", ()): -273.5,
         ("plain_events_total", ()): 18446744073709551615.0,
         ("ep_bytes_total", (("iface", "eth0"),)): 15000,
+        ("app_build_info", (("revision", HOSTILE), ("version", "1.2.3"))): 1,
+        ("app_build_info", (("revision", "def"), ("version", "1.2.4"))): 1,
     }
     for key, want in checks.items():
         got = om.get(key)

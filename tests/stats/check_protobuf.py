@@ -77,6 +77,10 @@ def main():
         n, pos = _DecodeVarint32(data, pos)
         mf = metrics_pb2.MetricFamily()
         mf.ParseFromString(data[pos:pos + n])
+        # Byte for byte what protobuf serializes (fields in field-number
+        # order): the writer packs a family in pieces (expose_protobuf.c).
+        if mf.SerializeToString() != data[pos:pos + n]:
+            raise SystemExit("FAIL: family %s: not the bytes protobuf serializes" % mf.name)
         pos += n
         fams.append(mf)
     if pos != len(data):

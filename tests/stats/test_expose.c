@@ -229,6 +229,15 @@ static pcpu_registry_t *build_registry(void)
 	c = pcpu_registry_counter(reg, "plain_events_total", "An unlabelled counter.");
 	CHECK(c);
 	pcpu_counter_add(c, 18446744073709551615ull); /* 2^64 - 1: printed exactly */
+	{
+		/* An info metric: OpenMetrics type `info` (family app_build,
+		 * sample app_build_info), a gauge in 0.0.4 and JSON. */
+		static const char *const bn[] = { "version", "revision" };
+		static const char *const bv[] = { "1.2.3", HOSTILE }, *const bv2[] = { "1.2.4", "def" };
+
+		CHECK(pcpu_registry_info(reg, "app_build_info", "Build information.", 2, bn, bv) == 0);
+		CHECK(pcpu_registry_info(reg, "app_build_info", "Build information.", 2, bn, bv2) == 0);
+	}
 	return reg;
 }
 
@@ -432,6 +441,38 @@ static void test_refusals(void)
 	f[1].name = "foo";
 	f[1].nbuckets = 1;
 	expect_refused(&s, "written by two families");
+
+	/* Info families: OpenMetrics family `x` of x_info, so a family `x`
+	 * clashes; the flag only on a gauge named *_info whose series are 1. */
+	f[1].type = PCPU_METRIC_GAUGE;
+	f[1].nbuckets = 0;
+	f[1].name = "foo_info";
+	f[1].flags = PCPU_SNAPSHOT_INFO;
+	se[0].value.gauge = 1;
+	expect_refused(&s, "written by two families");
+	f[0].name = "foo_info_info"; /* the same series: the counter reads 1 too */
+	CHECK(pcpu_snapshot_write(&s, PCPU_FORMAT_OPENMETRICS, &out, &len) == 0);
+	CHECK(strcmp(out, "# TYPE foo_info_info counter\nfoo_info_info_total{a=\"x\"} 1\n"
+			  "# TYPE foo info\nfoo_info{a=\"x\"} 1\n# EOF\n") == 0);
+	free(out);
+	CHECK(pcpu_snapshot_write(&s, PCPU_FORMAT_PROMETHEUS, &out, &len) == 0);
+	CHECK(strstr(out, "# TYPE foo_info gauge\nfoo_info{a=\"x\"} 1\n"));
+	free(out);
+	se[0].value.gauge = 2;
+	expect_refused(&s, "series are 1");
+	se[0].value.gauge = 1;
+	f[1].name = "foo";
+	expect_refused(&s, "named *_info");
+	f[1].name = "_info";
+	expect_refused(&s, "named *_info");
+	f[1].name = "foo_info";
+	f[1].type = PCPU_METRIC_COUNTER;
+	expect_refused(&s, "named *_info");
+	f[1].type = PCPU_METRIC_GAUGE;
+	f[1].scale_exp10 = -3;
+	expect_refused(&s, "without unit or scale");
+	f[1].scale_exp10 = 0;
+	f[1].flags = 0;
 
 	/* Negative bounds: OpenMetrics output leaves out _sum and _count. */
 	{

@@ -132,6 +132,57 @@ static void test_round_trip(int n)
 	}
 }
 
+/*
+ * Scaled integers (counter and gauge values, sums, `le` bounds) take a
+ * shortcut below 10^15: their own digits, laid out. The shortcut must
+ * print exactly what the general path prints for the scaled double, for
+ * every scale, sign and magnitude -- integers with few digits and with
+ * trailing zeros, and those just below and at the 10^15 limit included.
+ */
+static void test_scaled_exact(int n)
+{
+	static const int64_t edge[] = { 0, 1, 9, 10, 100, 123456, 1000000, 999999999999999,
+					1000000000000000, 1000000000000001, 9007199254740992,
+					INT64_MAX, INT64_MIN };
+	int i, scale;
+
+	for (i = 0; i < n; i++) {
+		uint64_t r = next_rand();
+		int64_t v;
+		char got[PCPU__DOUBLE_BUF], want[PCPU__DOUBLE_BUF];
+
+		if (i < (int)(sizeof edge / sizeof *edge) * 2)
+			v = i & 1 ? (int64_t)(0 - (uint64_t)edge[i / 2]) : edge[i / 2]; /* INT64_MIN too */
+		else if (i & 2) /* few digits, trailing zeros: 1..99999 * 10^0..12 */
+			v = (int64_t)(r % 100000 + 1) * (int64_t)pow(10, (double)((r >> 20) % 13));
+		else /* any magnitude up to 2^(1..62), either sign */
+			v = (int64_t)(r >> (2 + (r >> 58) % 61)) * (r & 1 ? -1 : 1);
+		for (scale = -PCPU_STATS_SCALE_MAX; scale <= PCPU_STATS_SCALE_MAX; scale++) {
+			if (!scale)
+				continue;
+			pcpu__fmt_scaled(got, (uint64_t)v, 1, scale);
+			pcpu__fmt_double(want, pcpu__scale_i64(v, scale), 0);
+			if (strcmp(got, want) != 0) {
+				fprintf(stderr, "%lld * 10^%d: got %s, want %s\n", (long long)v, scale, got, want);
+				exit(1);
+			}
+			if (v >= 0) {
+				pcpu__fmt_scaled(got, (uint64_t)v, 0, scale);
+				pcpu__fmt_double(want, pcpu__scale_u64((uint64_t)v, scale), 0);
+				CHECK(strcmp(got, want) == 0);
+			}
+		}
+		for (scale = -PCPU_STATS_SCALE_MAX; scale <= PCPU_STATS_SCALE_MAX; scale++) {
+			pcpu__fmt_bound(got, v, scale);
+			pcpu__fmt_double(want, pcpu__scale_i64(v, scale), 1);
+			if (strcmp(got, want) != 0) {
+				fprintf(stderr, "le %lld * 10^%d: got %s, want %s\n", (long long)v, scale, got, want);
+				exit(1);
+			}
+		}
+	}
+}
+
 static char dir[] = "/tmp/pcpu-locale-XXXXXX";
 
 /* A locale whose decimal point is a comma: an installed one, or one built
@@ -249,6 +300,7 @@ int main(void)
 {
 	test_known();
 	test_round_trip(60000);
+	test_scaled_exact(3000);
 	test_locale();
 	test_utf8();
 	test_escapes();

@@ -144,6 +144,27 @@ static void merging(void)
 	CHECK(pcpu_snapshot_merge_add(m, &sother, 1, LN, p2) == -1 && errno == EINVAL);
 	/* An invalid extra label. */
 	CHECK(pcpu_snapshot_merge_add(m, &s2, 1, (const char *const[]){ "__x" }, p2) == -1);
+	/* An info family x_info is OpenMetrics family x: it clashes with a
+	 * family x merged before (counter a_jobs), and the other way round. */
+	{
+		struct pcpu_snapshot_series yes = { .value.gauge = 1 };
+		struct pcpu_snapshot_family info[1], plain[1];
+		struct pcpu_snapshot sinfo = { 1, info }, splain = { 1, plain };
+
+		info[0] = counter("a_jobs_info", &yes, 1);
+		info[0].type = PCPU_METRIC_GAUGE;
+		info[0].flags = PCPU_SNAPSHOT_INFO;
+		CHECK(pcpu_snapshot_merge_add(m, &sinfo, 1, LN, p2) == -1 && errno == EINVAL);
+		CHECK(strstr(pcpu_stats_error(), "a_jobs_info") != NULL);
+		info[0].name = "e_build_info";
+		CHECK(pcpu_snapshot_merge_add(m, &sinfo, 1, LN, p2) == 0);
+		plain[0] = counter("e_build", &one, 1);
+		CHECK(pcpu_snapshot_merge_add(m, &splain, 1, LN, p2) == -1 && errno == EINVAL);
+		CHECK(strstr(pcpu_stats_error(), "e_build") != NULL);
+		text = write_result(m);
+		CHECK(strstr(text, "\ne_build_info{pcpu_pid=\"2\"} 1\n") != NULL);
+		free(text);
+	}
 	text = write_result(m);
 	CHECK(strstr(text, "c_jobs") == NULL && strstr(text, "Other") == NULL && strstr(text, "d_jobs") == NULL);
 	free(text);

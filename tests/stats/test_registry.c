@@ -612,6 +612,69 @@ static void test_const_labels(void)
 	CHECK_ERR(pcpu_registry_info(reg, "app_build_info", "Build information.", 2, bn, bv) == 0,
 		  EEXIST, "exists");
 	CHECK_ERR(pcpu_registry_info(reg, "app_build", "Build.", 2, bn, bv) == 0, EINVAL, "_info");
+	CHECK_ERR(pcpu_registry_info(reg, "_info", "Build.", 2, bn, bv) == 0, EINVAL, "_info");
+	{
+		/* A family's own constant labels: after its labels, before the
+		 * registry's; part of what makes a family the same one. */
+		static const char *const fcn[] = { "shard", "tier" }, *const fcv[] = { "7", "hot\"" },
+					  *const fcv2[] = { "8", "hot\"" }, *const bad1[] = { "method" },
+					  *const bad2[] = { "region" }, *const bad3[] = { "le" };
+		pcpu_family_t *fs;
+
+		d = desc("shard_ops_total", PCPU_METRIC_COUNTER, 1, own);
+		fs = pcpu_registry_family_const(reg, &d, 2, fcn, fcv);
+		CHECK(fs != NULL && pcpu_registry_family_const(reg, &d, 2, fcn, fcv) == fs);
+		CHECK_ERR(pcpu_registry_family_const(reg, &d, 2, fcn, fcv2) != NULL, EEXIST, "constant labels");
+		CHECK_ERR(pcpu_registry_family_const(reg, &d, 1, fcn, fcv) != NULL, EEXIST, "constant labels");
+		CHECK_ERR(pcpu_registry_family(reg, &d) != NULL, EEXIST, "constant labels");
+		CHECK_ERR(pcpu_registry_family_const(reg, &d, 1, bad1, fcv) != NULL, EINVAL,
+			  "constant label of the family");
+		CHECK_ERR(pcpu_registry_family_const(reg, &d, 1, bad2, fcv) != NULL, EINVAL,
+			  "constant label of the registry");
+		CHECK_ERR(pcpu_registry_family_const(reg, &d, 1, bad3, fcv) != NULL, EINVAL, "reserved");
+		CHECK_ERR(pcpu_registry_family_const(reg, &d, 0, fcn, fcv) != NULL, EINVAL, "1 to 32");
+		CHECK_ERR(pcpu_registry_family_const(NULL, &d, 2, fcn, fcv) != NULL, EINVAL, "NULL");
+		pcpu_counter_add(pcpu_family_counter(fs, get), 4);
+		CHECK(pcpu_family_lookup(fs, get) != NULL);
+		/* A removed family's values are freed (ASan) and its name free. */
+		d = desc("removed_total", PCPU_METRIC_COUNTER, 0, NULL);
+		CHECK(pcpu_registry_remove_family(reg, pcpu_registry_family_const(reg, &d, 2, fcn, fcv)) == 0);
+		CHECK(pcpu_registry_family(reg, &d) != NULL);
+	}
+	{
+		/* An info family x_info is OpenMetrics family x: no other family
+		 * may be x, nor x_info without being an info family; its series
+		 * are made by pcpu_registry_info() only (at 1). */
+		static const char *const bv2[] = { "1.3", "def" };
+		pcpu_family_t *fi = pcpu_registry_find(reg, "app_build_info");
+
+		CHECK(fi != NULL);
+		d = desc("app_build", PCPU_METRIC_GAUGE, 0, NULL);
+		CHECK_ERR(pcpu_registry_family(reg, &d) != NULL, EEXIST, "\"app_build\"");
+		d = desc("app_build_total", PCPU_METRIC_COUNTER, 0, NULL);
+		CHECK_ERR(pcpu_registry_family(reg, &d) != NULL, EEXIST, "already written");
+		d = desc("app_build_info", PCPU_METRIC_GAUGE, 2, bn);
+		d.help = "Build information.";
+		CHECK_ERR(pcpu_registry_family(reg, &d) != NULL, EEXIST, "info metric");
+		CHECK(pcpu_registry_find(reg, "app_build") == NULL && errno == ENOENT);
+		CHECK_ERR(pcpu_family_gauge(fi, bv2) != NULL, EINVAL, "pcpu_registry_info");
+		CHECK_ERR(pcpu_family_callback(fi, bv2, ret_five, NULL) == 0, EINVAL, "info");
+		CHECK(pcpu_registry_info(reg, "app_build_info", "Build information.", 2, bn, bv2) == 0);
+		CHECK(pcpu_family_size(fi) == 2);
+		/* A handle changed behind its back still exposes 1. */
+		CHECK(pcpu_gauge_set(pcpu_family_lookup(fi, bv2), 5) == 0);
+		/* ... and the other way round: x first, then x_info. */
+		d = desc("app_version", PCPU_METRIC_GAUGE, 0, NULL);
+		CHECK(pcpu_registry_family(reg, &d) != NULL);
+		CHECK_ERR(pcpu_registry_info(reg, "app_version_info", "V.", 2, bn, bv) == 0, EEXIST,
+			  "already written");
+		/* A removed info family gives its OpenMetrics name back. */
+		d = desc("gone_info", PCPU_METRIC_GAUGE, 0, NULL);
+		CHECK(pcpu_registry_info(reg, "gone_info", NULL, 0, NULL, NULL) == 0);
+		CHECK(pcpu_registry_remove_family(reg, pcpu_registry_find(reg, "gone_info")) == 0);
+		d = desc("gone", PCPU_METRIC_GAUGE, 0, NULL);
+		CHECK(pcpu_registry_family(reg, &d) != NULL);
+	}
 	/* Refusals: a family's own label named like a constant one; too many. */
 	{
 		static const char *const clash[] = { "region" };
@@ -636,10 +699,12 @@ static void test_const_labels(void)
 	CHECK(strstr(t, "\ncomputed{instance=\"a:1\",region=\"eu\\\"1\"} 5\n"));
 	CHECK(strstr(t, "\nst_packets_total{if=\"eth0\",instance=\"a:1\",region=\"eu\\\"1\"} 9\n"));
 	CHECK(strstr(t, "\napp_build_info{version=\"1.2\",revision=\"abc\",instance=\"a:1\",region=\"eu\\\"1\"} 1\n"));
+	CHECK(strstr(t, "\nshard_ops_total{method=\"GET\",shard=\"7\",tier=\"hot\\\"\",instance=\"a:1\",region=\"eu\\\"1\"} 4\n"));
 	free(t);
 	t = written(reg, PCPU_FORMAT_OPENMETRICS);
 	CHECK(strstr(t, "\nhttp_requests_total{method=\"GET\",instance=\"a:1\",region=\"eu\\\"1\"} 3\n"));
-	CHECK(strstr(t, "# TYPE app_build_info gauge\n"));
+	CHECK(strstr(t, "# TYPE app_build info\n# HELP app_build Build information.\napp_build_info{"));
+	CHECK(strstr(t, "\napp_build_info{version=\"1.3\",revision=\"def\",instance=\"a:1\",region=\"eu\\\"1\"} 1\n"));
 	free(t);
 	t = written(reg, PCPU_FORMAT_JSON);
 	CHECK(strstr(t, "\"labels\":{\"method\":\"GET\",\"instance\":\"a:1\",\"region\":\"eu\\\"1\"}"));
@@ -647,6 +712,7 @@ static void test_const_labels(void)
 	/* The published segment carries them too. */
 	t = segment_text(pcpu_segment_path(seg));
 	CHECK(strstr(t, "\nhttp_requests_total{method=\"GET\",instance=\"a:1\",region=\"eu\\\"1\"} 3\n"));
+	CHECK(strstr(t, "\nshard_ops_total{method=\"GET\",shard=\"7\",tier=\"hot\\\"\",instance=\"a:1\",region=\"eu\\\"1\"} 4\n"));
 	CHECK(strstr(t, "\napp_build_info{version=\"1.2\",revision=\"abc\",instance=\"a:1\",region=\"eu\\\"1\"} 1\n"));
 	free(t);
 	CHECK(pcpu_family_remove(f, get) == 0);
