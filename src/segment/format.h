@@ -38,7 +38,8 @@
 #define PCPU__SEG_VERSION_MINOR 4          /* compatible additions (1: pid namespace, no space;
 					    * 2: exported `le` bounds of log-linear histograms;
 					    * 3: consistent groups;
-					    * 4: histograms as (count, sum) pairs) */
+					    * 4: histograms as (count, sum) pairs, info
+					    * families, exponential export rules) */
 #define PCPU__SEG_BYTE_ORDER 0x01020304u   /* as the writer stored it */
 #define PCPU__SEG_HEADER_REGION 4096       /* the header's page */
 #define PCPU__SEG_NAME_MAX 64              /* segment name, NUL excluded */
@@ -98,6 +99,13 @@ struct pcpu__seg_header {
 /* Entry flags. */
 #define PCPU__SEG_E_HAS_HELP 1u       /* family: help text present (may be "") */
 #define PCPU__SEG_E_SPARSE 2u         /* family: written by 2.0-2.1, ignored since 2.2 */
+#define PCPU__SEG_E_INFO 4u           /* 2.4 family: an info metric (a gauge x_info whose
+				       * series are 1; OpenMetrics type info) */
+/* 2.4 exponential family: 1 + log2 of its exposed `le` bounds per power of
+ * two in these bits (0: the default rule of 2.2, 4 per power of two), and
+ * in `serial` its smallest exposed bound (export_min; 0 for none). */
+#define PCPU__SEG_E_EXPORT_SHIFT 8
+#define PCPU__SEG_E_EXPORT_MASK (7u << PCPU__SEG_E_EXPORT_SHIFT)
 
 /* Histogram schemes, as enum pcpu_histogram_scheme. */
 #define PCPU__SEG_HIST_EXPLICIT 1

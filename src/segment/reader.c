@@ -841,6 +841,7 @@ struct fam {
 	size_t nexport;
 	int native, schema; /* exponential: PCPU_SNAPSHOT_NATIVE's fields */
 	int pairs;          /* 2.4 histogram: (count, sum) per bucket */
+	int info;           /* 2.4: an info family (PCPU_SNAPSHOT_INFO) */
 	int32_t native_index;
 	size_t first, count; /* its kept series in build()'s sorted array */
 	int bad;        /* invalid: message in msg */
@@ -977,6 +978,14 @@ static int parse_family(struct parse *p, struct fam *f)
 			if (strcmp(f->label_names[k], f->label_names[l]) == 0)
 				return BAD(f, "label name twice"), 0;
 	}
+	if (e->flags & PCPU__SEG_E_INFO) { /* 2.4: a gauge x_info, no unit or scale */
+		size_t len = strlen(f->name);
+
+		if (e->type != PCPU_METRIC_GAUGE || f->unit || e->scale_exp10 != 0 || len <= 5 ||
+		    strcmp(f->name + len - 5, "_info") != 0)
+			return BAD(f, "info flag on a family that is not a gauge x_info"), 0;
+		f->info = 1;
+	}
 	if (e->type != PCPU_METRIC_HISTOGRAM) {
 		if (pos != e->blob_len)
 			return BAD(f, "trailing bytes in blob"), 0;
@@ -1018,8 +1027,18 @@ static int parse_family(struct parse *p, struct fam *f)
 			f->native_index = (int32_t)first;
 			if (alloc_exported(p, f, e->nbuckets - 1) < 0)
 				return -1;
-			f->nexport = pcpu__native_export_list(f->native_index, e->nbuckets - 1, f->schema,
-							      f->exported);
+			if (e->flags & PCPU__SEG_E_EXPORT_MASK) { /* 2.4: its own rule */
+				unsigned lg1 = (e->flags & PCPU__SEG_E_EXPORT_MASK) >> PCPU__SEG_E_EXPORT_SHIFT;
+
+				if (lg1 > PCPU__SEG_MAX_EXPORT_LG1 || e->serial > (uint64_t)INT64_MAX)
+					return BAD(f, "bad exported bounds of a native histogram"), 0;
+				f->nexport = pcpu__native_export_rule(f->upper, f->native_index,
+								      e->nbuckets - 1, f->schema, lg1 - 1,
+								      (int64_t)e->serial, f->exported);
+			} else {
+				f->nexport = pcpu__native_export_list(f->native_index, e->nbuckets - 1,
+								      f->schema, f->exported);
+			}
 		}
 	} else if (scheme == PCPU__SEG_HIST_LOG_LINEAR) {
 		uint64_t b;
@@ -1573,7 +1592,7 @@ static struct snap_impl *build(struct parse *p, const char *S_owned, unsigned ch
 		out->unit = f->unit;
 		out->type = (enum pcpu_metric_type)f->e->type;
 		out->scale_exp10 = f->e->scale_exp10;
-		out->flags = f->native ? PCPU_SNAPSHOT_NATIVE : 0;
+		out->flags = (f->native ? PCPU_SNAPSHOT_NATIVE : 0) | (f->info ? PCPU_SNAPSHOT_INFO : 0);
 		out->native_schema = f->schema;
 		out->native_index = f->native_index;
 		out->nlabels = f->e->nlabels;
@@ -1616,7 +1635,9 @@ static struct snap_impl *build(struct parse *p, const char *S_owned, unsigned ch
 				series[k].value.counter = se->acc0;
 				break;
 			case PCPU_METRIC_GAUGE:
-				series[k].value.gauge = (int64_t)se->acc0;
+				/* An info series is 1, as the writer's own snapshot
+				 * has it, whatever its slots hold. */
+				series[k].value.gauge = f->info ? 1 : (int64_t)se->acc0;
 				break;
 			default:
 				series[k].value.histogram.counts = se->counts;

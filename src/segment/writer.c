@@ -471,7 +471,8 @@ static void family_added(struct pcpu_segment *seg, struct pcpu_family *f)
 	e.type = (uint8_t)f->type;
 	e.scale_exp10 = (int8_t)f->scale_exp10;
 	e.nlabels = (uint16_t)f->nlabels;
-	e.flags = (uint16_t)(f->help ? PCPU__SEG_E_HAS_HELP : 0);
+	e.flags = (uint16_t)((f->help ? PCPU__SEG_E_HAS_HELP : 0) |
+			     (f->flags & PCPU_SNAPSHOT_INFO ? PCPU__SEG_E_INFO : 0));
 	e.family_id = ++seg->next_family_id;
 	e.blob_off = off;
 	e.blob_len = (uint32_t)len;
@@ -488,6 +489,10 @@ static void family_added(struct pcpu_segment *seg, struct pcpu_family *f)
 			/* Bounds in the blob as explicit ones; the native form. */
 			e.u32b = (uint32_t)(f->native_schema + PCPU__SEG_SCHEMA_BIAS);
 			e.value_off = (uint64_t)(int64_t)f->native_index;
+			/* 2.4: its export rule (older readers use the default). */
+			e.flags |= (uint16_t)((1 + pcpu__histogram_export_lg(&f->layout))
+					      << PCPU__SEG_E_EXPORT_SHIFT);
+			e.serial = (uint64_t)(f->layout.export_min > 0 ? f->layout.export_min : 0);
 		}
 	}
 	entry_write(seg, idx, &e);

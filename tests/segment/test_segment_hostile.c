@@ -261,6 +261,22 @@ static void m_native_ok(struct sb *b)
 {
 	sb_family(b, 9, 3, "nat", NULL, NULL, 0, NULL, 3, PCPU__SEG_SCHEMA_BIAS + 0, 5, native_bounds);
 }
+static void m_native_export(struct sb *b) /* 2.4: one `le` per power of two */
+{
+	struct pcpu__seg_entry *e = sb_entry(b, sb_family(b, 9, 3, "nat", NULL, NULL, 0, NULL, 3,
+							  PCPU__SEG_SCHEMA_BIAS + 0, 5, native_bounds));
+	e->flags |= 1u << PCPU__SEG_E_EXPORT_SHIFT;
+	e->serial = 1;
+}
+static void m_native_export_min(struct sb *b)
+{
+	struct pcpu__seg_entry *e = sb_entry(b, sb_family(b, 9, 3, "nat", NULL, NULL, 0, NULL, 3,
+							  PCPU__SEG_SCHEMA_BIAS + 0, 5, native_bounds));
+	e->flags |= 1u << PCPU__SEG_E_EXPORT_SHIFT;
+	e->serial = (uint64_t)1 << 63;
+}
+static void m_info_counter(struct sb *b) { sb_entry(b, 0)->flags |= PCPU__SEG_E_INFO; }
+static void m_info_gauge_name(struct sb *b) { sb_entry(b, 3)->flags |= PCPU__SEG_E_INFO; }
 static void m_native_schema(struct sb *b)
 {
 	sb_family(b, 9, 3, "nat", NULL, NULL, 0, NULL, 3, PCPU__SEG_SCHEMA_BIAS + 9, 5, native_bounds);
@@ -309,6 +325,10 @@ static void check_hostile(void)
 	expect("exported bounds per octave > 64", m_export_lg, EBADMSG);
 	expect("exported bounds finer than buckets", m_export_finer, EBADMSG);
 	expect("native histogram family (2.2)", m_native_ok, 0);
+	expect("native export rule (2.4)", m_native_export, 0);
+	expect("native export_min past INT64_MAX", m_native_export_min, EBADMSG);
+	expect("info flag on a counter", m_info_counter, EBADMSG);
+	expect("info flag on a gauge not named _info", m_info_gauge_name, EBADMSG);
 	expect("native schema 9", m_native_schema, EBADMSG);
 	expect("native index out of range", m_native_index, EBADMSG);
 	expect("native zero bucket below 0", m_native_negative, EBADMSG);

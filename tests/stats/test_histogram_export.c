@@ -10,11 +10,11 @@
  * rounding of bounds in nanoseconds), and the powers of two are there.
  *
  * Through a published segment (what pcpustat and its exporter read), an
- * exponential family's set is the default one (4 per power of two, from
- * the zero bucket) whatever the layout says: the segment format carries no
- * export rule for exponential histograms. The test checks that this set is
- * fixed from creation on and its cumulative counts agree with the
- * in-process exposition at every bound both expose.
+ * exponential family's set is the layout's too (format 2.4 carries the
+ * rule; 2.2-2.3 writers' families get the default, 4 per power of two):
+ * the same bounds and cumulative counts as the in-process exposition,
+ * fixed from creation on. The same segment carries an info family, which
+ * another process must see as OpenMetrics type info with value 1.
  */
 #include "../check.h"
 #include "segment_text.h"
@@ -234,8 +234,9 @@ static void test_refused(void)
 }
 
 /*
- * A published segment: the default set, fixed from creation on, with the
- * in-process exposition's counts wherever both expose a bound.
+ * A published segment: the layout's set (and the default one's for a
+ * default layout), fixed from creation on, with the in-process
+ * exposition's counts; and an info family as the writer exposes it.
  */
 static void test_segment(void)
 {
@@ -244,16 +245,17 @@ static void test_segment(void)
 					   .export_per_octave = 1 };
 	struct pcpu_histogram_layout def = { .scheme = PCPU_HISTOGRAM_EXPONENTIAL, .schema = 3 };
 	static const char *const op[] = { "op" }, *const rd[] = { "read" };
+	static const char *const bn[] = { "version" }, *const bv[] = { "1.2.3" };
 	struct pcpu_family_desc d = { .name = "io_seconds", .unit = "seconds",
 				      .type = PCPU_METRIC_HISTOGRAM, .scale_exp10 = -9,
 				      .nlabels = 1, .label_names = op, .histogram = &l };
 	struct pcpu_family_desc d4 = d;
-	static struct le_set seg0, seg1, inproc, dflt;
+	static struct le_set seg0, seg1, inproc, dflt, segdflt;
 	pcpu_registry_t *reg;
 	pcpu_segment_t *seg;
 	pcpu_histogram_t *h, *h4;
 	char *text, path[512];
-	size_t len, i, j;
+	size_t len, i;
 
 	CHECK(mkdtemp(dir) != NULL);
 	CHECK(setenv("PCPU_SEGMENT_DIR", dir, 1) == 0);
@@ -264,6 +266,7 @@ static void test_segment(void)
 	d4.histogram = &def;
 	CHECK((h = pcpu_family_histogram(pcpu_registry_family(reg, &d), rd)) != NULL);
 	CHECK((h4 = pcpu_family_histogram(pcpu_registry_family(reg, &d4), rd)) != NULL);
+	CHECK(pcpu_registry_info(reg, "app_build_info", "Build information.", 1, bn, bv) == 0);
 	text = segment_text(path);
 	le_set_of(text, "io_seconds", "read", &seg0);
 	free(text);
@@ -275,24 +278,27 @@ static void test_segment(void)
 	}
 	text = segment_text(path);
 	le_set_of(text, "io_seconds", "read", &seg1);
+	le_set_of(text, "io_default_seconds", "read", &segdflt);
 	free(text);
 	CHECK(pcpu_registry_write(reg, PCPU_FORMAT_PROMETHEUS, &text, &len) == 0);
 	le_set_of(text, "io_seconds", "read", &inproc);
 	le_set_of(text, "io_default_seconds", "read", &dflt);
 	free(text);
-	/* Fixed from creation on, and the default rule's set. */
-	CHECK(same_les(&seg0, &seg1) && same_les(&seg1, &dflt));
-	check_grid(&seg1, 4, 1, 0);
-	/* In process: the layout's 1 per power of two, a subset of the
-	 * segment's, with the same cumulative counts at each. */
-	check_grid(&inproc, 1, 1, 0);
-	CHECK(inproc.n < seg1.n);
-	for (i = 0; i < inproc.n; i++) {
-		for (j = 0; j < seg1.n && strcmp(seg1.le[j], inproc.le[i]) != 0; j++)
-			;
-		CHECK(j < seg1.n && seg1.count[j] == inproc.count[i]);
-	}
+	/* Fixed from creation on; the layout's 1 per power of two, as in
+	 * process, with the same cumulative counts at each bound. */
+	CHECK(same_les(&seg0, &seg1) && same_les(&seg1, &inproc));
+	check_grid(&seg1, 1, 1, 0);
+	for (i = 0; i < inproc.n; i++)
+		CHECK(seg1.count[i] == inproc.count[i]);
 	CHECK(seg1.count[seg1.n - 1] == 3000);
+	/* The default layout: 4 per power of two on both sides. */
+	CHECK(same_les(&segdflt, &dflt) && dflt.n > seg1.n);
+	check_grid(&segdflt, 4, 1, 0);
+	/* The info family, read from the segment, in OpenMetrics. */
+	text = segment_text_as(path, PCPU_FORMAT_OPENMETRICS);
+	CHECK(strstr(text, "# TYPE app_build info\n"));
+	CHECK(strstr(text, "app_build_info{version=\"1.2.3\"} 1\n"));
+	free(text);
 	CHECK(pcpu_segment_unpublish(seg) == 0);
 	pcpu_registry_destroy(reg);
 	CHECK(rmdir(dir) == 0);
