@@ -112,7 +112,7 @@ struct pcpu_histogram_layout {
 	int scale_exp10;
 };
 
-/** Default `le` bounds per power of two of a log-linear histogram. */
+/** Default `le` bounds per power of two of a log-linear or exponential histogram. */
 #define PCPU_HISTOGRAM_EXPORT_DEFAULT 4
 /** Largest `le` bounds per power of two. */
 #define PCPU_HISTOGRAM_EXPORT_MAX 64
