@@ -67,6 +67,8 @@ struct bench_opts {
 	const char *csv_dir;     /* NULL: no CSV files */
 	unsigned sections;       /* enum bench_section bits */
 	int no_reader;           /* dataplane without its reader (diagnostic) */
+	unsigned dp_work;        /* dataplane: dummy work per packet, TSC cycles (DPDK: 1000) */
+	unsigned pair_rounds;    /* incr: rounds of the paired pcpu / ideal comparison */
 	int one_index;           /* incr: do not run the second process (other index) */
 	int incr_child;          /* this is the second process: incr only, figures to fd 3 */
 	int memory_child;        /* this is a memory-test process: figures to fd 3 */
@@ -94,6 +96,11 @@ struct bench_incr_targets {
 	double fb_vs_lock[BENCH_MAX_LIST];  /* pcpu_counter_add_atomic / bare per-slot lock add */
 	double fb_flat;                     /* worst fallback(T) / fallback(1 thread) */
 	unsigned fb_flat_threads;
+	/* pcpu add / ideal rseq add paired in time (the two alternate within one
+	 * run, see incr_pair_loop): per-round ratios over pair_rounds rounds */
+	unsigned pair_rounds;
+	double pair_med[BENCH_MAX_LIST], pair_min[BENCH_MAX_LIST], pair_max[BENCH_MAX_LIST];
+	double pair_ci_lo[BENCH_MAX_LIST], pair_ci_hi[BENCH_MAX_LIST];
 };
 
 /* One configuration of the memory test, measured in a fresh process. */
@@ -122,6 +129,11 @@ struct bench_target_data {
 	double dp_pcpu4_cycles;        /* pcpu (4 adds) cycles per update */
 	double dp_percore_cycles;      /* Per Core pattern cycles per update */
 	double dp_noise_cycles;        /* |no-statistics row|: the method's noise */
+	unsigned dp_work;              /* dummy work per packet of that run, TSC cycles */
+	unsigned dp_rounds;
+	/* per-round ratios pcpu / Per Core (overheads of the same round):
+	 * [0] add_many, [1] 4 adds; median, min, max over the rounds */
+	double dp_ratio_med[2], dp_ratio_min[2], dp_ratio_max[2];
 
 	int have_snapshot;
 	double snapshot_1e6_ms;        /* pcpu_counter_fetch_array, 10^6 counters */
@@ -240,6 +252,9 @@ long bench_proc_status_kb(const char *key);
 
 struct bench_stat {
 	double med, min, max, q1, q3;
+	/* 95 % confidence interval of the median, distribution-free (order
+	 * statistics of a binomial(n, 1/2)); NAN below 6 values */
+	double ci_lo, ci_hi;
 	unsigned n;
 };
 struct bench_stat bench_stat_of(const double *v, unsigned n);

@@ -380,6 +380,211 @@ static struct incr_result incr_run(int kind, unsigned nthreads)
 	return res;
 }
 
+/* ---- pcpu add vs the ideal add, paired in time ------------------------------ */
+
+/*
+ * The table's rows are separate runs of 50-100 ms, and a round runs a dozen
+ * of them: the pcpu and ideal runs of one round may be a second apart, and on
+ * a shared virtual machine the speed of a core drifts by several percent in
+ * that time, as much as the 5 % the target allows. Here both run in the same
+ * run on the same threads: time is cut into phases of 2^INCR_PAIR_SHIFT TSC
+ * ticks, odd phases run pcpu_counter_add, even phases the ideal add (on the
+ * process's index field), and each thread charges its CPU time and its adds
+ * to the phase's side when the phase changes. Drift slower than a phase
+ * (~0.2 ms) hits both sides alike. A round is one such run; its ratio is
+ * (CPU ns per pcpu add) / (CPU ns per ideal add); the rounds give the median
+ * of those ratios, their spread and a confidence interval of the median.
+ */
+#define INCR_PAIR_SHIFT 19
+/* Adds between two looks at the clock: the look (rdtsc, the stop flag) then
+ * costs < 0.5 % of a batch, on both sides alike. */
+#define INCR_PAIR_BATCH 4096
+
+struct incr_pair_thread {
+	struct incr_shared *sh BENCH_ALIGNED;
+	uint64_t ops[2];    /* [0] ideal, [1] pcpu: timed adds */
+	uint64_t cpu_ns[2];
+};
+
+BENCH_INLINE void incr_pair_loop(struct incr_pair_thread *t, const int ideal)
+{
+	struct incr_shared *sh = t->sh;
+	char *area = bench_rseq_area();
+	pcpu_counter_t pc = sh->pc;
+	uint64_t n = 0, n_mark = 0, phase, cpu_mark;
+	unsigned i;
+
+	for (i = 0; i < INCR_WARMUP; i++) {
+		incr_op(K_PCPU, sh, NULL, pc, area, 0);
+		incr_op(ideal, sh, NULL, pc, area, 0);
+	}
+	pthread_barrier_wait(&sh->start);
+	phase = bench_ticks() >> INCR_PAIR_SHIFT;
+	cpu_mark = bench_thread_cpu_ns();
+	do {
+		uint64_t now = bench_ticks() >> INCR_PAIR_SHIFT;
+
+		if (now != phase) {
+			uint64_t cpu = bench_thread_cpu_ns();
+
+			t->cpu_ns[phase & 1] += cpu - cpu_mark;
+			t->ops[phase & 1] += n - n_mark;
+			cpu_mark = cpu;
+			n_mark = n;
+			phase = now;
+		}
+		if (phase & 1)
+			for (i = 0; i < INCR_PAIR_BATCH; i++)
+				incr_op(K_PCPU, sh, NULL, pc, area, 0);
+		else
+			for (i = 0; i < INCR_PAIR_BATCH; i++)
+				incr_op(ideal, sh, NULL, pc, area, 0);
+		n += INCR_PAIR_BATCH;
+	} while (!__atomic_load_n(&sh->stop, __ATOMIC_RELAXED));
+	t->cpu_ns[phase & 1] += bench_thread_cpu_ns() - cpu_mark;
+	t->ops[phase & 1] += n - n_mark;
+}
+
+/* One loop per index field (an assembler constant of the ideal add). */
+static __attribute__((noinline)) void incr_pair_loop_cpu(struct incr_pair_thread *t)
+{
+	incr_pair_loop(t, K_IDEAL_CPU);
+}
+
+static __attribute__((noinline)) void incr_pair_loop_mm_cid(struct incr_pair_thread *t)
+{
+	incr_pair_loop(t, K_IDEAL_MMCID);
+}
+
+static int incr_pair_ideal; /* K_IDEAL_CPU or K_IDEAL_MMCID, set before the threads */
+
+static void *incr_pair_main(void *arg)
+{
+	if (incr_pair_ideal == K_IDEAL_CPU)
+		incr_pair_loop_cpu(arg);
+	else
+		incr_pair_loop_mm_cid(arg);
+	return NULL;
+}
+
+struct incr_pair_result {
+	double pcpu_ns, ideal_ns; /* CPU ns per add, each side */
+	int exact;                /* both totals right */
+};
+
+static struct incr_pair_result incr_pair_run(int ideal, unsigned nthreads)
+{
+	struct incr_shared *sh = bench_xmalloc(sizeof(*sh));
+	struct incr_pair_thread *t = bench_xmalloc(nthreads * sizeof(*t));
+	pthread_t *tid = bench_xmalloc(nthreads * sizeof(*tid));
+	uint64_t ops[2] = { 0, 0 }, cpu[2] = { 0, 0 }, ideal_total = 0, warm;
+	struct incr_pair_result res;
+	unsigned i;
+
+	sh->pc = pcpu_counter_alloc();
+	if (!sh->pc)
+		bench_die("pcpu_counter_alloc failed");
+	memset(ideal_arr, 0, sizeof(ideal_arr));
+	pthread_barrier_init(&sh->start, NULL, nthreads + 1);
+	incr_pair_ideal = ideal;
+	for (i = 0; i < nthreads; i++) {
+		t[i].sh = sh;
+		tid[i] = bench_thread_start(incr_pair_main, &t[i], -1);
+	}
+	pthread_barrier_wait(&sh->start);
+	bench_sleep_ns((uint64_t)bench_opt.duration_ms * 1000000u);
+	__atomic_store_n(&sh->stop, 1, __ATOMIC_RELAXED);
+	for (i = 0; i < nthreads; i++) {
+		pthread_join(tid[i], NULL);
+		ops[0] += t[i].ops[0];
+		ops[1] += t[i].ops[1];
+		cpu[0] += t[i].cpu_ns[0];
+		cpu[1] += t[i].cpu_ns[1];
+	}
+	for (i = 0; i < IDEAL_MAXSLOT; i++)
+		ideal_total += (uint64_t)ideal_arr[i].v;
+	warm = (uint64_t)nthreads * INCR_WARMUP;
+	res.exact = ideal_total == ops[0] + warm && pcpu_counter_fetch(sh->pc) == ops[1] + warm;
+	res.ideal_ns = (double)cpu[0] / (double)ops[0];
+	res.pcpu_ns = (double)cpu[1] / (double)ops[1];
+	pcpu_counter_free(sh->pc);
+	pthread_barrier_destroy(&sh->start);
+	free(sh);
+	free(t);
+	free(tid);
+	return res;
+}
+
+/* Runs the paired comparison at every thread count, prints its table and
+ * fills tg->pair_*. */
+static void incr_pair(int ideal, int index, struct bench_incr_targets *tg)
+{
+	const unsigned nt = bench_opt.nthreads, nr = bench_opt.pair_rounds;
+	struct incr_pair_result *res = bench_xmalloc(nt * nr * sizeof(*res));
+	double *v = bench_xmalloc(nr * sizeof(double));
+	unsigned r, ti, exact = 0;
+	struct tbl tb;
+	char buf[96];
+	FILE *csv;
+	char csvname[64];
+
+	for (r = 0; r < nr; r++) {
+		fprintf(stderr, "incr (%s): paired round %u/%u\n", bench_index_name(index), r + 1, nr);
+		for (ti = 0; ti < nt; ti++) {
+			res[ti * nr + r] = incr_pair_run(ideal, bench_opt.threads[ti]);
+			exact += res[ti * nr + r].exact;
+		}
+	}
+	printf("pcpu_counter_add and the ideal rseq add (%s) **paired in time**: in each run of "
+	       "%u ms the threads alternate the two every %.0f µs (all threads together, from the "
+	       "TSC), charging CPU time to each side; a round's ratio is pcpu's CPU ns per add / "
+	       "the ideal's, in that run. Median (min–max) [95 %% confidence interval of the "
+	       "median] of %u rounds; beside it each side's ns per add (median of rounds). Both "
+	       "totals exact in %u of %u runs.\n\n",
+	       bench_index_name(index), bench_opt.duration_ms,
+	       (double)(1ull << INCR_PAIR_SHIFT) / bench_tsc_ghz / 1e3, nr, exact, nt * nr);
+	snprintf(csvname, sizeof(csvname), "incr_%s_paired.csv", bench_index_name(index));
+	csv = bench_csv_open(csvname, "threads,round,pcpu_ns,ideal_ns,ratio,exact");
+	tbl_init(&tb, 4);
+	tbl_headers(&tb, "threads", "pcpu / ideal, paired", "pcpu ns per add", "ideal ns per add",
+		    NULL);
+	tg->pair_rounds = nr;
+	for (ti = 0; ti < nt; ti++) {
+		const struct incr_pair_result *x = &res[ti * nr];
+		struct bench_stat s;
+
+		for (r = 0; r < nr; r++) {
+			v[r] = x[r].pcpu_ns / x[r].ideal_ns;
+			if (csv)
+				fprintf(csv, "%u,%u,%.4f,%.4f,%.4f,%d\n", bench_opt.threads[ti], r,
+					x[r].pcpu_ns, x[r].ideal_ns, v[r], x[r].exact);
+		}
+		s = bench_stat_of(v, nr);
+		tg->pair_med[ti] = s.med;
+		tg->pair_min[ti] = s.min;
+		tg->pair_max[ti] = s.max;
+		tg->pair_ci_lo[ti] = s.ci_lo;
+		tg->pair_ci_hi[ti] = s.ci_hi;
+		tbl_cell(&tb, "%u", bench_opt.threads[ti]);
+		if (isnan(s.ci_lo))
+			tbl_cell(&tb, "%.3f× (%.3f–%.3f)", s.med, s.min, s.max);
+		else
+			tbl_cell(&tb, "%.3f× (%.3f–%.3f) [%.3f–%.3f]", s.med, s.min, s.max,
+				 s.ci_lo, s.ci_hi);
+		for (r = 0; r < nr; r++)
+			v[r] = x[r].pcpu_ns;
+		tbl_cell(&tb, "%s", bench_fmt_num(buf, sizeof(buf), bench_median(v, nr)));
+		for (r = 0; r < nr; r++)
+			v[r] = x[r].ideal_ns;
+		tbl_cell(&tb, "%s", bench_fmt_num(buf, sizeof(buf), bench_median(v, nr)));
+	}
+	tbl_print(&tb);
+	if (csv)
+		fclose(csv);
+	free(res);
+	free(v);
+}
+
 /* Median over rounds of a / b, the two measured in the same round: a paired
  * ratio cancels what the rounds do not share. */
 static double paired_ratio(const double *a, const double *b, unsigned n)
@@ -662,6 +867,10 @@ void bench_incr(void)
 	free(a);
 	free(b);
 #undef RES
+	for (ti = 0; ti < nt; ti++)
+		tg->pair_med[ti] = NAN;
+	if (usable[ideal])
+		incr_pair(ideal, index, tg);
 
 	/* The other index, in a process of its own. */
 	if (!child && !bench_opt.one_index) {
