@@ -97,10 +97,13 @@ struct bench_incr_targets {
 	double fb_flat;                     /* worst fallback(T) / fallback(1 thread) */
 	unsigned fb_flat_threads;
 	/* pcpu add / ideal rseq add paired in time (the two alternate within one
-	 * run, see incr_pair_loop): per-round ratios over pair_rounds rounds */
+	 * run, see incr_pair_loop): pair_med is the geometric mean over code
+	 * placements of the per-placement median ratio; min, max and the
+	 * confidence interval are over all rounds' ratios */
 	unsigned pair_rounds;
 	double pair_med[BENCH_MAX_LIST], pair_min[BENCH_MAX_LIST], pair_max[BENCH_MAX_LIST];
 	double pair_ci_lo[BENCH_MAX_LIST], pair_ci_hi[BENCH_MAX_LIST];
+	double pair_worst_place[BENCH_MAX_LIST]; /* median of the worst code placement */
 };
 
 /* One configuration of the memory test, measured in a fresh process. */
@@ -277,6 +280,9 @@ void tbl_print(struct tbl *t);                                /* prints and free
 
 /* "12.3 (11.9–13.0)": median and range with a precision that suits it. */
 const char *bench_fmt_stat(char *buf, size_t len, struct bench_stat s);
+/* A ratio over rounds: "1.02× (0.98–1.07) [1.00–1.03]": median (min–max)
+ * [95 % confidence interval of the median, when there is one]. */
+const char *bench_fmt_ratio(char *buf, size_t len, struct bench_stat s, int digits);
 const char *bench_fmt_num(char *buf, size_t len, double v);
 
 /* Opens `name` in the CSV folder and writes the header line; NULL (and no

@@ -660,16 +660,6 @@ static double dp_ratio(const struct dp_result *res, unsigned nt, unsigned nr, in
 	       DP_RES(res, nt, nr, D_PERCORE, ti, r).overhead;
 }
 
-static const char *dp_fmt_ratio(char *buf, size_t len, struct bench_stat s)
-{
-	if (isnan(s.ci_lo))
-		snprintf(buf, len, "%.2f× (%.2f–%.2f)", s.med, s.min, s.max);
-	else
-		snprintf(buf, len, "%.2f× (%.2f–%.2f) [%.2f–%.2f]", s.med, s.min, s.max, s.ci_lo,
-			 s.ci_hi);
-	return buf;
-}
-
 /* The target's comparison per worker count: pcpu / Per Core per round, with
  * Per Core's own overhead and the noise row beside it (a ratio of two
  * overheads means something only where Per Core's is well above the noise). */
@@ -699,7 +689,7 @@ static void dp_print_ratios(const struct dp_result *res, unsigned nt, unsigned n
 			for (r = 0; r < nr; r++)
 				v[r] = dp_ratio(res, nt, nr, rows[j], ti, r);
 			s = bench_stat_of(v, nr);
-			tbl_cell(&tb, "%s", dp_fmt_ratio(buf, sizeof(buf), s));
+			tbl_cell(&tb, "%s", bench_fmt_ratio(buf, sizeof(buf), s, 2));
 			if (csv)
 				fprintf(csv, "%s_vs_per_core,%u,%u,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%u\n",
 					dp_variants[rows[j]].csv, bench_opt.threads[ti],

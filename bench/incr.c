@@ -402,11 +402,12 @@ static struct incr_result incr_run(int kind, unsigned nthreads)
 
 struct incr_pair_thread {
 	struct incr_shared *sh BENCH_ALIGNED;
-	uint64_t ops[2];    /* [0] ideal, [1] pcpu: timed adds */
+	uint64_t ops[2];    /* [0] even phases, [1] odd phases: timed adds */
 	uint64_t cpu_ns[2];
 };
 
-BENCH_INLINE void incr_pair_loop(struct incr_pair_thread *t, const int ideal)
+/* Odd phases run `odd`, even phases `even` (constants where inlined). */
+BENCH_INLINE void incr_pair_loop(struct incr_pair_thread *t, const int odd, const int even)
 {
 	struct incr_shared *sh = t->sh;
 	char *area = bench_rseq_area();
@@ -415,8 +416,8 @@ BENCH_INLINE void incr_pair_loop(struct incr_pair_thread *t, const int ideal)
 	unsigned i;
 
 	for (i = 0; i < INCR_WARMUP; i++) {
-		incr_op(K_PCPU, sh, NULL, pc, area, 0);
-		incr_op(ideal, sh, NULL, pc, area, 0);
+		incr_op(odd, sh, NULL, pc, area, 0);
+		incr_op(even, sh, NULL, pc, area, 0);
 	}
 	pthread_barrier_wait(&sh->start);
 	phase = bench_ticks() >> INCR_PAIR_SHIFT;
@@ -435,44 +436,76 @@ BENCH_INLINE void incr_pair_loop(struct incr_pair_thread *t, const int ideal)
 		}
 		if (phase & 1)
 			for (i = 0; i < INCR_PAIR_BATCH; i++)
-				incr_op(K_PCPU, sh, NULL, pc, area, 0);
+				incr_op(odd, sh, NULL, pc, area, 0);
 		else
 			for (i = 0; i < INCR_PAIR_BATCH; i++)
-				incr_op(ideal, sh, NULL, pc, area, 0);
+				incr_op(even, sh, NULL, pc, area, 0);
 		n += INCR_PAIR_BATCH;
 	} while (!__atomic_load_n(&sh->stop, __ATOMIC_RELAXED));
 	t->cpu_ns[phase & 1] += bench_thread_cpu_ns() - cpu_mark;
 	t->ops[phase & 1] += n - n_mark;
 }
 
-/* One loop per index field (an assembler constant of the ideal add). */
-static __attribute__((noinline)) void incr_pair_loop_cpu(struct incr_pair_thread *t)
-{
-	incr_pair_loop(t, K_IDEAL_CPU);
-}
+/*
+ * The pairs, one loop each (the ideal add's index field is an assembler
+ * constant): pcpu against the ideal add, and the ideal add against itself,
+ * the control: its ratio shows the method's own bias and spread.
+ *
+ * Each pair exists at INCR_PAIR_PLACES placements. Loops of 9-11
+ * instructions run at a speed that depends on where they sit relative to the
+ * core's 64-byte fetch windows: the same two loops, moved by a code change
+ * elsewhere in this file, measured pcpu / ideal 1.01-1.03 in one build and
+ * 1.18-1.20 in the next (bench/README.md). So every copy of a pair starts on
+ * a 64-byte boundary followed by 16 * placement bytes of no-ops (run once per
+ * call, before the loops): the loops of copy k sit 16 * k bytes further on,
+ * and the rounds go through the four 16-byte positions in turn. Each loop
+ * thus sits at each 16-byte position of a 64-byte window once (pcpu's at
+ * 8 mod 16, the ideal's at 0 mod 16, as GCC aligns them), and the figure the
+ * target reads is the geometric mean over placements of the per-placement
+ * median ratios: the ratio of the two loops' costs averaged over where a
+ * program happens to put them. The per-placement medians are printed too.
+ */
+enum incr_pair_kind { P_PCPU_CPU, P_PCPU_MMCID, P_SELF_CPU, P_SELF_MMCID, P_N };
+#define INCR_PAIR_PLACES 4
+#define INCR_PAIR_FN(p, odd, even, place)                                              \
+	static __attribute__((noinline, aligned(64))) void incr_pair_##p##_##place(       \
+		struct incr_pair_thread *t)                                               \
+	{                                                                                 \
+		__asm__ volatile(".skip 16 * " #place ", 0x90");                          \
+		incr_pair_loop(t, odd, even);                                             \
+	}
+#define INCR_PAIR_FNS(p, odd, even)                                                    \
+	INCR_PAIR_FN(p, odd, even, 0)                                                  \
+	INCR_PAIR_FN(p, odd, even, 1)                                                  \
+	INCR_PAIR_FN(p, odd, even, 2)                                                  \
+	INCR_PAIR_FN(p, odd, even, 3)
+INCR_PAIR_FNS(P_PCPU_CPU, K_PCPU, K_IDEAL_CPU)
+INCR_PAIR_FNS(P_PCPU_MMCID, K_PCPU, K_IDEAL_MMCID)
+INCR_PAIR_FNS(P_SELF_CPU, K_IDEAL_CPU, K_IDEAL_CPU)
+INCR_PAIR_FNS(P_SELF_MMCID, K_IDEAL_MMCID, K_IDEAL_MMCID)
+#define INCR_PAIR_ROW(p) { incr_pair_##p##_0, incr_pair_##p##_1, incr_pair_##p##_2, incr_pair_##p##_3 }
 
-static __attribute__((noinline)) void incr_pair_loop_mm_cid(struct incr_pair_thread *t)
-{
-	incr_pair_loop(t, K_IDEAL_MMCID);
-}
+static void (*const incr_pairs[P_N][INCR_PAIR_PLACES])(struct incr_pair_thread *) = {
+	INCR_PAIR_ROW(P_PCPU_CPU), INCR_PAIR_ROW(P_PCPU_MMCID),
+	INCR_PAIR_ROW(P_SELF_CPU), INCR_PAIR_ROW(P_SELF_MMCID),
+};
 
-static int incr_pair_ideal; /* K_IDEAL_CPU or K_IDEAL_MMCID, set before the threads */
+/* The run's pair and placement, set before its threads start. */
+static int incr_pair_kind;
+static unsigned incr_pair_place;
 
 static void *incr_pair_main(void *arg)
 {
-	if (incr_pair_ideal == K_IDEAL_CPU)
-		incr_pair_loop_cpu(arg);
-	else
-		incr_pair_loop_mm_cid(arg);
+	incr_pairs[incr_pair_kind][incr_pair_place](arg);
 	return NULL;
 }
 
 struct incr_pair_result {
-	double pcpu_ns, ideal_ns; /* CPU ns per add, each side */
-	int exact;                /* both totals right */
+	double odd_ns, even_ns; /* CPU ns per add, each side */
+	int exact;              /* the totals right */
 };
 
-static struct incr_pair_result incr_pair_run(int ideal, unsigned nthreads)
+static struct incr_pair_result incr_pair_run(int kind, unsigned place, unsigned nthreads)
 {
 	struct incr_shared *sh = bench_xmalloc(sizeof(*sh));
 	struct incr_pair_thread *t = bench_xmalloc(nthreads * sizeof(*t));
@@ -486,7 +519,8 @@ static struct incr_pair_result incr_pair_run(int ideal, unsigned nthreads)
 		bench_die("pcpu_counter_alloc failed");
 	memset(ideal_arr, 0, sizeof(ideal_arr));
 	pthread_barrier_init(&sh->start, NULL, nthreads + 1);
-	incr_pair_ideal = ideal;
+	incr_pair_kind = kind;
+	incr_pair_place = place;
 	for (i = 0; i < nthreads; i++) {
 		t[i].sh = sh;
 		tid[i] = bench_thread_start(incr_pair_main, &t[i], -1);
@@ -504,9 +538,13 @@ static struct incr_pair_result incr_pair_run(int ideal, unsigned nthreads)
 	for (i = 0; i < IDEAL_MAXSLOT; i++)
 		ideal_total += (uint64_t)ideal_arr[i].v;
 	warm = (uint64_t)nthreads * INCR_WARMUP;
-	res.exact = ideal_total == ops[0] + warm && pcpu_counter_fetch(sh->pc) == ops[1] + warm;
-	res.ideal_ns = (double)cpu[0] / (double)ops[0];
-	res.pcpu_ns = (double)cpu[1] / (double)ops[1];
+	if (kind == P_SELF_CPU || kind == P_SELF_MMCID) /* both sides add to ideal_arr */
+		res.exact = ideal_total == ops[0] + ops[1] + 2 * warm;
+	else
+		res.exact = ideal_total == ops[0] + warm &&
+			    pcpu_counter_fetch(sh->pc) == ops[1] + warm;
+	res.even_ns = (double)cpu[0] / (double)ops[0];
+	res.odd_ns = (double)cpu[1] / (double)ops[1];
 	pcpu_counter_free(sh->pc);
 	pthread_barrier_destroy(&sh->start);
 	free(sh);
@@ -515,74 +553,118 @@ static struct incr_pair_result incr_pair_run(int ideal, unsigned nthreads)
 	return res;
 }
 
-/* Runs the paired comparison at every thread count, prints its table and
- * fills tg->pair_*. */
-static void incr_pair(int ideal, int index, struct bench_incr_targets *tg)
+/* Runs the paired comparison and its control at every thread count, the two
+ * interleaved, prints their table and fills tg->pair_*. */
+static void incr_pair(int index, struct bench_incr_targets *tg)
 {
 	const unsigned nt = bench_opt.nthreads, nr = bench_opt.pair_rounds;
-	struct incr_pair_result *res = bench_xmalloc(nt * nr * sizeof(*res));
+	const int kinds[2] = { index == PCPU_INDEX_CPU ? P_PCPU_CPU : P_PCPU_MMCID,
+			       index == PCPU_INDEX_CPU ? P_SELF_CPU : P_SELF_MMCID };
+	/* res[pair (0: pcpu / ideal, 1: ideal / ideal)][thread count][round] */
+	struct incr_pair_result *res = bench_xmalloc(2 * nt * nr * sizeof(*res));
 	double *v = bench_xmalloc(nr * sizeof(double));
-	unsigned r, ti, exact = 0;
+	unsigned r, ti, j, exact = 0;
 	struct tbl tb;
 	char buf[96];
 	FILE *csv;
 	char csvname[64];
+#define PRES(j, ti, r) res[((j) * nt + (ti)) * nr + (r)]
 
 	for (r = 0; r < nr; r++) {
 		fprintf(stderr, "incr (%s): paired round %u/%u\n", bench_index_name(index), r + 1, nr);
-		for (ti = 0; ti < nt; ti++) {
-			res[ti * nr + r] = incr_pair_run(ideal, bench_opt.threads[ti]);
-			exact += res[ti * nr + r].exact;
-		}
+		for (ti = 0; ti < nt; ti++)
+			for (j = 0; j < 2; j++) {
+				unsigned p = (j + r) % 2; /* the control leads every other round */
+
+				PRES(p, ti, r) = incr_pair_run(kinds[p], r % INCR_PAIR_PLACES,
+							       bench_opt.threads[ti]);
+				exact += PRES(p, ti, r).exact;
+			}
 	}
 	printf("pcpu_counter_add and the ideal rseq add (%s) **paired in time**: in each run of "
 	       "%u ms the threads alternate the two every %.0f µs (all threads together, from the "
 	       "TSC), charging CPU time to each side; a round's ratio is pcpu's CPU ns per add / "
-	       "the ideal's, in that run. Median (min–max) [95 %% confidence interval of the "
-	       "median] of %u rounds; beside it each side's ns per add (median of rounds). Both "
-	       "totals exact in %u of %u runs.\n\n",
+	       "the ideal's, in that run. The control pairs the ideal add with itself (its ratio "
+	       "should be 1: the method's bias and spread). Median (min–max) [95 %% confidence "
+	       "interval of the median] of %u rounds; each side's ns per add, median of rounds; "
+	       "round r runs the loops' copy at placement r mod %u (+16 B each), and the last "
+	       "column gives the median ratio of each placement. Totals exact in %u of %u "
+	       "runs.\n\n",
 	       bench_index_name(index), bench_opt.duration_ms,
-	       (double)(1ull << INCR_PAIR_SHIFT) / bench_tsc_ghz / 1e3, nr, exact, nt * nr);
+	       (double)(1ull << INCR_PAIR_SHIFT) / bench_tsc_ghz / 1e3, nr, INCR_PAIR_PLACES,
+	       exact, 2 * nt * nr);
 	snprintf(csvname, sizeof(csvname), "incr_%s_paired.csv", bench_index_name(index));
-	csv = bench_csv_open(csvname, "threads,round,pcpu_ns,ideal_ns,ratio,exact");
-	tbl_init(&tb, 4);
-	tbl_headers(&tb, "threads", "pcpu / ideal, paired", "pcpu ns per add", "ideal ns per add",
-		    NULL);
+	csv = bench_csv_open(csvname, "pair,threads,round,placement,odd_ns,even_ns,ratio,exact");
+	tbl_init(&tb, 8);
+	tbl_headers(&tb, "threads", "pcpu / ideal, all rounds", "pcpu ns per add", "ideal ns per add",
+		    "control: ideal / ideal", "pcpu / ideal by placement (+0/+16/+32/+48 B)",
+		    "placement average (geometric)", "control, placement average", NULL);
 	tg->pair_rounds = nr;
 	for (ti = 0; ti < nt; ti++) {
-		const struct incr_pair_result *x = &res[ti * nr];
-		struct bench_stat s;
+		struct bench_stat s[2];
+		char places[96] = "";
+		double avg[2];
+		unsigned k, m;
 
-		for (r = 0; r < nr; r++) {
-			v[r] = x[r].pcpu_ns / x[r].ideal_ns;
-			if (csv)
-				fprintf(csv, "%u,%u,%.4f,%.4f,%.4f,%d\n", bench_opt.threads[ti], r,
-					x[r].pcpu_ns, x[r].ideal_ns, v[r], x[r].exact);
+		for (j = 0; j < 2; j++) {
+			for (r = 0; r < nr; r++) {
+				const struct incr_pair_result *x = &PRES(j, ti, r);
+
+				v[r] = x->odd_ns / x->even_ns;
+				if (csv)
+					fprintf(csv, "%s,%u,%u,%u,%.4f,%.4f,%.4f,%d\n",
+						j ? "ideal_vs_ideal" : "pcpu_vs_ideal",
+						bench_opt.threads[ti], r, r % INCR_PAIR_PLACES,
+						x->odd_ns, x->even_ns, v[r], x->exact);
+			}
+			s[j] = bench_stat_of(v, nr);
 		}
-		s = bench_stat_of(v, nr);
-		tg->pair_med[ti] = s.med;
-		tg->pair_min[ti] = s.min;
-		tg->pair_max[ti] = s.max;
-		tg->pair_ci_lo[ti] = s.ci_lo;
-		tg->pair_ci_hi[ti] = s.ci_hi;
+		tg->pair_min[ti] = s[0].min;
+		tg->pair_max[ti] = s[0].max;
+		tg->pair_ci_lo[ti] = s[0].ci_lo;
+		tg->pair_ci_hi[ti] = s[0].ci_hi;
 		tbl_cell(&tb, "%u", bench_opt.threads[ti]);
-		if (isnan(s.ci_lo))
-			tbl_cell(&tb, "%.3f× (%.3f–%.3f)", s.med, s.min, s.max);
-		else
-			tbl_cell(&tb, "%.3f× (%.3f–%.3f) [%.3f–%.3f]", s.med, s.min, s.max,
-				 s.ci_lo, s.ci_hi);
+		tbl_cell(&tb, "%s", bench_fmt_ratio(buf, sizeof(buf), s[0], 3));
 		for (r = 0; r < nr; r++)
-			v[r] = x[r].pcpu_ns;
+			v[r] = PRES(0, ti, r).odd_ns;
 		tbl_cell(&tb, "%s", bench_fmt_num(buf, sizeof(buf), bench_median(v, nr)));
 		for (r = 0; r < nr; r++)
-			v[r] = x[r].ideal_ns;
+			v[r] = PRES(0, ti, r).even_ns;
 		tbl_cell(&tb, "%s", bench_fmt_num(buf, sizeof(buf), bench_median(v, nr)));
+		tbl_cell(&tb, "%s", bench_fmt_ratio(buf, sizeof(buf), s[1], 3));
+		tg->pair_worst_place[ti] = NAN;
+		for (j = 0; j < 2; j++) {
+			double logsum = 0;
+
+			for (k = 0; k < INCR_PAIR_PLACES; k++) {
+				double med;
+
+				for (r = k, m = 0; r < nr; r += INCR_PAIR_PLACES)
+					v[m++] = PRES(j, ti, r).odd_ns / PRES(j, ti, r).even_ns;
+				/* fewer rounds than placements: NAN, and so is the mean */
+				med = m ? bench_median(v, m) : NAN;
+				logsum += log(med);
+				if (j == 0 && (isnan(tg->pair_worst_place[ti]) ||
+					       med > tg->pair_worst_place[ti]))
+					tg->pair_worst_place[ti] = med;
+				if (j == 0)
+					snprintf(places + strlen(places),
+						 sizeof(places) - strlen(places), "%s%.3f",
+						 k ? "/" : "", med);
+			}
+			avg[j] = exp(logsum / INCR_PAIR_PLACES);
+		}
+		tg->pair_med[ti] = avg[0];
+		tbl_cell(&tb, "%s", places);
+		tbl_cell(&tb, "%.3f×", avg[0]);
+		tbl_cell(&tb, "%.3f×", avg[1]);
 	}
 	tbl_print(&tb);
 	if (csv)
 		fclose(csv);
 	free(res);
 	free(v);
+#undef PRES
 }
 
 /* Median over rounds of a / b, the two measured in the same round: a paired
@@ -870,7 +952,7 @@ void bench_incr(void)
 	for (ti = 0; ti < nt; ti++)
 		tg->pair_med[ti] = NAN;
 	if (usable[ideal])
-		incr_pair(ideal, index, tg);
+		incr_pair(index, tg);
 
 	/* The other index, in a process of its own. */
 	if (!child && !bench_opt.one_index) {

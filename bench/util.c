@@ -516,6 +516,16 @@ const char *bench_fmt_stat(char *buf, size_t len, struct bench_stat s)
 	return buf;
 }
 
+const char *bench_fmt_ratio(char *buf, size_t len, struct bench_stat s, int digits)
+{
+	if (isnan(s.ci_lo))
+		snprintf(buf, len, "%.*f× (%.*f–%.*f)", digits, s.med, digits, s.min, digits, s.max);
+	else
+		snprintf(buf, len, "%.*f× (%.*f–%.*f) [%.*f–%.*f]", digits, s.med, digits, s.min,
+			 digits, s.max, digits, s.ci_lo, digits, s.ci_hi);
+	return buf;
+}
+
 FILE *bench_csv_open(const char *name, const char *header)
 {
 	char path[4096];
