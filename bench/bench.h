@@ -97,13 +97,12 @@ struct bench_incr_targets {
 	double fb_flat;                     /* worst fallback(T) / fallback(1 thread) */
 	unsigned fb_flat_threads;
 	/* pcpu add / ideal rseq add paired in time (the two alternate within one
-	 * run, see incr_pair_loop): pair_med is the geometric mean over code
-	 * placements of the per-placement median ratio; min, max and the
-	 * confidence interval are over all rounds' ratios */
+	 * run; incr.c, incr_pair): pair_med is the average over code placements
+	 * (geometric), pair_best each loop at its fastest placement; min and max
+	 * over all rounds' ratios */
 	unsigned pair_rounds;
-	double pair_med[BENCH_MAX_LIST], pair_min[BENCH_MAX_LIST], pair_max[BENCH_MAX_LIST];
-	double pair_ci_lo[BENCH_MAX_LIST], pair_ci_hi[BENCH_MAX_LIST];
-	double pair_worst_place[BENCH_MAX_LIST]; /* median of the worst code placement */
+	double pair_med[BENCH_MAX_LIST], pair_best[BENCH_MAX_LIST];
+	double pair_min[BENCH_MAX_LIST], pair_max[BENCH_MAX_LIST];
 };
 
 /* One configuration of the memory test, measured in a fresh process. */
@@ -183,6 +182,56 @@ BENCH_INLINE void bench_cpu_relax(void)
 #else
 	__asm__ volatile("" ::: "memory");
 #endif
+}
+
+/*
+ * Two sides of a comparison in one run, alternating in time (the data plane's
+ * pattern and reference loops, incr's pcpu and ideal adds): time is cut into
+ * phases of 2^BENCH_PHASE_SHIFT TSC ticks; odd phases run one side, even
+ * phases the other. Every thread derives the phase from the TSC, which all
+ * CPUs share, so all threads switch together. A thread calls
+ * bench_phase_tick() between batches of work with its count of work done so
+ * far: at a phase change it charges its CPU time and its work since the last
+ * change to the side that ran, and it returns the side to run now (1: odd).
+ * Drift of the machine's speed slower than a phase (~0.2 ms) hits both sides
+ * alike.
+ */
+#define BENCH_PHASE_SHIFT 19
+struct bench_phases {
+	uint64_t phase, cpu_mark, n_mark;
+	uint64_t cpu_ns[2], n[2]; /* [0] even phases, [1] odd phases */
+};
+
+BENCH_INLINE void bench_phase_start(struct bench_phases *p, uint64_t n)
+{
+	p->phase = bench_ticks() >> BENCH_PHASE_SHIFT;
+	p->cpu_mark = bench_thread_cpu_ns();
+	p->n_mark = n;
+}
+
+BENCH_INLINE void bench_phase_charge(struct bench_phases *p, uint64_t cpu, uint64_t n)
+{
+	p->cpu_ns[p->phase & 1] += cpu - p->cpu_mark;
+	p->n[p->phase & 1] += n - p->n_mark;
+	p->cpu_mark = cpu;
+	p->n_mark = n;
+}
+
+BENCH_INLINE unsigned bench_phase_tick(struct bench_phases *p, uint64_t n)
+{
+	uint64_t now = bench_ticks() >> BENCH_PHASE_SHIFT;
+
+	if (now != p->phase) {
+		bench_phase_charge(p, bench_thread_cpu_ns(), n);
+		p->phase = now;
+	}
+	return (unsigned)(p->phase & 1);
+}
+
+/* The last charge, when the thread stops. */
+BENCH_INLINE void bench_phase_end(struct bench_phases *p, uint64_t n)
+{
+	bench_phase_charge(p, bench_thread_cpu_ns(), n);
 }
 
 /* CPU time of the whole machine, of this process, and stolen by the

@@ -59,7 +59,6 @@
 #define DP_NFLOWS 1024          /* power of two: flow index is masked */
 #define DP_BATCH 32             /* packets per batch (buffered flush, stop check) */
 #define DP_WARMUP_BATCHES 64    /* untimed: faults, registration, caches */
-#define DP_PHASE_SHIFT 19       /* measuring/reference phases of 2^19 TSC ticks */
 #define DP_MIGRATE_MS 20        /* all flows move to the next worker this often */
 #define DP_NVALS (2 + 2 * DP_NFLOWS)
 
@@ -162,8 +161,7 @@ struct dp_worker {
 	struct dp_shared *sh;
 	unsigned id;
 	uint64_t pkts, bytes;    /* what the pattern counted, warm-up included: expected totals */
-	uint64_t timed_pkts[2];  /* [0] reference phases, [1] measuring phases */
-	uint64_t cpu_ns[2];
+	struct bench_phases ph;  /* [0] reference phases, [1] measuring phases */
 	struct dp_wb wb;
 } BENCH_ALIGNED;
 
@@ -347,7 +345,7 @@ BENCH_INLINE uint64_t dp_batch(const int kind, struct dp_shared *sh, struct dp_w
 }
 
 /*
- * The worker. Time is cut into phases of 2^DP_PHASE_SHIFT TSC ticks; odd
+ * The worker. Time is cut into phases (bench_phase_tick, 2^BENCH_PHASE_SHIFT TSC ticks); odd
  * phases run the pattern, even phases the same loop without statistics (the
  * reference). Every worker derives the phase from the TSC, which all CPUs
  * share, so all workers switch together: while measuring a pattern they all
@@ -369,7 +367,6 @@ BENCH_INLINE void dp_loop(struct dp_worker *w, const int kind)
 	uint64_t pkts = 0;    /* all packets */
 	uint64_t counted = 0; /* packets the pattern counted: its expected totals */
 	uint64_t bytes = 0;
-	uint64_t phase, cpu_mark, pkts_mark;
 	unsigned batch;
 
 	(void)bench_rseq_area();
@@ -379,22 +376,9 @@ BENCH_INLINE void dp_loop(struct dp_worker *w, const int kind)
 		counted += DP_BATCH;
 	}
 	pthread_barrier_wait(&sh->start);
-	phase = bench_ticks() >> DP_PHASE_SHIFT;
-	cpu_mark = bench_thread_cpu_ns();
-	pkts_mark = pkts;
+	bench_phase_start(&w->ph, pkts);
 	do {
-		uint64_t now = bench_ticks() >> DP_PHASE_SHIFT;
-
-		if (now != phase) {
-			uint64_t cpu = bench_thread_cpu_ns();
-
-			w->cpu_ns[phase & 1] += cpu - cpu_mark;
-			w->timed_pkts[phase & 1] += pkts - pkts_mark;
-			cpu_mark = cpu;
-			pkts_mark = pkts;
-			phase = now;
-		}
-		if (phase & 1) {
+		if (bench_phase_tick(&w->ph, pkts)) {
 			x = dp_batch(kind, sh, w, core, x, per, &bytes);
 			counted += DP_BATCH;
 		} else {
@@ -402,8 +386,7 @@ BENCH_INLINE void dp_loop(struct dp_worker *w, const int kind)
 		}
 		pkts += DP_BATCH;
 	} while (!__atomic_load_n(&sh->stop, __ATOMIC_RELAXED));
-	w->cpu_ns[phase & 1] += bench_thread_cpu_ns() - cpu_mark;
-	w->timed_pkts[phase & 1] += pkts - pkts_mark;
+	bench_phase_end(&w->ph, pkts);
 	w->pkts = kind == D_NONE ? 0 : counted;
 	w->bytes = bytes;
 }
@@ -606,10 +589,10 @@ static struct dp_result dp_run(int kind, unsigned nworkers, unsigned work_iters)
 		pthread_join(tid[i], NULL);
 		pkts += w[i].pkts;
 		bytes += w[i].bytes;
-		timed[0] += w[i].timed_pkts[0];
-		timed[1] += w[i].timed_pkts[1];
-		cpu_ns[0] += w[i].cpu_ns[0];
-		cpu_ns[1] += w[i].cpu_ns[1];
+		timed[0] += w[i].ph.n[0];
+		timed[1] += w[i].ph.n[1];
+		cpu_ns[0] += w[i].ph.cpu_ns[0];
+		cpu_ns[1] += w[i].ph.cpu_ns[1];
 	}
 
 	/* Final check: totals, and the per-flow counters sum to them. */
@@ -746,7 +729,7 @@ void bench_dataplane(void)
 	       "16 B per counter, the footprint pcpu had before Core v2.\n\n",
 	       work, DP_NFLOWS, DP_MIGRATE_MS,
 	       bench_opt.no_reader ? " (**not in this run: --no-reader**)" : "",
-	       (double)(1ull << DP_PHASE_SHIFT) / bench_tsc_ghz / 1e3, bench_tsc_ghz, nr,
+	       (double)(1ull << BENCH_PHASE_SHIFT) / bench_tsc_ghz / 1e3, bench_tsc_ghz, nr,
 	       bench_opt.duration_ms, zname, sizeof(struct pcpu_counter));
 
 	for (r = 0; r < nr; r++) {

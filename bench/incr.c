@@ -387,125 +387,101 @@ static struct incr_result incr_run(int kind, unsigned nthreads)
  * of them: the pcpu and ideal runs of one round may be a second apart, and on
  * a shared virtual machine the speed of a core drifts by several percent in
  * that time, as much as the 5 % the target allows. Here both run in the same
- * run on the same threads: time is cut into phases of 2^INCR_PAIR_SHIFT TSC
- * ticks, odd phases run pcpu_counter_add, even phases the ideal add (on the
- * process's index field), and each thread charges its CPU time and its adds
- * to the phase's side when the phase changes. Drift slower than a phase
- * (~0.2 ms) hits both sides alike. A round is one such run; its ratio is
- * (CPU ns per pcpu add) / (CPU ns per ideal add); the rounds give the median
- * of those ratios, their spread and a confidence interval of the median.
+ * run on the same threads, in alternating phases (bench_phase_tick): odd
+ * phases run pcpu_counter_add, even phases the ideal add (on the process's
+ * index field). A round is one such run; its ratio is (CPU ns per pcpu add) /
+ * (CPU ns per ideal add).
+ *
+ * Code placement. Loops of 9-11 instructions run at a speed that depends on
+ * where they sit relative to the core's 64-byte fetch windows: the same two
+ * loops, moved by a change elsewhere in this file, measured pcpu / ideal
+ * 1.01-1.03 in one build and 1.18-1.20 in the next (bench/README.md). So each
+ * side's loop is a function of its own (a batch of INCR_PAIR_BATCH adds) in
+ * INCR_PAIR_PLACES copies: each copy starts on a 64-byte boundary followed by
+ * 16 * copy bytes of no-ops (run once per batch), so its loop sits 16 bytes
+ * further on than the previous copy's. Round r runs pcpu's copy r mod 4 and
+ * the ideal's copy (r / 4) mod 4: 16 rounds cover every combination. With
+ * the rounds' log ratios averaged per combination, the figures are
+ *  - the placement average: the geometric mean over all combinations, i.e.
+ *    the ratio of the two loops' costs averaged over where a program happens
+ *    to put each (what the target reads);
+ *  - best / best: each loop at its fastest placement (the instructions
+ *    alone, fetch windows aside); worst / worst likewise;
+ *  - each side's cost by placement, relative to its own average.
+ * A control pairs the ideal add with itself in the same way: its placement
+ * average is 1 by construction plus the method's noise.
  */
-#define INCR_PAIR_SHIFT 19
-/* Adds between two looks at the clock: the look (rdtsc, the stop flag) then
- * costs < 0.5 % of a batch, on both sides alike. */
+/* Adds per batch, between two looks at the clock: the look (rdtsc, the stop
+ * flag) and the call then cost < 0.5 % of a batch, on both sides alike. */
 #define INCR_PAIR_BATCH 4096
+#define INCR_PAIR_PLACES 4
+#define INCR_PAIR_CELLS (INCR_PAIR_PLACES * INCR_PAIR_PLACES)
+
+typedef void (*incr_batch_fn)(struct incr_shared *sh, pcpu_counter_t pc, char *area);
+
+#define INCR_BATCH_FN(k, place)                                                           \
+	static __attribute__((noinline, aligned(64))) void incr_batch_##k##_##place(         \
+		struct incr_shared *sh, pcpu_counter_t pc, char *area)                       \
+	{                                                                                    \
+		unsigned i;                                                                  \
+                                                                                             \
+		__asm__ volatile(".skip 16 * " #place ", 0x90");                             \
+		for (i = 0; i < INCR_PAIR_BATCH; i++)                                        \
+			incr_op(k, sh, NULL, pc, area, 0);                                   \
+	}
+#define INCR_BATCH_FNS(k)                                                                 \
+	INCR_BATCH_FN(k, 0)                                                               \
+	INCR_BATCH_FN(k, 1)                                                               \
+	INCR_BATCH_FN(k, 2)                                                               \
+	INCR_BATCH_FN(k, 3)
+INCR_BATCH_FNS(K_PCPU)
+INCR_BATCH_FNS(K_IDEAL_CPU)
+INCR_BATCH_FNS(K_IDEAL_MMCID)
+#define INCR_BATCH_ROW(k) { incr_batch_##k##_0, incr_batch_##k##_1, incr_batch_##k##_2, incr_batch_##k##_3 }
+
+/* [0] pcpu, [1] ideal cpu_id, [2] ideal mm_cid */
+static const incr_batch_fn incr_batches[3][INCR_PAIR_PLACES] = {
+	INCR_BATCH_ROW(K_PCPU), INCR_BATCH_ROW(K_IDEAL_CPU), INCR_BATCH_ROW(K_IDEAL_MMCID),
+};
 
 struct incr_pair_thread {
 	struct incr_shared *sh BENCH_ALIGNED;
-	uint64_t ops[2];    /* [0] even phases, [1] odd phases: timed adds */
-	uint64_t cpu_ns[2];
+	incr_batch_fn odd, even; /* the two sides, at their placements */
+	struct bench_phases ph;  /* timed adds and CPU time of each side */
 };
-
-/* Odd phases run `odd`, even phases `even` (constants where inlined). */
-BENCH_INLINE void incr_pair_loop(struct incr_pair_thread *t, const int odd, const int even)
-{
-	struct incr_shared *sh = t->sh;
-	char *area = bench_rseq_area();
-	pcpu_counter_t pc = sh->pc;
-	uint64_t n = 0, n_mark = 0, phase, cpu_mark;
-	unsigned i;
-
-	for (i = 0; i < INCR_WARMUP; i++) {
-		incr_op(odd, sh, NULL, pc, area, 0);
-		incr_op(even, sh, NULL, pc, area, 0);
-	}
-	pthread_barrier_wait(&sh->start);
-	phase = bench_ticks() >> INCR_PAIR_SHIFT;
-	cpu_mark = bench_thread_cpu_ns();
-	do {
-		uint64_t now = bench_ticks() >> INCR_PAIR_SHIFT;
-
-		if (now != phase) {
-			uint64_t cpu = bench_thread_cpu_ns();
-
-			t->cpu_ns[phase & 1] += cpu - cpu_mark;
-			t->ops[phase & 1] += n - n_mark;
-			cpu_mark = cpu;
-			n_mark = n;
-			phase = now;
-		}
-		if (phase & 1)
-			for (i = 0; i < INCR_PAIR_BATCH; i++)
-				incr_op(odd, sh, NULL, pc, area, 0);
-		else
-			for (i = 0; i < INCR_PAIR_BATCH; i++)
-				incr_op(even, sh, NULL, pc, area, 0);
-		n += INCR_PAIR_BATCH;
-	} while (!__atomic_load_n(&sh->stop, __ATOMIC_RELAXED));
-	t->cpu_ns[phase & 1] += bench_thread_cpu_ns() - cpu_mark;
-	t->ops[phase & 1] += n - n_mark;
-}
-
-/*
- * The pairs, one loop each (the ideal add's index field is an assembler
- * constant): pcpu against the ideal add, and the ideal add against itself,
- * the control: its ratio shows the method's own bias and spread.
- *
- * Each pair exists at INCR_PAIR_PLACES placements. Loops of 9-11
- * instructions run at a speed that depends on where they sit relative to the
- * core's 64-byte fetch windows: the same two loops, moved by a code change
- * elsewhere in this file, measured pcpu / ideal 1.01-1.03 in one build and
- * 1.18-1.20 in the next (bench/README.md). So every copy of a pair starts on
- * a 64-byte boundary followed by 16 * placement bytes of no-ops (run once per
- * call, before the loops): the loops of copy k sit 16 * k bytes further on,
- * and the rounds go through the four 16-byte positions in turn. Each loop
- * thus sits at each 16-byte position of a 64-byte window once (pcpu's at
- * 8 mod 16, the ideal's at 0 mod 16, as GCC aligns them), and the figure the
- * target reads is the geometric mean over placements of the per-placement
- * median ratios: the ratio of the two loops' costs averaged over where a
- * program happens to put them. The per-placement medians are printed too.
- */
-enum incr_pair_kind { P_PCPU_CPU, P_PCPU_MMCID, P_SELF_CPU, P_SELF_MMCID, P_N };
-#define INCR_PAIR_PLACES 4
-#define INCR_PAIR_FN(p, odd, even, place)                                              \
-	static __attribute__((noinline, aligned(64))) void incr_pair_##p##_##place(       \
-		struct incr_pair_thread *t)                                               \
-	{                                                                                 \
-		__asm__ volatile(".skip 16 * " #place ", 0x90");                          \
-		incr_pair_loop(t, odd, even);                                             \
-	}
-#define INCR_PAIR_FNS(p, odd, even)                                                    \
-	INCR_PAIR_FN(p, odd, even, 0)                                                  \
-	INCR_PAIR_FN(p, odd, even, 1)                                                  \
-	INCR_PAIR_FN(p, odd, even, 2)                                                  \
-	INCR_PAIR_FN(p, odd, even, 3)
-INCR_PAIR_FNS(P_PCPU_CPU, K_PCPU, K_IDEAL_CPU)
-INCR_PAIR_FNS(P_PCPU_MMCID, K_PCPU, K_IDEAL_MMCID)
-INCR_PAIR_FNS(P_SELF_CPU, K_IDEAL_CPU, K_IDEAL_CPU)
-INCR_PAIR_FNS(P_SELF_MMCID, K_IDEAL_MMCID, K_IDEAL_MMCID)
-#define INCR_PAIR_ROW(p) { incr_pair_##p##_0, incr_pair_##p##_1, incr_pair_##p##_2, incr_pair_##p##_3 }
-
-static void (*const incr_pairs[P_N][INCR_PAIR_PLACES])(struct incr_pair_thread *) = {
-	INCR_PAIR_ROW(P_PCPU_CPU), INCR_PAIR_ROW(P_PCPU_MMCID),
-	INCR_PAIR_ROW(P_SELF_CPU), INCR_PAIR_ROW(P_SELF_MMCID),
-};
-
-/* The run's pair and placement, set before its threads start. */
-static int incr_pair_kind;
-static unsigned incr_pair_place;
 
 static void *incr_pair_main(void *arg)
 {
-	incr_pairs[incr_pair_kind][incr_pair_place](arg);
+	struct incr_pair_thread *t = arg;
+	struct incr_shared *sh = t->sh;
+	char *area = bench_rseq_area();
+	pcpu_counter_t pc = sh->pc;
+	uint64_t n = 0;
+
+	t->odd(sh, pc, area); /* warm-up: one batch each, untimed */
+	t->even(sh, pc, area);
+	pthread_barrier_wait(&sh->start);
+	bench_phase_start(&t->ph, n);
+	do {
+		if (bench_phase_tick(&t->ph, n))
+			t->odd(sh, pc, area);
+		else
+			t->even(sh, pc, area);
+		n += INCR_PAIR_BATCH;
+	} while (!__atomic_load_n(&sh->stop, __ATOMIC_RELAXED));
+	bench_phase_end(&t->ph, n);
 	return NULL;
 }
 
 struct incr_pair_result {
-	double odd_ns, even_ns; /* CPU ns per add, each side */
-	int exact;              /* the totals right */
+	double ratio; /* CPU ns per add, odd side / even side */
+	double odd_ns, even_ns;
+	int exact;    /* the totals right */
 };
 
-static struct incr_pair_result incr_pair_run(int kind, unsigned place, unsigned nthreads)
+/* One run: `odd` against `even` (rows of incr_batches) at placements po, pe. */
+static struct incr_pair_result incr_pair_run(int odd, unsigned po, int even, unsigned pe,
+					     unsigned nthreads)
 {
 	struct incr_shared *sh = bench_xmalloc(sizeof(*sh));
 	struct incr_pair_thread *t = bench_xmalloc(nthreads * sizeof(*t));
@@ -519,10 +495,10 @@ static struct incr_pair_result incr_pair_run(int kind, unsigned place, unsigned 
 		bench_die("pcpu_counter_alloc failed");
 	memset(ideal_arr, 0, sizeof(ideal_arr));
 	pthread_barrier_init(&sh->start, NULL, nthreads + 1);
-	incr_pair_kind = kind;
-	incr_pair_place = place;
 	for (i = 0; i < nthreads; i++) {
 		t[i].sh = sh;
+		t[i].odd = incr_batches[odd][po];
+		t[i].even = incr_batches[even][pe];
 		tid[i] = bench_thread_start(incr_pair_main, &t[i], -1);
 	}
 	pthread_barrier_wait(&sh->start);
@@ -530,21 +506,22 @@ static struct incr_pair_result incr_pair_run(int kind, unsigned place, unsigned 
 	__atomic_store_n(&sh->stop, 1, __ATOMIC_RELAXED);
 	for (i = 0; i < nthreads; i++) {
 		pthread_join(tid[i], NULL);
-		ops[0] += t[i].ops[0];
-		ops[1] += t[i].ops[1];
-		cpu[0] += t[i].cpu_ns[0];
-		cpu[1] += t[i].cpu_ns[1];
+		ops[0] += t[i].ph.n[0];
+		ops[1] += t[i].ph.n[1];
+		cpu[0] += t[i].ph.cpu_ns[0];
+		cpu[1] += t[i].ph.cpu_ns[1];
 	}
 	for (i = 0; i < IDEAL_MAXSLOT; i++)
 		ideal_total += (uint64_t)ideal_arr[i].v;
-	warm = (uint64_t)nthreads * INCR_WARMUP;
-	if (kind == P_SELF_CPU || kind == P_SELF_MMCID) /* both sides add to ideal_arr */
+	warm = (uint64_t)nthreads * INCR_PAIR_BATCH;
+	if (odd != 0) /* the control: both sides add to ideal_arr */
 		res.exact = ideal_total == ops[0] + ops[1] + 2 * warm;
 	else
 		res.exact = ideal_total == ops[0] + warm &&
 			    pcpu_counter_fetch(sh->pc) == ops[1] + warm;
 	res.even_ns = (double)cpu[0] / (double)ops[0];
 	res.odd_ns = (double)cpu[1] / (double)ops[1];
+	res.ratio = res.odd_ns / res.even_ns;
 	pcpu_counter_free(sh->pc);
 	pthread_barrier_destroy(&sh->start);
 	free(sh);
@@ -553,30 +530,90 @@ static struct incr_pair_result incr_pair_run(int kind, unsigned place, unsigned 
 	return res;
 }
 
+/* What the rounds of one pair at one thread count say about placements:
+ * from the mean log ratio of each combination (odd side's placement p, even
+ * side's q), lr[p][q] = a_p - b_q up to noise. */
+struct incr_place_fit {
+	double avg;                   /* exp(mean of all cells): the placement average */
+	double best, worst;           /* exp(min a - min b), exp(max a - max b) */
+	double odd_rel[INCR_PAIR_PLACES], even_rel[INCR_PAIR_PLACES]; /* exp(a_p - mean a) ... */
+};
+
+static struct incr_place_fit incr_place_fit(const struct incr_pair_result *x, unsigned nr)
+{
+	double cell[INCR_PAIR_CELLS] = { 0 }, rowm[INCR_PAIR_PLACES], colm[INCR_PAIR_PLACES];
+	unsigned cnt[INCR_PAIR_CELLS] = { 0 }, r, p, q;
+	double all = 0, amin = INFINITY, amax = -INFINITY, bmin = INFINITY, bmax = -INFINITY;
+	struct incr_place_fit f;
+
+	for (r = 0; r < nr; r++) {
+		cell[r % INCR_PAIR_CELLS] += log(x[r].ratio);
+		cnt[r % INCR_PAIR_CELLS]++;
+	}
+	for (p = 0; p < INCR_PAIR_CELLS; p++)
+		cell[p] = cnt[p] ? cell[p] / cnt[p] : NAN; /* < 16 rounds: NAN throughout */
+	for (p = 0; p < INCR_PAIR_PLACES; p++)
+		rowm[p] = colm[p] = 0;
+	/* cell index r mod 16 = p + 4 q: odd side at p, even side at q */
+	for (p = 0; p < INCR_PAIR_PLACES; p++)
+		for (q = 0; q < INCR_PAIR_PLACES; q++) {
+			double c = cell[p + INCR_PAIR_PLACES * q];
+
+			rowm[p] += c / INCR_PAIR_PLACES; /* a_p - mean b */
+			colm[q] += c / INCR_PAIR_PLACES; /* mean a - b_q */
+			all += c / INCR_PAIR_CELLS;      /* mean a - mean b */
+		}
+	for (p = 0; p < INCR_PAIR_PLACES; p++) {
+		double a = rowm[p] - all, b = all - colm[p]; /* a_p - mean a, b_p - mean b */
+
+		f.odd_rel[p] = exp(a);
+		f.even_rel[p] = exp(b);
+		amin = fmin(amin, a);
+		amax = fmax(amax, a);
+		bmin = fmin(bmin, b);
+		bmax = fmax(bmax, b);
+	}
+	f.avg = exp(all);
+	f.best = exp(all + amin - bmin);
+	f.worst = exp(all + amax - bmax);
+	return f;
+}
+
+static const char *incr_fmt_places(char *buf, size_t len, const double *rel)
+{
+	unsigned p;
+
+	buf[0] = 0;
+	for (p = 0; p < INCR_PAIR_PLACES; p++)
+		snprintf(buf + strlen(buf), len - strlen(buf), "%s%.3f", p ? "/" : "", rel[p]);
+	return buf;
+}
+
 /* Runs the paired comparison and its control at every thread count, the two
  * interleaved, prints their table and fills tg->pair_*. */
 static void incr_pair(int index, struct bench_incr_targets *tg)
 {
 	const unsigned nt = bench_opt.nthreads, nr = bench_opt.pair_rounds;
-	const int kinds[2] = { index == PCPU_INDEX_CPU ? P_PCPU_CPU : P_PCPU_MMCID,
-			       index == PCPU_INDEX_CPU ? P_SELF_CPU : P_SELF_MMCID };
+	const int ideal = index == PCPU_INDEX_CPU ? 1 : 2; /* row of incr_batches */
 	/* res[pair (0: pcpu / ideal, 1: ideal / ideal)][thread count][round] */
 	struct incr_pair_result *res = bench_xmalloc(2 * nt * nr * sizeof(*res));
 	double *v = bench_xmalloc(nr * sizeof(double));
 	unsigned r, ti, j, exact = 0;
 	struct tbl tb;
-	char buf[96];
+	char buf[96], buf2[96];
 	FILE *csv;
 	char csvname[64];
 #define PRES(j, ti, r) res[((j) * nt + (ti)) * nr + (r)]
 
 	for (r = 0; r < nr; r++) {
+		unsigned po = r % INCR_PAIR_PLACES, pe = r / INCR_PAIR_PLACES % INCR_PAIR_PLACES;
+
 		fprintf(stderr, "incr (%s): paired round %u/%u\n", bench_index_name(index), r + 1, nr);
 		for (ti = 0; ti < nt; ti++)
 			for (j = 0; j < 2; j++) {
 				unsigned p = (j + r) % 2; /* the control leads every other round */
 
-				PRES(p, ti, r) = incr_pair_run(kinds[p], r % INCR_PAIR_PLACES,
+				PRES(p, ti, r) = incr_pair_run(p ? ideal : 0, po, ideal, pe,
 							       bench_opt.threads[ti]);
 				exact += PRES(p, ti, r).exact;
 			}
@@ -584,80 +621,55 @@ static void incr_pair(int index, struct bench_incr_targets *tg)
 	printf("pcpu_counter_add and the ideal rseq add (%s) **paired in time**: in each run of "
 	       "%u ms the threads alternate the two every %.0f µs (all threads together, from the "
 	       "TSC), charging CPU time to each side; a round's ratio is pcpu's CPU ns per add / "
-	       "the ideal's, in that run. The control pairs the ideal add with itself (its ratio "
-	       "should be 1: the method's bias and spread). Median (min–max) [95 %% confidence "
-	       "interval of the median] of %u rounds; each side's ns per add, median of rounds; "
-	       "round r runs the loops' copy at placement r mod %u (+16 B each), and the last "
-	       "column gives the median ratio of each placement. Totals exact in %u of %u "
-	       "runs.\n\n",
+	       "the ideal's, in that run. Each side's loop is in 4 copies 16 B apart; the %u "
+	       "rounds go through the 16 combinations (incr.c). Placement average: geometric "
+	       "mean over the combinations (the target's figure); best / best: each loop at its "
+	       "fastest placement; by placement: each side's cost at +0/+16/+32/+48 B relative "
+	       "to its average. All rounds: median (min–max) [95 %% confidence interval of the "
+	       "median] of the rounds' ratios, placements mixed. The control pairs the ideal add "
+	       "with itself. Totals exact in %u of %u runs.\n\n",
 	       bench_index_name(index), bench_opt.duration_ms,
-	       (double)(1ull << INCR_PAIR_SHIFT) / bench_tsc_ghz / 1e3, nr, INCR_PAIR_PLACES,
-	       exact, 2 * nt * nr);
+	       (double)(1ull << BENCH_PHASE_SHIFT) / bench_tsc_ghz / 1e3, nr, exact, 2 * nt * nr);
 	snprintf(csvname, sizeof(csvname), "incr_%s_paired.csv", bench_index_name(index));
-	csv = bench_csv_open(csvname, "pair,threads,round,placement,odd_ns,even_ns,ratio,exact");
-	tbl_init(&tb, 8);
-	tbl_headers(&tb, "threads", "pcpu / ideal, all rounds", "pcpu ns per add", "ideal ns per add",
-		    "control: ideal / ideal", "pcpu / ideal by placement (+0/+16/+32/+48 B)",
-		    "placement average (geometric)", "control, placement average", NULL);
+	csv = bench_csv_open(csvname, "pair,threads,round,odd_placement,even_placement,odd_ns,"
+				      "even_ns,ratio,exact");
+	tbl_init(&tb, 9);
+	tbl_headers(&tb, "threads", "pcpu / ideal: placement average", "best / best",
+		    "worst / worst", "pcpu by placement", "ideal by placement", "all rounds",
+		    "control: placement average", "control: all rounds", NULL);
 	tg->pair_rounds = nr;
 	for (ti = 0; ti < nt; ti++) {
+		struct incr_place_fit f[2];
 		struct bench_stat s[2];
-		char places[96] = "";
-		double avg[2];
-		unsigned k, m;
 
 		for (j = 0; j < 2; j++) {
 			for (r = 0; r < nr; r++) {
 				const struct incr_pair_result *x = &PRES(j, ti, r);
 
-				v[r] = x->odd_ns / x->even_ns;
+				v[r] = x->ratio;
 				if (csv)
-					fprintf(csv, "%s,%u,%u,%u,%.4f,%.4f,%.4f,%d\n",
+					fprintf(csv, "%s,%u,%u,%u,%u,%.4f,%.4f,%.4f,%d\n",
 						j ? "ideal_vs_ideal" : "pcpu_vs_ideal",
 						bench_opt.threads[ti], r, r % INCR_PAIR_PLACES,
-						x->odd_ns, x->even_ns, v[r], x->exact);
+						r / INCR_PAIR_PLACES % INCR_PAIR_PLACES, x->odd_ns,
+						x->even_ns, x->ratio, x->exact);
 			}
 			s[j] = bench_stat_of(v, nr);
+			f[j] = incr_place_fit(&PRES(j, ti, 0), nr);
 		}
+		tg->pair_med[ti] = f[0].avg;
+		tg->pair_best[ti] = f[0].best;
 		tg->pair_min[ti] = s[0].min;
 		tg->pair_max[ti] = s[0].max;
-		tg->pair_ci_lo[ti] = s[0].ci_lo;
-		tg->pair_ci_hi[ti] = s[0].ci_hi;
 		tbl_cell(&tb, "%u", bench_opt.threads[ti]);
+		tbl_cell(&tb, "**%.3f×**", f[0].avg);
+		tbl_cell(&tb, "%.3f×", f[0].best);
+		tbl_cell(&tb, "%.3f×", f[0].worst);
+		tbl_cell(&tb, "%s", incr_fmt_places(buf, sizeof(buf), f[0].odd_rel));
+		tbl_cell(&tb, "%s", incr_fmt_places(buf2, sizeof(buf2), f[0].even_rel));
 		tbl_cell(&tb, "%s", bench_fmt_ratio(buf, sizeof(buf), s[0], 3));
-		for (r = 0; r < nr; r++)
-			v[r] = PRES(0, ti, r).odd_ns;
-		tbl_cell(&tb, "%s", bench_fmt_num(buf, sizeof(buf), bench_median(v, nr)));
-		for (r = 0; r < nr; r++)
-			v[r] = PRES(0, ti, r).even_ns;
-		tbl_cell(&tb, "%s", bench_fmt_num(buf, sizeof(buf), bench_median(v, nr)));
+		tbl_cell(&tb, "%.3f×", f[1].avg);
 		tbl_cell(&tb, "%s", bench_fmt_ratio(buf, sizeof(buf), s[1], 3));
-		tg->pair_worst_place[ti] = NAN;
-		for (j = 0; j < 2; j++) {
-			double logsum = 0;
-
-			for (k = 0; k < INCR_PAIR_PLACES; k++) {
-				double med;
-
-				for (r = k, m = 0; r < nr; r += INCR_PAIR_PLACES)
-					v[m++] = PRES(j, ti, r).odd_ns / PRES(j, ti, r).even_ns;
-				/* fewer rounds than placements: NAN, and so is the mean */
-				med = m ? bench_median(v, m) : NAN;
-				logsum += log(med);
-				if (j == 0 && (isnan(tg->pair_worst_place[ti]) ||
-					       med > tg->pair_worst_place[ti]))
-					tg->pair_worst_place[ti] = med;
-				if (j == 0)
-					snprintf(places + strlen(places),
-						 sizeof(places) - strlen(places), "%s%.3f",
-						 k ? "/" : "", med);
-			}
-			avg[j] = exp(logsum / INCR_PAIR_PLACES);
-		}
-		tg->pair_med[ti] = avg[0];
-		tbl_cell(&tb, "%s", places);
-		tbl_cell(&tb, "%.3f×", avg[0]);
-		tbl_cell(&tb, "%.3f×", avg[1]);
 	}
 	tbl_print(&tb);
 	if (csv)
