@@ -40,8 +40,8 @@
  * then measures is the updates' instructions and the misses they take, no
  * longer hidden behind 1000 cycles of independent work by out-of-order
  * execution; and since the reader still reads once a millisecond, its misses
- * are spread over ~100x more packets. Small values in between (100) show
- * the transition. Per-round ratios pcpu / Per Core (both overheads of the
+ * are spread over ~100x more packets. Small values (10-50) show how fast
+ * the work hides each pattern's instructions. Per-round ratios pcpu / Per Core (both overheads of the
  * same round) are printed beside the table with the noise row.
  *
  * The guide's numbers are core cycles at a fixed 2.3 GHz (turbo off), which
@@ -345,11 +345,11 @@ BENCH_INLINE uint64_t dp_batch(const int kind, struct dp_shared *sh, struct dp_w
 }
 
 /*
- * The worker. Time is cut into phases (bench_phase_tick, 2^BENCH_PHASE_SHIFT TSC ticks); odd
- * phases run the pattern, even phases the same loop without statistics (the
- * reference). Every worker derives the phase from the TSC, which all CPUs
- * share, so all workers switch together: while measuring a pattern they all
- * run it, and contention is what it would be in a run of that pattern alone.
+ * The worker. Time is cut into phases (bench_phase_tick); odd phases run the
+ * pattern, even phases the same loop without statistics (the reference).
+ * Every worker derives the phase from the TSC, which all CPUs share, so all
+ * workers switch together: while measuring a pattern they all run it, and
+ * contention is what it would be in a run of that pattern alone.
  * The worker's CPU time is read at each phase change and charged to the
  * phase's mode. Comparing the two modes of one run, a few hundred
  * microseconds apart, cancels the drift of the machine's speed (another

@@ -401,7 +401,9 @@ static struct incr_result incr_run(int kind, unsigned nthreads)
  * 16 * copy bytes of no-ops (run once per batch), so its loop sits 16 bytes
  * further on than the previous copy's. Round r runs pcpu's copy r mod 4 and
  * the ideal's copy (r / 4) mod 4: 16 rounds cover every combination. With
- * the rounds' log ratios averaged per combination, the figures are
+ * the rounds' log ratios averaged per combination (the best and worst
+ * figures are differences of extremes, so noisier than the average), the
+ * figures are
  *  - the placement average: the geometric mean over all combinations, i.e.
  *    the ratio of the two loops' costs averaged over where a program happens
  *    to put each (what the target reads);
@@ -437,7 +439,8 @@ typedef void (*incr_batch_fn)(struct incr_shared *sh, pcpu_counter_t pc, char *a
 INCR_BATCH_FNS(K_PCPU)
 INCR_BATCH_FNS(K_IDEAL_CPU)
 INCR_BATCH_FNS(K_IDEAL_MMCID)
-#define INCR_BATCH_ROW(k) { incr_batch_##k##_0, incr_batch_##k##_1, incr_batch_##k##_2, incr_batch_##k##_3 }
+#define INCR_BATCH_ROW(k) \
+	{ incr_batch_##k##_0, incr_batch_##k##_1, incr_batch_##k##_2, incr_batch_##k##_3 }
 
 /* [0] pcpu, [1] ideal cpu_id, [2] ideal mm_cid */
 static const incr_batch_fn incr_batches[3][INCR_PAIR_PLACES] = {
