@@ -50,6 +50,8 @@ enum incr_kind {
 	K_PCPU_FALLBACK,/* pcpu_counter_add_atomic: the fallback path, forced */
 	K_N
 };
+/* SKETCH_ADD: in the paired comparison only, not a row of the table */
+enum { K_SKETCH = K_N };
 
 static const struct {
 	const char *name;    /* table row */
@@ -171,8 +173,46 @@ static struct {
 			 : [a] "r"(area_), [arr] "r"(ideal_arr), [off] "i"(OFF_), \
 			   [cs] "i"(PCPU__RSEQ_OFF_CS), [v] "er"(v_)             \
 			 : "memory", "cc", "rax", "rcx")
+/*
+ * A sketch, for the paired comparison only: pcpu's add as it would be with
+ * the sign test moved into the section (bench/README.md, "what would close
+ * it"). pcpu's operands -- the index and rseq_cs fields reached %fs-relative
+ * through pcpu's own offsets (pcpu__g), the index sign-extended -- and the
+ * sign test on the flags of the shift (a negative index, an unregistered
+ * area, sets SF: `js` leaves without adding) instead of a `test`/`jns` before
+ * the section. It adds to ideal_arr, like the ideal add.
+ */
+#define SKETCH_ADD(v_)                                                           \
+	__asm__ volatile(".pushsection __rseq_cs, \"aw\"\n\t"                    \
+			 ".balign 32\n\t"                                        \
+			 "3:\n\t"                                                \
+			 ".long 0x0, 0x0\n\t"                                    \
+			 ".quad 1f, (2f - 1f), 4f\n\t"                           \
+			 ".popsection\n\t"                                       \
+			 "0:\n\t"                                                \
+			 "movslq %%fs:(%[idx]), %%rax\n\t"                       \
+			 "leaq 3b(%%rip), %%rcx\n\t"                             \
+			 "movq %%rcx, %%fs:(%[cs])\n\t"                          \
+			 "1:\n\t"                                                \
+			 "cmpl %%fs:(%[idx]), %%eax\n\t"                         \
+			 "jnz 4f\n\t"                                            \
+			 "shlq $6, %%rax\n\t"                                    \
+			 "js 2f\n\t"                                             \
+			 "addq %[v], (%[arr], %%rax)\n\t"                        \
+			 "2:\n\t"                                                \
+			 ".pushsection __rseq_failure, \"ax\"\n\t"               \
+			 ".byte 0x0f, 0xb9, 0x3d\n\t"                            \
+			 ".long 0x53053053\n\t"                                  \
+			 "4:\n\t"                                                \
+			 "jmp 0b\n\t"                                            \
+			 ".popsection\n\t"                                       \
+			 :                                                       \
+			 : [idx] "r"(pcpu__g.index_tpoff), [cs] "r"(pcpu__g.cs_tpoff), \
+			   [arr] "r"(ideal_arr), [v] "er"(v_)                    \
+			 : "memory", "cc", "rax", "rcx")
 #define IDEAL_AVAILABLE 1
 #else
+#define SKETCH_ADD(v_) ((void)(v_))
 #define IDEAL_ADD(area_, OFF_, v_) ((void)(area_), (void)(v_))
 #define IDEAL_AVAILABLE 0
 #endif
@@ -231,6 +271,9 @@ BENCH_INLINE void incr_op(const int kind, struct incr_shared *sh, int64_t *priv,
 		break;
 	case K_PCPU_FALLBACK:
 		pcpu_counter_add_atomic(pc, 1);
+		break;
+	case K_SKETCH:
+		SKETCH_ADD(1);
 		break;
 	}
 }
@@ -439,12 +482,14 @@ typedef void (*incr_batch_fn)(struct incr_shared *sh, pcpu_counter_t pc, char *a
 INCR_BATCH_FNS(K_PCPU)
 INCR_BATCH_FNS(K_IDEAL_CPU)
 INCR_BATCH_FNS(K_IDEAL_MMCID)
+INCR_BATCH_FNS(K_SKETCH)
 #define INCR_BATCH_ROW(k) \
 	{ incr_batch_##k##_0, incr_batch_##k##_1, incr_batch_##k##_2, incr_batch_##k##_3 }
 
-/* [0] pcpu, [1] ideal cpu_id, [2] ideal mm_cid */
-static const incr_batch_fn incr_batches[3][INCR_PAIR_PLACES] = {
+/* [0] pcpu, [1] ideal cpu_id, [2] ideal mm_cid, [3] the sketch */
+static const incr_batch_fn incr_batches[4][INCR_PAIR_PLACES] = {
 	INCR_BATCH_ROW(K_PCPU), INCR_BATCH_ROW(K_IDEAL_CPU), INCR_BATCH_ROW(K_IDEAL_MMCID),
+	INCR_BATCH_ROW(K_SKETCH),
 };
 
 struct incr_pair_thread {
@@ -517,7 +562,7 @@ static struct incr_pair_result incr_pair_run(int odd, unsigned po, int even, uns
 	for (i = 0; i < IDEAL_MAXSLOT; i++)
 		ideal_total += (uint64_t)ideal_arr[i].v;
 	warm = (uint64_t)nthreads * INCR_PAIR_BATCH;
-	if (odd != 0) /* the control: both sides add to ideal_arr */
+	if (odd != 0) /* the control and the sketch: both sides add to ideal_arr */
 		res.exact = ideal_total == ops[0] + ops[1] + 2 * warm;
 	else
 		res.exact = ideal_total == ops[0] + warm &&
@@ -598,8 +643,10 @@ static void incr_pair(int index, struct bench_incr_targets *tg)
 {
 	const unsigned nt = bench_opt.nthreads, nr = bench_opt.pair_rounds;
 	const int ideal = index == PCPU_INDEX_CPU ? 1 : 2; /* row of incr_batches */
-	/* res[pair (0: pcpu / ideal, 1: ideal / ideal)][thread count][round] */
-	struct incr_pair_result *res = bench_xmalloc(2 * nt * nr * sizeof(*res));
+	/* res[pair][thread count][round]; pairs: pcpu / ideal, ideal / ideal
+	 * (the control), sketch / ideal; odd sides are rows of incr_batches */
+	static const int odd_row[3] = { 0, -1, 3 }; /* -1: the ideal row */
+	struct incr_pair_result *res = bench_xmalloc(3 * nt * nr * sizeof(*res));
 	double *v = bench_xmalloc(nr * sizeof(double));
 	unsigned r, ti, j, exact = 0;
 	struct tbl tb;
@@ -613,11 +660,11 @@ static void incr_pair(int index, struct bench_incr_targets *tg)
 
 		fprintf(stderr, "incr (%s): paired round %u/%u\n", bench_index_name(index), r + 1, nr);
 		for (ti = 0; ti < nt; ti++)
-			for (j = 0; j < 2; j++) {
-				unsigned p = (j + r) % 2; /* the control leads every other round */
+			for (j = 0; j < 3; j++) {
+				unsigned p = (j + r) % 3; /* a different pair leads each round */
 
-				PRES(p, ti, r) = incr_pair_run(p ? ideal : 0, po, ideal, pe,
-							       bench_opt.threads[ti]);
+				PRES(p, ti, r) = incr_pair_run(odd_row[p] < 0 ? ideal : odd_row[p], po,
+							       ideal, pe, bench_opt.threads[ti]);
 				exact += PRES(p, ti, r).exact;
 			}
 	}
@@ -630,29 +677,33 @@ static void incr_pair(int index, struct bench_incr_targets *tg)
 	       "fastest placement; by placement: each side's cost at +0/+16/+32/+48 B relative "
 	       "to its average. All rounds: median (min–max) [95 %% confidence interval of the "
 	       "median] of the rounds' ratios, placements mixed. The control pairs the ideal add "
-	       "with itself. Totals exact in %u of %u runs.\n\n",
+	       "with itself. The sketch is pcpu's add with its sign test moved into the section "
+	       "(incr.c, SKETCH_ADD), against the same ideal add. Totals exact in %u of %u "
+	       "runs.\n\n",
 	       bench_index_name(index), bench_opt.duration_ms,
-	       (double)(1ull << BENCH_PHASE_SHIFT) / bench_tsc_ghz / 1e3, nr, exact, 2 * nt * nr);
+	       (double)(1ull << BENCH_PHASE_SHIFT) / bench_tsc_ghz / 1e3, nr, exact, 3 * nt * nr);
 	snprintf(csvname, sizeof(csvname), "incr_%s_paired.csv", bench_index_name(index));
 	csv = bench_csv_open(csvname, "pair,threads,round,odd_placement,even_placement,odd_ns,"
 				      "even_ns,ratio,exact");
-	tbl_init(&tb, 9);
+	tbl_init(&tb, 10);
 	tbl_headers(&tb, "threads", "pcpu / ideal: placement average", "best / best",
 		    "worst / worst", "pcpu by placement", "ideal by placement", "all rounds",
-		    "control: placement average", "control: all rounds", NULL);
+		    "control: placement average", "control: all rounds",
+		    "sketch / ideal: placement average", NULL);
 	tg->pair_rounds = nr;
 	for (ti = 0; ti < nt; ti++) {
-		struct incr_place_fit f[2];
-		struct bench_stat s[2];
+		struct incr_place_fit f[3];
+		struct bench_stat s[3];
 
-		for (j = 0; j < 2; j++) {
+		for (j = 0; j < 3; j++) {
 			for (r = 0; r < nr; r++) {
 				const struct incr_pair_result *x = &PRES(j, ti, r);
 
 				v[r] = x->ratio;
 				if (csv)
 					fprintf(csv, "%s,%u,%u,%u,%u,%.4f,%.4f,%.4f,%d\n",
-						j ? "ideal_vs_ideal" : "pcpu_vs_ideal",
+						j == 0 ? "pcpu_vs_ideal" :
+						j == 1 ? "ideal_vs_ideal" : "sketch_vs_ideal",
 						bench_opt.threads[ti], r, r % INCR_PAIR_PLACES,
 						r / INCR_PAIR_PLACES % INCR_PAIR_PLACES, x->odd_ns,
 						x->even_ns, x->ratio, x->exact);
@@ -673,6 +724,7 @@ static void incr_pair(int index, struct bench_incr_targets *tg)
 		tbl_cell(&tb, "%s", bench_fmt_ratio(buf, sizeof(buf), s[0], 3));
 		tbl_cell(&tb, "%.3f×", f[1].avg);
 		tbl_cell(&tb, "%s", bench_fmt_ratio(buf, sizeof(buf), s[1], 3));
+		tbl_cell(&tb, "%.3f×", f[2].avg);
 	}
 	tbl_print(&tb);
 	if (csv)
