@@ -67,6 +67,8 @@ struct bench_opts {
 	const char *csv_dir;     /* NULL: no CSV files */
 	unsigned sections;       /* enum bench_section bits */
 	int no_reader;           /* dataplane without its reader (diagnostic) */
+	unsigned dp_work;        /* dataplane: dummy work per packet, TSC cycles (DPDK: 1000) */
+	unsigned pair_rounds;    /* incr: rounds of the paired pcpu / ideal comparison */
 	int one_index;           /* incr: do not run the second process (other index) */
 	int incr_child;          /* this is the second process: incr only, figures to fd 3 */
 	int memory_child;        /* this is a memory-test process: figures to fd 3 */
@@ -94,6 +96,13 @@ struct bench_incr_targets {
 	double fb_vs_lock[BENCH_MAX_LIST];  /* pcpu_counter_add_atomic / bare per-slot lock add */
 	double fb_flat;                     /* worst fallback(T) / fallback(1 thread) */
 	unsigned fb_flat_threads;
+	/* pcpu add / ideal rseq add paired in time (the two alternate within one
+	 * run; incr.c, incr_pair): pair_med is the average over code placements
+	 * (geometric), pair_best each loop at its fastest placement; min and max
+	 * over all rounds' ratios */
+	unsigned pair_rounds;
+	double pair_med[BENCH_MAX_LIST], pair_best[BENCH_MAX_LIST];
+	double pair_min[BENCH_MAX_LIST], pair_max[BENCH_MAX_LIST];
 };
 
 /* One configuration of the memory test, measured in a fresh process. */
@@ -122,6 +131,11 @@ struct bench_target_data {
 	double dp_pcpu4_cycles;        /* pcpu (4 adds) cycles per update */
 	double dp_percore_cycles;      /* Per Core pattern cycles per update */
 	double dp_noise_cycles;        /* |no-statistics row|: the method's noise */
+	unsigned dp_work;              /* dummy work per packet of that run, TSC cycles */
+	unsigned dp_rounds;
+	/* per-round ratios pcpu / Per Core (overheads of the same round):
+	 * [0] add_many, [1] 4 adds; median, min, max over the rounds */
+	double dp_ratio_med[2], dp_ratio_min[2], dp_ratio_max[2];
 
 	int have_snapshot;
 	double snapshot_1e6_ms;        /* pcpu_counter_fetch_array, 10^6 counters */
@@ -168,6 +182,56 @@ BENCH_INLINE void bench_cpu_relax(void)
 #else
 	__asm__ volatile("" ::: "memory");
 #endif
+}
+
+/*
+ * Two sides of a comparison in one run, alternating in time (the data plane's
+ * pattern and reference loops, incr's pcpu and ideal adds): time is cut into
+ * phases of 2^BENCH_PHASE_SHIFT TSC ticks; odd phases run one side, even
+ * phases the other. Every thread derives the phase from the TSC, which all
+ * CPUs share, so all threads switch together. A thread calls
+ * bench_phase_tick() between batches of work with its count of work done so
+ * far: at a phase change it charges its CPU time and its work since the last
+ * change to the side that ran, and it returns the side to run now (1: odd).
+ * Drift of the machine's speed slower than a phase (~0.2 ms) hits both sides
+ * alike.
+ */
+#define BENCH_PHASE_SHIFT 19
+struct bench_phases {
+	uint64_t phase, cpu_mark, n_mark;
+	uint64_t cpu_ns[2], n[2]; /* [0] even phases, [1] odd phases */
+};
+
+BENCH_INLINE void bench_phase_start(struct bench_phases *p, uint64_t n)
+{
+	p->phase = bench_ticks() >> BENCH_PHASE_SHIFT;
+	p->cpu_mark = bench_thread_cpu_ns();
+	p->n_mark = n;
+}
+
+BENCH_INLINE void bench_phase_charge(struct bench_phases *p, uint64_t cpu, uint64_t n)
+{
+	p->cpu_ns[p->phase & 1] += cpu - p->cpu_mark;
+	p->n[p->phase & 1] += n - p->n_mark;
+	p->cpu_mark = cpu;
+	p->n_mark = n;
+}
+
+BENCH_INLINE unsigned bench_phase_tick(struct bench_phases *p, uint64_t n)
+{
+	uint64_t now = bench_ticks() >> BENCH_PHASE_SHIFT;
+
+	if (now != p->phase) {
+		bench_phase_charge(p, bench_thread_cpu_ns(), n);
+		p->phase = now;
+	}
+	return (unsigned)(p->phase & 1);
+}
+
+/* The last charge, when the thread stops. */
+BENCH_INLINE void bench_phase_end(struct bench_phases *p, uint64_t n)
+{
+	bench_phase_charge(p, bench_thread_cpu_ns(), n);
 }
 
 /* CPU time of the whole machine, of this process, and stolen by the
@@ -240,6 +304,9 @@ long bench_proc_status_kb(const char *key);
 
 struct bench_stat {
 	double med, min, max, q1, q3;
+	/* 95 % confidence interval of the median, distribution-free (order
+	 * statistics of a binomial(n, 1/2)); NAN below 6 values */
+	double ci_lo, ci_hi;
 	unsigned n;
 };
 struct bench_stat bench_stat_of(const double *v, unsigned n);
@@ -262,6 +329,9 @@ void tbl_print(struct tbl *t);                                /* prints and free
 
 /* "12.3 (11.9–13.0)": median and range with a precision that suits it. */
 const char *bench_fmt_stat(char *buf, size_t len, struct bench_stat s);
+/* A ratio over rounds: "1.02× (0.98–1.07) [1.00–1.03]": median (min–max)
+ * [95 % confidence interval of the median, when there is one]. */
+const char *bench_fmt_ratio(char *buf, size_t len, struct bench_stat s, int digits);
 const char *bench_fmt_num(char *buf, size_t len, double v);
 
 /* Opens `name` in the CSV folder and writes the header line; NULL (and no

@@ -5,7 +5,8 @@
  *
  * The simulated application, as the guide describes its benchmark:
  *  - each worker spends ~1000 TSC cycles of dummy domain logic per packet,
- *    pure register arithmetic (no memory traffic), calibrated at start-up;
+ *    pure register arithmetic (no memory traffic), calibrated at start-up
+ *    (--dp-work CYCLES changes the 1000; see "Work per packet" below);
  *  - per packet it updates 2 global counters (total_pkts, total_bytes) and
  *    the 2 counters (pkts, bytes) of one of 1024 flows;
  *  - flows have worker affinity: worker w serves flows f with
@@ -27,6 +28,22 @@
  * D_NONE runs the reference loop in both phases: its result is the noise
  * floor of the method. Workers are not pinned.
  *
+ * Work per packet. With DPDK's 1000 cycles, the cheap patterns' overhead
+ * (a few cycles per update) is the difference of two ~4000-cycle figures per
+ * packet, and on a small shared virtual machine the noise row spans tens of
+ * cycles per update: pcpu and Per Core cannot be told apart. --dp-work 0
+ * keeps everything else (flows, worker affinity, migrations, counters,
+ * access pattern, the reader and its protocol) and drops the dummy work:
+ * one multiply-add per packet still draws the next packet, so the reference
+ * loop is the flow and length computation alone (a few cycles) and the
+ * difference is the statistics code itself, far above the noise. What it
+ * then measures is the updates' instructions and the misses they take, no
+ * longer hidden behind 1000 cycles of independent work by out-of-order
+ * execution; and since the reader still reads once a millisecond, its misses
+ * are spread over ~100x more packets. Small values (10-50) show how fast
+ * the work hides each pattern's instructions. Per-round ratios pcpu / Per Core (both overheads of the
+ * same round) are printed beside the table with the noise row.
+ *
  * The guide's numbers are core cycles at a fixed 2.3 GHz (turbo off), which
  * equals its TSC rate; here the core may run faster than the TSC, so one
  * TSC cycle may hold more than one core cycle.
@@ -42,9 +59,7 @@
 #define DP_NFLOWS 1024          /* power of two: flow index is masked */
 #define DP_BATCH 32             /* packets per batch (buffered flush, stop check) */
 #define DP_WARMUP_BATCHES 64    /* untimed: faults, registration, caches */
-#define DP_PHASE_SHIFT 19       /* measuring/reference phases of 2^19 TSC ticks */
 #define DP_MIGRATE_MS 20        /* all flows move to the next worker this often */
-#define DP_WORK_TSC 1000        /* dummy domain logic per packet, TSC cycles */
 #define DP_NVALS (2 + 2 * DP_NFLOWS)
 
 enum dp_kind {
@@ -146,13 +161,13 @@ struct dp_worker {
 	struct dp_shared *sh;
 	unsigned id;
 	uint64_t pkts, bytes;    /* what the pattern counted, warm-up included: expected totals */
-	uint64_t timed_pkts[2];  /* [0] reference phases, [1] measuring phases */
-	uint64_t cpu_ns[2];
+	struct bench_phases ph;  /* [0] reference phases, [1] measuring phases */
 	struct dp_wb wb;
 } BENCH_ALIGNED;
 
-/* ~DP_WORK_TSC cycles of "domain logic": a dependent chain of multiplies and
- * adds in one register, which the compiler may neither fold nor vectorise. */
+/* ~bench_opt.dp_work cycles of "domain logic": a dependent chain of
+ * multiplies and adds in one register, which the compiler may neither fold
+ * nor vectorise. Its value also draws the packet (flow and length). */
 BENCH_INLINE uint64_t dp_work(uint64_t x, unsigned iters)
 {
 	unsigned i;
@@ -169,10 +184,12 @@ static __attribute__((noinline)) uint64_t dp_work_call(uint64_t x, unsigned iter
 	return dp_work(x, iters);
 }
 
+/* Multiply-add steps per packet for bench_opt.dp_work TSC cycles; at least
+ * one, the step that draws the next packet. */
 static unsigned dp_calibrate_work(void)
 {
 	uint64_t best = UINT64_MAX, x = 1, t0, t1;
-	unsigned i;
+	unsigned i, iters;
 
 	dp_work_call(x, 20 * 1000 * 1000); /* let the core reach its clock */
 	for (i = 0; i < 300; i++) {
@@ -183,7 +200,8 @@ static unsigned dp_calibrate_work(void)
 			best = t1 - t0;
 	}
 	/* The fastest try is the one nothing interrupted. */
-	return (unsigned)(DP_WORK_TSC * 1000.0 / (double)best + 0.5);
+	iters = (unsigned)(bench_opt.dp_work * 1000.0 / (double)best + 0.5);
+	return iters ? iters : 1;
 }
 
 /* A single-writer add: not an atomic read-modify-write, just a load and a
@@ -327,11 +345,11 @@ BENCH_INLINE uint64_t dp_batch(const int kind, struct dp_shared *sh, struct dp_w
 }
 
 /*
- * The worker. Time is cut into phases of 2^DP_PHASE_SHIFT TSC ticks; odd
- * phases run the pattern, even phases the same loop without statistics (the
- * reference). Every worker derives the phase from the TSC, which all CPUs
- * share, so all workers switch together: while measuring a pattern they all
- * run it, and contention is what it would be in a run of that pattern alone.
+ * The worker. Time is cut into phases (bench_phase_tick); odd phases run the
+ * pattern, even phases the same loop without statistics (the reference).
+ * Every worker derives the phase from the TSC, which all CPUs share, so all
+ * workers switch together: while measuring a pattern they all run it, and
+ * contention is what it would be in a run of that pattern alone.
  * The worker's CPU time is read at each phase change and charged to the
  * phase's mode. Comparing the two modes of one run, a few hundred
  * microseconds apart, cancels the drift of the machine's speed (another
@@ -349,7 +367,6 @@ BENCH_INLINE void dp_loop(struct dp_worker *w, const int kind)
 	uint64_t pkts = 0;    /* all packets */
 	uint64_t counted = 0; /* packets the pattern counted: its expected totals */
 	uint64_t bytes = 0;
-	uint64_t phase, cpu_mark, pkts_mark;
 	unsigned batch;
 
 	(void)bench_rseq_area();
@@ -359,22 +376,9 @@ BENCH_INLINE void dp_loop(struct dp_worker *w, const int kind)
 		counted += DP_BATCH;
 	}
 	pthread_barrier_wait(&sh->start);
-	phase = bench_ticks() >> DP_PHASE_SHIFT;
-	cpu_mark = bench_thread_cpu_ns();
-	pkts_mark = pkts;
+	bench_phase_start(&w->ph, pkts);
 	do {
-		uint64_t now = bench_ticks() >> DP_PHASE_SHIFT;
-
-		if (now != phase) {
-			uint64_t cpu = bench_thread_cpu_ns();
-
-			w->cpu_ns[phase & 1] += cpu - cpu_mark;
-			w->timed_pkts[phase & 1] += pkts - pkts_mark;
-			cpu_mark = cpu;
-			pkts_mark = pkts;
-			phase = now;
-		}
-		if (phase & 1) {
+		if (bench_phase_tick(&w->ph, pkts)) {
 			x = dp_batch(kind, sh, w, core, x, per, &bytes);
 			counted += DP_BATCH;
 		} else {
@@ -382,8 +386,7 @@ BENCH_INLINE void dp_loop(struct dp_worker *w, const int kind)
 		}
 		pkts += DP_BATCH;
 	} while (!__atomic_load_n(&sh->stop, __ATOMIC_RELAXED));
-	w->cpu_ns[phase & 1] += bench_thread_cpu_ns() - cpu_mark;
-	w->timed_pkts[phase & 1] += pkts - pkts_mark;
+	bench_phase_end(&w->ph, pkts);
 	w->pkts = kind == D_NONE ? 0 : counted;
 	w->bytes = bytes;
 }
@@ -586,10 +589,10 @@ static struct dp_result dp_run(int kind, unsigned nworkers, unsigned work_iters)
 		pthread_join(tid[i], NULL);
 		pkts += w[i].pkts;
 		bytes += w[i].bytes;
-		timed[0] += w[i].timed_pkts[0];
-		timed[1] += w[i].timed_pkts[1];
-		cpu_ns[0] += w[i].cpu_ns[0];
-		cpu_ns[1] += w[i].cpu_ns[1];
+		timed[0] += w[i].ph.n[0];
+		timed[1] += w[i].ph.n[1];
+		cpu_ns[0] += w[i].ph.cpu_ns[0];
+		cpu_ns[1] += w[i].ph.cpu_ns[1];
 	}
 
 	/* Final check: totals, and the per-flow counters sum to them. */
@@ -629,6 +632,66 @@ static struct dp_result dp_run(int kind, unsigned nworkers, unsigned work_iters)
 	return res;
 }
 
+#define DP_RES(res, nt, nr, k, ti, r) (res)[((k) * (nt) + (ti)) * (nr) + (r)]
+
+/* pcpu row `k` / Per Core, the two overheads of round r: a paired ratio
+ * cancels what the rounds do not share (the machine's speed, neighbours). */
+static double dp_ratio(const struct dp_result *res, unsigned nt, unsigned nr, int k,
+		       unsigned ti, unsigned r)
+{
+	return DP_RES(res, nt, nr, k, ti, r).overhead /
+	       DP_RES(res, nt, nr, D_PERCORE, ti, r).overhead;
+}
+
+/* The target's comparison per worker count: pcpu / Per Core per round, with
+ * Per Core's own overhead and the noise row beside it (a ratio of two
+ * overheads means something only where Per Core's is well above the noise). */
+static void dp_print_ratios(const struct dp_result *res, unsigned nt, unsigned nr)
+{
+	static const int rows[2] = { D_PCPU_MANY, D_PCPU_ADD4 };
+	double *v = bench_xmalloc(nr * sizeof(double));
+	FILE *csv = bench_csv_open("dataplane_ratios.csv",
+				   "ratio,workers,dp_work,median,min,max,q1,q3,ci_lo,ci_hi,rounds");
+	unsigned ti, r, j;
+	struct tbl tb;
+	char buf[96];
+
+	printf("pcpu / Per Core: per round, the ratio of the two overheads; median (min–max) "
+	       "[95 %% confidence interval of the median] of %u rounds. Beside it Per Core's "
+	       "overhead and the noise row (|no statistics|, the reference loop against itself), "
+	       "median (min–max), cycles per update; work %u TSC cycles per packet.\n\n",
+	       nr, bench_opt.dp_work);
+	tbl_init(&tb, 5);
+	tbl_headers(&tb, "workers", "pcpu add_many / Per Core", "pcpu 4 × add / Per Core",
+		    "Per Core, cycles/update", "noise: abs(no statistics)", NULL);
+	for (ti = 0; ti < nt; ti++) {
+		tbl_cell(&tb, "%u", bench_opt.threads[ti]);
+		for (j = 0; j < 2; j++) {
+			struct bench_stat s;
+
+			for (r = 0; r < nr; r++)
+				v[r] = dp_ratio(res, nt, nr, rows[j], ti, r);
+			s = bench_stat_of(v, nr);
+			tbl_cell(&tb, "%s", bench_fmt_ratio(buf, sizeof(buf), s, 2));
+			if (csv)
+				fprintf(csv, "%s_vs_per_core,%u,%u,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%u\n",
+					dp_variants[rows[j]].csv, bench_opt.threads[ti],
+					bench_opt.dp_work, s.med, s.min, s.max, s.q1, s.q3, s.ci_lo,
+					s.ci_hi, nr);
+		}
+		for (r = 0; r < nr; r++)
+			v[r] = DP_RES(res, nt, nr, D_PERCORE, ti, r).overhead;
+		tbl_cell(&tb, "%s", bench_fmt_stat(buf, sizeof(buf), bench_stat_of(v, nr)));
+		for (r = 0; r < nr; r++)
+			v[r] = fabs(DP_RES(res, nt, nr, D_NONE, ti, r).overhead);
+		tbl_cell(&tb, "%s", bench_fmt_stat(buf, sizeof(buf), bench_stat_of(v, nr)));
+	}
+	tbl_print(&tb);
+	if (csv)
+		fclose(csv);
+	free(v);
+}
+
 void bench_dataplane(void)
 {
 	const unsigned nt = bench_opt.nthreads, nr = bench_opt.rounds;
@@ -638,16 +701,23 @@ void bench_dataplane(void)
 	int tn = -1;
 	struct tbl tb;
 	FILE *csv, *raw;
-	char buf[96];
+	char buf[96], work[160];
 	const char *zname;
-#define RES(k, ti, r) res[((k) * nt + (ti)) * nr + (r)]
+#define RES(k, ti, r) DP_RES(res, nt, nr, k, ti, r)
 #define OVH(k, ti, r) (RES(k, ti, r).overhead)
 
 	iters = dp_calibrate_work();
 	zname = bench_index_name(bench_process_index());
 
 	printf("## 3. Data-plane simulation (DPDK statistics guide, \"Performance Comparison\")\n\n");
-	printf("Per packet: %u multiply-add steps of dummy work (calibrated to %u TSC cycles), "
+	if (bench_opt.dp_work)
+		snprintf(work, sizeof(work), "%u multiply-add steps of dummy work (calibrated to %u "
+			 "TSC cycles%s)", iters, bench_opt.dp_work,
+			 bench_opt.dp_work == 1000 ? ", DPDK's" : "; DPDK's is 1000");
+	else
+		snprintf(work, sizeof(work), "no dummy work (`--dp-work 0`; DPDK's is 1000 TSC "
+			 "cycles): %u multiply-add step that draws the packet", iters);
+	printf("Per packet: %s, "
 	       "then 2 global + 2 per-flow counter updates (%u flows, worker affinity, all flows "
 	       "move to the next worker every %u ms); a reader thread reads every counter each "
 	       "millisecond%s. Each run alternates phases of %.0f µs with the pattern and without "
@@ -657,9 +727,9 @@ void bench_dataplane(void)
 	       "phases: its spread is the noise floor. Workers not pinned. pcpu rows use the default "
 	       "zone (%s index, %zu B per counter per slot); the diagnostic row is Per Core with "
 	       "16 B per counter, the footprint pcpu had before Core v2.\n\n",
-	       iters, DP_WORK_TSC, DP_NFLOWS, DP_MIGRATE_MS,
+	       work, DP_NFLOWS, DP_MIGRATE_MS,
 	       bench_opt.no_reader ? " (**not in this run: --no-reader**)" : "",
-	       (double)(1ull << DP_PHASE_SHIFT) / bench_tsc_ghz / 1e3, bench_tsc_ghz, nr,
+	       (double)(1ull << BENCH_PHASE_SHIFT) / bench_tsc_ghz / 1e3, bench_tsc_ghz, nr,
 	       bench_opt.duration_ms, zname, sizeof(struct pcpu_counter));
 
 	for (r = 0; r < nr; r++) {
@@ -762,6 +832,7 @@ void bench_dataplane(void)
 	printf("DPDK figures: Xeon Gold 6230N (Cascade Lake, 20 cores, 2.3 GHz fixed), DPDK 22.07, "
 	       "GCC 10.3 -O3 -march=native; its Shared No Sync lost ~18%% of the global packet "
 	       "count at 4 workers.\n\n");
+	dp_print_ratios(res, nt, nr);
 
 	for (ti = 0; ti < nt; ti++)
 		if (bench_opt.threads[ti] == bench_ncpu && tn < 0)
@@ -787,6 +858,18 @@ void bench_dataplane(void)
 		for (r = 0; r < nr; r++)
 			v[r] = fabs(OVH(D_NONE, tn, r));
 		bench_targets.dp_noise_cycles = bench_median(v, nr);
+		bench_targets.dp_work = bench_opt.dp_work;
+		bench_targets.dp_rounds = nr;
+		for (j = 0; j < 2; j++) {
+			struct bench_stat s;
+
+			for (r = 0; r < nr; r++)
+				v[r] = dp_ratio(res, nt, nr, j ? D_PCPU_ADD4 : D_PCPU_MANY, tn, r);
+			s = bench_stat_of(v, nr);
+			bench_targets.dp_ratio_med[j] = s.med;
+			bench_targets.dp_ratio_min[j] = s.min;
+			bench_targets.dp_ratio_max[j] = s.max;
+		}
 	}
 	if (csv)
 		fclose(csv);

@@ -50,6 +50,8 @@ enum incr_kind {
 	K_PCPU_FALLBACK,/* pcpu_counter_add_atomic: the fallback path, forced */
 	K_N
 };
+/* SKETCH_ADD: in the paired comparison only, not a row of the table */
+enum { K_SKETCH = K_N };
 
 static const struct {
 	const char *name;    /* table row */
@@ -144,13 +146,24 @@ static struct {
  * the abort handler is preceded by the signature 0x53053053 as the
  * displacement of a `ud1` (the convention of glibc and pcpu on x86-64).
  */
+/* The descriptor of a section [1, 2) whose abort handler is 4, and that
+ * handler (the signature, then a retry from 0): shared by the two adds. */
+#define IDEAL_RSEQ_CS                                                            \
+	".pushsection __rseq_cs, \"aw\"\n\t"                                     \
+	".balign 32\n\t"                                                         \
+	"3:\n\t"                                                                 \
+	".long 0x0, 0x0\n\t"                                                     \
+	".quad 1f, (2f - 1f), 4f\n\t"                                            \
+	".popsection\n\t"
+#define IDEAL_RSEQ_ABORT                                                         \
+	".pushsection __rseq_failure, \"ax\"\n\t"                                \
+	".byte 0x0f, 0xb9, 0x3d\n\t"                                             \
+	".long 0x53053053\n\t"                                                   \
+	"4:\n\t"                                                                 \
+	"jmp 0b\n\t"                                                             \
+	".popsection\n\t"
 #define IDEAL_ADD(area_, OFF_, v_)                                               \
-	__asm__ volatile(".pushsection __rseq_cs, \"aw\"\n\t"                    \
-			 ".balign 32\n\t"                                        \
-			 "3:\n\t"                                                \
-			 ".long 0x0, 0x0\n\t"                                    \
-			 ".quad 1f, (2f - 1f), 4f\n\t"                           \
-			 ".popsection\n\t"                                       \
+	__asm__ volatile(IDEAL_RSEQ_CS                                           \
 			 "0:\n\t"                                                \
 			 "movl %c[off](%[a]), %%eax\n\t"                         \
 			 "leaq 3b(%%rip), %%rcx\n\t"                             \
@@ -161,18 +174,41 @@ static struct {
 			 "shlq $6, %%rax\n\t"                                    \
 			 "addq %[v], (%[arr], %%rax)\n\t"                        \
 			 "2:\n\t"                                                \
-			 ".pushsection __rseq_failure, \"ax\"\n\t"               \
-			 ".byte 0x0f, 0xb9, 0x3d\n\t"                            \
-			 ".long 0x53053053\n\t"                                  \
-			 "4:\n\t"                                                \
-			 "jmp 0b\n\t"                                            \
-			 ".popsection\n\t"                                       \
+			 IDEAL_RSEQ_ABORT                                        \
 			 :                                                       \
 			 : [a] "r"(area_), [arr] "r"(ideal_arr), [off] "i"(OFF_), \
 			   [cs] "i"(PCPU__RSEQ_OFF_CS), [v] "er"(v_)             \
 			 : "memory", "cc", "rax", "rcx")
+/*
+ * A sketch, for the paired comparison only: pcpu's add as it would be with
+ * the sign test moved into the section (bench/README.md, "what would close
+ * it"). pcpu's operands -- the index and rseq_cs fields reached %fs-relative
+ * through pcpu's own offsets (pcpu__g), the index sign-extended -- and the
+ * sign test on the flags of the shift (a negative index, an unregistered
+ * area, sets SF: `js` leaves without adding) instead of a `test`/`jns` before
+ * the section. It adds to ideal_arr, like the ideal add.
+ */
+#define SKETCH_ADD(v_)                                                           \
+	__asm__ volatile(IDEAL_RSEQ_CS                                           \
+			 "0:\n\t"                                                \
+			 "movslq %%fs:(%[idx]), %%rax\n\t"                       \
+			 "leaq 3b(%%rip), %%rcx\n\t"                             \
+			 "movq %%rcx, %%fs:(%[cs])\n\t"                          \
+			 "1:\n\t"                                                \
+			 "cmpl %%fs:(%[idx]), %%eax\n\t"                         \
+			 "jnz 4f\n\t"                                            \
+			 "shlq $6, %%rax\n\t"                                    \
+			 "js 2f\n\t"                                             \
+			 "addq %[v], (%[arr], %%rax)\n\t"                        \
+			 "2:\n\t"                                                \
+			 IDEAL_RSEQ_ABORT                                        \
+			 :                                                       \
+			 : [idx] "r"(pcpu__g.index_tpoff), [cs] "r"(pcpu__g.cs_tpoff), \
+			   [arr] "r"(ideal_arr), [v] "er"(v_)                    \
+			 : "memory", "cc", "rax", "rcx")
 #define IDEAL_AVAILABLE 1
 #else
+#define SKETCH_ADD(v_) ((void)(v_))
 #define IDEAL_ADD(area_, OFF_, v_) ((void)(area_), (void)(v_))
 #define IDEAL_AVAILABLE 0
 #endif
@@ -231,6 +267,9 @@ BENCH_INLINE void incr_op(const int kind, struct incr_shared *sh, int64_t *priv,
 		break;
 	case K_PCPU_FALLBACK:
 		pcpu_counter_add_atomic(pc, 1);
+		break;
+	case K_SKETCH:
+		SKETCH_ADD(1);
 		break;
 	}
 }
@@ -378,6 +417,317 @@ static struct incr_result incr_run(int kind, unsigned nthreads)
 	free(t);
 	free(tid);
 	return res;
+}
+
+/* ---- pcpu add vs the ideal add, paired in time ------------------------------ */
+
+/*
+ * The table's rows are separate runs of 50-100 ms, and a round runs a dozen
+ * of them: the pcpu and ideal runs of one round may be a second apart, and on
+ * a shared virtual machine the speed of a core drifts by several percent in
+ * that time, as much as the 5 % the target allows. Here both run in the same
+ * run on the same threads, in alternating phases (bench_phase_tick): odd
+ * phases run pcpu_counter_add, even phases the ideal add (on the process's
+ * index field). A round is one such run; its ratio is (CPU ns per pcpu add) /
+ * (CPU ns per ideal add).
+ *
+ * Code placement. Loops of 9-11 instructions run at a speed that depends on
+ * where they sit relative to the core's 64-byte fetch windows: the same two
+ * loops, moved by a change elsewhere in this file, measured pcpu / ideal
+ * 1.01-1.03 in one build and 1.18-1.20 in the next (bench/README.md). So each
+ * side's loop is a function of its own (a batch of INCR_PAIR_BATCH adds) in
+ * INCR_PAIR_PLACES copies: each copy starts on a 64-byte boundary followed by
+ * 16 * copy bytes of no-ops (run once per batch), so its loop sits 16 bytes
+ * further on than the previous copy's. Round r runs pcpu's copy r mod 4 and
+ * the ideal's copy (r / 4) mod 4: 16 rounds cover every combination. With
+ * the rounds' log ratios averaged per combination (the best and worst
+ * figures are differences of extremes, so noisier than the average), the
+ * figures are
+ *  - the placement average: the geometric mean over all combinations, i.e.
+ *    the ratio of the two loops' costs averaged over where a program happens
+ *    to put each (what the target reads);
+ *  - best / best: each loop at its fastest placement (the instructions
+ *    alone, fetch windows aside); worst / worst likewise;
+ *  - each side's cost by placement, relative to its own average.
+ * A control pairs the ideal add with itself in the same way: its placement
+ * average is 1 by construction plus the method's noise.
+ */
+/* Adds per batch, between two looks at the clock: the look (rdtsc, the stop
+ * flag) and the call then cost < 0.5 % of a batch, on both sides alike. */
+#define INCR_PAIR_BATCH 4096
+#define INCR_PAIR_PLACES 4
+#define INCR_PAIR_CELLS (INCR_PAIR_PLACES * INCR_PAIR_PLACES)
+
+typedef void (*incr_batch_fn)(struct incr_shared *sh, pcpu_counter_t pc, char *area);
+
+#define INCR_BATCH_FN(k, place)                                                           \
+	static __attribute__((noinline, aligned(64))) void incr_batch_##k##_##place(         \
+		struct incr_shared *sh, pcpu_counter_t pc, char *area)                       \
+	{                                                                                    \
+		unsigned i;                                                                  \
+                                                                                             \
+		__asm__ volatile(".skip 16 * " #place ", 0x90");                             \
+		for (i = 0; i < INCR_PAIR_BATCH; i++)                                        \
+			incr_op(k, sh, NULL, pc, area, 0);                                   \
+	}
+#define INCR_BATCH_FNS(k)                                                                 \
+	INCR_BATCH_FN(k, 0)                                                               \
+	INCR_BATCH_FN(k, 1)                                                               \
+	INCR_BATCH_FN(k, 2)                                                               \
+	INCR_BATCH_FN(k, 3)
+INCR_BATCH_FNS(K_PCPU)
+INCR_BATCH_FNS(K_IDEAL_CPU)
+INCR_BATCH_FNS(K_IDEAL_MMCID)
+INCR_BATCH_FNS(K_SKETCH)
+#define INCR_BATCH_ROW(k) \
+	{ incr_batch_##k##_0, incr_batch_##k##_1, incr_batch_##k##_2, incr_batch_##k##_3 }
+
+/* [0] pcpu, [1] ideal cpu_id, [2] ideal mm_cid, [3] the sketch */
+static const incr_batch_fn incr_batches[4][INCR_PAIR_PLACES] = {
+	INCR_BATCH_ROW(K_PCPU), INCR_BATCH_ROW(K_IDEAL_CPU), INCR_BATCH_ROW(K_IDEAL_MMCID),
+	INCR_BATCH_ROW(K_SKETCH),
+};
+
+struct incr_pair_thread {
+	struct incr_shared *sh BENCH_ALIGNED;
+	incr_batch_fn odd, even; /* the two sides, at their placements */
+	struct bench_phases ph;  /* timed adds and CPU time of each side */
+};
+
+static void *incr_pair_main(void *arg)
+{
+	struct incr_pair_thread *t = arg;
+	struct incr_shared *sh = t->sh;
+	char *area = bench_rseq_area();
+	pcpu_counter_t pc = sh->pc;
+	uint64_t n = 0;
+
+	t->odd(sh, pc, area); /* warm-up: one batch each, untimed */
+	t->even(sh, pc, area);
+	pthread_barrier_wait(&sh->start);
+	bench_phase_start(&t->ph, n);
+	do {
+		if (bench_phase_tick(&t->ph, n))
+			t->odd(sh, pc, area);
+		else
+			t->even(sh, pc, area);
+		n += INCR_PAIR_BATCH;
+	} while (!__atomic_load_n(&sh->stop, __ATOMIC_RELAXED));
+	bench_phase_end(&t->ph, n);
+	return NULL;
+}
+
+struct incr_pair_result {
+	double ratio; /* CPU ns per add, odd side / even side */
+	double odd_ns, even_ns;
+	int exact;    /* the totals right */
+};
+
+/* One run: `odd` against `even` (rows of incr_batches) at placements po, pe. */
+static struct incr_pair_result incr_pair_run(int odd, unsigned po, int even, unsigned pe,
+					     unsigned nthreads)
+{
+	struct incr_shared *sh = bench_xmalloc(sizeof(*sh));
+	struct incr_pair_thread *t = bench_xmalloc(nthreads * sizeof(*t));
+	pthread_t *tid = bench_xmalloc(nthreads * sizeof(*tid));
+	uint64_t ops[2] = { 0, 0 }, cpu[2] = { 0, 0 }, ideal_total = 0, warm;
+	struct incr_pair_result res;
+	unsigned i;
+
+	sh->pc = pcpu_counter_alloc();
+	if (!sh->pc)
+		bench_die("pcpu_counter_alloc failed");
+	memset(ideal_arr, 0, sizeof(ideal_arr));
+	pthread_barrier_init(&sh->start, NULL, nthreads + 1);
+	for (i = 0; i < nthreads; i++) {
+		t[i].sh = sh;
+		t[i].odd = incr_batches[odd][po];
+		t[i].even = incr_batches[even][pe];
+		tid[i] = bench_thread_start(incr_pair_main, &t[i], -1);
+	}
+	pthread_barrier_wait(&sh->start);
+	bench_sleep_ns((uint64_t)bench_opt.duration_ms * 1000000u);
+	__atomic_store_n(&sh->stop, 1, __ATOMIC_RELAXED);
+	for (i = 0; i < nthreads; i++) {
+		pthread_join(tid[i], NULL);
+		ops[0] += t[i].ph.n[0];
+		ops[1] += t[i].ph.n[1];
+		cpu[0] += t[i].ph.cpu_ns[0];
+		cpu[1] += t[i].ph.cpu_ns[1];
+	}
+	for (i = 0; i < IDEAL_MAXSLOT; i++)
+		ideal_total += (uint64_t)ideal_arr[i].v;
+	warm = (uint64_t)nthreads * INCR_PAIR_BATCH;
+	if (odd != 0) /* the control and the sketch: both sides add to ideal_arr */
+		res.exact = ideal_total == ops[0] + ops[1] + 2 * warm;
+	else
+		res.exact = ideal_total == ops[0] + warm &&
+			    pcpu_counter_fetch(sh->pc) == ops[1] + warm;
+	res.even_ns = (double)cpu[0] / (double)ops[0];
+	res.odd_ns = (double)cpu[1] / (double)ops[1];
+	res.ratio = res.odd_ns / res.even_ns;
+	pcpu_counter_free(sh->pc);
+	pthread_barrier_destroy(&sh->start);
+	free(sh);
+	free(t);
+	free(tid);
+	return res;
+}
+
+/* What the rounds of one pair at one thread count say about placements:
+ * from the mean log ratio of each combination (odd side's placement p, even
+ * side's q), lr[p][q] = a_p - b_q up to noise. */
+struct incr_place_fit {
+	double avg;                   /* exp(mean of all cells): the placement average */
+	double best, worst;           /* exp(min a - min b), exp(max a - max b) */
+	double odd_rel[INCR_PAIR_PLACES], even_rel[INCR_PAIR_PLACES]; /* exp(a_p - mean a) ... */
+};
+
+static struct incr_place_fit incr_place_fit(const struct incr_pair_result *x, unsigned nr)
+{
+	double cell[INCR_PAIR_CELLS] = { 0 }, rowm[INCR_PAIR_PLACES], colm[INCR_PAIR_PLACES];
+	unsigned cnt[INCR_PAIR_CELLS] = { 0 }, r, p, q;
+	double all = 0, amin = INFINITY, amax = -INFINITY, bmin = INFINITY, bmax = -INFINITY;
+	struct incr_place_fit f;
+
+	for (r = 0; r < nr; r++) {
+		cell[r % INCR_PAIR_CELLS] += log(x[r].ratio);
+		cnt[r % INCR_PAIR_CELLS]++;
+	}
+	for (p = 0; p < INCR_PAIR_CELLS; p++)
+		cell[p] = cnt[p] ? cell[p] / cnt[p] : NAN; /* < 16 rounds: NAN throughout */
+	for (p = 0; p < INCR_PAIR_PLACES; p++)
+		rowm[p] = colm[p] = 0;
+	/* cell index r mod 16 = p + 4 q: odd side at p, even side at q */
+	for (p = 0; p < INCR_PAIR_PLACES; p++)
+		for (q = 0; q < INCR_PAIR_PLACES; q++) {
+			double c = cell[p + INCR_PAIR_PLACES * q];
+
+			rowm[p] += c / INCR_PAIR_PLACES; /* a_p - mean b */
+			colm[q] += c / INCR_PAIR_PLACES; /* mean a - b_q */
+			all += c / INCR_PAIR_CELLS;      /* mean a - mean b */
+		}
+	for (p = 0; p < INCR_PAIR_PLACES; p++) {
+		double a = rowm[p] - all, b = all - colm[p]; /* a_p - mean a, b_p - mean b */
+
+		f.odd_rel[p] = exp(a);
+		f.even_rel[p] = exp(b);
+		amin = fmin(amin, a);
+		amax = fmax(amax, a);
+		bmin = fmin(bmin, b);
+		bmax = fmax(bmax, b);
+	}
+	f.avg = exp(all);
+	f.best = exp(all + amin - bmin);
+	f.worst = exp(all + amax - bmax);
+	return f;
+}
+
+static const char *incr_fmt_places(char *buf, size_t len, const double *rel)
+{
+	unsigned p;
+
+	buf[0] = 0;
+	for (p = 0; p < INCR_PAIR_PLACES; p++)
+		snprintf(buf + strlen(buf), len - strlen(buf), "%s%.3f", p ? "/" : "", rel[p]);
+	return buf;
+}
+
+/* Runs the paired comparison and its control at every thread count, the two
+ * interleaved, prints their table and fills tg->pair_*. */
+static void incr_pair(int index, struct bench_incr_targets *tg)
+{
+	const unsigned nt = bench_opt.nthreads, nr = bench_opt.pair_rounds;
+	const int ideal = index == PCPU_INDEX_CPU ? 1 : 2; /* row of incr_batches */
+	/* res[pair][thread count][round]; pairs: pcpu / ideal, ideal / ideal
+	 * (the control), sketch / ideal; odd sides are rows of incr_batches */
+	static const int odd_row[3] = { 0, -1, 3 }; /* -1: the ideal row */
+	struct incr_pair_result *res = bench_xmalloc(3 * nt * nr * sizeof(*res));
+	double *v = bench_xmalloc(nr * sizeof(double));
+	unsigned r, ti, j, exact = 0;
+	struct tbl tb;
+	char buf[96], buf2[96];
+	FILE *csv;
+	char csvname[64];
+#define PRES(j, ti, r) res[((j) * nt + (ti)) * nr + (r)]
+
+	for (r = 0; r < nr; r++) {
+		unsigned po = r % INCR_PAIR_PLACES, pe = r / INCR_PAIR_PLACES % INCR_PAIR_PLACES;
+
+		fprintf(stderr, "incr (%s): paired round %u/%u\n", bench_index_name(index), r + 1, nr);
+		for (ti = 0; ti < nt; ti++)
+			for (j = 0; j < 3; j++) {
+				unsigned p = (j + r) % 3; /* a different pair leads each round */
+
+				PRES(p, ti, r) = incr_pair_run(odd_row[p] < 0 ? ideal : odd_row[p], po,
+							       ideal, pe, bench_opt.threads[ti]);
+				exact += PRES(p, ti, r).exact;
+			}
+	}
+	printf("pcpu_counter_add and the ideal rseq add (%s) **paired in time**: in each run of "
+	       "%u ms the threads alternate the two every %.0f µs (all threads together, from the "
+	       "TSC), charging CPU time to each side; a round's ratio is pcpu's CPU ns per add / "
+	       "the ideal's, in that run. Each side's loop is in 4 copies 16 B apart; the %u "
+	       "rounds go through the 16 combinations (incr.c). Placement average: geometric "
+	       "mean over the combinations (the target's figure); best / best: each loop at its "
+	       "fastest placement; by placement: each side's cost at +0/+16/+32/+48 B relative "
+	       "to its average. All rounds: median (min–max) [95 %% confidence interval of the "
+	       "median] of the rounds' ratios, placements mixed. The control pairs the ideal add "
+	       "with itself. The sketch is pcpu's add with its sign test moved into the section "
+	       "(incr.c, SKETCH_ADD), against the same ideal add. Totals exact in %u of %u "
+	       "runs.\n\n",
+	       bench_index_name(index), bench_opt.duration_ms,
+	       (double)(1ull << BENCH_PHASE_SHIFT) / bench_tsc_ghz / 1e3, nr, exact, 3 * nt * nr);
+	snprintf(csvname, sizeof(csvname), "incr_%s_paired.csv", bench_index_name(index));
+	csv = bench_csv_open(csvname, "pair,threads,round,odd_placement,even_placement,odd_ns,"
+				      "even_ns,ratio,exact");
+	tbl_init(&tb, 10);
+	tbl_headers(&tb, "threads", "pcpu / ideal: placement average", "best / best",
+		    "worst / worst", "pcpu by placement", "ideal by placement", "all rounds",
+		    "control: placement average", "control: all rounds",
+		    "sketch / ideal: placement average", NULL);
+	tg->pair_rounds = nr;
+	for (ti = 0; ti < nt; ti++) {
+		struct incr_place_fit f[3];
+		struct bench_stat s[3];
+
+		for (j = 0; j < 3; j++) {
+			for (r = 0; r < nr; r++) {
+				const struct incr_pair_result *x = &PRES(j, ti, r);
+
+				v[r] = x->ratio;
+				if (csv)
+					fprintf(csv, "%s,%u,%u,%u,%u,%.4f,%.4f,%.4f,%d\n",
+						j == 0 ? "pcpu_vs_ideal" :
+						j == 1 ? "ideal_vs_ideal" : "sketch_vs_ideal",
+						bench_opt.threads[ti], r, r % INCR_PAIR_PLACES,
+						r / INCR_PAIR_PLACES % INCR_PAIR_PLACES, x->odd_ns,
+						x->even_ns, x->ratio, x->exact);
+			}
+			s[j] = bench_stat_of(v, nr);
+			f[j] = incr_place_fit(&PRES(j, ti, 0), nr);
+		}
+		tg->pair_med[ti] = f[0].avg;
+		tg->pair_best[ti] = f[0].best;
+		tg->pair_min[ti] = s[0].min;
+		tg->pair_max[ti] = s[0].max;
+		tbl_cell(&tb, "%u", bench_opt.threads[ti]);
+		tbl_cell(&tb, "**%.3f×**", f[0].avg);
+		tbl_cell(&tb, "%.3f×", f[0].best);
+		tbl_cell(&tb, "%.3f×", f[0].worst);
+		tbl_cell(&tb, "%s", incr_fmt_places(buf, sizeof(buf), f[0].odd_rel));
+		tbl_cell(&tb, "%s", incr_fmt_places(buf2, sizeof(buf2), f[0].even_rel));
+		tbl_cell(&tb, "%s", bench_fmt_ratio(buf, sizeof(buf), s[0], 3));
+		tbl_cell(&tb, "%.3f×", f[1].avg);
+		tbl_cell(&tb, "%s", bench_fmt_ratio(buf, sizeof(buf), s[1], 3));
+		tbl_cell(&tb, "%.3f×", f[2].avg);
+	}
+	tbl_print(&tb);
+	if (csv)
+		fclose(csv);
+	free(res);
+	free(v);
+#undef PRES
 }
 
 /* Median over rounds of a / b, the two measured in the same round: a paired
@@ -662,6 +1012,10 @@ void bench_incr(void)
 	free(a);
 	free(b);
 #undef RES
+	for (ti = 0; ti < nt; ti++)
+		tg->pair_med[ti] = NAN;
+	if (usable[ideal])
+		incr_pair(index, tg);
 
 	/* The other index, in a process of its own. */
 	if (!child && !bench_opt.one_index) {

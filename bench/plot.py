@@ -184,7 +184,7 @@ def main():
         name = os.path.basename(path)
         if name == "incr.csv":
             index, out = None, "incr.png"
-        elif name.endswith("_rounds.csv") or name.endswith("_ratios.csv"):
+        elif name.endswith(("_rounds.csv", "_ratios.csv", "_paired.csv")):
             continue
         else:
             index = name[len("incr_"):-len(".csv")]

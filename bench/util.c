@@ -350,10 +350,28 @@ static double quantile(const double *sorted, unsigned n, double q)
 	return sorted[lo] + (pos - lo) * (sorted[lo + 1] - sorted[lo]);
 }
 
+/* The rank k (1-based) of the distribution-free 95 % confidence interval of
+ * a median, [x_(k), x_(n+1-k)]: the largest k with P(B <= k-1) <= 0.025 for
+ * B ~ binomial(n, 1/2). 0 when n is too small for any (n < 6). */
+static unsigned median_ci_rank(unsigned n)
+{
+	double cum = 0;
+	unsigned j, k = 0;
+
+	for (j = 0; j < n; j++) {
+		cum += exp(lgamma(n + 1.0) - lgamma(j + 1.0) - lgamma(n - j + 1.0) - n * log(2.0));
+		if (cum > 0.025)
+			break;
+		k = j + 1;
+	}
+	return k;
+}
+
 struct bench_stat bench_stat_of(const double *v, unsigned n)
 {
-	struct bench_stat s = { NAN, NAN, NAN, NAN, NAN, n };
+	struct bench_stat s = { NAN, NAN, NAN, NAN, NAN, NAN, NAN, n };
 	double *tmp;
+	unsigned k;
 
 	if (n == 0)
 		return s;
@@ -367,6 +385,11 @@ struct bench_stat bench_stat_of(const double *v, unsigned n)
 	s.med = quantile(tmp, n, 0.5);
 	s.q1 = quantile(tmp, n, 0.25);
 	s.q3 = quantile(tmp, n, 0.75);
+	k = median_ci_rank(n);
+	if (k > 0) {
+		s.ci_lo = tmp[k - 1];
+		s.ci_hi = tmp[n - k];
+	}
 	free(tmp);
 	return s;
 }
@@ -490,6 +513,16 @@ const char *bench_fmt_stat(char *buf, size_t len, struct bench_stat s)
 		return bench_fmt_num(buf, len, s.med);
 	snprintf(buf, len, "%s (%s–%s)", bench_fmt_num(a, sizeof(a), s.med),
 		 bench_fmt_num(b, sizeof(b), s.min), bench_fmt_num(c, sizeof(c), s.max));
+	return buf;
+}
+
+const char *bench_fmt_ratio(char *buf, size_t len, struct bench_stat s, int digits)
+{
+	if (isnan(s.ci_lo))
+		snprintf(buf, len, "%.*f× (%.*f–%.*f)", digits, s.med, digits, s.min, digits, s.max);
+	else
+		snprintf(buf, len, "%.*f× (%.*f–%.*f) [%.*f–%.*f]", digits, s.med, digits, s.min,
+			 digits, s.max, digits, s.ci_lo, digits, s.ci_hi);
 	return buf;
 }
 
