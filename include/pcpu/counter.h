@@ -80,16 +80,13 @@ static inline pcpu_counter_t pcpu__counter_slot(pcpu_counter_t c, size_t idx)
  * registered (negative index) or the section aborted. No retry here: the
  * loop lives in the slow path, so the inline code holds no retry budget.
  * A registered index is below pcpu_nslots() (the kernel bounds cpu_id and
- * mm_cid by the possible CPUs), so the sign test is the only range check. */
+ * mm_cid by the possible CPUs), so the sign test is the only range check;
+ * the section makes it, on the flags of its own shift. */
 __attribute__((always_inline)) static inline int pcpu__counter_add_once(pcpu_counter_t c,
 									 int64_t v)
 {
 #if PCPU_ARCH_HAVE_RSEQ
-	int64_t idx = pcpu__rseq_load_index();
-
-	if (PCPU_UNLIKELY(idx < 0))
-		return 1;
-	return pcpu__rseq_cmpeq_addv_indexed(idx, &c->pcpu__word, v);
+	return pcpu__rseq_cmpeq_addv_indexed(pcpu__rseq_load_index(), &c->pcpu__word, v);
 #else
 	(void)c;
 	(void)v;

@@ -279,10 +279,9 @@ __attribute__((always_inline)) static inline void pcpu__histogram_add_pair(pcpu_
 									    int64_t v)
 {
 #if PCPU_ARCH_HAVE_RSEQ
-	int64_t idx = pcpu__rseq_load_index();
-
-	if (PCPU_LIKELY(idx >= 0) &&
-	    PCPU_LIKELY(pcpu__rseq_cmpeq_add2v_indexed(idx, &pair->pcpu__word, n, v) == 0))
+	/* The section itself leaves on a negative (unregistered) index. */
+	if (PCPU_LIKELY(pcpu__rseq_cmpeq_add2v_indexed(pcpu__rseq_load_index(), &pair->pcpu__word, n,
+						       v) == 0))
 		return;
 #endif
 	pcpu__counter_add_slow(pair, n);
