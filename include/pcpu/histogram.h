@@ -289,17 +289,19 @@ __attribute__((always_inline)) static inline void pcpu__histogram_add_pair(pcpu_
 }
 
 /**
- * Records value `v` once: adds 1 to its bucket and v to the sum (0 for a
- * negative value in a log-linear or exponential histogram). `h` must be a live histogram.
+ * Records value `v` once: adds 1 to its bucket's count and v to its
+ * bucket's sum (0 for a negative value in a log-linear or exponential
+ * histogram). `h` must be a live histogram.
  * Thread-safe; async-signal-safe; lock-free. Cost: finding the bucket
- * (branch-free, see pcpu_histogram_bucket_of()) and two counter adds that
- * share one slot-index load. Measured with random values (log-uniform in
- * 1 ms - 20 s; bench/stats_bench.c), median ns on a loaded 2-vCPU EPYC:
- * 5.8 log-linear, 6.4 with 11 explicit bounds, 6.7 with 16, against 1.3
- * for one counter add of the same values and 2.3 for two counter adds
- * (bench/README.md section 5); prometheus-cpp's Observe took 43.
- * Exponential buckets (a fine log-linear index, then one compare against a
- * table): 8.7 ns for schema 3 with nanoseconds exposed in seconds.
+ * (branch-free, see pcpu_histogram_bucket_of()) and one rseq critical
+ * section on the bucket's pair. Measured with random values (log-uniform
+ * in 1 ms - 20 s; bench/stats_bench.c), quiet 2-vCPU EPYC, medians of two
+ * runs (bench/README.md section 5): 4.4-4.5 ns log-linear, 5.5-6.5 with
+ * 11 explicit bounds, 5.2-5.3 exponential (schema 3), against 1.3-1.6 for
+ * one counter add of the same values; prometheus-cpp's Observe took
+ * 41-46. Of that, the lookup alone is 1.8-1.9 ns (log-linear) or 3.1-4.3
+ * (16 explicit bounds), and an add to a random bucket, pair or plain
+ * counter alike, 2.1-2.5.
  */
 __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_histogram_record)(const pcpu_histogram_t *h, int64_t v)
 {
@@ -310,7 +312,7 @@ __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_histogram
 
 /**
  * Records value `v` `n` times (a vector of packets of one size): adds n to
- * its bucket and v * n (modulo 2^64) to the sum. Same properties as
+ * its bucket's count and v * n (modulo 2^64) to its sum. Same properties as
  * pcpu_histogram_record(): thread-safe, async-signal-safe, lock-free, the
  * same cost whatever n.
  */
@@ -363,8 +365,9 @@ PCPU_API int pcpu_histogram_bucket_range(const pcpu_histogram_t *h, size_t b,
  * cumulative), and optionally the total count and the sum (NULL to skip).
  * `nbuckets` must be pcpu_histogram_nbuckets(h). Returns 0, or -1 with errno
  * EINVAL. See the file comment for what a read guarantees.
- * Thread-safe; async-signal-safe; lock-free. Cost: nbuckets + 1 counter
- * fetches, walked slot by slot.
+ * Thread-safe; async-signal-safe; lock-free. Cost: 2 * nbuckets counter
+ * fetches (count and sum of each bucket), walked slot by slot, 128
+ * buckets at a time through the stack.
  */
 PCPU_API int pcpu_histogram_read(const pcpu_histogram_t *h, uint64_t *counts, size_t nbuckets,
 				 uint64_t *count, int64_t *sum);
