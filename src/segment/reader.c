@@ -979,10 +979,8 @@ static int parse_family(struct parse *p, struct fam *f)
 				return BAD(f, "label name twice"), 0;
 	}
 	if (e->flags & PCPU__SEG_E_INFO) { /* 2.4: a gauge x_info, no unit or scale */
-		size_t len = strlen(f->name);
-
-		if (e->type != PCPU_METRIC_GAUGE || f->unit || e->scale_exp10 != 0 || len <= 5 ||
-		    strcmp(f->name + len - 5, "_info") != 0)
+		if (e->type != PCPU_METRIC_GAUGE || f->unit || e->scale_exp10 != 0 ||
+		    !pcpu__info_name_len(f->name, PCPU_SNAPSHOT_INFO))
 			return BAD(f, "info flag on a family that is not a gauge x_info"), 0;
 		f->info = 1;
 	}
