@@ -296,6 +296,17 @@ static struct variant *variant_of(void (*fn)(uint64_t))
 	abort();
 }
 
+static void stats3(double *v, unsigned n, double *med, double *min, double *max);
+
+/* The median over `rounds` rounds of a variant's single-thread ns per op. */
+static double median_of(void (*fn)(uint64_t), unsigned rounds)
+{
+	double med, mn, mx;
+
+	stats3(variant_of(fn)->ns, rounds, &med, &mn, &mx);
+	return med;
+}
+
 struct mt_arg {
 	void (*fn)(uint64_t);
 	uint64_t n;
@@ -638,42 +649,37 @@ int main(int argc, char **argv)
 		printf("  %-40s %8.2f %8.2f %8.2f   %8.2f\n", variants[v].name, med, mn, mx, mmt);
 	}
 	{
-		double g, two, c, h, hl, h16, dummy1, dummy2;
-		stats3(variants[7].ns, rounds, &g, &dummy1, &dummy2);
-		stats3(variants[5].ns, rounds, &two, &dummy1, &dummy2);
-		stats3(variants[1].ns, rounds, &c, &dummy1, &dummy2);
-		stats3(variants[3].ns, rounds, &h, &dummy1, &dummy2);
-		stats3(variants[4].ns, rounds, &hl, &dummy1, &dummy2);
-		printf("  group add2 / two counter adds: %.2fx (target <= 2x)\n", g / two);
+		/* Medians of the single-thread rounds, by variant. */
+#define med_of(fn) median_of(fn, rounds)
+		double c = med_of(bench_counter_add), cr = med_of(bench_counter_add_rand);
+		double h11r = med_of(bench_hist_explicit_rand), h16r = med_of(bench_hist_explicit16_rand);
+		double llr = med_of(bench_hist_loglin_rand), pair = med_of(bench_pair_add_rand);
+
+		printf("  group add2 / two counter adds: %.2fx (target <= 2x)\n",
+		       med_of(bench_group_add2) / med_of(bench_two_adds));
 		printf("  histogram record / counter add: %.2fx explicit, %.2fx log-linear (ramp)\n",
-		       h / c, hl / c);
-		stats3(variants[8].ns, rounds, &c, &dummy1, &dummy2);
-		stats3(variants[9].ns, rounds, &h, &dummy1, &dummy2);
-		stats3(variants[10].ns, rounds, &two, &dummy1, &dummy2);
-		h16 = two;
-		stats3(variants[11].ns, rounds, &hl, &dummy1, &dummy2);
+		       med_of(bench_hist_explicit) / c, med_of(bench_hist_loglin) / c);
 		printf("  histogram record / counter add (random, target <= 2.0): %.2fx 11 explicit, "
-		       "%.2fx 16 explicit, %.2fx log-linear\n", h / c, two / c, hl / c);
+		       "%.2fx 16 explicit, %.2fx log-linear\n", h11r / cr, h16r / cr, llr / cr);
 #ifdef PCPU_BENCH_PROMCPP
-		stats3(variants[12].ns, rounds, &two, &dummy1, &dummy2);
 		printf("  exponential (native, schema 3, ns exposed in s) / counter add (random): %.2fx\n",
-		       two / c);
-		stats3(variant_of(bench_promcpp_rand)->ns, rounds, &g, &dummy1, &dummy2);
-		printf("  prometheus-cpp Observe / pcpu record (11 explicit, random): %.2fx\n", g / h);
+		       med_of(bench_hist_native_rand) / cr);
+		printf("  prometheus-cpp Observe / pcpu record (11 explicit, random): %.2fx\n",
+		       med_of(bench_promcpp_rand) / h11r);
 #else
 		printf("  prometheus-cpp: not built (Debian prometheus-cpp-dev not installed)\n");
 #endif
-		stats3(variant_of(bench_lookup_loglin_rand)->ns, rounds, &g, &dummy1, &dummy2);
-		stats3(variant_of(bench_pair_add_rand)->ns, rounds, &two, &dummy1, &dummy2);
 		printf("  log-linear record (random) %.2f ns = lookup %.2f + pair add %.2f (sum %.2f); "
-		       "pair add / counter add %.2fx\n", hl, g, two, g + two, two / c);
-		stats3(variant_of(bench_lookup_explicit16_rand)->ns, rounds, &g, &dummy1, &dummy2);
+		       "pair add / counter add %.2fx\n", llr, med_of(bench_lookup_loglin_rand), pair,
+		       med_of(bench_lookup_loglin_rand) + pair, pair / cr);
 		printf("  16-explicit record (random) %.2f ns = lookup %.2f + pair add %.2f (sum %.2f)\n",
-		       h16, g, two, g + two);
-		stats3(variant_of(bench_pair_add_rand_bucket)->ns, rounds, &g, &dummy1, &dummy2);
-		stats3(variant_of(bench_counter_add_rand_bucket)->ns, rounds, &two, &dummy1, &dummy2);
+		       h16r, med_of(bench_lookup_explicit16_rand), pair,
+		       med_of(bench_lookup_explicit16_rand) + pair);
 		printf("  on the record's random buckets: pair add %.2f ns, counter add %.2f ns "
-		       "(%.2fx and %.2fx a counter add of one counter)\n", g, two, g / c, two / c);
+		       "(%.2fx and %.2fx a counter add of one counter)\n",
+		       med_of(bench_pair_add_rand_bucket), med_of(bench_counter_add_rand_bucket),
+		       med_of(bench_pair_add_rand_bucket) / cr, med_of(bench_counter_add_rand_bucket) / cr);
+#undef med_of
 	}
 	/* Every run counted: the group holds exactly what was added. */
 	CHECK(pcpu_group_read(grp, 0, gv) == 0);
