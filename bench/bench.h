@@ -43,6 +43,33 @@
 #define BENCH_MAX_THREADS 256
 #define BENCH_MAX_LIST 16
 
+/* ---- hand-written rseq sections (incr's and dataplane's "ideal" rows) ---- */
+
+#if defined(__x86_64__)
+/* The descriptor (struct rseq_cs: version, flags, start_ip,
+ * post_commit_offset, abort_ip) of a section [1, 2) whose abort handler is
+ * label 4, in section __rseq_cs, 32-byte aligned, at local label 3. */
+#define BENCH_RSEQ_CS                                                            \
+	".pushsection __rseq_cs, \"aw\"\n\t"                                     \
+	".balign 32\n\t"                                                         \
+	"3:\n\t"                                                                 \
+	".long 0x0, 0x0\n\t"                                                     \
+	".quad 1f, (2f - 1f), 4f\n\t"                                            \
+	".popsection\n\t"
+/* Its abort handler, label 4, out of line: the signature 0x53053053 as the
+ * displacement of a `ud1` (glibc's and pcpu's convention on x86-64), then
+ * `before` (instructions, may be "") and a jump to `retry` (e.g. "0b"). */
+#define BENCH_RSEQ_ABORT_DO(before, retry)                                       \
+	".pushsection __rseq_failure, \"ax\"\n\t"                                \
+	".byte 0x0f, 0xb9, 0x3d\n\t"                                             \
+	".long 0x53053053\n\t"                                                   \
+	"4:\n\t"                                                                 \
+	before                                                                   \
+	"jmp " retry "\n\t"                                                      \
+	".popsection\n\t"
+#define BENCH_RSEQ_ABORT_RETRY(retry) BENCH_RSEQ_ABORT_DO("", retry)
+#endif
+
 /* ---- options (pcpu_bench.c) ---------------------------------------------- */
 
 enum bench_section {

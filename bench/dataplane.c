@@ -73,6 +73,8 @@ enum dp_kind {
 	D_PERCORE_SEQ,
 	D_PCPU_MANY,
 	D_PCPU_ADD4,
+	D_IDEAL_MANY,
+	D_IDEAL_ADD4,
 	D_PERCORE_WIDE,
 	D_N
 };
@@ -91,6 +93,8 @@ static const struct {
 	[D_PERCORE_SEQ] = { "Per Core Seqcount", "per_core_seqcount", 4, 4 },
 	[D_PCPU_MANY] = { "pcpu (pcpu_counter_add_many of 4)", "pcpu_add_many", NAN, NAN },
 	[D_PCPU_ADD4] = { "pcpu (4 × pcpu_counter_add)", "pcpu_add4", NAN, NAN },
+	[D_IDEAL_MANY] = { "ideal rseq: one index read, 4 sections (hand-written)", "ideal_many", NAN, NAN },
+	[D_IDEAL_ADD4] = { "ideal rseq: 4 × ideal add (hand-written)", "ideal_add4", NAN, NAN },
 	[D_PERCORE_WIDE] = { "diagnostic: Per Core with 16 B per counter (pcpu's slot before Core v2)", "per_core_16b", NAN, NAN },
 };
 
@@ -148,6 +152,8 @@ struct dp_shared {
 	struct dp_core **cores;
 	pcpu_counter_t pc_global; /* [0] total_pkts, [1] total_bytes */
 	pcpu_counter_t pc_flows;  /* [2f] pkts, [2f+1] bytes of flow f */
+	char *ideal;              /* ideal rows: slot s's struct dp_stats at ideal + (s << DP_IDEAL_SHIFT) */
+	unsigned ideal_nslots;
 	unsigned nworkers, work_iters;
 	int kind;
 	pthread_barrier_t start;
@@ -162,6 +168,8 @@ struct dp_worker {
 	unsigned id;
 	uint64_t pkts, bytes;    /* what the pattern counted, warm-up included: expected totals */
 	struct bench_phases ph;  /* [0] reference phases, [1] measuring phases */
+	char *area;              /* the thread's rseq area (ideal rows) */
+	char *aidx;              /* its index field: cpu_id or mm_cid, the process's index */
 	struct dp_wb wb;
 } BENCH_ALIGNED;
 
@@ -237,6 +245,63 @@ BENCH_INLINE void dp_wb_add(struct dp_wb *wb, int64_t *p, int64_t v)
 	wb->n++;
 }
 
+/*
+ * The ideal rows: what the fewest instructions of an exact per-CPU update
+ * cost in this loop, written by hand as the incr section's ideal add is
+ * (every constant hoisted: the rseq area and its index field in registers,
+ * the descriptor offset an immediate, the slot stride a shift), on a plain
+ * per-slot array of struct dp_stats. They give pcpu's rows a floor measured
+ * in the same run: an rseq update cannot do with less than an arming store,
+ * a compare of the index and a branch beyond Per Core's add, and Per Core
+ * needs none of those only because each worker owns its struct (here,
+ * workers are not pinned: Per Core is a thread-private `+=`).
+ *
+ *  D_IDEAL_MANY (pcpu_counter_add_many's shape): the index read once per
+ *    packet; 4 sections, each "arm, compare, add"; an abort re-reads the
+ *    index and retries that section only (the ones before it committed).
+ *  D_IDEAL_ADD4 (4 × pcpu_counter_add's shape): 4 of incr's ideal add, each
+ *    reading the index itself.
+ * x86-64 only; rows not run where there is no rseq (dp_usable()).
+ */
+#define DP_IDEAL_SHIFT 15 /* 32 KiB per slot: holds a struct dp_stats */
+#if defined(__x86_64__)
+#define DP_IDEAL_AVAILABLE 1
+/* rax: the index; rdx: the index times the slot stride. */
+#define DP_IDEAL_READ                                                            \
+	"movl (%[ai]), %%eax\n\t"                                                 \
+	"movq %%rax, %%rdx\n\t"                                                   \
+	"shlq %[shift], %%rdx\n\t"
+#define DP_IDEAL_SECTION(v, addr)                                                \
+	BENCH_RSEQ_CS                                                            \
+	"0:\n\t"                                                                 \
+	"leaq 3b(%%rip), %%rcx\n\t"                                               \
+	"movq %%rcx, %c[cs](%[a])\n\t"                                            \
+	"1:\n\t"                                                                 \
+	"cmpl (%[ai]), %%eax\n\t"                                                 \
+	"jnz 4f\n\t"                                                             \
+	"addq " v ", " addr "\n\t"                                                \
+	"2:\n\t"                                                                 \
+	BENCH_RSEQ_ABORT_DO(DP_IDEAL_READ, "0b")
+#define DP_IDEAL_ADD(v, addr)                                                    \
+	BENCH_RSEQ_CS                                                            \
+	"0:\n\t"                                                                 \
+	"movl (%[ai]), %%eax\n\t"                                                 \
+	"leaq 3b(%%rip), %%rcx\n\t"                                               \
+	"movq %%rcx, %c[cs](%[a])\n\t"                                            \
+	"1:\n\t"                                                                 \
+	"cmpl (%[ai]), %%eax\n\t"                                                 \
+	"jnz 4f\n\t"                                                             \
+	"shlq %[shift], %%rax\n\t"                                                \
+	"addq " v ", " addr "\n\t"                                                \
+	"2:\n\t"                                                                 \
+	BENCH_RSEQ_ABORT_RETRY("0b")
+#define DP_IDEAL_OPERANDS(w, g, f, len)                                          \
+	[ai] "r"((w)->aidx), [a] "r"((w)->area), [g] "r"(g), [f] "r"(f),          \
+	[len] "r"(len), [cs] "i"(PCPU__RSEQ_OFF_CS), [shift] "i"(DP_IDEAL_SHIFT)
+#else
+#define DP_IDEAL_AVAILABLE 0
+#endif
+
 /* The statistics of one packet, by pattern `kind` (constant where inlined). */
 BENCH_INLINE void dp_update(const int kind, struct dp_shared *sh, struct dp_worker *w,
 			    struct dp_core *core, unsigned flow, int64_t len)
@@ -306,12 +371,49 @@ BENCH_INLINE void dp_update(const int kind, struct dp_shared *sh, struct dp_work
 		dp_plain_add(&core->sw.flows[flow].pkts.v, 1);
 		dp_plain_add(&core->sw.flows[flow].bytes.v, len);
 		break;
-	case D_PCPU_ADD4:
-		pcpu_counter_add(pcpu_counter_at(sh->pc_global, 0), 1);
-		pcpu_counter_add(pcpu_counter_at(sh->pc_global, 1), len);
-		pcpu_counter_add(pcpu_counter_at(sh->pc_flows, 2 * flow), 1);
-		pcpu_counter_add(pcpu_counter_at(sh->pc_flows, 2 * flow + 1), len);
+	case D_PCPU_ADD4: {
+		/* The handles in locals, as the ideal rows take their addresses
+		 * once per packet: each add's asm clobbers memory, so a handle
+		 * read from *sh would be loaded again after every add. */
+		const pcpu_counter_t g = sh->pc_global;
+		const pcpu_counter_t f = pcpu_counter_at(sh->pc_flows, 2 * flow);
+
+		pcpu_counter_add(pcpu_counter_at(g, 0), 1);
+		pcpu_counter_add(pcpu_counter_at(g, 1), len);
+		pcpu_counter_add(pcpu_counter_at(f, 0), 1);
+		pcpu_counter_add(pcpu_counter_at(f, 1), len);
 		break;
+	}
+#if DP_IDEAL_AVAILABLE
+	/* Slot 0's addresses; the sections add the slot's offset (rdx, rax). */
+	case D_IDEAL_MANY: {
+		struct dp_stats *g = (struct dp_stats *)sh->ideal;
+		struct dp_flow *f = &g->flows[flow];
+
+		__asm__ volatile(DP_IDEAL_READ
+				 DP_IDEAL_SECTION("$1", "(%[g], %%rdx)")
+				 DP_IDEAL_SECTION("%[len]", "8(%[g], %%rdx)")
+				 DP_IDEAL_SECTION("$1", "(%[f], %%rdx)")
+				 DP_IDEAL_SECTION("%[len]", "8(%[f], %%rdx)")
+				 :
+				 : DP_IDEAL_OPERANDS(w, g, f, len)
+				 : "memory", "cc", "rax", "rcx", "rdx");
+		break;
+	}
+	case D_IDEAL_ADD4: {
+		struct dp_stats *g = (struct dp_stats *)sh->ideal;
+		struct dp_flow *f = &g->flows[flow];
+
+		__asm__ volatile(DP_IDEAL_ADD("$1", "(%[g], %%rax)")
+				 DP_IDEAL_ADD("%[len]", "8(%[g], %%rax)")
+				 DP_IDEAL_ADD("$1", "(%[f], %%rax)")
+				 DP_IDEAL_ADD("%[len]", "8(%[f], %%rax)")
+				 :
+				 : DP_IDEAL_OPERANDS(w, g, f, len)
+				 : "memory", "cc", "rax", "rcx");
+		break;
+	}
+#endif
 	}
 }
 
@@ -369,7 +471,10 @@ BENCH_INLINE void dp_loop(struct dp_worker *w, const int kind)
 	uint64_t bytes = 0;
 	unsigned batch;
 
-	(void)bench_rseq_area();
+	w->area = bench_rseq_area();
+	w->aidx = w->area ? w->area + (bench_process_index() == PCPU_INDEX_CPU ? PCPU__RSEQ_OFF_CPU_ID
+								 : PCPU__RSEQ_OFF_MM_CID)
+			  : NULL;
 	for (batch = 0; batch < DP_WARMUP_BATCHES; batch++) {
 		x = dp_batch(kind, sh, w, core, x, per, &bytes);
 		pkts += DP_BATCH;
@@ -403,13 +508,35 @@ DP_LOOP_FN(D_PERCORE_SPIN)
 DP_LOOP_FN(D_PERCORE_SEQ)
 DP_LOOP_FN(D_PCPU_MANY)
 DP_LOOP_FN(D_PCPU_ADD4)
+DP_LOOP_FN(D_IDEAL_MANY)
+DP_LOOP_FN(D_IDEAL_ADD4)
 DP_LOOP_FN(D_PERCORE_WIDE)
 
 static void (*const dp_loops[D_N])(struct dp_worker *) = {
-	dp_loop_D_NONE, dp_loop_D_SHARED_NOSYNC, dp_loop_D_SHARED_SPIN, dp_loop_D_SHARED_ATOMIC,
-	dp_loop_D_SHARED_BUFFERED, dp_loop_D_PERCORE, dp_loop_D_PERCORE_SPIN,
-	dp_loop_D_PERCORE_SEQ, dp_loop_D_PCPU_MANY, dp_loop_D_PCPU_ADD4, dp_loop_D_PERCORE_WIDE,
+	[D_NONE] = dp_loop_D_NONE,
+	[D_SHARED_NOSYNC] = dp_loop_D_SHARED_NOSYNC,
+	[D_SHARED_SPIN] = dp_loop_D_SHARED_SPIN,
+	[D_SHARED_ATOMIC] = dp_loop_D_SHARED_ATOMIC,
+	[D_SHARED_BUFFERED] = dp_loop_D_SHARED_BUFFERED,
+	[D_PERCORE] = dp_loop_D_PERCORE,
+	[D_PERCORE_SPIN] = dp_loop_D_PERCORE_SPIN,
+	[D_PERCORE_SEQ] = dp_loop_D_PERCORE_SEQ,
+	[D_PCPU_MANY] = dp_loop_D_PCPU_MANY,
+	[D_PCPU_ADD4] = dp_loop_D_PCPU_ADD4,
+	[D_IDEAL_MANY] = dp_loop_D_IDEAL_MANY,
+	[D_IDEAL_ADD4] = dp_loop_D_IDEAL_ADD4,
+	[D_PERCORE_WIDE] = dp_loop_D_PERCORE_WIDE,
 };
+
+/* Whether row `kind` can run in this process: the ideal rows need rseq (a
+ * registered area, on x86-64) and an array that holds every index. */
+static int dp_usable(int kind)
+{
+	if (kind != D_IDEAL_MANY && kind != D_IDEAL_ADD4)
+		return 1;
+	return DP_IDEAL_AVAILABLE && pcpu_rseq_mode() != PCPU_RSEQ_FALLBACK &&
+	       (bench_process_index() == PCPU_INDEX_CPU || pcpu_rseq_has_mm_cid());
+}
 
 static void *dp_worker_main(void *arg)
 {
@@ -497,10 +624,17 @@ static void dp_read_all(int kind, struct dp_shared *sh, int64_t *out)
 	case D_PERCORE_SEQ:
 		nsrc = sh->nworkers;
 		break;
+	case D_IDEAL_MANY:
+	case D_IDEAL_ADD4:
+		nsrc = sh->ideal_nslots;
+		break;
 	}
 	for (w = 0; w < nsrc; w++) {
 		struct dp_core *core = sh->cores ? sh->cores[w] : NULL;
 		struct dp_stats *s = core ? &core->s : sh->shared;
+
+		if (sh->ideal)
+			s = (struct dp_stats *)(sh->ideal + ((size_t)w << DP_IDEAL_SHIFT));
 
 		dp_read_pair(kind, sh, core, &s->total_pkts, &s->total_bytes, out);
 		for (f = 0; f < DP_NFLOWS; f++)
@@ -566,6 +700,13 @@ static struct dp_result dp_run(int kind, unsigned nworkers, unsigned work_iters)
 		for (i = 0; i < nworkers; i++)
 			sh->cores[i] = bench_xmalloc(sizeof(struct dp_core));
 	}
+	if (kind == D_IDEAL_MANY || kind == D_IDEAL_ADD4) {
+		sh->ideal_nslots = pcpu_nslots();
+		sh->ideal = aligned_alloc(4096, (size_t)sh->ideal_nslots << DP_IDEAL_SHIFT);
+		if (!sh->ideal)
+			bench_die("out of memory for the ideal rows' array");
+		memset(sh->ideal, 0, (size_t)sh->ideal_nslots << DP_IDEAL_SHIFT);
+	}
 	if (kind == D_PCPU_MANY || kind == D_PCPU_ADD4) {
 		sh->pc_global = pcpu_counter_alloc_array(2);
 		sh->pc_flows = pcpu_counter_alloc_array(2 * DP_NFLOWS);
@@ -625,6 +766,7 @@ static struct dp_result dp_run(int kind, unsigned nworkers, unsigned work_iters)
 		free(sh->cores);
 	}
 	pthread_barrier_destroy(&sh->start);
+	free(sh->ideal);
 	free(sh->shared);
 	free(sh);
 	free(w);
@@ -634,59 +776,91 @@ static struct dp_result dp_run(int kind, unsigned nworkers, unsigned work_iters)
 
 #define DP_RES(res, nt, nr, k, ti, r) (res)[((k) * (nt) + (ti)) * (nr) + (r)]
 
-/* pcpu row `k` / Per Core, the two overheads of round r: a paired ratio
+/* Row `k` / row `base`, the two overheads of round r: a paired ratio
  * cancels what the rounds do not share (the machine's speed, neighbours). */
-static double dp_ratio(const struct dp_result *res, unsigned nt, unsigned nr, int k,
+static double dp_ratio(const struct dp_result *res, unsigned nt, unsigned nr, int k, int base,
 		       unsigned ti, unsigned r)
 {
-	return DP_RES(res, nt, nr, k, ti, r).overhead /
-	       DP_RES(res, nt, nr, D_PERCORE, ti, r).overhead;
+	return DP_RES(res, nt, nr, k, ti, r).overhead / DP_RES(res, nt, nr, base, ti, r).overhead;
 }
 
 /* The target's comparison per worker count: pcpu / Per Core per round, with
  * Per Core's own overhead and the noise row beside it (a ratio of two
- * overheads means something only where Per Core's is well above the noise). */
+ * overheads means something only where Per Core's is well above the noise);
+ * then the same rounds against the ideal rows: pcpu / its hand-written
+ * floor, and that floor / Per Core. */
+static const struct {
+	int k, base;
+	const char *head;
+} dp_ratio_cols[] = {
+	{ D_PCPU_MANY, D_PERCORE, "pcpu add_many / Per Core" },
+	{ D_PCPU_ADD4, D_PERCORE, "pcpu 4 × add / Per Core" },
+	{ D_PCPU_MANY, D_IDEAL_MANY, "pcpu add_many / ideal one-read" },
+	{ D_PCPU_ADD4, D_IDEAL_ADD4, "pcpu 4 × add / ideal 4 × add" },
+	{ D_IDEAL_MANY, D_PERCORE, "ideal one-read / Per Core" },
+	{ D_IDEAL_ADD4, D_PERCORE, "ideal 4 × add / Per Core" },
+};
+#define DP_NRATIO (sizeof(dp_ratio_cols) / sizeof(dp_ratio_cols[0]))
+
 static void dp_print_ratios(const struct dp_result *res, unsigned nt, unsigned nr)
 {
-	static const int rows[2] = { D_PCPU_MANY, D_PCPU_ADD4 };
 	double *v = bench_xmalloc(nr * sizeof(double));
 	FILE *csv = bench_csv_open("dataplane_ratios.csv",
 				   "ratio,workers,dp_work,median,min,max,q1,q3,ci_lo,ci_hi,rounds");
-	unsigned ti, r, j;
+	unsigned ti, r, j, half;
 	struct tbl tb;
 	char buf[96];
 
-	printf("pcpu / Per Core: per round, the ratio of the two overheads; median (min–max) "
-	       "[95 %% confidence interval of the median] of %u rounds. Beside it Per Core's "
-	       "overhead and the noise row (|no statistics|, the reference loop against itself), "
-	       "median (min–max), cycles per update; work %u TSC cycles per packet.\n\n",
+	printf("Ratios of two rows' overheads in the same round; median (min–max) "
+	       "[95 %% confidence interval of the median] of %u rounds. Beside the first two, Per "
+	       "Core's overhead and the noise row (|no statistics|, the reference loop against "
+	       "itself), median (min–max), cycles per update; work %u TSC cycles per packet. The "
+	       "second table compares pcpu with the hand-written ideal rseq rows (its floor) and "
+	       "that floor with Per Core.\n\n",
 	       nr, bench_opt.dp_work);
-	tbl_init(&tb, 5);
-	tbl_headers(&tb, "workers", "pcpu add_many / Per Core", "pcpu 4 × add / Per Core",
-		    "Per Core, cycles/update", "noise: abs(no statistics)", NULL);
-	for (ti = 0; ti < nt; ti++) {
-		tbl_cell(&tb, "%u", bench_opt.threads[ti]);
-		for (j = 0; j < 2; j++) {
-			struct bench_stat s;
+	for (half = 0; half < 2; half++) {
+		unsigned from = half ? 2 : 0, to = half ? DP_NRATIO : 2;
 
-			for (r = 0; r < nr; r++)
-				v[r] = dp_ratio(res, nt, nr, rows[j], ti, r);
-			s = bench_stat_of(v, nr);
-			tbl_cell(&tb, "%s", bench_fmt_ratio(buf, sizeof(buf), s, 2));
-			if (csv)
-				fprintf(csv, "%s_vs_per_core,%u,%u,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%u\n",
-					dp_variants[rows[j]].csv, bench_opt.threads[ti],
-					bench_opt.dp_work, s.med, s.min, s.max, s.q1, s.q3, s.ci_lo,
-					s.ci_hi, nr);
+		if (half && !dp_usable(D_IDEAL_MANY)) {
+			printf("(No ideal rows in this process: they need rseq on x86-64.)\n\n");
+			break;
 		}
-		for (r = 0; r < nr; r++)
-			v[r] = DP_RES(res, nt, nr, D_PERCORE, ti, r).overhead;
-		tbl_cell(&tb, "%s", bench_fmt_stat(buf, sizeof(buf), bench_stat_of(v, nr)));
-		for (r = 0; r < nr; r++)
-			v[r] = fabs(DP_RES(res, nt, nr, D_NONE, ti, r).overhead);
-		tbl_cell(&tb, "%s", bench_fmt_stat(buf, sizeof(buf), bench_stat_of(v, nr)));
+		tbl_init(&tb, 1 + (to - from) + (half ? 0 : 2));
+		tbl_cell(&tb, "workers");
+		for (j = from; j < to; j++)
+			tbl_cell(&tb, "%s", dp_ratio_cols[j].head);
+		if (half)
+			tbl_headers(&tb, NULL);
+		else
+			tbl_headers(&tb, "Per Core, cycles/update", "noise: abs(no statistics)", NULL);
+		for (ti = 0; ti < nt; ti++) {
+			tbl_cell(&tb, "%u", bench_opt.threads[ti]);
+			for (j = from; j < to; j++) {
+				struct bench_stat st;
+
+				for (r = 0; r < nr; r++)
+					v[r] = dp_ratio(res, nt, nr, dp_ratio_cols[j].k,
+							dp_ratio_cols[j].base, ti, r);
+				st = bench_stat_of(v, nr);
+				tbl_cell(&tb, "%s", bench_fmt_ratio(buf, sizeof(buf), st, 2));
+				if (csv)
+					fprintf(csv, "%s_vs_%s,%u,%u,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%u\n",
+						dp_variants[dp_ratio_cols[j].k].csv,
+						dp_variants[dp_ratio_cols[j].base].csv,
+						bench_opt.threads[ti], bench_opt.dp_work, st.med, st.min,
+						st.max, st.q1, st.q3, st.ci_lo, st.ci_hi, nr);
+			}
+			if (half)
+				continue;
+			for (r = 0; r < nr; r++)
+				v[r] = DP_RES(res, nt, nr, D_PERCORE, ti, r).overhead;
+			tbl_cell(&tb, "%s", bench_fmt_stat(buf, sizeof(buf), bench_stat_of(v, nr)));
+			for (r = 0; r < nr; r++)
+				v[r] = fabs(DP_RES(res, nt, nr, D_NONE, ti, r).overhead);
+			tbl_cell(&tb, "%s", bench_fmt_stat(buf, sizeof(buf), bench_stat_of(v, nr)));
+		}
+		tbl_print(&tb);
 	}
-	tbl_print(&tb);
 	if (csv)
 		fclose(csv);
 	free(v);
@@ -737,7 +911,12 @@ void bench_dataplane(void)
 		for (ti = 0; ti < nt; ti++)
 			for (j = 0; j < D_N; j++) {
 				k = (j + r) % D_N;
-				RES(k, ti, r) = dp_run((int)k, bench_opt.threads[ti], iters);
+				if (dp_usable((int)k))
+					RES(k, ti, r) = dp_run((int)k, bench_opt.threads[ti], iters);
+				else
+					RES(k, ti, r) = (struct dp_result){ .cycles_per_pkt = NAN,
+									  .ref_cycles_per_pkt = NAN,
+									  .overhead = NAN };
 			}
 	}
 
@@ -761,6 +940,14 @@ void bench_dataplane(void)
 		char lost[128] = "";
 
 		tbl_cell(&tb, "%s", dp_variants[k].name);
+		if (!dp_usable((int)k)) {
+			for (ti = 0; ti < nt; ti++)
+				tbl_cell(&tb, "—");
+			tbl_cell(&tb, "not run: needs rseq (x86-64)");
+			tbl_cell(&tb, "—");
+			tbl_cell(&tb, "—");
+			continue;
+		}
 		for (ti = 0; ti < nt; ti++) {
 			struct bench_stat s;
 			double cpp, ref, lostmed, passes;
@@ -864,7 +1051,8 @@ void bench_dataplane(void)
 			struct bench_stat s;
 
 			for (r = 0; r < nr; r++)
-				v[r] = dp_ratio(res, nt, nr, j ? D_PCPU_ADD4 : D_PCPU_MANY, tn, r);
+				v[r] = dp_ratio(res, nt, nr, j ? D_PCPU_ADD4 : D_PCPU_MANY, D_PERCORE,
+						tn, r);
 			s = bench_stat_of(v, nr);
 			bench_targets.dp_ratio_med[j] = s.med;
 			bench_targets.dp_ratio_min[j] = s.min;

@@ -141,29 +141,11 @@ static struct {
  *      the section was armed);  addq to arr[index]  (the commit);
  *   2: on abort (preemption, migration, signal inside [1, 2)), retry from 0.
  *
- * The descriptor (struct rseq_cs: version, flags, start_ip,
- * post_commit_offset, abort_ip) goes to section __rseq_cs, 32-byte aligned;
- * the abort handler is preceded by the signature 0x53053053 as the
- * displacement of a `ud1` (the convention of glibc and pcpu on x86-64).
+ * The descriptor and the abort handler are bench.h's (BENCH_RSEQ_CS,
+ * BENCH_RSEQ_ABORT_RETRY), shared with the data plane's ideal rows.
  */
-/* The descriptor of a section [1, 2) whose abort handler is 4, and that
- * handler (the signature, then a retry from 0): shared by the two adds. */
-#define IDEAL_RSEQ_CS                                                            \
-	".pushsection __rseq_cs, \"aw\"\n\t"                                     \
-	".balign 32\n\t"                                                         \
-	"3:\n\t"                                                                 \
-	".long 0x0, 0x0\n\t"                                                     \
-	".quad 1f, (2f - 1f), 4f\n\t"                                            \
-	".popsection\n\t"
-#define IDEAL_RSEQ_ABORT                                                         \
-	".pushsection __rseq_failure, \"ax\"\n\t"                                \
-	".byte 0x0f, 0xb9, 0x3d\n\t"                                             \
-	".long 0x53053053\n\t"                                                   \
-	"4:\n\t"                                                                 \
-	"jmp 0b\n\t"                                                             \
-	".popsection\n\t"
 #define IDEAL_ADD(area_, OFF_, v_)                                               \
-	__asm__ volatile(IDEAL_RSEQ_CS                                           \
+	__asm__ volatile(BENCH_RSEQ_CS                                           \
 			 "0:\n\t"                                                \
 			 "movl %c[off](%[a]), %%eax\n\t"                         \
 			 "leaq 3b(%%rip), %%rcx\n\t"                             \
@@ -174,7 +156,7 @@ static struct {
 			 "shlq $6, %%rax\n\t"                                    \
 			 "addq %[v], (%[arr], %%rax)\n\t"                        \
 			 "2:\n\t"                                                \
-			 IDEAL_RSEQ_ABORT                                        \
+			 BENCH_RSEQ_ABORT_RETRY("0b")                            \
 			 :                                                       \
 			 : [a] "r"(area_), [arr] "r"(ideal_arr), [off] "i"(OFF_), \
 			   [cs] "i"(PCPU__RSEQ_OFF_CS), [v] "er"(v_)             \
@@ -189,7 +171,7 @@ static struct {
  * the section. It adds to ideal_arr, like the ideal add.
  */
 #define SKETCH_ADD(v_)                                                           \
-	__asm__ volatile(IDEAL_RSEQ_CS                                           \
+	__asm__ volatile(BENCH_RSEQ_CS                                           \
 			 "0:\n\t"                                                \
 			 "movslq %%fs:(%[idx]), %%rax\n\t"                       \
 			 "leaq 3b(%%rip), %%rcx\n\t"                             \
@@ -201,7 +183,7 @@ static struct {
 			 "js 2f\n\t"                                             \
 			 "addq %[v], (%[arr], %%rax)\n\t"                        \
 			 "2:\n\t"                                                \
-			 IDEAL_RSEQ_ABORT                                        \
+			 BENCH_RSEQ_ABORT_RETRY("0b")                            \
 			 :                                                       \
 			 : [idx] "r"(pcpu__g.index_tpoff), [cs] "r"(pcpu__g.cs_tpoff), \
 			   [arr] "r"(ideal_arr), [v] "er"(v_)                    \

@@ -24,6 +24,7 @@
  * iteration count, so bench/ can call the same bodies.
  */
 #include "../tests/check.h"
+#include "bench.h" /* BENCH_RSEQ_CS, BENCH_RSEQ_ABORT_RETRY: the ideal rows' sections */
 #include <pcpu/pcpu.h>
 #include <pcpu/stats.h>
 #include <errno.h>
@@ -205,6 +206,152 @@ static NOINLINE void bench_pair_add_rand(uint64_t n)
 		pcpu__histogram_add_pair(h_loglin->pcpu__c + 2 * 5, 1, rand_ns[i & (NRAND - 1)]);
 }
 
+/*
+ * The ideal rows: the same memory operations written by hand as bench/'s
+ * "ideal rseq add" (incr.c): the rseq area and its index field in
+ * registers, the slot stride a shift, on a plain per-slot array laid out as
+ * the log-linear histogram's pairs (16 bytes per bucket). They measure the
+ * floor under a record that is not pcpu's code: an add of the record's
+ * values to one fixed word (the denominator's floor), to the record's
+ * random buckets, and the 16-byte pair commit there. x86-64 with rseq
+ * only (ideal_ready()); elsewhere they are not run.
+ */
+#define IDEAL_SHIFT 17 /* 128 KiB per slot: the log-linear histogram's pairs */
+static char *ideal_arr;  /* slot s at ideal_arr + (s << IDEAL_SHIFT) */
+static size_t ideal_field; /* offset of the index field in the rseq area */
+
+#if defined(__x86_64__)
+typedef long long ideal_v2 __attribute__((vector_size(16)));
+
+/* The thread's rseq area (pcpu_rseq_mode() registers the thread first). */
+static char *ideal_area(void)
+{
+	(void)pcpu_rseq_mode();
+	return pcpu__arch_thread_pointer() + pcpu__g.cs_tpoff - PCPU__RSEQ_OFF_CS;
+}
+
+/* Adds v to the word at byte `off` of the thread's slot of ideal_arr. */
+#define IDEAL_ADD_AT(area_, off_, v_)                                               \
+	__asm__ volatile(BENCH_RSEQ_CS                                           \
+			 "0:\n\t"                                                \
+			 "movl (%[ai]), %%eax\n\t"                                \
+			 "leaq 3b(%%rip), %%rcx\n\t"                              \
+			 "movq %%rcx, %c[cs](%[a])\n\t"                           \
+			 "1:\n\t"                                                \
+			 "cmpl (%[ai]), %%eax\n\t"                                \
+			 "jnz 4f\n\t"                                            \
+			 "shlq %[shift], %%rax\n\t"                               \
+			 "addq %[v], (%[p], %%rax)\n\t"                           \
+			 "2:\n\t"                                                \
+			 BENCH_RSEQ_ABORT_RETRY("0b")                            \
+			 :                                                       \
+			 : [ai] "r"((area_) + ideal_field), [a] "r"(area_),         \
+			   [p] "r"(ideal_arr + (off_)), [v] "r"(v_),                \
+			   [cs] "i"(PCPU__RSEQ_OFF_CS), [shift] "i"(IDEAL_SHIFT)  \
+			 : "memory", "cc", "rax", "rcx")
+
+static NOINLINE void bench_ideal_add_rand(uint64_t n)
+{
+	char *area = ideal_area();
+	uint64_t i;
+
+	for (i = 0; i < n; i++)
+		IDEAL_ADD_AT(area, 16 * 5, rand_ns[i & (NRAND - 1)]);
+}
+
+static NOINLINE void bench_ideal_add_rand_bucket(uint64_t n)
+{
+	char *area = ideal_area();
+	uint64_t i;
+
+	for (i = 0; i < n; i++)
+		IDEAL_ADD_AT(area, 16 * (size_t)rand_bucket[i & (NRAND - 1)], rand_ns[i & (NRAND - 1)]);
+}
+
+/* (1, v) added to the pair at byte `off_` of the thread's slot, one 16-byte
+ * commit; the vector is built before the section, so a retry re-adds it. */
+#define IDEAL_PAIR_AT(area_, off_, v_)                                           \
+	do {                                                                     \
+		ideal_v2 add_ = { 1, (v_) };                                     \
+		__asm__ volatile(BENCH_RSEQ_CS                                   \
+				 "0:\n\t"                                        \
+				 "movl (%[ai]), %%eax\n\t"                        \
+				 "leaq 3b(%%rip), %%rcx\n\t"                      \
+				 "movq %%rcx, %c[cs](%[a])\n\t"                   \
+				 "1:\n\t"                                        \
+				 "cmpl (%[ai]), %%eax\n\t"                        \
+				 "jnz 4f\n\t"                                    \
+				 "shlq %[shift], %%rax\n\t"                       \
+				 "movdqa %[add], %%xmm15\n\t"                     \
+				 "paddq (%[p], %%rax), %%xmm15\n\t"               \
+				 "movdqa %%xmm15, (%[p], %%rax)\n\t"              \
+				 "2:\n\t"                                        \
+				 BENCH_RSEQ_ABORT_RETRY("0b")                    \
+				 :                                               \
+				 : [ai] "r"((area_) + ideal_field), [a] "r"(area_), \
+				   [p] "r"(ideal_arr + (off_)), [add] "x"(add_),  \
+				   [cs] "i"(PCPU__RSEQ_OFF_CS), [shift] "i"(IDEAL_SHIFT) \
+				 : "memory", "cc", "rax", "rcx", "xmm15");        \
+	} while (0)
+
+static NOINLINE void bench_ideal_pair_rand_bucket(uint64_t n)
+{
+	char *area = ideal_area();
+	uint64_t i;
+
+	for (i = 0; i < n; i++)
+		IDEAL_PAIR_AT(area, 16 * (size_t)rand_bucket[i & (NRAND - 1)], rand_ns[i & (NRAND - 1)]);
+}
+
+/* A whole log-linear record with the ideal section: pcpu's lookup (the
+ * inline code the record runs), then the hand-written pair commit. */
+static NOINLINE void bench_ideal_record_loglin_rand(uint64_t n)
+{
+	char *area = ideal_area();
+	uint64_t i;
+
+	for (i = 0; i < n; i++) {
+		int64_t v = rand_ns[i & (NRAND - 1)];
+
+		IDEAL_PAIR_AT(area, 16 * pcpu_histogram_bucket_of(h_loglin, v), v);
+	}
+}
+#define IDEAL_AVAILABLE 1
+#else
+#define bench_ideal_add_rand NULL
+#define bench_ideal_add_rand_bucket NULL
+#define bench_ideal_pair_rand_bucket NULL
+#define bench_ideal_record_loglin_rand NULL
+#define IDEAL_AVAILABLE 0
+#endif
+
+/* Sets up the ideal rows; 0 where they cannot run (no rseq, not x86-64,
+ * an index the array cannot hold, or a histogram larger than a slot). */
+static int ideal_ready(size_t nbuckets)
+{
+	pcpu_zone_t *z;
+	enum pcpu_index index;
+	size_t bytes;
+
+	if (!IDEAL_AVAILABLE || pcpu_rseq_mode() == PCPU_RSEQ_FALLBACK ||
+	    16 * nbuckets > ((size_t)1 << IDEAL_SHIFT))
+		return 0;
+	z = pcpu_zone_create(PCPU_INDEX_DEFAULT);
+	if (!z)
+		return 0;
+	index = pcpu_zone_index(z);
+	pcpu_zone_destroy(z);
+	if (index == PCPU_INDEX_MM_CID && !pcpu_rseq_has_mm_cid())
+		return 0;
+	ideal_field = index == PCPU_INDEX_CPU ? PCPU__RSEQ_OFF_CPU_ID : PCPU__RSEQ_OFF_MM_CID;
+	bytes = (size_t)pcpu_nslots() << IDEAL_SHIFT;
+	ideal_arr = aligned_alloc(4096, bytes);
+	if (!ideal_arr)
+		return 0;
+	memset(ideal_arr, 0, bytes);
+	return 1;
+}
+
 /* The baseline of the random variants: a counter add of the same loaded
  * value (the load is part of both). */
 static NOINLINE void bench_counter_add_rand(uint64_t n)
@@ -279,12 +426,22 @@ static struct variant variants[] = {
 	{ .name = "  pair add only (random value)", .fn = bench_pair_add_rand },
 	{ .name = "  pair add, random bucket (log-linear)", .fn = bench_pair_add_rand_bucket },
 	{ .name = "  counter add, random bucket (same words)", .fn = bench_counter_add_rand_bucket },
+	{ .name = "  ideal rseq add, one counter (random value)", .fn = bench_ideal_add_rand },
+	{ .name = "  ideal rseq add, random bucket", .fn = bench_ideal_add_rand_bucket },
+	{ .name = "  ideal rseq pair add, random bucket", .fn = bench_ideal_pair_rand_bucket },
+	{ .name = "  ideal record (lookup + ideal pair)", .fn = bench_ideal_record_loglin_rand },
 #ifdef PCPU_BENCH_PROMCPP
 	/* Single-threaded only: one shared prometheus::Histogram. */
 	{ .name = "prometheus-cpp Observe (11, random)", .fn = bench_promcpp_rand },
 #endif
 };
 #define NVAR (sizeof variants / sizeof variants[0])
+
+static int is_ideal(const struct variant *x)
+{
+	return x->fn == bench_ideal_add_rand || x->fn == bench_ideal_add_rand_bucket ||
+	       x->fn == bench_ideal_pair_rand_bucket || x->fn == bench_ideal_record_loglin_rand;
+}
 
 static struct variant *variant_of(void (*fn)(uint64_t))
 {
@@ -546,7 +703,8 @@ static void bench_export(unsigned nseries, unsigned rounds)
 int main(int argc, char **argv)
 {
 	unsigned rounds = 7, ms = 200, nseries = 100000, ncpu, r, v, i;
-	int quick = 0, export_only = 0;
+	int quick = 0, export_only = 0, have_ideal;
+	size_t ideal_nbuckets = 0;
 	uint64_t n;
 	static const int64_t bounds[] = { 5000000,   10000000,  25000000,   50000000,
 					  100000000, 250000000, 500000000,  1000000000,
@@ -603,8 +761,12 @@ int main(int argc, char **argv)
 	grp = pcpu_group_alloc(2, 1);
 	CHECK(c_a && c_b && c_pair && g_a && h_explicit && h_explicit16 && h_loglin && grp);
 	rand_init();
-	for (i = 0; i < NRAND; i++)
+	for (i = 0; i < NRAND; i++) {
 		rand_bucket[i] = (uint16_t)pcpu_histogram_bucket_of(h_loglin, rand_ns[i]);
+		if ((size_t)rand_bucket[i] + 1 > ideal_nbuckets)
+			ideal_nbuckets = (size_t)rand_bucket[i] + 1;
+	}
+	have_ideal = ideal_ready(ideal_nbuckets);
 	if (export_only) {
 		bench_export(nseries, quick ? 2 : rounds);
 		return 0;
@@ -631,7 +793,13 @@ int main(int argc, char **argv)
 	for (r = 0; r < rounds; r++) {
 		for (i = 0; i < NVAR; i++) {
 			struct variant *x = &variants[(i + r) % NVAR];
-			uint64_t t0 = thread_ns();
+			uint64_t t0;
+
+			if (!have_ideal && is_ideal(x)) {
+				x->ns[r] = x->ns_mt[r] = NAN;
+				continue;
+			}
+			t0 = thread_ns();
 
 			x->fn(n);
 			x->ns[r] = (double)(thread_ns() - t0) / (double)n;
@@ -646,6 +814,10 @@ int main(int argc, char **argv)
 		double med, mn, mx, mmt, a, b;
 		stats3(variants[v].ns, rounds, &med, &mn, &mx);
 		stats3(variants[v].ns_mt, rounds, &mmt, &a, &b);
+		if (!have_ideal && is_ideal(&variants[v])) {
+			printf("  %-40s not run: needs rseq on x86-64\n", variants[v].name);
+			continue;
+		}
 		printf("  %-40s %8.2f %8.2f %8.2f   %8.2f\n", variants[v].name, med, mn, mx, mmt);
 	}
 	{
@@ -679,6 +851,18 @@ int main(int argc, char **argv)
 		       "(%.2fx and %.2fx a counter add of one counter)\n",
 		       med_of(bench_pair_add_rand_bucket), med_of(bench_counter_add_rand_bucket),
 		       med_of(bench_pair_add_rand_bucket) / cr, med_of(bench_counter_add_rand_bucket) / cr);
+		if (have_ideal) {
+			double ia = med_of(bench_ideal_add_rand), ib = med_of(bench_ideal_add_rand_bucket);
+			double ip = med_of(bench_ideal_pair_rand_bucket);
+			double ir = med_of(bench_ideal_record_loglin_rand);
+
+			printf("  ideal rseq (hand-written): one counter %.2f ns (pcpu counter add / it "
+			       "%.2fx); random buckets: add %.2f ns (%.2fx one counter), pair %.2f ns\n",
+			       ia, cr / ia, ib, ib / ia, ip);
+			printf("  log-linear record with the ideal section (pcpu's lookup + ideal pair): "
+			       "%.2f ns = %.2fx the ideal add of one counter, %.2fx pcpu's counter add "
+			       "(random); pcpu record / it %.2fx\n", ir, ir / ia, ir / cr, llr / ir);
+		}
 #undef med_of
 	}
 	/* Every run counted: the group holds exactly what was added. */

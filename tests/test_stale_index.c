@@ -102,15 +102,22 @@ int main(void)
 	CHECK_EQ_U64(pcpu_counter_fetch(single), ROUNDS);
 
 	/* add_many reads the index once and runs a section per counter; the
-	 * move comes before the first section. */
+	 * move comes before the first section, which must abort (once per
+	 * call: the retry and the later sections run on the new CPU). The
+	 * values differ by direction: with equal ones, adds landing in the
+	 * slot just left would give each slot the same totals as adds in the
+	 * right one (the moves alternate), and only the abort count would
+	 * tell. */
+	aborts_before = pcpu__test_inject_aborts;
 	for (int r = 0; r < ROUNDS; r++) {
 		int to = r & 1 ? 0 : 1;
-		static const int64_t ones[MANY] = {1, 1, 1, 1};
+		static const int64_t vals[2][MANY] = { {1, 1, 1, 1}, {3, 3, 3, 3} };
 
 		move_to = cpus[to];
-		pcpu_counter_add_many(many, ones, MANY);
-		expect_many[to]++;
+		pcpu_counter_add_many(many, vals[to], MANY);
+		expect_many[to] += (uint64_t)vals[to][0];
 	}
+	CHECK_EQ_U64(pcpu__test_inject_aborts - aborts_before, ROUNDS);
 	for (int i = 0; i < MANY; i++) {
 		CHECK_EQ_U64(pcpu_counter_fetch_slot(many[i], (unsigned)cpus[0]), expect_many[0]);
 		CHECK_EQ_U64(pcpu_counter_fetch_slot(many[i], (unsigned)cpus[1]), expect_many[1]);

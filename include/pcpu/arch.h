@@ -10,6 +10,8 @@
  *  - pcpu__rseq_load_index(): the calling thread's slot index, negative when
  *    its rseq area is not registered;
  *  - pcpu__rseq_cmpeq_addv(): if (index != expected) abort; *p += v;
+ *    pcpu__rseq_cmpeq_addv_at(): the same with the two TLS offsets passed
+ *    in (a loop of sections reads them once);
  *  - pcpu__rseq_cmpeq_addv_indexed(): if (index != idx) abort;
  *    base[idx * stride] += v (the counter add);
  *  - pcpu__rseq_cmpeq_add2v_indexed(): if (index != idx) abort;

@@ -146,6 +146,40 @@ static inline int64_t pcpu__rseq_load_index(void)
  * Returns 0 once the add is committed, 1 if the section aborted or the
  * thread is no longer on slot `expected` (nothing written).
  */
+/*
+ * rseq_cmpeq_addv_at: rseq_cmpeq_addv with the two TLS offsets passed in
+ * (csoff = pcpu__g.cs_tpoff, idxoff = pcpu__g.index_tpoff), for a loop of
+ * sections that reads them once: pcpu_counter_add_many(). GCC reloads a
+ * value it knows to be a load from pcpu__g before each section rather than
+ * keep it in a register; the caller's empty asm on the copies hides that,
+ * and the data plane's add_many then runs the hand-written ideal's five
+ * instructions per section (bench/README.md).
+ */
+__attribute__((always_inline)) static inline int
+pcpu__rseq_cmpeq_addv_at(int64_t expected, int64_t *p, int64_t v, intptr_t csoff, intptr_t idxoff)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__X86_RSEQ_ARM("%[cs]")
+		     "1:\n\t"
+		     "cmpl %k[expected], %%fs:(%[idx])\n\t"
+		     "jnz %l[aborted]\n\t"
+		     PCPU__INJECT_ASM
+		     "addq %[v], %[target]\n\t"
+		     "2:\n\t"
+		     PCPU__X86_RSEQ_ABORT_TO("aborted")
+		     : /* asm goto has no outputs */
+		     : [cs] "r"(csoff), [idx] "r"(idxoff),
+		       [expected] "r"(expected), [target] "m"(*p), [v] "er"(v)
+		     : "memory", "cc", "rax" PCPU__INJECT_CLOBBER
+		     : aborted);
+	pcpu__after_asm_goto();
+	return 0;
+aborted:
+	pcpu__after_asm_goto();
+	PCPU__INJECT_ABORTED();
+	return 1;
+}
+
 __attribute__((always_inline)) static inline int
 pcpu__rseq_cmpeq_addv(int64_t expected, int64_t *p, int64_t v)
 {
