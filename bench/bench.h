@@ -163,6 +163,9 @@ struct bench_target_data {
 	/* per-round ratios pcpu / Per Core (overheads of the same round):
 	 * [0] add_many, [1] 4 adds; median, min, max over the rounds */
 	double dp_ratio_med[2], dp_ratio_min[2], dp_ratio_max[2];
+	/* [0] ideal one-read, [1] ideal 4 x add, each / Per Core, median of the
+	 * per-round ratios: the floor of an rseq update (NAN: no ideal rows). */
+	double dp_floor_med[2];
 
 	int have_snapshot;
 	double snapshot_1e6_ms;        /* pcpu_counter_fetch_array, 10^6 counters */

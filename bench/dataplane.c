@@ -1057,6 +1057,10 @@ void bench_dataplane(void)
 			bench_targets.dp_ratio_med[j] = s.med;
 			bench_targets.dp_ratio_min[j] = s.min;
 			bench_targets.dp_ratio_max[j] = s.max;
+			for (r = 0; r < nr; r++)
+				v[r] = dp_ratio(res, nt, nr, j ? D_IDEAL_ADD4 : D_IDEAL_MANY, D_PERCORE,
+						tn, r);
+			bench_targets.dp_floor_med[j] = dp_usable(D_IDEAL_MANY) ? bench_median(v, nr) : NAN;
 		}
 	}
 	if (csv)
