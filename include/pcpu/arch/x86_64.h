@@ -141,15 +141,11 @@ static inline int64_t pcpu__rseq_load_index(void)
 }
 
 /*
- * rseq_cmpeq_addv: if (index != expected) abort; *p += v;   (commit: the add)
+ * rseq_cmpeq_addv_at: if (index != expected) abort; *p += v;   (commit: the add)
  *
- * Returns 0 once the add is committed, 1 if the section aborted or the
- * thread is no longer on slot `expected` (nothing written).
- */
-/*
- * rseq_cmpeq_addv_at: rseq_cmpeq_addv with the two TLS offsets passed in
- * (csoff = pcpu__g.cs_tpoff, idxoff = pcpu__g.index_tpoff), for a loop of
- * sections that reads them once: pcpu_counter_add_many(). GCC reloads a
+ * With the two TLS offsets passed in (csoff = pcpu__g.cs_tpoff, idxoff =
+ * pcpu__g.index_tpoff): rseq_cmpeq_addv below is this with pcpu__g's, and
+ * a loop of sections reads them once (pcpu_counter_add_many()). GCC reloads a
  * value it knows to be a load from pcpu__g before each section rather than
  * keep it in a register; the caller's empty asm on the copies hides that,
  * and the data plane's add_many then runs the hand-written ideal's five
@@ -180,30 +176,17 @@ aborted:
 	return 1;
 }
 
+/*
+ * rseq_cmpeq_addv: rseq_cmpeq_addv_at with the offsets read from pcpu__g.
+ *
+ * Returns 0 once the add is committed, 1 if the section aborted or the
+ * thread is no longer on slot `expected` (nothing written).
+ */
 __attribute__((always_inline)) static inline int
 pcpu__rseq_cmpeq_addv(int64_t expected, int64_t *p, int64_t v)
 {
-	PCPU__INJECT_BEFORE();
-	__asm__ goto(PCPU__X86_RSEQ_ARM("%[cs]")
-		     "1:\n\t"
-		     "cmpl %k[expected], %%fs:(%[idx])\n\t"
-		     "jnz %l[aborted]\n\t"
-		     PCPU__INJECT_ASM
-		     "addq %[v], %[target]\n\t"
-		     "2:\n\t"
-		     PCPU__X86_RSEQ_ABORT_TO("aborted")
-		     : /* asm goto has no outputs */
-		     : [cs] "r"((intptr_t)pcpu__g.cs_tpoff),
-		       [idx] "r"((intptr_t)pcpu__g.index_tpoff),
-		       [expected] "r"(expected), [target] "m"(*p), [v] "er"(v)
-		     : "memory", "cc", "rax" PCPU__INJECT_CLOBBER
-		     : aborted);
-	pcpu__after_asm_goto();
-	return 0;
-aborted:
-	pcpu__after_asm_goto();
-	PCPU__INJECT_ABORTED();
-	return 1;
+	return pcpu__rseq_cmpeq_addv_at(expected, p, v, (intptr_t)pcpu__g.cs_tpoff,
+					(intptr_t)pcpu__g.index_tpoff);
 }
 
 /*
