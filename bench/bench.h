@@ -68,6 +68,17 @@
 	"jmp " retry "\n\t"                                                      \
 	".popsection\n\t"
 #define BENCH_RSEQ_ABORT_RETRY(retry) BENCH_RSEQ_ABORT_DO("", retry)
+/* Arms the section whose descriptor BENCH_RSEQ_CS just emitted (scratch
+ * %rcx), then, inside it, leaves for the abort handler unless the index
+ * field still holds %eax. Operands: [a] the rseq area, [ai] its index field
+ * (cpu_id or mm_cid), [cs] the immediate PCPU__RSEQ_OFF_CS. The commit
+ * follows, then label 2. */
+#define BENCH_RSEQ_ARM_CMP_EAX                                                   \
+	"leaq 3b(%%rip), %%rcx\n\t"                                               \
+	"movq %%rcx, %c[cs](%[a])\n\t"                                            \
+	"1:\n\t"                                                                 \
+	"cmpl (%[ai]), %%eax\n\t"                                                 \
+	"jnz 4f\n\t"
 #endif
 
 /* ---- options (pcpu_bench.c) ---------------------------------------------- */

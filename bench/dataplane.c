@@ -274,11 +274,7 @@ BENCH_INLINE void dp_wb_add(struct dp_wb *wb, int64_t *p, int64_t v)
 #define DP_IDEAL_SECTION(v, addr)                                                \
 	BENCH_RSEQ_CS                                                            \
 	"0:\n\t"                                                                 \
-	"leaq 3b(%%rip), %%rcx\n\t"                                               \
-	"movq %%rcx, %c[cs](%[a])\n\t"                                            \
-	"1:\n\t"                                                                 \
-	"cmpl (%[ai]), %%eax\n\t"                                                 \
-	"jnz 4f\n\t"                                                             \
+	BENCH_RSEQ_ARM_CMP_EAX                                                   \
 	"addq " v ", " addr "\n\t"                                                \
 	"2:\n\t"                                                                 \
 	BENCH_RSEQ_ABORT_DO(DP_IDEAL_READ, "0b")
@@ -286,11 +282,7 @@ BENCH_INLINE void dp_wb_add(struct dp_wb *wb, int64_t *p, int64_t v)
 	BENCH_RSEQ_CS                                                            \
 	"0:\n\t"                                                                 \
 	"movl (%[ai]), %%eax\n\t"                                                 \
-	"leaq 3b(%%rip), %%rcx\n\t"                                               \
-	"movq %%rcx, %c[cs](%[a])\n\t"                                            \
-	"1:\n\t"                                                                 \
-	"cmpl (%[ai]), %%eax\n\t"                                                 \
-	"jnz 4f\n\t"                                                             \
+	BENCH_RSEQ_ARM_CMP_EAX                                                    \
 	"shlq %[shift], %%rax\n\t"                                                \
 	"addq " v ", " addr "\n\t"                                                \
 	"2:\n\t"                                                                 \

@@ -235,11 +235,7 @@ static char *ideal_area(void)
 	__asm__ volatile(BENCH_RSEQ_CS                                           \
 			 "0:\n\t"                                                \
 			 "movl (%[ai]), %%eax\n\t"                                \
-			 "leaq 3b(%%rip), %%rcx\n\t"                              \
-			 "movq %%rcx, %c[cs](%[a])\n\t"                           \
-			 "1:\n\t"                                                \
-			 "cmpl (%[ai]), %%eax\n\t"                                \
-			 "jnz 4f\n\t"                                            \
+			 BENCH_RSEQ_ARM_CMP_EAX                                   \
 			 "shlq %[shift], %%rax\n\t"                               \
 			 "addq %[v], (%[p], %%rax)\n\t"                           \
 			 "2:\n\t"                                                \
@@ -276,11 +272,7 @@ static NOINLINE void bench_ideal_add_rand_bucket(uint64_t n)
 		__asm__ volatile(BENCH_RSEQ_CS                                   \
 				 "0:\n\t"                                        \
 				 "movl (%[ai]), %%eax\n\t"                        \
-				 "leaq 3b(%%rip), %%rcx\n\t"                      \
-				 "movq %%rcx, %c[cs](%[a])\n\t"                   \
-				 "1:\n\t"                                        \
-				 "cmpl (%[ai]), %%eax\n\t"                        \
-				 "jnz 4f\n\t"                                    \
+				 BENCH_RSEQ_ARM_CMP_EAX                           \
 				 "shlq %[shift], %%rax\n\t"                       \
 				 "movdqa %[add], %%xmm15\n\t"                     \
 				 "paddq (%[p], %%rax), %%xmm15\n\t"               \
