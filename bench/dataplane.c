@@ -264,7 +264,7 @@ BENCH_INLINE void dp_wb_add(struct dp_wb *wb, int64_t *p, int64_t v)
  * x86-64 only; rows not run where there is no rseq (dp_usable()).
  */
 #define DP_IDEAL_SHIFT 15 /* 32 KiB per slot: holds a struct dp_stats */
-#if defined(__x86_64__)
+#if defined(__x86_64__) && PCPU_ARCH_HAVE_RSEQ
 #define DP_IDEAL_AVAILABLE 1
 /* rax: the index; rdx: the index times the slot stride. */
 #define DP_IDEAL_READ                                                            \

@@ -220,7 +220,7 @@ static NOINLINE void bench_pair_add_rand(uint64_t n)
 static char *ideal_arr;  /* slot s at ideal_arr + (s << IDEAL_SHIFT) */
 static size_t ideal_field; /* offset of the index field in the rseq area */
 
-#if defined(__x86_64__)
+#if defined(__x86_64__) && PCPU_ARCH_HAVE_RSEQ /* not in a ThreadSanitizer build: no sections */
 typedef long long ideal_v2 __attribute__((vector_size(16)));
 
 /* The thread's rseq area (pcpu_rseq_mode() registers the thread first). */
