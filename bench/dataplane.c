@@ -44,6 +44,12 @@
  * the work hides each pattern's instructions. Per-round ratios pcpu / Per Core (both overheads of the
  * same round) are printed beside the table with the noise row.
  *
+ * Beside DPDK's patterns and pcpu's two rows, two "ideal" rows run the
+ * fewest instructions an exact rseq update needs, written by hand (see
+ * DP_IDEAL_SECTION below): pcpu / ideal is how far pcpu is from that
+ * floor, ideal / Per Core what the floor itself costs against a
+ * thread-private add.
+ *
  * The guide's numbers are core cycles at a fixed 2.3 GHz (turbo off), which
  * equals its TSC rate; here the core may run faster than the TSC, so one
  * TSC cycle may hold more than one core cycle.
