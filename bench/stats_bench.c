@@ -12,6 +12,9 @@
  *      (target: <= 2x) and vs pcpu_counter_add_many() of two;
  *   3. exposition time for 10^5 series of a server's mix (export_mix()):
  *      snapshot, then each format, and each format's time over 0.0.4's.
+ * Beside 1, "ideal" rows run the record's memory operations in sections
+ * written by hand (IDEAL_ADD_AT, IDEAL_PAIR_AT): the floor under a record
+ * that pcpu's code does not set.
  *
  * Method as in bench/: every variant of a comparison runs in the same
  * process, interleaved (round r runs each variant once, starting from a
