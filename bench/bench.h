@@ -315,8 +315,31 @@ long bench_run_self(char *const args[], const char *const env[], void *buf, size
 long bench_rss_bytes(void);
 
 /* This thread's struct rseq, after making sure pcpu registered the thread,
- * or NULL when the thread has none (fallback mode). */
-char *bench_rseq_area(void);
+ * or NULL when the thread has none (fallback mode). Inline, not in util.c:
+ * pcpu_bench_stats uses it without the suite's other files. */
+static inline char *bench_rseq_area(void)
+{
+#if PCPU_ARCH_HAVE_RSEQ
+	/* pcpu_rseq_mode() registers the thread first when pcpu registers its
+	 * own areas; only then does the area hold a valid cpu_id. */
+	if (pcpu_rseq_mode() == PCPU_RSEQ_FALLBACK)
+		return NULL;
+	return pcpu__arch_thread_pointer() + pcpu__g.cs_tpoff - PCPU__RSEQ_OFF_CS;
+#else
+	return NULL;
+#endif
+}
+
+/* The field of `area` (bench_rseq_area()) that holds the process's index,
+ * cpu_id or mm_cid, as pcpu reads it; NULL for a NULL area. The ideal rows
+ * compare against it. */
+static inline char *bench_rseq_index_field(char *area)
+{
+	if (!area)
+		return NULL;
+	return area + (pcpu_zone_index(NULL) == PCPU_INDEX_CPU ? PCPU__RSEQ_OFF_CPU_ID
+							       : PCPU__RSEQ_OFF_MM_CID);
+}
 
 /* The CPU the thread runs on: rseq cpu_id when `area` is not NULL, else
  * sched_getcpu(). Always < pcpu_nslots(). */

@@ -470,9 +470,7 @@ BENCH_INLINE void dp_loop(struct dp_worker *w, const int kind)
 	unsigned batch;
 
 	w->area = bench_rseq_area();
-	w->aidx = w->area ? w->area + (bench_process_index() == PCPU_INDEX_CPU ? PCPU__RSEQ_OFF_CPU_ID
-								 : PCPU__RSEQ_OFF_MM_CID)
-			  : NULL;
+	w->aidx = bench_rseq_index_field(w->area);
 	for (batch = 0; batch < DP_WARMUP_BATCHES; batch++) {
 		x = dp_batch(kind, sh, w, core, x, per, &bytes);
 		pkts += DP_BATCH;
@@ -527,13 +525,13 @@ static void (*const dp_loops[D_N])(struct dp_worker *) = {
 };
 
 /* Whether row `kind` can run in this process: the ideal rows need rseq (a
- * registered area, on x86-64) and an array that holds every index. */
+ * registered area, on x86-64); their array has pcpu_nslots() slots, which
+ * holds every index. */
 static int dp_usable(int kind)
 {
 	if (kind != D_IDEAL_MANY && kind != D_IDEAL_ADD4)
 		return 1;
-	return DP_IDEAL_AVAILABLE && pcpu_rseq_mode() != PCPU_RSEQ_FALLBACK &&
-	       (bench_process_index() == PCPU_INDEX_CPU || pcpu_rseq_has_mm_cid());
+	return DP_IDEAL_AVAILABLE && pcpu_rseq_mode() != PCPU_RSEQ_FALLBACK;
 }
 
 static void *dp_worker_main(void *arg)
@@ -629,10 +627,8 @@ static void dp_read_all(int kind, struct dp_shared *sh, int64_t *out)
 	}
 	for (w = 0; w < nsrc; w++) {
 		struct dp_core *core = sh->cores ? sh->cores[w] : NULL;
-		struct dp_stats *s = core ? &core->s : sh->shared;
-
-		if (sh->ideal)
-			s = (struct dp_stats *)(sh->ideal + ((size_t)w << DP_IDEAL_SHIFT));
+		struct dp_stats *s = sh->ideal ? (struct dp_stats *)(sh->ideal + ((size_t)w << DP_IDEAL_SHIFT))
+				     : core ? &core->s : sh->shared;
 
 		dp_read_pair(kind, sh, core, &s->total_pkts, &s->total_bytes, out);
 		for (f = 0; f < DP_NFLOWS; f++)

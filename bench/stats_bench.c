@@ -221,94 +221,87 @@ static NOINLINE void bench_pair_add_rand(uint64_t n)
  */
 #define IDEAL_SHIFT 17 /* 128 KiB per slot: the log-linear histogram's pairs */
 static char *ideal_arr;  /* slot s at ideal_arr + (s << IDEAL_SHIFT) */
-static size_t ideal_field; /* offset of the index field in the rseq area */
 
 #if defined(__x86_64__) && PCPU_ARCH_HAVE_RSEQ /* not in a ThreadSanitizer build: no sections */
 typedef long long ideal_v2 __attribute__((vector_size(16)));
 
-/* The thread's rseq area (pcpu_rseq_mode() registers the thread first). */
-static char *ideal_area(void)
-{
-	(void)pcpu_rseq_mode();
-	return pcpu__arch_thread_pointer() + pcpu__g.cs_tpoff - PCPU__RSEQ_OFF_CS;
-}
-
-/* Adds v to the word at byte `off` of the thread's slot of ideal_arr. */
-#define IDEAL_ADD_AT(area_, off_, v_)                                               \
-	__asm__ volatile(BENCH_RSEQ_CS                                           \
-			 "0:\n\t"                                                \
-			 "movl (%[ai]), %%eax\n\t"                                \
-			 BENCH_RSEQ_ARM_CMP_EAX                                   \
-			 "shlq %[shift], %%rax\n\t"                               \
-			 "addq %[v], (%[p], %%rax)\n\t"                           \
-			 "2:\n\t"                                                \
-			 BENCH_RSEQ_ABORT_RETRY("0b")                            \
-			 :                                                       \
-			 : [ai] "r"((area_) + ideal_field), [a] "r"(area_),         \
-			   [p] "r"(ideal_arr + (off_)), [v] "r"(v_),                \
-			   [cs] "i"(PCPU__RSEQ_OFF_CS), [shift] "i"(IDEAL_SHIFT)  \
+/* Adds v to the word at byte `off` of the thread's slot of ideal_arr; area_
+ * and ai_: bench_rseq_area() and bench_rseq_index_field() of the thread. */
+#define IDEAL_ADD_AT(area_, ai_, off_, v_)                                      \
+	__asm__ volatile(BENCH_RSEQ_CS                                          \
+			 "0:\n\t"                                               \
+			 "movl (%[ai]), %%eax\n\t"                              \
+			 BENCH_RSEQ_ARM_CMP_EAX                                 \
+			 "shlq %[shift], %%rax\n\t"                             \
+			 "addq %[v], (%[p], %%rax)\n\t"                         \
+			 "2:\n\t"                                               \
+			 BENCH_RSEQ_ABORT_RETRY("0b")                           \
+			 :                                                      \
+			 : [ai] "r"(ai_), [a] "r"(area_),                       \
+			   [p] "r"(ideal_arr + (off_)), [v] "r"(v_),            \
+			   [cs] "i"(PCPU__RSEQ_OFF_CS), [shift] "i"(IDEAL_SHIFT) \
 			 : "memory", "cc", "rax", "rcx")
 
 static NOINLINE void bench_ideal_add_rand(uint64_t n)
 {
-	char *area = ideal_area();
+	char *area = bench_rseq_area(), *ai = bench_rseq_index_field(area);
 	uint64_t i;
 
 	for (i = 0; i < n; i++)
-		IDEAL_ADD_AT(area, 16 * 5, rand_ns[i & (NRAND - 1)]);
+		IDEAL_ADD_AT(area, ai, 16 * 5, rand_ns[i & (NRAND - 1)]);
 }
 
 static NOINLINE void bench_ideal_add_rand_bucket(uint64_t n)
 {
-	char *area = ideal_area();
+	char *area = bench_rseq_area(), *ai = bench_rseq_index_field(area);
 	uint64_t i;
 
 	for (i = 0; i < n; i++)
-		IDEAL_ADD_AT(area, 16 * (size_t)rand_bucket[i & (NRAND - 1)], rand_ns[i & (NRAND - 1)]);
+		IDEAL_ADD_AT(area, ai, 16 * (size_t)rand_bucket[i & (NRAND - 1)], rand_ns[i & (NRAND - 1)]);
 }
 
 /* (1, v) added to the pair at byte `off_` of the thread's slot, one 16-byte
  * commit; the vector is built before the section, so a retry re-adds it. */
-#define IDEAL_PAIR_AT(area_, off_, v_)                                           \
-	do {                                                                     \
-		ideal_v2 add_ = { 1, (v_) };                                     \
-		__asm__ volatile(BENCH_RSEQ_CS                                   \
-				 "0:\n\t"                                        \
-				 "movl (%[ai]), %%eax\n\t"                        \
-				 BENCH_RSEQ_ARM_CMP_EAX                           \
-				 "shlq %[shift], %%rax\n\t"                       \
-				 "movdqa %[add], %%xmm15\n\t"                     \
-				 "paddq (%[p], %%rax), %%xmm15\n\t"               \
-				 "movdqa %%xmm15, (%[p], %%rax)\n\t"              \
-				 "2:\n\t"                                        \
-				 BENCH_RSEQ_ABORT_RETRY("0b")                    \
-				 :                                               \
-				 : [ai] "r"((area_) + ideal_field), [a] "r"(area_), \
-				   [p] "r"(ideal_arr + (off_)), [add] "x"(add_),  \
+#define IDEAL_PAIR_AT(area_, ai_, off_, v_)                                     \
+	do {                                                                    \
+		ideal_v2 add_ = { 1, (v_) };                                    \
+		__asm__ volatile(BENCH_RSEQ_CS                                  \
+				 "0:\n\t"                                       \
+				 "movl (%[ai]), %%eax\n\t"                      \
+				 BENCH_RSEQ_ARM_CMP_EAX                         \
+				 "shlq %[shift], %%rax\n\t"                     \
+				 "movdqa %[add], %%xmm15\n\t"                   \
+				 "paddq (%[p], %%rax), %%xmm15\n\t"             \
+				 "movdqa %%xmm15, (%[p], %%rax)\n\t"            \
+				 "2:\n\t"                                       \
+				 BENCH_RSEQ_ABORT_RETRY("0b")                   \
+				 :                                              \
+				 : [ai] "r"(ai_), [a] "r"(area_),               \
+				   [p] "r"(ideal_arr + (off_)), [add] "x"(add_), \
 				   [cs] "i"(PCPU__RSEQ_OFF_CS), [shift] "i"(IDEAL_SHIFT) \
-				 : "memory", "cc", "rax", "rcx", "xmm15");        \
+				 : "memory", "cc", "rax", "rcx", "xmm15");      \
 	} while (0)
 
 static NOINLINE void bench_ideal_pair_rand_bucket(uint64_t n)
 {
-	char *area = ideal_area();
+	char *area = bench_rseq_area(), *ai = bench_rseq_index_field(area);
 	uint64_t i;
 
 	for (i = 0; i < n; i++)
-		IDEAL_PAIR_AT(area, 16 * (size_t)rand_bucket[i & (NRAND - 1)], rand_ns[i & (NRAND - 1)]);
+		IDEAL_PAIR_AT(area, ai, 16 * (size_t)rand_bucket[i & (NRAND - 1)], rand_ns[i & (NRAND - 1)]);
 }
 
 /* A whole log-linear record with the ideal section: pcpu's lookup (the
  * inline code the record runs), then the hand-written pair commit. */
 static NOINLINE void bench_ideal_record_loglin_rand(uint64_t n)
 {
-	char *area = ideal_area();
+	char *area = bench_rseq_area(), *ai = bench_rseq_index_field(area);
 	uint64_t i;
 
 	for (i = 0; i < n; i++) {
 		int64_t v = rand_ns[i & (NRAND - 1)];
 
-		IDEAL_PAIR_AT(area, 16 * pcpu_histogram_bucket_of(h_loglin, v), v);
+		IDEAL_PAIR_AT(area, ai, 16 * pcpu_histogram_bucket_of(h_loglin, v), v);
 	}
 }
 #define IDEAL_AVAILABLE 1
@@ -320,26 +313,16 @@ static NOINLINE void bench_ideal_record_loglin_rand(uint64_t n)
 #define IDEAL_AVAILABLE 0
 #endif
 
-/* Sets up the ideal rows; 0 where they cannot run (no rseq, not x86-64,
- * an index the array cannot hold, or a histogram larger than a slot). */
+/* Sets up the ideal rows; 0 where they cannot run (no rseq, not x86-64, or
+ * a histogram larger than a slot). The array has pcpu_nslots() slots: it
+ * holds every index. */
 static int ideal_ready(size_t nbuckets)
 {
-	pcpu_zone_t *z;
-	enum pcpu_index index;
-	size_t bytes;
+	size_t bytes = (size_t)pcpu_nslots() << IDEAL_SHIFT;
 
 	if (!IDEAL_AVAILABLE || pcpu_rseq_mode() == PCPU_RSEQ_FALLBACK ||
 	    16 * nbuckets > ((size_t)1 << IDEAL_SHIFT))
 		return 0;
-	z = pcpu_zone_create(PCPU_INDEX_DEFAULT);
-	if (!z)
-		return 0;
-	index = pcpu_zone_index(z);
-	pcpu_zone_destroy(z);
-	if (index == PCPU_INDEX_MM_CID && !pcpu_rseq_has_mm_cid())
-		return 0;
-	ideal_field = index == PCPU_INDEX_CPU ? PCPU__RSEQ_OFF_CPU_ID : PCPU__RSEQ_OFF_MM_CID;
-	bytes = (size_t)pcpu_nslots() << IDEAL_SHIFT;
 	ideal_arr = aligned_alloc(4096, bytes);
 	if (!ideal_arr)
 		return 0;

@@ -128,32 +128,9 @@ void bench_print_usage(const char *what, const struct bench_usage *start)
 	       100 * share, share > 0.05 ? " — **disturbed: figures not representative**" : "");
 }
 
-char *bench_rseq_area(void)
-{
-#if PCPU_ARCH_HAVE_RSEQ
-	/* pcpu_rseq_mode() registers the thread first when pcpu registers its
-	 * own areas; only then does the area hold a valid cpu_id. */
-	if (pcpu_rseq_mode() == PCPU_RSEQ_FALLBACK)
-		return NULL;
-	return pcpu__arch_thread_pointer() + pcpu__g.cs_tpoff - PCPU__RSEQ_OFF_CS;
-#else
-	return NULL;
-#endif
-}
-
 enum pcpu_index bench_process_index(void)
 {
-	static enum pcpu_index cached;
-
-	if (!cached) {
-		pcpu_zone_t *z = pcpu_zone_create(PCPU_INDEX_DEFAULT);
-
-		if (!z)
-			bench_die("pcpu_zone_create(PCPU_INDEX_DEFAULT) failed");
-		cached = pcpu_zone_index(z);
-		pcpu_zone_destroy(z);
-	}
-	return cached;
+	return pcpu_zone_index(NULL);
 }
 
 const char *bench_index_name(int index)
