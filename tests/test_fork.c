@@ -4,6 +4,7 @@
  * the parent's counters stay exact.
  */
 #include "check.h"
+#include "fork_gate.h"
 #include <pcpu/pcpu.h>
 #include <pthread.h>
 #include <sys/wait.h>
@@ -20,9 +21,13 @@ static void *adder(void *arg)
 	for (long i = 0; i < ADDS; i++) {
 		pcpu_counter_add(c, 2);
 		if (i % 1000 == 0) { /* allocator traffic too, to be caught mid-lock */
-			pcpu_counter_t t = pcpu_counter_alloc();
+			pcpu_counter_t t;
+
+			fork_gate_enter();
+			t = pcpu_counter_alloc();
 			CHECK(t != NULL);
 			pcpu_counter_free(t);
+			fork_gate_leave();
 		}
 	}
 	return arg;
@@ -78,7 +83,7 @@ int main(void)
 		CHECK(pthread_create(&a[i], NULL, adder, NULL) == 0);
 	for (int f = 0; f < FORKS; f++) {
 		int status;
-		pid_t pid = fork();
+		pid_t pid = fork_gated();
 
 		CHECK(pid >= 0);
 		if (pid == 0)

@@ -11,6 +11,7 @@
  * failures.
  */
 #include "check.h"
+#include "fork_gate.h"
 #include <pcpu/pcpu.h>
 #include <pcpu/segment.h>
 #include <pcpu/stats.h>
@@ -45,10 +46,13 @@ static uint64_t now_ms(void)
 static void *snapshotter(void *arg)
 {
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
-		struct pcpu_snapshot *s = pcpu_registry_snapshot(reg);
+		struct pcpu_snapshot *s;
 
+		fork_gate_enter();
+		s = pcpu_registry_snapshot(reg);
 		CHECK(s != NULL);
 		pcpu_snapshot_free(s);
+		fork_gate_leave();
 	}
 	return arg;
 }
@@ -61,8 +65,10 @@ static void *churner(void *arg)
 
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		snprintf(v, sizeof v, "churn%lu", i++ % 64);
+		fork_gate_enter();
 		CHECK(pcpu_family_counter(fam, vals) != NULL);
 		CHECK(pcpu_family_remove(fam, vals) == 0);
+		fork_gate_leave();
 	}
 	return arg;
 }
@@ -80,11 +86,14 @@ static void *updater(void *arg)
 		(void)pcpu_counter_fetch_and_zero(hits);
 		pcpu_group_add(grp, 0, d);
 		if (i++ % 16 == 0) {
-			pcpu_histogram_t *h = pcpu_histogram_create(&lay);
+			pcpu_histogram_t *h;
 
+			fork_gate_enter();
+			h = pcpu_histogram_create(&lay);
 			CHECK(h != NULL);
 			pcpu_histogram_record(h, 3);
 			pcpu_histogram_destroy(h);
+			fork_gate_leave();
 		}
 	}
 	return arg;
@@ -167,7 +176,7 @@ int main(void)
 		pid_t pid, w;
 
 		usleep(200); /* let the threads get into their locks */
-		pid = fork();
+		pid = fork_gated();
 		CHECK(pid >= 0);
 		if (pid == 0)
 			_exit(child(i % 25 == 0));

@@ -23,6 +23,7 @@
  * Usage: test_objcache --expect-percpu 0|1
  */
 #include "check.h"
+#include "fork_gate.h"
 #include <pcpu/pcpu.h>
 #include <errno.h>
 #include <pthread.h>
@@ -518,19 +519,26 @@ static void *busy(void *arg)
 	pcpu_objcache_t *c = arg;
 
 	while (!__atomic_load_n(&busy_stop, __ATOMIC_RELAXED)) {
-		void *a = pcpu_objcache_get(c), *b = pcpu_objcache_get(c);
+		void *a, *b;
 
+		fork_gate_enter();
+		a = pcpu_objcache_get(c);
+		b = pcpu_objcache_get(c);
 		CHECK(a && b);
 		pcpu_objcache_put(c, a);
 		pcpu_objcache_put(c, b);
+		fork_gate_leave();
 	}
 	return NULL;
 }
 
 static void *busy_drain(void *arg)
 {
-	while (!__atomic_load_n(&busy_stop, __ATOMIC_RELAXED))
+	while (!__atomic_load_n(&busy_stop, __ATOMIC_RELAXED)) {
+		fork_gate_enter();
 		(void)pcpu_objcache_drain(arg);
+		fork_gate_leave();
+	}
 	return NULL;
 }
 
@@ -548,7 +556,7 @@ static void test_fork_busy(void)
 		int status;
 
 		usleep(2000);
-		pid = fork();
+		pid = fork_gated();
 		CHECK(pid >= 0);
 		if (pid == 0) {
 			void *objs[20];
