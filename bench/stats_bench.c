@@ -14,7 +14,10 @@
  *      snapshot, then each format, and each format's time over 0.0.4's.
  * Beside 1, "ideal" rows run the record's memory operations in sections
  * written by hand (IDEAL_ADD_AT, IDEAL_PAIR_AT): the floor under a record
- * that pcpu's code does not set.
+ * that pcpu's code does not set. Two of them bound what any record on the
+ * histogram's layout (16-byte count-and-sum pairs) can cost: the leanest
+ * log-linear record (precision a compile-time constant), and the pair
+ * commit on one hot bucket.
  *
  * Method as in bench/: every variant of a comparison runs in the same
  * process, interleaved (round r runs each variant once, starting from a
@@ -304,8 +307,39 @@ static NOINLINE void bench_ideal_record_loglin_rand(uint64_t n)
 		IDEAL_PAIR_AT(area, ai, 16 * pcpu_histogram_bucket_of(h_loglin, v), v);
 	}
 }
+/* The pair commit on one fixed bucket: each commit's 16-byte load waits
+ * for the previous one's 16-byte store (store-to-load forwarding), the
+ * chain a record runs where the values stay in one bucket (the ramp). */
+static NOINLINE void bench_ideal_pair_one_bucket(uint64_t n)
+{
+	char *area = bench_rseq_area(), *ai = bench_rseq_index_field(area);
+	uint64_t i;
+
+	for (i = 0; i < n; i++)
+		IDEAL_PAIR_AT(area, ai, 16 * 5, rand_ns[i & (NRAND - 1)]);
+}
+
+/* The leanest log-linear record this layout allows: the precision a
+ * compile-time constant (the bench's p = 7), the limit in a register, no
+ * scheme to dispatch on, then the ideal pair commit. */
+static NOINLINE void bench_ideal_record_fixed_p(uint64_t n)
+{
+	char *area = bench_rseq_area(), *ai = bench_rseq_index_field(area);
+	uint64_t limit = h_loglin->pcpu__limit, inf = h_loglin->pcpu__nbuckets - 1;
+	uint64_t i;
+
+	for (i = 0; i < n; i++) {
+		int64_t v = rand_ns[i & (NRAND - 1)];
+		uint64_t u = v < 0 ? 0 : (uint64_t)v;
+		size_t b = u >= limit ? inf : pcpu__histogram_loglin(u, 7);
+
+		IDEAL_PAIR_AT(area, ai, 16 * b, (int64_t)u);
+	}
+}
 #define IDEAL_AVAILABLE 1
 #else
+#define bench_ideal_pair_one_bucket NULL
+#define bench_ideal_record_fixed_p NULL
 #define bench_ideal_add_rand NULL
 #define bench_ideal_add_rand_bucket NULL
 #define bench_ideal_pair_rand_bucket NULL
@@ -408,6 +442,8 @@ static struct variant variants[] = {
 	{ .name = "  ideal rseq add, random bucket", .fn = bench_ideal_add_rand_bucket },
 	{ .name = "  ideal rseq pair add, random bucket", .fn = bench_ideal_pair_rand_bucket },
 	{ .name = "  ideal record (lookup + ideal pair)", .fn = bench_ideal_record_loglin_rand },
+	{ .name = "  ideal record, p fixed at compile time", .fn = bench_ideal_record_fixed_p },
+	{ .name = "  ideal rseq pair add, one bucket", .fn = bench_ideal_pair_one_bucket },
 #ifdef PCPU_BENCH_PROMCPP
 	/* Single-threaded only: one shared prometheus::Histogram. */
 	{ .name = "prometheus-cpp Observe (11, random)", .fn = bench_promcpp_rand },
@@ -418,7 +454,8 @@ static struct variant variants[] = {
 static int is_ideal(const struct variant *x)
 {
 	return x->fn == bench_ideal_add_rand || x->fn == bench_ideal_add_rand_bucket ||
-	       x->fn == bench_ideal_pair_rand_bucket || x->fn == bench_ideal_record_loglin_rand;
+	       x->fn == bench_ideal_pair_rand_bucket || x->fn == bench_ideal_record_loglin_rand ||
+	       x->fn == bench_ideal_record_fixed_p || x->fn == bench_ideal_pair_one_bucket;
 }
 
 static struct variant *variant_of(void (*fn)(uint64_t))
@@ -833,6 +870,8 @@ int main(int argc, char **argv)
 			double ia = med_of(bench_ideal_add_rand), ib = med_of(bench_ideal_add_rand_bucket);
 			double ip = med_of(bench_ideal_pair_rand_bucket);
 			double ir = med_of(bench_ideal_record_loglin_rand);
+			double ifx = med_of(bench_ideal_record_fixed_p);
+			double i1 = med_of(bench_ideal_pair_one_bucket);
 
 			printf("  ideal rseq (hand-written): one counter %.2f ns (pcpu counter add / it "
 			       "%.2fx); random buckets: add %.2f ns (%.2fx one counter), pair %.2f ns\n",
@@ -840,6 +879,12 @@ int main(int argc, char **argv)
 			printf("  log-linear record with the ideal section (pcpu's lookup + ideal pair): "
 			       "%.2f ns = %.2fx the ideal add of one counter, %.2fx pcpu's counter add "
 			       "(random); pcpu record / it %.2fx\n", ir, ir / ia, ir / cr, llr / ir);
+			printf("  floor of a record on this layout (ideal record, p fixed at compile "
+			       "time): %.2f ns = %.2fx the ideal add of one counter, %.2fx pcpu's counter "
+			       "add (random; target 2.0)\n", ifx, ifx / ia, ifx / cr);
+			printf("  one hot bucket (the ramp's case): ideal pair add %.2f ns = %.2fx the "
+			       "ideal add of one counter (16-byte store-to-load forwarding); pcpu pair "
+			       "add / it %.2fx\n", i1, i1 / ia, pair / i1);
 		}
 #undef med_of
 	}
