@@ -13,10 +13,11 @@
  *
  * So in those builds a test's threads pass through this gate around the
  * parts of their loop that allocate, and the forking thread closes it
- * across fork(): it waits for the threads inside to leave. In the plain build both are
- * no-ops and the threads race fork() freely: that build runs each fork
- * scenario whole, with pcpu's locks held by other threads at the fork; the
- * sanitizer builds check memory and ordering on the same code.
+ * across fork(): it waits for the threads inside to leave. In the plain
+ * build both are no-ops and the threads race fork() freely: that build
+ * runs each fork scenario whole, with pcpu's locks held by other threads
+ * at the fork; the sanitizer builds check memory and ordering on the same
+ * code.
  */
 #ifndef PCPU_TEST_FORK_GATE_H
 #define PCPU_TEST_FORK_GATE_H
