@@ -18,6 +18,14 @@
  * runs each fork scenario whole, with pcpu's locks held by other threads
  * at the fork; the sanitizer builds check memory and ordering on the same
  * code.
+ *
+ * A thread's start and exit allocate and free too (the runtime's own
+ * thread set-up: seen in gdb, a child's thread stuck in free() called by
+ * pthread_getattr_np() from AsanThread::Init). So in those builds a gated
+ * test's threads also start before the first fork and end after the last:
+ * fork_gate_started() first thing in a thread and fork_gate_await(n) before
+ * the first fork; fork_gate_linger() last thing in a thread and
+ * fork_gate_open_all() after the last fork.
  */
 #ifndef PCPU_TEST_FORK_GATE_H
 #define PCPU_TEST_FORK_GATE_H
@@ -61,6 +69,34 @@ static inline pid_t fork_gated(void)
 	__atomic_store_n(&fork_gate_closing, 0, __ATOMIC_SEQ_CST);
 	return pid;
 }
+
+static int fork_gate_forks_over, fork_gate_threads;
+
+/* First thing in a gated thread: its start-up is over. */
+static inline void fork_gate_started(void)
+{
+	__atomic_add_fetch(&fork_gate_threads, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Before the first fork_gated(): waits until n threads have started. */
+static inline void fork_gate_await(int n)
+{
+	while (__atomic_load_n(&fork_gate_threads, __ATOMIC_SEQ_CST) < n)
+		usleep(100);
+}
+
+/* At a thread's end: waits until fork_gate_open_all(). */
+static inline void fork_gate_linger(void)
+{
+	while (!__atomic_load_n(&fork_gate_forks_over, __ATOMIC_SEQ_CST))
+		usleep(1000);
+}
+
+/* After the last fork_gated(): lets lingering threads end. */
+static inline void fork_gate_open_all(void)
+{
+	__atomic_store_n(&fork_gate_forks_over, 1, __ATOMIC_SEQ_CST);
+}
 #else
 #define FORK_GATE 0
 static inline void fork_gate_enter(void) {}
@@ -69,6 +105,10 @@ static inline pid_t fork_gated(void)
 {
 	return fork();
 }
+static inline void fork_gate_started(void) {}
+static inline void fork_gate_await(int n) { (void)n; }
+static inline void fork_gate_linger(void) {}
+static inline void fork_gate_open_all(void) {}
 #endif
 
 #endif

@@ -18,6 +18,8 @@ static pcpu_counter_t c;
 
 static void *adder(void *arg)
 {
+	pcpu_counter_add(c, 0); /* the thread's lazy set-up, before any fork */
+	fork_gate_started();
 	for (long i = 0; i < ADDS; i++) {
 		pcpu_counter_add(c, 2);
 		if (i % 1000 == 0) { /* allocator traffic too, to be caught mid-lock */
@@ -30,6 +32,7 @@ static void *adder(void *arg)
 			fork_gate_leave();
 		}
 	}
+	fork_gate_linger();
 	return arg;
 }
 
@@ -81,6 +84,7 @@ int main(void)
 	CHECK(c != NULL);
 	for (int i = 0; i < ADDERS; i++)
 		CHECK(pthread_create(&a[i], NULL, adder, NULL) == 0);
+	fork_gate_await(ADDERS);
 	for (int f = 0; f < FORKS; f++) {
 		int status;
 		pid_t pid = fork_gated();
@@ -92,6 +96,7 @@ int main(void)
 		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 		usleep(1000);
 	}
+	fork_gate_open_all();
 	for (int i = 0; i < ADDERS; i++)
 		pthread_join(a[i], NULL);
 	CHECK_EQ_U64(pcpu_counter_fetch(c), (uint64_t)ADDERS * ADDS * 2);

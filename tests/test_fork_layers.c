@@ -45,6 +45,7 @@ static uint64_t now_ms(void)
 
 static void *snapshotter(void *arg)
 {
+	fork_gate_started();
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		struct pcpu_snapshot *s;
 
@@ -63,6 +64,7 @@ static void *churner(void *arg)
 	char v[32];
 	const char *vals[1] = { v };
 
+	fork_gate_started();
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		snprintf(v, sizeof v, "churn%lu", i++ % 64);
 		fork_gate_enter();
@@ -80,6 +82,8 @@ static void *updater(void *arg)
 	const int64_t d[2] = { 1, 2 };
 	unsigned long i = 0;
 
+	pcpu_counter_add(hits, 0); /* the thread's lazy set-up, before any fork */
+	fork_gate_started();
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		pcpu_counter_add(hits, 1);
 		CHECK(pcpu_gauge_set(level, (int64_t)i) == 0);
@@ -169,6 +173,7 @@ int main(void)
 	CHECK(pthread_create(&th[0], NULL, snapshotter, NULL) == 0);
 	CHECK(pthread_create(&th[1], NULL, churner, NULL) == 0);
 	CHECK(pthread_create(&th[2], NULL, updater, NULL) == 0);
+	fork_gate_await(3);
 
 	for (i = 0; i < forks; i++) {
 		uint64_t deadline;

@@ -518,6 +518,7 @@ static void *busy(void *arg)
 {
 	pcpu_objcache_t *c = arg;
 
+	fork_gate_started();
 	while (!__atomic_load_n(&busy_stop, __ATOMIC_RELAXED)) {
 		void *a, *b;
 
@@ -534,6 +535,7 @@ static void *busy(void *arg)
 
 static void *busy_drain(void *arg)
 {
+	fork_gate_started();
 	while (!__atomic_load_n(&busy_stop, __ATOMIC_RELAXED)) {
 		fork_gate_enter();
 		(void)pcpu_objcache_drain(arg);
@@ -551,6 +553,7 @@ static void test_fork_busy(void)
 	CHECK(pthread_create(&t[0], NULL, busy, c) == 0);
 	CHECK(pthread_create(&t[1], NULL, busy, c) == 0);
 	CHECK(pthread_create(&t[2], NULL, busy_drain, c) == 0);
+	fork_gate_await(3);
 	for (int i = 0; i < forks; i++) {
 		pid_t pid;
 		int status;

@@ -26,9 +26,11 @@
 static void *first_default(void *arg)
 {
 	(void)arg;
+	fork_gate_started();
 	fork_gate_enter();
 	CHECK(pcpu_registry_default() != NULL);
 	fork_gate_leave();
+	fork_gate_linger();
 	return NULL;
 }
 
@@ -42,6 +44,7 @@ static int one_run(void)
 
 	alarm(20); /* a deadlock ends the run with SIGALRM */
 	CHECK(pthread_create(&t, NULL, first_default, NULL) == 0);
+	fork_gate_await(1);
 	for (int i = 0; i < 20; i++) {
 		pid = fork_gated();
 		CHECK(pid >= 0);
@@ -49,6 +52,7 @@ static int one_run(void)
 			_exit(pcpu_registry_default() ? 0 : 1); /* the child works too */
 		CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	}
+	fork_gate_open_all();
 	CHECK(pthread_join(t, NULL) == 0);
 	return 0;
 }
