@@ -492,44 +492,33 @@ BENCH_INLINE void dp_loop(struct dp_worker *w, const int kind)
 	w->bytes = bytes;
 }
 
+/* One noinline loop per kind, with `kind` a constant inside it, and the
+ * table of them: one list of the kinds for both. */
+#define DP_KINDS(X)                                                              \
+	X(D_NONE) X(D_SHARED_NOSYNC) X(D_SHARED_SPIN) X(D_SHARED_ATOMIC)         \
+	X(D_SHARED_BUFFERED) X(D_PERCORE) X(D_PERCORE_SPIN) X(D_PERCORE_SEQ)     \
+	X(D_PCPU_MANY) X(D_PCPU_ADD4) X(D_IDEAL_MANY) X(D_IDEAL_ADD4)            \
+	X(D_PERCORE_WIDE)
 #define DP_LOOP_FN(k) \
 	static __attribute__((noinline)) void dp_loop_##k(struct dp_worker *w) { dp_loop(w, k); }
-DP_LOOP_FN(D_NONE)
-DP_LOOP_FN(D_SHARED_NOSYNC)
-DP_LOOP_FN(D_SHARED_SPIN)
-DP_LOOP_FN(D_SHARED_ATOMIC)
-DP_LOOP_FN(D_SHARED_BUFFERED)
-DP_LOOP_FN(D_PERCORE)
-DP_LOOP_FN(D_PERCORE_SPIN)
-DP_LOOP_FN(D_PERCORE_SEQ)
-DP_LOOP_FN(D_PCPU_MANY)
-DP_LOOP_FN(D_PCPU_ADD4)
-DP_LOOP_FN(D_IDEAL_MANY)
-DP_LOOP_FN(D_IDEAL_ADD4)
-DP_LOOP_FN(D_PERCORE_WIDE)
+DP_KINDS(DP_LOOP_FN)
+#define DP_LOOP_ENTRY(k) [k] = dp_loop_##k,
+static void (*const dp_loops[D_N])(struct dp_worker *) = { DP_KINDS(DP_LOOP_ENTRY) };
+#define DP_COUNT(k) +1
+_Static_assert(0 DP_KINDS(DP_COUNT) == D_N, "DP_KINDS must list every enum dp_kind");
 
-static void (*const dp_loops[D_N])(struct dp_worker *) = {
-	[D_NONE] = dp_loop_D_NONE,
-	[D_SHARED_NOSYNC] = dp_loop_D_SHARED_NOSYNC,
-	[D_SHARED_SPIN] = dp_loop_D_SHARED_SPIN,
-	[D_SHARED_ATOMIC] = dp_loop_D_SHARED_ATOMIC,
-	[D_SHARED_BUFFERED] = dp_loop_D_SHARED_BUFFERED,
-	[D_PERCORE] = dp_loop_D_PERCORE,
-	[D_PERCORE_SPIN] = dp_loop_D_PERCORE_SPIN,
-	[D_PERCORE_SEQ] = dp_loop_D_PERCORE_SEQ,
-	[D_PCPU_MANY] = dp_loop_D_PCPU_MANY,
-	[D_PCPU_ADD4] = dp_loop_D_PCPU_ADD4,
-	[D_IDEAL_MANY] = dp_loop_D_IDEAL_MANY,
-	[D_IDEAL_ADD4] = dp_loop_D_IDEAL_ADD4,
-	[D_PERCORE_WIDE] = dp_loop_D_PERCORE_WIDE,
-};
+/* Whether row `kind` is one of the hand-written ideal rows. */
+static int dp_is_ideal(int kind)
+{
+	return kind == D_IDEAL_MANY || kind == D_IDEAL_ADD4;
+}
 
 /* Whether row `kind` can run in this process: the ideal rows need rseq (a
  * registered area, on x86-64); their array has pcpu_nslots() slots, which
  * holds every index. */
 static int dp_usable(int kind)
 {
-	if (kind != D_IDEAL_MANY && kind != D_IDEAL_ADD4)
+	if (!dp_is_ideal(kind))
 		return 1;
 	return DP_IDEAL_AVAILABLE && pcpu_rseq_mode() != PCPU_RSEQ_FALLBACK;
 }
@@ -694,7 +683,7 @@ static struct dp_result dp_run(int kind, unsigned nworkers, unsigned work_iters)
 		for (i = 0; i < nworkers; i++)
 			sh->cores[i] = bench_xmalloc(sizeof(struct dp_core));
 	}
-	if (kind == D_IDEAL_MANY || kind == D_IDEAL_ADD4) {
+	if (dp_is_ideal(kind)) {
 		sh->ideal_nslots = pcpu_nslots();
 		sh->ideal = aligned_alloc(4096, (size_t)sh->ideal_nslots << DP_IDEAL_SHIFT);
 		if (!sh->ideal)

@@ -126,6 +126,9 @@ static NOINLINE void bench_hist_explicit(uint64_t n)
 		pcpu_histogram_record(h_explicit, (int64_t)(i & 1023) * 1000000);
 }
 
+/* h_loglin's precision, a constant the leanest ideal record compiles in. */
+#define LOGLIN_P 7
+
 static NOINLINE void bench_hist_loglin(uint64_t n)
 {
 	uint64_t i;
@@ -320,7 +323,7 @@ static NOINLINE void bench_ideal_pair_one_bucket(uint64_t n)
 }
 
 /* The leanest log-linear record this layout allows: the precision a
- * compile-time constant (the bench's p = 7), the limit in a register, no
+ * compile-time constant (LOGLIN_P), the limit in a register, no
  * scheme to dispatch on, then the ideal pair commit. */
 static NOINLINE void bench_ideal_record_fixed_p(uint64_t n)
 {
@@ -331,7 +334,7 @@ static NOINLINE void bench_ideal_record_fixed_p(uint64_t n)
 	for (i = 0; i < n; i++) {
 		int64_t v = rand_ns[i & (NRAND - 1)];
 		uint64_t u = v < 0 ? 0 : (uint64_t)v;
-		size_t b = u >= limit ? inf : pcpu__histogram_loglin(u, 7);
+		size_t b = u >= limit ? inf : pcpu__histogram_loglin(u, LOGLIN_P);
 
 		IDEAL_PAIR_AT(area, ai, 16 * b, (int64_t)u);
 	}
@@ -415,6 +418,7 @@ static NOINLINE void bench_group_add2(uint64_t n)
 struct variant {
 	const char *name;
 	void (*fn)(uint64_t);
+	int ideal;               /* a hand-written row: run only where have_ideal */
 	double ns[64];           /* per round, one thread */
 	double ns_mt[64];        /* per round, one thread per CPU */
 };
@@ -438,25 +442,18 @@ static struct variant variants[] = {
 	{ .name = "  pair add only (random value)", .fn = bench_pair_add_rand },
 	{ .name = "  pair add, random bucket (log-linear)", .fn = bench_pair_add_rand_bucket },
 	{ .name = "  counter add, random bucket (same words)", .fn = bench_counter_add_rand_bucket },
-	{ .name = "  ideal rseq add, one counter (random value)", .fn = bench_ideal_add_rand },
-	{ .name = "  ideal rseq add, random bucket", .fn = bench_ideal_add_rand_bucket },
-	{ .name = "  ideal rseq pair add, random bucket", .fn = bench_ideal_pair_rand_bucket },
-	{ .name = "  ideal record (lookup + ideal pair)", .fn = bench_ideal_record_loglin_rand },
-	{ .name = "  ideal record, p fixed at compile time", .fn = bench_ideal_record_fixed_p },
-	{ .name = "  ideal rseq pair add, one bucket", .fn = bench_ideal_pair_one_bucket },
+	{ .name = "  ideal rseq add, one counter (random value)", .fn = bench_ideal_add_rand, .ideal = 1 },
+	{ .name = "  ideal rseq add, random bucket", .fn = bench_ideal_add_rand_bucket, .ideal = 1 },
+	{ .name = "  ideal rseq pair add, random bucket", .fn = bench_ideal_pair_rand_bucket, .ideal = 1 },
+	{ .name = "  ideal record (lookup + ideal pair)", .fn = bench_ideal_record_loglin_rand, .ideal = 1 },
+	{ .name = "  ideal record, p fixed at compile time", .fn = bench_ideal_record_fixed_p, .ideal = 1 },
+	{ .name = "  ideal rseq pair add, one bucket", .fn = bench_ideal_pair_one_bucket, .ideal = 1 },
 #ifdef PCPU_BENCH_PROMCPP
 	/* Single-threaded only: one shared prometheus::Histogram. */
 	{ .name = "prometheus-cpp Observe (11, random)", .fn = bench_promcpp_rand },
 #endif
 };
 #define NVAR (sizeof variants / sizeof variants[0])
-
-static int is_ideal(const struct variant *x)
-{
-	return x->fn == bench_ideal_add_rand || x->fn == bench_ideal_add_rand_bucket ||
-	       x->fn == bench_ideal_pair_rand_bucket || x->fn == bench_ideal_record_loglin_rand ||
-	       x->fn == bench_ideal_record_fixed_p || x->fn == bench_ideal_pair_one_bucket;
-}
 
 static struct variant *variant_of(void (*fn)(uint64_t))
 {
@@ -730,7 +727,8 @@ int main(int argc, char **argv)
 					    5000000000, 10000000000, 15000000000, 20000000000 };
 	struct pcpu_histogram_layout le = { PCPU_HISTOGRAM_EXPLICIT, bounds, 11, 0, 0, 0, 0, 0, 0 };
 	struct pcpu_histogram_layout le16 = { PCPU_HISTOGRAM_EXPLICIT, bounds16, 16, 0, 0, 0, 0, 0, 0 };
-	struct pcpu_histogram_layout ll = { PCPU_HISTOGRAM_LOG_LINEAR, NULL, 0, 7, (int64_t)600 * 1000000000, 0, 0, 0, 0 };
+	struct pcpu_histogram_layout ll = { PCPU_HISTOGRAM_LOG_LINEAR, NULL, 0, LOGLIN_P,
+					    (int64_t)600 * 1000000000, 0, 0, 0, 0 };
 	int64_t gv[2];
 
 	for (i = 1; i < (unsigned)argc; i++) {
@@ -810,7 +808,7 @@ int main(int argc, char **argv)
 			struct variant *x = &variants[(i + r) % NVAR];
 			uint64_t t0;
 
-			if (!have_ideal && is_ideal(x)) {
+			if (!have_ideal && x->ideal) {
 				x->ns[r] = x->ns_mt[r] = NAN;
 				continue;
 			}
@@ -829,7 +827,7 @@ int main(int argc, char **argv)
 		double med, mn, mx, mmt, a, b;
 		stats3(variants[v].ns, rounds, &med, &mn, &mx);
 		stats3(variants[v].ns_mt, rounds, &mmt, &a, &b);
-		if (!have_ideal && is_ideal(&variants[v])) {
+		if (!have_ideal && variants[v].ideal) {
 			printf("  %-40s not run: needs rseq on x86-64\n", variants[v].name);
 			continue;
 		}
@@ -841,6 +839,8 @@ int main(int argc, char **argv)
 		double c = med_of(bench_counter_add), cr = med_of(bench_counter_add_rand);
 		double h11r = med_of(bench_hist_explicit_rand), h16r = med_of(bench_hist_explicit16_rand);
 		double llr = med_of(bench_hist_loglin_rand), pair = med_of(bench_pair_add_rand);
+		double lkl = med_of(bench_lookup_loglin_rand), lk16 = med_of(bench_lookup_explicit16_rand);
+		double prb = med_of(bench_pair_add_rand_bucket), crb = med_of(bench_counter_add_rand_bucket);
 
 		printf("  group add2 / two counter adds: %.2fx (target <= 2x)\n",
 		       med_of(bench_group_add2) / med_of(bench_two_adds));
@@ -857,15 +857,12 @@ int main(int argc, char **argv)
 		printf("  prometheus-cpp: not built (Debian prometheus-cpp-dev not installed)\n");
 #endif
 		printf("  log-linear record (random) %.2f ns = lookup %.2f + pair add %.2f (sum %.2f); "
-		       "pair add / counter add %.2fx\n", llr, med_of(bench_lookup_loglin_rand), pair,
-		       med_of(bench_lookup_loglin_rand) + pair, pair / cr);
+		       "pair add / counter add %.2fx\n", llr, lkl, pair, lkl + pair, pair / cr);
 		printf("  16-explicit record (random) %.2f ns = lookup %.2f + pair add %.2f (sum %.2f)\n",
-		       h16r, med_of(bench_lookup_explicit16_rand), pair,
-		       med_of(bench_lookup_explicit16_rand) + pair);
+		       h16r, lk16, pair, lk16 + pair);
 		printf("  on the record's random buckets: pair add %.2f ns, counter add %.2f ns "
 		       "(%.2fx and %.2fx a counter add of one counter)\n",
-		       med_of(bench_pair_add_rand_bucket), med_of(bench_counter_add_rand_bucket),
-		       med_of(bench_pair_add_rand_bucket) / cr, med_of(bench_counter_add_rand_bucket) / cr);
+		       prb, crb, prb / cr, crb / cr);
 		if (have_ideal) {
 			double ia = med_of(bench_ideal_add_rand), ib = med_of(bench_ideal_add_rand_bucket);
 			double ip = med_of(bench_ideal_pair_rand_bucket);
