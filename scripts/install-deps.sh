@@ -47,6 +47,8 @@ have htpasswd  || need_apt+=(apache2-utils)
 # statistics benchmark's Histogram::Observe comparison.
 have protoc-c  || need_apt+=(protobuf-c-compiler)
 [ -e /usr/include/protobuf-c/protobuf-c.h ] || need_apt+=(libprotobuf-c-dev)
+# protoc-c's protobuf-c.proto imports descriptor.proto, from libprotobuf-dev.
+[ -e /usr/include/google/protobuf/descriptor.proto ] || need_apt+=(libprotobuf-dev)
 have protoc    || need_apt+=(protobuf-compiler)
 [ -e /usr/include/prometheus/histogram.h ] || need_apt+=(prometheus-cpp-dev)
 

@@ -24,13 +24,17 @@ set(PCPU_STATS_SOURCES
 # and protobuf-c-compiler, scripts/install-deps.sh); without it the format
 # is unsupported (pcpu_format_supported() 0, ENOTSUP) and the library needs
 # libc alone. PCPU_PROTOBUF: AUTO (default), ON (required), OFF.
+# protoc-c reads protobuf-c.proto (the pcpu.pb C prefix option), which
+# imports google/protobuf/descriptor.proto: Debian ships that file in
+# libprotobuf-dev, which protobuf-c-compiler does not pull in.
 set(PCPU_PROTOBUF AUTO CACHE STRING "Protobuf exposition writer with protobuf-c: AUTO, ON or OFF")
 set(PCPU_PROTOBUF_FOUND FALSE)
 if(NOT PCPU_PROTOBUF STREQUAL "OFF")
   find_program(PCPU_PROTOC_C protoc-c)
   find_path(PCPU_PROTOBUFC_INCLUDE protobuf-c/protobuf-c.h)
   find_library(PCPU_PROTOBUFC_LIB protobuf-c)
-  if(PCPU_PROTOC_C AND PCPU_PROTOBUFC_INCLUDE AND PCPU_PROTOBUFC_LIB)
+  find_path(PCPU_PROTOBUF_DESCRIPTOR_INCLUDE google/protobuf/descriptor.proto)
+  if(PCPU_PROTOC_C AND PCPU_PROTOBUFC_INCLUDE AND PCPU_PROTOBUFC_LIB AND PCPU_PROTOBUF_DESCRIPTOR_INCLUDE)
     set(PCPU_PROTOBUF_FOUND TRUE)
     set(PCPU_PROTOBUF_GEN_DIR ${CMAKE_CURRENT_BINARY_DIR}/proto)
     file(MAKE_DIRECTORY ${PCPU_PROTOBUF_GEN_DIR})
@@ -38,7 +42,8 @@ if(NOT PCPU_PROTOBUF STREQUAL "OFF")
       OUTPUT ${PCPU_PROTOBUF_GEN_DIR}/metrics.pb-c.c ${PCPU_PROTOBUF_GEN_DIR}/metrics.pb-c.h
       COMMAND ${PCPU_PROTOC_C} --c_out=${PCPU_PROTOBUF_GEN_DIR}
               --proto_path=${CMAKE_CURRENT_SOURCE_DIR}/src/stats/proto
-              --proto_path=${PCPU_PROTOBUFC_INCLUDE} metrics.proto
+              --proto_path=${PCPU_PROTOBUFC_INCLUDE}
+              --proto_path=${PCPU_PROTOBUF_DESCRIPTOR_INCLUDE} metrics.proto
       DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/stats/proto/metrics.proto
       COMMENT "protoc-c: io.prometheus.client metrics.proto")
     list(APPEND PCPU_STATS_SOURCES
@@ -46,8 +51,8 @@ if(NOT PCPU_PROTOBUF STREQUAL "OFF")
       ${PCPU_PROTOBUF_GEN_DIR}/metrics.pb-c.c)
     message(STATUS "protobuf-c found: libpcpu writes PCPU_FORMAT_PROTOBUF")
   elseif(PCPU_PROTOBUF STREQUAL "ON")
-    message(FATAL_ERROR "PCPU_PROTOBUF=ON but protobuf-c is missing (Debian libprotobuf-c-dev, protobuf-c-compiler)")
+    message(FATAL_ERROR "PCPU_PROTOBUF=ON but protobuf-c is missing (Debian libprotobuf-c-dev, protobuf-c-compiler, libprotobuf-dev for descriptor.proto)")
   else()
-    message(STATUS "protobuf-c not found: PCPU_FORMAT_PROTOBUF unsupported (ENOTSUP)")
+    message(STATUS "protobuf-c not found (Debian libprotobuf-c-dev, protobuf-c-compiler, libprotobuf-dev): PCPU_FORMAT_PROTOBUF unsupported (ENOTSUP)")
   endif()
 endif()
