@@ -17,7 +17,10 @@
  * that pcpu's code does not set. Two of them bound what any record on the
  * histogram's layout (16-byte count-and-sum pairs) can cost: the leanest
  * log-linear record (precision a compile-time constant), and the pair
- * commit on one hot bucket.
+ * commit on one hot bucket. Three more (IDEAL_PARITY_AT) run the same on
+ * the layout a record could use instead, one 8-byte commit with two sums
+ * picked by the count's parity, so that the two layouts are compared in
+ * one run.
  *
  * Method as in bench/: every variant of a comparison runs in the same
  * process, interleaved (round r runs each variant once, starting from a
@@ -227,6 +230,8 @@ static NOINLINE void bench_pair_add_rand(uint64_t n)
  */
 #define IDEAL_SHIFT 17 /* 128 KiB per slot: the log-linear histogram's pairs */
 static char *ideal_arr;  /* slot s at ideal_arr + (s << IDEAL_SHIFT) */
+#define IDEAL_PAR_SHIFT 18 /* the 8-byte-commit layout's rows: 32 bytes per bucket */
+static char *ideal_par;    /* slot s at ideal_par + (s << IDEAL_PAR_SHIFT) */
 
 #if defined(__x86_64__) && PCPU_ARCH_HAVE_RSEQ /* not in a ThreadSanitizer build: no sections */
 typedef long long ideal_v2 __attribute__((vector_size(16)));
@@ -339,8 +344,80 @@ static NOINLINE void bench_ideal_record_fixed_p(uint64_t n)
 		IDEAL_PAIR_AT(area, ai, 16 * b, (int64_t)u);
 	}
 }
+
+/*
+ * The other layout a record could commit with: 8-byte stores only, so the
+ * hot bucket's chain is plain store-to-load forwarding, not a 16-byte one.
+ * A bucket is [count, sum0, sum1, pad] (32 bytes); the live sum is
+ * sum[count & 1]. The section reads the count and the live sum, writes
+ * live + v into the other sum word (not yet visible: a retry after an
+ * abort rewrites it from the same count and sum, so it is idempotent) and
+ * commits count + 1, which makes that word the live one. A reader reads
+ * count, sum[count & 1], count again and retries if the count moved.
+ */
+
+#define IDEAL_PARITY_AT(area_, ai_, off_, v_)                                   \
+	__asm__ volatile(BENCH_RSEQ_CS                                          \
+			 "0:\n\t"                                               \
+			 "movl (%[ai]), %%eax\n\t"                              \
+			 BENCH_RSEQ_ARM_CMP_EAX                                 \
+			 "shlq %[shift], %%rax\n\t"                             \
+			 "addq %[p], %%rax\n\t"                                 \
+			 "movq (%%rax), %%rcx\n\t"                              \
+			 "movl %%ecx, %%edx\n\t"                                \
+			 "andl $1, %%edx\n\t"                                   \
+			 "movq 8(%%rax, %%rdx, 8), %%rsi\n\t"                   \
+			 "addq %[v], %%rsi\n\t"                                 \
+			 "xorl $1, %%edx\n\t"                                   \
+			 "movq %%rsi, 8(%%rax, %%rdx, 8)\n\t"                   \
+			 "addq $1, %%rcx\n\t"                                   \
+			 "movq %%rcx, (%%rax)\n\t"                              \
+			 "2:\n\t"                                               \
+			 BENCH_RSEQ_ABORT_RETRY("0b")                           \
+			 :                                                      \
+			 : [ai] "r"(ai_), [a] "r"(area_),                       \
+			   [p] "r"(ideal_par + (off_)), [v] "r"(v_),            \
+			   [cs] "i"(PCPU__RSEQ_OFF_CS), [shift] "i"(IDEAL_PAR_SHIFT) \
+			 : "memory", "cc", "rax", "rcx", "rdx", "rsi")
+
+static NOINLINE void bench_ideal_parity_rand_bucket(uint64_t n)
+{
+	char *area = bench_rseq_area(), *ai = bench_rseq_index_field(area);
+	uint64_t i;
+
+	for (i = 0; i < n; i++)
+		IDEAL_PARITY_AT(area, ai, 32 * (size_t)rand_bucket[i & (NRAND - 1)], rand_ns[i & (NRAND - 1)]);
+}
+
+static NOINLINE void bench_ideal_parity_one_bucket(uint64_t n)
+{
+	char *area = bench_rseq_area(), *ai = bench_rseq_index_field(area);
+	uint64_t i;
+
+	for (i = 0; i < n; i++)
+		IDEAL_PARITY_AT(area, ai, 32 * 5, rand_ns[i & (NRAND - 1)]);
+}
+
+/* bench_ideal_record_fixed_p() with the 8-byte commit. */
+static NOINLINE void bench_ideal_record_fixed_p_parity(uint64_t n)
+{
+	char *area = bench_rseq_area(), *ai = bench_rseq_index_field(area);
+	uint64_t limit = h_loglin->pcpu__limit, inf = h_loglin->pcpu__nbuckets - 1;
+	uint64_t i;
+
+	for (i = 0; i < n; i++) {
+		int64_t v = rand_ns[i & (NRAND - 1)];
+		uint64_t u = v < 0 ? 0 : (uint64_t)v;
+		size_t b = u >= limit ? inf : pcpu__histogram_loglin(u, LOGLIN_P);
+
+		IDEAL_PARITY_AT(area, ai, 32 * b, (int64_t)u);
+	}
+}
 #define IDEAL_AVAILABLE 1
 #else
+#define bench_ideal_parity_rand_bucket NULL
+#define bench_ideal_parity_one_bucket NULL
+#define bench_ideal_record_fixed_p_parity NULL
 #define bench_ideal_pair_one_bucket NULL
 #define bench_ideal_record_fixed_p NULL
 #define bench_ideal_add_rand NULL
@@ -358,12 +435,14 @@ static int ideal_ready(size_t nbuckets)
 	size_t bytes = (size_t)pcpu_nslots() << IDEAL_SHIFT;
 
 	if (!IDEAL_AVAILABLE || pcpu_rseq_mode() == PCPU_RSEQ_FALLBACK ||
-	    16 * nbuckets > ((size_t)1 << IDEAL_SHIFT))
+	    16 * nbuckets > ((size_t)1 << IDEAL_SHIFT) || 32 * nbuckets > ((size_t)1 << IDEAL_PAR_SHIFT))
 		return 0;
 	ideal_arr = aligned_alloc(4096, bytes);
-	if (!ideal_arr)
+	ideal_par = aligned_alloc(4096, (size_t)pcpu_nslots() << IDEAL_PAR_SHIFT);
+	if (!ideal_arr || !ideal_par)
 		return 0;
 	memset(ideal_arr, 0, bytes);
+	memset(ideal_par, 0, (size_t)pcpu_nslots() << IDEAL_PAR_SHIFT);
 	return 1;
 }
 
@@ -448,6 +527,9 @@ static struct variant variants[] = {
 	{ .name = "  ideal record (lookup + ideal pair)", .fn = bench_ideal_record_loglin_rand, .ideal = 1 },
 	{ .name = "  ideal record, p fixed at compile time", .fn = bench_ideal_record_fixed_p, .ideal = 1 },
 	{ .name = "  ideal rseq pair add, one bucket", .fn = bench_ideal_pair_one_bucket, .ideal = 1 },
+	{ .name = "  ideal 8-byte commit (count-parity sums), random bucket", .fn = bench_ideal_parity_rand_bucket, .ideal = 1 },
+	{ .name = "  ideal 8-byte commit, one bucket", .fn = bench_ideal_parity_one_bucket, .ideal = 1 },
+	{ .name = "  ideal record, p fixed, 8-byte commit", .fn = bench_ideal_record_fixed_p_parity, .ideal = 1 },
 #ifdef PCPU_BENCH_PROMCPP
 	/* Single-threaded only: one shared prometheus::Histogram. */
 	{ .name = "prometheus-cpp Observe (11, random)", .fn = bench_promcpp_rand },
@@ -882,6 +964,15 @@ int main(int argc, char **argv)
 			printf("  one hot bucket (the ramp's case): ideal pair add %.2f ns = %.2fx the "
 			       "ideal add of one counter (16-byte store-to-load forwarding); pcpu pair "
 			       "add / it %.2fx\n", i1, i1 / ia, pair / i1);
+			printf("  the 8-byte-commit layout (two sums picked by the count's parity): "
+			       "random buckets %.2f ns (%.2fx the pair), one bucket %.2f ns (%.2fx the "
+			       "pair); its leanest record %.2f ns = %.2fx pcpu's counter add (random)\n",
+			       med_of(bench_ideal_parity_rand_bucket),
+			       med_of(bench_ideal_parity_rand_bucket) / ip,
+			       med_of(bench_ideal_parity_one_bucket),
+			       med_of(bench_ideal_parity_one_bucket) / i1,
+			       med_of(bench_ideal_record_fixed_p_parity),
+			       med_of(bench_ideal_record_fixed_p_parity) / cr);
 		}
 #undef med_of
 	}
