@@ -293,15 +293,6 @@ static NOINLINE void bench_ideal_add_rand_bucket(uint64_t n)
 				 : "memory", "cc", "rax", "rcx", "xmm15");      \
 	} while (0)
 
-static NOINLINE void bench_ideal_pair_rand_bucket(uint64_t n)
-{
-	char *area = bench_rseq_area(), *ai = bench_rseq_index_field(area);
-	uint64_t i;
-
-	for (i = 0; i < n; i++)
-		IDEAL_PAIR_AT(area, ai, 16 * (size_t)rand_bucket[i & (NRAND - 1)], rand_ns[i & (NRAND - 1)]);
-}
-
 /* A whole log-linear record with the ideal section: pcpu's lookup (the
  * inline code the record runs), then the hand-written pair commit. */
 static NOINLINE void bench_ideal_record_loglin_rand(uint64_t n)
@@ -315,35 +306,48 @@ static NOINLINE void bench_ideal_record_loglin_rand(uint64_t n)
 		IDEAL_PAIR_AT(area, ai, 16 * pcpu_histogram_bucket_of(h_loglin, v), v);
 	}
 }
-/* The pair commit on one fixed bucket: each commit's 16-byte load waits
- * for the previous one's 16-byte store (store-to-load forwarding), the
- * chain a record runs where the values stay in one bucket (the ramp). */
-static NOINLINE void bench_ideal_pair_one_bucket(uint64_t n)
-{
-	char *area = bench_rseq_area(), *ai = bench_rseq_index_field(area);
-	uint64_t i;
 
-	for (i = 0; i < n; i++)
-		IDEAL_PAIR_AT(area, ai, 16 * 5, rand_ns[i & (NRAND - 1)]);
-}
-
-/* The leanest log-linear record this layout allows: the precision a
- * compile-time constant (LOGLIN_P), the limit in a register, no
- * scheme to dispatch on, then the ideal pair commit. */
-static NOINLINE void bench_ideal_record_fixed_p(uint64_t n)
-{
-	char *area = bench_rseq_area(), *ai = bench_rseq_index_field(area);
-	uint64_t limit = h_loglin->pcpu__limit, inf = h_loglin->pcpu__nbuckets - 1;
-	uint64_t i;
-
-	for (i = 0; i < n; i++) {
-		int64_t v = rand_ns[i & (NRAND - 1)];
-		uint64_t u = v < 0 ? 0 : (uint64_t)v;
-		size_t b = u >= limit ? inf : pcpu__histogram_loglin(u, LOGLIN_P);
-
-		IDEAL_PAIR_AT(area, ai, 16 * b, (int64_t)u);
+/*
+ * The three loops each layout's commit runs (COMMIT(area, ai, off, v), a
+ * bucket every `stride` bytes), generated once for both:
+ *  - bench_ideal_<layout>_rand_bucket: the record's random buckets;
+ *  - bench_ideal_<layout>_one_bucket: one fixed bucket, where each commit
+ *    waits for the previous one's store (store-to-load forwarding), the
+ *    chain a record runs where the values stay in one bucket (the ramp);
+ *  - bench_ideal_record_fixed_p_<layout>: the leanest log-linear record
+ *    the layout allows: the precision a compile-time constant (LOGLIN_P),
+ *    the limit in a register, no scheme to dispatch on, then the commit.
+ */
+#define IDEAL_LOOPS(layout, COMMIT, stride)                                      \
+	static NOINLINE void bench_ideal_##layout##_rand_bucket(uint64_t n)      \
+	{                                                                        \
+		char *area = bench_rseq_area(), *ai = bench_rseq_index_field(area); \
+		uint64_t i;                                                      \
+		for (i = 0; i < n; i++)                                          \
+			COMMIT(area, ai, (stride) * (size_t)rand_bucket[i & (NRAND - 1)], \
+			       rand_ns[i & (NRAND - 1)]);                        \
+	}                                                                        \
+	static NOINLINE void bench_ideal_##layout##_one_bucket(uint64_t n)       \
+	{                                                                        \
+		char *area = bench_rseq_area(), *ai = bench_rseq_index_field(area); \
+		uint64_t i;                                                      \
+		for (i = 0; i < n; i++)                                          \
+			COMMIT(area, ai, (stride) * 5, rand_ns[i & (NRAND - 1)]); \
+	}                                                                        \
+	static NOINLINE void bench_ideal_record_fixed_p_##layout(uint64_t n)     \
+	{                                                                        \
+		char *area = bench_rseq_area(), *ai = bench_rseq_index_field(area); \
+		uint64_t limit = h_loglin->pcpu__limit, inf = h_loglin->pcpu__nbuckets - 1; \
+		uint64_t i;                                                      \
+		for (i = 0; i < n; i++) {                                        \
+			int64_t v = rand_ns[i & (NRAND - 1)];                    \
+			uint64_t u = v < 0 ? 0 : (uint64_t)v;                    \
+			size_t b = u >= limit ? inf : pcpu__histogram_loglin(u, LOGLIN_P); \
+			COMMIT(area, ai, (stride) * b, (int64_t)u);              \
+		}                                                                \
 	}
-}
+
+IDEAL_LOOPS(pair, IDEAL_PAIR_AT, 16)
 
 /*
  * The other layout a record could commit with: 8-byte stores only, so the
@@ -355,7 +359,6 @@ static NOINLINE void bench_ideal_record_fixed_p(uint64_t n)
  * commits count + 1, which makes that word the live one. A reader reads
  * count, sum[count & 1], count again and retries if the count moved.
  */
-
 #define IDEAL_PARITY_AT(area_, ai_, off_, v_)                                   \
 	__asm__ volatile(BENCH_RSEQ_CS                                          \
 			 "0:\n\t"                                               \
@@ -380,46 +383,14 @@ static NOINLINE void bench_ideal_record_fixed_p(uint64_t n)
 			   [cs] "i"(PCPU__RSEQ_OFF_CS), [shift] "i"(IDEAL_PAR_SHIFT) \
 			 : "memory", "cc", "rax", "rcx", "rdx", "rsi")
 
-static NOINLINE void bench_ideal_parity_rand_bucket(uint64_t n)
-{
-	char *area = bench_rseq_area(), *ai = bench_rseq_index_field(area);
-	uint64_t i;
-
-	for (i = 0; i < n; i++)
-		IDEAL_PARITY_AT(area, ai, 32 * (size_t)rand_bucket[i & (NRAND - 1)], rand_ns[i & (NRAND - 1)]);
-}
-
-static NOINLINE void bench_ideal_parity_one_bucket(uint64_t n)
-{
-	char *area = bench_rseq_area(), *ai = bench_rseq_index_field(area);
-	uint64_t i;
-
-	for (i = 0; i < n; i++)
-		IDEAL_PARITY_AT(area, ai, 32 * 5, rand_ns[i & (NRAND - 1)]);
-}
-
-/* bench_ideal_record_fixed_p() with the 8-byte commit. */
-static NOINLINE void bench_ideal_record_fixed_p_parity(uint64_t n)
-{
-	char *area = bench_rseq_area(), *ai = bench_rseq_index_field(area);
-	uint64_t limit = h_loglin->pcpu__limit, inf = h_loglin->pcpu__nbuckets - 1;
-	uint64_t i;
-
-	for (i = 0; i < n; i++) {
-		int64_t v = rand_ns[i & (NRAND - 1)];
-		uint64_t u = v < 0 ? 0 : (uint64_t)v;
-		size_t b = u >= limit ? inf : pcpu__histogram_loglin(u, LOGLIN_P);
-
-		IDEAL_PARITY_AT(area, ai, 32 * b, (int64_t)u);
-	}
-}
+IDEAL_LOOPS(parity, IDEAL_PARITY_AT, 32)
 #define IDEAL_AVAILABLE 1
 #else
 #define bench_ideal_parity_rand_bucket NULL
 #define bench_ideal_parity_one_bucket NULL
 #define bench_ideal_record_fixed_p_parity NULL
 #define bench_ideal_pair_one_bucket NULL
-#define bench_ideal_record_fixed_p NULL
+#define bench_ideal_record_fixed_p_pair NULL
 #define bench_ideal_add_rand NULL
 #define bench_ideal_add_rand_bucket NULL
 #define bench_ideal_pair_rand_bucket NULL
@@ -525,7 +496,7 @@ static struct variant variants[] = {
 	{ .name = "  ideal rseq add, random bucket", .fn = bench_ideal_add_rand_bucket, .ideal = 1 },
 	{ .name = "  ideal rseq pair add, random bucket", .fn = bench_ideal_pair_rand_bucket, .ideal = 1 },
 	{ .name = "  ideal record (lookup + ideal pair)", .fn = bench_ideal_record_loglin_rand, .ideal = 1 },
-	{ .name = "  ideal record, p fixed at compile time", .fn = bench_ideal_record_fixed_p, .ideal = 1 },
+	{ .name = "  ideal record, p fixed at compile time", .fn = bench_ideal_record_fixed_p_pair, .ideal = 1 },
 	{ .name = "  ideal rseq pair add, one bucket", .fn = bench_ideal_pair_one_bucket, .ideal = 1 },
 	{ .name = "  ideal 8-byte commit (count-parity sums), random bucket", .fn = bench_ideal_parity_rand_bucket, .ideal = 1 },
 	{ .name = "  ideal 8-byte commit, one bucket", .fn = bench_ideal_parity_one_bucket, .ideal = 1 },
@@ -949,7 +920,7 @@ int main(int argc, char **argv)
 			double ia = med_of(bench_ideal_add_rand), ib = med_of(bench_ideal_add_rand_bucket);
 			double ip = med_of(bench_ideal_pair_rand_bucket);
 			double ir = med_of(bench_ideal_record_loglin_rand);
-			double ifx = med_of(bench_ideal_record_fixed_p);
+			double ifx = med_of(bench_ideal_record_fixed_p_pair);
 			double i1 = med_of(bench_ideal_pair_one_bucket);
 
 			printf("  ideal rseq (hand-written): one counter %.2f ns (pcpu counter add / it "
