@@ -9,6 +9,9 @@
  *    are relative to (slow paths only);
  *  - pcpu__rseq_load_index(): the calling thread's slot index, negative when
  *    its rseq area is not registered;
+ *  - pcpu__rseq_load_index16(): the same read as 16 bits, never negative
+ *    (an unregistered area's -1 reads 0xffff), for sections whose compare
+ *    then refuses it (the two indexed ones, the counter add_many's);
  *  - pcpu__rseq_cmpeq_addv(): if (index != expected) abort; *p += v;
  *    pcpu__rseq_cmpeq_addv_at(): the same with the two TLS offsets passed
  *    in (a loop of sections reads them once);

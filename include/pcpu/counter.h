@@ -83,13 +83,14 @@ static inline pcpu_counter_t pcpu__counter_slot(pcpu_counter_t c, size_t idx)
  * registered (negative index) or the section aborted. No retry here: the
  * loop lives in the slow path, so the inline code holds no retry budget.
  * A registered index is below pcpu_nslots() (the kernel bounds cpu_id and
- * mm_cid by the possible CPUs), so the sign test is the only range check;
- * the section makes it, on the flags of its own shift. */
+ * mm_cid by the possible CPUs), so an unregistered area's negative index
+ * is the only one to refuse; read as 16 bits (pcpu__rseq_load_index16()),
+ * it fails the section's own compare, with no test of its own. */
 __attribute__((always_inline)) static inline int pcpu__counter_add_once(pcpu_counter_t c,
 									 int64_t v)
 {
 #if PCPU_ARCH_HAVE_RSEQ
-	return pcpu__rseq_cmpeq_addv_indexed(pcpu__rseq_load_index(), &c->pcpu__word, v);
+	return pcpu__rseq_cmpeq_addv_indexed(pcpu__rseq_load_index16(), &c->pcpu__word, v);
 #else
 	(void)c;
 	(void)v;
@@ -181,7 +182,9 @@ static inline void PCPU__INLINE_OP(pcpu_counter_add_many)(const pcpu_counter_t *
 {
 	size_t i;
 #if PCPU_ARCH_HAVE_RSEQ
-	int64_t idx = pcpu__rseq_load_index();
+	/* 16 bits: an unregistered area's index fails each section's compare
+	 * (pcpu__rseq_load_index16()), so no sign test per counter. */
+	int64_t idx = pcpu__rseq_load_index16();
 	intptr_t csoff = (intptr_t)pcpu__g.cs_tpoff, idxoff = (intptr_t)pcpu__g.index_tpoff;
 
 	/* Registers for the whole loop, not reloads from pcpu__g before each
@@ -198,13 +201,12 @@ static inline void PCPU__INLINE_OP(pcpu_counter_add_many)(const pcpu_counter_t *
 #ifdef PCPU_DEBUG
 		pcpu__debug_check(cs[i], "pcpu_counter_add_many");
 #endif
-		if (PCPU_LIKELY(idx >= 0) &&
-		    PCPU_LIKELY(pcpu__rseq_cmpeq_addv_at(idx,
+		if (PCPU_LIKELY(pcpu__rseq_cmpeq_addv_at(idx,
 							 &pcpu__counter_slot(cs[i], (size_t)idx)->pcpu__word,
 							 vs[i], csoff, idxoff) == 0))
 			continue;
 		pcpu__counter_add_slow(cs[i], vs[i]);
-		idx = pcpu__rseq_load_index(); /* moved, or now registered */
+		idx = pcpu__rseq_load_index16(); /* moved, or now registered */
 	}
 #else
 	for (i = 0; i < n; i++)

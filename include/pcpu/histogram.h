@@ -279,8 +279,8 @@ __attribute__((always_inline)) static inline void pcpu__histogram_add_pair(pcpu_
 									    int64_t v)
 {
 #if PCPU_ARCH_HAVE_RSEQ
-	/* The section itself leaves on a negative (unregistered) index. */
-	if (PCPU_LIKELY(pcpu__rseq_cmpeq_add2v_indexed(pcpu__rseq_load_index(), &pair->pcpu__word, n,
+	/* An unregistered area fails the section's compare (load_index16). */
+	if (PCPU_LIKELY(pcpu__rseq_cmpeq_add2v_indexed(pcpu__rseq_load_index16(), &pair->pcpu__word, n,
 						       v) == 0))
 		return;
 #endif

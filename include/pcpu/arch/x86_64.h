@@ -140,6 +140,26 @@ static inline int64_t pcpu__rseq_load_index(void)
 	return idx;
 }
 
+/* The index for sections that compare it with the field before they use
+ * it (rseq_cmpeq_addv_indexed, rseq_cmpeq_add2v_indexed, and
+ * rseq_cmpeq_addv_at in pcpu_counter_add_many()): the field's low 16 bits,
+ * zero-extended by the
+ * load itself (movzwl). A registered index is below the possible CPUs
+ * (at most 8192 on Linux), so it reads whole. A negative one, an area not
+ * registered (-1, -2), reads as 0xffff or 0xfffe: never equal to the
+ * field's 32 bits, so the section's own compare leaves for the slow path,
+ * and no sign test is needed. Never negative, so not for code that
+ * indexes memory with it outside such a section. */
+static inline int64_t pcpu__rseq_load_index16(void)
+{
+	int64_t idx;
+
+	__asm__ __volatile__("movzwl %%fs:(%1), %k0"
+			     : "=r"(idx)
+			     : "r"((intptr_t)pcpu__g.index_tpoff));
+	return idx;
+}
+
 /*
  * rseq_cmpeq_addv_at: if (index != expected) abort; *p += v;   (commit: the add)
  *
@@ -208,17 +228,20 @@ pcpu__rseq_cmpeq_addv(int64_t expected, int64_t *p, int64_t v)
  * mm_cid index, reading it inside made the add 1.22-1.35x the minimal add,
  * against 1.03-1.07x this way (bench/README.md).
  *
- * The index may be negative (the thread's area is not registered): the
- * shift keeps the sign (a sign-extended int32 shifted by 25 stays
- * negative), so a `js` on the shift's own flags leaves before the add --
- * the sign test costs no instruction of its own and no bytes before the
- * section, which measured 1.02-1.05x the minimal add against 1.04-1.08x
- * with the test in C before arming (bench/README.md, paired incr). The
- * arming store it makes first is harmless on an unregistered area: the
- * kernel does not read it.
+ * `idx` comes from pcpu__rseq_load_index16(): an unregistered area's
+ * negative index reads as 0xffff or 0xfffe, which the compare finds unequal
+ * to the field, so it leaves for the slow path with no test of its own.
+ * The add is then the hand-written minimal add, instruction for
+ * instruction. A sign test costs a third branch per add: as a `js` on the
+ * shift's flags it measured 1.02-1.05x the minimal add on an AMD Zen 4
+ * (against 1.04-1.08x with the test in C before arming), and 1.23-1.27x
+ * on a Zen 5, where the loop of adds is bound by its branches
+ * (bench/README.md, paired incr). The arming store made first is harmless
+ * on an unregistered area: the kernel does not read it.
  *
- * Returns 0 once the add is committed, 1 if the section aborted, the
- * thread is no longer on slot `idx`, or idx is negative (nothing written).
+ * Returns 0 once the add is committed, 1 if the section aborted or the
+ * thread is no longer on slot `idx` (or never was: unregistered); nothing
+ * written then.
  */
 #if (defined(__clang__) && __clang_major__ >= 11) || (!defined(__clang__) && __GNUC__ >= 11)
 __attribute__((always_inline)) static inline int
@@ -232,7 +255,6 @@ pcpu__rseq_cmpeq_addv_indexed(int64_t idx, int64_t *base, int64_t v)
 		     "cmpl %k[idx], %%fs:(%[idxoff])\n\t"
 		     "jnz %l[aborted]\n\t"
 		     "shlq %[shift], %[idx]\n\t"
-		     "js %l[unregistered]\n\t"
 		     PCPU__INJECT_ASM
 		     "addq %[v], (%[base], %[idx])\n\t"
 		     "2:\n\t"
@@ -242,15 +264,12 @@ pcpu__rseq_cmpeq_addv_indexed(int64_t idx, int64_t *base, int64_t v)
 		       [idxoff] "r"((intptr_t)pcpu__g.index_tpoff), [base] "r"(base), [v] "er"(v),
 		       [shift] "n"(PCPU_SLOT_STRIDE_SHIFT)
 		     : "memory", "cc" PCPU__INJECT_CLOBBER
-		     : aborted, unregistered);
+		     : aborted);
 	pcpu__after_asm_goto();
 	return 0;
 aborted:
 	pcpu__after_asm_goto();
 	PCPU__INJECT_ABORTED();
-	return 1;
-unregistered:
-	pcpu__after_asm_goto();
 	return 1;
 }
 #else
@@ -284,11 +303,12 @@ pcpu__rseq_cmpeq_addv_indexed(int64_t idx, int64_t *base, int64_t v)
  * place as in rseq_cmpeq_addv_indexed; older compilers compute the address
  * before arming and use a fixed scratch register.
  *
- * A negative idx (unregistered area) leaves on the shift's sign, as in
- * rseq_cmpeq_addv_indexed.
+ * `idx` comes from pcpu__rseq_load_index16(), as in
+ * rseq_cmpeq_addv_indexed: an unregistered area fails the compare.
  *
  * Returns 0 once both adds are committed, 1 if the section aborted, the
- * thread is no longer on slot `idx`, or idx is negative (nothing written).
+ * thread is no longer on slot `idx` (or never was: unregistered); nothing
+ * written then.
  */
 typedef long long pcpu__v2i64 __attribute__((vector_size(16)));
 
@@ -311,7 +331,6 @@ pcpu__rseq_cmpeq_add2v_indexed(int64_t idx, int64_t *base, int64_t a, int64_t b)
 		     "cmpl %k[idx], %%fs:(%[idxoff])\n\t"
 		     "jnz %l[aborted]\n\t"
 		     "shlq %[shift], %[idx]\n\t"
-		     "js %l[unregistered]\n\t"
 		     "paddq (%[base], %[idx]), %[add]\n\t"
 		     PCPU__INJECT_ASM /* widens load..commit, the window that matters */
 		     "movdqa %[add], (%[base], %[idx])\n\t"
@@ -322,15 +341,12 @@ pcpu__rseq_cmpeq_add2v_indexed(int64_t idx, int64_t *base, int64_t a, int64_t b)
 		       [idxoff] "r"((intptr_t)pcpu__g.index_tpoff), [base] "r"(base), [a] "r"(a),
 		       [b] "r"(b), [shift] "n"(PCPU_SLOT_STRIDE_SHIFT)
 		     : "memory", "cc" PCPU__INJECT_CLOBBER
-		     : aborted, unregistered);
+		     : aborted);
 	pcpu__after_asm_goto();
 	return 0;
 aborted:
 	pcpu__after_asm_goto();
 	PCPU__INJECT_ABORTED();
-	return 1;
-unregistered:
-	pcpu__after_asm_goto();
 	return 1;
 }
 #else
