@@ -162,13 +162,16 @@ static struct {
 			   [cs] "i"(PCPU__RSEQ_OFF_CS), [v] "er"(v_)             \
 			 : "memory", "cc", "rax", "rcx")
 /*
- * A sketch, for the paired comparison only: pcpu's add as it would be with
- * the sign test moved into the section (bench/README.md, "what would close
- * it"). pcpu's operands -- the index and rseq_cs fields reached %fs-relative
+ * A sketch, for the paired comparison only: pcpu's add as it was until
+ * c8a60ee, kept so that every machine measures what a sign test costs.
+ * pcpu's operands -- the index and rseq_cs fields reached %fs-relative
  * through pcpu's own offsets (pcpu__g), the index sign-extended -- and the
  * sign test on the flags of the shift (a negative index, an unregistered
- * area, sets SF: `js` leaves without adding) instead of a `test`/`jns` before
- * the section. It adds to ideal_arr, like the ideal add.
+ * area, sets SF: `js` leaves without adding). It measured 1.02-1.05x the
+ * ideal add on a Zen 4 and 1.22-1.24x on a Zen 5, where pcpu's add now
+ * reads the index as 16 bits and needs no sign test (bench/README.md,
+ * "Core: the sign test's branch on a Zen 5"). It adds to ideal_arr, like
+ * the ideal add.
  */
 #define SKETCH_ADD(v_)                                                           \
 	__asm__ volatile(BENCH_RSEQ_CS                                           \
@@ -655,7 +658,7 @@ static void incr_pair(int index, struct bench_incr_targets *tg)
 	       "fastest placement; by placement: each side's cost at +0/+16/+32/+48 B relative "
 	       "to its average. All rounds: median (min–max) [95 %% confidence interval of the "
 	       "median] of the rounds' ratios, placements mixed. The control pairs the ideal add "
-	       "with itself. The sketch is pcpu's add with its sign test moved into the section "
+	       "with itself. The sketch is pcpu's add as it was with a sign test (a js in the section) "
 	       "(incr.c, SKETCH_ADD), against the same ideal add. Totals exact in %u of %u "
 	       "runs.\n\n",
 	       bench_index_name(index), bench_opt.duration_ms,

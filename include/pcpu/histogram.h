@@ -295,17 +295,18 @@ __attribute__((always_inline)) static inline void pcpu__histogram_add_pair(pcpu_
  * Thread-safe; async-signal-safe; lock-free. Cost: finding the bucket
  * (branch-free, see pcpu_histogram_bucket_of()) and one rseq critical
  * section on the bucket's pair. Measured with random values (log-uniform
- * in 1 ms - 20 s; bench/stats_bench.c), quiet 2-vCPU EPYC guests, two
- * runs on each of two (bench/README.md section 5, "The floor of a record"
- * and "The 8-byte-commit layout"), in counter adds of the same values:
- * 3.2-3.6 log-linear, 4.9-5.0 with 11 or 16 explicit bounds, 4.6-4.9
- * exponential (schema 3); prometheus-cpp's Observe took 36-48. Of that,
- * the lookup alone is 1.7-1.9 counter adds (log-linear) or 2.9-3.2 (16
+ * in 1 ms - 20 s; bench/stats_bench.c) on quiet 2-vCPU EPYC guests, two
+ * runs on each (bench/README.md section 5: "The floor of a record" on an
+ * AMD Zen 4, "The 8-byte-commit layout" on a Zen 5), in counter adds of
+ * the same values, Zen 4 and Zen 5: log-linear 3.6 and 3.8; 11 or 16
+ * explicit bounds 4.9-5.0 and 5.8; exponential (schema 3) 4.6-4.7 and
+ * 5.8-5.9; prometheus-cpp's Observe 36-37 and 58. Of that, the lookup
+ * alone is 1.7 and 2.3 counter adds (log-linear), or 2.9 and 4.0 (16
  * explicit bounds). The leanest record the buckets' layout allows, written
- * by hand with the precision a compile-time constant, took 2.4-2.55
- * counter adds (2.2 built for x86-64-v3). Where records land in one bucket
- * again and again, each 16-byte commit waits for the last (3.5-5.7 times
- * a hand-written add to one counter, hand-written or not).
+ * by hand with the precision a compile-time constant: 2.45 and 3.1 counter
+ * adds (2.7 built for x86-64-v3 on the Zen 5). Where records land in one
+ * bucket again and again, each 16-byte commit waits for the last: 3.5-3.7
+ * and 5.5 times a hand-written add to one counter, hand-written or not.
  */
 __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_histogram_record)(const pcpu_histogram_t *h, int64_t v)
 {
