@@ -143,13 +143,12 @@ static inline int64_t pcpu__rseq_load_index(void)
 /* The index for sections that compare it with the field before they use
  * it (rseq_cmpeq_addv_indexed, rseq_cmpeq_add2v_indexed, and
  * rseq_cmpeq_addv_at in pcpu_counter_add_many()): the field's low 16 bits,
- * zero-extended by the
- * load itself (movzwl). A registered index is below the possible CPUs
- * (at most 8192 on Linux), so it reads whole. A negative one, an area not
- * registered (-1, -2), reads as 0xffff or 0xfffe: never equal to the
- * field's 32 bits, so the section's own compare leaves for the slow path,
- * and no sign test is needed. Never negative, so not for code that
- * indexes memory with it outside such a section. */
+ * zero-extended by the load itself (movzwl). A registered index is below
+ * the possible CPUs (at most 8192 on Linux), so it reads whole. A negative
+ * one, an area not registered (-1, -2), reads as 0xffff or 0xfffe: never
+ * equal to the field's 32 bits, so the section's own compare leaves for
+ * the slow path, and no sign test is needed. Never negative, so not for
+ * code that indexes memory with it outside such a section. */
 static inline int64_t pcpu__rseq_load_index16(void)
 {
 	int64_t idx;
