@@ -275,8 +275,8 @@ aborted:
 __attribute__((always_inline)) static inline int
 pcpu__rseq_cmpeq_addv_indexed(int64_t idx, int64_t *base, int64_t v)
 {
-	if (PCPU_UNLIKELY(idx < 0))
-		return 1;
+	/* idx from pcpu__rseq_load_index16(): never negative; an unregistered
+	 * area's fails the section's compare before the address is used. */
 	return pcpu__rseq_cmpeq_addv(idx, (int64_t *)((char *)base + (idx << PCPU_SLOT_STRIDE_SHIFT)), v);
 }
 #endif
@@ -355,8 +355,6 @@ pcpu__rseq_cmpeq_add2v_indexed(int64_t idx, int64_t *base, int64_t a, int64_t b)
 	pcpu__v2i64 add = { (long long)a, (long long)b };
 	pcpu__v2i64 *p = (pcpu__v2i64 *)((char *)base + (idx << PCPU_SLOT_STRIDE_SHIFT));
 
-	if (PCPU_UNLIKELY(idx < 0))
-		return 1;
 	PCPU__INJECT_BEFORE();
 	__asm__ goto(PCPU__X86_RSEQ_ARM("%[cs]")
 		     "1:\n\t"
