@@ -404,16 +404,20 @@ IDEAL_LOOPS(parity, IDEAL_PARITY_AT, 32)
 static int ideal_ready(size_t nbuckets)
 {
 	size_t bytes = (size_t)pcpu_nslots() << IDEAL_SHIFT;
+	size_t par_bytes = (size_t)pcpu_nslots() << IDEAL_PAR_SHIFT;
 
 	if (!IDEAL_AVAILABLE || pcpu_rseq_mode() == PCPU_RSEQ_FALLBACK ||
 	    16 * nbuckets > ((size_t)1 << IDEAL_SHIFT) || 32 * nbuckets > ((size_t)1 << IDEAL_PAR_SHIFT))
 		return 0;
 	ideal_arr = aligned_alloc(4096, bytes);
-	ideal_par = aligned_alloc(4096, (size_t)pcpu_nslots() << IDEAL_PAR_SHIFT);
-	if (!ideal_arr || !ideal_par)
+	ideal_par = aligned_alloc(4096, par_bytes);
+	if (!ideal_arr || !ideal_par) {
+		free(ideal_arr);
+		free(ideal_par);
 		return 0;
+	}
 	memset(ideal_arr, 0, bytes);
-	memset(ideal_par, 0, (size_t)pcpu_nslots() << IDEAL_PAR_SHIFT);
+	memset(ideal_par, 0, par_bytes);
 	return 1;
 }
 
@@ -922,6 +926,9 @@ int main(int argc, char **argv)
 			double ir = med_of(bench_ideal_record_loglin_rand);
 			double ifx = med_of(bench_ideal_record_fixed_p_pair);
 			double i1 = med_of(bench_ideal_pair_one_bucket);
+			double qr = med_of(bench_ideal_parity_rand_bucket);
+			double q1 = med_of(bench_ideal_parity_one_bucket);
+			double qfx = med_of(bench_ideal_record_fixed_p_parity);
 
 			printf("  ideal rseq (hand-written): one counter %.2f ns (pcpu counter add / it "
 			       "%.2fx); random buckets: add %.2f ns (%.2fx one counter), pair %.2f ns\n",
@@ -938,12 +945,7 @@ int main(int argc, char **argv)
 			printf("  the 8-byte-commit layout (two sums picked by the count's parity): "
 			       "random buckets %.2f ns (%.2fx the pair), one bucket %.2f ns (%.2fx the "
 			       "pair); its leanest record %.2f ns = %.2fx pcpu's counter add (random)\n",
-			       med_of(bench_ideal_parity_rand_bucket),
-			       med_of(bench_ideal_parity_rand_bucket) / ip,
-			       med_of(bench_ideal_parity_one_bucket),
-			       med_of(bench_ideal_parity_one_bucket) / i1,
-			       med_of(bench_ideal_record_fixed_p_parity),
-			       med_of(bench_ideal_record_fixed_p_parity) / cr);
+			       qr, qr / ip, q1, q1 / i1, qfx, qfx / cr);
 		}
 #undef med_of
 	}

@@ -160,7 +160,7 @@ def check(path, minimum):
 
 def main(argv):
     if len(argv) < 3 or len(argv) % 2 == 0:
-        print(__doc__.strip().splitlines()[-5], file=sys.stderr)
+        print(next(l for l in __doc__.splitlines() if l.startswith("Usage:")), file=sys.stderr)
         return 2
     all_faults = []
     for i in range(1, len(argv), 2):
