@@ -15,11 +15,15 @@
  *   STATS    (2)      stats zone, gauge set locks, list of groups
  *   COUNTER  (1)      counter reset stripes
  *   ZONE     (0)      zones list, every zone's lock, chunk table
+ *   LATE     (6)      none: the zone's last child step (see below)
  *
  * A layer's code may take a lower layer's locks while holding its own
  * (a registry allocates from its zone under its lock), never the reverse,
  * so prepare runs the handlers from the highest rank down and parent/child
- * run them from the lowest up. Within one rank, in registration order
+ * run them from the lowest up. A child handler may use what the lower
+ * layers' child handlers set up for it until the LATE rank's handler, the
+ * child's last, takes it down (the zone's views of a shared file as the
+ * parent sees it: zone.c). Within one rank, in registration order
  * (prepare in reverse). A lower layer never knows a higher one: each
  * subsystem registers its own handlers here.
  *

@@ -74,6 +74,17 @@ PCPU_HIDDEN pcpu_zone_t *pcpu_default_zone(void);
  * searches the chunk table, never dereferences `addr`. */
 PCPU_HIDDEN pcpu_zone_t *pcpu_zone_find(const void *addr);
 
+/* For the fork() child handlers of the layers above the zone (they run
+ * after the zone's, fork.c): `obj`'s address in a read-only mapping of the
+ * parent's live file, if obj is an object of a zone that was shared until
+ * this fork() and is now the child's private copy; NULL otherwise (a
+ * private zone, outside those handlers, or the mapping failed). What the
+ * view shows goes on changing: the parent's threads write it. Valid until
+ * the last child handler (rank PCPU_FORK_LATE) unmaps it. Reading a page of
+ * the view that is a hole in the file would allocate it: read only where
+ * the child's copy holds data. */
+PCPU_HIDDEN const void *pcpu__zone_fork_parent_view(const void *obj);
+
 /* Called for every chunk a shared zone has and gets: its number, its
  * address, and its offset in the zone's file. Under the zone's lock. */
 typedef void pcpu_zone_chunk_fn(void *ctx, unsigned chunk_no, char *base, uint64_t file_off);
@@ -162,6 +173,7 @@ enum pcpu_fork_rank {
 	PCPU_FORK_REGISTRY = 3, /* registries */
 	PCPU_FORK_SEGMENT = 4,  /* the segment writer */
 	PCPU_FORK_SYSCTL = 5,   /* counter(9) sysctl records */
+	PCPU_FORK_LATE = 6,     /* zone.c: the child's last step (parent views) */
 };
 
 /* Registers a subsystem's fork handlers (any may be NULL) once: `*once` is

@@ -115,6 +115,7 @@ struct chunk {
 	size_t backed;    /* reserved zones: bytes of every region whose file pages are allocated */
 	unsigned no;      /* 0 for the first chunk of the zone, then 1, 2... */
 	char *fork_copy;  /* a shared chunk's copy for a fork() child (see top) */
+	char *parent_view; /* in a fork() child's handlers: the parent's file, read-only */
 	struct chunk *next;
 };
 
@@ -147,7 +148,7 @@ static size_t chunk_table_n, chunk_table_cap;
 static pcpu_zone_t *all_zones;
 static pthread_mutex_t zones_lock = PTHREAD_MUTEX_INITIALIZER;
 static pcpu_zone_t *default_zone;
-static int fork_registered;
+static int fork_registered, fork_late_registered;
 
 static size_t page_size(void)
 {
@@ -271,7 +272,12 @@ static void zone_fork_child(void)
 			continue;
 		for (c = z->chunks; c; c = c->next) {
 			char *copy = c->fork_copy;
+			void *view = mmap(NULL, span, PROT_READ, MAP_SHARED, z->fd,
+					  (off_t)chunk_file_off(z, c->no));
 
+			/* The parent's live values, for the higher layers'
+			 * child handlers (pcpu__zone_fork_parent_view()). */
+			c->parent_view = view == MAP_FAILED ? NULL : (char *)view;
 			c->fork_copy = NULL;
 			if (!copy) /* prepare had no memory: copy now */
 				copy = copy_shared_chunk(z, c);
@@ -295,6 +301,37 @@ static void zone_fork_child(void)
 	}
 	zone_fork_unlock();
 	errno = saved_errno;
+}
+
+/* The fork's last child handler (rank PCPU_FORK_LATE): the higher layers
+ * are done with the parent's views. */
+static void zone_fork_child_late(void)
+{
+	int saved_errno = errno;
+	pcpu_zone_t *z;
+	struct chunk *c;
+
+	for (z = all_zones; z; z = z->next_zone)
+		for (c = z->chunks; c; c = c->next)
+			if (c->parent_view) {
+				munmap(c->parent_view, chunk_span());
+				c->parent_view = NULL;
+			}
+	errno = saved_errno;
+}
+
+const void *pcpu__zone_fork_parent_view(const void *obj)
+{
+	uintptr_t a = (uintptr_t)obj;
+	pcpu_zone_t *z = pcpu_zone_find(obj);
+	struct chunk *c;
+
+	if (!z)
+		return NULL;
+	for (c = z->chunks; c; c = c->next)
+		if (a - (uintptr_t)c->base < PCPU_SLOT_STRIDE)
+			return c->parent_view ? c->parent_view + (a - (uintptr_t)c->base) : NULL;
+	return NULL;
 }
 
 /* ---- the bitmaps ------------------------------------------------------------ */
@@ -611,6 +648,7 @@ static struct chunk *chunk_create(pcpu_zone_t *zone)
 	memset(c->nofit, 0, sizeof(c->nofit));
 	c->hint = HDR_GRANULES;
 	c->fork_copy = NULL;
+	c->parent_view = NULL;
 	if (table_add((uintptr_t)base, zone) != 0)
 		goto fail_base; /* ENOMEM */
 	c->next = zone->chunks;
@@ -640,7 +678,9 @@ pcpu_zone_t *pcpu_zone_create(enum pcpu_index index)
 	/* Before any lock of ours is taken (fork.c); not at load time: only
 	 * processes that use pcpu pay. */
 	if (pcpu_fork_register(&fork_registered, PCPU_FORK_ZONE, zone_fork_prepare,
-			       zone_fork_parent, zone_fork_child) != 0)
+			       zone_fork_parent, zone_fork_child) != 0 ||
+	    pcpu_fork_register(&fork_late_registered, PCPU_FORK_LATE, NULL, NULL,
+			       zone_fork_child_late) != 0)
 		return NULL;
 	/* One index per process (pcpu/zone.h): asking for the other one is
 	 * an error, not a silent substitution. */

@@ -97,6 +97,13 @@ static inline void fork_gate_open_all(void)
 {
 	__atomic_store_n(&fork_gate_forks_over, 1, __ATOMIC_SEQ_CST);
 }
+
+/* After the threads of one round joined: the next round starts afresh. */
+static inline void fork_gate_reset(void)
+{
+	__atomic_store_n(&fork_gate_threads, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&fork_gate_forks_over, 0, __ATOMIC_SEQ_CST);
+}
 #else
 #define FORK_GATE 0
 static inline void fork_gate_enter(void) {}
@@ -109,6 +116,7 @@ static inline void fork_gate_started(void) {}
 static inline void fork_gate_await(int n) { (void)n; }
 static inline void fork_gate_linger(void) {}
 static inline void fork_gate_open_all(void) {}
+static inline void fork_gate_reset(void) {}
 #endif
 
 #endif

@@ -45,6 +45,12 @@ PCPU_BEGIN_DECLS
 /** How long pcpu_group_read() retries a copy being written: 100 ms. */
 #define PCPU_GROUP_READ_TIMEOUT_NS 100000000ull
 
+/** How long a fork() child waits, at most, for the parent's writer to finish
+ * an update of a group in a published registry, so as to copy it whole:
+ * 10 s. The writer is a few stores from done once it runs; this bounds a
+ * parent stopped or killed in mid-update (see pcpu_group_read()). */
+#define PCPU_GROUP_FORK_TIMEOUT_NS 10000000000ull
+
 /* Read-only after creation; fields private to pcpu, visible for the inline
  * update path. One copy ("lane") of group i in slot s is
  *     primary + s * PCPU_SLOT_STRIDE + i * lane_size:
@@ -80,15 +86,28 @@ static inline int64_t pcpu__group_wrap_add(int64_t a, int64_t b)
 	return (int64_t)((uint64_t)a + (uint64_t)b);
 }
 
+/* The record a writer keeps while it holds a lane: the lane's values from
+ * before its update. The held lane's sequence count is the record's address
+ * + 1 (odd: records are 8-byte aligned), so that a fork() child, whose copy
+ * of memory is an instant of the parent's, finds the values to put back in
+ * a lane another thread held at that instant (src/stats/group.c, "fork()").
+ * It lives in the writer's own stack frame: a signal handler that updates a
+ * group while the code it interrupted holds a lane has a record of its own. */
+struct pcpu__group_undo {
+	int64_t value[PCPU_GROUP_MAX_MEMBERS];
+};
+
 /* The rseq path: returns 0 once the update is done, or why it could not. */
-static inline int pcpu__group_add_rseq(const pcpu_group_t *g, size_t i, const int64_t *d,
+__attribute__((always_inline)) static inline int pcpu__group_add_rseq(const pcpu_group_t *g, size_t i, const int64_t *d,
 				       unsigned n)
 {
 #if PCPU_ARCH_HAVE_RSEQ
+	struct pcpu__group_undo undo;
 	int tries;
 
 	for (tries = 0; tries < PCPU_RSEQ_MAX_TRIES; tries++) {
 		int64_t idx = pcpu__rseq_load_index();
+		int64_t nv[PCPU_GROUP_MAX_MEMBERS];
 		char *lane;
 		intptr_t *seqp, s;
 		int64_t *v;
@@ -100,21 +119,30 @@ static inline int pcpu__group_add_rseq(const pcpu_group_t *g, size_t i, const in
 		lane = g->pcpu__primary + ((size_t)idx << PCPU_SLOT_STRIDE_SHIFT) +
 		       i * g->pcpu__lane_size;
 		seqp = (intptr_t *)lane;
-		s = __atomic_load_n(seqp, __ATOMIC_RELAXED);
+		v = (int64_t *)(lane + sizeof(intptr_t));
+		s = __atomic_load_n(seqp, __ATOMIC_ACQUIRE);
 		if (PCPU_UNLIKELY(s & 1))
 			return PCPU__GROUP_BUSY; /* held by a preempted writer */
-		/* Take the lane: seq even -> odd, only if still on slot idx. */
-		r = pcpu__rseq_cmpeq_cmpeqv_storev(idx, seqp, s, s + 1);
+		/* The values as of seq s (if the take below finds seq still s,
+		 * nobody changed them since: only a holder writes them), into
+		 * the record, and the new values, kept in registers (nv's
+		 * address never escapes) across the take. */
+		for (k = 0; k < n; k++) {
+			undo.value[k] = __atomic_load_n(&v[k], __ATOMIC_ACQUIRE);
+			nv[k] = pcpu__group_wrap_add(undo.value[k], d[k]);
+		}
+		/* Take the lane: seq s -> &undo + 1, only if still on slot idx
+		 * and seq still s. The "memory" clobber orders the record's
+		 * stores before the commit. */
+		r = pcpu__rseq_cmpeq_cmpeqv_storev(idx, seqp, s, (intptr_t)&undo + 1);
 		if (PCPU_UNLIKELY(r != 0))
 			continue; /* migrated, preempted, or another writer won */
 		/* The lane is ours until seq is even again, wherever this thread
 		 * now runs: writers on slot idx see it odd and go elsewhere.
 		 * Release stores keep the odd seq visible before any new value
 		 * (plain moves on x86). */
-		v = (int64_t *)(lane + sizeof(intptr_t));
 		for (k = 0; k < n; k++)
-			__atomic_store_n(&v[k], pcpu__group_wrap_add(__atomic_load_n(&v[k], __ATOMIC_RELAXED), d[k]),
-					 __ATOMIC_RELEASE);
+			__atomic_store_n(&v[k], nv[k], __ATOMIC_RELEASE);
 		__atomic_store_n(seqp, s + 2, __ATOMIC_RELEASE);
 		return 0;
 	}
@@ -147,7 +175,7 @@ PCPU_API size_t pcpu_group_count(const pcpu_group_t *g);
  * store per member, and one store; the fallback path costs one atomic
  * compare-and-swap more.
  */
-static inline void PCPU__INLINE_OP(pcpu_group_add)(const pcpu_group_t *g, size_t i, const int64_t *d)
+__attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_group_add)(const pcpu_group_t *g, size_t i, const int64_t *d)
 {
 	int why = pcpu__group_add_rseq(g, i, d, g->pcpu__members);
 
@@ -161,7 +189,7 @@ static inline void PCPU__INLINE_OP(pcpu_group_add)(const pcpu_group_t *g, size_t
  * async-signal-safe, never waits for the calling thread; about two counter
  * adds (tests/stats/stats_bench measures it).
  */
-static inline void PCPU__INLINE_OP(pcpu_group_add2)(const pcpu_group_t *g, size_t i, int64_t d0, int64_t d1)
+__attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_group_add2)(const pcpu_group_t *g, size_t i, int64_t d0, int64_t d1)
 {
 	int64_t d[2];
 	int why;

@@ -73,13 +73,42 @@
  * members) bytes, plus twice that for the fallback lanes, which only become
  * resident where the fallback is used.
  *
- * fork(): a lane another thread held at the instant of fork() would stay
- * odd in the child for ever (its owner does not exist there), and readers
- * would time out on it. Every live group is on a list, and the child's fork
- * handler (fork.c) releases such lanes (seq + 1: even, and changed, so no
- * reader keeps a value read before). The update that owner was making is
- * concurrent with fork(): the child's copy may hold none, all, or -- only
- * for such an update -- some of its members.
+ * fork(). A child's copy of a group must be whole too, and fork() can copy
+ * a lane another thread holds, half updated; its holder does not exist in
+ * the child. So a holder keeps a record of the lane as it was before its
+ * update -- its values, in its own stack frame (an undo log of one entry)
+ * -- and the seq it takes the lane with is the record's address
+ * + 1 (odd: records are 8-byte aligned). The record is written before the
+ * take commits; the values are read before it too, the take's check that
+ * seq is still s proving they are the values of seq s. Every live group is
+ * on a list, and the child's fork handler (fork.c) repairs each lane:
+ *  - private memory (a stand-alone group, an unpublished registry): the
+ *    kernel's copy-on-write gives the child the parent's memory at an
+ *    instant, and each thread's stores up to it in order. A lane odd in
+ *    that copy was held at that instant, and that copy of its holder's
+ *    stack holds the record whole: the child puts the old values back and
+ *    makes seq even. The update concurrent with fork() is wholly absent
+ *    from the child (it is in the parent).
+ *  - a shared file (a published registry): the zone's fork handler copied
+ *    it word by word in prepare, while writers ran (zone.c), so a lane can
+ *    be copied half updated even with an even seq, and a record on a stack
+ *    may since have been reused. The zone lets the layers above read the
+ *    parent's live file during the child's handlers: a lane whose copied
+ *    seq is even and still the parent's is whole as copied; any other lane
+ *    with data is read again from the parent, whole (the seqcount protocol:
+ *    the parent's holder runs and releases it), so the child may start
+ *    with a few of the parent's updates made while it was being forked. A
+ *    lane the parent holds for longer than PCPU_GROUP_FORK_TIMEOUT_NS (a
+ *    parent stopped or killed in mid-update) is left odd for good: reads of that group fail with ETIMEDOUT, never
+ *    with a torn value, and updates go to other lanes.
+ * The cost in the update: the record, one store per member to the writer's
+ * stack (bench/README.md, "group add2"). The repair
+ * costs a load per lane of every live group in the child.
+ *
+ * The first version released odd lanes in the child without the record
+ * (seq + 1): the child then read a half-applied update as consistent, in
+ * about a third of the children of a process with busy writers
+ * (tests/stats/test_group_fork.c).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -104,6 +133,18 @@ static inline void cpu_relax(void)
 	__asm__ __volatile__("yield" ::: "memory");
 #endif
 }
+
+/* A lane that a fork() child could not make whole: odd for ever (readers
+ * time out, writers go elsewhere). Never a holder's record + 1: a record
+ * is not at address 0. */
+#define GROUP_LANE_POISONED ((intptr_t)1)
+
+/* A reader's time bound (see "reading" below). */
+struct deadline {
+	uint64_t timeout_ns;
+	uint64_t end_ns; /* 0 until the first wait */
+	unsigned waits;
+};
 
 /* Fallback lanes per slot: two, so that a CPU's threads have a second lane
  * when one of them is preempted holding the first. */
@@ -153,7 +194,19 @@ static intptr_t *primary_lane(const pcpu_group_t *g, size_t i, size_t slot)
 			    i * g->pcpu__lane_size);
 }
 
-static void lane_add(intptr_t *seqp, intptr_t s, const int64_t *d, unsigned n)
+/* Reads the values of a lane into the holder's record, before the take
+ * that checks its seq is still the one read before them. */
+static void undo_fill(struct pcpu__group_undo *undo, const intptr_t *seqp, unsigned n)
+{
+	const int64_t *v = (const int64_t *)(seqp + 1);
+	unsigned k;
+
+	for (k = 0; k < n; k++)
+		undo->value[k] = __atomic_load_n(&v[k], __ATOMIC_ACQUIRE);
+}
+
+static void lane_add(intptr_t *seqp, intptr_t s, const struct pcpu__group_undo *undo,
+		     const int64_t *d, unsigned n)
 {
 	int64_t *v = (int64_t *)(seqp + 1);
 	unsigned k;
@@ -165,14 +218,14 @@ static void lane_add(intptr_t *seqp, intptr_t s, const int64_t *d, unsigned n)
 	 * reader's acquire loads of the values; on x86 both are plain moves.
 	 * Fences would do the same, but ThreadSanitizer does not model them. */
 	for (k = 0; k < n; k++)
-		__atomic_store_n(&v[k], pcpu__group_wrap_add(__atomic_load_n(&v[k], __ATOMIC_RELAXED), d[k]),
-				 __ATOMIC_RELEASE);
+		__atomic_store_n(&v[k], pcpu__group_wrap_add(undo->value[k], d[k]), __ATOMIC_RELEASE);
 	__atomic_store_n(seqp, s + 2, __ATOMIC_RELEASE);
 }
 
 static void fallback_add(const pcpu_group_t *g, size_t i, const int64_t *d)
 {
 	size_t total = lanes_total(g), start, k;
+	struct pcpu__group_undo undo;
 	unsigned round;
 	int cpu = sched_getcpu();
 	sigset_t old;
@@ -185,13 +238,16 @@ static void fallback_add(const pcpu_group_t *g, size_t i, const int64_t *d)
 	for (round = 0;; round++) {
 		for (k = 0; k < total; k++) {
 			intptr_t *seqp = fallback_lane(g, i, (start + k) % total);
-			intptr_t s = __atomic_load_n(seqp, __ATOMIC_RELAXED);
+			intptr_t s = __atomic_load_n(seqp, __ATOMIC_ACQUIRE);
 
 			if (s & 1)
 				continue; /* held by another thread */
-			if (__atomic_compare_exchange_n(seqp, &s, s + 1, 0, __ATOMIC_ACQUIRE,
-							__ATOMIC_RELAXED)) {
-				lane_add(seqp, s, d, g->pcpu__members);
+			undo_fill(&undo, seqp, g->pcpu__members);
+			/* Release: the record is written before the lane
+			 * says where it is. */
+			if (__atomic_compare_exchange_n(seqp, &s, (intptr_t)&undo + 1, 0,
+							__ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+				lane_add(seqp, s, &undo, d, g->pcpu__members);
 				pthread_sigmask(SIG_SETMASK, &old, NULL);
 				return;
 			}
@@ -229,17 +285,75 @@ static void groups_fork_parent(void)
 	pthread_mutex_unlock(&groups_lock);
 }
 
-static void release_if_held(intptr_t *seqp)
-{
-	intptr_t s = *seqp;
+/* Reads a lane whole (the seqcount protocol, bounded by `dl`): its values
+ * into out[0..n-1] and its seq into *seq_out. 0, or -1 once time is up. */
+static int read_lane_whole(const intptr_t *seqp, unsigned n, int64_t *out, intptr_t *seq_out,
+			   struct deadline *dl);
 
-	if (s & 1)
+static int lane_is_zero(const intptr_t *seqp, unsigned n)
+{
+	unsigned k;
+
+	for (k = 0; k <= n; k++)
+		if (seqp[k])
+			return 0;
+	return 1;
+}
+
+/* Makes the child's copy of one lane whole (see "fork()" at the top).
+ * `view`: the same lane as the parent's file shows it now, for a lane of a
+ * shared zone; NULL for private memory. */
+static void lane_fork_repair(intptr_t *seqp, const intptr_t *view, unsigned n)
+{
+	int64_t *v = (int64_t *)(seqp + 1), live[PCPU_GROUP_MAX_MEMBERS];
+	struct deadline dl = { PCPU_GROUP_FORK_TIMEOUT_NS, 0, 0 };
+	intptr_t s = *seqp, live_seq;
+	unsigned k;
+
+	if (!view) {
+		/* An instant's copy: a lane held at that instant shows its
+		 * holder's record, which that instant's copy of the holder's
+		 * stack holds whole (written before the take). */
+		const struct pcpu__group_undo *undo;
+
+		if (!(s & 1) || s == GROUP_LANE_POISONED)
+			return;
+		undo = (const struct pcpu__group_undo *)(uintptr_t)(s - 1);
+		for (k = 0; k < n; k++)
+			v[k] = undo->value[k];
+		/* Even, and unlike any seq the lane had: no reader in the
+		 * child can have read the lane before. */
 		*seqp = s + 1;
+		return;
+	}
+	/* A copy made word by word while the parent's writers ran. Nothing
+	 * there when copied: zeros are whole (and the view must not be read:
+	 * the page may be a hole of the file). */
+	if (lane_is_zero(seqp, n))
+		return;
+	/* The copy read seq before the values: a seq still the same and even
+	 * means nobody took the lane since, so the values are of that seq. */
+	if (!(s & 1) && __atomic_load_n(view, __ATOMIC_ACQUIRE) == s)
+		return;
+	/* Otherwise take the lane's live state whole: the parent's holder is
+	 * a few stores from releasing it. */
+	if (read_lane_whole(view, n, live, &live_seq, &dl) == 0) {
+		for (k = 0; k < n; k++)
+			v[k] = live[k];
+		*seqp = live_seq;
+		return;
+	}
+	/* Held past the timeout in the parent: nothing whole to copy. Reads
+	 * of the group fail (ETIMEDOUT, as for any lane that stays held);
+	 * updates go to other lanes. */
+	*seqp = GROUP_LANE_POISONED;
 }
 
 /* The child's only thread: every lane still odd had its owner in another
- * thread, gone with the fork. Cost: a load per lane of every live group
- * (3 * nslots lanes per group). */
+ * thread, gone with the fork, and a shared zone's copy may hold a lane
+ * half-updated. Cost: a load per lane of every live group (3 * nslots lanes
+ * per group), and for a group that was in a shared file, a load of the
+ * parent's seq per lane that holds data. */
 static void groups_fork_child(void)
 {
 	struct group_node *n;
@@ -247,12 +361,23 @@ static void groups_fork_child(void)
 
 	for (n = groups.next; n != &groups; n = n->next) {
 		const pcpu_group_t *g = &n->g;
+		const char *pview = pcpu__zone_fork_parent_view(g->pcpu__primary);
+		const char *fview = pcpu__zone_fork_parent_view(g->pcpu__fallback);
+		unsigned m = g->pcpu__members;
 
 		for (i = 0; i < g->pcpu__count; i++) {
-			for (s = 0; s < pcpu_nslots(); s++)
-				release_if_held(primary_lane(g, i, s));
-			for (l = 0; l < lanes_total(g); l++)
-				release_if_held(fallback_lane(g, i, l));
+			for (s = 0; s < pcpu_nslots(); s++) {
+				intptr_t *lane = primary_lane(g, i, s);
+
+				lane_fork_repair(lane, pview ? (const intptr_t *)(pview +
+						 ((char *)lane - g->pcpu__primary)) : NULL, m);
+			}
+			for (l = 0; l < lanes_total(g); l++) {
+				intptr_t *lane = fallback_lane(g, i, l);
+
+				lane_fork_repair(lane, fview ? (const intptr_t *)(fview +
+						 ((char *)lane - g->pcpu__fallback)) : NULL, m);
+			}
 		}
 	}
 	pthread_mutex_unlock(&groups_lock);
@@ -336,12 +461,6 @@ void pcpu_group_free(pcpu_group_t *g)
 
 /* ---- reading ---- */
 
-struct deadline {
-	uint64_t timeout_ns;
-	uint64_t end_ns; /* 0 until the first wait */
-	unsigned waits;
-};
-
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -371,32 +490,41 @@ static int wait_a_little(struct deadline *dl)
 	return 0;
 }
 
-static int read_lane(const intptr_t *seqp, unsigned n, int64_t *acc, struct deadline *dl)
+static int read_lane_whole(const intptr_t *seqp, unsigned n, int64_t *out, intptr_t *seq_out,
+			   struct deadline *dl)
 {
 	const int64_t *v = (const int64_t *)(seqp + 1);
-	int64_t tmp[PCPU_GROUP_MAX_MEMBERS];
 	unsigned k;
 
 	for (;;) {
 		intptr_t s1 = __atomic_load_n(seqp, __ATOMIC_ACQUIRE);
 
 		if (!(s1 & 1)) {
-			intptr_t s2;
-
 			/* Acquire loads: the second seq load cannot move before
 			 * them, and a new value brings the odd seq with it. */
 			for (k = 0; k < n; k++)
-				tmp[k] = __atomic_load_n(&v[k], __ATOMIC_ACQUIRE);
-			s2 = __atomic_load_n(seqp, __ATOMIC_RELAXED);
-			if (s1 == s2) {
-				for (k = 0; k < n; k++)
-					acc[k] = pcpu__group_wrap_add(acc[k], tmp[k]);
+				out[k] = __atomic_load_n(&v[k], __ATOMIC_ACQUIRE);
+			if (__atomic_load_n(seqp, __ATOMIC_RELAXED) == s1) {
+				*seq_out = s1;
 				return 0;
 			}
 		}
 		if (wait_a_little(dl) < 0)
 			return -1;
 	}
+}
+
+static int read_lane(const intptr_t *seqp, unsigned n, int64_t *acc, struct deadline *dl)
+{
+	int64_t tmp[PCPU_GROUP_MAX_MEMBERS];
+	intptr_t seq;
+	unsigned k;
+
+	if (read_lane_whole(seqp, n, tmp, &seq, dl) < 0)
+		return -1;
+	for (k = 0; k < n; k++)
+		acc[k] = pcpu__group_wrap_add(acc[k], tmp[k]);
+	return 0;
 }
 
 int pcpu_group_read_timeout(const pcpu_group_t *g, size_t i, int64_t *out, uint64_t timeout_ns)
