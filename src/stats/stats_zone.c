@@ -25,7 +25,7 @@ static pthread_mutex_t stats_zone_lock = PTHREAD_MUTEX_INITIALIZER;
 static pcpu_zone_t *stats_zone;
 static int fork_registered;
 
-/* fork(): the lock is held while the zone is created (fork.c). */
+/* fork(): the lock is held while the zone is installed (fork.c). */
 static void stats_zone_prepare(void)
 {
 	pthread_mutex_lock(&stats_zone_lock);
@@ -38,21 +38,31 @@ static void stats_zone_release(void)
 
 pcpu_zone_t *pcpu__stats_zone(void)
 {
-	pcpu_zone_t *z = __atomic_load_n(&stats_zone, __ATOMIC_ACQUIRE);
+	pcpu_zone_t *z = __atomic_load_n(&stats_zone, __ATOMIC_ACQUIRE), *mine;
 
 	if (z)
 		return z;
 	(void)pcpu_fork_register(&fork_registered, PCPU_FORK_STATS, stats_zone_prepare,
 				 stats_zone_release, stats_zone_release);
+	/* Created outside the lock: the first zone of the process registers
+	 * the zone layer's fork handlers, which waits for a fork() in
+	 * progress, whose prepare waits for this lock (fork.c: never register
+	 * while holding a pcpu lock). A thread that loses the race destroys
+	 * its zone. */
+	mine = pcpu_zone_create(PCPU_INDEX_DEFAULT);
+	if (!mine) {
+		errno = ENOMEM;
+		return NULL;
+	}
 	pthread_mutex_lock(&stats_zone_lock);
 	z = stats_zone;
 	if (!z) {
-		z = pcpu_zone_create(PCPU_INDEX_DEFAULT);
-		if (z)
-			__atomic_store_n(&stats_zone, z, __ATOMIC_RELEASE);
+		z = mine;
+		mine = NULL;
+		__atomic_store_n(&stats_zone, z, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&stats_zone_lock);
-	if (!z)
-		errno = ENOMEM;
+	if (mine)
+		pcpu_zone_destroy(mine);
 	return z;
 }
