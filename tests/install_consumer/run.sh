@@ -9,7 +9,9 @@
 #     DESTDIR: pkg-config must say /usr/include and /usr/lib/<multiarch>
 #     (a .pc that derives its prefix from its own location gets both wrong),
 #     pcpustat carries no RUNPATH, and consumers build against the staged
-#     files (pkg-config's sysroot, CMake's prefix path).
+#     files (pkg-config's sysroot, CMake's prefix path). That build is a
+#     Release one (-O3) with -Werror: the optimiser's flow analysis warns
+#     about what -O2 does not see (a Release build has no warning at all).
 # usage: run.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 src=$1 build=$2
@@ -55,9 +57,11 @@ multiarch=$(cc -print-multiarch 2>/dev/null || true)
 [ -n "$multiarch" ] || multiarch=x86_64-linux-gnu
 root=$work/root
 cmake -S "$src" -B "$work/mbuild" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_C_FLAGS=-Werror -DCMAKE_CXX_FLAGS=-Werror \
   -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_INSTALL_LIBDIR="lib/$multiarch" \
   -DPCPU_BUILD_TESTS=OFF -DPCPU_BUILD_BENCH=OFF -DPCPU_BUILD_EXAMPLES=OFF >/dev/null
-cmake --build "$work/mbuild" >/dev/null
+cmake --build "$work/mbuild" >"$work/mbuild.log" 2>&1 \
+  || { cat "$work/mbuild.log"; fail "the Release build (-Werror) failed"; }
 DESTDIR=$root cmake --install "$work/mbuild" >/dev/null
 pcdir=$root/usr/lib/$multiarch/pkgconfig
 [ -e "$pcdir/pcpu.pc" ] || fail "no $pcdir/pcpu.pc"
