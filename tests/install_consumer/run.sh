@@ -37,6 +37,12 @@ export PKG_CONFIG_PATH="$libdir/pkgconfig"
   || fail "pkg-config libdir is $(pkg-config --variable=libdir pcpu), not $libdir"
 cc $(pkg-config --cflags pcpu) "$here/consumer.c" -o "$work/pc_consumer" $(pkg-config --libs pcpu) -pthread
 LD_LIBRARY_PATH="$libdir" "$work/pc_consumer"
+# Static: libpcpu.a and what Libs.private names (protobuf-c where built in).
+cc $(pkg-config --cflags pcpu) "$here/consumer.c" -o "$work/pc_static_consumer" \
+  -Wl,-Bstatic $(pkg-config --static --libs pcpu) -Wl,-Bdynamic
+! readelf -d "$work/pc_static_consumer" | grep -q 'libpcpu\.so' \
+  || fail "pkg-config --static: the consumer links libpcpu.so, not libpcpu.a"
+env -u LD_LIBRARY_PATH "$work/pc_static_consumer"
 unset PKG_CONFIG_PATH
 # Only pcpu_-prefixed symbols are exported, and the SONAME is versioned.
 lib=$(ls "$libdir"/libpcpu.so.0)
