@@ -104,7 +104,8 @@ PCPU_HIDDEN int pcpu_zone_attach_file(pcpu_zone_t *zone, int fd, uint64_t file_b
 typedef void pcpu_zone_nospace_fn(void *ctx, int err);
 
 /* pcpu_zone_attach_file(), and with `reserve`, the file's pages under every
- * object are allocated (fallocate) in every region, slots and mirrors,
+ * object are allocated (through the mapping, else fallocate: zone.c) in
+ * every region, slots and mirrors,
  * before the object is handed out, so that no write through the mapping can
  * fault for lack of space (a full tmpfs answers a write fault with SIGBUS).
  * Allocation then fails cleanly with ENOSPC (on_nospace(ctx, err) is

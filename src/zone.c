@@ -49,7 +49,7 @@
  * segment uses): writing a page of a tmpfs file through a mapping allocates
  * it, and a full file system answers with SIGBUS -- in the hot path, on the
  * first add of a slot to a new page. So before an object is handed out, the
- * file's pages under it are allocated (fallocate) in every region, slots
+ * file's pages under it are allocated (see below how) in every region, slots
  * and mirrors alike: an add, a fallback add, a reset or a gauge set can then
  * never fault for lack of space. Each chunk keeps `backed`, the bytes of
  * every region so allocated; bump allocation past it allocates the next
@@ -57,6 +57,26 @@
  * zone's owner). Freed objects are zeroed without punching holes, so memory
  * below `backed` stays allocated for reuse. The price: every page of slot 0
  * holding objects costs a page in each of the 2 * nslots regions.
+ * The pages are allocated through the zone's mapping where the kernel can
+ * (MADV_POPULATE_WRITE, Linux 5.14), else with fallocate(); see below for
+ * why.
+ *
+ * Transparent huge pages: every mapping of a chunk, and of its bitmaps, is
+ * marked MADV_NOHUGEPAGE as soon as it is made (and each new mapping over
+ * it again: a MAP_FIXED mapping starts with fresh flags). A chunk's regions
+ * are STRIDE-aligned, so 2 MiB-aligned, and written sparsely: with THP
+ * `always` (Debian's and RHEL's kernels' default) the first write into a
+ * region would fault a whole 2 MiB page -- the chunk header's write into
+ * slot 0 made 2 MiB resident at a process's first counter, and each slot a
+ * thread first writes as much again, where 4 kB pages hold the few
+ * counters that are there. The same holds for shared zones on shmem and
+ * tmpfs (shmem_enabled, the huge= mount option): a write fault through a
+ * MADV_NOHUGEPAGE mapping allocates small pages. fallocate() asks the file
+ * system without a mapping, and a tmpfs that hands out huge pages does so
+ * for it whatever the mappings say (2 MiB for every page asked, in each
+ * region), so a reserved zone allocates its pages by faulting them in
+ * through its own mapping, and falls back to fallocate() only where that is
+ * not supported, or fails (fallocate() then says why: ENOSPC).
  *
  * Locking: one mutex per zone for alloc/free (zeroing included: a freed
  * object's granules are free only once it reads zero); a global mutex for
@@ -159,6 +179,17 @@ static size_t page_size(void)
 	return ps;
 }
 
+/* Marks a new mapping as not to be backed by transparent huge pages (see
+ * the top): its pages are written sparsely. Advice only: a kernel built
+ * without THP refuses it (EINVAL), and then there is nothing to avoid. */
+static void no_huge_pages(void *p, size_t len)
+{
+	int saved_errno = errno;
+
+	(void)madvise(p, len, MADV_NOHUGEPAGE);
+	errno = saved_errno;
+}
+
 /* A chunk: every slot's region, then every slot's mirror region. */
 static size_t chunk_span(void)
 {
@@ -197,6 +228,7 @@ static char *copy_shared_chunk(const pcpu_zone_t *z, const struct chunk *c)
 
 	if (copy == MAP_FAILED)
 		return NULL;
+	no_huge_pages(copy, span); /* moved over the chunk in the child */
 	for (d = off; d < end; d = h) {
 		d = lseek(z->fd, d, SEEK_DATA);
 		if (d < 0 && errno == ENXIO)
@@ -290,8 +322,9 @@ static void zone_fork_child(void)
 			 * file. The child's writes stay its own (the parent's
 			 * words are never written), but pages it has not
 			 * written yet show the parent's later adds. */
-			(void)mmap(c->base, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED,
-				   z->fd, (off_t)chunk_file_off(z, c->no));
+			if (mmap(c->base, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED,
+				 z->fd, (off_t)chunk_file_off(z, c->no)) != MAP_FAILED)
+				no_huge_pages(c->base, span);
 		}
 		/* Private from now on; the fd is the segment's, which closes
 		 * its copy in its own child handler. */
@@ -524,6 +557,23 @@ int pcpu_file_allocate(int fd, uint64_t off, uint64_t len)
 	return 0;
 }
 
+/* Allocates the file's pages at [off, off + len), mapped by the zone at p:
+ * by write-faulting them in through that mapping, so that its
+ * MADV_NOHUGEPAGE holds (see the top); else -- a kernel before 5.14 or one
+ * that refuses (EINVAL, EPERM), or a fault that would have raised SIGBUS
+ * (EFAULT: the file system is full) -- with fallocate(), which allocates
+ * what it can and says what is wrong. */
+static int allocate_pages(int fd, char *p, uint64_t off, size_t len)
+{
+#ifdef MADV_POPULATE_WRITE
+	if (madvise(p, len, MADV_POPULATE_WRITE) == 0)
+		return 0;
+#else
+	(void)p;
+#endif
+	return pcpu_file_allocate(fd, off, len);
+}
+
 /* Reserved zones: allocates the file's pages under [c->backed, upto) of
  * every region of chunk c, slots and mirrors (upto: a page multiple). On
  * failure gives back what it allocated, tells the zone's owner, and
@@ -539,8 +589,9 @@ static int reserve_pages(pcpu_zone_t *zone, struct chunk *c, size_t upto)
 		return 0;
 	for (r = 0; r < nregions; r++) {
 		uint64_t at = off + ((uint64_t)r << PCPU_SLOT_STRIDE_SHIFT) + from;
+		char *p = c->base + ((size_t)r << PCPU_SLOT_STRIDE_SHIFT) + from;
 
-		if (pcpu_file_allocate(zone->fd, at, upto - from) != 0) {
+		if (allocate_pages(zone->fd, p, at, upto - from) != 0) {
 			int err = errno;
 
 			/* Nothing lives past `backed`: give the pages back to a
@@ -589,6 +640,7 @@ static int map_file_chunk(pcpu_zone_t *zone, unsigned no, char *base)
 	if (mmap(base, chunk_span(), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
 		 zone->fd, (off_t)off) == MAP_FAILED)
 		return -1;
+	no_huge_pages(base, chunk_span());
 	return 0;
 }
 
@@ -613,6 +665,7 @@ static struct chunk *chunk_create(pcpu_zone_t *zone)
 		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (bits == MAP_FAILED)
 		goto fail_chunk;
+	no_huge_pages(bits, BITMAP_BYTES);
 	c->alloc = bits;
 	c->start = c->alloc + BITMAP_WORDS;
 	map = mmap(NULL, len, PROT_READ | PROT_WRITE,
@@ -625,6 +678,7 @@ static struct chunk *chunk_create(pcpu_zone_t *zone)
 		munmap(map, (size_t)(base - map));
 	if (map + len > base + span)
 		munmap(base + span, (size_t)(map + len - (base + span)));
+	no_huge_pages(base, span); /* before the header is written */
 	if (zone->fd >= 0 && map_file_chunk(zone, no, base) != 0) {
 		err = errno;
 		goto fail_base;
@@ -1149,6 +1203,7 @@ int pcpu_zone_attach_file_reserved(pcpu_zone_t *zone, int fd, uint64_t file_base
 				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) != MAP_FAILED) {
 				struct pcpu__chunk_hdr *h = (struct pcpu__chunk_hdr *)c->base;
 
+				no_huge_pages(c->base, chunk_span());
 				h->magic = PCPU__CHUNK_MAGIC;
 				h->flags = 0;
 				h->mirror_delta = 0;

@@ -14,7 +14,12 @@
  *    exceed the limit in any period, with 4x more threads than CPUs;
  *  - SYSCTL_COUNTER_U64(_ARRAY) at file scope, attached to a registry and
  *    exposed;
- *  - zpcpu_get_cpu()/zpcpu_get()/zpcpu_replace() on a counter.
+ *  - zpcpu_get_cpu()/zpcpu_get()/zpcpu_replace() on a counter;
+ *  - sys/netinet/ip_id.c's per-CPU IP id: CPU_FOREACH() (<sys/smp.h>) seeds
+ *    every slot's word through zpcpu_get_cpu(), packets take ids from
+ *    zpcpu_get() after counter_u64_add(), and the walk's sum is the fetch;
+ *  - ported code's own #defines of kernel names (ticks, hz, curcpu, ...)
+ *    before the includes: test_counter9_port_names.c.
  * The mode (glibc, own registration, fallback) comes from the environment,
  * as for test_stress (tests/CMakeLists.txt runs all three).
  */
@@ -22,6 +27,7 @@
 #include "check.h"
 
 #include <sys/counter.h>
+#include <sys/smp.h>
 #include <pcpu/counter9_sysctl.h>
 
 #include <errno.h>
@@ -319,6 +325,94 @@ static void test_sysctl_and_zpcpu(void)
 	pcpu_registry_destroy(reg);
 }
 
+/* sys/netinet/ip_id.c's non-random IP ids, ported: a per-CPU counter whose
+ * every CPU's word is seeded at SYSINIT, one packet's id taken from the
+ * current CPU's word after an add. */
+static counter_u64_t ip_id;
+static uint64_t ip_id_seed(int cpu)
+{
+	return ((uint64_t)(cpu + 1) << 32) | (0x9e37u * (unsigned)(cpu + 1));
+}
+
+static void ipid_sysinit(void)
+{
+	int i;
+
+	ip_id = counter_u64_alloc(M_WAITOK);
+	CPU_FOREACH(i)
+		*zpcpu_get_cpu(ip_id, i) = ip_id_seed(i); /* arc4rand() there */
+}
+
+static uint16_t ip_fillid(void)
+{
+	counter_u64_add(ip_id, 1);
+	return (uint16_t)(*(uint64_t *)zpcpu_get(ip_id) & 0xffff);
+}
+
+#define IDS_PER_THREAD 100000
+static void *ip_output_thread(void *arg)
+{
+	uint16_t first = ip_fillid();
+	int same = 0;
+
+	for (int i = 1; i < IDS_PER_THREAD; i++)
+		same += ip_fillid() == first;
+	/* The ids advance with the slot's word (in fallback mode the adds go
+	 * to mirror words, and the ids stay the seeds'). */
+	CHECK(same < IDS_PER_THREAD / 100 || pcpu_rseq_mode() == PCPU_RSEQ_FALLBACK);
+	return arg;
+}
+
+static void test_ip_id_cpu_foreach(void)
+{
+	unsigned nslots = pcpu_nslots(), walked = 0;
+	uint64_t seeds = 0, sum = 0, words = 0;
+	unsigned u;
+	int i, next;
+	pthread_t t[4];
+
+	/* FreeBSD's definitions, on slots: ids 0 .. mp_maxid, all present. */
+	CHECK(mp_maxid == nslots - 1);
+	CHECK(mp_ncpus == (int)nslots);
+	CHECK(CPU_FIRST() == 0);
+	CHECK(!CPU_ABSENT(0) && !CPU_ABSENT(mp_maxid) && CPU_ABSENT(mp_maxid + 1));
+	next = CPU_FIRST();
+	for (u = 0; u < nslots; u++) {
+		CHECK(next == (int)u);
+		next = CPU_NEXT(next);
+	}
+	CHECK(next == 0); /* wraps after mp_maxid */
+	CPU_FOREACH(u) /* an unsigned id, as some code declares it */
+		walked++;
+	CHECK(walked == nslots);
+
+	/* Every slot seeded: read back per slot, independently of the walk. */
+	ipid_sysinit();
+	for (u = 0; u < nslots; u++) {
+		CHECK_EQ_U64(pcpu_counter_fetch_slot((pcpu_counter_t)(void *)ip_id, u), ip_id_seed((int)u));
+		seeds += ip_id_seed((int)u);
+	}
+	CHECK_EQ_U64(counter_u64_fetch(ip_id), seeds);
+
+	for (i = 0; i < 4; i++)
+		CHECK(pthread_create(&t[i], NULL, ip_output_thread, NULL) == 0);
+	for (i = 0; i < 4; i++)
+		CHECK(pthread_join(t[i], NULL) == 0);
+	CPU_FOREACH(i)
+		sum += *zpcpu_get_cpu(ip_id, i);
+	for (u = 0; u < nslots; u++)
+		words += *(uint64_t *)pcpu_slot_ptr(ip_id, u);
+	CHECK_EQ_U64(sum, words); /* the walk read every slot */
+	CHECK_EQ_U64(counter_u64_fetch(ip_id), seeds + 4ull * IDS_PER_THREAD);
+	if (pcpu_rseq_mode() != PCPU_RSEQ_FALLBACK)
+		CHECK_EQ_U64(sum, counter_u64_fetch(ip_id));
+	else /* the adds are in the mirror words (pcpu/counter9.h) */
+		CHECK_EQ_U64(sum, seeds);
+	counter_u64_free(ip_id);
+}
+
+int counter9_port_names(void); /* test_counter9_port_names.c */
+
 int main(void)
 {
 	test_ipstat();
@@ -326,6 +420,8 @@ int main(void)
 	test_rate_periods();
 	test_ratecheck_oversubscribed();
 	test_sysctl_and_zpcpu();
+	test_ip_id_cpu_foreach();
+	CHECK(counter9_port_names() == 1);
 	printf("test_counter9_port: ok (mode %s)\n", pcpu_rseq_mode_name(pcpu_rseq_mode()));
 	return 0;
 }

@@ -1,9 +1,11 @@
 // counter(9) fidelity in C++ (-std=c++11 -pedantic -Werror): the same idioms
 // as test_counter9_port.c -- static and global early counters, a statistics
 // array with per-field macros, SYSCTL_COUNTER_U64 at file scope, the rate
-// API, fetch-and-zero of arrays, zpcpu accessors -- compile and count.
+// API, fetch-and-zero of arrays, zpcpu accessors, CPU_FOREACH -- compile
+// and count.
 #define PCPU_COUNTER9_KERNEL_CLOCK /* ticks and hz, as ported code uses them */
 #include <sys/counter.h>
+#include <sys/smp.h>
 #include <pcpu/counter9_sysctl.h>
 
 #include <cstddef>
@@ -73,6 +75,22 @@ int main()
 	CHECK(reg && pcpu_counter9_sysctl_attach(reg) == 1);
 	TCPSTAT_INC(tcps_drops);
 	CHECK(*zpcpu_get_cpu(tcpstat[2], 0) + counter_u64_fetch(tcpstat[2]) >= 1);
+	// Every CPU's word, walked as FreeBSD code walks them: the sum is the
+	// value (adds made with rseq only: pcpu/counter9.h).
+	counter_u64_t walked = counter_u64_alloc(M_WAITOK);
+	uint64_t sum = 0;
+	int cpu, n = 0;
+	CPU_FOREACH(cpu) {
+		*zpcpu_get_cpu(walked, cpu) = (uint64_t)cpu + 1;
+		n++;
+	}
+	CHECK(n == mp_ncpus && (unsigned)n == mp_maxid + 1);
+	counter_u64_add(walked, 5);
+	CPU_FOREACH(cpu)
+		sum += *zpcpu_get_cpu(walked, cpu);
+	CHECK(counter_u64_fetch(walked) == (uint64_t)n * (n + 1) / 2 + 5);
+	CHECK(sum == counter_u64_fetch(walked) || pcpu_rseq_mode() == PCPU_RSEQ_FALLBACK);
+	counter_u64_free(walked);
 	counter_rate_free(log_rate);
 	/* The kernel's clock: ticks advance hz per second, and a struct
 	 * counter_rate initialised the old way works with it. */

@@ -43,10 +43,19 @@
  *  - Binding counters to names (FreeBSD's SYSCTL_COUNTER_U64): see
  *    pcpu/counter9_sysctl.h, part of the statistics layer.
  *
+ *  - Walking every CPU's copy (FreeBSD's CPU_FOREACH(), mp_maxid, mp_ncpus):
+ *    <sys/smp.h> of the same compat directory; a "CPU" is a slot.
+ *
  * Only pcpu_-prefixed symbols are exported: every unprefixed name here is a
  * macro, a type or a static inline function. Define
  * PCPU_COUNTER9_NO_COMPAT_NAMES to get none of the unprefixed names (then use
  * the pcpu_counter9_ spellings).
+ *
+ * Every parameter and local variable in these headers is named pcpu__*:
+ * ported code and its kernel shims #define short kernel names (ticks, hz,
+ * curcpu, curthread, mp_ncpus...) before including this header, and such a
+ * macro would rewrite a declaration that used the name
+ * (tests/test_counter9_port_names.c).
  */
 #ifndef PCPU_COUNTER9_H
 #define PCPU_COUNTER9_H
@@ -69,7 +78,7 @@ PCPU_BEGIN_DECLS
  * async-signal-safe. Cost: pcpu_counter_alloc(), and sleeps while memory
  * is short with PCPU_M_WAITOK.
  */
-PCPU_API pcpu_counter_t pcpu_counter9_alloc(int flags);
+PCPU_API pcpu_counter_t pcpu_counter9_alloc(int pcpu__flags);
 
 /**
  * The kernel's `ticks`: milliseconds of CLOCK_MONOTONIC, wrapping like an
@@ -83,7 +92,7 @@ PCPU_API int pcpu_counter9_ticks(void);
  * storage yet (see the file comment). Thread-safe; async-signal-safe.
  * Cost: one atomic add on a shared word -- only for such adds.
  */
-PCPU_API void pcpu_counter9_early_add(int64_t v);
+PCPU_API void pcpu_counter9_early_add(int64_t pcpu__v);
 
 /** The total of pcpu_counter9_early_add(). Thread-safe; async-signal-safe. */
 PCPU_API uint64_t pcpu_counter9_early_adds(void);
@@ -91,11 +100,11 @@ PCPU_API uint64_t pcpu_counter9_early_adds(void);
 /**
  * Rate limiting over a period (counter(9)'s counter_ratecheck()), on the
  * fields of a rate state, which callers keep in their own struct:
- *   rate    a live counter: events in the current period;
- *   lock    serialises the reset at a period's end (0 when free);
- *   ticks   start of the current period, in pcpu_counter9_ticks();
- *   over    -1 once the limit was passed in the current period;
- *   period  the period in seconds (0 means 1).
+ *   pcpu__rate    a live counter: events in the current period;
+ *   pcpu__lock    serialises the reset at a period's end (0 when free);
+ *   pcpu__ticks   start of the current period, in pcpu_counter9_ticks();
+ *   pcpu__over    -1 once the limit was passed in the current period;
+ *   pcpu__period  the period in seconds (0 means 1).
  * Counts one event and returns
  *   0   the limit is not reached in the current period,
  *   -1  the limit is reached (drop, log less, ...),
@@ -108,9 +117,10 @@ PCPU_API uint64_t pcpu_counter9_early_adds(void);
  * Not async-signal-safe (fetch_and_zero takes a mutex).
  * Cost: a counter add and a fetch (one load per slot).
  */
-PCPU_API int64_t pcpu_counter9_ratecheck_fields(pcpu_counter_t rate, volatile int *lock,
-						int *ticks, int *over, int period,
-						int64_t limit);
+PCPU_API int64_t pcpu_counter9_ratecheck_fields(pcpu_counter_t pcpu__rate,
+						volatile int *pcpu__lock, int *pcpu__ticks,
+						int *pcpu__over, int pcpu__period,
+						int64_t pcpu__limit);
 
 /** counter(9)'s struct counter_rate, with public fields as older FreeBSD
  * code initialises them (zeroed, cr_rate a live counter; cr_period 0 is one
@@ -124,7 +134,7 @@ struct pcpu_counter9_rate {
 };
 
 /** pcpu_counter9_ratecheck_fields() on a struct pcpu_counter9_rate. */
-PCPU_API int64_t pcpu_counter9_ratecheck(struct pcpu_counter9_rate *cr, int64_t limit);
+PCPU_API int64_t pcpu_counter9_ratecheck(struct pcpu_counter9_rate *pcpu__cr, int64_t pcpu__limit);
 
 /**
  * Allocates a zeroed rate state with its counter (the current man page's
@@ -132,15 +142,15 @@ PCPU_API int64_t pcpu_counter9_ratecheck(struct pcpu_counter9_rate *cr, int64_t 
  * errno EINVAL (period < 1) or ENOMEM (M_NOWAIT only: M_WAITOK waits).
  * Thread-safe; not async-signal-safe.
  */
-PCPU_API struct pcpu_counter9_rate *pcpu_counter9_rate_alloc(int flags, int period);
+PCPU_API struct pcpu_counter9_rate *pcpu_counter9_rate_alloc(int pcpu__flags, int pcpu__period);
 
 /** Events counted in the current period of a rate state (counter_rate_get).
  * NULL: 0 with errno EINVAL. Thread-safe; async-signal-safe. */
-PCPU_API uint64_t pcpu_counter9_rate_get(struct pcpu_counter9_rate *cr);
+PCPU_API uint64_t pcpu_counter9_rate_get(struct pcpu_counter9_rate *pcpu__cr);
 
 /** Frees a state from pcpu_counter9_rate_alloc(); NULL is a no-op. The
  * caller guarantees no thread still uses it. Not async-signal-safe. */
-PCPU_API void pcpu_counter9_rate_free(struct pcpu_counter9_rate *cr);
+PCPU_API void pcpu_counter9_rate_free(struct pcpu_counter9_rate *pcpu__cr);
 
 /**
  * Copies n counters' values into dst[0..n-1] and subtracts them, each
@@ -150,7 +160,8 @@ PCPU_API void pcpu_counter9_rate_free(struct pcpu_counter9_rate *cr);
  * with errno EINVAL (a or dst NULL with n > 0). Thread-safe; not
  * async-signal-safe. Cost: a fetch_and_zero per element.
  */
-PCPU_API int pcpu_counter9_array_fetch_and_zero(uint64_t *const *a, uint64_t *dst, size_t n);
+PCPU_API int pcpu_counter9_array_fetch_and_zero(uint64_t *const *pcpu__a, uint64_t *pcpu__dst,
+						 size_t pcpu__n);
 
 #ifndef PCPU_COUNTER9_NO_COMPAT_NAMES
 
@@ -179,39 +190,39 @@ struct counter_rate {
 /** counter_u64_t of an early counter without storage yet. */
 #define EARLY_COUNTER ((counter_u64_t)0)
 
-static inline pcpu_counter_t pcpu__counter9_handle(counter_u64_t c)
+static inline pcpu_counter_t pcpu__counter9_handle(counter_u64_t pcpu__c)
 {
-	return (pcpu_counter_t)(void *)c;
+	return (pcpu_counter_t)(void *)pcpu__c;
 }
 
-static inline counter_u64_t counter_u64_alloc(int wait)
+static inline counter_u64_t counter_u64_alloc(int pcpu__wait)
 {
-	return (counter_u64_t)(void *)pcpu_counter9_alloc(wait);
+	return (counter_u64_t)(void *)pcpu_counter9_alloc(pcpu__wait);
 }
 
-static inline void counter_u64_free(counter_u64_t c)
+static inline void counter_u64_free(counter_u64_t pcpu__c)
 {
-	(void)pcpu_counter_free(pcpu__counter9_handle(c));
+	(void)pcpu_counter_free(pcpu__counter9_handle(pcpu__c));
 }
 
-static inline void counter_u64_add(counter_u64_t c, int64_t inc)
+static inline void counter_u64_add(counter_u64_t pcpu__c, int64_t pcpu__inc)
 {
-	if (PCPU_UNLIKELY(c == EARLY_COUNTER)) {
-		pcpu_counter9_early_add(inc);
+	if (PCPU_UNLIKELY(pcpu__c == EARLY_COUNTER)) {
+		pcpu_counter9_early_add(pcpu__inc);
 		return;
 	}
-	pcpu_counter_add(pcpu__counter9_handle(c), inc);
+	pcpu_counter_add(pcpu__counter9_handle(pcpu__c), pcpu__inc);
 }
 
-static inline uint64_t counter_u64_fetch(counter_u64_t c)
+static inline uint64_t counter_u64_fetch(counter_u64_t pcpu__c)
 {
-	return c == EARLY_COUNTER ? 0 : pcpu_counter_fetch(pcpu__counter9_handle(c));
+	return pcpu__c == EARLY_COUNTER ? 0 : pcpu_counter_fetch(pcpu__counter9_handle(pcpu__c));
 }
 
-static inline void counter_u64_zero(counter_u64_t c)
+static inline void counter_u64_zero(counter_u64_t pcpu__c)
 {
-	if (c != EARLY_COUNTER)
-		pcpu_counter_zero(pcpu__counter9_handle(c));
+	if (pcpu__c != EARLY_COUNTER)
+		pcpu_counter_zero(pcpu__counter9_handle(pcpu__c));
 }
 
 #define counter_enter() do { } while (0)
@@ -219,24 +230,24 @@ static inline void counter_u64_zero(counter_u64_t c)
 #define counter_u64_add_protected(c, inc) counter_u64_add((c), (inc))
 
 /** counter_u64_sysinit(&c): allocates an early counter (M_WAITOK). */
-static inline void counter_u64_sysinit(void *arg)
+static inline void counter_u64_sysinit(void *pcpu__arg)
 {
-	counter_u64_t *c = (counter_u64_t *)arg;
+	counter_u64_t *pcpu__c = (counter_u64_t *)pcpu__arg;
 
-	if (*c == EARLY_COUNTER)
-		*c = counter_u64_alloc(M_WAITOK);
+	if (*pcpu__c == EARLY_COUNTER)
+		*pcpu__c = counter_u64_alloc(M_WAITOK);
 }
 
 /** counter_u64_sysuninit(&c): frees it; later adds count as early adds.
  * The caller guarantees no thread is adding to it meanwhile (a plugin's
  * fini, say). */
-static inline void counter_u64_sysuninit(void *arg)
+static inline void counter_u64_sysuninit(void *pcpu__arg)
 {
-	counter_u64_t *c = (counter_u64_t *)arg;
-	counter_u64_t old = *c;
+	counter_u64_t *pcpu__c = (counter_u64_t *)pcpu__arg;
+	counter_u64_t pcpu__old = *pcpu__c;
 
-	*c = EARLY_COUNTER;
-	counter_u64_free(old);
+	*pcpu__c = EARLY_COUNTER;
+	counter_u64_free(pcpu__old);
 }
 
 /**
@@ -259,29 +270,38 @@ static inline void counter_u64_sysuninit(void *arg)
 	counter_u64_t c = EARLY_COUNTER;                                      \
 	COUNTER_U64_SYSINIT(c)
 
-static inline int64_t counter_ratecheck(struct counter_rate *cr, int64_t limit)
+static inline int64_t counter_ratecheck(struct counter_rate *pcpu__cr, int64_t pcpu__limit)
 {
-	return pcpu_counter9_ratecheck_fields(pcpu__counter9_handle(cr->cr_rate), &cr->cr_lock,
-					      &cr->cr_ticks, &cr->cr_over, cr->cr_period,
-					      limit);
+	return pcpu_counter9_ratecheck_fields(pcpu__counter9_handle(pcpu__cr->cr_rate),
+					      &pcpu__cr->cr_lock, &pcpu__cr->cr_ticks,
+					      &pcpu__cr->cr_over, pcpu__cr->cr_period, pcpu__limit);
 }
 
-static inline struct counter_rate *counter_rate_alloc(int flags, int period)
+static inline struct counter_rate *counter_rate_alloc(int pcpu__flags, int pcpu__period)
 {
-	return (struct counter_rate *)(void *)pcpu_counter9_rate_alloc(flags, period);
+	return (struct counter_rate *)(void *)pcpu_counter9_rate_alloc(pcpu__flags, pcpu__period);
 }
 
-static inline uint64_t counter_rate_get(struct counter_rate *cr)
+static inline uint64_t counter_rate_get(struct counter_rate *pcpu__cr)
 {
-	return pcpu_counter9_rate_get((struct pcpu_counter9_rate *)(void *)cr);
+	return pcpu_counter9_rate_get((struct pcpu_counter9_rate *)(void *)pcpu__cr);
 }
 
-static inline void counter_rate_free(struct counter_rate *cr)
+static inline void counter_rate_free(struct counter_rate *pcpu__cr)
 {
-	pcpu_counter9_rate_free((struct pcpu_counter9_rate *)(void *)cr);
+	pcpu_counter9_rate_free((struct pcpu_counter9_rate *)(void *)pcpu__cr);
 }
 
-/* Per-CPU memory accessors of FreeBSD's sys/pcpu.h, on pcpu zone objects. */
+/* Per-CPU memory accessors of FreeBSD's sys/pcpu.h, on pcpu zone objects:
+ * zpcpu_get_cpu(c, i) is slot i's word of counter c (the type of c, as in
+ * FreeBSD), zpcpu_get(c) the calling thread's. Seeding every slot's word
+ * with CPU_FOREACH() (<sys/smp.h>), as ip_id.c does, works in every mode,
+ * and so does summing them -- with one difference from FreeBSD: adds that
+ * could not use rseq (fallback mode) and resets (counter_u64_zero(),
+ * fetch-and-zero) are kept in mirror words (pcpu/counter.h) that these
+ * accessors do not reach, so the sum over CPU_FOREACH() of
+ * *zpcpu_get_cpu(c, i) equals counter_u64_fetch(c) only for a counter that
+ * had neither; counter_u64_fetch() always includes both. */
 #define zpcpu_get_cpu(base, cpu) \
 	((__typeof__(base))pcpu_slot_ptr((base), (unsigned)(cpu)))
 #define zpcpu_get(base) zpcpu_get_cpu((base), pcpu_current_slot())
@@ -290,34 +310,40 @@ static inline void counter_rate_free(struct counter_rate *cr)
 /* Arrays of counters, as sys/counter.h defines them. */
 #define COUNTER_ARRAY_ALLOC(a, n, wait)                                       \
 	do {                                                                  \
-		for (size_t _i = 0; _i < (size_t)(n); ++_i)                   \
-			(a)[_i] = counter_u64_alloc(wait);                     \
+		for (size_t pcpu__i = 0; pcpu__i < (size_t)(n); ++pcpu__i)    \
+			(a)[pcpu__i] = counter_u64_alloc(wait);               \
 	} while (0)
 
 #define COUNTER_ARRAY_FREE(a, n)                                              \
 	do {                                                                  \
-		for (size_t _i = 0; _i < (size_t)(n); ++_i)                   \
-			counter_u64_free((a)[_i]);                             \
+		for (size_t pcpu__i = 0; pcpu__i < (size_t)(n); ++pcpu__i)    \
+			counter_u64_free((a)[pcpu__i]);                       \
 	} while (0)
 
 #define COUNTER_ARRAY_COPY(a, dstp, n)                                        \
 	do {                                                                  \
-		for (size_t _i = 0; _i < (size_t)(n); ++_i)                   \
-			((uint64_t *)(dstp))[_i] = counter_u64_fetch((a)[_i]); \
+		for (size_t pcpu__i = 0; pcpu__i < (size_t)(n); ++pcpu__i)    \
+			((uint64_t *)(dstp))[pcpu__i] =                       \
+				counter_u64_fetch((a)[pcpu__i]);              \
 	} while (0)
 
 #define COUNTER_ARRAY_ZERO(a, n)                                              \
 	do {                                                                  \
-		for (size_t _i = 0; _i < (size_t)(n); ++_i)                   \
-			counter_u64_zero((a)[_i]);                             \
+		for (size_t pcpu__i = 0; pcpu__i < (size_t)(n); ++pcpu__i)    \
+			counter_u64_zero((a)[pcpu__i]);                       \
 	} while (0)
 
 /* The kernel's clock, for ported code that writes `cr.cr_ticks = ticks` or
  * compares with `hz`: opt-in (define PCPU_COUNTER9_KERNEL_CLOCK before
- * including), since names this short collide with ordinary identifiers. */
+ * including), since names this short collide with ordinary identifiers.
+ * A port that defines its own (a macro) keeps it. */
 #ifdef PCPU_COUNTER9_KERNEL_CLOCK
+#ifndef ticks
 #define ticks (pcpu_counter9_ticks())
+#endif
+#ifndef hz
 #define hz PCPU_COUNTER9_HZ
+#endif
 #endif
 
 /* pcpu's addition: copy and zero, each add reported exactly once. */

@@ -42,17 +42,19 @@ PCPU_BEGIN_DECLS
 
 /**
  * Binds ctrs[0..n-1] to family `name` of `reg` (see the file comment for
- * what moves). Labels: none when n == 1 and fields is NULL; else one label
- * `field` whose values are fields[i] (or the decimal index when fields is
- * NULL). Returns 0, or -1 with errno: EINVAL (NULL reg/name/ctrs, n == 0,
- * an invalid name or label value: pcpu_stats_error() says which),
- * EEXIST (the family exists with another shape, or a series exists
- * already), ENOMEM. On failure nothing is moved. Thread-safe with other
+ * what moves; the parameters are named pcpu__ctrs, pcpu__n... for the
+ * reason pcpu/counter9.h gives). Labels: none when n == 1 and fields is
+ * NULL; else one label `field` whose values are fields[i] (or the decimal
+ * index when fields is NULL). Returns 0, or -1 with errno: EINVAL (NULL
+ * reg/name/ctrs, n == 0, an invalid name or label value:
+ * pcpu_stats_error() says which), EEXIST (the family exists with another
+ * shape, or a series exists already), ENOMEM. On failure nothing is moved. Thread-safe with other
  * registry calls; not with other users of ctrs (see the precondition).
  * Not async-signal-safe. Cost: a registry registration per counter.
  */
-PCPU_API int pcpu_counter9_bind(pcpu_registry_t *reg, const char *name, const char *help,
-				uint64_t **ctrs, size_t n, const char *const *fields);
+PCPU_API int pcpu_counter9_bind(pcpu_registry_t *pcpu__reg, const char *pcpu__name,
+				const char *pcpu__help, uint64_t **pcpu__ctrs, size_t pcpu__n,
+				const char *const *pcpu__fields);
 
 /** A binding recorded by SYSCTL_COUNTER_U64(_ARRAY) (fields private). */
 struct pcpu_counter9_sysctl {
@@ -66,7 +68,7 @@ struct pcpu_counter9_sysctl {
 
 /** Records a binding for pcpu_counter9_sysctl_attach() (the SYSCTL_*
  * macros call it from a constructor). Thread-safe. */
-PCPU_API void pcpu_counter9_sysctl_add(struct pcpu_counter9_sysctl *s);
+PCPU_API void pcpu_counter9_sysctl_add(struct pcpu_counter9_sysctl *pcpu__s);
 
 /**
  * Binds every recorded binding not yet attached to `reg` (each one is
@@ -75,7 +77,7 @@ PCPU_API void pcpu_counter9_sysctl_add(struct pcpu_counter9_sysctl *s);
  * before it stay attached; it and the rest can be attached by a later
  * call). Same precondition and thread safety as pcpu_counter9_bind().
  */
-PCPU_API int pcpu_counter9_sysctl_attach(pcpu_registry_t *reg);
+PCPU_API int pcpu_counter9_sysctl_attach(pcpu_registry_t *pcpu__reg);
 
 #define PCPU__COUNTER9_SYSCTL(parent, name, ptr, len, descr)                  \
 	static struct pcpu_counter9_sysctl pcpu__sysctl_##parent##_##name = {     \

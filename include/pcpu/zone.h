@@ -31,6 +31,9 @@
  * The address space is reserved with MAP_NORESERVE and never touched by the
  * allocator itself, so only pages that some slot writes become resident: a
  * process that runs on 2 of 64 possible CPUs pays memory for 2 slots.
+ * Every zone mapping is marked MADV_NOHUGEPAGE, so that such a write makes
+ * one small page resident, not a 2 MiB transparent huge page, whatever the
+ * system's THP setting (`always` is Debian's and RHEL's kernel default).
  * A zone grows by whole chunks when full; it never moves an object.
  *
  * The slot index is chosen once per process: the rseq mm_cid (Linux >= 6.3),

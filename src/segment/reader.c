@@ -157,6 +157,9 @@ static int read_exact(struct pcpu_reader *r, void *buf, size_t len, uint64_t off
 	return 0;
 }
 
+/* 0 with *size set, or -1. The -1 is returned here, not passed on from
+ * pcpu__seg_fail() (another file): callers read *size after a test for -1,
+ * and the compiler must see that no other value leaves it unset. */
 static int rd_size(struct pcpu_reader *r, uint64_t *size)
 {
 	struct stat st;
@@ -165,8 +168,10 @@ static int rd_size(struct pcpu_reader *r, uint64_t *size)
 		*size = r->mem_len;
 		return 0;
 	}
-	if (fstat(r->fd, &st) != 0)
-		return pcpu__seg_fail(errno, "segment %s: fstat: %s", r->name, strerror(errno));
+	if (fstat(r->fd, &st) != 0) {
+		pcpu__seg_fail(errno, "segment %s: fstat: %s", r->name, strerror(errno));
+		return -1;
+	}
 	*size = st.st_size < 0 ? 0 : (uint64_t)st.st_size;
 	return 0;
 }

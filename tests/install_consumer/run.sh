@@ -9,7 +9,9 @@
 #     DESTDIR: pkg-config must say /usr/include and /usr/lib/<multiarch>
 #     (a .pc that derives its prefix from its own location gets both wrong),
 #     pcpustat carries no RUNPATH, and consumers build against the staged
-#     files (pkg-config's sysroot, CMake's prefix path).
+#     files (pkg-config's sysroot, CMake's prefix path). That build is a
+#     Release one (-O3) with -Werror: the optimiser's flow analysis warns
+#     about what -O2 does not see (a Release build has no warning at all).
 # usage: run.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 src=$1 build=$2
@@ -35,6 +37,12 @@ export PKG_CONFIG_PATH="$libdir/pkgconfig"
   || fail "pkg-config libdir is $(pkg-config --variable=libdir pcpu), not $libdir"
 cc $(pkg-config --cflags pcpu) "$here/consumer.c" -o "$work/pc_consumer" $(pkg-config --libs pcpu) -pthread
 LD_LIBRARY_PATH="$libdir" "$work/pc_consumer"
+# Static: libpcpu.a and what Libs.private names (protobuf-c where built in).
+cc $(pkg-config --cflags pcpu) "$here/consumer.c" -o "$work/pc_static_consumer" \
+  -Wl,-Bstatic $(pkg-config --static --libs pcpu) -Wl,-Bdynamic
+! readelf -d "$work/pc_static_consumer" | grep -q 'libpcpu\.so' \
+  || fail "pkg-config --static: the consumer links libpcpu.so, not libpcpu.a"
+env -u LD_LIBRARY_PATH "$work/pc_static_consumer"
 unset PKG_CONFIG_PATH
 # Only pcpu_-prefixed symbols are exported, and the SONAME is versioned.
 lib=$(ls "$libdir"/libpcpu.so.0)
@@ -55,9 +63,11 @@ multiarch=$(cc -print-multiarch 2>/dev/null || true)
 [ -n "$multiarch" ] || multiarch=x86_64-linux-gnu
 root=$work/root
 cmake -S "$src" -B "$work/mbuild" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_C_FLAGS=-Werror -DCMAKE_CXX_FLAGS=-Werror \
   -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_INSTALL_LIBDIR="lib/$multiarch" \
   -DPCPU_BUILD_TESTS=OFF -DPCPU_BUILD_BENCH=OFF -DPCPU_BUILD_EXAMPLES=OFF >/dev/null
-cmake --build "$work/mbuild" >/dev/null
+cmake --build "$work/mbuild" >"$work/mbuild.log" 2>&1 \
+  || { cat "$work/mbuild.log"; fail "the Release build (-Werror) failed"; }
 DESTDIR=$root cmake --install "$work/mbuild" >/dev/null
 pcdir=$root/usr/lib/$multiarch/pkgconfig
 [ -e "$pcdir/pcpu.pc" ] || fail "no $pcdir/pcpu.pc"

@@ -9,7 +9,12 @@
 #     consumers through pkg-config and CMake's find_package; a program built
 #     that way publishes a segment that the packaged pcpustat and the Python
 #     binding (over the packaged libpcpu.so.0) read back; the manual pages
-#     are found by man.
+#     are found by man;
+#  5. a static link against libpcpu.a works as a user of libpcpu-dev does it
+#     (pkg-config --static, CMake's pcpu::pcpu_static), and every library
+#     those name (pcpu.pc's Libs.private, the static target's
+#     INTERFACE_LINK_LIBRARIES) belongs to a package libpcpu-dev depends on:
+#     on a machine with only libpcpu-dev installed, the link finds it.
 # Exit 77 (skipped, and ctest says so) only on a system without dpkg at all;
 # on Debian a missing tool is a failure: scripts/install-deps.sh installs it.
 # usage: deb_test.sh SOURCE_DIR
@@ -111,4 +116,56 @@ for page in pcpu pcpu_counter_add pcpu_counter_inc pcpu_reader_open pcpustat; do
 done
 [[ $(MANPATH=$root/usr/share/man MANWIDTH=80 man -P cat pcpu_counter_inc 2>/dev/null) == *pcpu_counter_add* ]] \
   || fail "man pcpu_counter_inc does not show pcpu_counter_add(3)"
+
+# ---- 5. static linking ------------------------------------------------------------
+# Every library a static link needs comes with libpcpu-dev's dependencies.
+dev_depends=$(dpkg-deb -f "$work"/libpcpu-dev_*.deb Depends)
+echo "libpcpu-dev Depends: $dev_depends"
+owner() { # a library file -> the package that ships it
+  dpkg-query -S "$1" 2>/dev/null | sed -n '1s/:.*//p'
+}
+needs() { # what names the library, the file
+  local pkg
+  pkg=$(owner "$2")
+  [ -n "$pkg" ] || fail "$1 names $2, which no installed package ships"
+  [[ ", $dev_depends," == *", $pkg"[\ ,]* ]] \
+    || fail "$1 names $2 (package $pkg), but libpcpu-dev does not depend on $pkg: a static link fails where $pkg is not installed"
+  echo "static link: $1 needs $2, from $pkg: a dependency of libpcpu-dev"
+}
+private=$(sed -n 's/^Libs\.private://p' "$lib/pkgconfig/pcpu.pc")
+for flag in $private; do
+  case $flag in
+  -lpthread | -lm | -lrt | -ldl | -lc | -pthread) ;;
+  -l*)
+    so=
+    for d in /usr/lib/$ma /lib/$ma /usr/lib /lib; do
+      [ -e "$d/lib${flag#-l}.so" ] && { so=$d/lib${flag#-l}.so; break; }
+    done
+    [ -n "$so" ] || fail "pcpu.pc Libs.private names $flag: lib${flag#-l}.so not found on this machine"
+    needs "pcpu.pc Libs.private ($flag)" "$so" ;;
+  *) fail "pcpu.pc Libs.private: unexpected '$flag'" ;;
+  esac
+done
+targets=$lib/cmake/pcpu/pcpuTargets.cmake
+static_libs=$(awk '/set_target_properties\(pcpu::pcpu_static /{t=1} t && /INTERFACE_LINK_LIBRARIES/{print; exit}' "$targets" \
+  | sed 's/.*INTERFACE_LINK_LIBRARIES "\(.*\)"/\1/')
+[ -n "$static_libs" ] || fail "no INTERFACE_LINK_LIBRARIES for pcpu::pcpu_static in $targets"
+IFS=';' read -ra items <<<"$static_libs"
+for item in "${items[@]}"; do
+  item=${item#\$<LINK_ONLY:}
+  item=${item%>}
+  case $item in
+  Threads::Threads) ;;
+  /*) needs "pcpu::pcpu_static" "$item" ;;
+  *) fail "pcpu::pcpu_static links '$item': neither Threads nor a library file" ;;
+  esac
+done
+# The static link itself, with pkg-config --static: libpcpu.a, and what
+# Libs.private adds, linked statically too where an archive exists.
+static_libs_pc=$(PKG_CONFIG_LIBDIR=$lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$root pkg-config --static --libs pcpu)
+echo "pkg-config --static --libs pcpu: $static_libs_pc"
+cc $cflags "$src/tests/install_consumer/consumer.c" -o "$work/static_consumer" \
+  -Wl,-Bstatic $static_libs_pc -Wl,-Bdynamic
+! readelf -d "$work/static_consumer" | grep -q 'libpcpu\.so' || fail "the pkg-config --static consumer links libpcpu.so"
+"$work/static_consumer"
 echo "deb_test: ok ($(cd "$work" && ls *.deb | tr '\n' ' '))"
