@@ -126,6 +126,17 @@ PCPU_HIDDEN size_t pcpu_zone_chunk_count(pcpu_zone_t *zone);
  * zone for a shared zone's pages and by the segment for its directory. */
 PCPU_HIDDEN int pcpu_file_allocate(int fd, uint64_t off, uint64_t len);
 
+/* pcpu_file_allocate() for pages mapped (MAP_SHARED) at p: write-faults
+ * them in through the mapping where the kernel can (MADV_POPULATE_WRITE),
+ * so that the mapping's MADV_NOHUGEPAGE holds on a tmpfs that hands out
+ * huge pages; else fallocate(). Same errors. */
+PCPU_HIDDEN int pcpu_file_allocate_mapped(int fd, char *p, uint64_t off, size_t len);
+
+/* Advises the kernel not to back [p, p + len) with transparent huge pages
+ * (memory pcpu writes sparsely); errno kept, failure ignored (a kernel
+ * without THP). */
+PCPU_HIDDEN void pcpu_no_huge_pages(void *p, size_t len);
+
 /* Whether `obj` lies inside a live allocation of some zone (debug checks). */
 PCPU_HIDDEN int pcpu_zone_contains_live(const void *obj);
 

@@ -182,7 +182,7 @@ static size_t page_size(void)
 /* Marks a new mapping as not to be backed by transparent huge pages (see
  * the top): its pages are written sparsely. Advice only: a kernel built
  * without THP refuses it (EINVAL), and then there is nothing to avoid. */
-static void no_huge_pages(void *p, size_t len)
+void pcpu_no_huge_pages(void *p, size_t len)
 {
 	int saved_errno = errno;
 
@@ -228,7 +228,7 @@ static char *copy_shared_chunk(const pcpu_zone_t *z, const struct chunk *c)
 
 	if (copy == MAP_FAILED)
 		return NULL;
-	no_huge_pages(copy, span); /* moved over the chunk in the child */
+	pcpu_no_huge_pages(copy, span); /* moved over the chunk in the child */
 	for (d = off; d < end; d = h) {
 		d = lseek(z->fd, d, SEEK_DATA);
 		if (d < 0 && errno == ENXIO)
@@ -324,7 +324,7 @@ static void zone_fork_child(void)
 			 * written yet show the parent's later adds. */
 			if (mmap(c->base, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED,
 				 z->fd, (off_t)chunk_file_off(z, c->no)) != MAP_FAILED)
-				no_huge_pages(c->base, span);
+				pcpu_no_huge_pages(c->base, span);
 		}
 		/* Private from now on; the fd is the segment's, which closes
 		 * its copy in its own child handler. */
@@ -563,7 +563,7 @@ int pcpu_file_allocate(int fd, uint64_t off, uint64_t len)
  * that refuses (EINVAL, EPERM), or a fault that would have raised SIGBUS
  * (EFAULT: the file system is full) -- with fallocate(), which allocates
  * what it can and says what is wrong. */
-static int allocate_pages(int fd, char *p, uint64_t off, size_t len)
+int pcpu_file_allocate_mapped(int fd, char *p, uint64_t off, size_t len)
 {
 #ifdef MADV_POPULATE_WRITE
 	if (madvise(p, len, MADV_POPULATE_WRITE) == 0)
@@ -591,7 +591,7 @@ static int reserve_pages(pcpu_zone_t *zone, struct chunk *c, size_t upto)
 		uint64_t at = off + ((uint64_t)r << PCPU_SLOT_STRIDE_SHIFT) + from;
 		char *p = c->base + ((size_t)r << PCPU_SLOT_STRIDE_SHIFT) + from;
 
-		if (allocate_pages(zone->fd, p, at, upto - from) != 0) {
+		if (pcpu_file_allocate_mapped(zone->fd, p, at, upto - from) != 0) {
 			int err = errno;
 
 			/* Nothing lives past `backed`: give the pages back to a
@@ -640,7 +640,7 @@ static int map_file_chunk(pcpu_zone_t *zone, unsigned no, char *base)
 	if (mmap(base, chunk_span(), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
 		 zone->fd, (off_t)off) == MAP_FAILED)
 		return -1;
-	no_huge_pages(base, chunk_span());
+	pcpu_no_huge_pages(base, chunk_span());
 	return 0;
 }
 
@@ -665,7 +665,7 @@ static struct chunk *chunk_create(pcpu_zone_t *zone)
 		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (bits == MAP_FAILED)
 		goto fail_chunk;
-	no_huge_pages(bits, BITMAP_BYTES);
+	pcpu_no_huge_pages(bits, BITMAP_BYTES);
 	c->alloc = bits;
 	c->start = c->alloc + BITMAP_WORDS;
 	map = mmap(NULL, len, PROT_READ | PROT_WRITE,
@@ -678,7 +678,7 @@ static struct chunk *chunk_create(pcpu_zone_t *zone)
 		munmap(map, (size_t)(base - map));
 	if (map + len > base + span)
 		munmap(base + span, (size_t)(map + len - (base + span)));
-	no_huge_pages(base, span); /* before the header is written */
+	pcpu_no_huge_pages(base, span); /* before the header is written */
 	if (zone->fd >= 0 && map_file_chunk(zone, no, base) != 0) {
 		err = errno;
 		goto fail_base;
@@ -1203,7 +1203,7 @@ int pcpu_zone_attach_file_reserved(pcpu_zone_t *zone, int fd, uint64_t file_base
 				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) != MAP_FAILED) {
 				struct pcpu__chunk_hdr *h = (struct pcpu__chunk_hdr *)c->base;
 
-				no_huge_pages(c->base, chunk_span());
+				pcpu_no_huge_pages(c->base, chunk_span());
 				h->magic = PCPU__CHUNK_MAGIC;
 				h->flags = 0;
 				h->mirror_delta = 0;

@@ -295,7 +295,8 @@ static int reserve(struct pcpu_segment *seg, uint64_t region, uint64_t *backed, 
 	upto = (upto + 4095) & ~(uint64_t)4095;
 	if (upto <= *backed)
 		return 0;
-	if (pcpu_file_allocate(seg->fd, region + *backed, upto - *backed) != 0) {
+	if (pcpu_file_allocate_mapped(seg->fd, seg->map + region + *backed, region + *backed,
+				      (size_t)(upto - *backed)) != 0) {
 		mark_nospace(seg);
 		return -1;
 	}
@@ -1088,9 +1089,12 @@ pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
 		pcpu__seg_fail(errno, "mapping \"%.300s\": %s", seg->path, strerror(errno));
 		goto fail;
 	}
+	/* Written sparsely, like the zone's chunks (zone.c: transparent huge
+	 * pages would make a 2 MiB page of each page written). */
+	pcpu_no_huge_pages(seg->map, seg->map_len);
 	/* The header's page is written below: allocated first, or a full
 	 * file system fails the publication here instead of raising SIGBUS. */
-	if (pcpu_file_allocate(seg->fd, 0, PCPU__SEG_HEADER_REGION) != 0) {
+	if (pcpu_file_allocate_mapped(seg->fd, seg->map, 0, PCPU__SEG_HEADER_REGION) != 0) {
 		pcpu__seg_fail(errno, "\"%.300s\": %s", seg->path, strerror(errno));
 		goto fail;
 	}
