@@ -33,6 +33,7 @@
  */
 #include "check.h"
 #include "internal.h"
+#include <pcpu/pcpu.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -90,6 +91,57 @@ static void check_no_huge_advice(uintptr_t lo, uintptr_t hi, const char *what)
 	fclose(f);
 	CHECK(found > 0);
 	printf("advice: %s: %d mapping(s) of the chunk, all MADV_NOHUGEPAGE\n", what, found);
+}
+
+/* Checks that every mapping of the file at `path` carries "nh": a
+ * published segment maps its header and directory itself, and its zone
+ * maps the chunks. The mappings name the file as it was created (a
+ * temporary name, since replaced), so they are found by inode. */
+static void check_no_huge_advice_file(const char *path, const char *what)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[1024];
+	int in = 0, found = 0;
+	struct stat st;
+
+	CHECK(f != NULL && stat(path, &st) == 0);
+	while (fgets(line, sizeof line, f)) {
+		unsigned long a, b, off, ino;
+		char dash, perms[8], dev[16];
+
+		if (sscanf(line, "%lx%c%lx %7s %lx %15s %lu", &a, &dash, &b, perms, &off, dev, &ino) == 7 &&
+		    dash == '-') {
+			in = ino == (unsigned long)st.st_ino && ino != 0;
+			found += in;
+			continue;
+		}
+		if (in && strncmp(line, "VmFlags:", 8) == 0 && !strstr(line, " nh")) {
+			fprintf(stderr, "%s: a mapping of %s is not MADV_NOHUGEPAGE, VmFlags:%s", what,
+				path, line + 8);
+			exit(1);
+		}
+	}
+	fclose(f);
+	CHECK(found >= 2);
+	printf("advice: %s: %d mapping(s) of %s, all MADV_NOHUGEPAGE\n", what, found, path);
+}
+
+static void test_segment_advice(void)
+{
+	char dir[] = "/tmp/pcpu-thp-XXXXXX";
+	struct pcpu_segment_options o;
+	pcpu_registry_t *reg;
+	pcpu_segment_t *seg;
+
+	CHECK(mkdtemp(dir) != NULL);
+	memset(&o, 0, sizeof o);
+	o.dir = dir;
+	CHECK((reg = pcpu_registry_create()) != NULL);
+	CHECK((seg = pcpu_segment_publish(reg, "thp", &o)) != NULL);
+	pcpu_counter_add(pcpu_registry_counter(reg, "thp_total", NULL), 1);
+	check_no_huge_advice_file(pcpu_segment_path(seg), "published segment");
+	pcpu_registry_destroy(reg);
+	rmdir(dir);
 }
 
 static uintptr_t chunk_of(const void *obj)
@@ -397,9 +449,10 @@ int main(int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "--measure") == 0)
 		return measure();
 	ps = (size_t)sysconf(_SC_PAGESIZE);
-	if (access(THP_DIR, F_OK) == 0)
+	if (access(THP_DIR, F_OK) == 0) {
 		test_advice();
-	else
+		test_segment_advice();
+	} else
 		printf("advice: no %s (a kernel without THP): nothing to ask for\n", THP_DIR);
 	read_knob(knobs[0], enabled, sizeof enabled);
 	read_knob(knobs[1], shmem, sizeof shmem);
