@@ -20,19 +20,38 @@
   exporter_hostile_test.py fairness PCPUSTAT FIXTURE
       500 idle connections and 50 slowloris clients, then 100 scrapes, each
       answered in under a second.
+  exporter_hostile_test.py auth PCPUSTAT FIXTURE
+      HTTPS and basic auth while clients send passwords that must be
+      bcrypt-checked: one user's hash has cost 31 (one check runs for
+      days), so the checker stays saturated for the whole test. Clients
+      past their share get 429 and past the queue 503, at once; the right
+      password (verified once before) is served 200 every time meanwhile,
+      and a wrong one seen before is refused (401) without a check; SIGTERM
+      still stops the exporter.
+  exporter_hostile_test.py plaintext PCPUSTAT FIXTURE
+      plain HTTP sent to the HTTPS port: answered 400 "Client sent an HTTP
+      request to an HTTPS server." (as Go's net/http), connection closed,
+      nothing on stderr; HTTPS served as usual meanwhile.
 
 Loopback only; every wait is bounded; everything started is stopped.
 """
+import base64
+import http.client
 import json
 import os
+import queue
 import resource
+import shutil
+import signal
 import socket
+import ssl
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import exporter_test as et  # noqa: E402  (Env, get, check)
+import exporter_test as et  # noqa: E402  (Env, get, get_tls, check)
 
 check = et.check
 
@@ -311,8 +330,185 @@ def fairness(e):
         s.close()
 
 
+def make_tls(e, users=None):
+    """A certificate for 127.0.0.1 and a web configuration (TLS, and basic
+    auth for `users`: name -> bcrypt hash) in e.tmp. Returns (web config
+    path, an SSL context that trusts the certificate)."""
+    d = os.path.join(e.tmp, "pki")
+    os.makedirs(d, exist_ok=True)
+    for tool in ("openssl", "htpasswd"):
+        if not shutil.which(tool):
+            raise SystemExit("FAIL: %s not installed: run scripts/install-deps.sh" % tool)
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-keyout", "server.key", "-out", "server.crt", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], cwd=d, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    web = os.path.join(d, "web.yml")
+    with open(web, "w") as f:
+        f.write("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n")
+        if users:
+            f.write("basic_auth_users:\n")
+            for name, h in users.items():
+                f.write("  %s: '%s'\n" % (name, h))
+    return web, ssl.create_default_context(cafile=os.path.join(d, "server.crt"))
+
+
+def bcrypt_hash(password, cost):
+    out = subprocess.run(["htpasswd", "-nbBC", str(cost), "u", password], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    return out.split(":", 1)[1]
+
+
+def basic(user, password):
+    return {"Authorization": "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode()}
+
+
+class Pending:
+    """A request sent from `source` (a loopback address) on its own HTTPS
+    connection, in a thread of its own (connecting may wait too): .answers
+    gets (self, status), status None if the connection failed or closed
+    unanswered."""
+
+    def __init__(self, port, ctx, source, headers, answers):
+        self.status = "waiting"
+        threading.Thread(target=self._run, args=(port, ctx, source, headers, answers), daemon=True).start()
+
+    def _run(self, port, ctx, source, headers, answers):
+        try:
+            c = http.client.HTTPSConnection("127.0.0.1", port, timeout=300, context=ctx,
+                                            source_address=(source, 0))
+            c.request("GET", "/metrics", headers=headers)
+            r = c.getresponse()
+            r.read()
+            self.status = r.status
+        except (OSError, http.client.HTTPException):
+            self.status = None
+        answers.put((self, self.status))
+
+
+def next_answers(answers, n, what, timeout=60):
+    """The next n answers, within a generous safety timeout."""
+    got = []
+    try:
+        for _ in range(n):
+            got.append(answers.get(timeout=timeout)[1])
+    except queue.Empty:
+        check(False, "%s: %d answers within %d s (got %r)" % (what, n, timeout, got))
+        raise SystemExit(1)
+    return got
+
+
+def auth(e):
+    cnt, _ = e.fixture_start("count", "4242", "authtest")
+    want = 'test_events_total{pcpu_segment="authtest",pcpu_pid="%d"} 4242' % cnt.pid
+    # "slow": bcrypt cost 31 (a valid hash, 2^27 times the work of cost 4):
+    # the first check of a password for it keeps the checker busy far
+    # longer than the test, so the queue behind it fills deterministically.
+    slow = bcrypt_hash("x", 4).replace("$04$", "$31$", 1)
+    web, ctx = make_tls(e, {"prometheus": bcrypt_hash("s3cret", 4), "slow": slow})
+    srv, host, port = e.serve("--web.config.file", web, "authtest")
+    right = basic("prometheus", "s3cret")
+
+    def legit(conn=None):
+        c = conn or http.client.HTTPSConnection(host, port, timeout=30, context=ctx)
+        c.request("GET", "/metrics", headers=right)
+        r = c.getresponse()
+        body = r.read().decode()
+        if conn is None:
+            c.close()
+        return r.status, body
+
+    st, body = legit()
+    check(st == 200 and want in body, "the right password (checked once): 200 with the value (%r)" % st)
+    st, _ = et.get_tls(host, port, ctx, basic("prometheus", "nope"))
+    check(st == 401, "a wrong password: 401 (%r)" % st)
+
+    answers = queue.Queue()
+    pw = iter("p%d" % i for i in range(1000))
+    # One client address, three checks at once: AUTH_PER_CLIENT (2) are
+    # taken (the first keeps the checker busy for good), the third is
+    # refused at once.
+    first = [Pending(port, ctx, "127.0.0.2", basic("slow", next(pw)), answers) for _ in range(3)]
+    got = next_answers(answers, 1, "3 checks from 127.0.0.2")
+    check(got == [429], "3 password checks at once from one address: one answered 429 at once (%r)" % got)
+    # Four more addresses, two each: 2 + 8 checks for 1 running + 8
+    # (AUTH_QUEUE) waiting: exactly one is refused, 503.
+    more = [Pending(port, ctx, "127.0.0.%d" % a, basic("slow", next(pw)), answers)
+            for a in range(3, 7) for _ in range(2)]
+    got = next_answers(answers, 1, "8 checks from 4 addresses")
+    check(got == [503], "the queue full: the check past it answered 503 at once (%r)" % got)
+
+    # The checker saturated for good: the verified password is still
+    # served, every time, on kept-alive and on new connections.
+    c, oks = http.client.HTTPSConnection(host, port, timeout=30, context=ctx), 0
+    for i in range(20):
+        st, body = legit(c if i % 2 else None)
+        oks += st == 200 and want in body
+    c.close()
+    check(oks == 20, "checker saturated: 20 scrapes with the verified password, %d answered 200 with the value"
+          % oks)
+    st, _ = et.get_tls(host, port, ctx, basic("prometheus", "nope"))
+    check(st == 401, "checker saturated: the wrong password seen before refused at once, 401 (%r)" % st)
+    st, _ = et.get_tls(host, port, ctx, basic("prometheus", "new"), source="127.0.0.7")
+    check(st == 503, "checker saturated: a password never seen, from a new address: 503 (%r)" % st)
+    st, _ = et.get_tls(host, port, ctx, basic("prometheus", "new"), source="127.0.0.2")
+    check(st == 429, "checker saturated: one more from an address with 2 checks waiting: 429 (%r)" % st)
+    waiting = [p for p in first + more if p.status == "waiting"]
+    check(len(waiting) == 9, "the 9 checks admitted are still waiting, unanswered (%d)" % len(waiting))
+
+    # SIGTERM: the exporter stops although a check runs on; the waiting
+    # requests are answered 503 or closed, never 200.
+    t0 = time.monotonic()
+    srv.send_signal(signal.SIGTERM)
+    try:
+        rc = srv.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        rc = None
+    check(rc == 0, "SIGTERM with a check running for days: exits 0 (%r, %.1f s)" % (rc, time.monotonic() - t0))
+    if rc == 0:
+        got = next_answers(answers, len(waiting), "the waiting requests after SIGTERM")
+        check(all(s in (503, None) for s in got), "the waiting requests: 503 or closed (%r)" % got)
+
+
+def plaintext(e):
+    e.fixture_start("count", "31337", "tlsplain")
+    web, ctx = make_tls(e)
+    srv, host, port = e.serve("--web.config.file", web, "tlsplain")
+    answer = "Client sent an HTTP request to an HTTPS server.\n"
+    for i in range(50):
+        out, closed, _ = et.exchange(host, port, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        head, _, body = out.partition("\r\n\r\n")
+        ok = closed and head.startswith("HTTP/1.1 400 ") and body == answer
+        if not ok or i == 0:
+            check(ok, "plain HTTP to the HTTPS port: 400, %r, closed (%r, %s)"
+                  % (answer, out[:200], "closed" if closed else "open"))
+        if not ok:
+            break
+    # What a client library sees (Prometheus with http:// would report it).
+    c = http.client.HTTPConnection(host, port, timeout=10)
+    try:
+        c.request("GET", "/metrics")
+        r = c.getresponse()
+        st, body = r.status, r.read().decode()
+    except (OSError, http.client.HTTPException) as ex:
+        st, body = ex, ""
+    c.close()
+    check(st == 400 and body == answer, "http.client: status 400 (%r)" % st)
+    st, body = et.get_tls(host, port, ctx)
+    check(st == 200 and "31337" in body, "HTTPS on the same port: 200 with the value (%r)" % st)
+    with open(srv.errfile) as f:
+        said = f.read()
+    check(said == "", "51 plain HTTP requests: nothing on stderr (%r)" % said[:300])
+    # Not a letter, not TLS: closed unanswered, as before.
+    out, closed, _ = et.exchange(host, port, b"\x00\x01\x02garbage\r\n\r\n")
+    check(closed and out == "", "neither TLS nor HTTP: closed unanswered (%r)" % out[:80])
+    st, body = et.get_tls(host, port, ctx)
+    check(st == 200 and "31337" in body, "HTTPS still: 200 with the value (%r)" % st)
+
+
 def main():
-    modes = {"bounds": bounds, "segments": segments, "neighbours": neighbours, "nofile": nofile, "fairness": fairness}
+    modes = {"bounds": bounds, "segments": segments, "neighbours": neighbours, "nofile": nofile, "fairness": fairness,
+             "auth": auth, "plaintext": plaintext}
     if len(sys.argv) < 4 or sys.argv[1] not in modes:
         raise SystemExit(__doc__)
     e = et.Env(sys.argv[2], sys.argv[3])
