@@ -100,6 +100,9 @@ static const char serve_usage[] =
 	"      --timeout SECS   close a connection inactive that long (default 10)\n"
 	"      --max-bytes N    bytes one scrape may read and allocate (default 256M;\n"
 	"                       suffixes K, M, G); a scrape over it fails alone (503)\n"
+	"      --max-down N     segments down reported one by one per user (default\n"
+	"                       16); the rest are left unread, counted in\n"
+	"                       pcpu_segments_omitted{uid=\"UID\"}\n"
 	"      --web.config.file FILE\n"
 	"                       TLS and basic authentication, in the Prometheus exporter\n"
 	"                       toolkit's format (tls_server_config, basic_auth_users)\n"
@@ -741,6 +744,7 @@ int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 		{ "max-clients", required_argument, NULL, 'm' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "max-bytes", required_argument, NULL, 'B' },
+		{ "max-down", required_argument, NULL, 'D' },
 		{ "web.config.file", required_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -759,6 +763,7 @@ int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 	memset(&sv, 0, sizeof sv);
 	sv.cf.ropt = *ropt;
 	sv.cf.max_bytes = (size_t)256 << 20;
+	sv.cf.max_down = 16;
 	optind = 1;
 	argv[0] = (char *)"pcpustat serve"; /* getopt's messages, as ours */
 	while ((c = getopt_long(argc, argv, "l:d:u:ah", longopts, NULL)) != -1) {
@@ -803,6 +808,14 @@ int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 				return 2;
 			}
 			break;
+		case 'D':
+			errno = 0;
+			sv.cf.max_down = strtoul(optarg, &end, 10);
+			if (*end || !*optarg || optarg[0] == '-' || errno || sv.cf.max_down > 1000000) {
+				fputs("pcpustat serve: --max-down wants 0..1000000\n", stderr);
+				return 2;
+			}
+			break;
 		case 'W':
 			web_config = optarg;
 			break;
@@ -819,6 +832,7 @@ int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 			fprintf(stderr, "pcpustat serve: '%s' is not a segment name, pid or file name\n", argv[i]);
 			return 2;
 		}
+	scrape_memory_setup();
 	sv.cf.targets = argv + optind;
 	sv.cf.ntargets = (size_t)(argc - optind);
 	if (web_config) {

@@ -11,8 +11,13 @@
       up 1; every exposition passes `promtool check metrics`.
   exporter_hostile_test.py neighbours PCPUSTAT FIXTURE
       a planted pcpu.0<PID>.<NAME> (leading zero) and a duplicate target
-      never fail the scrape; 20,000 junk files named like segments: scrapes
-      stay bounded in time and the memory goes when the files go.
+      never fail the scrape; 20,000 junk files named like segments (another
+      user's): --max-down (16) reported, the rest counted in one series,
+      at most those 16 opened per scrape, and the memory goes when the
+      files go.
+  exporter_hostile_test.py junk PCPUSTAT FIXTURE
+      the same with 300 empty junk files (the fast tier), beside another
+      owner's corrupt segment, and with --max-down 0.
   exporter_hostile_test.py nofile PCPUSTAT FIXTURE
       RLIMIT_NOFILE 20 and 30 idle clients: no busy loop (CPU time
       measured), and scrapes are answered within seconds (idle clients are
@@ -45,6 +50,7 @@ import shutil
 import signal
 import socket
 import ssl
+import struct
 import subprocess
 import sys
 import threading
@@ -230,19 +236,21 @@ def neighbours(e):
           up_line("counter", cnt.pid, "duplicate", 0) in body,
           "one segment named twice on the command line: 200, served once, the other a duplicate (%r)" % st)
 
-    # 20,000 junk files named like segments of processes that do not exist.
+    # 20,000 junk files named like segments of processes that do not
+    # exist, another user's where the test may give them one.
     st, _, _ = timed_get(host, port)
     rss0 = rss_kb(srv.pid)
-    junk = [os.path.join(e.dir, "pcpu.%d.junk%d" % (3000000 + i, i)) for i in range(20000)]
-    for j in junk:
-        fd = os.open(j, os.O_CREAT | os.O_WRONLY, 0o600)
-        os.write(fd, b"junk")
-        os.close(fd)
+    junk = plant_junk(e.dir, 20000, b"junk")
+    # A fresh writer after the slow planting (a fixture lives 60 s at most).
+    late, _ = e.fixture_start("count", "5678", "late")
+    want = 'test_events_total{pcpu_segment="late",pcpu_pid="%d"} 5678' % late.pid
+    up = up_line("late", late.pid, "", 1)
     times = []
     for _ in range(3):
-        st, body, dt = timed_get(host, port, timeout=60)
+        opened, (st, body, dt) = opens_during(e.dir, lambda: timed_get(host, port, timeout=60))
         times.append(dt)
     check(st == 200 and want in body, "20,000 junk segments: scrape 200 with the real value")
+    check_junk_bounded(body, 20000, opened, up)
     rss1 = rss_kb(srv.pid)
     for j in junk:
         os.unlink(j)
@@ -254,7 +262,7 @@ def neighbours(e):
     # The third scrape with junk is no slower than the first (nothing
     # grows from scrape to scrape), allowing for a loaded machine.
     check(times[2] < 2 * times[0] + 0.5, "scrape time does not grow with the junk's history")
-    check(st == 200 and want in body, "the junk gone: 200 with the value")
+    check(st == 200 and want in body, "the junk gone: 200 with the value (%r %r)" % (st, body[-300:]))
     if os.environ.get("PCPU_TEST_SANITIZER"):
         # A sanitizer's allocator keeps freed memory (quarantine, its own
         # caches): the plain build checks this.
@@ -262,6 +270,108 @@ def neighbours(e):
     else:
         check(rss2 - rss0 < 4096, "the junk gone, memory goes too: VmRSS %d kB over the start"
               % (rss2 - rss0))
+
+
+JUNK_UID = 65534  # nobody: "another user", where the test runs as root
+MAX_DOWN = 16     # pcpustat serve --max-down's default
+
+
+def plant_junk(d, n, content=b"", uid=None):
+    """n files named like segments (of pids that do not exist) holding
+    `content`, owned by `uid` (default JUNK_UID when root, else ours)."""
+    uid = JUNK_UID if uid is None and os.geteuid() == 0 else uid
+    junk = [os.path.join(d, "pcpu.%d.junk%d" % (3000000 + i, i)) for i in range(n)]
+    for j in junk:
+        fd = os.open(j, os.O_CREAT | os.O_WRONLY, 0o600)
+        if content:
+            os.write(fd, content)
+        os.close(fd)
+        if uid is not None:
+            os.chown(j, uid, uid)
+    return junk
+
+
+def opens_during(d, fn):
+    """Runs fn(); returns ({file name: times opened for reading in
+    directory d meanwhile (inotify IN_OPEN; None for the key "overflow"
+    if the kernel dropped events)}, fn's result)."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    ino = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+    check(ino >= 0 and libc.inotify_add_watch(ino, d.encode(), 0x20) >= 0, "inotify watch on the directory")
+    try:
+        result = fn()
+        opened, data = {}, b""
+        while True:
+            try:
+                chunk = os.read(ino, 1 << 20)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            data += chunk
+        pos = 0
+        while pos + 16 <= len(data):
+            _, mask, _, nlen = struct.unpack_from("iIII", data, pos)
+            name = data[pos + 16:pos + 16 + nlen].rstrip(b"\0").decode()
+            pos += 16 + nlen
+            key = "overflow" if mask & 0x4000 else name  # IN_Q_OVERFLOW
+            opened[key] = opened.get(key, 0) + 1
+        return opened, result
+    finally:
+        os.close(ino)
+
+
+def check_junk_bounded(body, njunk, opened, up):
+    """What a scrape with njunk empty (or short) junk files of one owner
+    may cost: MAX_DOWN of them reported by pcpu_segment_up 0, the others
+    counted in pcpu_segments_omitted; at most those MAX_DOWN opened."""
+    owner = JUNK_UID if os.geteuid() == 0 else os.geteuid()
+    downs = [l for l in body.splitlines() if l.startswith("pcpu_segment_up{") and 'pcpu_segment="junk' in l]
+    omitted = 'pcpu_segments_omitted{uid="%d"} %d' % (owner, njunk - MAX_DOWN)
+    check(len(downs) == MAX_DOWN and all(l.endswith(",reason=\"corrupt\"} 0") for l in downs),
+          "%d junk files of one owner: %d reported as pcpu_segment_up 0 (%d)" % (njunk, MAX_DOWN, len(downs)))
+    check(omitted in body, "the other %d counted: %s" % (njunk - MAX_DOWN, omitted))
+    check(up in body, "the real segment still up: %s" % up)
+    check(len(body) < 16384, "the exposition stays small: %d bytes" % len(body))
+    junk_opened = {k: v for k, v in opened.items() if k.startswith("pcpu.") and ".junk" in k or k == "overflow"}
+    check(len(junk_opened) <= MAX_DOWN and "overflow" not in junk_opened,
+          "a scrape opens at most the %d junk files it reports (%d opened%s)"
+          % (MAX_DOWN, len(junk_opened), ", events lost" if "overflow" in junk_opened else ""))
+
+
+def junk(e):
+    cnt, path = e.fixture_start("count", "777", "counter")
+    up = up_line("counter", cnt.pid, "", 1)
+    want = 'test_events_total{pcpu_segment="counter",pcpu_pid="%d"} 777' % cnt.pid
+    srv, host, port = e.serve()
+    plant_junk(e.dir, 300)
+    opened, (st, body, _) = opens_during(e.dir, lambda: timed_get(host, port))
+    check(st == 200 and want in body, "300 empty junk files: 200 with the real value (%r)" % st)
+    check_junk_bounded(body, 300, opened, up)
+    promtool_ok(body, "junk")
+    # Another owner's down segments are reported as before: one user's
+    # junk uses up only that user's --max-down.
+    if os.geteuid() == 0:
+        bad = os.path.join(e.dir, "pcpu.%d.broken" % cnt.pid)
+        with open(path, "rb") as f, open(bad, "wb") as g:
+            g.write(b"NOTMAGIC" + f.read(4096)[8:])
+        os.chmod(bad, 0o600)
+        st, body, _ = timed_get(host, port)
+        check(st == 200 and up_line("broken", cnt.pid, "corrupt", 0) in body and up in body,
+              "root's corrupt segment still reported beside %d of uid %d's junk (%r)" % (300, JUNK_UID, st))
+        os.unlink(bad)
+    else:
+        print("     (not root: one owner only, the per-owner bound is not shown)")
+    # --max-down 0: no junk reported one by one, all counted.
+    srv2, h2, p2 = e.serve("--max-down", "0")
+    st, body, _ = timed_get(h2, p2)
+    owner = JUNK_UID if os.geteuid() == 0 else os.geteuid()
+    check(st == 200 and want in body and 'pcpu_segment="junk' not in body and
+          'pcpu_segments_omitted{uid="%d"} 300' % owner in body,
+          "--max-down 0: the 300 only counted (%r)" % st)
+    st, body, _ = timed_get(h2, p2, "/metrics/junk0")
+    check(st != 200, "/metrics/SEGMENT of a junk file: refused as before (%r)" % st)
 
 
 def nofile(e):
@@ -508,7 +618,7 @@ def plaintext(e):
 
 def main():
     modes = {"bounds": bounds, "segments": segments, "neighbours": neighbours, "nofile": nofile, "fairness": fairness,
-             "auth": auth, "plaintext": plaintext}
+             "auth": auth, "plaintext": plaintext, "junk": junk}
     if len(sys.argv) < 4 or sys.argv[1] not in modes:
         raise SystemExit(__doc__)
     e = et.Env(sys.argv[2], sys.argv[3])
