@@ -226,7 +226,7 @@ static void *worker_main(void *arg)
 	struct auth *a = arg;
 	struct crypt_data *cd = malloc(sizeof *cd); /* 32 KiB */
 	struct auth_job j;
-	int ok;
+	int ok, orphaned;
 
 	pthread_mutex_lock(&a->lock);
 	for (;;) {
@@ -262,10 +262,10 @@ static void *worker_main(void *arg)
 		 * resumes a connection), never after: no inversion. */
 		j.done(j.arg, ok ? AUTH_GRANTED : cd ? AUTH_DENIED : AUTH_BUSY);
 	}
-	ok = a->orphaned;
+	orphaned = a->orphaned;
 	pthread_mutex_unlock(&a->lock);
 	free(cd);
-	if (ok)
+	if (orphaned) /* auth_free() left it to us */
 		auth_destroy(a);
 	return NULL;
 }
