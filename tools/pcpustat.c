@@ -7,7 +7,9 @@
  *
  * Output design: one line per series, "name{labels}  value", names as the
  * Prometheus exposition writes them (so what you see is what you query).
- * Histograms print count, sum and p50/p90/p99. Watch mode redraws in place
+ * Histograms print count, sum and p50/p90/p99. Watch mode's rates are for
+ * people: three significant digits and an SI prefix ("2.30 G/s",
+ * pcpu_format_si()), values as exposed. Watch mode redraws in place
  * on a terminal (clear + home, cursor hidden, restored on exit or Ctrl-C)
  * and prints plain blocks separated by blank lines into a pipe.
  *
@@ -16,7 +18,6 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -488,7 +489,7 @@ static void watch_frame(struct sbuf *b, pcpu_reader_t *r, const struct pcpu_read
 	strftime(tbuf, sizeof tbuf, "%H:%M:%S", &tm);
 	header_line(b, r, s);
 	sb_printf(b, "%s, every %gs%s\n", tbuf, o->interval, isatty(STDOUT_FILENO) ? ", Ctrl-C quits" : "");
-	sb_printf(b, "  %-*s  %16s  %14s\n", (int)w, "NAME", "VALUE", "PER SECOND");
+	sb_printf(b, "  %-*s  %16s  %14s\n", (int)w, "NAME", "VALUE", "RATE");
 	lines = 3;
 	for (f = 0; f < fl->snap.nfamilies; f++) {
 		const struct pcpu_snapshot_family *fam = &fl->snap.families[f];
@@ -525,7 +526,7 @@ static void watch_frame(struct sbuf *b, pcpu_reader_t *r, const struct pcpu_read
 					d = calloc(fam->nbuckets, sizeof *d);
 					for (k = 0; d && k < fam->nbuckets; k++)
 						d[k] = se->value.histogram.counts[k] - prev->counts[pi][k];
-					pcpu_format_double(num, sizeof num, round(((double)count - prev->vals[pi]) / dt * 10) / 10, 0);
+					pcpu_format_si(num, sizeof num, ((double)count - prev->vals[pi]) / dt, "/s");
 					sb_printf(b, "%14s  ", num);
 					if (d)
 						hist_text(b, fam, d, 0, 0);
@@ -544,7 +545,7 @@ static void watch_frame(struct sbuf *b, pcpu_reader_t *r, const struct pcpu_read
 				sb_printf(b, "%16s  ", vt.p);
 				sb_free(&vt);
 				if (pi >= 0 && dt > 0) {
-					pcpu_format_double(num, sizeof num, round((v - prev->vals[pi]) / dt * 10) / 10, 0);
+					pcpu_format_si(num, sizeof num, (v - prev->vals[pi]) / dt, "/s");
 					sb_printf(b, "%14s", num);
 				} else {
 					sb_printf(b, "%14s", "-");

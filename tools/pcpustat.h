@@ -79,6 +79,7 @@ struct scrape_config {
 	char **targets; /* from the command line; none: every segment listed */
 	size_t ntargets;
 	size_t max_bytes; /* what one scrape may read and allocate */
+	size_t max_down;  /* listed segments down: reported per owner, the rest counted */
 };
 /* The last message per segment, so stderr says each change once:
  * fingerprints of its key and message (0: readable). */
@@ -102,6 +103,9 @@ void scrape_all(const struct scrape_config *cf, struct scrape_state *st, enum pc
 void scrape_one(const struct scrape_config *cf, const char *target, enum pcpu_format fmt,
 		struct scrape_result *res);
 void scrape_state_free(struct scrape_state *st);
+/* Makes the allocator give a scrape's memory back when it is freed (once,
+ * before serving). */
+void scrape_memory_setup(void);
 /* A segment name, pid or file name; never a path. */
 int valid_target(const char *t);
 

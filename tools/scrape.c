@@ -47,6 +47,7 @@
  * (empty when up). */
 static const char *const EXTRA_LABELS[] = { "pcpu_segment", "pcpu_pid" };
 static const char *const UP_LABELS[] = { "pcpu_segment", "pcpu_pid", "reason" };
+static const char *const OMITTED_LABELS[] = { "uid" };
 /* Lines on stderr per scrape: whoever can create files named like segments
  * must not be able to flood the log (or block the exporter on a full pipe). */
 #define NOTES_PER_SCRAPE 20
@@ -58,6 +59,12 @@ struct seg {
 	struct pcpu_reader_snapshot *snap;
 	const char *labels[3]; /* pcpu_segment, pcpu_pid, and reason for pcpu_segment_up */
 	int ok, dup, too_large;
+	/* Listed (no targets): what the listing said, and whether it found
+	 * the segment cannot be served; omitted: down, and left out of the
+	 * exposition, counted in pcpu_segments_omitted (its owner has
+	 * --max-down down segments reported already). */
+	const struct pcpu_segment_info *info;
+	int known_down, omitted;
 	const struct seg *first; /* a duplicate's: the one served instead */
 	const char *reason; /* not ok: a word of pcpu_reader_reason()'s vocabulary */
 	int err;       /* errno of a failure that may fail the whole scrape */
@@ -90,12 +97,15 @@ static int cmp_note(const void *a, const void *b)
 static void notes_update(struct scrape_state *st, const struct seg *segs, size_t n)
 {
 	struct scrape_note *now = malloc((n ? n : 1) * sizeof *now);
-	size_t i, said = 0;
+	size_t i, k = 0, said = 0;
 
 	for (i = 0; i < n; i++) {
 		const struct seg *g = &segs[i];
 		const char *msg = g->ok ? NULL : g->msg;
 		struct scrape_note want = { fingerprint(g->key), fingerprint(msg) }, *old;
+
+		if (g->omitted)
+			continue; /* pcpu_segments_omitted counts it */
 
 		old = st->notes ? bsearch(&want, st->notes, st->nnotes, sizeof want, cmp_note) : NULL;
 		if ((old ? old->msg != want.msg : msg != NULL) && said++ < NOTES_PER_SCRAPE) {
@@ -105,16 +115,16 @@ static void notes_update(struct scrape_state *st, const struct seg *segs, size_t
 				fprintf(stderr, "pcpustat serve: %s: readable again\n", g->key);
 		}
 		if (now)
-			now[i] = want;
+			now[k++] = want;
 	}
 	if (said > NOTES_PER_SCRAPE)
 		fprintf(stderr, "pcpustat serve: ... and %zu more segments changed (pcpu_segment_up says which)\n",
 			said - NOTES_PER_SCRAPE);
 	if (now)
-		qsort(now, n, sizeof *now, cmp_note);
+		qsort(now, k, sizeof *now, cmp_note);
 	free(st->notes);
 	st->notes = now;
-	st->nnotes = now ? n : 0;
+	st->nnotes = now ? k : 0;
 }
 
 void scrape_state_free(struct scrape_state *st)
@@ -218,15 +228,16 @@ static void read_segment(const struct scrape_config *cf, struct seg *g, size_t *
 	g->ok = 1;
 }
 
-/* Forgets what read_segment() found, keeping the key. */
+/* Forgets what read_segment() found, keeping what the listing said. */
 static void seg_reset(struct seg *g)
 {
-	char key[sizeof g->key];
+	struct seg keep = *g;
 
 	pcpu_reader_snapshot_free(g->snap);
-	memcpy(key, g->key, sizeof key);
 	memset(g, 0, sizeof *g);
-	memcpy(g->key, key, sizeof key);
+	memcpy(g->key, keep.key, sizeof keep.key);
+	g->info = keep.info;
+	g->known_down = keep.known_down;
 }
 
 /*
@@ -324,18 +335,72 @@ static void fail_with(struct scrape_result *res, int status, const char *msg)
 	snprintf(res->msg, sizeof res->msg, "%s", msg);
 }
 
+/* ---- what one user's junk may cost ------------------------------------------------- */
+
+/* Down segments of one owner (a listed file's), for --max-down. */
+struct owner {
+	uid_t uid;
+	size_t down, omitted;
+	char label[16]; /* the uid, as pcpu_segments_omitted's label value */
+};
+
+static int cmp_owner(const void *a, const void *b)
+{
+	uid_t x = ((const struct owner *)a)->uid, y = ((const struct owner *)b)->uid;
+
+	return (x > y) - (x < y);
+}
+
+/* The distinct owners of the listed segments, sorted: how many. */
+static size_t owners_make(struct owner *o, const struct pcpu_segment_info *info, size_t n)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < n; i++)
+		o[i].uid = info[i].owner;
+	qsort(o, n, sizeof *o, cmp_owner);
+	for (i = 0; i < n; i++)
+		if (!k || o[k - 1].uid != o[i].uid)
+			o[k++] = o[i];
+	for (i = 0; i < k; i++)
+		snprintf(o[i].label, sizeof o[i].label, "%u", (unsigned)o[i].uid);
+	return k;
+}
+
+/* Counts a down segment of `uid` against --max-down: 1 if it is reported
+ * (its own pcpu_segment_up), 0 if it is omitted (counted in
+ * pcpu_segments_omitted). */
+static int report_down(const struct scrape_config *cf, struct owner *o, size_t no, uid_t uid)
+{
+	struct owner key, *oc;
+
+	key.uid = uid;
+	oc = bsearch(&key, o, no, sizeof *o, cmp_owner);
+	if (!oc)
+		return 1;
+	if (oc->down < cf->max_down) {
+		oc->down++;
+		return 1;
+	}
+	oc->omitted++;
+	return 0;
+}
+
 /* The /metrics exposition of every served segment. */
 void scrape_all(const struct scrape_config *cf, struct scrape_state *st, enum pcpu_format fmt,
 		struct scrape_result *res)
 {
 	struct pcpu_segment_info *info = NULL;
-	struct pcpu_snapshot_family up;
-	struct pcpu_snapshot_series *ups = NULL;
+	struct pcpu_snapshot_family fams[2], *up = &fams[0], *om = &fams[1];
+	struct pcpu_snapshot_series *ups = NULL, *oms = NULL;
 	struct pcpu_snapshot upsnap;
 	const struct pcpu_snapshot *all;
 	pcpu_snapshot_merge_t *m = NULL;
 	struct seg *segs = NULL, **ix = NULL;
-	size_t n = 0, i, nup = 0, left = cf->max_bytes;
+	struct owner *owners = NULL;
+	const char **omlabels = NULL;
+	unsigned char *keep = NULL; /* listed: 0 omitted, 1 to read, 2 known down and reported */
+	size_t n = 0, nseg, i, k, nix = 0, nup = 0, nom = 0, nowners = 0, left = cf->max_bytes;
 	int err = 0;
 
 	memset(res, 0, sizeof *res);
@@ -346,23 +411,65 @@ void scrape_all(const struct scrape_config *cf, struct scrape_state *st, enum pc
 		snprintf(res->msg, sizeof res->msg, "listing segments: %s", pcpu_reader_error());
 		return;
 	}
-	segs = calloc(n ? n : 1, sizeof *segs);
-	ix = calloc(n ? n : 1, sizeof *ix);
-	ups = calloc(n ? n : 1, sizeof *ups);
+	nseg = n;
+	/* Listed segments the listing found unservable (not a segment,
+	 * unreadable, writer gone) count against their owner's --max-down
+	 * in the listing's order (name, pid) before anything is read: past
+	 * it they are not opened again and get no memory, no series and no
+	 * log line -- another user's junk costs this scrape its listing (an
+	 * lstat per file when empty: pcpu_segment_list()) and one counter.
+	 * Those within it are read again, for the message. */
+	if (!cf->ntargets) {
+		owners = calloc(n ? n : 1, sizeof *owners);
+		keep = calloc(n ? n : 1, 1);
+		if (!owners || !keep || charge(&left, n * (sizeof *owners + 1)) < 0) {
+			fail_with(res, 503, owners && keep ? "scrape over --max-bytes" : "out of memory");
+			goto out;
+		}
+		nowners = owners_make(owners, info, n);
+		for (i = 0, nseg = 0; i < n; i++) {
+			if (info[i].error == 0 && !(info[i].state == PCPU_SEGMENT_GONE &&
+						    !(cf->ropt.flags & PCPU_READER_ALLOW_STALE)))
+				keep[i] = 1;
+			else
+				keep[i] = report_down(cf, owners, nowners, info[i].owner) ? 2 : 0;
+			nseg += keep[i] != 0;
+		}
+	}
+	segs = calloc(nseg ? nseg : 1, sizeof *segs);
+	ix = calloc(nseg ? nseg : 1, sizeof *ix);
+	ups = calloc(nseg ? nseg : 1, sizeof *ups);
+	oms = calloc(nowners ? nowners : 1, sizeof *oms);
+	omlabels = calloc(nowners ? nowners : 1, sizeof *omlabels);
 	m = pcpu_snapshot_merge_new();
-	if (!segs || !ix || !ups || !m || charge(&left, n * (sizeof *segs + sizeof *ix + sizeof *ups)) < 0) {
-		fail_with(res, 503, segs && ix && ups && m ? "scrape over --max-bytes" : "out of memory");
+	if (!segs || !ix || !ups || !oms || !omlabels || !m ||
+	    charge(&left, nseg * (sizeof *segs + sizeof *ix + sizeof *ups) +
+				  nowners * (sizeof *oms + sizeof *omlabels)) < 0) {
+		fail_with(res, 503, segs && ix && ups && oms && omlabels && m ? "scrape over --max-bytes"
+									      : "out of memory");
 		goto out;
 	}
-	for (i = 0; i < n; i++)
-		snprintf(segs[i].key, sizeof segs[i].key, "%s", cf->ntargets ? cf->targets[i] : info[i].file);
-	if (read_all(cf, segs, n, &left, &err) < 0) {
+	for (i = 0, k = 0; i < n; i++) {
+		if (keep && !keep[i])
+			continue;
+		snprintf(segs[k].key, sizeof segs[k].key, "%s", cf->ntargets ? cf->targets[i] : info[i].file);
+		segs[k].info = info ? &info[i] : NULL;
+		segs[k].known_down = keep && keep[i] == 2;
+		k++;
+	}
+	if (read_all(cf, segs, nseg, &left, &err) < 0) {
 		fail_with(res, 503, err == ENOMEM ? "out of memory" : "scrape over --max-bytes");
 		goto out;
 	}
-	for (i = 0; i < n; i++) {
-		name_from_listing(&segs[i], cf->ntargets ? NULL : &info[i]);
-		ix[i] = &segs[i];
+	/* Then those that failed only when read, in the same order. */
+	for (k = 0; k < nseg; k++)
+		if (segs[k].info && !segs[k].ok && !segs[k].known_down &&
+		    !report_down(cf, owners, nowners, segs[k].info->owner))
+			segs[k].omitted = 1;
+	for (k = 0; k < nseg; k++) {
+		name_from_listing(&segs[k], segs[k].info);
+		if (!segs[k].omitted)
+			ix[nix++] = &segs[k];
 	}
 
 	/* Merged in the order of (name, pid, readable first, key): of two
@@ -370,22 +477,29 @@ void scrape_all(const struct scrape_config *cf, struct scrape_state *st, enum pc
 	 * are one segment (name and pid), the first is served and the
 	 * others are duplicates -- one pcpu_segment_up{reason="duplicate"} 0
 	 * for them all, so that the series stay distinct. */
-	qsort(ix, n, sizeof *ix, cmp_seg);
-	/* pcpu_segment_up first, without series: its name is then taken, and
-	 * a segment's family of that name is refused like any clash. */
-	memset(&up, 0, sizeof up);
-	up.name = "pcpu_segment_up";
-	up.help = "1 if pcpustat read and exposed the segment, else 0 and the reason.";
-	up.type = PCPU_METRIC_GAUGE;
-	up.nlabels = 3;
-	up.label_names = UP_LABELS;
-	upsnap.nfamilies = 1;
-	upsnap.families = &up;
+	qsort(ix, nix, sizeof *ix, cmp_seg);
+	/* pcpu_segment_up and pcpu_segments_omitted first, without series:
+	 * their names are then taken, and a segment's family of either name
+	 * is refused like any clash. */
+	memset(fams, 0, sizeof fams);
+	up->name = "pcpu_segment_up";
+	up->help = "1 if pcpustat read and exposed the segment, else 0 and the reason.";
+	up->type = PCPU_METRIC_GAUGE;
+	up->nlabels = 3;
+	up->label_names = UP_LABELS;
+	om->name = "pcpu_segments_omitted";
+	om->help = "Segments of the user that could not be served and have no pcpu_segment_up series "
+		   "(past --max-down of theirs).";
+	om->type = PCPU_METRIC_GAUGE;
+	om->nlabels = 1;
+	om->label_names = OMITTED_LABELS;
+	upsnap.nfamilies = 2;
+	upsnap.families = fams;
 	if (pcpu_snapshot_merge_add(m, &upsnap, 0, NULL, NULL) < 0) {
 		fail_with(res, 503, "out of memory");
 		goto out;
 	}
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < nix; i++) {
 		struct seg *g = ix[i], *prev = i ? ix[i - 1] : NULL;
 
 		g->labels[0] = g->name;
@@ -419,13 +533,22 @@ void scrape_all(const struct scrape_config *cf, struct scrape_state *st, enum pc
 		ups[nup].value.gauge = g->ok;
 		nup++;
 	}
-	up.series = ups;
-	up.nseries = nup;
+	for (i = 0; i < nowners; i++)
+		if (owners[i].omitted) {
+			omlabels[nom] = owners[i].label;
+			oms[nom].label_values = &omlabels[nom];
+			oms[nom].value.gauge = (int64_t)owners[i].omitted;
+			nom++;
+		}
+	up->series = ups;
+	up->nseries = nup;
+	om->series = oms;
+	om->nseries = nom;
 	if (pcpu_snapshot_merge_add(m, &upsnap, 0, NULL, NULL) < 0 || !(all = pcpu_snapshot_merge_result(m))) {
 		fail_with(res, 503, errno == ENOMEM ? "out of memory" : pcpu_stats_error());
 		goto out;
 	}
-	notes_update(st, segs, n);
+	notes_update(st, segs, nseg);
 	if (pcpu_snapshot_write(all, fmt, &res->body, &res->len) < 0) {
 		res->body = NULL;
 		fail_with(res, errno == ENOMEM ? 503 : 500, pcpu_stats_error());
@@ -440,17 +563,33 @@ void scrape_all(const struct scrape_config *cf, struct scrape_state *st, enum pc
 	res->status = 200;
 out:
 	pcpu_snapshot_merge_free(m);
-	for (i = 0; segs && i < n; i++)
-		pcpu_reader_snapshot_free(segs[i].snap);
+	for (k = 0; segs && k < nseg; k++)
+		pcpu_reader_snapshot_free(segs[k].snap);
 	free(segs);
 	free(ix);
 	free(ups);
+	free(owners);
+	free(keep);
+	free(oms);
+	free(omlabels);
 	free(info);
-	/* A scrape's memory is freed at once, but glibc keeps freed heap
-	 * (and raises its mmap threshold after large frees): give it back,
-	 * so that the daemon's footprint follows the segments that exist
-	 * now, not the most there ever were. */
+	/* A scrape's memory is freed at once, but glibc keeps freed heap:
+	 * give it back, so that the daemon's footprint follows the segments
+	 * that exist now, not the most there ever were (large blocks are
+	 * unmapped when freed: scrape_memory_setup()). */
 	malloc_trim(0);
+}
+
+void scrape_memory_setup(void)
+{
+	/* glibc raises its mmap threshold (up to 32 MiB) after a large block
+	 * is freed, and with it the free space it keeps at the top of a
+	 * thread's heap (twice that), which malloc_trim() does not return
+	 * for heaps other than the main one; scrapes run on libmicrohttpd's
+	 * thread. Fixed thresholds: a scrape's large blocks (listings,
+	 * snapshots, the exposition) are mapped and unmapped whole. */
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+	mallopt(M_TRIM_THRESHOLD, 128 * 1024);
 }
 
 /* /metrics/SEGMENT: one segment, as it is. */

@@ -50,6 +50,7 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -62,6 +63,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "auth.h"
 #include "pcpustat.h"
 #include "webconfig.h"
 
@@ -98,6 +100,9 @@ static const char serve_usage[] =
 	"      --timeout SECS   close a connection inactive that long (default 10)\n"
 	"      --max-bytes N    bytes one scrape may read and allocate (default 256M;\n"
 	"                       suffixes K, M, G); a scrape over it fails alone (503)\n"
+	"      --max-down N     segments down reported one by one per user (default\n"
+	"                       16); the rest are left unread, counted in\n"
+	"                       pcpu_segments_omitted{uid=\"UID\"}\n"
 	"      --web.config.file FILE\n"
 	"                       TLS and basic authentication, in the Prometheus exporter\n"
 	"                       toolkit's format (tls_server_config, basic_auth_users)\n"
@@ -120,12 +125,25 @@ struct server {
 	struct scrape_config cf;
 	struct scrape_state st; /* used by the one serving thread only */
 	struct web_config wc;
+	struct auth *auth; /* basic_auth_users: verdicts and the bcrypt worker */
 	int tls;
 	/* Open connections (serving thread only), and whether idle ones are
 	 * being shed: see on_connection(). */
 	struct tracked **conns;
 	size_t nconns, capconns, limit;
 	int shedding;
+};
+
+/* One request (libmicrohttpd's per-request context), from its first call
+ * to its completion (on_completed()). */
+struct request {
+	struct MHD_Connection *conn;
+	enum {
+		REQ_STARTED, /* headers checked: answered on the next call */
+		REQ_WAITING, /* suspended until auth.c's worker decides */
+		REQ_DECIDED, /* resumed with `verdict` */
+	} state;
+	enum auth_verdict verdict;
 };
 
 static const char index_text[] =
@@ -165,10 +183,11 @@ static char *gzip_body(const char *body, size_t len, size_t *zlen)
 	return out;
 }
 
-/* Queues a response; `body` is malloc'ed and handed over (NULL: static
- * text `text`). Failures to build one close the connection. */
+/* Queues a response; `body` is malloc'ed and handed over, and one more
+ * header (hname: hval) is added if hname is not NULL. Failures to build one
+ * close the connection. */
 static enum MHD_Result reply(struct MHD_Connection *conn, int status, const char *ctype, char *body,
-			     size_t len, int close_it, const char *allow)
+			     size_t len, int close_it, const char *hname, const char *hval)
 {
 	struct MHD_Response *r;
 	enum MHD_Result ret;
@@ -181,15 +200,15 @@ static enum MHD_Result reply(struct MHD_Connection *conn, int status, const char
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
 	if (close_it)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
-	if (allow)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+	if (hname)
+		MHD_add_response_header(r, hname, hval);
 	ret = MHD_queue_response(conn, (unsigned)status, r);
 	MHD_destroy_response(r);
 	return ret;
 }
 
 static enum MHD_Result reply_text(struct MHD_Connection *conn, int status, const char *msg, int close_it,
-				  const char *allow)
+				  const char *hname, const char *hval)
 {
 	size_t n = strlen(msg);
 	char *b = malloc(n + 2);
@@ -199,7 +218,7 @@ static enum MHD_Result reply_text(struct MHD_Connection *conn, int status, const
 	memcpy(b, msg, n);
 	b[n] = '\n';
 	b[n + 1] = '\0';
-	return reply(conn, status, "text/plain; charset=utf-8", b, n + 1, close_it, allow);
+	return reply(conn, status, "text/plain; charset=utf-8", b, n + 1, close_it, hname, hval);
 }
 
 /* An exposition, gzip-compressed if the client takes it. */
@@ -223,7 +242,9 @@ static enum MHD_Result reply_metrics(struct MHD_Connection *conn, enum pcpu_form
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, pcpu_format_content_type(fmt));
-	MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ACCEPT_ENCODING);
+	/* The format follows Accept, the compression Accept-Encoding: a
+	 * cache must key on both. */
+	MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, "Accept, Accept-Encoding");
 	if (z)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
 	ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
@@ -231,33 +252,88 @@ static enum MHD_Result reply_metrics(struct MHD_Connection *conn, enum pcpu_form
 	return ret;
 }
 
-/* Basic authentication per the web configuration: 1 to go on, 0 when a
- * 401 was queued (ret set). */
-static int authorized(struct server *sv, struct MHD_Connection *conn, enum MHD_Result *ret)
+/* Called by auth.c's worker (another thread) with the verdict on a
+ * suspended request. libmicrohttpd's lock in MHD_resume_connection() orders
+ * the writes before the serving thread's next call for this request. */
+static void auth_decided(void *arg, enum auth_verdict v)
 {
-	struct MHD_Response *r;
-	char *user, *pass = NULL;
-	int ok;
+	struct request *rq = arg;
 
-	if (!sv->wc.nusers)
-		return 1;
-	user = MHD_basic_auth_get_username_password(conn, &pass);
-	ok = user && pass && web_config_check_user(&sv->wc, user, pass);
+	rq->verdict = v;
+	rq->state = REQ_DECIDED;
+	MHD_resume_connection(rq->conn);
+}
+
+/* The verdict on the request's credentials: from auth.c's cache at once,
+ * else AUTH_PENDING with the connection suspended until the worker's bcrypt
+ * decides (the serving thread goes on with other connections meanwhile). */
+static enum auth_verdict check_credentials(struct server *sv, struct request *rq)
+{
+	const union MHD_ConnectionInfo *ci;
+	struct auth_key key;
+	enum auth_verdict v;
+	char *user, *pass = NULL;
+
+	if (rq->state == REQ_DECIDED)
+		return rq->verdict;
+	user = MHD_basic_auth_get_username_password(rq->conn, &pass);
+	v = user && pass ? auth_lookup(sv->auth, user, pass, &key) : AUTH_DENIED;
+	if (v == AUTH_UNKNOWN) {
+		/* Suspended first: the worker may decide, and resume the
+		 * connection, before auth_submit() returns. */
+		ci = MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		MHD_suspend_connection(rq->conn);
+		rq->state = REQ_WAITING;
+		v = auth_submit(sv->auth, &key, user, pass, ci ? ci->client_addr : NULL, auth_decided, rq);
+		if (v != AUTH_PENDING) /* refused at once: answered on the next call */
+			auth_decided(rq, v);
+		v = AUTH_PENDING;
+	}
 	if (user)
 		MHD_free(user);
 	if (pass) {
 		explicit_bzero(pass, strlen(pass));
 		MHD_free(pass);
 	}
-	if (ok)
+	explicit_bzero(&key, sizeof key);
+	return v;
+}
+
+/* Basic authentication per the web configuration: 1 to go on, 0 when the
+ * request was answered (401, 429, 503) or suspended (ret set). */
+static int authorized(struct server *sv, struct request *rq, enum MHD_Result *ret)
+{
+	struct MHD_Response *r;
+
+	if (!sv->auth)
 		return 1;
+	switch (check_credentials(sv, rq)) {
+	case AUTH_GRANTED:
+		return 1;
+	case AUTH_PENDING:
+		*ret = MHD_YES;
+		return 0;
+	case AUTH_BUSY_CLIENT:
+		*ret = reply_text(rq->conn, MHD_HTTP_TOO_MANY_REQUESTS,
+				  "too many password checks from this address at once: retry later", 0,
+				  MHD_HTTP_HEADER_RETRY_AFTER, "1");
+		return 0;
+	case AUTH_BUSY:
+	case AUTH_UNKNOWN:
+		*ret = reply_text(rq->conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+				  "too many password checks at once: retry later", 0, MHD_HTTP_HEADER_RETRY_AFTER,
+				  "1");
+		return 0;
+	default:
+		break;
+	}
 	r = MHD_create_response_from_buffer(13, (void *)"Unauthorized\n", MHD_RESPMEM_PERSISTENT);
 	if (!r) {
 		*ret = MHD_NO;
 		return 0;
 	}
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
-	*ret = MHD_queue_basic_auth_fail_response(conn, "pcpustat", r);
+	*ret = MHD_queue_basic_auth_fail_response(rq->conn, "pcpustat", r);
 	MHD_destroy_response(r);
 	return 0;
 }
@@ -296,8 +372,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 			      const char *version, const char *upload_data, size_t *upload_data_size,
 			      void **con_cls)
 {
-	static int started;
 	struct server *sv = cls;
+	struct request *rq = *con_cls;
 	const char *cl, *te;
 	struct scrape_result res;
 	enum pcpu_format fmt;
@@ -310,48 +386,145 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	 * the connection, so its bytes cannot pass for a second request
 	 * behind a keep-alive proxy. Others are answered on the second call
 	 * (a response queued before then closes the connection too). */
-	if (!*con_cls) {
+	if (!rq) {
 		unsigned hosts = 0;
 
-		*con_cls = &started;
+		rq = calloc(1, sizeof *rq); /* freed by on_completed() */
+		if (!rq)
+			return MHD_NO;
+		rq->conn = conn;
+		rq->state = REQ_STARTED;
+		*con_cls = rq;
 		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
 		if (te || (cl && strcmp(cl, "0") != 0))
-			return reply_text(conn, MHD_HTTP_BAD_REQUEST, "request bodies are not accepted", 1, NULL);
+			return reply_text(conn, MHD_HTTP_BAD_REQUEST, "request bodies are not accepted", 1, NULL,
+					  NULL);
 		/* RFC 9112 3.2: 400 for more than one Host (libmicrohttpd
 		 * 0.9.75 checks only that HTTP/1.1 has one): proxies that
 		 * read another Host than this server are a smuggling tool. */
 		MHD_get_connection_values(conn, MHD_HEADER_KIND, count_host, &hosts);
 		if (hosts > 1)
-			return reply_text(conn, MHD_HTTP_BAD_REQUEST, "more than one Host header", 1, NULL);
+			return reply_text(conn, MHD_HTTP_BAD_REQUEST, "more than one Host header", 1, NULL, NULL);
 		return MHD_YES;
 	}
 	if (*upload_data_size)
 		return MHD_NO; /* not reached: a body was refused above */
 	if (!client_cert_ok(sv, conn))
-		return reply_text(conn, MHD_HTTP_FORBIDDEN, "client certificate refused", 1, NULL);
-	if (!authorized(sv, conn, &ret))
+		return reply_text(conn, MHD_HTTP_FORBIDDEN, "client certificate refused", 1, NULL, NULL);
+	if (!authorized(sv, rq, &ret))
 		return ret;
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
-		return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "GET or HEAD only", 0, "GET, HEAD");
+		return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "GET or HEAD only", 0, MHD_HTTP_HEADER_ALLOW,
+				  "GET, HEAD");
 	fmt = pcpu_format_negotiate(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT));
 	if (strcmp(url, "/") == 0) {
 		char *b = strdup(index_text);
 
-		return b ? reply(conn, MHD_HTTP_OK, "text/plain; charset=utf-8", b, strlen(b), 0, NULL) : MHD_NO;
+		return b ? reply(conn, MHD_HTTP_OK, "text/plain; charset=utf-8", b, strlen(b), 0, NULL, NULL)
+			 : MHD_NO;
 	}
 	if (strcmp(url, "/metrics") == 0)
 		scrape_all(&sv->cf, &sv->st, fmt, &res);
 	else if (strncmp(url, "/metrics/", 9) == 0)
 		scrape_one(&sv->cf, url + 9, fmt, &res);
 	else
-		return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found: try /metrics", 0, NULL);
+		return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found: try /metrics", 0, NULL, NULL);
 	if (res.status != 200) {
 		if (res.status >= 500)
 			fprintf(stderr, "pcpustat serve: %s: %s\n", url, res.msg);
-		return reply_text(conn, res.status, res.msg, 0, NULL);
+		return reply_text(conn, res.status, res.msg, 0, NULL, NULL);
 	}
 	return reply_metrics(conn, fmt, res.body, res.len);
+}
+
+/*
+ * Plain HTTP sent to the TLS port. GnuTLS takes it for a broken handshake
+ * and libmicrohttpd closes the connection without a word, logging a line
+ * each time: a scraper configured with http:// instead of https:// learned
+ * nothing, and filled the log. Go's net/http (every Go exporter) answers
+ * 400 "Client sent an HTTP request to an HTTPS server." instead; so do we.
+ * The first byte of a TLS connection is a record type (20..23) and the
+ * first of an HTTP request is the method's first letter: libmicrohttpd
+ * gives the TLS session of each new connection (on_connection()), and its
+ * pull function -- how GnuTLS reads the socket -- is replaced with
+ * tls_pull(), which peeks at that byte before the handshake reads anything.
+ * A letter gets the 400, the connection ends, and the log says nothing of
+ * it (log_mhd() drops libmicrohttpd's one line about the failed handshake).
+ * Serving thread only, as every callback here.
+ */
+enum { SNIFF_FIRST, SNIFF_TLS };
+static unsigned char *sniff; /* by descriptor: SNIFF_FIRST until its first byte was seen */
+static size_t nsniff;
+static int quiet_handshake; /* the next libmicrohttpd message is about a 400 sent here */
+
+static const char plain_http_answer[] =
+	"HTTP/1.1 400 Bad Request\r\n"
+	"Content-Type: text/plain; charset=utf-8\r\n"
+	"Content-Length: 48\r\n"
+	"Connection: close\r\n"
+	"\r\n"
+	"Client sent an HTTP request to an HTTPS server.\n";
+
+static ssize_t tls_pull(gnutls_transport_ptr_t ptr, void *buf, size_t len)
+{
+	int fd = (int)(intptr_t)ptr;
+	unsigned char first;
+	char sink[4096];
+	int i;
+
+	if (fd >= 0 && (size_t)fd < nsniff && sniff[fd] == SNIFF_FIRST && recv(fd, &first, 1, MSG_PEEK) == 1) {
+		sniff[fd] = SNIFF_TLS;
+		if (first >= 'A' && first <= 'Z') {
+			/* Read what came (the request, usually in one
+			 * segment) before answering: a socket closed with
+			 * unread data sends a reset, which can destroy the
+			 * answer before the client reads it. */
+			for (i = 0; i < 4 && recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0; i++)
+				;
+			if (send(fd, plain_http_answer, sizeof plain_http_answer - 1, MSG_NOSIGNAL | MSG_DONTWAIT) > 0)
+				shutdown(fd, SHUT_WR);
+			quiet_handshake = 1;
+			errno = ECONNRESET; /* the handshake fails: libmicrohttpd closes */
+			return -1;
+		}
+	}
+	return recv(fd, buf, len, 0);
+}
+
+/* GnuTLS's companion of a pull function (for handshake timeouts; unused with
+ * libmicrohttpd's non-blocking sockets, but GnuTLS refuses a replaced pull
+ * function without one where it needs it). */
+static int tls_pull_timeout(gnutls_transport_ptr_t ptr, unsigned ms)
+{
+	struct pollfd p = { (int)(intptr_t)ptr, POLLIN, 0 };
+
+	return poll(&p, 1, ms == GNUTLS_INDEFINITE_TIMEOUT ? -1 : (int)ms);
+}
+
+/* A new TLS connection: its first byte will be looked at (tls_pull()). */
+static void sniff_connection(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *fdi = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	const union MHD_ConnectionInfo *si = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+
+	if (!fdi || !si || !si->tls_session || fdi->connect_fd < 0 || (size_t)fdi->connect_fd >= nsniff)
+		return; /* served as before: closed unanswered */
+	sniff[fdi->connect_fd] = SNIFF_FIRST;
+	gnutls_transport_set_pull_function((gnutls_session_t)si->tls_session, tls_pull);
+	gnutls_transport_set_pull_timeout_function((gnutls_session_t)si->tls_session, tls_pull_timeout);
+}
+
+/* The end of a request, answered or not: its context goes. A suspended
+ * request never ends before auth.c's worker (or auth_stop()) resumed it. */
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	(void)cls;
+	(void)conn;
+	(void)toe;
+	free(*con_cls);
+	*con_cls = NULL;
 }
 
 /* Shedding idle clients: libmicrohttpd closes connections past the limit
@@ -369,6 +542,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 	size_t i;
 
 	if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+		quiet_handshake = 0; /* libmicrohttpd said nothing about it */
 		if (!t)
 			return;
 		sv->conns[t->index] = sv->conns[--sv->nconns];
@@ -379,6 +553,8 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 			sv->shedding = 0;
 		return;
 	}
+	if (sv->tls)
+		sniff_connection(conn);
 	if (sv->nconns == sv->capconns) {
 		size_t cap = sv->capconns ? sv->capconns * 2 : 64;
 		struct tracked **p = realloc(sv->conns, cap * sizeof *p);
@@ -415,6 +591,10 @@ static void log_mhd(void *cls, const char *fmt, va_list ap)
 	time_t now = time(NULL);
 
 	(void)cls;
+	if (quiet_handshake) { /* a plain HTTP request answered 400: tls_pull() */
+		quiet_handshake = 0;
+		return;
+	}
 	if (fmt == last && now - last_t < 10) {
 		repeats++;
 		return;
@@ -564,6 +744,7 @@ int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 		{ "max-clients", required_argument, NULL, 'm' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "max-bytes", required_argument, NULL, 'B' },
+		{ "max-down", required_argument, NULL, 'D' },
 		{ "web.config.file", required_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -582,6 +763,7 @@ int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 	memset(&sv, 0, sizeof sv);
 	sv.cf.ropt = *ropt;
 	sv.cf.max_bytes = (size_t)256 << 20;
+	sv.cf.max_down = 16;
 	optind = 1;
 	argv[0] = (char *)"pcpustat serve"; /* getopt's messages, as ours */
 	while ((c = getopt_long(argc, argv, "l:d:u:ah", longopts, NULL)) != -1) {
@@ -626,6 +808,14 @@ int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 				return 2;
 			}
 			break;
+		case 'D':
+			errno = 0;
+			sv.cf.max_down = strtoul(optarg, &end, 10);
+			if (*end || !*optarg || optarg[0] == '-' || errno || sv.cf.max_down > 1000000) {
+				fputs("pcpustat serve: --max-down wants 0..1000000\n", stderr);
+				return 2;
+			}
+			break;
 		case 'W':
 			web_config = optarg;
 			break;
@@ -642,6 +832,7 @@ int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 			fprintf(stderr, "pcpustat serve: '%s' is not a segment name, pid or file name\n", argv[i]);
 			return 2;
 		}
+	scrape_memory_setup();
 	sv.cf.targets = argv + optind;
 	sv.cf.ntargets = (size_t)(argc - optind);
 	if (web_config) {
@@ -650,15 +841,33 @@ int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 			return 2;
 		}
 		sv.tls = sv.wc.cert_pem != NULL;
+		if (sv.wc.nusers && !(sv.auth = auth_start(&sv.wc))) {
+			fprintf(stderr, "pcpustat serve: cannot start the password checker: %s\n", strerror(errno));
+			web_config_free(&sv.wc);
+			return 1;
+		}
 	}
 
 	lfd = listen_on(listen_spec, shown, sizeof shown, sv.tls || sv.wc.nusers);
 	if (lfd < 0) {
+		auth_stop(sv.auth);
+		auth_free(sv.auth);
 		web_config_free(&sv.wc);
 		return 1;
 	}
 	maxc = fit_descriptors(maxc);
 	sv.limit = maxc;
+	if (sv.tls) {
+		/* A byte per descriptor a connection can have: the lowest
+		 * free one is always taken, and at most maxc connections and
+		 * FD_RESERVE others are open (the margin: stdio, the listening
+		 * socket, libmicrohttpd's own). One past it (or without the
+		 * memory) is served as before: closed unanswered. */
+		nsniff = maxc + FD_RESERVE + 64;
+		sniff = calloc(nsniff, 1);
+		if (!sniff)
+			nsniff = 0;
+	}
 
 	/* SIGINT and SIGTERM are taken by sigwait() below: blocked before
 	 * libmicrohttpd's thread starts, so they reach only this one. */
@@ -678,6 +887,9 @@ int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_STRICT_FOR_CLIENT, 1, NULL };
 	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1, NULL };
 	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, &sv };
+	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, NULL };
+	if (sv.auth)
+		flags |= MHD_ALLOW_SUSPEND_RESUME; /* requests wait for bcrypt suspended */
 	if (sv.tls) {
 		flags |= MHD_USE_TLS;
 		opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, sv.wc.cert_pem };
@@ -691,6 +903,8 @@ int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 	if (!d) {
 		fprintf(stderr, "pcpustat serve: cannot start the HTTP server on %s\n", shown);
 		close(lfd);
+		auth_stop(sv.auth);
+		auth_free(sv.auth);
 		web_config_free(&sv.wc);
 		return 1;
 	}
@@ -700,8 +914,13 @@ int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 	do
 		sig = 0;
 	while (sigwait(&sigs, &sig) != 0 || (sig != SIGINT && sig != SIGTERM));
+	/* Every suspended request resumed first: libmicrohttpd must not be
+	 * stopped with one (auth_stop() answers them, 503). */
+	auth_stop(sv.auth);
 	MHD_stop_daemon(d); /* closes every connection: on_connection() frees each */
+	auth_free(sv.auth);
 	free(sv.conns);
+	free(sniff);
 	close(lfd);
 	scrape_state_free(&sv.st);
 	web_config_free(&sv.wc);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Reading the exporter toolkit's web configuration (webconfig.h) with
- * libyaml, checking basic-auth passwords with libcrypt's bcrypt.
+ * libyaml. Passwords are checked by auth.c.
  *
  *   tls_server_config:
  *     cert_file: server.crt        # relative to this file's directory
@@ -20,7 +20,6 @@
  */
 #include <crypt.h>
 #include <errno.h>
-#include <gnutls/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -253,69 +252,6 @@ int web_config_load(const char *path, struct web_config *wc, char *err, size_t c
 	if (rc < 0)
 		web_config_free(wc);
 	return rc;
-}
-
-/* SHA-256 of the password salted with the stored hash. */
-static int digest(const struct web_user *u, const char *pass, unsigned char out[32])
-{
-	size_t pl = strlen(pass), hl = strlen(u->hash);
-	unsigned char *buf = malloc(pl + hl + 1);
-	int rc;
-
-	if (!buf)
-		return -1;
-	memcpy(buf, u->hash, hl);
-	buf[hl] = 0;
-	memcpy(buf + hl + 1, pass, pl);
-	rc = gnutls_hash_fast(GNUTLS_DIG_SHA256, buf, pl + hl + 1, out);
-	explicit_bzero(buf, pl + hl + 1);
-	free(buf);
-	return rc == 0 ? 0 : -1;
-}
-
-static int same(const unsigned char *a, const unsigned char *b, size_t n)
-{
-	unsigned char diff = 0;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		diff |= (unsigned char)(a[i] ^ b[i]);
-	return diff == 0;
-}
-
-int web_config_check_user(struct web_config *wc, const char *user, const char *pass)
-{
-	struct web_user *u = NULL;
-	struct crypt_data *cd;
-	const char *hash, *out;
-	unsigned char d[32];
-	int have_d, ok;
-	size_t i;
-
-	for (i = 0; i < wc->nusers; i++)
-		if (strcmp(wc->users[i].name, user) == 0)
-			u = &wc->users[i];
-	/* An unknown user costs a bcrypt too, so timing does not tell which
-	 * users exist. */
-	hash = u ? u->hash : wc->users[0].hash;
-	have_d = u && digest(u, pass, d) == 0;
-	if (have_d && u->have_ok && same(d, u->ok_digest, sizeof d))
-		return 1;
-	cd = calloc(1, sizeof *cd); /* 32 KiB: not on the server thread's stack */
-	if (!cd)
-		return 0;
-	out = crypt_r(pass, hash, cd);
-	ok = out && out[0] != '*' && strlen(out) == strlen(hash) && same((const unsigned char *)out,
-									      (const unsigned char *)hash, strlen(hash));
-	explicit_bzero(cd, sizeof *cd);
-	free(cd);
-	if (!u || !ok)
-		return 0;
-	if (have_d) {
-		memcpy(u->ok_digest, d, sizeof d);
-		u->have_ok = 1;
-	}
-	return 1;
 }
 
 static void free_secret(char *s)

@@ -20,12 +20,7 @@ enum web_client_auth {
 };
 
 struct web_user {
-	char *name, *hash; /* hash: bcrypt ($2a$, $2b$, $2y$) */
-	/* SHA-256 of the last password that matched: Prometheus sends the
-	 * same one every scrape, and bcrypt (tens of milliseconds by design)
-	 * would otherwise hold up the one serving thread each time. */
-	unsigned char ok_digest[32];
-	int have_ok;
+	char *name, *hash; /* hash: bcrypt ($2a$, $2b$, $2y$), checked by auth.c */
 };
 
 struct web_config {
@@ -39,9 +34,6 @@ struct web_config {
 /* Reads and checks the file (paths in it are relative to its directory).
  * 0, or -1 with a message in err. */
 int web_config_load(const char *path, struct web_config *wc, char *err, size_t cap);
-/* 1 if user and password match a basic_auth_users entry (bcrypt, compared
- * in constant time; the last match remembered as a digest), else 0. */
-int web_config_check_user(struct web_config *wc, const char *user, const char *pass);
 void web_config_free(struct web_config *wc);
 
 #endif /* PCPUSTAT_WEBCONFIG_H */

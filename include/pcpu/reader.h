@@ -149,7 +149,9 @@ struct pcpu_segment_info {
  * On success *out is an array of *count entries (free() it; NULL when 0).
  * Returns 0, or -1 with errno: EPERM (unsafe directory), ENOENT, EACCES,
  * ENOMEM. Thread-safe; not async-signal-safe.
- * Cost: opening each file and reading its header.
+ * Cost: opening each file and reading its header; a regular file shorter
+ * than a header is EBADMSG from the directory scan's lstat alone (empty
+ * files named like segments cost one system call each).
  */
 PCPU_API int pcpu_segment_list(const struct pcpu_reader_options *opts,
 			       struct pcpu_segment_info **out, size_t *count);

@@ -504,6 +504,7 @@ struct candidate {
 	size_t dir;   /* index in the pcpu__seg_dirs */
 	uid_t owner;  /* of the file (lstat at the scan) */
 	int owner_ok; /* a regular file of an owner the caller accepts */
+	int too_small; /* such a file, shorter than a header (lstat at the scan) */
 };
 
 static int all_digits(const char *s)
@@ -549,9 +550,11 @@ static int add_candidate(const struct pcpu_reader_options *o, int dfd, size_t k,
 	one.dir = k;
 	one.owner = 0;
 	one.owner_ok = 0;
+	one.too_small = 0;
 	if (fstatat(dfd, fname, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		one.owner = st.st_uid;
 		one.owner_ok = S_ISREG(st.st_mode) && owner_accepted(o, st.st_uid);
+		one.too_small = one.owner_ok && st.st_size < (off_t)sizeof(struct pcpu__seg_header);
 	} else if (file) {
 		return 0; /* looked up by name: not there */
 	}
@@ -2014,6 +2017,14 @@ int pcpu_segment_list(const struct pcpu_reader_options *opts, struct pcpu_segmen
 		strcpy(in->file, c[i].file);
 		in->pid = c[i].pid;
 		in->owner = c[i].owner;
+		/* Shorter than a header: what opening it would say, without
+		 * opening it. Anyone may fill their own directory with empty
+		 * files named like segments; each then costs a listing the
+		 * scan's lstat only, not eleven system calls. */
+		if (c[i].too_small) {
+			in->error = EBADMSG;
+			continue;
+		}
 		r = open_candidate(&ds, &c[i], &o);
 		if (!r) {
 			in->error = errno;

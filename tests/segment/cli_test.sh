@@ -93,6 +93,25 @@ for p in d["per_slot"]:
     assert sum(p["slots"]) in want, (n, p["slots"], want)
 '; then echo "ok   per-cpu-sums"; else echo "FAIL per-cpu-sums"; fails=$((fails+1)); fi
 
+# Watch mode's rates are for people (pcpu_format_si()): three significant
+# digits, an SI prefix, "/s" -- "2.30 M/s", never "2302049.7" or
+# "2.3020497611e+09" -- whatever the rate (the latency fixture records all
+# the time; a frame that saw nothing prints "0 /s"), so no golden file.
+start_fixture 4 latency rates
+if "$PCPUSTAT" --watch=0.3 --count 3 rates 'test_latency_seconds' | python3 -c '
+import re, sys
+rate = re.compile(r"^  test_latency_seconds +[0-9]+ +(0|[1-9]\.[0-9]{2}|[1-9][0-9]\.[0-9]|[1-9][0-9]{2}) [kMGTPEZY]?/s  count ")
+lines = [l for l in sys.stdin.read().splitlines() if l.startswith("  test_latency_seconds ")]
+assert len(lines) == 3 and all(rate.match(l) for l in lines[1:]), lines
+print("     rates seen: %s" % ", ".join(rate.match(l).group(0).split()[2] + " " + rate.match(l).group(0).split()[3]
+                                      for l in lines[1:]))
+'; then echo "ok   watch-rates"; else echo "FAIL watch-rates"; fails=$((fails+1)); fi
+# Stopped ('s' ends its recording thread, then end of input) and waited
+# for: the listings below must see the golden fixture alone.
+echo s >&4
+exec 4>&-
+wait "${pids[-1]}"
+
 # Incompatible version: a copy of the header that says version 9.
 mkdir -m 700 "$T/old"
 python3 - "$PCPU_SEGMENT_DIR/pcpu.$FPID.fixture" "$T/old/pcpu.$FPID.fixture" <<'EOF'
@@ -144,12 +163,12 @@ if command -v tmux >/dev/null; then
   ok=0
   for _ in $(seq 50); do
     tmux capture-pane -p -t "$s" >"$T/pane" 2>/dev/null
-    grep -q 'app_requests_total{method="GET",code="200"} *1234 *0' "$T/pane" && { ok=1; break; }
+    grep -q 'app_requests_total{method="GET",code="200"} *1234 *0 /s' "$T/pane" && { ok=1; break; }
     sleep 0.1
   done
   tmux send-keys -t "$s" C-c
   for _ in $(seq 50); do [ -s "$T/tmux.rc" ] && break; sleep 0.1; done
-  if [ $ok = 1 ] && grep -q '^EXIT=0$' "$T/tmux.rc" 2>/dev/null && grep -q 'PER SECOND' "$T/pane" &&
+  if [ $ok = 1 ] && grep -q '^EXIT=0$' "$T/tmux.rc" 2>/dev/null && grep -q 'VALUE *RATE' "$T/pane" &&
      [ "$(grep -c 'NAME ' "$T/pane")" = 1 ]; then
     echo "ok   watch-terminal (tmux: redraw in place, Ctrl-C exits 0)"
   else
@@ -159,7 +178,7 @@ if command -v tmux >/dev/null; then
 elif command -v script >/dev/null; then
   script -qfec "timeout -s INT 1 \"$PCPUSTAT\" -w -i 0.2 fixture" /dev/null >"$T/typescript" 2>&1
   rc=$?
-  if [ $rc = 0 ] && grep -q $'\e\[?25h' "$T/typescript" && grep -q 'PER SECOND' "$T/typescript"; then
+  if [ $rc = 0 ] && grep -q $'\e\[?25h' "$T/typescript" && grep -q 'VALUE *RATE' "$T/typescript"; then
     echo "ok   watch-terminal (script: Ctrl-C exits 0, cursor restored)"
   else
     echo "FAIL watch-terminal (script, rc $rc)"; fails=$((fails+1))

@@ -11,8 +11,13 @@
       up 1; every exposition passes `promtool check metrics`.
   exporter_hostile_test.py neighbours PCPUSTAT FIXTURE
       a planted pcpu.0<PID>.<NAME> (leading zero) and a duplicate target
-      never fail the scrape; 20,000 junk files named like segments: scrapes
-      stay bounded in time and the memory goes when the files go.
+      never fail the scrape; 20,000 junk files named like segments (another
+      user's): --max-down (16) reported, the rest counted in one series,
+      at most those 16 opened per scrape, and the memory goes when the
+      files go.
+  exporter_hostile_test.py junk PCPUSTAT FIXTURE
+      the same with 300 empty junk files (the fast tier), beside another
+      owner's corrupt segment, and with --max-down 0.
   exporter_hostile_test.py nofile PCPUSTAT FIXTURE
       RLIMIT_NOFILE 20 and 30 idle clients: no busy loop (CPU time
       measured), and scrapes are answered within seconds (idle clients are
@@ -20,19 +25,39 @@
   exporter_hostile_test.py fairness PCPUSTAT FIXTURE
       500 idle connections and 50 slowloris clients, then 100 scrapes, each
       answered in under a second.
+  exporter_hostile_test.py auth PCPUSTAT FIXTURE
+      HTTPS and basic auth while clients send passwords that must be
+      bcrypt-checked: one user's hash has cost 31 (one check runs for
+      days), so the checker stays saturated for the whole test. Clients
+      past their share get 429 and past the queue 503, at once; the right
+      password (verified once before) is served 200 every time meanwhile,
+      and a wrong one seen before is refused (401) without a check; SIGTERM
+      still stops the exporter.
+  exporter_hostile_test.py plaintext PCPUSTAT FIXTURE
+      plain HTTP sent to the HTTPS port: answered 400 "Client sent an HTTP
+      request to an HTTPS server." (as Go's net/http), connection closed,
+      nothing on stderr; HTTPS served as usual meanwhile.
 
 Loopback only; every wait is bounded; everything started is stopped.
 """
+import base64
+import http.client
 import json
 import os
+import queue
 import resource
+import shutil
+import signal
 import socket
+import ssl
+import struct
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import exporter_test as et  # noqa: E402  (Env, get, check)
+import exporter_test as et  # noqa: E402  (Env, get, get_tls, check)
 
 check = et.check
 
@@ -211,19 +236,21 @@ def neighbours(e):
           up_line("counter", cnt.pid, "duplicate", 0) in body,
           "one segment named twice on the command line: 200, served once, the other a duplicate (%r)" % st)
 
-    # 20,000 junk files named like segments of processes that do not exist.
+    # 20,000 junk files named like segments of processes that do not
+    # exist, another user's where the test may give them one.
     st, _, _ = timed_get(host, port)
     rss0 = rss_kb(srv.pid)
-    junk = [os.path.join(e.dir, "pcpu.%d.junk%d" % (3000000 + i, i)) for i in range(20000)]
-    for j in junk:
-        fd = os.open(j, os.O_CREAT | os.O_WRONLY, 0o600)
-        os.write(fd, b"junk")
-        os.close(fd)
+    junk = plant_junk(e.dir, 20000, b"junk")
+    # A fresh writer after the slow planting (a fixture lives 60 s at most).
+    late, _ = e.fixture_start("count", "5678", "late")
+    want = 'test_events_total{pcpu_segment="late",pcpu_pid="%d"} 5678' % late.pid
+    up = up_line("late", late.pid, "", 1)
     times = []
     for _ in range(3):
-        st, body, dt = timed_get(host, port, timeout=60)
+        opened, (st, body, dt) = opens_during(e.dir, lambda: timed_get(host, port, timeout=60))
         times.append(dt)
     check(st == 200 and want in body, "20,000 junk segments: scrape 200 with the real value")
+    check_junk_bounded(body, 20000, opened, up)
     rss1 = rss_kb(srv.pid)
     for j in junk:
         os.unlink(j)
@@ -235,7 +262,7 @@ def neighbours(e):
     # The third scrape with junk is no slower than the first (nothing
     # grows from scrape to scrape), allowing for a loaded machine.
     check(times[2] < 2 * times[0] + 0.5, "scrape time does not grow with the junk's history")
-    check(st == 200 and want in body, "the junk gone: 200 with the value")
+    check(st == 200 and want in body, "the junk gone: 200 with the value (%r %r)" % (st, body[-300:]))
     if os.environ.get("PCPU_TEST_SANITIZER"):
         # A sanitizer's allocator keeps freed memory (quarantine, its own
         # caches): the plain build checks this.
@@ -243,6 +270,108 @@ def neighbours(e):
     else:
         check(rss2 - rss0 < 4096, "the junk gone, memory goes too: VmRSS %d kB over the start"
               % (rss2 - rss0))
+
+
+JUNK_UID = 65534  # nobody: "another user", where the test runs as root
+MAX_DOWN = 16     # pcpustat serve --max-down's default
+
+
+def plant_junk(d, n, content=b"", uid=None):
+    """n files named like segments (of pids that do not exist) holding
+    `content`, owned by `uid` (default JUNK_UID when root, else ours)."""
+    uid = JUNK_UID if uid is None and os.geteuid() == 0 else uid
+    junk = [os.path.join(d, "pcpu.%d.junk%d" % (3000000 + i, i)) for i in range(n)]
+    for j in junk:
+        fd = os.open(j, os.O_CREAT | os.O_WRONLY, 0o600)
+        if content:
+            os.write(fd, content)
+        os.close(fd)
+        if uid is not None:
+            os.chown(j, uid, uid)
+    return junk
+
+
+def opens_during(d, fn):
+    """Runs fn(); returns ({file name: times opened for reading in
+    directory d meanwhile (inotify IN_OPEN; None for the key "overflow"
+    if the kernel dropped events)}, fn's result)."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    ino = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+    check(ino >= 0 and libc.inotify_add_watch(ino, d.encode(), 0x20) >= 0, "inotify watch on the directory")
+    try:
+        result = fn()
+        opened, data = {}, b""
+        while True:
+            try:
+                chunk = os.read(ino, 1 << 20)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            data += chunk
+        pos = 0
+        while pos + 16 <= len(data):
+            _, mask, _, nlen = struct.unpack_from("iIII", data, pos)
+            name = data[pos + 16:pos + 16 + nlen].rstrip(b"\0").decode()
+            pos += 16 + nlen
+            key = "overflow" if mask & 0x4000 else name  # IN_Q_OVERFLOW
+            opened[key] = opened.get(key, 0) + 1
+        return opened, result
+    finally:
+        os.close(ino)
+
+
+def check_junk_bounded(body, njunk, opened, up):
+    """What a scrape with njunk empty (or short) junk files of one owner
+    may cost: MAX_DOWN of them reported by pcpu_segment_up 0, the others
+    counted in pcpu_segments_omitted; at most those MAX_DOWN opened."""
+    owner = JUNK_UID if os.geteuid() == 0 else os.geteuid()
+    downs = [l for l in body.splitlines() if l.startswith("pcpu_segment_up{") and 'pcpu_segment="junk' in l]
+    omitted = 'pcpu_segments_omitted{uid="%d"} %d' % (owner, njunk - MAX_DOWN)
+    check(len(downs) == MAX_DOWN and all(l.endswith(",reason=\"corrupt\"} 0") for l in downs),
+          "%d junk files of one owner: %d reported as pcpu_segment_up 0 (%d)" % (njunk, MAX_DOWN, len(downs)))
+    check(omitted in body, "the other %d counted: %s" % (njunk - MAX_DOWN, omitted))
+    check(up in body, "the real segment still up: %s" % up)
+    check(len(body) < 16384, "the exposition stays small: %d bytes" % len(body))
+    junk_opened = {k: v for k, v in opened.items() if k.startswith("pcpu.") and ".junk" in k or k == "overflow"}
+    check(len(junk_opened) <= MAX_DOWN and "overflow" not in junk_opened,
+          "a scrape opens at most the %d junk files it reports (%d opened%s)"
+          % (MAX_DOWN, len(junk_opened), ", events lost" if "overflow" in junk_opened else ""))
+
+
+def junk(e):
+    cnt, path = e.fixture_start("count", "777", "counter")
+    up = up_line("counter", cnt.pid, "", 1)
+    want = 'test_events_total{pcpu_segment="counter",pcpu_pid="%d"} 777' % cnt.pid
+    srv, host, port = e.serve()
+    plant_junk(e.dir, 300)
+    opened, (st, body, _) = opens_during(e.dir, lambda: timed_get(host, port))
+    check(st == 200 and want in body, "300 empty junk files: 200 with the real value (%r)" % st)
+    check_junk_bounded(body, 300, opened, up)
+    promtool_ok(body, "junk")
+    # Another owner's down segments are reported as before: one user's
+    # junk uses up only that user's --max-down.
+    if os.geteuid() == 0:
+        bad = os.path.join(e.dir, "pcpu.%d.broken" % cnt.pid)
+        with open(path, "rb") as f, open(bad, "wb") as g:
+            g.write(b"NOTMAGIC" + f.read(4096)[8:])
+        os.chmod(bad, 0o600)
+        st, body, _ = timed_get(host, port)
+        check(st == 200 and up_line("broken", cnt.pid, "corrupt", 0) in body and up in body,
+              "root's corrupt segment still reported beside %d of uid %d's junk (%r)" % (300, JUNK_UID, st))
+        os.unlink(bad)
+    else:
+        print("     (not root: one owner only, the per-owner bound is not shown)")
+    # --max-down 0: no junk reported one by one, all counted.
+    srv2, h2, p2 = e.serve("--max-down", "0")
+    st, body, _ = timed_get(h2, p2)
+    owner = JUNK_UID if os.geteuid() == 0 else os.geteuid()
+    check(st == 200 and want in body and 'pcpu_segment="junk' not in body and
+          'pcpu_segments_omitted{uid="%d"} 300' % owner in body,
+          "--max-down 0: the 300 only counted (%r)" % st)
+    st, body, _ = timed_get(h2, p2, "/metrics/junk0")
+    check(st != 200, "/metrics/SEGMENT of a junk file: refused as before (%r)" % st)
 
 
 def nofile(e):
@@ -311,8 +440,185 @@ def fairness(e):
         s.close()
 
 
+def make_tls(e, users=None):
+    """A certificate for 127.0.0.1 and a web configuration (TLS, and basic
+    auth for `users`: name -> bcrypt hash) in e.tmp. Returns (web config
+    path, an SSL context that trusts the certificate)."""
+    d = os.path.join(e.tmp, "pki")
+    os.makedirs(d, exist_ok=True)
+    for tool in ("openssl", "htpasswd"):
+        if not shutil.which(tool):
+            raise SystemExit("FAIL: %s not installed: run scripts/install-deps.sh" % tool)
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-keyout", "server.key", "-out", "server.crt", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], cwd=d, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    web = os.path.join(d, "web.yml")
+    with open(web, "w") as f:
+        f.write("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n")
+        if users:
+            f.write("basic_auth_users:\n")
+            for name, h in users.items():
+                f.write("  %s: '%s'\n" % (name, h))
+    return web, ssl.create_default_context(cafile=os.path.join(d, "server.crt"))
+
+
+def bcrypt_hash(password, cost):
+    out = subprocess.run(["htpasswd", "-nbBC", str(cost), "u", password], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    return out.split(":", 1)[1]
+
+
+def basic(user, password):
+    return {"Authorization": "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode()}
+
+
+class Pending:
+    """A request sent from `source` (a loopback address) on its own HTTPS
+    connection, in a thread of its own (connecting may wait too): .answers
+    gets (self, status), status None if the connection failed or closed
+    unanswered."""
+
+    def __init__(self, port, ctx, source, headers, answers):
+        self.status = "waiting"
+        threading.Thread(target=self._run, args=(port, ctx, source, headers, answers), daemon=True).start()
+
+    def _run(self, port, ctx, source, headers, answers):
+        try:
+            c = http.client.HTTPSConnection("127.0.0.1", port, timeout=300, context=ctx,
+                                            source_address=(source, 0))
+            c.request("GET", "/metrics", headers=headers)
+            r = c.getresponse()
+            r.read()
+            self.status = r.status
+        except (OSError, http.client.HTTPException):
+            self.status = None
+        answers.put((self, self.status))
+
+
+def next_answers(answers, n, what, timeout=60):
+    """The next n answers, within a generous safety timeout."""
+    got = []
+    try:
+        for _ in range(n):
+            got.append(answers.get(timeout=timeout)[1])
+    except queue.Empty:
+        check(False, "%s: %d answers within %d s (got %r)" % (what, n, timeout, got))
+        raise SystemExit(1)
+    return got
+
+
+def auth(e):
+    cnt, _ = e.fixture_start("count", "4242", "authtest")
+    want = 'test_events_total{pcpu_segment="authtest",pcpu_pid="%d"} 4242' % cnt.pid
+    # "slow": bcrypt cost 31 (a valid hash, 2^27 times the work of cost 4):
+    # the first check of a password for it keeps the checker busy far
+    # longer than the test, so the queue behind it fills deterministically.
+    slow = bcrypt_hash("x", 4).replace("$04$", "$31$", 1)
+    web, ctx = make_tls(e, {"prometheus": bcrypt_hash("s3cret", 4), "slow": slow})
+    srv, host, port = e.serve("--web.config.file", web, "authtest")
+    right = basic("prometheus", "s3cret")
+
+    def legit(conn=None):
+        c = conn or http.client.HTTPSConnection(host, port, timeout=30, context=ctx)
+        c.request("GET", "/metrics", headers=right)
+        r = c.getresponse()
+        body = r.read().decode()
+        if conn is None:
+            c.close()
+        return r.status, body
+
+    st, body = legit()
+    check(st == 200 and want in body, "the right password (checked once): 200 with the value (%r)" % st)
+    st, _ = et.get_tls(host, port, ctx, basic("prometheus", "nope"))
+    check(st == 401, "a wrong password: 401 (%r)" % st)
+
+    answers = queue.Queue()
+    pw = iter("p%d" % i for i in range(1000))
+    # One client address, three checks at once: AUTH_PER_CLIENT (2) are
+    # taken (the first keeps the checker busy for good), the third is
+    # refused at once.
+    first = [Pending(port, ctx, "127.0.0.2", basic("slow", next(pw)), answers) for _ in range(3)]
+    got = next_answers(answers, 1, "3 checks from 127.0.0.2")
+    check(got == [429], "3 password checks at once from one address: one answered 429 at once (%r)" % got)
+    # Four more addresses, two each: 2 + 8 checks for 1 running + 8
+    # (AUTH_QUEUE) waiting: exactly one is refused, 503.
+    more = [Pending(port, ctx, "127.0.0.%d" % a, basic("slow", next(pw)), answers)
+            for a in range(3, 7) for _ in range(2)]
+    got = next_answers(answers, 1, "8 checks from 4 addresses")
+    check(got == [503], "the queue full: the check past it answered 503 at once (%r)" % got)
+
+    # The checker saturated for good: the verified password is still
+    # served, every time, on kept-alive and on new connections.
+    c, oks = http.client.HTTPSConnection(host, port, timeout=30, context=ctx), 0
+    for i in range(20):
+        st, body = legit(c if i % 2 else None)
+        oks += st == 200 and want in body
+    c.close()
+    check(oks == 20, "checker saturated: 20 scrapes with the verified password, %d answered 200 with the value"
+          % oks)
+    st, _ = et.get_tls(host, port, ctx, basic("prometheus", "nope"))
+    check(st == 401, "checker saturated: the wrong password seen before refused at once, 401 (%r)" % st)
+    st, _ = et.get_tls(host, port, ctx, basic("prometheus", "new"), source="127.0.0.7")
+    check(st == 503, "checker saturated: a password never seen, from a new address: 503 (%r)" % st)
+    st, _ = et.get_tls(host, port, ctx, basic("prometheus", "new"), source="127.0.0.2")
+    check(st == 429, "checker saturated: one more from an address with 2 checks waiting: 429 (%r)" % st)
+    waiting = [p for p in first + more if p.status == "waiting"]
+    check(len(waiting) == 9, "the 9 checks admitted are still waiting, unanswered (%d)" % len(waiting))
+
+    # SIGTERM: the exporter stops although a check runs on; the waiting
+    # requests are answered 503 or closed, never 200.
+    t0 = time.monotonic()
+    srv.send_signal(signal.SIGTERM)
+    try:
+        rc = srv.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        rc = None
+    check(rc == 0, "SIGTERM with a check running for days: exits 0 (%r, %.1f s)" % (rc, time.monotonic() - t0))
+    if rc == 0:
+        got = next_answers(answers, len(waiting), "the waiting requests after SIGTERM")
+        check(all(s in (503, None) for s in got), "the waiting requests: 503 or closed (%r)" % got)
+
+
+def plaintext(e):
+    e.fixture_start("count", "31337", "tlsplain")
+    web, ctx = make_tls(e)
+    srv, host, port = e.serve("--web.config.file", web, "tlsplain")
+    answer = "Client sent an HTTP request to an HTTPS server.\n"
+    for i in range(50):
+        out, closed, _ = et.exchange(host, port, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        head, _, body = out.partition("\r\n\r\n")
+        ok = closed and head.startswith("HTTP/1.1 400 ") and body == answer
+        if not ok or i == 0:
+            check(ok, "plain HTTP to the HTTPS port: 400, %r, closed (%r, %s)"
+                  % (answer, out[:200], "closed" if closed else "open"))
+        if not ok:
+            break
+    # What a client library sees (Prometheus with http:// would report it).
+    c = http.client.HTTPConnection(host, port, timeout=10)
+    try:
+        c.request("GET", "/metrics")
+        r = c.getresponse()
+        st, body = r.status, r.read().decode()
+    except (OSError, http.client.HTTPException) as ex:
+        st, body = ex, ""
+    c.close()
+    check(st == 400 and body == answer, "http.client: status 400 (%r)" % st)
+    st, body = et.get_tls(host, port, ctx)
+    check(st == 200 and "31337" in body, "HTTPS on the same port: 200 with the value (%r)" % st)
+    with open(srv.errfile) as f:
+        said = f.read()
+    check(said == "", "51 plain HTTP requests: nothing on stderr (%r)" % said[:300])
+    # Not a letter, not TLS: closed unanswered, as before.
+    out, closed, _ = et.exchange(host, port, b"\x00\x01\x02garbage\r\n\r\n")
+    check(closed and out == "", "neither TLS nor HTTP: closed unanswered (%r)" % out[:80])
+    st, body = et.get_tls(host, port, ctx)
+    check(st == 200 and "31337" in body, "HTTPS still: 200 with the value (%r)" % st)
+
+
 def main():
-    modes = {"bounds": bounds, "segments": segments, "neighbours": neighbours, "nofile": nofile, "fairness": fairness}
+    modes = {"bounds": bounds, "segments": segments, "neighbours": neighbours, "nofile": nofile, "fairness": fairness,
+             "auth": auth, "plaintext": plaintext, "junk": junk}
     if len(sys.argv) < 4 or sys.argv[1] not in modes:
         raise SystemExit(__doc__)
     e = et.Env(sys.argv[2], sys.argv[3])

@@ -63,6 +63,7 @@ class Env:
         err = open(os.path.join(self.tmp, "serve-%d.err" % len(self.procs)), "w+")
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err,
                              env=self.env, text=True, preexec_fn=preexec)
+        p.errfile = err.name  # what it said on stderr
         self.procs.append(p)
         line = p.stdout.readline()
         if "listening on http" not in line:
@@ -85,6 +86,18 @@ def get(host, port, path="/metrics", headers=None, method="GET", conn=None):
     if conn is None:
         c.close()
     return r.status, r.getheader("Content-Type"), body
+
+
+def get_tls(host, port, ctx, headers=None, source=None, path="/metrics"):
+    """GET over HTTPS on a new connection (from loopback address `source`
+    if given): status and body."""
+    c = http.client.HTTPSConnection(host, port, timeout=30, context=ctx,
+                                    source_address=(source, 0) if source else None)
+    c.request("GET", path, headers=headers or {})
+    r = c.getresponse()
+    body = r.read().decode("utf-8", "replace")
+    c.close()
+    return r.status, body
 
 
 def get_bytes(host, port, headers, path="/metrics"):
@@ -198,6 +211,14 @@ def behaviour(e):
               gzip.decompress(zipped[2]) == plain[2] and len(zipped[2]) < len(plain[2]),
               "Accept-Encoding: gzip (%s): decompressed body equals the plain one, byte for byte"
               % accept.split(",")[0])
+    # The body depends on Accept (the format) and Accept-Encoding (gzip):
+    # a cache must key on both (RFC 9110 12.5.5).
+    for url in ["/metrics", "/metrics/counter"]:
+        for h in [{}, {"Accept": prom_accept, "Accept-Encoding": "gzip"}]:
+            st, hdrs, _ = get_bytes(host, port, h, url)
+            vary = sorted(v.strip().lower() for v in (hdrs.get("Vary") or "").split(","))
+            check(st == 200 and vary == ["accept", "accept-encoding"],
+                  "%s %s: Vary: Accept, Accept-Encoding (%r)" % (url, sorted(h) or "no Accept", hdrs.get("Vary")))
     for enc in ["gzip;q=0", "identity", "br", "*;q=0, gzip;q=0"]:
         st, hdrs, _ = get_bytes(host, port, {"Accept-Encoding": enc})
         check(st == 200 and hdrs.get("Content-Encoding") is None, "Accept-Encoding %r: not compressed" % enc)

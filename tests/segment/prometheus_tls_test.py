@@ -8,7 +8,7 @@ with htpasswd, and writes an exporter-toolkit web configuration
 (--web.config.file) as operators do for any Prometheus exporter. Prometheus
 (Debian package) on 127.0.0.1 scrapes three jobs: the right password (target
 up, value equal to the application's count), a wrong one (401, target down)
-and plain HTTP to the TLS port (target down). Then, without Prometheus:
+and plain HTTP to the TLS port (target down, 400). Then, without Prometheus:
 client certificates with client_auth_type RequireAndVerifyClientCert, and
 web configurations that must be refused at start. Every wait is bounded.
 
@@ -163,7 +163,10 @@ def main():
         bad = health.get("badpw", ("", ""))
         check(bad[0] == "down" and "401" in bad[1], "wrong password: target down, 401 (%r)" % (bad,))
         plain = health.get("plain", ("", ""))
-        check(plain[0] == "down", "plain HTTP to the TLS port: target down (%r)" % (plain,))
+        # Answered 400 (as Go exporters do), not closed without a word:
+        # Prometheus says why the target is down.
+        check(plain[0] == "down" and "400" in plain[1],
+              "plain HTTP to the TLS port: target down, 400 (%r)" % (plain,))
 
         ctx = ssl.create_default_context(cafile=os.path.join(d, "ca.crt"))
         st, body = https_get(port, ctx, "prometheus:s3cret")

@@ -8,6 +8,7 @@
 #include "../check.h"
 #include "utf8_ref.h"
 #include "internal.h"
+#include <errno.h>
 #include <float.h>
 #include <locale.h>
 #include <math.h>
@@ -24,6 +25,53 @@ static void expect_fmt(double v, int canonical, const char *want)
 			buf, want);
 		exit(1);
 	}
+}
+
+static void expect_si(double v, const char *unit, const char *want)
+{
+	char buf[PCPU_FORMAT_NUMBER_MAX + 16];
+	int n = pcpu_format_si(buf, sizeof buf, v, unit);
+
+	if (n < 0 || strcmp(buf, want) != 0 || (size_t)n != strlen(want)) {
+		fprintf(stderr, "pcpu_format_si(%.17g, \"%s\"): got %d \"%s\", want \"%s\"\n", v,
+			unit ? unit : "(null)", n, buf, want);
+		exit(1);
+	}
+}
+
+/* For people: three significant digits, SI prefixes for multiples. */
+static void test_si(void)
+{
+	char small[8];
+
+	expect_si(2302049761.1, "/s", "2.30 G/s"); /* what `pcpustat -w` printed 2.3020497611e+09 for */
+	expect_si(950400, "/s", "950 k/s");
+	expect_si(999.4, "/s", "999 /s");
+	expect_si(999.6, "/s", "1.00 k/s"); /* the prefix after rounding */
+	expect_si(1000, "/s", "1.00 k/s");
+	expect_si(12, "/s", "12.0 /s");
+	expect_si(5, "/s", "5.00 /s");
+	expect_si(1, NULL, "1.00");
+	expect_si(123456, "", "123 k");
+	expect_si(-1500, "/s", "-1.50 k/s");
+	expect_si(0.25, "/s", "0.250 /s");
+	expect_si(0.00125, "/s", "0.00125 /s");
+	expect_si(0.000125, "/s", "1.25e-04 /s");
+	expect_si(0, "/s", "0 /s");
+	expect_si(-0.0, NULL, "0");
+	expect_si(1e6, "B", "1.00 MB");
+	expect_si(4.5e18, "", "4.50 E");
+	expect_si(9.99e26, "", "999 Y");
+	expect_si(1e27, "", "1.00e+27");
+	expect_si(HUGE_VAL, "/s", "+Inf /s");
+	expect_si(-HUGE_VAL, NULL, "-Inf");
+	expect_si(NAN, NULL, "NaN");
+	/* Too small a buffer: ERANGE and ""; NULL out: EINVAL. */
+	errno = 0;
+	CHECK(pcpu_format_si(small, sizeof small, 2.3e9, "/s") == -1 && errno == ERANGE && small[0] == '\0');
+	CHECK(pcpu_format_si(small, sizeof small, 2.3e9, "") == 6 && strcmp(small, "2.30 G") == 0);
+	errno = 0;
+	CHECK(pcpu_format_si(NULL, 8, 1, NULL) == -1 && errno == EINVAL);
 }
 
 static void test_known(void)
@@ -223,6 +271,8 @@ static void test_locale(void)
 		if (comma_locale(&name)) {
 			expect_fmt(0.005, 1, "0.005");
 			expect_fmt(1234567, 1, "1.234567e+06");
+			expect_si(2302049761.1, "/s", "2.30 G/s");
+			expect_si(0.25, "/s", "0.250 /s");
 			test_round_trip(1000);
 			setlocale(LC_ALL, "C");
 			printf("formatting under %s: ok\n", name);
@@ -299,6 +349,7 @@ static void test_escapes(void)
 int main(void)
 {
 	test_known();
+	test_si();
 	test_round_trip(60000);
 	test_scaled_exact(3000);
 	test_locale();
