@@ -148,10 +148,19 @@ static void *backing_alloc(struct objcache_impl *o, int *err)
 	obj = (char *)mem + o->off;
 	pcpu__objcache_hdr_of(obj)->slot = PCPU__OBJCACHE_NO_SLOT;
 	pcpu__objcache_hdr_of(obj)->reserved = 0;
-	if (o->ctor && (rc = o->ctor(obj, o->arg)) != 0) {
-		free(mem);
-		*err = rc;
-		return NULL;
+	if (o->ctor) {
+		int saved = errno;
+
+		errno = 0;
+		rc = o->ctor(obj, o->arg);
+		if (rc != 0) {
+			/* An errno value; or, read POSIX-style, -1 (any
+			 * negative value) with errno set (pcpu/objcache.h). */
+			*err = rc > 0 ? rc : errno > 0 ? errno : ECANCELED;
+			free(mem);
+			return NULL;
+		}
+		errno = saved;
 	}
 	return obj;
 }
