@@ -42,6 +42,9 @@
  * starts at 1, unbiased, mode = mode[s] = ATOMIC; the fast path's compare
  * always fails, and kill is: mode = DEAD, then the owner's put.
  *
+ * If membarrier stopped working since the creation, step 2 is the CPU walk
+ * of src/sync.c; if that fails too, the kill undoes step 1 and fails.
+ *
  * Misuse the atomic paths catch (pcpu/ref.h): every get and put of a
  * released ref runs here (its mode is DEAD), where count is 0. A get that
  * finds count <= 0, or a put that takes it below 0, undoes its add: so a
@@ -236,8 +239,9 @@ int pcpu_ref_kill(pcpu_ref_t *ref)
 	if (pcpu_sync_barrier() != 0) {
 		int err = errno;
 
-		/* No barrier, no switch: back to per-CPU, not killed. Gets
-		 * and puts that saw DEAD went to count, which is fine. */
+		/* No barrier (neither membarrier nor the CPU walk), no switch:
+		 * back to per-CPU, not killed. Gets and puts that saw DEAD
+		 * went to count, which is fine. */
 		set_mode(r, PCPU__REF_PERCPU);
 		__atomic_store_n(&r->killed, 0, __ATOMIC_RELEASE);
 		errno = err;

@@ -18,6 +18,11 @@
  *
  *   state: WRITER while a writer holds or waits; ATOMIC in atomic mode (then
  *   every state[s] says ATOMIC for good, and the fast path never commits).
+ *   A per-CPU lock turns atomic at its first write lock after membarrier
+ *   stopped working (src/sync.c): that writer's barrier is the CPU walk,
+ *   and it leaves every state[s] nonzero for good, so later writers need
+ *   no barrier. Its per-CPU words then only go down (unlocks of read locks
+ *   taken before) and stay part of the sum.
  *   slow_readers: the same count for readers that cannot use the section
  *   (atomic mode, a thread without rseq, a writer around), with sequentially
  *   consistent atomics. Readers inside = sum(readers[s]) + slow_readers (a
@@ -81,7 +86,7 @@
 
 struct rwlock_impl {
 	intptr_t state; /* the authority; state[s] are copies for the sections */
-	int percpu;
+	int percpu;     /* created per-CPU: per-CPU words are part of the sum */
 	struct pcpu__sync_slot *obj; /* the handle */
 	const void *owner; /* the writer's owner_tag while it holds the mutex */
 	int64_t slow_readers __attribute__((aligned(64)));
@@ -174,7 +179,12 @@ int pcpu_rwlock_destroy(pcpu_rwlock_t *lock)
 
 int pcpu_rwlock_is_percpu(const pcpu_rwlock_t *lock)
 {
-	return lock && impl(lock)->percpu;
+	struct rwlock_impl *l;
+
+	if (!lock)
+		return 0;
+	l = impl(lock);
+	return l->percpu && !(state_of(l) & PCPU__RW_ATOMIC);
 }
 
 static void wake_writer(struct rwlock_impl *l)
@@ -186,10 +196,12 @@ static void wake_writer(struct rwlock_impl *l)
 /* One attempt at a read lock: 1 taken, 0 a writer holds or waits. */
 static int try_read(struct rwlock_impl *l)
 {
-	if (state_of(l) & PCPU__RW_WRITER)
+	intptr_t st = state_of(l);
+
+	if (st & PCPU__RW_WRITER)
 		return 0;
 #if PCPU_ARCH_HAVE_RSEQ
-	if (l->percpu && pcpu__thread_prepare() == 0) {
+	if (l->percpu && !(st & PCPU__RW_ATOMIC) && pcpu__thread_prepare() == 0) {
 		int tries;
 
 		for (tries = 1; tries < PCPU_RSEQ_MAX_TRIES; tries++) {
@@ -197,10 +209,10 @@ static int try_read(struct rwlock_impl *l)
 
 			if (rc == 0)
 				return 1;
-			if (rc == 2)
-				return 0; /* a writer came (per-CPU mode: no ATOMIC) */
-			if (rc == 3)
-				break; /* not registered after all */
+			if (rc == 2 || rc == 3)
+				break; /* a writer came, or the lock turned atomic
+					* (the atomic path below tells which), or not
+					* registered after all */
 		}
 	}
 #endif
@@ -279,7 +291,7 @@ done:
 static void release_write(struct rwlock_impl *l)
 {
 	__atomic_store_n(&l->owner, NULL, __ATOMIC_RELAXED);
-	if (l->percpu)
+	if (l->percpu && !(state_of(l) & PCPU__RW_ATOMIC))
 		pcpu_sync_obj_set_mode(l->obj, 0);
 	__atomic_fetch_and(&l->state, ~(intptr_t)PCPU__RW_WRITER, __ATOMIC_SEQ_CST);
 	__atomic_fetch_add(&l->gen, 1, __ATOMIC_SEQ_CST);
@@ -292,8 +304,11 @@ static void release_write(struct rwlock_impl *l)
  * every reader section. 0, or -1 with errno (flag cleared, mutex released). */
 static int raise_flag(struct rwlock_impl *l)
 {
-	__atomic_fetch_or(&l->state, PCPU__RW_WRITER, __ATOMIC_SEQ_CST);
-	if (!l->percpu)
+	intptr_t st = __atomic_fetch_or(&l->state, PCPU__RW_WRITER, __ATOMIC_SEQ_CST);
+
+	/* Atomic (from the start, or turned): every state[s] is nonzero
+	 * already, no read lock commits per-CPU. */
+	if (!l->percpu || (st & PCPU__RW_ATOMIC))
 		return 0;
 	pcpu_sync_obj_set_mode(l->obj, PCPU__RW_WRITER);
 	if (pcpu_sync_barrier() != 0) {
@@ -302,6 +317,12 @@ static int raise_flag(struct rwlock_impl *l)
 		release_write(l);
 		errno = err;
 		return -1;
+	}
+	if (pcpu_sync_percpu_lost()) {
+		/* That barrier was the CPU walk: turn atomic for good, so that
+		 * the next writers need none (the file comment). */
+		__atomic_fetch_or(&l->state, PCPU__RW_ATOMIC, __ATOMIC_SEQ_CST);
+		pcpu_sync_obj_set_mode(l->obj, PCPU__RW_WRITER | PCPU__RW_ATOMIC);
 	}
 	return 0;
 }

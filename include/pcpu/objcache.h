@@ -48,6 +48,13 @@
  *    the thread's fallback slot (assigned round-robin): correct, and
  *    scalable as long as threads spread over slots, but several times the
  *    per-CPU cost (bench/README.md: 2.5-2.9x malloc + free, vs 0.4x).
+ *  - membarrier refused after the cache was created (a seccomp filter
+ *    installed since): caches created from then on are locked; a per-CPU
+ *    one turns locked at its next collection, which gets the membarrier's
+ *    guarantee by running the collecting thread on every CPU in turn
+ *    (pcpu/ref.h explains that fallback and its costs). If that fails too
+ *    (sched_setaffinity() refused as well), the slots' caches are left as
+ *    they are and keep serving their slots (see pcpu_objcache_drain()).
  *  pcpu_objcache_is_percpu() says which.
  *
  * Collecting (pcpu_objcache_drain(), and a get at the limit): a thread sets
@@ -328,9 +335,15 @@ __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_objcache_
  * affected. Returns the number freed. Gets and puts may run meanwhile (they
  * use the depot while the slots are collected), so a busy cache may hold
  * objects again by the time this returns.
- * NULL: 0 with errno EINVAL. Thread-safe; not async-signal-safe. Cost: a
- * membarrier() system call (per-CPU mode), a mutex per slot, the
- * destructor and free() per object.
+ * NULL: 0 with errno EINVAL. If membarrier worked at creation, is refused
+ * now, and the fallback (running on every CPU in turn) failed too, the
+ * per-CPU slots' caches cannot be reached safely: they are left as they
+ * are (their objects stay cached, for their slots' gets, and
+ * pcpu_objcache_destroy() frees them), everything else is freed and
+ * counted, and errno is set to membarrier's error (EPERM, ENOSYS).
+ * Otherwise errno is left as it was: to tell, set it to 0 before the call.
+ * Thread-safe; not async-signal-safe. Cost: a membarrier() system call
+ * (per-CPU mode), a mutex per slot, the destructor and free() per object.
  */
 PCPU_API size_t pcpu_objcache_drain(pcpu_objcache_t *c);
 
@@ -341,7 +354,9 @@ PCPU_API size_t pcpu_objcache_drain(pcpu_objcache_t *c);
  * ones have been drained then, and the cache stays usable (see the file
  * comment for fork()). NULL is a no-op returning 0. The caller guarantees
  * no other thread uses the cache meanwhile or afterwards, and that its
- * registry, if any, still exists. Not async-signal-safe.
+ * registry, if any, still exists; so no get or put can be in flight, and
+ * destroy needs no membarrier (it works whatever seccomp allows). Not
+ * async-signal-safe.
  */
 PCPU_API int pcpu_objcache_destroy(pcpu_objcache_t *c);
 
@@ -360,8 +375,9 @@ PCPU_API pcpu_counter_t pcpu_objcache_counter(pcpu_objcache_t *c, enum pcpu_objc
  */
 PCPU_API int pcpu_objcache_stats(pcpu_objcache_t *c, struct pcpu_objcache_stats *out);
 
-/** 1 if the cache is in per-CPU mode, 0 if locked (see the file comment)
- * and for NULL. Thread-safe; async-signal-safe. */
+/** 1 if the cache is in per-CPU mode, 0 if locked (from the start, or
+ * turned locked: see the file comment) and for NULL. Thread-safe;
+ * async-signal-safe. */
 PCPU_API int pcpu_objcache_is_percpu(const pcpu_objcache_t *c);
 
 PCPU_END_DECLS

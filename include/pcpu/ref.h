@@ -46,6 +46,23 @@
  *    every operation is an atomic read-modify-write on one shared word:
  *    correct, exactly as documented below, but not scalable.
  *    pcpu_sync_percpu_error() says which, and why.
+ *  - membarrier refused after per-CPU objects exist (a seccomp filter
+ *    installed since): once pcpu_sync_percpu_error() or a switch has met
+ *    the refusal, it is recorded for good, pcpu_sync_percpu_error()
+ *    reports it, and objects created from then on are atomic from the
+ *    start (creation itself does not ask the kernel: an object created
+ *    per-CPU before the refusal is known still works). The per-CPU ones
+ *    still switch: kill and wrlock get membarrier's guarantee from rseq's
+ *    restart on preemption, by running the calling thread on every CPU in
+ *    turn (sched_setaffinity(); its affinity is restored). That costs two
+ *    system calls and a migration per CPU, and waits for each CPU to
+ *    schedule the thread (a CPU monopolised by a real-time thread of higher
+ *    priority delays it that long); it assumes every thread of the process
+ *    is in the calling thread's cpuset. A lock turns atomic for good at
+ *    that first write lock (pcpu_rwlock_is_percpu() says 0), so later
+ *    writers pay nothing more. Only if sched_setaffinity() is refused too
+ *    do kill and wrlock fail, with membarrier's errno, leaving the object
+ *    usable as it was.
  *  - In a per-CPU object, a thread that cannot run the rseq section (its
  *    registration failed, or it aborted PCPU_RSEQ_MAX_TRIES times in a row)
  *    uses the shared atomic word instead. Both are always part of the sum,
@@ -63,7 +80,8 @@
  *    last reference.
  *  - pcpu_ref_kill: never waits for references to be dropped. In per-CPU
  *    mode it makes one membarrier system call (IPIs to the CPUs that run the
- *    process's threads; a few microseconds) and reads every slot once.
+ *    process's threads; a few microseconds) and reads every slot once
+ *    (membarrier refused: the CPU walk above instead).
  *  - pcpu_rwlock_rdlock: wait-free while no writer holds or waits for the
  *    lock; otherwise it sleeps on a futex until the writer leaves (no
  *    spinning). pcpu_rwlock_rdunlock never blocks; while a writer waits it
@@ -282,13 +300,16 @@ __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_ref_put)(
  * Returns 0, or -1 with errno:
  *  - EINVAL: ref is NULL, or was killed already (nothing changed);
  *  - what membarrier() said (EPERM, ENOSYS) if it worked when the ref was
- *    created but fails now (a seccomp filter installed since): the ref is
- *    then left per-CPU and not killed, the owner still holds its reference,
- *    and a tryget that ran meanwhile may have failed.
+ *    created but is refused now (a seccomp filter installed since) AND the
+ *    fallback, running on every CPU in turn (file comment), failed too
+ *    (sched_setaffinity() refused as well): the ref is then left per-CPU
+ *    and not killed, fully usable (get, put, tryget, read), the owner
+ *    still holds its reference, and a tryget that ran meanwhile may have
+ *    failed. The kill may be tried again; pcpu_ref_destroy() works as ever.
  * Thread-safe (one kill per ref); async-signal-safe if release() is. Cost
  * in per-CPU mode: one membarrier() system call and a read of every slot
- * (pcpu_counter_fetch()); in atomic mode, one atomic subtract. Never waits
- * for references.
+ * (pcpu_counter_fetch()); membarrier refused: the CPU walk instead; in
+ * atomic mode, one atomic subtract. Never waits for references.
  */
 PCPU_API int pcpu_ref_kill(pcpu_ref_t *ref);
 
@@ -374,7 +395,8 @@ PCPU_API pcpu_rwlock_t *pcpu_rwlock_create(void);
  * Destroys an unlocked lock. Returns 0, -1 with errno EBUSY if it is
  * (read- or write-) locked (nothing changed); NULL is a no-op returning 0.
  * A lock that unbalanced read unlocks broke (see "Misuse") is freed. The
- * caller guarantees no thread uses it any more. Not async-signal-safe.
+ * caller guarantees no thread uses it any more, so no membarrier is needed
+ * (it works whatever seccomp allows). Not async-signal-safe.
  */
 PCPU_API int pcpu_rwlock_destroy(pcpu_rwlock_t *lock);
 
@@ -440,8 +462,10 @@ __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_rwlock_rd
  *  - EDEADLK: the calling thread holds the write lock already;
  *  - ENOTRECOVERABLE: more read unlocks than read locks were made (see
  *    "Misuse" above);
- *  - what membarrier() said (EPERM, ENOSYS) if it worked at creation and
- *    fails now.
+ *  - what membarrier() said (EPERM, ENOSYS) if it worked at creation, is
+ *    refused now, and the fallback (running on every CPU in turn: the file
+ *    comment) failed too; readers are unaffected, and a later wrlock may
+ *    be tried.
  * A thread that holds a read lock of `lock` deadlocks here (not detected).
  * Thread-safe; not async-signal-safe. Cost with no reader inside: a mutex,
  * an atomic OR, one membarrier() system call (per-CPU mode) and a read of
@@ -469,20 +493,24 @@ PCPU_API int pcpu_rwlock_trywrlock(pcpu_rwlock_t *lock);
  */
 PCPU_API int pcpu_rwlock_wrunlock(pcpu_rwlock_t *lock);
 
-/** 1 if the lock is in per-CPU mode, 0 in atomic mode and for NULL.
- * Thread-safe; async-signal-safe. */
+/** 1 if the lock is in per-CPU mode, 0 in atomic mode (from the start, or
+ * turned atomic because membarrier was refused: the file comment) and for
+ * NULL. Thread-safe; async-signal-safe. */
 PCPU_API int pcpu_rwlock_is_percpu(const pcpu_rwlock_t *lock);
 
 /* ---- both ----------------------------------------------------------------- */
 
 /**
- * 0 if refs and locks the calling thread creates now use per-CPU mode, else
- * the errno value that keeps them atomic: what pcpu_rseq_error() says when
- * the thread cannot use rseq (ECANCELED for PCPU_RSEQ=0 or a
- * ThreadSanitizer build, EPERM, ENOSYS...), or what membarrier() said
- * (ENOSYS, EPERM: seccomp, old kernel; EOPNOTSUPP: the kernel lacks the
- * PRIVATE_EXPEDITED_RSEQ command). Registers membarrier on first use.
- * Thread-safe; not async-signal-safe.
+ * 0 if refs, locks and object caches the calling thread creates now use
+ * per-CPU mode, else the errno value that keeps them atomic: what
+ * pcpu_rseq_error() says when the thread cannot use rseq (ECANCELED for
+ * PCPU_RSEQ=0 or a ThreadSanitizer build, EPERM, ENOSYS...), or what
+ * membarrier() said (ENOSYS, EPERM: seccomp, old kernel; EOPNOTSUPP: the
+ * kernel lacks the PRIVATE_EXPEDITED_RSEQ command) -- at the registration,
+ * or at any time since: a seccomp filter installed after per-CPU objects
+ * exist is reported from then on, for good. Registers membarrier on first
+ * use; asks the kernel whether it is still allowed on every call (one
+ * system call). Thread-safe; not async-signal-safe.
  */
 PCPU_API int pcpu_sync_percpu_error(void);
 
