@@ -146,6 +146,7 @@ int pcpu_sync_percpu_error(void)
 	return pcpu_sync_percpu_lost();
 }
 
+#if PCPU_ARCH_HAVE_RSEQ
 /* The walk's CPU masks are on the stack (the barrier is async-signal-safe,
  * maybe on a small signal stack), as long as the slots are many: one bit
  * per possible CPU is what the kernel needs. */
@@ -213,6 +214,15 @@ static int run_on_every_cpu(void)
 	}
 	return 0;
 }
+#else
+/* No rseq sections, so no per-CPU object to switch: never called. (The
+ * ThreadSanitizer builds, which do not model the fences above.) */
+static int run_on_every_cpu(void)
+{
+	errno = ENOSYS;
+	return -1;
+}
+#endif
 
 int pcpu_sync_barrier(void)
 {
