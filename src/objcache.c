@@ -26,6 +26,13 @@
  * commits on any slot (each compares the mode inside the section), so
  * ptr[] and count are ours until the mode is cleared. One collector at a
  * time (collect_lock), as a second would clear the modes under the first.
+ * If membarrier stopped working since the creation, the barrier is the CPU
+ * walk of src/sync.c, and the collector leaves the mode words set for good:
+ * the cache is locked from then on (`locked`), so later collections need no
+ * barrier. If the walk fails too, the slots are left alone (their objects
+ * stay cached for their slots' gets) and drain says so (errno).
+ * pcpu_objcache_destroy() needs no barrier at all: its caller guarantees
+ * that no other thread uses the cache, so no section can be in flight.
  *
  * Locks, in the order they nest: caches_lock (the list of caches, for
  * fork) -> collect_lock -> locks[s] -> depot_lock. No other pcpu lock is
@@ -61,6 +68,7 @@ struct objcache_impl {
 	pcpu_objcache_moved_fn *moved;
 	void *arg;
 	int percpu;
+	int locked;  /* per-CPU no more: every mode word set for good */
 	uint32_t nslots;
 	struct pcpu_counter *stats;
 	struct pcpu_registry *reg; /* stats registered there, or NULL */
@@ -148,10 +156,19 @@ static void *backing_alloc(struct objcache_impl *o, int *err)
 	obj = (char *)mem + o->off;
 	pcpu__objcache_hdr_of(obj)->slot = PCPU__OBJCACHE_NO_SLOT;
 	pcpu__objcache_hdr_of(obj)->reserved = 0;
-	if (o->ctor && (rc = o->ctor(obj, o->arg)) != 0) {
-		free(mem);
-		*err = rc;
-		return NULL;
+	if (o->ctor) {
+		int saved = errno;
+
+		errno = 0;
+		rc = o->ctor(obj, o->arg);
+		if (rc != 0) {
+			/* An errno value; or, read POSIX-style, -1 (any
+			 * negative value) with errno set (pcpu/objcache.h). */
+			*err = rc > 0 ? rc : errno > 0 ? errno : ECANCELED;
+			free(mem);
+			return NULL;
+		}
+		errno = saved;
 	}
 	return obj;
 }
@@ -209,7 +226,7 @@ static void depot_put(struct objcache_impl *o, void *const *objs, size_t n)
 	backing_free(o, objs, n);
 }
 
-static void collect(struct objcache_impl *o);
+static int collect(struct objcache_impl *o, int quiescent);
 
 /* Up to `want` objects for a get that found its cache empty: a batch from
  * the depot, else new ones within the limit, else (at the limit) whatever
@@ -237,7 +254,7 @@ static size_t depot_take(struct objcache_impl *o, void **buf, size_t want)
 		pthread_mutex_unlock(&o->depot_lock);
 		if (k || collected)
 			break;
-		collect(o);
+		(void)collect(o, 0);
 		collected = 1;
 	}
 	if (!k) {
@@ -267,24 +284,44 @@ static void set_modes(struct objcache_impl *o, intptr_t mode)
 		__atomic_store_n(&pcpu__objcache_slot(o->handle, s)->mode, mode, __ATOMIC_RELEASE);
 }
 
-static void collect(struct objcache_impl *o)
+static int is_locked(struct objcache_impl *o)
 {
+	return __atomic_load_n(&o->locked, __ATOMIC_RELAXED);
+}
+
+/* Every cached object into the depot. `quiescent`: the caller guarantees
+ * that no other thread uses the cache (destroy), so no section is in
+ * flight and none needs stopping. 0, or the errno of a barrier that could
+ * not be had (the slots' caches were left alone). */
+static int collect(struct objcache_impl *o, int quiescent)
+{
+	int err = 0;
+
 	pthread_mutex_lock(&o->collect_lock);
 	if (o->percpu) {
-		set_modes(o, 1);
-		/* Without the barrier a section in flight could still commit:
-		 * leave the rseq slots alone then (membarrier worked at creation;
-		 * only a seccomp filter installed since can make it fail). */
-		if (pcpu_sync_barrier() == 0) {
-			for (uint32_t s = 0; s < o->nslots; s++) {
-				struct pcpu__objcache_slot *sl = pcpu__objcache_slot(o->handle, s);
-				int64_t n = __atomic_load_n(&sl->count, __ATOMIC_ACQUIRE);
+		/* Once locked, the mode words stay set: no section commits. */
+		int stop = !quiescent && !o->locked;
 
-				depot_put(o, pcpu__objcache_ptrs(sl), (size_t)n);
-				__atomic_store_n(&sl->count, 0, __ATOMIC_RELEASE);
-			}
+		if (stop) {
+			set_modes(o, 1);
+			/* Without the barrier a section in flight could still
+			 * commit: leave the rseq slots alone then. */
+			if (pcpu_sync_barrier() != 0)
+				err = errno;
 		}
-		set_modes(o, 0);
+		for (uint32_t s = 0; s < o->nslots && !err; s++) {
+			struct pcpu__objcache_slot *sl = pcpu__objcache_slot(o->handle, s);
+			int64_t n = __atomic_load_n(&sl->count, __ATOMIC_ACQUIRE);
+
+			depot_put(o, pcpu__objcache_ptrs(sl), (size_t)n);
+			__atomic_store_n(&sl->count, 0, __ATOMIC_RELEASE);
+		}
+		if (stop) {
+			if (!err && pcpu_sync_percpu_lost())
+				__atomic_store_n(&o->locked, 1, __ATOMIC_RELAXED); /* modes stay */
+			else
+				set_modes(o, 0);
+		}
 	}
 	for (uint32_t s = 0; s < o->nslots; s++) {
 		struct pcpu__objcache_slot *ml = locked_slot(o, s);
@@ -295,6 +332,7 @@ static void collect(struct objcache_impl *o)
 		pthread_mutex_unlock(&o->locks[s].m);
 	}
 	pthread_mutex_unlock(&o->collect_lock);
+	return err;
 }
 
 /* ---- gets and puts ------------------------------------------------------------ */
@@ -425,7 +463,7 @@ void *pcpu__objcache_get_slow(pcpu_objcache_t *c)
 	struct objcache_impl *o = impl_of(c);
 
 #if PCPU_ARCH_HAVE_RSEQ
-	if (o->percpu && pcpu__thread_prepare() == 0) {
+	if (o->percpu && !is_locked(o) && pcpu__thread_prepare() == 0) {
 		for (int tries = 0; tries < PCPU_RSEQ_MAX_TRIES; tries++) {
 			int64_t idx = pcpu__rseq_load_index();
 			struct pcpu__objcache_slot *sl;
@@ -454,7 +492,7 @@ void pcpu__objcache_put_slow(pcpu_objcache_t *c, void *obj)
 	uint32_t got_on = pcpu__objcache_hdr_of(obj)->slot; /* ours until the commit */
 
 #if PCPU_ARCH_HAVE_RSEQ
-	if (o->percpu && pcpu__thread_prepare() == 0) {
+	if (o->percpu && !is_locked(o) && pcpu__thread_prepare() == 0) {
 		int missed = 0;
 
 		for (int tries = 0; tries < PCPU_RSEQ_MAX_TRIES; tries++) {
@@ -647,18 +685,14 @@ static uint64_t cached_now(struct objcache_impl *o, uint64_t *in_depot)
 	return n;
 }
 
-size_t pcpu_objcache_drain(pcpu_objcache_t *c)
+/* Collects, then destructs and frees the depot: the number freed, and in
+ * *err what collect() said. */
+static size_t drain(struct objcache_impl *o, int quiescent, int *err)
 {
-	struct objcache_impl *o;
 	void **all;
 	size_t n;
 
-	if (!c) {
-		errno = EINVAL;
-		return 0;
-	}
-	o = impl_of(c);
-	collect(o);
+	*err = collect(o, quiescent);
 	pthread_mutex_lock(&o->depot_lock);
 	all = o->depot;
 	n = o->depot_n;
@@ -670,14 +704,31 @@ size_t pcpu_objcache_drain(pcpu_objcache_t *c)
 	return n;
 }
 
+size_t pcpu_objcache_drain(pcpu_objcache_t *c)
+{
+	size_t n;
+	int err, saved = errno;
+
+	if (!c) {
+		errno = EINVAL;
+		return 0;
+	}
+	n = drain(impl_of(c), 0, &err);
+	/* errno says whether the slots were reached (destructors may have
+	 * changed it meanwhile). */
+	errno = err ? err : saved;
+	return n;
+}
+
 int pcpu_objcache_destroy(pcpu_objcache_t *c)
 {
 	struct objcache_impl *o;
+	int err;
 
 	if (!c)
 		return 0;
 	o = impl_of(c);
-	(void)pcpu_objcache_drain(c);
+	(void)drain(o, 1, &err); /* no other thread: no barrier, no error */
 	if (o->nobjects != 0) {
 		errno = EBUSY; /* held by threads: nothing to free them into */
 		return -1;
@@ -728,5 +779,10 @@ int pcpu_objcache_stats(pcpu_objcache_t *c, struct pcpu_objcache_stats *out)
 
 int pcpu_objcache_is_percpu(const pcpu_objcache_t *c)
 {
-	return c && ((struct objcache_impl *)c->pcpu__s.impl)->percpu;
+	struct objcache_impl *o;
+
+	if (!c)
+		return 0;
+	o = (struct objcache_impl *)c->pcpu__s.impl;
+	return o->percpu && !is_locked(o);
 }

@@ -42,6 +42,18 @@
  * starts at 1, unbiased, mode = mode[s] = ATOMIC; the fast path's compare
  * always fails, and kill is: mode = DEAD, then the owner's put.
  *
+ * If membarrier stopped working since the creation, step 2 is the CPU walk
+ * of src/sync.c; if that fails too, the kill undoes step 1 and fails.
+ *
+ * Misuse the atomic paths catch (pcpu/ref.h): every get and put of a
+ * released ref runs here (its mode is DEAD), where count is 0. A get that
+ * finds count <= 0, or a put that takes it below 0, undoes its add: so a
+ * get-then-put on a released ref does not run release() a second time, and
+ * read() stays 0. A fetch-and-add and a test, as cheap as it gets; two
+ * threads misusing the same ref at once can still get past it (its
+ * undefined behaviour). Compiled with PCPU_DEBUG, the callers abort before
+ * they get here (pcpu__ref_debug_check()).
+ *
  * Memory order. Atomic paths: gets relaxed (the caller holds a reference),
  * puts acquire-release, so release() sees everything every holder did
  * before its put. Per-CPU puts are plain adds; membarrier orders them
@@ -51,6 +63,7 @@
 #include "sync.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -155,17 +168,24 @@ void pcpu__ref_get_slow(pcpu_ref_t *ref)
 	if (percpu_retry(r, 1) == 0)
 		return;
 	/* Always part of the sum, in every mode; the caller holds a
-	 * reference, so the count is not zero and cannot become zero. */
-	__atomic_fetch_add(&r->count, 1, __ATOMIC_RELAXED);
+	 * reference, so the count is not zero and cannot become zero --
+	 * unless the ref was released: then nothing is taken. */
+	if (PCPU_UNLIKELY(__atomic_fetch_add(&r->count, 1, __ATOMIC_RELAXED) <= 0))
+		__atomic_fetch_sub(&r->count, 1, __ATOMIC_RELAXED);
 }
 
 static void put_atomic(struct ref_impl *r)
 {
 	/* While per-CPU (or before the fold) count is near BIAS: never zero.
 	 * After the fold it counts the references; zero means none is left,
-	 * and nobody may touch the ref after release() but release() itself. */
-	if (__atomic_sub_fetch(&r->count, 1, __ATOMIC_ACQ_REL) == 0)
+	 * and nobody may touch the ref after release() but release() itself.
+	 * Below zero: a put on a released ref, which drops nothing. */
+	int64_t left = __atomic_sub_fetch(&r->count, 1, __ATOMIC_ACQ_REL);
+
+	if (left == 0)
 		r->release(r->arg);
+	else if (PCPU_UNLIKELY(left < 0))
+		__atomic_fetch_add(&r->count, 1, __ATOMIC_RELAXED);
 }
 
 void pcpu__ref_put_slow(pcpu_ref_t *ref)
@@ -193,7 +213,7 @@ int pcpu__ref_tryget_slow(pcpu_ref_t *ref)
 	 * revived. */
 	c = __atomic_load_n(&r->count, __ATOMIC_RELAXED);
 	do {
-		if (c == 0)
+		if (c <= 0) /* below zero: a misused put, about to be undone */
 			return 0;
 	} while (!__atomic_compare_exchange_n(&r->count, &c, c + 1, 1, __ATOMIC_ACQUIRE,
 					      __ATOMIC_RELAXED));
@@ -219,8 +239,9 @@ int pcpu_ref_kill(pcpu_ref_t *ref)
 	if (pcpu_sync_barrier() != 0) {
 		int err = errno;
 
-		/* No barrier, no switch: back to per-CPU, not killed. Gets
-		 * and puts that saw DEAD went to count, which is fine. */
+		/* No barrier (neither membarrier nor the CPU walk), no switch:
+		 * back to per-CPU, not killed. Gets and puts that saw DEAD
+		 * went to count, which is fine. */
 		set_mode(r, PCPU__REF_PERCPU);
 		__atomic_store_n(&r->killed, 0, __ATOMIC_RELEASE);
 		errno = err;
@@ -231,6 +252,25 @@ int pcpu_ref_kill(pcpu_ref_t *ref)
 	if (__atomic_add_fetch(&r->count, sum - REF_BIAS - 1, __ATOMIC_ACQ_REL) == 0)
 		r->release(r->arg);
 	return 0;
+}
+
+void pcpu__ref_debug_check(const pcpu_ref_t *ref, const char *func)
+{
+	const struct ref_impl *r;
+
+	pcpu__debug_check(ref, func);
+	r = impl(ref);
+	/* Released: killed, folded, and the last reference dropped. A kill
+	 * that has not folded yet leaves count near BIAS; a caller that holds
+	 * a reference keeps it at 1 or more. */
+	if (mode_of(r) != PCPU__REF_DEAD || __atomic_load_n(&r->count, __ATOMIC_RELAXED) > 0)
+		return;
+	/* Debug builds only (PCPU_DEBUG): a programming error, reported the
+	 * way assert() reports one. */
+	fprintf(stderr, "pcpu: %s: ref %p was released (its last reference dropped): "
+			"get and put need a reference held\n",
+		func ? func : "?", (const void *)ref);
+	abort();
 }
 
 int pcpu_ref_is_percpu(const pcpu_ref_t *ref)

@@ -18,6 +18,11 @@
  *
  *   state: WRITER while a writer holds or waits; ATOMIC in atomic mode (then
  *   every state[s] says ATOMIC for good, and the fast path never commits).
+ *   A per-CPU lock turns atomic at its first write lock after membarrier
+ *   stopped working (src/sync.c): that writer's barrier is the CPU walk,
+ *   and it leaves every state[s] nonzero for good, so later writers need
+ *   no barrier. Its per-CPU words then only go down (unlocks of read locks
+ *   taken before) and stay part of the sum.
  *   slow_readers: the same count for readers that cannot use the section
  *   (atomic mode, a thread without rseq, a writer around), with sequentially
  *   consistent atomics. Readers inside = sum(readers[s]) + slow_readers (a
@@ -56,6 +61,16 @@
  * with gen (bumped by the writer's unlock) and `waiters`, which spares the
  * writer's unlock a system call when nobody sleeps.
  *
+ * Misuse (pcpu/ref.h says what is undefined). The write lock has an owner
+ * (a thread-local address), so wrunlock by a thread that does not hold it,
+ * and a second wrlock by the holder, fail instead of corrupting the lock.
+ * A read unlock without a read lock cannot be told from a legitimate one
+ * on the way (the words of a lock taken on one slot and released on another
+ * are +1 and -1), but it leaves the sum below zero for good, and a writer's
+ * sum is exact (above: every lock whose unlock it counts was counted too):
+ * a writer that reads a negative sum fails with ENOTRECOVERABLE rather than
+ * waiting for ever.
+ *
  * Memory order: in per-CPU mode, membarrier and x86's order (a reader's
  * loads stay before its unlock's store; the writer's stores stay after its
  * loads of the sum); in atomic mode, the seq_cst operations above, which
@@ -71,8 +86,9 @@
 
 struct rwlock_impl {
 	intptr_t state; /* the authority; state[s] are copies for the sections */
-	int percpu;
+	int percpu;     /* created per-CPU: per-CPU words are part of the sum */
 	struct pcpu__sync_slot *obj; /* the handle */
+	const void *owner; /* the writer's owner_tag while it holds the mutex */
 	int64_t slow_readers __attribute__((aligned(64)));
 	uint32_t gen;     /* futex: bumped by every writer unlock */
 	uint32_t waiters; /* readers sleeping (or about to) on gen */
@@ -88,6 +104,16 @@ static struct rwlock_impl *impl(const pcpu_rwlock_t *lock)
 static intptr_t state_of(struct rwlock_impl *l)
 {
 	return __atomic_load_n(&l->state, __ATOMIC_SEQ_CST);
+}
+
+/* Who holds the write lock: the address of this thread-local byte is
+ * distinct for every live thread, costs no system call, and survives
+ * fork() for the forking thread (which may release the lock in the child). */
+static __thread char owner_tag;
+
+static const void *me(void)
+{
+	return &owner_tag;
 }
 
 pcpu_rwlock_t *pcpu_rwlock_create(void)
@@ -138,7 +164,10 @@ int pcpu_rwlock_destroy(pcpu_rwlock_t *lock)
 	if (!lock)
 		return 0;
 	l = impl(lock);
-	if ((state_of(l) & PCPU__RW_WRITER) || readers_inside(l) != 0) {
+	/* Below zero: an unbalanced read unlock broke the count (the file
+	 * comment); nothing can be told about readers, and the caller says
+	 * none is left. */
+	if ((state_of(l) & PCPU__RW_WRITER) || readers_inside(l) > 0) {
 		errno = EBUSY;
 		return -1;
 	}
@@ -150,7 +179,12 @@ int pcpu_rwlock_destroy(pcpu_rwlock_t *lock)
 
 int pcpu_rwlock_is_percpu(const pcpu_rwlock_t *lock)
 {
-	return lock && impl(lock)->percpu;
+	struct rwlock_impl *l;
+
+	if (!lock)
+		return 0;
+	l = impl(lock);
+	return l->percpu && !(state_of(l) & PCPU__RW_ATOMIC);
 }
 
 static void wake_writer(struct rwlock_impl *l)
@@ -162,10 +196,12 @@ static void wake_writer(struct rwlock_impl *l)
 /* One attempt at a read lock: 1 taken, 0 a writer holds or waits. */
 static int try_read(struct rwlock_impl *l)
 {
-	if (state_of(l) & PCPU__RW_WRITER)
+	intptr_t st = state_of(l);
+
+	if (st & PCPU__RW_WRITER)
 		return 0;
 #if PCPU_ARCH_HAVE_RSEQ
-	if (l->percpu && pcpu__thread_prepare() == 0) {
+	if (l->percpu && !(st & PCPU__RW_ATOMIC) && pcpu__thread_prepare() == 0) {
 		int tries;
 
 		for (tries = 1; tries < PCPU_RSEQ_MAX_TRIES; tries++) {
@@ -173,10 +209,10 @@ static int try_read(struct rwlock_impl *l)
 
 			if (rc == 0)
 				return 1;
-			if (rc == 2)
-				return 0; /* a writer came (per-CPU mode: no ATOMIC) */
-			if (rc == 3)
-				break; /* not registered after all */
+			if (rc == 2 || rc == 3)
+				break; /* a writer came, or the lock turned atomic
+					* (the atomic path below tells which), or not
+					* registered after all */
 		}
 	}
 #endif
@@ -250,20 +286,43 @@ done:
 		wake_writer(l);
 }
 
+/* Clears the flag, wakes the readers waiting for the writer to leave, and
+ * lets the next writer in. The caller holds the mutex. */
+static void release_write(struct rwlock_impl *l)
+{
+	__atomic_store_n(&l->owner, NULL, __ATOMIC_RELAXED);
+	if (l->percpu && !(state_of(l) & PCPU__RW_ATOMIC))
+		pcpu_sync_obj_set_mode(l->obj, 0);
+	__atomic_fetch_and(&l->state, ~(intptr_t)PCPU__RW_WRITER, __ATOMIC_SEQ_CST);
+	__atomic_fetch_add(&l->gen, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&l->waiters, __ATOMIC_SEQ_CST) != 0)
+		pcpu_futex_wake(&l->gen, INT_MAX);
+	pthread_mutex_unlock(&l->writer);
+}
+
 /* The writer holds the mutex: stop new readers and make the flag visible to
- * every reader section. 0, or -1 with errno (flag cleared again). */
+ * every reader section. 0, or -1 with errno (flag cleared, mutex released). */
 static int raise_flag(struct rwlock_impl *l)
 {
-	__atomic_fetch_or(&l->state, PCPU__RW_WRITER, __ATOMIC_SEQ_CST);
-	if (!l->percpu)
+	intptr_t st = __atomic_fetch_or(&l->state, PCPU__RW_WRITER, __ATOMIC_SEQ_CST);
+
+	/* Atomic (from the start, or turned): every state[s] is nonzero
+	 * already, no read lock commits per-CPU. */
+	if (!l->percpu || (st & PCPU__RW_ATOMIC))
 		return 0;
 	pcpu_sync_obj_set_mode(l->obj, PCPU__RW_WRITER);
 	if (pcpu_sync_barrier() != 0) {
 		int err = errno;
 
-		pcpu_rwlock_wrunlock((pcpu_rwlock_t *)(void *)l->obj);
+		release_write(l);
 		errno = err;
 		return -1;
+	}
+	if (pcpu_sync_percpu_lost()) {
+		/* That barrier was the CPU walk: turn atomic for good, so that
+		 * the next writers need none (the file comment). */
+		__atomic_fetch_or(&l->state, PCPU__RW_ATOMIC, __ATOMIC_SEQ_CST);
+		pcpu_sync_obj_set_mode(l->obj, PCPU__RW_WRITER | PCPU__RW_ATOMIC);
 	}
 	return 0;
 }
@@ -277,14 +336,29 @@ int pcpu_rwlock_wrlock(pcpu_rwlock_t *lock)
 		return -1;
 	}
 	l = impl(lock);
+	/* Only this thread stores its own tag: seeing it means it holds the
+	 * lock (or waits for readers in a wrlock it is inside, impossible). */
+	if (__atomic_load_n(&l->owner, __ATOMIC_RELAXED) == me()) {
+		errno = EDEADLK;
+		return -1;
+	}
 	pthread_mutex_lock(&l->writer);
+	__atomic_store_n(&l->owner, me(), __ATOMIC_RELAXED);
 	if (raise_flag(l) != 0)
 		return -1;
 	for (;;) {
 		uint32_t s = __atomic_load_n(&l->wseq, __ATOMIC_SEQ_CST);
+		int64_t n = readers_inside(l);
 
-		if (readers_inside(l) == 0)
+		if (n == 0)
 			break;
+		if (n < 0) {
+			/* More read unlocks than read locks (the file comment):
+			 * waiting would be for ever. */
+			release_write(l);
+			errno = ENOTRECOVERABLE;
+			return -1;
+		}
 		pcpu_futex_wait(&l->wseq, s);
 	}
 	return 0;
@@ -293,6 +367,7 @@ int pcpu_rwlock_wrlock(pcpu_rwlock_t *lock)
 int pcpu_rwlock_trywrlock(pcpu_rwlock_t *lock)
 {
 	struct rwlock_impl *l;
+	int64_t n;
 
 	if (!lock) {
 		errno = EINVAL;
@@ -303,25 +378,32 @@ int pcpu_rwlock_trywrlock(pcpu_rwlock_t *lock)
 		errno = EBUSY;
 		return 0;
 	}
+	__atomic_store_n(&l->owner, me(), __ATOMIC_RELAXED);
 	if (raise_flag(l) != 0)
 		return 0;
-	if (readers_inside(l) != 0) {
-		pcpu_rwlock_wrunlock(lock);
-		errno = EBUSY;
+	if ((n = readers_inside(l)) != 0) {
+		release_write(l);
+		errno = n > 0 ? EBUSY : ENOTRECOVERABLE;
 		return 0;
 	}
 	return 1;
 }
 
-void pcpu_rwlock_wrunlock(pcpu_rwlock_t *lock)
+int pcpu_rwlock_wrunlock(pcpu_rwlock_t *lock)
 {
-	struct rwlock_impl *l = impl(lock);
+	struct rwlock_impl *l;
 
-	if (l->percpu)
-		pcpu_sync_obj_set_mode(l->obj, 0);
-	__atomic_fetch_and(&l->state, ~(intptr_t)PCPU__RW_WRITER, __ATOMIC_SEQ_CST);
-	__atomic_fetch_add(&l->gen, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&l->waiters, __ATOMIC_SEQ_CST) != 0)
-		pcpu_futex_wake(&l->gen, INT_MAX);
-	pthread_mutex_unlock(&l->writer);
+	if (!lock) {
+		errno = EINVAL;
+		return -1;
+	}
+	l = impl(lock);
+	/* Not the holder (not locked, unlocked already, or another thread's):
+	 * refused, as an error-checking mutex refuses it. */
+	if (__atomic_load_n(&l->owner, __ATOMIC_RELAXED) != me()) {
+		errno = EPERM;
+		return -1;
+	}
+	release_write(l);
+	return 0;
 }

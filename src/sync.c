@@ -23,6 +23,41 @@
  * mode could commit its add after the switching thread folded the per-CPU
  * sums -- a reference counted nowhere. Polling every slot cannot tell an
  * add that is about to commit from one that never will.
+ *
+ * When membarrier stops working after objects exist (a seccomp filter
+ * installed since: issue 23). The refusal is recorded for good
+ * (membarrier_lost), so pcpu_sync_percpu_error() reports it and every
+ * object created afterwards is atomic from the start. It is known from the
+ * first switch that meets it, or before, from pcpu_sync_percpu_error(),
+ * which asks the kernel (MEMBARRIER_CMD_QUERY). Creation does not ask: the
+ * system call would double the cost of a create, and an object created
+ * per-CPU meanwhile still switches correctly, as follows.
+ *
+ * The objects that are per-CPU already still have to switch, and the kernel
+ * has a second way of restarting the sections: rseq restarts a thread's
+ * section whenever the thread is preempted (or migrated, which preempts
+ * it). So the switching thread runs itself on every CPU in turn
+ * (sched_setaffinity() to that CPU alone): to run on CPU c, the kernel has
+ * to switch out whatever thread ran there, and a section that thread was
+ * inside restarts when it runs again. When the walk has been everywhere:
+ *   - a section that started before it on CPU c either committed before the
+ *     walk reached c (the commit, before the context switch, is ordered
+ *     before the walk's next steps by c's runqueue lock) or restarts;
+ *   - a section that starts on c after the walk left c runs after a context
+ *     switch on c that followed the walk's visit, so it reads the new mode.
+ * This is what the kernel's own grace periods rely on (a context switch on
+ * every CPU), at the price of 2 system calls and a migration per CPU
+ * (microseconds each on an idle machine, a scheduling delay each on a busy
+ * one) and of the calling thread's affinity being changed meanwhile (it is
+ * restored). CPUs that refuse the calling thread with EINVAL are offline or
+ * outside the process's cpuset: no thread of the process runs there. If
+ * the walk fails too (a filter that also refuses sched_setaffinity()), the
+ * switch fails with membarrier's errno and the caller leaves the object as
+ * it was. Without the walk, tests/test_ref_membarrier_stress.c and
+ * test_ref_stress --lose-membarrier fail every run, within a few hundred
+ * switches; with a walk that skips CPU 1 of 2 (harmless whenever the
+ * switching thread happens to start there), test_ref_stress still fails
+ * most runs.
  */
 #include "sync.h"
 
@@ -30,6 +65,8 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -43,6 +80,9 @@
 
 static pthread_once_t mb_once = PTHREAD_ONCE_INIT;
 static int mb_error; /* 0: registered; else why not. Set once. */
+/* 0, or the errno with which membarrier failed after it had worked (the
+ * registration succeeded): for good, as seccomp filters are. */
+static int membarrier_lost;
 
 static long sys_membarrier(int cmd)
 {
@@ -63,6 +103,19 @@ static void mb_register(void)
 		mb_error = 0;
 }
 
+static void record_lost(int err)
+{
+	int zero = 0;
+
+	(void)__atomic_compare_exchange_n(&membarrier_lost, &zero, err ? err : EPERM, 0,
+					  __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+
+int pcpu_sync_percpu_lost(void)
+{
+	return __atomic_load_n(&membarrier_lost, __ATOMIC_SEQ_CST);
+}
+
 int pcpu_sync_percpu_check(void)
 {
 	int err;
@@ -72,30 +125,130 @@ int pcpu_sync_percpu_check(void)
 		return err ? err : ENOSYS;
 	}
 	pthread_once(&mb_once, mb_register);
-	return mb_error;
+	return mb_error ? mb_error : pcpu_sync_percpu_lost();
 }
 
 int pcpu_sync_percpu_error(void)
 {
-	return pcpu_sync_percpu_check();
+	int err = pcpu_sync_percpu_check(), saved;
+	long mask;
+
+	if (err)
+		return err;
+	/* Still allowed? A filter refuses QUERY as it refuses the barrier
+	 * (by system call number); one that refuses only the barrier's
+	 * command is noticed at the first switch instead. */
+	saved = errno;
+	mask = sys_membarrier(PCPU_MB_CMD_QUERY);
+	if (mask < 0 || !(mask & PCPU_MB_CMD_PRIVATE_EXPEDITED_RSEQ))
+		record_lost(mask < 0 ? errno : EOPNOTSUPP);
+	errno = saved;
+	return pcpu_sync_percpu_lost();
 }
+
+#if PCPU_ARCH_HAVE_RSEQ
+/* The walk's CPU masks are on the stack (the barrier is async-signal-safe,
+ * maybe on a small signal stack), as long as the slots are many: one bit
+ * per possible CPU is what the kernel needs. */
+#define WALK_MAX_CPUS 8192 /* Linux's NR_CPUS is at most 8192 */
+#define BITS_PER_WORD (8 * sizeof(unsigned long))
+
+static int pin_to(const unsigned long *mask, size_t words)
+{
+	return (int)syscall(SYS_sched_setaffinity, 0, words * sizeof(unsigned long), mask);
+}
+
+/* The fallback grace period (file comment): the calling thread runs on
+ * every CPU in turn. 0, or -1 with errno (its affinity restored). */
+static int run_on_every_cpu(void)
+{
+	uint32_t n = pcpu_slot_count, cpu; /* >= the possible CPUs */
+	size_t words;
+	int visited = 0, err = 0;
+
+	if (n > WALK_MAX_CPUS)
+		n = WALK_MAX_CPUS;
+	words = (n + BITS_PER_WORD - 1) / BITS_PER_WORD;
+	{
+		unsigned long saved[words], one[words];
+
+		memset(saved, 0, sizeof(saved));
+		if (syscall(SYS_sched_getaffinity, 0, sizeof(saved), saved) < 0)
+			return -1;
+		/* The mode stores before any context switch the walk causes. */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		for (cpu = 0; cpu < n && !err; cpu++) {
+			unsigned int on = ~0u;
+			int tries;
+
+			memset(one, 0, sizeof(one));
+			one[cpu / BITS_PER_WORD] = 1ul << (cpu % BITS_PER_WORD);
+			if (pin_to(one, words) != 0) {
+				if (errno != EINVAL)
+					err = errno;
+				continue; /* EINVAL: offline, or outside our cpuset */
+			}
+			/* Pinned to cpu alone, the kernel has moved this thread
+			 * there before returning; make sure of it, as
+			 * everything rests on it. */
+			for (tries = 0; tries < 100; tries++) {
+				if (syscall(SYS_getcpu, &on, NULL, NULL) == 0 && on == cpu)
+					break;
+				sched_yield();
+			}
+			if (on != cpu)
+				err = EAGAIN;
+			else
+				visited++;
+		}
+		(void)pin_to(saved, words);
+	}
+	/* The sections that committed before the walk reached their CPU are
+	 * ordered before the caller's reads of the slots. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!err && !visited)
+		err = EAGAIN; /* not even on the CPU we run on: impossible */
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	return 0;
+}
+#else
+/* No rseq sections, so no per-CPU object to switch: never called. (The
+ * ThreadSanitizer builds, which do not model the fences above.) */
+static int run_on_every_cpu(void)
+{
+	errno = ENOSYS;
+	return -1;
+}
+#endif
 
 int pcpu_sync_barrier(void)
 {
-	int saved = errno;
+	int saved = errno, err;
 
-	if (sys_membarrier(PCPU_MB_CMD_PRIVATE_EXPEDITED_RSEQ) == 0)
-		return 0;
-	if (errno == EPERM) {
-		/* Not registered: the registration is per process (mm), so a
-		 * fork() child that inherited no registration registers now.
-		 * EPERM again: a seccomp filter, reported. */
-		if (sys_membarrier(PCPU_MB_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ) == 0 &&
-		    sys_membarrier(PCPU_MB_CMD_PRIVATE_EXPEDITED_RSEQ) == 0) {
-			errno = saved;
+	if (!pcpu_sync_percpu_lost()) {
+		if (sys_membarrier(PCPU_MB_CMD_PRIVATE_EXPEDITED_RSEQ) == 0)
 			return 0;
+		if (errno == EPERM) {
+			/* Not registered: the registration is per process (mm),
+			 * so a fork() child that inherited no registration
+			 * registers now. EPERM again: a seccomp filter. */
+			if (sys_membarrier(PCPU_MB_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ) == 0 &&
+			    sys_membarrier(PCPU_MB_CMD_PRIVATE_EXPEDITED_RSEQ) == 0) {
+				errno = saved;
+				return 0;
+			}
 		}
+		record_lost(errno);
 	}
+	if (run_on_every_cpu() == 0) {
+		errno = saved;
+		return 0;
+	}
+	err = pcpu_sync_percpu_lost();
+	errno = err;
 	return -1;
 }
 

@@ -11,14 +11,22 @@
 #include <pcpu/ref.h>
 
 /* 0 if objects created now by the calling thread may use per-CPU mode, else
- * why not (pcpu_sync_percpu_error()). The first call registers membarrier's
- * PRIVATE_EXPEDITED_RSEQ command for the process. */
+ * why not. The first call registers membarrier's PRIVATE_EXPEDITED_RSEQ
+ * command for the process. Unlike pcpu_sync_percpu_error(), no system call
+ * afterwards: a refusal is known once a switch or pcpu_sync_percpu_error()
+ * met it. */
 PCPU_HIDDEN int pcpu_sync_percpu_check(void);
+
+/* 0, or the errno membarrier failed with after it had worked: from then on
+ * new objects are atomic, and pcpu_sync_barrier() walks the CPUs. */
+PCPU_HIDDEN int pcpu_sync_percpu_lost(void);
 
 /* membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ): returns once every rseq
  * critical section that ran on another CPU when it was called has been
- * restarted or has committed visibly. 0, or -1 with errno (what membarrier
- * said). Async-signal-safe. */
+ * restarted or has committed visibly. If membarrier fails (once it has, for
+ * good: pcpu_sync_percpu_lost()), the same by running the calling thread
+ * on every CPU in turn (src/sync.c). 0, or -1 with errno what membarrier
+ * said when both failed. Async-signal-safe. */
 PCPU_HIDDEN int pcpu_sync_barrier(void);
 
 /* FUTEX_WAIT_PRIVATE while *word == val; returns on a wake, a signal, or at

@@ -1,8 +1,10 @@
 /*
  * With PCPU_DEBUG defined, adding to a freed or NULL counter is caught: the
  * process stops with a message naming the function and the handle (as
- * assert() would). Each misuse runs in a child; the parent checks it died
- * by SIGABRT with the message on stderr.
+ * assert() would). So are a get or a put on a released pcpu_ref (which
+ * would otherwise be ignored: test_ref_misuse.c), and the read side of a
+ * destroyed pcpu_rwlock. Each misuse runs in a child; the parent checks it
+ * died by SIGABRT with the message on stderr.
  */
 #define PCPU_DEBUG 1
 #include "check.h"
@@ -12,7 +14,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static void expect_caught(void (*misuse)(void), const char *needle)
+/* The misuse, in a child: it must die by SIGABRT, having said "pcpu:
+ * FUNC" and `needle` on stderr. */
+static void expect_caught_in(void (*misuse)(void), const char *func, const char *needle)
 {
 	int pipefd[2], status;
 	char buf[8192] = {0};
@@ -37,8 +41,45 @@ static void expect_caught(void (*misuse)(void), const char *needle)
 	CHECK(n > 0);
 	fprintf(stderr, "child said: %s", buf);
 	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
-	CHECK(strstr(buf, "pcpu: pcpu_counter_add") != NULL);
+	CHECK(strstr(buf, "pcpu: ") != NULL && strstr(buf, func) != NULL);
 	CHECK(strstr(buf, needle) != NULL);
+}
+
+static void expect_caught(void (*misuse)(void), const char *needle)
+{
+	expect_caught_in(misuse, "pcpu_counter_add", needle);
+}
+
+static void no_release(void *arg)
+{
+	(void)arg;
+}
+
+static pcpu_ref_t *released_ref(void)
+{
+	pcpu_ref_t *r = pcpu_ref_create(no_release, NULL);
+
+	CHECK(r != NULL && pcpu_ref_kill(r) == 0); /* released */
+	CHECK(!pcpu_ref_tryget(r));                /* fine: tryget may be tried */
+	return r;
+}
+
+static void get_released_ref(void)
+{
+	pcpu_ref_get(released_ref());
+}
+
+static void put_released_ref(void)
+{
+	pcpu_ref_put(released_ref());
+}
+
+static void rdlock_destroyed_lock(void)
+{
+	pcpu_rwlock_t *l = pcpu_rwlock_create();
+
+	CHECK(l != NULL && pcpu_rwlock_destroy(l) == 0);
+	pcpu_rwlock_rdlock(l);
 }
 
 static void add_to_freed(void)
@@ -63,6 +104,22 @@ int main(void)
 
 	expect_caught(add_to_freed, "not a live pcpu allocation");
 	expect_caught(add_to_null, "is NULL");
+
+	/* Refs: a held reference passes, a released ref does not. */
+	{
+		pcpu_ref_t *r = pcpu_ref_create(no_release, NULL);
+
+		CHECK(r != NULL);
+		pcpu_ref_get(r);
+		CHECK(pcpu_ref_kill(r) == 0);
+		pcpu_ref_get(r); /* killed, not released: fine */
+		pcpu_ref_put(r);
+		pcpu_ref_put(r); /* the last one */
+		pcpu_ref_destroy(r);
+	}
+	expect_caught_in(get_released_ref, "pcpu_ref_get", "was released");
+	expect_caught_in(put_released_ref, "pcpu_ref_put", "was released");
+	expect_caught_in(rdlock_destroyed_lock, "pcpu_rwlock_rdlock", "not a live pcpu allocation");
 	printf("test_debug_misuse: ok\n");
 	return 0;
 }

@@ -271,6 +271,56 @@ static void test_ctor_failure(void)
 	CHECK(pcpu_objcache_destroy(c) == 0);
 }
 
+/* A constructor that fails POSIX-style: -1 with errno set (ctor_errno, or
+ * none), or another negative value (issue 23: the get used to fail with
+ * errno -1). */
+static int ctor_errno, ctor_ret = -1;
+
+static int ctor_posix(void *obj, void *arg)
+{
+	(void)obj;
+	(void)arg;
+	if (ctor_errno)
+		errno = ctor_errno;
+	return ctor_ret;
+}
+
+static void test_ctor_contract_and_capacity(void)
+{
+	struct pcpu_objcache_desc d;
+	pcpu_objcache_t *c;
+
+	memset(&d, 0, sizeof(d));
+	d.size = 16;
+	d.ctor = ctor_posix;
+	c = pcpu_objcache_create(&d);
+	CHECK(c != NULL);
+	ctor_errno = ENOMEM; /* -1 with errno: that errno */
+	errno = 0;
+	CHECK(pcpu_objcache_get(c) == NULL && errno == ENOMEM);
+	ctor_errno = 0; /* -1 without errno: ECANCELED, never -1 */
+	errno = EBADF;  /* whatever it was before: not the constructor's */
+	CHECK(pcpu_objcache_get(c) == NULL && errno == ECANCELED);
+	ctor_ret = -22; /* any negative value reads the same */
+	errno = 0;
+	CHECK(pcpu_objcache_get(c) == NULL && errno == ECANCELED);
+	CHECK_EQ_U64(stat(c, PCPU_OBJCACHE_OBJECTS), 0);
+	CHECK(pcpu_objcache_destroy(c) == 0);
+
+	/* Capacity 2..1024, as the header and the man page say. */
+	d.ctor = NULL;
+	d.capacity = 1024;
+	CHECK((c = pcpu_objcache_create(&d)) != NULL);
+	CHECK(pcpu_objcache_destroy(c) == 0);
+	d.capacity = 1025;
+	errno = 0;
+	CHECK(pcpu_objcache_create(&d) == NULL && errno == EINVAL);
+	d.capacity = 2;
+	CHECK((c = pcpu_objcache_create(&d)) != NULL);
+	CHECK(pcpu_objcache_destroy(c) == 0);
+	CHECK(pcpu_objcache_is_percpu(NULL) == 0);
+}
+
 /* ---- strays: get on one slot, put on another ---- */
 
 struct stray_ctx {
@@ -602,6 +652,7 @@ int main(int argc, char **argv)
 	test_basic(expect_percpu);
 	test_limit();
 	test_ctor_failure();
+	test_ctor_contract_and_capacity();
 	test_strays();
 	test_registry();
 	test_fork();

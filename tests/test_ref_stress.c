@@ -29,9 +29,16 @@
  * Pairs: --pairs N (default 2.5e7, times PCPU_TEST_SCALE if set) get/put
  * pairs per run, counted over trygets and gets, signal handlers included.
  * ctest runs it in 5 modes, so one plain build alone makes >= 1.25e8 pairs.
+ *
+ * --lose-membarrier N (issue 23): the first N objects' refs are created
+ * before the killer starts, and the killer then refuses itself membarrier
+ * (a seccomp filter): their kills get the barrier from the CPU walk
+ * (src/sync.c) while readers hammer them, and the refs it creates after
+ * them must be atomic. Breaking the walk (no walk at all) fails this.
  */
 #define PCPU_TEST_INJECT 1
 #include "check.h"
+#include "seccomp_deny.h"
 #include "stress_move.h"
 #include <pcpu/pcpu.h>
 #include <errno.h>
@@ -84,6 +91,9 @@ static int live_tids[MAX_READERS];
 static int nreaders;
 static int expect_percpu = -1;
 static int percpu_seen;
+static int lose_membarrier;  /* objects created before membarrier is refused */
+static int membarrier_lost;  /* atomic: the killer refused it */
+static uint64_t walk_kills;  /* kills of per-CPU refs after that */
 
 static __thread uint64_t rng;
 
@@ -196,9 +206,19 @@ static void create_obj(int i)
 	CHECK(o->ref != NULL);
 	if (pcpu_ref_is_percpu(o->ref))
 		__atomic_store_n(&percpu_seen, 1, __ATOMIC_RELAXED);
-	if (expect_percpu >= 0 && pcpu_ref_is_percpu(o->ref) != expect_percpu)
+	if (expect_percpu >= 0 && pcpu_ref_is_percpu(o->ref) !=
+					  (__atomic_load_n(&membarrier_lost, __ATOMIC_RELAXED) ? 0 : expect_percpu))
 		fail("ref not in the expected mode", i);
 	o->created = 1;
+}
+
+/* The killer, from now on: membarrier refused (EPERM). */
+static void refuse_membarrier(void)
+{
+	seccomp_deny_membarrier(EPERM);
+	if (expect_percpu == 1 && pcpu_sync_percpu_error() != EPERM)
+		fail("membarrier refused, but pcpu_sync_percpu_error() does not say so", 0);
+	__atomic_store_n(&membarrier_lost, 1, __ATOMIC_RELAXED);
 }
 
 static void *killer(void *arg)
@@ -208,14 +228,19 @@ static void *killer(void *arg)
 
 	(void)arg;
 	rng = 4242;
+	if (lose_membarrier)
+		refuse_membarrier();
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		struct timespec ts = {0, (long)(next_rand() % 100000)};
 
 		if (i + 1 < MAX_OBJS) {
-			create_obj(i + 1);
+			if (!pool[i + 1].created)
+				create_obj(i + 1);
 			__atomic_store_n(&nobjs, i + 2, __ATOMIC_RELEASE);
 			__atomic_store_n(&cur, i + 1, __ATOMIC_RELEASE);
 			/* Readers are on object i right now: kill it. */
+			if (membarrier_lost && pcpu_ref_is_percpu(pool[i].ref))
+				walk_kills++;
 			CHECK(pcpu_ref_kill(pool[i].ref) == 0);
 			i++;
 		}
@@ -276,8 +301,11 @@ int main(int argc, char **argv)
 			expect_percpu = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--pairs") && i + 1 < argc)
 			pairs = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--lose-membarrier") && i + 1 < argc)
+			lose_membarrier = atoi(argv[++i]);
 		else {
-			fprintf(stderr, "usage: %s [--expect-percpu 0|1] [--pairs N]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--expect-percpu 0|1] [--pairs N] [--lose-membarrier N]\n",
+				argv[0]);
 			return 2;
 		}
 	}
@@ -298,6 +326,8 @@ int main(int argc, char **argv)
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	create_obj(0);
+	for (int i = 1; i < lose_membarrier && i < MAX_OBJS; i++)
+		create_obj(i);
 	nobjs = 1;
 	for (int i = 0; i < nreaders; i++) {
 		CHECK(pthread_create(&readers[i], NULL, reader, (void *)(intptr_t)i) == 0);
@@ -350,6 +380,20 @@ int main(int argc, char **argv)
 	       started, nobjs, (unsigned long long)pairs_done, (unsigned long long)signal_pairs,
 	       (unsigned long long)tryget_fails, (unsigned long long)total_aborts,
 	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	/* Refs made ahead (--lose-membarrier) that the killer never reached:
+	 * the owner's reference only, never published. */
+	for (int i = nobjs; i < lose_membarrier && i < MAX_OBJS; i++) {
+		CHECK(pool[i].created && pool[i].releases == 0);
+		CHECK(pcpu_ref_read(pool[i].ref) == 1);
+		pcpu_ref_destroy(pool[i].ref);
+	}
+	if (lose_membarrier) {
+		printf("test_ref_stress: %d refs created before membarrier was refused, %llu of "
+		       "them killed by the CPU walk\n",
+		       lose_membarrier, (unsigned long long)walk_kills);
+		if (expect_percpu == 1)
+			CHECK(walk_kills > 0);
+	}
 	CHECK(started > nreaders);  /* threads came and went */
 	CHECK(signal_pairs > 0);    /* handlers ran */
 	CHECK(tryget_fails > 0);    /* kills raced trygets */

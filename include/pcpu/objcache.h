@@ -48,6 +48,13 @@
  *    the thread's fallback slot (assigned round-robin): correct, and
  *    scalable as long as threads spread over slots, but several times the
  *    per-CPU cost (bench/README.md: 2.5-2.9x malloc + free, vs 0.4x).
+ *  - membarrier refused after the cache was created (a seccomp filter
+ *    installed since): caches created from then on are locked; a per-CPU
+ *    one turns locked at its next collection, which gets the membarrier's
+ *    guarantee by running the collecting thread on every CPU in turn
+ *    (pcpu/ref.h explains that fallback and its costs). If that fails too
+ *    (sched_setaffinity() refused as well), the slots' caches are left as
+ *    they are and keep serving their slots (see pcpu_objcache_drain()).
  *  pcpu_objcache_is_percpu() says which.
  *
  * Collecting (pcpu_objcache_drain(), and a get at the limit): a thread sets
@@ -137,7 +144,10 @@ struct pcpu_objcache {
 typedef struct pcpu_objcache pcpu_objcache_t;
 
 /** Constructs an object entering the backing store: returns 0, or an errno
- * value (the get then fails with it). */
+ * value (> 0) that the get then fails with. A negative value is read
+ * POSIX-style, as -1 with errno set: the get fails with the errno the
+ * constructor left, or ECANCELED if it left none (errno is 0 when the
+ * constructor is called). */
 typedef int pcpu_objcache_ctor_fn(void *obj, void *arg);
 /** Destructs an object leaving the backing store (drain, destroy). */
 typedef void pcpu_objcache_dtor_fn(void *obj, void *arg);
@@ -149,7 +159,7 @@ typedef void pcpu_objcache_moved_fn(void *obj, unsigned from, unsigned to, void 
 struct pcpu_objcache_desc {
 	size_t size;                 /**< object size in bytes (> 0) */
 	size_t align;                /**< power of two <= 4096; 0: 16 */
-	unsigned capacity;           /**< objects per slot's cache, 2..4096; 0: 64 */
+	unsigned capacity;           /**< objects per slot's cache, 2..1024; 0: 64 */
 	size_t limit;                /**< most objects in existence; 0: no limit */
 	pcpu_objcache_ctor_fn *ctor; /**< may be NULL */
 	pcpu_objcache_dtor_fn *dtor; /**< may be NULL */
@@ -245,7 +255,7 @@ PCPU_API pcpu_objcache_t *pcpu_objcache_create(const struct pcpu_objcache_desc *
  *
  * Returns NULL with errno ENOMEM (allocation failed), EAGAIN (the limit is
  * reached and no object is free, after collecting every slot's cache), or
- * the constructor's error.
+ * the constructor's error (pcpu_objcache_ctor_fn: > 0).
  * Thread-safe; not async-signal-safe. Cost, per-CPU mode, object cached on
  * the slot: two rseq sections (the pop, the `gets` counter's add), no atomic
  * instruction (bench/README.md, pcpu_bench_objcache).
@@ -280,8 +290,10 @@ __attribute__((always_inline)) static inline void *PCPU__INLINE_OP(pcpu_objcache
  * Gives back an object got from `c` (by any thread, on any slot): into the
  * calling thread's slot's cache, else (full) a batch of it goes to the
  * depot first. Never fails. Counts a stray if the slot is not the one the
- * object was got on. An object put twice, or one from elsewhere, corrupts
- * the cache (not detected).
+ * object was got on. Undefined, and not detected: an object put twice, or
+ * one not got from `c` (it corrupts the cache). Undefined for get and put:
+ * a destroyed cache (compiled with PCPU_DEBUG, both check that the handle
+ * is a live pcpu allocation and abort with a message if not).
  * Thread-safe; not async-signal-safe. Cost, per-CPU mode, room in the
  * slot's cache: two rseq sections (the push, the `puts` counter's add), a
  * third for a stray.
@@ -323,9 +335,15 @@ __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_objcache_
  * affected. Returns the number freed. Gets and puts may run meanwhile (they
  * use the depot while the slots are collected), so a busy cache may hold
  * objects again by the time this returns.
- * NULL: 0 with errno EINVAL. Thread-safe; not async-signal-safe. Cost: a
- * membarrier() system call (per-CPU mode), a mutex per slot, the
- * destructor and free() per object.
+ * NULL: 0 with errno EINVAL. If membarrier worked at creation, is refused
+ * now, and the fallback (running on every CPU in turn) failed too, the
+ * per-CPU slots' caches cannot be reached safely: they are left as they
+ * are (their objects stay cached, for their slots' gets, and
+ * pcpu_objcache_destroy() frees them), everything else is freed and
+ * counted, and errno is set to membarrier's error (EPERM, ENOSYS).
+ * Otherwise errno is left as it was: to tell, set it to 0 before the call.
+ * Thread-safe; not async-signal-safe. Cost: a membarrier() system call
+ * (per-CPU mode), a mutex per slot, the destructor and free() per object.
  */
 PCPU_API size_t pcpu_objcache_drain(pcpu_objcache_t *c);
 
@@ -336,7 +354,9 @@ PCPU_API size_t pcpu_objcache_drain(pcpu_objcache_t *c);
  * ones have been drained then, and the cache stays usable (see the file
  * comment for fork()). NULL is a no-op returning 0. The caller guarantees
  * no other thread uses the cache meanwhile or afterwards, and that its
- * registry, if any, still exists. Not async-signal-safe.
+ * registry, if any, still exists; so no get or put can be in flight, and
+ * destroy needs no membarrier (it works whatever seccomp allows). Not
+ * async-signal-safe.
  */
 PCPU_API int pcpu_objcache_destroy(pcpu_objcache_t *c);
 
@@ -355,8 +375,9 @@ PCPU_API pcpu_counter_t pcpu_objcache_counter(pcpu_objcache_t *c, enum pcpu_objc
  */
 PCPU_API int pcpu_objcache_stats(pcpu_objcache_t *c, struct pcpu_objcache_stats *out);
 
-/** 1 if the cache is in per-CPU mode, 0 if locked (see the file comment).
- * Thread-safe; async-signal-safe. */
+/** 1 if the cache is in per-CPU mode, 0 if locked (from the start, or
+ * turned locked: see the file comment) and for NULL. Thread-safe;
+ * async-signal-safe. */
 PCPU_API int pcpu_objcache_is_percpu(const pcpu_objcache_t *c);
 
 PCPU_END_DECLS

@@ -46,6 +46,23 @@
  *    every operation is an atomic read-modify-write on one shared word:
  *    correct, exactly as documented below, but not scalable.
  *    pcpu_sync_percpu_error() says which, and why.
+ *  - membarrier refused after per-CPU objects exist (a seccomp filter
+ *    installed since): once pcpu_sync_percpu_error() or a switch has met
+ *    the refusal, it is recorded for good, pcpu_sync_percpu_error()
+ *    reports it, and objects created from then on are atomic from the
+ *    start (creation itself does not ask the kernel: an object created
+ *    per-CPU before the refusal is known still works). The per-CPU ones
+ *    still switch: kill and wrlock get membarrier's guarantee from rseq's
+ *    restart on preemption, by running the calling thread on every CPU in
+ *    turn (sched_setaffinity(); its affinity is restored). That costs two
+ *    system calls and a migration per CPU, and waits for each CPU to
+ *    schedule the thread (a CPU monopolised by a real-time thread of higher
+ *    priority delays it that long); it assumes every thread of the process
+ *    is in the calling thread's cpuset. A lock turns atomic for good at
+ *    that first write lock (pcpu_rwlock_is_percpu() says 0), so later
+ *    writers pay nothing more. Only if sched_setaffinity() is refused too
+ *    do kill and wrlock fail, with membarrier's errno, leaving the object
+ *    usable as it was.
  *  - In a per-CPU object, a thread that cannot run the rseq section (its
  *    registration failed, or it aborted PCPU_RSEQ_MAX_TRIES times in a row)
  *    uses the shared atomic word instead. Both are always part of the sum,
@@ -63,7 +80,8 @@
  *    last reference.
  *  - pcpu_ref_kill: never waits for references to be dropped. In per-CPU
  *    mode it makes one membarrier system call (IPIs to the CPUs that run the
- *    process's threads; a few microseconds) and reads every slot once.
+ *    process's threads; a few microseconds) and reads every slot once
+ *    (membarrier refused: the CPU walk above instead).
  *  - pcpu_rwlock_rdlock: wait-free while no writer holds or waits for the
  *    lock; otherwise it sleeps on a futex until the writer leaves (no
  *    spinning). pcpu_rwlock_rdunlock never blocks; while a writer waits it
@@ -179,6 +197,11 @@ PCPU_API __attribute__((cold)) void pcpu__ref_get_slow(pcpu_ref_t *ref);
 PCPU_API __attribute__((cold)) void pcpu__ref_put_slow(pcpu_ref_t *ref);
 PCPU_API __attribute__((cold)) int pcpu__ref_tryget_slow(pcpu_ref_t *ref);
 
+/* Debug-build check of get and put (PCPU_DEBUG): pcpu__debug_check() of the
+ * handle, then: a released ref (killed, last reference dropped) prints what
+ * is wrong to stderr and aborts; else returns. */
+PCPU_API void pcpu__ref_debug_check(const pcpu_ref_t *ref, const char *func);
+
 #ifdef PCPU_NO_INLINE
 /* The stable tier (pcpu/counter.h explains the two): the same operations as
  * exported functions (src/ref_abi.c), documented below with their inline
@@ -211,9 +234,23 @@ PCPU_API pcpu_ref_t *pcpu_ref_create(pcpu_ref_release_fn *release, void *arg);
  * `add`, all on the thread's own slot: as many memory operations as one
  * pcpu_counter_add()); after the kill, or in atomic mode, a call and an
  * atomic add on the shared count.
+ *
+ * Misuse. A get (or put) on a ref whose release() ran is a programming
+ * error. If the ref's memory still exists, it takes (drops) nothing: the
+ * library sees the released count and undoes the add, so release() never
+ * runs twice and pcpu_ref_read() stays 0 -- unless two threads misuse the
+ * same ref at the same time, which is undefined. Compiled with PCPU_DEBUG,
+ * get and put abort with a message instead (pcpu__ref_debug_check()). On a
+ * destroyed ref, or one never created, every function here is undefined
+ * (PCPU_DEBUG catches a handle that is no live allocation). A put of a
+ * reference never taken, before the kill, is undefined: the count is off by
+ * one, and release() runs early or never.
  */
 __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_ref_get)(pcpu_ref_t *ref)
 {
+#ifdef PCPU_DEBUG
+	pcpu__ref_debug_check(ref, "pcpu_ref_get");
+#endif
 	if (PCPU_UNLIKELY(pcpu__sync_add_if_zero(&ref->pcpu__s, 1) != 0))
 		pcpu__ref_get_slow(ref);
 }
@@ -229,6 +266,9 @@ __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_ref_get)(
  */
 __attribute__((always_inline)) static inline int PCPU__INLINE_OP(pcpu_ref_tryget)(pcpu_ref_t *ref)
 {
+#ifdef PCPU_DEBUG
+	pcpu__debug_check(ref, "pcpu_ref_tryget"); /* released is fine here */
+#endif
 	if (PCPU_LIKELY(pcpu__sync_add_if_zero(&ref->pcpu__s, 1) == 0))
 		return 1;
 	return pcpu__ref_tryget_slow(ref);
@@ -237,14 +277,17 @@ __attribute__((always_inline)) static inline int PCPU__INLINE_OP(pcpu_ref_tryget
 /**
  * Drops a reference the caller holds, taken by get or a successful tryget
  * (the owner's reference is dropped by pcpu_ref_kill(), never by put). If
- * it was the last
- * one after the kill, calls release(arg) before returning; the caller must
- * not touch the ref afterwards (release() may have destroyed it).
+ * it was the last one after the kill, calls release(arg) before returning;
+ * the caller must not touch the ref afterwards (release() may have
+ * destroyed it). A put on a released ref: see pcpu_ref_get(), "Misuse".
  * Thread-safe; async-signal-safe if release() is. Cost: as pcpu_ref_get();
  * after the kill an atomic subtract (acquire-release).
  */
 __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_ref_put)(pcpu_ref_t *ref)
 {
+#ifdef PCPU_DEBUG
+	pcpu__ref_debug_check(ref, "pcpu_ref_put");
+#endif
 	if (PCPU_UNLIKELY(pcpu__sync_add_if_zero(&ref->pcpu__s, -1) != 0))
 		pcpu__ref_put_slow(ref);
 }
@@ -257,13 +300,16 @@ __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_ref_put)(
  * Returns 0, or -1 with errno:
  *  - EINVAL: ref is NULL, or was killed already (nothing changed);
  *  - what membarrier() said (EPERM, ENOSYS) if it worked when the ref was
- *    created but fails now (a seccomp filter installed since): the ref is
- *    then left per-CPU and not killed, the owner still holds its reference,
- *    and a tryget that ran meanwhile may have failed.
+ *    created but is refused now (a seccomp filter installed since) AND the
+ *    fallback, running on every CPU in turn (file comment), failed too
+ *    (sched_setaffinity() refused as well): the ref is then left per-CPU
+ *    and not killed, fully usable (get, put, tryget, read), the owner
+ *    still holds its reference, and a tryget that ran meanwhile may have
+ *    failed. The kill may be tried again; pcpu_ref_destroy() works as ever.
  * Thread-safe (one kill per ref); async-signal-safe if release() is. Cost
  * in per-CPU mode: one membarrier() system call and a read of every slot
- * (pcpu_counter_fetch()); in atomic mode, one atomic subtract. Never waits
- * for references.
+ * (pcpu_counter_fetch()); membarrier refused: the CPU walk instead; in
+ * atomic mode, one atomic subtract. Never waits for references.
  */
 PCPU_API int pcpu_ref_kill(pcpu_ref_t *ref);
 
@@ -274,11 +320,12 @@ PCPU_API int pcpu_ref_kill(pcpu_ref_t *ref);
  */
 PCPU_API void pcpu_ref_destroy(pcpu_ref_t *ref);
 
-/** 1 while the ref is in per-CPU mode (created so, not killed yet), else 0.
- * Thread-safe; async-signal-safe. */
+/** 1 while the ref is in per-CPU mode (created so, not killed yet), else 0
+ * (also for NULL). Thread-safe; async-signal-safe. */
 PCPU_API int pcpu_ref_is_percpu(const pcpu_ref_t *ref);
 
-/** 1 once pcpu_ref_kill() succeeded (or is running), else 0. */
+/** 1 once pcpu_ref_kill() succeeded (or is running), else 0 (also for
+ * NULL). Thread-safe; async-signal-safe. */
 PCPU_API int pcpu_ref_is_killed(const pcpu_ref_t *ref);
 
 /**
@@ -286,8 +333,8 @@ PCPU_API int pcpu_ref_is_killed(const pcpu_ref_t *ref);
  * Exact when no get/put/kill runs concurrently (e.g. after joining the
  * threads); otherwise not a snapshot, like pcpu_counter_fetch(), and it may
  * even be off by the references that migrate between slots meanwhile.
- * For tests and diagnostics. Thread-safe; async-signal-safe. Cost: one load
- * per slot while per-CPU.
+ * For tests and diagnostics. NULL: 0 with errno EINVAL. Thread-safe;
+ * async-signal-safe. Cost: one load per slot while per-CPU.
  */
 PCPU_API int64_t pcpu_ref_read(const pcpu_ref_t *ref);
 
@@ -296,6 +343,28 @@ PCPU_API int64_t pcpu_ref_read(const pcpu_ref_t *ref);
 /* Bits of a lock's mode word. Not API. */
 #define PCPU__RW_WRITER 1 /* a writer holds or waits for the lock */
 #define PCPU__RW_ATOMIC 2 /* atomic mode: the per-CPU fast path never commits */
+
+/*
+ * Misuse of a pcpu_rwlock, and what comes of it:
+ *  - pcpu_rwlock_rdunlock() without a read lock held (unbalanced, or
+ *    twice): undefined -- it can let a writer in while a reader is inside.
+ *    It cannot be caught on the way (a lock taken on one CPU and released
+ *    on another is a +1 and a -1 in different words), but when it leaves
+ *    fewer read locks than unlocks, writers see it: pcpu_rwlock_wrlock()
+ *    and pcpu_rwlock_trywrlock() fail with ENOTRECOVERABLE instead of
+ *    waiting for ever, and keep failing (the lock is broken for writers;
+ *    pcpu_rwlock_destroy() still frees it).
+ *  - pcpu_rwlock_wrunlock() by a thread that does not hold the write lock
+ *    (never taken, released already, another thread's): -1 EPERM,
+ *    nothing changed.
+ *  - pcpu_rwlock_wrlock() by the thread that holds the write lock: -1
+ *    EDEADLK. By a thread that holds a read lock: deadlock (not caught);
+ *    pcpu_rwlock_rdlock() by a thread that holds the write lock, or a
+ *    read lock while a writer waits: deadlock (not caught).
+ *  - A destroyed lock, or a handle that is not a lock: undefined. Compiled
+ *    with PCPU_DEBUG, the read side checks that the handle is a live pcpu
+ *    allocation and aborts with a message if not.
+ */
 
 /** A big-reader lock (see the file comment). Create with
  * pcpu_rwlock_create(). Slot s's mode copy holds PCPU__RW_WRITER and
@@ -325,7 +394,9 @@ PCPU_API pcpu_rwlock_t *pcpu_rwlock_create(void);
 /**
  * Destroys an unlocked lock. Returns 0, -1 with errno EBUSY if it is
  * (read- or write-) locked (nothing changed); NULL is a no-op returning 0.
- * The caller guarantees no thread uses it any more. Not async-signal-safe.
+ * A lock that unbalanced read unlocks broke (see "Misuse") is freed. The
+ * caller guarantees no thread uses it any more, so no membarrier is needed
+ * (it works whatever seccomp allows). Not async-signal-safe.
  */
 PCPU_API int pcpu_rwlock_destroy(pcpu_rwlock_t *lock);
 
@@ -339,6 +410,9 @@ PCPU_API int pcpu_rwlock_destroy(pcpu_rwlock_t *lock);
  */
 __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_rwlock_rdlock)(pcpu_rwlock_t *lock)
 {
+#ifdef PCPU_DEBUG
+	pcpu__debug_check(lock, "pcpu_rwlock_rdlock");
+#endif
 	if (PCPU_UNLIKELY(pcpu__sync_add_if_zero(&lock->pcpu__s, 1) != 0))
 		pcpu__rwlock_rdlock_slow(lock);
 }
@@ -351,6 +425,9 @@ __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_rwlock_rd
  */
 __attribute__((always_inline)) static inline int PCPU__INLINE_OP(pcpu_rwlock_tryrdlock)(pcpu_rwlock_t *lock)
 {
+#ifdef PCPU_DEBUG
+	pcpu__debug_check(lock, "pcpu_rwlock_tryrdlock");
+#endif
 	if (PCPU_LIKELY(pcpu__sync_add_if_zero(&lock->pcpu__s, 1) == 0))
 		return 1;
 	return pcpu__rwlock_tryrdlock_slow(lock);
@@ -358,12 +435,17 @@ __attribute__((always_inline)) static inline int PCPU__INLINE_OP(pcpu_rwlock_try
 
 /**
  * Releases a read lock the caller holds (any thread may release it, on any
- * CPU). Never blocks; wakes the waiting writer if there is one.
- * Thread-safe; async-signal-safe. Cost while no writer waits, per-CPU mode:
- * one rseq section and a load of the (read-mostly) state word.
+ * CPU). Never blocks; wakes the waiting writer if there is one. Without a
+ * read lock held: undefined (see "Misuse" above; writers then fail with
+ * ENOTRECOVERABLE). Thread-safe; async-signal-safe. Cost while no writer
+ * waits, per-CPU mode: one rseq section and a load of the (read-mostly)
+ * state word.
  */
 __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_rwlock_rdunlock)(pcpu_rwlock_t *lock)
 {
+#ifdef PCPU_DEBUG
+	pcpu__debug_check(lock, "pcpu_rwlock_rdunlock");
+#endif
 	/* With the state checked inside the section too: an unlock that
 	 * commits per-CPU did so before a writer's membarrier (the writer
 	 * counts it), and one that meets the flag goes to the slow path,
@@ -375,45 +457,60 @@ __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_rwlock_rd
 /**
  * Takes the write lock: waits for other writers (a mutex), stops new
  * readers, and waits (sleeping on a futex) until the readers inside have
- * left. Returns 0, or -1 with errno EINVAL (NULL), or what membarrier()
- * said if it worked at creation and fails now (EPERM, ENOSYS: the lock is
- * then not taken). A thread that holds a read lock of `lock` deadlocks here
- * (not detected). Thread-safe; not async-signal-safe. Cost with no reader
- * inside: a mutex, an atomic OR, one membarrier() system call (per-CPU
- * mode) and a read of every slot (bench/README.md: microseconds).
+ * left. Returns 0, or -1 with errno (the lock not taken):
+ *  - EINVAL: lock is NULL;
+ *  - EDEADLK: the calling thread holds the write lock already;
+ *  - ENOTRECOVERABLE: more read unlocks than read locks were made (see
+ *    "Misuse" above);
+ *  - what membarrier() said (EPERM, ENOSYS) if it worked at creation, is
+ *    refused now, and the fallback (running on every CPU in turn: the file
+ *    comment) failed too; readers are unaffected, and a later wrlock may
+ *    be tried.
+ * A thread that holds a read lock of `lock` deadlocks here (not detected).
+ * Thread-safe; not async-signal-safe. Cost with no reader inside: a mutex,
+ * an atomic OR, one membarrier() system call (per-CPU mode) and a read of
+ * every slot (bench/README.md: microseconds).
  */
 PCPU_API int pcpu_rwlock_wrlock(pcpu_rwlock_t *lock);
 
 /**
  * Takes the write lock if it is free and no reader is inside: returns 1
- * with the lock taken, 0 without (errno EBUSY, or membarrier's error). Does
- * not wait for readers, but does wait for a mutex briefly held by another
- * trywrlock. Thread-safe; not async-signal-safe. Cost: as
- * pcpu_rwlock_wrlock() with no reader inside; a failure also wakes the
- * readers that met the flag meanwhile.
+ * with the lock taken, 0 without, errno EBUSY (held, or readers inside),
+ * EINVAL (NULL), ENOTRECOVERABLE or membarrier's error (as for
+ * pcpu_rwlock_wrlock()). Does not wait for readers, but does wait for a
+ * mutex briefly held by another trywrlock. Thread-safe; not
+ * async-signal-safe. Cost: as pcpu_rwlock_wrlock() with no reader inside; a
+ * failure also wakes the readers that met the flag meanwhile.
  */
 PCPU_API int pcpu_rwlock_trywrlock(pcpu_rwlock_t *lock);
 
 /**
- * Releases the write lock the caller holds, and wakes the readers waiting
- * for it. Thread-safe; not async-signal-safe. Cost: three atomic operations,
- * a FUTEX_WAKE if readers sleep, a mutex unlock.
+ * Releases the write lock the calling thread holds, and wakes the readers
+ * waiting for it. Returns 0, or -1 with errno EINVAL (NULL) or EPERM (the
+ * calling thread does not hold the write lock: nothing changed).
+ * Thread-safe; not async-signal-safe. Cost: three atomic operations, a
+ * FUTEX_WAKE if readers sleep, a mutex unlock.
  */
-PCPU_API void pcpu_rwlock_wrunlock(pcpu_rwlock_t *lock);
+PCPU_API int pcpu_rwlock_wrunlock(pcpu_rwlock_t *lock);
 
-/** 1 if the lock is in per-CPU mode, 0 in atomic mode. Thread-safe. */
+/** 1 if the lock is in per-CPU mode, 0 in atomic mode (from the start, or
+ * turned atomic because membarrier was refused: the file comment) and for
+ * NULL. Thread-safe; async-signal-safe. */
 PCPU_API int pcpu_rwlock_is_percpu(const pcpu_rwlock_t *lock);
 
 /* ---- both ----------------------------------------------------------------- */
 
 /**
- * 0 if refs and locks the calling thread creates now use per-CPU mode, else
- * the errno value that keeps them atomic: what pcpu_rseq_error() says when
- * the thread cannot use rseq (ECANCELED for PCPU_RSEQ=0 or a
- * ThreadSanitizer build, EPERM, ENOSYS...), or what membarrier() said
- * (ENOSYS, EPERM: seccomp, old kernel; EOPNOTSUPP: the kernel lacks the
- * PRIVATE_EXPEDITED_RSEQ command). Registers membarrier on first use.
- * Thread-safe; not async-signal-safe.
+ * 0 if refs, locks and object caches the calling thread creates now use
+ * per-CPU mode, else the errno value that keeps them atomic: what
+ * pcpu_rseq_error() says when the thread cannot use rseq (ECANCELED for
+ * PCPU_RSEQ=0 or a ThreadSanitizer build, EPERM, ENOSYS...), or what
+ * membarrier() said (ENOSYS, EPERM: seccomp, old kernel; EOPNOTSUPP: the
+ * kernel lacks the PRIVATE_EXPEDITED_RSEQ command) -- at the registration,
+ * or at any time since: a seccomp filter installed after per-CPU objects
+ * exist is reported from then on, for good. Registers membarrier on first
+ * use; asks the kernel whether it is still allowed on every call (one
+ * system call). Thread-safe; not async-signal-safe.
  */
 PCPU_API int pcpu_sync_percpu_error(void);
 
