@@ -35,7 +35,8 @@
  *
  * One form for every compiler: asm goto without outputs (gcc >= 4.5, clang
  * >= 9), scratch values in fixed registers named as clobbers (x9-x15, and
- * x8 for PCPU_TEST_INJECT's spin). Every section also clobbers x16 and x17:
+ * x8 for PCPU_TEST_INJECT's spin). Added values may be immediates ("rIJ":
+ * `add x, x, #1`, and -1 as `sub x, x, #1`). Every section also clobbers x16 and x17:
  * its abort handler lies in another section, and if the linker places it
  * beyond the 128 MB reach of a `b`, it inserts a veneer there, which may
  * use those two registers (the AAPCS64's IP0/IP1). Branches to the C
@@ -187,7 +188,7 @@ pcpu__rseq_cmpeq_addv_at(int64_t expected, int64_t *p, int64_t v, intptr_t csoff
 		     PCPU__A64_ABORT_TO("aborted")
 		     : /* asm goto has no outputs */
 		     : PCPU__A64_RSEQ_OPERANDS(csoff, idxoff), [expected] "r"(expected),
-		       [p] "r"(p), [v] "rI"(v) PCPU__INJECT_INPUT
+		       [p] "r"(p), [v] "rIJ"(v) PCPU__INJECT_INPUT
 		     : "x14", PCPU__A64_CLOBBERS
 		     : aborted);
 	pcpu__after_asm_goto();
@@ -239,7 +240,7 @@ pcpu__rseq_idx16_cmpeq_addv_indexed(int64_t *base, int64_t v)
 		     :
 		     : PCPU__A64_RSEQ_OPERANDS((intptr_t)pcpu__g.cs_tpoff,
 					       (intptr_t)pcpu__g.index_tpoff),
-		       [base] "r"(base), [v] "rI"(v), [shift] "n"(PCPU_SLOT_STRIDE_SHIFT)
+		       [base] "r"(base), [v] "rIJ"(v), [shift] "n"(PCPU_SLOT_STRIDE_SHIFT)
 		       PCPU__INJECT_INPUT PCPU__IDX16_INPUT
 		     : "x13", "x14", PCPU__A64_CLOBBERS
 		     : aborted);
@@ -290,7 +291,7 @@ pcpu__rseq_idx16_cmpeq_add2v_indexed(int64_t *base, int64_t a, int64_t b)
 		     :
 		     : PCPU__A64_RSEQ_OPERANDS((intptr_t)pcpu__g.cs_tpoff,
 					       (intptr_t)pcpu__g.index_tpoff),
-		       [base] "r"(base), [a] "rI"(a), [b] "r"(b),
+		       [base] "r"(base), [a] "rIJ"(a), [b] "rIJ"(b),
 		       [shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT PCPU__IDX16_INPUT
 		     : "x12", "x13", "x14", PCPU__A64_CLOBBERS
 		     : aborted);
@@ -375,7 +376,7 @@ pcpu__rseq_loadidx_cmpeqv_addv(void *base, long v_off, intptr_t expect, int64_t 
 		     : PCPU__A64_RSEQ_OPERANDS((intptr_t)pcpu__g.cs_tpoff,
 					       (intptr_t)pcpu__g.index_tpoff),
 		       [base] "r"(base), [vbase] "r"((char *)base + v_off), [expect] "rI"(expect),
-		       [add] "rI"(add), [shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT
+		       [add] "rIJ"(add), [shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT
 		     : "x13", "x14", PCPU__A64_CLOBBERS
 		     : aborted, differs, unregistered);
 	pcpu__after_asm_goto();
