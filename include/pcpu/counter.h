@@ -108,7 +108,7 @@ __attribute__((always_inline)) static inline void pcpu__counter_add_inline(pcpu_
 __attribute__((always_inline)) static inline void pcpu__counter_add_atomic_inline(pcpu_counter_t c,
 										 int64_t v)
 {
-int64_t idx = pcpu__rseq_load_index();
+	int64_t idx = pcpu__rseq_load_index();
 
 	if (PCPU_LIKELY(idx >= 0)) {
 		int64_t delta = __atomic_load_n(&pcpu__chunk_of(c)->mirror_delta, __ATOMIC_RELAXED);
