@@ -13,6 +13,8 @@
 #   libmicrohttpd-dev, libgnutls28-dev, zlib1g-dev, libyaml-dev, libcrypt-dev:
 #           pcpustat serve (HTTP/TLS server, gzip, web config file, bcrypt)
 #   openssl, apache2-utils (htpasswd): the exporter's TLS and auth tests
+#   gcc-aarch64-linux-gnu, libc6-dev-arm64-cross, binutils-aarch64-linux-gnu:
+#           the aarch64 cross build and its section checks
 # Idempotent and quiet when everything is present. Needs root for apt-get.
 set -euo pipefail
 
@@ -51,6 +53,11 @@ have protoc-c  || need_apt+=(protobuf-c-compiler)
 [ -e /usr/include/google/protobuf/descriptor.proto ] || need_apt+=(libprotobuf-dev)
 have protoc    || need_apt+=(protobuf-compiler)
 [ -e /usr/include/prometheus/histogram.h ] || need_apt+=(prometheus-cpp-dev)
+# The aarch64 cross build (cmake/toolchain-aarch64-linux-gnu.cmake) and
+# tests/check_rseq_sections.py on its binaries (aarch64-linux-gnu-objdump).
+have aarch64-linux-gnu-gcc || need_apt+=(gcc-aarch64-linux-gnu)
+[ -e /usr/aarch64-linux-gnu/include/stdio.h ] || need_apt+=(libc6-dev-arm64-cross)
+have aarch64-linux-gnu-objdump || need_apt+=(binutils-aarch64-linux-gnu)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "install-deps: apt-get install ${need_apt[*]}"

@@ -43,11 +43,7 @@ PCPU_HIDDEN uint32_t pcpu_fallback_slot_assign(void);
  * path, which the benchmark compares with a bare `lock add`. */
 static inline char *pcpu_thread_pointer(void)
 {
-#if PCPU_ARCH_HAVE_RSEQ
-	return pcpu__arch_thread_pointer();
-#else
-	return (char *)__builtin_thread_pointer();
-#endif
+	return pcpu__arch_thread_pointer(); /* pcpu/arch.h, every target */
 }
 
 static inline uint32_t pcpu_fallback_slot(void)

@@ -3,12 +3,12 @@
  * rseq.c: knowing the current CPU cheaply, and registering the threads that
  * need it.
  *
- * Every fast path of pcpu reads the calling thread's struct rseq %fs-relative,
- * at the offsets in pcpu__g. Which area that is, and which of its fields
- * indexes the slots, gets decided once per process, by a constructor at load
- * time (cheap: getauxval, getenv, two glibc variables) or by the first pcpu
- * call if that comes earlier; nothing changes them afterwards, which is what
- * lets programs treat pcpu__g as const:
+ * Every fast path of pcpu reads the calling thread's struct rseq at the
+ * offsets in pcpu__g from the thread pointer. Which area that is, and which
+ * of its fields indexes the slots, gets decided once per process, by a
+ * constructor at load time (cheap: getauxval, getenv, two glibc variables)
+ * or by the first pcpu call if that comes earlier; nothing changes them
+ * afterwards, which is what lets programs treat pcpu__g as const:
  *
  *   glibc >= 2.35 registered an area for every thread (weak __rseq_size > 0)
  *       -> use it: rseq_offset = __rseq_offset. Never register another one:
@@ -51,7 +51,10 @@
 #endif
 #define RSEQ_FLAG_UNREGISTER 1
 #define RSEQ_CPU_ID_UNINITIALIZED (-1)
-#define PCPU_RSEQ_SIG 0x53053053 /* x86's; the same as glibc's */
+/* The signature before every abort handler: the target's, from its arch
+ * header (pcpu/arch/<arch>.h), the same as glibc registers (RSEQ_SIG), so
+ * that pcpu's own registration and glibc's accept the same sections. */
+#define PCPU_RSEQ_SIG PCPU__RSEQ_SIG
 
 /* glibc's rseq symbols (2.35+), referenced weakly so pcpu also loads with an
  * older glibc: their addresses are then NULL. */
@@ -185,12 +188,12 @@ static void thread_exit(void *arg)
 
 static int rseq_disabled_by_environment(void)
 {
-#if !PCPU_ARCH_HAVE_RSEQ
-	return 1; /* no critical sections on this target or in this build */
-#else
-	const char *v = getenv("PCPU_RSEQ");
+	const char *v;
+
+	if (!PCPU_ARCH_HAVE_RSEQ)
+		return 1; /* no critical sections on this target or in this build */
+	v = getenv("PCPU_RSEQ");
 	return v && strcmp(v, "0") == 0;
-#endif
 }
 
 /* Busy-waits for another thread's one-time initialisation; both callers

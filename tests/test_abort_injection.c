@@ -44,7 +44,10 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The hooks the program provides (see include/pcpu/arch/x86_64.h). */
+/* The hooks the program provides (include/pcpu/arch/common.h; the spin is
+ * each arch header's PCPU__INJECT_ASM). Also built with
+ * PCPU_TEST_SPLIT_BLOCKS and with PCPU_TEST_BROKEN_SECTION
+ * (tests/CMakeLists.txt). */
 unsigned pcpu__test_inject_spin;
 __thread unsigned long pcpu__test_inject_aborts;
 static unsigned yield_every = 997, raise_every = 1499, kick_every = 8;

@@ -1,39 +1,27 @@
 /* SPDX-License-Identifier: MIT */
 /**
  * @file pcpu/arch.h
- * Picks the architecture header that supplies the rseq critical sections.
+ * The architecture layer: the one place that picks the target's rseq
+ * critical sections. Not API.
  *
- * Each arch header defines PCPU_ARCH_HAVE_RSEQ and, when it is 1, the
- * operations below, named after their pseudo-code as librseq names its own:
- *  - pcpu__arch_thread_pointer(): the thread pointer the offsets in pcpu__g
- *    are relative to (slow paths only);
- *  - pcpu__rseq_load_index(): the calling thread's slot index, negative when
- *    its rseq area is not registered;
- *  - pcpu__rseq_load_index16(): the same read as 16 bits, never negative
- *    (an unregistered area's -1 reads 0xffff), for sections whose compare
- *    then refuses it (the two indexed ones, the counter add_many's);
- *  - pcpu__rseq_cmpeq_addv(): if (index != expected) abort; *p += v;
- *    pcpu__rseq_cmpeq_addv_at(): the same with the two TLS offsets passed
- *    in (a loop of sections reads them once);
- *  - pcpu__rseq_cmpeq_addv_indexed(): if (index != idx) abort;
- *    base[idx * stride] += v (the counter add);
- *  - pcpu__rseq_cmpeq_add2v_indexed(): if (index != idx) abort;
- *    base[idx * stride] pair += (a, b), one 16-byte store (the histogram
- *    record: a bucket's count and sum);
- *  - pcpu__rseq_cmpeq_cmpeqv_storev(): if (index != expected) abort;
- *    if (*p != expect) fail; *p = newv;
- *  - pcpu__rseq_loadidx_cmpeqv_addv(): idx = index (inside the section);
- *    slot = base + idx * stride; if (slot's word at v_off != expect) fail;
- *    slot's word += add (pcpu/ref.h: the mode word is read inside the
- *    section);
- *  - the object cache's sections (pcpu/objcache.h), on one slot's cache
- *    (mode word, count, capacity, pointers) at fixed offsets:
- *    pcpu__rseq_cmpeq_cmpeqz_cbz_load_storev (pop one),
- *    ..._cbge_store_storev (push one), ..._cbgt_memcpy_storev (push k) and
- *    ..._cblt_memcpy_storev (pop k): speculative loads or stores, then the
- *    count's store as the commit.
- * The generic header has no assembly: everything takes the fallback path.
- * None of this is API.
+ *   pcpu/arch/pseudocode.h   what each operation does, for every target
+ *   pcpu/arch/common.h       what the arch headers share (labels, test hooks)
+ *   pcpu/arch/x86_64.h       x86-64: signature, descriptor, abort handler,
+ *                            the index loads and the sections
+ *   pcpu/arch/aarch64.h      aarch64 (little-endian), the same
+ *   pcpu/arch/generic.h      the fallback of every operation a target lacks
+ *   pcpu/arch/objcache.h     the object cache's sections, included by
+ *                            <pcpu/objcache.h> with its slot layout; the
+ *                            target's are pcpu/arch/<arch>/objcache.h
+ *
+ * The subject headers (counter, histogram, group, ref, objcache) call the
+ * operations unconditionally: on a target without sections, in a
+ * ThreadSanitizer build and with PCPU_NO_RSEQ, the generic fallbacks make
+ * every update take its exact atomic slow path. A port to a new target is
+ * its arch header, its objcache section file and one line below.
+ *
+ * An unknown target builds, on the fallback path, with a warning that says
+ * so; defining PCPU_NO_RSEQ chooses the fallback on purpose and silences it.
  */
 #ifndef PCPU_ARCH_H
 #define PCPU_ARCH_H
@@ -41,6 +29,9 @@
 #include <pcpu/common.h> /* pcpu__g: the offsets the sections use */
 
 #define PCPU__ARCH_H_INSIDE 1
+
+#include <pcpu/arch/pseudocode.h>
+#include <pcpu/arch/common.h>
 
 /* ThreadSanitizer cannot see inside inline assembly, so code built with it
  * takes the (atomic, TSan-visible) fallback path everywhere. */
@@ -53,13 +44,16 @@
 #endif
 
 #if defined(PCPU_NO_RSEQ) || defined(PCPU__NO_RSEQ_ASM)
-#include <pcpu/arch/generic.h>
+/* the fallback, chosen */
 #elif defined(__x86_64__)
 #include <pcpu/arch/x86_64.h>
+#elif defined(__aarch64__) && defined(__AARCH64EL__)
+#include <pcpu/arch/aarch64.h>
 #else
-/* aarch64 and others: plain C fallback until their header is written. */
-#include <pcpu/arch/generic.h>
+#warning "pcpu: no rseq critical sections for this target yet: every update takes the exact atomic fallback path (define PCPU_NO_RSEQ to choose it and silence this)"
 #endif
+
+#include <pcpu/arch/generic.h>
 
 #undef PCPU__ARCH_H_INSIDE
 

@@ -80,22 +80,16 @@ static inline pcpu_counter_t pcpu__counter_slot(pcpu_counter_t c, size_t idx)
 }
 
 /* One rseq attempt: 0 once committed, nonzero if the thread is not
- * registered (negative index) or the section aborted. No retry here: the
- * loop lives in the slow path, so the inline code holds no retry budget.
- * A registered index is below pcpu_nslots() (the kernel bounds cpu_id and
- * mm_cid by the possible CPUs), so an unregistered area's negative index
- * is the only one to refuse; read as 16 bits (pcpu__rseq_load_index16()),
- * it fails the section's own compare, with no test of its own. */
+ * registered or the section aborted. No retry here: the loop lives in the
+ * slow path, so the inline code holds no retry budget. A registered index
+ * is below pcpu_nslots() (the kernel bounds cpu_id and mm_cid by the
+ * possible CPUs), so an unregistered area's negative index is the only one
+ * to refuse; the section reads it as 16 bits, and it fails the section's
+ * own compare (pcpu/arch/pseudocode.h). */
 __attribute__((always_inline)) static inline int pcpu__counter_add_once(pcpu_counter_t c,
 									 int64_t v)
 {
-#if PCPU_ARCH_HAVE_RSEQ
-	return pcpu__rseq_cmpeq_addv_indexed(pcpu__rseq_load_index16(), &c->pcpu__word, v);
-#else
-	(void)c;
-	(void)v;
-	return 1;
-#endif
+	return pcpu__rseq_idx16_cmpeq_addv_indexed(&c->pcpu__word, v);
 }
 
 /* The inline add, for both tiers: the exported pcpu_counter_add() is this
@@ -114,16 +108,17 @@ __attribute__((always_inline)) static inline void pcpu__counter_add_inline(pcpu_
 __attribute__((always_inline)) static inline void pcpu__counter_add_atomic_inline(pcpu_counter_t c,
 										 int64_t v)
 {
-#if PCPU_ARCH_HAVE_RSEQ
 	int64_t idx = pcpu__rseq_load_index();
-	int64_t delta = __atomic_load_n(&pcpu__chunk_of(c)->mirror_delta, __ATOMIC_RELAXED);
 
-	if (PCPU_LIKELY(idx >= 0) && PCPU_LIKELY(delta != 0)) {
-		__atomic_fetch_add((int64_t *)((char *)pcpu__counter_slot(c, (size_t)idx) + delta), v,
-				   __ATOMIC_RELAXED);
-		return;
+	if (PCPU_LIKELY(idx >= 0)) {
+		int64_t delta = __atomic_load_n(&pcpu__chunk_of(c)->mirror_delta, __ATOMIC_RELAXED);
+
+		if (PCPU_LIKELY(delta != 0)) {
+			__atomic_fetch_add((int64_t *)((char *)pcpu__counter_slot(c, (size_t)idx) + delta),
+					   v, __ATOMIC_RELAXED);
+			return;
+		}
 	}
-#endif
 	pcpu__counter_add_atomic_slow(c, v);
 }
 
@@ -181,7 +176,6 @@ static inline void PCPU__INLINE_OP(pcpu_counter_add_many)(const pcpu_counter_t *
 							  const int64_t *vs, size_t n)
 {
 	size_t i;
-#if PCPU_ARCH_HAVE_RSEQ
 	/* 16 bits: an unregistered area's index fails each section's compare
 	 * (pcpu__rseq_load_index16()), so no sign test per counter. */
 	int64_t idx = pcpu__rseq_load_index16();
@@ -208,10 +202,6 @@ static inline void PCPU__INLINE_OP(pcpu_counter_add_many)(const pcpu_counter_t *
 		pcpu__counter_add_slow(cs[i], vs[i]);
 		idx = pcpu__rseq_load_index16(); /* moved, or now registered */
 	}
-#else
-	for (i = 0; i < n; i++)
-		pcpu__counter_add_slow(cs[i], vs[i]);
-#endif
 }
 
 /** Element i of a counter array from pcpu_counter_alloc_array(). */

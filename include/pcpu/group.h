@@ -101,7 +101,6 @@ struct pcpu__group_undo {
 __attribute__((always_inline)) static inline int pcpu__group_add_rseq(const pcpu_group_t *g, size_t i, const int64_t *d,
 				       unsigned n)
 {
-#if PCPU_ARCH_HAVE_RSEQ
 	struct pcpu__group_undo undo;
 	int tries;
 
@@ -147,13 +146,6 @@ __attribute__((always_inline)) static inline int pcpu__group_add_rseq(const pcpu
 		return 0;
 	}
 	return PCPU__GROUP_BUSY;
-#else
-	(void)g;
-	(void)i;
-	(void)d;
-	(void)n;
-	return PCPU__GROUP_UNREGISTERED;
-#endif
 }
 
 #ifdef PCPU_NO_INLINE

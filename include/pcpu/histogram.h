@@ -272,18 +272,15 @@ __attribute__((always_inline)) static inline size_t PCPU__INLINE_OP(pcpu_histogr
 
 /* Adds n to the count and v to the sum of the bucket pair at `pair` on the
  * calling thread's slot: one critical section whose commit stores both
- * words (rseq_cmpeq_add2v_indexed). If it does not commit, two counter
+ * words (rseq_idx16_cmpeq_add2v_indexed). If it does not commit, two counter
  * slow-path adds, each exact (a reader may then see one before the other,
  * as it may anyway). */
 __attribute__((always_inline)) static inline void pcpu__histogram_add_pair(pcpu_counter_t pair, int64_t n,
 									    int64_t v)
 {
-#if PCPU_ARCH_HAVE_RSEQ
-	/* An unregistered area fails the section's compare (load_index16). */
-	if (PCPU_LIKELY(pcpu__rseq_cmpeq_add2v_indexed(pcpu__rseq_load_index16(), &pair->pcpu__word, n,
-						       v) == 0))
+	/* An unregistered area fails the section's compare (idx16). */
+	if (PCPU_LIKELY(pcpu__rseq_idx16_cmpeq_add2v_indexed(&pair->pcpu__word, n, v) == 0))
 		return;
-#endif
 	pcpu__counter_add_slow(pair, n);
 	pcpu__counter_add_slow(pair + 1, v);
 }

@@ -123,19 +123,16 @@ struct pcpu__objcache_slot {
 	/* then cap object pointers: pcpu__objcache_ptrs() */
 };
 
-#if PCPU_ARCH_HAVE_RSEQ
-/* The layout the sections of pcpu/arch.h assume. */
-#ifdef __cplusplus
-#define PCPU__OBJCACHE_STATIC_ASSERT static_assert
-#else
-#define PCPU__OBJCACHE_STATIC_ASSERT _Static_assert
-#endif
-PCPU__OBJCACHE_STATIC_ASSERT(offsetof(struct pcpu__objcache_slot, mode) == PCPU__CACHE_MODE &&
-				     offsetof(struct pcpu__objcache_slot, count) == PCPU__CACHE_COUNT &&
-				     offsetof(struct pcpu__objcache_slot, cap) == PCPU__CACHE_CAP &&
-				     sizeof(struct pcpu__objcache_slot) == PCPU__CACHE_PTRS,
-			     "the slot layout of the cache sections");
-#endif
+/* The layout, as the object cache's sections see it: offsets, so that the
+ * arch layer knows no struct (pcpu/arch/objcache.h). */
+#define PCPU__OBJCACHE_OFF_MODE offsetof(struct pcpu__objcache_slot, mode)
+#define PCPU__OBJCACHE_OFF_COUNT offsetof(struct pcpu__objcache_slot, count)
+#define PCPU__OBJCACHE_OFF_CAP offsetof(struct pcpu__objcache_slot, cap)
+#define PCPU__OBJCACHE_OFF_PTRS sizeof(struct pcpu__objcache_slot)
+
+PCPU_END_DECLS
+#include <pcpu/arch/objcache.h>
+PCPU_BEGIN_DECLS
 
 /** A cache. Create with pcpu_objcache_create(). */
 struct pcpu_objcache {
@@ -211,7 +208,6 @@ PCPU_API __attribute__((cold)) void *pcpu__objcache_get_slow(pcpu_objcache_t *c)
 PCPU_API __attribute__((cold)) void pcpu__objcache_put_slow(pcpu_objcache_t *c, void *obj);
 PCPU_API void pcpu__objcache_handed_out(pcpu_objcache_t *c, void *obj, unsigned slot);
 
-#if PCPU_ARCH_HAVE_RSEQ
 /* Adds 1 to counter c on slot idx, the slot the caller's section just
  * committed on (no second index load); the counter's slow path if the
  * thread has moved since, or the add aborts. */
@@ -222,7 +218,6 @@ __attribute__((always_inline)) static inline void pcpu__objcache_count(struct pc
 						 1) != 0))
 		pcpu__counter_add_slow(c, 1);
 }
-#endif
 
 #ifdef PCPU_NO_INLINE
 /* The stable tier (src/objcache_abi.c), documented below. */
@@ -262,7 +257,6 @@ PCPU_API pcpu_objcache_t *pcpu_objcache_create(const struct pcpu_objcache_desc *
  */
 __attribute__((always_inline)) static inline void *PCPU__INLINE_OP(pcpu_objcache_get)(pcpu_objcache_t *c)
 {
-#if PCPU_ARCH_HAVE_RSEQ
 	int64_t idx;
 	struct pcpu__objcache_slot *s;
 	void *obj;
@@ -281,9 +275,6 @@ __attribute__((always_inline)) static inline void *PCPU__INLINE_OP(pcpu_objcache
 	if (PCPU_UNLIKELY(pcpu__objcache_hdr_of(obj)->slot != (uint32_t)idx))
 		pcpu__objcache_handed_out(c, obj, (unsigned)idx);
 	return obj;
-#else
-	return pcpu__objcache_get_slow(c);
-#endif
 }
 
 /**
@@ -301,7 +292,6 @@ __attribute__((always_inline)) static inline void *PCPU__INLINE_OP(pcpu_objcache
 __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_objcache_put)(pcpu_objcache_t *c,
 										      void *obj)
 {
-#if PCPU_ARCH_HAVE_RSEQ
 	uint32_t got;
 	int64_t idx;
 	struct pcpu__objcache_slot *s;
@@ -324,9 +314,6 @@ __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_objcache_
 	pcpu__objcache_count(s->stats + PCPU_OBJCACHE_PUTS, idx);
 	if (PCPU_UNLIKELY(got != (uint32_t)idx))
 		pcpu__objcache_count(s->stats + PCPU_OBJCACHE_STRAYS, idx);
-#else
-	pcpu__objcache_put_slow(c, obj);
-#endif
 }
 
 /**

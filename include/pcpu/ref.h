@@ -173,13 +173,7 @@ struct pcpu__sync_slot {
 __attribute__((always_inline)) static inline int
 pcpu__sync_add_if_zero(struct pcpu__sync_slot *obj, int64_t v)
 {
-#if PCPU_ARCH_HAVE_RSEQ
 	return pcpu__rseq_loadidx_cmpeqv_addv(obj, (long)offsetof(struct pcpu__sync_slot, mode), 0, v);
-#else
-	(void)obj;
-	(void)v;
-	return 3;
-#endif
 }
 
 /** A reference count (see the file comment). Create with pcpu_ref_create(). */

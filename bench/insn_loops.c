@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Loops whose instructions bench/loop_insns.py counts, per architecture
+ * (bench/README.md, "The counter add's instructions on x86-64 and
+ * aarch64"): pcpu_counter_inc, and the minimal rseq add written by hand, in
+ * the shape of incr.c's IDEAL_ADD (the rseq area's address hoisted out of
+ * the loop, the field offsets assembler constants, the array base in a
+ * register). Not built by CMake: compiled by the commands in the README,
+ * natively or with a cross compiler, into a shared object.
+ */
+#include <pcpu/pcpu.h>
+
+void pcpu_inc_loop(pcpu_counter_t c, long n)
+{
+	for (long i = 0; i < n; i++)
+		pcpu_counter_inc(c);
+}
+
+/* glibc >= 2.35: the thread's struct rseq is at __rseq_offset from the
+ * thread pointer. */
+extern const ptrdiff_t __rseq_offset;
+
+static struct {
+	int64_t v;
+	char pad[56];
+} arr[1024];
+
+#define DESCRIPTOR                                                           \
+	".pushsection __rseq_cs, \"aw\"\n\t.balign 32\n\t3:\n\t"              \
+	".long 0, 0\n\t.quad 1f, 2f - 1f, 4f\n\t.popsection\n\t"
+
+#if defined(__aarch64__)
+/* 0: read cpu_id; arm; 1: compare; address; ldr, add, str (the commit). */
+#define HAND_ADD(area_, v_)                                                  \
+	__asm__ volatile(DESCRIPTOR                                          \
+			 "0: ldr w9, [%[a], 4]\n\t"                          \
+			 "adrp x10, 3b\n\tadd x10, x10, :lo12:3b\n\t"        \
+			 "str x10, [%[a], 8]\n\t"                            \
+			 "1: ldr w11, [%[a], 4]\n\tcmp w11, w9\n\tb.ne 4f\n\t" \
+			 "add x9, %[arr], x9, lsl 6\n\tldr x11, [x9]\n\t"    \
+			 "add x11, x11, %[v]\n\tstr x11, [x9]\n\t2:\n\t"     \
+			 ".pushsection __rseq_failure, \"ax\"\n\t"           \
+			 ".inst 0xd428bc00\n\t4: b 0b\n\t.popsection\n\t"    \
+			 :                                                   \
+			 : [a] "r"(area_), [arr] "r"(arr), [v] "rI"((int64_t)(v_)) \
+			 : "memory", "cc", "x9", "x10", "x11")
+#elif defined(__x86_64__)
+/* 0: read cpu_id; arm; 1: compare; shift; addq (the commit). */
+#define HAND_ADD(area_, v_)                                                  \
+	__asm__ volatile(DESCRIPTOR                                          \
+			 "0: movl 4(%[a]), %%eax\n\t"                        \
+			 "leaq 3b(%%rip), %%rcx\n\tmovq %%rcx, 8(%[a])\n\t"  \
+			 "1: cmpl 4(%[a]), %%eax\n\tjnz 4f\n\t"              \
+			 "shlq $6, %%rax\n\taddq %[v], (%[arr], %%rax)\n\t2:\n\t" \
+			 ".pushsection __rseq_failure, \"ax\"\n\t"           \
+			 ".byte 0x0f, 0xb9, 0x3d\n\t.long 0x53053053\n\t"    \
+			 "4: jmp 0b\n\t.popsection\n\t"                      \
+			 :                                                   \
+			 : [a] "r"(area_), [arr] "r"(arr), [v] "er"((int64_t)(v_)) \
+			 : "memory", "cc", "rax", "rcx")
+#endif
+
+#ifdef HAND_ADD
+void hand_inc_loop(long n)
+{
+	char *area = (char *)__builtin_thread_pointer() + __rseq_offset;
+
+	for (long i = 0; i < n; i++)
+		HAND_ADD(area, 1);
+}
+#endif

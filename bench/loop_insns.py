@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Counts the instructions and memory loads of one iteration of the loop in
+FUNCTION of an ELF file (x86-64 or aarch64), as objdump disassembles it:
+from the loop head (the lowest target of a backward branch) to the first
+branch back to it, following unconditional forward branches and taking no
+conditional branch (the fast path). Prints that path, then the counts.
+
+Usage: loop_insns.py ELF FUNCTION
+The ELF should be linked (a shared object will do), so that branches to
+other sections (an abort handler) show their real targets. Uses objdump for
+x86-64 and aarch64-linux-gnu-objdump for aarch64 (environment OBJDUMP
+overrides). bench/README.md, "The counter add's instructions on x86-64 and
+aarch64", has the commands.
+"""
+import os
+import re
+import subprocess
+import sys
+
+AARCH64 = 183  # ELF e_machine
+
+
+def machine(path):
+    with open(path, "rb") as fh:
+        head = fh.read(20)
+    return int.from_bytes(head[18:20], "little")
+
+
+def disassemble(path, func):
+    """(is_aarch64, [(address, mnemonic, operands)]) of FUNCTION."""
+    a64 = machine(path) == AARCH64
+    objdump = os.environ.get("OBJDUMP") or ("aarch64-linux-gnu-objdump" if a64 else "objdump")
+    out = subprocess.run([objdump, "-d", "--no-show-raw-insn", "--disassemble=" + func, path],
+                         check=True, capture_output=True, text=True).stdout
+    insns = []
+    for line in out.splitlines():
+        m = re.match(r"^\s*([0-9a-f]+):\s+(\S+)\s*(.*)$", line)
+        if m:
+            ops = m.group(3).split("//" if a64 else "#")[0].strip()
+            insns.append((int(m.group(1), 16), m.group(2), ops))
+    return a64, insns
+
+
+def target(ops):
+    """A direct branch's target address, or None."""
+    m = re.search(r"(?:^|[ ,])([0-9a-f]+)\s*<[^>]*>$", ops)
+    return int(m.group(1), 16) if m else None
+
+
+def is_branch(a64, mnemonic):
+    if a64:
+        return mnemonic in ("b", "cbz", "cbnz", "tbz", "tbnz") or mnemonic.startswith("b.")
+    return mnemonic.startswith("j")
+
+
+def is_unconditional(a64, mnemonic):
+    return mnemonic == "b" if a64 else mnemonic in ("jmp", "jmpq")
+
+
+def loads(a64, mnemonic, ops):
+    """1 if the instruction reads memory (x86-64: a memory operand that is
+    not only a move's destination; aarch64: ld*)."""
+    if a64:
+        return 1 if mnemonic.startswith("ld") else 0
+    if "(" not in ops or mnemonic.startswith("lea") or mnemonic.startswith("nop"):
+        return 0
+    source = ops.split(",")[0]
+    if mnemonic.startswith("mov") and "(" not in source and "%fs:" not in source:
+        return 0  # a store
+    return 1
+
+
+def main(path, func):
+    a64, insns = disassemble(path, func)
+    index = {a: i for i, (a, _, _) in enumerate(insns)}
+    back = [t for a, mn, ops in insns if is_branch(a64, mn)
+            for t in [target(ops)] if t is not None and t < a]
+    if not back:
+        sys.exit("no loop in " + func)
+    head = min(back)  # the outermost loop
+    i, n, nloads = index[head], 0, 0
+    while True:
+        a, mnemonic, ops = insns[i]
+        n += 1
+        nloads += loads(a64, mnemonic, ops)
+        print("  %x: %s %s" % (a, mnemonic, ops))
+        t = target(ops)
+        if is_branch(a64, mnemonic) and t == head:
+            break
+        i = index[t] if is_unconditional(a64, mnemonic) and t is not None else i + 1
+    print("%s %s: %d instructions, %d loads per iteration" % (path, func, n, nloads))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit(__doc__.split("\n\n")[1])
+    main(sys.argv[1], sys.argv[2])
