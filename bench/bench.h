@@ -283,6 +283,10 @@ struct bench_usage {
 void bench_machine_usage(struct bench_usage *u);
 /* Prints how much CPU others used since `start`, flagging a busy machine. */
 void bench_print_usage(const char *what, const struct bench_usage *start);
+/* The share of the machine others used (and the hypervisor stole) since
+ * `start`; above BENCH_DISTURBED a run's timings are not representative. */
+double bench_usage_share(const struct bench_usage *start);
+#define BENCH_DISTURBED 0.05
 
 /* ---- small helpers (util.c) ----------------------------------------------- */
 

@@ -47,7 +47,7 @@ static void usage(FILE *f)
 		"markdown table per comparison and the targets with PASS/MISS.\n"
 		"\n"
 		"modes (set every default below; options given as well override them):\n"
-		"  --quick            a few seconds in total (the README's demonstration)\n"
+		"  --quick            about 15 s on a 2-CPU machine (the README's demonstration)\n"
 		"  --full             a few minutes: more rounds, longer runs, 10^8 adds per thread\n"
 		"                     (neither: in between)\n"
 		"options:\n"
@@ -92,7 +92,7 @@ static void set_mode(const char *mode)
 	bench_opt.dp_work = 1000;
 	if (strcmp(mode, "quick") == 0) {
 		bench_opt.rounds = 3;
-		bench_opt.duration_ms = 20;
+		bench_opt.duration_ms = 10;
 		bench_opt.iterations = 2000000;
 		bench_opt.getcpu_calls = 1000000;
 		bench_opt.mem_passes = 2;
@@ -369,7 +369,8 @@ static double ratio_list(const struct bench_incr_targets *g, const double *r, ch
 	return worst_of(g, r);
 }
 
-static void print_targets(void)
+/* share: of the machine others used during the run (bench_usage_share()). */
+static void print_targets(double share)
 {
 	const struct bench_target_data *t = &bench_targets;
 	unsigned i;
@@ -380,7 +381,15 @@ static void print_targets(void)
 	printf("## Targets of the benchmark issue\n\n");
 	printf("Each figure is a ratio of rows measured in the same run (the incr ratios: of the "
 	       "same round, median over rounds), listed per thread count; a target passes when "
-	       "the worst count meets it.\n\n");
+	       "the worst count meets it. README.md and bench/README.md state every target with "
+	       "the figures measured on their machines.\n\n");
+	printf("The time ratios (every target but resident memory) are of CPU time, so other "
+	       "work on the machine is not charged to either side, but they still depend on "
+	       "the machine's load (shared caches, memory bandwidth, frequency): %s\n\n",
+	       share > BENCH_DISTURBED ?
+	       "**this run was disturbed** (see the sections' notes): **its time figures are "
+	       "load-dependent, not representative**." :
+	       "this run was not disturbed.");
 	targets_csv = bench_csv_open("targets.csv", "target,measured,limit,result");
 	tbl_init(&tb, 4);
 	tbl_headers(&tb, "target", "measured", "limit", "result", NULL);
@@ -524,7 +533,7 @@ int main(int argc, char **argv)
 		sections[i].run();
 		bench_print_usage(sections[i].name, &start);
 	}
-	print_targets();
+	print_targets(bench_usage_share(&all));
 	bench_print_usage("whole benchmark", &all);
 	return 0;
 }

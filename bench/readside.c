@@ -148,12 +148,16 @@ static void rs_floor_init(struct rs_floor *f, size_t n)
 
 static double rs_floor_run(struct rs_floor *f)
 {
-	uint64_t t0 = bench_now_ns();
+	uint64_t t0;
 	size_t i;
 	unsigned k;
 
-	for (i = 0; i < f->n; i++)
-		f->dst[i] = 0;
+	/* As the snapshot's output buffer is before each snapshot (not timed):
+	 * the same cache state for the result array on both sides. */
+	memset(f->dst, 0xff, f->n * sizeof(*f->dst));
+	t0 = bench_thread_cpu_ns();
+
+	memset(f->dst, 0, f->n * sizeof(*f->dst));
 	for (k = 0; k < f->nslots; k++) {
 		const int64_t *p = f->src + (size_t)k * f->n;
 
@@ -161,7 +165,7 @@ static double rs_floor_run(struct rs_floor *f)
 			f->dst[i] += (uint64_t)p[i];
 	}
 	__asm__ volatile("" : : "r"(f->dst) : "memory");
-	return (double)(bench_now_ns() - t0) / 1e6;
+	return (double)(bench_thread_cpu_ns() - t0) / 1e6;
 }
 
 /* ---- memory: one configuration, in a process of its own ------------------------ */
@@ -355,12 +359,51 @@ static int rs_memory_config(unsigned nslots, int index, struct bench_mem_result 
 	return m->ok ? 0 : -1;
 }
 
+/* Rounds of the snapshot table, at least: the three rows take ~25 ms a round
+ * at 10^6 counters, and a few rounds are not enough for a median of memory-
+ * bound runs on a machine shared with other work. */
+#define RS_SNAPSHOT_MIN_ROUNDS 15
+
+/* One snapshot round's three measurements, ms of the thread's CPU time. */
+static void rs_snapshot_round(pcpu_counter_t arr, size_t n, uint64_t *out, struct rs_floor *fl,
+			      unsigned lead, double *fa, double *fe, double *fm, int *exact)
+{
+	unsigned j;
+
+	for (j = 0; j < 3; j++) {
+		uint64_t t0;
+		size_t k;
+
+		switch ((lead + j) % 3) {
+		case 0:
+			memset(out, 0, n * sizeof(*out));
+			t0 = bench_thread_cpu_ns();
+			pcpu_counter_fetch_array(arr, n, out);
+			*fa = (double)(bench_thread_cpu_ns() - t0) / 1e6;
+			*exact &= rs_all_equal(out, n, 2);
+			break;
+		case 1:
+			memset(out, 0, n * sizeof(*out));
+			t0 = bench_thread_cpu_ns();
+			for (k = 0; k < n; k++)
+				out[k] = pcpu_counter_fetch(pcpu_counter_at(arr, k));
+			*fe = (double)(bench_thread_cpu_ns() - t0) / 1e6;
+			*exact &= rs_all_equal(out, n, 2);
+			break;
+		default:
+			*fm = rs_floor_run(fl);
+			*exact &= fl->dst[n - 1] == fl->nslots;
+		}
+	}
+}
+
 void bench_readside(void)
 {
 	const unsigned nr = bench_opt.rounds;
+	const unsigned nsr = nr > RS_SNAPSHOT_MIN_ROUNDS ? nr : RS_SNAPSHOT_MIN_ROUNDS;
 	static const size_t sizes[] = { 10000, 100000, 1000000 };
-	double *v = bench_xmalloc(nr * sizeof(double)), *v2 = bench_xmalloc(nr * sizeof(double));
-	double *v3 = bench_xmalloc(nr * sizeof(double)), *ratio = bench_xmalloc(nr * sizeof(double));
+	double *v = bench_xmalloc(nsr * sizeof(double)), *v2 = bench_xmalloc(nsr * sizeof(double));
+	double *v3 = bench_xmalloc(nsr * sizeof(double)), *ratio = bench_xmalloc(nsr * sizeof(double));
 	uint64_t *out = bench_xmalloc(1000000 * sizeof(uint64_t));
 	const char *iname = bench_index_name(bench_process_index());
 	unsigned si, r, i;
@@ -409,13 +452,16 @@ void bench_readside(void)
 	printf("Snapshots: an array of n counters (pcpu_counter_alloc_array, %s index) written "
 	       "first by 2 unpinned threads running at once (\"slots\": the slots with resident "
 	       "pages). Each round runs pcpu_counter_fetch_array, n × pcpu_counter_fetch and the "
-	       "memory floor in turn. ms, median (min–max) of %u rounds.\n\n", iname, nr);
+	       "memory floor in turn, a different one first each round, after one warm-up round "
+	       "not counted. ms of the thread's CPU time (time other work holds the CPU is not "
+	       "counted), median (min–max) of %u rounds; the ratio is the median of the rounds' "
+	       "ratios.\n\n", iname, nsr);
 	tbl_init(&tb, 7);
 	tbl_headers(&tb, "counters", "slots resident", "pcpu_counter_fetch_array, ms",
 		    "n × pcpu_counter_fetch, ms", "memory floor, ms", "fetch_array / floor",
 		    "exact", NULL);
 	for (si = 0; si < 3 && sizes[si] <= bench_opt.max_snapshot; si++) {
-		size_t n = sizes[si], k;
+		size_t n = sizes[si];
 		pcpu_counter_t arr = pcpu_counter_alloc_array(n);
 		struct bench_stat sa, sf, sl;
 		struct rs_floor fl;
@@ -428,28 +474,17 @@ void bench_readside(void)
 		rs_floor_init(&fl, n);
 		rs_write_all(arr, n, 2, 1);
 		rs_resident_slots(arr, n * sizeof(struct pcpu_counter), slots, sizeof(slots));
-		for (r = 0; r < nr; r++) {
-			uint64_t t0;
-
-			memset(out, 0, n * sizeof(*out));
-			t0 = bench_now_ns();
-			pcpu_counter_fetch_array(arr, n, out);
-			v[r] = (double)(bench_now_ns() - t0) / 1e6;
-			exact &= rs_all_equal(out, n, 2);
-			memset(out, 0, n * sizeof(*out));
-			t0 = bench_now_ns();
-			for (k = 0; k < n; k++)
-				out[k] = pcpu_counter_fetch(pcpu_counter_at(arr, k));
-			v2[r] = (double)(bench_now_ns() - t0) / 1e6;
-			exact &= rs_all_equal(out, n, 2);
-			v3[r] = rs_floor_run(&fl);
-			exact &= fl.dst[n - 1] == fl.nslots;
+		/* The warm-up round faults in the floor's result array and the
+		 * output buffer, and brings the code in. */
+		rs_snapshot_round(arr, n, out, &fl, 0, &v[0], &v2[0], &v3[0], &exact);
+		for (r = 0; r < nsr; r++) {
+			rs_snapshot_round(arr, n, out, &fl, r, &v[r], &v2[r], &v3[r], &exact);
 			ratio[r] = v[r] / v3[r];
 		}
-		sa = bench_stat_of(v, nr);
-		sf = bench_stat_of(v2, nr);
-		sl = bench_stat_of(v3, nr);
-		rmed = bench_median(ratio, nr);
+		sa = bench_stat_of(v, nsr);
+		sf = bench_stat_of(v2, nsr);
+		sl = bench_stat_of(v3, nsr);
+		rmed = bench_median(ratio, nsr);
 		tbl_cell(&tb, "%zu", n);
 		tbl_cell(&tb, "%s", slots);
 		tbl_cell(&tb, "%s", bench_fmt_stat(buf, sizeof(buf), sa));

@@ -111,21 +111,36 @@ void bench_machine_usage(struct bench_usage *u)
 			     (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 }
 
-void bench_print_usage(const char *what, const struct bench_usage *start)
+/* Since `start`: the wall time, the CPU time others used and the hypervisor
+ * stole, and their share of the machine. */
+static double usage_since(const struct bench_usage *start, double *wall, double *others,
+			  double *steal)
 {
 	struct bench_usage now;
-	double wall, others, steal, share;
 
 	bench_machine_usage(&now);
-	wall = now.wall_s - start->wall_s;
-	others = (now.busy_s - start->busy_s) - (now.self_s - start->self_s);
-	if (others < 0)
-		others = 0; /* the two clocks tick at different granularity */
-	steal = now.steal_s - start->steal_s;
-	share = wall > 0 ? (others + steal) / (wall * bench_ncpu) : 0;
+	*wall = now.wall_s - start->wall_s;
+	*others = (now.busy_s - start->busy_s) - (now.self_s - start->self_s);
+	if (*others < 0)
+		*others = 0; /* the two clocks tick at different granularity */
+	*steal = now.steal_s - start->steal_s;
+	return *wall > 0 ? (*others + *steal) / (*wall * bench_ncpu) : 0;
+}
+
+double bench_usage_share(const struct bench_usage *start)
+{
+	double wall, others, steal;
+
+	return usage_since(start, &wall, &others, &steal);
+}
+
+void bench_print_usage(const char *what, const struct bench_usage *start)
+{
+	double wall, others, steal, share = usage_since(start, &wall, &others, &steal);
+
 	printf("(%s: %.1f s; meanwhile other processes used %.1f CPU-s and the hypervisor "
 	       "stole %.1f CPU-s, %.0f%% of the machine%s)\n\n", what, wall, others, steal,
-	       100 * share, share > 0.05 ? " — **disturbed: figures not representative**" : "");
+	       100 * share, share > BENCH_DISTURBED ? " — **disturbed: figures not representative**" : "");
 }
 
 enum pcpu_index bench_process_index(void)

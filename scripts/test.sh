@@ -8,10 +8,18 @@
 #      there pcpu runs its atomic fallback path, which TSan checks).
 # Usage: scripts/test.sh [--quick]   (--quick: step 2 only)
 # Build folders: build/, build-asan/, build-tsan/ (reused if present).
+#
+# No test depends on how much CPU it gets: tests that need N events run
+# until they have them, and each test's ctest timeout only catches a hang
+# (tests/CMakeLists.txt). On a machine slow enough to need more than those
+# timeouts, PCPU_TEST_TIMEOUT_SCALE=N (a whole number) multiplies them all.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 quick=0
 [ "${1:-}" = "--quick" ] && quick=1
+scale=${PCPU_TEST_TIMEOUT_SCALE:-1}
+[[ "$scale" =~ ^[1-9][0-9]*$ ]] || { echo "test.sh: PCPU_TEST_TIMEOUT_SCALE must be a whole number >= 1"; exit 2; }
+start=$SECONDS
 
 bash scripts/install-deps.sh || { echo "test.sh: installing dependencies failed"; exit 1; }
 
@@ -21,7 +29,7 @@ total_pass=0 total_fail=0 failed_configs=()
 run_config() { # name, build dir, cmake args...
   local name=$1 dir=$2; shift 2
   echo "=== $name: configure + build ($dir)"
-  if ! cmake -S . -B "$dir" -G Ninja "$@" >"$dir.configure.log" 2>&1; then
+  if ! cmake -S . -B "$dir" -G Ninja "$@" -DPCPU_TEST_TIMEOUT_SCALE="$scale" >"$dir.configure.log" 2>&1; then
     cat "$dir.configure.log"; failed_configs+=("$name (configure)"); total_fail=$((total_fail+1)); return
   fi
   if ! cmake --build "$dir" -j "$jobs" >"$dir.build.log" 2>&1; then
@@ -29,7 +37,9 @@ run_config() { # name, build dir, cmake args...
   fi
   echo "=== $name: ctest"
   local log="$dir.ctest.log"
-  (cd "$dir" && ctest --output-on-failure -j "$jobs" --timeout 300) 2>&1 | tee "$log"
+  # --timeout: only for a test without a TIMEOUT of its own (every test of
+  # the suite has one: this is a backstop).
+  (cd "$dir" && ctest --output-on-failure -j "$jobs" --timeout $((600 * scale))) 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
   local line pass fail
   line=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' "$log" | tail -1)
@@ -57,5 +67,5 @@ echo
 if [ ${#failed_configs[@]} -gt 0 ]; then
   echo "FAILED in: ${failed_configs[*]}"
 fi
-echo "total: $total_pass passed, $total_fail failed"
+echo "total: $total_pass passed, $total_fail failed ($(( (SECONDS - start) / 60 )) min $(( (SECONDS - start) % 60 )) s)"
 [ $total_fail -eq 0 ] && [ ${#failed_configs[@]} -eq 0 ]

@@ -13,23 +13,35 @@
  *  - membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ), called by the sender
  *    and by each adder before one section in --kick-every, which restarts
  *    the section of every other thread of the process running then;
- *  - preemption: the hook sometimes yields, and raises a signal itself.
+ *  - preemption: the hook sometimes yields, and raises a signal itself;
+ *  - a timer of each adder's own (CLOCK_MONOTONIC, every --timer-us,
+ *    delivered to that thread): it interrupts the thread wherever it runs,
+ *    most of the time inside the widened section.
  * At the end every counter must equal what the threads and the handlers
  * added, exactly; in the rseq modes at least --min-aborts sections must
- * have aborted: the run goes on (from --seconds up to --max-seconds) until
- * they have. How fast aborts come depends on the kernel and the machine's
- * load (both need our threads running at once on different CPUs): the
- * output gives the counts.
+ * have aborted: the run goes on (at least --seconds) until they have, and
+ * --max-seconds (20 minutes) only bounds a run that cannot get there (a
+ * hang, or an abort path that no longer aborts). How much CPU the test gets
+ * changes how long it takes, not whether it passes: the sender's signals
+ * and the membarrier kicks abort sections only while the threads run at
+ * once on different CPUs, which a loaded machine seldom lets them do (a
+ * 2-CPU machine at load 40 aborted ~120 sections a second), while each
+ * adder's timer aborts a section about every --timer-us of the CPU time
+ * that adder gets (with two CPU-bound processes per CPU beside it: ~10^4
+ * aborts a second, 3-4 times as many as without the timers).
  *
  * Nothing can starve a thread: the sender signals a thread again only once
- * it has made progress since its last signal (a periodic timer faster than
+ * it has made progress since its last signal (a periodic signal faster than
  * a slow machine, or a sanitizer, runs the handler would starve it and the
- * test would never end), and an add whose section keeps aborting takes the
+ * test would never end); a timer keeps at most one signal pending however
+ * late its thread runs, and its period is several times a section's length
+ * (the spin is ~1-3 us); and an add whose section keeps aborting takes the
  * fallback path.
  *
  * Usage: test_abort_injection --expect-mode glibc|own|fallback
  *        [--min-aborts N] [--seconds S] [--max-seconds S] [--spin N]
- *        [--yield-every N] [--raise-every N] [--kick-every N] [--no-membarrier]
+ *        [--yield-every N] [--raise-every N] [--kick-every N] [--timer-us N]
+ *        [--no-membarrier]
  */
 #define PCPU_TEST_INJECT 1
 #include "check.h"
@@ -44,13 +56,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifndef sigev_notify_thread_id /* not named by older glibc (2.36) */
+#define sigev_notify_thread_id _sigev_un._tid
+#endif
+
 /* The hooks the program provides (include/pcpu/arch/common.h; the spin is
  * each arch header's PCPU__INJECT_ASM). Also built with
  * PCPU_TEST_SPLIT_BLOCKS and with PCPU_TEST_BROKEN_SECTION
  * (tests/CMakeLists.txt). */
 unsigned pcpu__test_inject_spin;
 __thread unsigned long pcpu__test_inject_aborts;
-static unsigned yield_every = 997, raise_every = 1499, kick_every = 8;
+static unsigned yield_every = 997, raise_every = 1499, kick_every = 8, timer_us = 20;
 static int have_membarrier; /* MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ registered */
 static __thread unsigned long before_calls, kicks;
 static __thread int in_handler;
@@ -145,9 +161,22 @@ static void *adder(void *arg)
 	unsigned long published = 0, i = 0;
 	sigset_t all;
 
+	timer_t timer;
+	struct sigevent sev;
+
 	check_mode();
 	is_adder = 1;
 	__atomic_store_n(&adders[me].tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	if (timer_us) {
+		struct itimerspec every = { { 0, (long)timer_us * 1000 }, { 0, (long)timer_us * 1000 } };
+
+		memset(&sev, 0, sizeof(sev));
+		sev.sigev_notify = SIGEV_THREAD_ID;
+		sev.sigev_signo = SIGUSR1;
+		sev.sigev_notify_thread_id = (pid_t)syscall(SYS_gettid);
+		CHECK(timer_create(CLOCK_MONOTONIC, &sev, &timer) == 0);
+		CHECK(timer_settime(timer, 0, &every, NULL) == 0);
+	}
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		uint64_t r = next_rand(&rng);
 		int64_t v = (int64_t)(r % 2001) - 1000;
@@ -175,6 +204,8 @@ static void *adder(void *arg)
 	/* No handler may run after its adds are folded into the totals. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	if (timer_us)
+		CHECK(timer_delete(timer) == 0);
 	is_adder = 0;
 	__atomic_fetch_add(&total_kicks, kicks, __ATOMIC_RELAXED);
 	for (int j = 0; j < NCOUNTERS; j++)
@@ -228,7 +259,7 @@ static double now_s(void)
 
 int main(int argc, char **argv)
 {
-	double seconds = 1, max_seconds = 60, t0, elapsed;
+	double seconds = 1, max_seconds = 1200, t0, elapsed;
 	unsigned long min_aborts = 100000;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	pthread_t t[MAX_THREADS], snd;
@@ -253,10 +284,12 @@ int main(int argc, char **argv)
 			raise_every = (unsigned)strtoul(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--kick-every") && i + 1 < argc)
 			kick_every = (unsigned)strtoul(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--timer-us") && i + 1 < argc)
+			timer_us = (unsigned)strtoul(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--no-membarrier"))
 			have_membarrier = -1;
 		else {
-			fprintf(stderr, "usage: %s --expect-mode glibc|own|fallback [--min-aborts N] [--seconds S] [--max-seconds S] [--spin N] [--yield-every N] [--raise-every N] [--kick-every N] [--no-membarrier]\n",
+			fprintf(stderr, "usage: %s --expect-mode glibc|own|fallback [--min-aborts N] [--seconds S] [--max-seconds S] [--spin N] [--yield-every N] [--raise-every N] [--kick-every N] [--timer-us N] [--no-membarrier]\n",
 				argv[0]);
 			return 2;
 		}
@@ -265,6 +298,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "--expect-mode is required\n");
 		return 2;
 	}
+	CHECK(timer_us < 1000000);
 	if (!strcmp(expect_mode, "fallback"))
 		min_aborts = 0; /* no critical section ever runs */
 	nthreads = (int)(2 * ncpu);

@@ -29,9 +29,17 @@
  *
  * Built twice: plain, and with PCPU_TEST_INJECT (test_objcache_inject:
  * the inline sections spin between arming and commit, and sometimes yield
- * or raise a signal before a section, so the abort paths run a lot; at
- * least --min-aborts sections must have aborted in the rseq modes: the run
- * goes on past --seconds until they have, up to --max-seconds).
+ * or raise a signal before a section, and each worker has a timer of its
+ * own that signals it every 20 us, which interrupts it wherever it runs
+ * however seldom a loaded machine runs it, so the abort paths run a lot;
+ * at least --min-aborts sections must have aborted in the rseq modes).
+ *
+ * A run lasts --seconds, and then goes on until it has seen what the checks
+ * at the end need (a drain, a stray put, --min-ops gets and puts,
+ * --min-aborts aborted sections):
+ * how much CPU the test gets changes how long it runs, not whether it
+ * passes. --max-seconds (20 minutes) only bounds a run that cannot get
+ * there.
  *
  * Usage: test_objcache_stress --expect-percpu 0|1 [--seconds S]
  *        [--threads-per-cpu N] [--limit L] [--capacity C] [--min-aborts N]
@@ -59,6 +67,9 @@ static unsigned long running_aborts; /* the injection build publishes its aborts
 
 #ifdef PCPU_TEST_INJECT
 #include <linux/membarrier.h>
+#ifndef sigev_notify_thread_id /* not named by older glibc (2.36) */
+#define sigev_notify_thread_id _sigev_un._tid
+#endif
 unsigned pcpu__test_inject_spin = 300;
 __thread unsigned long pcpu__test_inject_aborts;
 static __thread unsigned long inject_calls;
@@ -184,6 +195,20 @@ static void *worker(void *arg)
 	__atomic_store_n(&tids[me], (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
 	if (pcpu_rseq_mode() == PCPU_RSEQ_FALLBACK)
 		__atomic_fetch_add(&fallback_threads, 1, __ATOMIC_RELAXED);
+#ifdef PCPU_TEST_INJECT
+	timer_t timer;
+	{
+		struct itimerspec every = { { 0, 20000 }, { 0, 20000 } };
+		struct sigevent sev;
+
+		memset(&sev, 0, sizeof(sev));
+		sev.sigev_notify = SIGEV_THREAD_ID;
+		sev.sigev_signo = SIGUSR1;
+		sev.sigev_notify_thread_id = (pid_t)syscall(SYS_gettid);
+		CHECK(timer_create(CLOCK_MONOTONIC, &sev, &timer) == 0);
+		CHECK(timer_settime(timer, 0, &every, NULL) == 0);
+	}
+#endif
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		uint64_t r = rnd(&rng);
 
@@ -231,6 +256,9 @@ static void *worker(void *arg)
 	}
 	while (n)
 		give(held[--n], (uint64_t)me, &puts);
+#ifdef PCPU_TEST_INJECT
+	CHECK(timer_delete(timer) == 0);
+#endif
 	__atomic_fetch_add(&total_gets, gets, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&total_puts, puts, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&total_eagain, eagain, __ATOMIC_RELAXED);
@@ -245,7 +273,7 @@ static void *drainer(void *arg)
 	(void)arg;
 	while (!__atomic_load_n(&stop_helpers, __ATOMIC_RELAXED)) {
 		drained += pcpu_objcache_drain(cache);
-		drains++;
+		__atomic_store_n(&drains, drains + 1, __ATOMIC_RELAXED);
 		if (limit)
 			CHECK(pcpu_counter_fetch(pcpu_objcache_counter(cache, PCPU_OBJCACHE_OBJECTS)) <=
 			      limit);
@@ -279,6 +307,20 @@ static double now(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* Whether the run has seen what the checks at the end need: a drain, a put
+ * that strayed to another slot (with more than one thread), min_ops gets
+ * and puts, and in the injection build min_aborts aborted sections. */
+static int enough(unsigned long min_aborts, uint64_t min_ops)
+{
+	uint64_t ops = pcpu_counter_fetch(pcpu_objcache_counter(cache, PCPU_OBJCACHE_GETS)) +
+		       pcpu_counter_fetch(pcpu_objcache_counter(cache, PCPU_OBJCACHE_PUTS));
+
+	return __atomic_load_n(&drains, __ATOMIC_RELAXED) > 0 &&
+	       (nthreads == 1 ||
+		pcpu_counter_fetch(pcpu_objcache_counter(cache, PCPU_OBJCACHE_STRAYS)) > 0) &&
+	       ops >= min_ops && __atomic_load_n(&running_aborts, __ATOMIC_RELAXED) >= min_aborts;
+}
+
 /* From now on, rseq() fails with EPERM in this thread and the threads it
  * creates (a seccomp filter; threads created before keep working). */
 static void deny_rseq_from_now_on(void)
@@ -302,7 +344,7 @@ int main(int argc, char **argv)
 {
 	struct pcpu_objcache_desc d;
 	struct pcpu_objcache_stats st;
-	double seconds = 2, max_seconds = 60, t0, scale = 1;
+	double seconds = 2, max_seconds = 1200, t0, scale = 1;
 	int per_cpu = 4, expect_percpu = -1, mixed = 0;
 	unsigned capacity = 16;
 	unsigned long min_aborts = 0;
@@ -365,11 +407,9 @@ int main(int argc, char **argv)
 	}
 	CHECK(pthread_create(&drain_th, NULL, drainer, NULL) == 0);
 	CHECK(pthread_create(&send_th, NULL, sender, NULL) == 0);
-	/* The injection build goes on until enough sections aborted (a loaded
-	 * machine aborts fewer per second), up to --max-seconds. */
-	while (now() - t0 < seconds ||
-	       (__atomic_load_n(&running_aborts, __ATOMIC_RELAXED) < min_aborts &&
-		now() - t0 < max_seconds))
+	/* --seconds, then until the run has what the checks below need (a
+	 * loaded machine gets there later), up to --max-seconds. */
+	while (now() - t0 < seconds || (!enough(min_aborts, min_ops) && now() - t0 < max_seconds))
 		usleep(10000);
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < nthreads; i++)

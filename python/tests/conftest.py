@@ -35,7 +35,9 @@ def segdir(tmp_path, monkeypatch):
     return str(d)
 
 
-def wait_for(path, proc, seconds=10.0):
+# Waits here only catch a writer that never gets there: generous, since a
+# loaded machine may be slow to start one.
+def wait_for(path, proc, seconds=120.0):
     deadline = time.monotonic() + seconds
     while not os.path.exists(path):
         if proc.poll() is not None:
@@ -48,7 +50,7 @@ def wait_for(path, proc, seconds=10.0):
 @pytest.fixture
 def forwarder(segdir):
     """The forwarder example running, publishing segment "forwarder"."""
-    proc = subprocess.Popen([tool("PCPU_FORWARDER"), "--seconds", "60", "--workers", "1",
+    proc = subprocess.Popen([tool("PCPU_FORWARDER"), "--seconds", "1800", "--workers", "1",
                              "--flows", "8", "--name", "forwarder"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             env=dict(os.environ, PCPU_SEGMENT_DIR=segdir))
@@ -56,7 +58,7 @@ def forwarder(segdir):
     # Published right after the registry is created: wait for its families
     # and for traffic.
     import pcpu
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 120
     while True:
         try:
             with pcpu.open_segment(proc.pid) as seg:

@@ -29,7 +29,8 @@ start_fixture() {
   "$FIXTURE" "$@" <"$T/in.$fd" >"$T/out.$fd" 2>&1 &
   pids+=($!)
   eval "exec $fd>\"$T/in.$fd\""
-  for _ in $(seq 100); do grep -q '^ready' "$T/out.$fd" 2>/dev/null && return 0; sleep 0.05; done
+  # Up to 2 minutes: the bound only catches a fixture that never starts.
+  for _ in $(seq 2400); do grep -q '^ready' "$T/out.$fd" 2>/dev/null && return 0; sleep 0.05; done
   echo "fixture $* did not start:"; cat "$T/out.$fd"; exit 1
 }
 
@@ -161,13 +162,15 @@ if command -v tmux >/dev/null; then
   tmux new-session -d -s "$s" -x 120 -y 30 \
     "\"$PCPUSTAT\" -w -i 0.2 fixture 'app_*'; echo \"EXIT=\$?\" >\"$T/tmux.rc\"; sleep 5"
   ok=0
-  for _ in $(seq 50); do
+  # Waits of up to a minute: they only catch a watch that never draws or
+  # never exits, however slowly a loaded machine runs it.
+  for _ in $(seq 600); do
     tmux capture-pane -p -t "$s" >"$T/pane" 2>/dev/null
     grep -q 'app_requests_total{method="GET",code="200"} *1234 *0 /s' "$T/pane" && { ok=1; break; }
     sleep 0.1
   done
   tmux send-keys -t "$s" C-c
-  for _ in $(seq 50); do [ -s "$T/tmux.rc" ] && break; sleep 0.1; done
+  for _ in $(seq 600); do [ -s "$T/tmux.rc" ] && break; sleep 0.1; done
   if [ $ok = 1 ] && grep -q '^EXIT=0$' "$T/tmux.rc" 2>/dev/null && grep -q 'VALUE *RATE' "$T/pane" &&
      [ "$(grep -c 'NAME ' "$T/pane")" = 1 ]; then
     echo "ok   watch-terminal (tmux: redraw in place, Ctrl-C exits 0)"

@@ -13,18 +13,20 @@
       a planted pcpu.0<PID>.<NAME> (leading zero) and a duplicate target
       never fail the scrape; 20,000 junk files named like segments (another
       user's): --max-down (16) reported, the rest counted in one series,
-      at most those 16 opened per scrape, and the memory goes when the
-      files go.
+      at most those 16 opened per scrape, a scrape's cost (the exporter's
+      CPU time) does not grow from scrape to scrape, and the memory goes
+      when the files go.
   exporter_hostile_test.py junk PCPUSTAT FIXTURE
       the same with 300 empty junk files (the fast tier), beside another
       owner's corrupt segment, and with --max-down 0.
   exporter_hostile_test.py nofile PCPUSTAT FIXTURE
       RLIMIT_NOFILE 20 and 30 idle clients: no busy loop (CPU time
-      measured), and scrapes are answered within seconds (idle clients are
-      shed near the connection limit, long before --timeout).
+      measured), and scrapes are answered (idle clients are shed near the
+      connection limit after 1 s, not after --timeout, set to 300 s).
   exporter_hostile_test.py fairness PCPUSTAT FIXTURE
       500 idle connections and 50 slowloris clients, then 100 scrapes, each
-      answered in under a second.
+      answered while they stay (--timeout 300 s: a scrape that waited for
+      them would take minutes; each must take under 30 s).
   exporter_hostile_test.py auth PCPUSTAT FIXTURE
       HTTPS and basic auth while clients send passwords that must be
       bcrypt-checked: one user's hash has cost 31 (one check runs for
@@ -68,10 +70,10 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def timed_get(host, port, path="/metrics", timeout=10):
+def timed_get(host, port, path="/metrics", timeout=et.TIMEOUT):
     t0 = time.monotonic()
     try:
-        st, _, body = et.get(host, port, path)
+        st, _, body = et.get(host, port, path, timeout=timeout)
     except OSError as e:
         return None, str(e), time.monotonic() - t0
     return st, body, time.monotonic() - t0
@@ -100,7 +102,7 @@ def promtool_ok(body, what):
     """`promtool check metrics` (Debian package prometheus) accepts body."""
     try:
         p = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True,
-                           text=True, timeout=30)
+                           text=True, timeout=120)
         ok, out = p.returncode == 0, p.stdout + p.stderr
     except FileNotFoundError:
         ok, out = False, "promtool not found: run scripts/install-deps.sh"
@@ -245,10 +247,12 @@ def neighbours(e):
     late, _ = e.fixture_start("count", "5678", "late")
     want = 'test_events_total{pcpu_segment="late",pcpu_pid="%d"} 5678' % late.pid
     up = up_line("late", late.pid, "", 1)
-    times = []
+    times, cpu = [], []
     for _ in range(3):
-        opened, (st, body, dt) = opens_during(e.dir, lambda: timed_get(host, port, timeout=60))
+        c0 = cpu_seconds(srv.pid)
+        opened, (st, body, dt) = opens_during(e.dir, lambda: timed_get(host, port, timeout=600))
         times.append(dt)
+        cpu.append(cpu_seconds(srv.pid) - c0)
     check(st == 200 and want in body, "20,000 junk segments: scrape 200 with the real value")
     check_junk_bounded(body, 20000, opened, up)
     rss1 = rss_kb(srv.pid)
@@ -257,11 +261,13 @@ def neighbours(e):
     for _ in range(3):
         st, body, dt = timed_get(host, port)
     rss2 = rss_kb(srv.pid)
-    print("     scrape times with junk %s s; VmRSS before/with/after %d/%d/%d kB"
-          % (["%.2f" % t for t in times], rss0, rss1, rss2))
-    # The third scrape with junk is no slower than the first (nothing
-    # grows from scrape to scrape), allowing for a loaded machine.
-    check(times[2] < 2 * times[0] + 0.5, "scrape time does not grow with the junk's history")
+    print("     scrapes with junk: %s s, exporter CPU %s s; VmRSS before/with/after %d/%d/%d kB"
+          % (["%.2f" % t for t in times], ["%.2f" % c for c in cpu], rss0, rss1, rss2))
+    # The third scrape with junk costs no more than the first (nothing
+    # grows from scrape to scrape): the exporter's CPU time, which other
+    # work on the machine does not inflate as it does the wall time (clock
+    # ticks of 10 ms: the slack).
+    check(cpu[2] < 2 * cpu[0] + 0.1, "scrape cost does not grow with the junk's history")
     check(st == 200 and want in body, "the junk gone: 200 with the value (%r %r)" % (st, body[-300:]))
     if os.environ.get("PCPU_TEST_SANITIZER"):
         # A sanitizer's allocator keeps freed memory (quarantine, its own
@@ -379,11 +385,13 @@ def nofile(e):
 
     def limit():
         resource.setrlimit(resource.RLIMIT_NOFILE, (20, 20))
-    srv, host, port = e.serve(preexec=limit)  # --timeout 10, the default
+    # An inactivity timeout longer than every wait below: only shedding
+    # near the connection limit lets the scrapes through.
+    srv, host, port = e.serve("--timeout", "300", preexec=limit)
     idle = []
     for _ in range(30):
         try:
-            idle.append(socket.create_connection((host, port), timeout=2))
+            idle.append(socket.create_connection((host, port), timeout=et.TIMEOUT))
         except OSError:
             pass
     time.sleep(0.3)
@@ -393,14 +401,15 @@ def nofile(e):
     busy = (c1 - c0) / (t1 - t0)
     check(busy < 0.2, "30 idle clients at RLIMIT_NOFILE 20: %.0f%% CPU (no busy loop)" % (100 * busy))
     # Near the connection limit idle clients are shed after 1 s (not
-    # --timeout's 10 s); then scrapes succeed, while the 30 stay connected.
-    ok, deadline = False, time.monotonic() + 4
+    # --timeout's 300 s); then scrapes succeed, while the 30 stay connected.
+    ok, t0, deadline = False, time.monotonic(), time.monotonic() + 120
     while not ok and time.monotonic() < deadline:
-        st, body, _ = timed_get(host, port, timeout=3)
+        st, body, _ = timed_get(host, port, timeout=10)
         ok = st == 200 and "test_events_total" in body and " 99" in body
         if not ok:
             time.sleep(0.2)
-    check(ok, "scrapes answered (200, with the value) within 4 s, idle clients shed")
+    check(ok, "scrapes answered (200, with the value) after %.1f s, idle clients shed "
+          "long before --timeout" % (time.monotonic() - t0))
     for s in idle:
         s.close()
     check(srv.poll() is None, "still running")
@@ -408,19 +417,21 @@ def nofile(e):
 
 def fairness(e):
     e.fixture_start("count", "5150", "counter")
-    srv, host, port = e.serve()  # the defaults
+    # The defaults, but for an inactivity timeout longer than a scrape may
+    # take: a scrape that waited for the slow clients would wait for it.
+    srv, host, port = e.serve("--timeout", "300")
     idle, slow = [], []
     try:
         for _ in range(500):
-            idle.append(socket.create_connection((host, port), timeout=5))
+            idle.append(socket.create_connection((host, port), timeout=et.TIMEOUT))
         for _ in range(50):
-            s = socket.create_connection((host, port), timeout=5)
+            s = socket.create_connection((host, port), timeout=et.TIMEOUT)
             s.sendall(b"GET /metrics HTTP/1.1\r\n")
             slow.append(s)
     except OSError as ex:
         check(False, "550 connections accepted (%d made: %s)" % (len(idle) + len(slow), ex))
     worst, bad = 0.0, 0
-    t_end = time.monotonic() + 60
+    t_end = time.monotonic() + 300
     for i in range(100):
         if i % 10 == 0:  # the slowloris clients dribble on
             for s in slow:
@@ -428,14 +439,14 @@ def fairness(e):
                     s.sendall(b"X")
                 except OSError:
                     pass
-        st, body, dt = timed_get(host, port, timeout=5)
+        st, body, dt = timed_get(host, port, timeout=60)
         worst = max(worst, dt)
-        if st != 200 or "5150" not in body or dt >= 1.0:
+        if st != 200 or "5150" not in body or dt >= 30:
             bad += 1
         if time.monotonic() > t_end:
             break
-    check(bad == 0, "500 idle + 50 slowloris: 100 scrapes answered 200, each < 1 s "
-          "(slowest %.3f s, %d bad)" % (worst, bad))
+    check(bad == 0, "500 idle + 50 slowloris: %d scrapes answered 200, none waiting for them "
+          "(slowest %.3f s, %d bad)" % (i + 1, worst, bad))
     for s in idle + slow:
         s.close()
 

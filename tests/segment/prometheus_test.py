@@ -54,7 +54,7 @@ def free_port():
     return port
 
 
-def http_json(url, timeout=5):
+def http_json(url, timeout=60):
     with urllib.request.urlopen(url, timeout=timeout) as r:
         return json.load(r)
 
@@ -93,10 +93,12 @@ def launch_prometheus(prom, tmp, target, extra=()):
                             "--web.listen-address=127.0.0.1:%d" % port,
                             "--log.level=warn"] + list(extra), stdout=log, stderr=log)
     base = "http://127.0.0.1:%d" % port
-    deadline = time.monotonic() + 30
+    # Bounds that only catch a Prometheus that never gets ready: a loaded
+    # machine may take long to start it.
+    deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         try:
-            with urllib.request.urlopen(base + "/-/ready", timeout=2) as r:
+            with urllib.request.urlopen(base + "/-/ready", timeout=10) as r:
                 if r.status == 200:
                     return srv, base
         except OSError:
@@ -106,19 +108,19 @@ def launch_prometheus(prom, tmp, target, extra=()):
         time.sleep(0.2)
     srv.kill()
     srv.wait()
-    raise SystemExit("FAIL: prometheus not ready within 30 s")
+    raise SystemExit("FAIL: prometheus not ready within 300 s")
 
 
 def stop(procs):
     """Stops the test's processes, last started first (stdin closed, then
-    SIGTERM, SIGKILL after 15 s)."""
+    SIGTERM, SIGKILL after 60 s)."""
     for p in reversed(procs):
         if p.poll() is None:
             if p.stdin:
                 p.stdin.close()
             p.send_signal(signal.SIGTERM)
             try:
-                p.wait(timeout=15)
+                p.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
@@ -142,7 +144,7 @@ def main():
 
         q = urllib.parse.quote('test_events_total{pcpu_segment="promtest"}')
         value = None
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             d = http_json(base + "/api/v1/query?query=" + q)
             res = d.get("data", {}).get("result", [])

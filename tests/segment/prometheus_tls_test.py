@@ -73,7 +73,7 @@ def start_exporter(pcpustat, env, web, procs, *targets):
 
 
 def https_get(port, ctx, auth=None):
-    c = http.client.HTTPSConnection("127.0.0.1", port, timeout=5, context=ctx)
+    c = http.client.HTTPSConnection("127.0.0.1", port, timeout=60, context=ctx)
     h = {}
     if auth:
         import base64
@@ -105,7 +105,7 @@ def prometheus_scrape(prom, tmp, d, target):
     try:
         q = urllib.parse.quote('test_events_total{job="good",pcpu_segment="tlstest"}')
         value, health = None, {}
-        deadline = time.monotonic() + 40
+        deadline = time.monotonic() + 300  # only catches a Prometheus that never gets there
         while time.monotonic() < deadline:
             try:
                 res = pt.http_json(base + "/api/v1/query?query=" + q).get("data", {}).get("result", [])
@@ -212,7 +212,7 @@ def main():
             with open(web, "w") as f:
                 f.write(bad_cfg)
             p = subprocess.run([pcpustat, "serve", "--listen", "127.0.0.1:0", "--web.config.file", web],
-                               capture_output=True, text=True, env=env, timeout=10)
+                               capture_output=True, text=True, env=env, timeout=60)
             check(p.returncode == 2 and "pcpustat serve:" in p.stderr, "web config with %s: exit 2 (%s)"
                   % (why, p.stderr.strip()[:100]))
     finally:

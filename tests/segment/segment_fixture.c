@@ -20,8 +20,10 @@
  *                                     (exponential, schema 3): "native Q V"
  *
  * Prints "ready PATH" once the statistics are in place, then runs until its
- * standard input reaches end of file (or 60 s pass), unpublishes and exits
- * 0. The bound keeps a forgotten fixture from outliving its test.
+ * standard input reaches end of file (or 30 minutes pass), unpublishes and
+ * exits 0. The bound keeps a forgotten fixture from outliving its test; it
+ * is longer than any test's ctest timeout, so that a test slowed down by a
+ * loaded machine never loses its fixture midway.
  */
 #include <math.h>
 #include <poll.h>
@@ -299,12 +301,12 @@ int main(int argc, char **argv)
 	printf("ready %s\n", pcpu_segment_path(seg));
 	fflush(stdout);
 	{
-		/* Until stdin closes, at most 60 s. */
+		/* Until stdin closes, at most 30 minutes (of 100 ms polls). */
 		struct pollfd p = { 0, POLLIN, 0 };
 		char buf[64];
 		int waited = 0;
 
-		while (waited < 60000) {
+		while (waited < 1800000) {
 			int n = poll(&p, 1, 100);
 			ssize_t r = n > 0 ? read(0, buf, sizeof buf) : 1;
 

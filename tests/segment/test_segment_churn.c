@@ -25,7 +25,10 @@
  *
  * Usage: test_segment_churn [mixed|families] [SECONDS] [SNAPSHOTS]
  *        test_segment_churn SECONDS            (mixed)
- * Runs until SECONDS have passed or SNAPSHOTS snapshots were taken.
+ * Runs until SECONDS have passed or SNAPSHOTS snapshots were taken, and in
+ * any case until the run has what it checks (more than 10 snapshots, more
+ * than 1000 registry changes): a loaded machine takes longer to get there,
+ * it does not fail. 10 minutes only bound a run that never gets there.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -52,6 +55,9 @@ void pcpu__reader_set_read_hook(pcpu_reader_t *r,
 static pcpu_registry_t *reg;
 static pcpu_family_t *fam;
 static int stop_flag;
+static long live_ops; /* the writers' registry changes so far */
+#define MIN_OPS 1000   /* a run makes more than this many */
+#define MIN_SNAPS 10   /* and takes more than this many snapshots */
 
 struct two {
 	struct pcpu_counter a, b;
@@ -111,6 +117,7 @@ static void *writer(void *arg)
 			}
 		}
 		ops++;
+		__atomic_fetch_add(&live_ops, 1, __ATOMIC_RELAXED);
 	}
 	return (void *)ops;
 }
@@ -168,6 +175,7 @@ static void *families_writer(void *arg)
 			}
 		}
 		ops++;
+		__atomic_fetch_add(&live_ops, 1, __ATOMIC_RELAXED);
 		/* A pause of 0 to ~pace_ns: many snapshots see no change at all
 		 * (stable), and some see one begin during their second look. */
 		{
@@ -302,7 +310,7 @@ int main(int argc, char **argv)
 {
 	static const char *const ln[] = { "id" };
 	const char *mode = "mixed";
-	double seconds = 1.5, end;
+	double seconds = 1.5, end, bound;
 	unsigned long max_snaps = 0;
 	struct pcpu_segment_options o;
 	struct pcpu_reader_options ro;
@@ -362,7 +370,17 @@ int main(int argc, char **argv)
 		CHECK(pthread_create(&t[k], NULL, nwriters == 1 ? families_writer : writer,
 				     (void *)(uintptr_t)(k + 1)) == 0);
 	end = now_s() + seconds;
-	while ((max_snaps == 0 || snaps < max_snaps) && (snaps % 64 != 0 || now_s() < end)) {
+	bound = now_s() + 600;
+	for (;;) {
+		if (snaps % 64 == 0) {
+			double t = now_s();
+			int done = (max_snaps && snaps >= max_snaps) || t >= end;
+			int enough = snaps > MIN_SNAPS &&
+				     __atomic_load_n(&live_ops, __ATOMIC_RELAXED) > MIN_OPS;
+
+			if ((done && enough) || t >= bound)
+				break;
+		}
 		if (pcpu_reader_snapshot(r, snaps % 4 == 0 ? PCPU_READER_PER_SLOT : 0, &s) != 0) {
 			/* Counted, not fatal: the figure is the point. */
 			if (failed++ < 5)
@@ -414,6 +432,6 @@ int main(int argc, char **argv)
 	       "to the bound, %zu entries left out as changing, %zu series checked)\n",
 	       mode, ops, snaps, failed, unstable, changed, seen);
 	CHECK(failed == 0);
-	CHECK(snaps > 10 && ops > 1000);
+	CHECK(snaps > MIN_SNAPS && ops > MIN_OPS);
 	return 0;
 }

@@ -20,7 +20,8 @@
  *  - segments: another process's reader sees the value of the last
  *    collection;
  *  - the process collector: the six process_* series, with plausible values.
- * A deadlock fails the test through alarm(), not by hanging.
+ * A deadlock fails the test through alarm(), not by hanging (5 minutes:
+ * only a deadlock takes that long, however loaded the machine).
  */
 #include "../check.h"
 #include "segment_text.h"
@@ -249,7 +250,7 @@ static void test_reentry(void)
 	e.fam = family(e.reg, "reentry", PCPU_METRIC_GAUGE, 0, 1, ln);
 	CHECK(pcpu_family_callback(e.fam, self, reentering, &e) == 0);
 	CHECK(pcpu_family_gauge(e.fam, plain) != NULL);
-	alarm(20); /* a deadlock fails here */
+	alarm(300); /* a deadlock fails here */
 	s = pcpu_registry_snapshot(e.reg);
 	alarm(0);
 	CHECK(s != NULL);
@@ -320,7 +321,7 @@ static void test_blocking(void)
 	CHECK(reg != NULL);
 	f = family(reg, "slow", PCPU_METRIC_GAUGE, 0, 0, NULL);
 	CHECK(pcpu_family_callback(f, NULL, sleeper, NULL) == 0);
-	alarm(30);
+	alarm(300);
 
 	/* Registration and updates while the callback sleeps: it is held
 	 * until they are done, so a registration that waited for the
@@ -355,7 +356,7 @@ static void test_blocking(void)
 	if (pid == 0) {
 		struct pcpu_snapshot *s;
 
-		alarm(10);
+		alarm(300);
 		s = pcpu_registry_snapshot(reg); /* collects: the sleeper runs here */
 		_exit(s && pcpu_registry_counter(reg, "child_total", NULL) ? 0 : 1);
 	}

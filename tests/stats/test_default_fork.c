@@ -42,7 +42,7 @@ static int one_run(void)
 	pid_t pid;
 	int st;
 
-	alarm(20); /* a deadlock ends the run with SIGALRM */
+	alarm(300); /* a deadlock ends the run with SIGALRM (only a deadlock takes 5 minutes) */
 	CHECK(pthread_create(&t, NULL, first_default, NULL) == 0);
 	fork_gate_await(1);
 	for (int i = 0; i < 20; i++) {

@@ -157,6 +157,8 @@ static pcpu_group_t *sg[NFLOWS];
 static int stop;
 static int64_t added[NFLOWS]; /* summed at writer exit */
 static uint64_t snapshots, seg_snapshots, violations;
+static uint64_t live_snapshots, live_seg_snapshots; /* counted as the readers go */
+#define MIN_SNAPSHOTS 10 /* a run takes more than this many of each */
 static __thread int64_t my_sig_adds[NFLOWS];
 static __thread uint64_t rng;
 
@@ -263,6 +265,7 @@ static void *reader(void *arg)
 		else
 			pcpu_snapshot_free(s);
 		n++;
+		__atomic_add_fetch(r ? &live_seg_snapshots : &live_snapshots, 1, __ATOMIC_RELAXED);
 	}
 	if (r)
 		pcpu_reader_close(r);
@@ -316,12 +319,18 @@ static void stress(double seconds, const char *expect_mode)
 	CHECK(pthread_create(&rd[2], NULL, reader, (void *)pcpu_segment_path(seg)) == 0);
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	t0 = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	/* `seconds`, and until the readers have taken the snapshots the checks
+	 * below need (a loaded machine gets there later); 10 minutes only bound
+	 * a run that never gets there. */
 	do {
 		usleep(2000);
 		pthread_kill(w[rand() % nw], SIGUSR1);
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		t = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-	} while (t - t0 < seconds);
+	} while (t - t0 < 600 &&
+		 (t - t0 < seconds ||
+		  __atomic_load_n(&live_snapshots, __ATOMIC_RELAXED) <= MIN_SNAPSHOTS ||
+		  __atomic_load_n(&live_seg_snapshots, __ATOMIC_RELAXED) <= MIN_SNAPSHOTS));
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	for (i = 0; i < nw; i++)
 		CHECK(pthread_join(w[i], NULL) == 0);
@@ -359,7 +368,7 @@ static void stress(double seconds, const char *expect_mode)
 	       pcpu_rseq_mode_name(pcpu_rseq_mode()), nw, (unsigned long long)snapshots,
 	       (unsigned long long)seg_snapshots, (unsigned long long)violations, (long long)added[0]);
 	CHECK(violations == 0);
-	CHECK(snapshots > 10 && seg_snapshots > 10);
+	CHECK(snapshots > MIN_SNAPSHOTS && seg_snapshots > MIN_SNAPSHOTS);
 	pcpu_registry_destroy(sreg);
 	CHECK(rmdir(dir) == 0);
 }

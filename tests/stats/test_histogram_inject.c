@@ -12,7 +12,9 @@
  * adds. 2 threads per CPU record random values into a log-linear and an
  * explicit histogram; at the end every bucket and both sums equal what the
  * threads and the handlers recorded, tallied privately. In the rseq modes
- * some sections must have aborted.
+ * some sections must have aborted: the run lasts --seconds, and then goes
+ * on until one has (a loaded machine gets there later; 10 minutes only
+ * bound a run that never gets there).
  *
  * Usage: test_histogram_inject --expect-mode glibc|own|fallback [--seconds S]
  */
@@ -47,7 +49,7 @@ enum { MAXB = 2048, MAXT = 64 };
 static pcpu_histogram_t *hist[2];
 static size_t nb[2];
 static int stop;
-static unsigned long total_aborts;
+static unsigned long total_aborts, live_aborts; /* live: published as they run */
 
 /* Per thread: what it (and its signal handler) recorded. */
 struct tally {
@@ -93,6 +95,8 @@ static void *worker(void *arg)
 		int64_t v = next_value(&t->seed);
 
 		record(t, (int)(i++ & 1), v);
+		if ((i & 1023) == 0 && pcpu__test_inject_aborts && !live_aborts)
+			__atomic_store_n(&live_aborts, pcpu__test_inject_aborts, __ATOMIC_RELAXED);
 	}
 	__atomic_fetch_add(&total_aborts, pcpu__test_inject_aborts, __ATOMIC_RELAXED);
 	return NULL;
@@ -141,7 +145,19 @@ int main(int argc, char **argv)
 		handler_tallies[i].seed = 0x632be59bd9b4e019ull * (uint64_t)(i + 1);
 		CHECK(pthread_create(&th[i], NULL, worker, &tallies[i]) == 0);
 	}
-	usleep((useconds_t)(seconds * 1e6));
+	{
+		struct timespec t0, t;
+		double elapsed;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			usleep(10000);
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			elapsed = (double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9;
+		} while (elapsed < 600 &&
+			 (elapsed < seconds || (pcpu_rseq_mode() != PCPU_RSEQ_FALLBACK &&
+						!__atomic_load_n(&live_aborts, __ATOMIC_RELAXED))));
+	}
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	for (i = 0; i < nthreads; i++)
 		pthread_join(th[i], NULL);

@@ -1,15 +1,24 @@
 #!/bin/sh
 # Builds the statistics fuzz targets with clang's libFuzzer (ASan + UBSan)
-# and runs each for a few seconds from its checked-in corpus, as a ctest
-# test. The targets link only src/stats/{validate,format,expose,negotiate}.c, which
-# need nothing but libc, so they build apart from the gcc-built library.
+# and runs each from its checked-in corpus for a fixed number of inputs, as
+# a ctest test: the same work however loaded the machine is (a time budget
+# would test less on a busy machine). The targets link only
+# src/stats/{validate,format,expose,negotiate}.c, which need nothing but
+# libc, so they build apart from the gcc-built library.
 #
-# Usage: run_fuzz.sh CLANG SOURCE_DIR WORK_DIR [SECONDS]
+# Usage: run_fuzz.sh CLANG SOURCE_DIR WORK_DIR [RUNS]
 #   CLANG is the compiler CMake found at configure time ("" or *-NOTFOUND
 #   when there was none: the test then fails, it does not skip).
-# Longer runs: PCPU_FUZZ_SECONDS=600 ctest -R stats_fuzz
+# Longer runs: PCPU_FUZZ_RUNS=10000000 ctest -R stats_fuzz (inputs per
+# target), or PCPU_FUZZ_SECONDS=600 (seconds per target, however many
+# inputs that makes).
 set -eu
-clang=$1 src=$2 work=$3 secs=${PCPU_FUZZ_SECONDS:-${4:-4}}
+clang=$1 src=$2 work=$3 runs=${PCPU_FUZZ_RUNS:-${4:-50000}}
+if [ -n "${PCPU_FUZZ_SECONDS:-}" ]; then
+	limit="-max_total_time=$PCPU_FUZZ_SECONDS" what="${PCPU_FUZZ_SECONDS}s"
+else
+	limit="-runs=$runs" what="$runs inputs"
+fi
 case "$clang" in
 ""|*NOTFOUND*)
 	echo "FAIL: clang was not found when CMake configured the build; the fuzz" \
@@ -35,8 +44,8 @@ for t in validate expose negotiate; do
 	# New inputs go to a scratch corpus; the checked-in one is only read.
 	rm -rf "$work/corpus_$t"
 	mkdir -p "$work/corpus_$t"
-	echo "fuzz_$t: ${secs}s"
-	if ! (cd "$work" && ./fuzz_$t -max_total_time="$secs" -max_len=4096 -timeout=10 \
+	echo "fuzz_$t: $what"
+	if ! (cd "$work" && ./fuzz_$t $limit -max_len=4096 -timeout=10 \
 		-rss_limit_mb=2048 -print_final_stats=1 "corpus_$t" \
 		"$src/tests/stats/fuzz/corpus_$t" > "fuzz_$t.log" 2>&1); then
 		tail -n 60 "$work/fuzz_$t.log" >&2
