@@ -219,9 +219,14 @@ static void *signaller(void *arg)
 	return NULL;
 }
 
+/* Bounds that only catch hangs (a loaded machine stalls a thread for
+ * seconds, never for minutes); the ctest timeout is 600 s. */
+#define STALL_S 120
+#define SAFETY_S 300
+
 static void on_alarm(int sig)
 {
-	static const char msg[] = "test_rwlock_stress: FAILED: threads still blocked 20 s after "
+	static const char msg[] = "test_rwlock_stress: FAILED: threads still blocked 120 s after "
 				  "the end: a lost wake-up (or a deadlock)\n";
 
 	(void)sig;
@@ -286,9 +291,18 @@ int main(int argc, char **argv)
 	CHECK(pthread_create(&mig, NULL, migrator, NULL) == 0);
 	CHECK(pthread_create(&sig, NULL, signaller, NULL) == 0);
 
-	/* Replace readers as they exit; watch that both sides progress. */
+	/* Replace readers as they exit; watch that both sides progress. Runs
+	 * `seconds` and then until each event the checks below need has been
+	 * seen (a loaded machine only makes it longer); the stall bound and
+	 * the safety bound are far beyond any scheduling delay and only catch
+	 * a lost wake-up. */
 	t0 = last_progress = now_s();
-	while (now_s() - t0 < seconds) {
+	while (now_s() - t0 < seconds ||
+	       __atomic_load_n(&writes, __ATOMIC_RELAXED) < 100 ||
+	       __atomic_load_n(&blocked_reads, __ATOMIC_RELAXED) == 0 ||
+	       __atomic_load_n(&signal_reads, __ATOMIC_RELAXED) == 0) {
+		if (now_s() - t0 > SAFETY_S)
+			fail("the events needed were not seen in 300 s");
 		uint64_t r = __atomic_load_n(&reads, __ATOMIC_RELAXED);
 		uint64_t w = __atomic_load_n(&writes, __ATOMIC_RELAXED);
 
@@ -302,15 +316,15 @@ int main(int argc, char **argv)
 			last_reads = r;
 			last_writes = w;
 			last_progress = now_s();
-		} else if (now_s() - last_progress > 10) {
-			fail("no progress for 10 s: a lost wake-up (or a deadlock)");
+		} else if (now_s() - last_progress > STALL_S) {
+			fail("no progress for 120 s: a lost wake-up (or a deadlock)");
 		}
 		usleep(2000);
 	}
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	/* Joining is bounded too: a sleeper nobody wakes never returns. */
 	signal(SIGALRM, on_alarm);
-	alarm(20);
+	alarm(STALL_S);
 	for (int i = 0; i < nreaders; i++)
 		CHECK(pthread_join(readers[i], NULL) == 0);
 	for (int i = 0; i < 2; i++)
