@@ -263,7 +263,10 @@ PCPU_API int pcpu_reader_snapshot(pcpu_reader_t *r, unsigned flags,
  * the value; for a histogram, each slot's count of observations. The split
  * is only meaningful between resets and gauge sets: those are offsets in
  * slot 0's mirror word. NULL with errno EINVAL when out of range or taken
- * without PCPU_READER_PER_SLOT. Valid as long as the snapshot.
+ * without PCPU_READER_PER_SLOT, ENODATA for a member of a consistent group
+ * (pcpu/group.h: its value is read whole from the group's lanes, which have
+ * no per-slot split). Valid as long as the snapshot. Thread-safe (the
+ * snapshot is read-only); async-signal-safe. Cost: a few loads.
  */
 PCPU_API const int64_t *pcpu_reader_snapshot_slots(const struct pcpu_reader_snapshot *s,
 						   size_t family, size_t series);

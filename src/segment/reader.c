@@ -1493,6 +1493,12 @@ const int64_t *pcpu_reader_snapshot_slots(const struct pcpu_reader_snapshot *pub
 		errno = EINVAL;
 		return NULL;
 	}
+	if (!s->slots[family][series]) {
+		/* A group member's value is read whole with its group (the
+		 * lanes, not the slots, hold it): there is no per-slot split. */
+		errno = ENODATA;
+		return NULL;
+	}
 	return s->slots[family][series];
 }
 

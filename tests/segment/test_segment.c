@@ -702,6 +702,29 @@ static void check_group_entries(void)
 	group_entry(pcpu_segment_path(seg), &s2, v);
 	CHECK(v[0] == 3 && v[1] == 4500);
 	CHECK_EQ_U64(s2, s1 + 2);
+	{
+		/* A group member (a counter family is named without "_total") has
+		 * no per-slot split: NULL with ENODATA,
+		 * its value read whole. */
+		pcpu_reader_t *r = pcpu_reader_open("groups", &ropt);
+		struct pcpu_reader_snapshot *rs;
+		size_t f, found = 0;
+
+		CHECK(r != NULL);
+		CHECK(pcpu_reader_snapshot(r, PCPU_READER_PER_SLOT, &rs) == 0);
+		for (f = 0; f < rs->snapshot.nfamilies; f++) {
+			if (strcmp(rs->snapshot.families[f].name, "g_packets") != 0)
+				continue;
+			CHECK(rs->snapshot.families[f].nseries == 1);
+			CHECK_EQ_U64(rs->snapshot.families[f].series[0].value.counter, 3);
+			errno = 0;
+			CHECK(pcpu_reader_snapshot_slots(rs, f, 0) == NULL && errno == ENODATA);
+			found++;
+		}
+		CHECK(found == 1);
+		pcpu_reader_snapshot_free(rs);
+		pcpu_reader_close(r);
+	}
 	CHECK(pcpu_group_family_remove(gf, a) == 0);
 	{
 		struct pcpu__seg_header h;
