@@ -15,6 +15,10 @@
 #   openssl, apache2-utils (htpasswd): the exporter's TLS and auth tests
 #   gcc-aarch64-linux-gnu, libc6-dev-arm64-cross, binutils-aarch64-linux-gnu:
 #           the aarch64 cross build and its section checks
+#   qemu-system-arm, qemu-system-x86, cpio: the emulated machines
+#           (scripts/vm/: aarch64 and many-CPU x86-64 under TCG; the Debian
+#           kernels they boot are downloaded at test time, into a cache, by
+#           scripts/vm/fetch-kernels.sh)
 # Idempotent and quiet when everything is present. Needs root for apt-get.
 set -euo pipefail
 
@@ -58,6 +62,13 @@ have protoc    || need_apt+=(protobuf-compiler)
 have aarch64-linux-gnu-gcc || need_apt+=(gcc-aarch64-linux-gnu)
 [ -e /usr/aarch64-linux-gnu/include/stdio.h ] || need_apt+=(libc6-dev-arm64-cross)
 have aarch64-linux-gnu-objdump || need_apt+=(binutils-aarch64-linux-gnu)
+# The emulated machines (scripts/vm/run.sh): the emulators, cpio for the
+# initramfs, and dpkg-deb and apt-get to fetch and unpack the kernels.
+have qemu-system-aarch64 || need_apt+=(qemu-system-arm)
+have qemu-system-x86_64 || need_apt+=(qemu-system-x86)
+have cpio      || need_apt+=(cpio)
+have gzip      || need_apt+=(gzip)
+[ -e /usr/share/keyrings/debian-archive-keyring.gpg ] || need_apt+=(debian-archive-keyring)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "install-deps: apt-get install ${need_apt[*]}"

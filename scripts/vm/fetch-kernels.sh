@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Downloads the Debian kernels the emulated runs boot (scripts/vm/run.sh)
+# into a cache, at test time; nothing of it is committed.
+#
+#   arm64 6.1   Debian 12's linux-image-6.1.0-*-arm64: its vmlinuz is an
+#               uncompressed Image with CONFIG_RSEQ=y and the PL011 console
+#               built in (qemu-system-aarch64 -M virt boots it directly)
+#   amd64 6.1   Debian 12's linux-image-6.1.0-*-amd64: no mm_cid, honours
+#               possible_cpus= (many possible CPUs, few present)
+#   amd64 6.12  bookworm-backports' linux-image-6.12*-amd64: has mm_cid
+#               (AT_RSEQ_FEATURE_SIZE 32), caps possible CPUs at present
+#
+# apt runs with a private state directory (its own sources.list, lists,
+# cache and an empty dpkg status, APT::Architectures arm64 and amd64), so the
+# host's dpkg architectures, apt lists and installed packages are untouched.
+# Only `apt-get download` of the packages themselves: nothing is installed;
+# `dpkg-deb -x` unpacks each into the cache.
+#
+# Cache: $PCPU_VM_CACHE, default ~/.cache/pcpu-vm. Re-running is a no-op
+# once the kernels are there (delete the folder to refresh).
+# Prints the three vmlinuz paths as KEY=PATH lines on stdout (run.sh reads
+# them); progress goes to stderr.
+set -euo pipefail
+cache=${PCPU_VM_CACHE:-$HOME/.cache/pcpu-vm}
+mirror=${PCPU_VM_MIRROR:-http://deb.debian.org/debian}
+mkdir -p "$cache"
+cache=$(cd "$cache" && pwd)
+
+# KEY  architecture  suite  package-name pattern (the newest match is taken)
+kernels=(
+  "arm64_6.1 arm64 bookworm ^linux-image-6\.1\.0-[0-9]+-arm64$"
+  "amd64_6.1 amd64 bookworm ^linux-image-6\.1\.0-[0-9]+-amd64$"
+  "amd64_6.12 amd64 bookworm-backports ^linux-image-6\.12\.[0-9.+~a-z]*-amd64$"
+)
+
+have_all=1
+for k in "${kernels[@]}"; do
+  set -- $k
+  [ -f "$cache/$1/vmlinuz" ] || have_all=0
+done
+
+if [ $have_all -eq 0 ]; then
+  start=$SECONDS
+  apt_dir=$cache/apt
+  mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$apt_dir/empty" "$apt_dir/prefs"
+  : >"$apt_dir/status"
+  cat >"$apt_dir/sources.list" <<EOF
+deb [arch=amd64,arm64 signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror bookworm main
+deb [arch=amd64,arm64 signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror bookworm-backports main
+EOF
+  apt_opts=(
+    -o "Dir::Etc::SourceList=$apt_dir/sources.list"
+    -o "Dir::Etc::SourceParts=$apt_dir/empty"
+    -o "Dir::Etc::Preferences=$apt_dir/prefs/none"
+    -o "Dir::Etc::PreferencesParts=$apt_dir/prefs"
+    -o "Dir::State::Lists=$apt_dir/lists"
+    -o "Dir::State::Status=$apt_dir/status"
+    -o "Dir::Cache=$apt_dir/cache"
+    -o "APT::Architecture=amd64"
+    -o "APT::Architectures::=amd64"
+    -o "APT::Architectures::=arm64"
+    -o "Debug::NoLocking=1"
+    -o "Acquire::Languages=none"
+  )
+  # As root, apt drops to _apt for downloads, which cannot write into a
+  # private folder under root's home: download as the caller instead.
+  [ "$(id -u)" -ne 0 ] || apt_opts+=(-o "APT::Sandbox::User=root")
+  echo "fetch-kernels: apt-get update (private state in $apt_dir)" >&2
+  apt-get "${apt_opts[@]}" -qq update >&2
+  for k in "${kernels[@]}"; do
+    set -- $k
+    key=$1 arch=$2 suite=$3 pattern=$4
+    [ -f "$cache/$key/vmlinuz" ] && continue
+    # Newest package of the suite matching the pattern: apt-cache's list of
+    # names, then the highest version among them.
+    pkg=$(apt-cache "${apt_opts[@]}" pkgnames linux-image-6. 2>/dev/null \
+            | sed 's/:.*//' | grep -E "$pattern" | sort -V | tail -1 || true)
+    if [ -z "$pkg" ]; then
+      echo "fetch-kernels: no package matching $pattern in $suite ($arch)" >&2
+      exit 1
+    fi
+    echo "fetch-kernels: $key: apt-get download $pkg:$arch/$suite" >&2
+    rm -rf "$cache/dl" && mkdir -p "$cache/dl"
+    (cd "$cache/dl" && apt-get "${apt_opts[@]}" -qq download "$pkg:$arch/$suite" >&2)
+    rm -rf "$cache/$key.tmp" && mkdir -p "$cache/$key.tmp"
+    dpkg-deb -x "$cache"/dl/*.deb "$cache/$key.tmp/root"
+    vmlinuz=$(ls "$cache/$key.tmp/root/boot/"vmlinuz-* | head -1)
+    mv "$vmlinuz" "$cache/$key.tmp/vmlinuz"
+    basename "$vmlinuz" | sed 's/^vmlinuz-//' >"$cache/$key.tmp/release"
+    # Only the kernel image is used (the tests need no module).
+    rm -rf "$cache/$key.tmp/root" "$cache/dl"
+    rm -rf "$cache/$key" && mv "$cache/$key.tmp" "$cache/$key"
+  done
+  rm -rf "$apt_dir/cache/archives" "$apt_dir/cache/"*.bin
+  echo "fetch-kernels: done in $((SECONDS - start)) s" >&2
+fi
+
+for k in "${kernels[@]}"; do
+  set -- $k
+  echo "$1=$cache/$1/vmlinuz"
+done
