@@ -1,0 +1,718 @@
+/*
+ * The emulated machines' test (scripts/vm/run.sh): a static program that
+ * runs as /init of an initramfs under qemu-system-aarch64 or
+ * qemu-system-x86_64, or as an ordinary program on the host.
+ *
+ * Threads (2 per online CPU, at least 4) drive the public API at once:
+ * counter adds, add_many, histogram records, a consistent group's add2 (with
+ * a reader checking every read it makes is consistent), ref get/put, a
+ * big-reader lock (a writer changes two words that readers must always see
+ * equal), an object cache (no object handed out twice). Each adder's own
+ * timer signal interrupts it, and the handler adds to counters, the
+ * histogram and the group too. The main thread forks children now and then,
+ * each of which checks its copy of a counter counts exactly; with
+ * --hotplug N it also takes CPUs offline and online N times through
+ * /sys/devices/system/cpu/cpuK/online while the threads run.
+ *
+ * Built with PCPU_TEST_INJECT (pcpu/arch/common.h) for the count of
+ * aborted sections (spin 0 by default: the sections are the ordinary ones
+ * but for the hook's branch), and by scripts/vm/run.sh also with
+ * PCPU_TEST_SPLIT_BLOCKS (an emulator may interrupt a section after each of
+ * its loads and adds) and with PCPU_TEST_SPLIT_BLOCKS +
+ * PCPU_TEST_BROKEN_SECTION (the descriptors' ranges end before the commit),
+ * which must lose updates: run.sh expects that build to FAIL.
+ *
+ * It runs until --adds N updates AND --aborts A aborted sections (rseq
+ * modes) AND every hotplug switch are done -- not for a fixed time;
+ * --max-seconds only bounds a run that cannot get there. Then every total
+ * must be exact. One line is printed:
+ *   VM_RESULT arch=... kernel=... mode=... index=... cpus=P/Q adds=N
+ *             aborts=A forks=F hotplug=H seconds=S result=exact|FAILED
+ * (and the reasons before it). As /init (pid 1) it mounts /proc and /sys
+ * first and powers the machine off at the end (the kernel must never see
+ * init exit).
+ *
+ * Modes (--mode): glibc (glibc's registration), own (pcpu's own:
+ * GLIBC_TUNABLES=glibc.pthread.rseq=0), fallback (PCPU_RSEQ=0), seccomp
+ * (rseq refused with EPERM by a seccomp filter). --index cpu|mm_cid sets
+ * PCPU_INDEX; --expect-index cpu|mm_cid checks what the process then uses
+ * (pcpu_zone_index(NULL)): mm_cid asked for on a kernel without it must
+ * report cpu. The environment is set and the program execs itself once, so
+ * that glibc and pcpu read it at start-up.
+ *
+ * --footprint: instead of the stress, the memory and fetch cost of 10^6
+ * counters written from 2 slots (two threads pinned to CPUs 0 and 1), as
+ *   VM_FOOTPRINT ... bytes_per_counter=B vmpte_kb=K fetch_ns=T
+ */
+#define PCPU_TEST_INJECT 1
+#include "../check.h"
+#include "../seccomp_deny.h"
+#include <pcpu/pcpu.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/reboot.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef sigev_notify_thread_id
+#define sigev_notify_thread_id _sigev_un._tid
+#endif
+
+#if defined(__aarch64__)
+#define ARCH "aarch64"
+#elif defined(__x86_64__)
+#define ARCH "x86_64"
+#else
+#define ARCH "other"
+#endif
+
+#if defined(PCPU_TEST_BROKEN_SECTION)
+#define VARIANT "broken-split"
+#elif defined(PCPU_TEST_SPLIT_BLOCKS)
+#define VARIANT "split"
+#else
+#define VARIANT "plain"
+#endif
+
+unsigned pcpu__test_inject_spin;
+__thread unsigned long pcpu__test_inject_aborts;
+void pcpu__test_inject_before(void)
+{
+}
+
+static int is_init;
+static int failures;
+
+static void fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("vm_stress: FAIL: ", stdout);
+	vfprintf(stdout, fmt, ap);
+	fputc('\n', stdout);
+	fflush(stdout);
+	va_end(ap);
+	__atomic_fetch_add(&failures, 1, __ATOMIC_RELAXED);
+}
+
+/* The end: as init, power off (exiting would panic the kernel). */
+static void finish(int rc)
+{
+	fflush(stdout);
+	fflush(stderr);
+	if (is_init) {
+		sync();
+		reboot(RB_POWER_OFF);
+		for (;;)
+			pause();
+	}
+	exit(rc);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int read_file(const char *path, char *buf, size_t n)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t r;
+
+	if (fd < 0)
+		return -1;
+	r = read(fd, buf, n - 1);
+	close(fd);
+	if (r < 0)
+		return -1;
+	buf[r] = 0;
+	while (r > 0 && (buf[r - 1] == '\n' || buf[r - 1] == ' '))
+		buf[--r] = 0;
+	return 0;
+}
+
+static long status_kb(const char *field)
+{
+	char buf[8192], *p;
+
+	if (read_file("/proc/self/status", buf, sizeof(buf)) != 0 || !(p = strstr(buf, field)))
+		return -1;
+	return strtol(p + strlen(field) + 1, NULL, 10);
+}
+
+/* ---- the shared objects and what the threads added to them ------------------ */
+
+enum { NSINGLE = 3, NMANY = 4, NCNT = NSINGLE + NMANY, MAX_THREADS = 128 };
+static pcpu_counter_t single[NSINGLE], many;
+static pcpu_histogram_t *hist;
+static pcpu_group_t *group;
+static pcpu_ref_t *ref;
+static pcpu_rwlock_t *rw;
+static pcpu_objcache_t *cache;
+static int released;
+static int64_t expected[NCNT], exp_g0, exp_g1, exp_hsum;
+static uint64_t *exp_hcount; /* per bucket */
+static size_t nbuckets;
+static unsigned long total_adds, total_aborts, bad_group_reads, group_reads, bad_rw_reads;
+static unsigned long rw_writes, cache_ops;
+static int stop, stop_reader, nthreads;
+static const char *expect_mode;
+static unsigned timer_us = 50;
+static volatile uint64_t rw_a, rw_b; /* written under the write lock */
+
+struct obj {
+	int in_use;
+	char pad[60];
+};
+
+static void release_fn(void *arg)
+{
+	(void)arg;
+	__atomic_fetch_add(&released, 1, __ATOMIC_RELAXED);
+}
+
+/* What this thread's signal handler added (written only by the handler,
+ * which the thread's own timer runs; folded in with signals blocked). */
+static __thread int64_t h_runs;
+
+static void handler(int sig)
+{
+	int saved = errno;
+
+	(void)sig;
+	pcpu_counter_add(single[0], 3);
+	pcpu_counter_add(single[2], -2);
+	pcpu_histogram_record(hist, 7);
+	pcpu_group_add2(group, 0, 1, 2);
+	h_runs++;
+	errno = saved;
+}
+
+static void check_mode(void)
+{
+	const char *m = pcpu_rseq_mode_name(pcpu_rseq_mode());
+
+	if (expect_mode && strcmp(m, expect_mode) != 0)
+		fail("a thread runs in mode %s (error %d: %s), expected %s", m, pcpu_rseq_error(),
+		     strerror(pcpu_rseq_error()), expect_mode);
+}
+
+static void *adder(void *arg)
+{
+	int me = (int)(intptr_t)arg;
+	int64_t local[NCNT] = {0}, g0 = 0, g1 = 0, hsum = 0;
+	uint64_t *hcount = calloc(nbuckets, sizeof(*hcount));
+	uint64_t rng = 0x9e3779b97f4a7c15ull * ((uint64_t)me + 1);
+	unsigned long i = 0, published_adds = 0, published_aborts = 0, ops = 0, loops = 0;
+	struct sigevent sev;
+	timer_t timer;
+	sigset_t all;
+
+	CHECK(hcount);
+	check_mode();
+	if (timer_us) {
+		struct itimerspec every = {{0, (long)timer_us * 1000}, {0, (long)timer_us * 1000}};
+
+		memset(&sev, 0, sizeof(sev));
+		sev.sigev_notify = SIGEV_THREAD_ID;
+		sev.sigev_signo = SIGUSR1;
+		sev.sigev_notify_thread_id = (pid_t)syscall(SYS_gettid);
+		CHECK(timer_create(CLOCK_MONOTONIC, &sev, &timer) == 0);
+		CHECK(timer_settime(timer, 0, &every, NULL) == 0);
+	}
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+		uint64_t r = check_xorshift(&rng);
+		int64_t v = (int64_t)(r % 2001) - 1000;
+		unsigned k = (unsigned)((r >> 16) % 16);
+
+		if (k < 6) {
+			pcpu_counter_add(single[k % NSINGLE], v);
+			local[k % NSINGLE] += v;
+			i += 1;
+		} else if (k < 8) {
+			pcpu_counter_t cs[NMANY] = {many, many + 1, many + 2, many + 3};
+			int64_t vs[NMANY] = {1, v, -v / 3, 1000};
+
+			pcpu_counter_add_many(cs, vs, NMANY);
+			for (int j = 0; j < NMANY; j++)
+				local[NSINGLE + j] += vs[j];
+			i += NMANY;
+		} else if (k < 11) {
+			int64_t hv = (int64_t)(r >> 40) % 100000;
+
+			pcpu_histogram_record(hist, hv);
+			hcount[pcpu_histogram_bucket_of(hist, hv)]++;
+			hsum += hv;
+			i += 1;
+		} else if (k < 13) {
+			int64_t d = (int64_t)((r >> 24) % 100) + 1;
+
+			pcpu_group_add2(group, 0, d, 2 * d);
+			g0 += d;
+			g1 += 2 * d;
+			i += 1;
+		} else if (k < 14) {
+			pcpu_ref_get(ref);
+			pcpu_ref_put(ref);
+			i += 2;
+		} else if (k < 15) {
+			pcpu_rwlock_rdlock(rw);
+			if (rw_a != rw_b)
+				__atomic_fetch_add(&bad_rw_reads, 1, __ATOMIC_RELAXED);
+			pcpu_rwlock_rdunlock(rw);
+			i += 2;
+		} else {
+			struct obj *o = pcpu_objcache_get(cache);
+
+			if (!o) {
+				fail("pcpu_objcache_get: %s", strerror(errno));
+			} else {
+				if (__atomic_exchange_n(&o->in_use, 1, __ATOMIC_RELAXED))
+					fail("an object of the cache was handed out twice");
+				__atomic_store_n(&o->in_use, 0, __ATOMIC_RELAXED);
+				pcpu_objcache_put(cache, o);
+				ops++;
+			}
+		}
+		if ((++loops & 255) == 0) {
+			__atomic_fetch_add(&total_adds, i - published_adds, __ATOMIC_RELAXED);
+			published_adds = i;
+			__atomic_fetch_add(&total_aborts, pcpu__test_inject_aborts - published_aborts,
+					   __ATOMIC_RELAXED);
+			published_aborts = pcpu__test_inject_aborts;
+		}
+	}
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	if (timer_us)
+		CHECK(timer_delete(timer) == 0);
+	for (int j = 0; j < NCNT; j++)
+		__atomic_fetch_add(&expected[j], local[j], __ATOMIC_RELAXED);
+	/* The handler's adds */
+	__atomic_fetch_add(&expected[0], 3 * h_runs, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&expected[2], -2 * h_runs, __ATOMIC_RELAXED);
+	hcount[pcpu_histogram_bucket_of(hist, 7)] += (uint64_t)h_runs;
+	hsum += 7 * h_runs;
+	g0 += h_runs;
+	g1 += 2 * h_runs;
+	i += 4 * (unsigned long)h_runs;
+	for (size_t b = 0; b < nbuckets; b++)
+		__atomic_fetch_add(&exp_hcount[b], hcount[b], __ATOMIC_RELAXED);
+	__atomic_fetch_add(&exp_hsum, hsum, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&exp_g0, g0, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&exp_g1, g1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&total_adds, i - published_adds, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&total_aborts, pcpu__test_inject_aborts - published_aborts, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&cache_ops, ops, __ATOMIC_RELAXED);
+	free(hcount);
+	return NULL;
+}
+
+/* Reads the group (every read consistent: member 1 is twice member 0) and
+ * takes the write lock now and then. */
+static void *reader(void *arg)
+{
+	unsigned long n = 0, bad = 0, writes = 0;
+
+	(void)arg;
+	check_mode();
+	while (!__atomic_load_n(&stop_reader, __ATOMIC_RELAXED)) {
+		int64_t out[2];
+
+		if (pcpu_group_read(group, 0, out) == 0) {
+			n++;
+			if (out[1] != 2 * out[0])
+				bad++;
+		}
+		if ((n & 63) == 0) {
+			CHECK(pcpu_rwlock_wrlock(rw) == 0);
+			rw_a = rw_a + 1;
+			for (volatile int k = 0; k < 100; k++)
+				;
+			rw_b = rw_a;
+			CHECK(pcpu_rwlock_wrunlock(rw) == 0);
+			writes++;
+		}
+		usleep(200);
+	}
+	group_reads = n;
+	bad_group_reads = bad;
+	rw_writes = writes;
+	return NULL;
+}
+
+/* A child of fork() counts exactly in its copy of a busy counter. */
+static int fork_check(void)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid < 0) {
+		fail("fork: %s", strerror(errno));
+		return 0;
+	}
+	if (pid == 0) {
+		uint64_t v0 = pcpu_counter_fetch(single[1]);
+
+		for (int k = 0; k < 100000; k++)
+			pcpu_counter_add(single[1], k % 3 - 1 + 2); /* 1, 2, 3 */
+		pcpu_histogram_record(hist, 1);
+		_exit(pcpu_counter_fetch(single[1]) == v0 + 200000 - 1 ? 0 : 3);
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR) {
+			fail("waitpid: %s", strerror(errno));
+			return 0;
+		}
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail("fork child: its copy of the counter is not exact (status 0x%x)", st);
+	return 1;
+}
+
+/* Takes CPU `cpu` offline or online; 0 if done. */
+static int cpu_online(int cpu, int on)
+{
+	char path[64];
+	int fd, ok;
+
+	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", cpu);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ok = write(fd, on ? "1" : "0", 1) == 1;
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+static void pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	CHECK(sched_setaffinity(0, sizeof(set), &set) == 0);
+}
+
+/* ---- --footprint ------------------------------------------------------------ */
+
+enum { FP_N = 1000000 };
+static pcpu_counter_t fp_arr;
+static void *fp_writer(void *arg)
+{
+	pin((int)(intptr_t)arg);
+	for (size_t i = 0; i < FP_N; i++)
+		pcpu_counter_add(pcpu_counter_at(fp_arr, i), 1);
+	return NULL;
+}
+
+static void footprint(const char *kernel, unsigned present, unsigned possible)
+{
+	long rss0, pte0, vm0, rss1, pte1, vm1;
+	pthread_t t[2];
+	double t0, per;
+	uint64_t sum = 0;
+	int iters = 20000;
+
+	rss0 = status_kb("VmRSS:");
+	pte0 = status_kb("VmPTE:");
+	vm0 = status_kb("VmSize:");
+	fp_arr = pcpu_counter_alloc_array(FP_N);
+	CHECK(fp_arr);
+	for (int k = 0; k < 2; k++)
+		CHECK(pthread_create(&t[k], NULL, fp_writer, (void *)(intptr_t)k) == 0);
+	for (int k = 0; k < 2; k++)
+		CHECK(pthread_join(t[k], NULL) == 0);
+	rss1 = status_kb("VmRSS:");
+	pte1 = status_kb("VmPTE:");
+	vm1 = status_kb("VmSize:");
+	for (size_t i = 0; i < FP_N; i += 4999)
+		if (pcpu_counter_fetch(pcpu_counter_at(fp_arr, i)) != 2)
+			fail("footprint: counter %zu is not 2", i);
+	t0 = now_s();
+	for (int k = 0; k < iters; k++)
+		sum += pcpu_counter_fetch(pcpu_counter_at(fp_arr, (size_t)k * 37 % FP_N));
+	per = (now_s() - t0) / iters * 1e9;
+	CHECK(sum == 2u * (uint64_t)iters);
+	printf("VM_FOOTPRINT arch=%s kernel=%s cpus=%u/%u nslots=%u counters=%d slots_written=2 "
+	       "bytes_per_counter=%.2f vmpte_kb=+%ld vmsize_mb=+%ld fetch_ns=%.0f result=%s\n",
+	       ARCH, kernel, present, possible, pcpu_nslots(), FP_N,
+	       (double)(rss1 - rss0) * 1024.0 / FP_N, pte1 - pte0, (vm1 - vm0) / 1024, per,
+	       failures ? "FAILED" : "ok");
+	finish(failures ? 1 : 0);
+}
+
+/* ---- main --------------------------------------------------------------------- */
+
+static unsigned count_cpus(const char *file)
+{
+	char buf[256], *s;
+	unsigned n = 0;
+
+	if (read_file(file, buf, sizeof(buf)) != 0)
+		return 0;
+	for (s = buf; *s;) {
+		unsigned a = (unsigned)strtoul(s, &s, 10), b = a;
+
+		if (*s == '-')
+			b = (unsigned)strtoul(s + 1, &s, 10);
+		n += b - a + 1;
+		if (*s == ',')
+			s++;
+		else
+			break;
+	}
+	return n;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long min_adds = 20000000, min_aborts = 1000;
+	double max_seconds = 300, t0, elapsed, next_fork;
+	const char *mode = "glibc", *index = NULL, *expect_index = NULL, *index_name;
+	int hotplug = 0, hotplug_done = 0, do_footprint = 0, forks = 0, offline = -1;
+	unsigned present, possible;
+	pthread_t t[MAX_THREADS], rd;
+	struct sigaction sa;
+	struct utsname un;
+	char aborts_s[32];
+	long ncpu;
+
+	is_init = getpid() == 1;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (is_init) {
+		mkdir("/proc", 0555);
+		mkdir("/sys", 0555);
+		mkdir("/dev", 0755);
+		mount("proc", "/proc", "proc", 0, NULL);
+		mount("sysfs", "/sys", "sysfs", 0, NULL);
+		mount("devtmpfs", "/dev", "devtmpfs", 0, NULL);
+	}
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--mode") && i + 1 < argc)
+			mode = argv[++i];
+		else if (!strcmp(argv[i], "--index") && i + 1 < argc)
+			index = argv[++i];
+		else if (!strcmp(argv[i], "--expect-index") && i + 1 < argc)
+			expect_index = argv[++i];
+		else if (!strcmp(argv[i], "--adds") && i + 1 < argc)
+			min_adds = strtoul(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--aborts") && i + 1 < argc)
+			min_aborts = strtoul(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--max-seconds") && i + 1 < argc)
+			max_seconds = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--hotplug") && i + 1 < argc)
+			hotplug = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--timer-us") && i + 1 < argc)
+			timer_us = (unsigned)strtoul(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--spin") && i + 1 < argc)
+			pcpu__test_inject_spin = (unsigned)strtoul(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--footprint"))
+			do_footprint = 1;
+		else {
+			printf("usage: vm_stress [--mode glibc|own|fallback|seccomp] [--index cpu|mm_cid] "
+			       "[--expect-index cpu|mm_cid] [--adds N] [--aborts A] [--max-seconds S] "
+			       "[--hotplug N] [--timer-us U] [--spin N] [--footprint]\n");
+			finish(2);
+		}
+	}
+	/* The mode's environment, then this program again, once. */
+	if (!getenv("PCPU_VM_STARTED")) {
+		if (!strcmp(mode, "own"))
+			setenv("GLIBC_TUNABLES", "glibc.pthread.rseq=0", 1);
+		else if (!strcmp(mode, "fallback"))
+			setenv("PCPU_RSEQ", "0", 1);
+		else if (!strcmp(mode, "seccomp"))
+			seccomp_deny(__NR_rseq, -1, EPERM);
+		else if (strcmp(mode, "glibc") != 0) {
+			printf("vm_stress: unknown mode %s\n", mode);
+			finish(2);
+		}
+		if (index)
+			setenv("PCPU_INDEX", index, 1);
+		setenv("PCPU_VM_STARTED", "1", 1);
+		execv("/proc/self/exe", argv);
+		printf("vm_stress: exec /proc/self/exe: %s\n", strerror(errno));
+		finish(2);
+	}
+	expect_mode = !strcmp(mode, "seccomp") ? "fallback" : mode;
+	CHECK(uname(&un) == 0);
+	present = count_cpus("/sys/devices/system/cpu/present");
+	possible = count_cpus("/sys/devices/system/cpu/possible");
+	if (do_footprint)
+		footprint(un.release, present, possible);
+	if (!strcmp(expect_mode, "fallback"))
+		min_aborts = 0;
+
+	index_name = pcpu_zone_index(NULL) == PCPU_INDEX_MM_CID ? "mm_cid" : "cpu";
+	if (expect_index && strcmp(expect_index, index_name) != 0)
+		fail("slot index %s (kernel has mm_cid: %d), expected %s", index_name,
+		     pcpu_rseq_has_mm_cid(), expect_index);
+	if (!strcmp(index_name, "mm_cid") && !pcpu_rseq_has_mm_cid())
+		fail("index mm_cid on a kernel without it");
+
+	for (int k = 0; k < NSINGLE; k++)
+		single[k] = pcpu_counter_alloc_array(k + 1) + k; /* element k of an array */
+	many = pcpu_counter_alloc_array(NMANY);
+	{
+		static const struct pcpu_histogram_layout lay = {
+			.scheme = PCPU_HISTOGRAM_LOG_LINEAR, .precision_bits = 1, .max_value = 100000};
+
+		hist = pcpu_histogram_create(&lay);
+	}
+	group = pcpu_group_alloc(2, 1);
+	ref = pcpu_ref_create(release_fn, NULL);
+	rw = pcpu_rwlock_create();
+	{
+		struct pcpu_objcache_desc d = {0};
+
+		d.size = sizeof(struct obj);
+		d.capacity = 8; /* small: the depot and the backing store work too */
+		cache = pcpu_objcache_create(&d);
+	}
+	CHECK(single[0] && single[1] && single[2] && many && hist && group && ref && rw && cache);
+	nbuckets = pcpu_histogram_nbuckets(hist);
+	CHECK(nbuckets <= 64);
+	exp_hcount = calloc(nbuckets, sizeof(*exp_hcount));
+	CHECK(exp_hcount);
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = handler;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+	check_mode();
+
+	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	nthreads = (int)(2 * ncpu);
+	if (nthreads < 4)
+		nthreads = 4;
+	if (nthreads > MAX_THREADS)
+		nthreads = MAX_THREADS;
+	for (int i = 0; i < nthreads; i++)
+		CHECK(pthread_create(&t[i], NULL, adder, (void *)(intptr_t)i) == 0);
+	CHECK(pthread_create(&rd, NULL, reader, NULL) == 0);
+
+	t0 = now_s();
+	next_fork = 0.5;
+	for (;;) {
+		usleep(50000);
+		elapsed = now_s() - t0;
+		if (elapsed >= max_seconds) {
+			fail("bound of %.0f s reached: %lu adds, %lu aborts, %d hotplug switches", max_seconds,
+			     __atomic_load_n(&total_adds, __ATOMIC_RELAXED),
+			     __atomic_load_n(&total_aborts, __ATOMIC_RELAXED), hotplug_done);
+			break;
+		}
+		if (elapsed >= next_fork && forks < 20) {
+			forks += fork_check();
+			next_fork = elapsed + 0.5;
+		}
+		if (hotplug_done < hotplug && ncpu > 1) {
+			/* One CPU at a time, a different one each time (never 0). */
+			if (offline < 0) {
+				int cpu = 1 + hotplug_done / 2 % (int)(ncpu - 1);
+
+				if (cpu_online(cpu, 0) == 0) {
+					offline = cpu;
+					hotplug_done++;
+				} else {
+					fail("cpu%d offline: %s", cpu, strerror(errno));
+					hotplug = hotplug_done;
+				}
+			} else {
+				if (cpu_online(offline, 1) == 0) {
+					offline = -1;
+					hotplug_done++;
+				} else {
+					fail("cpu%d online: %s", offline, strerror(errno));
+					hotplug = hotplug_done;
+				}
+			}
+		}
+		if (__atomic_load_n(&total_adds, __ATOMIC_RELAXED) >= min_adds &&
+		    __atomic_load_n(&total_aborts, __ATOMIC_RELAXED) >= min_aborts &&
+		    hotplug_done >= hotplug && offline < 0 && forks >= 1)
+			break;
+	}
+	if (offline >= 0)
+		cpu_online(offline, 1);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < nthreads; i++)
+		CHECK(pthread_join(t[i], NULL) == 0);
+	__atomic_store_n(&stop_reader, 1, __ATOMIC_RELAXED);
+	CHECK(pthread_join(rd, NULL) == 0);
+	elapsed = now_s() - t0;
+
+	/* Every total, exact. */
+	for (int k = 0; k < NSINGLE; k++)
+		if (pcpu_counter_fetch(single[k]) != (uint64_t)expected[k])
+			fail("counter %d: %" PRId64 " != %" PRId64 " (lost %" PRId64 ")", k,
+			     (int64_t)pcpu_counter_fetch(single[k]), expected[k],
+			     expected[k] - (int64_t)pcpu_counter_fetch(single[k]));
+	for (int k = 0; k < NMANY; k++)
+		if (pcpu_counter_fetch(many + k) != (uint64_t)expected[NSINGLE + k])
+			fail("add_many counter %d: %" PRId64 " != %" PRId64, k,
+			     (int64_t)pcpu_counter_fetch(many + k), expected[NSINGLE + k]);
+	{
+		uint64_t counts[64], count;
+		int64_t sum, g[2];
+
+		CHECK(pcpu_histogram_read(hist, counts, nbuckets, &count, &sum) == 0);
+		for (size_t b = 0; b < nbuckets; b++)
+			if (counts[b] != exp_hcount[b])
+				fail("histogram bucket %zu: %" PRIu64 " != %" PRIu64, b, counts[b], exp_hcount[b]);
+		if (sum != exp_hsum)
+			fail("histogram sum: %" PRId64 " != %" PRId64, sum, exp_hsum);
+		CHECK(pcpu_group_read(group, 0, g) == 0);
+		if (g[0] != exp_g0 || g[1] != exp_g1)
+			fail("group: %" PRId64 ", %" PRId64 " != %" PRId64 ", %" PRId64, g[0], g[1], exp_g0, exp_g1);
+	}
+	if (bad_group_reads)
+		fail("%lu of %lu group reads inconsistent", bad_group_reads, group_reads);
+	if (bad_rw_reads)
+		fail("%lu reads under the read lock saw a write half done", bad_rw_reads);
+	if (pcpu_ref_read(ref) != 1)
+		fail("ref holds %" PRId64 " references after balanced get/put, not 1", pcpu_ref_read(ref));
+	CHECK(pcpu_ref_kill(ref) == 0);
+	if (__atomic_load_n(&released, __ATOMIC_RELAXED) != 1)
+		fail("ref released %d times after the kill", released);
+	{
+		struct pcpu_objcache_stats st;
+
+		CHECK(pcpu_objcache_stats(cache, &st) == 0);
+		if (st.gets != st.puts || st.gets != cache_ops)
+			fail("object cache: %" PRIu64 " gets, %" PRIu64 " puts, %lu done", st.gets, st.puts,
+			     cache_ops);
+	}
+	if (__atomic_load_n(&total_aborts, __ATOMIC_RELAXED) < min_aborts)
+		fail("only %lu sections aborted", total_aborts);
+
+	/* In the fallback modes no section runs: the hook's count is of adds
+	 * sent to the fallback path, not of aborts. */
+	if (!strcmp(expect_mode, "fallback"))
+		snprintf(aborts_s, sizeof(aborts_s), "-");
+	else
+		snprintf(aborts_s, sizeof(aborts_s), "%lu", total_aborts);
+	printf("VM_RESULT arch=%s variant=%s kernel=%s mode=%s index=%s mm_cid=%d cpus=%u/%u "
+	       "threads=%d adds=%lu aborts=%s forks=%d hotplug=%d group_reads=%lu rw_writes=%lu "
+	       "seconds=%.1f result=%s\n",
+	       ARCH, VARIANT, un.release, mode, index_name, pcpu_rseq_has_mm_cid(), present, possible,
+	       nthreads, total_adds, aborts_s, forks, hotplug_done, group_reads, rw_writes, elapsed,
+	       failures ? "FAILED" : "exact");
+	finish(failures ? 1 : 0);
+	return 0;
+}
