@@ -455,6 +455,58 @@ static void footprint(const char *kernel, unsigned present, unsigned possible)
 	finish(failures ? 1 : 0);
 }
 
+/* --modes A,B,...: each mode in a child of its own, one after the other
+ * (a spec is MODE[:cpu|:mm_cid][:expect=cpu|mm_cid]), the other arguments
+ * passed on; then the end (as init: power-off). */
+static void run_modes(int argc, char **argv, int at)
+{
+	char *list = strdup(argv[at + 1]), *save = NULL, *m;
+
+	CHECK(list);
+	for (m = strtok_r(list, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
+		char *args[64], *copy = strdup(m), *save2 = NULL, *part;
+		int n = 0, st;
+		pid_t pid, w;
+
+		CHECK(copy && argc < 48);
+		args[n++] = argv[0];
+		args[n++] = "--spec";
+		args[n++] = m;
+		part = strtok_r(copy, ":", &save2);
+		args[n++] = "--mode";
+		args[n++] = part;
+		while ((part = strtok_r(NULL, ":", &save2))) {
+			if (!strncmp(part, "expect=", 7)) {
+				args[n++] = "--expect-index";
+				args[n++] = part + 7;
+			} else {
+				args[n++] = "--index";
+				args[n++] = part;
+			}
+		}
+		for (int i = 1; i < argc; i++) {
+			if (i == at || i == at + 1)
+				continue;
+			args[n++] = argv[i];
+		}
+		args[n] = NULL;
+		fflush(stdout);
+		pid = fork();
+		CHECK(pid >= 0);
+		if (pid == 0) {
+			execv("/proc/self/exe", args);
+			_exit(127);
+		}
+		/* As init, orphans are ours too: wait for this child only. */
+		while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
+			;
+		printf("VM_MODE_END spec=%s status=0x%x\n", m, w == pid ? st : -1);
+		free(copy);
+	}
+	free(list);
+	finish(0);
+}
+
 /* ---- main --------------------------------------------------------------------- */
 
 static unsigned count_cpus(const char *file)
@@ -482,7 +534,7 @@ int main(int argc, char **argv)
 {
 	unsigned long min_adds = 20000000, min_aborts = 1000;
 	double max_seconds = 300, t0, elapsed, next_fork;
-	const char *mode = "glibc", *index = NULL, *expect_index = NULL, *index_name;
+	const char *spec = "-", *mode = "glibc", *index = NULL, *expect_index = NULL, *index_name;
 	int hotplug = 0, hotplug_done = 0, do_footprint = 0, forks = 0, offline = -1;
 	unsigned present, possible;
 	pthread_t t[MAX_THREADS], rd;
@@ -501,8 +553,13 @@ int main(int argc, char **argv)
 		mount("sysfs", "/sys", "sysfs", 0, NULL);
 		mount("devtmpfs", "/dev", "devtmpfs", 0, NULL);
 	}
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--modes") && i + 1 < argc)
+			run_modes(argc, argv, i);
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--mode") && i + 1 < argc)
+		if (!strcmp(argv[i], "--spec") && i + 1 < argc)
+			spec = argv[++i];
+		else if (!strcmp(argv[i], "--mode") && i + 1 < argc)
 			mode = argv[++i];
 		else if (!strcmp(argv[i], "--index") && i + 1 < argc)
 			index = argv[++i];
@@ -709,10 +766,10 @@ int main(int argc, char **argv)
 		snprintf(aborts_s, sizeof(aborts_s), "%lu", total_aborts);
 	printf("VM_RESULT arch=%s variant=%s kernel=%s mode=%s index=%s mm_cid=%d cpus=%u/%u "
 	       "threads=%d adds=%lu aborts=%s forks=%d hotplug=%d group_reads=%lu rw_writes=%lu "
-	       "seconds=%.1f result=%s\n",
+	       "seconds=%.1f result=%s spec=%s\n",
 	       ARCH, VARIANT, un.release, mode, index_name, pcpu_rseq_has_mm_cid(), present, possible,
 	       nthreads, total_adds, aborts_s, forks, hotplug_done, group_reads, rw_writes, elapsed,
-	       failures ? "FAILED" : "exact");
+	       failures ? "FAILED" : "exact", spec);
 	finish(failures ? 1 : 0);
 	return 0;
 }

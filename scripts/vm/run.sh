@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# One emulated machine: builds tests/vm/vm_stress.c statically for ARCH,
+# packs it as /init of an initramfs, boots a Debian kernel under TCG
+# (scripts/vm/fetch-kernels.sh downloads it) and runs vm_stress in each
+# MODE, one after the other, in that one boot.
+#
+# Usage: scripts/vm/run.sh [options] ARCH MODE...
+#   ARCH       aarch64 | x86_64
+#   MODE       glibc | own | fallback | seccomp, optionally :cpu or :mm_cid
+#              (the slot index asked for with PCPU_INDEX) and :expect=cpu|mm_cid
+#              (the index the process must then report), e.g. glibc:mm_cid:expect=cpu
+#   --variant plain|split|broken
+#              plain: the ordinary sections (with PCPU_TEST_INJECT's abort count);
+#              split: PCPU_TEST_SPLIT_BLOCKS, a branch after each load and add
+#              inside the sections, so TCG (which takes interrupts only between
+#              translated blocks) can preempt a section mid-way;
+#              broken: split + PCPU_TEST_BROKEN_SECTION (every range ends before
+#              its commit): the run must FAIL (lost updates); this script then
+#              succeeds only if every mode failed on a total
+#   --kernel 6.1|6.12   (default 6.1; 6.12 is amd64 only: it has mm_cid)
+#   --smp N             vCPUs (default: aarch64 2, x86_64 16)
+#   --possible N        x86_64: possible CPUs (possible_cpus=N; 6.1 only)
+#   --footprint         run vm_stress --footprint instead of the modes
+#   --args "..."        more vm_stress arguments for every mode
+# Prints the guest's VM_RESULT / VM_FOOTPRINT lines and one summary line per
+# mode:  VM arch=... kernel=... variant=... mode=... adds=... aborts=...
+#        seconds=... -> PASS exact | PASS caught | FAIL ...
+# Every boot is bounded (timeout: 420 s x PCPU_TEST_TIMEOUT_SCALE), so a hung
+# guest fails fast. Build folders: build/vm/<arch>/. Never run by ctest.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+variant=plain kernel=6.1 smp="" possible="" footprint=0 extra=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --variant) variant=$2; shift 2 ;;
+    --kernel) kernel=$2; shift 2 ;;
+    --smp) smp=$2; shift 2 ;;
+    --possible) possible=$2; shift 2 ;;
+    --footprint) footprint=1; shift ;;
+    --args) extra=$2; shift 2 ;;
+    -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+    *) break ;;
+  esac
+done
+[ $# -ge 1 ] || { sed -n '2,30p' "$0" >&2; exit 2; }
+arch=$1; shift
+[ $# -ge 1 ] || [ $footprint -eq 1 ] || { echo "run.sh: no MODE" >&2; exit 2; }
+scale=${PCPU_TEST_TIMEOUT_SCALE:-1}
+boot_bound=$((420 * scale))
+
+case $arch in
+  aarch64) cc=aarch64-linux-gnu-gcc; qemu=qemu-system-aarch64; key=arm64_$kernel; smp=${smp:-2}
+           toolchain=(-DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchain-aarch64-linux-gnu.cmake") ;;
+  x86_64)  cc=gcc; qemu=qemu-system-x86_64; key=amd64_$kernel; smp=${smp:-16}; toolchain=() ;;
+  *) echo "run.sh: unknown ARCH $arch" >&2; exit 2 ;;
+esac
+case $variant in
+  plain) defs=() ;;
+  split) defs=(-DPCPU_TEST_SPLIT_BLOCKS) ;;
+  broken) defs=(-DPCPU_TEST_SPLIT_BLOCKS -DPCPU_TEST_BROKEN_SECTION) ;;
+  *) echo "run.sh: unknown variant $variant" >&2; exit 2 ;;
+esac
+
+# The kernel.
+kernels=$(bash scripts/vm/fetch-kernels.sh) || { echo "run.sh: fetching the kernels failed" >&2; exit 1; }
+vmlinuz=$(sed -n "s/^$key=//p" <<<"$kernels")
+[ -n "$vmlinuz" ] && [ -f "$vmlinuz" ] || { echo "run.sh: no kernel $key" >&2; exit 1; }
+
+# The library, static, for the target (only the library: no tests, tools,
+# protobuf), then vm_stress against it.
+bdir=$root/build/vm/$arch
+mkdir -p "$root/build/vm"
+if [ ! -f "$bdir/build.ninja" ]; then
+  cmake -S . -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${toolchain[@]}" \
+    -DPCPU_BUILD_TESTS=OFF -DPCPU_BUILD_BENCH=OFF -DPCPU_BUILD_EXAMPLES=OFF \
+    -DPCPU_BUILD_TOOLS=OFF -DPCPU_PROTOBUF=OFF >"$bdir.configure.log" 2>&1 \
+    || { cat "$bdir.configure.log"; echo "run.sh: configure failed" >&2; exit 1; }
+fi
+cmake --build "$bdir" --target pcpu_static -j 2 >"$bdir.build.log" 2>&1 \
+  || { tail -30 "$bdir.build.log"; echo "run.sh: build failed" >&2; exit 1; }
+lib=$(find "$bdir" -maxdepth 1 -name 'libpcpu*.a' | head -1)
+work=$bdir/$variant
+rm -rf "$work" && mkdir -p "$work/root"
+$cc -O2 -g -static -pthread -D_GNU_SOURCE "${defs[@]}" -Iinclude -I"$bdir/include" \
+  -o "$work/root/init" tests/vm/vm_stress.c "$lib" \
+  || { echo "run.sh: building vm_stress failed" >&2; exit 1; }
+(cd "$work/root" && find . | cpio -o -H newc --quiet | gzip -1 >"$work/init.cpio.gz")
+
+# The command line: everything after "--" is init's argv.
+if [ $footprint -eq 1 ]; then
+  init_args="--footprint"
+else
+  init_args="--modes $(IFS=,; echo "$*") $extra"
+fi
+case $arch in
+  aarch64)
+    cmd=($qemu -M virt -accel tcg -cpu max,pauth-impdef=on -smp "$smp" -m 1024
+         -nographic -no-reboot -nic none -kernel "$vmlinuz" -initrd "$work/init.cpio.gz"
+         -append "console=ttyAMA0 quiet panic=-1 -- $init_args") ;;
+  x86_64)
+    pc=""; [ -n "$possible" ] && pc="possible_cpus=$possible"
+    cmd=($qemu -M q35 -accel tcg -cpu max -smp "$smp" -m 2048
+         -nographic -no-reboot -nic none -kernel "$vmlinuz" -initrd "$work/init.cpio.gz"
+         -append "console=ttyS0 quiet panic=-1 $pc -- $init_args") ;;
+esac
+log=$work/console.log
+start=$SECONDS
+timeout -k 10 "$boot_bound" "${cmd[@]}" </dev/null >"$log" 2>&1
+qrc=$?
+secs=$((SECONDS - start))
+tr -d '\r' <"$log" | grep -E '^(VM_RESULT|VM_FOOTPRINT|vm_stress)' || true
+krel=$(cat "$(dirname "$vmlinuz")/release" 2>/dev/null || echo "$kernel")
+if [ $qrc -eq 124 ] || [ $qrc -eq 137 ]; then
+  echo "VM arch=$arch kernel=$krel variant=$variant boot=${secs}s -> FAIL: no power-off within $boot_bound s (console: $log)"
+  tail -20 "$log"
+  exit 1
+fi
+if [ $footprint -eq 1 ]; then
+  if tr -d '\r' <"$log" | grep -q '^VM_FOOTPRINT .*result=ok'; then
+    echo "VM arch=$arch kernel=$krel footprint boot=${secs}s -> PASS"; exit 0
+  fi
+  echo "VM arch=$arch kernel=$krel footprint -> FAIL (console: $log)"; tail -20 "$log"; exit 1
+fi
+
+# One verdict per mode, from its VM_RESULT line (init prints VM_MODE_END
+# with the child's exit status after each).
+rc=0
+for m in "$@"; do
+  name=${m%%:*}
+  line=$(tr -d '\r' <"$log" | grep -E "^VM_RESULT .* spec=$m( |$)" | tail -1)
+  if [ -z "$line" ]; then
+    echo "VM arch=$arch kernel=$krel variant=$variant mode=$m -> FAIL: no result (console: $log)"
+    rc=1; continue
+  fi
+  get() { sed -nE "s/.* $1=([^ ]*).*/\1/p" <<<"$line"; }
+  res=$(get result)
+  summary="VM arch=$arch kernel=$krel cpus=$(get cpus) variant=$variant mode=$name index=$(get index) adds=$(get adds) aborts=$(get aborts) hotplug=$(get hotplug) seconds=$(get seconds)"
+  if [ "$variant" = broken ]; then
+    # The test of the test: a section whose range ends before its commit
+    # must lose updates, seen as a wrong total. In the fallback modes no
+    # section runs, so they stay exact.
+    if [ "$name" = fallback ] || [ "$name" = seccomp ]; then
+      [ "$res" = exact ] && echo "$summary -> PASS exact (no section runs)" \
+        || { echo "$summary -> FAIL: $res"; rc=1; }
+    elif [ "$res" = FAILED ] && tr -d '\r' <"$log" | grep -qE '^vm_stress: FAIL: (counter|add_many|histogram|group)'; then
+      echo "$summary -> PASS caught (the broken build lost updates)"
+    else
+      echo "$summary -> FAIL: the broken build was not caught ($res)"; rc=1
+    fi
+  else
+    if [ "$res" = exact ]; then echo "$summary -> PASS exact"; else echo "$summary -> FAIL: $res"; rc=1; fi
+  fi
+done
+echo "VM arch=$arch kernel=$krel variant=$variant boot+run=${secs}s rc=$rc"
+exit $rc
