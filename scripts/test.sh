@@ -5,8 +5,14 @@
 #      rseq modes and under valgrind, fuzzers, Prometheus checks,
 #   3. AddressSanitizer + UndefinedBehaviorSanitizer build: every test,
 #   4. ThreadSanitizer build: every test (TSan cannot see inline assembly, so
-#      there pcpu runs its atomic fallback path, which TSan checks).
-# Usage: scripts/test.sh [--quick]   (--quick: step 2 only)
+#      there pcpu runs its atomic fallback path, which TSan checks),
+#   5. the emulated machines (scripts/vm/run-all.sh, not under ctest):
+#      aarch64 and a 16-CPU x86-64 with 256 possible CPUs under QEMU's TCG,
+#      Debian kernels downloaded into ~/.cache/pcpu-vm, every mode, and a
+#      deliberately broken build that must be caught; counted as one test.
+# Usage: scripts/test.sh [--quick] [--no-vm]
+#   --quick: step 2 only (and step 5 unless --no-vm)
+#   --no-vm: skip step 5 (quick local runs; CI never passes it)
 # Build folders: build/, build-asan/, build-tsan/ (reused if present).
 #
 # No test depends on how much CPU it gets: tests that need N events run
@@ -15,8 +21,14 @@
 # timeouts, PCPU_TEST_TIMEOUT_SCALE=N (a whole number) multiplies them all.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-quick=0
-[ "${1:-}" = "--quick" ] && quick=1
+quick=0 vm=1
+for arg in "$@"; do
+  case $arg in
+    --quick) quick=1 ;;
+    --no-vm) vm=0 ;;
+    *) echo "usage: scripts/test.sh [--quick] [--no-vm]"; exit 2 ;;
+  esac
+done
 scale=${PCPU_TEST_TIMEOUT_SCALE:-1}
 [[ "$scale" =~ ^[1-9][0-9]*$ ]] || { echo "test.sh: PCPU_TEST_TIMEOUT_SCALE must be a whole number >= 1"; exit 2; }
 start=$SECONDS
@@ -61,6 +73,15 @@ run_config plain build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCPU_PROTOBUF=ON
 if [ $quick -eq 0 ]; then
   run_config asan+ubsan build-asan -DCMAKE_BUILD_TYPE=Debug -DPCPU_SANITIZE=address -DPCPU_BUILD_BENCH=OFF -DPCPU_PROTOBUF=ON
   run_config tsan build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCPU_SANITIZE=thread -DPCPU_BUILD_BENCH=OFF -DPCPU_PROTOBUF=ON
+fi
+
+if [ $vm -eq 1 ]; then
+  echo "=== emulated machines (scripts/vm/run-all.sh)"
+  if bash scripts/vm/run-all.sh; then
+    total_pass=$((total_pass+1))
+  else
+    total_fail=$((total_fail+1)); failed_configs+=("emulated machines")
+  fi
 fi
 
 echo

@@ -109,7 +109,10 @@ start=$SECONDS
 timeout -k 10 "$boot_bound" "${cmd[@]}" </dev/null >"$log" 2>&1
 qrc=$?
 secs=$((SECONDS - start))
-tr -d '\r' <"$log" | grep -E '^(VM_RESULT|VM_FOOTPRINT|vm_stress)' || true
+# The console's text, from the guest's lines on (the firmware's escape
+# sequences may precede a line).
+tr -d '\r' <"$log" | grep -oE '(VM_RESULT|VM_FOOTPRINT|vm_stress: ).*' >"$work/results.txt" || true
+cat "$work/results.txt"
 krel=$(cat "$(dirname "$vmlinuz")/release" 2>/dev/null || echo "$kernel")
 if [ $qrc -eq 124 ] || [ $qrc -eq 137 ]; then
   echo "VM arch=$arch kernel=$krel variant=$variant boot=${secs}s -> FAIL: no power-off within $boot_bound s (console: $log)"
@@ -117,7 +120,7 @@ if [ $qrc -eq 124 ] || [ $qrc -eq 137 ]; then
   exit 1
 fi
 if [ $footprint -eq 1 ]; then
-  if tr -d '\r' <"$log" | grep -q '^VM_FOOTPRINT .*result=ok'; then
+  if grep -q '^VM_FOOTPRINT .*result=ok' "$work/results.txt"; then
     echo "VM arch=$arch kernel=$krel footprint boot=${secs}s -> PASS"; exit 0
   fi
   echo "VM arch=$arch kernel=$krel footprint -> FAIL (console: $log)"; tail -20 "$log"; exit 1
@@ -128,7 +131,7 @@ fi
 rc=0
 for m in "$@"; do
   name=${m%%:*}
-  line=$(tr -d '\r' <"$log" | grep -E "^VM_RESULT .* spec=$m( |$)" | tail -1)
+  line=$(grep -E "^VM_RESULT .* spec=$m( |$)" "$work/results.txt" | tail -1)
   if [ -z "$line" ]; then
     echo "VM arch=$arch kernel=$krel variant=$variant mode=$m -> FAIL: no result (console: $log)"
     rc=1; continue
@@ -143,7 +146,7 @@ for m in "$@"; do
     if [ "$name" = fallback ] || [ "$name" = seccomp ]; then
       [ "$res" = exact ] && echo "$summary -> PASS exact (no section runs)" \
         || { echo "$summary -> FAIL: $res"; rc=1; }
-    elif [ "$res" = FAILED ] && tr -d '\r' <"$log" | grep -qE '^vm_stress: FAIL: (counter|add_many|histogram|group)'; then
+    elif [ "$res" = FAILED ] && grep -qE '^vm_stress: FAIL: (counter|add_many|histogram|group)' "$work/results.txt"; then
       echo "$summary -> PASS caught (the broken build lost updates)"
     else
       echo "$summary -> FAIL: the broken build was not caught ($res)"; rc=1

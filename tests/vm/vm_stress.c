@@ -456,7 +456,7 @@ static void footprint(const char *kernel, unsigned present, unsigned possible)
 }
 
 /* --modes A,B,...: each mode in a child of its own, one after the other
- * (a spec is MODE[:cpu|:mm_cid][:expect=cpu|mm_cid]), the other arguments
+ * (a spec is MODE[:cpu|:mm_cid][:expect=cpu|mm_cid][:hotplug=N]), the other arguments
  * passed on; then the end (as init: power-off). */
 static void run_modes(int argc, char **argv, int at)
 {
@@ -476,7 +476,10 @@ static void run_modes(int argc, char **argv, int at)
 		args[n++] = "--mode";
 		args[n++] = part;
 		while ((part = strtok_r(NULL, ":", &save2))) {
-			if (!strncmp(part, "expect=", 7)) {
+			if (!strncmp(part, "hotplug=", 8)) {
+				args[n++] = "--hotplug";
+				args[n++] = part + 8;
+			} else if (!strncmp(part, "expect=", 7)) {
 				args[n++] = "--expect-index";
 				args[n++] = part + 7;
 			} else {

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The emulated machines' step of scripts/test.sh: every mode on aarch64 and
+# on a many-CPU x86-64, the block-splitting build, and a deliberately broken
+# build that must be caught. Each line is one boot of scripts/vm/run.sh:
+#
+#   aarch64, Debian 12's 6.1, 2 vCPUs (no mm_cid):
+#     plain   glibc, own, fallback, seccomp, mm_cid asked for (reports cpu)
+#     split   glibc, own          broken  glibc, own   (must lose updates)
+#   x86-64, Debian 12's 6.1, 16 vCPUs of 256 possible (possible_cpus=256):
+#     plain   glibc with 20 CPU hotplug switches, own, fallback, seccomp,
+#             mm_cid asked for (reports cpu)
+#     split   glibc               broken  glibc        (must lose updates)
+#     footprint: 10^6 counters written from 2 slots (bytes per counter,
+#             page tables, a fetch's cost)
+#   x86-64, bookworm-backports' 6.12 (has mm_cid), 16 vCPUs:
+#     plain   glibc and own with index mm_cid (must use it), own with 20
+#             hotplug switches
+#
+# Usage: scripts/vm/run-all.sh      (exit 0 when every boot passed)
+# Each run goes until its adds and aborts are done, never for a fixed time;
+# each boot is bounded by 420 s x PCPU_TEST_TIMEOUT_SCALE. Never run by ctest.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+start=$SECONDS
+pass=0 fail=0 failed=()
+log_dir=build/vm
+mkdir -p "$log_dir"
+summary=$log_dir/summary.txt
+: >"$summary"
+
+run() { # description, run.sh arguments...
+  local what=$1; shift
+  echo "--- vm: $what"
+  local out
+  out=$(bash scripts/vm/run.sh "$@" 2>&1)
+  local rc=$?
+  printf '%s\n' "$out" | grep -E '^VM ' | tee -a "$summary"
+  if [ $rc -eq 0 ]; then
+    pass=$((pass + 1))
+  else
+    printf '%s\n' "$out" | grep -vE '^VM ' | tail -30
+    fail=$((fail + 1)); failed+=("$what")
+  fi
+}
+
+# Enough adds to span many timer ticks and migrations, and aborts seen in
+# every rseq mode; the fallback modes are slower under TCG (an atomic per add).
+a64="--adds 4000000 --aborts 200"
+x86="--adds 8000000 --aborts 500"
+
+run "aarch64 6.1 plain" aarch64 --args "$a64" \
+  glibc own fallback seccomp glibc:mm_cid:expect=cpu
+run "aarch64 6.1 split" --variant split aarch64 --args "$a64" glibc own
+run "aarch64 6.1 broken (must be caught)" --variant broken aarch64 --args "$a64" glibc own
+
+run "x86_64 6.1 16/256 plain" --possible 256 x86_64 --args "$x86" \
+  glibc:hotplug=20 own fallback seccomp glibc:mm_cid:expect=cpu
+run "x86_64 6.1 16/256 split" --variant split --possible 256 x86_64 --args "$x86" glibc
+run "x86_64 6.1 16/256 broken (must be caught)" --variant broken --possible 256 x86_64 --args "$x86" glibc
+run "x86_64 6.1 16/256 footprint" --possible 256 --footprint x86_64
+
+run "x86_64 6.12 plain mm_cid" --kernel 6.12 x86_64 --args "$x86" \
+  glibc:mm_cid:expect=mm_cid own:mm_cid:expect=mm_cid:hotplug=20
+
+echo "vm: $pass passed, $fail failed ($((SECONDS - start)) s)${failed:+; failed: ${failed[*]}}"
+[ $fail -eq 0 ]
