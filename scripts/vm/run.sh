@@ -4,7 +4,7 @@
 # (scripts/vm/fetch-kernels.sh downloads it) and runs vm_stress in each
 # MODE, one after the other, in that one boot.
 #
-# Usage: scripts/vm/run.sh [options] ARCH MODE...
+# Usage: scripts/vm/run.sh [options] ARCH MODE...   (options anywhere)
 #   ARCH       aarch64 | x86_64
 #   MODE       glibc | own | fallback | seccomp, optionally :cpu or :mm_cid
 #              (the slot index asked for with PCPU_INDEX) and :expect=cpu|mm_cid
@@ -31,6 +31,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
 variant=plain kernel=6.1 smp="" possible="" footprint=0 extra=""
+pos=()
 while [ $# -gt 0 ]; do
   case $1 in
     --variant) variant=$2; shift 2 ;;
@@ -40,9 +41,10 @@ while [ $# -gt 0 ]; do
     --footprint) footprint=1; shift ;;
     --args) extra=$2; shift 2 ;;
     -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
-    *) break ;;
+    *) pos+=("$1"); shift ;;
   esac
 done
+set -- "${pos[@]}"
 [ $# -ge 1 ] || { sed -n '2,30p' "$0" >&2; exit 2; }
 arch=$1; shift
 [ $# -ge 1 ] || [ $footprint -eq 1 ] || { echo "run.sh: no MODE" >&2; exit 2; }
