@@ -174,7 +174,9 @@ PCPU_API int pcpu_rseq_error(void);
 
 /**
  * Whether the kernel fills rseq's mm_cid field (Linux >= 6.3), decided from
- * getauxval(AT_RSEQ_FEATURE_SIZE), not from glibc's __rseq_size.
+ * getauxval(AT_RSEQ_FEATURE_SIZE), not from glibc's __rseq_size. When it
+ * returns 0 the process indexes by CPU number even if PCPU_INDEX=mm_cid
+ * asked for mm_cid (pcpu_zone_index(NULL) then reports PCPU_INDEX_CPU).
  * Thread-safe.
  */
 PCPU_API int pcpu_rseq_has_mm_cid(void);

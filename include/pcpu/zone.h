@@ -40,6 +40,14 @@
  * a dense per-process id below min(running threads, CPUs), where the kernel
  * provides it, else the CPU number (rseq cpu_id). The environment variable
  * PCPU_INDEX=cpu or PCPU_INDEX=mm_cid, read once at load, overrides it.
+ * PCPU_INDEX=mm_cid on a kernel without mm_cid (before Linux 6.3, or
+ * AT_RSEQ_FEATURE_SIZE below 32) is a visible fallback, not an error: the
+ * process uses the CPU number, pcpu_zone_index(NULL) reports
+ * PCPU_INDEX_CPU and pcpu_rseq_has_mm_cid() 0, and pcpu_zone_create(
+ * PCPU_INDEX_MM_CID) fails with EINVAL (code that needs mm_cid asks for it
+ * there). Verified in the emulated machines (scripts/vm/run-all.sh):
+ * Debian 12's 6.1 kernel reports the fallback and counts exactly, the 6.12
+ * kernel uses mm_cid.
  * Why per process and not per zone: the fast path then reads the index field
  * at an offset fixed for the whole process, with no per-object lookup (see
  * docs/design.md). Why mm_cid by default: an add costs the same (one load of

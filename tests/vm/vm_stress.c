@@ -623,6 +623,17 @@ int main(int argc, char **argv)
 		     pcpu_rseq_has_mm_cid(), expect_index);
 	if (!strcmp(index_name, "mm_cid") && !pcpu_rseq_has_mm_cid())
 		fail("index mm_cid on a kernel without it");
+	{
+		/* A zone that needs mm_cid: only where the process uses it. */
+		pcpu_zone_t *z;
+
+		errno = 0;
+		z = pcpu_zone_create(PCPU_INDEX_MM_CID);
+		if (!strcmp(index_name, "mm_cid") ? !z : (z || errno != EINVAL))
+			fail("pcpu_zone_create(PCPU_INDEX_MM_CID) with index %s: %p, errno %d", index_name,
+			     (void *)z, errno);
+		pcpu_zone_destroy(z);
+	}
 
 	for (int k = 0; k < NSINGLE; k++)
 		single[k] = pcpu_counter_alloc_array(k + 1) + k; /* element k of an array */
