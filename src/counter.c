@@ -18,6 +18,7 @@
  * the final fetch equals the total of all adds, exactly.
  */
 #include "internal.h"
+#include "slot_walk.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -138,7 +139,7 @@ static uint64_t slot_value(pcpu_counter_t c, uint32_t slot, int mirror)
 uint64_t pcpu_counter_fetch(pcpu_counter_t c)
 {
 	uint64_t sum = 0;
-	uint32_t slot, n = pcpu_slot_count;
+	uint32_t slot;
 	int mirror;
 
 	if (!c) {
@@ -147,7 +148,7 @@ uint64_t pcpu_counter_fetch(pcpu_counter_t c)
 	}
 	CHECK(c);
 	mirror = pcpu_mirror_in_use(c);
-	for (slot = 0; slot < n; slot++)
+	PCPU_SLOT_WALK(i, slot)
 		sum += slot_value(c, slot, mirror);
 	return sum;
 }
@@ -173,7 +174,7 @@ static void accumulate(uint64_t *out, const int64_t *p, size_t n)
 
 int pcpu_counter_fetch_array(pcpu_counter_t c, size_t n, uint64_t *out)
 {
-	uint32_t slot, nslots = pcpu_slot_count;
+	uint32_t slot;
 
 	if (!c || (n && !out)) {
 		errno = EINVAL;
@@ -182,10 +183,10 @@ int pcpu_counter_fetch_array(pcpu_counter_t c, size_t n, uint64_t *out)
 	CHECK(c);
 	memset(out, 0, n * sizeof(*out));
 	/* Slot-major: each slot's copies are contiguous, so this streams. */
-	for (slot = 0; slot < nslots; slot++)
+	PCPU_SLOT_WALK(i, slot)
 		accumulate(out, &pcpu__counter_slot(c, slot)->pcpu__word, n);
 	if (pcpu_mirror_in_use(c))
-		for (slot = 0; slot < nslots; slot++)
+		PCPU_SLOT_WALK(i, slot)
 			accumulate(out, pcpu_mirror_word(c, slot), n);
 	return 0;
 }

@@ -36,6 +36,7 @@
  * is always below it.
  */
 #include "internal.h"
+#include "slot_walk.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -320,6 +321,7 @@ void pcpu_init(void)
 		return;
 	__atomic_store_n(&pcpu_slot_count, slots_from_environment(possible_cpus()),
 			 __ATOMIC_RELEASE);
+	pcpu_slot_walk_init(pcpu_slot_count);
 	once_end(&init_state);
 }
 
@@ -362,9 +364,10 @@ int pcpu__thread_prepare(void)
 uint32_t pcpu_fallback_slot_assign(void)
 {
 	/* Spread rseq-less threads over the slots so they do not all contend
-	 * on one cache line; no system call per add. */
-	uint32_t slot = __atomic_fetch_add(&next_fallback_slot, 1, __ATOMIC_RELAXED) %
-			pcpu_slot_count;
+	 * on one cache line; no system call per add. Only over the slots
+	 * fetches walk (src/slot_walk.c): the present CPUs. */
+	uint32_t slot = pcpu_slot_walk_nth(
+		__atomic_fetch_add(&next_fallback_slot, 1, __ATOMIC_RELAXED));
 
 	pcpu_t_fallback_slot_plus1 = slot + 1;
 	return slot;

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Which slots a fetch reads.
+ *
+ * A zone has a slot per possible CPU (pcpu_nslots()), but a slot is written
+ * only by a thread whose index is that slot, and the index is always
+ *  - a CPU number (rseq cpu_id): an online CPU, so a present one;
+ *  - an mm_cid: below the number of CPUs the process may run on, so below
+ *    the number of present CPUs;
+ *  - a fallback slot (a thread without rseq: pcpu_fallback_slot_assign()),
+ *    which pcpu takes from this same list;
+ *  - slot 0: the counters' reset offsets live in slot 0's mirror word, and
+ *    an unregistered thread of glibc's area reads mm_cid 0.
+ * A virtual machine started with many possible CPUs and few present ones
+ * (qemu -smp 16,maxcpus=256, or possible_cpus=256: 16 present, 256
+ * possible) then reads 16 slots per fetch instead of 256, and leaves the
+ * other slots' pages untouched: no page-table pages for them (the emulated
+ * machines' footprint run, scripts/vm/run-all.sh, measures it).
+ *
+ * The list is made once, from /sys/devices/system/cpu/present. CPUs taken
+ * offline and online again stay in it (they are present throughout). A CPU
+ * hot-added later (made present after pcpu started) is not in it: a thread
+ * that then runs there writes a slot that fetches of this process do not
+ * read. That is a documented limit (README, "Status"); a process that
+ * expects CPUs to be hot-added sets PCPU_SLOT_WALK=all, read once at
+ * start-up, which walks every slot.
+ */
+#include "slot_walk.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SLOT_MAX 4096 /* pcpu_slot_count's bound (rseq.c, PCPU_NSLOTS) */
+
+PCPU_HIDDEN_SW uint16_t pcpu_walk_slots[SLOT_MAX];
+PCPU_HIDDEN_SW uint32_t pcpu_walk_count;
+PCPU_HIDDEN_SW int pcpu_walk_all;
+
+/* Marks every CPU of a list such as "0-3,8,10-11" below nslots in `set`;
+ * returns how many CPUs the list names (below or above nslots), 0 if it
+ * does not parse. */
+static uint32_t mark_list(const char *s, uint8_t *set, uint32_t nslots)
+{
+	uint32_t count = 0;
+
+	while (*s && *s != '\n') {
+		uint32_t a = 0, b;
+		int digits = 0;
+
+		while (*s >= '0' && *s <= '9' && digits < 8) {
+			a = a * 10 + (uint32_t)(*s++ - '0');
+			digits++;
+		}
+		if (!digits)
+			return 0;
+		b = a;
+		if (*s == '-') {
+			s++;
+			b = 0;
+			digits = 0;
+			while (*s >= '0' && *s <= '9' && digits < 8) {
+				b = b * 10 + (uint32_t)(*s++ - '0');
+				digits++;
+			}
+			if (!digits || b < a)
+				return 0;
+		}
+		for (uint32_t c = a; c <= b; c++) {
+			if (c < nslots)
+				set[c] = 1;
+			count++;
+		}
+		if (*s == ',')
+			s++;
+		else if (*s && *s != '\n')
+			return 0;
+	}
+	return count;
+}
+
+void pcpu_slot_walk_init(uint32_t nslots)
+{
+	static uint8_t set[SLOT_MAX];
+	char buf[4096];
+	const char *env = getenv("PCPU_SLOT_WALK");
+	ssize_t len = -1;
+	uint32_t present = 0, n = 0;
+	int fd;
+
+	if (nslots > SLOT_MAX) {
+		pcpu_walk_all = 1;
+		__atomic_store_n(&pcpu_walk_count, nslots, __ATOMIC_RELEASE);
+		return;
+	}
+	memset(set, 0, nslots);
+	if (!(env && !strcmp(env, "all"))) {
+		fd = open("/sys/devices/system/cpu/present", O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			len = read(fd, buf, sizeof(buf) - 1);
+			close(fd);
+		}
+		if (len > 0) {
+			buf[len] = '\0';
+			present = mark_list(buf, set, nslots);
+		}
+	}
+	if (present == 0) {
+		memset(set, 1, nslots); /* unknown: every slot */
+	} else {
+		set[0] = 1;
+		for (uint32_t c = 0; c < present && c < nslots; c++)
+			set[c] = 1; /* mm_cid's range */
+	}
+	for (uint32_t s = 0; s < nslots; s++)
+		if (set[s])
+			pcpu_walk_slots[n++] = (uint16_t)s;
+	__atomic_store_n(&pcpu_walk_count, n, __ATOMIC_RELEASE);
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The slots a fetch visits: only those a thread can ever have written,
+ * not every possible CPU (src/slot_walk.c). Internal; nothing exported.
+ */
+#ifndef PCPU_SLOT_WALK_H
+#define PCPU_SLOT_WALK_H
+
+#include <stdint.h>
+
+#define PCPU_HIDDEN_SW __attribute__((visibility("hidden")))
+
+/* Slot numbers, ascending, and how many; set once by pcpu_slot_walk_init()
+ * (from pcpu_init()), before any zone exists. */
+PCPU_HIDDEN_SW extern uint16_t pcpu_walk_slots[];
+PCPU_HIDDEN_SW extern uint32_t pcpu_walk_count;
+/* 1 when the list does not apply: more slots than it can hold (over 4096
+ * possible CPUs), then every slot is walked, pcpu_walk_count of them. */
+PCPU_HIDDEN_SW extern int pcpu_walk_all;
+
+/* Builds the list for `nslots` slots (pcpu_slot_count): slot 0, every
+ * present CPU, and 0 .. (number of present CPUs - 1), each below nslots;
+ * every slot if the present CPUs cannot be read. Async-signal-safe (open,
+ * read, close; no malloc). */
+PCPU_HIDDEN_SW void pcpu_slot_walk_init(uint32_t nslots);
+
+/* Every slot that can hold a value, in ascending order:
+ *   uint32_t slot;
+ *   PCPU_SLOT_WALK(i, slot) sum += ...slot...;                             */
+#define PCPU_SLOT_WALK(i, slot)                                               \
+	for (uint32_t i = 0; i < pcpu_walk_count &&                           \
+			     ((slot) = pcpu_walk_all ? i : pcpu_walk_slots[i], 1); i++)
+
+/* The k-th slot of the walk, k any number (wraps): where rseq-less threads'
+ * fallback adds go, spread over the walked slots. */
+static inline uint32_t pcpu_slot_walk_nth(uint32_t k)
+{
+	return pcpu_walk_all ? k % pcpu_walk_count : pcpu_walk_slots[k % pcpu_walk_count];
+}
+
+#endif /* PCPU_SLOT_WALK_H */
