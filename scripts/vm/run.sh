@@ -8,7 +8,10 @@
 #   ARCH       aarch64 | x86_64
 #   MODE       glibc | own | fallback | seccomp, optionally :cpu or :mm_cid
 #              (the slot index asked for with PCPU_INDEX) and :expect=cpu|mm_cid
-#              (the index the process must then report), e.g. glibc:mm_cid:expect=cpu
+#              (the index the process must then report) and :hotplug=N (CPU
+#              offline/online switches during the run), e.g. glibc:mm_cid:expect=cpu;
+#              or footprint | footprint-all (vm_stress --footprint, with the
+#              slot walk / with PCPU_SLOT_WALK=all)
 #   --variant plain|split|broken
 #              plain: the ordinary sections (with PCPU_TEST_INJECT's abort count);
 #              split: PCPU_TEST_SPLIT_BLOCKS, a branch after each load and add
@@ -82,7 +85,7 @@ fi
 cmake --build "$bdir" --target pcpu_static -j 2 >"$bdir.build.log" 2>&1 \
   || { tail -30 "$bdir.build.log"; echo "run.sh: build failed" >&2; exit 1; }
 lib=$(find "$bdir" -maxdepth 1 -name 'libpcpu*.a' | head -1)
-work=$bdir/$variant
+work=$bdir/$kernel-$variant
 rm -rf "$work" && mkdir -p "$work/root"
 $cc -O2 -g -static -pthread -D_GNU_SOURCE "${defs[@]}" -Iinclude -I"$bdir/include" \
   -o "$work/root/init" tests/vm/vm_stress.c "$lib" \
@@ -133,6 +136,14 @@ fi
 rc=0
 for m in "$@"; do
   name=${m%%:*}
+  if [ "${m#footprint}" != "$m" ]; then
+    if grep -qE "^VM_FOOTPRINT .*result=ok spec=$m( |$)" "$work/results.txt"; then
+      echo "VM arch=$arch kernel=$krel mode=$m -> PASS ($(grep -E "^VM_FOOTPRINT .* spec=$m( |$)" "$work/results.txt" | grep -oE 'bytes_per_counter.*fetch_ns=[0-9]+'))"
+    else
+      echo "VM arch=$arch kernel=$krel mode=$m -> FAIL: no footprint (console: $log)"; rc=1
+    fi
+    continue
+  fi
   line=$(grep -E "^VM_RESULT .* spec=$m( |$)" "$work/results.txt" | tail -1)
   if [ -z "$line" ]; then
     echo "VM arch=$arch kernel=$krel variant=$variant mode=$m -> FAIL: no result (console: $log)"
@@ -140,7 +151,7 @@ for m in "$@"; do
   fi
   get() { sed -nE "s/.* $1=([^ ]*).*/\1/p" <<<"$line"; }
   res=$(get result)
-  summary="VM arch=$arch kernel=$krel cpus=$(get cpus) variant=$variant mode=$name index=$(get index) adds=$(get adds) aborts=$(get aborts) hotplug=$(get hotplug) seconds=$(get seconds)"
+  summary="VM arch=$arch kernel=$krel cpus=$(get cpus) variant=$variant mode=$m index=$(get index) adds=$(get adds) aborts=$(get aborts) hotplug=$(get hotplug) seconds=$(get seconds)"
   if [ "$variant" = broken ]; then
     # The test of the test: a section whose range ends before its commit
     # must lose updates, seen as a wrong total. In the fallback modes no
