@@ -259,6 +259,7 @@ static int client_cert_ok(struct server *sv, struct MHD_Connection *conn)
 	return gnutls_certificate_verify_peers2((gnutls_session_t)ci->tls_session, &status) == 0 && status == 0;
 }
 
+/* Counts the Host headers (MHD_get_connection_values()'s iterator). */
 static enum MHD_Result count_host(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
 	(void)kind;
@@ -268,55 +269,47 @@ static enum MHD_Result count_host(void *cls, enum MHD_ValueKind kind, const char
 	return MHD_YES;
 }
 
-enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
-			   const char *version, const char *upload_data, size_t *upload_data_size,
-			   void **con_cls)
+/*
+ * The first call, when the headers are in. A request with a body is
+ * refused now: libmicrohttpd then discards the body and closes the
+ * connection, so its bytes cannot pass for a second request behind a
+ * keep-alive proxy. Others are answered on the second call (a response
+ * queued before then closes the connection too). The request's context is
+ * made here (freed by on_completed()).
+ */
+static enum MHD_Result request_start(struct MHD_Connection *conn, void **con_cls)
 {
-	struct server *sv = cls;
-	struct request *rq = *con_cls;
+	struct request *rq;
 	const char *cl, *te;
+	unsigned hosts = 0;
+
+	rq = calloc(1, sizeof *rq);
+	if (!rq)
+		return MHD_NO;
+	rq->conn = conn;
+	rq->state = REQ_STARTED;
+	*con_cls = rq;
+	cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+	if (te || (cl && strcmp(cl, "0") != 0))
+		return reply_text(conn, MHD_HTTP_BAD_REQUEST, "request bodies are not accepted", 1, NULL, NULL);
+	/* RFC 9112 3.2: 400 for more than one Host (libmicrohttpd 0.9.75
+	 * checks only that HTTP/1.1 has one): proxies that read another Host
+	 * than this server are a smuggling tool. */
+	MHD_get_connection_values(conn, MHD_HEADER_KIND, count_host, &hosts);
+	if (hosts > 1)
+		return reply_text(conn, MHD_HTTP_BAD_REQUEST, "more than one Host header", 1, NULL, NULL);
+	return MHD_YES;
+}
+
+/* A GET or HEAD let through: the index, a scrape (in the format Accept
+ * asks for), or 404. A scrape that fails on the server's side (5xx) is
+ * said on stderr too: the operator must see it, not only the scraper. */
+static enum MHD_Result route(struct server *sv, struct MHD_Connection *conn, const char *url)
+{
 	struct scrape_result res;
 	enum pcpu_format fmt;
-	enum MHD_Result ret;
 
-	(void)version;
-	(void)upload_data;
-	/* A request with a body is refused on the first call, when the
-	 * headers are in: libmicrohttpd then discards the body and closes
-	 * the connection, so its bytes cannot pass for a second request
-	 * behind a keep-alive proxy. Others are answered on the second call
-	 * (a response queued before then closes the connection too). */
-	if (!rq) {
-		unsigned hosts = 0;
-
-		rq = calloc(1, sizeof *rq); /* freed by on_completed() */
-		if (!rq)
-			return MHD_NO;
-		rq->conn = conn;
-		rq->state = REQ_STARTED;
-		*con_cls = rq;
-		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-		te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
-		if (te || (cl && strcmp(cl, "0") != 0))
-			return reply_text(conn, MHD_HTTP_BAD_REQUEST, "request bodies are not accepted", 1, NULL,
-					  NULL);
-		/* RFC 9112 3.2: 400 for more than one Host (libmicrohttpd
-		 * 0.9.75 checks only that HTTP/1.1 has one): proxies that
-		 * read another Host than this server are a smuggling tool. */
-		MHD_get_connection_values(conn, MHD_HEADER_KIND, count_host, &hosts);
-		if (hosts > 1)
-			return reply_text(conn, MHD_HTTP_BAD_REQUEST, "more than one Host header", 1, NULL, NULL);
-		return MHD_YES;
-	}
-	if (*upload_data_size)
-		return MHD_NO; /* not reached: a body was refused above */
-	if (!client_cert_ok(sv, conn))
-		return reply_text(conn, MHD_HTTP_FORBIDDEN, "client certificate refused", 1, NULL, NULL);
-	if (!authorized(sv, rq, &ret))
-		return ret;
-	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
-		return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "GET or HEAD only", 0, MHD_HTTP_HEADER_ALLOW,
-				  "GET, HEAD");
 	fmt = pcpu_format_negotiate(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT));
 	if (strcmp(url, "/") == 0) {
 		char *b = strdup(index_text);
@@ -336,6 +329,33 @@ enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *u
 		return reply_text(conn, res.status, res.msg, 0, NULL, NULL);
 	}
 	return reply_metrics(conn, fmt, res.body, res.len);
+}
+
+/* Each request is checked in the order of the file's comment, then routed;
+ * a suspended one (basic authentication pending) comes back here when
+ * auth.c's worker decided. */
+enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+			   const char *version, const char *upload_data, size_t *upload_data_size,
+			   void **con_cls)
+{
+	struct server *sv = cls;
+	struct request *rq = *con_cls;
+	enum MHD_Result ret;
+
+	(void)version;
+	(void)upload_data;
+	if (!rq)
+		return request_start(conn, con_cls);
+	if (*upload_data_size)
+		return MHD_NO; /* not reached: request_start() refused bodies */
+	if (!client_cert_ok(sv, conn))
+		return reply_text(conn, MHD_HTTP_FORBIDDEN, "client certificate refused", 1, NULL, NULL);
+	if (!authorized(sv, rq, &ret))
+		return ret;
+	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+		return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "GET or HEAD only", 0, MHD_HTTP_HEADER_ALLOW,
+				  "GET, HEAD");
+	return route(sv, conn, url);
 }
 
 /* The end of a request, answered or not: its context goes. A suspended
