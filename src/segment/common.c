@@ -591,28 +591,3 @@ int pcpu__seg_proc_uid(pid_t pid, uid_t *uid)
 	*uid = st.st_uid;
 	return 0;
 }
-
-int64_t pcpu__seg_loglinear_upper(unsigned p, uint64_t b)
-{
-	uint64_t g = b >> p, j = b & (((uint64_t)1 << p) - 1);
-	uint64_t lo;
-
-	if (g == 0)
-		return (int64_t)j;
-	lo = (((uint64_t)1 << p) + j) << (g - 1);
-	return (int64_t)(lo + ((uint64_t)1 << (g - 1)) - 1);
-}
-
-int pcpu__seg_loglinear_valid(unsigned p, uint64_t nbuckets)
-{
-	uint64_t k;
-
-	if (p > 14 || nbuckets < 2)
-		return 0;
-	if ((nbuckets - 1) & (((uint64_t)1 << p) - 1))
-		return 0;
-	k = (nbuckets - 1) >> p;
-	/* k = e - p + 2 groups with e, the top bit of max_value, <= 62: the
-	 * largest finite bound is below 2^63. */
-	return k >= 2 && k <= 64 - (uint64_t)p;
-}

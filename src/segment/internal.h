@@ -110,13 +110,4 @@ PCPU_HIDDEN int pcpu__seg_writer_state(pid_t pid, uint64_t writer_start, uint64_
 /* Owner (uid) of process `pid`, from /proc/<pid>. 0 or -1 (errno). */
 PCPU_HIDDEN int pcpu__seg_proc_uid(pid_t pid, uid_t *uid);
 
-/* Bucket upper bounds of a log-linear histogram with precision p: bucket b
- * (b < nbuckets - 1) holds values up to the returned (inclusive) bound. The
- * same formula as pcpu_histogram_bucket_range(). */
-PCPU_HIDDEN int64_t pcpu__seg_loglinear_upper(unsigned p, uint64_t b);
-
-/* Whether nbuckets is a valid log-linear bucket count for precision p
- * ((k << p) + 1 with k >= 2, and every bound representable). */
-PCPU_HIDDEN int pcpu__seg_loglinear_valid(unsigned p, uint64_t nbuckets);
-
 #endif /* PCPU_SEGMENT_INTERNAL_H */

@@ -1049,12 +1049,12 @@ static int parse_family(struct parse *p, struct fam *f)
 	} else if (scheme == PCPU__SEG_HIST_LOG_LINEAR) {
 		uint64_t b;
 
-		if (!pcpu__seg_loglinear_valid(e->u32b, e->nbuckets))
+		if (!pcpu__loglinear_valid(e->u32b, e->nbuckets))
 			return BAD(f, "bad log-linear layout"), 0;
 		if (pos != e->blob_len)
 			return BAD(f, "trailing bytes in blob"), 0;
 		for (b = 0; b + 1 < e->nbuckets; b++)
-			f->upper[b] = pcpu__seg_loglinear_upper(e->u32b, b);
+			f->upper[b] = pcpu__loglinear_upper(e->u32b, b);
 		if (e->value_off) { /* 2.2: the export rule */
 			if (e->value_off > PCPU__SEG_MAX_EXPORT_LG1 || e->value_off - 1 > e->u32b)
 				return BAD(f, "bad exported bounds per power of two"), 0;
