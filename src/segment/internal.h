@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Internal interfaces of the statistics segment (writer.c, reader.c,
- * common.c). Nothing here is exported. common.c and reader.c use only libc,
+ * Internal interfaces of the statistics segment (writer.c, the reader_*.c
+ * files, common.c). Nothing here is exported. common.c and the reader use only libc,
  * this header and pcpu/expose.h (plus the stats validators): the fuzz target
  * builds them without the core.
  */

@@ -1,9 +1,21 @@
 # Sources of the shared statistics segment (writer, reader, shared helpers).
 # Included by the top-level CMakeLists.txt; paths are relative to the
-# repository root. reader.c and common.c use only libc and the statistics
-# validators, so the reader fuzz target (tests/segment) builds them alone.
+# repository root. The reader's files and common.c use only libc and the
+# statistics validators, so the reader fuzz target (tests/segment) builds
+# them alone: PCPU_SEGMENT_READER_SOURCES, which fuzz_run.sh reads too.
 set(PCPU_SEGMENT_SOURCES
   src/segment/common.c     # names, directory checks, liveness, error message
   src/segment/writer.c     # pcpu_segment_publish(): zone in a file + directory
-  src/segment/reader.c     # pcpu_reader_*: untrusted segments, copied and validated
 )
+set(PCPU_SEGMENT_READER_SOURCES
+  src/segment/reader_input.c    # pread or memory copy, the max_bytes budget
+  src/segment/reader_header.c   # header validation, reading it again
+  src/segment/reader_open.c     # pcpu_reader_open*: trust checks, accessors
+  src/segment/reader_scan.c     # finding segment files in the directories
+  src/segment/reader_list.c     # pcpu_segment_list(), pcpu_segment_prune()
+  src/segment/reader_parse.c    # parsing a copy of the directory
+  src/segment/reader_values.c   # reading and summing the values
+  src/segment/reader_result.c   # assembling the public snapshot
+  src/segment/reader_snapshot.c # pcpu_reader_snapshot(): the read protocol
+)
+list(APPEND PCPU_SEGMENT_SOURCES ${PCPU_SEGMENT_READER_SOURCES})

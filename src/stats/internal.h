@@ -16,6 +16,7 @@
 #include <pcpu/expose.h>
 
 #include "histogram_layout.h"
+#include "validate.h"
 
 #define PCPU_HIDDEN __attribute__((visibility("hidden")))
 
@@ -40,21 +41,13 @@ PCPU_HIDDEN void pcpu__set_error(const char *s);
 
 /* Offset of the first byte that is not well-formed UTF-8 in s[0..n), or n. */
 PCPU_HIDDEN size_t pcpu__utf8_valid_prefix(const char *s, size_t n);
-/* Checks help text: UTF-8, at most PCPU_STATS_HELP_MAX bytes. NULL is ok. */
-PCPU_HIDDEN int pcpu__check_help(const char *help);
-/* Checks a unit against the family name (must end in "_" unit). */
-PCPU_HIDDEN int pcpu__check_unit(const char *name, const char *unit);
+/* pcpu__check_help(), pcpu__check_unit(), pcpu__info_name_len(): validate.h. */
 
 /* The sample names a family writes, e.g. "foo" histogram -> foo, foo_bucket,
  * foo_count, foo_sum, foo_created (the OpenMetrics clash set). Returns the
  * number of suffixes for `type` and sets *suffixes. */
 PCPU_HIDDEN size_t pcpu__type_suffixes(enum pcpu_metric_type type, const char *const **suffixes);
 PCPU_HIDDEN const char *pcpu__type_name(enum pcpu_metric_type type);
-/* The length of an info family's OpenMetrics name (the family name without
- * its `_info`): OpenMetrics writes `# TYPE x info` and samples `x_info`.
- * 0 when `flags` has no PCPU_SNAPSHOT_INFO, or name is NULL or does not end
- * in `_info` after at least one character. */
-PCPU_HIDDEN size_t pcpu__info_name_len(const char *name, unsigned flags);
 /* The names a snapshot family owns (the OpenMetrics clash set): its name
  * plus each of its type's suffixes, and for an info family its OpenMetrics
  * name. Name k (k < the count returned) is f->name[0..*baselen) + *suffix. */
