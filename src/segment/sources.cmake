@@ -1,10 +1,14 @@
 # Sources of the shared statistics segment (writer, reader, shared helpers).
 # Included by the top-level CMakeLists.txt; paths are relative to the
-# repository root. The reader's files and common.c use only libc and the
+# repository root. The reader's files and the shared helpers use only libc and the
 # statistics validators, so the reader fuzz target (tests/segment) builds
 # them alone: PCPU_SEGMENT_READER_SOURCES, which fuzz_run.sh reads too.
 set(PCPU_SEGMENT_SOURCES
-  src/segment/common.c     # names, directory checks, liveness, error message
+  src/segment/error.c      # the per-thread message, pcpu_reader_reason()
+  src/segment/names.c      # segment names and file names
+  src/segment/dirs.c       # the directory named, the per-user directories
+  src/segment/safe_open.c  # directories and files opened with safety checks
+  src/segment/liveness.c   # whether a writer still runs (/proc)
   src/segment/writer.c     # pcpu_segment_publish(): zone in a file + directory
 )
 set(PCPU_SEGMENT_READER_SOURCES
