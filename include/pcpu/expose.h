@@ -239,8 +239,7 @@ PCPU_API size_t pcpu_snapshot_histogram_buckets(const struct pcpu_snapshot_famil
  * with errno EINVAL (NULL `f` or `out`, not a histogram, b >= f->nbuckets,
  * scale out of range) or ERANGE (cap too small; out is then "" if cap >
  * 0). PCPU_FORMAT_NUMBER_MAX bytes are always enough. Thread-safe; not
- * async-signal-safe (snprintf, strtod for bounds of 15 digits or more).
- * Cost: one number formatted (pcpu_format_double()'s at most).
+ * async-signal-safe (snprintf, strtod). Cost: pcpu_format_double()'s.
  */
 PCPU_API int pcpu_snapshot_bucket_le(const struct pcpu_snapshot_family *f, size_t b, char *out,
 				     size_t cap);

@@ -108,7 +108,6 @@ static int cmp_ser_fam_labels(const void *a, const void *b)
 	return cmp_ser_labels(a, b);
 }
 
-
 /* The kept families, sorted by name (fv has room for all). */
 static size_t sort_families(struct parse *p, const unsigned char *kept_fam, struct fam **fv)
 {

@@ -8,11 +8,9 @@
  * pcpu_snapshot_write(), instead of deriving them again.
  */
 #include <errno.h>
-#include <string.h>
+#include <math.h>
 
 #include <pcpu/expose.h>
-
-#include "internal.h"
 
 size_t pcpu_snapshot_histogram_buckets(const struct pcpu_snapshot_family *f, const uint64_t *counts,
 				       size_t *index, uint64_t *cumulative, size_t cap)
@@ -46,8 +44,7 @@ size_t pcpu_snapshot_histogram_buckets(const struct pcpu_snapshot_family *f, con
 
 int pcpu_snapshot_bucket_le(const struct pcpu_snapshot_family *f, size_t b, char *out, size_t cap)
 {
-	char num[PCPU__DOUBLE_BUF];
-	size_t n;
+	double v;
 
 	if (!f || !out || f->type != PCPU_METRIC_HISTOGRAM || b >= f->nbuckets ||
 	    (b + 1 < f->nbuckets && !f->bucket_upper) || f->scale_exp10 > PCPU_STATS_SCALE_MAX ||
@@ -55,18 +52,9 @@ int pcpu_snapshot_bucket_le(const struct pcpu_snapshot_family *f, size_t b, char
 		errno = EINVAL;
 		return -1;
 	}
-	if (b + 1 == f->nbuckets) {
-		n = 4;
-		memcpy(num, "+Inf", 5);
-	} else {
-		n = pcpu__fmt_bound(num, f->bucket_upper[b], f->scale_exp10);
-	}
-	if (n + 1 > cap) {
-		if (cap)
-			out[0] = '\0';
-		errno = ERANGE;
-		return -1;
-	}
-	memcpy(out, num, n + 1);
-	return (int)n;
+	/* What the writers' `le` is (pcpu__fmt_bound(), a faster path to the
+	 * same digits): the bound scaled, canonical; "+Inf" for the last. */
+	v = b + 1 == f->nbuckets ? INFINITY
+				 : pcpu_stats_scale((double)f->bucket_upper[b], f->scale_exp10);
+	return pcpu_format_double(out, cap, v, PCPU_FORMAT_NUMBER_CANONICAL);
 }
