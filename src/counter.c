@@ -18,11 +18,17 @@
  * subtraction. Then the values the resets return telescope: their total plus
  * the final fetch equals the total of all adds, exactly.
  */
-#include "internal.h"
+#include <pcpu/counter.h>
+
+#include "fork.h"
+#include "rseq_internal.h"
 #include "slot_walk.h"
+#include "zone_internal.h"
+#include "zone_mirror.h"
+
+#include <pthread.h>
 
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,22 +67,6 @@ static void reset_locks_release(void)
 #else
 #define CHECK(c) ((void)0)
 #endif
-
-void pcpu__debug_check(const void *obj, const char *func)
-{
-	const char *what = NULL;
-
-	if (!obj)
-		what = "is NULL";
-	else if (!pcpu_zone_contains_live(obj))
-		what = "is not a live pcpu allocation (freed, or never allocated)";
-	if (!what)
-		return;
-	/* Debug builds only (PCPU_DEBUG): a programming error, reported the way
-	 * assert() reports one. Release builds never get here. */
-	fprintf(stderr, "pcpu: %s: handle %p %s\n", func ? func : "?", obj, what);
-	abort();
-}
 
 /* The fallback add itself: an atomic add on the mirror word of `slot`.
  * pcpu is initialised (a counter exists). */

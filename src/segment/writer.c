@@ -86,7 +86,8 @@
 
 #include <pcpu/segment.h>
 
-#include "../internal.h"
+#include "../fork.h"
+#include "../zone_backing.h"
 #include "../stats/registry.h"
 #include "backing.h"
 #include "internal.h"
