@@ -1,15 +1,14 @@
 # Sources of the shared statistics segment (writer, reader, shared helpers).
 # Included by the top-level CMakeLists.txt; paths are relative to the
-# repository root. The reader's files and the shared helpers use only libc and the
+# repository root. The shared helpers and the reader use only libc and the
 # statistics validators, so the reader fuzz target (tests/segment) builds
-# them alone: PCPU_SEGMENT_READER_SOURCES, which fuzz_run.sh reads too.
-set(PCPU_SEGMENT_SOURCES
+# them alone: tests/segment/fuzz_run.sh reads the two lists from this file.
+set(PCPU_SEGMENT_SHARED_SOURCES
   src/segment/error.c      # the per-thread message, pcpu_reader_reason()
   src/segment/names.c      # segment names and file names
   src/segment/dirs.c       # the directory named, the per-user directories
   src/segment/safe_open.c  # directories and files opened with safety checks
   src/segment/liveness.c   # whether a writer still runs (/proc)
-  src/segment/writer.c     # pcpu_segment_publish(): zone in a file + directory
 )
 set(PCPU_SEGMENT_READER_SOURCES
   src/segment/reader_input.c    # pread or memory copy, the max_bytes budget
@@ -22,4 +21,9 @@ set(PCPU_SEGMENT_READER_SOURCES
   src/segment/reader_result.c   # assembling the public snapshot
   src/segment/reader_snapshot.c # pcpu_reader_snapshot(): the read protocol
 )
-list(APPEND PCPU_SEGMENT_SOURCES ${PCPU_SEGMENT_READER_SOURCES})
+set(PCPU_SEGMENT_SOURCES
+  ${PCPU_SEGMENT_SHARED_SOURCES}
+  src/segment/writer.c     # pcpu_segment_publish(): zone in a file + directory
+  src/segment/backing.c    # the segment's file as the zone's backing (mapping, reservation)
+  ${PCPU_SEGMENT_READER_SOURCES}
+)
