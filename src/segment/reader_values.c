@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Reading the values of a segment's series: each value is the sum over
- * every slot of the slot's words plus its mirror's (pcpu/segment.h), read
+ * every slot of the slot's words plus its mirror's (the zone's mirror
+ * layout, zone_mirror.h: the chunks of a segment file are a zone's), read
  * with as few system calls as the file's data allows, each charged to the
  * snapshot's budget.
  */
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../zone_mirror.h"
 #include "reader_internal.h"
 
 /* Values closer than this are read with one pread per slot. */
@@ -60,8 +62,8 @@ static void accumulate(struct ser *s, const unsigned char *v, unsigned slot, int
 		break;
 	}
 	}
-	if (per_slot) /* modulo 2^64, as the value */
-		s->slots[slot] = (int64_t)((uint64_t)s->slots[slot] + part);
+	if (per_slot) /* a slot's value: its words plus its mirror's, modulo 2^64 */
+		s->slots[slot] = (int64_t)pcpu__slot_sum((uint64_t)s->slots[slot], part);
 }
 
 /* A run: values of one chunk closer than RUN_GAP to the next, read with one
@@ -166,7 +168,7 @@ static int read_chunk(struct parse *p, struct ser **v, uint32_t chunk, const str
 			uint64_t x = (d > rs ? d : rs) - rs;
 			uint64_t y = (hole < rs + stride ? hole : rs + stride) - rs;
 			/* Regions nslots.. are the mirrors of slots 0..: same slot. */
-			unsigned slot = (unsigned)(rg % h->nslots);
+			unsigned slot = pcpu__mirror_region_slot(rg, h->nslots);
 
 			if (pcpu__rd_charge(p->b, REGION_CHARGE) < 0)
 				return -1;
