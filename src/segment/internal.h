@@ -16,7 +16,7 @@
 
 #include "format.h"
 
-#define PCPU_HIDDEN __attribute__((visibility("hidden")))
+#include "../visibility.h"
 
 /* ---- error.c ---- */
 
