@@ -5,8 +5,9 @@
  *   reader_input.c     every byte taken from a segment (pread or a memory
  *                      copy) and the memory budget it is charged to
  *   reader_header.c    the header: validation, and reading it again
+ *   reader_scan.c      finding segment files in the directories, the
+ *                      owners the options accept
  *   reader_open.c      opening and trust checks (owner, writer, header)
- *   reader_scan.c      finding segment files in the directories
  *   reader_list.c      pcpu_segment_list(), pcpu_segment_prune()
  *   reader_parse.c     parsing and validating a copy of the directory
  *   reader_values.c    reading and summing the values of the series
@@ -94,16 +95,6 @@ PCPU_HIDDEN int pcpu__rd_check_header_dynamic(const struct pcpu__seg_header *h, 
 PCPU_HIDDEN int pcpu__rd_read_header(struct pcpu_reader *r, struct pcpu__seg_header *h,
 				     uint64_t *size);
 
-/* ---- reader_open.c ---- */
-
-/* The writer's state (enum pcpu_segment_state): CLOSED by the header's
- * flags, else what /proc says -- GONE only on positive evidence, UNKNOWN
- * (with errno and a message) when it cannot tell. */
-PCPU_HIDDEN int pcpu__rd_writer_state(struct pcpu_reader *r, uint32_t flags);
-
-/* The owner the options accept (PCPU_READER_OWNER, else the caller). */
-PCPU_HIDDEN uid_t pcpu__rd_expected_owner(const struct pcpu_reader_options *o);
-
 /* ---- reader_scan.c ---- */
 
 /* A segment file found in one of the directories. */
@@ -116,6 +107,9 @@ struct pcpu__rd_candidate {
 	int owner_ok;  /* a regular file of an owner the caller accepts */
 	int too_small; /* such a file, shorter than a header (lstat at the scan) */
 };
+
+/* The owner the options accept (PCPU_READER_OWNER, else the caller). */
+PCPU_HIDDEN uid_t pcpu__rd_expected_owner(const struct pcpu_reader_options *o);
 
 /* Opens the reader's directories: the one named, or the per-user ones of
  * the owners the options accept. 0, or -1 with errno and a message. */
@@ -134,7 +128,14 @@ PCPU_HIDDEN int pcpu__rd_scan_dirs(const struct pcpu__seg_dirs *ds,
 PCPU_HIDDEN int pcpu__rd_maybe_live(const struct pcpu__seg_dirs *ds,
 				    const struct pcpu__rd_candidate *c);
 
-/* Opens candidate c with the reader's checks (reader_open.c). */
+/* ---- reader_open.c ---- */
+
+/* The writer's state (enum pcpu_segment_state): CLOSED by the header's
+ * flags, else what /proc says -- GONE only on positive evidence, UNKNOWN
+ * (with errno and a message) when it cannot tell. */
+PCPU_HIDDEN int pcpu__rd_writer_state(struct pcpu_reader *r, uint32_t flags);
+
+/* Opens candidate c with the reader's checks. */
 PCPU_HIDDEN pcpu_reader_t *pcpu__rd_open_candidate(const struct pcpu__seg_dirs *ds,
 						   const struct pcpu__rd_candidate *c,
 						   const struct pcpu_reader_options *o);

@@ -72,11 +72,6 @@ static int reader_init(struct pcpu_reader *r, const char *what)
 	return pcpu__rd_check_header_dynamic(&r->h, size, what);
 }
 
-uid_t pcpu__rd_expected_owner(const struct pcpu_reader_options *o)
-{
-	return (o->flags & PCPU_READER_OWNER) ? o->owner : geteuid();
-}
-
 /* Takes ownership of fd. `what` names the file in messages. */
 static pcpu_reader_t *open_fd_checked(int fd, const struct pcpu_reader_options *o, const char *what,
 				      pid_t name_pid, const char *name)

@@ -14,6 +14,11 @@
 
 #include "reader_internal.h"
 
+uid_t pcpu__rd_expected_owner(const struct pcpu_reader_options *o)
+{
+	return (o->flags & PCPU_READER_OWNER) ? o->owner : geteuid();
+}
+
 static int owner_accepted(const struct pcpu_reader_options *o, uid_t uid)
 {
 	return (o->flags & PCPU_READER_ANY_OWNER) || uid == pcpu__rd_expected_owner(o);
