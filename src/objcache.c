@@ -39,7 +39,13 @@
  * taken while one of these is held (counter adds are lock-free), so the
  * fork handlers may run at any rank.
  */
+#include "fork.h"
+#include "rseq_internal.h"
 #include "sync.h"
+#include "zone_internal.h"
+#include "zone_mirror.h"
+
+#include <pthread.h>
 
 #include <pcpu/objcache.h>
 #include <pcpu/stats.h>

@@ -60,6 +60,8 @@
  * before the kill's fold (an acquire-release add), which the final put
  * reads. ThreadSanitizer builds have no rseq: they check the atomic mode.
  */
+#include <pcpu/ref.h>
+
 #include "sync.h"
 
 #include <errno.h>

@@ -76,6 +76,8 @@
  * loads of the sum); in atomic mode, the seq_cst operations above, which
  * ThreadSanitizer builds check.
  */
+#include <pcpu/rwlock.h>
+
 #include "sync.h"
 
 #include <errno.h>

@@ -59,6 +59,7 @@
  * switching thread happens to start there), test_ref_stress still fails
  * most runs.
  */
+#include "rseq_internal.h" /* pcpu_slot_count */
 #include "sync.h"
 
 #include <errno.h>

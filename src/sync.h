@@ -7,8 +7,11 @@
 #ifndef PCPU_SYNC_H
 #define PCPU_SYNC_H
 
-#include "internal.h"
-#include <pcpu/ref.h>
+#include <pcpu/counter.h>
+#include <pcpu/percpu_sync.h>
+#include <stdint.h>
+
+#include "visibility.h"
 
 /* 0 if objects created now by the calling thread may use per-CPU mode, else
  * why not. The first call registers membarrier's PRIVATE_EXPEDITED_RSEQ

@@ -40,7 +40,8 @@
 #ifndef PCPU_COUNTER_H
 #define PCPU_COUNTER_H
 
-#include <pcpu/common.h>
+#include <pcpu/defs.h>
+#include <pcpu/rseq.h>
 #include <pcpu/zone.h>
 #include <pcpu/arch.h>
 

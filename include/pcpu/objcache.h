@@ -88,7 +88,8 @@
 #ifndef PCPU_OBJCACHE_H
 #define PCPU_OBJCACHE_H
 
-#include <pcpu/common.h>
+#include <pcpu/defs.h>
+#include <pcpu/rseq.h>
 #include <pcpu/counter.h>
 #include <pcpu/arch.h>
 

@@ -65,19 +65,13 @@
 #ifndef PCPU_ZONE_H
 #define PCPU_ZONE_H
 
-#include <pcpu/common.h>
+#include <pcpu/defs.h>
+#include <pcpu/rseq.h> /* enum pcpu_index, pcpu_nslots() */
 
 PCPU_BEGIN_DECLS
 
 /** Largest object (slot-0 bytes) one zone allocation may have. */
 #define PCPU_ZONE_MAX_OBJECT (PCPU_SLOT_STRIDE - 4096)
-
-/** Which per-thread number selects an object's slot (one per process). */
-enum pcpu_index {
-	PCPU_INDEX_DEFAULT = 0, /**< the process's index (mm_cid where available) */
-	PCPU_INDEX_CPU = 1,     /**< rseq cpu_id: the CPU the thread runs on */
-	PCPU_INDEX_MM_CID = 2,  /**< rseq mm_cid: dense concurrency id */
-};
 
 typedef struct pcpu_zone pcpu_zone_t;
 
@@ -215,12 +209,11 @@ PCPU_API unsigned pcpu_current_slot(void);
  */
 PCPU_API uint64_t pcpu_slot_replace(void *obj, uint64_t v);
 
-/* Address of the mirror copy of slot `slot` of `obj`: the words only atomic
- * read-modify-writes touch. Not API. */
-static inline void *pcpu__mirror_ptr(const void *obj, unsigned nslots, unsigned slot)
-{
-	return pcpu__slot_ptr_inline(obj, nslots + slot);
-}
+/* Debug-build handle check (PCPU_DEBUG): prints what is wrong with `obj`
+ * to stderr and aborts if it is not a live allocation of some zone; else
+ * returns. Not API: the inline operations of every layer call it in
+ * debug builds. */
+PCPU_API void pcpu__debug_check(const void *obj, const char *func);
 
 PCPU_END_DECLS
 

@@ -26,7 +26,8 @@
 #include <pcpu/gauge.h>
 
 #include "registry.h"
-#include "../internal.h"
+#include "../fork.h"
+#include "../zone_mirror.h"
 
 /* 16, not more: fork() takes them all at once (fork.c), and tools such as
  * ThreadSanitizer cap how many locks one thread may hold (64); sets are

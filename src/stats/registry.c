@@ -41,7 +41,7 @@
 #include <string.h>
 
 #include "registry.h"
-#include "../internal.h"
+#include "../fork.h"
 
 #define FNV_OFFSET PCPU__FNV_OFFSET
 #define FNV_PRIME 1099511628211ull
