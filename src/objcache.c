@@ -41,7 +41,7 @@
  */
 #include "fork.h"
 #include "rseq_internal.h"
-#include "sync.h"
+#include "percpu_sync_internal.h"
 #include "zone_internal.h"
 #include "zone_mirror.h"
 
