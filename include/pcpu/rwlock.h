@@ -86,6 +86,7 @@ PCPU_API __attribute__((cold)) int pcpu__rwlock_tryrdlock_slow(pcpu_rwlock_t *lo
 PCPU_API __attribute__((cold)) void pcpu__rwlock_rdunlock_slow(pcpu_rwlock_t *lock);
 
 #ifdef PCPU_NO_INLINE
+/* The stable tier (src/rwlock_stable_abi.c), documented below. */
 PCPU_API void pcpu_rwlock_rdlock(pcpu_rwlock_t *lock);
 PCPU_API int pcpu_rwlock_tryrdlock(pcpu_rwlock_t *lock);
 PCPU_API void pcpu_rwlock_rdunlock(pcpu_rwlock_t *lock);

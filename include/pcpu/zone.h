@@ -180,7 +180,8 @@ static inline void *pcpu__slot_ptr_inline(const void *obj, unsigned slot)
 	return (char *)(uintptr_t)obj + ((size_t)slot << PCPU_SLOT_STRIDE_SHIFT);
 }
 #ifdef PCPU_NO_INLINE
-PCPU_API void *pcpu_slot_ptr(const void *obj, unsigned slot); /* src/abi.c */
+/* The stable tier: src/counter_stable_abi.c. */
+PCPU_API void *pcpu_slot_ptr(const void *obj, unsigned slot);
 #else
 static inline void *pcpu_slot_ptr(const void *obj, unsigned slot)
 {

@@ -42,6 +42,7 @@
 
 #include "registry.h"
 #include "../fork.h"
+#include "objcache_stats.h"
 
 #define FNV_OFFSET PCPU__FNV_OFFSET
 #define FNV_PRIME 1099511628211ull
@@ -1009,6 +1010,7 @@ pcpu_registry_t *pcpu_registry_create(void)
 	reg->next = registries;
 	registries = reg;
 	pthread_mutex_unlock(&registries_lock);
+	pcpu__objcache_stats_install(); /* a cache may now name a registry */
 	return reg;
 }
 
