@@ -21,6 +21,7 @@ BIN=$OUT/fuzz_segment_reader
   -fno-sanitize-recover=undefined -I"$SRC/include" -I"$SRC/src" \
   "$SRC/tests/segment/fuzz_reader.c" "$SRC/src/segment/reader.c" "$SRC/src/segment/common.c" \
   "$SRC/src/stats/validate.c" "$SRC/src/stats/format.c" "$SRC/src/stats/expose.c" \
+  "$SRC/src/error.c" \
   -lm -o "$BIN"
 NEW=$(mktemp -d)
 trap 'rm -rf "$NEW"' EXIT
