@@ -62,7 +62,7 @@
  */
 #include <pcpu/ref.h>
 
-#include "sync.h"
+#include "percpu_sync_internal.h"
 
 #include <errno.h>
 #include <stdio.h>

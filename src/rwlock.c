@@ -78,7 +78,7 @@
  */
 #include <pcpu/rwlock.h>
 
-#include "sync.h"
+#include "percpu_sync_internal.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -40,8 +40,8 @@ struct pcpu_gauge {
 typedef struct pcpu_gauge *pcpu_gauge_t;
 
 #ifdef PCPU_NO_INLINE
-/* The stable tier (src/abi.c): the same operations as exported functions,
- * documented below with their inline versions. */
+/* The stable tier (src/stats/stable_abi.c): the same operations as exported
+ * functions, documented below with their inline versions. */
 PCPU_API void pcpu_gauge_add(pcpu_gauge_t g, int64_t v);
 PCPU_API void pcpu_gauge_sub(pcpu_gauge_t g, int64_t v);
 PCPU_API void pcpu_gauge_inc(pcpu_gauge_t g);

@@ -149,8 +149,8 @@ __attribute__((always_inline)) static inline int pcpu__group_add_rseq(const pcpu
 }
 
 #ifdef PCPU_NO_INLINE
-/* The stable tier (src/abi.c): the same operations as exported functions,
- * documented below with their inline versions. */
+/* The stable tier (src/stats/stable_abi.c): the same operations as exported
+ * functions, documented below with their inline versions. */
 PCPU_API void pcpu_group_add(const pcpu_group_t *g, size_t i, const int64_t *d);
 PCPU_API void pcpu_group_add2(const pcpu_group_t *g, size_t i, int64_t d0, int64_t d1);
 PCPU_API unsigned pcpu_group_members(const pcpu_group_t *g);

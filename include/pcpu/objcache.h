@@ -67,7 +67,10 @@
  * Statistics: pcpu counters (pcpu_objcache_counter(), read with
  * pcpu_counter_fetch()), registered in a registry when the description
  * names one (families pcpu_objcache_*, label `cache`), so that they are
- * exported and published like any metric.
+ * exported and published like any metric. The cache itself knows nothing
+ * of registries: the statistics layer, which creates them, registers the
+ * counters for it (src/stats/objcache_stats.c), so a program that names
+ * no registry uses the cache without the statistics layer.
  *
  * Signals: get and put are not async-signal-safe (their slow paths take
  * mutexes); a signal that interrupts one is harmless (the section
@@ -163,8 +166,9 @@ struct pcpu_objcache_desc {
 	pcpu_objcache_dtor_fn *dtor; /**< may be NULL */
 	pcpu_objcache_moved_fn *moved; /**< stray hook, may be NULL */
 	void *arg;                   /**< passed to ctor, dtor and moved */
-	struct pcpu_registry *registry; /**< where to register the counters, or
-					     NULL; must outlive the cache */
+	struct pcpu_registry *registry; /**< where to register the counters (by
+					     the statistics layer: pcpu/stats.h),
+					     or NULL; must outlive the cache */
 	const char *name;            /**< label `cache` in the registry (needed with one) */
 };
 
@@ -221,7 +225,7 @@ __attribute__((always_inline)) static inline void pcpu__objcache_count(struct pc
 }
 
 #ifdef PCPU_NO_INLINE
-/* The stable tier (src/objcache_abi.c), documented below. */
+/* The stable tier (src/objcache_stable_abi.c), documented below. */
 PCPU_API void *pcpu_objcache_get(pcpu_objcache_t *c);
 PCPU_API void pcpu_objcache_put(pcpu_objcache_t *c, void *obj);
 #endif
@@ -344,14 +348,16 @@ PCPU_API size_t pcpu_objcache_drain(pcpu_objcache_t *c);
  * no other thread uses the cache meanwhile or afterwards, and that its
  * registry, if any, still exists; so no get or put can be in flight, and
  * destroy needs no membarrier (it works whatever seccomp allows). Not
- * async-signal-safe.
+ * thread-safe (see above); not async-signal-safe. Cost: a drain, then
+ * freeing the slots' memory and the counters.
  */
 PCPU_API int pcpu_objcache_destroy(pcpu_objcache_t *c);
 
 /**
  * One statistic's counter (read it with pcpu_counter_fetch(); it belongs
  * to the cache: never free or reset it). NULL with errno EINVAL for a NULL
- * cache or an unknown statistic. Thread-safe; async-signal-safe; a load.
+ * cache or an unknown statistic. Thread-safe; async-signal-safe. Cost: a
+ * load.
  */
 PCPU_API pcpu_counter_t pcpu_objcache_counter(pcpu_objcache_t *c, enum pcpu_objcache_stat which);
 
@@ -365,7 +371,7 @@ PCPU_API int pcpu_objcache_stats(pcpu_objcache_t *c, struct pcpu_objcache_stats 
 
 /** 1 if the cache is in per-CPU mode, 0 if locked (from the start, or
  * turned locked: see the file comment) and for NULL. Thread-safe;
- * async-signal-safe. */
+ * async-signal-safe. Cost: a load. */
 PCPU_API int pcpu_objcache_is_percpu(const pcpu_objcache_t *c);
 
 PCPU_END_DECLS

@@ -42,6 +42,7 @@
 
 #include "registry.h"
 #include "../fork.h"
+#include "objcache_stats.h"
 
 #define FNV_OFFSET PCPU__FNV_OFFSET
 #define FNV_PRIME 1099511628211ull
@@ -1009,6 +1010,8 @@ pcpu_registry_t *pcpu_registry_create(void)
 	reg->next = registries;
 	registries = reg;
 	pthread_mutex_unlock(&registries_lock);
+	/* A cache may now name a registry. */
+	pcpu__objcache_stats_install(pcpu_registry_struct, pcpu_registry_struct_remove);
 	return reg;
 }
 
