@@ -55,6 +55,7 @@
 #include <sys/types.h>
 #include <pcpu/common.h>
 #include <pcpu/expose.h>
+#include <pcpu/segment_dir.h>
 
 PCPU_BEGIN_DECLS
 

@@ -59,6 +59,7 @@
 #include <sys/types.h>
 #include <pcpu/common.h>
 #include <pcpu/stats.h>
+#include <pcpu/segment_dir.h>
 
 PCPU_BEGIN_DECLS
 
@@ -66,14 +67,6 @@ typedef struct pcpu_segment pcpu_segment_t;
 
 /** Longest segment name, in bytes. */
 #define PCPU_SEGMENT_NAME_MAX 64
-
-/** Where the per-user segment directories (pcpu-<uid>, or
- * pcpu-<uid>.<random> when another user took that name) live when neither
- * an option nor PCPU_SEGMENT_DIR names a directory. */
-#define PCPU_SEGMENT_DEFAULT_DIR "/dev/shm"
-
-/** Environment variable naming the segment directory (writers and readers). */
-#define PCPU_SEGMENT_DIR_ENV "PCPU_SEGMENT_DIR"
 
 /** Flags of struct pcpu_segment_options. */
 enum {

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <pcpu/segment.h>
+#include <pcpu/segment_dir.h>
 
 #include "internal.h"
 

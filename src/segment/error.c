@@ -1,15 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The segment's error message: one per thread, set by the writer and the
- * reader alike (pcpu_segment_error(), pcpu_reader_error()), and the short
- * reason word an exporter shows for a reader's errno.
+ * reader alike through pcpu__seg_fail(); the writer reads it back with
+ * pcpu_segment_error() (writer.c), the reader with pcpu_reader_error()
+ * (reader_open.c).
  */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
-
-#include <pcpu/reader.h>
-#include <pcpu/segment.h>
 
 #include "internal.h"
 #include "../error.h"
@@ -27,38 +25,7 @@ int pcpu__seg_fail(int err, const char *fmt, ...)
 	return rc;
 }
 
-const char *pcpu_segment_error(void)
+const char *pcpu__seg_message(void)
 {
 	return pcpu__error_buffer(PCPU_ERROR_SEGMENT, NULL);
-}
-
-const char *pcpu_reader_error(void)
-{
-	return pcpu__error_buffer(PCPU_ERROR_SEGMENT, NULL);
-}
-
-const char *pcpu_reader_reason(int errnum)
-{
-	switch (errnum) {
-	case ENOENT:
-		return "missing";
-	case ENOTUNIQ:
-		return "ambiguous";
-	case EACCES:
-	case EPERM:
-	case ELOOP:
-		return "permission";
-	case EPROTONOSUPPORT:
-		return "incompatible";
-	case EBADMSG:
-		return "corrupt";
-	case ESRCH:
-		return "writer_gone";
-	case EAGAIN:
-		return "not_ready";
-	case EFBIG:
-		return "too_large";
-	default:
-		return "error";
-	}
 }

@@ -24,6 +24,9 @@
  * and errno; returns -1 for `return pcpu__seg_fail(EINVAL, "...")`. */
 PCPU_HIDDEN int pcpu__seg_fail(int err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* The calling thread's last segment message (pcpu_segment_error() and
+ * pcpu_reader_error() return it). */
+PCPU_HIDDEN const char *pcpu__seg_message(void);
 
 /* ---- names.c ---- */
 

@@ -386,3 +386,35 @@ int pcpu_reader_state(pcpu_reader_t *r)
 		return -1;
 	return pcpu__rd_writer_state(r, __atomic_load_n(&h.flags, __ATOMIC_RELAXED));
 }
+
+/* The reader's view of the segment's per-thread message (error.c). */
+const char *pcpu_reader_error(void)
+{
+	return pcpu__seg_message();
+}
+
+const char *pcpu_reader_reason(int errnum)
+{
+	switch (errnum) {
+	case ENOENT:
+		return "missing";
+	case ENOTUNIQ:
+		return "ambiguous";
+	case EACCES:
+	case EPERM:
+	case ELOOP:
+		return "permission";
+	case EPROTONOSUPPORT:
+		return "incompatible";
+	case EBADMSG:
+		return "corrupt";
+	case ESRCH:
+		return "writer_gone";
+	case EAGAIN:
+		return "not_ready";
+	case EFBIG:
+		return "too_large";
+	default:
+		return "error";
+	}
+}

@@ -1213,3 +1213,9 @@ uint64_t pcpu_segment_nospace(const pcpu_segment_t *seg)
 {
 	return seg ? __atomic_load_n(&seg->hdr->nospace, __ATOMIC_RELAXED) : 0;
 }
+
+/* The writer's view of the segment's per-thread message (error.c). */
+const char *pcpu_segment_error(void)
+{
+	return pcpu__seg_message();
+}
