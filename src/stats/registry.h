@@ -6,6 +6,7 @@
 #ifndef PCPU_STATS_REGISTRY_H
 #define PCPU_STATS_REGISTRY_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 
@@ -173,6 +174,101 @@ struct pcpu_registry {
 	char **const_names, **const_values;
 	struct pcpu__gfamily *gfams;  /* consistent group families */
 };
+
+/* ---- helpers every registry_*.c file shares ---- */
+
+/* Sets errno to err and, if msg, the error message; returns -1. */
+static inline int pcpu__reg_fail(int err, const char *msg)
+{
+	if (msg)
+		pcpu__set_error(msg);
+	errno = err;
+	return -1;
+}
+
+/* The directory changed: pcpu_registry_generation() moves on. */
+static inline void pcpu__reg_bump(struct pcpu_registry *reg)
+{
+	__atomic_add_fetch(&reg->generation, 1, __ATOMIC_RELEASE);
+}
+
+/* Tells the directory mirror, if any (see enum pcpu__registry_event). */
+static inline void pcpu__reg_notify(struct pcpu_registry *reg, enum pcpu__registry_event ev,
+				    struct pcpu_family *f, struct pcpu__series *se)
+{
+	if (reg->hook)
+		reg->hook(reg->hook_ctx, ev, f, se);
+}
+
+/* ---- registry_names.c: the sample-name table ---- */
+
+/* The entry of sample name base + suffix, or NULL; registry locked. */
+PCPU_HIDDEN struct pcpu__sname *pcpu__sname_find(struct pcpu_registry *reg, const char *base,
+						 const char *suffix);
+/* Reserves base + suffix for family f; -1 without memory. */
+PCPU_HIDDEN int pcpu__sname_add(struct pcpu_registry *reg, struct pcpu_family *f,
+				const char *base, const char *suffix);
+/* Releases every name family f reserved. */
+PCPU_HIDDEN void pcpu__sname_remove_family(struct pcpu_registry *reg, struct pcpu_family *f);
+/* An info family `x_info` also owns `x`: writes it to out, returns 1 (0
+ * for other families). */
+PCPU_HIDDEN int pcpu__info_family_name(const char *name, unsigned flags,
+				       char out[PCPU_STATS_NAME_MAX + 1]);
+
+/* ---- registry_families.c ---- */
+
+/* What a family has beyond its description: PCPU_SNAPSHOT_INFO, and its
+ * own constant labels (pcpu_registry_family_const()). */
+struct pcpu__fam_extra {
+	unsigned flags;
+	unsigned nconst;
+	const char *const *names, *const *values;
+};
+PCPU_HIDDEN extern const struct pcpu__fam_extra pcpu__no_extra;
+
+/* Validates a description; writes the family's base name into `base`. */
+PCPU_HIDDEN int pcpu__desc_check(const struct pcpu_family_desc *d,
+				 char base[PCPU_STATS_NAME_MAX + 1]);
+/* Checks a set of constant labels (the registry's or a family's). */
+PCPU_HIDDEN int pcpu__const_labels_check(unsigned n, const char *const *names,
+					 const char *const *values);
+/* Finds or creates; registry locked; desc checked; *created set. `x`: the
+ * new family's PCPU_SNAPSHOT_INFO and constant labels, which an existing
+ * one must match. gf, member: a member of a group family (else NULL, 0). */
+PCPU_HIDDEN struct pcpu_family *pcpu__family_get_locked(struct pcpu_registry *reg,
+							const struct pcpu_family_desc *d,
+							const char *base, int *created,
+							struct pcpu__gfamily *gf, unsigned member,
+							const struct pcpu__fam_extra *x);
+/* Frees a family and all its series' storage; registry locked; no series
+ * may belong to a struct. */
+PCPU_HIDDEN void pcpu__family_destroy_locked(struct pcpu_registry *reg, struct pcpu_family *f);
+
+/* ---- registry_series.c ---- */
+
+/* The key of a series: the hash of its label values. */
+PCPU_HIDDEN uint64_t pcpu__series_hash(const char *const *v, unsigned n);
+/* Checks the caller's label values of a series of f and sets *out to the
+ * series' whole key: those values, then the constant label values (in
+ * `buf`, PCPU_STATS_LABELS_MAX entries, when there are some). */
+PCPU_HIDDEN int pcpu__values_check(const struct pcpu_family *f, const char *const *v,
+				   const char **buf, const char *const **out);
+/* The series of f with key v (hash h), or NULL; registry locked. */
+PCPU_HIDDEN struct pcpu__series *pcpu__series_find(const struct pcpu_family *f,
+						   const char *const *v, uint64_t h);
+/* Links a new series with the given handle; registry locked; NULL + ENOMEM. */
+PCPU_HIDDEN struct pcpu__series *pcpu__series_new(struct pcpu_family *f, const char *const *v,
+						  uint64_t h, void *handle,
+						  struct pcpu__sstruct *owner);
+/* Unlinks and frees a series, not its storage (which the caller frees
+ * after); registry locked. */
+PCPU_HIDDEN void pcpu__series_unlink(struct pcpu_family *f, struct pcpu__series *se);
+/* Frees a series' storage (a group family's: member 0 owns it). */
+PCPU_HIDDEN void pcpu__storage_free(const struct pcpu_family *f, void *h);
+/* The series of f with label values v, created if absent; `info`: the
+ * caller is pcpu_registry_info(). Takes the registry lock. */
+PCPU_HIDDEN void *pcpu__series_get(pcpu_family_t *f, const char *const *v,
+				   enum pcpu_metric_type type, int info);
 
 /* Reads a series' value into a snapshot series; counts has nbuckets
  * entries for histograms. Called with the registry lock held. */

@@ -9,7 +9,12 @@ set(PCPU_STATS_SOURCES
   src/stats/gauge.c        # gauges: set by offset
   src/stats/histogram.c    # histograms: layouts, reads, quantiles
   src/stats/group.c        # consistent groups: per-CPU lanes locked by rseq
-  src/stats/registry.c     # the registry: families, series, structs
+  src/stats/registry.c     # the registry: creation, constant labels, fork, destruction
+  src/stats/registry_names.c    # its sample-name table (OpenMetrics clash set)
+  src/stats/registry_families.c # its families: checked, created, found, destroyed
+  src/stats/registry_series.c   # its series: label values, lookup, storage
+  src/stats/registry_structs.c  # statistics structs (pcpu_registry_struct)
+  src/stats/registry_groups.c   # consistent group families
   src/stats/snapshot.c     # registry snapshots
   src/stats/collector.c    # callback series, computed at collection
   src/stats/process_collector.c # the standard process_* metrics
