@@ -698,15 +698,12 @@ static void series_removing(struct pcpu_segment *seg, const struct pcpu_family *
 
 static void family_removing(struct pcpu_segment *seg, struct pcpu_family *f)
 {
+	struct pcpu__series *se;
 	uint32_t idx;
-	size_t i;
 
 	/* Series first: a reader never sees a series without its family. */
-	for (i = 0; i < f->tabsize; i++) {
-		struct pcpu__series *se;
-		for (se = f->tab[i]; se; se = se->hnext)
-			series_removing(seg, f, se);
-	}
+	for (se = f->lfirst; se; se = se->lnext)
+		series_removing(seg, f, se);
 	if (map_get(&seg->families, f, &idx) < 0)
 		return;
 	map_del(&seg->families, f);

@@ -3,8 +3,8 @@
  * Internal interfaces of the statistics layer, grouped by the file that
  * defines them. Nothing here is exported from the shared library.
  *
- * validate.c, format.c and expose.c use only libc and this header: the fuzz
- * targets build them alone, without the core.
+ * validate.c, format.c, expose.c and hashtab.c use only libc, this header
+ * and hashtab.h: the fuzz targets build them alone, without the core.
  */
 #ifndef PCPU_STATS_INTERNAL_H
 #define PCPU_STATS_INTERNAL_H
@@ -74,24 +74,6 @@ struct pcpu__arena {
  * a->failed set) without memory. */
 PCPU_HIDDEN void *pcpu__arena_alloc(struct pcpu__arena *a, size_t n);
 PCPU_HIDDEN void pcpu__arena_free(struct pcpu__arena *a);
-
-/* FNV-1a, 64 bits: pcpu__fnv1a(PCPU__FNV_OFFSET, s). Sequential, so the
- * hash of "foo" then "_total" is the hash of "foo_total". */
-#define PCPU__FNV_OFFSET 1469598103934665603ull
-static inline uint64_t pcpu__fnv1a(uint64_t h, const char *s)
-{
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
-/* pcpu__fnv1a() of s[0..n). */
-static inline uint64_t pcpu__fnv1a_n(uint64_t h, const char *s, size_t n)
-{
-	for (; n; s++, n--)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
 
 /* ---- expose.c ---- */
 

@@ -225,7 +225,7 @@ void pcpu_registry_destroy(pcpu_registry_t *reg)
 		pcpu__family_destroy_locked(reg, reg->fams[reg->nfams - 1]);
 	pthread_mutex_unlock(&reg->lock);
 	free(reg->fams);
-	free(reg->names);
+	pcpu__htab_free(&reg->names); /* its names went with the families */
 	while (reg->gfams) {
 		struct pcpu__gfamily *gf = reg->gfams;
 

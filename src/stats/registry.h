@@ -13,6 +13,7 @@
 #include <pcpu/stats.h>
 
 #include "internal.h"
+#include "hashtab.h"
 
 /* ---- stats_zone.c ---- */
 
@@ -43,9 +44,8 @@ struct pcpu__sstruct;
 
 /* One series: label values and the storage of its value. */
 struct pcpu__series {
-	struct pcpu__series *hnext;   /* family's hash chain */
 	struct pcpu__series *lnext, *lprev; /* family's list, in creation order */
-	uint64_t hash;
+	uint64_t hash;                /* of values: its key in the family's table */
 	char **values;                /* nlabels strings, one allocation */
 	void *handle;                 /* pcpu_counter_t, pcpu_gauge_t, pcpu_histogram_t * */
 	struct pcpu__sstruct *owner;  /* registered struct holding the value, or NULL */
@@ -76,9 +76,8 @@ struct pcpu_family {
 	int native_schema;            /* exponential: PCPU_SNAPSHOT_NATIVE's fields */
 	int32_t native_index;
 	unsigned flags;               /* PCPU_SNAPSHOT_* */
-	/* series hash table (chained), power-of-two size */
-	struct pcpu__series **tab;
-	size_t tabsize, nseries;
+	struct pcpu__htab series;     /* struct pcpu__series *, by label values */
+	size_t nseries;
 	/* the same series in creation order: snapshots list them so */
 	struct pcpu__series *lfirst, *llast;
 	size_t index;                 /* position in reg->fams */
@@ -107,8 +106,6 @@ struct pcpu__gseries {
 /* A sample name a family reserves (OpenMetrics clash set), in a hash table
  * of the registry: finds families by name and detects clashes. */
 struct pcpu__sname {
-	struct pcpu__sname *hnext;
-	uint64_t hash;
 	struct pcpu_family *fam;
 	char name[];
 };
@@ -129,7 +126,7 @@ struct pcpu__sstruct {
  * given are stable while it runs:
  *  - FAMILY_ADDED after a family is linked;
  *  - FAMILY_REMOVING before a family is unlinked and its series and their
- *    storage freed (the hook walks f->tab for the series itself: no
+ *    storage freed (the hook walks the family's series itself: no
  *    SERIES_REMOVING is sent for them);
  *  - SERIES_ADDED after a series is linked, its storage allocated;
  *  - SERIES_REMOVING before a series is unlinked and its storage freed;
@@ -156,8 +153,7 @@ struct pcpu_registry {
 	pcpu_zone_t *zone;
 	struct pcpu_family **fams;
 	size_t nfams, capfams;
-	struct pcpu__sname **names;
-	size_t namesize, nnames;
+	struct pcpu__htab names;     /* struct pcpu__sname *, registry_names.c */
 	struct pcpu__sstruct *structs;
 	uint64_t generation;          /* atomic */
 	int is_default;
@@ -254,8 +250,8 @@ PCPU_HIDDEN uint64_t pcpu__series_hash(const char *const *v, unsigned n);
 PCPU_HIDDEN int pcpu__values_check(const struct pcpu_family *f, const char *const *v,
 				   const char **buf, const char *const **out);
 /* The series of f with key v (hash h), or NULL; registry locked. */
-PCPU_HIDDEN struct pcpu__series *pcpu__series_find(const struct pcpu_family *f,
-						   const char *const *v, uint64_t h);
+PCPU_HIDDEN struct pcpu__series *pcpu__series_find(struct pcpu_family *f, const char *const *v,
+						   uint64_t h);
 /* Links a new series with the given handle; registry locked; NULL + ENOMEM. */
 PCPU_HIDDEN struct pcpu__series *pcpu__series_new(struct pcpu_family *f, const char *const *v,
 						  uint64_t h, void *handle,

@@ -167,7 +167,7 @@ static void family_free_meta(struct pcpu_family *f)
 	free(f->bounds);
 	free(f->bucket_upper);
 	free(f->export_buckets);
-	free(f->tab);
+	pcpu__htab_free(&f->series);
 	free(f);
 }
 
@@ -476,21 +476,20 @@ pcpu_family_t *pcpu_registry_find(pcpu_registry_t *reg, const char *name)
  * may belong to a struct. */
 void pcpu__family_destroy_locked(struct pcpu_registry *reg, struct pcpu_family *f)
 {
-	size_t i;
+	struct pcpu__series *se, *next;
 
 	pcpu__reg_notify(reg, PCPU__REG_FAMILY_REMOVING, f, NULL);
-	for (i = 0; i < f->tabsize; i++) {
-		struct pcpu__series *se = f->tab[i], *next;
-		for (; se; se = next) {
-			next = se->hnext;
-			if (!se->owner)
-				pcpu__storage_free(f, se->handle);
-			pcpu__callback_forget_locked(reg, se);
-			free(se->values);
-			free(se);
-		}
-		f->tab[i] = NULL;
+	for (se = f->lfirst; se; se = next) {
+		next = se->lnext;
+		/* Storage freed with the registry's zone at hand: no search
+		 * for the zone that holds it. */
+		if (!se->owner)
+			pcpu__storage_free(f, se->handle);
+		pcpu__callback_forget_locked(reg, se);
+		free(se->values);
+		free(se);
 	}
+	f->lfirst = f->llast = NULL;
 	pcpu__sname_remove_family(reg, f);
 	reg->fams[f->index] = reg->fams[reg->nfams - 1];
 	reg->fams[f->index]->index = f->index;
@@ -511,14 +510,11 @@ static int family_has_callbacks(const struct pcpu_family *f)
 
 static int family_has_struct_series(const struct pcpu_family *f)
 {
-	size_t i;
+	const struct pcpu__series *se;
 
-	for (i = 0; i < f->tabsize; i++) {
-		const struct pcpu__series *se;
-		for (se = f->tab[i]; se; se = se->hnext)
-			if (se->owner)
-				return 1;
-	}
+	for (se = f->lfirst; se; se = se->lnext)
+		if (se->owner)
+			return 1;
 	return 0;
 }
 

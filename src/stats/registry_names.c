@@ -17,73 +17,56 @@
 
 #include "registry.h"
 
-#define FNV_OFFSET PCPU__FNV_OFFSET
-#define FNV_PRIME 1099511628211ull
-#define fnv pcpu__fnv1a
-
-/* ---- the sample-name table ---- */
-
 static uint64_t sname_hash(const char *base, const char *suffix)
 {
-	return fnv(fnv(FNV_OFFSET, base), suffix);
+	return pcpu__hash_str(pcpu__hash_str(PCPU__HASH_INIT, base), suffix);
+}
+
+/* A name looked up: base + suffix. */
+struct name_key {
+	const char *base, *suffix;
+	size_t baselen;
+};
+
+static int name_eq(const struct pcpu__hslot *s, const void *ctx)
+{
+	const struct pcpu__sname *n = (const struct pcpu__sname *)s->key;
+	const struct name_key *k = ctx;
+
+	return strncmp(n->name, k->base, k->baselen) == 0 && strcmp(n->name + k->baselen, k->suffix) == 0;
+}
+
+static struct pcpu__hslot *sname_slot(struct pcpu_registry *reg, const char *base, const char *suffix)
+{
+	struct name_key k = { base, suffix, strlen(base) };
+
+	return pcpu__htab_find(&reg->names, sname_hash(base, suffix), name_eq, &k);
 }
 
 struct pcpu__sname *pcpu__sname_find(struct pcpu_registry *reg, const char *base,
-				      const char *suffix)
+				     const char *suffix)
 {
-	uint64_t h = sname_hash(base, suffix);
-	size_t bl = strlen(base);
-	struct pcpu__sname *n;
+	struct pcpu__hslot *s = sname_slot(reg, base, suffix);
 
-	if (!reg->namesize)
-		return NULL;
-	for (n = reg->names[h & (reg->namesize - 1)]; n; n = n->hnext)
-		if (n->hash == h && strncmp(n->name, base, bl) == 0 &&
-		    strcmp(n->name + bl, suffix) == 0)
-			return n;
-	return NULL;
-}
-
-static int sname_grow(struct pcpu_registry *reg)
-{
-	size_t ns = reg->namesize ? reg->namesize * 2 : 64, i;
-	struct pcpu__sname **t = calloc(ns, sizeof *t);
-
-	if (!t)
-		return -1;
-	for (i = 0; i < reg->namesize; i++) {
-		struct pcpu__sname *n = reg->names[i], *next;
-		for (; n; n = next) {
-			next = n->hnext;
-			n->hnext = t[n->hash & (ns - 1)];
-			t[n->hash & (ns - 1)] = n;
-		}
-	}
-	free(reg->names);
-	reg->names = t;
-	reg->namesize = ns;
-	return 0;
+	return s ? (struct pcpu__sname *)s->key : NULL;
 }
 
 /* Reserves base + suffix for family f. */
 int pcpu__sname_add(struct pcpu_registry *reg, struct pcpu_family *f, const char *base,
-		     const char *suffix)
+		    const char *suffix)
 {
 	size_t bl = strlen(base), sl = strlen(suffix);
-	struct pcpu__sname *n;
+	struct pcpu__sname *n = malloc(sizeof *n + bl + sl + 1);
 
-	if (reg->nnames >= reg->namesize && sname_grow(reg) < 0)
-		return -1;
-	n = malloc(sizeof *n + bl + sl + 1);
 	if (!n)
 		return -1;
 	memcpy(n->name, base, bl);
 	memcpy(n->name + bl, suffix, sl + 1);
-	n->hash = sname_hash(base, suffix);
 	n->fam = f;
-	n->hnext = reg->names[n->hash & (reg->namesize - 1)];
-	reg->names[n->hash & (reg->namesize - 1)] = n;
-	reg->nnames++;
+	if (pcpu__htab_add(&reg->names, sname_hash(base, suffix), (uintptr_t)n, 0) < 0) {
+		free(n);
+		return -1;
+	}
 	return 0;
 }
 
@@ -112,19 +95,13 @@ void pcpu__sname_remove_family(struct pcpu_registry *reg, struct pcpu_family *f)
 	int info = pcpu__info_family_name(f->name, f->flags, om);
 
 	for (k = 0; k < ns + (size_t)info; k++) {
-		uint64_t h = k < ns ? sname_hash(f->name, suf[k]) : sname_hash(om, "");
-		struct pcpu__sname **pp;
+		struct pcpu__hslot *s = k < ns ? sname_slot(reg, f->name, suf[k]) : sname_slot(reg, om, "");
 
-		if (!reg->namesize)
-			return;
-		for (pp = &reg->names[h & (reg->namesize - 1)]; *pp; pp = &(*pp)->hnext) {
-			if ((*pp)->fam == f && (*pp)->hash == h) {
-				struct pcpu__sname *n = *pp;
-				*pp = n->hnext;
-				free(n);
-				reg->nnames--;
-				break;
-			}
+		/* Absent, or another family's, when f's registration failed
+		 * half way (family_create_locked() removes what it added). */
+		if (s && ((struct pcpu__sname *)s->key)->fam == f) {
+			free((void *)s->key);
+			pcpu__htab_remove(&reg->names, s);
 		}
 	}
 }

@@ -18,18 +18,9 @@
 
 #include "registry.h"
 
-#define FNV_OFFSET PCPU__FNV_OFFSET
-#define FNV_PRIME 1099511628211ull
-#define fnv pcpu__fnv1a
-
 uint64_t pcpu__series_hash(const char *const *v, unsigned n)
 {
-	uint64_t h = FNV_OFFSET;
-	unsigned i;
-
-	for (i = 0; i < n; i++)
-		h = (fnv(h, v[i]) ^ 0xff) * FNV_PRIME;
-	return h;
+	return pcpu__hash_values(PCPU__HASH_INIT, v, n);
 }
 
 /* ---- series ---- */
@@ -101,45 +92,30 @@ context:
 	return -1;
 }
 
-struct pcpu__series *pcpu__series_find(const struct pcpu_family *f, const char *const *v,
-					uint64_t h)
+/* A series looked up: its whole key. */
+struct values_key {
+	const char *const *v;
+	unsigned n;
+};
+
+static int values_eq(const struct pcpu__hslot *s, const void *ctx)
 {
-	struct pcpu__series *se;
+	const struct pcpu__series *se = (const struct pcpu__series *)s->key;
+	const struct values_key *k = ctx;
 	unsigned l;
 
-	if (!f->tabsize)
-		return NULL;
-	for (se = f->tab[h & (f->tabsize - 1)]; se; se = se->hnext) {
-		if (se->hash != h)
-			continue;
-		for (l = 0; l < f->nlabels; l++)
-			if (strcmp(se->values[l], v[l]) != 0)
-				break;
-		if (l == f->nlabels)
-			return se;
-	}
-	return NULL;
+	for (l = 0; l < k->n; l++)
+		if (strcmp(se->values[l], k->v[l]) != 0)
+			return 0;
+	return 1;
 }
 
-static int series_tab_grow(struct pcpu_family *f)
+struct pcpu__series *pcpu__series_find(struct pcpu_family *f, const char *const *v, uint64_t h)
 {
-	size_t ns = f->tabsize ? f->tabsize * 2 : 8, i;
-	struct pcpu__series **t = calloc(ns, sizeof *t);
+	struct values_key k = { v, f->nlabels };
+	struct pcpu__hslot *s = pcpu__htab_find(&f->series, h, values_eq, &k);
 
-	if (!t)
-		return -1;
-	for (i = 0; i < f->tabsize; i++) {
-		struct pcpu__series *se = f->tab[i], *next;
-		for (; se; se = next) {
-			next = se->hnext;
-			se->hnext = t[se->hash & (ns - 1)];
-			t[se->hash & (ns - 1)] = se;
-		}
-	}
-	free(f->tab);
-	f->tab = t;
-	f->tabsize = ns;
-	return 0;
+	return s ? (struct pcpu__series *)s->key : NULL;
 }
 
 /* Links a new series with the given handle; registry locked. */
@@ -151,7 +127,7 @@ struct pcpu__series *pcpu__series_new(struct pcpu_family *f, const char *const *
 	unsigned l;
 	char *p;
 
-	if (f->nseries >= f->tabsize && series_tab_grow(f) < 0)
+	if (pcpu__htab_reserve(&f->series, 1) < 0)
 		goto nomem;
 	se = calloc(1, sizeof *se);
 	if (!se)
@@ -175,8 +151,7 @@ struct pcpu__series *pcpu__series_new(struct pcpu_family *f, const char *const *
 	se->hash = h;
 	se->handle = handle;
 	se->owner = owner;
-	se->hnext = f->tab[h & (f->tabsize - 1)];
-	f->tab[h & (f->tabsize - 1)] = se;
+	(void)pcpu__htab_add(&f->series, h, (uintptr_t)se, 0); /* reserved above */
 	se->lprev = f->llast;
 	if (f->llast)
 		f->llast->lnext = se;
@@ -196,24 +171,21 @@ nomem:
  * after); registry locked. */
 void pcpu__series_unlink(struct pcpu_family *f, struct pcpu__series *se)
 {
-	struct pcpu__series **pp = &f->tab[se->hash & (f->tabsize - 1)];
+	struct pcpu__hslot *s = pcpu__htab_find_key(&f->series, se->hash, (uintptr_t)se);
 
 	pcpu__reg_notify(f->reg, PCPU__REG_SERIES_REMOVING, f, se);
-	for (; *pp; pp = &(*pp)->hnext) {
-		if (*pp == se) {
-			*pp = se->hnext;
-			if (se->lprev)
-				se->lprev->lnext = se->lnext;
-			else
-				f->lfirst = se->lnext;
-			if (se->lnext)
-				se->lnext->lprev = se->lprev;
-			else
-				f->llast = se->lprev;
-			f->nseries--;
-			pcpu__reg_bump(f->reg);
-			break;
-		}
+	if (s) {
+		pcpu__htab_remove(&f->series, s);
+		if (se->lprev)
+			se->lprev->lnext = se->lnext;
+		else
+			f->lfirst = se->lnext;
+		if (se->lnext)
+			se->lnext->lprev = se->lprev;
+		else
+			f->llast = se->lprev;
+		f->nseries--;
+		pcpu__reg_bump(f->reg);
 	}
 	pcpu__callback_forget_locked(f->reg, se);
 	free(se->values);

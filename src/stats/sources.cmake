@@ -22,6 +22,7 @@ set(PCPU_STATS_SOURCES
   src/stats/negotiate.c    # HTTP Accept / Accept-Encoding negotiation of expositions
   src/stats/merge.c        # merging snapshots of several processes, families hashed by name
   src/stats/arena.c        # memory freed all at once (snapshots, merges)
+  src/stats/hashtab.c      # the one hash table (open addressing) of the library
 )
 
 # The Prometheus protobuf writer (PCPU_FORMAT_PROTOBUF), an optional part of

@@ -20,7 +20,7 @@ BIN=$OUT/fuzz_segment_reader
 "$CLANG" -std=gnu11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
   -fno-sanitize-recover=undefined -I"$SRC/include" -I"$SRC/src" \
   "$SRC/tests/segment/fuzz_reader.c" "$SRC/src/segment/reader.c" "$SRC/src/segment/common.c" \
-  "$SRC/src/stats/validate.c" "$SRC/src/stats/format.c" "$SRC/src/stats/expose.c" \
+  "$SRC/src/stats/validate.c" "$SRC/src/stats/format.c" "$SRC/src/stats/expose.c" "$SRC/src/stats/hashtab.c" \
   -lm -o "$BIN"
 NEW=$(mktemp -d)
 trap 'rm -rf "$NEW"' EXIT
