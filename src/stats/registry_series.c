@@ -51,10 +51,11 @@ void pcpu__storage_free(const struct pcpu_family *f, void *h)
 	}
 	switch (f->type) {
 	case PCPU_METRIC_COUNTER:
-		pcpu_counter_free((pcpu_counter_t)h);
-		break;
 	case PCPU_METRIC_GAUGE:
-		pcpu_gauge_free((pcpu_gauge_t)h);
+		/* The registry's zone holds it: freed there, without the
+		 * search by address pcpu_counter_free() and
+		 * pcpu_gauge_free() make for a handle of unknown origin. */
+		(void)pcpu_zone_free(f->reg->zone, h);
 		break;
 	case PCPU_METRIC_HISTOGRAM:
 		pcpu_histogram_destroy((pcpu_histogram_t *)h);
