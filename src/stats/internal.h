@@ -42,6 +42,11 @@ PCPU_HIDDEN size_t pcpu__utf8_valid_prefix(const char *s, size_t n);
 PCPU_HIDDEN int pcpu__check_help(const char *help);
 /* Checks a unit against the family name (must end in "_" unit). */
 PCPU_HIDDEN int pcpu__check_unit(const char *name, const char *unit);
+/* A histogram's bucket bounds: strictly increasing also once scaled to
+ * doubles (distinct integers beyond 2^53 may not be). The check
+ * pcpu_snapshot_write() makes of every snapshot and the registry makes once
+ * at registration. Returns 0 or -1 with errno EINVAL and a message. */
+PCPU_HIDDEN int pcpu__check_bounds(const int64_t *upper, size_t n, int scale_exp10);
 
 /* The sample names a family writes, e.g. "foo" histogram -> foo, foo_bucket,
  * foo_count, foo_sum, foo_created (the OpenMetrics clash set). Returns the
@@ -81,10 +86,6 @@ PCPU_HIDDEN void pcpu__arena_free(struct pcpu__arena *a);
  * only for snapshots whose every part was validated before (a registry's). */
 PCPU_HIDDEN int pcpu__snapshot_write(const struct pcpu_snapshot *s, enum pcpu_format fmt,
 				     char **out, size_t *len, int validate);
-/* The check pcpu_snapshot_write() makes of a histogram's bounds, for the
- * registry to make at registration: strictly increasing also once scaled
- * to doubles. Returns 0 or -1 with errno EINVAL and a message. */
-PCPU_HIDDEN int pcpu__check_bounds(const int64_t *upper, size_t n, int scale_exp10);
 
 /*
  * The `le` bounds a log-linear histogram exposes (pcpu/histogram.h,

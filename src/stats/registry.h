@@ -158,7 +158,7 @@ struct pcpu_registry {
 	uint64_t generation;          /* atomic */
 	int is_default;
 	struct pcpu_registry *next;   /* list of live registries (fork handlers) */
-	/* collectors (collector.c), guarded by lock */
+	/* collectors (registry_callbacks.c, collector.c), guarded by lock */
 	pthread_cond_t collect_cv;    /* broadcast when a collection ends */
 	int collect_busy;             /* a collection's callbacks are running */
 	struct pcpu__callback *callbacks; /* every callback series, in order */
@@ -275,7 +275,7 @@ PCPU_HIDDEN void pcpu__series_read(const struct pcpu_family *f, const struct pcp
  * locked (snapshot.c calls it before copying). */
 PCPU_HIDDEN void pcpu__groups_read_locked(struct pcpu_registry *reg);
 
-/* ---- collector.c ---- */
+/* ---- registry_callbacks.c: the registry's side of collectors ---- */
 
 /* A series whose value a callback computes (pcpu_family_callback()). */
 struct pcpu__callback {
@@ -287,24 +287,34 @@ struct pcpu__callback {
 	int failed;                   /* the last collection's call failed */
 };
 
-/* Runs the callbacks of reg and stores their values (not under reg->lock).
- * Returns the number that failed, or -1 with errno (EDEADLK, ENOMEM). */
-PCPU_HIDDEN int pcpu__registry_collect(struct pcpu_registry *reg);
 /* Registry locked: waits (releasing the lock meanwhile, so the caller
  * looks its series up again after) until no collection of reg runs, then
  * returns 0; -1 with errno EDEADLK if the calling thread is running one. */
 PCPU_HIDDEN int pcpu__collect_wait_locked(struct pcpu_registry *reg);
+/* The calling thread starts (ends) running reg's callbacks, with
+ * reg->collect_busy set: what would wait for that collection fails with
+ * EDEADLK on this thread instead. */
+PCPU_HIDDEN void pcpu__collect_begin(struct pcpu_registry *reg);
+PCPU_HIDDEN void pcpu__collect_end(void);
+/* Registry locked: appends cb (its series set) to reg's callbacks. */
+PCPU_HIDDEN void pcpu__callback_link_locked(struct pcpu_registry *reg, struct pcpu__callback *cb);
 /* Registry locked: unlinks and frees the callback of a series going away. */
 PCPU_HIDDEN void pcpu__callback_forget_locked(struct pcpu_registry *reg, struct pcpu__series *se);
 /* Child side of fork(), registry locked: a collection another thread was
  * running will never end in the child. */
 PCPU_HIDDEN void pcpu__collect_fork_child(struct pcpu_registry *reg);
 
-/* ---- registry.c, for collector.c ---- */
+/* ---- registry_series.c, for collector.c ---- */
 
 /* Creates series `v` of f (counter or gauge) for callback cb; EEXIST if it
  * exists. Takes the registry lock. */
 PCPU_HIDDEN int pcpu__series_add_callback(struct pcpu_family *f, const char *const *v,
 					  struct pcpu__callback *cb);
+
+/* ---- collector.c ---- */
+
+/* Runs the callbacks of reg and stores their values (not under reg->lock).
+ * Returns the number that failed, or -1 with errno (EDEADLK, ENOMEM). */
+PCPU_HIDDEN int pcpu__registry_collect(struct pcpu_registry *reg);
 
 #endif /* PCPU_STATS_REGISTRY_H */

@@ -278,14 +278,7 @@ int pcpu__series_add_callback(struct pcpu_family *f, const char *const *v,
 		} else {
 			se->cb = cb;
 			cb->se = se;
-			cb->next = NULL;
-			cb->prev = f->reg->callbacks_last;
-			if (cb->prev)
-				cb->prev->next = cb;
-			else
-				f->reg->callbacks = cb;
-			f->reg->callbacks_last = cb;
-			f->reg->ncallbacks++;
+			pcpu__callback_link_locked(f->reg, cb);
 		}
 	}
 	pthread_mutex_unlock(&f->reg->lock);

@@ -15,6 +15,7 @@ set(PCPU_STATS_SOURCES
   src/stats/registry_series.c   # its series: label values, lookup, storage
   src/stats/registry_structs.c  # statistics structs (pcpu_registry_struct)
   src/stats/registry_groups.c   # consistent group families
+  src/stats/registry_callbacks.c # callback series and a collection in progress
   src/stats/snapshot.c     # registry snapshots
   src/stats/collector.c    # callback series, computed at collection
   src/stats/process_collector.c # the standard process_* metrics
