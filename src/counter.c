@@ -7,7 +7,8 @@
  * its mirror word (at c + (nslots + s) * STRIDE) only by atomic
  * read-modify-writes -- the fallback add and the reset offset. A fetch sums
  * the words, and the mirror words when the chunk's mirror flag says some
- * were ever written (pcpu_mirror_mark(), before the first such write).
+ * were ever written (pcpu_mirror_mark(), before the first such write;
+ * zone_mirror.h).
  *
  * Reset by offset: fetch_and_zero reads the sum S of all slots and subtracts
  * S from slot 0's mirror word with an atomic add. Adders keep adding to their
@@ -126,16 +127,6 @@ void pcpu__counter_add_slow(pcpu_counter_t c, int64_t v)
  * hold a resetter there and prove the reset lock serialises resetters. */
 PCPU_HIDDEN void (*pcpu__test_reset_pause)(void *counter);
 
-static uint64_t slot_value(pcpu_counter_t c, uint32_t slot, int mirror)
-{
-	uint64_t v = (uint64_t)__atomic_load_n(&pcpu__counter_slot(c, slot)->pcpu__word,
-					       __ATOMIC_RELAXED);
-
-	if (mirror)
-		v += (uint64_t)__atomic_load_n(pcpu_mirror_word(c, slot), __ATOMIC_RELAXED);
-	return v;
-}
-
 uint64_t pcpu_counter_fetch(pcpu_counter_t c)
 {
 	uint64_t sum = 0;
@@ -149,7 +140,7 @@ uint64_t pcpu_counter_fetch(pcpu_counter_t c)
 	CHECK(c);
 	mirror = pcpu_mirror_in_use(c);
 	PCPU_SLOT_WALK(i, slot)
-		sum += slot_value(c, slot, mirror);
+		sum += pcpu__slot_value(c, slot, mirror);
 	return sum;
 }
 
@@ -160,7 +151,7 @@ uint64_t pcpu_counter_fetch_slot(pcpu_counter_t c, unsigned slot)
 		return 0;
 	}
 	CHECK(c);
-	return slot_value(c, slot, pcpu_mirror_in_use(c));
+	return pcpu__slot_value(c, slot, pcpu_mirror_in_use(c));
 }
 
 /* out[i] += the n words at p (relaxed loads: adders write them meanwhile). */

@@ -42,41 +42,37 @@
  * as zero afterwards); the partial pages at its ends are read and cleared
  * only where not already zero. Reading an untouched private page maps the
  * kernel's shared zero page, which is not counted as resident memory; a
- * shared zone's file is read with pread() instead, which returns zeros for a
- * hole where a read fault through the mapping would allocate a page.
+ * shared zone's memory is read through its backing instead (a file's
+ * pread(), which returns zeros for a hole where a read fault through the
+ * mapping would allocate a page).
  *
- * Reserved shared zones (pcpu_zone_attach_file_reserved(), what a statistics
- * segment uses): writing a page of a tmpfs file through a mapping allocates
- * it, and a full file system answers with SIGBUS -- in the hot path, on the
- * first add of a slot to a new page. So before an object is handed out, the
- * file's pages under it are allocated (see below how) in every region, slots
- * and mirrors alike: an add, a fallback add, a reset or a gauge set can then
- * never fault for lack of space. Each chunk keeps `backed`, the bytes of
- * every region so allocated; bump allocation past it allocates the next
- * pages first (or fails with ENOSPC, nothing handed out, and tells the
- * zone's owner). Freed objects are zeroed without punching holes, so memory
- * below `backed` stays allocated for reuse. The price: every page of slot 0
- * holding objects costs a page in each of the 2 * nslots regions.
- * The pages are allocated through the zone's mapping where the kernel can
- * (MADV_POPULATE_WRITE, Linux 5.14), else with fallocate(); see below for
- * why.
+ * Shared zones (zone_backing.h): a layer above (the statistics segment,
+ * src/segment/backing.c) may attach a backing to a zone with no live
+ * object; the backing then maps every chunk, and the zone asks it where
+ * data lies (a sparse file: frees and fork() skip holes) and how to read
+ * without allocating. A backing that reserves is asked, before an object
+ * is handed out, to make the memory under it safe to write in every
+ * region, slots and mirrors alike, so that no add, fallback add, reset or
+ * gauge set can fault for lack of space (a full tmpfs answers a write
+ * fault with SIGBUS). Each chunk keeps `backed`, the bytes of every region
+ * so reserved; bump allocation past it reserves the next pages first (or
+ * fails with the backing's errno, nothing handed out; what else happens
+ * when there is no space is the backing's business). Freed objects in such
+ * a zone are zeroed without giving pages back, so memory below `backed`
+ * stays reserved for reuse. The price: every page of slot 0 holding
+ * objects costs a page in each of the 2 * nslots regions.
  *
  * Transparent huge pages: every mapping of a chunk, and of its bitmaps, is
  * marked MADV_NOHUGEPAGE as soon as it is made (and each new mapping over
- * it again: a MAP_FIXED mapping starts with fresh flags). A chunk's regions
- * are STRIDE-aligned, so 2 MiB-aligned, and written sparsely: with THP
- * `always` (Debian's and RHEL's kernels' default) the first write into a
- * region would fault a whole 2 MiB page -- the chunk header's write into
- * slot 0 made 2 MiB resident at a process's first counter, and each slot a
- * thread first writes as much again, where 4 kB pages hold the few
- * counters that are there. The same holds for shared zones on shmem and
- * tmpfs (shmem_enabled, the huge= mount option): a write fault through a
- * MADV_NOHUGEPAGE mapping allocates small pages. fallocate() asks the file
- * system without a mapping, and a tmpfs that hands out huge pages does so
- * for it whatever the mappings say (2 MiB for every page asked, in each
- * region), so a reserved zone allocates its pages by faulting them in
- * through its own mapping, and falls back to fallocate() only where that is
- * not supported, or fails (fallocate() then says why: ENOSPC).
+ * it again: a MAP_FIXED mapping starts with fresh flags; a backing's map()
+ * does so for its mappings). A chunk's regions are STRIDE-aligned, so
+ * 2 MiB-aligned, and written sparsely: with THP `always` (Debian's and
+ * RHEL's kernels' default) the first write into a region would fault a
+ * whole 2 MiB page -- the chunk header's write into slot 0 made 2 MiB
+ * resident at a process's first counter, and each slot a thread first
+ * writes as much again, where 4 kB pages hold the few counters that are
+ * there. (The same holds for shared zones on shmem and tmpfs: see
+ * src/segment/backing.c for how it reserves pages without huge ones.)
  *
  * Locking: one mutex per zone for alloc/free (zeroing included: a freed
  * object's granules are free only once it reads zero); a global mutex for
@@ -84,14 +80,14 @@
  * rank) take them all, so a child never inherits a lock held by a thread
  * that no longer exists.
  *
- * fork() and shared zones: a zone in a file (a published segment) is
+ * fork() and shared zones: a shared zone (a published segment's file) is
  * MAP_SHARED, so after fork() parent and child would add to the same words
  * -- and two processes' threads can hold the same CPU number or mm_cid at
  * once, so their unlocked rseq adds would lose updates. The child leaves
- * the file instead: while prepare holds every zone lock (no chunk appears
+ * the backing instead: while prepare holds every zone lock (no chunk appears
  * or changes hands), each chunk of each shared zone is copied, word by word
- * with 8-byte loads (a word is never torn) and only over the file's data
- * extents (SEEK_DATA/SEEK_HOLE: holes stay untouched), into private
+ * with 8-byte loads (a word is never torn) and only over the backing's data
+ * extents (backing->extent(): holes stay untouched), into private
  * anonymous memory; in the child that copy is moved over the chunk's
  * address with mremap(MREMAP_FIXED), so every handle stays valid, and the
  * zone becomes private; in the parent it is unmapped. The child thus starts
@@ -103,12 +99,9 @@
 #include "internal.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #define GRANULE_SHIFT 3
@@ -132,10 +125,10 @@ struct chunk {
 	 * holes yet fit no aligned request, so without this every aligned
 	 * allocation would rescan all of them (quadratic). */
 	size_t nofit[PCPU__ALIGN_CLASSES];
-	size_t backed;    /* reserved zones: bytes of every region whose file pages are allocated */
+	size_t backed;    /* reserving backings: bytes of every region reserved */
 	unsigned no;      /* 0 for the first chunk of the zone, then 1, 2... */
 	char *fork_copy;  /* a shared chunk's copy for a fork() child (see top) */
-	char *parent_view; /* in a fork() child's handlers: the parent's file, read-only */
+	char *parent_view; /* in a fork() child's handlers: the parent's backing, read-only */
 	struct chunk *next;
 };
 
@@ -144,16 +137,15 @@ struct pcpu_zone {
 	enum pcpu_index index;
 	struct chunk *chunks; /* newest first: the bump chunk */
 	struct pcpu_zone *next_zone;
-	/* Shared backing (a statistics segment): chunk i maps the file at
-	 * file_base + i * span, MAP_SHARED, so another process can read it. */
-	int fd;              /* -1: private anonymous memory */
-	uint64_t file_base;
-	pcpu_zone_chunk_fn *on_chunk;
-	void *on_chunk_ctx;
-	/* Reserved: the file's pages are allocated before objects are handed
-	 * out (see the top); on_nospace is told when that fails. */
-	int reserve;
-	pcpu_zone_nospace_fn *on_nospace;
+	/* Shared backing (zone_backing.h; a statistics segment's file): every
+	 * chunk is mapped by it, so another process can read it. NULL:
+	 * private anonymous memory. A backing that reserves has its memory
+	 * reserved under objects before they are handed out (see the top). */
+	const struct pcpu_zone_backing *backing;
+	void *backing_ctx;
+	/* backing->release, kept when a fork() child leaves the backing:
+	 * called with backing_ctx when the zone is destroyed. */
+	void (*release)(void *ctx);
 };
 
 /* The table of all chunks of all zones, sorted by base, for pcpu_zone_find. */
@@ -196,9 +188,7 @@ static size_t chunk_span(void)
 	return (size_t)(2 * pcpu_slot_count) << PCPU_SLOT_STRIDE_SHIFT;
 }
 
-/* ---- fork: take every lock; a child leaves shared files ----------------- */
-
-static uint64_t chunk_file_off(const pcpu_zone_t *zone, unsigned no);
+/* ---- fork: take every lock; a child leaves shared backings -------------- */
 
 /* dst[i] = src[i] over len bytes, an 8-byte load per word (an adder may be
  * writing it: a plain memcpy could tear it), storing only non-zero words
@@ -218,32 +208,31 @@ static void copy_words(char *dst, const char *src, size_t len)
 }
 
 /* Private copy of a shared chunk: fresh anonymous memory holding the data
- * extents of the chunk's part of the file. NULL if out of memory. */
+ * extents of the chunk's backing (holes stay untouched). NULL if out of
+ * memory. */
 static char *copy_shared_chunk(const pcpu_zone_t *z, const struct chunk *c)
 {
-	size_t span = chunk_span();
-	off_t off = (off_t)chunk_file_off(z, c->no), end = off + (off_t)span, d, h;
+	size_t span = chunk_span(), off, d, h;
 	char *copy = mmap(NULL, span, PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
 	if (copy == MAP_FAILED)
 		return NULL;
 	pcpu_no_huge_pages(copy, span); /* moved over the chunk in the child */
-	for (d = off; d < end; d = h) {
-		d = lseek(z->fd, d, SEEK_DATA);
-		if (d < 0 && errno == ENXIO)
-			break; /* no data after d */
-		if (d < 0) {
+	for (off = 0; off < span; off = h) {
+		int r = z->backing->extent(z->backing_ctx, c->no, off, span, &d, &h);
+
+		if (r == 0)
+			break; /* no data after off */
+		if (r < 0) {
 			d = off; /* cannot tell where data is: copy all of it */
-			h = end;
-		} else {
-			h = lseek(z->fd, d, SEEK_HOLE);
-			if (h < 0 || h > end)
-				h = end;
+			h = span;
 		}
-		if (d >= end)
+		if (d >= span)
 			break;
-		copy_words(copy + (d - off), c->base + (d - off), (size_t)(h - d));
+		if (h > span)
+			h = span;
+		copy_words(copy + d, c->base + d, h - d);
 	}
 	return copy;
 }
@@ -259,7 +248,7 @@ static void zone_fork_prepare(void)
 		pthread_mutex_lock(&z->lock);
 	pthread_mutex_lock(&table_lock);
 	for (z = all_zones; z; z = z->next_zone)
-		if (z->fd >= 0)
+		if (z->backing)
 			for (c = z->chunks; c; c = c->next)
 				c->fork_copy = copy_shared_chunk(z, c);
 	errno = saved_errno;
@@ -300,16 +289,15 @@ static void zone_fork_child(void)
 	struct chunk *c;
 
 	for (z = all_zones; z; z = z->next_zone) {
-		if (z->fd < 0)
+		if (!z->backing)
 			continue;
 		for (c = z->chunks; c; c = c->next) {
 			char *copy = c->fork_copy;
-			void *view = mmap(NULL, span, PROT_READ, MAP_SHARED, z->fd,
-					  (off_t)chunk_file_off(z, c->no));
 
 			/* The parent's live values, for the higher layers'
 			 * child handlers (pcpu__zone_fork_parent_view()). */
-			c->parent_view = view == MAP_FAILED ? NULL : (char *)view;
+			c->parent_view = z->backing->map(z->backing_ctx, c->no, NULL, span,
+							 PCPU_ZONE_MAP_VIEW);
 			c->fork_copy = NULL;
 			if (!copy) /* prepare had no memory: copy now */
 				copy = copy_shared_chunk(z, c);
@@ -319,18 +307,16 @@ static void zone_fork_child(void)
 			if (copy)
 				munmap(copy, span);
 			/* Last resort, out of memory: a private mapping of the
-			 * file. The child's writes stay its own (the parent's
+			 * backing. The child's writes stay its own (the parent's
 			 * words are never written), but pages it has not
 			 * written yet show the parent's later adds. */
-			if (mmap(c->base, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED,
-				 z->fd, (off_t)chunk_file_off(z, c->no)) != MAP_FAILED)
-				pcpu_no_huge_pages(c->base, span);
+			(void)z->backing->map(z->backing_ctx, c->no, c->base, span,
+					      PCPU_ZONE_MAP_PRIVATE);
 		}
-		/* Private from now on; the fd is the segment's, which closes
-		 * its copy in its own child handler. */
-		z->fd = -1;
-		z->on_chunk = NULL;
-		z->on_chunk_ctx = NULL;
+		/* Private from now on; the backing is the segment's, which
+		 * leaves it in its own child handler (z->release stays, for
+		 * pcpu_zone_destroy()). */
+		z->backing = NULL;
 	}
 	zone_fork_unlock();
 	errno = saved_errno;
@@ -521,91 +507,18 @@ pcpu_zone_t *pcpu_zone_find(const void *addr)
 
 /* ---- chunks ---------------------------------------------------------------- */
 
-static uint64_t chunk_file_off(const pcpu_zone_t *zone, unsigned no)
-{
-	return zone->file_base + (uint64_t)no * chunk_span();
-}
-
-/* Allocates `len` bytes of the zone's file at `off` without writing them
- * (unwritten tmpfs pages read as zero and are holes to SEEK_DATA). Where
- * fallocate is not supported, zeros are written instead: the range holds
- * no data yet. -1 with errno (ENOSPC, ENOMEM, EFBIG...). */
-int pcpu_file_allocate(int fd, uint64_t off, uint64_t len)
-{
-	static const char zeros[4096];
-	int rc;
-
-	do
-		rc = fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len);
-	while (rc != 0 && errno == EINTR);
-	if (rc == 0 || (errno != EOPNOTSUPP && errno != ENOSYS))
-		return rc;
-	while (len > 0) {
-		size_t n = len < sizeof zeros ? (size_t)len : sizeof zeros;
-		ssize_t w = pwrite(fd, zeros, n, (off_t)off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			if (w == 0)
-				errno = ENOSPC;
-			return -1;
-		}
-		off += (uint64_t)w;
-		len -= (uint64_t)w;
-	}
-	return 0;
-}
-
-/* Allocates the file's pages at [off, off + len), mapped by the zone at p:
- * by write-faulting them in through that mapping, so that its
- * MADV_NOHUGEPAGE holds (see the top); else -- a kernel before 5.14 or one
- * that refuses (EINVAL, EPERM), or a fault that would have raised SIGBUS
- * (EFAULT: the file system is full) -- with fallocate(), which allocates
- * what it can and says what is wrong. */
-int pcpu_file_allocate_mapped(int fd, char *p, uint64_t off, size_t len)
-{
-#ifdef MADV_POPULATE_WRITE
-	if (madvise(p, len, MADV_POPULATE_WRITE) == 0)
-		return 0;
-#else
-	(void)p;
-#endif
-	return pcpu_file_allocate(fd, off, len);
-}
-
-/* Reserved zones: allocates the file's pages under [c->backed, upto) of
- * every region of chunk c, slots and mirrors (upto: a page multiple). On
- * failure gives back what it allocated, tells the zone's owner, and
- * returns -1 with errno. Under the zone's lock (or before the chunk is
+/* Reserved zones: has the backing reserve [c->backed, upto) of every
+ * region of chunk c, slots and mirrors (upto: a page multiple). On failure
+ * nothing more is reserved and the backing has handled the lack of space:
+ * -1 with its errno. Under the zone's lock (or before the chunk is
  * visible). */
 static int reserve_pages(pcpu_zone_t *zone, struct chunk *c, size_t upto)
 {
-	uint64_t off = chunk_file_off(zone, c->no);
-	uint32_t r, q, nregions = 2 * pcpu_slot_count;
-	size_t from = c->backed;
-
-	if (!zone->reserve || upto <= from)
+	if (!zone->backing || !zone->backing->reserve || upto <= c->backed)
 		return 0;
-	for (r = 0; r < nregions; r++) {
-		uint64_t at = off + ((uint64_t)r << PCPU_SLOT_STRIDE_SHIFT) + from;
-		char *p = c->base + ((size_t)r << PCPU_SLOT_STRIDE_SHIFT) + from;
-
-		if (pcpu_file_allocate_mapped(zone->fd, p, at, upto - from) != 0) {
-			int err = errno;
-
-			/* Nothing lives past `backed`: give the pages back to a
-			 * file system that is short of them. */
-			for (q = 0; q <= r; q++)
-				(void)fallocate(zone->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-						(off_t)(off + ((uint64_t)q << PCPU_SLOT_STRIDE_SHIFT) + from),
-						(off_t)(upto - from));
-			if (zone->on_nospace)
-				zone->on_nospace(zone->on_chunk_ctx, err);
-			errno = err;
-			return -1;
-		}
-	}
+	if (zone->backing->reserve(zone->backing_ctx, c->no, c->base, chunk_span(), c->backed,
+				   upto) != 0)
+		return -1;
 	c->backed = upto;
 	return 0;
 }
@@ -615,33 +528,19 @@ static size_t round_to_page(size_t x)
 	return (x + page_size() - 1) & ~(page_size() - 1);
 }
 
-/* Replaces the chunk's private memory at `base` by the zone's file. Only the
- * pages written become file pages: tmpfs files are sparse. */
-static int map_file_chunk(pcpu_zone_t *zone, unsigned no, char *base)
+/* Replaces the chunk's private memory at `base` by the zone's backing. */
+static int map_shared_chunk(pcpu_zone_t *zone, unsigned no, char *base)
 {
-	uint64_t off = chunk_file_off(zone, no);
-	struct stat st;
+	return zone->backing->map(zone->backing_ctx, no, base, chunk_span(), PCPU_ZONE_MAP_SHARED)
+		       ? 0
+		       : -1;
+}
 
-	if (fstat(zone->fd, &st) != 0)
-		return -1;
-	if ((uint64_t)st.st_size < off + chunk_span()) {
-		struct rlimit rl;
-
-		/* Growing a file past RLIMIT_FSIZE raises SIGXFSZ, which kills
-		 * by default: refuse instead. */
-		if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-		    (uint64_t)rl.rlim_cur < off + chunk_span()) {
-			errno = EFBIG;
-			return -1;
-		}
-		if (ftruncate(zone->fd, (off_t)(off + chunk_span())) != 0)
-			return -1;
-	}
-	if (mmap(base, chunk_span(), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
-		 zone->fd, (off_t)off) == MAP_FAILED)
-		return -1;
-	pcpu_no_huge_pages(base, chunk_span());
-	return 0;
+/* Tells the backing that chunk c is in use (mapped, header written). */
+static void chunk_added(pcpu_zone_t *zone, struct chunk *c)
+{
+	if (zone->backing && zone->backing->chunk_added)
+		zone->backing->chunk_added(zone->backing_ctx, c->no, c->base);
 }
 
 static struct chunk *chunk_create(pcpu_zone_t *zone)
@@ -679,7 +578,7 @@ static struct chunk *chunk_create(pcpu_zone_t *zone)
 	if (map + len > base + span)
 		munmap(base + span, (size_t)(map + len - (base + span)));
 	pcpu_no_huge_pages(base, span); /* before the header is written */
-	if (zone->fd >= 0 && map_file_chunk(zone, no, base) != 0) {
+	if (zone->backing && map_shared_chunk(zone, no, base) != 0) {
 		err = errno;
 		goto fail_base;
 	}
@@ -689,7 +588,7 @@ static struct chunk *chunk_create(pcpu_zone_t *zone)
 	c->backed = 0;
 	/* The header's page (and the first objects'), in every region, before
 	 * the header is written. */
-	if (zone->fd >= 0 && reserve_pages(zone, c, page_size()) != 0) {
+	if (reserve_pages(zone, c, page_size()) != 0) {
 		err = errno;
 		goto fail_base;
 	}
@@ -707,8 +606,7 @@ static struct chunk *chunk_create(pcpu_zone_t *zone)
 		goto fail_base; /* ENOMEM */
 	c->next = zone->chunks;
 	zone->chunks = c;
-	if (zone->on_chunk)
-		zone->on_chunk(zone->on_chunk_ctx, no, base, zone->fd >= 0 ? chunk_file_off(zone, no) : 0);
+	chunk_added(zone, c);
 	return c;
 
 fail_base:
@@ -750,7 +648,6 @@ pcpu_zone_t *pcpu_zone_create(enum pcpu_index index)
 		return NULL;
 	}
 	pthread_mutex_init(&z->lock, NULL);
-	z->fd = -1;
 	z->index = index;
 	if (!chunk_create(z)) {
 		pthread_mutex_destroy(&z->lock);
@@ -789,6 +686,8 @@ void pcpu_zone_destroy(pcpu_zone_t *zone)
 		munmap(c->alloc, BITMAP_BYTES);
 		free(c);
 	}
+	if (zone->release)
+		zone->release(zone->backing_ctx);
 	pthread_mutex_destroy(&zone->lock);
 	free(zone);
 }
@@ -886,8 +785,8 @@ static uintptr_t alloc_granules(pcpu_zone_t *z, size_t n, size_t align)
 			return 0;
 		g = (c->frontier + align - 1) & ~(align - 1);
 	}
-	/* Reserved zones: the file's pages under the object, in every region,
-	 * before anyone can write them (holes below the frontier are). */
+	/* Reserving backings: the memory under the object, in every region,
+	 * before anyone can write it (holes below the frontier are). */
 	if (reserve_pages(z, c, round_to_page((g + n) << GRANULE_SHIFT)) != 0)
 		return 0;
 	/* An alignment gap below the new object becomes a hole; it revokes
@@ -922,7 +821,7 @@ void *pcpu_zone_alloc(pcpu_zone_t *zone, size_t size, size_t align)
 	a = alloc_granules(zone, size >> GRANULE_SHIFT, align >> GRANULE_SHIFT);
 	pthread_mutex_unlock(&zone->lock);
 	if (!a)
-		return NULL; /* errno: ENOMEM, or the file's (ENOSPC...) */
+		return NULL; /* errno: ENOMEM, or the backing's (ENOSPC...) */
 	return (void *)a;
 }
 
@@ -958,14 +857,17 @@ static size_t live_object(pcpu_zone_t *zone, const void *obj, struct chunk **cp)
 /* Whether [p, p + len) (at most a page) holds only zero bytes, without
  * making it resident: private memory is read through the mapping (an
  * untouched page maps the shared zero page, which is not resident memory);
- * a shared zone's file is read with pread(), because a read fault on a hole
- * of a tmpfs mapping would allocate a page where pread() returns zeros. */
-static int range_is_zero(const char *p, size_t len, int fd, off_t file_off)
+ * a shared zone's is read through its backing (backing->read: pread() of
+ * the file), because a read fault on a hole of a tmpfs mapping would
+ * allocate a page where pread() returns zeros. `off` is where p lies in
+ * chunk c (shared zones only). */
+static int range_is_zero(const pcpu_zone_t *zone, const struct chunk *c, const char *p,
+			 size_t len, size_t off)
 {
 	uint64_t buf[512];
 	size_t i;
 
-	if (fd < 0) {
+	if (!zone->backing) {
 		for (i = 0; i < len; i += 8)
 			if (*(const volatile uint64_t *)(p + i))
 				return 0;
@@ -973,67 +875,67 @@ static int range_is_zero(const char *p, size_t len, int fd, off_t file_off)
 	}
 	while (len > 0) {
 		size_t n = len < sizeof(buf) ? len : sizeof(buf);
-		ssize_t got = pread(fd, buf, n, file_off);
 
-		if (got != (ssize_t)n)
+		if (zone->backing->read(zone->backing_ctx, c->no, off, buf, n) != 0)
 			return 0; /* cannot tell: clear it */
 		for (i = 0; i < n / 8; i++)
 			if (buf[i])
 				return 0;
 		len -= n;
-		file_off += (off_t)n;
+		off += n;
 	}
 	return 1;
 }
 
-/* Clears [p, p + len) without making untouched pages resident. Whole pages
- * are dropped: MADV_DONTNEED for private memory, MADV_REMOVE (a hole punched
- * in the file) for a shared zone, whose file would otherwise keep the data
- * -- except in a reserved zone (`keep`), whose pages must stay allocated:
- * there every page is read and cleared only if something is set, as the
- * partial pages at both ends always are. `file_off` is where p lies in the
- * zone's file (fd >= 0 only). */
-static void zero_quietly(char *p, size_t len, int fd, off_t file_off, int keep)
+/* Clears [p, p + len) of chunk c (at offset `off` in it) without making
+ * untouched pages resident. Whole pages are dropped: MADV_DONTNEED for
+ * private memory, MADV_REMOVE (the backing's pages freed) for a shared
+ * zone, whose backing would otherwise keep the data -- except where the
+ * backing reserves, whose pages must stay allocated: there every page is
+ * read and cleared only if something is set, as the partial pages at both
+ * ends always are. */
+static void zero_quietly(const pcpu_zone_t *zone, const struct chunk *c, char *p, size_t len,
+			 size_t off)
 {
 	size_t ps = page_size();
 	char *end = p + len;
 	char *first_page = (char *)(((uintptr_t)p + ps - 1) & ~(uintptr_t)(ps - 1));
 	char *last_page = (char *)((uintptr_t)end & ~(uintptr_t)(ps - 1));
 
-	if (keep) {
+	if (zone->backing && zone->backing->reserve) {
 		while (p < end) {
 			char *next = (char *)(((uintptr_t)p + ps) & ~(uintptr_t)(ps - 1));
 
 			if (next > end)
 				next = end;
-			if (!range_is_zero(p, (size_t)(next - p), fd, file_off))
+			if (!range_is_zero(zone, c, p, (size_t)(next - p), off))
 				memset(p, 0, (size_t)(next - p));
-			file_off += next - p;
+			off += (size_t)(next - p);
 			p = next;
 		}
 		return;
 	}
 	if (first_page < last_page) {
 		if (madvise(first_page, (size_t)(last_page - first_page),
-			    fd >= 0 ? MADV_REMOVE : MADV_DONTNEED) != 0)
+			    zone->backing ? MADV_REMOVE : MADV_DONTNEED) != 0)
 			memset(first_page, 0, (size_t)(last_page - first_page));
 	} else {
 		first_page = last_page = end; /* no whole page inside */
 	}
-	if (first_page > p && !range_is_zero(p, (size_t)(first_page - p), fd, file_off))
+	if (first_page > p && !range_is_zero(zone, c, p, (size_t)(first_page - p), off))
 		memset(p, 0, (size_t)(first_page - p));
 	if (end > last_page &&
-	    !range_is_zero(last_page, (size_t)(end - last_page), fd, file_off + (last_page - p)))
+	    !range_is_zero(zone, c, last_page, (size_t)(end - last_page),
+			   off + (size_t)(last_page - p)))
 		memset(last_page, 0, (size_t)(end - last_page));
 }
 
 int pcpu_zone_free(pcpu_zone_t *zone, void *obj)
 {
 	struct chunk *c;
-	size_t g, n, size;
+	size_t g, n, size, off, next_data = 0, span = chunk_span(), hole;
 	uint32_t slot, nregions;
-	int fd, saved_errno = errno;
-	off_t file_off = 0, next_data = -1;
+	int saved_errno = errno, known = 0;
 
 	if (!obj)
 		return 0;
@@ -1050,31 +952,34 @@ int pcpu_zone_free(pcpu_zone_t *zone, void *obj)
 	}
 	n = object_granules(c, g);
 	size = n << GRANULE_SHIFT;
-	fd = zone->fd;
-	if (fd >= 0) /* where the object's slot 0 lies in the zone's file */
-		file_off = (off_t)(chunk_file_off(zone, c->no) + (uint64_t)((char *)obj - c->base));
+	off = (size_t)((char *)obj - c->base); /* slot 0's copy, in the chunk */
 
 	/* Zero every copy before the granules are free again, so the next
 	 * owner reads zero. Mirror copies only where the chunk's mirror was
 	 * ever written: elsewhere they were never touched. */
 	nregions = pcpu_slot_count * (pcpu_mirror_in_use(obj) ? 2 : 1);
 	for (slot = 0; slot < nregions; slot++) {
-		off_t at = file_off + (off_t)((size_t)slot << PCPU_SLOT_STRIDE_SHIFT);
+		size_t at = off + ((size_t)slot << PCPU_SLOT_STRIDE_SHIFT);
 
-		/* A shared zone's file is sparse: skip, with one SEEK_DATA for
-		 * a run of them, the slots whose copy lies in a hole, so a free
-		 * costs a system call per slot that holds data, not per slot. */
-		if (fd >= 0 && next_data < at + (off_t)size) {
-			if (next_data < at)
-				next_data = lseek(fd, at, SEEK_DATA);
-			if (next_data < 0 && errno == ENXIO)
-				break; /* no data after `at`: the rest reads zero */
-			if (next_data < 0)
-				next_data = at; /* cannot tell: look at it */
+		/* A shared zone's backing is sparse: skip, with one extent
+		 * query for a run of them, the slots whose copy lies in a
+		 * hole, so a free costs a system call per slot that holds
+		 * data, not per slot. */
+		if (zone->backing && (!known || next_data < at + size)) {
+			if (!known || next_data < at) {
+				int r = zone->backing->extent(zone->backing_ctx, c->no, at, span,
+							      &next_data, &hole);
+
+				if (r == 0)
+					break; /* no data after `at`: the rest reads zero */
+				if (r < 0)
+					next_data = at; /* cannot tell: look at it */
+				known = 1;
+			}
 		}
-		if (fd >= 0 && next_data >= at + (off_t)size)
+		if (zone->backing && next_data >= at + size)
 			continue;
-		zero_quietly((char *)pcpu_slot_ptr(obj, slot), size, fd, at, zone->reserve);
+		zero_quietly(zone, c, (char *)pcpu_slot_ptr(obj, slot), size, at);
 	}
 
 	bits_set(c->alloc, g, n, 0);
@@ -1139,46 +1044,37 @@ static int zone_has_objects(const pcpu_zone_t *zone)
 	return 0;
 }
 
-int pcpu_zone_attach_file(pcpu_zone_t *zone, int fd, uint64_t file_base,
-			  pcpu_zone_chunk_fn *on_chunk, void *ctx)
-{
-	return pcpu_zone_attach_file_reserved(zone, fd, file_base, on_chunk, NULL, ctx, 0);
-}
-
-int pcpu_zone_attach_file_reserved(pcpu_zone_t *zone, int fd, uint64_t file_base,
-				   pcpu_zone_chunk_fn *on_chunk, pcpu_zone_nospace_fn *on_nospace,
-				   void *ctx, int reserve)
+int pcpu__zone_attach_backing(pcpu_zone_t *zone, const struct pcpu_zone_backing *backing,
+			       void *ctx)
 {
 	struct chunk *c;
+	void *old_ctx;
 	int rc = 0;
 
-	if (!zone || fd < 0 || file_base % (uint64_t)page_size() != 0) {
+	if (!zone || !backing || !backing->map || !backing->extent || !backing->read) {
 		errno = EINVAL;
 		return -1;
 	}
 	pthread_mutex_lock(&zone->lock);
-	if (zone->fd >= 0 || zone_has_objects(zone)) {
-		/* Live objects cannot move into the file: threads hold
+	if (zone->backing || zone_has_objects(zone)) {
+		/* Live objects cannot move into the backing: threads hold
 		 * pointers to them and add to them without any lock. */
 		pthread_mutex_unlock(&zone->lock);
 		errno = EBUSY;
 		return -1;
 	}
-	zone->fd = fd;
-	zone->file_base = file_base;
-	zone->on_chunk = on_chunk;
-	zone->on_chunk_ctx = ctx;
-	zone->reserve = reserve;
-	zone->on_nospace = on_nospace;
+	old_ctx = zone->backing_ctx; /* a backing a fork() child left, or NULL */
+	zone->backing = backing;
+	zone->backing_ctx = ctx;
 	for (c = zone->chunks; c && rc == 0; c = c->next) {
 		struct pcpu__chunk_hdr hdr = *(struct pcpu__chunk_hdr *)c->base;
 
 		c->backed = 0;
-		rc = map_file_chunk(zone, c->no, c->base);
+		rc = map_shared_chunk(zone, c->no, c->base);
 		if (rc == 0)
 			rc = reserve_pages(zone, c, page_size()); /* before the header is written */
 		if (rc == 0) {
-			/* Nothing live: start afresh, with the file's zeros. */
+			/* Nothing live: start afresh, with the backing's zeros. */
 			hdr.flags = 0;
 			hdr.mirror_delta = 0;
 			*(struct pcpu__chunk_hdr *)c->base = hdr;
@@ -1188,14 +1084,13 @@ int pcpu_zone_attach_file_reserved(pcpu_zone_t *zone, int fd, uint64_t file_base
 			c->hint = HDR_GRANULES;
 			c->holes = 0;
 			memset(c->nofit, 0, sizeof(c->nofit));
-			if (on_chunk)
-				on_chunk(ctx, c->no, c->base, chunk_file_off(zone, c->no));
+			chunk_added(zone, c);
 		}
 	}
 	if (rc != 0) {
 		/* Back to private memory, so that the zone stays usable: a chunk
-		 * left mapped to the file without its pages reserved could fault
-		 * (SIGBUS) when written. */
+		 * left mapped to the backing without its pages reserved could
+		 * fault (SIGBUS) when written. */
 		int err = errno;
 
 		for (c = zone->chunks; c; c = c->next)
@@ -1208,21 +1103,16 @@ int pcpu_zone_attach_file_reserved(pcpu_zone_t *zone, int fd, uint64_t file_base
 				h->flags = 0;
 				h->mirror_delta = 0;
 			}
-		zone->fd = -1;
-		zone->reserve = 0;
-		zone->on_nospace = NULL;
+		zone->backing = NULL;
+		zone->backing_ctx = old_ctx;
 		errno = err;
+	} else {
+		/* A backing a fork() child left before (pcpu_zone_destroy()
+		 * would have released it): released now, its place taken. */
+		if (zone->release)
+			zone->release(old_ctx);
+		zone->release = backing->release;
 	}
 	pthread_mutex_unlock(&zone->lock);
 	return rc;
-}
-
-size_t pcpu_zone_chunk_count(pcpu_zone_t *zone)
-{
-	size_t n;
-
-	pthread_mutex_lock(&zone->lock);
-	n = zone->chunks ? zone->chunks->no + 1 : 0;
-	pthread_mutex_unlock(&zone->lock);
-	return n;
 }

@@ -3,11 +3,12 @@
  * the ordinary fast path land in the file, where a second, read-only mapping
  * (another process's view) sees them; freed objects are zeroed in the file
  * too; a zone with live objects refuses to move (EBUSY).
- * Uses the library's internal pcpu_zone_attach_file(), so it links the
- * static library.
+ * Uses the library's internal pcpu__file_backing_attach()
+ * (src/segment/backing.c), so it links the static library.
  */
 #include "check.h"
 #include "internal.h"
+#include "segment/backing.h"
 #include <errno.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -43,12 +44,12 @@ int main(void)
 	CHECK(fd >= 0 && busy && z);
 	CHECK(pcpu_counter_alloc_in(busy, 1) != NULL);
 	errno = 0;
-	CHECK(pcpu_zone_attach_file(busy, fd, 0, NULL, NULL) == -1 && errno == EBUSY);
+	CHECK(pcpu__file_backing_attach(busy, fd, 0, NULL, NULL, NULL, 0) == -1 && errno == EBUSY);
 
-	CHECK(pcpu_zone_attach_file(z, fd, 4096, on_chunk, &seen) == 0);
+	CHECK(pcpu__file_backing_attach(z, fd, 4096, on_chunk, NULL, &seen, 0) == 0);
 	CHECK(seen.chunks == 1 && seen.off[0] == 4096);
 	errno = 0;
-	CHECK(pcpu_zone_attach_file(z, fd, 4096, NULL, NULL) == -1 && errno == EBUSY);
+	CHECK(pcpu__file_backing_attach(z, fd, 4096, NULL, NULL, NULL, 0) == -1 && errno == EBUSY);
 
 	pcpu_counter_t c = pcpu_counter_alloc_in(z, 4);
 	CHECK(c != NULL);

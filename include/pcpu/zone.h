@@ -215,13 +215,6 @@ PCPU_API unsigned pcpu_current_slot(void);
  */
 PCPU_API uint64_t pcpu_slot_replace(void *obj, uint64_t v);
 
-/* Address of the mirror copy of slot `slot` of `obj`: the words only atomic
- * read-modify-writes touch. Not API. */
-static inline void *pcpu__mirror_ptr(const void *obj, unsigned nslots, unsigned slot)
-{
-	return pcpu__slot_ptr_inline(obj, nslots + slot);
-}
-
 PCPU_END_DECLS
 
 #endif /* PCPU_ZONE_H */

@@ -5,5 +5,6 @@
 set(PCPU_SEGMENT_SOURCES
   src/segment/common.c     # names, directory checks, liveness, error message
   src/segment/writer.c     # pcpu_segment_publish(): zone in a file + directory
+  src/segment/backing.c    # the segment's file as the zone's backing (mapping, reservation)
   src/segment/reader.c     # pcpu_reader_*: untrusted segments, copied and validated
 )

@@ -8,8 +8,8 @@
  *            page 0   fixed 64-byte slots    blobs, by size     the registry's zone,
  *                     (sparse)               class (sparse)      MAP_SHARED
  *
- * The counters: pcpu_zone_attach_file() moves the registry's (still empty)
- * zone onto the file, so every chunk the zone has or grows is a MAP_SHARED
+ * The counters: pcpu__file_backing_attach() (backing.c) moves the
+ * registry's (still empty) zone onto the file, so every chunk the zone has or grows is a MAP_SHARED
  * mapping of the file at data_offset + chunk * chunk_span (a chunk: nslots
  * slot regions, then their nslots mirror regions). Counter updates
  * are untouched -- the same inline rseq add, into memory that happens to be
@@ -88,6 +88,7 @@
 
 #include "../internal.h"
 #include "../stats/registry.h"
+#include "backing.h"
 #include "internal.h"
 
 _Static_assert(PCPU__SEG_MAX_BOUNDS == PCPU_HISTOGRAM_MAX_BOUNDS, "format.h and histogram.h agree");
@@ -1145,8 +1146,8 @@ pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
 		}
 		seg->published = 1;
 	}
-	if (pcpu_zone_attach_file_reserved(reg->zone, seg->fd, seg->data_offset, on_chunk, on_nospace,
-					   seg, 1) != 0) {
+	if (pcpu__file_backing_attach(reg->zone, seg->fd, seg->data_offset, on_chunk, on_nospace, seg,
+				      1) != 0) {
 		err = errno;
 		pthread_mutex_unlock(&reg->lock);
 		if (err == EBUSY)

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The statistics segment's file as a zone's backing (backing.c): the
+ * file-specific policy the zone does not know -- sizing and mapping the
+ * file, allocating its pages before they are written (a full tmpfs answers
+ * a write fault with SIGBUS), telling the segment when there is no space.
+ * Nothing here is exported.
+ */
+#ifndef PCPU_SEGMENT_BACKING_H
+#define PCPU_SEGMENT_BACKING_H
+
+#include <pcpu/zone.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../visibility.h"
+
+/* Called for every chunk the zone has and gets: its number, its address,
+ * and its offset in the file. Under the zone's lock. */
+typedef void pcpu_file_chunk_fn(void *ctx, unsigned chunk_no, char *base, uint64_t file_off);
+
+/* Told (under the zone's lock) when a reserved zone could not allocate its
+ * file's pages for an object or a chunk: err is ENOSPC, ENOMEM, EFBIG...
+ * The allocation then fails with that errno. */
+typedef void pcpu_file_nospace_fn(void *ctx, int err);
+
+/* Moves a zone with no live object into file `fd`: chunk i becomes a
+ * MAP_SHARED mapping of the file at file_base + i * chunk span, now and
+ * for every chunk it grows (the file is sized as needed). With `reserve`,
+ * the file's pages under every object are allocated (through the mapping,
+ * else fallocate) in every region, slots and mirrors, before the object is
+ * handed out, so that no write through the mapping can fault for lack of
+ * space: allocation then fails cleanly with ENOSPC (on_nospace(ctx, err) is
+ * called), and freed memory stays allocated in the file for reuse. Cost: a
+ * page in each of the 2 * nslots regions per page of slot 0 holding
+ * objects. The fd stays the caller's (open for as long as the zone is
+ * shared). Returns 0, or -1 with errno EBUSY (live objects, or already
+ * shared), EINVAL, ENOMEM, or what ftruncate/mmap/fallocate said; on
+ * failure the zone stays private and usable. A fork() child leaves the
+ * file (zone.c). Thread-safe. */
+PCPU_HIDDEN int pcpu__file_backing_attach(pcpu_zone_t *zone, int fd, uint64_t file_base,
+					  pcpu_file_chunk_fn *on_chunk,
+					  pcpu_file_nospace_fn *on_nospace, void *ctx, int reserve);
+
+/* Allocates `len` bytes of file `fd` at `off` without writing them
+ * (fallocate, keeping the size; zeros written where fallocate is not
+ * supported). 0, or -1 with errno (ENOSPC, ENOMEM, EFBIG...). */
+PCPU_HIDDEN int pcpu_file_allocate(int fd, uint64_t off, uint64_t len);
+
+/* pcpu_file_allocate() for pages mapped (MAP_SHARED) at p: write-faults
+ * them in through the mapping where the kernel can (MADV_POPULATE_WRITE),
+ * so that the mapping's MADV_NOHUGEPAGE holds on a tmpfs that hands out
+ * huge pages; else fallocate(). Same errors. */
+PCPU_HIDDEN int pcpu_file_allocate_mapped(int fd, char *p, uint64_t off, size_t len);
+
+#endif /* PCPU_SEGMENT_BACKING_H */

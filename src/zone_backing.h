@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The zone's backing interface: how a zone's chunks can live in memory that
+ * is shared with other processes, without the zone knowing what that memory
+ * is. Nothing here is exported.
+ *
+ * A zone starts private (anonymous memory). A layer above it that wants
+ * the zone's objects readable from outside (the statistics segment: a tmpfs
+ * file, src/segment/backing.c) attaches a backing to a zone that has no
+ * live object: from then on every chunk the zone has or grows is mapped by
+ * the backing, and -- if the backing reserves -- the backing is asked to
+ * make the memory under every new object safe to write before the object
+ * is handed out, so that no write can ever fault for lack of space. What
+ * happens when there is no space (counting, flags for readers) is the
+ * backing's business: the zone only fails the allocation with the errno
+ * the backing gave.
+ *
+ * Offsets are bytes from the start of a chunk: a chunk is `span` bytes,
+ * 2 * nslots regions of PCPU_SLOT_STRIDE (every slot, then every slot's
+ * mirror; pcpu/zone.h). Every operation is called under the zone's lock
+ * (or before the chunk is visible, or in the zone's fork() handlers) and
+ * must not call back into the zone.
+ */
+#ifndef PCPU_ZONE_BACKING_H
+#define PCPU_ZONE_BACKING_H
+
+#include <pcpu/zone.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "visibility.h"
+
+/* How map() maps chunk `no`. */
+enum pcpu_zone_map {
+	/* Read-write and shared, over the chunk at `at` (MAP_FIXED): the
+	 * zone's own mapping of an attached chunk. */
+	PCPU_ZONE_MAP_SHARED = 0,
+	/* Read-only and shared, anywhere (`at` NULL): in a fork() child,
+	 * a view of the parent's live values (pcpu__zone_fork_parent_view). */
+	PCPU_ZONE_MAP_VIEW = 1,
+	/* Read-write and private, over the chunk at `at`: a fork() child's
+	 * last resort when it has no memory for a private copy. */
+	PCPU_ZONE_MAP_PRIVATE = 2,
+};
+
+struct pcpu_zone_backing {
+	/* Maps chunk `no` (`span` bytes) as `how` says; for SHARED, sizes
+	 * the backing first if needed. Marks the mapping not to be backed by
+	 * transparent huge pages (pcpu_no_huge_pages()). Returns the mapping,
+	 * or NULL with errno (EFBIG, ENOSPC, ENOMEM...). */
+	void *(*map)(void *ctx, unsigned no, void *at, size_t span, enum pcpu_zone_map how);
+
+	/* NULL: the backing reserves nothing (its memory is allocated on
+	 * first write, and a freed object's whole pages are given back).
+	 * Else: makes [from, upto) of every region of chunk `no`, mapped at
+	 * `base`, safe to write (no fault for lack of space), and keeps it
+	 * so (the zone then zeroes freed objects without giving pages back).
+	 * On failure nothing of [from, upto) stays reserved, the backing has
+	 * done what it does when out of space, and -1 with errno (ENOSPC,
+	 * ENOMEM, EFBIG...). */
+	int (*reserve)(void *ctx, unsigned no, char *base, size_t span, size_t from, size_t upto);
+
+	/* Chunk `no` is in use at `base` (mapped, header written): once per
+	 * chunk when attached and when the zone grows. May be NULL. */
+	void (*chunk_added)(void *ctx, unsigned no, char *base);
+
+	/* The backing is sparse: the first extent at or after `off` of chunk
+	 * `no` that may hold data, as [*data, *hole) (offsets in the chunk,
+	 * *hole <= span). Returns 1 with the extent, 0 if nothing after
+	 * `off` holds data (it all reads zero), -1 if it cannot tell (the
+	 * caller then treats everything from `off` as data). */
+	int (*extent)(void *ctx, unsigned no, size_t off, size_t span, size_t *data, size_t *hole);
+
+	/* Reads `len` bytes at `off` of chunk `no` without allocating
+	 * backing memory (a read fault on a hole of a shared mapping may).
+	 * 0, or -1 if it could not read them all. */
+	int (*read)(void *ctx, unsigned no, size_t off, void *buf, size_t len);
+
+	/* The zone is done with `ctx` (destroyed, or the attach failed
+	 * after it took it). May be NULL. */
+	void (*release)(void *ctx);
+};
+
+/* Attaches `backing` (with its `ctx`) to a zone that has no live object:
+ * every chunk it has is mapped by the backing (and its first page
+ * reserved, if the backing reserves) and starts afresh from the backing's
+ * zeros; every chunk it grows likewise. Returns 0 (the zone calls
+ * backing->release(ctx) when destroyed), or -1 with errno EBUSY (live
+ * objects, or a backing already attached), EINVAL, or the backing's; on
+ * failure the zone stays private and usable and ctx is the caller's. A
+ * fork() child leaves the backing: zone.c's fork handlers give it a private
+ * copy of every chunk at the same addresses. Thread-safe. */
+PCPU_HIDDEN int pcpu__zone_attach_backing(pcpu_zone_t *zone, const struct pcpu_zone_backing *backing,
+					  void *ctx);
+
+/* Advises the kernel not to back [p, p + len) with transparent huge pages
+ * (memory pcpu writes sparsely); errno kept, failure ignored (a kernel
+ * without THP). */
+PCPU_HIDDEN void pcpu_no_huge_pages(void *p, size_t len);
+
+#endif /* PCPU_ZONE_BACKING_H */
