@@ -14,6 +14,7 @@
 
 #include "internal.h"
 #include "hashtab.h"
+#include "registry_observer.h"
 
 /* ---- stats_zone.c ---- */
 
@@ -95,14 +96,6 @@ struct pcpu__gfamily {
 	struct pcpu_family *fams[PCPU_GROUP_MAX_MEMBERS];
 };
 
-/* The shared handle of a group family's series (se->handle of every
- * member's series): the group, and its last consistent read. */
-struct pcpu__gseries {
-	pcpu_group_t *g;              /* one group of nmembers values */
-	int64_t vals[PCPU_GROUP_MAX_MEMBERS]; /* read under the registry lock */
-	int ok;                       /* vals holds a consistent read */
-};
-
 /* A sample name a family reserves (OpenMetrics clash set), in a hash table
  * of the registry: finds families by name and detects clashes. */
 struct pcpu__sname {
@@ -119,36 +112,11 @@ struct pcpu__sstruct {
 	struct pcpu__series **series; /* series of field k */
 };
 
-/*
- * Directory events, for a mirror of the directory kept elsewhere (the
- * shared statistics segment, src/segment/writer.c). The hook runs under the
- * registry's lock, so it sees changes in order and the structures it is
- * given are stable while it runs:
- *  - FAMILY_ADDED after a family is linked;
- *  - FAMILY_REMOVING before a family is unlinked and its series and their
- *    storage freed (the hook walks the family's series itself: no
- *    SERIES_REMOVING is sent for them);
- *  - SERIES_ADDED after a series is linked, its storage allocated;
- *  - SERIES_REMOVING before a series is unlinked and its storage freed;
- *  - DESTROYED once, from pcpu_registry_destroy(), after every family was
- *    removed and the zone destroyed; f and se are NULL. The hook's last call.
- *  - GROUPS_READ after a snapshot read every group of the group families
- *    (struct pcpu__gseries vals/ok are fresh); f and se are NULL.
- */
-enum pcpu__registry_event {
-	PCPU__REG_FAMILY_ADDED = 1,
-	PCPU__REG_FAMILY_REMOVING,
-	PCPU__REG_SERIES_ADDED,
-	PCPU__REG_SERIES_REMOVING,
-	PCPU__REG_DESTROYED,
-	PCPU__REG_GROUPS_READ,        /* every gseries holds a fresh read; f, se NULL */
-};
-typedef void (*pcpu__registry_hook_fn)(void *ctx, enum pcpu__registry_event ev,
-				       struct pcpu_family *f, struct pcpu__series *se);
+/* Directory events and the observer (the segment): registry_observer.h. */
 
 struct pcpu_registry {
 	pthread_mutex_t lock;         /* guards everything below but generation */
-	pcpu__registry_hook_fn hook;  /* NULL, or the directory mirror's (see above) */
+	pcpu__registry_hook_fn hook;  /* NULL, or the directory mirror's (registry_observer.h) */
 	void *hook_ctx;
 	pcpu_zone_t *zone;
 	struct pcpu_family **fams;

@@ -16,6 +16,7 @@ set(PCPU_STATS_SOURCES
   src/stats/registry_structs.c  # statistics structs (pcpu_registry_struct)
   src/stats/registry_groups.c   # consistent group families
   src/stats/registry_callbacks.c # callback series and a collection in progress
+  src/stats/registry_observe.c  # walks and views for a mirror of the directory (the segment)
   src/stats/snapshot.c     # registry snapshots
   src/stats/collector.c    # callback series, computed at collection
   src/stats/process_collector.c # the standard process_* metrics
