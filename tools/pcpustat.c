@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -236,11 +237,37 @@ static size_t name_width(const struct pcpu_snapshot *s)
 	return w > 64 ? 64 : w;
 }
 
+/* A quantile estimate with the four significant digits it can claim,
+ * written by the library's formatter (locale-independent, as every number
+ * the tool prints): rounded half to even at the fourth digit with exact
+ * powers of ten (pcpu_stats_scale()), so 685.1234 gives "685.1" and 0.001
+ * gives "0.001", what printf's %.4g wrote in the C locale; from 10^4 up the
+ * library's layout: "12350", "1.235e+06". */
+static void estimate_text(char *out, size_t cap, double v)
+{
+	int e;
+
+	if (v != 0 && isfinite(v)) {
+		e = (int)floor(log10(fabs(v)));
+		if (e - 3 >= -PCPU_STATS_SCALE_MAX && e - 3 <= PCPU_STATS_SCALE_MAX) {
+			v = pcpu_stats_scale(rint(pcpu_stats_scale(v, 3 - e)), e - 3);
+			/* log10() may be one off at a power of ten: a fifth
+			 * digit shows, so round again one place up. */
+			if (fabs(v) >= pow(10, e + 1))
+				v = pcpu_stats_scale(rint(pcpu_stats_scale(v, 2 - e)), e - 2);
+		}
+	}
+	pcpu_format_double(out, cap, v, 0);
+}
+
 /* "count 12 sum 0.5 p50 0.01 p90 0.02 p99 0.03" */
 static void hist_text(struct sbuf *b, const struct pcpu_snapshot_family *f, const uint64_t *counts,
 		      int64_t sum, int with_sum)
 {
-	static const double qs[] = { 0.5, 0.9, 0.99 };
+	static const struct {
+		const char *name;
+		double q;
+	} qs[] = { { "p50", 0.5 }, { "p90", 0.9 }, { "p99", 0.99 } };
 	char num[64];
 	uint64_t count = 0;
 	size_t k;
@@ -255,8 +282,10 @@ static void hist_text(struct sbuf *b, const struct pcpu_snapshot_family *f, cons
 	if (!count)
 		return;
 	/* Estimates: four significant digits say all they know. */
-	for (k = 0; k < 3; k++)
-		sb_printf(b, "  p%g %.4g", qs[k] * 100, pcpu_snapshot_quantile(f, counts, qs[k]));
+	for (k = 0; k < 3; k++) {
+		estimate_text(num, sizeof num, pcpu_snapshot_quantile(f, counts, qs[k].q));
+		sb_printf(b, "  %s %s", qs[k].name, num);
+	}
 }
 
 static void value_text(struct sbuf *b, const struct pcpu_snapshot_family *f,
