@@ -568,29 +568,30 @@ int pcpu_registry_info(pcpu_registry_t *reg, const char *name, const char *help,
 	return g ? pcpu_gauge_set(g, 1) : -1;
 }
 
-pcpu_counter_t pcpu_registry_counter(pcpu_registry_t *reg, const char *name, const char *help)
+/* The family of pcpu_registry_counter() and pcpu_registry_gauge(): no
+ * labels, one series. */
+static pcpu_family_t *plain_family(pcpu_registry_t *reg, const char *name, const char *help,
+				   enum pcpu_metric_type type)
 {
 	struct pcpu_family_desc d;
-	pcpu_family_t *f;
 
 	memset(&d, 0, sizeof d);
 	d.name = name;
 	d.help = help;
-	d.type = PCPU_METRIC_COUNTER;
-	f = pcpu_registry_family(reg, &d);
+	d.type = type;
+	return pcpu_registry_family(reg, &d);
+}
+
+pcpu_counter_t pcpu_registry_counter(pcpu_registry_t *reg, const char *name, const char *help)
+{
+	pcpu_family_t *f = plain_family(reg, name, help, PCPU_METRIC_COUNTER);
+
 	return f ? pcpu_family_counter(f, NULL) : NULL;
 }
 
 pcpu_gauge_t pcpu_registry_gauge(pcpu_registry_t *reg, const char *name, const char *help)
 {
-	struct pcpu_family_desc d;
-	pcpu_family_t *f;
+	pcpu_family_t *f = plain_family(reg, name, help, PCPU_METRIC_GAUGE);
 
-	memset(&d, 0, sizeof d);
-	d.name = name;
-	d.help = help;
-	d.type = PCPU_METRIC_GAUGE;
-	f = pcpu_registry_family(reg, &d);
 	return f ? pcpu_family_gauge(f, NULL) : NULL;
 }
-

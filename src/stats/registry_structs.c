@@ -46,6 +46,16 @@ static int fields_check(size_t size, const struct pcpu_stats_field *fields, size
 	return 0;
 }
 
+/* The description of field f's family (d's labels already set). */
+static void field_desc(struct pcpu_family_desc *d, const struct pcpu_stats_field *f)
+{
+	d->name = f->name;
+	d->help = f->help;
+	d->unit = f->unit;
+	d->type = f->type;
+	d->scale_exp10 = f->scale_exp10;
+}
+
 void *pcpu_registry_struct(pcpu_registry_t *reg, size_t size, const struct pcpu_stats_field *fields,
 			   size_t nfields, unsigned nlabels, const char *const *label_names,
 			   const char *const *label_values)
@@ -78,11 +88,7 @@ void *pcpu_registry_struct(pcpu_registry_t *reg, size_t size, const struct pcpu_
 	d.nlabels = nlabels;
 	d.label_names = label_names;
 	for (k = 0; k < nfields; k++) {
-		d.name = fields[k].name;
-		d.help = fields[k].help;
-		d.unit = fields[k].unit;
-		d.type = fields[k].type;
-		d.scale_exp10 = fields[k].scale_exp10;
+		field_desc(&d, &fields[k]);
 		if (pcpu__desc_check(&d, base[k]) < 0) {
 			err = errno;
 			goto fail_nolock;
@@ -90,11 +96,7 @@ void *pcpu_registry_struct(pcpu_registry_t *reg, size_t size, const struct pcpu_
 	}
 	pthread_mutex_lock(&reg->lock);
 	for (k = 0; k < nfields; k++) {
-		d.name = fields[k].name;
-		d.help = fields[k].help;
-		d.unit = fields[k].unit;
-		d.type = fields[k].type;
-		d.scale_exp10 = fields[k].scale_exp10;
+		field_desc(&d, &fields[k]);
 		ss->fams[k] = pcpu__family_get_locked(reg, &d, base[k], &created[k], NULL, 0, &pcpu__no_extra);
 		if (!ss->fams[k]) {
 			err = errno;
