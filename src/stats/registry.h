@@ -21,6 +21,12 @@
 /* The zone of standalone gauges, histograms and groups; NULL + ENOMEM. */
 PCPU_HIDDEN pcpu_zone_t *pcpu__stats_zone(void);
 
+/* ---- group.c ---- */
+
+/* pcpu_group_free() of a group allocated in `zone`, which the caller holds
+ * (a registry): no search for the zone by address. */
+PCPU_HIDDEN void pcpu__group_free_in(pcpu_zone_t *zone, pcpu_group_t *g);
+
 /* ---- histogram.c ---- */
 
 /* Validates a layout; gives the bucket count (+Inf included) and, for

@@ -127,7 +127,7 @@ pcpu_group_t *pcpu_group_family_series(pcpu_group_family_t *gf, const char *cons
 	goto out;
 nomem:
 	if (gs && gs->g)
-		pcpu_group_free(gs->g);
+		pcpu__group_free_in(reg->zone, gs->g);
 	free(gs);
 	errno = ENOMEM;
 out:

@@ -44,7 +44,7 @@ void pcpu__storage_free(const struct pcpu_family *f, void *h)
 	if (f->gfam) {
 		/* One gseries for all members: member 0's series owns it. */
 		if (f->gmember == 0) {
-			pcpu_group_free(((struct pcpu__gseries *)h)->g);
+			pcpu__group_free_in(f->reg->zone, ((struct pcpu__gseries *)h)->g);
 			free(h);
 		}
 		return;
