@@ -16,67 +16,30 @@
  * to with a plain read-modify-write. Resetters of one counter are serialised
  * by a striped mutex, so each reads the sum after the previous one's
  * subtraction. Then the values the resets return telescope: their total plus
- * the final fetch equals the total of all adds, exactly.
+ * the final fetch equals the total of all adds, exactly. A reset is a set
+ * to 0 (pcpu__counter_set(), which a gauge's set uses too), and the stripes
+ * are the library's (striped_lock.c).
  */
-#include "internal.h"
+#include <pcpu/counter.h>
+
+#include "counter_internal.h"
+#include "rseq_internal.h"
 #include "slot_walk.h"
+#include "striped_lock.h"
+#include "zone_internal.h"
+#include "zone_mirror.h"
+
+#include <pthread.h>
 
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Few stripes: resets are rare, and fork() takes them all at once (tools
- * such as ThreadSanitizer cap how many locks one thread may hold). */
-#define RESET_STRIPES 16
-
-static pthread_mutex_t reset_locks[RESET_STRIPES] = {
-	[0 ... RESET_STRIPES - 1] = PTHREAD_MUTEX_INITIALIZER,
-};
-
-static pthread_mutex_t *reset_lock_of(pcpu_counter_t c)
-{
-	return &reset_locks[((uintptr_t)c >> 3) % RESET_STRIPES];
-}
-
-/* fork(): a resetter of another thread must not leave a stripe held in
- * the child (fork.c). Registered by the first reset: before it, no stripe
- * can be held. */
-static int fork_registered;
-
-static void reset_locks_prepare(void)
-{
-	for (int i = 0; i < RESET_STRIPES; i++)
-		pthread_mutex_lock(&reset_locks[i]);
-}
-
-static void reset_locks_release(void)
-{
-	for (int i = RESET_STRIPES - 1; i >= 0; i--)
-		pthread_mutex_unlock(&reset_locks[i]);
-}
 
 #ifdef PCPU_DEBUG_LIBRARY
 #define CHECK(c) pcpu__debug_check((c), __func__)
 #else
 #define CHECK(c) ((void)0)
 #endif
-
-void pcpu__debug_check(const void *obj, const char *func)
-{
-	const char *what = NULL;
-
-	if (!obj)
-		what = "is NULL";
-	else if (!pcpu_zone_contains_live(obj))
-		what = "is not a live pcpu allocation (freed, or never allocated)";
-	if (!what)
-		return;
-	/* Debug builds only (PCPU_DEBUG): a programming error, reported the way
-	 * assert() reports one. Release builds never get here. */
-	fprintf(stderr, "pcpu: %s: handle %p %s\n", func ? func : "?", obj, what);
-	abort();
-}
 
 /* The fallback add itself: an atomic add on the mirror word of `slot`.
  * pcpu is initialised (a counter exists). */
@@ -182,29 +145,29 @@ int pcpu_counter_fetch_array(pcpu_counter_t c, size_t n, uint64_t *out)
 	return 0;
 }
 
-uint64_t pcpu_counter_fetch_and_zero(pcpu_counter_t c)
+uint64_t pcpu__counter_set(pcpu_counter_t c, uint64_t v)
 {
-	pthread_mutex_t *lock;
-	uint64_t total;
+	pthread_mutex_t *lock = pcpu_stripe_lock(c);
+	uint64_t total = pcpu_counter_fetch(c);
 
-	if (!c) {
-		errno = EINVAL;
-		return 0;
-	}
-	CHECK(c);
-	(void)pcpu_fork_register(&fork_registered, PCPU_FORK_COUNTER, reset_locks_prepare,
-				 reset_locks_release, reset_locks_release);
-	lock = reset_lock_of(c);
-	pthread_mutex_lock(lock);
-	total = pcpu_counter_fetch(c);
 	if (pcpu__test_reset_pause)
 		pcpu__test_reset_pause(c);
 	/* The offset lives in slot 0's mirror word: only atomic RMWs touch it.
 	 * The flag first, so every later fetch reads the offset. */
 	pcpu_mirror_mark(c);
-	__atomic_fetch_sub(pcpu_mirror_word(c, 0), (int64_t)total, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(lock);
+	__atomic_fetch_add(pcpu_mirror_word(c, 0), (int64_t)(v - total), __ATOMIC_RELAXED);
+	pcpu_stripe_unlock(lock);
 	return total;
+}
+
+uint64_t pcpu_counter_fetch_and_zero(pcpu_counter_t c)
+{
+	if (!c) {
+		errno = EINVAL;
+		return 0;
+	}
+	CHECK(c);
+	return pcpu__counter_set(c, 0);
 }
 
 void pcpu_counter_zero(pcpu_counter_t c)

@@ -4,7 +4,7 @@
  * M_WAITOK allocation, early adds, the rate checks and the array
  * fetch-and-zero. See include/pcpu/counter9.h.
  */
-#include "internal.h"
+#include "rseq_internal.h"
 #include <pcpu/counter9.h>
 
 #include <errno.h>

@@ -41,7 +41,9 @@
  * of its own, and never while holding a pcpu lock (prepare, holding
  * `lock`, waits for those locks).
  */
-#include "internal.h"
+#include "fork.h"
+
+#include <pthread.h>
 
 #include <errno.h>
 

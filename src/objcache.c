@@ -39,10 +39,16 @@
  * taken while one of these is held (counter adds are lock-free), so the
  * fork handlers may run at any rank.
  */
-#include "sync.h"
-
 #include <pcpu/objcache.h>
-#include <pcpu/stats.h>
+
+#include "fork.h"
+#include "objcache_stats_hook.h"
+#include "percpu_sync_internal.h"
+#include "rseq_internal.h"
+#include "zone_internal.h"
+#include "zone_mirror.h"
+
+#include <pthread.h>
 
 #include <errno.h>
 #include <stdlib.h>
@@ -72,6 +78,7 @@ struct objcache_impl {
 	uint32_t nslots;
 	struct pcpu_counter *stats;
 	struct pcpu_registry *reg; /* stats registered there, or NULL */
+	const struct pcpu__objcache_stats_ops *stats_ops; /* reg's (objcache_stats_hook.h) */
 	struct slot_lock *locks;   /* nslots: the locked caches */
 	struct objcache_impl *next, *prev; /* all caches (fork) */
 	pthread_mutex_t collect_lock;
@@ -528,28 +535,14 @@ void pcpu__objcache_put_slow(pcpu_objcache_t *c, void *obj)
 
 /* ---- creation, statistics, drain, destruction -------------------------------------- */
 
-struct objcache_stats_struct {
-	struct pcpu_counter c[PCPU_OBJCACHE_NSTATS];
-};
+/* A description naming a registry: the statistics layer's operations
+ * (objcache_stats_hook.h), installed when the first registry was created. */
+static const struct pcpu__objcache_stats_ops *stats_ops;
 
-#define STAT_FIELD(i, type, name, help) \
-	{ (name), (help), NULL, (type), (i) * sizeof(struct pcpu_counter), 0 }
-static const struct pcpu_stats_field stat_fields[PCPU_OBJCACHE_NSTATS] = {
-	STAT_FIELD(PCPU_OBJCACHE_GETS, PCPU_METRIC_COUNTER, "pcpu_objcache_gets",
-		   "Objects handed out by the cache."),
-	STAT_FIELD(PCPU_OBJCACHE_PUTS, PCPU_METRIC_COUNTER, "pcpu_objcache_puts",
-		   "Objects given back to the cache."),
-	STAT_FIELD(PCPU_OBJCACHE_GET_MISSES, PCPU_METRIC_COUNTER, "pcpu_objcache_get_misses",
-		   "Gets the slot's cache could not serve (depot or new objects)."),
-	STAT_FIELD(PCPU_OBJCACHE_PUT_MISSES, PCPU_METRIC_COUNTER, "pcpu_objcache_put_misses",
-		   "Puts that found the slot's cache full."),
-	STAT_FIELD(PCPU_OBJCACHE_DEPOT_XFERS, PCPU_METRIC_COUNTER, "pcpu_objcache_depot_transfers",
-		   "Batches moved between a slot's cache and the depot."),
-	STAT_FIELD(PCPU_OBJCACHE_STRAYS, PCPU_METRIC_COUNTER, "pcpu_objcache_strays",
-		   "Puts on another slot than the object's get."),
-	STAT_FIELD(PCPU_OBJCACHE_OBJECTS, PCPU_METRIC_GAUGE, "pcpu_objcache_objects",
-		   "Objects in existence: constructed and not destructed."),
-};
+void pcpu__objcache_set_stats_ops(const struct pcpu__objcache_stats_ops *ops)
+{
+	__atomic_store_n(&stats_ops, ops, __ATOMIC_RELEASE);
+}
 
 static int valid_desc(const struct pcpu_objcache_desc *d)
 {
@@ -568,7 +561,7 @@ static void impl_free(struct objcache_impl *o)
 		(void)pcpu_zone_free(pcpu_default_zone(), o->handle);
 	if (o->stats) {
 		if (o->reg)
-			(void)pcpu_registry_struct_remove(o->reg, o->stats);
+			(void)o->stats_ops->remove(o->reg, o->stats);
 		else
 			(void)pcpu_counter_free(o->stats);
 	}
@@ -622,12 +615,13 @@ pcpu_objcache_t *pcpu_objcache_create(const struct pcpu_objcache_desc *desc)
 	for (uint32_t s = 0; s < o->nslots; s++)
 		pthread_mutex_init(&o->locks[s].m, NULL);
 	if (desc->registry) {
-		static const char *const label_names[] = {"cache"};
-		const char *label_values[] = {desc->name};
-
-		o->stats = pcpu_registry_struct(desc->registry, sizeof(struct objcache_stats_struct),
-						stat_fields, PCPU_OBJCACHE_NSTATS, 1, label_names,
-						label_values);
+		/* Installed: the registry exists, so pcpu_registry_create() ran. */
+		o->stats_ops = __atomic_load_n(&stats_ops, __ATOMIC_ACQUIRE);
+		if (!o->stats_ops) {
+			err = EINVAL; /* not a registry */
+			goto fail;
+		}
+		o->stats = o->stats_ops->add(desc->registry, desc->name);
 		if (!o->stats) {
 			err = errno;
 			goto fail;

@@ -60,7 +60,9 @@
  * before the kill's fold (an acquire-release add), which the final put
  * reads. ThreadSanitizer builds have no rseq: they check the atomic mode.
  */
-#include "sync.h"
+#include <pcpu/ref.h>
+
+#include "percpu_sync_internal.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -35,8 +35,10 @@
  * a zone is made: the fast paths do not need it, since a registered index
  * is always below it.
  */
-#include "internal.h"
+#include "rseq_internal.h"
 #include "slot_walk.h"
+
+#include <pthread.h>
 
 #include <errno.h>
 #include <fcntl.h>

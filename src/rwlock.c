@@ -76,7 +76,9 @@
  * loads of the sum); in atomic mode, the seq_cst operations above, which
  * ThreadSanitizer builds check.
  */
-#include "sync.h"
+#include <pcpu/rwlock.h>
+
+#include "percpu_sync_internal.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -34,9 +34,9 @@
 
 #define SLOT_MAX 4096 /* pcpu_slot_count's bound (rseq.c, PCPU_NSLOTS) */
 
-PCPU_HIDDEN_SW uint16_t pcpu_walk_slots[SLOT_MAX];
-PCPU_HIDDEN_SW uint32_t pcpu_walk_count;
-PCPU_HIDDEN_SW int pcpu_walk_all;
+PCPU_HIDDEN uint16_t pcpu_walk_slots[SLOT_MAX];
+PCPU_HIDDEN uint32_t pcpu_walk_count;
+PCPU_HIDDEN int pcpu_walk_all;
 
 /* Marks every CPU of a list such as "0-3,8,10-11" below nslots in `set`;
  * returns how many CPUs the list names (below or above nslots), 0 if it

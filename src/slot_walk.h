@@ -8,21 +8,21 @@
 
 #include <stdint.h>
 
-#define PCPU_HIDDEN_SW __attribute__((visibility("hidden")))
+#include "visibility.h"
 
 /* Slot numbers, ascending, and how many; set once by pcpu_slot_walk_init()
  * (from pcpu_init()), before any zone exists. */
-PCPU_HIDDEN_SW extern uint16_t pcpu_walk_slots[];
-PCPU_HIDDEN_SW extern uint32_t pcpu_walk_count;
+PCPU_HIDDEN extern uint16_t pcpu_walk_slots[];
+PCPU_HIDDEN extern uint32_t pcpu_walk_count;
 /* 1 when the list does not apply: more slots than it can hold (over 4096
  * possible CPUs), then every slot is walked, pcpu_walk_count of them. */
-PCPU_HIDDEN_SW extern int pcpu_walk_all;
+PCPU_HIDDEN extern int pcpu_walk_all;
 
 /* Builds the list for `nslots` slots (pcpu_slot_count): slot 0, every
  * present CPU, and 0 .. (number of present CPUs - 1), each below nslots;
  * every slot if the present CPUs cannot be read. Async-signal-safe (open,
  * read, close; no malloc). */
-PCPU_HIDDEN_SW void pcpu_slot_walk_init(uint32_t nslots);
+PCPU_HIDDEN void pcpu_slot_walk_init(uint32_t nslots);
 
 /* Every slot that can hold a value, in ascending order:
  *   uint32_t slot;

@@ -4,7 +4,8 @@
  * project version through the generated pcpu/version.h, the one source of
  * it; a program compares it with the PCPU_VERSION it was compiled with.
  */
-#include "internal.h" /* pcpu/pcpu.h: pcpu/version.h */
+#include <pcpu/runtime_version.h>
+#include <pcpu/version.h> /* generated: PCPU_VERSION */
 
 unsigned pcpu_version(void)
 {

@@ -96,9 +96,16 @@
  * fork() is in the parent and may or may not be in the child's copy; one
  * after fork() returned is only in the process that made it.
  */
-#include "internal.h"
+#include "fork.h"
+#include "rseq_internal.h"
+#include "zone_backing.h"
+#include "zone_internal.h"
+#include "zone_mirror.h"
+
+#include <pthread.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -1030,6 +1037,25 @@ int pcpu_zone_contains_live(const void *obj)
 	}
 	pthread_mutex_unlock(&z->lock);
 	return found;
+}
+
+/* Called by the inline operations of every layer in debug builds
+ * (PCPU_DEBUG) and by the library's own CHECK()s in debug-library builds:
+ * the zone is who knows what is live. */
+void pcpu__debug_check(const void *obj, const char *func)
+{
+	const char *what = NULL;
+
+	if (!obj)
+		what = "is NULL";
+	else if (!pcpu_zone_contains_live(obj))
+		what = "is not a live pcpu allocation (freed, or never allocated)";
+	if (!what)
+		return;
+	/* Debug builds only (PCPU_DEBUG): a programming error, reported the way
+	 * assert() reports one. Release builds never get here. */
+	fprintf(stderr, "pcpu: %s: handle %p %s\n", func ? func : "?", obj, what);
+	abort();
 }
 
 /* Whether any object of the zone is live: a chunk with fewer holes than

@@ -22,11 +22,7 @@
 #include <pcpu/zone.h>
 #include <stdint.h>
 
-#include "visibility.h"
-
-/* Number of slots (pcpu_nslots()), valid once pcpu_init() ran -- always the
- * case where a zone exists (rseq.c). */
-PCPU_HIDDEN extern uint32_t pcpu_slot_count;
+#include "rseq_internal.h" /* pcpu_slot_count */
 
 /* The slot whose value region `region` of a chunk holds: regions nslots..
  * are the mirrors of slots 0.. (pure arithmetic: usable on a copy). */

@@ -18,7 +18,7 @@
  * Links the static library: the hook is a hidden symbol of src/counter.c.
  */
 #include "check.h"
-#include "internal.h"
+#include <pcpu/pcpu.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>

@@ -1,5 +1,5 @@
 /*
- * pcpu_rwlock, one behaviour at a time (pcpu/ref.h): readers share, a
+ * pcpu_rwlock, one behaviour at a time (pcpu/rwlock.h): readers share, a
  * writer excludes readers and writers, a reader that meets a writer sleeps
  * until the writer leaves, a writer waits for the readers inside, try
  * variants fail instead of waiting, destroy refuses a held lock.

@@ -1,6 +1,6 @@
 /*
  * Misuse of a pcpu_rwlock that used to corrupt it silently (issue 23, item
- * 6), and what pcpu/ref.h ("Misuse") now promises instead:
+ * 6), and what pcpu/rwlock.h ("Misuse") now promises instead:
  *  - a read unlock without a read lock: writers fail with ENOTRECOVERABLE
  *    (they used to wait for ever), trywrlock too, every time; readers still
  *    work; destroy frees the lock;

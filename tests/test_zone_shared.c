@@ -7,7 +7,7 @@
  * (src/segment/backing.c), so it links the static library.
  */
 #include "check.h"
-#include "internal.h"
+#include <pcpu/pcpu.h>
 #include "segment/backing.h"
 #include <errno.h>
 #include <sched.h>

@@ -32,7 +32,6 @@
  * is nothing to ask for: only the costs are checked.
  */
 #include "check.h"
-#include "internal.h"
 #include "segment/backing.h"
 #include <pcpu/pcpu.h>
 

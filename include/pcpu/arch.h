@@ -26,7 +26,7 @@
 #ifndef PCPU_ARCH_H
 #define PCPU_ARCH_H
 
-#include <pcpu/common.h> /* pcpu__g: the offsets the sections use */
+#include <pcpu/rseq.h> /* pcpu__g: the offsets the sections use */
 
 #define PCPU__ARCH_H_INSIDE 1
 

@@ -40,7 +40,8 @@
 #ifndef PCPU_COUNTER_H
 #define PCPU_COUNTER_H
 
-#include <pcpu/common.h>
+#include <pcpu/defs.h>
+#include <pcpu/rseq.h>
 #include <pcpu/zone.h>
 #include <pcpu/arch.h>
 
@@ -93,7 +94,7 @@ __attribute__((always_inline)) static inline int pcpu__counter_add_once(pcpu_cou
 }
 
 /* The inline add, for both tiers: the exported pcpu_counter_add() is this
- * too (src/abi.c). */
+ * too (src/counter_stable_abi.c). */
 __attribute__((always_inline)) static inline void pcpu__counter_add_inline(pcpu_counter_t c,
 									  int64_t v)
 {
@@ -123,8 +124,8 @@ __attribute__((always_inline)) static inline void pcpu__counter_add_atomic_inlin
 }
 
 #ifdef PCPU_NO_INLINE
-/* The stable tier: the same operations as exported functions (src/abi.c),
- * documented below with their inline versions. */
+/* The stable tier: the same operations as exported functions
+ * (src/counter_stable_abi.c), documented below with their inline versions. */
 PCPU_API void pcpu_counter_add(pcpu_counter_t c, int64_t v);
 PCPU_API void pcpu_counter_add_atomic(pcpu_counter_t c, int64_t v);
 PCPU_API void pcpu_counter_inc(pcpu_counter_t c);

@@ -40,7 +40,7 @@ struct pcpu_gauge {
 typedef struct pcpu_gauge *pcpu_gauge_t;
 
 #ifdef PCPU_NO_INLINE
-/** The stable tier: the same operations as exported functions, each with
+/** The stable tier (src/stats/stable_abi.c): the same operations as exported functions, each with
  * the contract of its inline version below: thread-safe, async-signal-safe,
  * lock-free. Cost: a function call plus the inline version's. */
 PCPU_API void pcpu_gauge_add(pcpu_gauge_t g, int64_t v);

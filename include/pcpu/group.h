@@ -149,7 +149,7 @@ __attribute__((always_inline)) static inline int pcpu__group_add_rseq(const pcpu
 }
 
 #ifdef PCPU_NO_INLINE
-/** The stable tier: the same operations as exported functions, each with
+/** The stable tier (src/stats/stable_abi.c): the same operations as exported functions, each with
  * the contract of its inline version below (thread safety and signal
  * safety as documented there). Cost: a function call plus the inline
  * version's. */

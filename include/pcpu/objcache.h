@@ -67,7 +67,10 @@
  * Statistics: pcpu counters (pcpu_objcache_counter(), read with
  * pcpu_counter_fetch()), registered in a registry when the description
  * names one (families pcpu_objcache_*, label `cache`), so that they are
- * exported and published like any metric.
+ * exported and published like any metric. The cache itself knows nothing
+ * of registries: the statistics layer, which creates them, registers the
+ * counters for it (src/stats/objcache_stats.c), so a program that names
+ * no registry uses the cache without the statistics layer.
  *
  * Signals: get and put are not async-signal-safe (their slow paths take
  * mutexes); a signal that interrupts one is harmless (the section
@@ -88,7 +91,8 @@
 #ifndef PCPU_OBJCACHE_H
 #define PCPU_OBJCACHE_H
 
-#include <pcpu/common.h>
+#include <pcpu/defs.h>
+#include <pcpu/rseq.h>
 #include <pcpu/counter.h>
 #include <pcpu/arch.h>
 
@@ -162,8 +166,9 @@ struct pcpu_objcache_desc {
 	pcpu_objcache_dtor_fn *dtor; /**< may be NULL */
 	pcpu_objcache_moved_fn *moved; /**< stray hook, may be NULL */
 	void *arg;                   /**< passed to ctor, dtor and moved */
-	struct pcpu_registry *registry; /**< where to register the counters, or
-					     NULL; must outlive the cache */
+	struct pcpu_registry *registry; /**< where to register the counters (by
+					     the statistics layer: pcpu/stats.h),
+					     or NULL; must outlive the cache */
 	const char *name;            /**< label `cache` in the registry (needed with one) */
 };
 
@@ -220,7 +225,7 @@ __attribute__((always_inline)) static inline void pcpu__objcache_count(struct pc
 }
 
 #ifdef PCPU_NO_INLINE
-/* The stable tier (src/objcache_abi.c), documented below. */
+/* The stable tier (src/objcache_stable_abi.c), documented below. */
 PCPU_API void *pcpu_objcache_get(pcpu_objcache_t *c);
 PCPU_API void pcpu_objcache_put(pcpu_objcache_t *c, void *obj);
 #endif

@@ -4,9 +4,9 @@
  * pcpu: per-CPU statistics for Linux user space. This header gives the whole
  * API: the per-CPU zones (pcpu/zone.h), exact counters (pcpu/counter.h), the
  * statistics layer (pcpu/stats.h: registry, gauges, histograms, consistent
- * groups, exposition), per-CPU reference counts and a big-reader lock
- * (pcpu/ref.h), per-CPU object caches (pcpu/objcache.h), the shared
- * statistics segment (pcpu/segment.h) and its
+ * groups, exposition), per-CPU reference counts (pcpu/ref.h) and a
+ * big-reader lock (pcpu/rwlock.h), per-CPU object caches
+ * (pcpu/objcache.h), the shared statistics segment (pcpu/segment.h) and its
  * reader (pcpu/reader.h). Every name it declares starts with pcpu_ or PCPU_.
  * FreeBSD counter(9) compatibility, whose names are unprefixed, is opt-in:
  * pcpu/counter9.h. The section 3 manual pages start at pcpu(3).
@@ -16,11 +16,15 @@
 #ifndef PCPU_PCPU_H
 #define PCPU_PCPU_H
 
-#include <pcpu/common.h>
+#include <pcpu/defs.h>
+#include <pcpu/rseq.h>
+#include <pcpu/runtime_version.h>
+#include <pcpu/common.h> /* compatibility: the three above */
 #include <pcpu/version.h> /* generated from the CMake project version */
 #include <pcpu/zone.h>
 #include <pcpu/counter.h>
 #include <pcpu/ref.h>
+#include <pcpu/rwlock.h>
 #include <pcpu/stats.h>
 #include <pcpu/segment.h>
 #include <pcpu/reader.h>

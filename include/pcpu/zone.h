@@ -65,19 +65,13 @@
 #ifndef PCPU_ZONE_H
 #define PCPU_ZONE_H
 
-#include <pcpu/common.h>
+#include <pcpu/defs.h>
+#include <pcpu/rseq.h> /* enum pcpu_index, pcpu_nslots() */
 
 PCPU_BEGIN_DECLS
 
 /** Largest object (slot-0 bytes) one zone allocation may have. */
 #define PCPU_ZONE_MAX_OBJECT (PCPU_SLOT_STRIDE - 4096)
-
-/** Which per-thread number selects an object's slot (one per process). */
-enum pcpu_index {
-	PCPU_INDEX_DEFAULT = 0, /**< the process's index (mm_cid where available) */
-	PCPU_INDEX_CPU = 1,     /**< rseq cpu_id: the CPU the thread runs on */
-	PCPU_INDEX_MM_CID = 2,  /**< rseq mm_cid: dense concurrency id */
-};
 
 typedef struct pcpu_zone pcpu_zone_t;
 
@@ -186,7 +180,8 @@ static inline void *pcpu__slot_ptr_inline(const void *obj, unsigned slot)
 	return (char *)(uintptr_t)obj + ((size_t)slot << PCPU_SLOT_STRIDE_SHIFT);
 }
 #ifdef PCPU_NO_INLINE
-PCPU_API void *pcpu_slot_ptr(const void *obj, unsigned slot); /* src/abi.c */
+/* The stable tier: src/counter_stable_abi.c. */
+PCPU_API void *pcpu_slot_ptr(const void *obj, unsigned slot);
 #else
 static inline void *pcpu_slot_ptr(const void *obj, unsigned slot)
 {
@@ -214,6 +209,12 @@ PCPU_API unsigned pcpu_current_slot(void);
  * Thread-safe; async-signal-safe. Cost: a few loads and one rseq store.
  */
 PCPU_API uint64_t pcpu_slot_replace(void *obj, uint64_t v);
+
+/* Debug-build handle check (PCPU_DEBUG): prints what is wrong with `obj`
+ * to stderr and aborts if it is not a live allocation of some zone; else
+ * returns. Not API: the inline operations of every layer call it in
+ * debug builds. */
+PCPU_API void pcpu__debug_check(const void *obj, const char *func);
 
 PCPU_END_DECLS
 

@@ -37,7 +37,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../internal.h"
 #include "backing.h"
 #include "internal.h"
 #include "writer.h"

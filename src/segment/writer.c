@@ -62,7 +62,8 @@
 
 #include <pcpu/segment.h>
 
-#include "../internal.h"
+#include "../fork.h"
+#include "../zone_backing.h"
 #include "backing.h"
 #include "internal.h"
 #include "writer.h"

@@ -17,7 +17,9 @@
  * their offset would both apply: set(5) and set(7) at once could leave 12.
  * Serialising the read and the add makes each set's (read, add) pair atomic
  * with respect to the other sets; adders are never blocked. The lock is one
- * of 16 mutexes striped by address, so unrelated gauges rarely share one.
+ * of the library's 16 striped mutexes (src/striped_lock.c), so unrelated
+ * gauges rarely share one; the set itself is a counter's
+ * (pcpu__counter_set(), which resets use too).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -26,56 +28,15 @@
 #include <pcpu/gauge.h>
 
 #include "registry.h"
-#include "../internal.h"
-
-/* 16, not more: fork() takes them all at once (fork.c), and tools such as
- * ThreadSanitizer cap how many locks one thread may hold (64); sets are
- * rare enough that 16 stripes keep unrelated gauges apart. */
-#define GAUGE_LOCKS 16
-
-static pthread_mutex_t gauge_locks[GAUGE_LOCKS] = {
-	[0 ... GAUGE_LOCKS - 1] = PTHREAD_MUTEX_INITIALIZER,
-};
-
-/* fork(): no set may be half-done in a child (fork.c). Registered by the
- * first set: before it, no gauge lock can be held. */
-static int fork_registered;
-
-static void gauge_locks_prepare(void)
-{
-	for (int i = 0; i < GAUGE_LOCKS; i++)
-		pthread_mutex_lock(&gauge_locks[i]);
-}
-
-static void gauge_locks_release(void)
-{
-	for (int i = GAUGE_LOCKS - 1; i >= 0; i--)
-		pthread_mutex_unlock(&gauge_locks[i]);
-}
-
-static pthread_mutex_t *gauge_lock(pcpu_gauge_t g)
-{
-	uintptr_t a = (uintptr_t)g >> 3; /* gauges are 8 bytes apart */
-	return &gauge_locks[(a ^ (a >> 6) ^ (a >> 12)) % GAUGE_LOCKS];
-}
+#include "../counter_internal.h"
 
 int pcpu_gauge_set(pcpu_gauge_t g, int64_t v)
 {
-	pthread_mutex_t *m;
-	uint64_t sum;
-
 	if (!g) {
 		errno = EINVAL;
 		return -1;
 	}
-	(void)pcpu_fork_register(&fork_registered, PCPU_FORK_STATS, gauge_locks_prepare,
-				 gauge_locks_release, gauge_locks_release);
-	m = gauge_lock(g);
-	pthread_mutex_lock(m);
-	sum = pcpu_counter_fetch(&g->pcpu__adds);
-	pcpu_mirror_mark(g); /* before the offset, so every later read sees it */
-	__atomic_fetch_add(pcpu_mirror_word(g, 0), (int64_t)((uint64_t)v - sum), __ATOMIC_RELAXED);
-	pthread_mutex_unlock(m);
+	(void)pcpu__counter_set(&g->pcpu__adds, (uint64_t)v);
 	return 0;
 }
 

@@ -123,7 +123,8 @@
 
 #include "internal.h"
 #include "registry.h"
-#include "../internal.h"
+#include "../fork.h"
+#include "../zone_internal.h"
 
 static inline void cpu_relax(void)
 {

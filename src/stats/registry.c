@@ -28,7 +28,8 @@
 #include <string.h>
 
 #include "registry.h"
-#include "../internal.h"
+#include "../fork.h"
+#include "objcache_stats.h"
 
 /* ---- registry ---- */
 
@@ -93,6 +94,7 @@ pcpu_registry_t *pcpu_registry_create(void)
 	reg->next = registries;
 	registries = reg;
 	pthread_mutex_unlock(&registries_lock);
+	pcpu__objcache_stats_install(); /* a cache may now name a registry */
 	return reg;
 }
 

@@ -25,6 +25,8 @@ set(PCPU_STATS_SOURCES
   src/stats/merge.c        # merging snapshots of several processes, families hashed by name
   src/stats/arena.c        # memory freed all at once (snapshots, merges)
   src/stats/hashtab.c      # the one hash table (open addressing) of the library
+  src/stats/objcache_stats.c # object caches' counters in a registry (the hook objcache.c calls)
+  src/stats/stable_abi.c   # the stable tier: gauge, histogram, group inline operations as functions
 )
 
 # The Prometheus protobuf writer (PCPU_FORMAT_PROTOBUF), an optional part of

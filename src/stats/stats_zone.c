@@ -19,7 +19,7 @@
 #include <pcpu/zone.h>
 
 #include "registry.h"
-#include "../internal.h"
+#include "../fork.h"
 
 static pthread_mutex_t stats_zone_lock = PTHREAD_MUTEX_INITIALIZER;
 static pcpu_zone_t *stats_zone;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * objcache_abi.c: the stable tier of pcpu/objcache.h -- get and put also
- * exported as functions with the same semantics, for programs that define
- * PCPU_NO_INLINE (src/abi.c explains the two tiers). Each function is the
+ * objcache_stable_abi.c: the stable tier of pcpu/objcache.h -- get and put
+ * also exported as functions with the same semantics, for programs that
+ * define PCPU_NO_INLINE (src/counter_stable_abi.c explains the two tiers). Each function is the
  * inline operation itself, compiled here.
  */
 #define PCPU_NO_INLINE 1

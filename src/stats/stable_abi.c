@@ -1,58 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * abi.c: the stable tier -- every inline update operation of the headers
- * also exported as a function with the same semantics (userspace-rcu's two
- * tiers). Programs that define PCPU_NO_INLINE get these declarations
- * instead of the inline definitions: a call more per update, and nothing of
- * the hot path's layout compiled into them (no pcpu__ symbol, no
- * PCPU_LAYOUT_<n> version node needed), for other languages' bindings and
- * for programs that must run with any later library. Each function is the
- * inline operation itself, compiled here.
+ * stable_abi.c: the stable tier of the statistics layer -- the inline
+ * operations of pcpu/gauge.h, pcpu/histogram.h and pcpu/group.h also
+ * exported as functions with the same semantics, for programs that define
+ * PCPU_NO_INLINE (src/counter_stable_abi.c explains the two tiers). Each
+ * function is the inline operation itself, compiled here.
  */
 #define PCPU_NO_INLINE 1
-#include <pcpu/counter.h>
 #include <pcpu/gauge.h>
 #include <pcpu/group.h>
 #include <pcpu/histogram.h>
-
-#ifdef PCPU_DEBUG_LIBRARY
-#define CHECK(c, f) pcpu__debug_check((c), (f))
-#else
-#define CHECK(c, f) ((void)0)
-#endif
-
-void pcpu_counter_add(pcpu_counter_t c, int64_t v)
-{
-	CHECK(c, __func__);
-	pcpu__counter_add_inline(c, v);
-}
-
-void pcpu_counter_inc(pcpu_counter_t c)
-{
-	CHECK(c, __func__);
-	pcpu__counter_add_inline(c, 1);
-}
-
-void pcpu_counter_add_many(const pcpu_counter_t *cs, const int64_t *vs, size_t n)
-{
-	pcpu__pcpu_counter_add_many_inline(cs, vs, n);
-}
-
-void pcpu_counter_add_atomic(pcpu_counter_t c, int64_t v)
-{
-	CHECK(c, __func__);
-	pcpu__counter_add_atomic_inline(c, v);
-}
-
-pcpu_counter_t pcpu_counter_at(pcpu_counter_t array, size_t i)
-{
-	return pcpu__pcpu_counter_at_inline(array, i);
-}
-
-void *pcpu_slot_ptr(const void *obj, unsigned slot)
-{
-	return pcpu__slot_ptr_inline(obj, slot);
-}
 
 void pcpu_gauge_add(pcpu_gauge_t g, int64_t v)
 {

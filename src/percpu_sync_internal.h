@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What pcpu_ref and pcpu_rwlock share (src/sync.c): the process-wide
+ * What pcpu_ref, pcpu_rwlock and pcpu_objcache share (src/percpu_sync.c): the process-wide
  * membarrier registration and the barrier itself, and futex calls.
  * Nothing here is exported.
  */
-#ifndef PCPU_SYNC_H
-#define PCPU_SYNC_H
+#ifndef PCPU_PERCPU_SYNC_INTERNAL_H
+#define PCPU_PERCPU_SYNC_INTERNAL_H
 
-#include "internal.h"
-#include <pcpu/ref.h>
+#include <pcpu/counter.h>
+#include <pcpu/percpu_sync.h>
+#include <stdint.h>
+
+#include "visibility.h"
 
 /* 0 if objects created now by the calling thread may use per-CPU mode, else
  * why not. The first call registers membarrier's PRIVATE_EXPEDITED_RSEQ
@@ -25,7 +28,7 @@ PCPU_HIDDEN int pcpu_sync_percpu_lost(void);
  * critical section that ran on another CPU when it was called has been
  * restarted or has committed visibly. If membarrier fails (once it has, for
  * good: pcpu_sync_percpu_lost()), the same by running the calling thread
- * on every CPU in turn (src/sync.c). 0, or -1 with errno what membarrier
+ * on every CPU in turn (src/percpu_sync.c). 0, or -1 with errno what membarrier
  * said when both failed. Async-signal-safe. */
 PCPU_HIDDEN int pcpu_sync_barrier(void);
 
@@ -61,4 +64,4 @@ static inline void *pcpu_sync_obj_impl(const struct pcpu__sync_slot *obj)
 	return __atomic_load_n(&obj->impl, __ATOMIC_RELAXED);
 }
 
-#endif /* PCPU_SYNC_H */
+#endif /* PCPU_PERCPU_SYNC_INTERNAL_H */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * sync.c: what pcpu_ref and pcpu_rwlock (src/ref.c, src/rwlock.c) share --
+ * percpu_sync.c: what pcpu_ref, pcpu_rwlock and pcpu_objcache (src/ref.c,
+ * src/rwlock.c, src/objcache.c) share --
  * the membarrier that switches them out of per-CPU mode, and futexes.
  *
  * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ) (Linux >= 5.10) sends an
@@ -59,7 +60,8 @@
  * switching thread happens to start there), test_ref_stress still fails
  * most runs.
  */
-#include "sync.h"
+#include "rseq_internal.h" /* pcpu_slot_count */
+#include "percpu_sync_internal.h"
 
 #include <errno.h>
 #include <limits.h>

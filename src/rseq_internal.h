@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rseq.c's internals: process initialisation, the process-wide rseq mode,
+ * index and slot count, and the slot a thread's fallback adds use. The
+ * lowest layer: it includes only the public rseq and arch headers. Nothing
+ * here is exported.
+ */
+#ifndef PCPU_RSEQ_INTERNAL_H
+#define PCPU_RSEQ_INTERNAL_H
+
+#include <pcpu/arch.h>
+#include <pcpu/rseq.h>
+#include <stdint.h>
+
+#include "visibility.h"
+
+/* Process-wide way of using rseq, decided once by pcpu_init(). */
+enum pcpu_process_mode {
+	PCPU_PROCESS_GLIBC = 1, /* glibc registered every thread's area */
+	PCPU_PROCESS_OWN = 2,   /* pcpu registers its own area per thread */
+	PCPU_PROCESS_NONE = 3,  /* rseq disabled: fallback everywhere */
+};
+
+/* Initialises everything once: pcpu__g (normally already done at load
+ * time), the mode, and pcpu_slot_count. Safe to call from any thread, any
+ * number of times; async-signal-safe. */
+PCPU_HIDDEN void pcpu_init(void);
+
+/* Number of slots (pcpu_nslots()), valid once pcpu_init() ran -- always the
+ * case where a zone exists. */
+PCPU_HIDDEN extern uint32_t pcpu_slot_count;
+
+/* The index every zone of this process uses (never PCPU_INDEX_DEFAULT). */
+PCPU_HIDDEN enum pcpu_index pcpu_process_index(void);
+
+/* The slot assigned to the calling thread for its fallback adds, plus one
+ * (0: none yet); and the call that assigns one, round-robin. */
+PCPU_HIDDEN extern __thread uint32_t pcpu_t_fallback_slot_plus1
+	__attribute__((tls_model("initial-exec")));
+PCPU_HIDDEN uint32_t pcpu_fallback_slot_assign(void);
+
+/* Slot the calling thread uses on the fallback path: its current CPU/mm_cid
+ * when its area is registered (locality), else the slot assigned to the
+ * thread on its first fallback add. Inline: it is on the fallback add's
+ * path, which the benchmark compares with a bare `lock add`. */
+static inline char *pcpu_thread_pointer(void)
+{
+	return pcpu__arch_thread_pointer(); /* pcpu/arch.h, every target */
+}
+
+static inline uint32_t pcpu_fallback_slot(void)
+{
+	char *tp = pcpu_thread_pointer();
+	int32_t idx = __atomic_load_n((int32_t *)(tp + pcpu__g.index_tpoff), __ATOMIC_RELAXED);
+	uint32_t plus1;
+
+	if (PCPU_LIKELY((uint32_t)idx < pcpu_slot_count))
+		return (uint32_t)idx;
+	plus1 = pcpu_t_fallback_slot_plus1;
+	if (PCPU_LIKELY(plus1 != 0))
+		return plus1 - 1;
+	return pcpu_fallback_slot_assign();
+}
+
+#endif /* PCPU_RSEQ_INTERNAL_H */
