@@ -684,7 +684,9 @@ static int cmd_watch(pcpu_reader_t *r, const struct opts *o)
 
 enum { OPT_STALE = 256, OPT_PRUNE };
 
-int main(int argc, char **argv)
+/* Parses the options into o (from optind on, SEGMENT and PATTERNs are
+ * left). -1 to go on, or the exit status (help, version, a bad option). */
+static int parse_options(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
 		{ "regex", required_argument, NULL, 'e' },
@@ -702,9 +704,87 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
+	int c;
+
+	/* Options may follow the SEGMENT; "--" ends them (a PATTERN that
+	 * starts with '-'). */
+	while ((c = getopt_long(argc, argv, "e:jpwi:c:d:u:ahV", longopts, NULL)) != -1) {
+		char err[256];
+		unsigned uid;
+		char *end;
+
+		switch (c) {
+		case 'e':
+			if (filter_add_regex(o->filter, optarg, err, sizeof err) < 0) {
+				fprintf(stderr, "pcpustat: bad regular expression '%s': %s\n", optarg, err);
+				return 2;
+			}
+			break;
+		case 'j':
+			o->json = 1;
+			break;
+		case 'p':
+			o->per_cpu = 1;
+			break;
+		case 'w':
+		case 'i':
+			o->watch = 1;
+			if (optarg) {
+				o->interval = strtod(optarg, &end);
+				if (*end || !(o->interval >= 0.05 && o->interval <= 86400)) {
+					fprintf(stderr, "pcpustat: the interval wants seconds in [0.05, 86400], not '%s'\n",
+						optarg);
+					return 2;
+				}
+			}
+			break;
+		case 'c':
+			o->count = strtol(optarg, &end, 10);
+			if (*end || o->count < 1) {
+				fprintf(stderr, "pcpustat: --count wants a positive number, not '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'd':
+			o->r.dir = optarg;
+			break;
+		case 'u':
+			if (parse_user(optarg, &uid) < 0) {
+				fprintf(stderr, "pcpustat: no such user '%s'\n", optarg);
+				return 2;
+			}
+			o->r.flags = (o->r.flags & ~(unsigned)PCPU_READER_ANY_OWNER) | PCPU_READER_OWNER;
+			o->r.owner = (uid_t)uid;
+			break;
+		case 'a':
+			o->r.flags |= PCPU_READER_ANY_OWNER;
+			break;
+		case OPT_STALE:
+			o->stale = 1;
+			o->r.flags |= PCPU_READER_ALLOW_STALE;
+			break;
+		case OPT_PRUNE:
+			o->prune = 1;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return 0;
+		case 'V':
+			printf("pcpustat %s (segment format 2)\n", PCPUSTAT_VERSION);
+			return 0;
+		default:
+			fputs("Try 'pcpustat --help'.\n", stderr);
+			return 2;
+		}
+	}
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
 	struct opts o;
 	pcpu_reader_t *r;
-	int c, rc, i;
+	int rc, i;
 
 	/* getopt's messages name argv[0]: the same prefix as ours, whatever
 	 * path the tool was started by. */
@@ -718,84 +798,9 @@ int main(int argc, char **argv)
 		rc = serve_main(argc - 1, argv + 1, &o.r);
 		goto out;
 	}
-	/* Options may follow the SEGMENT; "--" ends them (a PATTERN that
-	 * starts with '-'). */
-	while ((c = getopt_long(argc, argv, "e:jpwi:c:d:u:ahV", longopts, NULL)) != -1) {
-		char err[256];
-		unsigned uid;
-		char *end;
-
-		switch (c) {
-		case 'e':
-			if (filter_add_regex(o.filter, optarg, err, sizeof err) < 0) {
-				fprintf(stderr, "pcpustat: bad regular expression '%s': %s\n", optarg, err);
-				rc = 2;
-				goto out;
-			}
-			break;
-		case 'j':
-			o.json = 1;
-			break;
-		case 'p':
-			o.per_cpu = 1;
-			break;
-		case 'w':
-		case 'i':
-			o.watch = 1;
-			if (optarg) {
-				o.interval = strtod(optarg, &end);
-				if (*end || !(o.interval >= 0.05 && o.interval <= 86400)) {
-					fprintf(stderr, "pcpustat: the interval wants seconds in [0.05, 86400], not '%s'\n",
-						optarg);
-					rc = 2;
-					goto out;
-				}
-			}
-			break;
-		case 'c':
-			o.count = strtol(optarg, &end, 10);
-			if (*end || o.count < 1) {
-				fprintf(stderr, "pcpustat: --count wants a positive number, not '%s'\n", optarg);
-				rc = 2;
-				goto out;
-			}
-			break;
-		case 'd':
-			o.r.dir = optarg;
-			break;
-		case 'u':
-			if (parse_user(optarg, &uid) < 0) {
-				fprintf(stderr, "pcpustat: no such user '%s'\n", optarg);
-				rc = 2;
-				goto out;
-			}
-			o.r.flags = (o.r.flags & ~(unsigned)PCPU_READER_ANY_OWNER) | PCPU_READER_OWNER;
-			o.r.owner = (uid_t)uid;
-			break;
-		case 'a':
-			o.r.flags |= PCPU_READER_ANY_OWNER;
-			break;
-		case OPT_STALE:
-			o.stale = 1;
-			o.r.flags |= PCPU_READER_ALLOW_STALE;
-			break;
-		case OPT_PRUNE:
-			o.prune = 1;
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			rc = 0;
-			goto out;
-		case 'V':
-			printf("pcpustat %s (segment format 2)\n", PCPUSTAT_VERSION);
-			rc = 0;
-			goto out;
-		default:
-			fputs("Try 'pcpustat --help'.\n", stderr);
-			rc = 2;
-			goto out;
-		}
-	}
+	rc = parse_options(argc, argv, &o);
+	if (rc >= 0)
+		goto out;
 	if (o.count && !o.watch) {
 		fputs("pcpustat: --count goes with --watch\n", stderr);
 		rc = 2;
