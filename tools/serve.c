@@ -734,7 +734,16 @@ static size_t fit_descriptors(size_t maxc)
 	return maxc;
 }
 
-int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
+/* What the command line sets besides the scrape configuration. */
+struct serve_args {
+	const char *listen_spec, *web_config;
+	size_t maxc;
+	double timeout;
+};
+
+/* Parses serve's options into sv->cf and a; -1 to go on, or the exit
+ * status (help, a bad option). */
+static int serve_options(int argc, char **argv, struct server *sv, struct serve_args *a)
 {
 	static const struct option longopts[] = {
 		{ "listen", required_argument, NULL, 'l' },
@@ -749,21 +758,8 @@ int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct server sv;
-	struct MHD_Daemon *d;
-	struct MHD_OptionItem opts[16];
-	sigset_t sigs;
-	const char *listen_spec = "127.0.0.1:9464", *web_config = NULL;
-	char shown[128], err[512];
-	size_t maxc = 1024, nopt = 0, i;
-	double timeout = 10;
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
-	int c, lfd, sig;
+	int c;
 
-	memset(&sv, 0, sizeof sv);
-	sv.cf.ropt = *ropt;
-	sv.cf.max_bytes = (size_t)256 << 20;
-	sv.cf.max_down = 16;
 	optind = 1;
 	argv[0] = (char *)"pcpustat serve"; /* getopt's messages, as ours */
 	while ((c = getopt_long(argc, argv, "l:d:u:ah", longopts, NULL)) != -1) {
@@ -772,52 +768,52 @@ int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 
 		switch (c) {
 		case 'l':
-			listen_spec = optarg;
+			a->listen_spec = optarg;
 			break;
 		case 'd':
-			sv.cf.ropt.dir = optarg;
+			sv->cf.ropt.dir = optarg;
 			break;
 		case 'u':
 			if (parse_user(optarg, &uid) < 0) {
 				fprintf(stderr, "pcpustat serve: no such user '%s'\n", optarg);
 				return 2;
 			}
-			sv.cf.ropt.flags = (sv.cf.ropt.flags & ~(unsigned)PCPU_READER_ANY_OWNER) | PCPU_READER_OWNER;
-			sv.cf.ropt.owner = (uid_t)uid;
+			sv->cf.ropt.flags = (sv->cf.ropt.flags & ~(unsigned)PCPU_READER_ANY_OWNER) | PCPU_READER_OWNER;
+			sv->cf.ropt.owner = (uid_t)uid;
 			break;
 		case 'a':
-			sv.cf.ropt.flags |= PCPU_READER_ANY_OWNER;
+			sv->cf.ropt.flags |= PCPU_READER_ANY_OWNER;
 			break;
 		case 'm':
-			maxc = strtoul(optarg, &end, 10);
-			if (*end || maxc < 1 || maxc > 65536) {
+			a->maxc = strtoul(optarg, &end, 10);
+			if (*end || a->maxc < 1 || a->maxc > 65536) {
 				fputs("pcpustat serve: --max-clients wants 1..65536\n", stderr);
 				return 2;
 			}
 			break;
 		case 't':
-			timeout = strtod(optarg, &end);
-			if (*end || !(timeout >= 1 && timeout <= 3600)) {
+			a->timeout = strtod(optarg, &end);
+			if (*end || !(a->timeout >= 1 && a->timeout <= 3600)) {
 				fputs("pcpustat serve: --timeout wants seconds in [1, 3600]\n", stderr);
 				return 2;
 			}
 			break;
 		case 'B':
-			if (parse_bytes(optarg, &sv.cf.max_bytes) < 0) {
+			if (parse_bytes(optarg, &sv->cf.max_bytes) < 0) {
 				fputs("pcpustat serve: --max-bytes wants a size of at least 4K (e.g. 64M)\n", stderr);
 				return 2;
 			}
 			break;
 		case 'D':
 			errno = 0;
-			sv.cf.max_down = strtoul(optarg, &end, 10);
-			if (*end || !*optarg || optarg[0] == '-' || errno || sv.cf.max_down > 1000000) {
+			sv->cf.max_down = strtoul(optarg, &end, 10);
+			if (*end || !*optarg || optarg[0] == '-' || errno || sv->cf.max_down > 1000000) {
 				fputs("pcpustat serve: --max-down wants 0..1000000\n", stderr);
 				return 2;
 			}
 			break;
 		case 'W':
-			web_config = optarg;
+			a->web_config = optarg;
 			break;
 		case 'h':
 			fputs(serve_usage, stdout);
@@ -827,6 +823,60 @@ int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 			return 2;
 		}
 	}
+	return -1;
+}
+
+/* libmicrohttpd on the listening socket lfd (a->maxc already fitted to the
+ * descriptors), TLS as the web configuration says; NULL if it cannot
+ * start. */
+static struct MHD_Daemon *start_daemon(struct server *sv, int lfd, const struct serve_args *a)
+{
+	struct MHD_OptionItem opts[16];
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+	size_t nopt = 0;
+
+	/* The logger first, so that the other options' messages use it. */
+	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)log_mhd, NULL };
+	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET, lfd, NULL };
+	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_LIMIT, (intptr_t)a->maxc, NULL };
+	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)(a->timeout + 0.999), NULL };
+	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONNECTION_MEMORY, NULL };
+	/* Strict: HTTP/1.1 without Host is refused (400). */
+	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_STRICT_FOR_CLIENT, 1, NULL };
+	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1, NULL };
+	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, sv };
+	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, NULL };
+	if (sv->auth)
+		flags |= MHD_ALLOW_SUSPEND_RESUME; /* requests wait for bcrypt suspended */
+	if (sv->tls) {
+		flags |= MHD_USE_TLS;
+		opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, sv->wc.cert_pem };
+		opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, sv->wc.key_pem };
+		opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_PRIORITIES, 0, sv->wc.priorities };
+		if (sv->wc.ca_pem)
+			opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_TRUST, 0, sv->wc.ca_pem };
+	}
+	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
+	return MHD_start_daemon(flags, 0, NULL, NULL, handle, sv, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+}
+
+int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
+{
+	struct server sv;
+	struct MHD_Daemon *d;
+	sigset_t sigs;
+	struct serve_args a = { "127.0.0.1:9464", NULL, 1024, 10 };
+	char shown[128], err[512];
+	size_t i;
+	int lfd, sig, rc;
+
+	memset(&sv, 0, sizeof sv);
+	sv.cf.ropt = *ropt;
+	sv.cf.max_bytes = (size_t)256 << 20;
+	sv.cf.max_down = 16;
+	rc = serve_options(argc, argv, &sv, &a);
+	if (rc >= 0)
+		return rc;
 	for (i = (size_t)optind; i < (size_t)argc; i++)
 		if (!valid_target(argv[i])) {
 			fprintf(stderr, "pcpustat serve: '%s' is not a segment name, pid or file name\n", argv[i]);
@@ -835,9 +885,9 @@ int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 	scrape_memory_setup();
 	sv.cf.targets = argv + optind;
 	sv.cf.ntargets = (size_t)(argc - optind);
-	if (web_config) {
-		if (web_config_load(web_config, &sv.wc, err, sizeof err) < 0) {
-			fprintf(stderr, "pcpustat serve: %s: %s\n", web_config, err);
+	if (a.web_config) {
+		if (web_config_load(a.web_config, &sv.wc, err, sizeof err) < 0) {
+			fprintf(stderr, "pcpustat serve: %s: %s\n", a.web_config, err);
 			return 2;
 		}
 		sv.tls = sv.wc.cert_pem != NULL;
@@ -848,22 +898,22 @@ int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 		}
 	}
 
-	lfd = listen_on(listen_spec, shown, sizeof shown, sv.tls || sv.wc.nusers);
+	lfd = listen_on(a.listen_spec, shown, sizeof shown, sv.tls || sv.wc.nusers);
 	if (lfd < 0) {
 		auth_stop(sv.auth);
 		auth_free(sv.auth);
 		web_config_free(&sv.wc);
 		return 1;
 	}
-	maxc = fit_descriptors(maxc);
-	sv.limit = maxc;
+	a.maxc = fit_descriptors(a.maxc);
+	sv.limit = a.maxc;
 	if (sv.tls) {
 		/* A byte per descriptor a connection can have: the lowest
 		 * free one is always taken, and at most maxc connections and
 		 * FD_RESERVE others are open (the margin: stdio, the listening
 		 * socket, libmicrohttpd's own). One past it (or without the
 		 * memory) is served as before: closed unanswered. */
-		nsniff = maxc + FD_RESERVE + 64;
+		nsniff = a.maxc + FD_RESERVE + 64;
 		sniff = calloc(nsniff, 1);
 		if (!sniff)
 			nsniff = 0;
@@ -877,29 +927,7 @@ int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	/* The logger first, so that the other options' messages use it. */
-	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)log_mhd, NULL };
-	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET, lfd, NULL };
-	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_LIMIT, (intptr_t)maxc, NULL };
-	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)(timeout + 0.999), NULL };
-	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONNECTION_MEMORY, NULL };
-	/* Strict: HTTP/1.1 without Host is refused (400). */
-	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_STRICT_FOR_CLIENT, 1, NULL };
-	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1, NULL };
-	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, &sv };
-	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, NULL };
-	if (sv.auth)
-		flags |= MHD_ALLOW_SUSPEND_RESUME; /* requests wait for bcrypt suspended */
-	if (sv.tls) {
-		flags |= MHD_USE_TLS;
-		opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, sv.wc.cert_pem };
-		opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, sv.wc.key_pem };
-		opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_PRIORITIES, 0, sv.wc.priorities };
-		if (sv.wc.ca_pem)
-			opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_TRUST, 0, sv.wc.ca_pem };
-	}
-	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
-	d = MHD_start_daemon(flags, 0, NULL, NULL, handle, &sv, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+	d = start_daemon(&sv, lfd, &a);
 	if (!d) {
 		fprintf(stderr, "pcpustat serve: cannot start the HTTP server on %s\n", shown);
 		close(lfd);
