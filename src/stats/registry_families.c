@@ -498,40 +498,35 @@ void pcpu__family_destroy_locked(struct pcpu_registry *reg, struct pcpu_family *
 	family_free_meta(f);
 }
 
-static int family_has_callbacks(const struct pcpu_family *f)
+/* What keeps a family from going at once: fields of a registered struct
+ * among its series (*owned), series with a callback (*computed). */
+static void family_series_kinds(const struct pcpu_family *f, int *owned, int *computed)
 {
 	const struct pcpu__series *se;
 
-	for (se = f->lfirst; se; se = se->lnext)
-		if (se->cb)
-			return 1;
-	return 0;
-}
-
-static int family_has_struct_series(const struct pcpu_family *f)
-{
-	const struct pcpu__series *se;
-
-	for (se = f->lfirst; se; se = se->lnext)
-		if (se->owner)
-			return 1;
-	return 0;
+	*owned = *computed = 0;
+	for (se = f->lfirst; se; se = se->lnext) {
+		*owned |= se->owner != NULL;
+		*computed |= se->cb != NULL;
+	}
 }
 
 int pcpu_registry_remove_family(pcpu_registry_t *reg, pcpu_family_t *f)
 {
-	int r = 0;
+	int r = 0, owned = 0, computed = 0;
 
 	if (!reg || !f)
 		return pcpu__reg_fail(EINVAL, "NULL registry or family");
 	pthread_mutex_lock(&reg->lock);
+	if (f->reg == reg && f->index < reg->nfams && reg->fams[f->index] == f)
+		family_series_kinds(f, &owned, &computed);
 	if (f->reg != reg || f->index >= reg->nfams || reg->fams[f->index] != f)
 		r = pcpu__reg_fail(EINVAL, "not a family of this registry");
-	else if (family_has_struct_series(f))
+	else if (owned)
 		r = pcpu__reg_fail(EBUSY, "the family has fields of a registered struct; remove the struct first");
 	else if (f->gfam)
 		r = pcpu__reg_fail(EBUSY, "the family is a member of a consistent group family");
-	else if (family_has_callbacks(f) && pcpu__collect_wait_locked(reg) < 0)
+	else if (computed && pcpu__collect_wait_locked(reg) < 0)
 		r = -1; /* EDEADLK: called from one of reg's callbacks */
 	else
 		pcpu__family_destroy_locked(reg, f);
