@@ -107,19 +107,6 @@ void scrape_memory_setup(void);
 /* A segment name, pid or file name; never a path. */
 int valid_target(const char *t);
 
-/* ---- listen.c: the exporter's socket and descriptors ---- */
-
-/* Descriptors kept free for a scrape (directory, segment, /proc files)
- * and libmicrohttpd itself (epoll, its wakeup pipe), besides stdio. */
-#define FD_RESERVE 8
-/* The listening socket for a --listen spec (passed to libmicrohttpd), and
- * its address in shown; -1 (said on stderr) if it cannot be had.
- * `protected`: TLS or passwords guard it (no warning off loopback). */
-int listen_on(const char *spec, char *shown, size_t cap, int protected);
-/* Descriptors for maxc connections: raises the soft limit toward the hard
- * one; returns the connection limit that leaves FD_RESERVE free. */
-size_t fit_descriptors(size_t maxc);
-
 /* ---- serve.c ---- */
 
 int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt);

@@ -387,137 +387,6 @@ static int report_down(const struct scrape_config *cf, struct owner *o, size_t n
 }
 
 /* The /metrics exposition of every served segment. */
-/* pcpu_segment_up and pcpu_segments_omitted, without series yet. */
-static void status_families(struct pcpu_snapshot_family *up, struct pcpu_snapshot_family *om)
-{
-	memset(up, 0, sizeof *up);
-	memset(om, 0, sizeof *om);
-	up->name = "pcpu_segment_up";
-	up->help = "1 if pcpustat read and exposed the segment, else 0 and the reason.";
-	up->type = PCPU_METRIC_GAUGE;
-	up->nlabels = 3;
-	up->label_names = UP_LABELS;
-	om->name = "pcpu_segments_omitted";
-	om->help = "Segments of the user that could not be served and have no pcpu_segment_up series "
-		   "(past --max-down of theirs).";
-	om->type = PCPU_METRIC_GAUGE;
-	om->nlabels = 1;
-	om->label_names = OMITTED_LABELS;
-}
-
-/* Merges the segments ix[0..nix) (sorted) into m, labelled with their name
- * and pid, and writes their pcpu_segment_up series to ups (*nup of them).
- * -1 when out of memory. */
-static int merge_segments(pcpu_snapshot_merge_t *m, struct seg **ix, size_t nix,
-			  struct pcpu_snapshot_series *ups, size_t *nupp)
-{
-	size_t i, nup = 0;
-
-	for (i = 0; i < nix; i++) {
-		struct seg *g = ix[i], *prev = i ? ix[i - 1] : NULL;
-
-		g->labels[0] = g->name;
-		g->labels[1] = g->pid;
-		if (prev && strcmp(g->name, prev->name) == 0 && strcmp(g->pid, prev->pid) == 0) {
-			g->dup = 1;
-			g->first = prev->dup ? prev->first : prev;
-			snprintf(g->msg, sizeof g->msg, "segment %.64s of pid %s again (as %.100s): reported once, "
-				 "as that", g->name, g->pid, g->first->key);
-			g->ok = 0;
-			g->reason = "duplicate";
-			g->labels[2] = g->reason;
-			if (!prev->dup) { /* the first duplicate speaks for all */
-				ups[nup].label_values = g->labels;
-				ups[nup].value.gauge = 0;
-				nup++;
-			}
-			continue;
-		}
-		if (g->ok && pcpu_snapshot_merge_add(m, &g->snap->snapshot, 2, EXTRA_LABELS, g->labels) < 0) {
-			if (errno == ENOMEM)
-				return -1;
-			snprintf(g->msg, sizeof g->msg, "cannot be exposed: %s", pcpu_stats_error());
-			g->ok = 0;
-			g->reason = "conflict";
-		}
-		g->labels[2] = g->ok ? "" : g->reason ? g->reason : "error";
-		ups[nup].label_values = g->labels;
-		ups[nup].value.gauge = g->ok;
-		nup++;
-	}
-	*nupp = nup;
-	return 0;
-}
-
-/* Listed segments the listing found unservable (not a segment,
- * unreadable, writer gone) count against their owner's --max-down in the
- * listing's order (name, pid) before anything is read: past it they are
- * not opened again and get no memory, no series and no log line --
- * another user's junk costs this scrape its listing (an lstat per file
- * when empty: pcpu_segment_list()) and one counter. Those within it are
- * read again, for the message. keep[i]: 0 omitted, 1 to read, 2 known
- * down and reported; *nseg: how many are kept. -1 (res set) when out of
- * memory or over --max-bytes. */
-static int listing_triage(const struct scrape_config *cf, const struct pcpu_segment_info *info,
-			  size_t n, struct owner **ownersp, size_t *nownersp,
-			  unsigned char **keepp, size_t *nseg, size_t *left,
-			  struct scrape_result *res)
-{
-	struct owner *owners = *ownersp = calloc(n ? n : 1, sizeof *owners);
-	unsigned char *keep = *keepp = calloc(n ? n : 1, 1);
-	size_t i, nowners;
-
-	if (!owners || !keep || charge(left, n * (sizeof *owners + 1)) < 0) {
-		fail_with(res, 503, owners && keep ? "scrape over --max-bytes" : "out of memory");
-		return -1;
-	}
-	nowners = *nownersp = owners_make(owners, info, n);
-	for (i = 0, *nseg = 0; i < n; i++) {
-		if (info[i].error == 0 && !(info[i].state == PCPU_SEGMENT_GONE &&
-					    !(cf->ropt.flags & PCPU_READER_ALLOW_STALE)))
-			keep[i] = 1;
-		else
-			keep[i] = report_down(cf, owners, nowners, info[i].owner) ? 2 : 0;
-		*nseg += keep[i] != 0;
-	}
-	return 0;
-}
-
-/* The segments a scrape reads: the command line's targets, or the listed
- * ones it keeps (keep[i] != 0). */
-static void segs_fill(const struct scrape_config *cf, struct pcpu_segment_info *info, size_t n,
-		      const unsigned char *keep, struct seg *segs)
-{
-	size_t i, k;
-
-	for (i = 0, k = 0; i < n; i++) {
-		if (keep && !keep[i])
-			continue;
-		snprintf(segs[k].key, sizeof segs[k].key, "%s", cf->ntargets ? cf->targets[i] : info[i].file);
-		segs[k].info = info ? &info[i] : NULL;
-		segs[k].known_down = keep && keep[i] == 2;
-		k++;
-	}
-}
-
-/* The merged exposition in res (status 200), within the scrape's bytes. */
-static void write_result(const struct pcpu_snapshot *all, enum pcpu_format fmt, size_t *left,
-			 struct scrape_result *res)
-{
-	if (pcpu_snapshot_write(all, fmt, &res->body, &res->len) < 0) {
-		res->body = NULL;
-		fail_with(res, errno == ENOMEM ? 503 : 500, pcpu_stats_error());
-		return;
-	}
-	if (charge(left, res->len) < 0) {
-		free(res->body);
-		res->body = NULL;
-		fail_with(res, 503, "scrape over --max-bytes");
-		return;
-	}
-	res->status = 200;
-}
-
 void scrape_all(const struct scrape_config *cf, struct scrape_state *st, enum pcpu_format fmt,
 		struct scrape_result *res)
 {
@@ -543,9 +412,30 @@ void scrape_all(const struct scrape_config *cf, struct scrape_state *st, enum pc
 		return;
 	}
 	nseg = n;
-	if (!cf->ntargets &&
-	    listing_triage(cf, info, n, &owners, &nowners, &keep, &nseg, &left, res) < 0)
-		goto out;
+	/* Listed segments the listing found unservable (not a segment,
+	 * unreadable, writer gone) count against their owner's --max-down
+	 * in the listing's order (name, pid) before anything is read: past
+	 * it they are not opened again and get no memory, no series and no
+	 * log line -- another user's junk costs this scrape its listing (an
+	 * lstat per file when empty: pcpu_segment_list()) and one counter.
+	 * Those within it are read again, for the message. */
+	if (!cf->ntargets) {
+		owners = calloc(n ? n : 1, sizeof *owners);
+		keep = calloc(n ? n : 1, 1);
+		if (!owners || !keep || charge(&left, n * (sizeof *owners + 1)) < 0) {
+			fail_with(res, 503, owners && keep ? "scrape over --max-bytes" : "out of memory");
+			goto out;
+		}
+		nowners = owners_make(owners, info, n);
+		for (i = 0, nseg = 0; i < n; i++) {
+			if (info[i].error == 0 && !(info[i].state == PCPU_SEGMENT_GONE &&
+						    !(cf->ropt.flags & PCPU_READER_ALLOW_STALE)))
+				keep[i] = 1;
+			else
+				keep[i] = report_down(cf, owners, nowners, info[i].owner) ? 2 : 0;
+			nseg += keep[i] != 0;
+		}
+	}
 	segs = calloc(nseg ? nseg : 1, sizeof *segs);
 	ix = calloc(nseg ? nseg : 1, sizeof *ix);
 	ups = calloc(nseg ? nseg : 1, sizeof *ups);
@@ -559,7 +449,14 @@ void scrape_all(const struct scrape_config *cf, struct scrape_state *st, enum pc
 									      : "out of memory");
 		goto out;
 	}
-	segs_fill(cf, info, n, keep, segs);
+	for (i = 0, k = 0; i < n; i++) {
+		if (keep && !keep[i])
+			continue;
+		snprintf(segs[k].key, sizeof segs[k].key, "%s", cf->ntargets ? cf->targets[i] : info[i].file);
+		segs[k].info = info ? &info[i] : NULL;
+		segs[k].known_down = keep && keep[i] == 2;
+		k++;
+	}
 	if (read_all(cf, segs, nseg, &left, &err) < 0) {
 		fail_with(res, 503, err == ENOMEM ? "out of memory" : "scrape over --max-bytes");
 		goto out;
@@ -584,16 +481,57 @@ void scrape_all(const struct scrape_config *cf, struct scrape_state *st, enum pc
 	/* pcpu_segment_up and pcpu_segments_omitted first, without series:
 	 * their names are then taken, and a segment's family of either name
 	 * is refused like any clash. */
-	status_families(up, om);
+	memset(fams, 0, sizeof fams);
+	up->name = "pcpu_segment_up";
+	up->help = "1 if pcpustat read and exposed the segment, else 0 and the reason.";
+	up->type = PCPU_METRIC_GAUGE;
+	up->nlabels = 3;
+	up->label_names = UP_LABELS;
+	om->name = "pcpu_segments_omitted";
+	om->help = "Segments of the user that could not be served and have no pcpu_segment_up series "
+		   "(past --max-down of theirs).";
+	om->type = PCPU_METRIC_GAUGE;
+	om->nlabels = 1;
+	om->label_names = OMITTED_LABELS;
 	upsnap.nfamilies = 2;
 	upsnap.families = fams;
 	if (pcpu_snapshot_merge_add(m, &upsnap, 0, NULL, NULL) < 0) {
 		fail_with(res, 503, "out of memory");
 		goto out;
 	}
-	if (merge_segments(m, ix, nix, ups, &nup) < 0) {
-		fail_with(res, 503, "out of memory");
-		goto out;
+	for (i = 0; i < nix; i++) {
+		struct seg *g = ix[i], *prev = i ? ix[i - 1] : NULL;
+
+		g->labels[0] = g->name;
+		g->labels[1] = g->pid;
+		if (prev && strcmp(g->name, prev->name) == 0 && strcmp(g->pid, prev->pid) == 0) {
+			g->dup = 1;
+			g->first = prev->dup ? prev->first : prev;
+			snprintf(g->msg, sizeof g->msg, "segment %.64s of pid %s again (as %.100s): reported once, "
+				 "as that", g->name, g->pid, g->first->key);
+			g->ok = 0;
+			g->reason = "duplicate";
+			g->labels[2] = g->reason;
+			if (!prev->dup) { /* the first duplicate speaks for all */
+				ups[nup].label_values = g->labels;
+				ups[nup].value.gauge = 0;
+				nup++;
+			}
+			continue;
+		}
+		if (g->ok && pcpu_snapshot_merge_add(m, &g->snap->snapshot, 2, EXTRA_LABELS, g->labels) < 0) {
+			if (errno == ENOMEM) {
+				fail_with(res, 503, "out of memory");
+				goto out;
+			}
+			snprintf(g->msg, sizeof g->msg, "cannot be exposed: %s", pcpu_stats_error());
+			g->ok = 0;
+			g->reason = "conflict";
+		}
+		g->labels[2] = g->ok ? "" : g->reason ? g->reason : "error";
+		ups[nup].label_values = g->labels;
+		ups[nup].value.gauge = g->ok;
+		nup++;
 	}
 	for (i = 0; i < nowners; i++)
 		if (owners[i].omitted) {
@@ -611,7 +549,18 @@ void scrape_all(const struct scrape_config *cf, struct scrape_state *st, enum pc
 		goto out;
 	}
 	notes_update(st, segs, nseg);
-	write_result(all, fmt, &left, res);
+	if (pcpu_snapshot_write(all, fmt, &res->body, &res->len) < 0) {
+		res->body = NULL;
+		fail_with(res, errno == ENOMEM ? 503 : 500, pcpu_stats_error());
+		goto out;
+	}
+	if (charge(&left, res->len) < 0) {
+		free(res->body);
+		res->body = NULL;
+		fail_with(res, 503, "scrape over --max-bytes");
+		goto out;
+	}
+	res->status = 200;
 out:
 	pcpu_snapshot_merge_free(m);
 	for (k = 0; segs && k < nseg; k++)

@@ -42,11 +42,14 @@
  * Debian 12 has 0.9.75). A bare LF ends a line (RFC 9112 2.2 allows it).
  * pcpustat(1) and exporter_test.py's MALFORMED table pin which is which.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 #include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -54,6 +57,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -63,6 +67,9 @@
 #include "pcpustat.h"
 #include "webconfig.h"
 
+/* Descriptors kept free for a scrape (directory, segment, /proc files)
+ * and libmicrohttpd itself (epoll, its wakeup pipe), besides stdio. */
+#define FD_RESERVE 8
 /* Request line and headers, and the response headers, per connection. */
 #define CONNECTION_MEMORY (16 * 1024)
 
@@ -601,6 +608,80 @@ static void log_mhd(void *cls, const char *fmt, va_list ap)
 	vfprintf(stderr, fmt, ap);
 }
 
+/* The listening socket (passed to libmicrohttpd), and its address in shown. */
+static int listen_on(const char *spec, char *shown, size_t cap, int protected)
+{
+	char host[256], port[16];
+	struct addrinfo hints, *ai = NULL, *a;
+	const char *colon;
+	int fd = -1, one = 1, rc;
+
+	if (spec[0] == '[') {
+		const char *close_br = strchr(spec, ']');
+		if (!close_br || close_br[1] != ':')
+			return -1;
+		snprintf(host, sizeof host, "%.*s", (int)(close_br - spec - 1), spec + 1);
+		snprintf(port, sizeof port, "%s", close_br + 2);
+	} else if ((colon = strrchr(spec, ':')) != NULL) {
+		snprintf(host, sizeof host, "%.*s", (int)(colon - spec), spec);
+		snprintf(port, sizeof port, "%s", colon + 1);
+	} else {
+		snprintf(host, sizeof host, "127.0.0.1");
+		snprintf(port, sizeof port, "%s", spec);
+	}
+	if (!host[0] || strspn(port, "0123456789") != strlen(port) || !port[0]) {
+		fprintf(stderr, "pcpustat serve: bad --listen '%s' (HOST:PORT, [IPv6]:PORT or PORT)\n", spec);
+		return -1;
+	}
+	memset(&hints, 0, sizeof hints);
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	rc = getaddrinfo(host, port, &hints, &ai);
+	if (rc != 0) {
+		fprintf(stderr, "pcpustat serve: %s: %s\n", host, gai_strerror(rc));
+		return -1;
+	}
+	for (a = ai; a; a = a->ai_next) {
+		fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			continue;
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+		if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 128) == 0)
+			break;
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0) {
+		fprintf(stderr, "pcpustat serve: cannot listen on %s:%s: %s\n", host, port, strerror(errno));
+		freeaddrinfo(ai);
+		return -1;
+	}
+	{
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof ss;
+		char addr[INET6_ADDRSTRLEN];
+		int loopback = 0;
+
+		getsockname(fd, (struct sockaddr *)&ss, &sl);
+		if (ss.ss_family == AF_INET6) {
+			struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+			inet_ntop(AF_INET6, &s6->sin6_addr, addr, sizeof addr);
+			snprintf(shown, cap, "[%s]:%u", addr, ntohs(s6->sin6_port));
+			loopback = IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr);
+		} else {
+			struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+			inet_ntop(AF_INET, &s4->sin_addr, addr, sizeof addr);
+			snprintf(shown, cap, "%s:%u", addr, ntohs(s4->sin_port));
+			loopback = (ntohl(s4->sin_addr.s_addr) >> 24) == 127;
+		}
+		if (!loopback && !protected)
+			fprintf(stderr, "pcpustat serve: warning: %s is not a loopback address: whoever "
+				"can reach it reads these statistics (see --web.config.file)\n", shown);
+	}
+	freeaddrinfo(ai);
+	return fd;
+}
+
 /* Sizes like 256M: 0 or -1. */
 static int parse_bytes(const char *s, size_t *out)
 {
@@ -629,16 +710,31 @@ static int parse_bytes(const char *s, size_t *out)
 	return 0;
 }
 
-/* What the command line sets besides the scrape configuration. */
-struct serve_args {
-	const char *listen_spec, *web_config;
-	size_t maxc;
-	double timeout;
-};
+/* Descriptors for maxc connections: raises the soft limit toward the hard
+ * one; returns the connection limit that leaves FD_RESERVE free. */
+static size_t fit_descriptors(size_t maxc)
+{
+	struct rlimit rl;
+	rlim_t want = (rlim_t)maxc + FD_RESERVE + 3;
 
-/* Parses serve's options into sv->cf and a; -1 to go on, or the exit
- * status (help, a bad option). */
-static int serve_options(int argc, char **argv, struct server *sv, struct serve_args *a)
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return maxc;
+	if (rl.rlim_cur < want) {
+		rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur < want) {
+		size_t fit = rl.rlim_cur > FD_RESERVE + 4 ? (size_t)rl.rlim_cur - FD_RESERVE - 3 : 1;
+
+		fprintf(stderr, "pcpustat serve: %zu descriptors allowed (ulimit -n): serving %zu connections "
+			"at once, not %zu\n", (size_t)rl.rlim_cur, fit, maxc);
+		return fit;
+	}
+	return maxc;
+}
+
+int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 {
 	static const struct option longopts[] = {
 		{ "listen", required_argument, NULL, 'l' },
@@ -653,8 +749,21 @@ static int serve_options(int argc, char **argv, struct server *sv, struct serve_
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c;
+	struct server sv;
+	struct MHD_Daemon *d;
+	struct MHD_OptionItem opts[16];
+	sigset_t sigs;
+	const char *listen_spec = "127.0.0.1:9464", *web_config = NULL;
+	char shown[128], err[512];
+	size_t maxc = 1024, nopt = 0, i;
+	double timeout = 10;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+	int c, lfd, sig;
 
+	memset(&sv, 0, sizeof sv);
+	sv.cf.ropt = *ropt;
+	sv.cf.max_bytes = (size_t)256 << 20;
+	sv.cf.max_down = 16;
 	optind = 1;
 	argv[0] = (char *)"pcpustat serve"; /* getopt's messages, as ours */
 	while ((c = getopt_long(argc, argv, "l:d:u:ah", longopts, NULL)) != -1) {
@@ -663,52 +772,52 @@ static int serve_options(int argc, char **argv, struct server *sv, struct serve_
 
 		switch (c) {
 		case 'l':
-			a->listen_spec = optarg;
+			listen_spec = optarg;
 			break;
 		case 'd':
-			sv->cf.ropt.dir = optarg;
+			sv.cf.ropt.dir = optarg;
 			break;
 		case 'u':
 			if (parse_user(optarg, &uid) < 0) {
 				fprintf(stderr, "pcpustat serve: no such user '%s'\n", optarg);
 				return 2;
 			}
-			sv->cf.ropt.flags = (sv->cf.ropt.flags & ~(unsigned)PCPU_READER_ANY_OWNER) | PCPU_READER_OWNER;
-			sv->cf.ropt.owner = (uid_t)uid;
+			sv.cf.ropt.flags = (sv.cf.ropt.flags & ~(unsigned)PCPU_READER_ANY_OWNER) | PCPU_READER_OWNER;
+			sv.cf.ropt.owner = (uid_t)uid;
 			break;
 		case 'a':
-			sv->cf.ropt.flags |= PCPU_READER_ANY_OWNER;
+			sv.cf.ropt.flags |= PCPU_READER_ANY_OWNER;
 			break;
 		case 'm':
-			a->maxc = strtoul(optarg, &end, 10);
-			if (*end || a->maxc < 1 || a->maxc > 65536) {
+			maxc = strtoul(optarg, &end, 10);
+			if (*end || maxc < 1 || maxc > 65536) {
 				fputs("pcpustat serve: --max-clients wants 1..65536\n", stderr);
 				return 2;
 			}
 			break;
 		case 't':
-			a->timeout = strtod(optarg, &end);
-			if (*end || !(a->timeout >= 1 && a->timeout <= 3600)) {
+			timeout = strtod(optarg, &end);
+			if (*end || !(timeout >= 1 && timeout <= 3600)) {
 				fputs("pcpustat serve: --timeout wants seconds in [1, 3600]\n", stderr);
 				return 2;
 			}
 			break;
 		case 'B':
-			if (parse_bytes(optarg, &sv->cf.max_bytes) < 0) {
+			if (parse_bytes(optarg, &sv.cf.max_bytes) < 0) {
 				fputs("pcpustat serve: --max-bytes wants a size of at least 4K (e.g. 64M)\n", stderr);
 				return 2;
 			}
 			break;
 		case 'D':
 			errno = 0;
-			sv->cf.max_down = strtoul(optarg, &end, 10);
-			if (*end || !*optarg || optarg[0] == '-' || errno || sv->cf.max_down > 1000000) {
+			sv.cf.max_down = strtoul(optarg, &end, 10);
+			if (*end || !*optarg || optarg[0] == '-' || errno || sv.cf.max_down > 1000000) {
 				fputs("pcpustat serve: --max-down wants 0..1000000\n", stderr);
 				return 2;
 			}
 			break;
 		case 'W':
-			a->web_config = optarg;
+			web_config = optarg;
 			break;
 		case 'h':
 			fputs(serve_usage, stdout);
@@ -718,60 +827,6 @@ static int serve_options(int argc, char **argv, struct server *sv, struct serve_
 			return 2;
 		}
 	}
-	return -1;
-}
-
-/* libmicrohttpd on the listening socket lfd (a->maxc already fitted to the
- * descriptors), TLS as the web configuration says; NULL if it cannot
- * start. */
-static struct MHD_Daemon *start_daemon(struct server *sv, int lfd, const struct serve_args *a)
-{
-	struct MHD_OptionItem opts[16];
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
-	size_t nopt = 0;
-
-	/* The logger first, so that the other options' messages use it. */
-	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)log_mhd, NULL };
-	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET, lfd, NULL };
-	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_LIMIT, (intptr_t)a->maxc, NULL };
-	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)(a->timeout + 0.999), NULL };
-	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONNECTION_MEMORY, NULL };
-	/* Strict: HTTP/1.1 without Host is refused (400). */
-	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_STRICT_FOR_CLIENT, 1, NULL };
-	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1, NULL };
-	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, sv };
-	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, NULL };
-	if (sv->auth)
-		flags |= MHD_ALLOW_SUSPEND_RESUME; /* requests wait for bcrypt suspended */
-	if (sv->tls) {
-		flags |= MHD_USE_TLS;
-		opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, sv->wc.cert_pem };
-		opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, sv->wc.key_pem };
-		opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_PRIORITIES, 0, sv->wc.priorities };
-		if (sv->wc.ca_pem)
-			opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_TRUST, 0, sv->wc.ca_pem };
-	}
-	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
-	return MHD_start_daemon(flags, 0, NULL, NULL, handle, sv, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
-}
-
-int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
-{
-	struct server sv;
-	struct MHD_Daemon *d;
-	sigset_t sigs;
-	struct serve_args a = { "127.0.0.1:9464", NULL, 1024, 10 };
-	char shown[128], err[512];
-	size_t i;
-	int lfd, sig, rc;
-
-	memset(&sv, 0, sizeof sv);
-	sv.cf.ropt = *ropt;
-	sv.cf.max_bytes = (size_t)256 << 20;
-	sv.cf.max_down = 16;
-	rc = serve_options(argc, argv, &sv, &a);
-	if (rc >= 0)
-		return rc;
 	for (i = (size_t)optind; i < (size_t)argc; i++)
 		if (!valid_target(argv[i])) {
 			fprintf(stderr, "pcpustat serve: '%s' is not a segment name, pid or file name\n", argv[i]);
@@ -780,9 +835,9 @@ int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 	scrape_memory_setup();
 	sv.cf.targets = argv + optind;
 	sv.cf.ntargets = (size_t)(argc - optind);
-	if (a.web_config) {
-		if (web_config_load(a.web_config, &sv.wc, err, sizeof err) < 0) {
-			fprintf(stderr, "pcpustat serve: %s: %s\n", a.web_config, err);
+	if (web_config) {
+		if (web_config_load(web_config, &sv.wc, err, sizeof err) < 0) {
+			fprintf(stderr, "pcpustat serve: %s: %s\n", web_config, err);
 			return 2;
 		}
 		sv.tls = sv.wc.cert_pem != NULL;
@@ -793,22 +848,22 @@ int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 		}
 	}
 
-	lfd = listen_on(a.listen_spec, shown, sizeof shown, sv.tls || sv.wc.nusers);
+	lfd = listen_on(listen_spec, shown, sizeof shown, sv.tls || sv.wc.nusers);
 	if (lfd < 0) {
 		auth_stop(sv.auth);
 		auth_free(sv.auth);
 		web_config_free(&sv.wc);
 		return 1;
 	}
-	a.maxc = fit_descriptors(a.maxc);
-	sv.limit = a.maxc;
+	maxc = fit_descriptors(maxc);
+	sv.limit = maxc;
 	if (sv.tls) {
 		/* A byte per descriptor a connection can have: the lowest
 		 * free one is always taken, and at most maxc connections and
 		 * FD_RESERVE others are open (the margin: stdio, the listening
 		 * socket, libmicrohttpd's own). One past it (or without the
 		 * memory) is served as before: closed unanswered. */
-		nsniff = a.maxc + FD_RESERVE + 64;
+		nsniff = maxc + FD_RESERVE + 64;
 		sniff = calloc(nsniff, 1);
 		if (!sniff)
 			nsniff = 0;
@@ -822,7 +877,29 @@ int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	d = start_daemon(&sv, lfd, &a);
+	/* The logger first, so that the other options' messages use it. */
+	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)log_mhd, NULL };
+	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET, lfd, NULL };
+	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_LIMIT, (intptr_t)maxc, NULL };
+	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)(timeout + 0.999), NULL };
+	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONNECTION_MEMORY, NULL };
+	/* Strict: HTTP/1.1 without Host is refused (400). */
+	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_STRICT_FOR_CLIENT, 1, NULL };
+	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1, NULL };
+	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, &sv };
+	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, NULL };
+	if (sv.auth)
+		flags |= MHD_ALLOW_SUSPEND_RESUME; /* requests wait for bcrypt suspended */
+	if (sv.tls) {
+		flags |= MHD_USE_TLS;
+		opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, sv.wc.cert_pem };
+		opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, sv.wc.key_pem };
+		opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_PRIORITIES, 0, sv.wc.priorities };
+		if (sv.wc.ca_pem)
+			opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_TRUST, 0, sv.wc.ca_pem };
+	}
+	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
+	d = MHD_start_daemon(flags, 0, NULL, NULL, handle, &sv, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
 	if (!d) {
 		fprintf(stderr, "pcpustat serve: cannot start the HTTP server on %s\n", shown);
 		close(lfd);
