@@ -119,5 +119,7 @@ int main(int argc, char **argv)
 		CHECK(touched == absent);
 	else
 		CHECK(touched == 0);
+	CHECK(pcpu_counter_free(a) == 0);
+	free(out);
 	return 0;
 }

@@ -23,7 +23,7 @@
  *  - Whatever the cache does not know is a job for one worker thread:
  *    one bcrypt at a time (the toolkit serialises them with a mutex), so
  *    unauthenticated clients can take one CPU at most. The connection waits
- *    suspended (MHD_suspend_connection(): serve.c) while libmicrohttpd's
+ *    suspended (MHD_suspend_connection(): serve_request.c) while libmicrohttpd's
  *    thread goes on serving the others.
  *  - The queue is bounded (AUTH_JOBS, the one running included), and so is
  *    what one client address may have in it (AUTH_PER_CLIENT): past those

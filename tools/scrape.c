@@ -29,10 +29,10 @@
  * copies, the output) are charged to one budget (--max-bytes); a scrape
  * whose segments together are past it, or one that meets ENOMEM, fails
  * alone (503) and the next is served as usual (one segment past it by
- * itself is only that segment's failure: read_all()). What is remembered
- * between scrapes (the last message per segment, so stderr says each
- * change once, at most NOTES_PER_SCRAPE lines) is rebuilt from each
- * scrape's segments: segments that went away are forgotten.
+ * itself is only that segment's failure: read_all() in scrape_read.c).
+ * What is remembered between scrapes (the last message per segment, so
+ * stderr says each change once, at most NOTES_PER_SCRAPE lines) is rebuilt
+ * from each scrape's segments: segments that went away are forgotten.
  */
 #include <errno.h>
 #include <malloc.h>
@@ -41,7 +41,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "pcpustat.h"
+#include "scrape.h"
 
 /* The labels of every segment's series; pcpu_segment_up adds the reason
  * (empty when up). */
@@ -51,25 +51,6 @@ static const char *const OMITTED_LABELS[] = { "uid" };
 /* Lines on stderr per scrape: whoever can create files named like segments
  * must not be able to flood the log (or block the exporter on a full pipe). */
 #define NOTES_PER_SCRAPE 20
-
-struct seg {
-	char key[128]; /* what it is opened by */
-	char name[65];
-	char pid[16];  /* "" when unknown */
-	struct pcpu_reader_snapshot *snap;
-	const char *labels[3]; /* pcpu_segment, pcpu_pid, and reason for pcpu_segment_up */
-	int ok, dup, too_large;
-	/* Listed (no targets): what the listing said, and whether it found
-	 * the segment cannot be served; omitted: down, and left out of the
-	 * exposition, counted in pcpu_segments_omitted (its owner has
-	 * --max-down down segments reported already). */
-	const struct pcpu_segment_info *info;
-	int known_down, omitted;
-	const struct seg *first; /* a duplicate's: the one served instead */
-	const char *reason; /* not ok: a word of pcpu_reader_reason()'s vocabulary */
-	int err;       /* errno of a failure that may fail the whole scrape */
-	char msg[320];
-};
 
 /* ---- messages on stderr, once per change ---------------------------------------- */
 
@@ -134,39 +115,7 @@ void scrape_state_free(struct scrape_state *st)
 	st->nnotes = 0;
 }
 
-/* ---- the byte budget ------------------------------------------------------------- */
-
-/* Bytes a snapshot tree holds, as charged to the budget. */
-static size_t snapshot_bytes(const struct pcpu_snapshot *s)
-{
-	size_t b = sizeof *s, f, i;
-	unsigned l;
-
-	for (f = 0; f < s->nfamilies; f++) {
-		const struct pcpu_snapshot_family *fa = &s->families[f];
-
-		b += sizeof *fa + strlen(fa->name) + (fa->help ? strlen(fa->help) : 0) +
-		     fa->nlabels * (sizeof(char *) + PCPU_STATS_LABEL_NAME_MAX / 8) +
-		     fa->nbuckets * sizeof(int64_t);
-		for (i = 0; i < fa->nseries; i++) {
-			b += sizeof fa->series[i] + (fa->nlabels + 2) * sizeof(char *) +
-			     (fa->type == PCPU_METRIC_HISTOGRAM ? fa->nbuckets * sizeof(uint64_t) : 0);
-			for (l = 0; l < fa->nlabels; l++)
-				b += strlen(fa->series[i].label_values[l]) + 1;
-		}
-	}
-	return b;
-}
-
-static int charge(size_t *left, size_t bytes)
-{
-	if (bytes > *left)
-		return -1;
-	*left -= bytes;
-	return 0;
-}
-
-/* ---- reading ---------------------------------------------------------------------- */
+/* ---- the segments served ---------------------------------------------------------- */
 
 /* A segment name, pid or file name; never a path (HTTP clients choose it). */
 int valid_target(const char *t)
@@ -182,125 +131,8 @@ int valid_target(const char *t)
 	return 1;
 }
 
-static void seg_fail(struct seg *g, const char *reason, const char *msg)
-{
-	g->ok = 0;
-	g->reason = reason;
-	snprintf(g->msg, sizeof g->msg, "%s", msg);
-}
-
-/* Reads one segment into g within the budget: ok, or reason and msg (and
- * err when the failure may be the scrape's, not the segment's: ENOMEM, the
- * budget). */
-static void read_segment(const struct scrape_config *cf, struct seg *g, size_t *left)
-{
-	struct pcpu_reader_options ro = cf->ropt;
-	pcpu_reader_t *r;
-	size_t bytes;
-
-	ro.max_bytes = *left ? *left : 1;
-	r = pcpu_reader_open(g->key, &ro);
-	if (!r) {
-		if (errno == ENOMEM)
-			g->err = ENOMEM;
-		seg_fail(g, pcpu_reader_reason(errno), pcpu_reader_error());
-		return;
-	}
-	snprintf(g->name, sizeof g->name, "%s", pcpu_reader_name(r));
-	snprintf(g->pid, sizeof g->pid, "%d", (int)pcpu_reader_pid(r));
-	if (pcpu_reader_snapshot(r, 0, &g->snap) < 0) {
-		if (errno == ENOMEM || errno == EFBIG)
-			g->err = errno;
-		seg_fail(g, pcpu_reader_reason(errno), pcpu_reader_error());
-		g->snap = NULL;
-		pcpu_reader_close(r);
-		return;
-	}
-	pcpu_reader_close(r);
-	bytes = 2 * snapshot_bytes(&g->snap->snapshot);
-	if (charge(left, bytes) < 0) {
-		pcpu_reader_snapshot_free(g->snap);
-		g->snap = NULL;
-		g->err = EFBIG;
-		seg_fail(g, "too_large", "over the scrape's byte limit");
-		return;
-	}
-	g->ok = 1;
-}
-
-/* Forgets what read_segment() found, keeping what the listing said. */
-static void seg_reset(struct seg *g)
-{
-	struct seg keep = *g;
-
-	pcpu_reader_snapshot_free(g->snap);
-	memset(g, 0, sizeof *g);
-	memcpy(g->key, keep.key, sizeof keep.key);
-	g->info = keep.info;
-	g->known_down = keep.known_down;
-}
-
-/*
- * Reads every segment within `budget` bytes: 0, or -1 with *err (ENOMEM,
- * or EFBIG: together they are over the budget). A segment over the budget
- * by itself is that segment's failure (too_large), not the scrape's: one
- * planted huge segment must not fail every scrape. Whether it is over by
- * itself does not depend on the order of reading: when a read fails with
- * part of the budget spent, the others are let go and it is read alone;
- * if it fits, the scrape is over the budget (EFBIG); if not, it is left
- * out and the others are read again. Memory never exceeds the budget;
- * each segment too large costs at most one more pass.
- */
-static int read_all(const struct scrape_config *cf, struct seg *segs, size_t n, size_t *left_out, int *err)
-{
-	size_t i, j, left, budget = *left_out, passes = 0;
-
-again:
-	/* Each pass but the last finds one more segment too large; a
-	 * segment that keeps changing size cannot make it loop. */
-	if (passes++ > n) {
-		*err = EFBIG;
-		return -1;
-	}
-	left = budget;
-	for (i = 0; i < n; i++) {
-		struct seg *g = &segs[i];
-		int alone = left == budget;
-
-		if (g->too_large)
-			continue;
-		seg_reset(g);
-		read_segment(cf, g, &left);
-		if (g->err == ENOMEM) {
-			*err = ENOMEM;
-			return -1;
-		}
-		if (g->err == EFBIG && !alone) {
-			for (j = 0; j < n; j++)
-				if (!segs[j].too_large)
-					seg_reset(&segs[j]);
-			left = budget;
-			read_segment(cf, g, &left);
-			if (g->ok || g->err == ENOMEM) {
-				*err = g->ok ? EFBIG : ENOMEM;
-				return -1;
-			}
-			if (g->err != EFBIG)
-				goto again; /* it changed meanwhile: read all again */
-		}
-		if (g->err == EFBIG) {
-			g->too_large = 1;
-			g->err = 0;
-			snprintf(g->msg, sizeof g->msg, "larger than --max-bytes (%zu bytes) by itself",
-				 cf->max_bytes);
-			if (!alone)
-				goto again;
-		}
-	}
-	*left_out = left;
-	return 0;
-}
-
+/* The order segments are merged in, and their winners: (name, pid, readable
+ * first, key); the file's comment says why. */
 static int cmp_seg(const void *a, const void *b)
 {
 	const struct seg *x = *(const struct seg *const *)a, *y = *(const struct seg *const *)b;
@@ -386,102 +218,149 @@ static int report_down(const struct scrape_config *cf, struct owner *o, size_t n
 	return 0;
 }
 
-/* The /metrics exposition of every served segment. */
-void scrape_all(const struct scrape_config *cf, struct scrape_state *st, enum pcpu_format fmt,
-		struct scrape_result *res)
-{
-	struct pcpu_segment_info *info = NULL;
-	struct pcpu_snapshot_family fams[2], *up = &fams[0], *om = &fams[1];
-	struct pcpu_snapshot_series *ups = NULL, *oms = NULL;
-	struct pcpu_snapshot upsnap;
-	const struct pcpu_snapshot *all;
-	pcpu_snapshot_merge_t *m = NULL;
-	struct seg *segs = NULL, **ix = NULL;
-	struct owner *owners = NULL;
-	const char **omlabels = NULL;
-	unsigned char *keep = NULL; /* listed: 0 omitted, 1 to read, 2 known down and reported */
-	size_t n = 0, nseg, i, k, nix = 0, nup = 0, nom = 0, nowners = 0, left = cf->max_bytes;
-	int err = 0;
+/* ---- one /metrics scrape, step by step ------------------------------------------------ */
 
-	memset(res, 0, sizeof *res);
+/* A /metrics scrape's working state, from the listing to the exposition.
+ * What it allocates is charged to `left` (--max-bytes) and freed by
+ * scrape_free(); each step below fails the scrape alone (res: 503, or 500
+ * when the exposition cannot be written). */
+struct scrape {
+	size_t left; /* of the byte budget */
+	/* What is served: the targets (cf->targets), or the listing. */
+	struct pcpu_segment_info *info; /* listed; NULL with targets */
+	size_t n;
+	/* Listed: per file, 0 omitted, 1 to read, 2 known down and reported;
+	 * and the files' distinct owners, for --max-down. */
+	unsigned char *keep;
+	struct owner *owners;
+	size_t nowners;
+	/* The segments read or reported (nseg), and those exposed, in the
+	 * order they are merged (nix). */
+	struct seg *segs, **ix;
+	size_t nseg, nix;
+	/* pcpu_segment_up (fams[0]: ups) and pcpu_segments_omitted (fams[1]:
+	 * oms, labelled omlabels), merged first without series, then again
+	 * with them. */
+	struct pcpu_snapshot_family fams[2];
+	struct pcpu_snapshot upsnap;
+	struct pcpu_snapshot_series *ups, *oms;
+	const char **omlabels;
+	size_t nup, nom;
+	pcpu_snapshot_merge_t *m;
+};
+
+/* The command line's targets, or every segment listed: 0, or -1 with res
+ * set (a listing that fails fails the scrape). */
+static int scrape_list(const struct scrape_config *cf, struct scrape *sc, struct scrape_result *res)
+{
 	if (cf->ntargets) {
-		n = cf->ntargets;
-	} else if (pcpu_segment_list(&cf->ropt, &info, &n) < 0) {
+		sc->n = cf->ntargets;
+	} else if (pcpu_segment_list(&cf->ropt, &sc->info, &sc->n) < 0) {
 		res->status = 503;
 		snprintf(res->msg, sizeof res->msg, "listing segments: %s", pcpu_reader_error());
-		return;
+		return -1;
 	}
-	nseg = n;
-	/* Listed segments the listing found unservable (not a segment,
-	 * unreadable, writer gone) count against their owner's --max-down
-	 * in the listing's order (name, pid) before anything is read: past
-	 * it they are not opened again and get no memory, no series and no
-	 * log line -- another user's junk costs this scrape its listing (an
-	 * lstat per file when empty: pcpu_segment_list()) and one counter.
-	 * Those within it are read again, for the message. */
-	if (!cf->ntargets) {
-		owners = calloc(n ? n : 1, sizeof *owners);
-		keep = calloc(n ? n : 1, 1);
-		if (!owners || !keep || charge(&left, n * (sizeof *owners + 1)) < 0) {
-			fail_with(res, 503, owners && keep ? "scrape over --max-bytes" : "out of memory");
-			goto out;
-		}
-		nowners = owners_make(owners, info, n);
-		for (i = 0, nseg = 0; i < n; i++) {
-			if (info[i].error == 0 && !(info[i].state == PCPU_SEGMENT_GONE &&
-						    !(cf->ropt.flags & PCPU_READER_ALLOW_STALE)))
-				keep[i] = 1;
-			else
-				keep[i] = report_down(cf, owners, nowners, info[i].owner) ? 2 : 0;
-			nseg += keep[i] != 0;
-		}
+	sc->nseg = sc->n;
+	return 0;
+}
+
+/*
+ * Listed segments the listing found unservable (not a segment, unreadable,
+ * writer gone) count against their owner's --max-down in the listing's
+ * order (name, pid) before anything is read: past it they are not opened
+ * again and get no memory, no series and no log line -- another user's junk
+ * costs this scrape its listing (an lstat per file when empty:
+ * pcpu_segment_list()) and one counter. Those within it are read again, for
+ * the message. Sets keep, owners and nseg; 0, or -1 with res set.
+ */
+static int scrape_triage(const struct scrape_config *cf, struct scrape *sc, struct scrape_result *res)
+{
+	const struct pcpu_segment_info *info = sc->info;
+	size_t i, n = sc->n;
+
+	if (cf->ntargets)
+		return 0; /* named on the command line: each is read */
+	sc->owners = calloc(n ? n : 1, sizeof *sc->owners);
+	sc->keep = calloc(n ? n : 1, 1);
+	if (!sc->owners || !sc->keep || charge(&sc->left, n * (sizeof *sc->owners + 1)) < 0) {
+		fail_with(res, 503, sc->owners && sc->keep ? "scrape over --max-bytes" : "out of memory");
+		return -1;
 	}
-	segs = calloc(nseg ? nseg : 1, sizeof *segs);
-	ix = calloc(nseg ? nseg : 1, sizeof *ix);
-	ups = calloc(nseg ? nseg : 1, sizeof *ups);
-	oms = calloc(nowners ? nowners : 1, sizeof *oms);
-	omlabels = calloc(nowners ? nowners : 1, sizeof *omlabels);
-	m = pcpu_snapshot_merge_new();
-	if (!segs || !ix || !ups || !oms || !omlabels || !m ||
-	    charge(&left, nseg * (sizeof *segs + sizeof *ix + sizeof *ups) +
-				  nowners * (sizeof *oms + sizeof *omlabels)) < 0) {
-		fail_with(res, 503, segs && ix && ups && oms && omlabels && m ? "scrape over --max-bytes"
-									      : "out of memory");
-		goto out;
+	sc->nowners = owners_make(sc->owners, info, n);
+	for (i = 0, sc->nseg = 0; i < n; i++) {
+		if (info[i].error == 0 &&
+		    !(info[i].state == PCPU_SEGMENT_GONE && !(cf->ropt.flags & PCPU_READER_ALLOW_STALE)))
+			sc->keep[i] = 1;
+		else
+			sc->keep[i] = report_down(cf, sc->owners, sc->nowners, info[i].owner) ? 2 : 0;
+		sc->nseg += sc->keep[i] != 0;
 	}
-	for (i = 0, k = 0; i < n; i++) {
-		if (keep && !keep[i])
+	return 0;
+}
+
+/* The arrays sized by the segments and owners, and the merge, charged to
+ * the budget before anything is read: 0, or -1 with res set. */
+static int scrape_alloc(struct scrape *sc, struct scrape_result *res)
+{
+	size_t nseg = sc->nseg ? sc->nseg : 1, nowners = sc->nowners ? sc->nowners : 1;
+
+	sc->segs = calloc(nseg, sizeof *sc->segs);
+	sc->ix = calloc(nseg, sizeof *sc->ix);
+	sc->ups = calloc(nseg, sizeof *sc->ups);
+	sc->oms = calloc(nowners, sizeof *sc->oms);
+	sc->omlabels = calloc(nowners, sizeof *sc->omlabels);
+	sc->m = pcpu_snapshot_merge_new();
+	if (!sc->segs || !sc->ix || !sc->ups || !sc->oms || !sc->omlabels || !sc->m) {
+		fail_with(res, 503, "out of memory");
+		return -1;
+	}
+	if (charge(&sc->left, sc->nseg * (sizeof *sc->segs + sizeof *sc->ix + sizeof *sc->ups) +
+				      sc->nowners * (sizeof *sc->oms + sizeof *sc->omlabels)) < 0) {
+		fail_with(res, 503, "scrape over --max-bytes");
+		return -1;
+	}
+	return 0;
+}
+
+/* Reads the segments kept (read_all()); those that fail only now count
+ * against --max-down too, in the same order; the others not omitted go to
+ * ix, named. 0, or -1 with res set (the scrape over its budget, ENOMEM). */
+static int scrape_read(const struct scrape_config *cf, struct scrape *sc, struct scrape_result *res)
+{
+	struct seg *segs = sc->segs;
+	size_t i, k;
+	int err = 0;
+
+	for (i = 0, k = 0; i < sc->n; i++) {
+		if (sc->keep && !sc->keep[i])
 			continue;
-		snprintf(segs[k].key, sizeof segs[k].key, "%s", cf->ntargets ? cf->targets[i] : info[i].file);
-		segs[k].info = info ? &info[i] : NULL;
-		segs[k].known_down = keep && keep[i] == 2;
+		snprintf(segs[k].key, sizeof segs[k].key, "%s", cf->ntargets ? cf->targets[i] : sc->info[i].file);
+		segs[k].info = sc->info ? &sc->info[i] : NULL;
+		segs[k].known_down = sc->keep && sc->keep[i] == 2;
 		k++;
 	}
-	if (read_all(cf, segs, nseg, &left, &err) < 0) {
+	if (read_all(cf, segs, sc->nseg, &sc->left, &err) < 0) {
 		fail_with(res, 503, err == ENOMEM ? "out of memory" : "scrape over --max-bytes");
-		goto out;
+		return -1;
 	}
-	/* Then those that failed only when read, in the same order. */
-	for (k = 0; k < nseg; k++)
+	for (k = 0; k < sc->nseg; k++)
 		if (segs[k].info && !segs[k].ok && !segs[k].known_down &&
-		    !report_down(cf, owners, nowners, segs[k].info->owner))
+		    !report_down(cf, sc->owners, sc->nowners, segs[k].info->owner))
 			segs[k].omitted = 1;
-	for (k = 0; k < nseg; k++) {
+	for (k = 0; k < sc->nseg; k++) {
 		name_from_listing(&segs[k], segs[k].info);
 		if (!segs[k].omitted)
-			ix[nix++] = &segs[k];
+			sc->ix[sc->nix++] = &segs[k];
 	}
+	return 0;
+}
 
-	/* Merged in the order of (name, pid, readable first, key): of two
-	 * segments whose families clash, the first wins; of several that
-	 * are one segment (name and pid), the first is served and the
-	 * others are duplicates -- one pcpu_segment_up{reason="duplicate"} 0
-	 * for them all, so that the series stay distinct. */
-	qsort(ix, nix, sizeof *ix, cmp_seg);
-	/* pcpu_segment_up and pcpu_segments_omitted first, without series:
-	 * their names are then taken, and a segment's family of either name
-	 * is refused like any clash. */
-	memset(fams, 0, sizeof fams);
+/* pcpu_segment_up and pcpu_segments_omitted, without series yet. */
+static void up_families(struct scrape *sc)
+{
+	struct pcpu_snapshot_family *up = &sc->fams[0], *om = &sc->fams[1];
+
+	memset(sc->fams, 0, sizeof sc->fams);
 	up->name = "pcpu_segment_up";
 	up->help = "1 if pcpustat read and exposed the segment, else 0 and the reason.";
 	up->type = PCPU_METRIC_GAUGE;
@@ -493,91 +372,160 @@ void scrape_all(const struct scrape_config *cf, struct scrape_state *st, enum pc
 	om->type = PCPU_METRIC_GAUGE;
 	om->nlabels = 1;
 	om->label_names = OMITTED_LABELS;
-	upsnap.nfamilies = 2;
-	upsnap.families = fams;
-	if (pcpu_snapshot_merge_add(m, &upsnap, 0, NULL, NULL) < 0) {
+	sc->upsnap.nfamilies = 2;
+	sc->upsnap.families = sc->fams;
+}
+
+/* g is the same segment (name and pid) as prev, sorted before it: marked a
+ * duplicate of the first of them, 1; else 0. */
+static int mark_duplicate(struct seg *g, const struct seg *prev)
+{
+	if (!prev || strcmp(g->name, prev->name) != 0 || strcmp(g->pid, prev->pid) != 0)
+		return 0;
+	g->dup = 1;
+	g->first = prev->dup ? prev->first : prev;
+	snprintf(g->msg, sizeof g->msg, "segment %.64s of pid %s again (as %.100s): reported once, as that",
+		 g->name, g->pid, g->first->key);
+	g->ok = 0;
+	g->reason = "duplicate";
+	g->labels[2] = g->reason;
+	return 1;
+}
+
+/*
+ * Merges the segments in the order of (name, pid, readable first, key): of
+ * two segments whose families clash, the first wins; of several that are
+ * one segment (name and pid), the first is served and the others are
+ * duplicates -- one pcpu_segment_up{reason="duplicate"} 0 for them all, so
+ * that the series stay distinct. pcpu_segment_up and pcpu_segments_omitted
+ * go first, without series: their names are then taken, and a segment's
+ * family of either name is refused like any clash. Each segment gets its
+ * pcpu_segment_up series. 0, or -1 with res set (ENOMEM).
+ */
+static int scrape_merge(struct scrape *sc, struct scrape_result *res)
+{
+	size_t i;
+
+	qsort(sc->ix, sc->nix, sizeof *sc->ix, cmp_seg);
+	up_families(sc);
+	if (pcpu_snapshot_merge_add(sc->m, &sc->upsnap, 0, NULL, NULL) < 0) {
 		fail_with(res, 503, "out of memory");
-		goto out;
+		return -1;
 	}
-	for (i = 0; i < nix; i++) {
-		struct seg *g = ix[i], *prev = i ? ix[i - 1] : NULL;
+	for (i = 0; i < sc->nix; i++) {
+		struct seg *g = sc->ix[i], *prev = i ? sc->ix[i - 1] : NULL;
 
 		g->labels[0] = g->name;
 		g->labels[1] = g->pid;
-		if (prev && strcmp(g->name, prev->name) == 0 && strcmp(g->pid, prev->pid) == 0) {
-			g->dup = 1;
-			g->first = prev->dup ? prev->first : prev;
-			snprintf(g->msg, sizeof g->msg, "segment %.64s of pid %s again (as %.100s): reported once, "
-				 "as that", g->name, g->pid, g->first->key);
-			g->ok = 0;
-			g->reason = "duplicate";
-			g->labels[2] = g->reason;
+		if (mark_duplicate(g, prev)) {
 			if (!prev->dup) { /* the first duplicate speaks for all */
-				ups[nup].label_values = g->labels;
-				ups[nup].value.gauge = 0;
-				nup++;
+				sc->ups[sc->nup].label_values = g->labels;
+				sc->ups[sc->nup].value.gauge = 0;
+				sc->nup++;
 			}
 			continue;
 		}
-		if (g->ok && pcpu_snapshot_merge_add(m, &g->snap->snapshot, 2, EXTRA_LABELS, g->labels) < 0) {
+		if (g->ok && pcpu_snapshot_merge_add(sc->m, &g->snap->snapshot, 2, EXTRA_LABELS, g->labels) < 0) {
 			if (errno == ENOMEM) {
 				fail_with(res, 503, "out of memory");
-				goto out;
+				return -1;
 			}
 			snprintf(g->msg, sizeof g->msg, "cannot be exposed: %s", pcpu_stats_error());
 			g->ok = 0;
 			g->reason = "conflict";
 		}
 		g->labels[2] = g->ok ? "" : g->reason ? g->reason : "error";
-		ups[nup].label_values = g->labels;
-		ups[nup].value.gauge = g->ok;
-		nup++;
+		sc->ups[sc->nup].label_values = g->labels;
+		sc->ups[sc->nup].value.gauge = g->ok;
+		sc->nup++;
 	}
-	for (i = 0; i < nowners; i++)
-		if (owners[i].omitted) {
-			omlabels[nom] = owners[i].label;
-			oms[nom].label_values = &omlabels[nom];
-			oms[nom].value.gauge = (int64_t)owners[i].omitted;
-			nom++;
+	return 0;
+}
+
+/* The pcpu_segments_omitted series: one per owner with segments omitted. */
+static void omitted_series(struct scrape *sc)
+{
+	size_t i;
+
+	for (i = 0; i < sc->nowners; i++)
+		if (sc->owners[i].omitted) {
+			sc->omlabels[sc->nom] = sc->owners[i].label;
+			sc->oms[sc->nom].label_values = &sc->omlabels[sc->nom];
+			sc->oms[sc->nom].value.gauge = (int64_t)sc->owners[i].omitted;
+			sc->nom++;
 		}
-	up->series = ups;
-	up->nseries = nup;
-	om->series = oms;
-	om->nseries = nom;
-	if (pcpu_snapshot_merge_add(m, &upsnap, 0, NULL, NULL) < 0 || !(all = pcpu_snapshot_merge_result(m))) {
+}
+
+/* The merged exposition in res (200), its up and omitted series added last;
+ * stderr told what changed (notes_update()). Else res says why. */
+static void scrape_expose(struct scrape_state *st, struct scrape *sc, enum pcpu_format fmt,
+			  struct scrape_result *res)
+{
+	const struct pcpu_snapshot *all;
+
+	omitted_series(sc);
+	sc->fams[0].series = sc->ups;
+	sc->fams[0].nseries = sc->nup;
+	sc->fams[1].series = sc->oms;
+	sc->fams[1].nseries = sc->nom;
+	if (pcpu_snapshot_merge_add(sc->m, &sc->upsnap, 0, NULL, NULL) < 0 ||
+	    !(all = pcpu_snapshot_merge_result(sc->m))) {
 		fail_with(res, 503, errno == ENOMEM ? "out of memory" : pcpu_stats_error());
-		goto out;
+		return;
 	}
-	notes_update(st, segs, nseg);
+	notes_update(st, sc->segs, sc->nseg);
 	if (pcpu_snapshot_write(all, fmt, &res->body, &res->len) < 0) {
 		res->body = NULL;
 		fail_with(res, errno == ENOMEM ? 503 : 500, pcpu_stats_error());
-		goto out;
+		return;
 	}
-	if (charge(&left, res->len) < 0) {
+	if (charge(&sc->left, res->len) < 0) {
 		free(res->body);
 		res->body = NULL;
 		fail_with(res, 503, "scrape over --max-bytes");
-		goto out;
+		return;
 	}
 	res->status = 200;
-out:
-	pcpu_snapshot_merge_free(m);
-	for (k = 0; segs && k < nseg; k++)
-		pcpu_reader_snapshot_free(segs[k].snap);
-	free(segs);
-	free(ix);
-	free(ups);
-	free(owners);
-	free(keep);
-	free(oms);
-	free(omlabels);
-	free(info);
+}
+
+static void scrape_free(struct scrape *sc)
+{
+	size_t k;
+
+	pcpu_snapshot_merge_free(sc->m);
+	for (k = 0; sc->segs && k < sc->nseg; k++)
+		pcpu_reader_snapshot_free(sc->segs[k].snap);
+	free(sc->segs);
+	free(sc->ix);
+	free(sc->ups);
+	free(sc->owners);
+	free(sc->keep);
+	free(sc->oms);
+	free(sc->omlabels);
+	free(sc->info);
 	/* A scrape's memory is freed at once, but glibc keeps freed heap:
 	 * give it back, so that the daemon's footprint follows the segments
 	 * that exist now, not the most there ever were (large blocks are
 	 * unmapped when freed: scrape_memory_setup()). */
 	malloc_trim(0);
+}
+
+/* The /metrics exposition of every served segment: the steps above, each
+ * of which may end the scrape (a failed listing has nothing to free). */
+void scrape_all(const struct scrape_config *cf, struct scrape_state *st, enum pcpu_format fmt,
+		struct scrape_result *res)
+{
+	struct scrape sc;
+
+	memset(res, 0, sizeof *res);
+	memset(&sc, 0, sizeof sc);
+	sc.left = cf->max_bytes;
+	if (scrape_list(cf, &sc, res) < 0)
+		return;
+	if (scrape_triage(cf, &sc, res) == 0 && scrape_alloc(&sc, res) == 0 && scrape_read(cf, &sc, res) == 0 &&
+	    scrape_merge(&sc, res) == 0)
+		scrape_expose(st, &sc, fmt, res);
+	scrape_free(&sc);
 }
 
 void scrape_memory_setup(void)

@@ -94,7 +94,8 @@ PCPU_API int pcpu_counter9_ticks(void);
  */
 PCPU_API void pcpu_counter9_early_add(int64_t pcpu__v);
 
-/** The total of pcpu_counter9_early_add(). Thread-safe; async-signal-safe. */
+/** The total of pcpu_counter9_early_add(). Thread-safe; async-signal-safe.
+ * Cost: one relaxed load. */
 PCPU_API uint64_t pcpu_counter9_early_adds(void);
 
 /**
@@ -133,23 +134,28 @@ struct pcpu_counter9_rate {
 	int cr_period;           /* seconds; 0 means 1 */
 };
 
-/** pcpu_counter9_ratecheck_fields() on a struct pcpu_counter9_rate. */
+/** pcpu_counter9_ratecheck_fields() on a struct pcpu_counter9_rate: the same
+ * results, thread safety and cost. */
 PCPU_API int64_t pcpu_counter9_ratecheck(struct pcpu_counter9_rate *pcpu__cr, int64_t pcpu__limit);
 
 /**
  * Allocates a zeroed rate state with its counter (the current man page's
  * counter_rate_alloc(flags, period)): period in seconds, >= 1. NULL with
  * errno EINVAL (period < 1) or ENOMEM (M_NOWAIT only: M_WAITOK waits).
- * Thread-safe; not async-signal-safe.
+ * Thread-safe; not async-signal-safe. Cost: a malloc() and a counter
+ * allocation (a mutex section in the default zone).
  */
 PCPU_API struct pcpu_counter9_rate *pcpu_counter9_rate_alloc(int pcpu__flags, int pcpu__period);
 
 /** Events counted in the current period of a rate state (counter_rate_get).
- * NULL: 0 with errno EINVAL. Thread-safe; async-signal-safe. */
+ * NULL: 0 with errno EINVAL. Thread-safe; async-signal-safe.
+ * Cost: a counter fetch (one load per slot ever written). */
 PCPU_API uint64_t pcpu_counter9_rate_get(struct pcpu_counter9_rate *pcpu__cr);
 
 /** Frees a state from pcpu_counter9_rate_alloc(); NULL is a no-op. The
- * caller guarantees no thread still uses it. Not async-signal-safe. */
+ * caller guarantees no thread still uses it (then thread-safe towards other
+ * states). Not async-signal-safe. Cost: a counter free (a mutex section)
+ * and a free(). */
 PCPU_API void pcpu_counter9_rate_free(struct pcpu_counter9_rate *pcpu__cr);
 
 /**
@@ -195,16 +201,25 @@ static inline pcpu_counter_t pcpu__counter9_handle(counter_u64_t pcpu__c)
 	return (pcpu_counter_t)(void *)pcpu__c;
 }
 
+/*
+ * The counter(9) names. Each is the pcpu function it calls, with that
+ * function's contract (man counter(9) for the FreeBSD semantics):
+ */
+
+/** counter_u64_alloc(M_WAITOK | M_NOWAIT | M_ZERO): as pcpu_counter9_alloc(). */
 static inline counter_u64_t counter_u64_alloc(int pcpu__wait)
 {
 	return (counter_u64_t)(void *)pcpu_counter9_alloc(pcpu__wait);
 }
 
+/** counter_u64_free(c): as pcpu_counter_free(); EARLY_COUNTER is a no-op. */
 static inline void counter_u64_free(counter_u64_t pcpu__c)
 {
 	(void)pcpu_counter_free(pcpu__counter9_handle(pcpu__c));
 }
 
+/** counter_u64_add(c, v): as pcpu_counter_add(); on EARLY_COUNTER as
+ * pcpu_counter9_early_add() (one atomic add). */
 static inline void counter_u64_add(counter_u64_t pcpu__c, int64_t pcpu__inc)
 {
 	if (PCPU_UNLIKELY(pcpu__c == EARLY_COUNTER)) {
@@ -214,11 +229,13 @@ static inline void counter_u64_add(counter_u64_t pcpu__c, int64_t pcpu__inc)
 	pcpu_counter_add(pcpu__counter9_handle(pcpu__c), pcpu__inc);
 }
 
+/** counter_u64_fetch(c): as pcpu_counter_fetch(); 0 on EARLY_COUNTER. */
 static inline uint64_t counter_u64_fetch(counter_u64_t pcpu__c)
 {
 	return pcpu__c == EARLY_COUNTER ? 0 : pcpu_counter_fetch(pcpu__counter9_handle(pcpu__c));
 }
 
+/** counter_u64_zero(c): as pcpu_counter_zero(); EARLY_COUNTER is a no-op. */
 static inline void counter_u64_zero(counter_u64_t pcpu__c)
 {
 	if (pcpu__c != EARLY_COUNTER)
@@ -229,7 +246,9 @@ static inline void counter_u64_zero(counter_u64_t pcpu__c)
 #define counter_exit() do { } while (0)
 #define counter_u64_add_protected(c, inc) counter_u64_add((c), (inc))
 
-/** counter_u64_sysinit(&c): allocates an early counter (M_WAITOK). */
+/** counter_u64_sysinit(&c): allocates an early counter (M_WAITOK), as
+ * pcpu_counter9_alloc(); not thread-safe for one `c` (a constructor runs
+ * it once). */
 static inline void counter_u64_sysinit(void *pcpu__arg)
 {
 	counter_u64_t *pcpu__c = (counter_u64_t *)pcpu__arg;
@@ -240,7 +259,7 @@ static inline void counter_u64_sysinit(void *pcpu__arg)
 
 /** counter_u64_sysuninit(&c): frees it; later adds count as early adds.
  * The caller guarantees no thread is adding to it meanwhile (a plugin's
- * fini, say). */
+ * fini, say): not thread-safe for one `c`. Cost: as pcpu_counter_free(). */
 static inline void counter_u64_sysuninit(void *pcpu__arg)
 {
 	counter_u64_t *pcpu__c = (counter_u64_t *)pcpu__arg;
@@ -270,6 +289,8 @@ static inline void counter_u64_sysuninit(void *pcpu__arg)
 	counter_u64_t c = EARLY_COUNTER;                                      \
 	COUNTER_U64_SYSINIT(c)
 
+/** counter_ratecheck(cr, limit): as pcpu_counter9_ratecheck_fields() on the
+ * fields of cr. */
 static inline int64_t counter_ratecheck(struct counter_rate *pcpu__cr, int64_t pcpu__limit)
 {
 	return pcpu_counter9_ratecheck_fields(pcpu__counter9_handle(pcpu__cr->cr_rate),
@@ -277,16 +298,19 @@ static inline int64_t counter_ratecheck(struct counter_rate *pcpu__cr, int64_t p
 					      &pcpu__cr->cr_over, pcpu__cr->cr_period, pcpu__limit);
 }
 
+/** counter_rate_alloc(flags, period): as pcpu_counter9_rate_alloc(). */
 static inline struct counter_rate *counter_rate_alloc(int pcpu__flags, int pcpu__period)
 {
 	return (struct counter_rate *)(void *)pcpu_counter9_rate_alloc(pcpu__flags, pcpu__period);
 }
 
+/** counter_rate_get(cr): as pcpu_counter9_rate_get(). */
 static inline uint64_t counter_rate_get(struct counter_rate *pcpu__cr)
 {
 	return pcpu_counter9_rate_get((struct pcpu_counter9_rate *)(void *)pcpu__cr);
 }
 
+/** counter_rate_free(cr): as pcpu_counter9_rate_free(). */
 static inline void counter_rate_free(struct counter_rate *pcpu__cr)
 {
 	pcpu_counter9_rate_free((struct pcpu_counter9_rate *)(void *)pcpu__cr);

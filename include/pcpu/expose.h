@@ -211,6 +211,40 @@ PCPU_API double pcpu_snapshot_quantile(const struct pcpu_snapshot_family *f, con
 				       double q);
 
 /**
+ * The buckets the writers expose for one series of histogram family `f`
+ * (pcpu_snapshot_write()): every bucket when f->export_buckets is NULL,
+ * else those it lists, and the +Inf bucket always, in order. For the k-th
+ * exposed bucket (k < cap) writes its index among the f->nbuckets buckets
+ * to index[k] and, from `counts` (the series' f->nbuckets per-bucket
+ * counts, value.histogram.counts), the cumulative count of it and every
+ * bucket below -- exposed or not -- to cumulative[k] (modulo 2^64, as the
+ * writers sum). `index` or `cumulative` may be NULL; `counts` may be NULL
+ * when `cumulative` is. The count of the last (+Inf) entry is the series'
+ * count. Returns how many buckets are exposed (at least 1), also when that
+ * is more than `cap` (f->nbuckets entries are always enough); 0 with errno
+ * EINVAL for a NULL or non-histogram family, or `cumulative` without
+ * `counts`. Thread-safe (reads its arguments only); async-signal-safe.
+ * Cost: linear in f->nbuckets.
+ */
+PCPU_API size_t pcpu_snapshot_histogram_buckets(const struct pcpu_snapshot_family *f,
+						const uint64_t *counts, size_t *index,
+						uint64_t *cumulative, size_t cap);
+
+/**
+ * The `le` label value the writers give bucket `b` of histogram family `f`:
+ * "+Inf" for the last bucket, else its upper bound scaled by
+ * 10^scale_exp10 as pcpu_format_double() writes it with
+ * PCPU_FORMAT_NUMBER_CANONICAL ("0.005", "1.0", "1e+06"). Writes a
+ * NUL-terminated string into out[0..cap) and returns its length, or -1
+ * with errno EINVAL (NULL `f` or `out`, not a histogram, b >= f->nbuckets,
+ * scale out of range) or ERANGE (cap too small; out is then "" if cap >
+ * 0). PCPU_FORMAT_NUMBER_MAX bytes are always enough. Thread-safe; not
+ * async-signal-safe (snprintf, strtod). Cost: pcpu_format_double()'s.
+ */
+PCPU_API int pcpu_snapshot_bucket_le(const struct pcpu_snapshot_family *f, size_t b, char *out,
+				     size_t cap);
+
+/**
  * The HTTP Content-Type of a format: "text/plain; version=0.0.4;
  * charset=utf-8", "application/openmetrics-text; version=1.0.0;
  * charset=utf-8", "application/json" or "application/vnd.google.protobuf;

@@ -174,28 +174,34 @@ PCPU_API pcpu_reader_t *pcpu_reader_open(const char *target, const struct pcpu_r
 /**
  * Opens a segment from a file descriptor (duplicated; the caller keeps
  * `fd`). Same checks as pcpu_reader_open() but the name-pid match.
+ * Thread-safe; not async-signal-safe. Cost: a dup, an fstat, a pread of the
+ * header, and a read of /proc/<pid> with PCPU_READER_ANY_OWNER.
  */
 PCPU_API pcpu_reader_t *pcpu_reader_open_fd(int fd, const struct pcpu_reader_options *opts);
 
 /** Closes a reader (its descriptor; snapshots taken from it stay valid).
- * NULL is a no-op. Not to be called while another thread uses the reader;
- * not async-signal-safe. */
+ * NULL is a no-op. Not thread-safe with other calls on the same reader
+ * (not to be called while another thread uses it); not async-signal-safe.
+ * Cost: a close and a free. */
 PCPU_API void pcpu_reader_close(pcpu_reader_t *r);
 
-/* The four accessors below read what the header said at open: they are
- * thread-safe and async-signal-safe and cost a load. */
+/* The four accessors below read what the header said at open. */
 
-/** Segment name (never NULL; "" for a NULL reader). */
+/** Segment name (never NULL; "" for a NULL reader). Thread-safe;
+ * async-signal-safe. Cost: a load. */
 PCPU_API const char *pcpu_reader_name(const pcpu_reader_t *r);
 
-/** Writer's pid, as the header says. */
+/** Writer's pid, as the header says (0 for a NULL reader). Thread-safe;
+ * async-signal-safe. Cost: a load. */
 PCPU_API pid_t pcpu_reader_pid(const pcpu_reader_t *r);
 
-/** Number of per-CPU copies of every value. */
+/** Number of per-CPU copies of every value (0 for a NULL reader).
+ * Thread-safe; async-signal-safe. Cost: a load. */
 PCPU_API unsigned pcpu_reader_nslots(const pcpu_reader_t *r);
 
 /** What a slot stands for: 1 = CPU number, 2 = rseq mm_cid (a dense
- * per-process concurrency id, not a CPU). */
+ * per-process concurrency id, not a CPU); 0 for a NULL reader.
+ * Thread-safe; async-signal-safe. Cost: a load. */
 PCPU_API unsigned pcpu_reader_slot_index(const pcpu_reader_t *r);
 
 /**
@@ -272,7 +278,8 @@ PCPU_API const int64_t *pcpu_reader_snapshot_slots(const struct pcpu_reader_snap
 						   size_t family, size_t series);
 
 /** Frees a snapshot from pcpu_reader_snapshot(). NULL is a no-op.
- * Thread-safe (for distinct snapshots); not async-signal-safe. */
+ * Thread-safe (for distinct snapshots); not async-signal-safe. Cost: a
+ * free per allocation of the snapshot (a few per family). */
 PCPU_API void pcpu_reader_snapshot_free(struct pcpu_reader_snapshot *s);
 
 /**
@@ -287,7 +294,8 @@ PCPU_API void pcpu_reader_snapshot_free(struct pcpu_reader_snapshot *s);
 PCPU_API int pcpu_segment_prune(const struct pcpu_reader_options *opts, size_t *removed);
 
 /** Same as pcpu_segment_error() (pcpu/segment.h): the last error message
- * of a segment or reader call in this thread; never NULL. */
+ * of a segment or reader call in this thread; never NULL. Thread-safe (per
+ * thread); async-signal-safe. Cost: a load. */
 PCPU_API const char *pcpu_reader_error(void);
 
 /**

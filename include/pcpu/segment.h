@@ -178,7 +178,7 @@ PCPU_API int pcpu_segment_unpublish(pcpu_segment_t *seg);
 /**
  * Full path of the segment's file (valid as long as the segment; NULL for a
  * NULL segment, and in a fork() child, which has left the segment).
- * Thread-safe; async-signal-safe; cost: a load.
+ * Thread-safe; async-signal-safe. Cost: a load.
  */
 PCPU_API const char *pcpu_segment_path(const pcpu_segment_t *seg);
 
@@ -186,7 +186,7 @@ PCPU_API const char *pcpu_segment_path(const pcpu_segment_t *seg);
  * Number of registry changes that could not be written to the directory
  * because it was full (max_entries or max_string_bytes) or its file system
  * had no space for it; readers then report the segment as incomplete. 0
- * normally. Thread-safe; async-signal-safe; cost: a load.
+ * normally. Thread-safe; async-signal-safe. Cost: a load.
  */
 PCPU_API uint64_t pcpu_segment_dropped(const pcpu_segment_t *seg);
 
@@ -202,7 +202,7 @@ PCPU_API uint64_t pcpu_segment_dropped(const pcpu_segment_t *seg);
  * (fallocate) before a series is handed out -- in every slot and mirror
  * region -- so an update can never fault (SIGBUS) on a full file system;
  * series created before keep counting exactly, and a registration fails
- * cleanly. Thread-safe; async-signal-safe; cost: a load.
+ * cleanly. Thread-safe; async-signal-safe. Cost: a load.
  */
 PCPU_API uint64_t pcpu_segment_nospace(const pcpu_segment_t *seg);
 
@@ -211,6 +211,7 @@ PCPU_API uint64_t pcpu_segment_nospace(const pcpu_segment_t *seg);
  * the calling thread, e.g. `directory "/tmp/x" is writable by others and
  * not sticky`. Never NULL; "" if none yet. Valid until the thread's next
  * segment or reader call. Thread-safe (per thread); async-signal-safe.
+ * Cost: a load.
  */
 PCPU_API const char *pcpu_segment_error(void);
 

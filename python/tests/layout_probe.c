@@ -1,12 +1,17 @@
-/* Prints sizeof and offsetof of the public structs the Python binding
- * declares with ctypes (python/src/pcpu/_lib.py), for test_layout.py:
- * "STRUCT size N" and "STRUCT FIELD offset N" lines. */
+/* Prints sizeof, and each field's offsetof and sizeof, of the public
+ * structs the Python binding declares with ctypes (python/src/pcpu/_lib.py),
+ * for test_layout.py: "STRUCT size N" and "STRUCT FIELD offset N size M"
+ * lines, FIELD a dotted path into a union or a nested struct. Every field
+ * of every struct the binding declares is listed: test_layout.py fails on a
+ * field declared on one side only. */
 #include <pcpu/pcpu.h>
 #include <stddef.h>
 #include <stdio.h>
 
 #define SIZE(s) printf("%s size %zu\n", #s, sizeof(struct s))
-#define OFF(s, f) printf("%s %s offset %zu\n", #s, #f, offsetof(struct s, f))
+#define OFF(s, f)                                                                    \
+	printf("%s %s offset %zu size %zu\n", #s, #f, offsetof(struct s, f),         \
+	       sizeof(((struct s *)0)->f))
 
 int main(void)
 {
@@ -26,9 +31,16 @@ int main(void)
 	OFF(pcpu_segment_info, nseries);
 	OFF(pcpu_segment_info, created_ns);
 	OFF(pcpu_segment_info, nslots);
+	OFF(pcpu_segment_info, state_errno);
+	OFF(pcpu_segment_info, flags);
 	SIZE(pcpu_snapshot_series);
 	OFF(pcpu_snapshot_series, label_values);
 	OFF(pcpu_snapshot_series, value);
+	OFF(pcpu_snapshot_series, value.counter);
+	OFF(pcpu_snapshot_series, value.gauge);
+	OFF(pcpu_snapshot_series, value.histogram);
+	OFF(pcpu_snapshot_series, value.histogram.counts);
+	OFF(pcpu_snapshot_series, value.histogram.sum);
 	SIZE(pcpu_snapshot_family);
 	OFF(pcpu_snapshot_family, name);
 	OFF(pcpu_snapshot_family, help);
@@ -51,12 +63,15 @@ int main(void)
 	OFF(pcpu_snapshot, families);
 	SIZE(pcpu_reader_snapshot);
 	OFF(pcpu_reader_snapshot, snapshot);
+	OFF(pcpu_reader_snapshot, snapshot.nfamilies);
+	OFF(pcpu_reader_snapshot, snapshot.families);
 	OFF(pcpu_reader_snapshot, generation);
 	OFF(pcpu_reader_snapshot, changed);
 	OFF(pcpu_reader_snapshot, stable);
 	OFF(pcpu_reader_snapshot, incomplete);
 	OFF(pcpu_reader_snapshot, state);
 	OFF(pcpu_reader_snapshot, nslots);
+	OFF(pcpu_reader_snapshot, nospace);
 	/* Constants the binding hard-codes. */
 	printf("const PCPU_READER_OWNER %u\n", (unsigned)PCPU_READER_OWNER);
 	printf("const PCPU_READER_ANY_OWNER %u\n", (unsigned)PCPU_READER_ANY_OWNER);
@@ -72,5 +87,6 @@ int main(void)
 	printf("const PCPU_FORMAT_PROMETHEUS %d\n", PCPU_FORMAT_PROMETHEUS);
 	printf("const PCPU_FORMAT_OPENMETRICS %d\n", PCPU_FORMAT_OPENMETRICS);
 	printf("const PCPU_FORMAT_JSON %d\n", PCPU_FORMAT_JSON);
+	printf("const PCPU_FORMAT_NUMBER_MAX %d\n", PCPU_FORMAT_NUMBER_MAX);
 	return 0;
 }

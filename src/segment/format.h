@@ -23,7 +23,7 @@
  * the header's generation is odd while any change is in progress and grows
  * by two per change. A reader copies the entries, then the blobs and values
  * they name, then the entries again, and keeps an entry only if both copies
- * are identical and its sequence even (src/segment/reader.c).
+ * are identical and its sequence even (src/segment/reader_snapshot.c).
  *
  * Internal to pcpu: the writer, the reader, the tests and the fuzz corpus
  * generator include it; nothing else should.

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Internal interfaces of the statistics segment (writer.c, reader.c,
- * common.c). Nothing here is exported. common.c and reader.c use only libc,
- * this header and pcpu/expose.h (plus the stats validators): the fuzz target
- * builds them without the core.
+ * Internal interfaces of the statistics segment, shared by the writer
+ * (writer.c) and the reader (reader_*.c, see reader_internal.h). Nothing
+ * here is exported. Every file but the writer uses only libc, this header
+ * and the statistics validators: the fuzz target builds them without the
+ * core.
  */
 #ifndef PCPU_SEGMENT_INTERNAL_H
 #define PCPU_SEGMENT_INTERNAL_H
@@ -15,18 +16,26 @@
 
 #include "format.h"
 
-#define PCPU_HIDDEN __attribute__((visibility("hidden")))
+#include "../visibility.h"
 
-/* ---- common.c ---- */
+/* ---- error.c ---- */
 
 /* Sets the thread's segment/reader error message (printf-style, truncated)
  * and errno; returns -1 for `return pcpu__seg_fail(EINVAL, "...")`. */
 PCPU_HIDDEN int pcpu__seg_fail(int err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* ---- names.c ---- */
+
 /* Checks a segment name: 1..64 bytes of [A-Za-z0-9_.-], not starting with
  * '.' or '-'. 0, or -1 with errno EINVAL and a message. */
 PCPU_HIDDEN int pcpu__seg_check_name(const char *name);
+
+/* Splits "pcpu.<pid>.<name>" into pid and name (name buffer of 65 bytes).
+ * 0 if it is such a file name, -1 if not. */
+PCPU_HIDDEN int pcpu__seg_parse_file_name(const char *file, pid_t *pid, char *name);
+
+/* ---- dirs.c ---- */
 
 /* The directory the caller named: `dir`, else $PCPU_SEGMENT_DIR
  * (secure_getenv); NULL if neither: the per-user directories. */
@@ -70,6 +79,8 @@ PCPU_HIDDEN int pcpu__seg_dirs_fd(const struct pcpu__seg_dirs *ds, size_t i);
 
 PCPU_HIDDEN void pcpu__seg_dirs_close(struct pcpu__seg_dirs *d);
 
+/* ---- safe_open.c ---- */
+
 /* Opens a segment directory (O_DIRECTORY) and checks it is safe: owned by
  * the caller or root, and sticky if writable by group or others. Returns
  * the descriptor, or -1 with errno and a message. */
@@ -83,9 +94,7 @@ PCPU_HIDDEN int pcpu__seg_open_dir(const char *dir);
  * while opening), or what openat said (ENOENT, EACCES, EMFILE...). */
 PCPU_HIDDEN int pcpu__seg_open_regular(int dirfd, const char *file);
 
-/* Splits "pcpu.<pid>.<name>" into pid and name (name buffer of 65 bytes).
- * 0 if it is such a file name, -1 if not. */
-PCPU_HIDDEN int pcpu__seg_parse_file_name(const char *file, pid_t *pid, char *name);
+/* ---- liveness.c ---- */
 
 /* Start time of process `pid` (field 22 of /proc/<pid>/stat, clock ticks
  * since boot). 0, or -1 with errno ESRCH only on positive evidence that
@@ -109,14 +118,5 @@ PCPU_HIDDEN int pcpu__seg_writer_state(pid_t pid, uint64_t writer_start, uint64_
 
 /* Owner (uid) of process `pid`, from /proc/<pid>. 0 or -1 (errno). */
 PCPU_HIDDEN int pcpu__seg_proc_uid(pid_t pid, uid_t *uid);
-
-/* Bucket upper bounds of a log-linear histogram with precision p: bucket b
- * (b < nbuckets - 1) holds values up to the returned (inclusive) bound. The
- * same formula as pcpu_histogram_bucket_range(). */
-PCPU_HIDDEN int64_t pcpu__seg_loglinear_upper(unsigned p, uint64_t b);
-
-/* Whether nbuckets is a valid log-linear bucket count for precision p
- * ((k << p) + 1 with k >= 2, and every bound representable). */
-PCPU_HIDDEN int pcpu__seg_loglinear_valid(unsigned p, uint64_t nbuckets);
 
 #endif /* PCPU_SEGMENT_INTERNAL_H */

@@ -15,9 +15,7 @@
 
 #include <pcpu/expose.h>
 
-#ifndef PCPU_HIDDEN
-#define PCPU_HIDDEN __attribute__((visibility("hidden")))
-#endif
+#include "../visibility.h"
 
 /* ---- format.c: growable output buffer and number formatting ---- */
 

@@ -30,9 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#ifndef PCPU_HIDDEN
-#define PCPU_HIDDEN __attribute__((visibility("hidden")))
-#endif
+#include "../visibility.h"
 
 /* ---- the hash: FNV-1a, 64 bits ---- */
 

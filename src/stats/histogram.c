@@ -15,14 +15,8 @@
  * Why no separate count word: count = sum of buckets makes "count equals the
  * number of values recorded" true of every read, not only of quiescent ones.
  *
- * Log-linear buckets (precision p): with g = index >> p and j = index &
- * (2^p - 1),
- *     g = 0:  the single value j                       (values < 2^p)
- *     g >= 1: [(2^p + j) << (g-1), ((2^p + j + 1) << (g-1)) - 1]
- * so group 1 is [2^p, 2^(p+1)) one value per bucket, and every later group
- * spans one power of two cut into 2^p buckets of width 2^(g-1), at most
- * 2^-p of the bucket's lower bound. pcpu_histogram_bucket_of() inverts
- * this with one count-leading-zeros.
+ * Log-linear buckets: the arithmetic is histogram_layout.c's, shared with
+ * the segment reader.
  */
 #include <errno.h>
 #include <math.h>
@@ -31,8 +25,12 @@
 
 #include <pcpu/histogram.h>
 
+#include "histogram_layout.h"
 #include "internal.h"
 #include "registry.h"
+
+_Static_assert(PCPU__LOGLINEAR_MAX_BITS == PCPU_HISTOGRAM_MAX_BITS,
+	       "histogram_layout.h and pcpu/histogram.h disagree on the largest precision");
 
 static int layout_error(const char *msg)
 {
@@ -261,7 +259,7 @@ int pcpu__histogram_layout_check(const struct pcpu_histogram_layout *l, size_t *
 		return 0;
 	}
 	if (l->scheme == PCPU_HISTOGRAM_LOG_LINEAR) {
-		unsigned p = l->precision_bits, e;
+		unsigned p = l->precision_bits;
 
 		if (p > PCPU_HISTOGRAM_MAX_BITS)
 			return layout_error("log-linear histogram: precision_bits must be 0..14");
@@ -269,11 +267,7 @@ int pcpu__histogram_layout_check(const struct pcpu_histogram_layout *l, size_t *
 			return layout_error("log-linear histogram: max_value must be >= 1");
 		if (!export_per_octave_valid(l))
 			return layout_error("log-linear histogram: export_per_octave must be 0 or a power of two up to 64");
-		e = 63u - (unsigned)__builtin_clzll((uint64_t)l->max_value);
-		if (e < p)
-			e = p; /* at least groups 0 and 1 */
-		*nbuckets = ((size_t)(e - p + 2) << p) + 1;
-		*limit = (uint64_t)1 << (e + 1);
+		*nbuckets = pcpu__loglinear_nbuckets(p, l->max_value, limit);
 		return 0;
 	}
 	if (l->scheme == PCPU_HISTOGRAM_EXPONENTIAL) {
@@ -392,16 +386,7 @@ int pcpu_histogram_bucket_range(const pcpu_histogram_t *h, size_t b, int64_t *lo
 			lo = h->pcpu__bounds[b - 1] == INT64_MAX ? INT64_MAX : h->pcpu__bounds[b - 1] + 1;
 		hi = INT64_MAX;
 	} else if (h->pcpu__scheme == PCPU_HISTOGRAM_LOG_LINEAR) {
-		unsigned p = h->pcpu__bits;
-		size_t g = b >> p, j = b & (((size_t)1 << p) - 1);
-
-		if (g == 0) {
-			lo = hi = (int64_t)j;
-		} else {
-			uint64_t l = (((uint64_t)1 << p) + j) << (g - 1);
-			lo = (int64_t)l;
-			hi = (int64_t)(l + ((uint64_t)1 << (g - 1)) - 1);
-		}
+		pcpu__loglinear_range(h->pcpu__bits, b, &lo, &hi);
 	} else {
 		lo = b == 0 ? INT64_MIN : h->pcpu__bounds[b - 1] + 1;
 		hi = h->pcpu__bounds[b];

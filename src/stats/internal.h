@@ -16,6 +16,8 @@
 #include <pcpu/expose.h>
 
 #include "format.h"
+#include "histogram_layout.h"
+#include "validate.h"
 
 #define PCPU_HIDDEN __attribute__((visibility("hidden")))
 
@@ -40,10 +42,7 @@ PCPU_HIDDEN void pcpu__set_error(const char *s);
 
 /* Offset of the first byte that is not well-formed UTF-8 in s[0..n), or n. */
 PCPU_HIDDEN size_t pcpu__utf8_valid_prefix(const char *s, size_t n);
-/* Checks help text: UTF-8, at most PCPU_STATS_HELP_MAX bytes. NULL is ok. */
-PCPU_HIDDEN int pcpu__check_help(const char *help);
-/* Checks a unit against the family name (must end in "_" unit). */
-PCPU_HIDDEN int pcpu__check_unit(const char *name, const char *unit);
+/* pcpu__check_help(), pcpu__check_unit(), pcpu__info_name_len(): validate.h. */
 /* A histogram's bucket bounds: strictly increasing also once scaled to
  * doubles (distinct integers beyond 2^53 may not be). The check
  * pcpu_snapshot_write() makes of every snapshot and the registry makes once
@@ -55,11 +54,6 @@ PCPU_HIDDEN int pcpu__check_bounds(const int64_t *upper, size_t n, int scale_exp
  * number of suffixes for `type` and sets *suffixes. */
 PCPU_HIDDEN size_t pcpu__type_suffixes(enum pcpu_metric_type type, const char *const **suffixes);
 PCPU_HIDDEN const char *pcpu__type_name(enum pcpu_metric_type type);
-/* The length of an info family's OpenMetrics name (the family name without
- * its `_info`): OpenMetrics writes `# TYPE x info` and samples `x_info`.
- * 0 when `flags` has no PCPU_SNAPSHOT_INFO, or name is NULL or does not end
- * in `_info` after at least one character. */
-PCPU_HIDDEN size_t pcpu__info_name_len(const char *name, unsigned flags);
 /* The names a snapshot family owns (the OpenMetrics clash set): its name
  * plus each of its type's suffixes, and for an info family its OpenMetrics
  * name. Name k (k < the count returned) is f->name[0..*baselen) + *suffix. */
@@ -89,64 +83,8 @@ PCPU_HIDDEN void pcpu__arena_free(struct pcpu__arena *a);
 PCPU_HIDDEN int pcpu__snapshot_write(const struct pcpu_snapshot *s, enum pcpu_format fmt,
 				     char **out, size_t *len, int validate);
 
-/*
- * The `le` bounds a log-linear histogram exposes (pcpu/histogram.h,
- * export_per_octave): bucket upper bound u is exposed when u >= min and
- * u + 1 has at most lg + 1 significant bits, i.e. u + 1 = 2^e * (1 + k /
- * 2^lg). A function of the bound alone, so the registry and a segment
- * reader (which rebuilds the bounds from the precision) derive the same
- * set. Writes the indices of the exposed bounds among upper[0..n) to out
- * (n entries at most) and returns how many.
- */
-static inline size_t pcpu__export_list(const int64_t *upper, size_t n, unsigned lg, int64_t min,
-				       uint32_t *out)
-{
-	size_t b, k = 0;
-
-	for (b = 0; b < n; b++) {
-		uint64_t v = (uint64_t)upper[b] + 1;
-		unsigned top;
-
-		if (upper[b] < min || upper[b] < 0)
-			continue;
-		top = 63u - (unsigned)__builtin_clzll(v);
-		if (top <= lg || (v & (((uint64_t)1 << (top - lg)) - 1)) == 0)
-			out[k++] = (uint32_t)b;
-	}
-	return k;
-}
-
-/*
- * The `le` bounds an exponential (native) histogram exposes
- * (pcpu/histogram.h, export_per_octave and export_min): of the buckets
- * whose upper bound u >= min (all of them for min <= 0), the zero bucket's
- * and those of native indices that are multiples of 2^(schema - lg): 2^lg
- * per power of two, every one for schema <= lg. A function of the layout
- * alone, so it is the same set from creation on. Bucket b >= 1 has native
- * index first + b - 1; n finite buckets with bounds upper[0..n) (read
- * only when min > 0).
- */
-static inline size_t pcpu__native_export_rule(const int64_t *upper, int32_t first, size_t n,
-					      int schema, unsigned lg, int64_t min, uint32_t *out)
-{
-	int64_t step = schema > (int)lg ? (int64_t)1 << (schema - (int)lg) : 1;
-	size_t b, k = 0;
-
-	for (b = 0; b < n; b++) {
-		if (min > 0 && upper[b] < min)
-			continue;
-		if (b == 0 || ((int64_t)first + (int64_t)b - 1) % step == 0)
-			out[k++] = (uint32_t)b;
-	}
-	return k;
-}
-
-/* The default rule (4 per power of two, from the zero bucket): what a
- * segment reader derives from the schema alone (docs/segment-format.md). */
-static inline size_t pcpu__native_export_list(int32_t first, size_t n, int schema, uint32_t *out)
-{
-	return pcpu__native_export_rule(NULL, first, n, schema, 2, 0, out);
-}
+/* The `le` bounds a histogram layout exposes (pcpu__export_list(),
+ * pcpu__native_export_rule()): histogram_layout.h, shared with the segment. */
 
 /* base^i = 2^(i * 2^-schema), the native bucket boundary i (histogram.c;
  * libc only, within a few ulps). */

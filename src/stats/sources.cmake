@@ -8,6 +8,8 @@ set(PCPU_STATS_SOURCES
   src/stats/stats_zone.c   # default zone of standalone statistics objects
   src/stats/gauge.c        # gauges: set by offset
   src/stats/histogram.c    # histograms: layouts, reads, quantiles
+  src/stats/histogram_layout.c # log-linear bucket arithmetic and exposed `le` sets (also the segment reader)
+  src/stats/histogram_export.c # the exposed buckets of a snapshot family, cumulative, and their `le`
   src/stats/group.c        # consistent groups: per-CPU lanes locked by rseq
   src/stats/registry.c     # the registry: creation, constant labels, fork, destruction
   src/stats/registry_names.c    # its sample-name table (OpenMetrics clash set)

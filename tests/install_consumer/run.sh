@@ -46,7 +46,7 @@ env -u LD_LIBRARY_PATH "$work/pc_static_consumer"
 unset PKG_CONFIG_PATH
 # Only pcpu_-prefixed symbols are exported, and the SONAME is versioned.
 lib=$(ls "$libdir"/libpcpu.so.0)
-bad=$(nm -D --defined-only "$lib" | awk '$3 !~ /^pcpu_/ && $3 !~ /^PCPU_(0|LAYOUT_[0-9]+)$/ {print $3}')
+bad=$(nm -D --defined-only "$lib" | awk '$3 !~ /^pcpu_/ && $3 !~ /^PCPU_([0-9]+(\.[0-9]+)?|LAYOUT_[0-9]+)$/ {print $3}')
 if [ -n "$bad" ]; then echo "exported symbols without the pcpu_ prefix: $bad"; exit 1; fi
 objdump -p "$lib" | grep -q 'SONAME *libpcpu.so.0' || { echo "SONAME is not libpcpu.so.0"; exit 1; }
 # The installed tool starts on its own (no LD_LIBRARY_PATH) and lists

@@ -17,10 +17,21 @@ if [ -z "$CLANG" ] || ! command -v "$CLANG" >/dev/null 2>&1; then
 fi
 mkdir -p "$OUT"
 BIN=$OUT/fuzz_segment_reader
+# The segment's shared helpers and the reader, as src/segment/sources.cmake
+# lists them (the writer and the file backing need the core), with the
+# statistics validators.
+SEG=
+for f in $(sed -n '/^set(PCPU_SEGMENT_\(SHARED\|READER\)_SOURCES/,/^)/p' \
+             "$SRC/src/segment/sources.cmake" | grep -o 'src/segment/[A-Za-z0-9_]*\.c'); do
+  SEG="$SEG $SRC/$f"
+done
+[ -n "$SEG" ] || { echo "segment_fuzz_reader: no reader sources in src/segment/sources.cmake"; exit 1; }
+# shellcheck disable=SC2086 # SEG is a list of paths without blanks
 "$CLANG" -std=gnu11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
   -fno-sanitize-recover=undefined -I"$SRC/include" -I"$SRC/src" \
-  "$SRC/tests/segment/fuzz_reader.c" "$SRC/src/segment/reader.c" "$SRC/src/segment/common.c" \
-  "$SRC/src/stats/validate.c" "$SRC/src/stats/format.c" "$SRC/src/stats/expose.c" "$SRC/src/stats/hashtab.c" \
+  "$SRC/tests/segment/fuzz_reader.c" $SEG \
+  "$SRC/src/stats/validate.c" "$SRC/src/stats/format.c" "$SRC/src/stats/expose.c" \
+  "$SRC/src/stats/hashtab.c" "$SRC/src/stats/histogram_layout.c" \
   -lm -o "$BIN"
 NEW=$(mktemp -d)
 trap 'rm -rf "$NEW"' EXIT

@@ -4,8 +4,10 @@
 Only exported functions of libpcpu.so.0 are called, and only the public
 structs of those headers are declared here: the segment format itself is
 never parsed in Python. The struct layouts mirror the C declarations field
-by field; tests/test_layout.py compares them with the compiler's sizeof and
-offsetof.
+by field; tests/test_layout.py compares every field's offset and size and
+every struct's size with what the compiler says (tests/layout_probe.c),
+and fails on a field that moved, changed type, or is declared on one side
+only.
 """
 import ctypes
 import ctypes.util
@@ -155,7 +157,23 @@ _FUNCTIONS = [
       ctypes.POINTER(ctypes.c_size_t)]),
     ("pcpu_format_content_type", ctypes.c_char_p, [c_enum]),
     ("pcpu_stats_error", ctypes.c_char_p, []),
+    # Scaling and the exposed buckets, as the C writers compute them.
+    ("pcpu_stats_scale", ctypes.c_double, [ctypes.c_double, ctypes.c_int]),
+    ("pcpu_snapshot_histogram_buckets", ctypes.c_size_t,
+     [ctypes.POINTER(SnapshotFamily), c_uint64_p, ctypes.POINTER(ctypes.c_size_t), c_uint64_p,
+      ctypes.c_size_t]),
+    ("pcpu_snapshot_bucket_le", ctypes.c_int,
+     [ctypes.POINTER(SnapshotFamily), ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]),
+    # Several segments' snapshots in one exposition, with the C conflict rules.
+    ("pcpu_snapshot_merge_new", ctypes.c_void_p, []),
+    ("pcpu_snapshot_merge_add", ctypes.c_int,
+     [ctypes.c_void_p, ctypes.POINTER(Snapshot), ctypes.c_uint, c_char_p_p, c_char_p_p]),
+    ("pcpu_snapshot_merge_result", ctypes.POINTER(Snapshot), [ctypes.c_void_p]),
+    ("pcpu_snapshot_merge_free", None, [ctypes.c_void_p]),
 ]
+
+# PCPU_FORMAT_NUMBER_MAX: room for any number the library formats.
+FORMAT_NUMBER_MAX = 40
 
 _lock = threading.Lock()
 _lib = None

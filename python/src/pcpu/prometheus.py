@@ -16,8 +16,15 @@ exposed, 0 for one that was not, with the reason: why it could not be read
 "permission", ...), or "conflict" where its metrics clash with an earlier
 segment's (same name, another type, help, unit, labels or buckets). A
 segment is exposed whole or not at all.
+
+The merge, its conflict rules, the scaling, the exposed buckets and their
+`le` strings are libpcpu's own (pcpu_snapshot_merge_add(),
+pcpu_stats_scale(), pcpu_snapshot_histogram_buckets(),
+pcpu_snapshot_bucket_le()), called through ctypes: the collector exposes
+what `pcpustat serve` and pcpu_snapshot_write() expose, by construction.
 """
-import os
+import ctypes
+import errno
 from typing import Iterable, List, Optional, Union
 
 from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,
@@ -26,15 +33,118 @@ try:
     from prometheus_client.registry import Collector
 except ImportError:  # prometheus_client before 0.14
     Collector = object
-from prometheus_client.utils import floatToGoString
 
 import pcpu
+from . import _lib
 
 EXTRA_LABELS = ("pcpu_segment", "pcpu_pid")
+_METRIC_CLASSES = {"counter": CounterMetricFamily, "gauge": GaugeMetricFamily,
+                   "histogram": HistogramMetricFamily}
 
 
-def _shape(fam: "pcpu.Family"):
-    return (fam.type, fam.help, fam.unit, fam.label_names, fam.scale_exp10, fam.buckets)
+def _s(b):
+    return None if b is None else b.decode("utf-8", "replace")
+
+
+def _family_names(snap):
+    return {snap.families[i].name for i in range(snap.nfamilies)}
+
+
+class _Merge:
+    """A pcpu_snapshot_merge_t and everything it references (the reader
+    snapshots, the extra label arrays), freed together."""
+
+    def __init__(self):
+        self.lib = _lib.lib()
+        self.m = self.lib.pcpu_snapshot_merge_new()
+        if not self.m:
+            raise MemoryError("pcpu_snapshot_merge_new")
+        self.held = []   # (reader snapshot, label arrays): must outlive m
+        self.names = set()
+
+    def add(self, rs, labels) -> bool:
+        """Adds reader snapshot rs (owned from here on) with the extra
+        labels (None: none); False when the library refuses it (a conflict
+        with a segment merged before, or an invalid snapshot)."""
+        snap = rs.contents.snapshot
+        if labels is None:
+            n, names, values = 0, None, None
+            # Unlabelled, two segments' series of one family would be
+            # indistinguishable: the later segment is refused.
+            fams = _family_names(snap)
+            if fams & self.names:
+                self.lib.pcpu_reader_snapshot_free(rs)
+                return False
+        else:
+            n = len(EXTRA_LABELS)
+            names = (ctypes.c_char_p * n)(*(x.encode() for x in EXTRA_LABELS))
+            values = (ctypes.c_char_p * n)(*(x.encode() for x in labels))
+        self.held.append((rs, names, values))
+        if self.lib.pcpu_snapshot_merge_add(self.m, ctypes.byref(snap), n, names, values) != 0:
+            if ctypes.get_errno() == errno.ENOMEM:
+                raise MemoryError("pcpu_snapshot_merge_add")
+            return False
+        self.names |= _family_names(snap)
+        return True
+
+    def result(self):
+        res = self.lib.pcpu_snapshot_merge_result(self.m)
+        if not res:
+            raise MemoryError("pcpu_snapshot_merge_result")
+        return res.contents
+
+    def free(self):
+        self.lib.pcpu_snapshot_merge_free(self.m)
+        self.m = None
+        for rs, _, _ in self.held:
+            self.lib.pcpu_reader_snapshot_free(rs)
+        self.held = []
+
+
+def _buckets(lib, fam, counts, idx, cum, le):
+    """(le, cumulative count) of each bucket the C writers expose."""
+    n = lib.pcpu_snapshot_histogram_buckets(ctypes.byref(fam), counts, idx, cum, fam.nbuckets)
+    return [(le[idx[k]], cum[k]) for k in range(n)]
+
+
+def _le_strings(lib, fam):
+    """The `le` string of every bucket (pcpu_snapshot_bucket_le())."""
+    out = ctypes.create_string_buffer(_lib.FORMAT_NUMBER_MAX)
+    les = []
+    for b in range(fam.nbuckets):
+        if lib.pcpu_snapshot_bucket_le(ctypes.byref(fam), b, out, len(out)) < 0:
+            raise OSError(ctypes.get_errno(), "pcpu_snapshot_bucket_le")
+        les.append(out.value.decode())
+    return les
+
+
+def _metric_family(lib, fam):
+    """A merged snapshot family as a prometheus_client metric family."""
+    ftype = _lib.METRIC_TYPES[fam.type]
+    names = [_s(fam.label_names[k]) for k in range(fam.nlabels)]
+    kw = {"labels": names}
+    unit = _s(fam.unit)
+    if unit:
+        # pcpu checked that a unit is the name's last component, so
+        # prometheus_client keeps the name as it is.
+        kw["unit"] = unit
+    metric = _METRIC_CLASSES[ftype](_s(fam.name), _s(fam.help) or "", **kw)
+    if ftype == "histogram":
+        le = _le_strings(lib, fam)
+        idx = (ctypes.c_size_t * fam.nbuckets)()
+        cum = (ctypes.c_uint64 * fam.nbuckets)()
+    for i in range(fam.nseries):
+        se = fam.series[i]
+        values = [_s(se.label_values[k]) for k in range(fam.nlabels)]
+        if ftype == "histogram":
+            h = se.value.histogram
+            metric.add_metric(values, _buckets(lib, fam, h.counts, idx, cum, le),
+                              pcpu.scale(h.sum, fam.scale_exp10))
+        elif ftype == "gauge":
+            metric.add_metric(values, pcpu.scale(se.value.gauge, fam.scale_exp10))
+        else:
+            metric.add_metric(values, pcpu.scale(se.value.counter, fam.scale_exp10))
+    return metric
 
 
 class PcpuCollector(Collector):
@@ -68,66 +178,34 @@ class PcpuCollector(Collector):
         return [i for i in infos
                 if i.name in self.targets or str(i.pid) in self.targets or i.file in self.targets]
 
+    def _snapshot(self, info):
+        """(reader snapshot, "") or (None, reason)."""
+        if info.error:
+            return None, pcpu.reason(info.error)
+        try:
+            with pcpu.open_segment(info.file, dir=self.dir, owner=self.owner,
+                                   any_owner=self.any_owner) as seg:
+                return seg._take(False), ""
+        except OSError as e:
+            return None, pcpu.reason(e.errno or 0)
+
     def collect(self):
-        merged = {}   # family name -> (shape, metric family object)
+        lib = _lib.lib()
         up = GaugeMetricFamily("pcpu_segment_up",
                                "1 if the pcpu segment was read and exposed, else 0 and the reason.",
                                labels=list(EXTRA_LABELS) + ["reason"])
-        for info in self._segments():
-            labels = [info.name, str(info.pid)]
-            snap, why = None, ""
-            if info.error == 0:
-                try:
-                    with pcpu.open_segment(info.file, dir=self.dir, owner=self.owner,
-                                           any_owner=self.any_owner) as seg:
-                        snap = seg.snapshot()
-                except OSError as e:
-                    why = pcpu.reason(e.errno or 0)
-            else:
-                why = pcpu.reason(info.error)
-            ok = snap is not None and self._check(snap, merged)
-            if snap is not None and not ok:
-                why = "conflict"
-            up.add_metric(labels + [why], 1 if ok else 0)
-            if ok:
-                for fam in snap.families:
-                    self._add(fam, merged, labels)
-        for _, metric in merged.values():
-            yield metric
+        merge = _Merge()
+        try:
+            for info in self._segments():
+                labels = [info.name, str(info.pid)]
+                rs, why = self._snapshot(info)
+                ok = rs is not None and merge.add(rs, labels if self.labels else None)
+                if rs is not None and not ok:
+                    why = "conflict"
+                up.add_metric(labels + [why], 1 if ok else 0)
+            res = merge.result()
+            metrics = [_metric_family(lib, res.families[i]) for i in range(res.nfamilies)]
+        finally:
+            merge.free()
+        yield from metrics
         yield up
-
-    def _check(self, snap, merged) -> bool:
-        for fam in snap.families:
-            if self.labels and set(fam.label_names) & set(EXTRA_LABELS):
-                return False
-            if fam.name in merged and merged[fam.name][0] != _shape(fam):
-                return False
-            if not self.labels and fam.name in merged:
-                return False  # two segments' series would collide unlabelled
-        return True
-
-    def _add(self, fam, merged, extra):
-        names = list(fam.label_names) + (list(EXTRA_LABELS) if self.labels else [])
-        if fam.name not in merged:
-            kw = {"labels": names}
-            if fam.unit:
-                kw["unit"] = fam.unit
-            cls = {"counter": CounterMetricFamily, "gauge": GaugeMetricFamily,
-                   "histogram": HistogramMetricFamily}[fam.type]
-            # pcpu checked that a unit is the name's last component, so
-            # prometheus_client keeps the name as it is.
-            merged[fam.name] = (_shape(fam), cls(fam.name, fam.help or "", **kw))
-        metric = merged[fam.name][1]
-        bounds = [floatToGoString(pcpu.scale(b, fam.scale_exp10)) for b in fam.buckets] + ["+Inf"]
-        for s in fam.series:
-            values = [s.labels[n] for n in fam.label_names] + (extra if self.labels else [])
-            if fam.type == "histogram":
-                buckets, cum = [], 0
-                shown = None if fam.export_buckets is None else set(fam.export_buckets)
-                for k, (le, c) in enumerate(zip(bounds, s.value.counts)):
-                    cum += c
-                    if shown is None or k in shown or le == "+Inf":
-                        buckets.append((le, cum))
-                metric.add_metric(values, buckets, pcpu.scale(s.value.sum, fam.scale_exp10))
-            else:
-                metric.add_metric(values, pcpu.scale(s.value, fam.scale_exp10))

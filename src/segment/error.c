@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The segment's error message: one per thread, set by the writer and the
+ * reader alike (pcpu_segment_error(), pcpu_reader_error()), and the short
+ * reason word an exporter shows for a reader's errno.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include <pcpu/reader.h>
+#include <pcpu/segment.h>
+
+#include "internal.h"
+
+#define MSG_CAP 512
+
+static __thread char tls_msg[MSG_CAP];
+
+int pcpu__seg_fail(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(tls_msg, sizeof tls_msg, fmt, ap);
+	va_end(ap);
+	errno = err;
+	return -1;
+}
+
+const char *pcpu_segment_error(void)
+{
+	return tls_msg;
+}
+
+const char *pcpu_reader_error(void)
+{
+	return tls_msg;
+}
+
+const char *pcpu_reader_reason(int errnum)
+{
+	switch (errnum) {
+	case ENOENT:
+		return "missing";
+	case ENOTUNIQ:
+		return "ambiguous";
+	case EACCES:
+	case EPERM:
+	case ELOOP:
+		return "permission";
+	case EPROTONOSUPPORT:
+		return "incompatible";
+	case EBADMSG:
+		return "corrupt";
+	case ESRCH:
+		return "writer_gone";
+	case EAGAIN:
+		return "not_ready";
+	case EFBIG:
+		return "too_large";
+	default:
+		return "error";
+	}
+}

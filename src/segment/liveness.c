@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Whether a segment's writer still runs, from /proc.
+ *
+ * Why pid + start time for liveness: a pid alone is reused. The kernel's
+ * start time of a process (clock ticks since boot, /proc/<pid>/stat field
+ * 22) does not change while the process runs, and a new process with the
+ * same pid has a later one. A segment never outlives a boot (tmpfs).
+ *
+ * Liveness is decided only on positive evidence, because "dead" lets
+ * readers and publishers delete the file: a writer is gone only when the
+ * kernel says there is no such process (kill(pid, 0) fails with ESRCH after
+ * /proc/<pid> was not found, or reading it says ESRCH), when the process
+ * with that pid started at another time, or when it is a zombie. Any other
+ * failure -- EMFILE, ENFILE, ENOMEM, EACCES, a /proc that is not mounted or
+ * belongs to another pid namespace -- means "cannot tell", never "dead"
+ * (issue 10: with `ulimit -n 5`, a failed open of /proc/<pid>/stat made a
+ * live writer "gone", and pruning deleted its file).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* No /proc/<pid>: the process does not exist if the kernel agrees (our
+ * /proc may not be mounted, or show another pid namespace). */
+static int no_proc_entry(pid_t pid)
+{
+	if (kill(pid, 0) != 0 && errno == ESRCH) {
+		errno = ESRCH;
+		return -1;
+	}
+	errno = ENOENT; /* it exists, or cannot tell: not evidence */
+	return -1;
+}
+
+int pcpu__seg_proc_start(pid_t pid, uint64_t *start)
+{
+	char path[64], buf[1024];
+	const char *p;
+	ssize_t n;
+	int fd, field, e;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		e = errno;
+		if (e == ENOENT || e == ESRCH)
+			return no_proc_entry(pid);
+		errno = e; /* EMFILE, ENFILE, ENOMEM, EACCES...: cannot tell */
+		return -1;
+	}
+	do
+		n = read(fd, buf, sizeof buf - 1);
+	while (n < 0 && errno == EINTR);
+	e = errno;
+	close(fd);
+	if (n < 0) {
+		errno = e; /* ESRCH: it exited (and was reaped) since the open */
+		return -1;
+	}
+	if (n == 0) {
+		errno = EIO;
+		return -1;
+	}
+	buf[n] = '\0';
+	/* "pid (comm) state ppid ...": comm may hold spaces and parentheses,
+	 * so fields are counted from the last ')'. It is field 2; the state is
+	 * field 3 and starttime field 22. */
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ' || !p[2]) {
+		errno = EIO;
+		return -1;
+	}
+	if (p[2] == 'Z' || p[2] == 'X') {
+		errno = ESRCH; /* exited, not yet reaped: it publishes nothing more */
+		return -1;
+	}
+	for (field = 2; field < 22 && *p; p++)
+		if (*p == ' ')
+			field++;
+	if (field != 22) {
+		errno = EIO;
+		return -1;
+	}
+	*start = strtoull(p, NULL, 10);
+	return 0;
+}
+
+uint64_t pcpu__seg_pidns(void)
+{
+	struct stat st;
+
+	return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+int pcpu__seg_writer_state(pid_t pid, uint64_t writer_start, uint64_t writer_pidns)
+{
+	uint64_t start, ns;
+
+	if (writer_pidns) {
+		/* pids of another pid namespace name other processes here. */
+		ns = pcpu__seg_pidns();
+		if (ns != writer_pidns) {
+			errno = ns ? EXDEV : errno;
+			return PCPU__SEG_UNKNOWN;
+		}
+	}
+	if (pcpu__seg_proc_start(pid, &start) == 0)
+		return start == writer_start ? PCPU__SEG_LIVE : PCPU__SEG_GONE;
+	return errno == ESRCH ? PCPU__SEG_GONE : PCPU__SEG_UNKNOWN;
+}
+
+int pcpu__seg_proc_uid(pid_t pid, uid_t *uid)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof path, "/proc/%d", (int)pid);
+	if (stat(path, &st) != 0) {
+		errno = ESRCH;
+		return -1;
+	}
+	*uid = st.st_uid;
+	return 0;
+}

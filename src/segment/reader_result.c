@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Assembling a reader snapshot (struct pcpu_reader_snapshot) from the
+ * entries a read kept: families sorted by name, each family's series in
+ * creation order, as the writing process's own snapshot has them. Every
+ * allocation of the result is kept on one list and freed at once.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reader_internal.h"
+
+struct snap_impl {
+	struct pcpu_reader_snapshot pub; /* first: the public pointer is this */
+	struct pcpu_snapshot_family *fams;
+	const int64_t ***slots; /* [family][series] -> nslots values, or NULL */
+	int per_slot;
+	/* everything else: one list of allocations */
+	void **allocs;
+	size_t nallocs, capallocs;
+};
+
+static void *keep(struct snap_impl *s, void *p)
+{
+	if (!p)
+		return NULL;
+	if (s->nallocs == s->capallocs) {
+		size_t cap = s->capallocs ? s->capallocs * 2 : 64;
+		void **a = realloc(s->allocs, cap * sizeof *a);
+		if (!a) {
+			free(p);
+			return NULL;
+		}
+		s->allocs = a;
+		s->capallocs = cap;
+	}
+	s->allocs[s->nallocs++] = p;
+	return p;
+}
+
+void pcpu_reader_snapshot_free(struct pcpu_reader_snapshot *pub)
+{
+	struct snap_impl *s = (struct snap_impl *)pub;
+	size_t i;
+
+	if (!s)
+		return;
+	for (i = 0; i < s->nallocs; i++)
+		free(s->allocs[i]);
+	free(s->allocs);
+	free(s);
+}
+
+const int64_t *pcpu_reader_snapshot_slots(const struct pcpu_reader_snapshot *pub, size_t family,
+					  size_t series)
+{
+	const struct snap_impl *s = (const struct snap_impl *)pub;
+
+	if (!s || !s->per_slot || family >= s->pub.snapshot.nfamilies ||
+	    series >= s->fams[family].nseries) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!s->slots[family][series]) {
+		/* A group member's value is read whole with its group (the
+		 * lanes, not the slots, hold it): there is no per-slot split. */
+		errno = ENODATA;
+		return NULL;
+	}
+	return s->slots[family][series];
+}
+
+static int cmp_fam_name(const void *a, const void *b)
+{
+	const struct fam *x = *(const struct fam *const *)a, *y = *(const struct fam *const *)b;
+	return strcmp(x->name, y->name);
+}
+
+static int cmp_ser_labels(const void *a, const void *b)
+{
+	const struct ser *x = *(const struct ser *const *)a, *y = *(const struct ser *const *)b;
+	unsigned l;
+
+	for (l = 0; l < x->e->nlabels; l++) {
+		int c = strcmp(x->values[l], y->values[l]);
+		if (c)
+			return c;
+	}
+	return 0;
+}
+
+static int cmp_ser_serial(const void *a, const void *b)
+{
+	const struct ser *x = *(const struct ser *const *)a, *y = *(const struct ser *const *)b;
+
+	return (x->serial > y->serial) - (x->serial < y->serial);
+}
+
+/* By family, then label values: groups each family's series together and
+ * puts duplicates side by side. */
+static int cmp_ser_fam_labels(const void *a, const void *b)
+{
+	const struct ser *x = *(const struct ser *const *)a, *y = *(const struct ser *const *)b;
+
+	if (x->fam != y->fam)
+		return x->fam < y->fam ? -1 : 1;
+	return cmp_ser_labels(a, b);
+}
+
+/* The kept families, sorted by name (fv has room for all). */
+static size_t sort_families(struct parse *p, const unsigned char *kept_fam, struct fam **fv)
+{
+	size_t nf = 0, i;
+
+	for (i = 0; i < p->nfams; i++)
+		if (kept_fam[i])
+			fv[nf++] = &p->fams[i];
+	qsort(fv, nf, sizeof *fv, cmp_fam_name);
+	return nf;
+}
+
+/* Every kept series, grouped by family: one sort, not one scan of all
+ * series per family. Sets each family's first and count in sv. 0, or -1
+ * with EBADMSG for two series of a family with the same labels. */
+static int group_series(struct parse *p, const unsigned char *kept_ser, struct ser **sv)
+{
+	size_t ns = 0, k;
+
+	for (k = 0; k < p->nsers; k++)
+		if (kept_ser[k])
+			sv[ns++] = &p->sers[k];
+	qsort(sv, ns, sizeof *sv, cmp_ser_fam_labels);
+	for (k = 0; k < ns; k++) {
+		struct fam *f = sv[k]->fam;
+
+		if (k == 0 || sv[k - 1]->fam != f) {
+			f->first = k;
+			f->count = 0;
+		} else if (cmp_ser_labels(&sv[k], &sv[k - 1]) == 0) {
+			return pcpu__seg_fail(EBADMSG,
+					      "segment %s: corrupted (two series of %.100s with the same labels)",
+					      p->r->name, f->name);
+		}
+		f->count++;
+	}
+	return 0;
+}
+
+/* Family f's public description, its allocations moved into s. 0, or -1
+ * out of memory. */
+static int build_family(struct snap_impl *s, struct fam *f, struct pcpu_snapshot_family *out)
+{
+	out->name = f->name;
+	out->help = f->help;
+	out->unit = f->unit;
+	out->type = (enum pcpu_metric_type)f->e->type;
+	out->scale_exp10 = f->e->scale_exp10;
+	out->flags = (f->native ? PCPU_SNAPSHOT_NATIVE : 0) | (f->info ? PCPU_SNAPSHOT_INFO : 0);
+	out->native_schema = f->schema;
+	out->native_index = f->native_index;
+	out->nlabels = f->e->nlabels;
+	out->label_names = f->label_names;
+	if (!keep(s, f->label_names) && f->label_names)
+		return -1;
+	f->label_names = NULL;
+	if (f->e->type != PCPU_METRIC_HISTOGRAM)
+		return 0;
+	out->nbuckets = f->e->nbuckets;
+	out->bucket_upper = keep(s, f->upper);
+	if (!out->bucket_upper)
+		return -1;
+	f->upper = NULL;
+	if (f->exported) {
+		out->export_buckets = keep(s, f->exported);
+		if (!out->export_buckets)
+			return -1;
+		out->nexport = f->nexport;
+		f->exported = NULL;
+	}
+	return 0;
+}
+
+/* Family i's series fs[0..n), in creation order (as the writing process's
+ * own snapshot), their allocations moved into s. 0, or -1 out of memory. */
+static int build_series(struct snap_impl *s, size_t i, const struct fam *f, struct ser **fs,
+			size_t n)
+{
+	struct pcpu_snapshot_family *out = &s->fams[i];
+	struct pcpu_snapshot_series *series;
+	size_t k;
+
+	qsort(fs, n, sizeof *fs, cmp_ser_serial);
+	series = keep(s, calloc(n ? n : 1, sizeof *series));
+	s->slots[i] = keep(s, calloc(n ? n : 1, sizeof *s->slots[i]));
+	if (!series || !s->slots[i])
+		return -1;
+	for (k = 0; k < n; k++) {
+		struct ser *se = fs[k];
+
+		series[k].label_values = se->values;
+		if (se->values && !keep(s, se->values))
+			return -1;
+		se->values = NULL;
+		switch (se->e->type) {
+		case PCPU_METRIC_COUNTER:
+			series[k].value.counter = se->acc0;
+			break;
+		case PCPU_METRIC_GAUGE:
+			/* An info series is 1, as the writer's own snapshot
+			 * has it, whatever its slots hold. */
+			series[k].value.gauge = f->info ? 1 : (int64_t)se->acc0;
+			break;
+		default:
+			series[k].value.histogram.counts = se->counts;
+			series[k].value.histogram.sum = (int64_t)se->acc0;
+			if (!keep(s, se->counts))
+				return -1;
+			se->counts = NULL;
+		}
+		s->slots[i][k] = se->slots;
+		if (se->slots && !keep(s, se->slots))
+			return -1;
+		se->slots = NULL;
+	}
+	out->nseries = n;
+	out->series = series;
+	return 0;
+}
+
+struct pcpu_reader_snapshot *pcpu__rd_build(struct parse *p, const char *S_owned,
+					    const unsigned char *kept_fam,
+					    const unsigned char *kept_ser)
+{
+	struct snap_impl *s = calloc(1, sizeof *s);
+	struct fam **fv = NULL;
+	struct ser **sv = NULL;
+	size_t nf, i;
+
+	if (!s) {
+		free((void *)S_owned);
+		pcpu__seg_fail(ENOMEM, "out of memory");
+		return NULL;
+	}
+	s->per_slot = (p->flags & PCPU_READER_PER_SLOT) != 0;
+	if (!keep(s, (void *)S_owned))
+		goto nomem;
+	fv = malloc((p->nfams ? p->nfams : 1) * sizeof *fv);
+	sv = malloc((p->nsers ? p->nsers : 1) * sizeof *sv);
+	if (!fv || !sv)
+		goto nomem;
+	nf = sort_families(p, kept_fam, fv);
+	if (group_series(p, kept_ser, sv) < 0)
+		goto fail;
+	for (i = 1; i < nf; i++)
+		if (strcmp(fv[i]->name, fv[i - 1]->name) == 0) {
+			pcpu__seg_fail(EBADMSG, "segment %s: corrupted (two families named %.100s)",
+				       p->r->name, fv[i]->name);
+			goto fail;
+		}
+	s->fams = keep(s, calloc(nf ? nf : 1, sizeof *s->fams));
+	s->slots = keep(s, calloc(nf ? nf : 1, sizeof *s->slots));
+	if (!s->fams || !s->slots)
+		goto nomem;
+	for (i = 0; i < nf; i++)
+		if (build_family(s, fv[i], &s->fams[i]) < 0 ||
+		    build_series(s, i, fv[i], sv + fv[i]->first, fv[i]->count) < 0)
+			goto nomem;
+	s->pub.snapshot.nfamilies = nf;
+	s->pub.snapshot.families = s->fams;
+	free(fv);
+	free(sv);
+	return &s->pub;
+nomem:
+	pcpu__seg_fail(ENOMEM, "out of memory");
+fail:
+	free(fv);
+	free(sv);
+	pcpu_reader_snapshot_free(&s->pub);
+	return NULL;
+}

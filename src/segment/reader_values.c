@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reading the values of a segment's series: each value is the sum over
+ * every slot of the slot's words plus its mirror's (the zone's mirror
+ * layout, zone_mirror.h: the chunks of a segment file are a zone's), read
+ * with as few system calls as the file's data allows, each charged to the
+ * snapshot's budget.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../zone_mirror.h"
+#include "reader_internal.h"
+
+/* Values closer than this are read with one pread per slot. */
+#define RUN_GAP 65536
+/* What a system call on the values (pread, lseek) counts against the
+ * budget, and what visiting a region of data does: a snapshot's work is
+ * bounded by max_bytes, not only its reads and allocations. */
+#define SYSCALL_CHARGE 4096
+#define REGION_CHARGE 64
+
+int pcpu__rd_cmp_ser_loc(const void *a, const void *b)
+{
+	const struct ser *x = *(const struct ser *const *)a, *y = *(const struct ser *const *)b;
+
+	return (x->loc > y->loc) - (x->loc < y->loc);
+}
+
+/* Adds one region's words of the series' value (at v) to its accumulators:
+ * slot `slot`'s own words or its mirror's, both count the same. */
+static void accumulate(struct ser *s, const unsigned char *v, unsigned slot, int per_slot)
+{
+	uint64_t part = 0;
+
+	switch (s->e->type) {
+	case PCPU_METRIC_COUNTER:
+	case PCPU_METRIC_GAUGE:
+		part = pcpu__rd_ld64(v);
+		s->acc0 += part;
+		break;
+	case PCPU_METRIC_HISTOGRAM: {
+		uint32_t b, nb = s->fam->e->nbuckets;
+
+		if (s->fam->pairs) { /* 2.4: (count, sum) per bucket */
+			for (b = 0; b < nb; b++) {
+				uint64_t c = pcpu__rd_ld64(v + 16 * (size_t)b);
+				s->counts[b] += c;
+				s->acc0 += pcpu__rd_ld64(v + 16 * (size_t)b + 8);
+				part += c;
+			}
+			break;
+		}
+		s->acc0 += pcpu__rd_ld64(v); /* 2.0-2.3: [sum, bucket 0, ...] */
+		for (b = 0; b < nb; b++) {
+			uint64_t c = pcpu__rd_ld64(v + 8 * (1 + (size_t)b));
+			s->counts[b] += c;
+			part += c;
+		}
+		break;
+	}
+	}
+	if (per_slot) /* a slot's value: its words plus its mirror's, modulo 2^64 */
+		s->slots[slot] = (int64_t)pcpu__slot_sum((uint64_t)s->slots[slot], part);
+}
+
+/* A run: values of one chunk closer than RUN_GAP to the next, read with one
+ * pread per region that holds data there. Series v[first, last). */
+struct run {
+	uint64_t lo, hi;
+	size_t first, last;
+};
+
+/* First run of runs[from, n) that ends after x (runs are sorted and
+ * disjoint), or n. */
+static size_t run_after(const struct run *runs, size_t from, size_t n, uint64_t x)
+{
+	size_t lo = from, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (runs[mid].hi <= x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The values of one chunk's runs (sorted, disjoint), in every region that
+ * holds data where they lie.
+ *
+ * Why not one SEEK_DATA per run per region, as before: a file may declare
+ * 65,536 slots (131,072 regions per chunk) and hold a few pages; that made a
+ * snapshot cost runs x 131,072 system calls, unbounded by max_bytes (issue
+ * 10: 2,000 series took 41 s). Instead the chunk's data is found extent by
+ * extent with SEEK_DATA and SEEK_HOLE, jumping over every region without
+ * data in the window [lo of the first run, hi of the last) in one call, and
+ * each run is read once per region where an extent meets it. The calls are
+ * then a few per extent of real data, not per region, and every one of
+ * them (and every region an extent covers) is charged to the budget, so a
+ * snapshot's work is bounded by max_bytes whatever the file claims. */
+static int read_chunk(struct parse *p, struct ser **v, uint32_t chunk, const struct run *runs,
+		      size_t nruns, unsigned char *buf)
+{
+	const struct pcpu__seg_header *h = p->h;
+	struct pcpu_reader *r = p->r;
+	int per_slot = (p->flags & PCPU_READER_PER_SLOT) != 0;
+	/* chunk < nchunks and data_offset + nchunks * chunk_span <= file size
+	 * were checked, chunk_span = 2 * nslots * slot_stride and every run's
+	 * hi <= slot_stride: no overflow below, and every region read, slot or
+	 * mirror, lies inside the file. */
+	uint64_t base = h->data_offset + (uint64_t)chunk * h->chunk_span;
+	uint64_t end = base + h->chunk_span, stride = h->slot_stride;
+	uint64_t wlo = runs[0].lo, whi = runs[nruns - 1].hi, pos = base + wlo;
+	uint64_t nregions = 2 * (uint64_t)h->nslots, cur = UINT64_MAX;
+	size_t next = 0;
+
+	while (pos < end) {
+		uint64_t d, hole, rg, rel;
+
+		if (r->fd < 0) {
+			d = pos; /* memory: all data */
+			hole = end;
+		} else {
+			off_t x;
+
+			if (pcpu__rd_charge(p->b, SYSCALL_CHARGE) < 0)
+				return -1;
+			r->nsyscalls++;
+			x = lseek(r->fd, (off_t)pos, SEEK_DATA);
+			if (x < 0 && errno == ENXIO)
+				break; /* only holes from pos on */
+			d = x < 0 ? pos : (uint64_t)x; /* cannot tell: read it */
+			if (d >= end)
+				break;
+			hole = 0;
+		}
+		rg = (d - base) / stride;
+		rel = (d - base) % stride;
+		if (rel < wlo) { /* data before the window: look in the window */
+			pos = base + rg * stride + wlo;
+			continue;
+		}
+		if (rel >= whi) { /* after it: the next region's window */
+			if (rg + 1 >= nregions)
+				break;
+			pos = base + (rg + 1) * stride + wlo;
+			continue;
+		}
+		if (!hole) {
+			off_t x;
+
+			if (pcpu__rd_charge(p->b, SYSCALL_CHARGE) < 0)
+				return -1;
+			r->nsyscalls++;
+			x = lseek(r->fd, (off_t)d, SEEK_HOLE);
+			hole = x < 0 || (uint64_t)x > end ? end : (uint64_t)x;
+			if (hole <= d)
+				hole = d + 1; /* changed under us: at least progress */
+		}
+		/* The extent [d, hole): every region it meets, in order. */
+		for (; rg < nregions && base + rg * stride < hole; rg++) {
+			uint64_t rs = base + rg * stride;
+			uint64_t x = (d > rs ? d : rs) - rs;
+			uint64_t y = (hole < rs + stride ? hole : rs + stride) - rs;
+			/* Regions nslots.. are the mirrors of slots 0..: same slot. */
+			unsigned slot = pcpu__mirror_region_slot(rg, h->nslots);
+
+			if (pcpu__rd_charge(p->b, REGION_CHARGE) < 0)
+				return -1;
+			if (rg != cur) {
+				cur = rg;
+				next = 0;
+			}
+			/* Runs wholly in a hole before x read as zero: skipped.
+			 * Runs already read in this region: skipped too. */
+			next = run_after(runs, next, nruns, x);
+			for (; next < nruns && runs[next].lo < y; next++) {
+				const struct run *u = &runs[next];
+				size_t k;
+
+				if (pcpu__rd_charge(p->b, u->hi - u->lo) < 0 || pcpu__rd_charge(p->b, SYSCALL_CHARGE) < 0 ||
+				    pcpu__rd_read_exact(r, buf, (size_t)(u->hi - u->lo), rs + u->lo, "values") < 0)
+					return -1;
+				for (k = u->first; k < u->last; k++)
+					accumulate(v[k], buf + (v[k]->e->value_off - u->lo), slot, per_slot);
+			}
+		}
+		pos = hole;
+	}
+	return 0;
+}
+
+int pcpu__rd_read_values(struct parse *p)
+{
+	const struct pcpu__seg_header *h = p->h;
+	struct ser **v;
+	struct run *runs = NULL;
+	unsigned char *buf = NULL;
+	size_t n = 0, i, j, k, bufcap = 0;
+	int per_slot = (p->flags & PCPU_READER_PER_SLOT) != 0, rc = -1;
+
+	v = pcpu__rd_alloc(p->b, (uint64_t)(p->nsers ? p->nsers : 1) * sizeof *v);
+	if (!v)
+		return -1;
+	for (i = 0; i < p->nsers; i++) {
+		struct ser *s = &p->sers[i];
+
+		if (!pcpu__rd_usable(s) || s->group)
+			continue;
+		if (s->e->type == PCPU_METRIC_HISTOGRAM) {
+			s->counts = pcpu__rd_alloc(p->b, (uint64_t)s->fam->e->nbuckets * 8);
+			if (!s->counts)
+				goto out;
+		}
+		if (per_slot) {
+			s->slots = pcpu__rd_alloc(p->b, (uint64_t)h->nslots * 8);
+			if (!s->slots)
+				goto out;
+		}
+		v[n++] = s;
+	}
+	qsort(v, n, sizeof *v, pcpu__rd_cmp_ser_loc);
+	runs = pcpu__rd_alloc(p->b, (uint64_t)(n ? n : 1) * sizeof *runs);
+	if (!runs)
+		goto out;
+	for (i = 0; i < n; i = j) {
+		uint32_t chunk = v[i]->e->u32a;
+		size_t nruns = 0;
+
+		/* The chunk's runs: values closer than RUN_GAP to the next. */
+		for (j = i; j < n && v[j]->e->u32a == chunk; j = k) {
+			uint64_t lo = v[j]->e->value_off, hi = lo + v[j]->e->u32b;
+
+			for (k = j + 1; k < n && v[k]->e->u32a == chunk && v[k]->e->value_off <= hi + RUN_GAP;
+			     k++)
+				if (v[k]->e->value_off + v[k]->e->u32b > hi)
+					hi = v[k]->e->value_off + v[k]->e->u32b;
+			runs[nruns].lo = lo;
+			runs[nruns].hi = hi;
+			runs[nruns].first = j;
+			runs[nruns].last = k;
+			nruns++;
+			if (hi - lo > bufcap) {
+				unsigned char *nb;
+
+				if (pcpu__rd_charge(p->b, hi - lo) < 0)
+					goto out;
+				nb = realloc(buf, (size_t)(hi - lo));
+				if (!nb) {
+					pcpu__seg_fail(ENOMEM, "out of memory");
+					goto out;
+				}
+				buf = nb;
+				bufcap = (size_t)(hi - lo);
+			}
+		}
+		if (read_chunk(p, v, chunk, runs, nruns, buf) < 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	free(runs);
+	free(buf);
+	free(v);
+	return rc;
+}

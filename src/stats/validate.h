@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The checks of validate.c that the layer above reuses: a segment reader
+ * (src/segment) applies to untrusted input exactly the rules the registry
+ * applies at registration, with these and the public pcpu_stats_check_*()
+ * of pcpu/expose.h. Libc only; nothing here is exported.
+ */
+#ifndef PCPU_STATS_VALIDATE_H
+#define PCPU_STATS_VALIDATE_H
+
+#include <stddef.h>
+
+#include "../visibility.h"
+
+/* Checks help text: UTF-8, at most PCPU_STATS_HELP_MAX bytes. NULL is ok.
+ * 0, or -1 with errno EINVAL and a message for pcpu_stats_error(). */
+PCPU_HIDDEN int pcpu__check_help(const char *help);
+
+/* Checks a unit against the family name (must end in "_" unit). 0, or -1
+ * with errno EINVAL and a message for pcpu_stats_error(). */
+PCPU_HIDDEN int pcpu__check_unit(const char *name, const char *unit);
+
+/* The length of an info family's OpenMetrics name (the family name without
+ * its `_info`): OpenMetrics writes `# TYPE x info` and samples `x_info`.
+ * 0 when `flags` has no PCPU_SNAPSHOT_INFO, or name is NULL or does not end
+ * in `_info` after at least one character. */
+PCPU_HIDDEN size_t pcpu__info_name_len(const char *name, unsigned flags);
+
+#endif /* PCPU_STATS_VALIDATE_H */

@@ -1,0 +1,371 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `pcpustat serve`: one HTTP request, from its headers to its response.
+ *
+ *   GET /metrics          every served segment in one exposition (scrape.c)
+ *   GET /metrics/SEGMENT  one segment (name, pid or file name) as it is
+ *   GET /                 a short index
+ *
+ * Checked in this order, each answered as it fails: no request body (400,
+ * on the first call), one Host (400), the client certificate (403), basic
+ * authentication (401, or 429/503 while bcrypt is busy), GET or HEAD (405).
+ *
+ * Format: as the Accept header asks (pcpu_format_negotiate(), the library's
+ * one implementation), gzip-compressed when Accept-Encoding allows it
+ * (pcpu_format_gzip_acceptable()); both exposition writers produce a whole
+ * exposition or nothing.
+ *
+ * Malformed requests are libmicrohttpd's (0.9.75): it answers 400 or 505 to
+ * most and closes the connection; a request line it cannot split into
+ * method, target and version ("GARBAGE") is closed unanswered, as it is
+ * parsed before any callback of ours runs and no option makes the library
+ * answer it (1.0 rewrote that parser, with MHD_OPTION_CLIENT_DISCIPLINE_LVL;
+ * Debian 12 has 0.9.75). A bare LF ends a line (RFC 9112 2.2 allows it).
+ * pcpustat(1) and exporter_test.py's MALFORMED table pin which is which.
+ */
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <zlib.h>
+
+#include "serve.h"
+
+/* One request (libmicrohttpd's per-request context), from its first call
+ * to its completion (on_completed()). */
+struct request {
+	struct MHD_Connection *conn;
+	enum {
+		REQ_STARTED, /* headers checked: answered on the next call */
+		REQ_WAITING, /* suspended until auth.c's worker decides */
+		REQ_DECIDED, /* resumed with `verdict` */
+	} state;
+	enum auth_verdict verdict;
+};
+
+static const char index_text[] =
+	"pcpustat serve: pcpu statistics for Prometheus\n"
+	"  /metrics          all served segments\n"
+	"  /metrics/SEGMENT  one segment (name, pid or file name)\n";
+
+/* gzip of body; NULL if compression fails (then the plain body is sent).
+ * Level 1: most of the gain on exposition text (about 10x) for a fraction
+ * of the default level's CPU time, which the scraped host pays. */
+static char *gzip_body(const char *body, size_t len, size_t *zlen)
+{
+	z_stream z;
+	size_t cap;
+	char *out;
+
+	memset(&z, 0, sizeof z);
+	if (deflateInit2(&z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return NULL;
+	cap = deflateBound(&z, len);
+	out = malloc(cap ? cap : 1);
+	if (!out) {
+		deflateEnd(&z);
+		return NULL;
+	}
+	z.next_in = (Bytef *)body;
+	z.avail_in = (uInt)len;
+	z.next_out = (Bytef *)out;
+	z.avail_out = (uInt)cap;
+	if (len > 0xffffffffu || deflate(&z, Z_FINISH) != Z_STREAM_END) {
+		deflateEnd(&z);
+		free(out);
+		return NULL;
+	}
+	*zlen = z.total_out;
+	deflateEnd(&z);
+	return out;
+}
+
+/* Queues a response; `body` is malloc'ed and handed over, and one more
+ * header (hname: hval) is added if hname is not NULL. Failures to build one
+ * close the connection. */
+static enum MHD_Result reply(struct MHD_Connection *conn, int status, const char *ctype, char *body,
+			     size_t len, int close_it, const char *hname, const char *hval)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+	if (close_it)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+	if (hname)
+		MHD_add_response_header(r, hname, hval);
+	ret = MHD_queue_response(conn, (unsigned)status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result reply_text(struct MHD_Connection *conn, int status, const char *msg, int close_it,
+				  const char *hname, const char *hval)
+{
+	size_t n = strlen(msg);
+	char *b = malloc(n + 2);
+
+	if (!b)
+		return MHD_NO;
+	memcpy(b, msg, n);
+	b[n] = '\n';
+	b[n + 1] = '\0';
+	return reply(conn, status, "text/plain; charset=utf-8", b, n + 1, close_it, hname, hval);
+}
+
+/* An exposition, gzip-compressed if the client takes it. */
+static enum MHD_Result reply_metrics(struct MHD_Connection *conn, enum pcpu_format fmt, char *body,
+				     size_t len)
+{
+	const char *ae = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING);
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+	char *z = NULL;
+	size_t zlen = 0;
+
+	if (pcpu_format_gzip_acceptable(ae) && (z = gzip_body(body, len, &zlen)) != NULL) {
+		free(body);
+		body = z;
+		len = zlen;
+	}
+	r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, pcpu_format_content_type(fmt));
+	/* The format follows Accept, the compression Accept-Encoding: a
+	 * cache must key on both. */
+	MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, "Accept, Accept-Encoding");
+	if (z)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+	ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* Called by auth.c's worker (another thread) with the verdict on a
+ * suspended request. libmicrohttpd's lock in MHD_resume_connection() orders
+ * the writes before the serving thread's next call for this request. */
+static void auth_decided(void *arg, enum auth_verdict v)
+{
+	struct request *rq = arg;
+
+	rq->verdict = v;
+	rq->state = REQ_DECIDED;
+	MHD_resume_connection(rq->conn);
+}
+
+/* The verdict on the request's credentials: from auth.c's cache at once,
+ * else AUTH_PENDING with the connection suspended until the worker's bcrypt
+ * decides (the serving thread goes on with other connections meanwhile). */
+static enum auth_verdict check_credentials(struct server *sv, struct request *rq)
+{
+	const union MHD_ConnectionInfo *ci;
+	struct auth_key key;
+	enum auth_verdict v;
+	char *user, *pass = NULL;
+
+	if (rq->state == REQ_DECIDED)
+		return rq->verdict;
+	user = MHD_basic_auth_get_username_password(rq->conn, &pass);
+	v = user && pass ? auth_lookup(sv->auth, user, pass, &key) : AUTH_DENIED;
+	if (v == AUTH_UNKNOWN) {
+		/* Suspended first: the worker may decide, and resume the
+		 * connection, before auth_submit() returns. */
+		ci = MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		MHD_suspend_connection(rq->conn);
+		rq->state = REQ_WAITING;
+		v = auth_submit(sv->auth, &key, user, pass, ci ? ci->client_addr : NULL, auth_decided, rq);
+		if (v != AUTH_PENDING) /* refused at once: answered on the next call */
+			auth_decided(rq, v);
+		v = AUTH_PENDING;
+	}
+	if (user)
+		MHD_free(user);
+	if (pass) {
+		explicit_bzero(pass, strlen(pass));
+		MHD_free(pass);
+	}
+	explicit_bzero(&key, sizeof key);
+	return v;
+}
+
+/* Basic authentication per the web configuration: 1 to go on, 0 when the
+ * request was answered (401, 429, 503) or suspended (ret set). */
+static int authorized(struct server *sv, struct request *rq, enum MHD_Result *ret)
+{
+	struct MHD_Response *r;
+
+	if (!sv->auth)
+		return 1;
+	switch (check_credentials(sv, rq)) {
+	case AUTH_GRANTED:
+		return 1;
+	case AUTH_PENDING:
+		*ret = MHD_YES;
+		return 0;
+	case AUTH_BUSY_CLIENT:
+		*ret = reply_text(rq->conn, MHD_HTTP_TOO_MANY_REQUESTS,
+				  "too many password checks from this address at once: retry later", 0,
+				  MHD_HTTP_HEADER_RETRY_AFTER, "1");
+		return 0;
+	case AUTH_BUSY:
+	case AUTH_UNKNOWN:
+		*ret = reply_text(rq->conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+				  "too many password checks at once: retry later", 0, MHD_HTTP_HEADER_RETRY_AFTER,
+				  "1");
+		return 0;
+	default:
+		break;
+	}
+	r = MHD_create_response_from_buffer(13, (void *)"Unauthorized\n", MHD_RESPMEM_PERSISTENT);
+	if (!r) {
+		*ret = MHD_NO;
+		return 0;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+	*ret = MHD_queue_basic_auth_fail_response(rq->conn, "pcpustat", r);
+	MHD_destroy_response(r);
+	return 0;
+}
+
+/* Client certificates the TLS handshake requested: checked here, as
+ * libmicrohttpd leaves verification to the application. 1 to go on. */
+static int client_cert_ok(struct server *sv, struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci;
+	unsigned status = 0;
+	int have;
+
+	if (!sv->tls || sv->wc.client_auth == WEB_CLIENT_NONE)
+		return 1;
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	if (!ci || !ci->tls_session)
+		return 0;
+	have = gnutls_certificate_get_peers((gnutls_session_t)ci->tls_session, &(unsigned){ 0 }) != NULL;
+	if (!have)
+		return sv->wc.client_auth == WEB_CLIENT_REQUEST || sv->wc.client_auth == WEB_CLIENT_VERIFY_IF_GIVEN;
+	if (sv->wc.client_auth == WEB_CLIENT_REQUEST || sv->wc.client_auth == WEB_CLIENT_REQUIRE_ANY)
+		return 1;
+	return gnutls_certificate_verify_peers2((gnutls_session_t)ci->tls_session, &status) == 0 && status == 0;
+}
+
+/* Counts the Host headers (MHD_get_connection_values()'s iterator). */
+static enum MHD_Result count_host(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	(void)kind;
+	(void)value;
+	if (key && strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0)
+		++*(unsigned *)cls;
+	return MHD_YES;
+}
+
+/*
+ * The first call, when the headers are in. A request with a body is
+ * refused now: libmicrohttpd then discards the body and closes the
+ * connection, so its bytes cannot pass for a second request behind a
+ * keep-alive proxy. Others are answered on the second call (a response
+ * queued before then closes the connection too). The request's context is
+ * made here (freed by on_completed()).
+ */
+static enum MHD_Result request_start(struct MHD_Connection *conn, void **con_cls)
+{
+	struct request *rq;
+	const char *cl, *te;
+	unsigned hosts = 0;
+
+	rq = calloc(1, sizeof *rq);
+	if (!rq)
+		return MHD_NO;
+	rq->conn = conn;
+	rq->state = REQ_STARTED;
+	*con_cls = rq;
+	cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+	if (te || (cl && strcmp(cl, "0") != 0))
+		return reply_text(conn, MHD_HTTP_BAD_REQUEST, "request bodies are not accepted", 1, NULL, NULL);
+	/* RFC 9112 3.2: 400 for more than one Host (libmicrohttpd 0.9.75
+	 * checks only that HTTP/1.1 has one): proxies that read another Host
+	 * than this server are a smuggling tool. */
+	MHD_get_connection_values(conn, MHD_HEADER_KIND, count_host, &hosts);
+	if (hosts > 1)
+		return reply_text(conn, MHD_HTTP_BAD_REQUEST, "more than one Host header", 1, NULL, NULL);
+	return MHD_YES;
+}
+
+/* A GET or HEAD let through: the index, a scrape (in the format Accept
+ * asks for), or 404. A scrape that fails on the server's side (5xx) is
+ * said on stderr too: the operator must see it, not only the scraper. */
+static enum MHD_Result route(struct server *sv, struct MHD_Connection *conn, const char *url)
+{
+	struct scrape_result res;
+	enum pcpu_format fmt;
+
+	fmt = pcpu_format_negotiate(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT));
+	if (strcmp(url, "/") == 0) {
+		char *b = strdup(index_text);
+
+		return b ? reply(conn, MHD_HTTP_OK, "text/plain; charset=utf-8", b, strlen(b), 0, NULL, NULL)
+			 : MHD_NO;
+	}
+	if (strcmp(url, "/metrics") == 0)
+		scrape_all(&sv->cf, &sv->st, fmt, &res);
+	else if (strncmp(url, "/metrics/", 9) == 0)
+		scrape_one(&sv->cf, url + 9, fmt, &res);
+	else
+		return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found: try /metrics", 0, NULL, NULL);
+	if (res.status != 200) {
+		if (res.status >= 500)
+			fprintf(stderr, "pcpustat serve: %s: %s\n", url, res.msg);
+		return reply_text(conn, res.status, res.msg, 0, NULL, NULL);
+	}
+	return reply_metrics(conn, fmt, res.body, res.len);
+}
+
+/* Each request is checked in the order of the file's comment, then routed;
+ * a suspended one (basic authentication pending) comes back here when
+ * auth.c's worker decided. */
+enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+			   const char *version, const char *upload_data, size_t *upload_data_size,
+			   void **con_cls)
+{
+	struct server *sv = cls;
+	struct request *rq = *con_cls;
+	enum MHD_Result ret;
+
+	(void)version;
+	(void)upload_data;
+	if (!rq)
+		return request_start(conn, con_cls);
+	if (*upload_data_size)
+		return MHD_NO; /* not reached: request_start() refused bodies */
+	if (!client_cert_ok(sv, conn))
+		return reply_text(conn, MHD_HTTP_FORBIDDEN, "client certificate refused", 1, NULL, NULL);
+	if (!authorized(sv, rq, &ret))
+		return ret;
+	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+		return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "GET or HEAD only", 0, MHD_HTTP_HEADER_ALLOW,
+				  "GET, HEAD");
+	return route(sv, conn, url);
+}
+
+/* The end of a request, answered or not: its context goes. A suspended
+ * request never ends before auth.c's worker (or auth_stop()) resumed it. */
+void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+		  enum MHD_RequestTerminationCode toe)
+{
+	(void)cls;
+	(void)conn;
+	(void)toe;
+	free(*con_cls);
+	*con_cls = NULL;
+}
