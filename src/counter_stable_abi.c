@@ -2,8 +2,9 @@
 /*
  * counter_stable_abi.c: the stable tier of the counters and the zone --
  * every inline operation of pcpu/counter.h and pcpu/zone.h also exported
- * as a function with the same semantics (userspace-rcu's two tiers). Programs that define PCPU_NO_INLINE get these declarations
- * instead of the inline definitions: a call more per update, and nothing of
+ * as a function with the same semantics (userspace-rcu's two tiers).
+ * Programs that define PCPU_NO_INLINE get these declarations instead of
+ * the inline definitions: a call more per update, and nothing of
  * the hot path's layout compiled into them (no pcpu__ symbol, no
  * PCPU_LAYOUT_<n> version node needed), for other languages' bindings and
  * for programs that must run with any later library. Each function is the

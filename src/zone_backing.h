@@ -91,8 +91,8 @@ struct pcpu_zone_backing {
  * failure the zone stays private and usable and ctx is the caller's. A
  * fork() child leaves the backing: zone.c's fork handlers give it a private
  * copy of every chunk at the same addresses. Thread-safe. */
-PCPU_HIDDEN int pcpu__zone_attach_backing(pcpu_zone_t *zone, const struct pcpu_zone_backing *backing,
-					  void *ctx);
+PCPU_HIDDEN int pcpu__zone_attach_backing(pcpu_zone_t *zone,
+					  const struct pcpu_zone_backing *backing, void *ctx);
 
 /* Advises the kernel not to back [p, p + len) with transparent huge pages
  * (memory pcpu writes sparsely); errno kept, failure ignored (a kernel

@@ -160,7 +160,8 @@ __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_counter_a
 	pcpu__counter_add_inline(c, v);
 }
 
-/** pcpu_counter_add(c, 1). */
+/** pcpu_counter_add(c, 1). Thread-safe; async-signal-safe. Cost: as
+ * pcpu_counter_add(). */
 __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_counter_inc)(pcpu_counter_t c)
 {
 	PCPU__INLINE_OP(pcpu_counter_add)(c, 1);
@@ -171,7 +172,9 @@ __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_counter_i
  * them (DPDK's multiple-counter update). Each add is its own critical
  * section, so the group is not atomic as a whole (see the statistics layer's
  * consistent groups for that); each add is exact. Counters may come from
- * different zones. Thread-safe; async-signal-safe.
+ * different zones. Thread-safe; async-signal-safe. Cost: one index load,
+ * then one rseq section per counter (pcpu_counter_add()'s, without its
+ * index load).
  */
 static inline void PCPU__INLINE_OP(pcpu_counter_add_many)(const pcpu_counter_t *cs,
 							  const int64_t *vs, size_t n)
@@ -205,7 +208,8 @@ static inline void PCPU__INLINE_OP(pcpu_counter_add_many)(const pcpu_counter_t *
 	}
 }
 
-/** Element i of a counter array from pcpu_counter_alloc_array(). */
+/** Element i of a counter array from pcpu_counter_alloc_array().
+ * Thread-safe; async-signal-safe. Cost: an add. */
 static inline pcpu_counter_t PCPU__INLINE_OP(pcpu_counter_at)(pcpu_counter_t array, size_t i)
 {
 	return array + i;
@@ -225,13 +229,15 @@ PCPU_API pcpu_counter_t pcpu_counter_alloc(void);
  * object: element i is pcpu_counter_at(c, i), freed together with
  * pcpu_counter_free(c). NULL with errno EINVAL (n == 0), E2BIG (more than
  * PCPU_ZONE_MAX_OBJECT / 8 counters) or ENOMEM.
+ * Thread-safe; not async-signal-safe. Cost: as pcpu_counter_alloc().
  */
 PCPU_API pcpu_counter_t pcpu_counter_alloc_array(size_t n);
 
 /**
  * Allocates `n` counters in `zone` (to choose the slot index, or to keep a
  * subsystem's counters together). Same errors as pcpu_counter_alloc_array(),
- * EINVAL for a NULL zone.
+ * EINVAL for a NULL zone. Thread-safe; not async-signal-safe. Cost: as
+ * pcpu_counter_alloc().
  */
 PCPU_API pcpu_counter_t pcpu_counter_alloc_in(pcpu_zone_t *zone, size_t n);
 
@@ -239,7 +245,8 @@ PCPU_API pcpu_counter_t pcpu_counter_alloc_in(pcpu_zone_t *zone, size_t n);
  * Frees a counter or counter array (the handle the allocation returned).
  * Returns 0, or -1 with errno EINVAL if `c` is not a live allocation
  * (nothing is changed). NULL is a no-op. The caller guarantees no thread
- * still adds to it. Thread-safe; not async-signal-safe.
+ * still adds to it. Thread-safe; not async-signal-safe. Cost: the zone's
+ * chunk-table lookup, then pcpu_zone_free()'s.
  */
 PCPU_API int pcpu_counter_free(pcpu_counter_t c);
 
@@ -256,7 +263,7 @@ PCPU_API uint64_t pcpu_counter_fetch(pcpu_counter_t c);
  * Contribution of one slot (its word and its mirror word). Slot >=
  * pcpu_nslots() or NULL: 0 with errno EINVAL. The per-slot split is only
  * meaningful between resets: a reset is recorded in slot 0's mirror word.
- * Thread-safe; async-signal-safe.
+ * Thread-safe; async-signal-safe. Cost: two loads.
  */
 PCPU_API uint64_t pcpu_counter_fetch_slot(pcpu_counter_t c, unsigned slot);
 
@@ -265,7 +272,8 @@ PCPU_API uint64_t pcpu_counter_fetch_slot(pcpu_counter_t c, unsigned slot);
  * slot by slot (sequential memory): about twice as fast as n fetches up to
  * ~10^5 counters; beyond that both are bound by memory bandwidth.
  * Same guarantees as pcpu_counter_fetch() for each counter. Returns 0 or -1
- * with errno EINVAL (NULL argument).
+ * with errno EINVAL (NULL argument). Thread-safe; async-signal-safe. Cost:
+ * n loads per slot (2n where the mirror was written).
  */
 PCPU_API int pcpu_counter_fetch_array(pcpu_counter_t c, size_t n, uint64_t *out);
 
@@ -274,11 +282,13 @@ PCPU_API int pcpu_counter_fetch_array(pcpu_counter_t c, size_t n, uint64_t *out)
  * zero: every add is reported by exactly one fetch_and_zero or the final
  * fetch (see the file comment). Concurrent resetters of one counter are
  * serialised by a lock striped over counters. NULL: 0 with errno EINVAL.
- * Thread-safe; not async-signal-safe (takes a mutex).
+ * Thread-safe; not async-signal-safe (takes a mutex). Cost: a mutex, a
+ * pcpu_counter_fetch() and one atomic add.
  */
 PCPU_API uint64_t pcpu_counter_fetch_and_zero(pcpu_counter_t c);
 
-/** pcpu_counter_fetch_and_zero() without the value. */
+/** pcpu_counter_fetch_and_zero() without the value. Thread-safe; not
+ * async-signal-safe. Cost: as pcpu_counter_fetch_and_zero(). */
 PCPU_API void pcpu_counter_zero(pcpu_counter_t c);
 
 /**

@@ -348,14 +348,16 @@ PCPU_API size_t pcpu_objcache_drain(pcpu_objcache_t *c);
  * no other thread uses the cache meanwhile or afterwards, and that its
  * registry, if any, still exists; so no get or put can be in flight, and
  * destroy needs no membarrier (it works whatever seccomp allows). Not
- * async-signal-safe.
+ * thread-safe (see above); not async-signal-safe. Cost: a drain, then
+ * freeing the slots' memory and the counters.
  */
 PCPU_API int pcpu_objcache_destroy(pcpu_objcache_t *c);
 
 /**
  * One statistic's counter (read it with pcpu_counter_fetch(); it belongs
  * to the cache: never free or reset it). NULL with errno EINVAL for a NULL
- * cache or an unknown statistic. Thread-safe; async-signal-safe; a load.
+ * cache or an unknown statistic. Thread-safe; async-signal-safe. Cost: a
+ * load.
  */
 PCPU_API pcpu_counter_t pcpu_objcache_counter(pcpu_objcache_t *c, enum pcpu_objcache_stat which);
 
@@ -369,7 +371,7 @@ PCPU_API int pcpu_objcache_stats(pcpu_objcache_t *c, struct pcpu_objcache_stats 
 
 /** 1 if the cache is in per-CPU mode, 0 if locked (from the start, or
  * turned locked: see the file comment) and for NULL. Thread-safe;
- * async-signal-safe. */
+ * async-signal-safe. Cost: a load. */
 PCPU_API int pcpu_objcache_is_percpu(const pcpu_objcache_t *c);
 
 PCPU_END_DECLS

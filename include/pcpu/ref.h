@@ -203,16 +203,18 @@ PCPU_API int pcpu_ref_kill(pcpu_ref_t *ref);
 /**
  * Frees the ref. The caller guarantees no thread uses it any more: after
  * release() ran (typically from release() itself), or on a ref never shared
- * with another thread. NULL is a no-op. Not async-signal-safe (free()).
+ * with another thread. NULL is a no-op. Not thread-safe (no thread may use
+ * the ref meanwhile); not async-signal-safe (free()). Cost: a zone free
+ * and a free().
  */
 PCPU_API void pcpu_ref_destroy(pcpu_ref_t *ref);
 
 /** 1 while the ref is in per-CPU mode (created so, not killed yet), else 0
- * (also for NULL). Thread-safe; async-signal-safe. */
+ * (also for NULL). Thread-safe; async-signal-safe. Cost: a load. */
 PCPU_API int pcpu_ref_is_percpu(const pcpu_ref_t *ref);
 
 /** 1 once pcpu_ref_kill() succeeded (or is running), else 0 (also for
- * NULL). Thread-safe; async-signal-safe. */
+ * NULL). Thread-safe; async-signal-safe. Cost: a load. */
 PCPU_API int pcpu_ref_is_killed(const pcpu_ref_t *ref);
 
 /**

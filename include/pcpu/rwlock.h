@@ -104,7 +104,9 @@ PCPU_API pcpu_rwlock_t *pcpu_rwlock_create(void);
  * (read- or write-) locked (nothing changed); NULL is a no-op returning 0.
  * A lock that unbalanced read unlocks broke (see "Misuse") is freed. The
  * caller guarantees no thread uses it any more, so no membarrier is needed
- * (it works whatever seccomp allows). Not async-signal-safe.
+ * (it works whatever seccomp allows). Not thread-safe (no thread may use
+ * the lock meanwhile); not async-signal-safe. Cost: a read of every slot, a
+ * zone free and a free().
  */
 PCPU_API int pcpu_rwlock_destroy(pcpu_rwlock_t *lock);
 
@@ -203,7 +205,7 @@ PCPU_API int pcpu_rwlock_wrunlock(pcpu_rwlock_t *lock);
 
 /** 1 if the lock is in per-CPU mode, 0 in atomic mode (from the start, or
  * turned atomic because membarrier was refused: the file comment) and for
- * NULL. Thread-safe; async-signal-safe. */
+ * NULL. Thread-safe; async-signal-safe. Cost: a load. */
 PCPU_API int pcpu_rwlock_is_percpu(const pcpu_rwlock_t *lock);
 
 PCPU_END_DECLS

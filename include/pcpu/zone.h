@@ -119,12 +119,15 @@ PCPU_API pcpu_zone_t *pcpu_zone_create(enum pcpu_index index);
 /**
  * Destroys a zone and unmaps all its memory. Every object of the zone
  * becomes invalid; the caller guarantees no thread still uses one.
- * NULL is a no-op. Not async-signal-safe.
+ * NULL is a no-op. Thread-safe (against other zones' calls; not against
+ * uses of this zone's objects, see above); not async-signal-safe. Cost: a
+ * munmap per chunk.
  */
 PCPU_API void pcpu_zone_destroy(pcpu_zone_t *zone);
 
 /** The index the zone uses: the process's (never PCPU_INDEX_DEFAULT).
- * NULL: the process's index. Thread-safe; async-signal-safe. */
+ * NULL: the process's index. Thread-safe; async-signal-safe. Cost: a
+ * load. */
 PCPU_API enum pcpu_index pcpu_zone_index(const pcpu_zone_t *zone);
 
 /**
@@ -149,13 +152,17 @@ PCPU_API void *pcpu_zone_alloc(pcpu_zone_t *zone, size_t size, size_t align);
  * EINVAL if `obj` is not the handle of a live object of `zone` (double free,
  * foreign pointer, a pointer inside an object, memory never allocated):
  * nothing is changed then. NULL is a no-op returning 0.
- * Thread-safe; not async-signal-safe.
+ * Thread-safe; not async-signal-safe. Cost: the zone's mutex, and zeroing
+ * the object in every slot that holds data (a madvise per whole page, a
+ * read of the partial ones).
  */
 PCPU_API int pcpu_zone_free(pcpu_zone_t *zone, void *obj);
 
 /**
  * Size in bytes of a live object (what was asked for, rounded up to 8),
  * or 0 with errno EINVAL if `obj` is not a live object of `zone`.
+ * Thread-safe; not async-signal-safe. Cost: the zone's mutex and a bitmap
+ * scan over the object.
  */
 PCPU_API size_t pcpu_zone_object_size(pcpu_zone_t *zone, const void *obj);
 

@@ -12,30 +12,29 @@
 #include <pcpu/segment.h>
 
 #include "internal.h"
+#include "../error.h"
 
-#define MSG_CAP 512
-
-static __thread char tls_msg[MSG_CAP];
-
+/* The segment's domain of the library's per-thread messages (src/error.c),
+ * shared by the writer and the reader. */
 int pcpu__seg_fail(int err, const char *fmt, ...)
 {
 	va_list ap;
+	int rc;
 
 	va_start(ap, fmt);
-	vsnprintf(tls_msg, sizeof tls_msg, fmt, ap);
+	rc = pcpu__error_vset(PCPU_ERROR_SEGMENT, err, fmt, ap);
 	va_end(ap);
-	errno = err;
-	return -1;
+	return rc;
 }
 
 const char *pcpu_segment_error(void)
 {
-	return tls_msg;
+	return pcpu__error_buffer(PCPU_ERROR_SEGMENT, NULL);
 }
 
 const char *pcpu_reader_error(void)
 {
-	return tls_msg;
+	return pcpu__error_buffer(PCPU_ERROR_SEGMENT, NULL);
 }
 
 const char *pcpu_reader_reason(int errnum)

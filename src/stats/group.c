@@ -122,7 +122,7 @@
 #include <pcpu/group.h>
 
 #include "internal.h"
-#include "registry.h"
+#include "metrics.h"
 #include "../fork.h"
 #include "../zone_internal.h"
 

@@ -94,7 +94,8 @@ pcpu_registry_t *pcpu_registry_create(void)
 	reg->next = registries;
 	registries = reg;
 	pthread_mutex_unlock(&registries_lock);
-	pcpu__objcache_stats_install(); /* a cache may now name a registry */
+	/* A cache may now name a registry. */
+	pcpu__objcache_stats_install(pcpu_registry_struct, pcpu_registry_struct_remove);
 	return reg;
 }
 

@@ -26,15 +26,20 @@
 #include <string.h>
 
 #include "internal.h"
+#include "../error.h"
 
-#define MSG_CAP 320
-
-static __thread char tls_msg[MSG_CAP];
+/* The buffer is the statistics layer's domain of the library's per-thread
+ * messages (src/error.c). */
 
 struct pcpu__msg pcpu__msg_begin(void)
 {
-	struct pcpu__msg m = { tls_msg, 0, MSG_CAP };
-	tls_msg[0] = '\0';
+	size_t cap;
+	struct pcpu__msg m;
+
+	m.p = pcpu__error_buffer(PCPU_ERROR_STATS, &cap);
+	m.len = 0;
+	m.cap = cap;
+	m.p[0] = '\0';
 	return m;
 }
 
@@ -106,10 +111,12 @@ void pcpu__set_error(const char *s)
 
 void pcpu__msg_prefix(const char *what, const char *name)
 {
-	char old[MSG_CAP];
+	char old[PCPU_ERROR_MAX];
+	size_t cap;
+	const char *cur = pcpu__error_buffer(PCPU_ERROR_STATS, &cap);
 	struct pcpu__msg m;
 
-	memcpy(old, tls_msg, MSG_CAP);
+	memcpy(old, cur, cap); /* cap <= PCPU_ERROR_MAX, NUL-terminated */
 	m = pcpu__msg_begin();
 	pcpu__msg_str(&m, what);
 	if (name) {
@@ -122,7 +129,7 @@ void pcpu__msg_prefix(const char *what, const char *name)
 
 const char *pcpu_stats_error(void)
 {
-	return tls_msg;
+	return pcpu__error_buffer(PCPU_ERROR_STATS, NULL);
 }
 
 static int is_alpha(unsigned char c)

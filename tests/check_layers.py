@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""The layers hold: every dependency of the library and the tools points down.
+
+usage: check_layers.py SOURCE_DIR BUILD_DIR
+
+pcpu is built in layers (issue 25, README "Layout"):
+
+    rseq < zone < counter < percpu_sync < {ref, rwlock, objcache}
+         < stats < segment < (pcpu/pcpu.h) < tools
+
+and the statistics and segment layers in sub-layers of their own (LAYERS
+below). A file may depend on a file of its own layer or of a lower one;
+never on a higher one (upward) nor on a different layer of the same rank
+(sideways: ref, rwlock and objcache are siblings, and so are the segment's
+writer and reader).
+
+Two graphs are read:
+  - includes: every #include "..." and #include <pcpu/...> of src/, tools/
+    and include/pcpu/ (a "..." include is resolved against the including
+    file's folder, <pcpu/x.h> against include/);
+  - symbols: for every object file of the library (CMakeFiles/pcpu_static.dir)
+    and of the tools (tools/CMakeFiles/*.dir), `nm` says which pcpu_ and
+    pcpu__ symbols it defines and which it uses; a use is an edge from the
+    user's source file to the definer's.
+Besides the order, two more rules:
+  - a header under src/stats/ or src/segment/ is private to its folder (the
+    core's src/*.h headers are the core's interfaces for the layers above);
+  - no two files of a layer depend on each other through symbols (a loop:
+    neither can be understood, tested or replaced alone).
+
+Every violation is printed, one per line, and the test fails, unless it is
+in ALLOWED below with the reason it is there. Run by ctest (layer_check).
+"""
+import os
+import re
+import subprocess
+import sys
+from fnmatch import fnmatch
+
+# ---- the map: layer -> files (glob patterns, relative to the source tree) -----
+# Listed bottom-up; RANK orders them. Layers with the same rank are siblings.
+LAYERS = [
+    # (layer, rank, patterns)
+    ("rseq", 0, [                      # knowing the CPU: rseq, process init,
+        "include/pcpu/defs.h",          # and what every layer uses: fork
+        "include/pcpu/rseq.h",          # handlers, error messages, visibility
+        "include/pcpu/arch.h",
+        "include/pcpu/arch/common.h", "include/pcpu/arch/pseudocode.h",
+        "include/pcpu/arch/generic.h", "include/pcpu/arch/x86_64.h",
+        "include/pcpu/arch/aarch64.h",
+        "include/pcpu/runtime_version.h", "include/pcpu/version.h.in",
+        "src/rseq.c", "src/rseq_internal.h", "src/slot_walk.*",
+        "src/fork.*", "src/error.*", "src/visibility.h", "src/version.c",
+    ]),
+    ("zone", 1, [
+        "include/pcpu/zone.h",
+        "include/pcpu/common.h",        # compatibility: defs, rseq, version, zone
+        "src/zone.c", "src/zone_*.h",
+    ]),
+    ("counter", 2, [
+        "include/pcpu/counter.h", "include/pcpu/counter9.h", "include/pcpu/compat/*",
+        "src/counter.c", "src/counter_internal.h", "src/counter_stable_abi.c",
+        "src/counter9.c", "src/striped_lock.*",
+    ]),
+    ("percpu_sync", 3, [                # the per-CPU/atomic switch (membarrier)
+        "include/pcpu/percpu_sync.h", "src/percpu_sync.c", "src/percpu_sync_internal.h",
+    ]),
+    ("ref", 4, ["include/pcpu/ref.h", "src/ref.c", "src/ref_stable_abi.c"]),
+    ("rwlock", 4, ["include/pcpu/rwlock.h", "src/rwlock.c", "src/rwlock_stable_abi.c"]),
+    ("objcache", 4, [
+        "include/pcpu/objcache.h", "include/pcpu/arch/objcache.h",
+        "include/pcpu/arch/*/objcache.h",
+        "src/objcache.c", "src/objcache_stable_abi.c", "src/objcache_stats_hook.h",
+    ]),
+    # The statistics layer: names, messages and buffers; the metrics; the
+    # writers of expositions (which read snapshot structs, pcpu/expose.h);
+    # the registry (families, series, snapshots, collectors, merges), which
+    # uses them all.
+    ("stats.base", 5, [
+        "include/pcpu/expose.h",
+        "src/stats/internal.h", "src/stats/validate.*", "src/stats/format.*",
+        "src/stats/arena.c", "src/stats/hashtab.*", "src/stats/histogram_layout.*",
+    ]),
+    ("stats.metrics", 6, [
+        "include/pcpu/gauge.h", "include/pcpu/histogram.h", "include/pcpu/group.h",
+        "src/stats/metrics.h",
+        "src/stats/stats_zone.c", "src/stats/gauge.c", "src/stats/histogram.c",
+        "src/stats/group.c", "src/stats/stable_abi.c",
+    ]),
+    ("stats.exposition", 7, [
+        "src/stats/expose.c", "src/stats/expose_protobuf.c", "src/stats/negotiate.c",
+        "src/stats/histogram_export.c", "proto/*",
+    ]),
+    ("stats.registry", 8, [
+        "include/pcpu/stats.h", "include/pcpu/counter9_sysctl.h",
+        "src/stats/registry.h", "src/stats/registry.c", "src/stats/registry_*",
+        "src/stats/snapshot.c",
+        "src/stats/collector.c", "src/stats/process_collector.c",
+        "src/stats/counter9_sysctl.c", "src/stats/merge.c",
+        "src/stats/objcache_stats.*",
+    ]),
+    # The segment: its format and shared helpers, then writer and reader.
+    ("segment.base", 9, [
+        "src/segment/format.h", "src/segment/internal.h", "src/segment/common.c",
+        "src/segment/backing.*", "src/segment/error.c", "src/segment/names.c",
+        "src/segment/dirs.c", "src/segment/safe_open.c", "src/segment/liveness.c",
+    ]),
+    ("segment.writer", 10, ["include/pcpu/segment.h", "src/segment/writer.*",
+                            "src/segment/directory.c"]),
+    ("segment.reader", 10, ["include/pcpu/reader.h", "src/segment/reader*"]),
+    ("umbrella", 11, ["include/pcpu/pcpu.h"]),  # the whole API, for programs
+    ("tools", 12, ["tools/*"]),
+]
+
+# Headers private to their folder: only files under the folder may include them.
+PRIVATE_FOLDERS = ["src/stats/", "src/segment/"]
+# ... but for these, which a private folder offers to the layer above it
+# (the segment): the one hash table, the registry's observer interface (its
+# walks and views, instead of the registry's structs), and the rules a
+# segment reader applies to untrusted input exactly as the registry does.
+FOLDER_INTERFACES = {
+    "src/stats/hashtab.h", "src/stats/registry_observer.h",
+    "src/stats/histogram_layout.h", "src/stats/validate.h",
+}
+
+# ---- edges that stay, each with its reason ------------------------------------
+# (from file, to file, kind): kind "include", "symbol NAME", or "loop".
+ALLOWED = {
+    # Source compatibility: the rwlock was declared in pcpu/ref.h before it
+    # had a header of its own; programs that include ref.h for it still build.
+    ("include/pcpu/ref.h", "include/pcpu/rwlock.h", "include"),
+}
+# Edges of the other parts of issue 25's redesign, removed there; the
+# integrator deletes each line as the change that removes it is merged.
+ALLOWED_PENDING = {
+    # histogram.c includes the registry's header for the histogram layout
+    # declarations, which are in metrics.h now: it can include that instead
+    # (histogram.c is helpers C/D's).
+    ("src/stats/histogram.c", "src/stats/registry.h", "include"),
+    # The segment's shared helpers implement parts of both the writer's and
+    # the reader's API (error messages, directories), declared in their
+    # public headers (helper C).
+    ("src/segment/error.c", "include/pcpu/segment.h", "include"),
+    ("src/segment/error.c", "include/pcpu/reader.h", "include"),
+    ("src/segment/dirs.c", "include/pcpu/segment.h", "include"),
+}
+
+# ---- reading the tree ---------------------------------------------------------
+INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
+
+
+def layer_of(path):
+    for name, rank, patterns in LAYERS:
+        if any(fnmatch(path, p) for p in patterns):
+            return name, rank
+    return None
+
+
+def source_files(src):
+    for top in ("src", "tools", "include/pcpu"):
+        for root, _, files in os.walk(os.path.join(src, top)):
+            for f in files:
+                if f.endswith((".c", ".h", ".h.in")):
+                    yield os.path.relpath(os.path.join(root, f), src)
+
+
+def include_edges(src):
+    for path in source_files(src):
+        with open(os.path.join(src, path), encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+        for kind, name in INCLUDE_RE.findall(text):
+            if kind == "<":
+                if not name.startswith("pcpu/"):
+                    continue  # libc, the kernel's headers
+                target = "include/" + name
+                if not os.path.exists(os.path.join(src, target)):
+                    target += ".in"  # pcpu/version.h: generated
+            else:
+                target = os.path.normpath(os.path.join(os.path.dirname(path), name))
+                if not os.path.exists(os.path.join(src, target)):
+                    continue  # generated (protobuf) or tools' system headers
+            yield path, target, "include"
+
+
+def object_files(build):
+    lib = os.path.join(build, "CMakeFiles", "pcpu_static.dir")
+    tools = os.path.join(build, "tools", "CMakeFiles")
+    for base, prefix in ((lib, ""), (tools, "tools/")):
+        for root, _, files in os.walk(base):
+            for f in files:
+                if not f.endswith(".o"):
+                    continue
+                full = os.path.join(root, f)
+                rel = os.path.relpath(full, base)
+                if prefix:  # tools/CMakeFiles/<target>.dir/<file>.o
+                    rel = rel.split(os.sep, 1)[1]
+                yield full, prefix + rel[:-2]
+
+
+def symbol_edges(src, build):
+    defined, used = {}, []
+    for obj, source in object_files(build):
+        if not os.path.exists(os.path.join(src, source)) and not source.startswith("proto/"):
+            continue  # a stale object of a file that is gone
+        out = subprocess.run(["nm", "-P", obj], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) < 2 or not parts[0].startswith("pcpu_"):
+                continue
+            name, kind = parts[0], parts[1]
+            if kind in ("U", "w", "v"):
+                used.append((source, name))
+            elif kind.isupper():
+                defined[name] = source
+    for source, name in used:
+        if name in defined and defined[name] != source:
+            yield source, defined[name], "symbol " + name
+
+
+# ---- the rules ------------------------------------------------------------------
+def main():
+    src, build = sys.argv[1], sys.argv[2]
+    problems, unmapped = [], set()
+    edges = list(include_edges(src)) + list(symbol_edges(src, build))
+    if not any(k.startswith("symbol") for _, _, k in edges):
+        sys.exit("no object files under %s: build first" % build)
+    allowed = ALLOWED | ALLOWED_PENDING
+    used_allowed = set()
+
+    def report(a, b, kind, why):
+        key = (a, b, kind)
+        if key in allowed:
+            used_allowed.add(key)
+            return
+        problems.append("%s -> %s (%s): %s" % (a, b, kind, why))
+
+    sym_pairs = set()
+    for a, b, kind in edges:
+        la, lb = layer_of(a), layer_of(b)
+        for f, l in ((a, la), (b, lb)):
+            if l is None:
+                unmapped.add(f)
+        if la is None or lb is None:
+            continue
+        if kind.startswith("symbol"):
+            sym_pairs.add((a, b))
+        if lb[1] > la[1]:
+            report(a, b, kind, "upward, %s uses %s" % (la[0], lb[0]))
+        elif lb[1] == la[1] and lb[0] != la[0]:
+            report(a, b, kind, "sideways, %s uses its sibling %s" % (la[0], lb[0]))
+        if kind == "include":
+            for folder in PRIVATE_FOLDERS:
+                if b.startswith(folder) and not a.startswith(folder) and b not in FOLDER_INTERFACES:
+                    report(a, b, kind, "a header private to %s" % folder)
+    for a, b in sorted(sym_pairs):
+        if a < b and (b, a) in sym_pairs:
+            report(a, b, "loop", "these two files call each other")
+            report(b, a, "loop", "these two files call each other")
+    for f in sorted(unmapped):
+        problems.append("%s: in no layer (add it to LAYERS in tests/check_layers.py)" % f)
+    for key in sorted(allowed - used_allowed):
+        problems.append("allowed edge %s -> %s (%s) no longer exists: remove it from "
+                        "tests/check_layers.py" % key)
+    for p in problems:
+        print("FAIL:", p)
+    print("%d include and %d symbol edges, %d allowed, %d problems" % (
+        sum(1 for e in edges if e[2] == "include"),
+        sum(1 for e in edges if e[2] != "include"), len(used_allowed), len(problems)))
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
