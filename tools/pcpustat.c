@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,22 +142,26 @@ static int cmd_list(const struct opts *o)
 	if (pcpu_segment_list(&o->r, &info, &n) < 0)
 		return fail(NULL);
 	if (o->json) {
-		struct sbuf b = { 0 };
-		sb_puts(&b, "{\"segments\":[");
+		char *bp = NULL;
+		size_t blen = 0;
+		FILE *b = mem_open(&bp, &blen);
+
+		fputs("{\"segments\":[", b);
 		for (i = 0; i < n; i++) {
 			char st[96];
-			sb_printf(&b, "%s{\"name\":", i ? "," : "");
-			json_string(&b, info[i].name);
-			sb_printf(&b, ",\"pid\":%d,\"uid\":%u,\"state\":", (int)info[i].pid,
+			fprintf(b, "%s{\"name\":", i ? "," : "");
+			json_string(b, info[i].name);
+			fprintf(b, ",\"pid\":%d,\"uid\":%u,\"state\":", (int)info[i].pid,
 				  (unsigned)info[i].owner);
-			json_string(&b, state_name(&info[i], st, sizeof st));
-			sb_printf(&b, ",\"families\":%llu,\"series\":%llu,\"slots\":%u}",
+			json_string(b, state_name(&info[i], st, sizeof st));
+			fprintf(b, ",\"families\":%llu,\"series\":%llu,\"slots\":%u}",
 				  (unsigned long long)info[i].nfamilies,
 				  (unsigned long long)info[i].nseries, info[i].nslots);
 		}
-		sb_puts(&b, "]}\n");
-		fputs(b.p, stdout);
-		sb_free(&b);
+		fputs("]}\n", b);
+		fclose(b);
+		fwrite(bp, 1, blen, stdout);
+		free(bp);
 	} else if (n == 0) {
 		if (o->r.dir || getenv("PCPU_SEGMENT_DIR"))
 			printf("no statistics segments in %s\n", o->r.dir ? o->r.dir : getenv("PCPU_SEGMENT_DIR"));
@@ -204,21 +209,21 @@ static const char *slot_word(const pcpu_reader_t *r)
 	return pcpu_reader_slot_index(r) == 1 ? "cpu" : "cid";
 }
 
-static void header_line(struct sbuf *b, pcpu_reader_t *r, const struct pcpu_reader_snapshot *s)
+static void header_line(FILE *b, pcpu_reader_t *r, const struct pcpu_reader_snapshot *s)
 {
-	sb_printf(b, "%s (pid %d): %u slots by %s", pcpu_reader_name(r), (int)pcpu_reader_pid(r),
+	fprintf(b, "%s (pid %d): %u slots by %s", pcpu_reader_name(r), (int)pcpu_reader_pid(r),
 		  s->nslots, pcpu_reader_slot_index(r) == 1 ? "CPU" : "concurrency id (mm_cid)");
 	if (s->state == PCPU_SEGMENT_GONE)
-		sb_puts(b, ", WRITER GONE: last values");
+		fputs(", WRITER GONE: last values", b);
 	else if (s->state == PCPU_SEGMENT_CLOSED)
-		sb_puts(b, ", closed by its writer: last values");
+		fputs(", closed by its writer: last values", b);
 	else if (s->state == PCPU_SEGMENT_UNKNOWN)
-		sb_puts(b, ", writer state unknown");
+		fputs(", writer state unknown", b);
 	if (s->nospace)
-		sb_puts(b, ", INCOMPLETE: the writer's file system is full");
+		fputs(", INCOMPLETE: the writer's file system is full", b);
 	else if (s->incomplete)
-		sb_puts(b, ", INCOMPLETE: the writer's directory is full");
-	sb_puts(b, "\n");
+		fputs(", INCOMPLETE: the writer's directory is full", b);
+	fputs("\n", b);
 }
 
 static size_t name_width(const struct pcpu_snapshot *s)
@@ -227,39 +232,67 @@ static size_t name_width(const struct pcpu_snapshot *s)
 
 	for (f = 0; f < s->nfamilies; f++)
 		for (i = 0; i < s->families[f].nseries; i++) {
-			struct sbuf n = { 0 };
-			series_name(&n, &s->families[f], &s->families[f].series[i]);
-			if (n.len > w)
-				w = n.len;
-			sb_free(&n);
+			char *n = series_name_str(&s->families[f], &s->families[f].series[i]);
+
+			if (strlen(n) > w)
+				w = strlen(n);
+			free(n);
 		}
 	return w > 64 ? 64 : w;
 }
 
+/* A quantile estimate with the four significant digits it can claim,
+ * written by the library's formatter (locale-independent, as every number
+ * the tool prints): rounded half to even at the fourth digit with exact
+ * powers of ten (pcpu_stats_scale()), so 685.1234 gives "685.1" and 0.001
+ * gives "0.001", what printf's %.4g wrote in the C locale; from 10^4 up the
+ * library's layout: "12350", "1.235e+06". */
+static void estimate_text(char *out, size_t cap, double v)
+{
+	int e;
+
+	if (v != 0 && isfinite(v)) {
+		e = (int)floor(log10(fabs(v)));
+		if (e - 3 >= -PCPU_STATS_SCALE_MAX && e - 3 <= PCPU_STATS_SCALE_MAX) {
+			v = pcpu_stats_scale(rint(pcpu_stats_scale(v, 3 - e)), e - 3);
+			/* log10() may be one off at a power of ten: a fifth
+			 * digit shows, so round again one place up. */
+			if (fabs(v) >= pow(10, e + 1))
+				v = pcpu_stats_scale(rint(pcpu_stats_scale(v, 2 - e)), e - 2);
+		}
+	}
+	pcpu_format_double(out, cap, v, 0);
+}
+
 /* "count 12 sum 0.5 p50 0.01 p90 0.02 p99 0.03" */
-static void hist_text(struct sbuf *b, const struct pcpu_snapshot_family *f, const uint64_t *counts,
+static void hist_text(FILE *b, const struct pcpu_snapshot_family *f, const uint64_t *counts,
 		      int64_t sum, int with_sum)
 {
-	static const double qs[] = { 0.5, 0.9, 0.99 };
+	static const struct {
+		const char *name;
+		double q;
+	} qs[] = { { "p50", 0.5 }, { "p90", 0.9 }, { "p99", 0.99 } };
 	char num[64];
 	uint64_t count = 0;
 	size_t k;
 
 	for (k = 0; k < f->nbuckets; k++)
 		count += counts[k];
-	sb_printf(b, "count %llu", (unsigned long long)count);
+	fprintf(b, "count %llu", (unsigned long long)count);
 	if (with_sum) {
 		pcpu_format_i64(num, sizeof num, sum, f->scale_exp10);
-		sb_printf(b, "  sum %s", num);
+		fprintf(b, "  sum %s", num);
 	}
 	if (!count)
 		return;
 	/* Estimates: four significant digits say all they know. */
-	for (k = 0; k < 3; k++)
-		sb_printf(b, "  p%g %.4g", qs[k] * 100, pcpu_snapshot_quantile(f, counts, qs[k]));
+	for (k = 0; k < 3; k++) {
+		estimate_text(num, sizeof num, pcpu_snapshot_quantile(f, counts, qs[k].q));
+		fprintf(b, "  %s %s", qs[k].name, num);
+	}
 }
 
-static void value_text(struct sbuf *b, const struct pcpu_snapshot_family *f,
+static void value_text(FILE *b, const struct pcpu_snapshot_family *f,
 		       const struct pcpu_snapshot_series *s)
 {
 	char num[64];
@@ -272,7 +305,7 @@ static void value_text(struct sbuf *b, const struct pcpu_snapshot_family *f,
 		pcpu_format_u64(num, sizeof num, s->value.counter, f->scale_exp10);
 	else
 		pcpu_format_i64(num, sizeof num, s->value.gauge, f->scale_exp10);
-	sb_puts(b, num);
+	fputs(num, b);
 }
 
 /* A slot's part of a value, in the family's exposed unit (histograms: a
@@ -282,7 +315,7 @@ static void slot_value(char *out, size_t cap, const struct pcpu_snapshot_family 
 	pcpu_format_i64(out, cap, v, f->type == PCPU_METRIC_HISTOGRAM ? 0 : f->scale_exp10);
 }
 
-static void per_slot_text(struct sbuf *b, pcpu_reader_t *r, const struct pcpu_reader_snapshot *s,
+static void per_slot_text(FILE *b, pcpu_reader_t *r, const struct pcpu_reader_snapshot *s,
 			  const struct pcpu_snapshot_family *f, size_t forig, size_t sorig)
 {
 	const int64_t *sl = pcpu_reader_snapshot_slots(s, forig, sorig);
@@ -291,19 +324,19 @@ static void per_slot_text(struct sbuf *b, pcpu_reader_t *r, const struct pcpu_re
 
 	if (!sl)
 		return;
-	sb_puts(b, "      ");
+	fputs("      ", b);
 	for (k = 0; k < s->nslots; k++)
 		if (sl[k]) {
 			slot_value(num, sizeof num, f, sl[k]);
-			sb_printf(b, " %s%u=%s", slot_word(r), k, num);
+			fprintf(b, " %s%u=%s", slot_word(r), k, num);
 			shown++;
 		}
 	if (shown < s->nslots)
-		sb_printf(b, "%s(%s 0)", shown ? "  " : " ", shown ? "other slots" : "all slots");
-	sb_puts(b, "\n");
+		fprintf(b, "%s(%s 0)", shown ? "  " : " ", shown ? "other slots" : "all slots");
+	fputs("\n", b);
 }
 
-static void text_output(struct sbuf *b, pcpu_reader_t *r, const struct pcpu_reader_snapshot *s,
+static void text_output(FILE *b, pcpu_reader_t *r, const struct pcpu_reader_snapshot *s,
 			const struct filtered *fl, int per_cpu)
 {
 	size_t w = name_width(&fl->snap), f, i;
@@ -313,20 +346,19 @@ static void text_output(struct sbuf *b, pcpu_reader_t *r, const struct pcpu_read
 		const struct pcpu_snapshot_family *fam = &fl->snap.families[f];
 
 		for (i = 0; i < fam->nseries; i++) {
-			struct sbuf n = { 0 };
+			char *n = series_name_str(fam, &fam->series[i]);
 
-			series_name(&n, fam, &fam->series[i]);
-			sb_printf(b, "  %-*s  ", (int)w, n.p);
-			sb_free(&n);
+			fprintf(b, "  %-*s  ", (int)w, n);
+			free(n);
 			value_text(b, fam, &fam->series[i]);
-			sb_puts(b, "\n");
+			fputs("\n", b);
 			if (per_cpu)
 				per_slot_text(b, r, s, fam, fl->forig[f], fl->sorig[f][i]);
 		}
 	}
 }
 
-static int json_output(struct sbuf *b, pcpu_reader_t *r, const struct pcpu_reader_snapshot *s,
+static int json_output(FILE *b, pcpu_reader_t *r, const struct pcpu_reader_snapshot *s,
 		       const struct filtered *fl, int per_cpu)
 {
 	char *stats;
@@ -338,42 +370,41 @@ static int json_output(struct sbuf *b, pcpu_reader_t *r, const struct pcpu_reade
 		fprintf(stderr, "pcpustat: segment %s: %s\n", pcpu_reader_name(r), pcpu_stats_error());
 		return -1;
 	}
-	sb_puts(b, "{\"segment\":");
+	fputs("{\"segment\":", b);
 	json_string(b, pcpu_reader_name(r));
-	sb_printf(b, ",\"pid\":%d,\"slots\":%u,\"slot_index\":\"%s\",\"state\":\"%s\",\"statistics\":",
+	fprintf(b, ",\"pid\":%d,\"slots\":%u,\"slot_index\":\"%s\",\"state\":\"%s\",\"statistics\":",
 		  (int)pcpu_reader_pid(r), s->nslots, slot_word(r), state_word(s->state));
 	/* The writer's JSON ends with a newline. */
 	while (len && stats[len - 1] == '\n')
 		len--;
-	sb_putn(b, stats, len);
+	fwrite(stats, 1, len, b);
 	free(stats);
 	if (per_cpu) {
-		sb_puts(b, ",\"per_slot\":[");
+		fputs(",\"per_slot\":[", b);
 		for (f = 0; f < fl->snap.nfamilies; f++) {
 			const struct pcpu_snapshot_family *fam = &fl->snap.families[f];
 
 			for (i = 0; i < fam->nseries; i++) {
 				const int64_t *sl = pcpu_reader_snapshot_slots(s, fl->forig[f], fl->sorig[f][i]);
-				struct sbuf n = { 0 };
+				char *n = series_name_str(fam, &fam->series[i]);
 
-				series_name(&n, fam, &fam->series[i]);
-				sb_puts(b, first ? "{\"series\":" : ",{\"series\":");
+				fputs(first ? "{\"series\":" : ",{\"series\":", b);
 				first = 0;
-				json_string(b, n.p);
-				sb_free(&n);
-				sb_puts(b, ",\"slots\":[");
+				json_string(b, n);
+				free(n);
+				fputs(",\"slots\":[", b);
 				for (k = 0; sl && k < s->nslots; k++) {
 					char num[64];
 
 					slot_value(num, sizeof num, fam, sl[k]);
-					sb_printf(b, "%s%s", k ? "," : "", num);
+					fprintf(b, "%s%s", k ? "," : "", num);
 				}
-				sb_puts(b, "]}");
+				fputs("]}", b);
 			}
 		}
-		sb_puts(b, "]");
+		fputs("]", b);
 	}
-	sb_puts(b, "}\n");
+	fputs("}\n", b);
 	return 0;
 }
 
@@ -394,7 +425,9 @@ static int cmd_print(pcpu_reader_t *r, const struct opts *o)
 {
 	struct pcpu_reader_snapshot *s;
 	struct filtered fl;
-	struct sbuf b = { 0 };
+	char *bp = NULL;
+	size_t blen = 0;
+	FILE *b;
 	int rc = 0;
 
 	if (take(r, o, &s) < 0)
@@ -404,13 +437,15 @@ static int cmd_print(pcpu_reader_t *r, const struct opts *o)
 		pcpu_reader_snapshot_free(s);
 		return 1;
 	}
+	b = mem_open(&bp, &blen);
 	if (o->json)
-		rc = json_output(&b, r, s, &fl, o->per_cpu) < 0;
+		rc = json_output(b, r, s, &fl, o->per_cpu) < 0;
 	else
-		text_output(&b, r, s, &fl, o->per_cpu);
+		text_output(b, r, s, &fl, o->per_cpu);
+	fclose(b);
 	if (!rc)
-		fwrite(b.p, 1, b.len, stdout);
-	sb_free(&b);
+		fwrite(bp, 1, blen, stdout);
+	free(bp);
 	filtered_free(&fl);
 	pcpu_reader_snapshot_free(s);
 	return rc;
@@ -466,7 +501,7 @@ static int term_rows(void)
 	return 0;
 }
 
-static void watch_frame(struct sbuf *b, pcpu_reader_t *r, const struct pcpu_reader_snapshot *s,
+static void watch_frame(FILE *b, pcpu_reader_t *r, const struct pcpu_reader_snapshot *s,
 			const struct filtered *fl, struct prev *prev, double dt, const struct opts *o,
 			int rows)
 {
@@ -488,27 +523,27 @@ static void watch_frame(struct sbuf *b, pcpu_reader_t *r, const struct pcpu_read
 	localtime_r(&now, &tm);
 	strftime(tbuf, sizeof tbuf, "%H:%M:%S", &tm);
 	header_line(b, r, s);
-	sb_printf(b, "%s, every %gs%s\n", tbuf, o->interval, isatty(STDOUT_FILENO) ? ", Ctrl-C quits" : "");
-	sb_printf(b, "  %-*s  %16s  %14s\n", (int)w, "NAME", "VALUE", "RATE");
+	pcpu_format_double(num, sizeof num, o->interval, 0);
+	fprintf(b, "%s, every %ss%s\n", tbuf, num, isatty(STDOUT_FILENO) ? ", Ctrl-C quits" : "");
+	fprintf(b, "  %-*s  %16s  %14s\n", (int)w, "NAME", "VALUE", "RATE");
 	lines = 3;
 	for (f = 0; f < fl->snap.nfamilies; f++) {
 		const struct pcpu_snapshot_family *fam = &fl->snap.families[f];
 
 		for (i = 0; i < fam->nseries; i++) {
 			const struct pcpu_snapshot_series *se = &fam->series[i];
-			struct sbuf n = { 0 };
+			char *n = series_name_str(fam, se);
 			ssize_t pi;
 
-			series_name(&n, fam, se);
-			pi = prev_find(prev, n.p);
-			next.names[next.n] = strdup(n.p);
+			pi = prev_find(prev, n);
+			next.names[next.n] = strdup(n);
 			if (rows && lines + 2 > (size_t)rows) {
-				sb_free(&n);
+				free(n);
 				next.n++;
 				continue; /* keep the values for rates, skip the line */
 			}
 			lines++;
-			sb_printf(b, "  %-*s  ", (int)w, n.p);
+			fprintf(b, "  %-*s  ", (int)w, n);
 			if (fam->type == PCPU_METRIC_HISTOGRAM) {
 				uint64_t count = 0, *d;
 				size_t k;
@@ -520,46 +555,49 @@ static void watch_frame(struct sbuf *b, pcpu_reader_t *r, const struct pcpu_read
 				if (next.counts[next.n])
 					memcpy(next.counts[next.n], se->value.histogram.counts,
 					       fam->nbuckets * sizeof(uint64_t));
-				sb_printf(b, "%16llu  ", (unsigned long long)count);
+				fprintf(b, "%16llu  ", (unsigned long long)count);
 				if (pi >= 0 && dt > 0 && prev->counts[pi]) {
 					/* Rate of observations, and quantiles of this interval. */
 					d = calloc(fam->nbuckets, sizeof *d);
 					for (k = 0; d && k < fam->nbuckets; k++)
 						d[k] = se->value.histogram.counts[k] - prev->counts[pi][k];
 					pcpu_format_si(num, sizeof num, ((double)count - prev->vals[pi]) / dt, "/s");
-					sb_printf(b, "%14s  ", num);
+					fprintf(b, "%14s  ", num);
 					if (d)
 						hist_text(b, fam, d, 0, 0);
 					free(d);
 				} else {
-					sb_printf(b, "%14s  ", "-");
+					fprintf(b, "%14s  ", "-");
 					hist_text(b, fam, se->value.histogram.counts, 0, 0);
 				}
 			} else {
 				double v = plain_value(fam, se);
 
-				struct sbuf vt = { 0 };
+				char *vt = NULL;
+				size_t vlen = 0;
+				FILE *vf = mem_open(&vt, &vlen);
 
 				next.vals[next.n] = v;
-				value_text(&vt, fam, se);
-				sb_printf(b, "%16s  ", vt.p);
-				sb_free(&vt);
+				value_text(vf, fam, se);
+				fclose(vf);
+				fprintf(b, "%16s  ", vt);
+				free(vt);
 				if (pi >= 0 && dt > 0) {
 					pcpu_format_si(num, sizeof num, (v - prev->vals[pi]) / dt, "/s");
-					sb_printf(b, "%14s", num);
+					fprintf(b, "%14s", num);
 				} else {
-					sb_printf(b, "%14s", "-");
+					fprintf(b, "%14s", "-");
 				}
 			}
-			sb_free(&n);
+			free(n);
 			next.n++;
-			sb_puts(b, "\n");
+			fputs("\n", b);
 			if (o->per_cpu)
 				per_slot_text(b, r, s, fam, fl->forig[f], fl->sorig[f][i]);
 		}
 	}
 	if (rows && lines < total + 3)
-		sb_printf(b, "  ... %zu more series (narrow with a PATTERN, or enlarge the terminal)\n",
+		fprintf(b, "  ... %zu more series (narrow with a PATTERN, or enlarge the terminal)\n",
 			  total + 3 - lines);
 	prev_free(prev);
 	*prev = next;
@@ -591,7 +629,9 @@ static int cmd_watch(pcpu_reader_t *r, const struct opts *o)
 	while (!stop) {
 		struct pcpu_reader_snapshot *s;
 		struct filtered fl;
-		struct sbuf b = { 0 };
+		char *bp = NULL;
+		size_t blen = 0;
+		FILE *b;
 		double t;
 
 		if (take(r, o, &s) < 0) {
@@ -604,14 +644,16 @@ static int cmd_watch(pcpu_reader_t *r, const struct opts *o)
 			rc = 1;
 			break;
 		}
+		b = mem_open(&bp, &blen);
 		if (tty)
-			sb_puts(&b, "\033[H\033[2J");
+			fputs("\033[H\033[2J", b);
 		else if (frames)
-			sb_puts(&b, "\n");
-		watch_frame(&b, r, s, &fl, &prev, frames ? t - last : 0, o, tty ? term_rows() : 0);
-		fwrite(b.p, 1, b.len, stdout);
+			fputs("\n", b);
+		watch_frame(b, r, s, &fl, &prev, frames ? t - last : 0, o, tty ? term_rows() : 0);
+		fclose(b);
+		fwrite(bp, 1, blen, stdout);
 		fflush(stdout);
-		sb_free(&b);
+		free(bp);
 		filtered_free(&fl);
 		pcpu_reader_snapshot_free(s);
 		last = t;
@@ -642,7 +684,9 @@ static int cmd_watch(pcpu_reader_t *r, const struct opts *o)
 
 enum { OPT_STALE = 256, OPT_PRUNE };
 
-int main(int argc, char **argv)
+/* Parses the options into o (from optind on, SEGMENT and PATTERNs are
+ * left). -1 to go on, or the exit status (help, version, a bad option). */
+static int parse_options(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
 		{ "regex", required_argument, NULL, 'e' },
@@ -660,9 +704,87 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
+	int c;
+
+	/* Options may follow the SEGMENT; "--" ends them (a PATTERN that
+	 * starts with '-'). */
+	while ((c = getopt_long(argc, argv, "e:jpwi:c:d:u:ahV", longopts, NULL)) != -1) {
+		char err[256];
+		unsigned uid;
+		char *end;
+
+		switch (c) {
+		case 'e':
+			if (filter_add_regex(o->filter, optarg, err, sizeof err) < 0) {
+				fprintf(stderr, "pcpustat: bad regular expression '%s': %s\n", optarg, err);
+				return 2;
+			}
+			break;
+		case 'j':
+			o->json = 1;
+			break;
+		case 'p':
+			o->per_cpu = 1;
+			break;
+		case 'w':
+		case 'i':
+			o->watch = 1;
+			if (optarg) {
+				o->interval = strtod(optarg, &end);
+				if (*end || !(o->interval >= 0.05 && o->interval <= 86400)) {
+					fprintf(stderr, "pcpustat: the interval wants seconds in [0.05, 86400], not '%s'\n",
+						optarg);
+					return 2;
+				}
+			}
+			break;
+		case 'c':
+			o->count = strtol(optarg, &end, 10);
+			if (*end || o->count < 1) {
+				fprintf(stderr, "pcpustat: --count wants a positive number, not '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'd':
+			o->r.dir = optarg;
+			break;
+		case 'u':
+			if (parse_user(optarg, &uid) < 0) {
+				fprintf(stderr, "pcpustat: no such user '%s'\n", optarg);
+				return 2;
+			}
+			o->r.flags = (o->r.flags & ~(unsigned)PCPU_READER_ANY_OWNER) | PCPU_READER_OWNER;
+			o->r.owner = (uid_t)uid;
+			break;
+		case 'a':
+			o->r.flags |= PCPU_READER_ANY_OWNER;
+			break;
+		case OPT_STALE:
+			o->stale = 1;
+			o->r.flags |= PCPU_READER_ALLOW_STALE;
+			break;
+		case OPT_PRUNE:
+			o->prune = 1;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return 0;
+		case 'V':
+			printf("pcpustat %s (segment format 2)\n", PCPUSTAT_VERSION);
+			return 0;
+		default:
+			fputs("Try 'pcpustat --help'.\n", stderr);
+			return 2;
+		}
+	}
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
 	struct opts o;
 	pcpu_reader_t *r;
-	int c, rc, i;
+	int rc, i;
 
 	/* getopt's messages name argv[0]: the same prefix as ours, whatever
 	 * path the tool was started by. */
@@ -676,84 +798,9 @@ int main(int argc, char **argv)
 		rc = serve_main(argc - 1, argv + 1, &o.r);
 		goto out;
 	}
-	/* Options may follow the SEGMENT; "--" ends them (a PATTERN that
-	 * starts with '-'). */
-	while ((c = getopt_long(argc, argv, "e:jpwi:c:d:u:ahV", longopts, NULL)) != -1) {
-		char err[256];
-		unsigned uid;
-		char *end;
-
-		switch (c) {
-		case 'e':
-			if (filter_add_regex(o.filter, optarg, err, sizeof err) < 0) {
-				fprintf(stderr, "pcpustat: bad regular expression '%s': %s\n", optarg, err);
-				rc = 2;
-				goto out;
-			}
-			break;
-		case 'j':
-			o.json = 1;
-			break;
-		case 'p':
-			o.per_cpu = 1;
-			break;
-		case 'w':
-		case 'i':
-			o.watch = 1;
-			if (optarg) {
-				o.interval = strtod(optarg, &end);
-				if (*end || !(o.interval >= 0.05 && o.interval <= 86400)) {
-					fprintf(stderr, "pcpustat: the interval wants seconds in [0.05, 86400], not '%s'\n",
-						optarg);
-					rc = 2;
-					goto out;
-				}
-			}
-			break;
-		case 'c':
-			o.count = strtol(optarg, &end, 10);
-			if (*end || o.count < 1) {
-				fprintf(stderr, "pcpustat: --count wants a positive number, not '%s'\n", optarg);
-				rc = 2;
-				goto out;
-			}
-			break;
-		case 'd':
-			o.r.dir = optarg;
-			break;
-		case 'u':
-			if (parse_user(optarg, &uid) < 0) {
-				fprintf(stderr, "pcpustat: no such user '%s'\n", optarg);
-				rc = 2;
-				goto out;
-			}
-			o.r.flags = (o.r.flags & ~(unsigned)PCPU_READER_ANY_OWNER) | PCPU_READER_OWNER;
-			o.r.owner = (uid_t)uid;
-			break;
-		case 'a':
-			o.r.flags |= PCPU_READER_ANY_OWNER;
-			break;
-		case OPT_STALE:
-			o.stale = 1;
-			o.r.flags |= PCPU_READER_ALLOW_STALE;
-			break;
-		case OPT_PRUNE:
-			o.prune = 1;
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			rc = 0;
-			goto out;
-		case 'V':
-			printf("pcpustat %s (segment format 2)\n", PCPUSTAT_VERSION);
-			rc = 0;
-			goto out;
-		default:
-			fputs("Try 'pcpustat --help'.\n", stderr);
-			rc = 2;
-			goto out;
-		}
-	}
+	rc = parse_options(argc, argv, &o);
+	if (rc >= 0)
+		goto out;
 	if (o.count && !o.watch) {
 		fputs("pcpustat: --count goes with --watch\n", stderr);
 		rc = 2;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * pcpustat: shared declarations of the command-line tool (pcpustat.c: list,
- * print, watch; serve.c: the Prometheus exporter; util.c: formatting and
- * filtering). The tool uses only pcpu's public API (pcpu/reader.h and
- * pcpu/expose.h).
+ * print, watch; serve.c: the Prometheus exporter; names.c, filter.c,
+ * users.c: series names, filters, users). The tool uses only pcpu's public
+ * API (pcpu/reader.h and pcpu/expose.h) and libc.
  */
 #ifndef PCPUSTAT_H
 #define PCPUSTAT_H
@@ -17,31 +17,27 @@
 
 #define PCPUSTAT_VERSION "0.1.0"
 
-/* ---- util.c ---- */
+/* ---- names.c: series names and strings ---- */
 
-/* Growable string. */
-struct sbuf {
-	char *p;
-	size_t len, cap;
-};
-void sb_putn(struct sbuf *b, const char *s, size_t n);
-void sb_puts(struct sbuf *b, const char *s);
-void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void sb_free(struct sbuf *b);
-
-/* v * 10^scale as the library's writers compute it (pcpu_stats_scale()). */
-double scaled(double v, int scale);
+/* A stream writing into memory (open_memstream): *p and *len hold the text
+ * after fflush() or fclose(); free(*p) after fclose(). Exits the tool
+ * without memory. */
+FILE *mem_open(char **p, size_t *len);
 
 /* "name{l1="v1",l2="v2"}" as the exposition writes it (counters get _total);
  * control characters in label values are escaped so a terminal is safe. */
-void series_name(struct sbuf *b, const struct pcpu_snapshot_family *f,
+void series_name(FILE *b, const struct pcpu_snapshot_family *f,
 		 const struct pcpu_snapshot_series *s);
 /* The exposition name of a family: counters with "_total". */
-void family_name(struct sbuf *b, const struct pcpu_snapshot_family *f);
+void family_name(FILE *b, const struct pcpu_snapshot_family *f);
+/* The same as strings to free(). */
+char *series_name_str(const struct pcpu_snapshot_family *f, const struct pcpu_snapshot_series *s);
+char *family_name_str(const struct pcpu_snapshot_family *f);
 
 /* JSON string with quotes, escaped. */
-void json_string(struct sbuf *b, const char *s);
+void json_string(FILE *b, const char *s);
 
+/* ---- filter.c ---- */
 
 /* Series filters: shell patterns (fnmatch) on the family's exposition name
  * or the whole series name, and POSIX extended regular expressions on the
@@ -66,6 +62,8 @@ struct filtered {
 };
 int filtered_make(struct filtered *out, const struct pcpu_snapshot *s, const struct filter *f);
 void filtered_free(struct filtered *out);
+
+/* ---- users.c ---- */
 
 /* Parses "USER" or a uid. 0 or -1. */
 int parse_user(const char *s, unsigned *uid);

@@ -67,7 +67,8 @@ struct pcpu_counter9_sysctl {
 };
 
 /** Records a binding for pcpu_counter9_sysctl_attach() (the SYSCTL_*
- * macros call it from a constructor). Thread-safe. */
+ * macros call it from a constructor). Thread-safe. Cost: a lock and a list
+ * insertion. */
 PCPU_API void pcpu_counter9_sysctl_add(struct pcpu_counter9_sysctl *pcpu__s);
 
 /**

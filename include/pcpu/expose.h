@@ -249,14 +249,15 @@ PCPU_API int pcpu_snapshot_bucket_le(const struct pcpu_snapshot_family *f, size_
  * charset=utf-8", "application/openmetrics-text; version=1.0.0;
  * charset=utf-8", "application/json" or "application/vnd.google.protobuf;
  * proto=io.prometheus.client.MetricFamily; encoding=delimited". NULL for an
- * unknown format. Thread-safe; async-signal-safe.
+ * unknown format. Thread-safe; async-signal-safe. Cost: constant (a static
+ * string).
  */
 PCPU_API const char *pcpu_format_content_type(enum pcpu_format fmt);
 
 /**
  * 1 if pcpu_snapshot_write() can write format `fmt` in this build of the
  * library, 0 if not (PCPU_FORMAT_PROTOBUF without protobuf-c, an unknown
- * value). Thread-safe; async-signal-safe; constant time.
+ * value). Thread-safe; async-signal-safe. Cost: constant.
  */
 PCPU_API int pcpu_format_supported(enum pcpu_format fmt);
 
@@ -320,7 +321,8 @@ PCPU_API int pcpu_format_u64(char *out, size_t cap, uint64_t v, int scale_exp10)
  * multiplication or division by an exact power of ten, so an integer v
  * with |v| <= 2^53 gives the double nearest the true decimal value
  * (5000000 with -9 gives 0.005). |scale_exp10| is clamped to
- * PCPU_STATS_SCALE_MAX. Thread-safe; async-signal-safe; constant time.
+ * PCPU_STATS_SCALE_MAX. Thread-safe; async-signal-safe. Cost: constant (one
+ * multiplication or division).
  */
 PCPU_API double pcpu_stats_scale(double v, int scale_exp10);
 
@@ -332,7 +334,7 @@ PCPU_API double pcpu_stats_scale(double v, int scale_exp10);
  * refuses the second family (EEXIST), and a strict parser refuses such an
  * exposition. Sets *suffixes (if not NULL) to static strings and returns
  * their number; 0 and NULL for an unknown type. Thread-safe;
- * async-signal-safe; constant time.
+ * async-signal-safe. Cost: constant.
  */
 PCPU_API size_t pcpu_stats_type_suffixes(enum pcpu_metric_type type, const char *const **suffixes);
 
@@ -340,12 +342,12 @@ PCPU_API size_t pcpu_stats_type_suffixes(enum pcpu_metric_type type, const char 
  * The suffix the text writers append to a family's name to name its value
  * sample: "_total" for a counter, "" for a gauge and a histogram (whose
  * samples are `_bucket`, `_count` and `_sum`); NULL for an unknown type.
- * Thread-safe; async-signal-safe; constant time.
+ * Thread-safe; async-signal-safe. Cost: constant.
  */
 PCPU_API const char *pcpu_stats_sample_suffix(enum pcpu_metric_type type);
 
 /** "counter", "gauge" or "histogram" (the `# TYPE` word); NULL for an
- * unknown type. Thread-safe; async-signal-safe; constant time. */
+ * unknown type. Thread-safe; async-signal-safe. Cost: constant. */
 PCPU_API const char *pcpu_metric_type_name(enum pcpu_metric_type type);
 
 /**
@@ -382,7 +384,8 @@ typedef struct pcpu_snapshot_merge pcpu_snapshot_merge_t;
 /**
  * A new, empty merge: what an exporter of several processes' statistics
  * builds its exposition with. Returns NULL with errno ENOMEM.
- * Thread-safe; a merge itself is used by one thread at a time.
+ * Thread-safe; a merge itself is used by one thread at a time. Not
+ * async-signal-safe (allocates). Cost: one small allocation.
  */
 PCPU_API pcpu_snapshot_merge_t *pcpu_snapshot_merge_new(void);
 
@@ -408,8 +411,10 @@ PCPU_API pcpu_snapshot_merge_t *pcpu_snapshot_merge_new(void);
  * for a NULL argument, an invalid extra label, a family that already has
  * one of the extra label names, a snapshot invalid once labelled, a
  * conflict with a family merged before; ENOMEM.
+ * Not thread-safe on one merge: one thread at a time per `m` (distinct
+ * merges are independent). Not async-signal-safe (allocates).
  * Cost: linear in the size of `s` (families found by a hash of their
- * sample names; `s` is validated once). Not async-signal-safe (allocates).
+ * sample names; `s` is validated once).
  */
 PCPU_API int pcpu_snapshot_merge_add(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot *s,
 				     unsigned nlabels, const char *const *label_names,
@@ -419,11 +424,15 @@ PCPU_API int pcpu_snapshot_merge_add(pcpu_snapshot_merge_t *m, const struct pcpu
  * The merged snapshot: families sorted by name, series in the order they
  * were added. Valid until the next pcpu_snapshot_merge_add() or
  * pcpu_snapshot_merge_free() of `m`. Returns NULL with errno ENOMEM (or
- * EINVAL for a NULL `m`). Cost: sorting the family names.
+ * EINVAL for a NULL `m`). Not thread-safe on one merge (as
+ * pcpu_snapshot_merge_add()); not async-signal-safe. Cost: sorting the
+ * family names.
  */
 PCPU_API const struct pcpu_snapshot *pcpu_snapshot_merge_result(pcpu_snapshot_merge_t *m);
 
-/** Frees a merge (not the snapshots added to it); NULL is a no-op. */
+/** Frees a merge (not the snapshots added to it); NULL is a no-op. Not
+ * thread-safe on one merge: no other thread may use `m`. Not
+ * async-signal-safe. Cost: linear in the families merged (their arrays). */
 PCPU_API void pcpu_snapshot_merge_free(pcpu_snapshot_merge_t *m);
 
 /**
@@ -438,7 +447,7 @@ PCPU_API int pcpu_stats_check_metric_name(const char *name);
  * Checks a label name: `[a-zA-Z_][a-zA-Z0-9_]*`, 1 to
  * PCPU_STATS_LABEL_NAME_MAX bytes, not starting with `__` (reserved for
  * Prometheus' internal use). Returns 0, or -1 with errno EINVAL and a
- * message. Thread-safe; async-signal-safe.
+ * message. Thread-safe; async-signal-safe. Cost: linear in the length.
  */
 PCPU_API int pcpu_stats_check_label_name(const char *name);
 
@@ -448,7 +457,7 @@ PCPU_API int pcpu_stats_check_label_name(const char *name);
  * character is allowed, quotes, backslashes and newlines included: the
  * writers escape them. Returns 0, or -1 with errno EINVAL and a message
  * giving the byte offset of the first bad byte. Thread-safe;
- * async-signal-safe.
+ * async-signal-safe. Cost: linear in the length.
  */
 PCPU_API int pcpu_stats_check_label_value(const char *value);
 
@@ -458,7 +467,7 @@ PCPU_API int pcpu_stats_check_label_value(const char *value);
  * e.g. `metric name "2xx": character '2' at offset 0 not allowed (must start
  * with a letter, '_' or ':')`. Never NULL; "" if none yet. The string stays
  * valid until the thread's next statistics call. Thread-safe (per thread);
- * async-signal-safe.
+ * async-signal-safe. Cost: constant (a thread-local read).
  */
 PCPU_API const char *pcpu_stats_error(void);
 

@@ -40,8 +40,9 @@ struct pcpu_gauge {
 typedef struct pcpu_gauge *pcpu_gauge_t;
 
 #ifdef PCPU_NO_INLINE
-/* The stable tier (src/stats/stable_abi.c): the same operations as exported
- * functions, documented below with their inline versions. */
+/** The stable tier (src/stats/stable_abi.c): the same operations as exported functions, each with
+ * the contract of its inline version below: thread-safe, async-signal-safe,
+ * lock-free. Cost: a function call plus the inline version's. */
 PCPU_API void pcpu_gauge_add(pcpu_gauge_t g, int64_t v);
 PCPU_API void pcpu_gauge_sub(pcpu_gauge_t g, int64_t v);
 PCPU_API void pcpu_gauge_inc(pcpu_gauge_t g);
@@ -97,13 +98,14 @@ PCPU_API int64_t pcpu_gauge_read(pcpu_gauge_t g);
  * Allocates a gauge, zero, in the statistics layer's default zone (one
  * zone, created on first use, shared by standalone gauges, histograms and
  * groups). NULL with errno ENOMEM.
- * Thread-safe; not async-signal-safe.
+ * Thread-safe; not async-signal-safe. Cost: a zone allocation (a lock, a
+ * search of the zone's free space; a new chunk now and then).
  */
 PCPU_API pcpu_gauge_t pcpu_gauge_alloc(void);
 
 /**
  * Allocates a gauge in `zone`. NULL with errno EINVAL (NULL zone) or ENOMEM.
- * Thread-safe; not async-signal-safe.
+ * Thread-safe; not async-signal-safe. Cost: as pcpu_gauge_alloc().
  */
 PCPU_API pcpu_gauge_t pcpu_gauge_alloc_in(pcpu_zone_t *zone);
 
@@ -112,7 +114,8 @@ PCPU_API pcpu_gauge_t pcpu_gauge_alloc_in(pcpu_zone_t *zone);
  * or -1 with errno EINVAL if it was already freed (a pointer that never was
  * a gauge is undefined behaviour, as for free()). NULL is a
  * no-op. The caller guarantees no thread still uses it.
- * Thread-safe; not async-signal-safe.
+ * Thread-safe; not async-signal-safe. Cost: finding the gauge's zone by
+ * address, then a zone free (zeroing the gauge in every slot).
  */
 PCPU_API int pcpu_gauge_free(pcpu_gauge_t g);
 

@@ -149,8 +149,10 @@ __attribute__((always_inline)) static inline int pcpu__group_add_rseq(const pcpu
 }
 
 #ifdef PCPU_NO_INLINE
-/* The stable tier (src/stats/stable_abi.c): the same operations as exported
- * functions, documented below with their inline versions. */
+/** The stable tier (src/stats/stable_abi.c): the same operations as exported functions, each with
+ * the contract of its inline version below (thread safety and signal
+ * safety as documented there). Cost: a function call plus the inline
+ * version's. */
 PCPU_API void pcpu_group_add(const pcpu_group_t *g, size_t i, const int64_t *d);
 PCPU_API void pcpu_group_add2(const pcpu_group_t *g, size_t i, int64_t d0, int64_t d1);
 PCPU_API unsigned pcpu_group_members(const pcpu_group_t *g);
@@ -209,7 +211,8 @@ PCPU_API pcpu_group_t *pcpu_group_alloc_in(pcpu_zone_t *zone, unsigned members, 
 
 /**
  * Frees groups. The caller guarantees no thread still updates or reads
- * them. NULL is a no-op. Thread-safe; not async-signal-safe.
+ * them. NULL is a no-op. Thread-safe; not async-signal-safe. Cost: two zone
+ * frees (finding each zone by address) and a global list's lock.
  */
 PCPU_API void pcpu_group_free(pcpu_group_t *g);
 

@@ -114,13 +114,15 @@ PCPU_API void pcpu_registry_destroy(pcpu_registry_t *reg);
 PCPU_API pcpu_registry_t *pcpu_registry_default(void);
 
 /**
- * The per-CPU zone every value of `reg` lives in. Thread-safe.
+ * The per-CPU zone every value of `reg` lives in. Thread-safe;
+ * async-signal-safe. Cost: a load.
  */
 PCPU_API pcpu_zone_t *pcpu_registry_zone(pcpu_registry_t *reg);
 
 /**
  * A number that changes whenever a family, series or struct is added to or
  * removed from the registry (not on value updates). Thread-safe; lock-free.
+ * Cost: an atomic load.
  */
 PCPU_API uint64_t pcpu_registry_generation(pcpu_registry_t *reg);
 
@@ -140,7 +142,8 @@ PCPU_API pcpu_family_t *pcpu_registry_family(pcpu_registry_t *reg,
 
 /**
  * The family named `name` (a counter also by its `_total` name), or NULL
- * with errno ENOENT. Thread-safe.
+ * with errno ENOENT. Thread-safe; not async-signal-safe (takes the
+ * registry's mutex). Cost: a hash lookup of the name.
  */
 PCPU_API pcpu_family_t *pcpu_registry_find(pcpu_registry_t *reg, const char *name);
 
@@ -149,7 +152,8 @@ PCPU_API pcpu_family_t *pcpu_registry_find(pcpu_registry_t *reg, const char *nam
  * to a registered struct make it fail with EBUSY (remove the struct first).
  * Returns 0 or -1 with errno EINVAL (not a family of `reg`) or EBUSY.
  * The caller guarantees no thread still uses the family or its handles.
- * Thread-safe; not async-signal-safe.
+ * Thread-safe; not async-signal-safe. Cost: linear in the family's series
+ * (each freed in the registry's zone).
  */
 PCPU_API int pcpu_registry_remove_family(pcpu_registry_t *reg, pcpu_family_t *fam);
 
@@ -161,7 +165,7 @@ PCPU_API const char *pcpu_family_name(const pcpu_family_t *fam);
 PCPU_API enum pcpu_metric_type pcpu_family_type(const pcpu_family_t *fam);
 
 /** Number of series a family has now. Thread-safe; not async-signal-safe
- * (takes the registry's mutex). */
+ * (takes the registry's mutex). Cost: the mutex and a load. */
 PCPU_API size_t pcpu_family_size(pcpu_family_t *fam);
 
 /**
@@ -187,14 +191,17 @@ PCPU_API pcpu_histogram_t *pcpu_family_histogram(pcpu_family_t *fam,
 /**
  * Looks a series up without creating it: its handle (pcpu_counter_t,
  * pcpu_gauge_t or pcpu_histogram_t *, by the family's type), or NULL with
- * errno ENOENT. Thread-safe.
+ * errno ENOENT. Thread-safe; not async-signal-safe (takes the registry's
+ * mutex). Cost: checking the label values and a hash lookup of them.
  */
 PCPU_API void *pcpu_family_lookup(pcpu_family_t *fam, const char *const *label_values);
 
 /**
  * Removes a series and frees its storage. Returns 0, or -1 with errno ENOENT
  * (no such series) or EBUSY (it is a field of a registered struct). The
- * caller guarantees no thread still updates it. Thread-safe.
+ * caller guarantees no thread still updates it. Thread-safe; not
+ * async-signal-safe. Cost: a hash lookup and a zone free (waits for a
+ * running collection when the series has a callback).
  */
 PCPU_API int pcpu_family_remove(pcpu_family_t *fam, const char *const *label_values);
 
@@ -241,7 +248,9 @@ struct pcpu_stats_field {
  * field, name or label), EEXIST (a series with these labels already exists
  * in one of the families, or a family conflicts), E2BIG, ENOMEM. All or
  * nothing: on failure nothing stays registered.
- * Thread-safe; not async-signal-safe.
+ * Thread-safe; not async-signal-safe. Cost: per field, a family
+ * registration (a hash lookup of its names) and a series; one zone
+ * allocation for the struct.
  */
 PCPU_API void *pcpu_registry_struct(pcpu_registry_t *reg, size_t size,
 				    const struct pcpu_stats_field *fields, size_t nfields,
@@ -252,7 +261,8 @@ PCPU_API void *pcpu_registry_struct(pcpu_registry_t *reg, size_t size,
  * Unregisters a struct from pcpu_registry_struct() (its series) and frees
  * it. Families it created stay (possibly empty). Returns 0 or -1 with errno
  * EINVAL (not a struct of `reg`). The caller guarantees no thread still
- * updates it. Thread-safe.
+ * updates it. Thread-safe; not async-signal-safe. Cost: linear in the
+ * registered structs (found by address) plus one series removal per field.
  */
 PCPU_API int pcpu_registry_struct_remove(pcpu_registry_t *reg, void *s);
 
@@ -267,7 +277,8 @@ PCPU_API int pcpu_registry_struct_remove(pcpu_registry_t *reg, void *s);
 PCPU_API struct pcpu_snapshot *pcpu_registry_snapshot(pcpu_registry_t *reg);
 
 /** Frees a snapshot from pcpu_registry_snapshot() (and only those; NULL is
- * a no-op). Thread-safe for distinct snapshots; not async-signal-safe. */
+ * a no-op). Thread-safe for distinct snapshots; not async-signal-safe.
+ * Cost: freeing its arena's blocks. */
 PCPU_API void pcpu_snapshot_free(struct pcpu_snapshot *s);
 
 /**
@@ -312,6 +323,7 @@ typedef struct pcpu__gfamily pcpu_group_family_t;
  * NULL with errno: EINVAL (a member not a counter or gauge, labels that
  * differ, invalid description), EEXIST (a member's name or sample name is
  * taken), ENOMEM. All or nothing. Thread-safe; not async-signal-safe.
+ * Cost: one family registration per member.
  */
 PCPU_API pcpu_group_family_t *pcpu_registry_group(pcpu_registry_t *reg,
 						  const struct pcpu_family_desc *members,
@@ -331,7 +343,8 @@ PCPU_API pcpu_group_t *pcpu_group_family_series(pcpu_group_family_t *gf,
 /**
  * Removes the series with these label values from every member and frees
  * its group. The caller guarantees no thread still updates it. Returns 0
- * or -1 with errno EINVAL or ENOENT. Thread-safe.
+ * or -1 with errno EINVAL or ENOENT. Thread-safe; not async-signal-safe.
+ * Cost: one hash lookup and unlink per member, and a group free.
  */
 PCPU_API int pcpu_group_family_remove(pcpu_group_family_t *gf, const char *const *label_values);
 
@@ -396,7 +409,7 @@ PCPU_API pcpu_family_t *pcpu_registry_family_const(pcpu_registry_t *reg,
  * `_info`, invalid name or labels), EEXIST (the series exists, the family
  * exists with other labels or help or as a plain gauge, or another family
  * is named `name` without `_info`), ENOMEM. Thread-safe; not
- * async-signal-safe.
+ * async-signal-safe. Cost: a family registration and a series creation.
  */
 PCPU_API int pcpu_registry_info(pcpu_registry_t *reg, const char *name, const char *help,
 				unsigned nlabels, const char *const *label_names,

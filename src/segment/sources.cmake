@@ -23,7 +23,8 @@ set(PCPU_SEGMENT_READER_SOURCES
 )
 set(PCPU_SEGMENT_SOURCES
   ${PCPU_SEGMENT_SHARED_SOURCES}
-  src/segment/writer.c     # pcpu_segment_publish(): zone in a file + directory
+  src/segment/writer.c     # pcpu_segment_publish(): the file, the zone in it, fork, life cycle
+  src/segment/directory.c  # the directory: entries and blobs written per registry event
   src/segment/backing.c    # the segment's file as the zone's backing (mapping, reservation)
   ${PCPU_SEGMENT_READER_SOURCES}
 )

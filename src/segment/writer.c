@@ -16,33 +16,9 @@
  * a tmpfs page. on_chunk() tells us where each chunk lives so a series'
  * value can be described as (chunk, offset).
  *
- * The directory: the registry calls seg_hook() under its lock whenever a
- * family or series is added (after) or removed (before its storage is
- * freed). Each event rewrites one or a few fixed-size entries, so the cost
- * of a change does not depend on the size of the registry (rewriting the
- * whole directory per change would make registering n series O(n^2)).
- * Entries are recycled through a free list; blobs (names, labels, help,
- * bounds) come from per-size-class free lists over a bump area, so the
- * string table never needs compaction and wastes at most half of a blob.
- *
- * Why per-entry sequence numbers and not only a directory-wide seqlock: a
- * reader copies the directory in O(size) while a busy writer (flows coming
- * and going) changes it every few microseconds; with one seqlock such a
- * reader would retry forever. With a sequence per entry, a reader keeps
- * every entry that did not change while it read, and only the series being
- * added or removed at that moment are left out. The header's generation is
- * still bumped around every change (odd while changing), so a reader can
- * tell whether its snapshot is stable, cache a directory, and retry a few
- * times for a stable one.
- *
- * Removal order matters: the entry is marked free *before* the registry
- * frees (zeroes) the storage and before it can be reused by another series,
- * so a reader that read a value and then finds the entry unchanged knows
- * the value belonged to that series.
- *
- * Allocation failures inside the hook cannot fail the registration (it has
- * already happened): the change is counted in `dropped` and the header
- * marked incomplete, which readers report.
+ * The directory (directory.c): the registry tells seg_hook(), its
+ * observer (stats/registry_observer.h), of every change under its lock,
+ * and the directory rewrites a few fixed-size entries per change.
  *
  * fork(): the child leaves the segment. The zone's fork handler (zone.c)
  * has already given the child private copies of the counters; this file's
@@ -88,633 +64,14 @@
 
 #include "../fork.h"
 #include "../zone_backing.h"
-#include "../stats/registry.h"
 #include "backing.h"
 #include "internal.h"
-
-_Static_assert(PCPU__SEG_MAX_BOUNDS == PCPU_HISTOGRAM_MAX_BOUNDS, "format.h and histogram.h agree");
-_Static_assert(((unsigned)1 << (PCPU__SEG_MAX_EXPORT_LG1 - 1)) == PCPU_HISTOGRAM_EXPORT_MAX,
-	       "format.h and histogram.h agree");
-_Static_assert(PCPU__SEG_COUNTER_SIZE == sizeof(struct pcpu_counter), "counter layout");
-_Static_assert(PCPU__SEG_GAUGE_SIZE == sizeof(struct pcpu_gauge), "gauge layout");
-_Static_assert(PCPU__SEG_HISTOGRAM_PAIRS_SIZE(1) == 2 * sizeof(struct pcpu_counter),
-	       "a histogram bucket is a pair of counter words");
+#include "writer.h"
 
 #define DEFAULT_MAX_ENTRIES ((size_t)1 << 20)
 #define DEFAULT_MAX_STRINGS ((size_t)128 << 20)
 #define LIMIT_MAX_ENTRIES ((size_t)1 << 28)
 #define LIMIT_MAX_STRINGS ((size_t)1 << 34)
-
-/* Blob size classes: 2^6 .. 2^17 bytes. */
-#define BLOB_MIN_SHIFT 6
-#define BLOB_CLASSES (17 - BLOB_MIN_SHIFT + 1)
-
-struct u64vec {
-	uint64_t *v;
-	size_t n, cap;
-};
-
-/* Pointer -> entry index, open addressing with linear probing. */
-struct ptrmap {
-	struct ptrmap_slot {
-		const void *key; /* NULL: empty */
-		uint32_t val;
-	} *slots;
-	size_t cap, used;
-};
-
-struct pcpu_segment {
-	struct pcpu_registry *reg;
-	pid_t pid;
-	int fd, dirfd;
-	char file[96];
-	char *path;
-	int published;
-	int detached; /* in a fork() child: the file is the parent's (see top) */
-	struct pcpu_segment *next_seg, *prev_seg; /* every segment of the process */
-
-	char *map; /* [0, data_offset): header, entries, strings; RW shared */
-	size_t map_len;
-	struct pcpu__seg_header *hdr;
-	struct pcpu__seg_entry *entries;
-	char *strings;
-	uint64_t entries_cap, strings_cap, data_offset, chunk_span;
-
-	/* Chunks of the zone: chunk_base[no] (0 until known). Written by
-	 * on_chunk() under the zone's lock, read by the hook. */
-	pthread_mutex_t chunk_lock;
-	uintptr_t *chunk_base;
-	size_t nchunks, chunk_cap;
-
-	/* Directory bookkeeping, under the registry's lock. */
-	uint64_t entries_used, strings_used;
-	uint64_t entries_backed, strings_backed; /* bytes allocated in the file (pages) */
-	struct u64vec free_entries;
-	struct u64vec free_blobs[BLOB_CLASSES];
-	struct ptrmap families, series;
-	/* 2.3 groups: gseries -> its GROUP entry, and -> how many member
-	 * series entries still refer to it */
-	struct ptrmap groups, group_refs;
-	uint64_t next_family_id, next_serial;
-	uint64_t nfamilies, nseries;
-};
-
-/* ---- small containers ---------------------------------------------------------- */
-
-static int vec_push(struct u64vec *v, uint64_t x)
-{
-	if (v->n == v->cap) {
-		size_t cap = v->cap ? v->cap * 2 : 64;
-		uint64_t *p = realloc(v->v, cap * sizeof *p);
-		if (!p)
-			return -1;
-		v->v = p;
-		v->cap = cap;
-	}
-	v->v[v->n++] = x;
-	return 0;
-}
-
-static size_t ptr_hash(const void *p, size_t cap)
-{
-	uint64_t x = (uint64_t)(uintptr_t)p;
-
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	return (size_t)x & (cap - 1);
-}
-
-static int map_grow(struct ptrmap *m)
-{
-	size_t cap = m->cap ? m->cap * 2 : 256, i;
-	struct ptrmap_slot *s = calloc(cap, sizeof *s);
-
-	if (!s)
-		return -1;
-	for (i = 0; i < m->cap; i++) {
-		if (m->slots[i].key) {
-			size_t h = ptr_hash(m->slots[i].key, cap);
-			while (s[h].key)
-				h = (h + 1) & (cap - 1);
-			s[h] = m->slots[i];
-		}
-	}
-	free(m->slots);
-	m->slots = s;
-	m->cap = cap;
-	return 0;
-}
-
-static int map_put(struct ptrmap *m, const void *key, uint32_t val)
-{
-	size_t h;
-
-	if ((m->used + 1) * 2 > m->cap && map_grow(m) < 0)
-		return -1;
-	h = ptr_hash(key, m->cap);
-	while (m->slots[h].key && m->slots[h].key != key)
-		h = (h + 1) & (m->cap - 1);
-	if (!m->slots[h].key)
-		m->used++;
-	m->slots[h].key = key;
-	m->slots[h].val = val;
-	return 0;
-}
-
-static int map_get(const struct ptrmap *m, const void *key, uint32_t *val)
-{
-	size_t h;
-
-	if (!m->cap)
-		return -1;
-	for (h = ptr_hash(key, m->cap); m->slots[h].key; h = (h + 1) & (m->cap - 1))
-		if (m->slots[h].key == key) {
-			*val = m->slots[h].val;
-			return 0;
-		}
-	return -1;
-}
-
-/* Deletion with backward shift, so lookups never need tombstones. */
-static void map_del(struct ptrmap *m, const void *key)
-{
-	size_t h, j;
-
-	if (!m->cap)
-		return;
-	for (h = ptr_hash(key, m->cap); m->slots[h].key; h = (h + 1) & (m->cap - 1))
-		if (m->slots[h].key == key)
-			break;
-	if (!m->slots[h].key)
-		return;
-	m->slots[h].key = NULL;
-	m->used--;
-	for (j = (h + 1) & (m->cap - 1); m->slots[j].key; j = (j + 1) & (m->cap - 1)) {
-		size_t home = ptr_hash(m->slots[j].key, m->cap);
-		/* Move j back to h if h lies cyclically in [home, j). */
-		if ((j > h && (home <= h || home > j)) || (j < h && home <= h && home > j)) {
-			m->slots[h] = m->slots[j];
-			m->slots[j].key = NULL;
-			h = j;
-		}
-	}
-}
-
-/* ---- directory writes ------------------------------------------------------------ */
-
-static void gen_begin(struct pcpu_segment *seg)
-{
-	__atomic_add_fetch(&seg->hdr->generation, 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-}
-
-static void gen_end(struct pcpu_segment *seg)
-{
-	__atomic_add_fetch(&seg->hdr->generation, 1, __ATOMIC_RELEASE);
-}
-
-/* The file system refused space (or memory): counted, and the header
- * marked, for readers and pcpu_segment_nospace(). */
-static void mark_nospace(struct pcpu_segment *seg)
-{
-	__atomic_add_fetch(&seg->hdr->nospace, 1, __ATOMIC_RELAXED);
-	__atomic_or_fetch(&seg->hdr->flags, PCPU__SEG_F_NOSPACE, __ATOMIC_RELEASE);
-}
-
-/* Called by the zone (under its lock) when it could not allocate the file's
- * pages for a new object: that registration fails with ENOSPC. */
-static void on_nospace(void *ctx, int err)
-{
-	(void)err;
-	mark_nospace(ctx);
-}
-
-/* Allocates the file's pages of [region + *backed, region + upto) before
- * anything is written there; *backed grows. -1 (marked) if refused. */
-static int reserve(struct pcpu_segment *seg, uint64_t region, uint64_t *backed, uint64_t upto)
-{
-	upto = (upto + 4095) & ~(uint64_t)4095;
-	if (upto <= *backed)
-		return 0;
-	if (pcpu_file_allocate_mapped(seg->fd, seg->map + region + *backed, region + *backed,
-				      (size_t)(upto - *backed)) != 0) {
-		mark_nospace(seg);
-		return -1;
-	}
-	*backed = upto;
-	return 0;
-}
-
-static void mark_dropped(struct pcpu_segment *seg)
-{
-	__atomic_add_fetch(&seg->hdr->dropped, 1, __ATOMIC_RELAXED);
-	__atomic_or_fetch(&seg->hdr->flags, PCPU__SEG_F_INCOMPLETE, __ATOMIC_RELEASE);
-}
-
-/* Seqlock write of entry `idx`: odd, fields, even. */
-static void entry_write(struct pcpu_segment *seg, uint64_t idx, const struct pcpu__seg_entry *v)
-{
-	struct pcpu__seg_entry *e = &seg->entries[idx];
-	uint64_t s = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
-
-	__atomic_store_n(&e->seq, s + 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	memcpy((char *)e + sizeof e->seq, (const char *)v + sizeof v->seq,
-	       sizeof *e - sizeof e->seq);
-	__atomic_store_n(&e->seq, s + 2, __ATOMIC_RELEASE);
-}
-
-static int entry_alloc(struct pcpu_segment *seg, uint64_t *idx)
-{
-	if (seg->free_entries.n) {
-		*idx = seg->free_entries.v[--seg->free_entries.n];
-		return 0;
-	}
-	if (seg->entries_used >= seg->entries_cap)
-		return -1;
-	if (reserve(seg, PCPU__SEG_HEADER_REGION, &seg->entries_backed,
-		    (seg->entries_used + 1) * PCPU__SEG_ENTRY_SIZE) < 0)
-		return -1;
-	*idx = seg->entries_used++;
-	return 0;
-}
-
-/* Publishes the high-water mark after the entry is written, so a reader
- * never copies an entry index it could see half-initialised as valid. */
-static void entries_publish_used(struct pcpu_segment *seg)
-{
-	__atomic_store_n(&seg->hdr->entries_used, seg->entries_used, __ATOMIC_RELEASE);
-}
-
-static unsigned blob_class(size_t len)
-{
-	unsigned c = 0;
-
-	while (((size_t)1 << (BLOB_MIN_SHIFT + c)) < len)
-		c++;
-	return c;
-}
-
-static int blob_alloc(struct pcpu_segment *seg, size_t len, uint64_t *off)
-{
-	unsigned c;
-	size_t sz;
-
-	if (len == 0) {
-		*off = 0;
-		return 0;
-	}
-	if (len > PCPU__SEG_BLOB_MAX)
-		return -1;
-	c = blob_class(len);
-	sz = (size_t)1 << (BLOB_MIN_SHIFT + c);
-	if (seg->free_blobs[c].n) {
-		*off = seg->free_blobs[c].v[--seg->free_blobs[c].n];
-		return 0;
-	}
-	if (seg->strings_cap - seg->strings_used < sz)
-		return -1;
-	if (reserve(seg, (uint64_t)(seg->strings - seg->map), &seg->strings_backed,
-		    seg->strings_used + sz) < 0)
-		return -1;
-	*off = seg->strings_used;
-	seg->strings_used += sz;
-	return 0;
-}
-
-static void blob_free(struct pcpu_segment *seg, uint64_t off, size_t len)
-{
-	if (len == 0)
-		return;
-	/* Out of memory for the free list: the space is leaked, not reused. */
-	(void)vec_push(&seg->free_blobs[blob_class(len)], off);
-}
-
-static void entry_free(struct pcpu_segment *seg, uint64_t idx)
-{
-	struct pcpu__seg_entry old = seg->entries[idx], z;
-
-	memset(&z, 0, sizeof z);
-	entry_write(seg, idx, &z); /* seq grows, kind FREE */
-	blob_free(seg, old.blob_off, old.blob_len);
-	(void)vec_push(&seg->free_entries, idx); /* else the entry is leaked */
-}
-
-/* Appends s and its NUL at blob + *pos. */
-static void put_str(char *blob, size_t *pos, const char *s)
-{
-	size_t n = strlen(s) + 1;
-
-	memcpy(blob + *pos, s, n);
-	*pos += n;
-}
-
-/* ---- events -------------------------------------------------------------------- */
-
-
-/* Takes a directory entry and `len` bytes of string table for `key` and
- * records key -> entry in `map`; on any failure gives back what it took,
- * marks the segment as having dropped an update, and returns -1. */
-static int reserve_entry(struct pcpu_segment *seg, struct ptrmap *map, const void *key,
-			 size_t len, uint64_t *idx, uint64_t *off)
-{
-	if (entry_alloc(seg, idx) < 0)
-		goto dropped;
-	if (blob_alloc(seg, len, off) < 0)
-		goto give_back_entry;
-	if (map_put(map, key, (uint32_t)*idx) < 0) {
-		blob_free(seg, *off, len);
-		goto give_back_entry;
-	}
-	return 0;
-give_back_entry:
-	(void)vec_push(&seg->free_entries, *idx);
-dropped:
-	mark_dropped(seg);
-	return -1;
-}
-
-static void family_added(struct pcpu_segment *seg, struct pcpu_family *f)
-{
-	struct pcpu__seg_entry e;
-	size_t len = 0, pos = 0, nbounds = 0;
-	uint64_t idx, off;
-	unsigned l;
-	char *blob;
-
-	len += strlen(f->name) + 1;
-	if (f->help)
-		len += strlen(f->help) + 1;
-	len += (f->unit ? strlen(f->unit) : 0) + 1;
-	for (l = 0; l < f->nlabels; l++)
-		len += strlen(f->label_names[l]) + 1;
-	if (f->type == PCPU_METRIC_HISTOGRAM && f->layout.scheme != PCPU_HISTOGRAM_LOG_LINEAR) {
-		nbounds = f->nbuckets - 1;
-		len = ((len + 7) & ~(size_t)7) + nbounds * sizeof(int64_t);
-	}
-	if (reserve_entry(seg, &seg->families, f, len, &idx, &off) < 0)
-		return;
-	blob = seg->strings + off;
-	put_str(blob, &pos, f->name);
-	if (f->help)
-		put_str(blob, &pos, f->help);
-	put_str(blob, &pos, f->unit ? f->unit : "");
-	for (l = 0; l < f->nlabels; l++)
-		put_str(blob, &pos, f->label_names[l]);
-	if (nbounds) {
-		while (pos & 7)
-			blob[pos++] = '\0';
-		memcpy(blob + pos, f->bucket_upper, nbounds * sizeof(int64_t));
-	}
-	__atomic_store_n(&seg->hdr->strings_used, seg->strings_used, __ATOMIC_RELEASE);
-
-	memset(&e, 0, sizeof e);
-	e.kind = PCPU__SEG_FAMILY;
-	e.type = (uint8_t)f->type;
-	e.scale_exp10 = (int8_t)f->scale_exp10;
-	e.nlabels = (uint16_t)f->nlabels;
-	e.flags = (uint16_t)((f->help ? PCPU__SEG_E_HAS_HELP : 0) |
-			     (f->flags & PCPU_SNAPSHOT_INFO ? PCPU__SEG_E_INFO : 0));
-	e.family_id = ++seg->next_family_id;
-	e.blob_off = off;
-	e.blob_len = (uint32_t)len;
-	if (f->type == PCPU_METRIC_HISTOGRAM) {
-		e.nbuckets = (uint32_t)f->nbuckets;
-		e.u32a = (uint32_t)f->layout.scheme | PCPU__SEG_HIST_PAIRS;
-		e.u32b = f->layout.scheme == PCPU_HISTOGRAM_LOG_LINEAR ? f->layout.precision_bits : 0;
-		if (f->layout.scheme == PCPU_HISTOGRAM_LOG_LINEAR) {
-			/* The export rule, from which a reader derives the same
-			 * `le` set the registry exposes (pcpu__export_list()). */
-			e.value_off = 1 + pcpu__histogram_export_lg(&f->layout);
-			e.serial = (uint64_t)(f->layout.export_min > 0 ? f->layout.export_min : 0);
-		} else if (f->layout.scheme == PCPU_HISTOGRAM_EXPONENTIAL) {
-			/* Bounds in the blob as explicit ones; the native form. */
-			e.u32b = (uint32_t)(f->native_schema + PCPU__SEG_SCHEMA_BIAS);
-			e.value_off = (uint64_t)(int64_t)f->native_index;
-			/* 2.4: its export rule (older readers use the default). */
-			e.flags |= (uint16_t)((1 + pcpu__histogram_export_lg(&f->layout))
-					      << PCPU__SEG_E_EXPORT_SHIFT);
-			e.serial = (uint64_t)(f->layout.export_min > 0 ? f->layout.export_min : 0);
-		}
-	}
-	entry_write(seg, idx, &e);
-	entries_publish_used(seg);
-	__atomic_store_n(&seg->hdr->nfamilies, ++seg->nfamilies, __ATOMIC_RELAXED);
-}
-
-/* Where a series' value lives: chunk, offset in the chunk's slot region,
- * bytes per slot. */
-static int value_location(struct pcpu_segment *seg, const struct pcpu_family *f,
-			  const struct pcpu__series *se, uint32_t *chunk, uint64_t *off,
-			  uint32_t *size)
-{
-	uintptr_t addr, base;
-	size_t i;
-	int rc = -1;
-
-	switch (f->type) {
-	case PCPU_METRIC_COUNTER:
-		addr = (uintptr_t)se->handle;
-		*size = PCPU__SEG_COUNTER_SIZE;
-		break;
-	case PCPU_METRIC_GAUGE:
-		addr = (uintptr_t)se->handle;
-		*size = PCPU__SEG_GAUGE_SIZE;
-		break;
-	case PCPU_METRIC_HISTOGRAM:
-		addr = (uintptr_t)((const pcpu_histogram_t *)se->handle)->pcpu__c;
-		*size = (uint32_t)PCPU__SEG_HISTOGRAM_PAIRS_SIZE(f->nbuckets);
-		break;
-	default:
-		return -1;
-	}
-	base = addr & ~(uintptr_t)(PCPU_SLOT_STRIDE - 1);
-	pthread_mutex_lock(&seg->chunk_lock);
-	for (i = 0; i < seg->nchunks; i++) {
-		if (seg->chunk_base[i] == base) {
-			*chunk = (uint32_t)i;
-			*off = addr - base;
-			rc = 0;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&seg->chunk_lock);
-	return rc;
-}
-
-/* ---- 2.3: consistent groups (format.h) ---- */
-
-_Static_assert(PCPU__SEG_GROUP_MAX == PCPU_GROUP_MAX_MEMBERS, "group size limits agree");
-
-/* Rewrites a GROUP entry's values in place, under its seq, from the
- * registry's last consistent read of the group. */
-static void group_store(struct pcpu_segment *seg, uint32_t idx, const struct pcpu__gseries *gs)
-{
-	struct pcpu__seg_entry *e = &seg->entries[idx];
-	uint64_t s = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
-
-	__atomic_store_n(&e->seq, s + 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	memcpy(seg->strings + e->blob_off, gs->vals, e->blob_len);
-	__atomic_store_n(&e->seq, s + 2, __ATOMIC_RELEASE);
-}
-
-/* The GROUP entry of a member series' group, made with the first member;
- * its reference count grows by one. -1 (dropped) if it cannot be. */
-static int group_ref(struct pcpu_segment *seg, const struct pcpu_family *f,
-		     const struct pcpu__series *se, uint32_t *gidx)
-{
-	const struct pcpu__gseries *gs = se->handle;
-	struct pcpu__seg_entry e;
-	uint64_t idx, off;
-	uint32_t refs;
-	size_t len = 8 * (size_t)f->gfam->nmembers;
-
-	if (map_get(&seg->groups, gs, gidx) == 0) {
-		if (map_get(&seg->group_refs, gs, &refs) < 0 ||
-		    map_put(&seg->group_refs, gs, refs + 1) < 0) {
-			mark_dropped(seg);
-			return -1;
-		}
-		return 0;
-	}
-	if (reserve_entry(seg, &seg->groups, gs, len, &idx, &off) < 0)
-		return -1;
-	if (map_put(&seg->group_refs, gs, 1) < 0) {
-		map_del(&seg->groups, gs);
-		blob_free(seg, off, len);
-		(void)vec_push(&seg->free_entries, idx);
-		mark_dropped(seg);
-		return -1;
-	}
-	memset(seg->strings + off, 0, len);
-	memset(&e, 0, sizeof e);
-	e.kind = PCPU__SEG_GROUP;
-	e.blob_off = off;
-	e.blob_len = (uint32_t)len;
-	e.u32a = f->gfam->nmembers;
-	e.serial = ++seg->next_serial;
-	entry_write(seg, idx, &e);
-	if (gs->ok)
-		group_store(seg, (uint32_t)idx, gs);
-	entries_publish_used(seg);
-	*gidx = (uint32_t)idx;
-	return 0;
-}
-
-/* A member series entry is gone: its group's entry goes with the last. */
-static void group_unref(struct pcpu_segment *seg, const struct pcpu__gseries *gs)
-{
-	uint32_t idx, refs;
-
-	if (map_get(&seg->groups, gs, &idx) < 0 || map_get(&seg->group_refs, gs, &refs) < 0)
-		return;
-	if (refs > 1) {
-		/* Fails only if the table cannot grow: the entry then stays,
-		 * unreferenced, which readers ignore. */
-		(void)map_put(&seg->group_refs, gs, refs - 1);
-		return;
-	}
-	map_del(&seg->group_refs, gs);
-	map_del(&seg->groups, gs);
-	entry_free(seg, idx);
-}
-
-/* Every group's entry gets the registry's fresh read. */
-static void groups_read(struct pcpu_segment *seg)
-{
-	const struct pcpu__gfamily *gf;
-	const struct pcpu__series *se;
-	uint32_t idx;
-
-	for (gf = seg->reg->gfams; gf; gf = gf->next)
-		for (se = gf->fams[0]->lfirst; se; se = se->lnext) {
-			const struct pcpu__gseries *gs = se->handle;
-
-			if (gs->ok && map_get(&seg->groups, gs, &idx) == 0)
-				group_store(seg, idx, gs);
-		}
-}
-
-static void series_added(struct pcpu_segment *seg, struct pcpu_family *f, struct pcpu__series *se)
-{
-	struct pcpu__seg_entry e;
-	uint32_t fidx, chunk = 0, size = 8, gidx = 0;
-	uint64_t idx, off, voff = 0;
-	size_t len = 0, pos = 0;
-	unsigned l;
-
-	if (map_get(&seg->families, f, &fidx) < 0 ||
-	    (f->gfam ? group_ref(seg, f, se, &gidx) : value_location(seg, f, se, &chunk, &voff, &size)) < 0) {
-		if (!f->gfam)
-			mark_dropped(seg);
-		return;
-	}
-	if (f->gfam) {
-		chunk = f->gmember;
-		voff = gidx;
-	}
-	for (l = 0; l < f->nlabels; l++)
-		len += strlen(se->values[l]) + 1;
-	if (reserve_entry(seg, &seg->series, se, len, &idx, &off) < 0) {
-		if (f->gfam)
-			group_unref(seg, se->handle);
-		return;
-	}
-	for (l = 0; l < f->nlabels; l++)
-		put_str(seg->strings + off, &pos, se->values[l]);
-	__atomic_store_n(&seg->hdr->strings_used, seg->strings_used, __ATOMIC_RELEASE);
-
-	memset(&e, 0, sizeof e);
-	e.kind = f->gfam ? PCPU__SEG_GROUP_SERIES : PCPU__SEG_SERIES;
-	e.type = (uint8_t)f->type;
-	e.nlabels = (uint16_t)f->nlabels;
-	e.family_id = seg->entries[fidx].family_id;
-	e.blob_off = off;
-	e.blob_len = (uint32_t)len;
-	e.u32a = chunk;
-	e.u32b = size;
-	e.value_off = voff;
-	/* Readers list a family's series in creation order, as the
-	 * registry's own snapshot does. */
-	e.serial = ++seg->next_serial;
-	entry_write(seg, idx, &e);
-	entries_publish_used(seg);
-	__atomic_store_n(&seg->hdr->nseries, ++seg->nseries, __ATOMIC_RELAXED);
-}
-
-static void series_removing(struct pcpu_segment *seg, const struct pcpu_family *f,
-			    struct pcpu__series *se)
-{
-	uint32_t idx;
-
-	if (map_get(&seg->series, se, &idx) < 0)
-		return; /* dropped when added */
-	map_del(&seg->series, se);
-	entry_free(seg, idx);
-	if (f->gfam)
-		group_unref(seg, se->handle); /* after its member: see format.h */
-	__atomic_store_n(&seg->hdr->nseries, --seg->nseries, __ATOMIC_RELAXED);
-}
-
-static void family_removing(struct pcpu_segment *seg, struct pcpu_family *f)
-{
-	uint32_t idx;
-	size_t i;
-
-	/* Series first: a reader never sees a series without its family. */
-	for (i = 0; i < f->tabsize; i++) {
-		struct pcpu__series *se;
-		for (se = f->tab[i]; se; se = se->hnext)
-			series_removing(seg, f, se);
-	}
-	if (map_get(&seg->families, f, &idx) < 0)
-		return;
-	map_del(&seg->families, f);
-	entry_free(seg, idx);
-	__atomic_store_n(&seg->hdr->nfamilies, --seg->nfamilies, __ATOMIC_RELAXED);
-}
 
 /* ---- fork ------------------------------------------------------------------------ */
 
@@ -816,10 +173,10 @@ static void seg_free(struct pcpu_segment *seg)
 	free(seg->free_entries.v);
 	for (c = 0; c < BLOB_CLASSES; c++)
 		free(seg->free_blobs[c].v);
-	free(seg->families.slots);
-	free(seg->series.slots);
-	free(seg->groups.slots);
-	free(seg->group_refs.slots);
+	pcpu__htab_free(&seg->families);
+	pcpu__htab_free(&seg->series);
+	pcpu__htab_free(&seg->groups);
+	pcpu__htab_free(&seg->group_refs);
 	pthread_mutex_destroy(&seg->chunk_lock);
 	free(seg);
 }
@@ -841,27 +198,27 @@ static void seg_hook(void *ctx, enum pcpu__registry_event ev, struct pcpu_family
 	/* A fork()ed child has left the parent's file (see the top). */
 	if (seg->detached || getpid() != seg->pid)
 		return;
-	gen_begin(seg);
+	pcpu__directory_begin(seg);
 	switch (ev) {
 	case PCPU__REG_FAMILY_ADDED:
-		family_added(seg, f);
+		pcpu__directory_family_added(seg, f);
 		break;
 	case PCPU__REG_FAMILY_REMOVING:
-		family_removing(seg, f);
+		pcpu__directory_family_removing(seg, f);
 		break;
 	case PCPU__REG_SERIES_ADDED:
-		series_added(seg, f, se);
+		pcpu__directory_series_added(seg, f, se);
 		break;
 	case PCPU__REG_SERIES_REMOVING:
-		series_removing(seg, f, se);
+		pcpu__directory_series_removing(seg, f, se);
 		break;
 	case PCPU__REG_GROUPS_READ:
-		groups_read(seg);
+		pcpu__directory_groups_read(seg);
 		break;
 	default:
 		break;
 	}
-	gen_end(seg);
+	pcpu__directory_end(seg);
 }
 
 /* Called by the zone, under its lock, for every chunk it has and gets. */
@@ -954,46 +311,227 @@ static uint64_t round_page(uint64_t x)
 	return (x + 4095) & ~(uint64_t)4095;
 }
 
+/* The caller's options, defaulted and checked; the directory's limits. */
+static int publish_options(const struct pcpu_segment_options *opts, struct pcpu_segment_options *o,
+			   uint64_t *max_e, uint64_t *max_s)
+{
+	memset(o, 0, sizeof *o);
+	if (opts)
+		*o = *opts;
+	if (o->flags & ~(unsigned)PCPU_SEGMENT_GROUP_READ)
+		return pcpu__seg_fail(EINVAL, "unknown segment option flags 0x%x", o->flags);
+	*max_e = o->max_entries ? o->max_entries : DEFAULT_MAX_ENTRIES;
+	*max_s = o->max_string_bytes ? o->max_string_bytes : DEFAULT_MAX_STRINGS;
+	if (*max_e > LIMIT_MAX_ENTRIES || *max_s > LIMIT_MAX_STRINGS)
+		return pcpu__seg_fail(EINVAL,
+				      "max_entries must be <= 2^28 and max_string_bytes <= 2^34");
+	return 0;
+}
+
+/* The segment's directory and its file's name and path there (a stale
+ * file of an earlier process of this name removed). */
+static int segment_place(struct pcpu_segment *seg, const char *name,
+			 const struct pcpu_segment_options *o)
+{
+	const char *dir = pcpu__seg_dir(o->dir);
+	char dirpath[PATH_MAX];
+
+	if (dir) {
+		/* The caller's directory: it may be shared (sticky), as /dev/shm. */
+		seg->dirfd = pcpu__seg_open_dir(dir);
+	} else {
+		/* Ours alone: no one else can create a name in it first. */
+		seg->dirfd = pcpu__seg_open_user_dir((o->flags & PCPU_SEGMENT_GROUP_READ) != 0, dirpath,
+						     sizeof dirpath);
+		dir = dirpath;
+	}
+	if (seg->dirfd < 0)
+		return -1;
+	snprintf(seg->file, sizeof seg->file, "%s%d.%s", PCPU__SEG_FILE_PREFIX, (int)seg->pid, name);
+	seg->path = malloc(strlen(dir) + 1 + strlen(seg->file) + 1);
+	if (!seg->path)
+		return pcpu__seg_fail(ENOMEM, "out of memory");
+	sprintf(seg->path, "%s/%s", dir, seg->file);
+	remove_stale(seg->dirfd, name);
+	return 0;
+}
+
+/* The segment's file, with its owner group and exact mode. */
+static int file_create(struct pcpu_segment *seg, const struct pcpu_segment_options *o)
+{
+	mode_t mode = 0600;
+
+	/* An unnamed file first, named once its header is complete
+	 * (registry_attach()), so readers never see a half-initialised
+	 * segment. Where the file system has no O_TMPFILE, the name is
+	 * created at once with O_EXCL and readers wait out the few
+	 * microseconds until the magic is written. */
+	seg->fd = openat(seg->dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (seg->fd < 0) {
+		seg->fd = openat(seg->dirfd, seg->file,
+				 O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (seg->fd < 0)
+			return pcpu__seg_fail(errno, "creating \"%.300s\": %s", seg->path,
+					      strerror(errno));
+		seg->published = 1; /* from here on, failure removes the file */
+	}
+	if (o->flags & PCPU_SEGMENT_GROUP_READ) {
+		if (fchown(seg->fd, (uid_t)-1, o->group) != 0)
+			return pcpu__seg_fail(EPERM, "cannot give \"%.300s\" to group %u: %s",
+					      seg->path, (unsigned)o->group, strerror(errno));
+		mode = 0640;
+	}
+	/* Exactly this mode, whatever the umask. */
+	if (fchmod(seg->fd, mode) != 0)
+		return pcpu__seg_fail(errno, "chmod \"%.300s\": %s", seg->path, strerror(errno));
+	return 0;
+}
+
+/* Sizes the file for the header, the directory and the zone's chunks, and
+ * maps the header and directory. */
+static int file_map(struct pcpu_segment *seg, uint64_t max_e, uint64_t max_s)
+{
+	struct rlimit rl;
+	uint64_t need;
+
+	seg->entries_cap = max_e;
+	seg->strings_cap = round_page(max_s);
+	/* A chunk of the zone is nslots slot regions and their nslots mirror
+	 * regions (the zone maps exactly this much per chunk). */
+	seg->chunk_span = 2 * (uint64_t)pcpu_nslots() * PCPU_SLOT_STRIDE;
+	seg->data_offset = round_page(PCPU__SEG_HEADER_REGION + max_e * PCPU__SEG_ENTRY_SIZE) +
+			   seg->strings_cap;
+	seg->map_len = (size_t)seg->data_offset;
+	/* Sizing the file past RLIMIT_FSIZE would raise SIGXFSZ (which kills
+	 * by default): the header, the directory and chunk 0 must fit, or
+	 * publishing fails. */
+	need = seg->data_offset + seg->chunk_span;
+	if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    (uint64_t)rl.rlim_cur < need)
+		return pcpu__seg_fail(EFBIG,
+				      "the segment needs a file of %llu bytes (sparse), more than "
+				      "RLIMIT_FSIZE (%llu): raise it, or lower max_entries and "
+				      "max_string_bytes",
+				      (unsigned long long)need, (unsigned long long)rl.rlim_cur);
+	if (ftruncate(seg->fd, (off_t)seg->data_offset) != 0)
+		return pcpu__seg_fail(errno, "sizing \"%.300s\": %s", seg->path, strerror(errno));
+	seg->map = mmap(NULL, seg->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, seg->fd, 0);
+	if (seg->map == MAP_FAILED) {
+		seg->map = NULL;
+		return pcpu__seg_fail(errno, "mapping \"%.300s\": %s", seg->path, strerror(errno));
+	}
+	/* Written sparsely, like the zone's chunks (zone.c: transparent huge
+	 * pages would make a 2 MiB page of each page written). */
+	pcpu_no_huge_pages(seg->map, seg->map_len);
+	/* The header's page is written below: allocated first, or a full
+	 * file system fails the publication here instead of raising SIGBUS. */
+	if (pcpu_file_allocate_mapped(seg->fd, seg->map, 0, PCPU__SEG_HEADER_REGION) != 0)
+		return pcpu__seg_fail(errno, "\"%.300s\": %s", seg->path, strerror(errno));
+	seg->hdr = (struct pcpu__seg_header *)seg->map;
+	seg->entries = (struct pcpu__seg_entry *)(seg->map + PCPU__SEG_HEADER_REGION);
+	seg->strings = seg->map + round_page(PCPU__SEG_HEADER_REGION + max_e * PCPU__SEG_ENTRY_SIZE);
+	return 0;
+}
+
+/* Writes the header; its magic, last, makes it valid: an empty segment,
+ * no chunks yet. */
+static void header_init(struct pcpu_segment *seg, pcpu_registry_t *reg, const char *name,
+			uint64_t start)
+{
+	struct pcpu__seg_header *h = seg->hdr;
+	struct timespec ts;
+
+	h->version_major = PCPU__SEG_VERSION_MAJOR;
+	h->version_minor = PCPU__SEG_VERSION_MINOR;
+	h->header_size = sizeof *h;
+	h->byte_order = PCPU__SEG_BYTE_ORDER;
+	h->writer_pid = (int32_t)seg->pid;
+	h->writer_uid = (uint32_t)geteuid();
+	h->writer_start = start;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	h->created_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	h->nslots = pcpu_nslots();
+	h->slot_index = pcpu_zone_index(pcpu_registry_zone(reg)) == PCPU_INDEX_CPU ? 1 : 2;
+	h->slot_stride = PCPU_SLOT_STRIDE;
+	h->chunk_span = seg->chunk_span;
+	h->data_offset = seg->data_offset;
+	h->entries_offset = PCPU__SEG_HEADER_REGION;
+	h->entries_capacity = seg->entries_cap;
+	h->entry_size = PCPU__SEG_ENTRY_SIZE;
+	h->strings_offset = (uint64_t)(seg->strings - seg->map);
+	h->strings_capacity = seg->strings_cap;
+	h->writer_pidns = pcpu__seg_pidns();
+	memcpy(h->name, name, strlen(name));
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	memcpy(h->magic, PCPU__SEG_MAGIC, sizeof h->magic);
+}
+
+/* Under the registry's lock: names the file, moves the registry's zone
+ * into it, writes the families declared so far and becomes the registry's
+ * observer, so no change of the directory is missed. */
+static int registry_attach(struct pcpu_segment *seg, pcpu_registry_t *reg)
+{
+	struct pcpu_family *f;
+	int err;
+
+	pcpu__registry_lock(reg);
+	if (pcpu__registry_observed_locked(reg)) {
+		pcpu__registry_unlock(reg);
+		return pcpu__seg_fail(EBUSY, "the registry is already published");
+	}
+	if (!seg->published) {
+		/* linkat() creates the name exclusively and never follows a
+		 * symlink there: the guarantees of O_CREAT|O_EXCL|O_NOFOLLOW. */
+		char fdpath[64];
+
+		snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", seg->fd);
+		if (linkat(AT_FDCWD, fdpath, seg->dirfd, seg->file, AT_SYMLINK_FOLLOW) != 0) {
+			err = errno;
+			pcpu__registry_unlock(reg);
+			return pcpu__seg_fail(err, "creating \"%.300s\": %s", seg->path, strerror(err));
+		}
+		seg->published = 1;
+	}
+	if (pcpu__file_backing_attach(pcpu_registry_zone(reg), seg->fd, seg->data_offset, on_chunk,
+				      pcpu__directory_on_nospace, seg, 1) != 0) {
+		err = errno;
+		pcpu__registry_unlock(reg);
+		if (err == EBUSY)
+			return pcpu__seg_fail(EBUSY, "the registry already has series: publish it right "
+						     "after pcpu_registry_create(), before creating any series");
+		return pcpu__seg_fail(err, "moving the registry's zone into \"%.300s\": %s", seg->path,
+				      strerror(err));
+	}
+	/* Families declared before publication (they have no series, the
+	 * zone refused otherwise). */
+	pcpu__directory_begin(seg);
+	for (f = pcpu__registry_family_next(reg, NULL); f; f = pcpu__registry_family_next(reg, f))
+		pcpu__directory_family_added(seg, f);
+	pcpu__directory_end(seg);
+	pcpu__registry_observe_locked(reg, seg_hook, seg);
+	pcpu__registry_unlock(reg);
+	return 0;
+}
+
 pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
 				     const struct pcpu_segment_options *opts)
 {
 	struct pcpu_segment_options o;
 	struct pcpu_segment *seg;
-	struct pcpu__seg_header *h;
-	struct timespec ts;
-	const char *dir;
-	char dirpath[PATH_MAX];
-	uint64_t start = 0, max_e, max_s;
-	mode_t mode = 0600;
-	size_t i;
+	uint64_t start = 0, max_e = 0, max_s = 0;
 	int err;
 
 	if (!reg) {
 		pcpu__seg_fail(EINVAL, "registry is NULL");
 		return NULL;
 	}
-	if (pcpu__seg_check_name(name) < 0)
+	if (pcpu__seg_check_name(name) < 0 || publish_options(opts, &o, &max_e, &max_s) < 0)
 		return NULL;
-	memset(&o, 0, sizeof o);
-	if (opts)
-		o = *opts;
-	if (o.flags & ~(unsigned)PCPU_SEGMENT_GROUP_READ) {
-		pcpu__seg_fail(EINVAL, "unknown segment option flags 0x%x", o.flags);
-		return NULL;
-	}
-	max_e = o.max_entries ? o.max_entries : DEFAULT_MAX_ENTRIES;
-	max_s = o.max_string_bytes ? o.max_string_bytes : DEFAULT_MAX_STRINGS;
-	if (max_e > LIMIT_MAX_ENTRIES || max_s > LIMIT_MAX_STRINGS) {
-		pcpu__seg_fail(EINVAL, "max_entries must be <= 2^28 and max_string_bytes <= 2^34");
-		return NULL;
-	}
 	if (pcpu__seg_proc_start(getpid(), &start) < 0) {
 		err = errno;
 		pcpu__seg_fail(err, "cannot read /proc/self/stat (is /proc mounted?): %s", strerror(err));
 		return NULL;
 	}
-	dir = pcpu__seg_dir(o.dir);
-
 	if (pcpu_fork_register(&fork_registered, PCPU_FORK_SEGMENT, segments_fork_prepare,
 			       segments_fork_parent, segments_fork_child) != 0) {
 		pcpu__seg_fail(ENOMEM, "out of memory");
@@ -1008,169 +546,12 @@ pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
 	seg->reg = reg;
 	seg->pid = getpid();
 	pthread_mutex_init(&seg->chunk_lock, NULL);
-	if (dir) {
-		/* The caller's directory: it may be shared (sticky), as /dev/shm. */
-		seg->dirfd = pcpu__seg_open_dir(dir);
-	} else {
-		/* Ours alone: no one else can create a name in it first. */
-		seg->dirfd = pcpu__seg_open_user_dir((o.flags & PCPU_SEGMENT_GROUP_READ) != 0, dirpath,
-						     sizeof dirpath);
-		dir = dirpath;
-	}
-	if (seg->dirfd < 0)
+	if (segment_place(seg, name, &o) < 0 || file_create(seg, &o) < 0 ||
+	    file_map(seg, max_e, max_s) < 0)
 		goto fail;
-	snprintf(seg->file, sizeof seg->file, "%s%d.%s", PCPU__SEG_FILE_PREFIX, (int)seg->pid, name);
-	seg->path = malloc(strlen(dir) + 1 + strlen(seg->file) + 1);
-	if (!seg->path) {
-		pcpu__seg_fail(ENOMEM, "out of memory");
+	header_init(seg, reg, name, start);
+	if (registry_attach(seg, reg) < 0)
 		goto fail;
-	}
-	sprintf(seg->path, "%s/%s", dir, seg->file);
-	remove_stale(seg->dirfd, name);
-
-	/* An unnamed file first, named once its header is complete (below), so
-	 * readers never see a half-initialised segment. Where the file system
-	 * has no O_TMPFILE, the name is created at once with O_EXCL and
-	 * readers wait out the few microseconds until the magic is written. */
-	seg->fd = openat(seg->dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	if (seg->fd < 0) {
-		seg->fd = openat(seg->dirfd, seg->file,
-				 O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (seg->fd < 0) {
-			pcpu__seg_fail(errno, "creating \"%.300s\": %s", seg->path, strerror(errno));
-			goto fail;
-		}
-		seg->published = 1; /* from here on, failure removes the file */
-	}
-	if (o.flags & PCPU_SEGMENT_GROUP_READ) {
-		if (fchown(seg->fd, (uid_t)-1, o.group) != 0) {
-			pcpu__seg_fail(EPERM, "cannot give \"%.300s\" to group %u: %s", seg->path,
-				       (unsigned)o.group, strerror(errno));
-			goto fail;
-		}
-		mode = 0640;
-	}
-	/* Exactly this mode, whatever the umask. */
-	if (fchmod(seg->fd, mode) != 0) {
-		pcpu__seg_fail(errno, "chmod \"%.300s\": %s", seg->path, strerror(errno));
-		goto fail;
-	}
-
-	seg->entries_cap = max_e;
-	seg->strings_cap = round_page(max_s);
-	/* A chunk of the zone is nslots slot regions and their nslots mirror
-	 * regions (the zone maps exactly this much per chunk). */
-	seg->chunk_span = 2 * (uint64_t)pcpu_nslots() * PCPU_SLOT_STRIDE;
-	seg->data_offset = round_page(PCPU__SEG_HEADER_REGION + max_e * PCPU__SEG_ENTRY_SIZE) +
-			   seg->strings_cap;
-	seg->map_len = (size_t)seg->data_offset;
-	{
-		/* Sizing the file past RLIMIT_FSIZE would raise SIGXFSZ (which
-		 * kills by default): the header, the directory and chunk 0 must
-		 * fit, or publishing fails. */
-		struct rlimit rl;
-		uint64_t need = seg->data_offset + seg->chunk_span;
-
-		if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-		    (uint64_t)rl.rlim_cur < need) {
-			pcpu__seg_fail(EFBIG,
-				       "the segment needs a file of %llu bytes (sparse), more than "
-				       "RLIMIT_FSIZE (%llu): raise it, or lower max_entries and "
-				       "max_string_bytes",
-				       (unsigned long long)need, (unsigned long long)rl.rlim_cur);
-			goto fail;
-		}
-	}
-	if (ftruncate(seg->fd, (off_t)seg->data_offset) != 0) {
-		pcpu__seg_fail(errno, "sizing \"%.300s\": %s", seg->path, strerror(errno));
-		goto fail;
-	}
-	seg->map = mmap(NULL, seg->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, seg->fd, 0);
-	if (seg->map == MAP_FAILED) {
-		seg->map = NULL;
-		pcpu__seg_fail(errno, "mapping \"%.300s\": %s", seg->path, strerror(errno));
-		goto fail;
-	}
-	/* Written sparsely, like the zone's chunks (zone.c: transparent huge
-	 * pages would make a 2 MiB page of each page written). */
-	pcpu_no_huge_pages(seg->map, seg->map_len);
-	/* The header's page is written below: allocated first, or a full
-	 * file system fails the publication here instead of raising SIGBUS. */
-	if (pcpu_file_allocate_mapped(seg->fd, seg->map, 0, PCPU__SEG_HEADER_REGION) != 0) {
-		pcpu__seg_fail(errno, "\"%.300s\": %s", seg->path, strerror(errno));
-		goto fail;
-	}
-	seg->hdr = (struct pcpu__seg_header *)seg->map;
-	seg->entries = (struct pcpu__seg_entry *)(seg->map + PCPU__SEG_HEADER_REGION);
-	seg->strings = seg->map + round_page(PCPU__SEG_HEADER_REGION + max_e * PCPU__SEG_ENTRY_SIZE);
-
-	h = seg->hdr;
-	h->version_major = PCPU__SEG_VERSION_MAJOR;
-	h->version_minor = PCPU__SEG_VERSION_MINOR;
-	h->header_size = sizeof *h;
-	h->byte_order = PCPU__SEG_BYTE_ORDER;
-	h->writer_pid = (int32_t)seg->pid;
-	h->writer_uid = (uint32_t)geteuid();
-	h->writer_start = start;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	h->created_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	h->nslots = pcpu_nslots();
-	h->slot_index = pcpu_zone_index(reg->zone) == PCPU_INDEX_CPU ? 1 : 2;
-	h->slot_stride = PCPU_SLOT_STRIDE;
-	h->chunk_span = seg->chunk_span;
-	h->data_offset = seg->data_offset;
-	h->entries_offset = PCPU__SEG_HEADER_REGION;
-	h->entries_capacity = max_e;
-	h->entry_size = PCPU__SEG_ENTRY_SIZE;
-	h->strings_offset = (uint64_t)(seg->strings - seg->map);
-	h->strings_capacity = seg->strings_cap;
-	h->writer_pidns = pcpu__seg_pidns();
-	memcpy(h->name, name, strlen(name));
-	/* The magic makes the header valid: an empty segment, no chunks yet. */
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	memcpy(h->magic, PCPU__SEG_MAGIC, sizeof h->magic);
-
-	pthread_mutex_lock(&reg->lock);
-	if (reg->hook) {
-		pthread_mutex_unlock(&reg->lock);
-		pcpu__seg_fail(EBUSY, "the registry is already published");
-		goto fail;
-	}
-	if (!seg->published) {
-		/* linkat() creates the name exclusively and never follows a
-		 * symlink there: the guarantees of O_CREAT|O_EXCL|O_NOFOLLOW. */
-		char fdpath[64];
-
-		snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", seg->fd);
-		if (linkat(AT_FDCWD, fdpath, seg->dirfd, seg->file, AT_SYMLINK_FOLLOW) != 0) {
-			err = errno;
-			pthread_mutex_unlock(&reg->lock);
-			pcpu__seg_fail(err, "creating \"%.300s\": %s", seg->path, strerror(err));
-			goto fail;
-		}
-		seg->published = 1;
-	}
-	if (pcpu__file_backing_attach(reg->zone, seg->fd, seg->data_offset, on_chunk, on_nospace, seg,
-				      1) != 0) {
-		err = errno;
-		pthread_mutex_unlock(&reg->lock);
-		if (err == EBUSY)
-			pcpu__seg_fail(EBUSY, "the registry already has series: publish it right after "
-					      "pcpu_registry_create(), before creating any series");
-		else
-			pcpu__seg_fail(err, "moving the registry's zone into \"%.300s\": %s",
-				       seg->path, strerror(err));
-		goto fail;
-	}
-	/* Families declared before publication (they have no series, the
-	 * zone refused otherwise). */
-	gen_begin(seg);
-	for (i = 0; i < reg->nfams; i++)
-		family_added(seg, reg->fams[i]);
-	gen_end(seg);
-	reg->hook_ctx = seg;
-	reg->hook = seg_hook;
-	pthread_mutex_unlock(&reg->lock);
 	segments_link(seg);
 	return seg;
 
@@ -1189,13 +570,13 @@ int pcpu_segment_unpublish(pcpu_segment_t *seg)
 		return pcpu__seg_fail(EINVAL, "segment is NULL");
 	if (seg->detached || getpid() != seg->pid)
 		return 0; /* a fork()ed child: the name is the parent's */
-	pthread_mutex_lock(&seg->reg->lock);
+	pcpu__registry_lock(seg->reg);
 	if (seg->published) {
 		__atomic_or_fetch(&seg->hdr->flags, PCPU__SEG_F_CLOSED, __ATOMIC_RELEASE);
 		unlink_if_ours(seg);
 		seg->published = 0;
 	}
-	pthread_mutex_unlock(&seg->reg->lock);
+	pcpu__registry_unlock(seg->reg);
 	return 0;
 }
 

@@ -26,7 +26,8 @@
  * (so that after removal returns the callback is not running and `arg` may
  * be freed; the series' storage stays valid while values are stored).
  *
- * Re-entry. The thread running a collection is remembered (thread-local);
+ * Re-entry. The thread running a collection is remembered (thread-local,
+ * registry_callbacks.c, which keeps the registry's side of collections);
  * the calls that would wait for that very collection -- a snapshot, a
  * write, a collect, the removal of a callback series -- see it and fail
  * with EDEADLK rather than wait for themselves. Everything else works from
@@ -52,50 +53,6 @@
 #include <string.h>
 
 #include "registry.h"
-
-/* The registry whose callbacks the calling thread is running, if any. */
-static __thread struct pcpu_registry *collecting;
-
-int pcpu__collect_wait_locked(struct pcpu_registry *reg)
-{
-	while (reg->collect_busy) {
-		if (collecting == reg) {
-			pcpu__set_error("called from a collector callback of the same registry: "
-					"it would wait for the collection running it");
-			errno = EDEADLK;
-			return -1;
-		}
-		pthread_cond_wait(&reg->collect_cv, &reg->lock);
-	}
-	return 0;
-}
-
-void pcpu__callback_forget_locked(struct pcpu_registry *reg, struct pcpu__series *se)
-{
-	struct pcpu__callback *cb = se->cb;
-
-	if (!cb)
-		return;
-	if (cb->prev)
-		cb->prev->next = cb->next;
-	else
-		reg->callbacks = cb->next;
-	if (cb->next)
-		cb->next->prev = cb->prev;
-	else
-		reg->callbacks_last = cb->prev;
-	reg->ncallbacks--;
-	se->cb = NULL;
-	free(cb);
-}
-
-void pcpu__collect_fork_child(struct pcpu_registry *reg)
-{
-	if (collecting == reg)
-		return; /* forked from a callback: this thread finishes it */
-	reg->collect_busy = 0;
-	pthread_cond_init(&reg->collect_cv, NULL);
-}
 
 int pcpu__registry_collect(struct pcpu_registry *reg)
 {
@@ -133,7 +90,7 @@ int pcpu__registry_collect(struct pcpu_registry *reg)
 
 	/* No registry lock held: see the file comment. The series cannot go
 	 * away meanwhile (removal waits for collect_busy). */
-	collecting = reg;
+	pcpu__collect_begin(reg);
 	for (k = 0; k < n; k++) {
 		values[k] = 0;
 		errno = 0;
@@ -149,7 +106,7 @@ int pcpu__registry_collect(struct pcpu_registry *reg)
 			pcpu_gauge_set((pcpu_gauge_t)list[k]->se->handle, values[k]);
 		}
 	}
-	collecting = NULL;
+	pcpu__collect_end();
 
 	pthread_mutex_lock(&reg->lock);
 	for (k = 0; k < n; k++)

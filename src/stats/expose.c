@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "hashtab.h"
 
 /* ---- validation ---- */
 
@@ -53,61 +54,55 @@ static int cmp_sample_name(const void *a, const void *b)
 	return pcpu__cmp_concat(x->base, x->baselen, x->suffix, y->base, y->baselen, y->suffix);
 }
 
-static int same_labels(const struct pcpu_snapshot_series *x, const struct pcpu_snapshot_series *y,
-		       unsigned n)
+/* A series looked up among those of a family. */
+struct series_key {
+	const struct pcpu_snapshot_family *f;
+	const struct pcpu_snapshot_series *se;
+};
+
+static int same_labels(const struct pcpu__hslot *s, const void *ctx)
 {
+	const struct series_key *k = ctx;
+	const struct pcpu_snapshot_series *x = &k->f->series[s->key - 1];
 	unsigned i;
 
-	for (i = 0; i < n; i++)
-		if (strcmp(x->label_values[i], y->label_values[i]) != 0)
+	for (i = 0; i < k->f->nlabels; i++)
+		if (strcmp(x->label_values[i], k->se->label_values[i]) != 0)
 			return 0;
 	return 1;
 }
 
 /*
  * Whether two series of a family have the same label values: 1 yes, 0 no,
- * -1 out of memory. A hash table of series indices, linear in the number of
- * series. The hash (FNV-1a) is seeded per call from an address and a
- * counter, so that label values crafted to collide -- a snapshot can come
- * from another process -- cannot be chosen ahead to make it quadratic.
+ * -1 out of memory. The library's hash table (hashtab.h) of series indices,
+ * linear in the number of series. The hash is seeded per call from an
+ * address and a counter, so that label values crafted to collide -- a
+ * snapshot can come from another process -- cannot be chosen ahead to make
+ * it quadratic.
  */
 static int has_duplicate_series(const struct pcpu_snapshot_family *f)
 {
 	static uint64_t calls;
-	size_t size = 16, i;
-	uint32_t *tab;
+	struct pcpu__htab tab = { 0 };
 	uint64_t seed;
+	size_t i;
 	int dup = 0;
 
-	while (size < 2 * f->nseries)
-		size *= 2;
-	tab = calloc(size, sizeof *tab);
-	if (!tab)
+	if (pcpu__htab_reserve(&tab, f->nseries) < 0)
 		return -1;
-	seed = ((uint64_t)(uintptr_t)tab * 0x9e3779b97f4a7c15ull) ^
+	seed = ((uint64_t)(uintptr_t)tab.slots * 0x9e3779b97f4a7c15ull) ^
 	       __atomic_add_fetch(&calls, 0x632be59bd9b4e019ull, __ATOMIC_RELAXED);
 	for (i = 0; i < f->nseries && !dup; i++) {
-		const struct pcpu_snapshot_series *se = &f->series[i];
-		uint64_t h = 1469598103934665603ull ^ seed;
-		unsigned l;
-		size_t pos;
+		struct series_key k = { f, &f->series[i] };
+		uint64_t h = pcpu__hash_values(PCPU__HASH_INIT ^ seed, f->series[i].label_values,
+					       f->nlabels);
 
-		for (l = 0; l < f->nlabels; l++) {
-			const unsigned char *p = (const unsigned char *)se->label_values[l];
-			for (; *p; p++)
-				h = (h ^ *p) * 1099511628211ull;
-			h = (h ^ 0xff) * 1099511628211ull; /* separator: never in UTF-8 */
-		}
-		h ^= h >> 29;
-		for (pos = (size_t)h & (size - 1); tab[pos]; pos = (pos + 1) & (size - 1)) {
-			if (same_labels(&f->series[tab[pos] - 1], se, f->nlabels)) {
-				dup = 1;
-				break;
-			}
-		}
-		tab[pos] = (uint32_t)(i + 1);
+		if (pcpu__htab_find(&tab, h, same_labels, &k))
+			dup = 1;
+		else
+			(void)pcpu__htab_add(&tab, h, (uintptr_t)i + 1, 0); /* reserved */
 	}
-	free(tab);
+	pcpu__htab_free(&tab);
 	return dup;
 }
 
@@ -122,27 +117,6 @@ static int fail_msg(const struct pcpu_snapshot_family *f, const char *msg)
 {
 	pcpu__set_error(msg);
 	return fail_family(f, EINVAL);
-}
-
-int pcpu__check_bounds(const int64_t *upper, size_t n, int scale_exp10)
-{
-	size_t b;
-
-	for (b = 1; b < n; b++) {
-		if (upper[b] <= upper[b - 1]) {
-			pcpu__set_error("bucket bounds are not strictly increasing");
-			errno = EINVAL;
-			return -1;
-		}
-		/* Distinct integers may round to one double once scaled (beyond
-		 * 2^53): the exposition would repeat an `le`. */
-		if (pcpu__scale_i64(upper[b], scale_exp10) <= pcpu__scale_i64(upper[b - 1], scale_exp10)) {
-			pcpu__set_error("two bucket bounds are equal once scaled to doubles");
-			errno = EINVAL;
-			return -1;
-		}
-	}
-	return 0;
 }
 
 static int check_histogram(const struct pcpu_snapshot_family *f)

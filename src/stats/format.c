@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "format.h"
 
 void pcpu__buf_reserve(struct pcpu__buf *b, size_t more)
 {

@@ -27,7 +27,7 @@
 
 #include <pcpu/gauge.h>
 
-#include "registry.h"
+#include "metrics.h"
 #include "../counter_internal.h"
 
 int pcpu_gauge_set(pcpu_gauge_t g, int64_t v)

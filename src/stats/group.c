@@ -122,7 +122,7 @@
 #include <pcpu/group.h>
 
 #include "internal.h"
-#include "registry.h"
+#include "metrics.h"
 #include "../fork.h"
 #include "../zone_internal.h"
 
@@ -444,20 +444,24 @@ pcpu_group_t *pcpu_group_alloc(unsigned members, size_t count)
 	return z ? pcpu_group_alloc_in(z, members, count) : NULL;
 }
 
-void pcpu_group_free(pcpu_group_t *g)
+void pcpu__group_free_in(pcpu_zone_t *zone, pcpu_group_t *g)
 {
-	struct group_node *node;
+	struct group_node *node = node_of(g);
 
-	if (!g)
-		return;
-	node = node_of(g);
 	pthread_mutex_lock(&groups_lock);
 	node->prev->next = node->next;
 	node->next->prev = node->prev;
 	pthread_mutex_unlock(&groups_lock);
-	pcpu_zone_free(pcpu_zone_of(g->pcpu__primary), g->pcpu__primary);
-	pcpu_zone_free(pcpu_zone_of(g->pcpu__fallback), g->pcpu__fallback);
+	/* Both parts come from one zone (pcpu_group_alloc_in()). */
+	pcpu_zone_free(zone, g->pcpu__primary);
+	pcpu_zone_free(zone, g->pcpu__fallback);
 	free(node);
+}
+
+void pcpu_group_free(pcpu_group_t *g)
+{
+	if (g)
+		pcpu__group_free_in(pcpu_zone_of(g->pcpu__primary), g);
 }
 
 /* ---- reading ---- */

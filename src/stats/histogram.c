@@ -27,7 +27,7 @@
 
 #include "histogram_layout.h"
 #include "internal.h"
-#include "registry.h"
+#include "metrics.h"
 
 _Static_assert(PCPU__LOGLINEAR_MAX_BITS == PCPU_HISTOGRAM_MAX_BITS,
 	       "histogram_layout.h and pcpu/histogram.h disagree on the largest precision");

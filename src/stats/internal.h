@@ -3,8 +3,8 @@
  * Internal interfaces of the statistics layer, grouped by the file that
  * defines them. Nothing here is exported from the shared library.
  *
- * validate.c, format.c and expose.c use only libc and this header: the fuzz
- * targets build them alone, without the core.
+ * validate.c, format.c, expose.c and hashtab.c use only libc, this header
+ * and hashtab.h: the fuzz targets build them alone, without the core.
  */
 #ifndef PCPU_STATS_INTERNAL_H
 #define PCPU_STATS_INTERNAL_H
@@ -15,6 +15,7 @@
 #include <string.h>
 #include <pcpu/expose.h>
 
+#include "format.h"
 #include "histogram_layout.h"
 #include "validate.h"
 
@@ -42,6 +43,11 @@ PCPU_HIDDEN void pcpu__set_error(const char *s);
 /* Offset of the first byte that is not well-formed UTF-8 in s[0..n), or n. */
 PCPU_HIDDEN size_t pcpu__utf8_valid_prefix(const char *s, size_t n);
 /* pcpu__check_help(), pcpu__check_unit(), pcpu__info_name_len(): validate.h. */
+/* A histogram's bucket bounds: strictly increasing also once scaled to
+ * doubles (distinct integers beyond 2^53 may not be). The check
+ * pcpu_snapshot_write() makes of every snapshot and the registry makes once
+ * at registration. Returns 0 or -1 with errno EINVAL and a message. */
+PCPU_HIDDEN int pcpu__check_bounds(const int64_t *upper, size_t n, int scale_exp10);
 
 /* The sample names a family writes, e.g. "foo" histogram -> foo, foo_bucket,
  * foo_count, foo_sum, foo_created (the OpenMetrics clash set). Returns the
@@ -70,34 +76,12 @@ struct pcpu__arena {
 PCPU_HIDDEN void *pcpu__arena_alloc(struct pcpu__arena *a, size_t n);
 PCPU_HIDDEN void pcpu__arena_free(struct pcpu__arena *a);
 
-/* FNV-1a, 64 bits: pcpu__fnv1a(PCPU__FNV_OFFSET, s). Sequential, so the
- * hash of "foo" then "_total" is the hash of "foo_total". */
-#define PCPU__FNV_OFFSET 1469598103934665603ull
-static inline uint64_t pcpu__fnv1a(uint64_t h, const char *s)
-{
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
-/* pcpu__fnv1a() of s[0..n). */
-static inline uint64_t pcpu__fnv1a_n(uint64_t h, const char *s, size_t n)
-{
-	for (; n; s++, n--)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
 /* ---- expose.c ---- */
 
 /* pcpu_snapshot_write(), without the validation pass when `validate` is 0:
  * only for snapshots whose every part was validated before (a registry's). */
 PCPU_HIDDEN int pcpu__snapshot_write(const struct pcpu_snapshot *s, enum pcpu_format fmt,
 				     char **out, size_t *len, int validate);
-/* The check pcpu_snapshot_write() makes of a histogram's bounds, for the
- * registry to make at registration: strictly increasing also once scaled
- * to doubles. Returns 0 or -1 with errno EINVAL and a message. */
-PCPU_HIDDEN int pcpu__check_bounds(const int64_t *upper, size_t n, int scale_exp10);
 
 /* The `le` bounds a histogram layout exposes (pcpu__export_list(),
  * pcpu__native_export_rule()): histogram_layout.h, shared with the segment. */
@@ -112,66 +96,5 @@ struct pcpu__buf;
 /* Appends the delimited MetricFamily messages of a validated snapshot to b;
  * -1 when out of memory. */
 PCPU_HIDDEN int pcpu__write_protobuf(const struct pcpu_snapshot *s, struct pcpu__buf *b);
-
-/* ---- format.c: growable output buffer and number formatting ---- */
-
-struct pcpu__buf {
-	char *p;
-	size_t len, cap;
-	int failed; /* an allocation failed: everything after is dropped */
-};
-PCPU_HIDDEN void pcpu__buf_reserve(struct pcpu__buf *b, size_t more);
-/* pcpu__buf_put() where the buffer must grow first (or has failed). */
-PCPU_HIDDEN void pcpu__buf_put_grow(struct pcpu__buf *b, const char *s, size_t n);
-
-/* Appends s[0..n), keeping the text NUL-terminated. Inline: the writers
- * append a few bytes at a time, millions of times per exposition, and a
- * call per append cost as much as the copying. */
-static inline void pcpu__buf_put(struct pcpu__buf *b, const char *s, size_t n)
-{
-	if (__builtin_expect(b->cap - b->len > n, 1)) { /* cap is 0 until allocated */
-		memcpy(b->p + b->len, s, n);
-		b->len += n;
-		b->p[b->len] = '\0';
-		return;
-	}
-	pcpu__buf_put_grow(b, s, n);
-}
-
-static inline void pcpu__buf_puts(struct pcpu__buf *b, const char *s)
-{
-	pcpu__buf_put(b, s, strlen(s));
-}
-
-static inline void pcpu__buf_putc(struct pcpu__buf *b, char c)
-{
-	pcpu__buf_put(b, &c, 1);
-}
-PCPU_HIDDEN void pcpu__buf_u64(struct pcpu__buf *b, uint64_t v);
-PCPU_HIDDEN void pcpu__buf_i64(struct pcpu__buf *b, int64_t v);
-
-/* Shortest decimal that reads back as the same double, in the style of Go's
- * strconv.FormatFloat(v, 'g', -1, 64) (what Prometheus' own clients print):
- * "0.005", "1", "1e+06", "1.5e-05". `canonical` adds ".0" to integral values
- * without an exponent ("1.0"), OpenMetrics' canonical form. v must be
- * finite. Writes a NUL-terminated string of at most 32 bytes; returns its
- * length. Independent of the locale. */
-#define PCPU__DOUBLE_BUF 40
-PCPU_HIDDEN size_t pcpu__fmt_double(char *out, double v, int canonical);
-/* An integer value as the writers expose it: with scale 0 the exact
- * integer (v read as int64_t when is_signed), else pcpu__fmt_double() of
- * v * 10^scale. out has PCPU__DOUBLE_BUF bytes; returns the length. */
-PCPU_HIDDEN size_t pcpu__fmt_scaled(char *out, uint64_t v, int is_signed, int scale);
-/* A bucket bound as the `le` writers expose it: pcpu__fmt_double() of
- * v * 10^scale in the canonical form. */
-PCPU_HIDDEN size_t pcpu__fmt_bound(char *out, int64_t v, int scale);
-/* v * 10^scale as a double, correctly rounded for |v| <= 2^53. */
-PCPU_HIDDEN double pcpu__scale_i64(int64_t v, int scale);
-PCPU_HIDDEN double pcpu__scale_u64(uint64_t v, int scale);
-
-/* Escapes for the text formats. */
-PCPU_HIDDEN void pcpu__buf_label_value(struct pcpu__buf *b, const char *s); /* \\ \" \n */
-PCPU_HIDDEN void pcpu__buf_help(struct pcpu__buf *b, const char *s, int quote); /* \\ \n (\") */
-PCPU_HIDDEN void pcpu__buf_json_string(struct pcpu__buf *b, const char *s);
 
 #endif /* PCPU_STATS_INTERNAL_H */

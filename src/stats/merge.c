@@ -4,14 +4,14 @@
  * (pcpustat serve merges every segment it reads), each series labelled with
  * where it came from.
  *
- * Families are indexed by the sample names they write, in an open-addressing
- * hash table (FNV-1a of the name, linear probing, at most half full): a
+ * Families are indexed by the sample names they write, in the library's
+ * hash table (hashtab.h: the name's hash, linear probing, half full): a
  * family is found by its name and a clash (`foo_total` of counter foo
  * against a gauge named foo_total) by any of its suffixed names, each in
  * constant time, so merging is linear in the size of the inputs -- the
  * exporter's earlier list search was quadratic in the number of families.
- * FNV-1a is sequential, so the hash of "foo" then "_total" is the hash of
- * "foo_total": names are never concatenated to be hashed.
+ * The hash is sequential, so the hash of "foo" then "_total" is the hash
+ * of "foo_total": names are never concatenated to be hashed.
  *
  * All or nothing per input: pcpu_snapshot_merge_add() checks everything
  * and reserves every array it will need before it changes anything, so a
@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "hashtab.h"
 
 
 struct mfam {
@@ -34,32 +35,24 @@ struct mfam {
 	size_t cap; /* 0: series lie in the arena, not ours to realloc */
 };
 
-/* A name a family owns (pcpu__family_owned_name()): the first baselen
- * bytes of its name (all of them, or an info family's OpenMetrics name) +
- * suffix. */
-struct slot {
-	uint64_t hash;
-	size_t fam; /* index + 1; 0: empty */
-	size_t baselen;
-	const char *suffix;
-};
+/* The table's slots: a name a family owns, as its index k among the
+ * family's names (pcpu__family_owned_name()) + 1 in the key, and the
+ * family's index in the value. */
 
 struct pcpu_snapshot_merge {
 	struct mfam *fams;
 	size_t nfams, capfams;
-	struct slot *tab;
-	size_t tabsize, nslots;
+	struct pcpu__htab tab;
 	struct pcpu__arena arena; /* labelled copies of the inputs */
 	struct pcpu_snapshot_family *sorted; /* the result's families */
 	struct pcpu_snapshot result;
-	size_t lookups, probes; /* lookup() calls, table slots they visited */
 };
 
 /* The hash of sample name base[0..baselen) + suffix (FNV-1a is sequential:
  * no copy). */
 static uint64_t sample_hash(const char *base, size_t baselen, const char *suffix)
 {
-	return pcpu__fnv1a(pcpu__fnv1a_n(PCPU__FNV_OFFSET, base, baselen), suffix);
+	return pcpu__hash_str(pcpu__hash_bytes(PCPU__HASH_INIT, base, baselen), suffix);
 }
 
 static int str_eq(const char *a, const char *b)
@@ -100,29 +93,36 @@ void pcpu_snapshot_merge_free(pcpu_snapshot_merge_t *m)
 			free(m->fams[i].series);
 	pcpu__arena_free(&m->arena);
 	free(m->fams);
-	free(m->tab);
+	pcpu__htab_free(&m->tab);
 	free(m->sorted);
 	free(m);
 }
 
-/* The table slot holding name base[0..baselen) + suffix, or the empty
- * slot where it would go. */
-static struct slot *lookup(pcpu_snapshot_merge_t *m, const char *base, size_t baselen,
-			   const char *suffix, uint64_t h)
+/* A name looked up: base[0..baselen) + suffix. */
+struct name_key {
+	const pcpu_snapshot_merge_t *m;
+	const char *base, *suffix;
+	size_t baselen;
+};
+
+static int name_eq(const struct pcpu__hslot *s, const void *ctx)
 {
-	size_t mask = m->tabsize - 1, i = (size_t)h & mask;
+	const struct name_key *k = ctx;
+	const struct pcpu_snapshot_family *f = &k->m->fams[s->val].f;
+	const char *suf;
+	size_t bl;
 
-	m->lookups++;
-	for (;; i = (i + 1) & mask) {
-		struct slot *s = &m->tab[i];
+	pcpu__family_owned_name(f, (size_t)s->key - 1, &bl, &suf);
+	return pcpu__cmp_concat(f->name, bl, suf, k->base, k->baselen, k->suffix) == 0;
+}
 
-		m->probes++;
-		if (!s->fam)
-			return s;
-		if (s->hash == h && pcpu__cmp_concat(m->fams[s->fam - 1].f.name, s->baselen, s->suffix,
-						     base, baselen, suffix) == 0)
-			return s;
-	}
+/* The slot of name base[0..baselen) + suffix, or NULL. */
+static struct pcpu__hslot *lookup(pcpu_snapshot_merge_t *m, const char *base, size_t baselen,
+				  const char *suffix)
+{
+	struct name_key k = { m, base, suffix, baselen };
+
+	return pcpu__htab_find(&m->tab, sample_hash(base, baselen, suffix), name_eq, &k);
 }
 
 /* Test hook (tests/stats/test_merge.c, which links the static library):
@@ -133,47 +133,18 @@ static struct slot *lookup(pcpu_snapshot_merge_t *m, const char *base, size_t ba
 PCPU_HIDDEN void pcpu__snapshot_merge_probes(const pcpu_snapshot_merge_t *m, size_t *lookups,
 					     size_t *probes)
 {
-	*lookups = m->lookups;
-	*probes = m->probes;
-}
-
-/* Grows the table so that `more` names fit at most half full. */
-static int table_reserve(pcpu_snapshot_merge_t *m, size_t more)
-{
-	size_t ns = m->tabsize ? m->tabsize : 64, i;
-	struct slot *old = m->tab, *t;
-
-	while ((m->nslots + more) * 2 > ns)
-		ns *= 2;
-	if (ns == m->tabsize)
-		return 0;
-	t = calloc(ns, sizeof *t);
-	if (!t)
-		return -1;
-	m->tab = t;
-	for (i = 0; i < m->tabsize; i++)
-		if (old[i].fam) {
-			size_t j = (size_t)old[i].hash & (ns - 1);
-			while (t[j].fam)
-				j = (j + 1) & (ns - 1);
-			t[j] = old[i];
-		}
-	m->tabsize = ns;
-	free(old);
-	return 0;
+	*lookups = m->tab.lookups;
+	*probes = m->tab.probes;
 }
 
 /* The merged family named `name`, or NULL. */
 static struct mfam *find_family(pcpu_snapshot_merge_t *m, const char *name)
 {
-	struct slot *s;
+	struct pcpu__hslot *s = lookup(m, name, strlen(name), "");
 
-	if (!m->tabsize)
-		return NULL;
-	s = lookup(m, name, strlen(name), "", sample_hash(name, strlen(name), ""));
-	if (!s->fam || strcmp(m->fams[s->fam - 1].f.name, name) != 0)
-		return NULL; /* free, or another family's suffixed name */
-	return &m->fams[s->fam - 1];
+	if (!s || strcmp(m->fams[s->val].f.name, name) != 0)
+		return NULL; /* absent, or another family's suffixed name */
+	return &m->fams[s->val];
 }
 
 static int same_metadata(const struct pcpu_snapshot_family *a, const struct pcpu_snapshot_family *b,
@@ -208,14 +179,12 @@ static int check_against(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot_fa
 		return same_metadata(&e->f, f, nextra) ? 0 :
 		       fail(EINVAL, "family", f->name, " differs from the one merged before (type, help, "
 			    "unit, scale, labels or buckets)");
-	for (k = 0; m->tabsize && k < ns; k++) {
+	for (k = 0; k < ns; k++) {
 		size_t bl;
 		const char *suf;
-		struct slot *s;
 
 		ns = pcpu__family_owned_name(f, k, &bl, &suf);
-		s = lookup(m, f->name, bl, suf, sample_hash(f->name, bl, suf));
-		if (s->fam)
+		if (lookup(m, f->name, bl, suf))
 			return fail(EINVAL, "family", f->name, " writes a sample name of a family merged before");
 	}
 	return 0;
@@ -334,7 +303,7 @@ static int reserve(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot_family *
 		m->fams = p;
 		m->capfams = cap;
 	}
-	return table_reserve(m, newnames);
+	return pcpu__htab_reserve(&m->tab, newnames);
 }
 
 int pcpu_snapshot_merge_add(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot *s, unsigned nlabels,
@@ -375,17 +344,11 @@ int pcpu_snapshot_merge_add(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot
 			for (k = 0; k < ns; k++) {
 				size_t bl;
 				const char *suf;
-				uint64_t h;
-				struct slot *sl;
 
 				ns = pcpu__family_owned_name(in, k, &bl, &suf);
-				h = sample_hash(in->name, bl, suf);
-				sl = lookup(m, in->name, bl, suf, h);
-				sl->hash = h;
-				sl->fam = m->nfams;
-				sl->baselen = bl;
-				sl->suffix = suf;
-				m->nslots++;
+				/* Reserved: cannot fail. */
+				(void)pcpu__htab_add(&m->tab, sample_hash(in->name, bl, suf),
+						     (uintptr_t)k + 1, (uint32_t)(m->nfams - 1));
 			}
 			/* Its series stay in the arena (cap 0: not ours to
 			 * realloc) until another input adds to the family. */

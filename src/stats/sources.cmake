@@ -11,7 +11,14 @@ set(PCPU_STATS_SOURCES
   src/stats/histogram_layout.c # log-linear bucket arithmetic and exposed `le` sets (also the segment reader)
   src/stats/histogram_export.c # the exposed buckets of a snapshot family, cumulative, and their `le`
   src/stats/group.c        # consistent groups: per-CPU lanes locked by rseq
-  src/stats/registry.c     # the registry: families, series, structs
+  src/stats/registry.c     # the registry: creation, constant labels, fork, destruction
+  src/stats/registry_names.c    # its sample-name table (OpenMetrics clash set)
+  src/stats/registry_families.c # its families: checked, created, found, destroyed
+  src/stats/registry_series.c   # its series: label values, lookup, storage
+  src/stats/registry_structs.c  # statistics structs (pcpu_registry_struct)
+  src/stats/registry_groups.c   # consistent group families
+  src/stats/registry_callbacks.c # callback series and a collection in progress
+  src/stats/registry_observe.c  # walks and views for a mirror of the directory (the segment)
   src/stats/snapshot.c     # registry snapshots
   src/stats/collector.c    # callback series, computed at collection
   src/stats/process_collector.c # the standard process_* metrics
@@ -19,6 +26,7 @@ set(PCPU_STATS_SOURCES
   src/stats/negotiate.c    # HTTP Accept / Accept-Encoding negotiation of expositions
   src/stats/merge.c        # merging snapshots of several processes, families hashed by name
   src/stats/arena.c        # memory freed all at once (snapshots, merges)
+  src/stats/hashtab.c      # the one hash table (open addressing) of the library
   src/stats/objcache_stats.c # object caches' counters in a registry (the hook objcache.c calls)
   src/stats/stable_abi.c   # the stable tier: gauge, histogram, group inline operations as functions
 )

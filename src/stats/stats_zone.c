@@ -18,7 +18,7 @@
 
 #include <pcpu/zone.h>
 
-#include "registry.h"
+#include "metrics.h"
 #include "../fork.h"
 
 static pthread_mutex_t stats_zone_lock = PTHREAD_MUTEX_INITIALIZER;

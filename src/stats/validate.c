@@ -460,3 +460,26 @@ const char *pcpu_metric_type_name(enum pcpu_metric_type type)
 {
 	return pcpu__type_name(type);
 }
+
+/* Bucket bounds: checked here, below both the registry (at registration)
+ * and the writers (for every snapshot), which call it. */
+int pcpu__check_bounds(const int64_t *upper, size_t n, int scale_exp10)
+{
+	size_t b;
+
+	for (b = 1; b < n; b++) {
+		if (upper[b] <= upper[b - 1]) {
+			pcpu__set_error("bucket bounds are not strictly increasing");
+			errno = EINVAL;
+			return -1;
+		}
+		/* Distinct integers may round to one double once scaled (beyond
+		 * 2^53): the exposition would repeat an `le`. */
+		if (pcpu__scale_i64(upper[b], scale_exp10) <= pcpu__scale_i64(upper[b - 1], scale_exp10)) {
+			pcpu__set_error("two bucket bounds are equal once scaled to doubles");
+			errno = EINVAL;
+			return -1;
+		}
+	}
+	return 0;
+}

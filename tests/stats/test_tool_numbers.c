@@ -116,6 +116,21 @@ int main(int argc, char **argv)
 			CHECK(pcpu_gauge_set(g, values[k].v) == 0);
 		}
 	}
+	{
+		/* A histogram: pcpustat prints its quantile estimates (four
+		 * significant digits) with the library's formatter too, in
+		 * its layout: 15000, where printf's %.4g wrote 1.5e+04. */
+		static const int64_t bounds[] = { 10000, 20000, 40000 };
+		struct pcpu_histogram_layout l = { .scheme = PCPU_HISTOGRAM_EXPLICIT,
+						   .bounds = bounds, .nbounds = 3 };
+		struct pcpu_family_desc d = { .name = "n_size_bytes",
+					      .type = PCPU_METRIC_HISTOGRAM, .histogram = &l };
+		pcpu_family_t *f = pcpu_registry_family(reg, &d);
+		pcpu_histogram_t *h = f ? pcpu_family_histogram(f, NULL) : NULL;
+
+		CHECK(h != NULL);
+		pcpu_histogram_record_n(h, 15000, 100);
+	}
 	CHECK(pcpu_registry_write(reg, PCPU_FORMAT_PROMETHEUS, &expo, &len) == 0);
 	/* What the library formats under a comma locale: the Prometheus text
 	 * format has no other decimal point. */
@@ -142,6 +157,14 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		printf("%-22s %s\n", values[k].name, lib_v);
+	}
+	/* Quantiles: "p50 15000" (Go's layout), not "1.5e+04" nor "1,5e+04". */
+	CHECK(find_value(tool, "n_size_bytes", name, sizeof name));
+	printf("%-22s %s\n", "n_size_bytes", name);
+	if (!strstr(name, " p50 1") || strchr(name, ',') || strstr(name, "e+")) {
+		fprintf(stderr, "n_size_bytes: pcpustat's quantiles are not the library's "
+			"numbers: %s\n", name);
+		return 1;
 	}
 	/* The public formatter is the writers' own. */
 	CHECK(pcpu_format_u64(name, sizeof name, (uint64_t)INT64_MAX * 2, 0) == 20 &&

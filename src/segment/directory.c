@@ -1,0 +1,557 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The statistics segment's directory, writer side: entries and blobs in the
+ * shared file, written for each change of the registry (writer.c publishes
+ * the file and forwards the registry's events here).
+ *
+ * The registry tells the segment, under its lock, whenever a family or
+ * series is added (after) or removed (before its storage is
+ * freed). Each event rewrites one or a few fixed-size entries, so the cost
+ * of a change does not depend on the size of the registry (rewriting the
+ * whole directory per change would make registering n series O(n^2)).
+ * Entries are recycled through a free list; blobs (names, labels, help,
+ * bounds) come from per-size-class free lists over a bump area, so the
+ * string table never needs compaction and wastes at most half of a blob.
+ *
+ * Why per-entry sequence numbers and not only a directory-wide seqlock: a
+ * reader copies the directory in O(size) while a busy writer (flows coming
+ * and going) changes it every few microseconds; with one seqlock such a
+ * reader would retry forever. With a sequence per entry, a reader keeps
+ * every entry that did not change while it read, and only the series being
+ * added or removed at that moment are left out. The header's generation is
+ * still bumped around every change (odd while changing), so a reader can
+ * tell whether its snapshot is stable, cache a directory, and retry a few
+ * times for a stable one.
+ *
+ * Removal order matters: the entry is marked free *before* the registry
+ * frees (zeroes) the storage and before it can be reused by another series,
+ * so a reader that read a value and then finds the entry unchanged knows
+ * the value belonged to that series.
+ *
+ * Allocation failures inside the hook cannot fail the registration (it has
+ * already happened): the change is counted in `dropped` and the header
+ * marked incomplete, which readers report.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backing.h"
+#include "internal.h"
+#include "writer.h"
+
+_Static_assert(PCPU__SEG_MAX_BOUNDS == PCPU_HISTOGRAM_MAX_BOUNDS, "format.h and histogram.h agree");
+_Static_assert(((unsigned)1 << (PCPU__SEG_MAX_EXPORT_LG1 - 1)) == PCPU_HISTOGRAM_EXPORT_MAX,
+	       "format.h and histogram.h agree");
+_Static_assert(PCPU__SEG_COUNTER_SIZE == sizeof(struct pcpu_counter), "counter layout");
+_Static_assert(PCPU__SEG_GAUGE_SIZE == sizeof(struct pcpu_gauge), "gauge layout");
+_Static_assert(PCPU__SEG_HISTOGRAM_PAIRS_SIZE(1) == 2 * sizeof(struct pcpu_counter),
+	       "a histogram bucket is a pair of counter words");
+
+/* ---- small containers ---------------------------------------------------------- */
+
+static int vec_push(struct u64vec *v, uint64_t x)
+{
+	if (v->n == v->cap) {
+		size_t cap = v->cap ? v->cap * 2 : 64;
+		uint64_t *p = realloc(v->v, cap * sizeof *p);
+		if (!p)
+			return -1;
+		v->v = p;
+		v->cap = cap;
+	}
+	v->v[v->n++] = x;
+	return 0;
+}
+
+/* Maps of the directory's objects (families, series, groups) to entry
+ * numbers: the library's hash table keyed by address. */
+static int map_put(struct pcpu__htab *m, const void *key, uint32_t val)
+{
+	uint64_t h = pcpu__hash_ptr(key);
+	struct pcpu__hslot *s = pcpu__htab_find_key(m, h, (uintptr_t)key);
+
+	if (s) {
+		s->val = val;
+		return 0;
+	}
+	return pcpu__htab_add(m, h, (uintptr_t)key, val);
+}
+
+static int map_get(struct pcpu__htab *m, const void *key, uint32_t *val)
+{
+	struct pcpu__hslot *s = pcpu__htab_find_key(m, pcpu__hash_ptr(key), (uintptr_t)key);
+
+	if (!s)
+		return -1;
+	*val = s->val;
+	return 0;
+}
+
+static void map_del(struct pcpu__htab *m, const void *key)
+{
+	struct pcpu__hslot *s = pcpu__htab_find_key(m, pcpu__hash_ptr(key), (uintptr_t)key);
+
+	if (s)
+		pcpu__htab_remove(m, s);
+}
+
+/* ---- directory writes ------------------------------------------------------------ */
+
+void pcpu__directory_begin(struct pcpu_segment *seg)
+{
+	__atomic_add_fetch(&seg->hdr->generation, 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+void pcpu__directory_end(struct pcpu_segment *seg)
+{
+	__atomic_add_fetch(&seg->hdr->generation, 1, __ATOMIC_RELEASE);
+}
+
+/* The file system refused space (or memory): counted, and the header
+ * marked, for readers and pcpu_segment_nospace(). */
+static void mark_nospace(struct pcpu_segment *seg)
+{
+	__atomic_add_fetch(&seg->hdr->nospace, 1, __ATOMIC_RELAXED);
+	__atomic_or_fetch(&seg->hdr->flags, PCPU__SEG_F_NOSPACE, __ATOMIC_RELEASE);
+}
+
+/* Called by the zone (under its lock) when it could not allocate the file's
+ * pages for a new object: that registration fails with ENOSPC. */
+void pcpu__directory_on_nospace(void *ctx, int err)
+{
+	(void)err;
+	mark_nospace(ctx);
+}
+
+/* Allocates the file's pages of [region + *backed, region + upto) before
+ * anything is written there; *backed grows. -1 (marked) if refused. */
+static int reserve(struct pcpu_segment *seg, uint64_t region, uint64_t *backed, uint64_t upto)
+{
+	upto = (upto + 4095) & ~(uint64_t)4095;
+	if (upto <= *backed)
+		return 0;
+	if (pcpu_file_allocate_mapped(seg->fd, seg->map + region + *backed, region + *backed,
+				      (size_t)(upto - *backed)) != 0) {
+		mark_nospace(seg);
+		return -1;
+	}
+	*backed = upto;
+	return 0;
+}
+
+static void mark_dropped(struct pcpu_segment *seg)
+{
+	__atomic_add_fetch(&seg->hdr->dropped, 1, __ATOMIC_RELAXED);
+	__atomic_or_fetch(&seg->hdr->flags, PCPU__SEG_F_INCOMPLETE, __ATOMIC_RELEASE);
+}
+
+/* Seqlock write of entry `idx`: odd, fields, even. */
+static void entry_write(struct pcpu_segment *seg, uint64_t idx, const struct pcpu__seg_entry *v)
+{
+	struct pcpu__seg_entry *e = &seg->entries[idx];
+	uint64_t s = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
+
+	__atomic_store_n(&e->seq, s + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	memcpy((char *)e + sizeof e->seq, (const char *)v + sizeof v->seq,
+	       sizeof *e - sizeof e->seq);
+	__atomic_store_n(&e->seq, s + 2, __ATOMIC_RELEASE);
+}
+
+static int entry_alloc(struct pcpu_segment *seg, uint64_t *idx)
+{
+	if (seg->free_entries.n) {
+		*idx = seg->free_entries.v[--seg->free_entries.n];
+		return 0;
+	}
+	if (seg->entries_used >= seg->entries_cap)
+		return -1;
+	if (reserve(seg, PCPU__SEG_HEADER_REGION, &seg->entries_backed,
+		    (seg->entries_used + 1) * PCPU__SEG_ENTRY_SIZE) < 0)
+		return -1;
+	*idx = seg->entries_used++;
+	return 0;
+}
+
+/* Publishes the high-water mark after the entry is written, so a reader
+ * never copies an entry index it could see half-initialised as valid. */
+static void entries_publish_used(struct pcpu_segment *seg)
+{
+	__atomic_store_n(&seg->hdr->entries_used, seg->entries_used, __ATOMIC_RELEASE);
+}
+
+static unsigned blob_class(size_t len)
+{
+	unsigned c = 0;
+
+	while (((size_t)1 << (BLOB_MIN_SHIFT + c)) < len)
+		c++;
+	return c;
+}
+
+static int blob_alloc(struct pcpu_segment *seg, size_t len, uint64_t *off)
+{
+	unsigned c;
+	size_t sz;
+
+	if (len == 0) {
+		*off = 0;
+		return 0;
+	}
+	if (len > PCPU__SEG_BLOB_MAX)
+		return -1;
+	c = blob_class(len);
+	sz = (size_t)1 << (BLOB_MIN_SHIFT + c);
+	if (seg->free_blobs[c].n) {
+		*off = seg->free_blobs[c].v[--seg->free_blobs[c].n];
+		return 0;
+	}
+	if (seg->strings_cap - seg->strings_used < sz)
+		return -1;
+	if (reserve(seg, (uint64_t)(seg->strings - seg->map), &seg->strings_backed,
+		    seg->strings_used + sz) < 0)
+		return -1;
+	*off = seg->strings_used;
+	seg->strings_used += sz;
+	return 0;
+}
+
+static void blob_free(struct pcpu_segment *seg, uint64_t off, size_t len)
+{
+	if (len == 0)
+		return;
+	/* Out of memory for the free list: the space is leaked, not reused. */
+	(void)vec_push(&seg->free_blobs[blob_class(len)], off);
+}
+
+static void entry_free(struct pcpu_segment *seg, uint64_t idx)
+{
+	struct pcpu__seg_entry old = seg->entries[idx], z;
+
+	memset(&z, 0, sizeof z);
+	entry_write(seg, idx, &z); /* seq grows, kind FREE */
+	blob_free(seg, old.blob_off, old.blob_len);
+	(void)vec_push(&seg->free_entries, idx); /* else the entry is leaked */
+}
+
+/* Appends s and its NUL at blob + *pos. */
+static void put_str(char *blob, size_t *pos, const char *s)
+{
+	size_t n = strlen(s) + 1;
+
+	memcpy(blob + *pos, s, n);
+	*pos += n;
+}
+
+/* ---- events -------------------------------------------------------------------- */
+
+
+/* Takes a directory entry and `len` bytes of string table for `key` and
+ * records key -> entry in `map`; on any failure gives back what it took,
+ * marks the segment as having dropped an update, and returns -1. */
+static int reserve_entry(struct pcpu_segment *seg, struct pcpu__htab *map, const void *key,
+			 size_t len, uint64_t *idx, uint64_t *off)
+{
+	if (entry_alloc(seg, idx) < 0)
+		goto dropped;
+	if (blob_alloc(seg, len, off) < 0)
+		goto give_back_entry;
+	if (map_put(map, key, (uint32_t)*idx) < 0) {
+		blob_free(seg, *off, len);
+		goto give_back_entry;
+	}
+	return 0;
+give_back_entry:
+	(void)vec_push(&seg->free_entries, *idx);
+dropped:
+	mark_dropped(seg);
+	return -1;
+}
+
+void pcpu__directory_family_added(struct pcpu_segment *seg, struct pcpu_family *f)
+{
+	struct pcpu__family_view v;
+	struct pcpu__seg_entry e;
+	size_t len = 0, pos = 0, nbounds = 0;
+	uint64_t idx, off;
+	unsigned l;
+	char *blob;
+
+	pcpu__family_view(f, &v);
+	len += strlen(v.name) + 1;
+	if (v.help)
+		len += strlen(v.help) + 1;
+	len += (v.unit ? strlen(v.unit) : 0) + 1;
+	for (l = 0; l < v.nlabels; l++)
+		len += strlen(v.label_names[l]) + 1;
+	if (v.type == PCPU_METRIC_HISTOGRAM && v.layout->scheme != PCPU_HISTOGRAM_LOG_LINEAR) {
+		nbounds = v.nbuckets - 1;
+		len = ((len + 7) & ~(size_t)7) + nbounds * sizeof(int64_t);
+	}
+	if (reserve_entry(seg, &seg->families, f, len, &idx, &off) < 0)
+		return;
+	blob = seg->strings + off;
+	put_str(blob, &pos, v.name);
+	if (v.help)
+		put_str(blob, &pos, v.help);
+	put_str(blob, &pos, v.unit ? v.unit : "");
+	for (l = 0; l < v.nlabels; l++)
+		put_str(blob, &pos, v.label_names[l]);
+	if (nbounds) {
+		while (pos & 7)
+			blob[pos++] = '\0';
+		memcpy(blob + pos, v.bucket_upper, nbounds * sizeof(int64_t));
+	}
+	__atomic_store_n(&seg->hdr->strings_used, seg->strings_used, __ATOMIC_RELEASE);
+
+	memset(&e, 0, sizeof e);
+	e.kind = PCPU__SEG_FAMILY;
+	e.type = (uint8_t)v.type;
+	e.scale_exp10 = (int8_t)v.scale_exp10;
+	e.nlabels = (uint16_t)v.nlabels;
+	e.flags = (uint16_t)((v.help ? PCPU__SEG_E_HAS_HELP : 0) |
+			     (v.flags & PCPU_SNAPSHOT_INFO ? PCPU__SEG_E_INFO : 0));
+	e.family_id = ++seg->next_family_id;
+	e.blob_off = off;
+	e.blob_len = (uint32_t)len;
+	if (v.type == PCPU_METRIC_HISTOGRAM) {
+		e.nbuckets = (uint32_t)v.nbuckets;
+		e.u32a = (uint32_t)v.layout->scheme | PCPU__SEG_HIST_PAIRS;
+		e.u32b = v.layout->scheme == PCPU_HISTOGRAM_LOG_LINEAR ? v.layout->precision_bits : 0;
+		if (v.layout->scheme == PCPU_HISTOGRAM_LOG_LINEAR) {
+			/* The export rule, from which a reader derives the same
+			 * `le` set the registry exposes (pcpu__export_list()). */
+			e.value_off = 1 + v.export_lg;
+			e.serial = (uint64_t)(v.layout->export_min > 0 ? v.layout->export_min : 0);
+		} else if (v.layout->scheme == PCPU_HISTOGRAM_EXPONENTIAL) {
+			/* Bounds in the blob as explicit ones; the native form. */
+			e.u32b = (uint32_t)(v.native_schema + PCPU__SEG_SCHEMA_BIAS);
+			e.value_off = (uint64_t)(int64_t)v.native_index;
+			/* 2.4: its export rule (older readers use the default). */
+			e.flags |= (uint16_t)((1 + v.export_lg)
+					      << PCPU__SEG_E_EXPORT_SHIFT);
+			e.serial = (uint64_t)(v.layout->export_min > 0 ? v.layout->export_min : 0);
+		}
+	}
+	entry_write(seg, idx, &e);
+	entries_publish_used(seg);
+	__atomic_store_n(&seg->hdr->nfamilies, ++seg->nfamilies, __ATOMIC_RELAXED);
+}
+
+/* Where a series' value lives: chunk, offset in the chunk's slot region,
+ * bytes per slot. */
+static int value_location(struct pcpu_segment *seg, const struct pcpu__family_view *f,
+			  const struct pcpu__series_view *se, uint32_t *chunk, uint64_t *off,
+			  uint32_t *size)
+{
+	uintptr_t addr, base;
+	size_t i;
+	int rc = -1;
+
+	switch (f->type) {
+	case PCPU_METRIC_COUNTER:
+		addr = (uintptr_t)se->storage;
+		*size = PCPU__SEG_COUNTER_SIZE;
+		break;
+	case PCPU_METRIC_GAUGE:
+		addr = (uintptr_t)se->storage;
+		*size = PCPU__SEG_GAUGE_SIZE;
+		break;
+	case PCPU_METRIC_HISTOGRAM:
+		addr = (uintptr_t)((const pcpu_histogram_t *)se->storage)->pcpu__c;
+		*size = (uint32_t)PCPU__SEG_HISTOGRAM_PAIRS_SIZE(f->nbuckets);
+		break;
+	default:
+		return -1;
+	}
+	base = addr & ~(uintptr_t)(PCPU_SLOT_STRIDE - 1);
+	pthread_mutex_lock(&seg->chunk_lock);
+	for (i = 0; i < seg->nchunks; i++) {
+		if (seg->chunk_base[i] == base) {
+			*chunk = (uint32_t)i;
+			*off = addr - base;
+			rc = 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&seg->chunk_lock);
+	return rc;
+}
+
+/* ---- 2.3: consistent groups (format.h) ---- */
+
+_Static_assert(PCPU__SEG_GROUP_MAX == PCPU_GROUP_MAX_MEMBERS, "group size limits agree");
+
+/* Rewrites a GROUP entry's values in place, under its seq, from the
+ * registry's last consistent read of the group. */
+static void group_store(struct pcpu_segment *seg, uint32_t idx, const struct pcpu__gseries *gs)
+{
+	struct pcpu__seg_entry *e = &seg->entries[idx];
+	uint64_t s = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
+
+	__atomic_store_n(&e->seq, s + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	memcpy(seg->strings + e->blob_off, gs->vals, e->blob_len);
+	__atomic_store_n(&e->seq, s + 2, __ATOMIC_RELEASE);
+}
+
+/* The GROUP entry of a member series' group, made with the first member;
+ * its reference count grows by one. -1 (dropped) if it cannot be. */
+static int group_ref(struct pcpu_segment *seg, const struct pcpu__family_view *f,
+		     const struct pcpu__gseries *gs, uint32_t *gidx)
+{
+	struct pcpu__seg_entry e;
+	uint64_t idx, off;
+	uint32_t refs;
+	size_t len = 8 * (size_t)f->group_members;
+
+	if (map_get(&seg->groups, gs, gidx) == 0) {
+		if (map_get(&seg->group_refs, gs, &refs) < 0 ||
+		    map_put(&seg->group_refs, gs, refs + 1) < 0) {
+			mark_dropped(seg);
+			return -1;
+		}
+		return 0;
+	}
+	if (reserve_entry(seg, &seg->groups, gs, len, &idx, &off) < 0)
+		return -1;
+	if (map_put(&seg->group_refs, gs, 1) < 0) {
+		map_del(&seg->groups, gs);
+		blob_free(seg, off, len);
+		(void)vec_push(&seg->free_entries, idx);
+		mark_dropped(seg);
+		return -1;
+	}
+	memset(seg->strings + off, 0, len);
+	memset(&e, 0, sizeof e);
+	e.kind = PCPU__SEG_GROUP;
+	e.blob_off = off;
+	e.blob_len = (uint32_t)len;
+	e.u32a = f->group_members;
+	e.serial = ++seg->next_serial;
+	entry_write(seg, idx, &e);
+	if (gs->ok)
+		group_store(seg, (uint32_t)idx, gs);
+	entries_publish_used(seg);
+	*gidx = (uint32_t)idx;
+	return 0;
+}
+
+/* A member series entry is gone: its group's entry goes with the last. */
+static void group_unref(struct pcpu_segment *seg, const struct pcpu__gseries *gs)
+{
+	uint32_t idx, refs;
+
+	if (map_get(&seg->groups, gs, &idx) < 0 || map_get(&seg->group_refs, gs, &refs) < 0)
+		return;
+	if (refs > 1) {
+		/* Fails only if the table cannot grow: the entry then stays,
+		 * unreferenced, which readers ignore. */
+		(void)map_put(&seg->group_refs, gs, refs - 1);
+		return;
+	}
+	map_del(&seg->group_refs, gs);
+	map_del(&seg->groups, gs);
+	entry_free(seg, idx);
+}
+
+/* Every group's entry gets the registry's fresh read. */
+static void group_read(void *ctx, const struct pcpu__gseries *gs)
+{
+	struct pcpu_segment *seg = ctx;
+	uint32_t idx;
+
+	if (gs->ok && map_get(&seg->groups, gs, &idx) == 0)
+		group_store(seg, idx, gs);
+}
+
+void pcpu__directory_groups_read(struct pcpu_segment *seg)
+{
+	pcpu__registry_groups_each_locked(seg->reg, group_read, seg);
+}
+
+void pcpu__directory_series_added(struct pcpu_segment *seg, struct pcpu_family *f, struct pcpu__series *se)
+{
+	struct pcpu__family_view fv;
+	struct pcpu__series_view sv;
+	struct pcpu__seg_entry e;
+	uint32_t fidx, chunk = 0, size = 8, gidx = 0;
+	uint64_t idx, off, voff = 0;
+	size_t len = 0, pos = 0;
+	unsigned l;
+
+	pcpu__family_view(f, &fv);
+	pcpu__series_view(f, se, &sv);
+	if (map_get(&seg->families, f, &fidx) < 0 ||
+	    (sv.group ? group_ref(seg, &fv, sv.group, &gidx)
+		      : value_location(seg, &fv, &sv, &chunk, &voff, &size)) < 0) {
+		if (!sv.group)
+			mark_dropped(seg);
+		return;
+	}
+	if (sv.group) {
+		chunk = fv.group_member;
+		voff = gidx;
+	}
+	for (l = 0; l < fv.nlabels; l++)
+		len += strlen(sv.values[l]) + 1;
+	if (reserve_entry(seg, &seg->series, se, len, &idx, &off) < 0) {
+		if (sv.group)
+			group_unref(seg, sv.group);
+		return;
+	}
+	for (l = 0; l < fv.nlabels; l++)
+		put_str(seg->strings + off, &pos, sv.values[l]);
+	__atomic_store_n(&seg->hdr->strings_used, seg->strings_used, __ATOMIC_RELEASE);
+
+	memset(&e, 0, sizeof e);
+	e.kind = sv.group ? PCPU__SEG_GROUP_SERIES : PCPU__SEG_SERIES;
+	e.type = (uint8_t)fv.type;
+	e.nlabels = (uint16_t)fv.nlabels;
+	e.family_id = seg->entries[fidx].family_id;
+	e.blob_off = off;
+	e.blob_len = (uint32_t)len;
+	e.u32a = chunk;
+	e.u32b = size;
+	e.value_off = voff;
+	/* Readers list a family's series in creation order, as the
+	 * registry's own snapshot does. */
+	e.serial = ++seg->next_serial;
+	entry_write(seg, idx, &e);
+	entries_publish_used(seg);
+	__atomic_store_n(&seg->hdr->nseries, ++seg->nseries, __ATOMIC_RELAXED);
+}
+
+void pcpu__directory_series_removing(struct pcpu_segment *seg, const struct pcpu_family *f,
+			    struct pcpu__series *se)
+{
+	struct pcpu__series_view sv;
+	uint32_t idx;
+
+	if (map_get(&seg->series, se, &idx) < 0)
+		return; /* dropped when added */
+	map_del(&seg->series, se);
+	entry_free(seg, idx);
+	pcpu__series_view(f, se, &sv);
+	if (sv.group)
+		group_unref(seg, sv.group); /* after its member: see format.h */
+	__atomic_store_n(&seg->hdr->nseries, --seg->nseries, __ATOMIC_RELAXED);
+}
+
+void pcpu__directory_family_removing(struct pcpu_segment *seg, struct pcpu_family *f)
+{
+	struct pcpu__series *se;
+	uint32_t idx;
+
+	/* Series first: a reader never sees a series without its family. */
+	for (se = pcpu__family_series_next(f, NULL); se; se = pcpu__family_series_next(f, se))
+		pcpu__directory_series_removing(seg, f, se);
+	if (map_get(&seg->families, f, &idx) < 0)
+		return;
+	map_del(&seg->families, f);
+	entry_free(seg, idx);
+	__atomic_store_n(&seg->hdr->nfamilies, --seg->nfamilies, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The metrics' internal interface (stats_zone.c, group.c, histogram.c),
+ * for each other and for the registry above them: the zone of standalone
+ * metrics, freeing a group in a known zone, histogram layouts. Not
+ * installed; nothing here is exported.
+ */
+#ifndef PCPU_STATS_METRICS_H
+#define PCPU_STATS_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <pcpu/group.h>
+#include <pcpu/histogram.h>
+#include <pcpu/zone.h>
+
+#include "../visibility.h"
+
+/* ---- stats_zone.c ---- */
+
+/* The zone of standalone gauges, histograms and groups; NULL + ENOMEM. */
+PCPU_HIDDEN pcpu_zone_t *pcpu__stats_zone(void);
+
+/* ---- group.c ---- */
+
+/* pcpu_group_free() of a group allocated in `zone`, which the caller holds
+ * (a registry): no search for the zone by address. */
+PCPU_HIDDEN void pcpu__group_free_in(pcpu_zone_t *zone, pcpu_group_t *g);
+
+/* ---- histogram.c ---- */
+
+/* Validates a layout; gives the bucket count (+Inf included) and, for
+ * log-linear layouts, the first value that goes to +Inf. */
+PCPU_HIDDEN int pcpu__histogram_layout_check(const struct pcpu_histogram_layout *l,
+					     size_t *nbuckets, uint64_t *limit);
+
+/* log2 of the `le` bounds a log-linear or exponential layout exposes per
+ * power of two (export_per_octave, defaulted, and capped at the buckets per
+ * power of two: 2^precision_bits, or 2^schema). */
+PCPU_HIDDEN unsigned pcpu__histogram_export_lg(const struct pcpu_histogram_layout *l);
+
+/* An exponential layout's bounds (see histogram.c): returns how many (0 if
+ * more than max), writes them to out unless NULL, and the native index of
+ * out[1] to *first unless NULL. */
+PCPU_HIDDEN size_t pcpu__exponential_bounds(int schema, int scale, int64_t *out, size_t max,
+					    int32_t *first);
+
+#endif /* PCPU_STATS_METRICS_H */

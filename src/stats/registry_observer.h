@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The registry's directory as an observer above the statistics layer sees
+ * it: the shared statistics segment (src/segment/writer.c) keeps a mirror
+ * of it in a file. The observer is told of every change to the directory,
+ * in order, under the registry's lock, walks the families and series that
+ * exist when it starts, and reads what it mirrors through views -- never
+ * the registry's private structures (registry.h), which may change without
+ * the segment knowing. Families and series are opaque handles here, stable
+ * from their ADDED event to their REMOVING event (they serve as map keys).
+ * Defined in registry_observe.c. Internal: nothing here is exported.
+ */
+#ifndef PCPU_STATS_REGISTRY_OBSERVER_H
+#define PCPU_STATS_REGISTRY_OBSERVER_H
+
+#include <stdint.h>
+
+#include <pcpu/stats.h>
+
+#include "internal.h"
+
+struct pcpu_family;
+struct pcpu__series;
+
+/*
+ * Directory events. The observer runs under the registry's lock, so it sees
+ * changes in order and the family and series it is given are stable while
+ * it runs:
+ *  - FAMILY_ADDED after a family is linked;
+ *  - FAMILY_REMOVING before a family is unlinked and its series and their
+ *    storage freed (the observer walks the family's series itself, with
+ *    pcpu__family_series_next(): no SERIES_REMOVING is sent for them);
+ *  - SERIES_ADDED after a series is linked, its storage allocated;
+ *  - SERIES_REMOVING before a series is unlinked and its storage freed;
+ *  - DESTROYED once, from pcpu_registry_destroy(), after every family was
+ *    removed and the zone destroyed; f and se are NULL. The last call.
+ *  - GROUPS_READ after a snapshot or a collection read every group of the
+ *    group families (pcpu__registry_groups_each_locked() sees fresh
+ *    reads); f and se are NULL.
+ */
+enum pcpu__registry_event {
+	PCPU__REG_FAMILY_ADDED = 1,
+	PCPU__REG_FAMILY_REMOVING,
+	PCPU__REG_SERIES_ADDED,
+	PCPU__REG_SERIES_REMOVING,
+	PCPU__REG_DESTROYED,
+	PCPU__REG_GROUPS_READ,
+};
+typedef void (*pcpu__registry_hook_fn)(void *ctx, enum pcpu__registry_event ev,
+				       struct pcpu_family *f, struct pcpu__series *se);
+
+/* The shared handle of a consistent group family's series (one per label
+ * set, shared by the members): the group, and its last consistent read. */
+struct pcpu__gseries {
+	pcpu_group_t *g;              /* one group of nmembers values */
+	int64_t vals[PCPU_GROUP_MAX_MEMBERS]; /* read under the registry lock */
+	int ok;                       /* vals holds a consistent read */
+};
+
+/* What an observer reads of a family; valid while the registry is locked
+ * and the family exists. */
+struct pcpu__family_view {
+	const char *name;             /* base name (counters without _total) */
+	const char *help, *unit;      /* NULL: none */
+	enum pcpu_metric_type type;
+	int scale_exp10;
+	unsigned flags;               /* PCPU_SNAPSHOT_* */
+	unsigned nlabels;             /* constant labels included, last */
+	char *const *label_names;
+	/* histograms */
+	const struct pcpu_histogram_layout *layout;
+	unsigned export_lg;           /* log2 of the `le` bounds exposed per octave */
+	size_t nbuckets;
+	const int64_t *bucket_upper;  /* nbuckets - 1 */
+	int native_schema;            /* exponential layouts */
+	int32_t native_index;
+	/* a member of a consistent group family: how many members it has (0:
+	 * not a member), and which one it is */
+	unsigned group_members, group_member;
+};
+
+/* What an observer reads of a series. */
+struct pcpu__series_view {
+	char *const *values;          /* the family's nlabels label values */
+	void *storage;                /* pcpu_counter_t, pcpu_gauge_t, pcpu_histogram_t *;
+				       * NULL for a group family's member */
+	const struct pcpu__gseries *group; /* a group family's member: its group */
+};
+
+PCPU_HIDDEN void pcpu__registry_lock(pcpu_registry_t *reg);
+PCPU_HIDDEN void pcpu__registry_unlock(pcpu_registry_t *reg);
+
+/* Registry locked: whether an observer is set (there is one at most). */
+PCPU_HIDDEN int pcpu__registry_observed_locked(const pcpu_registry_t *reg);
+/* Registry locked: sets the observer (fn NULL: none). */
+PCPU_HIDDEN void pcpu__registry_observe_locked(pcpu_registry_t *reg, pcpu__registry_hook_fn fn,
+					       void *ctx);
+
+/* Registry locked: the family after f (f NULL: the first), or NULL. */
+PCPU_HIDDEN struct pcpu_family *pcpu__registry_family_next(const pcpu_registry_t *reg,
+							   const struct pcpu_family *f);
+/* Registry locked: the series of f after se (se NULL: the first), in
+ * creation order, or NULL. */
+PCPU_HIDDEN struct pcpu__series *pcpu__family_series_next(const struct pcpu_family *f,
+							  const struct pcpu__series *se);
+/* Registry locked: calls fn for the group of every series of every
+ * consistent group family (once a group). */
+PCPU_HIDDEN void pcpu__registry_groups_each_locked(const pcpu_registry_t *reg,
+						   void (*fn)(void *ctx,
+							      const struct pcpu__gseries *gs),
+						   void *ctx);
+
+/* Registry locked: the views of a family and of one of its series. */
+PCPU_HIDDEN void pcpu__family_view(const struct pcpu_family *f, struct pcpu__family_view *v);
+PCPU_HIDDEN void pcpu__series_view(const struct pcpu_family *f, const struct pcpu__series *se,
+				   struct pcpu__series_view *v);
+
+#endif /* PCPU_STATS_REGISTRY_OBSERVER_H */
