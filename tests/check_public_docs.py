@@ -3,11 +3,14 @@
 
 Reads the public headers (include/pcpu/*.h and include/pcpu/compat/*.h; the
 arch headers are implementation, not API) and finds each public function:
-a PCPU_API declaration, or a file-scope `static inline` definition whose name
-starts with `pcpu_` (not the internal `pcpu__`) or, in the counter(9) layer,
-`counter_`. Its documentation is the comment that ends right above it, or
-above the run of declarations it belongs to (one comment may document a
-group, e.g. the fixed-width variants of one operation).
+a PCPU_API declaration, or a file-scope `static inline` definition (also
+under PCPU__INLINE_OP(), the inline tier's spelling) whose name starts with
+`pcpu_` (not the internal `pcpu__`) or, in the counter(9) layer, `counter_`.
+Its documentation is the comment that ends right above it, or above the run
+of declarations it belongs to (one comment may document a group, e.g. the
+fixed-width variants of one operation); where a function is declared in
+several places (the stable tier's declaration and the inline definition),
+one of them must pass.
 
 A documentation passes when it says
   - thread safety: "Thread-safe", "Not thread-safe", "Thread safety" or
@@ -30,7 +33,8 @@ AS_OTHER = re.compile(r"\b(?:as|like|see)\s+(?:\*\s+)?((?:pcpu|counter)_[a-z0-9_
 # A public function's name at the start of a declaration or definition.
 DECL = re.compile(r"^(?:PCPU_API\b[^;{(]*?|static\s+inline\b[^;{(]*?|"
                   r"__attribute__\(\(.*?\)\)\s*static\s+inline\b[^;{(]*?)"
-                  r"\b((?:pcpu|counter)_[A-Za-z0-9_]+)\s*\(")
+                  r"(?:\bPCPU__INLINE_OP\()?"
+                  r"\b((?:pcpu|counter)_[A-Za-z0-9_]+)\)?\s*\(")
 
 
 def headers(root):
@@ -97,15 +101,23 @@ def main():
     for path in headers(root):
         rel = os.path.relpath(path, root)
         for name, line, doc in functions(path):
-            # The first place documents (an inline tier may define it again).
-            if name not in found or (found[name][2] is None and doc):
-                found[name] = (rel, line, doc)
+            # Every place a function is declared or defined (the stable
+            # tier's declaration and the inline definition, say); one
+            # documentation that passes is enough.
+            found.setdefault(name, []).append((rel, line, doc))
     if not found:
         print("check_public_docs: no public function found (wrong root?)")
         return 1
 
     def verdict(name, seen=()):
-        rel, line, doc = found[name]
+        best = None
+        for _, _, doc in found[name]:
+            lack = verdict_of(name, doc, seen)
+            if best is None or len(lack) < len(best):
+                best = lack
+        return best
+
+    def verdict_of(name, doc, seen):
         if doc is None:
             return ["no documentation comment"]
         lack = []
@@ -121,11 +133,11 @@ def main():
         return lack
 
     bad = 0
-    for name in sorted(found, key=lambda n: (found[n][0], found[n][1])):
+    for name in sorted(found, key=lambda n: found[n][0][:2]):
         lack = verdict(name)
         if lack:
             bad += 1
-            rel, line, _ = found[name]
+            rel, line, _ = found[name][0]
             print(f"{rel}:{line}: {name}(): lacks {', '.join(lack)}")
     print(f"check_public_docs: {len(found)} public functions, {bad} lacking")
     return 1 if bad else 0

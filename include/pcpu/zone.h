@@ -175,19 +175,21 @@ PCPU_API size_t pcpu_zone_object_size(pcpu_zone_t *zone, const void *obj);
  */
 PCPU_API pcpu_zone_t *pcpu_zone_of(const void *obj);
 
+/* pcpu_slot_ptr()'s arithmetic, for both tiers. */
+static inline void *pcpu__slot_ptr_inline(const void *obj, unsigned slot)
+{
+	return (char *)(uintptr_t)obj + ((size_t)slot << PCPU_SLOT_STRIDE_SHIFT);
+}
+
 /**
  * Address of slot `slot`'s copy of `obj` (slot < pcpu_nslots()): FreeBSD's
  * zpcpu_get_cpu(). For a counter, `*(uint64_t *)pcpu_slot_ptr(c, s)` is slot
  * s's rseq word. Pure arithmetic; reading it is always safe, writing it is
  * the caller's business (use counters for lossless updates).
- * Thread-safe; async-signal-safe.
+ * Thread-safe; async-signal-safe. Cost: a shift and an add, inline (a call
+ * in the stable tier, src/counter_stable_abi.c).
  */
-static inline void *pcpu__slot_ptr_inline(const void *obj, unsigned slot)
-{
-	return (char *)(uintptr_t)obj + ((size_t)slot << PCPU_SLOT_STRIDE_SHIFT);
-}
 #ifdef PCPU_NO_INLINE
-/* The stable tier: src/counter_stable_abi.c. */
 PCPU_API void *pcpu_slot_ptr(const void *obj, unsigned slot);
 #else
 static inline void *pcpu_slot_ptr(const void *obj, unsigned slot)
