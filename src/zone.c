@@ -46,22 +46,6 @@
  * pread(), which returns zeros for a hole where a read fault through the
  * mapping would allocate a page).
  *
- * Shared zones (zone_backing.h): a layer above (the statistics segment,
- * src/segment/backing.c) may attach a backing to a zone with no live
- * object; the backing then maps every chunk, and the zone asks it where
- * data lies (a sparse file: frees and fork() skip holes) and how to read
- * without allocating. A backing that reserves is asked, before an object
- * is handed out, to make the memory under it safe to write in every
- * region, slots and mirrors alike, so that no add, fallback add, reset or
- * gauge set can fault for lack of space (a full tmpfs answers a write
- * fault with SIGBUS). Each chunk keeps `backed`, the bytes of every region
- * so reserved; bump allocation past it reserves the next pages first (or
- * fails with the backing's errno, nothing handed out; what else happens
- * when there is no space is the backing's business). Freed objects in such
- * a zone are zeroed without giving pages back, so memory below `backed`
- * stays reserved for reuse. The price: every page of slot 0 holding
- * objects costs a page in each of the 2 * nslots regions.
- *
  * Transparent huge pages: every mapping of a chunk, and of its bitmaps, is
  * marked MADV_NOHUGEPAGE as soon as it is made (and each new mapping over
  * it again: a MAP_FIXED mapping starts with fresh flags; a backing's map()
@@ -80,285 +64,26 @@
  * rank) take them all, so a child never inherits a lock held by a thread
  * that no longer exists.
  *
- * fork() and shared zones: a shared zone (a published segment's file) is
- * MAP_SHARED, so after fork() parent and child would add to the same words
- * -- and two processes' threads can hold the same CPU number or mm_cid at
- * once, so their unlocked rseq adds would lose updates. The child leaves
- * the backing instead: while prepare holds every zone lock (no chunk appears
- * or changes hands), each chunk of each shared zone is copied, word by word
- * with 8-byte loads (a word is never torn) and only over the backing's data
- * extents (backing->extent(): holes stay untouched), into private
- * anonymous memory; in the child that copy is moved over the chunk's
- * address with mremap(MREMAP_FIXED), so every handle stays valid, and the
- * zone becomes private; in the parent it is unmapped. The child thus starts
- * from the parent's values as the copy read them, during fork(): an add
- * that completed before fork() was called is in both; one concurrent with
- * fork() is in the parent and may or may not be in the child's copy; one
- * after fork() returned is only in the process that made it.
+ * Shared zones (a backing another process reads) and the fork() handlers:
+ * zone_shared.c.
  */
 #include "fork.h"
-#include "rseq_internal.h"
-#include "zone_backing.h"
-#include "zone_internal.h"
-#include "zone_mirror.h"
-
-#include <pthread.h>
+#include "zone_chunk.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
-#define GRANULE_SHIFT 3
-#define GRANULE ((size_t)1 << GRANULE_SHIFT)
-#define CHUNK_GRANULES (PCPU_SLOT_STRIDE >> GRANULE_SHIFT)
-#define BITMAP_WORDS (CHUNK_GRANULES / 64)
-#define BITMAP_BYTES (2 * BITMAP_WORDS * sizeof(uint64_t)) /* alloc + start */
-#define HDR_GRANULES (PCPU__CHUNK_HDR_SIZE >> GRANULE_SHIFT)
-#define PCPU__ALIGN_CLASSES 10 /* alignments of 8 .. 4096 bytes: 2^0 .. 2^9 granules */
-
-struct chunk {
-	char *base;       /* slot 0's region, STRIDE-aligned */
-	uint64_t *alloc;  /* bit g: granule g is in use */
-	uint64_t *start;  /* bit g: an object starts at granule g */
-	size_t frontier;  /* granules below it have been handed out at least once */
-	size_t holes;     /* free granules below the frontier */
-	size_t hint;      /* no free granule below it */
-	/* Failed hole searches since the last free: no hole of at least
-	 * nofit[k] granules aligned to 2^k granules exists below the frontier
-	 * (0: not known). Alignment gaps left by bump allocation count as
-	 * holes yet fit no aligned request, so without this every aligned
-	 * allocation would rescan all of them (quadratic). */
-	size_t nofit[PCPU__ALIGN_CLASSES];
-	size_t backed;    /* reserving backings: bytes of every region reserved */
-	unsigned no;      /* 0 for the first chunk of the zone, then 1, 2... */
-	char *fork_copy;  /* a shared chunk's copy for a fork() child (see top) */
-	char *parent_view; /* in a fork() child's handlers: the parent's backing, read-only */
-	struct chunk *next;
-};
-
-struct pcpu_zone {
-	pthread_mutex_t lock;
-	enum pcpu_index index;
-	struct chunk *chunks; /* newest first: the bump chunk */
-	struct pcpu_zone *next_zone;
-	/* Shared backing (zone_backing.h; a statistics segment's file): every
-	 * chunk is mapped by it, so another process can read it. NULL:
-	 * private anonymous memory. A backing that reserves has its memory
-	 * reserved under objects before they are handed out (see the top). */
-	const struct pcpu_zone_backing *backing;
-	void *backing_ctx;
-	/* backing->release, kept when a fork() child leaves the backing:
-	 * called with backing_ctx when the zone is destroyed. */
-	void (*release)(void *ctx);
-};
-
-/* The table of all chunks of all zones, sorted by base, for pcpu_zone_find. */
-/* A mutex, not a rwlock: glibc's rwlock remembers the writer's tid, which a
- * fork() child's thread does not have, so the child could not release it. */
-static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The table of all chunks of all zones, sorted by base, for pcpu_zone_find
+ * (under pcpu__zone_table_lock, zone_shared.c). */
 static struct {
 	uintptr_t base;
 	pcpu_zone_t *zone;
 } *chunk_table;
 static size_t chunk_table_n, chunk_table_cap;
-static pcpu_zone_t *all_zones;
-static pthread_mutex_t zones_lock = PTHREAD_MUTEX_INITIALIZER;
 static pcpu_zone_t *default_zone;
-static int fork_registered, fork_late_registered;
-
-static size_t page_size(void)
-{
-	static size_t ps;
-
-	if (!ps)
-		ps = (size_t)sysconf(_SC_PAGESIZE);
-	return ps;
-}
-
-/* Marks a new mapping as not to be backed by transparent huge pages (see
- * the top): its pages are written sparsely. Advice only: a kernel built
- * without THP refuses it (EINVAL), and then there is nothing to avoid. */
-void pcpu_no_huge_pages(void *p, size_t len)
-{
-	int saved_errno = errno;
-
-	(void)madvise(p, len, MADV_NOHUGEPAGE);
-	errno = saved_errno;
-}
-
-/* A chunk: every slot's region, then every slot's mirror region. */
-static size_t chunk_span(void)
-{
-	return (size_t)(2 * pcpu_slot_count) << PCPU_SLOT_STRIDE_SHIFT;
-}
-
-/* ---- fork: take every lock; a child leaves shared backings -------------- */
-
-/* dst[i] = src[i] over len bytes, an 8-byte load per word (an adder may be
- * writing it: a plain memcpy could tear it), storing only non-zero words
- * so zero pages of the copy are never touched. */
-static void copy_words(char *dst, const char *src, size_t len)
-{
-	const int64_t *s = (const int64_t *)src;
-	int64_t *d = (int64_t *)dst;
-	size_t i;
-
-	for (i = 0; i < len / 8; i++) {
-		int64_t v = __atomic_load_n(&s[i], __ATOMIC_RELAXED);
-
-		if (v)
-			d[i] = v;
-	}
-}
-
-/* Private copy of a shared chunk: fresh anonymous memory holding the data
- * extents of the chunk's backing (holes stay untouched). NULL if out of
- * memory. */
-static char *copy_shared_chunk(const pcpu_zone_t *z, const struct chunk *c)
-{
-	size_t span = chunk_span(), off, d, h;
-	char *copy = mmap(NULL, span, PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-
-	if (copy == MAP_FAILED)
-		return NULL;
-	pcpu_no_huge_pages(copy, span); /* moved over the chunk in the child */
-	for (off = 0; off < span; off = h) {
-		int r = z->backing->extent(z->backing_ctx, c->no, off, span, &d, &h);
-
-		if (r == 0)
-			break; /* no data after off */
-		if (r < 0) {
-			d = off; /* cannot tell where data is: copy all of it */
-			h = span;
-		}
-		if (d >= span)
-			break;
-		if (h > span)
-			h = span;
-		copy_words(copy + d, c->base + d, h - d);
-	}
-	return copy;
-}
-
-static void zone_fork_prepare(void)
-{
-	int saved_errno = errno;
-	pcpu_zone_t *z;
-	struct chunk *c;
-
-	pthread_mutex_lock(&zones_lock);
-	for (z = all_zones; z; z = z->next_zone)
-		pthread_mutex_lock(&z->lock);
-	pthread_mutex_lock(&table_lock);
-	for (z = all_zones; z; z = z->next_zone)
-		if (z->backing)
-			for (c = z->chunks; c; c = c->next)
-				c->fork_copy = copy_shared_chunk(z, c);
-	errno = saved_errno;
-}
-
-static void zone_fork_unlock(void)
-{
-	pcpu_zone_t *z;
-
-	pthread_mutex_unlock(&table_lock);
-	for (z = all_zones; z; z = z->next_zone)
-		pthread_mutex_unlock(&z->lock);
-	pthread_mutex_unlock(&zones_lock);
-}
-
-static void zone_fork_parent(void)
-{
-	int saved_errno = errno;
-	pcpu_zone_t *z;
-	struct chunk *c;
-
-	for (z = all_zones; z; z = z->next_zone)
-		for (c = z->chunks; c; c = c->next)
-			if (c->fork_copy) {
-				munmap(c->fork_copy, chunk_span());
-				c->fork_copy = NULL;
-			}
-	zone_fork_unlock();
-	errno = saved_errno;
-}
-
-/* The child's only thread, before any code of the program runs in it. */
-static void zone_fork_child(void)
-{
-	int saved_errno = errno;
-	size_t span = chunk_span();
-	pcpu_zone_t *z;
-	struct chunk *c;
-
-	for (z = all_zones; z; z = z->next_zone) {
-		if (!z->backing)
-			continue;
-		for (c = z->chunks; c; c = c->next) {
-			char *copy = c->fork_copy;
-
-			/* The parent's live values, for the higher layers'
-			 * child handlers (pcpu__zone_fork_parent_view()). */
-			c->parent_view = z->backing->map(z->backing_ctx, c->no, NULL, span,
-							 PCPU_ZONE_MAP_VIEW);
-			c->fork_copy = NULL;
-			if (!copy) /* prepare had no memory: copy now */
-				copy = copy_shared_chunk(z, c);
-			if (copy && mremap(copy, span, span, MREMAP_MAYMOVE | MREMAP_FIXED,
-					   c->base) != MAP_FAILED)
-				continue;
-			if (copy)
-				munmap(copy, span);
-			/* Last resort, out of memory: a private mapping of the
-			 * backing. The child's writes stay its own (the parent's
-			 * words are never written), but pages it has not
-			 * written yet show the parent's later adds. */
-			(void)z->backing->map(z->backing_ctx, c->no, c->base, span,
-					      PCPU_ZONE_MAP_PRIVATE);
-		}
-		/* Private from now on; the backing is the segment's, which
-		 * leaves it in its own child handler (z->release stays, for
-		 * pcpu_zone_destroy()). */
-		z->backing = NULL;
-	}
-	zone_fork_unlock();
-	errno = saved_errno;
-}
-
-/* The fork's last child handler (rank PCPU_FORK_LATE): the higher layers
- * are done with the parent's views. */
-static void zone_fork_child_late(void)
-{
-	int saved_errno = errno;
-	pcpu_zone_t *z;
-	struct chunk *c;
-
-	for (z = all_zones; z; z = z->next_zone)
-		for (c = z->chunks; c; c = c->next)
-			if (c->parent_view) {
-				munmap(c->parent_view, chunk_span());
-				c->parent_view = NULL;
-			}
-	errno = saved_errno;
-}
-
-const void *pcpu__zone_fork_parent_view(const void *obj)
-{
-	uintptr_t a = (uintptr_t)obj;
-	pcpu_zone_t *z = pcpu_zone_find(obj);
-	struct chunk *c;
-
-	if (!z)
-		return NULL;
-	for (c = z->chunks; c; c = c->next)
-		if (a - (uintptr_t)c->base < PCPU_SLOT_STRIDE)
-			return c->parent_view ? c->parent_view + (a - (uintptr_t)c->base) : NULL;
-	return NULL;
-}
 
 /* ---- the bitmaps ------------------------------------------------------------ */
 
@@ -447,13 +172,13 @@ static int table_add(uintptr_t base, pcpu_zone_t *zone)
 {
 	size_t i;
 
-	pthread_mutex_lock(&table_lock);
+	pthread_mutex_lock(&pcpu__zone_table_lock);
 	if (chunk_table_n == chunk_table_cap) {
 		size_t cap = chunk_table_cap ? chunk_table_cap * 2 : 16;
 		void *nt = realloc(chunk_table, cap * sizeof(*chunk_table));
 
 		if (!nt) {
-			pthread_mutex_unlock(&table_lock);
+			pthread_mutex_unlock(&pcpu__zone_table_lock);
 			return -1;
 		}
 		chunk_table = nt;
@@ -464,7 +189,7 @@ static int table_add(uintptr_t base, pcpu_zone_t *zone)
 	chunk_table[i].base = base;
 	chunk_table[i].zone = zone;
 	chunk_table_n++;
-	pthread_mutex_unlock(&table_lock);
+	pthread_mutex_unlock(&pcpu__zone_table_lock);
 	return 0;
 }
 
@@ -472,12 +197,12 @@ static void table_remove_zone(pcpu_zone_t *zone)
 {
 	size_t i, j = 0;
 
-	pthread_mutex_lock(&table_lock);
+	pthread_mutex_lock(&pcpu__zone_table_lock);
 	for (i = 0; i < chunk_table_n; i++)
 		if (chunk_table[i].zone != zone)
 			chunk_table[j++] = chunk_table[i];
 	chunk_table_n = j;
-	pthread_mutex_unlock(&table_lock);
+	pthread_mutex_unlock(&pcpu__zone_table_lock);
 }
 
 pcpu_zone_t *pcpu_zone_of(const void *obj)
@@ -495,7 +220,7 @@ pcpu_zone_t *pcpu_zone_find(const void *addr)
 	pcpu_zone_t *zone = NULL;
 	size_t lo = 0, hi;
 
-	pthread_mutex_lock(&table_lock);
+	pthread_mutex_lock(&pcpu__zone_table_lock);
 	hi = chunk_table_n;
 	while (lo < hi) { /* last chunk with base <= a */
 		size_t mid = lo + (hi - lo) / 2;
@@ -508,46 +233,15 @@ pcpu_zone_t *pcpu_zone_find(const void *addr)
 	/* Only slot 0's region holds handles. */
 	if (lo > 0 && a - chunk_table[lo - 1].base < PCPU_SLOT_STRIDE)
 		zone = chunk_table[lo - 1].zone;
-	pthread_mutex_unlock(&table_lock);
+	pthread_mutex_unlock(&pcpu__zone_table_lock);
 	return zone;
 }
 
 /* ---- chunks ---------------------------------------------------------------- */
 
-/* Reserved zones: has the backing reserve [c->backed, upto) of every
- * region of chunk c, slots and mirrors (upto: a page multiple). On failure
- * nothing more is reserved and the backing has handled the lack of space:
- * -1 with its errno. Under the zone's lock (or before the chunk is
- * visible). */
-static int reserve_pages(pcpu_zone_t *zone, struct chunk *c, size_t upto)
-{
-	if (!zone->backing || !zone->backing->reserve || upto <= c->backed)
-		return 0;
-	if (zone->backing->reserve(zone->backing_ctx, c->no, c->base, chunk_span(), c->backed,
-				   upto) != 0)
-		return -1;
-	c->backed = upto;
-	return 0;
-}
-
 static size_t round_to_page(size_t x)
 {
 	return (x + page_size() - 1) & ~(page_size() - 1);
-}
-
-/* Replaces the chunk's private memory at `base` by the zone's backing. */
-static int map_shared_chunk(pcpu_zone_t *zone, unsigned no, char *base)
-{
-	return zone->backing->map(zone->backing_ctx, no, base, chunk_span(), PCPU_ZONE_MAP_SHARED)
-		       ? 0
-		       : -1;
-}
-
-/* Tells the backing that chunk c is in use (mapped, header written). */
-static void chunk_added(pcpu_zone_t *zone, struct chunk *c)
-{
-	if (zone->backing && zone->backing->chunk_added)
-		zone->backing->chunk_added(zone->backing_ctx, c->no, c->base);
 }
 
 static struct chunk *chunk_create(pcpu_zone_t *zone)
@@ -636,10 +330,7 @@ pcpu_zone_t *pcpu_zone_create(enum pcpu_index index)
 	pcpu_init();
 	/* Before any lock of ours is taken (fork.c); not at load time: only
 	 * processes that use pcpu pay. */
-	if (pcpu_fork_register(&fork_registered, PCPU_FORK_ZONE, zone_fork_prepare,
-			       zone_fork_parent, zone_fork_child) != 0 ||
-	    pcpu_fork_register(&fork_late_registered, PCPU_FORK_LATE, NULL, NULL,
-			       zone_fork_child_late) != 0)
+	if (pcpu__zone_fork_register() != 0)
 		return NULL;
 	/* One index per process (pcpu/zone.h): asking for the other one is
 	 * an error, not a silent substitution. */
@@ -662,10 +353,10 @@ pcpu_zone_t *pcpu_zone_create(enum pcpu_index index)
 		return NULL;
 	}
 
-	pthread_mutex_lock(&zones_lock);
-	z->next_zone = all_zones;
-	all_zones = z;
-	pthread_mutex_unlock(&zones_lock);
+	pthread_mutex_lock(&pcpu__zones_lock);
+	z->next_zone = pcpu__all_zones;
+	pcpu__all_zones = z;
+	pthread_mutex_unlock(&pcpu__zones_lock);
 	return z;
 }
 
@@ -676,15 +367,15 @@ void pcpu_zone_destroy(pcpu_zone_t *zone)
 
 	if (!zone)
 		return;
-	pthread_mutex_lock(&zones_lock);
-	for (pp = &all_zones; *pp; pp = &(*pp)->next_zone)
+	pthread_mutex_lock(&pcpu__zones_lock);
+	for (pp = &pcpu__all_zones; *pp; pp = &(*pp)->next_zone)
 		if (*pp == zone) {
 			*pp = zone->next_zone;
 			break;
 		}
 	if (zone == default_zone)
 		default_zone = NULL;
-	pthread_mutex_unlock(&zones_lock);
+	pthread_mutex_unlock(&pcpu__zones_lock);
 
 	table_remove_zone(zone);
 	for (c = zone->chunks; c; c = next) {
@@ -708,25 +399,25 @@ pcpu_zone_t *pcpu_default_zone(void)
 {
 	pcpu_zone_t *z;
 
-	pthread_mutex_lock(&zones_lock);
+	pthread_mutex_lock(&pcpu__zones_lock);
 	z = default_zone;
-	pthread_mutex_unlock(&zones_lock);
+	pthread_mutex_unlock(&pcpu__zones_lock);
 	if (z)
 		return z;
 	z = pcpu_zone_create(PCPU_INDEX_DEFAULT);
 	if (!z)
 		return NULL;
-	pthread_mutex_lock(&zones_lock);
+	pthread_mutex_lock(&pcpu__zones_lock);
 	if (!default_zone) {
 		default_zone = z;
 		z = NULL;
 	}
-	pthread_mutex_unlock(&zones_lock);
+	pthread_mutex_unlock(&pcpu__zones_lock);
 	if (z) /* another thread won the race */
 		pcpu_zone_destroy(z);
-	pthread_mutex_lock(&zones_lock);
+	pthread_mutex_lock(&pcpu__zones_lock);
 	z = default_zone;
-	pthread_mutex_unlock(&zones_lock);
+	pthread_mutex_unlock(&pcpu__zones_lock);
 	return z;
 }
 
@@ -1056,89 +747,4 @@ void pcpu__debug_check(const void *obj, const char *func)
 	 * assert() reports one. Release builds never get here. */
 	fprintf(stderr, "pcpu: %s: handle %p %s\n", func ? func : "?", obj, what);
 	abort();
-}
-
-/* Whether any object of the zone is live: a chunk with fewer holes than
- * granules handed out. Under the zone's lock. */
-static int zone_has_objects(const pcpu_zone_t *zone)
-{
-	const struct chunk *c;
-
-	for (c = zone->chunks; c; c = c->next)
-		if (c->frontier - HDR_GRANULES != c->holes)
-			return 1;
-	return 0;
-}
-
-int pcpu__zone_attach_backing(pcpu_zone_t *zone, const struct pcpu_zone_backing *backing,
-			       void *ctx)
-{
-	struct chunk *c;
-	void *old_ctx;
-	int rc = 0;
-
-	if (!zone || !backing || !backing->map || !backing->extent || !backing->read) {
-		errno = EINVAL;
-		return -1;
-	}
-	pthread_mutex_lock(&zone->lock);
-	if (zone->backing || zone_has_objects(zone)) {
-		/* Live objects cannot move into the backing: threads hold
-		 * pointers to them and add to them without any lock. */
-		pthread_mutex_unlock(&zone->lock);
-		errno = EBUSY;
-		return -1;
-	}
-	old_ctx = zone->backing_ctx; /* a backing a fork() child left, or NULL */
-	zone->backing = backing;
-	zone->backing_ctx = ctx;
-	for (c = zone->chunks; c && rc == 0; c = c->next) {
-		struct pcpu__chunk_hdr hdr = *(struct pcpu__chunk_hdr *)c->base;
-
-		c->backed = 0;
-		rc = map_shared_chunk(zone, c->no, c->base);
-		if (rc == 0)
-			rc = reserve_pages(zone, c, page_size()); /* before the header is written */
-		if (rc == 0) {
-			/* Nothing live: start afresh, with the backing's zeros. */
-			hdr.flags = 0;
-			hdr.mirror_delta = 0;
-			*(struct pcpu__chunk_hdr *)c->base = hdr;
-			memset(c->alloc, 0, (c->frontier + 63) / 64 * sizeof(uint64_t));
-			memset(c->start, 0, (c->frontier + 63) / 64 * sizeof(uint64_t));
-			c->frontier = HDR_GRANULES;
-			c->hint = HDR_GRANULES;
-			c->holes = 0;
-			memset(c->nofit, 0, sizeof(c->nofit));
-			chunk_added(zone, c);
-		}
-	}
-	if (rc != 0) {
-		/* Back to private memory, so that the zone stays usable: a chunk
-		 * left mapped to the backing without its pages reserved could
-		 * fault (SIGBUS) when written. */
-		int err = errno;
-
-		for (c = zone->chunks; c; c = c->next)
-			if (mmap(c->base, chunk_span(), PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) != MAP_FAILED) {
-				struct pcpu__chunk_hdr *h = (struct pcpu__chunk_hdr *)c->base;
-
-				pcpu_no_huge_pages(c->base, chunk_span());
-				h->magic = PCPU__CHUNK_MAGIC;
-				h->flags = 0;
-				h->mirror_delta = 0;
-			}
-		zone->backing = NULL;
-		zone->backing_ctx = old_ctx;
-		errno = err;
-	} else {
-		/* A backing a fork() child left before (pcpu_zone_destroy()
-		 * would have released it): released now, its place taken. */
-		if (zone->release)
-			zone->release(old_ctx);
-		zone->release = backing->release;
-	}
-	pthread_mutex_unlock(&zone->lock);
-	return rc;
 }

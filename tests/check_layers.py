@@ -55,7 +55,7 @@ LAYERS = [
     ("zone", 1, [
         "include/pcpu/zone.h",
         "include/pcpu/common.h",        # compatibility: defs, rseq, version, zone
-        "src/zone.c", "src/zone_*.h",
+        "src/zone.c", "src/zone_shared.c", "src/zone_*.h",
     ]),
     ("counter", 2, [
         "include/pcpu/counter.h", "include/pcpu/counter9.h", "include/pcpu/compat/*",
@@ -78,7 +78,7 @@ LAYERS = [
     # uses them all.
     ("stats.base", 5, [
         "include/pcpu/expose.h",
-        "src/stats/internal.h", "src/stats/validate.*", "src/stats/format.*",
+        "src/stats/stats_internal.h", "src/stats/validate.*", "src/stats/format.*",
         "src/stats/arena.c", "src/stats/hashtab.*", "src/stats/histogram_layout.*",
         "src/stats/histogram_export.c",
     ]),
@@ -103,7 +103,7 @@ LAYERS = [
     # The segment: its format and shared helpers, then writer and reader.
     ("segment.base", 9, [
         "include/pcpu/segment_dir.h",
-        "src/segment/format.h", "src/segment/internal.h",
+        "src/segment/format.h", "src/segment/segment_internal.h",
         "src/segment/backing.*", "src/segment/error.c", "src/segment/names.c",
         "src/segment/dirs.c", "src/segment/safe_open.c", "src/segment/liveness.c",
     ]),

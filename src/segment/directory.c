@@ -38,7 +38,7 @@
 #include <string.h>
 
 #include "backing.h"
-#include "internal.h"
+#include "segment_internal.h"
 #include "writer.h"
 
 _Static_assert(PCPU__SEG_MAX_BOUNDS == PCPU_HISTOGRAM_MAX_BOUNDS, "format.h and histogram.h agree");

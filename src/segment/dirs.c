@@ -15,7 +15,7 @@
 
 #include <pcpu/segment_dir.h>
 
-#include "internal.h"
+#include "segment_internal.h"
 
 const char *pcpu__seg_dir(const char *dir)
 {

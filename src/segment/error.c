@@ -9,7 +9,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "internal.h"
+#include "segment_internal.h"
 #include "../error.h"
 
 /* The segment's domain of the library's per-thread messages (src/error.c),

@@ -26,7 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "segment_internal.h"
 
 /* No /proc/<pid>: the process does not exist if the kernel agrees (our
  * /proc may not be mounted, or show another pid namespace). */

@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "internal.h"
+#include "segment_internal.h"
 
 static int name_char(unsigned char c)
 {

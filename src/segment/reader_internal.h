@@ -14,7 +14,7 @@
  *   reader_result.c    assembling the public snapshot
  *   reader_snapshot.c  the read protocol: copies, retries, what is kept
  *
- * The reader uses only libc, this header, segment/internal.h and the
+ * The reader uses only libc, this header, segment/segment_internal.h and the
  * statistics layer's validators (stats/validate.h, stats/histogram_layout.h
  * and pcpu/expose.h): the fuzz target builds it without the core.
  * Nothing here is exported.
@@ -29,7 +29,7 @@
 
 #include <pcpu/reader.h>
 
-#include "internal.h"
+#include "segment_internal.h"
 
 #define PCPU__RD_DEFAULT_MAX_BYTES ((size_t)4 << 30)
 

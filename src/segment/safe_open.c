@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "segment_internal.h"
 
 int pcpu__seg_open_dir(const char *dir)
 {

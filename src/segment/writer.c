@@ -65,7 +65,7 @@
 #include "../fork.h"
 #include "../zone_backing.h"
 #include "backing.h"
-#include "internal.h"
+#include "segment_internal.h"
 #include "writer.h"
 
 #define DEFAULT_MAX_ENTRIES ((size_t)1 << 20)

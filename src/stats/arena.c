@@ -6,7 +6,7 @@
  */
 #include <stdlib.h>
 
-#include "internal.h"
+#include "stats_internal.h"
 
 #define ARENA_BLOCK_MIN 65536
 

@@ -22,7 +22,7 @@
 
 #include <pcpu/counter9_sysctl.h>
 
-#include "internal.h"
+#include "stats_internal.h"
 #include "../fork.h"
 
 static pthread_mutex_t records_lock = PTHREAD_MUTEX_INITIALIZER;

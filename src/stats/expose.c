@@ -36,7 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "stats_internal.h"
 #include "hashtab.h"
 
 /* ---- validation ---- */

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "stats_internal.h"
 #include "metrics.pb-c.h"
 
 typedef Pcpu__Pb__MetricFamily MetricFamily;

@@ -121,7 +121,7 @@
 
 #include <pcpu/group.h>
 
-#include "internal.h"
+#include "stats_internal.h"
 #include "metrics.h"
 #include "../fork.h"
 #include "../zone_internal.h"

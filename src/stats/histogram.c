@@ -26,7 +26,7 @@
 #include <pcpu/histogram.h>
 
 #include "histogram_layout.h"
-#include "internal.h"
+#include "stats_internal.h"
 #include "metrics.h"
 
 _Static_assert(PCPU__LOGLINEAR_MAX_BITS == PCPU_HISTOGRAM_MAX_BITS,

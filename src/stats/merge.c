@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "stats_internal.h"
 #include "hashtab.h"
 
 

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "internal.h"
+#include "stats_internal.h"
 
 /* One list element: its token (media range or coding) and parameters. */
 struct element {

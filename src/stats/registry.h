@@ -13,7 +13,7 @@
 
 #include <pcpu/stats.h>
 
-#include "internal.h"
+#include "stats_internal.h"
 #include "metrics.h"
 #include "registry_types.h"
 

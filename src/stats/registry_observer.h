@@ -17,7 +17,7 @@
 
 #include <pcpu/stats.h>
 
-#include "internal.h"
+#include "stats_internal.h"
 
 struct pcpu_family;
 struct pcpu__series;

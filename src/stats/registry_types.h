@@ -13,7 +13,7 @@
 
 #include <pcpu/stats.h>
 
-#include "internal.h"
+#include "stats_internal.h"
 #include "hashtab.h"
 #include "registry_observer.h"
 

@@ -25,7 +25,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "internal.h"
+#include "stats_internal.h"
 #include "../error.h"
 
 /* The buffer is the statistics layer's domain of the library's per-thread

@@ -7,7 +7,7 @@
  */
 #include "../check.h"
 #include "utf8_ref.h"
-#include "internal.h"
+#include "stats_internal.h"
 #include <errno.h>
 #include <float.h>
 #include <locale.h>

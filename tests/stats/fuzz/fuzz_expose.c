@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "stats_internal.h"
 
 #define REQUIRE(c)                                                                   \
 	do {                                                                         \

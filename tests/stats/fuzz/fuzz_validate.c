@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "stats_internal.h"
 #include "../utf8_ref.h"
 
 #define REQUIRE(c)                                                                   \
