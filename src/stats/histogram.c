@@ -369,6 +369,14 @@ void pcpu_histogram_destroy(pcpu_histogram_t *h)
 	free(h);
 }
 
+void pcpu__histogram_destroy_in(pcpu_zone_t *zone, pcpu_histogram_t *h)
+{
+	/* The bucket counters come from `zone` (pcpu_histogram_create_in()). */
+	(void)pcpu_zone_free(zone, h->pcpu__c);
+	free((void *)h->pcpu__bounds);
+	free(h);
+}
+
 int pcpu_histogram_bucket_range(const pcpu_histogram_t *h, size_t b, int64_t *lower,
 				int64_t *upper)
 {

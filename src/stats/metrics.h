@@ -30,6 +30,10 @@ PCPU_HIDDEN void pcpu__group_free_in(pcpu_zone_t *zone, pcpu_group_t *g);
 
 /* ---- histogram.c ---- */
 
+/* pcpu_histogram_destroy() of a histogram allocated in `zone`, which the
+ * caller holds (a registry): no search for the zone by address. */
+PCPU_HIDDEN void pcpu__histogram_destroy_in(pcpu_zone_t *zone, pcpu_histogram_t *h);
+
 /* Validates a layout; gives the bucket count (+Inf included) and, for
  * log-linear layouts, the first value that goes to +Inf. */
 PCPU_HIDDEN int pcpu__histogram_layout_check(const struct pcpu_histogram_layout *l,

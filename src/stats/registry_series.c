@@ -58,7 +58,7 @@ void pcpu__storage_free(const struct pcpu_family *f, void *h)
 		(void)pcpu_zone_free(f->reg->zone, h);
 		break;
 	case PCPU_METRIC_HISTOGRAM:
-		pcpu_histogram_destroy((pcpu_histogram_t *)h);
+		pcpu__histogram_destroy_in(f->reg->zone, (pcpu_histogram_t *)h);
 		break;
 	}
 }
