@@ -94,7 +94,8 @@ int pcpu__htab_add(struct pcpu__htab *t, uint64_t h, uintptr_t key, uint32_t val
 	uint32_t f = fold(h);
 	size_t i;
 
-	if (pcpu__htab_reserve(t, 1) < 0)
+	/* The common case, room enough, without the call. */
+	if ((t->used + 1) * 2 > t->cap && pcpu__htab_reserve(t, 1) < 0)
 		return -1;
 	for (i = home(t, f); t->slots[i].key; i = (i + 1) & (t->cap - 1))
 		;
