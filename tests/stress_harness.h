@@ -1,9 +1,9 @@
 /*
  * The disturbance pcpu's stress tests put their threads through, in one
- * place (test_stress, test_ref_stress, test_rwlock_stress): a migrator that
- * moves the test's live threads between CPUs, a signaller that sends them
- * SIGUSR1, the table of live thread ids both pick from, and the random
- * numbers they (and the tests) draw.
+ * place (test_stress, test_ref_stress, test_rwlock_stress, stats/test_group):
+ * a migrator that moves the test's live threads between CPUs, a signaller
+ * that sends them SIGUSR1, the table of live thread ids both pick from, and
+ * the random numbers they (and the tests) draw.
  *
  * A test fills a struct stress_harness, has each of its worker threads
  * publish itself with stress_enter() and withdraw with stress_leave()
