@@ -32,7 +32,9 @@
  * <= 2x two counter adds) and the histogram record against its floor on
  * the same layout (pcpu's log-linear record <= 1.15x the same record built
  * on the hand-written pair commit: record_vs_floor(), runs of the two
- * paired in time, the median of the pairs' ratios).
+ * paired in time, the median of the pairs' ratios; it also prints that
+ * ratio split into the code and the memory, with the hand-written record
+ * run on a histogram's own zone memory).
  *
  * `--quick` is the demonstration's run (seconds); `--smoke` a fixed, small
  * amount of work that checks every variant runs and counts right (ctest
