@@ -39,7 +39,7 @@
 #define PCPU_TEST_INJECT 1
 #include "check.h"
 #include "seccomp_deny.h"
-#include "stress_move.h"
+#include "stress_harness.h"
 #include <pcpu/pcpu.h>
 #include <errno.h>
 #include <pthread.h>
@@ -88,6 +88,8 @@ static uint64_t tryget_fails; /* atomic */
 static uint64_t signal_pairs; /* atomic */
 static uint64_t total_aborts; /* atomic */
 static int live_tids[MAX_READERS];
+/* The migrator and the signaller (stress_harness.h); ntids set in main(). */
+static struct stress_harness harness = { .tids = live_tids, .stop = &stop, .signal_us = 50 };
 static int nreaders;
 static int expect_percpu = -1;
 static int percpu_seen;
@@ -95,15 +97,6 @@ static int lose_membarrier;  /* objects created before membarrier is refused */
 static int membarrier_lost;  /* atomic: the killer refused it */
 static uint64_t walk_kills;  /* kills of per-CPU refs after that */
 
-static __thread uint64_t rng;
-
-static uint64_t next_rand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
 
 static void fail(const char *what, int obj)
 {
@@ -178,19 +171,19 @@ static void *reader(void *arg)
 	uint64_t local = 0;
 	sigset_t all;
 
-	rng = (uint64_t)(uintptr_t)&local ^ ((uint64_t)slot << 40) ^ (uint64_t)time(NULL) ^
+	stress_rng = (uint64_t)(uintptr_t)&local ^ ((uint64_t)slot << 40) ^ (uint64_t)time(NULL) ^
 	      0x9e3779b97f4a7c15ull;
-	__atomic_store_n(&live_tids[slot], (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
-	iters = 2000 + (long)(next_rand() % 50000);
+	stress_enter(&harness, (unsigned)slot);
+	iters = 2000 + (long)(stress_rand() % 50000);
 	while (iters-- > 0 && !__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
-		local += use_current((next_rand() & 255) == 0);
+		local += use_current((stress_rand() & 255) == 0);
 		if ((iters & 63) == 0) {
 			__atomic_fetch_add(&pairs_done, local, __ATOMIC_RELAXED);
 			local = 0;
 		}
 	}
 	__atomic_fetch_add(&pairs_done, local, __ATOMIC_RELAXED);
-	__atomic_store_n(&live_tids[slot], 0, __ATOMIC_RELEASE);
+	stress_leave(&harness, (unsigned)slot);
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL); /* no handler after the tally */
 	__atomic_fetch_add(&total_aborts, pcpu__test_inject_aborts, __ATOMIC_RELAXED);
@@ -227,11 +220,11 @@ static void *killer(void *arg)
 	int i = 0;
 
 	(void)arg;
-	rng = 4242;
+	stress_rng = 4242;
 	if (lose_membarrier)
 		refuse_membarrier();
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
-		struct timespec ts = {0, (long)(next_rand() % 100000)};
+		struct timespec ts = {0, (long)(stress_rand() % 100000)};
 
 		if (i + 1 < MAX_OBJS) {
 			if (!pool[i + 1].created)
@@ -246,42 +239,12 @@ static void *killer(void *arg)
 		}
 		if ((i & 15) == 0)
 			__atomic_store_n(&pcpu__test_inject_spin,
-					 spins[next_rand() % (sizeof(spins) / sizeof(spins[0]))],
+					 spins[stress_rand() % (sizeof(spins) / sizeof(spins[0]))],
 					 __ATOMIC_RELAXED);
-		if (next_rand() & 1)
+		if (stress_rand() & 1)
 			nanosleep(&ts, NULL);
 		else
 			sched_yield();
-	}
-	return NULL;
-}
-
-static void *migrator(void *arg)
-{
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-
-	(void)arg;
-	rng = 12345;
-	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
-		int tid = __atomic_load_n(&live_tids[next_rand() % (unsigned)nreaders], __ATOMIC_ACQUIRE);
-
-		if (tid)
-			stress_move_thread(tid, ncpu, next_rand(), next_rand());
-		usleep(200);
-	}
-	return NULL;
-}
-
-static void *signaller(void *arg)
-{
-	(void)arg;
-	rng = 777;
-	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
-		int tid = __atomic_load_n(&live_tids[next_rand() % (unsigned)nreaders], __ATOMIC_ACQUIRE);
-
-		if (tid)
-			syscall(SYS_tgkill, getpid(), tid, SIGUSR1);
-		usleep(50);
 	}
 	return NULL;
 }
@@ -291,7 +254,7 @@ int main(int argc, char **argv)
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	double pairs = 2.5e7;
 	const char *scale = getenv("PCPU_TEST_SCALE");
-	pthread_t readers[MAX_READERS], kil, mig, sig;
+	pthread_t readers[MAX_READERS], kil;
 	struct sigaction sa;
 	long started = 0;
 	struct timespec t0, t1;
@@ -334,8 +297,8 @@ int main(int argc, char **argv)
 		started++;
 	}
 	CHECK(pthread_create(&kil, NULL, killer, NULL) == 0);
-	CHECK(pthread_create(&mig, NULL, migrator, NULL) == 0);
-	CHECK(pthread_create(&sig, NULL, signaller, NULL) == 0);
+	harness.ntids = (unsigned)nreaders;
+	stress_start(&harness);
 
 	/* Replace readers as they exit, until enough pairs are done. */
 	while (__atomic_load_n(&pairs_done, __ATOMIC_RELAXED) < pairs_target) {
@@ -351,8 +314,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nreaders; i++)
 		CHECK(pthread_join(readers[i], NULL) == 0);
 	CHECK(pthread_join(kil, NULL) == 0);
-	CHECK(pthread_join(mig, NULL) == 0);
-	CHECK(pthread_join(sig, NULL) == 0);
+	stress_join(&harness);
 
 	/* The last object is still live: its only reference is the owner's. */
 	{

@@ -23,7 +23,7 @@
  */
 #define PCPU_TEST_INJECT 1
 #include "check.h"
-#include "stress_move.h"
+#include "stress_harness.h"
 #include <pcpu/pcpu.h>
 #include <errno.h>
 #include <pthread.h>
@@ -55,17 +55,10 @@ static int readers_in;
 static int stop;
 static uint64_t reads, writes, blocked_reads, signal_reads, trywrite_ok; /* atomic */
 static int live_tids[MAX_READERS];
+/* The migrator and the signaller (stress_harness.h); ntids set in main(). */
+static struct stress_harness harness = { .tids = live_tids, .stop = &stop, .signal_us = 100 };
 static int nreaders;
 
-static __thread uint64_t rng;
-
-static uint64_t next_rand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
 
 static void fail(const char *what)
 {
@@ -111,13 +104,13 @@ static void *reader(void *arg)
 	uint64_t n = 0, nb = 0;
 	sigset_t all, usr1, old;
 
-	rng = (uint64_t)(uintptr_t)&n ^ ((uint64_t)slot << 40) ^ (uint64_t)time(NULL) ^ 0x9e3779b97f4a7c15ull;
-	__atomic_store_n(&live_tids[slot], (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	stress_rng = (uint64_t)(uintptr_t)&n ^ ((uint64_t)slot << 40) ^ (uint64_t)time(NULL) ^ 0x9e3779b97f4a7c15ull;
+	stress_enter(&harness, (unsigned)slot);
 	sigemptyset(&usr1);
 	sigaddset(&usr1, SIGUSR1);
-	iters = 2000 + (long)(next_rand() % 30000);
+	iters = 2000 + (long)(stress_rand() % 30000);
 	while (iters-- > 0 && !__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
-		uint64_t r = next_rand();
+		uint64_t r = stress_rand();
 
 		if (!pcpu_rwlock_tryrdlock(lock)) {
 			nb++; /* a writer is around: sleep until it leaves */
@@ -140,7 +133,7 @@ static void *reader(void *arg)
 	}
 	__atomic_fetch_add(&reads, n & 255, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&blocked_reads, nb, __ATOMIC_RELAXED);
-	__atomic_store_n(&live_tids[slot], 0, __ATOMIC_RELEASE);
+	stress_leave(&harness, (unsigned)slot);
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	return NULL;
@@ -165,9 +158,9 @@ static void *writer(void *arg)
 {
 	static const unsigned spins[] = {0, 64, 256, 1024};
 
-	rng = 99991 + (uint64_t)(intptr_t)arg;
+	stress_rng = 99991 + (uint64_t)(intptr_t)arg;
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
-		uint64_t r = next_rand();
+		uint64_t r = stress_rand();
 		struct timespec ts = {0, (long)(r % 300000)};
 
 		if ((r >> 20) % 8 == 0) {
@@ -185,36 +178,6 @@ static void *writer(void *arg)
 		if ((r & 15) == 0)
 			__atomic_store_n(&pcpu__test_inject_spin, spins[(r >> 8) % 4], __ATOMIC_RELAXED);
 		nanosleep(&ts, NULL);
-	}
-	return NULL;
-}
-
-static void *migrator(void *arg)
-{
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-
-	(void)arg;
-	rng = 12345;
-	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
-		int tid = __atomic_load_n(&live_tids[next_rand() % (unsigned)nreaders], __ATOMIC_ACQUIRE);
-
-		if (tid)
-			stress_move_thread(tid, ncpu, next_rand(), next_rand());
-		usleep(200);
-	}
-	return NULL;
-}
-
-static void *signaller(void *arg)
-{
-	(void)arg;
-	rng = 777;
-	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
-		int tid = __atomic_load_n(&live_tids[next_rand() % (unsigned)nreaders], __ATOMIC_ACQUIRE);
-
-		if (tid)
-			syscall(SYS_tgkill, getpid(), tid, SIGUSR1);
-		usleep(100);
 	}
 	return NULL;
 }
@@ -249,7 +212,7 @@ int main(int argc, char **argv)
 	double seconds = 4, t0, last_progress;
 	const char *scale = getenv("PCPU_TEST_SCALE");
 	int expect_percpu = -1;
-	pthread_t readers[MAX_READERS], wr[2], mig, sig;
+	pthread_t readers[MAX_READERS], wr[2];
 	struct sigaction sa;
 	long started = 0;
 	uint64_t last_reads = 0, last_writes = 0;
@@ -288,8 +251,8 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < 2; i++)
 		CHECK(pthread_create(&wr[i], NULL, writer, (void *)(intptr_t)i) == 0);
-	CHECK(pthread_create(&mig, NULL, migrator, NULL) == 0);
-	CHECK(pthread_create(&sig, NULL, signaller, NULL) == 0);
+	harness.ntids = (unsigned)nreaders;
+	stress_start(&harness);
 
 	/* Replace readers as they exit; watch that both sides progress. Runs
 	 * `seconds` and then until each event the checks below need has been
@@ -329,8 +292,7 @@ int main(int argc, char **argv)
 		CHECK(pthread_join(readers[i], NULL) == 0);
 	for (int i = 0; i < 2; i++)
 		CHECK(pthread_join(wr[i], NULL) == 0);
-	CHECK(pthread_join(mig, NULL) == 0);
-	CHECK(pthread_join(sig, NULL) == 0);
+	stress_join(&harness);
 	alarm(0);
 
 	printf("test_rwlock_stress: lock %s; %d readers (%ld started), %llu reads "

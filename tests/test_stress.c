@@ -19,7 +19,7 @@
  */
 
 #include "check.h"
-#include "stress_move.h"
+#include "stress_harness.h"
 #include <pcpu/pcpu.h>
 #include <errno.h>
 #include <pthread.h>
@@ -40,21 +40,14 @@ static int64_t expected[NCOUNTERS + 4];
 static int64_t signal_adds;
 static int stop; /* read with __atomic: TSan-clean */
 static int live_tids[MAX_LIVE];
+/* The migrator and the signaller (stress_harness.h); ntids set in main(). */
+static struct stress_harness harness = { .tids = live_tids, .stop = &stop, .signal_us = 50 };
 static int nlive_target;
 static const char *expect_mode;
 static int mode_mismatch;
 static long threads_started;
 
 static __thread int64_t sig_expected; /* written only by this thread's handler */
-static __thread uint64_t rng;
-
-static uint64_t next_rand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
 
 static void handler(int sig)
 {
@@ -109,18 +102,18 @@ static void *adder(void *arg)
 	double deadline;
 	long n;
 
-	rng = (uint64_t)(uintptr_t)&local ^ (uint64_t)time(NULL) ^ ((uint64_t)slot << 32) ^ 0x9e3779b97f4a7c15ull;
-	__atomic_store_n(&live_tids[slot], (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	stress_rng = (uint64_t)(uintptr_t)&local ^ (uint64_t)time(NULL) ^ ((uint64_t)slot << 32) ^ 0x9e3779b97f4a7c15ull;
+	stress_enter(&harness, (unsigned)slot);
 	check_mode();
 	/* Exit after a random number of adds or a random 10-110 ms, whichever
 	 * comes first, so threads come and go even when the machine (or
 	 * valgrind) is slow. */
-	n = 20000 + (long)(next_rand() % 200000);
-	deadline = now_ms() + 10 + (double)(next_rand() % 100);
+	n = 20000 + (long)(stress_rand() % 200000);
+	deadline = now_ms() + 10 + (double)(stress_rand() % 100);
 	while (n-- > 0 && !__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		if ((n & 1023) == 0 && now_ms() > deadline)
 			break;
-		uint64_t r = next_rand();
+		uint64_t r = stress_rand();
 		int64_t v = (int64_t)(r % 2001) - 1000;
 		int k = (int)((r >> 20) % (NCOUNTERS + 1));
 
@@ -138,40 +131,9 @@ static void *adder(void *arg)
 		if ((r & 0xfff) == 0)
 			sched_yield();
 	}
-	__atomic_store_n(&live_tids[slot], 0, __ATOMIC_RELEASE);
+	stress_leave(&harness, (unsigned)slot);
 	for (int i = 0; i < NCOUNTERS + 4; i++)
 		__atomic_fetch_add(&expected[i], local[i], __ATOMIC_RELAXED);
-	publish_signal_adds();
-	return NULL;
-}
-
-static void *migrator(void *arg)
-{
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	(void)arg;
-	rng = 12345;
-	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
-		int tid = __atomic_load_n(&live_tids[next_rand() % (unsigned)nlive_target], __ATOMIC_ACQUIRE);
-
-		if (tid)
-			stress_move_thread(tid, ncpu, next_rand(), next_rand());
-		usleep(200);
-	}
-	publish_signal_adds();
-	return NULL;
-}
-
-static void *signaller(void *arg)
-{
-	(void)arg;
-	rng = 777;
-	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
-		int tid = __atomic_load_n(&live_tids[next_rand() % (unsigned)nlive_target], __ATOMIC_ACQUIRE);
-
-		if (tid)
-			syscall(SYS_tgkill, getpid(), tid, SIGUSR1);
-		usleep(50);
-	}
 	publish_signal_adds();
 	return NULL;
 }
@@ -181,7 +143,7 @@ int main(int argc, char **argv)
 	double seconds = 3;
 	long per_cpu = 4;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	pthread_t threads[MAX_LIVE], mig, sig;
+	pthread_t threads[MAX_LIVE];
 	struct sigaction sa;
 	struct itimerval it = {{0, 1000}, {0, 1000}};
 	struct timespec t0, now;
@@ -240,8 +202,9 @@ int main(int argc, char **argv)
 		CHECK(pthread_create(&threads[i], NULL, adder, (void *)(intptr_t)i) == 0);
 		threads_started++;
 	}
-	CHECK(pthread_create(&mig, NULL, migrator, NULL) == 0);
-	CHECK(pthread_create(&sig, NULL, signaller, NULL) == 0);
+	harness.ntids = (unsigned)nlive_target;
+	harness.at_exit = publish_signal_adds; /* SIGALRM may land on the helpers */
+	stress_start(&harness);
 	CHECK(setitimer(ITIMER_REAL, &it, NULL) == 0);
 
 	/* Replace adders as they exit, until time is up. */
@@ -261,8 +224,7 @@ int main(int argc, char **argv)
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < nlive_target; i++)
 		CHECK(pthread_join(threads[i], NULL) == 0);
-	CHECK(pthread_join(mig, NULL) == 0);
-	CHECK(pthread_join(sig, NULL) == 0);
+	stress_join(&harness);
 	memset(&it, 0, sizeof(it));
 	setitimer(ITIMER_REAL, &it, NULL);
 	publish_signal_adds(); /* main's own handler runs */

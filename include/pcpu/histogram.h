@@ -270,19 +270,33 @@ __attribute__((always_inline)) static inline size_t PCPU__INLINE_OP(pcpu_histogr
 	return pcpu__histogram_locate(h, &v);
 }
 
+/* The pair's slow path, when the section does not commit (fallback mode, a
+ * migration or signal): two counter slow-path adds, each exact (a reader
+ * may then see one before the other, as it may anyway). One call out of
+ * line, not two inline: with two, `pair` and `v` must survive the first
+ * call, so a loop of records keeps them in callee-saved registers, and gcc
+ * 12 then had none left for the section's offsets from pcpu__g and loaded
+ * both again before every record; with one call both die at it, and
+ * pcpu__g.cs_tpoff stays in a register across the loop (bench/README.md,
+ * "The record against its floor"). */
+static __attribute__((noinline, cold, unused)) void pcpu__histogram_add_pair_slow(pcpu_counter_t pair,
+										  int64_t n, int64_t v)
+{
+	pcpu__counter_add_slow(pair, n);
+	pcpu__counter_add_slow(pair + 1, v);
+}
+
 /* Adds n to the count and v to the sum of the bucket pair at `pair` on the
  * calling thread's slot: one critical section whose commit stores both
- * words (rseq_idx16_cmpeq_add2v_indexed). If it does not commit, two counter
- * slow-path adds, each exact (a reader may then see one before the other,
- * as it may anyway). */
+ * words (rseq_idx16_cmpeq_add2v_indexed); if it does not commit,
+ * pcpu__histogram_add_pair_slow(). */
 __attribute__((always_inline)) static inline void pcpu__histogram_add_pair(pcpu_counter_t pair, int64_t n,
 									    int64_t v)
 {
 	/* An unregistered area fails the section's compare (idx16). */
 	if (PCPU_LIKELY(pcpu__rseq_idx16_cmpeq_add2v_indexed(&pair->pcpu__word, n, v) == 0))
 		return;
-	pcpu__counter_add_slow(pair, n);
-	pcpu__counter_add_slow(pair + 1, v);
+	pcpu__histogram_add_pair_slow(pair, n, v);
 }
 
 /**

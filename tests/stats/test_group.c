@@ -18,6 +18,7 @@
  * verifies which lanes the updates went to.
  */
 #include "../check.h"
+#include "../stress_harness.h"
 #include <pcpu/pcpu.h>
 #include <pcpu/group.h>
 #include <errno.h>
@@ -38,19 +39,13 @@ static int64_t expect2[NGROUPS], expect4; /* summed at writer exit (atomics) */
 static int64_t sig_total;
 static int stop;
 static int tids[MAX_WRITERS];
+/* The migrator and the SIGUSR1 signaller (stress_harness.h); ntids set in
+ * main(). */
+static struct stress_harness harness = { .tids = tids, .stop = &stop, .signal_us = 1000 };
 static uint64_t reads_ok, reads_timedout, violations;
 #define MIN_READS 1000 /* consistent group reads the run waits for */
 
 static __thread int64_t my_sig_adds;
-static __thread uint64_t rng;
-
-static uint64_t next_rand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
 
 static void handler(int sig)
 {
@@ -77,11 +72,11 @@ static void *writer_main(void *arg)
 	int i;
 	static const int64_t d4[4] = { 1, 1500, 2, -3 };
 
-	rng = (uint64_t)(uintptr_t)&mine ^ ((uint64_t)w->slot << 32) ^ 0x9e3779b97f4a7c15ull;
-	__atomic_store_n(&tids[w->slot], (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
-	iters = 20000 + next_rand() % 200000;
+	stress_rng = (uint64_t)(uintptr_t)&mine ^ ((uint64_t)w->slot << 32) ^ 0x9e3779b97f4a7c15ull;
+	stress_enter(&harness, (unsigned)w->slot);
+	iters = 20000 + stress_rand() % 200000;
 	for (n = 0; n < iters && !__atomic_load_n(&stop, __ATOMIC_RELAXED); n++) {
-		unsigned r = (unsigned)next_rand();
+		unsigned r = (unsigned)stress_rand();
 
 		if (r % 5 == 0) {
 			pcpu_group_add(g4, 0, d4);
@@ -92,7 +87,7 @@ static void *writer_main(void *arg)
 			mine[i]++;
 		}
 	}
-	__atomic_store_n(&tids[w->slot], 0, __ATOMIC_RELEASE);
+	stress_leave(&harness, (unsigned)w->slot);
 	/* Block the signals before publishing what the handler added. */
 	{
 		sigset_t s;
@@ -151,29 +146,6 @@ static void *reader_main(void *arg)
 	return NULL;
 }
 
-static void *migrator_main(void *arg)
-{
-	int ncpu = *(int *)arg;
-	struct timespec ts = { 0, 500000 };
-
-	rng = 12345;
-	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
-		int slot = (int)(next_rand() % MAX_WRITERS);
-		int tid = __atomic_load_n(&tids[slot], __ATOMIC_ACQUIRE);
-
-		if (tid) {
-			cpu_set_t set;
-			CPU_ZERO(&set);
-			CPU_SET((int)(next_rand() % (uint64_t)ncpu), &set);
-			sched_setaffinity(tid, sizeof set, &set); /* ESRCH: it just exited */
-			if (next_rand() % 2)
-				syscall(SYS_tgkill, getpid(), tid, SIGUSR1);
-		}
-		nanosleep(&ts, NULL);
-	}
-	return NULL;
-}
-
 /* Sum of group i's values in the primary (rseq) lanes and in the fallback
  * lanes, read straight from memory (layout in pcpu/group.h). */
 static void lane_sums(const pcpu_group_t *g, size_t i, int64_t *primary, int64_t *fallback)
@@ -202,7 +174,7 @@ int main(int argc, char **argv)
 	double seconds = 2;
 	int per_cpu = 4, nreaders = 2, ncpu, nwriters, i;
 	struct writer *w;
-	pthread_t readers[8], migrator;
+	pthread_t readers[8];
 	struct sigaction sa;
 	struct itimerval it;
 	struct timespec t0, t;
@@ -266,7 +238,8 @@ int main(int argc, char **argv)
 	CHECK(w);
 	for (i = 0; i < nreaders; i++)
 		CHECK(pthread_create(&readers[i], NULL, reader_main, NULL) == 0);
-	CHECK(pthread_create(&migrator, NULL, migrator_main, &ncpu) == 0);
+	harness.ntids = (unsigned)nwriters;
+	stress_start(&harness); /* with SIGALRM and SIGUSR1 blocked, as the readers */
 	memset(&it, 0, sizeof it);
 	it.it_interval.tv_usec = 200;
 	it.it_value.tv_usec = 200;
@@ -316,7 +289,7 @@ int main(int argc, char **argv)
 		CHECK(pthread_join(w[i].th, NULL) == 0);
 	for (i = 0; i < nreaders; i++)
 		CHECK(pthread_join(readers[i], NULL) == 0);
-	CHECK(pthread_join(migrator, NULL) == 0);
+	stress_join(&harness);
 	/* Main unblocks the signals briefly around pthread_create. */
 	sig_total += my_sig_adds;
 
