@@ -16,7 +16,7 @@ A documentation passes when it says
   - thread safety: "Thread-safe", "Not thread-safe", "Thread safety" or
     "MT-safe" (any case), and
   - cost: "Cost" (any case),
-or when it says the function behaves "as pcpu_other()" and that function's
+or when it says the function behaves "as pcpu_other()" (or "like") and that function's
 documentation passes (a convenience wrapper inherits its model's contract).
 
 Prints every function that fails with what it lacks; exit status 1 if any.
@@ -28,7 +28,7 @@ import sys
 
 THREAD = re.compile(r"thread[- ]safe|thread safety|mt-safe", re.I)
 COST = re.compile(r"\bcost", re.I)
-AS_OTHER = re.compile(r"\b(?:as|like|see)\s+(?:\*\s+)?((?:pcpu|counter)_[a-z0-9_]+)\(\)", re.I)
+AS_OTHER = re.compile(r"\b(?:as|like)\s+(?:\*\s+)?((?:pcpu|counter)_[a-z0-9_]+)\(\)", re.I)
 
 # A public function's name at the start of a declaration or definition.
 DECL = re.compile(r"^(?:PCPU_API\b[^;{(]*?|static\s+inline\b[^;{(]*?|"

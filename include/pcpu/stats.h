@@ -285,7 +285,8 @@ PCPU_API void pcpu_snapshot_free(struct pcpu_snapshot *s);
  * Snapshot and write in one call: on success *out holds the whole
  * exposition (free() it), see pcpu_snapshot_write(). Returns 0, or -1 with
  * errno (ENOMEM, or EINVAL for NULL arguments or an unknown format) and
- * nothing allocated. Thread-safe; not async-signal-safe.
+ * nothing allocated. Thread-safe; not async-signal-safe. Cost: a
+ * pcpu_registry_snapshot() and a pcpu_snapshot_write().
  */
 PCPU_API int pcpu_registry_write(pcpu_registry_t *reg, enum pcpu_format fmt, char **out,
 				 size_t *len);
