@@ -23,7 +23,7 @@
  * run them from the lowest up. A child handler may use what the lower
  * layers' child handlers set up for it until the LATE rank's handler, the
  * child's last, takes it down (the zone's views of a shared file as the
- * parent sees it: zone.c). Within one rank, in registration order
+ * parent sees it: zone_shared.c). Within one rank, in registration order
  * (prepare in reverse). A lower layer never knows a higher one: each
  * subsystem registers its own handlers here.
  *

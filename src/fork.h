@@ -13,13 +13,13 @@
  * its own, never the reverse. prepare handlers run from the highest rank
  * down, parent and child handlers from the lowest up (fork.c). */
 enum pcpu_fork_rank {
-	PCPU_FORK_ZONE = 0,     /* zone.c */
+	PCPU_FORK_ZONE = 0,     /* zone_shared.c */
 	PCPU_FORK_COUNTER = 1,  /* counter.c */
 	PCPU_FORK_STATS = 2,    /* stats zone, gauges, groups */
 	PCPU_FORK_REGISTRY = 3, /* registries */
 	PCPU_FORK_SEGMENT = 4,  /* the segment writer */
 	PCPU_FORK_SYSCTL = 5,   /* counter(9) sysctl records */
-	PCPU_FORK_LATE = 6,     /* zone.c: the child's last step (parent views) */
+	PCPU_FORK_LATE = 6,     /* zone_shared.c: the child's last step (parent views) */
 };
 
 /* Registers a subsystem's fork handlers (any may be NULL) once: `*once` is

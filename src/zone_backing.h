@@ -89,7 +89,7 @@ struct pcpu_zone_backing {
  * backing->release(ctx) when destroyed), or -1 with errno EBUSY (live
  * objects, or a backing already attached), EINVAL, or the backing's; on
  * failure the zone stays private and usable and ctx is the caller's. A
- * fork() child leaves the backing: zone.c's fork handlers give it a private
+ * fork() child leaves the backing: zone_shared.c's fork handlers give it a private
  * copy of every chunk at the same addresses. Thread-safe. */
 PCPU_HIDDEN int pcpu__zone_attach_backing(pcpu_zone_t *zone,
 					  const struct pcpu_zone_backing *backing, void *ctx);

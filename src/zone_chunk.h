@@ -63,10 +63,10 @@ struct pcpu_zone {
 	void (*release)(void *ctx);
 };
 
-/* Every zone, newest first, under pcpu__zones_lock (zone.c). */
+/* Every zone, newest first, under pcpu__zones_lock (zone_shared.c). */
 PCPU_HIDDEN extern pcpu_zone_t *pcpu__all_zones;
 PCPU_HIDDEN extern pthread_mutex_t pcpu__zones_lock;
-/* The lock of the table of chunks that pcpu_zone_find() searches (zone.c). */
+/* The lock of the table of chunks that pcpu_zone_find() searches (zone_shared.c). */
 PCPU_HIDDEN extern pthread_mutex_t pcpu__zone_table_lock;
 
 /* Registers the zone's fork() handlers, once (zone_shared.c); 0, or -1 with

@@ -135,7 +135,7 @@ struct pcpu_histogram {
 typedef struct pcpu_histogram pcpu_histogram_t;
 
 #ifdef PCPU_NO_INLINE
-/* The stable tier (src/abi.c): the same operations as exported functions,
+/* The stable tier (src/stats/stable_abi.c): the same operations as exported functions,
  * documented below with their inline versions. */
 PCPU_API size_t pcpu_histogram_bucket_of(const pcpu_histogram_t *h, int64_t v);
 PCPU_API void pcpu_histogram_record(const pcpu_histogram_t *h, int64_t v);

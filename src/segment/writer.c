@@ -20,7 +20,7 @@
  * observer (stats/registry_observer.h), of every change under its lock,
  * and the directory rewrites a few fixed-size entries per change.
  *
- * fork(): the child leaves the segment. The zone's fork handler (zone.c)
+ * fork(): the child leaves the segment. The zone's fork handler (zone_shared.c)
  * has already given the child private copies of the counters; this file's
  * child handler then detaches every segment of the process: the directory
  * mapping is replaced by private zeros, the file descriptors are closed,
@@ -113,7 +113,7 @@ static void segments_fork_parent(void)
 	pthread_mutex_unlock(&segments_lock);
 }
 
-/* The child's only thread, after zone.c's handler made the counters
+/* The child's only thread, after zone_shared.c's handler made the counters
  * private. The registries' locks are free again (lower rank, released
  * first), and no other thread exists. */
 static void segments_fork_child(void)

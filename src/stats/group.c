@@ -89,10 +89,10 @@
  *    stack holds the record whole: the child puts the old values back and
  *    makes seq even. The update concurrent with fork() is wholly absent
  *    from the child (it is in the parent).
- *  - a shared file (a published registry): the zone's fork handler copied
- *    it word by word in prepare, while writers ran (zone.c), so a lane can
- *    be copied half updated even with an even seq, and a record on a stack
- *    may since have been reused. The zone lets the layers above read the
+ *  - a shared file (a published registry): the zone's fork handler
+ *    (zone_shared.c) copied it word by word in prepare, while writers ran,
+ *    so a lane can be copied half updated even with an even seq, and a
+ *    record on a stack may since have been reused. The zone lets the layers above read the
  *    parent's live file during the child's handlers: a lane whose copied
  *    seq is even and still the parent's is whole as copied; any other lane
  *    with data is read again from the parent, whole (the seqcount protocol:
