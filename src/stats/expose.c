@@ -97,10 +97,11 @@ static int has_duplicate_series(const struct pcpu_snapshot_family *f)
 		uint64_t h = pcpu__hash_values(PCPU__HASH_INIT ^ seed, f->series[i].label_values,
 					       f->nlabels);
 
-		if (pcpu__htab_find(&tab, h, same_labels, &k))
-			dup = 1;
-		else
-			(void)pcpu__htab_add(&tab, h, (uintptr_t)i + 1, 0); /* reserved */
+		int added = 0;
+
+		/* Reserved above: never NULL. */
+		(void)pcpu__htab_find_or_add(&tab, h, same_labels, &k, (uintptr_t)i + 1, 0, &added);
+		dup = !added;
 	}
 	pcpu__htab_free(&tab);
 	return dup;

@@ -106,6 +106,36 @@ int pcpu__htab_add(struct pcpu__htab *t, uint64_t h, uintptr_t key, uint32_t val
 	return 0;
 }
 
+struct pcpu__hslot *pcpu__htab_find_or_add(struct pcpu__htab *t, uint64_t h,
+					   pcpu__htab_eq_fn eq, const void *ctx, uintptr_t key,
+					   uint32_t val, int *added)
+{
+	uint32_t f = fold(h);
+	size_t i;
+
+	/* Room first, so that the search's empty slot is where it goes. */
+	if ((t->used + 1) * 2 > t->cap && pcpu__htab_reserve(t, 1) < 0)
+		return NULL;
+	t->lookups++;
+	for (i = home(t, f);; i = (i + 1) & (t->cap - 1)) {
+		struct pcpu__hslot *s = &t->slots[i];
+
+		t->probes++;
+		if (!s->key) {
+			s->key = key;
+			s->hash = f;
+			s->val = val;
+			t->used++;
+			*added = 1;
+			return s;
+		}
+		if (s->hash == f && eq(s, ctx)) {
+			*added = 0;
+			return s;
+		}
+	}
+}
+
 void pcpu__htab_remove(struct pcpu__htab *t, struct pcpu__hslot *s)
 {
 	size_t h = (size_t)(s - t->slots), j;

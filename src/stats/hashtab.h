@@ -99,6 +99,13 @@ PCPU_HIDDEN struct pcpu__hslot *pcpu__htab_find(struct pcpu__htab *t, uint64_t h
  * in t yet. 0, or -1 with errno ENOMEM (t unchanged); never fails after a
  * pcpu__htab_reserve() that covered it. */
 PCPU_HIDDEN int pcpu__htab_add(struct pcpu__htab *t, uint64_t h, uintptr_t key, uint32_t val);
+/* The slot of the key with hash h that eq() accepts (*added = 0), or, if
+ * there is none, key (nonzero) added with hash h and value val in the slot
+ * the search ended at (*added = 1): one probe sequence where a find and an
+ * add would make two. NULL with errno ENOMEM (t unchanged). */
+PCPU_HIDDEN struct pcpu__hslot *pcpu__htab_find_or_add(struct pcpu__htab *t, uint64_t h,
+						       pcpu__htab_eq_fn eq, const void *ctx,
+						       uintptr_t key, uint32_t val, int *added);
 /* Removes the key in slot s (from pcpu__htab_find() or a walk of the
  * slots); the other slots may move. */
 PCPU_HIDDEN void pcpu__htab_remove(struct pcpu__htab *t, struct pcpu__hslot *s);

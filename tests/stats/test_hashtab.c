@@ -52,6 +52,26 @@ int main(void)
 		struct pcpu__hslot *s;
 
 		k = 1 + (uintptr_t)(rnd(&x) % NKEYS);
+		if (r & 1) {
+			/* The one-probe form: finds a present key, adds another. */
+			int added = -1;
+
+			s = pcpu__htab_find_or_add(&t, colliding_hash(k), key_eq, &k, k,
+						   (uint32_t)(k * 3), &added);
+			CHECK(s != NULL && s->key == k && s->val == (uint32_t)(k * 3));
+			CHECK(added == !present[k]);
+			if (added) {
+				present[k] = 1;
+				n++;
+			} else {
+				pcpu__htab_remove(&t, s);
+				present[k] = 0;
+				n--;
+			}
+			CHECK(t.used == n);
+			CHECK(t.used * 2 <= t.cap);
+			continue;
+		}
 		s = pcpu__htab_find(&t, colliding_hash(k), key_eq, &k);
 		CHECK((s != NULL) == present[k]);
 		if (s) {
