@@ -319,22 +319,6 @@ static void put_i_scaled(struct pcpu__buf *b, int64_t v, int scale)
 	pcpu__buf_put(b, d, pcpu__fmt_scaled(d, (uint64_t)v, 1, scale));
 }
 
-/*
- * Whether bucket k's bound is written: the +Inf bucket always, the others
- * when the family exports every bucket or k is the next of its
- * export_buckets (*x walks them; k only grows).
- */
-static int exported(const struct pcpu_snapshot_family *f, size_t k, size_t *x)
-{
-	if (k + 1 == f->nbuckets || !f->export_buckets)
-		return 1;
-	if (*x < f->nexport && f->export_buckets[*x] == k) {
-		(*x)++;
-		return 1;
-	}
-	return 0;
-}
-
 /* The `le` strings of a histogram family's exposed buckets (the others'
  * are left unset), computed once per family. */
 static char (*le_strings(const struct pcpu_snapshot_family *f))[PCPU__DOUBLE_BUF]
@@ -345,7 +329,7 @@ static char (*le_strings(const struct pcpu_snapshot_family *f))[PCPU__DOUBLE_BUF
 	if (!le)
 		return NULL;
 	for (b = 0; b + 1 < f->nbuckets; b++)
-		if (exported(f, b, &x))
+		if (pcpu__bucket_exposed(f, b, &x))
 			pcpu__fmt_bound(le[b], f->bucket_upper[b], f->scale_exp10);
 	strcpy(le[f->nbuckets - 1], "+Inf");
 	return le;
@@ -430,7 +414,7 @@ static int write_text(const struct pcpu_snapshot *s, struct pcpu__buf *b, int om
 
 				for (k = 0; k < f->nbuckets; k++) {
 					cum += c[k];
-					if (!exported(f, k, &x))
+					if (!pcpu__bucket_exposed(f, k, &x))
 						continue;
 					pcpu__buf_puts(b, f->name);
 					pcpu__buf_put(b, "_bucket", 7);
@@ -529,7 +513,7 @@ static int write_json(const struct pcpu_snapshot *s, struct pcpu__buf *b)
 				pcpu__buf_puts(b, ",\"buckets\":[");
 				for (k = 0; k < f->nbuckets; k++) {
 					cum += c[k];
-					if (!exported(f, k, &x))
+					if (!pcpu__bucket_exposed(f, k, &x))
 						continue;
 					pcpu__buf_puts(b, first ? "{\"le\":" : ",{\"le\":");
 					first = 0;

@@ -69,14 +69,11 @@ static void msgs_free(struct family_msgs *m)
 	free(m->sizes);
 }
 
+/* The finite buckets a histogram family exposes (protobuf has no +Inf
+ * bucket: the sample count is its cumulative count). */
 static size_t exported_count(const struct pcpu_snapshot_family *f)
 {
-	return f->export_buckets ? f->nexport : f->nbuckets - 1;
-}
-
-static size_t exported_index(const struct pcpu_snapshot_family *f, size_t k)
-{
-	return f->export_buckets ? f->export_buckets[k] : k;
+	return pcpu_snapshot_histogram_buckets(f, NULL, NULL, NULL, 0) - 1;
 }
 
 static int msgs_alloc(struct family_msgs *m, const struct pcpu_snapshot_family *f)
@@ -157,25 +154,23 @@ static void fill_histogram(Histogram *h, Bucket *bk, Bucket **bp,
 			   const struct pcpu_snapshot_family *f, const struct pcpu_snapshot_series *se)
 {
 	const uint64_t *c = se->value.histogram.counts;
-	size_t ne = exported_count(f), k, b = 0;
+	size_t k = 0, b, x = 0; /* x: the next of export_buckets */
 	uint64_t cum = 0;
 
 	pcpu__pb__histogram__init(h);
-	for (k = 0; k < ne; k++) {
-		size_t upto = exported_index(f, k);
-
-		for (; b <= upto; b++)
-			cum += c[b];
+	for (b = 0; b < f->nbuckets; b++) {
+		cum += c[b];
+		if (b + 1 == f->nbuckets || !pcpu__bucket_exposed(f, b, &x))
+			continue; /* +Inf: the sample count */
 		pcpu__pb__bucket__init(&bk[k]);
 		bk[k].has_cumulative_count = 1;
 		bk[k].cumulative_count = cum;
 		bk[k].has_upper_bound = 1;
-		bk[k].upper_bound = pcpu__scale_i64(f->bucket_upper[upto], f->scale_exp10);
+		bk[k].upper_bound = pcpu__scale_i64(f->bucket_upper[b], f->scale_exp10);
 		bp[k] = &bk[k];
+		k++;
 	}
-	for (; b < f->nbuckets; b++)
-		cum += c[b];
-	h->n_bucket = ne;
+	h->n_bucket = k;
 	h->bucket = bp;
 	h->has_sample_count = 1;
 	h->sample_count = cum;

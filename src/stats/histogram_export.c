@@ -12,6 +12,8 @@
 
 #include <pcpu/expose.h>
 
+#include "stats_internal.h"
+
 size_t pcpu_snapshot_histogram_buckets(const struct pcpu_snapshot_family *f, const uint64_t *counts,
 				       size_t *index, uint64_t *cumulative, size_t cap)
 {
@@ -26,11 +28,8 @@ size_t pcpu_snapshot_histogram_buckets(const struct pcpu_snapshot_family *f, con
 	for (b = 0; b < f->nbuckets; b++) {
 		if (counts)
 			cum += counts[b]; /* modulo 2^64, as the writers sum */
-		if (b + 1 < f->nbuckets && f->export_buckets) {
-			if (x >= f->nexport || f->export_buckets[x] != b)
-				continue;
-			x++;
-		}
+		if (!pcpu__bucket_exposed(f, b, &x))
+			continue;
 		if (n < cap) {
 			if (index)
 				index[n] = b;

@@ -59,6 +59,21 @@ PCPU_HIDDEN const char *pcpu__type_name(enum pcpu_metric_type type);
  * name. Name k (k < the count returned) is f->name[0..*baselen) + *suffix. */
 PCPU_HIDDEN size_t pcpu__family_owned_name(const struct pcpu_snapshot_family *f, size_t k,
 					   size_t *baselen, const char **suffix);
+/* Whether bucket k of a histogram family is exposed (has an `le`): the
+ * +Inf bucket always, the others when the family exports every bucket or k
+ * is the next of its export_buckets (*x walks them, from 0; k only grows).
+ * The one statement of the rule: the text and protobuf writers and
+ * pcpu_snapshot_histogram_buckets() (histogram_export.c) all use it. */
+static inline int pcpu__bucket_exposed(const struct pcpu_snapshot_family *f, size_t k, size_t *x)
+{
+	if (k + 1 == f->nbuckets || !f->export_buckets)
+		return 1;
+	if (*x < f->nexport && f->export_buckets[*x] == k) {
+		(*x)++;
+		return 1;
+	}
+	return 0;
+}
 /* Compares a1[0..a1n) + a2 with b1[0..b1n) + b2 as strcmp() compares the
  * strings, without building them. */
 PCPU_HIDDEN int pcpu__cmp_concat(const char *a1, size_t a1n, const char *a2, const char *b1,
