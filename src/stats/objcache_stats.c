@@ -6,9 +6,8 @@
  * into objcache.c through src/objcache_stats_hook.h by
  * pcpu_registry_create(), so that the cache itself (core, below this
  * layer) depends on nothing of it: a cache whose description names no
- * registry never reaches this file. The registry hands over its struct
- * registration at the same time, so it is called through that, not by
- * name: the registry calls the adapter, never the other way round.
+ * registry never reaches this file. It registers through the public
+ * struct API (registry_structs.c); registry.c only installs it.
  */
 #include <pcpu/objcache.h>
 #include <pcpu/stats.h>
@@ -39,26 +38,18 @@ static const struct pcpu_stats_field stat_fields[PCPU_OBJCACHE_NSTATS] = {
 		   "Objects in existence: constructed and not destructed."),
 };
 
-/* The registry's struct registration (pcpu__objcache_stats_install()):
- * set before any cache can name a registry, never changed after. */
-static pcpu__struct_add_fn *struct_add;
-static pcpu__struct_remove_fn *struct_remove;
-
 static struct pcpu_counter *stats_add(struct pcpu_registry *reg, const char *name)
 {
 	static const char *const label_names[] = {"cache"};
 	const char *label_values[] = {name};
-	pcpu__struct_add_fn *add = __atomic_load_n(&struct_add, __ATOMIC_ACQUIRE);
 
-	return add(reg, sizeof(struct objcache_stats_struct), stat_fields, PCPU_OBJCACHE_NSTATS, 1,
-		   label_names, label_values);
+	return pcpu_registry_struct(reg, sizeof(struct objcache_stats_struct), stat_fields,
+				    PCPU_OBJCACHE_NSTATS, 1, label_names, label_values);
 }
 
 static int stats_remove(struct pcpu_registry *reg, struct pcpu_counter *stats)
 {
-	pcpu__struct_remove_fn *remove = __atomic_load_n(&struct_remove, __ATOMIC_ACQUIRE);
-
-	return remove(reg, stats);
+	return pcpu_registry_struct_remove(reg, stats);
 }
 
 static const struct pcpu__objcache_stats_ops ops = {
@@ -66,9 +57,7 @@ static const struct pcpu__objcache_stats_ops ops = {
 	.remove = stats_remove,
 };
 
-void pcpu__objcache_stats_install(pcpu__struct_add_fn *add, pcpu__struct_remove_fn *remove)
+void pcpu__objcache_stats_install(void)
 {
-	__atomic_store_n(&struct_remove, remove, __ATOMIC_RELEASE);
-	__atomic_store_n(&struct_add, add, __ATOMIC_RELEASE);
-	pcpu__objcache_set_stats_ops(&ops); /* after: a cache that sees ops sees them */
+	pcpu__objcache_set_stats_ops(&ops);
 }

@@ -95,7 +95,7 @@ pcpu_registry_t *pcpu_registry_create(void)
 	registries = reg;
 	pthread_mutex_unlock(&registries_lock);
 	/* A cache may now name a registry. */
-	pcpu__objcache_stats_install(pcpu_registry_struct, pcpu_registry_struct_remove);
+	pcpu__objcache_stats_install();
 	return reg;
 }
 
