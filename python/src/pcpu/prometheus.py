@@ -36,14 +36,11 @@ except ImportError:  # prometheus_client before 0.14
 
 import pcpu
 from . import _lib
+from . import _s  # bytes from C to str
 
 EXTRA_LABELS = ("pcpu_segment", "pcpu_pid")
 _METRIC_CLASSES = {"counter": CounterMetricFamily, "gauge": GaugeMetricFamily,
                    "histogram": HistogramMetricFamily}
-
-
-def _s(b):
-    return None if b is None else b.decode("utf-8", "replace")
 
 
 def _family_names(snap):
