@@ -67,16 +67,21 @@ static int vec_push(struct u64vec *v, uint64_t x)
 
 /* Maps of the directory's objects (families, series, groups) to entry
  * numbers: the library's hash table keyed by address. */
+static int key_is(const struct pcpu__hslot *s, const void *key)
+{
+	return s->key == (uintptr_t)key;
+}
+
 static int map_put(struct pcpu__htab *m, const void *key, uint32_t val)
 {
-	uint64_t h = pcpu__hash_ptr(key);
-	struct pcpu__hslot *s = pcpu__htab_find_key(m, h, (uintptr_t)key);
+	int added;
+	struct pcpu__hslot *s = pcpu__htab_find_or_add(m, pcpu__hash_ptr(key), key_is, key,
+						       (uintptr_t)key, val, &added);
 
-	if (s) {
-		s->val = val;
-		return 0;
-	}
-	return pcpu__htab_add(m, h, (uintptr_t)key, val);
+	if (!s)
+		return -1;
+	s->val = val; /* an object seen again: its new entry */
+	return 0;
 }
 
 static int map_get(struct pcpu__htab *m, const void *key, uint32_t *val)
