@@ -710,7 +710,8 @@ size_t pcpu_zone_object_size(pcpu_zone_t *zone, const void *obj)
 	return size;
 }
 
-int pcpu_zone_contains_live(const void *obj)
+/* Whether `obj` lies inside a live allocation of some zone (debug checks). */
+static int pcpu_zone_contains_live(const void *obj)
 {
 	pcpu_zone_t *z = pcpu_zone_find(obj);
 	struct chunk *c;

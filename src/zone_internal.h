@@ -31,7 +31,4 @@ PCPU_HIDDEN pcpu_zone_t *pcpu_zone_find(const void *addr);
  * the child's copy holds data. */
 PCPU_HIDDEN const void *pcpu__zone_fork_parent_view(const void *obj);
 
-/* Whether `obj` lies inside a live allocation of some zone (debug checks). */
-PCPU_HIDDEN int pcpu_zone_contains_live(const void *obj);
-
 #endif /* PCPU_ZONE_INTERNAL_H */

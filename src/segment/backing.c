@@ -59,7 +59,10 @@ static uint64_t chunk_off(const struct file_backing *b, unsigned no)
 	return b->file_base + (uint64_t)no * b->span;
 }
 
-int pcpu_file_allocate(int fd, uint64_t off, uint64_t len)
+/* Allocates `len` bytes of file `fd` at `off` without writing them
+ * (fallocate, keeping the size; zeros written where fallocate is not
+ * supported). 0, or -1 with errno (ENOSPC, ENOMEM, EFBIG...). */
+static int pcpu_file_allocate(int fd, uint64_t off, uint64_t len)
 {
 	static const char zeros[4096];
 	int rc;

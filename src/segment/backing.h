@@ -42,15 +42,12 @@ PCPU_HIDDEN int pcpu__file_backing_attach(pcpu_zone_t *zone, int fd, uint64_t fi
 					  pcpu_file_chunk_fn *on_chunk,
 					  pcpu_file_nospace_fn *on_nospace, void *ctx, int reserve);
 
-/* Allocates `len` bytes of file `fd` at `off` without writing them
- * (fallocate, keeping the size; zeros written where fallocate is not
+/* Allocates `len` bytes of file `fd` at `off`, mapped (MAP_SHARED) at p,
+ * without changing their contents: write-faults them in through the
+ * mapping where the kernel can (MADV_POPULATE_WRITE), so that the mapping's
+ * MADV_NOHUGEPAGE holds on a tmpfs that hands out huge pages; else
+ * fallocate(), keeping the size (zeros written where fallocate is not
  * supported). 0, or -1 with errno (ENOSPC, ENOMEM, EFBIG...). */
-PCPU_HIDDEN int pcpu_file_allocate(int fd, uint64_t off, uint64_t len);
-
-/* pcpu_file_allocate() for pages mapped (MAP_SHARED) at p: write-faults
- * them in through the mapping where the kernel can (MADV_POPULATE_WRITE),
- * so that the mapping's MADV_NOHUGEPAGE holds on a tmpfs that hands out
- * huge pages; else fallocate(). Same errors. */
 PCPU_HIDDEN int pcpu_file_allocate_mapped(int fd, char *p, uint64_t off, size_t len);
 
 #endif /* PCPU_SEGMENT_BACKING_H */

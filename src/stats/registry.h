@@ -80,13 +80,6 @@ PCPU_HIDDEN void pcpu__storage_free(const struct pcpu_family *f, void *h);
 PCPU_HIDDEN void *pcpu__series_get(pcpu_family_t *f, const char *const *v,
 				   enum pcpu_metric_type type, int info);
 
-/* ---- snapshot.c ---- */
-
-/* Reads a series' value into a snapshot series; counts has nbuckets
- * entries for histograms. Called with the registry lock held. */
-PCPU_HIDDEN void pcpu__series_read(const struct pcpu_family *f, const struct pcpu__series *se,
-				   struct pcpu_snapshot_series *out, uint64_t *counts);
-
 /* ---- registry_groups.c ---- */
 
 /* Reads every group of reg's group families into its gseries; registry

@@ -43,7 +43,9 @@ static const char *arena_str(struct snapshot_impl *s, const char *str)
 	return p;
 }
 
-void pcpu__series_read(const struct pcpu_family *f, const struct pcpu__series *se,
+/* Reads a series' value into a snapshot series; counts has nbuckets
+ * entries for histograms. Called with the registry lock held. */
+static void pcpu__series_read(const struct pcpu_family *f, const struct pcpu__series *se,
 		       struct pcpu_snapshot_series *out, uint64_t *counts)
 {
 	if (f->gfam) {

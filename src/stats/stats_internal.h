@@ -32,7 +32,6 @@ PCPU_HIDDEN struct pcpu__msg pcpu__msg_begin(void);
 PCPU_HIDDEN void pcpu__msg_str(struct pcpu__msg *m, const char *s);
 /* Appends at most `max` bytes of s, quoted, with non-printable bytes as \xNN. */
 PCPU_HIDDEN void pcpu__msg_quoted(struct pcpu__msg *m, const char *s, size_t max);
-PCPU_HIDDEN void pcpu__msg_u64(struct pcpu__msg *m, uint64_t v);
 /* Sets errno to err and returns -1, for `return pcpu__msg_fail(&m, EINVAL);`. */
 PCPU_HIDDEN int pcpu__msg_fail(struct pcpu__msg *m, int err);
 /* Sets the message to `what` + ": " + the current one (adds context). */

@@ -83,7 +83,7 @@ void pcpu__msg_quoted(struct pcpu__msg *m, const char *s, size_t max)
 		pcpu__msg_str(m, "...");
 }
 
-void pcpu__msg_u64(struct pcpu__msg *m, uint64_t v)
+static void pcpu__msg_u64(struct pcpu__msg *m, uint64_t v)
 {
 	char d[24];
 	int n = 0;
