@@ -52,7 +52,12 @@ x86="--adds 8000000 --aborts 500"
 run "aarch64 6.1 plain" aarch64 --args "$a64" \
   glibc own fallback seccomp glibc:mm_cid:expect=cpu
 run "aarch64 6.1 split" --variant split aarch64 --args "$a64" glibc own
-run "aarch64 6.1 broken (must be caught)" --variant broken aarch64 --args "$a64" glibc own
+# The broken build is caught only when a preemption or signal lands in the
+# window its range leaves open: with 200 aborts the own-registration run
+# once finished exact (one loaded run of four, 2026-11-25); 2000 aborts
+# (about 10 s a mode under TCG) give it ten times the chances.
+run "aarch64 6.1 broken (must be caught)" --variant broken aarch64 \
+  --args "--adds 4000000 --aborts 2000" glibc own
 
 run "x86_64 6.1 16/256 plain" --possible 256 x86_64 --args "$x86" \
   glibc:hotplug=10 own fallback seccomp glibc:mm_cid:expect=cpu footprint-all footprint
