@@ -40,6 +40,10 @@
  * report cpu. The environment is set and the program execs itself once, so
  * that glibc and pcpu read it at start-up.
  *
+ * --modes M1,M2,...: each mode (with :index, :expect=, :hotplug=N) in a
+ * child of its own, one after the other; --rounds R runs a mode again
+ * while it ends exact, R runs at most (the broken build's chances).
+ *
  * --footprint (or --mode footprint): instead of the stress, the memory and
  * fetch cost of 10^6 counters written from 2 slots (two threads pinned to
  * CPUs 0 and 1), as
@@ -183,7 +187,7 @@ static int64_t expected[NCNT], exp_g0, exp_g1, exp_hsum;
 static uint64_t *exp_hcount; /* per bucket */
 static size_t nbuckets;
 static unsigned long total_adds, total_aborts, bad_group_reads, group_reads, bad_rw_reads;
-static unsigned long rw_writes, cache_ops;
+static unsigned long rw_writes, cache_ops, handed_twice;
 static int stop, stop_reader, nthreads;
 static const char *expect_mode;
 static unsigned timer_us = 50;
@@ -297,7 +301,7 @@ static void *adder(void *arg)
 				fail("pcpu_objcache_get: %s", strerror(errno));
 			} else {
 				if (__atomic_exchange_n(&o->in_use, 1, __ATOMIC_RELAXED))
-					fail("an object of the cache was handed out twice");
+					__atomic_fetch_add(&handed_twice, 1, __ATOMIC_RELAXED);
 				__atomic_store_n(&o->in_use, 0, __ATOMIC_RELAXED);
 				pcpu_objcache_put(cache, o);
 				ops++;
@@ -337,6 +341,39 @@ static void *adder(void *arg)
 	return NULL;
 }
 
+/* The write lock, or -1 once the readers' count shows a lost update. The
+ * broken build (PCPU_TEST_BROKEN_SECTION) loses read lock and unlock
+ * updates too: a lost unlock leaves a reader inside for ever, so there the
+ * lock is polled with trywrlock, never waited for; a lost lock makes the
+ * count negative, which wrlock reports as ENOTRECOVERABLE. Either is a
+ * lost update found, reported as a failure of the rwlock, not a CHECK. */
+static int rw_lost;
+
+static int write_lock(void)
+{
+#ifdef PCPU_TEST_BROKEN_SECTION
+	for (;;) {
+		errno = 0;
+		if (pcpu_rwlock_trywrlock(rw))
+			return 0;
+		if (errno != EBUSY)
+			break;
+		if (__atomic_load_n(&stop_reader, __ATOMIC_RELAXED))
+			return -1;
+		usleep(100);
+	}
+#else
+	if (pcpu_rwlock_wrlock(rw) == 0)
+		return 0;
+#endif
+	if (errno == ENOTRECOVERABLE)
+		fail("rwlock: more read unlocks than read locks (a lost update)");
+	else
+		fail("pcpu_rwlock_wrlock: %s", strerror(errno));
+	rw_lost = 1;
+	return -1;
+}
+
 /* Reads the group (every read consistent: member 1 is twice member 0) and
  * takes the write lock now and then. */
 static void *reader(void *arg)
@@ -353,8 +390,9 @@ static void *reader(void *arg)
 			if (out[1] != 2 * out[0])
 				bad++;
 		}
-		if ((n & 63) == 0) {
-			CHECK(pcpu_rwlock_wrlock(rw) == 0);
+		if ((n & 63) == 0 && !rw_lost) {
+			if (write_lock() != 0)
+				continue;
 			rw_a = rw_a + 1;
 			for (volatile int k = 0; k < 100; k++)
 				;
@@ -487,8 +525,12 @@ static void footprint(const char *kernel, unsigned present, unsigned possible, c
 static void run_modes(int argc, char **argv, int at)
 {
 	char *list = strdup(argv[at + 1]), *save = NULL, *m;
+	unsigned long rounds = 1;
 
 	CHECK(list);
+	for (int i = 1; i + 1 < argc; i++)
+		if (!strcmp(argv[i], "--rounds"))
+			rounds = strtoul(argv[i + 1], NULL, 0);
 	for (m = strtok_r(list, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
 		char *args[64], *copy = strdup(m), *save2 = NULL, *part;
 		int n = 0, st;
@@ -516,20 +558,32 @@ static void run_modes(int argc, char **argv, int at)
 		for (int i = 1; i < argc; i++) {
 			if (i == at || i == at + 1)
 				continue;
+			if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
+				i++;
+				continue;
+			}
 			args[n++] = argv[i];
 		}
 		args[n] = NULL;
-		fflush(stdout);
-		pid = fork();
-		CHECK(pid >= 0);
-		if (pid == 0) {
-			execv("/proc/self/exe", args);
-			_exit(127);
+		/* --rounds R: the mode again while it ends exact, at most R
+		 * runs (for the broken build, whose lost update needs an
+		 * interruption on one instruction: each run is another chance,
+		 * and the first run that loses one ends it). */
+		for (unsigned long r = 0; r < rounds; r++) {
+			fflush(stdout);
+			pid = fork();
+			CHECK(pid >= 0);
+			if (pid == 0) {
+				execv("/proc/self/exe", args);
+				_exit(127);
+			}
+			/* As init, orphans are ours too: wait for this child only. */
+			while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
+				;
+			printf("VM_MODE_END spec=%s round=%lu status=0x%x\n", m, r + 1, w == pid ? st : -1);
+			if (w != pid || st != 0)
+				break;
 		}
-		/* As init, orphans are ours too: wait for this child only. */
-		while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
-			;
-		printf("VM_MODE_END spec=%s status=0x%x\n", m, w == pid ? st : -1);
 		free(copy);
 	}
 	free(list);
@@ -793,15 +847,24 @@ int main(int argc, char **argv)
 		fail("%lu of %lu group reads inconsistent", bad_group_reads, group_reads);
 	if (bad_rw_reads)
 		fail("%lu reads under the read lock saw a write half done", bad_rw_reads);
+	/* Every reader has left: the lock is free, its count exactly 0. */
+	errno = 0;
+	if (!rw_lost && !pcpu_rwlock_trywrlock(rw))
+		fail("rwlock: not free after every reader left: %s (a lost update)", strerror(errno));
+	else if (!rw_lost)
+		CHECK(pcpu_rwlock_wrunlock(rw) == 0);
 	if (pcpu_ref_read(ref) != 1)
 		fail("ref holds %" PRId64 " references after balanced get/put, not 1", pcpu_ref_read(ref));
-	CHECK(pcpu_ref_kill(ref) == 0);
-	if (__atomic_load_n(&released, __ATOMIC_RELAXED) != 1)
+	if (pcpu_ref_kill(ref) != 0)
+		fail("pcpu_ref_kill: %s", strerror(errno));
+	else if (__atomic_load_n(&released, __ATOMIC_RELAXED) != 1)
 		fail("ref released %d times after the kill", released);
 	{
 		struct pcpu_objcache_stats st;
 
 		CHECK(pcpu_objcache_stats(cache, &st) == 0);
+		if (handed_twice)
+			fail("object cache: an object was handed out while in use, %lu times", handed_twice);
 		if (st.gets != st.puts || st.gets != cache_ops)
 			fail("object cache: %" PRIu64 " gets, %" PRIu64 " puts, %lu done", st.gets, st.puts,
 			     cache_ops);
