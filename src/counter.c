@@ -28,6 +28,7 @@
 #include "striped_lock.h"
 #include "zone_internal.h"
 #include "zone_mirror.h"
+#include "zone_backing.h"
 
 #include <pthread.h>
 
@@ -147,8 +148,19 @@ int pcpu_counter_fetch_array(pcpu_counter_t c, size_t n, uint64_t *out)
 
 uint64_t pcpu__counter_set(pcpu_counter_t c, uint64_t v)
 {
-	pthread_mutex_t *lock = pcpu_stripe_lock(c);
-	uint64_t total = pcpu_counter_fetch(c);
+	/* A shared registry's counter (a tree zone, zone_backing.h): other
+	 * processes reset and set it too, so their turns are taken under the
+	 * tree's lock as well; the stripe still orders this process's. */
+	pcpu_zone_t *tree = pcpu_zone_find(c);
+	pthread_mutex_t *lock;
+	uint64_t total;
+
+	if (!pcpu__zone_is_tree(tree))
+		tree = NULL;
+	else if (pcpu__zone_tree_lock(tree) != 0)
+		return 0; /* errno ENOTRECOVERABLE: nothing was changed */
+	lock = pcpu_stripe_lock(c);
+	total = pcpu_counter_fetch(c);
 
 	if (pcpu__test_reset_pause)
 		pcpu__test_reset_pause(c);
@@ -157,6 +169,7 @@ uint64_t pcpu__counter_set(pcpu_counter_t c, uint64_t v)
 	pcpu_mirror_mark(c);
 	__atomic_fetch_add(pcpu_mirror_word(c, 0), (int64_t)(v - total), __ATOMIC_RELAXED);
 	pcpu_stripe_unlock(lock);
+	pcpu__zone_tree_unlock(tree);
 	return total;
 }
 

@@ -87,11 +87,7 @@ static pcpu_zone_t *default_zone;
 
 /* ---- the bitmaps ------------------------------------------------------------ */
 
-static int bit_get(const uint64_t *map, size_t g)
-{
-	return (int)((map[g / 64] >> (g % 64)) & 1);
-}
-
+/* Sets (on) or clears n bits of `map` from bit g. */
 static void bits_set(uint64_t *map, size_t g, size_t n, int on)
 {
 	while (n > 0) {
@@ -105,6 +101,23 @@ static void bits_set(uint64_t *map, size_t g, size_t n, int on)
 		g += k;
 		n -= k;
 	}
+}
+
+/* Marks granules [g, g + n) in use, an object starting at g. */
+static void mark_allocated(struct chunk *c, size_t g, size_t n)
+{
+	bits_set(c->alloc, g, n, 1);
+	bits_set(c->start, g, 1, 1);
+}
+
+static size_t round_to_page(size_t x)
+{
+	return (x + page_size() - 1) & ~(page_size() - 1);
+}
+
+static int bit_get(const uint64_t *map, size_t g)
+{
+	return (int)((map[g / 64] >> (g % 64)) & 1);
 }
 
 /* First granule in [g, end) whose bit in `a | b` equals `want` (b may be
@@ -239,22 +252,19 @@ pcpu_zone_t *pcpu_zone_find(const void *addr)
 
 /* ---- chunks ---------------------------------------------------------------- */
 
-static size_t round_to_page(size_t x)
-{
-	return (x + page_size() - 1) & ~(page_size() - 1);
-}
-
-static struct chunk *chunk_create(pcpu_zone_t *zone)
+/* Maps chunk `no` of `zone` (through its backing, if any), links it and
+ * tells the backing; `fresh`: a new chunk, whose header (and first page,
+ * for a reserving backing) this call writes; else a tree zone's chunk that
+ * another process made. Under the zone's lock. NULL with errno. */
+static struct chunk *chunk_map(pcpu_zone_t *zone, unsigned no, int fresh)
 {
 	size_t span = chunk_span();
 	size_t len = span + PCPU_SLOT_STRIDE; /* room to align */
 	char *map, *base;
-	struct chunk *c;
+	struct chunk *c, **pp;
 	struct pcpu__chunk_hdr *hdr;
 	void *bits;
 	int err = ENOMEM;
-
-	unsigned no = zone->chunks ? zone->chunks->no + 1 : 0;
 
 	c = malloc(sizeof(*c));
 	if (!c)
@@ -288,15 +298,18 @@ static struct chunk *chunk_create(pcpu_zone_t *zone)
 	c->no = no;
 	c->backed = 0;
 	/* The header's page (and the first objects'), in every region, before
-	 * the header is written. */
-	if (reserve_pages(zone, c, page_size()) != 0) {
+	 * the header is written. A tree zone's chunk that another process
+	 * made has its header (and its flags, which go on changing) already. */
+	if (fresh && reserve_pages(zone, c, page_size()) != 0) {
 		err = errno;
 		goto fail_base;
 	}
 	hdr = (struct pcpu__chunk_hdr *)base;
-	hdr->magic = PCPU__CHUNK_MAGIC;
-	hdr->flags = 0;
-	hdr->mirror_delta = 0;
+	if (fresh) {
+		hdr->magic = PCPU__CHUNK_MAGIC;
+		hdr->flags = 0;
+		hdr->mirror_delta = 0;
+	}
 	c->frontier = HDR_GRANULES; /* the header is never an object */
 	c->holes = 0;
 	memset(c->nofit, 0, sizeof(c->nofit));
@@ -305,8 +318,12 @@ static struct chunk *chunk_create(pcpu_zone_t *zone)
 	c->parent_view = NULL;
 	if (table_add((uintptr_t)base, zone) != 0)
 		goto fail_base; /* ENOMEM */
-	c->next = zone->chunks;
-	zone->chunks = c;
+	/* Newest (highest number) first: the bump chunk. Only a tree zone
+	 * maps chunks out of order (those other processes made). */
+	for (pp = &zone->chunks; *pp && (*pp)->no > no; pp = &(*pp)->next)
+		;
+	c->next = *pp;
+	*pp = c;
 	chunk_added(zone, c);
 	return c;
 
@@ -319,6 +336,11 @@ fail_chunk:
 fail:
 	errno = err;
 	return NULL;
+}
+
+static struct chunk *chunk_create(pcpu_zone_t *zone)
+{
+	return chunk_map(zone, zone->chunks ? zone->chunks->no + 1 : 0, 1);
 }
 
 /* ---- zones ----------------------------------------------------------------- */
@@ -421,12 +443,6 @@ pcpu_zone_t *pcpu_default_zone(void)
 	return z;
 }
 
-static void mark_allocated(struct chunk *c, size_t g, size_t n)
-{
-	bits_set(c->alloc, g, n, 1);
-	bits_set(c->start, g, 1, 1);
-}
-
 /* Whether a search for n granules aligned to 2^k granules is known to fail:
  * one as small and at most as aligned failed since the last free (stricter
  * alignment or more granules cannot fit where that did not). */
@@ -499,6 +515,90 @@ static uintptr_t alloc_granules(pcpu_zone_t *z, size_t n, size_t align)
 	return (uintptr_t)c->base + (g << GRANULE_SHIFT);
 }
 
+/* ---- tree zones (zone_backing.h, zone_tree.c) ------------------------------ */
+
+/* Chunk `no` of a tree zone in this process, mapped now if need be. Under
+ * the zone's lock. */
+static struct chunk *tree_chunk(pcpu_zone_t *zone, unsigned no, int fresh)
+{
+	struct chunk *c;
+
+	for (c = zone->chunks; c; c = c->next)
+		if (c->no == no)
+			return c;
+	return chunk_map(zone, no, fresh);
+}
+
+/* Marks [g, g + n) of chunk c live in this process's books. */
+static void tree_mark(struct chunk *c, size_t g, size_t n)
+{
+	mark_allocated(c, g, n);
+	if (g + n > c->frontier)
+		c->frontier = g + n;
+}
+
+/* A tree zone's allocation of n granules aligned to `align` granules: the
+ * frontier (zone_tree.c says why no books). */
+static void *tree_alloc(pcpu_zone_t *zone, size_t n, size_t align)
+{
+	struct pcpu_zone_tree *t = zone->tree;
+	struct chunk *c;
+	unsigned no;
+	size_t g;
+	void *obj = NULL;
+
+	if (pcpu__zone_tree_lock(zone) != 0)
+		return NULL;
+	pthread_mutex_lock(&zone->lock);
+	no = (unsigned)(t->nchunks - 1);
+	g = ((size_t)t->frontier + align - 1) & ~(align - 1);
+	if (g + n > CHUNK_GRANULES) {
+		/* A new chunk: counted once its header is written. */
+		c = tree_chunk(zone, no + 1, 1);
+		if (!c)
+			goto out;
+		__atomic_store_n(&t->frontier, HDR_GRANULES, __ATOMIC_RELAXED);
+		__atomic_store_n(&t->nchunks, (uint64_t)no + 2, __ATOMIC_RELEASE);
+		no++;
+		g = (HDR_GRANULES + align - 1) & ~(align - 1);
+	} else if (!(c = tree_chunk(zone, no, 0))) {
+		goto out;
+	}
+	/* The backing's pages under the object (reserving backings), then
+	 * the frontier, then the object: a holder that dies leaks it. */
+	if (reserve_pages(zone, c, round_to_page((g + n) << GRANULE_SHIFT)) != 0)
+		goto out;
+	__atomic_store_n(&t->frontier, (uint64_t)(g + n), __ATOMIC_RELEASE);
+	tree_mark(c, g, n);
+	obj = c->base + (g << GRANULE_SHIFT);
+out:
+	pthread_mutex_unlock(&zone->lock);
+	pcpu__zone_tree_unlock(zone);
+	return obj; /* NULL: errno from the mapping or the backing */
+}
+
+void *pcpu__zone_tree_adopt(pcpu_zone_t *zone, unsigned no, uint64_t off, size_t size)
+{
+	struct pcpu_zone_tree *t = zone ? zone->tree : NULL;
+	size_t g = (size_t)(off >> GRANULE_SHIFT), n = (size + GRANULE - 1) >> GRANULE_SHIFT;
+	struct chunk *c;
+	void *obj = NULL;
+
+	if (!t || no >= t->nchunks || off % GRANULE || g < HDR_GRANULES || n == 0 ||
+	    g + n > CHUNK_GRANULES || (no == t->nchunks - 1 && g + n > t->frontier)) {
+		errno = EINVAL; /* not an object any process of the tree made */
+		return NULL;
+	}
+	pthread_mutex_lock(&zone->lock);
+	c = tree_chunk(zone, no, 0);
+	if (c) {
+		tree_mark(c, g, n);
+		obj = c->base + off;
+	}
+	pthread_mutex_unlock(&zone->lock);
+	return obj;
+}
+
 void *pcpu_zone_alloc(pcpu_zone_t *zone, size_t size, size_t align)
 {
 	uintptr_t a;
@@ -515,6 +615,8 @@ void *pcpu_zone_alloc(pcpu_zone_t *zone, size_t size, size_t align)
 		align = GRANULE;
 	size = (size + GRANULE - 1) & ~(GRANULE - 1);
 
+	if (zone->tree) /* one frontier for the process tree: zone_tree.c */
+		return tree_alloc(zone, size >> GRANULE_SHIFT, align >> GRANULE_SHIFT);
 	pthread_mutex_lock(&zone->lock);
 	a = alloc_granules(zone, size >> GRANULE_SHIFT, align >> GRANULE_SHIFT);
 	pthread_mutex_unlock(&zone->lock);
@@ -639,6 +741,11 @@ int pcpu_zone_free(pcpu_zone_t *zone, void *obj)
 		return 0;
 	if (!zone) {
 		errno = EINVAL;
+		return -1;
+	}
+	if (zone->tree) {
+		/* Another process of the tree may hold it (zone_backing.h). */
+		errno = EBUSY;
 		return -1;
 	}
 	pthread_mutex_lock(&zone->lock);

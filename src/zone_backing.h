@@ -26,6 +26,7 @@
 
 #include <pcpu/zone.h>
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -93,6 +94,63 @@ struct pcpu_zone_backing {
  * copy of every chunk at the same addresses. Thread-safe. */
 PCPU_HIDDEN int pcpu__zone_attach_backing(pcpu_zone_t *zone,
 					  const struct pcpu_zone_backing *backing, void *ctx);
+
+/*
+ * Zones shared by a process tree (a shared registry's: pcpu/segment.h,
+ * PCPU_SEGMENT_SHARED_TREE). A backed zone normally belongs to one
+ * process, and a fork() child leaves it. A tree zone stays with every
+ * child: all the processes forked from its creator write the same chunks,
+ * and all of them allocate from it. Their allocations are one bump
+ * frontier in shared memory, under one process-shared lock, and are never
+ * freed before the zone's creator destroys it: another process may hold
+ * any object's address (its own mapping of the same chunk), so no process
+ * can know an object is unused. Chunks made by one process are mapped by
+ * the others when they first need them (an allocation, an adopted object).
+ *
+ * The lock is robust: a process killed while holding it leaves it to the
+ * next taker, which runs the backing's repair callback before going on.
+ */
+struct pcpu_zone_tree {
+	pthread_mutex_t lock; /* process-shared, robust, recursive */
+	uint64_t nchunks;     /* chunks made (by any process) */
+	uint64_t frontier;    /* granules handed out in chunk nchunks - 1 */
+	uint64_t deaths;      /* lock holders that died holding it */
+};
+
+/* Sets up `tree` in shared memory (zeroed): its lock. 0, or -1 with errno
+ * (what pthread_mutexattr_* said: a libc without robust process-shared
+ * mutexes). */
+PCPU_HIDDEN int pcpu__zone_tree_init(struct pcpu_zone_tree *tree);
+
+/* Makes a zone with a backing (pcpu__zone_attach_backing) and no live
+ * object a tree zone over `tree` (which must outlive it, and whose
+ * chunk 0 is the zone's first chunk). `repair(ctx)`, called with the lock
+ * held when a taker finds its holder died, makes the backing's own shared
+ * state consistent (the zone's is: it bumps the frontier before it hands
+ * an object out, so a death leaks at most that object). 0, or -1 with
+ * errno EBUSY (live objects, or a tree zone already) or EINVAL (no
+ * backing). Thread-safe. */
+PCPU_HIDDEN int pcpu__zone_make_tree(pcpu_zone_t *zone, struct pcpu_zone_tree *tree,
+				     void (*repair)(void *ctx), void *ctx);
+
+/* Whether `zone` is a tree zone (NULL: no). */
+PCPU_HIDDEN int pcpu__zone_is_tree(const pcpu_zone_t *zone);
+
+/* Takes the tree's lock (recursive: a holder may take it again); for a zone
+ * that is not a tree zone, or NULL, does nothing. Lock order: the tree
+ * lock before any zone lock (pcpu_zone_alloc takes it first too). 0, or -1
+ * with errno (ENOTRECOVERABLE: a repair failed before; EAGAIN: too many
+ * recursive holds). */
+PCPU_HIDDEN int pcpu__zone_tree_lock(pcpu_zone_t *zone);
+PCPU_HIDDEN void pcpu__zone_tree_unlock(pcpu_zone_t *zone);
+
+/* A tree zone's object that another process of the tree allocated: its
+ * address in this process (chunk `no` mapped here if it was not), known to
+ * this process's books as live (`size` bytes) from now on. NULL with errno
+ * EINVAL (no such chunk, or past the frontier) or the mapping's
+ * (ENOMEM...). Under the tree lock. */
+PCPU_HIDDEN void *pcpu__zone_tree_adopt(pcpu_zone_t *zone, unsigned no, uint64_t off,
+					 size_t size);
 
 /* Advises the kernel not to back [p, p + len) with transparent huge pages
  * (memory pcpu writes sparsely); errno kept, failure ignored (a kernel

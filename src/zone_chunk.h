@@ -61,7 +61,15 @@ struct pcpu_zone {
 	/* backing->release, kept when a fork() child leaves the backing:
 	 * called with backing_ctx when the zone is destroyed. */
 	void (*release)(void *ctx);
+	/* A zone shared by a process tree (zone_backing.h, zone_tree.c):
+	 * its shared state, and the backing's repair of its own. NULL: an
+	 * ordinary zone. */
+	struct pcpu_zone_tree *tree;
+	void (*tree_repair)(void *ctx);
+	void *tree_ctx;
 };
+
+
 
 /* Every zone, newest first, under pcpu__zones_lock (zone_shared.c). */
 PCPU_HIDDEN extern pcpu_zone_t *pcpu__all_zones;

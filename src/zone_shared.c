@@ -127,7 +127,7 @@ static void zone_fork_prepare(void)
 		pthread_mutex_lock(&z->lock);
 	pthread_mutex_lock(&pcpu__zone_table_lock);
 	for (z = pcpu__all_zones; z; z = z->next_zone)
-		if (z->backing)
+		if (z->backing && !z->tree) /* a tree zone stays shared */
 			for (c = z->chunks; c; c = c->next)
 				c->fork_copy = copy_shared_chunk(z, c);
 	errno = saved_errno;
@@ -168,7 +168,7 @@ static void zone_fork_child(void)
 	struct chunk *c;
 
 	for (z = pcpu__all_zones; z; z = z->next_zone) {
-		if (!z->backing)
+		if (!z->backing || z->tree) /* a tree zone stays shared */
 			continue;
 		for (c = z->chunks; c; c = c->next) {
 			char *copy = c->fork_copy;

@@ -55,7 +55,7 @@ LAYERS = [
     ("zone", 1, [
         "include/pcpu/zone.h",
         "include/pcpu/common.h",        # compatibility: defs, rseq, version, zone
-        "src/zone.c", "src/zone_shared.c", "src/zone_*.h",
+        "src/zone.c", "src/zone_shared.c", "src/zone_tree.c", "src/zone_*.h",
     ]),
     ("counter", 2, [
         "include/pcpu/counter.h", "include/pcpu/counter9.h", "include/pcpu/compat/*",
@@ -108,7 +108,7 @@ LAYERS = [
         "src/segment/dirs.c", "src/segment/safe_open.c", "src/segment/liveness.c",
     ]),
     ("segment.writer", 10, ["include/pcpu/segment.h", "src/segment/writer.*",
-                            "src/segment/directory.c"]),
+                            "src/segment/directory.c", "src/segment/tree.c"]),
     ("segment.reader", 10, ["include/pcpu/reader.h", "src/segment/reader*"]),
     ("umbrella", 11, ["include/pcpu/pcpu.h"]),  # the whole API, for programs
     ("tools", 12, ["tools/*"]),

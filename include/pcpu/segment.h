@@ -76,6 +76,18 @@ enum {
 	 * group can list and search it (the names of the caller's segments are
 	 * then visible to all users, as they were in /dev/shm). */
 	PCPU_SEGMENT_GROUP_READ = 1u << 0,
+	/** A shared registry, for pre-fork servers: the segment stays with
+	 * every process fork()ed from the publisher after publication (and
+	 * their children), which all write it -- adds, records and sets from
+	 * any of them land in the one copy, and a family or series any of
+	 * them registers is one family or series for all (registering it in
+	 * another process finds the same storage). Readers see one segment.
+	 * Needs CPU-number slots (`PCPU_INDEX=cpu` in the environment; EINVAL
+	 * otherwise: mm_cid is per process). What a shared registry does not
+	 * do -- removals, consistent groups, callbacks, registered structs,
+	 * processes not forked from the publisher -- and what it costs:
+	 * README.md, "Pre-fork servers". */
+	PCPU_SEGMENT_SHARED_TREE = 1u << 1,
 };
 
 /**

@@ -286,6 +286,16 @@ void pcpu__directory_family_added(struct pcpu_segment *seg, struct pcpu_family *
 	char *blob;
 
 	pcpu__family_view(f, &v);
+	if (seg->tree) {
+		/* One family for the whole tree: another process may have
+		 * written it (registered after the fork() that made this one). */
+		int64_t found = pcpu__directory_find_family(seg, v.name);
+
+		if (found >= 0) {
+			pcpu__directory_map_family(seg, f, (uint64_t)found);
+			return;
+		}
+	}
 	len += strlen(v.name) + 1;
 	if (v.help)
 		len += strlen(v.help) + 1;
@@ -501,6 +511,13 @@ void pcpu__directory_series_added(struct pcpu_segment *seg, struct pcpu_family *
 		chunk = fv.group_member;
 		voff = gidx;
 	}
+	if (seg->adopted && !sv.group && chunk == seg->adopted_chunk && voff == seg->adopted_off) {
+		/* Another process of the tree wrote its entry (tree.c). */
+		seg->adopted = 0;
+		if (map_put(&seg->series, se, (uint32_t)seg->adopted_idx) < 0)
+			mark_dropped(seg);
+		return;
+	}
 	for (l = 0; l < fv.nlabels; l++)
 		len += strlen(sv.values[l]) + 1;
 	if (reserve_entry(seg, &seg->series, se, len, &idx, &off) < 0) {
@@ -559,4 +576,68 @@ void pcpu__directory_family_removing(struct pcpu_segment *seg, struct pcpu_famil
 	map_del(&seg->families, f);
 	entry_free(seg, idx);
 	__atomic_store_n(&seg->hdr->nfamilies, --seg->nfamilies, __ATOMIC_RELAXED);
+}
+
+/* ---- 2.5: segments shared by a process tree (tree.c) ---- */
+
+/* Entry i, if it is live and of `kind`: a copy (another process may be
+ * writing it only while it holds the tree lock, which the caller holds). */
+static int live_entry(struct pcpu_segment *seg, uint64_t i, unsigned kind,
+		      struct pcpu__seg_entry *e)
+{
+	*e = seg->entries[i];
+	return e->kind == kind && !(e->seq & 1) && e->blob_off + e->blob_len <= seg->strings_used;
+}
+
+int64_t pcpu__directory_find_family(struct pcpu_segment *seg, const char *name)
+{
+	size_t n = strlen(name) + 1;
+	struct pcpu__seg_entry e;
+	uint64_t i;
+
+	for (i = 0; i < seg->entries_used; i++)
+		if (live_entry(seg, i, PCPU__SEG_FAMILY, &e) && e.blob_len >= n &&
+		    memcmp(seg->strings + e.blob_off, name, n) == 0)
+			return (int64_t)i;
+	return -1;
+}
+
+void pcpu__directory_map_family(struct pcpu_segment *seg, struct pcpu_family *f, uint64_t idx)
+{
+	if (map_put(&seg->families, f, (uint32_t)idx) < 0)
+		mark_dropped(seg);
+}
+
+int64_t pcpu__directory_family_entry(struct pcpu_segment *seg, const struct pcpu_family *f)
+{
+	uint32_t idx;
+
+	return map_get(&seg->families, f, &idx) == 0 ? (int64_t)idx : -1;
+}
+
+int64_t pcpu__directory_find_series(struct pcpu_segment *seg, uint64_t fidx, const char *const *v,
+				    unsigned n)
+{
+	uint64_t id = seg->entries[fidx].family_id, i;
+	struct pcpu__seg_entry e;
+
+	for (i = 0; i < seg->entries_used; i++) {
+		const char *p, *end;
+		unsigned l;
+
+		if (!live_entry(seg, i, PCPU__SEG_SERIES, &e) || e.family_id != id || e.nlabels != n)
+			continue;
+		p = seg->strings + e.blob_off;
+		end = p + e.blob_len;
+		for (l = 0; l < n; l++) {
+			size_t k = strlen(v[l]) + 1;
+
+			if ((size_t)(end - p) < k || memcmp(p, v[l], k) != 0)
+				break;
+			p += k;
+		}
+		if (l == n)
+			return (int64_t)i;
+	}
+	return -1;
 }

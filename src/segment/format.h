@@ -35,11 +35,12 @@
 
 #define PCPU__SEG_MAGIC "PCPUSEG"          /* 7 chars + NUL = 8 bytes */
 #define PCPU__SEG_VERSION_MAJOR 2          /* incompatible changes (2: mirror region) */
-#define PCPU__SEG_VERSION_MINOR 4          /* compatible additions (1: pid namespace, no space;
+#define PCPU__SEG_VERSION_MINOR 5          /* compatible additions (1: pid namespace, no space;
 					    * 2: exported `le` bounds of log-linear histograms;
 					    * 3: consistent groups;
 					    * 4: histograms as (count, sum) pairs, info
-					    * families, exponential export rules) */
+					    * families, exponential export rules;
+					    * 5: segments shared by a process tree) */
 #define PCPU__SEG_BYTE_ORDER 0x01020304u   /* as the writer stored it */
 #define PCPU__SEG_HEADER_REGION 4096       /* the header's page */
 #define PCPU__SEG_NAME_MAX 64              /* segment name, NUL excluded */
@@ -50,6 +51,11 @@
 #define PCPU__SEG_F_INCOMPLETE 2u /* the directory was full: some series missing */
 #define PCPU__SEG_F_NOSPACE 4u    /* 2.1: the file system ran out of space (or memory):
 				   * series were refused or left out (nospace counts) */
+#define PCPU__SEG_F_TREE 8u       /* 2.5: written by every process forked from the writer
+				   * (a shared registry, PCPU_SEGMENT_SHARED_TREE): bytes
+				   * PCPU__SEG_TREE_OFFSET.. of the header's page are the
+				   * writers' shared state, which readers ignore */
+#define PCPU__SEG_TREE_OFFSET 2048
 
 /* The header. Fields marked (atomic) change while readers read; the others
  * are written once, before the magic, which is written last. */

@@ -122,8 +122,8 @@ static void segments_fork_child(void)
 	struct pcpu_segment *seg;
 
 	for (seg = segments; seg; seg = seg->next_seg) {
-		if (seg->detached)
-			continue;
+		if (seg->detached || seg->tree)
+			continue; /* a shared registry's: the child writes it too (tree.c) */
 		seg->detached = 1;
 		seg->published = 0;
 		/* Private zeros in place of the parent's directory: nothing of
@@ -195,9 +195,15 @@ static void seg_hook(void *ctx, enum pcpu__registry_event ev, struct pcpu_family
 		seg_free(seg);
 		return;
 	}
-	/* A fork()ed child has left the parent's file (see the top). */
-	if (seg->detached || getpid() != seg->pid)
+	/* A fork()ed child has left the parent's file (see the top), but
+	 * for a shared registry's, which every process of the tree writes,
+	 * each change under the tree's lock. */
+	if (seg->detached || (!seg->tree && getpid() != seg->pid))
 		return;
+	if (seg->tree && pcpu__tree_enter(seg) != 0) {
+		__atomic_add_fetch(&seg->hdr->dropped, 1, __ATOMIC_RELAXED);
+		return;
+	}
 	pcpu__directory_begin(seg);
 	switch (ev) {
 	case PCPU__REG_FAMILY_ADDED:
@@ -219,6 +225,8 @@ static void seg_hook(void *ctx, enum pcpu__registry_event ev, struct pcpu_family
 		break;
 	}
 	pcpu__directory_end(seg);
+	if (seg->tree)
+		pcpu__tree_leave(seg);
 }
 
 /* Called by the zone, under its lock, for every chunk it has and gets. */
@@ -318,8 +326,15 @@ static int publish_options(const struct pcpu_segment_options *opts, struct pcpu_
 	memset(o, 0, sizeof *o);
 	if (opts)
 		*o = *opts;
-	if (o->flags & ~(unsigned)PCPU_SEGMENT_GROUP_READ)
+	if (o->flags & ~(unsigned)(PCPU_SEGMENT_GROUP_READ | PCPU_SEGMENT_SHARED_TREE))
 		return pcpu__seg_fail(EINVAL, "unknown segment option flags 0x%x", o->flags);
+	/* mm_cid is a per-process number: two processes' threads would
+	 * share a slot. CPU numbers are one running thread's, system-wide. */
+	if ((o->flags & PCPU_SEGMENT_SHARED_TREE) && pcpu_zone_index(NULL) != PCPU_INDEX_CPU)
+		return pcpu__seg_fail(EINVAL,
+				      "a shared registry needs CPU-number slots: this process indexes "
+				      "slots by mm_cid, which is per process; start it with "
+				      "PCPU_INDEX=cpu (pcpu/zone.h)");
 	*max_e = o->max_entries ? o->max_entries : DEFAULT_MAX_ENTRIES;
 	*max_s = o->max_string_bytes ? o->max_string_bytes : DEFAULT_MAX_STRINGS;
 	if (*max_e > LIMIT_MAX_ENTRIES || *max_s > LIMIT_MAX_STRINGS)
@@ -469,7 +484,7 @@ static void header_init(struct pcpu_segment *seg, pcpu_registry_t *reg, const ch
 /* Under the registry's lock: names the file, moves the registry's zone
  * into it, writes the families declared so far and becomes the registry's
  * observer, so no change of the directory is missed. */
-static int registry_attach(struct pcpu_segment *seg, pcpu_registry_t *reg)
+static int registry_attach(struct pcpu_segment *seg, pcpu_registry_t *reg, int shared_tree)
 {
 	struct pcpu_family *f;
 	int err;
@@ -502,13 +517,22 @@ static int registry_attach(struct pcpu_segment *seg, pcpu_registry_t *reg)
 		return pcpu__seg_fail(err, "moving the registry's zone into \"%.300s\": %s", seg->path,
 				      strerror(err));
 	}
+	if (shared_tree && (pcpu__tree_setup(seg) != 0 || pcpu__tree_enter(seg) != 0)) {
+		/* The zone is the file's now and stays so (ordinary, as an
+		 * unshared segment's). */
+		pcpu__registry_unlock(reg);
+		return -1;
+	}
 	/* Families declared before publication (they have no series, the
 	 * zone refused otherwise). */
 	pcpu__directory_begin(seg);
 	for (f = pcpu__registry_family_next(reg, NULL); f; f = pcpu__registry_family_next(reg, f))
 		pcpu__directory_family_added(seg, f);
 	pcpu__directory_end(seg);
-	pcpu__registry_observe_locked(reg, seg_hook, seg);
+	if (seg->tree)
+		pcpu__tree_leave(seg);
+	pcpu__registry_observe_locked(reg, seg_hook, shared_tree ? pcpu__tree_adopt_series : NULL,
+				      seg);
 	pcpu__registry_unlock(reg);
 	return 0;
 }
@@ -550,7 +574,7 @@ pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
 	    file_map(seg, max_e, max_s) < 0)
 		goto fail;
 	header_init(seg, reg, name, start);
-	if (registry_attach(seg, reg) < 0)
+	if (registry_attach(seg, reg, (o.flags & PCPU_SEGMENT_SHARED_TREE) != 0) < 0)
 		goto fail;
 	segments_link(seg);
 	return seg;

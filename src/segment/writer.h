@@ -15,6 +15,7 @@
 
 #include "../stats/hashtab.h"
 #include "../stats/registry_observer.h"
+#include "../zone_backing.h"
 #include "format.h"
 
 /* Blob size classes: 2^6 .. 2^17 bytes. */
@@ -25,6 +26,18 @@ struct u64vec {
 	uint64_t *v;
 	size_t n, cap;
 };
+
+/* A segment shared by a process tree (PCPU_SEGMENT_SHARED_TREE): the
+ * writers' common state, in the header's page at PCPU__SEG_TREE_OFFSET.
+ * Everything here, and every change of the directory, is under the zone
+ * tree's lock (zone_backing.h), which every process of the tree takes. */
+struct pcpu__seg_tree {
+	char magic[8];                  /* "PCPUTREE" */
+	uint64_t next_family_id, next_serial;
+	uint64_t repairs;               /* directory changes a dead writer left half done */
+	struct pcpu_zone_tree zone;     /* the frontier and the lock */
+};
+#define PCPU__SEG_TREE_MAGIC "PCPUTREE"
 
 struct pcpu_segment {
 	struct pcpu_registry *reg;
@@ -60,6 +73,16 @@ struct pcpu_segment {
 	struct pcpu__htab groups, group_refs;
 	uint64_t next_family_id, next_serial;
 	uint64_t nfamilies, nseries;
+
+	/* A shared registry's segment (tree.c): its shared state (NULL:
+	 * an ordinary segment, which a fork() child leaves), and the series
+	 * pcpu__tree_adopt_series() found last (its value's place and its
+	 * entry), which the next SERIES_ADDED maps instead of writing a new
+	 * entry. */
+	struct pcpu__seg_tree *tree;
+	int adopted;               /* adopted_* below are set */
+	uint32_t adopted_chunk;
+	uint64_t adopted_off, adopted_idx;
 };
 
 /* ---- directory.c: the directory, written per registry event ---- */
@@ -78,5 +101,33 @@ PCPU_HIDDEN void pcpu__directory_series_removing(struct pcpu_segment *seg,
 						 const struct pcpu_family *f,
 						 struct pcpu__series *se);
 PCPU_HIDDEN void pcpu__directory_groups_read(struct pcpu_segment *seg);
+
+/* Tree segments: the live entry of the family named `name`, or -1. */
+PCPU_HIDDEN int64_t pcpu__directory_find_family(struct pcpu_segment *seg, const char *name);
+/* Tree segments: f's local family is the one another process wrote (its
+ * entry `idx`): mapped, not written again. */
+PCPU_HIDDEN void pcpu__directory_map_family(struct pcpu_segment *seg, struct pcpu_family *f,
+					    uint64_t idx);
+/* Tree segments: the live series entry of family entry `fidx` with label
+ * values `v` (n of them), or -1. */
+PCPU_HIDDEN int64_t pcpu__directory_find_series(struct pcpu_segment *seg, uint64_t fidx,
+						const char *const *v, unsigned n);
+/* The entry of f in seg->families, or -1. */
+PCPU_HIDDEN int64_t pcpu__directory_family_entry(struct pcpu_segment *seg,
+						 const struct pcpu_family *f);
+
+/* ---- tree.c: a segment shared by a process tree ---- */
+
+/* At publication with PCPU_SEGMENT_SHARED_TREE, under the registry's lock,
+ * the zone attached: sets up the shared state and makes the zone a tree
+ * zone. 0, or -1 with errno and a message. */
+PCPU_HIDDEN int pcpu__tree_setup(struct pcpu_segment *seg);
+/* Around every directory change of a tree segment: takes the tree's lock
+ * and reads the directory's shared bookkeeping into seg; pcpu__tree_leave
+ * writes it back and unlocks. Enter: 0, or -1 with errno (the lock). */
+PCPU_HIDDEN int pcpu__tree_enter(struct pcpu_segment *seg);
+PCPU_HIDDEN void pcpu__tree_leave(struct pcpu_segment *seg);
+/* The registry's adopt callback (registry_observer.h). */
+PCPU_HIDDEN void *pcpu__tree_adopt_series(void *ctx, struct pcpu_family *f, const char *const *v);
 
 #endif /* PCPU_SEGMENT_WRITER_H */

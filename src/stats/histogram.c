@@ -292,6 +292,12 @@ int pcpu__histogram_layout_check(const struct pcpu_histogram_layout *l, size_t *
 pcpu_histogram_t *pcpu_histogram_create_in(pcpu_zone_t *zone,
 					   const struct pcpu_histogram_layout *layout)
 {
+	return pcpu__histogram_create_at(zone, layout, NULL);
+}
+
+pcpu_histogram_t *pcpu__histogram_create_at(pcpu_zone_t *zone,
+					    const struct pcpu_histogram_layout *layout, void *at)
+{
 	pcpu_histogram_t *h;
 	size_t nbuckets;
 	uint64_t limit;
@@ -335,8 +341,9 @@ pcpu_histogram_t *pcpu_histogram_create_in(pcpu_zone_t *zone,
 	}
 	/* A (count, sum) pair per bucket, 16-byte aligned for the record's
 	 * one-store commit (pcpu/histogram.h); zeroed, as a counter array. */
-	h->pcpu__c = pcpu_zone_alloc(zone, 2 * nbuckets * sizeof(struct pcpu_counter),
-				     2 * sizeof(struct pcpu_counter));
+	h->pcpu__c = at ? at
+			: pcpu_zone_alloc(zone, 2 * nbuckets * sizeof(struct pcpu_counter),
+					  2 * sizeof(struct pcpu_counter));
 	if (!h->pcpu__c) {
 		int e = errno;
 		free(bounds);

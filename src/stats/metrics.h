@@ -34,6 +34,13 @@ PCPU_HIDDEN void pcpu__group_free_in(pcpu_zone_t *zone, pcpu_group_t *g);
  * caller holds (a registry): no search for the zone by address. */
 PCPU_HIDDEN void pcpu__histogram_destroy_in(pcpu_zone_t *zone, pcpu_histogram_t *h);
 
+/* pcpu_histogram_create_in(), over storage `at` of that zone (a shared
+ * registry's series another process made, its size the layout's) instead
+ * of a new allocation; at NULL: a new one. */
+PCPU_HIDDEN pcpu_histogram_t *pcpu__histogram_create_at(pcpu_zone_t *zone,
+							const struct pcpu_histogram_layout *layout,
+							void *at);
+
 /* Validates a layout; gives the bucket count (+Inf included) and, for
  * log-linear layouts, the first value that goes to +Inf. */
 PCPU_HIDDEN int pcpu__histogram_layout_check(const struct pcpu_histogram_layout *l,

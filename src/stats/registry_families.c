@@ -517,6 +517,8 @@ int pcpu_registry_remove_family(pcpu_registry_t *reg, pcpu_family_t *f)
 
 	if (!reg || !f)
 		return pcpu__reg_fail(EINVAL, "NULL registry or family");
+	if (pcpu__reg_tree_refuses(reg, "never removes a family: another process may hold its series"))
+		return -1;
 	pthread_mutex_lock(&reg->lock);
 	if (f->reg == reg && f->index < reg->nfams && reg->fams[f->index] == f)
 		family_series_kinds(f, &owned, &computed);

@@ -25,6 +25,9 @@ pcpu_group_family_t *pcpu_registry_group(pcpu_registry_t *reg, const struct pcpu
 		pcpu__reg_fail(EINVAL, "group family: NULL registry or members, or not 1 to 16 members");
 		return NULL;
 	}
+	if (pcpu__reg_tree_refuses(reg, "has no consistent groups yet (their last consistent read "
+					"is one process's)"))
+		return NULL;
 	for (k = 0; k < nmembers; k++) {
 		const struct pcpu_family_desc *d = &members[k];
 
@@ -105,6 +108,9 @@ pcpu_group_t *pcpu_group_family_series(pcpu_group_family_t *gf, const char *cons
 	if (pcpu__values_check(gf->fams[0], label_values, buf, &v) < 0)
 		return NULL;
 	reg = gf->fams[0]->reg;
+	if (pcpu__reg_tree_refuses(reg, "has no consistent groups yet (their last consistent read "
+					"is one process's)"))
+		return NULL;
 	h = pcpu__series_hash(v, gf->fams[0]->nlabels);
 	pthread_mutex_lock(&reg->lock);
 	se = pcpu__series_find(gf->fams[0], v, h);

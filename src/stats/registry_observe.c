@@ -21,10 +21,12 @@ int pcpu__registry_observed_locked(const pcpu_registry_t *reg)
 	return reg->hook != NULL;
 }
 
-void pcpu__registry_observe_locked(pcpu_registry_t *reg, pcpu__registry_hook_fn fn, void *ctx)
+void pcpu__registry_observe_locked(pcpu_registry_t *reg, pcpu__registry_hook_fn fn,
+				   pcpu__registry_adopt_fn adopt, void *ctx)
 {
 	reg->hook_ctx = ctx;
 	reg->hook = fn;
+	reg->adopt = fn ? adopt : NULL;
 }
 
 struct pcpu_family *pcpu__registry_family_next(const pcpu_registry_t *reg,

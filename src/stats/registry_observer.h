@@ -49,6 +49,17 @@ enum pcpu__registry_event {
 typedef void (*pcpu__registry_hook_fn)(void *ctx, enum pcpu__registry_event ev,
 				       struct pcpu_family *f, struct pcpu__series *se);
 
+/* A shared registry's (a zone shared by a process tree, zone_backing.h):
+ * the storage of the series of f with label values v (the whole key,
+ * constant labels included) that another process registered, in this
+ * process (the address of its value: a counter's or gauge's handle, a
+ * histogram's bucket pairs), or NULL if none did. Called under the
+ * registry's lock and the zone tree's, before the registry would allocate
+ * a new series' storage; the SERIES_ADDED of the series made over it
+ * follows under the same locks, and the observer then maps the series to
+ * the existing entry instead of writing another. */
+typedef void *(*pcpu__registry_adopt_fn)(void *ctx, struct pcpu_family *f, const char *const *v);
+
 /* The shared handle of a consistent group family's series (one per label
  * set, shared by the members): the group, and its last consistent read. */
 struct pcpu__gseries {
@@ -92,9 +103,10 @@ PCPU_HIDDEN void pcpu__registry_unlock(pcpu_registry_t *reg);
 
 /* Registry locked: whether an observer is set (there is one at most). */
 PCPU_HIDDEN int pcpu__registry_observed_locked(const pcpu_registry_t *reg);
-/* Registry locked: sets the observer (fn NULL: none). */
+/* Registry locked: sets the observer (fn NULL: none), with its adopt
+ * callback for a shared registry (NULL: an ordinary observer). */
 PCPU_HIDDEN void pcpu__registry_observe_locked(pcpu_registry_t *reg, pcpu__registry_hook_fn fn,
-					       void *ctx);
+					       pcpu__registry_adopt_fn adopt, void *ctx);
 
 /* Registry locked: the family after f (f NULL: the first), or NULL. */
 PCPU_HIDDEN struct pcpu_family *pcpu__registry_family_next(const pcpu_registry_t *reg,

@@ -193,6 +193,31 @@ void pcpu__series_unlink(struct pcpu_family *f, struct pcpu__series *se)
 	free(se);
 }
 
+/* A new series of a shared registry (a tree zone): the series another
+ * process of the tree made with these values, over its storage, else a
+ * new one -- under the tree's lock, so two processes making the same
+ * series make one. Registry locked. The handle, or NULL with errno. */
+static void *tree_series_new(struct pcpu_family *f, const char *const *v, uint64_t h)
+{
+	void *at, *handle;
+
+	if (pcpu__zone_tree_lock(f->reg->zone) != 0)
+		return NULL;
+	at = f->reg->adopt ? f->reg->adopt(f->reg->hook_ctx, f, v) : NULL;
+	if (!at)
+		handle = storage_alloc(f);
+	else if (f->type == PCPU_METRIC_HISTOGRAM)
+		handle = pcpu__histogram_create_at(f->reg->zone, &f->layout, at);
+	else
+		handle = at; /* a counter's or a gauge's handle is its value */
+	if (handle && !pcpu__series_new(f, v, h, handle, NULL)) {
+		pcpu__storage_free(f, handle); /* the zone keeps a tree's storage */
+		handle = NULL;
+	}
+	pcpu__zone_tree_unlock(f->reg->zone);
+	return handle;
+}
+
 /* The series of f with label values v, created if absent. `info`: the
  * caller is pcpu_registry_info(), the only maker of an info family's
  * series (each is 1; a series made as a plain gauge would be 0). */
@@ -230,14 +255,13 @@ void *pcpu__series_get(pcpu_family_t *f, const char *const *v, enum pcpu_metric_
 	h = pcpu__series_hash(v, f->nlabels);
 	pthread_mutex_lock(&f->reg->lock);
 	se = pcpu__series_find(f, v, h);
-	if (se) {
+	if (se)
 		handle = se->handle;
-	} else {
-		handle = storage_alloc(f);
-		if (handle && !pcpu__series_new(f, v, h, handle, NULL)) {
-			pcpu__storage_free(f, handle);
-			handle = NULL;
-		}
+	else if (pcpu__zone_is_tree(f->reg->zone))
+		handle = tree_series_new(f, v, h);
+	else if ((handle = storage_alloc(f)) && !pcpu__series_new(f, v, h, handle, NULL)) {
+		pcpu__storage_free(f, handle);
+		handle = NULL;
 	}
 	pthread_mutex_unlock(&f->reg->lock);
 	return handle;
@@ -256,6 +280,9 @@ int pcpu__series_add_callback(struct pcpu_family *f, const char *const *v,
 		pcpu__reg_fail(EINVAL, "a member of a consistent group family has no callback series");
 		return -1;
 	}
+	if (pcpu__reg_tree_refuses(f->reg, "has no callback series: each process would compute "
+					   "its own value of one series"))
+		return -1;
 	if (pcpu__values_check(f, v, buf, &v) < 0)
 		return -1;
 	h = pcpu__series_hash(v, f->nlabels);
@@ -328,6 +355,8 @@ int pcpu_family_remove(pcpu_family_t *f, const char *const *v)
 
 	if (!f || pcpu__values_check(f, v, buf, &v) < 0)
 		return pcpu__reg_fail(EINVAL, NULL);
+	if (pcpu__reg_tree_refuses(f->reg, "never removes a series: another process may hold it"))
+		return -1;
 	pthread_mutex_lock(&f->reg->lock);
 	se = pcpu__series_find(f, v, pcpu__series_hash(v, f->nlabels));
 	if (se && se->cb) {

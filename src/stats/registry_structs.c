@@ -73,6 +73,8 @@ void *pcpu_registry_struct(pcpu_registry_t *reg, size_t size, const struct pcpu_
 		pcpu__reg_fail(EINVAL, "registry is NULL");
 		return NULL;
 	}
+	if (pcpu__reg_tree_refuses(reg, "has no registered structs yet: use its families"))
+		return NULL;
 	if (fields_check(size, fields, nfields) < 0)
 		return NULL;
 	base = malloc(nfields * sizeof *base);

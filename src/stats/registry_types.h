@@ -10,12 +10,14 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <pcpu/stats.h>
 
 #include "stats_internal.h"
 #include "hashtab.h"
 #include "registry_observer.h"
+#include "../zone_backing.h"
 
 struct pcpu__sstruct;
 
@@ -93,6 +95,7 @@ struct pcpu__sstruct {
 struct pcpu_registry {
 	pthread_mutex_t lock;         /* guards everything below but generation */
 	pcpu__registry_hook_fn hook;  /* NULL, or the directory mirror's (registry_observer.h) */
+	pcpu__registry_adopt_fn adopt; /* NULL, or a shared registry's mirror's */
 	void *hook_ctx;
 	pcpu_zone_t *zone;
 	struct pcpu_family **fams;
@@ -124,6 +127,20 @@ static inline int pcpu__reg_fail(int err, const char *msg)
 		pcpu__set_error(msg);
 	errno = err;
 	return -1;
+}
+
+/* A shared registry (published with PCPU_SEGMENT_SHARED_TREE: its zone is
+ * a process tree's, zone_backing.h) refuses what cannot be shared: sets
+ * errno EOPNOTSUPP and the message "a shared registry <what>" and returns
+ * -1; 0 for any other registry. */
+static inline int pcpu__reg_tree_refuses(struct pcpu_registry *reg, const char *what)
+{
+	char msg[160];
+
+	if (!pcpu__zone_is_tree(reg->zone))
+		return 0;
+	snprintf(msg, sizeof msg, "a shared registry %s", what);
+	return pcpu__reg_fail(EOPNOTSUPP, msg);
 }
 
 /* The directory changed: pcpu_registry_generation() moves on. */

@@ -1,0 +1,644 @@
+/*
+ * A shared registry (PCPU_SEGMENT_SHARED_TREE) under a pre-fork server's
+ * life: a master publishes it, forks workers (8 times more processes than
+ * CPUs) that add, record and set, and discover label values lazily (new
+ * series after fork); the master resets counters and reads the segment
+ * while it SIGKILLs workers at random instants and respawns them. At the end
+ * every value read from the segment equals what the workers say they did.
+ *
+ * How a worker says what it did, exactly, although it may die at any
+ * instant: in shared memory that only it writes (its struct wstate), it
+ * notes the operation it is about to make (pending, seq = n), makes it,
+ * adds it to its tallies, then marks it done (done = n). A killed worker
+ * with seq != done may or may not have made that one operation; the
+ * master records it as ambiguous, and a value must equal the tallies plus
+ * some subset of the ambiguous operations on that series (values are
+ * random and large: one subset at most fits). A pipe would have the same
+ * gap between the add and the report.
+ *
+ *   test_shared_registry prefork WORKERS OPS KILLS   the whole scenario:
+ *       phase 1 until OPS operations and KILLS kills, master resetting;
+ *       phase 2 (no kills) until OPS more, workers resetting too: every
+ *       reset exactly once across processes
+ *   test_shared_registry lockdeath   a worker killed holding the tree lock
+ *       in the middle of a directory change: the others go on (bounded by
+ *       alarm()), the change repaired
+ *   test_shared_registry wrongindex  with mm_cid slots, publishing a shared
+ *       registry is refused (EINVAL, a message naming PCPU_INDEX=cpu)
+ *
+ * Run with PCPU_INDEX=cpu (but wrongindex); ctest runs it in every mode.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <pcpu/reader.h>
+#include <pcpu/segment.h>
+#include <pcpu/stats.h>
+
+#include "check.h"
+#include "segment/writer.h"
+
+#define NPATHS 48
+#define MAXW 64
+#define MAXAMB 4096
+
+enum { OP_ADD = 1, OP_RECORD, OP_GAUGE };
+
+struct wstate {
+	volatile uint64_t seq, done; /* operation started, and completed */
+	int pend_op, pend_path;
+	int64_t pend_v;
+	int64_t cnt[NPATHS], hcount[NPATHS], hsum[NPATHS], gauge[NPATHS], resets[NPATHS];
+	uint8_t used[NPATHS];
+	volatile uint64_t ops;
+	pid_t pid;
+};
+
+struct amb {
+	int op, path;
+	int64_t v;
+};
+
+struct shared {
+	volatile int stop, phase;
+	struct wstate w[MAXW];
+	int64_t master_resets[NPATHS];
+	struct amb amb[MAXAMB];
+	int namb;
+	int negative_resets;
+};
+
+static struct shared *sh;
+
+/* counter.c's test hook, between a reset's read and its subtraction: a
+ * yield there makes resets of one counter from two processes overlap, as
+ * they would if the tree's lock did not order them. */
+extern void (*pcpu__test_reset_pause)(void *counter);
+
+static void reset_pause(void *counter)
+{
+	(void)counter;
+	sched_yield();
+}
+static char dir[256];
+static pcpu_registry_t *reg;
+static pcpu_family_t *f_req, *f_lat, *f_inflight;
+static pcpu_segment_t *seg;
+
+static void path_name(int p, char *buf)
+{
+	snprintf(buf, 32, "/api/v%d/item%d", p % 3, p);
+}
+
+static void publish(void)
+{
+	static const struct pcpu_histogram_layout lay = {
+		.scheme = PCPU_HISTOGRAM_LOG_LINEAR, .precision_bits = 2, .max_value = 1 << 24};
+	struct pcpu_segment_options o = {0};
+	struct pcpu_family_desc d;
+
+	strcpy(dir, "/tmp/pcpu-tree-test.XXXXXX");
+	CHECK(mkdtemp(dir) != NULL);
+	reg = pcpu_registry_create();
+	CHECK(reg);
+	memset(&d, 0, sizeof d);
+	d.name = "http_requests";
+	d.help = "requests served";
+	d.type = PCPU_METRIC_COUNTER;
+	d.label_names = (const char *[]){"path"};
+	d.nlabels = 1;
+	f_req = pcpu_registry_family(reg, &d);
+	d.name = "http_latency_us";
+	d.type = PCPU_METRIC_HISTOGRAM;
+	d.histogram = &lay;
+	f_lat = pcpu_registry_family(reg, &d);
+	CHECK(f_req && f_lat);
+	o.dir = dir;
+	o.flags = PCPU_SEGMENT_SHARED_TREE;
+	seg = pcpu_segment_publish(reg, "tree", &o);
+	if (!seg)
+		fprintf(stderr, "publish: %s\n", pcpu_segment_error());
+	CHECK(seg);
+	/* A family registered after publication, before fork(). */
+	d.name = "http_inflight";
+	d.type = PCPU_METRIC_GAUGE;
+	d.histogram = NULL;
+	f_inflight = pcpu_registry_family(reg, &d);
+	CHECK(f_inflight);
+	{
+		/* One series made before fork(): every worker inherits it. */
+		char p[32];
+		const char *v[1] = {p};
+
+		path_name(0, p);
+		CHECK(pcpu_family_counter(f_req, v));
+	}
+}
+
+/* A reset's return: never negative, as every add is. Two resets that both
+ * read the same value and both subtracted it (not ordered across
+ * processes) would leave the counter below zero, and the next reset would
+ * return a negative amount -- while the sum of every return and the final
+ * value would still add up. */
+static int64_t note_reset(uint64_t got)
+{
+	if ((int64_t)got < 0)
+		__atomic_fetch_add(&sh->negative_resets, 1, __ATOMIC_RELAXED);
+	return (int64_t)got;
+}
+
+static uint64_t xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static void worker(int i)
+{
+	struct wstate *w = &sh->w[i];
+	pcpu_counter_t c[NPATHS] = {0};
+	pcpu_histogram_t *h[NPATHS] = {0};
+	pcpu_gauge_t g[NPATHS] = {0};
+	uint64_t rng = 0x9e3779b97f4a7c15ull ^ ((uint64_t)getpid() << 20) ^ (uint64_t)i;
+	uint64_t n = w->done;
+	pcpu_family_t *late;
+	char names[NPATHS][32];
+
+	for (int p = 0; p < NPATHS; p++)
+		path_name(p, names[p]);
+	struct pcpu_family_desc d;
+
+	/* A family this worker registers after fork() (one for the tree:
+	 * the others registering it find it). */
+	memset(&d, 0, sizeof d);
+	d.name = "worker_starts";
+	d.type = PCPU_METRIC_COUNTER;
+	late = pcpu_registry_family(reg, &d);
+	CHECK(late);
+	w->seq = n;
+	pcpu__test_reset_pause = reset_pause;
+	while (!sh->stop) {
+		uint64_t r = xorshift(&rng);
+		int p = (int)(r % NPATHS), k = (int)((r >> 8) % 10);
+		const char *v[1] = {names[p]};
+		int64_t val = (int64_t)((r >> 16) % 1000000) + 1;
+
+		if (sh->phase == 2 && k == 9 && (r >> 40) % 2048 == 0) {
+			/* A reset: no kill in phase 2, so no ambiguity. */
+			if (!c[p])
+				c[p] = pcpu_family_counter(f_req, v);
+			CHECK(c[p]);
+			w->resets[p] += note_reset(pcpu_counter_fetch_and_zero(c[p]));
+			w->used[p] = 1;
+			continue;
+		}
+		w->pend_path = p;
+		w->pend_v = val;
+		w->pend_op = k < 6 ? OP_ADD : k < 8 ? OP_RECORD : OP_GAUGE;
+		__atomic_store_n(&w->seq, ++n, __ATOMIC_RELEASE);
+		if (k < 6) {
+			if (!c[p]) {
+				c[p] = pcpu_family_counter(f_req, v);
+				CHECK(c[p]);
+				w->used[p] = 1;
+			}
+			pcpu_counter_add(c[p], val);
+			w->cnt[p] += val;
+		} else if (k < 8) {
+			if (!h[p]) {
+				h[p] = pcpu_family_histogram(f_lat, v);
+				CHECK(h[p]);
+				w->used[p] = 1;
+			}
+			pcpu_histogram_record(h[p], val);
+			w->hcount[p] += 1;
+			w->hsum[p] += val;
+		} else {
+			if (!g[p]) {
+				g[p] = pcpu_family_gauge(f_inflight, v);
+				CHECK(g[p]);
+				w->used[p] = 1;
+			}
+			if (val & 1)
+				val = -val;
+			w->pend_v = val;
+			pcpu_gauge_add(g[p], val);
+			w->gauge[p] += val;
+		}
+		__atomic_store_n(&w->done, n, __ATOMIC_RELEASE);
+		w->ops++;
+	}
+	pcpu_counter_inc(pcpu_family_counter(late, NULL));
+	_exit(0);
+}
+
+static pid_t spawn(int i)
+{
+	pid_t pid = fork();
+
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		/* A master that fails a CHECK takes its workers with it. */
+		CHECK(prctl(PR_SET_PDEATHSIG, SIGKILL) == 0);
+		if (getppid() == 1)
+			_exit(1);
+		worker(i);
+	}
+	sh->w[i].pid = pid;
+	return pid;
+}
+
+/* Worker i was killed: its in-flight operation is ambiguous. */
+static void note_killed(int i)
+{
+	struct wstate *w = &sh->w[i];
+
+	if (w->seq != w->done) {
+		CHECK(sh->namb < MAXAMB);
+		sh->amb[sh->namb++] = (struct amb){w->pend_op, w->pend_path, w->pend_v};
+		w->seq = w->done;
+	}
+}
+
+static uint64_t total_ops(int nw)
+{
+	uint64_t t = 0;
+
+	for (int i = 0; i < nw; i++)
+		t += sh->w[i].ops;
+	return t;
+}
+
+/* The master reads the whole tree through the segment, as pcpustat does. */
+static struct pcpu_reader_snapshot *read_segment(void)
+{
+	struct pcpu_reader_options ro = {0};
+	struct pcpu_reader_snapshot *s = NULL;
+	pcpu_reader_t *r;
+
+	ro.dir = dir;
+	r = pcpu_reader_open("tree", &ro);
+	if (!r)
+		fprintf(stderr, "reader: %s\n", pcpu_reader_error());
+	CHECK(r);
+	if (pcpu_reader_snapshot(r, 0, &s) != 0)
+		fprintf(stderr, "snapshot: %s\n", pcpu_reader_error());
+	CHECK(s);
+	pcpu_reader_close(r);
+	CHECK(!s->incomplete && !s->nospace);
+	return s;
+}
+
+/* Whether `actual` is `base` plus a subset of the ambiguous operations
+ * `op` on path p (field: 0 the value, 1 a histogram's count). */
+static int fits(int64_t actual, int64_t base, int op, int p, int count)
+{
+	int64_t vals[16];
+	int n = 0;
+
+	for (int a = 0; a < sh->namb; a++)
+		if (sh->amb[a].op == op && sh->amb[a].path == p) {
+			CHECK(n < 16);
+			vals[n++] = count ? 1 : sh->amb[a].v;
+		}
+	for (unsigned m = 0; m < (1u << n); m++) {
+		int64_t t = base;
+
+		for (int b = 0; b < n; b++)
+			if (m & (1u << b))
+				t += vals[b];
+		if (t == actual)
+			return 1;
+	}
+	return 0;
+}
+
+static int path_of(const char *v)
+{
+	for (int p = 0; p < NPATHS; p++) {
+		char name[32];
+
+		path_name(p, name);
+		if (!strcmp(name, v))
+			return p;
+	}
+	return -1;
+}
+
+static void verify(int nw)
+{
+	struct pcpu_reader_snapshot *s = read_segment();
+	int seen[3][NPATHS] = {{0}};
+	int used[NPATHS] = {0}, bad = 0, starts = 0;
+
+	for (int i = 0; i < nw; i++)
+		for (int p = 0; p < NPATHS; p++)
+			used[p] |= sh->w[i].used[p];
+	for (size_t fi = 0; fi < s->snapshot.nfamilies; fi++) {
+		const struct pcpu_snapshot_family *f = &s->snapshot.families[fi];
+		int which = !strcmp(f->name, "http_requests")	 ? 0
+			    : !strcmp(f->name, "http_latency_us") ? 1
+			    : !strcmp(f->name, "http_inflight")	 ? 2
+								 : -1;
+
+		if (!strcmp(f->name, "worker_starts")) {
+			CHECK(f->nseries == 1);
+			starts++;
+			continue;
+		}
+		CHECK(which >= 0);
+		for (size_t si = 0; si < f->nseries; si++) {
+			const struct pcpu_snapshot_series *se = &f->series[si];
+			int p = path_of(se->label_values[0]);
+			int64_t want = 0, wsum = 0, resets = sh->master_resets[p < 0 ? 0 : p];
+
+			CHECK(p >= 0);
+			seen[which][p]++; /* one series per label value */
+			for (int i = 0; i < nw; i++) {
+				want += which == 0 ? sh->w[i].cnt[p] : which == 1 ? sh->w[i].hcount[p]
+										   : sh->w[i].gauge[p];
+				wsum += sh->w[i].hsum[p];
+				if (which == 0)
+					resets += sh->w[i].resets[p];
+			}
+			if (which == 0 && !fits((int64_t)se->value.counter + resets, want, OP_ADD, p, 0)) {
+				fprintf(stderr, "counter %s: %" PRIu64 " + resets %" PRId64 " != %" PRId64 "\n",
+					se->label_values[0], se->value.counter, resets, want);
+				bad++;
+			}
+			if (which == 1) {
+				int64_t count = 0;
+
+				for (size_t b = 0; b < f->nbuckets; b++)
+					count += (int64_t)se->value.histogram.counts[b];
+				if (!fits(count, want, OP_RECORD, p, 1) ||
+				    !fits(se->value.histogram.sum, wsum, OP_RECORD, p, 0)) {
+					fprintf(stderr, "histogram %s: count %" PRId64 " sum %" PRId64
+						" != %" PRId64 ", %" PRId64 "\n", se->label_values[0], count,
+						se->value.histogram.sum, want, wsum);
+					bad++;
+				}
+			}
+			if (which == 2 && !fits(se->value.gauge, want, OP_GAUGE, p, 0)) {
+				fprintf(stderr, "gauge %s: %" PRId64 " != %" PRId64 "\n", se->label_values[0],
+					se->value.gauge, want);
+				bad++;
+			}
+		}
+	}
+	for (int w = 0; w < 3; w++)
+		for (int p = 0; p < NPATHS; p++)
+			if (seen[w][p] > 1) {
+				fprintf(stderr, "family %d path %d: %d series, not one\n", w, p, seen[w][p]);
+				bad++;
+			}
+	/* Every path some worker used exists (in some family; the counter
+	 * family has path 0 from the master too). */
+	for (int p = 0; p < NPATHS; p++)
+		if (used[p] && !seen[0][p] && !seen[1][p] && !seen[2][p]) {
+			fprintf(stderr, "path %d was used but has no series\n", p);
+			bad++;
+		}
+	CHECK(starts == 1);
+	if (sh->negative_resets) {
+		fprintf(stderr, "%d resets returned a negative amount: two resets subtracted one value\n",
+			sh->negative_resets);
+		bad++;
+	}
+	printf("verified %zu families, %d ambiguous operations, %d mismatches\n",
+	       s->snapshot.nfamilies, sh->namb, bad);
+	pcpu_reader_snapshot_free(s);
+	CHECK(bad == 0);
+}
+
+static void prefork(int nw, uint64_t ops, int kills)
+{
+	uint64_t rng = 88172645463325252ull ^ (uint64_t)getpid();
+	int killed = 0, resets = 0, snaps = 0;
+	pcpu_counter_t mc[NPATHS] = {0};
+
+	CHECK(nw > 0 && nw <= MAXW);
+	publish();
+	for (int i = 0; i < nw; i++)
+		spawn(i);
+	/* Phase 1: kills, respawns, the master's resets and reads. */
+	sh->phase = 1;
+	while (total_ops(nw) < ops || killed < kills) {
+		uint64_t r = xorshift(&rng);
+		struct timespec ts = {0, (long)(1 + r % 20) * 1000000};
+		int i = (int)((r >> 8) % (uint64_t)nw), p = (int)((r >> 16) % NPATHS), st;
+		char name[32];
+		const char *v[1] = {name};
+
+		nanosleep(&ts, NULL);
+		if (killed < kills || (r >> 30) % 4 == 0) {
+			CHECK(kill(sh->w[i].pid, SIGKILL) == 0);
+			CHECK(waitpid(sh->w[i].pid, &st, 0) == sh->w[i].pid);
+			CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+			note_killed(i);
+			killed++;
+			spawn(i);
+		}
+		/* The master's own resets, on series it may not have made. */
+		path_name(p, name);
+		if (!mc[p])
+			mc[p] = pcpu_family_counter(f_req, v);
+		CHECK(mc[p]);
+		sh->master_resets[p] += note_reset(pcpu_counter_fetch_and_zero(mc[p]));
+		resets++;
+		if (killed % 4 == 0) {
+			pcpu_reader_snapshot_free(read_segment());
+			snaps++;
+		}
+	}
+	/* Phase 2: no kills; the workers reset too. */
+	sh->phase = 2;
+	{
+		uint64_t until = total_ops(nw) + ops;
+
+		while (total_ops(nw) < until) {
+			uint64_t r = xorshift(&rng);
+			int p = (int)((r >> 16) % NPATHS);
+			char name[32];
+			const char *v[1] = {name};
+			struct timespec ts = {0, 2000000};
+
+			nanosleep(&ts, NULL);
+			path_name(p, name);
+			if (!mc[p])
+				mc[p] = pcpu_family_counter(f_req, v);
+			sh->master_resets[p] += note_reset(pcpu_counter_fetch_and_zero(mc[p]));
+			resets++;
+		}
+	}
+	sh->stop = 1;
+	for (int i = 0; i < nw; i++) {
+		int st;
+
+		CHECK(waitpid(sh->w[i].pid, &st, 0) == sh->w[i].pid);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	printf("prefork: %d workers, %" PRIu64 " operations, %d kills, %d master resets, "
+	       "%d reads while running, mode %s\n",
+	       nw, total_ops(nw), killed, resets, snaps, pcpu_rseq_mode_name(pcpu_rseq_mode()));
+	verify(nw);
+}
+
+/* A worker dies holding the tree's lock, its directory change half done. */
+static void lockdeath(void)
+{
+	struct pcpu_segment *s;
+	int fds[2], st;
+	pid_t pid;
+	char c;
+
+	publish();
+	s = (struct pcpu_segment *)seg;
+	CHECK(pipe(fds) == 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		CHECK(pcpu__tree_enter(s) == 0);
+		pcpu__directory_begin(s); /* generation odd: a change begun */
+		/* An entry half written: its sequence odd. */
+		__atomic_store_n(&s->entries[s->entries_used].seq, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&s->hdr->entries_used, s->entries_used + 1, __ATOMIC_RELEASE);
+		CHECK(write(fds[1], "x", 1) == 1);
+		pause();
+		_exit(1);
+	}
+	CHECK(read(fds[0], &c, 1) == 1);
+	CHECK(kill(pid, SIGKILL) == 0);
+	CHECK(waitpid(pid, &st, 0) == pid);
+	CHECK(s->tree->zone.deaths == 0);
+	/* Another worker registers a series: it must get the lock, repaired. */
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		const char *v[1] = {"/after-death"};
+
+		alarm(60); /* a wedged lock fails the test instead of hanging it */
+		CHECK(pcpu_family_counter(f_req, v) != NULL);
+		_exit(0);
+	}
+	CHECK(waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(s->tree->zone.deaths == 1 && s->tree->repairs == 1);
+	CHECK((s->hdr->generation & 1) == 0);
+	{
+		/* And the lock stays usable (marked consistent, not
+		 * unrecoverable after its first taker unlocked it). */
+		const char *v[1] = {"/after-death-2"};
+
+		CHECK(pcpu_family_counter(f_req, v) != NULL);
+	}
+	{
+		struct pcpu_reader_snapshot *r = read_segment();
+		int found = 0;
+
+		CHECK(r->stable);
+		for (size_t fi = 0; fi < r->snapshot.nfamilies; fi++)
+			for (size_t si = 0; si < r->snapshot.families[fi].nseries; si++)
+				found += !strcmp(r->snapshot.families[fi].series[si].label_values[0],
+						 "/after-death");
+		CHECK(found == 1);
+		pcpu_reader_snapshot_free(r);
+	}
+	printf("lockdeath: the lock's holder was killed mid-change; the next taker repaired it\n");
+}
+
+/* What a shared registry does not do is refused, never half done. */
+static void refusals(void)
+{
+	const char *v[1] = {"/x"};
+	struct pcpu_family_desc m[2];
+	struct pcpu_stats_field fld = {.name = "s", .type = PCPU_METRIC_COUNTER, .offset = 0};
+
+	publish();
+	CHECK(pcpu_family_counter(f_req, v));
+	errno = 0;
+	CHECK(pcpu_family_remove(f_req, v) == -1 && errno == EOPNOTSUPP);
+	CHECK(strstr(pcpu_stats_error(), "shared registry") != NULL);
+	CHECK(pcpu_registry_remove_family(reg, f_req) == -1 && errno == EOPNOTSUPP);
+	memset(m, 0, sizeof m);
+	m[0].name = "flow_packets";
+	m[0].type = PCPU_METRIC_COUNTER;
+	m[1].name = "flow_bytes";
+	m[1].type = PCPU_METRIC_COUNTER;
+	errno = 0;
+	CHECK(pcpu_registry_group(reg, m, 2) == NULL && errno == EOPNOTSUPP);
+	errno = 0;
+	CHECK(pcpu_registry_struct(reg, 8, &fld, 1, 0, NULL, NULL) == NULL && errno == EOPNOTSUPP);
+	/* The series is still there and counts. */
+	pcpu_counter_add(pcpu_family_counter(f_req, v), 5);
+	CHECK(pcpu_counter_fetch(pcpu_family_counter(f_req, v)) == 5);
+	printf("refusals: removal, groups and structs refused with EOPNOTSUPP\n");
+}
+
+static void wrongindex(void)
+{
+	struct pcpu_segment_options o = {0};
+	pcpu_registry_t *r;
+
+	if (pcpu_zone_index(NULL) == PCPU_INDEX_CPU) {
+		/* The kernel has no mm_cid (or PCPU_INDEX=cpu is set): the
+		 * wrong combination cannot be made here. */
+		printf("wrongindex: this process indexes by CPU (kernel mm_cid: %d): nothing to refuse\n",
+		       pcpu_rseq_has_mm_cid());
+		return;
+	}
+	strcpy(dir, "/tmp/pcpu-tree-test.XXXXXX");
+	CHECK(mkdtemp(dir) != NULL);
+	r = pcpu_registry_create();
+	CHECK(r);
+	o.dir = dir;
+	o.flags = PCPU_SEGMENT_SHARED_TREE;
+	errno = 0;
+	CHECK(pcpu_segment_publish(r, "tree", &o) == NULL && errno == EINVAL);
+	CHECK(strstr(pcpu_segment_error(), "PCPU_INDEX=cpu") != NULL);
+	/* The registry stays usable, and publishes as an ordinary one. */
+	o.flags = 0;
+	CHECK(pcpu_segment_publish(r, "tree", &o) != NULL);
+	printf("wrongindex: refused: %s\n", pcpu_segment_error());
+	pcpu_registry_destroy(r);
+}
+
+int main(int argc, char **argv)
+{
+	sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	CHECK(sh != MAP_FAILED);
+	if (argc >= 2 && !strcmp(argv[1], "prefork"))
+		prefork(argc > 2 ? atoi(argv[2]) : 16,
+			argc > 3 ? strtoull(argv[3], NULL, 0) : 20000000ull,
+			argc > 4 ? atoi(argv[4]) : 24);
+	else if (argc >= 2 && !strcmp(argv[1], "lockdeath"))
+		lockdeath();
+	else if (argc >= 2 && !strcmp(argv[1], "refusals"))
+		refusals();
+	else if (argc >= 2 && !strcmp(argv[1], "wrongindex"))
+		wrongindex();
+	else {
+		fprintf(stderr, "usage: test_shared_registry prefork [WORKERS OPS KILLS] | lockdeath | "
+				"refusals | wrongindex\n");
+		return 2;
+	}
+	if (dir[0]) {
+		char cmd[300];
+
+		snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+		(void)system(cmd);
+	}
+	return 0;
+}
