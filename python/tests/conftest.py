@@ -5,6 +5,8 @@ The paths come from the environment (pcpu's ctest sets them; by hand, point
 them into a pcpu build):
   PCPU_LIBRARY       libpcpu.so.0 the module loads
   PCPU_FORWARDER     examples/pcpu_example_forwarder (a live data plane)
+  PCPU_PREFORK       examples/pcpu_example_prefork (a master and workers on a
+                     shared registry)
   PCPU_FIXTURE       tests/segment/segment_fixture (fixed, known statistics)
   PCPU_LAYOUT_PROBE  the layout probe built from tests/layout_probe.c
 A missing one fails the tests that need it, with this message: nothing is
