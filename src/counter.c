@@ -157,7 +157,7 @@ uint64_t pcpu__counter_set(pcpu_counter_t c, uint64_t v)
 
 	if (!pcpu__zone_is_tree(tree))
 		tree = NULL;
-	else if (pcpu__zone_tree_lock(tree) != 0)
+	else if ((pcpu_stripes_register(), pcpu__zone_tree_lock(tree)) != 0)
 		return 0; /* errno ENOTRECOVERABLE: nothing was changed */
 	lock = pcpu_stripe_lock(c);
 	total = pcpu_counter_fetch(c);

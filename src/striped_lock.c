@@ -34,15 +34,20 @@ static void stripes_release(void)
 		pthread_mutex_unlock(&stripes[i]);
 }
 
+void pcpu_stripes_register(void)
+{
+	/* Registration failure (ENOMEM) leaves the stripes usable: only a
+	 * fork() racing a reset could then leave one held in the child. */
+	(void)pcpu_fork_register(&fork_registered, PCPU_FORK_COUNTER, stripes_prepare,
+				 stripes_release, stripes_release);
+}
+
 pthread_mutex_t *pcpu_stripe_lock(const void *addr)
 {
 	uintptr_t a = (uintptr_t)addr >> 3; /* objects are 8-byte words */
 	pthread_mutex_t *m = &stripes[(a ^ (a >> 6) ^ (a >> 12)) % STRIPES];
 
-	/* Registration failure (ENOMEM) leaves the stripes usable: only a
-	 * fork() racing a reset could then leave one held in the child. */
-	(void)pcpu_fork_register(&fork_registered, PCPU_FORK_COUNTER, stripes_prepare,
-				 stripes_release, stripes_release);
+	pcpu_stripes_register();
 	pthread_mutex_lock(m);
 	return m;
 }

@@ -20,6 +20,14 @@
  * async-signal-safe. */
 PCPU_HIDDEN pthread_mutex_t *pcpu_stripe_lock(const void *addr);
 
+/* The stripes' fork handlers, registered (the first call takes fork.c's
+ * registration lock; later ones cost a load). pcpu_stripe_lock() does it;
+ * a caller about to take a lock that pcpu_stripe_lock() then nests in (a
+ * tree zone's, zone_backing.h) does it first, so that fork.c's lock is
+ * never taken under that one (fork()'s prepare holds fork.c's lock while it
+ * takes the registries' locks, which are taken before the tree's). */
+PCPU_HIDDEN void pcpu_stripes_register(void);
+
 static inline void pcpu_stripe_unlock(pthread_mutex_t *m)
 {
 	pthread_mutex_unlock(m);
