@@ -32,6 +32,13 @@
  *           (its own handles; for the tree, series it finds after the
  *           workers made them) and checks them against what the workers
  *           added.
+ *           A fourth variant pairs the two sides in time, which a shared
+ *           machine's drift cannot tell apart: W worker processes of the
+ *           tree each alternate, on TSC phases of about 0.2 ms that every
+ *           worker switches on at once (bench.h, bench_phase_tick), the
+ *           same loop on the tree's series and on a private ordinary
+ *           registry's series made in that worker; its ratio is tree /
+ *           private per round, median over rounds.
  *   memory  (the second target: 64 workers on 2 CPUs use no more counter
  *           memory than 2). A fresh master publishes a shared registry,
  *           forks W workers (2, then 64) that each register and add to the
@@ -40,7 +47,9 @@
  *           before the workers and after, per counter. Beside it, one
  *           process publishing an ordinary segment with the same counters.
  *           The master checks every counter equals W and the reader sees N
- *           series, not more.
+ *           series, not more. Each worker's CPU time per registration is
+ *           printed beside (a series another process made is found in the
+ *           file's directory).
  *   --anchor W   bench/prefork_anchor.py's pcpu side: publishes a shared
  *           registry (--dir, --name), forks W workers that each make
  *           --ops increments of a counter of 8 labelled series (handles
@@ -86,6 +95,7 @@ double bench_tsc_ghz;
 #define NRAND 65536   /* random inputs, read in order from a random start */
 #define MAX_ROUNDS 64
 #define MEM_MAX 4
+#define MEM_WORKERS_MAX 256
 
 enum { OP_ADD, OP_RECORD, NOP };
 enum { V_THREADS, V_TREE, V_PUB, NV, V_PAIR = NV, NKIND };
@@ -102,7 +112,7 @@ static struct {
 	unsigned anchor;              /* --anchor W: 0 = not that mode */
 	const char *dir, *name;
 } opt = {
-	.rounds = 9, .ops = 1u << 24, .workers = {1, 2, 4, 16}, .nworkers = 4,
+	.rounds = 11, .ops = 1u << 23, .workers = {1, 2, 4, 16}, .nworkers = 4,
 	.series = 10000, .mem_workers = {2, 64}, .nmem = 2, .speed = 1, .memory = 1,
 	.name = "prefork",
 };
@@ -284,6 +294,7 @@ struct shm {
 	double mem_b0, mem_b1, mem_size;
 	unsigned mem_nslots, mem_nseries;
 	int mem_ok;
+	double mem_reg_ns[MEM_WORKERS_MAX]; /* each worker's CPU ns per registration */
 };
 static struct shm *sh;
 
@@ -651,11 +662,11 @@ static void speed(void)
 			for (int op = 0; op < NOP; op++) {
 				unsigned offs[BENCH_MAX_THREADS], nw = opt.workers[w];
 
-				/* The same random inputs for the three variants. */
+				/* The same random inputs for the four variants. */
 				for (unsigned i = 0; i < nw; i++)
 					offs[i] = (unsigned)xorshift(&rng) & (NRAND - 1);
 				for (int k = 0; k < NKIND; k++) {
-					int kind = (int)((r + k + w + (unsigned)op) % NKIND);
+					int kind = (int)((r + (unsigned)k + w + (unsigned)op) % NKIND);
 
 					t[w][op][kind][r] = run_variant(kind, op, nw, offs,
 									kind == V_PAIR ? &pp[w][op][r] : NULL);
@@ -771,16 +782,26 @@ static void mem_config(unsigned nw, unsigned n)
 	seg = publish(reg, dir, "prefork-mem", nw ? PCPU_SEGMENT_SHARED_TREE : 0);
 	path = pcpu_segment_path(seg);
 	sh->mem_b0 = file_bytes(path, NULL);
-	if (nw == 0 && touch_all(f, n, 1) != 0)
-		bench_die("registering: %s", pcpu_stats_error());
+	if (nw == 0) {
+		uint64_t t0 = bench_thread_cpu_ns();
+
+		if (touch_all(f, n, 1) != 0)
+			bench_die("registering: %s", pcpu_stats_error());
+		sh->mem_reg_ns[0] = (double)(bench_thread_cpu_ns() - t0) / n;
+	}
 	for (unsigned i = 0; i < nw; i++) {
 		pid_t pid = fork();
 
 		if (pid < 0)
 			bench_die("fork: %s", strerror(errno));
 		if (pid == 0) {
+			uint64_t t0 = bench_thread_cpu_ns();
+			int rc;
+
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
-			_exit(touch_all(f, n, 1000 + i) == 0 ? 0 : 1);
+			rc = touch_all(f, n, 1000 + i);
+			sh->mem_reg_ns[i] = (double)(bench_thread_cpu_ns() - t0) / n;
+			_exit(rc == 0 ? 0 : 1);
 		}
 	}
 	for (unsigned i = 0; i < nw; i++) {
@@ -806,9 +827,10 @@ static void memory(void)
 		conf[nconf++] = opt.mem_workers[i];
 	printf("## Memory: the segment file's allocated size, %u counters every worker touches\n\n",
 	       opt.series);
-	tbl_init(&tb, 6);
+	tbl_init(&tb, 7);
 	tbl_headers(&tb, "configuration", "slots", "series seen", "file allocated, bytes",
-		    "bytes per counter", "file size (apparent)", NULL);
+		    "bytes per counter", "file size (apparent)",
+		    "CPU µs per registration + add, per worker: median (min–max)", NULL);
 	for (unsigned k = 0; k < nconf; k++) {
 		pid_t pid;
 		int st;
@@ -835,10 +857,16 @@ static void memory(void)
 		tbl_cell(&tb, "%s", bench_fmt_num(b, sizeof b, sh->mem_b1 - sh->mem_b0));
 		tbl_cell(&tb, "%.0f", (sh->mem_b1 - sh->mem_b0) / opt.series);
 		tbl_cell(&tb, "%s", bench_fmt_num(b, sizeof b, sh->mem_size));
+		for (unsigned i = 0; i < (conf[k] ? conf[k] : 1); i++)
+			sh->mem_reg_ns[i] /= 1000.0;
+		tbl_cell(&tb, "%s", bench_fmt_stat(b, sizeof b,
+					   bench_stat_of(sh->mem_reg_ns, conf[k] ? conf[k] : 1)));
 	}
 	tbl_print(&tb);
 	printf("\n(allocated: st_blocks * 512 after the workers exited, less the same right after "
-	       "publication; every counter checked equal to the worker count)\n\n");
+	       "publication; every counter checked equal to the worker count. Of the bytes per "
+	       "counter, 2 x slots x 8 are its values (a slot and a mirror copy per slot), the "
+	       "rest its directory entry: name, label value)\n\n");
 }
 
 /* ---- --anchor: bench/prefork_anchor.py's pcpu side ----------------------------- */
