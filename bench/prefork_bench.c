@@ -295,6 +295,7 @@ struct shm {
 	unsigned mem_nslots, mem_nseries;
 	int mem_ok;
 	double mem_reg_ns[MEM_WORKERS_MAX]; /* each worker's CPU ns per registration */
+	double mem_priv_b[MEM_WORKERS_MAX]; /* its private memory's growth, per series */
 };
 static struct shm *sh;
 
@@ -694,6 +695,23 @@ static double file_bytes(const char *path, double *size)
 	return (double)st.st_blocks * 512.0;
 }
 
+/* Private_Dirty of this process (/proc/self/smaps_rollup), bytes: its own
+ * memory, copies on write of its parent's pages included; -1 if unknown. */
+static double private_dirty(void)
+{
+	char line[256];
+	double kb = -1;
+	FILE *f = fopen("/proc/self/smaps_rollup", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof line, f))
+		if (!strncmp(line, "Private_Dirty:", 14))
+			kb = strtod(line + 14, NULL);
+	fclose(f);
+	return kb * 1024;
+}
+
 /* Registers (or finds) counters id 0..n-1 in a random order, adds 1 to each. */
 static int touch_all(pcpu_family_t *f, unsigned n, uint64_t seed)
 {
@@ -784,10 +802,12 @@ static void mem_config(unsigned nw, unsigned n)
 	sh->mem_b0 = file_bytes(path, NULL);
 	if (nw == 0) {
 		uint64_t t0 = bench_thread_cpu_ns();
+		double p0 = private_dirty();
 
 		if (touch_all(f, n, 1) != 0)
 			bench_die("registering: %s", pcpu_stats_error());
 		sh->mem_reg_ns[0] = (double)(bench_thread_cpu_ns() - t0) / n;
+		sh->mem_priv_b[0] = (private_dirty() - p0) / n;
 	}
 	for (unsigned i = 0; i < nw; i++) {
 		pid_t pid = fork();
@@ -796,11 +816,13 @@ static void mem_config(unsigned nw, unsigned n)
 			bench_die("fork: %s", strerror(errno));
 		if (pid == 0) {
 			uint64_t t0 = bench_thread_cpu_ns();
+			double p0 = private_dirty();
 			int rc;
 
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			rc = touch_all(f, n, 1000 + i);
 			sh->mem_reg_ns[i] = (double)(bench_thread_cpu_ns() - t0) / n;
+			sh->mem_priv_b[i] = (private_dirty() - p0) / n;
 			_exit(rc == 0 ? 0 : 1);
 		}
 	}
@@ -827,10 +849,11 @@ static void memory(void)
 		conf[nconf++] = opt.mem_workers[i];
 	printf("## Memory: the segment file's allocated size, %u counters every worker touches\n\n",
 	       opt.series);
-	tbl_init(&tb, 7);
+	tbl_init(&tb, 8);
 	tbl_headers(&tb, "configuration", "slots", "series seen", "file allocated, bytes",
 		    "bytes per counter", "file size (apparent)",
-		    "CPU µs per registration + add, per worker: median (min–max)", NULL);
+		    "CPU µs per registration + add, per worker: median (min–max)",
+		    "worker's private memory per series, bytes: median", NULL);
 	for (unsigned k = 0; k < nconf; k++) {
 		pid_t pid;
 		int st;
@@ -861,12 +884,15 @@ static void memory(void)
 			sh->mem_reg_ns[i] /= 1000.0;
 		tbl_cell(&tb, "%s", bench_fmt_stat(b, sizeof b,
 					   bench_stat_of(sh->mem_reg_ns, conf[k] ? conf[k] : 1)));
+		tbl_cell(&tb, "%.0f", bench_median(sh->mem_priv_b, conf[k] ? conf[k] : 1));
 	}
 	tbl_print(&tb);
 	printf("\n(allocated: st_blocks * 512 after the workers exited, less the same right after "
 	       "publication; every counter checked equal to the worker count. Of the bytes per "
 	       "counter, 2 x slots x 8 are its values (a slot and a mirror copy per slot), the "
-	       "rest its directory entry: name, label value)\n\n");
+	       "rest its directory entry: name, label value. A worker's private memory: the "
+	       "growth of its Private_Dirty (smaps_rollup) while it registers: its own tables "
+	       "of the series it knows, and copies of its parent's pages it wrote)\n\n");
 }
 
 /* ---- --anchor: bench/prefork_anchor.py's pcpu side ----------------------------- */
