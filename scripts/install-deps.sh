@@ -67,6 +67,9 @@ have aarch64-linux-gnu-objdump || need_apt+=(binutils-aarch64-linux-gnu)
 have qemu-system-aarch64 || need_apt+=(qemu-system-arm)
 have qemu-system-x86_64 || need_apt+=(qemu-system-x86)
 have cpio      || need_apt+=(cpio)
+# curl: bench/prefork_anchor.py times HTTP scrapes (pcpustat serve,
+# prometheus_client's start_http_server) with it.
+have curl      || need_apt+=(curl)
 have gzip      || need_apt+=(gzip)
 [ -e /usr/share/keyrings/debian-archive-keyring.gpg ] || need_apt+=(debian-archive-keyring)
 
