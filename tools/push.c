@@ -437,9 +437,8 @@ static void collect(struct agent *ag)
 }
 
 /* Sends the queue, oldest first, until it is empty or a request must wait
- * (retry later: the backoff doubles). `final`: no waiting is left, so a
- * request to retry ends the delivery. */
-static void deliver(struct agent *ag, double now)
+ * (retry later: the backoff doubles). `final`: the last try before exit. */
+static void deliver(struct agent *ag, double now, int final)
 {
 	const struct push_args *a = ag->a;
 	char why[400];
@@ -452,7 +451,10 @@ static void deliver(struct agent *ag, double now)
 			ag->s.retried++;
 			ag->backoff = ag->backoff ? fmin(ag->backoff * 2, a->max_backoff) : a->min_backoff;
 			ag->retry_at = now_mono() + ag->backoff;
-			if (!ag->failing || a->verbose)
+			if (final)
+				fprintf(stderr, "pcpustat push: %s: %s; not delivered before exit (%zu queued)\n",
+					a->http.url, why, ag->qn);
+			else if (!ag->failing || a->verbose)
 				fprintf(stderr, "pcpustat push: %s: %s; retrying in %.3g s (%zu queued, at most %zu)\n",
 					a->http.url, why, ag->backoff, ag->qn, a->queue_max);
 			ag->failing = 1;
@@ -507,7 +509,7 @@ static int run(struct agent *ag, const sigset_t *unblocked)
 			if (a->count && ag->s.collected >= a->count)
 				break;
 		}
-		deliver(ag, now_mono());
+		deliver(ag, now_mono(), 0);
 		wait_until(ag->qn && ag->retry_at < next ? ag->retry_at : next, unblocked);
 	}
 	if (stop_signal)
@@ -517,7 +519,7 @@ static int run(struct agent *ag, const sigset_t *unblocked)
 		size_t before = ag->qn;
 
 		ag->retry_at = 0;
-		deliver(ag, now_mono());
+		deliver(ag, now_mono(), 1);
 		if (ag->qn == before)
 			break; /* the receiver is still failing */
 	}

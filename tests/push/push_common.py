@@ -99,13 +99,14 @@ class Receiver:
     (cert, key) it serves HTTPS; with `auth` ("Basic ..." or "Bearer ...")
     it answers 401 to any other Authorization."""
 
-    def __init__(self, tls=None, auth=None):
+    def __init__(self, tls=None, auth=None, port=0):
         from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
         self.pb = metrics_service_pb2
         self.mode = "ok"
         self.slow = 0
         self.auth = auth
         self.requests = []
+        self.conns = []  # every connection accepted, closed by close()
         self.answers = {}  # status (or "close") -> count
         self.lock = threading.Lock()
         rcv = self
@@ -115,6 +116,11 @@ class Receiver:
 
             def log_message(self, *a):
                 pass
+
+            def setup(self):
+                super().setup()
+                with rcv.lock:
+                    rcv.conns.append(self.connection)
 
             def do_POST(self):
                 n = int(self.headers.get("Content-Length", "0"))
@@ -148,7 +154,11 @@ class Receiver:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(http.server.ThreadingHTTPServer):
+            def handle_error(self, request, client_address):
+                pass  # connections the test closes or the agent drops
+
+        self.httpd = Server(("127.0.0.1", port), Handler)
         self.httpd.daemon_threads = True
         scheme = "http"
         if tls:
@@ -156,7 +166,8 @@ class Receiver:
             ctx.load_cert_chain(*tls)
             self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
             scheme = "https"
-        self.url = "%s://127.0.0.1:%d/v1/metrics" % (scheme, self.httpd.server_address[1])
+        self.port = self.httpd.server_address[1]
+        self.url = "%s://127.0.0.1:%d/v1/metrics" % (scheme, self.port)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
 
@@ -173,8 +184,16 @@ class Receiver:
             return self.requests[-1] if self.requests else (None, None)
 
     def close(self):
+        """Down: no more listening, and every connection closed (a
+        keep-alive connection would outlive the listening socket)."""
         self.httpd.shutdown()
         self.httpd.server_close()
+        with self.lock:
+            for c in self.conns:
+                try:
+                    c.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
 
 
 def wait_for(pred, what, timeout=HANG):
@@ -225,3 +244,26 @@ def terminate(p, timeout=HANG):
     p.send_signal(signal.SIGTERM)
     _, err = p.communicate(timeout=timeout)
     return p.returncode, err
+
+
+class Lines:
+    """A process's stderr read line by line in a thread, kept for waits."""
+
+    def __init__(self, stream):
+        self.lines = []
+        self.lock = threading.Lock()
+        self.t = threading.Thread(target=self.read, args=(stream,), daemon=True)
+        self.t.start()
+
+    def read(self, stream):
+        for line in stream:
+            with self.lock:
+                self.lines.append(line)
+
+    def count(self, text):
+        with self.lock:
+            return sum(text in line for line in self.lines)
+
+    def text(self):
+        with self.lock:
+            return "".join(self.lines)
