@@ -371,6 +371,7 @@ struct agent {
 	double backoff, retry_at;
 	int failing;
 	uint64_t start_ns;
+	size_t size_hint; /* the previous request's, for rw_encode() */
 };
 
 /* Queues a request, dropping the oldest when the queue is full (a newer
@@ -406,7 +407,8 @@ static void collect(struct agent *ag)
 	struct scrape_hold *hold;
 	struct scrape_result res;
 	const struct pcpu_snapshot *snap = scrape_collect(&a->cf, &ag->st, &hold, &res);
-	struct push_encode e = { a->labels, a->nlabels, a->native, 0, 0, ag->start_ns, scrape_created_ns, hold, 0 };
+	struct push_encode e = { a->labels, a->nlabels, a->native, 0, 0, ag->start_ns, scrape_created_ns, hold, 0,
+				 &ag->size_hint };
 	char err[200];
 	uint8_t *body;
 	size_t len, nfam;

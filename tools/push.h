@@ -68,6 +68,10 @@ struct push_encode {
 	uint64_t (*created_ns)(const struct scrape_hold *hold, const char *segment, const char *pid);
 	const struct scrape_hold *hold;
 	size_t max_bytes;    /* the body (and scratch) may not exceed this */
+	/* Remote write: the size of the previous request before compression,
+	 * updated by rw_encode(): its output buffer starts there instead of
+	 * growing by doubling (NULL: none). */
+	size_t *size_hint;
 };
 
 /* The body in *out (malloc'd, *len bytes): 0; or -1 with err set (ENOMEM,

@@ -94,23 +94,58 @@ static KeyValue *new_kv(struct arena *a, const char *key, const char *value)
 	return kv;
 }
 
-/* A series' labels as attributes (empty values left out): the count in
- * *n, or NULL. */
-static KeyValue **attributes(struct otlp *o, const struct pcpu_snapshot_family *f,
-			     const struct pcpu_snapshot_series *se, size_t *n)
+/*
+ * A series' labels as the data point's attributes (`repeated KeyValue
+ * attributes = tag`; empty values left out). Each KeyValue is packed by
+ * protobuf-c once, into one blob the data point carries as a protobuf-c
+ * unknown field of that tag, which protobuf_c_message_pack() writes after
+ * the tag as it is: the first KeyValue's length and bytes, then each next
+ * one behind its own tag byte. As KeyValue messages in the tree, every
+ * attribute of 10^5 points was sized once per level above it (point,
+ * metric, scope, resource, request) and packed once. 0, or -1 (ENOMEM).
+ */
+static int attributes(struct otlp *o, const struct pcpu_snapshot_family *f, const struct pcpu_snapshot_series *se,
+		      ProtobufCMessage *point, unsigned tag)
 {
-	KeyValue **kv = arena_array(o->a, f->nlabels ? f->nlabels : 1, sizeof *kv);
+	ProtobufCMessageUnknownField *uf;
+	size_t need = 0, at = 0, n;
+	uint8_t *blob;
 	unsigned k;
 
-	*n = 0;
-	for (k = 0; kv && k < f->nlabels; k++) {
+	for (k = 0; k < f->nlabels; k++)
+		need += strlen(f->label_names[k]) + strlen(se->label_values[k]) + 3 * 11;
+	if (!need)
+		return 0;
+	if (!(blob = arena_alloc(o->a, need)) || !(uf = arena_alloc(o->a, sizeof *uf)))
+		return -1;
+	for (k = 0; k < f->nlabels; k++) {
+		KeyValue kv = PCPUSTAT__OTLP__KEY_VALUE__INIT;
+		AnyValue v = PCPUSTAT__OTLP__ANY_VALUE__INIT;
+		uint64_t x;
+
 		if (!*se->label_values[k])
 			continue;
-		if (!(kv[*n] = new_kv(o->a, f->label_names[k], se->label_values[k])))
-			return NULL;
-		(*n)++;
+		v.value_case = PCPUSTAT__OTLP__ANY_VALUE__VALUE_STRING_VALUE;
+		v.string_value = (char *)se->label_values[k];
+		kv.key = (char *)f->label_names[k];
+		kv.value = &v;
+		if (at)
+			blob[at++] = (uint8_t)(tag << 3 | PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED);
+		n = pcpustat__otlp__key_value__get_packed_size(&kv);
+		for (x = n; x > 0x7f; x >>= 7)
+			blob[at++] = (uint8_t)(x | 0x80);
+		blob[at++] = (uint8_t)x;
+		at += pcpustat__otlp__key_value__pack(&kv, blob + at);
 	}
-	return kv;
+	if (!at)
+		return 0;
+	uf->tag = tag;
+	uf->wire_type = PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED;
+	uf->len = at;
+	uf->data = blob;
+	point->n_unknown_fields = 1;
+	point->unknown_fields = uf;
+	return 0;
 }
 
 /* The start time of a series' cumulative values: its segment's
@@ -147,7 +182,7 @@ static NumberDataPoint **number_points(struct otlp *o, const struct pcpu_snapsho
 		const struct pcpu_snapshot_series *se = &f->series[i];
 
 		pcpustat__otlp__number_data_point__init(&p[i]);
-		if (!(p[i].attributes = attributes(o, f, se, &p[i].n_attributes)))
+		if (attributes(o, f, se, &p[i].base, 7) < 0) /* NumberDataPoint.attributes */
 			return NULL;
 		p[i].time_unix_nano = o->e->now_ns;
 		if (f->type == PCPU_METRIC_COUNTER) {
@@ -196,7 +231,7 @@ static HistogramDataPoint **histogram_points(struct otlp *o, const struct pcpu_s
 		for (k = 0; k < nexp; k++)
 			bc[k] = cum[k] - (k ? cum[k - 1] : 0);
 		pcpustat__otlp__histogram_data_point__init(&p[i]);
-		if (!(p[i].attributes = attributes(o, f, se, &p[i].n_attributes)))
+		if (attributes(o, f, se, &p[i].base, 9) < 0) /* HistogramDataPoint.attributes */
 			return NULL;
 		p[i].start_time_unix_nano = start_of(o, f, se);
 		p[i].time_unix_nano = o->e->now_ns;
@@ -244,7 +279,7 @@ static ExpoDataPoint **expo_points(struct otlp *o, const struct pcpu_snapshot_fa
 			pos->bucket_counts = bc;
 		}
 		pcpustat__otlp__exponential_histogram_data_point__init(&p[i]);
-		if (!(p[i].attributes = attributes(o, f, se, &p[i].n_attributes)))
+		if (attributes(o, f, se, &p[i].base, 1) < 0) /* ExponentialHistogramDataPoint.attributes */
 			return NULL;
 		p[i].start_time_unix_nano = start_of(o, f, se);
 		p[i].time_unix_nano = o->e->now_ns;
