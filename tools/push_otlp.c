@@ -76,6 +76,12 @@ struct otlp {
 	/* the start-time cache: the last segment looked up */
 	const char *seg, *pid;
 	uint64_t start;
+	/* label k of the last series, packed: pack_kv() */
+	struct kept {
+		const char *value;
+		uint8_t *buf;
+		size_t len, cap;
+	} kept[PCPU_STATS_LABELS_MAX];
 };
 
 static KeyValue *new_kv(struct arena *a, const char *key, const char *value)
@@ -94,6 +100,46 @@ static KeyValue *new_kv(struct arena *a, const char *key, const char *value)
 	return kv;
 }
 
+/* Label k of the series as a KeyValue packed by protobuf-c, its length
+ * first, in o->kept[k] -- kept from the previous series while the value is
+ * the same string (the merge's pcpu_segment and pcpu_pid values are one
+ * string per segment); len 0 for an empty value (left out). 0, or -1. */
+static int pack_kv(struct otlp *o, unsigned k, const char *name, const char *value)
+{
+	struct kept *c = &o->kept[k];
+	KeyValue kv = PCPUSTAT__OTLP__KEY_VALUE__INIT;
+	AnyValue v = PCPUSTAT__OTLP__ANY_VALUE__INIT;
+	size_t n, need;
+	uint64_t x;
+
+	if (value == c->value)
+		return 0;
+	c->value = NULL;
+	c->len = 0;
+	if (*value) {
+		need = strlen(name) + strlen(value) + 3 * 11;
+		if (need > c->cap) {
+			uint8_t *p = realloc(c->buf, need);
+
+			if (!p)
+				return -1;
+			c->buf = p;
+			c->cap = need;
+		}
+		v.value_case = PCPUSTAT__OTLP__ANY_VALUE__VALUE_STRING_VALUE;
+		v.string_value = (char *)value;
+		kv.key = (char *)name;
+		kv.value = &v;
+		n = pcpustat__otlp__key_value__get_packed_size(&kv);
+		for (x = n; x > 0x7f; x >>= 7)
+			c->buf[c->len++] = (uint8_t)(x | 0x80);
+		c->buf[c->len++] = (uint8_t)x;
+		c->len += pcpustat__otlp__key_value__pack(&kv, c->buf + c->len);
+	}
+	c->value = value;
+	return 0;
+}
+
 /*
  * A series' labels as the data point's attributes (`repeated KeyValue
  * attributes = tag`; empty values left out). Each KeyValue is packed by
@@ -108,34 +154,26 @@ static int attributes(struct otlp *o, const struct pcpu_snapshot_family *f, cons
 		      ProtobufCMessage *point, unsigned tag)
 {
 	ProtobufCMessageUnknownField *uf;
-	size_t need = 0, at = 0, n;
+	size_t need = 0, at = 0;
 	uint8_t *blob;
 	unsigned k;
 
 	for (k = 0; k < f->nlabels; k++)
-		need += strlen(f->label_names[k]) + strlen(se->label_values[k]) + 3 * 11;
+		if (pack_kv(o, k, f->label_names[k], se->label_values[k]) < 0)
+			return -1;
+		else
+			need += 1 + o->kept[k].len;
 	if (!need)
 		return 0;
 	if (!(blob = arena_alloc(o->a, need)) || !(uf = arena_alloc(o->a, sizeof *uf)))
 		return -1;
 	for (k = 0; k < f->nlabels; k++) {
-		KeyValue kv = PCPUSTAT__OTLP__KEY_VALUE__INIT;
-		AnyValue v = PCPUSTAT__OTLP__ANY_VALUE__INIT;
-		uint64_t x;
-
-		if (!*se->label_values[k])
+		if (!o->kept[k].len)
 			continue;
-		v.value_case = PCPUSTAT__OTLP__ANY_VALUE__VALUE_STRING_VALUE;
-		v.string_value = (char *)se->label_values[k];
-		kv.key = (char *)f->label_names[k];
-		kv.value = &v;
 		if (at)
 			blob[at++] = (uint8_t)(tag << 3 | PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED);
-		n = pcpustat__otlp__key_value__get_packed_size(&kv);
-		for (x = n; x > 0x7f; x >>= 7)
-			blob[at++] = (uint8_t)(x | 0x80);
-		blob[at++] = (uint8_t)x;
-		at += pcpustat__otlp__key_value__pack(&kv, blob + at);
+		memcpy(blob + at, o->kept[k].buf, o->kept[k].len);
+		at += o->kept[k].len;
 	}
 	if (!at)
 		return 0;
@@ -295,8 +333,22 @@ static ExpoDataPoint **expo_points(struct otlp *o, const struct pcpu_snapshot_fa
 	return pp && p ? pp : NULL;
 }
 
+static void kept_free(struct otlp *o)
+{
+	unsigned k;
+
+	for (k = 0; k < PCPU_STATS_LABELS_MAX; k++)
+		free(o->kept[k].buf);
+}
+
 static int add_metric(struct otlp *o, Metric *m, const struct pcpu_snapshot_family *f)
 {
+	unsigned k;
+
+	for (k = 0; k < PCPU_STATS_LABELS_MAX; k++)
+		o->kept[k].value = NULL; /* other label names */
+	if (f->nlabels > PCPU_STATS_LABELS_MAX)
+		return -1;
 	pcpustat__otlp__metric__init(m);
 	m->name = (char *)f->name;
 	m->description = (char *)(f->help ? f->help : "");
@@ -396,13 +448,16 @@ int otlp_encode(const struct pcpu_snapshot *s, const struct push_encode *e, stru
 	if (!(*out = malloc(n ? n : 1)))
 		goto nomem;
 	*len = pcpustat__otlp__export_metrics_service_request__pack(&req, *out);
+	kept_free(&o);
 	return 0;
 nomem:
 	snprintf(err, cap, "out of memory encoding the export request");
 	errno = ENOMEM;
+	kept_free(&o);
 	return -1;
 toobig:
 	snprintf(err, cap, "the export request is over --max-bytes (%zu)", e->max_bytes);
 	errno = EFBIG;
+	kept_free(&o);
 	return -1;
 }

@@ -81,8 +81,13 @@ struct rw {
 	int toobig;
 	struct slot *slots; /* the family being encoded: its label order */
 	size_t nslots;
-	uint8_t *own;      /* a series' own labels, packed; reused per series */
-	size_t owncap;
+	/* Label k of the last series, packed: series_labels(). */
+	struct kept {
+		const char *value;
+		struct plabel pl;
+		uint8_t *buf;
+		size_t cap;
+	} kept[PCPU_STATS_LABELS_MAX];
 };
 
 static int cmp_slot(const void *x, const void *y)
@@ -197,33 +202,54 @@ static int family_slots(struct rw *w, const struct pcpu_snapshot_family *f)
 	return 0;
 }
 
-/* A series' own labels, packed into w->own (reused): own[k] for each. */
+/*
+ * A series' own labels, packed: own[k] for each. Label k of the previous
+ * series is kept packed (w->kept[k]) and reused while the value is the
+ * same string -- the merge's pcpu_segment and pcpu_pid values are one
+ * string for every series of a segment -- else packed again in its place.
+ */
 static int series_labels(struct rw *w, const struct pcpu_snapshot_family *f, const struct pcpu_snapshot_series *se,
 			 struct plabel *own)
 {
-	size_t need = 0, at = 0;
 	unsigned k;
 
-	for (k = 0; k < f->nlabels; k++)
-		need += packed_label_size(f->label_names[k], se->label_values[k]);
-	if (need > w->owncap) {
-		uint8_t *p = realloc(w->own, need * 2);
-
-		if (!p)
-			return -1;
-		w->own = p;
-		w->owncap = need * 2;
-	}
 	for (k = 0; k < f->nlabels; k++) {
-		own[k].data = NULL;
-		own[k].len = 0;
-		if (!*se->label_values[k])
-			continue;
-		own[k].data = w->own + at;
-		own[k].len = pack_label_at(w->own + at, f->label_names[k], se->label_values[k]);
-		at += own[k].len;
+		struct kept *c = &w->kept[k];
+		const char *v = se->label_values[k];
+		size_t need;
+
+		if (v != c->value) {
+			c->value = v;
+			c->pl.data = NULL;
+			c->pl.len = 0;
+			if (*v) {
+				need = packed_label_size(f->label_names[k], v);
+				if (need > c->cap) {
+					uint8_t *p = realloc(c->buf, need);
+
+					if (!p) {
+						c->value = NULL;
+						return -1;
+					}
+					c->buf = p;
+					c->cap = need;
+				}
+				c->pl.data = c->buf;
+				c->pl.len = pack_label_at(c->buf, f->label_names[k], v);
+			}
+		}
+		own[k] = c->pl;
 	}
 	return 0;
+}
+
+/* Forgets the kept labels (a new family: other label names). */
+static void kept_clear(struct rw *w)
+{
+	unsigned k;
+
+	for (k = 0; k < PCPU_STATS_LABELS_MAX; k++)
+		w->kept[k].value = NULL;
 }
 
 /* A Sample's bytes as protobuf-c packs them (proto3: a field holding its
@@ -411,6 +437,7 @@ static int emit_family(struct rw *w, const struct pcpu_snapshot_family *f)
 	struct plabel own[PCPU_STATS_LABELS_MAX], name;
 	size_t i;
 
+	kept_clear(w);
 	if (family_slots(w, f) < 0)
 		return -1;
 	if (f->type == PCPU_METRIC_HISTOGRAM)
@@ -493,7 +520,8 @@ fail:
 		errno = ENOMEM;
 	}
 out:
-	free(w.own);
+	for (i = 0; i < PCPU_STATS_LABELS_MAX; i++)
+		free(w.kept[i].buf);
 	free(w.out);
 	return *out ? 0 : -1;
 }
