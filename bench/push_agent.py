@@ -10,7 +10,8 @@ its cost is not the agent's), and `pcpustat push` every INTERVAL seconds,
 remote write and then OTLP. After PUSHES requests have arrived it reads the
 agent's CPU time (utime + stime from /proc/PID/stat) and memory (VmRSS now,
 between pushes; VmHWM, the peak) and prints them: CPU per push, the average
-CPU share over the run (CPU time / elapsed), and the request size.
+CPU share over the run (CPU time / elapsed), and the request size; then
+the same for `pcpustat serve` scraped as often (gzip), for comparison.
 """
 import http.server
 import os
@@ -76,6 +77,32 @@ def run(build, proto, port, interval, pushes, env):
              rss / 1024, hwm / 1024, size / 1e6))
 
 
+def run_serve(build, interval, pushes, env):
+    """For comparison: `pcpustat serve` scraped every INTERVAL (gzip, as
+    Prometheus asks), the same segment."""
+    import urllib.request
+    exp = subprocess.Popen([os.path.join(build, "tools/pcpustat"), "serve", "--listen", "127.0.0.1:0",
+                            "pushfix"], stdout=subprocess.PIPE, env=env, text=True)
+    addr = exp.stdout.readline().split("http://")[1].split("/")[0]
+    t0 = time.monotonic()
+    size = 0
+    for i in range(pushes):
+        req = urllib.request.Request("http://%s/metrics" % addr, headers={"Accept-Encoding": "gzip"})
+        with urllib.request.urlopen(req, timeout=300) as r:
+            size = len(r.read())
+        if i + 1 < pushes:
+            time.sleep(interval)
+    time.sleep(interval / 2)
+    elapsed = time.monotonic() - t0
+    cpu, rss, hwm = proc_stats(exp.pid)
+    exp.terminate()
+    exp.wait()
+    print("  %-13s %d scrapes in %.1f s: CPU %.3f s (%.1f ms per scrape, %.2f%% of one CPU); RSS between "
+          "scrapes %.1f MiB, peak %.1f MiB; answer %.2f MB (gzip)"
+          % ("serve", pushes, elapsed, cpu, 1000 * cpu / pushes, 100 * cpu / elapsed, rss / 1024, hwm / 1024,
+             size / 1e6))
+
+
 def main():
     build = sys.argv[1]
     args = sys.argv[2:]
@@ -96,6 +123,7 @@ def main():
           % (opt["--series"], opt["--interval"], opt["--pushes"]))
     for proto in ("remote-write", "otlp"):
         run(build, proto, srv.server_address[1], opt["--interval"], opt["--pushes"], env)
+    run_serve(build, opt["--interval"], opt["--pushes"], env)
     app.stdin.close()
     app.wait()
     srv.shutdown()
