@@ -36,6 +36,7 @@
  * samples at the same timestamps, which Prometheus accepts as duplicates.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <poll.h>
@@ -114,10 +115,19 @@ struct push_stats {
 };
 
 static volatile sig_atomic_t stop_signal;
+/* The self-pipe: a signal wakes the agent's wait (wait_until()) whenever
+ * it comes, without masking signals anywhere. */
+static int wake[2] = { -1, -1 };
 
 static void on_signal(int sig)
 {
+	int saved = errno;
+
 	stop_signal = sig;
+	if (write(wake[1], "x", 1) < 0) {
+		/* full: a wake-up is pending anyway */
+	}
+	errno = saved;
 }
 
 static double now_mono(void)
@@ -445,7 +455,7 @@ static void deliver(struct agent *ag, double now, int final)
 	const struct push_args *a = ag->a;
 	char why[400];
 
-	while (ag->qn && now >= ag->retry_at) {
+	while (ag->qn && now >= ag->retry_at && (final || !stop_signal)) {
 		enum push_outcome o = push_http_post(ag->http, ag->q[ag->qhead].body, ag->q[ag->qhead].len, why,
 						     sizeof why);
 
@@ -482,20 +492,22 @@ static void deliver(struct agent *ag, double now, int final)
 	}
 }
 
-/* Sleeps until `until` (monotonic seconds) or a signal. */
-static void wait_until(double until, const sigset_t *unblocked)
+/* Sleeps until `until` (monotonic seconds) or a signal: a signal that
+ * came before the wait left a byte in the pipe, so none is missed. */
+static void wait_until(double until)
 {
 	double d = until - now_mono();
-	struct timespec ts;
+	struct pollfd p = { wake[0], POLLIN, 0 };
+	char buf[16];
 
 	if (d <= 0 || stop_signal)
 		return;
-	ts.tv_sec = (time_t)d;
-	ts.tv_nsec = (long)((d - (double)ts.tv_sec) * 1e9);
-	ppoll(NULL, 0, &ts, unblocked); /* signals are blocked but here: none is missed */
+	if (poll(&p, 1, (int)ceil(d * 1000)) > 0)
+		while (read(wake[0], buf, sizeof buf) > 0)
+			;
 }
 
-static int run(struct agent *ag, const sigset_t *unblocked)
+static int run(struct agent *ag)
 {
 	const struct push_args *a = ag->a;
 	double next = now_mono();
@@ -512,7 +524,7 @@ static int run(struct agent *ag, const sigset_t *unblocked)
 				break;
 		}
 		deliver(ag, now_mono(), 0);
-		wait_until(ag->qn && ag->retry_at < next ? ag->retry_at : next, unblocked);
+		wait_until(ag->qn && ag->retry_at < next ? ag->retry_at : next);
 	}
 	if (stop_signal)
 		collect(ag); /* the last values before stopping */
@@ -537,7 +549,6 @@ int push_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 	struct push_args a;
 	struct agent ag;
 	struct sigaction sa;
-	sigset_t block, unblocked;
 	char err[200];
 	int rc;
 
@@ -555,19 +566,23 @@ int push_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 		goto out;
 	}
 	scrape_memory_setup();
+	if (pipe2(wake, O_NONBLOCK | O_CLOEXEC) < 0) {
+		fprintf(stderr, "pcpustat push: pipe: %s\n", strerror(errno));
+		rc = 1;
+		goto out;
+	}
 	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal; /* no SA_RESTART: a wait ends at once */
+	sa.sa_handler = on_signal;
+	sa.sa_flags = SA_RESTART; /* a request in flight goes on; the wait ends by the pipe */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	sigprocmask(SIG_BLOCK, &block, &unblocked);
-	sigdelset(&unblocked, SIGINT);
-	sigdelset(&unblocked, SIGTERM);
-	rc = run(&ag, &unblocked);
+	rc = run(&ag);
 out:
+	if (wake[0] >= 0) {
+		close(wake[0]);
+		close(wake[1]);
+	}
 	while (ag.q && ag.qn)
 		dequeue(&ag);
 	free(ag.q);

@@ -21,7 +21,9 @@ checked against them:
    a zero_threshold below every observation;
  - pcpu_segment_up = 1;
  - pushes every 0.1 s while the application counts: every received value
-   of the counter is >= the one before, and the last is the final count.
+   of the counter is >= the one before, and the last is the final count;
+ - SIGTERM pushes once more: with an interval of an hour, the second
+   request is the final one, holding what was counted after the first.
 """
 import bisect
 import math
@@ -146,6 +148,23 @@ def check_monotone(pcpustat, env, rcv, app):
     print("ok   %d pushes while counting: non-decreasing, the last (after SIGTERM) = %d" % (len(vals), total))
 
 
+def check_final_push(pcpustat, env, rcv, app):
+    """SIGTERM pushes once more: with an hour's interval, the only push
+    after the first is the final one, and it carries what was counted
+    since."""
+    n0 = len(rcv.requests)
+    agent = subprocess.Popen([pcpustat, "push", "--otlp", rcv.url, "--interval", "3600", "pushfix"],
+                             env=env, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: len(rcv.requests) > n0, "the first push")
+    before = point(metrics_of(rcv.last()[1])["push_requests"], "sum", method="POST").as_int
+    app.cmd("post 1000")
+    rc, err = terminate(agent)
+    after = point(metrics_of(rcv.last()[1])["push_requests"], "sum", method="POST").as_int
+    if rc != 0 or len(rcv.requests) != n0 + 2 or after != before + 1000:
+        fail("final push: exit %d, %d requests, %d -> %d: %s" % (rc, len(rcv.requests) - n0, before, after, err))
+    print("ok   SIGTERM: a final push carried the last 1000 (%d -> %d)" % (before, after))
+
+
 def main():
     pcpustat, fixture = sys.argv[1], sys.argv[2]
     tmp = tempfile.mkdtemp(prefix="pcpu-push-otlp.")
@@ -177,6 +196,7 @@ def main():
             fail("after a reset: %d %r" % (rc, p))
         print("ok   after a reset: 3, start time unchanged")
         check_monotone(pcpustat, env, rcv, app)
+        check_final_push(pcpustat, env, rcv, app)
         ok = True
     finally:
         rcv.close()
