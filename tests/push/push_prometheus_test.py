@@ -18,6 +18,8 @@ HTTP API must return exactly what was recorded:
    histogram_sum() exact, histogram_quantile() within the native bucket
    holding the true quantile;
  - pcpu_segment_up 1, and the external labels (--job, --instance, --label);
+   a planted file that is not a segment travels as pcpu_segment_up 0 with
+   its reason ("corrupt"), as serve exposes it;
  - with native histograms disabled (a second Prometheus, without the
    feature), Prometheus 2.42 answers 500 "native histograms are disabled"
    to a request holding one -- nothing of it is stored -- and the same push
@@ -61,9 +63,9 @@ def expect_within(base, q, lo, hi):
     print("ok   %s = %r in (%g, %g]" % (q, v, lo, hi))
 
 
-def push(pcpustat, env, base, native=True):
+def push(pcpustat, env, base, native=True, targets=("pushfix",)):
     args = ["--remote-write", base + "/api/v1/write", "--count", "1", "--job", "pushtest",
-            "--instance", "node1", "--label", "site=lab", "pushfix"]
+            "--instance", "node1", "--label", "site=lab"] + list(targets)
     rc, err = run_push(pcpustat, env, args + (["--native-histograms"] if native else []))
     return rc, err
 
@@ -80,6 +82,10 @@ def check_first(base, app):
     expect(base, "push_queue_depth" + SEL, -42.0)
     expect(base, "push_temperature_celsius" + SEL, 21.5)
     expect(base, "pcpu_segment_up" + SEL, 1.0)
+    v, labels = one(base, 'pcpu_segment_up{pcpu_segment="planted"}')
+    if v != 0 or labels.get("reason") != "corrupt":
+        raise SystemExit("FAIL: the planted file: %r %r" % (v, labels))
+    print("ok   pcpu_segment_up{pcpu_segment=\"planted\",reason=\"corrupt\"} = 0")
     for le, n in (("0.001", 50), ("0.01", 90), ("0.1", 100), ("+Inf", 100)):
         expect(base, 'push_latency_seconds_bucket{le="%s"}' % le, float(n))
     expect(base, "push_latency_seconds_sum", SUM_S)
@@ -115,7 +121,10 @@ def main():
         app = Fixture(fixture, env)
         procs.append(app.p)
         app.cmd("add 12345678901", "post 7", "gauge -42", "temp 215", *["observe %d" % v for v in OBS])
-        rc, err = push(pcpustat, env, base)
+        # A planted file that is not a segment: reported down, with its reason.
+        with open(os.path.join(segdir, "pcpu.%d.planted" % os.getpid()), "wb") as f:
+            f.write(b"JUNK" * 2048)
+        rc, err = push(pcpustat, env, base, targets=[])
         if rc != 0:
             raise SystemExit("FAIL: push exited %d: %s" % (rc, err))
         check_first(base, app)
