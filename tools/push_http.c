@@ -79,8 +79,14 @@ struct push_http *push_http_new(const struct push_http_config *cfg, char *err, s
 	struct push_http *h = calloc(1, sizeof *h);
 	char ua[64];
 
-	if (!h || curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK || !(h->c = curl_easy_init())) {
+	if (!h || curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		snprintf(err, cap, "cannot start libcurl");
+		free(h);
+		return NULL;
+	}
+	if (!(h->c = curl_easy_init())) {
+		snprintf(err, cap, "cannot start libcurl");
+		curl_global_cleanup();
 		free(h);
 		return NULL;
 	}
@@ -180,8 +186,10 @@ void push_http_free(struct push_http *h)
 {
 	if (!h)
 		return;
-	if (h->c)
+	if (h->c) {
 		curl_easy_cleanup(h->c);
+		curl_global_cleanup(); /* counted: one per push_http_new() */
+	}
 	curl_slist_free_all(h->hdrs);
 	free(h);
 }
