@@ -57,6 +57,10 @@ have protoc-c  || need_apt+=(protobuf-c-compiler)
 [ -e /usr/include/google/protobuf/descriptor.proto ] || need_apt+=(libprotobuf-dev)
 have protoc    || need_apt+=(protobuf-compiler)
 [ -e /usr/include/prometheus/histogram.h ] || need_apt+=(prometheus-cpp-dev)
+# pcpustat push (issue 27): Prometheus remote write's snappy block
+# compression and the HTTP(S) client of both push protocols.
+[ -e /usr/include/snappy-c.h ] || need_apt+=(libsnappy-dev)
+pkg-config --exists libcurl 2>/dev/null || need_apt+=(libcurl4-openssl-dev)
 # The aarch64 cross build (cmake/toolchain-aarch64-linux-gnu.cmake) and
 # tests/check_rseq_sections.py on its binaries (aarch64-linux-gnu-objdump).
 have aarch64-linux-gnu-gcc || need_apt+=(gcc-aarch64-linux-gnu)
@@ -95,6 +99,9 @@ python3 -c 'import pytest' 2>/dev/null || py_need+=(pytest)
 python3 -c 'import setuptools' 2>/dev/null || py_need+=(setuptools)
 python3 -c 'import wheel' 2>/dev/null || py_need+=(wheel)
 python3 -c 'import google.protobuf' 2>/dev/null || py_need+=("protobuf>=4.21,<5")
+# pcpustat push's OTLP tests decode the requests with the published schema.
+python3 -c 'import opentelemetry.proto.collector.metrics.v1.metrics_service_pb2' 2>/dev/null \
+  || py_need+=("opentelemetry-proto>=1.20,<1.28")
 if [ ${#py_need[@]} -gt 0 ]; then
   echo "install-deps: pip install ${py_need[*]}"
   python3 -m pip install --quiet --disable-pip-version-check "${py_need[@]}" \

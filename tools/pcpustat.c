@@ -35,6 +35,8 @@ static const char usage_text[] =
 	"  pcpustat [OPTIONS] SEGMENT [PATTERN...] print a segment's statistics\n"
 	"  pcpustat -w [-i SECS] SEGMENT [PATTERN...]  watch them, with per-second rates\n"
 	"  pcpustat serve [OPTIONS] [SEGMENT...]   serve /metrics to Prometheus (see serve --help)\n"
+	"  pcpustat push (--remote-write URL | --otlp URL) [OPTIONS] [SEGMENT...]\n"
+	"                                          push them on an interval (see push --help)\n"
 	"  pcpustat --prune                        remove segments whose process is gone\n"
 	"\n"
 	"pcpu applications publish their statistics with pcpu_segment_publish() as a\n"
@@ -70,6 +72,8 @@ static const char usage_text[] =
 	"  pcpustat -i 2 forwarder 'fwd_*'  watch its fwd_ metrics every 2 s\n"
 	"  pcpustat --json 1234 | jq .      process 1234's statistics as JSON\n"
 	"  pcpustat serve forwarder         serve them on http://127.0.0.1:9464/metrics\n"
+	"  pcpustat push --remote-write http://prom:9090/api/v1/write forwarder\n"
+	"                                   send them to Prometheus every 15 s\n"
 	"\n"
 	"Exit status: 0 ok, 1 error (no such segment, permission denied, incompatible\n"
 	"version, writer gone), 2 usage.  See pcpustat(1).\n";
@@ -796,6 +800,10 @@ int main(int argc, char **argv)
 		o.r.flags |= PCPU_READER_ANY_OWNER;
 	if (argc > 1 && strcmp(argv[1], "serve") == 0) {
 		rc = serve_main(argc - 1, argv + 1, &o.r);
+		goto out;
+	}
+	if (argc > 1 && strcmp(argv[1], "push") == 0) {
+		rc = push_main(argc - 1, argv + 1, &o.r);
 		goto out;
 	}
 	rc = parse_options(argc, argv, &o);

@@ -78,6 +78,7 @@ struct scrape_config {
 	size_t ntargets;
 	size_t max_bytes; /* what one scrape may read and allocate */
 	size_t max_down;  /* listed segments down: reported per owner, the rest counted */
+	const char *who;  /* stderr's prefix; NULL: "pcpustat serve" */
 };
 /* The last message per segment, so stderr says each change once:
  * fingerprints of its key and message (0: readable). */
@@ -101,6 +102,17 @@ void scrape_all(const struct scrape_config *cf, struct scrape_state *st, enum pc
 void scrape_one(const struct scrape_config *cf, const char *target, enum pcpu_format fmt,
 		struct scrape_result *res);
 void scrape_state_free(struct scrape_state *st);
+/* The same as scrape_all() before it is written (for `pcpustat push`): the
+ * merged snapshot, valid until scrape_release(*hold); res->len is what is
+ * left of cf->max_bytes. NULL with res saying why (*hold NULL). */
+struct scrape_hold;
+const struct pcpu_snapshot *scrape_collect(const struct scrape_config *cf, struct scrape_state *st,
+					   struct scrape_hold **hold, struct scrape_result *res);
+/* A listed segment's publication time (ns since the Epoch), by the
+ * pcpu_segment and pcpu_pid labels its series carry; 0 when unknown (named
+ * on the command line, or not served). Linear in the segments. */
+uint64_t scrape_created_ns(const struct scrape_hold *h, const char *name, const char *pid);
+void scrape_release(struct scrape_hold *h);
 /* Makes the allocator give a scrape's memory back when it is freed (once,
  * before serving). */
 void scrape_memory_setup(void);
@@ -110,5 +122,12 @@ int valid_target(const char *t);
 /* ---- serve.c ---- */
 
 int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt);
+/* A size of at least 4K, with an optional K, M or G suffix (--max-bytes):
+ * 0, or -1. */
+int parse_bytes(const char *s, size_t *out);
+
+/* ---- push.c (push.h) ---- */
+
+int push_main(int argc, char **argv, const struct pcpu_reader_options *ropt);
 
 #endif /* PCPUSTAT_H */

@@ -75,8 +75,10 @@ static int cmp_note(const void *a, const void *b)
  * no string per segment, which 20,000 junk names would scatter over the
  * heap): bounded by the segments that exist now. Best effort: without
  * memory it stays quiet. */
-static void notes_update(struct scrape_state *st, const struct seg *segs, size_t n)
+static void notes_update(const struct scrape_config *cf, struct scrape_state *st, const struct seg *segs,
+			 size_t n)
 {
+	const char *who = cf->who ? cf->who : "pcpustat serve";
 	struct scrape_note *now = malloc((n ? n : 1) * sizeof *now);
 	size_t i, k = 0, said = 0;
 
@@ -91,15 +93,15 @@ static void notes_update(struct scrape_state *st, const struct seg *segs, size_t
 		old = st->notes ? bsearch(&want, st->notes, st->nnotes, sizeof want, cmp_note) : NULL;
 		if ((old ? old->msg != want.msg : msg != NULL) && said++ < NOTES_PER_SCRAPE) {
 			if (msg)
-				fprintf(stderr, "pcpustat serve: %s: %s\n", g->key, msg);
+				fprintf(stderr, "%s: %s: %s\n", who, g->key, msg);
 			else
-				fprintf(stderr, "pcpustat serve: %s: readable again\n", g->key);
+				fprintf(stderr, "%s: %s: readable again\n", who, g->key);
 		}
 		if (now)
 			now[k++] = want;
 	}
 	if (said > NOTES_PER_SCRAPE)
-		fprintf(stderr, "pcpustat serve: ... and %zu more segments changed (pcpu_segment_up says which)\n",
+		fprintf(stderr, "%s: ... and %zu more segments changed (pcpu_segment_up says which)\n", who,
 			said - NOTES_PER_SCRAPE);
 	if (now)
 		qsort(now, k, sizeof *now, cmp_note);
@@ -456,10 +458,10 @@ static void omitted_series(struct scrape *sc)
 		}
 }
 
-/* The merged exposition in res (200), its up and omitted series added last;
- * stderr told what changed (notes_update()). Else res says why. */
-static void scrape_expose(struct scrape_state *st, struct scrape *sc, enum pcpu_format fmt,
-			  struct scrape_result *res)
+/* The merged snapshot, its up and omitted series added last; stderr told
+ * what changed (notes_update()). NULL with res saying why. */
+static const struct pcpu_snapshot *scrape_final(const struct scrape_config *cf, struct scrape_state *st,
+						struct scrape *sc, struct scrape_result *res)
 {
 	const struct pcpu_snapshot *all;
 
@@ -471,9 +473,20 @@ static void scrape_expose(struct scrape_state *st, struct scrape *sc, enum pcpu_
 	if (pcpu_snapshot_merge_add(sc->m, &sc->upsnap, 0, NULL, NULL) < 0 ||
 	    !(all = pcpu_snapshot_merge_result(sc->m))) {
 		fail_with(res, 503, errno == ENOMEM ? "out of memory" : pcpu_stats_error());
-		return;
+		return NULL;
 	}
-	notes_update(st, sc->segs, sc->nseg);
+	notes_update(cf, st, sc->segs, sc->nseg);
+	return all;
+}
+
+/* The merged exposition in res (200); else res says why. */
+static void scrape_expose(const struct scrape_config *cf, struct scrape_state *st, struct scrape *sc,
+			  enum pcpu_format fmt, struct scrape_result *res)
+{
+	const struct pcpu_snapshot *all = scrape_final(cf, st, sc, res);
+
+	if (!all)
+		return;
 	if (pcpu_snapshot_write(all, fmt, &res->body, &res->len) < 0) {
 		res->body = NULL;
 		fail_with(res, errno == ENOMEM ? 503 : 500, pcpu_stats_error());
@@ -524,8 +537,60 @@ void scrape_all(const struct scrape_config *cf, struct scrape_state *st, enum pc
 		return;
 	if (scrape_triage(cf, &sc, res) == 0 && scrape_alloc(&sc, res) == 0 && scrape_read(cf, &sc, res) == 0 &&
 	    scrape_merge(&sc, res) == 0)
-		scrape_expose(st, &sc, fmt, res);
+		scrape_expose(cf, st, &sc, fmt, res);
 	scrape_free(&sc);
+}
+
+/* What scrape_collect() keeps alive for the snapshot it returns. */
+struct scrape_hold {
+	struct scrape sc;
+};
+
+const struct pcpu_snapshot *scrape_collect(const struct scrape_config *cf, struct scrape_state *st,
+					   struct scrape_hold **hold, struct scrape_result *res)
+{
+	struct scrape_hold *h = calloc(1, sizeof *h);
+	const struct pcpu_snapshot *all = NULL;
+
+	memset(res, 0, sizeof *res);
+	*hold = NULL;
+	if (!h) {
+		fail_with(res, 503, "out of memory");
+		return NULL;
+	}
+	h->sc.left = cf->max_bytes;
+	if (scrape_list(cf, &h->sc, res) == 0 && scrape_triage(cf, &h->sc, res) == 0 &&
+	    scrape_alloc(&h->sc, res) == 0 && scrape_read(cf, &h->sc, res) == 0 && scrape_merge(&h->sc, res) == 0)
+		all = scrape_final(cf, st, &h->sc, res);
+	if (!all) {
+		scrape_release(h);
+		return NULL;
+	}
+	res->status = 200;
+	res->len = h->sc.left; /* what is left of --max-bytes for the caller's encoding */
+	*hold = h;
+	return all;
+}
+
+uint64_t scrape_created_ns(const struct scrape_hold *h, const char *name, const char *pid)
+{
+	size_t i;
+
+	for (i = 0; h && i < h->sc.nix; i++) {
+		const struct seg *g = h->sc.ix[i];
+
+		if (g->ok && g->info && strcmp(g->name, name) == 0 && strcmp(g->pid, pid) == 0)
+			return g->info->created_ns;
+	}
+	return 0;
+}
+
+void scrape_release(struct scrape_hold *h)
+{
+	if (!h)
+		return;
+	scrape_free(&h->sc);
+	free(h);
 }
 
 void scrape_memory_setup(void)

@@ -174,8 +174,8 @@ static int listen_on(const char *spec, char *shown, size_t cap, int protected)
 	return fd;
 }
 
-/* Sizes like 256M: 0 or -1. */
-static int parse_bytes(const char *s, size_t *out)
+/* Sizes like 256M: 0 or -1 (pcpustat.h). */
+int parse_bytes(const char *s, size_t *out)
 {
 	char *end;
 	unsigned long long v;

@@ -1,0 +1,594 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `pcpustat push`: sends the statistics segments to a receiver on an
+ * interval -- Prometheus remote write 1.0 (push_rw.c) or OTLP/HTTP
+ * (push_otlp.c) -- for nodes behind NAT, short-lived jobs and sites without
+ * a scraper. What it sends is what `pcpustat serve` answers a scrape with
+ * (scrape_collect(): the same segments, labels, pcpu_segment_up and
+ * pcpu_segments_omitted, the same --max-bytes budget and isolation).
+ *
+ * It is an agent beside the application, as serve is: the application only
+ * publishes its segment, and nothing of the push runs in it, so a receiver
+ * that is down, slow or failing cannot slow an add or block the
+ * application. The agent itself stays bounded:
+ *
+ *  - One request at a time, each bounded by --timeout; a slow receiver
+ *    delays the agent's next push, never anything else.
+ *  - A bounded queue (--queue requests, oldest dropped first) while the
+ *    receiver refuses or cannot be reached, retried with exponential
+ *    backoff (--min-backoff doubling up to --max-backoff). Every value is
+ *    cumulative (counters, histogram buckets, sums and counts; gauges are
+ *    levels), so a dropped request loses no count: the next one carries
+ *    every count up to its time. What a drop loses is resolution -- the
+ *    receiver has fewer points in that stretch -- never an event.
+ *  - 4xx but 429 is not retried: the receiver said the request itself is
+ *    wrong (bad labels, too old samples, authentication); it is dropped and
+ *    the log says why. 5xx, 429 and transport errors are retried.
+ *  - Memory: at most --queue request bodies, plus one collection (bounded
+ *    by --max-bytes, as a scrape) and its encoding scratch; the scratch is
+ *    freed after each push but its first chunk.
+ *  - SIGTERM or SIGINT: one last collection and a push of everything
+ *    queued (each request tried once), then exit: 0 if all was delivered.
+ *
+ * Requests are sent oldest first, so a receiver that refuses samples older
+ * than what it has (Prometheus: out of order) sees them in order; a retry
+ * after a timeout may resend a request the receiver had stored: the same
+ * samples at the same timestamps, which Prometheus accepts as duplicates.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "push.h"
+
+static const char push_usage[] =
+	"Usage: pcpustat push (--remote-write URL | --otlp URL) [OPTIONS] [SEGMENT...]\n"
+	"\n"
+	"Sends the SEGMENTs (default: every segment you can read), as `pcpustat serve`\n"
+	"would expose them (labelled pcpu_segment and pcpu_pid, with pcpu_segment_up),\n"
+	"to a receiver every --interval:\n"
+	"  --remote-write URL   Prometheus remote write 1.0 (snappy protobuf), e.g.\n"
+	"                       http://prometheus:9090/api/v1/write\n"
+	"  --otlp URL           OTLP/HTTP protobuf, e.g. http://collector:4318/v1/metrics\n"
+	"\n"
+	"Options:\n"
+	"  -i, --interval SECS  between pushes (default 15)\n"
+	"      --timeout SECS   per request (default 10)\n"
+	"      --job NAME       remote write: label job (default pcpustat);\n"
+	"                       OTLP: resource attribute service.name\n"
+	"      --instance NAME  remote write: label instance (default: the host name);\n"
+	"                       OTLP: resource attribute service.instance.id\n"
+	"      --label NAME=VALUE\n"
+	"                       remote write: an external label (a series' own label of\n"
+	"                       that name wins); OTLP: a resource attribute. Repeatable.\n"
+	"      --native-histograms\n"
+	"                       remote write: exponential histograms also as native\n"
+	"                       histograms (the receiver must accept them: Prometheus\n"
+	"                       with --enable-feature=native-histograms)\n"
+	"      --basic-auth-user USER --basic-auth-password-file FILE\n"
+	"      --bearer-token-file FILE\n"
+	"                       authentication; the file is read at every push\n"
+	"      --ca-file FILE   CA certificates to verify an https:// receiver with\n"
+	"      --queue N        requests kept while the receiver is unreachable or\n"
+	"                       failing (default 4; oldest dropped first: values are\n"
+	"                       cumulative, so no count is lost, only resolution)\n"
+	"      --min-backoff SECS, --max-backoff SECS\n"
+	"                       retry delays, doubling (default 0.5 and 30)\n"
+	"      --count N        push N times, then deliver what is queued and exit\n"
+	"  -d, --dir DIR, -u, --owner USER, -a, --any-owner, --max-bytes N, --max-down N\n"
+	"                       which segments, and the budget, as for pcpustat serve\n"
+	"  -v, --verbose        say every push on stderr\n"
+	"  -h, --help\n"
+	"\n"
+	"5xx, 429 and connection failures are retried; other 4xx are not (logged).\n"
+	"SIGINT or SIGTERM: a last push, then exit (0: everything was delivered).\n";
+
+/* A request waiting to be sent. */
+struct queued {
+	uint8_t *body;
+	size_t len;
+};
+
+struct push_args {
+	struct scrape_config cf;
+	struct push_http_config http;
+	struct push_label *labels;
+	size_t nlabels;
+	const char *job, *instance;
+	int native, verbose;
+	double interval, min_backoff, max_backoff;
+	size_t queue_max;
+	unsigned long count; /* 0: until a signal */
+};
+
+/* What the agent did, for the log and the exit status. */
+struct push_stats {
+	unsigned long collected, sent, retried, dropped, superseded, failed_collect;
+};
+
+static volatile sig_atomic_t stop_signal;
+/* The self-pipe: a signal wakes the agent's wait (wait_until()) whenever
+ * it comes, without masking signals anywhere. */
+static int wake[2] = { -1, -1 };
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+
+	stop_signal = sig;
+	if (write(wake[1], "x", 1) < 0) {
+		/* full: a wake-up is pending anyway */
+	}
+	errno = saved;
+}
+
+static double now_mono(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static uint64_t now_real_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Seconds in [lo, hi]: 0, or -1. */
+static int parse_secs(const char *s, double lo, double hi, double *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end == s || *end || !(v >= lo && v <= hi))
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* NAME=VALUE with a valid label name: added, 0; or -1. */
+static int add_label(struct push_args *a, const char *name, const char *value)
+{
+	struct push_label *l = realloc(a->labels, (a->nlabels + 1) * sizeof *l);
+	size_t i;
+
+	if (!l)
+		return -1;
+	a->labels = l;
+	for (i = 0; i < a->nlabels; i++)
+		if (strcmp(l[i].name, name) == 0) {
+			l[i].value = value; /* the last one given wins */
+			return 0;
+		}
+	l[a->nlabels].name = name;
+	l[a->nlabels].value = value;
+	a->nlabels++;
+	return 0;
+}
+
+static int valid_label_name(const char *s, int otlp)
+{
+	size_t i;
+
+	if (!*s || (s[0] >= '0' && s[0] <= '9') || strncmp(s, "__", 2) == 0)
+		return 0;
+	for (i = 0; s[i]; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') ||
+		      s[i] == '_' || (otlp && (s[i] == '.' || s[i] == '-'))))
+			return 0;
+	return 1;
+}
+
+enum { O_RW = 256, O_OTLP, O_TIMEOUT, O_JOB, O_INSTANCE, O_LABEL, O_NATIVE, O_USER, O_PASSFILE, O_TOKENFILE,
+       O_CAFILE, O_QUEUE, O_MINB, O_MAXB, O_COUNT, O_MAXBYTES, O_MAXDOWN };
+
+static int bad(const char *msg)
+{
+	fprintf(stderr, "pcpustat push: %s\n", msg);
+	return 2;
+}
+
+/* One option: -1 to go on, or the exit status. */
+static int parse_option(int c, char *arg, struct push_args *a)
+{
+	unsigned uid;
+	double v;
+	char *eq, *end;
+
+	switch (c) {
+	case O_RW: case O_OTLP:
+		if (a->http.url)
+			return bad("one --remote-write or --otlp URL");
+		a->http.url = arg;
+		a->http.proto = c == O_RW ? PUSH_REMOTE_WRITE : PUSH_OTLP;
+		break;
+	case 'i':
+		if (parse_secs(arg, 0.01, 86400, &a->interval) < 0)
+			return bad("--interval wants seconds in [0.01, 86400]");
+		break;
+	case O_TIMEOUT:
+		if (parse_secs(arg, 0.01, 3600, &a->http.timeout) < 0)
+			return bad("--timeout wants seconds in [0.01, 3600]");
+		break;
+	case O_MINB: case O_MAXB:
+		if (parse_secs(arg, 0.01, 3600, &v) < 0)
+			return bad("--min-backoff and --max-backoff want seconds in [0.01, 3600]");
+		*(c == O_MINB ? &a->min_backoff : &a->max_backoff) = v;
+		break;
+	case O_JOB: a->job = arg; break;
+	case O_INSTANCE: a->instance = arg; break;
+	case O_LABEL:
+		if (!(eq = strchr(arg, '=')))
+			return bad("--label wants NAME=VALUE");
+		*eq = 0;
+		if (!valid_label_name(arg, 1) || add_label(a, arg, eq + 1) < 0)
+			return bad("--label: not a label name (letters, digits, _; OTLP also . and -)");
+		break;
+	case O_NATIVE: a->native = 1; break;
+	case O_USER: a->http.basic_user = arg; break;
+	case O_PASSFILE: a->http.basic_password_file = arg; break;
+	case O_TOKENFILE: a->http.bearer_token_file = arg; break;
+	case O_CAFILE: a->http.ca_file = arg; break;
+	case O_QUEUE:
+		a->queue_max = strtoul(arg, &end, 10);
+		if (*end || !*arg || arg[0] == '-' || a->queue_max < 1 || a->queue_max > 1000)
+			return bad("--queue wants 1..1000");
+		break;
+	case O_COUNT:
+		a->count = strtoul(arg, &end, 10);
+		if (*end || !*arg || arg[0] == '-' || a->count < 1)
+			return bad("--count wants a positive number");
+		break;
+	case O_MAXBYTES:
+		if (parse_bytes(arg, &a->cf.max_bytes) < 0)
+			return bad("--max-bytes wants a size of at least 4K (e.g. 64M)");
+		break;
+	case O_MAXDOWN:
+		a->cf.max_down = strtoul(arg, &end, 10);
+		if (*end || !*arg || arg[0] == '-' || a->cf.max_down > 1000000)
+			return bad("--max-down wants 0..1000000");
+		break;
+	case 'd': a->cf.ropt.dir = arg; break;
+	case 'u':
+		if (parse_user(arg, &uid) < 0)
+			return bad("no such user");
+		a->cf.ropt.flags = (a->cf.ropt.flags & ~(unsigned)PCPU_READER_ANY_OWNER) | PCPU_READER_OWNER;
+		a->cf.ropt.owner = (uid_t)uid;
+		break;
+	case 'a': a->cf.ropt.flags |= PCPU_READER_ANY_OWNER; break;
+	case 'v': a->http.verbose = a->verbose; a->verbose = 1; break; /* -vv: libcurl's too */
+	case 'h':
+		fputs(push_usage, stdout);
+		return 0;
+	default:
+		fputs("Try 'pcpustat push --help'.\n", stderr);
+		return 2;
+	}
+	return -1;
+}
+
+/* The command line's consistency, and the job and instance labels. */
+static int check_args(struct push_args *a, int argc, char **argv)
+{
+	static char host[256];
+	int otlp = a->http.proto == PUSH_OTLP;
+	size_t i;
+
+	if (!a->http.url)
+		return bad("--remote-write URL or --otlp URL is required");
+	if (!!a->http.basic_user != !!a->http.basic_password_file)
+		return bad("--basic-auth-user and --basic-auth-password-file go together");
+	if (a->http.basic_user && a->http.bearer_token_file)
+		return bad("basic authentication or a bearer token, not both");
+	if (a->max_backoff < a->min_backoff)
+		a->max_backoff = a->min_backoff;
+	if (!a->instance) {
+		if (gethostname(host, sizeof host - 1) < 0 || !host[0])
+			snprintf(host, sizeof host, "localhost");
+		a->instance = host;
+	}
+	for (i = 0; i < a->nlabels; i++)
+		if (!otlp && !valid_label_name(a->labels[i].name, 0))
+			return bad("--label: a Prometheus label name has letters, digits and _ only");
+	/* --label given explicitly wins over --job and --instance. */
+	for (i = 0; i < a->nlabels; i++)
+		if (strcmp(a->labels[i].name, otlp ? "service.name" : "job") == 0)
+			a->job = NULL;
+		else if (strcmp(a->labels[i].name, otlp ? "service.instance.id" : "instance") == 0)
+			a->instance = NULL;
+	if ((a->job && *a->job && add_label(a, otlp ? "service.name" : "job", a->job) < 0) ||
+	    (a->instance && *a->instance && add_label(a, otlp ? "service.instance.id" : "instance", a->instance) < 0))
+		return bad("out of memory");
+	for (i = (size_t)optind; i < (size_t)argc; i++)
+		if (!valid_target(argv[i])) {
+			fprintf(stderr, "pcpustat push: '%s' is not a segment name, pid or file name\n", argv[i]);
+			return 2;
+		}
+	a->cf.targets = argv + optind;
+	a->cf.ntargets = (size_t)(argc - optind);
+	return -1;
+}
+
+static int parse_args(int argc, char **argv, struct push_args *a)
+{
+	static const struct option longopts[] = {
+		{ "remote-write", required_argument, NULL, O_RW },
+		{ "otlp", required_argument, NULL, O_OTLP },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ "job", required_argument, NULL, O_JOB },
+		{ "instance", required_argument, NULL, O_INSTANCE },
+		{ "label", required_argument, NULL, O_LABEL },
+		{ "native-histograms", no_argument, NULL, O_NATIVE },
+		{ "basic-auth-user", required_argument, NULL, O_USER },
+		{ "basic-auth-password-file", required_argument, NULL, O_PASSFILE },
+		{ "bearer-token-file", required_argument, NULL, O_TOKENFILE },
+		{ "ca-file", required_argument, NULL, O_CAFILE },
+		{ "queue", required_argument, NULL, O_QUEUE },
+		{ "min-backoff", required_argument, NULL, O_MINB },
+		{ "max-backoff", required_argument, NULL, O_MAXB },
+		{ "count", required_argument, NULL, O_COUNT },
+		{ "max-bytes", required_argument, NULL, O_MAXBYTES },
+		{ "max-down", required_argument, NULL, O_MAXDOWN },
+		{ "dir", required_argument, NULL, 'd' },
+		{ "owner", required_argument, NULL, 'u' },
+		{ "any-owner", no_argument, NULL, 'a' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c, rc;
+
+	a->interval = 15;
+	a->http.timeout = 10;
+	a->min_backoff = 0.5;
+	a->max_backoff = 30;
+	a->queue_max = 4;
+	a->job = "pcpustat";
+	a->cf.max_bytes = (size_t)256 << 20;
+	a->cf.max_down = 16;
+	a->cf.who = "pcpustat push";
+	optind = 1;
+	argv[0] = (char *)"pcpustat push";
+	while ((c = getopt_long(argc, argv, "i:d:u:avh", longopts, NULL)) != -1)
+		if ((rc = parse_option(c, optarg, a)) >= 0)
+			return rc;
+	return check_args(a, argc, argv);
+}
+
+/* The agent: its queue (a ring of queue_max requests), the encoders'
+ * scratch, the retry state. */
+struct agent {
+	const struct push_args *a;
+	struct scrape_state st;
+	struct arena arena;
+	struct push_http *http;
+	struct queued *q;
+	size_t qhead, qn;
+	struct push_stats s;
+	double backoff, retry_at;
+	int failing;
+	uint64_t start_ns;
+	size_t size_hint; /* the previous request's, for rw_encode() */
+};
+
+/* Queues a request, dropping the oldest when the queue is full (a newer
+ * request carries every count the older one did). */
+static void enqueue(struct agent *ag, uint8_t *body, size_t len)
+{
+	struct queued *slot;
+
+	if (ag->qn == ag->a->queue_max) {
+		free(ag->q[ag->qhead].body);
+		ag->qhead = (ag->qhead + 1) % ag->a->queue_max;
+		ag->qn--;
+		ag->s.superseded++;
+	}
+	slot = &ag->q[(ag->qhead + ag->qn) % ag->a->queue_max];
+	slot->body = body;
+	slot->len = len;
+	ag->qn++;
+}
+
+static void dequeue(struct agent *ag)
+{
+	free(ag->q[ag->qhead].body);
+	ag->q[ag->qhead].body = NULL;
+	ag->qhead = (ag->qhead + 1) % ag->a->queue_max;
+	ag->qn--;
+}
+
+/* Reads the segments (as a scrape) and queues their encoding. */
+static void collect(struct agent *ag)
+{
+	const struct push_args *a = ag->a;
+	struct scrape_hold *hold;
+	struct scrape_result res;
+	const struct pcpu_snapshot *snap = scrape_collect(&a->cf, &ag->st, &hold, &res);
+	struct push_encode e = { a->labels, a->nlabels, a->native, 0, 0, ag->start_ns, scrape_created_ns, hold, 0,
+				 &ag->size_hint };
+	char err[200];
+	uint8_t *body;
+	size_t len, nfam;
+	int rc;
+
+	ag->s.collected++;
+	if (!snap) {
+		ag->s.failed_collect++;
+		fprintf(stderr, "pcpustat push: reading the segments failed: %s\n", res.msg);
+		return;
+	}
+	e.now_ns = now_real_ns();
+	e.now_ms = (int64_t)(e.now_ns / 1000000u);
+	e.max_bytes = res.len; /* what the collection left of --max-bytes */
+	nfam = snap->nfamilies;
+	rc = a->http.proto == PUSH_REMOTE_WRITE ? rw_encode(snap, &e, &ag->arena, &body, &len, err, sizeof err)
+						: otlp_encode(snap, &e, &ag->arena, &body, &len, err, sizeof err);
+	arena_reset(&ag->arena);
+	scrape_release(hold);
+	if (rc < 0) {
+		ag->s.failed_collect++;
+		fprintf(stderr, "pcpustat push: %s\n", err);
+		return;
+	}
+	if (a->verbose)
+		fprintf(stderr, "pcpustat push: %zu families, %zu bytes to send\n", nfam, len);
+	enqueue(ag, body, len);
+}
+
+/* Sends the queue, oldest first, until it is empty or a request must wait
+ * (retry later: the backoff doubles). `final`: the last try before exit. */
+static void deliver(struct agent *ag, double now, int final)
+{
+	const struct push_args *a = ag->a;
+	char why[400];
+
+	while (ag->qn && now >= ag->retry_at && (final || !stop_signal)) {
+		enum push_outcome o = push_http_post(ag->http, ag->q[ag->qhead].body, ag->q[ag->qhead].len, why,
+						     sizeof why);
+
+		if (o == PUSH_RETRY) {
+			ag->s.retried++;
+			ag->backoff = ag->backoff ? fmin(ag->backoff * 2, a->max_backoff) : a->min_backoff;
+			ag->retry_at = now_mono() + ag->backoff;
+			if (final)
+				fprintf(stderr, "pcpustat push: %s: %s; not delivered before exit (%zu queued)\n",
+					a->http.url, why, ag->qn);
+			else if (!ag->failing || a->verbose)
+				fprintf(stderr, "pcpustat push: %s: %s; retrying in %.3g s (%zu queued, at most %zu)\n",
+					a->http.url, why, ag->backoff, ag->qn, a->queue_max);
+			ag->failing = 1;
+			return;
+		}
+		if (o == PUSH_DROP) {
+			ag->s.dropped++;
+			fprintf(stderr, "pcpustat push: %s: %s; dropped, not retried (the receiver refuses this "
+				"request itself; the next carries the same cumulative values)\n", a->http.url, why);
+		} else {
+			ag->s.sent++;
+			if (ag->failing)
+				fprintf(stderr, "pcpustat push: %s: delivering again (%lu retries so far)\n", a->http.url,
+					ag->s.retried);
+			else if (a->verbose)
+				fprintf(stderr, "pcpustat push: %s: %s\n", a->http.url, why);
+		}
+		ag->failing = 0;
+		ag->backoff = 0;
+		ag->retry_at = 0;
+		dequeue(ag);
+		now = now_mono();
+	}
+}
+
+/* Sleeps until `until` (monotonic seconds) or a signal: a signal that
+ * came before the wait left a byte in the pipe, so none is missed. */
+static void wait_until(double until)
+{
+	double d = until - now_mono();
+	struct pollfd p = { wake[0], POLLIN, 0 };
+	char buf[16];
+
+	if (d <= 0 || stop_signal)
+		return;
+	if (poll(&p, 1, (int)ceil(d * 1000)) > 0)
+		while (read(wake[0], buf, sizeof buf) > 0)
+			;
+}
+
+static int run(struct agent *ag)
+{
+	const struct push_args *a = ag->a;
+	double next = now_mono();
+
+	while (!stop_signal) {
+		double now = now_mono();
+
+		if (now >= next) {
+			collect(ag);
+			next += a->interval;
+			if (next <= now) /* behind (a slow receiver): the next tick to come */
+				next = now + a->interval - fmod(now - next, a->interval);
+			if (a->count && ag->s.collected >= a->count)
+				break;
+		}
+		deliver(ag, now_mono(), 0);
+		wait_until(ag->qn && ag->retry_at < next ? ag->retry_at : next);
+	}
+	if (stop_signal)
+		collect(ag); /* the last values before stopping */
+	/* What is queued gets one try each, without waiting for a backoff. */
+	while (ag->qn) {
+		size_t before = ag->qn;
+
+		ag->retry_at = 0;
+		deliver(ag, now_mono(), 1);
+		if (ag->qn == before)
+			break; /* the receiver is still failing */
+	}
+	fprintf(stderr, "pcpustat push: %lu collected, %lu sent, %lu retries, %lu dropped (4xx), %lu superseded "
+		"in the queue, %lu collections failed, %zu undelivered\n",
+		ag->s.collected, ag->s.sent, ag->s.retried, ag->s.dropped, ag->s.superseded, ag->s.failed_collect,
+		ag->qn);
+	return ag->qn || ag->s.dropped || ag->s.failed_collect ? 1 : 0;
+}
+
+int push_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
+{
+	struct push_args a;
+	struct agent ag;
+	struct sigaction sa;
+	char err[200];
+	int rc;
+
+	memset(&a, 0, sizeof a);
+	memset(&ag, 0, sizeof ag);
+	a.cf.ropt = *ropt;
+	if ((rc = parse_args(argc, argv, &a)) >= 0)
+		goto out;
+	ag.a = &a;
+	ag.start_ns = now_real_ns();
+	ag.q = calloc(a.queue_max, sizeof *ag.q);
+	if (!ag.q || !(ag.http = push_http_new(&a.http, err, sizeof err))) {
+		fprintf(stderr, "pcpustat push: %s\n", ag.q ? err : "out of memory");
+		rc = 1;
+		goto out;
+	}
+	scrape_memory_setup();
+	if (pipe2(wake, O_NONBLOCK | O_CLOEXEC) < 0) {
+		fprintf(stderr, "pcpustat push: pipe: %s\n", strerror(errno));
+		rc = 1;
+		goto out;
+	}
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sa.sa_flags = SA_RESTART; /* a request in flight goes on; the wait ends by the pipe */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	rc = run(&ag);
+out:
+	if (wake[0] >= 0) {
+		close(wake[0]);
+		close(wake[1]);
+	}
+	while (ag.q && ag.qn)
+		dequeue(&ag);
+	free(ag.q);
+	push_http_free(ag.http);
+	arena_free(&ag.arena);
+	scrape_state_free(&ag.st);
+	free(a.labels);
+	return rc;
+}

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `pcpustat push`'s own declarations: the agent that sends what `serve`
+ * would answer a scrape with (scrape_collect(): every served segment,
+ * labelled, with pcpu_segment_up) to a receiver on an interval.
+ *
+ *   push.c        the command: options, the interval loop, the bounded
+ *                 queue, retries with backoff, the final push on SIGTERM
+ *   push_rw.c     Prometheus remote write 1.0: a snapshot as a snappy
+ *                 prometheus.WriteRequest (proto/remote_write.proto)
+ *   push_otlp.c   OTLP/HTTP: a snapshot as an ExportMetricsServiceRequest
+ *                 (proto/otlp_metrics.proto)
+ *   push_http.c   the HTTP(S) client (libcurl): headers, authentication,
+ *                 TLS, timeout, and what a response means (sent, retry,
+ *                 drop)
+ *   push_arena.c  the encoders' scratch memory, freed whole after each push
+ *
+ * One thread does everything, one push at a time.
+ */
+#ifndef PCPUSTAT_PUSH_H
+#define PCPUSTAT_PUSH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pcpustat.h"
+
+enum push_protocol {
+	PUSH_REMOTE_WRITE = 1, /* Prometheus remote write 1.0 */
+	PUSH_OTLP = 2,         /* OTLP/HTTP protobuf, /v1/metrics */
+};
+
+/* A name="value" pair: an external label (remote write) or a resource
+ * attribute (OTLP). */
+struct push_label {
+	const char *name, *value;
+};
+
+/* ---- push_arena.c ---- */
+
+/* Bump allocation in chunks; everything is freed at once. */
+struct arena {
+	struct arena_chunk *head;
+	size_t bytes; /* allocated from malloc, chunks included */
+};
+/* n bytes aligned for any type, or NULL (ENOMEM). */
+void *arena_alloc(struct arena *a, size_t n);
+/* n objects of size sz (overflow-checked), or NULL. */
+void *arena_array(struct arena *a, size_t n, size_t sz);
+/* A copy of s, or NULL. */
+char *arena_strdup(struct arena *a, const char *s);
+/* Frees every chunk but the first (kept for the next push), emptied. */
+void arena_reset(struct arena *a);
+void arena_free(struct arena *a);
+
+/* ---- the encoders: one request body from a snapshot ---- */
+
+/* What an encoder needs besides the snapshot. */
+struct push_encode {
+	const struct push_label *labels; /* external labels / resource attributes */
+	size_t nlabels;
+	int native;          /* remote write: exponential families as native histograms too */
+	int64_t now_ms;      /* the samples' timestamp */
+	uint64_t now_ns;
+	uint64_t start_ns;   /* OTLP: start time of series whose segment's is unknown */
+	/* OTLP: a segment's publication time (scrape_created_ns() with
+	 * hold), 0 when unknown; NULL: none is known. */
+	uint64_t (*created_ns)(const struct scrape_hold *hold, const char *segment, const char *pid);
+	const struct scrape_hold *hold;
+	size_t max_bytes;    /* the body (and scratch) may not exceed this */
+	/* Remote write: the size of the previous request before compression,
+	 * updated by rw_encode(): its output buffer starts there instead of
+	 * growing by doubling (NULL: none). */
+	size_t *size_hint;
+};
+
+/* The body in *out (malloc'd, *len bytes): 0; or -1 with err set (ENOMEM,
+ * EFBIG: over max_bytes, EINVAL: a value the format cannot carry). The
+ * scratch memory comes from `a` and stays there until arena_reset(). */
+int rw_encode(const struct pcpu_snapshot *s, const struct push_encode *e, struct arena *a, uint8_t **out,
+	      size_t *len, char *err, size_t cap);
+int otlp_encode(const struct pcpu_snapshot *s, const struct push_encode *e, struct arena *a, uint8_t **out,
+		size_t *len, char *err, size_t cap);
+/* base^i of a native schema: 2^(i * 2^-schema) (push_rw.c). */
+double native_bound(int schema, int32_t i);
+/* OTLP's unit for pcpu's ("seconds": "s", "bytes": "By", ...; else itself). */
+const char *otlp_unit(const char *unit);
+
+/* ---- push_http.c ---- */
+
+struct push_http_config {
+	enum push_protocol proto;
+	const char *url;
+	const char *basic_user, *basic_password_file; /* read at every push */
+	const char *bearer_token_file;                /* read at every push */
+	const char *ca_file;
+	double timeout; /* seconds, per request */
+	int verbose;
+};
+
+enum push_outcome {
+	PUSH_SENT = 0,  /* 2xx */
+	PUSH_RETRY = 1, /* connection failed, timed out, 5xx, 429: try again later */
+	PUSH_DROP = 2,  /* any other status (4xx): the request is wrong, retrying cannot help */
+};
+
+struct push_http;
+/* A client for cfg (kept, not copied: it must outlive the client), or NULL
+ * with err set. */
+struct push_http *push_http_new(const struct push_http_config *cfg, char *err, size_t cap);
+/* POSTs body: the outcome, and in why (always set) the status or error and
+ * the start of the receiver's answer. */
+enum push_outcome push_http_post(struct push_http *h, const uint8_t *body, size_t len, char *why, size_t cap);
+void push_http_free(struct push_http *h);
+
+/* ---- push.c ---- */
+
+int push_main(int argc, char **argv, const struct pcpu_reader_options *ropt);
+
+#endif /* PCPUSTAT_PUSH_H */

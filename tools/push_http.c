@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `pcpustat push`'s HTTP(S) client, on libcurl (Debian
+ * libcurl4-openssl-dev): the de facto C HTTP client, with TLS and a CA
+ * file, basic and bearer authentication, timeouts and keep-alive, which a
+ * hand-written client would get wrong. One handle, reused, so that a
+ * connection (and its TLS session) lasts from push to push.
+ *
+ * Headers: remote write sends Content-Encoding: snappy, Content-Type:
+ * application/x-protobuf and X-Prometheus-Remote-Write-Version: 0.1.0, as
+ * its 1.0 specification asks; OTLP sends Content-Type:
+ * application/x-protobuf. The password and token files are read at every
+ * push, as Prometheus reads its own, so that they can be rotated without a
+ * restart; a file that cannot be read makes the push fail and retry.
+ *
+ * What a response means (the remote write specification's rule, which OTLP
+ * shares): 2xx sent; 5xx and 429, and a connection that failed, timed out
+ * or was closed, are the receiver's trouble: retry later; any other status
+ * (400 bad request, 401, 403, 404, 413...) means this request will never
+ * be accepted: retrying it cannot help, it is dropped, and the log says the
+ * status and the start of the receiver's answer. Only the first 512 bytes
+ * of an answer are kept, whatever its size. Redirects are not followed.
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "push.h"
+
+#define ANSWER_KEPT 512
+
+struct push_http {
+	const struct push_http_config *cfg;
+	CURL *c;
+	struct curl_slist *hdrs;
+	char errbuf[CURL_ERROR_SIZE];
+	char answer[ANSWER_KEPT + 1];
+	size_t nanswer;
+};
+
+/* The receiver's answer: its start kept, the rest read and forgotten. */
+static size_t on_answer(char *p, size_t size, size_t n, void *cls)
+{
+	struct push_http *h = cls;
+	size_t len = size * n, room = ANSWER_KEPT - h->nanswer;
+
+	if (room) {
+		memcpy(h->answer + h->nanswer, p, len < room ? len : room);
+		h->nanswer += len < room ? len : room;
+	}
+	return len;
+}
+
+/* A secret file's first line, without the newline: 0, or -1 (why says). */
+static int read_secret(const char *file, char *out, size_t cap, char *why, size_t whycap)
+{
+	FILE *f = fopen(file, "r");
+	size_t n;
+
+	if (!f) {
+		snprintf(why, whycap, "cannot read %s: %s", file, strerror(errno));
+		return -1;
+	}
+	n = fread(out, 1, cap - 1, f);
+	fclose(f);
+	out[n] = 0;
+	out[strcspn(out, "\r\n")] = 0;
+	if (!out[0]) {
+		snprintf(why, whycap, "%s is empty", file);
+		return -1;
+	}
+	return 0;
+}
+
+struct push_http *push_http_new(const struct push_http_config *cfg, char *err, size_t cap)
+{
+	struct push_http *h = calloc(1, sizeof *h);
+	char ua[64];
+
+	if (!h || curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		snprintf(err, cap, "cannot start libcurl");
+		free(h);
+		return NULL;
+	}
+	if (!(h->c = curl_easy_init())) {
+		snprintf(err, cap, "cannot start libcurl");
+		curl_global_cleanup();
+		free(h);
+		return NULL;
+	}
+	h->cfg = cfg;
+	h->hdrs = curl_slist_append(h->hdrs, "Content-Type: application/x-protobuf");
+	if (cfg->proto == PUSH_REMOTE_WRITE) {
+		h->hdrs = curl_slist_append(h->hdrs, "Content-Encoding: snappy");
+		h->hdrs = curl_slist_append(h->hdrs, "X-Prometheus-Remote-Write-Version: 0.1.0");
+	}
+	h->hdrs = curl_slist_append(h->hdrs, "Expect:"); /* no 100-continue round trip */
+	snprintf(ua, sizeof ua, "pcpustat/%s", PCPUSTAT_VERSION);
+	if (!h->hdrs || curl_easy_setopt(h->c, CURLOPT_URL, cfg->url) != CURLE_OK ||
+	    curl_easy_setopt(h->c, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK) {
+		snprintf(err, cap, "bad URL %s", cfg->url);
+		push_http_free(h);
+		return NULL;
+	}
+	curl_easy_setopt(h->c, CURLOPT_HTTPHEADER, h->hdrs);
+	curl_easy_setopt(h->c, CURLOPT_USERAGENT, ua);
+	curl_easy_setopt(h->c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h->c, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(h->c, CURLOPT_TIMEOUT_MS, (long)(cfg->timeout * 1000));
+	curl_easy_setopt(h->c, CURLOPT_CONNECTTIMEOUT_MS, (long)(cfg->timeout * 1000));
+	curl_easy_setopt(h->c, CURLOPT_ERRORBUFFER, h->errbuf);
+	curl_easy_setopt(h->c, CURLOPT_WRITEFUNCTION, on_answer);
+	curl_easy_setopt(h->c, CURLOPT_WRITEDATA, h);
+	curl_easy_setopt(h->c, CURLOPT_POST, 1L);
+	if (cfg->ca_file)
+		curl_easy_setopt(h->c, CURLOPT_CAINFO, cfg->ca_file);
+	if (cfg->verbose)
+		curl_easy_setopt(h->c, CURLOPT_VERBOSE, 1L);
+	return h;
+}
+
+/* Basic or bearer authentication from its file, for this request. */
+static int set_auth(struct push_http *h, char *why, size_t cap)
+{
+	const struct push_http_config *cfg = h->cfg;
+	char secret[4096];
+
+	if (cfg->basic_user) {
+		if (read_secret(cfg->basic_password_file, secret, sizeof secret, why, cap) < 0)
+			return -1;
+		curl_easy_setopt(h->c, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+		curl_easy_setopt(h->c, CURLOPT_USERNAME, cfg->basic_user);
+		curl_easy_setopt(h->c, CURLOPT_PASSWORD, secret);
+	} else if (cfg->bearer_token_file) {
+		if (read_secret(cfg->bearer_token_file, secret, sizeof secret, why, cap) < 0)
+			return -1;
+		curl_easy_setopt(h->c, CURLOPT_HTTPAUTH, (long)CURLAUTH_BEARER);
+		curl_easy_setopt(h->c, CURLOPT_XOAUTH2_BEARER, secret);
+	}
+	explicit_bzero(secret, sizeof secret); /* libcurl keeps its own copy */
+	return 0;
+}
+
+/* The answer's start, printable, for the log. */
+static const char *answer_text(struct push_http *h)
+{
+	size_t i;
+
+	h->answer[h->nanswer] = 0;
+	for (i = 0; i < h->nanswer; i++)
+		if ((unsigned char)h->answer[i] < 0x20 || h->answer[i] == 0x7f)
+			h->answer[i] = ' ';
+	while (h->nanswer && h->answer[h->nanswer - 1] == ' ')
+		h->answer[--h->nanswer] = 0;
+	return h->answer;
+}
+
+enum push_outcome push_http_post(struct push_http *h, const uint8_t *body, size_t len, char *why, size_t cap)
+{
+	long status = 0;
+	CURLcode rc;
+
+	h->nanswer = 0;
+	h->errbuf[0] = 0;
+	if (set_auth(h, why, cap) < 0)
+		return PUSH_RETRY;
+	curl_easy_setopt(h->c, CURLOPT_POSTFIELDS, (const char *)body);
+	curl_easy_setopt(h->c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	rc = curl_easy_perform(h->c);
+	if (rc != CURLE_OK) {
+		snprintf(why, cap, "%s", h->errbuf[0] ? h->errbuf : curl_easy_strerror(rc));
+		return PUSH_RETRY;
+	}
+	curl_easy_getinfo(h->c, CURLINFO_RESPONSE_CODE, &status);
+	snprintf(why, cap, "HTTP %ld%s%.300s", status, h->nanswer ? ": " : "", answer_text(h));
+	if (status >= 200 && status < 300)
+		return PUSH_SENT;
+	if (status >= 500 || status == 429)
+		return PUSH_RETRY;
+	return PUSH_DROP;
+}
+
+void push_http_free(struct push_http *h)
+{
+	if (!h)
+		return;
+	if (h->c) {
+		curl_easy_cleanup(h->c);
+		curl_global_cleanup(); /* counted: one per push_http_new() */
+	}
+	curl_slist_free_all(h->hdrs);
+	free(h);
+}

@@ -1,0 +1,463 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * OTLP/HTTP: a merged snapshot as one ExportMetricsServiceRequest
+ * (proto/otlp_metrics.proto), POSTed to /v1/metrics as
+ * application/x-protobuf (push_http.c).
+ *
+ * One resource (its attributes: --label, --job as service.name, --instance
+ * as service.instance.id), one scope (pcpustat and its version), one Metric
+ * per family, every data point attributed with the series' labels
+ * (pcpu_segment and pcpu_pid among them; empty values left out):
+ *
+ *   counter      Sum, monotonic, cumulative; named without `_total` (an
+ *                OTLP-to-Prometheus translation adds it back)
+ *   gauge        Gauge (pcpu_segment_up and pcpu_segments_omitted too)
+ *   histogram    explicit and log-linear: Histogram, cumulative, with the
+ *                buckets the text exposition exposes (explicit_bounds its
+ *                `le` values but +Inf, bucket_counts per bucket);
+ *                exponential (PCPU_SNAPSHOT_NATIVE): ExponentialHistogram
+ *
+ * The exponential scheme is OTLP's: pcpu's schema s is OTLP's scale s (base
+ * 2^(2^-s) in both), but the index conventions differ by one. pcpu (as
+ * Prometheus) puts (base^(i-1), base^i] in bucket i, OTLP puts (base^i,
+ * base^(i+1)] in bucket i: the same range is OTLP index i - 1. So the
+ * positive buckets' offset is (native index of the first bucket sent) - 1,
+ * and zero_threshold is base^(native_index - 1), the zero bucket's bound,
+ * as in the remote-write and protobuf expositions.
+ *
+ * Values are integers scaled by 10^scale_exp10: a counter or gauge of scale
+ * 0 goes as as_int (a counter above INT64_MAX as as_double), a scaled one
+ * as as_double; sums as doubles. Start time (cumulative points): the
+ * segment's publication time where the listing gave it (segments named on
+ * the command line: the agent's start). A counter reset by the application
+ * (pcpu_counter_fetch_and_zero) keeps its start time: the agent keeps no
+ * per-series history, and receivers read the decrease as a reset, as
+ * Prometheus does.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "otlp_metrics.pb-c.h"
+#include "push.h"
+
+typedef Pcpustat__Otlp__KeyValue KeyValue;
+typedef Pcpustat__Otlp__AnyValue AnyValue;
+typedef Pcpustat__Otlp__Metric Metric;
+typedef Pcpustat__Otlp__NumberDataPoint NumberDataPoint;
+typedef Pcpustat__Otlp__HistogramDataPoint HistogramDataPoint;
+typedef Pcpustat__Otlp__ExponentialHistogramDataPoint ExpoDataPoint;
+typedef Pcpustat__Otlp__ExponentialHistogramDataPoint__Buckets ExpoBuckets;
+
+const char *otlp_unit(const char *unit)
+{
+	static const char *const map[][2] = {
+		{ "seconds", "s" }, { "milliseconds", "ms" }, { "microseconds", "us" },
+		{ "nanoseconds", "ns" }, { "bytes", "By" }, { "ratio", "1" },
+		{ "celsius", "Cel" }, { "hertz", "Hz" }, { "volts", "V" },
+		{ "amperes", "A" }, { "joules", "J" }, { "grams", "g" },
+		{ "meters", "m" },
+	};
+	size_t i;
+
+	if (!unit)
+		return "";
+	for (i = 0; i < sizeof map / sizeof map[0]; i++)
+		if (strcmp(unit, map[i][0]) == 0)
+			return map[i][1];
+	return unit;
+}
+
+/* One push's encoding state. */
+struct otlp {
+	const struct push_encode *e;
+	struct arena *a;
+	/* the start-time cache: the last segment looked up */
+	const char *seg, *pid;
+	uint64_t start;
+	/* label k of the last series, packed: pack_kv() */
+	struct kept {
+		const char *value;
+		uint8_t *buf;
+		size_t len, cap;
+	} kept[PCPU_STATS_LABELS_MAX];
+};
+
+static KeyValue *new_kv(struct arena *a, const char *key, const char *value)
+{
+	KeyValue *kv = arena_alloc(a, sizeof *kv);
+	AnyValue *v = arena_alloc(a, sizeof *v);
+
+	if (!kv || !v)
+		return NULL;
+	pcpustat__otlp__any_value__init(v);
+	v->value_case = PCPUSTAT__OTLP__ANY_VALUE__VALUE_STRING_VALUE;
+	v->string_value = (char *)value;
+	pcpustat__otlp__key_value__init(kv);
+	kv->key = (char *)key;
+	kv->value = v;
+	return kv;
+}
+
+/* Label k of the series as a KeyValue packed by protobuf-c, its length
+ * first, in o->kept[k] -- kept from the previous series while the value is
+ * the same string (the merge's pcpu_segment and pcpu_pid values are one
+ * string per segment); len 0 for an empty value (left out). 0, or -1. */
+static int pack_kv(struct otlp *o, unsigned k, const char *name, const char *value)
+{
+	struct kept *c = &o->kept[k];
+	KeyValue kv = PCPUSTAT__OTLP__KEY_VALUE__INIT;
+	AnyValue v = PCPUSTAT__OTLP__ANY_VALUE__INIT;
+	size_t n, need;
+	uint64_t x;
+
+	if (value == c->value)
+		return 0;
+	c->value = NULL;
+	c->len = 0;
+	if (*value) {
+		need = strlen(name) + strlen(value) + 3 * 11;
+		if (need > c->cap) {
+			uint8_t *p = realloc(c->buf, need);
+
+			if (!p)
+				return -1;
+			c->buf = p;
+			c->cap = need;
+		}
+		v.value_case = PCPUSTAT__OTLP__ANY_VALUE__VALUE_STRING_VALUE;
+		v.string_value = (char *)value;
+		kv.key = (char *)name;
+		kv.value = &v;
+		n = pcpustat__otlp__key_value__get_packed_size(&kv);
+		for (x = n; x > 0x7f; x >>= 7)
+			c->buf[c->len++] = (uint8_t)(x | 0x80);
+		c->buf[c->len++] = (uint8_t)x;
+		c->len += pcpustat__otlp__key_value__pack(&kv, c->buf + c->len);
+	}
+	c->value = value;
+	return 0;
+}
+
+/*
+ * A series' labels as the data point's attributes (`repeated KeyValue
+ * attributes = tag`; empty values left out). Each KeyValue is packed by
+ * protobuf-c once, into one blob the data point carries as a protobuf-c
+ * unknown field of that tag, which protobuf_c_message_pack() writes after
+ * the tag as it is: the first KeyValue's length and bytes, then each next
+ * one behind its own tag byte. As KeyValue messages in the tree, every
+ * attribute of 10^5 points was sized once per level above it (point,
+ * metric, scope, resource, request) and packed once. 0, or -1 (ENOMEM).
+ */
+static int attributes(struct otlp *o, const struct pcpu_snapshot_family *f, const struct pcpu_snapshot_series *se,
+		      ProtobufCMessage *point, unsigned tag)
+{
+	ProtobufCMessageUnknownField *uf;
+	size_t need = 0, at = 0;
+	uint8_t *blob;
+	unsigned k;
+
+	for (k = 0; k < f->nlabels; k++)
+		if (pack_kv(o, k, f->label_names[k], se->label_values[k]) < 0)
+			return -1;
+		else
+			need += 1 + o->kept[k].len;
+	if (!need)
+		return 0;
+	if (!(blob = arena_alloc(o->a, need)) || !(uf = arena_alloc(o->a, sizeof *uf)))
+		return -1;
+	for (k = 0; k < f->nlabels; k++) {
+		if (!o->kept[k].len)
+			continue;
+		if (at)
+			blob[at++] = (uint8_t)(tag << 3 | PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED);
+		memcpy(blob + at, o->kept[k].buf, o->kept[k].len);
+		at += o->kept[k].len;
+	}
+	if (!at)
+		return 0;
+	uf->tag = tag;
+	uf->wire_type = PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED;
+	uf->len = at;
+	uf->data = blob;
+	point->n_unknown_fields = 1;
+	point->unknown_fields = uf;
+	return 0;
+}
+
+/* The start time of a series' cumulative values: its segment's
+ * publication time (pcpu_segment, pcpu_pid: the merge's last two labels),
+ * else the agent's start. */
+static uint64_t start_of(struct otlp *o, const struct pcpu_snapshot_family *f,
+			 const struct pcpu_snapshot_series *se)
+{
+	const char *seg, *pid;
+	uint64_t t;
+
+	if (f->nlabels < 2 || strcmp(f->label_names[f->nlabels - 2], "pcpu_segment") != 0 ||
+	    strcmp(f->label_names[f->nlabels - 1], "pcpu_pid") != 0)
+		return o->e->start_ns;
+	seg = se->label_values[f->nlabels - 2];
+	pid = se->label_values[f->nlabels - 1];
+	if (!o->seg || strcmp(seg, o->seg) != 0 || strcmp(pid, o->pid) != 0) {
+		t = o->e->created_ns ? o->e->created_ns(o->e->hold, seg, pid) : 0;
+		o->seg = seg;
+		o->pid = pid;
+		o->start = t && t <= o->e->now_ns ? t : o->e->start_ns;
+	}
+	return o->start;
+}
+
+/* Counters and gauges: one NumberDataPoint per series. */
+static NumberDataPoint **number_points(struct otlp *o, const struct pcpu_snapshot_family *f)
+{
+	NumberDataPoint **pp = arena_array(o->a, f->nseries ? f->nseries : 1, sizeof *pp);
+	NumberDataPoint *p = arena_array(o->a, f->nseries ? f->nseries : 1, sizeof *p);
+	size_t i;
+
+	for (i = 0; pp && p && i < f->nseries; i++) {
+		const struct pcpu_snapshot_series *se = &f->series[i];
+
+		pcpustat__otlp__number_data_point__init(&p[i]);
+		if (attributes(o, f, se, &p[i].base, 7) < 0) /* NumberDataPoint.attributes */
+			return NULL;
+		p[i].time_unix_nano = o->e->now_ns;
+		if (f->type == PCPU_METRIC_COUNTER) {
+			p[i].start_time_unix_nano = start_of(o, f, se);
+			if (f->scale_exp10 == 0 && se->value.counter <= (uint64_t)INT64_MAX) {
+				p[i].value_case = PCPUSTAT__OTLP__NUMBER_DATA_POINT__VALUE_AS_INT;
+				p[i].as_int = (int64_t)se->value.counter;
+			} else {
+				p[i].value_case = PCPUSTAT__OTLP__NUMBER_DATA_POINT__VALUE_AS_DOUBLE;
+				p[i].as_double = pcpu_stats_scale((double)se->value.counter, f->scale_exp10);
+			}
+		} else if (f->scale_exp10 == 0) {
+			p[i].value_case = PCPUSTAT__OTLP__NUMBER_DATA_POINT__VALUE_AS_INT;
+			p[i].as_int = se->value.gauge;
+		} else {
+			p[i].value_case = PCPUSTAT__OTLP__NUMBER_DATA_POINT__VALUE_AS_DOUBLE;
+			p[i].as_double = pcpu_stats_scale((double)se->value.gauge, f->scale_exp10);
+		}
+		pp[i] = &p[i];
+	}
+	return pp && p ? pp : NULL;
+}
+
+/* Explicit and log-linear histograms: the exposed buckets, per bucket. */
+static HistogramDataPoint **histogram_points(struct otlp *o, const struct pcpu_snapshot_family *f)
+{
+	size_t nexp = pcpu_snapshot_histogram_buckets(f, NULL, NULL, NULL, 0), i, k;
+	size_t *idx = arena_array(o->a, f->nbuckets, sizeof *idx);
+	uint64_t *cum = arena_array(o->a, f->nbuckets, sizeof *cum);
+	double *bounds = arena_array(o->a, nexp, sizeof *bounds);
+	HistogramDataPoint **pp = arena_array(o->a, f->nseries ? f->nseries : 1, sizeof *pp);
+	HistogramDataPoint *p = arena_array(o->a, f->nseries ? f->nseries : 1, sizeof *p);
+
+	if (!nexp || !idx || !cum || !bounds || !pp || !p)
+		return NULL;
+	pcpu_snapshot_histogram_buckets(f, NULL, idx, NULL, f->nbuckets);
+	for (k = 0; k + 1 < nexp; k++)
+		bounds[k] = pcpu_stats_scale((double)f->bucket_upper[idx[k]], f->scale_exp10);
+	for (i = 0; i < f->nseries; i++) {
+		const struct pcpu_snapshot_series *se = &f->series[i];
+		uint64_t *bc = arena_array(o->a, nexp, sizeof *bc);
+
+		if (!bc)
+			return NULL;
+		pcpu_snapshot_histogram_buckets(f, se->value.histogram.counts, NULL, cum, f->nbuckets);
+		for (k = 0; k < nexp; k++)
+			bc[k] = cum[k] - (k ? cum[k - 1] : 0);
+		pcpustat__otlp__histogram_data_point__init(&p[i]);
+		if (attributes(o, f, se, &p[i].base, 9) < 0) /* HistogramDataPoint.attributes */
+			return NULL;
+		p[i].start_time_unix_nano = start_of(o, f, se);
+		p[i].time_unix_nano = o->e->now_ns;
+		p[i].count = cum[nexp - 1];
+		p[i].sum__case = PCPUSTAT__OTLP__HISTOGRAM_DATA_POINT__SUM__SUM;
+		p[i].sum = pcpu_stats_scale((double)se->value.histogram.sum, f->scale_exp10);
+		p[i].n_bucket_counts = nexp;
+		p[i].bucket_counts = bc;
+		p[i].n_explicit_bounds = nexp - 1;
+		p[i].explicit_bounds = bounds;
+		pp[i] = &p[i];
+	}
+	return pp;
+}
+
+/* Exponential histograms: scale = schema, offset = native index - 1 (the
+ * file's comment). */
+static ExpoDataPoint **expo_points(struct otlp *o, const struct pcpu_snapshot_family *f)
+{
+	ExpoDataPoint **pp = arena_array(o->a, f->nseries ? f->nseries : 1, sizeof *pp);
+	ExpoDataPoint *p = arena_array(o->a, f->nseries ? f->nseries : 1, sizeof *p);
+	size_t i, b;
+
+	for (i = 0; pp && p && i < f->nseries; i++) {
+		const struct pcpu_snapshot_series *se = &f->series[i];
+		const uint64_t *c = se->value.histogram.counts;
+		ExpoBuckets *pos = arena_alloc(o->a, sizeof *pos);
+		uint64_t *bc = arena_array(o->a, f->nbuckets, sizeof *bc), n = 0;
+		size_t lo = 1, hi = f->nbuckets - 1; /* [lo, hi): the positive buckets sent */
+
+		if (!pos || !bc)
+			return NULL;
+		for (b = 0; b < f->nbuckets; b++)
+			n += c[b];
+		while (lo < hi && !c[lo])
+			lo++;
+		while (hi > lo && !c[hi - 1])
+			hi--;
+		pcpustat__otlp__exponential_histogram_data_point__buckets__init(pos);
+		if (lo < hi) {
+			pos->offset = f->native_index + (int32_t)(lo - 1) - 1;
+			for (b = lo; b < hi; b++)
+				bc[b - lo] = c[b];
+			pos->n_bucket_counts = hi - lo;
+			pos->bucket_counts = bc;
+		}
+		pcpustat__otlp__exponential_histogram_data_point__init(&p[i]);
+		if (attributes(o, f, se, &p[i].base, 1) < 0) /* ExponentialHistogramDataPoint.attributes */
+			return NULL;
+		p[i].start_time_unix_nano = start_of(o, f, se);
+		p[i].time_unix_nano = o->e->now_ns;
+		p[i].count = n;
+		p[i].sum__case = PCPUSTAT__OTLP__EXPONENTIAL_HISTOGRAM_DATA_POINT__SUM__SUM;
+		p[i].sum = pcpu_stats_scale((double)se->value.histogram.sum, f->scale_exp10);
+		p[i].scale = f->native_schema;
+		p[i].zero_count = c[0];
+		p[i].zero_threshold = native_bound(f->native_schema, f->native_index - 1);
+		p[i].positive = pos;
+		pp[i] = &p[i];
+	}
+	return pp && p ? pp : NULL;
+}
+
+static void kept_free(struct otlp *o)
+{
+	unsigned k;
+
+	for (k = 0; k < PCPU_STATS_LABELS_MAX; k++)
+		free(o->kept[k].buf);
+}
+
+static int add_metric(struct otlp *o, Metric *m, const struct pcpu_snapshot_family *f)
+{
+	unsigned k;
+
+	for (k = 0; k < PCPU_STATS_LABELS_MAX; k++)
+		o->kept[k].value = NULL; /* other label names */
+	if (f->nlabels > PCPU_STATS_LABELS_MAX)
+		return -1;
+	pcpustat__otlp__metric__init(m);
+	m->name = (char *)f->name;
+	m->description = (char *)(f->help ? f->help : "");
+	m->unit = (char *)otlp_unit(f->unit);
+	if (f->type == PCPU_METRIC_COUNTER || f->type == PCPU_METRIC_GAUGE) {
+		NumberDataPoint **dp = number_points(o, f);
+
+		if (!dp)
+			return -1;
+		if (f->type == PCPU_METRIC_COUNTER) {
+			Pcpustat__Otlp__Sum *s = arena_alloc(o->a, sizeof *s);
+
+			if (!s)
+				return -1;
+			pcpustat__otlp__sum__init(s);
+			s->aggregation_temporality = PCPUSTAT__OTLP__AGGREGATION_TEMPORALITY__AGGREGATION_TEMPORALITY_CUMULATIVE;
+			s->is_monotonic = 1;
+			s->n_data_points = f->nseries;
+			s->data_points = dp;
+			m->data_case = PCPUSTAT__OTLP__METRIC__DATA_SUM;
+			m->sum = s;
+		} else {
+			Pcpustat__Otlp__Gauge *g = arena_alloc(o->a, sizeof *g);
+
+			if (!g)
+				return -1;
+			pcpustat__otlp__gauge__init(g);
+			g->n_data_points = f->nseries;
+			g->data_points = dp;
+			m->data_case = PCPUSTAT__OTLP__METRIC__DATA_GAUGE;
+			m->gauge = g;
+		}
+	} else if (f->flags & PCPU_SNAPSHOT_NATIVE) {
+		Pcpustat__Otlp__ExponentialHistogram *h = arena_alloc(o->a, sizeof *h);
+
+		if (!h || !(h->data_points = (pcpustat__otlp__exponential_histogram__init(h), expo_points(o, f))))
+			return -1;
+		h->aggregation_temporality = PCPUSTAT__OTLP__AGGREGATION_TEMPORALITY__AGGREGATION_TEMPORALITY_CUMULATIVE;
+		h->n_data_points = f->nseries;
+		m->data_case = PCPUSTAT__OTLP__METRIC__DATA_EXPONENTIAL_HISTOGRAM;
+		m->exponential_histogram = h;
+	} else {
+		Pcpustat__Otlp__Histogram *h = arena_alloc(o->a, sizeof *h);
+
+		if (!h || !(h->data_points = (pcpustat__otlp__histogram__init(h), histogram_points(o, f))))
+			return -1;
+		h->aggregation_temporality = PCPUSTAT__OTLP__AGGREGATION_TEMPORALITY__AGGREGATION_TEMPORALITY_CUMULATIVE;
+		h->n_data_points = f->nseries;
+		m->data_case = PCPUSTAT__OTLP__METRIC__DATA_HISTOGRAM;
+		m->histogram = h;
+	}
+	return 0;
+}
+
+int otlp_encode(const struct pcpu_snapshot *s, const struct push_encode *e, struct arena *a, uint8_t **out,
+		size_t *len, char *err, size_t cap)
+{
+	Pcpustat__Otlp__ExportMetricsServiceRequest req = PCPUSTAT__OTLP__EXPORT_METRICS_SERVICE_REQUEST__INIT;
+	Pcpustat__Otlp__ResourceMetrics rm = PCPUSTAT__OTLP__RESOURCE_METRICS__INIT, *rmp = &rm;
+	Pcpustat__Otlp__Resource res = PCPUSTAT__OTLP__RESOURCE__INIT;
+	Pcpustat__Otlp__ScopeMetrics sm = PCPUSTAT__OTLP__SCOPE_METRICS__INIT, *smp = &sm;
+	Pcpustat__Otlp__InstrumentationScope scope = PCPUSTAT__OTLP__INSTRUMENTATION_SCOPE__INIT;
+	struct otlp o = { .e = e, .a = a };
+	Metric *m = arena_array(a, s->nfamilies ? s->nfamilies : 1, sizeof *m);
+	Metric **mp = arena_array(a, s->nfamilies ? s->nfamilies : 1, sizeof *mp);
+	KeyValue **rattr = arena_array(a, e->nlabels ? e->nlabels : 1, sizeof *rattr);
+	size_t i, n;
+
+	*out = NULL;
+	if (!m || !mp || !rattr)
+		goto nomem;
+	for (i = 0; i < e->nlabels; i++)
+		if (!(rattr[i] = new_kv(a, e->labels[i].name, e->labels[i].value)))
+			goto nomem;
+	for (i = 0; i < s->nfamilies; i++) {
+		if (add_metric(&o, &m[i], &s->families[i]) < 0)
+			goto nomem;
+		mp[i] = &m[i];
+		if (a->bytes > e->max_bytes)
+			goto toobig;
+	}
+	res.n_attributes = e->nlabels;
+	res.attributes = rattr;
+	scope.name = (char *)"pcpustat";
+	scope.version = (char *)PCPUSTAT_VERSION;
+	sm.scope = &scope;
+	sm.n_metrics = s->nfamilies;
+	sm.metrics = mp;
+	rm.resource = &res;
+	rm.n_scope_metrics = 1;
+	rm.scope_metrics = &smp;
+	req.n_resource_metrics = 1;
+	req.resource_metrics = &rmp;
+	n = pcpustat__otlp__export_metrics_service_request__get_packed_size(&req);
+	if (n > e->max_bytes)
+		goto toobig;
+	if (!(*out = malloc(n ? n : 1)))
+		goto nomem;
+	*len = pcpustat__otlp__export_metrics_service_request__pack(&req, *out);
+	kept_free(&o);
+	return 0;
+nomem:
+	snprintf(err, cap, "out of memory encoding the export request");
+	errno = ENOMEM;
+	kept_free(&o);
+	return -1;
+toobig:
+	snprintf(err, cap, "the export request is over --max-bytes (%zu)", e->max_bytes);
+	errno = EFBIG;
+	kept_free(&o);
+	return -1;
+}
