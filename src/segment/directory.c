@@ -589,15 +589,78 @@ static int live_entry(struct pcpu_segment *seg, uint64_t i, unsigned kind,
 	return e->kind == kind && !(e->seq & 1) && e->blob_off + e->blob_len <= seg->strings_used;
 }
 
-int64_t pcpu__directory_find_family(struct pcpu_segment *seg, const char *name)
+/* The index's hashes: a family by its name, a series by its family's id
+ * and its blob (the label values, each with its NUL). */
+static uint64_t family_hash(const char *name)
 {
-	size_t n = strlen(name) + 1;
+	return pcpu__hash_str(PCPU__HASH_INIT ^ PCPU__SEG_FAMILY, name);
+}
+
+static uint64_t series_hash_start(uint64_t family_id)
+{
+	return pcpu__hash_bytes(PCPU__HASH_INIT ^ PCPU__SEG_SERIES, &family_id, sizeof family_id);
+}
+
+/* Indexes the entries other processes (or this one) wrote since the last
+ * look. Out of memory: the entries stay unindexed, and are found by the
+ * scan of find_scan(). */
+static void index_catch_up(struct pcpu_segment *seg)
+{
 	struct pcpu__seg_entry e;
 	uint64_t i;
 
-	for (i = 0; i < seg->entries_used; i++)
-		if (live_entry(seg, i, PCPU__SEG_FAMILY, &e) && e.blob_len >= n &&
-		    memcmp(seg->strings + e.blob_off, name, n) == 0)
+	for (i = seg->tree_indexed; i < seg->entries_used; i++) {
+		uint64_t h;
+
+		if (live_entry(seg, i, PCPU__SEG_FAMILY, &e))
+			h = family_hash(seg->strings + e.blob_off);
+		else if (live_entry(seg, i, PCPU__SEG_SERIES, &e))
+			h = pcpu__hash_bytes(series_hash_start(e.family_id), seg->strings + e.blob_off,
+					     e.blob_len);
+		else
+			continue;
+		if (pcpu__htab_reserve(&seg->tree_index, 1) < 0)
+			return;
+		(void)pcpu__htab_add(&seg->tree_index, h, (uintptr_t)i + 1, 0);
+	}
+	seg->tree_indexed = seg->entries_used;
+}
+
+struct family_key {
+	struct pcpu_segment *seg;
+	const char *name;
+};
+
+static int family_is(struct pcpu_segment *seg, uint64_t i, const char *name)
+{
+	size_t n = strlen(name) + 1;
+	struct pcpu__seg_entry e;
+
+	return live_entry(seg, i, PCPU__SEG_FAMILY, &e) && e.blob_len >= n &&
+	       memcmp(seg->strings + e.blob_off, name, n) == 0;
+}
+
+static int family_eq(const struct pcpu__hslot *s, const void *ctx)
+{
+	const struct family_key *k = ctx;
+
+	return family_is(k->seg, (uint64_t)s->key - 1, k->name);
+}
+
+int64_t pcpu__directory_find_family(struct pcpu_segment *seg, const char *name)
+{
+	struct family_key k = {seg, name};
+	struct pcpu__hslot *s;
+	uint64_t i;
+
+	index_catch_up(seg);
+	s = pcpu__htab_find(&seg->tree_index, family_hash(name), family_eq, &k);
+	if (s)
+		return (int64_t)s->key - 1;
+	if (seg->tree_indexed == seg->entries_used)
+		return -1;
+	for (i = 0; i < seg->entries_used; i++) /* the index is short of memory */
+		if (family_is(seg, i, name))
 			return (int64_t)i;
 	return -1;
 }
@@ -615,29 +678,57 @@ int64_t pcpu__directory_family_entry(struct pcpu_segment *seg, const struct pcpu
 	return map_get(&seg->families, f, &idx) == 0 ? (int64_t)idx : -1;
 }
 
+struct series_key {
+	struct pcpu_segment *seg;
+	uint64_t family_id;
+	const char *const *v;
+	unsigned n;
+};
+
+static int series_is(const struct series_key *k, uint64_t i)
+{
+	struct pcpu__seg_entry e;
+	const char *p, *end;
+	unsigned l;
+
+	if (!live_entry(k->seg, i, PCPU__SEG_SERIES, &e) || e.family_id != k->family_id ||
+	    e.nlabels != k->n)
+		return 0;
+	p = k->seg->strings + e.blob_off;
+	end = p + e.blob_len;
+	for (l = 0; l < k->n; l++) {
+		size_t len = strlen(k->v[l]) + 1;
+
+		if ((size_t)(end - p) < len || memcmp(p, k->v[l], len) != 0)
+			return 0;
+		p += len;
+	}
+	return 1;
+}
+
+static int series_eq(const struct pcpu__hslot *s, const void *ctx)
+{
+	return series_is(ctx, (uint64_t)s->key - 1);
+}
+
 int64_t pcpu__directory_find_series(struct pcpu_segment *seg, uint64_t fidx, const char *const *v,
 				    unsigned n)
 {
-	uint64_t id = seg->entries[fidx].family_id, i;
-	struct pcpu__seg_entry e;
+	struct series_key k = {seg, seg->entries[fidx].family_id, v, n};
+	uint64_t h = series_hash_start(k.family_id), i;
+	struct pcpu__hslot *s;
+	unsigned l;
 
-	for (i = 0; i < seg->entries_used; i++) {
-		const char *p, *end;
-		unsigned l;
-
-		if (!live_entry(seg, i, PCPU__SEG_SERIES, &e) || e.family_id != id || e.nlabels != n)
-			continue;
-		p = seg->strings + e.blob_off;
-		end = p + e.blob_len;
-		for (l = 0; l < n; l++) {
-			size_t k = strlen(v[l]) + 1;
-
-			if ((size_t)(end - p) < k || memcmp(p, v[l], k) != 0)
-				break;
-			p += k;
-		}
-		if (l == n)
+	index_catch_up(seg);
+	for (l = 0; l < n; l++)
+		h = pcpu__hash_bytes(h, v[l], strlen(v[l]) + 1);
+	s = pcpu__htab_find(&seg->tree_index, h, series_eq, &k);
+	if (s)
+		return (int64_t)s->key - 1;
+	if (seg->tree_indexed == seg->entries_used)
+		return -1;
+	for (i = 0; i < seg->entries_used; i++) /* the index is short of memory */
+		if (series_is(&k, i))
 			return (int64_t)i;
-	}
 	return -1;
 }

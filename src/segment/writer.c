@@ -177,6 +177,7 @@ static void seg_free(struct pcpu_segment *seg)
 	pcpu__htab_free(&seg->series);
 	pcpu__htab_free(&seg->groups);
 	pcpu__htab_free(&seg->group_refs);
+	pcpu__htab_free(&seg->tree_index);
 	pthread_mutex_destroy(&seg->chunk_lock);
 	free(seg);
 }

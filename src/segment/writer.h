@@ -80,6 +80,12 @@ struct pcpu_segment {
 	 * entry), which the next SERIES_ADDED maps instead of writing a new
 	 * entry. */
 	struct pcpu__seg_tree *tree;
+	/* Every live family and series entry below tree_indexed, by name or
+	 * by family and label values (key: entry + 1): a tree never frees an
+	 * entry, so what another process wrote is indexed once, as this one
+	 * first looks past it (directory.c). */
+	struct pcpu__htab tree_index;
+	uint64_t tree_indexed;
 	int adopted;               /* adopted_* below are set */
 	uint32_t adopted_chunk;
 	uint64_t adopted_off, adopted_idx;
