@@ -260,8 +260,17 @@ static void on_chunk(void *ctx, unsigned no, char *base, uint64_t file_off)
 	seg->chunk_base[no] = (uintptr_t)base;
 	if (no + 1 > seg->nchunks)
 		seg->nchunks = no + 1;
-	/* The file already holds the chunk (the zone sized it before mapping). */
-	__atomic_store_n(&seg->hdr->nchunks, (uint64_t)seg->nchunks, __ATOMIC_RELEASE);
+	/* The file already holds the chunk (the zone sized it before mapping).
+	 * Only ever raised: in a shared registry's tree another process may
+	 * have made and counted later chunks than those this one maps. */
+	{
+		uint64_t had = __atomic_load_n(&seg->hdr->nchunks, __ATOMIC_RELAXED);
+
+		while (had < seg->nchunks &&
+		       !__atomic_compare_exchange_n(&seg->hdr->nchunks, &had, (uint64_t)seg->nchunks, 0,
+						    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+			;
+	}
 	pthread_mutex_unlock(&seg->chunk_lock);
 }
 
