@@ -19,13 +19,17 @@
  * std::system_error carrying the C call's errno, and pcpu_stats_error()'s
  * message where the statistics layer gave one) or std::bad_alloc from the
  * C++ library. Everything on a hot path -- add, inc, record, group add,
- * ref get/put, cache get/put -- and every read is noexcept and compiles to
+ * ref get/put, cache get/put -- and every read never throws and compiles to
  * the C inline function it wraps: the objects hold the C handle and nothing
  * else, so a loop of `c.inc()` is the loop of pcpu_counter_inc(c)
  * (bench/insn_loops.cpp, counted by bench/loop_insns.py). Exceptions fit
  * set-up (rare, and a failure there is the caller's to handle once) and
  * cost nothing on the paths that never fail; an expected-style return would
  * put a branch on every caller for errors that cannot occur there.
+ * The hot paths are not declared noexcept, though they never throw: the C
+ * functions they reach (a slow path's call) are not known to the compiler
+ * not to, and a noexcept wrapper makes clang add a std::terminate landing
+ * pad the C loop has not. Everything else that cannot fail is noexcept.
  *
  * Ownership: types named after a C object (counter, gauge, histogram,
  * group, registry, ref<T>, objcache<T>) own it and free it in their
@@ -59,6 +63,11 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+/* The wrappers of inline hot paths are always inlined, as the C functions
+ * they call are: compilers otherwise weigh the C body's size (clang kept
+ * histogram_ref::record() out of line). */
+#define PCPU_CXX_HOT __attribute__((always_inline))
 
 namespace pcpu {
 
@@ -144,11 +153,11 @@ class counter_ref {
 public:
 	explicit counter_ref(pcpu_counter_t c) noexcept : c_(c) {}
 	/** pcpu_counter_add(): one rseq add on this CPU's slot. */
-	void add(std::int64_t v) const noexcept { pcpu_counter_add(c_, v); }
+	PCPU_CXX_HOT void add(std::int64_t v) const { pcpu_counter_add(c_, v); }
 	/** pcpu_counter_inc(). */
-	void inc() const noexcept { pcpu_counter_inc(c_); }
+	PCPU_CXX_HOT void inc() const { pcpu_counter_inc(c_); }
 	/** pcpu_counter_add_atomic(): for a counter shared with other processes. */
-	void add_atomic(std::int64_t v) const noexcept { pcpu_counter_add_atomic(c_, v); }
+	PCPU_CXX_HOT void add_atomic(std::int64_t v) const { pcpu_counter_add_atomic(c_, v); }
 	/** pcpu_counter_fetch(): the sum of the slots (modulo 2^64). */
 	std::uint64_t fetch() const noexcept { return pcpu_counter_fetch(c_); }
 	/** pcpu_counter_zero(). */
@@ -187,8 +196,8 @@ public:
 	counter &operator=(const counter &) = delete;
 	~counter() { reset(); }
 
-	void add(std::int64_t v) const noexcept { pcpu_counter_add(c_, v); }
-	void inc() const noexcept { pcpu_counter_inc(c_); }
+	PCPU_CXX_HOT void add(std::int64_t v) const { pcpu_counter_add(c_, v); }
+	PCPU_CXX_HOT void inc() const { pcpu_counter_inc(c_); }
 	std::uint64_t fetch() const noexcept { return pcpu_counter_fetch(c_); }
 	void zero() const noexcept { pcpu_counter_zero(c_); }
 	counter_ref ref() const noexcept { return counter_ref(c_); }
@@ -233,7 +242,7 @@ public:
 	}
 	std::size_t size() const noexcept { return n_; }
 	/** Counter i (i < size(), unchecked as in C). */
-	counter_ref operator[](std::size_t i) const noexcept { return counter_ref(pcpu_counter_at(c_, i)); }
+	PCPU_CXX_HOT counter_ref operator[](std::size_t i) const { return counter_ref(pcpu_counter_at(c_, i)); }
 	/** pcpu_counter_fetch_array() into out (out.size() >= size()). */
 	void fetch_all(span<std::uint64_t> out) const
 	{
@@ -259,10 +268,10 @@ private:
 class gauge_ref {
 public:
 	explicit gauge_ref(pcpu_gauge_t g) noexcept : g_(g) {}
-	void add(std::int64_t v) const noexcept { pcpu_gauge_add(g_, v); }
-	void sub(std::int64_t v) const noexcept { pcpu_gauge_sub(g_, v); }
-	void inc() const noexcept { pcpu_gauge_inc(g_); }
-	void dec() const noexcept { pcpu_gauge_dec(g_); }
+	PCPU_CXX_HOT void add(std::int64_t v) const { pcpu_gauge_add(g_, v); }
+	PCPU_CXX_HOT void sub(std::int64_t v) const { pcpu_gauge_sub(g_, v); }
+	PCPU_CXX_HOT void inc() const { pcpu_gauge_inc(g_); }
+	PCPU_CXX_HOT void dec() const { pcpu_gauge_dec(g_); }
 	/** pcpu_gauge_set() (a striped lock: not a hot path; never fails on a
 	 * valid gauge). */
 	void set(std::int64_t v) const noexcept { (void)pcpu_gauge_set(g_, v); }
@@ -298,10 +307,10 @@ public:
 		if (g_)
 			pcpu_gauge_free(g_);
 	}
-	void add(std::int64_t v) const noexcept { pcpu_gauge_add(g_, v); }
-	void sub(std::int64_t v) const noexcept { pcpu_gauge_sub(g_, v); }
-	void inc() const noexcept { pcpu_gauge_inc(g_); }
-	void dec() const noexcept { pcpu_gauge_dec(g_); }
+	PCPU_CXX_HOT void add(std::int64_t v) const { pcpu_gauge_add(g_, v); }
+	PCPU_CXX_HOT void sub(std::int64_t v) const { pcpu_gauge_sub(g_, v); }
+	PCPU_CXX_HOT void inc() const { pcpu_gauge_inc(g_); }
+	PCPU_CXX_HOT void dec() const { pcpu_gauge_dec(g_); }
 	void set(std::int64_t v) const noexcept { (void)pcpu_gauge_set(g_, v); }
 	std::int64_t read() const noexcept { return pcpu_gauge_read(g_); }
 	gauge_ref ref() const noexcept { return gauge_ref(g_); }
@@ -374,9 +383,9 @@ class histogram_ref {
 public:
 	explicit histogram_ref(const pcpu_histogram_t *h) noexcept : h_(h) {}
 	/** pcpu_histogram_record(): locate the bucket, one rseq section. */
-	void record(std::int64_t v) const noexcept { pcpu_histogram_record(h_, v); }
-	void record_n(std::int64_t v, std::uint64_t n) const noexcept { pcpu_histogram_record_n(h_, v, n); }
-	std::size_t bucket_of(std::int64_t v) const noexcept { return pcpu_histogram_bucket_of(h_, v); }
+	PCPU_CXX_HOT void record(std::int64_t v) const { pcpu_histogram_record(h_, v); }
+	PCPU_CXX_HOT void record_n(std::int64_t v, std::uint64_t n) const { pcpu_histogram_record_n(h_, v, n); }
+	PCPU_CXX_HOT std::size_t bucket_of(std::int64_t v) const { return pcpu_histogram_bucket_of(h_, v); }
 	std::size_t nbuckets() const noexcept { return pcpu_histogram_nbuckets(h_); }
 	/** pcpu_histogram_read() into a new histogram_data. */
 	histogram_data read() const
@@ -413,8 +422,8 @@ public:
 	histogram(const histogram &) = delete;
 	histogram &operator=(const histogram &) = delete;
 	~histogram() { pcpu_histogram_destroy(h_); }
-	void record(std::int64_t v) const noexcept { pcpu_histogram_record(h_, v); }
-	void record_n(std::int64_t v, std::uint64_t n) const noexcept { pcpu_histogram_record_n(h_, v, n); }
+	PCPU_CXX_HOT void record(std::int64_t v) const { pcpu_histogram_record(h_, v); }
+	PCPU_CXX_HOT void record_n(std::int64_t v, std::uint64_t n) const { pcpu_histogram_record_n(h_, v, n); }
 	std::size_t nbuckets() const noexcept { return pcpu_histogram_nbuckets(h_); }
 	histogram_data read() const { return ref().read(); }
 	histogram_ref ref() const noexcept { return histogram_ref(h_); }
@@ -431,8 +440,8 @@ class group_ref {
 public:
 	explicit group_ref(const pcpu_group_t *g) noexcept : g_(g) {}
 	/** pcpu_group_add(): d.size() must be members() (unchecked, as in C). */
-	void add(std::size_t i, span<const std::int64_t> d) const noexcept { pcpu_group_add(g_, i, d.data()); }
-	void add2(std::size_t i, std::int64_t d0, std::int64_t d1) const noexcept { pcpu_group_add2(g_, i, d0, d1); }
+	PCPU_CXX_HOT void add(std::size_t i, span<const std::int64_t> d) const { pcpu_group_add(g_, i, d.data()); }
+	PCPU_CXX_HOT void add2(std::size_t i, std::int64_t d0, std::int64_t d1) const { pcpu_group_add2(g_, i, d0, d1); }
 	unsigned members() const noexcept { return pcpu_group_members(g_); }
 	std::size_t count() const noexcept { return pcpu_group_count(g_); }
 	/** pcpu_group_read() of group i: one consistent read of its members.
@@ -470,8 +479,8 @@ public:
 	group(const group &) = delete;
 	group &operator=(const group &) = delete;
 	~group() { pcpu_group_free(g_); }
-	void add(std::size_t i, span<const std::int64_t> d) const noexcept { pcpu_group_add(g_, i, d.data()); }
-	void add2(std::size_t i, std::int64_t d0, std::int64_t d1) const noexcept { pcpu_group_add2(g_, i, d0, d1); }
+	PCPU_CXX_HOT void add(std::size_t i, span<const std::int64_t> d) const { pcpu_group_add(g_, i, d.data()); }
+	PCPU_CXX_HOT void add2(std::size_t i, std::int64_t d0, std::int64_t d1) const { pcpu_group_add2(g_, i, d0, d1); }
 	unsigned members() const noexcept { return pcpu_group_members(g_); }
 	std::size_t count() const noexcept { return pcpu_group_count(g_); }
 	std::vector<std::int64_t> read(std::size_t i) const { return ref().read(i); }
@@ -543,11 +552,11 @@ public:
 	T &operator*() const noexcept { return b_->value; }
 	T *operator->() const noexcept { return &b_->value; }
 	/** pcpu_ref_get(): the caller already holds a reference. */
-	void get() const noexcept { pcpu_ref_get(b_->r); }
+	PCPU_CXX_HOT void get() const { pcpu_ref_get(b_->r); }
 	/** pcpu_ref_put(). */
-	void put() const noexcept { pcpu_ref_put(b_->r); }
+	PCPU_CXX_HOT void put() const { pcpu_ref_put(b_->r); }
 	/** pcpu_ref_tryget(): true if a reference was taken. */
-	bool tryget() const noexcept { return pcpu_ref_tryget(b_->r) != 0; }
+	PCPU_CXX_HOT bool tryget() const { return pcpu_ref_tryget(b_->r) != 0; }
 	/** pcpu_ref_read(): references held now. */
 	std::int64_t count() const noexcept { return pcpu_ref_read(b_->r); }
 	/** Drops the owner's reference (pcpu_ref_kill()); later gets need a
@@ -641,8 +650,8 @@ public:
 			(void)pcpu_objcache_destroy(c_);
 	}
 
-	T *get() noexcept { return static_cast<T *>(pcpu_objcache_get(c_)); }
-	void put(T *obj) noexcept { pcpu_objcache_put(c_, obj); }
+	PCPU_CXX_HOT T *get() { return static_cast<T *>(pcpu_objcache_get(c_)); }
+	PCPU_CXX_HOT void put(T *obj) { pcpu_objcache_put(c_, obj); }
 
 	/** Puts the object back when the handle goes. */
 	struct deleter {
@@ -906,5 +915,7 @@ inline family_builder<histogram_ref> registry::histogram_family(std::string_view
 }
 
 } // namespace pcpu
+
+#undef PCPU_CXX_HOT
 
 #endif // PCPU_PCPU_HPP
