@@ -35,17 +35,12 @@ static void SetWord(pcpu_counter_t c, std::int64_t v) {
 }
 
 void PcpuValue::Set(double v) {
+  // The double itself, exactly, in `extra`; the words restart from 0, so
+  // later changes add to it.
   std::lock_guard<std::mutex> lock{set_mutex_};
-  if (!(std::fabs(v) < kLimit)) {
-    SetWord(words_, 0);
-    SetWord(pcpu_counter_at(words_, 1), 0);
-    extra_.store(v, std::memory_order_relaxed);
-    return;
-  }
-  double ip = std::trunc(v);
-  SetWord(words_, static_cast<std::int64_t>(ip));
-  SetWord(pcpu_counter_at(words_, 1), static_cast<std::int64_t>(std::llround((v - ip) * 1e9)));
-  extra_.store(0.0, std::memory_order_relaxed);
+  SetWord(words_, 0);
+  SetWord(pcpu_counter_at(words_, 1), 0);
+  extra_.store(v, std::memory_order_relaxed);
 }
 
 double PcpuValue::Value() const {

@@ -34,8 +34,10 @@ namespace detail {
 /// totals above 2^23). Increments of 2^62 or more, infinities and NaN go to
 /// `extra` (an atomic double, a compare-and-swap loop). Value() converts
 /// the words to double: exact while the integer part is below 2^53.
-/// Set() writes all three under a mutex, so two Set()s never mix; a reader
-/// racing a Set() can see the new integer part with the old fraction.
+/// Set(v) stores v itself, exactly, in `extra` and zeroes the words (under
+/// a mutex, so two Set()s never mix; a reader racing a Set() can see the
+/// new `extra` beside words not yet zeroed): a gauge that is only Set()
+/// reads back exactly what was set, and later changes add to it.
 /// Increments are per-CPU rseq adds (pcpu/counter.h): no shared cache line.
 class PcpuValue {
  public:
