@@ -45,6 +45,13 @@ int main() {
   g6.Decrement(5);
   g6.Decrement();
   g6.Increment(-0.25);
+  // Around the serializer's whole-number shortcut (below 10^15).
+  g.Add({{"room", "8"}}).Set(999999999999999.0);
+  g.Add({{"room", "9"}}).Set(1e15);
+  g.Add({{"room", "a"}}).Set(-1e16);
+  g.Add({{"room", "b"}}).Set(-0.0);
+  g.Add({{"room", "c"}}).Set(123456789012345678.0);
+  g.Add({{"room", "d"}}).Set(-7.0);
   auto& g7 = g.Add({{"room", "7"}}, 3.0);
   g7.Increment();
 

@@ -7,8 +7,11 @@
 # or taken from $PCPU_PROMCPP_SRC (an unpacked prometheus-cpp-1.0.1 tree)
 # for offline runs.
 # Usage: promcpp_peer.sh SRC_DIR BUILD_DIR SANITIZE('' or thread or address) CXX
+#        promcpp_peer.sh --fetch-only SRC_DIR BUILD_DIR   (prints the peer's tree)
 set -euo pipefail
-src=$1 bin=$2 sanitize=$3 cxx=$4
+fetch_only=0
+if [ "$1" = --fetch-only ]; then fetch_only=1; shift; fi
+src=$1 bin=$2 sanitize=${3:-} cxx=${4:-}
 work=$bin/promcpp-peer
 mkdir -p "$work"
 peer=${PCPU_PROMCPP_SRC:-}
@@ -25,6 +28,7 @@ if [ -z "$peer" ]; then
     tar -xzf "$apt/dl/prometheus-cpp_1.0.1.orig.tar.gz" -C "$work"
   fi
 fi
+if [ $fetch_only = 1 ]; then echo "$peer"; exit 0; fi
 flags=(-std=c++17 -O1 -g -pthread)
 case "$sanitize" in
   thread) flags+=(-fsanitize=thread) ;;

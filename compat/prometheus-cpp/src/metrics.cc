@@ -50,6 +50,7 @@ double PcpuValue::Value() const {
   double v = static_cast<double>(whole + nanos / 1000000000) +
              static_cast<double>(nanos % 1000000000) / 1e9;
   double extra = extra_.load(std::memory_order_relaxed);
+  if (whole == 0 && nanos == 0) return extra;  // what Set() stored, -0.0 included
   return extra == 0.0 ? v : v + extra;
 }
 

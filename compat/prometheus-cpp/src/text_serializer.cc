@@ -27,6 +27,11 @@ void AppendDouble(std::string& out, double v) {
     out += "Nan";
   } else if (std::isinf(v)) {
     out += v < 0 ? "-Inf" : "+Inf";
+  } else if (v == std::trunc(v) && std::fabs(v) < 1e15 && !(v == 0 && std::signbit(v))) {
+    // A whole number below 10^15: %.16g writes its digits, no exponent.
+    char buf[24];
+    auto r = std::to_chars(buf, buf + sizeof buf, static_cast<long long>(v));
+    out.append(buf, r.ptr);
   } else {
     char buf[64];
     auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general,
@@ -43,6 +48,10 @@ void AppendInt(std::string& out, I v) {
 }
 
 void AppendEscaped(std::string& out, const std::string& s) {
+  if (s.find_first_of("\n\\\"") == std::string::npos) {
+    out.append(s);
+    return;
+  }
   for (char c : s) {
     switch (c) {
       case '\n':
@@ -60,25 +69,31 @@ void AppendEscaped(std::string& out, const std::string& s) {
   }
 }
 
-// name<suffix>{labels[,extra="..."]}<space>
-void AppendHead(std::string& out, const MetricFamily& f, const ClientMetric& m, const char* suffix = "",
+// The labels of a metric, escaped and joined: `k="v",k2="v2"` (written once
+// per metric, used by each of its lines).
+void AppendLabels(std::string& out, const ClientMetric& m) {
+  const char* sep = "";
+  for (auto& l : m.label) {
+    out += sep;
+    out += l.name;
+    out += "=\"";
+    AppendEscaped(out, l.value);
+    out += '"';
+    sep = ",";
+  }
+}
+
+// name<suffix>{labels[,extra="..."]}<space>, `labels` from AppendLabels().
+void AppendHead(std::string& out, const MetricFamily& f, const std::string& labels, const char* suffix = "",
                 const char* extra_name = nullptr, const double* extra_double = nullptr,
                 const char* extra_text = nullptr) {
   out += f.name;
   out += suffix;
-  if (!m.label.empty() || extra_name) {
+  if (!labels.empty() || extra_name) {
     out += '{';
-    const char* sep = "";
-    for (auto& l : m.label) {
-      out += sep;
-      out += l.name;
-      out += "=\"";
-      AppendEscaped(out, l.value);
-      out += '"';
-      sep = ",";
-    }
+    out += labels;
     if (extra_name) {
-      out += sep;
+      if (!labels.empty()) out += ',';
       out += extra_name;
       out += "=\"";
       if (extra_double)
@@ -100,43 +115,44 @@ void AppendTail(std::string& out, const ClientMetric& m) {
   out += '\n';
 }
 
-void AppendValueLine(std::string& out, const MetricFamily& f, const ClientMetric& m, double v) {
-  AppendHead(out, f, m);
+void AppendValueLine(std::string& out, const MetricFamily& f, const ClientMetric& m, const std::string& labels,
+                     double v) {
+  AppendHead(out, f, labels);
   AppendDouble(out, v);
   AppendTail(out, m);
 }
 
-void AppendSummary(std::string& out, const MetricFamily& f, const ClientMetric& m) {
-  AppendHead(out, f, m, "_count");
+void AppendSummary(std::string& out, const MetricFamily& f, const ClientMetric& m, const std::string& labels) {
+  AppendHead(out, f, labels, "_count");
   AppendInt(out, m.summary.sample_count);
   AppendTail(out, m);
-  AppendHead(out, f, m, "_sum");
+  AppendHead(out, f, labels, "_sum");
   AppendDouble(out, m.summary.sample_sum);
   AppendTail(out, m);
   for (auto& q : m.summary.quantile) {
-    AppendHead(out, f, m, "", "quantile", &q.quantile);
+    AppendHead(out, f, labels, "", "quantile", &q.quantile);
     AppendDouble(out, q.value);
     AppendTail(out, m);
   }
 }
 
-void AppendHistogram(std::string& out, const MetricFamily& f, const ClientMetric& m) {
+void AppendHistogram(std::string& out, const MetricFamily& f, const ClientMetric& m, const std::string& labels) {
   auto& h = m.histogram;
-  AppendHead(out, f, m, "_count");
+  AppendHead(out, f, labels, "_count");
   AppendInt(out, h.sample_count);
   AppendTail(out, m);
-  AppendHead(out, f, m, "_sum");
+  AppendHead(out, f, labels, "_sum");
   AppendDouble(out, h.sample_sum);
   AppendTail(out, m);
   double last = -std::numeric_limits<double>::infinity();
   for (auto& b : h.bucket) {
-    AppendHead(out, f, m, "_bucket", "le", &b.upper_bound);
+    AppendHead(out, f, labels, "_bucket", "le", &b.upper_bound);
     last = b.upper_bound;
     AppendInt(out, b.cumulative_count);
     AppendTail(out, m);
   }
   if (last != std::numeric_limits<double>::infinity()) {
-    AppendHead(out, f, m, "_bucket", "le", nullptr, "+Inf");
+    AppendHead(out, f, labels, "_bucket", "le", nullptr, "+Inf");
     AppendInt(out, h.sample_count);
     AppendTail(out, m);
   }
@@ -160,7 +176,26 @@ const char* TypeName(MetricType t) {
 
 }  // namespace
 
+// An upper estimate of the exposition's size, so that appending never
+// reallocates (and copies) the string as it grows.
+static std::size_t EstimateSize(const std::vector<MetricFamily>& metrics) {
+  std::size_t n = 0;
+  for (auto& f : metrics) {
+    n += 2 * f.name.size() + f.help.size() + 32;
+    for (auto& m : f.metric) {
+      std::size_t line = f.name.size() + 64;
+      for (auto& l : m.label) line += l.name.size() + 2 * l.value.size() + 4;
+      std::size_t lines = 1;
+      if (f.type == MetricType::Histogram) lines = m.histogram.bucket.size() + 3;
+      if (f.type == MetricType::Summary) lines = m.summary.quantile.size() + 2;
+      n += line * lines;
+    }
+  }
+  return n;
+}
+
 void TextSerializer::Append(std::string& out, const std::vector<MetricFamily>& metrics) {
+  out.reserve(out.size() + EstimateSize(metrics));
   for (auto& f : metrics) {
     if (!f.help.empty()) {
       out += "# HELP ";
@@ -174,26 +209,35 @@ void TextSerializer::Append(std::string& out, const std::vector<MetricFamily>& m
     out += ' ';
     out += TypeName(f.type);
     out += '\n';
+    std::string labels;
     for (auto& m : f.metric) {
+      labels.clear();
+      AppendLabels(labels, m);
       switch (f.type) {
         case MetricType::Counter:
-          AppendValueLine(out, f, m, m.counter.value);
+          AppendValueLine(out, f, m, labels, m.counter.value);
           break;
         case MetricType::Gauge:
-          AppendValueLine(out, f, m, m.gauge.value);
+          AppendValueLine(out, f, m, labels, m.gauge.value);
           break;
         case MetricType::Untyped:
-          AppendValueLine(out, f, m, m.untyped.value);
+          AppendValueLine(out, f, m, labels, m.untyped.value);
           break;
         case MetricType::Summary:
-          AppendSummary(out, f, m);
+          AppendSummary(out, f, m, labels);
           break;
         case MetricType::Histogram:
-          AppendHistogram(out, f, m);
+          AppendHistogram(out, f, m, labels);
           break;
       }
     }
   }
+}
+
+std::string TextSerializer::Serialize(const std::vector<MetricFamily>& metrics) const {
+  std::string s;
+  Append(s, metrics);
+  return s;
 }
 
 void TextSerializer::Serialize(std::ostream& out, const std::vector<MetricFamily>& metrics) const {

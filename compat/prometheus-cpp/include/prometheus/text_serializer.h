@@ -20,6 +20,8 @@ namespace prometheus {
 class PROMETHEUS_CPP_CORE_EXPORT TextSerializer : public Serializer {
  public:
   using Serializer::Serialize;
+  /// The whole exposition, formatted straight into the string returned.
+  std::string Serialize(const std::vector<MetricFamily>& metrics) const override;
   void Serialize(std::ostream& out, const std::vector<MetricFamily>& metrics) const override;
   /// Appends the exposition to `out` (what both Serialize()s use).
   static void Append(std::string& out, const std::vector<MetricFamily>& metrics);
