@@ -44,8 +44,10 @@ void PcpuValue::Set(double v) {
 }
 
 double PcpuValue::Value() const {
-  auto whole = static_cast<std::int64_t>(pcpu_counter_fetch(words_));
-  auto nanos = static_cast<std::int64_t>(pcpu_counter_fetch(pcpu_counter_at(words_, 1)));
+  std::uint64_t w[2] = {0, 0};
+  (void)pcpu_counter_fetch_array(words_, 2, w);  // one walk of the slots for both
+  auto whole = static_cast<std::int64_t>(w[0]);
+  auto nanos = static_cast<std::int64_t>(w[1]);
   // Whole seconds of the nanos first, so that 0.1 + 0.2 reads 0.3.
   double v = static_cast<double>(whole + nanos / 1000000000) +
              static_cast<double>(nanos % 1000000000) / 1e9;
@@ -103,7 +105,10 @@ void Histogram::ObserveMultiple(const std::vector<double>& bucket_increments, do
       continue;
     }
     std::lock_guard<std::mutex> lock{fractions_mutex_};
-    if (!fractions_[i]) fractions_[i] = new detail::PcpuValue();
+    if (!fractions_[i]) {
+      fractions_[i] = new detail::PcpuValue();
+      has_fractions_.store(true, std::memory_order_release);
+    }
     fractions_[i]->Add(d);
   }
 }
@@ -111,24 +116,28 @@ void Histogram::ObserveMultiple(const std::vector<double>& bucket_increments, do
 ClientMetric Histogram::Collect() const {
   ClientMetric m;
   const std::size_t n = bounds_.size() + 1;
-  std::vector<std::uint64_t> counts(n);
-  (void)pcpu_counter_fetch_array(counts_, n, counts.data());
-  double cumulative = 0.0;
-  std::uint64_t whole = 0;
-  bool fractional = false;
-  {
+  std::uint64_t small[64];
+  std::vector<std::uint64_t> large;
+  std::uint64_t* counts = small;
+  if (n > 64) {
+    large.resize(n);
+    counts = large.data();
+  }
+  (void)pcpu_counter_fetch_array(counts_, n, counts);
+  m.histogram.bucket.resize(n);
+  for (std::size_t i = 0; i < n; i++)
+    m.histogram.bucket[i].upper_bound = i < bounds_.size() ? bounds_[i] : std::numeric_limits<double>::infinity();
+  if (!has_fractions_.load(std::memory_order_acquire)) {
+    std::uint64_t cumulative = 0;
+    for (std::size_t i = 0; i < n; i++) m.histogram.bucket[i].cumulative_count = cumulative += counts[i];
+  } else {
+    // prometheus-cpp's counts are doubles: the cumulative sum is one too,
+    // converted to an integer per bucket.
     std::lock_guard<std::mutex> lock{fractions_mutex_};
-    for (auto* f : fractions_) fractional = fractional || f != nullptr;
-    m.histogram.bucket.resize(n);
+    double cumulative = 0.0;
     for (std::size_t i = 0; i < n; i++) {
-      whole += counts[i];
-      if (fractional) {
-        cumulative += static_cast<double>(counts[i]) + (fractions_[i] ? fractions_[i]->Value() : 0.0);
-        m.histogram.bucket[i].cumulative_count = static_cast<std::uint64_t>(cumulative);
-      } else {
-        m.histogram.bucket[i].cumulative_count = whole;
-      }
-      m.histogram.bucket[i].upper_bound = i < bounds_.size() ? bounds_[i] : std::numeric_limits<double>::infinity();
+      cumulative += static_cast<double>(counts[i]) + (fractions_[i] ? fractions_[i]->Value() : 0.0);
+      m.histogram.bucket[i].cumulative_count = static_cast<std::uint64_t>(cumulative);
     }
   }
   m.histogram.sample_count = m.histogram.bucket.back().cumulative_count;

@@ -2,6 +2,8 @@
 // pcpu's prometheus-cpp 1.0.1 core compatibility layer: the text format 0.0.4
 // as prometheus-cpp writes it, built in one std::string with std::to_chars.
 #include <charconv>
+#include <cstdint>
+#include <cstring>
 #include <cmath>
 #include <limits>
 #include <ostream>
@@ -69,6 +71,40 @@ void AppendEscaped(std::string& out, const std::string& s) {
   }
 }
 
+// The `le` and `quantile` values, formatted once per exposition: every series
+// of a histogram family repeats the same bounds, and a double's %.16g is
+// the costly part of a line. Direct-mapped on the double's bits.
+class BoundCache {
+ public:
+  void Append(std::string& out, double v) {
+    std::uint64_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    Entry& e = entries_[(bits * 0x9E3779B97F4A7C15ull) >> 58];
+    if (!e.valid || e.bits != bits) {
+      std::string tmp;
+      AppendDouble(tmp, v);
+      if (tmp.size() > sizeof e.text) {
+        out += tmp;
+        return;
+      }
+      std::memcpy(e.text, tmp.data(), tmp.size());
+      e.len = static_cast<unsigned char>(tmp.size());
+      e.bits = bits;
+      e.valid = true;
+    }
+    out.append(e.text, e.len);
+  }
+
+ private:
+  struct Entry {
+    std::uint64_t bits = 0;
+    bool valid = false;
+    unsigned char len = 0;
+    char text[30];
+  };
+  Entry entries_[64];
+};
+
 // The labels of a metric, escaped and joined: `k="v",k2="v2"` (written once
 // per metric, used by each of its lines).
 void AppendLabels(std::string& out, const ClientMetric& m) {
@@ -86,7 +122,7 @@ void AppendLabels(std::string& out, const ClientMetric& m) {
 // name<suffix>{labels[,extra="..."]}<space>, `labels` from AppendLabels().
 void AppendHead(std::string& out, const MetricFamily& f, const std::string& labels, const char* suffix = "",
                 const char* extra_name = nullptr, const double* extra_double = nullptr,
-                const char* extra_text = nullptr) {
+                const char* extra_text = nullptr, BoundCache* cache = nullptr) {
   out += f.name;
   out += suffix;
   if (!labels.empty() || extra_name) {
@@ -97,7 +133,7 @@ void AppendHead(std::string& out, const MetricFamily& f, const std::string& labe
       out += extra_name;
       out += "=\"";
       if (extra_double)
-        AppendDouble(out, *extra_double);
+        cache->Append(out, *extra_double);
       else
         out += extra_text;
       out += '"';
@@ -122,7 +158,8 @@ void AppendValueLine(std::string& out, const MetricFamily& f, const ClientMetric
   AppendTail(out, m);
 }
 
-void AppendSummary(std::string& out, const MetricFamily& f, const ClientMetric& m, const std::string& labels) {
+void AppendSummary(std::string& out, const MetricFamily& f, const ClientMetric& m, const std::string& labels,
+                   BoundCache* cache) {
   AppendHead(out, f, labels, "_count");
   AppendInt(out, m.summary.sample_count);
   AppendTail(out, m);
@@ -130,13 +167,14 @@ void AppendSummary(std::string& out, const MetricFamily& f, const ClientMetric& 
   AppendDouble(out, m.summary.sample_sum);
   AppendTail(out, m);
   for (auto& q : m.summary.quantile) {
-    AppendHead(out, f, labels, "", "quantile", &q.quantile);
+    AppendHead(out, f, labels, "", "quantile", &q.quantile, nullptr, cache);
     AppendDouble(out, q.value);
     AppendTail(out, m);
   }
 }
 
-void AppendHistogram(std::string& out, const MetricFamily& f, const ClientMetric& m, const std::string& labels) {
+void AppendHistogram(std::string& out, const MetricFamily& f, const ClientMetric& m, const std::string& labels,
+                     BoundCache* cache) {
   auto& h = m.histogram;
   AppendHead(out, f, labels, "_count");
   AppendInt(out, h.sample_count);
@@ -146,7 +184,7 @@ void AppendHistogram(std::string& out, const MetricFamily& f, const ClientMetric
   AppendTail(out, m);
   double last = -std::numeric_limits<double>::infinity();
   for (auto& b : h.bucket) {
-    AppendHead(out, f, labels, "_bucket", "le", &b.upper_bound);
+    AppendHead(out, f, labels, "_bucket", "le", &b.upper_bound, nullptr, cache);
     last = b.upper_bound;
     AppendInt(out, b.cumulative_count);
     AppendTail(out, m);
@@ -196,6 +234,7 @@ static std::size_t EstimateSize(const std::vector<MetricFamily>& metrics) {
 
 void TextSerializer::Append(std::string& out, const std::vector<MetricFamily>& metrics) {
   out.reserve(out.size() + EstimateSize(metrics));
+  BoundCache cache;
   for (auto& f : metrics) {
     if (!f.help.empty()) {
       out += "# HELP ";
@@ -224,10 +263,10 @@ void TextSerializer::Append(std::string& out, const std::vector<MetricFamily>& m
           AppendValueLine(out, f, m, labels, m.untyped.value);
           break;
         case MetricType::Summary:
-          AppendSummary(out, f, m, labels);
+          AppendSummary(out, f, m, labels, &cache);
           break;
         case MetricType::Histogram:
-          AppendHistogram(out, f, m, labels);
+          AppendHistogram(out, f, m, labels, &cache);
           break;
       }
     }

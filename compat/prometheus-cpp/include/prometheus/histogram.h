@@ -3,6 +3,8 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <mutex>
 #include <cstddef>
 #include <vector>
 
@@ -54,6 +56,7 @@ class PROMETHEUS_CPP_CORE_EXPORT Histogram {
   std::vector<detail::PcpuValue*> fractions_;  // ObserveMultiple's fractions, made on first use
   detail::PcpuValue sum_;
   mutable std::mutex fractions_mutex_;
+  std::atomic<bool> has_fractions_{false};  // set once fractions_ has an entry
 };
 
 /// The builder of a histogram family.

@@ -57,7 +57,8 @@ class PcpuValue {
     auto whole = static_cast<std::int64_t>(ip);
     if (whole != 0) pcpu_counter_add(words_, whole);
     if (d != ip) {
-      auto nanos = static_cast<std::int64_t>(std::llround((d - ip) * 1e9));
+      double f = (d - ip) * 1e9;  // in (-1e9, 1e9): rounded half away from zero
+      auto nanos = static_cast<std::int64_t>(f + (f < 0 ? -0.5 : 0.5));
       if (nanos != 0) pcpu_counter_add(pcpu_counter_at(words_, 1), nanos);
     }
   }
