@@ -132,9 +132,9 @@ void AppendHead(std::string& out, const MetricFamily& f, const std::string& labe
       if (!labels.empty()) out += ',';
       out += extra_name;
       out += "=\"";
-      if (extra_double)
+      if (extra_double && cache)
         cache->Append(out, *extra_double);
-      else
+      else if (extra_text)
         out += extra_text;
       out += '"';
     }
