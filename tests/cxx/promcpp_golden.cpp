@@ -62,6 +62,12 @@ int main() {
   auto& h2 = h.Add({{"path", "/x"}}, Histogram::BucketBoundaries{1, 2});
   h2.ObserveMultiple({5, 9, 3}, 20.5);
   h2.Observe(1.5);
+  // Many bounds: every bound observed exactly and between (the search).
+  Histogram::BucketBoundaries many;
+  for (int i = 0; i < 37; i++) many.push_back(i * 0.25 - 1);
+  auto& h4 = h.Add({{"path", "/many"}}, many);
+  for (int i = -10; i < 90; i++) h4.Observe(i * 0.125 - 1);
+  h4.Observe(std::nan(""));
   auto& h3 = h.Add({{"path", "/none"}}, Histogram::BucketBoundaries{});
   h3.Observe(3);
 

@@ -39,9 +39,7 @@ class PROMETHEUS_CPP_CORE_EXPORT Histogram {
   ~Histogram();
 
   PCPU_PROMETHEUS_HOT void Observe(double value) {
-    auto b = static_cast<std::size_t>(
-        std::lower_bound(bounds_.begin(), bounds_.end(), value) - bounds_.begin());
-    pcpu_counter_inc(pcpu_counter_at(counts_, b));
+    pcpu_counter_inc(pcpu_counter_at(counts_, BucketOf(value)));
     sum_.Add(value);
   }
   /// Adds bucket_increments[i] to bucket i (fractions at 1e-9 resolution)
@@ -51,6 +49,20 @@ class PROMETHEUS_CPP_CORE_EXPORT Histogram {
   ClientMetric Collect() const;
 
  private:
+  // std::lower_bound's index (the first bound >= value; NaN: 0), without
+  // branches on the data: a halving search whose step is a conditional move.
+  PCPU_PROMETHEUS_HOT std::size_t BucketOf(double value) const {
+    std::size_t n = bounds_.size();
+    if (n == 0) return 0;
+    const double* base = bounds_.data();
+    while (n > 1) {
+      std::size_t half = n / 2;
+      base = base[half - 1] < value ? base + half : base;
+      n -= half;
+    }
+    return static_cast<std::size_t>(base - bounds_.data()) + (*base < value ? 1 : 0);
+  }
+
   const BucketBoundaries bounds_;
   pcpu_counter_t counts_;  // one whole-number count per bucket, +Inf last
   std::vector<detail::PcpuValue*> fractions_;  // ObserveMultiple's fractions, made on first use
