@@ -7,11 +7,19 @@ branch back to it, following unconditional forward branches and taking no
 conditional branch (the fast path). Prints that path, then the counts.
 
 Usage: loop_insns.py ELF FUNCTION
+       loop_insns.py --same ELF FUNCTION1 FUNCTION2
 The ELF should be linked (a shared object will do), so that branches to
 other sections (an abort handler) show their real targets. Uses objdump for
 x86-64 and aarch64-linux-gnu-objdump for aarch64 (environment OBJDUMP
 overrides). bench/README.md, "The counter add's instructions on x86-64 and
 aarch64", has the commands.
+
+--same compares two whole functions instead (the C++ wrappers of
+bench/insn_loops.cpp against the C loops beside them): their instructions,
+with branch targets taken relative to each function's start and
+PC-relative displacements left out, must be the same sequence, the cold
+paths included; prints each loop's count and a diff, exits 1 if they
+differ.
 """
 import os
 import re
@@ -71,11 +79,11 @@ def loads(a64, mnemonic, ops):
     return 1
 
 
-def main(path, func):
+def main(path, func, quiet=False):
     a64, insns = disassemble(path, func)
     index = {a: i for i, (a, _, _) in enumerate(insns)}
     back = [t for a, mn, ops in insns if is_branch(a64, mn)
-            for t in [target(ops)] if t is not None and t < a]
+            for t in [target(ops)] if t is not None and t < a and t in index]
     if not back:
         sys.exit("no loop in " + func)
     head = min(back)  # the outermost loop
@@ -84,7 +92,8 @@ def main(path, func):
         a, mnemonic, ops = insns[i]
         n += 1
         nloads += loads(a64, mnemonic, ops)
-        print("  %x: %s %s" % (a, mnemonic, ops))
+        if not quiet:
+            print("  %x: %s %s" % (a, mnemonic, ops))
         t = target(ops)
         if is_branch(a64, mnemonic) and t == head:
             break
@@ -92,7 +101,43 @@ def main(path, func):
     print("%s %s: %d instructions, %d loads per iteration" % (path, func, n, nloads))
 
 
+def normalized(path, func):
+    """FUNCTION's instructions as text, branch targets relative to its start,
+    PC-relative displacements (data and call addresses) replaced by X."""
+    _, insns = disassemble(path, func)
+    if not insns:
+        sys.exit("no function " + func)
+    start = insns[0][0]
+    out = []
+    for a, mnemonic, ops in insns:
+        t = target(ops)
+        ops = re.sub(r"<[^>]*>", "", ops)
+        if t is not None and start <= t <= insns[-1][0]:
+            ops = re.sub(r"\b[0-9a-f]+\s*$", "+%x" % (t - start), ops.strip())
+        elif t is not None:
+            ops = re.sub(r"\b[0-9a-f]+\s*$", "EXTERN", ops.strip())
+        ops = re.sub(r"-?0x[0-9a-f]+\(%rip\)", "X(%rip)", ops)
+        out.append("%s %s" % (mnemonic, ops))
+    return out
+
+
+def same(path, f1, f2):
+    import difflib
+    a, b = normalized(path, f1), normalized(path, f2)
+    for f in (f1, f2):
+        main(path, f, quiet=True)
+    diff = list(difflib.unified_diff(a, b, f1, f2, lineterm="", n=1))
+    if diff:
+        print("\n".join(diff))
+        print("%s and %s differ" % (f1, f2))
+        return 1
+    print("%s and %s: the same %d instructions" % (f1, f2, len(a)))
+    return 0
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 5 and sys.argv[1] == "--same":
+        sys.exit(same(sys.argv[2], sys.argv[3], sys.argv[4]))
     if len(sys.argv) != 3:
         sys.exit(__doc__.split("\n\n")[1])
     main(sys.argv[1], sys.argv[2])

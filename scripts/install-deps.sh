@@ -77,6 +77,17 @@ have curl      || need_apt+=(curl)
 have gzip      || need_apt+=(gzip)
 [ -e /usr/share/keyrings/debian-archive-keyring.gpg ] || need_apt+=(debian-archive-keyring)
 
+# C++ (issue 28): prometheus-cpp's own core tests against libpcpu-prometheus
+# (GoogleTest and gmock's main), its core benchmarks (Google Benchmark);
+# both compilers compile every C++ header; prometheus-cpp-dev (above) is the
+# real library they are compared with. The peer's sources are fetched at
+# test time (tests/cxx/promcpp_peer.sh, apt-get source with a list of its own).
+[ -e /usr/lib/x86_64-linux-gnu/libgmock_main.a ] || [ -n "$(ls /usr/lib/*/libgmock_main.a 2>/dev/null)" ] || need_apt+=(libgmock-dev)
+[ -n "$(ls /usr/lib/*/libgtest.a 2>/dev/null)" ] || need_apt+=(libgtest-dev)
+[ -e /usr/include/benchmark/benchmark.h ] || need_apt+=(libbenchmark-dev)
+have clang++   || need_apt+=(clang)
+have g++       || need_apt+=(g++)
+
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "install-deps: apt-get install ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

@@ -28,6 +28,8 @@ cmake --build "$work/cbuild" >/dev/null
 LD_LIBRARY_PATH="$prefix/lib" "$work/cbuild/consumer_c"
 LD_LIBRARY_PATH="$prefix/lib" "$work/cbuild/consumer_cxx"
 "$work/cbuild/consumer_static"
+LD_LIBRARY_PATH="$prefix/lib" "$work/cbuild/consumer_hpp"
+LD_LIBRARY_PATH="$prefix/lib" "$work/cbuild/consumer_promcpp"
 # pkg-config, as a Makefile user would.
 libdir=$(ls -d "$prefix"/lib* | head -1)
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
@@ -43,6 +45,10 @@ cc $(pkg-config --cflags pcpu) "$here/consumer.c" -o "$work/pc_static_consumer" 
 ! readelf -d "$work/pc_static_consumer" | grep -q 'libpcpu\.so' \
   || fail "pkg-config --static: the consumer links libpcpu.so, not libpcpu.a"
 env -u LD_LIBRARY_PATH "$work/pc_static_consumer"
+# prometheus-cpp code through pkg-config pcpu-prometheus (issue 28).
+c++ -std=c++17 $(pkg-config --cflags pcpu-prometheus) "$here/consumer_promcpp.cpp" -o "$work/pc_promcpp" \
+  $(pkg-config --libs pcpu-prometheus) -pthread
+LD_LIBRARY_PATH="$libdir" "$work/pc_promcpp"
 unset PKG_CONFIG_PATH
 # Only pcpu_-prefixed symbols are exported, and the SONAME is versioned.
 lib=$(ls "$libdir"/libpcpu.so.0)

@@ -38,7 +38,7 @@ if ! (cd "$work/src" && DEB_BUILD_OPTIONS="parallel=$jobs" dpkg-buildpackage -us
   tail -40 "$work/build.log"; fail "dpkg-buildpackage failed"
 fi
 changes=$(ls "$work"/pcpu_*.changes)
-for p in libpcpu0 libpcpu-dev pcpu-tools; do
+for p in libpcpu0 libpcpu-prometheus0 libpcpu-dev pcpu-tools; do
   ls "$work/${p}"_*.deb >/dev/null 2>&1 || fail "no $p package built"
 done
 
@@ -49,7 +49,7 @@ grep -E '^[EW]: ' "$work/lintian.log" || true
 
 # ---- 3. contents ----------------------------------------------------------------
 ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
-for p in libpcpu0 libpcpu-dev pcpu-tools; do
+for p in libpcpu0 libpcpu-prometheus0 libpcpu-dev pcpu-tools; do
   dpkg -c "$work/${p}"_*.deb | awk '{print $6}' >"$work/$p.list"
 done
 has() { # package, path (regex)
@@ -71,7 +71,7 @@ has pcpu-tools "usr/share/man/man1/pcpustat\.1\.gz"
 
 # ---- 4. use the unpacked packages -------------------------------------------------
 root=$work/root
-for p in libpcpu0 libpcpu-dev pcpu-tools; do dpkg -x "$work/${p}"_*.deb "$root"; done
+for p in libpcpu0 libpcpu-prometheus0 libpcpu-dev pcpu-tools; do dpkg -x "$work/${p}"_*.deb "$root"; done
 lib=$root/usr/lib/$ma
 export LD_LIBRARY_PATH=$lib
 # pkg-config: the .pc says /usr; the sysroot maps it to the unpacked root.

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# prometheus-cpp 1.0.1's own core/benchmarks (from Debian's source package,
+# fetched as tests/cxx/promcpp_peer.sh does) plus bench/promcpp_threads_bench.cc,
+# built twice from the same sources: against the real prometheus-cpp
+# (Debian prometheus-cpp-dev) and against libpcpu-prometheus; both run in
+# one invocation, interleaved (real, pcpu, real, pcpu, ...), and the script
+# prints each benchmark's median time per operation and the ratio.
+# Usage: bench/promcpp_compat.sh BUILD_DIR [ROUNDS (default 5)] [FILTER regex]
+# BUILD_DIR: a configured, built tree (libpcpu, libpcpu-prometheus).
+set -euo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+bin=$(cd "$1" && pwd)
+rounds=${2:-5}
+filter=${3:-'BM_(Counter_Increment|Counter_Collect|Gauge_Increment|Histogram_Observe/(8|64|512)$|Histogram_Collect/(8|64)$|Threads_|Exposition|Registry_CreateFamily)'}
+work=$bin/promcpp-bench
+mkdir -p "$work"
+peer=$("$src/tests/cxx/promcpp_peer.sh" --fetch-only "$src" "$bin")
+cxx=${CXX:-g++}
+flags=(-std=c++17 -O2 -DNDEBUG -pthread)
+benches=("$peer"/core/benchmarks/{main,benchmark_helpers,counter_bench,gauge_bench,histogram_bench,registry_bench,summary_bench}.cc "$src/bench/promcpp_threads_bench.cc")
+"$cxx" "${flags[@]}" -I"$peer/core/benchmarks" "${benches[@]}" -o "$work/real" -lprometheus-cpp-core -lbenchmark
+"$cxx" "${flags[@]}" -I"$peer/core/benchmarks" -I"$src/compat/prometheus-cpp/include" -I"$src/include" -I"$bin/include" \
+  "${benches[@]}" -o "$work/pcpu" -L"$bin/compat/prometheus-cpp" -L"$bin" \
+  -Wl,-rpath,"$bin/compat/prometheus-cpp:$bin" -lpcpu-prometheus -lpcpu -lbenchmark
+for r in $(seq 1 "$rounds"); do
+  for lib in real pcpu; do
+    "$work/$lib" --benchmark_filter="$filter" --benchmark_format=json --benchmark_min_time=0.2 \
+      > "$work/$lib.$r.json" 2>/dev/null
+  done
+done
+python3 - "$work" "$rounds" <<'PY'
+import json, statistics, sys
+work, rounds = sys.argv[1], int(sys.argv[2])
+res = {}
+for r in range(1, rounds + 1):
+    for lib in ("real", "pcpu"):
+        for b in json.load(open("%s/%s.%d.json" % (work, lib, r)))["benchmarks"]:
+            # real time per operation; a threaded run's is per thread's op
+            t = b["real_time"] if "Threads_" in b["name"] else b["cpu_time"]
+            res.setdefault(b["name"], {}).setdefault(lib, []).append(t)
+print("%-52s %14s %14s %8s" % ("benchmark (median of %d, ns)" % rounds, "prometheus-cpp", "pcpu", "ratio"))
+for name, v in res.items():
+    if "real" in v and "pcpu" in v:
+        a, b = statistics.median(v["real"]), statistics.median(v["pcpu"])
+        print("%-52s %14.1f %14.1f %7.1fx" % (name, a, b, a / b))
+PY

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: MIT
+// pcpu's prometheus-cpp 1.0.1 core compatibility layer (compat/prometheus-cpp).
+#pragma once
+
+#include "prometheus/client_metric.h"
+#include "prometheus/detail/builder.h"
+#include "prometheus/detail/core_export.h"
+#include "prometheus/detail/pcpu_value.h"
+#include "prometheus/metric_type.h"
+
+namespace prometheus {
+
+/// A value that goes up and down, held in per-CPU words
+/// (detail::PcpuValue: integer changes exact, fractions to 1e-9 each).
+/// Increment/Decrement are per-CPU adds; Set() takes a mutex of the gauge.
+/// Thread-safe.
+class PROMETHEUS_CPP_CORE_EXPORT Gauge {
+ public:
+  static const MetricType metric_type{MetricType::Gauge};
+
+  Gauge() = default;
+  explicit Gauge(double value) { value_.Set(value); }
+
+  PCPU_PROMETHEUS_HOT void Increment() { value_.AddWhole(1); }
+  /// Adds `v` (which may be negative).
+  PCPU_PROMETHEUS_HOT void Increment(double v) { value_.Add(v); }
+  PCPU_PROMETHEUS_HOT void Decrement() { value_.AddWhole(-1); }
+  /// Subtracts `v` (which may be negative).
+  PCPU_PROMETHEUS_HOT void Decrement(double v) { value_.Add(-v); }
+  void Set(double v) { value_.Set(v); }
+  /// Sets the gauge to the seconds since the Unix epoch.
+  void SetToCurrentTime();
+  double Value() const { return value_.Value(); }
+  ClientMetric Collect() const;
+
+ private:
+  detail::PcpuValue value_;
+};
+
+/// The builder of a gauge family.
+PROMETHEUS_CPP_CORE_EXPORT detail::Builder<Gauge> BuildGauge();
+
+}  // namespace prometheus

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: MIT
+// pcpu's prometheus-cpp 1.0.1 core compatibility layer (compat/prometheus-cpp).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "prometheus/collectable.h"
+#include "prometheus/counter.h"
+#include "prometheus/detail/builder.h"
+#include "prometheus/detail/core_export.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/labels.h"
+#include "prometheus/metric_family.h"
+#include "prometheus/summary.h"
+
+namespace prometheus {
+
+/// Families by type, registered through the builders. A name belongs to
+/// one type (std::invalid_argument otherwise). With InsertBehavior::Merge
+/// (the default) registering a name again with the same constant labels
+/// returns the existing family, with other constant labels throws; with
+/// Throw any second registration of a name throws. Thread-safe.
+class PROMETHEUS_CPP_CORE_EXPORT Registry : public Collectable {
+ public:
+  enum class InsertBehavior {
+    Merge,
+    Throw,
+  };
+
+  explicit Registry(InsertBehavior insert_behavior = InsertBehavior::Merge);
+  Registry(const Registry&) = delete;
+  Registry& operator=(const Registry&) = delete;
+  Registry(Registry&&) = delete;
+  Registry& operator=(Registry&&) = delete;
+  ~Registry() override;
+
+  /// Every non-empty family: counters, gauges, histograms, summaries, each
+  /// in registration order.
+  std::vector<MetricFamily> Collect() const override;
+
+  /// Removes and destroys `family` if it is registered here; whether it was.
+  template <typename T>
+  bool Remove(const Family<T>& family);
+
+ private:
+  template <typename T>
+  friend class detail::Builder;
+
+  template <typename T>
+  std::vector<std::unique_ptr<Family<T>>>& GetFamilies();
+  template <typename T>
+  bool NameExistsInOtherType(const std::string& name) const;
+  template <typename T>
+  Family<T>& Add(const std::string& name, const std::string& help, const Labels& labels);
+
+  const InsertBehavior insert_behavior_;
+  std::vector<std::unique_ptr<Family<Counter>>> counters_;
+  std::vector<std::unique_ptr<Family<Gauge>>> gauges_;
+  std::vector<std::unique_ptr<Family<Histogram>>> histograms_;
+  std::vector<std::unique_ptr<Family<Summary>>> summaries_;
+  mutable std::mutex mutex_;
+};
+
+}  // namespace prometheus

@@ -1,0 +1,921 @@
+// SPDX-License-Identifier: MIT
+/**
+ * @file pcpu/pcpu.hpp
+ * pcpu for C++17: owning, move-only types over the C API (pcpu/pcpu.h),
+ * header-only, in namespace `pcpu`.
+ *
+ *     pcpu::registry reg;                                  // owns its zone
+ *     auto requests = reg.counter_family("http_requests")
+ *                         .help("Requests served.")
+ *                         .labels({"method", "code"})
+ *                         .make();
+ *     pcpu::counter_ref get200 = requests.series({"GET", "200"});  // keep it
+ *     get200.inc();                         // the C inline add, nothing more
+ *     std::string text = reg.write();       // Prometheus text format 0.0.4
+ *
+ * Error policy, one for the whole header: every operation that sets
+ * something up -- a constructor that allocates, a registration, a series
+ * lookup that may create, an exposition -- throws pcpu::error (a
+ * std::system_error carrying the C call's errno, and pcpu_stats_error()'s
+ * message where the statistics layer gave one) or std::bad_alloc from the
+ * C++ library. Everything on a hot path -- add, inc, record, group add,
+ * ref get/put, cache get/put -- and every read never throws and compiles to
+ * the C inline function it wraps: the objects hold the C handle and nothing
+ * else, so a loop of `c.inc()` is the loop of pcpu_counter_inc(c)
+ * (bench/insn_loops.cpp, counted by bench/loop_insns.py). Exceptions fit
+ * set-up (rare, and a failure there is the caller's to handle once) and
+ * cost nothing on the paths that never fail; an expected-style return would
+ * put a branch on every caller for errors that cannot occur there.
+ * The hot paths are not declared noexcept, though they never throw: the C
+ * functions they reach (a slow path's call) are not known to the compiler
+ * not to, and a noexcept wrapper makes clang add a std::terminate landing
+ * pad the C loop has not. Everything else that cannot fail is noexcept.
+ *
+ * Ownership: types named after a C object (counter, gauge, histogram,
+ * group, registry, ref<T>, objcache<T>) own it and free it in their
+ * destructor; they move, never copy. `*_ref` types (counter_ref, gauge_ref,
+ * histogram_ref, group_ref) are copyable views of an object someone else
+ * owns -- a registry's series, an owning object -- valid as long as the C
+ * handle is (pcpu/stats.h: until its series, family or registry goes).
+ *
+ * Thread safety and cost are the C functions' (see each C header): the
+ * wrappers add no locks and no allocation except where said (label values
+ * are copied into NUL-terminated strings for the C call at set-up).
+ * Needs C++17 (std::string_view); compiled with -std=c++17 -Wall -Wextra
+ * -Werror by g++ and clang++ in the tests (C++14 is not supported).
+ */
+#ifndef PCPU_PCPU_HPP
+#define PCPU_PCPU_HPP
+
+#include <pcpu/pcpu.h>
+#include <pcpu/stats.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <initializer_list>
+#include <memory>
+#include <new>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+/* The wrappers of inline hot paths are always inlined, as the C functions
+ * they call are: compilers otherwise weigh the C body's size (clang kept
+ * histogram_ref::record() out of line). */
+#define PCPU_CXX_HOT __attribute__((always_inline))
+
+namespace pcpu {
+
+/** What every set-up failure throws: errno as the error code, and the C
+ * function's name plus pcpu_stats_error()'s message (when it has one) in
+ * what(). */
+class error : public std::system_error {
+public:
+	error(int err, const std::string &what) : std::system_error(err, std::generic_category(), what) {}
+};
+
+namespace detail {
+/** Throws pcpu::error for the C call `func` that just failed, from errno. */
+[[noreturn]] inline void throw_errno(const char *func, bool stats_message = false)
+{
+	int err = errno ? errno : EINVAL;
+	std::string what(func);
+	if (stats_message) {
+		const char *m = pcpu_stats_error();
+		if (m && *m) {
+			what += ": ";
+			what += m;
+		}
+	}
+	throw error(err, what);
+}
+
+/** NUL-terminated copies of string_views for a C call that wants
+ * `const char *const *`. */
+class cstrings {
+public:
+	explicit cstrings(std::initializer_list<std::string_view> v) : cstrings(v.begin(), v.size()) {}
+	cstrings(const std::string_view *v, std::size_t n)
+	{
+		own_.reserve(n);
+		ptrs_.reserve(n);
+		for (std::size_t i = 0; i < n; i++)
+			own_.emplace_back(v[i]);
+		for (const std::string &s : own_)
+			ptrs_.push_back(s.c_str());
+	}
+	cstrings(const std::vector<std::string> &v) : cstrings(nullptr, 0)
+	{
+		for (const std::string &s : v)
+			ptrs_.push_back(s.c_str());
+	}
+	const char *const *data() const noexcept { return ptrs_.empty() ? nullptr : ptrs_.data(); }
+	unsigned size() const noexcept { return static_cast<unsigned>(ptrs_.size()); }
+
+private:
+	std::vector<std::string> own_;
+	std::vector<const char *> ptrs_;
+};
+} // namespace detail
+
+/** A view of `n` contiguous T: what the C API takes as pointer and length
+ * (std::span is C++20). Built from a pointer and length, a C array, a
+ * or a std::vector. */
+template <typename T> class span {
+public:
+	constexpr span() noexcept = default;
+	constexpr span(T *p, std::size_t n) noexcept : p_(p), n_(n) {}
+	template <std::size_t N> constexpr span(T (&a)[N]) noexcept : p_(a), n_(N) {}
+	template <typename U, typename = std::enable_if_t<std::is_same_v<std::remove_const_t<T>, U>>>
+	span(std::vector<U> &v) noexcept : p_(v.data()), n_(v.size()) {}
+	template <typename U, typename = std::enable_if_t<std::is_const_v<T> && std::is_same_v<std::remove_const_t<T>, U>>>
+	span(const std::vector<U> &v) noexcept : p_(v.data()), n_(v.size()) {}
+	constexpr T *data() const noexcept { return p_; }
+	constexpr std::size_t size() const noexcept { return n_; }
+	constexpr T &operator[](std::size_t i) const noexcept { return p_[i]; }
+	constexpr T *begin() const noexcept { return p_; }
+	constexpr T *end() const noexcept { return p_ + n_; }
+
+private:
+	T *p_ = nullptr;
+	std::size_t n_ = 0;
+};
+
+/* ---- counters ---------------------------------------------------------- */
+
+/** A copyable view of a counter (pcpu/counter.h) owned elsewhere. */
+class counter_ref {
+public:
+	explicit counter_ref(pcpu_counter_t c) noexcept : c_(c) {}
+	/** pcpu_counter_add(): one rseq add on this CPU's slot. */
+	PCPU_CXX_HOT void add(std::int64_t v) const { pcpu_counter_add(c_, v); }
+	/** pcpu_counter_inc(). */
+	PCPU_CXX_HOT void inc() const { pcpu_counter_inc(c_); }
+	/** pcpu_counter_add_atomic(): for a counter shared with other processes. */
+	PCPU_CXX_HOT void add_atomic(std::int64_t v) const { pcpu_counter_add_atomic(c_, v); }
+	/** pcpu_counter_fetch(): the sum of the slots (modulo 2^64). */
+	std::uint64_t fetch() const noexcept { return pcpu_counter_fetch(c_); }
+	/** pcpu_counter_zero(). */
+	void zero() const noexcept { pcpu_counter_zero(c_); }
+	pcpu_counter_t get() const noexcept { return c_; }
+
+private:
+	pcpu_counter_t c_;
+};
+
+/** An owning counter (pcpu_counter_alloc() / pcpu_counter_free()). */
+class counter {
+public:
+	/** Allocates a zeroed counter in the default zone; throws pcpu::error. */
+	counter() : c_(pcpu_counter_alloc())
+	{
+		if (!c_)
+			detail::throw_errno("pcpu_counter_alloc");
+	}
+	/** Allocates it in `zone` (pcpu_counter_alloc_in()). */
+	explicit counter(pcpu_zone_t *zone) : c_(pcpu_counter_alloc_in(zone, 1))
+	{
+		if (!c_)
+			detail::throw_errno("pcpu_counter_alloc_in");
+	}
+	counter(counter &&o) noexcept : c_(std::exchange(o.c_, nullptr)) {}
+	counter &operator=(counter &&o) noexcept
+	{
+		if (this != &o) {
+			reset();
+			c_ = std::exchange(o.c_, nullptr);
+		}
+		return *this;
+	}
+	counter(const counter &) = delete;
+	counter &operator=(const counter &) = delete;
+	~counter() { reset(); }
+
+	PCPU_CXX_HOT void add(std::int64_t v) const { pcpu_counter_add(c_, v); }
+	PCPU_CXX_HOT void inc() const { pcpu_counter_inc(c_); }
+	std::uint64_t fetch() const noexcept { return pcpu_counter_fetch(c_); }
+	void zero() const noexcept { pcpu_counter_zero(c_); }
+	counter_ref ref() const noexcept { return counter_ref(c_); }
+	pcpu_counter_t get() const noexcept { return c_; }
+
+private:
+	void reset() noexcept
+	{
+		if (c_)
+			pcpu_counter_free(c_);
+		c_ = nullptr;
+	}
+	pcpu_counter_t c_;
+};
+
+/** `n` owning counters in one allocation (pcpu_counter_alloc_array()):
+ * element i with operator[], all read at once with fetch_all(). */
+class counter_array {
+public:
+	explicit counter_array(std::size_t n) : c_(pcpu_counter_alloc_array(n)), n_(n)
+	{
+		if (!c_)
+			detail::throw_errno("pcpu_counter_alloc_array");
+	}
+	counter_array(counter_array &&o) noexcept : c_(std::exchange(o.c_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+	counter_array &operator=(counter_array &&o) noexcept
+	{
+		if (this != &o) {
+			if (c_)
+				pcpu_counter_free(c_);
+			c_ = std::exchange(o.c_, nullptr);
+			n_ = std::exchange(o.n_, 0);
+		}
+		return *this;
+	}
+	counter_array(const counter_array &) = delete;
+	counter_array &operator=(const counter_array &) = delete;
+	~counter_array()
+	{
+		if (c_)
+			pcpu_counter_free(c_);
+	}
+	std::size_t size() const noexcept { return n_; }
+	/** Counter i (i < size(), unchecked as in C). */
+	PCPU_CXX_HOT counter_ref operator[](std::size_t i) const { return counter_ref(pcpu_counter_at(c_, i)); }
+	/** pcpu_counter_fetch_array() into out (out.size() >= size()). */
+	void fetch_all(span<std::uint64_t> out) const
+	{
+		if (out.size() < n_ || pcpu_counter_fetch_array(c_, n_, out.data()) != 0)
+			throw error(EINVAL, "pcpu_counter_fetch_array: output smaller than the array");
+	}
+	std::vector<std::uint64_t> fetch_all() const
+	{
+		std::vector<std::uint64_t> v(n_);
+		fetch_all(span<std::uint64_t>(v));
+		return v;
+	}
+	pcpu_counter_t get() const noexcept { return c_; }
+
+private:
+	pcpu_counter_t c_;
+	std::size_t n_;
+};
+
+/* ---- gauges -------------------------------------------------------------- */
+
+/** A copyable view of a gauge (pcpu/gauge.h) owned elsewhere. */
+class gauge_ref {
+public:
+	explicit gauge_ref(pcpu_gauge_t g) noexcept : g_(g) {}
+	PCPU_CXX_HOT void add(std::int64_t v) const { pcpu_gauge_add(g_, v); }
+	PCPU_CXX_HOT void sub(std::int64_t v) const { pcpu_gauge_sub(g_, v); }
+	PCPU_CXX_HOT void inc() const { pcpu_gauge_inc(g_); }
+	PCPU_CXX_HOT void dec() const { pcpu_gauge_dec(g_); }
+	/** pcpu_gauge_set() (a striped lock: not a hot path; never fails on a
+	 * valid gauge). */
+	void set(std::int64_t v) const noexcept { (void)pcpu_gauge_set(g_, v); }
+	std::int64_t read() const noexcept { return pcpu_gauge_read(g_); }
+	pcpu_gauge_t get() const noexcept { return g_; }
+
+private:
+	pcpu_gauge_t g_;
+};
+
+/** An owning gauge (pcpu_gauge_alloc() / pcpu_gauge_free()). */
+class gauge {
+public:
+	gauge() : g_(pcpu_gauge_alloc())
+	{
+		if (!g_)
+			detail::throw_errno("pcpu_gauge_alloc");
+	}
+	gauge(gauge &&o) noexcept : g_(std::exchange(o.g_, nullptr)) {}
+	gauge &operator=(gauge &&o) noexcept
+	{
+		if (this != &o) {
+			if (g_)
+				pcpu_gauge_free(g_);
+			g_ = std::exchange(o.g_, nullptr);
+		}
+		return *this;
+	}
+	gauge(const gauge &) = delete;
+	gauge &operator=(const gauge &) = delete;
+	~gauge()
+	{
+		if (g_)
+			pcpu_gauge_free(g_);
+	}
+	PCPU_CXX_HOT void add(std::int64_t v) const { pcpu_gauge_add(g_, v); }
+	PCPU_CXX_HOT void sub(std::int64_t v) const { pcpu_gauge_sub(g_, v); }
+	PCPU_CXX_HOT void inc() const { pcpu_gauge_inc(g_); }
+	PCPU_CXX_HOT void dec() const { pcpu_gauge_dec(g_); }
+	void set(std::int64_t v) const noexcept { (void)pcpu_gauge_set(g_, v); }
+	std::int64_t read() const noexcept { return pcpu_gauge_read(g_); }
+	gauge_ref ref() const noexcept { return gauge_ref(g_); }
+	pcpu_gauge_t get() const noexcept { return g_; }
+
+private:
+	pcpu_gauge_t g_;
+};
+
+/* ---- histograms -------------------------------------------------------- */
+
+/** A bucket layout (struct pcpu_histogram_layout) built by name. It keeps
+ * its own copy of explicit bounds. */
+class histogram_layout {
+public:
+	/** Explicit inclusive upper bounds (strictly increasing) plus +Inf. */
+	static histogram_layout explicit_bounds(span<const std::int64_t> bounds)
+	{
+		histogram_layout l;
+		l.bounds_.assign(bounds.begin(), bounds.end());
+		l.l_.scheme = PCPU_HISTOGRAM_EXPLICIT;
+		return l;
+	}
+	static histogram_layout explicit_bounds(std::initializer_list<std::int64_t> bounds)
+	{
+		return explicit_bounds(span<const std::int64_t>(bounds.begin(), bounds.size()));
+	}
+	/** Log-linear: relative precision 2^-bits up to max_value. */
+	static histogram_layout log_linear(unsigned precision_bits, std::int64_t max_value) noexcept
+	{
+		histogram_layout l;
+		l.l_.scheme = PCPU_HISTOGRAM_LOG_LINEAR;
+		l.l_.precision_bits = precision_bits;
+		l.l_.max_value = max_value;
+		return l;
+	}
+	/** Exponential (native histogram) buckets, base 2^(2^-schema), bounds
+	 * in value * 10^scale_exp10. */
+	static histogram_layout exponential(int schema, int scale_exp10 = 0) noexcept
+	{
+		histogram_layout l;
+		l.l_.scheme = PCPU_HISTOGRAM_EXPONENTIAL;
+		l.l_.schema = schema;
+		l.l_.scale_exp10 = scale_exp10;
+		return l;
+	}
+	/** The C layout; valid while this object lives unmoved. */
+	const pcpu_histogram_layout *c_layout() noexcept
+	{
+		l_.bounds = bounds_.empty() ? nullptr : bounds_.data();
+		l_.nbounds = bounds_.size();
+		return &l_;
+	}
+
+private:
+	histogram_layout() noexcept : l_() {}
+	pcpu_histogram_layout l_;
+	std::vector<std::int64_t> bounds_;
+};
+
+/** What histogram_ref::read() returns. */
+struct histogram_data {
+	std::vector<std::uint64_t> counts; /**< per bucket, not cumulative */
+	std::uint64_t count = 0;
+	std::int64_t sum = 0;
+};
+
+/** A copyable view of a histogram (pcpu/histogram.h) owned elsewhere. */
+class histogram_ref {
+public:
+	explicit histogram_ref(const pcpu_histogram_t *h) noexcept : h_(h) {}
+	/** pcpu_histogram_record(): locate the bucket, one rseq section. */
+	PCPU_CXX_HOT void record(std::int64_t v) const { pcpu_histogram_record(h_, v); }
+	PCPU_CXX_HOT void record_n(std::int64_t v, std::uint64_t n) const { pcpu_histogram_record_n(h_, v, n); }
+	PCPU_CXX_HOT std::size_t bucket_of(std::int64_t v) const { return pcpu_histogram_bucket_of(h_, v); }
+	std::size_t nbuckets() const noexcept { return pcpu_histogram_nbuckets(h_); }
+	/** pcpu_histogram_read() into a new histogram_data. */
+	histogram_data read() const
+	{
+		histogram_data d;
+		d.counts.resize(nbuckets());
+		if (pcpu_histogram_read(h_, d.counts.data(), d.counts.size(), &d.count, &d.sum) != 0)
+			detail::throw_errno("pcpu_histogram_read");
+		return d;
+	}
+	const pcpu_histogram_t *get() const noexcept { return h_; }
+
+private:
+	const pcpu_histogram_t *h_;
+};
+
+/** An owning histogram (pcpu_histogram_create() / pcpu_histogram_destroy()). */
+class histogram {
+public:
+	explicit histogram(histogram_layout layout) : h_(pcpu_histogram_create(layout.c_layout()))
+	{
+		if (!h_)
+			detail::throw_errno("pcpu_histogram_create", true);
+	}
+	histogram(histogram &&o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
+	histogram &operator=(histogram &&o) noexcept
+	{
+		if (this != &o) {
+			pcpu_histogram_destroy(h_);
+			h_ = std::exchange(o.h_, nullptr);
+		}
+		return *this;
+	}
+	histogram(const histogram &) = delete;
+	histogram &operator=(const histogram &) = delete;
+	~histogram() { pcpu_histogram_destroy(h_); }
+	PCPU_CXX_HOT void record(std::int64_t v) const { pcpu_histogram_record(h_, v); }
+	PCPU_CXX_HOT void record_n(std::int64_t v, std::uint64_t n) const { pcpu_histogram_record_n(h_, v, n); }
+	std::size_t nbuckets() const noexcept { return pcpu_histogram_nbuckets(h_); }
+	histogram_data read() const { return ref().read(); }
+	histogram_ref ref() const noexcept { return histogram_ref(h_); }
+	pcpu_histogram_t *get() const noexcept { return h_; }
+
+private:
+	pcpu_histogram_t *h_;
+};
+
+/* ---- consistent groups -------------------------------------------------- */
+
+/** A copyable view of a group object (pcpu/group.h) owned elsewhere. */
+class group_ref {
+public:
+	explicit group_ref(const pcpu_group_t *g) noexcept : g_(g) {}
+	/** pcpu_group_add(): d.size() must be members() (unchecked, as in C). */
+	PCPU_CXX_HOT void add(std::size_t i, span<const std::int64_t> d) const { pcpu_group_add(g_, i, d.data()); }
+	PCPU_CXX_HOT void add2(std::size_t i, std::int64_t d0, std::int64_t d1) const { pcpu_group_add2(g_, i, d0, d1); }
+	unsigned members() const noexcept { return pcpu_group_members(g_); }
+	std::size_t count() const noexcept { return pcpu_group_count(g_); }
+	/** pcpu_group_read() of group i: one consistent read of its members.
+	 * Throws pcpu::error (ETIMEDOUT: a writer stayed mid-update). */
+	std::vector<std::int64_t> read(std::size_t i) const
+	{
+		std::vector<std::int64_t> out(members());
+		if (pcpu_group_read(g_, i, out.data()) != 0)
+			detail::throw_errno("pcpu_group_read");
+		return out;
+	}
+	const pcpu_group_t *get() const noexcept { return g_; }
+
+private:
+	const pcpu_group_t *g_;
+};
+
+/** `count` owning groups of `members` counters (pcpu_group_alloc()). */
+class group {
+public:
+	group(unsigned members, std::size_t count) : g_(pcpu_group_alloc(members, count))
+	{
+		if (!g_)
+			detail::throw_errno("pcpu_group_alloc");
+	}
+	group(group &&o) noexcept : g_(std::exchange(o.g_, nullptr)) {}
+	group &operator=(group &&o) noexcept
+	{
+		if (this != &o) {
+			pcpu_group_free(g_);
+			g_ = std::exchange(o.g_, nullptr);
+		}
+		return *this;
+	}
+	group(const group &) = delete;
+	group &operator=(const group &) = delete;
+	~group() { pcpu_group_free(g_); }
+	PCPU_CXX_HOT void add(std::size_t i, span<const std::int64_t> d) const { pcpu_group_add(g_, i, d.data()); }
+	PCPU_CXX_HOT void add2(std::size_t i, std::int64_t d0, std::int64_t d1) const { pcpu_group_add2(g_, i, d0, d1); }
+	unsigned members() const noexcept { return pcpu_group_members(g_); }
+	std::size_t count() const noexcept { return pcpu_group_count(g_); }
+	std::vector<std::int64_t> read(std::size_t i) const { return ref().read(i); }
+	group_ref ref() const noexcept { return group_ref(g_); }
+	pcpu_group_t *get() const noexcept { return g_; }
+
+private:
+	pcpu_group_t *g_;
+};
+
+/* ---- per-CPU reference counts -------------------------------------------- */
+
+/**
+ * A T whose lifetime a per-CPU reference count (pcpu/ref.h) governs.
+ * `pcpu::ref<T>::make(args...)` constructs the T and the count, the ref
+ * object holding the owner's reference. Threads that already hold a
+ * reference take more with get() and drop them with put() (or hold one with
+ * a ref<T>::guard); tryget() takes one only while the object lives.
+ * kill() -- or the owner's destructor -- drops the owner's reference and
+ * switches the count to atomic mode; the T is destroyed by the put (or
+ * kill) that drops the last reference, in that thread.
+ */
+template <typename T> class ref {
+	struct block {
+		pcpu_ref_t *r = nullptr;
+		T value;
+		template <typename... A> explicit block(A &&...a) : value(std::forward<A>(a)...) {}
+	};
+	static void release(void *arg) noexcept
+	{
+		block *b = static_cast<block *>(arg);
+		pcpu_ref_t *r = b->r;
+		delete b;
+		pcpu_ref_destroy(r);
+	}
+
+public:
+	/** Constructs T(args...) and its count; throws pcpu::error (ENOMEM) or
+	 * what T's constructor throws. */
+	template <typename... A> static ref make(A &&...a)
+	{
+		block *b = new block(std::forward<A>(a)...);
+		b->r = pcpu_ref_create(&release, b);
+		if (!b->r) {
+			int err = errno;
+			delete b;
+			errno = err;
+			detail::throw_errno("pcpu_ref_create");
+		}
+		return ref(b);
+	}
+	ref(ref &&o) noexcept : b_(std::exchange(o.b_, nullptr)), killed_(std::exchange(o.killed_, true)) {}
+	ref &operator=(ref &&o) noexcept
+	{
+		if (this != &o) {
+			kill();
+			b_ = std::exchange(o.b_, nullptr);
+			killed_ = std::exchange(o.killed_, true);
+		}
+		return *this;
+	}
+	ref(const ref &) = delete;
+	ref &operator=(const ref &) = delete;
+	/** Drops the owner's reference if kill() did not. */
+	~ref() { kill(); }
+
+	/** The object; valid while the caller holds a reference (the owner's
+	 * until kill()). */
+	T &operator*() const noexcept { return b_->value; }
+	T *operator->() const noexcept { return &b_->value; }
+	/** pcpu_ref_get(): the caller already holds a reference. */
+	PCPU_CXX_HOT void get() const { pcpu_ref_get(b_->r); }
+	/** pcpu_ref_put(). */
+	PCPU_CXX_HOT void put() const { pcpu_ref_put(b_->r); }
+	/** pcpu_ref_tryget(): true if a reference was taken. */
+	PCPU_CXX_HOT bool tryget() const { return pcpu_ref_tryget(b_->r) != 0; }
+	/** pcpu_ref_read(): references held now. */
+	std::int64_t count() const noexcept { return pcpu_ref_read(b_->r); }
+	/** Drops the owner's reference (pcpu_ref_kill()); later gets need a
+	 * reference held. Idempotent. If membarrier is refused at this point
+	 * (a seccomp filter installed since creation: see pcpu_ref_kill()) the
+	 * count stays per-CPU and this returns false; call it again. */
+	bool kill() noexcept
+	{
+		if (!b_ || killed_)
+			return true;
+		if (pcpu_ref_kill(b_->r) != 0)
+			return false;
+		killed_ = true;
+		return true;
+	}
+	pcpu_ref_t *c_ref() const noexcept { return b_ ? b_->r : nullptr; }
+
+	/** Holds one reference for its scope: get() on construction (the caller
+	 * already holds one), put() on destruction. */
+	class guard {
+	public:
+		explicit guard(const ref &r) noexcept : r_(r.c_ref()) { pcpu_ref_get(r_); }
+		guard(const guard &) = delete;
+		guard &operator=(const guard &) = delete;
+		~guard() { pcpu_ref_put(r_); }
+
+	private:
+		pcpu_ref_t *r_;
+	};
+
+private:
+	explicit ref(block *b) noexcept : b_(b), killed_(false) {}
+	block *b_;
+	bool killed_;
+};
+
+/* ---- object caches ------------------------------------------------------- */
+
+/**
+ * A per-CPU cache of T objects (pcpu/objcache.h). Objects are constructed
+ * T() when the cache makes them and destroyed when it frees them (drain,
+ * destruction), as a slab cache does: get() hands out an object that is
+ * constructed but holds whatever its last user left. get() and put() are
+ * the C inline paths (noexcept); get() returns nullptr when the cache
+ * cannot make an object (ENOMEM, its limit, or T() threw). unique() wraps
+ * get() in a handle that puts the object back.
+ * The destructor destroys the cache; every object must have been put back
+ * (otherwise the cache leaks and the objects held stay valid memory).
+ */
+template <typename T> class objcache {
+	static_assert(alignof(T) <= 4096, "pcpu::objcache: alignment above 4096");
+	static int ctor(void *obj, void *) noexcept
+	{
+		try {
+			::new (obj) T();
+			return 0;
+		} catch (...) {
+			errno = ENOMEM;
+			return -1;
+		}
+	}
+	static void dtor(void *obj, void *) noexcept { static_cast<T *>(obj)->~T(); }
+
+public:
+	/** Settings beyond the type (see struct pcpu_objcache_desc). */
+	struct options {
+		unsigned capacity = 0; /**< per slot, 2..1024; 0: 64 */
+		std::size_t limit = 0; /**< most objects in existence; 0: none */
+	};
+	objcache() : objcache(options{}) {}
+	explicit objcache(options o)
+	{
+		pcpu_objcache_desc d{};
+		d.size = sizeof(T);
+		d.align = alignof(T) < 16 ? 16 : alignof(T);
+		d.capacity = o.capacity;
+		d.limit = o.limit;
+		d.ctor = &ctor;
+		d.dtor = &dtor;
+		c_ = pcpu_objcache_create(&d);
+		if (!c_)
+			detail::throw_errno("pcpu_objcache_create");
+	}
+	objcache(objcache &&o) noexcept : c_(std::exchange(o.c_, nullptr)) {}
+	objcache(const objcache &) = delete;
+	objcache &operator=(const objcache &) = delete;
+	objcache &operator=(objcache &&) = delete;
+	~objcache()
+	{
+		if (c_)
+			(void)pcpu_objcache_destroy(c_);
+	}
+
+	PCPU_CXX_HOT T *get() { return static_cast<T *>(pcpu_objcache_get(c_)); }
+	PCPU_CXX_HOT void put(T *obj) { pcpu_objcache_put(c_, obj); }
+
+	/** Puts the object back when the handle goes. */
+	struct deleter {
+		objcache *cache;
+		void operator()(T *obj) const noexcept { cache->put(obj); }
+	};
+	using handle = std::unique_ptr<T, deleter>;
+	/** get() in a handle; throws std::bad_alloc when get() returns null. */
+	handle unique()
+	{
+		T *p = get();
+		if (!p)
+			throw std::bad_alloc();
+		return handle(p, deleter{this});
+	}
+	/** pcpu_objcache_stats(). */
+	struct pcpu_objcache_stats stats() const noexcept
+	{
+		struct pcpu_objcache_stats s{};
+		(void)pcpu_objcache_stats(c_, &s);
+		return s;
+	}
+	/** pcpu_objcache_drain(): frees the cached objects; the number freed. */
+	std::size_t drain() noexcept { return pcpu_objcache_drain(c_); }
+	pcpu_objcache_t *get_cache() const noexcept { return c_; }
+
+private:
+	pcpu_objcache_t *c_ = nullptr;
+};
+
+/* ---- the statistics registry ---------------------------------------------- */
+
+enum class format { prometheus = PCPU_FORMAT_PROMETHEUS, openmetrics = PCPU_FORMAT_OPENMETRICS, json = PCPU_FORMAT_JSON };
+
+/** A registry family whose series are H (counter_ref, gauge_ref or
+ * histogram_ref). Families live as long as their registry; this is a view. */
+template <typename H> class family {
+public:
+	explicit family(pcpu_family_t *f) noexcept : f_(f) {}
+	/** The series with these label values (one per label name), created
+	 * (zero) if absent: a mutex and a hash lookup, so keep the result.
+	 * Throws pcpu::error (EINVAL: wrong count or invalid value). */
+	H series(std::initializer_list<std::string_view> values = {}) const
+	{
+		return series(span<const std::string_view>(values.begin(), values.size()));
+	}
+	H series(span<const std::string_view> values) const
+	{
+		detail::cstrings v(values.data(), values.size());
+		return make(v.data());
+	}
+	/** Whether the series exists (pcpu_family_lookup()). */
+	bool has(std::initializer_list<std::string_view> values) const
+	{
+		detail::cstrings v(values);
+		return pcpu_family_lookup(f_, v.data()) != nullptr;
+	}
+	/** Removes a series (pcpu_family_remove()): false if it did not exist.
+	 * No thread may still update it. */
+	bool remove(std::initializer_list<std::string_view> values) const
+	{
+		detail::cstrings v(values);
+		if (pcpu_family_remove(f_, v.data()) == 0)
+			return true;
+		if (errno == ENOENT)
+			return false;
+		detail::throw_errno("pcpu_family_remove", true);
+	}
+	std::size_t size() const { return pcpu_family_size(f_); }
+	std::string_view name() const noexcept { return pcpu_family_name(f_); }
+	pcpu_family_t *get() const noexcept { return f_; }
+
+private:
+	H make(const char *const *v) const
+	{
+		if constexpr (std::is_same_v<H, counter_ref>) {
+			pcpu_counter_t c = pcpu_family_counter(f_, v);
+			if (!c)
+				detail::throw_errno("pcpu_family_counter", true);
+			return counter_ref(c);
+		} else if constexpr (std::is_same_v<H, gauge_ref>) {
+			pcpu_gauge_t g = pcpu_family_gauge(f_, v);
+			if (!g)
+				detail::throw_errno("pcpu_family_gauge", true);
+			return gauge_ref(g);
+		} else {
+			pcpu_histogram_t *h = pcpu_family_histogram(f_, v);
+			if (!h)
+				detail::throw_errno("pcpu_family_histogram", true);
+			return histogram_ref(h);
+		}
+	}
+	pcpu_family_t *f_;
+};
+
+template <typename H> class family_builder;
+
+/** A statistics registry (pcpu/stats.h): owns its zone, families and
+ * series; destroyed with everything in it (no thread may still use a
+ * handle then). registry::global() is the process-wide one, never
+ * destroyed. */
+class registry {
+public:
+	registry() : r_(pcpu_registry_create()), own_(true)
+	{
+		if (!r_)
+			detail::throw_errno("pcpu_registry_create");
+	}
+	/** The process-wide registry (pcpu_registry_default()), not owned. */
+	static registry global()
+	{
+		pcpu_registry_t *r = pcpu_registry_default();
+		if (!r)
+			detail::throw_errno("pcpu_registry_default");
+		return registry(r, false);
+	}
+	registry(registry &&o) noexcept : r_(std::exchange(o.r_, nullptr)), own_(o.own_) {}
+	registry(const registry &) = delete;
+	registry &operator=(const registry &) = delete;
+	registry &operator=(registry &&) = delete;
+	~registry()
+	{
+		if (own_)
+			pcpu_registry_destroy(r_);
+	}
+
+	inline family_builder<counter_ref> counter_family(std::string_view name);
+	inline family_builder<gauge_ref> gauge_family(std::string_view name);
+	inline family_builder<histogram_ref> histogram_family(std::string_view name, histogram_layout layout);
+
+	/** The unlabelled counter `name` (pcpu_registry_counter()). */
+	counter_ref counter(std::string_view name, std::string_view help = {})
+	{
+		std::string n(name), h(help);
+		pcpu_counter_t c = pcpu_registry_counter(r_, n.c_str(), help.empty() ? nullptr : h.c_str());
+		if (!c)
+			detail::throw_errno("pcpu_registry_counter", true);
+		return counter_ref(c);
+	}
+	/** The unlabelled gauge `name` (pcpu_registry_gauge()). */
+	gauge_ref gauge(std::string_view name, std::string_view help = {})
+	{
+		std::string n(name), h(help);
+		pcpu_gauge_t g = pcpu_registry_gauge(r_, n.c_str(), help.empty() ? nullptr : h.c_str());
+		if (!g)
+			detail::throw_errno("pcpu_registry_gauge", true);
+		return gauge_ref(g);
+	}
+	/** The whole exposition in `fmt` (pcpu_registry_write()). */
+	std::string write(format fmt = format::prometheus) const
+	{
+		char *out = nullptr;
+		std::size_t len = 0;
+		if (pcpu_registry_write(r_, static_cast<pcpu_format>(fmt), &out, &len) != 0)
+			detail::throw_errno("pcpu_registry_write", true);
+		struct freer {
+			char *p;
+			~freer() { std::free(p); }
+		} f{out};
+		return std::string(out, len);
+	}
+	/** pcpu_registry_collect(): runs the callbacks; the number that failed. */
+	int collect() const
+	{
+		int n = pcpu_registry_collect(r_);
+		if (n < 0)
+			detail::throw_errno("pcpu_registry_collect", true);
+		return n;
+	}
+	pcpu_registry_t *get() const noexcept { return r_; }
+
+private:
+	registry(pcpu_registry_t *r, bool own) noexcept : r_(r), own_(own) {}
+	pcpu_registry_t *r_;
+	bool own_;
+};
+
+/** Describes a family field by field, then make() registers it (or
+ * returns the existing identical one): pcpu_registry_family(). */
+template <typename H> class family_builder {
+public:
+	family_builder(pcpu_registry_t *r, std::string_view name, pcpu_metric_type type) : r_(r), name_(name), type_(type) {}
+	family_builder &help(std::string_view h)
+	{
+		help_ = h;
+		return *this;
+	}
+	family_builder &unit(std::string_view u)
+	{
+		unit_ = u;
+		return *this;
+	}
+	family_builder &labels(std::initializer_list<std::string_view> names)
+	{
+		labels_.assign(names.begin(), names.end());
+		return *this;
+	}
+	/** Exposed value = value * 10^e (e.g. -9: record ns, expose seconds). */
+	family_builder &scale_exp10(int e) noexcept
+	{
+		scale_ = e;
+		return *this;
+	}
+	/** Constant labels of this family only (pcpu_registry_family_const()). */
+	family_builder &const_label(std::string_view name, std::string_view value)
+	{
+		const_names_.emplace_back(name);
+		const_values_.emplace_back(value);
+		return *this;
+	}
+	/** Registers the family; throws pcpu::error (EINVAL, EEXIST, ENOMEM). */
+	family<H> make()
+	{
+		detail::cstrings ln(labels_);
+		pcpu_family_desc d{};
+		d.name = name_.c_str();
+		d.help = help_.empty() ? nullptr : help_.c_str();
+		d.unit = unit_.empty() ? nullptr : unit_.c_str();
+		d.type = type_;
+		d.nlabels = ln.size();
+		d.label_names = ln.data();
+		d.scale_exp10 = scale_;
+		d.histogram = layout_ ? layout_->c_layout() : nullptr;
+		pcpu_family_t *f;
+		if (const_names_.empty()) {
+			f = pcpu_registry_family(r_, &d);
+		} else {
+			detail::cstrings cn(const_names_), cv(const_values_);
+			f = pcpu_registry_family_const(r_, &d, cn.size(), cn.data(), cv.data());
+		}
+		if (!f)
+			detail::throw_errno("pcpu_registry_family", true);
+		return family<H>(f);
+	}
+
+private:
+	friend class registry;
+	pcpu_registry_t *r_;
+	std::string name_, help_, unit_;
+	pcpu_metric_type type_;
+	std::vector<std::string> labels_, const_names_, const_values_;
+	int scale_ = 0;
+	std::unique_ptr<histogram_layout> layout_;
+};
+
+inline family_builder<counter_ref> registry::counter_family(std::string_view name)
+{
+	return family_builder<counter_ref>(r_, name, PCPU_METRIC_COUNTER);
+}
+
+inline family_builder<gauge_ref> registry::gauge_family(std::string_view name)
+{
+	return family_builder<gauge_ref>(r_, name, PCPU_METRIC_GAUGE);
+}
+
+inline family_builder<histogram_ref> registry::histogram_family(std::string_view name, histogram_layout layout)
+{
+	family_builder<histogram_ref> b(r_, name, PCPU_METRIC_HISTOGRAM);
+	b.layout_ = std::make_unique<histogram_layout>(std::move(layout));
+	return b;
+}
+
+} // namespace pcpu
+
+#undef PCPU_CXX_HOT
+
+#endif // PCPU_PCPU_HPP
