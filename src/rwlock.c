@@ -79,6 +79,7 @@
 #include <pcpu/rwlock.h>
 
 #include "percpu_sync_internal.h"
+#include "rwlock_internal.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -86,21 +87,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct rwlock_impl {
-	intptr_t state; /* the authority; state[s] are copies for the sections */
-	int percpu;     /* created per-CPU: per-CPU words are part of the sum */
-	struct pcpu__sync_slot *obj; /* the handle */
-	const void *owner; /* the writer's owner_tag while it holds the mutex */
-	int64_t slow_readers __attribute__((aligned(64)));
-	uint32_t gen;     /* futex: bumped by every writer unlock */
-	uint32_t waiters; /* readers sleeping (or about to) on gen */
-	uint32_t wseq;    /* futex: bumped by readers that may be the last */
-	pthread_mutex_t writer __attribute__((aligned(64)));
-};
-
 static struct rwlock_impl *impl(const pcpu_rwlock_t *lock)
 {
-	return (struct rwlock_impl *)pcpu_sync_obj_impl(&lock->pcpu__s);
+	return pcpu_rwlock_impl(lock);
 }
 
 static intptr_t state_of(struct rwlock_impl *l)
@@ -131,6 +120,10 @@ pcpu_rwlock_t *pcpu_rwlock_create(void)
 	pthread_mutex_init(&l->writer, NULL);
 	l->percpu = pcpu_sync_percpu_check() == 0;
 	l->state = l->percpu ? 0 : PCPU__RW_ATOMIC;
+	/* Without the thread-exit key (no key left), readers count in the
+	 * per-CPU words, as before records. */
+	if (l->percpu)
+		(void)pcpu_rwlock_readers_init();
 	l->obj = pcpu_sync_obj_alloc(l, l->state);
 	if (!l->obj) {
 		pthread_mutex_destroy(&l->writer);
@@ -142,13 +135,16 @@ pcpu_rwlock_t *pcpu_rwlock_create(void)
 	return (pcpu_rwlock_t *)(void *)l->obj;
 }
 
-/* Readers inside now (see the file comment for when zero is final). */
+/* Readers inside now (see the file comment for when zero is final). The
+ * records first: a thread that exits moves its holds from its record to
+ * slow_readers, so this order can count them twice, never not at all. */
 static int64_t readers_inside(struct rwlock_impl *l)
 {
-	int64_t n = __atomic_load_n(&l->slow_readers, __ATOMIC_SEQ_CST);
+	int64_t n = 0;
 
 #if PCPU_ARCH_HAVE_RSEQ
 	if (l->percpu) {
+		n += pcpu_rwlock_records_count((const pcpu_rwlock_t *)(void *)l->obj);
 		n += pcpu_sync_obj_count(l->obj);
 		/* The fetch's loads are relaxed: keep the writer's accesses
 		 * after them. (Per-CPU mode needs rseq, so ThreadSanitizer
@@ -156,7 +152,7 @@ static int64_t readers_inside(struct rwlock_impl *l)
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	}
 #endif
-	return n;
+	return n + __atomic_load_n(&l->slow_readers, __ATOMIC_SEQ_CST);
 }
 
 int pcpu_rwlock_destroy(pcpu_rwlock_t *lock)
@@ -173,6 +169,8 @@ int pcpu_rwlock_destroy(pcpu_rwlock_t *lock)
 		errno = EBUSY;
 		return -1;
 	}
+	if (l->percpu)
+		pcpu_rwlock_records_forget(lock);
 	pthread_mutex_destroy(&l->writer);
 	pcpu_sync_obj_free(l->obj);
 	free(l);
@@ -189,20 +187,78 @@ int pcpu_rwlock_is_percpu(const pcpu_rwlock_t *lock)
 	return l->percpu && !(state_of(l) & PCPU__RW_ATOMIC);
 }
 
-static void wake_writer(struct rwlock_impl *l)
+void pcpu_rwlock_wake_writer(struct rwlock_impl *l)
 {
 	__atomic_fetch_add(&l->wseq, 1, __ATOMIC_SEQ_CST);
 	pcpu_futex_wake(&l->wseq, 1); /* one writer waits at a time */
 }
 
+/* Undoes a nested hold taken through the record (tagged h | 1). */
+static void unnest(uintptr_t h)
+{
+	uintptr_t *depth = pcpu_rwlock_rec_depth();
+	uintptr_t d = __atomic_load_n(depth, __ATOMIC_RELAXED) - 1;
+
+	__atomic_store_n(depth, d, __ATOMIC_RELAXED);
+	if (d == 0)
+		__atomic_store_n(&pcpu__rwlock_rec, h, __ATOMIC_RELEASE);
+}
+
+/* A read lock through the calling thread's record: 1 taken, 0 a writer
+ * holds or waits (nothing left behind), -1 the record cannot take it (not
+ * registered, or it holds another lock): the caller counts it in the
+ * words. Each step leaves the record as a signal handler of this thread
+ * may find it and must leave it: a handler's lock and unlock restore it. */
+static int record_read(struct rwlock_impl *l, pcpu_rwlock_t *lock)
+{
+	uintptr_t h = (uintptr_t)lock, r = __atomic_load_n(&pcpu__rwlock_rec, __ATOMIC_RELAXED);
+	uintptr_t *depth;
+
+	if (r == PCPU__RW_REC_UNREG) {
+		if (pcpu_rwlock_register_self() != 0)
+			return -1;
+		r = __atomic_load_n(&pcpu__rwlock_rec, __ATOMIC_RELAXED);
+	}
+	if (r == 0) {
+		__atomic_store_n(&pcpu__rwlock_rec, h, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST); /* Dekker with raise_flag() */
+		if (!(state_of(l) & PCPU__RW_WRITER))
+			return 1;
+		__atomic_store_n(&pcpu__rwlock_rec, 0, __ATOMIC_RELAXED);
+		return 0;
+	}
+	if ((r & ~(uintptr_t)1) != h)
+		return -1;
+	/* The thread holds this lock already: one more hold (the writer's
+	 * scan adds the depth while the record is tagged). */
+	depth = pcpu_rwlock_rec_depth();
+	__atomic_store_n(depth, __atomic_load_n(depth, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&pcpu__rwlock_rec, h | 1, __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!(state_of(l) & PCPU__RW_WRITER))
+		return 1;
+	unnest(h);
+	return 0;
+}
+
 /* One attempt at a read lock: 1 taken, 0 a writer holds or waits. */
-static int try_read(struct rwlock_impl *l)
+static int try_read(struct rwlock_impl *l, pcpu_rwlock_t *lock)
 {
 	intptr_t st = state_of(l);
 
-	if (st & PCPU__RW_WRITER)
+	if (st & PCPU__RW_WRITER) {
+		/* The inline path may have announced itself in the record and
+		 * withdrawn: the writer may have counted it and sleeps. */
+		pcpu_rwlock_wake_writer(l);
 		return 0;
+	}
 #if PCPU_ARCH_HAVE_RSEQ
+	if (l->percpu && !(st & PCPU__RW_ATOMIC)) {
+		int tries = record_read(l, lock);
+
+		if (tries >= 0)
+			return tries;
+	}
 	if (l->percpu && !(st & PCPU__RW_ATOMIC) && pcpu__thread_prepare() == 0) {
 		int tries;
 
@@ -217,6 +273,8 @@ static int try_read(struct rwlock_impl *l)
 					* registered after all */
 		}
 	}
+#else
+	(void)lock;
 #endif
 	__atomic_fetch_add(&l->slow_readers, 1, __ATOMIC_SEQ_CST);
 	if (!(state_of(l) & PCPU__RW_WRITER))
@@ -224,7 +282,7 @@ static int try_read(struct rwlock_impl *l)
 	/* A writer came: back out, and wake it in case it saw our +1 and
 	 * went to sleep. */
 	__atomic_fetch_sub(&l->slow_readers, 1, __ATOMIC_SEQ_CST);
-	wake_writer(l);
+	pcpu_rwlock_wake_writer(l);
 	return 0;
 }
 
@@ -247,19 +305,32 @@ void pcpu__rwlock_rdlock_slow(pcpu_rwlock_t *lock)
 {
 	struct rwlock_impl *l = impl(lock);
 
-	while (!try_read(l))
+	while (!try_read(l, lock))
 		wait_writer_gone(l);
 }
 
 int pcpu__rwlock_tryrdlock_slow(pcpu_rwlock_t *lock)
 {
-	return try_read(impl(lock));
+	return try_read(impl(lock), lock);
 }
 
 void pcpu__rwlock_rdunlock_slow(pcpu_rwlock_t *lock)
 {
 	struct rwlock_impl *l = impl(lock);
+	uintptr_t h = (uintptr_t)lock, r = __atomic_load_n(&pcpu__rwlock_rec, __ATOMIC_RELAXED);
 
+	/* Held through the record: more than once (tagged), or once (a
+	 * caller built against an older header, whose inline unlock did not
+	 * look). */
+	if (r == (h | 1)) {
+		unnest(h);
+		goto done;
+	}
+	if (r == h) {
+		__atomic_store_n(&pcpu__rwlock_rec, 0, __ATOMIC_RELEASE);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		goto done;
+	}
 #if PCPU_ARCH_HAVE_RSEQ
 	/* Per-CPU mode: count the unlock per-CPU even if a writer is around
 	 * (no state check: after the writer's membarrier the words only go
@@ -281,11 +352,17 @@ void pcpu__rwlock_rdunlock_slow(pcpu_rwlock_t *lock)
 	}
 #endif
 	__atomic_fetch_sub(&l->slow_readers, 1, __ATOMIC_SEQ_CST);
-#if PCPU_ARCH_HAVE_RSEQ
 done:
-#endif
 	if (state_of(l) & PCPU__RW_WRITER)
-		wake_writer(l);
+		pcpu_rwlock_wake_writer(l);
+}
+
+void pcpu__rwlock_rdunlock_wake(pcpu_rwlock_t *lock)
+{
+	struct rwlock_impl *l = impl(lock);
+
+	if (state_of(l) & PCPU__RW_WRITER)
+		pcpu_rwlock_wake_writer(l);
 }
 
 /* Clears the flag, wakes the readers waiting for the writer to leave, and

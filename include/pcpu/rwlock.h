@@ -81,9 +81,41 @@ struct pcpu_rwlock {
 };
 typedef struct pcpu_rwlock pcpu_rwlock_t;
 
+/*
+ * The calling thread's reader record (src/rwlock_readers.c): the handle of
+ * the one lock it holds through the record, tagged with 1 while it holds
+ * that lock more than once; 0 when it holds none; PCPU__RW_REC_UNREG before
+ * the thread registered (its first read lock registers it) and after it
+ * exited. A writer reads every registered thread's record after its
+ * membarrier. Static TLS, as pcpu's rseq area. Not API.
+ */
+#define PCPU__RW_REC_UNREG ((uintptr_t)1)
+extern PCPU_API __thread uintptr_t pcpu__rwlock_rec __attribute__((tls_model("initial-exec")));
+
 PCPU_API __attribute__((cold)) void pcpu__rwlock_rdlock_slow(pcpu_rwlock_t *lock);
 PCPU_API __attribute__((cold)) int pcpu__rwlock_tryrdlock_slow(pcpu_rwlock_t *lock);
 PCPU_API __attribute__((cold)) void pcpu__rwlock_rdunlock_slow(pcpu_rwlock_t *lock);
+/* After a read unlock through the record met a nonzero mode: wakes the
+ * writer if one waits. */
+PCPU_API __attribute__((cold)) void pcpu__rwlock_rdunlock_wake(pcpu_rwlock_t *lock);
+
+/* The read side's fast path (src/rwlock.c, file comment, proves it): the
+ * thread's record announces the lock, a compiler barrier, and a load of the
+ * mode (slot 0's copy, written only by writers). A writer sets the mode,
+ * calls membarrier and then reads every record: either it sees this record
+ * or this load sees the mode. 1: taken; 0: not (nothing changed). */
+__attribute__((always_inline)) static inline int pcpu__rwlock_rec_lock(pcpu_rwlock_t *lock)
+{
+	if (PCPU_LIKELY(__atomic_load_n(&pcpu__rwlock_rec, __ATOMIC_RELAXED) == 0)) {
+		__atomic_store_n(&pcpu__rwlock_rec, (uintptr_t)lock, __ATOMIC_RELAXED);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		if (PCPU_LIKELY(__atomic_load_n(&lock->pcpu__s.mode, __ATOMIC_ACQUIRE) == 0))
+			return 1;
+		/* A writer (or atomic mode): withdraw; the slow path wakes it. */
+		__atomic_store_n(&pcpu__rwlock_rec, 0, __ATOMIC_RELAXED);
+	}
+	return 0;
+}
 
 #ifdef PCPU_NO_INLINE
 /* The stable tier (src/rwlock_stable_abi.c), documented below. */
@@ -105,8 +137,8 @@ PCPU_API pcpu_rwlock_t *pcpu_rwlock_create(void);
  * A lock that unbalanced read unlocks broke (see "Misuse") is freed. The
  * caller guarantees no thread uses it any more, so no membarrier is needed
  * (it works whatever seccomp allows). Not thread-safe (no thread may use
- * the lock meanwhile); not async-signal-safe. Cost: a read of every slot, a
- * zone free and a free().
+ * the lock meanwhile); not async-signal-safe. Cost: a read of every slot
+ * and of every registered thread's record, a zone free and a free().
  */
 PCPU_API int pcpu_rwlock_destroy(pcpu_rwlock_t *lock);
 
@@ -114,16 +146,19 @@ PCPU_API int pcpu_rwlock_destroy(pcpu_rwlock_t *lock);
  * Takes a read lock: waits (sleeping on a futex) while a writer holds or
  * waits for the lock. Must not be called by a thread that already holds a
  * read or the write lock of `lock`, nor from a signal handler (see the file
- * comment). Thread-safe. Cost while no writer is around, per-CPU mode: one
- * rseq section (as pcpu_ref_get()); atomic mode: two atomic operations on
- * shared words.
+ * comment). Thread-safe. Cost while no writer is around, per-CPU mode, the
+ * calling thread holding no other pcpu_rwlock: a load and a store of a
+ * thread-local word and a load of the handle's mode (liburcu's
+ * rcu_read_lock, bench/README.md); the thread's first read lock registers
+ * it (a mutex). Holding another lock already: one rseq section (as
+ * pcpu_ref_get()). Atomic mode: two atomic operations on shared words.
  */
 __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_rwlock_rdlock)(pcpu_rwlock_t *lock)
 {
 #ifdef PCPU_DEBUG
 	pcpu__debug_check(lock, "pcpu_rwlock_rdlock");
 #endif
-	if (PCPU_UNLIKELY(pcpu__sync_add_if_zero(&lock->pcpu__s, 1) != 0))
+	if (PCPU_UNLIKELY(!pcpu__rwlock_rec_lock(lock)))
 		pcpu__rwlock_rdlock_slow(lock);
 }
 
@@ -138,7 +173,7 @@ __attribute__((always_inline)) static inline int PCPU__INLINE_OP(pcpu_rwlock_try
 #ifdef PCPU_DEBUG
 	pcpu__debug_check(lock, "pcpu_rwlock_tryrdlock");
 #endif
-	if (PCPU_LIKELY(pcpu__sync_add_if_zero(&lock->pcpu__s, 1) == 0))
+	if (PCPU_LIKELY(pcpu__rwlock_rec_lock(lock)))
 		return 1;
 	return pcpu__rwlock_tryrdlock_slow(lock);
 }
@@ -148,20 +183,27 @@ __attribute__((always_inline)) static inline int PCPU__INLINE_OP(pcpu_rwlock_try
  * CPU). Never blocks; wakes the waiting writer if there is one. Without a
  * read lock held: undefined (see "Misuse" above; writers then fail with
  * ENOTRECOVERABLE). Thread-safe; async-signal-safe. Cost while no writer
- * waits, per-CPU mode: one rseq section and a load of the (read-mostly)
- * state word.
+ * waits, the lock taken through the thread's record: a load and a store of
+ * the thread-local word and a load of the handle's mode; otherwise one rseq
+ * section and a load of the (read-mostly) state word.
  */
 __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_rwlock_rdunlock)(pcpu_rwlock_t *lock)
 {
 #ifdef PCPU_DEBUG
 	pcpu__debug_check(lock, "pcpu_rwlock_rdunlock");
 #endif
-	/* With the state checked inside the section too: an unlock that
-	 * commits per-CPU did so before a writer's membarrier (the writer
-	 * counts it), and one that meets the flag goes to the slow path,
-	 * which also counts unconditionally and then wakes the writer. */
-	if (PCPU_UNLIKELY(pcpu__sync_add_if_zero(&lock->pcpu__s, -1) != 0))
-		pcpu__rwlock_rdunlock_slow(lock);
+	if (PCPU_LIKELY(__atomic_load_n(&pcpu__rwlock_rec, __ATOMIC_RELAXED) == (uintptr_t)lock)) {
+		/* Release: the section's accesses stay before it. A writer
+		 * that read the record before this store sleeps until the
+		 * load below sees its mode (after its membarrier) and wakes
+		 * it. */
+		__atomic_store_n(&pcpu__rwlock_rec, 0, __ATOMIC_RELEASE);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		if (PCPU_UNLIKELY(__atomic_load_n(&lock->pcpu__s.mode, __ATOMIC_RELAXED) != 0))
+			pcpu__rwlock_rdunlock_wake(lock);
+		return;
+	}
+	pcpu__rwlock_rdunlock_slow(lock);
 }
 
 /**
