@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rwlock.c: the big-reader lock (pcpu/ref.h) -- Linux's percpu_rw_semaphore
+ * rwlock.c: the big-reader lock (pcpu/rwlock.h) -- Linux's percpu_rw_semaphore
  * in user space. The inline fast paths are in the header; this file has the
  * slow paths and the writer's side.
  *
@@ -25,13 +25,23 @@
  *   taken before) and stay part of the sum.
  *   slow_readers: the same count for readers that cannot use the section
  *   (atomic mode, a thread without rseq, a writer around), with sequentially
- *   consistent atomics. Readers inside = sum(readers[s]) + slow_readers (a
- *   lock and its unlock may land in different words).
+ *   consistent atomics.
  *
- * Reader lock, per-CPU:  section { if (state[s] != 0) fail; readers[s] += 1 }
+ *   records: every registered thread's pcpu__rwlock_rec (src/rwlock_readers.c),
+ *   the handle of the one lock it holds through it (tagged |1 with a
+ *   depth while held more than once), 0, or UNREG.
+ *
+ * Reader lock, record (inline; the thread registered, its record 0):
+ *                        rec = handle; compiler barrier; if (mode[0] != 0)
+ *                        { rec = 0; slow path }
+ * Reader unlock, record: rec == handle: rec = 0 (release); compiler barrier;
+ *                        if (mode[0] != 0) wake the writer
+ * Reader lock, per-CPU (the record holds another lock, the thread is not
+ *                        registered): section { if (state[s] != 0) fail;
+ *                        readers[s] += 1 }
  * Reader lock, atomic:   slow_readers += 1; if (state & WRITER) { undo;
  *                        wake the writer; wait }        (Dekker, seq_cst)
- * Reader unlock:         section { if (state[s] != 0) fail; readers[s] -= 1 };
+ * Reader unlock, else:   section { if (state[s] != 0) fail; readers[s] -= 1 };
  *                        failed: -1 unconditionally (rseq, or slow_readers),
  *                        then if (state & WRITER) wake the writer (wseq += 1,
  *                        FUTEX_WAKE)
@@ -41,15 +51,37 @@
  * Writer unlock:         state[s] = 0 for every s; state &= ~WRITER;
  *                        gen += 1; FUTEX_WAKE readers sleeping on gen;
  *                        mutex unlock
+ * Readers inside = the records naming the lock (1, or 1 + depth when
+ * tagged) + sum(readers[s]) + slow_readers, read in that order. A read lock
+ * and its unlock may land in different parts (another thread's unlock, a
+ * second lock meanwhile): each part is a count, only the sum means anything.
  *
- * Why a reader cannot slip past a writer: after the writer's membarrier
- * every per-CPU lock either committed visibly (the writer counts it) or
- * reads WRITER in its slot's copy inside its section and fails. The atomic path is the
+ * Why a reader cannot slip past a writer. Records: the reader's store of
+ * the handle and its load of mode[0] against the writer's store of
+ * mode[0] and its membarrier (MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ also
+ * orders memory, as MEMBARRIER_CMD_PRIVATE_EXPEDITED does), then its loads
+ * of the records: the barrier runs on every CPU that runs a thread of the
+ * process (or the scheduler's does, for the others), so either the
+ * reader's store is visible to the scan, or its later load sees the mode
+ * -- liburcu memb's argument, with the asymmetric fence on the writer's
+ * side. A reader that saw the mode withdraws (rec = 0) and, in the slow
+ * path, wakes the writer, which may have counted it. The slow path's
+ * record steps use seq_cst fences, so they need no membarrier. The CPU
+ * walk (membarrier refused) orders memory too: every CPU switches context.
+ * Per-CPU words: after the writer's membarrier every per-CPU lock either
+ * committed visibly (the writer counts it) or reads WRITER in its slot's
+ * copy inside its section and fails. The atomic path is the
  * classic store-then-load with sequentially consistent operations on both
  * sides: a reader that did not see WRITER has its +1 counted by the writer.
  * Readers inside only leave after that, so once the writer reads a sum of
- * zero (each word read once, each only decreasing but for an atomic
- * reader's short +1/-1 backing out), no reader is inside, nor can enter.
+ * zero (each word read once, each only decreasing but for a reader's short
+ * announce-and-withdraw), no reader is inside, nor can enter. A nested
+ * hold through the record (depth + 1) checks the flag as a first one does:
+ * its thread's first hold may have been released by another thread.
+ * A thread that exits holding locks through its record moves them to
+ * slow_readers before its record leaves the list, under the list lock the
+ * scan holds: read in the order above, the move can be counted twice (and
+ * wakes the writer to count again), never missed.
  *
  * Why no wake-up is lost. Writer: s = wseq; if (sum == 0) done; else
  * futex_wait(&wseq, s). A reader's per-CPU unlock that commits did so
@@ -73,7 +105,11 @@
  *
  * Memory order: in per-CPU mode, membarrier and x86's order (a reader's
  * loads stay before its unlock's store; the writer's stores stay after its
- * loads of the sum); in atomic mode, the seq_cst operations above, which
+ * loads of the sum), and for records, acquire and release: the read lock's
+ * load of mode[0] is an acquire (the section sees the last writer's
+ * stores), the unlock's store of 0 a release and the scan's loads
+ * acquires (the next writer's stores come after the section); in atomic
+ * mode, the seq_cst operations above, which
  * ThreadSanitizer builds check.
  */
 #include <pcpu/rwlock.h>

@@ -2,11 +2,25 @@
 /**
  * @file pcpu/rwlock.h
  * A big-reader lock (pcpu_rwlock): Linux's percpu_rw_semaphore for user
- * space. A read lock and unlock are each one rseq critical section on the
- * calling thread's slot of a per-CPU object: no lock prefix, no shared line
- * written or even read. The writer sets the writer flag (the mode word,
- * in every slot's copy) and makes it seen with one membarrier(), then
- * waits until the readers' sum is zero: no new reader gets in
+ * space, with the read side of liburcu's membarrier flavour (issue 29).
+ *
+ * Read side: each thread has one record, a thread-local word. A read lock
+ * stores the lock's handle there, and after a compiler barrier loads the
+ * lock's mode (slot 0's copy, written only by writers); an unlock stores 0
+ * back and loads the mode again (a writer waits: wake it). No atomic
+ * instruction, no rseq section, no shared line written: the cost of
+ * liburcu's rcu_read_lock/unlock (bench/README.md, "A read side at
+ * liburcu's cost"). A thread registers its record in a list at its first
+ * read lock and leaves it at its exit. Where the record cannot serve (the
+ * thread holds another pcpu_rwlock through it, or could not register yet,
+ * or has exited), a read lock is one rseq critical section on the calling
+ * thread's slot of a per-CPU object, as before issue 29, and programs built
+ * with the older header keep using those words: writers count both.
+ *
+ * Write side: the writer sets the writer flag (the mode word, in every
+ * slot's copy) and makes it seen with one membarrier(), then waits until
+ * the readers' sum (the registered records that name the lock, and the
+ * per-CPU and atomic words) is zero: no new reader gets in
  * (pcpu/percpu_sync.h: how the switch works, when a lock is per-CPU or
  * atomic, memory).
  *
@@ -23,21 +37,32 @@
  *  - Nothing spins on a shared cache line, and nothing prints or aborts.
  *
  * Signals: a handler may take a read lock only with pcpu_rwlock_tryrdlock()
- * (and release it with pcpu_rwlock_rdunlock()): pcpu_rwlock_rdlock() would
+ * (and release it with pcpu_rwlock_rdunlock()), also of a lock the
+ * interrupted code holds or is taking: pcpu_rwlock_rdlock() would
  * deadlock if the interrupted thread holds the write lock, or holds a read
  * lock while a writer waits. For the same reason a thread must not take a
  * read lock it already holds with pcpu_rwlock_rdlock() (recursive reading
  * deadlocks against a waiting writer); tryrdlock may fail there instead.
+ * A handler must release what it took before it returns (no longjmp out
+ * of it with a read lock held): its lock and unlock then leave the
+ * thread's record as they found it, whatever step they interrupted.
+ *
+ * Threads: a thread that exits holding read locks leaves them held (any
+ * thread may release them); its record leaves the list. Nothing is
+ * allocated per thread (the record is static TLS).
  *
  * fork(): the child gets a copy of every lock, in the state the parent's
  * was in at the fork: per-CPU and atomic counts, mode, writer flag.
- *  - A read lock held by the forking thread may be released in the child. Read locks held by other parent threads stay held in the child
- *    forever, so a writer in the child would wait for ever: use
+ *  - A read lock held by the forking thread may be released in the child.
+ *    Read locks held by other parent threads stay held in the child
+ *    forever (their records are folded into the lock's atomic count, and
+ *    the child's list has only its own threads), so a writer in the child would wait for ever: use
  *    pcpu_rwlock_trywrlock() there, which fails instead. A lock whose write
  *    lock another thread held at the fork cannot be used in the child at all
  *    (as with a pthread mutex held across fork()).
  *  - Nothing is shared between parent and child afterwards.
- *  tests/test_ref_fork.c checks all of these but the held write lock.
+ *  tests/test_ref_fork.c checks all of these but the held write lock;
+ *  tests/test_rwlock_records.c the records across fork().
  */
 #ifndef PCPU_RWLOCK_H
 #define PCPU_RWLOCK_H
