@@ -223,12 +223,6 @@ int pcpu_rwlock_is_percpu(const pcpu_rwlock_t *lock)
 	return l->percpu && !(state_of(l) & PCPU__RW_ATOMIC);
 }
 
-void pcpu_rwlock_wake_writer(struct rwlock_impl *l)
-{
-	__atomic_fetch_add(&l->wseq, 1, __ATOMIC_SEQ_CST);
-	pcpu_futex_wake(&l->wseq, 1); /* one writer waits at a time */
-}
-
 /* Undoes a nested hold taken through the record (tagged h | 1). */
 static void unnest(uintptr_t h)
 {

@@ -30,9 +30,13 @@ static inline struct rwlock_impl *pcpu_rwlock_impl(const pcpu_rwlock_t *lock)
 	return (struct rwlock_impl *)pcpu_sync_obj_impl(&lock->pcpu__s);
 }
 
-/* Bumps wseq and wakes the writer sleeping on it (src/rwlock.c).
- * Async-signal-safe. */
-PCPU_HIDDEN void pcpu_rwlock_wake_writer(struct rwlock_impl *l);
+/* Bumps wseq and wakes the writer sleeping on it (src/rwlock.c's file
+ * comment: why no wake-up is lost). Async-signal-safe. */
+static inline void pcpu_rwlock_wake_writer(struct rwlock_impl *l)
+{
+	__atomic_fetch_add(&l->wseq, 1, __ATOMIC_SEQ_CST);
+	pcpu_futex_wake(&l->wseq, 1); /* one writer waits at a time */
+}
 
 /* Creates the thread-exit key once. 0, or -1 with errno (EAGAIN, ENOMEM).
  * Called by pcpu_rwlock_create(), before any read lock can exist. */
