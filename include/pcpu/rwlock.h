@@ -245,8 +245,10 @@ __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_rwlock_rd
  *    be tried.
  * A thread that holds a read lock of `lock` deadlocks here (not detected).
  * Thread-safe; not async-signal-safe. Cost with no reader inside: a mutex,
- * an atomic OR, one membarrier() system call (per-CPU mode) and a read of
- * every slot (bench/README.md: microseconds).
+ * an atomic OR, one membarrier() system call (per-CPU mode), a read of
+ * every slot and of every registered thread's record (under the registry's
+ * lock, which thread starts and exits hold briefly) (bench/README.md:
+ * microseconds).
  */
 PCPU_API int pcpu_rwlock_wrlock(pcpu_rwlock_t *lock);
 
@@ -255,8 +257,9 @@ PCPU_API int pcpu_rwlock_wrlock(pcpu_rwlock_t *lock);
  * with the lock taken, 0 without, errno EBUSY (held, or readers inside),
  * EINVAL (NULL), ENOTRECOVERABLE or membarrier's error (as for
  * pcpu_rwlock_wrlock()). Does not wait for readers, but does wait for a
- * mutex briefly held by another trywrlock. Thread-safe; not
- * async-signal-safe. Cost: as pcpu_rwlock_wrlock() with no reader inside; a
+ * mutex briefly held by another trywrlock, and for the registry of reader
+ * records, briefly held by other writers' scans and by thread starts and
+ * exits. Thread-safe; not async-signal-safe. Cost: as pcpu_rwlock_wrlock() with no reader inside; a
  * failure also wakes the readers that met the flag meanwhile.
  */
 PCPU_API int pcpu_rwlock_trywrlock(pcpu_rwlock_t *lock);
