@@ -255,6 +255,8 @@ static int record_read(struct rwlock_impl *l, pcpu_rwlock_t *lock)
 		if (!(state_of(l) & PCPU__RW_WRITER))
 			return 1;
 		__atomic_store_n(&pcpu__rwlock_rec, 0, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		pcpu_rwlock_wake_writer(l); /* it may have counted us */
 		return 0;
 	}
 	if ((r & ~(uintptr_t)1) != h)
@@ -268,7 +270,26 @@ static int record_read(struct rwlock_impl *l, pcpu_rwlock_t *lock)
 	if (!(state_of(l) & PCPU__RW_WRITER))
 		return 1;
 	unnest(h);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	pcpu_rwlock_wake_writer(l);
 	return 0;
+}
+
+/* The inline read lock withdrew its announce (PCPU__RW_REC_WITHDRAWN): a
+ * writer may have counted it and sleep. Every slow path starts here, so
+ * the record is never left so (a signal handler that finds it so does the
+ * same, for the code it interrupted). */
+static void clear_withdrawn(void)
+{
+	uintptr_t r = __atomic_load_n(&pcpu__rwlock_rec, __ATOMIC_RELAXED);
+
+	if (r == PCPU__RW_REC_UNREG || !(r & PCPU__RW_REC_WITHDRAWN))
+		return;
+	/* The lock it withdrew from: the caller's, or, in a signal handler,
+	 * the interrupted code's. */
+	__atomic_store_n(&pcpu__rwlock_rec, 0, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	pcpu_rwlock_wake_writer(impl((const pcpu_rwlock_t *)(r & ~(uintptr_t)3)));
 }
 
 /* One attempt at a read lock: 1 taken, 0 a writer holds or waits. */
@@ -276,12 +297,8 @@ static int try_read(struct rwlock_impl *l, pcpu_rwlock_t *lock)
 {
 	intptr_t st = state_of(l);
 
-	if (st & PCPU__RW_WRITER) {
-		/* The inline path may have announced itself in the record and
-		 * withdrawn: the writer may have counted it and sleeps. */
-		pcpu_rwlock_wake_writer(l);
+	if (st & PCPU__RW_WRITER)
 		return 0;
-	}
 #if PCPU_ARCH_HAVE_RSEQ
 	if (l->percpu && !(st & PCPU__RW_ATOMIC)) {
 		int tries = record_read(l, lock);
@@ -335,20 +352,26 @@ void pcpu__rwlock_rdlock_slow(pcpu_rwlock_t *lock)
 {
 	struct rwlock_impl *l = impl(lock);
 
+	clear_withdrawn();
 	while (!try_read(l, lock))
 		wait_writer_gone(l);
 }
 
 int pcpu__rwlock_tryrdlock_slow(pcpu_rwlock_t *lock)
 {
-	return try_read(impl(lock), lock);
+	struct rwlock_impl *l = impl(lock);
+
+	clear_withdrawn();
+	return try_read(l, lock);
 }
 
 void pcpu__rwlock_rdunlock_slow(pcpu_rwlock_t *lock)
 {
 	struct rwlock_impl *l = impl(lock);
-	uintptr_t h = (uintptr_t)lock, r = __atomic_load_n(&pcpu__rwlock_rec, __ATOMIC_RELAXED);
+	uintptr_t h = (uintptr_t)lock, r;
 
+	clear_withdrawn();
+	r = __atomic_load_n(&pcpu__rwlock_rec, __ATOMIC_RELAXED);
 	/* Held through the record: more than once (tagged), or once (a
 	 * caller built against an older header, whose inline unlock did not
 	 * look). */

@@ -100,7 +100,7 @@ static const pcpu_rwlock_t *rec_holds(const struct rd_node *n, int64_t *holds)
 {
 	uintptr_t r = __atomic_load_n(n->rec, __ATOMIC_ACQUIRE);
 
-	if (r == 0 || r == PCPU__RW_REC_UNREG)
+	if (r == 0 || r == PCPU__RW_REC_UNREG || (r & PCPU__RW_REC_WITHDRAWN))
 		return NULL;
 	*holds = 1 + ((r & 1) ? (int64_t)__atomic_load_n(&n->depth, __ATOMIC_RELAXED) : 0);
 	return (const pcpu_rwlock_t *)(r & ~(uintptr_t)1);

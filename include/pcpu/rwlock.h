@@ -109,12 +109,17 @@ typedef struct pcpu_rwlock pcpu_rwlock_t;
 /*
  * The calling thread's reader record (src/rwlock_readers.c): the handle of
  * the one lock it holds through the record, tagged with 1 while it holds
- * that lock more than once; 0 when it holds none; PCPU__RW_REC_UNREG before
+ * that lock more than once; 0 when it holds none; tagged with 2 for an
+ * instant (PCPU__RW_REC_WITHDRAWN, below); PCPU__RW_REC_UNREG before
  * the thread registered (its first read lock registers it) and after it
  * exited. A writer reads every registered thread's record after its
  * membarrier. Static TLS, as pcpu's rseq area. Not API.
  */
 #define PCPU__RW_REC_UNREG ((uintptr_t)1)
+/* handle | PCPU__RW_REC_WITHDRAWN: the fast path announced itself, met a
+ * writer of that lock, withdrew, and calls the slow path, which wakes the
+ * writer (it may have counted the announce) and resets the record to 0. */
+#define PCPU__RW_REC_WITHDRAWN ((uintptr_t)2)
 extern PCPU_API __thread uintptr_t pcpu__rwlock_rec __attribute__((tls_model("initial-exec")));
 
 PCPU_API __attribute__((cold)) void pcpu__rwlock_rdlock_slow(pcpu_rwlock_t *lock);
@@ -131,13 +136,17 @@ PCPU_API __attribute__((cold)) void pcpu__rwlock_rdunlock_wake(pcpu_rwlock_t *lo
  * or this load sees the mode. 1: taken; 0: not (nothing changed). */
 __attribute__((always_inline)) static inline int pcpu__rwlock_rec_lock(pcpu_rwlock_t *lock)
 {
-	if (PCPU_LIKELY(__atomic_load_n(&pcpu__rwlock_rec, __ATOMIC_RELAXED) == 0)) {
+	/* The first look at the mode keeps readers that arrive while a
+	 * writer is known from announcing (and from waking it for nothing). */
+	if (PCPU_LIKELY(__atomic_load_n(&pcpu__rwlock_rec, __ATOMIC_RELAXED) == 0 &&
+			__atomic_load_n(&lock->pcpu__s.mode, __ATOMIC_RELAXED) == 0)) {
 		__atomic_store_n(&pcpu__rwlock_rec, (uintptr_t)lock, __ATOMIC_RELAXED);
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		if (PCPU_LIKELY(__atomic_load_n(&lock->pcpu__s.mode, __ATOMIC_ACQUIRE) == 0))
 			return 1;
-		/* A writer (or atomic mode): withdraw; the slow path wakes it. */
-		__atomic_store_n(&pcpu__rwlock_rec, 0, __ATOMIC_RELAXED);
+		/* A writer came meanwhile: withdraw; the slow path wakes it. */
+		__atomic_store_n(&pcpu__rwlock_rec, (uintptr_t)lock | PCPU__RW_REC_WITHDRAWN,
+				 __ATOMIC_RELAXED);
 	}
 	return 0;
 }
