@@ -412,6 +412,59 @@ static void latencies(unsigned samples, unsigned nreaders)
 	}
 }
 
+/* Prints the median of the per-round ratios to liburcu's read side at each
+ * thread count (ns: every run's ns per operation), and issue 29's targets. */
+static void print_vs_urcu(double (*ns)[MAX_LIST][MAX_ROUNDS], const unsigned *threads,
+			  unsigned nthr, unsigned rounds)
+{
+	static const int vs[] = { K_RWLOCK, K_RWLOCK_WORDS, K_REF_TRY, K_REF };
+	static double vs_urcu[K_N][MAX_LIST][MAX_ROUNDS];
+	double worst[4] = { 0, 0, 0, 0 };
+
+	for (unsigned r = 0; r < rounds; r++)
+		for (unsigned j = 0; j < nthr; j++)
+			for (unsigned k = 0; k < K_N; k++)
+				vs_urcu[k][j][r] = ns[k][j][r] / ns[K_URCU][j][r];
+
+	printf("\n### Per-round ratio to liburcu-memb read lock + unlock, median (min-max)\n\n");
+	printf("| %-41s |", "operation");
+	for (unsigned j = 0; j < nthr; j++)
+		printf(" %3u thread%s %10s |", threads[j], threads[j] > 1 ? "s" : " ", "");
+	printf("\n|-------------------------------------------|");
+	for (unsigned j = 0; j < nthr; j++)
+		printf("---------------------------|");
+	printf("\n");
+	for (unsigned v = 0; v < 4; v++) {
+		printf("| %-41s |", names[vs[v]]);
+		for (unsigned j = 0; j < nthr; j++) {
+			struct stat q = stat_of(vs_urcu[vs[v]][j], rounds);
+			char cell[64];
+
+			snprintf(cell, sizeof(cell), "%.2fx (%.2f-%.2f)", q.med, q.min, q.max);
+			printf(" %-25s |", cell);
+			if (q.med > worst[v])
+				worst[v] = q.med;
+		}
+		printf("\n");
+	}
+	printf("\nTargets against liburcu-memb (worst thread count, issue 29):\n");
+	printf("- pcpu_rwlock read lock+unlock: %.2fx (target <= 1.0x): %s; the per-CPU words "
+	       "it replaced: %.2fx\n", worst[0], worst[0] <= 1.0 ? "met" : "MISSED", worst[1]);
+	printf("- pcpu_ref tryget+put: %.2fx (target <= 1.2x, stretch 1.0x): %s; get+put %.2fx\n",
+	       worst[2], worst[2] <= 1.2 ? "met" : "MISSED", worst[3]);
+}
+
+/* Releases what main() created for the runs. */
+static void destroy_shared(void)
+{
+	pcpu_ref_put(sh.killed_ref); /* releases it */
+	pcpu_ref_destroy(sh.killed_ref);
+	if (pcpu_ref_kill(sh.ref) != 0)
+		die("pcpu_ref_kill");
+	pcpu_ref_destroy(sh.ref);
+	pcpu_rwlock_destroy(sh.rw);
+}
+
 /* ---- main ------------------------------------------------------------------------ */
 
 static unsigned parse_list(const char *s, unsigned *out)
@@ -431,7 +484,6 @@ int main(int argc, char **argv)
 	unsigned ncpu = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned rounds = 5, ms = 100, samples = 500, nthr = 0, threads[MAX_LIST];
 	static double ns[K_N][MAX_LIST][MAX_ROUNDS], ratio[K_N][MAX_LIST][MAX_ROUNDS];
-	static double vs_urcu[K_N][MAX_LIST][MAX_ROUNDS];
 	double worst_ref = 0, worst_rw = 0, flat_ref = 0, flat_rw = 0;
 	uint64_t t_start = now_ns();
 
@@ -497,10 +549,7 @@ int main(int argc, char **argv)
 	for (unsigned r = 0; r < rounds; r++)
 		for (unsigned j = 0; j < nthr; j++)
 			for (unsigned k = 0; k < K_N; k++)
-			{
 				ratio[k][j][r] = ns[k][j][r] / ns[K_ADD][j][r];
-				vs_urcu[k][j][r] = ns[k][j][r] / ns[K_URCU][j][r];
-			}
 
 	printf("### ns of CPU time per operation, median (min-max) over rounds; "
 	       "[x] = median ratio to pcpu_counter_add\n\n");
@@ -540,48 +589,11 @@ int main(int argc, char **argv)
 	       worst_rw <= 3.0 ? "met" : "MISSED");
 	printf("- flat: worst ns(T)/ns(1): get+put %.2f, read lock+unlock %.2f\n", flat_ref, flat_rw);
 
-	/* Against liburcu's read side (issue 29): the median of the per-round
-	 * ratios at each thread count, and the targets. */
-	{
-		static const int vs[] = { K_RWLOCK, K_RWLOCK_WORDS, K_REF_TRY, K_REF };
-		double worst[4] = { 0, 0, 0, 0 };
-
-		printf("\n### Per-round ratio to liburcu-memb read lock + unlock, median (min-max)\n\n");
-		printf("| %-41s |", "operation");
-		for (unsigned j = 0; j < nthr; j++)
-			printf(" %3u thread%s %10s |", threads[j], threads[j] > 1 ? "s" : " ", "");
-		printf("\n|-------------------------------------------|");
-		for (unsigned j = 0; j < nthr; j++)
-			printf("---------------------------|");
-		printf("\n");
-		for (unsigned v = 0; v < 4; v++) {
-			printf("| %-41s |", names[vs[v]]);
-			for (unsigned j = 0; j < nthr; j++) {
-				struct stat q = stat_of(vs_urcu[vs[v]][j], rounds);
-				char cell[64];
-
-				snprintf(cell, sizeof(cell), "%.2fx (%.2f-%.2f)", q.med, q.min, q.max);
-				printf(" %-25s |", cell);
-				if (q.med > worst[v])
-					worst[v] = q.med;
-			}
-			printf("\n");
-		}
-		printf("\nTargets against liburcu-memb (worst thread count, issue 29):\n");
-		printf("- pcpu_rwlock read lock+unlock: %.2fx (target <= 1.0x): %s; the per-CPU words "
-		       "it replaced: %.2fx\n", worst[0], worst[0] <= 1.0 ? "met" : "MISSED", worst[1]);
-		printf("- pcpu_ref tryget+put: %.2fx (target <= 1.2x, stretch 1.0x): %s; get+put %.2fx\n",
-		       worst[2], worst[2] <= 1.2 ? "met" : "MISSED", worst[3]);
-	}
+	print_vs_urcu(ns, threads, nthr, rounds);
 
 	latencies(samples, 2 * ncpu);
 	printf("\nTotal %.1f s.\n", (double)(now_ns() - t_start) / 1e9);
 
-	pcpu_ref_put(sh.killed_ref); /* releases it */
-	pcpu_ref_destroy(sh.killed_ref);
-	if (pcpu_ref_kill(sh.ref) != 0)
-		die("pcpu_ref_kill");
-	pcpu_ref_destroy(sh.ref);
-	pcpu_rwlock_destroy(sh.rw);
+	destroy_shared();
 	return 0;
 }
