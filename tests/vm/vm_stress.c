@@ -635,6 +635,9 @@ int main(int argc, char **argv)
 		mount("proc", "/proc", "proc", 0, NULL);
 		mount("sysfs", "/sys", "sysfs", 0, NULL);
 		mount("devtmpfs", "/dev", "devtmpfs", 0, NULL);
+		/* run.sh tells a boot that never reached init (an emulated
+		 * kernel's panic) from a run that failed. */
+		printf("VM_INIT\n");
 	}
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--modes") && i + 1 < argc)
