@@ -157,14 +157,6 @@ static int64_t note_reset(uint64_t got)
 	return (int64_t)got;
 }
 
-static uint64_t xorshift(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
 static void worker(int i)
 {
 	struct wstate *w = &sh->w[i];
@@ -190,7 +182,7 @@ static void worker(int i)
 	w->seq = n;
 	pcpu__test_reset_pause = reset_pause;
 	while (!sh->stop) {
-		uint64_t r = xorshift(&rng);
+		uint64_t r = check_xorshift(&rng);
 		int p = (int)(r % NPATHS), k = (int)((r >> 8) % 10);
 		const char *v[1] = {names[p]};
 		int64_t val = (int64_t)((r >> 16) % 1000000) + 1;
@@ -436,7 +428,7 @@ static void prefork(int nw, uint64_t ops, int kills)
 	/* Phase 1: kills, respawns, the master's resets and reads. */
 	sh->phase = 1;
 	while (total_ops(nw) < ops || killed < kills) {
-		uint64_t r = xorshift(&rng);
+		uint64_t r = check_xorshift(&rng);
 		struct timespec ts = {0, (long)(1 + r % 20) * 1000000};
 		int i = (int)((r >> 8) % (uint64_t)nw), p = (int)((r >> 16) % NPATHS), st;
 		char name[32];
@@ -469,7 +461,7 @@ static void prefork(int nw, uint64_t ops, int kills)
 		uint64_t until = total_ops(nw) + ops;
 
 		while (total_ops(nw) < until) {
-			uint64_t r = xorshift(&rng);
+			uint64_t r = check_xorshift(&rng);
 			int p = (int)((r >> 16) % NPATHS);
 			char name[32];
 			const char *v[1] = {name};
