@@ -50,6 +50,12 @@
  *           series, not more. Each worker's CPU time per registration is
  *           printed beside (a series another process made is found in the
  *           file's directory).
+ *   groups  a consistent group's update (pcpu_group_add2: packets 1, bytes
+ *           random, one of 16 labelled groups picked at random) in one
+ *           process: a shared registry's group (its lane locks) against
+ *           an ordinary published registry's (the rseq lane), the same
+ *           compiled loop, rounds alternating, thread CPU time per update,
+ *           medians and the median of per-round ratios; totals checked.
  *   --anchor W   bench/prefork_anchor.py's pcpu side: publishes a shared
  *           registry (--dir, --name), forks W workers that each make
  *           --ops increments of a counter of 8 labelled series (handles
@@ -108,12 +114,12 @@ static struct {
 	unsigned workers[BENCH_MAX_LIST], nworkers;
 	unsigned series;              /* memory: counters every worker touches */
 	unsigned mem_workers[MEM_MAX], nmem;
-	int speed, memory;
+	int speed, memory, groups;
 	unsigned anchor;              /* --anchor W: 0 = not that mode */
 	const char *dir, *name;
 } opt = {
 	.rounds = 11, .ops = 1u << 23, .workers = {1, 2, 4, 16}, .nworkers = 4,
-	.series = 10000, .mem_workers = {2, 64}, .nmem = 2, .speed = 1, .memory = 1,
+	.series = 10000, .mem_workers = {2, 64}, .nmem = 2, .speed = 1, .memory = 1, .groups = 1,
 	.name = "prefork",
 };
 
@@ -682,6 +688,96 @@ static void speed(void)
 	remove_dir(dir);
 }
 
+/* ---- the groups section -------------------------------------------------------- */
+
+static __attribute__((noinline)) void loop_group(pcpu_group_t *const *g, uint64_t n, unsigned off)
+{
+	for (uint64_t i = 0; i < n; i++) {
+		unsigned j = (off + (unsigned)i) & (NRAND - 1);
+
+		pcpu_group_add2(g[in_idx[j]], 0, 1, in_add[j]);
+	}
+}
+
+static void groups(void)
+{
+	static double t[2][MAX_ROUNDS], ratio[MAX_ROUNDS];
+	static const char *const lnames[] = {"path"};
+	static const char *const kname[2] = {"ordinary registry (rseq lane)",
+					     "shared registry (lane locks)"};
+	pcpu_group_t *g[2][NSERIES];
+	int64_t want[2][2] = {{0, 0}, {0, 0}};
+	uint64_t rng = 0x2545f4914f6cdd1dull, n = opt.ops;
+	char dir[2][64];
+
+	for (int k = 0; k < 2; k++) {
+		pcpu_registry_t *reg = pcpu_registry_create();
+		struct pcpu_family_desc m[2];
+		pcpu_group_family_t *gf;
+
+		make_dir(dir[k], sizeof dir[k]);
+		if (!reg || !publish(reg, dir[k], "groups", k ? PCPU_SEGMENT_SHARED_TREE : 0))
+			bench_die("groups: registry %d", k);
+		memset(m, 0, sizeof m);
+		m[0].name = "flow_packets";
+		m[1].name = "flow_bytes";
+		for (int i = 0; i < 2; i++) {
+			m[i].type = PCPU_METRIC_COUNTER;
+			m[i].nlabels = 1;
+			m[i].label_names = lnames;
+		}
+		gf = pcpu_registry_group(reg, m, 2);
+		for (unsigned s = 0; gf && s < NSERIES; s++) {
+			const char *v[1] = {label[s]};
+
+			g[k][s] = pcpu_group_family_series(gf, v);
+			if (!g[k][s])
+				gf = NULL;
+		}
+		if (!gf)
+			bench_die("groups: %s", pcpu_stats_error());
+	}
+	printf("\n## Groups: a consistent pair's update, shared registry against ordinary\n\n"
+	       "%" PRIu64 " updates per variant and round, %u rounds, one process\n\n", n, opt.rounds);
+	for (unsigned r = 0; r < opt.rounds; r++) {
+		unsigned off = (unsigned)xorshift(&rng) & (NRAND - 1);
+
+		for (int i = 0; i < 2; i++) {
+			int k = (int)((r + (unsigned)i) % 2);
+			uint64_t t0;
+
+			loop_group(g[k], 1024, off); /* warm */
+			want[k][0] += 1024;
+			want[k][1] += inputs_sum(OP_ADD, 1024, off);
+			t0 = bench_thread_cpu_ns();
+			loop_group(g[k], n, off);
+			t[k][r] = (double)(bench_thread_cpu_ns() - t0) / (double)n;
+			want[k][0] += (int64_t)n;
+			want[k][1] += inputs_sum(OP_ADD, n, off);
+		}
+		ratio[r] = t[1][r] / t[0][r];
+	}
+	for (int k = 0; k < 2; k++) {
+		int64_t got[2] = {0, 0}, v[2];
+
+		for (unsigned s = 0; s < NSERIES; s++) {
+			if (pcpu_group_read(g[k][s], 0, v) != 0)
+				bench_die("groups: read: %s", strerror(errno));
+			got[0] += v[0];
+			got[1] += v[1];
+		}
+		if (got[0] != want[k][0] || got[1] != want[k][1])
+			bench_die("groups: %s: totals %" PRId64 "/%" PRId64 ", want %" PRId64 "/%" PRId64,
+				  kname[k], got[0], got[1], want[k][0], want[k][1]);
+		printf("%-32s %8.2f ns per update (median of %u rounds)\n", kname[k],
+		       bench_median(t[k], opt.rounds), opt.rounds);
+	}
+	printf("shared / ordinary: %.2fx (median of per-round ratios); totals exact\n",
+	       bench_median(ratio, opt.rounds));
+	for (int k = 0; k < 2; k++)
+		remove_dir(dir[k]);
+}
+
 /* ---- the memory section ------------------------------------------------------- */
 
 static double file_bytes(const char *path, double *size)
@@ -1045,9 +1141,11 @@ static void parse(int argc, char **argv)
 			opt.series = 200;
 			opt.mem_workers[1] = 8;
 		} else if (!strcmp(a, "--speed-only")) {
-			opt.memory = 0;
+			opt.memory = opt.groups = 0;
 		} else if (!strcmp(a, "--memory-only")) {
-			opt.speed = 0;
+			opt.speed = opt.groups = 0;
+		} else if (!strcmp(a, "--groups-only")) {
+			opt.speed = opt.memory = 0;
 		} else if (v && !strcmp(a, "--rounds")) {
 			opt.rounds = (unsigned)atoi(v), i++;
 		} else if (v && !strcmp(a, "--ops")) {
@@ -1067,7 +1165,7 @@ static void parse(int argc, char **argv)
 		} else {
 			fprintf(stderr, "usage: %s [--quick|--smoke] [--rounds N] [--ops N] "
 					"[--workers 1,2,4,16] [--series N] [--mem-workers 2,64] "
-					"[--speed-only|--memory-only]\n"
+					"[--speed-only|--memory-only|--groups-only]\n"
 					"       %s --anchor W --dir DIR [--name NAME] [--ops N]\n",
 				argv[0], argv[0]);
 			exit(2);
@@ -1106,5 +1204,7 @@ int main(int argc, char **argv)
 		memory(); /* first: its processes fork from a master with no tree */
 	if (opt.speed)
 		speed();
+	if (opt.groups)
+		groups();
 	return 0;
 }

@@ -66,6 +66,10 @@ struct pcpu_group {
 	uint32_t pcpu__lane_size;  /* bytes: 8 * (1 + members) */
 	uint32_t pcpu__fb_per_slot;
 	uint32_t pcpu__reserved;
+	/* A shared registry's zone (PCPU_SEGMENT_SHARED_TREE), whose groups
+	 * are updated under its lane locks, out of line; NULL for any other
+	 * group. */
+	pcpu_zone_t *pcpu__tree;
 };
 
 typedef struct pcpu_group pcpu_group_t;
@@ -73,6 +77,7 @@ typedef struct pcpu_group pcpu_group_t;
 /* Why the inline path handed an update to the slow path. */
 #define PCPU__GROUP_UNREGISTERED 1 /* thread has no valid slot index (yet) */
 #define PCPU__GROUP_BUSY 2         /* lane held, or too many aborts */
+#define PCPU__GROUP_SHARED 3       /* a shared registry's group */
 
 /* Out of line: registers the thread and retries rseq, or updates a fallback
  * lane. Async-signal-safe. */
@@ -104,6 +109,10 @@ __attribute__((always_inline)) static inline int pcpu__group_add_rseq(const pcpu
 	struct pcpu__group_undo undo;
 	int tries;
 
+	/* A lane that another process may hold needs a holder it can see die
+	 * (src/stats/group.c, "Shared by a process tree"). */
+	if (PCPU_UNLIKELY(g->pcpu__tree != NULL))
+		return PCPU__GROUP_SHARED;
 	for (tries = 0; tries < PCPU_RSEQ_MAX_TRIES; tries++) {
 		int64_t idx = pcpu__rseq_load_index();
 		int64_t nv[PCPU_GROUP_MAX_MEMBERS];
@@ -168,6 +177,12 @@ PCPU_API size_t pcpu_group_count(const pcpu_group_t *g);
  * the calling thread itself. Cost: one rseq compare-and-store, a load and
  * store per member, and one store; the fallback path costs one atomic
  * compare-and-swap more.
+ * A group of a shared registry (PCPU_SEGMENT_SHARED_TREE, pcpu/segment.h)
+ * differs: every process of the tree updates it, under one of a few
+ * process-shared robust locks (a process killed in mid-update is undone by
+ * the next taker), so there it is thread-safe and safe across processes
+ * but NOT async-signal-safe, and costs a call, a lock and an unlock
+ * (uncontended: two atomic instructions) and a store per member more.
  */
 __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_group_add)(const pcpu_group_t *g, size_t i, const int64_t *d)
 {

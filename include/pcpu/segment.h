@@ -81,12 +81,13 @@ enum {
 	 * their children), which all write it -- adds, records and sets from
 	 * any of them land in the one copy, and a family or series any of
 	 * them registers is one family or series for all (registering it in
-	 * another process finds the same storage). Readers see one segment.
-	 * Needs CPU-number slots (`PCPU_INDEX=cpu` in the environment; EINVAL
-	 * otherwise: mm_cid is per process). What a shared registry does not
-	 * do -- removals, consistent groups, callbacks, registered structs,
-	 * processes not forked from the publisher -- and what it costs:
-	 * README.md, "Pre-fork servers". */
+	 * another process finds the same storage); consistent groups too,
+	 * updated under process-shared robust locks (pcpu/group.h). Readers
+	 * see one segment. Needs CPU-number slots (`PCPU_INDEX=cpu` in the
+	 * environment; EINVAL otherwise: mm_cid is per process). What a
+	 * shared registry does not do -- removals, callbacks, registered
+	 * structs, processes not forked from the publisher -- and what it
+	 * costs: README.md, "Pre-fork servers". */
 	PCPU_SEGMENT_SHARED_TREE = 1u << 1,
 };
 

@@ -40,6 +40,7 @@
 #include "backing.h"
 #include "segment_internal.h"
 #include "writer.h"
+#include "../stats/metrics.h"
 
 _Static_assert(PCPU__SEG_MAX_BOUNDS == PCPU_HISTOGRAM_MAX_BOUNDS, "format.h and histogram.h agree");
 _Static_assert(((unsigned)1 << (PCPU__SEG_MAX_EXPORT_LG1 - 1)) == PCPU_HISTOGRAM_EXPORT_MAX,
@@ -358,13 +359,13 @@ void pcpu__directory_family_added(struct pcpu_segment *seg, struct pcpu_family *
 
 /* Where a series' value lives: chunk, offset in the chunk's slot region,
  * bytes per slot. */
+static int addr_location(struct pcpu_segment *seg, uintptr_t addr, uint32_t *chunk, uint64_t *off);
+
 static int value_location(struct pcpu_segment *seg, const struct pcpu__family_view *f,
 			  const struct pcpu__series_view *se, uint32_t *chunk, uint64_t *off,
 			  uint32_t *size)
 {
-	uintptr_t addr, base;
-	size_t i;
-	int rc = -1;
+	uintptr_t addr;
 
 	switch (f->type) {
 	case PCPU_METRIC_COUNTER:
@@ -382,7 +383,17 @@ static int value_location(struct pcpu_segment *seg, const struct pcpu__family_vi
 	default:
 		return -1;
 	}
-	base = addr & ~(uintptr_t)(PCPU_SLOT_STRIDE - 1);
+	return addr_location(seg, addr, chunk, off);
+}
+
+/* Where an address of the registry's zone lies: chunk, offset in the
+ * chunk's slot region. 0, or -1 if in none of the segment's chunks. */
+static int addr_location(struct pcpu_segment *seg, uintptr_t addr, uint32_t *chunk, uint64_t *off)
+{
+	uintptr_t base = addr & ~(uintptr_t)(PCPU_SLOT_STRIDE - 1);
+	size_t i;
+	int rc = -1;
+
 	pthread_mutex_lock(&seg->chunk_lock);
 	for (i = 0; i < seg->nchunks; i++) {
 		if (seg->chunk_base[i] == base) {
@@ -447,6 +458,10 @@ static int group_ref(struct pcpu_segment *seg, const struct pcpu__family_view *f
 	e.blob_len = (uint32_t)len;
 	e.u32a = f->group_members;
 	e.serial = ++seg->next_serial;
+	/* 2.6: in a tree, where the group's lanes are, for the other
+	 * processes (tree.c); readers ignore it. */
+	if (seg->tree && addr_location(seg, (uintptr_t)gs->g->pcpu__primary, &e.u32b, &e.value_off) < 0)
+		e.u32b = 0, e.value_off = 0;
 	entry_write(seg, idx, &e);
 	if (gs->ok)
 		group_store(seg, (uint32_t)idx, gs);
@@ -483,9 +498,69 @@ static void group_read(void *ctx, const struct pcpu__gseries *gs)
 		group_store(seg, idx, gs);
 }
 
+static int live_entry(struct pcpu_segment *seg, uint64_t i, unsigned kind,
+		      struct pcpu__seg_entry *e);
+
+/* A tree's: every group any process of the tree made, read from its
+ * lanes (mapped here if need be), so that whichever process collects
+ * refreshes them all. */
+static void tree_groups_read(struct pcpu_segment *seg)
+{
+	pcpu_zone_t *zone = pcpu_registry_zone(seg->reg);
+	int64_t vals[PCPU_GROUP_MAX_MEMBERS];
+	struct pcpu__seg_entry e;
+	uint64_t i;
+	void *at;
+
+	for (i = 0; i < seg->entries_used; i++) {
+		if (!live_entry(seg, i, PCPU__SEG_GROUP, &e) || e.value_off == 0 || e.u32a == 0 ||
+		    e.u32a > PCPU_GROUP_MAX_MEMBERS || e.blob_len != 8 * e.u32a)
+			continue;
+		at = pcpu__zone_tree_adopt(zone, e.u32b, e.value_off,
+					   pcpu__group_tree_size(zone, e.u32a));
+		if (at && pcpu__group_tree_read(zone, e.u32a, at, vals) == 0) {
+			struct pcpu__gseries gs;
+
+			memcpy(gs.vals, vals, sizeof vals);
+			gs.ok = 1;
+			group_store(seg, (uint32_t)i, &gs);
+		}
+	}
+}
+
 void pcpu__directory_groups_read(struct pcpu_segment *seg)
 {
-	pcpu__registry_groups_each_locked(seg->reg, group_read, seg);
+	if (seg->tree)
+		tree_groups_read(seg);
+	else
+		pcpu__registry_groups_each_locked(seg->reg, group_read, seg);
+}
+
+static int live_series(struct pcpu_segment *seg, uint64_t i, struct pcpu__seg_entry *e);
+
+/* A tree's group member series that another process of the tree wrote
+ * (the group adopted: tree.c): this process's series and group are
+ * mapped to its entries. 0, or -1 if there is none. */
+static int tree_group_member_adopt(struct pcpu_segment *seg, uint32_t fidx,
+				   const struct pcpu__family_view *fv,
+				   const struct pcpu__series_view *sv, struct pcpu__series *se)
+{
+	struct pcpu__seg_entry e;
+	uint32_t gidx, refs = 0;
+	int64_t idx = pcpu__directory_find_series(seg, fidx, (const char *const *)sv->values,
+						  fv->nlabels);
+
+	if (idx < 0 || !live_series(seg, (uint64_t)idx, &e) || e.kind != PCPU__SEG_GROUP_SERIES)
+		return -1;
+	if (map_get(&seg->groups, sv->group, &gidx) == 0)
+		(void)map_get(&seg->group_refs, sv->group, &refs);
+	else
+		gidx = (uint32_t)e.value_off;
+	if (map_put(&seg->series, se, (uint32_t)idx) < 0 ||
+	    map_put(&seg->groups, sv->group, gidx) < 0 ||
+	    map_put(&seg->group_refs, sv->group, refs + 1) < 0)
+		mark_dropped(seg);
+	return 0;
 }
 
 void pcpu__directory_series_added(struct pcpu_segment *seg, struct pcpu_family *f, struct pcpu__series *se)
@@ -500,6 +575,9 @@ void pcpu__directory_series_added(struct pcpu_segment *seg, struct pcpu_family *
 
 	pcpu__family_view(f, &fv);
 	pcpu__series_view(f, se, &sv);
+	if (seg->tree && sv.group && map_get(&seg->families, f, &fidx) == 0 &&
+	    tree_group_member_adopt(seg, fidx, &fv, &sv, se) == 0)
+		return;
 	if (map_get(&seg->families, f, &fidx) < 0 ||
 	    (sv.group ? group_ref(seg, &fv, sv.group, &gidx)
 		      : value_location(seg, &fv, &sv, &chunk, &voff, &size)) < 0) {
@@ -589,6 +667,12 @@ static int live_entry(struct pcpu_segment *seg, uint64_t i, unsigned kind,
 	return e->kind == kind && !(e->seq & 1) && e->blob_off + e->blob_len <= seg->strings_used;
 }
 
+/* Entry i, if it is a live series (a group member's included). */
+static int live_series(struct pcpu_segment *seg, uint64_t i, struct pcpu__seg_entry *e)
+{
+	return live_entry(seg, i, PCPU__SEG_SERIES, e) || live_entry(seg, i, PCPU__SEG_GROUP_SERIES, e);
+}
+
 /* The index's hashes: a family by its name, a series by its family's id
  * and its blob (the label values, each with its NUL). */
 static uint64_t family_hash(const char *name)
@@ -614,7 +698,7 @@ static void index_catch_up(struct pcpu_segment *seg)
 
 		if (live_entry(seg, i, PCPU__SEG_FAMILY, &e))
 			h = family_hash(seg->strings + e.blob_off);
-		else if (live_entry(seg, i, PCPU__SEG_SERIES, &e))
+		else if (live_series(seg, i, &e))
 			h = pcpu__hash_bytes(series_hash_start(e.family_id), seg->strings + e.blob_off,
 					     e.blob_len);
 		else
@@ -691,7 +775,7 @@ static int series_is(const struct series_key *k, uint64_t i)
 	const char *p, *end;
 	unsigned l;
 
-	if (!live_entry(k->seg, i, PCPU__SEG_SERIES, &e) || e.family_id != k->family_id ||
+	if (!live_series(k->seg, i, &e) || e.family_id != k->family_id ||
 	    e.nlabels != k->n)
 		return 0;
 	p = k->seg->strings + e.blob_off;

@@ -34,6 +34,7 @@
 
 #include "segment_internal.h"
 #include "writer.h"
+#include "../stats/metrics.h"
 
 /* The tree's lock holder died: its change is undone or completed. */
 static void repair(void *ctx)
@@ -131,7 +132,22 @@ void *pcpu__tree_adopt_series(void *ctx, struct pcpu_family *f, const char *cons
 	fidx = pcpu__directory_family_entry(seg, f);
 	idx = fidx < 0 ? -1 : pcpu__directory_find_series(seg, (uint64_t)fidx, v, fv.nlabels);
 	obj = NULL;
-	if (idx >= 0) {
+	if (idx >= 0 && seg->entries[idx].kind == PCPU__SEG_GROUP_SERIES) {
+		/* A group member: the group's lanes, where its GROUP entry
+		 * says (the members' entries are matched as they are added:
+		 * directory.c). */
+		e = seg->entries[idx];
+		if (e.value_off < seg->entries_used) {
+			struct pcpu__seg_entry ge = seg->entries[e.value_off];
+
+			if (ge.kind == PCPU__SEG_GROUP && !(ge.seq & 1) && ge.value_off != 0 &&
+			    ge.u32a == fv.group_members)
+				obj = pcpu__zone_tree_adopt(pcpu_registry_zone(seg->reg), ge.u32b,
+							    ge.value_off,
+							    pcpu__group_tree_size(pcpu_registry_zone(seg->reg),
+										  ge.u32a));
+		}
+	} else if (idx >= 0) {
 		e = seg->entries[idx];
 		obj = pcpu__zone_tree_adopt(pcpu_registry_zone(seg->reg), e.u32a, e.value_off, e.u32b);
 		if (obj) {

@@ -109,6 +109,34 @@
  * (seq + 1): the child then read a half-applied update as consistent, in
  * about a third of the children of a process with busy writers
  * (tests/stats/test_group_fork.c).
+ *
+ * Shared by a process tree. A shared registry's groups (pcpu/segment.h,
+ * PCPU_SEGMENT_SHARED_TREE: every process forked from its creator updates
+ * them) cannot use the design above: a holder's record is in its own
+ * process's stack, and a process killed while it holds a lane (SIGKILL of
+ * a worker, at any instant) would leave the lane odd for ever, its old
+ * values unknowable -- readers would time out for good. So these groups
+ * (g->pcpu__tree set; the inline path sends them here) are written under
+ * the tree's *lane locks* (zone_backing.h): a few process-shared robust
+ * mutexes, lock k guarding slot k's lane of every group. A lane is
+ *
+ *     [ seq | value[members] | undo[members] ]
+ *
+ * and its writer, holding lock k, copies the values to undo, makes seq odd,
+ * adds, and makes seq even. Only lock k's holder writes slot k's lanes, so
+ * a lane found odd *by a thread that holds lock k* was left so by a holder
+ * that died (the kernel handed its robust lock on): the taker puts undo
+ * back and makes seq even, the dead update wholly absent. undo is written
+ * before seq turns odd, so it is whole whenever seq is odd. Readers use the
+ * seqcount as above, and repair a lane that stays odd when its lock turns
+ * out to be free. A writer whose CPU's lock is held (its holder preempted)
+ * takes the next free one, as rseq writers take a fallback lane; all held,
+ * it waits for its own. Nothing here is per process, so fork() needs
+ * nothing (the child keeps the shared mapping; a holder in the parent goes
+ * on there). The price, against the rseq path: a call, a lock and an
+ * unlock, and a store per member; a robust mutex is not async-signal-safe,
+ * so neither is this path (pcpu/group.h says so). Memory: nlanes (two per
+ * online CPU, at most 32) lanes per group, not 3 * nslots.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -124,7 +152,14 @@
 #include "stats_internal.h"
 #include "metrics.h"
 #include "../fork.h"
+#include "../zone_backing.h"
 #include "../zone_internal.h"
+
+/* Test hook (tests/segment/test_shared_registry.c): called by a shared
+ * registry's group writer once its lane is odd and its first member
+ * written, the others not: where a test kills the writing process. */
+PCPU_HIDDEN void (*pcpu__test_group_tree_pause)(void *lane);
+void (*pcpu__test_group_tree_pause)(void *lane);
 
 static inline void cpu_relax(void)
 {
@@ -262,8 +297,66 @@ static void fallback_add(const pcpu_group_t *g, size_t i, const int64_t *d)
 	}
 }
 
+/* ---- shared by a process tree (see the top) ---- */
+
+static size_t tree_lane_size(unsigned members)
+{
+	return sizeof(intptr_t) + 2 * (size_t)members * sizeof(int64_t);
+}
+
+/* Lane k holds a dead writer's half-done update if it is odd while the
+ * caller holds lock k: its values go back to the undo copy. */
+static void tree_lane_repair(intptr_t *seqp, unsigned n)
+{
+	intptr_t s = __atomic_load_n(seqp, __ATOMIC_ACQUIRE);
+	int64_t *v = (int64_t *)(seqp + 1), *undo = v + n;
+	unsigned k;
+
+	if (!(s & 1))
+		return;
+	for (k = 0; k < n; k++)
+		__atomic_store_n(&v[k], __atomic_load_n(&undo[k], __ATOMIC_RELAXED), __ATOMIC_RELEASE);
+	/* s + 1: even, and never seen before (the holder made it s from
+	 * s - 1 and never got to s + 1). */
+	__atomic_store_n(seqp, s + 1, __ATOMIC_RELEASE);
+}
+
+static void tree_add(const pcpu_group_t *g, size_t i, const int64_t *d)
+{
+	unsigned n = g->pcpu__members, k;
+	int cpu = sched_getcpu(), lane;
+	intptr_t *seqp, s;
+	int64_t *v, *undo;
+
+	/* Fails only if a mutex call fails for another reason than a dead
+	 * holder (none does with glibc's robust mutexes); the update is
+	 * not dropped for it. */
+	while ((lane = pcpu__zone_tree_lane_lock(g->pcpu__tree, cpu < 0 ? 0u : (unsigned)cpu)) < 0)
+		sched_yield();
+	seqp = primary_lane(g, i, (size_t)lane);
+	v = (int64_t *)(seqp + 1);
+	undo = v + n;
+	tree_lane_repair(seqp, n);
+	s = __atomic_load_n(seqp, __ATOMIC_RELAXED);
+	for (k = 0; k < n; k++)
+		__atomic_store_n(&undo[k], __atomic_load_n(&v[k], __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+	/* Release: undo is whole before seq says the values may not be. */
+	__atomic_store_n(seqp, s + 1, __ATOMIC_RELEASE);
+	for (k = 0; k < n; k++) {
+		__atomic_store_n(&v[k], pcpu__group_wrap_add(undo[k], d[k]), __ATOMIC_RELEASE);
+		if (PCPU_UNLIKELY(pcpu__test_group_tree_pause != NULL) && k == 0)
+			pcpu__test_group_tree_pause(seqp);
+	}
+	__atomic_store_n(seqp, s + 2, __ATOMIC_RELEASE);
+	pcpu__zone_tree_lane_unlock(g->pcpu__tree, (unsigned)lane);
+}
+
 void pcpu__group_add_slow(const pcpu_group_t *g, size_t i, const int64_t *d, int why)
 {
+	if (g->pcpu__tree) {
+		tree_add(g, i, d);
+		return;
+	}
 #if PCPU_ARCH_HAVE_RSEQ
 	if (why == PCPU__GROUP_UNREGISTERED && pcpu__thread_prepare() == 0 &&
 	    pcpu__group_add_rseq(g, i, d, g->pcpu__members) == 0)
@@ -362,10 +455,13 @@ static void groups_fork_child(void)
 
 	for (n = groups.next; n != &groups; n = n->next) {
 		const pcpu_group_t *g = &n->g;
-		const char *pview = pcpu__zone_fork_parent_view(g->pcpu__primary);
-		const char *fview = pcpu__zone_fork_parent_view(g->pcpu__fallback);
+		const char *pview, *fview;
 		unsigned m = g->pcpu__members;
 
+		if (g->pcpu__tree)
+			continue; /* the child keeps the tree's memory (see the top) */
+		pview = pcpu__zone_fork_parent_view(g->pcpu__primary);
+		fview = pcpu__zone_fork_parent_view(g->pcpu__fallback);
 		for (i = 0; i < g->pcpu__count; i++) {
 			for (s = 0; s < pcpu_nslots(); s++) {
 				intptr_t *lane = primary_lane(g, i, s);
@@ -384,21 +480,30 @@ static void groups_fork_child(void)
 	pthread_mutex_unlock(&groups_lock);
 }
 
-pcpu_group_t *pcpu_group_alloc_in(pcpu_zone_t *zone, unsigned members, size_t count)
+/* Every group's allocation: `count` groups of `members` in `zone`, over
+ * lanes `at` (a tree zone's, one group: adopted from another process) or
+ * new ones (at NULL). */
+static pcpu_group_t *group_create(pcpu_zone_t *zone, unsigned members, size_t count, void *at)
 {
 	struct group_node *node;
 	pcpu_group_t *g;
 	size_t lane = sizeof(intptr_t) + (size_t)members * sizeof(int64_t);
 	unsigned fb_per_slot;
+	int tree;
 
 	if (!zone || members == 0 || members > PCPU_GROUP_MAX_MEMBERS || count == 0) {
 		pcpu__set_error("group: needs a zone, 1 to 16 members and at least one group");
 		errno = EINVAL;
 		return NULL;
 	}
-	fb_per_slot = FB_PER_SLOT;
+	/* A tree's group: lanes with their undo copy, no fallback lanes
+	 * (the lane locks exclude writers); see "Shared by a process tree". */
+	tree = pcpu__zone_is_tree(zone);
+	if (tree)
+		lane = tree_lane_size(members);
+	fb_per_slot = tree ? 0 : FB_PER_SLOT;
 	pthread_once(&all_signals_once, fill_all_signals);
-	if (count > PCPU_ZONE_MAX_OBJECT / (lane * fb_per_slot)) {
+	if (count > PCPU_ZONE_MAX_OBJECT / (lane * (fb_per_slot ? fb_per_slot : 1))) {
 		pcpu__set_error("group: too many groups for one zone object");
 		errno = E2BIG;
 		return NULL;
@@ -413,12 +518,15 @@ pcpu_group_t *pcpu_group_alloc_in(pcpu_zone_t *zone, unsigned members, size_t co
 	g->pcpu__lane_size = (uint32_t)lane;
 	g->pcpu__count = count;
 	g->pcpu__fb_per_slot = fb_per_slot;
-	g->pcpu__primary = pcpu_zone_alloc(zone, count * lane, 64);
+	g->pcpu__tree = tree ? zone : NULL;
+	g->pcpu__primary = at ? at : pcpu_zone_alloc(zone, count * lane, 64);
 	if (!g->pcpu__primary)
 		goto fail;
-	g->pcpu__fallback = pcpu_zone_alloc(zone, count * lane * fb_per_slot, 64);
-	if (!g->pcpu__fallback)
-		goto fail;
+	if (fb_per_slot) {
+		g->pcpu__fallback = pcpu_zone_alloc(zone, count * lane * fb_per_slot, 64);
+		if (!g->pcpu__fallback)
+			goto fail;
+	}
 	pthread_mutex_lock(&groups_lock);
 	node->next = &groups;
 	node->prev = groups.prev;
@@ -429,12 +537,28 @@ pcpu_group_t *pcpu_group_alloc_in(pcpu_zone_t *zone, unsigned members, size_t co
 fail: {
 	int e = errno;
 
-	if (g->pcpu__primary)
+	if (g->pcpu__primary && !tree)
 		pcpu_zone_free(zone, g->pcpu__primary);
 	free(node);
 	errno = e;
 	return NULL;
 }
+}
+
+pcpu_group_t *pcpu_group_alloc_in(pcpu_zone_t *zone, unsigned members, size_t count)
+{
+	return group_create(zone, members, count, NULL);
+}
+
+pcpu_group_t *pcpu__group_create_at(pcpu_zone_t *zone, unsigned members, void *at)
+{
+	return group_create(zone, members, 1, at);
+}
+
+size_t pcpu__group_tree_size(const pcpu_zone_t *zone, unsigned members)
+{
+	(void)zone;
+	return tree_lane_size(members);
 }
 
 pcpu_group_t *pcpu_group_alloc(unsigned members, size_t count)
@@ -452,9 +576,12 @@ void pcpu__group_free_in(pcpu_zone_t *zone, pcpu_group_t *g)
 	node->prev->next = node->next;
 	node->next->prev = node->prev;
 	pthread_mutex_unlock(&groups_lock);
-	/* Both parts come from one zone (pcpu_group_alloc_in()). */
-	pcpu_zone_free(zone, g->pcpu__primary);
-	pcpu_zone_free(zone, g->pcpu__fallback);
+	/* Both parts come from one zone (pcpu_group_alloc_in()); a tree's
+	 * stay (another process may hold them: zone_backing.h). */
+	if (!g->pcpu__tree) {
+		pcpu_zone_free(zone, g->pcpu__primary);
+		pcpu_zone_free(zone, g->pcpu__fallback);
+	}
 	free(node);
 }
 
@@ -495,28 +622,53 @@ static int wait_a_little(struct deadline *dl)
 	return 0;
 }
 
+/* One look at a lane: 0 and its values and seq if it was whole, -1 if it
+ * was being written. */
+static int read_lane_once(const intptr_t *seqp, unsigned n, int64_t *out, intptr_t *seq_out)
+{
+	const int64_t *v = (const int64_t *)(seqp + 1);
+	intptr_t s1 = __atomic_load_n(seqp, __ATOMIC_ACQUIRE);
+	unsigned k;
+
+	if (s1 & 1)
+		return -1;
+	/* Acquire loads: the second seq load cannot move before them, and a
+	 * new value brings the odd seq with it. */
+	for (k = 0; k < n; k++)
+		out[k] = __atomic_load_n(&v[k], __ATOMIC_ACQUIRE);
+	if (__atomic_load_n(seqp, __ATOMIC_RELAXED) != s1)
+		return -1;
+	*seq_out = s1;
+	return 0;
+}
+
 static int read_lane_whole(const intptr_t *seqp, unsigned n, int64_t *out, intptr_t *seq_out,
 			   struct deadline *dl)
 {
-	const int64_t *v = (const int64_t *)(seqp + 1);
-	unsigned k;
+	while (read_lane_once(seqp, n, out, seq_out) != 0)
+		if (wait_a_little(dl) < 0)
+			return -1;
+	return 0;
+}
 
-	for (;;) {
-		intptr_t s1 = __atomic_load_n(seqp, __ATOMIC_ACQUIRE);
+/* A tree group's lane: as read_lane_whole(), but a lane that stays odd
+ * while its lock is free was left so by a writer that died -- repaired
+ * here, under that lock. */
+static int read_tree_lane(const pcpu_group_t *g, size_t i, unsigned lane, int64_t *out,
+			  struct deadline *dl)
+{
+	intptr_t *seqp = primary_lane(g, i, lane), seq;
 
-		if (!(s1 & 1)) {
-			/* Acquire loads: the second seq load cannot move before
-			 * them, and a new value brings the odd seq with it. */
-			for (k = 0; k < n; k++)
-				out[k] = __atomic_load_n(&v[k], __ATOMIC_ACQUIRE);
-			if (__atomic_load_n(seqp, __ATOMIC_RELAXED) == s1) {
-				*seq_out = s1;
-				return 0;
-			}
+	while (read_lane_once(seqp, g->pcpu__members, out, &seq) != 0) {
+		if (dl->waits >= 128 && pcpu__zone_tree_lane_trylock(g->pcpu__tree, lane) == 0) {
+			tree_lane_repair(seqp, g->pcpu__members);
+			pcpu__zone_tree_lane_unlock(g->pcpu__tree, lane);
+			continue;
 		}
 		if (wait_a_little(dl) < 0)
 			return -1;
 	}
+	return 0;
 }
 
 static int read_lane(const intptr_t *seqp, unsigned n, int64_t *acc, struct deadline *dl)
@@ -546,6 +698,19 @@ int pcpu_group_read_timeout(const pcpu_group_t *g, size_t i, int64_t *out, uint6
 	nslots = pcpu_nslots();
 	n = g->pcpu__members;
 	memset(acc, 0, sizeof acc);
+	if (g->pcpu__tree) {
+		int64_t tmp[PCPU_GROUP_MAX_MEMBERS];
+		unsigned lane, k;
+
+		for (lane = 0; lane < pcpu__zone_tree_lanes(g->pcpu__tree); lane++) {
+			if (read_tree_lane(g, i, lane, tmp, &dl) < 0)
+				goto timedout;
+			for (k = 0; k < n; k++)
+				acc[k] = pcpu__group_wrap_add(acc[k], tmp[k]);
+		}
+		memcpy(out, acc, n * sizeof *out);
+		return 0;
+	}
 	for (s = 0; s < nslots; s++)
 		if (read_lane(primary_lane(g, i, s), n, acc, &dl) < 0)
 			goto timedout;
@@ -563,4 +728,17 @@ timedout:
 int pcpu_group_read(const pcpu_group_t *g, size_t i, int64_t *out)
 {
 	return pcpu_group_read_timeout(g, i, out, PCPU_GROUP_READ_TIMEOUT_NS);
+}
+
+int pcpu__group_tree_read(pcpu_zone_t *zone, unsigned members, void *at, int64_t *out)
+{
+	pcpu_group_t g;
+
+	memset(&g, 0, sizeof g);
+	g.pcpu__primary = at;
+	g.pcpu__count = 1;
+	g.pcpu__members = members;
+	g.pcpu__lane_size = (uint32_t)tree_lane_size(members);
+	g.pcpu__tree = zone;
+	return pcpu_group_read(&g, 0, out);
 }

@@ -28,6 +28,18 @@ PCPU_HIDDEN pcpu_zone_t *pcpu__stats_zone(void);
  * (a registry): no search for the zone by address. */
 PCPU_HIDDEN void pcpu__group_free_in(pcpu_zone_t *zone, pcpu_group_t *g);
 
+/* pcpu_group_alloc_in() of one group over lanes `at` of a tree zone
+ * (zone_backing.h: a shared registry's series another process made, its
+ * size pcpu__group_tree_size()); at NULL: new lanes. */
+PCPU_HIDDEN pcpu_group_t *pcpu__group_create_at(pcpu_zone_t *zone, unsigned members, void *at);
+
+/* Bytes of the lanes of one group of `members` in tree zone `zone`. */
+PCPU_HIDDEN size_t pcpu__group_tree_size(const pcpu_zone_t *zone, unsigned members);
+
+/* pcpu_group_read() of the one group whose lanes are at `at` in tree zone
+ * `zone` (a shared registry's, made by any process of the tree). */
+PCPU_HIDDEN int pcpu__group_tree_read(pcpu_zone_t *zone, unsigned members, void *at, int64_t *out);
+
 /* ---- histogram.c ---- */
 
 /* pcpu_histogram_destroy() of a histogram allocated in `zone`, which the

@@ -25,9 +25,6 @@ pcpu_group_family_t *pcpu_registry_group(pcpu_registry_t *reg, const struct pcpu
 		pcpu__reg_fail(EINVAL, "group family: NULL registry or members, or not 1 to 16 members");
 		return NULL;
 	}
-	if (pcpu__reg_tree_refuses(reg, "has no consistent groups yet (their last consistent read "
-					"is one process's)"))
-		return NULL;
 	for (k = 0; k < nmembers; k++) {
 		const struct pcpu_family_desc *d = &members[k];
 
@@ -99,6 +96,8 @@ pcpu_group_t *pcpu_group_family_series(pcpu_group_family_t *gf, const char *cons
 	pcpu_group_t *g = NULL;
 	const char *const *v;
 	unsigned k, made;
+	int tree_locked = 0;
+	void *at = NULL;
 	uint64_t h;
 
 	if (!gf) {
@@ -108,9 +107,6 @@ pcpu_group_t *pcpu_group_family_series(pcpu_group_family_t *gf, const char *cons
 	if (pcpu__values_check(gf->fams[0], label_values, buf, &v) < 0)
 		return NULL;
 	reg = gf->fams[0]->reg;
-	if (pcpu__reg_tree_refuses(reg, "has no consistent groups yet (their last consistent read "
-					"is one process's)"))
-		return NULL;
 	h = pcpu__series_hash(v, gf->fams[0]->nlabels);
 	pthread_mutex_lock(&reg->lock);
 	se = pcpu__series_find(gf->fams[0], v, h);
@@ -118,8 +114,20 @@ pcpu_group_t *pcpu_group_family_series(pcpu_group_family_t *gf, const char *cons
 		g = ((struct pcpu__gseries *)se->handle)->g;
 		goto out;
 	}
+	/* A shared registry's: the group another process of the tree made
+	 * with these values, over its lanes, else a new one -- all members
+	 * under the tree's lock, so that two processes make one group. */
+	if (pcpu__zone_is_tree(reg->zone)) {
+		if (pcpu__zone_tree_lock(reg->zone) != 0) {
+			pthread_mutex_unlock(&reg->lock);
+			return NULL;
+		}
+		tree_locked = 1;
+		if (reg->adopt)
+			at = reg->adopt(reg->hook_ctx, gf->fams[0], v);
+	}
 	gs = calloc(1, sizeof *gs);
-	if (!gs || !(gs->g = pcpu_group_alloc_in(reg->zone, gf->nmembers, 1)))
+	if (!gs || !(gs->g = pcpu__group_create_at(reg->zone, gf->nmembers, at)))
 		goto nomem;
 	for (made = 0; made < gf->nmembers; made++)
 		if (!pcpu__series_new(gf->fams[made], v, h, gs, NULL))
@@ -137,6 +145,8 @@ nomem:
 	free(gs);
 	errno = ENOMEM;
 out:
+	if (tree_locked)
+		pcpu__zone_tree_unlock(reg->zone);
 	pthread_mutex_unlock(&reg->lock);
 	return g;
 }
@@ -156,6 +166,8 @@ int pcpu_group_family_remove(pcpu_group_family_t *gf, const char *const *label_v
 	if (pcpu__values_check(gf->fams[0], label_values, buf, &v) < 0)
 		return -1;
 	reg = gf->fams[0]->reg;
+	if (pcpu__reg_tree_refuses(reg, "never removes a series: another process may hold it"))
+		return -1;
 	h = pcpu__series_hash(v, gf->fams[0]->nlabels);
 	pthread_mutex_lock(&reg->lock);
 	se = pcpu__series_find(gf->fams[0], v, h);
@@ -184,6 +196,8 @@ void pcpu__groups_read_locked(struct pcpu_registry *reg)
 
 			gs->ok = pcpu_group_read(gs->g, 0, gs->vals) == 0;
 		}
-	if (reg->gfams)
-		pcpu__reg_notify(reg, PCPU__REG_GROUPS_READ, NULL, NULL); /* the segment's copies */
+	/* The segment's copies; a shared registry's refreshes every group of
+	 * the tree, this process's or not. */
+	if (reg->gfams || pcpu__zone_is_tree(reg->zone))
+		pcpu__reg_notify(reg, PCPU__REG_GROUPS_READ, NULL, NULL);
 }

@@ -1,8 +1,8 @@
 /*
  * A shared registry (PCPU_SEGMENT_SHARED_TREE) under a pre-fork server's
  * life: a master publishes it, forks workers (8 times more processes than
- * CPUs) that add, record and set, and discover label values lazily (new
- * series after fork); the master resets counters and reads the segment
+ * CPUs) that add, record, set and update a consistent group, and discover
+ * label values lazily (new series after fork); the master resets counters and reads the segment
  * while it SIGKILLs workers at random instants and respawns them. At the end
  * every value read from the segment equals what the workers say they did.
  *
@@ -23,6 +23,9 @@
  *   test_shared_registry lockdeath   a worker killed holding the tree lock
  *       in the middle of a directory change: the others go on (bounded by
  *       alarm()), the change repaired
+ *   test_shared_registry groupdeath  a worker killed in mid-update of a
+ *       group, holding a lane lock: undone by the next writer, or by a
+ *       reader; values exact
  *   test_shared_registry wrongindex  with mm_cid slots, publishing a shared
  *       registry is refused (EINVAL, a message naming PCPU_INDEX=cpu)
  *
@@ -52,13 +55,14 @@
 #define MAXW 64
 #define MAXAMB 4096
 
-enum { OP_ADD = 1, OP_RECORD, OP_GAUGE };
+enum { OP_ADD = 1, OP_RECORD, OP_GAUGE, OP_GROUP };
 
 struct wstate {
 	volatile uint64_t seq, done; /* operation started, and completed */
 	int pend_op, pend_path;
 	int64_t pend_v;
 	int64_t cnt[NPATHS], hcount[NPATHS], hsum[NPATHS], gauge[NPATHS], resets[NPATHS];
+	int64_t gpackets[NPATHS], gbytes[NPATHS]; /* group updates: (1, v, -v) */
 	uint8_t used[NPATHS];
 	volatile uint64_t ops;
 	pid_t pid;
@@ -76,6 +80,8 @@ struct shared {
 	struct amb amb[MAXAMB];
 	int namb;
 	int negative_resets;
+	int torn_groups; /* group reads with flow_bytes != -flow_debt */
+	int group_reads;
 };
 
 static struct shared *sh;
@@ -93,7 +99,12 @@ static void reset_pause(void *counter)
 static char dir[256];
 static pcpu_registry_t *reg;
 static pcpu_family_t *f_req, *f_lat, *f_inflight;
+static pcpu_group_family_t *gf_flow; /* flow_packets, flow_bytes, flow_debt */
 static pcpu_segment_t *seg;
+
+/* group.c's test hook: a shared registry's group writer, its lane odd and
+ * its first member written, the others not. */
+extern void (*pcpu__test_group_tree_pause)(void *lane);
 
 static void path_name(int p, char *buf)
 {
@@ -136,6 +147,28 @@ static void publish(void)
 	f_inflight = pcpu_registry_family(reg, &d);
 	CHECK(f_inflight);
 	{
+		/* A consistent group family: every update adds (1, v, -v),
+		 * so every consistent read has flow_bytes == -flow_debt. */
+		struct pcpu_family_desc m[3];
+		const char *ln[1] = {"path"};
+
+		memset(m, 0, sizeof m);
+		m[0].name = "flow_packets";
+		m[0].type = PCPU_METRIC_COUNTER;
+		m[1].name = "flow_bytes";
+		m[1].type = PCPU_METRIC_COUNTER;
+		m[2].name = "flow_debt";
+		m[2].type = PCPU_METRIC_GAUGE;
+		for (int k = 0; k < 3; k++) {
+			m[k].label_names = ln;
+			m[k].nlabels = 1;
+		}
+		gf_flow = pcpu_registry_group(reg, m, 3);
+		if (!gf_flow)
+			fprintf(stderr, "group family: %s\n", pcpu_stats_error());
+		CHECK(gf_flow);
+	}
+	{
 		/* One series made before fork(): every worker inherits it. */
 		char p[32];
 		const char *v[1] = {p};
@@ -163,6 +196,7 @@ static void worker(int i)
 	pcpu_counter_t c[NPATHS] = {0};
 	pcpu_histogram_t *h[NPATHS] = {0};
 	pcpu_gauge_t g[NPATHS] = {0};
+	pcpu_group_t *gr[NPATHS] = {0};
 	uint64_t rng = 0x9e3779b97f4a7c15ull ^ ((uint64_t)getpid() << 20) ^ (uint64_t)i;
 	uint64_t n = w->done;
 	pcpu_family_t *late;
@@ -198,9 +232,18 @@ static void worker(int i)
 		}
 		w->pend_path = p;
 		w->pend_v = val;
-		w->pend_op = k < 6 ? OP_ADD : k < 8 ? OP_RECORD : OP_GAUGE;
+		w->pend_op = k < 5 ? OP_ADD : k < 6 ? OP_GROUP : k < 8 ? OP_RECORD : OP_GAUGE;
 		__atomic_store_n(&w->seq, ++n, __ATOMIC_RELEASE);
-		if (k < 6) {
+		if (k == 5) {
+			if (!gr[p]) {
+				gr[p] = pcpu_group_family_series(gf_flow, v);
+				CHECK(gr[p]);
+				w->used[p] = 1;
+			}
+			pcpu_group_add(gr[p], 0, (const int64_t[]){1, val, -val});
+			w->gpackets[p] += 1;
+			w->gbytes[p] += val;
+		} else if (k < 6) {
 			if (!c[p]) {
 				c[p] = pcpu_family_counter(f_req, v);
 				CHECK(c[p]);
@@ -293,6 +336,50 @@ static struct pcpu_reader_snapshot *read_segment(void)
 	return s;
 }
 
+/* Every group read whole: flow_bytes == -flow_debt for each path. */
+static void check_groups(const struct pcpu_reader_snapshot *s)
+{
+	int64_t bytes[NPATHS], debt[NPATHS];
+	int hb[NPATHS] = {0}, hd[NPATHS] = {0};
+
+	for (size_t fi = 0; fi < s->snapshot.nfamilies; fi++) {
+		const struct pcpu_snapshot_family *f = &s->snapshot.families[fi];
+		int isb = !strcmp(f->name, "flow_bytes"), isd = !strcmp(f->name, "flow_debt");
+
+		for (size_t si = 0; (isb || isd) && si < f->nseries; si++) {
+			int p;
+
+			for (p = 0; p < NPATHS; p++) {
+				char name[32];
+
+				path_name(p, name);
+				if (!strcmp(name, f->series[si].label_values[0]))
+					break;
+			}
+			CHECK(p < NPATHS);
+			if (isb) {
+				bytes[p] = (int64_t)f->series[si].value.counter;
+				hb[p] = 1;
+			} else {
+				debt[p] = f->series[si].value.gauge;
+				hd[p] = 1;
+			}
+		}
+	}
+	for (int p = 0; p < NPATHS; p++) {
+		/* A group's members are kept or left out together. */
+		CHECK(hb[p] == hd[p]);
+		if (hb[p]) {
+			sh->group_reads++;
+			if (bytes[p] != -debt[p]) {
+				fprintf(stderr, "group %d torn: bytes %" PRId64 " debt %" PRId64 "\n", p,
+					bytes[p], debt[p]);
+				sh->torn_groups++;
+			}
+		}
+	}
+}
+
 /* Whether `actual` is `base` plus a subset of the ambiguous operations
  * `op` on path p (field: 0 the value, 1 a histogram's count). */
 static int fits(int64_t actual, int64_t base, int op, int p, int count)
@@ -332,7 +419,7 @@ static int path_of(const char *v)
 static void verify(int nw)
 {
 	struct pcpu_reader_snapshot *s = read_segment();
-	int seen[3][NPATHS] = {{0}};
+	int seen[6][NPATHS] = {{0}};
 	int used[NPATHS] = {0}, bad = 0, starts = 0;
 
 	for (int i = 0; i < nw; i++)
@@ -343,6 +430,9 @@ static void verify(int nw)
 		int which = !strcmp(f->name, "http_requests")	 ? 0
 			    : !strcmp(f->name, "http_latency_us") ? 1
 			    : !strcmp(f->name, "http_inflight")	 ? 2
+			    : !strcmp(f->name, "flow_packets")	 ? 3
+			    : !strcmp(f->name, "flow_bytes")	 ? 4
+			    : !strcmp(f->name, "flow_debt")	 ? 5
 								 : -1;
 
 		if (!strcmp(f->name, "worker_starts")) {
@@ -383,6 +473,22 @@ static void verify(int nw)
 					bad++;
 				}
 			}
+			if (which >= 3) {
+				int64_t gp = 0, gb = 0, actual = which == 3 ? (int64_t)se->value.counter
+							   : which == 4 ? (int64_t)se->value.counter
+									: -se->value.gauge;
+
+				for (int i = 0; i < nw; i++) {
+					gp += sh->w[i].gpackets[p];
+					gb += sh->w[i].gbytes[p];
+				}
+				if (which == 3 ? !fits(actual, gp, OP_GROUP, p, 1)
+					       : !fits(actual, gb, OP_GROUP, p, 0)) {
+					fprintf(stderr, "group member %d %s: %" PRId64 " != %" PRId64 "\n",
+						which, se->label_values[0], actual, which == 3 ? gp : gb);
+					bad++;
+				}
+			}
 			if (which == 2 && !fits(se->value.gauge, want, OP_GAUGE, p, 0)) {
 				fprintf(stderr, "gauge %s: %" PRId64 " != %" PRId64 "\n", se->label_values[0],
 					se->value.gauge, want);
@@ -390,7 +496,7 @@ static void verify(int nw)
 			}
 		}
 	}
-	for (int w = 0; w < 3; w++)
+	for (int w = 0; w < 6; w++)
 		for (int p = 0; p < NPATHS; p++)
 			if (seen[w][p] > 1) {
 				fprintf(stderr, "family %d path %d: %d series, not one\n", w, p, seen[w][p]);
@@ -399,7 +505,7 @@ static void verify(int nw)
 	/* Every path some worker used exists (in some family; the counter
 	 * family has path 0 from the master too). */
 	for (int p = 0; p < NPATHS; p++)
-		if (used[p] && !seen[0][p] && !seen[1][p] && !seen[2][p]) {
+		if (used[p] && !seen[0][p] && !seen[1][p] && !seen[2][p] && !seen[3][p]) {
 			fprintf(stderr, "path %d was used but has no series\n", p);
 			bad++;
 		}
@@ -409,8 +515,13 @@ static void verify(int nw)
 			sh->negative_resets);
 		bad++;
 	}
-	printf("verified %zu families, %d ambiguous operations, %d mismatches\n",
-	       s->snapshot.nfamilies, sh->namb, bad);
+	check_groups(s);
+	if (sh->torn_groups) {
+		fprintf(stderr, "%d of %d group reads torn\n", sh->torn_groups, sh->group_reads);
+		bad++;
+	}
+	printf("verified %zu families, %d ambiguous operations, %d group reads whole, %d mismatches\n",
+	       s->snapshot.nfamilies, sh->namb, sh->group_reads, bad);
 	pcpu_reader_snapshot_free(s);
 	CHECK(bad == 0);
 }
@@ -451,7 +562,15 @@ static void prefork(int nw, uint64_t ops, int kills)
 		sh->master_resets[p] += note_reset(pcpu_counter_fetch_and_zero(mc[p]));
 		resets++;
 		if (killed % 4 == 0) {
-			pcpu_reader_snapshot_free(read_segment());
+			struct pcpu_reader_snapshot *rs;
+
+			/* The master refreshes every group of the tree (the
+			 * workers' too, dead holders' lanes repaired), as
+			 * its collection timer would. */
+			CHECK(pcpu_registry_collect(reg) == 0);
+			rs = read_segment();
+			check_groups(rs);
+			pcpu_reader_snapshot_free(rs);
 			snaps++;
 		}
 	}
@@ -483,8 +602,10 @@ static void prefork(int nw, uint64_t ops, int kills)
 		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	}
 	printf("prefork: %d workers, %" PRIu64 " operations, %d kills, %d master resets, "
-	       "%d reads while running, mode %s\n",
-	       nw, total_ops(nw), killed, resets, snaps, pcpu_rseq_mode_name(pcpu_rseq_mode()));
+	       "%d reads while running, mode %s, %" PRIu64 " group lane holders died\n",
+	       nw, total_ops(nw), killed, resets, snaps, pcpu_rseq_mode_name(pcpu_rseq_mode()),
+	       ((struct pcpu_segment *)seg)->tree->zone.lane_deaths);
+	CHECK(pcpu_registry_collect(reg) == 0);
 	verify(nw);
 }
 
@@ -551,6 +672,121 @@ static void lockdeath(void)
 	printf("lockdeath: the lock's holder was killed mid-change; the next taker repaired it\n");
 }
 
+static int death_fd = -1;
+
+static void pause_forever(void *lane)
+{
+	(void)lane;
+	CHECK(write(death_fd, "x", 1) == 1);
+	pause();
+}
+
+static void on_cpu0(void)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	CHECK(sched_setaffinity(0, sizeof set, &set) == 0);
+}
+
+/* A worker on CPU 0 killed in mid-update of group g: lane odd, its first
+ * member written, its lane lock held. */
+static void die_in_group_update(pcpu_group_t *g)
+{
+	int fds[2], st;
+	pid_t pid;
+	char c;
+
+	CHECK(pipe(fds) == 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		on_cpu0();
+		death_fd = fds[1];
+		pcpu__test_group_tree_pause = pause_forever;
+		pcpu_group_add(g, 0, (const int64_t[]){1, 100, -100});
+		_exit(1);
+	}
+	CHECK(read(fds[0], &c, 1) == 1);
+	CHECK(kill(pid, SIGKILL) == 0);
+	CHECK(waitpid(pid, &st, 0) == pid && WIFSIGNALED(st));
+	close(fds[0]);
+	close(fds[1]);
+}
+
+static void check_group(pcpu_group_t *g, int64_t packets, int64_t bytes)
+{
+	int64_t out[3];
+
+	if (pcpu_group_read(g, 0, out) != 0)
+		fprintf(stderr, "group read: %s\n", strerror(errno));
+	CHECK(pcpu_group_read(g, 0, out) == 0);
+	if (out[0] != packets || out[1] != bytes || out[2] != -bytes)
+		fprintf(stderr, "group: (%" PRId64 ", %" PRId64 ", %" PRId64 "), want (%" PRId64
+			", %" PRId64 ", %" PRId64 ")\n", out[0], out[1], out[2], packets, bytes, -bytes);
+	CHECK(out[0] == packets && out[1] == bytes && out[2] == -bytes);
+}
+
+/* A worker dies in mid-update of a group of the shared registry, holding
+ * a lane lock: the next writer that takes that lock, or a reader that
+ * finds the lane odd and its lock free, undoes it; nothing waits for
+ * ever, and the dead update is wholly absent. */
+static void groupdeath(void)
+{
+	struct pcpu_segment *s;
+	char name[32];
+	const char *v[1] = {name};
+	pcpu_group_t *g;
+	int st;
+	pid_t pid;
+
+	publish();
+	s = (struct pcpu_segment *)seg;
+	path_name(1, name);
+	g = pcpu_group_family_series(gf_flow, v);
+	CHECK(g);
+	pcpu_group_add(g, 0, (const int64_t[]){1, 10, -10});
+	alarm(120); /* a lane that stays locked or odd fails the test, not hangs it */
+	/* 1. A writer on the same CPU (so the same first lane) repairs. */
+	die_in_group_update(g);
+	CHECK(s->tree->zone.lane_deaths == 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		on_cpu0();
+		pcpu_group_add(g, 0, (const int64_t[]){1, 5, -5});
+		_exit(0);
+	}
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(s->tree->zone.lane_deaths == 1);
+	check_group(g, 2, 15);
+	/* 2. A reader repairs. */
+	die_in_group_update(g);
+	check_group(g, 2, 15);
+	CHECK(s->tree->zone.lane_deaths == 2);
+	/* 3. And the segment shows it, through the master's collection. */
+	pcpu_group_add(g, 0, (const int64_t[]){1, 7, -7});
+	CHECK(pcpu_registry_collect(reg) == 0);
+	{
+		struct pcpu_reader_snapshot *r = read_segment();
+		int found = 0;
+
+		check_groups(r);
+		for (size_t fi = 0; fi < r->snapshot.nfamilies; fi++)
+			if (!strcmp(r->snapshot.families[fi].name, "flow_bytes"))
+				for (size_t si = 0; si < r->snapshot.families[fi].nseries; si++) {
+					CHECK(r->snapshot.families[fi].series[si].value.counter == 22);
+					found++;
+				}
+		CHECK(found == 1 && sh->torn_groups == 0);
+		pcpu_reader_snapshot_free(r);
+	}
+	alarm(0);
+	printf("groupdeath: two group writers killed holding a lane: repaired by the next writer, "
+	       "then by a reader; values exact\n");
+}
+
 /* What a shared registry does not do is refused, never half done. */
 static void refusals(void)
 {
@@ -564,19 +800,17 @@ static void refusals(void)
 	CHECK(pcpu_family_remove(f_req, v) == -1 && errno == EOPNOTSUPP);
 	CHECK(strstr(pcpu_stats_error(), "shared registry") != NULL);
 	CHECK(pcpu_registry_remove_family(reg, f_req) == -1 && errno == EOPNOTSUPP);
-	memset(m, 0, sizeof m);
-	m[0].name = "flow_packets";
-	m[0].type = PCPU_METRIC_COUNTER;
-	m[1].name = "flow_bytes";
-	m[1].type = PCPU_METRIC_COUNTER;
+	(void)m;
+	CHECK(pcpu_group_family_series(gf_flow, v));
 	errno = 0;
-	CHECK(pcpu_registry_group(reg, m, 2) == NULL && errno == EOPNOTSUPP);
+	CHECK(pcpu_group_family_remove(gf_flow, v) == -1 && errno == EOPNOTSUPP);
+	CHECK(pcpu_group_family_series(gf_flow, v));
 	errno = 0;
 	CHECK(pcpu_registry_struct(reg, 8, &fld, 1, 0, NULL, NULL) == NULL && errno == EOPNOTSUPP);
 	/* The series is still there and counts. */
 	pcpu_counter_add(pcpu_family_counter(f_req, v), 5);
 	CHECK(pcpu_counter_fetch(pcpu_family_counter(f_req, v)) == 5);
-	printf("refusals: removal, groups and structs refused with EOPNOTSUPP\n");
+	printf("refusals: removal (series, group series, family) and structs refused with EOPNOTSUPP\n");
 }
 
 static void wrongindex(void)
@@ -617,13 +851,15 @@ int main(int argc, char **argv)
 			argc > 4 ? atoi(argv[4]) : 24);
 	else if (argc >= 2 && !strcmp(argv[1], "lockdeath"))
 		lockdeath();
+	else if (argc >= 2 && !strcmp(argv[1], "groupdeath"))
+		groupdeath();
 	else if (argc >= 2 && !strcmp(argv[1], "refusals"))
 		refusals();
 	else if (argc >= 2 && !strcmp(argv[1], "wrongindex"))
 		wrongindex();
 	else {
 		fprintf(stderr, "usage: test_shared_registry prefork [WORKERS OPS KILLS] | lockdeath | "
-				"refusals | wrongindex\n");
+				"groupdeath | refusals | wrongindex\n");
 		return 2;
 	}
 	if (dir[0]) {
