@@ -480,6 +480,12 @@ static void groups_fork_child(void)
 	pthread_mutex_unlock(&groups_lock);
 }
 
+void pcpu__group_fork_register(void)
+{
+	(void)pcpu_fork_register(&fork_registered, PCPU_FORK_STATS, groups_fork_prepare,
+				 groups_fork_parent, groups_fork_child);
+}
+
 /* Every group's allocation: `count` groups of `members` in `zone`, over
  * lanes `at` (a tree zone's, one group: adopted from another process) or
  * new ones (at NULL). */
@@ -508,8 +514,7 @@ static pcpu_group_t *group_create(pcpu_zone_t *zone, unsigned members, size_t co
 		errno = E2BIG;
 		return NULL;
 	}
-	(void)pcpu_fork_register(&fork_registered, PCPU_FORK_STATS, groups_fork_prepare,
-				 groups_fork_parent, groups_fork_child);
+	pcpu__group_fork_register();
 	node = calloc(1, sizeof *node);
 	if (!node)
 		return NULL;

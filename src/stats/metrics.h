@@ -28,6 +28,12 @@ PCPU_HIDDEN pcpu_zone_t *pcpu__stats_zone(void);
  * (a registry): no search for the zone by address. */
 PCPU_HIDDEN void pcpu__group_free_in(pcpu_zone_t *zone, pcpu_group_t *g);
 
+/* Registers the groups' fork() handlers (once; every allocation does it
+ * too). A caller that will allocate groups under a lock of its own calls it
+ * first: the registration takes the fork handlers' lock, which their
+ * prepare step holds while it takes that caller's lock (a registry's). */
+PCPU_HIDDEN void pcpu__group_fork_register(void);
+
 /* pcpu_group_alloc_in() of one group over lanes `at` of a tree zone
  * (zone_backing.h: a shared registry's series another process made, its
  * size pcpu__group_tree_size()); at NULL: new lanes. */

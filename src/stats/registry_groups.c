@@ -60,6 +60,9 @@ pcpu_group_family_t *pcpu_registry_group(pcpu_registry_t *reg, const struct pcpu
 			return NULL;
 		}
 	gf->nmembers = nmembers;
+	/* Its series allocate groups under the registry's lock: the fork
+	 * handlers' lock before it, never inside (metrics.h). */
+	pcpu__group_fork_register();
 	pthread_mutex_lock(&reg->lock);
 	for (made = 0; made < nmembers; made++) {
 		gf->fams[made] = pcpu__family_get_locked(reg, &members[made], base[made], &created, gf, made,

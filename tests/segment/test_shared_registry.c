@@ -26,6 +26,8 @@
  *   test_shared_registry groupdeath  a worker killed in mid-update of a
  *       group, holding a lane lock: undone by the next writer, or by a
  *       reader; values exact
+ *   test_shared_registry multichunk  storage past the first chunk: made by
+ *       one worker, mapped and allocated in by another
  *   test_shared_registry wrongindex  with mm_cid slots, publishing a shared
  *       registry is refused (EINVAL, a message naming PCPU_INDEX=cpu)
  *
@@ -787,6 +789,110 @@ static void groupdeath(void)
 	       "then by a reader; values exact\n");
 }
 
+/* A histogram's count and sum in the segment; -1 if there is no such series. */
+static int hist_in_segment(const struct pcpu_reader_snapshot *r, const char *family,
+			   const char *value, int64_t *count, int64_t *sum)
+{
+	for (size_t fi = 0; fi < r->snapshot.nfamilies; fi++) {
+		const struct pcpu_snapshot_family *f = &r->snapshot.families[fi];
+
+		if (strcmp(f->name, family) != 0)
+			continue;
+		for (size_t si = 0; si < f->nseries; si++)
+			if (!strcmp(f->series[si].label_values[0], value)) {
+				*count = 0;
+				for (size_t b = 0; b < f->nbuckets; b++)
+					*count += (int64_t)f->series[si].value.histogram.counts[b];
+				*sum = f->series[si].value.histogram.sum;
+				return 0;
+			}
+	}
+	return -1;
+}
+
+/* The tree's storage past its first chunk (32 MiB per slot): a worker
+ * registers big histograms until it makes chunk 1; a second worker, forked
+ * from a master that never mapped it, adopts a series there (mapping the
+ * chunk) and allocates a new one at the frontier in it; the segment shows
+ * both workers' records. */
+static void multichunk(void)
+{
+	static const struct pcpu_histogram_layout big = {
+		.scheme = PCPU_HISTOGRAM_LOG_LINEAR, .precision_bits = 10, .max_value = 1ll << 40};
+	struct pcpu_family_desc d;
+	struct pcpu_segment *s;
+	pcpu_family_t *f_big;
+	int fds[2], st, made = 0;
+	pid_t pid;
+
+	publish();
+	s = (struct pcpu_segment *)seg;
+	memset(&d, 0, sizeof d);
+	d.name = "big_histogram";
+	d.type = PCPU_METRIC_HISTOGRAM;
+	d.histogram = &big;
+	d.label_names = (const char *[]){"n"};
+	d.nlabels = 1;
+	f_big = pcpu_registry_family(reg, &d);
+	CHECK(f_big);
+	CHECK(s->tree->zone.nchunks == 1);
+	CHECK(pipe(fds) == 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		pcpu_histogram_t *h = NULL;
+		char v[16];
+		const char *lv[1] = {v};
+		int n;
+
+		for (n = 0; n < 4096 && s->tree->zone.nchunks < 2; n++) {
+			snprintf(v, sizeof v, "big%d", n);
+			h = pcpu_family_histogram(f_big, lv);
+			CHECK(h);
+		}
+		CHECK(s->tree->zone.nchunks == 2);
+		for (int k = 0; k < 3; k++)
+			pcpu_histogram_record(h, 5);
+		CHECK(write(fds[1], &n, sizeof n) == sizeof n);
+		_exit(0);
+	}
+	CHECK(read(fds[0], &made, sizeof made) == sizeof made);
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(made > 1);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		char v[16];
+		const char *lv[1] = {v};
+		pcpu_histogram_t *h;
+
+		snprintf(v, sizeof v, "big%d", made - 1); /* in chunk 1, made by the other worker */
+		h = pcpu_family_histogram(f_big, lv);
+		CHECK(h);
+		pcpu_histogram_record(h, 7);
+		h = pcpu_family_histogram(f_big, (const char *[]){"after"}); /* a new one, in chunk 1 */
+		CHECK(h);
+		pcpu_histogram_record(h, 11);
+		_exit(0);
+	}
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(s->tree->zone.nchunks == 2);
+	{
+		struct pcpu_reader_snapshot *r = read_segment();
+		int64_t count, sum;
+		char v[16];
+
+		snprintf(v, sizeof v, "big%d", made - 1);
+		CHECK(hist_in_segment(r, "big_histogram", v, &count, &sum) == 0);
+		CHECK(count == 4 && sum == 22);
+		CHECK(hist_in_segment(r, "big_histogram", "after", &count, &sum) == 0);
+		CHECK(count == 1 && sum == 11);
+		pcpu_reader_snapshot_free(r);
+	}
+	printf("multichunk: chunk 1 made by one worker after %d series, adopted and allocated in "
+	       "by another; the segment shows both\n", made);
+}
+
 /* What a shared registry does not do is refused, never half done. */
 static void refusals(void)
 {
@@ -851,6 +957,8 @@ int main(int argc, char **argv)
 			argc > 4 ? atoi(argv[4]) : 24);
 	else if (argc >= 2 && !strcmp(argv[1], "lockdeath"))
 		lockdeath();
+	else if (argc >= 2 && !strcmp(argv[1], "multichunk"))
+		multichunk();
 	else if (argc >= 2 && !strcmp(argv[1], "groupdeath"))
 		groupdeath();
 	else if (argc >= 2 && !strcmp(argv[1], "refusals"))
@@ -859,7 +967,7 @@ int main(int argc, char **argv)
 		wrongindex();
 	else {
 		fprintf(stderr, "usage: test_shared_registry prefork [WORKERS OPS KILLS] | lockdeath | "
-				"groupdeath | refusals | wrongindex\n");
+				"groupdeath | multichunk | refusals | wrongindex\n");
 		return 2;
 	}
 	if (dir[0]) {
