@@ -11,6 +11,9 @@ set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 bin=$(cd "$1" && pwd)
 rounds=${2:-5}
+# Seconds each benchmark runs at least (Google Benchmark's min_time); the
+# test suite's smoke run (ctest promcpp_peer_benchmarks) makes it short.
+min_time=${PCPU_PROMCPP_BENCH_MIN_TIME:-0.2}
 filter=${3:-'BM_(Counter_Increment|Counter_Collect|Gauge_Increment|Histogram_Observe/(8|64|512)$|Histogram_Collect/(8|64)$|Threads_|Exposition|Registry_CreateFamily)'}
 work=$bin/promcpp-bench
 mkdir -p "$work"
@@ -24,7 +27,7 @@ benches=("$peer"/core/benchmarks/{main,benchmark_helpers,counter_bench,gauge_ben
   -Wl,-rpath,"$bin/compat/prometheus-cpp:$bin" -lpcpu-prometheus -lpcpu -lbenchmark
 for r in $(seq 1 "$rounds"); do
   for lib in real pcpu; do
-    "$work/$lib" --benchmark_filter="$filter" --benchmark_format=json --benchmark_min_time=0.2 \
+    "$work/$lib" --benchmark_filter="$filter" --benchmark_format=json --benchmark_min_time="$min_time" \
       > "$work/$lib.$r.json" 2>/dev/null
   done
 done
@@ -39,8 +42,13 @@ for r in range(1, rounds + 1):
             t = b["real_time"] if "Threads_" in b["name"] else b["cpu_time"]
             res.setdefault(b["name"], {}).setdefault(lib, []).append(t)
 print("%-52s %14s %14s %8s" % ("benchmark (median of %d, ns)" % rounds, "prometheus-cpp", "pcpu", "ratio"))
+rows = 0
 for name, v in res.items():
     if "real" in v and "pcpu" in v:
         a, b = statistics.median(v["real"]), statistics.median(v["pcpu"])
         print("%-52s %14.1f %14.1f %7.1fx" % (name, a, b, a / b))
+        rows += 1
+# Both builds ran every benchmark the filter names (the peer's and ours).
+if rows < 10 or not any(n.startswith("BM_Exposition") for n in res):
+    sys.exit("promcpp_compat: only %d benchmarks ran in both builds" % rows)
 PY
