@@ -237,15 +237,18 @@ static void unnest(uintptr_t h)
 /* A read lock through the calling thread's record: 1 taken, 0 a writer
  * holds or waits (nothing left behind), -1 the record cannot take it (not
  * registered, or it holds another lock): the caller counts it in the
- * words. Each step leaves the record as a signal handler of this thread
- * may find it and must leave it: a handler's lock and unlock restore it. */
-static int record_read(struct rwlock_impl *l, pcpu_rwlock_t *lock)
+ * words. Registers the thread first only if `may_register` (the caller is
+ * not in a signal handler: registration calls pthread_setspecific(), which
+ * is not async-signal-safe). Each step leaves the record as a signal
+ * handler of this thread may find it and must leave it: a handler's lock
+ * and unlock restore it. */
+static int record_read(struct rwlock_impl *l, pcpu_rwlock_t *lock, int may_register)
 {
 	uintptr_t h = (uintptr_t)lock, r = __atomic_load_n(&pcpu__rwlock_rec, __ATOMIC_RELAXED);
 	uintptr_t *depth;
 
 	if (r == PCPU__RW_REC_UNREG) {
-		if (pcpu_rwlock_register_self() != 0)
+		if (!may_register || pcpu_rwlock_register_self() != 0)
 			return -1;
 		r = __atomic_load_n(&pcpu__rwlock_rec, __ATOMIC_RELAXED);
 	}
@@ -292,8 +295,9 @@ static void clear_withdrawn(void)
 	pcpu_rwlock_wake_writer(impl((const pcpu_rwlock_t *)(r & ~(uintptr_t)3)));
 }
 
-/* One attempt at a read lock: 1 taken, 0 a writer holds or waits. */
-static int try_read(struct rwlock_impl *l, pcpu_rwlock_t *lock)
+/* One attempt at a read lock: 1 taken, 0 a writer holds or waits.
+ * may_register: as for record_read(). */
+static int try_read(struct rwlock_impl *l, pcpu_rwlock_t *lock, int may_register)
 {
 	intptr_t st = state_of(l);
 
@@ -301,7 +305,7 @@ static int try_read(struct rwlock_impl *l, pcpu_rwlock_t *lock)
 		return 0;
 #if PCPU_ARCH_HAVE_RSEQ
 	if (l->percpu && !(st & PCPU__RW_ATOMIC)) {
-		int tries = record_read(l, lock);
+		int tries = record_read(l, lock, may_register);
 
 		if (tries >= 0)
 			return tries;
@@ -322,6 +326,7 @@ static int try_read(struct rwlock_impl *l, pcpu_rwlock_t *lock)
 	}
 #else
 	(void)lock;
+	(void)may_register;
 #endif
 	__atomic_fetch_add(&l->slow_readers, 1, __ATOMIC_SEQ_CST);
 	if (!(state_of(l) & PCPU__RW_WRITER))
@@ -353,7 +358,8 @@ void pcpu__rwlock_rdlock_slow(pcpu_rwlock_t *lock)
 	struct rwlock_impl *l = impl(lock);
 
 	clear_withdrawn();
-	while (!try_read(l, lock))
+	/* pcpu_rwlock_rdlock() is not for signal handlers: it may register. */
+	while (!try_read(l, lock, 1))
 		wait_writer_gone(l);
 }
 
@@ -362,7 +368,9 @@ int pcpu__rwlock_tryrdlock_slow(pcpu_rwlock_t *lock)
 	struct rwlock_impl *l = impl(lock);
 
 	clear_withdrawn();
-	return try_read(l, lock);
+	/* The read lock signal handlers may take (pcpu/rwlock.h): it never
+	 * registers the thread. */
+	return try_read(l, lock, 0);
 }
 
 void pcpu__rwlock_rdunlock_slow(pcpu_rwlock_t *lock)

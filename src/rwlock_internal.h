@@ -43,9 +43,12 @@ static inline void pcpu_rwlock_wake_writer(struct rwlock_impl *l)
 PCPU_HIDDEN int pcpu_rwlock_readers_init(void);
 
 /* Registers the calling thread's record if it is not registered and may be
- * (it has not exited, and the registry's lock is free: never waits, so
- * that a signal handler can call it). 0 if the record is registered now,
- * -1 if not (the caller counts its lock elsewhere). Async-signal-safe. */
+ * (it has not exited, and the registry's lock is free: never waits, as a
+ * signal handler of this thread may be interrupting the lock's holder). 0
+ * if the record is registered now, -1 if not (the caller counts its lock
+ * elsewhere). Not async-signal-safe: pthread_setspecific() may allocate
+ * (glibc callocs a block for keys past its first 32), so only
+ * pcpu_rwlock_rdlock(), which handlers must not call, registers. */
 PCPU_HIDDEN int pcpu_rwlock_register_self(void);
 
 /* The calling thread's extra holds of the lock its record names (the

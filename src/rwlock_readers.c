@@ -6,19 +6,19 @@
  *
  * Each thread has one record: the thread-local word pcpu__rwlock_rec (the
  * header's inline read side uses it) and, here, its extra holds (depth) and
- * list links. A thread registers at its first read lock (the slow path:
- * the record starts as PCPU__RW_REC_UNREG, which the fast path never takes)
+ * list links. A thread registers at its first pcpu_rwlock_rdlock() (the slow
+ * path: the record starts as PCPU__RW_REC_UNREG, which the fast path never
+ * takes; not at a tryrdlock, which may run in a signal handler, and
+ * pthread_setspecific() is not async-signal-safe)
  * and leaves the list at its exit (a pthread key's destructor). Writers
  * read every record in the list.
  *
  * The list has one lock, a futex word (Drepper's mutex: 0 free, 1 held,
- * 2 held with sleepers). Registration only tries it: a read lock may be
- * taken in a signal handler that interrupted the same thread inside the
- * list lock (a writer's scan, its own registration or exit), so the slow
- * path never waits for it. A thread that cannot register now counts its
- * read lock in the per-CPU or atomic words, which writers always add, and
- * tries again at its next read lock. Writers, thread exit and fork wait
- * for it (sleeping).
+ * 2 held with sleepers). Registration only tries it, so a read lock never
+ * waits for writers' scans or for other threads' exits. A thread that
+ * cannot register now counts its read lock in the per-CPU or atomic words,
+ * which writers always add, and tries again at its next rdlock. Writers,
+ * thread exit and fork wait for it (sleeping).
  *
  * A thread that exits holding read locks through its record (or whose
  * hold another thread released: any thread may release a read lock) moves

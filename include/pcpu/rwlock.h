@@ -11,9 +11,11 @@
  * instruction, no rseq section, no shared line written: the cost of
  * liburcu's rcu_read_lock/unlock (bench/README.md, "A read side at
  * liburcu's cost"). A thread registers its record in a list at its first
- * read lock and leaves it at its exit. Where the record cannot serve (the
- * thread holds another pcpu_rwlock through it, or could not register yet,
- * or has exited), a read lock is one rseq critical section on the calling
+ * pcpu_rwlock_rdlock() (not at a pcpu_rwlock_tryrdlock(), which may run in
+ * a signal handler, where registering is not safe) and leaves it at its
+ * exit. Where the record cannot serve (the thread holds another
+ * pcpu_rwlock through it, or has not registered, or could not yet, or has
+ * exited), a read lock is one rseq critical section on the calling
  * thread's slot of a per-CPU object, as before issue 29, and programs built
  * with the older header keep using those words: writers count both.
  *
@@ -111,9 +113,9 @@ typedef struct pcpu_rwlock pcpu_rwlock_t;
  * the one lock it holds through the record, tagged with 1 while it holds
  * that lock more than once; 0 when it holds none; tagged with 2 for an
  * instant (PCPU__RW_REC_WITHDRAWN, below); PCPU__RW_REC_UNREG before
- * the thread registered (its first read lock registers it) and after it
- * exited. A writer reads every registered thread's record after its
- * membarrier. Static TLS, as pcpu's rseq area. Not API.
+ * the thread registered (its first pcpu_rwlock_rdlock() registers it) and
+ * after it exited. A writer reads every registered thread's record after
+ * its membarrier. Static TLS, as pcpu's rseq area. Not API.
  */
 #define PCPU__RW_REC_UNREG ((uintptr_t)1)
 /* handle | PCPU__RW_REC_WITHDRAWN: the fast path announced itself, met a
@@ -183,8 +185,9 @@ PCPU_API int pcpu_rwlock_destroy(pcpu_rwlock_t *lock);
  * comment). Thread-safe. Cost while no writer is around, per-CPU mode, the
  * calling thread holding no other pcpu_rwlock: a load and a store of a
  * thread-local word and a load of the handle's mode (liburcu's
- * rcu_read_lock, bench/README.md); the thread's first read lock registers
- * it (a mutex). Holding another lock already: one rseq section (as
+ * rcu_read_lock, bench/README.md); the thread's first pcpu_rwlock_rdlock()
+ * registers it (the registry's lock, tried, and pthread_setspecific()).
+ * Holding another lock already, or not registered: one rseq section (as
  * pcpu_ref_get()). Atomic mode: two atomic operations on shared words.
  */
 __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_rwlock_rdlock)(pcpu_rwlock_t *lock)
@@ -200,7 +203,10 @@ __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_rwlock_rd
  * Takes a read lock if no writer holds or waits for the lock: returns 1
  * with the lock taken, 0 without (errno untouched). Never blocks.
  * Thread-safe; async-signal-safe (the one read-lock call a signal handler
- * may use). Cost: as pcpu_rwlock_rdlock().
+ * may use). Cost: as pcpu_rwlock_rdlock(), but it never registers the
+ * thread (registering calls pthread_setspecific(), which is not
+ * async-signal-safe): until the thread's first pcpu_rwlock_rdlock(), one
+ * rseq section.
  */
 __attribute__((always_inline)) static inline int PCPU__INLINE_OP(pcpu_rwlock_tryrdlock)(pcpu_rwlock_t *lock)
 {
