@@ -7,8 +7,12 @@
  *     on ONE shared object:
  *       pcpu_counter_add                     the unit of the targets
  *       pcpu_ref get + put                   target <= 2x an add, flat
+ *       pcpu_ref tryget + put                target <= 1.2x liburcu (issue 29)
  *       pcpu_ref get + put after the kill    (atomic mode: one shared count)
- *       pcpu_rwlock read lock + unlock       target <= 3x an add, flat
+ *       pcpu_rwlock read lock + unlock       target <= 3x an add, flat, and
+ *                                            <= 1.0x liburcu (issue 29)
+ *       the same with the read side of before issue 29 (per-CPU words),
+ *       as programs built with the older header still run it
  *       pthread_rwlock rdlock + unlock
  *       shared atomic refcount, get + put    (lock xadd twice)
  *       liburcu (memb flavour) read lock + unlock, inlined (_LGPL_SOURCE:
@@ -17,7 +21,8 @@
  *     summed over threads and divided by the operations done
  *     (CLOCK_THREAD_CPUTIME_ID), as bench/incr.c: with more threads than
  *     CPUs, a scalable operation stays flat. Ratios are medians of the
- *     per-round ratios to pcpu_counter_add at the same thread count.
+ *     per-round ratios to pcpu_counter_add at the same thread count, and
+ *     in a second table to liburcu's read side.
  *  2. Latency (µs): pcpu_ref_kill -> release() with no outstanding
  *     reference; pcpu_rwlock_wrlock with idle readers (threads that have
  *     read-locked before and now sleep), and with busy ones for contrast;
@@ -49,13 +54,16 @@
 #define BATCH 32
 #define WARMUP 4096
 
-enum kind { K_ADD, K_REF, K_REF_KILLED, K_RWLOCK, K_PTHREAD, K_ATOMIC, K_URCU, K_N };
+enum kind { K_ADD, K_REF, K_REF_TRY, K_REF_KILLED, K_RWLOCK, K_RWLOCK_WORDS, K_PTHREAD, K_ATOMIC,
+	    K_URCU, K_N };
 
 static const char *const names[K_N] = {
 	[K_ADD] = "pcpu_counter_add (the unit)",
 	[K_REF] = "pcpu_ref get + put",
+	[K_REF_TRY] = "pcpu_ref tryget + put",
 	[K_REF_KILLED] = "pcpu_ref get + put, after kill (atomic)",
 	[K_RWLOCK] = "pcpu_rwlock read lock + unlock",
+	[K_RWLOCK_WORDS] = "pcpu_rwlock, per-CPU words (before 29)",
 	[K_PTHREAD] = "pthread_rwlock rdlock + unlock",
 	[K_ATOMIC] = "shared atomic refcount get + put",
 	[K_URCU] = "liburcu-memb read lock + unlock",
@@ -119,6 +127,11 @@ static inline __attribute__((always_inline)) void op(const int kind, const struc
 		pcpu_ref_get(h->ref);
 		pcpu_ref_put(h->ref);
 		break;
+	case K_REF_TRY:
+		if (!pcpu_ref_tryget(h->ref))
+			die("pcpu_ref_tryget failed on a live ref");
+		pcpu_ref_put(h->ref);
+		break;
 	case K_REF_KILLED:
 		pcpu_ref_get(h->killed_ref);
 		pcpu_ref_put(h->killed_ref);
@@ -126,6 +139,16 @@ static inline __attribute__((always_inline)) void op(const int kind, const struc
 	case K_RWLOCK:
 		pcpu_rwlock_rdlock(h->rw);
 		pcpu_rwlock_rdunlock(h->rw);
+		break;
+	case K_RWLOCK_WORDS:
+		/* The read side the header had before issue 29 (one rseq
+		 * section each on the thread's slot of the handle), as
+		 * programs built then still run it: the library's writers
+		 * count both. */
+		if (PCPU_UNLIKELY(pcpu__sync_add_if_zero(&h->rw->pcpu__s, 1) != 0))
+			pcpu__rwlock_rdlock_slow(h->rw);
+		if (PCPU_UNLIKELY(pcpu__sync_add_if_zero(&h->rw->pcpu__s, -1) != 0))
+			pcpu__rwlock_rdunlock_slow(h->rw);
 		break;
 	case K_PTHREAD:
 		pthread_rwlock_rdlock(&sh.prw);
@@ -170,14 +193,16 @@ static inline __attribute__((always_inline)) void loop(struct thr *t, const int 
 	static __attribute__((noinline)) void loop_##k(struct thr *t) { loop(t, k); }
 LOOP_FN(K_ADD)
 LOOP_FN(K_REF)
+LOOP_FN(K_REF_TRY)
 LOOP_FN(K_REF_KILLED)
 LOOP_FN(K_RWLOCK)
+LOOP_FN(K_RWLOCK_WORDS)
 LOOP_FN(K_PTHREAD)
 LOOP_FN(K_ATOMIC)
 LOOP_FN(K_URCU)
 static void (*const loops[K_N])(struct thr *) = {
-	loop_K_ADD, loop_K_REF, loop_K_REF_KILLED, loop_K_RWLOCK,
-	loop_K_PTHREAD, loop_K_ATOMIC, loop_K_URCU,
+	loop_K_ADD, loop_K_REF, loop_K_REF_TRY, loop_K_REF_KILLED, loop_K_RWLOCK,
+	loop_K_RWLOCK_WORDS, loop_K_PTHREAD, loop_K_ATOMIC, loop_K_URCU,
 };
 
 static void *thread_main(void *arg)
@@ -223,13 +248,13 @@ static double run(int kind, unsigned n, unsigned ms)
 	/* Every run checks what it did. */
 	if (kind == K_ADD && pcpu_counter_fetch(sh.counter) - before != ops)
 		die("counter total wrong");
-	if (kind == K_REF && pcpu_ref_read(sh.ref) != 1)
+	if ((kind == K_REF || kind == K_REF_TRY) && pcpu_ref_read(sh.ref) != 1)
 		die("pcpu_ref count wrong after the run");
 	if (kind == K_REF_KILLED && pcpu_ref_read(sh.killed_ref) != 1)
 		die("killed pcpu_ref count wrong after the run");
 	if (kind == K_ATOMIC && sh.atomic_ref != 0)
 		die("atomic refcount wrong after the run");
-	if (kind == K_RWLOCK) {
+	if (kind == K_RWLOCK || kind == K_RWLOCK_WORDS) {
 		if (!pcpu_rwlock_trywrlock(sh.rw))
 			die("pcpu_rwlock still read-locked after the run");
 		pcpu_rwlock_wrunlock(sh.rw);
@@ -387,6 +412,59 @@ static void latencies(unsigned samples, unsigned nreaders)
 	}
 }
 
+/* Prints the median of the per-round ratios to liburcu's read side at each
+ * thread count (ns: every run's ns per operation), and issue 29's targets. */
+static void print_vs_urcu(double (*ns)[MAX_LIST][MAX_ROUNDS], const unsigned *threads,
+			  unsigned nthr, unsigned rounds)
+{
+	static const int vs[] = { K_RWLOCK, K_RWLOCK_WORDS, K_REF_TRY, K_REF };
+	static double vs_urcu[K_N][MAX_LIST][MAX_ROUNDS];
+	double worst[4] = { 0, 0, 0, 0 };
+
+	for (unsigned r = 0; r < rounds; r++)
+		for (unsigned j = 0; j < nthr; j++)
+			for (unsigned k = 0; k < K_N; k++)
+				vs_urcu[k][j][r] = ns[k][j][r] / ns[K_URCU][j][r];
+
+	printf("\n### Per-round ratio to liburcu-memb read lock + unlock, median (min-max)\n\n");
+	printf("| %-41s |", "operation");
+	for (unsigned j = 0; j < nthr; j++)
+		printf(" %3u thread%s %10s |", threads[j], threads[j] > 1 ? "s" : " ", "");
+	printf("\n|-------------------------------------------|");
+	for (unsigned j = 0; j < nthr; j++)
+		printf("---------------------------|");
+	printf("\n");
+	for (unsigned v = 0; v < 4; v++) {
+		printf("| %-41s |", names[vs[v]]);
+		for (unsigned j = 0; j < nthr; j++) {
+			struct stat q = stat_of(vs_urcu[vs[v]][j], rounds);
+			char cell[64];
+
+			snprintf(cell, sizeof(cell), "%.2fx (%.2f-%.2f)", q.med, q.min, q.max);
+			printf(" %-25s |", cell);
+			if (q.med > worst[v])
+				worst[v] = q.med;
+		}
+		printf("\n");
+	}
+	printf("\nTargets against liburcu-memb (worst thread count, issue 29):\n");
+	printf("- pcpu_rwlock read lock+unlock: %.2fx (target <= 1.0x): %s; the per-CPU words "
+	       "it replaced: %.2fx\n", worst[0], worst[0] <= 1.0 ? "met" : "MISSED", worst[1]);
+	printf("- pcpu_ref tryget+put: %.2fx (target <= 1.2x, stretch 1.0x): %s; get+put %.2fx\n",
+	       worst[2], worst[2] <= 1.2 ? "met" : "MISSED", worst[3]);
+}
+
+/* Releases what main() created for the runs. */
+static void destroy_shared(void)
+{
+	pcpu_ref_put(sh.killed_ref); /* releases it */
+	pcpu_ref_destroy(sh.killed_ref);
+	if (pcpu_ref_kill(sh.ref) != 0)
+		die("pcpu_ref_kill");
+	pcpu_ref_destroy(sh.ref);
+	pcpu_rwlock_destroy(sh.rw);
+}
+
 /* ---- main ------------------------------------------------------------------------ */
 
 static unsigned parse_list(const char *s, unsigned *out)
@@ -511,14 +589,11 @@ int main(int argc, char **argv)
 	       worst_rw <= 3.0 ? "met" : "MISSED");
 	printf("- flat: worst ns(T)/ns(1): get+put %.2f, read lock+unlock %.2f\n", flat_ref, flat_rw);
 
+	print_vs_urcu(ns, threads, nthr, rounds);
+
 	latencies(samples, 2 * ncpu);
 	printf("\nTotal %.1f s.\n", (double)(now_ns() - t_start) / 1e9);
 
-	pcpu_ref_put(sh.killed_ref); /* releases it */
-	pcpu_ref_destroy(sh.killed_ref);
-	if (pcpu_ref_kill(sh.ref) != 0)
-		die("pcpu_ref_kill");
-	pcpu_ref_destroy(sh.ref);
-	pcpu_rwlock_destroy(sh.rw);
+	destroy_shared();
 	return 0;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rwlock.c: the big-reader lock (pcpu/ref.h) -- Linux's percpu_rw_semaphore
+ * rwlock.c: the big-reader lock (pcpu/rwlock.h) -- Linux's percpu_rw_semaphore
  * in user space. The inline fast paths are in the header; this file has the
  * slow paths and the writer's side.
  *
@@ -25,13 +25,23 @@
  *   taken before) and stay part of the sum.
  *   slow_readers: the same count for readers that cannot use the section
  *   (atomic mode, a thread without rseq, a writer around), with sequentially
- *   consistent atomics. Readers inside = sum(readers[s]) + slow_readers (a
- *   lock and its unlock may land in different words).
+ *   consistent atomics.
  *
- * Reader lock, per-CPU:  section { if (state[s] != 0) fail; readers[s] += 1 }
+ *   records: every registered thread's pcpu__rwlock_rec (src/rwlock_readers.c),
+ *   the handle of the one lock it holds through it (tagged |1 with a
+ *   depth while held more than once), 0, or UNREG.
+ *
+ * Reader lock, record (inline; the thread registered, its record 0):
+ *                        rec = handle; compiler barrier; if (mode[0] != 0)
+ *                        { rec = 0; slow path }
+ * Reader unlock, record: rec == handle: rec = 0 (release); compiler barrier;
+ *                        if (mode[0] != 0) wake the writer
+ * Reader lock, per-CPU (the record holds another lock, the thread is not
+ *                        registered): section { if (state[s] != 0) fail;
+ *                        readers[s] += 1 }
  * Reader lock, atomic:   slow_readers += 1; if (state & WRITER) { undo;
  *                        wake the writer; wait }        (Dekker, seq_cst)
- * Reader unlock:         section { if (state[s] != 0) fail; readers[s] -= 1 };
+ * Reader unlock, else:   section { if (state[s] != 0) fail; readers[s] -= 1 };
  *                        failed: -1 unconditionally (rseq, or slow_readers),
  *                        then if (state & WRITER) wake the writer (wseq += 1,
  *                        FUTEX_WAKE)
@@ -41,15 +51,37 @@
  * Writer unlock:         state[s] = 0 for every s; state &= ~WRITER;
  *                        gen += 1; FUTEX_WAKE readers sleeping on gen;
  *                        mutex unlock
+ * Readers inside = the records naming the lock (1, or 1 + depth when
+ * tagged) + sum(readers[s]) + slow_readers, read in that order. A read lock
+ * and its unlock may land in different parts (another thread's unlock, a
+ * second lock meanwhile): each part is a count, only the sum means anything.
  *
- * Why a reader cannot slip past a writer: after the writer's membarrier
- * every per-CPU lock either committed visibly (the writer counts it) or
- * reads WRITER in its slot's copy inside its section and fails. The atomic path is the
+ * Why a reader cannot slip past a writer. Records: the reader's store of
+ * the handle and its load of mode[0] against the writer's store of
+ * mode[0] and its membarrier (MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ also
+ * orders memory, as MEMBARRIER_CMD_PRIVATE_EXPEDITED does), then its loads
+ * of the records: the barrier runs on every CPU that runs a thread of the
+ * process (or the scheduler's does, for the others), so either the
+ * reader's store is visible to the scan, or its later load sees the mode
+ * -- liburcu memb's argument, with the asymmetric fence on the writer's
+ * side. A reader that saw the mode withdraws (rec = 0) and, in the slow
+ * path, wakes the writer, which may have counted it. The slow path's
+ * record steps use seq_cst fences, so they need no membarrier. The CPU
+ * walk (membarrier refused) orders memory too: every CPU switches context.
+ * Per-CPU words: after the writer's membarrier every per-CPU lock either
+ * committed visibly (the writer counts it) or reads WRITER in its slot's
+ * copy inside its section and fails. The atomic path is the
  * classic store-then-load with sequentially consistent operations on both
  * sides: a reader that did not see WRITER has its +1 counted by the writer.
  * Readers inside only leave after that, so once the writer reads a sum of
- * zero (each word read once, each only decreasing but for an atomic
- * reader's short +1/-1 backing out), no reader is inside, nor can enter.
+ * zero (each word read once, each only decreasing but for a reader's short
+ * announce-and-withdraw), no reader is inside, nor can enter. A nested
+ * hold through the record (depth + 1) checks the flag as a first one does:
+ * its thread's first hold may have been released by another thread.
+ * A thread that exits holding locks through its record moves them to
+ * slow_readers before its record leaves the list, under the list lock the
+ * scan holds: read in the order above, the move can be counted twice (and
+ * wakes the writer to count again), never missed.
  *
  * Why no wake-up is lost. Writer: s = wseq; if (sum == 0) done; else
  * futex_wait(&wseq, s). A reader's per-CPU unlock that commits did so
@@ -73,12 +105,17 @@
  *
  * Memory order: in per-CPU mode, membarrier and x86's order (a reader's
  * loads stay before its unlock's store; the writer's stores stay after its
- * loads of the sum); in atomic mode, the seq_cst operations above, which
+ * loads of the sum), and for records, acquire and release: the read lock's
+ * load of mode[0] is an acquire (the section sees the last writer's
+ * stores), the unlock's store of 0 a release and the scan's loads
+ * acquires (the next writer's stores come after the section); in atomic
+ * mode, the seq_cst operations above, which
  * ThreadSanitizer builds check.
  */
 #include <pcpu/rwlock.h>
 
 #include "percpu_sync_internal.h"
+#include "rwlock_internal.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -86,21 +123,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct rwlock_impl {
-	intptr_t state; /* the authority; state[s] are copies for the sections */
-	int percpu;     /* created per-CPU: per-CPU words are part of the sum */
-	struct pcpu__sync_slot *obj; /* the handle */
-	const void *owner; /* the writer's owner_tag while it holds the mutex */
-	int64_t slow_readers __attribute__((aligned(64)));
-	uint32_t gen;     /* futex: bumped by every writer unlock */
-	uint32_t waiters; /* readers sleeping (or about to) on gen */
-	uint32_t wseq;    /* futex: bumped by readers that may be the last */
-	pthread_mutex_t writer __attribute__((aligned(64)));
-};
-
 static struct rwlock_impl *impl(const pcpu_rwlock_t *lock)
 {
-	return (struct rwlock_impl *)pcpu_sync_obj_impl(&lock->pcpu__s);
+	return pcpu_rwlock_impl(lock);
 }
 
 static intptr_t state_of(struct rwlock_impl *l)
@@ -131,6 +156,10 @@ pcpu_rwlock_t *pcpu_rwlock_create(void)
 	pthread_mutex_init(&l->writer, NULL);
 	l->percpu = pcpu_sync_percpu_check() == 0;
 	l->state = l->percpu ? 0 : PCPU__RW_ATOMIC;
+	/* Without the thread-exit key (no key left), readers count in the
+	 * per-CPU words, as before records. */
+	if (l->percpu)
+		(void)pcpu_rwlock_readers_init();
 	l->obj = pcpu_sync_obj_alloc(l, l->state);
 	if (!l->obj) {
 		pthread_mutex_destroy(&l->writer);
@@ -142,13 +171,16 @@ pcpu_rwlock_t *pcpu_rwlock_create(void)
 	return (pcpu_rwlock_t *)(void *)l->obj;
 }
 
-/* Readers inside now (see the file comment for when zero is final). */
+/* Readers inside now (see the file comment for when zero is final). The
+ * records first: a thread that exits moves its holds from its record to
+ * slow_readers, so this order can count them twice, never not at all. */
 static int64_t readers_inside(struct rwlock_impl *l)
 {
-	int64_t n = __atomic_load_n(&l->slow_readers, __ATOMIC_SEQ_CST);
+	int64_t n = 0;
 
 #if PCPU_ARCH_HAVE_RSEQ
 	if (l->percpu) {
+		n += pcpu_rwlock_records_count((const pcpu_rwlock_t *)(void *)l->obj);
 		n += pcpu_sync_obj_count(l->obj);
 		/* The fetch's loads are relaxed: keep the writer's accesses
 		 * after them. (Per-CPU mode needs rseq, so ThreadSanitizer
@@ -156,7 +188,7 @@ static int64_t readers_inside(struct rwlock_impl *l)
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	}
 #endif
-	return n;
+	return n + __atomic_load_n(&l->slow_readers, __ATOMIC_SEQ_CST);
 }
 
 int pcpu_rwlock_destroy(pcpu_rwlock_t *lock)
@@ -173,6 +205,8 @@ int pcpu_rwlock_destroy(pcpu_rwlock_t *lock)
 		errno = EBUSY;
 		return -1;
 	}
+	if (l->percpu)
+		pcpu_rwlock_records_forget(lock);
 	pthread_mutex_destroy(&l->writer);
 	pcpu_sync_obj_free(l->obj);
 	free(l);
@@ -189,20 +223,93 @@ int pcpu_rwlock_is_percpu(const pcpu_rwlock_t *lock)
 	return l->percpu && !(state_of(l) & PCPU__RW_ATOMIC);
 }
 
-static void wake_writer(struct rwlock_impl *l)
+/* Undoes a nested hold taken through the record (tagged h | 1). */
+static void unnest(uintptr_t h)
 {
-	__atomic_fetch_add(&l->wseq, 1, __ATOMIC_SEQ_CST);
-	pcpu_futex_wake(&l->wseq, 1); /* one writer waits at a time */
+	uintptr_t *depth = pcpu_rwlock_rec_depth();
+	uintptr_t d = __atomic_load_n(depth, __ATOMIC_RELAXED) - 1;
+
+	__atomic_store_n(depth, d, __ATOMIC_RELAXED);
+	if (d == 0)
+		__atomic_store_n(&pcpu__rwlock_rec, h, __ATOMIC_RELEASE);
 }
 
-/* One attempt at a read lock: 1 taken, 0 a writer holds or waits. */
-static int try_read(struct rwlock_impl *l)
+/* A read lock through the calling thread's record: 1 taken, 0 a writer
+ * holds or waits (nothing left behind), -1 the record cannot take it (not
+ * registered, or it holds another lock): the caller counts it in the
+ * words. Registers the thread first only if `may_register` (the caller is
+ * not in a signal handler: registration calls pthread_setspecific(), which
+ * is not async-signal-safe). Each step leaves the record as a signal
+ * handler of this thread may find it and must leave it: a handler's lock
+ * and unlock restore it. */
+static int record_read(struct rwlock_impl *l, pcpu_rwlock_t *lock, int may_register)
+{
+	uintptr_t h = (uintptr_t)lock, r = __atomic_load_n(&pcpu__rwlock_rec, __ATOMIC_RELAXED);
+	uintptr_t *depth;
+
+	if (r == PCPU__RW_REC_UNREG) {
+		if (!may_register || pcpu_rwlock_register_self() != 0)
+			return -1;
+		r = __atomic_load_n(&pcpu__rwlock_rec, __ATOMIC_RELAXED);
+	}
+	if (r == 0) {
+		__atomic_store_n(&pcpu__rwlock_rec, h, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST); /* Dekker with raise_flag() */
+		if (!(state_of(l) & PCPU__RW_WRITER))
+			return 1;
+		__atomic_store_n(&pcpu__rwlock_rec, 0, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		pcpu_rwlock_wake_writer(l); /* it may have counted us */
+		return 0;
+	}
+	if ((r & ~(uintptr_t)1) != h)
+		return -1;
+	/* The thread holds this lock already: one more hold (the writer's
+	 * scan adds the depth while the record is tagged). */
+	depth = pcpu_rwlock_rec_depth();
+	__atomic_store_n(depth, __atomic_load_n(depth, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&pcpu__rwlock_rec, h | 1, __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!(state_of(l) & PCPU__RW_WRITER))
+		return 1;
+	unnest(h);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	pcpu_rwlock_wake_writer(l);
+	return 0;
+}
+
+/* The inline read lock withdrew its announce (PCPU__RW_REC_WITHDRAWN): a
+ * writer may have counted it and sleep. Every slow path starts here, so
+ * the record is never left so (a signal handler that finds it so does the
+ * same, for the code it interrupted). */
+static void clear_withdrawn(void)
+{
+	uintptr_t r = __atomic_load_n(&pcpu__rwlock_rec, __ATOMIC_RELAXED);
+
+	if (r == PCPU__RW_REC_UNREG || !(r & PCPU__RW_REC_WITHDRAWN))
+		return;
+	/* The lock it withdrew from: the caller's, or, in a signal handler,
+	 * the interrupted code's. */
+	__atomic_store_n(&pcpu__rwlock_rec, 0, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	pcpu_rwlock_wake_writer(impl((const pcpu_rwlock_t *)(r & ~(uintptr_t)3)));
+}
+
+/* One attempt at a read lock: 1 taken, 0 a writer holds or waits.
+ * may_register: as for record_read(). */
+static int try_read(struct rwlock_impl *l, pcpu_rwlock_t *lock, int may_register)
 {
 	intptr_t st = state_of(l);
 
 	if (st & PCPU__RW_WRITER)
 		return 0;
 #if PCPU_ARCH_HAVE_RSEQ
+	if (l->percpu && !(st & PCPU__RW_ATOMIC)) {
+		int tries = record_read(l, lock, may_register);
+
+		if (tries >= 0)
+			return tries;
+	}
 	if (l->percpu && !(st & PCPU__RW_ATOMIC) && pcpu__thread_prepare() == 0) {
 		int tries;
 
@@ -217,6 +324,9 @@ static int try_read(struct rwlock_impl *l)
 					* registered after all */
 		}
 	}
+#else
+	(void)lock;
+	(void)may_register;
 #endif
 	__atomic_fetch_add(&l->slow_readers, 1, __ATOMIC_SEQ_CST);
 	if (!(state_of(l) & PCPU__RW_WRITER))
@@ -224,7 +334,7 @@ static int try_read(struct rwlock_impl *l)
 	/* A writer came: back out, and wake it in case it saw our +1 and
 	 * went to sleep. */
 	__atomic_fetch_sub(&l->slow_readers, 1, __ATOMIC_SEQ_CST);
-	wake_writer(l);
+	pcpu_rwlock_wake_writer(l);
 	return 0;
 }
 
@@ -247,19 +357,41 @@ void pcpu__rwlock_rdlock_slow(pcpu_rwlock_t *lock)
 {
 	struct rwlock_impl *l = impl(lock);
 
-	while (!try_read(l))
+	clear_withdrawn();
+	/* pcpu_rwlock_rdlock() is not for signal handlers: it may register. */
+	while (!try_read(l, lock, 1))
 		wait_writer_gone(l);
 }
 
 int pcpu__rwlock_tryrdlock_slow(pcpu_rwlock_t *lock)
 {
-	return try_read(impl(lock));
+	struct rwlock_impl *l = impl(lock);
+
+	clear_withdrawn();
+	/* The read lock signal handlers may take (pcpu/rwlock.h): it never
+	 * registers the thread. */
+	return try_read(l, lock, 0);
 }
 
 void pcpu__rwlock_rdunlock_slow(pcpu_rwlock_t *lock)
 {
 	struct rwlock_impl *l = impl(lock);
+	uintptr_t h = (uintptr_t)lock, r;
 
+	clear_withdrawn();
+	r = __atomic_load_n(&pcpu__rwlock_rec, __ATOMIC_RELAXED);
+	/* Held through the record: more than once (tagged), or once (a
+	 * caller built against an older header, whose inline unlock did not
+	 * look). */
+	if (r == (h | 1)) {
+		unnest(h);
+		goto done;
+	}
+	if (r == h) {
+		__atomic_store_n(&pcpu__rwlock_rec, 0, __ATOMIC_RELEASE);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		goto done;
+	}
 #if PCPU_ARCH_HAVE_RSEQ
 	/* Per-CPU mode: count the unlock per-CPU even if a writer is around
 	 * (no state check: after the writer's membarrier the words only go
@@ -281,11 +413,17 @@ void pcpu__rwlock_rdunlock_slow(pcpu_rwlock_t *lock)
 	}
 #endif
 	__atomic_fetch_sub(&l->slow_readers, 1, __ATOMIC_SEQ_CST);
-#if PCPU_ARCH_HAVE_RSEQ
 done:
-#endif
 	if (state_of(l) & PCPU__RW_WRITER)
-		wake_writer(l);
+		pcpu_rwlock_wake_writer(l);
+}
+
+void pcpu__rwlock_rdunlock_wake(pcpu_rwlock_t *lock)
+{
+	struct rwlock_impl *l = impl(lock);
+
+	if (state_of(l) & PCPU__RW_WRITER)
+		pcpu_rwlock_wake_writer(l);
 }
 
 /* Clears the flag, wakes the readers waiting for the writer to leave, and

@@ -66,7 +66,8 @@ LAYERS = [
         "include/pcpu/percpu_sync.h", "src/percpu_sync.c", "src/percpu_sync_internal.h",
     ]),
     ("ref", 4, ["include/pcpu/ref.h", "src/ref.c", "src/ref_stable_abi.c"]),
-    ("rwlock", 4, ["include/pcpu/rwlock.h", "src/rwlock.c", "src/rwlock_stable_abi.c"]),
+    ("rwlock", 4, ["include/pcpu/rwlock.h", "src/rwlock.c", "src/rwlock_stable_abi.c",
+                   "src/rwlock_internal.h", "src/rwlock_readers.c"]),
     ("objcache", 4, [
         "include/pcpu/objcache.h", "include/pcpu/arch/objcache.h",
         "include/pcpu/arch/*/objcache.h",

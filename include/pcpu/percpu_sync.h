@@ -11,10 +11,12 @@
  *
  * Why: a shared reference count or a pthread rwlock makes every reader write
  * one cache line, so readers that never conflict still take turns for it. A
- * pcpu_ref's get and put, and a pcpu_rwlock's read lock and unlock, are each
- * one rseq critical section on the calling thread's slot of a per-CPU
- * object: no lock prefix, no shared line written or even read
- * (bench/README.md, section "pcpu_bench_ref").
+ * pcpu_ref's get and put are each one rseq critical section on the calling
+ * thread's slot of a per-CPU object: no lock prefix, no shared line written
+ * or even read (bench/README.md, section "pcpu_bench_ref"). A
+ * pcpu_rwlock's read lock and unlock go through a thread-local record
+ * first (pcpu/rwlock.h), and use the per-CPU object the same way where the
+ * record cannot serve.
  *
  * How the switch works (pcpu_ref_kill, pcpu_rwlock_wrlock). The handle is a
  * per-CPU object, like a pcpu_counter_t: each slot's copy holds that slot's
