@@ -40,7 +40,6 @@
 #include "backing.h"
 #include "segment_internal.h"
 #include "writer.h"
-#include "../stats/metrics.h"
 
 _Static_assert(PCPU__SEG_MAX_BOUNDS == PCPU_HISTOGRAM_MAX_BOUNDS, "format.h and histogram.h agree");
 _Static_assert(((unsigned)1 << (PCPU__SEG_MAX_EXPORT_LG1 - 1)) == PCPU_HISTOGRAM_EXPORT_MAX,
@@ -517,8 +516,8 @@ static void tree_groups_read(struct pcpu_segment *seg)
 		    e.u32a > PCPU_GROUP_MAX_MEMBERS || e.blob_len != 8 * e.u32a)
 			continue;
 		at = pcpu__zone_tree_adopt(zone, e.u32b, e.value_off,
-					   pcpu__group_tree_size(zone, e.u32a));
-		if (at && pcpu__group_tree_read(zone, e.u32a, at, vals) == 0) {
+					   pcpu__registry_tree_group_size(seg->reg, e.u32a));
+		if (at && pcpu__registry_tree_group_read(seg->reg, e.u32a, at, vals) == 0) {
 			struct pcpu__gseries gs;
 
 			memcpy(gs.vals, vals, sizeof vals);

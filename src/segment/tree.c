@@ -34,7 +34,6 @@
 
 #include "segment_internal.h"
 #include "writer.h"
-#include "../stats/metrics.h"
 
 /* The tree's lock holder died: its change is undone or completed. */
 static void repair(void *ctx)
@@ -144,8 +143,7 @@ void *pcpu__tree_adopt_series(void *ctx, struct pcpu_family *f, const char *cons
 			    ge.u32a == fv.group_members)
 				obj = pcpu__zone_tree_adopt(pcpu_registry_zone(seg->reg), ge.u32b,
 							    ge.value_off,
-							    pcpu__group_tree_size(pcpu_registry_zone(seg->reg),
-										  ge.u32a));
+							    pcpu__registry_tree_group_size(seg->reg, ge.u32a));
 		}
 	} else if (idx >= 0) {
 		e = seg->entries[idx];

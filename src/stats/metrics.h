@@ -46,6 +46,7 @@ PCPU_HIDDEN size_t pcpu__group_tree_size(const pcpu_zone_t *zone, unsigned membe
  * `zone` (a shared registry's, made by any process of the tree). */
 PCPU_HIDDEN int pcpu__group_tree_read(pcpu_zone_t *zone, unsigned members, void *at, int64_t *out);
 
+
 /* ---- histogram.c ---- */
 
 /* pcpu_histogram_destroy() of a histogram allocated in `zone`, which the

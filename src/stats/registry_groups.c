@@ -204,3 +204,13 @@ void pcpu__groups_read_locked(struct pcpu_registry *reg)
 	if (reg->gfams || pcpu__zone_is_tree(reg->zone))
 		pcpu__reg_notify(reg, PCPU__REG_GROUPS_READ, NULL, NULL);
 }
+
+size_t pcpu__registry_tree_group_size(const pcpu_registry_t *reg, unsigned members)
+{
+	return pcpu__group_tree_size(reg->zone, members);
+}
+
+int pcpu__registry_tree_group_read(pcpu_registry_t *reg, unsigned members, void *at, int64_t *out)
+{
+	return pcpu__group_tree_read(reg->zone, members, at, out);
+}

@@ -122,6 +122,14 @@ PCPU_HIDDEN void pcpu__registry_groups_each_locked(const pcpu_registry_t *reg,
 							      const struct pcpu__gseries *gs),
 						   void *ctx);
 
+/* A shared registry's groups, for the segment, which adopts and reads
+ * groups that other processes of the tree made: the bytes of one group's
+ * lanes of `members` in the registry's (tree) zone, and pcpu_group_read()
+ * of the one group whose lanes are at `at` there. */
+PCPU_HIDDEN size_t pcpu__registry_tree_group_size(const pcpu_registry_t *reg, unsigned members);
+PCPU_HIDDEN int pcpu__registry_tree_group_read(pcpu_registry_t *reg, unsigned members, void *at,
+					       int64_t *out);
+
 /* Registry locked: the views of a family and of one of its series. */
 PCPU_HIDDEN void pcpu__family_view(const struct pcpu_family *f, struct pcpu__family_view *v);
 PCPU_HIDDEN void pcpu__series_view(const struct pcpu_family *f, const struct pcpu__series *se,
