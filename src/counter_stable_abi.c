@@ -2,6 +2,7 @@
 /*
  * counter_stable_abi.c: the stable tier of the counters and the zone --
  * every inline operation of pcpu/counter.h and pcpu/zone.h also exported
+ * (and pcpu/worker.h's) also exported
  * as a function with the same semantics (userspace-rcu's two tiers).
  * Programs that define PCPU_NO_INLINE get these declarations instead of
  * the inline definitions: a call more per update, and nothing of
@@ -48,6 +49,23 @@ void pcpu_counter_add_atomic(pcpu_counter_t c, int64_t v)
 pcpu_counter_t pcpu_counter_at(pcpu_counter_t array, size_t i)
 {
 	return pcpu__pcpu_counter_at_inline(array, i);
+}
+
+void pcpu_counter_add_owned(pcpu_worker_t w, pcpu_counter_t c, int64_t v)
+{
+	CHECK(c, __func__);
+	pcpu__pcpu_counter_add_owned_inline(w, c, v);
+}
+
+void pcpu_counter_add_many_owned(pcpu_worker_t w, const pcpu_counter_t *cs, const int64_t *vs,
+				 size_t n)
+{
+	pcpu__pcpu_counter_add_many_owned_inline(w, cs, vs, n);
+}
+
+pcpu_worker_t pcpu_worker_self(void)
+{
+	return pcpu__worker_self_inline();
 }
 
 void *pcpu_slot_ptr(const void *obj, unsigned slot)

@@ -37,6 +37,7 @@
  */
 #include "rseq_internal.h"
 #include "slot_walk.h"
+#include <pcpu/worker.h> /* PCPU_OWNED_MAX */
 
 #include <pthread.h>
 
@@ -101,6 +102,8 @@ PCPU_HIDDEN __thread uint32_t pcpu_t_fallback_slot_plus1
 
 PCPU_API struct pcpu__globals pcpu__g; /* set once by globals_init() */
 PCPU_HIDDEN uint32_t pcpu_slot_count;  /* set once by pcpu_init() */
+PCPU_HIDDEN uint32_t pcpu_cpu_slot_count; /* the same; slots an rseq index or a fallback add uses */
+PCPU_HIDDEN uint32_t pcpu_owned_slot_count; /* the same; owned slots, after the CPU slots */
 
 static int process_mode;         /* enum pcpu_process_mode */
 static int process_error;        /* why PCPU_PROCESS_NONE */
@@ -311,19 +314,52 @@ static uint32_t slots_from_environment(uint32_t possible)
 	n = strtoul(v, &end, 10);
 	/* Only raises the count: below the possible CPUs a registered index
 	 * could exceed it. Bounded so a chunk's address space stays sane. */
-	if (errno || *end || n <= possible || n > 4096)
+	if (errno || *end || n <= possible || n > PCPU__SLOT_MAX)
 		return possible;
+	return (uint32_t)n;
+}
+
+/* How many owned slots (pcpu/worker.h) follow the CPU slots: one per
+ * possible CPU, at most PCPU_OWNED_DEFAULT_MAX, unless PCPU_OWNED_SLOTS=N
+ * (0 .. PCPU_OWNED_MAX) says otherwise; never past PCPU__SLOT_MAX slots in
+ * all. A bad value is ignored (the default), as PCPU_NSLOTS's is. */
+static uint32_t owned_from_environment(uint32_t possible, uint32_t cpu_slots)
+{
+	const char *v = getenv("PCPU_OWNED_SLOTS");
+	unsigned long n = possible < PCPU_OWNED_DEFAULT_MAX ? possible : PCPU_OWNED_DEFAULT_MAX;
+	char *end;
+
+	if (v && *v) {
+		unsigned long e;
+
+		errno = 0;
+		e = strtoul(v, &end, 10);
+		if (!errno && !*end && e <= PCPU_OWNED_MAX)
+			n = e;
+	}
+	if (cpu_slots >= PCPU__SLOT_MAX)
+		return 0;
+	if (n > PCPU__SLOT_MAX - cpu_slots)
+		n = PCPU__SLOT_MAX - cpu_slots;
 	return (uint32_t)n;
 }
 
 void pcpu_init(void)
 {
+	uint32_t possible, cpu_slots, owned;
+
 	globals_init();
 	if (!once_begin(&init_state))
 		return;
-	__atomic_store_n(&pcpu_slot_count, slots_from_environment(possible_cpus()),
-			 __ATOMIC_RELEASE);
-	pcpu_slot_walk_init(pcpu_slot_count);
+	possible = possible_cpus();
+	cpu_slots = slots_from_environment(possible);
+	owned = owned_from_environment(possible, cpu_slots);
+	/* Owned slots are numbered after every slot an rseq index, a fallback
+	 * add or a reset can write: no CPU's thread ever writes them. */
+	__atomic_store_n(&pcpu_owned_slot_count, owned, __ATOMIC_RELAXED);
+	__atomic_store_n(&pcpu_cpu_slot_count, cpu_slots, __ATOMIC_RELAXED);
+	pcpu_slot_walk_init(cpu_slots);
+	__atomic_store_n(&pcpu_slot_count, cpu_slots + owned, __ATOMIC_RELEASE);
 	once_end(&init_state);
 }
 

@@ -27,8 +27,19 @@ enum pcpu_process_mode {
 PCPU_HIDDEN void pcpu_init(void);
 
 /* Number of slots (pcpu_nslots()), valid once pcpu_init() ran -- always the
- * case where a zone exists. */
+ * case where a zone exists: the CPU slots (pcpu_cpu_slot_count: every index
+ * rseq or a fallback add can use), then the owned slots (src/worker.c). */
 PCPU_HIDDEN extern uint32_t pcpu_slot_count;
+PCPU_HIDDEN extern uint32_t pcpu_cpu_slot_count;
+PCPU_HIDDEN extern uint32_t pcpu_owned_slot_count; /* src/worker.c's */
+
+/* The most slots a zone has (PCPU_NSLOTS and PCPU_OWNED_SLOTS together):
+ * a chunk's address space stays sane, and the slot walk's list is 16-bit. */
+#define PCPU__SLOT_MAX 4096
+
+/* Owned slots by default: one per possible CPU, at most this many. */
+#define PCPU_OWNED_DEFAULT_MAX 128
+
 
 /* The index every zone of this process uses (never PCPU_INDEX_DEFAULT). */
 PCPU_HIDDEN enum pcpu_index pcpu_process_index(void);

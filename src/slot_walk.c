@@ -32,10 +32,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SLOT_MAX 4096 /* pcpu_slot_count's bound (rseq.c, PCPU_NSLOTS) */
+#include "rseq_internal.h" /* PCPU__SLOT_MAX */
+
+#define SLOT_MAX PCPU__SLOT_MAX
 
 PCPU_HIDDEN uint16_t pcpu_walk_slots[SLOT_MAX];
 PCPU_HIDDEN uint32_t pcpu_walk_count;
+PCPU_HIDDEN uint32_t pcpu_walk_cpu_count;
 PCPU_HIDDEN int pcpu_walk_all;
 
 /* Marks every CPU of a list such as "0-3,8,10-11" below nslots in `set`;
@@ -89,8 +92,10 @@ void pcpu_slot_walk_init(uint32_t nslots)
 	uint32_t present = 0, n = 0;
 	int fd;
 
-	if (nslots > SLOT_MAX) {
+	if (nslots >= SLOT_MAX) {
+		/* No room for owned slots (pcpu_init() gives none). */
 		pcpu_walk_all = 1;
+		pcpu_walk_cpu_count = nslots;
 		__atomic_store_n(&pcpu_walk_count, nslots, __ATOMIC_RELEASE);
 		return;
 	}
@@ -116,5 +121,16 @@ void pcpu_slot_walk_init(uint32_t nslots)
 	for (uint32_t s = 0; s < nslots; s++)
 		if (set[s])
 			pcpu_walk_slots[n++] = (uint16_t)s;
+	pcpu_walk_cpu_count = n;
 	__atomic_store_n(&pcpu_walk_count, n, __ATOMIC_RELEASE);
+}
+
+void pcpu_slot_walk_add(uint32_t slot)
+{
+	uint32_t n = __atomic_load_n(&pcpu_walk_count, __ATOMIC_RELAXED);
+
+	if (pcpu_walk_all || n >= SLOT_MAX)
+		return; /* every slot is walked already */
+	pcpu_walk_slots[n] = (uint16_t)slot;
+	__atomic_store_n(&pcpu_walk_count, n + 1, __ATOMIC_RELEASE);
 }

@@ -14,28 +14,37 @@
  * (from pcpu_init()), before any zone exists. */
 PCPU_HIDDEN extern uint16_t pcpu_walk_slots[];
 PCPU_HIDDEN extern uint32_t pcpu_walk_count;
+/* How many of them are CPU slots (the rest: owned slots some thread has
+ * claimed, appended by pcpu_slot_walk_add()). */
+PCPU_HIDDEN extern uint32_t pcpu_walk_cpu_count;
 /* 1 when the list does not apply: more slots than it can hold (over 4096
  * possible CPUs), then every slot is walked, pcpu_walk_count of them. */
 PCPU_HIDDEN extern int pcpu_walk_all;
 
-/* Builds the list for `nslots` slots (pcpu_slot_count): slot 0, every
+/* Builds the list for `nslots` slots (pcpu_cpu_slot_count): slot 0, every
  * present CPU, and 0 .. (number of present CPUs - 1), each below nslots;
  * every slot if the present CPUs cannot be read. Async-signal-safe (open,
  * read, close; no malloc). */
 PCPU_HIDDEN void pcpu_slot_walk_init(uint32_t nslots);
 
+/* Appends owned slot `slot` (above every CPU slot, and above every slot
+ * appended before) to the walk, before its first owner writes it: the
+ * entry is stored before the count that makes readers visit it. Once per
+ * slot, under the owned slots' lock (src/worker.c). Async-signal-safe. */
+PCPU_HIDDEN void pcpu_slot_walk_add(uint32_t slot);
+
 /* Every slot that can hold a value, in ascending order:
  *   uint32_t slot;
  *   PCPU_SLOT_WALK(i, slot) sum += ...slot...;                             */
 #define PCPU_SLOT_WALK(i, slot)                                               \
-	for (uint32_t i = 0; i < pcpu_walk_count &&                           \
-			     ((slot) = pcpu_walk_all ? i : pcpu_walk_slots[i], 1); i++)
+	for (uint32_t i = 0, i##_n = __atomic_load_n(&pcpu_walk_count, __ATOMIC_ACQUIRE); \
+	     i < i##_n && ((slot) = pcpu_walk_all ? i : pcpu_walk_slots[i], 1); i++)
 
-/* The k-th slot of the walk, k any number (wraps): where rseq-less threads'
- * fallback adds go, spread over the walked slots. */
+/* The k-th CPU slot of the walk, k any number (wraps): where rseq-less
+ * threads' fallback adds go, spread over the walked CPU slots. */
 static inline uint32_t pcpu_slot_walk_nth(uint32_t k)
 {
-	return pcpu_walk_all ? k % pcpu_walk_count : pcpu_walk_slots[k % pcpu_walk_count];
+	return pcpu_walk_all ? k % pcpu_walk_cpu_count : pcpu_walk_slots[k % pcpu_walk_cpu_count];
 }
 
 #endif /* PCPU_SLOT_WALK_H */

@@ -140,8 +140,8 @@ PCPU_HIDDEN int pcpu__zone_tree_init(struct pcpu_zone_tree *tree);
  * held when a taker finds its holder died, makes the backing's own shared
  * state consistent (the zone's is: it bumps the frontier before it hands
  * an object out, so a death leaks at most that object). 0, or -1 with
- * errno EBUSY (live objects, or a tree zone already) or EINVAL (no
- * backing). Thread-safe. */
+ * errno EBUSY (live objects, or a tree zone already, or a thread holds an
+ * owned slot: pcpu/worker.h) or EINVAL (no backing). Thread-safe. */
 PCPU_HIDDEN int pcpu__zone_make_tree(pcpu_zone_t *zone, struct pcpu_zone_tree *tree,
 				     void (*repair)(void *ctx), void *ctx);
 

@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "worker_internal.h"
 #include "zone_chunk.h"
 
 /* A process-shared robust mutex of type `type` at m. 0, or an error number. */
@@ -89,6 +90,9 @@ int pcpu__zone_make_tree(pcpu_zone_t *zone, struct pcpu_zone_tree *tree, void (*
 		errno = EINVAL;
 		return -1;
 	}
+	/* Owned slots are a process's own; tree memory is every process's. */
+	if (pcpu__worker_block_claims() != 0)
+		return -1;
 	pthread_mutex_lock(&zone->lock);
 	if (!zone->backing) {
 		errno = EINVAL;

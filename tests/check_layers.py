@@ -50,6 +50,7 @@ LAYERS = [
         "include/pcpu/arch/aarch64.h",
         "include/pcpu/runtime_version.h", "include/pcpu/version.h.in",
         "src/rseq.c", "src/rseq_internal.h", "src/slot_walk.*",
+        "include/pcpu/worker.h", "src/worker.c", "src/worker_internal.h",  # slots' owners
         "src/fork.*", "src/error.*", "src/visibility.h", "src/version.c",
     ]),
     ("zone", 1, [

@@ -140,6 +140,7 @@ typedef struct pcpu_histogram pcpu_histogram_t;
 PCPU_API size_t pcpu_histogram_bucket_of(const pcpu_histogram_t *h, int64_t v);
 PCPU_API void pcpu_histogram_record(const pcpu_histogram_t *h, int64_t v);
 PCPU_API void pcpu_histogram_record_n(const pcpu_histogram_t *h, int64_t v, uint64_t n);
+PCPU_API void pcpu_histogram_record_owned(pcpu_worker_t w, const pcpu_histogram_t *h, int64_t v);
 PCPU_API size_t pcpu_histogram_nbuckets(const pcpu_histogram_t *h);
 #endif
 
@@ -335,6 +336,33 @@ __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_histogram
 	size_t b = pcpu__histogram_locate(h, &v);
 
 	pcpu__histogram_add_pair(h->pcpu__c + 2 * b, 1, v);
+}
+
+/**
+ * pcpu_histogram_record() in the owned slot of claim `w` (pcpu/worker.h):
+ * an owned add of 1 to the bucket's count and of v to its sum, no rseq, no
+ * atomic; the zero claim makes it pcpu_histogram_record(). A reader may
+ * see the count before the sum (as between two records). Thread-safe (for
+ * the thread that holds `w`); async-signal-safe as
+ * pcpu_counter_add_owned(). Cost: finding the bucket and two adds to
+ * memory.
+ */
+__attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_histogram_record_owned)(pcpu_worker_t w,
+												const pcpu_histogram_t *h,
+												int64_t v)
+{
+	size_t b = pcpu__histogram_locate(h, &v);
+	pcpu_counter_t pair = h->pcpu__c + 2 * b;
+
+#ifdef PCPU_DEBUG
+	pcpu__worker_debug_check(w, "pcpu_histogram_record_owned");
+#endif
+	if (PCPU_UNLIKELY(w.pcpu__off == 0)) {
+		pcpu__histogram_add_pair(pair, 1, v);
+		return;
+	}
+	pcpu__owned_add(pcpu__counter_owned_word(w, pair), 1);
+	pcpu__owned_add(pcpu__counter_owned_word(w, pair + 1), v);
 }
 
 /**

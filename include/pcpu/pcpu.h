@@ -2,7 +2,8 @@
 /**
  * @file pcpu/pcpu.h
  * pcpu: per-CPU statistics for Linux user space. This header gives the whole
- * API: the per-CPU zones (pcpu/zone.h), exact counters (pcpu/counter.h), the
+ * API: the per-CPU zones (pcpu/zone.h), exact counters (pcpu/counter.h) and
+ * their owned slots for pinned workers (pcpu/worker.h), the
  * statistics layer (pcpu/stats.h: registry, gauges, histograms, consistent
  * groups, exposition), per-CPU reference counts (pcpu/ref.h) and a
  * big-reader lock (pcpu/rwlock.h), per-CPU object caches
@@ -22,6 +23,7 @@
 #include <pcpu/common.h> /* compatibility: the three above */
 #include <pcpu/version.h> /* generated from the CMake project version */
 #include <pcpu/zone.h>
+#include <pcpu/worker.h>
 #include <pcpu/counter.h>
 #include <pcpu/ref.h>
 #include <pcpu/rwlock.h>

@@ -64,6 +64,7 @@
 
 #include "../fork.h"
 #include "../zone_backing.h"
+#include "../worker_internal.h"
 #include "backing.h"
 #include "segment_internal.h"
 #include "writer.h"
@@ -345,6 +346,13 @@ static int publish_options(const struct pcpu_segment_options *opts, struct pcpu_
 				      "a shared registry needs CPU-number slots: this process indexes "
 				      "slots by mm_cid, which is per process; start it with "
 				      "PCPU_INDEX=cpu (pcpu/zone.h)");
+	/* Checked again, atomically, where the zone becomes the tree's
+	 * (zone_tree.c): here so that a refusal leaves the registry as it was. */
+	if ((o->flags & PCPU_SEGMENT_SHARED_TREE) && pcpu__worker_claims_held() != 0)
+		return pcpu__seg_fail(EBUSY,
+				      "a shared registry cannot be made while a thread holds an owned "
+				      "slot (pcpu_worker_claim()): owned slots are one process's, "
+				      "a shared registry's memory the whole tree's (pcpu/worker.h)");
 	*max_e = o->max_entries ? o->max_entries : DEFAULT_MAX_ENTRIES;
 	*max_s = o->max_string_bytes ? o->max_string_bytes : DEFAULT_MAX_STRINGS;
 	if (*max_e > LIMIT_MAX_ENTRIES || *max_s > LIMIT_MAX_STRINGS)

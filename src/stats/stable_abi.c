@@ -46,6 +46,11 @@ void pcpu_histogram_record_n(const pcpu_histogram_t *h, int64_t v, uint64_t n)
 	pcpu__pcpu_histogram_record_n_inline(h, v, n);
 }
 
+void pcpu_histogram_record_owned(pcpu_worker_t w, const pcpu_histogram_t *h, int64_t v)
+{
+	pcpu__pcpu_histogram_record_owned_inline(w, h, v);
+}
+
 size_t pcpu_histogram_nbuckets(const pcpu_histogram_t *h)
 {
 	return pcpu__pcpu_histogram_nbuckets_inline(h);

@@ -919,6 +919,59 @@ static void refusals(void)
 	printf("refusals: removal (series, group series, family) and structs refused with EOPNOTSUPP\n");
 }
 
+/* Owned slots (pcpu/worker.h) are a process's own; tree memory is the
+ * tree's: a tree is not made while a thread holds a claim, and no claim is
+ * made once there is one. */
+static void owned(void)
+{
+	struct pcpu_segment_options o = {0};
+	pcpu_registry_t *r;
+	pcpu_worker_t w;
+	pcpu_segment_t *seg;
+
+	if (pcpu_worker_max() == 0) {
+		printf("owned: PCPU_OWNED_SLOTS=0: nothing to claim\n");
+		return;
+	}
+	strcpy(dir, "/tmp/pcpu-tree-test.XXXXXX");
+	CHECK(mkdtemp(dir) != NULL);
+	r = pcpu_registry_create();
+	CHECK(r);
+	o.dir = dir;
+	o.flags = PCPU_SEGMENT_SHARED_TREE;
+	CHECK(pcpu_worker_claim(&w) == 0 && pcpu_worker_slot(w) >= 0);
+	errno = 0;
+	CHECK(pcpu_segment_publish(r, "tree", &o) == NULL && errno == EBUSY);
+	printf("owned: a tree while a claim is held: refused: %s\n", pcpu_segment_error());
+	CHECK(pcpu_worker_release() == 0);
+	seg = pcpu_segment_publish(r, "tree", &o);
+	if (!seg)
+		fprintf(stderr, "publish: %s\n", pcpu_segment_error());
+	CHECK(seg);
+	errno = 0;
+	CHECK(pcpu_worker_claim(&w) == -1 && errno == ENOTSUP && w.pcpu__off == 0);
+	/* The zero claim's updates are ordinary ones, into the tree. */
+	{
+		struct pcpu_family_desc d;
+		pcpu_family_t *f;
+		pcpu_counter_t c;
+
+		memset(&d, 0, sizeof d);
+		d.name = "owned_requests";
+		d.type = PCPU_METRIC_COUNTER;
+		f = pcpu_registry_family(r, &d);
+		CHECK(f);
+		c = pcpu_family_counter(f, NULL);
+		CHECK(c);
+		pcpu_counter_add_owned(w, c, 3);
+		pcpu_counter_add_owned(pcpu_worker_self(), c, 4);
+		CHECK(pcpu_counter_fetch(c) == 7);
+	}
+	printf("owned: a claim in a tree's process: refused with ENOTSUP; unclaimed owned adds count\n");
+	pcpu_registry_destroy(r); /* removes the file */
+	CHECK(rmdir(dir) == 0);
+}
+
 static void wrongindex(void)
 {
 	struct pcpu_segment_options o = {0};
@@ -965,9 +1018,11 @@ int main(int argc, char **argv)
 		refusals();
 	else if (argc >= 2 && !strcmp(argv[1], "wrongindex"))
 		wrongindex();
+	else if (argc >= 2 && !strcmp(argv[1], "owned"))
+		owned();
 	else {
 		fprintf(stderr, "usage: test_shared_registry prefork [WORKERS OPS KILLS] | lockdeath | "
-				"groupdeath | multichunk | refusals | wrongindex\n");
+				"groupdeath | multichunk | refusals | wrongindex | owned\n");
 		return 2;
 	}
 	if (dir[0]) {

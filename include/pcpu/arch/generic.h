@@ -114,4 +114,19 @@ static inline int pcpu__rseq_loadidx_cmpeqv_addv(void *base, long v_off, intptr_
 #define pcpu__rseq_loadidx_cmpeqv_addv pcpu__rseq_loadidx_cmpeqv_addv
 #endif
 
+/* owned_add(p, v) (pcpu/worker.h): *p += v by the word's only writer. A
+ * relaxed load and a relaxed store: readers never see a torn word, and
+ * ThreadSanitizer sees both; a signal handler of the same thread that adds
+ * to the word between them loses its add (PCPU_OWNED_ADD_SIGNAL_SAFE 0). */
+#ifndef pcpu__owned_add
+#define PCPU_OWNED_ADD_SIGNAL_SAFE 0
+static inline void pcpu__owned_add(int64_t *p, int64_t v)
+{
+	uint64_t old = (uint64_t)__atomic_load_n(p, __ATOMIC_RELAXED);
+
+	__atomic_store_n(p, (int64_t)(old + (uint64_t)v), __ATOMIC_RELAXED);
+}
+#define pcpu__owned_add pcpu__owned_add
+#endif
+
 #endif /* PCPU_ARCH_GENERIC_H */

@@ -108,6 +108,14 @@
  *   section that read the old mode, and no add commits under a mode that
  *   was already left.
  *
+ * ---- Not a section -----------------------------------------------------------
+ *
+ * pcpu__owned_add(p, v)  (owned slots, pcpu/worker.h)
+ *     *p += v;       by the word's only writer: one instruction where the
+ *                    target has an add to memory (PCPU_OWNED_ADD_SIGNAL_SAFE
+ *                    1), else a relaxed load and a relaxed store (0). Never
+ *                    torn for a reader.
+ *
  * The object cache's four sections (pop one, push one, push k, pop k) are
  * stated with their subject, in pcpu/arch/objcache.h.
  *

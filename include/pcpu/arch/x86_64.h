@@ -367,4 +367,18 @@ unregistered:
 }
 #define pcpu__rseq_loadidx_cmpeqv_addv pcpu__rseq_loadidx_cmpeqv_addv
 
+/* ---- owned slots (pcpu/worker.h) ------------------------------------------------ */
+
+/* owned_add(p, v): *p += v by the word's only writer, no section. One
+ * unlocked `addq` to memory, the instruction DPDK's Per Core update
+ * compiles to: a reader sees the old or the new word (an aligned 8-byte
+ * store), and a signal handler of the same thread lands before or after it,
+ * so its own owned add to the word is not lost. */
+#define PCPU_OWNED_ADD_SIGNAL_SAFE 1
+static inline void pcpu__owned_add(int64_t *p, int64_t v)
+{
+	__asm__ volatile("addq %1, %0" : "+m"(*p) : "er"(v) : "cc");
+}
+#define pcpu__owned_add pcpu__owned_add
+
 #endif /* PCPU_ARCH_X86_64_H */
