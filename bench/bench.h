@@ -131,6 +131,7 @@ struct bench_incr_targets {
 	/* medians over rounds of per-round ratios, per thread count (NAN: none) */
 	double vs_ideal[BENCH_MAX_LIST];    /* pcpu add / ideal rseq add, same index field */
 	double vs_private[BENCH_MAX_LIST];  /* pcpu add / thread-private `+=` */
+	double owned_vs_private[BENCH_MAX_LIST]; /* owned add / thread-private `+=` */
 	double fb_vs_lock[BENCH_MAX_LIST];  /* pcpu_counter_add_atomic / bare per-slot lock add */
 	double fb_flat;                     /* worst fallback(T) / fallback(1 thread) */
 	unsigned fb_flat_threads;

@@ -79,6 +79,8 @@ enum dp_kind {
 	D_PERCORE_SEQ,
 	D_PCPU_MANY,
 	D_PCPU_ADD4,
+	D_OWNED_MANY,
+	D_OWNED_ADD4,
 	D_IDEAL_MANY,
 	D_IDEAL_ADD4,
 	D_PERCORE_WIDE,
@@ -99,6 +101,8 @@ static const struct {
 	[D_PERCORE_SEQ] = { "Per Core Seqcount", "per_core_seqcount", 4, 4 },
 	[D_PCPU_MANY] = { "pcpu (pcpu_counter_add_many of 4)", "pcpu_add_many", NAN, NAN },
 	[D_PCPU_ADD4] = { "pcpu (4 × pcpu_counter_add)", "pcpu_add4", NAN, NAN },
+	[D_OWNED_MANY] = { "pcpu owned slot (pcpu_counter_add_many_owned of 4)", "owned_add_many", NAN, NAN },
+	[D_OWNED_ADD4] = { "pcpu owned slot (4 × pcpu_counter_add_owned)", "owned_add4", NAN, NAN },
 	[D_IDEAL_MANY] = { "ideal rseq: one index read, 4 sections (hand-written)", "ideal_many", NAN, NAN },
 	[D_IDEAL_ADD4] = { "ideal rseq: 4 × ideal add (hand-written)", "ideal_add4", NAN, NAN },
 	[D_PERCORE_WIDE] = { "diagnostic: Per Core with 16 B per counter (pcpu's slot before Core v2)", "per_core_16b", NAN, NAN },
@@ -176,6 +180,7 @@ struct dp_worker {
 	struct bench_phases ph;  /* [0] reference phases, [1] measuring phases */
 	char *area;              /* the thread's rseq area (ideal rows) */
 	char *aidx;              /* its index field: cpu_id or mm_cid, the process's index */
+	int owned_claimed;       /* owned rows: pcpu_worker_claim() succeeded */
 	struct dp_wb wb;
 } BENCH_ALIGNED;
 
@@ -302,7 +307,8 @@ BENCH_INLINE void dp_wb_add(struct dp_wb *wb, int64_t *p, int64_t v)
 
 /* The statistics of one packet, by pattern `kind` (constant where inlined). */
 BENCH_INLINE void dp_update(const int kind, struct dp_shared *sh, struct dp_worker *w,
-			    struct dp_core *core, unsigned flow, int64_t len)
+			    struct dp_core *core, pcpu_worker_t ow, pcpu_counter_t pcb, unsigned flow,
+			    int64_t len)
 {
 	struct dp_stats *s = sh->shared;
 
@@ -382,6 +388,28 @@ BENCH_INLINE void dp_update(const int kind, struct dp_shared *sh, struct dp_work
 		pcpu_counter_add(pcpu_counter_at(f, 1), len);
 		break;
 	}
+	case D_OWNED_MANY: {
+		pcpu_counter_t cs[4] = {
+			pcpu_counter_at(pcb, 0), pcpu_counter_at(pcb, 1),
+			pcpu_counter_at(pcb, 2 + 2 * flow), pcpu_counter_at(pcb, 3 + 2 * flow),
+		};
+		int64_t vs[4] = { 1, len, 1, len };
+
+		pcpu_counter_add_many_owned(ow, cs, vs, 4);
+		break;
+	}
+	case D_OWNED_ADD4: {
+		/* The claim `ow` and the counters' base `pcb` are the worker's
+		 * locals (dp_loop()), as Per Core's `core` is. */
+		const pcpu_counter_t g = pcb;
+		const pcpu_counter_t f = pcpu_counter_at(pcb, 2 + 2 * flow);
+
+		pcpu_counter_add_owned(ow, pcpu_counter_at(g, 0), 1);
+		pcpu_counter_add_owned(ow, pcpu_counter_at(g, 1), len);
+		pcpu_counter_add_owned(ow, pcpu_counter_at(f, 0), 1);
+		pcpu_counter_add_owned(ow, pcpu_counter_at(f, 1), len);
+		break;
+	}
 #if DP_IDEAL_AVAILABLE
 	/* Slot 0's addresses; the sections add the slot's offset (rdx, rax). */
 	case D_IDEAL_MANY: {
@@ -417,7 +445,8 @@ BENCH_INLINE void dp_update(const int kind, struct dp_shared *sh, struct dp_work
 
 /* One batch of packets; `kind` D_NONE runs the same loop without statistics. */
 BENCH_INLINE uint64_t dp_batch(const int kind, struct dp_shared *sh, struct dp_worker *w,
-			       struct dp_core *core, uint64_t x, uint64_t per, uint64_t *bytes)
+			       struct dp_core *core, pcpu_worker_t ow, pcpu_counter_t pcb, uint64_t x,
+			       uint64_t per, uint64_t *bytes)
 {
 	const unsigned nw = sh->nworkers, iters = sh->work_iters;
 	const uint32_t epoch = __atomic_load_n(&sh->epoch, __ATOMIC_RELAXED);
@@ -435,7 +464,7 @@ BENCH_INLINE uint64_t dp_batch(const int kind, struct dp_shared *sh, struct dp_w
 			k -= nw;
 		flow = (k + epoch) & (DP_NFLOWS - 1);
 		len = 64 + (int64_t)((((x >> 16) & 0xffff) * 1437) >> 16);
-		dp_update(kind, sh, w, core, flow, len);
+		dp_update(kind, sh, w, core, ow, pcb, flow, len);
 		if (kind != D_NONE)
 			*bytes += (uint64_t)len;
 	}
@@ -468,11 +497,24 @@ BENCH_INLINE void dp_loop(struct dp_worker *w, const int kind)
 	uint64_t counted = 0; /* packets the pattern counted: its expected totals */
 	uint64_t bytes = 0;
 	unsigned batch;
+	pcpu_worker_t ow = { 0 };
+	/* pcpu's counters: the 2 globals, then 2 per flow, one array (as Per
+	 * Core's struct); the owned rows keep its address in a register. */
+	const pcpu_counter_t pcb = sh->pc_global;
 
+	/* The owned rows' workers claim a slot each, as DPDK's lcores are
+	 * registered; a claim that fails leaves the zero claim (ordinary
+	 * adds), which dp_run() reports. */
+	if (kind == D_OWNED_MANY || kind == D_OWNED_ADD4) {
+		pcpu_worker_t claimed;
+
+		w->owned_claimed = pcpu_worker_claim(&claimed) == 0;
+		ow = claimed; /* ow's address is never taken: a register */
+	}
 	w->area = bench_rseq_area();
 	w->aidx = bench_rseq_index_field(w->area);
 	for (batch = 0; batch < DP_WARMUP_BATCHES; batch++) {
-		x = dp_batch(kind, sh, w, core, x, per, &bytes);
+		x = dp_batch(kind, sh, w, core, ow, pcb, x, per, &bytes);
 		pkts += DP_BATCH;
 		counted += DP_BATCH;
 	}
@@ -480,14 +522,16 @@ BENCH_INLINE void dp_loop(struct dp_worker *w, const int kind)
 	bench_phase_start(&w->ph, pkts);
 	do {
 		if (bench_phase_tick(&w->ph, pkts)) {
-			x = dp_batch(kind, sh, w, core, x, per, &bytes);
+			x = dp_batch(kind, sh, w, core, ow, pcb, x, per, &bytes);
 			counted += DP_BATCH;
 		} else {
-			x = dp_batch(D_NONE, sh, w, core, x, per, &bytes);
+			x = dp_batch(D_NONE, sh, w, core, ow, pcb, x, per, &bytes);
 		}
 		pkts += DP_BATCH;
 	} while (!__atomic_load_n(&sh->stop, __ATOMIC_RELAXED));
 	bench_phase_end(&w->ph, pkts);
+	if (w->owned_claimed)
+		pcpu_worker_release();
 	w->pkts = kind == D_NONE ? 0 : counted;
 	w->bytes = bytes;
 }
@@ -497,7 +541,8 @@ BENCH_INLINE void dp_loop(struct dp_worker *w, const int kind)
 #define DP_KINDS(X)                                                              \
 	X(D_NONE) X(D_SHARED_NOSYNC) X(D_SHARED_SPIN) X(D_SHARED_ATOMIC)         \
 	X(D_SHARED_BUFFERED) X(D_PERCORE) X(D_PERCORE_SPIN) X(D_PERCORE_SEQ)     \
-	X(D_PCPU_MANY) X(D_PCPU_ADD4) X(D_IDEAL_MANY) X(D_IDEAL_ADD4)            \
+	X(D_PCPU_MANY) X(D_PCPU_ADD4) X(D_OWNED_MANY) X(D_OWNED_ADD4)            \
+	X(D_IDEAL_MANY) X(D_IDEAL_ADD4)                                          \
 	X(D_PERCORE_WIDE)
 #define DP_LOOP_FN(k) \
 	static __attribute__((noinline)) void dp_loop_##k(struct dp_worker *w) { dp_loop(w, k); }
@@ -591,6 +636,8 @@ static void dp_read_all(int kind, struct dp_shared *sh, int64_t *out)
 		return;
 	case D_PCPU_MANY:
 	case D_PCPU_ADD4:
+	case D_OWNED_MANY:
+	case D_OWNED_ADD4:
 		pcpu_counter_fetch_array(sh->pc_global, 2, (uint64_t *)out);
 		pcpu_counter_fetch_array(sh->pc_flows, 2 * DP_NFLOWS, (uint64_t *)out + 2);
 		return;
@@ -690,11 +737,12 @@ static struct dp_result dp_run(int kind, unsigned nworkers, unsigned work_iters)
 			bench_die("out of memory for the ideal rows' array");
 		memset(sh->ideal, 0, (size_t)sh->ideal_nslots << DP_IDEAL_SHIFT);
 	}
-	if (kind == D_PCPU_MANY || kind == D_PCPU_ADD4) {
-		sh->pc_global = pcpu_counter_alloc_array(2);
-		sh->pc_flows = pcpu_counter_alloc_array(2 * DP_NFLOWS);
-		if (!sh->pc_global || !sh->pc_flows)
+	if (kind == D_PCPU_MANY || kind == D_PCPU_ADD4 || kind == D_OWNED_MANY ||
+	    kind == D_OWNED_ADD4) {
+		sh->pc_global = pcpu_counter_alloc_array(2 + 2 * DP_NFLOWS);
+		if (!sh->pc_global)
 			bench_die("pcpu_counter_alloc_array failed");
+		sh->pc_flows = pcpu_counter_at(sh->pc_global, 2);
 	}
 	pthread_barrier_init(&sh->start, NULL, nworkers + 1);
 	for (i = 0; i < nworkers; i++) {
@@ -711,6 +759,9 @@ static struct dp_result dp_run(int kind, unsigned nworkers, unsigned work_iters)
 		pthread_join(reader, NULL);
 	for (i = 0; i < nworkers; i++) {
 		pthread_join(tid[i], NULL);
+		if ((kind == D_OWNED_MANY || kind == D_OWNED_ADD4) && !w[i].owned_claimed)
+			fprintf(stderr, "dataplane: worker %u got no owned slot (%u of them: "
+				"PCPU_OWNED_SLOTS): it made ordinary adds\n", i, pcpu_worker_max());
 		pkts += w[i].pkts;
 		bytes += w[i].bytes;
 		timed[0] += w[i].ph.n[0];
@@ -740,8 +791,7 @@ static struct dp_result dp_run(int kind, unsigned nworkers, unsigned work_iters)
 	res.reader_decreases = sh->reader_decreases;
 
 	if (sh->pc_global) {
-		pcpu_counter_free(sh->pc_global);
-		pcpu_counter_free(sh->pc_flows);
+		pcpu_counter_free(sh->pc_global); /* and pc_flows, the same array */
 	}
 	if (sh->cores) {
 		for (i = 0; i < nworkers; i++)
@@ -778,6 +828,8 @@ static const struct {
 } dp_ratio_cols[] = {
 	{ D_PCPU_MANY, D_PERCORE, "pcpu add_many / Per Core" },
 	{ D_PCPU_ADD4, D_PERCORE, "pcpu 4 × add / Per Core" },
+	{ D_OWNED_MANY, D_PERCORE, "owned add_many / Per Core" },
+	{ D_OWNED_ADD4, D_PERCORE, "owned 4 × add / Per Core" },
 	{ D_PCPU_MANY, D_IDEAL_MANY, "pcpu add_many / ideal one-read" },
 	{ D_PCPU_ADD4, D_IDEAL_ADD4, "pcpu 4 × add / ideal 4 × add" },
 	{ D_IDEAL_MANY, D_PERCORE, "ideal one-read / Per Core" },
@@ -802,7 +854,7 @@ static void dp_print_ratios(const struct dp_result *res, unsigned nt, unsigned n
 	       "that floor with Per Core.\n\n",
 	       nr, bench_opt.dp_work);
 	for (half = 0; half < 2; half++) {
-		unsigned from = half ? 2 : 0, to = half ? DP_NRATIO : 2;
+		unsigned from = half ? 4 : 0, to = half ? DP_NRATIO : 4;
 
 		if (half && !dp_usable(D_IDEAL_MANY)) {
 			printf("(No ideal rows in this process: they need rseq on x86-64.)\n\n");

@@ -48,6 +48,7 @@ enum incr_kind {
 	K_IDEAL_MMCID,  /* ideal rseq add, index rseq mm_cid (process index mm_cid) */
 	K_PCPU,         /* pcpu_counter_add (the process's index) */
 	K_PCPU_FALLBACK,/* pcpu_counter_add_atomic: the fallback path, forced */
+	K_OWNED,        /* pcpu_counter_add_owned: the thread's owned slot (pcpu/worker.h) */
 	K_N
 };
 /* SKETCH_ADD: in the paired comparison only, not a row of the table */
@@ -70,6 +71,7 @@ static const struct {
 	[K_IDEAL_MMCID] = { "ideal rseq add (hand-written, mm_cid)", "ideal_mm_cid", "2.1 / 2.6 (percpu rseq inc)" },
 	[K_PCPU] = { "pcpu_counter_add", "pcpu", "2.1 / 2.6 (percpu rseq inc)" },
 	[K_PCPU_FALLBACK] = { "pcpu_counter_add_atomic (fallback forced)", "pcpu_fallback", "6.2 / 6.9 (percpu LOCK; inc)" },
+	[K_OWNED] = { "pcpu_counter_add_owned (owned slot)", "pcpu_owned", "—" },
 };
 
 /* Increments between two looks at the stop flag. Small enough that a lock
@@ -200,7 +202,7 @@ static struct {
 
 /* One increment by the means of `kind` (a constant where this is inlined). */
 BENCH_INLINE void incr_op(const int kind, struct incr_shared *sh, int64_t *priv,
-			  pcpu_counter_t pc, char *area, unsigned nslots)
+			  pcpu_counter_t pc, char *area, unsigned nslots, pcpu_worker_t ow)
 {
 	switch (kind) {
 	case K_PRIVATE:
@@ -253,6 +255,9 @@ BENCH_INLINE void incr_op(const int kind, struct incr_shared *sh, int64_t *priv,
 	case K_PCPU_FALLBACK:
 		pcpu_counter_add_atomic(pc, 1);
 		break;
+	case K_OWNED:
+		pcpu_counter_add_owned(ow, pc, 1);
+		break;
 	case K_SKETCH:
 		SKETCH_ADD(1);
 		break;
@@ -267,20 +272,30 @@ BENCH_INLINE void incr_loop(struct incr_thread *t, const int kind)
 	pcpu_counter_t pc = sh->pc;
 	uint64_t n = 0, cpu0;
 	unsigned i;
+	pcpu_worker_t claimed = { 0 };
 
+	/* A claim that fails (more threads than owned slots) leaves the zero
+	 * claim: ordinary adds, exact still. */
+	if (kind == K_OWNED && pcpu_worker_claim(&claimed) != 0)
+		fprintf(stderr, "incr: no owned slot for a thread (PCPU_OWNED_SLOTS)\n");
+	/* A copy whose address is never taken: the compiler keeps it in a
+	 * register across the adds (pcpu/worker.h). */
+	const pcpu_worker_t ow = claimed;
 	for (i = 0; i < INCR_WARMUP; i++)
-		incr_op(kind, sh, &t->priv, pc, area, nslots);
+		incr_op(kind, sh, &t->priv, pc, area, nslots, ow);
 	pthread_barrier_wait(&sh->start);
 	cpu0 = bench_thread_cpu_ns();
 	do {
 		for (i = 0; i < INCR_BATCH; i++)
-			incr_op(kind, sh, &t->priv, pc, area, nslots);
+			incr_op(kind, sh, &t->priv, pc, area, nslots, ow);
 		n += INCR_BATCH;
 	} while (!__atomic_load_n(&sh->stop, __ATOMIC_RELAXED));
 	t->cpu_ns = bench_thread_cpu_ns() - cpu0;
 	t->end_ns = bench_now_ns();
 	t->ops = n;
 	t->tls_total = tls_slot;
+	if (ow.pcpu__off)
+		pcpu_worker_release();
 }
 
 /* One loop per kind, each with its operation inlined: an indirect call per
@@ -299,12 +314,13 @@ INCR_LOOP_FN(K_IDEAL_CPU)
 INCR_LOOP_FN(K_IDEAL_MMCID)
 INCR_LOOP_FN(K_PCPU)
 INCR_LOOP_FN(K_PCPU_FALLBACK)
+INCR_LOOP_FN(K_OWNED)
 
 static void (*const incr_loops[K_N])(struct incr_thread *) = {
 	incr_loop_K_PRIVATE, incr_loop_K_RACY, incr_loop_K_ATOMIC, incr_loop_K_CAS,
 	incr_loop_K_MUTEX, incr_loop_K_SPIN, incr_loop_K_PERCPU_LOCK, incr_loop_K_TLS,
 	incr_loop_K_IDEAL_CPU, incr_loop_K_IDEAL_MMCID, incr_loop_K_PCPU,
-	incr_loop_K_PCPU_FALLBACK,
+	incr_loop_K_PCPU_FALLBACK, incr_loop_K_OWNED,
 };
 
 static void *incr_thread_main(void *arg)
@@ -335,7 +351,7 @@ static struct incr_result incr_run(int kind, unsigned nthreads)
 	sh->percpu = bench_xmalloc(sh->nslots * sizeof(*sh->percpu));
 	pthread_mutex_init(&sh->mutex.lock, NULL);
 	pthread_barrier_init(&sh->start, NULL, nthreads + 1);
-	if (kind == K_PCPU || kind == K_PCPU_FALLBACK) {
+	if (kind == K_PCPU || kind == K_PCPU_FALLBACK || kind == K_OWNED) {
 		sh->pc = pcpu_counter_alloc();
 		if (!sh->pc)
 			bench_die("pcpu_counter_alloc failed");
@@ -453,7 +469,7 @@ typedef void (*incr_batch_fn)(struct incr_shared *sh, pcpu_counter_t pc, char *a
                                                                                              \
 		__asm__ volatile(".skip 16 * " #place ", 0x90");                             \
 		for (i = 0; i < INCR_PAIR_BATCH; i++)                                        \
-			incr_op(k, sh, NULL, pc, area, 0);                                   \
+			incr_op(k, sh, NULL, pc, area, 0, (pcpu_worker_t){ 0 });             \
 	}
 #define INCR_BATCH_FNS(k)                                                                 \
 	INCR_BATCH_FN(k, 0)                                                               \
@@ -778,7 +794,7 @@ void bench_incr(void)
 	for (k = 0; k < K_N; k++)
 		usable[k] = !child || k == K_PRIVATE || k == K_TLS || k == K_PERCPU_LOCK ||
 			    k == K_IDEAL_CPU || k == K_IDEAL_MMCID || k == K_PCPU ||
-			    k == K_PCPU_FALLBACK;
+			    k == K_PCPU_FALLBACK || k == K_OWNED;
 	/* The ideal row of this process's index only; it needs rseq, and its
 	 * array must hold every index. */
 	usable[K_IDEAL_CPU] = usable[K_IDEAL_MMCID] = 0;
@@ -934,6 +950,9 @@ void bench_incr(void)
 		for (r = 0; r < nr; r++)
 			b[r] = RES(K_PRIVATE, ti, r).ns_per_op;
 		tg->vs_private[ti] = paired_ratio(a, b, nr);
+		for (r = 0; r < nr; r++)
+			a[r] = RES(K_OWNED, ti, r).ns_per_op;
+		tg->owned_vs_private[ti] = paired_ratio(a, b, nr);
 		for (r = 0; r < nr; r++) {
 			a[r] = RES(K_PCPU_FALLBACK, ti, r).ns_per_op;
 			b[r] = RES(K_PERCPU_LOCK, ti, r).ns_per_op;
@@ -972,6 +991,9 @@ void bench_incr(void)
 	tbl_cell(&tb, "pcpu_counter_add / thread-private `+=`");
 	for (ti = 0; ti < nt; ti++)
 		tbl_cell(&tb, "%.3f×", tg->vs_private[ti]);
+	tbl_cell(&tb, "pcpu_counter_add_owned / thread-private `+=`");
+	for (ti = 0; ti < nt; ti++)
+		tbl_cell(&tb, "%.3f×", tg->owned_vs_private[ti]);
 	tbl_cell(&tb, "pcpu_counter_add_atomic / per-CPU slot `lock add`");
 	for (ti = 0; ti < nt; ti++)
 		tbl_cell(&tb, "%.3f×", tg->fb_vs_lock[ti]);
@@ -985,9 +1007,10 @@ void bench_incr(void)
 	if (csv) {
 		for (ti = 0; ti < nt; ti++)
 			fprintf(csv, "pcpu_vs_ideal,%u,%.4f\npcpu_vs_private,%u,%.4f\n"
-				"fallback_vs_lock_add,%u,%.4f\n", tg->threads[ti], tg->vs_ideal[ti],
-				tg->threads[ti], tg->vs_private[ti], tg->threads[ti],
-				tg->fb_vs_lock[ti]);
+				"fallback_vs_lock_add,%u,%.4f\nowned_vs_private,%u,%.4f\n",
+				tg->threads[ti], tg->vs_ideal[ti], tg->threads[ti],
+				tg->vs_private[ti], tg->threads[ti], tg->fb_vs_lock[ti],
+				tg->threads[ti], tg->owned_vs_private[ti]);
 		fclose(csv);
 	}
 	if (raw)

@@ -506,6 +506,9 @@ int main(int argc, char **argv)
 	unsigned i;
 
 	bench_ncpu = n > 0 ? (unsigned)n : 1;
+	/* Owned slots for every data-plane worker of the largest --threads
+	 * (pcpu reads it once, at its first use: nothing of pcpu ran yet). */
+	setenv("PCPU_OWNED_SLOTS", "256", 0);
 	bench_opt.argc = argc;
 	bench_opt.argv = argv;
 	parse_options(argc, argv);

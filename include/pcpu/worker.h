@@ -71,8 +71,10 @@ PCPU_BEGIN_DECLS
 #define PCPU_OWNED_MAX 1024
 
 /** A claim: the owned slot's distance from slot 0 in bytes, 0 for none.
- * A value type, kept in a register by a worker's loop. The field is
- * private to pcpu. */
+ * A value type, for a register of the worker's loop: copy the claim
+ * pcpu_worker_claim() stored into a local whose address is never taken
+ * (`const pcpu_worker_t w = claimed;`), else the compiler reloads it from
+ * memory after every update. The field is private to pcpu. */
 typedef struct pcpu_worker {
 	uintptr_t pcpu__off;
 } pcpu_worker_t;

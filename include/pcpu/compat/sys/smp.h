@@ -16,7 +16,9 @@
  * slots, the machine's possible CPUs, and none is ever absent (a slot no
  * thread wrote reads zero). So:
  *  - mp_maxid (u_int, as in FreeBSD) is pcpu_nslots() - 1, the highest id;
- *  - mp_ncpus (int) is pcpu_nslots(): the ids CPU_FOREACH() visits, which
+ *  - mp_ncpus (int) is pcpu_nslots() (the owned slots of pinned workers
+ *    included, pcpu/worker.h: a walk that sums sees their adds; their words
+ *    are their owners' to write): the ids CPU_FOREACH() visits, which
  *    may be more than the CPUs online (FreeBSD counts the CPUs present);
  *  - CPU_ABSENT(id) is true only for an id above mp_maxid;
  *  - CPU_FOREACH(i) sets i to 0, 1, ... mp_maxid: every slot, in order;
