@@ -365,7 +365,8 @@ static void *ip_output_thread(void *arg)
 
 static void test_ip_id_cpu_foreach(void)
 {
-	unsigned nslots = pcpu_nslots(), walked = 0;
+	/* The CPU slots: the owned slots after them are not CPUs. */
+	unsigned nslots = pcpu_nslots() - pcpu_worker_max(), walked = 0;
 	uint64_t seeds = 0, sum = 0, words = 0;
 	unsigned u;
 	int i, next;

@@ -77,22 +77,18 @@ int main()
 	CHECK(*zpcpu_get_cpu(tcpstat[2], 0) + counter_u64_fetch(tcpstat[2]) >= 1);
 	// Every CPU's word, walked as FreeBSD code walks them: the sum is the
 	// value (adds made with rseq only: pcpu/counter9.h).
-	// The walk visits the owned slots too (pcpu/worker.h: they hold owned
-	// adds); their words are their owners' to write, so only the CPU
-	// slots' are written here.
 	counter_u64_t walked = counter_u64_alloc(M_WAITOK);
 	uint64_t sum = 0;
-	int cpu, n = 0, ncs = (int)(pcpu_nslots() - pcpu_worker_max());
+	int cpu, n = 0;
 	CPU_FOREACH(cpu) {
-		if (cpu < ncs)
-			*zpcpu_get_cpu(walked, cpu) = (uint64_t)cpu + 1;
+		*zpcpu_get_cpu(walked, cpu) = (uint64_t)cpu + 1;
 		n++;
 	}
 	CHECK(n == mp_ncpus && (unsigned)n == mp_maxid + 1);
 	counter_u64_add(walked, 5);
 	CPU_FOREACH(cpu)
 		sum += *zpcpu_get_cpu(walked, cpu);
-	CHECK(counter_u64_fetch(walked) == (uint64_t)ncs * (ncs + 1) / 2 + 5);
+	CHECK(counter_u64_fetch(walked) == (uint64_t)n * (n + 1) / 2 + 5);
 	CHECK(sum == counter_u64_fetch(walked) || pcpu_rseq_mode() == PCPU_RSEQ_FALLBACK);
 	counter_u64_free(walked);
 	counter_rate_free(log_rate);

@@ -12,19 +12,22 @@
  * `pcpu-counter9`, CMake's pcpu::counter9); zpcpu_get_cpu() comes from
  * there (pcpu/counter9.h).
  *
- * In pcpu a CPU id is a slot (pcpu/zone.h): every zone has pcpu_nslots()
- * slots, the machine's possible CPUs, and none is ever absent (a slot no
- * thread wrote reads zero). So:
- *  - mp_maxid (u_int, as in FreeBSD) is pcpu_nslots() - 1, the highest id;
- *  - mp_ncpus (int) is pcpu_nslots() (the owned slots of pinned workers
- *    included, pcpu/worker.h: a walk that sums sees their adds; their words
- *    are their owners' to write): the ids CPU_FOREACH() visits, which
+ * In pcpu a CPU id is a slot (pcpu/zone.h): every zone has a slot per
+ * possible CPU, and none is ever absent (a slot no thread wrote reads
+ * zero). The owned slots of pinned workers that follow them (pcpu/worker.h)
+ * are not CPUs: no walk here visits them, and a fetch reads them only once
+ * claimed, so code that seeds "every CPU's" word seeds what fetches read.
+ * (A walk that sums therefore misses owned adds: counter(9) code has none;
+ * a program that mixes them sums with counter_u64_fetch().) So:
+ *  - mp_maxid (u_int, as in FreeBSD) is the CPU slots - 1, the highest id;
+ *  - mp_ncpus (int) is the CPU slots (pcpu_nslots() - pcpu_worker_max()):
+ *    the ids CPU_FOREACH() visits, which
  *    may be more than the CPUs online (FreeBSD counts the CPUs present);
  *  - CPU_ABSENT(id) is true only for an id above mp_maxid;
  *  - CPU_FOREACH(i) sets i to 0, 1, ... mp_maxid: every slot, in order;
  *  - CPU_FIRST() is 0; CPU_NEXT(i) is i + 1, or 0 after mp_maxid.
  * mp_maxid and mp_ncpus are expressions, not variables (pcpu exports only
- * pcpu_-prefixed symbols): reading them costs a call of pcpu_nslots(), and
+ * pcpu_-prefixed symbols): reading them costs two calls, and
  * `&mp_ncpus` does not compile.
  *
  * Each name is defined only if the including code has not defined it
@@ -39,13 +42,14 @@
 #define PCPU_COMPAT_SYS_SMP_H
 
 #include <pcpu/common.h>
+#include <pcpu/worker.h> /* pcpu_worker_max() */
 
 #ifndef mp_maxid
-#define mp_maxid (pcpu_nslots() - 1u)
+#define mp_maxid (pcpu_nslots() - pcpu_worker_max() - 1u)
 #endif
 
 #ifndef mp_ncpus
-#define mp_ncpus ((int)pcpu_nslots())
+#define mp_ncpus ((int)(pcpu_nslots() - pcpu_worker_max()))
 #endif
 
 /* Functions rather than expressions in the macros: with a constant id, or
