@@ -33,6 +33,12 @@ static pthread_mutex_t claims_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t owner[PCPU_OWNED_MAX];
 static uint8_t held[PCPU_OWNED_MAX];
 static uint8_t walked[PCPU_OWNED_MAX]; /* in the slot walk (never undone) */
+/* Reserving backings reserve the slot's region (set before the hook runs,
+ * so that allocations meanwhile reserve it too; never cleared), and the
+ * hook did so for every object there was (a failed hook is run again by
+ * the next claim). */
+static uint8_t wanted[PCPU_OWNED_MAX], reserved[PCPU_OWNED_MAX];
+static int (*reserve_hook)(uint32_t slot);
 static uint32_t nheld;
 static int claims_blocked;             /* a shared-registry tree exists */
 static int fork_once;
@@ -129,6 +135,16 @@ int pcpu_worker_claim(pcpu_worker_t *w)
 		err = EBUSY;
 		goto out;
 	}
+	/* Published segments' files hold the slot's words: their pages must
+	 * be allocated before the first owned add can fault on them. */
+	__atomic_store_n(&wanted[k], 1, __ATOMIC_RELEASE);
+	if (!reserved[k] && reserve_hook) {
+		if (reserve_hook(pcpu_cpu_slot_count + k) != 0) {
+			err = errno;
+			goto out;
+		}
+	}
+	reserved[k] = 1;
 	/* Any non-NULL value makes the destructor run at exit. */
 	if (pthread_setspecific(exit_key, &owner[k]) != 0) {
 		err = ENOMEM;
@@ -204,6 +220,23 @@ int pcpu__worker_block_claims(void)
 	}
 	pthread_mutex_unlock(&claims_lock);
 	return rc;
+}
+
+int pcpu__slot_needs_memory(uint32_t slot)
+{
+	uint32_t k;
+
+	if (slot < pcpu_cpu_slot_count)
+		return 1;
+	k = slot - pcpu_cpu_slot_count;
+	return k < pcpu_owned_slot_count && __atomic_load_n(&wanted[k], __ATOMIC_ACQUIRE);
+}
+
+void pcpu__worker_set_reserve_hook(int (*hook)(uint32_t slot))
+{
+	pthread_mutex_lock(&claims_lock);
+	reserve_hook = hook;
+	pthread_mutex_unlock(&claims_lock);
 }
 
 uint32_t pcpu__worker_claims_held(void)

@@ -16,6 +16,20 @@
  * Thread-safe; not async-signal-safe (a mutex). */
 PCPU_HIDDEN int pcpu__worker_block_claims(void);
 
+/* Whether a reserving backing (src/segment/backing.c) must make slot
+ * `slot`'s region safe to write: a CPU slot, or an owned slot some thread
+ * is claiming or has claimed (never cleared). An unclaimed owned slot, and
+ * every owned slot's mirror (no atomic update writes one), costs nothing.
+ * Async-signal-safe (a load). */
+PCPU_HIDDEN int pcpu__slot_needs_memory(uint32_t slot);
+
+/* The zone layer's hook (zone_shared.c, installed when a zone first gets a
+ * reserving backing): before an owned slot is first claimed, it reserves
+ * the slot's region under every object of every such zone. 0, or -1 with
+ * errno (ENOSPC...), which fails the claim. Called with the claims' lock
+ * held, which is taken before any zone lock. */
+PCPU_HIDDEN void pcpu__worker_set_reserve_hook(int (*hook)(uint32_t slot));
+
 /* How many owned slots are held now (a hint: claims may come and go).
  * Thread-safe; not async-signal-safe (a mutex). */
 PCPU_HIDDEN uint32_t pcpu__worker_claims_held(void);

@@ -62,6 +62,13 @@ struct pcpu_zone_backing {
 	 * ENOMEM, EFBIG...). */
 	int (*reserve)(void *ctx, unsigned no, char *base, size_t span, size_t from, size_t upto);
 
+	/* With `reserve`: makes [0, upto) of region `region` of chunk `no`,
+	 * mapped at `base`, safe to write, as `reserve` does for every
+	 * region -- for an owned slot's region, reserved when the slot is
+	 * first claimed (pcpu/worker.h; `reserve` leaves unclaimed owned
+	 * slots out). -1 with errno on failure. */
+	int (*reserve_region)(void *ctx, unsigned no, char *base, uint32_t region, size_t upto);
+
 	/* Chunk `no` is in use at `base` (mapped, header written): once per
 	 * chunk when attached and when the zone grows. May be NULL. */
 	void (*chunk_added)(void *ctx, unsigned no, char *base);

@@ -39,6 +39,7 @@
  * after fork() returned is only in the process that made it.
  */
 #include "fork.h"
+#include "worker_internal.h"
 #include "zone_chunk.h"
 
 #include <errno.h>
@@ -262,6 +263,30 @@ static int zone_has_objects(const pcpu_zone_t *zone)
 	return 0;
 }
 
+/* The owned slots' hook (worker_internal.h): reserves region `slot` under
+ * every object of every zone with a reserving backing, before the slot's
+ * first claim. Lock order: the claims' lock (held), the zones' list, a
+ * zone. */
+static int reserve_owned_slot(uint32_t slot)
+{
+	pcpu_zone_t *z;
+	struct chunk *c;
+	int rc = 0;
+
+	pthread_mutex_lock(&pcpu__zones_lock);
+	for (z = pcpu__all_zones; z && rc == 0; z = z->next_zone) {
+		pthread_mutex_lock(&z->lock);
+		if (z->backing && z->backing->reserve && z->backing->reserve_region)
+			for (c = z->chunks; c && rc == 0; c = c->next)
+				if (c->backed)
+					rc = z->backing->reserve_region(z->backing_ctx, c->no, c->base,
+									slot, c->backed);
+		pthread_mutex_unlock(&z->lock);
+	}
+	pthread_mutex_unlock(&pcpu__zones_lock);
+	return rc;
+}
+
 int pcpu__zone_attach_backing(pcpu_zone_t *zone, const struct pcpu_zone_backing *backing,
 			       void *ctx)
 {
@@ -273,6 +298,10 @@ int pcpu__zone_attach_backing(pcpu_zone_t *zone, const struct pcpu_zone_backing 
 		errno = EINVAL;
 		return -1;
 	}
+	/* Before the zone's lock: the hook is installed under the claims'
+	 * lock, which is taken before any zone's. */
+	if (backing->reserve && backing->reserve_region)
+		pcpu__worker_set_reserve_hook(reserve_owned_slot);
 	pthread_mutex_lock(&zone->lock);
 	if (zone->backing || zone_has_objects(zone)) {
 		/* Live objects cannot move into the backing: threads hold

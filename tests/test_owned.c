@@ -12,6 +12,9 @@
  *   test_owned fork     the child keeps its calling thread's claim and
  *                       frees the others (a new child thread gets them);
  *                       parent and child each count exactly
+ *   test_owned segment  in a published segment: the file's pages of an owned
+ *                       slot are allocated at its first claim, not before,
+ *                       and an outside reader sees the owned adds
  *   test_owned stress [ROUNDS]   claimers (more than the slots: some get
  *                       EBUSY and use the zero claim) and ordinary threads
  *                       add to the same counters and histogram with random
@@ -29,12 +32,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <pcpu/counter.h>
 #include <pcpu/histogram.h>
+#include <pcpu/reader.h>
 #include <pcpu/rseq.h>
+#include <pcpu/segment.h>
+#include <pcpu/stats.h>
 #include <pcpu/worker.h>
 
 #include "check.h"
@@ -280,6 +287,78 @@ static void forked(void)
 	CHECK(*(int64_t *)pcpu_slot_ptr(fk_c, (unsigned)mine) == 1);
 	CHECK(pcpu_worker_release() == 0);
 	printf("fork: the child keeps its caller's claim and frees the others; both count exactly\n");
+}
+
+/* ---- segment --------------------------------------------------------------- */
+
+static long long allocated_blocks(const char *path)
+{
+	struct stat st;
+
+	CHECK(stat(path, &st) == 0);
+	return (long long)st.st_blocks;
+}
+
+static void segment(void)
+{
+	char dir[] = "/tmp/pcpu-owned-test.XXXXXX";
+	struct pcpu_segment_options o = { 0 };
+	struct pcpu_reader_options ro = { 0 };
+	struct pcpu_reader_snapshot *snap = NULL;
+	struct pcpu_family_desc d;
+	pcpu_registry_t *reg;
+	pcpu_segment_t *seg;
+	pcpu_family_t *f;
+	pcpu_counter_t c;
+	pcpu_reader_t *r;
+	pcpu_worker_t w;
+	long long before, after;
+	int seen = 0;
+
+	CHECK(mkdtemp(dir) != NULL);
+	reg = pcpu_registry_create();
+	CHECK(reg);
+	o.dir = dir;
+	seg = pcpu_segment_publish(reg, "owned", &o);
+	CHECK(seg);
+	memset(&d, 0, sizeof d);
+	d.name = "owned_events";
+	d.type = PCPU_METRIC_COUNTER;
+	f = pcpu_registry_family(reg, &d);
+	CHECK(f);
+	c = pcpu_family_counter(f, NULL);
+	CHECK(c);
+	pcpu_counter_add(c, 1);
+	/* Unclaimed owned slots cost the file nothing; the first claim
+	 * allocates the slot's pages under every object there is. */
+	before = allocated_blocks(pcpu_segment_path(seg));
+	CHECK(pcpu_worker_claim(&w) == 0);
+	after = allocated_blocks(pcpu_segment_path(seg));
+	CHECK(after >= before + sysconf(_SC_PAGESIZE) / 512);
+	pcpu_counter_add_owned(w, c, 41);
+	CHECK(pcpu_counter_fetch(c) == 42);
+	/* A second claim of the same slot allocates nothing more. */
+	CHECK(pcpu_worker_release() == 0);
+	CHECK(pcpu_worker_claim(&w) == 0);
+	CHECK(allocated_blocks(pcpu_segment_path(seg)) == after);
+	ro.dir = dir;
+	r = pcpu_reader_open("owned", &ro);
+	CHECK(r);
+	CHECK(pcpu_reader_snapshot(r, 0, &snap) == 0 && snap);
+	for (size_t fi = 0; fi < snap->snapshot.nfamilies; fi++)
+		if (!strcmp(snap->snapshot.families[fi].name, "owned_events")) {
+			CHECK(snap->snapshot.families[fi].nseries == 1);
+			CHECK(snap->snapshot.families[fi].series[0].value.counter == 42);
+			seen = 1;
+		}
+	CHECK(seen);
+	pcpu_reader_snapshot_free(snap);
+	pcpu_reader_close(r);
+	CHECK(pcpu_worker_release() == 0);
+	pcpu_registry_destroy(reg);
+	CHECK(rmdir(dir) == 0);
+	printf("segment: the claim allocated %lld blocks of the file (%lld before); an outside "
+	       "reader sees the owned adds\n", after - before, before);
 }
 
 /* ---- stress ---------------------------------------------------------------- */
@@ -576,7 +655,7 @@ int main(int argc, char **argv)
 		i = 3;
 	}
 	if (argc <= i) {
-		fprintf(stderr, "usage: %s [--expect-mode M] unit|exclusive|fork|stress [ROUNDS]\n",
+		fprintf(stderr, "usage: %s [--expect-mode M] unit|exclusive|fork|segment|stress [ROUNDS]\n",
 			argv[0]);
 		return 2;
 	}
@@ -586,6 +665,8 @@ int main(int argc, char **argv)
 		exclusive();
 	else if (!strcmp(argv[i], "fork"))
 		forked();
+	else if (!strcmp(argv[i], "segment"))
+		segment();
 	else if (!strcmp(argv[i], "stress"))
 		stress(argc > i + 1 ? atoi(argv[i + 1]) : 2);
 	else

@@ -28,8 +28,14 @@
  * no rseq index, fallback add or reset ever writes. Like every slot, an
  * owned slot's memory is reserved, not resident: it costs a page per chunk
  * only once its owner writes there, and fetches visit an owned slot only
- * once some thread has claimed it. How many: one per possible CPU (at most
- * 128, DPDK's default RTE_MAX_LCORE) unless the environment variable PCPU_OWNED_SLOTS=N (0 to
+ * once some thread has claimed it. In a published segment, whose file
+ * pages are allocated before any update can fault on them
+ * (docs/segment-format.md), an owned slot's pages are allocated at its
+ * first claim, under every object of the segment (a claim fails with
+ * ENOSPC where the file system has no room), and never before.
+ *
+ * How many: one per possible CPU (at most 128, DPDK's default
+ * RTE_MAX_LCORE) unless the environment variable PCPU_OWNED_SLOTS=N (0 to
  * PCPU_OWNED_MAX), read once at start-up, says otherwise; never more than
  * 4096 slots in all. A claim when every owned slot is held fails with
  * EBUSY, and the thread goes on with ordinary adds: an `_owned` update with
@@ -89,7 +95,8 @@ PCPU_API extern __thread uintptr_t pcpu__worker_off __attribute__((tls_model("in
  * success stores the claim in *w (may be NULL) and returns 0; a thread
  * that holds one already gets it again. Fails with -1 and errno: EBUSY
  * (every owned slot is held: pcpu_worker_max() of them), ENOTSUP (the
- * process uses a shared registry, see the file comment), ENOMEM (the
+ * process uses a shared registry, see the file comment), ENOSPC (a
+ * published segment's file system has no room for the slot), ENOMEM (the
  * thread-exit hook could not be installed); *w is then the zero claim,
  * whose `_owned` updates are ordinary updates.
  * Thread-safe; not async-signal-safe (a mutex; the first claim of a

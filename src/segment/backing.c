@@ -43,6 +43,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <pcpu/worker.h> /* pcpu_worker_max() */
+
+#include "../worker_internal.h"
 #include "../zone_backing.h"
 
 struct file_backing {
@@ -155,8 +158,21 @@ static void *file_map(void *ctx, unsigned no, void *at, size_t span, enum pcpu_z
 	return p;
 }
 
+/* Whether region r (of 2 * nslots) is ever written: a CPU slot's region
+ * and its mirror, and the region of an owned slot that was claimed (its
+ * mirror never: no atomic update writes an owned slot's mirror). */
+static int region_needed(uint32_t r, uint32_t nregions)
+{
+	uint32_t nslots = nregions / 2;
+
+	if (r >= nslots) /* a mirror: the CPU slots' only */
+		return r - nslots < nslots - pcpu_worker_max();
+	return pcpu__slot_needs_memory(r);
+}
+
 /* Allocates the file's pages under [from, upto) of every region of chunk
- * `no`; on failure gives back what it allocated and tells the segment. */
+ * `no` that is ever written; on failure gives back what it allocated and
+ * tells the segment. */
 static int file_reserve(void *ctx, unsigned no, char *base, size_t span, size_t from, size_t upto)
 {
 	struct file_backing *b = ctx;
@@ -167,6 +183,8 @@ static int file_reserve(void *ctx, unsigned no, char *base, size_t span, size_t 
 		uint64_t at = off + ((uint64_t)r << PCPU_SLOT_STRIDE_SHIFT) + from;
 		char *p = base + ((size_t)r << PCPU_SLOT_STRIDE_SHIFT) + from;
 
+		if (!region_needed(r, nregions))
+			continue;
 		if (pcpu_file_allocate_mapped(b->fd, p, at, upto - from) != 0) {
 			int err = errno;
 
@@ -183,6 +201,18 @@ static int file_reserve(void *ctx, unsigned no, char *base, size_t span, size_t 
 		}
 	}
 	return 0;
+}
+
+static int file_reserve_region(void *ctx, unsigned no, char *base, uint32_t region, size_t upto)
+{
+	struct file_backing *b = ctx;
+	uint64_t at = chunk_off(b, no) + ((uint64_t)region << PCPU_SLOT_STRIDE_SHIFT);
+
+	/* A failure fails the claim (ENOSPC): the directory stays complete,
+	 * so the segment is not marked out of space. What was allocated
+	 * stays, for the claim's next try. */
+	return pcpu_file_allocate_mapped(b->fd, base + ((size_t)region << PCPU_SLOT_STRIDE_SHIFT),
+					 at, upto);
 }
 
 static void file_chunk_added(void *ctx, unsigned no, char *base)
@@ -237,6 +267,7 @@ static const struct pcpu_zone_backing file_backing = {
 static const struct pcpu_zone_backing file_backing_reserved = {
 	.map = file_map,
 	.reserve = file_reserve,
+	.reserve_region = file_reserve_region,
 	.chunk_added = file_chunk_added,
 	.extent = file_extent,
 	.read = file_read,
