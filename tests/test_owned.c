@@ -551,7 +551,7 @@ static void *st_chaos(void *arg)
 				st_child();
 			CHECK(waitpid(pid, &st, 0) == pid);
 			CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-			st_forks++;
+			__atomic_fetch_add(&st_forks, 1, __ATOMIC_RELAXED);
 		}
 		usleep(50);
 	}
@@ -579,7 +579,7 @@ static void *st_reader(void *arg)
 
 		CHECK(v >= last);
 		last = v;
-		st_reader_passes++;
+		__atomic_fetch_add(&st_reader_passes, 1, __ATOMIC_RELAXED);
 	}
 	return NULL;
 }
