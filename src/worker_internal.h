@@ -17,9 +17,9 @@
 PCPU_HIDDEN int pcpu__worker_block_claims(void);
 
 /* Whether a reserving backing (src/segment/backing.c) must make slot
- * `slot`'s region safe to write: a CPU slot, or an owned slot some thread
- * is claiming or has claimed (never cleared). An unclaimed owned slot, and
- * every owned slot's mirror (no atomic update writes one), costs nothing.
+ * `slot`'s region and its mirror safe to write and read: a CPU slot, or an
+ * owned slot some thread is claiming or has claimed (never cleared). An
+ * unclaimed owned slot costs nothing.
  * Async-signal-safe (a load). */
 PCPU_HIDDEN int pcpu__slot_needs_memory(uint32_t slot);
 

@@ -64,9 +64,9 @@ struct pcpu_zone_backing {
 
 	/* With `reserve`: makes [0, upto) of region `region` of chunk `no`,
 	 * mapped at `base`, safe to write, as `reserve` does for every
-	 * region -- for an owned slot's region, reserved when the slot is
-	 * first claimed (pcpu/worker.h; `reserve` leaves unclaimed owned
-	 * slots out). -1 with errno on failure. */
+	 * region -- for an owned slot's region and its mirror, reserved when
+	 * the slot is first claimed (pcpu/worker.h; `reserve` leaves
+	 * unclaimed owned slots out). -1 with errno on failure. */
 	int (*reserve_region)(void *ctx, unsigned no, char *base, uint32_t region, size_t upto);
 
 	/* Chunk `no` is in use at `base` (mapped, header written): once per

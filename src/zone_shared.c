@@ -278,9 +278,11 @@ static int reserve_owned_slot(uint32_t slot)
 		pthread_mutex_lock(&z->lock);
 		if (z->backing && z->backing->reserve && z->backing->reserve_region)
 			for (c = z->chunks; c && rc == 0; c = c->next)
-				if (c->backed)
+				if (c->backed) /* the slot's region and its mirror */
 					rc = z->backing->reserve_region(z->backing_ctx, c->no, c->base,
-									slot, c->backed);
+									slot, c->backed) ||
+					     z->backing->reserve_region(z->backing_ctx, c->no, c->base,
+									pcpu_slot_count + slot, c->backed);
 		pthread_mutex_unlock(&z->lock);
 	}
 	pthread_mutex_unlock(&pcpu__zones_lock);

@@ -158,16 +158,16 @@ static void *file_map(void *ctx, unsigned no, void *at, size_t span, enum pcpu_z
 	return p;
 }
 
-/* Whether region r (of 2 * nslots) is ever written: a CPU slot's region
- * and its mirror, and the region of an owned slot that was claimed (its
- * mirror never: no atomic update writes an owned slot's mirror). */
+/* Whether region r (of 2 * nslots) is ever written or read: a CPU slot's
+ * region and its mirror, and those of an owned slot that was claimed. (No
+ * one writes an owned slot's mirror, but fetches read it once the slot is
+ * in their walk, and a read fault on a hole of a shared tmpfs mapping
+ * allocates a page: SIGBUS on a full file system.) */
 static int region_needed(uint32_t r, uint32_t nregions)
 {
 	uint32_t nslots = nregions / 2;
 
-	if (r >= nslots) /* a mirror: the CPU slots' only */
-		return r - nslots < nslots - pcpu_worker_max();
-	return pcpu__slot_needs_memory(r);
+	return pcpu__slot_needs_memory(r >= nslots ? r - nslots : r);
 }
 
 /* Allocates the file's pages under [from, upto) of every region of chunk

@@ -10,8 +10,11 @@
  *  - keep registering until it fails: it must fail cleanly, with ENOSPC,
  *    and pcpu_segment_nospace() must count it;
  *  - write every slot word and every mirror word of every series (what the
- *    hot path, fallback adds, resets and gauge sets may write) -- a page
- *    not allocated in the file would raise SIGBUS here;
+ *    hot path, fallback adds, resets and gauge sets may write), and the
+ *    words of the owned slot claimed before most series were registered
+ *    (pcpu/worker.h) -- a page not allocated in the file would raise
+ *    SIGBUS here; a new owned slot's first claim must fail with ENOSPC or
+ *    find its pages;
  *  - add from threads, add atomically, reset, set gauges: every value must
  *    be exact, in the process and as a reader sees it, and the reader must
  *    see the segment marked out of space (and incomplete);
@@ -109,6 +112,37 @@ static void fill(const char *dir)
 	close(fd);
 }
 
+/* Whether word k of 2 * nslots (slots, then mirrors) can be written: a CPU
+ * slot's word or mirror, or the word of the owned slot `owned` holds. */
+static int word_written(unsigned k, unsigned nslots, pcpu_worker_t owned)
+{
+	unsigned cpu_slots = nslots - pcpu_worker_max();
+
+	if (k >= nslots)
+		return k - nslots < cpu_slots;
+	return k < cpu_slots || (int)k == pcpu_worker_slot(owned);
+}
+
+static pcpu_counter_t *late_cs;
+static unsigned late_ncs;
+static int late_claim_err;
+
+/* Claims the next owned slot on the full file system; if that works, its
+ * pages are there: its adds must not fault. */
+static void *late_claimer(void *arg)
+{
+	pcpu_worker_t w;
+
+	(void)arg;
+	if (pcpu_worker_claim(&w) != 0) {
+		late_claim_err = errno;
+		return NULL;
+	}
+	for (unsigned i = 0; i < late_ncs; i++)
+		pcpu_counter_add_owned(w, late_cs[i], 1);
+	return NULL;
+}
+
 static int application(const char *dir, int inject)
 {
 	static const char *const idl[] = { "id" };
@@ -120,9 +154,10 @@ static int application(const char *dir, int inject)
 	pcpu_segment_t *seg;
 	pcpu_family_t *fam;
 	pcpu_gauge_t g;
+	pcpu_worker_t owned = { 0 };
 	pcpu_reader_t *r;
 	unsigned nslots = pcpu_nslots(), i, k, before, ncpu;
-	uint64_t expect[MAXC], reset = 0;
+	uint64_t expect[MAXC], reset = 0, extra = 0;
 	pthread_t t[64];
 	int err = 0;
 
@@ -142,6 +177,11 @@ static int application(const char *dir, int inject)
 	d.label_names = idl;
 	CHECK((fam = pcpu_registry_family(reg, &d)) != NULL);
 	CHECK((g = pcpu_registry_gauge(reg, "level", "A gauge.")) != NULL);
+	/* A pinned worker's owned slot (pcpu/worker.h), claimed while there
+	 * is room, before most series: its region and mirror are reserved
+	 * under every object from now on, the pages of the series below by
+	 * the registrations themselves. */
+	CHECK(pcpu_worker_max() == 0 || pcpu_worker_claim(&owned) == 0);
 	/* Some series while there is room: 600 counters, two pages of slot 0. */
 	for (ncs = 0; ncs < 600; ncs++) {
 		char id[16];
@@ -185,13 +225,34 @@ static int application(const char *dir, int inject)
 	       ncs, before, (unsigned long long)pcpu_segment_nospace(seg));
 
 	/* Every word any path may write: slot words (the rseq add), mirror
-	 * words (fallback adds, resets, gauge sets), of every slot. A page
-	 * the file did not allocate raises SIGBUS here. */
+	 * words (fallback adds, resets, gauge sets), of every CPU slot, and
+	 * the claimed owned slot's words (its owner's adds; unclaimed owned
+	 * slots and owned slots' mirrors are written by no one). A page the
+	 * file did not allocate raises SIGBUS here. */
 	for (i = 0; i < ncs; i++)
 		for (k = 0; k < 2 * nslots; k++)
-			__atomic_fetch_add((int64_t *)pcpu_slot_ptr(cs[i], k), 0, __ATOMIC_RELAXED);
+			if (word_written(k, nslots, owned))
+				__atomic_fetch_add((int64_t *)pcpu_slot_ptr(cs[i], k), 0,
+						   __ATOMIC_RELAXED);
 	for (k = 0; k < 2 * nslots; k++)
-		__atomic_fetch_add((int64_t *)pcpu_slot_ptr(g, k), 0, __ATOMIC_RELAXED);
+		if (word_written(k, nslots, owned))
+			__atomic_fetch_add((int64_t *)pcpu_slot_ptr(g, k), 0, __ATOMIC_RELAXED);
+	for (i = 0; i < ncs; i++)
+		pcpu_counter_add_owned(owned, cs[i], 1); /* the zero claim: an ordinary add */
+	extra = 1;
+	late_cs = cs;
+	late_ncs = ncs;
+	/* Another slot's first claim, now: refused (ENOSPC), or its pages
+	 * were found (the injected fullness lets the mapping's populate
+	 * through): then its adds must not fault. */
+	if (pcpu_worker_max() >= 2) {
+		CHECK(pthread_create(&t[0], NULL, late_claimer, NULL) == 0);
+		CHECK(pthread_join(t[0], NULL) == 0);
+		printf("  a claim of a new owned slot on the full file system: %s\n",
+		       late_claim_err ? strerror(late_claim_err) : "its pages were there");
+		CHECK(late_claim_err == 0 || late_claim_err == ENOSPC);
+		extra += late_claim_err == 0;
+	}
 
 	/* Updates: from a thread on every CPU (up to 64), atomically, resets,
 	 * gauge sets. */
@@ -204,7 +265,7 @@ static int application(const char *dir, int inject)
 		pthread_join(t[k], NULL);
 	for (i = 0; i < ncs; i++) {
 		pcpu_counter_add_atomic(cs[i], (int64_t)i);
-		expect[i] = 1 + ncpu + i;
+		expect[i] = 1 + ncpu + i + extra;
 		if (i % 7 == 0) {
 			reset += pcpu_counter_fetch_and_zero(cs[i]);
 			pcpu_counter_add(cs[i], 3);
