@@ -272,7 +272,19 @@ static void forked(void)
 		CHECK(pcpu_worker_self().pcpu__off == w.pcpu__off);
 		pcpu_counter_add_owned(w, fk_c, 20);
 		CHECK(*(int64_t *)pcpu_slot_ptr(fk_c, (unsigned)mine) == 21);
-		CHECK(pthread_create(&b, NULL, fk_child_claimer, NULL) == 0);
+		{
+			/* A stack of its own: the new thread's id (at its
+			 * stack's top) then differs from the parent's holder,
+			 * which ThreadSanitizer still knows ("dup thread"). */
+			pthread_attr_t at;
+			size_t size = 1 << 20;
+			void *stack = aligned_alloc(4096, size);
+
+			CHECK(stack && pthread_attr_init(&at) == 0);
+			CHECK(pthread_attr_setstack(&at, stack, size) == 0);
+			CHECK(pthread_create(&b, &at, fk_child_claimer, NULL) == 0);
+			pthread_attr_destroy(&at);
+		}
 		CHECK(pthread_join(b, NULL) == 0);
 		pcpu_counter_add(fk_c, 300);
 		CHECK(pcpu_counter_fetch(fk_c) == 1 + 5 + 20 + 7 + 300);
