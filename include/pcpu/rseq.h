@@ -153,12 +153,14 @@ PCPU_API int pcpu_rseq_error(void);
 PCPU_API int pcpu_rseq_has_mm_cid(void);
 
 /**
- * Number of slots every zone has: the possible CPUs of the machine
- * (/sys/devices/system/cpu/possible, not the online count), which also
- * bounds rseq's cpu_id and mm_cid, so a registered thread's index is always
- * below it. The environment variable PCPU_NSLOTS=N, read once, raises it to
- * N (to simulate a bigger machine: tests, benchmarks); a value below the
- * possible CPUs is ignored. Initialises pcpu if needed; never 0.
+ * Number of slots every zone has: the CPU slots -- the possible CPUs of the
+ * machine (/sys/devices/system/cpu/possible, not the online count), which
+ * also bounds rseq's cpu_id and mm_cid, so a registered thread's index is
+ * always below it -- then pcpu_worker_max() owned slots for pinned workers
+ * (pcpu/worker.h), which only their claimers write. The environment
+ * variable PCPU_NSLOTS=N, read once, raises the CPU slots to N (to simulate
+ * a bigger machine: tests, benchmarks); a value below the possible CPUs is
+ * ignored. Initialises pcpu if needed; never 0.
  * Thread-safe; async-signal-safe once initialised. Cost: a load once
  * initialised.
  */

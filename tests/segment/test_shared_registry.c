@@ -28,6 +28,8 @@
  *       reader; values exact
  *   test_shared_registry multichunk  storage past the first chunk: made by
  *       one worker, mapped and allocated in by another
+ *   test_shared_registry owned       owned slots (pcpu/worker.h) and trees
+ *                                    exclude each other: EBUSY, ENOTSUP
  *   test_shared_registry wrongindex  with mm_cid slots, publishing a shared
  *       registry is refused (EINVAL, a message naming PCPU_INDEX=cpu)
  *
