@@ -32,12 +32,12 @@ PCPU_API __thread uintptr_t pcpu__worker_off __attribute__((tls_model("initial-e
 static pthread_mutex_t claims_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t owner[PCPU_OWNED_MAX];
 static uint8_t held[PCPU_OWNED_MAX];
-static uint8_t walked[PCPU_OWNED_MAX]; /* in the slot walk (never undone) */
-/* Reserving backings reserve the slot's region (set before the hook runs,
- * so that allocations meanwhile reserve it too; never cleared), and the
- * hook did so for every object there was (a failed hook is run again by
- * the next claim). */
-static uint8_t wanted[PCPU_OWNED_MAX], reserved[PCPU_OWNED_MAX];
+/* wanted: reserving backings reserve the slot's region (set before the
+ * hook runs, so that allocations meanwhile reserve it too; never cleared).
+ * ready: a claim of the slot succeeded once, so the hook reserved it under
+ * every object there was and the slot is in the fetches' walk (never
+ * undone; a claim that failed after the hook runs the hook again). */
+static uint8_t wanted[PCPU_OWNED_MAX], ready[PCPU_OWNED_MAX];
 static int (*reserve_hook)(uint32_t slot);
 static uint32_t nheld;
 static int claims_blocked;             /* a shared-registry tree exists */
@@ -138,13 +138,10 @@ int pcpu_worker_claim(pcpu_worker_t *w)
 	/* Published segments' files hold the slot's words: their pages must
 	 * be allocated before the first owned add can fault on them. */
 	__atomic_store_n(&wanted[k], 1, __ATOMIC_RELEASE);
-	if (!reserved[k] && reserve_hook) {
-		if (reserve_hook(pcpu_cpu_slot_count + k) != 0) {
-			err = errno;
-			goto out;
-		}
+	if (!ready[k] && reserve_hook && reserve_hook(pcpu_cpu_slot_count + k) != 0) {
+		err = errno;
+		goto out;
 	}
-	reserved[k] = 1;
 	/* Any non-NULL value makes the destructor run at exit. */
 	if (pthread_setspecific(exit_key, &owner[k]) != 0) {
 		err = ENOMEM;
@@ -153,10 +150,10 @@ int pcpu_worker_claim(pcpu_worker_t *w)
 	held[k] = 1;
 	nheld++;
 	owner[k] = pthread_self();
-	if (!walked[k]) {
+	if (!ready[k]) {
 		/* Before the first write: fetches must visit the slot. */
 		pcpu_slot_walk_add(pcpu_cpu_slot_count + k);
-		walked[k] = 1;
+		ready[k] = 1;
 	}
 	pcpu__worker_off = (uintptr_t)(pcpu_cpu_slot_count + k) << PCPU_SLOT_STRIDE_SHIFT;
 	if (w)

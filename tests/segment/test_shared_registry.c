@@ -921,6 +921,21 @@ static void refusals(void)
 	printf("refusals: removal (series, group series, family) and structs refused with EOPNOTSUPP\n");
 }
 
+/* A new directory in `dir` and a registry with no series, and the options
+ * that would publish it there as a shared registry. */
+static pcpu_registry_t *unpublished_tree(struct pcpu_segment_options *o)
+{
+	pcpu_registry_t *r;
+
+	strcpy(dir, "/tmp/pcpu-tree-test.XXXXXX");
+	CHECK(mkdtemp(dir) != NULL);
+	r = pcpu_registry_create();
+	CHECK(r);
+	o->dir = dir;
+	o->flags = PCPU_SEGMENT_SHARED_TREE;
+	return r;
+}
+
 /* Owned slots (pcpu/worker.h) are a process's own; tree memory is the
  * tree's: a tree is not made while a thread holds a claim, and no claim is
  * made once there is one. */
@@ -935,12 +950,7 @@ static void owned(void)
 		printf("owned: PCPU_OWNED_SLOTS=0: nothing to claim\n");
 		return;
 	}
-	strcpy(dir, "/tmp/pcpu-tree-test.XXXXXX");
-	CHECK(mkdtemp(dir) != NULL);
-	r = pcpu_registry_create();
-	CHECK(r);
-	o.dir = dir;
-	o.flags = PCPU_SEGMENT_SHARED_TREE;
+	r = unpublished_tree(&o);
 	CHECK(pcpu_worker_claim(&w) == 0 && pcpu_worker_slot(w) >= 0);
 	errno = 0;
 	CHECK(pcpu_segment_publish(r, "tree", &o) == NULL && errno == EBUSY);
@@ -986,12 +996,7 @@ static void wrongindex(void)
 		       pcpu_rseq_has_mm_cid());
 		return;
 	}
-	strcpy(dir, "/tmp/pcpu-tree-test.XXXXXX");
-	CHECK(mkdtemp(dir) != NULL);
-	r = pcpu_registry_create();
-	CHECK(r);
-	o.dir = dir;
-	o.flags = PCPU_SEGMENT_SHARED_TREE;
+	r = unpublished_tree(&o);
 	errno = 0;
 	CHECK(pcpu_segment_publish(r, "tree", &o) == NULL && errno == EINVAL);
 	CHECK(strstr(pcpu_segment_error(), "PCPU_INDEX=cpu") != NULL);
