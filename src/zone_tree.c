@@ -24,6 +24,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include <pcpu/worker.h>
+
 #include "worker_internal.h"
 #include "zone_chunk.h"
 
@@ -66,8 +68,10 @@ fail:
 
 /* How many lane locks: two per online CPU (so that a holder preempted on
  * its CPU leaves a free lane to that CPU's next writer), at least two, at
- * most PCPU__ZONE_TREE_LANES and the slots there are (lane k is slot k's
- * copy). Fixed at set-up: a CPU brought online later shares lanes. */
+ * most PCPU__ZONE_TREE_LANES and the CPU slots there are (lane k is slot
+ * k's copy; the owned slots after them, pcpu/worker.h, are not the tree's:
+ * their file pages are not reserved). Fixed at set-up: a CPU brought
+ * online later shares lanes. */
 static uint32_t lanes_for(void)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -75,8 +79,8 @@ static uint32_t lanes_for(void)
 
 	if (n > PCPU__ZONE_TREE_LANES)
 		n = PCPU__ZONE_TREE_LANES;
-	if (n > pcpu_nslots())
-		n = pcpu_nslots();
+	if (n > pcpu_nslots() - pcpu_worker_max())
+		n = pcpu_nslots() - pcpu_worker_max();
 	return (uint32_t)(n ? n : 1);
 }
 
