@@ -172,9 +172,11 @@ struct bench_target_data {
 	double dp_noise_cycles;        /* |no-statistics row|: the method's noise */
 	unsigned dp_work;              /* dummy work per packet of that run, TSC cycles */
 	unsigned dp_rounds;
+	double dp_owned_cycles;        /* pcpu owned array (4 adds) cycles per update */
 	/* per-round ratios pcpu / Per Core (overheads of the same round):
-	 * [0] add_many, [1] 4 adds; median, min, max over the rounds */
-	double dp_ratio_med[2], dp_ratio_min[2], dp_ratio_max[2];
+	 * [0] add_many, [1] 4 adds, [2] 4 owned array adds (issue 29's
+	 * target); median, min, max over the rounds */
+	double dp_ratio_med[3], dp_ratio_min[3], dp_ratio_max[3];
 	/* [0] ideal one-read, [1] ideal 4 x add, each / Per Core, median of the
 	 * per-round ratios: the floor of an rseq update (NAN: no ideal rows). */
 	double dp_floor_med[2];

@@ -81,6 +81,7 @@ enum dp_kind {
 	D_PCPU_ADD4,
 	D_OWNED_MANY,
 	D_OWNED_ADD4,
+	D_OWNED_ARRAY,
 	D_IDEAL_MANY,
 	D_IDEAL_ADD4,
 	D_PERCORE_WIDE,
@@ -103,6 +104,7 @@ static const struct {
 	[D_PCPU_ADD4] = { "pcpu (4 × pcpu_counter_add)", "pcpu_add4", NAN, NAN },
 	[D_OWNED_MANY] = { "pcpu owned slot (pcpu_counter_add_many_owned of 4)", "owned_add_many", NAN, NAN },
 	[D_OWNED_ADD4] = { "pcpu owned slot (4 × pcpu_counter_add_owned)", "owned_add4", NAN, NAN },
+	[D_OWNED_ARRAY] = { "pcpu owned slot (4 × pcpu_owned_array_add)", "owned_array", NAN, NAN },
 	[D_IDEAL_MANY] = { "ideal rseq: one index read, 4 sections (hand-written)", "ideal_many", NAN, NAN },
 	[D_IDEAL_ADD4] = { "ideal rseq: 4 × ideal add (hand-written)", "ideal_add4", NAN, NAN },
 	[D_PERCORE_WIDE] = { "diagnostic: Per Core with 16 B per counter (pcpu's slot before Core v2)", "per_core_16b", NAN, NAN },
@@ -133,6 +135,12 @@ struct dp_stats_wide {
 		struct dp_wide pkts, bytes;
 	} flows[DP_NFLOWS];
 };
+
+/* The rows whose workers claim an owned slot. */
+static int dp_is_owned(int kind)
+{
+	return kind == D_OWNED_MANY || kind == D_OWNED_ADD4 || kind == D_OWNED_ARRAY;
+}
 
 /* One worker's statistics in the Per Core patterns: its own cache lines. */
 struct dp_core {
@@ -307,8 +315,8 @@ BENCH_INLINE void dp_wb_add(struct dp_wb *wb, int64_t *p, int64_t v)
 
 /* The statistics of one packet, by pattern `kind` (constant where inlined). */
 BENCH_INLINE void dp_update(const int kind, struct dp_shared *sh, struct dp_worker *w,
-			    struct dp_core *core, pcpu_worker_t ow, pcpu_counter_t pcb, unsigned flow,
-			    int64_t len)
+			    struct dp_core *core, pcpu_worker_t ow, pcpu_counter_t pcb,
+			    pcpu_owned_array_t oa, unsigned flow, int64_t len)
 {
 	struct dp_stats *s = sh->shared;
 
@@ -410,6 +418,14 @@ BENCH_INLINE void dp_update(const int kind, struct dp_shared *sh, struct dp_work
 		pcpu_counter_add_owned(ow, pcpu_counter_at(f, 1), len);
 		break;
 	}
+	case D_OWNED_ARRAY:
+		/* The view `oa` of the counters' array in the worker's owned
+		 * slot is the loop's local (dp_loop()), as Per Core's `core`. */
+		pcpu_owned_array_add(oa, 0, 1);
+		pcpu_owned_array_add(oa, 1, len);
+		pcpu_owned_array_add(oa, 2 + 2 * (size_t)flow, 1);
+		pcpu_owned_array_add(oa, 3 + 2 * (size_t)flow, len);
+		break;
 #if DP_IDEAL_AVAILABLE
 	/* Slot 0's addresses; the sections add the slot's offset (rdx, rax). */
 	case D_IDEAL_MANY: {
@@ -445,8 +461,8 @@ BENCH_INLINE void dp_update(const int kind, struct dp_shared *sh, struct dp_work
 
 /* One batch of packets; `kind` D_NONE runs the same loop without statistics. */
 BENCH_INLINE uint64_t dp_batch(const int kind, struct dp_shared *sh, struct dp_worker *w,
-			       struct dp_core *core, pcpu_worker_t ow, pcpu_counter_t pcb, uint64_t x,
-			       uint64_t per, uint64_t *bytes)
+			       struct dp_core *core, pcpu_worker_t ow, pcpu_counter_t pcb,
+			       pcpu_owned_array_t oa, uint64_t x, uint64_t per, uint64_t *bytes)
 {
 	const unsigned nw = sh->nworkers, iters = sh->work_iters;
 	const uint32_t epoch = __atomic_load_n(&sh->epoch, __ATOMIC_RELAXED);
@@ -464,7 +480,7 @@ BENCH_INLINE uint64_t dp_batch(const int kind, struct dp_shared *sh, struct dp_w
 			k -= nw;
 		flow = (k + epoch) & (DP_NFLOWS - 1);
 		len = 64 + (int64_t)((((x >> 16) & 0xffff) * 1437) >> 16);
-		dp_update(kind, sh, w, core, ow, pcb, flow, len);
+		dp_update(kind, sh, w, core, ow, pcb, oa, flow, len);
 		if (kind != D_NONE)
 			*bytes += (uint64_t)len;
 	}
@@ -501,20 +517,26 @@ BENCH_INLINE void dp_loop(struct dp_worker *w, const int kind)
 	/* pcpu's counters: the 2 globals, then 2 per flow, one array (as Per
 	 * Core's struct); the owned rows keep its address in a register. */
 	const pcpu_counter_t pcb = sh->pc_global;
+	pcpu_owned_array_t oa = { 0 }; /* D_OWNED_ARRAY: pcb's words in the owned slot */
 
 	/* The owned rows' workers claim a slot each, as DPDK's lcores are
 	 * registered; a claim that fails leaves the zero claim (ordinary
 	 * adds), which dp_run() reports. */
-	if (kind == D_OWNED_MANY || kind == D_OWNED_ADD4) {
+	if (dp_is_owned(kind)) {
 		pcpu_worker_t claimed;
 
 		w->owned_claimed = pcpu_worker_claim(&claimed) == 0;
 		ow = claimed; /* ow's address is never taken: a register */
 	}
+	/* The array row's worker keeps the view of the counters in its slot
+	 * (a claim that failed has none: no ordinary form to fall back to). */
+	if (kind == D_OWNED_ARRAY && pcpu_counter_owned_array(ow, pcb, &oa) != 0)
+		bench_die("dataplane: worker %u got no owned slot (%u of them: PCPU_OWNED_SLOTS)",
+			  w->id, pcpu_worker_max());
 	w->area = bench_rseq_area();
 	w->aidx = bench_rseq_index_field(w->area);
 	for (batch = 0; batch < DP_WARMUP_BATCHES; batch++) {
-		x = dp_batch(kind, sh, w, core, ow, pcb, x, per, &bytes);
+		x = dp_batch(kind, sh, w, core, ow, pcb, oa, x, per, &bytes);
 		pkts += DP_BATCH;
 		counted += DP_BATCH;
 	}
@@ -522,10 +544,10 @@ BENCH_INLINE void dp_loop(struct dp_worker *w, const int kind)
 	bench_phase_start(&w->ph, pkts);
 	do {
 		if (bench_phase_tick(&w->ph, pkts)) {
-			x = dp_batch(kind, sh, w, core, ow, pcb, x, per, &bytes);
+			x = dp_batch(kind, sh, w, core, ow, pcb, oa, x, per, &bytes);
 			counted += DP_BATCH;
 		} else {
-			x = dp_batch(D_NONE, sh, w, core, ow, pcb, x, per, &bytes);
+			x = dp_batch(D_NONE, sh, w, core, ow, pcb, oa, x, per, &bytes);
 		}
 		pkts += DP_BATCH;
 	} while (!__atomic_load_n(&sh->stop, __ATOMIC_RELAXED));
@@ -542,6 +564,7 @@ BENCH_INLINE void dp_loop(struct dp_worker *w, const int kind)
 	X(D_NONE) X(D_SHARED_NOSYNC) X(D_SHARED_SPIN) X(D_SHARED_ATOMIC)         \
 	X(D_SHARED_BUFFERED) X(D_PERCORE) X(D_PERCORE_SPIN) X(D_PERCORE_SEQ)     \
 	X(D_PCPU_MANY) X(D_PCPU_ADD4) X(D_OWNED_MANY) X(D_OWNED_ADD4)            \
+	X(D_OWNED_ARRAY)                                                         \
 	X(D_IDEAL_MANY) X(D_IDEAL_ADD4)                                          \
 	X(D_PERCORE_WIDE)
 #define DP_LOOP_FN(k) \
@@ -638,6 +661,7 @@ static void dp_read_all(int kind, struct dp_shared *sh, int64_t *out)
 	case D_PCPU_ADD4:
 	case D_OWNED_MANY:
 	case D_OWNED_ADD4:
+	case D_OWNED_ARRAY:
 		pcpu_counter_fetch_array(sh->pc_global, 2, (uint64_t *)out);
 		pcpu_counter_fetch_array(sh->pc_flows, 2 * DP_NFLOWS, (uint64_t *)out + 2);
 		return;
@@ -737,8 +761,7 @@ static struct dp_result dp_run(int kind, unsigned nworkers, unsigned work_iters)
 			bench_die("out of memory for the ideal rows' array");
 		memset(sh->ideal, 0, (size_t)sh->ideal_nslots << DP_IDEAL_SHIFT);
 	}
-	if (kind == D_PCPU_MANY || kind == D_PCPU_ADD4 || kind == D_OWNED_MANY ||
-	    kind == D_OWNED_ADD4) {
+	if (kind == D_PCPU_MANY || kind == D_PCPU_ADD4 || dp_is_owned(kind)) {
 		sh->pc_global = pcpu_counter_alloc_array(2 + 2 * DP_NFLOWS);
 		if (!sh->pc_global)
 			bench_die("pcpu_counter_alloc_array failed");
@@ -759,7 +782,7 @@ static struct dp_result dp_run(int kind, unsigned nworkers, unsigned work_iters)
 		pthread_join(reader, NULL);
 	for (i = 0; i < nworkers; i++) {
 		pthread_join(tid[i], NULL);
-		if ((kind == D_OWNED_MANY || kind == D_OWNED_ADD4) && !w[i].owned_claimed)
+		if (dp_is_owned(kind) && !w[i].owned_claimed)
 			fprintf(stderr, "dataplane: worker %u got no owned slot (%u of them: "
 				"PCPU_OWNED_SLOTS): it made ordinary adds\n", i, pcpu_worker_max());
 		pkts += w[i].pkts;
@@ -830,12 +853,14 @@ static const struct {
 	{ D_PCPU_ADD4, D_PERCORE, "pcpu 4 × add / Per Core" },
 	{ D_OWNED_MANY, D_PERCORE, "owned add_many / Per Core" },
 	{ D_OWNED_ADD4, D_PERCORE, "owned 4 × add / Per Core" },
+	{ D_OWNED_ARRAY, D_PERCORE, "owned array / Per Core" },
 	{ D_PCPU_MANY, D_IDEAL_MANY, "pcpu add_many / ideal one-read" },
 	{ D_PCPU_ADD4, D_IDEAL_ADD4, "pcpu 4 × add / ideal 4 × add" },
 	{ D_IDEAL_MANY, D_PERCORE, "ideal one-read / Per Core" },
 	{ D_IDEAL_ADD4, D_PERCORE, "ideal 4 × add / Per Core" },
 };
 #define DP_NRATIO (sizeof(dp_ratio_cols) / sizeof(dp_ratio_cols[0]))
+#define DP_NRATIO_PERCORE 5 /* the first table's columns: the rows / Per Core */
 
 static void dp_print_ratios(const struct dp_result *res, unsigned nt, unsigned nr)
 {
@@ -847,14 +872,14 @@ static void dp_print_ratios(const struct dp_result *res, unsigned nt, unsigned n
 	char buf[96];
 
 	printf("Ratios of two rows' overheads in the same round; median (min–max) "
-	       "[95 %% confidence interval of the median] of %u rounds. Beside the first two, Per "
+	       "[95 %% confidence interval of the median] of %u rounds. Beside the first table's, Per "
 	       "Core's overhead and the noise row (|no statistics|, the reference loop against "
 	       "itself), median (min–max), cycles per update; work %u TSC cycles per packet. The "
 	       "second table compares pcpu with the hand-written ideal rseq rows (its floor) and "
 	       "that floor with Per Core.\n\n",
 	       nr, bench_opt.dp_work);
 	for (half = 0; half < 2; half++) {
-		unsigned from = half ? 4 : 0, to = half ? DP_NRATIO : 4;
+		unsigned from = half ? DP_NRATIO_PERCORE : 0, to = half ? DP_NRATIO : DP_NRATIO_PERCORE;
 
 		if (half && !dp_usable(D_IDEAL_MANY)) {
 			printf("(No ideal rows in this process: they need rseq on x86-64.)\n\n");
@@ -1074,6 +1099,9 @@ void bench_dataplane(void)
 			v[r] = OVH(D_PCPU_ADD4, tn, r);
 		bench_targets.dp_pcpu4_cycles = bench_median(v, nr);
 		for (r = 0; r < nr; r++)
+			v[r] = OVH(D_OWNED_ARRAY, tn, r);
+		bench_targets.dp_owned_cycles = bench_median(v, nr);
+		for (r = 0; r < nr; r++)
 			v[r] = OVH(D_PERCORE, tn, r);
 		bench_targets.dp_percore_cycles = bench_median(v, nr);
 		/* The method's noise floor: the reference loop against itself. */
@@ -1082,16 +1110,18 @@ void bench_dataplane(void)
 		bench_targets.dp_noise_cycles = bench_median(v, nr);
 		bench_targets.dp_work = bench_opt.dp_work;
 		bench_targets.dp_rounds = nr;
-		for (j = 0; j < 2; j++) {
+		for (j = 0; j < 3; j++) {
+			static const int rows[3] = { D_PCPU_MANY, D_PCPU_ADD4, D_OWNED_ARRAY };
 			struct bench_stat s;
 
 			for (r = 0; r < nr; r++)
-				v[r] = dp_ratio(res, nt, nr, j ? D_PCPU_ADD4 : D_PCPU_MANY, D_PERCORE,
-						tn, r);
+				v[r] = dp_ratio(res, nt, nr, rows[j], D_PERCORE, tn, r);
 			s = bench_stat_of(v, nr);
 			bench_targets.dp_ratio_med[j] = s.med;
 			bench_targets.dp_ratio_min[j] = s.min;
 			bench_targets.dp_ratio_max[j] = s.max;
+			if (j == 2)
+				break;
 			for (r = 0; r < nr; r++)
 				v[r] = dp_ratio(res, nt, nr, j ? D_IDEAL_ADD4 : D_IDEAL_MANY, D_PERCORE,
 						tn, r);

@@ -92,4 +92,32 @@ void cxx_group_loop(pcpu::group_ref g, long n)
 		g.add2(0, 1, 1500);
 }
 
+void c_owned_add_loop(pcpu_worker_t w, pcpu_counter_t c, long n)
+{
+	for (long i = 0; i < n; i++)
+		pcpu_counter_add_owned(w, c, 1);
+}
+
+void cxx_owned_add_loop(pcpu::claim w, pcpu::counter_ref c, long n)
+{
+	for (long i = 0; i < n; i++)
+		w.inc(c);
+}
+
+void c_owned_array_loop(pcpu_owned_array_t a, const std::int64_t *v, long n)
+{
+	for (long i = 0; i < n; i++) {
+		pcpu_owned_array_add(a, 0, 1);
+		pcpu_owned_array_add(a, 1, v[i]);
+	}
+}
+
+void cxx_owned_array_loop(pcpu::owned_array a, const std::int64_t *v, long n)
+{
+	for (long i = 0; i < n; i++) {
+		a.add(0, 1);
+		a.add(1, v[i]);
+	}
+}
+
 } // extern "C"

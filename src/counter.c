@@ -86,6 +86,24 @@ void pcpu__counter_add_slow(pcpu_counter_t c, int64_t v)
 	add_atomic(c, v);
 }
 
+int pcpu_counter_owned_array(pcpu_worker_t w, pcpu_counter_t array, pcpu_owned_array_t *a)
+{
+	if (!a) {
+		errno = EINVAL;
+		return -1;
+	}
+	a->pcpu__words = NULL;
+	/* The claim must be the thread's own now: a view of a released slot
+	 * would write words that the slot's next owner writes too. */
+	if (w.pcpu__off == 0 || w.pcpu__off != pcpu__worker_off || !array) {
+		errno = EINVAL;
+		return -1;
+	}
+	CHECK(array);
+	a->pcpu__words = pcpu__counter_owned_word(w, array);
+	return 0;
+}
+
 /* Test hook (tests/test_reset_interleaving.c): when set, called by
  * fetch_and_zero between reading the sum and subtracting it, so a test can
  * hold a resetter there and prove the reset lock serialises resetters. */

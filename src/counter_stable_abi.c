@@ -63,6 +63,11 @@ void pcpu_counter_add_many_owned(pcpu_worker_t w, const pcpu_counter_t *cs, cons
 	pcpu__pcpu_counter_add_many_owned_inline(w, cs, vs, n);
 }
 
+void pcpu_owned_array_add(pcpu_owned_array_t a, size_t i, int64_t v)
+{
+	pcpu__pcpu_owned_array_add_inline(a, i, v);
+}
+
 pcpu_worker_t pcpu_worker_self(void)
 {
 	return pcpu__worker_self_inline();

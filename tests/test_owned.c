@@ -145,7 +145,29 @@ static void unit(void)
 	pcpu_counter_add_owned(w, c, 1);
 	CHECK(*(int64_t *)pcpu_slot_ptr(c, (unsigned)slot) == 11);
 	CHECK(pcpu_counter_fetch(c) == 4);
-	CHECK(pcpu_worker_release() == 0);
+	/* The array view: the same words as the `_owned` adds, refused
+	 * without the thread's claim. */
+	{
+		pcpu_owned_array_t a;
+
+		errno = 0;
+		CHECK(pcpu_counter_owned_array(zero, c, &a) == -1 && errno == EINVAL &&
+		      a.pcpu__words == NULL);
+		errno = 0;
+		CHECK(pcpu_counter_owned_array(w, NULL, &a) == -1 && errno == EINVAL);
+		errno = 0;
+		CHECK(pcpu_counter_owned_array(w, c, NULL) == -1 && errno == EINVAL);
+		CHECK(pcpu_counter_owned_array(w, c, &a) == 0);
+		pcpu_owned_array_add(a, 0, 3);
+		pcpu_owned_array_add(a, 3, -5);
+		CHECK(*(int64_t *)pcpu_slot_ptr(c, (unsigned)slot) == 14);
+		CHECK(*(int64_t *)pcpu_slot_ptr(pcpu_counter_at(c, 3), (unsigned)slot) == -1);
+		CHECK(pcpu_counter_fetch(c) == 7);
+		CHECK(pcpu_counter_fetch(pcpu_counter_at(c, 3)) == 3);
+		CHECK(pcpu_worker_release() == 0);
+		errno = 0;
+		CHECK(pcpu_counter_owned_array(w, c, &a) == -1 && errno == EINVAL);
+	}
 	pcpu_histogram_destroy(h);
 	CHECK(pcpu_counter_free(c) == 0);
 	printf("unit: %u owned slots of %u, the first is slot %d: claims, reads, resets, reuse\n",
@@ -156,6 +178,7 @@ static void unit(void)
 
 static pcpu_counter_t ex_c;
 static pthread_barrier_t ex_bar;
+static pcpu_worker_t ex_w; /* the holder's claim, for another thread to misuse */
 
 static void *ex_holder(void *arg)
 {
@@ -163,6 +186,7 @@ static void *ex_holder(void *arg)
 
 	(void)arg;
 	CHECK(pcpu_worker_claim(&w) == 0);
+	ex_w = w;
 	pcpu_counter_add_owned(w, ex_c, 100);
 	pthread_barrier_wait(&ex_bar); /* claimed */
 	pthread_barrier_wait(&ex_bar); /* the other thread tried */
@@ -172,10 +196,14 @@ static void *ex_holder(void *arg)
 static void *ex_other(void *arg)
 {
 	pcpu_worker_t w;
+	pcpu_owned_array_t a;
 	int slot = *(int *)arg;
 
 	errno = 0;
 	CHECK(pcpu_worker_claim(&w) == -1 && errno == EBUSY && w.pcpu__off == 0);
+	/* Another thread's claim gives no view of its slot. */
+	errno = 0;
+	CHECK(pcpu_counter_owned_array(ex_w, ex_c, &a) == -1 && errno == EINVAL);
 	pcpu_counter_add_owned(w, ex_c, 1); /* the zero claim: ordinary */
 	CHECK(*(int64_t *)pcpu_slot_ptr(ex_c, (unsigned)slot) == 100);
 	return NULL;
@@ -253,6 +281,7 @@ static void forked(void)
 {
 	pthread_t a, b;
 	pcpu_worker_t w;
+	pcpu_owned_array_t view;
 	pid_t pid;
 	int st, mine;
 
@@ -263,6 +292,7 @@ static void forked(void)
 	CHECK(pcpu_worker_claim(&w) == 0);
 	mine = pcpu_worker_slot(w);
 	pcpu_counter_add_owned(w, fk_c, 1);
+	CHECK(pcpu_counter_owned_array(w, fk_c, &view) == 0);
 	CHECK(pthread_create(&a, NULL, fk_holder, NULL) == 0);
 	pthread_barrier_wait(&fk_bar);
 	pid = fork();
@@ -270,7 +300,9 @@ static void forked(void)
 	if (pid == 0) {
 		/* The calling thread keeps its claim, on the child's copy. */
 		CHECK(pcpu_worker_self().pcpu__off == w.pcpu__off);
-		pcpu_counter_add_owned(w, fk_c, 20);
+		pcpu_counter_add_owned(w, fk_c, 15);
+		/* So does a view it took before fork(). */
+		pcpu_owned_array_add(view, 0, 5);
 		CHECK(*(int64_t *)pcpu_slot_ptr(fk_c, (unsigned)mine) == 21);
 		{
 			/* A stack of its own: the new thread's id (at its
@@ -456,11 +488,14 @@ static void *st_worker(void *arg)
 	uint64_t mono = 0, hcount = 0;
 	int64_t hsum = 0;
 	pcpu_worker_t w = { 0 };
+	pcpu_owned_array_t ac = { 0 }, am = { 0 }; /* views of st_c and st_mono */
 	sigset_t set;
 
 	st_register();
 	if (claim) {
 		if (pcpu_worker_claim(&w) == 0) {
+			CHECK(pcpu_counter_owned_array(w, st_c, &ac) == 0);
+			CHECK(pcpu_counter_owned_array(w, st_mono, &am) == 0);
 			st_owner = 1;
 			__atomic_fetch_add(&st_claims_ok, 1, __ATOMIC_RELAXED);
 		} else {
@@ -496,6 +531,12 @@ static void *st_worker(void *arg)
 				int64_t vs[2] = { v, 1 };
 
 				pcpu_counter_add_many_owned(w, cs, vs, 2);
+				mine[k] += v;
+				mono++;
+			}
+			if (i % 16 == 8 && st_owner) {
+				pcpu_owned_array_add(ac, k, v);
+				pcpu_owned_array_add(am, 0, 1);
 				mine[k] += v;
 				mono++;
 			}

@@ -433,6 +433,109 @@ private:
 	pcpu_histogram_t *h_;
 };
 
+/* ---- owned slots (pcpu/worker.h) -------------------------------------- */
+
+/** A counter array's words in the calling thread's owned slot
+ * (pcpu_counter_owned_array()): add(i, v) is one `add` to memory through a
+ * pointer the loop keeps in a register, DPDK's Per Core update. Valid
+ * while the claim it came from is held, in that thread. */
+class owned_array {
+public:
+	/** pcpu_owned_array_add(): element i (unchecked, as in C). */
+	PCPU_CXX_HOT void add(std::size_t i, std::int64_t v) const { pcpu_owned_array_add(a_, i, v); }
+	pcpu_owned_array_t get() const noexcept { return a_; }
+
+private:
+	friend class claim;
+	explicit owned_array(pcpu_owned_array_t a) noexcept : a_(a) {}
+	pcpu_owned_array_t a_;
+};
+
+/** A claim of an owned slot as a value (pcpu_worker_t), for a worker's
+ * loop: take it by value or copy it into a local (a reference is reloaded
+ * from memory after every update). Its updates are the `_owned` ones: a
+ * plain add to the thread's own copy; the zero claim's (default
+ * constructed, or from a worker that got no slot) are the ordinary ones. */
+class claim {
+public:
+	claim() noexcept = default;
+	explicit claim(pcpu_worker_t w) noexcept : w_(w) {}
+	bool claimed() const noexcept { return w_.pcpu__off != 0; }
+	/** pcpu_worker_slot(): the slot number, -1 for the zero claim. */
+	int slot() const noexcept { return pcpu_worker_slot(w_); }
+	/** pcpu_counter_add_owned(). */
+	PCPU_CXX_HOT void add(counter_ref c, std::int64_t v) const { pcpu_counter_add_owned(w_, c.get(), v); }
+	PCPU_CXX_HOT void add(const counter &c, std::int64_t v) const { pcpu_counter_add_owned(w_, c.get(), v); }
+	PCPU_CXX_HOT void inc(counter_ref c) const { pcpu_counter_add_owned(w_, c.get(), 1); }
+	/** pcpu_histogram_record_owned(). */
+	PCPU_CXX_HOT void record(histogram_ref h, std::int64_t v) const
+	{
+		pcpu_histogram_record_owned(w_, h.get(), v);
+	}
+	PCPU_CXX_HOT void record(const histogram &h, std::int64_t v) const
+	{
+		pcpu_histogram_record_owned(w_, h.get(), v);
+	}
+	/** pcpu_counter_owned_array() of `a`; throws pcpu::error EINVAL for
+	 * the zero claim or a claim that is not the calling thread's (use the
+	 * array's ordinary adds then). */
+	owned_array view(const counter_array &a) const { return view(a.get()); }
+	owned_array view(pcpu_counter_t array) const
+	{
+		pcpu_owned_array_t v;
+
+		if (pcpu_counter_owned_array(w_, array, &v) != 0)
+			detail::throw_errno("pcpu_counter_owned_array");
+		return owned_array(v);
+	}
+	pcpu_worker_t get() const noexcept { return w_; }
+
+private:
+	pcpu_worker_t w_{};
+};
+
+/**
+ * The calling thread's owned slot (pcpu_worker_claim()), held for the
+ * object's life: a pinned worker's claim. claim() gives the value its loop
+ * updates through. The object belongs to the thread that made it (neither
+ * copied nor moved); its destructor releases the claim if this object
+ * made it (where the thread held one already, the two share it and the
+ * first owner keeps it).
+ */
+class worker {
+public:
+	/** Claims a slot; throws pcpu::error (EBUSY: every owned slot is
+	 * held; ENOTSUP, ENOSPC, ENOMEM: see pcpu_worker_claim(3)). */
+	worker() : owns_(pcpu_worker_self().pcpu__off == 0)
+	{
+		if (pcpu_worker_claim(&w_) != 0)
+			detail::throw_errno("pcpu_worker_claim");
+	}
+	/** Claims a slot if one is free; claimed() says whether. Without
+	 * one, claim() is the zero claim, whose updates are ordinary. */
+	explicit worker(std::nothrow_t) noexcept : owns_(pcpu_worker_self().pcpu__off == 0)
+	{
+		if (pcpu_worker_claim(&w_) != 0)
+			owns_ = false;
+	}
+	worker(const worker &) = delete;
+	worker &operator=(const worker &) = delete;
+	~worker()
+	{
+		if (owns_)
+			pcpu_worker_release();
+	}
+	bool claimed() const noexcept { return w_.pcpu__off != 0; }
+	/** pcpu_worker_slot(): the slot number, -1 without a claim. */
+	int slot() const noexcept { return pcpu_worker_slot(w_); }
+	/** The claim as a value for the loop. */
+	pcpu::claim claim() const noexcept { return pcpu::claim(w_); }
+
+private:
+	pcpu_worker_t w_{};
+	bool owns_;
+};
+
 /* ---- consistent groups -------------------------------------------------- */
 
 /** A copyable view of a group object (pcpu/group.h) owned elsewhere. */

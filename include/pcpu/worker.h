@@ -15,6 +15,10 @@
  * instruction), elsewhere a relaxed load, add and relaxed store. It is
  * correct whatever CPU the thread runs on, migrating or not, with rseq or
  * without it (PCPU_RSEQ=0, seccomp, valgrind, ThreadSanitizer builds).
+ * A data plane's loop takes, once, a view of its counter array in its slot
+ * (pcpu_counter_owned_array(), counter.h) and adds through it
+ * (pcpu_owned_array_add()): one pointer in a register and nothing to test
+ * per update, DPDK's `core->stats.field += v` exactly.
  *
  * The same counters stay ordinary counters: other threads keep adding to
  * them through rseq or the fallback, and fetches, resets (by offset in slot

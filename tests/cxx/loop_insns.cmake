@@ -10,7 +10,8 @@ foreach(cxx ${GXX} ${CLANGXX})
   endif()
   foreach(pair "c_inc_loop;cxx_ref_inc_loop" "c_inc_loop_indirect;cxx_inc_loop_indirect"
                "c_add_loop;cxx_add_loop" "c_gauge_loop;cxx_gauge_loop"
-               "c_record_loop;cxx_record_loop" "c_group_loop;cxx_group_loop")
+               "c_record_loop;cxx_record_loop" "c_group_loop;cxx_group_loop"
+               "c_owned_add_loop;cxx_owned_add_loop" "c_owned_array_loop;cxx_owned_array_loop")
     list(GET pair 0 c)
     list(GET pair 1 x)
     execute_process(COMMAND ${PYTHON} ${SRC}/bench/loop_insns.py --same ${so} ${c} ${x}

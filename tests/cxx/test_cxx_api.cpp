@@ -73,9 +73,94 @@ void test_errors()
 
 } // namespace
 
+// Owned slots: workers that claim add through add()/record() and an array
+// view, the others (no slot left) through the same calls as ordinary adds;
+// totals exact. A nested pcpu::worker shares the thread's claim and leaves
+// it; the outer one releases it; a view needs a claim; EBUSY throws.
+void test_workers()
+{
+	const unsigned max = pcpu_worker_max();
+	const int nthreads = static_cast<int>(max) + 2;
+	pcpu::counter total;
+	pcpu::counter_array flows(4);
+	pcpu::histogram sizes(pcpu::histogram_layout::explicit_bounds({10, 100, 1000}));
+	std::atomic<int> claimed{0}, busy{0}, arrived{0};
+	std::vector<std::thread> ts;
+
+	CHECK(max >= 1);
+	for (int t = 0; t < nthreads; t++) {
+		ts.emplace_back([&] {
+			pcpu::worker held(std::nothrow);
+			const pcpu::claim w = held.claim();
+			CHECK(w.claimed() == held.claimed() && w.slot() == held.slot());
+			if (held.claimed()) {
+				claimed.fetch_add(1);
+				CHECK(w.slot() >= 0 && pcpu_worker_self().pcpu__off == w.get().pcpu__off);
+				{
+					pcpu::worker again; // the thread's claim: shared, not released
+					CHECK(again.slot() == w.slot());
+				}
+				CHECK(pcpu_worker_self().pcpu__off == w.get().pcpu__off);
+			} else {
+				busy.fetch_add(1);
+				bool thrown = false;
+				try {
+					pcpu::worker strict;
+				} catch (const pcpu::error &e) {
+					thrown = e.code().value() == EBUSY;
+				}
+				CHECK(thrown);
+				thrown = false;
+				try {
+					(void)w.view(flows);
+				} catch (const pcpu::error &e) {
+					thrown = e.code().value() == EINVAL;
+				}
+				CHECK(thrown);
+			}
+			// Every thread has tried before any releases: exactly
+			// `max` claims, the rest EBUSY.
+			arrived.fetch_add(1);
+			while (arrived.load() < nthreads)
+				std::this_thread::yield();
+			for (long i = 0; i < kIters; i++) {
+				w.add(total, 2);
+				w.inc(flows[i % 4]);
+				w.record(sizes, i % 2000);
+				if (w.claimed() && i % 2 == 0) {
+					const pcpu::owned_array v = w.view(flows);
+					v.add(i % 4, 1);
+				} else {
+					flows[i % 4].inc();
+				}
+			}
+		});
+	}
+	for (auto &th : ts)
+		th.join();
+	CHECK(claimed.load() == static_cast<int>(max) && busy.load() == 2);
+	CHECK(pcpu_worker_self().pcpu__off == 0);
+	const long n = nthreads * kIters;
+	CHECK(total.fetch() == static_cast<std::uint64_t>(2 * n));
+	auto f = flows.fetch_all();
+	CHECK(f[0] + f[1] + f[2] + f[3] == static_cast<std::uint64_t>(2 * n));
+	CHECK(f[1] == static_cast<std::uint64_t>(2 * nthreads * (kIters / 4)));
+	auto d = sizes.read();
+	CHECK(d.count == static_cast<std::uint64_t>(n));
+	// Every claim was released at its worker's end: all slots free.
+	{
+		pcpu::worker held;
+		CHECK(held.slot() == static_cast<int>(pcpu_nslots() - max));
+	}
+	CHECK(pcpu_worker_self().pcpu__off == 0);
+	std::printf("cxx workers: %u owned slots, %d threads: %d claimed, %d EBUSY; exact\n", max,
+		    nthreads, claimed.load(), busy.load());
+}
+
 int main()
 {
 	test_errors();
+	test_workers();
 
 	pcpu_counter_t raw_counter, raw_array;
 	pcpu_gauge_t raw_gauge;
