@@ -54,6 +54,7 @@
 
 #include "check.h"
 #include "segment/writer.h"
+#include "zone_backing.h" /* pcpu__zone_tree_lanes() */
 
 #define NPATHS 48
 #define MAXW 64
@@ -967,6 +968,7 @@ static void owned(void)
 		struct pcpu_family_desc d;
 		pcpu_family_t *f;
 		pcpu_counter_t c;
+		unsigned lanes;
 
 		memset(&d, 0, sizeof d);
 		d.name = "owned_requests";
@@ -975,11 +977,18 @@ static void owned(void)
 		CHECK(f);
 		c = pcpu_family_counter(f, NULL);
 		CHECK(c);
+		/* Lane k is slot k's copy, and the tree's file reserves the CPU
+		 * slots only: the owned slots after them must get no lane (with
+		 * them counted, a 2-CPU machine got 4 lanes and a prefork run
+		 * could hang on one). */
+		lanes = pcpu__zone_tree_lanes(pcpu_zone_of(c));
+		CHECK(lanes >= 1 && lanes <= pcpu_nslots() - pcpu_worker_max());
 		pcpu_counter_add_owned(w, c, 3);
 		pcpu_counter_add_owned(pcpu_worker_self(), c, 4);
 		CHECK(pcpu_counter_fetch(c) == 7);
 	}
-	printf("owned: a claim in a tree's process: refused with ENOTSUP; unclaimed owned adds count\n");
+	printf("owned: a claim in a tree's process: refused with ENOTSUP; unclaimed owned adds count; "
+	       "lanes on CPU slots only\n");
 	pcpu_registry_destroy(r); /* removes the file */
 	CHECK(rmdir(dir) == 0);
 }

@@ -26,8 +26,9 @@
  * modes) AND every hotplug switch are done -- not for a fixed time;
  * --max-seconds only bounds a run that cannot get there. Then every total
  * must be exact. One line is printed:
- *   VM_RESULT arch=... kernel=... mode=... index=... cpus=P/Q adds=N
+ *   VM_RESULT arch=... kernel=... mode=... index=... cpus=P/Q owned=O adds=N
  *             aborts=A forks=F hotplug=H seconds=S result=exact|FAILED
+ * (owned: adders that claimed an owned slot and added through it too)
  * (and the reasons before it). As /init (pid 1) it mounts /proc and /sys
  * first and powers the machine off at the end (the kernel must never see
  * init exit).
@@ -188,6 +189,7 @@ static uint64_t *exp_hcount; /* per bucket */
 static size_t nbuckets;
 static unsigned long total_adds, total_aborts, bad_group_reads, group_reads, bad_rw_reads;
 static unsigned long rw_writes, cache_ops, handed_twice;
+static int owned_claims; /* adders that got an owned slot (odd ones try) */
 static int stop, stop_reader, nthreads;
 static const char *expect_mode;
 static unsigned timer_us = 50;
@@ -240,8 +242,21 @@ static void *adder(void *arg)
 	struct sigevent sev;
 	timer_t timer;
 	sigset_t all;
+	/* Odd adders claim an owned slot when one is free and then make half
+	 * their counter adds through it (pcpu/worker.h): a plain add, or on
+	 * aarch64 a load and store, beside the other threads' sections on the
+	 * same counters. The handler keeps the ordinary adds (an owned add is
+	 * not signal-safe on aarch64). */
+	pcpu_worker_t claimed = {0};
+	pcpu_owned_array_t view = {0};
+	int owner = me % 2 == 1 && pcpu_worker_claim(&claimed) == 0;
+	const pcpu_worker_t w = claimed;
 
 	CHECK(hcount);
+	if (owner) {
+		CHECK(pcpu_counter_owned_array(w, many, &view) == 0);
+		__atomic_fetch_add(&owned_claims, 1, __ATOMIC_RELAXED);
+	}
 	check_mode();
 	if (timer_us) {
 		struct itimerspec every = {{0, (long)timer_us * 1000}, {0, (long)timer_us * 1000}};
@@ -259,14 +274,21 @@ static void *adder(void *arg)
 		unsigned k = (unsigned)((r >> 16) % 16);
 
 		if (k < 6) {
-			pcpu_counter_add(single[k % NSINGLE], v);
+			if (owner && (r >> 40) & 1)
+				pcpu_counter_add_owned(w, single[k % NSINGLE], v);
+			else
+				pcpu_counter_add(single[k % NSINGLE], v);
 			local[k % NSINGLE] += v;
 			i += 1;
 		} else if (k < 8) {
 			pcpu_counter_t cs[NMANY] = {many, many + 1, many + 2, many + 3};
 			int64_t vs[NMANY] = {1, v, -v / 3, 1000};
 
-			pcpu_counter_add_many(cs, vs, NMANY);
+			if (owner && (r >> 40) & 1)
+				for (int j = 0; j < NMANY; j++)
+					pcpu_owned_array_add(view, (size_t)j, vs[j]);
+			else
+				pcpu_counter_add_many(cs, vs, NMANY);
 			for (int j = 0; j < NMANY; j++)
 				local[NSINGLE + j] += vs[j];
 			i += NMANY;
@@ -881,11 +903,14 @@ int main(int argc, char **argv)
 		snprintf(aborts_s, sizeof(aborts_s), "-");
 	else
 		snprintf(aborts_s, sizeof(aborts_s), "%lu", total_aborts);
+	if (owned_claims == 0 && pcpu_worker_max() > 0)
+		fail("no adder got an owned slot (%u of them)", pcpu_worker_max());
 	printf("VM_RESULT arch=%s variant=%s kernel=%s mode=%s index=%s mm_cid=%d cpus=%u/%u "
-	       "threads=%d adds=%lu aborts=%s forks=%d hotplug=%d group_reads=%lu rw_writes=%lu "
-	       "seconds=%.1f result=%s spec=%s\n",
+	       "threads=%d owned=%d adds=%lu aborts=%s forks=%d hotplug=%d group_reads=%lu "
+	       "rw_writes=%lu seconds=%.1f result=%s spec=%s\n",
 	       ARCH, VARIANT, un.release, mode, index_name, pcpu_rseq_has_mm_cid(), present, possible,
-	       nthreads, total_adds, aborts_s, forks, hotplug_done, group_reads, rw_writes, elapsed,
+	       nthreads, owned_claims, total_adds, aborts_s, forks, hotplug_done, group_reads, rw_writes,
+	       elapsed,
 	       failures ? "FAILED" : "exact", spec);
 	finish(failures ? 1 : 0);
 	return 0;
