@@ -17,7 +17,9 @@
  *       -> pcpu's own area, a static-TLS (initial-exec) struct rseq, so its
  *          offset from the thread pointer is the same in every thread. Each
  *          thread registers it lazily, on its first slow-path call, and a
- *          pthread key destructor unregisters it at thread exit.
+ *          pthread key destructor unregisters it at thread exit (only
+ *          pcpu_thread_init() registers where setting that key could
+ *          allocate: see exit_key_signal_safe).
  *   PCPU_RSEQ=0 in the environment, or a ThreadSanitizer build
  *       -> the own area, never registered: every add sees a negative index
  *          and takes the fallback path.
@@ -110,6 +112,16 @@ static int process_error;        /* why PCPU_PROCESS_NONE */
 static int has_mm_cid;
 static enum pcpu_index process_index;
 static pthread_key_t exit_key;
+/* Whether pthread_setspecific(exit_key) may run in a signal handler. POSIX
+ * does not say it is async-signal-safe; glibc (whose rseq this mode stands
+ * in for) keeps the values of its first PTHREAD_KEY_2NDLEVEL_SIZE (32) keys
+ * in the thread descriptor, where setting one is two stores: no lock, no
+ * allocation. Keys from 32 on live in blocks that a thread's first use
+ * allocates with calloc(), which a handler that interrupted malloc() would
+ * deadlock in. exit_key is made at load time, so it is below 32 unless pcpu
+ * was dlopen()ed into a process that had made 32 keys already. */
+#define GLIBC_KEYS_IN_DESCRIPTOR 32
+static int exit_key_signal_safe;
 static uint32_t next_fallback_slot;
 static int globals_state;        /* once_begin(): 0 none, > 0 running, -1 done */
 static int init_state;           /* the same */
@@ -272,6 +284,8 @@ static void globals_init(void)
 		if (pthread_key_create(&exit_key, thread_exit) != 0) {
 			process_mode = PCPU_PROCESS_NONE;
 			process_error = EAGAIN;
+		} else {
+			exit_key_signal_safe = (unsigned)exit_key < GLIBC_KEYS_IN_DESCRIPTOR;
 		}
 	}
 	want = index_from_environment();
@@ -391,8 +405,18 @@ int pcpu__thread_prepare(void)
 	case PCPU_PROCESS_GLIBC:
 		return current_index() >= 0 ? 0 : -1;
 	case PCPU_PROCESS_OWN:
-		if (thread_state == T_NEW)
+		if (thread_state == T_NEW) {
+			/* Reached from updates, so maybe in a signal handler:
+			 * where setting the exit hook may allocate, only
+			 * pcpu_thread_init() registers, and until then the
+			 * thread's updates take the fallback path. */
+			if (!exit_key_signal_safe) {
+				if (!pcpu_t_fallback_slot_plus1)
+					(void)pcpu_fallback_slot_assign();
+				return -1;
+			}
 			register_own_area();
+		}
 		return thread_state == T_REGISTERED ? 0 : -1;
 	default:
 		return -1;
@@ -431,6 +455,10 @@ int pcpu_thread_init(void)
 		errno = ESRCH; /* its exit destructor ran: registering again leaks */
 		return -1;
 	}
+	/* Not from an update: here the exit hook may allocate (see
+	 * exit_key_signal_safe), so this registers in every case. */
+	if (process_mode == PCPU_PROCESS_OWN && thread_state == T_NEW)
+		register_own_area();
 	if (pcpu__thread_prepare() != 0) {
 		/* Fallback for good: pick its fallback slot now, off the path of
 		 * its first add. */

@@ -98,7 +98,16 @@ PCPU_API enum pcpu_rseq_mode pcpu_rseq_mode(void);
  * (the thread is exiting: it keeps using the fallback path).
  *
  * Nothing to undo: a registration pcpu made is undone at thread exit.
- * Thread-safe; async-signal-safe (signals are blocked while registering).
+ *
+ * Needed in one case: in PCPU_RSEQ_OWN mode, where pcpu was loaded
+ * (dlopen()) into a process that had created 32 thread-specific keys
+ * already, the thread-exit hook pcpu sets at registration may allocate
+ * memory, which an update (perhaps in a signal handler) must not do. There
+ * only this function registers a thread, and threads that never call it
+ * use the fallback path (exact; an atomic add per update).
+ *
+ * Thread-safe; async-signal-safe (signals are blocked while registering),
+ * except for its first call in a thread of the case above.
  * Cost: one rseq() system call the first time in PCPU_RSEQ_OWN mode, a few
  * loads otherwise.
  */
