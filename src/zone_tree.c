@@ -24,8 +24,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include <pcpu/worker.h>
-
+#include "rseq_internal.h"
 #include "worker_internal.h"
 #include "zone_chunk.h"
 
@@ -79,8 +78,8 @@ static uint32_t lanes_for(void)
 
 	if (n > PCPU__ZONE_TREE_LANES)
 		n = PCPU__ZONE_TREE_LANES;
-	if (n > pcpu_nslots() - pcpu_worker_max())
-		n = pcpu_nslots() - pcpu_worker_max();
+	if (n > pcpu_cpu_slot_count)
+		n = pcpu_cpu_slot_count;
 	return (uint32_t)(n ? n : 1);
 }
 
