@@ -19,6 +19,18 @@
  * the final fetch equals the total of all adds, exactly. A reset is a set
  * to 0 (pcpu__counter_set(), which a gauge's set uses too), and the stripes
  * are the library's (striped_lock.c).
+ *
+ * A shared registry's counter (a tree zone, zone_backing.h) is reset and set
+ * by every process of a pre-fork tree, and one of them may be stopped,
+ * traced or killed at any instant: no lock may order them. There the offset
+ * moves by compare-and-swap instead (tree_set()): a resetter reads the
+ * offset word m, then the sum S of every other word, and replaces m by
+ * m + v - (S + m) only if the word still holds m. Another reset (or set)
+ * in between changes it: the swap fails, and the resetter reads both again,
+ * after that reset, so each reset returns what was added since the one
+ * before it, never a second time. (A fallback add on slot 0 changes the
+ * word too and costs a retry; an identical word after other resets -- they
+ * returned 0 in all -- changes nothing of the above.)
  */
 #include <pcpu/counter.h>
 
@@ -164,19 +176,41 @@ int pcpu_counter_fetch_array(pcpu_counter_t c, size_t n, uint64_t *out)
 	return 0;
 }
 
+/* A tree zone's set (see the top): lock-free across processes. */
+static uint64_t tree_set(pcpu_counter_t c, uint64_t v)
+{
+	int64_t *offset = pcpu_mirror_word(c, 0);
+	uint32_t slot;
+
+	/* The flag first, so every later fetch reads the offset. */
+	pcpu_mirror_mark(c);
+	for (;;) {
+		int64_t m = __atomic_load_n(offset, __ATOMIC_ACQUIRE);
+		uint64_t total = (uint64_t)m;
+
+		/* Acquire above: every word is read after m. */
+		PCPU_SLOT_WALK(i, slot) {
+			total += (uint64_t)__atomic_load_n(&pcpu__counter_slot(c, slot)->pcpu__word,
+							   __ATOMIC_RELAXED);
+			if (slot != 0)
+				total += (uint64_t)__atomic_load_n(pcpu_mirror_word(c, slot),
+								   __ATOMIC_RELAXED);
+		}
+		if (pcpu__test_reset_pause)
+			pcpu__test_reset_pause(c);
+		if (__atomic_compare_exchange_n(offset, &m, (int64_t)((uint64_t)m + (v - total)), 0,
+						__ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			return total;
+	}
+}
+
 uint64_t pcpu__counter_set(pcpu_counter_t c, uint64_t v)
 {
-	/* A shared registry's counter (a tree zone, zone_backing.h): other
-	 * processes reset and set it too, so their turns are taken under the
-	 * tree's lock as well; the stripe still orders this process's. */
-	pcpu_zone_t *tree = pcpu_zone_find(c);
 	pthread_mutex_t *lock;
 	uint64_t total;
 
-	if (!pcpu__zone_is_tree(tree))
-		tree = NULL;
-	else if ((pcpu_stripes_register(), pcpu__zone_tree_lock(tree)) != 0)
-		return 0; /* errno ENOTRECOVERABLE: nothing was changed */
+	if (pcpu__zone_is_tree(pcpu_zone_find(c)))
+		return tree_set(c, v);
 	lock = pcpu_stripe_lock(c);
 	total = pcpu_counter_fetch(c);
 
@@ -187,7 +221,6 @@ uint64_t pcpu__counter_set(pcpu_counter_t c, uint64_t v)
 	pcpu_mirror_mark(c);
 	__atomic_fetch_add(pcpu_mirror_word(c, 0), (int64_t)(v - total), __ATOMIC_RELAXED);
 	pcpu_stripe_unlock(lock);
-	pcpu__zone_tree_unlock(tree);
 	return total;
 }
 

@@ -41,3 +41,14 @@ int pcpu__error_vset(enum pcpu_error_domain domain, int err, const char *fmt, va
 	errno = err;
 	return -1;
 }
+
+int pcpu__error_set(enum pcpu_error_domain domain, int err, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = pcpu__error_vset(domain, err, fmt, ap);
+	va_end(ap);
+	return rc;
+}

@@ -35,5 +35,7 @@ PCPU_HIDDEN char *pcpu__error_buffer(enum pcpu_error_domain domain, size_t *cap)
  * build their message in the buffer directly. */
 PCPU_HIDDEN int pcpu__error_vset(enum pcpu_error_domain domain, int err, const char *fmt,
 				 va_list ap);
+PCPU_HIDDEN int pcpu__error_set(enum pcpu_error_domain domain, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 #endif /* PCPU_ERROR_H */

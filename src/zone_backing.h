@@ -117,24 +117,17 @@ PCPU_HIDDEN int pcpu__zone_attach_backing(pcpu_zone_t *zone,
  * The lock is robust: a process killed while holding it leaves it to the
  * next taker, which runs the backing's repair callback before going on.
  */
-#define PCPU__ZONE_TREE_LANES 32 /* most lane locks (below) */
-
 struct pcpu_zone_tree {
 	pthread_mutex_t lock; /* process-shared, robust, recursive */
 	uint64_t nchunks;     /* chunks made (by any process) */
 	uint64_t frontier;    /* granules handed out in chunk nchunks - 1 */
 	uint64_t deaths;      /* lock holders that died holding it */
-	/* Lane locks: what a consistent group's update takes in a tree
-	 * (src/stats/group.c, "Shared by a process tree"). Lock k guards
-	 * slot k's copy of every group of the tree; nlanes of them, fixed
-	 * at set-up. Process-shared, robust, error-checking (a signal
-	 * handler that interrupted its own thread's holder gets EDEADLK,
-	 * never a deadlock). */
-	uint32_t nlanes;
-	uint32_t reserved;
-	uint64_t lane_deaths; /* lane lock holders that died holding it */
-	pthread_mutex_t lanes[PCPU__ZONE_TREE_LANES];
 };
+
+/* Initialises a process-shared, robust mutex of `type` at m (in shared
+ * memory). 0, or an error number (a libc without robust process-shared
+ * mutexes). */
+PCPU_HIDDEN int pcpu__shared_mutex_init(pthread_mutex_t *m, int type);
 
 /* Sets up `tree` in shared memory (zeroed): its lock. 0, or -1 with errno
  * (what pthread_mutexattr_* said: a libc without robust process-shared
@@ -162,25 +155,6 @@ PCPU_HIDDEN int pcpu__zone_is_tree(const pcpu_zone_t *zone);
  * recursive holds). */
 PCPU_HIDDEN int pcpu__zone_tree_lock(pcpu_zone_t *zone);
 PCPU_HIDDEN void pcpu__zone_tree_unlock(pcpu_zone_t *zone);
-
-/* Lane locks (struct pcpu_zone_tree): how many a tree zone has (0 for
- * any other zone); each is slot k's for k < that. */
-PCPU_HIDDEN unsigned pcpu__zone_tree_lanes(const pcpu_zone_t *zone);
-
-/* Takes a lane lock of a tree zone: the first free one from `hint`
- * (modulo their number), else waits for lane `hint`'s (or the next one
- * this thread does not hold). A lock whose holder died is made usable
- * (what that holder was writing is the caller's to repair: it finds it
- * half-written under the lock it now holds). Returns the lane's number,
- * or -1 with errno (EINVAL: not a tree zone; what the mutex said).
- * Thread-safe; not async-signal-safe (pthread mutexes). */
-PCPU_HIDDEN int pcpu__zone_tree_lane_lock(pcpu_zone_t *zone, unsigned hint);
-
-/* Lane k's lock if it is free (a dead holder's included: see above): 0,
- * or -1 with errno EBUSY (held by a live thread, this one included) or
- * EINVAL. */
-PCPU_HIDDEN int pcpu__zone_tree_lane_trylock(pcpu_zone_t *zone, unsigned k);
-PCPU_HIDDEN void pcpu__zone_tree_lane_unlock(pcpu_zone_t *zone, unsigned k);
 
 /* A tree zone's object that another process of the tree allocated: its
  * address in this process (chunk `no` mapped here if it was not), known to

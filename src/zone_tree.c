@@ -28,8 +28,7 @@
 #include "worker_internal.h"
 #include "zone_chunk.h"
 
-/* A process-shared robust mutex of type `type` at m. 0, or an error number. */
-static int robust_init(pthread_mutex_t *m, int type)
+int pcpu__shared_mutex_init(pthread_mutex_t *m, int type)
 {
 	pthread_mutexattr_t a;
 	int err;
@@ -46,41 +45,16 @@ static int robust_init(pthread_mutex_t *m, int type)
 
 int pcpu__zone_tree_init(struct pcpu_zone_tree *tree)
 {
-	unsigned k;
-	int err;
+	int err = pcpu__shared_mutex_init(&tree->lock, PTHREAD_MUTEX_RECURSIVE);
 
-	if ((err = robust_init(&tree->lock, PTHREAD_MUTEX_RECURSIVE)) != 0)
-		goto fail;
-	for (k = 0; k < PCPU__ZONE_TREE_LANES; k++)
-		if ((err = robust_init(&tree->lanes[k], PTHREAD_MUTEX_ERRORCHECK)) != 0)
-			goto fail;
+	if (err != 0) {
+		errno = err;
+		return -1;
+	}
 	tree->nchunks = 0;
 	tree->frontier = 0;
 	tree->deaths = 0;
-	tree->nlanes = 0; /* pcpu__zone_make_tree() */
-	tree->lane_deaths = 0;
 	return 0;
-fail:
-	errno = err;
-	return -1;
-}
-
-/* How many lane locks: two per online CPU (so that a holder preempted on
- * its CPU leaves a free lane to that CPU's next writer), at least two, at
- * most PCPU__ZONE_TREE_LANES and the CPU slots there are (lane k is slot
- * k's copy; the owned slots after them, pcpu/worker.h, are not the tree's:
- * their file pages are not reserved). Fixed at set-up: a CPU brought
- * online later shares lanes. */
-static uint32_t lanes_for(void)
-{
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	size_t n = cpus > 0 ? 2 * (size_t)cpus : 2;
-
-	if (n > PCPU__ZONE_TREE_LANES)
-		n = PCPU__ZONE_TREE_LANES;
-	if (n > pcpu_cpu_slot_count)
-		n = pcpu_cpu_slot_count;
-	return (uint32_t)(n ? n : 1);
 }
 
 int pcpu__zone_make_tree(pcpu_zone_t *zone, struct pcpu_zone_tree *tree, void (*repair)(void *ctx),
@@ -107,7 +81,6 @@ int pcpu__zone_make_tree(pcpu_zone_t *zone, struct pcpu_zone_tree *tree, void (*
 		c = zone->chunks;
 		tree->nchunks = 1; /* the zone's first chunk is the tree's chunk 0 */
 		tree->frontier = c->frontier;
-		tree->nlanes = lanes_for();
 		zone->tree_repair = repair;
 		zone->tree_ctx = ctx;
 		zone->tree = tree;
@@ -147,79 +120,4 @@ void pcpu__zone_tree_unlock(pcpu_zone_t *zone)
 {
 	if (zone && zone->tree)
 		pthread_mutex_unlock(&zone->tree->lock);
-}
-
-/* ---- lane locks ---- */
-
-unsigned pcpu__zone_tree_lanes(const pcpu_zone_t *zone)
-{
-	return zone && zone->tree ? zone->tree->nlanes : 0;
-}
-
-/* What a lock call said: 0 held, else an error number. A dead holder's
- * lock is ours now; what it guarded is repaired by the caller (the lane's
- * own undo copy, src/stats/group.c), so here it is only made usable. */
-static int lane_took(struct pcpu_zone_tree *t, pthread_mutex_t *m, int err)
-{
-	if (err == EOWNERDEAD) {
-		__atomic_add_fetch(&t->lane_deaths, 1, __ATOMIC_RELAXED);
-		err = pthread_mutex_consistent(m);
-		if (err != 0)
-			pthread_mutex_unlock(m);
-	}
-	return err;
-}
-
-int pcpu__zone_tree_lane_trylock(pcpu_zone_t *zone, unsigned k)
-{
-	struct pcpu_zone_tree *t = zone ? zone->tree : NULL;
-	int err;
-
-	if (!t || k >= t->nlanes) {
-		errno = EINVAL;
-		return -1;
-	}
-	err = lane_took(t, &t->lanes[k], pthread_mutex_trylock(&t->lanes[k]));
-	if (err != 0) {
-		errno = err;
-		return -1;
-	}
-	return 0;
-}
-
-int pcpu__zone_tree_lane_lock(pcpu_zone_t *zone, unsigned hint)
-{
-	struct pcpu_zone_tree *t = zone ? zone->tree : NULL;
-	unsigned n, k, i;
-	int err = EINVAL;
-
-	if (!t || !(n = t->nlanes)) {
-		errno = EINVAL;
-		return -1;
-	}
-	hint %= n;
-	/* A free lane first: its holder preempted, a writer goes elsewhere,
-	 * as rseq writers do (any lane will do: readers sum them all). */
-	for (i = 0; i < n; i++) {
-		k = (hint + i) % n;
-		if (lane_took(t, &t->lanes[k], pthread_mutex_trylock(&t->lanes[k])) == 0)
-			return (int)k;
-	}
-	/* Every lane held: wait for one. EDEADLK: this thread holds it (a
-	 * signal handler that interrupted an update); another lane then. */
-	for (i = 0; i < n; i++) {
-		k = (hint + i) % n;
-		err = lane_took(t, &t->lanes[k], pthread_mutex_lock(&t->lanes[k]));
-		if (err == 0)
-			return (int)k;
-		if (err != EDEADLK)
-			break;
-	}
-	errno = err;
-	return -1;
-}
-
-void pcpu__zone_tree_lane_unlock(pcpu_zone_t *zone, unsigned k)
-{
-	pthread_mutex_unlock(&zone->tree->lanes[k]);
 }

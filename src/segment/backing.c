@@ -50,6 +50,7 @@
 
 struct file_backing {
 	int fd;
+	int keep; /* PCPU_FILE_RESERVE_SHARED: never give pages back (see file_reserve) */
 	uint64_t file_base; /* chunk i at file_base + i * span */
 	uint64_t span;
 	pcpu_file_chunk_fn *on_chunk;
@@ -188,9 +189,15 @@ static int file_reserve(void *ctx, unsigned no, char *base, size_t span, size_t 
 		if (pcpu_file_allocate_mapped(b->fd, p, at, upto - from) != 0) {
 			int err = errno;
 
-			/* Nothing lives past `from`: give the pages back to a
-			 * file system that is short of them. */
-			for (q = 0; q <= r; q++)
+			/* Nothing of this process lives past `from`: give the
+			 * pages back to a file system that is short of them.
+			 * Not in a file shared by a process tree: `from` is
+			 * what this process reserved, and another process may
+			 * have reserved, and filled, pages above it since
+			 * (issue 37: a refused worker zeroed the master's
+			 * counters, which then faulted). There the pages stay,
+			 * for the tree's next registration. */
+			for (q = 0; q <= r && !b->keep; q++)
 				(void)fallocate(b->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 						(off_t)(off + ((uint64_t)q << PCPU_SLOT_STRIDE_SHIFT) + from),
 						(off_t)(upto - from));
@@ -276,7 +283,7 @@ static const struct pcpu_zone_backing file_backing_reserved = {
 
 int pcpu__file_backing_attach(pcpu_zone_t *zone, int fd, uint64_t file_base,
 			      pcpu_file_chunk_fn *on_chunk, pcpu_file_nospace_fn *on_nospace,
-			      void *ctx, int reserve)
+			      void *ctx, enum pcpu_file_reserve reserve)
 {
 	struct file_backing *b;
 	int err;
@@ -291,12 +298,15 @@ int pcpu__file_backing_attach(pcpu_zone_t *zone, int fd, uint64_t file_base,
 		return -1;
 	}
 	b->fd = fd;
+	b->keep = reserve == PCPU_FILE_RESERVE_SHARED;
 	b->file_base = file_base;
 	b->span = 2 * (uint64_t)pcpu_nslots() << PCPU_SLOT_STRIDE_SHIFT;
 	b->on_chunk = on_chunk;
 	b->on_nospace = on_nospace;
 	b->ctx = ctx;
-	if (pcpu__zone_attach_backing(zone, reserve ? &file_backing_reserved : &file_backing, b) == 0)
+	if (pcpu__zone_attach_backing(zone, reserve != PCPU_FILE_SPARSE ? &file_backing_reserved
+								     : &file_backing,
+				       b) == 0)
 		return 0;
 	err = errno;
 	free(b);

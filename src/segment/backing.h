@@ -24,9 +24,25 @@ typedef void pcpu_file_chunk_fn(void *ctx, unsigned chunk_no, char *base, uint64
  * The allocation then fails with that errno. */
 typedef void pcpu_file_nospace_fn(void *ctx, int err);
 
+/* What a backing does about the file's pages (pcpu__file_backing_attach). */
+enum pcpu_file_reserve {
+	/* Nothing: pages are allocated as they are first written (a full
+	 * file system answers that write with SIGBUS). */
+	PCPU_FILE_SPARSE = 0,
+	/* Allocated under every object before it is handed out; a refused
+	 * allocation gives back what it took. */
+	PCPU_FILE_RESERVE = 1,
+	/* The same, for a file that a process tree shares
+	 * (PCPU_SEGMENT_SHARED_TREE): a refused allocation gives nothing
+	 * back, since another process may live above what this one
+	 * reserved. */
+	PCPU_FILE_RESERVE_SHARED = 2,
+};
+
 /* Moves a zone with no live object into file `fd`: chunk i becomes a
  * MAP_SHARED mapping of the file at file_base + i * chunk span, now and
- * for every chunk it grows (the file is sized as needed). With `reserve`,
+ * for every chunk it grows (the file is sized as needed). With `reserve`
+ * not PCPU_FILE_SPARSE,
  * the file's pages under every object are allocated (through the mapping,
  * else fallocate) in every region, slots and mirrors, before the object is
  * handed out, so that no write through the mapping can fault for lack of
@@ -40,7 +56,8 @@ typedef void pcpu_file_nospace_fn(void *ctx, int err);
  * file (zone.c). Thread-safe. */
 PCPU_HIDDEN int pcpu__file_backing_attach(pcpu_zone_t *zone, int fd, uint64_t file_base,
 					  pcpu_file_chunk_fn *on_chunk,
-					  pcpu_file_nospace_fn *on_nospace, void *ctx, int reserve);
+					  pcpu_file_nospace_fn *on_nospace, void *ctx,
+					  enum pcpu_file_reserve reserve);
 
 /* Allocates `len` bytes of file `fd` at `off`, mapped (MAP_SHARED) at p,
  * without changing their contents: write-faults them in through the

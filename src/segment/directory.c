@@ -28,15 +28,21 @@
  * so a reader that read a value and then finds the entry unchanged knows
  * the value belonged to that series.
  *
- * Allocation failures inside the hook cannot fail the registration (it has
- * already happened): the change is counted in `dropped` and the header
- * marked incomplete, which readers report.
+ * Allocation failures inside the hook do not fail the registration of an
+ * ordinary segment (the registry keeps the series): the change is counted
+ * in `dropped` and the header marked incomplete, which readers report. A
+ * shared registry's directory is different: it is what makes a series one
+ * for the whole tree, so what it cannot record is refused (the hook
+ * returns -1, and the registry undoes the registration: ENOSPC), and a
+ * series' room is made sure of before its storage is allocated
+ * (pcpu__directory_series_room(), from tree.c).
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../error.h"
 #include "backing.h"
 #include "segment_internal.h"
 #include "writer.h"
@@ -153,12 +159,16 @@ static void mark_dropped(struct pcpu_segment *seg)
 	__atomic_or_fetch(&seg->hdr->flags, PCPU__SEG_F_INCOMPLETE, __ATOMIC_RELEASE);
 }
 
-/* Seqlock write of entry `idx`: odd, fields, even. */
+/* Seqlock write of entry `idx`: odd, fields, even. A sequence left odd
+ * (a tree's writer killed in mid-write, past the published entries: tree.c
+ * repairs it too) is made even first, or the entry would stay odd -- unseen
+ * by every reader and every process of the tree -- once written. */
 static void entry_write(struct pcpu_segment *seg, uint64_t idx, const struct pcpu__seg_entry *v)
 {
 	struct pcpu__seg_entry *e = &seg->entries[idx];
 	uint64_t s = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
 
+	s += s & 1;
 	__atomic_store_n(&e->seq, s + 1, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	memcpy((char *)e + sizeof e->seq, (const char *)v + sizeof v->seq,
@@ -172,8 +182,10 @@ static int entry_alloc(struct pcpu_segment *seg, uint64_t *idx)
 		*idx = seg->free_entries.v[--seg->free_entries.n];
 		return 0;
 	}
-	if (seg->entries_used >= seg->entries_cap)
+	if (seg->entries_used >= seg->entries_cap) {
+		errno = ENOSPC;
 		return -1;
+	}
 	if (reserve(seg, PCPU__SEG_HEADER_REGION, &seg->entries_backed,
 		    (seg->entries_used + 1) * PCPU__SEG_ENTRY_SIZE) < 0)
 		return -1;
@@ -206,16 +218,20 @@ static int blob_alloc(struct pcpu_segment *seg, size_t len, uint64_t *off)
 		*off = 0;
 		return 0;
 	}
-	if (len > PCPU__SEG_BLOB_MAX)
+	if (len > PCPU__SEG_BLOB_MAX) {
+		errno = E2BIG;
 		return -1;
+	}
 	c = blob_class(len);
 	sz = (size_t)1 << (BLOB_MIN_SHIFT + c);
 	if (seg->free_blobs[c].n) {
 		*off = seg->free_blobs[c].v[--seg->free_blobs[c].n];
 		return 0;
 	}
-	if (seg->strings_cap - seg->strings_used < sz)
+	if (seg->strings_cap - seg->strings_used < sz) {
+		errno = ENOSPC;
 		return -1;
+	}
 	if (reserve(seg, (uint64_t)(seg->strings - seg->map), &seg->strings_backed,
 		    seg->strings_used + sz) < 0)
 		return -1;
@@ -254,29 +270,65 @@ static void put_str(char *blob, size_t *pos, const char *s)
 /* ---- events -------------------------------------------------------------------- */
 
 
+/* A change the directory cannot record (errno: ENOSPC, the directory or
+ * its file system is full; E2BIG, a blob too long; ENOMEM). An ordinary
+ * segment counts it (dropped, incomplete) and the registration stands: 0.
+ * A tree's refuses the registration (see the top): -1, with the errno and
+ * the message the registry's caller reads (pcpu_stats_error()). */
+static int cannot_record(struct pcpu_segment *seg)
+{
+	int err = errno;
+
+	if (!seg->tree) {
+		mark_dropped(seg);
+		return 0;
+	}
+	if (err == ENOMEM)
+		return pcpu__error_set(PCPU_ERROR_STATS, ENOMEM,
+				       "out of memory for the shared registry's directory");
+	if (err == E2BIG)
+		return pcpu__error_set(PCPU_ERROR_STATS, E2BIG,
+				       "the labels are too long for the shared registry's directory");
+	return pcpu__error_set(PCPU_ERROR_STATS, ENOSPC,
+			       "the shared registry's directory has no room for it (%llu of %llu "
+			       "entries, %llu of %llu string bytes used%s)",
+			       (unsigned long long)seg->entries_used, (unsigned long long)seg->entries_cap,
+			       (unsigned long long)seg->strings_used, (unsigned long long)seg->strings_cap,
+			       __atomic_load_n(&seg->hdr->flags, __ATOMIC_RELAXED) & PCPU__SEG_F_NOSPACE
+				       ? "; its file system is full"
+				       : "");
+}
+
 /* Takes a directory entry and `len` bytes of string table for `key` and
- * records key -> entry in `map`; on any failure gives back what it took,
- * marks the segment as having dropped an update, and returns -1. */
+ * records key -> entry in `map`; on any failure gives back what it took
+ * and returns -1 with errno (the caller says what it costs:
+ * cannot_record()). */
 static int reserve_entry(struct pcpu_segment *seg, struct pcpu__htab *map, const void *key,
 			 size_t len, uint64_t *idx, uint64_t *off)
 {
+	int err;
+
 	if (entry_alloc(seg, idx) < 0)
-		goto dropped;
+		return -1;
 	if (blob_alloc(seg, len, off) < 0)
 		goto give_back_entry;
 	if (map_put(map, key, (uint32_t)*idx) < 0) {
 		blob_free(seg, *off, len);
+		errno = ENOMEM;
 		goto give_back_entry;
 	}
 	return 0;
 give_back_entry:
-	(void)vec_push(&seg->free_entries, *idx);
-dropped:
-	mark_dropped(seg);
+	err = errno;
+	if (seg->tree && *idx + 1 == seg->entries_used)
+		seg->entries_used--; /* a tree has no free list: the bump, undone */
+	else
+		(void)vec_push(&seg->free_entries, *idx);
+	errno = err;
 	return -1;
 }
 
-void pcpu__directory_family_added(struct pcpu_segment *seg, struct pcpu_family *f)
+int pcpu__directory_family_added(struct pcpu_segment *seg, struct pcpu_family *f)
 {
 	struct pcpu__family_view v;
 	struct pcpu__seg_entry e;
@@ -292,8 +344,11 @@ void pcpu__directory_family_added(struct pcpu_segment *seg, struct pcpu_family *
 		int64_t found = pcpu__directory_find_family(seg, v.name);
 
 		if (found >= 0) {
-			pcpu__directory_map_family(seg, f, (uint64_t)found);
-			return;
+			if (map_put(&seg->families, f, (uint32_t)found) < 0) {
+				errno = ENOMEM;
+				return cannot_record(seg);
+			}
+			return 0;
 		}
 	}
 	len += strlen(v.name) + 1;
@@ -307,7 +362,7 @@ void pcpu__directory_family_added(struct pcpu_segment *seg, struct pcpu_family *
 		len = ((len + 7) & ~(size_t)7) + nbounds * sizeof(int64_t);
 	}
 	if (reserve_entry(seg, &seg->families, f, len, &idx, &off) < 0)
-		return;
+		return cannot_record(seg);
 	blob = seg->strings + off;
 	put_str(blob, &pos, v.name);
 	if (v.help)
@@ -354,6 +409,7 @@ void pcpu__directory_family_added(struct pcpu_segment *seg, struct pcpu_family *
 	entry_write(seg, idx, &e);
 	entries_publish_used(seg);
 	__atomic_store_n(&seg->hdr->nfamilies, ++seg->nfamilies, __ATOMIC_RELAXED);
+	return 0;
 }
 
 /* Where a series' value lives: chunk, offset in the chunk's slot region,
@@ -410,21 +466,26 @@ static int addr_location(struct pcpu_segment *seg, uintptr_t addr, uint32_t *chu
 
 _Static_assert(PCPU__SEG_GROUP_MAX == PCPU_GROUP_MAX_MEMBERS, "group size limits agree");
 
-/* Rewrites a GROUP entry's values in place, under its seq, from the
- * registry's last consistent read of the group. */
-static void group_store(struct pcpu_segment *seg, uint32_t idx, const struct pcpu__gseries *gs)
+/* Rewrites GROUP entry idx's values in place, under its seq: `vals`, a
+ * consistent read of the group, as blob [off, off + len) of the entry
+ * (checked by the caller; in a tree, against what this process knows of
+ * the string table). A seq left odd (a tree's collector that died
+ * rewriting it) is made even first. */
+static void group_store(struct pcpu_segment *seg, uint64_t idx, uint64_t off, uint32_t len,
+			const int64_t *vals)
 {
 	struct pcpu__seg_entry *e = &seg->entries[idx];
 	uint64_t s = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
 
+	s += s & 1;
 	__atomic_store_n(&e->seq, s + 1, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
-	memcpy(seg->strings + e->blob_off, gs->vals, e->blob_len);
+	memcpy(seg->strings + off, vals, len);
 	__atomic_store_n(&e->seq, s + 2, __ATOMIC_RELEASE);
 }
 
 /* The GROUP entry of a member series' group, made with the first member;
- * its reference count grows by one. -1 (dropped) if it cannot be. */
+ * its reference count grows by one. -1 with errno if it cannot be. */
 static int group_ref(struct pcpu_segment *seg, const struct pcpu__family_view *f,
 		     const struct pcpu__gseries *gs, uint32_t *gidx)
 {
@@ -436,7 +497,7 @@ static int group_ref(struct pcpu_segment *seg, const struct pcpu__family_view *f
 	if (map_get(&seg->groups, gs, gidx) == 0) {
 		if (map_get(&seg->group_refs, gs, &refs) < 0 ||
 		    map_put(&seg->group_refs, gs, refs + 1) < 0) {
-			mark_dropped(seg);
+			errno = ENOMEM;
 			return -1;
 		}
 		return 0;
@@ -446,8 +507,11 @@ static int group_ref(struct pcpu_segment *seg, const struct pcpu__family_view *f
 	if (map_put(&seg->group_refs, gs, 1) < 0) {
 		map_del(&seg->groups, gs);
 		blob_free(seg, off, len);
-		(void)vec_push(&seg->free_entries, idx);
-		mark_dropped(seg);
+		if (seg->tree && idx + 1 == seg->entries_used)
+			seg->entries_used--;
+		else
+			(void)vec_push(&seg->free_entries, idx);
+		errno = ENOMEM;
 		return -1;
 	}
 	memset(seg->strings + off, 0, len);
@@ -463,7 +527,7 @@ static int group_ref(struct pcpu_segment *seg, const struct pcpu__family_view *f
 		e.u32b = 0, e.value_off = 0;
 	entry_write(seg, idx, &e);
 	if (gs->ok)
-		group_store(seg, (uint32_t)idx, gs);
+		group_store(seg, idx, off, (uint32_t)len, gs->vals);
 	entries_publish_used(seg);
 	*gidx = (uint32_t)idx;
 	return 0;
@@ -484,7 +548,8 @@ static void group_unref(struct pcpu_segment *seg, const struct pcpu__gseries *gs
 	}
 	map_del(&seg->group_refs, gs);
 	map_del(&seg->groups, gs);
-	entry_free(seg, idx);
+	if (!seg->tree) /* a tree's stays: see pcpu__directory_series_removing() */
+		entry_free(seg, idx);
 }
 
 /* Every group's entry gets the registry's fresh read. */
@@ -494,52 +559,58 @@ static void group_read(void *ctx, const struct pcpu__gseries *gs)
 	uint32_t idx;
 
 	if (gs->ok && map_get(&seg->groups, gs, &idx) == 0)
-		group_store(seg, idx, gs);
+		group_store(seg, idx, seg->entries[idx].blob_off, seg->entries[idx].blob_len, gs->vals);
 }
 
-static int live_entry(struct pcpu_segment *seg, uint64_t i, unsigned kind,
-		      struct pcpu__seg_entry *e);
-
-/* A tree's: every group any process of the tree made, read from its
- * lanes (mapped here if need be), so that whichever process collects
- * refreshes them all. */
-static void tree_groups_read(struct pcpu_segment *seg)
+void pcpu__directory_tree_groups_read(struct pcpu_segment *seg)
 {
 	pcpu_zone_t *zone = pcpu_registry_zone(seg->reg);
+	uint64_t used = pcpu__tree_count(&seg->hdr->entries_used, seg->entries_cap);
+	uint64_t strings = pcpu__tree_count(&seg->hdr->strings_used, seg->strings_cap), i;
 	int64_t vals[PCPU_GROUP_MAX_MEMBERS];
-	struct pcpu__seg_entry e;
-	uint64_t i;
-	void *at;
+	size_t k;
 
-	for (i = 0; i < seg->entries_used; i++) {
-		if (!live_entry(seg, i, PCPU__SEG_GROUP, &e) || e.value_off == 0 || e.u32a == 0 ||
-		    e.u32a > PCPU_GROUP_MAX_MEMBERS || e.blob_len != 8 * e.u32a)
+	/* The GROUP entries written since the last look: an entry is whole
+	 * before the count says it exists (acquired above), and its kind
+	 * never changes. One never written (seq 0) ends the look: past it
+	 * the count is not to be believed. */
+	for (i = seg->tree_groups_scanned; i < used; i++) {
+		if (__atomic_load_n(&seg->entries[i].seq, __ATOMIC_RELAXED) == 0)
+			break;
+		if (seg->entries[i].kind == PCPU__SEG_GROUP && vec_push(&seg->tree_groups, i) < 0)
+			break; /* out of memory: looked at again next time */
+	}
+	seg->tree_groups_scanned = i;
+	for (k = 0; k < seg->tree_groups.n; k++) {
+		struct pcpu__seg_entry e;
+		void *at;
+
+		i = seg->tree_groups.v[k];
+		if (i >= used)
 			continue;
+		e = seg->entries[i];
+		if (e.kind != PCPU__SEG_GROUP || e.value_off == 0 || e.u32a == 0 ||
+		    e.u32a > PCPU_GROUP_MAX_MEMBERS || e.blob_len != 8 * e.u32a || e.blob_off > strings ||
+		    e.blob_len > strings - e.blob_off)
+			continue; /* scribbled on: not ours to write */
 		at = pcpu__zone_tree_adopt(zone, e.u32b, e.value_off,
 					   pcpu__registry_tree_group_size(seg->reg, e.u32a));
-		if (at && pcpu__registry_tree_group_read(seg->reg, e.u32a, at, vals) == 0) {
-			struct pcpu__gseries gs;
-
-			memcpy(gs.vals, vals, sizeof vals);
-			gs.ok = 1;
-			group_store(seg, (uint32_t)i, &gs);
-		}
+		if (at && pcpu__registry_tree_group_read(seg->reg, e.u32a, at, vals) == 0)
+			group_store(seg, i, e.blob_off, e.blob_len, vals);
 	}
 }
 
 void pcpu__directory_groups_read(struct pcpu_segment *seg)
 {
-	if (seg->tree)
-		tree_groups_read(seg);
-	else
-		pcpu__registry_groups_each_locked(seg->reg, group_read, seg);
+	pcpu__registry_groups_each_locked(seg->reg, group_read, seg);
 }
 
 static int live_series(struct pcpu_segment *seg, uint64_t i, struct pcpu__seg_entry *e);
 
 /* A tree's group member series that another process of the tree wrote
  * (the group adopted: tree.c): this process's series and group are
- * mapped to its entries. 0, or -1 if there is none. */
+ * mapped to its entries. 1 if mapped, 0 if there is none, -1 with errno
+ * if this process could not keep the mapping (cannot_record()). */
 static int tree_group_member_adopt(struct pcpu_segment *seg, uint32_t fidx,
 				   const struct pcpu__family_view *fv,
 				   const struct pcpu__series_view *sv, struct pcpu__series *se)
@@ -550,19 +621,21 @@ static int tree_group_member_adopt(struct pcpu_segment *seg, uint32_t fidx,
 						  fv->nlabels);
 
 	if (idx < 0 || !live_series(seg, (uint64_t)idx, &e) || e.kind != PCPU__SEG_GROUP_SERIES)
-		return -1;
+		return 0;
 	if (map_get(&seg->groups, sv->group, &gidx) == 0)
 		(void)map_get(&seg->group_refs, sv->group, &refs);
 	else
 		gidx = (uint32_t)e.value_off;
 	if (map_put(&seg->series, se, (uint32_t)idx) < 0 ||
 	    map_put(&seg->groups, sv->group, gidx) < 0 ||
-	    map_put(&seg->group_refs, sv->group, refs + 1) < 0)
-		mark_dropped(seg);
-	return 0;
+	    map_put(&seg->group_refs, sv->group, refs + 1) < 0) {
+		errno = ENOMEM;
+		return cannot_record(seg);
+	}
+	return 1;
 }
 
-void pcpu__directory_series_added(struct pcpu_segment *seg, struct pcpu_family *f, struct pcpu__series *se)
+int pcpu__directory_series_added(struct pcpu_segment *seg, struct pcpu_family *f, struct pcpu__series *se)
 {
 	struct pcpu__family_view fv;
 	struct pcpu__series_view sv;
@@ -571,18 +644,22 @@ void pcpu__directory_series_added(struct pcpu_segment *seg, struct pcpu_family *
 	uint64_t idx, off, voff = 0;
 	size_t len = 0, pos = 0;
 	unsigned l;
+	int r;
 
 	pcpu__family_view(f, &fv);
 	pcpu__series_view(f, se, &sv);
 	if (seg->tree && sv.group && map_get(&seg->families, f, &fidx) == 0 &&
-	    tree_group_member_adopt(seg, fidx, &fv, &sv, se) == 0)
-		return;
-	if (map_get(&seg->families, f, &fidx) < 0 ||
-	    (sv.group ? group_ref(seg, &fv, sv.group, &gidx)
+	    (r = tree_group_member_adopt(seg, fidx, &fv, &sv, se)) != 0)
+		return r < 0 ? -1 : 0;
+	if (map_get(&seg->families, f, &fidx) < 0) {
+		errno = ENOSPC; /* the family has no entry: it was dropped */
+		return cannot_record(seg);
+	}
+	if ((sv.group ? group_ref(seg, &fv, sv.group, &gidx)
 		      : value_location(seg, &fv, &sv, &chunk, &voff, &size)) < 0) {
 		if (!sv.group)
-			mark_dropped(seg);
-		return;
+			errno = ENOMEM; /* its chunk unknown: on_chunk() had no memory */
+		return cannot_record(seg);
 	}
 	if (sv.group) {
 		chunk = fv.group_member;
@@ -591,16 +668,21 @@ void pcpu__directory_series_added(struct pcpu_segment *seg, struct pcpu_family *
 	if (seg->adopted && !sv.group && chunk == seg->adopted_chunk && voff == seg->adopted_off) {
 		/* Another process of the tree wrote its entry (tree.c). */
 		seg->adopted = 0;
-		if (map_put(&seg->series, se, (uint32_t)seg->adopted_idx) < 0)
-			mark_dropped(seg);
-		return;
+		if (map_put(&seg->series, se, (uint32_t)seg->adopted_idx) < 0) {
+			errno = ENOMEM;
+			return cannot_record(seg);
+		}
+		return 0;
 	}
 	for (l = 0; l < fv.nlabels; l++)
 		len += strlen(sv.values[l]) + 1;
 	if (reserve_entry(seg, &seg->series, se, len, &idx, &off) < 0) {
+		int err = errno;
+
 		if (sv.group)
 			group_unref(seg, sv.group);
-		return;
+		errno = err;
+		return cannot_record(seg);
 	}
 	for (l = 0; l < fv.nlabels; l++)
 		put_str(seg->strings + off, &pos, sv.values[l]);
@@ -622,6 +704,7 @@ void pcpu__directory_series_added(struct pcpu_segment *seg, struct pcpu_family *
 	entry_write(seg, idx, &e);
 	entries_publish_used(seg);
 	__atomic_store_n(&seg->hdr->nseries, ++seg->nseries, __ATOMIC_RELAXED);
+	return 0;
 }
 
 void pcpu__directory_series_removing(struct pcpu_segment *seg, const struct pcpu_family *f,
@@ -633,8 +716,17 @@ void pcpu__directory_series_removing(struct pcpu_segment *seg, const struct pcpu
 	if (map_get(&seg->series, se, &idx) < 0)
 		return; /* dropped when added */
 	map_del(&seg->series, se);
-	entry_free(seg, idx);
 	pcpu__series_view(f, se, &sv);
+	if (seg->tree) {
+		/* A tree removes nothing (pcpu_family_remove() is refused):
+		 * this is a registration undone in this process, whose
+		 * entries another process may have mapped already. They
+		 * stay; only this process forgets them. */
+		if (sv.group && map_get(&seg->groups, sv.group, &idx) == 0)
+			group_unref(seg, sv.group);
+		return;
+	}
+	entry_free(seg, idx);
 	if (sv.group)
 		group_unref(seg, sv.group); /* after its member: see format.h */
 	__atomic_store_n(&seg->hdr->nseries, --seg->nseries, __ATOMIC_RELAXED);
@@ -651,11 +743,55 @@ void pcpu__directory_family_removing(struct pcpu_segment *seg, struct pcpu_famil
 	if (map_get(&seg->families, f, &idx) < 0)
 		return;
 	map_del(&seg->families, f);
+	if (seg->tree)
+		return; /* as for its series, above */
 	entry_free(seg, idx);
 	__atomic_store_n(&seg->hdr->nfamilies, --seg->nfamilies, __ATOMIC_RELAXED);
 }
 
 /* ---- 2.5: segments shared by a process tree (tree.c) ---- */
+
+/* Bytes a blob of `len` takes in a tree's string table: the bump area only
+ * (free lists are never shared), a whole size class. */
+static uint64_t tree_blob_bytes(size_t len)
+{
+	return len ? (uint64_t)1 << (BLOB_MIN_SHIFT + blob_class(len)) : 0;
+}
+
+int pcpu__directory_series_room(struct pcpu_segment *seg, const struct pcpu__family_view *fv,
+				const char *const *v)
+{
+	uint64_t nentries = 1, bytes, label_bytes = 0;
+	unsigned l;
+
+	for (l = 0; l < fv->nlabels; l++)
+		label_bytes += strlen(v[l]) + 1;
+	if (label_bytes > PCPU__SEG_BLOB_MAX) {
+		errno = E2BIG;
+		return cannot_record(seg);
+	}
+	bytes = tree_blob_bytes((size_t)label_bytes);
+	if (fv->group_members) {
+		/* A group: its GROUP entry and one series entry a member. */
+		nentries = 1 + (uint64_t)fv->group_members;
+		bytes = tree_blob_bytes(8 * (size_t)fv->group_members) + fv->group_members * bytes;
+	}
+	if (seg->entries_cap - seg->entries_used < nentries ||
+	    seg->strings_cap - seg->strings_used < bytes) {
+		errno = ENOSPC;
+		return cannot_record(seg);
+	}
+	/* Their pages now, so that the SERIES_ADDED after the allocation
+	 * cannot be refused for want of space. */
+	if (reserve(seg, PCPU__SEG_HEADER_REGION, &seg->entries_backed,
+		    (seg->entries_used + nentries) * PCPU__SEG_ENTRY_SIZE) < 0 ||
+	    reserve(seg, (uint64_t)(seg->strings - seg->map), &seg->strings_backed,
+		    seg->strings_used + bytes) < 0) {
+		errno = ENOSPC;
+		return cannot_record(seg);
+	}
+	return 0;
+}
 
 /* Entry i, if it is live and of `kind`: a copy (another process may be
  * writing it only while it holds the tree lock, which the caller holds). */
@@ -663,7 +799,8 @@ static int live_entry(struct pcpu_segment *seg, uint64_t i, unsigned kind,
 		      struct pcpu__seg_entry *e)
 {
 	*e = seg->entries[i];
-	return e->kind == kind && !(e->seq & 1) && e->blob_off + e->blob_len <= seg->strings_used;
+	return e->kind == kind && !(e->seq & 1) && e->blob_off <= seg->strings_used &&
+	       e->blob_len <= seg->strings_used - e->blob_off;
 }
 
 /* Entry i, if it is a live series (a group member's included). */
@@ -746,12 +883,6 @@ int64_t pcpu__directory_find_family(struct pcpu_segment *seg, const char *name)
 		if (family_is(seg, i, name))
 			return (int64_t)i;
 	return -1;
-}
-
-void pcpu__directory_map_family(struct pcpu_segment *seg, struct pcpu_family *f, uint64_t idx)
-{
-	if (map_put(&seg->families, f, (uint32_t)idx) < 0)
-		mark_dropped(seg);
 }
 
 int64_t pcpu__directory_family_entry(struct pcpu_segment *seg, const struct pcpu_family *f)

@@ -100,21 +100,50 @@ uint64_t pcpu__seg_pidns(void)
 	return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
 }
 
-int pcpu__seg_writer_state(pid_t pid, uint64_t writer_start, uint64_t writer_pidns)
+/* Whether a process of a tree holds the member lock of the segment open at
+ * fd (format.h): 1, 0, or -1 if it cannot tell (a kernel before 3.15 has
+ * no OFD locks). */
+static int tree_member_lives(int fd)
 {
+	struct flock fl;
+
+	memset(&fl, 0, sizeof fl);
+	fl.l_type = F_WRLCK;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = PCPU__SEG_TREE_MEMBER_LOCK;
+	fl.l_len = 1;
+	if (fcntl(fd, F_OFD_GETLK, &fl) != 0)
+		return -1;
+	return fl.l_type != F_UNLCK;
+}
+
+int pcpu__seg_writer_state(int fd, const struct pcpu__seg_header *h)
+{
+	int members = fd >= 0 && (h->flags & PCPU__SEG_F_TREE) ? tree_member_lives(fd) : 0, st;
 	uint64_t start, ns;
 
-	if (writer_pidns) {
+	if (members == 1)
+		return PCPU__SEG_LIVE;
+	if (h->writer_pidns) {
 		/* pids of another pid namespace name other processes here. */
 		ns = pcpu__seg_pidns();
-		if (ns != writer_pidns) {
+		if (ns != h->writer_pidns) {
 			errno = ns ? EXDEV : errno;
 			return PCPU__SEG_UNKNOWN;
 		}
 	}
-	if (pcpu__seg_proc_start(pid, &start) == 0)
-		return start == writer_start ? PCPU__SEG_LIVE : PCPU__SEG_GONE;
-	return errno == ESRCH ? PCPU__SEG_GONE : PCPU__SEG_UNKNOWN;
+	if (pcpu__seg_proc_start((pid_t)h->writer_pid, &start) == 0)
+		st = start == h->writer_start ? PCPU__SEG_LIVE : PCPU__SEG_GONE;
+	else
+		st = errno == ESRCH ? PCPU__SEG_GONE : PCPU__SEG_UNKNOWN;
+	/* A tree whose publisher is gone lives on in its other processes:
+	 * their lock (above) is the evidence; without OFD locks there is
+	 * none either way. */
+	if (st == PCPU__SEG_GONE && members < 0) {
+		errno = EOPNOTSUPP;
+		st = PCPU__SEG_UNKNOWN;
+	}
+	return st;
 }
 
 int pcpu__seg_proc_uid(pid_t pid, uid_t *uid)

@@ -21,13 +21,15 @@
  * only on positive evidence, UNKNOWN (with a message) when it cannot tell. */
 int pcpu__rd_writer_state(struct pcpu_reader *r, uint32_t flags)
 {
+	struct pcpu__seg_header h = r->h;
 	int st;
 
 	if (flags & PCPU__SEG_F_CLOSED)
 		return PCPU_SEGMENT_CLOSED;
 	if (!r->check_proc)
 		return PCPU_SEGMENT_LIVE;
-	st = pcpu__seg_writer_state(r->h.writer_pid, r->h.writer_start, r->h.writer_pidns);
+	h.flags = flags; /* as read now */
+	st = pcpu__seg_writer_state(r->fd, &h);
 	if (st == PCPU__SEG_UNKNOWN) {
 		if (errno == EXDEV)
 			pcpu__seg_fail(EXDEV, "segment %s: cannot tell whether its writer (pid %d) runs: "

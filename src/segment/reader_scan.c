@@ -142,9 +142,7 @@ int pcpu__rd_maybe_live(const struct pcpu__seg_dirs *ds, const struct pcpu__rd_c
 		close(fd);
 		return 1;
 	}
+	st = h.flags & PCPU__SEG_F_CLOSED ? PCPU__SEG_GONE : pcpu__seg_writer_state(fd, &h);
 	close(fd);
-	if (h.flags & PCPU__SEG_F_CLOSED)
-		return 0;
-	st = pcpu__seg_writer_state(c->pid, h.writer_start, h.writer_pidns);
 	return st != PCPU__SEG_GONE;
 }

@@ -112,12 +112,17 @@ PCPU_HIDDEN uint64_t pcpu__seg_pidns(void);
 /* Writer liveness, as enum pcpu_segment_state without CLOSED. */
 enum { PCPU__SEG_LIVE = 1, PCPU__SEG_GONE = 3, PCPU__SEG_UNKNOWN = 4 };
 
-/* Whether the process that wrote a header (pid, start time, pid namespace
- * inode or 0) still runs: PCPU__SEG_LIVE; PCPU__SEG_GONE only on positive
- * evidence (no such process, another start time, a zombie); else
- * PCPU__SEG_UNKNOWN with errno saying why (EMFILE..., EXDEV: another pid
- * namespace). Never deletes or changes anything. */
-PCPU_HIDDEN int pcpu__seg_writer_state(pid_t pid, uint64_t writer_start, uint64_t writer_pidns);
+/* Whether the writer of the segment open at `fd` whose header `h` is (its
+ * pid, start time, pid namespace inode or 0, flags) still runs:
+ * PCPU__SEG_LIVE; PCPU__SEG_GONE only on positive evidence (no such
+ * process, another start time, a zombie); else PCPU__SEG_UNKNOWN with
+ * errno saying why (EMFILE..., EXDEV: another pid namespace). A segment
+ * shared by a process tree (flag PCPU__SEG_F_TREE) lives while any of its
+ * processes does, its publisher or not: live whenever one holds the
+ * tree's member lock (PCPU__SEG_TREE_MEMBER_LOCK; fd -1: not looked at).
+ * The closed flag is the caller's to check. Never deletes or changes
+ * anything. */
+PCPU_HIDDEN int pcpu__seg_writer_state(int fd, const struct pcpu__seg_header *h);
 
 /* Owner (uid) of process `pid`, from /proc/<pid>. 0 or -1 (errno). */
 PCPU_HIDDEN int pcpu__seg_proc_uid(pid_t pid, uid_t *uid);

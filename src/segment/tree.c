@@ -17,23 +17,73 @@
  *    written back on leaving, so the processes' private copies of the
  *    writer's bookkeeping never disagree. Free lists stay private and
  *    unused: a shared registry never removes a family or a series (another
- *    process may hold its handle), and a process's leftovers are dropped;
+ *    process may hold its handle), and a process's leftovers are dropped.
+ *    Entries are only appended, each written whole before the count of
+ *    entries says it exists, and never written again -- but for GROUP
+ *    entries' copies of their group's values, which collections rewrite;
  *  - identity: a family or series a process registers that another one
  *    already wrote is *adopted*: the family is mapped to its entry, the
  *    series gets the existing storage (pcpu__tree_adopt_series, called by
- *    the registry before it would allocate) -- one series for the tree.
+ *    the registry before it would allocate) -- one series for the tree. So
+ *    a registration the directory cannot record is refused (ENOSPC), before
+ *    anything is allocated: made anyway, a second process would make it a
+ *    second time;
+ *  - collections (pcpu__tree_collect): every process's collection rewrites
+ *    the GROUP entries' copies from the groups' lanes, under a second
+ *    lock, the *collect lock*, taken with a try: a collection never waits
+ *    for a registration, nor for another collection (which refreshes the
+ *    same copies). Reads of the tree never take the tree's lock.
  *
- * A process killed while it holds the lock: the next taker repairs what it
- * left half done (repair(), below) before going on. An entry being written
- * has an odd sequence number: it is cleared (a registration that never
- * completed; its storage, if any, leaks). The header's generation, odd
- * while a change is in progress, is made even.
+ * A process killed while it holds the tree's lock: the next taker repairs
+ * what it left half done (repair(), below) before going on. The entry it
+ * was writing lies past the published count, its sequence odd: it is made
+ * a free entry with an even sequence, so that the next entry written there
+ * is whole (left odd, the next writer's entry would have stayed odd, unseen
+ * by every process and reader). The header's generation, odd while a change
+ * is in progress, is made even. A registration that never completed is
+ * thereby forgotten (its storage, if any, leaks). A collector killed while
+ * it holds the collect lock leaves a GROUP entry odd; the next collection
+ * rewrites it.
+ *
+ * Trust: every process of the tree reads what every other wrote, and a
+ * buggy one may have written anything. Counts and indexes read from the
+ * shared header and entries are bounded by the capacities this process
+ * knows (the file's layout, fixed at publication) before they index
+ * anything, as the outside reader bounds them: a corrupt directory may
+ * cost statistics, never a crash.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "../error.h"
 #include "segment_internal.h"
 #include "writer.h"
+
+/* The entries a dead holder of the tree's lock may have left odd, from the
+ * published count on, read with pread(): past the count, pages may be
+ * holes of the file, which a read through the mapping would allocate. */
+static void repair_unpublished(struct pcpu_segment *seg, uint64_t used)
+{
+	uint64_t i;
+
+	for (i = used; i < seg->entries_cap; i++) {
+		uint64_t s;
+		off_t at = (off_t)(PCPU__SEG_HEADER_REGION + i * PCPU__SEG_ENTRY_SIZE);
+
+		if (pread(seg->fd, &s, sizeof s, at) != (ssize_t)sizeof s || s == 0)
+			break; /* never written: nothing further was */
+		if (s & 1) {
+			struct pcpu__seg_entry z;
+
+			memset(&z, 0, sizeof z);
+			memcpy((char *)&seg->entries[i] + sizeof z.seq, (char *)&z + sizeof z.seq,
+			       sizeof z - sizeof z.seq);
+			__atomic_store_n(&seg->entries[i].seq, s + 1, __ATOMIC_RELEASE);
+		}
+	}
+}
 
 /* The tree's lock holder died: its change is undone or completed. */
 static void repair(void *ctx)
@@ -42,18 +92,24 @@ static void repair(void *ctx)
 	uint64_t used = __atomic_load_n(&seg->hdr->entries_used, __ATOMIC_ACQUIRE), i;
 	uint64_t g = __atomic_load_n(&seg->hdr->generation, __ATOMIC_RELAXED);
 
-	for (i = 0; i < used && i < seg->entries_cap; i++) {
+	if (used > seg->entries_cap)
+		used = seg->entries_cap;
+	repair_unpublished(seg, used);
+	/* Below the count an entry is odd only if its writer published it
+	 * before it was whole, which this writer never does, or if a worker
+	 * scribbled there: made free, so readers of the tree see a stable
+	 * directory. GROUP entries are the collect lock's (see the top). */
+	for (i = 0; i < used; i++) {
 		struct pcpu__seg_entry *e = &seg->entries[i];
 		uint64_t s = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
 
-		if (s & 1) {
+		if ((s & 1) && e->kind != PCPU__SEG_GROUP) {
 			struct pcpu__seg_entry z;
 
 			memset(&z, 0, sizeof z);
-			z.seq = s + 1; /* even: a free entry, its sequence grown */
 			memcpy((char *)e + sizeof z.seq, (char *)&z + sizeof z.seq,
 			       sizeof z - sizeof z.seq);
-			__atomic_store_n(&e->seq, z.seq, __ATOMIC_RELEASE);
+			__atomic_store_n(&e->seq, s + 1, __ATOMIC_RELEASE);
 		}
 	}
 	if (g & 1)
@@ -64,6 +120,7 @@ static void repair(void *ctx)
 int pcpu__tree_setup(struct pcpu_segment *seg)
 {
 	struct pcpu__seg_tree *t = (struct pcpu__seg_tree *)(seg->map + PCPU__SEG_TREE_OFFSET);
+	int err;
 
 	_Static_assert(PCPU__SEG_TREE_OFFSET >= sizeof(struct pcpu__seg_header) &&
 			       PCPU__SEG_TREE_OFFSET + sizeof(struct pcpu__seg_tree) <=
@@ -71,12 +128,29 @@ int pcpu__tree_setup(struct pcpu_segment *seg)
 		       "the tree's state lies in the header's page, after the header");
 	if (pcpu__zone_tree_init(&t->zone) != 0)
 		return pcpu__seg_fail(errno, "process-shared robust mutexes: %s", strerror(errno));
+	if ((err = pcpu__shared_mutex_init(&t->collect_lock, PTHREAD_MUTEX_ERRORCHECK)) != 0)
+		return pcpu__seg_fail(err, "process-shared robust mutexes: %s", strerror(err));
 	t->next_family_id = seg->next_family_id;
 	t->next_serial = seg->next_serial;
 	t->repairs = 0;
 	if (pcpu__zone_make_tree(pcpu_registry_zone(seg->reg), &t->zone, repair, seg) != 0)
 		return pcpu__seg_fail(errno, "sharing the registry's zone: %s", strerror(errno));
 	memcpy(t->magic, PCPU__SEG_TREE_MAGIC, sizeof t->magic);
+	/* The tree lives while any of its processes does: each holds this
+	 * lock through the descriptor every fork() child inherits
+	 * (format.h). Without OFD locks (Linux before 3.15) readers judge
+	 * by the publisher's pid alone, and say they cannot tell once it is
+	 * gone. */
+	{
+		struct flock fl;
+
+		memset(&fl, 0, sizeof fl);
+		fl.l_type = F_RDLCK;
+		fl.l_whence = SEEK_SET;
+		fl.l_start = PCPU__SEG_TREE_MEMBER_LOCK;
+		fl.l_len = 1;
+		(void)fcntl(seg->fd, F_OFD_SETLK, &fl);
+	}
 	seg->tree = t;
 	__atomic_or_fetch(&seg->hdr->flags, PCPU__SEG_F_TREE, __ATOMIC_RELEASE);
 	return 0;
@@ -89,8 +163,8 @@ int pcpu__tree_enter(struct pcpu_segment *seg)
 
 	if (pcpu__zone_tree_lock(pcpu_registry_zone(seg->reg)) != 0)
 		return -1;
-	seg->entries_used = __atomic_load_n(&seg->hdr->entries_used, __ATOMIC_ACQUIRE);
-	seg->strings_used = __atomic_load_n(&seg->hdr->strings_used, __ATOMIC_ACQUIRE);
+	seg->entries_used = pcpu__tree_count(&seg->hdr->entries_used, seg->entries_cap);
+	seg->strings_used = pcpu__tree_count(&seg->hdr->strings_used, seg->strings_cap);
 	seg->nfamilies = __atomic_load_n(&seg->hdr->nfamilies, __ATOMIC_RELAXED);
 	seg->nseries = __atomic_load_n(&seg->hdr->nseries, __ATOMIC_RELAXED);
 	seg->next_family_id = t->next_family_id;
@@ -100,6 +174,10 @@ int pcpu__tree_enter(struct pcpu_segment *seg)
 	seg->free_entries.n = 0;
 	for (c = 0; c < BLOB_CLASSES; c++)
 		seg->free_blobs[c].n = 0;
+	/* What this process indexed may have been overwritten by a writer
+	 * that trusted a lowered count: indexed again from there. */
+	if (seg->tree_indexed > seg->entries_used)
+		seg->tree_indexed = seg->entries_used;
 	return 0;
 }
 
@@ -114,23 +192,34 @@ void pcpu__tree_leave(struct pcpu_segment *seg)
 	pcpu__zone_tree_unlock(pcpu_registry_zone(seg->reg));
 }
 
-void *pcpu__tree_adopt_series(void *ctx, struct pcpu_family *f, const char *const *v)
+int pcpu__tree_adopt_series(void *ctx, struct pcpu_family *f, const char *const *v, void **at)
 {
 	struct pcpu_segment *seg = ctx;
 	struct pcpu__family_view fv;
 	struct pcpu__seg_entry e;
 	int64_t fidx, idx;
-	void *obj;
+	void *obj = NULL;
+	int rc = 0;
 
+	*at = NULL;
 	seg->adopted = 0;
 	if (!seg->tree || seg->detached)
-		return NULL;
+		return 0;
 	pcpu__family_view(f, &fv);
 	if (pcpu__tree_enter(seg) != 0)
-		return NULL;
+		return pcpu__error_set(PCPU_ERROR_STATS, errno,
+				       "the shared registry's lock: %s", strerror(errno));
 	fidx = pcpu__directory_family_entry(seg, f);
-	idx = fidx < 0 ? -1 : pcpu__directory_find_series(seg, (uint64_t)fidx, v, fv.nlabels);
-	obj = NULL;
+	if (fidx < 0) {
+		/* Its family never made it into the directory: no process
+		 * could find this series (the family's registration stood
+		 * only where the directory was not the tree's). */
+		rc = pcpu__error_set(PCPU_ERROR_STATS, ENOSPC,
+				     "family \"%.64s\" is not in the shared registry's directory",
+				     fv.name);
+		goto out;
+	}
+	idx = pcpu__directory_find_series(seg, (uint64_t)fidx, v, fv.nlabels);
 	if (idx >= 0 && seg->entries[idx].kind == PCPU__SEG_GROUP_SERIES) {
 		/* A group member: the group's lanes, where its GROUP entry
 		 * says (the members' entries are matched as they are added:
@@ -155,6 +244,27 @@ void *pcpu__tree_adopt_series(void *ctx, struct pcpu_family *f, const char *cons
 			seg->adopted_idx = (uint64_t)idx;
 		}
 	}
+	/* None (or none this process can use): a new one, if the directory
+	 * can record it. */
+	if (!obj)
+		rc = pcpu__directory_series_room(seg, &fv, v);
+out:
 	pcpu__tree_leave(seg);
-	return obj;
+	*at = obj;
+	return rc;
+}
+
+void pcpu__tree_collect(struct pcpu_segment *seg)
+{
+	pthread_mutex_t *m = &seg->tree->collect_lock;
+	int err = pthread_mutex_trylock(m);
+
+	/* EBUSY: another thread or process is rewriting the copies now; they
+	 * are its to refresh (its read of the groups is as fresh as ours). */
+	if (err == EOWNERDEAD && (err = pthread_mutex_consistent(m)) != 0)
+		pthread_mutex_unlock(m); /* its odd copies: the next collection's */
+	if (err != 0)
+		return;
+	pcpu__directory_tree_groups_read(seg);
+	pthread_mutex_unlock(m);
 }

@@ -62,6 +62,7 @@
 
 #include <pcpu/segment.h>
 
+#include "../error.h"
 #include "../fork.h"
 #include "../zone_backing.h"
 #include "../worker_internal.h"
@@ -179,14 +180,16 @@ static void seg_free(struct pcpu_segment *seg)
 	pcpu__htab_free(&seg->groups);
 	pcpu__htab_free(&seg->group_refs);
 	pcpu__htab_free(&seg->tree_index);
+	free(seg->tree_groups.v);
 	pthread_mutex_destroy(&seg->chunk_lock);
 	free(seg);
 }
 
-static void seg_hook(void *ctx, enum pcpu__registry_event ev, struct pcpu_family *f,
-		     struct pcpu__series *se)
+static int seg_hook(void *ctx, enum pcpu__registry_event ev, struct pcpu_family *f,
+		    struct pcpu__series *se)
 {
 	struct pcpu_segment *seg = ctx;
+	int rc = 0;
 
 	if (ev == PCPU__REG_DESTROYED) {
 		/* The zone is gone; only the parent owns the file's name. */
@@ -195,27 +198,31 @@ static void seg_hook(void *ctx, enum pcpu__registry_event ev, struct pcpu_family
 			unlink_if_ours(seg);
 		}
 		seg_free(seg);
-		return;
+		return 0;
 	}
 	/* A fork()ed child has left the parent's file (see the top), but
 	 * for a shared registry's, which every process of the tree writes,
-	 * each change under the tree's lock. */
+	 * each change under the tree's lock -- and a collection's refresh of
+	 * the groups' copies under the collect lock, never waiting (tree.c). */
 	if (seg->detached || (!seg->tree && getpid() != seg->pid))
-		return;
-	if (seg->tree && pcpu__tree_enter(seg) != 0) {
-		__atomic_add_fetch(&seg->hdr->dropped, 1, __ATOMIC_RELAXED);
-		return;
+		return 0;
+	if (seg->tree && ev == PCPU__REG_GROUPS_READ) {
+		pcpu__tree_collect(seg);
+		return 0;
 	}
+	if (seg->tree && pcpu__tree_enter(seg) != 0)
+		return pcpu__error_set(PCPU_ERROR_STATS, errno, "the shared registry's lock: %s",
+				       strerror(errno));
 	pcpu__directory_begin(seg);
 	switch (ev) {
 	case PCPU__REG_FAMILY_ADDED:
-		pcpu__directory_family_added(seg, f);
+		rc = pcpu__directory_family_added(seg, f);
 		break;
 	case PCPU__REG_FAMILY_REMOVING:
 		pcpu__directory_family_removing(seg, f);
 		break;
 	case PCPU__REG_SERIES_ADDED:
-		pcpu__directory_series_added(seg, f, se);
+		rc = pcpu__directory_series_added(seg, f, se);
 		break;
 	case PCPU__REG_SERIES_REMOVING:
 		pcpu__directory_series_removing(seg, f, se);
@@ -227,8 +234,13 @@ static void seg_hook(void *ctx, enum pcpu__registry_event ev, struct pcpu_family
 		break;
 	}
 	pcpu__directory_end(seg);
-	if (seg->tree)
+	if (seg->tree) {
+		int err = errno;
+
 		pcpu__tree_leave(seg);
+		errno = err;
+	}
+	return rc;
 }
 
 /* Called by the zone, under its lock, for every chunk it has and gets. */
@@ -311,8 +323,7 @@ static void remove_stale(int dirfd, const char *name)
 		    pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h) {
 			if (memcmp(h.magic, PCPU__SEG_MAGIC, 8) == 0 && h.writer_pid == pid)
 				dead = (h.flags & PCPU__SEG_F_CLOSED) ||
-				       pcpu__seg_writer_state(pid, h.writer_start, h.writer_pidns) ==
-					       PCPU__SEG_GONE;
+				       pcpu__seg_writer_state(fd, &h) == PCPU__SEG_GONE;
 			else if (memcmp(h.magic, zero, 8) == 0)
 				dead = pcpu__seg_proc_start(pid, &start) < 0 && errno == ESRCH;
 		}
@@ -526,7 +537,8 @@ static int registry_attach(struct pcpu_segment *seg, pcpu_registry_t *reg, int s
 		seg->published = 1;
 	}
 	if (pcpu__file_backing_attach(pcpu_registry_zone(reg), seg->fd, seg->data_offset, on_chunk,
-				      pcpu__directory_on_nospace, seg, 1) != 0) {
+				      pcpu__directory_on_nospace, seg,
+				      shared_tree ? PCPU_FILE_RESERVE_SHARED : PCPU_FILE_RESERVE) != 0) {
 		err = errno;
 		pcpu__registry_unlock(reg);
 		if (err == EBUSY)
@@ -545,8 +557,16 @@ static int registry_attach(struct pcpu_segment *seg, pcpu_registry_t *reg, int s
 	 * zone refused otherwise). */
 	pcpu__directory_begin(seg);
 	for (f = pcpu__registry_family_next(reg, NULL); f; f = pcpu__registry_family_next(reg, f))
-		pcpu__directory_family_added(seg, f);
+		if (pcpu__directory_family_added(seg, f) != 0)
+			break; /* a tree's directory too small for them (max_entries) */
 	pcpu__directory_end(seg);
+	if (f) {
+		if (seg->tree)
+			pcpu__tree_leave(seg);
+		pcpu__registry_unlock(reg);
+		return pcpu__seg_fail(ENOSPC, "the directory cannot hold the registry's families: "
+					      "raise max_entries or max_string_bytes");
+	}
 	if (seg->tree)
 		pcpu__tree_leave(seg);
 	pcpu__registry_observe_locked(reg, seg_hook, shared_tree ? pcpu__tree_adopt_series : NULL,

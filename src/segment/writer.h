@@ -35,6 +35,9 @@ struct pcpu__seg_tree {
 	char magic[8];                  /* "PCPUTREE" */
 	uint64_t next_family_id, next_serial;
 	uint64_t repairs;               /* directory changes a dead writer left half done */
+	/* Held while a collection rewrites the GROUP entries' copies (not
+	 * the tree's lock: tree.c). Process-shared, robust, error-checking. */
+	pthread_mutex_t collect_lock;
 	struct pcpu_zone_tree zone;     /* the frontier and the lock */
 };
 #define PCPU__SEG_TREE_MAGIC "PCPUTREE"
@@ -86,6 +89,10 @@ struct pcpu_segment {
 	 * first looks past it (directory.c). */
 	struct pcpu__htab tree_index;
 	uint64_t tree_indexed;
+	/* The GROUP entries below tree_groups_scanned, which a collection
+	 * refreshes (directory.c): entries never move in a tree. */
+	struct u64vec tree_groups;
+	uint64_t tree_groups_scanned;
 	int adopted;               /* adopted_* below are set */
 	uint32_t adopted_chunk;
 	uint64_t adopted_off, adopted_idx;
@@ -99,21 +106,31 @@ PCPU_HIDDEN void pcpu__directory_end(struct pcpu_segment *seg);
 /* The zone's no-space callback (ctx: the segment): counted and marked. */
 PCPU_HIDDEN void pcpu__directory_on_nospace(void *ctx, int err);
 /* The registry's events (registry_observer.h), under its lock. */
-PCPU_HIDDEN void pcpu__directory_family_added(struct pcpu_segment *seg, struct pcpu_family *f);
+/* FAMILY_ADDED and SERIES_ADDED: 0, or -1 with errno and the registry's
+ * message when a tree's directory cannot record the change (the
+ * registration is then undone: registry_observer.h); an ordinary segment
+ * counts what it cannot record as dropped and returns 0. */
+PCPU_HIDDEN int pcpu__directory_family_added(struct pcpu_segment *seg, struct pcpu_family *f);
 PCPU_HIDDEN void pcpu__directory_family_removing(struct pcpu_segment *seg, struct pcpu_family *f);
-PCPU_HIDDEN void pcpu__directory_series_added(struct pcpu_segment *seg, struct pcpu_family *f,
-					      struct pcpu__series *se);
+PCPU_HIDDEN int pcpu__directory_series_added(struct pcpu_segment *seg, struct pcpu_family *f,
+					     struct pcpu__series *se);
 PCPU_HIDDEN void pcpu__directory_series_removing(struct pcpu_segment *seg,
 						 const struct pcpu_family *f,
 						 struct pcpu__series *se);
 PCPU_HIDDEN void pcpu__directory_groups_read(struct pcpu_segment *seg);
+/* Tree segments, under the collect lock (not the tree's): every GROUP
+ * entry's copy rewritten from its group's lanes, whichever process made
+ * it. Reads the shared directory without the tree's lock. */
+PCPU_HIDDEN void pcpu__directory_tree_groups_read(struct pcpu_segment *seg);
 
 /* Tree segments: the live entry of the family named `name`, or -1. */
 PCPU_HIDDEN int64_t pcpu__directory_find_family(struct pcpu_segment *seg, const char *name);
-/* Tree segments: f's local family is the one another process wrote (its
- * entry `idx`): mapped, not written again. */
-PCPU_HIDDEN void pcpu__directory_map_family(struct pcpu_segment *seg, struct pcpu_family *f,
-					    uint64_t idx);
+/* Tree segments, before a new series of the family `fv` with label values
+ * `v` is allocated: whether the directory can record it (its entries and
+ * blobs fit, their pages allocated in the file). 0, or -1 with errno
+ * ENOSPC (or E2BIG) and the registry's message. */
+PCPU_HIDDEN int pcpu__directory_series_room(struct pcpu_segment *seg,
+					    const struct pcpu__family_view *fv, const char *const *v);
 /* Tree segments: the live series entry of family entry `fidx` with label
  * values `v` (n of them), or -1. */
 PCPU_HIDDEN int64_t pcpu__directory_find_series(struct pcpu_segment *seg, uint64_t fidx,
@@ -123,6 +140,16 @@ PCPU_HIDDEN int64_t pcpu__directory_family_entry(struct pcpu_segment *seg,
 						 const struct pcpu_family *f);
 
 /* ---- tree.c: a segment shared by a process tree ---- */
+
+/* A count of the shared header (entries_used, strings_used) as a process
+ * of the tree may use it: bounded by the capacity it knows, fixed at
+ * publication (tree.c, "Trust"). */
+static inline uint64_t pcpu__tree_count(const uint64_t *shared, uint64_t cap)
+{
+	uint64_t v = __atomic_load_n(shared, __ATOMIC_ACQUIRE);
+
+	return v < cap ? v : cap;
+}
 
 /* At publication with PCPU_SEGMENT_SHARED_TREE, under the registry's lock,
  * the zone attached: sets up the shared state and makes the zone a tree
@@ -134,6 +161,10 @@ PCPU_HIDDEN int pcpu__tree_setup(struct pcpu_segment *seg);
 PCPU_HIDDEN int pcpu__tree_enter(struct pcpu_segment *seg);
 PCPU_HIDDEN void pcpu__tree_leave(struct pcpu_segment *seg);
 /* The registry's adopt callback (registry_observer.h). */
-PCPU_HIDDEN void *pcpu__tree_adopt_series(void *ctx, struct pcpu_family *f, const char *const *v);
+PCPU_HIDDEN int pcpu__tree_adopt_series(void *ctx, struct pcpu_family *f, const char *const *v,
+					void **at);
+/* A collection's GROUPS_READ: the GROUP entries' copies refreshed under
+ * the collect lock, if no other collection holds it (never waits). */
+PCPU_HIDDEN void pcpu__tree_collect(struct pcpu_segment *seg);
 
 #endif /* PCPU_SEGMENT_WRITER_H */

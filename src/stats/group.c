@@ -145,9 +145,12 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <pcpu/group.h>
+#include <pcpu/worker.h>
 
 #include "stats_internal.h"
 #include "metrics.h"
@@ -210,9 +213,12 @@ static void fill_all_signals(void)
 	sigfillset(&all_signals);
 }
 
+static size_t cpu_slots(void);
+
+/* Fallback lanes per group: fb_per_slot in each CPU slot's region. */
 static size_t lanes_total(const pcpu_group_t *g)
 {
-	return (size_t)pcpu_nslots() * g->pcpu__fb_per_slot;
+	return cpu_slots() * g->pcpu__fb_per_slot;
 }
 
 /* Fallback lane `l` (0..lanes_total-1) of group i. */
@@ -269,7 +275,7 @@ static void fallback_add(const pcpu_group_t *g, size_t i, const int64_t *d)
 	/* Start at this CPU's lanes: threads of one CPU share lanes, so lanes
 	 * stay warm in that CPU's cache, and contention is what the CPU's own
 	 * threads create. */
-	start = cpu < 0 ? 0 : ((size_t)cpu % pcpu_nslots()) * g->pcpu__fb_per_slot;
+	start = cpu < 0 ? 0 : ((size_t)cpu % cpu_slots()) * g->pcpu__fb_per_slot;
 	pthread_sigmask(SIG_BLOCK, &all_signals, &old);
 	for (round = 0;; round++) {
 		for (k = 0; k < total; k++) {
@@ -299,56 +305,170 @@ static void fallback_add(const pcpu_group_t *g, size_t i, const int64_t *d)
 
 /* ---- shared by a process tree (see the top) ---- */
 
+/* A tree lane: [seq | undo_seq | repairer | value[n] | undo[n]]. */
+enum { TREE_SEQ = 0, TREE_UNDO_SEQ = 1, TREE_REPAIRER = 2, TREE_HEAD = 3 };
+#define TREE_GEN ((uint64_t)1 << 32) /* seq's generation unit (see the top) */
+
 static size_t tree_lane_size(unsigned members)
 {
-	return sizeof(intptr_t) + 2 * (size_t)members * sizeof(int64_t);
+	return (TREE_HEAD + 2 * (size_t)members) * sizeof(int64_t);
 }
 
-/* Lane k holds a dead writer's half-done update if it is odd while the
- * caller holds lock k: its values go back to the undo copy. */
-static void tree_lane_repair(intptr_t *seqp, unsigned n)
+/* The calling thread's tag, (tid << 1) | 1: what seq holds while it holds a
+ * lane. Cached per thread (initial-exec: a handler's first use must not
+ * allocate), forgotten in a fork() child, whose thread has another id. */
+static __thread uint32_t my_tag __attribute__((tls_model("initial-exec")));
+
+static uint64_t tree_tag(void)
 {
-	intptr_t s = __atomic_load_n(seqp, __ATOMIC_ACQUIRE);
-	int64_t *v = (int64_t *)(seqp + 1), *undo = v + n;
+	if (PCPU_UNLIKELY(my_tag == 0))
+		my_tag = ((uint32_t)syscall(SYS_gettid) << 1) | 1u;
+	return my_tag;
+}
+
+/* Whether the thread whose tag is in the low half of `held` still runs: a
+ * lane it holds is then its own, however long it takes (preempted,
+ * stopped, traced). Only ESRCH is death: EPERM is a live thread of another
+ * user (a worker that dropped privileges). kill() of a thread id reaches
+ * its process; the tree's processes share one pid namespace. */
+static int tree_holder_lives(uint64_t held)
+{
+	pid_t tid = (pid_t)((uint32_t)held >> 1);
+
+	return tid > 0 && (kill(tid, 0) == 0 || errno != ESRCH);
+}
+
+/* Lane `lane` is ours (seq == held, odd): the update, undo first. */
+static void tree_update(int64_t *lane, uint64_t held, const int64_t *d, unsigned n)
+{
+	int64_t *v = lane + TREE_HEAD, *undo = v + n;
 	unsigned k;
 
-	if (!(s & 1))
-		return;
+	/* The values before the update, then the mark that says so; release
+	 * stores, so that a reader that sees a new value sees the mark, and
+	 * one that sees the mark sees the whole copy. */
 	for (k = 0; k < n; k++)
-		__atomic_store_n(&v[k], __atomic_load_n(&undo[k], __ATOMIC_RELAXED), __ATOMIC_RELEASE);
-	/* s + 1: even, and never seen before (the holder made it s from
-	 * s - 1 and never got to s + 1). */
-	__atomic_store_n(seqp, s + 1, __ATOMIC_RELEASE);
-}
-
-static void tree_add(const pcpu_group_t *g, size_t i, const int64_t *d)
-{
-	unsigned n = g->pcpu__members, k;
-	int cpu = sched_getcpu(), lane;
-	intptr_t *seqp, s;
-	int64_t *v, *undo;
-
-	/* Fails only if a mutex call fails for another reason than a dead
-	 * holder (none does with glibc's robust mutexes); the update is
-	 * not dropped for it. */
-	while ((lane = pcpu__zone_tree_lane_lock(g->pcpu__tree, cpu < 0 ? 0u : (unsigned)cpu)) < 0)
-		sched_yield();
-	seqp = primary_lane(g, i, (size_t)lane);
-	v = (int64_t *)(seqp + 1);
-	undo = v + n;
-	tree_lane_repair(seqp, n);
-	s = __atomic_load_n(seqp, __ATOMIC_RELAXED);
-	for (k = 0; k < n; k++)
-		__atomic_store_n(&undo[k], __atomic_load_n(&v[k], __ATOMIC_RELAXED), __ATOMIC_RELAXED);
-	/* Release: undo is whole before seq says the values may not be. */
-	__atomic_store_n(seqp, s + 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&undo[k], __atomic_load_n(&v[k], __ATOMIC_RELAXED), __ATOMIC_RELEASE);
+	__atomic_store_n(&lane[TREE_UNDO_SEQ], (int64_t)held, __ATOMIC_RELEASE);
 	for (k = 0; k < n; k++) {
 		__atomic_store_n(&v[k], pcpu__group_wrap_add(undo[k], d[k]), __ATOMIC_RELEASE);
 		if (PCPU_UNLIKELY(pcpu__test_group_tree_pause != NULL) && k == 0)
-			pcpu__test_group_tree_pause(seqp);
+			pcpu__test_group_tree_pause(lane);
 	}
-	__atomic_store_n(seqp, s + 2, __ATOMIC_RELEASE);
-	pcpu__zone_tree_lane_unlock(g->pcpu__tree, (unsigned)lane);
+	/* Even, the next generation: never a value seq had. */
+	__atomic_store_n(&lane[TREE_SEQ], (int64_t)((held & ~(TREE_GEN - 1)) + TREE_GEN),
+			 __ATOMIC_RELEASE);
+}
+
+/* A lane whose holder died in mid-update is made free again: its values
+ * back from undo if the update had begun, seq even. Repairers exclude each
+ * other through `repairer` (their tag), a dead repairer's taken over: the
+ * repair is idempotent. Nobody else writes a held lane. */
+static void tree_lane_repair(int64_t *lane, unsigned n)
+{
+	uint64_t s = (uint64_t)__atomic_load_n(&lane[TREE_SEQ], __ATOMIC_ACQUIRE), r;
+	int64_t *v = lane + TREE_HEAD, *undo = v + n;
+	unsigned k;
+
+	if (!(s & 1) || tree_holder_lives(s))
+		return;
+	r = (uint64_t)__atomic_load_n(&lane[TREE_REPAIRER], __ATOMIC_ACQUIRE);
+	if ((r != 0 && tree_holder_lives(r)) ||
+	    !__atomic_compare_exchange_n(&lane[TREE_REPAIRER], (int64_t *)&r, (int64_t)tree_tag(), 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return; /* another repairer at work */
+	if ((uint64_t)__atomic_load_n(&lane[TREE_SEQ], __ATOMIC_ACQUIRE) == s) {
+		if ((uint64_t)__atomic_load_n(&lane[TREE_UNDO_SEQ], __ATOMIC_ACQUIRE) == s)
+			for (k = 0; k < n; k++)
+				__atomic_store_n(&v[k], __atomic_load_n(&undo[k], __ATOMIC_RELAXED),
+						 __ATOMIC_RELEASE);
+		__atomic_store_n(&lane[TREE_SEQ], (int64_t)((s & ~(TREE_GEN - 1)) + TREE_GEN),
+				 __ATOMIC_RELEASE);
+	}
+	__atomic_store_n(&lane[TREE_REPAIRER], 0, __ATOMIC_RELEASE);
+}
+
+/* The CPU slots: lanes of the owned slots' regions (pcpu/worker.h) are
+ * never used (a tree's file does not even reserve their pages). */
+static size_t cpu_slots(void)
+{
+	return (size_t)(pcpu_nslots() - pcpu_worker_max());
+}
+
+/* Takes a free fallback lane of group i with a compare-and-swap, starting
+ * at this CPU's. Signals blocked by the caller. */
+static int64_t *tree_fallback_take(const pcpu_group_t *g, size_t i, uint64_t tag, uint64_t *held)
+{
+	size_t total = lanes_total(g), k, start;
+	int cpu = sched_getcpu();
+	unsigned round;
+
+	start = cpu < 0 ? 0 : ((size_t)cpu % cpu_slots()) * g->pcpu__fb_per_slot;
+	for (round = 0;; round++) {
+		for (k = 0; k < total; k++) {
+			int64_t *lane = (int64_t *)fallback_lane(g, i, (start + k) % total);
+			int64_t s = __atomic_load_n(&lane[TREE_SEQ], __ATOMIC_ACQUIRE);
+
+			if (s & 1) {
+				/* Held: by a live thread, a few stores from done
+				 * once it runs; by a dead one, for good. */
+				if (round >= 64 && (round & 63) == 0)
+					tree_lane_repair(lane, g->pcpu__members);
+				continue;
+			}
+			if (__atomic_compare_exchange_n(&lane[TREE_SEQ], &s, (int64_t)((uint64_t)s | tag),
+							0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+				*held = (uint64_t)s | tag;
+				return lane;
+			}
+		}
+		if (round < 64)
+			cpu_relax();
+		else
+			sched_yield();
+	}
+}
+
+/* A tree group's update (see the top): this CPU's lane, taken with an rseq
+ * compare-and-store, else a fallback lane. Async-signal-safe. */
+static void tree_add(const pcpu_group_t *g, size_t i, const int64_t *d)
+{
+	uint64_t tag = tree_tag(), held;
+	unsigned n = g->pcpu__members;
+	int64_t *lane;
+	sigset_t old;
+
+#if PCPU_ARCH_HAVE_RSEQ
+	for (int tries = 0; tries < PCPU_RSEQ_MAX_TRIES; tries++) {
+		int64_t idx = pcpu__rseq_load_index();
+		int64_t s;
+
+		if (PCPU_UNLIKELY(idx < 0)) {
+			if (tries > 0 || pcpu__thread_prepare() != 0)
+				break;
+			continue;
+		}
+		lane = (int64_t *)primary_lane(g, i, (size_t)idx);
+		s = __atomic_load_n(&lane[TREE_SEQ], __ATOMIC_ACQUIRE);
+		if (PCPU_UNLIKELY(s & 1)) {
+			/* Held: preempted, or its process died; the next
+			 * collection repairs a dead one (tree_read_lane). */
+			break;
+		}
+		if (pcpu__rseq_cmpeq_cmpeqv_storev(idx, (intptr_t *)&lane[TREE_SEQ], (intptr_t)s,
+						   (intptr_t)((uint64_t)s | tag)) == 0) {
+			tree_update(lane, (uint64_t)s | tag, d, n);
+			return;
+		}
+	}
+#endif
+	/* Signals blocked while a fallback lane is held: a handler that
+	 * updated the group would wait for lanes its own thread holds (the
+	 * rseq path never waits, so it needs no mask). */
+	pthread_sigmask(SIG_BLOCK, &all_signals, &old);
+	lane = tree_fallback_take(g, i, tag, &held);
+	tree_update(lane, held, d, n);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 void pcpu__group_add_slow(const pcpu_group_t *g, size_t i, const int64_t *d, int why)
@@ -453,6 +573,7 @@ static void groups_fork_child(void)
 	struct group_node *n;
 	size_t i, s, l;
 
+	my_tag = 0; /* this thread has another id in the child: tree_tag() */
 	for (n = groups.next; n != &groups; n = n->next) {
 		const pcpu_group_t *g = &n->g;
 		const char *pview, *fview;
@@ -463,7 +584,7 @@ static void groups_fork_child(void)
 		pview = pcpu__zone_fork_parent_view(g->pcpu__primary);
 		fview = pcpu__zone_fork_parent_view(g->pcpu__fallback);
 		for (i = 0; i < g->pcpu__count; i++) {
-			for (s = 0; s < pcpu_nslots(); s++) {
+			for (s = 0; s < cpu_slots(); s++) {
 				intptr_t *lane = primary_lane(g, i, s);
 
 				lane_fork_repair(lane, pview ? (const intptr_t *)(pview +
@@ -502,14 +623,15 @@ static pcpu_group_t *group_create(pcpu_zone_t *zone, unsigned members, size_t co
 		errno = EINVAL;
 		return NULL;
 	}
-	/* A tree's group: lanes with their undo copy, no fallback lanes
-	 * (the lane locks exclude writers); see "Shared by a process tree". */
+	/* A tree's group: lanes with their undo copy, and one zone object
+	 * for its primary and fallback lanes, so that another process adopts
+	 * both by one address; see "Shared by a process tree". */
 	tree = pcpu__zone_is_tree(zone);
 	if (tree)
 		lane = tree_lane_size(members);
-	fb_per_slot = tree ? 0 : FB_PER_SLOT;
+	fb_per_slot = FB_PER_SLOT;
 	pthread_once(&all_signals_once, fill_all_signals);
-	if (count > PCPU_ZONE_MAX_OBJECT / (lane * (fb_per_slot ? fb_per_slot : 1))) {
+	if (count > PCPU_ZONE_MAX_OBJECT / (lane * (1 + fb_per_slot))) {
 		pcpu__set_error("group: too many groups for one zone object");
 		errno = E2BIG;
 		return NULL;
@@ -524,10 +646,15 @@ static pcpu_group_t *group_create(pcpu_zone_t *zone, unsigned members, size_t co
 	g->pcpu__count = count;
 	g->pcpu__fb_per_slot = fb_per_slot;
 	g->pcpu__tree = tree ? zone : NULL;
-	g->pcpu__primary = at ? at : pcpu_zone_alloc(zone, count * lane, 64);
-	if (!g->pcpu__primary)
-		goto fail;
-	if (fb_per_slot) {
+	if (tree) {
+		g->pcpu__primary = at ? at : pcpu_zone_alloc(zone, count * lane * (1 + fb_per_slot), 64);
+		if (!g->pcpu__primary)
+			goto fail;
+		g->pcpu__fallback = g->pcpu__primary + count * lane;
+	} else {
+		g->pcpu__primary = pcpu_zone_alloc(zone, count * lane, 64);
+		if (!g->pcpu__primary)
+			goto fail;
 		g->pcpu__fallback = pcpu_zone_alloc(zone, count * lane * fb_per_slot, 64);
 		if (!g->pcpu__fallback)
 			goto fail;
@@ -563,7 +690,7 @@ pcpu_group_t *pcpu__group_create_at(pcpu_zone_t *zone, unsigned members, void *a
 size_t pcpu__group_tree_size(const pcpu_zone_t *zone, unsigned members)
 {
 	(void)zone;
-	return tree_lane_size(members);
+	return tree_lane_size(members) * (1 + FB_PER_SLOT);
 }
 
 pcpu_group_t *pcpu_group_alloc(unsigned members, size_t count)
@@ -656,23 +783,37 @@ static int read_lane_whole(const intptr_t *seqp, unsigned n, int64_t *out, intpt
 	return 0;
 }
 
-/* A tree group's lane: as read_lane_whole(), but a lane that stays odd
- * while its lock is free was left so by a writer that died -- repaired
- * here, under that lock. */
-static int read_tree_lane(const pcpu_group_t *g, size_t i, unsigned lane, int64_t *out,
-			  struct deadline *dl)
+/* A tree group's lane, added to acc: its values, or -- held -- the values
+ * from before its holder's update, which never changes while it is held
+ * (see the top): a read never waits for a holder, preempted, stopped or
+ * dead. It retries only when an update ended (or began its values) while it
+ * read, bounded by `dl`. A lane whose holder is dead is repaired, so that
+ * its CPU's writers get it back. */
+static int read_tree_lane(intptr_t *lanep, unsigned n, int64_t *acc, struct deadline *dl)
 {
-	intptr_t *seqp = primary_lane(g, i, lane), seq;
+	int64_t *lane = (int64_t *)lanep, tmp[PCPU_GROUP_MAX_MEMBERS];
+	const int64_t *v = lane + TREE_HEAD;
+	unsigned k;
 
-	while (read_lane_once(seqp, g->pcpu__members, out, &seq) != 0) {
-		if (dl->waits >= 128 && pcpu__zone_tree_lane_trylock(g->pcpu__tree, lane) == 0) {
-			tree_lane_repair(seqp, g->pcpu__members);
-			pcpu__zone_tree_lane_unlock(g->pcpu__tree, lane);
-			continue;
+	for (;;) {
+		int64_t s1 = __atomic_load_n(&lane[TREE_SEQ], __ATOMIC_ACQUIRE);
+		int64_t u1 = __atomic_load_n(&lane[TREE_UNDO_SEQ], __ATOMIC_ACQUIRE);
+		const int64_t *src = (s1 & 1) && u1 == s1 ? v + n : v;
+
+		/* Acquire: the checks below stay after these loads. */
+		for (k = 0; k < n; k++)
+			tmp[k] = __atomic_load_n(&src[k], __ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&lane[TREE_UNDO_SEQ], __ATOMIC_ACQUIRE) == u1 &&
+		    __atomic_load_n(&lane[TREE_SEQ], __ATOMIC_RELAXED) == s1) {
+			if (s1 & 1)
+				tree_lane_repair(lane, n);
+			break;
 		}
 		if (wait_a_little(dl) < 0)
 			return -1;
 	}
+	for (k = 0; k < n; k++)
+		acc[k] = pcpu__group_wrap_add(acc[k], tmp[k]);
 	return 0;
 }
 
@@ -700,19 +841,16 @@ int pcpu_group_read_timeout(const pcpu_group_t *g, size_t i, int64_t *out, uint6
 		errno = EINVAL;
 		return -1;
 	}
-	nslots = pcpu_nslots();
+	nslots = cpu_slots();
 	n = g->pcpu__members;
 	memset(acc, 0, sizeof acc);
 	if (g->pcpu__tree) {
-		int64_t tmp[PCPU_GROUP_MAX_MEMBERS];
-		unsigned lane, k;
-
-		for (lane = 0; lane < pcpu__zone_tree_lanes(g->pcpu__tree); lane++) {
-			if (read_tree_lane(g, i, lane, tmp, &dl) < 0)
+		for (s = 0; s < nslots; s++)
+			if (read_tree_lane(primary_lane(g, i, s), n, acc, &dl) < 0)
 				goto timedout;
-			for (k = 0; k < n; k++)
-				acc[k] = pcpu__group_wrap_add(acc[k], tmp[k]);
-		}
+		for (l = 0; l < lanes_total(g); l++)
+			if (read_tree_lane(fallback_lane(g, i, l), n, acc, &dl) < 0)
+				goto timedout;
 		memcpy(out, acc, n * sizeof *out);
 		return 0;
 	}
@@ -740,10 +878,12 @@ int pcpu__group_tree_read(pcpu_zone_t *zone, unsigned members, void *at, int64_t
 	pcpu_group_t g;
 
 	memset(&g, 0, sizeof g);
-	g.pcpu__primary = at;
 	g.pcpu__count = 1;
 	g.pcpu__members = members;
 	g.pcpu__lane_size = (uint32_t)tree_lane_size(members);
+	g.pcpu__fb_per_slot = FB_PER_SLOT;
 	g.pcpu__tree = zone;
+	g.pcpu__primary = at;
+	g.pcpu__fallback = (char *)at + g.pcpu__lane_size; /* group_create(), one group */
 	return pcpu_group_read(&g, 0, out);
 }

@@ -66,7 +66,9 @@ PCPU_HIDDEN int pcpu__values_check(const struct pcpu_family *f, const char *cons
 /* The series of f with key v (hash h), or NULL; registry locked. */
 PCPU_HIDDEN struct pcpu__series *pcpu__series_find(struct pcpu_family *f, const char *const *v,
 						   uint64_t h);
-/* Links a new series with the given handle; registry locked; NULL + ENOMEM. */
+/* Links a new series with the given handle; registry locked; NULL with
+ * errno ENOMEM, or what the directory mirror refused it with
+ * (registry_observer.h). */
 PCPU_HIDDEN struct pcpu__series *pcpu__series_new(struct pcpu_family *f, const char *const *v,
 						  uint64_t h, void *handle,
 						  struct pcpu__sstruct *owner);
@@ -75,6 +77,9 @@ PCPU_HIDDEN struct pcpu__series *pcpu__series_new(struct pcpu_family *f, const c
 PCPU_HIDDEN void pcpu__series_unlink(struct pcpu_family *f, struct pcpu__series *se);
 /* Frees a series' storage (a group family's: member 0 owns it). */
 PCPU_HIDDEN void pcpu__storage_free(const struct pcpu_family *f, void *h);
+/* A new series' storage (of family f) could not be allocated: the
+ * message for errno (ENOSPC, EFBIG, ENOMEM...), which it keeps. */
+PCPU_HIDDEN void pcpu__storage_failed(const struct pcpu_family *f);
 /* The series of f with label values v, created if absent; `info`: the
  * caller is pcpu_registry_info(). Takes the registry lock. */
 PCPU_HIDDEN void *pcpu__series_get(pcpu_family_t *f, const char *const *v,

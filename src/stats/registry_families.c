@@ -309,7 +309,18 @@ static struct pcpu_family *family_create_locked(struct pcpu_registry *reg,
 	f->index = reg->nfams;
 	reg->fams[reg->nfams++] = f;
 	pcpu__reg_bump(reg);
-	pcpu__reg_notify(reg, PCPU__REG_FAMILY_ADDED, f, NULL);
+	if (pcpu__reg_notify(reg, PCPU__REG_FAMILY_ADDED, f, NULL) != 0) {
+		/* The directory mirror refused it (a shared registry's full
+		 * directory): undone, its errno and message kept. */
+		int err = errno;
+
+		reg->nfams--;
+		pcpu__sname_remove_family(reg, f);
+		pcpu__reg_bump(reg);
+		family_free_meta(f);
+		errno = err;
+		return NULL;
+	}
 	return f;
 nomem:
 	family_free_meta(f);

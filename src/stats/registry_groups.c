@@ -126,27 +126,39 @@ pcpu_group_t *pcpu_group_family_series(pcpu_group_family_t *gf, const char *cons
 			return NULL;
 		}
 		tree_locked = 1;
-		if (reg->adopt)
-			at = reg->adopt(reg->hook_ctx, gf->fams[0], v);
+		if (reg->adopt && reg->adopt(reg->hook_ctx, gf->fams[0], v, &at) != 0)
+			goto out; /* the tree's directory cannot take it: errno, message */
 	}
 	gs = calloc(1, sizeof *gs);
-	if (!gs || !(gs->g = pcpu__group_create_at(reg->zone, gf->nmembers, at)))
-		goto nomem;
+	if (!gs) {
+		errno = ENOMEM;
+		goto fail;
+	}
+	if (!(gs->g = pcpu__group_create_at(reg->zone, gf->nmembers, at))) {
+		pcpu__storage_failed(gf->fams[0]);
+		goto fail;
+	}
 	for (made = 0; made < gf->nmembers; made++)
 		if (!pcpu__series_new(gf->fams[made], v, h, gs, NULL))
 			break;
 	if (made < gf->nmembers) {
+		int err = errno;
+
 		for (k = 0; k < made; k++)
 			pcpu__series_unlink(gf->fams[k], pcpu__series_find(gf->fams[k], v, h));
-		goto nomem;
+		errno = err;
+		goto fail;
 	}
 	g = gs->g;
 	goto out;
-nomem:
-	if (gs && gs->g)
+fail:
+	if (gs && gs->g) {
+		int err = errno;
+
 		pcpu__group_free_in(reg->zone, gs->g);
+		errno = err;
+	}
 	free(gs);
-	errno = ENOMEM;
 out:
 	if (tree_locked)
 		pcpu__zone_tree_unlock(reg->zone);

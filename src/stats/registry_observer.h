@@ -37,6 +37,17 @@ struct pcpu__series;
  *  - GROUPS_READ after a snapshot or a collection read every group of the
  *    group families (pcpu__registry_groups_each_locked() sees fresh
  *    reads); f and se are NULL.
+ *
+ * The observer returns 0, or refuses a FAMILY_ADDED or SERIES_ADDED with
+ * -1, errno set and pcpu_stats_error()'s message written: the registry then
+ * undoes the addition (unlinks and frees the family or the series, with no
+ * REMOVING event; a series' storage is freed as a failed registration's)
+ * and the registration fails with that errno. An ordinary segment never
+ * refuses: what it cannot record it counts as dropped and the registration
+ * stands. A shared registry's segment must refuse what its directory cannot
+ * record, since there the directory is what makes a series one for the
+ * whole tree (another process would make a second one). The return of the
+ * other events is ignored.
  */
 enum pcpu__registry_event {
 	PCPU__REG_FAMILY_ADDED = 1,
@@ -46,19 +57,24 @@ enum pcpu__registry_event {
 	PCPU__REG_DESTROYED,
 	PCPU__REG_GROUPS_READ,
 };
-typedef void (*pcpu__registry_hook_fn)(void *ctx, enum pcpu__registry_event ev,
-				       struct pcpu_family *f, struct pcpu__series *se);
+typedef int (*pcpu__registry_hook_fn)(void *ctx, enum pcpu__registry_event ev,
+				      struct pcpu_family *f, struct pcpu__series *se);
 
 /* A shared registry's (a zone shared by a process tree, zone_backing.h):
- * the storage of the series of f with label values v (the whole key,
- * constant labels included) that another process registered, in this
+ * in *at, the storage of the series of f with label values v (the whole
+ * key, constant labels included) that another process registered, in this
  * process (the address of its value: a counter's or gauge's handle, a
- * histogram's bucket pairs), or NULL if none did. Called under the
- * registry's lock and the zone tree's, before the registry would allocate
- * a new series' storage; the SERIES_ADDED of the series made over it
- * follows under the same locks, and the observer then maps the series to
- * the existing entry instead of writing another. */
-typedef void *(*pcpu__registry_adopt_fn)(void *ctx, struct pcpu_family *f, const char *const *v);
+ * histogram's bucket pairs; a group family's member 0: its group's lanes),
+ * or NULL if none did and the directory has room for a new one. Returns 0,
+ * or -1 with errno and pcpu_stats_error()'s message when there is none and
+ * the directory could not record a new one (ENOSPC: full, or its file
+ * system is): the registration fails before anything is allocated. Called
+ * under the registry's lock and the zone tree's, before the registry would
+ * allocate a new series' storage; the SERIES_ADDED of the series made over
+ * it (or of the new one) follows under the same locks, and the observer
+ * then maps the series to the existing entry instead of writing another. */
+typedef int (*pcpu__registry_adopt_fn)(void *ctx, struct pcpu_family *f, const char *const *v,
+				       void **at);
 
 /* The shared handle of a consistent group family's series (one per label
  * set, shared by the members): the group, and its last consistent read. */

@@ -25,18 +25,43 @@ uint64_t pcpu__series_hash(const char *const *v, unsigned n)
 
 /* ---- series ---- */
 
+/* A new series' value in the registry's zone; NULL with errno and a
+ * message: the zone's ENOMEM, or a published segment's ENOSPC (its file
+ * system is full) or EFBIG (RLIMIT_FSIZE). */
 static void *storage_alloc(struct pcpu_family *f)
 {
+	void *h = NULL;
+
 	switch (f->type) {
 	case PCPU_METRIC_COUNTER:
-		return pcpu_counter_alloc_in(f->reg->zone, 1);
+		h = pcpu_counter_alloc_in(f->reg->zone, 1);
+		break;
 	case PCPU_METRIC_GAUGE:
-		return pcpu_gauge_alloc_in(f->reg->zone);
+		h = pcpu_gauge_alloc_in(f->reg->zone);
+		break;
 	case PCPU_METRIC_HISTOGRAM:
-		return pcpu_histogram_create_in(f->reg->zone, &f->layout);
+		h = pcpu_histogram_create_in(f->reg->zone, &f->layout);
+		break;
+	default:
+		errno = EINVAL;
 	}
-	errno = EINVAL;
-	return NULL;
+	if (!h)
+		pcpu__storage_failed(f);
+	return h;
+}
+
+void pcpu__storage_failed(const struct pcpu_family *f)
+{
+	int err = errno;
+
+	pcpu__set_error(err == ENOSPC ? "no space for the series' values: the file system of the "
+					"registry's published segment is full (pcpu_segment_nospace())"
+			: err == EFBIG ? "no space for the series' values: the published segment's "
+					 "file would pass RLIMIT_FSIZE"
+			: err == ENOMEM ? "out of memory for the series' values"
+					: "the series' values could not be allocated");
+	pcpu__msg_prefix("family", f->name);
+	errno = err;
 }
 
 void pcpu__storage_free(const struct pcpu_family *f, void *h)
@@ -119,7 +144,28 @@ struct pcpu__series *pcpu__series_find(struct pcpu_family *f, const char *const 
 	return s ? (struct pcpu__series *)s->key : NULL;
 }
 
-/* Links a new series with the given handle; registry locked. */
+/* Takes a linked series out of its family's table and list. */
+static void series_unlink_quiet(struct pcpu_family *f, struct pcpu__series *se)
+{
+	struct pcpu__hslot *s = pcpu__htab_find_key(&f->series, se->hash, (uintptr_t)se);
+
+	if (!s)
+		return;
+	pcpu__htab_remove(&f->series, s);
+	if (se->lprev)
+		se->lprev->lnext = se->lnext;
+	else
+		f->lfirst = se->lnext;
+	if (se->lnext)
+		se->lnext->lprev = se->lprev;
+	else
+		f->llast = se->lprev;
+	f->nseries--;
+	pcpu__reg_bump(f->reg);
+}
+
+/* Links a new series with the given handle; registry locked. NULL with
+ * errno: ENOMEM, or the directory mirror's refusal. */
 struct pcpu__series *pcpu__series_new(struct pcpu_family *f, const char *const *v, uint64_t h,
 				       void *handle, struct pcpu__sstruct *owner)
 {
@@ -161,7 +207,17 @@ struct pcpu__series *pcpu__series_new(struct pcpu_family *f, const char *const *
 	f->llast = se;
 	f->nseries++;
 	pcpu__reg_bump(f->reg);
-	pcpu__reg_notify(f->reg, PCPU__REG_SERIES_ADDED, f, se);
+	if (pcpu__reg_notify(f->reg, PCPU__REG_SERIES_ADDED, f, se) != 0) {
+		/* The directory mirror refused it (registry_observer.h): the
+		 * series goes, unseen; the caller frees its storage. */
+		int err = errno;
+
+		series_unlink_quiet(f, se);
+		free(se->values);
+		free(se);
+		errno = err;
+		return NULL;
+	}
 	return se;
 nomem:
 	errno = ENOMEM;
@@ -172,22 +228,8 @@ nomem:
  * after); registry locked. */
 void pcpu__series_unlink(struct pcpu_family *f, struct pcpu__series *se)
 {
-	struct pcpu__hslot *s = pcpu__htab_find_key(&f->series, se->hash, (uintptr_t)se);
-
 	pcpu__reg_notify(f->reg, PCPU__REG_SERIES_REMOVING, f, se);
-	if (s) {
-		pcpu__htab_remove(&f->series, s);
-		if (se->lprev)
-			se->lprev->lnext = se->lnext;
-		else
-			f->lfirst = se->lnext;
-		if (se->lnext)
-			se->lnext->lprev = se->lprev;
-		else
-			f->llast = se->lprev;
-		f->nseries--;
-		pcpu__reg_bump(f->reg);
-	}
+	series_unlink_quiet(f, se);
 	pcpu__callback_forget_locked(f->reg, se);
 	free(se->values);
 	free(se);
@@ -199,20 +241,24 @@ void pcpu__series_unlink(struct pcpu_family *f, struct pcpu__series *se)
  * series make one. Registry locked. The handle, or NULL with errno. */
 static void *tree_series_new(struct pcpu_family *f, const char *const *v, uint64_t h)
 {
-	void *at, *handle;
+	void *at = NULL, *handle;
 
 	if (pcpu__zone_tree_lock(f->reg->zone) != 0)
 		return NULL;
-	at = f->reg->adopt ? f->reg->adopt(f->reg->hook_ctx, f, v) : NULL;
-	if (!at)
+	if (f->reg->adopt && f->reg->adopt(f->reg->hook_ctx, f, v, &at) != 0)
+		handle = NULL; /* the tree's directory cannot take it: errno, message */
+	else if (!at)
 		handle = storage_alloc(f);
 	else if (f->type == PCPU_METRIC_HISTOGRAM)
 		handle = pcpu__histogram_create_at(f->reg->zone, &f->layout, at);
 	else
 		handle = at; /* a counter's or a gauge's handle is its value */
 	if (handle && !pcpu__series_new(f, v, h, handle, NULL)) {
+		int err = errno;
+
 		pcpu__storage_free(f, handle); /* the zone keeps a tree's storage */
 		handle = NULL;
+		errno = err;
 	}
 	pcpu__zone_tree_unlock(f->reg->zone);
 	return handle;
@@ -260,8 +306,11 @@ void *pcpu__series_get(pcpu_family_t *f, const char *const *v, enum pcpu_metric_
 	else if (pcpu__zone_is_tree(f->reg->zone))
 		handle = tree_series_new(f, v, h);
 	else if ((handle = storage_alloc(f)) && !pcpu__series_new(f, v, h, handle, NULL)) {
+		int err = errno;
+
 		pcpu__storage_free(f, handle);
 		handle = NULL;
+		errno = err;
 	}
 	pthread_mutex_unlock(&f->reg->lock);
 	return handle;

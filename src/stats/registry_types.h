@@ -149,12 +149,12 @@ static inline void pcpu__reg_bump(struct pcpu_registry *reg)
 	__atomic_add_fetch(&reg->generation, 1, __ATOMIC_RELEASE);
 }
 
-/* Tells the directory mirror, if any (see enum pcpu__registry_event). */
-static inline void pcpu__reg_notify(struct pcpu_registry *reg, enum pcpu__registry_event ev,
-				    struct pcpu_family *f, struct pcpu__series *se)
+/* Tells the directory mirror, if any (see enum pcpu__registry_event):
+ * 0, or -1 with errno and a message when it refuses an addition. */
+static inline int pcpu__reg_notify(struct pcpu_registry *reg, enum pcpu__registry_event ev,
+				   struct pcpu_family *f, struct pcpu__series *se)
 {
-	if (reg->hook)
-		reg->hook(reg->hook_ctx, ev, f, se);
+	return reg->hook ? reg->hook(reg->hook_ctx, ev, f, se) : 0;
 }
 
 /* What a family has beyond its description: PCPU_SNAPSHOT_INFO, and its

@@ -58,6 +58,7 @@
 #include <pcpu/zone.h>
 
 #include "check.h"
+#include "small_fs.h"
 
 #define MAXC 20000
 
@@ -92,24 +93,6 @@ static void *adder(void *arg)
 	for (i = 0; i < ncs; i++)
 		pcpu_counter_add(cs[i], 1);
 	return NULL;
-}
-
-/* Fills the file system holding `dir` to the last byte. */
-static void fill(const char *dir)
-{
-	static char block[65536];
-	char path[600];
-	size_t sz;
-	int fd;
-
-	snprintf(path, sizeof path, "%s/filler", dir);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	CHECK(fd >= 0);
-	memset(block, 0x5a, sizeof block);
-	for (sz = sizeof block; sz >= 512; sz /= 2)
-		while (write(fd, block, sz) == (ssize_t)sz)
-			;
-	close(fd);
 }
 
 /* Whether word k of 2 * nslots (slots, then mirrors) can be written: a CPU
@@ -321,60 +304,6 @@ static int application(const char *dir, int inject)
 	(void)reset;
 	pcpu_segment_unpublish(seg);
 	pcpu_registry_destroy(reg);
-	return 0;
-}
-
-/* ---- the small file system ------------------------------------------------------ */
-
-static int write_file(const char *path, const char *text)
-{
-	int fd = open(path, O_WRONLY), ok;
-
-	if (fd < 0)
-		return -1;
-	ok = write(fd, text, strlen(text)) == (ssize_t)strlen(text);
-	close(fd);
-	return ok ? 0 : -1;
-}
-
-/* In the child: a private tmpfs of `size` bytes on `dir`. */
-static int small_tmpfs(const char *how, const char *dir, size_t size, char *why, size_t cap)
-{
-	char opts[128];
-
-	if (strcmp(how, "userns") == 0) {
-		char map[64];
-		uid_t uid = geteuid();
-		gid_t gid = getegid();
-
-		if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
-			snprintf(why, cap, "unshare(CLONE_NEWUSER): %s", strerror(errno));
-			return -1;
-		}
-		snprintf(map, sizeof map, "0 %u 1", (unsigned)uid);
-		if (write_file("/proc/self/setgroups", "deny") != 0 ||
-		    write_file("/proc/self/uid_map", map) != 0) {
-			snprintf(why, cap, "uid_map: %s", strerror(errno));
-			return -1;
-		}
-		snprintf(map, sizeof map, "0 %u 1", (unsigned)gid);
-		if (write_file("/proc/self/gid_map", map) != 0) {
-			snprintf(why, cap, "gid_map: %s", strerror(errno));
-			return -1;
-		}
-	} else if (unshare(CLONE_NEWNS) != 0) {
-		snprintf(why, cap, "unshare(CLONE_NEWNS): %s", strerror(errno));
-		return -1;
-	}
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
-		snprintf(why, cap, "making / private: %s", strerror(errno));
-		return -1;
-	}
-	snprintf(opts, sizeof opts, "size=%zu,mode=0700", size);
-	if (mount("pcpu-nospace", dir, "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0) {
-		snprintf(why, cap, "mount tmpfs: %s", strerror(errno));
-		return -1;
-	}
 	return 0;
 }
 

@@ -1,0 +1,836 @@
+/*
+ * A shared registry (PCPU_SEGMENT_SHARED_TREE) against what a pre-fork tree
+ * meets in real use (issue 37): each mode below is one defect an outside
+ * tester found, played deterministically.
+ *
+ *   fulldisk    a worker forked early whose registration is refused on a
+ *               full file system must not give back the pages holding the
+ *               master's live counters: every value stays exact, and every
+ *               add still lands (a page given back faults: SIGBUS)
+ *   fulldir     a directory with no room for one more entry: a registration
+ *               that the tree's directory cannot record is refused in every
+ *               process (ENOSPC and a message), never made twice with two
+ *               storages for one name and labels
+ *   killwindow  a writer killed after writing an entry (its sequence odd)
+ *               and before publishing the count of entries: the next entry
+ *               written there is whole, and two processes registering the
+ *               same labels after it share one series
+ *   stopped     a worker stopped (SIGSTOP) holding the tree's lock, or in
+ *               mid-update of a consistent group: the master's collection,
+ *               resets, gauge sets, snapshots and group reads return, and
+ *               the other workers' updates go on
+ *   corrupt     a buggy worker scribbles on the shared header and entries:
+ *               the master's collections, snapshots and registrations may
+ *               fail, never crash
+ *   liveness    the master killed, a worker alive: readers say the segment
+ *               is live and pcpustat --prune keeps it; the last member
+ *               gone, it is pruned
+ *
+ * fulldisk needs a small tmpfs: a private mount namespace (as root), else a
+ * user namespace; with neither the test fails and says why. Run with
+ * PCPU_INDEX=cpu (ctest does).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <pcpu/reader.h>
+#include <pcpu/segment.h>
+#include <pcpu/stats.h>
+
+#include "check.h"
+#include "small_fs.h"
+#include "segment/writer.h"
+
+static char dir[256];
+static pcpu_registry_t *reg;
+static pcpu_segment_t *seg;
+static pcpu_family_t *fam;           /* a counter family, one label "id" */
+static pcpu_group_family_t *gfam;    /* packets, bytes: (1, v) per update */
+
+static struct pcpu_segment *seg_of(void)
+{
+	return (struct pcpu_segment *)seg;
+}
+
+/* A tree in `dir` (made if empty), with fam and gfam; max_entries 0: the
+ * default. */
+static void publish(size_t max_entries)
+{
+	struct pcpu_segment_options o;
+	struct pcpu_family_desc d, m[2];
+	static const char *const ln[1] = {"id"};
+
+	if (!dir[0]) {
+		strcpy(dir, "/tmp/pcpu-tree-hard.XXXXXX");
+		CHECK(mkdtemp(dir) != NULL);
+	}
+	reg = pcpu_registry_create();
+	CHECK(reg);
+	memset(&d, 0, sizeof d);
+	d.name = "requests";
+	d.type = PCPU_METRIC_COUNTER;
+	d.nlabels = 1;
+	d.label_names = ln;
+	fam = pcpu_registry_family(reg, &d);
+	CHECK(fam);
+	memset(m, 0, sizeof m);
+	m[0].name = "flow_packets";
+	m[1].name = "flow_bytes";
+	for (int k = 0; k < 2; k++) {
+		m[k].type = PCPU_METRIC_COUNTER;
+		m[k].nlabels = 1;
+		m[k].label_names = ln;
+	}
+	gfam = pcpu_registry_group(reg, m, 2);
+	CHECK(gfam);
+	memset(&o, 0, sizeof o);
+	o.dir = dir;
+	o.flags = PCPU_SEGMENT_SHARED_TREE;
+	o.max_entries = max_entries;
+	seg = pcpu_segment_publish(reg, "tree", &o);
+	if (!seg)
+		fprintf(stderr, "publish: %s\n", pcpu_segment_error());
+	CHECK(seg);
+}
+
+static pcpu_counter_t counter(const char *id)
+{
+	const char *v[1] = {id};
+
+	return pcpu_family_counter(fam, v);
+}
+
+static void on_cpu0(void)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	CHECK(sched_setaffinity(0, sizeof set, &set) == 0);
+}
+
+static void wait_ok(pid_t pid)
+{
+	int st;
+
+	CHECK(waitpid(pid, &st, 0) == pid);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fprintf(stderr, "child %d: %s %d\n", (int)pid, WIFSIGNALED(st) ? "killed by signal" : "exit",
+			WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+static struct pcpu_reader_snapshot *read_segment(void)
+{
+	struct pcpu_reader_options ro;
+	struct pcpu_reader_snapshot *s = NULL;
+	pcpu_reader_t *r;
+
+	memset(&ro, 0, sizeof ro);
+	ro.dir = dir;
+	r = pcpu_reader_open("tree", &ro);
+	if (!r)
+		fprintf(stderr, "reader: %s\n", pcpu_reader_error());
+	CHECK(r);
+	if (pcpu_reader_snapshot(r, 0, &s) != 0)
+		fprintf(stderr, "snapshot: %s\n", pcpu_reader_error());
+	CHECK(s);
+	pcpu_reader_close(r);
+	return s;
+}
+
+/* How many series of `family` the segment shows with label value `id`,
+ * and the value of the last one. */
+static int in_segment(const struct pcpu_reader_snapshot *s, const char *family, const char *id,
+		      uint64_t *value)
+{
+	int n = 0;
+
+	for (size_t f = 0; f < s->snapshot.nfamilies; f++) {
+		const struct pcpu_snapshot_family *fm = &s->snapshot.families[f];
+
+		if (strcmp(fm->name, family) != 0)
+			continue;
+		for (size_t i = 0; i < fm->nseries; i++)
+			if (fm->nlabels >= 1 && !strcmp(fm->series[i].label_values[0], id)) {
+				*value = fm->series[i].value.counter;
+				n++;
+			}
+	}
+	return n;
+}
+
+/* ---- fulldisk -------------------------------------------------------------- */
+
+#define NMASTER 4096
+
+/* In a process of its own, on a small tmpfs. */
+static int fulldisk_run(void)
+{
+	static pcpu_counter_t cs[NMASTER];
+	int go[2], st;
+	unsigned n = 0;
+	pid_t late;
+
+	publish(0);
+	/* A worker forked now: it knows the file as it is now. */
+	CHECK(pipe(go) == 0);
+	late = fork();
+	CHECK(late >= 0);
+	if (late == 0) {
+		char c, id[32];
+		unsigned k;
+
+		close(go[1]);
+		CHECK(read(go[0], &c, 1) == 1);
+		/* The file system is full: registrations fail once the pages
+		 * reserved by others are used up. */
+		for (k = 0; k < 100000; k++) {
+			snprintf(id, sizeof id, "late%u", k);
+			errno = 0;
+			if (!counter(id))
+				break;
+		}
+		if (k == 100000 || errno != ENOSPC) {
+			fprintf(stderr, "late worker: %u registrations, errno %d\n", k, errno);
+			_exit(1);
+		}
+		if (!pcpu_stats_error()[0]) {
+			fprintf(stderr, "late worker: ENOSPC without a message\n");
+			_exit(1);
+		}
+		printf("fulldisk: the late worker's registration %u refused: %s\n", k, pcpu_stats_error());
+		fflush(stdout);
+		_exit(0);
+	}
+	close(go[0]);
+	/* The master's counters, up to a page boundary of the values: the
+	 * next object needs a page no process reserved yet. Added on CPU 0:
+	 * slot 0's region, the first a refused reservation gives back. */
+	on_cpu0();
+	for (;;) {
+		char id[32];
+
+		snprintf(id, sizeof id, "m%u", n);
+		CHECK(n < NMASTER);
+		cs[n] = counter(id);
+		CHECK(cs[n]);
+		pcpu_counter_add(cs[n], (int64_t)n + 1);
+		n++;
+		if (n >= 1000 && ((seg_of()->tree->zone.frontier << 3) & 4095) == 0)
+			break;
+	}
+	fill(dir);
+	CHECK(write(go[1], "g", 1) == 1);
+	CHECK(waitpid(late, &st, 0) == late);
+	if (WIFSIGNALED(st))
+		fprintf(stderr, "late worker killed by signal %d\n", WTERMSIG(st));
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	{
+		unsigned wrong = 0, first = n;
+
+		for (unsigned i = 0; i < n; i++)
+			if (pcpu_counter_fetch(cs[i]) != (uint64_t)i + 1) {
+				wrong++;
+				if (first == n)
+					first = i;
+			}
+		if (wrong)
+			fprintf(stderr, "fulldisk: %u of the master's %u counters wrong, the first m%u\n",
+				wrong, n, first);
+		CHECK(wrong == 0);
+	}
+	/* Every add still lands: a page given back would fault here. */
+	for (unsigned i = 0; i < n; i++) {
+		pcpu_counter_add(cs[i], 1);
+		pcpu_counter_add_atomic(cs[i], 1);
+	}
+	for (unsigned i = 0; i < n; i++)
+		CHECK_EQ_U64(pcpu_counter_fetch(cs[i]), (uint64_t)i + 3);
+	{
+		struct pcpu_reader_snapshot *s = read_segment();
+		uint64_t v;
+		char id[32];
+
+		CHECK(s->nospace);
+		for (unsigned i = 0; i < n; i++) {
+			snprintf(id, sizeof id, "m%u", i);
+			CHECK(in_segment(s, "requests", id, &v) == 1);
+			CHECK_EQ_U64(v, (uint64_t)i + 3);
+		}
+		pcpu_reader_snapshot_free(s);
+	}
+	CHECK(pcpu_segment_nospace(seg) >= 1);
+	printf("fulldisk: %u counters of the master exact after the refusal, and updated again\n", n);
+	return 0;
+}
+
+static void fulldisk(void)
+{
+	static const char *const hows[] = {"mount", "userns"};
+	char why[256] = "";
+	int st;
+
+	strcpy(dir, "/tmp/pcpu-tree-full.XXXXXX");
+	CHECK(mkdtemp(dir) != NULL);
+	for (int h = 0; h < 2; h++) {
+		int pfd[2];
+		pid_t c;
+		ssize_t got;
+
+		CHECK(pipe(pfd) == 0);
+		c = fork();
+		CHECK(c >= 0);
+		if (c == 0) {
+			close(pfd[0]);
+			if (small_tmpfs(hows[h], dir, (size_t)8 << 20, why, sizeof why) != 0) {
+				if (write(pfd[1], why, strlen(why)) < 0)
+					_exit(3);
+				_exit(2);
+			}
+			close(pfd[1]);
+			st = fulldisk_run();
+			fflush(stdout);
+			_exit(st);
+		}
+		close(pfd[1]);
+		got = read(pfd[0], why, sizeof why - 1);
+		why[got > 0 ? got : 0] = '\0';
+		close(pfd[0]);
+		CHECK(waitpid(c, &st, 0) == c);
+		if (WIFEXITED(st) && WEXITSTATUS(st) == 2) {
+			printf("fulldisk: no small tmpfs by %s: %s\n", hows[h], why);
+			continue;
+		}
+		if (WIFSIGNALED(st))
+			fprintf(stderr, "fulldisk: the master was killed by signal %d\n", WTERMSIG(st));
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		return;
+	}
+	fprintf(stderr, "fulldisk: no way to mount a small tmpfs here (see above)\n");
+	exit(1);
+}
+
+/* ---- fulldir --------------------------------------------------------------- */
+
+/* Registers "x<k>" for k < 6 in a child; reports per label 1 (a handle)
+ * or 0 (refused with ENOSPC and a message), and adds 1 to each it got. */
+static void fulldir_child(int out)
+{
+	char id[16], got[6];
+
+	for (int k = 0; k < 6; k++) {
+		pcpu_counter_t c;
+
+		snprintf(id, sizeof id, "x%d", k);
+		errno = 0;
+		c = counter(id);
+		if (c) {
+			pcpu_counter_inc(c);
+			got[k] = 1;
+		} else {
+			if (errno != ENOSPC || !pcpu_stats_error()[0]) {
+				fprintf(stderr, "x%d: errno %d, message \"%s\"\n", k, errno, pcpu_stats_error());
+				_exit(1);
+			}
+			got[k] = 0;
+		}
+	}
+	{
+		/* A family the full directory cannot take either. */
+		struct pcpu_family_desc d;
+
+		memset(&d, 0, sizeof d);
+		d.name = "late_family";
+		d.type = PCPU_METRIC_GAUGE;
+		errno = 0;
+		if (pcpu_registry_family(reg, &d) != NULL || errno != ENOSPC) {
+			fprintf(stderr, "a family on a full directory: not refused (errno %d)\n", errno);
+			_exit(1);
+		}
+	}
+	CHECK(write(out, got, sizeof got) == sizeof got);
+	_exit(0);
+}
+
+static void fulldir(void)
+{
+	char got[2][6];
+	int p[2];
+	unsigned made = 0;
+
+	/* Room for the families, the master's series and 3 more. */
+	publish(32);
+	while (seg_of()->hdr->entries_used < 29) {
+		char id[16];
+
+		snprintf(id, sizeof id, "s%u", made++);
+		CHECK(counter(id));
+	}
+	CHECK(pipe(p) == 0);
+	for (int w = 0; w < 2; w++) {
+		pid_t c = fork();
+
+		CHECK(c >= 0);
+		if (c == 0)
+			fulldir_child(p[1]);
+		wait_ok(c);
+		CHECK(read(p[0], got[w], 6) == 6);
+	}
+	{
+		struct pcpu_reader_snapshot *s = read_segment();
+		int refused = 0;
+
+		for (int k = 0; k < 6; k++) {
+			char id[16];
+			uint64_t v = 0;
+			int n;
+
+			snprintf(id, sizeof id, "x%d", k);
+			n = in_segment(s, "requests", id, &v);
+			/* Made by both, one series counting both adds; or
+			 * refused by both. */
+			if (got[0][k] != got[1][k] || n != got[0][k] || (n && v != 2)) {
+				fprintf(stderr, "x%d: worker A %s, worker B %s, %d series in the segment "
+						"(value %" PRIu64 ")\n",
+					k, got[0][k] ? "made it" : "refused", got[1][k] ? "made it" : "refused",
+					n, v);
+				CHECK(0);
+			}
+			refused += !got[0][k];
+		}
+		CHECK(refused >= 1);
+		pcpu_reader_snapshot_free(s);
+		printf("fulldir: %d of 6 registrations refused in both workers (ENOSPC), the others one "
+		       "series each\n", refused);
+	}
+}
+
+/* ---- killwindow ------------------------------------------------------------ */
+
+static void killwindow(void)
+{
+	struct pcpu_segment *s;
+	int fds[2], st;
+	pid_t pid;
+	char c;
+
+	publish(0);
+	s = seg_of();
+	CHECK(counter("before"));
+	CHECK(pipe(fds) == 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		/* A writer that wrote an entry (its sequence odd: in mid-write)
+		 * past the published count, and is killed before publishing. */
+		CHECK(pcpu__tree_enter(s) == 0);
+		pcpu__directory_begin(s);
+		__atomic_store_n(&s->entries[s->entries_used].seq, 1, __ATOMIC_RELEASE);
+		CHECK(write(fds[1], "x", 1) == 1);
+		pause();
+		_exit(1);
+	}
+	CHECK(read(fds[0], &c, 1) == 1);
+	CHECK(kill(pid, SIGKILL) == 0);
+	CHECK(waitpid(pid, &st, 0) == pid);
+	alarm(60); /* a lock left held fails the test instead of hanging it */
+	for (int w = 0; w < 2; w++) {
+		pid = fork();
+		CHECK(pid >= 0);
+		if (pid == 0) {
+			pcpu_counter_t x = counter("after-death");
+
+			CHECK(x);
+			pcpu_counter_inc(x);
+			_exit(0);
+		}
+		wait_ok(pid);
+	}
+	alarm(0);
+	{
+		struct pcpu_reader_snapshot *r = read_segment();
+		uint64_t v = 0;
+		int n = in_segment(r, "requests", "after-death", &v);
+
+		if (n != 1 || v != 2)
+			fprintf(stderr, "killwindow: %d series \"after-death\" in the segment, value %" PRIu64
+					" (two workers added 1 each)\n", n, v);
+		CHECK(n == 1 && v == 2);
+		CHECK((s->hdr->generation & 1) == 0);
+		pcpu_reader_snapshot_free(r);
+	}
+	printf("killwindow: an entry left odd past the published count is repaired; two workers "
+	       "share the series made after it\n");
+}
+
+/* ---- stopped --------------------------------------------------------------- */
+
+extern void (*pcpu__test_group_tree_pause)(void *lane);
+
+static void stop_self(void *lane)
+{
+	(void)lane;
+	raise(SIGSTOP);
+}
+
+static void wait_stopped(pid_t pid)
+{
+	int st;
+
+	CHECK(waitpid(pid, &st, WUNTRACED) == pid && WIFSTOPPED(st));
+}
+
+/* What the master and the other workers do while a worker is stopped;
+ * every call must return (alarm() bounds the wait). */
+static void reads_and_updates(pcpu_counter_t c, pcpu_gauge_t g, pcpu_group_t *gr, int64_t gpackets,
+			      int64_t gbytes)
+{
+	struct pcpu_snapshot *snap;
+	int64_t out[2];
+	pid_t pid;
+
+	CHECK(pcpu_registry_collect(reg) == 0);
+	CHECK((snap = pcpu_registry_snapshot(reg)) != NULL);
+	pcpu_snapshot_free(snap);
+	pcpu_counter_add(c, 5);
+	CHECK(pcpu_counter_fetch_and_zero(c) >= 5);
+	CHECK(pcpu_gauge_set(g, 42) == 0);
+	CHECK(pcpu_group_read(gr, 0, out) == 0);
+	if (out[0] != gpackets || out[1] != gbytes)
+		fprintf(stderr, "group read (%" PRId64 ", %" PRId64 "), want (%" PRId64 ", %" PRId64 ")\n",
+			out[0], out[1], gpackets, gbytes);
+	CHECK(out[0] == gpackets && out[1] == gbytes);
+	/* Another worker: updates, resets, a group update on the stopped
+	 * one's CPU, a series it already has. */
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		on_cpu0();
+		for (int k = 0; k < 1000; k++) {
+			pcpu_counter_inc(c);
+			pcpu_group_add2(gr, 0, 1, 10);
+		}
+		CHECK(pcpu_counter_fetch_and_zero(c) >= 1000);
+		CHECK(pcpu_gauge_set(g, 7) == 0);
+		_exit(0);
+	}
+	wait_ok(pid);
+}
+
+static void stopped(void)
+{
+	pcpu_counter_t c;
+	pcpu_gauge_t g;
+	pcpu_group_t *gr;
+	int64_t out[2];
+	pid_t pid;
+	struct pcpu_family_desc d;
+
+	publish(0);
+	c = counter("c");
+	memset(&d, 0, sizeof d);
+	d.name = "level";
+	d.type = PCPU_METRIC_GAUGE;
+	g = pcpu_family_gauge(pcpu_registry_family(reg, &d), NULL);
+	gr = pcpu_group_family_series(gfam, (const char *[]){"flow"});
+	CHECK(c && g && gr);
+	pcpu_group_add2(gr, 0, 1, 100);
+	alarm(120); /* a wait on the stopped worker fails the test (SIGALRM) */
+
+	/* 1. Stopped holding the tree's lock, in a registration. */
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		CHECK(pcpu__tree_enter(seg_of()) == 0);
+		raise(SIGSTOP);
+		pcpu__tree_leave(seg_of());
+		_exit(0);
+	}
+	wait_stopped(pid);
+	reads_and_updates(c, g, gr, 1, 100);
+	CHECK(kill(pid, SIGCONT) == 0);
+	wait_ok(pid);
+	printf("stopped: a worker stopped holding the tree's lock: the master's collection, "
+	       "snapshot, resets, gauge sets and group reads returned; another worker updated\n");
+
+	/* 2. Stopped in mid-update of the group, on CPU 0: its lane odd, the
+	 * first member written. */
+	CHECK(pcpu_group_read(gr, 0, out) == 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		on_cpu0();
+		pcpu__test_group_tree_pause = stop_self;
+		pcpu_group_add2(gr, 0, 1, 1000000);
+		_exit(0);
+	}
+	wait_stopped(pid);
+	/* The stopped update is wholly absent from every read meanwhile. */
+	reads_and_updates(c, g, gr, out[0], out[1]);
+	CHECK(pcpu_group_read(gr, 0, out) == 0);
+	CHECK(kill(pid, SIGCONT) == 0);
+	wait_ok(pid);
+	{
+		int64_t now[2];
+
+		CHECK(pcpu_group_read(gr, 0, now) == 0);
+		CHECK(now[0] == out[0] + 1 && now[1] == out[1] + 1000000);
+	}
+	/* 3. Killed there instead: its update never appears, and the lane
+	 * serves again. */
+	CHECK(pcpu_group_read(gr, 0, out) == 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		on_cpu0();
+		pcpu__test_group_tree_pause = stop_self;
+		pcpu_group_add2(gr, 0, 1, 1000000);
+		_exit(0);
+	}
+	wait_stopped(pid);
+	CHECK(kill(pid, SIGKILL) == 0);
+	CHECK(waitpid(pid, NULL, 0) == pid);
+	reads_and_updates(c, g, gr, out[0], out[1]);
+	{
+		int64_t now[2];
+
+		CHECK(pcpu_group_read(gr, 0, now) == 0);
+		CHECK(now[0] == out[0] + 1000 && now[1] == out[1] + 10000);
+	}
+	alarm(0);
+	printf("stopped: a group writer stopped in mid-update: reads show the group without its "
+	       "update and never wait; killed there, its update never appears\n");
+}
+
+/* ---- corrupt --------------------------------------------------------------- */
+
+/* The master's calls on a tree whose shared memory a worker corrupted:
+ * any may fail, none may crash or hang. */
+static void master_calls(int round)
+{
+	struct pcpu_snapshot *snap;
+	struct pcpu_reader_snapshot *rs = NULL;
+	struct pcpu_reader_options ro;
+	pcpu_reader_t *r;
+	int64_t out[2];
+	char id[32];
+
+	(void)pcpu_registry_collect(reg);
+	snap = pcpu_registry_snapshot(reg);
+	pcpu_snapshot_free(snap);
+	snprintf(id, sizeof id, "new%d", round);
+	(void)counter(id);
+	(void)counter("s1");
+	{
+		pcpu_group_t *gr = pcpu_group_family_series(gfam, (const char *[]){id});
+
+		if (gr)
+			(void)pcpu_group_read(gr, 0, out);
+	}
+	memset(&ro, 0, sizeof ro);
+	ro.dir = dir;
+	r = pcpu_reader_open("tree", &ro);
+	if (r) {
+		if (pcpu_reader_snapshot(r, 0, &rs) == 0)
+			pcpu_reader_snapshot_free(rs);
+		pcpu_reader_close(r);
+	}
+}
+
+static void corrupt(void)
+{
+	static const uint64_t bad_used[] = {0, 1, 33, 1u << 20, (1u << 20) + 1, 1ull << 40, UINT64_MAX};
+	uint64_t rng = 0x2545f4914f6cdd1dull;
+	int st;
+
+	publish(0);
+	for (int k = 0; k < 40; k++) {
+		char id[16];
+
+		snprintf(id, sizeof id, "s%d", k);
+		CHECK(counter(id));
+		CHECK(pcpu_group_family_series(gfam, (const char *[]){id}));
+	}
+	alarm(300);
+	/* 1. entries_used (offset 116 in the issue's report) raised, then
+	 * put back; the master goes on. */
+	for (size_t b = 0; b < sizeof bad_used / sizeof bad_used[0]; b++) {
+		uint64_t good = __atomic_load_n(&seg_of()->hdr->entries_used, __ATOMIC_ACQUIRE);
+
+		__atomic_store_n(&seg_of()->hdr->entries_used, bad_used[b], __ATOMIC_RELEASE);
+		master_calls((int)b);
+		__atomic_store_n(&seg_of()->hdr->entries_used,
+				 bad_used[b] > good && bad_used[b] < 64 ? bad_used[b] : good,
+				 __ATOMIC_RELEASE);
+	}
+	printf("corrupt: entries_used set to 0 .. 2^64-1 under the master: no crash\n");
+	/* 2. Random flips of the header's and the entries' bytes, each in a
+	 * tree of its own, in a process of its own (as the master). */
+	for (int trial = 0; trial < 300; trial++) {
+		uint64_t r = check_xorshift(&rng);
+		pid_t pid = fork();
+
+		CHECK(pid >= 0);
+		if (pid == 0) {
+			struct pcpu_segment *s;
+			size_t span, off;
+			unsigned char *p;
+
+			pcpu_segment_unpublish(seg);
+			dir[0] = '\0';
+			publish(0);
+			s = seg_of();
+			for (int k = 0; k < 20; k++) {
+				char id[16];
+
+				snprintf(id, sizeof id, "s%d", k);
+				CHECK(counter(id));
+				CHECK(pcpu_group_family_series(gfam, (const char *[]){id}));
+			}
+			/* Header (its first 2048 bytes: the tree's locks after
+			 * them are not the reader's business) or entries. */
+			span = (r & 1) ? 2048 : (size_t)s->hdr->entries_used * PCPU__SEG_ENTRY_SIZE;
+			off = (size_t)((r >> 8) % span);
+			p = (unsigned char *)((r & 1) ? (char *)s->hdr : (char *)s->entries) + off;
+			for (int f = 0; f < 1 + (int)((r >> 40) % 4); f++)
+				p[f % 8] ^= (unsigned char)(1u << ((r >> (48 + f)) & 7));
+			for (int k = 0; k < 4; k++)
+				master_calls(k);
+			pcpu_registry_destroy(reg);
+			rmdir(dir);
+			_exit(0);
+		}
+		CHECK(waitpid(pid, &st, 0) == pid);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+			fprintf(stderr, "corrupt: trial %d (flip seed %" PRIx64 ") %s %d\n", trial, r,
+				WIFSIGNALED(st) ? "killed by signal" : "exited", WIFSIGNALED(st) ? WTERMSIG(st)
+											  : WEXITSTATUS(st));
+			CHECK(0);
+		}
+	}
+	alarm(0);
+	printf("corrupt: 300 trees with random flips in the header or the entries: no crash\n");
+}
+
+/* ---- liveness -------------------------------------------------------------- */
+
+static enum pcpu_segment_state segment_state(void)
+{
+	struct pcpu_reader_options ro;
+	pcpu_reader_t *r;
+	enum pcpu_segment_state st;
+
+	memset(&ro, 0, sizeof ro);
+	ro.dir = dir;
+	r = pcpu_reader_open("tree", &ro);
+	if (!r)
+		fprintf(stderr, "reader: %s\n", pcpu_reader_error());
+	CHECK(r);
+	st = pcpu_reader_state(r);
+	pcpu_reader_close(r);
+	return st;
+}
+
+static size_t prune(void)
+{
+	struct pcpu_reader_options ro;
+	size_t removed = 0;
+
+	memset(&ro, 0, sizeof ro);
+	ro.dir = dir;
+	CHECK(pcpu_segment_prune(&ro, &removed) == 0);
+	return removed;
+}
+
+static void liveness(void)
+{
+	int up[2];
+	pid_t master, worker = 0;
+
+	strcpy(dir, "/tmp/pcpu-tree-live.XXXXXX");
+	CHECK(mkdtemp(dir) != NULL);
+	/* The worker outlives its master: reparented here, reaped here. */
+	CHECK(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
+	CHECK(pipe(up) == 0);
+	master = fork();
+	CHECK(master >= 0);
+	if (master == 0) {
+		pid_t w;
+
+		publish(0);
+		w = fork();
+		CHECK(w >= 0);
+		if (w == 0) {
+			pcpu_counter_t c = counter("w");
+
+			CHECK(c);
+			/* Bounded: a failed test leaves no process behind. */
+			for (int k = 0; k < 120000; k++) {
+				pcpu_counter_inc(c);
+				usleep(1000);
+			}
+			_exit(0);
+		}
+		CHECK(write(up[1], &w, sizeof w) == sizeof w);
+		pause();
+		_exit(0);
+	}
+	CHECK(read(up[0], &worker, sizeof worker) == sizeof worker);
+	CHECK(segment_state() == PCPU_SEGMENT_LIVE);
+	CHECK(kill(master, SIGKILL) == 0);
+	CHECK(waitpid(master, NULL, 0) == master);
+	/* The master is gone; its worker still counts. */
+	if (segment_state() != PCPU_SEGMENT_LIVE)
+		fprintf(stderr, "liveness: master killed, a worker alive: the reader says %d\n",
+			(int)segment_state());
+	CHECK(segment_state() == PCPU_SEGMENT_LIVE);
+	CHECK(prune() == 0);
+	CHECK(segment_state() == PCPU_SEGMENT_LIVE);
+	/* The last member gone: gone. */
+	CHECK(kill(worker, SIGKILL) == 0);
+	CHECK(waitpid(worker, NULL, 0) == worker);
+	CHECK(segment_state() == PCPU_SEGMENT_GONE);
+	CHECK(prune() == 1);
+	printf("liveness: live while a worker lives after its master's death; pruned once all are gone\n");
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+
+	if (!strcmp(mode, "fulldisk"))
+		fulldisk();
+	else if (!strcmp(mode, "fulldir"))
+		fulldir();
+	else if (!strcmp(mode, "killwindow"))
+		killwindow();
+	else if (!strcmp(mode, "stopped"))
+		stopped();
+	else if (!strcmp(mode, "corrupt"))
+		corrupt();
+	else if (!strcmp(mode, "liveness"))
+		liveness();
+	else {
+		fprintf(stderr, "usage: test_tree_hardening fulldisk | fulldir | killwindow | stopped | "
+				"corrupt | liveness\n");
+		return 2;
+	}
+	if (dir[0]) {
+		char cmd[300];
+
+		snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+		(void)system(cmd);
+	}
+	return 0;
+}
