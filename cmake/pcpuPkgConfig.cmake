@@ -1,7 +1,8 @@
 # Install-time part of pcpu's pkg-config files (included by an install(CODE)
 # rule of the top-level CMakeLists.txt, which sets PCPU_PC_FILES (names of
 # PCPU_PC_SOURCE_DIR/<name>.pc.in templates), PCPU_PC_BINARY_DIR,
-# PCPU_PC_LIBDIR, PCPU_PC_INCLUDEDIR and PCPU_PC_VERSION).
+# PCPU_PC_LIBDIR, PCPU_PC_INCLUDEDIR, PCPU_PC_VERSION and
+# PCPU_PC_SYSTEM_LIBDIRS, the toolchain's implicit link directories).
 #
 # CMAKE_INSTALL_PREFIX here is the prefix of this installation (`cmake
 # --install --prefix` overrides the configured one), so pcpu.pc names it with
@@ -20,9 +21,22 @@ foreach(kind LIBDIR INCLUDEDIR)
   endif()
 endforeach()
 if(IS_ABSOLUTE "${PCPU_PC_LIBDIR}")
-  set(_pcpu_pc_dest "${PCPU_PC_LIBDIR}/pkgconfig")
+  set(_pcpu_pc_libdir "${PCPU_PC_LIBDIR}")
 else()
-  set(_pcpu_pc_dest "${CMAKE_INSTALL_PREFIX}/${PCPU_PC_LIBDIR}/pkgconfig")
+  set(_pcpu_pc_libdir "${CMAKE_INSTALL_PREFIX}/${PCPU_PC_LIBDIR}")
+endif()
+set(_pcpu_pc_dest "${_pcpu_pc_libdir}/pkgconfig")
+# Installed where the loader does not look (a prefix such as $HOME/.local,
+# /opt/pcpu, /usr/local), a program linked with `pkg-config --libs` must
+# still start: Libs carries -Wl,-rpath,${libdir}, the run path CMake gives
+# its own consumers in their build tree. Not in the toolchain's own
+# directories (/usr, /usr/lib/<multiarch>): nothing to add, and Debian
+# forbids run paths there. Decided here, from the prefix installed to.
+get_filename_component(_pcpu_pc_libdir "${_pcpu_pc_libdir}" ABSOLUTE)
+set(PCPU_PC_RPATH "")
+list(FIND PCPU_PC_SYSTEM_LIBDIRS "${_pcpu_pc_libdir}" _pcpu_pc_system)
+if(_pcpu_pc_system EQUAL -1)
+  set(PCPU_PC_RPATH " -Wl,-rpath,\${libdir}")
 endif()
 foreach(pc ${PCPU_PC_FILES})
   configure_file("${PCPU_PC_SOURCE_DIR}/${pc}.pc.in" "${PCPU_PC_BINARY_DIR}/${pc}.pc" @ONLY)

@@ -106,6 +106,7 @@ PCPU_API struct pcpu__globals pcpu__g; /* set once by globals_init() */
 PCPU_HIDDEN uint32_t pcpu_slot_count;  /* set once by pcpu_init() */
 PCPU_HIDDEN uint32_t pcpu_cpu_slot_count; /* the same; slots an rseq index or a fallback add uses */
 PCPU_HIDDEN uint32_t pcpu_owned_slot_count; /* the same; owned slots, after the CPU slots */
+PCPU_HIDDEN int pcpu_owned_env_invalid;     /* the same; PCPU_OWNED_SLOTS was refused */
 
 static int process_mode;         /* enum pcpu_process_mode */
 static int process_error;        /* why PCPU_PROCESS_NONE */
@@ -335,21 +336,26 @@ static uint32_t slots_from_environment(uint32_t possible)
 
 /* How many owned slots (pcpu/worker.h) follow the CPU slots: one per
  * possible CPU, at most PCPU_OWNED_DEFAULT_MAX, unless PCPU_OWNED_SLOTS=N
- * (0 .. PCPU_OWNED_MAX) says otherwise; never past PCPU__SLOT_MAX slots in
- * all. A bad value is ignored (the default), as PCPU_NSLOTS's is. */
+ * (decimal digits only, 0 .. PCPU_OWNED_MAX) says otherwise; never past
+ * PCPU__SLOT_MAX slots in all. Unset or empty: the default. Anything else
+ * (1025, -1, abc, 3x, " 3", +3) is refused, not replaced by the default:
+ * the process gets no owned slots, and pcpu_worker_claim() fails with
+ * EINVAL (pcpu_owned_env_invalid) -- a library may neither print nor exit,
+ * and a worker that asked for slots must not silently get another number
+ * of them. */
 static uint32_t owned_from_environment(uint32_t possible, uint32_t cpu_slots)
 {
 	const char *v = getenv("PCPU_OWNED_SLOTS");
 	unsigned long n = possible < PCPU_OWNED_DEFAULT_MAX ? possible : PCPU_OWNED_DEFAULT_MAX;
-	char *end;
 
 	if (v && *v) {
-		unsigned long e;
-
-		errno = 0;
-		e = strtoul(v, &end, 10);
-		if (!errno && !*end && e <= PCPU_OWNED_MAX)
-			n = e;
+		n = 0;
+		for (; *v; v++) {
+			if (*v < '0' || *v > '9' || (n = n * 10 + (unsigned long)(*v - '0')) > PCPU_OWNED_MAX) {
+				pcpu_owned_env_invalid = 1;
+				return 0;
+			}
+		}
 	}
 	if (cpu_slots >= PCPU__SLOT_MAX)
 		return 0;

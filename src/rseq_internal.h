@@ -32,6 +32,10 @@ PCPU_HIDDEN void pcpu_init(void);
 PCPU_HIDDEN extern uint32_t pcpu_slot_count;
 PCPU_HIDDEN extern uint32_t pcpu_cpu_slot_count;
 PCPU_HIDDEN extern uint32_t pcpu_owned_slot_count; /* src/worker.c's */
+/* 1 when PCPU_OWNED_SLOTS held something other than a number 0 ..
+ * PCPU_OWNED_MAX: pcpu_owned_slot_count is then 0 and claims fail with
+ * EINVAL. Set once by pcpu_init(). */
+PCPU_HIDDEN extern int pcpu_owned_env_invalid;
 
 /* The most slots a zone has (PCPU_NSLOTS and PCPU_OWNED_SLOTS together):
  * a chunk's address space stays sane, and the slot walk's list is 16-bit. */

@@ -116,6 +116,10 @@ int pcpu_worker_claim(pcpu_worker_t *w)
 			w->pcpu__off = pcpu__worker_off;
 		return 0;
 	}
+	if (pcpu_owned_env_invalid) {
+		errno = EINVAL; /* PCPU_OWNED_SLOTS refused: no owned slots (rseq.c) */
+		return -1;
+	}
 	if (pcpu_fork_register(&fork_once, PCPU_FORK_COUNTER, fork_prepare, fork_parent,
 			       fork_child) != 0)
 		return -1;

@@ -15,6 +15,12 @@
  *   test_owned segment  in a published segment: the file's pages of an owned
  *                       slot are allocated at its first claim, not before,
  *                       and an outside reader sees the owned adds
+ *   test_owned env      PCPU_OWNED_SLOTS: for each of a list of values, runs
+ *                       itself with it (the variable is read once per
+ *                       process): a decimal 0..1024 gives that many slots,
+ *                       unset or empty the default, and anything else
+ *                       (1025, -1, abc, 3x, " 3", +3...) no slots and
+ *                       claims that fail with EINVAL, never the default
  *   test_owned stress [ROUNDS]   claimers (more than the slots: some get
  *                       EBUSY and use the zero claim) and ordinary threads
  *                       add to the same counters and histogram with random
@@ -405,6 +411,88 @@ static void segment(void)
 	       "reader sees the owned adds\n", after - before, before);
 }
 
+/* ---- env: PCPU_OWNED_SLOTS ---------------------------------------------------- */
+
+/* In a process started with PCPU_OWNED_SLOTS set by env(): `want` is
+ * "refused", "default" or the number of owned slots expected. */
+static void env_child(const char *want)
+{
+	pcpu_counter_t c = pcpu_counter_alloc();
+	unsigned nslots = pcpu_nslots(), max = pcpu_worker_max();
+	pcpu_worker_t w;
+	int rc;
+
+	CHECK(c);
+	errno = 0;
+	rc = pcpu_worker_claim(&w);
+	if (!strcmp(want, "refused")) {
+		/* No owned slot, a claim says why, and updates through the
+		 * zero claim are the ordinary ones. */
+		CHECK(max == 0);
+		CHECK(rc == -1 && errno == EINVAL && w.pcpu__off == 0);
+		CHECK(pcpu_worker_self().pcpu__off == 0);
+		pcpu_counter_add_owned(w, c, 5);
+		CHECK(pcpu_counter_fetch(c) == 5);
+		return;
+	}
+	if (!strcmp(want, "default")) {
+		/* One per possible CPU (the CPU slots: PCPU_NSLOTS is unset),
+		 * at most 128. */
+		unsigned cpus = nslots - max;
+
+		CHECK(max == (cpus < 128 ? cpus : 128));
+	} else {
+		CHECK(max == (unsigned)atoi(want));
+	}
+	if (max == 0) {
+		CHECK(rc == -1 && errno == EBUSY);
+		return;
+	}
+	CHECK(rc == 0 && pcpu_worker_slot(w) == (int)(nslots - max));
+	pcpu_counter_add_owned(w, c, 5);
+	CHECK(pcpu_counter_fetch_slot(c, (unsigned)pcpu_worker_slot(w)) == 5);
+	CHECK(pcpu_worker_release() == 0);
+}
+
+static void env(void)
+{
+	static const struct {
+		const char *value; /* NULL: unset */
+		const char *want;
+	} cases[] = {
+		{ "1025", "refused" }, { "-1", "refused" }, { "abc", "refused" }, { "3x", "refused" },
+		{ " 3", "refused" }, { "3 ", "refused" }, { "+3", "refused" }, { "0x3", "refused" },
+		{ "1e3", "refused" }, { "99999999999999999999", "refused" }, { "-0", "refused" },
+		{ "3", "3" }, { "0", "0" }, { "1", "1" }, { "007", "7" }, { "1024", "1024" },
+		{ NULL, "default" }, { "", "default" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		pid_t pid = fork();
+		int st;
+
+		CHECK(pid >= 0);
+		if (pid == 0) {
+			unsetenv("PCPU_NSLOTS");
+			if (cases[i].value)
+				setenv("PCPU_OWNED_SLOTS", cases[i].value, 1);
+			else
+				unsetenv("PCPU_OWNED_SLOTS");
+			execl("/proc/self/exe", "test_owned", "env-child", cases[i].want, (char *)NULL);
+			_exit(127);
+		}
+		CHECK(waitpid(pid, &st, 0) == pid);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+			fprintf(stderr, "PCPU_OWNED_SLOTS=%s%s%s: expected %s, the child failed\n",
+				cases[i].value ? "\"" : "(unset)", cases[i].value ? cases[i].value : "",
+				cases[i].value ? "\"" : "", cases[i].want);
+			exit(1);
+		}
+	}
+	printf("PCPU_OWNED_SLOTS: %zu values, each as expected\n", i);
+}
+
 /* ---- stress ---------------------------------------------------------------- */
 
 #define ST_NC 16        /* counters */
@@ -708,7 +796,7 @@ int main(int argc, char **argv)
 		i = 3;
 	}
 	if (argc <= i) {
-		fprintf(stderr, "usage: %s [--expect-mode M] unit|exclusive|fork|segment|stress [ROUNDS]\n",
+		fprintf(stderr, "usage: %s [--expect-mode M] unit|exclusive|fork|segment|env|stress [ROUNDS]\n",
 			argv[0]);
 		return 2;
 	}
@@ -720,7 +808,12 @@ int main(int argc, char **argv)
 		forked();
 	else if (!strcmp(argv[i], "segment"))
 		segment();
-	else if (!strcmp(argv[i], "stress"))
+	else if (!strcmp(argv[i], "env"))
+		env();
+	else if (!strcmp(argv[i], "env-child") && argc > i + 1) {
+		env_child(argv[i + 1]);
+		return 0;
+	} else if (!strcmp(argv[i], "stress"))
 		stress(argc > i + 1 ? atoi(argv[i + 1]) : 2);
 	else
 		return 2;

@@ -51,8 +51,9 @@ static const char usage_text[] =
 	"  -e, --regex RE      keep series whose name{labels} matches the extended regular\n"
 	"                      expression RE (may be repeated; ORed with the PATTERNs)\n"
 	"  -j, --json          print JSON instead of text\n"
-	"  -p, --per-cpu       also print each slot's part of every value (slots are CPUs,\n"
-	"                      or rseq concurrency ids: the header line says which)\n"
+	"  -p, --per-cpu       also print each slot's part of every value: cpuN or cidN\n"
+	"                      for CPU slots (CPUs, or rseq concurrency ids: the header\n"
+	"                      line says which), ownedK for pinned workers' owned slots\n"
 	"  -w, --watch[=SECS]  redraw every SECS seconds (default 1) with per-second rates,\n"
 	"                      like vmstat; Ctrl-C quits\n"
 	"  -i, --interval SECS the same as --watch=SECS\n"
@@ -213,10 +214,41 @@ static const char *slot_word(const pcpu_reader_t *r)
 	return pcpu_reader_slot_index(r) == 1 ? "cpu" : "cid";
 }
 
+/* How many of the snapshot's slots are owned slots of pinned workers (the
+ * last ones; pcpu_reader_owned_slots()); the others are CPU slots. */
+static unsigned owned_slots(const pcpu_reader_t *r, const struct pcpu_reader_snapshot *s)
+{
+	unsigned owned = pcpu_reader_owned_slots(r);
+
+	return owned < s->nslots ? owned : 0;
+}
+
+/* Slot k's name in -p output: cpuN or cidN for a CPU slot (what its number
+ * is), ownedJ for the J-th owned slot, which a worker thread claimed and
+ * which is no CPU (pcpu_worker_claim(3)). */
+static void slot_label(char *out, size_t cap, const pcpu_reader_t *r,
+		       const struct pcpu_reader_snapshot *s, unsigned k)
+{
+	unsigned cpus = s->nslots - owned_slots(r, s);
+
+	if (k >= cpus)
+		snprintf(out, cap, "owned%u", k - cpus);
+	else
+		snprintf(out, cap, "%s%u", slot_word(r), k);
+}
+
 static void header_line(FILE *b, pcpu_reader_t *r, const struct pcpu_reader_snapshot *s)
 {
-	fprintf(b, "%s (pid %d): %u slots by %s", pcpu_reader_name(r), (int)pcpu_reader_pid(r),
-		  s->nslots, pcpu_reader_slot_index(r) == 1 ? "CPU" : "concurrency id (mm_cid)");
+	const char *by = pcpu_reader_slot_index(r) == 1 ? "CPU" : "concurrency id (mm_cid)";
+	unsigned owned = owned_slots(r, s);
+
+	if (owned)
+		fprintf(b, "%s (pid %d): %u slots: %u by %s, %u owned (pinned workers)",
+			pcpu_reader_name(r), (int)pcpu_reader_pid(r), s->nslots, s->nslots - owned, by,
+			owned);
+	else
+		fprintf(b, "%s (pid %d): %u slots by %s", pcpu_reader_name(r), (int)pcpu_reader_pid(r),
+			s->nslots, by);
 	if (s->state == PCPU_SEGMENT_GONE)
 		fputs(", WRITER GONE: last values", b);
 	else if (s->state == PCPU_SEGMENT_CLOSED)
@@ -324,7 +356,7 @@ static void per_slot_text(FILE *b, pcpu_reader_t *r, const struct pcpu_reader_sn
 {
 	const int64_t *sl = pcpu_reader_snapshot_slots(s, forig, sorig);
 	unsigned k, shown = 0;
-	char num[64];
+	char num[64], label[32];
 
 	if (!sl)
 		return;
@@ -332,7 +364,8 @@ static void per_slot_text(FILE *b, pcpu_reader_t *r, const struct pcpu_reader_sn
 	for (k = 0; k < s->nslots; k++)
 		if (sl[k]) {
 			slot_value(num, sizeof num, f, sl[k]);
-			fprintf(b, " %s%u=%s", slot_word(r), k, num);
+			slot_label(label, sizeof label, r, s, k);
+			fprintf(b, " %s=%s", label, num);
 			shown++;
 		}
 	if (shown < s->nslots)
@@ -376,8 +409,9 @@ static int json_output(FILE *b, pcpu_reader_t *r, const struct pcpu_reader_snaps
 	}
 	fputs("{\"segment\":", b);
 	json_string(b, pcpu_reader_name(r));
-	fprintf(b, ",\"pid\":%d,\"slots\":%u,\"slot_index\":\"%s\",\"state\":\"%s\",\"statistics\":",
-		  (int)pcpu_reader_pid(r), s->nslots, slot_word(r), state_word(s->state));
+	fprintf(b, ",\"pid\":%d,\"slots\":%u,\"owned_slots\":%u,\"slot_index\":\"%s\",\"state\":\"%s\","
+		  "\"statistics\":",
+		  (int)pcpu_reader_pid(r), s->nslots, owned_slots(r, s), slot_word(r), state_word(s->state));
 	/* The writer's JSON ends with a newline. */
 	while (len && stats[len - 1] == '\n')
 		len--;

@@ -249,6 +249,10 @@ struct scrape {
 	const char **omlabels;
 	size_t nup, nom;
 	pcpu_snapshot_merge_t *m;
+	/* The merged snapshot as written: without those two families when
+	 * they have no series (shown_without_empty()). */
+	struct pcpu_snapshot shown;
+	struct pcpu_snapshot_family *shown_fams;
 };
 
 /* The command line's targets, or every segment listed: 0, or -1 with res
@@ -458,6 +462,36 @@ static void omitted_series(struct scrape *sc)
 		}
 }
 
+/* `all` without pcpu_segment_up or pcpu_segments_omitted where it has no
+ * series: the merge keeps both families, empty, since it took their names
+ * before any segment's families (scrape_merge()), but a HELP and TYPE with
+ * no sample under them says nothing (an empty family is legal OpenMetrics,
+ * yet every scrape carried one for pcpu_segments_omitted). NULL with
+ * errno ENOMEM when the budget or the heap has no room for the copy. */
+static const struct pcpu_snapshot *shown_without_empty(struct scrape *sc, const struct pcpu_snapshot *all)
+{
+	size_t i, n = 0;
+
+	if (sc->nup && sc->nom)
+		return all;
+	if (charge(&sc->left, all->nfamilies * sizeof *sc->shown_fams) < 0 ||
+	    !(sc->shown_fams = malloc((all->nfamilies ? all->nfamilies : 1) * sizeof *sc->shown_fams))) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (i = 0; i < all->nfamilies; i++) {
+		const struct pcpu_snapshot_family *f = &all->families[i];
+
+		if (f->nseries == 0 && (strcmp(f->name, sc->fams[0].name) == 0 ||
+					strcmp(f->name, sc->fams[1].name) == 0))
+			continue;
+		sc->shown_fams[n++] = *f;
+	}
+	sc->shown.nfamilies = n;
+	sc->shown.families = sc->shown_fams;
+	return &sc->shown;
+}
+
 /* The merged snapshot, its up and omitted series added last; stderr told
  * what changed (notes_update()). NULL with res saying why. */
 static const struct pcpu_snapshot *scrape_final(const struct scrape_config *cf, struct scrape_state *st,
@@ -471,7 +505,7 @@ static const struct pcpu_snapshot *scrape_final(const struct scrape_config *cf, 
 	sc->fams[1].series = sc->oms;
 	sc->fams[1].nseries = sc->nom;
 	if (pcpu_snapshot_merge_add(sc->m, &sc->upsnap, 0, NULL, NULL) < 0 ||
-	    !(all = pcpu_snapshot_merge_result(sc->m))) {
+	    !(all = pcpu_snapshot_merge_result(sc->m)) || !(all = shown_without_empty(sc, all))) {
 		fail_with(res, 503, errno == ENOMEM ? "out of memory" : pcpu_stats_error());
 		return NULL;
 	}
@@ -515,6 +549,7 @@ static void scrape_free(struct scrape *sc)
 	free(sc->keep);
 	free(sc->oms);
 	free(sc->omlabels);
+	free(sc->shown_fams);
 	free(sc->info);
 	/* A scrape's memory is freed at once, but glibc keeps freed heap:
 	 * give it back, so that the daemon's footprint follows the segments

@@ -60,10 +60,27 @@ static const char serve_usage[] =
 	"                    labelled pcpu_segment=\"NAME\" and pcpu_pid=\"PID\", with\n"
 	"                    pcpu_segment_up 1 or 0 for each\n"
 	"  /metrics/SEGMENT  one segment, unlabelled\n"
-	"OpenMetrics or Prometheus text format as the Accept header prefers, gzip when\n"
-	"Accept-Encoding allows. A segment that cannot be read or merged is left out,\n"
-	"never half shown, as pcpu_segment_up{...,reason=\"WHY\"} 0 (corrupt, permission,\n"
-	"duplicate, conflict, too_large...: man pcpustat); the scrape goes on.\n"
+	"A segment that cannot be read or merged is left out, never half shown, as\n"
+	"pcpu_segment_up{...,reason=\"WHY\"} 0 (corrupt, permission, duplicate,\n"
+	"conflict, too_large...: man pcpustat); the scrape goes on.\n"
+	"\n"
+	"Formats, the one the request's Accept header prefers:\n"
+	"  Prometheus text 0.0.4  text/plain; version=0.0.4 (also when Accept asks for\n"
+	"                         nothing served here)\n"
+	"  OpenMetrics 1.0        application/openmetrics-text (Prometheus' default)\n";
+
+/* The protobuf line depends on the libpcpu pcpustat runs with. */
+static const char serve_usage_protobuf[] =
+	"  protobuf               application/vnd.google.protobuf; proto=\n"
+	"                         io.prometheus.client.MetricFamily; encoding=delimited\n"
+	"                         (what Prometheus asks for with native histograms on;\n"
+	"                         the only format with them)\n";
+static const char serve_usage_no_protobuf[] =
+	"  protobuf               not with this libpcpu (built without protobuf-c): a\n"
+	"                         request for it gets one of the above\n";
+
+static const char serve_usage_options[] =
+	"each compressed with gzip when Accept-Encoding allows.\n"
 	"\n"
 	"Options:\n"
 	"  -l, --listen ADDR    HOST:PORT, [IPv6]:PORT or PORT (default 127.0.0.1:9464;\n"
@@ -292,6 +309,9 @@ static int parse_option(int c, char *arg, struct server *sv, struct serve_args *
 		break;
 	case 'h':
 		fputs(serve_usage, stdout);
+		fputs(pcpu_format_supported(PCPU_FORMAT_PROTOBUF) ? serve_usage_protobuf : serve_usage_no_protobuf,
+		      stdout);
+		fputs(serve_usage_options, stdout);
 		return 0;
 	default:
 		fputs("Try 'pcpustat serve --help'.\n", stderr);

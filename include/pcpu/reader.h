@@ -186,7 +186,7 @@ PCPU_API pcpu_reader_t *pcpu_reader_open_fd(int fd, const struct pcpu_reader_opt
  * Cost: a close and a free. */
 PCPU_API void pcpu_reader_close(pcpu_reader_t *r);
 
-/* The four accessors below read what the header said at open. */
+/* The five accessors below read what the header said at open. */
 
 /** Segment name (never NULL; "" for a NULL reader). Thread-safe;
  * async-signal-safe. Cost: a load. */
@@ -196,12 +196,22 @@ PCPU_API const char *pcpu_reader_name(const pcpu_reader_t *r);
  * async-signal-safe. Cost: a load. */
 PCPU_API pid_t pcpu_reader_pid(const pcpu_reader_t *r);
 
-/** Number of per-CPU copies of every value (0 for a NULL reader).
+/** Number of per-CPU copies of every value: the CPU slots, then the
+ * owned slots (pcpu_reader_owned_slots()); 0 for a NULL reader.
  * Thread-safe; async-signal-safe. Cost: a load. */
 PCPU_API unsigned pcpu_reader_nslots(const pcpu_reader_t *r);
 
-/** What a slot stands for: 1 = CPU number, 2 = rseq mm_cid (a dense
- * per-process concurrency id, not a CPU); 0 for a NULL reader.
+/** How many of the pcpu_reader_nslots() slots are owned slots of pinned
+ * workers (pcpu/worker.h): the last ones, nslots - owned to nslots - 1,
+ * owned slot 0 first; the slots before them are CPU slots. 0 when the
+ * writer has none, or was built before segment format 2.6 (its owned
+ * slots, if any, then read as CPU slots); always below nslots. 0 for a
+ * NULL reader. Thread-safe; async-signal-safe. Cost: a load. */
+PCPU_API unsigned pcpu_reader_owned_slots(const pcpu_reader_t *r);
+
+/** What a CPU slot stands for: 1 = CPU number, 2 = rseq mm_cid (a dense
+ * per-process concurrency id, not a CPU); 0 for a NULL reader. (An owned
+ * slot stands for the worker thread that claimed it, on whatever CPU.)
  * Thread-safe; async-signal-safe. Cost: a load. */
 PCPU_API unsigned pcpu_reader_slot_index(const pcpu_reader_t *r);
 
@@ -240,7 +250,8 @@ struct pcpu_reader_snapshot {
 	int incomplete;
 	/** Writer state at the time of the read. */
 	enum pcpu_segment_state state;
-	/** Slots of the per-slot arrays (pcpu_reader_nslots()). */
+	/** Slots of the per-slot arrays (pcpu_reader_nslots(); the last
+	 * pcpu_reader_owned_slots() of them are owned slots). */
 	unsigned nslots;
 	/** 1 if the writer's file system ran out of space (or memory): some
 	 * series were refused or are missing (then `incomplete` is 1 too). */

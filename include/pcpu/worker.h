@@ -40,10 +40,15 @@
  *
  * How many: one per possible CPU (at most 128, DPDK's default
  * RTE_MAX_LCORE) unless the environment variable PCPU_OWNED_SLOTS=N (0 to
- * PCPU_OWNED_MAX), read once at start-up, says otherwise; never more than
- * 4096 slots in all. A claim when every owned slot is held fails with
- * EBUSY, and the thread goes on with ordinary adds: an `_owned` update with
- * no claim (the zero pcpu_worker_t) is the ordinary update.
+ * PCPU_OWNED_MAX, decimal digits only), read once at start-up, says
+ * otherwise; never more than 4096 slots in all. Unset or empty, it is the
+ * default. Any other value (1025, -1, abc, 3x) is refused, never replaced
+ * by the default: the process then has no owned slots
+ * (pcpu_worker_max() is 0) and every claim fails with EINVAL, which is how
+ * the program learns of it (the library prints nothing). A claim when
+ * every owned slot is held fails with EBUSY. Either way the thread goes on
+ * with ordinary adds: an `_owned` update with no claim (the zero
+ * pcpu_worker_t) is the ordinary update.
  *
  * Life cycle. A slot is claimed by one thread (pcpu_worker_claim()) and
  * held until pcpu_worker_release() or the thread's exit. Its words keep
@@ -98,7 +103,9 @@ PCPU_API extern __thread uintptr_t pcpu__worker_off __attribute__((tls_model("in
  * Claims an owned slot for the calling thread: the lowest free one. On
  * success stores the claim in *w (may be NULL) and returns 0; a thread
  * that holds one already gets it again. Fails with -1 and errno: EBUSY
- * (every owned slot is held: pcpu_worker_max() of them), ENOTSUP (the
+ * (every owned slot is held: pcpu_worker_max() of them), EINVAL (the
+ * environment variable PCPU_OWNED_SLOTS is not a number 0 to
+ * PCPU_OWNED_MAX: the process has no owned slots), ENOTSUP (the
  * process uses a shared registry, see the file comment), ENOSPC (a
  * published segment's file system has no room for the slot), ENOMEM (the
  * thread-exit hook could not be installed); *w is then the zero claim,
@@ -120,7 +127,7 @@ PCPU_API int pcpu_worker_claim(pcpu_worker_t *w);
 PCPU_API int pcpu_worker_release(void);
 
 /** How many owned slots the process has (see the file comment); 0 where
- * PCPU_OWNED_SLOTS=0. Thread-safe; async-signal-safe once pcpu is
+ * PCPU_OWNED_SLOTS is 0 or was refused. Thread-safe; async-signal-safe once pcpu is
  * initialised. Cost: a load. */
 PCPU_API unsigned pcpu_worker_max(void);
 

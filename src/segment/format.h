@@ -35,12 +35,13 @@
 
 #define PCPU__SEG_MAGIC "PCPUSEG"          /* 7 chars + NUL = 8 bytes */
 #define PCPU__SEG_VERSION_MAJOR 2          /* incompatible changes (2: mirror region) */
-#define PCPU__SEG_VERSION_MINOR 5          /* compatible additions (1: pid namespace, no space;
+#define PCPU__SEG_VERSION_MINOR 6          /* compatible additions (1: pid namespace, no space;
 					    * 2: exported `le` bounds of log-linear histograms;
 					    * 3: consistent groups;
 					    * 4: histograms as (count, sum) pairs, info
 					    * families, exponential export rules;
-					    * 5: segments shared by a process tree) */
+					    * 5: segments shared by a process tree;
+					    * 6: owned_slots, the owned slots' number) */
 #define PCPU__SEG_BYTE_ORDER 0x01020304u   /* as the writer stored it */
 #define PCPU__SEG_HEADER_REGION 4096       /* the header's page */
 #define PCPU__SEG_NAME_MAX 64              /* segment name, NUL excluded */
@@ -87,7 +88,10 @@ struct pcpu__seg_header {
 	uint64_t entries_capacity;   /* 104 */
 	uint64_t entries_used;       /* 112: high-water mark (atomic, grows) */
 	uint32_t entry_size;         /* 120: 64 in version 2.0 */
-	uint32_t reserved0;          /* 124 */
+	uint32_t owned_slots;        /* 124: 2.6: the last owned_slots of the nslots are
+				      * pinned workers' owned slots (pcpu/worker.h), the
+				      * others CPU slots; < nslots. 0: none, or a writer
+				      * before 2.6 (reserved, 0) */
 	uint64_t strings_offset;     /* 128 */
 	uint64_t strings_capacity;   /* 136 */
 	uint64_t strings_used;       /* 144: high-water mark (atomic, grows) */

@@ -44,6 +44,10 @@ int pcpu__rd_check_header_static(const struct pcpu__seg_header *h, const char *w
 				      h->header_size);
 	if (h->nslots == 0 || h->nslots > MAX_NSLOTS)
 		return pcpu__seg_fail(EBADMSG, "%s: corrupted header (nslots %u)", what, h->nslots);
+	/* 2.6: at least one CPU slot; older writers left the field 0. */
+	if (h->owned_slots >= h->nslots)
+		return pcpu__seg_fail(EBADMSG, "%s: corrupted header (owned_slots %u of nslots %u)",
+				      what, h->owned_slots, h->nslots);
 	if (h->slot_index != 1 && h->slot_index != 2)
 		return pcpu__seg_fail(EBADMSG, "%s: corrupted header (slot_index %u)", what,
 				      h->slot_index);
@@ -109,7 +113,8 @@ static int same_static(const struct pcpu__seg_header *a, const struct pcpu__seg_
 	return memcmp(a->magic, b->magic, 8) == 0 && a->version_major == b->version_major &&
 	       a->header_size == b->header_size && a->writer_pid == b->writer_pid &&
 	       a->writer_uid == b->writer_uid && a->writer_start == b->writer_start &&
-	       a->nslots == b->nslots && a->slot_stride == b->slot_stride &&
+	       a->nslots == b->nslots && a->owned_slots == b->owned_slots &&
+	       a->slot_stride == b->slot_stride &&
 	       a->chunk_span == b->chunk_span && a->data_offset == b->data_offset &&
 	       a->entries_offset == b->entries_offset && a->entries_capacity == b->entries_capacity &&
 	       a->entry_size == b->entry_size && a->strings_offset == b->strings_offset &&

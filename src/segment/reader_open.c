@@ -372,6 +372,11 @@ unsigned pcpu_reader_nslots(const pcpu_reader_t *r)
 	return r ? r->h.nslots : 0;
 }
 
+unsigned pcpu_reader_owned_slots(const pcpu_reader_t *r)
+{
+	return r ? r->h.owned_slots : 0;
+}
+
 unsigned pcpu_reader_slot_index(const pcpu_reader_t *r)
 {
 	return r ? r->h.slot_index : 0;

@@ -495,6 +495,7 @@ static void header_init(struct pcpu_segment *seg, pcpu_registry_t *reg, const ch
 	clock_gettime(CLOCK_REALTIME, &ts);
 	h->created_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	h->nslots = pcpu_nslots();
+	h->owned_slots = pcpu_worker_max(); /* 2.6: the last of the nslots */
 	h->slot_index = pcpu_zone_index(pcpu_registry_zone(reg)) == PCPU_INDEX_CPU ? 1 : 2;
 	h->slot_stride = PCPU_SLOT_STRIDE;
 	h->chunk_span = seg->chunk_span;

@@ -4,11 +4,19 @@
 #     --prefix`): consumers built with CMake's find_package and with
 #     pkg-config; pkg-config names that prefix; the installed pcpustat starts
 #     without LD_LIBRARY_PATH (its RUNPATH finds ../lib);
+#     and, installed there (a prefix outside the loader's directories, as
+#     `cmake --install build --prefix ~/.local` makes), programs linked with
+#     -Wl,-rpath,<prefix>/lib and programs linked with nothing but
+#     pkg-config start without LD_LIBRARY_PATH, C and prometheus-cpp code,
+#     with and without --as-needed: libpcpu-prometheus finds libpcpu.so.0
+#     by its own RUNPATH ($ORIGIN; a program's run path does not apply to
+#     its libraries' dependencies), pkg-config adds the -rpath (issue 37);
 #  2. a distribution layout: a library-and-tools build configured with prefix
 #     /usr and the multiarch libdir (lib/x86_64-linux-gnu), staged with
 #     DESTDIR: pkg-config must say /usr/include and /usr/lib/<multiarch>
 #     (a .pc that derives its prefix from its own location gets both wrong),
-#     pcpustat carries no RUNPATH, and consumers build against the staged
+#     pcpustat and libpcpu-prometheus carry no RUNPATH, the .pc files no
+#     -rpath (Debian policy), and consumers build against the staged
 #     files (pkg-config's sysroot, CMake's prefix path). That build is a
 #     Release one (-O3) with -Werror: the optimiser's flow analysis warns
 #     about what -O2 does not see (a Release build has no warning at all).
@@ -49,6 +57,36 @@ env -u LD_LIBRARY_PATH "$work/pc_static_consumer"
 c++ -std=c++17 $(pkg-config --cflags pcpu-prometheus) "$here/consumer_promcpp.cpp" -o "$work/pc_promcpp" \
   $(pkg-config --libs pcpu-prometheus) -pthread
 LD_LIBRARY_PATH="$libdir" "$work/pc_promcpp"
+# Installed outside the loader's directories, used as the README says, with
+# no LD_LIBRARY_PATH: linked with -rpath <prefix>/lib, or by pkg-config
+# alone. A prometheus-cpp program that uses only out-of-line API does not
+# itself need libpcpu.so.0 under --as-needed (Ubuntu's default): that one
+# is found by libpcpu-prometheus's RUNPATH or not at all ("libpcpu.so.0:
+# cannot open shared object file" before).
+alone() {
+  env -u LD_LIBRARY_PATH "$@" >"$work/alone.out" 2>&1 \
+    || { cat "$work/alone.out"; fail "$* does not start without LD_LIBRARY_PATH (installed in $prefix)"; }
+}
+if [ -e "$libdir/libpcpu-prometheus.so.0" ]; then
+  [ "$(readelf -d "$libdir/libpcpu-prometheus.so.0" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')" = '$ORIGIN' ] \
+    || fail "libpcpu-prometheus.so.0 in $prefix: RUNPATH is not \$ORIGIN: $(readelf -d "$libdir/libpcpu-prometheus.so.0" | grep -E 'RPATH|RUNPATH')"
+fi
+for needed in --no-as-needed --as-needed; do
+  cc -I"$prefix/include" "$here/consumer.c" -o "$work/rp_c" -Wl,$needed -L"$libdir" -Wl,-rpath,"$libdir" \
+    -lpcpu -pthread
+  alone "$work/rp_c"
+  cc $(pkg-config --cflags pcpu) "$here/consumer.c" -o "$work/pc_alone_c" -Wl,$needed $(pkg-config --libs pcpu) -pthread
+  alone "$work/pc_alone_c"
+  [ -e "$libdir/libpcpu-prometheus.so.0" ] || continue
+  for p in consumer_promcpp consumer_promcpp_registry; do
+    c++ -std=c++17 -I"$prefix/include/pcpu-prometheus" -I"$prefix/include" "$here/$p.cpp" -o "$work/rp_$p" \
+      -Wl,$needed -L"$libdir" -Wl,-rpath,"$libdir" -lpcpu-prometheus -lpcpu -pthread
+    alone "$work/rp_$p"
+    c++ -std=c++17 $(pkg-config --cflags pcpu-prometheus) "$here/$p.cpp" -o "$work/pc_alone_$p" \
+      -Wl,$needed $(pkg-config --libs pcpu-prometheus) -pthread
+    alone "$work/pc_alone_$p"
+  done
+done
 unset PKG_CONFIG_PATH
 # Only pcpu_-prefixed symbols are exported, and the SONAME is versioned.
 lib=$(ls "$libdir"/libpcpu.so.0)
@@ -93,10 +131,15 @@ unset PKG_CONFIG_LIBDIR PKG_CONFIG_SYSROOT_DIR
 cmake -S "$here" -B "$work/mcbuild" -G Ninja -DCMAKE_PREFIX_PATH="$root/usr" >/dev/null
 cmake --build "$work/mcbuild" >/dev/null
 LD_LIBRARY_PATH="$root/usr/lib/$multiarch" "$work/mcbuild/consumer_c"
-# A /usr install needs no RUNPATH (Debian policy forbids one).
-if readelf -d "$root/usr/bin/pcpustat" | grep -qE 'RPATH|RUNPATH'; then
-  fail "/usr/bin/pcpustat has an RPATH: $(readelf -d "$root/usr/bin/pcpustat" | grep -E 'RPATH|RUNPATH')"
-fi
+# A /usr install needs no RUNPATH (Debian policy forbids one), nor a .pc
+# file a -rpath.
+for f in "$root/usr/bin/pcpustat" "$root/usr/lib/$multiarch/libpcpu-prometheus.so.0"; do
+  [ -e "$f" ] || continue
+  if readelf -d "$f" | grep -qE 'RPATH|RUNPATH'; then
+    fail "$f has an RPATH: $(readelf -d "$f" | grep -E 'RPATH|RUNPATH')"
+  fi
+done
+if grep -l 'rpath' "$pcdir"/*.pc; then fail "/usr install: a .pc file names a run path"; fi
 mkdir -p "$work/segs"
 LD_LIBRARY_PATH="$root/usr/lib/$multiarch" PCPU_SEGMENT_DIR="$work/segs" "$root/usr/bin/pcpustat" >/dev/null
 echo "install_consumer: ok"

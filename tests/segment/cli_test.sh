@@ -34,9 +34,15 @@ start_fixture() {
   echo "fixture $* did not start:"; cat "$T/out.$fd"; exit 1
 }
 
+# The header line's slots: N in all, by CPU or by mm_cid, then (the
+# default: one per possible CPU) owned slots of pinned workers, whose
+# number only the check that sets PCPU_OWNED_SLOTS keeps (KEEP_OWNED=1).
 normalise() {
+  local owned='s/\(pid [0-9]+\): [0-9]+ slots: [0-9]+ by (CPU|concurrency id \(mm_cid\)), [0-9]+ owned \(pinned workers\)/(pid PID): N slots by SLOT/'
+  [ "${KEEP_OWNED:-0}" = 1 ] && owned='s/\(pid [0-9]+\): [0-9]+ slots: [0-9]+ by (CPU|concurrency id \(mm_cid\)),/(pid PID): N slots: N by SLOT,/'
   sed -E -e "s#$T#TMP#g" \
-    -e "s/\(pid [0-9]+\): [0-9]+ slots by [^,]*/(pid PID): N slots by SLOT/" \
+    -e "s/\(pid [0-9]+\): [0-9]+ slots by [^,]*/(pid PID): N slots by SLOT/" -e "$owned" \
+    -e "s/ (cpu|cid)[0-9]+=/ cpuN=/g" \
     -e "s/pid [0-9]+/pid PID/g" -e "s/pcpu\.[0-9]+\./pcpu.PID./g" \
     -e "s/^[0-9]{2}:[0-9]{2}:[0-9]{2}, /HH:MM:SS, /"
 }
@@ -66,7 +72,7 @@ check print-by-pid    "$PCPUSTAT" "$FPID"
 check filter-glob     "$PCPUSTAT" fixture 'app_req*' '*_celsius'
 check filter-regex    "$PCPUSTAT" fixture -e 'code="5[0-9]{2}"' -e '^app_queue'
 check filter-labels   "$PCPUSTAT" fixture '*method="GET"*'
-check json            sh -c "\"$PCPUSTAT\" --json fixture | python3 -c 'import json,sys; d=json.load(sys.stdin); d[\"pid\"]=0; d[\"slots\"]=0; d[\"slot_index\"]=\"x\"; print(json.dumps(d, indent=1, ensure_ascii=False))'"
+check json            sh -c "\"$PCPUSTAT\" --json fixture | python3 -c 'import json,sys; d=json.load(sys.stdin); d[\"pid\"]=0; d[\"slots\"]=0; d[\"owned_slots\"]=0; d[\"slot_index\"]=\"x\"; print(json.dumps(d, indent=1, ensure_ascii=False))'"
 check watch-pipe      "$PCPUSTAT" --watch=0.2 --count 3 fixture 'app_q*' 'app_lat*' 'app_req*'
 check no-such         "$PCPUSTAT" nosuch
 check usage-count     "$PCPUSTAT" --count 2 fixture
@@ -93,6 +99,23 @@ for p in d["per_slot"]:
     want = [v for k, v in vals.items() if k.split("{")[0] == n.split("{")[0]]
     assert sum(p["slots"]) in want, (n, p["slots"], want)
 '; then echo "ok   per-cpu-sums"; else echo "FAIL per-cpu-sums"; fails=$((fails+1)); fi
+
+# Owned slots of pinned workers (pcpu_worker_claim()) are labelled ownedK,
+# never as CPUs (cpu2/cpu3 on a 2-CPU machine before): the header line
+# counts them, JSON says how many of the slots they are (the last ones).
+PCPU_OWNED_SLOTS=2 start_fixture 5 owned owned
+KEEP_OWNED=1 check per-cpu-owned "$PCPUSTAT" -p owned
+if "$PCPUSTAT" --json --per-cpu owned | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["owned_slots"] == 2 and d["slots"] > 2, (d["slots"], d["owned_slots"])
+p = {x["series"]: x["slots"] for x in d["per_slot"]}
+pk = p["test_packets_total"]
+assert pk[-2:] == [7, 5] and sum(pk[:-2]) == 3, pk
+assert p["test_owned_latency_seconds"][-2:] == [2, 0], p
+'; then echo "ok   per-cpu-owned-json"; else echo "FAIL per-cpu-owned-json"; fails=$((fails+1)); fi
+exec 5>&-
+wait "${pids[-1]}"
 
 # Watch mode's rates are for people (pcpu_format_si()): three significant
 # digits, an SI prefix, "/s" -- "2.30 M/s", never "2302049.7" or

@@ -231,6 +231,26 @@ def behaviour(e):
           "Prometheus' Accept: OpenMetrics")
     check(body.endswith("# EOF\n") and "# UNIT app_latency_seconds seconds" in body,
           "OpenMetrics body ends in # EOF, has # UNIT")
+    # No segment omitted (past --max-down): no pcpu_segments_omitted at
+    # all, not a HELP and TYPE without a sample (every scrape carried one).
+    for accept in [None, prom_accept]:
+        st, _, b = get(host, port, headers={"Accept": accept} if accept else None)
+        check(st == 200 and "pcpu_segments_omitted" not in b and "# TYPE pcpu_segment_up gauge" in b,
+              "nothing omitted: no pcpu_segments_omitted family (%s)" % ("OpenMetrics" if accept else "text"))
+
+    # serve --help lists the formats it serves: protobuf only as this build
+    # serves it (its answer to Prometheus' native-histogram Accept).
+    proto = ("application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+             "encoding=delimited;q=0.6,application/openmetrics-text;version=1.0.0;q=0.5")
+    st, ct, _ = get_bytes(host, port, {"Accept": proto})
+    serves_proto = ct.get("Content-Type", "").startswith("application/vnd.google.protobuf")
+    usage = subprocess.run([e.pcpustat, "serve", "--help"], capture_output=True, text=True).stdout
+    check(st == 200 and "Prometheus text 0.0.4" in usage and "text/plain; version=0.0.4" in usage and
+          "OpenMetrics 1.0" in usage and "application/openmetrics-text" in usage and "gzip" in usage and
+          ("io.prometheus.client.MetricFamily; encoding=delimited" in usage) == serves_proto and
+          ("not with this libpcpu" in usage) == (not serves_proto),
+          "serve --help: text 0.0.4, OpenMetrics, gzip, and protobuf as served (%s)"
+          % ("served" if serves_proto else "not in this build"))
     for accept, want in [("text/plain", "text/plain"),
                          ("*/*", "text/plain"),
                          ("application/openmetrics-text", "application/openmetrics-text"),

@@ -7,6 +7,12 @@
  *   segment_fixture churn [NAME]      threads add and remove series all the time:
  *                                     churn_value{id="K"} is always 0 or 7*K
  *   segment_fixture die [NAME]        publishes, then exits without unpublishing
+ *   segment_fixture owned [NAME]      test_packets_total: 7 added through owned slot 0
+ *                                     (the main thread's claim), 5 through owned
+ *                                     slot 1 (a thread's, released at its exit), 3 by
+ *                                     an ordinary add (a CPU slot); and
+ *                                     test_owned_latency_seconds: 2 observations in
+ *                                     owned slot 0 (run it with PCPU_OWNED_SLOTS=2)
  *   segment_fixture clash [NAME]      test_events_total = 5 with another help text: clashes
  *                                     with count's counter of that name when merged
  *   segment_fixture latency [NAME]    a thread records random latencies, log-uniform from
@@ -228,6 +234,42 @@ static void latency_report(void)
 	pcpu_snapshot_free(s);
 }
 
+/* owned: the second worker, owned slot 1 (the main thread holds slot 0). */
+static void *owned_worker(void *arg)
+{
+	pcpu_worker_t w;
+
+	if (pcpu_worker_claim(&w) != 0 || pcpu_worker_slot(w) != (int)(pcpu_nslots() - pcpu_worker_max() + 1))
+		die("claim of owned slot 1");
+	pcpu_counter_add_owned(w, *(pcpu_counter_t *)arg, 5);
+	return NULL; /* released at exit; the value stays */
+}
+
+static void owned(void)
+{
+	static const int64_t bounds[] = { 1000 };
+	struct pcpu_histogram_layout l = { .scheme = PCPU_HISTOGRAM_EXPLICIT, .bounds = bounds, .nbounds = 1 };
+	struct pcpu_family_desc d = { .name = "test_owned_latency_seconds", .help = "Recorded by a pinned worker.",
+				      .unit = "seconds", .type = PCPU_METRIC_HISTOGRAM, .scale_exp10 = -9,
+				      .histogram = &l };
+	pcpu_counter_t c = pcpu_registry_counter(reg, "test_packets_total", "Packets, by workers and not.");
+	pcpu_family_t *f = pcpu_registry_family(reg, &d);
+	pcpu_histogram_t *h = f ? pcpu_family_histogram(f, NULL) : NULL;
+	pcpu_worker_t w;
+	pthread_t t;
+
+	if (!c || !h)
+		die("owned statistics");
+	if (pcpu_worker_claim(&w) != 0 || pcpu_worker_slot(w) != (int)(pcpu_nslots() - pcpu_worker_max()))
+		die("claim of owned slot 0");
+	pcpu_counter_add_owned(w, c, 7);
+	pcpu_histogram_record_owned(w, h, 500);
+	pcpu_histogram_record_owned(w, h, 5000);
+	if (pthread_create(&t, NULL, owned_worker, &c) != 0 || pthread_join(t, NULL) != 0)
+		die("owned worker");
+	pcpu_counter_add(c, 3);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -283,6 +325,8 @@ int main(int argc, char **argv)
 		    !(latency_native = pcpu_family_histogram(nf, NULL)))
 			die("histogram");
 		pthread_create(&t[threads++], NULL, latency_thread, NULL);
+	} else if (strcmp(mode, "owned") == 0) {
+		owned();
 	} else if (strcmp(mode, "clash") == 0) {
 		pcpu_counter_t c = pcpu_registry_counter(reg, "test_events_total", "Not the events count counts.");
 
@@ -295,7 +339,7 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		_exit(0);
 	} else {
-		fputs("usage: segment_fixture golden|count N|churn|latency|clash|die [NAME]\n", stderr);
+		fputs("usage: segment_fixture golden|count N|churn|latency|owned|clash|die [NAME]\n", stderr);
 		return 2;
 	}
 	printf("ready %s\n", pcpu_segment_path(seg));

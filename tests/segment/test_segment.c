@@ -207,6 +207,9 @@ static void check_round_trip(void)
 	}
 	CHECK(strcmp(pcpu_reader_name(r), "roundtrip") == 0 && pcpu_reader_pid(r) == getpid());
 	CHECK(pcpu_reader_nslots(r) == pcpu_nslots());
+	/* 2.6: the last pcpu_worker_max() slots are owned slots. */
+	CHECK(pcpu_reader_owned_slots(r) == pcpu_worker_max() && pcpu_worker_max() < pcpu_nslots());
+	CHECK(pcpu_reader_owned_slots(NULL) == 0);
 	CHECK(pcpu_reader_state(r) == PCPU_SEGMENT_LIVE);
 	CHECK(pcpu_reader_snapshot(r, PCPU_READER_PER_SLOT, &s) == 0);
 	CHECK(s->stable && s->changed == 0 && !s->incomplete && s->state == PCPU_SEGMENT_LIVE);

@@ -239,6 +239,8 @@ static void m_version0(struct sb *b) { b->h->version_major = 0; }
 static void m_minor(struct sb *b) { b->h->version_minor = 9; }
 static void m_byte_order(struct sb *b) { b->h->byte_order = 0x04030201u; }
 static void m_nslots0(struct sb *b) { b->h->nslots = 0; }
+/* 2.6: every slot owned, none a CPU slot. */
+static void m_owned_all(struct sb *b) { b->h->owned_slots = b->h->nslots; }
 static void m_stride(struct sb *b) { b->h->slot_stride = 1000; }
 static void m_span(struct sb *b) { b->h->chunk_span += 512; }
 /* Version 2 in the header but 1.x's chunk span: no room for the mirrors. */
@@ -341,6 +343,7 @@ static void check_hostile(void)
 	expect("newer minor version", m_minor, 0);
 	expect("other byte order", m_byte_order, EPROTONOSUPPORT);
 	expect("zero slots", m_nslots0, EBADMSG);
+	expect("every slot owned", m_owned_all, EBADMSG);
 	expect("stride not a power of two", m_stride, EBADMSG);
 	expect("chunk span mismatch", m_span, EBADMSG);
 	expect("chunk span of 1.x (nslots * stride)", m_span_v1, EBADMSG);
