@@ -364,6 +364,9 @@ BENCH_INLINE unsigned bench_cpu_of(const char *area, unsigned nslots)
 
 void *bench_xmalloc(size_t size);         /* zeroed, cache-line aligned; exits on failure */
 void bench_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+/* A progress line on stderr, "progress: ..." (bench/run.sh keeps these out
+ * of the terminal and the report: they go to progress.log). */
+void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Creates a joinable thread; exits on failure. cpu >= 0 pins it there. */
 pthread_t bench_thread_start(void *(*fn)(void *), void *arg, int cpu);
 /* The n-th CPU this process may run on (for pinned runs). */

@@ -967,7 +967,7 @@ void bench_dataplane(void)
 	       bench_opt.duration_ms, zname, sizeof(struct pcpu_counter));
 
 	for (r = 0; r < nr; r++) {
-		fprintf(stderr, "dataplane: round %u/%u\n", r + 1, nr);
+		bench_progress("dataplane: round %u/%u", r + 1, nr);
 		for (ti = 0; ti < nt; ti++)
 			for (j = 0; j < D_N; j++) {
 				k = (j + r) % D_N;

@@ -655,7 +655,7 @@ static void incr_pair(int index, struct bench_incr_targets *tg)
 	for (r = 0; r < nr; r++) {
 		unsigned po = r % INCR_PAIR_PLACES, pe = r / INCR_PAIR_PLACES % INCR_PAIR_PLACES;
 
-		fprintf(stderr, "incr (%s): paired round %u/%u\n", bench_index_name(index), r + 1, nr);
+		bench_progress("incr (%s): paired round %u/%u", bench_index_name(index), r + 1, nr);
 		for (ti = 0; ti < nt; ti++)
 			for (j = 0; j < 3; j++) {
 				unsigned p = (j + r) % 3; /* a different pair leads each round */
@@ -833,7 +833,7 @@ void bench_incr(void)
 	       child ? " Only the rows that depend on the index (and the floors) run here." : "");
 
 	for (r = 0; r < nr; r++) {
-		fprintf(stderr, "incr (%s): round %u/%u\n", bench_index_name(index), r + 1, nr);
+		bench_progress("incr (%s): round %u/%u", bench_index_name(index), r + 1, nr);
 		for (ti = 0; ti < nt; ti++)
 			for (j = 0; j < (unsigned)nuse; j++) {
 				k = (unsigned)order[(j + r) % (unsigned)nuse]; /* a different variant leads each round */

@@ -552,7 +552,7 @@ void bench_readside(void)
 
 				if (idx_cfg[ii] == PCPU_INDEX_MM_CID && !pcpu_rseq_has_mm_cid())
 					continue;
-				fprintf(stderr, "read: memory, PCPU_INDEX=%s PCPU_NSLOTS=%u\n",
+				bench_progress("read: memory, PCPU_INDEX=%s PCPU_NSLOTS=%u",
 					bench_index_name(idx_cfg[ii]), nslots_cfg[ci]);
 				rs_memory_config(nslots_cfg[ci], idx_cfg[ii], m);
 				snprintf(env, sizeof(env), "PCPU_INDEX=%s%s", bench_index_name(idx_cfg[ii]),

@@ -182,7 +182,7 @@ void bench_thesis(void)
 	       "median (min–max) of %u rounds.\n\n", nthreads, nr);
 
 	for (r = 0; r < nr; r++) {
-		fprintf(stderr, "thesis: round %u/%u\n", r + 1, nr);
+		bench_progress("thesis: round %u/%u", r + 1, nr);
 		for (s = 0; s < TEST_N; s++)
 			for (j = 0; j < T_N; j++) {
 				uint64_t adds = s == TEST_SYSCALL ? bench_opt.iterations / 10

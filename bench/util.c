@@ -256,6 +256,17 @@ void bench_die(const char *fmt, ...)
 	exit(2);
 }
 
+void bench_progress(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("progress: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
 void *bench_xmalloc(size_t size)
 {
 	void *p = NULL;
