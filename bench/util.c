@@ -477,10 +477,13 @@ void tbl_print(struct tbl *t)
 		}
 		printf("|\n");
 		if (r == 0) {
-			for (c = 0; c < t->ncols; c++)
-				printf("|%.*s", (int)width[c] + 2,
-				       "----------------------------------------------------------------"
-				       "----------------------------------------------------------------");
+			for (c = 0; c < t->ncols; c++) {
+				unsigned k;
+
+				putchar('|');
+				for (k = 0; k < width[c] + 2; k++)
+					putchar('-');
+			}
 			printf("|\n");
 		}
 	}
