@@ -368,14 +368,16 @@ static double worst_of(const struct bench_incr_targets *g, const double *r)
 	return worst;
 }
 
-/* "1.02/0.98/1.01/1.04× (1/2/4/8 thr)" and the worst of the list. */
+/* "1.021/0.984/1.013/1.042× (1/2/4/8 thr)" and the worst of the list: three
+ * decimals, so that a figure beside a limit of two shows which side of it
+ * it is (1.05 printed both PASS and MISS at "≤ 1.05×"). */
 static double ratio_list(const struct bench_incr_targets *g, const double *r, char *buf, size_t len)
 {
 	unsigned i;
 
 	buf[0] = 0;
 	for (i = 0; i < g->nt; i++)
-		snprintf(buf + strlen(buf), len - strlen(buf), "%s%.2f", i ? "/" : "", r[i]);
+		snprintf(buf + strlen(buf), len - strlen(buf), "%s%.3f", i ? "/" : "", r[i]);
 	snprintf(buf + strlen(buf), len - strlen(buf), "× (");
 	for (i = 0; i < g->nt; i++)
 		snprintf(buf + strlen(buf), len - strlen(buf), "%s%u", i ? "/" : "", g->threads[i]);
@@ -473,7 +475,7 @@ static void print_targets(double share)
 			}
 			if (measurable)
 				target(&tb, what, lim, t->dp_ratio_med[j] <= limit ? T_PASS : T_MISS,
-				       "%.2f× (%.2f–%.2f, %u rounds; %.2f vs %.2f cycles/update, "
+				       "%.3f× (%.2f–%.2f, %u rounds; %.2f vs %.2f cycles/update, "
 				       "noise %.2f)%s", t->dp_ratio_med[j], t->dp_ratio_min[j],
 				       t->dp_ratio_max[j], t->dp_rounds, c, p, noise, floor);
 			else
@@ -506,7 +508,7 @@ static void print_targets(double share)
 				       t->dp_rounds);
 			else
 				target(&tb, what, "≤ 2 × noise", c <= 2 * noise ? T_PASS : T_MISS,
-				       "%.2f cycles/update, %s 2 × noise (%.2f; noise %.2f, Per Core "
+				       "%.3f cycles/update, %s 2 × noise (%.3f; noise %.2f, Per Core "
 				       "%s), %u rounds", c, c <= 2 * noise ? "within" : "above",
 				       2 * noise, noise,
 				       p > 2 * noise ? "measurable" : "within the noise too",
@@ -539,7 +541,7 @@ static void print_targets(double share)
 		target(&tb, "pcpu_counter_add_atomic vs bare per-slot `lock add`", "≤ 1.5×",
 		       w <= 1.5, "%s, index %s", list, bench_index_name(g->index));
 		target(&tb, "pcpu_counter_add_atomic flat with threads (worst count / 1 thread)",
-		       "≤ 1.15×", g->fb_flat <= 1.15, "%.2f× (at %u thread%s)", g->fb_flat,
+		       "≤ 1.15×", g->fb_flat <= 1.15, "%.3f× (at %u thread%s)", g->fb_flat,
 		       g->fb_flat_threads, g->fb_flat_threads == 1 ? "" : "s");
 	}
 	if (t->have_snapshot) {
@@ -547,7 +549,7 @@ static void print_targets(double share)
 
 		snprintf(what, sizeof(what), "snapshot of 10^6 counters (fetch_array), %u slots "
 			 "walked of %u, vs memory floor", t->snapshot_slots, t->snapshot_nslots);
-		target(&tb, what, "≤ 2×", t->snapshot_vs_floor <= 2, "%.2f× (%.2f vs %.2f ms)",
+		target(&tb, what, "≤ 2×", t->snapshot_vs_floor <= 2, "%.3f× (%.2f vs %.2f ms)",
 		       t->snapshot_vs_floor, t->snapshot_1e6_ms, t->snapshot_floor_ms);
 	}
 	tbl_print(&tb);

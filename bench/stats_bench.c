@@ -1089,7 +1089,7 @@ int main(int argc, char **argv)
 
 		record_vs_floor(have_ideal ? pairs : 0, NRAND, &t, &code, &mem);
 		printf("  targets:\n");
-		printf("    group add2 <= 2x two counter adds: %.2fx  %s\n", group_ratio,
+		printf("    group add2 <= 2x two counter adds: %.3fx  %s\n", group_ratio,
 		       group_ratio <= 2.0 ? "PASS" : "MISS");
 		if (isnan(t.med))
 			printf("    histogram record <= %.2fx the hand-written record on the same layout: "
@@ -1098,7 +1098,7 @@ int main(int argc, char **argv)
 			printf("    histogram record <= %.2fx the hand-written record on the same layout "
 			       "(log-linear, random values; pcpu's record / pcpu's lookup + hand-written "
 			       "pair commit, %u runs of %u records each paired in time, median (min-max) "
-			       "of the pairs' ratios): %.2fx (%.2f-%.2f)  %s\n"
+			       "of the pairs' ratios): %.3fx (%.2f-%.2f)  %s\n"
 			       "      split: pcpu's record / the hand-written record on a histogram's own "
 			       "zone memory %.2fx (%.2f-%.2f) (the code); that record / the target's "
 			       "floor %.2fx (%.2f-%.2f) (the memory)\n",
