@@ -138,10 +138,11 @@ void bench_print_usage(const char *what, const struct bench_usage *start)
 {
 	double wall, others, steal, share = usage_since(start, &wall, &others, &steal);
 
-	/* Two decimals: /proc/stat counts in 10 ms ticks, and a 0.1 s section
-	 * with 0.02 CPU-s of others (10 %) printed "0.0 CPU-s ... 10 %". */
-	printf("(%s: %.1f s; meanwhile other processes used %.2f CPU-s and the hypervisor "
-	       "stole %.2f CPU-s, %.0f%% of the machine%s)\n\n", what, wall, others, steal,
+	/* Three decimals: a 0.1 s section with 0.02 CPU-s of others (10 %)
+	 * printed "0.0 CPU-s ... 10 %" with one, and 0.006 CPU-s (3 %) "0.00"
+	 * with two. */
+	printf("(%s: %.1f s; meanwhile other processes used %.3f CPU-s and the hypervisor "
+	       "stole %.3f CPU-s, %.0f%% of the machine%s)\n\n", what, wall, others, steal,
 	       100 * share, share > BENCH_DISTURBED ? " — **disturbed: figures not representative**" : "");
 }
 
