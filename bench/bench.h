@@ -155,7 +155,7 @@ struct bench_mem_result {
 	double span_b;             /* address span of the handles in slot 0 / counters */
 	double alloc_ns;           /* per pcpu_counter_alloc() */
 	int exact;
-	char slots[96];            /* which slots hold resident pages, e.g. "0,1" */
+	char slots[96];            /* which slots hold resident pages, e.g. "0,1", "0-9" */
 	char env[64];              /* what the parent asked: "PCPU_INDEX=cpu PCPU_NSLOTS=64" */
 	char err[160];
 };
@@ -180,12 +180,14 @@ struct bench_target_data {
 	/* [0] ideal one-read, [1] ideal 4 x add, each / Per Core, median of the
 	 * per-round ratios: the floor of an rseq update (NAN: no ideal rows). */
 	double dp_floor_med[2];
+	double dp_ideal_cycles[2];     /* those ideal rows' cycles per update (NAN: none) */
 
 	int have_snapshot;
 	double snapshot_1e6_ms;        /* pcpu_counter_fetch_array, 10^6 counters */
 	double snapshot_floor_ms;      /* plain-array memory floor, same rounds */
 	double snapshot_vs_floor;      /* median of per-round ratios */
-	unsigned snapshot_slots;
+	unsigned snapshot_slots;       /* the slots a fetch walks (and the floor reads) */
+	unsigned snapshot_nslots;      /* of pcpu_nslots() */
 
 	unsigned nmem;
 	struct bench_mem_result mem[BENCH_MEM_CONFIGS];
@@ -364,6 +366,9 @@ BENCH_INLINE unsigned bench_cpu_of(const char *area, unsigned nslots)
 
 void *bench_xmalloc(size_t size);         /* zeroed, cache-line aligned; exits on failure */
 void bench_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+/* A progress line on stderr, "progress: ..." (bench/run.sh keeps these out
+ * of the terminal and the report: they go to progress.log). */
+void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Creates a joinable thread; exits on failure. cpu >= 0 pins it there. */
 pthread_t bench_thread_start(void *(*fn)(void *), void *arg, int cpu);
 /* The n-th CPU this process may run on (for pinned runs). */

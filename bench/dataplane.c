@@ -832,6 +832,92 @@ static struct dp_result dp_run(int kind, unsigned nworkers, unsigned work_iters)
 
 #define DP_RES(res, nt, nr, k, ti, r) (res)[((k) * (nt) + (ti)) * (nr) + (r)]
 
+/* The method's noise at worker count ti: the median over rounds of the
+ * reference loop's |overhead| against itself. An overhead is a difference
+ * of two ~1000-cycle figures per packet at DPDK's work: its median is
+ * measurable only above twice the noise (the targets' rule), and a value
+ * below zero (the pattern's phases faster than the reference loop's) is
+ * noise, never a cost. */
+static double dp_noise(const struct dp_result *res, unsigned nt, unsigned nr, unsigned ti)
+{
+	double *v = bench_xmalloc(nr * sizeof(double)), m;
+	unsigned r;
+
+	for (r = 0; r < nr; r++)
+		v[r] = fabs(DP_RES(res, nt, nr, D_NONE, ti, r).overhead);
+	m = bench_median(v, nr);
+	free(v);
+	return m;
+}
+
+static double dp_median_overhead(const struct dp_result *res, unsigned nt, unsigned nr, int k,
+				 unsigned ti)
+{
+	double *v = bench_xmalloc(nr * sizeof(double)), m;
+	unsigned r;
+
+	for (r = 0; r < nr; r++)
+		v[r] = DP_RES(res, nt, nr, k, ti, r).overhead;
+	m = bench_median(v, nr);
+	free(v);
+	return m;
+}
+
+/* Whether the ratio row k / row base at worker count ti means something:
+ * the denominator's overhead above twice the noise, the numerator's above
+ * zero (the targets' rule, pcpu_bench.c). */
+static int dp_ratio_measurable(const struct dp_result *res, unsigned nt, unsigned nr, int k,
+			       int base, unsigned ti)
+{
+	return dp_median_overhead(res, nt, nr, base, ti) > 2 * dp_noise(res, nt, nr, ti) &&
+	       dp_median_overhead(res, nt, nr, k, ti) > 0;
+}
+
+/* A value of a range that may fall below zero: "<0" there (a round whose
+ * difference went negative is noise, not a negative cost). */
+static const char *dp_fmt_low(char *buf, size_t len, double v, int digits)
+{
+	if (v < 0)
+		snprintf(buf, len, "<0");
+	else if (digits < 0)
+		bench_fmt_num(buf, len, v);
+	else
+		snprintf(buf, len, "%.*f", digits, v);
+	return buf;
+}
+
+/* An overhead cell: "within the noise" at or below twice the noise,
+ * otherwise median (min–max) of the rounds. */
+static const char *dp_fmt_overhead(char *buf, size_t len, struct bench_stat s, double noise)
+{
+	char a[32], b[32], c[32];
+
+	if (!(s.med > 2 * noise))
+		snprintf(buf, len, "within the noise");
+	else
+		snprintf(buf, len, "%s (%s–%s)", bench_fmt_num(a, sizeof(a), s.med),
+			 dp_fmt_low(b, sizeof(b), s.min, -1), bench_fmt_num(c, sizeof(c), s.max));
+	return buf;
+}
+
+/* A ratio of two overheads (bench_fmt_ratio()'s form), or "not measurable"
+ * (dp_ratio_measurable()). */
+static const char *dp_fmt_ratio(char *buf, size_t len, struct bench_stat s, int measurable)
+{
+	char lo[16], clo[16];
+
+	if (!measurable)
+		snprintf(buf, len, "not measurable");
+	else if (isnan(s.ci_lo))
+		snprintf(buf, len, "%.2f× (%s–%.2f)", s.med, dp_fmt_low(lo, sizeof(lo), s.min, 2),
+			 s.max);
+	else
+		snprintf(buf, len, "%.2f× (%s–%.2f) [%s–%.2f]", s.med,
+			 dp_fmt_low(lo, sizeof(lo), s.min, 2), s.max,
+			 dp_fmt_low(clo, sizeof(clo), s.ci_lo, 2), s.ci_hi);
+	return buf;
+}
+
 /* Row `k` / row `base`, the two overheads of round r: a paired ratio
  * cancels what the rounds do not share (the machine's speed, neighbours). */
 static double dp_ratio(const struct dp_result *res, unsigned nt, unsigned nr, int k, int base,
@@ -872,7 +958,10 @@ static void dp_print_ratios(const struct dp_result *res, unsigned nt, unsigned n
 	char buf[96];
 
 	printf("Ratios of two rows' overheads in the same round; median (min–max) "
-	       "[95 %% confidence interval of the median] of %u rounds. Beside the first table's, Per "
+	       "[95 %% confidence interval of the median] of %u rounds; \"not measurable\" where "
+	       "the second row's overhead is within the noise (median at most twice the noise "
+	       "row's) or the first row's not above zero. "
+	       "Beside the first table's, Per "
 	       "Core's overhead and the noise row (|no statistics|, the reference loop against "
 	       "itself), median (min–max), cycles per update; work %u TSC cycles per packet. The "
 	       "second table compares pcpu with the hand-written ideal rseq rows (its floor) and "
@@ -902,7 +991,9 @@ static void dp_print_ratios(const struct dp_result *res, unsigned nt, unsigned n
 					v[r] = dp_ratio(res, nt, nr, dp_ratio_cols[j].k,
 							dp_ratio_cols[j].base, ti, r);
 				st = bench_stat_of(v, nr);
-				tbl_cell(&tb, "%s", bench_fmt_ratio(buf, sizeof(buf), st, 2));
+				tbl_cell(&tb, "%s", dp_fmt_ratio(buf, sizeof(buf), st,
+					 dp_ratio_measurable(res, nt, nr, dp_ratio_cols[j].k,
+							     dp_ratio_cols[j].base, ti)));
 				if (csv)
 					fprintf(csv, "%s_vs_%s,%u,%u,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%u\n",
 						dp_variants[dp_ratio_cols[j].k].csv,
@@ -914,7 +1005,8 @@ static void dp_print_ratios(const struct dp_result *res, unsigned nt, unsigned n
 				continue;
 			for (r = 0; r < nr; r++)
 				v[r] = DP_RES(res, nt, nr, D_PERCORE, ti, r).overhead;
-			tbl_cell(&tb, "%s", bench_fmt_stat(buf, sizeof(buf), bench_stat_of(v, nr)));
+			tbl_cell(&tb, "%s", dp_fmt_overhead(buf, sizeof(buf), bench_stat_of(v, nr),
+							    dp_noise(res, nt, nr, ti)));
 			for (r = 0; r < nr; r++)
 				v[r] = fabs(DP_RES(res, nt, nr, D_NONE, ti, r).overhead);
 			tbl_cell(&tb, "%s", bench_fmt_stat(buf, sizeof(buf), bench_stat_of(v, nr)));
@@ -958,7 +1050,9 @@ void bench_dataplane(void)
 	       "statistics, all workers together; overhead = (cycles per packet with − without) / 4, "
 	       "in TSC cycles (TSC %.3f GHz) of worker CPU time per counter update. Median (min–max) "
 	       "of %u rounds of %u ms. The \"no statistics\" row runs the reference loop in both "
-	       "phases: its spread is the noise floor. Workers not pinned. pcpu rows use the default "
+	       "phases: its |overhead| (± median (min–max)) is the noise floor; a row's overhead "
+	       "at or below twice that reads \"within the noise\", and a round below zero (phases "
+	       "with the pattern faster than without: noise) shows as <0. Workers not pinned. pcpu rows use the default "
 	       "zone (%s index, %zu B per counter per slot); the diagnostic row is Per Core with "
 	       "16 B per counter, the footprint pcpu had before Core v2.\n\n",
 	       work, DP_NFLOWS, DP_MIGRATE_MS,
@@ -967,7 +1061,7 @@ void bench_dataplane(void)
 	       bench_opt.duration_ms, zname, sizeof(struct pcpu_counter));
 
 	for (r = 0; r < nr; r++) {
-		fprintf(stderr, "dataplane: round %u/%u\n", r + 1, nr);
+		bench_progress("dataplane: round %u/%u", r + 1, nr);
 		for (ti = 0; ti < nt; ti++)
 			for (j = 0; j < D_N; j++) {
 				k = (j + r) % D_N;
@@ -1016,7 +1110,17 @@ void bench_dataplane(void)
 			for (r = 0; r < nr; r++)
 				v[r] = OVH(k, ti, r);
 			s = bench_stat_of(v, nr);
-			tbl_cell(&tb, "%s", bench_fmt_stat(buf, sizeof(buf), s));
+			if (k == D_NONE) {
+				struct bench_stat a;
+
+				for (r = 0; r < nr; r++)
+					v[r] = fabs(OVH(k, ti, r));
+				a = bench_stat_of(v, nr);
+				tbl_cell(&tb, "±%s", bench_fmt_stat(buf, sizeof(buf), a));
+			} else {
+				tbl_cell(&tb, "%s", dp_fmt_overhead(buf, sizeof(buf), s,
+								    dp_noise(res, nt, nr, ti)));
+			}
 			for (r = 0; r < nr; r++)
 				v[r] = RES(k, ti, r).cycles_per_pkt;
 			cpp = bench_median(v, nr);
@@ -1104,6 +1208,10 @@ void bench_dataplane(void)
 		for (r = 0; r < nr; r++)
 			v[r] = OVH(D_PERCORE, tn, r);
 		bench_targets.dp_percore_cycles = bench_median(v, nr);
+		bench_targets.dp_ideal_cycles[0] = dp_usable(D_IDEAL_MANY) ?
+			dp_median_overhead(res, nt, nr, D_IDEAL_MANY, (unsigned)tn) : NAN;
+		bench_targets.dp_ideal_cycles[1] = dp_usable(D_IDEAL_ADD4) ?
+			dp_median_overhead(res, nt, nr, D_IDEAL_ADD4, (unsigned)tn) : NAN;
 		/* The method's noise floor: the reference loop against itself. */
 		for (r = 0; r < nr; r++)
 			v[r] = fabs(OVH(D_NONE, tn, r));

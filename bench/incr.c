@@ -655,7 +655,7 @@ static void incr_pair(int index, struct bench_incr_targets *tg)
 	for (r = 0; r < nr; r++) {
 		unsigned po = r % INCR_PAIR_PLACES, pe = r / INCR_PAIR_PLACES % INCR_PAIR_PLACES;
 
-		fprintf(stderr, "incr (%s): paired round %u/%u\n", bench_index_name(index), r + 1, nr);
+		bench_progress("incr (%s): paired round %u/%u", bench_index_name(index), r + 1, nr);
 		for (ti = 0; ti < nt; ti++)
 			for (j = 0; j < 3; j++) {
 				unsigned p = (j + r) % 3; /* a different pair leads each round */
@@ -833,7 +833,7 @@ void bench_incr(void)
 	       child ? " Only the rows that depend on the index (and the floors) run here." : "");
 
 	for (r = 0; r < nr; r++) {
-		fprintf(stderr, "incr (%s): round %u/%u\n", bench_index_name(index), r + 1, nr);
+		bench_progress("incr (%s): round %u/%u", bench_index_name(index), r + 1, nr);
 		for (ti = 0; ti < nt; ti++)
 			for (j = 0; j < (unsigned)nuse; j++) {
 				k = (unsigned)order[(j + r) % (unsigned)nuse]; /* a different variant leads each round */
@@ -1183,6 +1183,7 @@ void bench_getcpu(void)
 	unsigned r, j, k;
 	struct tbl tb;
 	FILE *csv;
+	struct bench_stat empty_stat;
 	double empty;
 	char buf[96];
 
@@ -1214,23 +1215,31 @@ void bench_getcpu(void)
 		}
 
 	printf("ns per call from a single thread (TSC, %" PRIu64 " calls per round, syscall "
-	       "1/32 of that), median (min–max) of %u rounds; \"net\" subtracts the empty loop.\n\n",
+	       "1/32 of that), median (min–max) of %u rounds; \"net\" subtracts the empty loop's "
+	       "median where every round of the method was slower than every round of the empty "
+	       "loop, and says \"not measurable\" where the two overlap (a load can even run "
+	       "faster than the empty loop: the loops' code differs).\n\n",
 	       bench_opt.getcpu_calls, nr);
 	csv = bench_csv_open("getcpu.csv",
-			     "method,ns_median,ns_min,ns_max,ns_net,agrees_with_rseq,slide21_ns");
-	empty = bench_median(&ns[G_EMPTY * nr], nr);
+			     "method,ns_median,ns_min,ns_max,ns_net,agrees_with_rseq,slide21_ns,"
+			     "net_measurable");
+	empty_stat = bench_stat_of(&ns[G_EMPTY * nr], nr);
+	empty = empty_stat.med;
 	tbl_init(&tb, 5);
 	tbl_headers(&tb, "method", "ns/call", "net ns", "agrees with rseq cpu_id",
 		    "slide 21 (E5-2630 v3), ns", NULL);
 	for (k = 0; k < G_N; k++) {
 		struct bench_stat s;
+		int measurable;
 
 		if (!usable[k])
 			continue;
 		s = bench_stat_of(&ns[k * nr], nr);
+		measurable = k != G_EMPTY && s.min > empty_stat.max;
 		tbl_cell(&tb, "%s", getcpu_variants[k].name);
 		tbl_cell(&tb, "%s", bench_fmt_stat(buf, sizeof(buf), s));
-		tbl_cell(&tb, "%s", k == G_EMPTY ? "—" : bench_fmt_num(buf, sizeof(buf), s.med - empty));
+		tbl_cell(&tb, "%s", k == G_EMPTY ? "—" : measurable ? bench_fmt_num(buf, sizeof(buf), s.med - empty)
+								 : "not measurable");
 		tbl_cell(&tb, "%s", k == G_EMPTY ? "—" : agrees[k] ? "yes" : "**NO**");
 		if (isnan(getcpu_variants[k].slide21))
 			tbl_cell(&tb, "—");
@@ -1238,8 +1247,9 @@ void bench_getcpu(void)
 			tbl_cell(&tb, "%.1f%s", getcpu_variants[k].slide21,
 				 getcpu_variants[k].slide21_note);
 		if (csv)
-			fprintf(csv, "%s,%.4f,%.4f,%.4f,%.4f,%d,%.1f\n", getcpu_variants[k].csv, s.med,
-				s.min, s.max, s.med - empty, agrees[k], getcpu_variants[k].slide21);
+			fprintf(csv, "%s,%.4f,%.4f,%.4f,%.4f,%d,%.1f,%d\n", getcpu_variants[k].csv, s.med,
+				s.min, s.max, s.med - empty, agrees[k], getcpu_variants[k].slide21,
+				measurable);
 	}
 	tbl_print(&tb);
 	printf("Slide 21 also lists \"Read using gs segment selector: 0.8\" and \"rseq cpu_id "

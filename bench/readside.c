@@ -5,8 +5,11 @@
  *  - pcpu_counter_fetch() of one counter: ns per call;
  *  - pcpu_counter_fetch_array() snapshots of 10^4, 10^5, 10^6 counters, in
  *    ms, next to the same counters read by one pcpu_counter_fetch() each and
- *    to a "memory floor": the same bytes (8 B per counter per slot, the
- *    layout of Core v2) summed from plain arrays, measured in the same rounds;
+ *    to a "memory floor": the same bytes (8 B per counter for each slot a
+ *    fetch walks, the layout of Core v2) summed from plain arrays, measured
+ *    in the same rounds. A fetch walks the CPU slots and the owned slots
+ *    this process ever claimed (the incr and dataplane sections claim some),
+ *    not every one of pcpu_nslots(): rs_walked_slots() finds which;
  *  - resident memory per counter: 10^6 counters allocated one by one with
  *    pcpu_counter_alloc() and written by 2 threads pinned to 2 CPUs, measured in a
  *    fresh process per configuration (this program run again with
@@ -98,18 +101,104 @@ static size_t rs_resident(const void *p, size_t len)
 	return res;
 }
 
-/* Lists the slots whose copy of [obj, obj + len) has resident pages, "0,1". */
-static unsigned rs_resident_slots(const void *obj, size_t len, char *list, size_t size)
+/* Lists the slots s < n with in[s] set, "0,1", "0-9,12" (three or more
+ * consecutive slots as a range). */
+static void rs_format_slots(const unsigned char *in, unsigned n, char *list, size_t size)
+{
+	unsigned s = 0, e;
+
+	list[0] = 0;
+	while (s < n) {
+		size_t l = strlen(list);
+
+		if (!in[s]) {
+			s++;
+			continue;
+		}
+		for (e = s; e + 1 < n && in[e + 1]; e++)
+			;
+		if (e - s >= 2)
+			snprintf(list + l, size - l, "%s%u-%u", l ? "," : "", s, e);
+		else if (e > s)
+			snprintf(list + l, size - l, "%s%u,%u", l ? "," : "", s, e);
+		else
+			snprintf(list + l, size - l, "%s%u", l ? "," : "", s);
+		s = e + 1;
+	}
+}
+
+/* Whether [p, p + len) holds a nonzero word in a resident page. mincore()
+ * alone is not enough: a page that was only read maps the kernel's shared
+ * zero page, which mincore() reports as resident (pcpu_zone_free() reads
+ * the ends of a freed object's copies in every slot to clear them, so a
+ * later object there would seem resident in every slot). */
+static int rs_holds_data(const void *p, size_t len)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), npages, i, k;
+	uintptr_t start = (uintptr_t)p & ~(uintptr_t)(page - 1), end = (uintptr_t)p + len;
+	unsigned char *vec;
+	int found = 0;
+
+	npages = (end - start + page - 1) / page;
+	vec = malloc(npages);
+	if (!vec || mincore((void *)start, npages * page, vec) != 0) {
+		free(vec);
+		return 0;
+	}
+	for (i = 0; i < npages && !found; i++) {
+		uintptr_t a = start + i * page, b = a + page;
+
+		if (!(vec[i] & 1))
+			continue;
+		if (a < (uintptr_t)p)
+			a = (uintptr_t)p;
+		if (b > end)
+			b = end;
+		for (k = a; k < b && !found; k += 8)
+			found = *(const volatile uint64_t *)k != 0;
+	}
+	free(vec);
+	return found;
+}
+
+/* Lists the slots whose copy of [obj, obj + len) holds data (nonzero words),
+ * "0,1"; sets has[s] for each. Returns how many. */
+static unsigned rs_data_slots(const void *obj, size_t len, unsigned char *has, char *list,
+			      size_t size)
 {
 	unsigned s, count = 0;
 
-	list[0] = 0;
 	for (s = 0; s < pcpu_nslots(); s++) {
-		if (rs_resident(pcpu_slot_ptr(obj, s), len) == 0)
-			continue;
-		count++;
-		snprintf(list + strlen(list), size - strlen(list), "%s%u", count > 1 ? "," : "", s);
+		has[s] = (unsigned char)rs_holds_data(pcpu_slot_ptr(obj, s), len);
+		count += has[s];
 	}
+	rs_format_slots(has, pcpu_nslots(), list, size);
+	return count;
+}
+
+/* The slots a fetch walks, ascending, into walk[]: a scratch counter gets 1
+ * in one slot at a time, and the slot is walked where the fetch then reads
+ * 1. Lists them in `list`; returns how many. */
+static unsigned rs_walked_slots(unsigned *walk, char *list, size_t size)
+{
+	pcpu_counter_t c = pcpu_counter_alloc();
+	unsigned char *in = bench_xmalloc(pcpu_nslots());
+	unsigned s, count = 0;
+
+	if (!c)
+		bench_die("pcpu_counter_alloc failed");
+	for (s = 0; s < pcpu_nslots(); s++) {
+		int64_t *w = pcpu_slot_ptr(c, s);
+
+		*w = 1;
+		in[s] = pcpu_counter_fetch(c) == 1;
+		if (in[s])
+			walk[count++] = s;
+		*w = 0;
+	}
+	pcpu_counter_free(c);
+	rs_format_slots(in, pcpu_nslots(), list, size);
+	free(in);
 	return count;
 }
 
@@ -124,26 +213,47 @@ static int rs_all_equal(const uint64_t *out, size_t n, uint64_t want)
 }
 
 /* The memory floor of a snapshot: plain arrays holding what a snapshot must
- * read, one 8-byte word per counter per slot, summed slot by slot into an
- * 8-byte result per counter. */
+ * read, one 8-byte word per counter for each slot a fetch walks, summed slot
+ * by slot into an 8-byte result per counter. As the counters' slots are:
+ * the arrays of the slots that hold data are written (1 in every word), the
+ * others never (a read maps the kernel's zero page, as it does for the
+ * counters' untouched slots). */
 struct rs_floor {
 	size_t n;
-	unsigned nslots;
-	int64_t *src; /* nslots arrays of n words */
+	unsigned nslots;  /* arrays: the slots a fetch walks */
+	unsigned written; /* of them, written: the slots that hold data */
+	size_t len;       /* bytes of src */
+	int64_t *src;     /* nslots arrays of n words */
 	uint64_t *dst;
 };
 
-static void rs_floor_init(struct rs_floor *f, size_t n)
+static void rs_floor_init(struct rs_floor *f, size_t n, const unsigned *walk, unsigned nwalk,
+			  const unsigned char *has_data)
 {
-	size_t i, words;
+	size_t i;
+	unsigned k;
 
 	f->n = n;
-	f->nslots = pcpu_nslots();
-	words = n * f->nslots;
-	f->src = bench_xmalloc(words * sizeof(*f->src));
+	f->nslots = nwalk;
+	f->written = 0;
+	f->len = n * nwalk * sizeof(*f->src);
+	f->src = mmap(NULL, f->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (f->src == MAP_FAILED)
+		bench_die("mmap of %zu bytes failed", f->len);
 	f->dst = bench_xmalloc(n * sizeof(*f->dst));
-	for (i = 0; i < words; i++)
-		f->src[i] = 1;
+	for (k = 0; k < nwalk; k++) {
+		if (!has_data[walk[k]])
+			continue;
+		f->written++;
+		for (i = 0; i < n; i++)
+			f->src[(size_t)k * n + i] = 1;
+	}
+}
+
+static void rs_floor_free(struct rs_floor *f)
+{
+	munmap(f->src, f->len);
+	free(f->dst);
 }
 
 static double rs_floor_run(struct rs_floor *f)
@@ -254,6 +364,7 @@ void bench_memory_child(void)
 	struct rs_writer wr;
 	uintptr_t lo = UINTPTR_MAX, hi = 0;
 	unsigned passes = bench_opt.mem_passes, s, i;
+	unsigned char *in;
 	long rss0, rss1;
 	uint64_t t0;
 	size_t k;
@@ -305,6 +416,8 @@ void bench_memory_child(void)
 	rss1 = bench_rss_bytes();
 	m.rss_b = (double)(rss1 - rss0) / MEM_N;
 	m.span_b = (double)(hi - lo + sizeof(struct pcpu_counter)) / MEM_N;
+	in = bench_xmalloc(m.nslots);
+	memset(in, 0, m.nslots);
 	for (s = 0; s < m.nslots; s++) {
 		size_t len = hi - lo + sizeof(struct pcpu_counter);
 		size_t rs = rs_resident(pcpu_slot_ptr((void *)lo, s), len);
@@ -318,10 +431,11 @@ void bench_memory_child(void)
 			m.mirror_b = NAN;
 		if (rs) {
 			m.slots_resident++;
-			snprintf(m.slots + strlen(m.slots), sizeof(m.slots) - strlen(m.slots), "%s%u",
-				 m.slots_resident > 1 ? "," : "", s);
+			in[s] = 1;
 		}
 	}
+	rs_format_slots(in, m.nslots, m.slots, sizeof(m.slots));
+	free(in);
 	m.slot_b /= MEM_N;
 	m.mirror_b /= MEM_N;
 	for (i = 0; i < MEM_THREADS; i++)
@@ -392,7 +506,7 @@ static void rs_snapshot_round(pcpu_counter_t arr, size_t n, uint64_t *out, struc
 			break;
 		default:
 			*fm = rs_floor_run(fl);
-			*exact &= fl->dst[n - 1] == fl->nslots;
+			*exact &= fl->dst[n - 1] == fl->written;
 		}
 	}
 }
@@ -406,7 +520,10 @@ void bench_readside(void)
 	double *v3 = bench_xmalloc(nsr * sizeof(double)), *ratio = bench_xmalloc(nsr * sizeof(double));
 	uint64_t *out = bench_xmalloc(1000000 * sizeof(uint64_t));
 	const char *iname = bench_index_name(bench_process_index());
-	unsigned si, r, i;
+	unsigned *walk = bench_xmalloc(pcpu_nslots() * sizeof(unsigned));
+	unsigned char *has_data = bench_xmalloc(pcpu_nslots());
+	char walked[256];
+	unsigned si, r, i, nwalk;
 	struct tbl tb;
 	FILE *csv;
 	char buf[96], b2[96], b3[96];
@@ -414,6 +531,10 @@ void bench_readside(void)
 	printf("## 4. Read side and memory\n\n");
 	csv = bench_csv_open("readside.csv",
 			     "operation,zone,counters,unit,median,min,max,exact,resident_slots");
+
+	/* Which slots a fetch reads: the CPU slots and the owned slots claimed
+	 * so far (the incr and dataplane sections claim some). */
+	nwalk = rs_walked_slots(walk, walked, sizeof(walked));
 
 	/* ---- fetch of one counter ---- */
 	tbl_init(&tb, 4);
@@ -438,7 +559,7 @@ void bench_readside(void)
 		s = bench_stat_of(v, nr);
 		exact = sum == 7 * calls * nr;
 		tbl_cell(&tb, "pcpu_counter_fetch, 1 counter");
-		tbl_cell(&tb, "%s (%u slots)", iname, pcpu_nslots());
+		tbl_cell(&tb, "%s (%u of %u slots walked)", iname, nwalk, pcpu_nslots());
 		tbl_cell(&tb, "%s", bench_fmt_stat(buf, sizeof(buf), s));
 		tbl_cell(&tb, "%s", exact ? "yes" : "**NO**");
 		if (csv)
@@ -450,14 +571,16 @@ void bench_readside(void)
 
 	/* ---- snapshots ---- */
 	printf("Snapshots: an array of n counters (pcpu_counter_alloc_array, %s index) written "
-	       "first by 2 unpinned threads running at once (\"slots\": the slots with resident "
-	       "pages). Each round runs pcpu_counter_fetch_array, n × pcpu_counter_fetch and the "
+	       "first by 2 unpinned threads running at once (\"slots with data\": the slots whose "
+	       "copies then hold nonzero words). A fetch walks %u of the %u slots: %s (the CPU "
+	       "slots, then the owned slots this process has claimed). Each round runs "
+	       "pcpu_counter_fetch_array, n × pcpu_counter_fetch and the "
 	       "memory floor in turn, a different one first each round, after one warm-up round "
 	       "not counted. ms of the thread's CPU time (time other work holds the CPU is not "
 	       "counted), median (min–max) of %u rounds; the ratio is the median of the rounds' "
-	       "ratios.\n\n", iname, nsr);
+	       "ratios.\n\n", iname, nwalk, pcpu_nslots(), walked, nsr);
 	tbl_init(&tb, 7);
-	tbl_headers(&tb, "counters", "slots resident", "pcpu_counter_fetch_array, ms",
+	tbl_headers(&tb, "counters", "slots with data", "pcpu_counter_fetch_array, ms",
 		    "n × pcpu_counter_fetch, ms", "memory floor, ms", "fetch_array / floor",
 		    "exact", NULL);
 	for (si = 0; si < 3 && sizes[si] <= bench_opt.max_snapshot; si++) {
@@ -465,15 +588,15 @@ void bench_readside(void)
 		pcpu_counter_t arr = pcpu_counter_alloc_array(n);
 		struct bench_stat sa, sf, sl;
 		struct rs_floor fl;
-		char slots[96];
+		char slots[256];
 		double rmed;
 		int exact = 1;
 
 		if (!arr)
 			bench_die("pcpu_counter_alloc_array(%zu) failed", n);
-		rs_floor_init(&fl, n);
 		rs_write_all(arr, n, 2, 1);
-		rs_resident_slots(arr, n * sizeof(struct pcpu_counter), slots, sizeof(slots));
+		rs_data_slots(arr, n * sizeof(struct pcpu_counter), has_data, slots, sizeof(slots));
+		rs_floor_init(&fl, n, walk, nwalk, has_data);
 		/* The warm-up round faults in the floor's result array and the
 		 * output buffer, and brings the code in. */
 		rs_snapshot_round(arr, n, out, &fl, 0, &v[0], &v2[0], &v3[0], &exact);
@@ -507,17 +630,19 @@ void bench_readside(void)
 			bench_targets.snapshot_1e6_ms = sa.med;
 			bench_targets.snapshot_floor_ms = sl.med;
 			bench_targets.snapshot_vs_floor = rmed;
-			bench_targets.snapshot_slots = pcpu_nslots();
+			bench_targets.snapshot_slots = nwalk;
+			bench_targets.snapshot_nslots = pcpu_nslots();
 		}
 		pcpu_counter_free(arr);
-		free(fl.src);
-		free(fl.dst);
+		rs_floor_free(&fl);
 	}
 	tbl_print(&tb);
-	printf("\"memory floor\": plain arrays of the bytes a snapshot must read (8 B × %u "
-	       "slots per counter) summed slot by slot into an 8 B result per counter, i.e. what "
-	       "the memory system allows. (Before Core v2 this floor read 16 B per slot.)\n\n",
-	       pcpu_nslots());
+	printf("\"memory floor\": plain arrays of the bytes a snapshot must read (8 B per "
+	       "counter for each of the %u slots a fetch walks) summed slot by slot into an 8 B "
+	       "result per counter, i.e. what the memory system allows; the arrays of the slots "
+	       "with data are written, the others never (a read maps the kernel's zero page, as "
+	       "for the counters' untouched slots). (Before Core v2 this floor read 16 B per "
+	       "slot.)\n\n", nwalk);
 	if (csv)
 		fclose(csv);
 
@@ -552,7 +677,7 @@ void bench_readside(void)
 
 				if (idx_cfg[ii] == PCPU_INDEX_MM_CID && !pcpu_rseq_has_mm_cid())
 					continue;
-				fprintf(stderr, "read: memory, PCPU_INDEX=%s PCPU_NSLOTS=%u\n",
+				bench_progress("read: memory, PCPU_INDEX=%s PCPU_NSLOTS=%u",
 					bench_index_name(idx_cfg[ii]), nslots_cfg[ci]);
 				rs_memory_config(nslots_cfg[ci], idx_cfg[ii], m);
 				snprintf(env, sizeof(env), "PCPU_INDEX=%s%s", bench_index_name(idx_cfg[ii]),
@@ -598,4 +723,6 @@ void bench_readside(void)
 	free(v3);
 	free(ratio);
 	free(out);
+	free(walk);
+	free(has_data);
 }

@@ -111,9 +111,15 @@ else
   mkdir -p "$out"
 fi
 
-# The markdown report goes to the terminal and to report.md; progress lines
-# (stderr) only to the terminal.
-"$bench" "$@" | tee "$out/report.md"
+# The markdown report goes to the terminal and to report.md. pcpu_bench's
+# stderr goes to progress.log, so that its progress lines ("progress: ...")
+# do not land between the report's lines; anything else it says there (a
+# warning, an error) is shown once it is done.
+echo "run.sh: $bench $* (its progress: $out/progress.log)" >&2
+status=0
+"$bench" "$@" 2>"$out/progress.log" | tee "$out/report.md" || status=$?
+grep -v '^progress: ' "$out/progress.log" >&2 || true
+[ "$status" -eq 0 ] || exit "$status"
 
 # 5. The statistics layer's comparisons (a program of its own).
 stats_args=()

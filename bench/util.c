@@ -138,8 +138,11 @@ void bench_print_usage(const char *what, const struct bench_usage *start)
 {
 	double wall, others, steal, share = usage_since(start, &wall, &others, &steal);
 
-	printf("(%s: %.1f s; meanwhile other processes used %.1f CPU-s and the hypervisor "
-	       "stole %.1f CPU-s, %.0f%% of the machine%s)\n\n", what, wall, others, steal,
+	/* Three decimals: a 0.1 s section with 0.02 CPU-s of others (10 %)
+	 * printed "0.0 CPU-s ... 10 %" with one, and 0.006 CPU-s (3 %) "0.00"
+	 * with two. */
+	printf("(%s: %.1f s; meanwhile other processes used %.3f CPU-s and the hypervisor "
+	       "stole %.3f CPU-s, %.0f%% of the machine%s)\n\n", what, wall, others, steal,
 	       100 * share, share > BENCH_DISTURBED ? " — **disturbed: figures not representative**" : "");
 }
 
@@ -254,6 +257,17 @@ void bench_die(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	exit(2);
+}
+
+void bench_progress(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("progress: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
 }
 
 void *bench_xmalloc(size_t size)
@@ -466,10 +480,13 @@ void tbl_print(struct tbl *t)
 		}
 		printf("|\n");
 		if (r == 0) {
-			for (c = 0; c < t->ncols; c++)
-				printf("|%.*s", (int)width[c] + 2,
-				       "----------------------------------------------------------------"
-				       "----------------------------------------------------------------");
+			for (c = 0; c < t->ncols; c++) {
+				unsigned k;
+
+				putchar('|');
+				for (k = 0; k < width[c] + 2; k++)
+					putchar('-');
+			}
 			printf("|\n");
 		}
 	}

@@ -7,7 +7,9 @@
 #   prometheus (promtool, server): exposition checks and the scrape test
 #   python: prometheus_client (strict OpenMetrics parser), matplotlib (plots),
 #           pytest, setuptools and wheel (the Python binding's tests and its
-#           `pip install ./python`, done offline there)
+#           `pip install ./python`, done offline there); python3-venv (the
+#           README's route into a virtual environment, ctest python_venv:
+#           Debian's Python refuses a pip install outside one, PEP 668)
 #   debhelper, dpkg-dev, build-essential, lintian: the Debian packages test
 #   man-db, groff: the manual pages test (man --warnings, groff -ww)
 #   libmicrohttpd-dev, libgnutls28-dev, zlib1g-dev, libyaml-dev, libcrypt-dev:
@@ -34,6 +36,7 @@ have clang     || need_apt+=(clang)
 [ -n "$(ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a 2>/dev/null)" ] || need_apt+=(libclang-rt-14-dev)
 have promtool  || need_apt+=(prometheus)
 have python3   || need_apt+=(python3 python3-pip)
+python3 -c 'import ensurepip, venv' 2>/dev/null || need_apt+=(python3-venv)
 have dpkg-buildpackage || need_apt+=(dpkg-dev)
 dpkg -s build-essential >/dev/null 2>&1 || need_apt+=(build-essential)
 have dh        || need_apt+=(debhelper)
