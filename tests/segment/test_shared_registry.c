@@ -20,6 +20,10 @@
  *       phase 1 until OPS operations and KILLS kills, master resetting;
  *       phase 2 (no kills) until OPS more, workers resetting too: every
  *       reset exactly once across processes
+ *   test_shared_registry prefork-full WORKERS OPS KILLS   the same on a
+ *       small tmpfs that fills up as the workers register (issue 37):
+ *       registrations refused with ENOSPC, every value still exact, no
+ *       SIGBUS, one series per label set
  *   test_shared_registry lockdeath   a worker killed holding the tree lock
  *       in the middle of a directory change: the others go on (bounded by
  *       alarm()), the change repaired
@@ -53,6 +57,7 @@
 #include <pcpu/stats.h>
 
 #include "check.h"
+#include "small_fs.h"
 #include "segment/writer.h"
 
 #define NPATHS 48
@@ -69,6 +74,7 @@ struct wstate {
 	int64_t gpackets[NPATHS], gbytes[NPATHS]; /* group updates: (1, v, -v) */
 	uint8_t used[NPATHS];
 	volatile uint64_t ops;
+	uint64_t refused; /* prefork-full: registrations refused (ENOSPC) */
 	pid_t pid;
 };
 
@@ -101,6 +107,11 @@ static void reset_pause(void *counter)
 	sched_yield();
 }
 static char dir[256];
+/* prefork-full: the segment's directory is a small tmpfs (mounted on dir
+ * in this process's own mount namespace) that fills up: registrations may
+ * fail with ENOSPC. */
+static int full;
+static unsigned full_pages = 12; /* PCPU_TEST_FULL_PAGES: of values, per region */
 static pcpu_registry_t *reg;
 static pcpu_family_t *f_req, *f_lat, *f_inflight;
 static pcpu_group_family_t *gf_flow; /* flow_packets, flow_bytes, flow_debt */
@@ -124,6 +135,19 @@ static void publish(void)
 
 	strcpy(dir, "/tmp/pcpu-tree-test.XXXXXX");
 	CHECK(mkdtemp(dir) != NULL);
+	if (full) {
+		/* Room for the header, the directory's first pages and a few
+		 * pages of values in every region (a CPU slot's and its
+		 * mirror): the workers' series fill it up as they go. */
+		size_t size = (size_t)4096 * (16 + 2 * (pcpu_nslots() - pcpu_worker_max()) * full_pages);
+		char why[256];
+
+		if (small_tmpfs("mount", dir, size, why, sizeof why) != 0 &&
+		    small_tmpfs("userns", dir, size, why, sizeof why) != 0) {
+			fprintf(stderr, "prefork-full: no small tmpfs here: %s\n", why);
+			exit(1);
+		}
+	}
 	reg = pcpu_registry_create();
 	CHECK(reg);
 	memset(&d, 0, sizeof d);
@@ -194,6 +218,21 @@ static int64_t note_reset(uint64_t got)
 	return (int64_t)got;
 }
 
+/* A worker's registration: its handle (0), or (prefork-full only) a
+ * refusal for want of space, counted (1). */
+static int registered(struct wstate *w, int p, const void *handle)
+{
+	if (handle) {
+		w->used[p] = 1;
+		return 0;
+	}
+	if (!full || errno != ENOSPC)
+		fprintf(stderr, "registration: %s\n", pcpu_stats_error());
+	CHECK(full && errno == ENOSPC && pcpu_stats_error()[0]);
+	w->refused++;
+	return 1;
+}
+
 static void worker(int i)
 {
 	struct wstate *w = &sh->w[i];
@@ -203,6 +242,7 @@ static void worker(int i)
 	pcpu_group_t *gr[NPATHS] = {0};
 	uint64_t rng = 0x9e3779b97f4a7c15ull ^ ((uint64_t)getpid() << 20) ^ (uint64_t)i;
 	uint64_t n = w->done;
+	uint8_t refused[4][NPATHS] = {{0}}; /* prefork-full: not tried again */
 	pcpu_family_t *late;
 	char names[NPATHS][32];
 
@@ -216,7 +256,7 @@ static void worker(int i)
 	d.name = "worker_starts";
 	d.type = PCPU_METRIC_COUNTER;
 	late = pcpu_registry_family(reg, &d);
-	CHECK(late);
+	CHECK(late || (full && errno == ENOSPC));
 	w->seq = n;
 	pcpu__test_reset_pause = reset_pause;
 	while (!sh->stop) {
@@ -227,49 +267,40 @@ static void worker(int i)
 
 		if (sh->phase == 2 && k == 9 && (r >> 40) % 2048 == 0) {
 			/* A reset: no kill in phase 2, so no ambiguity. */
-			if (!c[p])
-				c[p] = pcpu_family_counter(f_req, v);
-			CHECK(c[p]);
-			w->resets[p] += note_reset(pcpu_counter_fetch_and_zero(c[p]));
-			w->used[p] = 1;
+			if (!c[p] && !refused[1][p])
+				refused[1][p] = registered(w, p, c[p] = pcpu_family_counter(f_req, v));
+			if (c[p])
+				w->resets[p] += note_reset(pcpu_counter_fetch_and_zero(c[p]));
 			continue;
 		}
+		/* The series first (a registration is no operation of the
+		 * tallies); on a full disk it may be refused: ENOSPC. */
+		if (k == 5 && !gr[p] && !refused[0][p])
+			refused[0][p] = registered(w, p, gr[p] = pcpu_group_family_series(gf_flow, v));
+		else if (k < 5 && !c[p] && !refused[1][p])
+			refused[1][p] = registered(w, p, c[p] = pcpu_family_counter(f_req, v));
+		else if (k >= 6 && k < 8 && !h[p] && !refused[2][p])
+			refused[2][p] = registered(w, p, h[p] = pcpu_family_histogram(f_lat, v));
+		else if (k >= 8 && !g[p] && !refused[3][p])
+			refused[3][p] = registered(w, p, g[p] = pcpu_family_gauge(f_inflight, v));
+		if (k == 5 ? !gr[p] : k < 5 ? !c[p] : k < 8 ? !h[p] : !g[p])
+			continue;
 		w->pend_path = p;
 		w->pend_v = val;
 		w->pend_op = k < 5 ? OP_ADD : k < 6 ? OP_GROUP : k < 8 ? OP_RECORD : OP_GAUGE;
 		__atomic_store_n(&w->seq, ++n, __ATOMIC_RELEASE);
 		if (k == 5) {
-			if (!gr[p]) {
-				gr[p] = pcpu_group_family_series(gf_flow, v);
-				CHECK(gr[p]);
-				w->used[p] = 1;
-			}
 			pcpu_group_add(gr[p], 0, (const int64_t[]){1, val, -val});
 			w->gpackets[p] += 1;
 			w->gbytes[p] += val;
 		} else if (k < 6) {
-			if (!c[p]) {
-				c[p] = pcpu_family_counter(f_req, v);
-				CHECK(c[p]);
-				w->used[p] = 1;
-			}
 			pcpu_counter_add(c[p], val);
 			w->cnt[p] += val;
 		} else if (k < 8) {
-			if (!h[p]) {
-				h[p] = pcpu_family_histogram(f_lat, v);
-				CHECK(h[p]);
-				w->used[p] = 1;
-			}
 			pcpu_histogram_record(h[p], val);
 			w->hcount[p] += 1;
 			w->hsum[p] += val;
 		} else {
-			if (!g[p]) {
-				g[p] = pcpu_family_gauge(f_inflight, v);
-				CHECK(g[p]);
-				w->used[p] = 1;
-			}
 			if (val & 1)
 				val = -val;
 			w->pend_v = val;
@@ -279,7 +310,13 @@ static void worker(int i)
 		__atomic_store_n(&w->done, n, __ATOMIC_RELEASE);
 		w->ops++;
 	}
-	pcpu_counter_inc(pcpu_family_counter(late, NULL));
+	if (late) {
+		pcpu_counter_t started = pcpu_family_counter(late, NULL);
+
+		CHECK(started || (full && errno == ENOSPC));
+		if (started)
+			pcpu_counter_inc(started);
+	}
 	_exit(0);
 }
 
@@ -336,7 +373,11 @@ static struct pcpu_reader_snapshot *read_segment(void)
 		fprintf(stderr, "snapshot: %s\n", pcpu_reader_error());
 	CHECK(s);
 	pcpu_reader_close(r);
-	CHECK(!s->incomplete && !s->nospace);
+	/* A tree refuses what its directory cannot record: nothing is ever
+	 * dropped; out of space (which readers also call incomplete) only
+	 * where the file system filled up. */
+	CHECK(pcpu_segment_dropped(seg) == 0);
+	CHECK(full ? s->nospace || !s->incomplete : !s->incomplete && !s->nospace);
 	return s;
 }
 
@@ -440,8 +481,8 @@ static void verify(int nw)
 								 : -1;
 
 		if (!strcmp(f->name, "worker_starts")) {
-			CHECK(f->nseries == 1);
-			starts++;
+			CHECK(f->nseries == 1 || (full && f->nseries == 0));
+			starts += (int)f->nseries;
 			continue;
 		}
 		CHECK(which >= 0);
@@ -513,7 +554,7 @@ static void verify(int nw)
 			fprintf(stderr, "path %d was used but has no series\n", p);
 			bad++;
 		}
-	CHECK(starts == 1);
+	CHECK(starts == 1 || full);
 	if (sh->negative_resets) {
 		fprintf(stderr, "%d resets returned a negative amount: two resets subtracted one value\n",
 			sh->negative_resets);
@@ -562,9 +603,11 @@ static void prefork(int nw, uint64_t ops, int kills)
 		path_name(p, name);
 		if (!mc[p])
 			mc[p] = pcpu_family_counter(f_req, v);
-		CHECK(mc[p]);
-		sh->master_resets[p] += note_reset(pcpu_counter_fetch_and_zero(mc[p]));
-		resets++;
+		CHECK(mc[p] || (full && errno == ENOSPC));
+		if (mc[p]) {
+			sh->master_resets[p] += note_reset(pcpu_counter_fetch_and_zero(mc[p]));
+			resets++;
+		}
 		if (killed % 4 == 0) {
 			struct pcpu_reader_snapshot *rs;
 
@@ -594,8 +637,10 @@ static void prefork(int nw, uint64_t ops, int kills)
 			path_name(p, name);
 			if (!mc[p])
 				mc[p] = pcpu_family_counter(f_req, v);
-			sh->master_resets[p] += note_reset(pcpu_counter_fetch_and_zero(mc[p]));
-			resets++;
+			if (mc[p]) {
+				sh->master_resets[p] += note_reset(pcpu_counter_fetch_and_zero(mc[p]));
+				resets++;
+			}
 		}
 	}
 	sh->stop = 1;
@@ -605,10 +650,18 @@ static void prefork(int nw, uint64_t ops, int kills)
 		CHECK(waitpid(sh->w[i].pid, &st, 0) == sh->w[i].pid);
 		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	}
-	printf("prefork: %d workers, %" PRIu64 " operations, %d kills, %d master resets, "
-	       "%d reads while running, mode %s, %" PRIu64 " tree lock holders died\n",
-	       nw, total_ops(nw), killed, resets, snaps, pcpu_rseq_mode_name(pcpu_rseq_mode()),
-	       ((struct pcpu_segment *)seg)->tree->zone.deaths);
+	{
+		uint64_t refused = 0;
+
+		for (int i = 0; i < nw; i++)
+			refused += sh->w[i].refused;
+		printf("prefork: %d workers, %" PRIu64 " operations, %d kills, %d master resets, "
+		       "%d reads while running, mode %s, %" PRIu64 " tree lock holders died, "
+		       "%" PRIu64 " registrations refused%s\n",
+		       nw, total_ops(nw), killed, resets, snaps, pcpu_rseq_mode_name(pcpu_rseq_mode()),
+		       ((struct pcpu_segment *)seg)->tree->zone.deaths, refused,
+		       full ? " on a full file system" : "");
+	}
 	CHECK(pcpu_registry_collect(reg) == 0);
 	verify(nw);
 }
@@ -1018,7 +1071,12 @@ int main(int argc, char **argv)
 {
 	sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	CHECK(sh != MAP_FAILED);
-	if (argc >= 2 && !strcmp(argv[1], "prefork"))
+	if (argc >= 2 && !strcmp(argv[1], "prefork-full")) {
+		full = 1;
+		if (getenv("PCPU_TEST_FULL_PAGES"))
+			full_pages = (unsigned)atoi(getenv("PCPU_TEST_FULL_PAGES"));
+	}
+	if (argc >= 2 && (!strcmp(argv[1], "prefork") || full))
 		prefork(argc > 2 ? atoi(argv[2]) : 16,
 			argc > 3 ? strtoull(argv[3], NULL, 0) : 20000000ull,
 			argc > 4 ? atoi(argv[4]) : 24);
@@ -1035,13 +1093,15 @@ int main(int argc, char **argv)
 	else if (argc >= 2 && !strcmp(argv[1], "owned"))
 		owned();
 	else {
-		fprintf(stderr, "usage: test_shared_registry prefork [WORKERS OPS KILLS] | lockdeath | "
+		fprintf(stderr, "usage: test_shared_registry prefork|prefork-full [WORKERS OPS KILLS] | lockdeath | "
 				"groupdeath | multichunk | refusals | wrongindex | owned\n");
 		return 2;
 	}
 	if (dir[0]) {
 		char cmd[300];
 
+		if (full)
+			(void)umount2(dir, MNT_DETACH);
 		snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 		(void)system(cmd);
 	}
