@@ -52,7 +52,7 @@
  *           file's directory).
  *   groups  a consistent group's update (pcpu_group_add2: packets 1, bytes
  *           random, one of 16 labelled groups picked at random) in one
- *           process: a shared registry's group (its lane locks) against
+ *           process: a shared registry's group (its tid-tagged lanes) against
  *           an ordinary published registry's (the rseq lane), the same
  *           compiled loop, rounds alternating, thread CPU time per update,
  *           medians and the median of per-round ratios; totals checked.
@@ -704,7 +704,7 @@ static void groups(void)
 	static double t[2][MAX_ROUNDS], ratio[MAX_ROUNDS];
 	static const char *const lnames[] = {"path"};
 	static const char *const kname[2] = {"ordinary registry (rseq lane)",
-					     "shared registry (lane locks)"};
+					     "shared registry (tagged lanes)"};
 	pcpu_group_t *g[2][NSERIES];
 	int64_t want[2][2] = {{0, 0}, {0, 0}};
 	uint64_t rng = 0x2545f4914f6cdd1dull, n = opt.ops;

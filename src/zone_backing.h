@@ -57,9 +57,11 @@ struct pcpu_zone_backing {
 	 * Else: makes [from, upto) of every region of chunk `no`, mapped at
 	 * `base`, safe to write (no fault for lack of space), and keeps it
 	 * so (the zone then zeroes freed objects without giving pages back).
-	 * On failure nothing of [from, upto) stays reserved, the backing has
-	 * done what it does when out of space, and -1 with errno (ENOSPC,
-	 * ENOMEM, EFBIG...). */
+	 * On failure the backing has done what it does when out of space
+	 * (a process's own file gives back what it took of [from, upto); a
+	 * file shared by a process tree keeps it, since `from` is this
+	 * process's mark and another may live above it), and -1 with errno
+	 * (ENOSPC, ENOMEM, EFBIG...). */
 	int (*reserve)(void *ctx, unsigned no, char *base, size_t span, size_t from, size_t upto);
 
 	/* With `reserve`: makes [0, upto) of region `region` of chunk `no`,

@@ -67,8 +67,8 @@ struct pcpu_group {
 	uint32_t pcpu__fb_per_slot;
 	uint32_t pcpu__reserved;
 	/* A shared registry's zone (PCPU_SEGMENT_SHARED_TREE), whose groups
-	 * are updated under its lane locks, out of line; NULL for any other
-	 * group. */
+	 * have lanes of their own (src/stats/group.c), updated out of line;
+	 * NULL for any other group. */
 	pcpu_zone_t *pcpu__tree;
 };
 
@@ -178,11 +178,11 @@ PCPU_API size_t pcpu_group_count(const pcpu_group_t *g);
  * store per member, and one store; the fallback path costs one atomic
  * compare-and-swap more.
  * A group of a shared registry (PCPU_SEGMENT_SHARED_TREE, pcpu/segment.h)
- * differs: every process of the tree updates it, under one of a few
- * process-shared robust locks (a process killed in mid-update is undone by
- * the next taker), so there it is thread-safe and safe across processes
- * but NOT async-signal-safe, and costs a call, a lock and an unlock
- * (uncontended: two atomic instructions) and a store per member more.
+ * is updated by every process of the tree, out of line, with the same
+ * guarantees (and safe across processes: an update whose process is killed
+ * midway is wholly absent from every read, and its lane is repaired by the
+ * next read); it costs a call and a store per member more (2.6-2.7x an
+ * ordinary group's update, `pcpu_bench_prefork --groups-only`).
  */
 __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_group_add)(const pcpu_group_t *g, size_t i, const int64_t *d)
 {
@@ -251,6 +251,11 @@ static inline size_t PCPU__INLINE_OP(pcpu_group_count)(const pcpu_group_t *g)
  * (NULL argument, i out of range), ETIMEDOUT (gave up: a copy stayed in
  * mid-update -- its writer preempted for that long, or a fork() copied a
  * lane another thread was writing; out is then unspecified).
+ * A shared registry's group never makes a read wait for a writer: a copy
+ * in mid-update is read as it was before that update (ETIMEDOUT only if
+ * updates end faster than the read can copy one, for that long); a copy
+ * whose writer's process died costs a kill(2) of its thread id and is
+ * repaired.
  * Thread-safe; async-signal-safe; never blocks a writer.
  * Cost: about (members + 1) loads per slot and per fallback lane.
  */

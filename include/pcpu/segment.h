@@ -81,13 +81,19 @@ enum {
 	 * their children), which all write it -- adds, records and sets from
 	 * any of them land in the one copy, and a family or series any of
 	 * them registers is one family or series for all (registering it in
-	 * another process finds the same storage); consistent groups too,
-	 * updated under process-shared robust locks (pcpu/group.h). Readers
-	 * see one segment. Needs CPU-number slots (`PCPU_INDEX=cpu` in the
-	 * environment; EINVAL otherwise: mm_cid is per process). What a
-	 * shared registry does not do -- removals, callbacks, registered
-	 * structs, processes not forked from the publisher -- and what it
-	 * costs: README.md, "Pre-fork servers". */
+	 * another process finds the same storage); consistent groups too
+	 * (pcpu/group.h). Readers see one segment, live while any process of
+	 * the tree lives. A registration the tree's directory cannot record
+	 * fails with ENOSPC in every process (never made twice); reads,
+	 * collections, resets and sets never wait for another process (a
+	 * new series' registration waits for one being made). Each process
+	 * looks up (pcpu_registry_find(), pcpu_family_lookup()) what it
+	 * registered or inherited; registering finds what others made. Needs
+	 * CPU-number slots (`PCPU_INDEX=cpu` in the environment; EINVAL
+	 * otherwise: mm_cid is per process). What a shared registry does not
+	 * do -- removals, callbacks, registered structs, owned slots,
+	 * processes not forked from the publisher -- and what it costs:
+	 * README.md, "Pre-fork servers"; pcpu_segment_publish(3). */
 	PCPU_SEGMENT_SHARED_TREE = 1u << 1,
 };
 

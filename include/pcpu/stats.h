@@ -133,8 +133,9 @@ PCPU_API uint64_t pcpu_registry_generation(pcpu_registry_t *reg);
  * Returns NULL with errno: EINVAL (invalid name, label name, unit, help,
  * scale or layout; reserved label `le` in a histogram), EEXIST (a family of
  * that name differs, or one of the sample names the family would write --
- * `<name>_total`, `<name>_bucket`, ... -- belongs to another family), ENOMEM.
- * pcpu_stats_error() says what is wrong.
+ * `<name>_total`, `<name>_bucket`, ... -- belongs to another family),
+ * ENOSPC (a shared registry's directory cannot record it: pcpu/segment.h,
+ * PCPU_SEGMENT_SHARED_TREE), ENOMEM. pcpu_stats_error() says what is wrong.
  * Thread-safe; not async-signal-safe. Cost: a mutex and a hash lookup.
  */
 PCPU_API pcpu_family_t *pcpu_registry_family(pcpu_registry_t *reg,
@@ -142,8 +143,11 @@ PCPU_API pcpu_family_t *pcpu_registry_family(pcpu_registry_t *reg,
 
 /**
  * The family named `name` (a counter also by its `_total` name), or NULL
- * with errno ENOENT. Thread-safe; not async-signal-safe (takes the
- * registry's mutex). Cost: a hash lookup of the name.
+ * with errno ENOENT. In a shared registry (PCPU_SEGMENT_SHARED_TREE) only
+ * the families this process registered or inherited at fork(): one another
+ * process of the tree made is found by registering it with the same
+ * description. Thread-safe; not async-signal-safe (takes the registry's
+ * mutex). Cost: a hash lookup of the name.
  */
 PCPU_API pcpu_family_t *pcpu_registry_find(pcpu_registry_t *reg, const char *name);
 
@@ -172,7 +176,12 @@ PCPU_API size_t pcpu_family_size(pcpu_family_t *fam);
  * The counter of a counter family's series with these label values (one per
  * label name; NULL when the family has no labels), created (zero) if absent.
  * Returns NULL with errno: EINVAL (not a counter family, NULL value, value
- * not UTF-8 or too long), ENOMEM. Thread-safe; not async-signal-safe.
+ * not UTF-8 or too long), ENOSPC (the registry is published and its
+ * segment's file system has no room for the new series' values -- series
+ * made before keep counting exactly -- or, in a shared registry, its
+ * directory cannot record the series), EFBIG (a published registry's file
+ * would pass RLIMIT_FSIZE), ENOMEM; pcpu_stats_error() says which.
+ * Thread-safe; not async-signal-safe.
  * Cost: a mutex and a hash lookup -- call it once, keep the handle.
  */
 PCPU_API pcpu_counter_t pcpu_family_counter(pcpu_family_t *fam, const char *const *label_values);
@@ -191,8 +200,11 @@ PCPU_API pcpu_histogram_t *pcpu_family_histogram(pcpu_family_t *fam,
 /**
  * Looks a series up without creating it: its handle (pcpu_counter_t,
  * pcpu_gauge_t or pcpu_histogram_t *, by the family's type), or NULL with
- * errno ENOENT. Thread-safe; not async-signal-safe (takes the registry's
- * mutex). Cost: checking the label values and a hash lookup of them.
+ * errno ENOENT. In a shared registry, the series this process registered or
+ * inherited at fork(); registering one another process made
+ * (pcpu_family_counter()...) returns that series' storage. Thread-safe; not
+ * async-signal-safe (takes the registry's mutex). Cost: checking the label
+ * values and a hash lookup of them.
  */
 PCPU_API void *pcpu_family_lookup(pcpu_family_t *fam, const char *const *label_values);
 

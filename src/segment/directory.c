@@ -521,7 +521,7 @@ static int group_ref(struct pcpu_segment *seg, const struct pcpu__family_view *f
 	e.blob_len = (uint32_t)len;
 	e.u32a = f->group_members;
 	e.serial = ++seg->next_serial;
-	/* 2.6: in a tree, where the group's lanes are, for the other
+	/* 2.5: in a tree, where the group's lanes are, for the other
 	 * processes (tree.c); readers ignore it. */
 	if (seg->tree && addr_location(seg, (uintptr_t)gs->g->pcpu__primary, &e.u32b, &e.value_off) < 0)
 		e.u32b = 0, e.value_off = 0;

@@ -57,7 +57,7 @@
 				   * PCPU__SEG_TREE_OFFSET.. of the header's page are the
 				   * writers' shared state, which readers ignore */
 #define PCPU__SEG_TREE_OFFSET 2048
-/* 2.5: every process of a tree holds an open file description with a read
+/* 2.6: every process of a tree holds an open file description with a read
  * lock (an OFD lock, F_OFD_SETLK) on this byte of the file: the
  * publisher's, which every fork() child inherits with the descriptor, so
  * the lock lasts while any of them lives. A reader that finds it held

@@ -112,31 +112,48 @@
  *
  * Shared by a process tree. A shared registry's groups (pcpu/segment.h,
  * PCPU_SEGMENT_SHARED_TREE: every process forked from its creator updates
- * them) cannot use the design above: a holder's record is in its own
- * process's stack, and a process killed while it holds a lane (SIGKILL of
- * a worker, at any instant) would leave the lane odd for ever, its old
- * values unknowable -- readers would time out for good. So these groups
- * (g->pcpu__tree set; the inline path sends them here) are written under
- * the tree's *lane locks* (zone_backing.h): a few process-shared robust
- * mutexes, lock k guarding slot k's lane of every group. A lane is
+ * them; g->pcpu__tree set, the inline path sends them here) cannot use the
+ * record above: it is in the holder's stack, in its own process, and a
+ * process killed while it holds a lane (SIGKILL of a worker, at any
+ * instant) would leave the lane odd for ever, its old values unknowable.
+ * So a tree lane keeps its undo copy beside its values, and says who holds
+ * it:
  *
- *     [ seq | value[members] | undo[members] ]
+ *     [ seq | undo_seq | repairer | value[members] | undo[members] ]
  *
- * and its writer, holding lock k, copies the values to undo, makes seq odd,
- * adds, and makes seq even. Only lock k's holder writes slot k's lanes, so
- * a lane found odd *by a thread that holds lock k* was left so by a holder
- * that died (the kernel handed its robust lock on): the taker puts undo
- * back and makes seq even, the dead update wholly absent. undo is written
- * before seq turns odd, so it is whole whenever seq is odd. Readers use the
- * seqcount as above, and repair a lane that stays odd when its lock turns
- * out to be free. A writer whose CPU's lock is held (its holder preempted)
- * takes the next free one, as rseq writers take a fallback lane; all held,
- * it waits for its own. Nothing here is per process, so fork() needs
- * nothing (the child keeps the shared mapping; a holder in the parent goes
- * on there). The price, against the rseq path: a call, a lock and an
- * unlock, and a store per member; a robust mutex is not async-signal-safe,
- * so neither is this path (pcpu/group.h says so). Memory: nlanes (two per
- * online CPU, at most 32) lanes per group, not 3 * nslots.
+ * seq is gen << 32 while free, (gen << 32) | tag while held, tag being the
+ * holder's thread id << 1 | 1 (thread ids are below 2^22). A writer takes
+ * its CPU's lane with the rseq compare-and-store (free s -> s | tag), a
+ * fallback lane with a compare-and-swap (held: a preempted holder; and
+ * always without rseq), copies the values to undo, sets undo_seq to seq
+ * (the copy is whole), adds, and releases with (gen + 1) << 32. Only the
+ * holder writes a held lane. A reader never waits for it:
+ *  - seq even: the values, as the seqcount above;
+ *  - seq odd and undo_seq == seq: undo, which does not change until seq
+ *    does: the group before the update in progress;
+ *  - seq odd and undo_seq != seq: the values, which the holder does not
+ *    touch until it sets undo_seq;
+ * each read valid if seq and undo_seq read the same after it. So a holder
+ * preempted, stopped, traced or killed leaves every read whole and current
+ * but for its own update, with no time bound to reach. A held lane whose
+ * holder is dead (kill(tid, 0): ESRCH; EPERM is a live thread of another
+ * user) is repaired by the reader that finds it, or by a writer that finds
+ * every fallback lane held: undo back if undo_seq says the update began,
+ * seq even. Repairers exclude each other with a compare-and-swap of their
+ * own tag into `repairer` (a dead repairer's taken over; the repair is
+ * idempotent). The tag is cached per thread and forgotten in a fork()
+ * child. Thread ids of one pid namespace: the tree's processes share one.
+ * A reused thread id makes a dead holder look alive: its lane stays held
+ * (reads still whole, its CPU's writers on fallback lanes) until that
+ * thread ends.
+ * Nothing here is per process, so fork() needs nothing (the child keeps
+ * the shared mapping; a holder in the parent goes on there). The price,
+ * against the rseq path: a call, the tag, and the undo copy and undo_seq
+ * stores; 2.6-2.7x an ordinary group's update (`pcpu_bench_prefork
+ * --groups-only`; the robust lane locks this replaced cost 5.4-6.3x and
+ * made reads wait for a stopped holder). Memory: 8 * (3 + 2 * members)
+ * bytes per lane, primary and fallback lanes in one zone object, so that
+ * another process adopts both by the one address the directory gives.
  */
 #include <errno.h>
 #include <pthread.h>
