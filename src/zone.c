@@ -581,11 +581,18 @@ void *pcpu__zone_tree_adopt(pcpu_zone_t *zone, unsigned no, uint64_t off, size_t
 {
 	struct pcpu_zone_tree *t = zone ? zone->tree : NULL;
 	size_t g = (size_t)(off >> GRANULE_SHIFT), n = (size + GRANULE - 1) >> GRANULE_SHIFT;
+	uint64_t nchunks, frontier;
 	struct chunk *c;
 	void *obj = NULL;
 
-	if (!t || no >= t->nchunks || off % GRANULE || g < HDR_GRANULES || n == 0 ||
-	    g + n > CHUNK_GRANULES || (no == t->nchunks - 1 && g + n > t->frontier)) {
+	/* Called under the tree's lock, or without it by a collection
+	 * (src/segment/tree.c): the shared state read atomically; a chunk
+	 * made meanwhile may make an object of the one before look past the
+	 * frontier, which only skips it this time. */
+	nchunks = t ? __atomic_load_n(&t->nchunks, __ATOMIC_ACQUIRE) : 0;
+	frontier = t ? __atomic_load_n(&t->frontier, __ATOMIC_ACQUIRE) : 0;
+	if (!t || no >= nchunks || off % GRANULE || g < HDR_GRANULES || n == 0 ||
+	    g + n > CHUNK_GRANULES || (no == nchunks - 1 && g + n > frontier)) {
 		errno = EINVAL; /* not an object any process of the tree made */
 		return NULL;
 	}

@@ -426,22 +426,31 @@ static void check_groups(const struct pcpu_reader_snapshot *s)
 }
 
 /* Whether `actual` is `base` plus a subset of the ambiguous operations
- * `op` on path p (field: 0 the value, 1 a histogram's count). */
+ * `op` on path p (field: 0 the value, 1 a histogram's count). Counts (each
+ * 1) fit any number between; values are random and large, and their
+ * subsets are tried (a long run with many kills may leave a few dozen on
+ * one path: up to 24, 2^24 sums). */
 static int fits(int64_t actual, int64_t base, int op, int p, int count)
 {
-	int64_t vals[16];
+	int64_t vals[24];
 	int n = 0;
 
 	for (int a = 0; a < sh->namb; a++)
 		if (sh->amb[a].op == op && sh->amb[a].path == p) {
-			CHECK(n < 16);
-			vals[n++] = count ? 1 : sh->amb[a].v;
+			if (count) {
+				n++;
+				continue;
+			}
+			CHECK(n < 24);
+			vals[n++] = sh->amb[a].v;
 		}
-	for (unsigned m = 0; m < (1u << n); m++) {
+	if (count)
+		return actual >= base && actual <= base + n;
+	for (uint32_t m = 0; m < (UINT32_C(1) << n); m++) {
 		int64_t t = base;
 
 		for (int b = 0; b < n; b++)
-			if (m & (1u << b))
+			if (m & (UINT32_C(1) << b))
 				t += vals[b];
 		if (t == actual)
 			return 1;
