@@ -809,6 +809,8 @@ int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
 
+	setvbuf(stdout, NULL, _IOLBF, 0); /* nothing buffered for fork() to copy */
+
 	if (!strcmp(mode, "fulldisk"))
 		fulldisk();
 	else if (!strcmp(mode, "fulldir"))
