@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: MIT
 // With two_tu_b.cpp, built at -O0 (tests/cxx/CMakeLists.txt): the C++ hot
-// paths used from two translation units of one program. A pcpu section in
-// an inline function that a compiler emits out of line (a COMDAT copy per
-// unit; -O0 inlines nothing that is not always_inline) leaves an
-// __rseq_exit_point_array entry pointing at the copy the linker discards,
-// and the link fails ("defined in discarded section"): the wrappers must
-// stay always inlined.
+// paths used from two translation units of one program. The wrappers are
+// always inlined (their loops are the C loops: cxx_loop_insns); code of a
+// program's own that a compiler emits out of line around them (a COMDAT
+// copy per unit) takes its rseq sections with it (pcpu/arch/common.h),
+// which tests/cxx/link_matrix.sh checks shape by shape.
 #include <pcpu/pcpu.hpp>
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>

@@ -118,7 +118,7 @@ static inline char *pcpu__arch_thread_pointer(void)
  * asm goto label `label`. Out of line, so the straight path has no branch
  * over it (librseq's aarch64 sections have one). */
 #define PCPU__A64_ABORT_TO(label)                                            \
-	".pushsection __rseq_failure, \"ax\"\n\t"                            \
+	".pushsection __rseq_failure, \"ax" PCPU__RSEQ_IN_GROUP "\"\n\t"     \
 	".balign 4\n\t"                                                      \
 	".inst " PCPU__XSTR(PCPU__RSEQ_SIG) "\n\t"                           \
 	"4:\n\t"                                                             \

@@ -35,19 +35,33 @@
 #define PCPU__RSEQ_RANGE_END "2f"
 #endif
 
+/* Every section a critical section puts something in (its descriptor, the
+ * pointer to it, its exit points, its abort handler) is a member of the
+ * section group of the code around it (the `?` flag: GNU as, and LLVM's
+ * integrated assembler): code the compiler emits as a COMDAT copy -- an
+ * inline function, a class member, a template or a lambda emitted out of
+ * line in several units, at -O0 for all of them -- takes its descriptors
+ * with it. The linker keeps one copy of the group, and with it exactly the
+ * descriptors and abort handlers of the code it kept, so a restart lands
+ * in the copy that ran. Without the flag, the copies the linker discarded
+ * left entries pointing into them: "defined in discarded section ...
+ * __rseq_exit_point_array" (issue 38; tests/cxx/link_matrix.sh). Outside
+ * a group (a plain function) the flag does nothing. */
+#define PCPU__RSEQ_IN_GROUP "?"
+
 /* The descriptor of the section that starts at label 1 and aborts to label
  * 4, as label 3 in __rseq_cs (32-byte aligned, as the kernel requires),
  * and a pointer to it in __rseq_cs_ptr_array (librseq's layout: a list of
  * every section for debuggers and checkers). Addresses are 64-bit on every
  * target pcpu supports. */
 #define PCPU__RSEQ_DESCRIPTOR                                                \
-	".pushsection __rseq_cs, \"aw\"\n\t"                                 \
+	".pushsection __rseq_cs, \"aw" PCPU__RSEQ_IN_GROUP "\"\n\t"          \
 	".balign 32\n\t"                                                     \
 	"3:\n\t"                                                             \
 	".long 0x0, 0x0\n\t"                                                 \
 	".quad 1f, (" PCPU__RSEQ_RANGE_END " - 1f), 4f\n\t"                  \
 	".popsection\n\t"                                                    \
-	".pushsection __rseq_cs_ptr_array, \"aw\"\n\t"                       \
+	".pushsection __rseq_cs_ptr_array, \"aw" PCPU__RSEQ_IN_GROUP "\"\n\t"\
 	".balign 8\n\t"                                                      \
 	".quad 3b\n\t"                                                       \
 	".popsection\n\t"
@@ -57,7 +71,7 @@
  * __rseq_exit_point_array, so a debugger stepping through the section
  * knows where it may leave. Before label 1. */
 #define PCPU__RSEQ_EXIT_POINT(label)                                         \
-	".pushsection __rseq_exit_point_array, \"aw\"\n\t"                   \
+	".pushsection __rseq_exit_point_array, \"aw" PCPU__RSEQ_IN_GROUP "\"\n\t"\
 	".balign 8\n\t"                                                      \
 	".quad 1f, %l[" label "]\n\t"                                        \
 	".popsection\n\t"

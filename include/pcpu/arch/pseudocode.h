@@ -143,7 +143,10 @@
  *    each in __rseq_cs_ptr_array, and a (start_ip, exit_ip) pair in
  *    __rseq_exit_point_array for every jump out of a section other than
  *    the abort and the fall-through (librseq's layout, which debuggers and
- *    tests/check_rseq_sections.py read).
+ *    tests/check_rseq_sections.py read); each of these, and the abort
+ *    handler's code, in the section group of the code around it
+ *    (PCPU__RSEQ_IN_GROUP, pcpu/arch/common.h), so that a COMDAT copy the
+ *    linker discards takes its descriptors with it.
  */
 #ifndef PCPU_ARCH_PSEUDOCODE_H
 #define PCPU_ARCH_PSEUDOCODE_H

@@ -64,17 +64,21 @@ static inline char *pcpu__arch_thread_pointer(void)
 /* ---- building blocks --------------------------------------------------------- */
 
 #ifdef PCPU_TEST_INJECT
+/* The spin count is an operand (PCPU__INJECT_INPUT), so that the compiler
+ * addresses it as the code needs (through the GOT in a shared library). */
 #define PCPU__INJECT_ASM                                                     \
-	"movl pcpu__test_inject_spin(%%rip), %%ecx\n\t"                       \
+	"movl %[inject_spin], %%ecx\n\t"                                      \
 	"testl %%ecx, %%ecx\n\t"                                             \
 	"jz 6f\n\t"                                                          \
 	"5:\n\t"                                                             \
 	"decl %%ecx\n\t"                                                     \
 	"jnz 5b\n\t"                                                         \
 	"6:\n\t"
+#define PCPU__INJECT_INPUT , [inject_spin] "m"(pcpu__test_inject_spin)
 #define PCPU__INJECT_CLOBBER , "rcx"
 #else
 #define PCPU__INJECT_ASM ""
+#define PCPU__INJECT_INPUT
 #define PCPU__INJECT_CLOBBER
 #endif
 
@@ -106,7 +110,7 @@ static inline char *pcpu__arch_thread_pointer(void)
  * goto label `label`. Out of line, so the straight path has no jump over
  * it. */
 #define PCPU__X86_ABORT_TO(label)                                            \
-	".pushsection __rseq_failure, \"ax\"\n\t"                            \
+	".pushsection __rseq_failure, \"ax" PCPU__RSEQ_IN_GROUP "\"\n\t"     \
 	".byte 0x0f, 0xb9, 0x3d\n\t"                                         \
 	".long " PCPU__XSTR(PCPU__RSEQ_SIG) "\n\t"                           \
 	"4:\n\t"                                                             \
@@ -173,7 +177,7 @@ pcpu__rseq_cmpeq_addv_at(int64_t expected, int64_t *p, int64_t v, intptr_t csoff
 		     PCPU__X86_ABORT_TO("aborted")
 		     : /* asm goto has no outputs */
 		     : [cs] "r"(csoff), [idx] "r"(idxoff),
-		       [expected] "r"(expected), [target] "m"(*p), [v] "er"(v)
+		       [expected] "r"(expected), [target] "m"(*p), [v] "er"(v) PCPU__INJECT_INPUT
 		     : "memory", "cc", "rax" PCPU__INJECT_CLOBBER
 		     : aborted);
 	pcpu__after_asm_goto();
@@ -225,7 +229,7 @@ pcpu__rseq_idx16_cmpeq_addv_indexed(int64_t *base, int64_t v)
 		     :
 		     : [cs] "r"((intptr_t)pcpu__g.cs_tpoff),
 		       [idxoff] "r"((intptr_t)pcpu__g.index_tpoff), [base] "r"(base), [v] "er"(v),
-		       [shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__IDX16_INPUT
+		       [shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__IDX16_INPUT PCPU__INJECT_INPUT
 		     : "memory", "cc", "rax", "rdx" PCPU__INJECT_CLOBBER
 		     : aborted);
 	pcpu__after_asm_goto();
@@ -267,7 +271,7 @@ pcpu__rseq_idx16_cmpeq_add2v_indexed(int64_t *base, int64_t a, int64_t b)
 		     :
 		     : [cs] "r"((intptr_t)pcpu__g.cs_tpoff),
 		       [idxoff] "r"((intptr_t)pcpu__g.index_tpoff), [base] "r"(base), [a] "r"(a),
-		       [b] "r"(b), [shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__IDX16_INPUT
+		       [b] "r"(b), [shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__IDX16_INPUT PCPU__INJECT_INPUT
 		     : "memory", "cc", "rax", "rdx", "xmm14", "xmm15" PCPU__INJECT_CLOBBER
 		     : aborted);
 	pcpu__after_asm_goto();
@@ -301,7 +305,7 @@ pcpu__rseq_cmpeq_cmpeqv_storev(int64_t expected, intptr_t *p, intptr_t expect, i
 		     : [cs] "r"((intptr_t)pcpu__g.cs_tpoff),
 		       [idx] "r"((intptr_t)pcpu__g.index_tpoff),
 		       [expected] "r"(expected), [target] "m"(*p),
-		       [expect] "r"(expect), [newv] "r"(newv)
+		       [expect] "r"(expect), [newv] "r"(newv) PCPU__INJECT_INPUT
 		     : "memory", "cc", "rax" PCPU__INJECT_CLOBBER
 		     : aborted, differs);
 	pcpu__after_asm_goto();
@@ -349,7 +353,7 @@ pcpu__rseq_loadidx_cmpeqv_addv(void *base, long v_off, intptr_t expect, int64_t 
 		     : [cs] "r"((intptr_t)pcpu__g.cs_tpoff),
 		       [idx] "r"((intptr_t)pcpu__g.index_tpoff), [base] "r"(base),
 		       [vbase] "r"((char *)base + v_off), [expect] "er"(expect), [add] "er"(add),
-		       [shift] "n"(PCPU_SLOT_STRIDE_SHIFT)
+		       [shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT
 		     : "memory", "cc", "rax", "rdx" PCPU__INJECT_CLOBBER
 		     : aborted, differs, unregistered);
 	pcpu__after_asm_goto();

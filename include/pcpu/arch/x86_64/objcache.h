@@ -77,7 +77,7 @@ pcpu__rseq_cmpeq_cmpeqz_cbz_load_storev(int64_t expected, void *cache, void **ou
 		     "2:\n\t"
 		     PCPU__X86_ABORT_TO("aborted")
 		     :
-		     : PCPU__X86_CACHE_OPERANDS(expected, cache), [out] "r"(out)
+		     : PCPU__X86_CACHE_OPERANDS(expected, cache), [out] "r"(out) PCPU__INJECT_INPUT
 		     : "memory", "cc", "rax", "rdx", "r8" PCPU__INJECT_CLOBBER
 		     : aborted, differs, unfit);
 	PCPU__X86_CACHE_RETURNS;
@@ -105,7 +105,7 @@ pcpu__rseq_cmpeq_cmpeqz_cbge_store_storev(int64_t expected, void *cache, void *p
 		     "2:\n\t"
 		     PCPU__X86_ABORT_TO("aborted")
 		     :
-		     : PCPU__X86_CACHE_OPERANDS(expected, cache), [p] "r"(p)
+		     : PCPU__X86_CACHE_OPERANDS(expected, cache), [p] "r"(p) PCPU__INJECT_INPUT
 		     : "memory", "cc", "rax", "rdx" PCPU__INJECT_CLOBBER
 		     : aborted, differs, unfit);
 	PCPU__X86_CACHE_RETURNS;
@@ -146,7 +146,7 @@ pcpu__rseq_cmpeq_cmpeqz_cbgt_memcpy_storev(int64_t expected, void *cache, void *
 		     "2:\n\t"
 		     PCPU__X86_ABORT_TO("aborted")
 		     :
-		     : PCPU__X86_CACHE_OPERANDS(expected, cache), [src] "r"(src), [k] "r"(k)
+		     : PCPU__X86_CACHE_OPERANDS(expected, cache), [src] "r"(src), [k] "r"(k) PCPU__INJECT_INPUT
 		     : "memory", "cc", "rax", "rdx", "r10", "r11" PCPU__INJECT_CLOBBER
 		     : aborted, differs, unfit);
 	PCPU__X86_CACHE_RETURNS;
@@ -184,7 +184,7 @@ pcpu__rseq_cmpeq_cmpeqz_cblt_memcpy_storev(int64_t expected, void *cache, void *
 		     "2:\n\t"
 		     PCPU__X86_ABORT_TO("aborted")
 		     :
-		     : PCPU__X86_CACHE_OPERANDS(expected, cache), [dst] "r"(dst), [k] "r"(k)
+		     : PCPU__X86_CACHE_OPERANDS(expected, cache), [dst] "r"(dst), [k] "r"(k) PCPU__INJECT_INPUT
 		     : "memory", "cc", "rax", "rdx", "r8", "r10", "r11" PCPU__INJECT_CLOBBER
 		     : aborted, differs, unfit);
 	PCPU__X86_CACHE_RETURNS;

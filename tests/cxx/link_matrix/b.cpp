@@ -1,0 +1,8 @@
+// SPDX-License-Identifier: MIT
+#include "shapes.hpp"
+
+void rounds_b(everything &e, long rounds)
+{
+	for (long r = 0; r < rounds; r++)
+		every_shape(e);
+}
