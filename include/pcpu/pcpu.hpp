@@ -38,6 +38,13 @@
  * owns -- a registry's series, an owning object -- valid as long as the C
  * handle is (pcpu/stats.h: until its series, family or registry goes).
  *
+ * Integers: every value (an add, a gauge's set, a histogram's observation)
+ * is a 64-bit integer, in a unit the program chooses (microseconds, bytes;
+ * a family's scale_exp10 shows it in seconds). A floating-point argument
+ * -- h.record(0.0123), g.set(0.75) -- would be truncated silently (to 0
+ * there), so it does not compile: a static_assert names the call and says
+ * what to pass instead (ctest cxx_no_float).
+ *
  * Thread safety and cost are the C functions' (see each C header): the
  * wrappers add no locks and no allocation except where said (label values
  * are copied into NUL-terminated strings for the C call at set-up).
@@ -69,6 +76,26 @@
  * histogram_ref::record() out of line). */
 #define PCPU_CXX_HOT __attribute__((always_inline))
 
+/* Declares `method` for floating-point arguments, so that a double picks it
+ * over the integer overload (an exact match beats a conversion) and the
+ * static_assert stops the build with `why` (see "Integers" above). */
+#define PCPU_CXX_NO_FLOAT(method, why)                                                    \
+	template <typename... A,                                                         \
+		  typename std::enable_if<::pcpu::detail::any_floating<A...>::value, int>::type = 0> \
+	void method(A &&...) const                                                       \
+	{                                                                                \
+		static_assert(!::pcpu::detail::any_floating<A...>::value, why);             \
+	}
+#define PCPU_CXX_NO_FLOAT_COUNT(method)                                                   \
+	PCPU_CXX_NO_FLOAT(method, "pcpu: " #method "() takes an integer (a count, bytes, "  \
+				  "a time in your unit): a double would be truncated; "     \
+				  "pass std::llround(x * 1e6) for microseconds, say")
+#define PCPU_CXX_NO_FLOAT_OBSERVATION(method)                                             \
+	PCPU_CXX_NO_FLOAT(method, "pcpu: " #method "() takes an integer in the histogram's " \
+				  "unit: a double would be truncated (0.0123 s records 0); "   \
+				  "record std::llround(seconds * 1e6) microseconds, and give " \
+				  "the family scale_exp10 = -6 to expose seconds")
+
 namespace pcpu {
 
 /** What every set-up failure throws: errno as the error code, and the C
@@ -80,6 +107,13 @@ public:
 };
 
 namespace detail {
+/** Whether any of A is a floating-point type (see "Integers" above). */
+template <typename... A> struct any_floating : std::false_type {};
+template <typename T, typename... A>
+struct any_floating<T, A...>
+	: std::integral_constant<bool, std::is_floating_point<typename std::decay<T>::type>::value ||
+					       any_floating<A...>::value> {};
+
 /** Throws pcpu::error for the C call `func` that just failed, from errno. */
 [[noreturn]] inline void throw_errno(const char *func, bool stats_message = false)
 {
@@ -154,10 +188,12 @@ public:
 	explicit counter_ref(pcpu_counter_t c) noexcept : c_(c) {}
 	/** pcpu_counter_add(): one rseq add on this CPU's slot. */
 	PCPU_CXX_HOT void add(std::int64_t v) const { pcpu_counter_add(c_, v); }
+	PCPU_CXX_NO_FLOAT_COUNT(add)
 	/** pcpu_counter_inc(). */
 	PCPU_CXX_HOT void inc() const { pcpu_counter_inc(c_); }
 	/** pcpu_counter_add_atomic(): for a counter shared with other processes. */
 	PCPU_CXX_HOT void add_atomic(std::int64_t v) const { pcpu_counter_add_atomic(c_, v); }
+	PCPU_CXX_NO_FLOAT_COUNT(add_atomic)
 	/** pcpu_counter_fetch(): the sum of the slots (modulo 2^64). */
 	std::uint64_t fetch() const noexcept { return pcpu_counter_fetch(c_); }
 	/** pcpu_counter_zero(). */
@@ -197,6 +233,7 @@ public:
 	~counter() { reset(); }
 
 	PCPU_CXX_HOT void add(std::int64_t v) const { pcpu_counter_add(c_, v); }
+	PCPU_CXX_NO_FLOAT_COUNT(add)
 	PCPU_CXX_HOT void inc() const { pcpu_counter_inc(c_); }
 	std::uint64_t fetch() const noexcept { return pcpu_counter_fetch(c_); }
 	void zero() const noexcept { pcpu_counter_zero(c_); }
@@ -269,12 +306,15 @@ class gauge_ref {
 public:
 	explicit gauge_ref(pcpu_gauge_t g) noexcept : g_(g) {}
 	PCPU_CXX_HOT void add(std::int64_t v) const { pcpu_gauge_add(g_, v); }
+	PCPU_CXX_NO_FLOAT_COUNT(add)
 	PCPU_CXX_HOT void sub(std::int64_t v) const { pcpu_gauge_sub(g_, v); }
+	PCPU_CXX_NO_FLOAT_COUNT(sub)
 	PCPU_CXX_HOT void inc() const { pcpu_gauge_inc(g_); }
 	PCPU_CXX_HOT void dec() const { pcpu_gauge_dec(g_); }
 	/** pcpu_gauge_set() (a striped lock: not a hot path; never fails on a
 	 * valid gauge). */
 	void set(std::int64_t v) const noexcept { (void)pcpu_gauge_set(g_, v); }
+	PCPU_CXX_NO_FLOAT_COUNT(set)
 	std::int64_t read() const noexcept { return pcpu_gauge_read(g_); }
 	pcpu_gauge_t get() const noexcept { return g_; }
 
@@ -308,10 +348,13 @@ public:
 			pcpu_gauge_free(g_);
 	}
 	PCPU_CXX_HOT void add(std::int64_t v) const { pcpu_gauge_add(g_, v); }
+	PCPU_CXX_NO_FLOAT_COUNT(add)
 	PCPU_CXX_HOT void sub(std::int64_t v) const { pcpu_gauge_sub(g_, v); }
+	PCPU_CXX_NO_FLOAT_COUNT(sub)
 	PCPU_CXX_HOT void inc() const { pcpu_gauge_inc(g_); }
 	PCPU_CXX_HOT void dec() const { pcpu_gauge_dec(g_); }
 	void set(std::int64_t v) const noexcept { (void)pcpu_gauge_set(g_, v); }
+	PCPU_CXX_NO_FLOAT_COUNT(set)
 	std::int64_t read() const noexcept { return pcpu_gauge_read(g_); }
 	gauge_ref ref() const noexcept { return gauge_ref(g_); }
 	pcpu_gauge_t get() const noexcept { return g_; }
@@ -385,6 +428,8 @@ public:
 	/** pcpu_histogram_record(): locate the bucket, one rseq section. */
 	PCPU_CXX_HOT void record(std::int64_t v) const { pcpu_histogram_record(h_, v); }
 	PCPU_CXX_HOT void record_n(std::int64_t v, std::uint64_t n) const { pcpu_histogram_record_n(h_, v, n); }
+	PCPU_CXX_NO_FLOAT_OBSERVATION(record)
+	PCPU_CXX_NO_FLOAT_OBSERVATION(record_n)
 	PCPU_CXX_HOT std::size_t bucket_of(std::int64_t v) const { return pcpu_histogram_bucket_of(h_, v); }
 	std::size_t nbuckets() const noexcept { return pcpu_histogram_nbuckets(h_); }
 	/** pcpu_histogram_read() into a new histogram_data. */
@@ -424,6 +469,8 @@ public:
 	~histogram() { pcpu_histogram_destroy(h_); }
 	PCPU_CXX_HOT void record(std::int64_t v) const { pcpu_histogram_record(h_, v); }
 	PCPU_CXX_HOT void record_n(std::int64_t v, std::uint64_t n) const { pcpu_histogram_record_n(h_, v, n); }
+	PCPU_CXX_NO_FLOAT_OBSERVATION(record)
+	PCPU_CXX_NO_FLOAT_OBSERVATION(record_n)
 	std::size_t nbuckets() const noexcept { return pcpu_histogram_nbuckets(h_); }
 	histogram_data read() const { return ref().read(); }
 	histogram_ref ref() const noexcept { return histogram_ref(h_); }
@@ -443,6 +490,7 @@ class owned_array {
 public:
 	/** pcpu_owned_array_add(): element i (unchecked, as in C). */
 	PCPU_CXX_HOT void add(std::size_t i, std::int64_t v) const { pcpu_owned_array_add(a_, i, v); }
+	PCPU_CXX_NO_FLOAT_COUNT(add)
 	pcpu_owned_array_t get() const noexcept { return a_; }
 
 private:
@@ -476,6 +524,8 @@ public:
 	{
 		pcpu_histogram_record_owned(w_, h.get(), v);
 	}
+	PCPU_CXX_NO_FLOAT_COUNT(add)
+	PCPU_CXX_NO_FLOAT_OBSERVATION(record)
 	/** pcpu_counter_owned_array() of `a`; throws pcpu::error EINVAL for
 	 * the zero claim or a claim that is not the calling thread's (use the
 	 * array's ordinary adds then). */
@@ -545,6 +595,7 @@ public:
 	/** pcpu_group_add(): d.size() must be members() (unchecked, as in C). */
 	PCPU_CXX_HOT void add(std::size_t i, span<const std::int64_t> d) const { pcpu_group_add(g_, i, d.data()); }
 	PCPU_CXX_HOT void add2(std::size_t i, std::int64_t d0, std::int64_t d1) const { pcpu_group_add2(g_, i, d0, d1); }
+	PCPU_CXX_NO_FLOAT_COUNT(add2)
 	unsigned members() const noexcept { return pcpu_group_members(g_); }
 	std::size_t count() const noexcept { return pcpu_group_count(g_); }
 	/** pcpu_group_read() of group i: one consistent read of its members.
@@ -584,6 +635,7 @@ public:
 	~group() { pcpu_group_free(g_); }
 	PCPU_CXX_HOT void add(std::size_t i, span<const std::int64_t> d) const { pcpu_group_add(g_, i, d.data()); }
 	PCPU_CXX_HOT void add2(std::size_t i, std::int64_t d0, std::int64_t d1) const { pcpu_group_add2(g_, i, d0, d1); }
+	PCPU_CXX_NO_FLOAT_COUNT(add2)
 	unsigned members() const noexcept { return pcpu_group_members(g_); }
 	std::size_t count() const noexcept { return pcpu_group_count(g_); }
 	std::vector<std::int64_t> read(std::size_t i) const { return ref().read(i); }
@@ -1020,5 +1072,8 @@ inline family_builder<histogram_ref> registry::histogram_family(std::string_view
 } // namespace pcpu
 
 #undef PCPU_CXX_HOT
+#undef PCPU_CXX_NO_FLOAT
+#undef PCPU_CXX_NO_FLOAT_COUNT
+#undef PCPU_CXX_NO_FLOAT_OBSERVATION
 
 #endif // PCPU_PCPU_HPP
