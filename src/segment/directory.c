@@ -794,7 +794,9 @@ int pcpu__directory_series_room(struct pcpu_segment *seg, const struct pcpu__fam
 }
 
 /* Entry i, if it is live and of `kind`: a copy (another process may be
- * writing it only while it holds the tree lock, which the caller holds). */
+ * writing it only while it holds the tree lock, which the caller holds;
+ * but for a GROUP entry's sequence and copy of values, which collections
+ * rewrite under their own lock: not for kind GROUP). */
 static int live_entry(struct pcpu_segment *seg, uint64_t i, unsigned kind,
 		      struct pcpu__seg_entry *e)
 {

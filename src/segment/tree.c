@@ -223,16 +223,22 @@ int pcpu__tree_adopt_series(void *ctx, struct pcpu_family *f, const char *const 
 	if (idx >= 0 && seg->entries[idx].kind == PCPU__SEG_GROUP_SERIES) {
 		/* A group member: the group's lanes, where its GROUP entry
 		 * says (the members' entries are matched as they are added:
-		 * directory.c). */
+		 * directory.c). Its sequence is not looked at: a collection
+		 * rewrites its copy of the values now and then, without the
+		 * tree's lock, and leaves it odd if killed there; what is read
+		 * here -- kind, size, where the lanes are -- never changes once
+		 * the entry is published. (Requiring it even made a second
+		 * group for the same labels in such a window.) */
 		e = seg->entries[idx];
 		if (e.value_off < seg->entries_used) {
-			struct pcpu__seg_entry ge = seg->entries[e.value_off];
+			/* Field by field: seq and the copy are the collector's. */
+			const struct pcpu__seg_entry *ge = &seg->entries[e.value_off];
+			uint32_t members = ge->u32a, chunk = ge->u32b;
+			uint64_t lanes = ge->value_off;
 
-			if (ge.kind == PCPU__SEG_GROUP && !(ge.seq & 1) && ge.value_off != 0 &&
-			    ge.u32a == fv.group_members)
-				obj = pcpu__zone_tree_adopt(pcpu_registry_zone(seg->reg), ge.u32b,
-							    ge.value_off,
-							    pcpu__registry_tree_group_size(seg->reg, ge.u32a));
+			if (ge->kind == PCPU__SEG_GROUP && lanes != 0 && members == fv.group_members)
+				obj = pcpu__zone_tree_adopt(pcpu_registry_zone(seg->reg), chunk, lanes,
+							    pcpu__registry_tree_group_size(seg->reg, members));
 		}
 	} else if (idx >= 0) {
 		e = seg->entries[idx];

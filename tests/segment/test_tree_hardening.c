@@ -19,6 +19,9 @@
  *               mid-update of a consistent group: the master's collection,
  *               resets, gauge sets, snapshots and group reads return, and
  *               the other workers' updates go on
+ *   collectkill a collection killed in mid-copy of a GROUP entry (left
+ *               odd): another process registering that group finds it,
+ *               never makes a second one
  *   corrupt     a buggy worker scribbles on the shared header and entries:
  *               the master's collections, snapshots and registrations may
  *               fail, never crash
@@ -613,6 +616,73 @@ static void stopped(void)
 	       "update and never wait; killed there, its update never appears\n");
 }
 
+/* ---- collectkill ----------------------------------------------------------- */
+
+/* A collection rewrites the GROUP entries' copies under the collect lock,
+ * not the tree's: a registration may look at a GROUP entry in mid-copy, or
+ * at one a collector killed in mid-copy left odd. It must still find the
+ * group (the entry's place and size never change), or a second process
+ * makes a second group for the same labels, and the segment shows one of
+ * them (the TSan suite saw 5032 of 83635 updates missing once). */
+/* Registers the group "flow" in a process of its own (forked now, so it
+ * has none: it adopts what the tree has, or makes it) and adds (1, v). */
+static void group_in_child(int64_t v)
+{
+	pid_t pid = fork();
+
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		pcpu_group_t *g = pcpu_group_family_series(gfam, (const char *[]){"flow"});
+
+		CHECK(g);
+		pcpu_group_add2(g, 0, 1, v);
+		_exit(0);
+	}
+	wait_ok(pid);
+}
+
+static void collectkill(void)
+{
+	struct pcpu_segment *s;
+	pcpu_group_t *gr;
+	int64_t out[2];
+	uint64_t v = 0, i;
+	int found = 0;
+
+	publish(0);
+	s = seg_of();
+	group_in_child(100); /* a worker makes the group */
+	CHECK(pcpu_registry_collect(reg) == 0);
+	/* A collector killed while it copied the group: its entry odd. */
+	for (i = 0; i < s->hdr->entries_used; i++)
+		if (s->entries[i].kind == PCPU__SEG_GROUP) {
+			__atomic_add_fetch(&s->entries[i].seq, 1, __ATOMIC_RELEASE);
+			found++;
+		}
+	CHECK(found == 1);
+	/* Another worker, then the master, register the same group. */
+	group_in_child(1000);
+	gr = pcpu_group_family_series(gfam, (const char *[]){"flow"});
+	CHECK(gr);
+	CHECK(pcpu_group_read(gr, 0, out) == 0);
+	if (out[0] != 2 || out[1] != 1100)
+		fprintf(stderr, "collectkill: the master's group reads (%" PRId64 ", %" PRId64
+				"), want (2, 1100): a process made a group of its own\n",
+			out[0], out[1]);
+	CHECK(out[0] == 2 && out[1] == 1100);
+	/* And the segment, once collected (the odd copy rewritten). */
+	CHECK(pcpu_registry_collect(reg) == 0);
+	{
+		struct pcpu_reader_snapshot *r = read_segment();
+
+		CHECK(in_segment(r, "flow_bytes", "flow", &v) == 1 && v == 1100);
+		CHECK(in_segment(r, "flow_packets", "flow", &v) == 1 && v == 2);
+		pcpu_reader_snapshot_free(r);
+	}
+	printf("collectkill: a GROUP entry left odd by a collector: the other processes still find "
+	       "the group, and the next collection rewrites the copy\n");
+}
+
 /* ---- corrupt --------------------------------------------------------------- */
 
 /* The master's calls on a tree whose shared memory a worker corrupted:
@@ -821,11 +891,13 @@ int main(int argc, char **argv)
 		stopped();
 	else if (!strcmp(mode, "corrupt"))
 		corrupt();
+	else if (!strcmp(mode, "collectkill"))
+		collectkill();
 	else if (!strcmp(mode, "liveness"))
 		liveness();
 	else {
 		fprintf(stderr, "usage: test_tree_hardening fulldisk | fulldir | killwindow | stopped | "
-				"corrupt | liveness\n");
+				"collectkill | corrupt | liveness\n");
 		return 2;
 	}
 	if (dir[0]) {
