@@ -179,8 +179,9 @@ PCPU_API size_t pcpu_family_size(pcpu_family_t *fam);
  * not UTF-8 or too long), ENOSPC (the registry is published and its
  * segment's file system has no room for the new series' values -- series
  * made before keep counting exactly -- or, in a shared registry, its
- * directory cannot record the series), EFBIG (a published registry's file
- * would pass RLIMIT_FSIZE), ENOMEM; pcpu_stats_error() says which.
+ * directory cannot record the series; EIO there: its entry of the series
+ * is corrupt), EFBIG (a published registry's file would pass
+ * RLIMIT_FSIZE), ENOMEM; pcpu_stats_error() says which.
  * Thread-safe; not async-signal-safe.
  * Cost: a mutex and a hash lookup -- call it once, keep the handle.
  */

@@ -250,9 +250,14 @@ int pcpu__tree_adopt_series(void *ctx, struct pcpu_family *f, const char *const 
 			seg->adopted_idx = (uint64_t)idx;
 		}
 	}
-	/* None (or none this process can use): a new one, if the directory
-	 * can record it. */
-	if (!obj)
+	/* One the tree has but this process cannot use (its entry scribbled
+	 * on, its chunk not mappable): refused, never made a second time. */
+	if (!obj && idx >= 0)
+		rc = pcpu__error_set(PCPU_ERROR_STATS, errno == ENOMEM ? ENOMEM : EIO,
+				     "family \"%.64s\": the shared registry's entry of this series "
+				     "cannot be used here (%s)", fv.name, strerror(errno));
+	/* None: a new one, if the directory can record it. */
+	else if (!obj)
 		rc = pcpu__directory_series_room(seg, &fv, v);
 out:
 	pcpu__tree_leave(seg);

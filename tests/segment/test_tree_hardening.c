@@ -733,6 +733,43 @@ static void corrupt(void)
 		CHECK(pcpu_group_family_series(gfam, (const char *[]){id}));
 	}
 	alarm(300);
+	/* 0. A series entry pointing nowhere: a process registering that series
+	 * is refused (EIO), never given a second storage for it. */
+	{
+		struct pcpu_segment *sg = seg_of();
+		uint64_t i, good_off = 0;
+		int64_t at = -1;
+		pid_t pid;
+
+		/* Made by a worker: the master and the next worker have none. */
+		pid = fork();
+		CHECK(pid >= 0);
+		if (pid == 0)
+			_exit(counter("late7") ? 0 : 1);
+		wait_ok(pid);
+		for (i = 0; i < sg->hdr->entries_used; i++)
+			if (sg->entries[i].kind == PCPU__SEG_SERIES &&
+			    !strcmp(sg->strings + sg->entries[i].blob_off, "late7")) {
+				at = (int64_t)i;
+				good_off = sg->entries[i].value_off;
+				sg->entries[i].value_off = (uint64_t)1 << 40;
+			}
+		CHECK(at >= 0);
+		pid = fork();
+		CHECK(pid >= 0);
+		if (pid == 0) {
+			errno = 0;
+			if (counter("late7") != NULL || errno != EIO) {
+				fprintf(stderr, "a series whose entry points nowhere: not refused (errno %d)\n",
+					errno);
+				_exit(1);
+			}
+			_exit(0);
+		}
+		wait_ok(pid);
+		sg->entries[at].value_off = good_off;
+	}
+	printf("corrupt: a series entry pointing nowhere: its registration refused (EIO)\n");
 	/* 1. entries_used (offset 116 in the issue's report) raised, then
 	 * put back; the master goes on. */
 	for (size_t b = 0; b < sizeof bad_used / sizeof bad_used[0]; b++) {
