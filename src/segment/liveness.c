@@ -100,18 +100,33 @@ uint64_t pcpu__seg_pidns(void)
 	return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
 }
 
-/* Whether a process of a tree holds the member lock of the segment open at
- * fd (format.h): 1, 0, or -1 if it cannot tell (a kernel before 3.15 has
- * no OFD locks). */
-static int tree_member_lives(int fd)
+/* The tree's member lock (format.h): a lock of `type` on its byte. */
+static struct flock member_lock(short type)
 {
 	struct flock fl;
 
 	memset(&fl, 0, sizeof fl);
-	fl.l_type = F_WRLCK;
+	fl.l_type = type;
 	fl.l_whence = SEEK_SET;
 	fl.l_start = PCPU__SEG_TREE_MEMBER_LOCK;
 	fl.l_len = 1;
+	return fl;
+}
+
+int pcpu__seg_tree_member_join(int fd)
+{
+	struct flock fl = member_lock(F_RDLCK);
+
+	return fcntl(fd, F_OFD_SETLK, &fl);
+}
+
+/* Whether a process of a tree holds the member lock of the segment open at
+ * fd: 1, 0, or -1 if it cannot tell (a kernel before 3.15 has no OFD
+ * locks). */
+static int tree_member_lives(int fd)
+{
+	struct flock fl = member_lock(F_WRLCK);
+
 	if (fcntl(fd, F_OFD_GETLK, &fl) != 0)
 		return -1;
 	return fl.l_type != F_UNLCK;

@@ -53,7 +53,6 @@
  * cost statistics, never a crash.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -141,16 +140,7 @@ int pcpu__tree_setup(struct pcpu_segment *seg)
 	 * (format.h). Without OFD locks (Linux before 3.15) readers judge
 	 * by the publisher's pid alone, and say they cannot tell once it is
 	 * gone. */
-	{
-		struct flock fl;
-
-		memset(&fl, 0, sizeof fl);
-		fl.l_type = F_RDLCK;
-		fl.l_whence = SEEK_SET;
-		fl.l_start = PCPU__SEG_TREE_MEMBER_LOCK;
-		fl.l_len = 1;
-		(void)fcntl(seg->fd, F_OFD_SETLK, &fl);
-	}
+	(void)pcpu__seg_tree_member_join(seg->fd);
 	seg->tree = t;
 	__atomic_or_fetch(&seg->hdr->flags, PCPU__SEG_F_TREE, __ATOMIC_RELEASE);
 	return 0;

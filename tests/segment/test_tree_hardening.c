@@ -494,6 +494,23 @@ static void wait_stopped(pid_t pid)
 	CHECK(waitpid(pid, &st, WUNTRACED) == pid && WIFSTOPPED(st));
 }
 
+/* A worker on CPU 0 stopped in mid-update of group gr (its lane odd, the
+ * first member written): its pid. */
+static pid_t stopped_in_group_update(pcpu_group_t *gr)
+{
+	pid_t pid = fork();
+
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		on_cpu0();
+		pcpu__test_group_tree_pause = stop_self;
+		pcpu_group_add2(gr, 0, 1, 1000000);
+		_exit(0);
+	}
+	wait_stopped(pid);
+	return pid;
+}
+
 /* What the master and the other workers do while a worker is stopped;
  * every call must return (alarm() bounds the wait). */
 static void reads_and_updates(pcpu_counter_t c, pcpu_gauge_t g, pcpu_group_t *gr, int64_t gpackets,
@@ -570,15 +587,7 @@ static void stopped(void)
 	/* 2. Stopped in mid-update of the group, on CPU 0: its lane odd, the
 	 * first member written. */
 	CHECK(pcpu_group_read(gr, 0, out) == 0);
-	pid = fork();
-	CHECK(pid >= 0);
-	if (pid == 0) {
-		on_cpu0();
-		pcpu__test_group_tree_pause = stop_self;
-		pcpu_group_add2(gr, 0, 1, 1000000);
-		_exit(0);
-	}
-	wait_stopped(pid);
+	pid = stopped_in_group_update(gr);
 	/* The stopped update is wholly absent from every read meanwhile. */
 	reads_and_updates(c, g, gr, out[0], out[1]);
 	CHECK(pcpu_group_read(gr, 0, out) == 0);
@@ -593,15 +602,7 @@ static void stopped(void)
 	/* 3. Killed there instead: its update never appears, and the lane
 	 * serves again. */
 	CHECK(pcpu_group_read(gr, 0, out) == 0);
-	pid = fork();
-	CHECK(pid >= 0);
-	if (pid == 0) {
-		on_cpu0();
-		pcpu__test_group_tree_pause = stop_self;
-		pcpu_group_add2(gr, 0, 1, 1000000);
-		_exit(0);
-	}
-	wait_stopped(pid);
+	pid = stopped_in_group_update(gr);
 	CHECK(kill(pid, SIGKILL) == 0);
 	CHECK(waitpid(pid, NULL, 0) == pid);
 	reads_and_updates(c, g, gr, out[0], out[1]);
