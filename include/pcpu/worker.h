@@ -63,8 +63,8 @@
  * the tree, and the claim would be this process's alone. Claims there fail
  * with ENOTSUP, and creating a shared registry while a thread holds a claim
  * fails with EBUSY. Consistent groups have no owned form: their readers
- * need a sequence word per slot that only an rseq section or a lane lock
- * makes safe to skip.
+ * need a sequence word per slot that only an rseq section or a
+ * compare-and-swap makes safe to take.
  *
  * Signals. On x86-64 (rseq builds), an owned update is async-signal-safe:
  * a handler of the owning thread may do owned updates too (an interrupt
