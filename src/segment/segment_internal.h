@@ -16,14 +16,15 @@
 
 #include "format.h"
 
+#include "../error.h"
 #include "../visibility.h"
 
 /* ---- error.c ---- */
 
 /* Sets the thread's segment/reader error message (printf-style, truncated)
- * and errno; returns -1 for `return pcpu__seg_fail(EINVAL, "...")`. */
-PCPU_HIDDEN int pcpu__seg_fail(int err, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+ * and errno; returns -1 for `return pcpu__seg_fail(EINVAL, "...")`: the
+ * segment's domain of the library's messages (src/error.h). */
+#define pcpu__seg_fail(err, ...) pcpu__error_set(PCPU_ERROR_SEGMENT, (err), __VA_ARGS__)
 /* The calling thread's last segment message (pcpu_segment_error() and
  * pcpu_reader_error() return it). */
 PCPU_HIDDEN const char *pcpu__seg_message(void);

@@ -919,25 +919,22 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0); /* nothing buffered for fork() to copy */
 
-	if (!strcmp(mode, "fulldisk"))
-		fulldisk();
-	else if (!strcmp(mode, "fulldir"))
-		fulldir();
-	else if (!strcmp(mode, "killwindow"))
-		killwindow();
-	else if (!strcmp(mode, "stopped"))
-		stopped();
-	else if (!strcmp(mode, "corrupt"))
-		corrupt();
-	else if (!strcmp(mode, "collectkill"))
-		collectkill();
-	else if (!strcmp(mode, "liveness"))
-		liveness();
-	else {
+	static const struct {
+		const char *name;
+		void (*run)(void);
+	} modes[] = {{"fulldisk", fulldisk}, {"fulldir", fulldir}, {"killwindow", killwindow},
+		     {"stopped", stopped}, {"collectkill", collectkill}, {"corrupt", corrupt},
+		     {"liveness", liveness}};
+	size_t m;
+
+	for (m = 0; m < sizeof modes / sizeof modes[0] && strcmp(mode, modes[m].name); m++)
+		;
+	if (m == sizeof modes / sizeof modes[0]) {
 		fprintf(stderr, "usage: test_tree_hardening fulldisk | fulldir | killwindow | stopped | "
 				"collectkill | corrupt | liveness\n");
 		return 2;
 	}
+	modes[m].run();
 	if (dir[0]) {
 		char cmd[300];
 
