@@ -6,7 +6,6 @@
  * (reader_open.c).
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 
 #include "segment_internal.h"
