@@ -13,6 +13,7 @@
 #include "prometheus/histogram.h"
 
 namespace prometheus {
+inline namespace pcpu_v0 {
 namespace detail {
 
 PcpuValue::PcpuValue() : words_(pcpu_counter_alloc_array(2)) {
@@ -145,4 +146,5 @@ ClientMetric Histogram::Collect() const {
   return m;
 }
 
+}  // inline namespace pcpu_v0
 }  // namespace prometheus

@@ -17,7 +17,15 @@
 #include "prometheus/registry.h"
 #include "prometheus/summary.h"
 
+// The symbol every unit built against the layer refers to
+// (prometheus/detail/core_export.h): defined here alone.
+extern "C" {
+extern const char pcpu_prometheus_layer_headers_need_lpcpu_prometheus;
+const char pcpu_prometheus_layer_headers_need_lpcpu_prometheus = 0;
+}
+
 namespace prometheus {
+inline namespace pcpu_v0 {
 
 static bool AsciiAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 static bool AsciiDigit(char c) { return c >= '0' && c <= '9'; }
@@ -162,4 +170,5 @@ template bool Registry::Remove(const Family<Gauge>&);
 template bool Registry::Remove(const Family<Histogram>&);
 template bool Registry::Remove(const Family<Summary>&);
 
+}  // inline namespace pcpu_v0
 }  // namespace prometheus

@@ -8,6 +8,7 @@
 #include "prometheus/summary.h"
 
 namespace prometheus {
+inline namespace pcpu_v0 {
 
 namespace {
 // Buckets of relative width about 2 * kAlpha: v in bucket i when
@@ -94,4 +95,5 @@ ClientMetric Summary::Collect() const {
   return m;
 }
 
+}  // inline namespace pcpu_v0
 }  // namespace prometheus

@@ -7,6 +7,7 @@
 #include "prometheus/detail/core_export.h"
 
 namespace prometheus {
+inline namespace pcpu_v0 {
 
 /// Whether `name` is a valid metric name: [a-zA-Z_:][a-zA-Z0-9_:]*, and
 /// not starting with "__" (reserved).
@@ -15,4 +16,5 @@ PROMETHEUS_CPP_CORE_EXPORT bool CheckMetricName(const std::string& name);
 /// starting with "__".
 PROMETHEUS_CPP_CORE_EXPORT bool CheckLabelName(const std::string& name);
 
+}  // inline namespace pcpu_v0
 }  // namespace prometheus

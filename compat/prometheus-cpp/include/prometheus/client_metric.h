@@ -10,6 +10,7 @@
 #include "prometheus/detail/core_export.h"
 
 namespace prometheus {
+inline namespace pcpu_v0 {
 
 /// One collected series: its labels and its value, in the member its
 /// family's type names (the others stay zero).
@@ -62,4 +63,5 @@ struct PROMETHEUS_CPP_CORE_EXPORT ClientMetric {
   std::int64_t timestamp_ms = 0;
 };
 
+}  // inline namespace pcpu_v0
 }  // namespace prometheus

@@ -21,6 +21,7 @@
 #include "prometheus/metric_family.h"
 
 namespace prometheus {
+inline namespace pcpu_v0 {
 
 /// The metrics of one name, one per label set (T: Counter, Gauge,
 /// Histogram or Summary). Add() returns the metric of a label set, making
@@ -114,4 +115,5 @@ class PROMETHEUS_CPP_CORE_EXPORT Family : public Collectable {
   mutable std::mutex mutex_;
 };
 
+}  // inline namespace pcpu_v0
 }  // namespace prometheus

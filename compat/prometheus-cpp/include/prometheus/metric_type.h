@@ -3,6 +3,7 @@
 #pragma once
 
 namespace prometheus {
+inline namespace pcpu_v0 {
 
 /// The type of a metric family, as prometheus-cpp 1.0.1 numbers them.
 enum class MetricType {
@@ -13,4 +14,5 @@ enum class MetricType {
   Histogram,
 };
 
+}  // inline namespace pcpu_v0
 }  // namespace prometheus

@@ -19,6 +19,7 @@
 #include "prometheus/summary.h"
 
 namespace prometheus {
+inline namespace pcpu_v0 {
 
 /// Families by type, registered through the builders. A name belongs to
 /// one type (std::invalid_argument otherwise). With InsertBehavior::Merge
@@ -66,4 +67,5 @@ class PROMETHEUS_CPP_CORE_EXPORT Registry : public Collectable {
   mutable std::mutex mutex_;
 };
 
+}  // inline namespace pcpu_v0
 }  // namespace prometheus

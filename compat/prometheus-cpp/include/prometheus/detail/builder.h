@@ -8,6 +8,7 @@
 #include "prometheus/labels.h"
 
 namespace prometheus {
+inline namespace pcpu_v0 {
 
 template <typename T>
 class Family;
@@ -42,4 +43,5 @@ class PROMETHEUS_CPP_CORE_EXPORT Builder {
 };
 
 }  // namespace detail
+}  // inline namespace pcpu_v0
 }  // namespace prometheus

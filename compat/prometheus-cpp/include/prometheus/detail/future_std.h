@@ -6,6 +6,7 @@
 #include <utility>
 
 namespace prometheus {
+inline namespace pcpu_v0 {
 namespace detail {
 
 /// std::make_unique for C++11 callers.
@@ -15,4 +16,5 @@ std::unique_ptr<T> make_unique(Args&&... args) {
 }
 
 }  // namespace detail
+}  // inline namespace pcpu_v0
 }  // namespace prometheus

@@ -21,6 +21,7 @@
 #endif
 
 namespace prometheus {
+inline namespace pcpu_v0 {
 namespace detail {
 
 /// A double as two per-CPU int64 words and a rarely used double:
@@ -76,4 +77,5 @@ class PcpuValue {
 };
 
 }  // namespace detail
+}  // inline namespace pcpu_v0
 }  // namespace prometheus
