@@ -26,6 +26,18 @@
  * set-up (rare, and a failure there is the caller's to handle once) and
  * cost nothing on the paths that never fail; an expected-style return would
  * put a branch on every caller for errors that cannot occur there.
+ * Without exceptions (-fno-exceptions; __cpp_exceptions undefined) the
+ * same operations do not throw: a set-up that fails leaves an empty object
+ * -- a registry, counter, family or series handle whose `explicit operator
+ * bool` is false -- sets errno, and records the error that would have been
+ * thrown in pcpu::last_error() (the calling thread's), where the program
+ * checks it once after set-up; reads that fail return an empty value
+ * (an empty string, vector or histogram_data). An empty object's own
+ * hot path must not be called (it is the C API's NULL handle); destroying
+ * or moving it is fine. Allocation failures inside the C++ standard library
+ * (a std::string, a std::vector) terminate the program in such builds, as
+ * they do for every C++ library built so. ctest cxx_no_exceptions builds
+ * and runs this mode with g++ and clang++.
  * The hot paths are not declared noexcept, though they never throw: the C
  * functions they reach (a slow path's call) are not known to the compiler
  * not to, and a noexcept wrapper makes clang add a std::terminate landing
@@ -62,6 +74,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <initializer_list>
+#include <iterator>
 #include <memory>
 #include <new>
 #include <string>
@@ -75,6 +88,15 @@
  * they call are: compilers otherwise weigh the C body's size (clang kept
  * histogram_ref::record() out of line). */
 #define PCPU_CXX_HOT __attribute__((always_inline))
+
+/* Whether this unit is compiled with exceptions (see "Error policy"). */
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
+#define PCPU_CXX_EXCEPTIONS 1
+#define PCPU_CXX_NORETURN_IF_THROWING [[noreturn]]
+#else
+#define PCPU_CXX_EXCEPTIONS 0
+#define PCPU_CXX_NORETURN_IF_THROWING
+#endif
 
 /* Declares `method` for floating-point arguments, so that a double picks it
  * over the integer overload (an exact match beats a conversion) and the
@@ -106,6 +128,15 @@ public:
 	error(int err, const std::string &what) : std::system_error(err, std::generic_category(), what) {}
 };
 
+/** The calling thread's last set-up failure (see "Error policy"): code 0
+ * and an empty message until one happens. Recorded in both modes; without
+ * exceptions it is the only report besides errno. Valid until the thread's
+ * next failure. */
+struct failure {
+	int code = 0;	  /**< the errno value */
+	std::string what; /**< the C function's name and its message */
+};
+
 namespace detail {
 /** Whether any of A is a floating-point type (see "Integers" above). */
 template <typename... A> struct any_floating : std::false_type {};
@@ -114,8 +145,29 @@ struct any_floating<T, A...>
 	: std::integral_constant<bool, std::is_floating_point<typename std::decay<T>::type>::value ||
 					       any_floating<A...>::value> {};
 
-/** Throws pcpu::error for the C call `func` that just failed, from errno. */
-[[noreturn]] inline void throw_errno(const char *func, bool stats_message = false)
+inline failure &last_failure_slot() noexcept
+{
+	static thread_local failure f;
+	return f;
+}
+
+/** Reports set-up failure `err` described by `what`: throws pcpu::error
+ * with exceptions; without, records it for pcpu::last_error(), sets errno
+ * and returns, the caller then returning its empty value. */
+PCPU_CXX_NORETURN_IF_THROWING inline void fail(int err, std::string what)
+{
+	failure &f = last_failure_slot();
+	f.code = err;
+	f.what = what;
+	errno = err;
+#if PCPU_CXX_EXCEPTIONS
+	throw error(err, what);
+#endif
+}
+
+/** fail() for the C call `func` that just failed, from errno (and
+ * pcpu_stats_error()'s message where the statistics layer gave one). */
+PCPU_CXX_NORETURN_IF_THROWING inline void throw_errno(const char *func, bool stats_message = false)
 {
 	int err = errno ? errno : EINVAL;
 	std::string what(func);
@@ -126,9 +178,8 @@ struct any_floating<T, A...>
 			what += m;
 		}
 	}
-	throw error(err, what);
+	fail(err, std::move(what));
 }
-
 /** NUL-terminated copies of string_views for a C call that wants
  * `const char *const *`. */
 class cstrings {
@@ -156,6 +207,9 @@ private:
 	std::vector<const char *> ptrs_;
 };
 } // namespace detail
+
+/** The calling thread's last set-up failure (see "Error policy" above). */
+inline const failure &last_error() noexcept { return detail::last_failure_slot(); }
 
 /** A view of `n` contiguous T: what the C API takes as pointer and length
  * (std::span is C++20). Built from a pointer and length, a C array, a
@@ -198,6 +252,8 @@ public:
 	std::uint64_t fetch() const noexcept { return pcpu_counter_fetch(c_); }
 	/** pcpu_counter_zero(). */
 	void zero() const noexcept { pcpu_counter_zero(c_); }
+	/** False for an empty handle (a failed set-up without exceptions). */
+	explicit operator bool() const noexcept { return c_ != nullptr; }
 	pcpu_counter_t get() const noexcept { return c_; }
 
 private:
@@ -238,6 +294,8 @@ public:
 	std::uint64_t fetch() const noexcept { return pcpu_counter_fetch(c_); }
 	void zero() const noexcept { pcpu_counter_zero(c_); }
 	counter_ref ref() const noexcept { return counter_ref(c_); }
+	/** False for an empty handle (a failed set-up without exceptions). */
+	explicit operator bool() const noexcept { return c_ != nullptr; }
 	pcpu_counter_t get() const noexcept { return c_; }
 
 private:
@@ -256,8 +314,10 @@ class counter_array {
 public:
 	explicit counter_array(std::size_t n) : c_(pcpu_counter_alloc_array(n)), n_(n)
 	{
-		if (!c_)
+		if (!c_) {
+			n_ = 0;
 			detail::throw_errno("pcpu_counter_alloc_array");
+		}
 	}
 	counter_array(counter_array &&o) noexcept : c_(std::exchange(o.c_, nullptr)), n_(std::exchange(o.n_, 0)) {}
 	counter_array &operator=(counter_array &&o) noexcept
@@ -280,11 +340,15 @@ public:
 	std::size_t size() const noexcept { return n_; }
 	/** Counter i (i < size(), unchecked as in C). */
 	PCPU_CXX_HOT counter_ref operator[](std::size_t i) const { return counter_ref(pcpu_counter_at(c_, i)); }
-	/** pcpu_counter_fetch_array() into out (out.size() >= size()). */
+	/** pcpu_counter_fetch_array() into out; pcpu::error EINVAL (out
+	 * untouched) when out.size() < size(). */
 	void fetch_all(span<std::uint64_t> out) const
 	{
-		if (out.size() < n_ || pcpu_counter_fetch_array(c_, n_, out.data()) != 0)
-			throw error(EINVAL, "pcpu_counter_fetch_array: output smaller than the array");
+		if (out.size() < n_) {
+			detail::fail(EINVAL, "pcpu_counter_fetch_array: output smaller than the array");
+			return;
+		}
+		(void)pcpu_counter_fetch_array(c_, n_, out.data());
 	}
 	std::vector<std::uint64_t> fetch_all() const
 	{
@@ -292,6 +356,8 @@ public:
 		fetch_all(span<std::uint64_t>(v));
 		return v;
 	}
+	/** False for an empty handle (a failed set-up without exceptions). */
+	explicit operator bool() const noexcept { return c_ != nullptr; }
 	pcpu_counter_t get() const noexcept { return c_; }
 
 private:
@@ -316,6 +382,7 @@ public:
 	void set(std::int64_t v) const noexcept { (void)pcpu_gauge_set(g_, v); }
 	PCPU_CXX_NO_FLOAT_COUNT(set)
 	std::int64_t read() const noexcept { return pcpu_gauge_read(g_); }
+	explicit operator bool() const noexcept { return g_ != nullptr; }
 	pcpu_gauge_t get() const noexcept { return g_; }
 
 private:
@@ -357,6 +424,7 @@ public:
 	PCPU_CXX_NO_FLOAT_COUNT(set)
 	std::int64_t read() const noexcept { return pcpu_gauge_read(g_); }
 	gauge_ref ref() const noexcept { return gauge_ref(g_); }
+	explicit operator bool() const noexcept { return g_ != nullptr; }
 	pcpu_gauge_t get() const noexcept { return g_; }
 
 private:
@@ -437,10 +505,13 @@ public:
 	{
 		histogram_data d;
 		d.counts.resize(nbuckets());
-		if (pcpu_histogram_read(h_, d.counts.data(), d.counts.size(), &d.count, &d.sum) != 0)
+		if (pcpu_histogram_read(h_, d.counts.data(), d.counts.size(), &d.count, &d.sum) != 0) {
 			detail::throw_errno("pcpu_histogram_read");
+			return histogram_data{};
+		}
 		return d;
 	}
+	explicit operator bool() const noexcept { return h_ != nullptr; }
 	const pcpu_histogram_t *get() const noexcept { return h_; }
 
 private:
@@ -474,6 +545,7 @@ public:
 	std::size_t nbuckets() const noexcept { return pcpu_histogram_nbuckets(h_); }
 	histogram_data read() const { return ref().read(); }
 	histogram_ref ref() const noexcept { return histogram_ref(h_); }
+	explicit operator bool() const noexcept { return h_ != nullptr; }
 	pcpu_histogram_t *get() const noexcept { return h_; }
 
 private:
@@ -491,6 +563,7 @@ public:
 	/** pcpu_owned_array_add(): element i (unchecked, as in C). */
 	PCPU_CXX_HOT void add(std::size_t i, std::int64_t v) const { pcpu_owned_array_add(a_, i, v); }
 	PCPU_CXX_NO_FLOAT_COUNT(add)
+	explicit operator bool() const noexcept { return a_.pcpu__words != nullptr; }
 	pcpu_owned_array_t get() const noexcept { return a_; }
 
 private:
@@ -532,10 +605,12 @@ public:
 	owned_array view(const counter_array &a) const { return view(a.get()); }
 	owned_array view(pcpu_counter_t array) const
 	{
-		pcpu_owned_array_t v;
+		pcpu_owned_array_t v{};
 
-		if (pcpu_counter_owned_array(w_, array, &v) != 0)
+		if (pcpu_counter_owned_array(w_, array, &v) != 0) {
 			detail::throw_errno("pcpu_counter_owned_array");
+			return owned_array(pcpu_owned_array_t{});
+		}
 		return owned_array(v);
 	}
 	pcpu_worker_t get() const noexcept { return w_; }
@@ -558,8 +633,10 @@ public:
 	 * held; ENOTSUP, ENOSPC, ENOMEM: see pcpu_worker_claim(3)). */
 	worker() : owns_(pcpu_worker_self().pcpu__off == 0)
 	{
-		if (pcpu_worker_claim(&w_) != 0)
+		if (pcpu_worker_claim(&w_) != 0) {
+			owns_ = false;
 			detail::throw_errno("pcpu_worker_claim");
+		}
 	}
 	/** Claims a slot if one is free; claimed() says whether. Without
 	 * one, claim() is the zero claim, whose updates are ordinary. */
@@ -603,10 +680,13 @@ public:
 	std::vector<std::int64_t> read(std::size_t i) const
 	{
 		std::vector<std::int64_t> out(members());
-		if (pcpu_group_read(g_, i, out.data()) != 0)
+		if (pcpu_group_read(g_, i, out.data()) != 0) {
 			detail::throw_errno("pcpu_group_read");
+			return {};
+		}
 		return out;
 	}
+	explicit operator bool() const noexcept { return g_ != nullptr; }
 	const pcpu_group_t *get() const noexcept { return g_; }
 
 private:
@@ -640,6 +720,7 @@ public:
 	std::size_t count() const noexcept { return pcpu_group_count(g_); }
 	std::vector<std::int64_t> read(std::size_t i) const { return ref().read(i); }
 	group_ref ref() const noexcept { return group_ref(g_); }
+	explicit operator bool() const noexcept { return g_ != nullptr; }
 	pcpu_group_t *get() const noexcept { return g_; }
 
 private:
@@ -677,13 +758,22 @@ public:
 	 * what T's constructor throws. */
 	template <typename... A> static ref make(A &&...a)
 	{
+#if PCPU_CXX_EXCEPTIONS
 		block *b = new block(std::forward<A>(a)...);
+#else
+		block *b = new (std::nothrow) block(std::forward<A>(a)...);
+		if (!b) {
+			detail::fail(ENOMEM, "pcpu::ref::make: out of memory");
+			return ref(nullptr);
+		}
+#endif
 		b->r = pcpu_ref_create(&release, b);
 		if (!b->r) {
 			int err = errno;
 			delete b;
 			errno = err;
 			detail::throw_errno("pcpu_ref_create");
+			return ref(nullptr);
 		}
 		return ref(b);
 	}
@@ -728,6 +818,9 @@ public:
 		return true;
 	}
 	pcpu_ref_t *c_ref() const noexcept { return b_ ? b_->r : nullptr; }
+	/** False for an empty ref (moved from, or a failed make() without
+	 * exceptions). */
+	explicit operator bool() const noexcept { return b_ != nullptr; }
 
 	/** Holds one reference for its scope: get() on construction (the caller
 	 * already holds one), put() on destruction. */
@@ -765,6 +858,7 @@ template <typename T> class objcache {
 	static_assert(alignof(T) <= 4096, "pcpu::objcache: alignment above 4096");
 	static int ctor(void *obj, void *) noexcept
 	{
+#if PCPU_CXX_EXCEPTIONS
 		try {
 			::new (obj) T();
 			return 0;
@@ -772,6 +866,10 @@ template <typename T> class objcache {
 			errno = ENOMEM;
 			return -1;
 		}
+#else
+		::new (obj) T();
+		return 0;
+#endif
 	}
 	static void dtor(void *obj, void *) noexcept { static_cast<T *>(obj)->~T(); }
 
@@ -814,12 +912,19 @@ public:
 		void operator()(T *obj) const noexcept { cache->put(obj); }
 	};
 	using handle = std::unique_ptr<T, deleter>;
-	/** get() in a handle; throws std::bad_alloc when get() returns null. */
+	/** get() in a handle; throws std::bad_alloc when get() returns null
+	 * (without exceptions: an empty handle, errno ENOMEM). */
 	handle unique()
 	{
 		T *p = get();
-		if (!p)
+		if (!p) {
+#if PCPU_CXX_EXCEPTIONS
 			throw std::bad_alloc();
+#else
+			detail::fail(ENOMEM, "pcpu::objcache::unique: the cache made no object");
+			return handle(nullptr, deleter{this});
+#endif
+		}
 		return handle(p, deleter{this});
 	}
 	/** pcpu_objcache_stats(). */
@@ -832,244 +937,17 @@ public:
 	/** pcpu_objcache_drain(): frees the cached objects; the number freed. */
 	std::size_t drain() noexcept { return pcpu_objcache_drain(c_); }
 	pcpu_objcache_t *get_cache() const noexcept { return c_; }
+	explicit operator bool() const noexcept { return c_ != nullptr; }
 
 private:
 	pcpu_objcache_t *c_ = nullptr;
 };
 
-/* ---- the statistics registry ---------------------------------------------- */
-
-enum class format { prometheus = PCPU_FORMAT_PROMETHEUS, openmetrics = PCPU_FORMAT_OPENMETRICS, json = PCPU_FORMAT_JSON };
-
-/** A registry family whose series are H (counter_ref, gauge_ref or
- * histogram_ref). Families live as long as their registry; this is a view. */
-template <typename H> class family {
-public:
-	explicit family(pcpu_family_t *f) noexcept : f_(f) {}
-	/** The series with these label values (one per label name), created
-	 * (zero) if absent: a mutex and a hash lookup, so keep the result.
-	 * Throws pcpu::error (EINVAL: wrong count or invalid value). */
-	H series(std::initializer_list<std::string_view> values = {}) const
-	{
-		return series(span<const std::string_view>(values.begin(), values.size()));
-	}
-	H series(span<const std::string_view> values) const
-	{
-		detail::cstrings v(values.data(), values.size());
-		return make(v.data());
-	}
-	/** Whether the series exists (pcpu_family_lookup()). */
-	bool has(std::initializer_list<std::string_view> values) const
-	{
-		detail::cstrings v(values);
-		return pcpu_family_lookup(f_, v.data()) != nullptr;
-	}
-	/** Removes a series (pcpu_family_remove()): false if it did not exist.
-	 * No thread may still update it. */
-	bool remove(std::initializer_list<std::string_view> values) const
-	{
-		detail::cstrings v(values);
-		if (pcpu_family_remove(f_, v.data()) == 0)
-			return true;
-		if (errno == ENOENT)
-			return false;
-		detail::throw_errno("pcpu_family_remove", true);
-	}
-	std::size_t size() const { return pcpu_family_size(f_); }
-	std::string_view name() const noexcept { return pcpu_family_name(f_); }
-	pcpu_family_t *get() const noexcept { return f_; }
-
-private:
-	H make(const char *const *v) const
-	{
-		if constexpr (std::is_same_v<H, counter_ref>) {
-			pcpu_counter_t c = pcpu_family_counter(f_, v);
-			if (!c)
-				detail::throw_errno("pcpu_family_counter", true);
-			return counter_ref(c);
-		} else if constexpr (std::is_same_v<H, gauge_ref>) {
-			pcpu_gauge_t g = pcpu_family_gauge(f_, v);
-			if (!g)
-				detail::throw_errno("pcpu_family_gauge", true);
-			return gauge_ref(g);
-		} else {
-			pcpu_histogram_t *h = pcpu_family_histogram(f_, v);
-			if (!h)
-				detail::throw_errno("pcpu_family_histogram", true);
-			return histogram_ref(h);
-		}
-	}
-	pcpu_family_t *f_;
-};
-
-template <typename H> class family_builder;
-
-/** A statistics registry (pcpu/stats.h): owns its zone, families and
- * series; destroyed with everything in it (no thread may still use a
- * handle then). registry::global() is the process-wide one, never
- * destroyed. */
-class registry {
-public:
-	registry() : r_(pcpu_registry_create()), own_(true)
-	{
-		if (!r_)
-			detail::throw_errno("pcpu_registry_create");
-	}
-	/** The process-wide registry (pcpu_registry_default()), not owned. */
-	static registry global()
-	{
-		pcpu_registry_t *r = pcpu_registry_default();
-		if (!r)
-			detail::throw_errno("pcpu_registry_default");
-		return registry(r, false);
-	}
-	registry(registry &&o) noexcept : r_(std::exchange(o.r_, nullptr)), own_(o.own_) {}
-	registry(const registry &) = delete;
-	registry &operator=(const registry &) = delete;
-	registry &operator=(registry &&) = delete;
-	~registry()
-	{
-		if (own_)
-			pcpu_registry_destroy(r_);
-	}
-
-	inline family_builder<counter_ref> counter_family(std::string_view name);
-	inline family_builder<gauge_ref> gauge_family(std::string_view name);
-	inline family_builder<histogram_ref> histogram_family(std::string_view name, histogram_layout layout);
-
-	/** The unlabelled counter `name` (pcpu_registry_counter()). */
-	counter_ref counter(std::string_view name, std::string_view help = {})
-	{
-		std::string n(name), h(help);
-		pcpu_counter_t c = pcpu_registry_counter(r_, n.c_str(), help.empty() ? nullptr : h.c_str());
-		if (!c)
-			detail::throw_errno("pcpu_registry_counter", true);
-		return counter_ref(c);
-	}
-	/** The unlabelled gauge `name` (pcpu_registry_gauge()). */
-	gauge_ref gauge(std::string_view name, std::string_view help = {})
-	{
-		std::string n(name), h(help);
-		pcpu_gauge_t g = pcpu_registry_gauge(r_, n.c_str(), help.empty() ? nullptr : h.c_str());
-		if (!g)
-			detail::throw_errno("pcpu_registry_gauge", true);
-		return gauge_ref(g);
-	}
-	/** The whole exposition in `fmt` (pcpu_registry_write()). */
-	std::string write(format fmt = format::prometheus) const
-	{
-		char *out = nullptr;
-		std::size_t len = 0;
-		if (pcpu_registry_write(r_, static_cast<pcpu_format>(fmt), &out, &len) != 0)
-			detail::throw_errno("pcpu_registry_write", true);
-		struct freer {
-			char *p;
-			~freer() { std::free(p); }
-		} f{out};
-		return std::string(out, len);
-	}
-	/** pcpu_registry_collect(): runs the callbacks; the number that failed. */
-	int collect() const
-	{
-		int n = pcpu_registry_collect(r_);
-		if (n < 0)
-			detail::throw_errno("pcpu_registry_collect", true);
-		return n;
-	}
-	pcpu_registry_t *get() const noexcept { return r_; }
-
-private:
-	registry(pcpu_registry_t *r, bool own) noexcept : r_(r), own_(own) {}
-	pcpu_registry_t *r_;
-	bool own_;
-};
-
-/** Describes a family field by field, then make() registers it (or
- * returns the existing identical one): pcpu_registry_family(). */
-template <typename H> class family_builder {
-public:
-	family_builder(pcpu_registry_t *r, std::string_view name, pcpu_metric_type type) : r_(r), name_(name), type_(type) {}
-	family_builder &help(std::string_view h)
-	{
-		help_ = h;
-		return *this;
-	}
-	family_builder &unit(std::string_view u)
-	{
-		unit_ = u;
-		return *this;
-	}
-	family_builder &labels(std::initializer_list<std::string_view> names)
-	{
-		labels_.assign(names.begin(), names.end());
-		return *this;
-	}
-	/** Exposed value = value * 10^e (e.g. -9: record ns, expose seconds). */
-	family_builder &scale_exp10(int e) noexcept
-	{
-		scale_ = e;
-		return *this;
-	}
-	/** Constant labels of this family only (pcpu_registry_family_const()). */
-	family_builder &const_label(std::string_view name, std::string_view value)
-	{
-		const_names_.emplace_back(name);
-		const_values_.emplace_back(value);
-		return *this;
-	}
-	/** Registers the family; throws pcpu::error (EINVAL, EEXIST, ENOMEM). */
-	family<H> make()
-	{
-		detail::cstrings ln(labels_);
-		pcpu_family_desc d{};
-		d.name = name_.c_str();
-		d.help = help_.empty() ? nullptr : help_.c_str();
-		d.unit = unit_.empty() ? nullptr : unit_.c_str();
-		d.type = type_;
-		d.nlabels = ln.size();
-		d.label_names = ln.data();
-		d.scale_exp10 = scale_;
-		d.histogram = layout_ ? layout_->c_layout() : nullptr;
-		pcpu_family_t *f;
-		if (const_names_.empty()) {
-			f = pcpu_registry_family(r_, &d);
-		} else {
-			detail::cstrings cn(const_names_), cv(const_values_);
-			f = pcpu_registry_family_const(r_, &d, cn.size(), cn.data(), cv.data());
-		}
-		if (!f)
-			detail::throw_errno("pcpu_registry_family", true);
-		return family<H>(f);
-	}
-
-private:
-	friend class registry;
-	pcpu_registry_t *r_;
-	std::string name_, help_, unit_;
-	pcpu_metric_type type_;
-	std::vector<std::string> labels_, const_names_, const_values_;
-	int scale_ = 0;
-	std::unique_ptr<histogram_layout> layout_;
-};
-
-inline family_builder<counter_ref> registry::counter_family(std::string_view name)
-{
-	return family_builder<counter_ref>(r_, name, PCPU_METRIC_COUNTER);
-}
-
-inline family_builder<gauge_ref> registry::gauge_family(std::string_view name)
-{
-	return family_builder<gauge_ref>(r_, name, PCPU_METRIC_GAUGE);
-}
-
-inline family_builder<histogram_ref> registry::histogram_family(std::string_view name, histogram_layout layout)
-{
-	family_builder<histogram_ref> b(r_, name, PCPU_METRIC_HISTOGRAM);
-	b.layout_ = std::make_unique<histogram_layout>(std::move(layout));
-	return b;
-}
-
 } // namespace pcpu
+
+/* The statistics registry's wrappers: in their own header, included here
+ * so that pcpu.hpp stays the one include a program needs. */
+#include <pcpu/stats.hpp>
 
 #undef PCPU_CXX_HOT
 #undef PCPU_CXX_NO_FLOAT

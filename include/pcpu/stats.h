@@ -165,6 +165,17 @@ PCPU_API int pcpu_registry_remove_family(pcpu_registry_t *reg, pcpu_family_t *fa
  * async-signal-safe; cost: a load. Valid while the family exists. */
 PCPU_API const char *pcpu_family_name(const pcpu_family_t *fam);
 
+/**
+ * The label names a family's series take values for, in the order
+ * pcpu_family_counter() and the others want the values (the family's and
+ * registry's constant labels are not among them). Stores their number in
+ * `*n` (when `n` is not NULL) and returns the array, valid as long as the
+ * family; NULL with `*n` = 0 for a family without labels or a NULL family.
+ * Thread-safe (the names never change); async-signal-safe; cost: loads.
+ * Since PCPU_0.2.
+ */
+PCPU_API const char *const *pcpu_family_label_names(const pcpu_family_t *fam, unsigned *n);
+
 /** Type of a family. Thread-safe; async-signal-safe; cost: a load. */
 PCPU_API enum pcpu_metric_type pcpu_family_type(const pcpu_family_t *fam);
 

@@ -437,6 +437,16 @@ const char *pcpu_family_name(const pcpu_family_t *fam)
 	return fam ? fam->name : NULL;
 }
 
+const char *const *pcpu_family_label_names(const pcpu_family_t *fam, unsigned *n)
+{
+	/* label_names holds the caller's names, then the constant labels'. */
+	unsigned k = fam ? fam->nlabels - fam->nconst : 0;
+
+	if (n)
+		*n = k;
+	return k ? (const char *const *)fam->label_names : NULL;
+}
+
 enum pcpu_metric_type pcpu_family_type(const pcpu_family_t *fam)
 {
 	return fam ? fam->type : (enum pcpu_metric_type)0;

@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #define CHECK(cond)                                                                  \
 	do {                                                                         \
 		if (!(cond)) {                                                       \
@@ -157,10 +159,67 @@ void test_workers()
 		    nthreads, claimed.load(), busy.load());
 }
 
+// A registry published from C++ (registry::publish) is read from outside
+// by the segment reader, exact after threads counted into it; a bad name
+// is refused with the segment layer's message.
+static void test_publish()
+{
+	char dir[] = "/tmp/pcpu-cxx-publish-XXXXXX";
+	CHECK(mkdtemp(dir) != nullptr);
+	pcpu_segment_options opts{};
+	opts.dir = dir;
+	{
+		pcpu::registry reg;
+		bool refused = false;
+		try {
+			(void)reg.publish("bad/name", &opts);
+		} catch (const pcpu::error &e) {
+			refused = e.code().value() == EINVAL && std::string(e.what()).find("pcpu_segment_publish: ") == 0;
+		}
+		CHECK(refused);
+		pcpu::segment seg = reg.publish("cxx_api", &opts);
+		CHECK(seg && seg.path().find(dir) == 0);
+		auto hits = reg.counter_family("hits").labels({"shard", "kind"}).make();
+		std::vector<std::thread> ts;
+		for (int t = 0; t < 4; t++)
+			ts.emplace_back([&, t] {
+				auto c = hits.series_named({{"kind", "get"}, {"shard", std::to_string(t % 2)}});
+				for (long i = 0; i < kIters; i++)
+					c.inc();
+			});
+		for (auto &t : ts)
+			t.join();
+		pcpu_reader_t *r = pcpu_reader_open(std::string(seg.path()).c_str(), nullptr);
+		CHECK(r != nullptr);
+		struct pcpu_reader_snapshot *snap = nullptr;
+		CHECK(r && pcpu_reader_snapshot(r, 0, &snap) == 0);
+		std::uint64_t total = 0;
+		std::size_t nseries = 0;
+		for (std::size_t f = 0; snap && f < snap->snapshot.nfamilies; f++) {
+			const pcpu_snapshot_family &fam = snap->snapshot.families[f];
+			if (std::string(fam.name) != "hits")
+				continue;
+			CHECK(fam.nlabels == 2 && std::string(fam.label_names[1]) == "kind");
+			for (std::size_t i = 0; i < fam.nseries; i++, nseries++) {
+				CHECK(std::string(fam.series[i].label_values[1]) == "get");
+				CHECK(fam.series[i].value.counter == 2 * kIters);
+				total += fam.series[i].value.counter;
+			}
+		}
+		CHECK(nseries == 2 && total == 4 * static_cast<std::uint64_t>(kIters));
+		pcpu_reader_snapshot_free(snap);
+		pcpu_reader_close(r);
+		std::printf("cxx publish: %s read from outside, 2 series, %llu adds exact\n",
+			    std::string(seg.path()).c_str(), static_cast<unsigned long long>(total));
+	}
+	CHECK(rmdir(dir) == 0); // the registry's end removed the segment's file
+}
+
 int main()
 {
 	test_errors();
 	test_workers();
+	test_publish();
 
 	pcpu_counter_t raw_counter, raw_array;
 	pcpu_gauge_t raw_gauge;
