@@ -9,6 +9,14 @@
 // the same unit as the layer's).
 #pragma once
 
+// core_export.h's check runs once per unit, when the first layer header
+// comes; this one again when the first layer pull header comes, so that a
+// prometheus-cpp export header seen between the two stops the build too.
+#if defined(PROMETHEUS_CPP_CORE_EXPORT_H) || defined(PROMETHEUS_CPP_PULL_EXPORT_H) || \
+    defined(PROMETHEUS_CPP_PUSH_EXPORT_H)
+#error "prometheus-cpp's own headers and pcpu's prometheus-cpp layer are mixed in one unit: put the layer's include directory (pkg-config --cflags pcpu-prometheus-pull) before /usr/include and use only its headers"
+#endif
+
 #include "prometheus/detail/core_export.h"
 
 #ifndef PROMETHEUS_CPP_PULL_EXPORT
