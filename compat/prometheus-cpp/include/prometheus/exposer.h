@@ -35,8 +35,9 @@ class ExposerServer;
 /// exposer_scrapes_total and exposer_request_latencies first), gzipped when
 /// the request accepts gzip. Other paths answer 404, other methods 405, an
 /// endpoint with RegisterAuth() 401 with `WWW-Authenticate: Basic` until the
-/// credentials pass. A URI matches exactly (no prefix, no query string
-/// needed: a query string is ignored). Requests are served by the server's
+/// credentials pass. An endpoint answers its exact path, a query string
+/// ignored (civetweb also hands it "<uri>/sub/paths"; here they are 404).
+/// Requests are served by the server's
 /// threads (num_threads, per listening socket); each calls the collectables'
 /// Collect(), which must therefore be thread-safe (the layer's Registry and
 /// Family are).
