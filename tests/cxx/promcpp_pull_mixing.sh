@@ -8,7 +8,8 @@
 #     undefined prometheus::Exposer (the layer's is prometheus::pcpu_v0::);
 #  c: a real prometheus-cpp export header in a unit with the layer's
 #     headers: the #error (core_export.h's when it comes first, pull_export.h's
-#     when a layer core header came before it);
+#     when a layer core header came before it); one that comes after the
+#     layer's: every use of Exposer ambiguous;
 #  d: the layer's exposer.h linked without -lpcpu-prometheus-pull: its guard.
 # Usage: promcpp_pull_mixing.sh SRC_DIR BUILD_DIR CXX
 set -uo pipefail
@@ -79,6 +80,15 @@ int main() {}
 CC
 expect c2_real_between "(pkg-config --cflags pcpu-prometheus-pull)" \
   "$cxx" -std=c++17 "${layer_inc[@]}" -c "$work/c2.cc" -o "$work/c2.o"
+cat > "$work/c3.cc" <<'CC'
+#include <prometheus/exposer.h>                 // the layer's
+#include "/usr/include/prometheus/exposer.h"    // prometheus-cpp's, after it
+int main() { prometheus::Exposer e{"127.0.0.1:0"}; }
+CC
+# No #error can see a header that comes later: the two Exposers then make
+# every use ambiguous (prometheus:: and its inline prometheus::pcpu_v0::).
+expect c3_real_after "is ambiguous" \
+  "$cxx" -std=c++17 "${layer_inc[@]}" -c "$work/c3.cc" -o "$work/c3.o"
 expect d_without_pull_lib "undefined reference to \`pcpu_prometheus_pull_layer_headers_need_lpcpu_prometheus_pull'" \
   "$cxx" -std=c++17 "${layer_inc[@]}" "$work/prog.cc" "${layer_libs[@]}" -lpcpu-prometheus -lpcpu -o "$work/d"
 [ $fails = 0 ] && echo "ok: every mix fails as it must" || { echo "$fails case(s) failed"; exit 1; }
