@@ -27,7 +27,7 @@ if [ "$1" = --check ]; then
   # the status in $code.
   get() {
     local path=$1; shift
-    code=$(curl -sS -o "$tmp/body" -D "$tmp/hdr" -w '%{http_code}' "$@" "$base$path") || code=000
+    code=$(curl -sS -o "$tmp/body" -D "$tmp/hdr" -w '%{http_code}' "$@" "$base$path" 2> "$tmp/curl.err") || code=000
   }
   # Polls until PATH answers 200 (the server is up): up to 120 s.
   wait_up() {
@@ -38,7 +38,7 @@ if [ "$1" = --check ]; then
       [ "$code" != 000 ] && return 0
       sleep 0.2
     done
-    fail "$name: no answer on $base$1"
+    fail "$name: no answer on $base$1: $(cat "$tmp/curl.err")"
   }
   # value NAME_AND_LABELS: the sample's value in $tmp/body.
   value() { awk -v k="$1" '$1 == k { print $2 }' "$tmp/body"; }

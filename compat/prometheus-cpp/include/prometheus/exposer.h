@@ -72,7 +72,8 @@ class PROMETHEUS_CPP_PULL_EXPORT Exposer {
                    const CivetCallbacks* callbacks = nullptr);
 
   /// Stops the server: closes the listening sockets and waits for requests
-  /// in progress to finish (no callback runs after it returns).
+  /// in progress to finish (no Collect() or auth callback runs after it
+  /// returns). Not concurrently with the other members.
   ~Exposer();
 
   Exposer(const Exposer&) = delete;
@@ -84,7 +85,8 @@ class PROMETHEUS_CPP_PULL_EXPORT Exposer {
   /// exposer_* metrics) from the next request on. Only a weak reference is
   /// kept: a collectable destroyed by its owner just disappears from the
   /// output. Registering one twice serves it twice. Thread-safe, also
-  /// while requests are served. Throws std::bad_alloc only.
+  /// while requests are served. Throws std::bad_alloc only. Cost: a lock,
+  /// linear in the endpoints and in the endpoint's collectables.
   void RegisterCollectable(const std::weak_ptr<Collectable>& collectable,
                            const std::string& uri = std::string("/metrics"));
 
@@ -95,8 +97,8 @@ class PROMETHEUS_CPP_PULL_EXPORT Exposer {
   /// `WWW-Authenticate: Basic realm="<realm>"`. A second call replaces the
   /// first. The callback must be thread-safe when num_threads > 1; if it
   /// throws the request answers 500. Thread-safe. Throws
-  /// std::invalid_argument if `realm` contains '"', CR or LF (it would
-  /// break the header), or authCB is empty.
+  /// std::invalid_argument if `realm` contains '"', a backslash, CR or LF (it
+  /// would break the header), or authCB is empty. Cost: a lock.
   void RegisterAuth(
       std::function<bool(const std::string&, const std::string&)> authCB,
       const std::string& realm = "Prometheus-cpp Exporter",
@@ -105,7 +107,8 @@ class PROMETHEUS_CPP_PULL_EXPORT Exposer {
   /// Stops serving `collectable` at `uri` (every registration of it; an
   /// expired `collectable` removes every expired one). The endpoint itself
   /// stays (it then serves its exposer_* metrics). Thread-safe; a request
-  /// in progress may still include it.
+  /// in progress may still include it. Cost: a lock, linear in the
+  /// endpoint's collectables. Throws std::bad_alloc only.
   void RemoveCollectable(const std::weak_ptr<Collectable>& collectable,
                          const std::string& uri = std::string("/metrics"));
 

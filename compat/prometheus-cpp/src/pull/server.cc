@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "internal.h"
 
@@ -88,16 +89,17 @@ ExposerServer::ExposerServer(const ServerOptions& options) {
     for (const ListenAddress& a : addresses) {
       int port = 0;
       int fd = OpenListenSocket(a, &port);
-      MHD_OptionItem opts[] = {
+      std::vector<MHD_OptionItem> opts{
           {MHD_OPTION_LISTEN_SOCKET, fd, nullptr},
           {MHD_OPTION_CONNECTION_TIMEOUT, static_cast<intptr_t>(kConnectionTimeout), nullptr},
-          {options.num_threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END,
-           static_cast<intptr_t>(options.num_threads), nullptr},
-          {MHD_OPTION_END, 0, nullptr},
       };
+      if (options.num_threads > 1) {  // 1: the daemon's own thread alone
+        opts.push_back({MHD_OPTION_THREAD_POOL_SIZE, static_cast<intptr_t>(options.num_threads), nullptr});
+      }
+      opts.push_back({MHD_OPTION_END, 0, nullptr});
       // No MHD_USE_ERROR_LOG: the library never prints.
-      MHD_Daemon* d = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD, 0, nullptr, nullptr,
-                                       &OnRequest, this, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+      MHD_Daemon* d = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD, 0, nullptr, nullptr, &OnRequest,
+                                       this, MHD_OPTION_ARRAY, opts.data(), MHD_OPTION_END);
       if (d == nullptr) {
         // libmicrohttpd may have closed fd already: it is not closed twice
         // here (a leaked descriptor on this rare path, never a wrong close).
