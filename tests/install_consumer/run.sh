@@ -57,6 +57,14 @@ env -u LD_LIBRARY_PATH "$work/pc_static_consumer"
 c++ -std=c++17 $(pkg-config --cflags pcpu-prometheus) "$here/consumer_promcpp.cpp" -o "$work/pc_promcpp" \
   $(pkg-config --libs pcpu-prometheus) -pthread
 LD_LIBRARY_PATH="$libdir" "$work/pc_promcpp"
+# prometheus-cpp's pull API: CMake (pcpu::prometheus-pull) and pkg-config
+# pcpu-prometheus-pull, where the build has it (libmicrohttpd found).
+if [ -e "$libdir/pkgconfig/pcpu-prometheus-pull.pc" ]; then
+  LD_LIBRARY_PATH="$prefix/lib" "$work/cbuild/consumer_promcpp_pull"
+  c++ -std=c++17 $(pkg-config --cflags pcpu-prometheus-pull) "$here/consumer_promcpp_pull.cpp" \
+    -o "$work/pc_promcpp_pull" $(pkg-config --libs pcpu-prometheus-pull) -pthread
+  env -u LD_LIBRARY_PATH "$work/pc_promcpp_pull"
+fi
 # Installed outside the loader's directories, used as the README says, with
 # no LD_LIBRARY_PATH: linked with -rpath <prefix>/lib, or by pkg-config
 # alone. A prometheus-cpp program that uses only out-of-line API does not
