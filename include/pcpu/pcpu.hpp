@@ -145,7 +145,10 @@ struct any_floating<T, A...>
 	: std::integral_constant<bool, std::is_floating_point<typename std::decay<T>::type>::value ||
 					       any_floating<A...>::value> {};
 
-inline failure &last_failure_slot() noexcept
+/* One per thread in the whole program: default visibility, so that a
+ * shared library built with -fvisibility=hidden that reports through it
+ * (libpcpu-prometheus-pull's pcpu::exposer) shares the program's. */
+__attribute__((visibility("default"))) inline failure &last_failure_slot() noexcept
 {
 	static thread_local failure f;
 	return f;

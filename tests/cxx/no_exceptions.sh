@@ -22,9 +22,9 @@ for cxx in "$3" "$4"; do
     fi
     echo "$tag $mode: $out"
   done
-  for h in "$src"/include/pcpu/*.hpp; do
+  for h in "$src"/include/pcpu/*.hpp "$src"/compat/prometheus-cpp/include/pcpu/*.hpp; do
     if ! echo "#include <pcpu/$(basename "$h")>" | "$cxx" -std=c++17 -Wall -Wextra -Werror -fno-exceptions \
-         "${inc[@]}" -x c++ -fsyntax-only - >"$work/hdr.log" 2>&1; then
+         "${inc[@]}" -I"$src/compat/prometheus-cpp/include" -x c++ -fsyntax-only - >"$work/hdr.log" 2>&1; then
       echo "FAILED: $tag: $(basename "$h") with -fno-exceptions"; head -10 "$work/hdr.log"; fails=$((fails + 1))
     fi
   done

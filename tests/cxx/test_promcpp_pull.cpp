@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +19,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <pcpu/exposer.hpp>
 
 #include "prometheus/counter.h"
 #include "prometheus/exposer.h"
@@ -272,7 +275,82 @@ static void Concurrent() {
   CHECK(Value(r.body, "exposer_scrapes_total") == threads * each);
 }
 
+// pcpu::exposer (pcpu/exposer.hpp): pcpu.hpp registries served in process,
+// exact while threads count and scrapers read; a registry removed while
+// scrapes run may be destroyed at once; set-up failures as pcpu.hpp reports
+// them.
+static void PcpuExposer() {
+  pcpu::exposer http("127.0.0.1:0", 2);
+  int port = http.ports().at(0);
+  auto reg = std::make_unique<pcpu::registry>();
+  auto hits = reg->counter_family("pcpu_hits").labels({"kind"}).make();
+  pcpu::registry other;
+  other.gauge("pcpu_depth").set(-3);
+  http.serve(*reg);
+  http.serve(other, "/other");
+  const int threads = 4, each = 100000;
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t)
+    ts.emplace_back([&] {
+      pcpu::counter_ref c = hits.series({"get"});
+      for (int i = 0; i < each; ++i) c.inc();
+    });
+  std::atomic<int> bad{0};
+  std::thread scraper([&] {
+    double last = 0;
+    for (int i = 0; i < 50; ++i) {
+      Reply r = Get(port, "/metrics");
+      double v = Value(r.body, "pcpu_hits_total{kind=\"get\"}");
+      if (r.status != 200 || (v < last && v != -1)) ++bad;  // never goes back
+      if (v > last) last = v;
+    }
+  });
+  for (auto& t : ts) t.join();
+  scraper.join();
+  CHECK(bad.load() == 0);
+  Reply r = Get(port, "/metrics");
+  CHECK(r.status == 200);
+  CHECK(Value(r.body, "pcpu_hits_total{kind=\"get\"}") == threads * each);
+  CHECK(r.body.find("pcpu_depth") == std::string::npos);
+  Reply o = Get(port, "/other");
+  CHECK(o.status == 200 && Value(o.body, "pcpu_depth") == -3);
+  CHECK(Get(port, "/nothing").status == 404);
+  CHECK(Get(port, "/metrics", "Accept-Encoding: gzip\r\n").headers.find("content-encoding: gzip") !=
+        std::string::npos);
+
+  // Removed while scrapes go on, then destroyed at once.
+  std::atomic<bool> stop{false};
+  std::thread scraping([&] {
+    while (!stop.load())
+      if (Get(port, "/metrics").status != 200) ++bad;
+  });
+  http.remove(*reg);
+  reg.reset();
+  stop = true;
+  scraping.join();
+  CHECK(bad.load() == 0);
+  CHECK(Get(port, "/metrics").body.find("pcpu_hits") == std::string::npos);
+
+  // Set-up failures: pcpu::error with the errno, as pcpu.hpp's.
+  bool einval = false, inuse = false;
+  try {
+    pcpu::exposer bad_address("127.0.0.1:notaport");
+  } catch (const pcpu::error& e) {
+    einval = e.code().value() == EINVAL;
+  }
+  try {
+    pcpu::exposer taken("127.0.0.1:" + std::to_string(port));
+  } catch (const pcpu::error& e) {
+    inuse = e.code().value() == EADDRINUSE && std::strstr(e.what(), "127.0.0.1:") != nullptr;
+  }
+  CHECK(einval);
+  CHECK(inuse);
+  CHECK(pcpu::exposer::create("127.0.0.1:" + std::to_string(port)) == nullptr);
+  CHECK(errno == EADDRINUSE && pcpu::last_error().code == EADDRINUSE);
+}
+
 int main() {
+  PcpuExposer();
   Addresses();
   Options();
   Serving();

@@ -4,10 +4,14 @@
 // the core API's Collectable::Collect() and TextSerializer.
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <pcpu/stats.h>
+#include <pcpu/expose.h>
 
 #include "internal.h"
 #include "prometheus/metric_family.h"
@@ -77,15 +81,32 @@ void Endpoint::RegisterAuth(AuthFunc f, const std::string& realm) {
   auth_ = std::move(auth);
 }
 
+void Endpoint::RegisterRegistry(pcpu_registry* reg) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  registries_.push_back(reg);
+}
+
+void Endpoint::RemoveRegistry(pcpu_registry* reg) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    registries_.erase(std::remove(registries_.begin(), registries_.end(), reg), registries_.end());
+  }
+  // Wait for the requests that may still be writing it.
+  std::unique_lock<std::shared_timed_mutex> wait(registries_in_use_);
+}
+
 HttpResponse Endpoint::Serve(const char* authorization, const char* accept_encoding) {
   const auto start = std::chrono::steady_clock::now();
   HttpResponse r;
   std::shared_ptr<const Auth> auth;
   std::vector<std::weak_ptr<Collectable>> collectables;
+  std::vector<pcpu_registry*> registries;
+  std::shared_lock<std::shared_timed_mutex> in_use(registries_in_use_);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auth = auth_;
     collectables = collectables_;
+    registries = registries_;
   }
   if (auth) {
     std::string user, password;
@@ -104,6 +125,21 @@ HttpResponse Endpoint::Serve(const char* authorization, const char* accept_encod
                     std::make_move_iterator(some.end()));
   }
   r.body = TextSerializer().Serialize(families);
+  for (pcpu_registry* reg : registries) {
+    char* text = nullptr;
+    std::size_t len = 0;
+    if (pcpu_registry_write(reg, PCPU_FORMAT_PROMETHEUS, &text, &len) != 0) {
+      // The body would miss a registry's series: say so rather than
+      // answer an incomplete scrape as if it were whole.
+      r.status = 500;
+      r.body = std::string("pcpu_registry_write: ") + pcpu_stats_error() + "\n";
+      r.headers.clear();
+      return r;
+    }
+    r.body.append(text, len);
+    std::free(text);
+  }
+  in_use.unlock();
   r.headers.emplace_back("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
   r.headers.emplace_back("Vary", "Accept-Encoding");
   if (AcceptsGzip(accept_encoding)) {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "prometheus/summary.h"
 
 struct MHD_Daemon;
+struct pcpu_registry;
 
 namespace prometheus {
 inline namespace pcpu_v0 {
@@ -75,6 +77,10 @@ class Endpoint {
   void RegisterCollectable(const std::weak_ptr<Collectable>& c);
   void RemoveCollectable(const std::weak_ptr<Collectable>& c);
   void RegisterAuth(AuthFunc f, const std::string& realm);
+  /// pcpu::exposer's registries: written with pcpu_registry_write() after
+  /// the collectables. RemoveRegistry() returns once no request uses it.
+  void RegisterRegistry(pcpu_registry* reg);
+  void RemoveRegistry(pcpu_registry* reg);
   /// Answers one GET/HEAD: the two header values may be null.
   HttpResponse Serve(const char* authorization, const char* accept_encoding);
 
@@ -90,7 +96,11 @@ class Endpoint {
   Summary& latencies_;
   std::mutex mutex_;
   std::vector<std::weak_ptr<Collectable>> collectables_;
+  std::vector<pcpu_registry*> registries_;
   std::shared_ptr<const Auth> auth_;
+  // Held shared by requests while they write registries, exclusively by
+  // RemoveRegistry() so that a removed registry may be destroyed at once.
+  std::shared_timed_mutex registries_in_use_;
 };
 
 // ---- server.cc: the libmicrohttpd daemons and the endpoints ----------------------

@@ -144,6 +144,7 @@ int OpenListenSocket(const ListenAddress& a, int* port) {
       getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &blen) != 0) {
     int e = errno;
     close(fd);
+    errno = e;  // for pcpu::exposer, which reports the errno value
     throw std::runtime_error(std::string(kPrefix) + "cannot listen on \"" + a.text + "\": " +
                              std::strerror(e));
   }
