@@ -83,22 +83,26 @@ class PROMETHEUS_CPP_PUSH_EXPORT Gateway {
   void RegisterCollectable(const std::weak_ptr<Collectable>& collectable,
                            const Labels* labels = nullptr);
 
-  /// {{"instance", hostname}}, or no label for an empty `hostname`. Pure.
+  /// {{"instance", hostname}}, or no label for an empty `hostname`. Pure,
+  /// thread-safe; cost: a map of one entry.
   static Labels GetInstanceLabel(std::string hostname);
 
   /// Collects each live collectable and PUTs it to its group, replacing
   /// everything the group held. One request per collectable, in the order
   /// registered; stops at the first failure. Returns 200 when every request
   /// succeeded (or there was none), else the failing request's code: an
-  /// HTTP status of 400 and above, or a negated CURLcode. Blocks for the
-  /// requests; serialized with the Gateway's other synchronous pushes.
+  /// HTTP status of 400 and above, or a negated CURLcode. Thread-safe,
+  /// serialized with the Gateway's other synchronous pushes. Cost: a
+  /// Collect() and a serialization per collectable, and a blocking request
+  /// each (the connection kept from one push to the next).
   int Push();
 
   /// Push() started now, completed on a thread of its own: the collectables
   /// are collected before it returns, the requests are sent by that thread
   /// (all of them, failing or not). The future holds 200, or the code of
   /// the last failing request. If no thread can be started, the requests
-  /// are sent before it returns, and the future is ready.
+  /// are sent before it returns, and the future is ready. Thread-safe;
+  /// cost: the collection and serialization now, a thread for the requests.
   std::future<int> AsyncPush();
 
   /// As Push(), with POST: the group keeps the metric names not sent.
@@ -111,16 +115,19 @@ class PROMETHEUS_CPP_PUSH_EXPORT Gateway {
   /// prometheus-cpp 1.0.1 does: a group pushed with the Gateway's labels
   /// or a collectable's is left alone (DeleteForInstance()). Returns the
   /// HTTP status (the Pushgateway answers 202) or a negated CURLcode.
+  /// Thread-safe; cost: one blocking request.
   int Delete();
 
-  /// Delete() on a thread of its own; the future holds its code.
+  /// Delete() on a thread of its own (run now where none can start); the
+  /// future holds its code. Thread-safe; cost: a thread and a request.
   std::future<int> AsyncDelete();
 
   /// DELETEs the group of the Gateway's own labels (the constructor's,
-  /// without any collectable's). Returns as Delete().
+  /// without any collectable's). Returns as Delete(), or -3 when a label
+  /// name is invalid (nothing sent). Thread-safe; cost: one request.
   int DeleteForInstance();
 
-  /// DeleteForInstance() on a thread of its own.
+  /// DeleteForInstance() on a thread of its own, as AsyncDelete().
   std::future<int> AsyncDeleteForInstance();
 
  private:
