@@ -13,6 +13,12 @@
 //   apushgone GW                                    AsyncPush(), then the
 //                                                   Gateway destroyed before
 //                                                   the future is read
+//   concurrent GW THREADS N                         THREADS threads, each N
+//                                                   times Push() or
+//                                                   AsyncPushAdd().get(),
+//                                                   beside one registering
+//                                                   expired collectables:
+//                                                   the calls not 200
 //   instance HOSTNAME                               GetInstanceLabel()
 // Each command answers one line ("ok", a code, or "error: ...").
 #include <prometheus/counter.h>
@@ -21,12 +27,14 @@
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
+#include <atomic>
 #include <future>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace prometheus;
@@ -79,6 +87,26 @@ int main() {
       const Labels l = Gateway::GetInstanceLabel(f.size() > 1 ? f[1] : std::string());
       answer = l.empty() ? "empty" : "";
       for (const auto& p : l) answer += p.first + "=" + p.second + ";";
+    } else if (cmd == "concurrent" && f.size() == 4 && gateways.count(f[1])) {
+      Gateway& g = *gateways[f[1]];
+      const int threads = std::stoi(f[2]), n = std::stoi(f[3]);
+      std::atomic<int> failed{0};
+      std::vector<std::thread> pool;
+      for (int t = 0; t < threads; ++t)
+        pool.emplace_back([&g, &failed, n, t] {
+          for (int i = 0; i < n; ++i)
+            if (((i + t) % 2 ? g.Push() : g.AsyncPushAdd().get()) != 200) ++failed;
+        });
+      pool.emplace_back([&g, n] {
+        for (int i = 0; i < n; ++i) {
+          auto gone = std::make_shared<Registry>();
+          std::weak_ptr<Collectable> weak = gone;
+          gone.reset();
+          g.RegisterCollectable(weak);
+        }
+      });
+      for (auto& th : pool) th.join();
+      answer = std::to_string(failed.load());
     } else if (cmd == "apushgone" && f.size() == 2 && gateways.count(f[1])) {
       std::future<int> pending = gateways[f[1]]->AsyncPush();
       gateways.erase(f[1]);

@@ -182,6 +182,10 @@ def wire(d, rec):
     d("drop", "rx")
     expect(d("push", "x"), "200", "push with one collectable expired")
     expect(len(rec.take()), 1, "requests with one collectable expired")
+    # Many threads pushing through one Gateway while another registers.
+    expect(d("concurrent", "x", 4, 25), "0", "4 threads x 25 Push/AsyncPushAdd beside RegisterCollectable: failures")
+    reqs = rec.take()
+    expect((len(reqs), {p for _, p, _, _ in reqs}), (100, {"/metrics/job/xjob"}), "requests from the threads")
     expect(d("apushgone", "x"), "200", "AsyncPush of a Gateway destroyed before its future is read")
     expect(len(rec.take()), 1, "requests of the destroyed Gateway's AsyncPush")
 
