@@ -90,6 +90,10 @@ have gzip      || need_apt+=(gzip)
 [ -e /usr/include/benchmark/benchmark.h ] || need_apt+=(libbenchmark-dev)
 have clang++   || need_apt+=(clang)
 have g++       || need_apt+=(g++)
+# prometheus-cpp's push API on pcpu (libpcpu-prometheus-push): its tests
+# push to a real Pushgateway (Debian prometheus-pushgateway, the server is
+# started by each test on a port of its own, never as a service).
+have prometheus-pushgateway || need_apt+=(prometheus-pushgateway)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "install-deps: apt-get install ${need_apt[*]}"

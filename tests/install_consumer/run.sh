@@ -38,6 +38,9 @@ LD_LIBRARY_PATH="$prefix/lib" "$work/cbuild/consumer_cxx"
 "$work/cbuild/consumer_static"
 LD_LIBRARY_PATH="$prefix/lib" "$work/cbuild/consumer_hpp"
 LD_LIBRARY_PATH="$prefix/lib" "$work/cbuild/consumer_promcpp"
+if [ -e "$work/cbuild/consumer_promcpp_push" ]; then
+  LD_LIBRARY_PATH="$prefix/lib" "$work/cbuild/consumer_promcpp_push"
+fi
 # pkg-config, as a Makefile user would.
 libdir=$(ls -d "$prefix"/lib* | head -1)
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
@@ -95,6 +98,17 @@ for needed in --no-as-needed --as-needed; do
     alone "$work/pc_alone_$p"
   done
 done
+# The push library (prometheus/gateway.h), where built: pkg-config alone,
+# with its own RUNPATH ($ORIGIN) finding libpcpu-prometheus and libpcpu.
+if [ -e "$libdir/libpcpu-prometheus-push.so.0" ]; then
+  [ "$(readelf -d "$libdir/libpcpu-prometheus-push.so.0" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')" = '$ORIGIN' ] \
+    || fail "libpcpu-prometheus-push.so.0 in $prefix: RUNPATH is not \$ORIGIN"
+  for needed in --no-as-needed --as-needed; do
+    c++ -std=c++17 $(pkg-config --cflags pcpu-prometheus-push) "$here/consumer_promcpp_push.cpp" \
+      -o "$work/pc_alone_push" -Wl,$needed $(pkg-config --libs pcpu-prometheus-push) -pthread
+    alone "$work/pc_alone_push"
+  done
+fi
 unset PKG_CONFIG_PATH
 # Only pcpu_-prefixed symbols are exported, and the SONAME is versioned.
 lib=$(ls "$libdir"/libpcpu.so.0)
@@ -141,7 +155,8 @@ cmake --build "$work/mcbuild" >/dev/null
 LD_LIBRARY_PATH="$root/usr/lib/$multiarch" "$work/mcbuild/consumer_c"
 # A /usr install needs no RUNPATH (Debian policy forbids one), nor a .pc
 # file a -rpath.
-for f in "$root/usr/bin/pcpustat" "$root/usr/lib/$multiarch/libpcpu-prometheus.so.0"; do
+for f in "$root/usr/bin/pcpustat" "$root/usr/lib/$multiarch/libpcpu-prometheus.so.0" \
+         "$root/usr/lib/$multiarch/libpcpu-prometheus-push.so.0"; do
   [ -e "$f" ] || continue
   if readelf -d "$f" | grep -qE 'RPATH|RUNPATH'; then
     fail "$f has an RPATH: $(readelf -d "$f" | grep -E 'RPATH|RUNPATH')"

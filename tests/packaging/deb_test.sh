@@ -63,6 +63,11 @@ has libpcpu-dev "usr/lib/$ma/libpcpu\.a"
 has libpcpu-dev "usr/lib/$ma/pkgconfig/pcpu\.pc"
 has libpcpu-dev "usr/lib/$ma/cmake/pcpu/pcpuConfig\.cmake"
 has libpcpu-dev "usr/share/man/man3/pcpu_counter_add\.3\.gz"
+# prometheus-cpp's push library (libcurl is a Build-Depends: always built).
+has libpcpu-prometheus0 "usr/lib/$ma/libpcpu-prometheus-push\.so\.0"
+has libpcpu-dev "usr/lib/$ma/libpcpu-prometheus-push\.so"
+has libpcpu-dev "usr/lib/$ma/pkgconfig/pcpu-prometheus-push\.pc"
+has libpcpu-dev "usr/include/pcpu-prometheus/prometheus/gateway\.h"
 has pcpu-tools "usr/bin/pcpustat"
 # prometheus-cpp's pull API (libpcpu-prometheus-pull, prometheus::Exposer).
 has libpcpu-prometheus0 "usr/lib/$ma/libpcpu-prometheus-pull\.so\.0"
