@@ -6,14 +6,16 @@
 DRIVER (promcpp_push_driver.cpp) calls the Gateway API one step at a time;
 after each step this script checks what arrived, exactly:
 
- - at a recording receiver (the wire): Push is PUT, PushAdd POST, Delete*
+ - at a recording receiver (the wire): Push is POST, PushAdd PUT (as in
+   prometheus-cpp 1.0.1), Delete*
    DELETE; the path of the grouping key, escaped (base64url for empty
    values and values holding '/', percent-encoding for the rest); the
    Content-Type; the basic authentication header; the body in the text
    format; one request per collectable; 200 returned, or the failing code;
  - at a real Pushgateway (Debian prometheus-pushgateway, 127.0.0.1, a free
    port, no persistence), through its /api/v1/metrics: Push replaces the
-   group, PushAdd replaces the metric names it sends only, per-collectable
+   metric names it sends only (two collectables of one group both stay),
+   PushAdd replaces the group, per-collectable
    labels make groups of their own, Delete removes the job's group,
    DeleteForInstance the Gateway's, the async forms do the same, and the
    grouping labels arrive exactly as given (empty, '/', '.', spaces, '%',
@@ -126,7 +128,7 @@ def wire(d, rec):
     d("counter", "r1", "w_total", "3", "k", "v")
     d("reg", "w", "r2", "1", "shard", "s2")
     d("gauge", "r2", "w_gauge", "-1.5")
-    for cmd, method in (("push", "PUT"), ("pushadd", "POST"), ("apush", "PUT"), ("apushadd", "POST")):
+    for cmd, method in (("push", "POST"), ("pushadd", "PUT"), ("apush", "POST"), ("apushadd", "PUT")):
         expect(d(cmd, "w"), "200", cmd + " code")
         reqs = rec.take()
         expect([(m, p) for m, p, _, _ in reqs],
@@ -211,17 +213,23 @@ def pushgateway(d, pg):
     expect(values(fam["a_total"]), {group(**gl): "5"}, "a_total")
     expect(values(fam["b_total"]), {group(k="v", **gl): "7"}, "b_total")
     expect((fam["b_total"]["type"], fam["b_total"]["help"]), ("COUNTER", "counter b_total"), "b_total type, help")
-    expect(d("pushadd", "g2"), "200", "g2 PushAdd")
-    expect(sorted(pg.groups()[group(**gl)]), ["a_total", "b_total", "c_total"], "PushAdd (POST) adds c_total")
     expect(d("push", "g2"), "200", "g2 Push")
-    expect(sorted(pg.groups()[group(**gl)]), ["c_total"], "Push (PUT) replaces the group")
+    expect(sorted(pg.groups()[group(**gl)]), ["a_total", "b_total", "c_total"], "Push (POST) adds c_total")
+    expect(d("pushadd", "g2"), "200", "g2 PushAdd")
+    expect(sorted(pg.groups()[group(**gl)]), ["c_total"], "PushAdd (PUT) replaces the group")
     d("counter", "p1", "a_total", "1")
-    expect(d("apushadd", "g1"), "200", "g1 AsyncPushAdd")
+    expect(d("apush", "g1"), "200", "g1 AsyncPush")
     fam = pg.groups()[group(**gl)]
-    expect(sorted(fam), ["a_total", "b_total", "c_total"], "AsyncPushAdd adds")
+    expect(sorted(fam), ["a_total", "b_total", "c_total"], "AsyncPush adds")
     expect(values(fam["a_total"]), {group(**gl): "6"}, "a_total after the increment")
-    expect(d("apush", "g2"), "200", "g2 AsyncPush")
-    expect(sorted(pg.groups()[group(**gl)]), ["c_total"], "AsyncPush replaces the group")
+    expect(d("apushadd", "g2"), "200", "g2 AsyncPushAdd")
+    expect(sorted(pg.groups()[group(**gl)]), ["c_total"], "AsyncPushAdd replaces the group")
+    # Two collectables of one Gateway in one group: Push keeps both (a PUT
+    # per collectable would leave only the last one's metrics).
+    d("reg", "g1", "p2", "0")
+    expect(d("push", "g1"), "200", "g1 Push of two collectables")
+    expect(sorted(pg.groups()[group(**gl)]), ["a_total", "b_total", "c_total"],
+           "Push of two collectables to one group keeps both")
     # Per-collectable labels: a group each.
     d("gw", "g3", "127.0.0.1", pg.port, "sjob", "", "")
     d("reg", "g3", "p3", "1", "shard", "s1")

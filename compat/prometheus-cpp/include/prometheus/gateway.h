@@ -23,10 +23,13 @@
 // -28 CURLE_OPERATION_TIMEDOUT, ...). Nothing is printed (the answer's
 // body is discarded), nothing throws on a network failure, nothing aborts.
 //
-// Push() uses PUT and PushAdd() POST, the Pushgateway's own meaning of the
-// two (and the Go, Java and Python clients'): Push replaces the whole group,
-// PushAdd replaces only the metric names it sends. prometheus-cpp 1.0.1 has
-// the two methods the other way round (its Push() POSTs).
+// Push() uses POST and PushAdd() PUT, as prometheus-cpp does (1.0.1 and
+// every later release), so that a program moved to the layer keeps what its
+// groups hold: a POST replaces only the metric names it sends, so the
+// collectables a Gateway pushes to one group, one request each, all stay
+// there; a PUT replaces the whole group, so PushAdd() leaves the group with
+// the last collectable's metrics. The Pushgateway's own naming (and the Go,
+// Java and Python clients') is the other way round: PUT for "push".
 #pragma once
 
 #include <future>
@@ -87,8 +90,8 @@ class PROMETHEUS_CPP_PUSH_EXPORT Gateway {
   /// thread-safe; cost: a map of one entry.
   static Labels GetInstanceLabel(std::string hostname);
 
-  /// Collects each live collectable and PUTs it to its group, replacing
-  /// everything the group held. One request per collectable, in the order
+  /// Collects each live collectable and POSTs it to its group, replacing
+  /// the metric names it sends (see the file comment). One request per collectable, in the order
   /// registered; stops at the first failure. Returns 200 when every request
   /// succeeded (or there was none), else the failing request's code: an
   /// HTTP status of 400 and above, or a negated CURLcode. Thread-safe,
@@ -105,10 +108,10 @@ class PROMETHEUS_CPP_PUSH_EXPORT Gateway {
   /// cost: the collection and serialization now, a thread for the requests.
   std::future<int> AsyncPush();
 
-  /// As Push(), with POST: the group keeps the metric names not sent.
+  /// As Push(), with PUT: each request replaces everything its group held.
   int PushAdd();
 
-  /// As AsyncPush(), with POST.
+  /// As AsyncPush(), with PUT.
   std::future<int> AsyncPushAdd();
 
   /// DELETEs the job's group without labels (/metrics/job/<job>), as

@@ -78,13 +78,13 @@ void Gateway::RegisterCollectable(const std::weak_ptr<Collectable>& collectable,
   collectables_.push_back(std::move(entry));
 }
 
-int Gateway::Push() { return push(detail::HttpMethod::Put); }
+int Gateway::Push() { return push(detail::HttpMethod::Post); }
 
-int Gateway::PushAdd() { return push(detail::HttpMethod::Post); }
+int Gateway::PushAdd() { return push(detail::HttpMethod::Put); }
 
-std::future<int> Gateway::AsyncPush() { return async_push(detail::HttpMethod::Put); }
+std::future<int> Gateway::AsyncPush() { return async_push(detail::HttpMethod::Post); }
 
-std::future<int> Gateway::AsyncPushAdd() { return async_push(detail::HttpMethod::Post); }
+std::future<int> Gateway::AsyncPushAdd() { return async_push(detail::HttpMethod::Put); }
 
 int Gateway::push(detail::HttpMethod method) {
   std::lock_guard<std::mutex> lock{mutex_};
