@@ -7,6 +7,7 @@
 #include <limits>
 #include <new>
 #include <stdexcept>
+#include <utility>
 
 #include "prometheus/counter.h"
 #include "prometheus/gauge.h"
@@ -16,11 +17,28 @@ namespace prometheus {
 inline namespace pcpu_v0 {
 namespace detail {
 
-PcpuValue::PcpuValue() : words_(pcpu_counter_alloc_array(2)) {
-  if (!words_) throw std::bad_alloc();
+PcpuValue::PcpuValue() : PcpuValue(nullptr) {}
+
+PcpuValue::PcpuValue(pcpu_counter_t series) : whole_(series), owns_whole_(series == nullptr) {
+  if (owns_whole_) {
+    whole_ = pcpu_counter_alloc();
+    if (!whole_) throw std::bad_alloc();
+  }
 }
 
-PcpuValue::~PcpuValue() { pcpu_counter_free(words_); }
+PcpuValue::~PcpuValue() {
+  if (owns_whole_) pcpu_counter_free(whole_);
+  if (pcpu_counter_t n = nanos_.load(std::memory_order_relaxed)) pcpu_counter_free(n);
+}
+
+pcpu_counter_t PcpuValue::MakeNanos() {
+  pcpu_counter_t fresh = pcpu_counter_alloc();
+  if (!fresh) return nullptr;
+  pcpu_counter_t expected = nullptr;
+  if (nanos_.compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) return fresh;
+  pcpu_counter_free(fresh);  // another thread made it first
+  return expected;
+}
 
 void PcpuValue::AddExtra(double d) {
   double old = extra_.load(std::memory_order_relaxed);
@@ -31,29 +49,33 @@ void PcpuValue::AddExtra(double d) {
 // Each word is a gauge's counter (struct pcpu_gauge wraps one struct
 // pcpu_counter), so pcpu_gauge_set() gives it a value exactly, concurrent
 // adds either before or after.
-static void SetWord(pcpu_counter_t c, std::int64_t v) {
+namespace {
+void SetWord(pcpu_counter_t c, std::int64_t v) {
   (void)pcpu_gauge_set(reinterpret_cast<pcpu_gauge_t>(c), v);
 }
+}  // namespace
 
 void PcpuValue::Set(double v) {
-  // The double itself, exactly, in `extra`; the words restart from 0, so
-  // later changes add to it.
-  std::lock_guard<std::mutex> lock{set_mutex_};
-  SetWord(words_, 0);
-  SetWord(pcpu_counter_at(words_, 1), 0);
-  extra_.store(v, std::memory_order_relaxed);
+  // The whole part in `whole` (what pcpu's registry shows), the fraction,
+  // exactly, in `extra`; `nanos` restarts from 0, so later changes add to it.
+  while (set_busy_.exchange(true, std::memory_order_acquire)) {
+  }
+  double ip = std::fabs(v) < kLimit ? std::trunc(v) : 0.0;
+  SetWord(whole_, static_cast<std::int64_t>(ip));
+  if (pcpu_counter_t n = nanos_.load(std::memory_order_acquire)) SetWord(n, 0);
+  extra_.store(ip == 0.0 ? v : v - ip, std::memory_order_relaxed);  // -0.0 kept
+  set_busy_.store(false, std::memory_order_release);
 }
 
 double PcpuValue::Value() const {
-  std::uint64_t w[2] = {0, 0};
-  (void)pcpu_counter_fetch_array(words_, 2, w);  // one walk of the slots for both
-  auto whole = static_cast<std::int64_t>(w[0]);
-  auto nanos = static_cast<std::int64_t>(w[1]);
-  // Whole seconds of the nanos first, so that 0.1 + 0.2 reads 0.3.
-  double v = static_cast<double>(whole + nanos / 1000000000) +
-             static_cast<double>(nanos % 1000000000) / 1e9;
+  auto whole = static_cast<std::int64_t>(pcpu_counter_fetch(whole_));
+  pcpu_counter_t n = nanos_.load(std::memory_order_acquire);
+  auto nanos = n ? static_cast<std::int64_t>(pcpu_counter_fetch(n)) : 0;
   double extra = extra_.load(std::memory_order_relaxed);
   if (whole == 0 && nanos == 0) return extra;  // what Set() stored, -0.0 included
+  // Whole seconds of the nanos first, so that 0.1 + 0.2 reads 0.3.
+  double v = static_cast<double>(whole + nanos / 1000000000);
+  if (nanos % 1000000000 != 0) v += static_cast<double>(nanos % 1000000000) / 1e9;
   return extra == 0.0 ? v : v + extra;
 }
 
@@ -82,16 +104,44 @@ static const Histogram::BucketBoundaries& CheckedBounds(const Histogram::BucketB
   return b;
 }
 
-Histogram::Histogram(const BucketBoundaries& buckets)
-    : bounds_(CheckedBounds(buckets)),
-      counts_(pcpu_counter_alloc_array(buckets.size() + 1)),
-      fractions_(buckets.size() + 1, nullptr) {
-  if (!counts_) throw std::bad_alloc();
+Histogram::Histogram(const BucketBoundaries& buckets) : Histogram(detail::SeriesTag{}, buckets) {}
+
+Histogram::Histogram(BucketBoundaries&& buckets) : Histogram(detail::SeriesTag{}, std::move(buckets)) {}
+
+Histogram::Histogram(detail::SeriesTag s, const BucketBoundaries& buckets) : bounds_(CheckedBounds(buckets)) {
+  Init(s);
+}
+
+Histogram::Histogram(detail::SeriesTag s, BucketBoundaries&& buckets)
+    : bounds_((CheckedBounds(buckets), std::move(buckets))) {
+  Init(s);
+}
+
+void Histogram::Init(detail::SeriesTag s) {
+  fractions_.assign(bounds_.size() + 1, nullptr);
+  if (s.series) {
+    // A pcpu histogram series of these bounds (detail::PcpuFamily checked
+    // them): its words, [2b] count and [2b + 1] sum of bucket b.
+    counts_ = static_cast<pcpu_histogram_t*>(s.series)->pcpu__c;
+    owns_counts_ = false;
+    mult_ = s.mult;
+  } else {
+    counts_ = pcpu_counter_alloc_array(2 * (bounds_.size() + 1));
+    if (!counts_) throw std::bad_alloc();
+  }
 }
 
 Histogram::~Histogram() {
   for (auto* f : fractions_) delete f;
-  pcpu_counter_free(counts_);
+  if (owns_counts_) pcpu_counter_free(counts_);
+}
+
+void Histogram::Reset() {
+  std::lock_guard<std::mutex> lock{fractions_mutex_};
+  for (std::size_t i = 0; i < 2 * (bounds_.size() + 1); i++) detail::SetWord(pcpu_counter_at(counts_, i), 0);
+  for (auto* f : fractions_)
+    if (f) f->Set(0.0);
+  sum_.Set(0.0);
 }
 
 void Histogram::ObserveMultiple(const std::vector<double>& bucket_increments, double sum_of_values) {
@@ -102,7 +152,7 @@ void Histogram::ObserveMultiple(const std::vector<double>& bucket_increments, do
     double d = bucket_increments[i];
     if (!(d > 0.0)) continue;  // a count never goes down (prometheus-cpp ignores it)
     if (d < detail::PcpuValue::kLimit && d == std::trunc(d)) {
-      pcpu_counter_add(pcpu_counter_at(counts_, i), static_cast<std::int64_t>(d));
+      pcpu_counter_add(pcpu_counter_at(counts_, 2 * i), static_cast<std::int64_t>(d));
       continue;
     }
     std::lock_guard<std::mutex> lock{fractions_mutex_};
@@ -117,14 +167,16 @@ void Histogram::ObserveMultiple(const std::vector<double>& bucket_increments, do
 ClientMetric Histogram::Collect() const {
   ClientMetric m;
   const std::size_t n = bounds_.size() + 1;
-  std::uint64_t small[64];
+  std::uint64_t small[128];
   std::vector<std::uint64_t> large;
-  std::uint64_t* counts = small;
-  if (n > 64) {
-    large.resize(n);
-    counts = large.data();
+  std::uint64_t* words = small;
+  if (2 * n > 128) {
+    large.resize(2 * n);
+    words = large.data();
   }
-  (void)pcpu_counter_fetch_array(counts_, n, counts);
+  (void)pcpu_counter_fetch_array(counts_, 2 * n, words);  // one walk: count and sum of each bucket
+  for (std::size_t i = 0; i < n; i++) words[i] = words[2 * i];
+  const std::uint64_t* counts = words;
   m.histogram.bucket.resize(n);
   for (std::size_t i = 0; i < n; i++)
     m.histogram.bucket[i].upper_bound = i < bounds_.size() ? bounds_[i] : std::numeric_limits<double>::infinity();

@@ -2,6 +2,9 @@
 // pcpu's prometheus-cpp 1.0.1 core compatibility layer: the registry, the
 // builders, name checks and the label hash.
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <new>
 #include <functional>
 #include <iterator>
 #include <stdexcept>
@@ -14,6 +17,7 @@
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
+#include "prometheus/pcpu.h"
 #include "prometheus/registry.h"
 #include "prometheus/summary.h"
 
@@ -27,25 +31,174 @@ const char pcpu_prometheus_layer_headers_need_lpcpu_prometheus = 0;
 namespace prometheus {
 inline namespace pcpu_v0 {
 
-static bool AsciiAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-static bool AsciiDigit(char c) { return c >= '0' && c <= '9'; }
-
-static bool NameStartsValid(const std::string& name) {
-  return !name.empty() && !AsciiDigit(name[0]) && name.compare(0, 2, "__") != 0;
-}
-
+// The name rules are pcpu's (pcpu_stats_check_metric_name() and
+// pcpu_stats_check_label_name(), pcpu's lengths limits included), plus
+// prometheus-cpp's reservation of metric names starting with "__".
 bool CheckMetricName(const std::string& name) {
-  if (!NameStartsValid(name)) return false;
-  return std::all_of(name.begin(), name.end(),
-                     [](char c) { return AsciiAlpha(c) || AsciiDigit(c) || c == '_' || c == ':'; });
+  if (name.compare(0, 2, "__") == 0) return false;
+  return name.find('\0') == std::string::npos && pcpu_stats_check_metric_name(name.c_str()) == 0;
 }
 
 bool CheckLabelName(const std::string& name) {
-  if (!NameStartsValid(name)) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) { return AsciiAlpha(c) || AsciiDigit(c) || c == '_'; });
+  return name.find('\0') == std::string::npos && pcpu_stats_check_label_name(name.c_str()) == 0;
+}
+
+bool CheckLabelName(const std::string& name, MetricType type) {
+  if (!CheckLabelName(name)) return false;
+  // A histogram's series carry `le`, a summary's `quantile`.
+  if (type == MetricType::Histogram && name == "le") return false;
+  if (type == MetricType::Summary && name == "quantile") return false;
+  return true;
 }
 
 namespace detail {
+
+void ThrowInvalidArgument(const char* what) { throw std::invalid_argument(what); }
+
+void CheckFamilyNames(const std::string& name, const Labels& constant_labels) {
+  if (!CheckMetricName(name)) ThrowInvalidArgument("Invalid metric name");
+  for (auto& l : constant_labels)
+    if (!CheckLabelName(l.first)) ThrowInvalidArgument("Invalid label name");
+}
+
+void CheckSeriesLabels(const Labels& labels, const Labels& constant_labels) {
+  for (auto& l : labels) {
+    if (!CheckLabelName(l.first)) ThrowInvalidArgument("Invalid label name");
+    if (constant_labels.count(l.first)) ThrowInvalidArgument("Duplicate label name");
+  }
+}
+
+bool PcpuBoundsScale(const std::vector<double>& bounds, int* scale_exp10) {
+  if (bounds.empty() || bounds.size() > PCPU_HISTOGRAM_MAX_BOUNDS) return false;
+  for (std::size_t i = 1; i < bounds.size(); i++)
+    if (!(bounds[i - 1] < bounds[i])) return false;
+  // The finest scale that keeps the largest bound at most 10^10 units:
+  // the sum words then take about 10^9 observations of the largest bound
+  // before they wrap.
+  double top = 0.0;
+  for (double b : bounds) top = std::fmax(top, std::fabs(b));
+  int e = -9;
+  while (e < 0 && top * std::pow(10.0, -e) > 1e10) e++;
+  double mult = std::pow(10.0, -e);
+  for (double b : bounds) {
+    double x = b * mult;
+    // An integer to within the rounding of the multiplication.
+    if (!(std::fabs(x) < 9007199254740992.0) || std::fabs(x - std::nearbyint(x)) > 1e-6 * std::fmax(1.0, std::fabs(x)))
+      return false;
+  }
+  *scale_exp10 = e;
+  return true;
+}
+
+static enum pcpu_metric_type PcpuType(MetricType t) {
+  switch (t) {
+    case MetricType::Counter:
+      return PCPU_METRIC_COUNTER;
+    case MetricType::Gauge:
+      return PCPU_METRIC_GAUGE;
+    case MetricType::Histogram:
+      return PCPU_METRIC_HISTOGRAM;
+    default:
+      return static_cast<enum pcpu_metric_type>(0);
+  }
+}
+
+bool PcpuFamily::Matches(const Labels& labels, const std::vector<double>* bounds) const {
+  if (labels.size() != label_names_.size()) return false;
+  std::size_t i = 0;
+  for (auto& l : labels)
+    if (l.first != label_names_[i++]) return false;
+  return !bounds || *bounds == bounds_;
+}
+
+bool PcpuFamily::Create(const std::string& name, const std::string& help, const Labels& constant_labels,
+                        const Labels& labels, MetricType type, const std::vector<double>* bounds) {
+  if (type != MetricType::Counter && type != MetricType::Gauge && type != MetricType::Histogram) return false;
+  std::vector<const char*> names;
+  for (auto& l : labels) names.push_back(l.first.c_str());
+  struct pcpu_family_desc d = {};
+  d.name = name.c_str();
+  d.help = help.empty() ? nullptr : help.c_str();
+  d.type = PcpuType(type);
+  d.nlabels = static_cast<unsigned>(names.size());
+  d.label_names = names.empty() ? nullptr : names.data();
+  std::vector<std::int64_t> ibounds;
+  struct pcpu_histogram_layout layout = {};
+  if (type == MetricType::Histogram) {
+    int e = 0;
+    if (!bounds || !PcpuBoundsScale(*bounds, &e)) return false;
+    double mult = std::pow(10.0, -e);
+    for (double b : *bounds) ibounds.push_back(static_cast<std::int64_t>(std::nearbyint(b * mult)));
+    layout.scheme = PCPU_HISTOGRAM_EXPLICIT;
+    layout.bounds = ibounds.data();
+    layout.nbounds = ibounds.size();
+    d.histogram = &layout;
+    d.scale_exp10 = e;
+    mult_ = mult;
+  }
+  pcpu_family_t* f;
+  if (constant_labels.empty()) {
+    f = pcpu_registry_family(reg_, &d);
+  } else {
+    std::vector<const char*> cn, cv;
+    for (auto& l : constant_labels) {
+      cn.push_back(l.first.c_str());
+      cv.push_back(l.second.c_str());
+    }
+    f = pcpu_registry_family_const(reg_, &d, static_cast<unsigned>(cn.size()), cn.data(), cv.data());
+  }
+  if (!f) return false;
+  fam_ = f;
+  for (auto& l : labels) label_names_.push_back(l.first);
+  if (bounds) bounds_ = *bounds;
+  return true;
+}
+
+SeriesTag PcpuFamily::Publish(const std::string& name, const std::string& help, const Labels& constant_labels,
+                              const Labels& labels, MetricType type, const std::vector<double>* bounds) {
+  if (!reg_ || refused_) return {};
+  if (!fam_) {
+    if (!Create(name, help, constant_labels, labels, type, bounds)) {
+      // A refused label set, value or bounds may be this Add's alone: a
+      // later Add tries again; a refused name, help or type never passes.
+      if (type != MetricType::Counter && type != MetricType::Gauge && type != MetricType::Histogram)
+        refused_ = true;
+      return {};
+    }
+  } else if (!Matches(labels, bounds)) {
+    return {};
+  }
+  std::vector<const char*> values;
+  values.reserve(labels.size());
+  for (auto& l : labels) {
+    if (l.second.find('\0') != std::string::npos) return {};
+    values.push_back(l.second.c_str());
+  }
+  const char* const* v = values.empty() ? nullptr : values.data();
+  SeriesTag t;
+  switch (type) {
+    case MetricType::Counter:
+      t.series = pcpu_family_counter(fam_, v);
+      break;
+    case MetricType::Gauge:
+      t.series = pcpu_family_gauge(fam_, v);
+      break;
+    case MetricType::Histogram:
+      t.series = pcpu_family_histogram(fam_, v);
+      t.mult = mult_;
+      break;
+    default:
+      break;
+  }
+  return t;
+}
+
+void PcpuFamily::Unpublish(const Labels& labels) {
+  if (!fam_) return;
+  std::vector<const char*> values;
+  for (auto& l : labels) values.push_back(l.second.c_str());
+  (void)pcpu_family_remove(fam_, values.empty() ? nullptr : values.data());
+}
 
 std::size_t LabelHasher::operator()(const Labels& labels) const {
   // FNV-1a over each name and value followed by its length, so that
@@ -80,9 +233,25 @@ detail::Builder<Gauge> BuildGauge() { return {}; }
 detail::Builder<Histogram> BuildHistogram() { return {}; }
 detail::Builder<Summary> BuildSummary() { return {}; }
 
-Registry::Registry(InsertBehavior insert_behavior) : insert_behavior_(insert_behavior) {}
+static pcpu_registry_t* NewPcpuRegistry() {
+  pcpu_registry_t* r = pcpu_registry_create();
+  if (!r) throw std::bad_alloc();
+  return r;
+}
 
-Registry::~Registry() = default;
+Registry::Registry(InsertBehavior insert_behavior) : reg_(NewPcpuRegistry()), insert_behavior_(insert_behavior) {}
+
+Registry::~Registry() {
+  // The metrics first (they never free a pcpu series' words), then the
+  // pcpu registry with every family and series.
+  counters_.clear();
+  gauges_.clear();
+  histograms_.clear();
+  summaries_.clear();
+  pcpu_registry_destroy(reg_);
+}
+
+pcpu_registry_t* PcpuRegistry(const Registry& registry) { return registry.reg_; }
 
 template <typename T>
 static void CollectAll(std::vector<MetricFamily>& out, const std::vector<std::unique_ptr<Family<T>>>& families) {
@@ -145,6 +314,7 @@ Family<T>& Registry::Add(const std::string& name, const std::string& help, const
     throw std::invalid_argument("Family name already exists");
   }
   auto family = detail::make_unique<Family<T>>(name, help, labels);
+  family->pcpu_.reg_ = reg_;
   auto& ref = *family;
   families.push_back(std::move(family));
   return ref;
@@ -157,7 +327,9 @@ bool Registry::Remove(const Family<T>& family) {
   auto it = std::find_if(families.begin(), families.end(),
                          [&family](const std::unique_ptr<Family<T>>& f) { return &family == f.get(); });
   if (it == families.end()) return false;
-  families.erase(it);
+  pcpu_family_t* pf = (*it)->pcpu_.family();
+  families.erase(it);  // the metrics, then their pcpu family
+  if (pf) (void)pcpu_registry_remove_family(reg_, pf);
   return true;
 }
 

@@ -30,6 +30,9 @@ Summary::Summary(const Quantiles& quantiles, std::chrono::milliseconds max_age, 
   if (!count_) throw std::bad_alloc();
 }
 
+Summary::Summary(Quantiles&& quantiles, std::chrono::milliseconds max_age, int age_buckets)
+    : Summary(static_cast<const Quantiles&>(quantiles), max_age, age_buckets) {}
+
 Summary::~Summary() { pcpu_counter_free(count_); }
 
 void Summary::Rotate() const {

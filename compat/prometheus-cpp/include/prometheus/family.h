@@ -5,7 +5,6 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
-#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -16,6 +15,7 @@
 #include "prometheus/collectable.h"
 #include "prometheus/detail/core_export.h"
 #include "prometheus/detail/future_std.h"
+#include "prometheus/detail/pcpu_family.h"
 #include "prometheus/detail/utils.h"
 #include "prometheus/labels.h"
 #include "prometheus/metric_family.h"
@@ -29,15 +29,19 @@ inline namespace pcpu_v0 {
 /// the family goes. Add, Remove, Has and Collect take the family's mutex;
 /// the metrics' own operations never do. Collect() lists the metrics in
 /// the order they were added.
+///
+/// A family a Registry makes is a family of the registry's pcpu registry
+/// (prometheus/pcpu.h), made on the first Add(), and its metrics are that
+/// family's series: see detail::PcpuFamily for which Add()s are published
+/// (the first Add's label names fix the pcpu family's). A Family built on
+/// its own, outside a Registry, is not published.
 template <typename T>
 class PROMETHEUS_CPP_CORE_EXPORT Family : public Collectable {
  public:
   /// Throws std::invalid_argument for an invalid name or constant label name.
   Family(const std::string& name, const std::string& help, const Labels& constant_labels)
       : name_(name), help_(help), constant_labels_(constant_labels) {
-    if (!CheckMetricName(name_)) throw std::invalid_argument("Invalid metric name");
-    for (auto& l : constant_labels_)
-      if (!CheckLabelName(l.first)) throw std::invalid_argument("Invalid label name");
+    detail::CheckFamilyNames(name_, constant_labels_);
   }
 
   /// The metric of `labels`, constructed T(args...) if absent. Throws
@@ -48,12 +52,12 @@ class PROMETHEUS_CPP_CORE_EXPORT Family : public Collectable {
     std::lock_guard<std::mutex> lock{mutex_};
     auto it = index_.find(labels);
     if (it != index_.end()) return *it->second->metric;
-    for (auto& l : labels) {
-      if (!CheckLabelName(l.first)) throw std::invalid_argument("Invalid label name");
-      if (constant_labels_.count(l.first)) throw std::invalid_argument("Duplicate label name");
-    }
+    detail::CheckSeriesLabels(labels, constant_labels_);
     auto e = detail::make_unique<Entry>();
-    e->metric = detail::make_unique<T>(std::forward<Args>(args)...);
+    detail::SeriesTag tag =
+        pcpu_.Publish(name_, help_, constant_labels_, labels, T::metric_type, detail::FirstBounds(args...));
+    e->metric = std::unique_ptr<T>(new T(tag, std::forward<Args>(args)...));
+    e->published = tag.series != nullptr;
     e->labels = labels;
     for (auto& l : constant_labels_) e->collected.push_back(ClientMetric::Label{l.first, l.second});
     for (auto& l : labels) e->collected.push_back(ClientMetric::Label{l.first, l.second});
@@ -69,8 +73,11 @@ class PROMETHEUS_CPP_CORE_EXPORT Family : public Collectable {
     std::lock_guard<std::mutex> lock{mutex_};
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {
       if ((*it)->metric.get() == metric) {
-        index_.erase((*it)->labels);
+        std::unique_ptr<Entry> e = std::move(*it);
+        index_.erase(e->labels);
         entries_.erase(it);
+        e->metric.reset();
+        if (e->published) pcpu_.Unpublish(e->labels);
         return;
       }
     }
@@ -106,7 +113,10 @@ class PROMETHEUS_CPP_CORE_EXPORT Family : public Collectable {
     std::unique_ptr<T> metric;
     Labels labels;
     std::vector<ClientMetric::Label> collected;  // constant labels, then own
+    bool published = false;                      // metric's words are a pcpu series
   };
+  friend class Registry;
+  detail::PcpuFamily pcpu_;
   const std::string name_;
   const std::string help_;
   const Labels constant_labels_;

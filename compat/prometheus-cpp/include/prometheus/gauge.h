@@ -5,6 +5,7 @@
 #include "prometheus/client_metric.h"
 #include "prometheus/detail/builder.h"
 #include "prometheus/detail/core_export.h"
+#include "prometheus/detail/pcpu_family.h"
 #include "prometheus/detail/pcpu_value.h"
 #include "prometheus/metric_type.h"
 
@@ -13,8 +14,11 @@ inline namespace pcpu_v0 {
 
 /// A value that goes up and down, held in per-CPU words
 /// (detail::PcpuValue: integer changes exact, fractions to 1e-9 each).
-/// Increment/Decrement are per-CPU adds; Set() takes a mutex of the gauge.
-/// Thread-safe.
+/// Increment/Decrement are per-CPU adds; Set() is pcpu_gauge_set() of the
+/// whole part (a fetch and a striped mutex). A gauge a Registry's family
+/// makes is a series of the registry's pcpu gauge family
+/// (prometheus/pcpu.h): pcpu's expositions and segments show its whole
+/// units (trunc(value)). Thread-safe.
 class PROMETHEUS_CPP_CORE_EXPORT Gauge {
  public:
   static const MetricType metric_type{MetricType::Gauge};
@@ -35,6 +39,10 @@ class PROMETHEUS_CPP_CORE_EXPORT Gauge {
   ClientMetric Collect() const;
 
  private:
+  template <typename>
+  friend class Family;
+  explicit Gauge(detail::SeriesTag s) : value_(static_cast<pcpu_counter_t>(s.series)) {}
+  Gauge(detail::SeriesTag s, double value) : value_(static_cast<pcpu_counter_t>(s.series)) { value_.Set(value); }
   detail::PcpuValue value_;
 };
 

@@ -5,13 +5,16 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "prometheus/client_metric.h"
 #include "prometheus/counter.h"
 #include "prometheus/detail/builder.h"
 #include "prometheus/detail/core_export.h"
+#include "prometheus/detail/pcpu_family.h"
 #include "prometheus/detail/pcpu_value.h"
 #include "prometheus/gauge.h"
 #include "prometheus/metric_type.h"
@@ -23,7 +26,14 @@ inline namespace pcpu_v0 {
 /// to the first bound >= v, else to +Inf) with their sum. Observe() is a
 /// binary search of the bounds and per-CPU adds: one to the bucket's
 /// count, one or two to the sum (detail::PcpuValue) -- no mutex, where
-/// prometheus-cpp takes one. Collect() reads the buckets one after
+/// prometheus-cpp takes one. A histogram a Registry's family makes is, where
+/// its bounds allow (detail::PcpuBoundsScale picks a scale 10^s, s in
+/// -9..0, in which every bound is an integer), a series of the registry's
+/// pcpu histogram family (prometheus/pcpu.h): its bucket counts are that
+/// series' words, and Observe() adds round(value * 10^-s) to the bucket's
+/// pcpu sum as well, so pcpu's expositions and segments show the counts
+/// exactly and the sum to 10^s per observation (1e-9 for bounds up to 10;
+/// Collect() keeps the exact double sum). Collect() reads the buckets one after
 /// another while observations go on: each bucket's count is exact at its
 /// read, the set is not one instant (as in any per-CPU design; the count
 /// is the sum of the buckets read, so the exposition stays monotone
@@ -35,14 +45,22 @@ class PROMETHEUS_CPP_CORE_EXPORT Histogram {
 
   /// Throws std::invalid_argument unless the bounds strictly increase.
   explicit Histogram(const BucketBoundaries& buckets);
+  /// The same, taking the bounds' storage (prometheus-cpp 1.1).
+  explicit Histogram(BucketBoundaries&& buckets);
   Histogram(const Histogram&) = delete;
   Histogram& operator=(const Histogram&) = delete;
   ~Histogram();
 
   PCPU_PROMETHEUS_HOT void Observe(double value) {
-    pcpu_counter_inc(pcpu_counter_at(counts_, BucketOf(value)));
+    std::size_t b = BucketOf(value);
+    pcpu_counter_inc(pcpu_counter_at(counts_, 2 * b));
+    if (mult_ != 0.0) pcpu_counter_add(pcpu_counter_at(counts_, 2 * b + 1), Scaled(value));
     sum_.Add(value);
   }
+  /// Sets every bucket and the sum back to 0 (prometheus-cpp 1.1):
+  /// observations racing it land before or after, each bucket on its own.
+  /// Thread-safe; cost: a pcpu_gauge_set() per word.
+  void Reset();
   /// Adds bucket_increments[i] to bucket i (fractions at 1e-9 resolution)
   /// and sum_of_values to the sum. Throws std::length_error unless there is
   /// one increment per bucket, +Inf included.
@@ -64,8 +82,25 @@ class PROMETHEUS_CPP_CORE_EXPORT Histogram {
     return static_cast<std::size_t>(base - bounds_.data()) + (*base < value ? 1 : 0);
   }
 
+  template <typename>
+  friend class Family;
+  Histogram(detail::SeriesTag s, const BucketBoundaries& buckets);
+  Histogram(detail::SeriesTag s, BucketBoundaries&& buckets);
+  void Init(detail::SeriesTag s);
+
+  // round(value * mult_), 0 where that is out of range or NaN.
+  PCPU_PROMETHEUS_HOT std::int64_t Scaled(double value) const {
+    double x = value * mult_;
+    if (!(std::fabs(x) < 4.0e18)) return 0;
+    return static_cast<std::int64_t>(x + (x < 0 ? -0.5 : 0.5));
+  }
+
   const BucketBoundaries bounds_;
-  pcpu_counter_t counts_;  // one whole-number count per bucket, +Inf last
+  // Per bucket, +Inf last: [2b] its whole-number count, [2b + 1] its pcpu
+  // sum (pcpu's histogram layout: a pcpu series' own words when published).
+  pcpu_counter_t counts_ = nullptr;
+  bool owns_counts_ = true;
+  double mult_ = 0.0;  // published: 10^-scale_exp10 of its pcpu family; else 0
   std::vector<detail::PcpuValue*> fractions_;  // ObserveMultiple's fractions, made on first use
   detail::PcpuValue sum_;
   mutable std::mutex fractions_mutex_;

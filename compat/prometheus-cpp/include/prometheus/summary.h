@@ -6,12 +6,14 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "prometheus/client_metric.h"
 #include "prometheus/detail/builder.h"
 #include "prometheus/detail/ckms_quantiles.h"
 #include "prometheus/detail/core_export.h"
+#include "prometheus/detail/pcpu_family.h"
 #include "prometheus/detail/pcpu_value.h"
 #include "prometheus/metric_type.h"
 
@@ -45,6 +47,9 @@ class PROMETHEUS_CPP_CORE_EXPORT Summary {
   explicit Summary(const Quantiles& quantiles,
                    std::chrono::milliseconds max_age = std::chrono::seconds{60},
                    int age_buckets = 5);
+  /// prometheus-cpp 1.1's rvalue overload (the quantiles are copied).
+  explicit Summary(Quantiles&& quantiles, std::chrono::milliseconds max_age = std::chrono::seconds{60},
+                   int age_buckets = 5);
   void Observe(double value);
   ClientMetric Collect() const;
 
@@ -62,6 +67,11 @@ class PROMETHEUS_CPP_CORE_EXPORT Summary {
       zero = n = 0;
     }
   };
+  template <typename>
+  friend class Family;
+  // pcpu has no summary type: a family's summaries are never published.
+  template <typename... Args>
+  explicit Summary(detail::SeriesTag, Args&&... args) : Summary(std::forward<Args>(args)...) {}
   void Rotate() const;
   double Quantile(const Window& w, double q) const;
 
