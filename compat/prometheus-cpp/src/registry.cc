@@ -159,10 +159,7 @@ SeriesTag PcpuFamily::Publish(const std::string& name, const std::string& help, 
   if (!reg_ || refused_) return {};
   if (!fam_) {
     if (!Create(name, help, constant_labels, labels, type, bounds)) {
-      // A refused label set, value or bounds may be this Add's alone: a
-      // later Add tries again; a refused name, help or type never passes.
-      if (type != MetricType::Counter && type != MetricType::Gauge && type != MetricType::Histogram)
-        refused_ = true;
+      refused_ = true;  // the first Add decides, once (no retry per Add)
       return {};
     }
   } else if (!Matches(labels, bounds)) {

@@ -50,21 +50,16 @@ class PROMETHEUS_CPP_CORE_EXPORT Family : public Collectable {
   template <typename... Args>
   T& Add(const Labels& labels, Args&&... args) {
     std::lock_guard<std::mutex> lock{mutex_};
-    auto it = index_.find(labels);
-    if (it != index_.end()) return *it->second->metric;
+    const std::size_t hash = detail::LabelHasher()(labels);
+    if (Entry* found = Find(labels, hash)) return found->metric;
     detail::CheckSeriesLabels(labels, constant_labels_);
-    auto e = detail::make_unique<Entry>();
     detail::SeriesTag tag =
         pcpu_.Publish(name_, help_, constant_labels_, labels, T::metric_type, detail::FirstBounds(args...));
-    e->metric = std::unique_ptr<T>(new T(tag, std::forward<Args>(args)...));
-    e->published = tag.series != nullptr;
-    e->labels = labels;
-    for (auto& l : constant_labels_) e->collected.push_back(ClientMetric::Label{l.first, l.second});
-    for (auto& l : labels) e->collected.push_back(ClientMetric::Label{l.first, l.second});
-    T& ref = *e->metric;
-    index_.emplace(labels, e.get());
+    std::unique_ptr<Entry> e{new Entry(labels, tag, std::forward<Args>(args)...)};
+    Entry* raw = e.get();
     entries_.push_back(std::move(e));
-    return ref;
+    index_.emplace(hash, raw);
+    return raw->metric;
   }
 
   /// Removes and destroys `metric` (nothing if it is not one of this
@@ -72,12 +67,19 @@ class PROMETHEUS_CPP_CORE_EXPORT Family : public Collectable {
   void Remove(T* metric) {
     std::lock_guard<std::mutex> lock{mutex_};
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-      if ((*it)->metric.get() == metric) {
+      if (&(*it)->metric == metric) {
         std::unique_ptr<Entry> e = std::move(*it);
-        index_.erase(e->labels);
         entries_.erase(it);
-        e->metric.reset();
-        if (e->published) pcpu_.Unpublish(e->labels);
+        auto range = index_.equal_range(detail::LabelHasher()(e->labels));
+        for (auto i = range.first; i != range.second; ++i)
+          if (i->second == e.get()) {
+            index_.erase(i);
+            break;
+          }
+        Labels labels = std::move(e->labels);
+        bool published = e->published;
+        e.reset();  // the metric, then its pcpu series
+        if (published) pcpu_.Unpublish(labels);
         return;
       }
     }
@@ -85,7 +87,7 @@ class PROMETHEUS_CPP_CORE_EXPORT Family : public Collectable {
 
   bool Has(const Labels& labels) const {
     std::lock_guard<std::mutex> lock{mutex_};
-    return index_.count(labels) != 0;
+    return Find(labels, detail::LabelHasher()(labels)) != nullptr;
   }
 
   const std::string& GetName() const { return name_; }
@@ -102,27 +104,40 @@ class PROMETHEUS_CPP_CORE_EXPORT Family : public Collectable {
     f.type = T::metric_type;
     f.metric.reserve(entries_.size());
     for (auto& e : entries_) {
-      f.metric.push_back(e->metric->Collect());
-      f.metric.back().label = e->collected;
+      f.metric.push_back(e->metric.Collect());
+      auto& out_labels = f.metric.back().label;
+      out_labels.reserve(constant_labels_.size() + e->labels.size());
+      for (auto& l : constant_labels_) out_labels.push_back(ClientMetric::Label{l.first, l.second});
+      for (auto& l : e->labels) out_labels.push_back(ClientMetric::Label{l.first, l.second});
     }
     return out;
   }
 
  private:
+  // One metric with its labels, in one allocation; the index maps the
+  // labels' hash to it (the labels are stored once, here).
   struct Entry {
-    std::unique_ptr<T> metric;
+    template <typename... Args>
+    Entry(const Labels& l, detail::SeriesTag tag, Args&&... args)
+        : metric(tag, std::forward<Args>(args)...), labels(l), published(tag.series != nullptr) {}
+    T metric;
     Labels labels;
-    std::vector<ClientMetric::Label> collected;  // constant labels, then own
-    bool published = false;                      // metric's words are a pcpu series
+    bool published;  // metric's words are a pcpu series
   };
-  friend class Registry;
-  detail::PcpuFamily pcpu_;
+  Entry* Find(const Labels& labels, std::size_t hash) const {
+    auto range = index_.equal_range(hash);
+    for (auto i = range.first; i != range.second; ++i)
+      if (i->second->labels == labels) return i->second;
+    return nullptr;
+  }
   const std::string name_;
   const std::string help_;
   const Labels constant_labels_;
   std::vector<std::unique_ptr<Entry>> entries_;
-  std::unordered_map<Labels, Entry*, detail::LabelHasher> index_;
+  std::unordered_multimap<std::size_t, Entry*> index_;
   mutable std::mutex mutex_;
+  friend class Registry;
+  detail::PcpuFamily pcpu_;
 };
 
 }  // inline namespace pcpu_v0

@@ -32,16 +32,21 @@ struct SeriesTag {
 
 /// The pcpu family behind a prometheus::Family, made on the first Add(): a
 /// prometheus-cpp family learns its label names (and a histogram its
-/// bounds) only then, while a pcpu family fixes them at creation. So the
-/// first Add() whose labels pcpu accepts fixes the pcpu family's label
-/// names (sorted, as Labels are) and, for histograms, its bounds and scale;
-/// a later Add() with other label names or bounds, or one that pcpu refuses
-/// (a label value over PCPU_STATS_LABEL_VALUE_MAX bytes or not UTF-8, say),
-/// still works as in prometheus-cpp but keeps its words to itself: it is
-/// in Collect() and the TextSerializer's output, not in the pcpu registry,
-/// its expositions or its published segment. Summaries have no pcpu type:
-/// never published. Not thread-safe: its Family calls it under the family's
-/// mutex.
+/// bounds) only then, while a pcpu family fixes them at creation (pcpu's
+/// registry holds one family per name, so a second pcpu family of the same
+/// name with other labels is not possible). So the first Add() fixes the
+/// pcpu family's label names (sorted, as Labels are) and, for histograms,
+/// its bounds and scale. A later Add() with other label names or bounds,
+/// or one whose series pcpu refuses (a label value over
+/// PCPU_STATS_LABEL_VALUE_MAX bytes or not UTF-8, say), still works as in
+/// prometheus-cpp but keeps its words to itself: it is in Collect() and the
+/// TextSerializer's output, not in the pcpu registry, its expositions or
+/// its published segment. When pcpu refuses the family the first Add()
+/// describes (a name it reserves -- `x` beside a counter `x_total`, more
+/// than PCPU_STATS_LABELS_MAX labels with the constant ones, a histogram
+/// label `le`, bounds without a decimal scale: PcpuBoundsScale), nothing of
+/// the family is published. Summaries have no pcpu type: never published.
+/// Not thread-safe: its Family calls it under the family's mutex.
 class PROMETHEUS_CPP_CORE_EXPORT PcpuFamily {
  public:
   PcpuFamily() = default;
