@@ -20,6 +20,7 @@
 #include <pcpu/segment.h>
 #include <pcpu/stats.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -106,6 +107,21 @@ int main(int argc, char** argv) {
   // A summary has no pcpu type: in Collect() only.
   BuildSummary().Name("app_summary").Register(reg).Add({}, Summary::Quantiles{{0.5, 0.05}}).Observe(1);
 
+  // A gauge only Set() (the fast path), then incremented (pcpu's words
+  // from then on), then Set() again.
+  Gauge& g = depth.Add({{"queue", "x"}});
+  g.Set(2.5);
+  CHECK(g.Value() == 2.5);
+  g.Increment();
+  CHECK(g.Value() == 3.5);
+  g.Decrement(0.25);
+  CHECK(g.Value() == 3.25);
+  g.Set(-0.0);
+  CHECK(g.Value() == 0.0 && std::signbit(g.Value()));
+  g.Set(7.75);
+  g.Increment(2);
+  CHECK(g.Value() == 9.75);
+
   // In-process: prometheus-cpp's values, fractions included.
   CHECK(b.Value() == 1000.25);
   CHECK(d.Value() == 42);
@@ -135,6 +151,7 @@ int main(int argc, char** argv) {
   CHECK(Contains(seen, " app_requests_total{code=\"500\",method=\"POST\"} 7\n"));
   CHECK(Contains(seen, " app_queue_depth{queue=\"in\"} 42\n"));
   CHECK(Contains(seen, " app_queue_depth{queue=\"out\"} -17\n"));
+  CHECK(Contains(seen, " app_queue_depth{queue=\"x\"} 9\n"));
   CHECK(Contains(seen, " app_latency_seconds count 100 sum 2.59 "));
   CHECK(Contains(seen, " app_size_bytes count 1 sum 500 "));
   CHECK(seen.find("path=") == std::string::npos);

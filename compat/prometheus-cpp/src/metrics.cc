@@ -19,7 +19,8 @@ namespace detail {
 
 PcpuValue::PcpuValue() : PcpuValue(nullptr) {}
 
-PcpuValue::PcpuValue(pcpu_counter_t series) : whole_(series), owns_whole_(series == nullptr) {
+PcpuValue::PcpuValue(pcpu_counter_t series, bool gauge)
+    : whole_(series), state_(gauge ? kSetOnly : kAdding), owns_whole_(series == nullptr) {
   if (owns_whole_) {
     whole_ = pcpu_counter_alloc();
     if (!whole_) throw std::bad_alloc();
@@ -55,27 +56,52 @@ void SetWord(pcpu_counter_t c, std::int64_t v) {
 }
 }  // namespace
 
-void PcpuValue::Set(double v) {
-  // The whole part in `whole` (what pcpu's registry shows), the fraction,
-  // exactly, in `extra`; `nanos` restarts from 0, so later changes add to it.
-  while (set_busy_.exchange(true, std::memory_order_acquire)) {
+void PcpuValue::Lock() {
+  while (busy_.exchange(true, std::memory_order_acquire)) {
   }
-  double ip = std::fabs(v) < kLimit ? std::trunc(v) : 0.0;
-  SetWord(whole_, static_cast<std::int64_t>(ip));
-  if (pcpu_counter_t n = nanos_.load(std::memory_order_acquire)) SetWord(n, 0);
-  extra_.store(ip == 0.0 ? v : v - ip, std::memory_order_relaxed);  // -0.0 kept
-  set_busy_.store(false, std::memory_order_release);
+}
+
+void PcpuValue::StartAdding() {
+  Lock();
+  if (state_.load(std::memory_order_relaxed) == kSetOnly) {
+    // Set()s still in their fast path see this and redo themselves under
+    // the flag after it; adders wait for kAdding.
+    state_.store(kStarting, std::memory_order_seq_cst);
+    // No adder has written `whole` yet: give it the whole part of the last
+    // Set() (racing fast Set()s may have left another's), through
+    // pcpu_gauge_set() as every later change.
+    SetWord(whole_, WholeOf(set_.load(std::memory_order_seq_cst)));
+    state_.store(kAdding, std::memory_order_release);
+  }
+  Unlock();
+}
+
+void PcpuValue::SetSlow(double v) {
+  Lock();
+  if (state_.load(std::memory_order_relaxed) != kSetOnly) {
+    SetWord(whole_, WholeOf(v));
+    if (pcpu_counter_t n = nanos_.load(std::memory_order_acquire)) SetWord(n, 0);
+    extra_.store(0.0, std::memory_order_relaxed);
+  } else {
+    __atomic_store_n(&whole_->pcpu__word, WholeOf(v), __ATOMIC_RELAXED);
+  }
+  set_.store(v, std::memory_order_relaxed);
+  Unlock();
 }
 
 double PcpuValue::Value() const {
-  auto whole = static_cast<std::int64_t>(pcpu_counter_fetch(whole_));
+  double set = set_.load(std::memory_order_acquire);
+  if (state_.load(std::memory_order_acquire) != kAdding) return set;
+  // The words' changes since the last Set().
+  auto whole = static_cast<std::int64_t>(pcpu_counter_fetch(whole_)) - WholeOf(set);
   pcpu_counter_t n = nanos_.load(std::memory_order_acquire);
   auto nanos = n ? static_cast<std::int64_t>(pcpu_counter_fetch(n)) : 0;
   double extra = extra_.load(std::memory_order_relaxed);
-  if (whole == 0 && nanos == 0) return extra;  // what Set() stored, -0.0 included
+  if (whole == 0 && nanos == 0 && extra == 0.0) return set;  // -0.0 included
   // Whole seconds of the nanos first, so that 0.1 + 0.2 reads 0.3.
   double v = static_cast<double>(whole + nanos / 1000000000);
   if (nanos % 1000000000 != 0) v += static_cast<double>(nanos % 1000000000) / 1e9;
+  if (set != 0.0) v += set;
   return extra == 0.0 ? v : v + extra;
 }
 
@@ -118,13 +144,12 @@ Histogram::Histogram(detail::SeriesTag s, BucketBoundaries&& buckets)
 }
 
 void Histogram::Init(detail::SeriesTag s) {
-  fractions_.assign(bounds_.size() + 1, nullptr);
+  mult_ = std::pow(10.0, -detail::SumScaleExp10(bounds_));
   if (s.series) {
     // A pcpu histogram series of these bounds (detail::PcpuFamily checked
     // them): its words, [2b] count and [2b + 1] sum of bucket b.
     counts_ = static_cast<pcpu_histogram_t*>(s.series)->pcpu__c;
     owns_counts_ = false;
-    mult_ = s.mult;
   } else {
     counts_ = pcpu_counter_alloc_array(2 * (bounds_.size() + 1));
     if (!counts_) throw std::bad_alloc();
@@ -141,13 +166,19 @@ void Histogram::Reset() {
   for (std::size_t i = 0; i < 2 * (bounds_.size() + 1); i++) detail::SetWord(pcpu_counter_at(counts_, i), 0);
   for (auto* f : fractions_)
     if (f) f->Set(0.0);
-  sum_.Set(0.0);
+  other_sum_.store(0.0, std::memory_order_relaxed);
+}
+
+void Histogram::AddOtherSum(double v) {
+  double old = other_sum_.load(std::memory_order_relaxed);
+  while (!other_sum_.compare_exchange_weak(old, old + v, std::memory_order_relaxed)) {
+  }
 }
 
 void Histogram::ObserveMultiple(const std::vector<double>& bucket_increments, double sum_of_values) {
   if (bucket_increments.size() != bounds_.size() + 1)
     throw std::length_error("bucket_increments must have one value per bucket, +Inf included");
-  sum_.Add(sum_of_values);
+  AddOtherSum(sum_of_values);
   for (std::size_t i = 0; i < bucket_increments.size(); i++) {
     double d = bucket_increments[i];
     if (!(d > 0.0)) continue;  // a count never goes down (prometheus-cpp ignores it)
@@ -156,6 +187,7 @@ void Histogram::ObserveMultiple(const std::vector<double>& bucket_increments, do
       continue;
     }
     std::lock_guard<std::mutex> lock{fractions_mutex_};
+    if (fractions_.empty()) fractions_.assign(bounds_.size() + 1, nullptr);
     if (!fractions_[i]) {
       fractions_[i] = new detail::PcpuValue();
       has_fractions_.store(true, std::memory_order_release);
@@ -175,7 +207,11 @@ ClientMetric Histogram::Collect() const {
     words = large.data();
   }
   (void)pcpu_counter_fetch_array(counts_, 2 * n, words);  // one walk: count and sum of each bucket
-  for (std::size_t i = 0; i < n; i++) words[i] = words[2 * i];
+  std::uint64_t sum_units = 0;  // modulo 2^64, as the words
+  for (std::size_t i = 0; i < n; i++) {
+    sum_units += words[2 * i + 1];
+    words[i] = words[2 * i];
+  }
   const std::uint64_t* counts = words;
   m.histogram.bucket.resize(n);
   for (std::size_t i = 0; i < n; i++)
@@ -194,7 +230,19 @@ ClientMetric Histogram::Collect() const {
     }
   }
   m.histogram.sample_count = m.histogram.bucket.back().cumulative_count;
-  m.histogram.sample_sum = sum_.Value();
+  // The sum's units to double: whole units of 10^0 first, then the rest,
+  // so that sums of decimal fractions read as their decimal value.
+  auto units = static_cast<std::int64_t>(sum_units);
+  double sum;
+  if (mult_ == 1.0) {
+    sum = static_cast<double>(units);
+  } else {
+    auto per = static_cast<std::int64_t>(mult_);
+    sum = static_cast<double>(units / per);
+    if (units % per != 0) sum += static_cast<double>(units % per) / mult_;
+  }
+  double other = other_sum_.load(std::memory_order_relaxed);
+  m.histogram.sample_sum = other == 0.0 ? sum : sum + other;
   return m;
 }
 

@@ -68,17 +68,20 @@ void CheckSeriesLabels(const Labels& labels, const Labels& constant_labels) {
   }
 }
 
+int SumScaleExp10(const std::vector<double>& bounds) {
+  double top = 0.0;
+  for (double b : bounds)
+    if (std::isfinite(b)) top = std::fmax(top, std::fabs(b));
+  int e = -9;
+  while (e < 0 && top * std::pow(10.0, -e) > 1e10) e++;
+  return e;
+}
+
 bool PcpuBoundsScale(const std::vector<double>& bounds, int* scale_exp10) {
   if (bounds.empty() || bounds.size() > PCPU_HISTOGRAM_MAX_BOUNDS) return false;
   for (std::size_t i = 1; i < bounds.size(); i++)
     if (!(bounds[i - 1] < bounds[i])) return false;
-  // The finest scale that keeps the largest bound at most 10^10 units:
-  // the sum words then take about 10^9 observations of the largest bound
-  // before they wrap.
-  double top = 0.0;
-  for (double b : bounds) top = std::fmax(top, std::fabs(b));
-  int e = -9;
-  while (e < 0 && top * std::pow(10.0, -e) > 1e10) e++;
+  int e = SumScaleExp10(bounds);
   double mult = std::pow(10.0, -e);
   for (double b : bounds) {
     double x = b * mult;

@@ -23,21 +23,25 @@ namespace prometheus {
 inline namespace pcpu_v0 {
 
 /// Observations counted in buckets of given upper bounds (a value v goes
-/// to the first bound >= v, else to +Inf) with their sum. Observe() is a
-/// binary search of the bounds and per-CPU adds: one to the bucket's
-/// count, one or two to the sum (detail::PcpuValue) -- no mutex, where
-/// prometheus-cpp takes one. A histogram a Registry's family makes is, where
-/// its bounds allow (detail::PcpuBoundsScale picks a scale 10^s, s in
-/// -9..0, in which every bound is an integer), a series of the registry's
-/// pcpu histogram family (prometheus/pcpu.h): its bucket counts are that
-/// series' words, and Observe() adds round(value * 10^-s) to the bucket's
-/// pcpu sum as well, so pcpu's expositions and segments show the counts
-/// exactly and the sum to 10^s per observation (1e-9 for bounds up to 10;
-/// Collect() keeps the exact double sum). Collect() reads the buckets one after
-/// another while observations go on: each bucket's count is exact at its
-/// read, the set is not one instant (as in any per-CPU design; the count
-/// is the sum of the buckets read, so the exposition stays monotone
-/// across buckets). Thread-safe.
+/// to the first bound >= v, else to +Inf) with their sum, in pcpu's
+/// histogram layout: per bucket a per-CPU count and a per-CPU sum, in
+/// units of 10^s where s = detail::SumScaleExp10(bounds) (-9 for bounds up
+/// to 10, coarser for larger bounds so that the largest is at most 10^10
+/// units). Observe() is a binary search of the bounds and two per-CPU adds
+/// to words side by side (the count, round(value * 10^-s) to the sum) --
+/// no mutex, where prometheus-cpp takes one. The precision of the sum:
+/// 10^s per observation, 1e-9 for the usual latency bounds; an
+/// observation the sum words cannot hold (|value| * 10^-s >= 4e18,
+/// infinities, NaN) goes to a double beside them. A histogram a Registry's
+/// family makes is, where its bounds are whole numbers of 10^s units
+/// (detail::PcpuBoundsScale), a series of the registry's pcpu histogram
+/// family (prometheus/pcpu.h) of that scale: these words are that
+/// series', so pcpu's expositions and segments show the same counts and
+/// sums. Collect() reads the buckets one after another while
+/// observations go on: each bucket's count is exact at its read, the set
+/// is not one instant (as in any per-CPU design; the count is the sum of
+/// the buckets read, so the exposition stays monotone across buckets).
+/// Thread-safe.
 class PROMETHEUS_CPP_CORE_EXPORT Histogram {
  public:
   using BucketBoundaries = std::vector<double>;
@@ -54,8 +58,11 @@ class PROMETHEUS_CPP_CORE_EXPORT Histogram {
   PCPU_PROMETHEUS_HOT void Observe(double value) {
     std::size_t b = BucketOf(value);
     pcpu_counter_inc(pcpu_counter_at(counts_, 2 * b));
-    if (mult_ != 0.0) pcpu_counter_add(pcpu_counter_at(counts_, 2 * b + 1), Scaled(value));
-    sum_.Add(value);
+    double x = value * mult_;
+    if (std::fabs(x) < 4.0e18)  // the sum in units of 10^scale, beside the count
+      pcpu_counter_add(pcpu_counter_at(counts_, 2 * b + 1), static_cast<std::int64_t>(x + (x < 0 ? -0.5 : 0.5)));
+    else
+      AddOtherSum(value);  // out of range, infinite or NaN
   }
   /// Sets every bucket and the sum back to 0 (prometheus-cpp 1.1):
   /// observations racing it land before or after, each bucket on its own.
@@ -88,21 +95,16 @@ class PROMETHEUS_CPP_CORE_EXPORT Histogram {
   Histogram(detail::SeriesTag s, BucketBoundaries&& buckets);
   void Init(detail::SeriesTag s);
 
-  // round(value * mult_), 0 where that is out of range or NaN.
-  PCPU_PROMETHEUS_HOT std::int64_t Scaled(double value) const {
-    double x = value * mult_;
-    if (!(std::fabs(x) < 4.0e18)) return 0;
-    return static_cast<std::int64_t>(x + (x < 0 ? -0.5 : 0.5));
-  }
+  void AddOtherSum(double v);
 
   const BucketBoundaries bounds_;
   // Per bucket, +Inf last: [2b] its whole-number count, [2b + 1] its pcpu
   // sum (pcpu's histogram layout: a pcpu series' own words when published).
   pcpu_counter_t counts_ = nullptr;
   bool owns_counts_ = true;
-  double mult_ = 0.0;  // published: 10^-scale_exp10 of its pcpu family; else 0
+  double mult_ = 1.0;  // 10^-scale_exp10, scale_exp10 = detail::SumScaleExp10(bounds_)
   std::vector<detail::PcpuValue*> fractions_;  // ObserveMultiple's fractions, made on first use
-  detail::PcpuValue sum_;
+  std::atomic<double> other_sum_{0.0};          // what the sum words cannot hold
   mutable std::mutex fractions_mutex_;
   std::atomic<bool> has_fractions_{false};  // set once fractions_ has an entry
 };

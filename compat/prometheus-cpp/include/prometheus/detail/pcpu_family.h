@@ -80,6 +80,12 @@ class PROMETHEUS_CPP_CORE_EXPORT PcpuFamily {
   double mult_ = 1.0;
 };
 
+/// The scale 10^s of a histogram's sums: the finest s in -9..0 that keeps
+/// the largest bound at most 10^10 units of 10^s (so that a bucket's sum
+/// takes about 10^9 observations of the largest bound before its int64
+/// wraps). Cost: linear in the bounds.
+PROMETHEUS_CPP_CORE_EXPORT int SumScaleExp10(const std::vector<double>& bounds);
+
 /// The histogram's bounds as a pcpu family scale (written to
 /// *scale_exp10): the finest s in -9..0 that keeps the largest bound at
 /// most 10^10 units of 10^s (so the sum, in those units, takes about 10^9
