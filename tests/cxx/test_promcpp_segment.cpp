@@ -12,6 +12,8 @@
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
+#include <prometheus/info.h>
+#include <prometheus/check_names.h>
 #include <prometheus/pcpu.h>
 #include <prometheus/registry.h>
 #include <prometheus/summary.h>
@@ -122,6 +124,26 @@ int main(int argc, char** argv) {
   g.Increment(2);
   CHECK(g.Value() == 9.75);
 
+  // prometheus-cpp 1.1: info metrics, resets, label names by type.
+  auto& build = BuildInfo().Name("app_build").Help("Build.").Labels({{"team", "core"}}).Register(reg);
+  build.Add({{"version", "1.2"}});
+  Counter& resettable = BuildCounter().Name("app_resets").Register(reg).Add({});
+  resettable.Increment(5);
+  resettable.Reset();
+  resettable.Increment(2);
+  CHECK(resettable.Value() == 2);
+  Histogram& hr = lat.Add({{"kind", "reset"}}, Histogram::BucketBoundaries{1});
+  hr.Observe(0.5);
+  hr.Reset();
+  CHECK(hr.Collect().histogram.sample_count == 0 && hr.Collect().histogram.sample_sum == 0.0);
+  CHECK(!CheckLabelName("le", MetricType::Histogram) && CheckLabelName("le", MetricType::Counter));
+  CHECK(!CheckLabelName("quantile", MetricType::Summary));
+  {
+    Histogram moved(Histogram::BucketBoundaries{1, 2});
+    moved.Observe(1.5);
+    CHECK(moved.Collect().histogram.bucket[1].cumulative_count == 1);
+  }
+
   // In-process: prometheus-cpp's values, fractions included.
   CHECK(b.Value() == 1000.25);
   CHECK(d.Value() == 42);
@@ -130,6 +152,7 @@ int main(int argc, char** argv) {
   CHECK(Contains(text, "app_requests_total{path=\"/\"} 5\n"));
   CHECK(Contains(text, "app_bytes 1000.25\n"));
   CHECK(Contains(text, "app_summary_count 1\n"));
+  CHECK(Contains(text, "# TYPE app_build gauge\napp_build_info{team=\"core\",version=\"1.2\"} 1\n"));
 
   // pcpu's own exposition of the same registry.
   char* out = nullptr;
@@ -141,6 +164,8 @@ int main(int argc, char** argv) {
   CHECK(Contains(ptext, "app_bytes_total 1000\n"));
   CHECK(Contains(ptext, "app_latency_seconds_bucket{le=\"0.01\"} 99\n"));
   CHECK(ptext.find("path=") == std::string::npos);
+  CHECK(Contains(ptext, "app_build_info{team=\"core\",version=\"1.2\"} 1\n"));
+  CHECK(Contains(ptext, "app_resets_total 2\n"));
   CHECK(ptext.find("app_summary") == std::string::npos);
 
   // Another process reads the segment.
@@ -154,6 +179,7 @@ int main(int argc, char** argv) {
   CHECK(Contains(seen, " app_queue_depth{queue=\"x\"} 9\n"));
   CHECK(Contains(seen, " app_latency_seconds count 100 sum 2.59 "));
   CHECK(Contains(seen, " app_size_bytes count 1 sum 500 "));
+  CHECK(Contains(seen, " app_build_info{team=\"core\",version=\"1.2\"} 1\n"));
   CHECK(seen.find("path=") == std::string::npos);
 
   // Removing a metric and a family removes them from the segment.

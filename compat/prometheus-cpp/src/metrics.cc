@@ -2,6 +2,7 @@
 // pcpu's prometheus-cpp 1.0.1 core compatibility layer: counters, gauges and
 // histograms on pcpu's per-CPU counters (see prometheus/detail/pcpu_value.h).
 #include <chrono>
+#include <ctime>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -12,6 +13,7 @@
 #include "prometheus/counter.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
+#include "prometheus/info.h"
 
 namespace prometheus {
 inline namespace pcpu_v0 {
@@ -114,8 +116,14 @@ ClientMetric Counter::Collect() const {
 }
 
 void Gauge::SetToCurrentTime() {
-  auto now = std::chrono::system_clock::now().time_since_epoch();
-  Set(std::chrono::duration<double>(now).count());
+  // Whole seconds, as prometheus-cpp (time(): the vDSO's cheapest clock).
+  Set(static_cast<double>(std::time(nullptr)));
+}
+
+ClientMetric Info::Collect() const {
+  ClientMetric m;
+  m.info.value = 1.0;
+  return m;
 }
 
 ClientMetric Gauge::Collect() const {

@@ -114,6 +114,25 @@ bool PcpuFamily::Matches(const Labels& labels, const std::vector<double>* bounds
   return !bounds || *bounds == bounds_;
 }
 
+// An info family: pcpu's info metric `<name>_info`, the constant labels
+// first; its series made with it (pcpu_registry_info()).
+static void* PublishInfo(pcpu_registry_t* reg, pcpu_family_t** fam, const std::string& name, const std::string& help,
+                         const Labels& constant_labels, const Labels& labels) {
+  std::vector<const char*> names, values;
+  for (auto* l : {&constant_labels, &labels})
+    for (auto& kv : *l) {
+      if (kv.second.find('\0') != std::string::npos) return nullptr;
+      names.push_back(kv.first.c_str());
+      values.push_back(kv.second.c_str());
+    }
+  std::string info = name + "_info";
+  if (pcpu_registry_info(reg, info.c_str(), help.empty() ? nullptr : help.c_str(), static_cast<unsigned>(names.size()),
+                         names.empty() ? nullptr : names.data(), values.empty() ? nullptr : values.data()) != 0)
+    return nullptr;
+  if (!*fam) *fam = pcpu_registry_find(reg, info.c_str());
+  return *fam ? pcpu_family_lookup(*fam, values.empty() ? nullptr : values.data()) : nullptr;
+}
+
 bool PcpuFamily::Create(const std::string& name, const std::string& help, const Labels& constant_labels,
                         const Labels& labels, MetricType type, const std::vector<double>* bounds) {
   if (type != MetricType::Counter && type != MetricType::Gauge && type != MetricType::Histogram) return false;
@@ -160,6 +179,21 @@ bool PcpuFamily::Create(const std::string& name, const std::string& help, const 
 SeriesTag PcpuFamily::Publish(const std::string& name, const std::string& help, const Labels& constant_labels,
                               const Labels& labels, MetricType type, const std::vector<double>* bounds) {
   if (!reg_ || refused_) return {};
+  if (type == MetricType::Info) {
+    if (fam_ && !Matches(labels, nullptr)) return {};
+    const bool first = fam_ == nullptr;
+    SeriesTag t;
+    t.series = PublishInfo(reg_, &fam_, name, help, constant_labels, labels);
+    if (!fam_) {
+      refused_ = true;
+      return {};
+    }
+    if (first) {
+      for (auto& l : labels) label_names_.push_back(l.first);
+      for (auto& l : constant_labels) prefix_values_.push_back(l.second);
+    }
+    return t;
+  }
   if (!fam_) {
     if (!Create(name, help, constant_labels, labels, type, bounds)) {
       refused_ = true;  // the first Add decides, once (no retry per Add)
@@ -196,24 +230,23 @@ SeriesTag PcpuFamily::Publish(const std::string& name, const std::string& help, 
 void PcpuFamily::Unpublish(const Labels& labels) {
   if (!fam_) return;
   std::vector<const char*> values;
+  for (auto& v : prefix_values_) values.push_back(v.c_str());
   for (auto& l : labels) values.push_back(l.second.c_str());
   (void)pcpu_family_remove(fam_, values.empty() ? nullptr : values.data());
 }
 
 std::size_t LabelHasher::operator()(const Labels& labels) const {
-  // FNV-1a over each name and value followed by its length, so that
-  // moving characters between a name and its value changes the hash.
-  std::uint64_t h = 14695981039346656037ull;
-  auto mix = [&h](const std::string& s) {
-    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-    std::uint64_t n = s.size();
-    for (int i = 0; i < 8; i++, n >>= 8) h = (h ^ (n & 0xff)) * 1099511628211ull;
-  };
+  // Each name and value hashed on its own (std::hash: whole words at a
+  // time) and combined in order, so that moving characters between a name
+  // and its value changes the hash.
+  std::size_t h = 0;
+  std::hash<std::string> hs;
+  auto mix = [&h](std::size_t v) { h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
   for (auto& l : labels) {
-    mix(l.first);
-    mix(l.second);
+    mix(hs(l.first));
+    mix(hs(l.second));
   }
-  return static_cast<std::size_t>(h);
+  return h;
 }
 
 template <typename T>
@@ -225,6 +258,7 @@ template class Builder<Counter>;
 template class Builder<Gauge>;
 template class Builder<Histogram>;
 template class Builder<Summary>;
+template class Builder<Info>;
 
 }  // namespace detail
 
@@ -232,6 +266,7 @@ detail::Builder<Counter> BuildCounter() { return {}; }
 detail::Builder<Gauge> BuildGauge() { return {}; }
 detail::Builder<Histogram> BuildHistogram() { return {}; }
 detail::Builder<Summary> BuildSummary() { return {}; }
+detail::Builder<Info> BuildInfo() { return {}; }
 
 static pcpu_registry_t* NewPcpuRegistry() {
   pcpu_registry_t* r = pcpu_registry_create();
@@ -248,6 +283,7 @@ Registry::~Registry() {
   gauges_.clear();
   histograms_.clear();
   summaries_.clear();
+  infos_.clear();
   pcpu_registry_destroy(reg_);
 }
 
@@ -264,10 +300,11 @@ static void CollectAll(std::vector<MetricFamily>& out, const std::vector<std::un
 std::vector<MetricFamily> Registry::Collect() const {
   std::lock_guard<std::mutex> lock{mutex_};
   std::vector<MetricFamily> out;
-  out.reserve(counters_.size() + gauges_.size() + histograms_.size() + summaries_.size());
+  out.reserve(counters_.size() + gauges_.size() + histograms_.size() + infos_.size() + summaries_.size());
   CollectAll(out, counters_);
   CollectAll(out, gauges_);
   CollectAll(out, histograms_);
+  CollectAll(out, infos_);
   CollectAll(out, summaries_);
   return out;
 }
@@ -280,6 +317,8 @@ template <>
 std::vector<std::unique_ptr<Family<Histogram>>>& Registry::GetFamilies() { return histograms_; }
 template <>
 std::vector<std::unique_ptr<Family<Summary>>>& Registry::GetFamilies() { return summaries_; }
+template <>
+std::vector<std::unique_ptr<Family<Info>>>& Registry::GetFamilies() { return infos_; }
 
 template <typename T>
 static bool HasName(const std::vector<std::unique_ptr<Family<T>>>& families, const std::string& name) {
@@ -288,19 +327,23 @@ static bool HasName(const std::vector<std::unique_ptr<Family<T>>>& families, con
 
 template <>
 bool Registry::NameExistsInOtherType<Counter>(const std::string& name) const {
-  return HasName(gauges_, name) || HasName(histograms_, name) || HasName(summaries_, name);
+  return HasName(gauges_, name) || HasName(histograms_, name) || HasName(summaries_, name) || HasName(infos_, name);
 }
 template <>
 bool Registry::NameExistsInOtherType<Gauge>(const std::string& name) const {
-  return HasName(counters_, name) || HasName(histograms_, name) || HasName(summaries_, name);
+  return HasName(counters_, name) || HasName(histograms_, name) || HasName(summaries_, name) || HasName(infos_, name);
 }
 template <>
 bool Registry::NameExistsInOtherType<Histogram>(const std::string& name) const {
-  return HasName(counters_, name) || HasName(gauges_, name) || HasName(summaries_, name);
+  return HasName(counters_, name) || HasName(gauges_, name) || HasName(summaries_, name) || HasName(infos_, name);
 }
 template <>
 bool Registry::NameExistsInOtherType<Summary>(const std::string& name) const {
-  return HasName(counters_, name) || HasName(gauges_, name) || HasName(histograms_, name);
+  return HasName(counters_, name) || HasName(gauges_, name) || HasName(histograms_, name) || HasName(infos_, name);
+}
+template <>
+bool Registry::NameExistsInOtherType<Info>(const std::string& name) const {
+  return HasName(counters_, name) || HasName(gauges_, name) || HasName(histograms_, name) || HasName(summaries_, name);
 }
 
 template <typename T>
@@ -337,10 +380,12 @@ template Family<Counter>& Registry::Add(const std::string&, const std::string&, 
 template Family<Gauge>& Registry::Add(const std::string&, const std::string&, const Labels&);
 template Family<Histogram>& Registry::Add(const std::string&, const std::string&, const Labels&);
 template Family<Summary>& Registry::Add(const std::string&, const std::string&, const Labels&);
+template Family<Info>& Registry::Add(const std::string&, const std::string&, const Labels&);
 template bool Registry::Remove(const Family<Counter>&);
 template bool Registry::Remove(const Family<Gauge>&);
 template bool Registry::Remove(const Family<Histogram>&);
 template bool Registry::Remove(const Family<Summary>&);
+template bool Registry::Remove(const Family<Info>&);
 
 }  // inline namespace pcpu_v0
 }  // namespace prometheus

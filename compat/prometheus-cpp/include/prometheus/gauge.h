@@ -34,7 +34,8 @@ class PROMETHEUS_CPP_CORE_EXPORT Gauge {
   /// Subtracts `v` (which may be negative).
   PCPU_PROMETHEUS_HOT void Decrement(double v) { value_.GaugeAdd(-v); }
   void Set(double v) { value_.Set(v); }
-  /// Sets the gauge to the seconds since the Unix epoch.
+  /// Sets the gauge to the whole seconds since the Unix epoch (time(), as
+  /// prometheus-cpp does).
   void SetToCurrentTime();
   double Value() const { return value_.Value(); }
   ClientMetric Collect() const;

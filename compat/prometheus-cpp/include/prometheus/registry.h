@@ -14,6 +14,7 @@
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
+#include "prometheus/info.h"
 #include "prometheus/labels.h"
 #include "prometheus/metric_family.h"
 #include "prometheus/summary.h"
@@ -50,8 +51,8 @@ class PROMETHEUS_CPP_CORE_EXPORT Registry : public Collectable {
   /// (pcpu_segment_unpublish()) first.
   ~Registry() override;
 
-  /// Every non-empty family: counters, gauges, histograms, summaries, each
-  /// in registration order.
+  /// Every non-empty family: counters, gauges, histograms, infos,
+  /// summaries (prometheus-cpp 1.1's order), each in registration order.
   std::vector<MetricFamily> Collect() const override;
 
   /// Removes and destroys `family` if it is registered here; whether it was.
@@ -77,6 +78,7 @@ class PROMETHEUS_CPP_CORE_EXPORT Registry : public Collectable {
   std::vector<std::unique_ptr<Family<Gauge>>> gauges_;
   std::vector<std::unique_ptr<Family<Histogram>>> histograms_;
   std::vector<std::unique_ptr<Family<Summary>>> summaries_;
+  std::vector<std::unique_ptr<Family<Info>>> infos_;
   mutable std::mutex mutex_;
 };
 

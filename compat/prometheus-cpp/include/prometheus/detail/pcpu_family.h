@@ -77,6 +77,7 @@ class PROMETHEUS_CPP_CORE_EXPORT PcpuFamily {
   bool refused_ = false;  // pcpu refused the family: nothing of it is published
   std::vector<std::string> label_names_;
   std::vector<double> bounds_;
+  std::vector<std::string> prefix_values_;  // an info family's constant label values
   double mult_ = 1.0;
 };
 
