@@ -142,38 +142,61 @@ Histogram::Histogram(const BucketBoundaries& buckets) : Histogram(detail::Series
 
 Histogram::Histogram(BucketBoundaries&& buckets) : Histogram(detail::SeriesTag{}, std::move(buckets)) {}
 
-Histogram::Histogram(detail::SeriesTag s, const BucketBoundaries& buckets) : bounds_(CheckedBounds(buckets)) {
+struct Histogram::Fractions {
+  std::mutex mutex;
+  std::vector<detail::PcpuValue*> values;  // per bucket, made on first use
+  ~Fractions() {
+    for (auto* f : values) delete f;
+  }
+};
+
+Histogram::Histogram(detail::SeriesTag s, const BucketBoundaries& buckets) {
+  CheckedBounds(buckets);  // throws also where the bounds are shared
+  bounds_ = s.bounds ? s.bounds : std::make_shared<const BucketBoundaries>(buckets);
   Init(s);
 }
 
-Histogram::Histogram(detail::SeriesTag s, BucketBoundaries&& buckets)
-    : bounds_((CheckedBounds(buckets), std::move(buckets))) {
+Histogram::Histogram(detail::SeriesTag s, BucketBoundaries&& buckets) {
+  CheckedBounds(buckets);
+  bounds_ = s.bounds ? s.bounds : std::make_shared<const BucketBoundaries>(std::move(buckets));
   Init(s);
 }
 
 void Histogram::Init(detail::SeriesTag s) {
-  mult_ = std::pow(10.0, -detail::SumScaleExp10(bounds_));
+  mult_ = std::pow(10.0, -detail::SumScaleExp10(*bounds_));
   if (s.series) {
     // A pcpu histogram series of these bounds (detail::PcpuFamily checked
     // them): its words, [2b] count and [2b + 1] sum of bucket b.
     counts_ = static_cast<pcpu_histogram_t*>(s.series)->pcpu__c;
     owns_counts_ = false;
   } else {
-    counts_ = pcpu_counter_alloc_array(2 * (bounds_.size() + 1));
+    counts_ = pcpu_counter_alloc_array(2 * (bounds_->size() + 1));
     if (!counts_) throw std::bad_alloc();
   }
 }
 
 Histogram::~Histogram() {
-  for (auto* f : fractions_) delete f;
+  delete fractions_.load(std::memory_order_relaxed);
   if (owns_counts_) pcpu_counter_free(counts_);
 }
 
+Histogram::Fractions* Histogram::GetFractions() {
+  Fractions* f = fractions_.load(std::memory_order_acquire);
+  if (f) return f;
+  auto* fresh = new Fractions();
+  fresh->values.assign(bounds_->size() + 1, nullptr);
+  if (fractions_.compare_exchange_strong(f, fresh, std::memory_order_acq_rel)) return fresh;
+  delete fresh;  // another thread made them first
+  return f;
+}
+
 void Histogram::Reset() {
-  std::lock_guard<std::mutex> lock{fractions_mutex_};
-  for (std::size_t i = 0; i < 2 * (bounds_.size() + 1); i++) detail::SetWord(pcpu_counter_at(counts_, i), 0);
-  for (auto* f : fractions_)
-    if (f) f->Set(0.0);
+  for (std::size_t i = 0; i < 2 * (bounds_->size() + 1); i++) detail::SetWord(pcpu_counter_at(counts_, i), 0);
+  if (Fractions* f = fractions_.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock{f->mutex};
+    for (auto* v : f->values)
+      if (v) v->Set(0.0);
+  }
   other_sum_.store(0.0, std::memory_order_relaxed);
 }
 
@@ -184,7 +207,7 @@ void Histogram::AddOtherSum(double v) {
 }
 
 void Histogram::ObserveMultiple(const std::vector<double>& bucket_increments, double sum_of_values) {
-  if (bucket_increments.size() != bounds_.size() + 1)
+  if (bucket_increments.size() != bounds_->size() + 1)
     throw std::length_error("bucket_increments must have one value per bucket, +Inf included");
   AddOtherSum(sum_of_values);
   for (std::size_t i = 0; i < bucket_increments.size(); i++) {
@@ -194,19 +217,17 @@ void Histogram::ObserveMultiple(const std::vector<double>& bucket_increments, do
       pcpu_counter_add(pcpu_counter_at(counts_, 2 * i), static_cast<std::int64_t>(d));
       continue;
     }
-    std::lock_guard<std::mutex> lock{fractions_mutex_};
-    if (fractions_.empty()) fractions_.assign(bounds_.size() + 1, nullptr);
-    if (!fractions_[i]) {
-      fractions_[i] = new detail::PcpuValue();
-      has_fractions_.store(true, std::memory_order_release);
-    }
-    fractions_[i]->Add(d);
+    Fractions* f = GetFractions();
+    std::lock_guard<std::mutex> lock{f->mutex};
+    if (!f->values[i]) f->values[i] = new detail::PcpuValue();
+    f->values[i]->Add(d);
   }
 }
 
 ClientMetric Histogram::Collect() const {
   ClientMetric m;
-  const std::size_t n = bounds_.size() + 1;
+  const BucketBoundaries& bounds = *bounds_;
+  const std::size_t n = bounds.size() + 1;
   std::uint64_t small[128];
   std::vector<std::uint64_t> large;
   std::uint64_t* words = small;
@@ -223,17 +244,18 @@ ClientMetric Histogram::Collect() const {
   const std::uint64_t* counts = words;
   m.histogram.bucket.resize(n);
   for (std::size_t i = 0; i < n; i++)
-    m.histogram.bucket[i].upper_bound = i < bounds_.size() ? bounds_[i] : std::numeric_limits<double>::infinity();
-  if (!has_fractions_.load(std::memory_order_acquire)) {
+    m.histogram.bucket[i].upper_bound = i < bounds.size() ? bounds[i] : std::numeric_limits<double>::infinity();
+  Fractions* f = fractions_.load(std::memory_order_acquire);
+  if (!f) {
     std::uint64_t cumulative = 0;
     for (std::size_t i = 0; i < n; i++) m.histogram.bucket[i].cumulative_count = cumulative += counts[i];
   } else {
     // prometheus-cpp's counts are doubles: the cumulative sum is one too,
     // converted to an integer per bucket.
-    std::lock_guard<std::mutex> lock{fractions_mutex_};
+    std::lock_guard<std::mutex> lock{f->mutex};
     double cumulative = 0.0;
     for (std::size_t i = 0; i < n; i++) {
-      cumulative += static_cast<double>(counts[i]) + (fractions_[i] ? fractions_[i]->Value() : 0.0);
+      cumulative += static_cast<double>(counts[i]) + (f->values[i] ? f->values[i]->Value() : 0.0);
       m.histogram.bucket[i].cumulative_count = static_cast<std::uint64_t>(cumulative);
     }
   }

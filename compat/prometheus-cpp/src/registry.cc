@@ -2,6 +2,7 @@
 // pcpu's prometheus-cpp 1.0.1 core compatibility layer: the registry, the
 // builders, name checks and the label hash.
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <cstdint>
 #include <new>
@@ -9,10 +10,12 @@
 #include <iterator>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "prometheus/check_names.h"
 #include "prometheus/counter.h"
 #include "prometheus/detail/builder.h"
+#include "prometheus/detail/label_set.h"
 #include "prometheus/detail/utils.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
@@ -178,6 +181,16 @@ bool PcpuFamily::Create(const std::string& name, const std::string& help, const 
 
 SeriesTag PcpuFamily::Publish(const std::string& name, const std::string& help, const Labels& constant_labels,
                               const Labels& labels, MetricType type, const std::vector<double>* bounds) {
+  SeriesTag t = PublishSeries(name, help, constant_labels, labels, type, bounds);
+  if (bounds) {
+    if (!shared_bounds_) shared_bounds_ = std::make_shared<const std::vector<double>>(*bounds);
+    if (*shared_bounds_ == *bounds) t.bounds = shared_bounds_;
+  }
+  return t;
+}
+
+SeriesTag PcpuFamily::PublishSeries(const std::string& name, const std::string& help, const Labels& constant_labels,
+                                    const Labels& labels, MetricType type, const std::vector<double>* bounds) {
   if (!reg_ || refused_) return {};
   if (type == MetricType::Info) {
     if (fam_ && !Matches(labels, nullptr)) return {};
@@ -235,16 +248,113 @@ void PcpuFamily::Unpublish(const Labels& labels) {
   (void)pcpu_family_remove(fam_, values.empty() ? nullptr : values.data());
 }
 
+LabelSet::LabelSet(const Labels& labels) {
+  if (labels.empty()) return;
+  std::size_t bytes = 4;
+  for (auto& l : labels) bytes += 8 + l.first.size() + l.second.size();
+  data_.reset(new unsigned char[bytes]);
+  unsigned char* p = data_.get();
+  auto put32 = [&p](std::size_t v) {
+    for (int i = 0; i < 4; i++) *p++ = static_cast<unsigned char>(v >> (8 * i));
+  };
+  put32(labels.size());
+  for (auto& l : labels) {
+    put32(l.first.size());
+    std::memcpy(p, l.first.data(), l.first.size());
+    p += l.first.size();
+    put32(l.second.size());
+    std::memcpy(p, l.second.data(), l.second.size());
+    p += l.second.size();
+  }
+}
+
+bool LabelSet::Equals(const Labels& labels) const {
+  if (labels.size() != size()) return false;
+  auto it = labels.begin();
+  bool same = true;
+  ForEach([&](const char* n, std::size_t nl, const char* v, std::size_t vl) {
+    if (same)
+      same = it->first.size() == nl && it->second.size() == vl && std::memcmp(it->first.data(), n, nl) == 0 &&
+             std::memcmp(it->second.data(), v, vl) == 0;
+    ++it;
+  });
+  return same;
+}
+
+Labels LabelSet::ToLabels() const {
+  Labels out;
+  ForEach([&out](const char* n, std::size_t nl, const char* v, std::size_t vl) {
+    out.emplace(std::string(n, nl), std::string(v, vl));
+  });
+  return out;
+}
+
+std::size_t LabelSet::Hash() const {
+  // As LabelHasher: std::hash of a string_view equals that of the string.
+  std::size_t h = 0;
+  std::hash<std::string_view> hs;
+  ForEach([&](const char* n, std::size_t nl, const char* v, std::size_t vl) {
+    h ^= hs(std::string_view(n, nl)) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h ^= hs(std::string_view(v, vl)) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  });
+  return h;
+}
+
+SeriesKey* SeriesIndex::Find(std::size_t hash, const Labels& labels) const {
+  if (slots_.empty()) return nullptr;
+  const std::size_t mask = slots_.size() - 1;
+  for (std::size_t i = hash & mask;; i = (i + 1) & mask) {
+    SeriesKey* k = slots_[i];
+    if (!k) return nullptr;
+    if (k != Tombstone() && k->labels.Equals(labels)) return k;
+  }
+}
+
+void SeriesIndex::Grow() {
+  std::size_t live = 0;
+  for (auto* k : slots_)
+    if (k && k != Tombstone()) live++;
+  std::size_t cap = 8;
+  while (3 * cap < 4 * 2 * (live + 1)) cap *= 2;  // at most 1/2 full after growing
+  std::vector<SeriesKey*> old(cap, nullptr);
+  old.swap(slots_);
+  used_ = 0;
+  for (auto* k : old)
+    if (k && k != Tombstone()) Place(k->labels.Hash(), k);
+}
+
+void SeriesIndex::Place(std::size_t hash, SeriesKey* key) {
+  const std::size_t mask = slots_.size() - 1;
+  std::size_t i = hash & mask;
+  while (slots_[i] && slots_[i] != Tombstone()) i = (i + 1) & mask;
+  if (!slots_[i]) used_++;
+  slots_[i] = key;
+}
+
+void SeriesIndex::Insert(std::size_t hash, SeriesKey* key) {
+  if (4 * (used_ + 1) > 3 * slots_.size()) Grow();
+  Place(hash, key);
+}
+
+void SeriesIndex::Erase(std::size_t hash, const SeriesKey* key) {
+  if (slots_.empty()) return;
+  const std::size_t mask = slots_.size() - 1;
+  for (std::size_t i = hash & mask; slots_[i]; i = (i + 1) & mask)
+    if (slots_[i] == key) {
+      slots_[i] = Tombstone();
+      return;
+    }
+}
+
 std::size_t LabelHasher::operator()(const Labels& labels) const {
   // Each name and value hashed on its own (std::hash: whole words at a
   // time) and combined in order, so that moving characters between a name
   // and its value changes the hash.
   std::size_t h = 0;
   std::hash<std::string> hs;
-  auto mix = [&h](std::size_t v) { h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
   for (auto& l : labels) {
-    mix(hs(l.first));
-    mix(hs(l.second));
+    h ^= hs(l.first) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h ^= hs(l.second) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
   }
   return h;
 }

@@ -6,7 +6,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -15,6 +14,7 @@
 #include "prometheus/collectable.h"
 #include "prometheus/detail/core_export.h"
 #include "prometheus/detail/future_std.h"
+#include "prometheus/detail/label_set.h"
 #include "prometheus/detail/pcpu_family.h"
 #include "prometheus/detail/utils.h"
 #include "prometheus/labels.h"
@@ -51,14 +51,14 @@ class PROMETHEUS_CPP_CORE_EXPORT Family : public Collectable {
   T& Add(const Labels& labels, Args&&... args) {
     std::lock_guard<std::mutex> lock{mutex_};
     const std::size_t hash = detail::LabelHasher()(labels);
-    if (Entry* found = Find(labels, hash)) return found->metric;
+    if (detail::SeriesKey* found = index_.Find(hash, labels)) return static_cast<Entry*>(found)->metric;
     detail::CheckSeriesLabels(labels, constant_labels_);
     detail::SeriesTag tag =
         pcpu_.Publish(name_, help_, constant_labels_, labels, T::metric_type, detail::FirstBounds(args...));
     std::unique_ptr<Entry> e{new Entry(labels, tag, std::forward<Args>(args)...)};
     Entry* raw = e.get();
     entries_.push_back(std::move(e));
-    index_.emplace(hash, raw);
+    index_.Insert(hash, raw);
     return raw->metric;
   }
 
@@ -70,13 +70,8 @@ class PROMETHEUS_CPP_CORE_EXPORT Family : public Collectable {
       if (&(*it)->metric == metric) {
         std::unique_ptr<Entry> e = std::move(*it);
         entries_.erase(it);
-        auto range = index_.equal_range(detail::LabelHasher()(e->labels));
-        for (auto i = range.first; i != range.second; ++i)
-          if (i->second == e.get()) {
-            index_.erase(i);
-            break;
-          }
-        Labels labels = std::move(e->labels);
+        Labels labels = e->labels.ToLabels();
+        index_.Erase(detail::LabelHasher()(labels), e.get());
         bool published = e->published;
         e.reset();  // the metric, then its pcpu series
         if (published) pcpu_.Unpublish(labels);
@@ -87,7 +82,7 @@ class PROMETHEUS_CPP_CORE_EXPORT Family : public Collectable {
 
   bool Has(const Labels& labels) const {
     std::lock_guard<std::mutex> lock{mutex_};
-    return Find(labels, detail::LabelHasher()(labels)) != nullptr;
+    return index_.Find(detail::LabelHasher()(labels), labels) != nullptr;
   }
 
   const std::string& GetName() const { return name_; }
@@ -108,33 +103,29 @@ class PROMETHEUS_CPP_CORE_EXPORT Family : public Collectable {
       auto& out_labels = f.metric.back().label;
       out_labels.reserve(constant_labels_.size() + e->labels.size());
       for (auto& l : constant_labels_) out_labels.push_back(ClientMetric::Label{l.first, l.second});
-      for (auto& l : e->labels) out_labels.push_back(ClientMetric::Label{l.first, l.second});
+      e->labels.ForEach([&out_labels](const char* n, std::size_t nl, const char* v, std::size_t vl) {
+        out_labels.push_back(ClientMetric::Label{std::string(n, nl), std::string(v, vl)});
+      });
     }
     return out;
   }
 
  private:
-  // One metric with its labels, in one allocation; the index maps the
-  // labels' hash to it (the labels are stored once, here).
-  struct Entry {
+  // One metric with its labels (packed: detail::LabelSet), in one
+  // allocation; the index maps the labels' hash to it.
+  struct Entry : detail::SeriesKey {
     template <typename... Args>
     Entry(const Labels& l, detail::SeriesTag tag, Args&&... args)
-        : metric(tag, std::forward<Args>(args)...), labels(l), published(tag.series != nullptr) {}
+        : detail::SeriesKey(l), metric(tag, std::forward<Args>(args)...) {
+      published = tag.series != nullptr;
+    }
     T metric;
-    Labels labels;
-    bool published;  // metric's words are a pcpu series
   };
-  Entry* Find(const Labels& labels, std::size_t hash) const {
-    auto range = index_.equal_range(hash);
-    for (auto i = range.first; i != range.second; ++i)
-      if (i->second->labels == labels) return i->second;
-    return nullptr;
-  }
   const std::string name_;
   const std::string help_;
   const Labels constant_labels_;
   std::vector<std::unique_ptr<Entry>> entries_;
-  std::unordered_multimap<std::size_t, Entry*> index_;
+  detail::SeriesIndex index_;
   mutable std::mutex mutex_;
   friend class Registry;
   detail::PcpuFamily pcpu_;

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "prometheus/client_metric.h"
@@ -78,15 +79,16 @@ class PROMETHEUS_CPP_CORE_EXPORT Histogram {
   // std::lower_bound's index (the first bound >= value; NaN: 0), without
   // branches on the data: a halving search whose step is a conditional move.
   PCPU_PROMETHEUS_HOT std::size_t BucketOf(double value) const {
-    std::size_t n = bounds_.size();
+    const BucketBoundaries& bounds = *bounds_;
+    std::size_t n = bounds.size();
     if (n == 0) return 0;
-    const double* base = bounds_.data();
+    const double* base = bounds.data();
     while (n > 1) {
       std::size_t half = n / 2;
       base = base[half - 1] < value ? base + half : base;
       n -= half;
     }
-    return static_cast<std::size_t>(base - bounds_.data()) + (*base < value ? 1 : 0);
+    return static_cast<std::size_t>(base - bounds.data()) + (*base < value ? 1 : 0);
   }
 
   template <typename>
@@ -97,16 +99,19 @@ class PROMETHEUS_CPP_CORE_EXPORT Histogram {
 
   void AddOtherSum(double v);
 
-  const BucketBoundaries bounds_;
+  struct Fractions;
+  Fractions* GetFractions();
+
+  // The bounds, shared by the histograms of a family that have the same
+  // (detail::SeriesTag::bounds).
+  std::shared_ptr<const BucketBoundaries> bounds_;
   // Per bucket, +Inf last: [2b] its whole-number count, [2b + 1] its pcpu
   // sum (pcpu's histogram layout: a pcpu series' own words when published).
   pcpu_counter_t counts_ = nullptr;
   bool owns_counts_ = true;
   double mult_ = 1.0;  // 10^-scale_exp10, scale_exp10 = detail::SumScaleExp10(bounds_)
-  std::vector<detail::PcpuValue*> fractions_;  // ObserveMultiple's fractions, made on first use
   std::atomic<double> other_sum_{0.0};          // what the sum words cannot hold
-  mutable std::mutex fractions_mutex_;
-  std::atomic<bool> has_fractions_{false};  // set once fractions_ has an entry
+  std::atomic<Fractions*> fractions_{nullptr};  // ObserveMultiple's fractions, made on first use
 };
 
 /// The builder of a histogram family.

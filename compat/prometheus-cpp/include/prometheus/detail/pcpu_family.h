@@ -6,6 +6,7 @@
 
 #include <pcpu/stats.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,9 @@ namespace detail {
 struct SeriesTag {
   void* series = nullptr;
   double mult = 1.0;
+  /// A histogram's bounds when an earlier histogram of the family has the
+  /// same: shared, not copied.
+  std::shared_ptr<const std::vector<double>> bounds;
 };
 
 /// The pcpu family behind a prometheus::Family, made on the first Add(): a
@@ -71,13 +75,16 @@ class PROMETHEUS_CPP_CORE_EXPORT PcpuFamily {
   bool Create(const std::string& name, const std::string& help, const Labels& constant_labels,
               const Labels& labels, MetricType type, const std::vector<double>* bounds);
   bool Matches(const Labels& labels, const std::vector<double>* bounds) const;
+  SeriesTag PublishSeries(const std::string& name, const std::string& help, const Labels& constant_labels,
+                          const Labels& labels, MetricType type, const std::vector<double>* bounds);
 
   pcpu_registry_t* reg_ = nullptr;  // set by the Registry that owns the Family
   pcpu_family_t* fam_ = nullptr;
   bool refused_ = false;  // pcpu refused the family: nothing of it is published
   std::vector<std::string> label_names_;
   std::vector<double> bounds_;
-  std::vector<std::string> prefix_values_;  // an info family's constant label values
+  std::vector<std::string> prefix_values_;
+  std::shared_ptr<const std::vector<double>> shared_bounds_;  // the first histogram's  // an info family's constant label values
   double mult_ = 1.0;
 };
 
