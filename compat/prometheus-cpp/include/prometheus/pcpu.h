@@ -15,7 +15,9 @@ inline namespace pcpu_v0 {
 /// families and series are those of `registry` (detail::PcpuFamily says
 /// which), so that
 ///     pcpu_segment_publish(prometheus::PcpuRegistry(reg), "myapp", nullptr)
-/// publishes them for pcpustat, `pcpustat serve` and the Python reader,
+/// publishes them for pcpustat, `pcpustat serve` and the Python reader
+/// (call it before the first Add(): pcpu_segment_publish() needs a
+/// registry without series yet; families registered are fine),
 /// and pcpu_registry_write() exposes them in pcpu's formats (where a
 /// counter is named with `_total` and values are the whole units: see
 /// detail::PcpuValue). Owned by `registry`: valid until it is destroyed;
