@@ -7,7 +7,10 @@
 // later Add() with other label names is in Collect() but not in pcpu's
 // registry, histogram bounds in decimal fractions become a pcpu scale.
 //
-// Usage: test_promcpp_segment PCPUSTAT
+// With PYTHON (and PYTHONPATH, PCPU_LIBRARY set for python/src/pcpu), the
+// Python reader reads the same values.
+//
+// Usage: test_promcpp_segment PCPUSTAT [PYTHON]
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
@@ -67,7 +70,7 @@ static bool Contains(const std::string& hay, const std::string& needle) {
 }
 
 int main(int argc, char** argv) {
-  CHECK(argc == 2);
+  CHECK(argc == 2 || argc == 3);
   const std::string pcpustat = argv[1];
   char dir[] = "/tmp/pcpu-promcpp-seg.XXXXXX";
   CHECK(mkdtemp(dir));
@@ -181,6 +184,22 @@ int main(int argc, char** argv) {
   CHECK(Contains(seen, " app_size_bytes count 1 sum 500 "));
   CHECK(Contains(seen, " app_build_info{team=\"core\",version=\"1.2\"} 1\n"));
   CHECK(seen.find("path=") == std::string::npos);
+
+  if (argc == 3) {
+    // The Python reader: `family labels value` per counter or gauge series.
+    std::string py = Run("'" + std::string(argv[2]) +
+                         "' -c 'import pcpu,sys\n"
+                         "with pcpu.open_segment(\"promcpp\", dir=sys.argv[1]) as s:\n"
+                         " for f in s.snapshot().families:\n"
+                         "  for x in f.series:\n"
+                         "   if not isinstance(x.value, (list, tuple, dict)) and not hasattr(x.value, \"__dict__\"):"
+                         " print(f.name, sorted(x.labels.items()), x.value)' '" +
+                         dir + "'");
+    std::fputs(py.c_str(), stdout);
+    CHECK(Contains(py, "app_bytes [] 1000\n"));
+    CHECK(Contains(py, "app_requests [('code', '200'), ('method', 'GET')] 1234\n"));
+    CHECK(Contains(py, "app_queue_depth [('queue', 'out')] -17\n"));
+  }
 
   // Removing a metric and a family removes them from the segment.
   requests.Remove(&requests.Add({{"method", "POST"}, {"code", "500"}}));
