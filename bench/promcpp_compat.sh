@@ -5,6 +5,9 @@
 # (Debian prometheus-cpp-dev) and against libpcpu-prometheus; both run in
 # one invocation, interleaved (real, pcpu, real, pcpu, ...), and the script
 # prints each benchmark's median time per operation and the ratio.
+# Then bench/promcpp_memory.cc, built the same two ways, prints the bytes
+# per series of 10^5 labelled counters and 10^5 11-bucket histograms
+# ($PCPU_PROMCPP_MEMORY_SERIES to change the count).
 # Usage: bench/promcpp_compat.sh BUILD_DIR [ROUNDS (default 5)] [FILTER regex]
 # BUILD_DIR: a configured, built tree (libpcpu, libpcpu-prometheus).
 set -euo pipefail
@@ -25,6 +28,10 @@ benches=("$peer"/core/benchmarks/{main,benchmark_helpers,counter_bench,gauge_ben
 "$cxx" "${flags[@]}" -I"$peer/core/benchmarks" -I"$src/compat/prometheus-cpp/include" -I"$src/include" -I"$bin/include" \
   "${benches[@]}" -o "$work/pcpu" -L"$bin/compat/prometheus-cpp" -L"$bin" \
   -Wl,-rpath,"$bin/compat/prometheus-cpp:$bin" -lpcpu-prometheus -lpcpu -lbenchmark
+"$cxx" "${flags[@]}" "$src/bench/promcpp_memory.cc" -o "$work/memory-real" -lprometheus-cpp-core
+"$cxx" "${flags[@]}" -I"$src/compat/prometheus-cpp/include" -I"$src/include" -I"$bin/include" \
+  "$src/bench/promcpp_memory.cc" -o "$work/memory-pcpu" -L"$bin/compat/prometheus-cpp" -L"$bin" \
+  -Wl,-rpath,"$bin/compat/prometheus-cpp:$bin" -lpcpu-prometheus -lpcpu
 for r in $(seq 1 "$rounds"); do
   for lib in real pcpu; do
     "$work/$lib" --benchmark_filter="$filter" --benchmark_format=json --benchmark_min_time="$min_time" \
@@ -52,3 +59,7 @@ for name, v in res.items():
 if rows < 10 or not any(n.startswith("BM_Exposition") for n in res):
     sys.exit("promcpp_compat: only %d benchmarks ran in both builds" % rows)
 PY
+# Memory per series, each library in a process of its own.
+series=${PCPU_PROMCPP_MEMORY_SERIES:-100000}
+"$work/memory-real" "$series"
+"$work/memory-pcpu" "$series"

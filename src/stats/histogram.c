@@ -292,11 +292,12 @@ int pcpu__histogram_layout_check(const struct pcpu_histogram_layout *l, size_t *
 pcpu_histogram_t *pcpu_histogram_create_in(pcpu_zone_t *zone,
 					   const struct pcpu_histogram_layout *layout)
 {
-	return pcpu__histogram_create_at(zone, layout, NULL);
+	return pcpu__histogram_create_at(zone, layout, NULL, NULL);
 }
 
 pcpu_histogram_t *pcpu__histogram_create_at(pcpu_zone_t *zone,
-					    const struct pcpu_histogram_layout *layout, void *at)
+					    const struct pcpu_histogram_layout *layout, void *at,
+					    const int64_t *shared)
 {
 	pcpu_histogram_t *h;
 	size_t nbuckets;
@@ -317,7 +318,10 @@ pcpu_histogram_t *pcpu__histogram_create_at(pcpu_zone_t *zone,
 	h = calloc(1, sizeof *h);
 	if (!h)
 		return NULL;
-	if (layout->scheme != PCPU_HISTOGRAM_LOG_LINEAR) {
+	if (layout->scheme == PCPU_HISTOGRAM_EXPLICIT && shared) {
+		bounds = (int64_t *)shared; /* never freed here: see pcpu__histogram_destroy_in() */
+		h->pcpu__nbounds = (uint32_t)(nbuckets - 1);
+	} else if (layout->scheme != PCPU_HISTOGRAM_LOG_LINEAR) {
 		size_t i, nb = nbuckets - 1;
 		size_t cap = nb < PCPU__HISTOGRAM_SMALL ? PCPU__HISTOGRAM_SMALL : nb;
 
@@ -346,7 +350,8 @@ pcpu_histogram_t *pcpu__histogram_create_at(pcpu_zone_t *zone,
 					  2 * sizeof(struct pcpu_counter));
 	if (!h->pcpu__c) {
 		int e = errno;
-		free(bounds);
+		if (bounds != shared)
+			free(bounds);
 		free(h);
 		errno = e;
 		return NULL;
@@ -376,11 +381,12 @@ void pcpu_histogram_destroy(pcpu_histogram_t *h)
 	free(h);
 }
 
-void pcpu__histogram_destroy_in(pcpu_zone_t *zone, pcpu_histogram_t *h)
+void pcpu__histogram_destroy_in(pcpu_zone_t *zone, pcpu_histogram_t *h, const int64_t *shared)
 {
 	/* The bucket counters come from `zone` (pcpu_histogram_create_in()). */
 	(void)pcpu_zone_free(zone, h->pcpu__c);
-	free((void *)h->pcpu__bounds);
+	if (h->pcpu__bounds != shared)
+		free((void *)h->pcpu__bounds);
 	free(h);
 }
 

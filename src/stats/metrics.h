@@ -50,15 +50,21 @@ PCPU_HIDDEN int pcpu__group_tree_read(pcpu_zone_t *zone, unsigned members, void 
 /* ---- histogram.c ---- */
 
 /* pcpu_histogram_destroy() of a histogram allocated in `zone`, which the
- * caller holds (a registry): no search for the zone by address. */
-PCPU_HIDDEN void pcpu__histogram_destroy_in(pcpu_zone_t *zone, pcpu_histogram_t *h);
+ * caller holds (a registry): no search for the zone by address. Its bounds
+ * are freed unless they are `shared` (the family's: see below). */
+PCPU_HIDDEN void pcpu__histogram_destroy_in(pcpu_zone_t *zone, pcpu_histogram_t *h,
+					    const int64_t *shared);
 
 /* pcpu_histogram_create_in(), over storage `at` of that zone (a shared
  * registry's series another process made, its size the layout's) instead
- * of a new allocation; at NULL: a new one. */
+ * of a new allocation; at NULL: a new one. `shared`: for an explicit
+ * layout, the bounds padded as the search needs (at least
+ * PCPU__HISTOGRAM_SMALL, INT64_MAX after the last), owned by the caller
+ * and used instead of a copy per histogram (a registry family's, for all
+ * its series); NULL: a copy of the histogram's own. */
 PCPU_HIDDEN pcpu_histogram_t *pcpu__histogram_create_at(pcpu_zone_t *zone,
 							const struct pcpu_histogram_layout *layout,
-							void *at);
+							void *at, const int64_t *shared);
 
 /* Validates a layout; gives the bucket count (+Inf included) and, for
  * log-linear layouts, the first value that goes to +Inf. */

@@ -193,10 +193,16 @@ static int family_set_layout(struct pcpu_family *f, const struct pcpu_histogram_
 		f->layout.nbounds = nb - 1;
 		f->layout.bounds = NULL; /* computed again by each histogram */
 	} else if (l->scheme == PCPU_HISTOGRAM_EXPLICIT) {
-		f->bounds = malloc(l->nbounds * sizeof *f->bounds);
+		/* Padded as a histogram's search needs: every series of the
+		 * family uses this copy (pcpu__histogram_create_at()). */
+		size_t i, cap = l->nbounds < PCPU__HISTOGRAM_SMALL ? PCPU__HISTOGRAM_SMALL : l->nbounds;
+
+		f->bounds = malloc(cap * sizeof *f->bounds);
 		if (!f->bounds)
 			return -1;
 		memcpy(f->bounds, l->bounds, l->nbounds * sizeof *f->bounds);
+		for (i = l->nbounds; i < cap; i++)
+			f->bounds[i] = INT64_MAX;
 		f->layout.bounds = f->bounds;
 	} else {
 		f->layout.bounds = NULL;

@@ -40,7 +40,10 @@ static void *storage_alloc(struct pcpu_family *f)
 		h = pcpu_gauge_alloc_in(f->reg->zone);
 		break;
 	case PCPU_METRIC_HISTOGRAM:
-		h = pcpu_histogram_create_in(f->reg->zone, &f->layout);
+		/* An explicit layout's bounds are the family's (one copy for
+		 * all its series, padded for the search). */
+		h = pcpu__histogram_create_at(f->reg->zone, &f->layout, NULL,
+					      f->layout.scheme == PCPU_HISTOGRAM_EXPLICIT ? f->bounds : NULL);
 		break;
 	default:
 		errno = EINVAL;
@@ -83,7 +86,7 @@ void pcpu__storage_free(const struct pcpu_family *f, void *h)
 		(void)pcpu_zone_free(f->reg->zone, h);
 		break;
 	case PCPU_METRIC_HISTOGRAM:
-		pcpu__histogram_destroy_in(f->reg->zone, (pcpu_histogram_t *)h);
+		pcpu__histogram_destroy_in(f->reg->zone, (pcpu_histogram_t *)h, f->bounds);
 		break;
 	}
 }
@@ -250,7 +253,8 @@ static void *tree_series_new(struct pcpu_family *f, const char *const *v, uint64
 	else if (!at)
 		handle = storage_alloc(f);
 	else if (f->type == PCPU_METRIC_HISTOGRAM)
-		handle = pcpu__histogram_create_at(f->reg->zone, &f->layout, at);
+		handle = pcpu__histogram_create_at(f->reg->zone, &f->layout, at,
+						   f->layout.scheme == PCPU_HISTOGRAM_EXPLICIT ? f->bounds : NULL);
 	else
 		handle = at; /* a counter's or a gauge's handle is its value */
 	if (handle && !pcpu__series_new(f, v, h, handle, NULL)) {

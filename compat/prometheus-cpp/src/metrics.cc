@@ -2,25 +2,46 @@
 // pcpu's prometheus-cpp 1.0.1 core compatibility layer: counters, gauges and
 // histograms on pcpu's per-CPU counters (see prometheus/detail/pcpu_value.h).
 #include <chrono>
+#include <ctime>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <new>
 #include <stdexcept>
+#include <utility>
 
 #include "prometheus/counter.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
+#include "prometheus/info.h"
 
 namespace prometheus {
 inline namespace pcpu_v0 {
 namespace detail {
 
-PcpuValue::PcpuValue() : words_(pcpu_counter_alloc_array(2)) {
-  if (!words_) throw std::bad_alloc();
+PcpuValue::PcpuValue() : PcpuValue(nullptr) {}
+
+PcpuValue::PcpuValue(pcpu_counter_t series, bool gauge)
+    : whole_(series), state_(gauge ? kSetOnly : kAdding), owns_whole_(series == nullptr) {
+  if (owns_whole_) {
+    whole_ = pcpu_counter_alloc();
+    if (!whole_) throw std::bad_alloc();
+  }
 }
 
-PcpuValue::~PcpuValue() { pcpu_counter_free(words_); }
+PcpuValue::~PcpuValue() {
+  if (owns_whole_) pcpu_counter_free(whole_);
+  if (pcpu_counter_t n = nanos_.load(std::memory_order_relaxed)) pcpu_counter_free(n);
+}
+
+pcpu_counter_t PcpuValue::MakeNanos() {
+  pcpu_counter_t fresh = pcpu_counter_alloc();
+  if (!fresh) return nullptr;
+  pcpu_counter_t expected = nullptr;
+  if (nanos_.compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) return fresh;
+  pcpu_counter_free(fresh);  // another thread made it first
+  return expected;
+}
 
 void PcpuValue::AddExtra(double d) {
   double old = extra_.load(std::memory_order_relaxed);
@@ -31,29 +52,58 @@ void PcpuValue::AddExtra(double d) {
 // Each word is a gauge's counter (struct pcpu_gauge wraps one struct
 // pcpu_counter), so pcpu_gauge_set() gives it a value exactly, concurrent
 // adds either before or after.
-static void SetWord(pcpu_counter_t c, std::int64_t v) {
+namespace {
+void SetWord(pcpu_counter_t c, std::int64_t v) {
   (void)pcpu_gauge_set(reinterpret_cast<pcpu_gauge_t>(c), v);
 }
+}  // namespace
 
-void PcpuValue::Set(double v) {
-  // The double itself, exactly, in `extra`; the words restart from 0, so
-  // later changes add to it.
-  std::lock_guard<std::mutex> lock{set_mutex_};
-  SetWord(words_, 0);
-  SetWord(pcpu_counter_at(words_, 1), 0);
-  extra_.store(v, std::memory_order_relaxed);
+void PcpuValue::Lock() {
+  while (busy_.exchange(true, std::memory_order_acquire)) {
+  }
+}
+
+void PcpuValue::StartAdding() {
+  Lock();
+  if (state_.load(std::memory_order_relaxed) == kSetOnly) {
+    // Set()s still in their fast path see this and redo themselves under
+    // the flag after it; adders wait for kAdding.
+    state_.store(kStarting, std::memory_order_seq_cst);
+    // No adder has written `whole` yet: give it the whole part of the last
+    // Set() (racing fast Set()s may have left another's), through
+    // pcpu_gauge_set() as every later change.
+    SetWord(whole_, WholeOf(set_.load(std::memory_order_seq_cst)));
+    state_.store(kAdding, std::memory_order_release);
+  }
+  Unlock();
+}
+
+void PcpuValue::SetSlow(double v) {
+  Lock();
+  if (state_.load(std::memory_order_relaxed) != kSetOnly) {
+    SetWord(whole_, WholeOf(v));
+    if (pcpu_counter_t n = nanos_.load(std::memory_order_acquire)) SetWord(n, 0);
+    extra_.store(0.0, std::memory_order_relaxed);
+  } else {
+    __atomic_store_n(&whole_->pcpu__word, WholeOf(v), __ATOMIC_RELAXED);
+  }
+  set_.store(v, std::memory_order_relaxed);
+  Unlock();
 }
 
 double PcpuValue::Value() const {
-  std::uint64_t w[2] = {0, 0};
-  (void)pcpu_counter_fetch_array(words_, 2, w);  // one walk of the slots for both
-  auto whole = static_cast<std::int64_t>(w[0]);
-  auto nanos = static_cast<std::int64_t>(w[1]);
-  // Whole seconds of the nanos first, so that 0.1 + 0.2 reads 0.3.
-  double v = static_cast<double>(whole + nanos / 1000000000) +
-             static_cast<double>(nanos % 1000000000) / 1e9;
+  double set = set_.load(std::memory_order_acquire);
+  if (state_.load(std::memory_order_acquire) != kAdding) return set;
+  // The words' changes since the last Set().
+  auto whole = static_cast<std::int64_t>(pcpu_counter_fetch(whole_)) - WholeOf(set);
+  pcpu_counter_t n = nanos_.load(std::memory_order_acquire);
+  auto nanos = n ? static_cast<std::int64_t>(pcpu_counter_fetch(n)) : 0;
   double extra = extra_.load(std::memory_order_relaxed);
-  if (whole == 0 && nanos == 0) return extra;  // what Set() stored, -0.0 included
+  if (whole == 0 && nanos == 0 && extra == 0.0) return set;  // -0.0 included
+  // Whole seconds of the nanos first, so that 0.1 + 0.2 reads 0.3.
+  double v = static_cast<double>(whole + nanos / 1000000000);
+  if (nanos % 1000000000 != 0) v += static_cast<double>(nanos % 1000000000) / 1e9;
+  if (set != 0.0) v += set;
   return extra == 0.0 ? v : v + extra;
 }
 
@@ -66,8 +116,14 @@ ClientMetric Counter::Collect() const {
 }
 
 void Gauge::SetToCurrentTime() {
-  auto now = std::chrono::system_clock::now().time_since_epoch();
-  Set(std::chrono::duration<double>(now).count());
+  // Whole seconds, as prometheus-cpp (time(): the vDSO's cheapest clock).
+  Set(static_cast<double>(std::time(nullptr)));
+}
+
+ClientMetric Info::Collect() const {
+  ClientMetric m;
+  m.info.value = 1.0;
+  return m;
 }
 
 ClientMetric Gauge::Collect() const {
@@ -82,67 +138,141 @@ static const Histogram::BucketBoundaries& CheckedBounds(const Histogram::BucketB
   return b;
 }
 
-Histogram::Histogram(const BucketBoundaries& buckets)
-    : bounds_(CheckedBounds(buckets)),
-      counts_(pcpu_counter_alloc_array(buckets.size() + 1)),
-      fractions_(buckets.size() + 1, nullptr) {
-  if (!counts_) throw std::bad_alloc();
+Histogram::Histogram(const BucketBoundaries& buckets) : Histogram(detail::SeriesTag{}, buckets) {}
+
+Histogram::Histogram(BucketBoundaries&& buckets) : Histogram(detail::SeriesTag{}, std::move(buckets)) {}
+
+struct Histogram::Fractions {
+  std::mutex mutex;
+  std::vector<detail::PcpuValue*> values;  // per bucket, made on first use
+  ~Fractions() {
+    for (auto* f : values) delete f;
+  }
+};
+
+Histogram::Histogram(detail::SeriesTag s, const BucketBoundaries& buckets) {
+  CheckedBounds(buckets);  // throws also where the bounds are shared
+  bounds_ = s.bounds ? s.bounds : std::make_shared<const BucketBoundaries>(buckets);
+  Init(s);
+}
+
+Histogram::Histogram(detail::SeriesTag s, BucketBoundaries&& buckets) {
+  CheckedBounds(buckets);
+  bounds_ = s.bounds ? s.bounds : std::make_shared<const BucketBoundaries>(std::move(buckets));
+  Init(s);
+}
+
+void Histogram::Init(detail::SeriesTag s) {
+  mult_ = std::pow(10.0, -detail::SumScaleExp10(*bounds_));
+  if (s.series) {
+    // A pcpu histogram series of these bounds (detail::PcpuFamily checked
+    // them): its words, [2b] count and [2b + 1] sum of bucket b.
+    counts_ = static_cast<pcpu_histogram_t*>(s.series)->pcpu__c;
+    owns_counts_ = false;
+  } else {
+    counts_ = pcpu_counter_alloc_array(2 * (bounds_->size() + 1));
+    if (!counts_) throw std::bad_alloc();
+  }
 }
 
 Histogram::~Histogram() {
-  for (auto* f : fractions_) delete f;
-  pcpu_counter_free(counts_);
+  delete fractions_.load(std::memory_order_relaxed);
+  if (owns_counts_) pcpu_counter_free(counts_);
+}
+
+Histogram::Fractions* Histogram::GetFractions() {
+  Fractions* f = fractions_.load(std::memory_order_acquire);
+  if (f) return f;
+  auto* fresh = new Fractions();
+  fresh->values.assign(bounds_->size() + 1, nullptr);
+  if (fractions_.compare_exchange_strong(f, fresh, std::memory_order_acq_rel)) return fresh;
+  delete fresh;  // another thread made them first
+  return f;
+}
+
+void Histogram::Reset() {
+  for (std::size_t i = 0; i < 2 * (bounds_->size() + 1); i++) detail::SetWord(pcpu_counter_at(counts_, i), 0);
+  if (Fractions* f = fractions_.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock{f->mutex};
+    for (auto* v : f->values)
+      if (v) v->Set(0.0);
+  }
+  other_sum_.store(0.0, std::memory_order_relaxed);
+}
+
+void Histogram::AddOtherSum(double v) {
+  double old = other_sum_.load(std::memory_order_relaxed);
+  while (!other_sum_.compare_exchange_weak(old, old + v, std::memory_order_relaxed)) {
+  }
 }
 
 void Histogram::ObserveMultiple(const std::vector<double>& bucket_increments, double sum_of_values) {
-  if (bucket_increments.size() != bounds_.size() + 1)
+  if (bucket_increments.size() != bounds_->size() + 1)
     throw std::length_error("bucket_increments must have one value per bucket, +Inf included");
-  sum_.Add(sum_of_values);
+  AddOtherSum(sum_of_values);
   for (std::size_t i = 0; i < bucket_increments.size(); i++) {
     double d = bucket_increments[i];
     if (!(d > 0.0)) continue;  // a count never goes down (prometheus-cpp ignores it)
     if (d < detail::PcpuValue::kLimit && d == std::trunc(d)) {
-      pcpu_counter_add(pcpu_counter_at(counts_, i), static_cast<std::int64_t>(d));
+      pcpu_counter_add(pcpu_counter_at(counts_, 2 * i), static_cast<std::int64_t>(d));
       continue;
     }
-    std::lock_guard<std::mutex> lock{fractions_mutex_};
-    if (!fractions_[i]) {
-      fractions_[i] = new detail::PcpuValue();
-      has_fractions_.store(true, std::memory_order_release);
-    }
-    fractions_[i]->Add(d);
+    Fractions* f = GetFractions();
+    std::lock_guard<std::mutex> lock{f->mutex};
+    if (!f->values[i]) f->values[i] = new detail::PcpuValue();
+    f->values[i]->Add(d);
   }
 }
 
 ClientMetric Histogram::Collect() const {
   ClientMetric m;
-  const std::size_t n = bounds_.size() + 1;
-  std::uint64_t small[64];
+  const BucketBoundaries& bounds = *bounds_;
+  const std::size_t n = bounds.size() + 1;
+  std::uint64_t small[128];
   std::vector<std::uint64_t> large;
-  std::uint64_t* counts = small;
-  if (n > 64) {
-    large.resize(n);
-    counts = large.data();
+  std::uint64_t* words = small;
+  if (2 * n > 128) {
+    large.resize(2 * n);
+    words = large.data();
   }
-  (void)pcpu_counter_fetch_array(counts_, n, counts);
+  (void)pcpu_counter_fetch_array(counts_, 2 * n, words);  // one walk: count and sum of each bucket
+  std::uint64_t sum_units = 0;  // modulo 2^64, as the words
+  for (std::size_t i = 0; i < n; i++) {
+    sum_units += words[2 * i + 1];
+    words[i] = words[2 * i];
+  }
+  const std::uint64_t* counts = words;
   m.histogram.bucket.resize(n);
   for (std::size_t i = 0; i < n; i++)
-    m.histogram.bucket[i].upper_bound = i < bounds_.size() ? bounds_[i] : std::numeric_limits<double>::infinity();
-  if (!has_fractions_.load(std::memory_order_acquire)) {
+    m.histogram.bucket[i].upper_bound = i < bounds.size() ? bounds[i] : std::numeric_limits<double>::infinity();
+  Fractions* f = fractions_.load(std::memory_order_acquire);
+  if (!f) {
     std::uint64_t cumulative = 0;
     for (std::size_t i = 0; i < n; i++) m.histogram.bucket[i].cumulative_count = cumulative += counts[i];
   } else {
     // prometheus-cpp's counts are doubles: the cumulative sum is one too,
     // converted to an integer per bucket.
-    std::lock_guard<std::mutex> lock{fractions_mutex_};
+    std::lock_guard<std::mutex> lock{f->mutex};
     double cumulative = 0.0;
     for (std::size_t i = 0; i < n; i++) {
-      cumulative += static_cast<double>(counts[i]) + (fractions_[i] ? fractions_[i]->Value() : 0.0);
+      cumulative += static_cast<double>(counts[i]) + (f->values[i] ? f->values[i]->Value() : 0.0);
       m.histogram.bucket[i].cumulative_count = static_cast<std::uint64_t>(cumulative);
     }
   }
   m.histogram.sample_count = m.histogram.bucket.back().cumulative_count;
-  m.histogram.sample_sum = sum_.Value();
+  // The sum's units to double: whole units of 10^0 first, then the rest,
+  // so that sums of decimal fractions read as their decimal value.
+  auto units = static_cast<std::int64_t>(sum_units);
+  double sum;
+  if (mult_ == 1.0) {
+    sum = static_cast<double>(units);
+  } else {
+    auto per = static_cast<std::int64_t>(mult_);
+    sum = static_cast<double>(units / per);
+    if (units % per != 0) sum += static_cast<double>(units % per) / mult_;
+  }
+  double other = other_sum_.load(std::memory_order_relaxed);
+  m.histogram.sample_sum = other == 0.0 ? sum : sum + other;
   return m;
 }
 

@@ -207,6 +207,8 @@ const char* TypeName(MetricType t) {
       return "summary";
     case MetricType::Histogram:
       return "histogram";
+    case MetricType::Info:
+      return "gauge";  // the text format has no info type: prometheus-cpp writes a gauge
     case MetricType::Untyped:
       break;
   }
@@ -262,6 +264,11 @@ void TextSerializer::Append(std::string& out, const std::vector<MetricFamily>& m
           break;
         case MetricType::Untyped:
           AppendValueLine(out, f, m, labels, m.untyped.value);
+          break;
+        case MetricType::Info:
+          AppendHead(out, f, labels, "_info");
+          AppendDouble(out, m.info.value);
+          AppendTail(out, m);
           break;
         case MetricType::Summary:
           AppendSummary(out, f, m, labels, &cache);

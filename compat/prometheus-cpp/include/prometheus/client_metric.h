@@ -33,6 +33,11 @@ struct PROMETHEUS_CPP_CORE_EXPORT ClientMetric {
   };
   Gauge gauge;
 
+  struct Info {
+    double value = 1.0;
+  };
+  Info info;
+
   struct Quantile {
     double quantile = 0.0;
     double value = 0.0;

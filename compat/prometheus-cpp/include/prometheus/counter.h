@@ -5,6 +5,7 @@
 #include "prometheus/client_metric.h"
 #include "prometheus/detail/builder.h"
 #include "prometheus/detail/core_export.h"
+#include "prometheus/detail/pcpu_family.h"
 #include "prometheus/detail/pcpu_value.h"
 #include "prometheus/gauge.h"
 #include "prometheus/metric_type.h"
@@ -15,7 +16,10 @@ inline namespace pcpu_v0 {
 /// A value that only goes up, held in per-CPU words: Increment() is one
 /// pcpu_counter_add() (an rseq add on this CPU's own word, no atomic
 /// instruction, no shared cache line); Increment(0.5) adds the fraction to
-/// a second word at 1e-9 resolution (detail::PcpuValue). Thread-safe.
+/// a second word at 1e-9 resolution (detail::PcpuValue). A counter a
+/// Registry's family makes is a series of the registry's pcpu counter
+/// family (prometheus/pcpu.h): pcpu's expositions and segments show its
+/// whole units. Thread-safe.
 class PROMETHEUS_CPP_CORE_EXPORT Counter {
  public:
   static const MetricType metric_type{MetricType::Counter};
@@ -28,10 +32,18 @@ class PROMETHEUS_CPP_CORE_EXPORT Counter {
     if (v < 0.0) return;
     value_.Add(v);
   }
+  /// The value now (whole words exact below 2^53, fractions to 1e-9).
+  /// Thread-safe; cost: a read of every CPU's words.
   double Value() const { return value_.Value(); }
+  /// Sets the counter back to 0 (prometheus-cpp 1.1): increments racing it
+  /// land before or after. Thread-safe; cost: pcpu_gauge_set() of its words.
+  void Reset() { value_.Set(0.0); }
   ClientMetric Collect() const;
 
  private:
+  template <typename>
+  friend class Family;
+  explicit Counter(detail::SeriesTag s) : value_(static_cast<pcpu_counter_t>(s.series)) {}
   detail::PcpuValue value_;
 };
 

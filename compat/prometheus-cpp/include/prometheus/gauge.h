@@ -5,6 +5,7 @@
 #include "prometheus/client_metric.h"
 #include "prometheus/detail/builder.h"
 #include "prometheus/detail/core_export.h"
+#include "prometheus/detail/pcpu_family.h"
 #include "prometheus/detail/pcpu_value.h"
 #include "prometheus/metric_type.h"
 
@@ -13,28 +14,39 @@ inline namespace pcpu_v0 {
 
 /// A value that goes up and down, held in per-CPU words
 /// (detail::PcpuValue: integer changes exact, fractions to 1e-9 each).
-/// Increment/Decrement are per-CPU adds; Set() takes a mutex of the gauge.
-/// Thread-safe.
+/// Increment/Decrement are per-CPU adds; Set() of a gauge never
+/// incremented is two stores, else pcpu_gauge_set() of its words (a fetch
+/// and a striped mutex each): detail::PcpuValue. A gauge a Registry's family
+/// makes is a series of the registry's pcpu gauge family
+/// (prometheus/pcpu.h): pcpu's expositions and segments show its whole
+/// units (trunc(value)). Thread-safe.
 class PROMETHEUS_CPP_CORE_EXPORT Gauge {
  public:
   static const MetricType metric_type{MetricType::Gauge};
 
-  Gauge() = default;
-  explicit Gauge(double value) { value_.Set(value); }
+  Gauge() : value_(nullptr, true) {}
+  explicit Gauge(double value) : value_(nullptr, true) { value_.Set(value); }
 
-  PCPU_PROMETHEUS_HOT void Increment() { value_.AddWhole(1); }
+  PCPU_PROMETHEUS_HOT void Increment() { value_.GaugeAddWhole(1); }
   /// Adds `v` (which may be negative).
-  PCPU_PROMETHEUS_HOT void Increment(double v) { value_.Add(v); }
-  PCPU_PROMETHEUS_HOT void Decrement() { value_.AddWhole(-1); }
+  PCPU_PROMETHEUS_HOT void Increment(double v) { value_.GaugeAdd(v); }
+  PCPU_PROMETHEUS_HOT void Decrement() { value_.GaugeAddWhole(-1); }
   /// Subtracts `v` (which may be negative).
-  PCPU_PROMETHEUS_HOT void Decrement(double v) { value_.Add(-v); }
+  PCPU_PROMETHEUS_HOT void Decrement(double v) { value_.GaugeAdd(-v); }
   void Set(double v) { value_.Set(v); }
-  /// Sets the gauge to the seconds since the Unix epoch.
+  /// Sets the gauge to the whole seconds since the Unix epoch (time(), as
+  /// prometheus-cpp does).
   void SetToCurrentTime();
   double Value() const { return value_.Value(); }
   ClientMetric Collect() const;
 
  private:
+  template <typename>
+  friend class Family;
+  explicit Gauge(detail::SeriesTag s) : value_(static_cast<pcpu_counter_t>(s.series), true) {}
+  Gauge(detail::SeriesTag s, double value) : value_(static_cast<pcpu_counter_t>(s.series), true) {
+    value_.Set(value);
+  }
   detail::PcpuValue value_;
 };
 

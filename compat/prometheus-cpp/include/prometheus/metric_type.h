@@ -5,13 +5,15 @@
 namespace prometheus {
 inline namespace pcpu_v0 {
 
-/// The type of a metric family, as prometheus-cpp 1.0.1 numbers them.
+/// The type of a metric family, as prometheus-cpp numbers them (Info
+/// since 1.1).
 enum class MetricType {
   Counter,
   Gauge,
   Summary,
   Untyped,
   Histogram,
+  Info,
 };
 
 }  // inline namespace pcpu_v0

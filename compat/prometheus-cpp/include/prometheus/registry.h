@@ -14,6 +14,7 @@
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
+#include "prometheus/info.h"
 #include "prometheus/labels.h"
 #include "prometheus/metric_family.h"
 #include "prometheus/summary.h"
@@ -26,6 +27,13 @@ inline namespace pcpu_v0 {
 /// (the default) registering a name again with the same constant labels
 /// returns the existing family, with other constant labels throws; with
 /// Throw any second registration of a name throws. Thread-safe.
+///
+/// A Registry is a pcpu statistics registry (pcpu/stats.h): it owns a
+/// pcpu_registry_t, each of its families is a pcpu family and each metric
+/// a pcpu series (detail::PcpuFamily says which are published), so
+/// pcpu_registry_write() exposes them in every pcpu format and
+/// pcpu_segment_publish() makes them readable by pcpustat and the Python
+/// reader. prometheus/pcpu.h gives the pcpu_registry_t.
 class PROMETHEUS_CPP_CORE_EXPORT Registry : public Collectable {
  public:
   enum class InsertBehavior {
@@ -33,15 +41,18 @@ class PROMETHEUS_CPP_CORE_EXPORT Registry : public Collectable {
     Throw,
   };
 
+  /// std::bad_alloc when pcpu_registry_create() fails.
   explicit Registry(InsertBehavior insert_behavior = InsertBehavior::Merge);
   Registry(const Registry&) = delete;
   Registry& operator=(const Registry&) = delete;
   Registry(Registry&&) = delete;
   Registry& operator=(Registry&&) = delete;
+  /// Destroys the families and the pcpu registry: unpublish its segment
+  /// (pcpu_segment_unpublish()) first.
   ~Registry() override;
 
-  /// Every non-empty family: counters, gauges, histograms, summaries, each
-  /// in registration order.
+  /// Every non-empty family: counters, gauges, histograms, infos,
+  /// summaries (prometheus-cpp 1.1's order), each in registration order.
   std::vector<MetricFamily> Collect() const override;
 
   /// Removes and destroys `family` if it is registered here; whether it was.
@@ -59,11 +70,15 @@ class PROMETHEUS_CPP_CORE_EXPORT Registry : public Collectable {
   template <typename T>
   Family<T>& Add(const std::string& name, const std::string& help, const Labels& labels);
 
+  friend pcpu_registry_t* PcpuRegistry(const Registry& registry);
+
+  pcpu_registry_t* const reg_;
   const InsertBehavior insert_behavior_;
   std::vector<std::unique_ptr<Family<Counter>>> counters_;
   std::vector<std::unique_ptr<Family<Gauge>>> gauges_;
   std::vector<std::unique_ptr<Family<Histogram>>> histograms_;
   std::vector<std::unique_ptr<Family<Summary>>> summaries_;
+  std::vector<std::unique_ptr<Family<Info>>> infos_;
   mutable std::mutex mutex_;
 };
 

@@ -6,12 +6,14 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "prometheus/client_metric.h"
 #include "prometheus/detail/builder.h"
 #include "prometheus/detail/ckms_quantiles.h"
 #include "prometheus/detail/core_export.h"
+#include "prometheus/detail/pcpu_family.h"
 #include "prometheus/detail/pcpu_value.h"
 #include "prometheus/metric_type.h"
 
@@ -35,8 +37,12 @@ inline namespace pcpu_v0 {
 /// about 5 * 10^3 per decade of values used). The window: `age_buckets`
 /// windows, every observation goes to all, the oldest is cleared every
 /// max_age / age_buckets and reports come from the oldest live one -- as
-/// prometheus-cpp does. Count and sum are per-CPU (pcpu); the windows take
-/// a mutex per Observe, as prometheus-cpp's does.
+/// prometheus-cpp does. Observe() takes the summary's mutex, as
+/// prometheus-cpp's does, and updates count, sum and the windows under it
+/// (a per-CPU count would buy nothing beside that mutex). Collect() finds
+/// every quantile in one walk of the window's buckets, and keeps the
+/// answers until the next Observe() or rotation: collecting an unchanged
+/// summary again copies them. Thread-safe.
 class PROMETHEUS_CPP_CORE_EXPORT Summary {
  public:
   using Quantiles = std::vector<detail::CKMSQuantiles::Quantile>;
@@ -44,6 +50,9 @@ class PROMETHEUS_CPP_CORE_EXPORT Summary {
 
   explicit Summary(const Quantiles& quantiles,
                    std::chrono::milliseconds max_age = std::chrono::seconds{60},
+                   int age_buckets = 5);
+  /// prometheus-cpp 1.1's rvalue overload (the quantiles are copied).
+  explicit Summary(Quantiles&& quantiles, std::chrono::milliseconds max_age = std::chrono::seconds{60},
                    int age_buckets = 5);
   void Observe(double value);
   ClientMetric Collect() const;
@@ -62,15 +71,23 @@ class PROMETHEUS_CPP_CORE_EXPORT Summary {
       zero = n = 0;
     }
   };
+  template <typename>
+  friend class Family;
+  // pcpu has no summary type: a family's summaries are never published.
+  template <typename... Args>
+  explicit Summary(detail::SeriesTag, Args&&... args) : Summary(std::forward<Args>(args)...) {}
   void Rotate() const;
-  double Quantile(const Window& w, double q) const;
+  void Answer() const;
 
   const Quantiles quantiles_;
-  pcpu_counter_t count_;
-  detail::PcpuValue sum_;
+  std::vector<std::size_t> by_rank_;  // quantiles_' indices by increasing quantile
   mutable std::mutex mutex_;
+  std::uint64_t count_ = 0;
+  double sum_ = 0.0;
   mutable std::vector<Window> windows_;
   mutable std::size_t current_ = 0;
+  mutable std::vector<double> answers_;  // per quantile, while answers_valid_
+  mutable bool answers_valid_ = false;
   const std::chrono::steady_clock::duration rotation_;
   mutable std::chrono::steady_clock::time_point next_rotation_;
 

@@ -7,10 +7,11 @@
 #include <pcpu/counter.h>
 #include <pcpu/gauge.h>
 
+#include "prometheus/detail/core_export.h"
+
 #include <atomic>
 #include <cmath>
 #include <cstdint>
-#include <mutex>
 
 // The hot paths are always inlined: a pcpu section in an inline function
 // that a compiler emits out of line (a COMDAT copy per translation unit)
@@ -24,30 +25,53 @@ namespace prometheus {
 inline namespace pcpu_v0 {
 namespace detail {
 
-/// A double as two per-CPU int64 words and a rarely used double:
-///   value = whole + nanos * 1e-9 + extra.
-/// An increment d with |d| < 2^62 adds trunc(d) to `whole` (when not 0) and
-/// the fraction, rounded to the nearest 1e-9, to `nanos` (when not 0): an
-/// integer increment -- Increment(), Observe() of a whole number -- is one
-/// pcpu_counter_add(). So integers are exact up to 2^62 in total and each
-/// fractional increment is off by at most 5e-10 (prometheus-cpp's own
-/// double is off by half an ulp of the running total, which passes 1e-9 at
-/// totals above 2^23). Increments of 2^62 or more, infinities and NaN go to
-/// `extra` (an atomic double, a compare-and-swap loop). Value() converts
-/// the words to double: exact while the integer part is below 2^53.
-/// Set(v) stores v itself, exactly, in `extra` and zeroes the words (under
-/// a mutex, so two Set()s never mix; a reader racing a Set() can see the
-/// new `extra` beside words not yet zeroed): a gauge that is only Set()
-/// reads back exactly what was set, and later changes add to it.
+/// A double as one or two per-CPU int64 words and a double. `whole` is
+/// the pcpu series' own counter or gauge word when the metric is
+/// published in a pcpu registry (detail::PcpuFamily), so pcpu's
+/// expositions, snapshots and published segments (pcpustat, the Python
+/// reader) show the whole units of the value: exact for integer values up
+/// to 2^63, fractions left out. `nanos` is made on the first fractional
+/// change and is the layer's own (in-process Value(), Collect() and the
+/// TextSerializer see it; pcpu's registry does not).
+///
+/// The precision: an increment d with |d| < 2^62 adds trunc(d) to `whole`
+/// (when not 0) and the fraction, rounded to the nearest 1e-9, to `nanos`
+/// (when not 0): an integer increment -- Increment(), Observe() of a whole
+/// number -- is one pcpu_counter_add(), exact; each fractional increment is
+/// off by at most 5e-10 (prometheus-cpp's own double is off by half an ulp
+/// of the running total, which passes 1e-9 at totals above 2^23).
+/// Increments of 2^62 or more, infinities and NaN go to `extra` (an atomic
+/// double, a compare-and-swap loop). Value() converts the words to double:
+/// exact while the integer part is below 2^53.
+///
+/// Set(v) stores v itself, exactly, in `set` and trunc(v) in `whole`;
+/// thereafter value = set + (whole - trunc(set)) + nanos * 1e-9 + extra.
+/// A gauge that was only ever Set() (never incremented) is in its "set
+/// only" state: Set() is two stores (the double, seq_cst, and slot 0's
+/// word of `whole`, which no adder writes then) and Value() is the double
+/// -- prometheus-cpp's cost; concurrent Set()s leave Value() at one of
+/// them and `whole` maybe at the other's whole part until the next Set().
+/// The first increment or decrement of a gauge leaves that state for good
+/// (once: a spin flag, pcpu_gauge_set() of `whole`); from then on, and
+/// always for counters, Set() is pcpu_gauge_set() of `whole` and of `nanos`
+/// under the spin flag (two Set()s never mix; a reader racing a Set() can
+/// see some of its words and not others). Value() reads back exactly what
+/// was set, -0.0 included, and later changes add to it.
 /// Increments are per-CPU rseq adds (pcpu/counter.h): no shared cache line.
-class PcpuValue {
+class PROMETHEUS_CPP_CORE_EXPORT PcpuValue {
  public:
+  /// With words of its own (std::bad_alloc when none can be had), as a
+  /// counter's value.
   PcpuValue();
+  /// On `series`' word (a pcpu registry's counter or gauge, not owned);
+  /// nullptr: words of its own. `gauge`: starts in the "set only" state.
+  explicit PcpuValue(pcpu_counter_t series, bool gauge = false);
   ~PcpuValue();
   PcpuValue(const PcpuValue&) = delete;
   PcpuValue& operator=(const PcpuValue&) = delete;
 
-  PCPU_PROMETHEUS_HOT void AddWhole(std::int64_t n) { pcpu_counter_add(words_, n); }
+  /// A counter's increments (no state check).
+  PCPU_PROMETHEUS_HOT void AddWhole(std::int64_t n) { pcpu_counter_add(whole_, n); }
 
   PCPU_PROMETHEUS_HOT void Add(double d) {
     if (!(std::fabs(d) < kLimit)) {
@@ -56,24 +80,63 @@ class PcpuValue {
     }
     double ip = std::trunc(d);
     auto whole = static_cast<std::int64_t>(ip);
-    if (whole != 0) pcpu_counter_add(words_, whole);
+    if (whole != 0) pcpu_counter_add(whole_, whole);
     if (d != ip) {
       double f = (d - ip) * 1e9;  // in (-1e9, 1e9): rounded half away from zero
       auto nanos = static_cast<std::int64_t>(f + (f < 0 ? -0.5 : 0.5));
-      if (nanos != 0) pcpu_counter_add(pcpu_counter_at(words_, 1), nanos);
+      if (nanos != 0) {
+        pcpu_counter_t w = nanos_.load(std::memory_order_acquire);
+        if (!w) w = MakeNanos();
+        if (w)
+          pcpu_counter_add(w, nanos);
+        else
+          AddExtra(d - ip);  // no memory for the word: the fraction as a double
+      }
     }
   }
 
-  void Set(double v);
+  /// A gauge's increments: leave the "set only" state first.
+  PCPU_PROMETHEUS_HOT void GaugeAddWhole(std::int64_t n) {
+    if (state_.load(std::memory_order_acquire) != kAdding) StartAdding();
+    AddWhole(n);
+  }
+  PCPU_PROMETHEUS_HOT void GaugeAdd(double d) {
+    if (state_.load(std::memory_order_acquire) != kAdding) StartAdding();
+    Add(d);
+  }
+
+  /// Sets the value (see the class comment for the cost).
+  void Set(double v) {
+    if (state_.load(std::memory_order_acquire) == kSetOnly) {
+      __atomic_store_n(&whole_->pcpu__word, WholeOf(v), __ATOMIC_RELAXED);
+      set_.store(v, std::memory_order_seq_cst);
+      if (state_.load(std::memory_order_seq_cst) == kSetOnly) return;
+    }
+    SetSlow(v);  // adders exist (or are starting): under the spin flag
+  }
   double Value() const;
 
   static constexpr double kLimit = 4611686018427387904.0;  // 2^62
 
  private:
+  enum : unsigned char { kSetOnly, kStarting, kAdding };
+  static std::int64_t WholeOf(double v) {
+    return std::fabs(v) < kLimit ? static_cast<std::int64_t>(std::trunc(v)) : 0;
+  }
   void AddExtra(double d);
-  pcpu_counter_t words_;  // [0] whole, [1] nanos
-  std::atomic<double> extra_{0.0};
-  std::mutex set_mutex_;
+  pcpu_counter_t MakeNanos();
+  void StartAdding();
+  void SetSlow(double v);
+  void Lock();
+  void Unlock() { busy_.store(false, std::memory_order_release); }
+
+  pcpu_counter_t whole_;                        // the series' word, or own
+  std::atomic<pcpu_counter_t> nanos_{nullptr};  // own, made on first use
+  std::atomic<double> set_{0.0};                // the last Set()'s value
+  std::atomic<double> extra_{0.0};              // increments past 2^62, inf, NaN
+  std::atomic<unsigned char> state_;
+  std::atomic<bool> busy_{false};  // Set()s and StartAdding() one at a time
+  bool owns_whole_;
 };
 
 }  // namespace detail

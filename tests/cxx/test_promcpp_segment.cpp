@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: MIT
+// One stack: a program written against prometheus-cpp's API (the layer)
+// publishes its Registry as a pcpu segment, and pcpustat -- another
+// process, reading the segment file -- prints the exact values the
+// program set. Also checks what the layer documents about it: counters get
+// `_total`, the whole units are published (fractions stay in-process), a
+// later Add() with other label names is in Collect() but not in pcpu's
+// registry, histogram bounds in decimal fractions become a pcpu scale.
+//
+// With PYTHON (and PYTHONPATH, PCPU_LIBRARY set for python/src/pcpu), the
+// Python reader reads the same values.
+//
+// Usage: test_promcpp_segment PCPUSTAT [PYTHON]
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/info.h>
+#include <prometheus/check_names.h>
+#include <prometheus/pcpu.h>
+#include <prometheus/registry.h>
+#include <prometheus/summary.h>
+#include <prometheus/text_serializer.h>
+
+#include <pcpu/segment.h>
+#include <pcpu/stats.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#define CHECK(cond)                                                                  \
+  do {                                                                               \
+    if (!(cond)) {                                                                   \
+      std::fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
+      std::exit(1);                                                                  \
+    }                                                                                \
+  } while (0)
+
+using namespace prometheus;
+
+// Runs `cmd`, returns its stdout with runs of blanks squeezed to one.
+static std::string Run(const std::string& cmd) {
+  FILE* p = popen(cmd.c_str(), "r");
+  CHECK(p);
+  std::string out;
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  CHECK(pclose(p) == 0);
+  std::string squeezed;
+  for (char c : out) {
+    if (c == ' ' && !squeezed.empty() && squeezed.back() == ' ') continue;
+    squeezed += c;
+  }
+  return squeezed;
+}
+
+static bool Contains(const std::string& hay, const std::string& needle) {
+  if (hay.find(needle) != std::string::npos) return true;
+  std::fprintf(stderr, "missing: [%s]\n", needle.c_str());
+  return false;
+}
+
+int main(int argc, char** argv) {
+  CHECK(argc == 2 || argc == 3);
+  const std::string pcpustat = argv[1];
+  char dir[] = "/tmp/pcpu-promcpp-seg.XXXXXX";
+  CHECK(mkdtemp(dir));
+  CHECK(setenv("PCPU_SEGMENT_DIR", dir, 1) == 0);
+
+  Registry reg;
+  pcpu_registry_t* c = PcpuRegistry(reg);
+  CHECK(c);
+  pcpu_segment_t* seg = pcpu_segment_publish(c, "promcpp", nullptr);
+  CHECK(seg);
+
+  auto& requests = BuildCounter().Name("app_requests_total").Help("Requests.").Register(reg);
+  requests.Add({{"method", "GET"}, {"code", "200"}}).Increment(1234);
+  requests.Add({{"method", "POST"}, {"code", "500"}}).Increment(7);
+  // Other label names than the first Add's: Collect() has it, pcpu not.
+  requests.Add({{"path", "/"}}).Increment(5);
+
+  auto& bytes = BuildCounter().Name("app_bytes").Register(reg);  // pcpu adds _total
+  Counter& b = bytes.Add({});
+  for (int i = 0; i < 1000; i++) b.Increment();
+  b.Increment(0.25);  // the fraction stays in-process
+
+  auto& depth = BuildGauge().Name("app_queue_depth").Register(reg);
+  Gauge& d = depth.Add({{"queue", "in"}});
+  d.Set(40);
+  d.Increment();
+  d.Increment();
+  Gauge& neg = depth.Add({{"queue", "out"}});
+  neg.Set(-17.75);  // pcpu shows trunc(): -17
+
+  auto& lat = BuildHistogram().Name("app_latency_seconds").Register(reg);
+  Histogram& h = lat.Add({}, Histogram::BucketBoundaries{0.001, 0.01, 0.1, 1});
+  for (int i = 0; i < 90; i++) h.Observe(0.0005);
+  for (int i = 0; i < 9; i++) h.Observe(0.005);
+  h.Observe(2.5);
+
+  auto& sizes = BuildHistogram().Name("app_size_bytes").Register(reg);
+  sizes.Add({}, Histogram::BucketBoundaries{100, 1000}).Observe(500);
+  // A summary has no pcpu type: in Collect() only.
+  BuildSummary().Name("app_summary").Register(reg).Add({}, Summary::Quantiles{{0.5, 0.05}}).Observe(1);
+
+  // A gauge only Set() (the fast path), then incremented (pcpu's words
+  // from then on), then Set() again.
+  Gauge& g = depth.Add({{"queue", "x"}});
+  g.Set(2.5);
+  CHECK(g.Value() == 2.5);
+  g.Increment();
+  CHECK(g.Value() == 3.5);
+  g.Decrement(0.25);
+  CHECK(g.Value() == 3.25);
+  g.Set(-0.0);
+  CHECK(g.Value() == 0.0 && std::signbit(g.Value()));
+  g.Set(7.75);
+  g.Increment(2);
+  CHECK(g.Value() == 9.75);
+
+  // prometheus-cpp 1.1: info metrics, resets, label names by type.
+  auto& build = BuildInfo().Name("app_build").Help("Build.").Labels({{"team", "core"}}).Register(reg);
+  build.Add({{"version", "1.2"}});
+  Counter& resettable = BuildCounter().Name("app_resets").Register(reg).Add({});
+  resettable.Increment(5);
+  resettable.Reset();
+  resettable.Increment(2);
+  CHECK(resettable.Value() == 2);
+  Histogram& hr = lat.Add({{"kind", "reset"}}, Histogram::BucketBoundaries{1});
+  hr.Observe(0.5);
+  hr.Reset();
+  CHECK(hr.Collect().histogram.sample_count == 0 && hr.Collect().histogram.sample_sum == 0.0);
+  CHECK(!CheckLabelName("le", MetricType::Histogram) && CheckLabelName("le", MetricType::Counter));
+  CHECK(!CheckLabelName("quantile", MetricType::Summary));
+  {
+    Histogram moved(Histogram::BucketBoundaries{1, 2});
+    moved.Observe(1.5);
+    CHECK(moved.Collect().histogram.bucket[1].cumulative_count == 1);
+  }
+
+  // In-process: prometheus-cpp's values, fractions included.
+  CHECK(b.Value() == 1000.25);
+  CHECK(d.Value() == 42);
+  CHECK(neg.Value() == -17.75);
+  std::string text = TextSerializer().Serialize(reg.Collect());
+  CHECK(Contains(text, "app_requests_total{path=\"/\"} 5\n"));
+  CHECK(Contains(text, "app_bytes 1000.25\n"));
+  CHECK(Contains(text, "app_summary_count 1\n"));
+  CHECK(Contains(text, "# TYPE app_build gauge\napp_build_info{team=\"core\",version=\"1.2\"} 1\n"));
+
+  // pcpu's own exposition of the same registry.
+  char* out = nullptr;
+  std::size_t len = 0;
+  CHECK(pcpu_registry_write(c, PCPU_FORMAT_PROMETHEUS, &out, &len) == 0);
+  std::string ptext(out, len);
+  std::free(out);
+  CHECK(Contains(ptext, "app_requests_total{code=\"200\",method=\"GET\"} 1234\n"));
+  CHECK(Contains(ptext, "app_bytes_total 1000\n"));
+  CHECK(Contains(ptext, "app_latency_seconds_bucket{le=\"0.01\"} 99\n"));
+  CHECK(ptext.find("path=") == std::string::npos);
+  CHECK(Contains(ptext, "app_build_info{team=\"core\",version=\"1.2\"} 1\n"));
+  CHECK(Contains(ptext, "app_resets_total 2\n"));
+  CHECK(ptext.find("app_summary") == std::string::npos);
+
+  // Another process reads the segment.
+  std::string seen = Run("'" + pcpustat + "' -d '" + dir + "' promcpp");
+  std::fputs(seen.c_str(), stdout);
+  CHECK(Contains(seen, " app_bytes_total 1000\n"));
+  CHECK(Contains(seen, " app_requests_total{code=\"200\",method=\"GET\"} 1234\n"));
+  CHECK(Contains(seen, " app_requests_total{code=\"500\",method=\"POST\"} 7\n"));
+  CHECK(Contains(seen, " app_queue_depth{queue=\"in\"} 42\n"));
+  CHECK(Contains(seen, " app_queue_depth{queue=\"out\"} -17\n"));
+  CHECK(Contains(seen, " app_queue_depth{queue=\"x\"} 9\n"));
+  CHECK(Contains(seen, " app_latency_seconds count 100 sum 2.59 "));
+  CHECK(Contains(seen, " app_size_bytes count 1 sum 500 "));
+  CHECK(Contains(seen, " app_build_info{team=\"core\",version=\"1.2\"} 1\n"));
+  CHECK(seen.find("path=") == std::string::npos);
+
+  if (argc == 3) {
+    // The Python reader: `family labels value` per counter or gauge series.
+    std::string py = Run("'" + std::string(argv[2]) +
+                         "' -c 'import pcpu,sys\n"
+                         "with pcpu.open_segment(\"promcpp\", dir=sys.argv[1]) as s:\n"
+                         " for f in s.snapshot().families:\n"
+                         "  for x in f.series:\n"
+                         "   if not isinstance(x.value, (list, tuple, dict)) and not hasattr(x.value, \"__dict__\"):"
+                         " print(f.name, sorted(x.labels.items()), x.value)' '" +
+                         dir + "'");
+    std::fputs(py.c_str(), stdout);
+    CHECK(Contains(py, "app_bytes [] 1000\n"));
+    CHECK(Contains(py, "app_requests [('code', '200'), ('method', 'GET')] 1234\n"));
+    CHECK(Contains(py, "app_queue_depth [('queue', 'out')] -17\n"));
+  }
+
+  // Removing a metric and a family removes them from the segment.
+  requests.Remove(&requests.Add({{"method", "POST"}, {"code", "500"}}));
+  CHECK(reg.Remove(sizes));
+  seen = Run("'" + pcpustat + "' -d '" + dir + "' promcpp");
+  CHECK(seen.find("POST") == std::string::npos);
+  CHECK(seen.find("app_size_bytes") == std::string::npos);
+  CHECK(Contains(seen, " app_requests_total{code=\"200\",method=\"GET\"} 1234\n"));
+
+  CHECK(pcpu_segment_unpublish(seg) == 0);
+  rmdir(dir);
+  std::puts("ok");
+  return 0;
+}
