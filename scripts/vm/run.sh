@@ -5,7 +5,7 @@
 # MODE, one after the other, in that one boot.
 #
 # Usage: scripts/vm/run.sh [options] ARCH MODE...   (options anywhere)
-#   ARCH       aarch64 | x86_64
+#   ARCH       aarch64 | x86_64 | arm (ARMv7, armhf) | riscv64
 #   MODE       glibc | own | fallback | seccomp, optionally :cpu or :mm_cid
 #              (the slot index asked for with PCPU_INDEX) and :expect=cpu|mm_cid
 #              (the index the process must then report) and :hotplug=N (CPU
@@ -22,8 +22,8 @@
 #              succeeds only if every mode failed on a total (with --args
 #              "--rounds R" a mode runs again while it ends exact, R runs at
 #              most: its last run decides)
-#   --kernel 6.1|6.12   (default 6.1; 6.12 is amd64 only: it has mm_cid)
-#   --smp N             vCPUs (default: aarch64 2, x86_64 16)
+#   --kernel 6.1|6.12   (default 6.1, riscv64 6.12; 6.12 on amd64 has mm_cid)
+#   --smp N             vCPUs (default: aarch64 2, x86_64 16, arm and riscv64 4)
 #   --possible N        x86_64: possible CPUs (possible_cpus=N; 6.1 only)
 #   --footprint         run vm_stress --footprint instead of the modes
 #   --args "..."        more vm_stress arguments for every mode
@@ -60,6 +60,11 @@ case $arch in
   aarch64) cc=aarch64-linux-gnu-gcc; qemu=qemu-system-aarch64; key=arm64_$kernel; smp=${smp:-2}
            toolchain=(-DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchain-aarch64-linux-gnu.cmake") ;;
   x86_64)  cc=gcc; qemu=qemu-system-x86_64; key=amd64_$kernel; smp=${smp:-16}; toolchain=() ;;
+  arm)     cc=arm-linux-gnueabihf-gcc; qemu=qemu-system-arm; key=armhf_$kernel; smp=${smp:-4}
+           toolchain=(-DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchain-arm-linux-gnueabihf.cmake") ;;
+  riscv64) cc=riscv64-linux-gnu-gcc; qemu=qemu-system-riscv64; smp=${smp:-4}
+           [ "$kernel" = 6.1 ] && kernel=6.12; key=riscv64_$kernel
+           toolchain=(-DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchain-riscv64-linux-gnu.cmake") ;;
   *) echo "run.sh: unknown ARCH $arch" >&2; exit 2 ;;
 esac
 case $variant in
@@ -105,6 +110,14 @@ case $arch in
     cmd=($qemu -M virt -accel tcg -cpu max,pauth-impdef=on -smp "$smp" -m 1024
          -nographic -no-reboot -nic none -kernel "$vmlinuz" -initrd "$work/init.cpio.gz"
          -append "console=ttyAMA0 quiet panic=-1 -- $init_args") ;;
+  arm)
+    cmd=($qemu -M virt -accel tcg -cpu cortex-a15 -smp "$smp" -m 1024
+         -nographic -no-reboot -nic none -kernel "$vmlinuz" -initrd "$work/init.cpio.gz"
+         -append "console=ttyAMA0 quiet panic=-1 -- $init_args") ;;
+  riscv64)
+    cmd=($qemu -M virt -accel tcg -cpu rv64 -bios default -smp "$smp" -m 1024
+         -nographic -no-reboot -nic none -kernel "$vmlinuz" -initrd "$work/init.cpio.gz"
+         -append "console=ttyS0 quiet panic=-1 -- $init_args") ;;
   x86_64)
     pc=""; [ -n "$possible" ] && pc="possible_cpus=$possible"
     cmd=($qemu -M q35 -accel tcg -cpu max -smp "$smp" -m 2048

@@ -52,6 +52,14 @@
 
 #include <stdint.h>
 
+/* The target, for tests and tools: its name (as the emulated-machine
+ * scripts call it) and its seccomp audit architecture (a name from
+ * <linux/audit.h>, expanded only where that header is included). */
+#define PCPU_ARCH_NAME "aarch64"
+#define PCPU__ARCH_AUDIT AUDIT_ARCH_AARCH64
+
+#if PCPU__ARCH_SECTIONS
+
 #define PCPU_ARCH_HAVE_RSEQ 1
 
 /* glibc's RSEQ_SIG for aarch64 (little-endian): `brk #0x45e0`. */
@@ -393,5 +401,7 @@ unregistered:
 	return PCPU__RSEQ_UNREGISTERED;
 }
 #define pcpu__rseq_loadidx_cmpeqv_addv pcpu__rseq_loadidx_cmpeqv_addv
+
+#endif /* PCPU__ARCH_SECTIONS */
 
 #endif /* PCPU_ARCH_AARCH64_H */

@@ -42,6 +42,14 @@
 
 #include <stdint.h>
 
+/* The target, for tests and tools: its name (as the emulated-machine
+ * scripts call it) and its seccomp audit architecture (a name from
+ * <linux/audit.h>, expanded only where that header is included). */
+#define PCPU_ARCH_NAME "x86_64"
+#define PCPU__ARCH_AUDIT AUDIT_ARCH_X86_64
+
+#if PCPU__ARCH_SECTIONS
+
 #define PCPU_ARCH_HAVE_RSEQ 1
 
 /* glibc's RSEQ_SIG for x86 (sysdeps/unix/sysv/linux/x86/bits/rseq.h). */
@@ -390,5 +398,7 @@ static inline void pcpu__owned_add(int64_t *p, int64_t v)
 	__asm__ volatile("addq %2, (%1)" : "+m"(*p) : "r"(p), "er"(v) : "cc");
 }
 #define pcpu__owned_add pcpu__owned_add
+
+#endif /* PCPU__ARCH_SECTIONS */
 
 #endif /* PCPU_ARCH_X86_64_H */
