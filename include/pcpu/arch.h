@@ -10,6 +10,7 @@
  *                            the index loads and the sections
  *   pcpu/arch/aarch64.h      aarch64 (little-endian), the same
  *   pcpu/arch/arm.h          32-bit Arm, ARMv7-A and later (little-endian)
+ *   pcpu/arch/riscv64.h      64-bit RISC-V
  *   pcpu/arch/generic.h      the fallback of every operation a target lacks
  *   pcpu/arch/objcache.h     the object cache's sections, included by
  *                            <pcpu/objcache.h> with its slot layout; the
@@ -64,6 +65,8 @@
 #include <pcpu/arch/aarch64.h>
 #elif defined(__arm__) && defined(__ARMEL__) && __ARM_ARCH >= 7 && __ARM_ARCH_PROFILE == 'A'
 #include <pcpu/arch/arm.h>
+#elif defined(__riscv) && __riscv_xlen == 64
+#include <pcpu/arch/riscv64.h>
 #elif PCPU__ARCH_SECTIONS
 #warning "pcpu: no rseq critical sections for this target yet: every update takes the exact atomic fallback path (define PCPU_NO_RSEQ to choose it and silence this)"
 #endif
