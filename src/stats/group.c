@@ -183,11 +183,7 @@ void (*pcpu__test_group_tree_pause)(void *lane);
 
 static inline void cpu_relax(void)
 {
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#endif
+	pcpu__arch_cpu_relax(); /* the arch header's spin-wait hint */
 }
 
 /* A lane that a fork() child could not make whole: odd for ever (readers

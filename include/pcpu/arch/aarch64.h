@@ -58,6 +58,12 @@
 #define PCPU_ARCH_NAME "aarch64"
 #define PCPU__ARCH_AUDIT AUDIT_ARCH_AARCH64
 
+/* ---- not sections: what the subjects' code asks of the target ----------------
+ * (also in a fallback build; pcpu/arch/generic.h has the portable versions) */
+
+/* A spin-wait hint (src/stats/group.c's waits): `yield`. */
+#define pcpu__arch_cpu_relax() __asm__ __volatile__("yield" ::: "memory")
+
 #if PCPU__ARCH_SECTIONS
 
 #define PCPU_ARCH_HAVE_RSEQ 1

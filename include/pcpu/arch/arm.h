@@ -67,6 +67,12 @@
 #define PCPU_ARCH_NAME "arm"
 #define PCPU__ARCH_AUDIT AUDIT_ARCH_ARM
 
+/* ---- not sections: what the subjects' code asks of the target ----------------
+ * (also in a fallback build; pcpu/arch/generic.h has the portable versions) */
+
+/* A spin-wait hint (src/stats/group.c's waits): `yield` (ARMv6K and later). */
+#define pcpu__arch_cpu_relax() __asm__ __volatile__("yield" ::: "memory")
+
 #if PCPU__ARCH_SECTIONS
 
 #define PCPU_ARCH_HAVE_RSEQ 1

@@ -57,6 +57,12 @@
 #define PCPU_ARCH_NAME "riscv64"
 #define PCPU__ARCH_AUDIT AUDIT_ARCH_RISCV64
 
+/* ---- not sections: what the subjects' code asks of the target ----------------
+ * (also in a fallback build; pcpu/arch/generic.h has the portable versions) */
+
+/* A spin-wait hint (src/stats/group.c's waits): `pause` (Zihintpause), written as its encoding: a FENCE hint that cores without the extension execute as a no-op. */
+#define pcpu__arch_cpu_relax() __asm__ __volatile__(".insn i 0x0f, 0, x0, x0, 0x010" ::: "memory")
+
 #if PCPU__ARCH_SECTIONS
 
 #define PCPU_ARCH_HAVE_RSEQ 1
