@@ -73,8 +73,9 @@ pkg-config --exists libcurl 2>/dev/null || need_apt+=(libcurl4-openssl-dev)
 have aarch64-linux-gnu-gcc || need_apt+=(gcc-aarch64-linux-gnu)
 [ -e /usr/aarch64-linux-gnu/include/stdio.h ] || need_apt+=(libc6-dev-arm64-cross)
 have aarch64-linux-gnu-objdump || need_apt+=(binutils-aarch64-linux-gnu)
-# The ARMv7 (armhf) and riscv64 cross builds (cmake/toolchain-arm-linux-gnueabihf.cmake,
-# cmake/toolchain-riscv64-linux-gnu.cmake) for their emulated machines.
+# The ARMv7 (armhf) and riscv64 cross builds (cmake/toolchain-cross.cmake with
+# PCPU_CROSS_TRIPLET arm-linux-gnueabihf or riscv64-linux-gnu) for their
+# emulated machines, and tests/check_rseq_sections.py on their binaries.
 have arm-linux-gnueabihf-gcc || need_apt+=(gcc-arm-linux-gnueabihf)
 [ -e /usr/arm-linux-gnueabihf/include/stdio.h ] || need_apt+=(libc6-dev-armhf-cross)
 have arm-linux-gnueabihf-objdump || need_apt+=(binutils-arm-linux-gnueabihf)

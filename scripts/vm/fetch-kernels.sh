@@ -22,11 +22,34 @@
 # Only `apt-get download` of the packages themselves: nothing is installed;
 # `dpkg-deb -x` unpacks each into the cache.
 #
+# The machines scripts/vm/run.sh boots are described here too (`machines`
+# below, printed by --machine ARCH), so that a port's emulated machine is one
+# line of this file beside its kernel's.
+#
 # Cache: $PCPU_VM_CACHE, default ~/.cache/pcpu-vm. Re-running is a no-op
 # once the kernels are there (delete the folder to refresh).
 # Prints the three vmlinuz paths as KEY=PATH lines on stdout (run.sh reads
 # them); progress goes to stderr.
 set -euo pipefail
+
+# ARCH (run.sh's name, the arch header's PCPU_ARCH_NAME)  kernel package
+# architecture  default kernel  cross triplet (- : the host's compiler)
+# default vCPUs  TCG beyond the host's CPUs (multi: a thread per vCPU;
+# single: one for all)  emulator  console  the emulator's machine arguments
+machines=(
+  "aarch64 arm64 6.1 aarch64-linux-gnu 2 single qemu-system-aarch64 ttyAMA0 -M virt -cpu max,pauth-impdef=on -m 1024"
+  "x86_64 amd64 6.1 - 16 multi qemu-system-x86_64 ttyS0 -M q35 -cpu max -m 2048"
+  "arm armhf 6.1 arm-linux-gnueabihf 4 multi qemu-system-arm ttyAMA0 -M virt -cpu cortex-a15 -m 1024"
+  "riscv64 riscv64 6.12 riscv64-linux-gnu 4 multi qemu-system-riscv64 ttyS0 -M virt -cpu rv64 -bios default -m 1024"
+)
+if [ "${1:-}" = --machine ]; then
+  for m in "${machines[@]}"; do
+    [ "${m%% *}" = "${2:-}" ] && { echo "$m"; exit 0; }
+  done
+  echo "fetch-kernels.sh: no machine ${2:-}" >&2
+  exit 1
+fi
+
 cache=${PCPU_VM_CACHE:-$HOME/.cache/pcpu-vm}
 mirror=${PCPU_VM_MIRROR:-http://deb.debian.org/debian}
 mkdir -p "$cache"
