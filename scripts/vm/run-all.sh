@@ -18,11 +18,11 @@
 #             hotplug switches
 #   ARMv7 (arm), Debian 12's 6.1 armmp, cortex-a15, 4 vCPUs:
 #     plain   glibc, own, fallback, seccomp
-#     broken  glibc, own          (must lose updates)
+#     split   glibc, own          broken  glibc, own   (must lose updates)
 #   riscv64, Debian 13's 6.12, 4 vCPUs (bookworm's cross glibc does not
 #   register rseq on riscv64: pcpu's own registration is the fast path):
 #     plain   own, fallback, seccomp
-#     broken  own                 (must lose updates)
+#     split   own                 broken  own          (must lose updates)
 #
 # Usage: scripts/vm/run-all.sh      (exit 0 when every boot passed)
 # Each run goes until its adds and aborts are done, never for a fixed time;
@@ -87,9 +87,11 @@ run "x86_64 6.12 plain mm_cid" --kernel 6.12 x86_64 --args "$x86" \
 # The ports: fewer adds, their emulation being slower (TCG on 2 host cores:
 # each run a few minutes at most).
 run "arm 6.1 plain" arm --args "--adds 2000000 --aborts 100" glibc own fallback seccomp
+run "arm 6.1 split" --variant split arm --args "--adds 2000000 --aborts 100" glibc own
 run "arm 6.1 broken (must be caught)" --variant broken arm \
   --args "--adds 2000000 --aborts 200 --rounds 5" glibc own
 run "riscv64 6.12 plain" riscv64 --args "--adds 400000 --aborts 100" own fallback seccomp
+run "riscv64 6.12 split" --variant split riscv64 --args "--adds 400000 --aborts 100" own
 run "riscv64 6.12 broken (must be caught)" --variant broken riscv64 \
   --args "--adds 1000000 --aborts 100 --rounds 5" own
 
