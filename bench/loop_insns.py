@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Counts the instructions and memory loads of one iteration of the loop in
-FUNCTION of an ELF file (x86-64 or aarch64), as objdump disassembles it:
+FUNCTION of an ELF file (x86-64, aarch64, 32-bit Arm or riscv64), as
+objdump disassembles it:
 from the loop head (the lowest target of a backward branch) to the first
 branch back to it, following unconditional forward branches and taking no
 conditional branch (the fast path). Prints that path, then the counts.
@@ -10,8 +11,8 @@ Usage: loop_insns.py ELF FUNCTION
        loop_insns.py --same ELF FUNCTION1 FUNCTION2
 The ELF should be linked (a shared object will do), so that branches to
 other sections (an abort handler) show their real targets. Uses objdump for
-x86-64 and aarch64-linux-gnu-objdump for aarch64 (environment OBJDUMP
-overrides). bench/README.md, "The counter add's instructions on x86-64 and
+x86-64 and the cross binutils' (aarch64-linux-gnu-, arm-linux-gnueabihf-,
+riscv64-linux-gnu-objdump) for the others (environment OBJDUMP overrides). bench/README.md, "The counter add's instructions on x86-64 and
 aarch64", has the commands.
 
 --same compares two whole functions instead (the C++ wrappers of
@@ -26,7 +27,11 @@ import re
 import subprocess
 import sys
 
-AARCH64 = 183  # ELF e_machine
+# ELF e_machine -> (architecture, cross objdump prefix)
+MACHINES = {62: ("x86_64", ""), 183: ("aarch64", "aarch64-linux-gnu-"),
+            40: ("arm", "arm-linux-gnueabihf-"), 243: ("riscv64", "riscv64-linux-gnu-")}
+ARM_BRANCH = re.compile(r"^(b(eq|ne|cs|hs|cc|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le)?(\.[nw])?|cbn?z)$")
+RV_BRANCH = re.compile(r"^(j|beqz?|bnez?|bltu?|bgeu?|bgtu?|bleu?|bltz|bgez|blez|bgtz)$")
 
 
 def machine(path):
@@ -36,18 +41,19 @@ def machine(path):
 
 
 def disassemble(path, func):
-    """(is_aarch64, [(address, mnemonic, operands)]) of FUNCTION."""
-    a64 = machine(path) == AARCH64
-    objdump = os.environ.get("OBJDUMP") or ("aarch64-linux-gnu-objdump" if a64 else "objdump")
+    """(architecture, [(address, mnemonic, operands)]) of FUNCTION."""
+    arch, prefix = MACHINES.get(machine(path), ("x86_64", ""))
+    objdump = os.environ.get("OBJDUMP") or prefix + "objdump"
     out = subprocess.run([objdump, "-d", "--no-show-raw-insn", "--disassemble=" + func, path],
                          check=True, capture_output=True, text=True).stdout
+    comment = {"aarch64": "//", "arm": "@"}.get(arch, "#")
     insns = []
     for line in out.splitlines():
         m = re.match(r"^\s*([0-9a-f]+):\s+(\S+)\s*(.*)$", line)
         if m:
-            ops = m.group(3).split("//" if a64 else "#")[0].strip()
+            ops = m.group(3).split(comment)[0].split(";")[0].strip()
             insns.append((int(m.group(1), 16), m.group(2), ops))
-    return a64, insns
+    return arch, insns
 
 
 def target(ops):
@@ -56,21 +62,33 @@ def target(ops):
     return int(m.group(1), 16) if m else None
 
 
-def is_branch(a64, mnemonic):
-    if a64:
+def is_branch(arch, mnemonic):
+    if arch == "aarch64":
         return mnemonic in ("b", "cbz", "cbnz", "tbz", "tbnz") or mnemonic.startswith("b.")
+    if arch == "arm":
+        return bool(ARM_BRANCH.match(mnemonic))
+    if arch == "riscv64":
+        return bool(RV_BRANCH.match(mnemonic))
     return mnemonic.startswith("j")
 
 
-def is_unconditional(a64, mnemonic):
-    return mnemonic == "b" if a64 else mnemonic in ("jmp", "jmpq")
+def is_unconditional(arch, mnemonic):
+    if arch == "aarch64":
+        return mnemonic == "b"
+    if arch == "arm":
+        return mnemonic in ("b", "b.n", "b.w")
+    if arch == "riscv64":
+        return mnemonic == "j"
+    return mnemonic in ("jmp", "jmpq")
 
 
-def loads(a64, mnemonic, ops):
+def loads(arch, mnemonic, ops):
     """1 if the instruction reads memory (x86-64: a memory operand that is
-    not only a move's destination; aarch64: ld*)."""
-    if a64:
+    not only a move's destination; aarch64, arm: ld*; riscv64: l[bhwd](u))."""
+    if arch in ("aarch64", "arm"):
         return 1 if mnemonic.startswith("ld") else 0
+    if arch == "riscv64":
+        return 1 if re.match(r"^l[bhwd]u?$", mnemonic) else 0
     if "(" not in ops or mnemonic.startswith("lea") or mnemonic.startswith("nop"):
         return 0
     source = ops.split(",")[0]
@@ -80,7 +98,7 @@ def loads(a64, mnemonic, ops):
 
 
 def main(path, func, quiet=False):
-    a64, insns = disassemble(path, func)
+    a64, insns = disassemble(path, func)  # the architecture's name
     index = {a: i for i, (a, _, _) in enumerate(insns)}
     back = [t for a, mn, ops in insns if is_branch(a64, mn)
             for t in [target(ops)] if t is not None and t < a and t in index]

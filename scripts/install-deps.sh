@@ -17,8 +17,12 @@
 #   openssl, apache2-utils (htpasswd): the exporter's TLS and auth tests
 #   gcc-aarch64-linux-gnu, libc6-dev-arm64-cross, binutils-aarch64-linux-gnu:
 #           the aarch64 cross build and its section checks
-#   qemu-system-arm, qemu-system-x86, cpio: the emulated machines
-#           (scripts/vm/: aarch64 and many-CPU x86-64 under TCG; the Debian
+#   gcc-arm-linux-gnueabihf, libc6-dev-armhf-cross, binutils-arm-linux-gnueabihf,
+#   gcc-riscv64-linux-gnu, libc6-dev-riscv64-cross, binutils-riscv64-linux-gnu:
+#           the ARMv7 and riscv64 cross builds (their emulated machines)
+#   qemu-system-arm, qemu-system-x86, qemu-system-misc (riscv64), cpio:
+#           the emulated machines
+#           (scripts/vm/: aarch64, ARMv7, riscv64 and many-CPU x86-64 under TCG; the Debian
 #           kernels they boot are downloaded at test time, into a cache, by
 #           scripts/vm/fetch-kernels.sh)
 # Idempotent and quiet when everything is present. Needs root for apt-get.
@@ -69,10 +73,20 @@ pkg-config --exists libcurl 2>/dev/null || need_apt+=(libcurl4-openssl-dev)
 have aarch64-linux-gnu-gcc || need_apt+=(gcc-aarch64-linux-gnu)
 [ -e /usr/aarch64-linux-gnu/include/stdio.h ] || need_apt+=(libc6-dev-arm64-cross)
 have aarch64-linux-gnu-objdump || need_apt+=(binutils-aarch64-linux-gnu)
+# The ARMv7 (armhf) and riscv64 cross builds (cmake/toolchain-cross.cmake with
+# PCPU_CROSS_TRIPLET arm-linux-gnueabihf or riscv64-linux-gnu) for their
+# emulated machines, and tests/check_rseq_sections.py on their binaries.
+have arm-linux-gnueabihf-gcc || need_apt+=(gcc-arm-linux-gnueabihf)
+[ -e /usr/arm-linux-gnueabihf/include/stdio.h ] || need_apt+=(libc6-dev-armhf-cross)
+have arm-linux-gnueabihf-objdump || need_apt+=(binutils-arm-linux-gnueabihf)
+have riscv64-linux-gnu-gcc || need_apt+=(gcc-riscv64-linux-gnu)
+[ -e /usr/riscv64-linux-gnu/include/stdio.h ] || need_apt+=(libc6-dev-riscv64-cross)
+have riscv64-linux-gnu-objdump || need_apt+=(binutils-riscv64-linux-gnu)
 # The emulated machines (scripts/vm/run.sh): the emulators, cpio for the
 # initramfs, and dpkg-deb and apt-get to fetch and unpack the kernels.
 have qemu-system-aarch64 || need_apt+=(qemu-system-arm)
 have qemu-system-x86_64 || need_apt+=(qemu-system-x86)
+have qemu-system-riscv64 || need_apt+=(qemu-system-misc)
 have cpio      || need_apt+=(cpio)
 # curl: bench/prefork_anchor.py times HTTP scrapes (pcpustat serve,
 # prometheus_client's start_http_server) with it.

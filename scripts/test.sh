@@ -7,7 +7,8 @@
 #   4. ThreadSanitizer build: every test (TSan cannot see inline assembly, so
 #      there pcpu runs its atomic fallback path, which TSan checks),
 #   5. the emulated machines (scripts/vm/run-all.sh, not under ctest):
-#      aarch64 and a 16-CPU x86-64 with 256 possible CPUs under QEMU's TCG,
+#      aarch64, ARMv7, riscv64 and a 16-CPU x86-64 with 256 possible CPUs
+#      under QEMU's TCG,
 #      Debian kernels downloaded into ~/.cache/pcpu-vm, every mode, and a
 #      deliberately broken build that must be caught; counted as one test.
 # Usage: scripts/test.sh [--quick] [--no-vm]

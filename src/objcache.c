@@ -39,6 +39,7 @@
  * taken while one of these is held (counter adds are lock-free), so the
  * fork handlers may run at any rank.
  */
+#include <stdint.h>
 #include <pcpu/objcache.h>
 
 #include "fork.h"
@@ -58,6 +59,12 @@
 #define MAX_CAPACITY 1024
 #define DEFAULT_ALIGN 16
 #define MAX_ALIGN 4096
+/* The largest object: 1 TiB, or on a 32-bit target half its address space. */
+#if SIZE_MAX > 0xffffffffu
+#define MAX_SIZE ((size_t)1 << 40)
+#else
+#define MAX_SIZE ((size_t)1 << 31)
+#endif
 #define MAX_BATCH (MAX_CAPACITY / 2)
 
 struct slot_lock {
@@ -546,7 +553,7 @@ void pcpu__objcache_set_stats_ops(const struct pcpu__objcache_stats_ops *ops)
 
 static int valid_desc(const struct pcpu_objcache_desc *d)
 {
-	if (!d || d->size == 0 || d->size > ((size_t)1 << 40))
+	if (!d || d->size == 0 || d->size > MAX_SIZE)
 		return 0;
 	if (d->align && ((d->align & (d->align - 1)) || d->align > MAX_ALIGN))
 		return 0;

@@ -39,6 +39,15 @@ from fnmatch import fnmatch
 
 # ---- the map: layer -> files (glob patterns, relative to the source tree) -----
 # Listed bottom-up; RANK orders them. Layers with the same rank are siblings.
+# Every port's arch header (include/pcpu/arch/<arch>.h; its object cache
+# sections, arch/<arch>/objcache.h, are the objcache layer's), found, so
+# that a port needs no line here.
+ARCH_HEADERS = sorted(
+    "include/pcpu/arch/" + f
+    for f in os.listdir(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                     "..", "include", "pcpu", "arch"))
+    if f.endswith(".h") and f != "objcache.h")
+
 LAYERS = [
     # (layer, rank, patterns)
     ("rseq", 0, [                      # knowing the CPU: rseq, process init,
@@ -46,8 +55,8 @@ LAYERS = [
         "include/pcpu/rseq.h",          # handlers, error messages, visibility
         "include/pcpu/arch.h",
         "include/pcpu/arch/common.h", "include/pcpu/arch/pseudocode.h",
-        "include/pcpu/arch/generic.h", "include/pcpu/arch/x86_64.h",
-        "include/pcpu/arch/aarch64.h",
+        "include/pcpu/arch/generic.h",
+    ] + ARCH_HEADERS + [
         "include/pcpu/runtime_version.h", "include/pcpu/version.h.in",
         "src/rseq.c", "src/rseq_internal.h", "src/slot_walk.*",
         "include/pcpu/worker.h", "src/worker.c", "src/worker_internal.h",  # slots' owners

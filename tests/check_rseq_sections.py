@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Checks every rseq critical section compiled into ELF files, as the kernel
-will see it (x86-64 and aarch64 ELF files, told apart by their header).
+will see it (x86-64, aarch64, 32-bit Arm and riscv64 ELF files, told apart
+by their header).
 
 The kernel reads a section only through its 32-byte descriptor in __rseq_cs:
 start_ip, post_commit_offset, abort_ip. It aborts a thread preempted,
@@ -22,7 +23,8 @@ while, loses or doubles an update. So this test reads the compiled code:
   4. no call or system call inside the range (the callee's instructions
      would lie outside it, unprotected);
   5. the four bytes before abort_ip are the target's signature (x86-64
-     0x53053053, aarch64 0xd428bc00: glibc's RSEQ_SIG);
+     0x53053053, aarch64 0xd428bc00, arm 0xe7f5def3, riscv64 0xf1401073:
+     glibc's RSEQ_SIG);
   6. __rseq_cs_ptr_array points at every descriptor, and every jump from
      inside a range to outside it (other than to abort_ip) is listed in
      __rseq_exit_point_array (librseq's layout, which debuggers read).
@@ -32,7 +34,8 @@ Each ELF must hold at least MIN_SECTIONS descriptors (so a parser that finds
 none fails). With --expect-broken, the ELF files were built with
 PCPU_TEST_BROKEN_SECTION, and the check passes only if it finds every
 section's commit outside its range (the test of this test). Uses binutils' readelf and objdump: the host's for x86-64,
-aarch64-linux-gnu-readelf and -objdump for aarch64 (the environment
+aarch64-linux-gnu-, arm-linux-gnueabihf- and riscv64-linux-gnu-readelf and
+-objdump for the others (the environment
 variables READELF and OBJDUMP override both). Exit 0 if all hold, 1 with
 each fault listed otherwise.
 """
@@ -66,15 +69,23 @@ class Target:
 
 X86_64 = Target("x86-64", 0x53053053, "R_X86_64_RELATIVE", "")
 AARCH64 = Target("aarch64", 0xd428bc00, "R_AARCH64_RELATIVE", "aarch64-linux-gnu-")
-MACHINES = {62: X86_64, 183: AARCH64}  # ELF e_machine
+# 32-bit Arm: REL relocations, the value in place (what the file holds).
+ARM = Target("arm", 0xe7f5def3, "R_ARM_RELATIVE", "arm-linux-gnueabihf-")
+RISCV64 = Target("riscv64", 0xf1401073, "R_RISCV_RELATIVE", "riscv64-linux-gnu-")
+MACHINES = {62: X86_64, 183: AARCH64, 40: ARM, 243: RISCV64}  # ELF e_machine
+ARM_BRANCH = re.compile(r"^(b(eq|ne|cs|hs|cc|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le)?(\.[nw])?|cbn?z)$")
+RV_BRANCH = re.compile(r"^(j|beqz?|bnez?|bltu?|bgeu?|bgtu?|bleu?|bltz|bgez|blez|bgtz)$")
 
 
 def elf_target(path):
     with open(path, "rb") as fh:
         head = fh.read(20)
-    if head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
-        return None  # not a little-endian 64-bit ELF file
-    return MACHINES.get(struct.unpack_from("<H", head, 18)[0])
+    if head[:4] != b"\x7fELF" or head[5] != 1:
+        return None  # not a little-endian ELF file
+    t = MACHINES.get(struct.unpack_from("<H", head, 18)[0])
+    # 64-bit files, but for 32-bit Arm (whose rseq tables keep the ABI's
+    # 64-bit fields: the words read below are the same).
+    return t if head[4] == (1 if t is ARM else 2) else None
 
 
 def run(*argv):
@@ -140,7 +151,8 @@ def disassemble(t, path, start, end):
         nbytes = sum(len(tok) // 2 for tok in m.group(2).split())  # bytes, or aarch64's words
         parts = m.group(3).split(None, 1)
         ops = parts[1] if len(parts) > 1 else ""
-        ops = ops.split("//")[0] if t is AARCH64 else ops.split("#")[0]
+        ops = ops.split("//")[0] if t is AARCH64 else \
+            ops.split("@")[0].split(";")[0] if t is ARM else ops.split("#")[0]
         out.append((int(m.group(1), 16), nbytes, parts[0] if parts else "", ops.strip()))
     return out
 
@@ -161,6 +173,10 @@ def last_operand(ops):
 def writes_memory(t, mnemonic, ops):
     if t is AARCH64:
         return mnemonic.startswith("st") or bool(A64_RMW.match(mnemonic))
+    if t is ARM:
+        return mnemonic.startswith("st") or mnemonic.startswith("push")
+    if t is RISCV64:
+        return bool(re.match(r"^(s[bhwd]|sc\.|amo)", mnemonic))
     base = re.sub(r"[bwlq]$", "", mnemonic) if mnemonic not in ("movdqa", "movdqu") else mnemonic
     if mnemonic.startswith("j") or mnemonic.startswith("set") or base in X86_READ_ONLY:
         return False
@@ -171,6 +187,10 @@ def writes_memory(t, mnemonic, ops):
 def is_call(t, mnemonic):
     if t is AARCH64:
         return mnemonic in ("bl", "blr", "blraa", "blrab", "svc", "hvc", "smc")
+    if t is ARM:
+        return mnemonic in ("bl", "blx", "svc")
+    if t is RISCV64:
+        return mnemonic in ("jal", "jalr", "call", "ecall")
     return mnemonic.startswith("call") or mnemonic in ("syscall", "int", "sysenter")
 
 
@@ -178,6 +198,12 @@ def branch_target(t, mnemonic, ops):
     """The address a direct branch goes to, or None."""
     if t is AARCH64:
         if not (mnemonic in ("b", "cbz", "cbnz", "tbz", "tbnz") or mnemonic.startswith("b.")):
+            return None
+    elif t is ARM:
+        if not ARM_BRANCH.match(mnemonic):
+            return None
+    elif t is RISCV64:
+        if not RV_BRANCH.match(mnemonic):
             return None
     elif not mnemonic.startswith("j"):
         return None
@@ -190,7 +216,7 @@ def check(path, minimum, commit_outside):
     lies outside its range to commit_outside."""
     t = elf_target(path)
     if t is None:
-        return 0, ["%s: not an x86-64 or aarch64 ELF file" % path]
+        return 0, ["%s: not an x86-64, aarch64, arm or riscv64 ELF file" % path]
     secs = sections(t, path)
     faults = []
     if "__rseq_cs" not in secs:

@@ -18,12 +18,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#if defined(__x86_64__)
-#define ARCH_NR AUDIT_ARCH_X86_64
-#elif defined(__aarch64__)
-#define ARCH_NR AUDIT_ARCH_AARCH64
+#include <pcpu/arch.h>
+
+/* The arch header's (pcpu/arch/<arch>.h) audit architecture. */
+#ifdef PCPU__ARCH_AUDIT
+#define ARCH_NR PCPU__ARCH_AUDIT
 #else
-#error "add this architecture's AUDIT_ARCH value"
+#error "this target's arch header (pcpu/arch/<arch>.h) has no PCPU__ARCH_AUDIT"
 #endif
 
 #ifdef DENY_MEMBARRIER

@@ -14,12 +14,13 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 
-#if defined(__x86_64__)
-#define SECCOMP_DENY_ARCH AUDIT_ARCH_X86_64
-#elif defined(__aarch64__)
-#define SECCOMP_DENY_ARCH AUDIT_ARCH_AARCH64
+#include <pcpu/arch.h>
+
+/* The arch header's (pcpu/arch/<arch>.h) audit architecture. */
+#ifdef PCPU__ARCH_AUDIT
+#define SECCOMP_DENY_ARCH PCPU__ARCH_AUDIT
 #else
-#error "add this architecture's AUDIT_ARCH value"
+#error "this target's arch header (pcpu/arch/<arch>.h) has no PCPU__ARCH_AUDIT"
 #endif
 
 /* System calls nr1 and nr2 (-1: none) fail with `err` from now on. */

@@ -9,6 +9,8 @@
  *   pcpu/arch/x86_64.h       x86-64: signature, descriptor, abort handler,
  *                            the index loads and the sections
  *   pcpu/arch/aarch64.h      aarch64 (little-endian), the same
+ *   pcpu/arch/arm.h          32-bit Arm, ARMv7-A and later (little-endian)
+ *   pcpu/arch/riscv64.h      64-bit RISC-V
  *   pcpu/arch/generic.h      the fallback of every operation a target lacks
  *   pcpu/arch/objcache.h     the object cache's sections, included by
  *                            <pcpu/objcache.h> with its slot layout; the
@@ -22,6 +24,10 @@
  *
  * An unknown target builds, on the fallback path, with a warning that says
  * so; defining PCPU_NO_RSEQ chooses the fallback on purpose and silences it.
+ * An arch header is always included on its target: first what the target
+ * is (its name, its seccomp audit architecture: tests and tools use them,
+ * also in a fallback build), then, only if PCPU__ARCH_SECTIONS, its
+ * sections.
  */
 #ifndef PCPU_ARCH_H
 #define PCPU_ARCH_H
@@ -43,13 +49,25 @@
 #endif
 #endif
 
+/* PCPU__ARCH_SECTIONS 0: the arch header says who the target is
+ * (PCPU_ARCH_NAME, PCPU__ARCH_AUDIT) and nothing more; the fallback is
+ * chosen. */
 #if defined(PCPU_NO_RSEQ) || defined(PCPU__NO_RSEQ_ASM)
-/* the fallback, chosen */
-#elif defined(__x86_64__)
+#define PCPU__ARCH_SECTIONS 0
+#else
+#define PCPU__ARCH_SECTIONS 1
+#endif
+
+/* The dispatch: one line per port. */
+#if defined(__x86_64__)
 #include <pcpu/arch/x86_64.h>
 #elif defined(__aarch64__) && defined(__AARCH64EL__)
 #include <pcpu/arch/aarch64.h>
-#else
+#elif defined(__arm__) && defined(__ARMEL__) && __ARM_ARCH >= 7 && __ARM_ARCH_PROFILE == 'A'
+#include <pcpu/arch/arm.h>
+#elif defined(__riscv) && __riscv_xlen == 64
+#include <pcpu/arch/riscv64.h>
+#elif PCPU__ARCH_SECTIONS
 #warning "pcpu: no rseq critical sections for this target yet: every update takes the exact atomic fallback path (define PCPU_NO_RSEQ to choose it and silence this)"
 #endif
 

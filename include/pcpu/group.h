@@ -98,6 +98,10 @@ static inline int64_t pcpu__group_wrap_add(int64_t a, int64_t b)
  * a lane another thread held at that instant (src/stats/group.c, "fork()").
  * It lives in the writer's own stack frame: a signal handler that updates a
  * group while the code it interrupted holds a lane has a record of its own. */
+/* A lane: its seq (an intptr_t) in an 8-byte field, then the values, so
+ * that the values are 8-byte aligned on 32-bit targets too. */
+#define PCPU__GROUP_SEQ_SIZE 8
+
 struct pcpu__group_undo {
 	int64_t value[PCPU_GROUP_MAX_MEMBERS];
 };
@@ -127,7 +131,7 @@ __attribute__((always_inline)) static inline int pcpu__group_add_rseq(const pcpu
 		lane = g->pcpu__primary + ((size_t)idx << PCPU_SLOT_STRIDE_SHIFT) +
 		       i * g->pcpu__lane_size;
 		seqp = (intptr_t *)lane;
-		v = (int64_t *)(lane + sizeof(intptr_t));
+		v = (int64_t *)(lane + PCPU__GROUP_SEQ_SIZE);
 		s = __atomic_load_n(seqp, __ATOMIC_ACQUIRE);
 		if (PCPU_UNLIKELY(s & 1))
 			return PCPU__GROUP_BUSY; /* held by a preempted writer */

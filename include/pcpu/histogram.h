@@ -167,24 +167,16 @@ __attribute__((always_inline)) static inline size_t pcpu__histogram_search16(con
  * compare and a conditional move, so its cost does not depend on how
  * predictable the values are. gcc 12 turns the C ternary of this step into
  * a conditional branch (which mispredicts half the time on random values),
- * hence cmov in asm on x86-64 and a mask elsewhere. */
+ * hence the arch layer's step (pcpu__arch_search_step: cmov in asm on
+ * x86-64, a mask elsewhere). */
 __attribute__((always_inline)) static inline size_t pcpu__histogram_search(const int64_t *bounds, size_t n, int64_t v)
 {
 	const int64_t *base = bounds;
 
 	while (n > 1) {
 		size_t half = n / 2;
-#if defined(__x86_64__)
-		const int64_t *next = base + half;
 
-		__asm__("cmpq %[v], %[b]\n\t"
-			"cmovl %[next], %[base]"
-			: [base] "+r"(base)
-			: [b] "m"(base[half - 1]), [v] "r"(v), [next] "r"(next)
-			: "cc");
-#else
-		base += half & ((size_t)0 - (size_t)(base[half - 1] < v));
-#endif
+		base = pcpu__arch_search_step(base, half, v);
 		n -= half;
 	}
 	return (size_t)(base - bounds) + (size_t)(*base < v);
@@ -195,11 +187,9 @@ __attribute__((always_inline)) static inline size_t pcpu__histogram_search(const
  * bucket in it u >> k; that is (k << p) + (u >> k), which for u < 2^(p+1)
  * is u itself (one value per bucket), with no branch on the size.
  *
- * On x86-64 without LZCNT (not baseline), e is read from the exponent of
- * (double)t: the int-to-double conversion is SSE2, and on the AMD Zen 4
- * this was measured on a lookup loop took 1.9 ns with it against 2.8-3.7
- * with `bsr`. Above 2^53 the conversion rounds, and in any rounding mode
- * may round t up to 2^(e+1), never below 2^e. The formula is still exact
+ * e comes from the arch layer (pcpu__arch_loglin_exponent): the top bit's
+ * index, one lzcnt or clz, or on x86-64 without LZCNT the exponent of
+ * (double)t, which above 2^53 may be e + 1. The formula is still exact
  * then: rounding up needs t > 2^(e+1) - 2^(e-52) (one unit in the last
  * place), and p <= 52, so u >> k is its largest value 2^(p+1) - 1 and
  * u >> (k+1) is 2^p - 1: ((k+1) << p) + 2^p - 1 = (k << p) + 2^(p+1) - 1,
@@ -208,16 +198,8 @@ __attribute__((always_inline)) static inline size_t pcpu__histogram_search(const
 __attribute__((always_inline)) static inline size_t pcpu__histogram_loglin(uint64_t u, unsigned p)
 {
 	uint64_t t = u | ((uint64_t)1 << p);
-	unsigned k;
-#if defined(__x86_64__) && !defined(__LZCNT__)
-	double d = (double)(int64_t)t;
-	uint64_t bits;
+	unsigned k = pcpu__arch_loglin_exponent(t) - p;
 
-	__builtin_memcpy(&bits, &d, sizeof bits);
-	k = (unsigned)(bits >> 52) - 1023u - p;
-#else
-	k = (63u ^ (unsigned)__builtin_clzll(t)) - p; /* one lzcnt or bsr */
-#endif
 	return ((size_t)k << p) + (size_t)(u >> k);
 }
 

@@ -105,7 +105,13 @@ PCPU_BEGIN_DECLS
 struct pcpu__sync_slot {
 	int64_t count;  /* this slot's gets - puts, or read locks - unlocks */
 	intptr_t mode;  /* this slot's copy of the mode: 0 = per-CPU adds allowed */
+#if INTPTR_MAX == INT32_MAX
+	int32_t pcpu__pad_mode; /* 32-bit targets: each field fills a counter word */
+#endif
 	void *impl;     /* slot 0's copy only: the shared part (src/ref.c, src/rwlock.c) */
+#if INTPTR_MAX == INT32_MAX
+	int32_t pcpu__pad_impl;
+#endif
 };
 
 /* One per-CPU add of v, if the calling thread's slot's copy of the mode is

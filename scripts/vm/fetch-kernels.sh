@@ -9,18 +9,47 @@
 #               possible_cpus= (many possible CPUs, few present)
 #   amd64 6.12  bookworm-backports' linux-image-6.12*-amd64: has mm_cid
 #               (AT_RSEQ_FEATURE_SIZE 32), caps possible CPUs at present
+#   armhf 6.1   Debian 12's linux-image-6.1.0-*-armmp: a zImage for ARMv7
+#               with CONFIG_RSEQ=y, the virt machine and the PL011 console
+#               (qemu-system-arm -M virt -cpu cortex-a15), NR_CPUS=8
+#   riscv64 6.12 Debian 13's linux-image-6.12*-riscv64: CONFIG_RSEQ=y,
+#               NR_CPUS=128 (qemu-system-riscv64 -M virt -bios default)
 #
 # apt runs with a private state directory (its own sources.list, lists,
-# cache and an empty dpkg status, APT::Architectures arm64 and amd64), so the
+# cache and an empty dpkg status, APT::Architectures amd64, arm64, armhf and
+# riscv64), so the
 # host's dpkg architectures, apt lists and installed packages are untouched.
 # Only `apt-get download` of the packages themselves: nothing is installed;
 # `dpkg-deb -x` unpacks each into the cache.
+#
+# The machines scripts/vm/run.sh boots are described here too (`machines`
+# below, printed by --machine ARCH), so that a port's emulated machine is one
+# line of this file beside its kernel's.
 #
 # Cache: $PCPU_VM_CACHE, default ~/.cache/pcpu-vm. Re-running is a no-op
 # once the kernels are there (delete the folder to refresh).
 # Prints the three vmlinuz paths as KEY=PATH lines on stdout (run.sh reads
 # them); progress goes to stderr.
 set -euo pipefail
+
+# ARCH (run.sh's name, the arch header's PCPU_ARCH_NAME)  kernel package
+# architecture  default kernel  cross triplet (- : the host's compiler)
+# default vCPUs  TCG beyond the host's CPUs (multi: a thread per vCPU;
+# single: one for all)  emulator  console  the emulator's machine arguments
+machines=(
+  "aarch64 arm64 6.1 aarch64-linux-gnu 2 single qemu-system-aarch64 ttyAMA0 -M virt -cpu max,pauth-impdef=on -m 1024"
+  "x86_64 amd64 6.1 - 16 multi qemu-system-x86_64 ttyS0 -M q35 -cpu max -m 2048"
+  "arm armhf 6.1 arm-linux-gnueabihf 4 multi qemu-system-arm ttyAMA0 -M virt -cpu cortex-a15 -m 1024"
+  "riscv64 riscv64 6.12 riscv64-linux-gnu 4 multi qemu-system-riscv64 ttyS0 -M virt -cpu rv64 -bios default -m 1024"
+)
+if [ "${1:-}" = --machine ]; then
+  for m in "${machines[@]}"; do
+    [ "${m%% *}" = "${2:-}" ] && { echo "$m"; exit 0; }
+  done
+  echo "fetch-kernels.sh: no machine ${2:-}" >&2
+  exit 1
+fi
+
 cache=${PCPU_VM_CACHE:-$HOME/.cache/pcpu-vm}
 mirror=${PCPU_VM_MIRROR:-http://deb.debian.org/debian}
 mkdir -p "$cache"
@@ -31,6 +60,8 @@ kernels=(
   "arm64_6.1 arm64 bookworm ^linux-image-6\.1\.0-[0-9]+-arm64$"
   "amd64_6.1 amd64 bookworm ^linux-image-6\.1\.0-[0-9]+-amd64$"
   "amd64_6.12 amd64 bookworm-backports ^linux-image-6\.12\.[0-9.+~a-z]*-amd64$"
+  "armhf_6.1 armhf bookworm ^linux-image-6\.1\.0-[0-9]+-armmp$"
+  "riscv64_6.12 riscv64 trixie ^linux-image-6\.12\.[0-9.+~a-z]*-riscv64$"
 )
 
 have_all=1
@@ -45,8 +76,9 @@ if [ $have_all -eq 0 ]; then
   mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$apt_dir/empty" "$apt_dir/prefs"
   : >"$apt_dir/status"
   cat >"$apt_dir/sources.list" <<EOF
-deb [arch=amd64,arm64 signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror bookworm main
+deb [arch=amd64,arm64,armhf signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror bookworm main
 deb [arch=amd64,arm64 signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror bookworm-backports main
+deb [arch=riscv64 signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror trixie main
 EOF
   apt_opts=(
     -o "Dir::Etc::SourceList=$apt_dir/sources.list"
@@ -59,6 +91,8 @@ EOF
     -o "APT::Architecture=amd64"
     -o "APT::Architectures::=amd64"
     -o "APT::Architectures::=arm64"
+    -o "APT::Architectures::=armhf"
+    -o "APT::Architectures::=riscv64"
     -o "Debug::NoLocking=1"
     -o "Acquire::Languages=none"
   )
@@ -84,9 +118,10 @@ EOF
     (cd "$cache/dl" && apt-get "${apt_opts[@]}" -qq download "$pkg:$arch/$suite" >&2)
     rm -rf "$cache/$key.tmp" && mkdir -p "$cache/$key.tmp"
     dpkg-deb -x "$cache"/dl/*.deb "$cache/$key.tmp/root"
-    vmlinuz=$(ls "$cache/$key.tmp/root/boot/"vmlinuz-* | head -1)
+    # vmlinuz-* (riscv64: vmlinux-*, an Image that QEMU boots as it is)
+    vmlinuz=$(ls "$cache/$key.tmp/root/boot/"vmlinu[zx]-* | head -1)
     mv "$vmlinuz" "$cache/$key.tmp/vmlinuz"
-    basename "$vmlinuz" | sed 's/^vmlinuz-//' >"$cache/$key.tmp/release"
+    basename "$vmlinuz" | sed "s/^vmlinu[zx]-//" >"$cache/$key.tmp/release"
     # Only the kernel image is used (the tests need no module).
     rm -rf "$cache/$key.tmp/root" "$cache/dl"
     rm -rf "$cache/$key" && mv "$cache/$key.tmp" "$cache/$key"

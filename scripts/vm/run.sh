@@ -5,7 +5,9 @@
 # MODE, one after the other, in that one boot.
 #
 # Usage: scripts/vm/run.sh [options] ARCH MODE...   (options anywhere)
-#   ARCH       aarch64 | x86_64
+#   ARCH       aarch64 | x86_64 | arm (ARMv7, armhf) | riscv64: the machines
+#              of scripts/vm/fetch-kernels.sh (its `machines` table: kernel,
+#              cross compiler, emulator and its arguments)
 #   MODE       glibc | own | fallback | seccomp, optionally :cpu or :mm_cid
 #              (the slot index asked for with PCPU_INDEX) and :expect=cpu|mm_cid
 #              (the index the process must then report) and :hotplug=N (CPU
@@ -22,9 +24,17 @@
 #              succeeds only if every mode failed on a total (with --args
 #              "--rounds R" a mode runs again while it ends exact, R runs at
 #              most: its last run decides)
-#   --kernel 6.1|6.12   (default 6.1; 6.12 is amd64 only: it has mm_cid)
-#   --smp N             vCPUs (default: aarch64 2, x86_64 16)
+#   --kernel 6.1|6.12   (default: the machine's; amd64's 6.12 has mm_cid)
+#   --smp N             vCPUs (default: the machine's: aarch64 2, x86_64 16,
+#                       arm and riscv64 4)
 #   --possible N        x86_64: possible CPUs (possible_cpus=N; 6.1 only)
+#   --tcg multi|single  QEMU's TCG with a host thread per vCPU, or one thread
+#                       for all (default: multi while the vCPUs fit the
+#                       host's CPUs; beyond, the machine's choice in
+#                       fetch-kernels.sh: single for aarch64, whose
+#                       oversubscribed multi-threaded runs crawl (8 vCPUs on
+#                       2 host CPUs: 334 s, single: 20 s; docs/design.md
+#                       section 10); multi for the others, as measured)
 #   --footprint         run vm_stress --footprint instead of the modes
 #   --args "..."        more vm_stress arguments for every mode
 # Prints the guest's VM_RESULT / VM_FOOTPRINT lines and one summary line per
@@ -35,7 +45,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
-variant=plain kernel=6.1 smp="" possible="" footprint=0 extra=""
+variant=plain kernel="" smp="" possible="" footprint=0 extra="" tcg=""
 pos=()
 while [ $# -gt 0 ]; do
   case $1 in
@@ -43,6 +53,7 @@ while [ $# -gt 0 ]; do
     --kernel) kernel=$2; shift 2 ;;
     --smp) smp=$2; shift 2 ;;
     --possible) possible=$2; shift 2 ;;
+    --tcg) tcg=$2; shift 2 ;;
     --footprint) footprint=1; shift ;;
     --args) extra=$2; shift 2 ;;
     -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
@@ -56,12 +67,24 @@ arch=$1; shift
 scale=${PCPU_TEST_TIMEOUT_SCALE:-1}
 boot_bound=$((420 * scale))
 
-case $arch in
-  aarch64) cc=aarch64-linux-gnu-gcc; qemu=qemu-system-aarch64; key=arm64_$kernel; smp=${smp:-2}
-           toolchain=(-DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchain-aarch64-linux-gnu.cmake") ;;
-  x86_64)  cc=gcc; qemu=qemu-system-x86_64; key=amd64_$kernel; smp=${smp:-16}; toolchain=() ;;
-  *) echo "run.sh: unknown ARCH $arch" >&2; exit 2 ;;
+machine=$(bash scripts/vm/fetch-kernels.sh --machine "$arch") || { echo "run.sh: unknown ARCH $arch" >&2; exit 2; }
+read -r _ debarch mkernel triplet msmp mtcg qemu console qemu_args <<<"$machine"
+kernel=${kernel:-$mkernel} smp=${smp:-$msmp} key=${debarch}_$kernel
+if [ -z "$tcg" ]; then
+  tcg=multi
+  [ "$smp" -gt "$(nproc)" ] && tcg=$mtcg
+fi
+case $tcg in
+  multi) accel=tcg ;;
+  single) accel=tcg,thread=single ;;
+  *) echo "run.sh: --tcg multi or single" >&2; exit 2 ;;
 esac
+if [ "$triplet" = - ]; then
+  cc=gcc toolchain=()
+else
+  cc=$triplet-gcc
+  toolchain=(-DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchain-cross.cmake" -DPCPU_CROSS_TRIPLET="$triplet")
+fi
 case $variant in
   plain) defs=() ;;
   split) defs=(-DPCPU_TEST_SPLIT_BLOCKS) ;;
@@ -100,17 +123,11 @@ if [ $footprint -eq 1 ]; then
 else
   init_args="--modes $(IFS=,; echo "$*") $extra"
 fi
-case $arch in
-  aarch64)
-    cmd=($qemu -M virt -accel tcg -cpu max,pauth-impdef=on -smp "$smp" -m 1024
-         -nographic -no-reboot -nic none -kernel "$vmlinuz" -initrd "$work/init.cpio.gz"
-         -append "console=ttyAMA0 quiet panic=-1 -- $init_args") ;;
-  x86_64)
-    pc=""; [ -n "$possible" ] && pc="possible_cpus=$possible"
-    cmd=($qemu -M q35 -accel tcg -cpu max -smp "$smp" -m 2048
-         -nographic -no-reboot -nic none -kernel "$vmlinuz" -initrd "$work/init.cpio.gz"
-         -append "console=ttyS0 quiet panic=-1 $pc -- $init_args") ;;
-esac
+pc=""; [ -n "$possible" ] && pc="possible_cpus=$possible"
+# shellcheck disable=SC2206 # the machine's arguments, split on purpose
+cmd=($qemu -accel $accel $qemu_args -smp "$smp" -nographic -no-reboot -nic none
+     -kernel "$vmlinuz" -initrd "$work/init.cpio.gz"
+     -append "console=$console quiet panic=-1 $pc -- $init_args")
 log=$work/console.log
 start=$SECONDS
 # A kernel that panics before init runs (seen once: Debian's 6.12 under
@@ -182,5 +199,5 @@ for m in "$@"; do
     if [ "$res" = exact ]; then echo "$summary -> PASS exact"; else echo "$summary -> FAIL: $res"; rc=1; fi
   fi
 done
-echo "VM arch=$arch kernel=$krel variant=$variant boot+run=${secs}s rc=$rc"
+echo "VM arch=$arch kernel=$krel variant=$variant tcg=$tcg boot+run=${secs}s rc=$rc"
 exit $rc

@@ -46,6 +46,7 @@
  * each page of slot 0 holding values costs a page in every one of the
  * 2 * nslots regions, used or not (docs/segment-format.md, Life cycle).
  */
+#include <stdint.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -73,7 +74,12 @@
 #define DEFAULT_MAX_ENTRIES ((size_t)1 << 20)
 #define DEFAULT_MAX_STRINGS ((size_t)128 << 20)
 #define LIMIT_MAX_ENTRIES ((size_t)1 << 28)
+/* 16 GiB of strings where size_t can say it; 32-bit targets: 2 GiB. */
+#if SIZE_MAX > 0xffffffffu
 #define LIMIT_MAX_STRINGS ((size_t)1 << 34)
+#else
+#define LIMIT_MAX_STRINGS ((size_t)1 << 31)
+#endif
 
 /* ---- fork ------------------------------------------------------------------------ */
 

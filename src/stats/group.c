@@ -183,11 +183,7 @@ void (*pcpu__test_group_tree_pause)(void *lane);
 
 static inline void cpu_relax(void)
 {
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#endif
+	pcpu__arch_cpu_relax(); /* the arch header's spin-wait hint */
 }
 
 /* A lane that a fork() child could not make whole: odd for ever (readers
@@ -257,7 +253,7 @@ static intptr_t *primary_lane(const pcpu_group_t *g, size_t i, size_t slot)
  * that checks its seq is still the one read before them. */
 static void undo_fill(struct pcpu__group_undo *undo, const intptr_t *seqp, unsigned n)
 {
-	const int64_t *v = (const int64_t *)(seqp + 1);
+	const int64_t *v = (const int64_t *)(const void *)((const char *)seqp + PCPU__GROUP_SEQ_SIZE);
 	unsigned k;
 
 	for (k = 0; k < n; k++)
@@ -267,7 +263,7 @@ static void undo_fill(struct pcpu__group_undo *undo, const intptr_t *seqp, unsig
 static void lane_add(intptr_t *seqp, intptr_t s, const struct pcpu__group_undo *undo,
 		     const int64_t *d, unsigned n)
 {
-	int64_t *v = (int64_t *)(seqp + 1);
+	int64_t *v = (int64_t *)(void *)((char *)seqp + PCPU__GROUP_SEQ_SIZE);
 	unsigned k;
 
 	/* Seqcount writer (Boehm, "Can seqlocks get along with programming
@@ -536,7 +532,7 @@ static int lane_is_zero(const intptr_t *seqp, unsigned n)
  * shared zone; NULL for private memory. */
 static void lane_fork_repair(intptr_t *seqp, const intptr_t *view, unsigned n)
 {
-	int64_t *v = (int64_t *)(seqp + 1), live[PCPU_GROUP_MAX_MEMBERS];
+	int64_t *v = (int64_t *)(void *)((char *)seqp + PCPU__GROUP_SEQ_SIZE), live[PCPU_GROUP_MAX_MEMBERS];
 	struct deadline dl = { PCPU_GROUP_FORK_TIMEOUT_NS, 0, 0 };
 	intptr_t s = *seqp, live_seq;
 	unsigned k;
@@ -631,7 +627,7 @@ static pcpu_group_t *group_create(pcpu_zone_t *zone, unsigned members, size_t co
 {
 	struct group_node *node;
 	pcpu_group_t *g;
-	size_t lane = sizeof(intptr_t) + (size_t)members * sizeof(int64_t);
+	size_t lane = PCPU__GROUP_SEQ_SIZE + (size_t)members * sizeof(int64_t);
 	unsigned fb_per_slot;
 	int tree;
 
@@ -775,7 +771,7 @@ static int wait_a_little(struct deadline *dl)
  * was being written. */
 static int read_lane_once(const intptr_t *seqp, unsigned n, int64_t *out, intptr_t *seq_out)
 {
-	const int64_t *v = (const int64_t *)(seqp + 1);
+	const int64_t *v = (const int64_t *)(const void *)((const char *)seqp + PCPU__GROUP_SEQ_SIZE);
 	intptr_t s1 = __atomic_load_n(seqp, __ATOMIC_ACQUIRE);
 	unsigned k;
 

@@ -78,10 +78,8 @@
 #define sigev_notify_thread_id _sigev_un._tid
 #endif
 
-#if defined(__aarch64__)
-#define ARCH "aarch64"
-#elif defined(__x86_64__)
-#define ARCH "x86_64"
+#ifdef PCPU_ARCH_NAME /* the arch header's (pcpu/arch/<arch>.h) */
+#define ARCH PCPU_ARCH_NAME
 #else
 #define ARCH "other"
 #endif

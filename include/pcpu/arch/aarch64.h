@@ -52,6 +52,20 @@
 
 #include <stdint.h>
 
+/* The target, for tests and tools: its name (as the emulated-machine
+ * scripts call it) and its seccomp audit architecture (a name from
+ * <linux/audit.h>, expanded only where that header is included). */
+#define PCPU_ARCH_NAME "aarch64"
+#define PCPU__ARCH_AUDIT AUDIT_ARCH_AARCH64
+
+/* ---- not sections: what the subjects' code asks of the target ----------------
+ * (also in a fallback build; pcpu/arch/generic.h has the portable versions) */
+
+/* A spin-wait hint (src/stats/group.c's waits): `yield`. */
+#define pcpu__arch_cpu_relax() __asm__ __volatile__("yield" ::: "memory")
+
+#if PCPU__ARCH_SECTIONS
+
 #define PCPU_ARCH_HAVE_RSEQ 1
 
 /* glibc's RSEQ_SIG for aarch64 (little-endian): `brk #0x45e0`. */
@@ -393,5 +407,7 @@ unregistered:
 	return PCPU__RSEQ_UNREGISTERED;
 }
 #define pcpu__rseq_loadidx_cmpeqv_addv pcpu__rseq_loadidx_cmpeqv_addv
+
+#endif /* PCPU__ARCH_SECTIONS */
 
 #endif /* PCPU_ARCH_AARCH64_H */

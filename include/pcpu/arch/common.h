@@ -49,21 +49,33 @@
  * a group (a plain function) the flag does nothing. */
 #define PCPU__RSEQ_IN_GROUP "?"
 
+/* A 64-bit field of the rseq ABI holding an address or a length: the ABI
+ * keeps them 64 bits wide on 32-bit targets too (struct rseq_cs's start_ip,
+ * post_commit_offset and abort_ip; librseq's tables), so there the value
+ * is the low word and a zero word follows it (little-endian: the only
+ * byte order pcpu's 32-bit ports support). */
+#if __SIZEOF_POINTER__ == 8
+#define PCPU__RSEQ_U64(x) ".quad " x
+#elif __SIZEOF_POINTER__ == 4 && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define PCPU__RSEQ_U64(x) ".long " x ", 0x0"
+#endif
+
 /* The descriptor of the section that starts at label 1 and aborts to label
  * 4, as label 3 in __rseq_cs (32-byte aligned, as the kernel requires),
  * and a pointer to it in __rseq_cs_ptr_array (librseq's layout: a list of
- * every section for debuggers and checkers). Addresses are 64-bit on every
- * target pcpu supports. */
+ * every section for debuggers and checkers). */
 #define PCPU__RSEQ_DESCRIPTOR                                                \
 	".pushsection __rseq_cs, \"aw" PCPU__RSEQ_IN_GROUP "\"\n\t"          \
 	".balign 32\n\t"                                                     \
 	"3:\n\t"                                                             \
 	".long 0x0, 0x0\n\t"                                                 \
-	".quad 1f, (" PCPU__RSEQ_RANGE_END " - 1f), 4f\n\t"                  \
+	PCPU__RSEQ_U64("1f") "\n\t"                                         \
+	PCPU__RSEQ_U64("(" PCPU__RSEQ_RANGE_END " - 1f)") "\n\t"            \
+	PCPU__RSEQ_U64("4f") "\n\t"                                         \
 	".popsection\n\t"                                                    \
 	".pushsection __rseq_cs_ptr_array, \"aw" PCPU__RSEQ_IN_GROUP "\"\n\t"\
 	".balign 8\n\t"                                                      \
-	".quad 3b\n\t"                                                       \
+	PCPU__RSEQ_U64("3b") "\n\t"                                         \
 	".popsection\n\t"
 
 /* A jump out of the section (to the asm goto label `label`) that is
@@ -73,7 +85,8 @@
 #define PCPU__RSEQ_EXIT_POINT(label)                                         \
 	".pushsection __rseq_exit_point_array, \"aw" PCPU__RSEQ_IN_GROUP "\"\n\t"\
 	".balign 8\n\t"                                                      \
-	".quad 1f, %l[" label "]\n\t"                                        \
+	PCPU__RSEQ_U64("1f") "\n\t"                                         \
+	PCPU__RSEQ_U64("%l[" label "]") "\n\t"                              \
 	".popsection\n\t"
 
 /*

@@ -27,6 +27,34 @@
 #define PCPU_ARCH_HAVE_RSEQ 0
 #endif
 
+/* ---- not sections: the portable versions ------------------------------------- */
+
+/* A spin-wait hint: none. */
+#ifndef pcpu__arch_cpu_relax
+#define pcpu__arch_cpu_relax() ((void)0)
+#endif
+
+/* One step of the histogram's binary search: base + half if
+ * base[half - 1] < v, else base, with a mask (no branch). */
+#ifndef pcpu__arch_search_step
+__attribute__((always_inline)) static inline const int64_t *
+pcpu__arch_search_step(const int64_t *base, size_t half, int64_t v)
+{
+	return base + (half & ((size_t)0 - (size_t)(base[half - 1] < v)));
+}
+#define pcpu__arch_search_step pcpu__arch_search_step
+#endif
+
+/* The log-linear histogram's exponent of t > 0: its top bit's index (one
+ * lzcnt or clz). */
+#ifndef pcpu__arch_loglin_exponent
+__attribute__((always_inline)) static inline unsigned pcpu__arch_loglin_exponent(uint64_t t)
+{
+	return 63u ^ (unsigned)__builtin_clzll(t);
+}
+#define pcpu__arch_loglin_exponent pcpu__arch_loglin_exponent
+#endif
+
 /* Without sections nothing is ever registered (src/rseq.c runs the process
  * in its fallback mode), so no signature is ever checked. */
 #ifndef PCPU__RSEQ_SIG

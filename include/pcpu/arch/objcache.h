@@ -39,13 +39,13 @@
  * pcpu__rseq_cmpeq_cmpeqz_cbgt_memcpy_storev(expected, cache, src, k) (push k)
  *     ... checks as above;
  *     n = cache->count; if (n + k > cache->cap) return UNFIT;
- *     memcpy(&cache->ptrs[n], src, k * 8);           (speculative: above n)
+ *     memcpy(&cache->ptrs[n], src, k * sizeof(void *)); (speculative: above n)
  *     cache->count = n + k;                                      commit
  *
  * pcpu__rseq_cmpeq_cmpeqz_cblt_memcpy_storev(expected, cache, dst, k)  (pop k)
  *     ... checks as above;
  *     n = cache->count; if (n < k) return UNFIT;
- *     memcpy(dst, &cache->ptrs[n - k], k * 8);   (private: the caller's buffer)
+ *     memcpy(dst, &cache->ptrs[n - k], k * sizeof(void *)); (private: the caller's buffer)
  *     cache->count = n - k;                                      commit
  */
 #ifndef PCPU_ARCH_OBJCACHE_H

@@ -1,0 +1,456 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file pcpu/arch/arm.h
+ * pcpu's rseq critical sections for 32-bit Arm, ARMv7-A and later,
+ * little-endian (armhf, armel built for ARMv7): each operation of
+ * pcpu/arch/pseudocode.h, which states what it does. Not API; include
+ * <pcpu/arch.h>.
+ *
+ * The ABI. The rseq ABI keeps its address fields 64 bits wide on 32-bit
+ * targets: a descriptor is { u32 version, u32 flags, u64 start_ip, u64
+ * post_commit_offset, u64 abort_ip } (pcpu/arch/common.h writes each u64
+ * as the address and a zero word), and struct rseq's rseq_cs is a u64 whose
+ * high word stays 0 (the kernel refuses a pointer at or above TASK_SIZE):
+ * arming stores the descriptor's address into its low word with one `str`.
+ * The signature is glibc's RSEQ_SIG for little-endian Arm, 0xe7f5def3 (`udf
+ * #24035` in A32; in T32 `udf #243` followed by a branch): emitted as data
+ * (`.word`), because the kernel compares the 4 bytes before abort_ip as a
+ * data word, and in Thumb code `.inst` would store the two halfwords in
+ * the other order.
+ *
+ * Both instruction sets: the code is unified syntax that assembles as A32
+ * and as T32 (Debian's armhf compiler emits Thumb-2 by default). The
+ * descriptor's address is built PC-relatively, `movw`/`movt` of
+ * (descriptor - anchor) and an `add` of pc at the anchor (pc reads 8 bytes
+ * ahead in A32, 4 in T32), so it works in a shared library and reaches any
+ * distance. The code addresses in a descriptor are local labels: even,
+ * without the Thumb bit (tests/check_rseq_sections.py checks it), which is
+ * what the kernel compares the instruction pointer with.
+ *
+ * Operands: struct rseq's fields are reached through two pointers the
+ * compiler computes from the thread pointer (TPIDRURO, read by
+ * __builtin_thread_pointer()) and pcpu__g's offsets: `csp` (rseq_cs) and
+ * `idxp` (the index). Scratch values are in fixed registers named as
+ * clobbers (r0-r3, and lr for PCPU_TEST_INJECT's spin); r12 (ip) is
+ * clobbered by every section, because its abort handler lies in another
+ * section and the linker may reach it through a veneer that uses ip.
+ *
+ * Counter words are 64-bit: loaded with `ldrd`, added with `adds`/`adc`,
+ * committed with one `strd`; the histogram's pair with `ldm`/`stm` of four
+ * registers. One instruction is what a commit needs: the kernel takes an
+ * interrupt, preemption or signal between instructions (Linux runs with
+ * SCTLR.FI clear, so no interrupt abandons an `strd` or `stm` part-way), and
+ * a fault part-way is impossible: the words lie in one page (8- or 16-byte
+ * aligned), so the first access faults if any does. What readers see: an
+ * aligned `ldrd`/`strd` is single-copy atomic on cores with the Large
+ * Physical Address Extension (Cortex-A7, A15, A17, and every ARMv8 core in
+ * AArch32), so a reader never sees a torn word there; on ARMv7 cores
+ * without it (Cortex-A8, A9) a reader may read a word's halves from two
+ * sides of one add. Sums are exact on both.
+ *
+ * Not in a section: the object cache's count is an int64_t whose high word
+ * is always 0 (counts are small): its sections load and commit the low
+ * word alone with `ldr`/`str`, and its object pointers are 4 bytes.
+ */
+#ifndef PCPU_ARCH_ARM_H
+#define PCPU_ARCH_ARM_H
+
+#ifndef PCPU__ARCH_H_INSIDE
+#error "include <pcpu/arch.h>, not <pcpu/arch/arm.h>"
+#endif
+
+#include <stdint.h>
+
+/* The target, for tests and tools: its name (as the emulated-machine
+ * scripts call it) and its seccomp audit architecture (a name from
+ * <linux/audit.h>, expanded only where that header is included). */
+#define PCPU_ARCH_NAME "arm"
+#define PCPU__ARCH_AUDIT AUDIT_ARCH_ARM
+
+/* ---- not sections: what the subjects' code asks of the target ----------------
+ * (also in a fallback build; pcpu/arch/generic.h has the portable versions) */
+
+/* A spin-wait hint (src/stats/group.c's waits): `yield` (ARMv6K and later). */
+#define pcpu__arch_cpu_relax() __asm__ __volatile__("yield" ::: "memory")
+
+#if PCPU__ARCH_SECTIONS
+
+#define PCPU_ARCH_HAVE_RSEQ 1
+
+/* glibc's RSEQ_SIG for little-endian Arm: `udf #24035` in A32. */
+#define PCPU__RSEQ_SIG 0xe7f5def3
+
+/* The object cache's sections (pcpu/arch/objcache.h includes it). */
+#define PCPU__ARCH_OBJCACHE_H "arm/objcache.h"
+
+/* TPIDRURO (`mrc p15, 0, rX, c13, c0, 3`). Not volatile: constant for a
+ * thread, so the compiler may reuse it. */
+static inline char *pcpu__arch_thread_pointer(void)
+{
+	return (char *)__builtin_thread_pointer();
+}
+#define pcpu__arch_thread_pointer pcpu__arch_thread_pointer
+
+/* ---- building blocks --------------------------------------------------------- */
+
+/* How far ahead pc reads: 8 bytes in A32, 4 in T32. */
+#if defined(__thumb__)
+#define PCPU__ARM_PC_BIAS "4"
+#else
+#define PCPU__ARM_PC_BIAS "8"
+#endif
+
+/* Test builds: the spin count and the idx16 operations' index (read in C
+ * before the hook, PCPU__INJECT_BEFORE_IDX16) are memory operands, so that
+ * they take no register: the histogram's section needs 7 of the 9 that
+ * its fixed scratch registers leave, and a global's address would take
+ * one. The spin count is copied, before the hook, onto the stack. */
+#ifdef PCPU_TEST_INJECT
+#define PCPU__INJECT_ASM                                                     \
+	"ldr lr, %[inject_spin]\n\t"                                         \
+	"cmp lr, #0\n\t"                                                     \
+	"beq 6f\n\t"                                                         \
+	"5:\n\t"                                                             \
+	"subs lr, lr, #1\n\t"                                                \
+	"bne 5b\n\t"                                                         \
+	"6:\n\t"
+#define PCPU__INJECT_INPUT , [inject_spin] "m"(pcpu__spin)
+#define PCPU__INJECT_CLOBBER , "lr"
+#define PCPU__ARM_LOAD_IDX16 "ldr r12, %[idx16]\n\t"
+#undef PCPU__IDX16_INPUT
+#define PCPU__IDX16_INPUT , [idx16] "m"(pcpu__idx16)
+#undef PCPU__INJECT_BEFORE
+#define PCPU__INJECT_BEFORE()                                                \
+	unsigned pcpu__spin = pcpu__test_inject_spin;                         \
+	pcpu__test_inject_before()
+#undef PCPU__INJECT_BEFORE_IDX16
+#define PCPU__INJECT_BEFORE_IDX16()                                          \
+	int64_t pcpu__idx16 = pcpu__rseq_load_index16();                      \
+	unsigned pcpu__spin = pcpu__test_inject_spin;                         \
+	pcpu__test_inject_before()
+#else
+#define PCPU__INJECT_ASM ""
+#define PCPU__INJECT_INPUT
+#define PCPU__INJECT_CLOBBER
+#define PCPU__ARM_LOAD_IDX16 "ldrh r12, [%[idxp]]\n\t"
+#endif
+
+/* PCPU_TEST_SPLIT_BLOCKS: a branch to the next instruction, which ends an
+ * emulator's translated block there (pcpu/arch/pseudocode.h). */
+#ifdef PCPU_TEST_SPLIT_BLOCKS
+#define PCPU__SPLIT "b 9f\n\t9:\n\t"
+#else
+#define PCPU__SPLIT ""
+#endif
+
+/* What every section clobbers besides its own scratch registers. */
+#define PCPU__ARM_CLOBBERS "memory", "cc", "r0", "r12" PCPU__INJECT_CLOBBER
+
+/* The descriptor (label 3), then arming: rseq_cs = &descriptor, built in
+ * r0 PC-relatively (anchor: label 10). The section starts at label 1. */
+#define PCPU__ARM_ARM                                                        \
+	PCPU__RSEQ_DESCRIPTOR                                                \
+	"movw r0, #:lower16:(3b - (10f + " PCPU__ARM_PC_BIAS "))\n\t"        \
+	"movt r0, #:upper16:(3b - (10f + " PCPU__ARM_PC_BIAS "))\n\t"        \
+	"10:\n\t"                                                            \
+	"add r0, r0, pc\n\t"                                                 \
+	"str r0, [%[csp]]\n\t"
+
+/* The abort handler: the signature as data, label 4 (abort_ip), a branch
+ * to the asm goto label `label`. Out of line, in __rseq_failure. */
+#define PCPU__ARM_ABORT_TO(label)                                            \
+	".pushsection __rseq_failure, \"ax" PCPU__RSEQ_IN_GROUP "\"\n\t"     \
+	".balign 4\n\t"                                                      \
+	".word " PCPU__XSTR(PCPU__RSEQ_SIG) "\n\t"                           \
+	"4:\n\t"                                                             \
+	"b %l[" label "]\n\t"                                                \
+	".popsection\n\t"
+
+/* The index compare every section but loadidx's starts with: leave for
+ * `aborted` unless the thread's index is still `reg`. */
+#define PCPU__ARM_CMPEQ(reg)                                                 \
+	"1:\n\t"                                                             \
+	"ldr r0, [%[idxp]]\n\t"                                              \
+	"cmp r0, " reg "\n\t"                                                \
+	"bne %l[aborted]\n\t"                                                \
+	PCPU__SPLIT
+
+/* The operands every section has: the addresses of rseq_cs and the index. */
+#define PCPU__ARM_RSEQ_OPERANDS(csoff, idxoff)                               \
+	[csp] "r"(pcpu__arch_thread_pointer() + (csoff)),                     \
+	[idxp] "r"(pcpu__arch_thread_pointer() + (idxoff))
+
+/* ---- the index ------------------------------------------------------------------ */
+
+/* The calling thread's slot index (negative when not registered). A fresh
+ * load every time (volatile: the kernel changes the field). */
+static inline int64_t pcpu__rseq_load_index(void)
+{
+	int32_t idx;
+
+	__asm__ __volatile__("ldr %0, [%1]"
+			     : "=r"(idx)
+			     : "r"(pcpu__arch_thread_pointer() + (intptr_t)pcpu__g.index_tpoff));
+	return idx;
+}
+#define pcpu__rseq_load_index pcpu__rseq_load_index
+
+/* The field's low 16 bits (ldrh: the low half is at the field's address). */
+static inline int64_t pcpu__rseq_load_index16(void)
+{
+	uint32_t idx;
+
+	__asm__ __volatile__("ldrh %0, [%1]"
+			     : "=r"(idx)
+			     : "r"(pcpu__arch_thread_pointer() + (intptr_t)pcpu__g.index_tpoff));
+	return idx;
+}
+#define pcpu__rseq_load_index16 pcpu__rseq_load_index16
+
+/* ---- sections ------------------------------------------------------------------- */
+
+/* rseq_cmpeq_addv_at: if (index != expected) abort; *p += v;
+ * (ldrd, adds, adc, strd: the strd commits). */
+__attribute__((always_inline)) static inline int
+pcpu__rseq_cmpeq_addv_at(int64_t expected, int64_t *p, int64_t v, intptr_t csoff, intptr_t idxoff)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
+		     PCPU__ARM_ARM
+		     PCPU__ARM_CMPEQ("%[expected]")
+		     "ldrd r0, r1, [%[p]]\n\t"
+		     PCPU__SPLIT
+		     "adds r0, r0, %Q[v]\n\t"
+		     "adc r1, r1, %R[v]\n\t"
+		     PCPU__SPLIT
+		     PCPU__INJECT_ASM
+		     "0:\n\t"
+		     "strd r0, r1, [%[p]]\n\t"
+		     "2:\n\t"
+		     PCPU__ARM_ABORT_TO("aborted")
+		     : /* asm goto has no outputs */
+		     : PCPU__ARM_RSEQ_OPERANDS(csoff, idxoff), [expected] "r"((int32_t)expected),
+		       [p] "r"(p), [v] "r"(v) PCPU__INJECT_INPUT
+		     : "r1", PCPU__ARM_CLOBBERS
+		     : aborted);
+	pcpu__after_asm_goto();
+	return PCPU__RSEQ_COMMITTED;
+aborted:
+	pcpu__after_asm_goto();
+	PCPU__INJECT_ABORTED();
+	return PCPU__RSEQ_ABORTED;
+}
+#define pcpu__rseq_cmpeq_addv_at pcpu__rseq_cmpeq_addv_at
+
+/* rseq_cmpeq_addv: rseq_cmpeq_addv_at with the offsets read from pcpu__g. */
+__attribute__((always_inline)) static inline int
+pcpu__rseq_cmpeq_addv(int64_t expected, int64_t *p, int64_t v)
+{
+	return pcpu__rseq_cmpeq_addv_at(expected, p, v, (intptr_t)pcpu__g.cs_tpoff,
+					(intptr_t)pcpu__g.index_tpoff);
+}
+#define pcpu__rseq_cmpeq_addv pcpu__rseq_cmpeq_addv
+
+/*
+ * rseq_idx16_cmpeq_addv_indexed: the counter add.
+ *   ldrh r12, index;  arm (movw, movt, add, str);
+ *   1: ldr r1, index;  cmp r1, r12;  bne aborted;
+ *   add r12, base, r12, lsl #PCPU_SLOT_STRIDE_SHIFT;
+ *   ldrd r0, r1, [r12];  adds r0, r0, v.lo;  adc r1, r1, v.hi;
+ *   0: strd r0, r1, [r12];  2:
+ */
+__attribute__((always_inline)) static inline int
+pcpu__rseq_idx16_cmpeq_addv_indexed(int64_t *base, int64_t v)
+{
+	PCPU__INJECT_BEFORE_IDX16();
+	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
+		     PCPU__ARM_LOAD_IDX16
+		     PCPU__ARM_ARM
+		     PCPU__ARM_CMPEQ("r12")
+		     "add r12, %[base], r12, lsl %[shift]\n\t"
+		     "ldrd r0, r1, [r12]\n\t"
+		     PCPU__SPLIT
+		     "adds r0, r0, %Q[v]\n\t"
+		     "adc r1, r1, %R[v]\n\t"
+		     PCPU__SPLIT
+		     PCPU__INJECT_ASM
+		     "0:\n\t"
+		     "strd r0, r1, [r12]\n\t"
+		     "2:\n\t"
+		     PCPU__ARM_ABORT_TO("aborted")
+		     :
+		     : PCPU__ARM_RSEQ_OPERANDS((intptr_t)pcpu__g.cs_tpoff,
+					       (intptr_t)pcpu__g.index_tpoff),
+		       [base] "r"(base), [v] "r"(v), [shift] "n"(PCPU_SLOT_STRIDE_SHIFT)
+		       PCPU__INJECT_INPUT PCPU__IDX16_INPUT
+		     : "r1", PCPU__ARM_CLOBBERS
+		     : aborted);
+	pcpu__after_asm_goto();
+	return PCPU__RSEQ_COMMITTED;
+aborted:
+	pcpu__after_asm_goto();
+	PCPU__INJECT_ABORTED();
+	return PCPU__RSEQ_ABORTED;
+}
+#define pcpu__rseq_idx16_cmpeq_addv_indexed pcpu__rseq_idx16_cmpeq_addv_indexed
+
+/*
+ * rseq_idx16_cmpeq_add2v_indexed: the histogram's pair, four words loaded
+ * with one `ldm`, added to, and committed with one `stm` (see the top of
+ * this file for why one instruction suffices; readers load the two words
+ * separately, as on every target).
+ */
+__attribute__((always_inline)) static inline int
+pcpu__rseq_idx16_cmpeq_add2v_indexed(int64_t *base, int64_t a, int64_t b)
+{
+	PCPU__INJECT_BEFORE_IDX16();
+	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
+		     PCPU__ARM_LOAD_IDX16
+		     PCPU__ARM_ARM
+		     PCPU__ARM_CMPEQ("r12")
+		     "add r12, %[base], r12, lsl %[shift]\n\t"
+		     "ldm r12, {r0, r1, r2, r3}\n\t"
+		     PCPU__SPLIT
+		     "adds r0, r0, %Q[a]\n\t"
+		     "adc r1, r1, %R[a]\n\t"
+		     "adds r2, r2, %Q[b]\n\t"
+		     "adc r3, r3, %R[b]\n\t"
+		     PCPU__SPLIT
+		     PCPU__INJECT_ASM
+		     "0:\n\t"
+		     "stm r12, {r0, r1, r2, r3}\n\t"
+		     "2:\n\t"
+		     PCPU__ARM_ABORT_TO("aborted")
+		     :
+		     : PCPU__ARM_RSEQ_OPERANDS((intptr_t)pcpu__g.cs_tpoff,
+					       (intptr_t)pcpu__g.index_tpoff),
+		       [base] "r"(base), [a] "r"(a), [b] "r"(b),
+		       [shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT PCPU__IDX16_INPUT
+		     : "r1", "r2", "r3", PCPU__ARM_CLOBBERS
+		     : aborted);
+	pcpu__after_asm_goto();
+	return PCPU__RSEQ_COMMITTED;
+aborted:
+	pcpu__after_asm_goto();
+	PCPU__INJECT_ABORTED();
+	return PCPU__RSEQ_ABORTED;
+}
+#define pcpu__rseq_idx16_cmpeq_add2v_indexed pcpu__rseq_idx16_cmpeq_add2v_indexed
+
+/* rseq_cmpeq_cmpeqv_storev: if (index != expected) abort;
+ * if (*p != expect) return DIFFERS; *p = newv.  (32-bit words) */
+__attribute__((always_inline)) static inline int
+pcpu__rseq_cmpeq_cmpeqv_storev(int64_t expected, intptr_t *p, intptr_t expect, intptr_t newv)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
+		     PCPU__RSEQ_EXIT_POINT("differs")
+		     PCPU__ARM_ARM
+		     PCPU__ARM_CMPEQ("%[expected]")
+		     "ldr r0, [%[p]]\n\t"
+		     PCPU__SPLIT
+		     "cmp r0, %[expect]\n\t"
+		     "bne %l[differs]\n\t"
+		     PCPU__INJECT_ASM
+		     "0:\n\t"
+		     "str %[newv], [%[p]]\n\t"
+		     "2:\n\t"
+		     PCPU__ARM_ABORT_TO("aborted")
+		     :
+		     : PCPU__ARM_RSEQ_OPERANDS((intptr_t)pcpu__g.cs_tpoff,
+					       (intptr_t)pcpu__g.index_tpoff),
+		       [expected] "r"((int32_t)expected), [p] "r"(p), [expect] "r"(expect),
+		       [newv] "r"(newv) PCPU__INJECT_INPUT
+		     : PCPU__ARM_CLOBBERS
+		     : aborted, differs);
+	pcpu__after_asm_goto();
+	return PCPU__RSEQ_COMMITTED;
+aborted:
+	pcpu__after_asm_goto();
+	PCPU__INJECT_ABORTED();
+	return PCPU__RSEQ_ABORTED;
+differs:
+	pcpu__after_asm_goto();
+	return PCPU__RSEQ_DIFFERS;
+}
+#define pcpu__rseq_cmpeq_cmpeqv_storev pcpu__rseq_cmpeq_cmpeqv_storev
+
+/*
+ * rseq_loadidx_cmpeqv_addv: the index is read inside the section (so no
+ * separate compare: a thread that moves after the load is restarted before
+ * the commit); a negative one leaves before anything is written.
+ */
+__attribute__((always_inline)) static inline int
+pcpu__rseq_loadidx_cmpeqv_addv(void *base, long v_off, intptr_t expect, int64_t add)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__RSEQ_EXIT_POINT("differs")
+		     PCPU__RSEQ_EXIT_POINT("unregistered")
+		     PCPU__ARM_ARM
+		     "1:\n\t"
+		     "ldr r12, [%[idxp]]\n\t"
+		     PCPU__SPLIT
+		     "cmp r12, #0\n\t"
+		     "blt %l[unregistered]\n\t"
+		     "lsl r12, r12, %[shift]\n\t"
+		     "ldr r1, [%[vbase], r12]\n\t"
+		     PCPU__SPLIT
+		     "cmp r1, %[expect]\n\t"
+		     "bne %l[differs]\n\t"
+		     "add r12, %[base], r12\n\t"
+		     "ldrd r0, r1, [r12]\n\t"
+		     PCPU__SPLIT
+		     "adds r0, r0, %Q[add]\n\t"
+		     "adc r1, r1, %R[add]\n\t"
+		     PCPU__SPLIT
+		     PCPU__INJECT_ASM
+		     "0:\n\t"
+		     "strd r0, r1, [r12]\n\t"
+		     "2:\n\t"
+		     PCPU__ARM_ABORT_TO("aborted")
+		     :
+		     : PCPU__ARM_RSEQ_OPERANDS((intptr_t)pcpu__g.cs_tpoff,
+					       (intptr_t)pcpu__g.index_tpoff),
+		       [base] "r"(base), [vbase] "r"((char *)base + v_off), [expect] "r"(expect),
+		       [add] "r"(add), [shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT
+		     : "r1", PCPU__ARM_CLOBBERS
+		     : aborted, differs, unregistered);
+	pcpu__after_asm_goto();
+	return PCPU__RSEQ_COMMITTED;
+aborted:
+	pcpu__after_asm_goto();
+	PCPU__INJECT_ABORTED();
+	return PCPU__RSEQ_ABORTED;
+differs:
+	pcpu__after_asm_goto();
+	return PCPU__RSEQ_DIFFERS;
+unregistered:
+	pcpu__after_asm_goto();
+	return PCPU__RSEQ_UNREGISTERED;
+}
+#define pcpu__rseq_loadidx_cmpeqv_addv pcpu__rseq_loadidx_cmpeqv_addv
+
+/* ---- not a section ------------------------------------------------------------- */
+
+/* owned_add(p, v) (pcpu/worker.h): *p += v by the word's only writer, with
+ * `ldrd`, `adds`, `adc`, `strd` (the compiler's relaxed 64-bit atomics on
+ * ARMv7 are LDREXD/STREXD loops). Untorn for readers where `strd` is
+ * single-copy atomic (LPAE cores, see the top); a signal handler of the
+ * same thread that adds to the word between the load and the store loses
+ * its add, as with the generic version (PCPU_OWNED_ADD_SIGNAL_SAFE 0). */
+#define PCPU_OWNED_ADD_SIGNAL_SAFE 0
+__attribute__((always_inline)) static inline void pcpu__owned_add(int64_t *p, int64_t v)
+{
+	__asm__ __volatile__("ldrd r0, r1, [%[p]]\n\t"
+			     "adds r0, r0, %Q[v]\n\t"
+			     "adc r1, r1, %R[v]\n\t"
+			     "strd r0, r1, [%[p]]\n\t"
+			     : [w] "+m"(*p)
+			     : [p] "r"(p), [v] "r"(v)
+			     : "r0", "r1", "cc");
+}
+#define pcpu__owned_add pcpu__owned_add
+
+#endif /* PCPU__ARCH_SECTIONS */
+
+#endif /* PCPU_ARCH_ARM_H */

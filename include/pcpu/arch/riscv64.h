@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file pcpu/arch/riscv64.h
+ * pcpu's rseq critical sections for 64-bit RISC-V (RV64, little-endian,
+ * Linux): each operation of pcpu/arch/pseudocode.h, which states what it
+ * does. Not API; include <pcpu/arch.h>.
+ *
+ * The ABI. Each section's descriptor is emitted into __rseq_cs
+ * (pcpu/arch/common.h, PCPU__RSEQ_DESCRIPTOR); arming stores its address,
+ * built with `lla` (auipc + addi, PC-relative: a shared library needs no
+ * GOT entry), into the thread's rseq_cs field. The abort handler lies out
+ * of line, in the section __rseq_failure, after the signature 0xf1401073
+ * (glibc's RSEQ_SIG for RISC-V, 2.41: `csrw mhartid, x0`, which traps in
+ * every mode), 4-byte aligned; it leaves with `jump`, auipc + jalr through
+ * t6, which reaches any distance (RISC-V linkers insert no veneers).
+ * Branches to the C labels inside a section reach 4 KB (`bne`) or 1 MB
+ * (`j`) within a function, as librseq's do.
+ *
+ * Operands: loads and stores take a register and a 12-bit immediate only,
+ * so the sections get the addresses of rseq_cs (`csp`) and of the index
+ * (`idxp`) as registers, computed by the compiler from the thread pointer
+ * (tp) and pcpu__g's offsets. Scratch values are in t3-t6, named as
+ * clobbers.
+ *
+ * Why `ld`, `add`, `sd` is a correct commit: as on every target, only
+ * threads on the same slot write a slot's word, at most one of them runs a
+ * section at a time, and the kernel restarts a thread interrupted anywhere
+ * before the `sd`. An aligned `sd` is single-copy atomic, so readers never
+ * see a torn word.
+ *
+ * The histogram's pair: RV64 (without the vector extension) has no store
+ * of 16 bytes, so there is no one-instruction commit of both words. The
+ * pair is added as two sections, the count's, then the sum's, each a
+ * counter add on the thread's slot at that moment; the operation returns
+ * ABORTED only if the first did not commit (nothing written), and once it
+ * did, retries the second until it commits (it never returns with half an
+ * add). Each word stays exact; the count and the sum of one record may land
+ * on two slots if the thread migrates between them, which no reader can
+ * tell from a preemption between the two words' loads (readers load the
+ * two words separately on every target: pcpu/arch/pseudocode.h).
+ *
+ * owned_add: the generic version's relaxed load and store are `ld` and
+ * `sd` here (no AMO), so this header does not provide one.
+ */
+#ifndef PCPU_ARCH_RISCV64_H
+#define PCPU_ARCH_RISCV64_H
+
+#ifndef PCPU__ARCH_H_INSIDE
+#error "include <pcpu/arch.h>, not <pcpu/arch/riscv64.h>"
+#endif
+
+#include <stdint.h>
+
+/* The target, for tests and tools: its name (as the emulated-machine
+ * scripts call it) and its seccomp audit architecture (a name from
+ * <linux/audit.h>, expanded only where that header is included). */
+#define PCPU_ARCH_NAME "riscv64"
+#define PCPU__ARCH_AUDIT AUDIT_ARCH_RISCV64
+
+/* ---- not sections: what the subjects' code asks of the target ----------------
+ * (also in a fallback build; pcpu/arch/generic.h has the portable versions) */
+
+/* A spin-wait hint (src/stats/group.c's waits): `pause` (Zihintpause), written as its encoding: a FENCE hint that cores without the extension execute as a no-op. */
+#define pcpu__arch_cpu_relax() __asm__ __volatile__(".insn i 0x0f, 0, x0, x0, 0x010" ::: "memory")
+
+#if PCPU__ARCH_SECTIONS
+
+#define PCPU_ARCH_HAVE_RSEQ 1
+
+/* glibc's RSEQ_SIG for RISC-V: `csrw mhartid, x0`. */
+#define PCPU__RSEQ_SIG 0xf1401073
+
+/* The object cache's sections (pcpu/arch/objcache.h includes it). */
+#define PCPU__ARCH_OBJCACHE_H "riscv64/objcache.h"
+
+/* tp. Not volatile: constant for a thread, so the compiler may reuse it. */
+static inline char *pcpu__arch_thread_pointer(void)
+{
+	char *tp;
+
+	__asm__("mv %0, tp" : "=r"(tp));
+	return tp;
+}
+#define pcpu__arch_thread_pointer pcpu__arch_thread_pointer
+
+/* ---- building blocks --------------------------------------------------------- */
+
+#ifdef PCPU_TEST_INJECT
+#define PCPU__INJECT_ASM                                                     \
+	"beqz %[inject_spin], 6f\n\t"                                        \
+	"mv t3, %[inject_spin]\n\t"                                          \
+	"5:\n\t"                                                             \
+	"addi t3, t3, -1\n\t"                                                \
+	"bnez t3, 5b\n\t"                                                    \
+	"6:\n\t"
+#define PCPU__INJECT_INPUT , [inject_spin] "r"((uintptr_t)pcpu__test_inject_spin)
+#define PCPU__INJECT_CLOBBER , "t3"
+#define PCPU__RV_LOAD_IDX16 "mv t5, %[idx16]\n\t"
+#else
+#define PCPU__INJECT_ASM ""
+#define PCPU__INJECT_INPUT
+#define PCPU__INJECT_CLOBBER
+#define PCPU__RV_LOAD_IDX16 "lhu t5, 0(%[idxp])\n\t"
+#endif
+
+/* PCPU_TEST_SPLIT_BLOCKS: a jump to the next instruction, which ends an
+ * emulator's translated block there (pcpu/arch/pseudocode.h). */
+#ifdef PCPU_TEST_SPLIT_BLOCKS
+#define PCPU__SPLIT "j 9f\n\t9:\n\t"
+#else
+#define PCPU__SPLIT ""
+#endif
+
+/* What every section clobbers besides its own scratch registers. */
+#define PCPU__RV_CLOBBERS "memory", "t6" PCPU__INJECT_CLOBBER
+
+/* The descriptor (label 3), then arming: rseq_cs = &descriptor, through
+ * t6. The section starts at label 1, after it. */
+#define PCPU__RV_ARM                                                         \
+	PCPU__RSEQ_DESCRIPTOR                                                \
+	"lla t6, 3b\n\t"                                                     \
+	"sd t6, 0(%[csp])\n\t"
+
+/* The abort handler: the signature, label 4 (abort_ip), a jump to the asm
+ * goto label `label`. Out of line, so the straight path has no jump over
+ * it (librseq's riscv sections have one). */
+#define PCPU__RV_ABORT_TO(label)                                             \
+	".pushsection __rseq_failure, \"ax" PCPU__RSEQ_IN_GROUP "\"\n\t"     \
+	".balign 4\n\t"                                                      \
+	".long " PCPU__XSTR(PCPU__RSEQ_SIG) "\n\t"                           \
+	"4:\n\t"                                                             \
+	"jump %l[" label "], t6\n\t"                                         \
+	".popsection\n\t"
+
+/* The index compare every section but loadidx's starts with: leave for
+ * `aborted` unless the thread's index (lw: sign-extended) is `reg`. */
+#define PCPU__RV_CMPEQ(reg)                                                  \
+	"1:\n\t"                                                             \
+	"lw t6, 0(%[idxp])\n\t"                                              \
+	"bne t6, " reg ", %l[aborted]\n\t"                                   \
+	PCPU__SPLIT
+
+/* The operands every section has: the addresses of rseq_cs and the index. */
+#define PCPU__RV_RSEQ_OPERANDS(csoff, idxoff)                                \
+	[csp] "r"(pcpu__arch_thread_pointer() + (csoff)),                     \
+	[idxp] "r"(pcpu__arch_thread_pointer() + (idxoff))
+
+/* ---- the index ------------------------------------------------------------------ */
+
+/* The calling thread's slot index, sign-extended by the load (lw). A fresh
+ * load every time (volatile: the kernel changes the field). */
+static inline int64_t pcpu__rseq_load_index(void)
+{
+	int64_t idx;
+
+	__asm__ __volatile__("lw %0, 0(%1)"
+			     : "=r"(idx)
+			     : "r"(pcpu__arch_thread_pointer() + (intptr_t)pcpu__g.index_tpoff));
+	return idx;
+}
+#define pcpu__rseq_load_index pcpu__rseq_load_index
+
+/* The field's low 16 bits, zero-extended by the load (lhu). */
+static inline int64_t pcpu__rseq_load_index16(void)
+{
+	int64_t idx;
+
+	__asm__ __volatile__("lhu %0, 0(%1)"
+			     : "=r"(idx)
+			     : "r"(pcpu__arch_thread_pointer() + (intptr_t)pcpu__g.index_tpoff));
+	return idx;
+}
+#define pcpu__rseq_load_index16 pcpu__rseq_load_index16
+
+/* ---- sections ------------------------------------------------------------------- */
+
+/* rseq_cmpeq_addv_at: if (index != expected) abort; *p += v;
+ * (ld, add, sd: the sd commits). */
+__attribute__((always_inline)) static inline int
+pcpu__rseq_cmpeq_addv_at(int64_t expected, int64_t *p, int64_t v, intptr_t csoff, intptr_t idxoff)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
+		     PCPU__RV_ARM
+		     PCPU__RV_CMPEQ("%[expected]")
+		     "ld t5, 0(%[p])\n\t"
+		     PCPU__SPLIT
+		     "add t5, t5, %[v]\n\t"
+		     PCPU__SPLIT
+		     PCPU__INJECT_ASM
+		     "0:\n\t"
+		     "sd t5, 0(%[p])\n\t"
+		     "2:\n\t"
+		     PCPU__RV_ABORT_TO("aborted")
+		     : /* asm goto has no outputs */
+		     : PCPU__RV_RSEQ_OPERANDS(csoff, idxoff), [expected] "r"(expected),
+		       [p] "r"(p), [v] "r"(v) PCPU__INJECT_INPUT
+		     : "t5", PCPU__RV_CLOBBERS
+		     : aborted);
+	pcpu__after_asm_goto();
+	return PCPU__RSEQ_COMMITTED;
+aborted:
+	pcpu__after_asm_goto();
+	PCPU__INJECT_ABORTED();
+	return PCPU__RSEQ_ABORTED;
+}
+#define pcpu__rseq_cmpeq_addv_at pcpu__rseq_cmpeq_addv_at
+
+/* rseq_cmpeq_addv: rseq_cmpeq_addv_at with the offsets read from pcpu__g. */
+__attribute__((always_inline)) static inline int
+pcpu__rseq_cmpeq_addv(int64_t expected, int64_t *p, int64_t v)
+{
+	return pcpu__rseq_cmpeq_addv_at(expected, p, v, (intptr_t)pcpu__g.cs_tpoff,
+					(intptr_t)pcpu__g.index_tpoff);
+}
+#define pcpu__rseq_cmpeq_addv pcpu__rseq_cmpeq_addv
+
+/*
+ * rseq_idx16_cmpeq_addv_indexed: the counter add.
+ *   lhu t5, index;  arm (auipc, addi, sd);
+ *   1: lw t6, index;  bne t6, t5, aborted;
+ *   slli t5, t5, PCPU_SLOT_STRIDE_SHIFT;  add t5, base, t5;
+ *   ld t6, 0(t5);  add t6, t6, v;  0: sd t6, 0(t5);  2:
+ */
+__attribute__((always_inline)) static inline int
+pcpu__rseq_idx16_cmpeq_addv_indexed(int64_t *base, int64_t v)
+{
+	PCPU__INJECT_BEFORE_IDX16();
+	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
+		     PCPU__RV_LOAD_IDX16
+		     PCPU__RV_ARM
+		     PCPU__RV_CMPEQ("t5")
+		     "slli t5, t5, %[shift]\n\t"
+		     "add t5, %[base], t5\n\t"
+		     "ld t6, 0(t5)\n\t"
+		     PCPU__SPLIT
+		     "add t6, t6, %[v]\n\t"
+		     PCPU__SPLIT
+		     PCPU__INJECT_ASM
+		     "0:\n\t"
+		     "sd t6, 0(t5)\n\t"
+		     "2:\n\t"
+		     PCPU__RV_ABORT_TO("aborted")
+		     :
+		     : PCPU__RV_RSEQ_OPERANDS((intptr_t)pcpu__g.cs_tpoff,
+					      (intptr_t)pcpu__g.index_tpoff),
+		       [base] "r"(base), [v] "r"(v), [shift] "n"(PCPU_SLOT_STRIDE_SHIFT)
+		       PCPU__INJECT_INPUT PCPU__IDX16_INPUT
+		     : "t5", PCPU__RV_CLOBBERS
+		     : aborted);
+	pcpu__after_asm_goto();
+	return PCPU__RSEQ_COMMITTED;
+aborted:
+	pcpu__after_asm_goto();
+	PCPU__INJECT_ABORTED();
+	return PCPU__RSEQ_ABORTED;
+}
+#define pcpu__rseq_idx16_cmpeq_addv_indexed pcpu__rseq_idx16_cmpeq_addv_indexed
+
+/*
+ * rseq_idx16_cmpeq_add2v_indexed: the histogram's pair, as two counter
+ * adds (see the top: RV64 has no 16-byte store). ABORTED only when the
+ * count's add did not commit; the sum's is then retried until it does, on
+ * whichever slot the thread is on.
+ */
+__attribute__((always_inline)) static inline int
+pcpu__rseq_idx16_cmpeq_add2v_indexed(int64_t *base, int64_t a, int64_t b)
+{
+	if (PCPU_UNLIKELY(pcpu__rseq_idx16_cmpeq_addv_indexed(base, a) != PCPU__RSEQ_COMMITTED))
+		return PCPU__RSEQ_ABORTED;
+	while (PCPU_UNLIKELY(pcpu__rseq_idx16_cmpeq_addv_indexed(base + 1, b) !=
+			     PCPU__RSEQ_COMMITTED))
+		;
+	return PCPU__RSEQ_COMMITTED;
+}
+#define pcpu__rseq_idx16_cmpeq_add2v_indexed pcpu__rseq_idx16_cmpeq_add2v_indexed
+
+/* rseq_cmpeq_cmpeqv_storev: if (index != expected) abort;
+ * if (*p != expect) return DIFFERS; *p = newv. */
+__attribute__((always_inline)) static inline int
+pcpu__rseq_cmpeq_cmpeqv_storev(int64_t expected, intptr_t *p, intptr_t expect, intptr_t newv)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
+		     PCPU__RSEQ_EXIT_POINT("differs")
+		     PCPU__RV_ARM
+		     PCPU__RV_CMPEQ("%[expected]")
+		     "ld t5, 0(%[p])\n\t"
+		     PCPU__SPLIT
+		     "bne t5, %[expect], %l[differs]\n\t"
+		     PCPU__INJECT_ASM
+		     "0:\n\t"
+		     "sd %[newv], 0(%[p])\n\t"
+		     "2:\n\t"
+		     PCPU__RV_ABORT_TO("aborted")
+		     :
+		     : PCPU__RV_RSEQ_OPERANDS((intptr_t)pcpu__g.cs_tpoff,
+					      (intptr_t)pcpu__g.index_tpoff),
+		       [expected] "r"(expected), [p] "r"(p), [expect] "r"(expect),
+		       [newv] "r"(newv) PCPU__INJECT_INPUT
+		     : "t5", PCPU__RV_CLOBBERS
+		     : aborted, differs);
+	pcpu__after_asm_goto();
+	return PCPU__RSEQ_COMMITTED;
+aborted:
+	pcpu__after_asm_goto();
+	PCPU__INJECT_ABORTED();
+	return PCPU__RSEQ_ABORTED;
+differs:
+	pcpu__after_asm_goto();
+	return PCPU__RSEQ_DIFFERS;
+}
+#define pcpu__rseq_cmpeq_cmpeqv_storev pcpu__rseq_cmpeq_cmpeqv_storev
+
+/*
+ * rseq_loadidx_cmpeqv_addv: the index is read inside the section (so no
+ * separate compare: a thread that moves after the load is restarted before
+ * the commit); a negative one leaves before anything is written.
+ */
+__attribute__((always_inline)) static inline int
+pcpu__rseq_loadidx_cmpeqv_addv(void *base, long v_off, intptr_t expect, int64_t add)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__RSEQ_EXIT_POINT("differs")
+		     PCPU__RSEQ_EXIT_POINT("unregistered")
+		     PCPU__RV_ARM
+		     "1:\n\t"
+		     "lw t5, 0(%[idxp])\n\t"
+		     PCPU__SPLIT
+		     "bltz t5, %l[unregistered]\n\t"
+		     "slli t5, t5, %[shift]\n\t"
+		     "add t6, %[vbase], t5\n\t"
+		     "ld t6, 0(t6)\n\t"
+		     PCPU__SPLIT
+		     "bne t6, %[expect], %l[differs]\n\t"
+		     "add t5, %[base], t5\n\t"
+		     "ld t6, 0(t5)\n\t"
+		     PCPU__SPLIT
+		     "add t6, t6, %[add]\n\t"
+		     PCPU__SPLIT
+		     PCPU__INJECT_ASM
+		     "0:\n\t"
+		     "sd t6, 0(t5)\n\t"
+		     "2:\n\t"
+		     PCPU__RV_ABORT_TO("aborted")
+		     :
+		     : PCPU__RV_RSEQ_OPERANDS((intptr_t)pcpu__g.cs_tpoff,
+					      (intptr_t)pcpu__g.index_tpoff),
+		       [base] "r"(base), [vbase] "r"((char *)base + v_off), [expect] "r"(expect),
+		       [add] "r"(add), [shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT
+		     : "t5", PCPU__RV_CLOBBERS
+		     : aborted, differs, unregistered);
+	pcpu__after_asm_goto();
+	return PCPU__RSEQ_COMMITTED;
+aborted:
+	pcpu__after_asm_goto();
+	PCPU__INJECT_ABORTED();
+	return PCPU__RSEQ_ABORTED;
+differs:
+	pcpu__after_asm_goto();
+	return PCPU__RSEQ_DIFFERS;
+unregistered:
+	pcpu__after_asm_goto();
+	return PCPU__RSEQ_UNREGISTERED;
+}
+#define pcpu__rseq_loadidx_cmpeqv_addv pcpu__rseq_loadidx_cmpeqv_addv
+
+#endif /* PCPU__ARCH_SECTIONS */
+
+#endif /* PCPU_ARCH_RISCV64_H */
