@@ -470,7 +470,18 @@ static void tree_add(const pcpu_group_t *g, size_t i, const int64_t *d)
 		}
 		if (pcpu__rseq_cmpeq_cmpeqv_storev(idx, (intptr_t *)&lane[TREE_SEQ], (intptr_t)s,
 						   (intptr_t)((uint64_t)s | tag)) == 0) {
-			tree_update(lane, (uint64_t)s | tag, d, n);
+			uint64_t held = (uint64_t)s | tag;
+
+			/* Where a word is 32 bits (ARMv7) the section compared
+			 * and stored seq's low half only: the generation above
+			 * it may have moved since `s` was read (the lane taken
+			 * and released meanwhile). The lane is ours now and
+			 * nobody else writes a held lane's seq: read the whole
+			 * of it, so that undo_seq and the release carry the
+			 * lane's real generation. */
+			if (sizeof(intptr_t) < sizeof(uint64_t))
+				held = (uint64_t)__atomic_load_n(&lane[TREE_SEQ], __ATOMIC_ACQUIRE);
+			tree_update(lane, held, d, n);
 			return;
 		}
 	}
