@@ -337,10 +337,8 @@ static void value_text(FILE *b, const struct pcpu_snapshot_family *f,
 		hist_text(b, f, s->value.histogram.counts, s->value.histogram.sum, 1);
 		return;
 	}
-	if (f->type == PCPU_METRIC_COUNTER)
-		pcpu_format_u64(num, sizeof num, s->value.counter, f->scale_exp10);
-	else
-		pcpu_format_i64(num, sizeof num, s->value.gauge, f->scale_exp10);
+	if (pcpu_snapshot_format_value(num, sizeof num, f, s) < 0)
+		snprintf(num, sizeof num, "?");
 	fputs(num, b);
 }
 
@@ -525,9 +523,7 @@ static ssize_t prev_find(const struct prev *p, const char *name)
 
 static double plain_value(const struct pcpu_snapshot_family *f, const struct pcpu_snapshot_series *s)
 {
-	if (f->type == PCPU_METRIC_COUNTER)
-		return pcpu_stats_scale((double)s->value.counter, f->scale_exp10);
-	return pcpu_stats_scale((double)s->value.gauge, f->scale_exp10);
+	return pcpu_snapshot_value(f, s);
 }
 
 static int term_rows(void)

@@ -223,21 +223,18 @@ static NumberDataPoint **number_points(struct otlp *o, const struct pcpu_snapsho
 		if (attributes(o, f, se, &p[i].base, 7) < 0) /* NumberDataPoint.attributes */
 			return NULL;
 		p[i].time_unix_nano = o->e->now_ns;
-		if (f->type == PCPU_METRIC_COUNTER) {
+		if (f->type == PCPU_METRIC_COUNTER)
 			p[i].start_time_unix_nano = start_of(o, f, se);
-			if (f->scale_exp10 == 0 && se->value.counter <= (uint64_t)INT64_MAX) {
-				p[i].value_case = PCPUSTAT__OTLP__NUMBER_DATA_POINT__VALUE_AS_INT;
-				p[i].as_int = (int64_t)se->value.counter;
-			} else {
-				p[i].value_case = PCPUSTAT__OTLP__NUMBER_DATA_POINT__VALUE_AS_DOUBLE;
-				p[i].as_double = pcpu_stats_scale((double)se->value.counter, f->scale_exp10);
-			}
-		} else if (f->scale_exp10 == 0) {
+		/* Integers as integers (exact); a scale or a fraction
+		 * (PCPU_SNAPSHOT_NANOS) as the double the writers expose. */
+		if (f->scale_exp10 == 0 && !(f->flags & PCPU_SNAPSHOT_NANOS) &&
+		    (f->type == PCPU_METRIC_GAUGE || se->value.counter <= (uint64_t)INT64_MAX)) {
 			p[i].value_case = PCPUSTAT__OTLP__NUMBER_DATA_POINT__VALUE_AS_INT;
-			p[i].as_int = se->value.gauge;
+			p[i].as_int = f->type == PCPU_METRIC_COUNTER ? (int64_t)se->value.counter
+								     : se->value.gauge;
 		} else {
 			p[i].value_case = PCPUSTAT__OTLP__NUMBER_DATA_POINT__VALUE_AS_DOUBLE;
-			p[i].as_double = pcpu_stats_scale((double)se->value.gauge, f->scale_exp10);
+			p[i].as_double = pcpu_snapshot_value(f, se);
 		}
 		pp[i] = &p[i];
 	}

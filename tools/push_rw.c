@@ -446,8 +446,7 @@ static int emit_family(struct rw *w, const struct pcpu_snapshot_family *f)
 		return -1;
 	for (i = 0; i < f->nseries; i++) {
 		const struct pcpu_snapshot_series *se = &f->series[i];
-		double v = f->type == PCPU_METRIC_COUNTER ? pcpu_stats_scale((double)se->value.counter, f->scale_exp10)
-							  : pcpu_stats_scale((double)se->value.gauge, f->scale_exp10);
+		double v = pcpu_snapshot_value(f, se);
 
 		if (series_labels(w, f, se, own) < 0 || emit(w, own, &name, NULL, &v, NULL) < 0)
 			return -1;

@@ -84,6 +84,14 @@ enum {
 	 * 0.0.4 (which has no info type), protobuf (as client_golang) and
 	 * JSON write it as a gauge. */
 	PCPU_SNAPSHOT_INFO = 1u << 2,
+	/** A counter or gauge family whose values have a fraction
+	 * (pcpu_registry_family_nanos(), pcpu/stats.h): each series holds
+	 * its whole units in `value.counter` or `value.gauge` and billionths
+	 * of a unit in `value.fixed.nanos` beside them, so the value is
+	 * whole + nanos * 10^-9 (nanos may be any int64: 2500000000 adds 2.5
+	 * units). The writers expose it as pcpu_snapshot_value() says. Code
+	 * that ignores the flag reads the whole units. */
+	PCPU_SNAPSHOT_NANOS = 1u << 3,
 };
 
 /** One series of a snapshot family: label values and a value. */
@@ -99,6 +107,12 @@ struct pcpu_snapshot_series {
 			/** sum of the observations (modulo 2^64). */
 			int64_t sum;
 		} histogram;
+		/** PCPU_SNAPSHOT_NANOS families: `whole` is `counter` (or
+		 * `gauge`, as int64), `nanos` the billionths beside it. */
+		struct {
+			uint64_t whole;
+			int64_t nanos;
+		} fixed;
 	} value;
 };
 
@@ -315,6 +329,33 @@ PCPU_API int pcpu_format_i64(char *out, size_t cap, int64_t v, int scale_exp10);
 /** pcpu_format_i64() for an unsigned value (a counter's); same errors,
  * thread safety and cost. */
 PCPU_API int pcpu_format_u64(char *out, size_t cap, uint64_t v, int scale_exp10);
+
+/**
+ * The value the writers expose for a counter or gauge series `s` of family
+ * `f`, as a double: the integer value times 10^scale_exp10 as
+ * pcpu_stats_scale() computes it, plus, in a PCPU_SNAPSHOT_NANOS family,
+ * the billionths (the whole units and nanos / 10^9 added as integers
+ * first, the rest of nanos then as a fraction, so that 0.1 + 0.2 reads
+ * 0.3). NaN (errno EINVAL) for NULL
+ * arguments or a histogram family. Thread-safe; async-signal-safe.
+ * Cost: constant.
+ */
+PCPU_API double pcpu_snapshot_value(const struct pcpu_snapshot_family *f,
+				    const struct pcpu_snapshot_series *s);
+
+/**
+ * Writes the value of counter or gauge series `s` of family `f` as the
+ * writers expose it: pcpu_format_u64() (counters) or pcpu_format_i64()
+ * (gauges) of the integer value -- exact -- unless a PCPU_SNAPSHOT_NANOS
+ * family's billionths leave a fraction, then pcpu_format_double() of
+ * pcpu_snapshot_value(). Returns the length, or -1 with errno EINVAL (NULL
+ * arguments, a histogram family, a scale out of range) or ERANGE (as
+ * pcpu_format_double()). PCPU_FORMAT_NUMBER_MAX bytes are always enough.
+ * Thread-safe; not async-signal-safe where a fraction or scale is printed
+ * (snprintf). Cost: pcpu_format_double()'s at most.
+ */
+PCPU_API int pcpu_snapshot_format_value(char *out, size_t cap, const struct pcpu_snapshot_family *f,
+					const struct pcpu_snapshot_series *s);
 
 /**
  * v * 10^scale_exp10 as the writers compute it: one correctly rounded

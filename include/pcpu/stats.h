@@ -416,6 +416,34 @@ PCPU_API pcpu_family_t *pcpu_registry_family_const(pcpu_registry_t *reg,
 						   const char *const *values);
 
 /**
+ * pcpu_registry_family_const() for a counter or gauge family whose values
+ * have a fraction: each series is two words of the registry's zone, whole
+ * units (the handle, as any counter or gauge series) and beside them
+ * billionths of a unit (pcpu_counter_at(handle, 1), a counter's word; for
+ * a gauge series cast the handles: `(pcpu_gauge_t)pcpu_counter_at(
+ * (pcpu_counter_t)g, 1)`). The exposed value is whole + billionths *
+ * 10^-9: adds of a fraction go to the second word (an add of 0.25 is
+ * 250000000 there), and its sum may pass 10^9 or go negative -- readers
+ * fold it into the whole units (PCPU_SNAPSHOT_NANOS in pcpu/expose.h). For
+ * double-valued APIs over pcpu (prometheus-cpp's `Increment(0.5)`,
+ * `Set(0.75)`): every exposition, snapshot and published segment shows the
+ * value to 10^-9. `n` may be 0 (no constant labels; `names` and `values`
+ * may then be NULL). The description's scale_exp10 must be 0.
+ * Returns the family or NULL with errno: as pcpu_registry_family_const(),
+ * and EINVAL for a histogram or a nonzero scale; EEXIST where a family of
+ * that name exists without fractions (or one without is asked for by
+ * pcpu_registry_family() where this made one). A reader of a segment
+ * format before 2.7 refuses such a family's series, never shows a wrong
+ * number. Thread-safe; not async-signal-safe. Cost:
+ * pcpu_registry_family()'s; each series takes two words of the zone.
+ * Since PCPU_0.2.
+ */
+PCPU_API pcpu_family_t *pcpu_registry_family_nanos(pcpu_registry_t *reg,
+						   const struct pcpu_family_desc *desc, unsigned n,
+						   const char *const *names,
+						   const char *const *values);
+
+/**
  * Registers an info metric: the gauge family `name` (which must end in
  * `_info`, e.g. "myapp_build_info") with these label names, and its series
  * with these label values set to 1 -- the convention Prometheus uses for

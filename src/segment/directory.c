@@ -343,6 +343,16 @@ int pcpu__directory_family_added(struct pcpu_segment *seg, struct pcpu_family *f
 		 * written it (registered after the fork() that made this one). */
 		int64_t found = pcpu__directory_find_family(seg, v.name);
 
+		if (found >= 0 && (seg->entries[found].type != (uint8_t)v.type ||
+				   seg->entries[found].nlabels != (uint16_t)v.nlabels ||
+				   !(seg->entries[found].flags & PCPU__SEG_E_NANOS) !=
+					   !(v.flags & PCPU_SNAPSHOT_NANOS)))
+			/* Its series would map storage of another size: a
+			 * counter with fractions over one word writes into
+			 * whatever follows it. */
+			return pcpu__error_set(PCPU_ERROR_STATS, EEXIST,
+					       "family \"%.64s\": another process of the tree registered "
+					       "it with another type, labels, or fractions", v.name);
 		if (found >= 0) {
 			if (map_put(&seg->families, f, (uint32_t)found) < 0) {
 				errno = ENOMEM;
@@ -383,7 +393,8 @@ int pcpu__directory_family_added(struct pcpu_segment *seg, struct pcpu_family *f
 	e.scale_exp10 = (int8_t)v.scale_exp10;
 	e.nlabels = (uint16_t)v.nlabels;
 	e.flags = (uint16_t)((v.help ? PCPU__SEG_E_HAS_HELP : 0) |
-			     (v.flags & PCPU_SNAPSHOT_INFO ? PCPU__SEG_E_INFO : 0));
+			     (v.flags & PCPU_SNAPSHOT_INFO ? PCPU__SEG_E_INFO : 0) |
+			     (v.flags & PCPU_SNAPSHOT_NANOS ? PCPU__SEG_E_NANOS : 0));
 	e.family_id = ++seg->next_family_id;
 	e.blob_off = off;
 	e.blob_len = (uint32_t)len;
@@ -425,11 +436,11 @@ static int value_location(struct pcpu_segment *seg, const struct pcpu__family_vi
 	switch (f->type) {
 	case PCPU_METRIC_COUNTER:
 		addr = (uintptr_t)se->storage;
-		*size = PCPU__SEG_COUNTER_SIZE;
+		*size = f->flags & PCPU_SNAPSHOT_NANOS ? PCPU__SEG_NANOS_SIZE : PCPU__SEG_COUNTER_SIZE;
 		break;
 	case PCPU_METRIC_GAUGE:
 		addr = (uintptr_t)se->storage;
-		*size = PCPU__SEG_GAUGE_SIZE;
+		*size = f->flags & PCPU_SNAPSHOT_NANOS ? PCPU__SEG_NANOS_SIZE : PCPU__SEG_GAUGE_SIZE;
 		break;
 	case PCPU_METRIC_HISTOGRAM:
 		addr = (uintptr_t)((const pcpu_histogram_t *)se->storage)->pcpu__c;

@@ -35,13 +35,14 @@
 
 #define PCPU__SEG_MAGIC "PCPUSEG"          /* 7 chars + NUL = 8 bytes */
 #define PCPU__SEG_VERSION_MAJOR 2          /* incompatible changes (2: mirror region) */
-#define PCPU__SEG_VERSION_MINOR 6          /* compatible additions (1: pid namespace, no space;
+#define PCPU__SEG_VERSION_MINOR 7          /* compatible additions (1: pid namespace, no space;
 					    * 2: exported `le` bounds of log-linear histograms;
 					    * 3: consistent groups;
 					    * 4: histograms as (count, sum) pairs, info
 					    * families, exponential export rules;
 					    * 5: segments shared by a process tree;
-					    * 6: owned_slots, the owned slots' number) */
+					    * 6: owned_slots, the owned slots' number;
+					    * 7: counters and gauges with fractions) */
 #define PCPU__SEG_BYTE_ORDER 0x01020304u   /* as the writer stored it */
 #define PCPU__SEG_HEADER_REGION 4096       /* the header's page */
 #define PCPU__SEG_NAME_MAX 64              /* segment name, NUL excluded */
@@ -117,6 +118,11 @@ struct pcpu__seg_header {
 #define PCPU__SEG_E_SPARSE 2u         /* family: written by 2.0-2.1, ignored since 2.2 */
 #define PCPU__SEG_E_INFO 4u           /* 2.4 family: an info metric (a gauge x_info whose
 				       * series are 1; OpenMetrics type info) */
+#define PCPU__SEG_E_NANOS 16u         /* 2.7 counter or gauge family with fractions
+				       * (PCPU_SNAPSHOT_NANOS): each value is two elements,
+				       * whole units then billionths of a unit; readers of
+				       * 2.0-2.6 see a value size that does not match the
+				       * type and refuse the series (never a wrong number) */
 /* 2.4 exponential family: 1 + log2 of its exposed `le` bounds per power of
  * two in these bits (0: the default rule of 2.2, 4 per power of two), and
  * in `serial` its smallest exposed bound (export_min; 0 for none). */
@@ -156,6 +162,9 @@ struct pcpu__seg_header {
  * over s < nslots of word(s) + mirror(s), modulo 2^64:
  *   counter   8 bytes: one word
  *   gauge     8 bytes: one word, exactly a counter (value read as int64)
+ *   counter or gauge of a PCPU__SEG_E_NANOS family (2.7): 16 bytes, element
+ *             0 the whole units, element 1 the billionths (int64); the
+ *             value is element 0 + element 1 * 10^-9
  *   histogram 8 * (1 + nbuckets): element 0 the sum of the observations,
  *             element 1 + b the count of bucket b, each a counter as above
  * Regions (or parts of them) never written read as zero (sparse file).
@@ -203,6 +212,7 @@ struct pcpu__seg_entry {
 /* Value sizes (bytes per slot region, and as many in its mirror region). */
 #define PCPU__SEG_COUNTER_SIZE 8
 #define PCPU__SEG_GAUGE_SIZE 8
+#define PCPU__SEG_NANOS_SIZE 16 /* 2.7: PCPU__SEG_E_NANOS families' counters and gauges */
 #define PCPU__SEG_HISTOGRAM_SIZE(nbuckets) (8 * (1 + (uint64_t)(nbuckets))) /* 2.0-2.3 */
 #define PCPU__SEG_HISTOGRAM_PAIRS_SIZE(nbuckets) (16 * (uint64_t)(nbuckets)) /* 2.4 */
 

@@ -154,6 +154,7 @@ struct fam {
 	int native, schema; /* exponential: PCPU_SNAPSHOT_NATIVE's fields */
 	int pairs;          /* 2.4 histogram: (count, sum) per bucket */
 	int info;           /* 2.4: an info family (PCPU_SNAPSHOT_INFO) */
+	int nanos;          /* 2.7: values with billionths (PCPU_SNAPSHOT_NANOS) */
 	int32_t native_index;
 	size_t first, count; /* its kept series in the result's sorted array */
 	int bad;        /* invalid: message in msg */
@@ -172,6 +173,7 @@ struct ser {
 	char msg[160];
 	/* values */
 	uint64_t acc0;      /* counter or gauge value, histogram sum */
+	uint64_t acc1;      /* 2.7: a PCPU_SNAPSHOT_NANOS value's billionths */
 	uint64_t *counts;   /* histogram buckets */
 	int64_t *slots;     /* per-slot (word + mirror), on request */
 	int group;          /* 2.3 GROUP_SERIES: the value is a GROUP entry's member */

@@ -70,9 +70,9 @@ static uint64_t value_size(const struct pcpu__seg_entry *fe)
 {
 	switch (fe->type) {
 	case PCPU_METRIC_COUNTER:
-		return PCPU__SEG_COUNTER_SIZE;
+		return fe->flags & PCPU__SEG_E_NANOS ? PCPU__SEG_NANOS_SIZE : PCPU__SEG_COUNTER_SIZE;
 	case PCPU_METRIC_GAUGE:
-		return PCPU__SEG_GAUGE_SIZE;
+		return fe->flags & PCPU__SEG_E_NANOS ? PCPU__SEG_NANOS_SIZE : PCPU__SEG_GAUGE_SIZE;
 	default:
 		return fe->u32a & PCPU__SEG_HIST_PAIRS ? PCPU__SEG_HISTOGRAM_PAIRS_SIZE(fe->nbuckets)
 						       : PCPU__SEG_HISTOGRAM_SIZE(fe->nbuckets);
@@ -131,6 +131,13 @@ static int parse_family_strings(struct parse *p, struct fam *f, const char *blob
 		    !pcpu__info_name_len(f->name, PCPU_SNAPSHOT_INFO))
 			return BAD(f, "info flag on a family that is not a gauge x_info"), 0;
 		f->info = 1;
+	}
+	if (e->flags & PCPU__SEG_E_NANOS) { /* 2.7: values with billionths */
+		if ((e->type != PCPU_METRIC_COUNTER && e->type != PCPU_METRIC_GAUGE) ||
+		    e->scale_exp10 != 0 || f->info)
+			return BAD(f, "fraction flag on a family that is not a counter or gauge of "
+				      "scale 0"), 0;
+		f->nanos = 1;
 	}
 	return 0;
 }

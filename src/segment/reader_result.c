@@ -156,7 +156,8 @@ static int build_family(struct snap_impl *s, struct fam *f, struct pcpu_snapshot
 	out->unit = f->unit;
 	out->type = (enum pcpu_metric_type)f->e->type;
 	out->scale_exp10 = f->e->scale_exp10;
-	out->flags = (f->native ? PCPU_SNAPSHOT_NATIVE : 0) | (f->info ? PCPU_SNAPSHOT_INFO : 0);
+	out->flags = (f->native ? PCPU_SNAPSHOT_NATIVE : 0) | (f->info ? PCPU_SNAPSHOT_INFO : 0) |
+		     (f->nanos ? PCPU_SNAPSHOT_NANOS : 0);
 	out->native_schema = f->schema;
 	out->native_index = f->native_index;
 	out->nlabels = f->e->nlabels;
@@ -205,11 +206,15 @@ static int build_series(struct snap_impl *s, size_t i, const struct fam *f, stru
 		switch (se->e->type) {
 		case PCPU_METRIC_COUNTER:
 			series[k].value.counter = se->acc0;
+			if (f->nanos)
+				series[k].value.fixed.nanos = (int64_t)se->acc1;
 			break;
 		case PCPU_METRIC_GAUGE:
 			/* An info series is 1, as the writer's own snapshot
 			 * has it, whatever its slots hold. */
 			series[k].value.gauge = f->info ? 1 : (int64_t)se->acc0;
+			if (f->nanos)
+				series[k].value.fixed.nanos = (int64_t)se->acc1;
 			break;
 		default:
 			series[k].value.histogram.counts = se->counts;

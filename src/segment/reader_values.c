@@ -38,8 +38,10 @@ static void accumulate(struct ser *s, const unsigned char *v, unsigned slot, int
 	switch (s->e->type) {
 	case PCPU_METRIC_COUNTER:
 	case PCPU_METRIC_GAUGE:
-		part = pcpu__rd_ld64(v);
+		part = pcpu__rd_ld64(v); /* a slot's value: its whole units */
 		s->acc0 += part;
+		if (s->fam->nanos)
+			s->acc1 += pcpu__rd_ld64(v + 8);
 		break;
 	case PCPU_METRIC_HISTOGRAM: {
 		uint32_t b, nb = s->fam->e->nbuckets;

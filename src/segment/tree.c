@@ -232,7 +232,13 @@ int pcpu__tree_adopt_series(void *ctx, struct pcpu_family *f, const char *const 
 		}
 	} else if (idx >= 0) {
 		e = seg->entries[idx];
-		obj = pcpu__zone_tree_adopt(pcpu_registry_zone(seg->reg), e.u32a, e.value_off, e.u32b);
+		if (fv.type != PCPU_METRIC_HISTOGRAM &&
+		    e.u32b != (fv.flags & PCPU_SNAPSHOT_NANOS ? PCPU__SEG_NANOS_SIZE
+							       : PCPU__SEG_COUNTER_SIZE))
+			errno = EIO; /* not this family's size: never written over */
+		else
+			obj = pcpu__zone_tree_adopt(pcpu_registry_zone(seg->reg), e.u32a,
+						    e.value_off, e.u32b);
 		if (obj) {
 			seg->adopted = 1;
 			seg->adopted_chunk = e.u32a;

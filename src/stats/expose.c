@@ -305,18 +305,20 @@ static void put_labels(struct pcpu__buf *b, const struct pcpu_snapshot_family *f
 	pcpu__buf_putc(b, '}');
 }
 
-static void put_u_scaled(struct pcpu__buf *b, uint64_t v, int scale)
-{
-	char d[PCPU__DOUBLE_BUF];
-
-	pcpu__buf_put(b, d, pcpu__fmt_scaled(d, v, 0, scale));
-}
-
 static void put_i_scaled(struct pcpu__buf *b, int64_t v, int scale)
 {
 	char d[PCPU__DOUBLE_BUF];
 
 	pcpu__buf_put(b, d, pcpu__fmt_scaled(d, (uint64_t)v, 1, scale));
+}
+
+/* A counter's or gauge's value, with its fraction (PCPU_SNAPSHOT_NANOS). */
+static void put_series_value(struct pcpu__buf *b, const struct pcpu_snapshot_family *f,
+			     const struct pcpu_snapshot_series *se)
+{
+	char d[PCPU__DOUBLE_BUF];
+
+	pcpu__buf_put(b, d, pcpu__fmt_series(d, f, se));
 }
 
 /* The `le` strings of a histogram family's exposed buckets (the others'
@@ -400,10 +402,7 @@ static int write_text(const struct pcpu_snapshot *s, struct pcpu__buf *b, int om
 				pcpu__buf_puts(b, total);
 				put_labels(b, f, se, NULL);
 				pcpu__buf_putc(b, ' ');
-				if (f->type == PCPU_METRIC_COUNTER)
-					put_u_scaled(b, se->value.counter, f->scale_exp10);
-				else
-					put_i_scaled(b, se->value.gauge, f->scale_exp10);
+				put_series_value(b, f, se);
 				pcpu__buf_putc(b, '\n');
 				continue;
 			}
@@ -492,12 +491,9 @@ static int write_json(const struct pcpu_snapshot *s, struct pcpu__buf *b)
 
 			pcpu__buf_puts(b, j ? ",\n{" : "\n{");
 			json_labels(b, f, se);
-			if (f->type == PCPU_METRIC_COUNTER) {
+			if (f->type != PCPU_METRIC_HISTOGRAM) {
 				pcpu__buf_puts(b, ",\"value\":");
-				put_u_scaled(b, se->value.counter, f->scale_exp10);
-			} else if (f->type == PCPU_METRIC_GAUGE) {
-				pcpu__buf_puts(b, ",\"value\":");
-				put_i_scaled(b, se->value.gauge, f->scale_exp10);
+				put_series_value(b, f, se);
 			} else {
 				const uint64_t *c = se->value.histogram.counts;
 				uint64_t cum = 0, total = 0;

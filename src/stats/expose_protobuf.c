@@ -298,13 +298,13 @@ static int write_family(struct pcpu__buf *out, const struct pcpu_snapshot_family
 		case PCPU_METRIC_COUNTER:
 			pcpu__pb__counter__init(&m.counters[i]);
 			m.counters[i].has_value = 1;
-			m.counters[i].value = pcpu__scale_u64(se->value.counter, f->scale_exp10);
+			m.counters[i].value = pcpu_snapshot_value(f, se);
 			mt->counter = &m.counters[i];
 			break;
 		case PCPU_METRIC_GAUGE:
 			pcpu__pb__gauge__init(&m.gauges[i]);
 			m.gauges[i].has_value = 1;
-			m.gauges[i].value = pcpu__scale_i64(se->value.gauge, f->scale_exp10);
+			m.gauges[i].value = pcpu_snapshot_value(f, se);
 			mt->gauge = &m.gauges[i];
 			break;
 		case PCPU_METRIC_HISTOGRAM:

@@ -469,6 +469,79 @@ double pcpu_stats_scale(double v, int scale_exp10)
 	return scale_double(v, scale_exp10);
 }
 
+/* ---- a series' value ---- */
+
+/* A counter or gauge series' integer value (modulo 2^64; a gauge's read as
+ * int64) and, in a PCPU_SNAPSHOT_NANOS family, the billionths left over
+ * once their whole units are added to it (|*rem| < 10^9, 0 without). */
+static uint64_t series_units(const struct pcpu_snapshot_family *f,
+			     const struct pcpu_snapshot_series *s, int64_t *rem)
+{
+	uint64_t v = f->type == PCPU_METRIC_COUNTER ? s->value.counter : (uint64_t)s->value.gauge;
+
+	*rem = 0;
+	if (!(f->flags & PCPU_SNAPSHOT_NANOS))
+		return v;
+	*rem = s->value.fixed.nanos % 1000000000;
+	return v + (uint64_t)(s->value.fixed.nanos / 1000000000);
+}
+
+static int series_checked(const struct pcpu_snapshot_family *f, const struct pcpu_snapshot_series *s)
+{
+	if (!f || !s || (f->type != PCPU_METRIC_COUNTER && f->type != PCPU_METRIC_GAUGE)) {
+		errno = EINVAL;
+		return 0;
+	}
+	return 1;
+}
+
+/* The units and the fraction as one double: the integer part first, then
+ * the billionths, so that a value of decimal fractions reads as its
+ * decimal (3 units and 300000000 billionths: 3.3, the double nearest). */
+static double series_double(const struct pcpu_snapshot_family *f, uint64_t units, int64_t rem)
+{
+	double v = f->type == PCPU_METRIC_COUNTER ? (double)units : (double)(int64_t)units;
+
+	if (rem)
+		v += (double)rem / 1e9;
+	return scale_double(v, f->scale_exp10);
+}
+
+double pcpu_snapshot_value(const struct pcpu_snapshot_family *f, const struct pcpu_snapshot_series *s)
+{
+	int64_t rem;
+	uint64_t units;
+
+	if (!series_checked(f, s))
+		return __builtin_nan("");
+	units = series_units(f, s, &rem);
+	return series_double(f, units, rem);
+}
+
+size_t pcpu__fmt_series(char *out, const struct pcpu_snapshot_family *f,
+			const struct pcpu_snapshot_series *s)
+{
+	int64_t rem;
+	uint64_t units = series_units(f, s, &rem);
+
+	if (!rem) /* exact: the integer, scaled as any value */
+		return pcpu__fmt_scaled(out, units, f->type != PCPU_METRIC_COUNTER, f->scale_exp10);
+	return pcpu__fmt_double(out, series_double(f, units, rem), 0);
+}
+
+int pcpu_snapshot_format_value(char *out, size_t cap, const struct pcpu_snapshot_family *f,
+			       const struct pcpu_snapshot_series *s)
+{
+	char num[PCPU__DOUBLE_BUF];
+
+	if (!out || !series_checked(f, s) || f->scale_exp10 > PCPU_STATS_SCALE_MAX ||
+	    f->scale_exp10 < -PCPU_STATS_SCALE_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
+	return copy_out(out, cap, num, pcpu__fmt_series(num, f, s));
+}
+
 /* ---- escaping ---- */
 
 void pcpu__buf_label_value(struct pcpu__buf *b, const char *s)

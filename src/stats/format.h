@@ -66,6 +66,11 @@ PCPU_HIDDEN size_t pcpu__fmt_double(char *out, double v, int canonical);
  * integer (v read as int64_t when is_signed), else pcpu__fmt_double() of
  * v * 10^scale. out has PCPU__DOUBLE_BUF bytes; returns the length. */
 PCPU_HIDDEN size_t pcpu__fmt_scaled(char *out, uint64_t v, int is_signed, int scale);
+/* A counter or gauge series' value as the writers expose it
+ * (pcpu_snapshot_format_value(); the family's type and scale trusted).
+ * out has PCPU__DOUBLE_BUF bytes; returns the length. */
+PCPU_HIDDEN size_t pcpu__fmt_series(char *out, const struct pcpu_snapshot_family *f,
+				    const struct pcpu_snapshot_series *s);
 /* A bucket bound as the `le` writers expose it: pcpu__fmt_double() of
  * v * 10^scale in the canonical form. */
 PCPU_HIDDEN size_t pcpu__fmt_bound(char *out, int64_t v, int scale);

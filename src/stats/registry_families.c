@@ -137,7 +137,9 @@ static int desc_equal(const struct pcpu_family *f, const struct pcpu_family_desc
 
 	if (f->type != d->type || !str_eq(f->help, d->help) || !str_eq(f->unit, d->unit) ||
 	    f->scale_exp10 != d->scale_exp10 || f->nlabels - f->nconst != d->nlabels ||
-	    f->nfconst != x->nconst || (f->flags & PCPU_SNAPSHOT_INFO) != (x->flags & PCPU_SNAPSHOT_INFO))
+	    f->nfconst != x->nconst ||
+	    (f->flags & (PCPU_SNAPSHOT_INFO | PCPU_SNAPSHOT_NANOS)) !=
+		    (x->flags & (PCPU_SNAPSHOT_INFO | PCPU_SNAPSHOT_NANOS)))
 		return 0;
 	for (l = 0; l < d->nlabels; l++)
 		if (strcmp(f->label_names[l], d->label_names[l]) != 0)
@@ -382,7 +384,7 @@ struct pcpu_family *pcpu__family_get_locked(struct pcpu_registry *reg,
 			return n->fam;
 		pcpu__set_error("a family of this name exists with another type, help, unit, "
 				"labels, constant labels, scale or bucket layout (or is, or is not, "
-				"an info metric)");
+				"an info metric or a family with fractions)");
 		pcpu__msg_prefix("family", d->name);
 		errno = EEXIST;
 		return NULL;
@@ -465,6 +467,28 @@ pcpu_family_t *pcpu_registry_family_const(pcpu_registry_t *reg, const struct pcp
 
 	if (pcpu__const_labels_check(n, names, values) < 0)
 		return NULL;
+	return family_register(reg, d, &x);
+}
+
+pcpu_family_t *pcpu_registry_family_nanos(pcpu_registry_t *reg, const struct pcpu_family_desc *d,
+					  unsigned n, const char *const *names,
+					  const char *const *values)
+{
+	struct pcpu__fam_extra x = { PCPU_SNAPSHOT_NANOS, n, names, values };
+
+	if (n && pcpu__const_labels_check(n, names, values) < 0)
+		return NULL;
+	if (d && (d->type == PCPU_METRIC_HISTOGRAM || d->scale_exp10 != 0)) {
+		/* A histogram's sum has the family's scale for its fractions;
+		 * a scale would make the billionths' unit something else. */
+		pcpu__set_error(d->type == PCPU_METRIC_HISTOGRAM
+					? "fractions are for counters and gauges (a histogram's sum "
+					  "takes the family's scale)"
+					: "a family with fractions has scale_exp10 0");
+		pcpu__msg_prefix("family", d->name ? d->name : "(null)");
+		errno = EINVAL;
+		return NULL;
+	}
 	return family_register(reg, d, &x);
 }
 

@@ -34,10 +34,10 @@ static void *storage_alloc(struct pcpu_family *f)
 
 	switch (f->type) {
 	case PCPU_METRIC_COUNTER:
-		h = pcpu_counter_alloc_in(f->reg->zone, 1);
-		break;
 	case PCPU_METRIC_GAUGE:
-		h = pcpu_gauge_alloc_in(f->reg->zone);
+		/* With fractions, the billionths' word beside the whole
+		 * units' (a gauge is one counter word: pcpu/gauge.h). */
+		h = pcpu_counter_alloc_in(f->reg->zone, f->flags & PCPU_SNAPSHOT_NANOS ? 2 : 1);
 		break;
 	case PCPU_METRIC_HISTOGRAM:
 		/* An explicit layout's bounds are the family's (one copy for

@@ -58,6 +58,15 @@ static void pcpu__series_read(const struct pcpu_family *f, const struct pcpu__se
 			out->value.gauge = v;
 		return;
 	}
+	if (f->flags & PCPU_SNAPSHOT_NANOS) {
+		/* Both words in one walk of the slots. */
+		uint64_t w[2];
+
+		(void)pcpu_counter_fetch_array((pcpu_counter_t)se->handle, 2, w);
+		out->value.fixed.whole = w[0];
+		out->value.fixed.nanos = (int64_t)w[1];
+		return;
+	}
 	switch (f->type) {
 	case PCPU_METRIC_COUNTER:
 		out->value.counter = pcpu_counter_fetch((pcpu_counter_t)se->handle);

@@ -3,7 +3,8 @@
 // publishes its Registry as a pcpu segment, and pcpustat -- another
 // process, reading the segment file -- prints the exact values the
 // program set. Also checks what the layer documents about it: counters get
-// `_total`, the whole units are published (fractions stay in-process), a
+// `_total`, values are published to 1e-9 (whole units and billionths:
+// Increment(0.25) and Set(-17.75) read as such in the segment), a
 // later Add() with other label names is in Collect() but not in pcpu's
 // registry, histogram bounds in decimal fractions become a pcpu scale.
 //
@@ -91,7 +92,14 @@ int main(int argc, char** argv) {
   auto& bytes = BuildCounter().Name("app_bytes").Register(reg);  // pcpu adds _total
   Counter& b = bytes.Add({});
   for (int i = 0; i < 1000; i++) b.Increment();
-  b.Increment(0.25);  // the fraction stays in-process
+  b.Increment(0.25);  // the segment shows 1000.25
+  // Fractions that sum past a unit: the billionths word folds into units.
+  Counter& tenths = bytes.Add({});  // the same series
+  CHECK(&tenths == &b);
+  auto& cpu = BuildCounter().Name("app_cpu_seconds_total").Register(reg);
+  Counter& cs = cpu.Add({});
+  for (int i = 0; i < 30; i++) cs.Increment(0.1);  // 3.0 in billionths
+  cs.Increment(1e-12);  // rounded to the nearest 1e-9: 0 (the stated precision)
 
   auto& depth = BuildGauge().Name("app_queue_depth").Register(reg);
   Gauge& d = depth.Add({{"queue", "in"}});
@@ -99,7 +107,13 @@ int main(int argc, char** argv) {
   d.Increment();
   d.Increment();
   Gauge& neg = depth.Add({{"queue", "out"}});
-  neg.Set(-17.75);  // pcpu shows trunc(): -17
+  neg.Set(-17.75);  // the fast path: three stores, the fraction too
+  Gauge& ratio = depth.Add({{"queue", "ratio"}});
+  ratio.Set(0.75);
+  ratio.Set(0.1 + 1e-12);  // in-process exact; 0.1 to 1e-9 in the segment
+  Gauge& back = depth.Add({{"queue", "back"}});
+  back.Set(0.5);
+  back.Set(2);  // the billionths back to 0
 
   auto& lat = BuildHistogram().Name("app_latency_seconds").Register(reg);
   Histogram& h = lat.Add({}, Histogram::BucketBoundaries{0.001, 0.01, 0.1, 1});
@@ -151,6 +165,8 @@ int main(int argc, char** argv) {
   CHECK(b.Value() == 1000.25);
   CHECK(d.Value() == 42);
   CHECK(neg.Value() == -17.75);
+  CHECK(ratio.Value() == 0.1 + 1e-12);
+  CHECK(cs.Value() == 3.0);
   std::string text = TextSerializer().Serialize(reg.Collect());
   CHECK(Contains(text, "app_requests_total{path=\"/\"} 5\n"));
   CHECK(Contains(text, "app_bytes 1000.25\n"));
@@ -164,7 +180,12 @@ int main(int argc, char** argv) {
   std::string ptext(out, len);
   std::free(out);
   CHECK(Contains(ptext, "app_requests_total{code=\"200\",method=\"GET\"} 1234\n"));
-  CHECK(Contains(ptext, "app_bytes_total 1000\n"));
+  CHECK(Contains(ptext, "app_bytes_total 1000.25\n"));
+  CHECK(Contains(ptext, "app_cpu_seconds_total 3\n"));
+  CHECK(Contains(ptext, "app_queue_depth{queue=\"out\"} -17.75\n"));
+  CHECK(Contains(ptext, "app_queue_depth{queue=\"ratio\"} 0.1\n"));
+  CHECK(Contains(ptext, "app_queue_depth{queue=\"back\"} 2\n"));
+  CHECK(Contains(ptext, "app_queue_depth{queue=\"x\"} 9.75\n"));
   CHECK(Contains(ptext, "app_latency_seconds_bucket{le=\"0.01\"} 99\n"));
   CHECK(ptext.find("path=") == std::string::npos);
   CHECK(Contains(ptext, "app_build_info{team=\"core\",version=\"1.2\"} 1\n"));
@@ -174,12 +195,15 @@ int main(int argc, char** argv) {
   // Another process reads the segment.
   std::string seen = Run("'" + pcpustat + "' -d '" + dir + "' promcpp");
   std::fputs(seen.c_str(), stdout);
-  CHECK(Contains(seen, " app_bytes_total 1000\n"));
+  CHECK(Contains(seen, " app_bytes_total 1000.25\n"));
+  CHECK(Contains(seen, " app_cpu_seconds_total 3\n"));
+  CHECK(Contains(seen, " app_queue_depth{queue=\"ratio\"} 0.1\n"));
+  CHECK(Contains(seen, " app_queue_depth{queue=\"back\"} 2\n"));
   CHECK(Contains(seen, " app_requests_total{code=\"200\",method=\"GET\"} 1234\n"));
   CHECK(Contains(seen, " app_requests_total{code=\"500\",method=\"POST\"} 7\n"));
   CHECK(Contains(seen, " app_queue_depth{queue=\"in\"} 42\n"));
-  CHECK(Contains(seen, " app_queue_depth{queue=\"out\"} -17\n"));
-  CHECK(Contains(seen, " app_queue_depth{queue=\"x\"} 9\n"));
+  CHECK(Contains(seen, " app_queue_depth{queue=\"out\"} -17.75\n"));
+  CHECK(Contains(seen, " app_queue_depth{queue=\"x\"} 9.75\n"));
   CHECK(Contains(seen, " app_latency_seconds count 100 sum 2.59 "));
   CHECK(Contains(seen, " app_size_bytes count 1 sum 500 "));
   CHECK(Contains(seen, " app_build_info{team=\"core\",version=\"1.2\"} 1\n"));
@@ -196,9 +220,10 @@ int main(int argc, char** argv) {
                          " print(f.name, sorted(x.labels.items()), x.value)' '" +
                          dir + "'");
     std::fputs(py.c_str(), stdout);
-    CHECK(Contains(py, "app_bytes [] 1000\n"));
+    CHECK(Contains(py, "app_bytes [] 1000.25\n"));
+    CHECK(Contains(py, "app_queue_depth [('queue', 'ratio')] 0.1\n"));
     CHECK(Contains(py, "app_requests [('code', '200'), ('method', 'GET')] 1234\n"));
-    CHECK(Contains(py, "app_queue_depth [('queue', 'out')] -17\n"));
+    CHECK(Contains(py, "app_queue_depth [('queue', 'out')] -17.75\n"));
   }
 
   // Removing a metric and a family removes them from the segment.

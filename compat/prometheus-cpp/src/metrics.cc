@@ -24,23 +24,13 @@ PcpuValue::PcpuValue() : PcpuValue(nullptr) {}
 PcpuValue::PcpuValue(pcpu_counter_t series, bool gauge)
     : whole_(series), state_(gauge ? kSetOnly : kAdding), owns_whole_(series == nullptr) {
   if (owns_whole_) {
-    whole_ = pcpu_counter_alloc();
+    whole_ = pcpu_counter_alloc_array(2);  // whole units, billionths
     if (!whole_) throw std::bad_alloc();
   }
 }
 
 PcpuValue::~PcpuValue() {
   if (owns_whole_) pcpu_counter_free(whole_);
-  if (pcpu_counter_t n = nanos_.load(std::memory_order_relaxed)) pcpu_counter_free(n);
-}
-
-pcpu_counter_t PcpuValue::MakeNanos() {
-  pcpu_counter_t fresh = pcpu_counter_alloc();
-  if (!fresh) return nullptr;
-  pcpu_counter_t expected = nullptr;
-  if (nanos_.compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) return fresh;
-  pcpu_counter_free(fresh);  // another thread made it first
-  return expected;
 }
 
 void PcpuValue::AddExtra(double d) {
@@ -69,10 +59,12 @@ void PcpuValue::StartAdding() {
     // Set()s still in their fast path see this and redo themselves under
     // the flag after it; adders wait for kAdding.
     state_.store(kStarting, std::memory_order_seq_cst);
-    // No adder has written `whole` yet: give it the whole part of the last
-    // Set() (racing fast Set()s may have left another's), through
+    // No adder has written the words yet: give them the last Set()'s value
+    // (racing fast Set()s may have left another's), through
     // pcpu_gauge_set() as every later change.
-    SetWord(whole_, WholeOf(set_.load(std::memory_order_seq_cst)));
+    double set = set_.load(std::memory_order_seq_cst);
+    SetWord(whole_, WholeOf(set));
+    if (pcpu_counter_t n = nanos_.load(std::memory_order_acquire)) SetWord(n, NanosOf(set));
     state_.store(kAdding, std::memory_order_release);
   }
   Unlock();
@@ -80,12 +72,16 @@ void PcpuValue::StartAdding() {
 
 void PcpuValue::SetSlow(double v) {
   Lock();
+  std::int64_t nanos = NanosOf(v);
+  pcpu_counter_t n = nanos_.load(std::memory_order_acquire);
+  if (!n && nanos != 0) n = UseNanos();
   if (state_.load(std::memory_order_relaxed) != kSetOnly) {
     SetWord(whole_, WholeOf(v));
-    if (pcpu_counter_t n = nanos_.load(std::memory_order_acquire)) SetWord(n, 0);
+    if (n) SetWord(n, nanos);
     extra_.store(0.0, std::memory_order_relaxed);
   } else {
     __atomic_store_n(&whole_->pcpu__word, WholeOf(v), __ATOMIC_RELAXED);
+    if (n) __atomic_store_n(&n->pcpu__word, nanos, __ATOMIC_RELAXED);
   }
   set_.store(v, std::memory_order_relaxed);
   Unlock();
@@ -94,10 +90,17 @@ void PcpuValue::SetSlow(double v) {
 double PcpuValue::Value() const {
   double set = set_.load(std::memory_order_acquire);
   if (state_.load(std::memory_order_acquire) != kAdding) return set;
-  // The words' changes since the last Set().
-  auto whole = static_cast<std::int64_t>(pcpu_counter_fetch(whole_)) - WholeOf(set);
-  pcpu_counter_t n = nanos_.load(std::memory_order_acquire);
-  auto nanos = n ? static_cast<std::int64_t>(pcpu_counter_fetch(n)) : 0;
+  // The words' changes since the last Set() (which left its fraction in
+  // `nanos` too); both words in one walk once a fraction was seen.
+  std::int64_t whole, nanos = 0;
+  if (nanos_.load(std::memory_order_acquire)) {
+    std::uint64_t w[2];
+    (void)pcpu_counter_fetch_array(whole_, 2, w);
+    whole = static_cast<std::int64_t>(w[0]) - WholeOf(set);
+    nanos = static_cast<std::int64_t>(w[1]) - NanosOf(set);
+  } else {
+    whole = static_cast<std::int64_t>(pcpu_counter_fetch(whole_)) - WholeOf(set);
+  }
   double extra = extra_.load(std::memory_order_relaxed);
   if (whole == 0 && nanos == 0 && extra == 0.0) return set;  // -0.0 included
   // Whole seconds of the nanos first, so that 0.1 + 0.2 reads 0.3.

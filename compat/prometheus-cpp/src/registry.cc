@@ -161,17 +161,21 @@ bool PcpuFamily::Create(const std::string& name, const std::string& help, const 
     d.scale_exp10 = e;
     mult_ = mult;
   }
-  pcpu_family_t* f;
-  if (constant_labels.empty()) {
-    f = pcpu_registry_family(reg_, &d);
-  } else {
-    std::vector<const char*> cn, cv;
-    for (auto& l : constant_labels) {
-      cn.push_back(l.first.c_str());
-      cv.push_back(l.second.c_str());
-    }
-    f = pcpu_registry_family_const(reg_, &d, static_cast<unsigned>(cn.size()), cn.data(), cv.data());
+  std::vector<const char*> cn, cv;
+  for (auto& l : constant_labels) {
+    cn.push_back(l.first.c_str());
+    cv.push_back(l.second.c_str());
   }
+  const auto nconst = static_cast<unsigned>(cn.size());
+  pcpu_family_t* f;
+  if (type != MetricType::Histogram)
+    // Counters and gauges hold doubles: whole units and billionths
+    // (detail::PcpuValue), both in the registry's expositions and segments.
+    f = pcpu_registry_family_nanos(reg_, &d, nconst, nconst ? cn.data() : nullptr, nconst ? cv.data() : nullptr);
+  else if (nconst == 0)
+    f = pcpu_registry_family(reg_, &d);
+  else
+    f = pcpu_registry_family_const(reg_, &d, nconst, cn.data(), cv.data());
   if (!f) return false;
   fam_ = f;
   for (auto& l : labels) label_names_.push_back(l.first);

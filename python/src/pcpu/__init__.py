@@ -75,8 +75,11 @@ class Histogram:
 class Series:
     labels: Dict[str, str]
     #: int for counters (0..2^64-1) and gauges (signed); Histogram for
-    #: histograms. Unscaled: see Family.scale_exp10 and scaled().
-    value: Union[int, Histogram]
+    #: histograms. Unscaled: see Family.scale_exp10 and scaled(). In a
+    #: family with fractions (Family.fractions) an int where the billionths
+    #: add whole units only, else a float: the units plus the billionths,
+    #: as pcpu_snapshot_value() computes it.
+    value: Union[int, float, Histogram]
     #: With per_slot=True: each slot's part of the value (a histogram's
     #: observations per slot), else None.
     slots: Optional[Tuple[int, ...]] = None
@@ -103,6 +106,9 @@ class Family:
     #: (the same set at every scrape; +Inf always), None for every bucket.
     export_buckets: Optional[Tuple[int, ...]]
     series: Tuple[Series, ...]
+    #: Counters and gauges whose values have a fraction (billionths of a
+    #: unit, PCPU_SNAPSHOT_NANOS: pcpu_registry_family_nanos()).
+    fractions: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,6 +140,17 @@ def _plain(x):
     if isinstance(x, (list, tuple)):
         return [_plain(v) for v in x]
     return x
+
+
+def _fraction_value(lib, fam, se, ftype):
+    """A value with billionths (PCPU_SNAPSHOT_NANOS): the exact int where
+    they add whole units only, else the float pcpu_snapshot_value() gives."""
+    nanos = se.value.fixed.nanos
+    units, rest = divmod(abs(nanos), 10**9)  # C's division: toward zero
+    if rest:
+        return lib.pcpu_snapshot_value(ctypes.byref(fam), ctypes.byref(se))
+    v = (se.value.fixed.whole + (units if nanos >= 0 else -units)) % 2**64
+    return v - 2**64 if ftype == "gauge" and v >= 2**63 else v
 
 
 def scale(value: int, scale_exp10: int) -> float:
@@ -249,6 +266,8 @@ class Segment:
                     if ftype == "histogram":
                         h = se.value.histogram
                         value = Histogram(tuple(h.counts[k] for k in range(nb)), h.sum)
+                    elif fam.flags & _lib.SNAPSHOT_NANOS:
+                        value = _fraction_value(lib, fam, se, ftype)
                     elif ftype == "gauge":
                         value = se.value.gauge
                     else:
@@ -267,7 +286,8 @@ class Segment:
                                    export_buckets=(tuple(fam.export_buckets[k]
                                                          for k in range(fam.nexport))
                                                    if fam.export_buckets else None),
-                                   series=tuple(series)))
+                                   series=tuple(series),
+                                   fractions=bool(fam.flags & _lib.SNAPSHOT_NANOS)))
             return Snapshot(families=tuple(fams), generation=s.generation, changed=s.changed,
                             stable=bool(s.stable), incomplete=bool(s.incomplete),
                             state=_lib.SEGMENT_STATES.get(s.state), nslots=s.nslots)

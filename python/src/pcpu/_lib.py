@@ -35,6 +35,7 @@ READER_ALLOW_STALE = 1 << 2
 READER_PER_SLOT = 1 << 0
 # struct pcpu_snapshot_family flags
 SNAPSHOT_SPARSE_BUCKETS = 1 << 0
+SNAPSHOT_NANOS = 1 << 3  # counters and gauges with billionths beside the units
 
 
 class ReaderOptions(ctypes.Structure):
@@ -69,9 +70,13 @@ class _Histogram(ctypes.Structure):
     _fields_ = [("counts", c_uint64_p), ("sum", ctypes.c_int64)]
 
 
+class _Fixed(ctypes.Structure):
+    _fields_ = [("whole", ctypes.c_uint64), ("nanos", ctypes.c_int64)]
+
+
 class _Value(ctypes.Union):
     _fields_ = [("counter", ctypes.c_uint64), ("gauge", ctypes.c_int64),
-                ("histogram", _Histogram)]
+                ("histogram", _Histogram), ("fixed", _Fixed)]
 
 
 class SnapshotSeries(ctypes.Structure):
@@ -159,6 +164,8 @@ _FUNCTIONS = [
     ("pcpu_stats_error", ctypes.c_char_p, []),
     # Scaling and the exposed buckets, as the C writers compute them.
     ("pcpu_stats_scale", ctypes.c_double, [ctypes.c_double, ctypes.c_int]),
+    ("pcpu_snapshot_value", ctypes.c_double,
+     [ctypes.POINTER(SnapshotFamily), ctypes.POINTER(SnapshotSeries)]),
     ("pcpu_snapshot_histogram_buckets", ctypes.c_size_t,
      [ctypes.POINTER(SnapshotFamily), c_uint64_p, ctypes.POINTER(ctypes.c_size_t), c_uint64_p,
       ctypes.c_size_t]),

@@ -137,10 +137,8 @@ def _metric_family(lib, fam):
             h = se.value.histogram
             metric.add_metric(values, _buckets(lib, fam, h.counts, idx, cum, le),
                               pcpu.scale(h.sum, fam.scale_exp10))
-        elif ftype == "gauge":
-            metric.add_metric(values, pcpu.scale(se.value.gauge, fam.scale_exp10))
-        else:
-            metric.add_metric(values, pcpu.scale(se.value.counter, fam.scale_exp10))
+        else:  # the exposed value, a fraction included (pcpu_snapshot_value())
+            metric.add_metric(values, lib.pcpu_snapshot_value(ctypes.byref(fam), ctypes.byref(se)))
     return metric
 
 

@@ -18,8 +18,8 @@ inline namespace pcpu_v0 {
 /// instruction, no shared cache line); Increment(0.5) adds the fraction to
 /// a second word at 1e-9 resolution (detail::PcpuValue). A counter a
 /// Registry's family makes is a series of the registry's pcpu counter
-/// family (prometheus/pcpu.h): pcpu's expositions and segments show its
-/// whole units. Thread-safe.
+/// family with fractions (prometheus/pcpu.h): pcpu's expositions and
+/// segments show its value to 1e-9. Thread-safe.
 class PROMETHEUS_CPP_CORE_EXPORT Counter {
  public:
   static const MetricType metric_type{MetricType::Counter};

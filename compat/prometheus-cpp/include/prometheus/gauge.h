@@ -15,11 +15,11 @@ inline namespace pcpu_v0 {
 /// A value that goes up and down, held in per-CPU words
 /// (detail::PcpuValue: integer changes exact, fractions to 1e-9 each).
 /// Increment/Decrement are per-CPU adds; Set() of a gauge never
-/// incremented is two stores, else pcpu_gauge_set() of its words (a fetch
-/// and a striped mutex each): detail::PcpuValue. A gauge a Registry's family
-/// makes is a series of the registry's pcpu gauge family
-/// (prometheus/pcpu.h): pcpu's expositions and segments show its whole
-/// units (trunc(value)). Thread-safe.
+/// incremented is two stores (three where the value has a fraction), else
+/// pcpu_gauge_set() of its words (a fetch and a striped mutex each):
+/// detail::PcpuValue. A gauge a Registry's family makes is a series of the
+/// registry's pcpu gauge family with fractions (prometheus/pcpu.h): pcpu's
+/// expositions and segments show its value to 1e-9. Thread-safe.
 class PROMETHEUS_CPP_CORE_EXPORT Gauge {
  public:
   static const MetricType metric_type{MetricType::Gauge};

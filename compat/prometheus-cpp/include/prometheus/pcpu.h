@@ -19,7 +19,7 @@ inline namespace pcpu_v0 {
 /// (call it before the first Add(): pcpu_segment_publish() needs a
 /// registry without series yet; families registered are fine),
 /// and pcpu_registry_write() exposes them in pcpu's formats (where a
-/// counter is named with `_total` and values are the whole units: see
+/// counter is named with `_total` and values show to 1e-9: see
 /// detail::PcpuValue). Owned by `registry`: valid until it is destroyed;
 /// never pass it to pcpu_registry_destroy(). The C registry may hold
 /// families of its own beside the layer's (pcpu_registry_family(),

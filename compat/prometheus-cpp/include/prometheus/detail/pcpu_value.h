@@ -25,14 +25,16 @@ namespace prometheus {
 inline namespace pcpu_v0 {
 namespace detail {
 
-/// A double as one or two per-CPU int64 words and a double. `whole` is
-/// the pcpu series' own counter or gauge word when the metric is
-/// published in a pcpu registry (detail::PcpuFamily), so pcpu's
-/// expositions, snapshots and published segments (pcpustat, the Python
-/// reader) show the whole units of the value: exact for integer values up
-/// to 2^63, fractions left out. `nanos` is made on the first fractional
-/// change and is the layer's own (in-process Value(), Collect() and the
-/// TextSerializer see it; pcpu's registry does not).
+/// A double as two per-CPU int64 words and a double. The words, `whole`
+/// units and beside it `nanos` (billionths of a unit), are a pcpu series'
+/// own when the metric is published in a pcpu registry
+/// (detail::PcpuFamily: a family with fractions,
+/// pcpu_registry_family_nanos()), so pcpu's expositions, snapshots and
+/// published segments (pcpustat, the Python reader) show the value to
+/// 1e-9: Increment(0.5) and Set(0.75) read there as 0.5 and 0.75.
+/// Integer values are exact there up to 2^63; what the words cannot hold
+/// (`extra` below) and the part of a Set() value beyond 1e-9 are
+/// in-process only (Value(), Collect(), the TextSerializer).
 ///
 /// The precision: an increment d with |d| < 2^62 adds trunc(d) to `whole`
 /// (when not 0) and the fraction, rounded to the nearest 1e-9, to `nanos`
@@ -44,11 +46,14 @@ namespace detail {
 /// double, a compare-and-swap loop). Value() converts the words to double:
 /// exact while the integer part is below 2^53.
 ///
-/// Set(v) stores v itself, exactly, in `set` and trunc(v) in `whole`;
-/// thereafter value = set + (whole - trunc(set)) + nanos * 1e-9 + extra.
+/// Set(v) stores v itself, exactly, in `set`, trunc(v) in `whole` and the
+/// fraction of v, rounded to the nearest 1e-9, in `nanos` (so that the
+/// words alone show v to 1e-9); thereafter value = set + (whole -
+/// trunc(set)) + (nanos - NanosOf(set)) * 1e-9 + extra.
 /// A gauge that was only ever Set() (never incremented) is in its "set
 /// only" state: Set() is two stores (the double, seq_cst, and slot 0's
-/// word of `whole`, which no adder writes then) and Value() is the double
+/// word of `whole`, which no adder writes then; a third, slot 0's word of
+/// `nanos`, where v has a fraction) and Value() is the double
 /// -- prometheus-cpp's cost; concurrent Set()s leave Value() at one of
 /// them and `whole` maybe at the other's whole part until the next Set().
 /// The first increment or decrement of a gauge leaves that state for good
@@ -63,8 +68,9 @@ class PROMETHEUS_CPP_CORE_EXPORT PcpuValue {
   /// With words of its own (std::bad_alloc when none can be had), as a
   /// counter's value.
   PcpuValue();
-  /// On `series`' word (a pcpu registry's counter or gauge, not owned);
-  /// nullptr: words of its own. `gauge`: starts in the "set only" state.
+  /// On `series`' two words (a counter or gauge of a pcpu registry's
+  /// family with fractions, not owned); nullptr: words of its own.
+  /// `gauge`: starts in the "set only" state.
   explicit PcpuValue(pcpu_counter_t series, bool gauge = false);
   ~PcpuValue();
   PcpuValue(const PcpuValue&) = delete;
@@ -86,11 +92,7 @@ class PROMETHEUS_CPP_CORE_EXPORT PcpuValue {
       auto nanos = static_cast<std::int64_t>(f + (f < 0 ? -0.5 : 0.5));
       if (nanos != 0) {
         pcpu_counter_t w = nanos_.load(std::memory_order_acquire);
-        if (!w) w = MakeNanos();
-        if (w)
-          pcpu_counter_add(w, nanos);
-        else
-          AddExtra(d - ip);  // no memory for the word: the fraction as a double
+        pcpu_counter_add(w ? w : UseNanos(), nanos);
       }
     }
   }
@@ -109,6 +111,9 @@ class PROMETHEUS_CPP_CORE_EXPORT PcpuValue {
   void Set(double v) {
     if (state_.load(std::memory_order_acquire) == kSetOnly) {
       __atomic_store_n(&whole_->pcpu__word, WholeOf(v), __ATOMIC_RELAXED);
+      std::int64_t nanos = NanosOf(v);
+      pcpu_counter_t w = nanos_.load(std::memory_order_acquire);
+      if (nanos != 0 || w) __atomic_store_n(&(w ? w : UseNanos())->pcpu__word, nanos, __ATOMIC_RELAXED);
       set_.store(v, std::memory_order_seq_cst);
       if (state_.load(std::memory_order_seq_cst) == kSetOnly) return;
     }
@@ -123,15 +128,27 @@ class PROMETHEUS_CPP_CORE_EXPORT PcpuValue {
   static std::int64_t WholeOf(double v) {
     return std::fabs(v) < kLimit ? static_cast<std::int64_t>(std::trunc(v)) : 0;
   }
+  // The fraction of v in billionths, rounded half away from zero, as Add()
+  // rounds (0 where WholeOf() is 0 for want of range).
+  static std::int64_t NanosOf(double v) {
+    if (!(std::fabs(v) < kLimit)) return 0;
+    double f = (v - std::trunc(v)) * 1e9;
+    return static_cast<std::int64_t>(f + (f < 0 ? -0.5 : 0.5));
+  }
   void AddExtra(double d);
-  pcpu_counter_t MakeNanos();
+  // The `nanos` word, marked in use: Value() reads it from then on.
+  pcpu_counter_t UseNanos() {
+    pcpu_counter_t w = pcpu_counter_at(whole_, 1);
+    nanos_.store(w, std::memory_order_release);
+    return w;
+  }
   void StartAdding();
   void SetSlow(double v);
   void Lock();
   void Unlock() { busy_.store(false, std::memory_order_release); }
 
-  pcpu_counter_t whole_;                        // the series' word, or own
-  std::atomic<pcpu_counter_t> nanos_{nullptr};  // own, made on first use
+  pcpu_counter_t whole_;                        // the series' two words, or own
+  std::atomic<pcpu_counter_t> nanos_{nullptr};  // whole_'s word 1 once a fraction was seen
   std::atomic<double> set_{0.0};                // the last Set()'s value
   std::atomic<double> extra_{0.0};              // increments past 2^62, inf, NaN
   std::atomic<unsigned char> state_;
