@@ -279,6 +279,9 @@ static void m_native_export_min(struct sb *b)
 }
 static void m_info_counter(struct sb *b) { sb_entry(b, 0)->flags |= PCPU__SEG_E_INFO; }
 static void m_info_gauge_name(struct sb *b) { sb_entry(b, 3)->flags |= PCPU__SEG_E_INFO; }
+/* 2.7: fractions on a histogram; on a counter whose values are one word. */
+static void m_nanos_histogram(struct sb *b) { sb_entry(b, 5)->flags |= PCPU__SEG_E_NANOS; }
+static void m_nanos_one_word(struct sb *b) { sb_entry(b, 0)->flags |= PCPU__SEG_E_NANOS; }
 static void m_native_schema(struct sb *b)
 {
 	sb_family(b, 9, 3, "nat", NULL, NULL, 0, NULL, 3, PCPU__SEG_SCHEMA_BIAS + 9, 5, native_bounds);
@@ -331,6 +334,8 @@ static void check_hostile(void)
 	expect("native export_min past INT64_MAX", m_native_export_min, EBADMSG);
 	expect("info flag on a counter", m_info_counter, EBADMSG);
 	expect("info flag on a gauge not named _info", m_info_gauge_name, EBADMSG);
+	expect("fraction flag on a histogram (2.7)", m_nanos_histogram, EBADMSG);
+	expect("fraction flag on one-word values (2.7)", m_nanos_one_word, EBADMSG);
 	expect("native schema 9", m_native_schema, EBADMSG);
 	expect("native index out of range", m_native_index, EBADMSG);
 	expect("native zero bucket below 0", m_native_negative, EBADMSG);
