@@ -237,78 +237,114 @@ private:
 	std::size_t n_ = 0;
 };
 
-/* ---- counters ---------------------------------------------------------- */
+/* ---- handles ------------------------------------------------------------ */
 
-/** A copyable view of a counter (pcpu/counter.h) owned elsewhere. */
-class counter_ref {
+/* Every metric comes as a view (`counter_ref`: copyable, owns nothing) and
+ * an owner (`counter`: move-only, frees the C object), with the same
+ * operations. One template holds each shape: the operations are written
+ * once per metric (detail::counter_ops<Handle>, ...) over a handle that is
+ * either a view or an owner (detail::view_handle, detail::owned_handle);
+ * the public classes only add their constructors and ref(). */
+namespace detail {
+/** A C handle borrowed: copyable, never freed. */
+template <typename H> class view_handle {
 public:
-	explicit counter_ref(pcpu_counter_t c) noexcept : c_(c) {}
-	/** pcpu_counter_add(): one rseq add on this CPU's slot. */
-	PCPU_CXX_HOT void add(std::int64_t v) const { pcpu_counter_add(c_, v); }
-	PCPU_CXX_NO_FLOAT_COUNT(add)
-	/** pcpu_counter_inc(). */
-	PCPU_CXX_HOT void inc() const { pcpu_counter_inc(c_); }
-	/** pcpu_counter_add_atomic(): for a counter shared with other processes. */
-	PCPU_CXX_HOT void add_atomic(std::int64_t v) const { pcpu_counter_add_atomic(c_, v); }
-	PCPU_CXX_NO_FLOAT_COUNT(add_atomic)
-	/** pcpu_counter_fetch(): the sum of the slots (modulo 2^64). */
-	std::uint64_t fetch() const noexcept { return pcpu_counter_fetch(c_); }
-	/** pcpu_counter_zero(). */
-	void zero() const noexcept { pcpu_counter_zero(c_); }
+	explicit view_handle(H h) noexcept : h_(h) {}
 	/** False for an empty handle (a failed set-up without exceptions). */
-	explicit operator bool() const noexcept { return c_ != nullptr; }
-	pcpu_counter_t get() const noexcept { return c_; }
+	explicit operator bool() const noexcept { return h_ != nullptr; }
+	H get() const noexcept { return h_; }
 
 private:
-	pcpu_counter_t c_;
+	H h_;
 };
 
-/** An owning counter (pcpu_counter_alloc() / pcpu_counter_free()). */
-class counter {
+/** A C handle owned: move-only, Free::free(h) at destruction unless
+ * empty (moved from, or a failed set-up without exceptions). */
+template <typename H, typename Free> class owned_handle {
 public:
-	/** Allocates a zeroed counter in the default zone; throws pcpu::error. */
-	counter() : c_(pcpu_counter_alloc())
-	{
-		if (!c_)
-			detail::throw_errno("pcpu_counter_alloc");
-	}
-	/** Allocates it in `zone` (pcpu_counter_alloc_in()). */
-	explicit counter(pcpu_zone_t *zone) : c_(pcpu_counter_alloc_in(zone, 1))
-	{
-		if (!c_)
-			detail::throw_errno("pcpu_counter_alloc_in");
-	}
-	counter(counter &&o) noexcept : c_(std::exchange(o.c_, nullptr)) {}
-	counter &operator=(counter &&o) noexcept
+	explicit owned_handle(H h) noexcept : h_(h) {}
+	owned_handle(owned_handle &&o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
+	owned_handle &operator=(owned_handle &&o) noexcept
 	{
 		if (this != &o) {
 			reset();
-			c_ = std::exchange(o.c_, nullptr);
+			h_ = std::exchange(o.h_, nullptr);
 		}
 		return *this;
 	}
-	counter(const counter &) = delete;
-	counter &operator=(const counter &) = delete;
-	~counter() { reset(); }
-
-	PCPU_CXX_HOT void add(std::int64_t v) const { pcpu_counter_add(c_, v); }
-	PCPU_CXX_NO_FLOAT_COUNT(add)
-	PCPU_CXX_HOT void inc() const { pcpu_counter_inc(c_); }
-	std::uint64_t fetch() const noexcept { return pcpu_counter_fetch(c_); }
-	void zero() const noexcept { pcpu_counter_zero(c_); }
-	counter_ref ref() const noexcept { return counter_ref(c_); }
+	owned_handle(const owned_handle &) = delete;
+	owned_handle &operator=(const owned_handle &) = delete;
+	~owned_handle() { reset(); }
 	/** False for an empty handle (a failed set-up without exceptions). */
-	explicit operator bool() const noexcept { return c_ != nullptr; }
-	pcpu_counter_t get() const noexcept { return c_; }
+	explicit operator bool() const noexcept { return h_ != nullptr; }
+	H get() const noexcept { return h_; }
 
 private:
 	void reset() noexcept
 	{
-		if (c_)
-			pcpu_counter_free(c_);
-		c_ = nullptr;
+		if (h_)
+			Free::free(h_);
+		h_ = nullptr;
 	}
-	pcpu_counter_t c_;
+	H h_;
+};
+
+struct free_counter {
+	static void free(pcpu_counter_t c) noexcept { (void)pcpu_counter_free(c); }
+};
+struct free_gauge {
+	static void free(pcpu_gauge_t g) noexcept { (void)pcpu_gauge_free(g); }
+};
+struct free_histogram {
+	static void free(pcpu_histogram_t *h) noexcept { pcpu_histogram_destroy(h); }
+};
+struct free_group {
+	static void free(pcpu_group_t *g) noexcept { pcpu_group_free(g); }
+};
+
+/** A counter's operations (pcpu/counter.h) over handle H. */
+template <typename H> class counter_ops : public H {
+public:
+	using H::H;
+	/** pcpu_counter_add(): one rseq add on this CPU's slot. */
+	PCPU_CXX_HOT void add(std::int64_t v) const { pcpu_counter_add(this->get(), v); }
+	PCPU_CXX_NO_FLOAT_COUNT(add)
+	/** pcpu_counter_inc(). */
+	PCPU_CXX_HOT void inc() const { pcpu_counter_inc(this->get()); }
+	/** pcpu_counter_add_atomic(): for a counter shared with other processes. */
+	PCPU_CXX_HOT void add_atomic(std::int64_t v) const { pcpu_counter_add_atomic(this->get(), v); }
+	PCPU_CXX_NO_FLOAT_COUNT(add_atomic)
+	/** pcpu_counter_fetch(): the sum of the slots (modulo 2^64). */
+	std::uint64_t fetch() const noexcept { return pcpu_counter_fetch(this->get()); }
+	/** pcpu_counter_zero(). */
+	void zero() const noexcept { pcpu_counter_zero(this->get()); }
+};
+} // namespace detail
+
+/* ---- counters ---------------------------------------------------------- */
+
+/** A copyable view of a counter (pcpu/counter.h) owned elsewhere. */
+class counter_ref : public detail::counter_ops<detail::view_handle<pcpu_counter_t>> {
+public:
+	explicit counter_ref(pcpu_counter_t c) noexcept : counter_ops(c) {}
+};
+
+/** An owning counter (pcpu_counter_alloc() / pcpu_counter_free()). */
+class counter : public detail::counter_ops<detail::owned_handle<pcpu_counter_t, detail::free_counter>> {
+public:
+	/** Allocates a zeroed counter in the default zone; throws pcpu::error. */
+	counter() : counter_ops(pcpu_counter_alloc())
+	{
+		if (!get())
+			detail::throw_errno("pcpu_counter_alloc");
+	}
+	/** Allocates it in `zone` (pcpu_counter_alloc_in()). */
+	explicit counter(pcpu_zone_t *zone) : counter_ops(pcpu_counter_alloc_in(zone, 1))
+	{
+		if (!get())
+			detail::throw_errno("pcpu_counter_alloc_in");
+	}
+	counter_ref ref() const noexcept { return counter_ref(get()); }
 };
 
 /** `n` owning counters in one allocation (pcpu_counter_alloc_array()):
@@ -370,68 +406,41 @@ private:
 
 /* ---- gauges -------------------------------------------------------------- */
 
-/** A copyable view of a gauge (pcpu/gauge.h) owned elsewhere. */
-class gauge_ref {
+namespace detail {
+/** A gauge's operations (pcpu/gauge.h) over handle H. */
+template <typename H> class gauge_ops : public H {
 public:
-	explicit gauge_ref(pcpu_gauge_t g) noexcept : g_(g) {}
-	PCPU_CXX_HOT void add(std::int64_t v) const { pcpu_gauge_add(g_, v); }
+	using H::H;
+	PCPU_CXX_HOT void add(std::int64_t v) const { pcpu_gauge_add(this->get(), v); }
 	PCPU_CXX_NO_FLOAT_COUNT(add)
-	PCPU_CXX_HOT void sub(std::int64_t v) const { pcpu_gauge_sub(g_, v); }
+	PCPU_CXX_HOT void sub(std::int64_t v) const { pcpu_gauge_sub(this->get(), v); }
 	PCPU_CXX_NO_FLOAT_COUNT(sub)
-	PCPU_CXX_HOT void inc() const { pcpu_gauge_inc(g_); }
-	PCPU_CXX_HOT void dec() const { pcpu_gauge_dec(g_); }
+	PCPU_CXX_HOT void inc() const { pcpu_gauge_inc(this->get()); }
+	PCPU_CXX_HOT void dec() const { pcpu_gauge_dec(this->get()); }
 	/** pcpu_gauge_set() (a striped lock: not a hot path; never fails on a
 	 * valid gauge). */
-	void set(std::int64_t v) const noexcept { (void)pcpu_gauge_set(g_, v); }
+	void set(std::int64_t v) const noexcept { (void)pcpu_gauge_set(this->get(), v); }
 	PCPU_CXX_NO_FLOAT_COUNT(set)
-	std::int64_t read() const noexcept { return pcpu_gauge_read(g_); }
-	explicit operator bool() const noexcept { return g_ != nullptr; }
-	pcpu_gauge_t get() const noexcept { return g_; }
+	std::int64_t read() const noexcept { return pcpu_gauge_read(this->get()); }
+};
+} // namespace detail
 
-private:
-	pcpu_gauge_t g_;
+/** A copyable view of a gauge (pcpu/gauge.h) owned elsewhere. */
+class gauge_ref : public detail::gauge_ops<detail::view_handle<pcpu_gauge_t>> {
+public:
+	explicit gauge_ref(pcpu_gauge_t g) noexcept : gauge_ops(g) {}
 };
 
 /** An owning gauge (pcpu_gauge_alloc() / pcpu_gauge_free()). */
-class gauge {
+class gauge : public detail::gauge_ops<detail::owned_handle<pcpu_gauge_t, detail::free_gauge>> {
 public:
-	gauge() : g_(pcpu_gauge_alloc())
+	/** Allocates a zeroed gauge in the default zone; throws pcpu::error. */
+	gauge() : gauge_ops(pcpu_gauge_alloc())
 	{
-		if (!g_)
+		if (!get())
 			detail::throw_errno("pcpu_gauge_alloc");
 	}
-	gauge(gauge &&o) noexcept : g_(std::exchange(o.g_, nullptr)) {}
-	gauge &operator=(gauge &&o) noexcept
-	{
-		if (this != &o) {
-			if (g_)
-				pcpu_gauge_free(g_);
-			g_ = std::exchange(o.g_, nullptr);
-		}
-		return *this;
-	}
-	gauge(const gauge &) = delete;
-	gauge &operator=(const gauge &) = delete;
-	~gauge()
-	{
-		if (g_)
-			pcpu_gauge_free(g_);
-	}
-	PCPU_CXX_HOT void add(std::int64_t v) const { pcpu_gauge_add(g_, v); }
-	PCPU_CXX_NO_FLOAT_COUNT(add)
-	PCPU_CXX_HOT void sub(std::int64_t v) const { pcpu_gauge_sub(g_, v); }
-	PCPU_CXX_NO_FLOAT_COUNT(sub)
-	PCPU_CXX_HOT void inc() const { pcpu_gauge_inc(g_); }
-	PCPU_CXX_HOT void dec() const { pcpu_gauge_dec(g_); }
-	void set(std::int64_t v) const noexcept { (void)pcpu_gauge_set(g_, v); }
-	PCPU_CXX_NO_FLOAT_COUNT(set)
-	std::int64_t read() const noexcept { return pcpu_gauge_read(g_); }
-	gauge_ref ref() const noexcept { return gauge_ref(g_); }
-	explicit operator bool() const noexcept { return g_ != nullptr; }
-	pcpu_gauge_t get() const noexcept { return g_; }
-
-private:
-	pcpu_gauge_t g_;
+	gauge_ref ref() const noexcept { return gauge_ref(get()); }
 };
 
 /* ---- histograms -------------------------------------------------------- */
@@ -492,67 +501,52 @@ struct histogram_data {
 	std::int64_t sum = 0;
 };
 
-/** A copyable view of a histogram (pcpu/histogram.h) owned elsewhere. */
-class histogram_ref {
+namespace detail {
+/** A histogram's operations (pcpu/histogram.h) over handle H. */
+template <typename H> class histogram_ops : public H {
 public:
-	explicit histogram_ref(const pcpu_histogram_t *h) noexcept : h_(h) {}
+	using H::H;
 	/** pcpu_histogram_record(): locate the bucket, one rseq section. */
-	PCPU_CXX_HOT void record(std::int64_t v) const { pcpu_histogram_record(h_, v); }
-	PCPU_CXX_HOT void record_n(std::int64_t v, std::uint64_t n) const { pcpu_histogram_record_n(h_, v, n); }
+	PCPU_CXX_HOT void record(std::int64_t v) const { pcpu_histogram_record(this->get(), v); }
+	PCPU_CXX_HOT void record_n(std::int64_t v, std::uint64_t n) const
+	{
+		pcpu_histogram_record_n(this->get(), v, n);
+	}
 	PCPU_CXX_NO_FLOAT_OBSERVATION(record)
 	PCPU_CXX_NO_FLOAT_OBSERVATION(record_n)
-	PCPU_CXX_HOT std::size_t bucket_of(std::int64_t v) const { return pcpu_histogram_bucket_of(h_, v); }
-	std::size_t nbuckets() const noexcept { return pcpu_histogram_nbuckets(h_); }
+	PCPU_CXX_HOT std::size_t bucket_of(std::int64_t v) const { return pcpu_histogram_bucket_of(this->get(), v); }
+	std::size_t nbuckets() const noexcept { return pcpu_histogram_nbuckets(this->get()); }
 	/** pcpu_histogram_read() into a new histogram_data. */
 	histogram_data read() const
 	{
 		histogram_data d;
 		d.counts.resize(nbuckets());
-		if (pcpu_histogram_read(h_, d.counts.data(), d.counts.size(), &d.count, &d.sum) != 0) {
+		if (pcpu_histogram_read(this->get(), d.counts.data(), d.counts.size(), &d.count, &d.sum) != 0) {
 			detail::throw_errno("pcpu_histogram_read");
 			return histogram_data{};
 		}
 		return d;
 	}
-	explicit operator bool() const noexcept { return h_ != nullptr; }
-	const pcpu_histogram_t *get() const noexcept { return h_; }
+};
+} // namespace detail
 
-private:
-	const pcpu_histogram_t *h_;
+/** A copyable view of a histogram (pcpu/histogram.h) owned elsewhere. */
+class histogram_ref : public detail::histogram_ops<detail::view_handle<const pcpu_histogram_t *>> {
+public:
+	explicit histogram_ref(const pcpu_histogram_t *h) noexcept : histogram_ops(h) {}
 };
 
 /** An owning histogram (pcpu_histogram_create() / pcpu_histogram_destroy()). */
-class histogram {
+class histogram
+	: public detail::histogram_ops<detail::owned_handle<pcpu_histogram_t *, detail::free_histogram>> {
 public:
-	explicit histogram(histogram_layout layout) : h_(pcpu_histogram_create(layout.c_layout()))
+	/** Creates it with `layout`; throws pcpu::error (EINVAL: a bad layout). */
+	explicit histogram(histogram_layout layout) : histogram_ops(pcpu_histogram_create(layout.c_layout()))
 	{
-		if (!h_)
+		if (!get())
 			detail::throw_errno("pcpu_histogram_create", true);
 	}
-	histogram(histogram &&o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
-	histogram &operator=(histogram &&o) noexcept
-	{
-		if (this != &o) {
-			pcpu_histogram_destroy(h_);
-			h_ = std::exchange(o.h_, nullptr);
-		}
-		return *this;
-	}
-	histogram(const histogram &) = delete;
-	histogram &operator=(const histogram &) = delete;
-	~histogram() { pcpu_histogram_destroy(h_); }
-	PCPU_CXX_HOT void record(std::int64_t v) const { pcpu_histogram_record(h_, v); }
-	PCPU_CXX_HOT void record_n(std::int64_t v, std::uint64_t n) const { pcpu_histogram_record_n(h_, v, n); }
-	PCPU_CXX_NO_FLOAT_OBSERVATION(record)
-	PCPU_CXX_NO_FLOAT_OBSERVATION(record_n)
-	std::size_t nbuckets() const noexcept { return pcpu_histogram_nbuckets(h_); }
-	histogram_data read() const { return ref().read(); }
-	histogram_ref ref() const noexcept { return histogram_ref(h_); }
-	explicit operator bool() const noexcept { return h_ != nullptr; }
-	pcpu_histogram_t *get() const noexcept { return h_; }
-
-private:
-	pcpu_histogram_t *h_;
+	histogram_ref ref() const noexcept { return histogram_ref(get()); }
 };
 
 /* ---- owned slots (pcpu/worker.h) -------------------------------------- */
@@ -668,66 +662,53 @@ private:
 
 /* ---- consistent groups -------------------------------------------------- */
 
-/** A copyable view of a group object (pcpu/group.h) owned elsewhere. */
-class group_ref {
+namespace detail {
+/** A consistent group's operations (pcpu/group.h) over handle H. */
+template <typename H> class group_ops : public H {
 public:
-	explicit group_ref(const pcpu_group_t *g) noexcept : g_(g) {}
+	using H::H;
 	/** pcpu_group_add(): d.size() must be members() (unchecked, as in C). */
-	PCPU_CXX_HOT void add(std::size_t i, span<const std::int64_t> d) const { pcpu_group_add(g_, i, d.data()); }
-	PCPU_CXX_HOT void add2(std::size_t i, std::int64_t d0, std::int64_t d1) const { pcpu_group_add2(g_, i, d0, d1); }
+	PCPU_CXX_HOT void add(std::size_t i, span<const std::int64_t> d) const
+	{
+		pcpu_group_add(this->get(), i, d.data());
+	}
+	PCPU_CXX_HOT void add2(std::size_t i, std::int64_t d0, std::int64_t d1) const
+	{
+		pcpu_group_add2(this->get(), i, d0, d1);
+	}
 	PCPU_CXX_NO_FLOAT_COUNT(add2)
-	unsigned members() const noexcept { return pcpu_group_members(g_); }
-	std::size_t count() const noexcept { return pcpu_group_count(g_); }
+	unsigned members() const noexcept { return pcpu_group_members(this->get()); }
+	std::size_t count() const noexcept { return pcpu_group_count(this->get()); }
 	/** pcpu_group_read() of group i: one consistent read of its members.
 	 * Throws pcpu::error (ETIMEDOUT: a writer stayed mid-update). */
 	std::vector<std::int64_t> read(std::size_t i) const
 	{
 		std::vector<std::int64_t> out(members());
-		if (pcpu_group_read(g_, i, out.data()) != 0) {
+		if (pcpu_group_read(this->get(), i, out.data()) != 0) {
 			detail::throw_errno("pcpu_group_read");
 			return {};
 		}
 		return out;
 	}
-	explicit operator bool() const noexcept { return g_ != nullptr; }
-	const pcpu_group_t *get() const noexcept { return g_; }
+};
+} // namespace detail
 
-private:
-	const pcpu_group_t *g_;
+/** A copyable view of a group object (pcpu/group.h) owned elsewhere. */
+class group_ref : public detail::group_ops<detail::view_handle<const pcpu_group_t *>> {
+public:
+	explicit group_ref(const pcpu_group_t *g) noexcept : group_ops(g) {}
 };
 
 /** `count` owning groups of `members` counters (pcpu_group_alloc()). */
-class group {
+class group : public detail::group_ops<detail::owned_handle<pcpu_group_t *, detail::free_group>> {
 public:
-	group(unsigned members, std::size_t count) : g_(pcpu_group_alloc(members, count))
+	/** Throws pcpu::error (EINVAL, ENOMEM: see pcpu_group_alloc(3)). */
+	group(unsigned members, std::size_t count) : group_ops(pcpu_group_alloc(members, count))
 	{
-		if (!g_)
+		if (!get())
 			detail::throw_errno("pcpu_group_alloc");
 	}
-	group(group &&o) noexcept : g_(std::exchange(o.g_, nullptr)) {}
-	group &operator=(group &&o) noexcept
-	{
-		if (this != &o) {
-			pcpu_group_free(g_);
-			g_ = std::exchange(o.g_, nullptr);
-		}
-		return *this;
-	}
-	group(const group &) = delete;
-	group &operator=(const group &) = delete;
-	~group() { pcpu_group_free(g_); }
-	PCPU_CXX_HOT void add(std::size_t i, span<const std::int64_t> d) const { pcpu_group_add(g_, i, d.data()); }
-	PCPU_CXX_HOT void add2(std::size_t i, std::int64_t d0, std::int64_t d1) const { pcpu_group_add2(g_, i, d0, d1); }
-	PCPU_CXX_NO_FLOAT_COUNT(add2)
-	unsigned members() const noexcept { return pcpu_group_members(g_); }
-	std::size_t count() const noexcept { return pcpu_group_count(g_); }
-	std::vector<std::int64_t> read(std::size_t i) const { return ref().read(i); }
-	group_ref ref() const noexcept { return group_ref(g_); }
-	explicit operator bool() const noexcept { return g_ != nullptr; }
-	pcpu_group_t *get() const noexcept { return g_; }
-
-private:
-	pcpu_group_t *g_;
+	group_ref ref() const noexcept { return group_ref(get()); }
 };
 
 /* ---- per-CPU reference counts -------------------------------------------- */
