@@ -65,7 +65,14 @@ static void run_prepare(void);
 static void run_parent(void);
 static void run_child(void);
 
-__attribute__((constructor)) static void fork_load_init(void)
+/* Priority 101, as rseq.c's pcpu_load_init: before a statically linked
+ * program's own constructors, which may allocate counters (counter(9)'s
+ * COUNTER_U64_DEFINE_EARLY). At the default priority a program linked with
+ * libpcpu.a ran its constructors first (link order), the zone's fork
+ * registration failed (ENOMEM, atfork_made still 0) and an early counter's
+ * M_WAITOK allocation retried for ever before main() (found by
+ * tests/vm/vm_stress.c, static, on every machine; tests/test_counter9_static.c). */
+__attribute__((constructor(101))) static void fork_load_init(void)
 {
 	/* Fails only for lack of memory; registrations then fail (ENOMEM)
 	 * rather than leave a subsystem without fork handlers. */

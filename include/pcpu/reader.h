@@ -84,10 +84,11 @@ struct pcpu_reader_options {
 	unsigned flags;
 	/** With PCPU_READER_OWNER: the expected owner. */
 	uid_t owner;
-	/** Most bytes one snapshot may read and allocate; 0: 4 GiB. Every
-	 * system call a snapshot makes on the values (pread, lseek) counts
-	 * as 4 KiB, so a snapshot's cost is bounded by max_bytes whatever the
-	 * file's apparent size or holes. */
+	/** Most bytes one snapshot may read and allocate; 0: 4 GiB (where
+	 * size_t is 32 bits: SIZE_MAX, 4 GiB - 1). Every system call a
+	 * snapshot makes on the values (pread, lseek) counts as 4 KiB, so a
+	 * snapshot's cost is bounded by max_bytes whatever the file's
+	 * apparent size or holes. */
 	size_t max_bytes;
 };
 

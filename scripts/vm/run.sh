@@ -9,12 +9,14 @@
 #              of scripts/vm/fetch-kernels.sh (its `machines` table: kernel,
 #              cross compiler, emulator and its arguments)
 #   MODE       glibc | own | fallback | seccomp, optionally :cpu or :mm_cid
+#              and :tree (vm_stress --workload tree: a pre-fork server's
+#              shared-tree registry instead of the threads' stress)
 #              (the slot index asked for with PCPU_INDEX) and :expect=cpu|mm_cid
 #              (the index the process must then report) and :hotplug=N (CPU
 #              offline/online switches during the run), e.g. glibc:mm_cid:expect=cpu;
 #              or footprint | footprint-all (vm_stress --footprint, with the
 #              slot walk / with PCPU_SLOT_WALK=all)
-#   --variant plain|split|broken
+#   --variant plain|split|broken|skew
 #              plain: the ordinary sections (with PCPU_TEST_INJECT's abort count);
 #              split: PCPU_TEST_SPLIT_BLOCKS, a branch after each load and add
 #              inside the sections, so TCG (which takes interrupts only between
@@ -23,7 +25,12 @@
 #              its commit): the run must FAIL (lost updates); this script then
 #              succeeds only if every mode failed on a total (with --args
 #              "--rounds R" a mode runs again while it ends exact, R runs at
-#              most: its last run decides)
+#              most: its last run decides);
+#              skew (arm only): the library built with PCPU_TEST_TREE_SKEW,
+#              a process-tree group's 32-bit lane take without its reread of
+#              the whole seq (commit fdd6c8f's fix left out): every rseq
+#              MODE with :tree must FAIL on a torn group read, the fallback
+#              ones (no rseq take) stay exact
 #   --kernel 6.1|6.12   (default: the machine's; amd64's 6.12 has mm_cid)
 #   --smp N             vCPUs (default: the machine's: aarch64 2, x86_64 16,
 #                       arm and riscv64 4)
@@ -89,6 +96,8 @@ case $variant in
   plain) defs=() ;;
   split) defs=(-DPCPU_TEST_SPLIT_BLOCKS) ;;
   broken) defs=(-DPCPU_TEST_SPLIT_BLOCKS -DPCPU_TEST_BROKEN_SECTION) ;;
+  skew) defs=()
+        [ "$arch" = arm ] || { echo "run.sh: --variant skew is for arm (where a word is 32 bits)" >&2; exit 2; } ;;
   *) echo "run.sh: unknown variant $variant" >&2; exit 2 ;;
 esac
 
@@ -99,10 +108,13 @@ vmlinuz=$(sed -n "s/^$key=//p" <<<"$kernels")
 
 # The library, static, for the target (only the library: no tests, tools,
 # protobuf), then vm_stress against it.
-bdir=$root/build/vm/$arch
+bdir=$root/build/vm/$arch libdefs=()
+if [ "$variant" = skew ]; then # a library of its own
+  bdir=$root/build/vm/$arch-skew libdefs=(-DCMAKE_C_FLAGS=-DPCPU_TEST_TREE_SKEW)
+fi
 mkdir -p "$root/build/vm"
 if [ ! -f "$bdir/build.ninja" ]; then
-  cmake -S . -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${toolchain[@]}" \
+  cmake -S . -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${toolchain[@]}" "${libdefs[@]}" \
     -DPCPU_BUILD_TESTS=OFF -DPCPU_BUILD_BENCH=OFF -DPCPU_BUILD_EXAMPLES=OFF \
     -DPCPU_BUILD_TOOLS=OFF -DPCPU_PROTOBUF=OFF >"$bdir.configure.log" 2>&1 \
     || { cat "$bdir.configure.log"; echo "run.sh: configure failed" >&2; exit 1; }
@@ -182,7 +194,22 @@ for m in "$@"; do
   get() { sed -nE "s/.* $1=([^ ]*).*/\1/p" <<<"$line"; }
   res=$(get result)
   summary="VM arch=$arch kernel=$krel cpus=$(get cpus) variant=$variant mode=$m index=$(get index) adds=$(get adds) aborts=$(get aborts) hotplug=$(get hotplug) seconds=$(get seconds)"
-  if [ "$variant" = broken ]; then
+  if [ "$variant" = skew ]; then
+    # The test of the tree test: without the reread, a lane taken after
+    # another take and release (vm_stress makes one there) keeps a stale
+    # generation, and a read during its update shows half of it.
+    if [ "$name" = fallback ] || [ "$name" = seccomp ]; then
+      [ "$res" = exact ] && echo "$summary -> PASS exact (no rseq take)" \
+        || { echo "$summary -> FAIL: $res"; rc=1; }
+    elif [ "$res" = FAILED ] && grep -qE '^vm_stress: FAIL: tree: .*torn' "$work/results.txt"; then
+      torn=$(awk -v spec="$m" '/^vm_stress: FAIL: tree: group read in mid-update torn/ { t = $0 }
+        /^VM_RESULT/ { if (index($0, " spec=" spec) && $NF == "spec=" spec) { print t; exit } t = "" }' \
+        "$work/results.txt" | grep -oE 'torn [0-9]+ times of [0-9]+')
+      echo "$summary -> PASS caught (${torn:-torn group reads}: reads in mid-update)"
+    else
+      echo "$summary -> FAIL: the skewed build was not caught ($res)"; rc=1
+    fi
+  elif [ "$variant" = broken ]; then
     # The test of the test: a section whose range ends before its commit
     # must lose updates, seen as a wrong total. In the fallback modes no
     # section runs, so they stay exact.

@@ -31,7 +31,15 @@
 
 #include "segment_internal.h"
 
+/* max_bytes 0: 4 GiB, or SIZE_MAX where size_t is 32 bits -- there
+ * (size_t)4 << 30 was 0, a budget of nothing, and every snapshot of a
+ * reader opened with the defaults failed with EFBIG (found on ARMv7 by
+ * tests/vm/vm_stress.c --workload tree). */
+#if SIZE_MAX > 0xffffffffu
 #define PCPU__RD_DEFAULT_MAX_BYTES ((size_t)4 << 30)
+#else
+#define PCPU__RD_DEFAULT_MAX_BYTES SIZE_MAX
+#endif
 
 struct pcpu_reader {
 	int fd; /* -1: memory source (tests, fuzzing) */

@@ -181,6 +181,24 @@
 PCPU_HIDDEN void (*pcpu__test_group_tree_pause)(void *lane);
 void (*pcpu__test_group_tree_pause)(void *lane);
 
+/* Test hook (tests/vm/vm_stress.c --workload tree): called by a shared
+ * registry's group writer on the rseq path between its read of the lane's
+ * seq (free) and the section that takes the lane -- where another take and
+ * release of the lane (a signal handler's update of the group, another
+ * thread of this CPU) moves seq's generation under the taker, which the
+ * 32-bit reread in tree_add() is for. The probe updates the group there. */
+PCPU_HIDDEN void (*pcpu__test_group_tree_before_take)(void *lane);
+void (*pcpu__test_group_tree_before_take)(void *lane);
+
+/* A deliberately broken test build (scripts/vm/run.sh --variant skew, the
+ * library compiled with PCPU_TEST_TREE_SKEW): tree_add() without its 32-bit
+ * reread of seq, which vm_stress --workload tree must catch on ARMv7. */
+#ifdef PCPU_TEST_TREE_SKEW
+#define PCPU__TEST_TREE_SKEW 1
+#else
+#define PCPU__TEST_TREE_SKEW 0
+#endif
+
 static inline void cpu_relax(void)
 {
 	pcpu__arch_cpu_relax(); /* the arch header's spin-wait hint */
@@ -468,6 +486,8 @@ static void tree_add(const pcpu_group_t *g, size_t i, const int64_t *d)
 			 * collection repairs a dead one (tree_read_lane). */
 			break;
 		}
+		if (PCPU_UNLIKELY(pcpu__test_group_tree_before_take != NULL))
+			pcpu__test_group_tree_before_take(lane);
 		if (pcpu__rseq_cmpeq_cmpeqv_storev(idx, (intptr_t *)&lane[TREE_SEQ], (intptr_t)s,
 						   (intptr_t)((uint64_t)s | tag)) == 0) {
 			uint64_t held = (uint64_t)s | tag;
@@ -479,7 +499,7 @@ static void tree_add(const pcpu_group_t *g, size_t i, const int64_t *d)
 			 * nobody else writes a held lane's seq: read the whole
 			 * of it, so that undo_seq and the release carry the
 			 * lane's real generation. */
-			if (sizeof(intptr_t) < sizeof(uint64_t))
+			if (sizeof(intptr_t) < sizeof(uint64_t) && !PCPU__TEST_TREE_SKEW)
 				held = (uint64_t)__atomic_load_n(&lane[TREE_SEQ], __ATOMIC_ACQUIRE);
 			tree_update(lane, held, d, n);
 			return;

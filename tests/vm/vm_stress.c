@@ -1,15 +1,19 @@
 /*
  * The emulated machines' test (scripts/vm/run.sh): a static program that
- * runs as /init of an initramfs under qemu-system-aarch64 or
- * qemu-system-x86_64, or as an ordinary program on the host.
+ * runs as /init of an initramfs under qemu-system-aarch64, -x86_64, -arm or
+ * -riscv64, or as an ordinary program on the host. As init it mounts a
+ * tmpfs on /dev/shm for --workload tree's segment.
  *
  * Threads (2 per online CPU, at least 4) drive the public API at once:
  * counter adds, add_many, histogram records, a consistent group's add2 (with
  * a reader checking every read it makes is consistent), ref get/put, a
  * big-reader lock (a writer changes two words that readers must always see
- * equal), an object cache (no object handed out twice). Each adder's own
- * timer signal interrupts it, and the handler adds to counters, the
- * histogram and the group too. The main thread forks children now and then,
+ * equal), an object cache (no object handed out twice), counter(9) adds
+ * (pcpu/counter9.h: counter_u64_add, counter_u64_add_protected, fetched
+ * exact at the end). Each adder's own timer signal interrupts it, and the
+ * handler adds to counters, the histogram, the group and an early counter(9)
+ * counter (COUNTER_U64_DEFINE_EARLY: allocated by a constructor before
+ * main()) too. The main thread forks children now and then,
  * each of which checks its copy of a counter counts exactly; with
  * --hotplug N it also takes CPUs offline and online N times through
  * /sys/devices/system/cpu/cpuK/online while the threads run.
@@ -45,6 +49,12 @@
  * child of its own, one after the other; --rounds R runs a mode again
  * while it ends exact, R runs at most (the broken build's chances).
  *
+ * --workload tree (a spec's :tree, e.g. --modes glibc:tree): instead of the
+ * threads' stress, a pre-fork server's shared-tree registry (see "--workload
+ * tree" below), PCPU_INDEX=cpu; --tree-adds N and --tree-aborts A replace
+ * --adds and --aborts there. Its line is VM_RESULT ... workload=tree
+ * workers=W threads=T ... hook_reads=R injected=I ...
+ *
  * --footprint (or --mode footprint): instead of the stress, the memory and
  * fetch cost of 10^6 counters written from 2 slots (two threads pinned to
  * CPUs 0 and 1), as
@@ -58,6 +68,7 @@
 #include "../check.h"
 #include "../seccomp_deny.h"
 #include <pcpu/pcpu.h>
+#include <pcpu/counter9.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -65,6 +76,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/reboot.h>
@@ -97,6 +109,14 @@ __thread unsigned long pcpu__test_inject_aborts;
 void pcpu__test_inject_before(void)
 {
 }
+
+/* group.c's test hook (the library's, hidden; a static link reaches it):
+ * a shared registry's group writer, its lane held and its first member
+ * written, the others not. --workload tree reads the group there. */
+extern void (*pcpu__test_group_tree_pause)(void *lane);
+/* And on its rseq path, between its read of the lane's seq and the section
+ * that takes the lane. */
+extern void (*pcpu__test_group_tree_before_take)(void *lane);
 
 static int is_init;
 static int failures;
@@ -181,6 +201,12 @@ static pcpu_group_t *group;
 static pcpu_ref_t *ref;
 static pcpu_rwlock_t *rw;
 static pcpu_objcache_t *cache;
+/* counter(9) (pcpu/counter9.h): two counters the adders add to (one through
+ * counter_u64_add_protected), and an early one (allocated by its
+ * constructor before main()) the handler adds to. */
+static counter_u64_t c9[2];
+static COUNTER_U64_DEFINE_EARLY(c9_early);
+static int64_t exp_c9[2], exp_c9_early;
 static int released;
 static int64_t expected[NCNT], exp_g0, exp_g1, exp_hsum;
 static uint64_t *exp_hcount; /* per bucket */
@@ -217,6 +243,7 @@ static void handler(int sig)
 	pcpu_counter_add(single[2], -2);
 	pcpu_histogram_record(hist, 7);
 	pcpu_group_add2(group, 0, 1, 2);
+	counter_u64_add(c9_early, 1);
 	h_runs++;
 	errno = saved;
 }
@@ -233,7 +260,7 @@ static void check_mode(void)
 static void *adder(void *arg)
 {
 	int me = (int)(intptr_t)arg;
-	int64_t local[NCNT] = {0}, g0 = 0, g1 = 0, hsum = 0;
+	int64_t local[NCNT] = {0}, g0 = 0, g1 = 0, hsum = 0, c9l[2] = {0};
 	uint64_t *hcount = calloc(nbuckets, sizeof(*hcount));
 	uint64_t rng = 0x9e3779b97f4a7c15ull * ((uint64_t)me + 1);
 	unsigned long i = 0, published_adds = 0, published_aborts = 0, ops = 0, loops = 0;
@@ -327,6 +354,20 @@ static void *adder(void *arg)
 				ops++;
 			}
 		}
+		if (((r >> 52) & 7) == 0) {
+			/* counter(9): an eighth of the iterations. */
+			unsigned j = (unsigned)(r >> 55) & 1;
+
+			if (j) {
+				counter_enter();
+				counter_u64_add_protected(c9[1], v);
+				counter_exit();
+			} else {
+				counter_u64_add(c9[0], v);
+			}
+			c9l[j] += v;
+			i += 1;
+		}
 		if ((++loops & 255) == 0) {
 			__atomic_fetch_add(&total_adds, i - published_adds, __ATOMIC_RELAXED);
 			published_adds = i;
@@ -348,7 +389,10 @@ static void *adder(void *arg)
 	hsum += 7 * h_runs;
 	g0 += h_runs;
 	g1 += 2 * h_runs;
-	i += 4 * (unsigned long)h_runs;
+	i += 5 * (unsigned long)h_runs;
+	for (int j = 0; j < 2; j++)
+		__atomic_fetch_add(&exp_c9[j], c9l[j], __ATOMIC_RELAXED);
+	__atomic_fetch_add(&exp_c9_early, h_runs, __ATOMIC_RELAXED);
 	for (size_t b = 0; b < nbuckets; b++)
 		__atomic_fetch_add(&exp_hcount[b], hcount[b], __ATOMIC_RELAXED);
 	__atomic_fetch_add(&exp_hsum, hsum, __ATOMIC_RELAXED);
@@ -539,6 +583,591 @@ static void footprint(const char *kernel, unsigned present, unsigned possible, c
 	finish(failures ? 1 : 0);
 }
 
+/* ---- --workload tree: a pre-fork server's shared registry ------------------- */
+
+/*
+ * What a pre-fork server does with pcpu (pcpu/segment.h,
+ * PCPU_SEGMENT_SHARED_TREE): the master publishes a shared-tree registry on
+ * a tmpfs, registers a counter family, an unlabelled counter and two
+ * consistent group families with a few series each, then forks workers;
+ * each worker runs several threads that add to the groups and counters
+ * (their own timer signals interrupting them, the handler adding too, and
+ * now and then a hop to another CPU), makes a series of each kind after
+ * fork() (registering finds what another worker made), and exits when its
+ * share of the work is done, while the master forks new workers, reads
+ * every group, and collects and reads the segment as an exporter would.
+ * Lanes are thus held and released by threads of processes that come and
+ * go. At the end every value is compared with what the workers did, both
+ * through the library (pcpu_counter_fetch, pcpu_group_read) and through
+ * the segment (pcpu/reader.h).
+ *
+ * Consistency, checked three ways: every group read the master makes while
+ * the workers run, every group in the segment snapshots, and a read made
+ * from inside a writer's own update: group.c's test hook
+ * pcpu__test_group_tree_pause runs once the writer holds its lane and has
+ * written the first member only, and the writer then reads its group.
+ * That read must show the group as before the update (the lane's undo copy,
+ * which a reader uses while undo_seq == seq): a lane taken with a seq whose
+ * generation is stale -- the 32-bit skew that commit fdd6c8f fixed, where
+ * the rseq take compares and stores seq's low word only -- leaves undo_seq
+ * != seq, and the read then shows the half-written values.
+ *
+ * The 32-bit skew needs another take and release of the lane between the
+ * writer's read of seq and its section: a preemption or a signal landing in
+ * those few instructions (under TCG, 2 of 200,000 reads caught it with the
+ * fix reverted, in one of two runs). So the probe makes it happen: group.c's
+ * other hook, pcpu__test_group_tree_before_take, runs right there, and
+ * there, one time in 8, the writer updates the same group first (what a
+ * signal handler may do: a tree group's update is async-signal-safe). On a
+ * 64-bit word the section then finds seq changed and tries again; on a
+ * 32-bit one it commits on the low word, and only the reread of the whole
+ * seq keeps undo_seq == seq.
+ *
+ * Members: flow (packets, bytes, debt) adds (v, 2v, -3v) and pair (x, y)
+ * adds (d, 3d): in every consistent read bytes == 2 packets, debt == -3
+ * packets, y == 3x -- relations that a read showing the first member
+ * written and not the others breaks. Each worker
+ * also adds to a counter(9) counter of its own (counter_u64_add from its
+ * threads, counter_u64_fetch exact when they are done).
+ */
+enum { TA = 3, TB = 2, TC = 3, TREE_MAXW = 64 };
+static const char *const ta_names[TA] = {"a0", "a1", "late"}; /* "late": made after fork() */
+static const char *const tb_names[TB] = {"b0", "b1"};
+static const char *const tc_names[TC] = {"k0", "k1", "late"};
+
+struct tree_shared {
+	int64_t a[TA][3], b[TB][2], c[TC], total; /* what the workers added */
+	unsigned long adds, aborts, hook_reads, hook_torn, reads, torn, read_errors, injected;
+	int worker_failures;
+};
+
+static struct tree_shared *tsh;
+static pcpu_registry_t *treg;
+static pcpu_group_family_t *tgf_flow, *tgf_pair;
+static pcpu_family_t *tf_req;
+static pcpu_counter_t tc_total;
+static pcpu_group_t *tg_a[TA], *tg_b[TB];
+static pcpu_counter_t tc_c[TC];
+static counter_u64_t t_c9; /* this worker's counter(9) counter */
+static unsigned long tree_ops; /* per worker thread */
+static int tree_ncpu;
+
+/* The group this thread is adding to, for the hook: 1 flow, 2 pair. */
+static __thread const pcpu_group_t *t_cur;
+static __thread int t_cur_kind, t_cur_idx, t_nested;
+static __thread int64_t t_hruns, t_inj[TA + TB]; /* updates made in the take hook */
+static __thread uint64_t t_inj_rng;
+
+/* Whether a read of a group is consistent (see above). */
+static int tree_whole(int kind, const int64_t *v)
+{
+	return kind == 1 ? v[1] == 2 * v[0] && v[2] == -3 * v[0] : v[1] == 3 * v[0];
+}
+
+/* group.c's hook: this thread holds its lane, the first member written. */
+static void tree_pause(void *lane)
+{
+	int64_t v[3];
+
+	(void)lane;
+	if (!t_cur)
+		return;
+	if (pcpu_group_read_timeout(t_cur, 0, v, 10000000000ull) != 0) {
+		__atomic_fetch_add(&tsh->read_errors, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	__atomic_fetch_add(&tsh->hook_reads, 1, __ATOMIC_RELAXED);
+	if (!tree_whole(t_cur_kind, v))
+		__atomic_fetch_add(&tsh->hook_torn, 1, __ATOMIC_RELAXED);
+}
+
+/* group.c's other hook: the lane read free, not yet taken. One time in 8
+ * the same group is updated first, by this thread (not from the nested
+ * update's own hook). */
+static void tree_before_take(void *lane)
+{
+	(void)lane;
+	if (!t_cur || t_nested || check_xorshift(&t_inj_rng) % 8 != 0)
+		return;
+	t_nested = 1;
+	if (t_cur_kind == 1)
+		pcpu_group_add(t_cur, 0, (const int64_t[]){1, 2, -3});
+	else
+		pcpu_group_add2(t_cur, 0, 1, 3);
+	t_inj[t_cur_idx]++;
+	t_nested = 0;
+}
+
+static void tree_handler(int sig)
+{
+	int saved = errno;
+	const pcpu_group_t *cur = t_cur;
+
+	(void)sig;
+	t_cur = NULL; /* the hook reads only for the thread's own adds */
+	pcpu_group_add(tg_a[0], 0, (const int64_t[]){1, 2, -3});
+	pcpu_counter_add(tc_c[0], 3);
+	counter_u64_add(t_c9, 1);
+	t_hruns++;
+	t_cur = cur;
+	errno = saved;
+}
+
+static void *tree_thread(void *arg)
+{
+	int me = (int)(intptr_t)arg;
+	int64_t a[TA][3] = {{0}}, b[TB][2] = {{0}}, c[TC] = {0}, total = 0, c9 = 0;
+	uint64_t rng = 0x9e3779b97f4a7c15ull ^ ((uint64_t)getpid() << 16) ^ (uint64_t)me;
+	unsigned long i, published = 0, published_aborts = 0;
+	struct sigevent sev;
+	timer_t timer;
+	sigset_t all;
+	cpu_set_t every;
+
+	t_inj_rng = rng ^ 0x5851f42d4c957f2dull;
+	CHECK(sched_getaffinity(0, sizeof(every), &every) == 0);
+	if (timer_us) {
+		struct itimerspec it = {{0, (long)timer_us * 1000}, {0, (long)timer_us * 1000}};
+
+		memset(&sev, 0, sizeof(sev));
+		sev.sigev_notify = SIGEV_THREAD_ID;
+		sev.sigev_signo = SIGUSR1;
+		sev.sigev_notify_thread_id = (pid_t)syscall(SYS_gettid);
+		CHECK(timer_create(CLOCK_MONOTONIC, &sev, &timer) == 0);
+		CHECK(timer_settime(timer, 0, &it, NULL) == 0);
+	}
+	for (i = 0; i < tree_ops; i++) {
+		uint64_t r = check_xorshift(&rng);
+		int64_t v = (int64_t)((r >> 20) % 1000) + 1;
+		unsigned k = (unsigned)(r % 8);
+
+		if (k < 3) {
+			/* Mostly series 0, the one the handler adds to as well. */
+			unsigned s = (r >> 8) % 4 == 0 ? (unsigned)((r >> 10) % TA) : 0;
+
+			t_cur_kind = 1;
+			t_cur_idx = (int)s;
+			__atomic_store_n(&t_cur, tg_a[s], __ATOMIC_RELAXED);
+			pcpu_group_add(tg_a[s], 0, (const int64_t[]){v, 2 * v, -3 * v});
+			__atomic_store_n(&t_cur, NULL, __ATOMIC_RELAXED);
+			a[s][0] += v;
+			a[s][1] += 2 * v;
+			a[s][2] -= 3 * v;
+		} else if (k < 4) {
+			unsigned s = (unsigned)((r >> 8) % TB);
+
+			t_cur_kind = 2;
+			t_cur_idx = TA + (int)s;
+			__atomic_store_n(&t_cur, tg_b[s], __ATOMIC_RELAXED);
+			pcpu_group_add2(tg_b[s], 0, v, 3 * v);
+			__atomic_store_n(&t_cur, NULL, __ATOMIC_RELAXED);
+			b[s][0] += v;
+			b[s][1] += 3 * v;
+		} else if (k < 7) {
+			unsigned s = (unsigned)((r >> 8) % TC);
+
+			pcpu_counter_add(tc_c[s], v);
+			c[s] += v;
+		} else {
+			pcpu_counter_add(tc_total, 1);
+			counter_enter();
+			counter_u64_add_protected(t_c9, v);
+			counter_exit();
+			total += 1;
+			c9 += v;
+		}
+		if ((i & 511) == 511) {
+			/* A hop to another CPU and back to all of them. */
+			cpu_set_t one;
+
+			CPU_ZERO(&one);
+			CPU_SET((int)((r >> 32) % (uint64_t)tree_ncpu), &one);
+			sched_setaffinity(0, sizeof(one), &one);
+			sched_setaffinity(0, sizeof(every), &every);
+			__atomic_fetch_add(&tsh->adds, i + 1 - published, __ATOMIC_RELAXED);
+			published = i + 1;
+			__atomic_fetch_add(&tsh->aborts, pcpu__test_inject_aborts - published_aborts,
+					   __ATOMIC_RELAXED);
+			published_aborts = pcpu__test_inject_aborts;
+		}
+	}
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	if (timer_us)
+		CHECK(timer_delete(timer) == 0);
+	a[0][0] += t_hruns;
+	a[0][1] += 2 * t_hruns;
+	a[0][2] -= 3 * t_hruns;
+	c[0] += 3 * t_hruns;
+	c9 += t_hruns;
+	for (int s = 0; s < TA + TB; s++) {
+		int64_t n = t_inj[s];
+
+		if (s < TA) {
+			a[s][0] += n;
+			a[s][1] += 2 * n;
+			a[s][2] -= 3 * n;
+		} else {
+			b[s - TA][0] += n;
+			b[s - TA][1] += 3 * n;
+		}
+		__atomic_fetch_add(&tsh->injected, (unsigned long)n, __ATOMIC_RELAXED);
+	}
+	for (int s = 0; s < TA; s++)
+		for (int m = 0; m < 3; m++)
+			__atomic_fetch_add(&tsh->a[s][m], a[s][m], __ATOMIC_RELAXED);
+	for (int s = 0; s < TB; s++)
+		for (int m = 0; m < 2; m++)
+			__atomic_fetch_add(&tsh->b[s][m], b[s][m], __ATOMIC_RELAXED);
+	for (int s = 0; s < TC; s++)
+		__atomic_fetch_add(&tsh->c[s], c[s], __ATOMIC_RELAXED);
+	__atomic_fetch_add(&tsh->total, total, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&tsh->adds, i + (unsigned long)t_hruns * 3 - published, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&tsh->aborts, pcpu__test_inject_aborts - published_aborts, __ATOMIC_RELAXED);
+	return (void *)(intptr_t)c9;
+}
+
+/* A worker: its series made after fork(), its threads, its counter(9)
+ * counter exact, then exit. */
+static void tree_worker(int nthr)
+{
+	pthread_t t[MAX_THREADS];
+	int64_t c9 = 0;
+	uint64_t got;
+	struct sigaction sa;
+
+	/* Registering finds what the master or another worker made. */
+	tg_a[TA - 1] = pcpu_group_family_series(tgf_flow, (const char *const[]){ta_names[TA - 1]});
+	tc_c[TC - 1] = pcpu_family_counter(tf_req, (const char *const[]){tc_names[TC - 1]});
+	if (!tg_a[TA - 1] || !tc_c[TC - 1]) {
+		fail("tree worker: a series after fork(): %s", pcpu_stats_error());
+		_exit(1);
+	}
+	t_c9 = counter_u64_alloc(M_WAITOK);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = tree_handler;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+	pcpu__test_group_tree_pause = tree_pause;
+	pcpu__test_group_tree_before_take = tree_before_take;
+	for (int k = 0; k < nthr; k++)
+		CHECK(pthread_create(&t[k], NULL, tree_thread, (void *)(intptr_t)k) == 0);
+	for (int k = 0; k < nthr; k++) {
+		void *ret;
+
+		CHECK(pthread_join(t[k], &ret) == 0);
+		c9 += (int64_t)(intptr_t)ret;
+	}
+	got = counter_u64_fetch(t_c9);
+	if ((int64_t)got != c9) {
+		fail("tree worker %d: counter(9) counter %" PRId64 " != %" PRId64, (int)getpid(),
+		     (int64_t)got, c9);
+		_exit(1);
+	}
+	counter_u64_free(t_c9);
+	_exit(0);
+}
+
+/* The master's reads of every group while the workers run. */
+static void tree_read_groups(void)
+{
+	for (int s = 0; s < TA + TB; s++) {
+		const pcpu_group_t *g = s < TA ? tg_a[s] : tg_b[s - TA];
+		int64_t v[3];
+
+		if (!g)
+			continue;
+		if (pcpu_group_read_timeout(g, 0, v, 10000000000ull) != 0) {
+			tsh->read_errors++;
+			continue;
+		}
+		tsh->reads++;
+		if (!tree_whole(s < TA ? 1 : 2, v))
+			tsh->torn++;
+	}
+}
+
+/* The value of series `label` of family `name` in a reader's snapshot:
+ * 1 and *out if there, else 0. */
+static int snap_value(const struct pcpu_reader_snapshot *s, const char *name, const char *label,
+		      int64_t *out)
+{
+	for (size_t fi = 0; fi < s->snapshot.nfamilies; fi++) {
+		const struct pcpu_snapshot_family *f = &s->snapshot.families[fi];
+
+		if (strcmp(f->name, name) != 0)
+			continue;
+		for (size_t si = 0; si < f->nseries; si++) {
+			const struct pcpu_snapshot_series *se = &f->series[si];
+
+			if (label && (f->nlabels != 1 || strcmp(se->label_values[0], label) != 0))
+				continue;
+			*out = f->type == PCPU_METRIC_GAUGE ? se->value.gauge : (int64_t)se->value.counter;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The segment as an exporter reads it, after a collection (a group's
+ * published copy is its last collected read). With `final`, every value
+ * must be the workers' total; otherwise every group whole. */
+static void tree_read_segment(const char *dir, int final)
+{
+	static const char *const flow[3] = {"tree_flow_packets", "tree_flow_bytes", "tree_flow_debt"};
+	static const char *const pair[2] = {"tree_pair_x", "tree_pair_y"};
+	struct pcpu_reader_options ro = {0};
+	struct pcpu_reader_snapshot *s = NULL;
+	pcpu_reader_t *r;
+	int64_t v[3];
+
+	if (pcpu_registry_collect(treg) != 0)
+		fail("tree: pcpu_registry_collect: %s", pcpu_stats_error());
+	ro.dir = dir;
+	r = pcpu_reader_open("tree", &ro);
+	if (!r || pcpu_reader_snapshot(r, 0, &s) != 0) {
+		fail("tree: reading the segment: %s", pcpu_reader_error());
+		if (r)
+			pcpu_reader_close(r);
+		return;
+	}
+	pcpu_reader_close(r);
+	if (s->incomplete || s->nospace)
+		fail("tree: segment snapshot incomplete %d, out of space %d", s->incomplete, s->nospace);
+	for (int k = 0; k < TA; k++) {
+		int have = 0;
+
+		for (int m = 0; m < 3; m++)
+			have += snap_value(s, flow[m], ta_names[k], &v[m]);
+		if (have == 0 && !final)
+			continue; /* "late" before a worker made it */
+		if (have != 3)
+			fail("tree: segment: flow %s has %d of its 3 members", ta_names[k], have);
+		else if (!tree_whole(1, v))
+			fail("tree: segment: flow %s torn: %" PRId64 ", %" PRId64 ", %" PRId64, ta_names[k],
+			     v[0], v[1], v[2]);
+		else if (final)
+			for (int m = 0; m < 3; m++)
+				if (v[m] != tsh->a[k][m])
+					fail("tree: segment: %s{flow=%s} %" PRId64 " != %" PRId64, flow[m],
+					     ta_names[k], v[m], tsh->a[k][m]);
+	}
+	for (int k = 0; k < TB; k++) {
+		int have = 0;
+
+		for (int m = 0; m < 2; m++)
+			have += snap_value(s, pair[m], tb_names[k], &v[m]);
+		if (have != 2)
+			fail("tree: segment: pair %s has %d of its 2 members", tb_names[k], have);
+		else if (!tree_whole(2, v))
+			fail("tree: segment: pair %s torn: %" PRId64 ", %" PRId64, tb_names[k], v[0], v[1]);
+		else if (final)
+			for (int m = 0; m < 2; m++)
+				if (v[m] != tsh->b[k][m])
+					fail("tree: segment: %s{pair=%s} %" PRId64 " != %" PRId64, pair[m],
+					     tb_names[k], v[m], tsh->b[k][m]);
+	}
+	if (final) {
+		for (int k = 0; k < TC; k++)
+			if (!snap_value(s, "tree_requests", tc_names[k], &v[0]) || v[0] != tsh->c[k])
+				fail("tree: segment: tree_requests{kind=%s} %" PRId64 " != %" PRId64,
+				     tc_names[k], v[0], tsh->c[k]);
+		if (!snap_value(s, "tree_ops", NULL, &v[0]) || v[0] != tsh->total)
+			fail("tree: segment: tree_ops %" PRId64 " != %" PRId64, v[0], tsh->total);
+	}
+	pcpu_reader_snapshot_free(s);
+}
+
+static void tree_run(const char *kernel, unsigned present, unsigned possible, const char *mode,
+		     const char *spec, unsigned long min_adds, unsigned long min_aborts, double max_seconds)
+{
+	char dir[] = "/dev/shm/vm_stress.XXXXXX";
+	struct pcpu_segment_options o = {0};
+	static const char *const flow_label[] = {"flow"}, *const pair_label[] = {"pair"};
+	struct pcpu_family_desc d, m[3];
+	pcpu_segment_t *seg;
+	int nw = 3, nthr, live = 0, spawned = 0, polls = 0, min_spawn, over = 0;
+	char aborts_s[32];
+	pid_t pids[TREE_MAXW] = {0};
+	double t0 = now_s(), elapsed;
+	unsigned long per_worker;
+
+	tree_ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	nthr = (2 * tree_ncpu + nw - 1) / nw;
+	if (nthr < 2)
+		nthr = 2;
+	if (nthr > MAX_THREADS)
+		nthr = MAX_THREADS;
+	/* Each worker does a sixth of the adds: at least 6 workers (3 at a
+	 * time: 3 exit and 3 more are forked mid-run), more while the aborts
+	 * are short. */
+	min_spawn = 2 * nw;
+	per_worker = min_adds / (unsigned long)min_spawn;
+	tree_ops = per_worker / (unsigned long)nthr + 1;
+	tsh = mmap(NULL, sizeof(*tsh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	CHECK(tsh != MAP_FAILED);
+	if (!mkdtemp(dir)) {
+		fail("tree: mkdtemp %s: %s", dir, strerror(errno));
+		finish(1);
+	}
+	treg = pcpu_registry_create();
+	CHECK(treg);
+	memset(&d, 0, sizeof(d));
+	d.name = "tree_requests";
+	d.type = PCPU_METRIC_COUNTER;
+	d.label_names = (const char *const[]){"kind"};
+	d.nlabels = 1;
+	tf_req = pcpu_registry_family(treg, &d);
+	CHECK(tf_req);
+	o.dir = dir;
+	o.flags = PCPU_SEGMENT_SHARED_TREE;
+	seg = pcpu_segment_publish(treg, "tree", &o);
+	if (!seg) {
+		fail("tree: pcpu_segment_publish: %s", pcpu_segment_error());
+		finish(1);
+	}
+	/* After publication, before fork(): the groups, the other series. */
+	memset(m, 0, sizeof(m));
+	m[0].name = "tree_flow_packets";
+	m[0].type = PCPU_METRIC_COUNTER;
+	m[1].name = "tree_flow_bytes";
+	m[1].type = PCPU_METRIC_COUNTER;
+	m[2].name = "tree_flow_debt";
+	m[2].type = PCPU_METRIC_GAUGE;
+	for (int k = 0; k < 3; k++) {
+		m[k].label_names = flow_label;
+		m[k].nlabels = 1;
+	}
+	tgf_flow = pcpu_registry_group(treg, m, 3);
+	m[0].name = "tree_pair_x";
+	m[1].name = "tree_pair_y";
+	m[1].type = PCPU_METRIC_COUNTER;
+	for (int k = 0; k < 2; k++)
+		m[k].label_names = pair_label;
+	tgf_pair = pcpu_registry_group(treg, m, 2);
+	if (!tgf_flow || !tgf_pair) {
+		fail("tree: pcpu_registry_group: %s", pcpu_stats_error());
+		finish(1);
+	}
+	for (int k = 0; k < TA - 1; k++)
+		tg_a[k] = pcpu_group_family_series(tgf_flow, (const char *const[]){ta_names[k]});
+	for (int k = 0; k < TB; k++)
+		tg_b[k] = pcpu_group_family_series(tgf_pair, (const char *const[]){tb_names[k]});
+	for (int k = 0; k < TC - 1; k++)
+		tc_c[k] = pcpu_family_counter(tf_req, (const char *const[]){tc_names[k]});
+	tc_total = pcpu_registry_counter(treg, "tree_ops", "operations of the tree's workers");
+	CHECK(tg_a[0] && tg_a[1] && tg_b[0] && tg_b[1] && tc_c[0] && tc_c[1] && tc_total);
+
+	for (;;) {
+		int st;
+		pid_t w;
+
+		elapsed = now_s() - t0;
+		if (elapsed >= max_seconds && !over) {
+			over = 1;
+			fail("tree: bound of %.0f s reached: %lu adds, %lu aborts, %d workers", max_seconds,
+			     tsh->adds, tsh->aborts, spawned);
+			for (int k = 0; k < nw; k++)
+				if (pids[k] > 0)
+					kill(pids[k], SIGKILL);
+		}
+		/* Forks while work is left: at least min_spawn workers, more
+		 * while adds or aborts are short. */
+		while (live < nw && elapsed < max_seconds &&
+		       (spawned < min_spawn || __atomic_load_n(&tsh->adds, __ATOMIC_RELAXED) < min_adds ||
+			__atomic_load_n(&tsh->aborts, __ATOMIC_RELAXED) < min_aborts) &&
+		       spawned < TREE_MAXW * 4) {
+			int slot = 0;
+			pid_t pid;
+
+			while (pids[slot] > 0)
+				slot++;
+			fflush(stdout);
+			pid = fork();
+			CHECK(pid >= 0);
+			if (pid == 0)
+				tree_worker(nthr);
+			pids[slot] = pid;
+			live++;
+			spawned++;
+		}
+		if (live == 0)
+			break;
+		while ((w = waitpid(-1, &st, WNOHANG)) > 0) {
+			for (int k = 0; k < nw; k++)
+				if (pids[k] == w)
+					pids[k] = 0;
+			live--;
+			if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+				fail("tree: worker %d ended with status 0x%x", (int)w, st);
+				tsh->worker_failures++;
+			}
+		}
+		tree_read_groups();
+		if (++polls % 16 == 0)
+			tree_read_segment(dir, 0);
+		usleep(20000);
+	}
+	elapsed = now_s() - t0;
+
+	/* Every value, through the library and through the segment. */
+	tg_a[TA - 1] = pcpu_group_family_series(tgf_flow, (const char *const[]){ta_names[TA - 1]});
+	tc_c[TC - 1] = pcpu_family_counter(tf_req, (const char *const[]){tc_names[TC - 1]});
+	CHECK(tg_a[TA - 1] && tc_c[TC - 1]);
+	for (int k = 0; k < TA + TB; k++) {
+		const pcpu_group_t *g = k < TA ? tg_a[k] : tg_b[k - TA];
+		const int64_t *want = k < TA ? tsh->a[k] : tsh->b[k - TA];
+		int n = k < TA ? 3 : 2;
+		int64_t v[3];
+
+		if (pcpu_group_read(g, 0, v) != 0) {
+			fail("tree: group %d: pcpu_group_read: %s", k, strerror(errno));
+			continue;
+		}
+		for (int j = 0; j < n; j++)
+			if (v[j] != want[j])
+				fail("tree: group %s member %d: %" PRId64 " != %" PRId64 " (lost %" PRId64 ")",
+				     k < TA ? ta_names[k] : tb_names[k - TA], j, v[j], want[j], want[j] - v[j]);
+	}
+	for (int k = 0; k < TC; k++)
+		if ((int64_t)pcpu_counter_fetch(tc_c[k]) != tsh->c[k])
+			fail("tree: counter %s: %" PRId64 " != %" PRId64 " (lost %" PRId64 ")", tc_names[k],
+			     (int64_t)pcpu_counter_fetch(tc_c[k]), tsh->c[k],
+			     tsh->c[k] - (int64_t)pcpu_counter_fetch(tc_c[k]));
+	if ((int64_t)pcpu_counter_fetch(tc_total) != tsh->total)
+		fail("tree: counter tree_ops: %" PRId64 " != %" PRId64, (int64_t)pcpu_counter_fetch(tc_total),
+		     tsh->total);
+	tree_read_segment(dir, 1);
+	if (tsh->hook_torn)
+		fail("tree: group read in mid-update torn %lu times of %lu (the writer's own lane showed "
+		     "its half-written values)", tsh->hook_torn, tsh->hook_reads);
+	if (tsh->hook_reads == 0)
+		fail("tree: the mid-update hook never ran");
+	if (tsh->injected == 0 && min_aborts)
+		fail("tree: no update between a lane's read and its take (rseq path not taken?)");
+	if (tsh->torn)
+		fail("tree: %lu of %lu group reads torn", tsh->torn, tsh->reads);
+	if (tsh->read_errors)
+		fail("tree: %lu group reads failed (timed out)", tsh->read_errors);
+	if (tsh->aborts < min_aborts)
+		fail("tree: only %lu sections aborted", tsh->aborts);
+	if (min_aborts)
+		snprintf(aborts_s, sizeof(aborts_s), "%lu", tsh->aborts);
+	else /* fallback: no section runs */
+		snprintf(aborts_s, sizeof(aborts_s), "-");
+	pcpu_registry_destroy(treg); /* removes the file */
+	rmdir(dir);
+	printf("VM_RESULT arch=%s variant=%s kernel=%s mode=%s workload=tree index=%s mm_cid=%d "
+	       "cpus=%u/%u workers=%d threads=%d adds=%lu aborts=%s forks=%d hotplug=0 "
+	       "group_reads=%lu hook_reads=%lu injected=%lu seconds=%.1f result=%s spec=%s\n",
+	       ARCH, VARIANT, kernel, mode, pcpu_zone_index(NULL) == PCPU_INDEX_MM_CID ? "mm_cid" : "cpu",
+	       pcpu_rseq_has_mm_cid(), present, possible, spawned, nthr, tsh->adds,
+	       aborts_s, spawned,
+	       tsh->reads, tsh->hook_reads, tsh->injected, elapsed, failures ? "FAILED" : "exact", spec);
+	finish(failures ? 1 : 0);
+}
+
 /* --modes A,B,...: each mode in a child of its own, one after the other
  * (a spec is MODE[:cpu|:mm_cid][:expect=cpu|mm_cid][:hotplug=N]), the other arguments
  * passed on; then the end (as init: power-off). */
@@ -567,6 +1196,9 @@ static void run_modes(int argc, char **argv, int at)
 			if (!strncmp(part, "hotplug=", 8)) {
 				args[n++] = "--hotplug";
 				args[n++] = part + 8;
+			} else if (!strcmp(part, "tree")) {
+				args[n++] = "--workload";
+				args[n++] = part;
 			} else if (!strncmp(part, "expect=", 7)) {
 				args[n++] = "--expect-index";
 				args[n++] = part + 7;
@@ -635,10 +1267,10 @@ static unsigned count_cpus(const char *file)
 
 int main(int argc, char **argv)
 {
-	unsigned long min_adds = 20000000, min_aborts = 1000;
+	unsigned long min_adds = 20000000, min_aborts = 1000, tree_adds = 0, tree_aborts = 0;
 	double max_seconds = 300, t0, elapsed, next_fork;
 	const char *spec = "-", *mode = "glibc", *index = NULL, *expect_index = NULL, *index_name;
-	int hotplug = 0, hotplug_done = 0, do_footprint = 0, forks = 0, offline = -1;
+	int hotplug = 0, hotplug_done = 0, do_footprint = 0, forks = 0, offline = -1, tree = 0;
 	unsigned present, possible;
 	pthread_t t[MAX_THREADS], rd;
 	struct sigaction sa;
@@ -655,6 +1287,9 @@ int main(int argc, char **argv)
 		mount("proc", "/proc", "proc", 0, NULL);
 		mount("sysfs", "/sys", "sysfs", 0, NULL);
 		mount("devtmpfs", "/dev", "devtmpfs", 0, NULL);
+		/* A tmpfs for the shared-tree segment (--workload tree). */
+		mkdir("/dev/shm", 01777);
+		mount("tmpfs", "/dev/shm", "tmpfs", 0, "mode=1777");
 		/* run.sh tells a boot that never reached init (an emulated
 		 * kernel's panic) from a run that failed. */
 		printf("VM_INIT\n");
@@ -675,6 +1310,10 @@ int main(int argc, char **argv)
 			min_adds = strtoul(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--aborts") && i + 1 < argc)
 			min_aborts = strtoul(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--tree-adds") && i + 1 < argc)
+			tree_adds = strtoul(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--tree-aborts") && i + 1 < argc)
+			tree_aborts = strtoul(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--max-seconds") && i + 1 < argc)
 			max_seconds = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--hotplug") && i + 1 < argc)
@@ -685,10 +1324,13 @@ int main(int argc, char **argv)
 			pcpu__test_inject_spin = (unsigned)strtoul(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--footprint"))
 			do_footprint = 1;
+		else if (!strcmp(argv[i], "--workload") && i + 1 < argc && !strcmp(argv[i + 1], "tree"))
+			tree = 1, i++;
 		else {
 			printf("usage: vm_stress [--mode glibc|own|fallback|seccomp] [--index cpu|mm_cid] "
 			       "[--expect-index cpu|mm_cid] [--adds N] [--aborts A] [--max-seconds S] "
-			       "[--hotplug N] [--timer-us U] [--spin N] [--footprint]\n");
+			       "[--hotplug N] [--timer-us U] [--spin N] [--footprint] [--workload tree] "
+			       "[--tree-adds N] [--tree-aborts A]\n");
 			finish(2);
 		}
 	}
@@ -711,6 +1353,8 @@ int main(int argc, char **argv)
 			printf("vm_stress: unknown mode %s\n", mode);
 			finish(2);
 		}
+		if (tree) /* a shared tree needs CPU-number slots */
+			setenv("PCPU_INDEX", "cpu", 1);
 		if (index)
 			setenv("PCPU_INDEX", index, 1);
 		setenv("PCPU_VM_STARTED", "1", 1);
@@ -724,12 +1368,22 @@ int main(int argc, char **argv)
 	possible = count_cpus("/sys/devices/system/cpu/possible");
 	if (do_footprint || !strncmp(mode, "footprint", 9))
 		footprint(un.release, present, possible, mode, spec);
+	if (tree) {
+		/* --tree-adds, --tree-aborts: the tree's own, where one boot
+		 * runs both workloads with the threads' --adds. */
+		if (tree_adds)
+			min_adds = tree_adds;
+		if (tree_aborts)
+			min_aborts = tree_aborts;
+	}
 	if (!strcmp(expect_mode, "fallback")) {
 		/* No section runs; under TCG each fallback add is an emulated
 		 * atomic, several times slower: a quarter of the adds. */
 		min_aborts = 0;
 		min_adds /= 4;
 	}
+	if (tree)
+		tree_run(un.release, present, possible, mode, spec, min_adds, min_aborts, max_seconds);
 
 	index_name = pcpu_zone_index(NULL) == PCPU_INDEX_MM_CID ? "mm_cid" : "cpu";
 	if (expect_index && strcmp(expect_index, index_name) != 0)
@@ -768,7 +1422,10 @@ int main(int argc, char **argv)
 		d.capacity = 8; /* small: the depot and the backing store work too */
 		cache = pcpu_objcache_create(&d);
 	}
+	c9[0] = counter_u64_alloc(M_WAITOK);
+	c9[1] = counter_u64_alloc(M_NOWAIT | M_ZERO);
 	CHECK(single[0] && single[1] && single[2] && many && hist && group && ref && rw && cache);
+	CHECK(c9[0] && c9[1] && c9_early != EARLY_COUNTER);
 	nbuckets = pcpu_histogram_nbuckets(hist);
 	CHECK(nbuckets <= 64);
 	exp_hcount = calloc(nbuckets, sizeof(*exp_hcount));
@@ -848,6 +1505,14 @@ int main(int argc, char **argv)
 			fail("counter %d: %" PRId64 " != %" PRId64 " (lost %" PRId64 ")", k,
 			     (int64_t)pcpu_counter_fetch(single[k]), expected[k],
 			     expected[k] - (int64_t)pcpu_counter_fetch(single[k]));
+	for (int j = 0; j < 2; j++)
+		if ((int64_t)counter_u64_fetch(c9[j]) != exp_c9[j])
+			fail("counter(9) %d: %" PRId64 " != %" PRId64 " (lost %" PRId64 ")", j,
+			     (int64_t)counter_u64_fetch(c9[j]), exp_c9[j],
+			     exp_c9[j] - (int64_t)counter_u64_fetch(c9[j]));
+	if ((int64_t)counter_u64_fetch(c9_early) != exp_c9_early || pcpu_counter9_early_adds() != 0)
+		fail("counter(9) early counter: %" PRId64 " != %" PRId64 " (%" PRIu64 " early adds)",
+		     (int64_t)counter_u64_fetch(c9_early), exp_c9_early, pcpu_counter9_early_adds());
 	for (int k = 0; k < NMANY; k++)
 		if (pcpu_counter_fetch(many + k) != (uint64_t)expected[NSINGLE + k])
 			fail("add_many counter %d: %" PRId64 " != %" PRId64, k,
