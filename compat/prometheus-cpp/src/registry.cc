@@ -270,15 +270,19 @@ LabelSet::LabelSet(const Labels& labels) {
 
 bool LabelSet::Equals(const Labels& labels) const {
   if (labels.size() != size()) return false;
-  auto it = labels.begin();
-  bool same = true;
-  ForEach([&](const char* n, std::size_t nl, const char* v, std::size_t vl) {
-    if (same)
-      same = it->first.size() == nl && it->second.size() == vl && std::memcmp(it->first.data(), n, nl) == 0 &&
-             std::memcmp(it->second.data(), v, vl) == 0;
-    ++it;
-  });
-  return same;
+  if (labels.empty()) return true;
+  // Stops at the first difference: a Family's index probes compare every
+  // key on the way (linear probing), mostly others' labels.
+  const unsigned char* p = data_.get() + 4;
+  for (auto& l : labels) {
+    std::uint32_t nl = Read32(p);
+    if (l.first.size() != nl || std::memcmp(l.first.data(), p + 4, nl) != 0) return false;
+    p += 4 + nl;
+    std::uint32_t vl = Read32(p);
+    if (l.second.size() != vl || std::memcmp(l.second.data(), p + 4, vl) != 0) return false;
+    p += 4 + vl;
+  }
+  return true;
 }
 
 Labels LabelSet::ToLabels() const {
