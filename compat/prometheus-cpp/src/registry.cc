@@ -310,7 +310,7 @@ SeriesKey* SeriesIndex::Find(std::size_t hash, const Labels& labels) const {
   for (std::size_t i = hash & mask;; i = (i + 1) & mask) {
     SeriesKey* k = slots_[i];
     if (!k) return nullptr;
-    if (k != Tombstone() && k->labels.Equals(labels)) return k;
+    if (k != Tombstone() && k->hash32 == static_cast<std::uint32_t>(hash) && k->labels.Equals(labels)) return k;
   }
 }
 
@@ -324,7 +324,7 @@ void SeriesIndex::Grow() {
   old.swap(slots_);
   used_ = 0;
   for (auto* k : old)
-    if (k && k != Tombstone()) Place(k->labels.Hash(), k);
+    if (k && k != Tombstone()) Place(cap - 1 <= 0xffffffffu ? k->hash32 : k->labels.Hash(), k);
 }
 
 void SeriesIndex::Place(std::size_t hash, SeriesKey* key) {
@@ -336,6 +336,7 @@ void SeriesIndex::Place(std::size_t hash, SeriesKey* key) {
 }
 
 void SeriesIndex::Insert(std::size_t hash, SeriesKey* key) {
+  key->hash32 = static_cast<std::uint32_t>(hash);
   if (4 * (used_ + 1) > 3 * slots_.size()) Grow();
   Place(hash, key);
 }
