@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Beside prometheus-cpp's own core/benchmarks (all single-threaded): the
-// same operations from 1 and 2 threads on one shared metric, and a whole
-// exposition (Registry::Collect() + TextSerializer). Built twice by
+// same operations from 1 and 2 threads on one shared metric, a whole
+// exposition (Registry::Collect() + TextSerializer), and a summary
+// collected right after each observation (no cached answers). Built twice by
 // bench/promcpp_compat.sh: against prometheus-cpp 1.0.1 and against
 // libpcpu-prometheus, with the same source.
 #include <benchmark/benchmark.h>
@@ -10,6 +11,7 @@
 #include <prometheus/family.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
+#include <prometheus/summary.h>
 #include <prometheus/text_serializer.h>
 
 #include <cmath>
@@ -75,3 +77,24 @@ static void BM_Exposition(benchmark::State& state) {
   state.counters["bytes"] = static_cast<double>(bytes);
 }
 BENCHMARK(BM_Exposition);
+
+// Observe + Collect of one summary (prometheus-cpp's common quantiles),
+// uniform random values in [0, 100) drawn before timing, after
+// state.range(0) observations: every Collect() follows an Observe(), so
+// no answer is cached -- the cost of a scrape of a busy summary.
+static void BM_Summary_ObserveCollect(benchmark::State& state) {
+  Registry reg;
+  auto& s = BuildSummary().Name("bench_summary").Register(reg).Add(
+      {}, Summary::Quantiles{{0.5, 0.05}, {0.9, 0.01}, {0.95, 0.005}, {0.99, 0.001}});
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> d(0, 100);
+  for (long i = 0; i < state.range(0); i++) s.Observe(d(rng));
+  std::vector<double> v(4096);
+  for (auto& x : v) x = d(rng);
+  std::size_t i = 0;
+  for (auto _ : state) {
+    s.Observe(v[i++ & 4095]);
+    benchmark::DoNotOptimize(s.Collect());
+  }
+}
+BENCHMARK(BM_Summary_ObserveCollect)->Arg(512)->Arg(20000);

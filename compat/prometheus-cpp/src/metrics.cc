@@ -87,7 +87,7 @@ void PcpuValue::SetSlow(double v) {
   Unlock();
 }
 
-double PcpuValue::Value() const {
+double PcpuValue::ValueSlow() const {
   double set = set_.load(std::memory_order_acquire);
   if (state_.load(std::memory_order_acquire) != kAdding) return set;
   // The words' changes since the last Set() (which left its fraction in
@@ -112,12 +112,6 @@ double PcpuValue::Value() const {
 
 }  // namespace detail
 
-ClientMetric Counter::Collect() const {
-  ClientMetric m;
-  m.counter.value = Value();
-  return m;
-}
-
 void Gauge::SetToCurrentTime() {
   // Whole seconds, as prometheus-cpp (time(): the vDSO's cheapest clock).
   Set(static_cast<double>(std::time(nullptr)));
@@ -126,12 +120,6 @@ void Gauge::SetToCurrentTime() {
 ClientMetric Info::Collect() const {
   ClientMetric m;
   m.info.value = 1.0;
-  return m;
-}
-
-ClientMetric Gauge::Collect() const {
-  ClientMetric m;
-  m.gauge.value = Value();
   return m;
 }
 

@@ -274,15 +274,19 @@ LabelSet::LabelSet(const Labels& labels) {
 
 bool LabelSet::Equals(const Labels& labels) const {
   if (labels.size() != size()) return false;
-  auto it = labels.begin();
-  bool same = true;
-  ForEach([&](const char* n, std::size_t nl, const char* v, std::size_t vl) {
-    if (same)
-      same = it->first.size() == nl && it->second.size() == vl && std::memcmp(it->first.data(), n, nl) == 0 &&
-             std::memcmp(it->second.data(), v, vl) == 0;
-    ++it;
-  });
-  return same;
+  if (labels.empty()) return true;
+  // Stops at the first difference: a Family's index probes compare every
+  // key on the way (linear probing), mostly others' labels.
+  const unsigned char* p = data_.get() + 4;
+  for (auto& l : labels) {
+    std::uint32_t nl = Read32(p);
+    if (l.first.size() != nl || std::memcmp(l.first.data(), p + 4, nl) != 0) return false;
+    p += 4 + nl;
+    std::uint32_t vl = Read32(p);
+    if (l.second.size() != vl || std::memcmp(l.second.data(), p + 4, vl) != 0) return false;
+    p += 4 + vl;
+  }
+  return true;
 }
 
 Labels LabelSet::ToLabels() const {
@@ -310,7 +314,7 @@ SeriesKey* SeriesIndex::Find(std::size_t hash, const Labels& labels) const {
   for (std::size_t i = hash & mask;; i = (i + 1) & mask) {
     SeriesKey* k = slots_[i];
     if (!k) return nullptr;
-    if (k != Tombstone() && k->labels.Equals(labels)) return k;
+    if (k != Tombstone() && k->hash32 == static_cast<std::uint32_t>(hash) && k->labels.Equals(labels)) return k;
   }
 }
 
@@ -324,7 +328,7 @@ void SeriesIndex::Grow() {
   old.swap(slots_);
   used_ = 0;
   for (auto* k : old)
-    if (k && k != Tombstone()) Place(k->labels.Hash(), k);
+    if (k && k != Tombstone()) Place(cap - 1 <= 0xffffffffu ? k->hash32 : k->labels.Hash(), k);
 }
 
 void SeriesIndex::Place(std::size_t hash, SeriesKey* key) {
@@ -336,6 +340,7 @@ void SeriesIndex::Place(std::size_t hash, SeriesKey* key) {
 }
 
 void SeriesIndex::Insert(std::size_t hash, SeriesKey* key) {
+  key->hash32 = static_cast<std::uint32_t>(hash);
   if (4 * (used_ + 1) > 3 * slots_.size()) Grow();
   Place(hash, key);
 }

@@ -38,7 +38,14 @@ class PROMETHEUS_CPP_CORE_EXPORT Counter {
   /// Sets the counter back to 0 (prometheus-cpp 1.1): increments racing it
   /// land before or after. Thread-safe; cost: pcpu_gauge_set() of its words.
   void Reset() { value_.Set(0.0); }
-  ClientMetric Collect() const;
+  /// Inline: the caller builds the ClientMetric in place, and reads a
+  /// counter that only ever counted whole units with one call
+  /// (pcpu_counter_fetch(): detail::PcpuValue::Value()).
+  ClientMetric Collect() const {
+    ClientMetric m;
+    m.counter.value = value_.Value();
+    return m;
+  }
 
  private:
   template <typename>

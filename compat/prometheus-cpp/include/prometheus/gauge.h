@@ -38,7 +38,12 @@ class PROMETHEUS_CPP_CORE_EXPORT Gauge {
   /// prometheus-cpp does).
   void SetToCurrentTime();
   double Value() const { return value_.Value(); }
-  ClientMetric Collect() const;
+  /// Inline, as Counter::Collect().
+  ClientMetric Collect() const {
+    ClientMetric m;
+    m.gauge.value = value_.Value();
+    return m;
+  }
 
  private:
   template <typename>

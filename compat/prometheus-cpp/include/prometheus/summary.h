@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <map>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -22,27 +21,29 @@ inline namespace pcpu_v0 {
 
 /// Quantiles over a sliding time window, with count and sum since creation.
 ///
-/// What differs from prometheus-cpp 1.0.1: its estimator (CKMS) bounds the
-/// error in rank (the value returned for q has a rank within q +- error of
-/// the window's observations); this one bounds it in value: each window
-/// keeps a count and a sum per logarithmic bucket of relative width 1e-4
-/// (zero and NaN counted apart, as 0), and reports for q the mean of the
-/// bucket holding the observation of rank ceil(q n) (the nearest-rank
-/// quantile): within 0.01% of that observation, exact when the bucket
-/// holds one distinct value -- whatever `error` says, which is kept
-/// but not used.
-/// For the usual quantiles of latencies that is at least as tight; for
-/// data with huge gaps between neighbouring values it is not a rank bound.
-/// Memory per window: one count per distinct bucket observed (at most
-/// about 5 * 10^3 per decade of values used). The window: `age_buckets`
-/// windows, every observation goes to all, the oldest is cleared every
-/// max_age / age_buckets and reports come from the oldest live one -- as
-/// prometheus-cpp does. Observe() takes the summary's mutex, as
-/// prometheus-cpp's does, and updates count, sum and the windows under it
-/// (a per-CPU count would buy nothing beside that mutex). Collect() finds
-/// every quantile in one walk of the window's buckets, and keeps the
-/// answers until the next Observe() or rotation: collecting an unchanged
-/// summary again copies them. Thread-safe.
+/// Accuracy, as prometheus-cpp 1.0.1 states it: the value reported for a
+/// quantile q with error e is an observation of the window whose rank is
+/// within q n +- e n (n: the window's observations). This one bounds the
+/// rank error of every quantile by the smallest error among the summary's
+/// quantiles, e_min <= e: the value reported for q is an observation whose
+/// rank (1-based, in the window sorted, equal values in some order) is
+/// within ceil(q n) +- e_min n -- deterministic, for any input. e_min = 0
+/// keeps every observation and reports the nearest-rank quantile exactly.
+/// NaN is observed as 0 in the window (its sum is NaN, as prometheus-cpp's).
+/// The estimator: Greenwald and Khanna's summary (value, g, delta tuples
+/// with g + delta <= 2 e_min n; the window's minimum and maximum kept
+/// exactly), where prometheus-cpp uses CKMS, whose targeted invariant it
+/// computes from the number of samples instead of n.
+/// Observations wait in a buffer shared by the windows (up to 512, sorted
+/// as they are collected) and are merged into each window's tuples and
+/// compressed in one linear pass when it is full: Observe() is a push
+/// under the summary's mutex, as prometheus-cpp's takes one. Collect()
+/// answers every quantile in one walk of the window's tuples merged with
+/// the buffer, and keeps the answers until the next Observe() or rotation
+/// (collecting an unchanged summary again copies them). The window:
+/// `age_buckets` windows, every observation goes to all, the oldest is
+/// cleared every max_age / age_buckets and reports come from the oldest
+/// live one -- as prometheus-cpp does. Thread-safe.
 class PROMETHEUS_CPP_CORE_EXPORT Summary {
  public:
   using Quantiles = std::vector<detail::CKMSQuantiles::Quantile>;
@@ -58,18 +59,14 @@ class PROMETHEUS_CPP_CORE_EXPORT Summary {
   ClientMetric Collect() const;
 
  private:
-  struct Cell {
-    std::uint64_t n = 0;
-    double sum = 0.0;
+  struct Tuple {
+    double v;          // an observation
+    std::uint64_t g;   // its least rank minus the previous tuple's
+    std::uint64_t d;   // its greatest rank minus its least
   };
   struct Window {
-    std::map<int, Cell> pos, neg;
-    std::uint64_t zero = 0, n = 0;
-    void Clear() {
-      pos.clear();
-      neg.clear();
-      zero = n = 0;
-    }
+    std::vector<Tuple> t;  // by increasing v; t[0] the minimum, g 1, d 0
+    std::uint64_t n = 0;   // observations in t (the sum of g)
   };
   template <typename>
   friend class Family;
@@ -77,15 +74,21 @@ class PROMETHEUS_CPP_CORE_EXPORT Summary {
   template <typename... Args>
   explicit Summary(detail::SeriesTag, Args&&... args) : Summary(std::forward<Args>(args)...) {}
   void Rotate() const;
+  void Flush() const;
+  void SortPending() const;
   void Answer() const;
 
   const Quantiles quantiles_;
   std::vector<std::size_t> by_rank_;  // quantiles_' indices by increasing quantile
+  double eps_ = 0.0;                  // the smallest error of quantiles_
   mutable std::mutex mutex_;
   std::uint64_t count_ = 0;
   double sum_ = 0.0;
   mutable std::vector<Window> windows_;
   mutable std::size_t current_ = 0;
+  mutable std::vector<double> pending_;  // observed, in no window's tuples yet
+  mutable std::size_t sorted_ = 0;       // pending_[0, sorted_) is sorted
+  mutable std::vector<Tuple> merged_;    // Flush()'s output, reused
   mutable std::vector<double> answers_;  // per quantile, while answers_valid_
   mutable bool answers_valid_ = false;
   const std::chrono::steady_clock::duration rotation_;

@@ -119,7 +119,21 @@ class PROMETHEUS_CPP_CORE_EXPORT PcpuValue {
     }
     SetSlow(v);  // adders exist (or are starting): under the spin flag
   }
-  double Value() const;
+  /// The value. Inline: a gauge in its "set only" state reads the double,
+  /// and where only whole units were ever added (no Set() value but +0.0,
+  /// no fraction word, no extra) it is the whole word's sum -- what
+  /// ValueSlow() computes then, without a call into the layer.
+  double Value() const {
+    double set = set_.load(std::memory_order_acquire);
+    if (state_.load(std::memory_order_acquire) != kAdding) return set;
+    std::uint64_t set_bits;
+    __builtin_memcpy(&set_bits, &set, sizeof set_bits);
+    if (set_bits == 0 && !nanos_.load(std::memory_order_acquire) && extra_.load(std::memory_order_relaxed) == 0.0)
+      return static_cast<double>(static_cast<std::int64_t>(pcpu_counter_fetch(whole_)));
+    return ValueSlow();
+  }
+  /// Value()'s general case.
+  double ValueSlow() const;
 
   static constexpr double kLimit = 4611686018427387904.0;  // 2^62
 
