@@ -15,6 +15,7 @@
 #include <prometheus/text_serializer.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -26,11 +27,26 @@ static Registry& SharedRegistry() {
   return r;
 }
 
+// Thread counts of the threaded benchmarks: $PCPU_BENCH_THREADS, a comma
+// list ("1,2,4,8,16" on a 16-core machine), default "1,2".
+static void ThreadCounts(benchmark::internal::Benchmark* b) {
+  const char* env = std::getenv("PCPU_BENCH_THREADS");
+  std::string list = env && *env ? env : "1,2";
+  for (std::size_t at = 0; at < list.size();) {
+    std::size_t end = list.find(',', at);
+    if (end == std::string::npos) end = list.size();
+    int n = std::atoi(list.substr(at, end - at).c_str());
+    if (n > 0) b->Threads(n);
+    at = end + 1;
+  }
+  b->UseRealTime();
+}
+
 static void BM_Threads_Counter_Increment(benchmark::State& state) {
   static Counter& c = BuildCounter().Name("bench_counter").Register(SharedRegistry()).Add({});
   for (auto _ : state) c.Increment();
 }
-BENCHMARK(BM_Threads_Counter_Increment)->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(BM_Threads_Counter_Increment)->Apply(ThreadCounts);
 
 static void BM_Threads_Histogram_Observe(benchmark::State& state) {
   static Histogram& h = BuildHistogram().Name("bench_histogram").Register(SharedRegistry())
@@ -43,7 +59,7 @@ static void BM_Threads_Histogram_Observe(benchmark::State& state) {
   std::size_t i = 0;
   for (auto _ : state) h.Observe(v[i++ & 4095]);
 }
-BENCHMARK(BM_Threads_Histogram_Observe)->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(BM_Threads_Histogram_Observe)->Apply(ThreadCounts);
 
 // 20 counter families of 10 series (2 labels), 5 gauge families of 10, 5
 // histogram families of 10 series of 13 buckets: 300 series, 950 samples.
