@@ -804,7 +804,7 @@ static int parse_options(int argc, char **argv, struct opts *o)
 			fputs(usage_text, stdout);
 			return 0;
 		case 'V':
-			printf("pcpustat %s (segment format 2)\n", PCPUSTAT_VERSION);
+			printf("pcpustat %s (libpcpu %s)\n", PCPUSTAT_VERSION, pcpu_version_string());
 			return 0;
 		default:
 			fputs("Try 'pcpustat --help'.\n", stderr);

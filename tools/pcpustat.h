@@ -15,7 +15,12 @@
 #include <pcpu/expose.h>
 #include <pcpu/reader.h>
 
-#define PCPUSTAT_VERSION "0.1.0"
+#include <pcpu/runtime_version.h>
+#include <pcpu/version.h>
+
+/* The tool is pcpu's: its version is the project's (CMake's, through
+ * pcpu/version.h), never a second number to keep in step. */
+#define PCPUSTAT_VERSION PCPU_VERSION_STRING
 
 /* ---- names.c: series names and strings ---- */
 

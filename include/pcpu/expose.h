@@ -65,7 +65,8 @@ enum pcpu_format {
 
 /** Flags of a snapshot family. */
 enum {
-	/** Ignored since libpcpu 2.2 (kept for source compatibility). It
+	/** Ignored (kept for source compatibility; segment format 2.2 stopped
+	 * recording it). It
 	 * wrote only the buckets that held observations, so a bucket filling
 	 * mid-window appeared as a new series already holding a large
 	 * cumulative count and broke rate() and histogram_quantile(). Bound

@@ -25,4 +25,7 @@ def test_pip_install(tmp_path):
                        text=True, cwd=str(tmp_path))
     assert r.returncode == 0, r.stderr
     path, version = r.stdout.split()
-    assert path.startswith(str(target)) and version == "0.1.0"
+    # The installed package's version is the source's (pyproject takes it
+    # from pcpu.__version__).
+    src = (here / "src" / "pcpu" / "__init__.py").read_text()
+    assert path.startswith(str(target)) and f'__version__ = "{version}"' in src

@@ -69,7 +69,7 @@ def main():
 import os, sys, pcpu
 venv = os.path.realpath(sys.argv[1])
 assert os.path.realpath(pcpu.__file__).startswith(venv + os.sep), pcpu.__file__
-assert pcpu.__version__ == "0.1.0", pcpu.__version__
+assert pcpu.__version__ == os.environ["PCPU_PROJECT_VERSION"], pcpu.__version__
 assert [(s.name, s.state) for s in pcpu.list_segments()] == [("golden", "live")]
 with pcpu.open_segment("golden") as seg:
     snap = seg.snapshot()

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""One source for each version number, and everything else in step with it.
+
+pcpu has three numbers, each with one source:
+  - the project's version, `project(pcpu VERSION x.y.z)` in CMakeLists.txt:
+    pcpu/version.h and pcpu_version() are generated from it, pcpustat
+    prints it; the Python package (pcpu.__version__, which pyproject.toml
+    reads) and the Debian changelog's top entry must equal it;
+  - the ABI's major number, `set(PCPU_SOVERSION n)` in CMakeLists.txt: every
+    shared object's SOVERSION is ${PCPU_SOVERSION}, and the Debian runtime
+    packages are named with it (libpcpu<n>, libpcpu-prometheus<n>);
+  - the segment format's version, PCPU__SEG_VERSION_MAJOR/MINOR in
+    src/segment/format.h: docs/segment-format.md's layout and its
+    version_minor row say the same, and its versions table has a row for it.
+No other file may state a version of its own (a `#define X_VERSION "..."`,
+"since libpcpu N.M").
+
+Usage: check_versions.py SOURCE_DIR [PCPUSTAT]  (with PCPUSTAT, also
+checks that `pcpustat --version` prints the project's version.) Prints
+every mismatch; exit status 1 if any.
+"""
+import os
+import re
+import subprocess
+import sys
+
+
+def read(root, path):
+    with open(os.path.join(root, path), encoding="utf-8") as f:
+        return f.read()
+
+
+def one(pattern, text, what, problems):
+    m = re.search(pattern, text, re.M)
+    if not m:
+        problems.append("%s: not found (%s)" % (what, pattern))
+        return None
+    return m.group(1)
+
+
+def main():
+    root = sys.argv[1] if len(sys.argv) > 1 else "."
+    problems = []
+    cmake = read(root, "CMakeLists.txt")
+    version = one(r"^project\(pcpu VERSION (\d+\.\d+\.\d+)", cmake, "CMakeLists.txt project()", problems)
+    soversion = one(r"^set\(PCPU_SOVERSION (\d+)\)", cmake, "CMakeLists.txt PCPU_SOVERSION", problems)
+
+    py = one(r'^__version__ = "([^"]+)"', read(root, "python/src/pcpu/__init__.py"),
+             "python/src/pcpu/__init__.py __version__", problems)
+    if version and py and py != version:
+        problems.append("python/src/pcpu/__init__.py: __version__ %s, the project is %s" % (py, version))
+    pyproject = read(root, "python/pyproject.toml")
+    if not re.search(r'^dynamic = \["version"\]', pyproject, re.M) or \
+            'version = {attr = "pcpu.__version__"}' not in pyproject:
+        problems.append("python/pyproject.toml: the version must come from pcpu.__version__ (dynamic)")
+
+    deb = one(r"^pcpu \(([^)-]+)(?:-[^)]*)?\)", read(root, "debian/changelog"),
+              "debian/changelog top entry", problems)
+    if version and deb and deb != version:
+        problems.append("debian/changelog: top entry %s, the project is %s" % (deb, version))
+
+    # Every shared object's SOVERSION is the one variable.
+    for dirpath, dirnames, files in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not d.startswith((".", "build", "_install"))]
+        for f in files:
+            if f != "CMakeLists.txt":
+                continue
+            path = os.path.join(dirpath, f)
+            for n, line in enumerate(open(path, encoding="utf-8"), 1):
+                m = re.search(r"\bSOVERSION\s+(\S+)", line)
+                if m and m.group(1) != "${PCPU_SOVERSION}":
+                    problems.append("%s:%d: SOVERSION %s, not ${PCPU_SOVERSION}" %
+                                    (os.path.relpath(path, root), n, m.group(1)))
+    if soversion:
+        control = read(root, "debian/control")
+        for pkg in ("libpcpu", "libpcpu-prometheus"):
+            names = re.findall(r"^Package: (%s\d+)$" % re.escape(pkg), control, re.M)
+            if names != [pkg + soversion]:
+                problems.append("debian/control: runtime package %s, the SOVERSION is %s" %
+                                (names or "(none)", soversion))
+
+    # The segment format.
+    fmt = read(root, "src/segment/format.h")
+    major = one(r"#define PCPU__SEG_VERSION_MAJOR (\d+)", fmt, "format.h major", problems)
+    minor = one(r"#define PCPU__SEG_VERSION_MINOR (\d+)", fmt, "format.h minor", problems)
+    if major and minor:
+        doc = read(root, "docs/segment-format.md")
+        seg = "%s.%s" % (major, minor)
+        if not re.search(r"^## Layout \(version %s\)$" % re.escape(seg), doc, re.M):
+            problems.append("docs/segment-format.md: the layout heading is not 'version %s'" % seg)
+        if not re.search(r"\| version_minor \| %s;" % minor, doc):
+            problems.append("docs/segment-format.md: the version_minor row does not say %s" % minor)
+        if not re.search(r"^\| %s \|" % re.escape(seg), doc, re.M):
+            problems.append("docs/segment-format.md: no row for %s in the versions table" % seg)
+
+    # No other file states a version of its own.
+    for sub in ("include", "src", "tools", "compat", "python/src"):
+        for dirpath, _, files in os.walk(os.path.join(root, sub)):
+            for f in files:
+                if not f.endswith((".h", ".c", ".cc", ".hpp", ".py", ".in")):
+                    continue
+                path = os.path.join(dirpath, f)
+                text = open(path, encoding="utf-8").read()
+                for m in re.finditer(r'#define\s+\w*VERSION\w*\s+"\d[^"]*"|since libpcpu \d', text):
+                    problems.append("%s: a version of its own: %s" % (os.path.relpath(path, root), m.group(0)))
+
+    if len(sys.argv) > 2 and version:
+        out = subprocess.run([sys.argv[2], "--version"], capture_output=True, text=True).stdout
+        if not out.startswith("pcpustat %s " % version) or "(libpcpu %s)" % version not in out:
+            problems.append("pcpustat --version printed %r, the project is %s" % (out.strip(), version))
+
+    for p in problems:
+        print("FAIL:", p)
+    print("check_versions: %d problem(s)" % len(problems))
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
