@@ -195,7 +195,8 @@ struct pcpu_snapshot {
  * same sample (or, OpenMetrics, an info family `x_info` and a family `x`),
  * bucket bounds not strictly increasing (also once scaled to doubles),
  * bucket counts whose sum overflows, PCPU_SNAPSHOT_INFO on a family that is
- * not an info metric as that flag describes; ENOMEM.
+ * not an info metric as that flag describes, PCPU_SNAPSHOT_NANOS on a
+ * histogram or info family; ENOMEM.
  *
  * Thread-safe (reads `s` only); not async-signal-safe (allocates).
  * Cost: linear in the size of the output, plus sorting the family and

@@ -208,6 +208,10 @@ static int check_family(const struct pcpu_snapshot_family *f)
 			if (f->series[i].value.gauge != 1)
 				return fail_msg(f, "an info family's series are 1");
 	}
+	if ((f->flags & PCPU_SNAPSHOT_NANOS) &&
+	    (f->type == PCPU_METRIC_HISTOGRAM || (f->flags & PCPU_SNAPSHOT_INFO)))
+		return fail_msg(f, "fractions (PCPU_SNAPSHOT_NANOS) are for counters and gauges "
+				   "that are not info metrics");
 	if (f->nseries > UINT32_MAX - 1)
 		return fail_msg(f, "too many series");
 	if (f->nseries > 1) {

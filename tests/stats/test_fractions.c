@@ -188,6 +188,30 @@ static void check_values(pcpu_registry_t *reg)
 			CHECK(pcpu_snapshot_format_value(num, sizeof num, &hf, &sf->series[0]) == -1 &&
 			      errno == EINVAL);
 		}
+		{
+			/* The writers trust no snapshot: fractions on a
+			 * histogram family are refused, not ignored. */
+			static const uint64_t counts[1] = { 0 };
+			struct pcpu_snapshot_series hs;
+			struct pcpu_snapshot_family hf;
+			struct pcpu_snapshot one = { 1, &hf };
+			char *out;
+			size_t len;
+
+			memset(&hs, 0, sizeof hs);
+			hs.value.histogram.counts = counts;
+			memset(&hf, 0, sizeof hf);
+			hf.name = "frac_hist";
+			hf.type = PCPU_METRIC_HISTOGRAM;
+			hf.nbuckets = 1;
+			hf.nseries = 1;
+			hf.series = &hs;
+			CHECK(pcpu_snapshot_write(&one, PCPU_FORMAT_PROMETHEUS, &out, &len) == 0);
+			free(out);
+			hf.flags = PCPU_SNAPSHOT_NANOS;
+			CHECK_ERR(pcpu_snapshot_write(&one, PCPU_FORMAT_PROMETHEUS, &out, &len) == 0,
+				  EINVAL, "PCPU_SNAPSHOT_NANOS");
+		}
 		pcpu_snapshot_free(s);
 	}
 }
