@@ -95,6 +95,7 @@ static const char push_usage[] =
 struct queued {
 	uint8_t *body;
 	size_t len;
+	unsigned tries; /* attempts that failed so far */
 };
 
 struct push_args {
@@ -111,7 +112,10 @@ struct push_args {
 
 /* What the agent did, for the log and the exit status. */
 struct push_stats {
-	unsigned long collected, sent, retried, dropped, superseded, failed_collect;
+	/* retried: requests sent again after a failed attempt; failed: the
+	 * attempts that failed (connection or retryable status); denied: of
+	 * the dropped, those whose credentials were refused (401, 403) */
+	unsigned long collected, sent, retried, failed, dropped, denied, superseded, failed_collect;
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -292,6 +296,19 @@ static int check_args(struct push_args *a, int argc, char **argv)
 		return bad("--basic-auth-user and --basic-auth-password-file go together");
 	if (a->http.basic_user && a->http.bearer_token_file)
 		return bad("basic authentication or a bearer token, not both");
+	{
+		/* A secret file that cannot be read now is a mistake in the
+		 * command, not a receiver's trouble to retry: said at start.
+		 * (Read again at every push, so that it can be rotated.) */
+		const char *secret = a->http.basic_password_file ? a->http.basic_password_file
+								 : a->http.bearer_token_file;
+		char why[300];
+
+		if (secret && push_secret_check(secret, why, sizeof why) < 0) {
+			fprintf(stderr, "pcpustat push: %s\n", why);
+			return 2;
+		}
+	}
 	if (a->max_backoff < a->min_backoff)
 		a->max_backoff = a->min_backoff;
 	if (!a->instance) {
@@ -399,6 +416,7 @@ static void enqueue(struct agent *ag, uint8_t *body, size_t len)
 	slot = &ag->q[(ag->qhead + ag->qn) % ag->a->queue_max];
 	slot->body = body;
 	slot->len = len;
+	slot->tries = 0;
 	ag->qn++;
 }
 
@@ -449,38 +467,58 @@ static void collect(struct agent *ag)
 }
 
 /* Sends the queue, oldest first, until it is empty or a request must wait
- * (retry later: the backoff doubles). `final`: the last try before exit. */
+ * (retry later: after the answer's Retry-After, else the backoff, which
+ * doubles). `final`: the last try before exit. */
 static void deliver(struct agent *ag, double now, int final)
 {
 	const struct push_args *a = ag->a;
 	char why[400];
 
 	while (ag->qn && now >= ag->retry_at && (final || !stop_signal)) {
-		enum push_outcome o = push_http_post(ag->http, ag->q[ag->qhead].body, ag->q[ag->qhead].len, why,
-						     sizeof why);
+		struct queued *q = &ag->q[ag->qhead];
+		struct push_answer ans;
+		enum push_outcome o;
+		double delay;
 
-		if (o == PUSH_RETRY) {
+		if (q->tries)
 			ag->s.retried++;
+		o = push_http_post(ag->http, q->body, q->len, why, sizeof why, &ans);
+		if (o == PUSH_RETRY) {
+			q->tries++;
+			ag->s.failed++;
 			ag->backoff = ag->backoff ? fmin(ag->backoff * 2, a->max_backoff) : a->min_backoff;
-			ag->retry_at = now_mono() + ag->backoff;
+			delay = ans.retry_after >= 0 ? ans.retry_after : ag->backoff;
+			ag->retry_at = now_mono() + delay;
 			if (final)
 				fprintf(stderr, "pcpustat push: %s: %s; not delivered before exit (%zu queued)\n",
 					a->http.url, why, ag->qn);
 			else if (!ag->failing || a->verbose)
-				fprintf(stderr, "pcpustat push: %s: %s; retrying in %.3g s (%zu queued, at most %zu)\n",
-					a->http.url, why, ag->backoff, ag->qn, a->queue_max);
+				fprintf(stderr, "pcpustat push: %s: %s; retrying in %.3g s%s (%zu queued, at most %zu)\n",
+					a->http.url, why, delay, ans.retry_after >= 0 ? " (Retry-After)" : "", ag->qn,
+					a->queue_max);
 			ag->failing = 1;
 			return;
 		}
-		if (o == PUSH_DROP) {
+		if (o == PUSH_DENIED) {
 			ag->s.dropped++;
-			fprintf(stderr, "pcpustat push: %s: %s; dropped, not retried (the receiver refuses this "
-				"request itself; the next carries the same cumulative values)\n", a->http.url, why);
+			ag->s.denied++;
+			fprintf(stderr, "pcpustat push: %s: the receiver refused the credentials (%s); dropped, not "
+				"retried (the next push reads the password or token file again and carries the same "
+				"cumulative values)\n", a->http.url, why);
+		} else if (o == PUSH_DROP) {
+			ag->s.dropped++;
+			fprintf(stderr, "pcpustat push: %s: %s; dropped, not retried (a status %s does not retry: "
+				"the receiver refuses this request itself; the next carries the same cumulative "
+				"values)\n", a->http.url, why, a->http.proto == PUSH_OTLP ? "OTLP" : "remote write");
 		} else {
 			ag->s.sent++;
+			if (ans.rejected)
+				fprintf(stderr, "pcpustat push: %s: partial success: the receiver rejected %lld data "
+					"point(s)%s%s\n", a->http.url, (long long)ans.rejected,
+					ans.rejected_why[0] ? ": " : "", ans.rejected_why);
 			if (ag->failing)
-				fprintf(stderr, "pcpustat push: %s: delivering again (%lu retries so far)\n", a->http.url,
-					ag->s.retried);
+				fprintf(stderr, "pcpustat push: %s: delivering again (%lu failed attempts so far)\n",
+					a->http.url, ag->s.failed);
 			else if (a->verbose)
 				fprintf(stderr, "pcpustat push: %s: %s\n", a->http.url, why);
 		}
@@ -537,10 +575,11 @@ static int run(struct agent *ag)
 		if (ag->qn == before)
 			break; /* the receiver is still failing */
 	}
-	fprintf(stderr, "pcpustat push: %lu collected, %lu sent, %lu retries, %lu dropped (4xx), %lu superseded "
-		"in the queue, %lu collections failed, %zu undelivered\n",
-		ag->s.collected, ag->s.sent, ag->s.retried, ag->s.dropped, ag->s.superseded, ag->s.failed_collect,
-		ag->qn);
+	fprintf(stderr, "pcpustat push: %lu collected, %lu sent, %lu failed attempts, %lu retries (requests "
+		"sent again), %lu dropped (%lu for refused credentials), %lu superseded in the queue, %lu "
+		"collections failed, %zu undelivered\n",
+		ag->s.collected, ag->s.sent, ag->s.failed, ag->s.retried, ag->s.dropped, ag->s.denied,
+		ag->s.superseded, ag->s.failed_collect, ag->qn);
 	return ag->qn || ag->s.dropped || ag->s.failed_collect ? 1 : 0;
 }
 

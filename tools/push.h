@@ -83,6 +83,10 @@ int otlp_encode(const struct pcpu_snapshot *s, const struct push_encode *e, stru
 		size_t *len, char *err, size_t cap);
 /* base^i of a native schema: 2^(i * 2^-schema) (push_rw.c). */
 double native_bound(int schema, int32_t i);
+/* An OTLP ExportMetricsServiceResponse's partial_success: *rejected the
+ * data points the receiver rejected (0: none, or an answer that does not
+ * decode) and `why` the start of its message ("" when none). */
+void otlp_partial_success(const uint8_t *answer, size_t len, int64_t *rejected, char *why, size_t cap);
 /* OTLP's unit for pcpu's ("seconds": "s", "bytes": "By", ...; else itself). */
 const char *otlp_unit(const char *unit);
 
@@ -100,9 +104,27 @@ struct push_http_config {
 
 enum push_outcome {
 	PUSH_SENT = 0,  /* 2xx */
-	PUSH_RETRY = 1, /* connection failed, timed out, 5xx, 429: try again later */
-	PUSH_DROP = 2,  /* any other status (4xx): the request is wrong, retrying cannot help */
+	PUSH_RETRY = 1, /* connection failed or timed out, or a retryable status: try again later */
+	PUSH_DROP = 2,  /* any other status: the request is refused, retrying cannot help */
+	PUSH_DENIED = 3, /* 401 or 403: the credentials were refused; dropped too */
 };
+
+/* What push_http_post() learnt beyond its outcome. */
+struct push_answer {
+	/* Retry-After of a retryable answer, in seconds (capped at
+	 * PUSH_RETRY_AFTER_MAX); -1 when none was given. */
+	double retry_after;
+	/* OTLP 2xx with partial_success: data points the receiver rejected
+	 * (0: none) and the start of its message ("" when none). */
+	int64_t rejected;
+	char rejected_why[200];
+};
+#define PUSH_RETRY_AFTER_MAX 3600.0
+
+/* Whether a secret file (a password, a token) can be read now: 0, or -1
+ * with why set. The agent checks its files at start (exit 2), then reads
+ * them at every push (so that they can be rotated). */
+int push_secret_check(const char *file, char *why, size_t cap);
 
 struct push_http;
 /* A client for cfg (kept, not copied: it must outlive the client), or NULL
@@ -110,7 +132,8 @@ struct push_http;
 struct push_http *push_http_new(const struct push_http_config *cfg, char *err, size_t cap);
 /* POSTs body: the outcome, and in why (always set) the status or error and
  * the start of the receiver's answer. */
-enum push_outcome push_http_post(struct push_http *h, const uint8_t *body, size_t len, char *why, size_t cap);
+enum push_outcome push_http_post(struct push_http *h, const uint8_t *body, size_t len, char *why, size_t cap,
+				 struct push_answer *ans);
 void push_http_free(struct push_http *h);
 
 /* ---- push.c ---- */

@@ -13,13 +13,18 @@
  * push, as Prometheus reads its own, so that they can be rotated without a
  * restart; a file that cannot be read makes the push fail and retry.
  *
- * What a response means (the remote write specification's rule, which OTLP
- * shares): 2xx sent; 5xx and 429, and a connection that failed, timed out
- * or was closed, are the receiver's trouble: retry later; any other status
- * (400 bad request, 401, 403, 404, 413...) means this request will never
- * be accepted: retrying it cannot help, it is dropped, and the log says the
- * status and the start of the receiver's answer. Only the first 512 bytes
- * of an answer are kept, whatever its size. Redirects are not followed.
+ * What a response means, as each protocol's specification says: 2xx sent;
+ * a connection that failed, timed out or was closed, and the retryable
+ * statuses -- remote write: 429 and every 5xx; OTLP/HTTP: 429, 502, 503
+ * and 504 only -- are the receiver's trouble: retry later, after the
+ * answer's Retry-After when it gives one (seconds or an HTTP date, at most
+ * PUSH_RETRY_AFTER_MAX); any other status (400, 404, 413, OTLP's 500 and
+ * 501...) means this request will never be accepted: retrying it cannot
+ * help, it is dropped, and the log says the status and the start of the
+ * receiver's answer; 401 and 403 are said to be the credentials refused.
+ * An OTLP 2xx may carry a partial_success (data points the receiver
+ * rejected): push_otlp.c decodes it for the log. Only the first 4 KiB of
+ * an answer are kept, whatever its size. Redirects are not followed.
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -29,7 +34,7 @@
 
 #include "push.h"
 
-#define ANSWER_KEPT 512
+#define ANSWER_KEPT 4096
 
 struct push_http {
 	const struct push_http_config *cfg;
@@ -72,6 +77,15 @@ static int read_secret(const char *file, char *out, size_t cap, char *why, size_
 		return -1;
 	}
 	return 0;
+}
+
+int push_secret_check(const char *file, char *why, size_t cap)
+{
+	char secret[4096];
+	int rc = read_secret(file, secret, sizeof secret, why, cap);
+
+	explicit_bzero(secret, sizeof secret);
+	return rc;
 }
 
 struct push_http *push_http_new(const struct push_http_config *cfg, char *err, size_t cap)
@@ -157,11 +171,26 @@ static const char *answer_text(struct push_http *h)
 	return h->answer;
 }
 
-enum push_outcome push_http_post(struct push_http *h, const uint8_t *body, size_t len, char *why, size_t cap)
+/* Whether `status` is one the protocol retries. */
+static int retryable(enum push_protocol proto, long status)
+{
+	if (status == 429)
+		return 1;
+	if (proto == PUSH_OTLP) /* OTLP/HTTP: "All other 4xx or 5xx ... MUST NOT be retried" */
+		return status == 502 || status == 503 || status == 504;
+	return status >= 500; /* remote write 1.0: 5xx and 429 */
+}
+
+enum push_outcome push_http_post(struct push_http *h, const uint8_t *body, size_t len, char *why, size_t cap,
+				 struct push_answer *ans)
 {
 	long status = 0;
+	curl_off_t after = -1;
 	CURLcode rc;
 
+	ans->retry_after = -1;
+	ans->rejected = 0;
+	ans->rejected_why[0] = 0;
 	h->nanswer = 0;
 	h->errbuf[0] = 0;
 	if (set_auth(h, why, cap) < 0)
@@ -174,12 +203,23 @@ enum push_outcome push_http_post(struct push_http *h, const uint8_t *body, size_
 		return PUSH_RETRY;
 	}
 	curl_easy_getinfo(h->c, CURLINFO_RESPONSE_CODE, &status);
-	snprintf(why, cap, "HTTP %ld%s%.300s", status, h->nanswer ? ": " : "", answer_text(h));
-	if (status >= 200 && status < 300)
+	if (status >= 200 && status < 300) {
+		/* The answer is protobuf here: decoded before answer_text()
+		 * makes it printable. */
+		if (h->cfg->proto == PUSH_OTLP && h->nanswer)
+			otlp_partial_success((const uint8_t *)h->answer, h->nanswer, &ans->rejected,
+					     ans->rejected_why, sizeof ans->rejected_why);
+		snprintf(why, cap, "HTTP %ld", status);
 		return PUSH_SENT;
-	if (status >= 500 || status == 429)
+	}
+	snprintf(why, cap, "HTTP %ld%s%.300s", status, h->nanswer ? ": " : "", answer_text(h));
+	if (retryable(h->cfg->proto, status)) {
+		/* libcurl: 0 when the answer had no Retry-After. */
+		if (curl_easy_getinfo(h->c, CURLINFO_RETRY_AFTER, &after) == CURLE_OK && after > 0)
+			ans->retry_after = after > PUSH_RETRY_AFTER_MAX ? PUSH_RETRY_AFTER_MAX : (double)after;
 		return PUSH_RETRY;
-	return PUSH_DROP;
+	}
+	return status == 401 || status == 403 ? PUSH_DENIED : PUSH_DROP;
 }
 
 void push_http_free(struct push_http *h)

@@ -458,3 +458,23 @@ toobig:
 	kept_free(&o);
 	return -1;
 }
+
+void otlp_partial_success(const uint8_t *answer, size_t len, int64_t *rejected, char *why, size_t cap)
+{
+	Pcpustat__Otlp__ExportMetricsServiceResponse *r =
+		pcpustat__otlp__export_metrics_service_response__unpack(NULL, len, answer);
+	size_t i;
+
+	*rejected = 0;
+	why[0] = 0;
+	if (!r)
+		return; /* not an OTLP answer (or cut at 4 KiB): nothing to say */
+	if (r->partial_success) {
+		*rejected = r->partial_success->rejected_data_points;
+		snprintf(why, cap, "%s", r->partial_success->error_message ? r->partial_success->error_message : "");
+		for (i = 0; why[i]; i++) /* printable, for the log */
+			if ((unsigned char)why[i] < 0x20 || why[i] == 0x7f)
+				why[i] = ' ';
+	}
+	pcpustat__otlp__export_metrics_service_response__free_unpacked(r, NULL);
+}

@@ -94,8 +94,11 @@ class Receiver:
     """An OTLP/HTTP receiver on 127.0.0.1 (a free port): POST /v1/metrics
     bodies are decoded as ExportMetricsServiceRequest and kept in
     `requests` (with their headers) when answered 200. `mode` says how it
-    answers: "ok", "500", "400", "429", "slow" (sleeps `slow` seconds, then
-    200), "close" (closes the connection without answering). With `tls`
+    answers: "ok", "500", "400", "429", "502", "503", "504", "503ra" (503
+    with Retry-After: `retry_after`), "partial" (200 with a partial_success
+    rejecting 3 data points), "slow" (sleeps `slow` seconds, then 200),
+    "close" (closes the connection without answering). The times of the
+    "503ra" answers are kept in `ra_times` (monotonic seconds). With `tls`
     (cert, key) it serves HTTPS; with `auth` ("Basic ..." or "Bearer ...")
     it answers 401 to any other Authorization."""
 
@@ -104,6 +107,8 @@ class Receiver:
         self.pb = metrics_service_pb2
         self.mode = "ok"
         self.slow = 0
+        self.retry_after = 1
+        self.ra_times = []
         self.auth = auth
         self.requests = []
         self.conns = []  # every connection accepted, closed by close()
@@ -133,8 +138,13 @@ class Receiver:
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
                     return
-                if mode in ("500", "400", "429"):
+                if mode in ("500", "400", "429", "502", "503", "504"):
                     return self.answer(int(mode), b"test receiver says " + mode.encode())
+                if mode == "503ra":
+                    with rcv.lock:
+                        rcv.ra_times.append(time.monotonic())
+                    return self.answer(503, b"test receiver says 503, come back later",
+                                       extra={"Retry-After": str(rcv.retry_after)})
                 if mode == "slow":
                     time.sleep(rcv.slow)
                 if self.path != "/v1/metrics":
@@ -143,12 +153,17 @@ class Receiver:
                 req.ParseFromString(body)
                 with rcv.lock:
                     rcv.requests.append((dict(self.headers), req))
-                self.answer(200, rcv.pb.ExportMetricsServiceResponse().SerializeToString(),
-                            "application/x-protobuf")
+                resp = rcv.pb.ExportMetricsServiceResponse()
+                if mode == "partial":
+                    resp.partial_success.rejected_data_points = 3
+                    resp.partial_success.error_message = "3 points had bad timestamps"
+                self.answer(200, resp.SerializeToString(), "application/x-protobuf")
 
-            def answer(self, status, body, ctype="text/plain"):
+            def answer(self, status, body, ctype="text/plain", extra=None):
                 rcv.count(status)
                 self.send_response(status)
+                for k, v in (extra or {}).items():
+                    self.send_header(k, v)
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()

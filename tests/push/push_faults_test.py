@@ -12,8 +12,12 @@ agent's log lines and the receiver's answers), never by elapsed time:
  - the application answers every command while the receiver is failing
    (it only publishes its segment; the agent is another process, so its
    adds cannot wait for the network -- shown here, not timed);
- - 5xx, 429, timeouts, closed connections and a receiver that is down
-   are retried with backoff (the delays in the log double up to the max);
+ - 502, 503, 504, 429, timeouts, closed connections and a receiver that
+   is down are retried with backoff (the delays in the log double up to
+   the max); a 503 with Retry-After: 1 is retried after it, not after the
+   backoff (the log says so, and the receiver's next answer comes no
+   sooner than 1 s after it -- a lower bound, which load cannot break);
+ - a 200 with an OTLP partial_success is logged with its count and message;
  - the agent's memory stays bounded through a long outage with 20,000
    series: its peak RSS (VmHWM) after many more collections than the
    queue holds is the peak it had once the queue was full, within 2 MiB
@@ -22,9 +26,11 @@ agent's log lines and the receiver's answers), never by elapsed time:
  - once the receiver is back, the counts arrive exact: a request carries
    the application's final total (values are cumulative: the requests
    dropped from the full queue lost no count);
- - 400 is not retried: with --count 1 the agent sends exactly one
-   request, logs the receiver's answer and "not retried", and exits 1;
- - a 500 with --count 1: one try at the end, exit 1, "1 undelivered".
+ - 400, and OTLP's 500 (OTLP/HTTP retries 429, 502, 503 and 504 only),
+   are not retried: with --count 1 the agent sends exactly one request,
+   logs the receiver's answer and "not retried", and exits 1;
+ - a 503 with --count 1: one try at the end, exit 1, "1 undelivered",
+   counted as one failed attempt and no retry.
 """
 import os
 import shutil
@@ -87,13 +93,34 @@ def continuous(pcpustat, env, app, rcv):
     log = Lines(agent.stderr)
     try:
         wait_for(lambda: rcv.requests, "a first push")
-        fault(rcv, log, c, "500", 4, "500", 500)
+        fault(rcv, log, c, "503", 4, "503", 503)
+        fault(rcv, log, c, "502", 2, "502", 502)
+        fault(rcv, log, c, "504", 2, "504", 504)
         fault(rcv, log, c, "429", 3, "429", 429)
+        # Retry-After: 1 -- the next try waits for it (backoff is 0.05 s).
+        start = log.count("(Retry-After)")
+        rcv.retry_after = 1
+        rcv.mode = "503ra"
+        wait_for(lambda: (c.add(1) or True) and log.count("(Retry-After)") >= start + 1, "a Retry-After")
+        wait_for(lambda: len(rcv.ra_times) >= 2, "the try after Retry-After")
+        rcv.mode = "ok"
+        with rcv.lock:
+            gap = rcv.ra_times[1] - rcv.ra_times[0]
+        if "retrying in 1 s (Retry-After)" not in log.text() or gap < 0.95:
+            fail("503 with Retry-After: 1: next try %.3f s later: %s" % (gap, log.text()[-600:]))
+        arrives_exact(rcv, c, "Retry-After")
+        print("ok   503 with Retry-After: 1: the next try %.2f s later (backoff alone: 0.05 s)" % gap)
+        rcv.mode = "partial"
+        wait_for(lambda: (c.add(1) or True) and log.count("partial success") >= 1, "a partial success")
+        rcv.mode = "ok"
+        if "rejected 3 data point(s): 3 points had bad timestamps" not in log.text():
+            fail("partial success not said: %s" % log.text()[-600:])
+        print("ok   a partial_success: logged with its count and message")
         fault(rcv, log, c, "close", 3, "closed connections", "close")
         rcv.slow = 1.5  # > --timeout
         fault(rcv, log, c, "slow", 2, "slow (1.5 s per request, timeout 1 s)")
         delays = [float(l.split("retrying in ")[1].split()[0]) for l in log.text().splitlines()
-                  if "retrying in" in l]
+                  if "retrying in" in l and "(Retry-After)" not in l]
         if not (0.05 in delays and 0.1 in delays and 0.2 in delays and max(delays) == 0.4):
             fail("backoff delays %r: want 0.05 doubling up to 0.4" % sorted(set(delays)))
         print("ok   retried with backoff: delays %r s" % sorted(set(delays)))
@@ -165,7 +192,9 @@ def main():
         app = Fixture(fixture, env)
         procs.append(app.p)
         one_shot(pcpustat, env, "400", 1, ["HTTP 400: test receiver says 400", "not retried", "1 dropped"])
-        one_shot(pcpustat, env, "500", 1, ["HTTP 500: test receiver says 500", "not delivered before exit", "1 undelivered"])
+        one_shot(pcpustat, env, "500", 1, ["HTTP 500: test receiver says 500", "not retried", "1 dropped"])
+        one_shot(pcpustat, env, "503", 1, ["HTTP 503: test receiver says 503", "not delivered before exit",
+                                           "1 failed attempts, 0 retries", "1 undelivered"])
         rcv = Receiver()
         try:
             continuous(pcpustat, env, app, rcv)

@@ -73,14 +73,16 @@ def otlp(pcpustat, env, tmp, crt, key):
         print("ok   without --ca-file: refused: %s" % err.splitlines()[0])
         bad = write(tmp, "badtoken", "wrong\n")
         rc, err = run_push(pcpustat, env, base + ["--ca-file", crt, "--bearer-token-file", bad])
-        if rc != 1 or "HTTP 401" not in err or "not retried" not in err or rcv.answered(401) != 1:
+        if rc != 1 or "HTTP 401" not in err or "not retried" not in err or rcv.answered(401) != 1 \
+                or "refused the credentials" not in err:
             fail("wrong token: exit %d, %d answers 401: %s" % (rc, rcv.answered(401), err))
-        print("ok   a wrong token: 401, one request, not retried")
+        print("ok   a wrong token: 401, one request, the credentials said refused, not retried")
+        before = len(rcv.requests) + rcv.answered(401)
         rc, err = run_push(pcpustat, env, base + ["--ca-file", crt, "--bearer-token-file",
                                                   os.path.join(tmp, "missing")])
-        if rc != 1 or "cannot read" not in err:
+        if rc != 2 or "cannot read" not in err or len(rcv.requests) + rcv.answered(401) != before:
             fail("missing token file: exit %d: %s" % (rc, err))
-        print("ok   a missing token file: not sent, said")
+        print("ok   a missing token file: refused at start (exit 2), nothing sent")
     finally:
         rcv.close()
 
