@@ -10,11 +10,15 @@
  * a counter as `<name>_total`, a gauge as `<name>`, a histogram as its
  * exposed classic buckets `<name>_bucket{le}` (cumulative, +Inf last),
  * `<name>_sum` and `<name>_count`; values scaled by 10^scale_exp10. With
- * --native-histograms an exponential family (PCPU_SNAPSHOT_NATIVE) is also
- * sent as `<name>` holding a native histogram (the Histogram message: its
- * schema, zero bucket, one span over the positive buckets from the first
- * non-empty to the last, counts as deltas), which Prometheus stores where
- * native histograms are enabled. Every sample carries one timestamp: the
+ * --native-histograms an exponential family (PCPU_SNAPSHOT_NATIVE) is sent
+ * instead as `<name>` holding a native histogram (the Histogram message:
+ * its schema, zero bucket, one span over the positive buckets from the
+ * first non-empty to the last, counts as deltas), which Prometheus stores
+ * where native histograms are enabled -- only that: what the user asked
+ * for, as Prometheus keeps a scraped native histogram without its classic
+ * series unless told otherwise (where it sent 125 classic `le` series
+ * besides, 140 series where 15 were asked for). Other histograms keep
+ * their classic series. Every sample carries one timestamp: the
  * push's. Each family's type, help and unit go as MetricMetadata.
  *
  * Labels: the series' own (pcpu_segment and pcpu_pid among them), then the
@@ -389,8 +393,9 @@ static int emit_native(struct rw *w, const struct pcpu_snapshot_family *f, const
 }
 
 /* A histogram family: its names and le labels once; per series the
- * exposed buckets (cumulative), _sum, _count, and the native histogram
- * with --native-histograms. */
+ * exposed buckets (cumulative), _sum and _count -- or, with
+ * --native-histograms and an exponential family, the native histogram
+ * alone. */
 static int emit_histograms(struct rw *w, const struct pcpu_snapshot_family *f, struct plabel *own)
 {
 	size_t nexp = pcpu_snapshot_histogram_buckets(f, NULL, NULL, NULL, 0), i, k;
@@ -417,6 +422,11 @@ static int emit_histograms(struct rw *w, const struct pcpu_snapshot_family *f, s
 
 		if (series_labels(w, f, se, own) < 0)
 			return -1;
+		if (native) {
+			if (emit_native(w, f, se, own, &names[3], deltas) < 0)
+				return -1;
+			continue;
+		}
 		pcpu_snapshot_histogram_buckets(f, se->value.histogram.counts, NULL, cum, f->nbuckets);
 		for (k = 0; k < nexp; k++) {
 			v = (double)cum[k];
@@ -424,8 +434,7 @@ static int emit_histograms(struct rw *w, const struct pcpu_snapshot_family *f, s
 				return -1;
 		}
 		v = (double)cum[nexp - 1];
-		if (emit(w, own, &names[1], NULL, &sum, NULL) < 0 || emit(w, own, &names[2], NULL, &v, NULL) < 0 ||
-		    (native && emit_native(w, f, se, own, &names[3], deltas) < 0))
+		if (emit(w, own, &names[1], NULL, &sum, NULL) < 0 || emit(w, own, &names[2], NULL, &v, NULL) < 0)
 			return -1;
 	}
 	return 0;

@@ -104,6 +104,11 @@ def check_first(base, app):
     expect_within(base, "histogram_quantile(0.25, push_latency_native_seconds)", 0.0005 / r, 0.0005 * r)
     expect_within(base, "histogram_quantile(0.7, push_latency_native_seconds)", 0.005 / r, 0.005 * r)
     expect_within(base, "histogram_quantile(0.97, push_latency_native_seconds)", 0.05 / r, 0.05 * r)
+    # ... and only that: no classic series of the native family.
+    for suffix in ("_bucket", "_sum", "_count"):
+        if promql(base, "push_latency_native_seconds" + suffix):
+            raise SystemExit("FAIL: push_latency_native_seconds%s sent with --native-histograms" % suffix)
+    print("ok   --native-histograms: the exponential family as its native histogram only")
 
 
 def main():
