@@ -70,13 +70,17 @@ static const char push_usage[] =
 	"                       remote write: an external label (a series' own label of\n"
 	"                       that name wins); OTLP: a resource attribute. Repeatable.\n"
 	"      --native-histograms\n"
-	"                       remote write: exponential histograms also as native\n"
-	"                       histograms (the receiver must accept them: Prometheus\n"
-	"                       with --enable-feature=native-histograms)\n"
+	"                       remote write: exponential histograms as native\n"
+	"                       histograms only (the receiver must accept them:\n"
+	"                       Prometheus with --enable-feature=native-histograms)\n"
 	"      --basic-auth-user USER --basic-auth-password-file FILE\n"
 	"      --bearer-token-file FILE\n"
 	"                       authentication; the file is read at every push\n"
 	"      --ca-file FILE   CA certificates to verify an https:// receiver with\n"
+	"      --compression gzip|none\n"
+	"                       OTLP: gzip the requests (Content-Encoding: gzip); default\n"
+	"                       $OTEL_EXPORTER_OTLP_METRICS_COMPRESSION, then\n"
+	"                       $OTEL_EXPORTER_OTLP_COMPRESSION, then none\n"
 	"      --queue N        requests kept while the receiver is unreachable or\n"
 	"                       failing (default 4; oldest dropped first: values are\n"
 	"                       cumulative, so no count is lost, only resolution)\n"
@@ -88,7 +92,8 @@ static const char push_usage[] =
 	"  -v, --verbose        say every push on stderr\n"
 	"  -h, --help\n"
 	"\n"
-	"5xx, 429 and connection failures are retried; other 4xx are not (logged).\n"
+	"Connection failures, 429 and 5xx (OTLP: 502, 503, 504) are retried, after\n"
+	"Retry-After when given; other statuses are not (logged).\n"
 	"SIGINT or SIGTERM: a last push, then exit (0: everything was delivered).\n";
 
 /* A request waiting to be sent. */
@@ -105,6 +110,7 @@ struct push_args {
 	size_t nlabels;
 	const char *job, *instance;
 	int native, verbose;
+	const char *compression; /* --compression: "gzip", "none", NULL: not given */
 	double interval, min_backoff, max_backoff;
 	size_t queue_max;
 	unsigned long count; /* 0: until a signal */
@@ -196,7 +202,7 @@ static int valid_label_name(const char *s, int otlp)
 }
 
 enum { O_RW = 256, O_OTLP, O_TIMEOUT, O_JOB, O_INSTANCE, O_LABEL, O_NATIVE, O_USER, O_PASSFILE, O_TOKENFILE,
-       O_CAFILE, O_QUEUE, O_MINB, O_MAXB, O_COUNT, O_MAXBYTES, O_MAXDOWN };
+       O_CAFILE, O_QUEUE, O_MINB, O_MAXB, O_COUNT, O_MAXBYTES, O_MAXDOWN, O_COMPRESSION };
 
 static int bad(const char *msg)
 {
@@ -259,6 +265,7 @@ static int parse_option(int c, char *arg, struct push_args *a)
 		if (parse_bytes(arg, &a->cf.max_bytes) < 0)
 			return bad("--max-bytes wants a size of at least 4K (e.g. 64M)");
 		break;
+	case O_COMPRESSION: a->compression = arg; break;
 	case O_MAXDOWN:
 		a->cf.max_down = strtoul(arg, &end, 10);
 		if (*end || !*arg || arg[0] == '-' || a->cf.max_down > 1000000)
@@ -311,6 +318,28 @@ static int check_args(struct push_args *a, int argc, char **argv)
 	}
 	if (a->max_backoff < a->min_backoff)
 		a->max_backoff = a->min_backoff;
+	{
+		/* OTLP's compression: the option, else the specification's
+		 * environment (the metrics one first), else none. */
+		const char *c = a->compression, *from = "--compression";
+
+		if (!c && otlp) {
+			const char *m = getenv("OTEL_EXPORTER_OTLP_METRICS_COMPRESSION");
+			const char *g = getenv("OTEL_EXPORTER_OTLP_COMPRESSION");
+
+			if (m && *m)
+				c = m, from = "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION";
+			else if (g && *g)
+				c = g, from = "OTEL_EXPORTER_OTLP_COMPRESSION";
+		}
+		if (c && strcmp(c, "gzip") != 0 && strcmp(c, "none") != 0) {
+			fprintf(stderr, "pcpustat push: %s: \"%s\" is neither gzip nor none\n", from, c);
+			return 2;
+		}
+		if (c && !otlp && strcmp(c, "gzip") == 0)
+			return bad("--compression gzip is for OTLP (remote write bodies are snappy-compressed)");
+		a->http.gzip = c && strcmp(c, "gzip") == 0;
+	}
 	if (!a->instance) {
 		if (gethostname(host, sizeof host - 1) < 0 || !host[0])
 			snprintf(host, sizeof host, "localhost");
@@ -359,6 +388,7 @@ static int parse_args(int argc, char **argv, struct push_args *a)
 		{ "count", required_argument, NULL, O_COUNT },
 		{ "max-bytes", required_argument, NULL, O_MAXBYTES },
 		{ "max-down", required_argument, NULL, O_MAXDOWN },
+		{ "compression", required_argument, NULL, O_COMPRESSION },
 		{ "dir", required_argument, NULL, 'd' },
 		{ "owner", required_argument, NULL, 'u' },
 		{ "any-owner", no_argument, NULL, 'a' },
@@ -460,6 +490,21 @@ static void collect(struct agent *ag)
 		ag->s.failed_collect++;
 		fprintf(stderr, "pcpustat push: %s\n", err);
 		return;
+	}
+	if (a->http.gzip) {
+		size_t zlen;
+		uint8_t *z = (uint8_t *)gzip_body(body, len, 1, &zlen);
+
+		free(body);
+		if (!z) {
+			ag->s.failed_collect++;
+			fprintf(stderr, "pcpustat push: out of memory compressing a request\n");
+			return;
+		}
+		if (a->verbose)
+			fprintf(stderr, "pcpustat push: %zu bytes gzipped to %zu\n", len, zlen);
+		body = z;
+		len = zlen;
 	}
 	if (a->verbose)
 		fprintf(stderr, "pcpustat push: %zu families, %zu bytes to send\n", nfam, len);

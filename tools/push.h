@@ -99,6 +99,7 @@ struct push_http_config {
 	const char *bearer_token_file;                /* read at every push */
 	const char *ca_file;
 	double timeout; /* seconds, per request */
+	int gzip;       /* OTLP: the bodies are gzip'ed (Content-Encoding: gzip) */
 	int verbose;
 };
 

@@ -110,6 +110,8 @@ struct push_http *push_http_new(const struct push_http_config *cfg, char *err, s
 		h->hdrs = curl_slist_append(h->hdrs, "Content-Encoding: snappy");
 		h->hdrs = curl_slist_append(h->hdrs, "X-Prometheus-Remote-Write-Version: 0.1.0");
 	}
+	if (cfg->gzip)
+		h->hdrs = curl_slist_append(h->hdrs, "Content-Encoding: gzip");
 	h->hdrs = curl_slist_append(h->hdrs, "Expect:"); /* no 100-continue round trip */
 	snprintf(ua, sizeof ua, "pcpustat/%s", PCPUSTAT_VERSION);
 	if (!h->hdrs || curl_easy_setopt(h->c, CURLOPT_URL, cfg->url) != CURLE_OK ||

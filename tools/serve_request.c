@@ -30,7 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <zlib.h>
 
 #include "serve.h"
 
@@ -50,38 +49,6 @@ static const char index_text[] =
 	"pcpustat serve: pcpu statistics for Prometheus\n"
 	"  /metrics          all served segments\n"
 	"  /metrics/SEGMENT  one segment (name, pid or file name)\n";
-
-/* gzip of body; NULL if compression fails (then the plain body is sent).
- * Level 1: most of the gain on exposition text (about 10x) for a fraction
- * of the default level's CPU time, which the scraped host pays. */
-static char *gzip_body(const char *body, size_t len, size_t *zlen)
-{
-	z_stream z;
-	size_t cap;
-	char *out;
-
-	memset(&z, 0, sizeof z);
-	if (deflateInit2(&z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-		return NULL;
-	cap = deflateBound(&z, len);
-	out = malloc(cap ? cap : 1);
-	if (!out) {
-		deflateEnd(&z);
-		return NULL;
-	}
-	z.next_in = (Bytef *)body;
-	z.avail_in = (uInt)len;
-	z.next_out = (Bytef *)out;
-	z.avail_out = (uInt)cap;
-	if (len > 0xffffffffu || deflate(&z, Z_FINISH) != Z_STREAM_END) {
-		deflateEnd(&z);
-		free(out);
-		return NULL;
-	}
-	*zlen = z.total_out;
-	deflateEnd(&z);
-	return out;
-}
 
 /* Queues a response; `body` is malloc'ed and handed over, and one more
  * header (hname: hval) is added if hname is not NULL. Failures to build one
@@ -131,7 +98,7 @@ static enum MHD_Result reply_metrics(struct MHD_Connection *conn, enum pcpu_form
 	char *z = NULL;
 	size_t zlen = 0;
 
-	if (pcpu_format_gzip_acceptable(ae) && (z = gzip_body(body, len, &zlen)) != NULL) {
+	if (pcpu_format_gzip_acceptable(ae) && (z = gzip_body(body, len, 1, &zlen)) != NULL) {
 		free(body);
 		body = z;
 		len = zlen;

@@ -8,6 +8,7 @@ Every wait is bounded; the bounds only catch hangs (a loaded machine may
 take long), they never decide a result.
 """
 import base64
+import gzip
 import http.server
 import os
 import signal
@@ -92,7 +93,8 @@ def promql(base, q):
 
 class Receiver:
     """An OTLP/HTTP receiver on 127.0.0.1 (a free port): POST /v1/metrics
-    bodies are decoded as ExportMetricsServiceRequest and kept in
+    bodies (gunzipped with Content-Encoding: gzip) are decoded as
+    ExportMetricsServiceRequest and kept in
     `requests` (with their headers) when answered 200. `mode` says how it
     answers: "ok", "500", "400", "429", "502", "503", "504", "503ra" (503
     with Retry-After: `retry_after`), "partial" (200 with a partial_success
@@ -149,6 +151,8 @@ class Receiver:
                     time.sleep(rcv.slow)
                 if self.path != "/v1/metrics":
                     return self.answer(404, b"not found")
+                if self.headers.get("Content-Encoding") == "gzip":
+                    body = gzip.decompress(body)  # raises (no answer) on a bad member
                 req = rcv.pb.ExportMetricsServiceRequest()
                 req.ParseFromString(body)
                 with rcv.lock:

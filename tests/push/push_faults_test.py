@@ -180,6 +180,37 @@ def one_shot(pcpustat, env, mode, want_rc, want):
         rcv.close()
 
 
+def compression(pcpustat, env, app):
+    """--compression gzip, and the specification's environment when the
+    option is absent: Content-Encoding: gzip on the wire, the body a gzip
+    member that decodes to the exact values (the receiver gunzips it)."""
+    for extra, extra_env in ((["--compression", "gzip"], {}),
+                             ([], {"OTEL_EXPORTER_OTLP_COMPRESSION": "gzip"}),
+                             ([], {"OTEL_EXPORTER_OTLP_COMPRESSION": "none",
+                                   "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION": "gzip"})):
+        rcv = Receiver()
+        try:
+            rc, err = run_push(pcpustat, dict(env, **extra_env),
+                               ["--otlp", rcv.url, "--count", "1", "-v"] + extra + ["pushfix"])
+            headers, req = rcv.last()
+            if rc != 0 or not req or headers.get("Content-Encoding") != "gzip" or "gzipped to" not in err:
+                fail("gzip %r %r: exit %d, headers %r: %s" % (extra, extra_env, rc, headers, err))
+            if "push_requests" not in metrics_of(req):
+                fail("gzip: the decoded request lacks push_requests")
+        finally:
+            rcv.close()
+    rcv = Receiver()
+    try:  # the option wins over the environment
+        rc, err = run_push(pcpustat, dict(env, OTEL_EXPORTER_OTLP_COMPRESSION="gzip"),
+                           ["--otlp", rcv.url, "--count", "1", "--compression", "none", "pushfix"])
+        headers, req = rcv.last()
+        if rc != 0 or not req or "Content-Encoding" in headers:
+            fail("--compression none over the environment's gzip: exit %d, %r" % (rc, headers))
+    finally:
+        rcv.close()
+    print("ok   gzip: --compression gzip, OTEL_EXPORTER_OTLP_(METRICS_)COMPRESSION, the option first")
+
+
 def main():
     pcpustat, fixture = sys.argv[1], sys.argv[2]
     tmp = tempfile.mkdtemp(prefix="pcpu-push-faults.")
@@ -191,6 +222,7 @@ def main():
     try:
         app = Fixture(fixture, env)
         procs.append(app.p)
+        compression(pcpustat, env, app)
         one_shot(pcpustat, env, "400", 1, ["HTTP 400: test receiver says 400", "not retried", "1 dropped"])
         one_shot(pcpustat, env, "500", 1, ["HTTP 500: test receiver says 500", "not retried", "1 dropped"])
         one_shot(pcpustat, env, "503", 1, ["HTTP 503: test receiver says 503", "not delivered before exit",
