@@ -111,6 +111,8 @@ struct push_args {
 	const char *job, *instance;
 	int native, verbose;
 	const char *compression; /* --compression: "gzip", "none", NULL: not given */
+	int given_timeout, given_ca, given_job, given_instance; /* on the command line */
+	struct otel_env env; /* the OpenTelemetry environment (OTLP) */
 	double interval, min_backoff, max_backoff;
 	size_t queue_max;
 	unsigned long count; /* 0: until a signal */
@@ -231,14 +233,15 @@ static int parse_option(int c, char *arg, struct push_args *a)
 	case O_TIMEOUT:
 		if (parse_secs(arg, 0.01, 3600, &a->http.timeout) < 0)
 			return bad("--timeout wants seconds in [0.01, 3600]");
+		a->given_timeout = 1;
 		break;
 	case O_MINB: case O_MAXB:
 		if (parse_secs(arg, 0.01, 3600, &v) < 0)
 			return bad("--min-backoff and --max-backoff want seconds in [0.01, 3600]");
 		*(c == O_MINB ? &a->min_backoff : &a->max_backoff) = v;
 		break;
-	case O_JOB: a->job = arg; break;
-	case O_INSTANCE: a->instance = arg; break;
+	case O_JOB: a->job = arg; a->given_job = 1; break;
+	case O_INSTANCE: a->instance = arg; a->given_instance = 1; break;
 	case O_LABEL:
 		if (!(eq = strchr(arg, '=')))
 			return bad("--label wants NAME=VALUE");
@@ -250,7 +253,7 @@ static int parse_option(int c, char *arg, struct push_args *a)
 	case O_USER: a->http.basic_user = arg; break;
 	case O_PASSFILE: a->http.basic_password_file = arg; break;
 	case O_TOKENFILE: a->http.bearer_token_file = arg; break;
-	case O_CAFILE: a->http.ca_file = arg; break;
+	case O_CAFILE: a->http.ca_file = arg; a->given_ca = 1; break;
 	case O_QUEUE:
 		a->queue_max = strtoul(arg, &end, 10);
 		if (*end || !*arg || arg[0] == '-' || a->queue_max < 1 || a->queue_max > 1000)
@@ -291,14 +294,69 @@ static int parse_option(int c, char *arg, struct push_args *a)
 }
 
 /* The command line's consistency, and the job and instance labels. */
+/* The OpenTelemetry environment under the command line (push_env.c):
+ * what the options did not say. -1 (after saying why) for exit 2. */
+static int otel_env_apply(struct push_args *a)
+{
+	const struct otel_env *e = &a->env;
+	size_t i, k;
+
+	if (!a->given_timeout && e->timeout > 0)
+		a->http.timeout = e->timeout;
+	if (!a->given_ca && e->certificate)
+		a->http.ca_file = e->certificate;
+	a->http.headers = e->headers;
+	a->http.nheaders = e->nheaders;
+	/* service.name: --job, else OTEL_SERVICE_NAME, else the one in
+	 * OTEL_RESOURCE_ATTRIBUTES, else the default. */
+	if (!a->given_job && e->service_name)
+		a->job = e->service_name;
+	for (i = 0; i < e->nattrs; i++) {
+		const char *n = e->attrs[i].name;
+
+		if (!valid_label_name(n, 1)) {
+			fprintf(stderr, "pcpustat push: OTEL_RESOURCE_ATTRIBUTES: \"%.60s\" is not an attribute "
+				"name (letters, digits, _, . and -)\n", n);
+			return -1;
+		}
+		if (strcmp(n, "service.name") == 0) {
+			if (!a->given_job && !e->service_name)
+				a->job = e->attrs[i].value;
+			continue;
+		}
+		if (strcmp(n, "service.instance.id") == 0 && a->given_instance)
+			continue;
+		for (k = 0; k < a->nlabels; k++) /* a --label of that name wins */
+			if (strcmp(a->labels[k].name, n) == 0)
+				break;
+		if (k == a->nlabels && add_label(a, n, e->attrs[i].value) < 0) {
+			fprintf(stderr, "pcpustat push: out of memory\n");
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int check_args(struct push_args *a, int argc, char **argv)
 {
 	static char host[256];
 	int otlp = a->http.proto == PUSH_OTLP;
 	size_t i;
 
+	/* Read whatever the protocol; it matters (a malformed value is an
+	 * error) only where the agent speaks OTLP. */
+	if (otel_env_read(&a->env) < 0 && (otlp || !a->http.url))
+		return bad(a->env.err);
+	if (!a->http.url && a->env.endpoint) { /* OTEL_EXPORTER_OTLP_(METRICS_)ENDPOINT */
+		a->http.url = a->env.endpoint;
+		a->http.proto = PUSH_OTLP;
+		otlp = 1;
+	}
 	if (!a->http.url)
-		return bad("--remote-write URL or --otlp URL is required");
+		return bad("--remote-write URL or --otlp URL is required (or, for OTLP, "
+			   "OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_METRICS_ENDPOINT)");
+	if (otlp && otel_env_apply(a) < 0)
+		return 2;
 	if (!!a->http.basic_user != !!a->http.basic_password_file)
 		return bad("--basic-auth-user and --basic-auth-password-file go together");
 	if (a->http.basic_user && a->http.bearer_token_file)
@@ -323,15 +381,8 @@ static int check_args(struct push_args *a, int argc, char **argv)
 		 * environment (the metrics one first), else none. */
 		const char *c = a->compression, *from = "--compression";
 
-		if (!c && otlp) {
-			const char *m = getenv("OTEL_EXPORTER_OTLP_METRICS_COMPRESSION");
-			const char *g = getenv("OTEL_EXPORTER_OTLP_COMPRESSION");
-
-			if (m && *m)
-				c = m, from = "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION";
-			else if (g && *g)
-				c = g, from = "OTEL_EXPORTER_OTLP_COMPRESSION";
-		}
+		if (!c && otlp && a->env.compression)
+			c = a->env.compression, from = a->env.compression_var;
 		if (c && strcmp(c, "gzip") != 0 && strcmp(c, "none") != 0) {
 			fprintf(stderr, "pcpustat push: %s: \"%s\" is neither gzip nor none\n", from, c);
 			return 2;
@@ -674,5 +725,6 @@ out:
 	arena_free(&ag.arena);
 	scrape_state_free(&ag.st);
 	free(a.labels);
+	otel_env_free(&a.env);
 	return rc;
 }

@@ -90,6 +90,29 @@ void otlp_partial_success(const uint8_t *answer, size_t len, int64_t *rejected, 
 /* OTLP's unit for pcpu's ("seconds": "s", "bytes": "By", ...; else itself). */
 const char *otlp_unit(const char *unit);
 
+/* ---- push_env.c ---- */
+
+/* The OpenTelemetry exporter environment (push_env.c says which variables
+ * and their precedence). */
+struct otel_env {
+	const char *endpoint;       /* the metrics URL, or NULL */
+	double timeout;             /* seconds, or 0: not set */
+	const char *certificate;    /* CA file, or NULL */
+	const char *compression;    /* as set (checked by push.c), or NULL */
+	const char *compression_var, *headers_var; /* the variables they came from */
+	char **headers;             /* "Name: value", nheaders of them */
+	size_t nheaders;
+	struct push_label *attrs;   /* OTEL_RESOURCE_ATTRIBUTES, decoded */
+	size_t nattrs;
+	const char *service_name;   /* OTEL_SERVICE_NAME, or NULL */
+	char err[200];
+	char *endpoint_own, *headers_copy, *attrs_copy; /* storage */
+};
+/* Reads the environment: 0, or -1 with err set (a malformed value: the
+ * agent exits 2). otel_env_free() in both cases. */
+int otel_env_read(struct otel_env *e);
+void otel_env_free(struct otel_env *e);
+
 /* ---- push_http.c ---- */
 
 struct push_http_config {
@@ -100,6 +123,8 @@ struct push_http_config {
 	const char *ca_file;
 	double timeout; /* seconds, per request */
 	int gzip;       /* OTLP: the bodies are gzip'ed (Content-Encoding: gzip) */
+	char *const *headers; /* more request headers ("Name: value"), nheaders */
+	size_t nheaders;
 	int verbose;
 };
 

@@ -112,6 +112,8 @@ struct push_http *push_http_new(const struct push_http_config *cfg, char *err, s
 	}
 	if (cfg->gzip)
 		h->hdrs = curl_slist_append(h->hdrs, "Content-Encoding: gzip");
+	for (size_t i = 0; i < cfg->nheaders && h->hdrs; i++) /* OTEL_EXPORTER_OTLP_HEADERS */
+		h->hdrs = curl_slist_append(h->hdrs, cfg->headers[i]);
 	h->hdrs = curl_slist_append(h->hdrs, "Expect:"); /* no 100-continue round trip */
 	snprintf(ua, sizeof ua, "pcpustat/%s", PCPUSTAT_VERSION);
 	if (!h->hdrs || curl_easy_setopt(h->c, CURLOPT_URL, cfg->url) != CURLE_OK ||

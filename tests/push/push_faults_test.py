@@ -40,7 +40,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from push_common import (HANG, Fixture, Lines, Receiver, metrics_of, point, rss_kib,  # noqa: E402
+from push_common import (HANG, Fixture, Lines, Receiver, attrs, metrics_of, point, rss_kib,  # noqa: E402
                          run_push, stop, wait_for)
 
 
@@ -211,6 +211,76 @@ def compression(pcpustat, env, app):
     print("ok   gzip: --compression gzip, OTEL_EXPORTER_OTLP_(METRICS_)COMPRESSION, the option first")
 
 
+def otel_environment(pcpustat, env, app):
+    """The OpenTelemetry exporter environment, under the command line:
+    endpoints (the metrics one over the base one, which gets /v1/metrics),
+    headers (percent-decoded), resource attributes and the service name,
+    the timeout; malformed values exit 2; the command line wins."""
+    def push(extra_env, args=()):
+        rcv = Receiver()
+        try:
+            e = dict(env, **{k: v.replace("PORT", str(rcv.port)) for k, v in extra_env.items()})
+            rc, err = run_push(pcpustat, e, ["--count", "1"] + list(args) + ["pushfix"])
+            return rc, err, rcv.last()
+        finally:
+            rcv.close()
+
+    def resource(req):
+        return attrs(req.resource_metrics[0].resource.attributes)
+
+    rc, err, (h, req) = push({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:PORT/"})
+    if rc != 0 or not req or "push_requests" not in metrics_of(req):
+        fail("OTEL_EXPORTER_OTLP_ENDPOINT (base + /v1/metrics): exit %d: %s" % (rc, err))
+    rc, err, (h, req) = push({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1",
+                              "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://127.0.0.1:PORT/v1/metrics"})
+    if rc != 0 or not req:
+        fail("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT over the base one: exit %d: %s" % (rc, err))
+    print("ok   endpoints from the environment: base + /v1/metrics, the metrics one first")
+    rc, err, (h, req) = push({"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://127.0.0.1:PORT/v1/metrics",
+                              "OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=s3cret%2Cx, x-tenant=a%20b",
+                              "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=prod,service.name=attrs,"
+                                                          "team=core%3Dinfra",
+                              "OTEL_SERVICE_NAME": "svc"})
+    r = resource(req) if req else {}
+    if rc != 0 or h.get("x-api-key") != "s3cret,x" or h.get("x-tenant") != "a b" or \
+            r.get("service.name") != "svc" or r.get("deployment.environment") != "prod" or \
+            r.get("team") != "core=infra":
+        fail("headers and resource: exit %d, headers %r, resource %r: %s" % (rc, h, r, err))
+    rc, err, (h, req) = push({"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://127.0.0.1:PORT/v1/metrics",
+                              "OTEL_RESOURCE_ATTRIBUTES": "service.name=attrs,deployment.environment=prod"})
+    if rc != 0 or resource(req).get("service.name") != "attrs":
+        fail("service.name from OTEL_RESOURCE_ATTRIBUTES: %r" % (resource(req) if req else None))
+    rc, err, (h, req) = push({"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://127.0.0.1:PORT/v1/metrics",
+                              "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=prod",
+                              "OTEL_SERVICE_NAME": "svc"},
+                             ["--job", "cli", "--label", "deployment.environment=staging"])
+    r = resource(req) if req else {}
+    if rc != 0 or r.get("service.name") != "cli" or r.get("deployment.environment") != "staging":
+        fail("the command line over the environment: %r" % r)
+    print("ok   headers, resource attributes, service name from the environment; the command line wins")
+    for bad in ({"OTEL_EXPORTER_OTLP_HEADERS": "novalue"}, {"OTEL_EXPORTER_OTLP_HEADERS": "a=%zz"},
+                {"OTEL_EXPORTER_OTLP_TIMEOUT": "soon"}, {"OTEL_RESOURCE_ATTRIBUTES": "a b=1"},
+                {"OTEL_EXPORTER_OTLP_COMPRESSION": "zstd"}):
+        rc, err, (h, req) = push(dict(bad, OTEL_EXPORTER_OTLP_METRICS_ENDPOINT="http://127.0.0.1:PORT/v1/metrics"))
+        if rc != 2 or req:
+            fail("malformed %r: exit %d, sent %r: %s" % (bad, rc, bool(req), err))
+    print("ok   malformed OTEL_* values: exit 2, nothing sent")
+    # The timeout: 0.3 s from the environment against a 1 s answer fails;
+    # --timeout 5 on the command line wins and the same push is delivered.
+    for args, want in (([], 1), (["--timeout", "5"], 0)):
+        rcv = Receiver()
+        rcv.mode, rcv.slow = "slow", 1
+        try:
+            rc, err = run_push(pcpustat, dict(env, OTEL_EXPORTER_OTLP_TIMEOUT="300",
+                                              OTEL_EXPORTER_OTLP_METRICS_ENDPOINT=rcv.url),
+                               ["--count", "1"] + args + ["pushfix"])
+            if rc != want or (want and "imeout" not in err and "timed out" not in err):
+                fail("OTEL_EXPORTER_OTLP_TIMEOUT=300 %r: exit %d: %s" % (args, rc, err))
+        finally:
+            rcv.close()
+    print("ok   OTEL_EXPORTER_OTLP_TIMEOUT (ms): a 1 s answer times out at 300; --timeout 5 wins")
+
+
 def main():
     pcpustat, fixture = sys.argv[1], sys.argv[2]
     tmp = tempfile.mkdtemp(prefix="pcpu-push-faults.")
@@ -223,6 +293,7 @@ def main():
         app = Fixture(fixture, env)
         procs.append(app.p)
         compression(pcpustat, env, app)
+        otel_environment(pcpustat, env, app)
         one_shot(pcpustat, env, "400", 1, ["HTTP 400: test receiver says 400", "not retried", "1 dropped"])
         one_shot(pcpustat, env, "500", 1, ["HTTP 500: test receiver says 500", "not retried", "1 dropped"])
         one_shot(pcpustat, env, "503", 1, ["HTTP 503: test receiver says 503", "not delivered before exit",

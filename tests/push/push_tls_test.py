@@ -67,8 +67,14 @@ def otlp(pcpustat, env, tmp, crt, key):
         if point(metrics_of(rcv.last()[1])["push_requests"], "sum", method="GET").as_int != 1234:
             fail("TLS + bearer: wrong value")
         print("ok   OTLP over HTTPS with a bearer token: delivered, exact")
+        # The CA from the OpenTelemetry environment when --ca-file is absent.
+        rc, err = run_push(pcpustat, dict(env, OTEL_EXPORTER_OTLP_CERTIFICATE=crt),
+                           base + ["--bearer-token-file", tok])
+        if rc != 0 or len(rcv.requests) != 2:
+            fail("OTEL_EXPORTER_OTLP_CERTIFICATE: exit %d: %s" % (rc, err))
+        print("ok   the CA from OTEL_EXPORTER_OTLP_CERTIFICATE: delivered")
         rc, err = run_push(pcpustat, env, base + ["--bearer-token-file", tok])
-        if rc != 1 or "certificate" not in err or len(rcv.requests) != 1:
+        if rc != 1 or "certificate" not in err or len(rcv.requests) != 2:
             fail("without --ca-file: exit %d: %s" % (rc, err))
         print("ok   without --ca-file: refused: %s" % err.splitlines()[0])
         bad = write(tmp, "badtoken", "wrong\n")
