@@ -28,8 +28,10 @@
  * Values are integers scaled by 10^scale_exp10: a counter or gauge of scale
  * 0 goes as as_int (a counter above INT64_MAX as as_double), a scaled one
  * as as_double; sums as doubles. Start time (cumulative points): the
- * segment's publication time where the listing gave it (segments named on
- * the command line: the agent's start). A counter reset by the application
+ * segment's publication time, from its reader however it was named
+ * (pcpu_reader_created_ns()), so that an agent's restart does not look
+ * like a reset; the agent's start only for series without their segment's
+ * labels. A counter reset by the application
  * (pcpu_counter_fetch_and_zero) keeps its start time: the agent keeps no
  * per-series history, and receivers read the decrease as a reset, as
  * Prometheus does.

@@ -614,8 +614,8 @@ uint64_t scrape_created_ns(const struct scrape_hold *h, const char *name, const 
 	for (i = 0; h && i < h->sc.nix; i++) {
 		const struct seg *g = h->sc.ix[i];
 
-		if (g->ok && g->info && strcmp(g->name, name) == 0 && strcmp(g->pid, pid) == 0)
-			return g->info->created_ns;
+		if (g->ok && strcmp(g->name, name) == 0 && strcmp(g->pid, pid) == 0)
+			return g->created_ns; /* the reader's: named targets too */
 	}
 	return 0;
 }

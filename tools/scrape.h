@@ -25,6 +25,7 @@ struct seg {
 	 * exposition, counted in pcpu_segments_omitted (its owner has
 	 * --max-down down segments reported already). */
 	const struct pcpu_segment_info *info;
+	uint64_t created_ns; /* publication time, from the reader (0: not read) */
 	int known_down, omitted;
 	const struct seg *first; /* a duplicate's: the one served instead */
 	const char *reason; /* not ok: a word of pcpu_reader_reason()'s vocabulary */

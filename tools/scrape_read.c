@@ -62,6 +62,7 @@ static void read_segment(const struct scrape_config *cf, struct seg *g, size_t *
 	}
 	snprintf(g->name, sizeof g->name, "%s", pcpu_reader_name(r));
 	snprintf(g->pid, sizeof g->pid, "%d", (int)pcpu_reader_pid(r));
+	g->created_ns = pcpu_reader_created_ns(r); /* listed or named alike */
 	if (pcpu_reader_snapshot(r, 0, &g->snap) < 0) {
 		if (errno == ENOMEM || errno == EFBIG)
 			g->err = errno;

@@ -187,7 +187,7 @@ PCPU_API pcpu_reader_t *pcpu_reader_open_fd(int fd, const struct pcpu_reader_opt
  * Cost: a close and a free. */
 PCPU_API void pcpu_reader_close(pcpu_reader_t *r);
 
-/* The five accessors below read what the header said at open. */
+/* The accessors below read what the header said at open. */
 
 /** Segment name (never NULL; "" for a NULL reader). Thread-safe;
  * async-signal-safe. Cost: a load. */
@@ -215,6 +215,13 @@ PCPU_API unsigned pcpu_reader_owned_slots(const pcpu_reader_t *r);
  * slot stands for the worker thread that claimed it, on whatever CPU.)
  * Thread-safe; async-signal-safe. Cost: a load. */
 PCPU_API unsigned pcpu_reader_slot_index(const pcpu_reader_t *r);
+
+/** When the segment was published: nanoseconds since the Epoch
+ * (CLOCK_REALTIME), what struct pcpu_segment_info's created_ns lists --
+ * the start of the cumulative values of the series made at publication
+ * (OTLP's start time). 0 for a NULL reader. Thread-safe;
+ * async-signal-safe. Cost: a load. Since PCPU_0.2. */
+PCPU_API uint64_t pcpu_reader_created_ns(const pcpu_reader_t *r);
 
 /**
  * The writer's state now: re-reads the header's flags and checks that the

@@ -382,6 +382,11 @@ unsigned pcpu_reader_slot_index(const pcpu_reader_t *r)
 	return r ? r->h.slot_index : 0;
 }
 
+uint64_t pcpu_reader_created_ns(const pcpu_reader_t *r)
+{
+	return r ? r->h.created_ns : 0;
+}
+
 int pcpu_reader_state(pcpu_reader_t *r)
 {
 	struct pcpu__seg_header h;

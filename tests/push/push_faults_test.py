@@ -38,6 +38,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from push_common import (HANG, Fixture, Lines, Receiver, attrs, metrics_of, point, rss_kib,  # noqa: E402
@@ -281,6 +282,32 @@ def otel_environment(pcpustat, env, app):
     print("ok   OTEL_EXPORTER_OTLP_TIMEOUT (ms): a 1 s answer times out at 300; --timeout 5 wins")
 
 
+def start_time(pcpustat, env):
+    """The start time of a cumulative point is the segment's publication,
+    whether the segment is listed or named on the command line: two agents
+    run one after the other report the same one, earlier than both (it
+    was the first agent's start when named: a restart looked like a
+    reset)."""
+    starts = []
+    for target in (["pushfix"], ["pushfix"], []):
+        rcv = Receiver()
+        try:
+            t0 = time.time_ns()
+            rc, err = run_push(pcpustat, env, ["--otlp", rcv.url, "--count", "1"] + target)
+            req = rcv.last()[1]
+            if rc != 0 or not req:
+                fail("start time: exit %d: %s" % (rc, err))
+            p = point(metrics_of(req)["push_requests"], "sum", method="POST")
+            if not p.start_time_unix_nano < t0:
+                fail("start time %d not before the agent's start %d" % (p.start_time_unix_nano, t0))
+            starts.append(p.start_time_unix_nano)
+        finally:
+            rcv.close()
+    if len(set(starts)) != 1:
+        fail("start times differ across agents and targets: %r" % starts)
+    print("ok   start time: the segment's publication, named or listed, across agent restarts")
+
+
 def main():
     pcpustat, fixture = sys.argv[1], sys.argv[2]
     tmp = tempfile.mkdtemp(prefix="pcpu-push-faults.")
@@ -294,6 +321,7 @@ def main():
         procs.append(app.p)
         compression(pcpustat, env, app)
         otel_environment(pcpustat, env, app)
+        start_time(pcpustat, env)
         one_shot(pcpustat, env, "400", 1, ["HTTP 400: test receiver says 400", "not retried", "1 dropped"])
         one_shot(pcpustat, env, "500", 1, ["HTTP 500: test receiver says 500", "not retried", "1 dropped"])
         one_shot(pcpustat, env, "503", 1, ["HTTP 503: test receiver says 503", "not delivered before exit",
