@@ -167,3 +167,22 @@ def test_missing_library_says_so(tmp_path):
                PYTHONPATH=os.path.join(os.path.dirname(__file__), "..", "src"))
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert r.returncode != 0 and "libpcpu not found" in r.stderr, r.stderr
+
+
+def test_owned_slots(segdir, monkeypatch):
+    """segment_fixture owned (PCPU_OWNED_SLOTS=2): the last two slots are
+    owned slots; test_packets_total has 7 in owned slot 0, 5 in owned
+    slot 1 and 3 in the CPU slots."""
+    monkeypatch.setenv("PCPU_OWNED_SLOTS", "2")
+    proc = start_fixture(segdir, "owned", "owned")
+    try:
+        with pcpu.open_segment("owned") as seg:
+            assert seg.owned_slots == 2
+            snap = seg.snapshot(per_slot=True)
+        assert snap.owned_slots == 2 and snap.nslots > 2
+        s = snap.family("test_packets_total").series[0]
+        first = snap.nslots - snap.owned_slots
+        assert s.value == 15 and s.slots[first:] == (7, 5) and sum(s.slots[:first]) == 3
+    finally:
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0

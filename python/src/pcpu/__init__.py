@@ -120,6 +120,10 @@ class Snapshot:
     incomplete: bool           #: the writer's directory was full (series missing)
     state: Optional[str]       #: writer state at the time of the read
     nslots: int
+    #: How many of the nslots are owned slots of pinned workers: the last
+    #: ones (a Series' slots[nslots - owned_slots + j] is owned slot j);
+    #: the others are CPU slots (pcpu_reader_owned_slots()).
+    owned_slots: int = 0
 
     def family(self, name: str) -> Family:
         """The family called `name` (a counter also by its _total name)."""
@@ -208,6 +212,8 @@ class Segment:
         self.name = _s(lib.pcpu_reader_name(self._r))
         self.pid = lib.pcpu_reader_pid(self._r)
         self.nslots = lib.pcpu_reader_nslots(self._r)
+        #: The last owned_slots of the nslots are pinned workers' owned slots.
+        self.owned_slots = lib.pcpu_reader_owned_slots(self._r)
         #: What a slot stands for: "cpu" (CPU number) or "mm_cid".
         self.slot_index = {1: "cpu", 2: "mm_cid"}.get(lib.pcpu_reader_slot_index(self._r))
 
@@ -290,7 +296,8 @@ class Segment:
                                    fractions=bool(fam.flags & _lib.SNAPSHOT_NANOS)))
             return Snapshot(families=tuple(fams), generation=s.generation, changed=s.changed,
                             stable=bool(s.stable), incomplete=bool(s.incomplete),
-                            state=_lib.SEGMENT_STATES.get(s.state), nslots=s.nslots)
+                            state=_lib.SEGMENT_STATES.get(s.state), nslots=s.nslots,
+                            owned_slots=self.owned_slots)
         finally:
             lib.pcpu_reader_snapshot_free(rs)
 

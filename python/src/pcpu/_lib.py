@@ -148,6 +148,7 @@ _FUNCTIONS = [
     ("pcpu_reader_name", ctypes.c_char_p, [ctypes.c_void_p]),
     ("pcpu_reader_pid", pid_t, [ctypes.c_void_p]),
     ("pcpu_reader_nslots", ctypes.c_uint, [ctypes.c_void_p]),
+    ("pcpu_reader_owned_slots", ctypes.c_uint, [ctypes.c_void_p]),
     ("pcpu_reader_slot_index", ctypes.c_uint, [ctypes.c_void_p]),
     ("pcpu_reader_state", ctypes.c_int, [ctypes.c_void_p]),
     ("pcpu_reader_snapshot", ctypes.c_int,
