@@ -427,24 +427,34 @@ int pcpu__directory_family_added(struct pcpu_segment *seg, struct pcpu_family *f
  * bytes per slot. */
 static int addr_location(struct pcpu_segment *seg, uintptr_t addr, uint32_t *chunk, uint64_t *off);
 
+uint32_t pcpu__seg_value_size(const struct pcpu__family_view *f)
+{
+	switch (f->type) {
+	case PCPU_METRIC_COUNTER:
+		return f->flags & PCPU_SNAPSHOT_NANOS ? PCPU__SEG_NANOS_SIZE : PCPU__SEG_COUNTER_SIZE;
+	case PCPU_METRIC_GAUGE:
+		return f->flags & PCPU_SNAPSHOT_NANOS ? PCPU__SEG_NANOS_SIZE : PCPU__SEG_GAUGE_SIZE;
+	case PCPU_METRIC_HISTOGRAM:
+		return (uint32_t)PCPU__SEG_HISTOGRAM_PAIRS_SIZE(f->nbuckets);
+	default:
+		return 0;
+	}
+}
+
 static int value_location(struct pcpu_segment *seg, const struct pcpu__family_view *f,
 			  const struct pcpu__series_view *se, uint32_t *chunk, uint64_t *off,
 			  uint32_t *size)
 {
 	uintptr_t addr;
 
+	*size = pcpu__seg_value_size(f);
 	switch (f->type) {
 	case PCPU_METRIC_COUNTER:
-		addr = (uintptr_t)se->storage;
-		*size = f->flags & PCPU_SNAPSHOT_NANOS ? PCPU__SEG_NANOS_SIZE : PCPU__SEG_COUNTER_SIZE;
-		break;
 	case PCPU_METRIC_GAUGE:
 		addr = (uintptr_t)se->storage;
-		*size = f->flags & PCPU_SNAPSHOT_NANOS ? PCPU__SEG_NANOS_SIZE : PCPU__SEG_GAUGE_SIZE;
 		break;
 	case PCPU_METRIC_HISTOGRAM:
 		addr = (uintptr_t)((const pcpu_histogram_t *)se->storage)->pcpu__c;
-		*size = (uint32_t)PCPU__SEG_HISTOGRAM_PAIRS_SIZE(f->nbuckets);
 		break;
 	default:
 		return -1;

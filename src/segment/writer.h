@@ -135,6 +135,9 @@ PCPU_HIDDEN int pcpu__directory_series_room(struct pcpu_segment *seg,
  * values `v` (n of them), or -1. */
 PCPU_HIDDEN int64_t pcpu__directory_find_series(struct pcpu_segment *seg, uint64_t fidx,
 						const char *const *v, unsigned n);
+/* Bytes per slot region of a value of family f in the directory (format.h:
+ * a counter's or gauge's word, two with fractions, a histogram's pairs). */
+PCPU_HIDDEN uint32_t pcpu__seg_value_size(const struct pcpu__family_view *f);
 /* The entry of f in seg->families, or -1. */
 PCPU_HIDDEN int64_t pcpu__directory_family_entry(struct pcpu_segment *seg,
 						 const struct pcpu_family *f);
