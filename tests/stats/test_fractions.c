@@ -23,16 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define CHECK_ERR(expr, err, text)                                                       \
-	do {                                                                             \
-		errno = 0;                                                               \
-		if ((expr) || errno != (err) || !strstr(pcpu_stats_error(), (text))) {     \
-			fprintf(stderr, "%s:%d: %s: errno %d, message \"%s\", expected %d, " \
-				"\"%s\"\n", __FILE__, __LINE__, #expr, errno,            \
-				pcpu_stats_error(), (err), (text));                      \
-			exit(1);                                                         \
-		}                                                                        \
-	} while (0)
+#include "stats_check.h"
 
 #define CHECK_HAS(text, line)                                                               \
 	do {                                                                                \

@@ -16,16 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CHECK_ERR(expr, err, text)                                                       \
-	do {                                                                             \
-		errno = 0;                                                               \
-		if ((expr) || errno != (err) || !strstr(pcpu_stats_error(), (text))) {     \
-			fprintf(stderr, "%s:%d: %s: errno %d, message \"%s\", expected %d, " \
-				"\"%s\"\n", __FILE__, __LINE__, #expr, errno,            \
-				pcpu_stats_error(), (err), (text));                      \
-			exit(1);                                                         \
-		}                                                                        \
-	} while (0)
+#include "stats_check.h"
 
 static struct pcpu_family_desc desc(const char *name, enum pcpu_metric_type t, unsigned nl,
 				    const char *const *labels)
