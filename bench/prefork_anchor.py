@@ -339,7 +339,7 @@ def main():
         prom_child(*a.prom_child)
         return
     build = os.path.abspath(a.build)
-    os.environ.setdefault("PCPU_LIBRARY", os.path.join(build, "libpcpu.so.0"))
+    os.environ.setdefault("PCPU_LIBRARY", os.path.join(build, "libpcpu-stats.so.1"))
     sys.path.insert(0, os.path.join(ROOT, "python", "src"))
     from importlib.metadata import version
     ws = [int(x) for x in a.workers.split(",")]

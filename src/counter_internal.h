@@ -18,6 +18,6 @@
  * with the set may land before or after it. pcpu_counter_fetch_and_zero()
  * is pcpu__counter_set(c, 0); a gauge's set is this on its counter.
  * Thread-safe; not async-signal-safe. */
-PCPU_HIDDEN uint64_t pcpu__counter_set(pcpu_counter_t c, uint64_t v);
+PCPU_PRIVATE uint64_t pcpu__counter_set(pcpu_counter_t c, uint64_t v);
 
 #endif /* PCPU_COUNTER_INTERNAL_H */

@@ -27,7 +27,7 @@ enum pcpu_error_domain {
 /* The calling thread's message buffer of `domain` (NUL-terminated, "" until
  * a failure), and its capacity in *cap when cap is not NULL. Never NULL.
  * Async-signal-safe: static TLS, no allocation. */
-PCPU_HIDDEN char *pcpu__error_buffer(enum pcpu_error_domain domain, size_t *cap);
+PCPU_PRIVATE char *pcpu__error_buffer(enum pcpu_error_domain domain, size_t *cap);
 
 /* Sets the message of `domain` (printf-style, truncated to the buffer) and
  * errno to err; returns -1, for `return pcpu__error_set(...)`. Not
@@ -35,7 +35,7 @@ PCPU_HIDDEN char *pcpu__error_buffer(enum pcpu_error_domain domain, size_t *cap)
  * build their message in the buffer directly. */
 PCPU_HIDDEN int pcpu__error_vset(enum pcpu_error_domain domain, int err, const char *fmt,
 				 va_list ap);
-PCPU_HIDDEN int pcpu__error_set(enum pcpu_error_domain domain, int err, const char *fmt, ...)
+PCPU_PRIVATE int pcpu__error_set(enum pcpu_error_domain domain, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 #endif /* PCPU_ERROR_H */

@@ -112,7 +112,7 @@ static void run_child(void)
 	pthread_mutex_unlock(&lock);
 }
 
-int pcpu_fork_register(int *once, enum pcpu_fork_rank rank, void (*prepare)(void),
+int pcpu__fork_register(int *once, enum pcpu_fork_rank rank, void (*prepare)(void),
 		       void (*parent)(void), void (*child)(void))
 {
 	int i, rc = 0;

@@ -27,7 +27,7 @@ enum pcpu_fork_rank {
  * Call it before the subsystem first takes a lock of its own, and never
  * while holding any pcpu lock. Returns 0, or -1 with errno ENOMEM
  * (pthread_atfork failed). Thread-safe; not async-signal-safe. */
-PCPU_HIDDEN int pcpu_fork_register(int *once, enum pcpu_fork_rank rank, void (*prepare)(void),
+PCPU_PRIVATE int pcpu__fork_register(int *once, enum pcpu_fork_rank rank, void (*prepare)(void),
 				   void (*parent)(void), void (*child)(void));
 
 #endif /* PCPU_FORK_H */

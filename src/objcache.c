@@ -592,7 +592,7 @@ pcpu_objcache_t *pcpu_objcache_create(const struct pcpu_objcache_desc *desc)
 		errno = EINVAL;
 		return NULL;
 	}
-	if (pcpu_fork_register(&fork_registered, PCPU_FORK_COUNTER, fork_prepare, fork_release,
+	if (pcpu__fork_register(&fork_registered, PCPU_FORK_COUNTER, fork_prepare, fork_release,
 			       fork_release) != 0)
 		return NULL;
 	if (posix_memalign((void **)&o, 64, sizeof(*o)) != 0) {

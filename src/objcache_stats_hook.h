@@ -30,6 +30,6 @@ struct pcpu__objcache_stats_ops {
 
 /* Installs the operations (the statistics layer; idempotent, thread-safe:
  * one atomic store of a pointer to constant operations). */
-PCPU_HIDDEN void pcpu__objcache_set_stats_ops(const struct pcpu__objcache_stats_ops *ops);
+PCPU_PRIVATE void pcpu__objcache_set_stats_ops(const struct pcpu__objcache_stats_ops *ops);
 
 #endif /* PCPU_OBJCACHE_STATS_HOOK_H */

@@ -169,7 +169,7 @@ static void make_key(void)
 
 int pcpu_rwlock_readers_init(void)
 {
-	if (pcpu_fork_register(&fork_registered, PCPU_FORK_COUNTER, fork_prepare, fork_parent,
+	if (pcpu__fork_register(&fork_registered, PCPU_FORK_COUNTER, fork_prepare, fork_parent,
 			       fork_child) != 0)
 		return -1;
 	pthread_once(&key_once, make_key);

@@ -38,7 +38,7 @@ void pcpu_stripes_register(void)
 {
 	/* Registration failure (ENOMEM) leaves the stripes usable: only a
 	 * fork() racing a reset could then leave one held in the child. */
-	(void)pcpu_fork_register(&fork_registered, PCPU_FORK_COUNTER, stripes_prepare,
+	(void)pcpu__fork_register(&fork_registered, PCPU_FORK_COUNTER, stripes_prepare,
 				 stripes_release, stripes_release);
 }
 

@@ -120,7 +120,7 @@ int pcpu_worker_claim(pcpu_worker_t *w)
 		errno = EINVAL; /* PCPU_OWNED_SLOTS refused: no owned slots (rseq.c) */
 		return -1;
 	}
-	if (pcpu_fork_register(&fork_once, PCPU_FORK_COUNTER, fork_prepare, fork_parent,
+	if (pcpu__fork_register(&fork_once, PCPU_FORK_COUNTER, fork_prepare, fork_parent,
 			       fork_child) != 0)
 		return -1;
 	pthread_once(&exit_key_once, make_exit_key);

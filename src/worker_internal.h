@@ -21,7 +21,7 @@ PCPU_HIDDEN int pcpu__worker_block_claims(void);
  * owned slot some thread is claiming or has claimed (never cleared). An
  * unclaimed owned slot costs nothing.
  * Async-signal-safe (a load). */
-PCPU_HIDDEN int pcpu__slot_needs_memory(uint32_t slot);
+PCPU_PRIVATE int pcpu__slot_needs_memory(uint32_t slot);
 
 /* The zone layer's hook (zone_shared.c, installed when a zone first gets a
  * reserving backing): before an owned slot is first claimed, it reserves
@@ -32,6 +32,6 @@ PCPU_HIDDEN void pcpu__worker_set_reserve_hook(int (*hook)(uint32_t slot));
 
 /* How many owned slots are held now (a hint: claims may come and go).
  * Thread-safe; not async-signal-safe (a mutex). */
-PCPU_HIDDEN uint32_t pcpu__worker_claims_held(void);
+PCPU_PRIVATE uint32_t pcpu__worker_claims_held(void);
 
 #endif /* PCPU_WORKER_INTERNAL_H */

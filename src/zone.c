@@ -275,7 +275,7 @@ static struct chunk *chunk_map(pcpu_zone_t *zone, unsigned no, int fresh)
 		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (bits == MAP_FAILED)
 		goto fail_chunk;
-	pcpu_no_huge_pages(bits, BITMAP_BYTES);
+	pcpu__no_huge_pages(bits, BITMAP_BYTES);
 	c->alloc = bits;
 	c->start = c->alloc + BITMAP_WORDS;
 	map = mmap(NULL, len, PROT_READ | PROT_WRITE,
@@ -288,7 +288,7 @@ static struct chunk *chunk_map(pcpu_zone_t *zone, unsigned no, int fresh)
 		munmap(map, (size_t)(base - map));
 	if (map + len > base + span)
 		munmap(base + span, (size_t)(map + len - (base + span)));
-	pcpu_no_huge_pages(base, span); /* before the header is written */
+	pcpu__no_huge_pages(base, span); /* before the header is written */
 	if (zone->backing && map_shared_chunk(zone, no, base) != 0) {
 		err = errno;
 		goto fail_base;

@@ -48,7 +48,7 @@ enum pcpu_zone_map {
 struct pcpu_zone_backing {
 	/* Maps chunk `no` (`span` bytes) as `how` says; for SHARED, sizes
 	 * the backing first if needed. Marks the mapping not to be backed by
-	 * transparent huge pages (pcpu_no_huge_pages()). Returns the mapping,
+	 * transparent huge pages (pcpu__no_huge_pages()). Returns the mapping,
 	 * or NULL with errno (EFBIG, ENOSPC, ENOMEM...). */
 	void *(*map)(void *ctx, unsigned no, void *at, size_t span, enum pcpu_zone_map how);
 
@@ -101,7 +101,7 @@ struct pcpu_zone_backing {
  * failure the zone stays private and usable and ctx is the caller's. A
  * fork() child leaves the backing: zone_shared.c's fork handlers give it a private
  * copy of every chunk at the same addresses. Thread-safe. */
-PCPU_HIDDEN int pcpu__zone_attach_backing(pcpu_zone_t *zone,
+PCPU_PRIVATE int pcpu__zone_attach_backing(pcpu_zone_t *zone,
 					  const struct pcpu_zone_backing *backing, void *ctx);
 
 /*
@@ -129,12 +129,12 @@ struct pcpu_zone_tree {
 /* Initialises a process-shared, robust mutex of `type` at m (in shared
  * memory). 0, or an error number (a libc without robust process-shared
  * mutexes). */
-PCPU_HIDDEN int pcpu__shared_mutex_init(pthread_mutex_t *m, int type);
+PCPU_PRIVATE int pcpu__shared_mutex_init(pthread_mutex_t *m, int type);
 
 /* Sets up `tree` in shared memory (zeroed): its lock. 0, or -1 with errno
  * (what pthread_mutexattr_* said: a libc without robust process-shared
  * mutexes). */
-PCPU_HIDDEN int pcpu__zone_tree_init(struct pcpu_zone_tree *tree);
+PCPU_PRIVATE int pcpu__zone_tree_init(struct pcpu_zone_tree *tree);
 
 /* Makes a zone with a backing (pcpu__zone_attach_backing) and no live
  * object a tree zone over `tree` (which must outlive it, and whose
@@ -144,31 +144,31 @@ PCPU_HIDDEN int pcpu__zone_tree_init(struct pcpu_zone_tree *tree);
  * an object out, so a death leaks at most that object). 0, or -1 with
  * errno EBUSY (live objects, or a tree zone already, or a thread holds an
  * owned slot: pcpu/worker.h) or EINVAL (no backing). Thread-safe. */
-PCPU_HIDDEN int pcpu__zone_make_tree(pcpu_zone_t *zone, struct pcpu_zone_tree *tree,
+PCPU_PRIVATE int pcpu__zone_make_tree(pcpu_zone_t *zone, struct pcpu_zone_tree *tree,
 				     void (*repair)(void *ctx), void *ctx);
 
 /* Whether `zone` is a tree zone (NULL: no). */
-PCPU_HIDDEN int pcpu__zone_is_tree(const pcpu_zone_t *zone);
+PCPU_PRIVATE int pcpu__zone_is_tree(const pcpu_zone_t *zone);
 
 /* Takes the tree's lock (recursive: a holder may take it again); for a zone
  * that is not a tree zone, or NULL, does nothing. Lock order: the tree
  * lock before any zone lock (pcpu_zone_alloc takes it first too). 0, or -1
  * with errno (ENOTRECOVERABLE: a repair failed before; EAGAIN: too many
  * recursive holds). */
-PCPU_HIDDEN int pcpu__zone_tree_lock(pcpu_zone_t *zone);
-PCPU_HIDDEN void pcpu__zone_tree_unlock(pcpu_zone_t *zone);
+PCPU_PRIVATE int pcpu__zone_tree_lock(pcpu_zone_t *zone);
+PCPU_PRIVATE void pcpu__zone_tree_unlock(pcpu_zone_t *zone);
 
 /* A tree zone's object that another process of the tree allocated: its
  * address in this process (chunk `no` mapped here if it was not), known to
  * this process's books as live (`size` bytes) from now on. NULL with errno
  * EINVAL (no such chunk, or past the frontier) or the mapping's
  * (ENOMEM...). Under the tree lock. */
-PCPU_HIDDEN void *pcpu__zone_tree_adopt(pcpu_zone_t *zone, unsigned no, uint64_t off,
+PCPU_PRIVATE void *pcpu__zone_tree_adopt(pcpu_zone_t *zone, unsigned no, uint64_t off,
 					 size_t size);
 
 /* Advises the kernel not to back [p, p + len) with transparent huge pages
  * (memory pcpu writes sparsely); errno kept, failure ignored (a kernel
  * without THP). */
-PCPU_HIDDEN void pcpu_no_huge_pages(void *p, size_t len);
+PCPU_PRIVATE void pcpu__no_huge_pages(void *p, size_t len);
 
 #endif /* PCPU_ZONE_BACKING_H */

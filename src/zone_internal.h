@@ -29,6 +29,6 @@ PCPU_HIDDEN pcpu_zone_t *pcpu_zone_find(const void *addr);
  * the last child handler (rank PCPU_FORK_LATE) unmaps it. Reading a page of
  * the view that is a hole in the file would allocate it: read only where
  * the child's copy holds data. */
-PCPU_HIDDEN const void *pcpu__zone_fork_parent_view(const void *obj);
+PCPU_PRIVATE const void *pcpu__zone_fork_parent_view(const void *obj);
 
 #endif /* PCPU_ZONE_INTERNAL_H */

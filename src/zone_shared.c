@@ -60,7 +60,7 @@ pthread_mutex_t pcpu__zone_table_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Marks a new mapping as not to be backed by transparent huge pages (see
  * the top): its pages are written sparsely. Advice only: a kernel built
  * without THP refuses it (EINVAL), and then there is nothing to avoid. */
-void pcpu_no_huge_pages(void *p, size_t len)
+void pcpu__no_huge_pages(void *p, size_t len)
 {
 	int saved_errno = errno;
 
@@ -98,7 +98,7 @@ static char *copy_shared_chunk(const pcpu_zone_t *z, const struct chunk *c)
 
 	if (copy == MAP_FAILED)
 		return NULL;
-	pcpu_no_huge_pages(copy, span); /* moved over the chunk in the child */
+	pcpu__no_huge_pages(copy, span); /* moved over the chunk in the child */
 	for (off = 0; off < span; off = h) {
 		int r = z->backing->extent(z->backing_ctx, c->no, off, span, &d, &h);
 
@@ -243,9 +243,9 @@ static int fork_registered, fork_late_registered;
 int pcpu__zone_fork_register(void)
 {
 	/* Not at load time: only processes that use pcpu pay. */
-	if (pcpu_fork_register(&fork_registered, PCPU_FORK_ZONE, zone_fork_prepare,
+	if (pcpu__fork_register(&fork_registered, PCPU_FORK_ZONE, zone_fork_prepare,
 			       zone_fork_parent, zone_fork_child) != 0 ||
-	    pcpu_fork_register(&fork_late_registered, PCPU_FORK_LATE, NULL, NULL,
+	    pcpu__fork_register(&fork_late_registered, PCPU_FORK_LATE, NULL, NULL,
 			       zone_fork_child_late) != 0)
 		return -1;
 	return 0;
@@ -347,7 +347,7 @@ int pcpu__zone_attach_backing(pcpu_zone_t *zone, const struct pcpu_zone_backing 
 				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) != MAP_FAILED) {
 				struct pcpu__chunk_hdr *h = (struct pcpu__chunk_hdr *)c->base;
 
-				pcpu_no_huge_pages(c->base, chunk_span());
+				pcpu__no_huge_pages(c->base, chunk_span());
 				h->magic = PCPU__CHUNK_MAGIC;
 				h->flags = 0;
 				h->mirror_delta = 0;

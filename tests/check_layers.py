@@ -6,7 +6,7 @@ usage: check_layers.py SOURCE_DIR BUILD_DIR
 pcpu is built in layers (issue 25, README "Layout"):
 
     rseq < zone < counter < percpu_sync < {ref, rwlock, objcache}
-         < stats < segment < (pcpu/pcpu.h) < tools
+         < stats < segment < pcpu/pcpu.h < pcpu.hpp < {tools, compat}
 
 and the statistics and segment layers in sub-layers of their own (LAYERS
 below). A file may depend on a file of its own layer or of a lower one;
@@ -27,6 +27,19 @@ Besides the order, two more rules:
     core's src/*.h headers are the core's interfaces for the layers above);
   - no two files of a layer depend on each other through symbols (a loop:
     neither can be understood, tested or replaced alone).
+
+The layers make up products (issue 39), PRODUCTS below: libpcpu (rseq to
+objcache), libpcpu-stats (stats and segment), the C++ headers, the tools and
+the prometheus-cpp layer (compat/). A product is a shared object of its own,
+so an edge between products is a call through the lower one's dynamic
+symbols:
+  - a symbol one product uses from another must be exported by the shared
+    library that defines it (nm -D; a hidden symbol links only statically);
+  - libpcpu's private interface (its PCPU_PRIVATE_<n> version node) is for
+    libpcpu-stats alone: the tools, compat/ and the C++ headers use public
+    API only;
+  - the Python reader (python/src/pcpu/_lib.py) calls, by name, only
+    functions libpcpu-stats.so or libpcpu.so export, never a private one.
 
 Every violation is printed, one per line, and the test fails, unless it is
 in ALLOWED below with the reason it is there. Run by ctest (layer_check).
@@ -122,8 +135,22 @@ LAYERS = [
                             "src/segment/directory.c", "src/segment/tree.c"]),
     ("segment.reader", 10, ["include/pcpu/reader.h", "src/segment/reader*"]),
     ("umbrella", 11, ["include/pcpu/pcpu.h"]),  # the whole API, for programs
-    ("tools", 12, ["tools/*"]),
+    ("cxx", 12, ["include/pcpu/pcpu.hpp", "include/pcpu/stats.hpp"]),  # the C++ API
+    ("tools", 13, ["tools/*"]),
+    ("compat", 13, ["compat/*"]),  # prometheus-cpp's API on pcpu (and pcpu/exposer.hpp)
 ]
+
+# The products: which shared object (or program) each layer is part of.
+PRODUCTS = {
+    "libpcpu": {"rseq", "zone", "counter", "percpu_sync", "ref", "rwlock", "objcache"},
+    "libpcpu-stats": {"stats.base", "stats.metrics", "stats.exposition", "stats.registry",
+                      "segment.base", "segment.writer", "segment.reader"},
+    "headers": {"umbrella", "cxx"},
+    "tools": {"tools"},
+    "compat": {"compat"},
+}
+# The shared object each library product is, in the build tree.
+PRODUCT_LIBRARY = {"libpcpu": "libpcpu.so", "libpcpu-stats": "libpcpu-stats.so"}
 
 # Headers private to their folder: only files under the folder may include them.
 PRIVATE_FOLDERS = ["src/stats/", "src/segment/"]
@@ -155,11 +182,18 @@ def layer_of(path):
     return None
 
 
+def product_of(layer):
+    for product, layers in PRODUCTS.items():
+        if layer in layers:
+            return product
+    return None
+
+
 def source_files(src):
-    for top in ("src", "tools", "include/pcpu"):
+    for top in ("src", "tools", "include/pcpu", "compat"):
         for root, _, files in os.walk(os.path.join(src, top)):
             for f in files:
-                if f.endswith((".c", ".h", ".h.in")):
+                if f.endswith((".c", ".h", ".h.in", ".cc", ".hpp")):
                     yield os.path.relpath(os.path.join(root, f), src)
 
 
@@ -170,8 +204,10 @@ def include_edges(src):
         for kind, name in INCLUDE_RE.findall(text):
             if kind == "<":
                 if not name.startswith("pcpu/"):
-                    continue  # libc, the kernel's headers
+                    continue  # libc, the kernel's headers, prometheus/ (compat's own)
                 target = "include/" + name
+                if name == "pcpu/exposer.hpp":
+                    target = "compat/prometheus-cpp/include/" + name
                 if not os.path.exists(os.path.join(src, target)):
                     target += ".in"  # pcpu/version.h: generated
             else:
@@ -183,8 +219,11 @@ def include_edges(src):
 
 def object_files(build):
     lib = os.path.join(build, "CMakeFiles", "pcpu_static.dir")
+    stats = os.path.join(build, "CMakeFiles", "pcpu_stats_static.dir")
     tools = os.path.join(build, "tools", "CMakeFiles")
-    for base, prefix in ((lib, ""), (tools, "tools/")):
+    compat = os.path.join(build, "compat", "prometheus-cpp", "CMakeFiles")
+    for base, prefix in ((lib, ""), (stats, ""), (tools, "tools/"),
+                         (compat, "compat/prometheus-cpp/")):
         for root, _, files in os.walk(base):
             for f in files:
                 if not f.endswith(".o"):
@@ -194,6 +233,19 @@ def object_files(build):
                 if prefix:  # tools/CMakeFiles/<target>.dir/<file>.o
                     rel = rel.split(os.sep, 1)[1]
                 yield full, prefix + rel[:-2]
+
+
+def dynamic_symbols(build, library):
+    """Defined dynamic symbols of a shared object: name -> version node."""
+    out = subprocess.run(["nm", "-D", "--defined-only", "--with-symbol-versions",
+                          os.path.join(build, library)], capture_output=True, text=True).stdout
+    names = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[2].startswith("pcpu_"):
+            name, _, node = parts[2].partition("@")
+            names[name] = node.lstrip("@")
+    return names
 
 
 def symbol_edges(src, build):
@@ -214,6 +266,12 @@ def symbol_edges(src, build):
     for source, name in used:
         if name in defined and defined[name] != source:
             yield source, defined[name], "symbol " + name
+
+
+def python_calls(src):
+    """The C functions the Python reader calls by name (ctypes)."""
+    text = open(os.path.join(src, "python", "src", "pcpu", "_lib.py"), encoding="utf-8").read()
+    return sorted(set(re.findall(r'^\s*\("(pcpu_[a-z0-9_]+)"', text, re.M)))
 
 
 # ---- the rules ------------------------------------------------------------------
@@ -251,6 +309,31 @@ def main():
             for folder in PRIVATE_FOLDERS:
                 if b.startswith(folder) and not a.startswith(folder) and b not in FOLDER_INTERFACES:
                     report(a, b, kind, "a header private to %s" % folder)
+    # Between products: through the lower product's dynamic symbols.
+    exports = {p: dynamic_symbols(build, lib) for p, lib in PRODUCT_LIBRARY.items()}
+    if not all(exports.values()):
+        sys.exit("no libpcpu.so / libpcpu-stats.so under %s: build first" % build)
+    for a, b, kind in edges:
+        la, lb = layer_of(a), layer_of(b)
+        if not kind.startswith("symbol") or la is None or lb is None:
+            continue
+        pa, pb = product_of(la[0]), product_of(lb[0])
+        if pa == pb or pb not in exports:
+            continue
+        name = kind.split()[1]
+        node = exports[pb].get(name)
+        if node is None:
+            report(a, b, kind, "%s uses a symbol %s does not export" % (pa, PRODUCT_LIBRARY[pb]))
+        elif node.startswith("PCPU_PRIVATE") and pa != "libpcpu-stats":
+            report(a, b, kind, "%s uses libpcpu's private interface (%s), which is "
+                   "libpcpu-stats' alone" % (pa, node))
+    for name in python_calls(src):
+        node = exports["libpcpu-stats"].get(name) or exports["libpcpu"].get(name)
+        if node is None:
+            report("python/src/pcpu/_lib.py", name, "ctypes",
+                   "neither libpcpu-stats.so nor libpcpu.so exports it")
+        elif node.startswith("PCPU_PRIVATE") or name.startswith("pcpu__"):
+            report("python/src/pcpu/_lib.py", name, "ctypes", "a private function (%s)" % node)
     for a, b in sorted(sym_pairs):
         if a < b and (b, a) in sym_pairs:
             report(a, b, "loop", "these two files call each other")

@@ -8,7 +8,8 @@ pcpu has three numbers, each with one source:
     reads) and the Debian changelog's top entry must equal it;
   - the ABI's major number, `set(PCPU_SOVERSION n)` in CMakeLists.txt: every
     shared object's SOVERSION is ${PCPU_SOVERSION}, and the Debian runtime
-    packages are named with it (libpcpu<n>, libpcpu-prometheus<n>);
+    packages are named with it (libpcpu<n>, libpcpu-stats<n>,
+    libpcpu-prometheus<n>);
   - the segment format's version, PCPU__SEG_VERSION_MAJOR/MINOR in
     src/segment/format.h: docs/segment-format.md's layout and its
     version_minor row say the same, and its versions table has a row for it.
@@ -73,7 +74,7 @@ def main():
                                     (os.path.relpath(path, root), n, m.group(1)))
     if soversion:
         control = read(root, "debian/control")
-        for pkg in ("libpcpu", "libpcpu-prometheus"):
+        for pkg in ("libpcpu", "libpcpu-stats", "libpcpu-prometheus"):
             names = re.findall(r"^Package: (%s\d+)$" % re.escape(pkg), control, re.M)
             if names != [pkg + soversion]:
                 problems.append("debian/control: runtime package %s, the SOVERSION is %s" %

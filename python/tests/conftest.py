@@ -3,7 +3,7 @@
 
 The paths come from the environment (pcpu's ctest sets them; by hand, point
 them into a pcpu build):
-  PCPU_LIBRARY       libpcpu.so.0 the module loads
+  PCPU_LIBRARY       libpcpu-stats.so.1 the module loads
   PCPU_FORWARDER     examples/pcpu_example_forwarder (a live data plane)
   PCPU_PREFORK       examples/pcpu_example_prefork (a master and workers on a
                      shared registry)

@@ -163,10 +163,10 @@ def test_gone_writer_and_prune(segdir):
 
 def test_missing_library_says_so(tmp_path):
     code = "import pcpu; pcpu.list_segments()"
-    env = dict(os.environ, PCPU_LIBRARY=str(tmp_path / "libpcpu.so.0"),
+    env = dict(os.environ, PCPU_LIBRARY=str(tmp_path / "libpcpu-stats.so.1"),
                PYTHONPATH=os.path.join(os.path.dirname(__file__), "..", "src"))
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    assert r.returncode != 0 and "libpcpu not found" in r.stderr, r.stderr
+    assert r.returncode != 0 and "libpcpu-stats not found" in r.stderr, r.stderr
 
 
 def test_owned_slots(segdir, monkeypatch):

@@ -155,7 +155,7 @@ static void *file_map(void *ctx, unsigned no, void *at, size_t span, enum pcpu_z
 	}
 	if (p == MAP_FAILED)
 		return NULL;
-	pcpu_no_huge_pages(p, span);
+	pcpu__no_huge_pages(p, span);
 	return p;
 }
 

@@ -472,7 +472,7 @@ static int file_map(struct pcpu_segment *seg, uint64_t max_e, uint64_t max_s)
 	}
 	/* Written sparsely, like the zone's chunks (zone.c: transparent huge
 	 * pages would make a 2 MiB page of each page written). */
-	pcpu_no_huge_pages(seg->map, seg->map_len);
+	pcpu__no_huge_pages(seg->map, seg->map_len);
 	/* The header's page is written below: allocated first, or a full
 	 * file system fails the publication here instead of raising SIGBUS. */
 	if (pcpu_file_allocate_mapped(seg->fd, seg->map, 0, PCPU__SEG_HEADER_REGION) != 0)
@@ -601,7 +601,7 @@ pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
 		pcpu__seg_fail(err, "cannot read /proc/self/stat (is /proc mounted?): %s", strerror(err));
 		return NULL;
 	}
-	if (pcpu_fork_register(&fork_registered, PCPU_FORK_SEGMENT, segments_fork_prepare,
+	if (pcpu__fork_register(&fork_registered, PCPU_FORK_SEGMENT, segments_fork_prepare,
 			       segments_fork_parent, segments_fork_child) != 0) {
 		pcpu__seg_fail(ENOMEM, "out of memory");
 		return NULL;

@@ -125,7 +125,7 @@ void pcpu_counter9_sysctl_add(struct pcpu_counter9_sysctl *s)
 {
 	if (!s)
 		return;
-	(void)pcpu_fork_register(&fork_registered, PCPU_FORK_SYSCTL, records_prepare,
+	(void)pcpu__fork_register(&fork_registered, PCPU_FORK_SYSCTL, records_prepare,
 				 records_release, records_release);
 	pthread_mutex_lock(&records_lock);
 	s->pcpu__next = NULL;
@@ -142,7 +142,7 @@ int pcpu_counter9_sysctl_attach(pcpu_registry_t *reg)
 		errno = EINVAL;
 		return -1;
 	}
-	(void)pcpu_fork_register(&fork_registered, PCPU_FORK_SYSCTL, records_prepare,
+	(void)pcpu__fork_register(&fork_registered, PCPU_FORK_SYSCTL, records_prepare,
 				 records_release, records_release);
 	pthread_mutex_lock(&records_lock);
 	while (records_head) {

@@ -647,7 +647,7 @@ static void groups_fork_child(void)
 
 void pcpu__group_fork_register(void)
 {
-	(void)pcpu_fork_register(&fork_registered, PCPU_FORK_STATS, groups_fork_prepare,
+	(void)pcpu__fork_register(&fork_registered, PCPU_FORK_STATS, groups_fork_prepare,
 				 groups_fork_parent, groups_fork_child);
 }
 

@@ -76,7 +76,7 @@ pcpu_registry_t *pcpu_registry_create(void)
 {
 	struct pcpu_registry *reg;
 
-	if (pcpu_fork_register(&fork_registered, PCPU_FORK_REGISTRY, registries_fork_prepare,
+	if (pcpu__fork_register(&fork_registered, PCPU_FORK_REGISTRY, registries_fork_prepare,
 			       registries_fork_release, registries_fork_child) != 0)
 		return NULL;
 	reg = calloc(1, sizeof *reg);
@@ -105,7 +105,7 @@ pcpu_registry_t *pcpu_registry_default(void)
 
 	if (r)
 		return r;
-	if (pcpu_fork_register(&fork_registered, PCPU_FORK_REGISTRY, registries_fork_prepare,
+	if (pcpu__fork_register(&fork_registered, PCPU_FORK_REGISTRY, registries_fork_prepare,
 			       registries_fork_release, registries_fork_child) != 0)
 		return NULL;
 	/* Created before default_lock is taken: creating one may register

@@ -42,7 +42,7 @@ pcpu_zone_t *pcpu__stats_zone(void)
 
 	if (z)
 		return z;
-	(void)pcpu_fork_register(&fork_registered, PCPU_FORK_STATS, stats_zone_prepare,
+	(void)pcpu__fork_register(&fork_registered, PCPU_FORK_STATS, stats_zone_prepare,
 				 stats_zone_release, stats_zone_release);
 	/* Created outside the lock: the first zone of the process registers
 	 * the zone layer's fork handlers, which waits for a fork() in

@@ -22,7 +22,7 @@ for i, b in enumerate(blocks):
                         "-I" + build + "/include", "-I" + src + "/compat/prometheus-cpp/include",
                         d + "/b.cpp", "-o", d + "/b", "-L" + build + "/compat/prometheus-cpp", "-L" + build,
                         "-Wl,-rpath," + build + "/compat/prometheus-cpp:" + build,
-                        "-lpcpu-prometheus", "-lpcpu", "-pthread"], check=True)
+                        "-lpcpu-prometheus", "-lpcpu-stats", "-lpcpu", "-pthread"], check=True)
         subprocess.run([d + "/b"], check=True, stdout=subprocess.DEVNULL)
         ran += 1
 if ran == 0:

@@ -4,7 +4,8 @@
 usage: check_man.py SOURCE_DIR BUILD_DIR CC
 
 Installs the build tree into a scratch prefix, then checks:
-  1. every function libpcpu.so exports (nm -D --defined-only, ' T pcpu_',
+  1. every function libpcpu.so and libpcpu-stats.so export (nm -D
+     --defined-only, ' T pcpu_',
      internal pcpu__ names aside) and every public inline function of the
      installed headers has an installed page, man3/<name>.3, that `man`
      finds; a link page (.so) leads to a page whose NAME lists the function;
@@ -15,7 +16,11 @@ Installs the build tree into a scratch prefix, then checks:
      header is a conflicting declaration, a function that does not exist is
      an undefined reference;
   4. every page renders without a warning, with groff -ww and with
-     `man --warnings` (what lintian runs).
+     `man --warnings` (what lintian runs);
+  5. each page's LIBRARY section names the library its functions are in
+     (issue 39): libpcpu (-lpcpu, pkg-config pcpu, CMake pcpu::pcpu) or
+     libpcpu-stats (-lpcpu-stats -lpcpu, pkg-config pcpu-stats, CMake
+     pcpu::stats), and its SYNOPSIS links with that library alone.
 """
 import atexit
 import os
@@ -47,14 +52,24 @@ mandir = os.path.join(prefix, "share", "man")
 man3 = os.path.join(mandir, "man3")
 incdir = os.path.join(prefix, "include")
 libdir = next(os.path.join(prefix, d) for d in os.listdir(prefix) if d.startswith("lib"))
-lib = os.path.join(libdir, "libpcpu.so")
+
 
 # ---- what must be documented ---------------------------------------------------
-nm = run(["nm", "-D", "--defined-only", lib]).stdout
-exported = {l.split()[2].split("@")[0] for l in nm.splitlines()
-            if len(l.split()) == 3 and l.split()[1] == "T" and l.split()[2].startswith("pcpu_")}
-exported = {n for n in exported if not n.startswith("pcpu__")}
+def exports(name):
+    nm = run(["nm", "-D", "--defined-only", os.path.join(libdir, name)]).stdout
+    names = {l.split()[2].split("@")[0] for l in nm.splitlines()
+             if len(l.split()) == 3 and l.split()[1] == "T" and l.split()[2].startswith("pcpu_")}
+    return {n for n in names if not n.startswith("pcpu__")}
+
+
+core_exported = exports("libpcpu.so")
+stats_exported = exports("libpcpu-stats.so")
+exported = core_exported | stats_exported
+# The headers of libpcpu-stats: their inline functions need that library.
+STATS_HEADERS = {"stats.h", "expose.h", "gauge.h", "histogram.h", "group.h", "reader.h",
+                 "segment.h", "segment_dir.h", "counter9_sysctl.h"}
 inline = set()
+stats_inline = set()
 for root, _, files in os.walk(os.path.join(incdir, "pcpu")):
     for f in files:
         text = open(os.path.join(root, f)).read()
@@ -63,7 +78,10 @@ for root, _, files in os.walk(os.path.join(incdir, "pcpu")):
         for m in re.finditer(r"static\s+inline\s+[^;{(]*?\b(?:PCPU__INLINE_OP\(\s*)?(pcpu_[a-z0-9_]+)\s*\)?\s*\(", text):
             if not m.group(1).startswith("pcpu__"):
                 inline.add(m.group(1))
+                if f in STATS_HEADERS:
+                    stats_inline.add(m.group(1))
 functions = exported | inline
+in_stats = stats_exported | stats_inline
 if len(exported) < 50 or len(inline) < 10:
     sys.exit(f"found only {len(exported)} exported and {len(inline)} inline functions: parsing broken?")
 
@@ -121,7 +139,7 @@ for page, text in sorted(pages.items()):
         continue
     for n in names:
         if n not in functions and n not in known_non_functions:
-            fail(f"{page}: NAME lists {n}, which is neither exported by libpcpu.so nor an inline function of the headers")
+            fail(f"{page}: NAME lists {n}, which is neither exported by libpcpu.so or libpcpu-stats.so nor an inline function of the headers")
     synopsis = section(render_ascii(os.path.join(man3, page)), "SYNOPSIS")
     code = "\n".join(l[7:] if l.startswith("       ") else l.strip() for l in synopsis.splitlines())
     declared = set(re.findall(r"\b([a-z_][a-z0-9_]*)\s*\(", code)) - {"void"}
@@ -133,12 +151,30 @@ for page, text in sorted(pages.items()):
             fail(f"{page}: SYNOPSIS declares {n}, which NAME does not list")
     if not declared:
         continue
+    # 5. The library the page names, and its link line alone.
+    library = section(render_ascii(os.path.join(man3, page)), "LIBRARY")
+    needs_stats = any(n in in_stats for n in names)
+    if page == "pcpu.3":
+        wants = ["-lpcpu", "-lpcpu-stats", "pkg-config --cflags --libs pcpu-stats", "pcpu::stats"]
+    elif needs_stats:
+        wants = ["libpcpu-stats", "-lpcpu-stats -lpcpu", "pkg-config --cflags --libs pcpu-stats", "pcpu::stats"]
+    elif page == "pcpu_counter9_alloc.3":  # <sys/counter.h>: the overlay's names
+        wants = ["libpcpu", "-lpcpu", "pkg-config pcpu-counter9", "pcpu::counter9"]
+    else:
+        wants = ["libpcpu", "-lpcpu", "pkg-config --cflags --libs pcpu", "pcpu::pcpu"]
+    flat = " ".join(library.split())
+    for w in wants:
+        if w not in flat:
+            fail(f"{page}: LIBRARY does not say {w!r} ({flat!r})")
+    if not needs_stats and page != "pcpu.3" and "stats" in flat:
+        fail(f"{page}: LIBRARY names libpcpu-stats, but its functions are libpcpu's ({flat!r})")
+    link = ["-lpcpu-stats", "-lpcpu"] if needs_stats else ["-lpcpu"]
     refs = "\n".join(f"    p = (void *)&{n};" for n in sorted(declared))
     prog = f"{code}\n\nint main(void)\n{{\n    void *volatile p;\n{refs}\n    (void)p;\n    return 0;\n}}\n"
     c = os.path.join(work, page + ".synopsis.c")
     open(c, "w").write(prog)
     r = run([cc, "-std=gnu11", "-Wall", "-Werror", "-I", incdir, c, "-o", c + ".out",
-             "-L", libdir, "-lpcpu", "-pthread"])
+             "-L", libdir] + link + ["-pthread"])
     if r.returncode:
         fail(f"{page}: SYNOPSIS does not compile against the headers:\n{prog}\n{r.stderr}")
 

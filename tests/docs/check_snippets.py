@@ -18,7 +18,9 @@ The convention (also in tests/docs/README.md):
               before the block.
 Every block is compiled as C (gnu11) and, unless c-only, as C++ (c++11),
 both with -Wall -Wextra -Werror against the headers of SOURCE_DIR/include.
-A block that defines main() is linked with the libpcpu of BUILD_DIR, under
+A block that defines main() is linked with the libraries of BUILD_DIR -- a
+block that calls no statistics function with libpcpu alone (-lpcpu, as a
+program that only counts links), any other with -lpcpu-stats -lpcpu -- under
 AddressSanitizer and UndefinedBehaviorSanitizer, and run: it must exit 0,
 leak nothing (LeakSanitizer) and leave no statistics segment behind
 (PCPU_SEGMENT_DIR is an empty directory that must stay empty).
@@ -39,6 +41,12 @@ work = tempfile.mkdtemp(prefix="pcpu-snippets.")
 atexit.register(subprocess.run, ["rm", "-rf", work])
 failures = []
 KNOWN = {"fragment", "c-only", "no-run"}
+
+
+# Names of libpcpu-stats' API (registry, metrics, exposition, segment,
+# counter(9)'s sysctl binding): a block that uses one links libpcpu-stats.
+STATS_NAMES = (r"\bpcpu_(registry|family|gauge|histogram|group|segment|reader|snapshot|stats|format|"
+               r"counter9_sysctl|counter9_bind)|\bSYSCTL_COUNTER|\bPCPU_SYSCTL")
 
 
 def blocks_markdown(path):
@@ -119,12 +127,14 @@ for path in files:
         base = os.path.join(work, f"b{n}")
         open(base + ".c", "w").write(code)
         has_main = re.search(r"\bint\s+main\s*\(", code) is not None
+        uses_stats = re.search(STATS_NAMES, code) is not None
+        libs = ["-lpcpu-stats", "-lpcpu"] if uses_stats else ["-lpcpu"]
         flags = ["-Wall", "-Wextra", "-Werror", "-I", include, "-I", os.path.join(build, "include")]
         # As C: linked and run under the sanitizers when it has a main().
         if has_main:
             cmd = [cc, "-std=gnu11", *flags, "-g", "-fsanitize=address,undefined",
                    "-fno-omit-frame-pointer", "-fno-sanitize-recover=all", base + ".c",
-                   "-o", base, "-L", build, "-lpcpu", "-pthread", f"-Wl,-rpath,{build}"]
+                   "-o", base, "-L", build, *libs, "-pthread", f"-Wl,-rpath,{build}"]
         else:
             cmd = [cc, "-std=gnu11", *flags, "-c", base + ".c", "-o", base + ".o"]
         r = run(cmd)

@@ -8,7 +8,7 @@
 #     `cmake --install build --prefix ~/.local` makes), programs linked with
 #     -Wl,-rpath,<prefix>/lib and programs linked with nothing but
 #     pkg-config start without LD_LIBRARY_PATH, C and prometheus-cpp code,
-#     with and without --as-needed: libpcpu-prometheus finds libpcpu.so.0
+#     with and without --as-needed: libpcpu-prometheus finds libpcpu-stats.so.1
 #     by its own RUNPATH ($ORIGIN; a program's run path does not apply to
 #     its libraries' dependencies), pkg-config adds the -rpath (issue 37);
 #  2. a distribution layout: a library-and-tools build configured with prefix
@@ -33,7 +33,27 @@ prefix=$work/prefix
 cmake --install "$build" --prefix "$prefix" >/dev/null
 cmake -S "$here" -B "$work/cbuild" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build "$work/cbuild" >/dev/null
+LD_LIBRARY_PATH="$prefix/lib" "$work/cbuild/consumer_counter"
+"$work/cbuild/consumer_counter_static"
 LD_LIBRARY_PATH="$prefix/lib" "$work/cbuild/consumer_c"
+# The split (issue 39): a program that only counts needs libpcpu alone (no
+# libpcpu-stats, no protobuf-c), one with statistics both libraries.
+needed_of() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' '; }
+case " $(needed_of "$work/cbuild/consumer_counter") " in
+  *" libpcpu.so.1 "*) ;; *) fail "consumer_counter does not need libpcpu.so.1: $(needed_of "$work/cbuild/consumer_counter")";;
+esac
+case " $(needed_of "$work/cbuild/consumer_counter") " in
+  *libpcpu-stats*|*protobuf*) fail "a program that only counts needs $(needed_of "$work/cbuild/consumer_counter")";;
+esac
+case " $(needed_of "$work/cbuild/consumer_c") " in
+  *" libpcpu-stats.so.1 "*) ;; *) fail "consumer_c does not need libpcpu-stats.so.1";;
+esac
+for l in libpcpu.so.1 libpcpu-stats.so.1; do
+  [ -e "$prefix/lib/$l" ] || fail "$l not installed"
+done
+case " $(needed_of "$prefix/lib/libpcpu.so.1") " in
+  *protobuf*|*libpcpu-stats*|*libz*) fail "libpcpu.so.1 needs $(needed_of "$prefix/lib/libpcpu.so.1")";;
+esac
 LD_LIBRARY_PATH="$prefix/lib" "$work/cbuild/consumer_cxx"
 "$work/cbuild/consumer_static"
 LD_LIBRARY_PATH="$prefix/lib" "$work/cbuild/consumer_hpp"
@@ -48,13 +68,16 @@ export PKG_CONFIG_PATH="$libdir/pkgconfig"
   || fail "pkg-config includedir is $(pkg-config --variable=includedir pcpu), not $prefix/include"
 [ "$(pkg-config --variable=libdir pcpu)" = "$libdir" ] \
   || fail "pkg-config libdir is $(pkg-config --variable=libdir pcpu), not $libdir"
-cc $(pkg-config --cflags pcpu) "$here/consumer.c" -o "$work/pc_consumer" $(pkg-config --libs pcpu) -pthread
+cc $(pkg-config --cflags pcpu) "$here/consumer_counter.c" -o "$work/pc_counter" $(pkg-config --libs pcpu) -pthread
+LD_LIBRARY_PATH="$libdir" "$work/pc_counter"
+cc $(pkg-config --cflags pcpu-stats) "$here/consumer.c" -o "$work/pc_consumer" $(pkg-config --libs pcpu-stats) -pthread
 LD_LIBRARY_PATH="$libdir" "$work/pc_consumer"
-# Static: libpcpu.a and what Libs.private names (protobuf-c where built in).
-cc $(pkg-config --cflags pcpu) "$here/consumer.c" -o "$work/pc_static_consumer" \
-  -Wl,-Bstatic $(pkg-config --static --libs pcpu) -Wl,-Bdynamic
-! readelf -d "$work/pc_static_consumer" | grep -q 'libpcpu\.so' \
-  || fail "pkg-config --static: the consumer links libpcpu.so, not libpcpu.a"
+# Static: libpcpu-stats.a, libpcpu.a and what Libs.private names (protobuf-c
+# where built in).
+cc $(pkg-config --cflags pcpu-stats) "$here/consumer.c" -o "$work/pc_static_consumer" \
+  -Wl,-Bstatic $(pkg-config --static --libs pcpu-stats) -Wl,-Bdynamic
+! readelf -d "$work/pc_static_consumer" | grep -q 'libpcpu.*\.so' \
+  || fail "pkg-config --static: the consumer links libpcpu*.so, not the .a files"
 env -u LD_LIBRARY_PATH "$work/pc_static_consumer"
 # prometheus-cpp code through pkg-config pcpu-prometheus (issue 28).
 c++ -std=c++17 $(pkg-config --cflags pcpu-prometheus) "$here/consumer_promcpp.cpp" -o "$work/pc_promcpp" \
@@ -71,27 +94,30 @@ fi
 # Installed outside the loader's directories, used as the README says, with
 # no LD_LIBRARY_PATH: linked with -rpath <prefix>/lib, or by pkg-config
 # alone. A prometheus-cpp program that uses only out-of-line API does not
-# itself need libpcpu.so.0 under --as-needed (Ubuntu's default): that one
+# itself need libpcpu.so.1 under --as-needed (Ubuntu's default): that one
 # is found by libpcpu-prometheus's RUNPATH or not at all ("libpcpu.so.0:
 # cannot open shared object file" before).
 alone() {
   env -u LD_LIBRARY_PATH "$@" >"$work/alone.out" 2>&1 \
     || { cat "$work/alone.out"; fail "$* does not start without LD_LIBRARY_PATH (installed in $prefix)"; }
 }
-if [ -e "$libdir/libpcpu-prometheus.so.0" ]; then
-  [ "$(readelf -d "$libdir/libpcpu-prometheus.so.0" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')" = '$ORIGIN' ] \
-    || fail "libpcpu-prometheus.so.0 in $prefix: RUNPATH is not \$ORIGIN: $(readelf -d "$libdir/libpcpu-prometheus.so.0" | grep -E 'RPATH|RUNPATH')"
-fi
+for l in libpcpu-stats.so.1 libpcpu-prometheus.so.1; do
+  [ -e "$libdir/$l" ] || continue
+  [ "$(readelf -d "$libdir/$l" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')" = '$ORIGIN' ] \
+    || fail "$l in $prefix: RUNPATH is not \$ORIGIN: $(readelf -d "$libdir/$l" | grep -E 'RPATH|RUNPATH')"
+done
 for needed in --no-as-needed --as-needed; do
   cc -I"$prefix/include" "$here/consumer.c" -o "$work/rp_c" -Wl,$needed -L"$libdir" -Wl,-rpath,"$libdir" \
-    -lpcpu -pthread
+    -lpcpu-stats -lpcpu -pthread
   alone "$work/rp_c"
-  cc $(pkg-config --cflags pcpu) "$here/consumer.c" -o "$work/pc_alone_c" -Wl,$needed $(pkg-config --libs pcpu) -pthread
+  cc $(pkg-config --cflags pcpu-stats) "$here/consumer.c" -o "$work/pc_alone_c" -Wl,$needed $(pkg-config --libs pcpu-stats) -pthread
   alone "$work/pc_alone_c"
-  [ -e "$libdir/libpcpu-prometheus.so.0" ] || continue
+  cc $(pkg-config --cflags pcpu) "$here/consumer_counter.c" -o "$work/pc_alone_counter" -Wl,$needed $(pkg-config --libs pcpu) -pthread
+  alone "$work/pc_alone_counter"
+  [ -e "$libdir/libpcpu-prometheus.so.1" ] || continue
   for p in consumer_promcpp consumer_promcpp_registry; do
     c++ -std=c++17 -I"$prefix/include/pcpu-prometheus" -I"$prefix/include" "$here/$p.cpp" -o "$work/rp_$p" \
-      -Wl,$needed -L"$libdir" -Wl,-rpath,"$libdir" -lpcpu-prometheus -lpcpu -pthread
+      -Wl,$needed -L"$libdir" -Wl,-rpath,"$libdir" -lpcpu-prometheus -lpcpu-stats -lpcpu -pthread
     alone "$work/rp_$p"
     c++ -std=c++17 $(pkg-config --cflags pcpu-prometheus) "$here/$p.cpp" -o "$work/pc_alone_$p" \
       -Wl,$needed $(pkg-config --libs pcpu-prometheus) -pthread
@@ -100,9 +126,9 @@ for needed in --no-as-needed --as-needed; do
 done
 # The push library (prometheus/gateway.h), where built: pkg-config alone,
 # with its own RUNPATH ($ORIGIN) finding libpcpu-prometheus and libpcpu.
-if [ -e "$libdir/libpcpu-prometheus-push.so.0" ]; then
-  [ "$(readelf -d "$libdir/libpcpu-prometheus-push.so.0" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')" = '$ORIGIN' ] \
-    || fail "libpcpu-prometheus-push.so.0 in $prefix: RUNPATH is not \$ORIGIN"
+if [ -e "$libdir/libpcpu-prometheus-push.so.1" ]; then
+  [ "$(readelf -d "$libdir/libpcpu-prometheus-push.so.1" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')" = '$ORIGIN' ] \
+    || fail "libpcpu-prometheus-push.so.1 in $prefix: RUNPATH is not \$ORIGIN"
   for needed in --no-as-needed --as-needed; do
     c++ -std=c++17 $(pkg-config --cflags pcpu-prometheus-push) "$here/consumer_promcpp_push.cpp" \
       -o "$work/pc_alone_push" -Wl,$needed $(pkg-config --libs pcpu-prometheus-push) -pthread
@@ -111,10 +137,16 @@ if [ -e "$libdir/libpcpu-prometheus-push.so.0" ]; then
 fi
 unset PKG_CONFIG_PATH
 # Only pcpu_-prefixed symbols are exported, and the SONAME is versioned.
-lib=$(ls "$libdir"/libpcpu.so.0)
-bad=$(nm -D --defined-only "$lib" | awk '$3 !~ /^pcpu_/ && $3 !~ /^PCPU_([0-9]+(\.[0-9]+)?|LAYOUT_[0-9]+)$/ {print $3}')
-if [ -n "$bad" ]; then echo "exported symbols without the pcpu_ prefix: $bad"; exit 1; fi
-objdump -p "$lib" | grep -q 'SONAME *libpcpu.so.0' || { echo "SONAME is not libpcpu.so.0"; exit 1; }
+for name in libpcpu libpcpu-stats; do
+  lib=$(ls "$libdir/$name.so.1")
+  bad=$(nm -D --defined-only "$lib" | awk '$3 !~ /^pcpu_/ && $3 !~ /^PCPU_([0-9]+(\.[0-9]+)?|LAYOUT_[0-9]+|PRIVATE_[0-9]+)$/ {print $3}')
+  if [ -n "$bad" ]; then echo "$name: exported symbols without the pcpu_ prefix: $bad"; exit 1; fi
+  objdump -p "$lib" | grep -q "SONAME *$name.so.1" || { echo "SONAME of $name is not $name.so.1"; exit 1; }
+done
+# The seam: libpcpu-stats calls libpcpu's internals only through the private
+# node, which it records in its version needs (a mismatched pair fails to load).
+objdump -p "$libdir/libpcpu-stats.so.1" | grep -q 'PCPU_PRIVATE_[0-9]' \
+  || fail "libpcpu-stats.so.1 does not need libpcpu's PCPU_PRIVATE node"
 # The installed tool starts on its own (no LD_LIBRARY_PATH) and lists
 # segments in an empty directory.
 if [ -e "$prefix/bin/pcpustat" ]; then
@@ -147,6 +179,9 @@ export PKG_CONFIG_SYSROOT_DIR=$root
 cflags=$(echo $(pkg-config --cflags pcpu)) libs=$(echo $(pkg-config --libs pcpu))
 [ "$cflags" = "-I$root/usr/include" ] && [ "$libs" = "-L$root/usr/lib/$multiarch -lpcpu" ] \
   || fail "/usr install: pkg-config says '$cflags' '$libs'"
+libs=$(echo $(pkg-config --libs pcpu-stats))
+[ "$libs" = "-L$root/usr/lib/$multiarch -lpcpu-stats -lpcpu" ] \
+  || fail "/usr install: pkg-config --libs pcpu-stats says '$libs'"
 cc $cflags "$here/consumer.c" -o "$work/ma_consumer" $libs -pthread
 LD_LIBRARY_PATH="$root/usr/lib/$multiarch" "$work/ma_consumer"
 unset PKG_CONFIG_LIBDIR PKG_CONFIG_SYSROOT_DIR
@@ -155,8 +190,9 @@ cmake --build "$work/mcbuild" >/dev/null
 LD_LIBRARY_PATH="$root/usr/lib/$multiarch" "$work/mcbuild/consumer_c"
 # A /usr install needs no RUNPATH (Debian policy forbids one), nor a .pc
 # file a -rpath.
-for f in "$root/usr/bin/pcpustat" "$root/usr/lib/$multiarch/libpcpu-prometheus.so.0" \
-         "$root/usr/lib/$multiarch/libpcpu-prometheus-push.so.0"; do
+for f in "$root/usr/bin/pcpustat" "$root/usr/lib/$multiarch/libpcpu-stats.so.1" \
+         "$root/usr/lib/$multiarch/libpcpu-prometheus.so.1" \
+         "$root/usr/lib/$multiarch/libpcpu-prometheus-push.so.1"; do
   [ -e "$f" ] || continue
   if readelf -d "$f" | grep -qE 'RPATH|RUNPATH'; then
     fail "$f has an RPATH: $(readelf -d "$f" | grep -E 'RPATH|RUNPATH')"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Debian packages, built and used as a user would:
-#  1. dpkg-buildpackage -us -uc -b builds libpcpu0, libpcpu-dev and
+#  1. dpkg-buildpackage -us -uc -b builds libpcpu1, libpcpu-stats1, libpcpu-dev and
 #     pcpu-tools from a copy of the source tree (debian/rules builds the
 #     library and tools only: no test suite);
 #  2. lintian reports no error;
@@ -8,7 +8,7 @@
 #  4. unpacked with dpkg -x into a throwaway root, the -dev package builds
 #     consumers through pkg-config and CMake's find_package; a program built
 #     that way publishes a segment that the packaged pcpustat and the Python
-#     binding (over the packaged libpcpu.so.0) read back; the manual pages
+#     binding (over the packaged libpcpu-stats.so.1) read back; the manual pages
 #     are found by man;
 #  5. a static link against libpcpu.a works as a user of libpcpu-dev does it
 #     (pkg-config --static, CMake's pcpu::pcpu_static), and every library
@@ -38,7 +38,7 @@ if ! (cd "$work/src" && DEB_BUILD_OPTIONS="parallel=$jobs" dpkg-buildpackage -us
   tail -40 "$work/build.log"; fail "dpkg-buildpackage failed"
 fi
 changes=$(ls "$work"/pcpu_*.changes)
-for p in libpcpu0 libpcpu-prometheus0 libpcpu-dev pcpu-tools; do
+for p in libpcpu1 libpcpu-stats1 libpcpu-prometheus1 libpcpu-dev pcpu-tools; do
   ls "$work/${p}"_*.deb >/dev/null 2>&1 || fail "no $p package built"
 done
 
@@ -49,14 +49,19 @@ grep -E '^[EW]: ' "$work/lintian.log" || true
 
 # ---- 3. contents ----------------------------------------------------------------
 ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
-for p in libpcpu0 libpcpu-prometheus0 libpcpu-dev pcpu-tools; do
+for p in libpcpu1 libpcpu-stats1 libpcpu-prometheus1 libpcpu-dev pcpu-tools; do
   dpkg -c "$work/${p}"_*.deb | awk '{print $6}' >"$work/$p.list"
 done
 has() { # package, path (regex)
   grep -qE "^\./$2\$" "$work/$1.list" || fail "$1 lacks $2"
 }
-has libpcpu0 "usr/lib/$ma/libpcpu\.so\.0"
-has libpcpu0 "usr/lib/$ma/libpcpu\.so\.0\.[0-9.]+"
+has libpcpu1 "usr/lib/$ma/libpcpu\.so\.1"
+has libpcpu1 "usr/lib/$ma/libpcpu\.so\.1\.[0-9.]+"
+has libpcpu-stats1 "usr/lib/$ma/libpcpu-stats\.so\.1"
+has libpcpu-stats1 "usr/lib/$ma/libpcpu-stats\.so\.1\.[0-9.]+"
+has libpcpu-dev "usr/lib/$ma/libpcpu-stats\.so"
+has libpcpu-dev "usr/lib/$ma/libpcpu-stats\.a"
+has libpcpu-dev "usr/lib/$ma/pkgconfig/pcpu-stats\.pc"
 has libpcpu-dev "usr/include/pcpu/pcpu\.h"
 has libpcpu-dev "usr/lib/$ma/libpcpu\.so"
 has libpcpu-dev "usr/lib/$ma/libpcpu\.a"
@@ -64,24 +69,29 @@ has libpcpu-dev "usr/lib/$ma/pkgconfig/pcpu\.pc"
 has libpcpu-dev "usr/lib/$ma/cmake/pcpu/pcpuConfig\.cmake"
 has libpcpu-dev "usr/share/man/man3/pcpu_counter_add\.3\.gz"
 # prometheus-cpp's push library (libcurl is a Build-Depends: always built).
-has libpcpu-prometheus0 "usr/lib/$ma/libpcpu-prometheus-push\.so\.0"
+has libpcpu-prometheus1 "usr/lib/$ma/libpcpu-prometheus-push\.so\.1"
 has libpcpu-dev "usr/lib/$ma/libpcpu-prometheus-push\.so"
 has libpcpu-dev "usr/lib/$ma/pkgconfig/pcpu-prometheus-push\.pc"
 has libpcpu-dev "usr/include/pcpu-prometheus/prometheus/gateway\.h"
 has pcpu-tools "usr/bin/pcpustat"
 # prometheus-cpp's pull API (libpcpu-prometheus-pull, prometheus::Exposer).
-has libpcpu-prometheus0 "usr/lib/$ma/libpcpu-prometheus-pull\.so\.0"
+has libpcpu-prometheus1 "usr/lib/$ma/libpcpu-prometheus-pull\.so\.1"
 has libpcpu-dev "usr/lib/$ma/libpcpu-prometheus-pull\.so"
 has libpcpu-dev "usr/lib/$ma/pkgconfig/pcpu-prometheus-pull\.pc"
 has libpcpu-dev "usr/include/pcpu-prometheus/prometheus/exposer\.h"
 has pcpu-tools "usr/share/man/man1/pcpustat\.1\.gz"
-! grep -q 'include/' "$work/libpcpu0.list" || fail "libpcpu0 ships headers"
-[[ $(dpkg-deb -f "$work"/libpcpu-dev_*.deb Depends) == *"libpcpu0 (= "* ]] || fail "libpcpu-dev does not depend on its libpcpu0"
-[[ $(dpkg-deb -f "$work"/pcpu-tools_*.deb Depends) == *libpcpu0* ]] || fail "pcpu-tools does not depend on libpcpu0"
+! grep -q 'include/' "$work/libpcpu1.list" || fail "libpcpu1 ships headers"
+! grep -q 'libpcpu-stats' "$work/libpcpu1.list" || fail "libpcpu1 ships libpcpu-stats"
+[[ $(dpkg-deb -f "$work"/libpcpu-dev_*.deb Depends) == *"libpcpu1 (= "* ]] || fail "libpcpu-dev does not depend on its libpcpu1"
+[[ $(dpkg-deb -f "$work"/libpcpu-dev_*.deb Depends) == *"libpcpu-stats1 (= "* ]] || fail "libpcpu-dev does not depend on its libpcpu-stats1"
+# libpcpu-stats calls libpcpu's private interface: only the same build's.
+[[ $(dpkg-deb -f "$work"/libpcpu-stats1_*.deb Depends) == *"libpcpu1 (= "* ]] || fail "libpcpu-stats1 does not depend on its own libpcpu1"
+[[ $(dpkg-deb -f "$work"/libpcpu1_*.deb Depends) != *protobuf* ]] || fail "libpcpu1 depends on protobuf-c"
+[[ $(dpkg-deb -f "$work"/pcpu-tools_*.deb Depends) == *libpcpu-stats1* ]] || fail "pcpu-tools does not depend on libpcpu-stats1"
 
 # ---- 4. use the unpacked packages -------------------------------------------------
 root=$work/root
-for p in libpcpu0 libpcpu-prometheus0 libpcpu-dev pcpu-tools; do dpkg -x "$work/${p}"_*.deb "$root"; done
+for p in libpcpu1 libpcpu-stats1 libpcpu-prometheus1 libpcpu-dev pcpu-tools; do dpkg -x "$work/${p}"_*.deb "$root"; done
 lib=$root/usr/lib/$ma
 export LD_LIBRARY_PATH=$lib
 # pkg-config: the .pc says /usr; the sysroot maps it to the unpacked root.
@@ -90,13 +100,17 @@ export LD_LIBRARY_PATH=$lib
 cflags=$(PKG_CONFIG_LIBDIR=$lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$root pkg-config --cflags pcpu)
 libs=$(PKG_CONFIG_LIBDIR=$lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$root pkg-config --libs pcpu)
 echo "pkg-config --cflags --libs pcpu: $cflags $libs"
+cc $cflags "$src/tests/install_consumer/consumer_counter.c" -o "$work/pc_counter" $libs -pthread
+"$work/pc_counter"
+libs=$(PKG_CONFIG_LIBDIR=$lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$root pkg-config --libs pcpu-stats)
+echo "pkg-config --libs pcpu-stats: $libs"
 cc $cflags "$src/tests/install_consumer/consumer.c" -o "$work/pc_consumer" $libs -pthread
 "$work/pc_consumer"
 cc $cflags "$src/tests/packaging/publisher.c" -o "$work/publisher" $libs -pthread
 # CMake: find_package(pcpu) in the unpacked /usr (shared, static, C++).
 cmake -S "$src/tests/install_consumer" -B "$work/cmake" -G Ninja -DCMAKE_PREFIX_PATH="$root/usr" >/dev/null
 cmake --build "$work/cmake" >/dev/null
-"$work/cmake/consumer_c"; "$work/cmake/consumer_cxx"; "$work/cmake/consumer_static"
+"$work/cmake/consumer_counter"; "$work/cmake/consumer_c"; "$work/cmake/consumer_cxx"; "$work/cmake/consumer_static"
 # The packaged tool reads what a program built against the package publishes.
 mkdir -m 700 "$work/segs"
 export PCPU_SEGMENT_DIR=$work/segs
@@ -109,7 +123,7 @@ echo "$out"
 grep -qE 'debtest_events_total +4242' <<<"$out" || fail "pcpustat does not show debtest_events_total 4242"
 [[ $("$root/usr/bin/pcpustat") == *debtest* ]] || fail "pcpustat does not list the segment"
 # The Python binding over the packaged library.
-PCPU_LIBRARY=$lib/libpcpu.so.0 PYTHONPATH=$src/python/src PYTHONDONTWRITEBYTECODE=1 python3 - <<'PY'
+PCPU_LIBRARY=$lib/libpcpu-stats.so.1 PYTHONPATH=$src/python/src PYTHONDONTWRITEBYTECODE=1 python3 - <<'PY'
 import pcpu
 with pcpu.open_segment("debtest") as seg:
     snap = seg.snapshot()

@@ -18,7 +18,7 @@ venv's python imports pcpu -- from the venv, not from the sources -- and
 reads the segment fixture's known values through libpcpu.
 
 usage: python_venv_test.py SOURCE_DIR BUILD_DIR
-environment: PCPU_LIBRARY (libpcpu.so.0 of the build), PCPU_FIXTURE
+environment: PCPU_LIBRARY (libpcpu-stats.so.1 of the build), PCPU_FIXTURE
 (tests/segment/segment_fixture).
 """
 import os

@@ -34,7 +34,7 @@ from . import _lib
 
 __all__ = ["SegmentInfo", "Histogram", "Series", "Family", "Snapshot", "Segment",
            "list_segments", "open_segment", "prune_segments", "scale", "reason"]
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 def _s(b):

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""ctypes declarations of libpcpu's reader API (pcpu/reader.h, pcpu/expose.h).
+"""ctypes declarations of libpcpu-stats' reader API (pcpu/reader.h, pcpu/expose.h).
 
-Only exported functions of libpcpu.so.0 are called, and only the public
+Only exported functions of libpcpu-stats.so.1 (and of libpcpu.so.1, which it
+loads) are called, and only the public
 structs of those headers are declared here: the segment format itself is
 never parsed in Python. The struct layouts mirror the C declarations field
 by field; tests/test_layout.py compares every field's offset and size and
@@ -192,12 +193,12 @@ def _candidates():
     env = os.environ.get("PCPU_LIBRARY")
     if env:
         return [env]  # an explicit choice: no fallback to another library
-    found = ctypes.util.find_library("pcpu")
-    return ["libpcpu.so.0"] + ([found] if found else [])
+    found = ctypes.util.find_library("pcpu-stats")
+    return ["libpcpu-stats.so.1"] + ([found] if found else [])
 
 
 def lib():
-    """libpcpu, loaded on first use, with the prototypes above declared."""
+    """libpcpu-stats, loaded on first use, with the prototypes above declared."""
     global _lib, _libc
     if _lib is not None:
         return _lib
@@ -212,8 +213,8 @@ def lib():
             except OSError as e:
                 errors.append(f"{name}: {e}")
         else:
-            raise ImportError("libpcpu not found (install libpcpu0, or set PCPU_LIBRARY "
-                              "to the path of libpcpu.so.0): " + "; ".join(errors))
+            raise ImportError("libpcpu-stats not found (install libpcpu-stats1, or set "
+                              "PCPU_LIBRARY to the path of libpcpu-stats.so.1): " + "; ".join(errors))
         for fname, restype, argtypes in _FUNCTIONS:
             try:
                 fn = getattr(handle, fname)
