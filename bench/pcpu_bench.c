@@ -397,7 +397,7 @@ static void print_targets(double share)
 	printf("## Targets of the benchmark issue\n\n");
 	printf("Each figure is a ratio of rows measured in the same run (the incr ratios: of the "
 	       "same round, median over rounds), listed per thread count; a target passes when "
-	       "the worst count meets it. README.md and bench/README.md state every target with "
+	       "the worst count meets it. bench/demo.md states every target with "
 	       "the figures measured on their machines.\n\n");
 	printf("The time ratios (every target but resident memory) are of CPU time, so other "
 	       "work on the machine is not charged to either side, but they still depend on "

@@ -1082,7 +1082,7 @@ int main(int argc, char **argv)
 		}
 #undef med_of
 	}
-	/* The targets, with PASS/MISS (the README and bench/README.md state
+	/* The targets, with PASS/MISS (bench/demo.md and bench/stats.md state
 	 * them and their figures). */
 	{
 		struct ratio3 t, code, mem;

@@ -4,7 +4,7 @@
 # after this), runs an example and the benchmark suite's quick mode, which
 # prints pcpu beside +=, atomics, locks and per-thread counters, the seeds'
 # published figures, and the targets with PASS, MISS or "not measurable"
-# (README.md and bench/README.md state each target and the figures
+# (bench/README.md indexes each target and the figures
 # measured). Under a minute from a clean clone on a 2-CPU machine (the
 # build ~30 s of it), under half a minute once built (README.md, "Set-up").
 set -euo pipefail
