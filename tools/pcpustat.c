@@ -9,7 +9,7 @@
  * Prometheus exposition writes them (so what you see is what you query).
  * Histograms print count, sum and p50/p90/p99. Watch mode's rates are for
  * people: three significant digits and an SI prefix ("2.30 G/s",
- * pcpu_format_si()), values as exposed. Watch mode redraws in place
+ * si_format(), si.c), values as exposed. Watch mode redraws in place
  * on a terminal (clear + home, cursor hidden, restored on exit or Ctrl-C)
  * and prints plain blocks separated by blank lines into a pipe.
  *
@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "pcpustat.h"
+#include "si.h"
 
 static const char usage_text[] =
 	"Usage:\n"
@@ -595,7 +596,7 @@ static void watch_frame(FILE *b, pcpu_reader_t *r, const struct pcpu_reader_snap
 					d = calloc(fam->nbuckets, sizeof *d);
 					for (k = 0; d && k < fam->nbuckets; k++)
 						d[k] = se->value.histogram.counts[k] - prev->counts[pi][k];
-					pcpu_format_si(num, sizeof num, ((double)count - prev->vals[pi]) / dt, "/s");
+					si_format(num, sizeof num, ((double)count - prev->vals[pi]) / dt, "/s");
 					fprintf(b, "%14s  ", num);
 					if (d)
 						hist_text(b, fam, d, 0, 0);
@@ -617,7 +618,7 @@ static void watch_frame(FILE *b, pcpu_reader_t *r, const struct pcpu_reader_snap
 				fprintf(b, "%16s  ", vt);
 				free(vt);
 				if (pi >= 0 && dt > 0) {
-					pcpu_format_si(num, sizeof num, (v - prev->vals[pi]) / dt, "/s");
+					si_format(num, sizeof num, (v - prev->vals[pi]) / dt, "/s");
 					fprintf(b, "%14s", num);
 				} else {
 					fprintf(b, "%14s", "-");

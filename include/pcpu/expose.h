@@ -301,23 +301,6 @@ PCPU_API int pcpu_format_supported(enum pcpu_format fmt);
 PCPU_API int pcpu_format_double(char *out, size_t cap, double v, unsigned flags);
 
 /**
- * Writes v for people to read, as rates and counts are shown: three
- * significant digits and an SI prefix for multiples of a thousand, then
- * `unit` (NULL: none) after a space: 2302049761.1 with "/s" gives
- * "2.30 G/s", 950400 gives "950 k/s", 12 gives "12.0 /s", 0.25 gives
- * "0.250 /s" (no submultiple prefix: "250 m/s" would read as metres), 0
- * gives "0 /s"; below 0.001 and from 10^27 up, "1.23e-05 /s"; "NaN",
- * "+Inf", "-Inf". Prefixes k M G T P E Z Y. Rounded to nearest, and the
- * prefix chosen after rounding (999.6 gives "1.00 k"). Independent of the
- * locale, as pcpu_format_double(). Writes a NUL-terminated string into
- * out[0..cap) and returns its length, or -1 with errno EINVAL (NULL out)
- * or ERANGE (cap too small; out is then "" if cap > 0).
- * PCPU_FORMAT_NUMBER_MAX + strlen(unit) + 2 bytes are always enough.
- * Thread-safe; not async-signal-safe (snprintf). Cost: one snprintf.
- */
-PCPU_API int pcpu_format_si(char *out, size_t cap, double v, const char *unit);
-
-/**
  * Writes an integer value as the writers expose it with scale_exp10 (see
  * pcpu_family_desc): the exact integer when scale_exp10 is 0, otherwise
  * pcpu_format_double() of pcpu_stats_scale(v, scale_exp10). Counter values

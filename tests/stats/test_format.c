@@ -8,6 +8,7 @@
 #include "../check.h"
 #include "utf8_ref.h"
 #include "stats_internal.h"
+#include "si.h"
 #include <errno.h>
 #include <float.h>
 #include <locale.h>
@@ -30,10 +31,10 @@ static void expect_fmt(double v, int canonical, const char *want)
 static void expect_si(double v, const char *unit, const char *want)
 {
 	char buf[PCPU_FORMAT_NUMBER_MAX + 16];
-	int n = pcpu_format_si(buf, sizeof buf, v, unit);
+	int n = si_format(buf, sizeof buf, v, unit);
 
 	if (n < 0 || strcmp(buf, want) != 0 || (size_t)n != strlen(want)) {
-		fprintf(stderr, "pcpu_format_si(%.17g, \"%s\"): got %d \"%s\", want \"%s\"\n", v,
+		fprintf(stderr, "si_format(%.17g, \"%s\"): got %d \"%s\", want \"%s\"\n", v,
 			unit ? unit : "(null)", n, buf, want);
 		exit(1);
 	}
@@ -68,10 +69,10 @@ static void test_si(void)
 	expect_si(NAN, NULL, "NaN");
 	/* Too small a buffer: ERANGE and ""; NULL out: EINVAL. */
 	errno = 0;
-	CHECK(pcpu_format_si(small, sizeof small, 2.3e9, "/s") == -1 && errno == ERANGE && small[0] == '\0');
-	CHECK(pcpu_format_si(small, sizeof small, 2.3e9, "") == 6 && strcmp(small, "2.30 G") == 0);
+	CHECK(si_format(small, sizeof small, 2.3e9, "/s") == -1 && errno == ERANGE && small[0] == '\0');
+	CHECK(si_format(small, sizeof small, 2.3e9, "") == 6 && strcmp(small, "2.30 G") == 0);
 	errno = 0;
-	CHECK(pcpu_format_si(NULL, 8, 1, NULL) == -1 && errno == EINVAL);
+	CHECK(si_format(NULL, 8, 1, NULL) == -1 && errno == EINVAL);
 }
 
 static void test_known(void)
