@@ -29,7 +29,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <pcpu/common.h>
+#include <pcpu/defs.h>
 
 PCPU_BEGIN_DECLS
 

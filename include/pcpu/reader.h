@@ -53,7 +53,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include <pcpu/common.h>
+#include <pcpu/defs.h>
 #include <pcpu/expose.h>
 #include <pcpu/segment_dir.h>
 
