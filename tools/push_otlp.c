@@ -234,7 +234,7 @@ static int point_values(struct otlp *o, const struct pcpu_snapshot_family *f, co
 	*out = *se;
 	*skip = 0;
 	*start = start_of(o, f, se);
-	if (!o->e->delta)
+	if (!o->e->delta || f->type == PCPU_METRIC_GAUGE)
 		return 0;
 	if (delta_series(o->e->delta, f, se, *start, &dp) < 0)
 		return -1;
