@@ -242,7 +242,7 @@ struct ctx {
 
 static size_t run_variant(struct ctx *c, int v)
 {
-	struct push_encode e = { c->labels, 2, v == V_RW_NATIVE, 0, 0, 0, NULL, NULL, SIZE_MAX, &c->size_hint };
+	struct push_encode e = { c->labels, 2, v == V_RW_NATIVE, 0, 0, 0, NULL, NULL, SIZE_MAX, &c->size_hint, NULL };
 	char err[200], why[400];
 	struct push_answer ans;
 	size_t len = 0;

@@ -21,6 +21,12 @@
  *    levels), so a dropped request loses no count: the next one carries
  *    every count up to its time. What a drop loses is resolution -- the
  *    receiver has fewer points in that stretch -- never an event.
+ *    With OTLP delta temporality (--temporality delta) counters and
+ *    histograms are sent as increases since the last acknowledged point
+ *    (push_delta.c): the queue then holds one request, a new collection
+ *    supersedes one not acknowledged (its deltas cover it), and the
+ *    baseline advances only on a 2xx, so a failed or dropped request
+ *    loses no count either.
  *  - 4xx but 429 is not retried: the receiver said the request itself is
  *    wrong (bad labels, too old samples, authentication); it is dropped and
  *    the log says why. 5xx, 429 and transport errors are retried.
@@ -44,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -81,9 +88,18 @@ static const char push_usage[] =
 	"                       OTLP: gzip the requests (Content-Encoding: gzip); default\n"
 	"                       $OTEL_EXPORTER_OTLP_METRICS_COMPRESSION, then\n"
 	"                       $OTEL_EXPORTER_OTLP_COMPRESSION, then none\n"
+	"      --temporality cumulative|delta|lowmemory\n"
+	"                       OTLP: counters and histograms as cumulative values\n"
+	"                       (default) or as the increase since the last point the\n"
+	"                       receiver acknowledged (delta and lowmemory: the same\n"
+	"                       for pcpu's kinds); gauges stay gauges. Default\n"
+	"                       $OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE, then\n"
+	"                       cumulative. With delta, the counts made before the\n"
+	"                       agent's first collection are not sent\n"
 	"      --queue N        requests kept while the receiver is unreachable or\n"
 	"                       failing (default 4; oldest dropped first: values are\n"
-	"                       cumulative, so no count is lost, only resolution)\n"
+	"                       cumulative, so no count is lost, only resolution;\n"
+	"                       delta: one, each covering every count not acknowledged)\n"
 	"      --min-backoff SECS, --max-backoff SECS\n"
 	"                       retry delays, doubling (default 0.5 and 30)\n"
 	"      --count N        push N times, then deliver what is queued and exit\n"
@@ -111,6 +127,8 @@ struct push_args {
 	const char *job, *instance;
 	int native, verbose;
 	const char *compression; /* --compression: "gzip", "none", NULL: not given */
+	const char *temporality; /* --temporality as given, NULL: not given */
+	int delta;               /* OTLP delta temporality for counters and histograms */
 	int given_timeout, given_ca, given_job, given_instance; /* on the command line */
 	struct otel_env env; /* the OpenTelemetry environment (OTLP) */
 	double interval, min_backoff, max_backoff;
@@ -204,7 +222,7 @@ static int valid_label_name(const char *s, int otlp)
 }
 
 enum { O_RW = 256, O_OTLP, O_TIMEOUT, O_JOB, O_INSTANCE, O_LABEL, O_NATIVE, O_USER, O_PASSFILE, O_TOKENFILE,
-       O_CAFILE, O_QUEUE, O_MINB, O_MAXB, O_COUNT, O_MAXBYTES, O_MAXDOWN, O_COMPRESSION };
+       O_CAFILE, O_QUEUE, O_MINB, O_MAXB, O_COUNT, O_MAXBYTES, O_MAXDOWN, O_COMPRESSION, O_TEMPORALITY };
 
 static int bad(const char *msg)
 {
@@ -269,6 +287,7 @@ static int parse_option(int c, char *arg, struct push_args *a)
 			return bad("--max-bytes wants a size of at least 4K (e.g. 64M)");
 		break;
 	case O_COMPRESSION: a->compression = arg; break;
+	case O_TEMPORALITY: a->temporality = arg; break;
 	case O_MAXDOWN:
 		a->cf.max_down = strtoul(arg, &end, 10);
 		if (*end || !*arg || arg[0] == '-' || a->cf.max_down > 1000000)
@@ -391,6 +410,27 @@ static int check_args(struct push_args *a, int argc, char **argv)
 			return bad("--compression gzip is for OTLP (remote write bodies are snappy-compressed)");
 		a->http.gzip = c && strcmp(c, "gzip") == 0;
 	}
+	{
+		/* Temporality, as the OTLP exporter specification says: delta
+		 * puts Counter, asynchronous Counter and Histogram in delta,
+		 * lowmemory Counter and Histogram, both leave UpDownCounters
+		 * cumulative. pcpu's counters are (synchronous) Counters, its
+		 * histograms Histograms, and its gauges are gauges, so delta and
+		 * lowmemory mean the same here. The option, else the
+		 * environment (OTLP only), else cumulative; any case. */
+		const char *t = a->temporality, *from = "--temporality";
+
+		if (!t && otlp && a->env.temporality)
+			t = a->env.temporality, from = "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE";
+		if (t && strcasecmp(t, "cumulative") != 0 && strcasecmp(t, "delta") != 0 &&
+		    strcasecmp(t, "lowmemory") != 0) {
+			fprintf(stderr, "pcpustat push: %s: \"%.40s\" is not cumulative, delta or lowmemory\n", from, t);
+			return 2;
+		}
+		a->delta = t && strcasecmp(t, "cumulative") != 0;
+		if (a->delta && !otlp)
+			return bad("--temporality delta is for OTLP (remote write is cumulative)");
+	}
 	if (!a->instance) {
 		if (gethostname(host, sizeof host - 1) < 0 || !host[0])
 			snprintf(host, sizeof host, "localhost");
@@ -440,6 +480,7 @@ static int parse_args(int argc, char **argv, struct push_args *a)
 		{ "max-bytes", required_argument, NULL, O_MAXBYTES },
 		{ "max-down", required_argument, NULL, O_MAXDOWN },
 		{ "compression", required_argument, NULL, O_COMPRESSION },
+		{ "temporality", required_argument, NULL, O_TEMPORALITY },
 		{ "dir", required_argument, NULL, 'd' },
 		{ "owner", required_argument, NULL, 'u' },
 		{ "any-owner", no_argument, NULL, 'a' },
@@ -480,6 +521,9 @@ struct agent {
 	int failing;
 	uint64_t start_ns;
 	size_t size_hint; /* the previous request's, for rw_encode() */
+	/* delta temporality: the acknowledged baseline; the queue then holds
+	 * at most one request, whose values delta_acked() makes the base */
+	struct push_delta *delta;
 };
 
 /* Queues a request, dropping the oldest when the queue is full (a newer
@@ -517,7 +561,7 @@ static void collect(struct agent *ag)
 	struct scrape_result res;
 	const struct pcpu_snapshot *snap = scrape_collect(&a->cf, &ag->st, &hold, &res);
 	struct push_encode e = { a->labels, a->nlabels, a->native, 0, 0, ag->start_ns, scrape_created_ns, hold, 0,
-				 &ag->size_hint };
+				 &ag->size_hint, NULL };
 	char err[200];
 	uint8_t *body;
 	size_t len, nfam;
@@ -533,8 +577,33 @@ static void collect(struct agent *ag)
 	e.now_ms = (int64_t)(e.now_ns / 1000000u);
 	e.max_bytes = res.len; /* what the collection left of --max-bytes */
 	nfam = snap->nfamilies;
+	if (ag->delta) {
+		/* A request not yet acknowledged is superseded: the new one's
+		 * deltas are taken from the same acknowledged base, so they
+		 * cover everything it carried (sending both would count it
+		 * twice). */
+		while (ag->qn) {
+			dequeue(ag);
+			ag->s.superseded++;
+		}
+		delta_discard(ag->delta);
+		e.delta = ag->delta;
+		if (delta_begin(ag->delta, snap, e.now_ns) < 0) {
+			ag->s.failed_collect++;
+			fprintf(stderr, "pcpustat push: out of memory for the delta baseline\n");
+			scrape_release(hold);
+			return;
+		}
+	}
 	rc = a->http.proto == PUSH_REMOTE_WRITE ? rw_encode(snap, &e, &ag->arena, &body, &len, err, sizeof err)
 						: otlp_encode(snap, &e, &ag->arena, &body, &len, err, sizeof err);
+	if (ag->delta && rc == 0 && delta_end(ag->delta) < 0) {
+		free(body);
+		snprintf(err, sizeof err, "out of memory for the delta baseline");
+		rc = -1;
+	}
+	if (ag->delta && rc < 0)
+		delta_discard(ag->delta);
 	arena_reset(&ag->arena);
 	scrape_release(hold);
 	if (rc < 0) {
@@ -595,6 +664,8 @@ static void deliver(struct agent *ag, double now, int final)
 			ag->failing = 1;
 			return;
 		}
+		if (ag->delta) /* the baseline advances only on a 2xx */
+			o == PUSH_SENT ? delta_acked(ag->delta) : delta_discard(ag->delta);
 		if (o == PUSH_DENIED) {
 			ag->s.dropped++;
 			ag->s.denied++;
@@ -610,8 +681,10 @@ static void deliver(struct agent *ag, double now, int final)
 			ag->s.sent++;
 			if (ans.rejected)
 				fprintf(stderr, "pcpustat push: %s: partial success: the receiver rejected %lld data "
-					"point(s)%s%s\n", a->http.url, (long long)ans.rejected,
-					ans.rejected_why[0] ? ": " : "", ans.rejected_why);
+					"point(s)%s%s%s\n", a->http.url, (long long)ans.rejected,
+					ans.rejected_why[0] ? ": " : "", ans.rejected_why,
+					ag->delta ? " (not sent again: the request was acknowledged, so the delta "
+						    "baseline advanced; the rejected increases are lost)" : "");
 			if (ag->failing)
 				fprintf(stderr, "pcpustat push: %s: delivering again (%lu failed attempts so far)\n",
 					a->http.url, ag->s.failed);
@@ -695,6 +768,11 @@ int push_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 	ag.a = &a;
 	ag.start_ns = now_real_ns();
 	ag.q = calloc(a.queue_max, sizeof *ag.q);
+	if (a.delta && !(ag.delta = delta_new())) {
+		fprintf(stderr, "pcpustat push: out of memory\n");
+		rc = 1;
+		goto out;
+	}
 	if (!ag.q || !(ag.http = push_http_new(&a.http, err, sizeof err))) {
 		fprintf(stderr, "pcpustat push: %s\n", ag.q ? err : "out of memory");
 		rc = 1;
@@ -722,6 +800,7 @@ out:
 		dequeue(&ag);
 	free(ag.q);
 	push_http_free(ag.http);
+	delta_free(ag.delta);
 	arena_free(&ag.arena);
 	scrape_state_free(&ag.st);
 	free(a.labels);

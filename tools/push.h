@@ -14,6 +14,7 @@
  *                 TLS, timeout, and what a response means (sent, retry,
  *                 drop)
  *   push_arena.c  the encoders' scratch memory, freed whole after each push
+ *   push_delta.c  OTLP delta temporality: the acknowledged baseline
  *
  * One thread does everything, one push at a time.
  */
@@ -53,6 +54,42 @@ char *arena_strdup(struct arena *a, const char *s);
 void arena_reset(struct arena *a);
 void arena_free(struct arena *a);
 
+/* ---- push_delta.c ---- */
+
+/* What a delta point is taken from (delta_series()). */
+struct delta_point {
+	int skip;          /* the agent's first collection: no point for it */
+	int base;          /* 1: subtract the base below; 0: send the whole
+			    * value (a new series, or a reset) */
+	uint64_t start_ns; /* the point's StartTimeUnixNano */
+	uint64_t whole;    /* counter: the base value; histogram: the base sum */
+	int64_t nanos;     /* counter with fractions: the base billionths */
+	const uint64_t *counts; /* histogram: the base counts (nbuckets) */
+};
+/* The baseline state (push_delta.c says how it works). One per agent,
+ * used by one thread. NULL: out of memory. */
+struct push_delta *delta_new(void);
+void delta_free(struct push_delta *d);
+/* Before encoding snapshot s at time now_ns: sizes the pending baseline
+ * (replacing one not acknowledged). 0, or -1 (ENOMEM). */
+int delta_begin(struct push_delta *d, const struct pcpu_snapshot *s, uint64_t now_ns);
+/* For each counter and histogram series in snapshot order: records its
+ * values in the pending baseline and says in *out what to send. created:
+ * its segment's publication time (part of its identity). 0, or -1
+ * (ENOMEM). Cost: a key comparison; a binary search when series came or
+ * went (and once per baseline a sort of it). */
+int delta_series(struct push_delta *d, const struct pcpu_snapshot_family *f, const struct pcpu_snapshot_series *se,
+		 uint64_t created, struct delta_point *out);
+/* After encoding: carries the base of series that were missing. 0, or -1
+ * (ENOMEM). */
+int delta_end(struct push_delta *d);
+/* The request was acknowledged (2xx): its values become the base. */
+void delta_acked(struct push_delta *d);
+/* The request failed, was refused or superseded: the base stays. */
+void delta_discard(struct push_delta *d);
+/* Series in the acknowledged baseline. */
+size_t delta_series_kept(const struct push_delta *d);
+
 /* ---- the encoders: one request body from a snapshot ---- */
 
 /* What an encoder needs besides the snapshot. */
@@ -72,6 +109,9 @@ struct push_encode {
 	 * updated by rw_encode(): its output buffer starts there instead of
 	 * growing by doubling (NULL: none). */
 	size_t *size_hint;
+	/* OTLP: counters and histograms as delta from this baseline
+	 * (delta_begin() called); NULL: cumulative. */
+	struct push_delta *delta;
 };
 
 /* The body in *out (malloc'd, *len bytes): 0; or -1 with err set (ENOMEM,
@@ -100,6 +140,9 @@ struct otel_env {
 	const char *certificate;    /* CA file, or NULL */
 	const char *compression;    /* as set (checked by push.c), or NULL */
 	const char *compression_var, *headers_var; /* the variables they came from */
+	/* OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE as set (checked
+	 * by push.c), or NULL */
+	const char *temporality;
 	char **headers;             /* "Name: value", nheaders of them */
 	size_t nheaders;
 	struct push_label *attrs;   /* OTEL_RESOURCE_ATTRIBUTES, decoded */

@@ -10,6 +10,9 @@
  *   OTEL_EXPORTER_OTLP_[METRICS_]TIMEOUT  milliseconds per request
  *   OTEL_EXPORTER_OTLP_[METRICS_]CERTIFICATE  CA file for https://
  *   OTEL_EXPORTER_OTLP_[METRICS_]COMPRESSION  gzip or none
+ *   OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE  cumulative, delta
+ *                                        or lowmemory (any case; no
+ *                                        generic variable exists)
  *   OTEL_RESOURCE_ATTRIBUTES             key=value,... resource attributes
  *   OTEL_SERVICE_NAME                    service.name (over the one in
  *                                        OTEL_RESOURCE_ATTRIBUTES)
@@ -178,6 +181,8 @@ int otel_env_read(struct otel_env *e)
 	e->certificate = pick("OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE", "OTEL_EXPORTER_OTLP_CERTIFICATE", &which);
 	e->compression = pick("OTEL_EXPORTER_OTLP_METRICS_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION",
 			      &e->compression_var);
+	if ((v = getenv("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE")) && *v)
+		e->temporality = v; /* checked by push.c, as the option is */
 	if ((v = pick("OTEL_EXPORTER_OTLP_METRICS_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS", &which))) {
 		e->headers_var = which;
 		if (pairs(which, v, &e->headers_copy, add_header, e) < 0)

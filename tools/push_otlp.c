@@ -35,6 +35,13 @@
  * (pcpu_counter_fetch_and_zero) keeps its start time: the agent keeps no
  * per-series history, and receivers read the decrease as a reset, as
  * Prometheus does.
+ *
+ * Delta temporality (e->delta, `--temporality delta`): counters and
+ * histograms (Sum, Histogram, ExponentialHistogram) are sent as
+ * AGGREGATION_TEMPORALITY_DELTA, each point the increase since the last
+ * acknowledged one, starting at that point's time (push_delta.c keeps the
+ * baseline); gauges stay gauges. A family whose every point is skipped
+ * (the agent's first collection) is left out of the request.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -211,42 +218,96 @@ static uint64_t start_of(struct otlp *o, const struct pcpu_snapshot_family *f,
 	return o->start;
 }
 
-/* Counters and gauges: one NumberDataPoint per series. */
-static NumberDataPoint **number_points(struct otlp *o, const struct pcpu_snapshot_family *f)
+/*
+ * The values a counter or histogram point carries: with delta temporality,
+ * se's increase over its baseline in *out (a copy of se; histogram counts
+ * in the arena) and its start in *start; *skip when no point is sent (the
+ * agent's first collection). Cumulative: se itself and its segment's
+ * start. 0, or -1 (ENOMEM).
+ */
+static int point_values(struct otlp *o, const struct pcpu_snapshot_family *f, const struct pcpu_snapshot_series *se,
+			struct pcpu_snapshot_series *out, uint64_t *start, int *skip)
+{
+	struct delta_point dp;
+	size_t b;
+
+	*out = *se;
+	*skip = 0;
+	*start = start_of(o, f, se);
+	if (!o->e->delta || f->type == PCPU_METRIC_GAUGE)
+		return 0;
+	if (delta_series(o->e->delta, f, se, *start, &dp) < 0)
+		return -1;
+	*skip = dp.skip;
+	*start = dp.start_ns;
+	if (dp.skip || !dp.base)
+		return 0; /* nothing sent, or the whole value */
+	if (f->type == PCPU_METRIC_HISTOGRAM) {
+		uint64_t *c = arena_array(o->a, f->nbuckets, sizeof *c);
+
+		if (!c)
+			return -1;
+		for (b = 0; b < f->nbuckets; b++)
+			c[b] = se->value.histogram.counts[b] - dp.counts[b]; /* not below: push_delta.c */
+		out->value.histogram.counts = c;
+		out->value.histogram.sum = (int64_t)((uint64_t)se->value.histogram.sum - dp.whole);
+	} else if (f->flags & PCPU_SNAPSHOT_NANOS) {
+		__int128 d = ((__int128)se->value.fixed.whole - (__int128)dp.whole) * 1000000000 +
+			     ((__int128)se->value.fixed.nanos - dp.nanos);
+
+		out->value.fixed.whole = (uint64_t)(d / 1000000000);
+		out->value.fixed.nanos = (int64_t)(d % 1000000000);
+	} else {
+		out->value.counter = se->value.counter - dp.whole;
+	}
+	return 0;
+}
+
+/* Counters and gauges: one NumberDataPoint per series (*n of them). */
+static NumberDataPoint **number_points(struct otlp *o, const struct pcpu_snapshot_family *f, size_t *n)
 {
 	NumberDataPoint **pp = arena_array(o->a, f->nseries ? f->nseries : 1, sizeof *pp);
 	NumberDataPoint *p = arena_array(o->a, f->nseries ? f->nseries : 1, sizeof *p);
-	size_t i;
+	size_t i, j = 0;
 
 	for (i = 0; pp && p && i < f->nseries; i++) {
-		const struct pcpu_snapshot_series *se = &f->series[i];
+		struct pcpu_snapshot_series v, *se = &v;
+		uint64_t start;
+		int skip;
 
-		pcpustat__otlp__number_data_point__init(&p[i]);
-		if (attributes(o, f, se, &p[i].base, 7) < 0) /* NumberDataPoint.attributes */
+		if (point_values(o, f, &f->series[i], &v, &start, &skip) < 0)
 			return NULL;
-		p[i].time_unix_nano = o->e->now_ns;
+		if (skip)
+			continue;
+		pcpustat__otlp__number_data_point__init(&p[j]);
+		if (attributes(o, f, se, &p[j].base, 7) < 0) /* NumberDataPoint.attributes */
+			return NULL;
+		p[j].time_unix_nano = o->e->now_ns;
 		if (f->type == PCPU_METRIC_COUNTER)
-			p[i].start_time_unix_nano = start_of(o, f, se);
+			p[j].start_time_unix_nano = start;
 		/* Integers as integers (exact); a scale or a fraction
 		 * (PCPU_SNAPSHOT_NANOS) as the double the writers expose. */
 		if (f->scale_exp10 == 0 && !(f->flags & PCPU_SNAPSHOT_NANOS) &&
 		    (f->type == PCPU_METRIC_GAUGE || se->value.counter <= (uint64_t)INT64_MAX)) {
-			p[i].value_case = PCPUSTAT__OTLP__NUMBER_DATA_POINT__VALUE_AS_INT;
-			p[i].as_int = f->type == PCPU_METRIC_COUNTER ? (int64_t)se->value.counter
+			p[j].value_case = PCPUSTAT__OTLP__NUMBER_DATA_POINT__VALUE_AS_INT;
+			p[j].as_int = f->type == PCPU_METRIC_COUNTER ? (int64_t)se->value.counter
 								     : se->value.gauge;
 		} else {
-			p[i].value_case = PCPUSTAT__OTLP__NUMBER_DATA_POINT__VALUE_AS_DOUBLE;
-			p[i].as_double = pcpu_snapshot_value(f, se);
+			p[j].value_case = PCPUSTAT__OTLP__NUMBER_DATA_POINT__VALUE_AS_DOUBLE;
+			p[j].as_double = pcpu_snapshot_value(f, se);
 		}
-		pp[i] = &p[i];
+		pp[j] = &p[j];
+		j++;
 	}
+	*n = j;
 	return pp && p ? pp : NULL;
 }
 
-/* Explicit and log-linear histograms: the exposed buckets, per bucket. */
-static HistogramDataPoint **histogram_points(struct otlp *o, const struct pcpu_snapshot_family *f)
+/* Explicit and log-linear histograms: the exposed buckets, per bucket (*n
+ * points). */
+static HistogramDataPoint **histogram_points(struct otlp *o, const struct pcpu_snapshot_family *f, size_t *n)
 {
-	size_t nexp = pcpu_snapshot_histogram_buckets(f, NULL, NULL, NULL, 0), i, k;
+	size_t nexp = pcpu_snapshot_histogram_buckets(f, NULL, NULL, NULL, 0), i, j, k;
 	size_t *idx = arena_array(o->a, f->nbuckets, sizeof *idx);
 	uint64_t *cum = arena_array(o->a, f->nbuckets, sizeof *cum);
 	double *bounds = arena_array(o->a, nexp, sizeof *bounds);
@@ -258,49 +319,58 @@ static HistogramDataPoint **histogram_points(struct otlp *o, const struct pcpu_s
 	pcpu_snapshot_histogram_buckets(f, NULL, idx, NULL, f->nbuckets);
 	for (k = 0; k + 1 < nexp; k++)
 		bounds[k] = pcpu_stats_scale((double)f->bucket_upper[idx[k]], f->scale_exp10);
-	for (i = 0; i < f->nseries; i++) {
-		const struct pcpu_snapshot_series *se = &f->series[i];
-		uint64_t *bc = arena_array(o->a, nexp, sizeof *bc);
+	for (i = 0, j = 0; i < f->nseries; i++) {
+		struct pcpu_snapshot_series v, *se = &v;
+		uint64_t *bc = arena_array(o->a, nexp, sizeof *bc), start;
+		int skip;
 
-		if (!bc)
+		if (!bc || point_values(o, f, &f->series[i], &v, &start, &skip) < 0)
 			return NULL;
+		if (skip)
+			continue;
 		pcpu_snapshot_histogram_buckets(f, se->value.histogram.counts, NULL, cum, f->nbuckets);
 		for (k = 0; k < nexp; k++)
 			bc[k] = cum[k] - (k ? cum[k - 1] : 0);
-		pcpustat__otlp__histogram_data_point__init(&p[i]);
-		if (attributes(o, f, se, &p[i].base, 9) < 0) /* HistogramDataPoint.attributes */
+		pcpustat__otlp__histogram_data_point__init(&p[j]);
+		if (attributes(o, f, se, &p[j].base, 9) < 0) /* HistogramDataPoint.attributes */
 			return NULL;
-		p[i].start_time_unix_nano = start_of(o, f, se);
-		p[i].time_unix_nano = o->e->now_ns;
-		p[i].count = cum[nexp - 1];
-		p[i].sum__case = PCPUSTAT__OTLP__HISTOGRAM_DATA_POINT__SUM__SUM;
-		p[i].sum = pcpu_stats_scale((double)se->value.histogram.sum, f->scale_exp10);
-		p[i].n_bucket_counts = nexp;
-		p[i].bucket_counts = bc;
-		p[i].n_explicit_bounds = nexp - 1;
-		p[i].explicit_bounds = bounds;
-		pp[i] = &p[i];
+		p[j].start_time_unix_nano = start;
+		p[j].time_unix_nano = o->e->now_ns;
+		p[j].count = cum[nexp - 1];
+		p[j].sum__case = PCPUSTAT__OTLP__HISTOGRAM_DATA_POINT__SUM__SUM;
+		p[j].sum = pcpu_stats_scale((double)se->value.histogram.sum, f->scale_exp10);
+		p[j].n_bucket_counts = nexp;
+		p[j].bucket_counts = bc;
+		p[j].n_explicit_bounds = nexp - 1;
+		p[j].explicit_bounds = bounds;
+		pp[j] = &p[j];
+		j++;
 	}
+	*n = j;
 	return pp;
 }
 
 /* Exponential histograms: scale = schema, offset = native index - 1 (the
- * file's comment). */
-static ExpoDataPoint **expo_points(struct otlp *o, const struct pcpu_snapshot_family *f)
+ * file's comment); *np points. */
+static ExpoDataPoint **expo_points(struct otlp *o, const struct pcpu_snapshot_family *f, size_t *np)
 {
 	ExpoDataPoint **pp = arena_array(o->a, f->nseries ? f->nseries : 1, sizeof *pp);
 	ExpoDataPoint *p = arena_array(o->a, f->nseries ? f->nseries : 1, sizeof *p);
-	size_t i, b;
+	size_t i, j = 0, b;
 
 	for (i = 0; pp && p && i < f->nseries; i++) {
-		const struct pcpu_snapshot_series *se = &f->series[i];
-		const uint64_t *c = se->value.histogram.counts;
+		struct pcpu_snapshot_series v, *se = &v;
+		const uint64_t *c;
 		ExpoBuckets *pos = arena_alloc(o->a, sizeof *pos);
-		uint64_t *bc = arena_array(o->a, f->nbuckets, sizeof *bc), n = 0;
+		uint64_t *bc = arena_array(o->a, f->nbuckets, sizeof *bc), n = 0, start;
 		size_t lo = 1, hi = f->nbuckets - 1; /* [lo, hi): the positive buckets sent */
+		int skip;
 
-		if (!pos || !bc)
+		if (!pos || !bc || point_values(o, f, &f->series[i], &v, &start, &skip) < 0)
 			return NULL;
+		if (skip)
+			continue;
+		c = se->value.histogram.counts;
 		for (b = 0; b < f->nbuckets; b++)
 			n += c[b];
 		while (lo < hi && !c[lo])
@@ -315,20 +385,22 @@ static ExpoDataPoint **expo_points(struct otlp *o, const struct pcpu_snapshot_fa
 			pos->n_bucket_counts = hi - lo;
 			pos->bucket_counts = bc;
 		}
-		pcpustat__otlp__exponential_histogram_data_point__init(&p[i]);
-		if (attributes(o, f, se, &p[i].base, 1) < 0) /* ExponentialHistogramDataPoint.attributes */
+		pcpustat__otlp__exponential_histogram_data_point__init(&p[j]);
+		if (attributes(o, f, se, &p[j].base, 1) < 0) /* ExponentialHistogramDataPoint.attributes */
 			return NULL;
-		p[i].start_time_unix_nano = start_of(o, f, se);
-		p[i].time_unix_nano = o->e->now_ns;
-		p[i].count = n;
-		p[i].sum__case = PCPUSTAT__OTLP__EXPONENTIAL_HISTOGRAM_DATA_POINT__SUM__SUM;
-		p[i].sum = pcpu_stats_scale((double)se->value.histogram.sum, f->scale_exp10);
-		p[i].scale = f->native_schema;
-		p[i].zero_count = c[0];
-		p[i].zero_threshold = native_bound(f->native_schema, f->native_index - 1);
-		p[i].positive = pos;
-		pp[i] = &p[i];
+		p[j].start_time_unix_nano = start;
+		p[j].time_unix_nano = o->e->now_ns;
+		p[j].count = n;
+		p[j].sum__case = PCPUSTAT__OTLP__EXPONENTIAL_HISTOGRAM_DATA_POINT__SUM__SUM;
+		p[j].sum = pcpu_stats_scale((double)se->value.histogram.sum, f->scale_exp10);
+		p[j].scale = f->native_schema;
+		p[j].zero_count = c[0];
+		p[j].zero_threshold = native_bound(f->native_schema, f->native_index - 1);
+		p[j].positive = pos;
+		pp[j] = &p[j];
+		j++;
 	}
+	*np = j;
 	return pp && p ? pp : NULL;
 }
 
@@ -340,8 +412,13 @@ static void kept_free(struct otlp *o)
 		free(o->kept[k].buf);
 }
 
+/* Family f as Metric m: 0; 1 when it has no point to send (delta: the
+ * agent's first collection), m left out; -1 (ENOMEM). */
 static int add_metric(struct otlp *o, Metric *m, const struct pcpu_snapshot_family *f)
 {
+	int temporality = o->e->delta ? PCPUSTAT__OTLP__AGGREGATION_TEMPORALITY__AGGREGATION_TEMPORALITY_DELTA
+				      : PCPUSTAT__OTLP__AGGREGATION_TEMPORALITY__AGGREGATION_TEMPORALITY_CUMULATIVE;
+	size_t n = 0;
 	unsigned k;
 
 	for (k = 0; k < PCPU_STATS_LABELS_MAX; k++)
@@ -353,7 +430,7 @@ static int add_metric(struct otlp *o, Metric *m, const struct pcpu_snapshot_fami
 	m->description = (char *)(f->help ? f->help : "");
 	m->unit = (char *)otlp_unit(f->unit);
 	if (f->type == PCPU_METRIC_COUNTER || f->type == PCPU_METRIC_GAUGE) {
-		NumberDataPoint **dp = number_points(o, f);
+		NumberDataPoint **dp = number_points(o, f, &n);
 
 		if (!dp)
 			return -1;
@@ -363,9 +440,9 @@ static int add_metric(struct otlp *o, Metric *m, const struct pcpu_snapshot_fami
 			if (!s)
 				return -1;
 			pcpustat__otlp__sum__init(s);
-			s->aggregation_temporality = PCPUSTAT__OTLP__AGGREGATION_TEMPORALITY__AGGREGATION_TEMPORALITY_CUMULATIVE;
+			s->aggregation_temporality = temporality;
 			s->is_monotonic = 1;
-			s->n_data_points = f->nseries;
+			s->n_data_points = n;
 			s->data_points = dp;
 			m->data_case = PCPUSTAT__OTLP__METRIC__DATA_SUM;
 			m->sum = s;
@@ -375,7 +452,7 @@ static int add_metric(struct otlp *o, Metric *m, const struct pcpu_snapshot_fami
 			if (!g)
 				return -1;
 			pcpustat__otlp__gauge__init(g);
-			g->n_data_points = f->nseries;
+			g->n_data_points = n;
 			g->data_points = dp;
 			m->data_case = PCPUSTAT__OTLP__METRIC__DATA_GAUGE;
 			m->gauge = g;
@@ -383,23 +460,23 @@ static int add_metric(struct otlp *o, Metric *m, const struct pcpu_snapshot_fami
 	} else if (f->flags & PCPU_SNAPSHOT_NATIVE) {
 		Pcpustat__Otlp__ExponentialHistogram *h = arena_alloc(o->a, sizeof *h);
 
-		if (!h || !(h->data_points = (pcpustat__otlp__exponential_histogram__init(h), expo_points(o, f))))
+		if (!h || !(h->data_points = (pcpustat__otlp__exponential_histogram__init(h), expo_points(o, f, &n))))
 			return -1;
-		h->aggregation_temporality = PCPUSTAT__OTLP__AGGREGATION_TEMPORALITY__AGGREGATION_TEMPORALITY_CUMULATIVE;
-		h->n_data_points = f->nseries;
+		h->aggregation_temporality = temporality;
+		h->n_data_points = n;
 		m->data_case = PCPUSTAT__OTLP__METRIC__DATA_EXPONENTIAL_HISTOGRAM;
 		m->exponential_histogram = h;
 	} else {
 		Pcpustat__Otlp__Histogram *h = arena_alloc(o->a, sizeof *h);
 
-		if (!h || !(h->data_points = (pcpustat__otlp__histogram__init(h), histogram_points(o, f))))
+		if (!h || !(h->data_points = (pcpustat__otlp__histogram__init(h), histogram_points(o, f, &n))))
 			return -1;
-		h->aggregation_temporality = PCPUSTAT__OTLP__AGGREGATION_TEMPORALITY__AGGREGATION_TEMPORALITY_CUMULATIVE;
-		h->n_data_points = f->nseries;
+		h->aggregation_temporality = temporality;
+		h->n_data_points = n;
 		m->data_case = PCPUSTAT__OTLP__METRIC__DATA_HISTOGRAM;
 		m->histogram = h;
 	}
-	return 0;
+	return !n && f->nseries && f->type != PCPU_METRIC_GAUGE ? 1 : 0;
 }
 
 int otlp_encode(const struct pcpu_snapshot *s, const struct push_encode *e, struct arena *a, uint8_t **out,
@@ -414,7 +491,7 @@ int otlp_encode(const struct pcpu_snapshot *s, const struct push_encode *e, stru
 	Metric *m = arena_array(a, s->nfamilies ? s->nfamilies : 1, sizeof *m);
 	Metric **mp = arena_array(a, s->nfamilies ? s->nfamilies : 1, sizeof *mp);
 	KeyValue **rattr = arena_array(a, e->nlabels ? e->nlabels : 1, sizeof *rattr);
-	size_t i, n;
+	size_t i, n, nm;
 
 	*out = NULL;
 	if (!m || !mp || !rattr)
@@ -422,10 +499,15 @@ int otlp_encode(const struct pcpu_snapshot *s, const struct push_encode *e, stru
 	for (i = 0; i < e->nlabels; i++)
 		if (!(rattr[i] = new_kv(a, e->labels[i].name, e->labels[i].value)))
 			goto nomem;
-	for (i = 0; i < s->nfamilies; i++) {
-		if (add_metric(&o, &m[i], &s->families[i]) < 0)
+	for (i = 0, nm = 0; i < s->nfamilies; i++) {
+		int rc = add_metric(&o, &m[nm], &s->families[i]);
+
+		if (rc < 0)
 			goto nomem;
-		mp[i] = &m[i];
+		if (rc == 0) {
+			mp[nm] = &m[nm];
+			nm++;
+		}
 		if (a->bytes > e->max_bytes)
 			goto toobig;
 	}
@@ -434,7 +516,7 @@ int otlp_encode(const struct pcpu_snapshot *s, const struct push_encode *e, stru
 	scope.name = (char *)"pcpustat";
 	scope.version = (char *)PCPUSTAT_VERSION;
 	sm.scope = &scope;
-	sm.n_metrics = s->nfamilies;
+	sm.n_metrics = nm;
 	sm.metrics = mp;
 	rm.resource = &res;
 	rm.n_scope_metrics = 1;

@@ -205,7 +205,7 @@ int main(void)
 	struct pcpu_snapshot *s = pcpu_registry_snapshot(reg);
 	pcpu_snapshot_merge_t *m = pcpu_snapshot_merge_new();
 	const struct pcpu_snapshot *all;
-	struct push_encode e = { ext, 2, 1, 1795599335768, 0, 0, NULL, NULL, (size_t)1 << 30, NULL };
+	struct push_encode e = { ext, 2, 1, 1795599335768, 0, 0, NULL, NULL, (size_t)1 << 30, NULL, NULL };
 	struct arena a = { 0 };
 	Pcpustat__Rw__WriteRequest *r;
 	uint8_t *z, *again;

@@ -1,0 +1,341 @@
+#!/usr/bin/env python3
+"""`pcpustat push --otlp --temporality delta` counted exactly: a receiver
+that sums every delta it acknowledges must hold the writer's counts.
+
+  push_delta_test.py PCPUSTAT FIXTURE
+
+The agent lists the segment directory (so that a restarted writer, with
+another pid, is found) and pushes every 0.2 s. The receiver (push_common's,
+decoding each request with opentelemetry-proto) keeps only the requests it
+answered 200; the test adds up their delta points per series and compares
+them with what the application counted, at every step:
+
+ - the agent's first collection sends no counter or histogram point (the
+   segment did not exist yet: its series then arrive whole);
+ - every point: DELTA temporality, monotonic, a value >= 0, start < time,
+   and each point's start is the previous point's time for its series
+   (no gap, no overlap): the receiver never counts an interval twice;
+ - counts exact through 503 and 429 (retried), 500 (dropped: the next
+   delta covers it), closed connections; the sum never exceeds the count
+   (an overshoot is a double count) and reaches it once the receiver is ok;
+ - histograms: explicit buckets, count and sum; exponential count and sum;
+ - a counter reset (pcpu_counter_fetch_and_zero) then 5 more: +5, never a
+   negative or wrapped delta;
+ - the writer restarted (another pid): its series arrive whole, the old
+   pid's stop;
+ - the agent restarted: what was counted while no agent ran is not sent
+   (the documented choice: the new agent starts from its first collection),
+   and nothing is sent twice;
+ - OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE (delta, lowmemory, any
+   case) and --temporality over it; bad values and remote write exit 2.
+"""
+import bisect
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from push_common import HANG, Fixture, Lines, Receiver, attrs, run_push, stop, terminate, wait_for  # noqa: E402
+
+DELTA, CUMULATIVE = 1, 2
+BOUNDS_US = [1000, 10000, 100000]  # push_latency_seconds' bounds
+EXACT_WAIT = 120  # seconds for the counts to arrive once the receiver is ok
+
+
+def fail(msg):
+    raise SystemExit("FAIL: " + msg)
+
+
+class Sums:
+    """The receiver's acknowledged requests added up, per series (metric
+    name and attributes), checked point by point as they are read."""
+
+    def __init__(self, rcv):
+        self.rcv = rcv
+        self.seen = 0
+        self.sum = {}    # (name, attrs) -> total of a Sum; histograms: [count, sum, buckets]
+        self.last = {}   # (name, attrs) -> time of its last point
+        self.points = 0
+
+    def update(self):
+        with self.rcv.lock:
+            new = self.rcv.requests[self.seen:]
+            self.seen = len(self.rcv.requests)
+        for _, req in new:
+            for rm in req.resource_metrics:
+                for sm in rm.scope_metrics:
+                    for m in sm.metrics:
+                        self.metric(m)
+        return self
+
+    def contiguous(self, key, p):
+        if not p.start_time_unix_nano < p.time_unix_nano:
+            fail("%r: start %d not before time %d" % (key, p.start_time_unix_nano, p.time_unix_nano))
+        prev = self.last.get(key)
+        if prev is not None and p.start_time_unix_nano != prev:
+            fail("%r: start %d, the previous point's time %d (a gap or an overlap)"
+                 % (key, p.start_time_unix_nano, prev))
+        self.last[key] = p.time_unix_nano
+        self.points += 1
+
+    def metric(self, m):
+        kind = m.WhichOneof("data")
+        if kind == "gauge":
+            return
+        data = getattr(m, kind)
+        if data.aggregation_temporality != DELTA:
+            fail("%s: temporality %d, want DELTA" % (m.name, data.aggregation_temporality))
+        if kind == "sum" and not data.is_monotonic:
+            fail("%s: not monotonic" % m.name)
+        for p in data.data_points:
+            key = (m.name, tuple(sorted(attrs(p.attributes).items())))
+            self.contiguous(key, p)
+            if kind == "sum":
+                v = p.as_int if p.WhichOneof("value") == "as_int" else p.as_double
+                if v < 0:
+                    fail("%r: a negative delta %r" % (key, v))
+                self.sum[key] = self.sum.get(key, 0) + v
+            elif kind == "histogram":
+                h = self.sum.setdefault(key, [0, 0.0, [0] * len(p.bucket_counts)])
+                if len(h[2]) != len(p.bucket_counts) or any(c > 2**62 for c in p.bucket_counts):
+                    fail("%r: buckets %r" % (key, list(p.bucket_counts)))
+                h[0] += p.count
+                h[1] += p.sum
+                h[2] = [a + b for a, b in zip(h[2], p.bucket_counts)]
+            else:  # exponential
+                n = p.zero_count + sum(p.positive.bucket_counts) + sum(p.negative.bucket_counts)
+                if n != p.count or p.count > 2**62:
+                    fail("%r: count %d, buckets %d" % (key, p.count, n))
+                h = self.sum.setdefault(key, [0, 0.0, None])
+                h[0] += p.count
+                h[1] += p.sum
+
+    def get(self, name, pid, **labels):
+        want = dict(labels, pcpu_segment="pushfix", pcpu_pid=str(pid))
+        for (n, a), v in self.sum.items():
+            if n == name and dict(a) == want:
+                return v
+        return 0 if name == "push_requests" else [0, 0.0, [0, 0, 0, 0]]
+
+
+class App:
+    """The fixture with what it counted since it started."""
+
+    def __init__(self, fixture, env):
+        self.f = Fixture(fixture, env)
+        self.pid = self.f.pid
+        self.get = 0    # push_requests{method="GET"} as the receiver should total it
+        self.obs = []   # observations, microseconds
+
+    def add(self, k):
+        self.f.cmd("add %d" % k)
+        self.get += k
+
+    def observe(self, us):
+        self.f.cmd("observe %d" % us)
+        self.obs.append(us)
+
+    def buckets(self):
+        b = [0] * (len(BOUNDS_US) + 1)
+        for v in self.obs:
+            b[bisect.bisect_left(BOUNDS_US, v)] += 1
+        return b
+
+
+def exact(sums, app, what, extra_get=0):
+    """Waits until the receiver's totals equal the application's counts;
+    fails at once on an overshoot (a count sent twice)."""
+    want = app.get + extra_get
+
+    def arrived():
+        got = sums.update().get("push_requests", app.pid, method="GET")
+        if got > want:
+            fail("%s: the receiver totals %d, the application counted %d: counted twice" % (what, got, want))
+        return got == want
+
+    wait_for(arrived, "%s: the receiver's total of push_requests{GET} = %d (it has %r)"
+             % (what, want, sums.get("push_requests", app.pid, method="GET")), EXACT_WAIT)
+    h = sums.get("push_latency_seconds", app.pid)
+    wait_for(lambda: sums.update().get("push_latency_seconds", app.pid)[0] == len(app.obs),
+             "%s: histogram count %d" % (what, len(app.obs)), EXACT_WAIT)
+    h = sums.get("push_latency_seconds", app.pid)
+    if h[2] != app.buckets() or abs(h[1] - sum(app.obs) / 1e6) > 1e-9 * max(1, sum(app.obs)):
+        fail("%s: explicit histogram %r, want buckets %r sum %r" % (what, h, app.buckets(), sum(app.obs) / 1e6))
+    e = sums.get("push_latency_native_seconds", app.pid)
+    if e[0] != len(app.obs) or abs(e[1] - sum(app.obs) / 1e6) > 1e-9 * max(1, sum(app.obs)):
+        fail("%s: exponential histogram count %d sum %r, want %d %r" % (what, e[0], e[1], len(app.obs),
+                                                                      sum(app.obs) / 1e6))
+    print("ok   %s: GET %d, %d observations, exact" % (what, want, len(app.obs)))
+
+
+def fault(sums, rcv, log, app, mode, events, what, answered):
+    """The receiver answers `mode` while the application counts; then ok:
+    the totals are exact."""
+    start = log.count("retrying in") + log.count("dropped")
+    base = rcv.answered(answered)
+    rcv.mode = mode
+    n = [0]
+
+    def counting():
+        n[0] += 1
+        app.add(n[0])
+        if n[0] % 3 == 0:
+            app.observe(n[0] * 997)
+        return (log.count("retrying in") + log.count("dropped") >= start + events
+                and rcv.answered(answered) >= base + events)
+
+    wait_for(counting, what)
+    rcv.mode = "ok"
+    exact(sums, app, what)
+
+
+def agent(pcpustat, env, url, *extra):
+    p = subprocess.Popen([pcpustat, "push", "--otlp", url, "--temporality", "delta", "-v", "--interval", "0.2",
+                          "--min-backoff", "0.05", "--max-backoff", "0.2", "--timeout", "5"] + list(extra),
+                         env=env, stderr=subprocess.PIPE, text=True)
+    return p, Lines(p.stderr)
+
+
+def selection(pcpustat, env, fixture):
+    """The variable, the option over it, the values refused."""
+    rcv = Receiver()
+    try:
+        def temporality(env2, *args):
+            with rcv.lock:
+                rcv.requests.clear()
+            rc, err = run_push(pcpustat, env2, ["--otlp", rcv.url, "--count", "2", "--interval", "0.1"] + list(args)
+                               + ["pushfix"])
+            if rc != 0 or len(rcv.requests) != 2:
+                fail("push %r: exit %d, %d requests: %s" % (args, rc, len(rcv.requests), err))
+            ms = {m.name: m for m in rcv.requests[1][1].resource_metrics[0].scope_metrics[0].metrics}
+            return (ms["push_requests"].sum.aggregation_temporality,
+                    ms["push_latency_seconds"].histogram.aggregation_temporality,
+                    ms["push_queue_depth"].WhichOneof("data"))
+
+        var = "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE"
+        for value, want in (("delta", DELTA), ("LowMemory", DELTA), ("Cumulative", CUMULATIVE)):
+            got = temporality(dict(env, **{var: value}))
+            if got != (want, want, "gauge"):
+                fail("%s=%s: %r" % (var, value, got))
+        got = temporality(dict(env, **{var: "delta"}), "--temporality", "cumulative")
+        if got != (CUMULATIVE, CUMULATIVE, "gauge"):
+            fail("--temporality cumulative over %s=delta: %r" % (var, got))
+        got = temporality(env, "--temporality", "delta")
+        if got != (DELTA, DELTA, "gauge"):
+            fail("--temporality delta: %r" % (got,))
+        # The first request of a named, existing segment: gauges only.
+        names = {m.name for m in rcv.requests[0][1].resource_metrics[0].scope_metrics[0].metrics}
+        if "push_requests" in names or "push_queue_depth" not in names:
+            fail("the first delta request has %r: want the gauges only" % sorted(names))
+        for args, env2, text in ((["--temporality", "sometimes"], env, "--temporality: \"sometimes\""),
+                                 ([], dict(env, **{var: "low_memory"}), var + ": \"low_memory\""),
+                                 (["--remote-write", "http://127.0.0.1:1/api/v1/write", "--temporality", "delta"],
+                                  env, "delta is for OTLP")):
+            a = args if args[:1] == ["--remote-write"] else ["--otlp", rcv.url] + args
+            rc, err = run_push(pcpustat, env2, a + ["--count", "1", "pushfix"])
+            if rc != 2 or text not in err:
+                fail("%r: exit %d, %r (want 2 and %r)" % (args, rc, err, text))
+        # Remote write ignores the variable.
+        rc, err = run_push(pcpustat, dict(env, **{var: "delta"}),
+                           ["--remote-write", "http://127.0.0.1:1/api/v1/write", "--count", "1", "--timeout",
+                            "0.5", "pushfix"])
+        if rc == 2:
+            fail("remote write refused %s: %s" % (var, err))
+        print("ok   %s (delta, lowmemory, any case), --temporality over it, bad values and remote write "
+              "refused" % var)
+    finally:
+        rcv.close()
+
+
+def main():
+    pcpustat, fixture = sys.argv[1], sys.argv[2]
+    tmp = tempfile.mkdtemp(prefix="pcpu-push-delta.")
+    segdir = os.path.join(tmp, "seg")
+    os.mkdir(segdir, 0o700)
+    env = dict(os.environ, PCPU_SEGMENT_DIR=segdir)
+    procs = []
+    ok = False
+    rcv = Receiver()
+    try:
+        app = App(fixture, env)
+        procs.append(app.f.p)
+        selection(pcpustat, env, fixture)
+        stop(procs)
+        procs.clear()
+        # The agent first, then the application: its series arrive whole.
+        sums = Sums(rcv)
+        ag, log = agent(pcpustat, env, rcv.url)
+        procs.append(ag)
+        wait_for(lambda: rcv.requests, "the agent's first push")
+        app = App(fixture, env)
+        procs.append(app.f.p)
+        app.add(1000)
+        app.observe(500)
+        app.observe(5000)
+        app.observe(50000)
+        app.observe(2000000)
+        exact(sums, app, "a writer started after the agent")
+        for k in range(1, 30):
+            app.add(k)
+            if k % 7 == 0:
+                app.observe(k * 300)
+        exact(sums, app, "counting while pushing")
+        fault(sums, rcv, log, app, "503", 4, "503 (retried)", 503)
+        fault(sums, rcv, log, app, "429", 2, "429 (retried)", 429)
+        fault(sums, rcv, log, app, "500", 3, "500 (dropped, not retried)", 500)
+        fault(sums, rcv, log, app, "close", 3, "closed connections", "close")
+        # A counter reset by the application, then 5 more.
+        app.f.cmd("reset")
+        app.f.cmd("add 5")
+        app.get += 5
+        exact(sums, app, "a counter reset, then 5")
+        if sums.points < 20:
+            fail("only %d delta points" % sums.points)
+        # The writer restarted: another pid, its series whole.
+        old = app
+        old.f.p.stdin.close()
+        old.f.p.wait(timeout=HANG)
+        procs.remove(old.f.p)
+        app = App(fixture, env)
+        procs.append(app.f.p)
+        app.add(42)
+        app.observe(700)
+        exact(sums, app, "the writer restarted (pid %d, was %d)" % (app.pid, old.pid))
+        before = sums.get("push_requests", old.pid, method="GET")
+        if before != old.get:
+            fail("the old writer's total moved: %d, want %d" % (before, old.get))
+        # The agent restarted: its final push delivers everything, what is
+        # counted while none runs is not sent, then counting goes on.
+        rc, err = terminate(ag)
+        procs.remove(ag)
+        if rc != 1 or " 0 undelivered" not in err:  # 1: the 500s were dropped
+            fail("agent exit %d: %s" % (rc, err[-800:]))
+        exact(sums, app, "the agent's final push")
+        app.add(7)  # while no agent runs: not sent (documented)
+        app.get -= 7
+        sums.update().last.clear()  # a new agent: its points start at its first collection
+        ag, log = agent(pcpustat, env, rcv.url)
+        procs.append(ag)
+        n = len(rcv.requests)
+        wait_for(lambda: len(rcv.requests) >= n + 2, "the restarted agent's first pushes")
+        app.add(3)
+        app.observe(900)
+        exact(sums, app, "the agent restarted (7 counted between agents not sent, nothing twice)")
+        rc, err = terminate(ag)
+        procs.remove(ag)
+        if rc != 0:
+            fail("agent exit %d: %s" % (rc, err[-800:]))
+        print("ok   %d delta points, each starting where the one before ended" % sums.points)
+        ok = True
+    finally:
+        rcv.close()
+        stop(procs)
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("push_delta_test: ok" if ok else "push_delta_test: FAILED")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,443 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * OTLP delta temporality (`pcpustat push --temporality delta`): the
+ * baseline each counter and histogram series' next delta is taken from.
+ *
+ * The segments hold cumulative values; a delta point carries the increase
+ * since the last point the receiver ACKNOWLEDGED (a 2xx), and its
+ * StartTimeUnixNano is that point's time. So the agent keeps two
+ * baselines:
+ *
+ *   base     what the receiver has: per series, the values and the time of
+ *            the last acknowledged point that carried it;
+ *   pending  what the request being delivered will have given it once
+ *            acknowledged: built while that request is encoded (the
+ *            current cumulative values, the time of this push).
+ *
+ * delta_acked() makes pending the base; delta_discard() drops it (the
+ * request failed, was refused, or was superseded by a newer collection),
+ * and the next request's deltas are taken from the same base again: they
+ * cover the whole gap, so no failed or dropped push loses a count.
+ *
+ * Identity. A series is known by a key: its segment's publication time,
+ * its family's name, type and bucket count, and its label names and values
+ * (pcpu_segment and pcpu_pid among them). A restarted writer -- another
+ * pid, or the same pid (a container's pid 1) with a new segment -- has
+ * another publication time, so its series are new series, never a
+ * decrease of the old ones.
+ *
+ * Lookup without a hash table (the project keeps one, in the library).
+ * The merged snapshot lists families by name, segments by name and pid,
+ * and each segment's series in creation order (docs/segment-format.md: the
+ * order is the writer's own, a series keeps its place, new series come
+ * after): from one push to the next the series come in the same order but
+ * for those added or removed. The base is kept in that order, and each
+ * series is first compared with the entry after the previous match; only
+ * on a mismatch is it looked up by binary search in an index of the base
+ * sorted by key, built once per base when the first mismatch asks for it.
+ * A steady state costs one key comparison per series; a push where series
+ * came or went, one sort of the base.
+ *
+ * Decreases. A value below its base (a counter reset by the application,
+ * pcpu_counter_fetch_and_zero(); a histogram bucket lower than before;
+ * 2^64 wrap-around) is a reset: the delta is the current value (what was
+ * counted since the reset), over [base's time, now]. The counts between the
+ * last acknowledged point and the reset are lost, as they are for a
+ * cumulative consumer; a delta is never negative or wrapped.
+ *
+ * Series that disappear (a segment not read this time: down, over the
+ * byte budget, changing during the read) keep their base through
+ * DELTA_ABSENT_MAX acknowledged pushes: when they come back, their delta
+ * covers the time they were missing. Past that they are forgotten, and a
+ * series that comes back then is a new one (its whole value is sent).
+ *
+ * New series (no base): the whole value, starting at the segment's
+ * publication. Except at the agent's first collection: the agent does not
+ * know what an earlier agent sent, so every series present then is only
+ * recorded as the base (no point is sent for it): the counts made before
+ * the agent's first collection are not sent, and nothing is sent twice.
+ * Series and segments appearing afterwards are sent whole.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "push.h"
+
+/* Acknowledged pushes a missing series keeps its base through. */
+#define DELTA_ABSENT_MAX 10
+
+/* One series' baseline. */
+struct delta_ent {
+	size_t key_off;      /* its key in keys[] */
+	uint32_t key_len;
+	uint32_t absent;     /* acknowledged pushes it was missing from */
+	uint64_t time_ns;    /* the time of its last point: the next delta's start */
+	uint64_t whole;      /* counter: the value (whole units); histogram: the sum */
+	int64_t nanos;       /* counter with fractions: the billionths */
+	size_t counts_off;   /* histogram: nbuckets counts in counts[] */
+	uint32_t nbuckets;   /* 0: a counter */
+	uint32_t seen;       /* base: the collection that matched it last */
+};
+
+struct delta_set {
+	struct delta_ent *ent;
+	size_t n, cap;
+	uint8_t *keys;
+	size_t nkeys, capkeys;
+	uint64_t *counts;
+	size_t ncounts, capcounts;
+	uint32_t *sorted; /* base: entries by key, or NULL until needed */
+};
+
+struct push_delta {
+	struct delta_set base, pending;
+	int has_pending;
+	int primed;       /* the first collection is done */
+	int priming;      /* this collection only records the base */
+	uint32_t gen;     /* collections so far */
+	size_t cursor;    /* base entry after the last match */
+	uint64_t now_ns;
+	uint8_t *key;     /* the current series' key */
+	size_t keycap;
+	/* statistics for the log and the tests */
+	unsigned long resets, news;
+};
+
+static void set_free(struct delta_set *s)
+{
+	free(s->ent);
+	free(s->keys);
+	free(s->counts);
+	free(s->sorted);
+	memset(s, 0, sizeof *s);
+}
+
+struct push_delta *delta_new(void)
+{
+	return calloc(1, sizeof(struct push_delta));
+}
+
+void delta_free(struct push_delta *d)
+{
+	if (!d)
+		return;
+	set_free(&d->base);
+	set_free(&d->pending);
+	free(d->key);
+	free(d);
+}
+
+static int delta_kind(const struct pcpu_snapshot_family *f)
+{
+	return f->type == PCPU_METRIC_COUNTER || f->type == PCPU_METRIC_HISTOGRAM;
+}
+
+/* The key's length: 8 (publication) + 1 (type) + 4 (nbuckets) + the name
+ * and every label name and value, each NUL-terminated. */
+static size_t key_len(const struct pcpu_snapshot_family *f, const struct pcpu_snapshot_series *se)
+{
+	size_t n = 13 + strlen(f->name) + 1;
+	unsigned k;
+
+	for (k = 0; k < f->nlabels; k++)
+		n += strlen(f->label_names[k]) + 1 + strlen(se->label_values[k]) + 1;
+	return n;
+}
+
+static void key_write(uint8_t *p, const struct pcpu_snapshot_family *f, const struct pcpu_snapshot_series *se,
+		      uint64_t created)
+{
+	uint32_t nb = (uint32_t)f->nbuckets;
+	size_t l;
+	unsigned k;
+
+	memcpy(p, &created, 8);
+	p[8] = (uint8_t)f->type;
+	memcpy(p + 9, &nb, 4);
+	p += 13;
+	l = strlen(f->name) + 1;
+	memcpy(p, f->name, l);
+	p += l;
+	for (k = 0; k < f->nlabels; k++) {
+		l = strlen(f->label_names[k]) + 1;
+		memcpy(p, f->label_names[k], l);
+		p += l;
+		l = strlen(se->label_values[k]) + 1;
+		memcpy(p, se->label_values[k], l);
+		p += l;
+	}
+}
+
+static int key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+
+	return c ? c : alen < blen ? -1 : alen > blen;
+}
+
+/* Room for n more entries, k more key bytes, c more counts: 0, or -1
+ * (ENOMEM). Sized exactly by delta_begin() and delta_end(). */
+static int reserve(struct delta_set *s, size_t n, size_t k, size_t c)
+{
+	if (s->n + n > s->cap) {
+		struct delta_ent *e = realloc(s->ent, (s->n + n) * sizeof *e);
+
+		if (!e)
+			return -1;
+		s->ent = e;
+		s->cap = s->n + n;
+	}
+	if (s->nkeys + k > s->capkeys) {
+		uint8_t *p = realloc(s->keys, s->nkeys + k);
+
+		if (!p)
+			return -1;
+		s->keys = p;
+		s->capkeys = s->nkeys + k;
+	}
+	if (s->ncounts + c > s->capcounts) {
+		uint64_t *p = realloc(s->counts, (s->ncounts + c) * sizeof *p);
+
+		if (!p)
+			return -1;
+		s->counts = p;
+		s->capcounts = s->ncounts + c;
+	}
+	return 0;
+}
+
+int delta_begin(struct push_delta *d, const struct pcpu_snapshot *s, uint64_t now_ns)
+{
+	size_t n = 0, k = 0, c = 0, i, j;
+
+	set_free(&d->pending);
+	d->has_pending = 0;
+	for (i = 0; i < s->nfamilies; i++) {
+		const struct pcpu_snapshot_family *f = &s->families[i];
+
+		if (!delta_kind(f))
+			continue;
+		n += f->nseries;
+		for (j = 0; j < f->nseries; j++)
+			k += key_len(f, &f->series[j]);
+		if (f->type == PCPU_METRIC_HISTOGRAM)
+			c += f->nseries * f->nbuckets;
+	}
+	if (reserve(&d->pending, n, k, c) < 0) {
+		errno = ENOMEM;
+		return -1;
+	}
+	d->has_pending = 1;
+	d->gen++;
+	d->cursor = 0;
+	d->now_ns = now_ns;
+	d->priming = !d->primed;
+	return 0;
+}
+
+static int cmp_sorted(const void *a, const void *b, void *arg)
+{
+	const struct delta_set *s = arg;
+	const struct delta_ent *x = &s->ent[*(const uint32_t *)a], *y = &s->ent[*(const uint32_t *)b];
+
+	return key_cmp(s->keys + x->key_off, x->key_len, s->keys + y->key_off, y->key_len);
+}
+
+/* The base entry with this key in *out (NULL: none): 0, or -1 (ENOMEM:
+ * the index could not be built; the series must not read as new, which
+ * would send its whole value again). */
+static int lookup(struct push_delta *d, const uint8_t *key, size_t len, struct delta_ent **out)
+{
+	struct delta_set *b = &d->base;
+	size_t lo = 0, hi, i;
+
+	*out = NULL;
+	if (d->cursor < b->n) {
+		struct delta_ent *e = &b->ent[d->cursor];
+
+		if (!key_cmp(b->keys + e->key_off, e->key_len, key, len)) {
+			d->cursor++;
+			*out = e;
+			return 0;
+		}
+	}
+	if (!b->n)
+		return 0;
+	if (!b->sorted) {
+		if (!(b->sorted = malloc(b->n * sizeof *b->sorted)))
+			return -1;
+		for (i = 0; i < b->n; i++)
+			b->sorted[i] = (uint32_t)i;
+		qsort_r(b->sorted, b->n, sizeof *b->sorted, cmp_sorted, b);
+	}
+	hi = b->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		struct delta_ent *e = &b->ent[b->sorted[mid]];
+		int c = key_cmp(b->keys + e->key_off, e->key_len, key, len);
+
+		if (!c) {
+			d->cursor = b->sorted[mid] + 1;
+			*out = e;
+			return 0;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}
+
+/* Whether the current values are below the base's: a reset. */
+static int decreased(const struct pcpu_snapshot_family *f, const struct pcpu_snapshot_series *se,
+		     const struct delta_ent *e, const uint64_t *bc)
+{
+	size_t b;
+
+	if (f->type == PCPU_METRIC_HISTOGRAM) {
+		for (b = 0; b < f->nbuckets; b++)
+			if (se->value.histogram.counts[b] < bc[b])
+				return 1;
+		return 0;
+	}
+	if (f->flags & PCPU_SNAPSHOT_NANOS) {
+		__int128 now = (__int128)se->value.fixed.whole * 1000000000 + se->value.fixed.nanos;
+		__int128 then = (__int128)e->whole * 1000000000 + e->nanos;
+
+		return now < then;
+	}
+	return se->value.counter < e->whole;
+}
+
+int delta_series(struct push_delta *d, const struct pcpu_snapshot_family *f, const struct pcpu_snapshot_series *se,
+		 uint64_t created, struct delta_point *out)
+{
+	struct delta_set *p = &d->pending;
+	size_t len = key_len(f, se);
+	struct delta_ent *b, *e;
+
+	if (len > d->keycap) {
+		uint8_t *k = realloc(d->key, len);
+
+		if (!k)
+			return -1;
+		d->key = k;
+		d->keycap = len;
+	}
+	key_write(d->key, f, se, created);
+	if (lookup(d, d->key, len, &b) < 0)
+		return -1;
+	/* the pending entry: this push's values, at its time */
+	e = &p->ent[p->n++];
+	memset(e, 0, sizeof *e);
+	e->key_off = p->nkeys;
+	e->key_len = (uint32_t)len;
+	memcpy(p->keys + p->nkeys, d->key, len);
+	p->nkeys += len;
+	e->time_ns = d->now_ns;
+	if (f->type == PCPU_METRIC_HISTOGRAM) {
+		e->nbuckets = (uint32_t)f->nbuckets;
+		e->counts_off = p->ncounts;
+		memcpy(p->counts + p->ncounts, se->value.histogram.counts, f->nbuckets * sizeof(uint64_t));
+		p->ncounts += f->nbuckets;
+		e->whole = (uint64_t)se->value.histogram.sum;
+	} else if (f->flags & PCPU_SNAPSHOT_NANOS) {
+		e->whole = se->value.fixed.whole;
+		e->nanos = se->value.fixed.nanos;
+	} else {
+		e->whole = se->value.counter;
+	}
+	memset(out, 0, sizeof *out);
+	if (d->priming) {
+		out->skip = 1; /* recorded, not sent: the file comment */
+		return 0;
+	}
+	out->start_ns = created;
+	if (!b) {
+		d->news++;
+		return 0; /* new: the whole value */
+	}
+	b->seen = d->gen;
+	out->start_ns = b->time_ns;
+	if (decreased(f, se, b, d->base.counts + b->counts_off)) {
+		d->resets++;
+		return 0; /* a reset: what was counted since, over [base's time, now] */
+	}
+	out->base = 1;
+	out->whole = b->whole;
+	out->nanos = b->nanos;
+	out->counts = f->type == PCPU_METRIC_HISTOGRAM ? d->base.counts + b->counts_off : NULL;
+	return 0;
+}
+
+int delta_end(struct push_delta *d)
+{
+	struct delta_set *b = &d->base, *p = &d->pending;
+	size_t m = 0, k = 0, c = 0, i;
+
+	if (d->priming) {
+		/* the first collection: its values are the base at once (the
+		 * request carried no point for them) */
+		set_free(b);
+		*b = *p;
+		memset(p, 0, sizeof *p);
+		d->has_pending = 0;
+		d->primed = 1;
+		d->priming = 0;
+		return 0;
+	}
+	/* the base entries this collection did not see, carried over */
+	for (i = 0; i < b->n; i++)
+		if (b->ent[i].seen != d->gen && b->ent[i].absent < DELTA_ABSENT_MAX) {
+			m++;
+			k += b->ent[i].key_len;
+			c += b->ent[i].nbuckets;
+		}
+	if (!m)
+		return 0;
+	if (reserve(p, m, k, c) < 0) {
+		errno = ENOMEM;
+		return -1;
+	}
+	for (i = 0; i < b->n; i++) {
+		const struct delta_ent *o = &b->ent[i];
+		struct delta_ent *e;
+
+		if (o->seen == d->gen || o->absent >= DELTA_ABSENT_MAX)
+			continue;
+		e = &p->ent[p->n++];
+		*e = *o;
+		e->seen = 0;
+		e->absent = o->absent + 1;
+		e->key_off = p->nkeys;
+		memcpy(p->keys + p->nkeys, b->keys + o->key_off, o->key_len);
+		p->nkeys += o->key_len;
+		e->counts_off = p->ncounts;
+		memcpy(p->counts + p->ncounts, b->counts + o->counts_off, o->nbuckets * sizeof(uint64_t));
+		p->ncounts += o->nbuckets;
+	}
+	return 0;
+}
+
+void delta_acked(struct push_delta *d)
+{
+	if (!d->has_pending)
+		return;
+	set_free(&d->base);
+	d->base = d->pending;
+	memset(&d->pending, 0, sizeof d->pending);
+	d->has_pending = 0;
+}
+
+void delta_discard(struct push_delta *d)
+{
+	set_free(&d->pending);
+	d->has_pending = 0;
+}
+
+size_t delta_series_kept(const struct push_delta *d)
+{
+	return d->base.n;
+}
