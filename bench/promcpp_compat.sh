@@ -27,11 +27,11 @@ benches=("$peer"/core/benchmarks/{main,benchmark_helpers,counter_bench,gauge_ben
 "$cxx" "${flags[@]}" -I"$peer/core/benchmarks" "${benches[@]}" -o "$work/real" -lprometheus-cpp-core -lbenchmark
 "$cxx" "${flags[@]}" -I"$peer/core/benchmarks" -I"$src/compat/prometheus-cpp/include" -I"$src/include" -I"$bin/include" \
   "${benches[@]}" -o "$work/pcpu" -L"$bin/compat/prometheus-cpp" -L"$bin" \
-  -Wl,-rpath,"$bin/compat/prometheus-cpp:$bin" -lpcpu-prometheus -lpcpu -lbenchmark
+  -Wl,-rpath,"$bin/compat/prometheus-cpp:$bin" -lpcpu-prometheus -lpcpu-stats -lpcpu -lbenchmark
 "$cxx" "${flags[@]}" "$src/bench/promcpp_memory.cc" -o "$work/memory-real" -lprometheus-cpp-core
 "$cxx" "${flags[@]}" -I"$src/compat/prometheus-cpp/include" -I"$src/include" -I"$bin/include" \
   "$src/bench/promcpp_memory.cc" -o "$work/memory-pcpu" -L"$bin/compat/prometheus-cpp" -L"$bin" \
-  -Wl,-rpath,"$bin/compat/prometheus-cpp:$bin" -lpcpu-prometheus -lpcpu
+  -Wl,-rpath,"$bin/compat/prometheus-cpp:$bin" -lpcpu-prometheus -lpcpu-stats -lpcpu
 for r in $(seq 1 "$rounds"); do
   for lib in real pcpu; do
     "$work/$lib" --benchmark_filter="$filter" --benchmark_format=json --benchmark_min_time="$min_time" \

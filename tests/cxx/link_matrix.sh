@@ -32,7 +32,7 @@ build_and_run() {
   local a b main std lib
   local werror=-Werror
   if [ "$lang" = cxx ]; then
-    a=$dir/a.cpp b=$dir/b.cpp main=$dir/main.cpp std=-std=c++17 lib=(-lpcpu-prometheus -lpcpu)
+    a=$dir/a.cpp b=$dir/b.cpp main=$dir/main.cpp std=-std=c++17 lib=(-lpcpu-prometheus -lpcpu-stats -lpcpu)
   else
     a=$dir/c_a.c b=$dir/c_b.c main=$dir/c_main.c std=-std=gnu11 lib=(-lpcpu)
     # gcc reports what C forbids: an inline function with external

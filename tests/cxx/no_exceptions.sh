@@ -14,7 +14,7 @@ for cxx in "$3" "$4"; do
   for mode in -fno-exceptions -fexceptions; do
     exe=$work/$tag$mode
     if ! "$cxx" -std=c++17 -O1 -Wall -Wextra -Werror $mode -pthread "${inc[@]}" "$src/tests/cxx/no_exceptions.cpp" \
-         -o "$exe" -L"$bin" -lpcpu -Wl,-rpath,"$bin" >"$exe.log" 2>&1; then
+         -o "$exe" -L"$bin" -lpcpu-stats -lpcpu -Wl,-rpath,"$bin" >"$exe.log" 2>&1; then
       echo "FAILED: $tag $mode: does not build"; head -20 "$exe.log"; fails=$((fails + 1)); continue
     fi
     if ! out=$("$exe" 2>&1); then

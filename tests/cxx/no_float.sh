@@ -15,7 +15,7 @@ bad=("h.record(0.0123)" "hr.record(0.5f)" "h.record_n(1.5, 2)" "g.set(0.75)" "g.
 fails=0
 for cxx in "$3" "$4"; do
   if ! "$cxx" -std=c++17 -Wall -Wextra -Werror "${inc[@]}" "$src/tests/cxx/no_float.cpp" -o "$work/good" \
-       -L"$bin" -lpcpu -Wl,-rpath,"$bin" || ! "$work/good"; then
+       -L"$bin" -lpcpu-stats -lpcpu -Wl,-rpath,"$bin" || ! "$work/good"; then
     echo "FAILED: $cxx: the integer calls do not build or count"
     fails=$((fails + 1))
   fi

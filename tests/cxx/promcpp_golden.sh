@@ -11,7 +11,7 @@ mkdir -p "$work"
 "$cxx" -std=c++17 -O1 "$src/tests/cxx/promcpp_golden.cpp" -o "$work/real" -lprometheus-cpp-core -pthread
 "$cxx" -std=c++17 -O1 -I"$src/compat/prometheus-cpp/include" -I"$src/include" -I"$bin/include" \
   "$src/tests/cxx/promcpp_golden.cpp" -o "$work/pcpu" \
-  -L"$bin/compat/prometheus-cpp" -L"$bin" -Wl,-rpath,"$bin/compat/prometheus-cpp:$bin" -lpcpu-prometheus -lpcpu -pthread
+  -L"$bin/compat/prometheus-cpp" -L"$bin" -Wl,-rpath,"$bin/compat/prometheus-cpp:$bin" -lpcpu-prometheus -lpcpu-stats -lpcpu -pthread
 "$work/real" > "$work/real.out"
 "$work/pcpu" > "$work/pcpu.out"
 if ! diff -u "$work/real.out" "$work/pcpu.out"; then

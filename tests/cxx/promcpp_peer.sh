@@ -36,7 +36,7 @@ case "$sanitize" in
 esac
 inc=(-I"$src/compat/prometheus-cpp/include" -I"$src/include" -I"$bin/include")
 libs=(-L"$bin/compat/prometheus-cpp" -L"$bin" -Wl,-rpath,"$bin/compat/prometheus-cpp:$bin"
-      -lpcpu-prometheus -lpcpu -lgmock_main -lgmock -lgtest)
+      -lpcpu-prometheus -lpcpu-stats -lpcpu -lgmock_main -lgmock -lgtest)
 objs=()
 for t in "$peer"/core/tests/*_test.cc; do
   o=$work/$(basename "$t" .cc)${sanitize:+-$sanitize}.o

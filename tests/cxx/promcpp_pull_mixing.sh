@@ -50,7 +50,7 @@ CC
 # The program itself builds and runs with the layer (the cases below are
 # then failures of the mix alone).
 if "$cxx" -std=c++17 "${layer_inc[@]}" "$work/prog.cc" "${layer_libs[@]}" \
-     -lpcpu-prometheus-pull -lpcpu-prometheus -lpcpu -o "$work/prog" > "$work/prog.log" 2>&1 &&
+     -lpcpu-prometheus-pull -lpcpu-prometheus -lpcpu-stats -lpcpu -o "$work/prog" > "$work/prog.log" 2>&1 &&
    "$work/prog"; then
   echo "ok   the program builds and runs with the layer"
 else
@@ -64,7 +64,7 @@ else
   echo "FAIL a: without the core layer's guard"; fails=$((fails + 1))
 fi
 expect b_real_headers_layer_libs "undefined reference to \`prometheus::Exposer::Exposer(" \
-  "$cxx" -std=c++17 "$work/prog.cc" "${layer_libs[@]}" -lpcpu-prometheus-pull -lpcpu-prometheus -lpcpu -o "$work/b"
+  "$cxx" -std=c++17 "$work/prog.cc" "${layer_libs[@]}" -lpcpu-prometheus-pull -lpcpu-prometheus -lpcpu-stats -lpcpu -o "$work/b"
 cat > "$work/c1.cc" <<'CC'
 #include "/usr/include/prometheus/detail/pull_export.h"  // prometheus-cpp's, by another path
 #include <prometheus/exposer.h>                           // the layer's
@@ -90,5 +90,5 @@ CC
 expect c3_real_after "is ambiguous" \
   "$cxx" -std=c++17 "${layer_inc[@]}" -c "$work/c3.cc" -o "$work/c3.o"
 expect d_without_pull_lib "undefined reference to \`pcpu_prometheus_pull_layer_headers_need_lpcpu_prometheus_pull'" \
-  "$cxx" -std=c++17 "${layer_inc[@]}" "$work/prog.cc" "${layer_libs[@]}" -lpcpu-prometheus -lpcpu -o "$work/d"
+  "$cxx" -std=c++17 "${layer_inc[@]}" "$work/prog.cc" "${layer_libs[@]}" -lpcpu-prometheus -lpcpu-stats -lpcpu -o "$work/d"
 [ $fails = 0 ] && echo "ok: every mix fails as it must" || { echo "$fails case(s) failed"; exit 1; }

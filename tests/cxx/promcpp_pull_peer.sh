@@ -19,7 +19,7 @@ mkdir -p "$work"
 flags=(-std=c++17 -O1 -g -pthread)
 inc=(-I"$src/compat/prometheus-cpp/include" -I"$src/include" -I"$bin/include")
 libs=(-L"$bin/compat/prometheus-cpp" -L"$bin" -Wl,-rpath,"$bin/compat/prometheus-cpp:$bin"
-      -lpcpu-prometheus-pull -lpcpu-prometheus -lpcpu -lcurl -lgmock_main -lgmock -lgtest)
+      -lpcpu-prometheus-pull -lpcpu-prometheus -lpcpu-stats -lpcpu -lcurl -lgmock_main -lgmock -lgtest)
 sed 's|^#if 0  // https://github.com/civetweb/civetweb/issues/954|#if 1|' \
   "$peer"/pull/tests/integration/integration_test.cc > "$work/integration_test_954.cc"
 grep -q '^#if 1$' "$work/integration_test_954.cc"

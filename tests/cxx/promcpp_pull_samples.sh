@@ -2,7 +2,7 @@
 # prometheus-cpp 1.0.1's three pull samples (pull/tests/integration/
 # sample_server.cc, sample_server_multi.cc, sample_server_auth.cc) compiled
 # unchanged against pcpu's layer (its include directory first; linked with
-# -lpcpu-prometheus-pull -lpcpu-prometheus -lpcpu), run, and scraped with
+# -lpcpu-prometheus-pull -lpcpu-prometheus -lpcpu-stats -lpcpu), run, and scraped with
 # curl: status codes, headers, `promtool check metrics`, and the values.
 # The samples listen on 127.0.0.1:8080, hard-coded: each runs in a network
 # namespace of its own (unshare -n, or -rn as a user) where one is allowed,
@@ -161,7 +161,7 @@ for s in sample_server sample_server_multi sample_server_auth; do
   "$cxx" -std=c++17 -O1 -g -pthread -I"$src/compat/prometheus-cpp/include" -I"$src/include" -I"$bin/include" \
     "$peer/pull/tests/integration/$s.cc" \
     -L"$bin/compat/prometheus-cpp" -L"$bin" -Wl,-rpath,"$bin/compat/prometheus-cpp:$bin" \
-    -lpcpu-prometheus-pull -lpcpu-prometheus -lpcpu -o "$work/$s"
+    -lpcpu-prometheus-pull -lpcpu-prometheus -lpcpu-stats -lpcpu -o "$work/$s"
   echo "== $s (built unchanged from $peer/pull/tests/integration/$s.cc)"
   "${ns[@]}" "$0" --check "$s" "$work/$s"
 done

@@ -7,7 +7,7 @@ push/tests/integration/sample_client.cc from prometheus-cpp's source
 (Debian's source package, fetched as promcpp_peer.sh fetches it, or
 $PCPU_PROMCPP_SRC) is compiled as it is against the layer's headers (first
 on the include path) and linked with -lpcpu-prometheus-push
--lpcpu-prometheus -lpcpu. It pushes to 127.0.0.1:9091, written into its
+-lpcpu-prometheus -lpcpu-stats -lpcpu. It pushes to 127.0.0.1:9091, written into its
 source, once a second, forever; so it runs in a network namespace of its
 own (unshare -rn: a loopback nobody else uses), with a real Pushgateway
 (Debian prometheus-pushgateway) listening there on 127.0.0.1:9091. Where

@@ -156,7 +156,7 @@ needs() { # what names the library, the file
     || fail "$1 names $2 (package $pkg), but libpcpu-dev does not depend on $pkg: a static link fails where $pkg is not installed"
   echo "static link: $1 needs $2, from $pkg: a dependency of libpcpu-dev"
 }
-private=$(sed -n 's/^Libs\.private://p' "$lib/pkgconfig/pcpu.pc")
+private="$(sed -n 's/^Libs\.private://p' "$lib/pkgconfig/pcpu.pc") $(sed -n 's/^Libs\.private://p' "$lib/pkgconfig/pcpu-stats.pc")"
 for flag in $private; do
   case $flag in
   -lpthread | -lm | -lrt | -ldl | -lc | -pthread) ;;
@@ -171,25 +171,26 @@ for flag in $private; do
   esac
 done
 targets=$lib/cmake/pcpu/pcpuTargets.cmake
-static_libs=$(awk '/set_target_properties\(pcpu::pcpu_static /{t=1} t && /INTERFACE_LINK_LIBRARIES/{print; exit}' "$targets" \
+static_libs=$(awk '/set_target_properties\(pcpu::stats_static /{t=1} t && /INTERFACE_LINK_LIBRARIES/{print; exit}' "$targets" \
   | sed 's/.*INTERFACE_LINK_LIBRARIES "\(.*\)"/\1/')
-[ -n "$static_libs" ] || fail "no INTERFACE_LINK_LIBRARIES for pcpu::pcpu_static in $targets"
+[ -n "$static_libs" ] || fail "no INTERFACE_LINK_LIBRARIES for pcpu::stats_static in $targets"
 IFS=';' read -ra items <<<"$static_libs"
 for item in "${items[@]}"; do
   item=${item#\$<LINK_ONLY:}
   item=${item%>}
   case $item in
-  Threads::Threads) ;;
-  /*) needs "pcpu::pcpu_static" "$item" ;;
-  *) fail "pcpu::pcpu_static links '$item': neither Threads nor a library file" ;;
+  Threads::Threads | pcpu::pcpu_static) ;;
+  /*) needs "pcpu::stats_static" "$item" ;;
+  *) fail "pcpu::stats_static links '$item': neither Threads, pcpu::pcpu_static nor a library file" ;;
   esac
 done
-# The static link itself, with pkg-config --static: libpcpu.a, and what
-# Libs.private adds, linked statically too where an archive exists.
-static_libs_pc=$(PKG_CONFIG_LIBDIR=$lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$root pkg-config --static --libs pcpu)
-echo "pkg-config --static --libs pcpu: $static_libs_pc"
+# The static link itself, with pkg-config --static: libpcpu-stats.a,
+# libpcpu.a, and what Libs.private adds, linked statically too where an
+# archive exists.
+static_libs_pc=$(PKG_CONFIG_LIBDIR=$lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$root pkg-config --static --libs pcpu-stats)
+echo "pkg-config --static --libs pcpu-stats: $static_libs_pc"
 cc $cflags "$src/tests/install_consumer/consumer.c" -o "$work/static_consumer" \
   -Wl,-Bstatic $static_libs_pc -Wl,-Bdynamic
-! readelf -d "$work/static_consumer" | grep -q 'libpcpu\.so' || fail "the pkg-config --static consumer links libpcpu.so"
+! readelf -d "$work/static_consumer" | grep -q 'libpcpu.*\.so' || fail "the pkg-config --static consumer links libpcpu*.so"
 "$work/static_consumer"
 echo "deb_test: ok ($(cd "$work" && ls *.deb | tr '\n' ' '))"
