@@ -134,6 +134,9 @@ python3 -c 'import google.protobuf' 2>/dev/null || py_need+=("protobuf>=4.21,<5"
 # pcpustat push's OTLP tests decode the requests with the published schema.
 python3 -c 'import opentelemetry.proto.collector.metrics.v1.metrics_service_pb2' 2>/dev/null \
   || py_need+=("opentelemetry-proto>=1.20,<1.28")
+# ... and push_otlp_grpc serves OTLP/gRPC with it (grpcio, which the
+# generated metrics_service_pb2_grpc module needs).
+python3 -c 'import grpc' 2>/dev/null || py_need+=("grpcio>=1.60")
 if [ ${#py_need[@]} -gt 0 ]; then
   echo "install-deps: pip install ${py_need[*]}"
   python3 -m pip install --quiet --disable-pip-version-check "${py_need[@]}" \

@@ -57,7 +57,8 @@
 #include "push.h"
 
 static const char push_usage[] =
-	"Usage: pcpustat push (--remote-write URL | --otlp URL) [OPTIONS] [SEGMENT...]\n"
+	"Usage: pcpustat push (--remote-write URL | --otlp URL | --otlp-grpc URL) [OPTIONS]\n"
+	"                     [SEGMENT...]\n"
 	"\n"
 	"Sends the SEGMENTs (default: every segment you can read), as `pcpustat serve`\n"
 	"would expose them (labelled pcpu_segment and pcpu_pid, with pcpu_segment_up),\n"
@@ -65,6 +66,10 @@ static const char push_usage[] =
 	"  --remote-write URL   Prometheus remote write 1.0 (snappy protobuf), e.g.\n"
 	"                       http://prometheus:9090/api/v1/write\n"
 	"  --otlp URL           OTLP/HTTP protobuf, e.g. http://collector:4318/v1/metrics\n"
+	"  --otlp-grpc URL      OTLP/gRPC (HTTP/2), e.g. http://collector:4317\n"
+	"  Without one, OTLP goes to $OTEL_EXPORTER_OTLP_METRICS_ENDPOINT or\n"
+	"  $OTEL_EXPORTER_OTLP_ENDPOINT, over $OTEL_EXPORTER_OTLP_METRICS_PROTOCOL or\n"
+	"  $OTEL_EXPORTER_OTLP_PROTOCOL (http/protobuf, the default, or grpc)\n"
 	"\n"
 	"Options:\n"
 	"  -i, --interval SECS  between pushes (default 15)\n"
@@ -85,7 +90,8 @@ static const char push_usage[] =
 	"                       authentication; the file is read at every push\n"
 	"      --ca-file FILE   CA certificates to verify an https:// receiver with\n"
 	"      --compression gzip|none\n"
-	"                       OTLP: gzip the requests (Content-Encoding: gzip); default\n"
+	"                       OTLP: gzip the requests (Content-Encoding: gzip; over\n"
+	"                       gRPC grpc-encoding: gzip); default\n"
 	"                       $OTEL_EXPORTER_OTLP_METRICS_COMPRESSION, then\n"
 	"                       $OTEL_EXPORTER_OTLP_COMPRESSION, then none\n"
 	"      --temporality cumulative|delta|lowmemory\n"
@@ -109,7 +115,9 @@ static const char push_usage[] =
 	"  -h, --help\n"
 	"\n"
 	"Connection failures, 429 and 5xx (OTLP: 502, 503, 504) are retried, after\n"
-	"Retry-After when given; other statuses are not (logged).\n"
+	"Retry-After when given; other statuses are not (logged). OTLP/gRPC retries\n"
+	"CANCELLED, DEADLINE_EXCEEDED, ABORTED, OUT_OF_RANGE, UNAVAILABLE, DATA_LOSS,\n"
+	"and RESOURCE_EXHAUSTED when the receiver sent RetryInfo.\n"
 	"SIGINT or SIGTERM: a last push, then exit (0: everything was delivered).\n";
 
 /* A request waiting to be sent. */
@@ -221,7 +229,7 @@ static int valid_label_name(const char *s, int otlp)
 	return 1;
 }
 
-enum { O_RW = 256, O_OTLP, O_TIMEOUT, O_JOB, O_INSTANCE, O_LABEL, O_NATIVE, O_USER, O_PASSFILE, O_TOKENFILE,
+enum { O_RW = 256, O_OTLP, O_OTLP_GRPC, O_TIMEOUT, O_JOB, O_INSTANCE, O_LABEL, O_NATIVE, O_USER, O_PASSFILE, O_TOKENFILE,
        O_CAFILE, O_QUEUE, O_MINB, O_MAXB, O_COUNT, O_MAXBYTES, O_MAXDOWN, O_COMPRESSION, O_TEMPORALITY };
 
 static int bad(const char *msg)
@@ -238,11 +246,12 @@ static int parse_option(int c, char *arg, struct push_args *a)
 	char *eq, *end;
 
 	switch (c) {
-	case O_RW: case O_OTLP:
+	case O_RW: case O_OTLP: case O_OTLP_GRPC:
 		if (a->http.url)
-			return bad("one --remote-write or --otlp URL");
+			return bad("one --remote-write, --otlp or --otlp-grpc URL");
 		a->http.url = arg;
 		a->http.proto = c == O_RW ? PUSH_REMOTE_WRITE : PUSH_OTLP;
+		a->http.grpc = c == O_OTLP_GRPC;
 		break;
 	case 'i':
 		if (parse_secs(arg, 0.01, 86400, &a->interval) < 0)
@@ -369,11 +378,15 @@ static int check_args(struct push_args *a, int argc, char **argv)
 	if (!a->http.url && a->env.endpoint) { /* OTEL_EXPORTER_OTLP_(METRICS_)ENDPOINT */
 		a->http.url = a->env.endpoint;
 		a->http.proto = PUSH_OTLP;
+		a->http.grpc = a->env.grpc; /* OTEL_EXPORTER_OTLP_(METRICS_)PROTOCOL */
 		otlp = 1;
 	}
 	if (!a->http.url)
-		return bad("--remote-write URL or --otlp URL is required (or, for OTLP, "
+		return bad("--remote-write URL, --otlp URL or --otlp-grpc URL is required (or, for OTLP, "
 			   "OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_METRICS_ENDPOINT)");
+	if (a->http.grpc && strncasecmp(a->http.url, "http://", 7) != 0 &&
+	    strncasecmp(a->http.url, "https://", 8) != 0)
+		return bad("an OTLP/gRPC URL starts with http:// (cleartext HTTP/2) or https://");
 	if (otlp && otel_env_apply(a) < 0)
 		return 2;
 	if (!!a->http.basic_user != !!a->http.basic_password_file)
@@ -463,6 +476,7 @@ static int parse_args(int argc, char **argv, struct push_args *a)
 	static const struct option longopts[] = {
 		{ "remote-write", required_argument, NULL, O_RW },
 		{ "otlp", required_argument, NULL, O_OTLP },
+		{ "otlp-grpc", required_argument, NULL, O_OTLP_GRPC },
 		{ "interval", required_argument, NULL, 'i' },
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
 		{ "job", required_argument, NULL, O_JOB },
@@ -676,7 +690,8 @@ static void deliver(struct agent *ag, double now, int final)
 			ag->s.dropped++;
 			fprintf(stderr, "pcpustat push: %s: %s; dropped, not retried (a status %s does not retry: "
 				"the receiver refuses this request itself; the next carries the same cumulative "
-				"values)\n", a->http.url, why, a->http.proto == PUSH_OTLP ? "OTLP" : "remote write");
+				"values)\n", a->http.url, why,
+				a->http.grpc ? "OTLP/gRPC" : a->http.proto == PUSH_OTLP ? "OTLP" : "remote write");
 		} else {
 			ag->s.sent++;
 			if (ans.rejected)

@@ -136,6 +136,8 @@ const char *otlp_unit(const char *unit);
  * and their precedence). */
 struct otel_env {
 	const char *endpoint;       /* the metrics URL, or NULL */
+	int grpc;                   /* OTEL_EXPORTER_OTLP_[METRICS_]PROTOCOL=grpc */
+	const char *protocol_var;   /* the variable that said the protocol, or NULL */
 	double timeout;             /* seconds, or 0: not set */
 	const char *certificate;    /* CA file, or NULL */
 	const char *compression;    /* as set (checked by push.c), or NULL */
@@ -165,7 +167,9 @@ struct push_http_config {
 	const char *bearer_token_file;                /* read at every push */
 	const char *ca_file;
 	double timeout; /* seconds, per request */
-	int gzip;       /* OTLP: the bodies are gzip'ed (Content-Encoding: gzip) */
+	int gzip;       /* OTLP: the bodies are gzip'ed (Content-Encoding: gzip;
+			 * over gRPC, grpc-encoding: gzip) */
+	int grpc;       /* OTLP/gRPC: url is the server's base (push_grpc.c) */
 	char *const *headers; /* more request headers ("Name: value"), nheaders */
 	size_t nheaders;
 	int verbose;
@@ -194,6 +198,31 @@ struct push_answer {
  * with why set. The agent checks its files at start (exit 2), then reads
  * them at every push (so that they can be rotated). */
 int push_secret_check(const char *file, char *why, size_t cap);
+
+/* ---- push_grpc.c: gRPC's own wire rules (HTTP/2 is libcurl's) ---- */
+
+/* The path of OTLP's metrics export, appended to a gRPC base URL. */
+#define GRPC_OTLP_METRICS_PATH "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export"
+
+/* What a gRPC answer's headers and trailers said. */
+struct grpc_status {
+	int seen;          /* a grpc-status came */
+	int code;          /* its code (0 OK) */
+	int details;       /* grpc-status-details-bin came (RetryInfo, maybe) */
+	char message[200]; /* grpc-message, percent-decoded ("" when none) */
+};
+/* A code's name ("UNAVAILABLE"), or "?". */
+const char *grpc_code_name(int code);
+/* The 5 bytes before a message of len bytes (compressed: grpc-encoding). */
+void grpc_frame(uint8_t prefix[5], size_t len, int compressed);
+/* The message in an answer's body: 0, or -1 (short, or compressed). */
+int grpc_unframe(const uint8_t *p, size_t n, const uint8_t **msg, size_t *len);
+/* One header or trailer line (libcurl hands trailers over as headers). */
+void grpc_header(struct grpc_status *g, const char *line, size_t len);
+/* The code an answer's non-200 HTTP status stands for. */
+int grpc_from_http(long status);
+/* What the code means for the exporter (OTLP/gRPC's retry rules). */
+enum push_outcome grpc_outcome(const struct grpc_status *g);
 
 struct push_http;
 /* A client for cfg (kept, not copied: it must outlive the client), or NULL

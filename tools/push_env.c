@@ -3,8 +3,12 @@
  * The OpenTelemetry exporter environment, as the OTLP exporter and SDK
  * specifications name it, read once at start for `pcpustat push --otlp`:
  *
+ *   OTEL_EXPORTER_OTLP_[METRICS_]PROTOCOL  http/protobuf (the default) or
+ *                                        grpc; http/json is refused (not
+ *                                        implemented)
  *   OTEL_EXPORTER_OTLP_METRICS_ENDPOINT  the metrics URL, used as it is
- *   OTEL_EXPORTER_OTLP_ENDPOINT          a base URL: <base>/v1/metrics
+ *   OTEL_EXPORTER_OTLP_ENDPOINT          a base URL: <base>/v1/metrics over
+ *                                        HTTP; over gRPC used as it is
  *   OTEL_EXPORTER_OTLP_[METRICS_]HEADERS  key=value,... (values
  *                                        percent-encoded): HTTP headers
  *   OTEL_EXPORTER_OTLP_[METRICS_]TIMEOUT  milliseconds per request
@@ -155,7 +159,20 @@ int otel_env_read(struct otel_env *e)
 	char *end;
 
 	memset(e, 0, sizeof *e);
+	if ((v = pick("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL", &which))) {
+		if (strcmp(v, "grpc") == 0) {
+			e->grpc = 1;
+		} else if (strcmp(v, "http/protobuf") != 0) {
+			snprintf(e->err, sizeof e->err, "%s: \"%.40s\" is not grpc or http/protobuf%s", which, v,
+				 strcmp(v, "http/json") == 0 ? " (http/json is not implemented)" : "");
+			return -1;
+		}
+		e->protocol_var = which;
+	}
 	if ((v = getenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")) && *v) {
+		e->endpoint = e->endpoint_own = strdup(v);
+	} else if ((v = getenv("OTEL_EXPORTER_OTLP_ENDPOINT")) && *v && e->grpc) {
+		/* gRPC has no per-signal path: the base is the endpoint. */
 		e->endpoint = e->endpoint_own = strdup(v);
 	} else if ((v = getenv("OTEL_EXPORTER_OTLP_ENDPOINT")) && *v) {
 		size_t n = strlen(v);

@@ -25,12 +25,17 @@
  * An OTLP 2xx may carry a partial_success (data points the receiver
  * rejected): push_otlp.c decodes it for the log. Only the first 4 KiB of
  * an answer are kept, whatever its size. Redirects are not followed.
+ *
+ * OTLP/gRPC (--otlp-grpc) is the same client on HTTP/2 (libcurl with
+ * nghttp2: prior knowledge for http://, ALPN for https://), with gRPC's
+ * framing, headers and status trailers from push_grpc.c.
  */
 #include <curl/curl.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "push.h"
 
@@ -43,6 +48,10 @@ struct push_http {
 	char errbuf[CURL_ERROR_SIZE];
 	char answer[ANSWER_KEPT + 1];
 	size_t nanswer;
+	char *url;                /* gRPC: the base URL and the method's path */
+	uint8_t *framed;          /* gRPC: the request with its 5-byte prefix */
+	size_t framed_cap;
+	struct grpc_status grpc;  /* gRPC: what the answer's trailers said */
 };
 
 /* The receiver's answer: its start kept, the rest read and forgotten. */
@@ -56,6 +65,15 @@ static size_t on_answer(char *p, size_t size, size_t n, void *cls)
 		h->nanswer += len < room ? len : room;
 	}
 	return len;
+}
+
+/* A header or trailer line of the answer: gRPC's status is in them. */
+static size_t on_header(char *p, size_t size, size_t n, void *cls)
+{
+	struct push_http *h = cls;
+
+	grpc_header(&h->grpc, p, size * n);
+	return size * n;
 }
 
 /* A secret file's first line, without the newline: 0, or -1 (why says). */
@@ -105,18 +123,36 @@ struct push_http *push_http_new(const struct push_http_config *cfg, char *err, s
 		return NULL;
 	}
 	h->cfg = cfg;
-	h->hdrs = curl_slist_append(h->hdrs, "Content-Type: application/x-protobuf");
+	if (cfg->grpc) {
+		/* gRPC: the base URL plus the method (one slash between); the
+		 * message's compression is gRPC's own header, not HTTP's. */
+		size_t n = strlen(cfg->url);
+
+		if (asprintf(&h->url, "%.*s%s", (int)(n && cfg->url[n - 1] == '/' ? n - 1 : n), cfg->url,
+			     GRPC_OTLP_METRICS_PATH) < 0) {
+			h->url = NULL;
+			snprintf(err, cap, "out of memory");
+			push_http_free(h);
+			return NULL;
+		}
+		h->hdrs = curl_slist_append(h->hdrs, "Content-Type: application/grpc");
+		h->hdrs = curl_slist_append(h->hdrs, "TE: trailers");
+		if (cfg->gzip)
+			h->hdrs = curl_slist_append(h->hdrs, "grpc-encoding: gzip");
+	} else {
+		h->hdrs = curl_slist_append(h->hdrs, "Content-Type: application/x-protobuf");
+	}
 	if (cfg->proto == PUSH_REMOTE_WRITE) {
 		h->hdrs = curl_slist_append(h->hdrs, "Content-Encoding: snappy");
 		h->hdrs = curl_slist_append(h->hdrs, "X-Prometheus-Remote-Write-Version: 0.1.0");
 	}
-	if (cfg->gzip)
+	if (cfg->gzip && !cfg->grpc)
 		h->hdrs = curl_slist_append(h->hdrs, "Content-Encoding: gzip");
 	for (size_t i = 0; i < cfg->nheaders && h->hdrs; i++) /* OTEL_EXPORTER_OTLP_HEADERS */
 		h->hdrs = curl_slist_append(h->hdrs, cfg->headers[i]);
 	h->hdrs = curl_slist_append(h->hdrs, "Expect:"); /* no 100-continue round trip */
 	snprintf(ua, sizeof ua, "pcpustat/%s", PCPUSTAT_VERSION);
-	if (!h->hdrs || curl_easy_setopt(h->c, CURLOPT_URL, cfg->url) != CURLE_OK ||
+	if (!h->hdrs || curl_easy_setopt(h->c, CURLOPT_URL, h->url ? h->url : cfg->url) != CURLE_OK ||
 	    curl_easy_setopt(h->c, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK) {
 		snprintf(err, cap, "bad URL %s", cfg->url);
 		push_http_free(h);
@@ -134,6 +170,27 @@ struct push_http *push_http_new(const struct push_http_config *cfg, char *err, s
 	curl_easy_setopt(h->c, CURLOPT_POST, 1L);
 	if (cfg->ca_file)
 		curl_easy_setopt(h->c, CURLOPT_CAINFO, cfg->ca_file);
+	if (cfg->grpc) {
+		/* HTTP/2 or nothing: cleartext with prior knowledge (what an
+		 * OTLP/gRPC receiver on http:// speaks), TLS by ALPN. */
+		long v = strncasecmp(cfg->url, "https:", 6) == 0 ? CURL_HTTP_VERSION_2TLS
+								 : CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE;
+
+		if (curl_easy_setopt(h->c, CURLOPT_HTTP_VERSION, v) != CURLE_OK) {
+			snprintf(err, cap, "this libcurl has no HTTP/2, which OTLP/gRPC needs");
+			push_http_free(h);
+			return NULL;
+		}
+		curl_easy_setopt(h->c, CURLOPT_HEADERFUNCTION, on_header);
+		curl_easy_setopt(h->c, CURLOPT_HEADERDATA, h);
+		/* A connection per request: Debian 12's libcurl (7.88.1) fails
+		 * the second stream of a reused cleartext HTTP/2 connection to a
+		 * gRPC server ("Error in the HTTP2 framing layer", curl's own
+		 * command line too). One handshake per push interval costs
+		 * nothing next to a collection; push_otlp_grpc pushes several
+		 * times in one agent, so a reuse that breaks again fails it. */
+		curl_easy_setopt(h->c, CURLOPT_FORBID_REUSE, 1L);
+	}
 	if (cfg->verbose)
 		curl_easy_setopt(h->c, CURLOPT_VERBOSE, 1L);
 	return h;
@@ -185,6 +242,37 @@ static int retryable(enum push_protocol proto, long status)
 	return status >= 500; /* remote write 1.0: 5xx and 429 */
 }
 
+/* The OTLP/gRPC answer: its grpc-status (or the code its HTTP status
+ * stands for), and partial_success when it is OK. */
+static enum push_outcome grpc_answer(struct push_http *h, long status, char *why, size_t cap,
+				     struct push_answer *ans)
+{
+	struct grpc_status *g = &h->grpc;
+	enum push_outcome out;
+	const uint8_t *msg;
+	size_t mlen;
+	long version = 0;
+
+	curl_easy_getinfo(h->c, CURLINFO_HTTP_VERSION, &version);
+	if (version != CURL_HTTP_VERSION_2_0) {
+		snprintf(why, cap, "the receiver did not speak HTTP/2 (gRPC needs it): HTTP %ld", status);
+		return PUSH_DROP;
+	}
+	if (status != 200 && !g->seen) {
+		g->code = grpc_from_http(status);
+		snprintf(g->message, sizeof g->message, "HTTP %ld", status);
+	} else if (!g->seen) {
+		snprintf(why, cap, "gRPC answer without grpc-status");
+		return PUSH_DROP;
+	}
+	out = grpc_outcome(g);
+	snprintf(why, cap, "gRPC %s (%d)%s%.300s", grpc_code_name(g->code), g->code, g->message[0] ? ": " : "",
+		 g->message);
+	if (out == PUSH_SENT && grpc_unframe((const uint8_t *)h->answer, h->nanswer, &msg, &mlen) == 0 && mlen)
+		otlp_partial_success(msg, mlen, &ans->rejected, ans->rejected_why, sizeof ans->rejected_why);
+	return out;
+}
+
 enum push_outcome push_http_post(struct push_http *h, const uint8_t *body, size_t len, char *why, size_t cap,
 				 struct push_answer *ans)
 {
@@ -197,8 +285,30 @@ enum push_outcome push_http_post(struct push_http *h, const uint8_t *body, size_
 	ans->rejected_why[0] = 0;
 	h->nanswer = 0;
 	h->errbuf[0] = 0;
+	memset(&h->grpc, 0, sizeof h->grpc);
 	if (set_auth(h, why, cap) < 0)
 		return PUSH_RETRY;
+	if (h->cfg->grpc) {
+		/* One length-prefixed message (push_grpc.c). */
+		if (len > 0xffffffffu) {
+			snprintf(why, cap, "a request of %zu bytes is more than gRPC frames", len);
+			return PUSH_DROP;
+		}
+		if (h->framed_cap < len + 5) {
+			uint8_t *f = realloc(h->framed, len + 5);
+
+			if (!f) {
+				snprintf(why, cap, "out of memory");
+				return PUSH_RETRY;
+			}
+			h->framed = f;
+			h->framed_cap = len + 5;
+		}
+		grpc_frame(h->framed, len, h->cfg->gzip);
+		memcpy(h->framed + 5, body, len);
+		body = h->framed;
+		len += 5;
+	}
 	curl_easy_setopt(h->c, CURLOPT_POSTFIELDS, (const char *)body);
 	curl_easy_setopt(h->c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
 	rc = curl_easy_perform(h->c);
@@ -207,6 +317,8 @@ enum push_outcome push_http_post(struct push_http *h, const uint8_t *body, size_
 		return PUSH_RETRY;
 	}
 	curl_easy_getinfo(h->c, CURLINFO_RESPONSE_CODE, &status);
+	if (h->cfg->grpc)
+		return grpc_answer(h, status, why, cap, ans);
 	if (status >= 200 && status < 300) {
 		/* The answer is protobuf here: decoded before answer_text()
 		 * makes it printable. */
@@ -235,5 +347,7 @@ void push_http_free(struct push_http *h)
 		curl_global_cleanup(); /* counted: one per push_http_new() */
 	}
 	curl_slist_free_all(h->hdrs);
+	free(h->url);
+	free(h->framed);
 	free(h);
 }
