@@ -19,6 +19,8 @@ them with what the application counted, at every step:
    delta covers it), closed connections; the sum never exceeds the count
    (an overshoot is a double count) and reaches it once the receiver is ok;
  - histograms: explicit buckets, count and sum; exponential count and sum;
+ - 50 series added in a family listed before the others (each later series
+   changes place): the new ones arrive whole, the others exact;
  - a counter reset (pcpu_counter_fetch_and_zero) then 5 more: +5, never a
    negative or wrapped delta;
  - the writer restarted (another pid): its series arrive whole, the old
@@ -282,6 +284,14 @@ def main():
             if k % 7 == 0:
                 app.observe(k * 300)
         exact(sums, app, "counting while pushing")
+        # 50 new series in a new family sorted before push_requests: every
+        # series after them changes place (the baseline's binary search).
+        app.f.cmd("many 50")
+        app.add(11)
+        exact(sums, app, "50 series added before the others")
+        wait_for(lambda: all(sums.update().sum.get(("push_many", (("id", str(i)), ("pcpu_pid", str(app.pid)),
+                                                                  ("pcpu_segment", "pushfix")))) == i + 1
+                             for i in range(50)), "push_many_total{id} = id + 1, each", EXACT_WAIT)
         fault(sums, rcv, log, app, "503", 4, "503 (retried)", 503)
         fault(sums, rcv, log, app, "429", 2, "429 (retried)", 429)
         fault(sums, rcv, log, app, "500", 3, "500 (dropped, not retried)", 500)
@@ -310,6 +320,8 @@ def main():
         # counted while none runs is not sent, then counting goes on.
         rc, err = terminate(ag)
         procs.remove(ag)
+        log.t.join(HANG)  # the log's reader has the agent's last lines
+        err += log.text()
         if rc != 1 or " 0 undelivered" not in err:  # 1: the 500s were dropped
             fail("agent exit %d: %s" % (rc, err[-800:]))
         exact(sums, app, "the agent's final push")
