@@ -114,8 +114,8 @@ class Sums:
                 h[0] += p.count
                 h[1] += p.sum
 
-    def get(self, name, pid, **labels):
-        want = dict(labels, pcpu_segment="pushfix", pcpu_pid=str(pid))
+    def get(self, name, pid, segment="pushfix", **labels):
+        want = dict(labels, pcpu_segment=segment, pcpu_pid=str(pid))
         for (n, a), v in self.sum.items():
             if n == name and dict(a) == want:
                 return v
@@ -271,6 +271,12 @@ def main():
         ag, log = agent(pcpustat, env, rcv.url)
         procs.append(ag)
         wait_for(lambda: rcv.requests, "the agent's first push")
+        # A second writer, listed after the first: when the first goes, each
+        # of its series takes the first's place (the baseline's binary
+        # search) and must not be sent whole again.
+        other = Fixture(fixture, env, "pushfiz")
+        procs.append(other.p)
+        other.cmd("add 100")
         app = App(fixture, env)
         procs.append(app.f.p)
         app.add(1000)
@@ -316,6 +322,9 @@ def main():
         before = sums.get("push_requests", old.pid, method="GET")
         if before != old.get:
             fail("the old writer's total moved: %d, want %d" % (before, old.get))
+        oz = sums.update().get("push_requests", other.pid, "pushfiz", method="GET")
+        if oz != 100:
+            fail("the second writer's total is %d after the first went, want 100" % oz)
         # The agent restarted: its final push delivers everything, what is
         # counted while none runs is not sent, then counting goes on.
         rc, err = terminate(ag)
