@@ -21,6 +21,8 @@ them with what the application counted, at every step:
  - histograms: explicit buckets, count and sum; exponential count and sum;
  - 50 series added in a family listed before the others (each later series
    changes place): the new ones arrive whole, the others exact;
+ - a partial_success: acknowledged, the baseline advances, the log says
+   the rejected increases are lost;
  - a counter reset (pcpu_counter_fetch_and_zero) then 5 more: +5, never a
    negative or wrapped delta;
  - the writer restarted (another pid): its series arrive whole, the old
@@ -302,6 +304,15 @@ def main():
         fault(sums, rcv, log, app, "429", 2, "429 (retried)", 429)
         fault(sums, rcv, log, app, "500", 3, "500 (dropped, not retried)", 500)
         fault(sums, rcv, log, app, "close", 3, "closed connections", "close")
+        # A partial_success is an acknowledgement: the baseline advances
+        # (this receiver kept every point, so the totals stay exact) and
+        # the log says the rejected increases are not sent again.
+        rcv.mode = "partial"
+        wait_for(lambda: (app.add(1) or True) and log.count("partial success") >= 1, "a partial success")
+        rcv.mode = "ok"
+        if "not sent again: the request was acknowledged, so the delta baseline advanced" not in log.text():
+            fail("partial success in delta mode not said: %s" % log.text()[-600:])
+        exact(sums, app, "a partial_success (acknowledged: the baseline advanced)")
         # A counter reset by the application, then 5 more.
         app.f.cmd("reset")
         app.f.cmd("add 5")
