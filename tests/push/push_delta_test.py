@@ -29,7 +29,9 @@ them with what the application counted, at every step:
    pid's stop;
  - the agent restarted: what was counted while no agent ran is not sent
    (the documented choice: the new agent starts from its first collection),
-   and nothing is sent twice;
+   and nothing is sent twice; with --delta-state it is sent (the new
+   agent's points start where the old one's ended), after a killed agent
+   (no file left) it is not, a corrupt file is said and removed;
  - OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE (delta, lowmemory, any
    case) and --temporality over it; bad values and remote write exit 2.
 """
@@ -348,7 +350,8 @@ def main():
         app.add(7)  # while no agent runs: not sent (documented)
         app.get -= 7
         sums.update().last.clear()  # a new agent: its points start at its first collection
-        ag, log = agent(pcpustat, env, rcv.url)
+        state = os.path.join(tmp, "delta.state")
+        ag, log = agent(pcpustat, env, rcv.url, "--delta-state", state)  # no file yet: as without
         procs.append(ag)
         n = len(rcv.requests)
         wait_for(lambda: len(rcv.requests) >= n + 2, "the restarted agent's first pushes")
@@ -357,8 +360,49 @@ def main():
         exact(sums, app, "the agent restarted (7 counted between agents not sent, nothing twice)")
         rc, err = terminate(ag)
         procs.remove(ag)
+        if rc != 0 or not os.path.exists(state):
+            fail("agent exit %d, state file %s: %s" % (rc, os.path.exists(state), err[-800:]))
+        # --delta-state: the next agent continues from the baseline the
+        # last one left: what was counted between them arrives, and its
+        # points start where the last agent's ended (checked per point).
+        app.add(9)
+        app.observe(1100)
+        ag, log = agent(pcpustat, env, rcv.url, "--delta-state", state)
+        procs.append(ag)
+        exact(sums, app, "--delta-state: the 9 counted between agents arrive")
+        if os.path.exists(state):
+            fail("the state file is still there while the agent runs")
+        # Killed: no state file, so the next agent starts over (the 4
+        # counted meanwhile are not sent; nothing is sent twice).
+        ag.kill()
+        ag.wait()
+        procs.remove(ag)
+        if os.path.exists(state):
+            fail("a killed agent left a state file")
+        app.add(4)
+        app.get -= 4
+        sums.update().last.clear()
+        ag, log = agent(pcpustat, env, rcv.url, "--delta-state", state)
+        procs.append(ag)
+        n = len(rcv.requests)
+        wait_for(lambda: len(rcv.requests) >= n + 2, "the first pushes after a killed agent")
+        app.add(2)
+        exact(sums, app, "after a killed agent (4 not sent, nothing twice)")
+        rc, err = terminate(ag)
+        procs.remove(ag)
         if rc != 0:
             fail("agent exit %d: %s" % (rc, err[-800:]))
+        # A file that is not a baseline: said, removed, the agent starts over.
+        with open(state, "wb") as f:
+            f.write(b"PCPUDLT\x01 not really")
+        rc, err = run_push(pcpustat, env, ["--otlp", rcv.url, "--temporality", "delta", "--delta-state", state,
+                                           "--count", "1", "pushfix"])
+        if rc != 0 or "not a state file of this pcpustat" not in err or "starting over" not in err:
+            fail("a corrupt state file: exit %d: %s" % (rc, err))
+        rc, err = run_push(pcpustat, env, ["--otlp", rcv.url, "--delta-state", state, "--count", "1", "pushfix"])
+        if rc != 2 or "--delta-state goes with delta" not in err:
+            fail("--delta-state without delta: exit %d: %s" % (rc, err))
+        print("ok   --delta-state: a restart loses nothing, a killed agent leaves no file, a corrupt one refused")
         print("ok   %d delta points, each starting where the one before ended" % sums.points)
         ok = True
     finally:
