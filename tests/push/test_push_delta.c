@@ -6,12 +6,15 @@
  * histogram bucket that went down are resets; a restarted writer (another
  * publication time) is a new series; series in another order are found;
  * a missing series keeps its base through 10 acknowledged pushes, then is
- * forgotten.
+ * forgotten; a baseline saved and loaded goes on where it was, a truncated
+ * file is refused.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "push.h"
 
@@ -179,6 +182,35 @@ int main(void)
 	collect(d, &c, 12000, 200, p);
 	CHECK(!p[1].base && p[1].start_ns == 200);
 	CHECK(p[0].base && p[0].start_ns == 11010);
+	delta_acked(d);
+
+	/* 9. saved, loaded by another agent: it continues from there; a
+	 * truncated file is refused and changes nothing; none: 0 */
+	{
+		char path[] = "/tmp/test_push_delta.XXXXXX", err[300];
+		int fd = mkstemp(path);
+		struct push_delta *d2 = delta_new();
+		struct stat st;
+
+		CHECK(fd >= 0 && d2);
+		close(fd);
+		CHECK(delta_save(d, path, err, sizeof err) == 0);
+		CHECK(delta_load(d2, path, err, sizeof err) == 1);
+		CHECK(delta_series_kept(d2) == delta_series_kept(d));
+		make(&c, 4, fwd, v, 7, 0, h, 95);
+		collect(d2, &c, 13000, 200, p);
+		CHECK(!p[0].skip && p[0].base && p[0].whole == v[0] && p[0].start_ns == 12000);
+		CHECK(p[1].base && p[1].whole == v[1] && p[1].start_ns == 12000);
+		CHECK(p[5].base && p[5].counts[2] == h[2] && p[5].whole == 95);
+		delta_acked(d2);
+		CHECK(stat(path, &st) == 0 && truncate(path, st.st_size - 1) == 0);
+		CHECK(delta_load(d2, path, err, sizeof err) == -1 && strstr(err, "not a state file"));
+		collect(d2, &c, 14000, 200, p);
+		CHECK(p[0].base && p[0].start_ns == 13000); /* unchanged by the refused file */
+		unlink(path);
+		CHECK(delta_load(d2, path, err, sizeof err) == 0);
+		delta_free(d2);
+	}
 	delta_free(d);
 	if (failures)
 		fprintf(stderr, "test_push_delta: %d failures\n", failures);
