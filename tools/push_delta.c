@@ -60,7 +60,8 @@
  *
  * Unless the previous agent left its baseline in a state file
  * (--delta-state): delta_save() writes the acknowledged baseline when the
- * agent exits, delta_load() reads it at start and removes the file, so the
+ * agent exits, delta_load() reads it at start (and push.c removes the
+ * file), so the
  * new agent's first deltas continue where the old one's acknowledged points
  * ended (nothing lost, nothing twice). An agent that did not exit cleanly
  * (killed, crashed) left no file -- an older one would send counts twice
