@@ -14,7 +14,8 @@ the agent's CPU time: utime + stime from /proc/PID/stat (clock ticks) and
 the on-CPU nanoseconds of /proc/PID/schedstat (the same user + system time
 at nanosecond resolution; the agent is one thread). A push's CPU is the
 difference between two such reads: collection (reading the segment),
-encoding, compression and the POST. The first push is left out (start-up,
+encoding, compression and the POST. After the last push it reads the
+agent's memory too: VmRSS between pushes, VmHWM (the peak). The first push is left out (start-up,
 and delta's first collection, which sends no counter). Printed: the median
 per push over the others, with min and max, and the request's size.
 The values do not change between pushes (the cost of a delta does not
@@ -45,6 +46,16 @@ class Sink(http.server.BaseHTTPRequestHandler):
         self.send_response(code)
         self.send_header("Content-Length", "0")
         self.end_headers()
+
+
+def mem_of(pid):
+    """VmRSS and VmHWM (the peak), MiB."""
+    mem = {}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(("VmRSS:", "VmHWM:")):
+                mem[line.split(":")[0]] = int(line.split()[1]) / 1024
+    return mem["VmRSS"], mem["VmHWM"]
 
 
 def cpu_of(pid):
@@ -82,13 +93,15 @@ def run(build, name, proto, extra, port, interval, pushes, env):
                     raise SystemExit("the agent exited")
             time.sleep(interval / 2)
             reads.append(cpu_of(agent.pid))
+        rss, hwm = mem_of(agent.pid)
     finally:
         agent.terminate()
         agent.wait()
     tick = sorted(1000 * (b[0] - a[0]) for a, b in zip(reads, reads[1:]))
     sched = sorted(1000 * (b[1] - a[1]) for a, b in zip(reads, reads[1:]))
-    print("  %-17s %10.1f %8.1f %8.1f %14.0f %12.2f"
-          % (name, statistics.median(sched), sched[0], sched[-1], statistics.median(tick), Sink.got[-1] / 1e6))
+    print("  %-17s %10.1f %8.1f %8.1f %14.0f %12.2f %8.1f %8.1f"
+          % (name, statistics.median(sched), sched[0], sched[-1], statistics.median(tick), Sink.got[-1] / 1e6,
+             rss, hwm))
 
 
 def main():
@@ -109,8 +122,8 @@ def main():
     app.stdout.readline()
     print("pcpustat push: %d series (push_many_total{id} + the fixture's), interval %g s, CPU per push over "
           "%d pushes (the first left out)" % (opt["--series"], opt["--interval"], opt["--pushes"] - 1))
-    print("  %-17s %10s %8s %8s %14s %12s" % ("variant", "median ms", "min", "max", "utime+stime ms",
-                                             "request MB"))
+    print("  %-17s %10s %8s %8s %14s %12s %8s %8s" % ("variant", "median ms", "min", "max", "utime+stime ms",
+                                                     "request MB", "RSS MiB", "peak"))
     for name, proto, extra in VARIANTS:
         run(build, name, proto, extra, srv.server_address[1], opt["--interval"], opt["--pushes"], env)
     app.stdin.close()

@@ -100,8 +100,13 @@ static const char push_usage[] =
 	"                       receiver acknowledged (delta and lowmemory: the same\n"
 	"                       for pcpu's kinds); gauges stay gauges. Default\n"
 	"                       $OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE, then\n"
-	"                       cumulative. With delta, the counts made before the\n"
-	"                       agent's first collection are not sent\n"
+	"                       cumulative. With delta (and no --delta-state), the\n"
+	"                       counts made before the agent's first collection are\n"
+	"                       not sent\n"
+	"      --delta-state FILE\n"
+	"                       delta: read the baseline a previous agent left in FILE\n"
+	"                       (then removed), write it there at exit: a restart\n"
+	"                       loses no count (a crash: as without it)\n"
 	"      --queue N        requests kept while the receiver is unreachable or\n"
 	"                       failing (default 4; oldest dropped first: values are\n"
 	"                       cumulative, so no count is lost, only resolution;\n"
@@ -136,6 +141,7 @@ struct push_args {
 	int native, verbose;
 	const char *compression; /* --compression: "gzip", "none", NULL: not given */
 	const char *temporality; /* --temporality as given, NULL: not given */
+	const char *delta_state; /* --delta-state FILE, or NULL */
 	int delta;               /* OTLP delta temporality for counters and histograms */
 	int given_timeout, given_ca, given_job, given_instance; /* on the command line */
 	struct otel_env env; /* the OpenTelemetry environment (OTLP) */
@@ -229,8 +235,9 @@ static int valid_label_name(const char *s, int otlp)
 	return 1;
 }
 
-enum { O_RW = 256, O_OTLP, O_OTLP_GRPC, O_TIMEOUT, O_JOB, O_INSTANCE, O_LABEL, O_NATIVE, O_USER, O_PASSFILE, O_TOKENFILE,
-       O_CAFILE, O_QUEUE, O_MINB, O_MAXB, O_COUNT, O_MAXBYTES, O_MAXDOWN, O_COMPRESSION, O_TEMPORALITY };
+enum { O_RW = 256, O_OTLP, O_OTLP_GRPC, O_TIMEOUT, O_JOB, O_INSTANCE, O_LABEL, O_NATIVE, O_USER, O_PASSFILE,
+       O_TOKENFILE, O_CAFILE, O_QUEUE, O_MINB, O_MAXB, O_COUNT, O_MAXBYTES, O_MAXDOWN, O_COMPRESSION, O_TEMPORALITY,
+       O_DELTA_STATE };
 
 static int bad(const char *msg)
 {
@@ -297,6 +304,7 @@ static int parse_option(int c, char *arg, struct push_args *a)
 		break;
 	case O_COMPRESSION: a->compression = arg; break;
 	case O_TEMPORALITY: a->temporality = arg; break;
+	case O_DELTA_STATE: a->delta_state = arg; break;
 	case O_MAXDOWN:
 		a->cf.max_down = strtoul(arg, &end, 10);
 		if (*end || !*arg || arg[0] == '-' || a->cf.max_down > 1000000)
@@ -443,6 +451,8 @@ static int check_args(struct push_args *a, int argc, char **argv)
 		a->delta = t && strcasecmp(t, "cumulative") != 0;
 		if (a->delta && !otlp)
 			return bad("--temporality delta is for OTLP (remote write is cumulative)");
+		if (a->delta_state && !a->delta)
+			return bad("--delta-state goes with delta temporality");
 	}
 	if (!a->instance) {
 		if (gethostname(host, sizeof host - 1) < 0 || !host[0])
@@ -495,6 +505,7 @@ static int parse_args(int argc, char **argv, struct push_args *a)
 		{ "max-down", required_argument, NULL, O_MAXDOWN },
 		{ "compression", required_argument, NULL, O_COMPRESSION },
 		{ "temporality", required_argument, NULL, O_TEMPORALITY },
+		{ "delta-state", required_argument, NULL, O_DELTA_STATE },
 		{ "dir", required_argument, NULL, 'd' },
 		{ "owner", required_argument, NULL, 'u' },
 		{ "any-owner", no_argument, NULL, 'a' },
@@ -767,6 +778,30 @@ static int run(struct agent *ag)
 	return ag->qn || ag->s.dropped || ag->s.failed_collect ? 1 : 0;
 }
 
+/* --delta-state at start: the previous agent's baseline, if it left one,
+ * and the file removed, so that an agent that dies without writing it
+ * leaves none behind (an older baseline would send counts twice). A file
+ * that is not a baseline is said and removed: the agent starts over.
+ * 0, or -1 (the file cannot be removed). */
+static int load_state(struct agent *ag)
+{
+	const char *path = ag->a->delta_state;
+	char err[300];
+	int rc = delta_load(ag->delta, path, err, sizeof err);
+
+	if (rc < 0)
+		fprintf(stderr, "pcpustat push: --delta-state: %s; starting over (the counts made before the "
+			"first collection are not sent)\n", err);
+	else if (rc > 0 && ag->a->verbose)
+		fprintf(stderr, "pcpustat push: continuing from the delta baseline of %zu series in %s\n",
+			delta_series_kept(ag->delta), path);
+	if (unlink(path) < 0 && errno != ENOENT) {
+		fprintf(stderr, "pcpustat push: --delta-state: removing %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 int push_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 {
 	struct push_args a;
@@ -788,6 +823,10 @@ int push_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 		rc = 1;
 		goto out;
 	}
+	if (a.delta_state && load_state(&ag) < 0) {
+		rc = 1;
+		goto out;
+	}
 	if (!ag.q || !(ag.http = push_http_new(&a.http, err, sizeof err))) {
 		fprintf(stderr, "pcpustat push: %s\n", ag.q ? err : "out of memory");
 		rc = 1;
@@ -806,6 +845,17 @@ int push_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	rc = run(&ag);
+	if (a.delta_state) {
+		/* The acknowledged baseline, for the next agent (the pending one
+		 * of a request not delivered is not: its counts go again). */
+		if (delta_save(ag.delta, a.delta_state, err, sizeof err) < 0) {
+			fprintf(stderr, "pcpustat push: --delta-state: %s; the next agent starts over\n", err);
+			rc = 1;
+		} else if (a.verbose) {
+			fprintf(stderr, "pcpustat push: delta baseline of %zu series saved in %s\n",
+				delta_series_kept(ag.delta), a.delta_state);
+		}
+	}
 out:
 	if (wake[0] >= 0) {
 		close(wake[0]);

@@ -89,6 +89,15 @@ void delta_acked(struct push_delta *d);
 void delta_discard(struct push_delta *d);
 /* Series in the acknowledged baseline. */
 size_t delta_series_kept(const struct push_delta *d);
+/* Writes the acknowledged baseline to path (through path.tmp, renamed;
+ * mode 0600): 0, or -1 with err set. Cost: the baseline's size, written
+ * and fsync'ed. */
+int delta_save(const struct push_delta *d, const char *path, char *err, size_t cap);
+/* Reads a baseline delta_save() wrote as the acknowledged one (the next
+ * deltas continue from it; no first collection without points): 1; 0 when
+ * path does not exist; -1 with err set (unreadable, not a state file of
+ * this program, truncated, out of memory: the baseline is unchanged). */
+int delta_load(struct push_delta *d, const char *path, char *err, size_t cap);
 
 /* ---- the encoders: one request body from a snapshot ---- */
 

@@ -57,10 +57,23 @@
  * recorded as the base (no point is sent for it): the counts made before
  * the agent's first collection are not sent, and nothing is sent twice.
  * Series and segments appearing afterwards are sent whole.
+ *
+ * Unless the previous agent left its baseline in a state file
+ * (--delta-state): delta_save() writes the acknowledged baseline when the
+ * agent exits, delta_load() reads it at start (and push.c removes the
+ * file), so the
+ * new agent's first deltas continue where the old one's acknowledged points
+ * ended (nothing lost, nothing twice). An agent that did not exit cleanly
+ * (killed, crashed) left no file -- an older one would send counts twice
+ * -- and the next one starts over as above.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "push.h"
 
@@ -440,4 +453,144 @@ void delta_discard(struct push_delta *d)
 size_t delta_series_kept(const struct push_delta *d)
 {
 	return d->base.n;
+}
+
+/* The state file: this header, then the entries, the key bytes and the
+ * counts as the agent holds them (the same program reads them back:
+ * native byte order and layout, checked by the sizes in the header). */
+struct delta_file {
+	char magic[8];            /* "PCPUDLT\1" */
+	uint32_t ent_size, pad;   /* sizeof(struct delta_ent) */
+	uint64_t n, nkeys, ncounts;
+};
+static const char delta_magic[8] = { 'P', 'C', 'P', 'U', 'D', 'L', 'T', 1 };
+
+static int write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+
+	while (n) {
+		ssize_t w = write(fd, c, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int delta_save(const struct push_delta *d, const char *path, char *err, size_t cap)
+{
+	const struct delta_set *b = &d->base;
+	struct delta_file h;
+	char tmp[4096];
+	int fd, saved;
+
+	if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp) {
+		snprintf(err, cap, "%s: name too long", path);
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memset(&h, 0, sizeof h);
+	memcpy(h.magic, delta_magic, sizeof h.magic);
+	h.ent_size = sizeof(struct delta_ent);
+	h.n = b->n;
+	h.nkeys = b->nkeys;
+	h.ncounts = b->ncounts;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		goto fail;
+	if (write_all(fd, &h, sizeof h) < 0 || write_all(fd, b->ent, b->n * sizeof *b->ent) < 0 ||
+	    write_all(fd, b->keys, b->nkeys) < 0 || write_all(fd, b->counts, b->ncounts * sizeof *b->counts) < 0 ||
+	    fsync(fd) < 0) {
+		saved = errno;
+		close(fd);
+		unlink(tmp);
+		errno = saved;
+		goto fail;
+	}
+	if (close(fd) < 0 || rename(tmp, path) < 0) {
+		saved = errno;
+		unlink(tmp);
+		errno = saved;
+		goto fail;
+	}
+	return 0;
+fail:
+	snprintf(err, cap, "%s: %s", path, strerror(errno));
+	return -1;
+}
+
+static int read_all(int fd, void *p, size_t n)
+{
+	char *c = p;
+
+	while (n) {
+		ssize_t r = read(fd, c, n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		c += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+int delta_load(struct push_delta *d, const char *path, char *err, size_t cap)
+{
+	struct delta_set s;
+	struct delta_file h;
+	struct stat st;
+	size_t i;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(err, cap, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	memset(&s, 0, sizeof s);
+	/* sizes checked against the file's before anything is allocated */
+	if (fstat(fd, &st) < 0 || read_all(fd, &h, sizeof h) < 0 || memcmp(h.magic, delta_magic, 8) != 0 ||
+	    h.ent_size != sizeof(struct delta_ent) || h.n > UINT32_MAX || h.nkeys > (uint64_t)st.st_size ||
+	    h.ncounts > (uint64_t)st.st_size / sizeof(uint64_t) ||
+	    (uint64_t)st.st_size != sizeof h + h.n * sizeof(struct delta_ent) + h.nkeys + h.ncounts * sizeof(uint64_t))
+		goto corrupt;
+	if (reserve(&s, (size_t)h.n, (size_t)h.nkeys, (size_t)h.ncounts) < 0) {
+		snprintf(err, cap, "%s: out of memory", path);
+		close(fd);
+		set_free(&s);
+		return -1;
+	}
+	if (read_all(fd, s.ent, (size_t)h.n * sizeof *s.ent) < 0 || read_all(fd, s.keys, (size_t)h.nkeys) < 0 ||
+	    read_all(fd, s.counts, (size_t)h.ncounts * sizeof *s.counts) < 0)
+		goto corrupt;
+	s.n = (size_t)h.n;
+	s.nkeys = (size_t)h.nkeys;
+	s.ncounts = (size_t)h.ncounts;
+	for (i = 0; i < s.n; i++) {
+		struct delta_ent *e = &s.ent[i];
+
+		if (e->key_off > s.nkeys || e->key_len > s.nkeys - e->key_off || e->counts_off > s.ncounts ||
+		    e->nbuckets > s.ncounts - e->counts_off)
+			goto corrupt;
+		e->seen = 0;
+	}
+	close(fd);
+	set_free(&d->base);
+	d->base = s;
+	d->primed = 1; /* the previous agent's acknowledged points go on */
+	return 1;
+corrupt:
+	close(fd);
+	set_free(&s);
+	snprintf(err, cap, "%s: not a state file of this pcpustat (or truncated)", path);
+	errno = EBADMSG;
+	return -1;
 }

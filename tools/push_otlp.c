@@ -233,8 +233,11 @@ static int point_values(struct otlp *o, const struct pcpu_snapshot_family *f, co
 
 	*out = *se;
 	*skip = 0;
+	*start = 0;
+	if (f->type == PCPU_METRIC_GAUGE)
+		return 0; /* no start time, no baseline */
 	*start = start_of(o, f, se);
-	if (!o->e->delta || f->type == PCPU_METRIC_GAUGE)
+	if (!o->e->delta)
 		return 0;
 	if (delta_series(o->e->delta, f, se, *start, &dp) < 0)
 		return -1;

@@ -19,13 +19,19 @@ them with what the application counted, at every step:
    delta covers it), closed connections; the sum never exceeds the count
    (an overshoot is a double count) and reaches it once the receiver is ok;
  - histograms: explicit buckets, count and sum; exponential count and sum;
+ - 50 series added in a family listed before the others (each later series
+   changes place): the new ones arrive whole, the others exact;
+ - a partial_success: acknowledged, the baseline advances, the log says
+   the rejected increases are lost;
  - a counter reset (pcpu_counter_fetch_and_zero) then 5 more: +5, never a
    negative or wrapped delta;
  - the writer restarted (another pid): its series arrive whole, the old
    pid's stop;
  - the agent restarted: what was counted while no agent ran is not sent
    (the documented choice: the new agent starts from its first collection),
-   and nothing is sent twice;
+   and nothing is sent twice; with --delta-state it is sent (the new
+   agent's points start where the old one's ended), after a killed agent
+   (no file left) it is not, a corrupt file is said and removed;
  - OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE (delta, lowmemory, any
    case) and --temporality over it; bad values and remote write exit 2.
 """
@@ -112,8 +118,8 @@ class Sums:
                 h[0] += p.count
                 h[1] += p.sum
 
-    def get(self, name, pid, **labels):
-        want = dict(labels, pcpu_segment="pushfix", pcpu_pid=str(pid))
+    def get(self, name, pid, segment="pushfix", **labels):
+        want = dict(labels, pcpu_segment=segment, pcpu_pid=str(pid))
         for (n, a), v in self.sum.items():
             if n == name and dict(a) == want:
                 return v
@@ -269,6 +275,12 @@ def main():
         ag, log = agent(pcpustat, env, rcv.url)
         procs.append(ag)
         wait_for(lambda: rcv.requests, "the agent's first push")
+        # A second writer, listed after the first: when the first goes, each
+        # of its series takes the first's place (the baseline's binary
+        # search) and must not be sent whole again.
+        other = Fixture(fixture, env, "pushfiz")
+        procs.append(other.p)
+        other.cmd("add 100")
         app = App(fixture, env)
         procs.append(app.f.p)
         app.add(1000)
@@ -282,10 +294,27 @@ def main():
             if k % 7 == 0:
                 app.observe(k * 300)
         exact(sums, app, "counting while pushing")
+        # 50 new series in a new family sorted before push_requests: every
+        # series after them changes place (the baseline's binary search).
+        app.f.cmd("many 50")
+        app.add(11)
+        exact(sums, app, "50 series added before the others")
+        wait_for(lambda: all(sums.update().sum.get(("push_many", (("id", str(i)), ("pcpu_pid", str(app.pid)),
+                                                                  ("pcpu_segment", "pushfix")))) == i + 1
+                             for i in range(50)), "push_many_total{id} = id + 1, each", EXACT_WAIT)
         fault(sums, rcv, log, app, "503", 4, "503 (retried)", 503)
         fault(sums, rcv, log, app, "429", 2, "429 (retried)", 429)
         fault(sums, rcv, log, app, "500", 3, "500 (dropped, not retried)", 500)
         fault(sums, rcv, log, app, "close", 3, "closed connections", "close")
+        # A partial_success is an acknowledgement: the baseline advances
+        # (this receiver kept every point, so the totals stay exact) and
+        # the log says the rejected increases are not sent again.
+        rcv.mode = "partial"
+        wait_for(lambda: (app.add(1) or True) and log.count("partial success") >= 1, "a partial success")
+        rcv.mode = "ok"
+        if "not sent again: the request was acknowledged, so the delta baseline advanced" not in log.text():
+            fail("partial success in delta mode not said: %s" % log.text()[-600:])
+        exact(sums, app, "a partial_success (acknowledged: the baseline advanced)")
         # A counter reset by the application, then 5 more.
         app.f.cmd("reset")
         app.f.cmd("add 5")
@@ -306,17 +335,23 @@ def main():
         before = sums.get("push_requests", old.pid, method="GET")
         if before != old.get:
             fail("the old writer's total moved: %d, want %d" % (before, old.get))
+        oz = sums.update().get("push_requests", other.pid, "pushfiz", method="GET")
+        if oz != 100:
+            fail("the second writer's total is %d after the first went, want 100" % oz)
         # The agent restarted: its final push delivers everything, what is
         # counted while none runs is not sent, then counting goes on.
         rc, err = terminate(ag)
         procs.remove(ag)
+        log.t.join(HANG)  # the log's reader has the agent's last lines
+        err += log.text()
         if rc != 1 or " 0 undelivered" not in err:  # 1: the 500s were dropped
             fail("agent exit %d: %s" % (rc, err[-800:]))
         exact(sums, app, "the agent's final push")
         app.add(7)  # while no agent runs: not sent (documented)
         app.get -= 7
         sums.update().last.clear()  # a new agent: its points start at its first collection
-        ag, log = agent(pcpustat, env, rcv.url)
+        state = os.path.join(tmp, "delta.state")
+        ag, log = agent(pcpustat, env, rcv.url, "--delta-state", state)  # no file yet: as without
         procs.append(ag)
         n = len(rcv.requests)
         wait_for(lambda: len(rcv.requests) >= n + 2, "the restarted agent's first pushes")
@@ -325,8 +360,49 @@ def main():
         exact(sums, app, "the agent restarted (7 counted between agents not sent, nothing twice)")
         rc, err = terminate(ag)
         procs.remove(ag)
+        if rc != 0 or not os.path.exists(state):
+            fail("agent exit %d, state file %s: %s" % (rc, os.path.exists(state), err[-800:]))
+        # --delta-state: the next agent continues from the baseline the
+        # last one left: what was counted between them arrives, and its
+        # points start where the last agent's ended (checked per point).
+        app.add(9)
+        app.observe(1100)
+        ag, log = agent(pcpustat, env, rcv.url, "--delta-state", state)
+        procs.append(ag)
+        exact(sums, app, "--delta-state: the 9 counted between agents arrive")
+        if os.path.exists(state):
+            fail("the state file is still there while the agent runs")
+        # Killed: no state file, so the next agent starts over (the 4
+        # counted meanwhile are not sent; nothing is sent twice).
+        ag.kill()
+        ag.wait()
+        procs.remove(ag)
+        if os.path.exists(state):
+            fail("a killed agent left a state file")
+        app.add(4)
+        app.get -= 4
+        sums.update().last.clear()
+        ag, log = agent(pcpustat, env, rcv.url, "--delta-state", state)
+        procs.append(ag)
+        n = len(rcv.requests)
+        wait_for(lambda: len(rcv.requests) >= n + 2, "the first pushes after a killed agent")
+        app.add(2)
+        exact(sums, app, "after a killed agent (4 not sent, nothing twice)")
+        rc, err = terminate(ag)
+        procs.remove(ag)
         if rc != 0:
             fail("agent exit %d: %s" % (rc, err[-800:]))
+        # A file that is not a baseline: said, removed, the agent starts over.
+        with open(state, "wb") as f:
+            f.write(b"PCPUDLT\x01 not really")
+        rc, err = run_push(pcpustat, env, ["--otlp", rcv.url, "--temporality", "delta", "--delta-state", state,
+                                           "--count", "1", "pushfix"])
+        if rc != 0 or "not a state file of this pcpustat" not in err or "starting over" not in err:
+            fail("a corrupt state file: exit %d: %s" % (rc, err))
+        rc, err = run_push(pcpustat, env, ["--otlp", rcv.url, "--delta-state", state, "--count", "1", "pushfix"])
+        if rc != 2 or "--delta-state goes with delta" not in err:
+            fail("--delta-state without delta: exit %d: %s" % (rc, err))
+        print("ok   --delta-state: a restart loses nothing, a killed agent leaves no file, a corrupt one refused")
         print("ok   %d delta points, each starting where the one before ended" % sums.points)
         ok = True
     finally:
