@@ -423,6 +423,12 @@ extern "C" {
 /// compares [`pcpu_inline_layout`]`()` with it before its first add.
 pub const PCPU_INLINE_LAYOUT: u32 = 3;
 
+/// The directory holding the generated `pcpu/version.h` of a bundled
+/// build (None with feature `system`), for tests that compile C code
+/// against the same headers as the library.
+#[doc(hidden)]
+pub const GENERATED_INCLUDE: Option<&str> = option_env!("PCPU_SYS_GENERATED_INCLUDE");
+
 #[cfg(test)]
 mod tests {
     extern crate std;

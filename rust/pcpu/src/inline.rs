@@ -32,14 +32,46 @@
 
 use pcpu_sys::pcpu_counter;
 
+/// The thread-pointer offsets of the rseq area's index and rseq_cs fields
+/// (`pcpu__g`), copied into every counter handle.
+///
+/// Why a copy: C declares `pcpu__g` const, so a C loop of adds loads the
+/// two offsets once, before the loop. Rust declares an extern static as an
+/// ordinary global, and every asm block that may write memory (the add)
+/// makes the compiler load it again: two loads more per add. A field of a
+/// handle the loop borrows (`&Counter`: immutable for the borrow) is loaded
+/// once, before the loop, as C's are. 32 bits each (static TLS offsets are
+/// small; [`Offsets::get`] refuses others), so a handle is 16 bytes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Offsets {
+    cs: i32,
+    idx: i32,
+}
+
+impl Offsets {
+    /// The process's offsets. Called only once the library is initialised
+    /// (after a counter allocation succeeded): they never change after.
+    pub(crate) fn get() -> crate::Result<Offsets> {
+        // SAFETY: set before any counter exists and never changed after.
+        let (cs, idx) = unsafe { (pcpu_sys::pcpu__g.cs_tpoff, pcpu_sys::pcpu__g.index_tpoff) };
+        match (i32::try_from(cs), i32::try_from(idx)) {
+            (Ok(cs), Ok(idx)) => Ok(Offsets { cs, idx }),
+            _ => Err(crate::Error::Sys {
+                errno: 34,
+                message: format!("pcpu: rseq offsets {cs}, {idx} do not fit the handle's 32 bits"),
+            }),
+        }
+    }
+}
+
 /// Adds `v` to the counter whose slot 0 is `base`: one rseq attempt, then
 /// the C slow path (registration, retries, the exact atomic fallback).
 ///
 /// # Safety
 /// `base` is a live counter, and [`crate::check_layout`] succeeded.
 #[inline(always)]
-pub(crate) unsafe fn counter_add(base: *mut pcpu_counter, v: i64) {
-    if !add_once(base as *mut i64, v) {
+pub(crate) unsafe fn counter_add(base: *mut pcpu_counter, v: i64, off: Offsets) {
+    if !add_once(base as *mut i64, v, off) {
         pcpu_sys::pcpu__counter_add_slow(base, v);
     }
 }
@@ -58,10 +90,8 @@ pub(crate) const INLINE_ASM: bool = false;
 /// One attempt; `true` once committed.
 #[cfg(all(target_os = "linux", target_arch = "x86_64", not(feature = "stable-tier")))]
 #[inline(always)]
-unsafe fn add_once(base: *mut i64, v: i64) -> bool {
-    // Set once per process before any counter exists, never changed after.
-    let cs = pcpu_sys::pcpu__g.cs_tpoff;
-    let idx = pcpu_sys::pcpu__g.index_tpoff;
+unsafe fn add_once(base: *mut i64, v: i64, off: Offsets) -> bool {
+    let (cs, idx) = (off.cs as isize, off.idx as isize);
     core::arch::asm!(
         ".pushsection __rseq_exit_point_array, \"aw?\"",
         ".balign 8",
@@ -113,9 +143,8 @@ unsafe fn add_once(base: *mut i64, v: i64) -> bool {
 
 #[cfg(all(target_os = "linux", target_arch = "aarch64", not(feature = "stable-tier")))]
 #[inline(always)]
-unsafe fn add_once(base: *mut i64, v: i64) -> bool {
-    let cs = pcpu_sys::pcpu__g.cs_tpoff;
-    let idx = pcpu_sys::pcpu__g.index_tpoff;
+unsafe fn add_once(base: *mut i64, v: i64, off: Offsets) -> bool {
+    let (cs, idx) = (off.cs as isize, off.idx as isize);
     // The thread pointer: constant for a thread, so `pure` lets the
     // compiler hoist it out of a loop of adds, as C's builtin is.
     let tp: usize;
@@ -183,7 +212,7 @@ unsafe fn add_once(base: *mut i64, v: i64) -> bool {
     not(feature = "stable-tier")
 )))]
 #[inline(always)]
-unsafe fn add_once(base: *mut i64, v: i64) -> bool {
+unsafe fn add_once(base: *mut i64, v: i64, _off: Offsets) -> bool {
     pcpu_sys::pcpu_counter_add(base as *mut pcpu_counter, v);
     true
 }

@@ -198,7 +198,7 @@ macro_rules! counter_ops {
         pub fn add(&self, v: i64) {
             // SAFETY: the handle is live (it borrows or owns the counter)
             // and was made after check_layout() succeeded.
-            unsafe { crate::inline::counter_add(self.raw.as_ptr(), v) }
+            unsafe { crate::inline::counter_add(self.raw.as_ptr(), v, self.off) }
         }
 
         /// `add(1)`. Thread-safe; async-signal-safe. Cost: as `add`.
@@ -245,6 +245,7 @@ macro_rules! counter_ops {
 /// ```
 pub struct Counter {
     raw: NonNull<sys::pcpu_counter>,
+    off: inline::Offsets,
 }
 
 // SAFETY: the C counter's operations are thread-safe; the handle is a
@@ -266,8 +267,9 @@ impl Counter {
     pub fn new() -> Result<Counter> {
         check_layout()?;
         // SAFETY: no arguments.
-        let p = unsafe { sys::pcpu_counter_alloc() };
-        NonNull::new(p).map(|raw| Counter { raw }).ok_or_else(errno_error)
+        let raw = NonNull::new(unsafe { sys::pcpu_counter_alloc() }).ok_or_else(errno_error)?;
+        let c = Counter { raw, off: inline::Offsets::get()? };
+        Ok(c)
     }
 
     counter_ops!();
@@ -310,6 +312,7 @@ impl fmt::Debug for Counter {
 pub struct CounterArray {
     raw: NonNull<sys::pcpu_counter>,
     len: usize,
+    off: inline::Offsets,
 }
 
 // SAFETY: as Counter.
@@ -328,8 +331,9 @@ impl CounterArray {
     pub fn new(n: usize) -> Result<CounterArray> {
         check_layout()?;
         // SAFETY: any n; the library checks it.
-        let p = unsafe { sys::pcpu_counter_alloc_array(n) };
-        NonNull::new(p).map(|raw| CounterArray { raw, len: n }).ok_or_else(errno_error)
+        let raw = NonNull::new(unsafe { sys::pcpu_counter_alloc_array(n) }).ok_or_else(errno_error)?;
+        let a = CounterArray { raw, len: n, off: inline::Offsets::get()? };
+        Ok(a)
     }
 
     /// Number of counters. Cost: a load.
@@ -373,7 +377,7 @@ impl CounterArray {
     pub fn add(&self, i: usize, v: i64) {
         let c = self.element(i);
         // SAFETY: a live element; the layout was checked at creation.
-        unsafe { inline::counter_add(c, v) }
+        unsafe { inline::counter_add(c, v, self.off) }
     }
 
     /// `add(i, 1)`. Thread-safe; async-signal-safe. Cost: as `add`.

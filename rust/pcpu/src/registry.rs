@@ -402,7 +402,7 @@ macro_rules! family {
                 let v = CStrings::new(values)?;
                 // SAFETY: nlabels strings.
                 let p = unsafe { sys::$lookup(self.raw.as_ptr(), v.as_ptr()) };
-                NonNull::new(p).map(|raw| $series { raw, _reg: PhantomData }).ok_or_else(stats_error)
+                $series::make(NonNull::new(p).ok_or_else(stats_error)?)
             }
         }
 
@@ -466,6 +466,7 @@ family!(
 #[derive(Clone, Copy)]
 pub struct SeriesCounter<'r> {
     raw: NonNull<sys::pcpu_counter>,
+    off: crate::inline::Offsets,
     _reg: PhantomData<&'r Registry>,
 }
 
@@ -474,6 +475,10 @@ unsafe impl Send for SeriesCounter<'_> {}
 unsafe impl Sync for SeriesCounter<'_> {}
 
 impl SeriesCounter<'_> {
+    fn make(raw: NonNull<sys::pcpu_counter>) -> Result<Self> {
+        Ok(SeriesCounter { raw, off: crate::inline::Offsets::get()?, _reg: PhantomData })
+    }
+
     crate::counter_ops!();
 }
 
@@ -504,6 +509,10 @@ unsafe impl Send for SeriesGauge<'_> {}
 unsafe impl Sync for SeriesGauge<'_> {}
 
 impl SeriesGauge<'_> {
+    fn make(raw: NonNull<sys::pcpu_gauge>) -> Result<Self> {
+        Ok(SeriesGauge { raw, _reg: PhantomData })
+    }
+
     crate::gauge_ops!();
 }
 
@@ -534,6 +543,10 @@ unsafe impl Send for SeriesHistogram<'_> {}
 unsafe impl Sync for SeriesHistogram<'_> {}
 
 impl SeriesHistogram<'_> {
+    fn make(raw: NonNull<sys::pcpu_histogram>) -> Result<Self> {
+        Ok(SeriesHistogram { raw, _reg: PhantomData })
+    }
+
     crate::histogram_ops!();
 }
 
