@@ -309,8 +309,8 @@ impl Registry {
     }
 
     /// Publishes the registry as the segment `name` (a file
-    /// `pcpu.<pid>.<name>` in the per-user segment directory, or
-    /// `$PCPU_SEGMENT_DIR`), so `pcpustat` reads it from outside the
+    /// `pcpu.<pid>.<name>` in `$PCPU_SEGMENT_DIR`, else the per-user
+    /// segment directory), so `pcpustat` reads it from outside the
     /// process. Call it before the first series; families and series made
     /// afterwards appear in the segment as they are made, and updates cost
     /// nothing more. The file is removed when the [`Segment`] is dropped.
@@ -320,22 +320,48 @@ impl Registry {
     /// `pcpu_segment_publish(3)`); [`Error::Nul`]. Thread-safe. Cost: a few
     /// system calls and mappings.
     ///
+    /// ```no_run
+    /// let reg = pcpu::Registry::new()?;
+    /// let _seg = reg.publish("myapp")?; // then: pcpustat myapp
+    /// reg.counter("requests", "Requests.")?.inc();
+    /// # Ok::<(), pcpu::Error>(())
+    /// ```
+    pub fn publish(&self, name: &str) -> Result<Segment<'_>> {
+        self.publish_opts(name, None)
+    }
+
+    /// [`Registry::publish`] into directory `dir` (which must be safe: not
+    /// writable by others unless sticky). Errors, thread safety and cost:
+    /// as `publish`.
+    ///
     /// ```
     /// let dir = std::env::temp_dir().join(format!("pcpu-doc-{}", std::process::id()));
     /// std::fs::create_dir_all(&dir).unwrap();
-    /// std::env::set_var("PCPU_SEGMENT_DIR", &dir);
     /// let reg = pcpu::Registry::new()?;
-    /// let seg = reg.publish("doc")?;
+    /// let seg = reg.publish_in("doc", &dir)?;
     /// reg.counter("requests", "Requests.")?.inc();
     /// assert!(seg.path().starts_with(&dir));
     /// drop(seg);
     /// # std::fs::remove_dir_all(&dir).ok();
     /// # Ok::<(), pcpu::Error>(())
     /// ```
-    pub fn publish(&self, name: &str) -> Result<Segment<'_>> {
+    pub fn publish_in(&self, name: &str, dir: &std::path::Path) -> Result<Segment<'_>> {
+        use std::os::unix::ffi::OsStrExt;
+        let cdir = CString::new(dir.as_os_str().as_bytes()).map_err(|_| Error::Nul)?;
+        self.publish_opts(name, Some(&cdir))
+    }
+
+    fn publish_opts(&self, name: &str, dir: Option<&CStr>) -> Result<Segment<'_>> {
         let cname = cstring(name)?;
-        // SAFETY: default options (NULL).
-        let p = unsafe { sys::pcpu_segment_publish(self.raw.as_ptr(), cname.as_ptr(), ptr::null()) };
+        let opts = sys::pcpu_segment_options {
+            dir: dir.map_or(ptr::null(), |d| d.as_ptr()),
+            flags: 0,
+            group: 0,
+            max_entries: 0,
+            max_string_bytes: 0,
+        };
+        // SAFETY: the strings live for the call (copied).
+        let p = unsafe { sys::pcpu_segment_publish(self.raw.as_ptr(), cname.as_ptr(), &opts) };
         match NonNull::new(p) {
             Some(raw) => Ok(Segment { raw, _reg: PhantomData }),
             // SAFETY: a thread-local message.
@@ -628,9 +654,8 @@ impl fmt::Debug for Snapshot {
 /// ```
 /// # let dir = std::env::temp_dir().join(format!("pcpu-doc-seg-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir).unwrap();
-/// # std::env::set_var("PCPU_SEGMENT_DIR", &dir);
 /// let reg = pcpu::Registry::new()?;
-/// let seg = reg.publish("myapp")?;
+/// let seg = reg.publish_in("myapp", &dir)?;
 /// let path = seg.path().to_owned();
 /// assert!(path.exists());
 /// drop(seg);
