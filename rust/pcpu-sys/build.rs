@@ -136,6 +136,7 @@ fn bundled() {
         .compile("pcpu");
     println!("cargo:rustc-link-lib=m");
     println!("cargo:include={}", root.join("include").display());
+    println!("cargo:gen_include={}", out.join("include").display());
     // For tests that compile C against the same headers (pcpu's loop test).
     println!("cargo:rustc-env=PCPU_SYS_GENERATED_INCLUDE={}", out.join("include").display());
     println!("cargo:layout={layout}");
