@@ -37,6 +37,11 @@ use std::sync::OnceLock;
 mod inline;
 mod registry;
 
+#[cfg(feature = "metrics")]
+pub mod metrics;
+#[cfg(feature = "prometheus-client")]
+pub mod prometheus_client;
+
 pub use registry::{
     CounterFamily, Format, GaugeFamily, HistogramFamily, Registry, Segment, SeriesCounter, SeriesGauge,
     SeriesHistogram, Snapshot,

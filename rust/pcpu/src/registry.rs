@@ -491,9 +491,9 @@ family!(
 /// ```
 #[derive(Clone, Copy)]
 pub struct SeriesCounter<'r> {
-    raw: NonNull<sys::pcpu_counter>,
-    off: crate::inline::Offsets,
-    _reg: PhantomData<&'r Registry>,
+    pub(crate) raw: NonNull<sys::pcpu_counter>,
+    pub(crate) off: crate::inline::Offsets,
+    pub(crate) _reg: PhantomData<&'r Registry>,
 }
 
 // SAFETY: the C counter's operations are thread-safe.
