@@ -43,6 +43,8 @@ use pcpu_sys::pcpu_counter;
 /// once, before the loop, as C's are. 32 bits each (static TLS offsets are
 /// small; [`Offsets::get`] refuses others), so a handle is 16 bytes.
 #[derive(Clone, Copy, Debug)]
+// Read only by the inline asm, which the stable tier leaves out.
+#[cfg_attr(not(all(any(target_arch = "x86_64", target_arch = "aarch64"), not(feature = "stable-tier"))), allow(dead_code))]
 pub(crate) struct Offsets {
     cs: i32,
     idx: i32,
