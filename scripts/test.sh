@@ -7,8 +7,9 @@
 #   4. ThreadSanitizer build: every test (TSan cannot see inline assembly, so
 #      there pcpu runs its atomic fallback path, which TSan checks),
 #   2b. the Rust crates (rust/): `cargo test` of pcpu-sys and pcpu, doctests
-#      included, in the plain configuration (their own cc build of the C
-#      library), with the plain build's pcpustat reading a Rust program,
+#      and the metrics / prometheus-client integrations included, in the
+#      plain configuration (their own cc build of the C library), with the
+#      plain build's pcpustat reading a Rust program (about 50 s from clean),
 #   5. the emulated machines (scripts/vm/run-all.sh, not under ctest):
 #      aarch64, ARMv7, riscv64 and a 16-CPU x86-64 with 256 possible CPUs
 #      under QEMU's TCG,
@@ -79,12 +80,13 @@ run_config plain build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCPU_PROTOBUF=ON
 # PCPU_PCPUSTAT is set whether or not the plain build made pcpustat, so
 # the segment test fails rather than skips when it is missing.
 run_rust() {
-  echo "=== rust (cargo test -p pcpu-sys -p pcpu)"
+  echo "=== rust (cargo test -p pcpu-sys -p pcpu, with the metrics and prometheus-client integrations)"
   local log=build-rust.log rc pass fail
   if ! command -v cargo >/dev/null; then
     echo "test.sh: cargo not found"; failed_configs+=("rust (no cargo)"); total_fail=$((total_fail+1)); return
   fi
-  (cd rust && PCPU_PCPUSTAT="$PWD/../build/tools/pcpustat" cargo test --locked -p pcpu-sys -p pcpu) 2>&1 | tee "$log"
+  (cd rust && PCPU_PCPUSTAT="$PWD/../build/tools/pcpustat" cargo test --locked -p pcpu-sys -p pcpu \
+    --features pcpu/metrics,pcpu/prometheus-client) 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
   read -r pass fail < <(awk '/^test result: /{for(i=1;i<NF;i++){if($(i+1)~/^passed/)p+=$i;if($(i+1)~/^failed/)f+=$i}}
                              END{print p+0, f+0}' "$log")
