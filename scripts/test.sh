@@ -85,7 +85,7 @@ run_rust() {
   if ! command -v cargo >/dev/null; then
     echo "test.sh: cargo not found"; failed_configs+=("rust (no cargo)"); total_fail=$((total_fail+1)); return
   fi
-  (cd rust && PCPU_PCPUSTAT="$PWD/../build/tools/pcpustat" cargo test --locked -p pcpu-sys -p pcpu \
+  (cd rust && PCPU_PCPUSTAT="$PWD/../build/tools/pcpustat" cargo test --locked --no-fail-fast -p pcpu-sys -p pcpu \
     --features pcpu/metrics,pcpu/prometheus-client) 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
   read -r pass fail < <(awk '/^test result: /{for(i=1;i<NF;i++){if($(i+1)~/^passed/)p+=$i;if($(i+1)~/^failed/)f+=$i}}
