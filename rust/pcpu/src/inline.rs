@@ -95,7 +95,7 @@ pub(crate) const INLINE_ASM: bool = false;
 unsafe fn add_once(base: *mut i64, v: i64, off: Offsets) -> bool {
     let (cs, idx) = (off.cs as isize, off.idx as isize);
     core::arch::asm!(
-        ".pushsection __rseq_exit_point_array, \"aw?\"",
+        ".pushsection __rseq_exit_point_array, \"aw?R\"",
         ".balign 8",
         ".quad 21f",
         ".quad {abort}",
@@ -109,7 +109,7 @@ unsafe fn add_once(base: *mut i64, v: i64, off: Offsets) -> bool {
         ".quad (23f - 21f)",
         ".quad 25f",
         ".popsection",
-        ".pushsection __rseq_cs_ptr_array, \"aw?\"",
+        ".pushsection __rseq_cs_ptr_array, \"aw?R\"",
         ".balign 8",
         ".quad 24b",
         ".popsection",
@@ -152,7 +152,7 @@ unsafe fn add_once(base: *mut i64, v: i64, off: Offsets) -> bool {
     let tp: usize;
     core::arch::asm!("mrs {}, tpidr_el0", out(reg) tp, options(pure, nomem, nostack, preserves_flags));
     core::arch::asm!(
-        ".pushsection __rseq_exit_point_array, \"aw?\"",
+        ".pushsection __rseq_exit_point_array, \"aw?R\"",
         ".balign 8",
         ".quad 21f",
         ".quad {abort}",
@@ -166,7 +166,7 @@ unsafe fn add_once(base: *mut i64, v: i64, off: Offsets) -> bool {
         ".quad (23f - 21f)",
         ".quad 25f",
         ".popsection",
-        ".pushsection __rseq_cs_ptr_array, \"aw?\"",
+        ".pushsection __rseq_cs_ptr_array, \"aw?R\"",
         ".balign 8",
         ".quad 24b",
         ".popsection",

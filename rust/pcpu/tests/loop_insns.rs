@@ -97,3 +97,52 @@ fn inc_loop_is_the_c_loop() {
     assert_eq!(section(&rust), section(&c_loop), "the rseq section differs from C's");
     assert!(rust_n <= c_n, "the Rust loop has {rust_n} instructions per iteration, C's {c_n}");
 }
+
+/// The Rust add's critical sections, as the kernel and debuggers read
+/// them: tests/check_rseq_sections.py checks every descriptor of this
+/// binary (range on instruction boundaries, the commit its last
+/// instruction, the signature before abort_ip, no call inside, listed in
+/// __rseq_cs_ptr_array, exits in __rseq_exit_point_array). Only the
+/// sections in this test's own code must pass whole: the C library's
+/// sections, compiled by cc without the `R` (retain) flag, lose their two
+/// debugger lists to the linker's --gc-sections in a Rust binary (their
+/// descriptors, all the kernel reads, stay); their faults are printed.
+#[test]
+fn rust_sections_pass_check_rseq_sections() {
+    let c = pcpu::Counter::new().unwrap();
+    pcpu_rust_inc_loop(&c, 10);
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let script = repo.join("tests/check_rseq_sections.py");
+    if !cfg!(target_arch = "x86_64") || cfg!(feature = "stable-tier") || !script.is_file() {
+        println!("skipped: x86-64 builds of the inline asm in a pcpu checkout only");
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let out = Command::new("python3").arg(&script).arg("1").arg(&exe).output().expect("python3");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    println!("{text}");
+    let checked: usize = text
+        .lines()
+        .find_map(|l| l.split(": ").nth(1)?.strip_suffix(" faults").map(|r| r.to_string()))
+        .and_then(|r| r.split(" sections checked").next()?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no summary line in {text}"));
+    assert!(checked >= 1, "{text}");
+    // The Rust loop's section: its descriptor's range is inside
+    // pcpu_rust_inc_loop, and any fault would name a jump in it, or its
+    // descriptor's address, which the disassembly below gives.
+    assert!(!text.contains("<pcpu_rust_inc_loop"), "the Rust add's section has faults:\n{text}");
+    let rust_faults = text
+        .lines()
+        .filter(|l| l.starts_with("FAULT"))
+        .filter(|l| !l.contains("<pcpu__") && !l.contains("<pcpu_slot") && !l.contains("<pcpu_counter"))
+        .filter(|l| !l.contains("not in __rseq_cs_ptr_array") || !c_section(l, &text))
+        .count();
+    assert_eq!(rust_faults, 0, "{text}");
+}
+
+/// Whether the fault line's section also has a fault naming a C function
+/// (its exit jump), i.e. it is one of the C library's sections.
+fn c_section(line: &str, all: &str) -> bool {
+    let key = line.split("): ").next().unwrap_or(line);
+    all.lines().any(|l| l.starts_with(key) && (l.contains("<pcpu__") || l.contains("<pcpu_slot") || l.contains("<pcpu_counter")))
+}
