@@ -199,6 +199,14 @@ macro_rules! counter_ops {
         /// unlocked `add`), no call. Exact with every other update.
         /// Thread-safe; async-signal-safe (a signal handler may add to the
         /// counter the code it interrupted is adding to).
+        ///
+        /// ```
+        /// let c = pcpu::Counter::new()?;
+        /// c.add(5);
+        /// c.add(-2);
+        /// assert_eq!(c.get(), 3);
+        /// # Ok::<(), pcpu::Error>(())
+        /// ```
         #[inline(always)]
         pub fn add(&self, v: i64) {
             // SAFETY: the handle is live (it borrows or owns the counter)
@@ -207,6 +215,13 @@ macro_rules! counter_ops {
         }
 
         /// `add(1)`. Thread-safe; async-signal-safe. Cost: as `add`.
+        ///
+        /// ```
+        /// let c = pcpu::Counter::new()?;
+        /// c.inc();
+        /// assert_eq!(c.get(), 1);
+        /// # Ok::<(), pcpu::Error>(())
+        /// ```
         #[inline(always)]
         pub fn inc(&self) {
             self.add(1)
@@ -216,6 +231,13 @@ macro_rules! counter_ops {
         /// run (each slot is read once); exact once adders have stopped and
         /// their stores are visible (e.g. after joining them).
         /// Thread-safe. Cost: a call and a read of each slot that was used.
+        ///
+        /// ```
+        /// let c = pcpu::Counter::new()?;
+        /// std::thread::scope(|s| { s.spawn(|| c.add(7)); });
+        /// assert_eq!(c.get(), 7);
+        /// # Ok::<(), pcpu::Error>(())
+        /// ```
         #[inline]
         pub fn get(&self) -> u64 {
             // SAFETY: a live counter.
@@ -226,6 +248,14 @@ macro_rules! counter_ops {
         /// `get_and_reset` or by a final `get`, with any number of
         /// concurrent adders and resetters. Thread-safe. Cost: a read of
         /// each slot and an atomic add.
+        ///
+        /// ```
+        /// let c = pcpu::Counter::new()?;
+        /// c.add(4);
+        /// assert_eq!(c.get_and_reset(), 4);
+        /// assert_eq!(c.get(), 0);
+        /// # Ok::<(), pcpu::Error>(())
+        /// ```
         pub fn get_and_reset(&self) -> u64 {
             // SAFETY: a live counter.
             unsafe { pcpu_sys::pcpu_counter_fetch_and_zero(self.raw.as_ptr()) }
@@ -455,6 +485,13 @@ macro_rules! gauge_ops {
     () => {
         /// Adds `v` (negative allowed). Exact; an rseq add in the library.
         /// Thread-safe; async-signal-safe. Cost: a call and an rseq add.
+        ///
+        /// ```
+        /// let g = pcpu::Gauge::new()?;
+        /// g.add(-3);
+        /// assert_eq!(g.get(), -3);
+        /// # Ok::<(), pcpu::Error>(())
+        /// ```
         #[inline]
         pub fn add(&self, v: i64) {
             // SAFETY: a live gauge.
@@ -462,18 +499,39 @@ macro_rules! gauge_ops {
         }
 
         /// `add(1)`. Thread-safe; async-signal-safe. Cost: as `add`.
+        ///
+        /// ```
+        /// let g = pcpu::Gauge::new()?;
+        /// g.inc();
+        /// assert_eq!(g.get(), 1);
+        /// # Ok::<(), pcpu::Error>(())
+        /// ```
         #[inline]
         pub fn inc(&self) {
             self.add(1)
         }
 
         /// `add(-1)`. Thread-safe; async-signal-safe. Cost: as `add`.
+        ///
+        /// ```
+        /// let g = pcpu::Gauge::new()?;
+        /// g.dec();
+        /// assert_eq!(g.get(), -1);
+        /// # Ok::<(), pcpu::Error>(())
+        /// ```
         #[inline]
         pub fn dec(&self) {
             self.add(-1)
         }
 
         /// `add(-v)`. Thread-safe; async-signal-safe. Cost: as `add`.
+        ///
+        /// ```
+        /// let g = pcpu::Gauge::new()?;
+        /// g.sub(2);
+        /// assert_eq!(g.get(), -2);
+        /// # Ok::<(), pcpu::Error>(())
+        /// ```
         #[inline]
         pub fn sub(&self, v: i64) {
             // SAFETY: a live gauge.
@@ -483,6 +541,14 @@ macro_rules! gauge_ops {
         /// Sets the value; adds that run concurrently land before or after.
         /// Thread-safe; not async-signal-safe (takes a lock). Cost: a read
         /// of every slot under a striped lock.
+        ///
+        /// ```
+        /// let g = pcpu::Gauge::new()?;
+        /// g.add(9);
+        /// g.set(4);
+        /// assert_eq!(g.get(), 4);
+        /// # Ok::<(), pcpu::Error>(())
+        /// ```
         pub fn set(&self, v: i64) {
             // SAFETY: a live gauge.
             let rc = unsafe { pcpu_sys::pcpu_gauge_set(self.raw.as_ptr(), v) };
@@ -491,6 +557,12 @@ macro_rules! gauge_ops {
 
         /// The value (sum of the slots). Thread-safe. Cost: a read of each
         /// used slot.
+        ///
+        /// ```
+        /// let g = pcpu::Gauge::new()?;
+        /// assert_eq!(g.get(), 0);
+        /// # Ok::<(), pcpu::Error>(())
+        /// ```
         pub fn get(&self) -> i64 {
             // SAFETY: a live gauge.
             unsafe { pcpu_sys::pcpu_gauge_read(self.raw.as_ptr()) }
@@ -634,6 +706,13 @@ macro_rules! histogram_ops {
         /// Records one observation of `v`: its bucket's count and sum,
         /// exactly. Thread-safe; async-signal-safe. Cost: a call, a bucket
         /// search and an rseq add of the pair.
+        ///
+        /// ```
+        /// let h = pcpu::Histogram::new(&pcpu::HistogramLayout::explicit(&[10]))?;
+        /// h.record(3);
+        /// assert_eq!(h.count(), 1);
+        /// # Ok::<(), pcpu::Error>(())
+        /// ```
         #[inline]
         pub fn record(&self, v: i64) {
             // SAFETY: a live histogram.
@@ -642,12 +721,25 @@ macro_rules! histogram_ops {
 
         /// Records `n` observations of `v`. Thread-safe; async-signal-safe.
         /// Cost: as `record`.
+        ///
+        /// ```
+        /// let h = pcpu::Histogram::new(&pcpu::HistogramLayout::explicit(&[10]))?;
+        /// h.record_n(20, 3);
+        /// assert_eq!((h.count(), h.sum()), (3, 60));
+        /// # Ok::<(), pcpu::Error>(())
+        /// ```
         pub fn record_n(&self, v: i64, n: u64) {
             // SAFETY: a live histogram.
             unsafe { pcpu_sys::pcpu_histogram_record_n(self.raw.as_ptr(), v, n) }
         }
 
         /// Number of buckets, +Inf included. Thread-safe. Cost: a load.
+        ///
+        /// ```
+        /// let h = pcpu::Histogram::new(&pcpu::HistogramLayout::explicit(&[1, 2]))?;
+        /// assert_eq!(h.buckets(), 3);
+        /// # Ok::<(), pcpu::Error>(())
+        /// ```
         pub fn buckets(&self) -> usize {
             // SAFETY: a live histogram.
             unsafe { pcpu_sys::pcpu_histogram_nbuckets(self.raw.as_ptr()) }
@@ -655,6 +747,13 @@ macro_rules! histogram_ops {
 
         /// Per-bucket counts, the total count and the sum of observations.
         /// Thread-safe. Cost: a read of each used slot's buckets.
+        ///
+        /// ```
+        /// let h = pcpu::Histogram::new(&pcpu::HistogramLayout::explicit(&[10]))?;
+        /// h.record(50);
+        /// assert_eq!(h.read(), (vec![0, 1], 1, 50));
+        /// # Ok::<(), pcpu::Error>(())
+        /// ```
         pub fn read(&self) -> (Vec<u64>, u64, i64) {
             let n = self.buckets();
             let mut counts = vec![0u64; n];
@@ -668,11 +767,24 @@ macro_rules! histogram_ops {
         }
 
         /// The number of observations. Thread-safe. Cost: as `read`.
+        ///
+        /// ```
+        /// let h = pcpu::Histogram::new(&pcpu::HistogramLayout::explicit(&[10]))?;
+        /// assert_eq!(h.count(), 0);
+        /// # Ok::<(), pcpu::Error>(())
+        /// ```
         pub fn count(&self) -> u64 {
             self.read().1
         }
 
         /// The sum of observations. Thread-safe. Cost: as `read`.
+        ///
+        /// ```
+        /// let h = pcpu::Histogram::new(&pcpu::HistogramLayout::explicit(&[10]))?;
+        /// h.record(-4);
+        /// assert_eq!(h.sum(), -4);
+        /// # Ok::<(), pcpu::Error>(())
+        /// ```
         pub fn sum(&self) -> i64 {
             self.read().2
         }
