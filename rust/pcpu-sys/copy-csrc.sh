@@ -6,6 +6,8 @@
 # headers, the sources of libpcpu (src/*) and libpcpu-stats (src/stats,
 # src/segment), and CMakeLists.txt, the one source of the version and
 # layout numbers. Run it again before each packaging; never edit csrc/.
+# Then: cargo publish --dry-run --allow-dirty -p pcpu-sys -p pcpu (cargo
+# sees the uncommitted csrc/ as a dirty tree).
 # Usage: pcpu-sys/copy-csrc.sh   (from anywhere)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
