@@ -26,6 +26,14 @@
 //! inline layout; every constructor checks it first ([`check_layout`]) and
 //! fails with [`Error::Layout`] on a mismatch, so no add ever runs against
 //! a layout it was not written for.
+//!
+//! Features: `metrics` (a `metrics` crate recorder, `pcpu::metrics::Recorder`
+//! when enabled), `prometheus-client` (`EncodeMetric` for [`Counter`] and
+//! [`Gauge`]), `system` (link the installed C library through pkg-config
+//! instead of compiling it; a program linked so also carries the ELF
+//! version need `PCPU_LAYOUT_<n>`, so the dynamic linker refuses a library
+//! of another layout before this crate's own check runs), `stable-tier`
+//! (every add through the C library's exported function).
 #![warn(missing_docs)]
 
 use std::ffi::{c_char, CStr};
