@@ -1,4 +1,4 @@
-//! A [`metrics`](::metrics) crate recorder backed by a pcpu [`Registry`]
+//! A `metrics` crate recorder backed by a pcpu [`Registry`]
 //! (feature `metrics`): `metrics::counter!("x").increment(1)` becomes a
 //! per-CPU add, and the registry writes the exposition (or is published
 //! for `pcpustat`).
