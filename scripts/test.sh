@@ -6,6 +6,10 @@
 #   3. AddressSanitizer + UndefinedBehaviorSanitizer build: every test,
 #   4. ThreadSanitizer build: every test (TSan cannot see inline assembly, so
 #      there pcpu runs its atomic fallback path, which TSan checks),
+#   2b. the Rust crates (rust/): `cargo test` of pcpu-sys and pcpu, doctests
+#      and the metrics / prometheus-client integrations included, in the
+#      plain configuration (their own cc build of the C library), with the
+#      plain build's pcpustat reading a Rust program (about 50 s from clean),
 #   5. the emulated machines (scripts/vm/run-all.sh, not under ctest):
 #      aarch64, ARMv7, riscv64 and a 16-CPU x86-64 with 256 possible CPUs
 #      under QEMU's TCG,
@@ -71,6 +75,27 @@ run_config() { # name, build dir, cmake args...
 # PCPU_PROTOBUF=ON: install-deps.sh installed protobuf-c, so a build that
 # could not find it must fail here rather than quietly drop the protobuf tests.
 run_config plain build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCPU_PROTOBUF=ON
+# The Rust crates: every `test result:` line of cargo counts, as ctest's
+# tests do; a build that fails before any test ran counts as one failure.
+# PCPU_PCPUSTAT is set whether or not the plain build made pcpustat, so
+# the segment test fails rather than skips when it is missing.
+run_rust() {
+  echo "=== rust (cargo test -p pcpu-sys -p pcpu, with the metrics and prometheus-client integrations)"
+  local log=build-rust.log rc pass fail
+  if ! command -v cargo >/dev/null; then
+    echo "test.sh: cargo not found"; failed_configs+=("rust (no cargo)"); total_fail=$((total_fail+1)); return
+  fi
+  (cd rust && PCPU_PCPUSTAT="$PWD/../build/tools/pcpustat" cargo test --locked --no-fail-fast -p pcpu-sys -p pcpu \
+    --features pcpu/metrics,pcpu/prometheus-client) 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  read -r pass fail < <(awk '/^test result: /{for(i=1;i<NF;i++){if($(i+1)~/^passed/)p+=$i;if($(i+1)~/^failed/)f+=$i}}
+                             END{print p+0, f+0}' "$log")
+  [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ] && fail=1
+  total_pass=$((total_pass+pass)); total_fail=$((total_fail+fail))
+  [ "$rc" -eq 0 ] && [ "$fail" -eq 0 ] || failed_configs+=("rust")
+}
+run_rust
+
 if [ $quick -eq 0 ]; then
   run_config asan+ubsan build-asan -DCMAKE_BUILD_TYPE=Debug -DPCPU_SANITIZE=address -DPCPU_BUILD_BENCH=OFF -DPCPU_PROTOBUF=ON
   run_config tsan build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCPU_SANITIZE=thread -DPCPU_BUILD_BENCH=OFF -DPCPU_PROTOBUF=ON

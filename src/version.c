@@ -12,6 +12,11 @@ unsigned pcpu_version(void)
 	return PCPU_VERSION;
 }
 
+unsigned pcpu_inline_layout(void)
+{
+	return PCPU__LAYOUT;
+}
+
 const char *pcpu_version_string(void)
 {
 	return PCPU_VERSION_STRING;

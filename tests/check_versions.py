@@ -6,6 +6,8 @@ pcpu has three numbers, each with one source:
     pcpu/version.h and pcpu_version() are generated from it, pcpustat
     prints it; the Python package (pcpu.__version__, which pyproject.toml
     reads) and the Debian changelog's top entry must equal it;
+    the Rust crates' version (rust/Cargo.toml's workspace.package, which
+    pcpu-sys and pcpu inherit; pcpu's pin on pcpu-sys) must equal it too;
   - the ABI's major number, `set(PCPU_SOVERSION n)` in CMakeLists.txt: every
     shared object's SOVERSION is ${PCPU_SOVERSION}, and the Debian runtime
     packages are named with it (libpcpu<n>, libpcpu-stats<n>,
@@ -59,6 +61,23 @@ def main():
               "debian/changelog top entry", problems)
     if version and deb and deb != version:
         problems.append("debian/changelog: top entry %s, the project is %s" % (deb, version))
+
+    # The Rust crates (rust/): one workspace version, inherited, equal to
+    # the project's; pcpu depends on exactly that pcpu-sys.
+    if os.path.exists(os.path.join(root, "rust/Cargo.toml")):
+        ws = read(root, "rust/Cargo.toml")
+        rv = one(r'^\[workspace\.package\]\n(?:[^\[]*\n)?version = "([^"]+)"', ws,
+                 "rust/Cargo.toml workspace.package version", problems)
+        if version and rv and rv != version:
+            problems.append("rust/Cargo.toml: version %s, the project is %s" % (rv, version))
+        for crate in ("pcpu-sys", "pcpu"):
+            toml = read(root, "rust/%s/Cargo.toml" % crate)
+            if not re.search(r"^version\.workspace = true$", toml, re.M):
+                problems.append("rust/%s/Cargo.toml: the version must be version.workspace = true" % crate)
+        dep = one(r'^pcpu-sys = \{ version = "=([^"]+)"', read(root, "rust/pcpu/Cargo.toml"),
+                  "rust/pcpu/Cargo.toml pcpu-sys dependency", problems)
+        if version and dep and dep != version:
+            problems.append("rust/pcpu/Cargo.toml: depends on pcpu-sys =%s, the project is %s" % (dep, version))
 
     # Every shared object's SOVERSION is the one variable.
     for dirpath, dirnames, files in os.walk(root):

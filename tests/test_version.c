@@ -21,6 +21,8 @@ int main(void)
 	CHECK(pcpu_version() == PCPU_VERSION);
 	snprintf(v, sizeof v, "%d.%d.%d", PCPU_VERSION_MAJOR, PCPU_VERSION_MINOR, PCPU_VERSION_PATCH);
 	CHECK(strcmp(pcpu_version_string(), v) == 0 && strcmp(v, PCPU_VERSION_STRING) == 0);
+	/* The layout a binding's own inline updates check (pcpu/runtime_version.h). */
+	CHECK(pcpu_inline_layout() == PCPU__LAYOUT);
 	printf("pcpu %s (layout %d)\n", pcpu_version_string(), PCPU__LAYOUT);
 	return 0;
 }

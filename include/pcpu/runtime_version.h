@@ -24,6 +24,20 @@ PCPU_API unsigned pcpu_version(void);
  * Thread-safe; async-signal-safe. Cost: a load. */
 PCPU_API const char *pcpu_version_string(void);
 
+/**
+ * The layout of the inline hot path this library was built for: the
+ * PCPU__LAYOUT of its pcpu/version.h, whose symbols carry the version node
+ * PCPU_LAYOUT_<n> (src/pcpu.map). The layout is what inline updates compiled
+ * outside the library rely on: the slot stride (PCPU_SLOT_STRIDE_SHIFT), the
+ * rseq offsets in pcpu__g, a counter's and a group lane's words, the slow
+ * paths' signatures. C programs need not call it (the version node makes a
+ * mismatch fail at load); a binding that writes the inline updates in its
+ * own language (the Rust crate `pcpu`, rust/) compares it with the layout
+ * it was written for before its first update, and refuses to run on
+ * another. Thread-safe; async-signal-safe. Cost: a call.
+ */
+PCPU_API unsigned pcpu_inline_layout(void);
+
 PCPU_END_DECLS
 
 #endif /* PCPU_RUNTIME_VERSION_H */

@@ -1,0 +1,143 @@
+//! Builds or finds the C library pcpu-sys binds.
+//!
+//! Default: compiles the C library with the `cc` crate, from the
+//! repository's tree when the crate sits in it (`rust/pcpu-sys` of a pcpu
+//! checkout: `../../src`, `../../include`), else from `csrc/`, the copy a
+//! packaged crate carries (`copy-csrc.sh` makes it before `cargo package`).
+//! The sources are globbed, not listed: core = `src/*.c` (libpcpu),
+//! statistics = `src/stats/*.c` and `src/segment/*.c` (libpcpu-stats),
+//! without the optional protobuf writer (`PCPU_HAVE_PROTOBUF` undefined,
+//! so the library needs libc alone). `pcpu/version.h` is generated from
+//! `include/pcpu/version.h.in` with the version and layout numbers read
+//! from `CMakeLists.txt`, their one source, as CMake's configure_file() does.
+//!
+//! Feature `system`: links the installed libraries found by pkg-config
+//! (`pcpu-stats`, which brings `pcpu`; or `pcpu` alone where the statistics
+//! layer is still part of it) and compiles nothing.
+
+use std::env;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-env-changed=PCPU_SYS_CSRC");
+    if env::var_os("CARGO_FEATURE_SYSTEM").is_some() {
+        system();
+    } else {
+        bundled();
+    }
+}
+
+#[cfg(feature = "system")]
+fn system() {
+    // pcpu-stats requires pcpu in its .pc file, so probing it links both.
+    if pkg_config::Config::new().probe("pcpu-stats").is_err() {
+        if let Err(e) = pkg_config::Config::new().probe("pcpu") {
+            panic!("pcpu-sys (feature `system`): pkg-config found neither pcpu-stats nor pcpu: {e}");
+        }
+    }
+}
+
+#[cfg(not(feature = "system"))]
+fn system() {
+    unreachable!("the `system` feature brings the pkg-config dependency");
+}
+
+/// The C tree: `$PCPU_SYS_CSRC` if set, the repository around the crate,
+/// or the crate's own copy.
+fn c_tree(manifest: &Path) -> PathBuf {
+    if let Some(dir) = env::var_os("PCPU_SYS_CSRC") {
+        return PathBuf::from(dir);
+    }
+    let repo = manifest.join("../..");
+    if repo.join("src/rseq.c").is_file() && repo.join("include/pcpu/version.h.in").is_file() {
+        return repo;
+    }
+    let copy = manifest.join("csrc");
+    if copy.join("src/rseq.c").is_file() {
+        return copy;
+    }
+    panic!(
+        "pcpu-sys: no C sources: neither the repository ({}) nor csrc/ (run copy-csrc.sh)",
+        repo.display()
+    );
+}
+
+/// The value of `key` in CMakeLists.txt: `project(pcpu VERSION x.y.z` or
+/// `set(PCPU_LAYOUT n)`.
+fn cmake_value(cmake: &str, prefix: &str, end: char) -> String {
+    cmake
+        .lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .and_then(|rest| rest.split(end).next())
+        .map(|v| v.trim().to_string())
+        .unwrap_or_else(|| panic!("pcpu-sys: CMakeLists.txt has no line `{prefix}...`"))
+}
+
+fn c_files(dir: &Path, skip: &[&str]) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("pcpu-sys: {}: {e}", dir.display()))
+        .map(|e| e.expect("pcpu-sys: reading a source directory").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "c"))
+        .filter(|p| !skip.iter().any(|s| p.file_name().is_some_and(|n| n == *s)))
+        .collect();
+    files.sort();
+    files
+}
+
+fn bundled() {
+    let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
+    let out = PathBuf::from(env::var("OUT_DIR").unwrap());
+    let root = c_tree(&manifest);
+    for d in ["src", "include", "CMakeLists.txt"] {
+        println!("cargo:rerun-if-changed={}", root.join(d).display());
+    }
+
+    // pcpu/version.h from its template and the one source of the numbers.
+    let cmake = fs::read_to_string(root.join("CMakeLists.txt")).expect("pcpu-sys: CMakeLists.txt");
+    let version = cmake_value(&cmake, "project(pcpu VERSION ", ' ');
+    let layout = cmake_value(&cmake, "set(PCPU_LAYOUT ", ')');
+    let parts: Vec<&str> = version.split('.').collect();
+    assert_eq!(parts.len(), 3, "pcpu-sys: version {version} is not MAJOR.MINOR.PATCH");
+    let template = fs::read_to_string(root.join("include/pcpu/version.h.in"))
+        .expect("pcpu-sys: include/pcpu/version.h.in");
+    let header = template
+        .replace("@PROJECT_VERSION_MAJOR@", parts[0])
+        .replace("@PROJECT_VERSION_MINOR@", parts[1])
+        .replace("@PROJECT_VERSION_PATCH@", parts[2])
+        .replace("@PROJECT_VERSION@", &version)
+        .replace("@PCPU_LAYOUT@", &layout);
+    // Any `@NAME@` left is a placeholder added to the template since.
+    let left = header.split('@').skip(1).step_by(2).find(|w| {
+        !w.is_empty() && w.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+    });
+    assert!(left.is_none(), "pcpu-sys: version.h.in has a placeholder build.rs does not fill: @{}@", left.unwrap_or(""));
+    let gen = out.join("include/pcpu");
+    fs::create_dir_all(&gen).unwrap();
+    fs::write(gen.join("version.h"), header).unwrap();
+
+    let mut files = c_files(&root.join("src"), &[]);
+    // expose_protobuf.c needs protobuf-c's generated code: left out, as
+    // CMake leaves it out without protobuf-c.
+    files.extend(c_files(&root.join("src/stats"), &["expose_protobuf.c"]));
+    files.extend(c_files(&root.join("src/segment"), &[]));
+
+    cc::Build::new()
+        .files(&files)
+        .include(out.join("include"))
+        .include(root.join("include"))
+        .include(root.join("src"))
+        .define("_GNU_SOURCE", None)
+        .define("PCPU_BUILDING_LIBRARY", None)
+        .flag_if_supported("-std=gnu11")
+        .flag("-fvisibility=hidden")
+        .flag_if_supported("-Wno-unused-parameter")
+        .compile("pcpu");
+    println!("cargo:rustc-link-lib=m");
+    println!("cargo:include={}", root.join("include").display());
+    println!("cargo:gen_include={}", out.join("include").display());
+    // For tests that compile C against the same headers (pcpu's loop test).
+    println!("cargo:rustc-env=PCPU_SYS_GENERATED_INCLUDE={}", out.join("include").display());
+    println!("cargo:layout={layout}");
+}
