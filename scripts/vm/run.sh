@@ -106,8 +106,8 @@ kernels=$(bash scripts/vm/fetch-kernels.sh) || { echo "run.sh: fetching the kern
 vmlinuz=$(sed -n "s/^$key=//p" <<<"$kernels")
 [ -n "$vmlinuz" ] && [ -f "$vmlinuz" ] || { echo "run.sh: no kernel $key" >&2; exit 1; }
 
-# The library, static, for the target (only the library: no tests, tools,
-# protobuf), then vm_stress against it.
+# The libraries, static, for the target (only the libraries: no tests, tools,
+# protobuf), then vm_stress against them.
 bdir=$root/build/vm/$arch libdefs=()
 if [ "$variant" = skew ]; then # a library of its own
   bdir=$root/build/vm/$arch-skew libdefs=(-DCMAKE_C_FLAGS=-DPCPU_TEST_TREE_SKEW)
@@ -119,13 +119,15 @@ if [ ! -f "$bdir/build.ninja" ]; then
     -DPCPU_BUILD_TOOLS=OFF -DPCPU_PROTOBUF=OFF >"$bdir.configure.log" 2>&1 \
     || { cat "$bdir.configure.log"; echo "run.sh: configure failed" >&2; exit 1; }
 fi
-cmake --build "$bdir" --target pcpu_static -j 2 >"$bdir.build.log" 2>&1 \
+# Both libraries: vm_stress's trees, histograms and groups are
+# libpcpu-stats', which comes first on the link line (it calls libpcpu).
+cmake --build "$bdir" --target pcpu_stats_static pcpu_static -j 2 >"$bdir.build.log" 2>&1 \
   || { tail -30 "$bdir.build.log"; echo "run.sh: build failed" >&2; exit 1; }
-lib=$(find "$bdir" -maxdepth 1 -name 'libpcpu*.a' | head -1)
+libs=("$bdir/libpcpu-stats.a" "$bdir/libpcpu.a")
 work=$bdir/$kernel-$variant
 rm -rf "$work" && mkdir -p "$work/root"
 $cc -O2 -g -static -pthread -D_GNU_SOURCE "${defs[@]}" -Iinclude -I"$bdir/include" \
-  -o "$work/root/init" tests/vm/vm_stress.c "$lib" \
+  -o "$work/root/init" tests/vm/vm_stress.c "${libs[@]}" \
   || { echo "run.sh: building vm_stress failed" >&2; exit 1; }
 (cd "$work/root" && find . | cpio -o -H newc --quiet | gzip -1 >"$work/init.cpio.gz")
 
