@@ -1,0 +1,3 @@
+module pcpu.invalid/go
+
+go 1.26
