@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,27 +15,6 @@ import (
 	"pcpu.invalid/go/internal/cfix"
 	"pcpu.invalid/go/internal/otlpcmp"
 )
-
-// Writers starts the C writers of every kind in a fresh directory:
-// segment_fixture golden and owned, segwriter kinds and tree, and a
-// writer that died (its segment left behind).
-func Writers(t *testing.T) (string, []*cfix.Writer) {
-	t.Helper()
-	cfix.Need(t, "tools/pcpustat", "tests/segment/segment_fixture")
-	writer := cfix.SegWriter(t)
-	fixture := filepath.Join(cfix.BuildDir(), "tests", "segment", "segment_fixture")
-	dir := t.TempDir()
-	env := []string{"PCPU_SEGMENT_DIR=" + dir}
-	ws := []*cfix.Writer{
-		cfix.Start(t, env, fixture, "golden", "golden"),
-		cfix.Start(t, append(env, "PCPU_OWNED_SLOTS=2"), fixture, "owned", "owned"),
-		cfix.Start(t, env, writer, "kinds", "kinds"),
-		cfix.Start(t, append(env, "PCPU_INDEX=cpu"), writer, "tree", "tree", "3"),
-	}
-	dead := cfix.Start(t, env, fixture, "die", "dead")
-	dead.Stop()
-	return dir, ws
-}
 
 // collectOnce runs the receiver (its factory, as a collector would) until
 // it has delivered one collection.
@@ -74,45 +52,9 @@ func collectOnce(t *testing.T, dir string) pmetric.Metrics {
 // equal, point for point, what pcpustat push --otlp makes of them with
 // the C reader, and its per-slot gauges what pcpustat --json -p shows.
 func TestReceiverMatchesC(t *testing.T) {
-	dir, ws := Writers(t)
+	dir, ws := cfix.StartAll(t)
 	got := collectOnce(t, dir)
-	CheckAgainstC(t, got, dir, ws)
-}
-
-// CheckAgainstC compares the metrics md of dir's segments with the C tools'.
-func CheckAgainstC(t *testing.T, md pmetric.Metrics, dir string, ws []*cfix.Writer) {
-	t.Helper()
-	n := otlpcmp.Compare(t, md, otlpcmp.CPush(t, dir))
-	for _, k := range []string{"sum/Int", "sum/Double", "gauge/Int", "gauge/Double", "Histogram", "ExponentialHistogram"} {
-		if n[k] == 0 {
-			t.Errorf("no %s point compared (%v)", k, n)
-		}
-	}
-	t.Logf("points compared: %v", n)
-	slots := 0
-	for _, w := range ws {
-		base := filepath.Base(w.Path) // pcpu.<pid>.<name>
-		parts := strings.SplitN(base, ".", 3)
-		slots += otlpcmp.CompareSlots(t, md, w.Path, parts[2], int64(w.Cmd.Process.Pid))
-	}
-	if slots < 10 {
-		t.Errorf("only %d slot values compared", slots)
-	}
-	// The dead writer's segment: up 0, writer_gone.
-	found := false
-	for i := 0; i < md.ResourceMetrics().Len(); i++ {
-		rm := md.ResourceMetrics().At(i)
-		if s, _ := rm.Resource().Attributes().Get("pcpu.segment"); s.AsString() != "dead" {
-			continue
-		}
-		m := rm.ScopeMetrics().At(0).Metrics().At(0)
-		dp := m.Gauge().DataPoints().At(0)
-		reason, _ := dp.Attributes().Get("reason")
-		found = m.Name() == UpMetric && dp.IntValue() == 0 && reason.AsString() == "writer_gone"
-	}
-	if !found {
-		t.Error("no pcpu_segment_up 0, writer_gone for the dead writer")
-	}
+	otlpcmp.CheckAgainstC(t, got, dir, ws)
 }
 
 // TestConfig: defaults and validation.

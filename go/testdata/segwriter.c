@@ -10,6 +10,10 @@
  *
  *   segwriter kinds NAME      one process
  *   segwriter tree NAME N     PCPU_INDEX=cpu: the publisher and N children
+ *   segwriter many NAME N     N series of a server's mix, as bench/push_bench.c
+ *                             makes them (for go/collector's benchmark):
+ *                             counters 70%, gauges 29%, histograms 1% (explicit
+ *                             60%, log-linear 30%, exponential 10%)
  *
  * Prints "ready PATH" once every value is in place (and, for a tree, once
  * every child has added and waits), then waits for end of file on standard
@@ -158,6 +162,61 @@ static void kinds(pcpu_registry_t *reg)
 		die("collect");
 }
 
+static void many(pcpu_registry_t *reg, unsigned n)
+{
+	static const char *const fl[] = { "flow" }, *const ql[] = { "queue" }, *const hl[] = { "handler" };
+	static const int64_t bounds[] = { 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000 };
+	struct pcpu_histogram_layout ex = { .scheme = PCPU_HISTOGRAM_EXPLICIT, .bounds = bounds, .nbounds = 11 };
+	struct pcpu_histogram_layout ll = { .scheme = PCPU_HISTOGRAM_LOG_LINEAR, .precision_bits = 7,
+					    .max_value = (int64_t)60 * 1000000000 };
+	struct pcpu_histogram_layout nat = { .scheme = PCPU_HISTOGRAM_EXPONENTIAL, .schema = 3 };
+	struct pcpu_family_desc d[5];
+	pcpu_family_t *f[5];
+	uint64_t x = 88172645463325252ull;
+	unsigned i, k, j;
+	char v[64];
+	const char *vals[] = { v };
+
+	memset(d, 0, sizeof d);
+	d[0] = (struct pcpu_family_desc){ .name = "flow_packets_total", .help = "Packets by flow.",
+					  .type = PCPU_METRIC_COUNTER, .nlabels = 1, .label_names = fl };
+	d[1] = (struct pcpu_family_desc){ .name = "queue_depth", .help = "Queue depth.", .type = PCPU_METRIC_GAUGE,
+					  .nlabels = 1, .label_names = ql };
+	d[2] = (struct pcpu_family_desc){ .name = "rpc_duration_seconds", .help = "RPC latency.", .unit = "seconds",
+					  .type = PCPU_METRIC_HISTOGRAM, .nlabels = 1, .label_names = hl,
+					  .scale_exp10 = -9, .histogram = &ex };
+	d[3] = d[2];
+	d[3].name = "db_query_duration_seconds";
+	d[3].histogram = &ll;
+	d[4] = d[2];
+	d[4].name = "request_duration_seconds";
+	d[4].histogram = &nat;
+	for (k = 0; k < 5; k++)
+		if (!(f[k] = pcpu_registry_family(reg, &d[k])))
+			die("family");
+	for (i = 0; i < n; i++) {
+		unsigned m = i % 100;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		snprintf(v, sizeof v, "s%u", i);
+		if (m < 70) {
+			pcpu_counter_add(pcpu_family_counter(f[0], vals), (int64_t)(x % 100000000));
+		} else if (m < 99) {
+			pcpu_gauge_set(pcpu_family_gauge(f[1], vals), (int64_t)(x % 1001));
+		} else {
+			unsigned h = (i / 100) % 10;
+			pcpu_histogram_t *hist = pcpu_family_histogram(f[h < 6 ? 2 : h < 9 ? 3 : 4], vals);
+
+			if (!hist)
+				die("histogram");
+			for (j = 0; j < 32; j++) {
+				x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+				pcpu_histogram_record(hist, (int64_t)(1000 + x % 100000000));
+			}
+		}
+	}
+}
+
 static void wait_stdin(void)
 {
 	char buf[64];
@@ -241,7 +300,10 @@ int main(int argc, char **argv)
 	}
 	if (!(seg = pcpu_segment_publish(reg, argv[2], &o)))
 		die("publish");
-	kinds(reg);
+	if (strcmp(argv[1], "many") == 0)
+		many(reg, argc > 3 ? (unsigned)atoi(argv[3]) : 100000);
+	else
+		kinds(reg);
 	printf("ready %s\n", pcpu_segment_path(seg));
 	fflush(stdout);
 	wait_stdin();

@@ -168,3 +168,24 @@ func Pcpustat(t testing.TB, args ...string) map[string]any {
 	}
 	return v
 }
+
+// StartAll starts the C writers of every kind in a fresh directory:
+// segment_fixture golden and owned, segwriter kinds and a tree of 3
+// children, and a writer that died (its segment left behind, named dead).
+func StartAll(t *testing.T) (string, []*Writer) {
+	t.Helper()
+	Need(t, "tools/pcpustat", "tests/segment/segment_fixture")
+	writer := SegWriter(t)
+	fixture := filepath.Join(BuildDir(), "tests", "segment", "segment_fixture")
+	dir := t.TempDir()
+	env := []string{"PCPU_SEGMENT_DIR=" + dir}
+	ws := []*Writer{
+		Start(t, env, fixture, "golden", "golden"),
+		Start(t, append(env, "PCPU_OWNED_SLOTS=2"), fixture, "owned", "owned"),
+		Start(t, env, writer, "kinds", "kinds"),
+		Start(t, append(env, "PCPU_INDEX=cpu"), writer, "tree", "tree", "3"),
+	}
+	dead := Start(t, env, fixture, "die", "dead")
+	dead.Stop()
+	return dir, ws
+}

@@ -386,3 +386,39 @@ func mustInt(v any) int64 {
 	n, _ := v.(json.Number).Int64()
 	return n
 }
+
+// CheckAgainstC compares the metrics md of dir's segments with the C tools'.
+func CheckAgainstC(t *testing.T, md pmetric.Metrics, dir string, ws []*cfix.Writer) {
+	t.Helper()
+	n := Compare(t, md, CPush(t, dir))
+	for _, k := range []string{"sum/Int", "sum/Double", "gauge/Int", "gauge/Double", "Histogram", "ExponentialHistogram"} {
+		if n[k] == 0 {
+			t.Errorf("no %s point compared (%v)", k, n)
+		}
+	}
+	t.Logf("points compared: %v", n)
+	slots := 0
+	for _, w := range ws {
+		base := filepath.Base(w.Path) // pcpu.<pid>.<name>
+		parts := strings.SplitN(base, ".", 3)
+		slots += CompareSlots(t, md, w.Path, parts[2], int64(w.Cmd.Process.Pid))
+	}
+	if slots < 10 {
+		t.Errorf("only %d slot values compared", slots)
+	}
+	// The dead writer's segment: up 0, writer_gone.
+	found := false
+	for i := 0; i < md.ResourceMetrics().Len(); i++ {
+		rm := md.ResourceMetrics().At(i)
+		if s, _ := rm.Resource().Attributes().Get("pcpu.segment"); s.AsString() != "dead" {
+			continue
+		}
+		m := rm.ScopeMetrics().At(0).Metrics().At(0)
+		dp := m.Gauge().DataPoints().At(0)
+		reason, _ := dp.Attributes().Get("reason")
+		found = m.Name() == "pcpu_segment_up" && dp.IntValue() == 0 && reason.AsString() == "writer_gone"
+	}
+	if !found {
+		t.Error("no pcpu_segment_up 0, writer_gone for the dead writer")
+	}
+}
