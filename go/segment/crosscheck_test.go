@@ -7,7 +7,6 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -311,32 +310,36 @@ func TestLiveness(t *testing.T) {
 	compareWithC(t, s, cfix.Pcpustat(t, "--json", "-p", "--stale", w.Path))
 
 	// A tree whose publisher was killed lives on in its children (they
-	// hold the member lock) -- until they exit too.
-	tw := cfix.Start(t, append(env, "PCPU_INDEX=cpu"), writer, "tree", "orphans", "2")
-	tw.Cmd.Process.Signal(syscall.SIGSTOP) // children stay: the pipe is still open
+	// hold the member lock), for the C reader and the Go reader alike --
+	// until they exit too.
+	hold := filepath.Join(t.TempDir(), "hold")
+	if err := os.WriteFile(hold, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tw := cfix.Start(t, append(env, "PCPU_INDEX=cpu"), writer, "tree", "orphans", "2", hold)
+	tw.Cmd.Process.Kill()
+	tw.Cmd.Wait()
+	tw.In = nil
 	r2, err := segment.Open(tw.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r2.Close()
-	s2, err := r2.Snapshot(false)
+	s2, err := r2.Snapshot(true)
 	if err != nil || s2.State != segment.StateLive {
-		t.Fatalf("tree: %v %v", err, s2)
+		t.Fatalf("tree without its publisher: %v %v", err, s2)
 	}
-	tw.Cmd.Process.Signal(syscall.SIGCONT)
-	tw.Stop() // unpublishes: closed
-	if _, err := os.Stat(tw.Path); err == nil {
-		t.Errorf("%s still there after unpublish", tw.Path)
-	}
+	compareWithC(t, s2, cfix.Pcpustat(t, "--json", "-p", tw.Path))
+	os.Remove(hold) // the children exit
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		_, err = r2.Snapshot(false)
 		if errors.Is(err, segment.ErrWriterGone) || time.Now().After(deadline) {
 			break
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
 	if !errors.Is(err, segment.ErrWriterGone) {
-		t.Errorf("closed tree: %v", err)
+		t.Errorf("tree whose processes all exited: %v", err)
 	}
 }

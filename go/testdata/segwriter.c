@@ -9,7 +9,9 @@
  * forked children add into the same series.
  *
  *   segwriter kinds NAME      one process
- *   segwriter tree NAME N     PCPU_INDEX=cpu: the publisher and N children
+ *   segwriter tree NAME N [HOLD]  PCPU_INDEX=cpu: the publisher and N children;
+ *                             with HOLD, a file, the children stay while it
+ *                             exists, even after the publisher is gone
  *   segwriter many NAME N     N series of a server's mix, as bench/push_bench.c
  *                             makes them (for go/collector's benchmark):
  *                             counters 70%, gauges 29%, histograms 1% (explicit
@@ -280,9 +282,12 @@ int main(int argc, char **argv)
 				if (write(ready[1], "r", 1) != 1)
 					_exit(1);
 				/* Stays alive (a member of the tree) until the
-				 * publisher closes the pipe, by exiting or dying. */
+				 * publisher closes the pipe, by exiting or dying,
+				 * or with HOLD, while that file exists. */
 				while (read(hold[0], &x, 1) > 0)
 					;
+				while (argc > 4 && access(argv[4], F_OK) == 0)
+					usleep(20000);
 				_exit(0);
 			}
 		}

@@ -63,11 +63,20 @@ func SegWriter(t testing.TB) string {
 	t.Helper()
 	Need(t, "libpcpu.so", "tools/pcpustat")
 	writerOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "pcpu-segwriter")
+		// One folder per user, the binary replaced atomically: test
+		// binaries of several packages build it at once, and none
+		// leaves a folder behind.
+		dir := filepath.Join(os.TempDir(), fmt.Sprintf("pcpu-segwriter-%d", os.Getuid()))
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			writerErr = err
+			return
+		}
+		tmp, err := os.CreateTemp(dir, "segwriter-*")
 		if err != nil {
 			writerErr = err
 			return
 		}
+		tmp.Close()
 		writerPath = filepath.Join(dir, "segwriter")
 		cc := os.Getenv("CC")
 		if cc == "" {
@@ -76,10 +85,13 @@ func SegWriter(t testing.TB) string {
 		root, build := Root(), BuildDir()
 		out, err := exec.Command(cc, "-O1", "-Wall", "-Werror", "-I"+filepath.Join(root, "include"),
 			"-I"+filepath.Join(build, "include"), filepath.Join(root, "go", "testdata", "segwriter.c"),
-			"-o", writerPath, "-L"+build, "-lpcpu", "-Wl,-rpath,"+build, "-lpthread").CombinedOutput()
+			"-o", tmp.Name(), "-L"+build, "-lpcpu", "-Wl,-rpath,"+build, "-lpthread").CombinedOutput()
 		if err != nil {
+			os.Remove(tmp.Name())
 			writerErr = fmt.Errorf("building segwriter: %v\n%s", err, out)
+			return
 		}
+		writerErr = os.Rename(tmp.Name(), writerPath)
 	})
 	if writerErr != nil {
 		t.Fatal(writerErr)
