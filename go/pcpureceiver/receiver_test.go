@@ -95,3 +95,22 @@ func unwrapAll(err error) error {
 		err = u.Unwrap()
 	}
 }
+
+// TestSegmentsFilter: with segments set, only those names are read (every
+// process publishing one), others are not even opened.
+func TestSegmentsFilter(t *testing.T) {
+	dir, _ := cfix.StartAll(t)
+	c := newCollector(&Config{Directory: dir, Segments: []string{"kinds", "dead"}})
+	md, err := c.scrape(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i := 0; i < md.ResourceMetrics().Len(); i++ {
+		s, _ := md.ResourceMetrics().At(i).Resource().Attributes().Get("pcpu.segment")
+		got = append(got, s.AsString())
+	}
+	if len(got) != 2 || got[0] != "dead" || got[1] != "kinds" {
+		t.Errorf("segments read: %v, want [dead kinds]", got)
+	}
+}
