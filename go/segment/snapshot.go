@@ -2,8 +2,10 @@ package segment
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 )
 
 // Snapshot is one consistent read of a segment: every series in it has
@@ -582,11 +584,11 @@ func (a *attempt) decideKept() (map[*fam]bool, []*ser, error) {
 }
 
 func sortByLoc(v []*ser) {
-	sort.Slice(v, func(i, j int) bool {
-		if v[i].e.u32a != v[j].e.u32a {
-			return v[i].e.u32a < v[j].e.u32a
+	slices.SortFunc(v, func(a, b *ser) int {
+		if c := cmp.Compare(a.e.u32a, b.e.u32a); c != 0 {
+			return c
 		}
-		return v[i].e.valueOff < v[j].e.valueOff
+		return cmp.Compare(a.e.valueOff, b.e.valueOff)
 	})
 }
 
@@ -602,22 +604,24 @@ func build(keptFam map[*fam]bool, kept []*ser, perSlot bool) ([]Family, error) {
 	for x := range keptFam {
 		fv = append(fv, x)
 	}
-	sort.Slice(fv, func(i, j int) bool {
-		if fv[i].f.Name != fv[j].f.Name {
-			return fv[i].f.Name < fv[j].f.Name
+	slices.SortFunc(fv, func(a, b *fam) int {
+		if c := strings.Compare(a.f.Name, b.f.Name); c != 0 {
+			return c
 		}
-		return fv[i].idx < fv[j].idx
+		return cmp.Compare(a.idx, b.idx)
 	})
 	out := make([]Family, len(fv))
 	for i, x := range fv {
 		ss := members[x]
-		sort.Slice(ss, func(a, b int) bool { return labelsLess(ss[a].values, ss[b].values) })
+		// Two series of a family with the same labels are a forged
+		// directory: sorted by labels, they are neighbours.
+		slices.SortFunc(ss, func(a, b *ser) int { return slices.Compare(a.values, b.values) })
 		for k := 1; k < len(ss); k++ {
-			if !labelsLess(ss[k-1].values, ss[k].values) {
+			if slices.Equal(ss[k-1].values, ss[k].values) {
 				return nil, corrupt("two series of %.100s with the same labels", x.f.Name)
 			}
 		}
-		sort.SliceStable(ss, func(a, b int) bool { return ss[a].e.serial < ss[b].e.serial })
+		slices.SortStableFunc(ss, func(a, b *ser) int { return cmp.Compare(a.e.serial, b.e.serial) })
 		f := x.f
 		f.Series = make([]Series, len(ss))
 		for k, s := range ss {
@@ -644,15 +648,6 @@ func build(keptFam map[*fam]bool, kept []*ser, perSlot bool) ([]Family, error) {
 		out[i] = f
 	}
 	return out, nil
-}
-
-func labelsLess(a, b []string) bool {
-	for l := range a {
-		if a[l] != b[l] {
-			return a[l] < b[l]
-		}
-	}
-	return false
 }
 
 var _ = fmt.Sprintf
