@@ -44,8 +44,8 @@ func envInt(name string, def int) int {
 // default 2000): the collector built by ocb (the receiver, and the
 // otlphttp exporter sending protobuf to a sink in this process, or the
 // debug exporter at basic verbosity: the receiver alone, nearly) against
-// `pcpustat serve` scraped at the same interval (text 0.0.4 with gzip, as
-// Prometheus asks without native histograms). Figure: each process's
+// `pcpustat serve` scraped at the same interval (text 0.0.4, with gzip as
+// Prometheus asks for it, and without). Figure: each process's
 // user + system CPU over the rounds, after one warm-up round, divided by
 // the rounds. Written for bench/collector.md.
 func TestBenchCPU(t *testing.T) {
@@ -124,26 +124,34 @@ func TestBenchCPU(t *testing.T) {
 	if !strings.HasSuffix(url, "/metrics") {
 		url = strings.TrimSuffix(url, "/") + "/metrics"
 	}
-	scrape := func() int {
-		req, _ := http.NewRequest("GET", url, nil)
-		req.Header.Set("Accept-Encoding", "gzip")
-		resp, err := http.DefaultTransport.RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
+	for _, gz := range []bool{true, false} {
+		scrape := func() int {
+			req, _ := http.NewRequest("GET", url, nil)
+			if gz {
+				req.Header.Set("Accept-Encoding", "gzip")
+			}
+			resp, err := http.DefaultTransport.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, _ := io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			return int(n)
 		}
-		n, _ := io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return int(n)
+		size := scrape() // warm-up
+		c0, t0 := cpuTicks(t, cmd.Process.Pid), time.Now()
+		next := t0
+		for i := 0; i < rounds; i++ {
+			next = next.Add(interval)
+			time.Sleep(time.Until(next))
+			scrape()
+		}
+		c1 := cpuTicks(t, cmd.Process.Pid)
+		enc := "text 0.0.4 + gzip"
+		if !gz {
+			enc = "text 0.0.4"
+		}
+		t.Logf("pcpustat serve (%s, %d bytes): %d series, %d scrapes every %v in %v: %.1f ms CPU per scrape",
+			enc, size, series, rounds, interval, time.Since(t0).Round(time.Millisecond), float64(c1-c0)*10/float64(rounds))
 	}
-	size := scrape() // warm-up
-	c0, t0 := cpuTicks(t, cmd.Process.Pid), time.Now()
-	next := t0
-	for i := 0; i < rounds; i++ {
-		next = next.Add(interval)
-		time.Sleep(time.Until(next))
-		scrape()
-	}
-	c1 := cpuTicks(t, cmd.Process.Pid)
-	t.Logf("pcpustat serve (text 0.0.4 + gzip, %d bytes): %d series, %d scrapes every %v in %v: %.1f ms CPU per scrape",
-		size, series, rounds, interval, time.Since(t0).Round(time.Millisecond), float64(c1-c0)*10/float64(rounds))
 }
