@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"os"
 	"strconv"
 	"time"
 
@@ -79,8 +80,15 @@ func (c *collector) scrape(ctx context.Context) (pmetric.Metrics, error) {
 	return md, nil
 }
 
+// read snapshots one segment. As pcpustat's default, a collector that
+// does not run as root reads only its own user's segment files; root reads
+// any user's (each file must still belong to the uid its header names).
 func (c *collector) read(path string) (*segment.Snapshot, error) {
-	r, err := segment.Open(path)
+	owner := os.Geteuid()
+	if owner == 0 {
+		owner = -1
+	}
+	r, err := segment.OpenOwned(path, owner)
 	if err != nil {
 		return nil, err
 	}

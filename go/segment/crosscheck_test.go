@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -341,5 +342,38 @@ func TestLiveness(t *testing.T) {
 	}
 	if !errors.Is(err, segment.ErrWriterGone) {
 		t.Errorf("tree whose processes all exited: %v", err)
+	}
+}
+
+// TestOpenRefuses: what the C reader refuses before reading: a symlink,
+// a FIFO (never opened for reading: O_PATH first), a directory, another
+// owner than asked for.
+func TestOpenRefuses(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "pcpu.1.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reg := filepath.Join(dir, "pcpu.1.reg")
+	os.WriteFile(reg, make([]byte, 512), 0o600)
+	link := filepath.Join(dir, "pcpu.1.link")
+	os.Symlink(reg, link)
+	for _, p := range []string{fifo, link, dir} {
+		done := make(chan error, 1)
+		go func() { _, err := segment.Open(p); done <- err }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, segment.ErrPermission) {
+				t.Errorf("%s: %v, want ErrPermission", p, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: Open blocked", p)
+		}
+	}
+	if _, err := segment.OpenOwned(reg, os.Getuid()+1); !errors.Is(err, segment.ErrPermission) {
+		t.Errorf("other owner: %v", err)
+	}
+	if _, err := segment.Open(reg); !errors.Is(err, segment.ErrNotReady) {
+		t.Errorf("zero header: %v, want ErrNotReady", err)
 	}
 }

@@ -8,7 +8,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // DefaultMaxBytes is the default budget of one snapshot: bytes allocated
@@ -126,11 +129,22 @@ type Reader struct {
 
 // Open opens the segment file at path for reading, with the C reader's
 // checks before anything is read: not a symlink (ErrPermission), a regular
-// file, and its header valid (ErrCorrupt, ErrIncompatible, ErrNotReady).
-// Owner checks (the file's owner is the header's writer uid) are made too.
-// Cost: one open, one fstat, one pread of 256 bytes.
+// file (OpenOwned says how), owned by the uid its header names as writer
+// (ErrPermission), and its header valid (ErrCorrupt, ErrIncompatible,
+// ErrNotReady). Cost: three opens, two fstats, one pread of 256 bytes.
 func Open(path string) (*Reader, error) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	return OpenOwned(path, -1)
+}
+
+// OpenOwned is Open that also requires the file to belong to uid owner
+// (the C reader's default: the caller's own segments), unless owner < 0.
+// The file is checked before it is opened for reading, as the C reader
+// does it: an O_PATH descriptor (which opens nothing: no device driver
+// runs, no FIFO end is taken) never through a symlink (ErrPermission),
+// fstat (a regular file, else ErrPermission), then a reopen of that same
+// inode through /proc/self/fd with O_RDONLY|O_NONBLOCK.
+func OpenOwned(path string, owner int) (*Reader, error) {
+	pfd, err := syscall.Open(path, unix.O_PATH|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		switch err {
 		case syscall.ENOENT:
@@ -140,24 +154,41 @@ func Open(path string) (*Reader, error) {
 		}
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	f := os.NewFile(uintptr(fd), path)
-	st, err := f.Stat()
+	var st syscall.Stat_t
+	err = syscall.Fstat(pfd, &st)
+	if err == nil && st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		err = fmt.Errorf("%w: %s: not a regular file", ErrPermission, path)
+	} else if err == nil && owner >= 0 && st.Uid != uint32(owner) {
+		err = fmt.Errorf("%w: %s: owned by uid %d, not %d", ErrPermission, path, st.Uid, owner)
+	}
+	var fd int
+	if err == nil {
+		fd, err = syscall.Open("/proc/self/fd/"+strconv.Itoa(pfd), syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+		if err == syscall.ENOENT { // no /proc: by name, and the inode must match
+			fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+		}
+		if err == syscall.EACCES || err == syscall.EPERM {
+			err = fmt.Errorf("%w: %s: %v", ErrPermission, path, err)
+		}
+	}
+	syscall.Close(pfd)
 	if err != nil {
-		f.Close()
 		return nil, err
 	}
-	if !st.Mode().IsRegular() {
+	f := os.NewFile(uintptr(fd), path)
+	var st2 syscall.Stat_t
+	if err := syscall.Fstat(fd, &st2); err != nil || st2.Dev != st.Dev || st2.Ino != st.Ino {
 		f.Close()
-		return nil, fmt.Errorf("%w: %s: not a regular file", ErrPermission, path)
+		return nil, fmt.Errorf("%w: %s: replaced while it was opened", ErrPermission, path)
 	}
 	r := &Reader{src: fileSource{f}, f: f, Path: path, CheckLiveness: true}
 	if err := r.init(); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("segment %s: %w", filepath.Base(path), err)
 	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Uid != r.h.writerUID {
+	if st.Uid != r.h.writerUID {
 		f.Close()
-		return nil, fmt.Errorf("%w: %s: owned by uid %d, written by uid %d", ErrPermission, path, sys.Uid, r.h.writerUID)
+		return nil, fmt.Errorf("%w: %s: owned by uid %d, written by uid %d", ErrPermission, path, st.Uid, r.h.writerUID)
 	}
 	return r, nil
 }
