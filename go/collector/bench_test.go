@@ -61,9 +61,9 @@ func TestBenchCPU(t *testing.T) {
 	_ = w
 	bin := buildCollector(t)
 
-	for _, exporter := range []string{"otlphttp", "debug"} {
+	for _, exporter := range []string{"otlp_http", "debug"} {
 		srv := otlpcmp.Serve(t)
-		expCfg := fmt.Sprintf("  otlphttp:\n    endpoint: %s\n    compression: none\n", srv.URL)
+		expCfg := fmt.Sprintf("  otlp_http:\n    endpoint: %s\n    compression: none\n", srv.URL)
 		if exporter == "debug" {
 			expCfg = "  debug:\n    verbosity: basic\n"
 		}
@@ -80,7 +80,7 @@ func TestBenchCPU(t *testing.T) {
 		var first pmetric.Metrics
 		var c0 int64
 		var t0 time.Time
-		if exporter == "otlphttp" {
+		if exporter == "otlp_http" {
 			first = <-srv.Got // warm-up round
 			c0, t0 = cpuTicks(t, cmd.Process.Pid), time.Now()
 			for i := 0; i < rounds; i++ {
@@ -95,7 +95,7 @@ func TestBenchCPU(t *testing.T) {
 		cmd.Process.Signal(os.Interrupt)
 		cmd.Wait()
 		points := 0
-		if exporter == "otlphttp" {
+		if exporter == "otlp_http" {
 			points = first.DataPointCount()
 		}
 		t.Logf("collector (pcpu receiver + %s): %d series (%d points exported), %d rounds of %v in %v: %.1f ms CPU per collection",

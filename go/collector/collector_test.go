@@ -153,7 +153,7 @@ func TestCollectorEndToEnd(t *testing.T) {
     initial_delay: 0s
     per_slot: true
 exporters:
-  otlphttp:
+  otlp_http:
     endpoint: %s
     encoding: json
     compression: none
@@ -168,7 +168,7 @@ service:
   pipelines:
     metrics:
       receivers: [pcpu]
-      exporters: [otlphttp]
+      exporters: [otlp_http]
 `, dir, srv.URL)
 	cfgPath := filepath.Join(t.TempDir(), "otelcol.yaml")
 	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
