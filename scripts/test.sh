@@ -96,6 +96,34 @@ run_rust() {
 }
 run_rust
 
+# Go (go/): the pure-Go segment reader cross-checked against pcpustat, its
+# fuzz targets (seed corpus, then 10 s of fuzzing each), the Collector
+# receiver, and a collector built by ocb (cached between runs in
+# ${PCPU_GO_CACHE:-~/.cache/pcpu-go}) -- against the plain build's C
+# programs. Each top-level Go test and each fuzz run counts as one test.
+run_go() {
+  echo "=== go: go test ./... (go/, against build/)"
+  local log=build-go.log pass fail rc
+  if ! command -v go >/dev/null && [ -x /usr/local/go/bin/go ]; then PATH=$PATH:/usr/local/go/bin; fi
+  if ! command -v go >/dev/null; then
+    echo "test.sh: go not found (go/ needs Go 1.26)"; failed_configs+=("go"); total_fail=$((total_fail+1)); return
+  fi
+  (cd go && PCPU_GO_REQUIRE_C=1 PCPU_BUILD_DIR="$PWD/../build" go test -count=1 -v ./... 2>&1) >"$log"
+  rc=$?
+  for fz in FuzzSnapshot FuzzDamage; do
+    (cd go && PCPU_GO_REQUIRE_C=1 PCPU_BUILD_DIR="$PWD/../build" go test -run='^$' -fuzz="^$fz\$" \
+      -fuzztime=10s -fuzzminimizetime=50x -parallel="$jobs" ./segment/ 2>&1) >>"$log" || rc=1
+    grep -q "^ok " <(tail -1 "$log") && echo "--- PASS: $fz (fuzzing)" >>"$log" || echo "--- FAIL: $fz (fuzzing)" >>"$log"
+  done
+  grep -E '^(--- FAIL|FAIL|ok|panic:)|failing input|go test fuzz' "$log"
+  pass=$(grep -c '^--- PASS' "$log"); fail=$(grep -c '^--- FAIL' "$log")
+  if [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ]; then fail=1; tail -40 "$log"; fi
+  echo "go: $pass passed, $fail failed (log: $log)"
+  total_pass=$((total_pass+pass)); total_fail=$((total_fail+fail))
+  [ "$fail" -eq 0 ] || failed_configs+=("go")
+}
+run_go
+
 if [ $quick -eq 0 ]; then
   run_config asan+ubsan build-asan -DCMAKE_BUILD_TYPE=Debug -DPCPU_SANITIZE=address -DPCPU_BUILD_BENCH=OFF -DPCPU_PROTOBUF=ON
   run_config tsan build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCPU_SANITIZE=thread -DPCPU_BUILD_BENCH=OFF -DPCPU_PROTOBUF=ON

@@ -89,8 +89,9 @@ struct pcpu_histogram_layout {
 	 * 2^(k/4) times a power of two. Prometheus sees the same `le` set from
 	 * creation on, empty buckets included, so rate() over buckets stays
 	 * monotone in `le`; reads, quantiles and the native (protobuf) buckets
-	 * keep every bucket. A published segment does not carry this for an
-	 * exponential histogram yet: its readers expose the default set. */
+	 * keep every bucket. A published segment carries both (format 2.4:
+	 * log-linear families in value_off and serial, exponential ones in
+	 * flag bits 8-10 and serial), so its readers expose the same set. */
 	unsigned export_per_octave;
 	/** Log-linear and exponential: smallest bound exposed (bounds below it
 	 * are folded into the first exposed one, e.g. 1000 to start at 1 us

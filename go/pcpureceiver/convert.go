@@ -1,0 +1,380 @@
+package pcpureceiver
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/big"
+	"os"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"pcpu.invalid/go/segment"
+)
+
+// ScopeName is the instrumentation scope of every metric the receiver makes.
+const ScopeName = "pcpu.invalid/go/pcpureceiver"
+
+// UpMetric is the per-segment liveness gauge, as pcpustat serve names it:
+// 1 if the segment was read, else 0 with attribute reason (missing,
+// permission, incompatible, corrupt, writer_gone, not_ready, too_large,
+// error).
+const UpMetric = "pcpu_segment_up"
+
+// collector reads the configured segments at each collection.
+type collector struct {
+	cfg   *Config
+	names map[string]bool
+	now   func() time.Time
+}
+
+func newCollector(cfg *Config) *collector {
+	c := &collector{cfg: cfg, now: time.Now}
+	if len(cfg.Segments) > 0 {
+		c.names = map[string]bool{}
+		for _, n := range cfg.Segments {
+			c.names[n] = true
+		}
+	}
+	return c
+}
+
+// scrape reads every segment of the directory into one pmetric.Metrics:
+// a ResourceMetrics per segment (attributes pcpu.segment, process.pid),
+// with its families and its pcpu_segment_up. A segment that cannot be
+// read is reported by its up 0 and reason, never fails the collection;
+// only a directory that cannot be listed does.
+func (c *collector) scrape(ctx context.Context) (pmetric.Metrics, error) {
+	md := pmetric.NewMetrics()
+	files, err := segment.List(c.cfg.Directory)
+	if err != nil {
+		return md, err
+	}
+	now := pcommon.NewTimestampFromTime(c.now())
+	for _, f := range files {
+		if ctx.Err() != nil {
+			return md, ctx.Err()
+		}
+		if c.names != nil && !c.names[f.Name] {
+			continue
+		}
+		rm := md.ResourceMetrics().AppendEmpty()
+		res := rm.Resource().Attributes()
+		res.PutStr("pcpu.segment", f.Name)
+		res.PutInt("process.pid", int64(f.PID))
+		sm := rm.ScopeMetrics().AppendEmpty()
+		sm.Scope().SetName(ScopeName)
+		snap, err := c.read(f.Path)
+		if err == nil && (snap.Name != f.Name || snap.PID != f.PID) {
+			err = fmt.Errorf("%w: %s holds segment %s of pid %d", segment.ErrCorrupt, f.Path, snap.Name, snap.PID)
+		}
+		addUp(sm.Metrics(), now, err)
+		if err != nil {
+			continue
+		}
+		Convert(sm.Metrics(), snap, now, c.cfg.PerSlot)
+	}
+	return md, nil
+}
+
+// read snapshots one segment. As pcpustat's default, a collector that
+// does not run as root reads only its own user's segment files; root reads
+// any user's (each file must still belong to the uid its header names).
+func (c *collector) read(path string) (*segment.Snapshot, error) {
+	owner := os.Geteuid()
+	if owner == 0 {
+		owner = -1
+	}
+	r, err := segment.OpenOwned(path, owner)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	r.MaxBytes = c.cfg.MaxBytes
+	return r.Snapshot(c.cfg.PerSlot)
+}
+
+func addUp(ms pmetric.MetricSlice, now pcommon.Timestamp, err error) {
+	m := ms.AppendEmpty()
+	m.SetName(UpMetric)
+	m.SetDescription("1 if the receiver read the segment, else 0 and the reason.")
+	dp := m.SetEmptyGauge().DataPoints().AppendEmpty()
+	dp.SetTimestamp(now)
+	if err != nil {
+		dp.SetIntValue(0)
+		dp.Attributes().PutStr("reason", segment.Reason(err))
+	} else {
+		dp.SetIntValue(1)
+	}
+}
+
+// otlpUnit maps the OpenMetrics units pcpu families use to UCUM (as
+// pcpustat push --otlp does).
+func otlpUnit(u string) string {
+	switch u {
+	case "seconds":
+		return "s"
+	case "milliseconds":
+		return "ms"
+	case "microseconds":
+		return "us"
+	case "nanoseconds":
+		return "ns"
+	case "bytes":
+		return "By"
+	case "ratio":
+		return "1"
+	case "celsius":
+		return "Cel"
+	case "hertz":
+		return "Hz"
+	case "volts":
+		return "V"
+	case "amperes":
+		return "A"
+	case "joules":
+		return "J"
+	case "grams":
+		return "g"
+	case "meters":
+		return "m"
+	}
+	return u
+}
+
+var pow10 = func() (p [23]float64) {
+	p[0] = 1
+	for i := 1; i < len(p); i++ {
+		p[i] = p[i-1] * 10 // exact up to 10^22
+	}
+	return
+}()
+
+// Scaled is v * 10^scale as the double nearest the exact value: one
+// correctly rounded division or multiplication when v is exact in a
+// double, else exact arithmetic.
+func Scaled(v int64, scale int8) float64 {
+	if v > -1<<53 && v < 1<<53 {
+		if scale < 0 {
+			return float64(v) / pow10[-scale]
+		}
+		return float64(v) * pow10[scale]
+	}
+	return ratScaled(new(big.Rat).SetInt64(v), scale)
+}
+
+func scaledU(v uint64, scale int8) float64 {
+	if v < 1<<53 {
+		return Scaled(int64(v), scale)
+	}
+	return ratScaled(new(big.Rat).SetInt(new(big.Int).SetUint64(v)), scale)
+}
+
+func ratScaled(r *big.Rat, scale int8) float64 {
+	p := new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(math.Abs(float64(scale)))), nil))
+	if scale < 0 {
+		r.Quo(r, p)
+	} else {
+		r.Mul(r, p)
+	}
+	f, _ := r.Float64()
+	return f
+}
+
+// nanosValue is whole + nanos * 10^-9, the double nearest the exact sum.
+func nanosValue(whole *big.Int, nanos int64) float64 {
+	r := new(big.Rat).SetInt(whole)
+	r.Add(r, big.NewRat(nanos, 1e9))
+	f, _ := r.Float64()
+	return f
+}
+
+// numberValue sets a counter's or gauge's value: integers as integers
+// (exact), a scale or a fraction as the double nearest the exposed value.
+func numberValue(dp pmetric.NumberDataPoint, f *segment.Family, s *segment.Series) {
+	switch {
+	case f.Nanos:
+		w := new(big.Int)
+		if f.Type == segment.Counter {
+			w.SetUint64(s.Value)
+		} else {
+			w.SetInt64(int64(s.Value))
+		}
+		dp.SetDoubleValue(nanosValue(w, s.Nanos))
+	case f.Type == segment.Gauge && f.Scale == 0:
+		dp.SetIntValue(int64(s.Value))
+	case f.Type == segment.Gauge:
+		dp.SetDoubleValue(Scaled(int64(s.Value), f.Scale))
+	case f.Scale == 0 && s.Value <= math.MaxInt64:
+		dp.SetIntValue(int64(s.Value))
+	default:
+		dp.SetDoubleValue(scaledU(s.Value, f.Scale))
+	}
+}
+
+func putLabels(attrs pcommon.Map, f *segment.Family, s *segment.Series) {
+	attrs.EnsureCapacity(len(f.LabelNames) + 1)
+	for l, n := range f.LabelNames {
+		if s.LabelValues[l] != "" { // an empty label is no label (Prometheus, OTLP push)
+			attrs.PutStr(n, s.LabelValues[l])
+		}
+	}
+}
+
+// NativeBound is base^i in exposed units, base = 2^(2^-schema).
+func NativeBound(schema int, i int32) float64 {
+	return math.Exp2(math.Ldexp(float64(i), -schema))
+}
+
+// Convert appends the OTLP form of every family of snap to ms, at time
+// now (start time: the segment's publication): counters as cumulative
+// monotonic sums (named without _total), gauges, classic histograms with
+// the exposed `le` buckets, exponential histograms (pcpu's native index
+// i is OTLP's i - 1), and with perSlot each series' slot parts as
+// <name>.slot gauges. Cost: linear in the series and buckets.
+func Convert(ms pmetric.MetricSlice, snap *segment.Snapshot, now pcommon.Timestamp, perSlot bool) {
+	start := pcommon.Timestamp(snap.CreatedNs)
+	ms.EnsureCapacity(ms.Len() + len(snap.Families))
+	for i := range snap.Families {
+		f := &snap.Families[i]
+		m := ms.AppendEmpty()
+		m.SetName(f.Name)
+		m.SetDescription(f.Help)
+		m.SetUnit(otlpUnit(f.Unit))
+		switch {
+		case f.Type == segment.Counter:
+			sum := m.SetEmptySum()
+			sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+			sum.SetIsMonotonic(true)
+			dps := sum.DataPoints()
+			dps.EnsureCapacity(len(f.Series))
+			for k := range f.Series {
+				dp := dps.AppendEmpty()
+				putLabels(dp.Attributes(), f, &f.Series[k])
+				dp.SetStartTimestamp(start)
+				dp.SetTimestamp(now)
+				numberValue(dp, f, &f.Series[k])
+			}
+		case f.Type == segment.Gauge:
+			dps := m.SetEmptyGauge().DataPoints()
+			dps.EnsureCapacity(len(f.Series))
+			for k := range f.Series {
+				dp := dps.AppendEmpty()
+				putLabels(dp.Attributes(), f, &f.Series[k])
+				dp.SetTimestamp(now)
+				numberValue(dp, f, &f.Series[k])
+			}
+		case f.Scheme == segment.SchemeExponential:
+			h := m.SetEmptyExponentialHistogram()
+			h.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+			dps := h.DataPoints()
+			dps.EnsureCapacity(len(f.Series))
+			for k := range f.Series {
+				expoPoint(dps.AppendEmpty(), f, &f.Series[k], start, now)
+			}
+		default:
+			h := m.SetEmptyHistogram()
+			h.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+			exp := f.ExposedBuckets()
+			bounds := make([]float64, len(exp)-1)
+			for j, b := range exp[:len(exp)-1] {
+				bounds[j] = Scaled(f.Upper[b], f.Scale)
+			}
+			dps := h.DataPoints()
+			dps.EnsureCapacity(len(f.Series))
+			for k := range f.Series {
+				s := &f.Series[k]
+				dp := dps.AppendEmpty()
+				putLabels(dp.Attributes(), f, s)
+				dp.SetStartTimestamp(start)
+				dp.SetTimestamp(now)
+				// Buckets between two exposed bounds fold into the next.
+				counts := make([]uint64, len(exp))
+				b := 0
+				var total uint64
+				for j, x := range exp {
+					for ; b <= x; b++ {
+						counts[j] += s.Counts[b]
+					}
+					total += counts[j]
+				}
+				dp.SetCount(total)
+				dp.SetSum(Scaled(s.Sum, f.Scale))
+				dp.BucketCounts().FromRaw(counts)
+				dp.ExplicitBounds().FromRaw(bounds)
+			}
+		}
+		if perSlot {
+			slotMetric(ms, f, snap, now)
+		}
+	}
+}
+
+func expoPoint(dp pmetric.ExponentialHistogramDataPoint, f *segment.Family, s *segment.Series, start, now pcommon.Timestamp) {
+	putLabels(dp.Attributes(), f, s)
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(now)
+	c := s.Counts
+	lo, hi := 1, len(c)-1 // the positive buckets sent: [lo, hi); the last (+Inf) is empty
+	for lo < hi && c[lo] == 0 {
+		lo++
+	}
+	for hi > lo && c[hi-1] == 0 {
+		hi--
+	}
+	if lo < hi {
+		dp.Positive().SetOffset(f.NativeIndex + int32(lo-1) - 1)
+		dp.Positive().BucketCounts().FromRaw(c[lo:hi])
+	}
+	dp.SetCount(s.Count())
+	dp.SetSum(Scaled(s.Sum, f.Scale))
+	dp.SetScale(int32(f.Schema))
+	dp.SetZeroCount(c[0])
+	dp.SetZeroThreshold(NativeBound(f.Schema, f.NativeIndex-1))
+}
+
+// SlotName labels slot k as pcpustat -p does: cpuN or cidN for CPU
+// slots (by the segment's slot index), ownedK for owned slots.
+func SlotName(snap *segment.Snapshot, k int) string {
+	cpus := int(snap.NSlots - snap.OwnedSlots)
+	if k >= cpus {
+		return "owned" + strconv.Itoa(k-cpus)
+	}
+	if snap.SlotIndex == 1 {
+		return "cpu" + strconv.Itoa(k)
+	}
+	return "cid" + strconv.Itoa(k)
+}
+
+// slotMetric: <name>.slot, a gauge of each slot's part of every series
+// (a histogram's: its observations), the slots that are not zero; group
+// members have no per-slot split and are left out.
+func slotMetric(ms pmetric.MetricSlice, f *segment.Family, snap *segment.Snapshot, now pcommon.Timestamp) {
+	m := ms.AppendEmpty()
+	m.SetName(f.Name + ".slot")
+	m.SetDescription("Each slot's part of " + f.Name + " (pcpustat -p): slot cpuN, cidN or ownedK.")
+	if f.Type != segment.Histogram {
+		m.SetUnit(otlpUnit(f.Unit))
+	}
+	dps := m.SetEmptyGauge().DataPoints()
+	for k := range f.Series {
+		s := &f.Series[k]
+		for slot, v := range s.Slots {
+			if v == 0 {
+				continue
+			}
+			dp := dps.AppendEmpty()
+			putLabels(dp.Attributes(), f, s)
+			dp.Attributes().PutStr("slot", SlotName(snap, slot))
+			if f.Type == segment.Histogram || f.Scale == 0 {
+				dp.SetIntValue(int64(v))
+			} else {
+				dp.SetDoubleValue(Scaled(int64(v), f.Scale))
+			}
+			dp.SetTimestamp(now)
+		}
+	}
+}

@@ -1,0 +1,116 @@
+package pcpureceiver
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/receiver/receivertest"
+
+	"pcpu.invalid/go/internal/cfix"
+	"pcpu.invalid/go/internal/otlpcmp"
+)
+
+// collectOnce runs the receiver (its factory, as a collector would) until
+// it has delivered one collection.
+func collectOnce(t *testing.T, dir string) pmetric.Metrics {
+	t.Helper()
+	f := NewFactory()
+	cfg := f.CreateDefaultConfig().(*Config)
+	cfg.Directory = dir
+	cfg.PerSlot = true
+	cfg.CollectionInterval = 100 * time.Millisecond
+	cfg.InitialDelay = 0
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	sink := new(consumertest.MetricsSink)
+	r, err := f.CreateMetrics(context.Background(), receivertest.NewNopSettings(Type), cfg, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Shutdown(context.Background())
+	deadline := time.Now().Add(30 * time.Second)
+	for len(sink.AllMetrics()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no collection in 30 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return sink.AllMetrics()[0]
+}
+
+// TestReceiverMatchesC: the receiver's metrics of segments of every kind
+// equal, point for point, what pcpustat push --otlp makes of them with
+// the C reader, and its per-slot gauges what pcpustat --json -p shows.
+func TestReceiverMatchesC(t *testing.T) {
+	dir, ws := cfix.StartAll(t)
+	got := collectOnce(t, dir)
+	otlpcmp.CheckAgainstC(t, got, dir, ws)
+}
+
+// TestConfig: defaults and validation.
+func TestConfig(t *testing.T) {
+	cfg := NewFactory().CreateDefaultConfig().(*Config)
+	if cfg.Directory == "" || cfg.CollectionInterval != time.Minute || cfg.PerSlot {
+		t.Errorf("defaults: %+v", cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Error(err)
+	}
+	cfg.Segments = []string{"ok", "../etc"}
+	if err := cfg.Validate(); err == nil {
+		t.Error("a path as a segment name was accepted")
+	}
+	cfg.Segments = nil
+	cfg.CollectionInterval = 0
+	if cfg.Validate() == nil {
+		t.Error("interval 0 accepted")
+	}
+}
+
+// TestMissingDirectory: a directory that cannot be listed fails the
+// collection (the scraper helper logs it); nothing is made up.
+func TestMissingDirectory(t *testing.T) {
+	c := newCollector(&Config{Directory: filepath.Join(t.TempDir(), "none")})
+	if _, err := c.scrape(context.Background()); err == nil || !os.IsNotExist(unwrapAll(err)) {
+		t.Errorf("missing directory: %v", err)
+	}
+}
+
+func unwrapAll(err error) error {
+	for {
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok || u.Unwrap() == nil {
+			return err
+		}
+		err = u.Unwrap()
+	}
+}
+
+// TestSegmentsFilter: with segments set, only those names are read (every
+// process publishing one), others are not even opened.
+func TestSegmentsFilter(t *testing.T) {
+	dir, _ := cfix.StartAll(t)
+	c := newCollector(&Config{Directory: dir, Segments: []string{"kinds", "dead"}})
+	md, err := c.scrape(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i := 0; i < md.ResourceMetrics().Len(); i++ {
+		s, _ := md.ResourceMetrics().At(i).Resource().Attributes().Get("pcpu.segment")
+		got = append(got, s.AsString())
+	}
+	if len(got) != 2 || got[0] != "dead" || got[1] != "kinds" {
+		t.Errorf("segments read: %v, want [dead kinds]", got)
+	}
+}

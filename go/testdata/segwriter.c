@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A test writer for the Go reader's cross-check (go/segment/crosscheck_test.go):
+ * publishes, through libpcpu's public API, the kinds of values that
+ * tests/segment/segment_fixture does not: counters and gauges with
+ * fractions (family flag 16), consistent groups, an info family, an
+ * exponential histogram with its own export rule, many slots' worth of
+ * adds from several threads; or a segment shared by a process tree whose
+ * forked children add into the same series.
+ *
+ *   segwriter kinds NAME      one process
+ *   segwriter tree NAME N [HOLD]  PCPU_INDEX=cpu: the publisher and N children;
+ *                             with HOLD, a file, the children stay while it
+ *                             exists, even after the publisher is gone
+ *   segwriter many NAME N     N series of a server's mix, as bench/push_bench.c
+ *                             makes them (for go/collector's benchmark):
+ *                             counters 70%, gauges 29%, histograms 1% (explicit
+ *                             60%, log-linear 30%, exponential 10%)
+ *
+ * Prints "ready PATH" once every value is in place (and, for a tree, once
+ * every child has added and waits), then waits for end of file on standard
+ * input, unpublishes and exits 0 (a tree's children exit with it).
+ * Values never change after "ready", so a Go snapshot and a pcpustat
+ * snapshot taken then must agree exactly.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <pcpu/segment.h>
+#include <pcpu/stats.h>
+
+static void die(const char *what)
+{
+	fprintf(stderr, "segwriter: %s: %s %s\n", what, pcpu_segment_error(), pcpu_stats_error());
+	exit(1);
+}
+
+static pcpu_counter_t hits;
+
+static void *adder(void *arg)
+{
+	long k = (long)arg, i;
+
+	for (i = 0; i < 10000 * (k + 1); i++)
+		pcpu_counter_inc(hits);
+	return NULL;
+}
+
+static void kinds(pcpu_registry_t *reg)
+{
+	static const char *const ln[] = { "path" };
+	static const char *const a[] = { "/a" }, *const b[] = { "/b\xc3\xa9" };
+	static const int64_t bounds[] = { -10, 0, 100, 1000 };
+	struct pcpu_histogram_layout expl = { .scheme = PCPU_HISTOGRAM_EXPLICIT, .bounds = bounds, .nbounds = 4 };
+	struct pcpu_histogram_layout nat = { .scheme = PCPU_HISTOGRAM_EXPONENTIAL, .schema = 3,
+					     .export_per_octave = 2, .export_min = 4 };
+	struct pcpu_histogram_layout ll = { .scheme = PCPU_HISTOGRAM_LOG_LINEAR, .precision_bits = 3,
+					    .max_value = 1 << 16, .export_per_octave = 2, .export_min = 16 };
+	struct pcpu_family_desc d, g[2];
+	pcpu_family_t *f;
+	pcpu_group_family_t *gf;
+	pcpu_group_t *grp;
+	pcpu_histogram_t *h;
+	pthread_t t[3];
+	long k;
+	int i;
+
+	memset(&d, 0, sizeof d);
+	d.name = "w_seconds_total";
+	d.help = "Time, with fractions.";
+	d.unit = "seconds";
+	d.type = PCPU_METRIC_COUNTER;
+	d.nlabels = 1;
+	d.label_names = ln;
+	if (!(f = pcpu_registry_family_nanos(reg, &d, 0, NULL, NULL)))
+		die("nanos counter");
+	pcpu_counter_add(pcpu_family_counter(f, a), 3);
+	pcpu_counter_add(pcpu_counter_at(pcpu_family_counter(f, a), 1), 2750000000); /* +2.75 */
+	pcpu_counter_add(pcpu_family_counter(f, b), 1);
+	pcpu_counter_add(pcpu_counter_at(pcpu_family_counter(f, b), 1), -250000000); /* -0.25 */
+
+	memset(&d, 0, sizeof d);
+	d.name = "w_ratio";
+	d.help = "A gauge with fractions.";
+	d.type = PCPU_METRIC_GAUGE;
+	if (!(f = pcpu_registry_family_nanos(reg, &d, 0, NULL, NULL)))
+		die("nanos gauge");
+	pcpu_gauge_set(pcpu_family_gauge(f, NULL), -2);
+	pcpu_gauge_add((pcpu_gauge_t)pcpu_counter_at((pcpu_counter_t)pcpu_family_gauge(f, NULL), 1), 125000000);
+
+	if (!(hits = pcpu_registry_counter(reg, "w_hits_total", "Added by three threads.")))
+		die("counter");
+	for (k = 0; k < 3; k++)
+		pthread_create(&t[k], NULL, adder, (void *)k);
+	for (k = 0; k < 3; k++)
+		pthread_join(t[k], NULL);
+	pcpu_counter_add_atomic(hits, 5); /* the mirror's word */
+
+	if (!pcpu_registry_gauge(reg, "w_level", "A plain gauge."))
+		die("gauge");
+	pcpu_gauge_set(pcpu_registry_gauge(reg, "w_level", "A plain gauge."), -7);
+
+	memset(&d, 0, sizeof d);
+	d.name = "w_latency_us";
+	d.help = "Explicit bounds, negative ones too.";
+	d.type = PCPU_METRIC_HISTOGRAM;
+	d.histogram = &expl;
+	if (!(f = pcpu_registry_family(reg, &d)) || !(h = pcpu_family_histogram(f, NULL)))
+		die("explicit histogram");
+	for (i = -20; i < 2000; i += 7)
+		pcpu_histogram_record(h, i);
+
+	memset(&d, 0, sizeof d);
+	d.name = "w_size_bytes";
+	d.help = "Log-linear, 2 bounds per octave from 16.";
+	d.unit = "bytes";
+	d.type = PCPU_METRIC_HISTOGRAM;
+	d.histogram = &ll;
+	if (!(f = pcpu_registry_family(reg, &d)) || !(h = pcpu_family_histogram(f, NULL)))
+		die("log-linear histogram");
+	for (i = 0; i < 3000; i++)
+		pcpu_histogram_record(h, (i * 37) % 70000);
+
+	memset(&d, 0, sizeof d);
+	d.name = "w_wait_seconds";
+	d.help = "Exponential, schema 3, nanoseconds exposed in seconds.";
+	d.unit = "seconds";
+	d.type = PCPU_METRIC_HISTOGRAM;
+	d.scale_exp10 = -9;
+	d.histogram = &nat;
+	if (!(f = pcpu_registry_family(reg, &d)) || !(h = pcpu_family_histogram(f, NULL)))
+		die("exponential histogram");
+	for (i = 0; i < 500; i++)
+		pcpu_histogram_record(h, (int64_t)i * i * 1000);
+
+	memset(g, 0, sizeof g);
+	g[0].name = "w_flow_packets_total";
+	g[0].help = "Packets of a flow.";
+	g[0].type = PCPU_METRIC_COUNTER;
+	g[0].nlabels = 1;
+	g[0].label_names = ln;
+	g[1] = g[0];
+	g[1].name = "w_flow_bytes_total";
+	g[1].help = "Bytes of a flow.";
+	if (!(gf = pcpu_registry_group(reg, g, 2)) || !(grp = pcpu_group_family_series(gf, a)))
+		die("group");
+	for (i = 0; i < 10; i++)
+		pcpu_group_add2(grp, 0, 1, 1500);
+	if (!(grp = pcpu_group_family_series(gf, b)))
+		die("group series");
+	pcpu_group_add2(grp, 0, 2, 80);
+
+	{
+		static const char *const iln[] = { "version" }, *const iv[] = { "1.2.3" };
+		if (pcpu_registry_info(reg, "w_build_info", "Build.", 1, iln, iv) < 0)
+			die("info");
+	}
+	if (pcpu_registry_collect(reg) < 0) /* the groups' copies in the segment */
+		die("collect");
+}
+
+static void many(pcpu_registry_t *reg, unsigned n)
+{
+	static const char *const fl[] = { "flow" }, *const ql[] = { "queue" }, *const hl[] = { "handler" };
+	static const int64_t bounds[] = { 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000 };
+	struct pcpu_histogram_layout ex = { .scheme = PCPU_HISTOGRAM_EXPLICIT, .bounds = bounds, .nbounds = 11 };
+	struct pcpu_histogram_layout ll = { .scheme = PCPU_HISTOGRAM_LOG_LINEAR, .precision_bits = 7,
+					    .max_value = (int64_t)60 * 1000000000 };
+	struct pcpu_histogram_layout nat = { .scheme = PCPU_HISTOGRAM_EXPONENTIAL, .schema = 3 };
+	struct pcpu_family_desc d[5];
+	pcpu_family_t *f[5];
+	uint64_t x = 88172645463325252ull;
+	unsigned i, k, j;
+	char v[64];
+	const char *vals[] = { v };
+
+	memset(d, 0, sizeof d);
+	d[0] = (struct pcpu_family_desc){ .name = "flow_packets_total", .help = "Packets by flow.",
+					  .type = PCPU_METRIC_COUNTER, .nlabels = 1, .label_names = fl };
+	d[1] = (struct pcpu_family_desc){ .name = "queue_depth", .help = "Queue depth.", .type = PCPU_METRIC_GAUGE,
+					  .nlabels = 1, .label_names = ql };
+	d[2] = (struct pcpu_family_desc){ .name = "rpc_duration_seconds", .help = "RPC latency.", .unit = "seconds",
+					  .type = PCPU_METRIC_HISTOGRAM, .nlabels = 1, .label_names = hl,
+					  .scale_exp10 = -9, .histogram = &ex };
+	d[3] = d[2];
+	d[3].name = "db_query_duration_seconds";
+	d[3].histogram = &ll;
+	d[4] = d[2];
+	d[4].name = "request_duration_seconds";
+	d[4].histogram = &nat;
+	for (k = 0; k < 5; k++)
+		if (!(f[k] = pcpu_registry_family(reg, &d[k])))
+			die("family");
+	for (i = 0; i < n; i++) {
+		unsigned m = i % 100;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		snprintf(v, sizeof v, "s%u", i);
+		if (m < 70) {
+			pcpu_counter_add(pcpu_family_counter(f[0], vals), (int64_t)(x % 100000000));
+		} else if (m < 99) {
+			pcpu_gauge_set(pcpu_family_gauge(f[1], vals), (int64_t)(x % 1001));
+		} else {
+			unsigned h = (i / 100) % 10;
+			pcpu_histogram_t *hist = pcpu_family_histogram(f[h < 6 ? 2 : h < 9 ? 3 : 4], vals);
+
+			if (!hist)
+				die("histogram");
+			for (j = 0; j < 32; j++) {
+				x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+				pcpu_histogram_record(hist, (int64_t)(1000 + x % 100000000));
+			}
+		}
+	}
+}
+
+static void wait_stdin(void)
+{
+	char buf[64];
+
+	while (fgets(buf, sizeof buf, stdin))
+		;
+}
+
+int main(int argc, char **argv)
+{
+	struct pcpu_segment_options o;
+	pcpu_registry_t *reg;
+	pcpu_segment_t *seg;
+
+	if (argc < 3)
+		return 2;
+	memset(&o, 0, sizeof o);
+	if (!(reg = pcpu_registry_create()))
+		die("registry");
+	if (strcmp(argv[1], "tree") == 0) {
+		int n = argc > 3 ? atoi(argv[3]) : 2, k;
+		pcpu_counter_t c;
+		int ready[2], hold[2];
+		char x;
+		static const char *const ln[] = { "worker" };
+		struct pcpu_family_desc d;
+		pcpu_family_t *f;
+
+		o.flags = PCPU_SEGMENT_SHARED_TREE;
+		if (!(seg = pcpu_segment_publish(reg, argv[2], &o)))
+			die("publish");
+		if (!(c = pcpu_registry_counter(reg, "t_requests_total", "Requests of the tree.")))
+			die("counter");
+		memset(&d, 0, sizeof d);
+		d.name = "t_served_total";
+		d.help = "Requests by worker.";
+		d.type = PCPU_METRIC_COUNTER;
+		d.nlabels = 1;
+		d.label_names = ln;
+		if (!(f = pcpu_registry_family(reg, &d)))
+			die("family");
+		pcpu_counter_add(c, 1);
+		if (pipe(ready) < 0 || pipe(hold) < 0)
+			die("pipe");
+		for (k = 0; k < n; k++) {
+			pid_t p = fork();
+
+			if (p < 0)
+				die("fork");
+			if (p == 0) {
+				char w[16];
+				const char *v[] = { w };
+
+				close(ready[0]);
+				close(hold[1]);
+				snprintf(w, sizeof w, "%d", k);
+				/* A series the child registers after fork, and one
+				 * every process of the tree adds to. */
+				pcpu_counter_add(pcpu_family_counter(f, v), 100 + k);
+				pcpu_counter_add(c, 1000 * (k + 1));
+				if (write(ready[1], "r", 1) != 1)
+					_exit(1);
+				/* Stays alive (a member of the tree) until the
+				 * publisher closes the pipe, by exiting or dying,
+				 * or with HOLD, while that file exists. */
+				while (read(hold[0], &x, 1) > 0)
+					;
+				while (argc > 4 && access(argv[4], F_OK) == 0)
+					usleep(20000);
+				_exit(0);
+			}
+		}
+		close(ready[1]);
+		close(hold[0]);
+		for (k = 0; k < n; k++)
+			if (read(ready[0], &x, 1) != 1)
+				die("child");
+		printf("ready %s\n", pcpu_segment_path(seg));
+		fflush(stdout);
+		wait_stdin();
+		signal(SIGCHLD, SIG_IGN);
+		pcpu_registry_destroy(reg);
+		return 0;
+	}
+	if (!(seg = pcpu_segment_publish(reg, argv[2], &o)))
+		die("publish");
+	if (strcmp(argv[1], "many") == 0)
+		many(reg, argc > 3 ? (unsigned)atoi(argv[3]) : 100000);
+	else
+		kinds(reg);
+	printf("ready %s\n", pcpu_segment_path(seg));
+	fflush(stdout);
+	wait_stdin();
+	pcpu_registry_destroy(reg);
+	return 0;
+}
