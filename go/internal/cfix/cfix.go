@@ -85,7 +85,7 @@ func SegWriter(t testing.TB) string {
 		root, build := Root(), BuildDir()
 		out, err := exec.Command(cc, "-O1", "-Wall", "-Werror", "-I"+filepath.Join(root, "include"),
 			"-I"+filepath.Join(build, "include"), filepath.Join(root, "go", "testdata", "segwriter.c"),
-			"-o", tmp.Name(), "-L"+build, "-lpcpu", "-Wl,-rpath,"+build, "-lpthread").CombinedOutput()
+			"-o", tmp.Name(), "-L"+build, "-lpcpu-stats", "-lpcpu", "-Wl,-rpath,"+build, "-lpthread").CombinedOutput()
 		if err != nil {
 			os.Remove(tmp.Name())
 			writerErr = fmt.Errorf("building segwriter: %v\n%s", err, out)

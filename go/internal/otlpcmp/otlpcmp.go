@@ -217,6 +217,33 @@ func Compare(t testing.TB, recv, cpush pmetric.Metrics) map[string]int {
 	return n
 }
 
+// ComparePush checks that got (what `pcpustat push` sent, here as a
+// collector forwarded it) has exactly want's points (`pcpustat push`'s
+// own request, CPush), value for value: a receiver in between changed
+// nothing. It returns the number of points compared.
+func ComparePush(t testing.TB, got, want pmetric.Metrics) int {
+	t.Helper()
+	g, w := IndexPush(got), IndexPush(want)
+	n := 0
+	for k, wp := range w {
+		gp, ok := g[k]
+		if !ok {
+			t.Errorf("forwarded request has no %s", k)
+			continue
+		}
+		n++
+		if err := comparePoint(gp, wp); err != nil {
+			t.Errorf("%s: %v", k, err)
+		}
+	}
+	for k := range g {
+		if _, ok := w[k]; !ok {
+			t.Errorf("forwarded request has %s, pcpustat push's own does not", k)
+		}
+	}
+	return n
+}
+
 func kind(p Point) string {
 	switch p.Metric.Type() {
 	case pmetric.MetricTypeSum:
