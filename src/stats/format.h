@@ -17,6 +17,12 @@
 
 #include "../visibility.h"
 
+/* ---- metric_type.c: the one description of each metric type ---- */
+
+/* pcpu_metric_type_info() without setting errno (NULL for no type), for
+ * the writers' and validators' own use. */
+PCPU_HIDDEN const struct pcpu_metric_type_info *pcpu__type_info(enum pcpu_metric_type type);
+
 /* ---- format.c: growable output buffer and number formatting ---- */
 
 struct pcpu__buf {
