@@ -44,7 +44,6 @@
  * scratch is the output and a family's labels.
  */
 #include <errno.h>
-#include <math.h>
 #include <snappy-c.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -342,13 +341,6 @@ static int name_with(struct rw *w, const char *base, const char *suffix, struct 
 	memcpy(s, base, nb);
 	memcpy(s + nb, suffix, ns + 1);
 	return pack_label(w->a, "__name__", s, out);
-}
-
-/* base^i = 2^(i * 2^-schema): native bucket i's upper bound in exposed
- * units (bucket 0 of a pcpu exponential histogram ends at base^(index-1)). */
-double native_bound(int schema, int32_t i)
-{
-	return exp2(ldexp((double)i, -schema));
 }
 
 /* The native histogram of one series, as libpcpu-stats computes it for its
