@@ -156,7 +156,7 @@ int pcpu_snapshot_native(const struct pcpu_snapshot_family *f, const struct pcpu
 	uint64_t n = 0;
 	int64_t prev = 0;
 
-	if (!f || !s || !out || f->type != PCPU_METRIC_HISTOGRAM || !(f->flags & PCPU_SNAPSHOT_NATIVE) ||
+	if (!f || !s || !out || !pcpu__has_buckets(f->type) || !(f->flags & PCPU_SNAPSHOT_NATIVE) ||
 	    f->nbuckets < 2 || !(c = s->value.histogram.counts)) {
 		errno = EINVAL;
 		return -1;
@@ -572,7 +572,7 @@ double pcpu_snapshot_quantile(const struct pcpu_snapshot_family *f, const uint64
 	size_t b;
 	double frac, prev;
 
-	if (!f || f->type != PCPU_METRIC_HISTOGRAM || f->nbuckets < 2 || !f->bucket_upper) {
+	if (!f || !pcpu__has_buckets(f->type) || f->nbuckets < 2 || !f->bucket_upper) {
 		errno = EINVAL;
 		return NAN;
 	}
