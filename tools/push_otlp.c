@@ -285,7 +285,7 @@ static NumberDataPoint **number_points(struct otlp *o, const struct pcpu_snapsho
 		if (attributes(o, f, se, &p[j].base, 7) < 0) /* NumberDataPoint.attributes */
 			return NULL;
 		p[j].time_unix_nano = o->e->now_ns;
-		if (t->flags & PCPU_TYPE_MONOTONIC) /* a Sum's start; a gauge has none */
+		if (t->otlp == PCPU_OTLP_SUM) /* a Sum's start; a gauge has none */
 			p[j].start_time_unix_nano = start;
 		/* Integers as integers (exact); a scale or a fraction
 		 * (PCPU_SNAPSHOT_NANOS) as the double the writers expose. */
@@ -413,9 +413,13 @@ static void kept_free(struct otlp *o)
  * agent's first collection), m left out; -1 (ENOMEM). */
 static int add_metric(struct otlp *o, Metric *m, const struct pcpu_snapshot_family *f)
 {
-	int temporality = o->e->delta ? PCPUSTAT__OTLP__AGGREGATION_TEMPORALITY__AGGREGATION_TEMPORALITY_DELTA
-				      : PCPUSTAT__OTLP__AGGREGATION_TEMPORALITY__AGGREGATION_TEMPORALITY_CUMULATIVE;
 	const struct pcpu_metric_type_info *t = pcpu_metric_type_info(f->type);
+	/* Delta only where push_delta.c subtracts: a type that only goes up
+	 * (OpenTelemetry's delta preference keeps an up-down sum cumulative
+	 * too); gauges carry no temporality. */
+	int temporality = o->e->delta && t && (t->flags & PCPU_TYPE_MONOTONIC)
+				  ? PCPUSTAT__OTLP__AGGREGATION_TEMPORALITY__AGGREGATION_TEMPORALITY_DELTA
+				  : PCPUSTAT__OTLP__AGGREGATION_TEMPORALITY__AGGREGATION_TEMPORALITY_CUMULATIVE;
 	size_t n = 0;
 	unsigned k;
 
