@@ -103,6 +103,7 @@ LAYERS = [
     ("stats.base", 5, [
         "include/pcpu/expose.h",
         "src/stats/stats_internal.h", "src/stats/validate.*", "src/stats/format.*",
+        "src/stats/metric_type.c",
         "src/stats/arena.c", "src/stats/hashtab.*", "src/stats/histogram_layout.*",
         "src/stats/histogram_export.c",
     ]),

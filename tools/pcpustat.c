@@ -334,7 +334,7 @@ static void value_text(FILE *b, const struct pcpu_snapshot_family *f,
 {
 	char num[64];
 
-	if (f->type == PCPU_METRIC_HISTOGRAM) {
+	if (pcpu_metric_type_info(f->type)->value == PCPU_VALUE_BUCKETS) {
 		hist_text(b, f, s->value.histogram.counts, s->value.histogram.sum, 1);
 		return;
 	}
@@ -347,7 +347,8 @@ static void value_text(FILE *b, const struct pcpu_snapshot_family *f,
  * count of observations, never scaled). */
 static void slot_value(char *out, size_t cap, const struct pcpu_snapshot_family *f, int64_t v)
 {
-	pcpu_format_i64(out, cap, v, f->type == PCPU_METRIC_HISTOGRAM ? 0 : f->scale_exp10);
+	pcpu_format_i64(out, cap, v,
+			pcpu_metric_type_info(f->type)->value == PCPU_VALUE_BUCKETS ? 0 : f->scale_exp10);
 }
 
 static void per_slot_text(FILE *b, pcpu_reader_t *r, const struct pcpu_reader_snapshot *s,
@@ -579,7 +580,7 @@ static void watch_frame(FILE *b, pcpu_reader_t *r, const struct pcpu_reader_snap
 			}
 			lines++;
 			fprintf(b, "  %-*s  ", (int)w, n);
-			if (fam->type == PCPU_METRIC_HISTOGRAM) {
+			if (pcpu_metric_type_info(fam->type)->value == PCPU_VALUE_BUCKETS) {
 				uint64_t count = 0, *d;
 				size_t k;
 

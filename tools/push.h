@@ -130,8 +130,6 @@ int rw_encode(const struct pcpu_snapshot *s, const struct push_encode *e, struct
 	      size_t *len, char *err, size_t cap);
 int otlp_encode(const struct pcpu_snapshot *s, const struct push_encode *e, struct arena *a, uint8_t **out,
 		size_t *len, char *err, size_t cap);
-/* base^i of a native schema: 2^(i * 2^-schema) (push_rw.c). */
-double native_bound(int schema, int32_t i);
 /* An OTLP ExportMetricsServiceResponse's partial_success: *rejected the
  * data points the receiver rejected (0: none, or an answer that does not
  * decode) and `why` the start of its message ("" when none). */

@@ -141,9 +141,19 @@ void delta_free(struct push_delta *d)
 	free(d);
 }
 
+/* Sent as an increase: a type that only goes up (the type table's
+ * PCPU_TYPE_MONOTONIC); a level (gauge) stays a level. */
 static int delta_kind(const struct pcpu_snapshot_family *f)
 {
-	return f->type == PCPU_METRIC_COUNTER || f->type == PCPU_METRIC_HISTOGRAM;
+	const struct pcpu_metric_type_info *t = pcpu_metric_type_info(f->type);
+
+	return t && (t->flags & PCPU_TYPE_MONOTONIC);
+}
+
+/* Whether f's series hold bucket counts (f of a delta_kind() type). */
+static int has_buckets(const struct pcpu_snapshot_family *f)
+{
+	return pcpu_metric_type_info(f->type)->value == PCPU_VALUE_BUCKETS;
 }
 
 /* The key's length: 8 (publication) + 1 (type) + 4 (nbuckets) + the name
@@ -234,7 +244,7 @@ int delta_begin(struct push_delta *d, const struct pcpu_snapshot *s, uint64_t no
 		n += f->nseries;
 		for (j = 0; j < f->nseries; j++)
 			k += key_len(f, &f->series[j]);
-		if (f->type == PCPU_METRIC_HISTOGRAM)
+		if (has_buckets(f))
 			c += f->nseries * f->nbuckets;
 	}
 	if (reserve(&d->pending, n, k, c) < 0) {
@@ -309,7 +319,7 @@ static int decreased(const struct pcpu_snapshot_family *f, const struct pcpu_sna
 {
 	size_t b;
 
-	if (f->type == PCPU_METRIC_HISTOGRAM) {
+	if (has_buckets(f)) {
 		for (b = 0; b < f->nbuckets; b++)
 			if (se->value.histogram.counts[b] < bc[b])
 				return 1;
@@ -350,7 +360,7 @@ int delta_series(struct push_delta *d, const struct pcpu_snapshot_family *f, con
 	memcpy(p->keys + p->nkeys, d->key, len);
 	p->nkeys += len;
 	e->time_ns = d->now_ns;
-	if (f->type == PCPU_METRIC_HISTOGRAM) {
+	if (has_buckets(f)) {
 		e->nbuckets = (uint32_t)f->nbuckets;
 		e->counts_off = p->ncounts;
 		memcpy(p->counts + p->ncounts, se->value.histogram.counts, f->nbuckets * sizeof(uint64_t));
@@ -381,7 +391,7 @@ int delta_series(struct push_delta *d, const struct pcpu_snapshot_family *f, con
 	out->base = 1;
 	out->whole = b->whole;
 	out->nanos = b->nanos;
-	out->counts = f->type == PCPU_METRIC_HISTOGRAM ? d->base.counts + b->counts_off : NULL;
+	out->counts = has_buckets(f) ? d->base.counts + b->counts_off : NULL;
 	return 0;
 }
 

@@ -228,14 +228,15 @@ static uint64_t start_of(struct otlp *o, const struct pcpu_snapshot_family *f,
 static int point_values(struct otlp *o, const struct pcpu_snapshot_family *f, const struct pcpu_snapshot_series *se,
 			struct pcpu_snapshot_series *out, uint64_t *start, int *skip)
 {
+	const struct pcpu_metric_type_info *t = pcpu_metric_type_info(f->type);
 	struct delta_point dp;
 	size_t b;
 
 	*out = *se;
 	*skip = 0;
 	*start = 0;
-	if (f->type == PCPU_METRIC_GAUGE)
-		return 0; /* no start time, no baseline */
+	if (!(t->flags & PCPU_TYPE_MONOTONIC))
+		return 0; /* a level (gauge): no start time, no baseline */
 	*start = start_of(o, f, se);
 	if (!o->e->delta)
 		return 0;
@@ -245,7 +246,7 @@ static int point_values(struct otlp *o, const struct pcpu_snapshot_family *f, co
 	*start = dp.start_ns;
 	if (dp.skip || !dp.base)
 		return 0; /* nothing sent, or the whole value */
-	if (f->type == PCPU_METRIC_HISTOGRAM) {
+	if (t->value == PCPU_VALUE_BUCKETS) {
 		uint64_t *c = arena_array(o->a, f->nbuckets, sizeof *c);
 
 		if (!c)
@@ -269,6 +270,7 @@ static int point_values(struct otlp *o, const struct pcpu_snapshot_family *f, co
 /* Counters and gauges: one NumberDataPoint per series (*n of them). */
 static NumberDataPoint **number_points(struct otlp *o, const struct pcpu_snapshot_family *f, size_t *n)
 {
+	const struct pcpu_metric_type_info *t = pcpu_metric_type_info(f->type);
 	NumberDataPoint **pp = arena_array(o->a, f->nseries ? f->nseries : 1, sizeof *pp);
 	NumberDataPoint *p = arena_array(o->a, f->nseries ? f->nseries : 1, sizeof *p);
 	size_t i, j = 0;
@@ -286,15 +288,15 @@ static NumberDataPoint **number_points(struct otlp *o, const struct pcpu_snapsho
 		if (attributes(o, f, se, &p[j].base, 7) < 0) /* NumberDataPoint.attributes */
 			return NULL;
 		p[j].time_unix_nano = o->e->now_ns;
-		if (f->type == PCPU_METRIC_COUNTER)
+		if (t->otlp == PCPU_OTLP_SUM) /* a Sum's start; a gauge has none */
 			p[j].start_time_unix_nano = start;
 		/* Integers as integers (exact); a scale or a fraction
 		 * (PCPU_SNAPSHOT_NANOS) as the double the writers expose. */
 		if (f->scale_exp10 == 0 && !(f->flags & PCPU_SNAPSHOT_NANOS) &&
-		    (f->type == PCPU_METRIC_GAUGE || se->value.counter <= (uint64_t)INT64_MAX)) {
+		    (t->value == PCPU_VALUE_SIGNED || se->value.counter <= (uint64_t)INT64_MAX)) {
 			p[j].value_case = PCPUSTAT__OTLP__NUMBER_DATA_POINT__VALUE_AS_INT;
-			p[j].as_int = f->type == PCPU_METRIC_COUNTER ? (int64_t)se->value.counter
-								     : se->value.gauge;
+			p[j].as_int = t->value == PCPU_VALUE_UNSIGNED ? (int64_t)se->value.counter
+								      : se->value.gauge;
 		} else {
 			p[j].value_case = PCPUSTAT__OTLP__NUMBER_DATA_POINT__VALUE_AS_DOUBLE;
 			p[j].as_double = pcpu_snapshot_value(f, se);
@@ -363,29 +365,24 @@ static ExpoDataPoint **expo_points(struct otlp *o, const struct pcpu_snapshot_fa
 
 	for (i = 0; pp && p && i < f->nseries; i++) {
 		struct pcpu_snapshot_series v, *se = &v;
-		const uint64_t *c;
+		struct pcpu_snapshot_native nat;
 		ExpoBuckets *pos = arena_alloc(o->a, sizeof *pos);
-		uint64_t *bc = arena_array(o->a, f->nbuckets, sizeof *bc), n = 0, start;
-		size_t lo = 1, hi = f->nbuckets - 1; /* [lo, hi): the positive buckets sent */
+		uint64_t *bc = arena_array(o->a, f->nbuckets, sizeof *bc), start;
 		int skip;
 
 		if (!pos || !bc || point_values(o, f, &f->series[i], &v, &start, &skip) < 0)
 			return NULL;
 		if (skip)
 			continue;
-		c = se->value.histogram.counts;
-		for (b = 0; b < f->nbuckets; b++)
-			n += c[b];
-		while (lo < hi && !c[lo])
-			lo++;
-		while (hi > lo && !c[hi - 1])
-			hi--;
+		/* The span the other native encoders send, as plain counts. */
+		if (pcpu_snapshot_native(f, se, &nat, NULL, 0) < 0)
+			return NULL;
 		pcpustat__otlp__exponential_histogram_data_point__buckets__init(pos);
-		if (lo < hi) {
-			pos->offset = f->native_index + (int32_t)(lo - 1) - 1;
-			for (b = lo; b < hi; b++)
-				bc[b - lo] = c[b];
-			pos->n_bucket_counts = hi - lo;
+		if (nat.length) {
+			pos->offset = nat.offset - 1;
+			for (b = 0; b < nat.length; b++)
+				bc[b] = se->value.histogram.counts[nat.first + b];
+			pos->n_bucket_counts = nat.length;
 			pos->bucket_counts = bc;
 		}
 		pcpustat__otlp__exponential_histogram_data_point__init(&p[j]);
@@ -393,12 +390,12 @@ static ExpoDataPoint **expo_points(struct otlp *o, const struct pcpu_snapshot_fa
 			return NULL;
 		p[j].start_time_unix_nano = start;
 		p[j].time_unix_nano = o->e->now_ns;
-		p[j].count = n;
+		p[j].count = nat.count;
 		p[j].sum__case = PCPUSTAT__OTLP__EXPONENTIAL_HISTOGRAM_DATA_POINT__SUM__SUM;
 		p[j].sum = pcpu_stats_scale((double)se->value.histogram.sum, f->scale_exp10);
-		p[j].scale = f->native_schema;
-		p[j].zero_count = c[0];
-		p[j].zero_threshold = native_bound(f->native_schema, f->native_index - 1);
+		p[j].scale = nat.schema;
+		p[j].zero_count = nat.zero_count;
+		p[j].zero_threshold = nat.zero_threshold;
 		p[j].positive = pos;
 		pp[j] = &p[j];
 		j++;
@@ -419,32 +416,38 @@ static void kept_free(struct otlp *o)
  * agent's first collection), m left out; -1 (ENOMEM). */
 static int add_metric(struct otlp *o, Metric *m, const struct pcpu_snapshot_family *f)
 {
-	int temporality = o->e->delta ? PCPUSTAT__OTLP__AGGREGATION_TEMPORALITY__AGGREGATION_TEMPORALITY_DELTA
-				      : PCPUSTAT__OTLP__AGGREGATION_TEMPORALITY__AGGREGATION_TEMPORALITY_CUMULATIVE;
+	const struct pcpu_metric_type_info *t = pcpu_metric_type_info(f->type);
+	/* Delta only where push_delta.c subtracts: a type that only goes up
+	 * (OpenTelemetry's delta preference keeps an up-down sum cumulative
+	 * too); gauges carry no temporality. */
+	int temporality = o->e->delta && t && (t->flags & PCPU_TYPE_MONOTONIC)
+				  ? PCPUSTAT__OTLP__AGGREGATION_TEMPORALITY__AGGREGATION_TEMPORALITY_DELTA
+				  : PCPUSTAT__OTLP__AGGREGATION_TEMPORALITY__AGGREGATION_TEMPORALITY_CUMULATIVE;
 	size_t n = 0;
 	unsigned k;
 
 	for (k = 0; k < PCPU_STATS_LABELS_MAX; k++)
 		o->kept[k].value = NULL; /* other label names */
-	if (f->nlabels > PCPU_STATS_LABELS_MAX)
+	if (f->nlabels > PCPU_STATS_LABELS_MAX || !t)
 		return -1;
 	pcpustat__otlp__metric__init(m);
 	m->name = (char *)f->name;
 	m->description = (char *)(f->help ? f->help : "");
 	m->unit = (char *)otlp_unit(f->unit);
-	if (f->type == PCPU_METRIC_COUNTER || f->type == PCPU_METRIC_GAUGE) {
+	/* The type table's OTLP kind: the one place this encoder maps it. */
+	if (t->otlp == PCPU_OTLP_SUM || t->otlp == PCPU_OTLP_GAUGE) {
 		NumberDataPoint **dp = number_points(o, f, &n);
 
 		if (!dp)
 			return -1;
-		if (f->type == PCPU_METRIC_COUNTER) {
+		if (t->otlp == PCPU_OTLP_SUM) {
 			Pcpustat__Otlp__Sum *s = arena_alloc(o->a, sizeof *s);
 
 			if (!s)
 				return -1;
 			pcpustat__otlp__sum__init(s);
 			s->aggregation_temporality = temporality;
-			s->is_monotonic = 1;
+			s->is_monotonic = (t->flags & PCPU_TYPE_MONOTONIC) != 0;
 			s->n_data_points = n;
 			s->data_points = dp;
 			m->data_case = PCPUSTAT__OTLP__METRIC__DATA_SUM;
@@ -479,7 +482,7 @@ static int add_metric(struct otlp *o, Metric *m, const struct pcpu_snapshot_fami
 		m->data_case = PCPUSTAT__OTLP__METRIC__DATA_HISTOGRAM;
 		m->histogram = h;
 	}
-	return !n && f->nseries && f->type != PCPU_METRIC_GAUGE ? 1 : 0;
+	return !n && f->nseries && (t->flags & PCPU_TYPE_MONOTONIC) ? 1 : 0;
 }
 
 int otlp_encode(const struct pcpu_snapshot *s, const struct push_encode *e, struct arena *a, uint8_t **out,

@@ -44,7 +44,6 @@
  * scratch is the output and a family's labels.
  */
 #include <errno.h>
-#include <math.h>
 #include <snappy-c.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -175,9 +174,10 @@ static int pack_label(struct arena *a, const char *name, const char *value, stru
 	return 0;
 }
 
-/* The family's label order: its own labels, le (histograms), __name__, and
- * the external labels it does not have itself, sorted by name. */
-static int family_slots(struct rw *w, const struct pcpu_snapshot_family *f)
+/* The family's label order: its own labels, its type's bucket label (le,
+ * histograms), __name__, and the external labels it does not have itself,
+ * sorted by name. */
+static int family_slots(struct rw *w, const struct pcpu_snapshot_family *f, const struct pcpu_metric_type_info *t)
 {
 	const struct push_encode *e = w->e;
 	size_t n = 0, j, m;
@@ -188,8 +188,8 @@ static int family_slots(struct rw *w, const struct pcpu_snapshot_family *f)
 		return -1;
 	for (k = 0; k < f->nlabels; k++)
 		w->slots[n++] = (struct slot){ f->label_names[k], SLOT_SERIES, k, { NULL, 0 } };
-	if (f->type == PCPU_METRIC_HISTOGRAM)
-		w->slots[n++] = (struct slot){ "le", SLOT_LE, 0, { NULL, 0 } };
+	if (t->bucket_label)
+		w->slots[n++] = (struct slot){ t->bucket_label, SLOT_LE, 0, { NULL, 0 } };
 	w->slots[n++] = (struct slot){ "__name__", SLOT_NAME, 0, { NULL, 0 } };
 	for (j = 0; j < e->nlabels; j++) {
 		for (m = 0; m < n && strcmp(w->slots[m].name, e->labels[j].name) != 0; m++)
@@ -343,49 +343,32 @@ static int name_with(struct rw *w, const char *base, const char *suffix, struct 
 	return pack_label(w->a, "__name__", s, out);
 }
 
-/* base^i = 2^(i * 2^-schema): native bucket i's upper bound in exposed
- * units (bucket 0 of a pcpu exponential histogram ends at base^(index-1)). */
-double native_bound(int schema, int32_t i)
-{
-	return exp2(ldexp((double)i, -schema));
-}
-
-/* The native histogram of one series: schema, zero bucket, one span from
- * the first non-empty positive bucket to the last, deltas (pcpu's bucket b
- * >= 1 is native index native_index + b - 1; the last, +Inf, is empty). */
+/* The native histogram of one series, as libpcpu-stats computes it for its
+ * own protobuf exposition (pcpu_snapshot_native(): schema, zero bucket, one
+ * span from the first non-empty positive bucket to the last, deltas); no
+ * span when no observation is above the zero bucket. */
 static int emit_native(struct rw *w, const struct pcpu_snapshot_family *f, const struct pcpu_snapshot_series *se,
 		       const struct plabel *own, const struct plabel *name, int64_t *d)
 {
-	const uint64_t *c = se->value.histogram.counts;
 	Histogram h = PCPUSTAT__RW__HISTOGRAM__INIT;
 	BucketSpan sp = PCPUSTAT__RW__BUCKET_SPAN__INIT, *spp = &sp;
-	size_t lo = 1, hi = f->nbuckets - 1, b;
-	int64_t prev = 0;
-	uint64_t n = 0;
+	struct pcpu_snapshot_native nat;
 
-	for (b = 0; b < f->nbuckets; b++)
-		n += c[b];
+	if (pcpu_snapshot_native(f, se, &nat, d, f->nbuckets) < 0)
+		return -1;
 	h.count_case = PCPUSTAT__RW__HISTOGRAM__COUNT_COUNT_INT;
-	h.count_int = n;
+	h.count_int = nat.count;
 	h.sum = pcpu_stats_scale((double)se->value.histogram.sum, f->scale_exp10);
-	h.schema = f->native_schema;
-	h.zero_threshold = native_bound(f->native_schema, f->native_index - 1);
+	h.schema = nat.schema;
+	h.zero_threshold = nat.zero_threshold;
 	h.zero_count_case = PCPUSTAT__RW__HISTOGRAM__ZERO_COUNT_ZERO_COUNT_INT;
-	h.zero_count_int = c[0];
-	while (lo < hi && !c[lo])
-		lo++;
-	while (hi > lo && !c[hi - 1])
-		hi--;
-	if (lo < hi) {
-		sp.offset = f->native_index + (int32_t)(lo - 1);
-		sp.length = (uint32_t)(hi - lo);
-		for (b = lo; b < hi; b++) {
-			d[b - lo] = (int64_t)c[b] - prev;
-			prev = (int64_t)c[b];
-		}
+	h.zero_count_int = nat.zero_count;
+	if (nat.length) {
+		sp.offset = nat.offset;
+		sp.length = nat.length;
 		h.n_positive_spans = 1;
 		h.positive_spans = &spp;
-		h.n_positive_deltas = hi - lo;
+		h.n_positive_deltas = nat.length;
 		h.positive_deltas = d;
 	}
 	h.timestamp = w->e->now_ms;
@@ -396,7 +379,8 @@ static int emit_native(struct rw *w, const struct pcpu_snapshot_family *f, const
  * exposed buckets (cumulative), _sum and _count -- or, with
  * --native-histograms and an exponential family, the native histogram
  * alone. */
-static int emit_histograms(struct rw *w, const struct pcpu_snapshot_family *f, struct plabel *own)
+static int emit_histograms(struct rw *w, const struct pcpu_snapshot_family *f, const struct pcpu_metric_type_info *t,
+			   struct plabel *own)
 {
 	size_t nexp = pcpu_snapshot_histogram_buckets(f, NULL, NULL, NULL, 0), i, k;
 	size_t *idx = arena_array(w->a, f->nbuckets, sizeof *idx);
@@ -405,15 +389,15 @@ static int emit_histograms(struct rw *w, const struct pcpu_snapshot_family *f, s
 	struct plabel *le = arena_array(w->a, nexp, sizeof *le), names[4];
 	int native = w->e->native && (f->flags & PCPU_SNAPSHOT_NATIVE);
 
-	if (!nexp || !idx || !cum || !deltas || !le || name_with(w, f->name, "_bucket", &names[0]) < 0 ||
-	    name_with(w, f->name, "_sum", &names[1]) < 0 || name_with(w, f->name, "_count", &names[2]) < 0 ||
+	if (!nexp || !idx || !cum || !deltas || !le || name_with(w, f->name, t->bucket_suffix, &names[0]) < 0 ||
+	    name_with(w, f->name, t->sum_suffix, &names[1]) < 0 || name_with(w, f->name, t->count_suffix, &names[2]) < 0 ||
 	    name_with(w, f->name, "", &names[3]) < 0)
 		return -1;
 	pcpu_snapshot_histogram_buckets(f, NULL, idx, NULL, f->nbuckets);
 	for (k = 0; k < nexp; k++) {
 		char buf[PCPU_FORMAT_NUMBER_MAX];
 
-		if (pcpu_snapshot_bucket_le(f, idx[k], buf, sizeof buf) < 0 || pack_label(w->a, "le", buf, &le[k]) < 0)
+		if (pcpu_snapshot_bucket_le(f, idx[k], buf, sizeof buf) < 0 || pack_label(w->a, t->bucket_label, buf, &le[k]) < 0)
 			return -1;
 	}
 	for (i = 0; i < f->nseries; i++) {
@@ -442,16 +426,16 @@ static int emit_histograms(struct rw *w, const struct pcpu_snapshot_family *f, s
 
 static int emit_family(struct rw *w, const struct pcpu_snapshot_family *f)
 {
-	const char *suffix = f->type == PCPU_METRIC_COUNTER ? "_total" : "";
+	const struct pcpu_metric_type_info *t = pcpu_metric_type_info(f->type);
 	struct plabel own[PCPU_STATS_LABELS_MAX], name;
 	size_t i;
 
 	kept_clear(w);
-	if (family_slots(w, f) < 0)
+	if (!t || family_slots(w, f, t) < 0)
 		return -1;
-	if (f->type == PCPU_METRIC_HISTOGRAM)
-		return emit_histograms(w, f, own);
-	if (name_with(w, f->name, suffix, &name) < 0)
+	if (t->value == PCPU_VALUE_BUCKETS)
+		return emit_histograms(w, f, t, own);
+	if (name_with(w, f->name, t->sample_suffix, &name) < 0)
 		return -1;
 	for (i = 0; i < f->nseries; i++) {
 		const struct pcpu_snapshot_series *se = &f->series[i];
@@ -463,21 +447,35 @@ static int emit_family(struct rw *w, const struct pcpu_snapshot_family *f)
 	return 0;
 }
 
+/* The type table's kind as MetricMetadata.MetricType: the one place this
+ * encoder maps it. An info family is INFO (remote write has the type). */
+static Pcpustat__Rw__MetricMetadata__MetricType rw_type(enum pcpu_prom_kind k, unsigned flags)
+{
+	if (flags & PCPU_SNAPSHOT_INFO)
+		return PCPUSTAT__RW__METRIC_METADATA__METRIC_TYPE__INFO;
+	switch (k) {
+	case PCPU_PROM_COUNTER:
+		return PCPUSTAT__RW__METRIC_METADATA__METRIC_TYPE__COUNTER;
+	case PCPU_PROM_HISTOGRAM:
+		return PCPUSTAT__RW__METRIC_METADATA__METRIC_TYPE__HISTOGRAM;
+	case PCPU_PROM_GAUGE:
+		break;
+	}
+	return PCPUSTAT__RW__METRIC_METADATA__METRIC_TYPE__GAUGE;
+}
+
 /* Each family's type, help and unit (WriteRequest.metadata, field 3). */
 static int emit_metadata(struct rw *w, const struct pcpu_snapshot_family *f)
 {
 	MetricMetadata m = PCPUSTAT__RW__METRIC_METADATA__INIT;
-	const char *suffix = f->type == PCPU_METRIC_COUNTER ? "_total" : "";
-	char *name = arena_alloc(w->a, strlen(f->name) + strlen(suffix) + 1);
+	const struct pcpu_metric_type_info *t = pcpu_metric_type_info(f->type);
+	char *name = t ? arena_alloc(w->a, strlen(f->name) + strlen(t->sample_suffix) + 1) : NULL;
 
 	if (!name)
 		return -1;
 	strcpy(name, f->name);
-	strcat(name, suffix);
-	m.type = f->type == PCPU_METRIC_COUNTER	  ? PCPUSTAT__RW__METRIC_METADATA__METRIC_TYPE__COUNTER
-		 : f->type == PCPU_METRIC_HISTOGRAM ? PCPUSTAT__RW__METRIC_METADATA__METRIC_TYPE__HISTOGRAM
-		 : (f->flags & PCPU_SNAPSHOT_INFO)  ? PCPUSTAT__RW__METRIC_METADATA__METRIC_TYPE__INFO
-						    : PCPUSTAT__RW__METRIC_METADATA__METRIC_TYPE__GAUGE;
+	strcat(name, t->sample_suffix);
+	m.type = rw_type(t->prom, f->flags);
 	m.metric_family_name = name;
 	m.help = (char *)(f->help ? f->help : "");
 	m.unit = (char *)(f->unit ? f->unit : "");

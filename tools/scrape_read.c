@@ -28,7 +28,8 @@ static size_t snapshot_bytes(const struct pcpu_snapshot *s)
 		     fa->nbuckets * sizeof(int64_t);
 		for (i = 0; i < fa->nseries; i++) {
 			b += sizeof fa->series[i] + (fa->nlabels + 2) * sizeof(char *) +
-			     (fa->type == PCPU_METRIC_HISTOGRAM ? fa->nbuckets * sizeof(uint64_t) : 0);
+			     (pcpu_metric_type_info(fa->type)->value == PCPU_VALUE_BUCKETS
+				      ? fa->nbuckets * sizeof(uint64_t) : 0);
 			for (l = 0; l < fa->nlabels; l++)
 				b += strlen(fa->series[i].label_values[l]) + 1;
 		}

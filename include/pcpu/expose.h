@@ -376,6 +376,139 @@ PCPU_API const char *pcpu_stats_sample_suffix(enum pcpu_metric_type type);
  * unknown type. Thread-safe; async-signal-safe. Cost: constant. */
 PCPU_API const char *pcpu_metric_type_name(enum pcpu_metric_type type);
 
+/** How a series of a type holds its value in struct pcpu_snapshot_series. */
+enum pcpu_value_kind {
+	/** value.counter: a count, unsigned, modulo 2^64 (with
+	 * PCPU_SNAPSHOT_NANOS: value.fixed, whole units and billionths). */
+	PCPU_VALUE_UNSIGNED = 1,
+	/** value.gauge: a level, signed (with PCPU_SNAPSHOT_NANOS:
+	 * value.fixed, whole units as int64 and billionths). */
+	PCPU_VALUE_SIGNED = 2,
+	/** value.histogram: a count per bucket and the sum. */
+	PCPU_VALUE_BUCKETS = 3,
+};
+
+/** What a type is in the Prometheus data model's binary protocols: the
+ * protobuf exposition's io.prometheus.client.MetricType and remote write's
+ * MetricMetadata.MetricType (where an info family, PCPU_SNAPSHOT_INFO, is
+ * INFO). Plain values: each encoder maps them to its generated enum. */
+enum pcpu_prom_kind {
+	PCPU_PROM_COUNTER = 1,
+	PCPU_PROM_GAUGE = 2,
+	PCPU_PROM_HISTOGRAM = 3,
+};
+
+/** The data an OTLP Metric holds for a type (its `data` oneof); a
+ * PCPU_SNAPSHOT_NATIVE histogram family is an ExponentialHistogram. */
+enum pcpu_otlp_kind {
+	PCPU_OTLP_SUM = 1, /**< Sum; is_monotonic from PCPU_TYPE_MONOTONIC */
+	PCPU_OTLP_GAUGE = 2,
+	PCPU_OTLP_HISTOGRAM = 3,
+};
+
+/** Flags of a metric type (pcpu_metric_type_info.flags). */
+enum {
+	/** Only goes up until a reset: Prometheus' rate() applies, OTLP
+	 * sends it as a monotonic Sum with a start time, and delta
+	 * temporality sends its increase (a non-monotonic type stays a
+	 * level). */
+	PCPU_TYPE_MONOTONIC = 1u << 0,
+	/** Its families may carry PCPU_SNAPSHOT_NANOS (fractions). */
+	PCPU_TYPE_FRACTIONS = 1u << 1,
+	/** Its families may be info metrics (PCPU_SNAPSHOT_INFO). */
+	PCPU_TYPE_INFO = 1u << 2,
+};
+
+/**
+ * Everything an encoder needs to know about a metric type: the one
+ * description of each type that the writers (Prometheus 0.0.4, OpenMetrics,
+ * JSON, protobuf), pcpustat and its push agent (remote write, OTLP) read
+ * instead of switching on the type themselves. A new type is a new entry.
+ * Returned by pcpu_metric_type_info(); static, never freed. Fields may be
+ * appended in later versions: use it through the pointer, never copy it.
+ */
+struct pcpu_metric_type_info {
+	enum pcpu_metric_type type;
+	/** pcpu_metric_type_name(): "counter", "gauge", "histogram"; JSON's
+	 * "type". */
+	const char *name;
+	/** The `# TYPE` word of Prometheus text format 0.0.4. */
+	const char *text_type;
+	/** The `# TYPE` word of OpenMetrics 1.0 (an info family writes
+	 * "info" instead). */
+	const char *openmetrics_type;
+	/** pcpu_stats_sample_suffix(): appended to a family's name to name
+	 * its value sample, and the family itself in Prometheus 0.0.4's
+	 * `# HELP` and `# TYPE`, the protobuf exposition and remote write's
+	 * metadata ("_total" for a counter, "" otherwise). */
+	const char *sample_suffix;
+	/** pcpu_stats_type_suffixes(): the names the family owns (the
+	 * OpenMetrics clash set), nsuffixes of them, "" first. */
+	const char *const *suffixes;
+	size_t nsuffixes;
+	/** Buckets only (PCPU_VALUE_BUCKETS; NULL otherwise): the samples
+	 * "_bucket" (labelled with bucket_label, "le"), "_sum", "_count". */
+	const char *bucket_suffix;
+	const char *sum_suffix;
+	const char *count_suffix;
+	/** The label that names a bucket's upper bound, reserved in the
+	 * type's families ("le"); NULL without buckets. */
+	const char *bucket_label;
+	enum pcpu_value_kind value; /**< where a series' value is */
+	unsigned flags;             /**< PCPU_TYPE_* */
+	enum pcpu_prom_kind prom;   /**< protobuf exposition, remote write */
+	enum pcpu_otlp_kind otlp;   /**< OTLP */
+};
+
+/**
+ * The description of metric type `type` (struct pcpu_metric_type_info), or
+ * NULL with errno EINVAL for a value that is no type. The pointer is to
+ * static data: valid for the life of the process. Thread-safe;
+ * async-signal-safe. Cost: constant (an array index).
+ */
+PCPU_API const struct pcpu_metric_type_info *pcpu_metric_type_info(enum pcpu_metric_type type);
+
+/**
+ * The native (exponential) form of one series `s` of a histogram family
+ * `f` with PCPU_SNAPSHOT_NATIVE, as Prometheus' native histograms and
+ * OTLP's exponential ones carry it: the zero bucket (bucket 0), and one
+ * span over the positive buckets from the first non-empty one to the last
+ * non-empty one (the +Inf bucket is always empty). The one computation of
+ * it, which the protobuf exposition and pcpustat push's remote write and
+ * OTLP encoders share.
+ */
+struct pcpu_snapshot_native {
+	int schema;            /**< f->native_schema (OTLP's scale) */
+	double zero_threshold; /**< the zero bucket's upper bound, base^(native_index - 1) */
+	uint64_t zero_count;   /**< observations in the zero bucket */
+	uint64_t count;        /**< all observations (modulo 2^64) */
+	/** The span's first bucket: f's bucket `first`, native index
+	 * `offset` (Prometheus' convention, (base^(i-1), base^i]; OTLP's index
+	 * of the same bucket is offset - 1). Both 0 when length is 0. */
+	size_t first;
+	int32_t offset;
+	/** Buckets in the span, f's first..first+length-1; 0: no observation
+	 * above the zero bucket. */
+	uint32_t length;
+};
+
+/**
+ * Fills *out with the native form of series `s` of family `f` (struct
+ * pcpu_snapshot_native) and, when `deltas` is not NULL, writes the first
+ * min(length, cap) counts of the span as deltas -- each bucket's count
+ * minus the previous one's, the first minus 0 -- as Prometheus' native
+ * histograms encode them (the span's plain counts are
+ * s->value.histogram.counts[first ..]). f->nbuckets entries are always
+ * enough. Returns 0, or -1 with errno EINVAL: NULL `f`, `s` or `out`, a
+ * family that is not a histogram with PCPU_SNAPSHOT_NATIVE and at least 2
+ * buckets, a series without counts. The family is not otherwise validated
+ * (pcpu_snapshot_write() does that). Thread-safe (reads its arguments
+ * only); async-signal-safe. Cost: linear in f->nbuckets.
+ */
+PCPU_API int pcpu_snapshot_native(const struct pcpu_snapshot_family *f,
+				  const struct pcpu_snapshot_series *s,
+				  struct pcpu_snapshot_native *out, int64_t *deltas, size_t cap);
+
 /**
  * The format to answer an HTTP request with, from its Accept header (NULL:
  * none sent), as Prometheus clients negotiate: the media range with the

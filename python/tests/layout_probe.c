@@ -75,6 +75,22 @@ int main(void)
 	OFF(pcpu_reader_snapshot, state);
 	OFF(pcpu_reader_snapshot, nslots);
 	OFF(pcpu_reader_snapshot, nospace);
+	SIZE(pcpu_metric_type_info);
+	OFF(pcpu_metric_type_info, type);
+	OFF(pcpu_metric_type_info, name);
+	OFF(pcpu_metric_type_info, text_type);
+	OFF(pcpu_metric_type_info, openmetrics_type);
+	OFF(pcpu_metric_type_info, sample_suffix);
+	OFF(pcpu_metric_type_info, suffixes);
+	OFF(pcpu_metric_type_info, nsuffixes);
+	OFF(pcpu_metric_type_info, bucket_suffix);
+	OFF(pcpu_metric_type_info, sum_suffix);
+	OFF(pcpu_metric_type_info, count_suffix);
+	OFF(pcpu_metric_type_info, bucket_label);
+	OFF(pcpu_metric_type_info, value);
+	OFF(pcpu_metric_type_info, flags);
+	OFF(pcpu_metric_type_info, prom);
+	OFF(pcpu_metric_type_info, otlp);
 	/* Constants the binding hard-codes. */
 	printf("const PCPU_READER_OWNER %u\n", (unsigned)PCPU_READER_OWNER);
 	printf("const PCPU_READER_ANY_OWNER %u\n", (unsigned)PCPU_READER_ANY_OWNER);
@@ -84,6 +100,12 @@ int main(void)
 	printf("const PCPU_METRIC_COUNTER %d\n", PCPU_METRIC_COUNTER);
 	printf("const PCPU_METRIC_GAUGE %d\n", PCPU_METRIC_GAUGE);
 	printf("const PCPU_METRIC_HISTOGRAM %d\n", PCPU_METRIC_HISTOGRAM);
+	printf("const PCPU_VALUE_UNSIGNED %d\n", PCPU_VALUE_UNSIGNED);
+	printf("const PCPU_VALUE_SIGNED %d\n", PCPU_VALUE_SIGNED);
+	printf("const PCPU_VALUE_BUCKETS %d\n", PCPU_VALUE_BUCKETS);
+	printf("const PCPU_PROM_COUNTER %d\n", PCPU_PROM_COUNTER);
+	printf("const PCPU_PROM_GAUGE %d\n", PCPU_PROM_GAUGE);
+	printf("const PCPU_PROM_HISTOGRAM %d\n", PCPU_PROM_HISTOGRAM);
 	printf("const PCPU_SEGMENT_LIVE %d\n", PCPU_SEGMENT_LIVE);
 	printf("const PCPU_SEGMENT_CLOSED %d\n", PCPU_SEGMENT_CLOSED);
 	printf("const PCPU_SEGMENT_GONE %d\n", PCPU_SEGMENT_GONE);

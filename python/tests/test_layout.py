@@ -80,7 +80,8 @@ def test_constants_match_the_headers():
         value = int(w[2])
         name = w[1]
         if name.startswith("PCPU_METRIC_"):
-            assert L.METRIC_TYPES[value] == name[len("PCPU_METRIC_"):].lower()
+            # The binding takes a type's name from the library's table.
+            assert L.type_info(value).name == name[len("PCPU_METRIC_"):].lower()
         elif name.startswith("PCPU_SEGMENT_"):
             assert L.SEGMENT_STATES[value] == name[len("PCPU_SEGMENT_"):].lower()
         elif name.startswith("PCPU_FORMAT_") and name != "PCPU_FORMAT_NUMBER_MAX":
@@ -89,3 +90,13 @@ def test_constants_match_the_headers():
             assert getattr(L, name[len("PCPU_"):]) == value, name
         checked += 1
     assert checked >= 15
+
+
+def test_type_table_through_ctypes():
+    """The binding's view of the type table (pcpu_metric_type_info()):
+    what it decides a family's value and prometheus_client class by."""
+    assert L.type_info(1) == ("counter", "_total", L.VALUE_UNSIGNED, L.PROM_COUNTER)
+    assert L.type_info(2) == ("gauge", "", L.VALUE_SIGNED, L.PROM_GAUGE)
+    assert L.type_info(3) == ("histogram", "", L.VALUE_BUCKETS, L.PROM_HISTOGRAM)
+    assert L.type_info(0) is None and L.type_info(4) is None
+    assert L.type_named("gauge") == L.type_info(2) and L.type_named("summary") is None

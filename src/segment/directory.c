@@ -328,6 +328,15 @@ give_back_entry:
 	return -1;
 }
 
+/* Whether a family of type `type` keeps buckets (a histogram's layout and
+ * per-slot pairs) rather than one value: the type table says. */
+static int buckets(enum pcpu_metric_type type)
+{
+	const struct pcpu_metric_type_info *t = pcpu_metric_type_info(type);
+
+	return t && t->value == PCPU_VALUE_BUCKETS;
+}
+
 int pcpu__directory_family_added(struct pcpu_segment *seg, struct pcpu_family *f)
 {
 	struct pcpu__family_view v;
@@ -367,7 +376,7 @@ int pcpu__directory_family_added(struct pcpu_segment *seg, struct pcpu_family *f
 	len += (v.unit ? strlen(v.unit) : 0) + 1;
 	for (l = 0; l < v.nlabels; l++)
 		len += strlen(v.label_names[l]) + 1;
-	if (v.type == PCPU_METRIC_HISTOGRAM && v.layout->scheme != PCPU_HISTOGRAM_LOG_LINEAR) {
+	if (buckets(v.type) && v.layout->scheme != PCPU_HISTOGRAM_LOG_LINEAR) {
 		nbounds = v.nbuckets - 1;
 		len = ((len + 7) & ~(size_t)7) + nbounds * sizeof(int64_t);
 	}
@@ -398,7 +407,7 @@ int pcpu__directory_family_added(struct pcpu_segment *seg, struct pcpu_family *f
 	e.family_id = ++seg->next_family_id;
 	e.blob_off = off;
 	e.blob_len = (uint32_t)len;
-	if (v.type == PCPU_METRIC_HISTOGRAM) {
+	if (buckets(v.type)) {
 		e.nbuckets = (uint32_t)v.nbuckets;
 		e.u32a = (uint32_t)v.layout->scheme | PCPU__SEG_HIST_PAIRS;
 		e.u32b = v.layout->scheme == PCPU_HISTOGRAM_LOG_LINEAR ? v.layout->precision_bits : 0;
@@ -429,16 +438,17 @@ static int addr_location(struct pcpu_segment *seg, uintptr_t addr, uint32_t *chu
 
 uint32_t pcpu__seg_value_size(const struct pcpu__family_view *f)
 {
-	switch (f->type) {
-	case PCPU_METRIC_COUNTER:
-		return f->flags & PCPU_SNAPSHOT_NANOS ? PCPU__SEG_NANOS_SIZE : PCPU__SEG_COUNTER_SIZE;
-	case PCPU_METRIC_GAUGE:
-		return f->flags & PCPU_SNAPSHOT_NANOS ? PCPU__SEG_NANOS_SIZE : PCPU__SEG_GAUGE_SIZE;
-	case PCPU_METRIC_HISTOGRAM:
-		return (uint32_t)PCPU__SEG_HISTOGRAM_PAIRS_SIZE(f->nbuckets);
-	default:
+	/* The size follows where the type keeps a series' value (the type
+	 * table, pcpu_metric_type_info()), not the type itself. */
+	const struct pcpu_metric_type_info *t = pcpu_metric_type_info(f->type);
+
+	if (!t)
 		return 0;
-	}
+	if (t->value == PCPU_VALUE_BUCKETS)
+		return (uint32_t)PCPU__SEG_HISTOGRAM_PAIRS_SIZE(f->nbuckets);
+	if (f->flags & PCPU_SNAPSHOT_NANOS)
+		return PCPU__SEG_NANOS_SIZE;
+	return t->value == PCPU_VALUE_UNSIGNED ? PCPU__SEG_COUNTER_SIZE : PCPU__SEG_GAUGE_SIZE;
 }
 
 static int value_location(struct pcpu_segment *seg, const struct pcpu__family_view *f,
@@ -448,17 +458,14 @@ static int value_location(struct pcpu_segment *seg, const struct pcpu__family_vi
 	uintptr_t addr;
 
 	*size = pcpu__seg_value_size(f);
-	switch (f->type) {
-	case PCPU_METRIC_COUNTER:
-	case PCPU_METRIC_GAUGE:
-		addr = (uintptr_t)se->storage;
-		break;
-	case PCPU_METRIC_HISTOGRAM:
+	if (!*size)
+		return -1; /* no type */
+	/* A counter's or gauge's storage is its value; a histogram's holds
+	 * a pointer to its per-slot (count, sum) pairs. */
+	if (buckets(f->type))
 		addr = (uintptr_t)((const pcpu_histogram_t *)se->storage)->pcpu__c;
-		break;
-	default:
-		return -1;
-	}
+	else
+		addr = (uintptr_t)se->storage;
 	return addr_location(seg, addr, chunk, off);
 }
 

@@ -163,6 +163,9 @@ struct fam {
 	int pairs;          /* 2.4 histogram: (count, sum) per bucket */
 	int info;           /* 2.4: an info family (PCPU_SNAPSHOT_INFO) */
 	int nanos;          /* 2.7: values with billionths (PCPU_SNAPSHOT_NANOS) */
+	/* Where a series of its type keeps its value (the type table's
+	 * pcpu_metric_type_info()->value), read once: summing slots asks. */
+	enum pcpu_value_kind value;
 	int32_t native_index;
 	size_t first, count; /* its kept series in the result's sorted array */
 	int bad;        /* invalid: message in msg */

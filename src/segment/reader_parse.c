@@ -65,18 +65,18 @@ static int alloc_exported(struct parse *p, struct fam *f, uint32_t n)
 	return 0;
 }
 
-/* The size of a value of family entry fe's type, in one slot. */
+/* The size of a value of family entry fe's type (checked: a type the
+ * table describes), in one slot: where the type keeps its value. */
 static uint64_t value_size(const struct pcpu__seg_entry *fe)
 {
-	switch (fe->type) {
-	case PCPU_METRIC_COUNTER:
-		return fe->flags & PCPU__SEG_E_NANOS ? PCPU__SEG_NANOS_SIZE : PCPU__SEG_COUNTER_SIZE;
-	case PCPU_METRIC_GAUGE:
-		return fe->flags & PCPU__SEG_E_NANOS ? PCPU__SEG_NANOS_SIZE : PCPU__SEG_GAUGE_SIZE;
-	default:
+	enum pcpu_value_kind v = pcpu_metric_type_info((enum pcpu_metric_type)fe->type)->value;
+
+	if (v == PCPU_VALUE_BUCKETS)
 		return fe->u32a & PCPU__SEG_HIST_PAIRS ? PCPU__SEG_HISTOGRAM_PAIRS_SIZE(fe->nbuckets)
 						       : PCPU__SEG_HISTOGRAM_SIZE(fe->nbuckets);
-	}
+	if (fe->flags & PCPU__SEG_E_NANOS)
+		return PCPU__SEG_NANOS_SIZE;
+	return v == PCPU_VALUE_UNSIGNED ? PCPU__SEG_COUNTER_SIZE : PCPU__SEG_GAUGE_SIZE;
 }
 
 /* ---- families ------------------------------------------------------------------ */
@@ -91,8 +91,12 @@ static uint64_t value_size(const struct pcpu__seg_entry *fe)
 static int parse_family_strings(struct parse *p, struct fam *f, const char *blob, uint32_t *pos)
 {
 	const struct pcpu__seg_entry *e = f->e;
+	/* The type was checked (parse_family()): the table's rules apply, as
+	 * the registry and pcpu_snapshot_write() apply them. */
+	const struct pcpu_metric_type_info *t = pcpu_metric_type_info((enum pcpu_metric_type)e->type);
 	uint32_t l;
 
+	f->value = t->value;
 	f->name = blob_str(blob, e->blob_len, pos);
 	if (e->flags & PCPU__SEG_E_HAS_HELP)
 		f->help = blob_str(blob, e->blob_len, pos);
@@ -120,21 +124,20 @@ static int parse_family_strings(struct parse *p, struct fam *f, const char *blob
 			return BAD(f, "label name not terminated"), 0;
 		if (pcpu_stats_check_label_name(f->label_names[l]) < 0)
 			return BAD(f, pcpu_stats_error()), 0;
-		if (e->type == PCPU_METRIC_HISTOGRAM && strcmp(f->label_names[l], "le") == 0)
+		if (t->bucket_label && strcmp(f->label_names[l], t->bucket_label) == 0)
 			return BAD(f, "label \"le\" in a histogram"), 0;
 		for (k = 0; k < l; k++)
 			if (strcmp(f->label_names[k], f->label_names[l]) == 0)
 				return BAD(f, "label name twice"), 0;
 	}
 	if (e->flags & PCPU__SEG_E_INFO) { /* 2.4: a gauge x_info, no unit or scale */
-		if (e->type != PCPU_METRIC_GAUGE || f->unit || e->scale_exp10 != 0 ||
+		if (!(t->flags & PCPU_TYPE_INFO) || f->unit || e->scale_exp10 != 0 ||
 		    !pcpu__info_name_len(f->name, PCPU_SNAPSHOT_INFO))
 			return BAD(f, "info flag on a family that is not a gauge x_info"), 0;
 		f->info = 1;
 	}
 	if (e->flags & PCPU__SEG_E_NANOS) { /* 2.7: values with billionths */
-		if ((e->type != PCPU_METRIC_COUNTER && e->type != PCPU_METRIC_GAUGE) ||
-		    e->scale_exp10 != 0 || f->info)
+		if (!(t->flags & PCPU_TYPE_FRACTIONS) || e->scale_exp10 != 0 || f->info)
 			return BAD(f, "fraction flag on a family that is not a counter or gauge of "
 				      "scale 0"), 0;
 		f->nanos = 1;
@@ -243,7 +246,7 @@ static int parse_family(struct parse *p, struct fam *f)
 	const char *blob;
 	uint32_t pos = 0;
 
-	if (e->type < PCPU_METRIC_COUNTER || e->type > PCPU_METRIC_HISTOGRAM)
+	if (!pcpu_metric_type_info((enum pcpu_metric_type)e->type))
 		return BAD(f, "unknown metric type"), 0;
 	if (e->scale_exp10 > PCPU_STATS_SCALE_MAX || e->scale_exp10 < -PCPU_STATS_SCALE_MAX)
 		return BAD(f, "scale out of range"), 0;
@@ -258,7 +261,7 @@ static int parse_family(struct parse *p, struct fam *f)
 		return -1;
 	if (f->bad)
 		return 0;
-	if (e->type == PCPU_METRIC_HISTOGRAM)
+	if (pcpu_metric_type_info((enum pcpu_metric_type)e->type)->value == PCPU_VALUE_BUCKETS)
 		return parse_histogram(p, f, blob, pos);
 	if (pos != e->blob_len)
 		return BAD(f, "trailing bytes in blob"), 0;
@@ -297,7 +300,7 @@ static int parse_series(struct parse *p, struct ser *s)
 	uint32_t pos = 0, l;
 	uint64_t end;
 
-	if (e->type < PCPU_METRIC_COUNTER || e->type > PCPU_METRIC_HISTOGRAM)
+	if (!pcpu_metric_type_info((enum pcpu_metric_type)e->type))
 		return BAD(s, "unknown metric type"), 0;
 	if (e->nlabels > PCPU_STATS_LABELS_MAX)
 		return BAD(s, "too many labels"), 0;
@@ -320,7 +323,7 @@ static int parse_series(struct parse *p, struct ser *s)
 		return BAD(s, "trailing bytes in blob"), 0;
 	if (e->kind == PCPU__SEG_GROUP_SERIES) {
 		/* Checked against its GROUP entry once both are known stable. */
-		if (e->type == PCPU_METRIC_HISTOGRAM)
+		if (pcpu_metric_type_info((enum pcpu_metric_type)e->type)->value == PCPU_VALUE_BUCKETS)
 			return BAD(s, "a group member is a counter or a gauge"), 0;
 		if (e->u32a >= PCPU__SEG_GROUP_MAX || e->u32b != 8 || e->value_off >= p->used)
 			return BAD(s, "group member: bad member index, size or group entry"), 0;

@@ -165,7 +165,7 @@ static int build_family(struct snap_impl *s, struct fam *f, struct pcpu_snapshot
 	if (!keep(s, f->label_names) && f->label_names)
 		return -1;
 	f->label_names = NULL;
-	if (f->e->type != PCPU_METRIC_HISTOGRAM)
+	if (f->value != PCPU_VALUE_BUCKETS)
 		return 0;
 	out->nbuckets = f->e->nbuckets;
 	out->bucket_upper = keep(s, f->upper);
@@ -203,13 +203,13 @@ static int build_series(struct snap_impl *s, size_t i, const struct fam *f, stru
 		if (se->values && !keep(s, se->values))
 			return -1;
 		se->values = NULL;
-		switch (se->e->type) {
-		case PCPU_METRIC_COUNTER:
+		switch (f->value) {
+		case PCPU_VALUE_UNSIGNED:
 			series[k].value.counter = se->acc0;
 			if (f->nanos)
 				series[k].value.fixed.nanos = (int64_t)se->acc1;
 			break;
-		case PCPU_METRIC_GAUGE:
+		case PCPU_VALUE_SIGNED:
 			/* An info series is 1, as the writer's own snapshot
 			 * has it, whatever its slots hold. */
 			series[k].value.gauge = f->info ? 1 : (int64_t)se->acc0;

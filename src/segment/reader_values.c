@@ -35,15 +35,15 @@ static void accumulate(struct ser *s, const unsigned char *v, unsigned slot, int
 {
 	uint64_t part = 0;
 
-	switch (s->e->type) {
-	case PCPU_METRIC_COUNTER:
-	case PCPU_METRIC_GAUGE:
+	switch (s->fam->value) {
+	case PCPU_VALUE_UNSIGNED:
+	case PCPU_VALUE_SIGNED:
 		part = pcpu__rd_ld64(v); /* a slot's value: its whole units */
 		s->acc0 += part;
 		if (s->fam->nanos)
 			s->acc1 += pcpu__rd_ld64(v + 8);
 		break;
-	case PCPU_METRIC_HISTOGRAM: {
+	case PCPU_VALUE_BUCKETS: {
 		uint32_t b, nb = s->fam->e->nbuckets;
 
 		if (s->fam->pairs) { /* 2.4: (count, sum) per bucket */
@@ -214,7 +214,7 @@ int pcpu__rd_read_values(struct parse *p)
 
 		if (!pcpu__rd_usable(s) || s->group)
 			continue;
-		if (s->e->type == PCPU_METRIC_HISTOGRAM) {
+		if (s->fam->value == PCPU_VALUE_BUCKETS) {
 			s->counts = pcpu__rd_alloc(p->b, (uint64_t)s->fam->e->nbuckets * 8);
 			if (!s->counts)
 				goto out;

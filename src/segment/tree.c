@@ -232,7 +232,8 @@ int pcpu__tree_adopt_series(void *ctx, struct pcpu_family *f, const char *const 
 		}
 	} else if (idx >= 0) {
 		e = seg->entries[idx];
-		if (fv.type != PCPU_METRIC_HISTOGRAM && e.u32b != pcpu__seg_value_size(&fv))
+		if (pcpu_metric_type_info(fv.type)->value != PCPU_VALUE_BUCKETS &&
+		    e.u32b != pcpu__seg_value_size(&fv))
 			errno = EIO; /* not this family's size: never written over */
 		else
 			obj = pcpu__zone_tree_adopt(pcpu_registry_zone(seg->reg), e.u32a,

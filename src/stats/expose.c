@@ -160,6 +160,7 @@ static int check_histogram(const struct pcpu_snapshot_family *f)
 
 static int check_family(const struct pcpu_snapshot_family *f)
 {
+	const struct pcpu_metric_type_info *t;
 	unsigned l, k;
 	size_t i;
 
@@ -169,7 +170,7 @@ static int check_family(const struct pcpu_snapshot_family *f)
 	}
 	if (pcpu_stats_check_metric_name(f->name) < 0)
 		return fail_family(f, EINVAL);
-	if (!pcpu__type_name(f->type))
+	if (!(t = pcpu__type_info(f->type)))
 		return fail_msg(f, "unknown metric type");
 	if (pcpu__check_help(f->help) < 0 || pcpu__check_unit(f->name, f->unit) < 0)
 		return fail_family(f, EINVAL);
@@ -182,7 +183,7 @@ static int check_family(const struct pcpu_snapshot_family *f)
 	for (l = 0; l < f->nlabels; l++) {
 		if (pcpu_stats_check_label_name(f->label_names[l]) < 0)
 			return fail_family(f, EINVAL);
-		if (f->type == PCPU_METRIC_HISTOGRAM && strcmp(f->label_names[l], "le") == 0)
+		if (t->bucket_label && strcmp(f->label_names[l], t->bucket_label) == 0)
 			return fail_msg(f, "label name \"le\" is reserved in histograms");
 		for (k = 0; k < l; k++)
 			if (strcmp(f->label_names[k], f->label_names[l]) == 0)
@@ -197,10 +198,10 @@ static int check_family(const struct pcpu_snapshot_family *f)
 			if (pcpu_stats_check_label_value(f->series[i].label_values[l]) < 0)
 				return fail_family(f, EINVAL);
 	}
-	if (f->type == PCPU_METRIC_HISTOGRAM && check_histogram(f) < 0)
+	if (t->value == PCPU_VALUE_BUCKETS && check_histogram(f) < 0)
 		return -1;
 	if (f->flags & PCPU_SNAPSHOT_INFO) {
-		if (f->type != PCPU_METRIC_GAUGE || !pcpu__info_name_len(f->name, f->flags) ||
+		if (!(t->flags & PCPU_TYPE_INFO) || !pcpu__info_name_len(f->name, f->flags) ||
 		    (f->unit && *f->unit) || f->scale_exp10)
 			return fail_msg(f, "an info family (PCPU_SNAPSHOT_INFO) is a gauge named "
 					   "*_info, without unit or scale");
@@ -209,7 +210,7 @@ static int check_family(const struct pcpu_snapshot_family *f)
 				return fail_msg(f, "an info family's series are 1");
 	}
 	if ((f->flags & PCPU_SNAPSHOT_NANOS) &&
-	    (f->type == PCPU_METRIC_HISTOGRAM || (f->flags & PCPU_SNAPSHOT_INFO)))
+	    (!(t->flags & PCPU_TYPE_FRACTIONS) || (f->flags & PCPU_SNAPSHOT_INFO)))
 		return fail_msg(f, "fractions (PCPU_SNAPSHOT_NANOS) are for counters and gauges "
 				   "that are not info metrics");
 	if (f->nseries > UINT32_MAX - 1)
@@ -347,8 +348,9 @@ static int write_text(const struct pcpu_snapshot *s, struct pcpu__buf *b, int om
 
 	for (i = 0; i < s->nfamilies; i++) {
 		const struct pcpu_snapshot_family *f = &s->families[i];
-		const char *type = pcpu__type_name(f->type);
-		const char *total = pcpu_stats_sample_suffix(f->type);
+		/* Validated: a type the table describes. */
+		const struct pcpu_metric_type_info *t = pcpu__type_info(f->type);
+		const char *total = t->sample_suffix;
 		char (*le)[PCPU__DOUBLE_BUF] = NULL;
 		int negative_bound = 0;
 
@@ -360,7 +362,7 @@ static int write_text(const struct pcpu_snapshot *s, struct pcpu__buf *b, int om
 			pcpu__buf_put(b, "# TYPE ", 7);
 			pcpu__buf_put(b, f->name, namelen);
 			pcpu__buf_putc(b, ' ');
-			pcpu__buf_puts(b, info ? "info" : type);
+			pcpu__buf_puts(b, info ? "info" : t->openmetrics_type);
 			pcpu__buf_putc(b, '\n');
 			if (f->unit && *f->unit) {
 				pcpu__buf_put(b, "# UNIT ", 7);
@@ -389,10 +391,10 @@ static int write_text(const struct pcpu_snapshot *s, struct pcpu__buf *b, int om
 			pcpu__buf_puts(b, f->name);
 			pcpu__buf_puts(b, total);
 			pcpu__buf_putc(b, ' ');
-			pcpu__buf_puts(b, type);
+			pcpu__buf_puts(b, t->text_type);
 			pcpu__buf_putc(b, '\n');
 		}
-		if (f->type == PCPU_METRIC_HISTOGRAM) {
+		if (t->value == PCPU_VALUE_BUCKETS) {
 			le = le_strings(f);
 			if (!le)
 				return -1;
@@ -401,7 +403,7 @@ static int write_text(const struct pcpu_snapshot *s, struct pcpu__buf *b, int om
 		for (j = 0; j < f->nseries; j++) {
 			const struct pcpu_snapshot_series *se = &f->series[j];
 
-			if (f->type != PCPU_METRIC_HISTOGRAM) {
+			if (t->value != PCPU_VALUE_BUCKETS) {
 				pcpu__buf_puts(b, f->name);
 				pcpu__buf_puts(b, total);
 				put_labels(b, f, se, NULL);
@@ -420,7 +422,7 @@ static int write_text(const struct pcpu_snapshot *s, struct pcpu__buf *b, int om
 					if (!pcpu__bucket_exposed(f, k, &x))
 						continue;
 					pcpu__buf_puts(b, f->name);
-					pcpu__buf_put(b, "_bucket", 7);
+					pcpu__buf_puts(b, t->bucket_suffix);
 					put_labels(b, f, se, le[k]);
 					pcpu__buf_putc(b, ' ');
 					pcpu__buf_u64(b, cum);
@@ -429,13 +431,13 @@ static int write_text(const struct pcpu_snapshot *s, struct pcpu__buf *b, int om
 				if (om && (negative_bound || se->value.histogram.sum < 0))
 					continue;
 				pcpu__buf_puts(b, f->name);
-				pcpu__buf_put(b, "_sum", 4);
+				pcpu__buf_puts(b, t->sum_suffix);
 				put_labels(b, f, se, NULL);
 				pcpu__buf_putc(b, ' ');
 				put_i_scaled(b, se->value.histogram.sum, f->scale_exp10);
 				pcpu__buf_putc(b, '\n');
 				pcpu__buf_puts(b, f->name);
-				pcpu__buf_put(b, "_count", 6);
+				pcpu__buf_puts(b, t->count_suffix);
 				put_labels(b, f, se, NULL);
 				pcpu__buf_putc(b, ' ');
 				pcpu__buf_u64(b, cum);
@@ -474,18 +476,19 @@ static int write_json(const struct pcpu_snapshot *s, struct pcpu__buf *b)
 	pcpu__buf_puts(b, "{\"families\":[");
 	for (i = 0; i < s->nfamilies; i++) {
 		const struct pcpu_snapshot_family *f = &s->families[i];
+		const struct pcpu_metric_type_info *t = pcpu__type_info(f->type);
 		char (*le)[PCPU__DOUBLE_BUF] = NULL;
 
 		pcpu__buf_puts(b, i ? ",\n{\"name\":" : "\n{\"name\":");
 		pcpu__buf_json_string(b, f->name);
 		pcpu__buf_puts(b, ",\"type\":\"");
-		pcpu__buf_puts(b, pcpu__type_name(f->type));
+		pcpu__buf_puts(b, t->name);
 		pcpu__buf_puts(b, "\",\"help\":");
 		pcpu__buf_json_string(b, f->help ? f->help : "");
 		pcpu__buf_puts(b, ",\"unit\":");
 		pcpu__buf_json_string(b, f->unit ? f->unit : "");
 		pcpu__buf_puts(b, ",\"metrics\":[");
-		if (f->type == PCPU_METRIC_HISTOGRAM) {
+		if (t->value == PCPU_VALUE_BUCKETS) {
 			le = le_strings(f);
 			if (!le)
 				return -1;
@@ -495,7 +498,7 @@ static int write_json(const struct pcpu_snapshot *s, struct pcpu__buf *b)
 
 			pcpu__buf_puts(b, j ? ",\n{" : "\n{");
 			json_labels(b, f, se);
-			if (f->type != PCPU_METRIC_HISTOGRAM) {
+			if (t->value != PCPU_VALUE_BUCKETS) {
 				pcpu__buf_puts(b, ",\"value\":");
 				put_series_value(b, f, se);
 			} else {

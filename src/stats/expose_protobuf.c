@@ -76,7 +76,8 @@ static size_t exported_count(const struct pcpu_snapshot_family *f)
 	return pcpu_snapshot_histogram_buckets(f, NULL, NULL, NULL, 0) - 1;
 }
 
-static int msgs_alloc(struct family_msgs *m, const struct pcpu_snapshot_family *f)
+static int msgs_alloc(struct family_msgs *m, const struct pcpu_snapshot_family *f,
+		      enum pcpu_prom_kind kind)
 {
 	size_t n = f->nseries ? f->nseries : 1, nl = n * (f->nlabels ? f->nlabels : 1);
 
@@ -88,11 +89,11 @@ static int msgs_alloc(struct family_msgs *m, const struct pcpu_snapshot_family *
 	m->sizes = malloc(n * sizeof *m->sizes);
 	if (!m->metrics || !m->metric_ptrs || !m->labels || !m->label_ptrs || !m->sizes)
 		return -1;
-	if (f->type == PCPU_METRIC_COUNTER && !(m->counters = malloc(n * sizeof *m->counters)))
+	if (kind == PCPU_PROM_COUNTER && !(m->counters = malloc(n * sizeof *m->counters)))
 		return -1;
-	if (f->type == PCPU_METRIC_GAUGE && !(m->gauges = malloc(n * sizeof *m->gauges)))
+	if (kind == PCPU_PROM_GAUGE && !(m->gauges = malloc(n * sizeof *m->gauges)))
 		return -1;
-	if (f->type == PCPU_METRIC_HISTOGRAM) {
+	if (kind == PCPU_PROM_HISTOGRAM) {
 		size_t nb = n * (exported_count(f) ? exported_count(f) : 1);
 
 		m->hists = malloc(n * sizeof *m->hists);
@@ -112,41 +113,32 @@ static int msgs_alloc(struct family_msgs *m, const struct pcpu_snapshot_family *
 }
 
 /*
- * The native form of the same counts: schema, the zero bucket (bucket 0,
- * threshold base^(native_index - 1)) and one span over the positive
- * buckets from the first non-empty to the last, each count a delta from
- * the previous one. The +Inf bucket is always empty (the buckets cover
- * every int64). A histogram without observations gets the no-op span the
+ * The native form of the same counts (pcpu_snapshot_native(): schema, the
+ * zero bucket, one span over the positive buckets with the counts as
+ * deltas). A histogram without observations gets the no-op span the
  * format asks for, so that it still reads as native.
  */
 static void fill_native(Histogram *h, BucketSpan *span, BucketSpan **sp, int64_t *deltas,
-			const struct pcpu_snapshot_family *f, const uint64_t *c)
+			const struct pcpu_snapshot_family *f, const struct pcpu_snapshot_series *se)
 {
-	size_t lo = 1, hi = f->nbuckets - 1, b; /* [lo, hi): the span */
-	int64_t prev = 0;
+	struct pcpu_snapshot_native nat;
 
+	/* Cannot fail: a validated native family (check_histogram()). */
+	pcpu_snapshot_native(f, se, &nat, deltas, f->nbuckets);
 	h->has_schema = 1;
-	h->schema = f->native_schema;
+	h->schema = nat.schema;
 	h->has_zero_threshold = 1;
-	h->zero_threshold = pcpu__native_bound(f->native_schema, f->native_index - 1);
+	h->zero_threshold = nat.zero_threshold;
 	h->has_zero_count = 1;
-	h->zero_count = c[0];
-	while (lo < hi && !c[lo])
-		lo++;
-	while (hi > lo && !c[hi - 1])
-		hi--;
+	h->zero_count = nat.zero_count;
 	pcpu__pb__bucket_span__init(span);
 	span->has_offset = span->has_length = 1;
-	span->offset = lo < hi ? f->native_index + (int32_t)(lo - 1) : 0;
-	span->length = (uint32_t)(hi - lo);
-	for (b = lo; b < hi; b++) {
-		deltas[b - lo] = (int64_t)c[b] - prev;
-		prev = (int64_t)c[b];
-	}
+	span->offset = nat.offset;
+	span->length = nat.length;
 	*sp = span;
 	h->n_positive_span = 1;
 	h->positive_span = sp;
-	h->n_positive_delta = hi - lo;
+	h->n_positive_delta = nat.length;
 	h->positive_delta = deltas;
 }
 
@@ -250,35 +242,50 @@ static int pack_family(struct pcpu__buf *out, const MetricFamily *mf, size_t *si
 	return 0;
 }
 
+/* The type table's kind as io.prometheus.client.MetricType: the one place
+ * this writer maps it. */
+static Pcpu__Pb__MetricType pb_type(enum pcpu_prom_kind k)
+{
+	switch (k) {
+	case PCPU_PROM_COUNTER:
+		return PCPU__PB__METRIC_TYPE__COUNTER;
+	case PCPU_PROM_GAUGE:
+		return PCPU__PB__METRIC_TYPE__GAUGE;
+	case PCPU_PROM_HISTOGRAM:
+		break;
+	}
+	return PCPU__PB__METRIC_TYPE__HISTOGRAM;
+}
+
 /* Appends one delimited MetricFamily message for family f. */
 static int write_family(struct pcpu__buf *out, const struct pcpu_snapshot_family *f)
 {
 	struct family_msgs m;
+	/* Validated: a type the table describes. */
+	const struct pcpu_metric_type_info *t = pcpu__type_info(f->type);
 	MetricFamily mf;
 	char *name = NULL;
-	size_t i, ne = f->type == PCPU_METRIC_HISTOGRAM ? exported_count(f) : 0;
+	size_t i, ne = t->prom == PCPU_PROM_HISTOGRAM ? exported_count(f) : 0;
 	unsigned l;
 	int r = -1;
 
-	if (msgs_alloc(&m, f) < 0)
+	if (msgs_alloc(&m, f, t->prom) < 0)
 		goto out;
 	pcpu__pb__metric_family__init(&mf);
-	if (f->type == PCPU_METRIC_COUNTER) {
-		size_t n = strlen(f->name);
+	if (*t->sample_suffix) { /* named as its value sample: `<name>_total` */
+		size_t n = strlen(f->name), ns = strlen(t->sample_suffix);
 
-		if (!(name = malloc(n + 7)))
+		if (!(name = malloc(n + ns + 1)))
 			goto out;
 		memcpy(name, f->name, n);
-		memcpy(name + n, "_total", 7);
+		memcpy(name + n, t->sample_suffix, ns + 1);
 	}
 	mf.name = name ? name : (char *)f->name;
 	mf.help = (char *)f->help;
 	if (f->unit && *f->unit)
 		mf.unit = (char *)f->unit;
 	mf.has_type = 1;
-	mf.type = f->type == PCPU_METRIC_COUNTER ? PCPU__PB__METRIC_TYPE__COUNTER
-		: f->type == PCPU_METRIC_GAUGE	 ? PCPU__PB__METRIC_TYPE__GAUGE
-						 : PCPU__PB__METRIC_TYPE__HISTOGRAM;
+	mf.type = pb_type(t->prom);
 	for (i = 0; i < f->nseries; i++) {
 		const struct pcpu_snapshot_series *se = &f->series[i];
 		Metric *mt = &m.metrics[i];
@@ -294,24 +301,24 @@ static int write_family(struct pcpu__buf *out, const struct pcpu_snapshot_family
 		}
 		mt->n_label = f->nlabels;
 		mt->label = f->nlabels ? &m.label_ptrs[i * f->nlabels] : NULL;
-		switch (f->type) {
-		case PCPU_METRIC_COUNTER:
+		switch (t->prom) {
+		case PCPU_PROM_COUNTER:
 			pcpu__pb__counter__init(&m.counters[i]);
 			m.counters[i].has_value = 1;
 			m.counters[i].value = pcpu_snapshot_value(f, se);
 			mt->counter = &m.counters[i];
 			break;
-		case PCPU_METRIC_GAUGE:
+		case PCPU_PROM_GAUGE:
 			pcpu__pb__gauge__init(&m.gauges[i]);
 			m.gauges[i].has_value = 1;
 			m.gauges[i].value = pcpu_snapshot_value(f, se);
 			mt->gauge = &m.gauges[i];
 			break;
-		case PCPU_METRIC_HISTOGRAM:
+		case PCPU_PROM_HISTOGRAM:
 			fill_histogram(&m.hists[i], m.buckets + i * ne, m.bucket_ptrs + i * ne, f, se);
 			if (f->flags & PCPU_SNAPSHOT_NATIVE)
 				fill_native(&m.hists[i], &m.spans[i], &m.span_ptrs[i],
-					    m.deltas + i * f->nbuckets, f, se->value.histogram.counts);
+					    m.deltas + i * f->nbuckets, f, se);
 			mt->histogram = &m.hists[i];
 			break;
 		}

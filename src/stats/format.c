@@ -381,7 +381,8 @@ double pcpu_stats_scale(double v, int scale_exp10)
 static uint64_t series_units(const struct pcpu_snapshot_family *f,
 			     const struct pcpu_snapshot_series *s, int64_t *rem)
 {
-	uint64_t v = f->type == PCPU_METRIC_COUNTER ? s->value.counter : (uint64_t)s->value.gauge;
+	uint64_t v = pcpu__type_info(f->type)->value == PCPU_VALUE_UNSIGNED ? s->value.counter
+									    : (uint64_t)s->value.gauge;
 
 	*rem = 0;
 	if (!(f->flags & PCPU_SNAPSHOT_NANOS))
@@ -392,7 +393,9 @@ static uint64_t series_units(const struct pcpu_snapshot_family *f,
 
 static int series_checked(const struct pcpu_snapshot_family *f, const struct pcpu_snapshot_series *s)
 {
-	if (!f || !s || (f->type != PCPU_METRIC_COUNTER && f->type != PCPU_METRIC_GAUGE)) {
+	const struct pcpu_metric_type_info *t = f ? pcpu__type_info(f->type) : NULL;
+
+	if (!s || !t || t->value == PCPU_VALUE_BUCKETS) {
 		errno = EINVAL;
 		return 0;
 	}
@@ -404,7 +407,8 @@ static int series_checked(const struct pcpu_snapshot_family *f, const struct pcp
  * decimal (3 units and 300000000 billionths: 3.3, the double nearest). */
 static double series_double(const struct pcpu_snapshot_family *f, uint64_t units, int64_t rem)
 {
-	double v = f->type == PCPU_METRIC_COUNTER ? (double)units : (double)(int64_t)units;
+	double v = pcpu__type_info(f->type)->value == PCPU_VALUE_UNSIGNED ? (double)units
+									  : (double)(int64_t)units;
 
 	if (rem)
 		v += (double)rem / 1e9;
@@ -429,7 +433,8 @@ size_t pcpu__fmt_series(char *out, const struct pcpu_snapshot_family *f,
 	uint64_t units = series_units(f, s, &rem);
 
 	if (!rem) /* exact: the integer, scaled as any value */
-		return pcpu__fmt_scaled(out, units, f->type != PCPU_METRIC_COUNTER, f->scale_exp10);
+		return pcpu__fmt_scaled(out, units, pcpu__type_info(f->type)->value == PCPU_VALUE_SIGNED,
+					f->scale_exp10);
 	return pcpu__fmt_double(out, series_double(f, units, rem), 0);
 }
 

@@ -17,6 +17,20 @@
 
 #include "../visibility.h"
 
+/* ---- metric_type.c: the one description of each metric type ---- */
+
+/* pcpu_metric_type_info() without setting errno (NULL for no type), for
+ * the writers' and validators' own use. */
+PCPU_HIDDEN const struct pcpu_metric_type_info *pcpu__type_info(enum pcpu_metric_type type);
+/* Whether `type` is a type whose series hold buckets (the table's
+ * PCPU_VALUE_BUCKETS; 0 for no type): what the histogram functions accept. */
+static inline int pcpu__has_buckets(enum pcpu_metric_type type)
+{
+	const struct pcpu_metric_type_info *t = pcpu__type_info(type);
+
+	return t && t->value == PCPU_VALUE_BUCKETS;
+}
+
 /* ---- format.c: growable output buffer and number formatting ---- */
 
 struct pcpu__buf {

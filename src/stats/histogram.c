@@ -137,6 +137,51 @@ double pcpu__native_bound(int schema, int32_t i)
 	return expo_base(&x, i);
 }
 
+/*
+ * The native form: the protobuf exposition (expose_protobuf.c) and
+ * pcpustat push's remote write and OTLP encoders (tools/push_rw.c,
+ * push_otlp.c) all send it, and all must agree on the span and threshold
+ * -- a scrape and a push of the same histogram are the same histogram to
+ * the receiver -- so it is computed here only, beside the bucket boundaries. One span from the first
+ * non-empty positive bucket to the last: pcpu's buckets are contiguous
+ * native indices, so the empty buckets in between cost a zero delta each,
+ * cheaper to encode than a span boundary per gap for the dense histograms
+ * a latency records.
+ */
+int pcpu_snapshot_native(const struct pcpu_snapshot_family *f, const struct pcpu_snapshot_series *s,
+			 struct pcpu_snapshot_native *out, int64_t *deltas, size_t cap)
+{
+	const uint64_t *c;
+	size_t lo = 1, hi, b; /* [lo, hi): the span, in f's buckets */
+	uint64_t n = 0;
+	int64_t prev = 0;
+
+	if (!f || !s || !out || !pcpu__has_buckets(f->type) || !(f->flags & PCPU_SNAPSHOT_NATIVE) ||
+	    f->nbuckets < 2 || !(c = s->value.histogram.counts)) {
+		errno = EINVAL;
+		return -1;
+	}
+	hi = f->nbuckets - 1; /* +Inf: always empty, never in the span */
+	for (b = 0; b < f->nbuckets; b++)
+		n += c[b];
+	while (lo < hi && !c[lo])
+		lo++;
+	while (hi > lo && !c[hi - 1])
+		hi--;
+	out->schema = f->native_schema;
+	out->zero_threshold = pcpu__native_bound(f->native_schema, f->native_index - 1);
+	out->zero_count = c[0];
+	out->count = n;
+	out->first = lo < hi ? lo : 0;
+	out->offset = lo < hi ? f->native_index + (int32_t)(lo - 1) : 0;
+	out->length = (uint32_t)(hi - lo);
+	for (b = lo; deltas && b < hi && b - lo < cap; b++) {
+		deltas[b - lo] = (int64_t)(c[b] - (uint64_t)prev);
+		prev = (int64_t)c[b];
+	}
+	return 0;
+}
+
 static int64_t expo_upper(const struct expo *x, int64_t i)
 {
 	double b = expo_base(x, i), v;
@@ -527,7 +572,7 @@ double pcpu_snapshot_quantile(const struct pcpu_snapshot_family *f, const uint64
 	size_t b;
 	double frac, prev;
 
-	if (!f || f->type != PCPU_METRIC_HISTOGRAM || f->nbuckets < 2 || !f->bucket_upper) {
+	if (!f || !pcpu__has_buckets(f->type) || f->nbuckets < 2 || !f->bucket_upper) {
 		errno = EINVAL;
 		return NAN;
 	}

@@ -20,8 +20,7 @@ size_t pcpu_snapshot_histogram_buckets(const struct pcpu_snapshot_family *f, con
 	size_t b, n = 0, x = 0; /* x: the next of export_buckets */
 	uint64_t cum = 0;
 
-	if (!f || f->type != PCPU_METRIC_HISTOGRAM || f->nbuckets == 0 ||
-	    (cap && cumulative && !counts)) {
+	if (!f || !pcpu__has_buckets(f->type) || f->nbuckets == 0 || (cap && cumulative && !counts)) {
 		errno = EINVAL;
 		return 0;
 	}
@@ -45,7 +44,7 @@ int pcpu_snapshot_bucket_le(const struct pcpu_snapshot_family *f, size_t b, char
 {
 	double v;
 
-	if (!f || !out || f->type != PCPU_METRIC_HISTOGRAM || b >= f->nbuckets ||
+	if (!f || !out || !pcpu__has_buckets(f->type) || b >= f->nbuckets ||
 	    (b + 1 < f->nbuckets && !f->bucket_upper) || f->scale_exp10 > PCPU_STATS_SCALE_MAX ||
 	    f->scale_exp10 < -PCPU_STATS_SCALE_MAX) {
 		errno = EINVAL;

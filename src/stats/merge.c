@@ -159,7 +159,7 @@ static int same_metadata(const struct pcpu_snapshot_family *a, const struct pcpu
 	for (l = 0; l < b->nlabels; l++)
 		if (strcmp(a->label_names[l], b->label_names[l]) != 0)
 			return 0;
-	return a->type != PCPU_METRIC_HISTOGRAM || a->nbuckets < 2 ||
+	return pcpu__type_info(a->type)->value != PCPU_VALUE_BUCKETS || a->nbuckets < 2 ||
 	       memcmp(a->bucket_upper, b->bucket_upper, (a->nbuckets - 1) * sizeof(int64_t)) == 0;
 }
 

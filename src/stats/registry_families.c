@@ -42,19 +42,23 @@ static int family_invalid(const char *name, const char *msg)
 /* Validates a description; writes the family's base name into `base`. */
 int pcpu__desc_check(const struct pcpu_family_desc *d, char base[PCPU_STATS_NAME_MAX + 1])
 {
-	size_t len;
+	const struct pcpu_metric_type_info *t;
+	size_t len, ns;
 	unsigned l, k;
 
 	if (!d)
 		return pcpu__reg_fail(EINVAL, "family description is NULL");
 	if (pcpu_stats_check_metric_name(d->name) < 0)
 		return -1;
-	if (!pcpu__type_name(d->type))
+	if (!(t = pcpu__type_info(d->type)))
 		return pcpu__reg_fail(EINVAL, "unknown metric type");
 	len = strlen(d->name);
 	memcpy(base, d->name, len + 1);
-	if (d->type == PCPU_METRIC_COUNTER && len > 6 && strcmp(d->name + len - 6, "_total") == 0)
-		base[len - 6] = '\0';
+	/* "x_total" registers counter x: the name without the type's sample
+	 * suffix, which the writers add back. */
+	ns = strlen(t->sample_suffix);
+	if (ns && len > ns && strcmp(d->name + len - ns, t->sample_suffix) == 0)
+		base[len - ns] = '\0';
 	if (pcpu__check_help(d->help) < 0 || pcpu__check_unit(base, d->unit) < 0)
 		goto context;
 	if (d->scale_exp10 > PCPU_STATS_SCALE_MAX || d->scale_exp10 < -PCPU_STATS_SCALE_MAX) {
@@ -68,7 +72,7 @@ int pcpu__desc_check(const struct pcpu_family_desc *d, char base[PCPU_STATS_NAME
 	for (l = 0; l < d->nlabels; l++) {
 		if (pcpu_stats_check_label_name(d->label_names[l]) < 0)
 			goto context;
-		if (d->type == PCPU_METRIC_HISTOGRAM && strcmp(d->label_names[l], "le") == 0) {
+		if (t->bucket_label && strcmp(d->label_names[l], t->bucket_label) == 0) {
 			pcpu__set_error("label name \"le\" is reserved in histograms (bucket bounds)");
 			goto context;
 		}
@@ -78,7 +82,7 @@ int pcpu__desc_check(const struct pcpu_family_desc *d, char base[PCPU_STATS_NAME
 				goto context;
 			}
 	}
-	if (d->type == PCPU_METRIC_HISTOGRAM) {
+	if (t->value == PCPU_VALUE_BUCKETS) {
 		size_t nb;
 		uint64_t limit;
 
@@ -148,7 +152,7 @@ static int desc_equal(const struct pcpu_family *f, const struct pcpu_family_desc
 		if (strcmp(f->label_names[d->nlabels + l], x->names[l]) != 0 ||
 		    strcmp(f->const_values[l], x->values[l]) != 0)
 			return 0;
-	return f->type != PCPU_METRIC_HISTOGRAM || layout_equal(&f->layout, d->histogram);
+	return pcpu__type_info(f->type)->value != PCPU_VALUE_BUCKETS || layout_equal(&f->layout, d->histogram);
 }
 
 static void family_free_meta(struct pcpu_family *f)
@@ -293,7 +297,7 @@ static struct pcpu_family *family_create_locked(struct pcpu_registry *reg,
 			if (!f->const_values[l])
 				goto nomem;
 	}
-	if (d->type == PCPU_METRIC_HISTOGRAM && family_set_layout(f, d->histogram) < 0)
+	if (pcpu__type_info(d->type)->value == PCPU_VALUE_BUCKETS && family_set_layout(f, d->histogram) < 0)
 		goto nomem;
 	if (reg->nfams == reg->capfams) {
 		size_t cap = reg->capfams ? reg->capfams * 2 : 16;
@@ -475,13 +479,15 @@ pcpu_family_t *pcpu_registry_family_nanos(pcpu_registry_t *reg, const struct pcp
 					  const char *const *values)
 {
 	struct pcpu__fam_extra x = { PCPU_SNAPSHOT_NANOS, n, names, values };
+	const struct pcpu_metric_type_info *t = d ? pcpu__type_info(d->type) : NULL;
 
 	if (n && pcpu__const_labels_check(n, names, values) < 0)
 		return NULL;
-	if (d && (d->type == PCPU_METRIC_HISTOGRAM || d->scale_exp10 != 0)) {
+	/* An unknown type: family_register() refuses it. */
+	if (t && (!(t->flags & PCPU_TYPE_FRACTIONS) || d->scale_exp10 != 0)) {
 		/* A histogram's sum has the family's scale for its fractions;
 		 * a scale would make the billionths' unit something else. */
-		pcpu__set_error(d->type == PCPU_METRIC_HISTOGRAM
+		pcpu__set_error(!(t->flags & PCPU_TYPE_FRACTIONS)
 					? "fractions are for counters and gauges (a histogram's sum "
 					  "takes the family's scale)"
 					: "a family with fractions has scale_exp10 0");
@@ -503,10 +509,15 @@ pcpu_family_t *pcpu_registry_find(pcpu_registry_t *reg, const char *name)
 	}
 	pthread_mutex_lock(&reg->lock);
 	n = pcpu__sname_find(reg, name, "");
-	if (n && (strcmp(n->fam->name, name) == 0 ||
-		  (n->fam->type == PCPU_METRIC_COUNTER && strlen(name) == strlen(n->fam->name) + 6 &&
-		   strcmp(name + strlen(n->fam->name), "_total") == 0)))
-		f = n->fam;
+	if (n) {
+		/* The family's name, or its value sample's ("x_total"). */
+		const char *suf = pcpu__type_info(n->fam->type)->sample_suffix;
+		size_t fl = strlen(n->fam->name);
+
+		if (strcmp(n->fam->name, name) == 0 ||
+		    (*suf && strncmp(name, n->fam->name, fl) == 0 && strcmp(name + fl, suf) == 0))
+			f = n->fam;
+	}
 	pthread_mutex_unlock(&reg->lock);
 	if (!f)
 		errno = ENOENT;

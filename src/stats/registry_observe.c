@@ -67,7 +67,8 @@ void pcpu__family_view(const struct pcpu_family *f, struct pcpu__family_view *v)
 	v->nlabels = f->nlabels;
 	v->label_names = f->label_names;
 	v->layout = &f->layout;
-	v->export_lg = f->type == PCPU_METRIC_HISTOGRAM ? pcpu__histogram_export_lg(&f->layout) : 0;
+	v->export_lg = pcpu__type_info(f->type)->value == PCPU_VALUE_BUCKETS ? pcpu__histogram_export_lg(&f->layout)
+									       : 0;
 	v->nbuckets = f->nbuckets;
 	v->bucket_upper = f->bucket_upper;
 	v->native_schema = f->native_schema;

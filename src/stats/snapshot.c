@@ -115,7 +115,7 @@ static int copy_family(struct snapshot_impl *s, const struct pcpu_family *f,
 	}
 	out->label_names = names;
 	out->nbuckets = f->nbuckets;
-	if (f->type == PCPU_METRIC_HISTOGRAM) {
+	if (pcpu__type_info(f->type)->value == PCPU_VALUE_BUCKETS) {
 		int64_t *ub = arena_alloc(s, (f->nbuckets ? f->nbuckets : 1) * sizeof *ub);
 		if (!ub)
 			return -1;
@@ -154,7 +154,7 @@ static int copy_family(struct snapshot_impl *s, const struct pcpu_family *f,
 				for (l = 0; l < f->nlabels; l++)
 					vals[l] = arena_str(s, se->values[l]);
 			}
-			if (f->type == PCPU_METRIC_HISTOGRAM) {
+			if (pcpu__type_info(f->type)->value == PCPU_VALUE_BUCKETS) {
 				counts = arena_alloc(s, f->nbuckets * sizeof *counts);
 				if (!counts)
 					return -1;

@@ -3,6 +3,7 @@
 # relative to the repository root.
 set(PCPU_STATS_SOURCES
   src/stats/validate.c     # names, labels, UTF-8, the per-thread error message
+  src/stats/metric_type.c  # the one description of each metric type, every encoder reads
   src/stats/format.c       # output buffer, exact number formatting, escaping
   src/stats/expose.c       # Prometheus 0.0.4 / OpenMetrics 1.0 / JSON writers
   src/stats/stats_zone.c   # default zone of standalone statistics objects

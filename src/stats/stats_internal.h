@@ -53,6 +53,7 @@ PCPU_HIDDEN int pcpu__check_bounds(const int64_t *upper, size_t n, int scale_exp
  * number of suffixes for `type` and sets *suffixes. */
 PCPU_HIDDEN size_t pcpu__type_suffixes(enum pcpu_metric_type type, const char *const **suffixes);
 PCPU_HIDDEN const char *pcpu__type_name(enum pcpu_metric_type type);
+/* pcpu__type_info(): format.h (format.c reads it without this header). */
 /* The names a snapshot family owns (the OpenMetrics clash set): its name
  * plus each of its type's suffixes, and for an info family its OpenMetrics
  * name. Name k (k < the count returned) is f->name[0..*baselen) + *suffix. */

@@ -352,25 +352,10 @@ int pcpu__check_unit(const char *name, const char *unit)
 
 size_t pcpu__type_suffixes(enum pcpu_metric_type type, const char *const **suffixes)
 {
-	/* OpenMetrics reserves these names for a family, whether it writes
-	 * them or not (its parser refuses a clash with _created too). */
-	static const char *const counter[] = { "", "_total", "_created" };
-	static const char *const gauge[] = { "" };
-	static const char *const histogram[] = { "", "_bucket", "_count", "_sum", "_created" };
+	const struct pcpu_metric_type_info *t = pcpu__type_info(type);
 
-	switch (type) {
-	case PCPU_METRIC_COUNTER:
-		*suffixes = counter;
-		return 3;
-	case PCPU_METRIC_GAUGE:
-		*suffixes = gauge;
-		return 1;
-	case PCPU_METRIC_HISTOGRAM:
-		*suffixes = histogram;
-		return 5;
-	}
-	*suffixes = NULL;
-	return 0;
+	*suffixes = t ? t->suffixes : NULL;
+	return t ? t->nsuffixes : 0;
 }
 
 size_t pcpu__info_name_len(const char *name, unsigned flags)
@@ -428,15 +413,9 @@ int pcpu__cmp_concat(const char *a1, size_t a1n, const char *a2, const char *b1,
 
 const char *pcpu__type_name(enum pcpu_metric_type type)
 {
-	switch (type) {
-	case PCPU_METRIC_COUNTER:
-		return "counter";
-	case PCPU_METRIC_GAUGE:
-		return "gauge";
-	case PCPU_METRIC_HISTOGRAM:
-		return "histogram";
-	}
-	return NULL;
+	const struct pcpu_metric_type_info *t = pcpu__type_info(type);
+
+	return t ? t->name : NULL;
 }
 
 size_t pcpu_stats_type_suffixes(enum pcpu_metric_type type, const char *const **suffixes)
@@ -451,9 +430,9 @@ size_t pcpu_stats_type_suffixes(enum pcpu_metric_type type, const char *const **
 
 const char *pcpu_stats_sample_suffix(enum pcpu_metric_type type)
 {
-	/* OpenMetrics names a counter's sample <family>_total; the 0.0.4
-	 * writer does the same, as Prometheus' own clients do. */
-	return type == PCPU_METRIC_COUNTER ? "_total" : pcpu__type_name(type) ? "" : NULL;
+	const struct pcpu_metric_type_info *t = pcpu__type_info(type);
+
+	return t ? t->sample_suffix : NULL;
 }
 
 const char *pcpu_metric_type_name(enum pcpu_metric_type type)

@@ -342,8 +342,10 @@ def main():
         # counted while none runs is not sent, then counting goes on.
         rc, err = terminate(ag)
         procs.remove(ag)
-        log.t.join(HANG)  # the log's reader has the agent's last lines
-        err += log.text()
+        # Two readers share the agent's stderr (its Lines thread and
+        # communicate()): the summary line reaches either.
+        log.t.join(HANG)
+        err = log.text() + err
         if rc != 1 or " 0 undelivered" not in err:  # 1: the 500s were dropped
             fail("agent exit %d: %s" % (rc, err[-800:]))
         exact(sums, app, "the agent's final push")

@@ -128,7 +128,8 @@ class Snapshot:
     def family(self, name: str) -> Family:
         """The family called `name` (a counter also by its _total name)."""
         for f in self.families:
-            if f.name == name or (f.type == "counter" and f.name + "_total" == name):
+            info = _lib.type_named(f.type)
+            if f.name == name or (info and info.sample_suffix and f.name + info.sample_suffix == name):
                 return f
         raise KeyError(name)
 
@@ -146,7 +147,7 @@ def _plain(x):
     return x
 
 
-def _fraction_value(lib, fam, se, ftype):
+def _fraction_value(lib, fam, se, signed):
     """A value with billionths (PCPU_SNAPSHOT_NANOS): the exact int where
     they add whole units only, else the float pcpu_snapshot_value() gives."""
     nanos = se.value.fixed.nanos
@@ -154,7 +155,7 @@ def _fraction_value(lib, fam, se, ftype):
     if rest:
         return lib.pcpu_snapshot_value(ctypes.byref(fam), ctypes.byref(se))
     v = (se.value.fixed.whole + (units if nanos >= 0 else -units)) % 2**64
-    return v - 2**64 if ftype == "gauge" and v >= 2**63 else v
+    return v - 2**64 if signed and v >= 2**63 else v
 
 
 def scale(value: int, scale_exp10: int) -> float:
@@ -261,20 +262,22 @@ class Segment:
             fams = []
             for f in range(s.snapshot.nfamilies):
                 fam = s.snapshot.families[f]
-                ftype = _lib.METRIC_TYPES.get(fam.type, str(fam.type))
+                info = _lib.type_info(fam.type)
+                ftype = info.name if info else str(fam.type)
+                kind = info.value if info else None
                 names = tuple(_s(fam.label_names[k]) for k in range(fam.nlabels))
-                nb = fam.nbuckets if ftype == "histogram" else 0
+                nb = fam.nbuckets if kind == _lib.VALUE_BUCKETS else 0
                 bounds = tuple(fam.bucket_upper[k] for k in range(nb - 1)) if nb else ()
                 series = []
                 for i in range(fam.nseries):
                     se = fam.series[i]
                     labels = {names[k]: _s(se.label_values[k]) for k in range(fam.nlabels)}
-                    if ftype == "histogram":
+                    if kind == _lib.VALUE_BUCKETS:
                         h = se.value.histogram
                         value = Histogram(tuple(h.counts[k] for k in range(nb)), h.sum)
                     elif fam.flags & _lib.SNAPSHOT_NANOS:
-                        value = _fraction_value(lib, fam, se, ftype)
-                    elif ftype == "gauge":
+                        value = _fraction_value(lib, fam, se, kind == _lib.VALUE_SIGNED)
+                    elif kind == _lib.VALUE_SIGNED:
                         value = se.value.gauge
                     else:
                         value = se.value.counter

@@ -14,6 +14,7 @@ import ctypes
 import ctypes.util
 import os
 import threading
+from typing import NamedTuple
 
 c_int64_p = ctypes.POINTER(ctypes.c_int64)
 c_uint64_p = ctypes.POINTER(ctypes.c_uint64)
@@ -22,8 +23,15 @@ pid_t = ctypes.c_int
 uid_t = ctypes.c_uint32
 c_enum = ctypes.c_int
 
-# enum pcpu_metric_type
-METRIC_TYPES = {1: "counter", 2: "gauge", 3: "histogram"}
+# enum pcpu_value_kind: where a series of a type keeps its value (the type's
+# description, pcpu_metric_type_info(), says which: type_info() below)
+VALUE_UNSIGNED = 1
+VALUE_SIGNED = 2
+VALUE_BUCKETS = 3
+# enum pcpu_prom_kind: a type in the Prometheus data model
+PROM_COUNTER = 1
+PROM_GAUGE = 2
+PROM_HISTOGRAM = 3
 # enum pcpu_segment_state
 SEGMENT_STATES = {1: "live", 2: "closed", 3: "gone", 4: "unknown"}
 # enum pcpu_format
@@ -127,7 +135,29 @@ class ReaderSnapshot(ctypes.Structure):
     ]
 
 
+class MetricTypeInfo(ctypes.Structure):
+    """struct pcpu_metric_type_info"""
+    _fields_ = [
+        ("type", c_enum),
+        ("name", ctypes.c_char_p),
+        ("text_type", ctypes.c_char_p),
+        ("openmetrics_type", ctypes.c_char_p),
+        ("sample_suffix", ctypes.c_char_p),
+        ("suffixes", c_char_p_p),
+        ("nsuffixes", ctypes.c_size_t),
+        ("bucket_suffix", ctypes.c_char_p),
+        ("sum_suffix", ctypes.c_char_p),
+        ("count_suffix", ctypes.c_char_p),
+        ("bucket_label", ctypes.c_char_p),
+        ("value", c_enum),
+        ("flags", ctypes.c_uint),
+        ("prom", c_enum),
+        ("otlp", c_enum),
+    ]
+
+
 STRUCTS = {
+    "pcpu_metric_type_info": MetricTypeInfo,
     "pcpu_reader_options": ReaderOptions,
     "pcpu_segment_info": SegmentInfo,
     "pcpu_snapshot_series": SnapshotSeries,
@@ -163,6 +193,8 @@ _FUNCTIONS = [
      [ctypes.POINTER(Snapshot), c_enum, ctypes.POINTER(ctypes.c_void_p),
       ctypes.POINTER(ctypes.c_size_t)]),
     ("pcpu_format_content_type", ctypes.c_char_p, [c_enum]),
+    # The one description of each metric type (type_info()).
+    ("pcpu_metric_type_info", ctypes.POINTER(MetricTypeInfo), [c_enum]),
     ("pcpu_stats_error", ctypes.c_char_p, []),
     # Scaling and the exposed buckets, as the C writers compute them.
     ("pcpu_stats_scale", ctypes.c_double, [ctypes.c_double, ctypes.c_int]),
@@ -229,6 +261,39 @@ def lib():
         _libc = libc
         _lib = handle
         return _lib
+
+
+class TypeInfo(NamedTuple):
+    """What the binding reads of a type's description."""
+    name: str           #: "counter", "gauge", "histogram"
+    sample_suffix: str  #: "_total" for a counter: its value sample's name
+    value: int          #: VALUE_UNSIGNED, VALUE_SIGNED or VALUE_BUCKETS
+    prom: int           #: PROM_COUNTER, PROM_GAUGE or PROM_HISTOGRAM
+
+
+_types = {}
+
+
+def type_info(t):
+    """The description of metric type number t (pcpu_metric_type_info()),
+    read once per type, or None for a number that is no type. The binding
+    decides on a type only through it, as the C encoders do, so that a
+    type the library adds needs no change here."""
+    if t not in _types:
+        p = lib().pcpu_metric_type_info(t)
+        _types[t] = (TypeInfo(p.contents.name.decode(), p.contents.sample_suffix.decode(),
+                              p.contents.value, p.contents.prom) if p else None)
+    return _types[t]
+
+
+def type_named(name):
+    """The description of the type called `name` ("counter"), or None."""
+    t = 1
+    while type_info(t):  # the types are numbered from 1 without gaps
+        if type_info(t).name == name:
+            return type_info(t)
+        t += 1
+    return None
 
 
 def free(ptr):

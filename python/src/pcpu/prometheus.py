@@ -39,8 +39,10 @@ from . import _lib
 from . import _s  # bytes from C to str
 
 EXTRA_LABELS = ("pcpu_segment", "pcpu_pid")
-_METRIC_CLASSES = {"counter": CounterMetricFamily, "gauge": GaugeMetricFamily,
-                   "histogram": HistogramMetricFamily}
+# A type's class, by its kind in the Prometheus data model (the type
+# table's prom, _lib.type_info()).
+_METRIC_CLASSES = {_lib.PROM_COUNTER: CounterMetricFamily, _lib.PROM_GAUGE: GaugeMetricFamily,
+                   _lib.PROM_HISTOGRAM: HistogramMetricFamily}
 
 
 def _family_names(snap):
@@ -117,7 +119,8 @@ def _le_strings(lib, fam):
 
 def _metric_family(lib, fam):
     """A merged snapshot family as a prometheus_client metric family."""
-    ftype = _lib.METRIC_TYPES[fam.type]
+    info = _lib.type_info(fam.type)
+    buckets = info.value == _lib.VALUE_BUCKETS
     names = [_s(fam.label_names[k]) for k in range(fam.nlabels)]
     kw = {"labels": names}
     unit = _s(fam.unit)
@@ -125,15 +128,15 @@ def _metric_family(lib, fam):
         # pcpu checked that a unit is the name's last component, so
         # prometheus_client keeps the name as it is.
         kw["unit"] = unit
-    metric = _METRIC_CLASSES[ftype](_s(fam.name), _s(fam.help) or "", **kw)
-    if ftype == "histogram":
+    metric = _METRIC_CLASSES[info.prom](_s(fam.name), _s(fam.help) or "", **kw)
+    if buckets:
         le = _le_strings(lib, fam)
         idx = (ctypes.c_size_t * fam.nbuckets)()
         cum = (ctypes.c_uint64 * fam.nbuckets)()
     for i in range(fam.nseries):
         se = fam.series[i]
         values = [_s(se.label_values[k]) for k in range(fam.nlabels)]
-        if ftype == "histogram":
+        if buckets:
             h = se.value.histogram
             metric.add_metric(values, _buckets(lib, fam, h.counts, idx, cum, le),
                               pcpu.scale(h.sum, fam.scale_exp10))

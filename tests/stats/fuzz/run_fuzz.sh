@@ -34,7 +34,7 @@ mkdir -p "$work"
 for t in validate expose negotiate; do
 	if ! "$clang" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 		-D_GNU_SOURCE -I"$src/include" -I"$src/src/stats" \
-		"$src/src/stats/validate.c" "$src/src/stats/format.c" "$src/src/stats/expose.c" "$src/src/stats/hashtab.c" \
+		"$src/src/stats/validate.c" "$src/src/stats/metric_type.c" "$src/src/stats/format.c" "$src/src/stats/expose.c" "$src/src/stats/hashtab.c" \
 		"$src/src/stats/negotiate.c" "$src/src/error.c" "$src/tests/stats/fuzz/fuzz_$t.c" -lm -o "$work/fuzz_$t" 2>"$work/build_$t.log"; then
 		cat "$work/build_$t.log" >&2
 		echo "FAIL: building fuzz_$t with $clang failed (is libFuzzer, libclang-rt-*-dev," \
