@@ -42,7 +42,7 @@
 use std::ffi::CString;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -335,13 +335,18 @@ fn stress(o: &Opts) -> ! {
         (0..libc::CPU_SETSIZE as usize).filter(|&k| unsafe { libc::CPU_ISSET(k, &all) }).collect();
     let nthreads = (2 * cpus.len()).max(4);
     let progress: Vec<AtomicU64> = (0..nthreads).map(|_| AtomicU64::new(0)).collect();
+    // Each worker's thread id, for the main thread's migrations (0: none
+    // yet, or the worker has stopped: never moved then).
+    let tids: Vec<AtomicI32> = (0..nthreads).map(|_| AtomicI32::new(0)).collect();
     let stop = AtomicBool::new(false);
     let t0 = Instant::now();
     let mut timed_out = false;
     std::thread::scope(|s| {
         for t in 0..nthreads {
-            let (progress, stop, cpus, all) = (&progress, &stop, &cpus, &all);
+            let (progress, stop, cpus, all, tids) = (&progress, &stop, &cpus, &all, &tids);
             s.spawn(move || {
+                // SAFETY: gettid cannot fail.
+                tids[t].store(unsafe { libc::gettid() }, Ordering::Relaxed);
                 let timer = arm_timer(o.timer_us);
                 let mut mine = 0u64;
                 let mut round = 0usize;
@@ -361,13 +366,34 @@ fn stress(o: &Opts) -> ! {
                     progress[t].store(mine, Ordering::Relaxed);
                     round += 1;
                 }
+                tids[t].store(0, Ordering::Relaxed);
                 disarm_timer(timer);
                 pin(None, all);
                 progress[t].store(mine, Ordering::Relaxed);
             });
         }
+        // The main thread moves the workers too, every millisecond one of
+        // them to another CPU (sched_setaffinity of its thread id): a
+        // migration that lands wherever the worker is, mid-section too --
+        // on x86-64 the only way a broken section's one-instruction commit
+        // can lose an add (run on the new CPU against the old CPU's slot
+        // while that CPU's thread adds to it).
+        let mut tick = 0usize;
         loop {
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(Duration::from_millis(1));
+            tick += 1;
+            let w = tick % nthreads;
+            let tid = tids[w].load(Ordering::Relaxed);
+            if tid != 0 && cpus.len() > 1 {
+                // SAFETY: a local set; the worker clears its id before it
+                // ends, and an id racing with that end is still this
+                // process's thread until the scope joins it.
+                unsafe {
+                    let mut set: libc::cpu_set_t = std::mem::zeroed();
+                    libc::CPU_SET(cpus[(tick / nthreads + w) % cpus.len()], &mut set);
+                    libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set);
+                }
+            }
             let adds: u64 = progress.iter().map(|p| p.load(Ordering::Relaxed)).sum();
             if adds >= min_adds && SLOW.load(Ordering::Relaxed) >= min_aborts {
                 break;
