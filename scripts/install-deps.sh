@@ -25,6 +25,8 @@
 #           (scripts/vm/: aarch64, ARMv7, riscv64 and many-CPU x86-64 under TCG; the Debian
 #           kernels they boot are downloaded at test time, into a cache, by
 #           scripts/vm/fetch-kernels.sh)
+#   rustup target aarch64-unknown-linux-gnu: the Rust crate's inline add on
+#           the emulated aarch64 machine (scripts/vm/run.sh --rust)
 # Idempotent and quiet when everything is present. Needs root for apt-get.
 set -euo pipefail
 
@@ -137,6 +139,14 @@ python3 -c 'import opentelemetry.proto.collector.metrics.v1.metrics_service_pb2'
 # ... and push_otlp_grpc serves OTLP/gRPC with it (grpcio, which the
 # generated metrics_service_pb2_grpc module needs).
 python3 -c 'import grpc' 2>/dev/null || py_need+=("grpcio>=1.60")
+# The Rust crates' emulated machines (scripts/vm/run.sh --rust): the
+# standard library for aarch64 (rust/pcpu-vm is cross-built statically for
+# it; x86-64's is the host's). Only where rustup manages the toolchain.
+if command -v rustup >/dev/null && ! rustup target list --installed | grep -qx aarch64-unknown-linux-gnu; then
+  echo "install-deps: rustup target add aarch64-unknown-linux-gnu"
+  rustup target add aarch64-unknown-linux-gnu || echo "install-deps: could not add the aarch64 Rust target"
+fi
+
 if [ ${#py_need[@]} -gt 0 ]; then
   echo "install-deps: pip install ${py_need[*]}"
   python3 -m pip install --quiet --disable-pip-version-check "${py_need[@]}" \

@@ -44,6 +44,16 @@
 #                       section 10); multi for the others, as measured)
 #   --footprint         run vm_stress --footprint instead of the modes
 #   --args "..."        more vm_stress arguments for every mode
+#   --rust              /init is rust/pcpu-vm's vm_stress instead of the C one:
+#                       the Rust crate's inline Counter::add (its rseq
+#                       section in Rust asm) under threads, migrations and
+#                       signals, checked exact; aarch64 and x86_64 only
+#                       (where the crate has the inline add); modes glibc,
+#                       own, fallback; variants plain, split, broken (as
+#                       rustc cfgs: pcpu_test_split_blocks,
+#                       pcpu_test_broken_section); built with cargo for
+#                       ARCH-unknown-linux-gnu, static (+crt-static), in
+#                       build/vm/<arch>-rust/
 # Prints the guest's VM_RESULT / VM_FOOTPRINT lines and one summary line per
 # mode:  VM arch=... kernel=... variant=... mode=... adds=... aborts=...
 #        seconds=... -> PASS exact | PASS caught | FAIL ...
@@ -52,7 +62,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
-variant=plain kernel="" smp="" possible="" footprint=0 extra="" tcg=""
+variant=plain kernel="" smp="" possible="" footprint=0 extra="" tcg="" rust=0
 pos=()
 while [ $# -gt 0 ]; do
   case $1 in
@@ -62,6 +72,7 @@ while [ $# -gt 0 ]; do
     --possible) possible=$2; shift 2 ;;
     --tcg) tcg=$2; shift 2 ;;
     --footprint) footprint=1; shift ;;
+    --rust) rust=1; shift ;;
     --args) extra=$2; shift 2 ;;
     -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     *) pos+=("$1"); shift ;;
@@ -101,11 +112,27 @@ case $variant in
   *) echo "run.sh: unknown variant $variant" >&2; exit 2 ;;
 esac
 
+# The variant as the summary lines name it: rust-VARIANT for --rust.
+vlabel=$variant
+if [ $rust -eq 1 ]; then
+  vlabel=rust-$variant
+  case $arch in
+    aarch64|x86_64) ;;
+    *) echo "run.sh: --rust: no inline add on $arch (the crate's asm is for aarch64 and x86_64)" >&2; exit 2 ;;
+  esac
+  case $variant in
+    plain|split|broken) ;;
+    *) echo "run.sh: --rust: variant plain, split or broken" >&2; exit 2 ;;
+  esac
+  [ $footprint -eq 0 ] || { echo "run.sh: --rust has no footprint" >&2; exit 2; }
+fi
+
 # The kernel.
 kernels=$(bash scripts/vm/fetch-kernels.sh) || { echo "run.sh: fetching the kernels failed" >&2; exit 1; }
 vmlinuz=$(sed -n "s/^$key=//p" <<<"$kernels")
 [ -n "$vmlinuz" ] && [ -f "$vmlinuz" ] || { echo "run.sh: no kernel $key" >&2; exit 1; }
 
+build_init_c() { # -> $work/root/init
 # The libraries, static, for the target (only the libraries: no tests, tools,
 # protobuf), then vm_stress against them.
 bdir=$root/build/vm/$arch libdefs=()
@@ -129,6 +156,33 @@ rm -rf "$work" && mkdir -p "$work/root"
 $cc -O2 -g -static -pthread -D_GNU_SOURCE "${defs[@]}" -Iinclude -I"$bdir/include" \
   -o "$work/root/init" tests/vm/vm_stress.c "${libs[@]}" \
   || { echo "run.sh: building vm_stress failed" >&2; exit 1; }
+}
+
+build_init_rust() { # -> $work/root/init
+# rust/pcpu-vm for ARCH-unknown-linux-gnu, static: pcpu-sys's build.rs
+# compiles the C library with the cc crate and the machine's compiler; the
+# variant's cfgs reach every crate of the target (RUSTFLAGS, not the build
+# scripts), a cargo target folder per variant so that none rebuilds another.
+local target=$arch-unknown-linux-gnu flags="-C target-feature=+crt-static"
+local tvar=${target//-/_}
+case $variant in
+  split) flags+=" --cfg pcpu_test_split_blocks" ;;
+  broken) flags+=" --cfg pcpu_test_split_blocks --cfg pcpu_test_broken_section" ;;
+esac
+bdir=$root/build/vm/$arch-rust
+local tdir=$bdir/target-$variant
+mkdir -p "$bdir"
+(cd rust && env "CC_$tvar=$cc" "CARGO_TARGET_${tvar^^}_LINKER=$cc" \
+   "CARGO_TARGET_${tvar^^}_RUSTFLAGS=$flags" \
+   cargo build --locked --release -j 2 -p pcpu-vm --target "$target" --target-dir "$tdir") \
+  >"$bdir/build-$variant.log" 2>&1 \
+  || { tail -30 "$bdir/build-$variant.log"; echo "run.sh: building rust/pcpu-vm failed" >&2; exit 1; }
+work=$bdir/$kernel-$variant
+rm -rf "$work" && mkdir -p "$work/root"
+cp "$tdir/$target/release/vm_stress" "$work/root/init"
+}
+
+if [ $rust -eq 1 ]; then build_init_rust; else build_init_c; fi
 (cd "$work/root" && find . | cpio -o -H newc --quiet | gzip -1 >"$work/init.cpio.gz")
 
 # The command line: everything after "--" is init's argv.
@@ -164,7 +218,7 @@ tr -d '\r' <"$log" | grep -oE '(VM_RESULT|VM_FOOTPRINT|vm_stress: ).*' >"$work/r
 cat "$work/results.txt"
 krel=$(cat "$(dirname "$vmlinuz")/release" 2>/dev/null || echo "$kernel")
 if [ $qrc -eq 124 ] || [ $qrc -eq 137 ]; then
-  echo "VM arch=$arch kernel=$krel variant=$variant boot=${secs}s -> FAIL: no power-off within $boot_bound s (console: $log)"
+  echo "VM arch=$arch kernel=$krel variant=$vlabel boot=${secs}s -> FAIL: no power-off within $boot_bound s (console: $log)"
   tail -20 "$log"
   exit 1
 fi
@@ -190,12 +244,12 @@ for m in "$@"; do
   fi
   line=$(grep -E "^VM_RESULT .* spec=$m( |$)" "$work/results.txt" | tail -1)
   if [ -z "$line" ]; then
-    echo "VM arch=$arch kernel=$krel variant=$variant mode=$m -> FAIL: no result (console: $log)"
+    echo "VM arch=$arch kernel=$krel variant=$vlabel mode=$m -> FAIL: no result (console: $log)"
     rc=1; continue
   fi
   get() { sed -nE "s/.* $1=([^ ]*).*/\1/p" <<<"$line"; }
   res=$(get result)
-  summary="VM arch=$arch kernel=$krel cpus=$(get cpus) variant=$variant mode=$m index=$(get index) adds=$(get adds) aborts=$(get aborts) hotplug=$(get hotplug) seconds=$(get seconds)"
+  summary="VM arch=$arch kernel=$krel cpus=$(get cpus) variant=$vlabel mode=$m index=$(get index) adds=$(get adds) aborts=$(get aborts) hotplug=$(get hotplug) seconds=$(get seconds)"
   if [ "$variant" = skew ]; then
     # The test of the tree test: without the reread, a lane taken after
     # another take and release (vm_stress makes one there) keeps a stale
@@ -228,5 +282,5 @@ for m in "$@"; do
     if [ "$res" = exact ]; then echo "$summary -> PASS exact"; else echo "$summary -> FAIL: $res"; rc=1; fi
   fi
 done
-echo "VM arch=$arch kernel=$krel variant=$variant tcg=$tcg boot+run=${secs}s rc=$rc"
+echo "VM arch=$arch kernel=$krel variant=$vlabel tcg=$tcg boot+run=${secs}s rc=$rc"
 exit $rc

@@ -89,6 +89,50 @@ pub(crate) const INLINE_ASM: bool = true;
 )))]
 pub(crate) const INLINE_ASM: bool = false;
 
+// ---- test variants (scripts/vm/run.sh --rust: the emulated machines) ----
+// The C build's PCPU_TEST_SPLIT_BLOCKS and PCPU_TEST_BROKEN_SECTION
+// (include/pcpu/arch/common.h) as rustc cfgs (`--cfg pcpu_test_...`, which
+// only that script sets, never a feature: no user build gets them).
+// split: a branch to the next instruction after the compare and after each
+// step of the add, which ends an emulator's translated block there, so
+// that TCG (which takes interrupts only between blocks) can interrupt the
+// section mid-way, on the commit's first byte too. broken: the descriptor's
+// range ends at the commit's first byte instead of after it, so that an
+// interruption landing on the commit is not restarted and the add a signal
+// handler or another thread makes to the slot meanwhile is lost: the
+// emulated run must then see a wrong total (the test of the test).
+#[cfg(not(pcpu_test_split_blocks))]
+macro_rules! split {
+    () => {
+        ""
+    };
+}
+#[cfg(all(pcpu_test_split_blocks, target_arch = "x86_64"))]
+macro_rules! split {
+    () => {
+        "jmp 26f\n26:"
+    };
+}
+#[cfg(all(pcpu_test_split_blocks, not(target_arch = "x86_64")))]
+macro_rules! split {
+    () => {
+        "b 26f\n26:"
+    };
+}
+#[cfg(not(pcpu_test_broken_section))]
+macro_rules! range_end {
+    () => {
+        "23f"
+    };
+}
+#[cfg(pcpu_test_broken_section)]
+macro_rules! range_end {
+    () => {
+        "22f"
+    };
+}
+// ---- end of the test variants ----
+
 /// One attempt; `true` once committed.
 #[cfg(all(target_os = "linux", target_arch = "x86_64", not(feature = "stable-tier")))]
 #[inline(always)]
@@ -106,7 +150,7 @@ unsafe fn add_once(base: *mut i64, v: i64, off: Offsets) -> bool {
         "24:",
         ".long 0x0, 0x0",
         ".quad 21f",
-        ".quad (23f - 21f)",
+        concat!(".quad (", range_end!(), " - 21f)"),
         ".quad 25f",
         ".popsection",
         ".pushsection __rseq_cs_ptr_array, \"aw?R\"",
@@ -118,7 +162,9 @@ unsafe fn add_once(base: *mut i64, v: i64, off: Offsets) -> bool {
         "21:",
         "cmpl %edx, %fs:({idx})",
         "jnz {abort}",
+        split!(),
         "shlq ${shift}, %rdx",
+        split!(),
         "22:",
         "addq {v}, ({base}, %rdx)",
         "23:",
@@ -163,7 +209,7 @@ unsafe fn add_once(base: *mut i64, v: i64, off: Offsets) -> bool {
         "24:",
         ".long 0x0, 0x0",
         ".quad 21f",
-        ".quad (23f - 21f)",
+        concat!(".quad (", range_end!(), " - 21f)"),
         ".quad 25f",
         ".popsection",
         ".pushsection __rseq_cs_ptr_array, \"aw?R\"",
@@ -177,9 +223,12 @@ unsafe fn add_once(base: *mut i64, v: i64, off: Offsets) -> bool {
         "ldr w15, [{tp}, {idx}]",
         "cmp w15, w13",
         "b.ne {abort}",
+        split!(),
         "add x13, {base}, x13, lsl #{shift}",
         "ldr x14, [x13]",
+        split!(),
         "add x14, x14, {v}",
+        split!(),
         "22:",
         "str x14, [x13]",
         "23:",

@@ -174,6 +174,20 @@ pub fn rseq_mode() -> RseqMode {
     }
 }
 
+/// Whether [`Counter::add`] (and `inc`, [`CounterArray::add`],
+/// [`SeriesCounter`]'s) is this crate's inline rseq critical section
+/// (`true`: x86-64 and aarch64 Linux without the feature `stable-tier`) or
+/// a call of the C library's exported add (`false`). Either is exact; the
+/// emulated machines' test (rust/pcpu-vm) asserts it is the inline one.
+/// Thread-safe. Cost: none (a constant).
+///
+/// ```
+/// println!("inline add: {}", pcpu::inline_add());
+/// ```
+pub const fn inline_add() -> bool {
+    inline::INLINE_ASM
+}
+
 /// Number of slots every per-CPU object has (possible CPUs plus owned
 /// slots). Thread-safe. Cost: a load once initialised.
 ///
