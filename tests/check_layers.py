@@ -231,6 +231,11 @@ def object_files(build):
                     continue
                 full = os.path.join(root, f)
                 rel = os.path.relpath(full, base)
+                # A build tree from before the split (issue 39) keeps the
+                # statistics' old objects under pcpu_static.dir: libpcpu's
+                # objects are src/*.c's alone.
+                if base == lib and rel.startswith(("src/stats", "src/segment", "proto")):
+                    continue
                 if prefix:  # tools/CMakeFiles/<target>.dir/<file>.o
                     rel = rel.split(os.sep, 1)[1]
                 yield full, prefix + rel[:-2]
