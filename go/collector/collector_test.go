@@ -141,18 +141,11 @@ func buildCollector(t *testing.T) string {
 // C programs and exports them, as OTLP/HTTP JSON, to a receiver in this
 // test; every value exported equals the C reader's (pcpustat push --otlp
 // and pcpustat --json -p).
-func TestCollectorEndToEnd(t *testing.T) {
-	cfix.Need(t, "tools/pcpustat", "tests/segment/segment_fixture")
-	dir, ws := cfix.StartAll(t)
-	bin := buildCollector(t)
-	srv := otlpcmp.Serve(t)
-	config := fmt.Sprintf(`receivers:
-  pcpu:
-    directory: %s
-    collection_interval: 200ms
-    initial_delay: 0s
-    per_slot: true
-exporters:
+// collectorConfig is a collector's configuration: the receivers given (YAML
+// under receivers:), one pipeline from the one named to an otlp_http
+// exporter sending JSON to exportTo, and no telemetry of its own.
+func collectorConfig(receivers, name, exportTo string) string {
+	return "receivers:\n" + receivers + fmt.Sprintf(`exporters:
   otlp_http:
     endpoint: %s
     encoding: json
@@ -167,9 +160,15 @@ service:
       level: warn
   pipelines:
     metrics:
-      receivers: [pcpu]
+      receivers: [%s]
       exporters: [otlp_http]
-`, dir, srv.URL)
+`, exportTo, name)
+}
+
+// runCollector runs the built collector with this configuration until the
+// end of the test.
+func runCollector(t *testing.T, bin, config string) {
+	t.Helper()
 	cfgPath := filepath.Join(t.TempDir(), "otelcol.yaml")
 	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
@@ -179,10 +178,23 @@ service:
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
+	t.Cleanup(func() {
 		cmd.Process.Signal(os.Interrupt)
 		cmd.Wait()
-	}()
+	})
+}
+
+func TestCollectorEndToEnd(t *testing.T) {
+	cfix.Need(t, "tools/pcpustat", "tests/segment/segment_fixture")
+	dir, ws := cfix.StartAll(t)
+	bin := buildCollector(t)
+	srv := otlpcmp.Serve(t)
+	runCollector(t, bin, collectorConfig(fmt.Sprintf(`  pcpu:
+    directory: %s
+    collection_interval: 200ms
+    initial_delay: 0s
+    per_slot: true
+`, dir), "pcpu", srv.URL))
 	var md pmetric.Metrics
 	select {
 	case md = <-srv.Got:

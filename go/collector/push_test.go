@@ -11,7 +11,6 @@ package collector
 import (
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -36,44 +35,13 @@ func freePort(t *testing.T) int {
 // startCollector runs the built collector with an otlp receiver on the two
 // ports and an otlp_http exporter to srv; it returns once both listen.
 func startCollector(t *testing.T, bin, exportTo string, grpcPort, httpPort int) {
-	config := fmt.Sprintf(`receivers:
-  otlp:
+	runCollector(t, bin, collectorConfig(fmt.Sprintf(`  otlp:
     protocols:
       grpc:
         endpoint: 127.0.0.1:%d
       http:
         endpoint: 127.0.0.1:%d
-exporters:
-  otlp_http:
-    endpoint: %s
-    encoding: json
-    compression: none
-    retry_on_failure:
-      enabled: false
-service:
-  telemetry:
-    metrics:
-      level: none
-    logs:
-      level: warn
-  pipelines:
-    metrics:
-      receivers: [otlp]
-      exporters: [otlp_http]
-`, grpcPort, httpPort, exportTo)
-	cfgPath := filepath.Join(t.TempDir(), "otelcol.yaml")
-	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "--config", "file:"+cfgPath)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		cmd.Wait()
-	})
+`, grpcPort, httpPort), "otlp", exportTo))
 	deadline := time.Now().Add(120 * time.Second) // a bound for a hang only
 	for _, port := range []int{grpcPort, httpPort} {
 		for {

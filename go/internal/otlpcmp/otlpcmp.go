@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -193,15 +194,36 @@ func IndexReceiver(md pmetric.Metrics) map[string]Point {
 // type, and for numbers int or double).
 func Compare(t testing.TB, recv, cpush pmetric.Metrics) map[string]int {
 	t.Helper()
-	got, want := IndexReceiver(recv), IndexPush(cpush)
+	return compareIndexed(t, IndexReceiver(recv), IndexPush(cpush), "receiver", "pcpustat push", true)
+}
+
+// ComparePush checks that got (what `pcpustat push` sent, here as a
+// collector forwarded it) has exactly want's points (`pcpustat push`'s
+// own request, CPush), value for value: a receiver in between changed
+// nothing. It returns the number of points compared.
+func ComparePush(t testing.TB, got, want pmetric.Metrics) int {
+	t.Helper()
+	n := 0
+	for _, k := range compareIndexed(t, IndexPush(got), IndexPush(want), "forwarded request", "pcpustat push's own", false) {
+		n += k
+	}
+	return n
+}
+
+// compareIndexed checks got's points against want's, key by key, both
+// ways; with noOmitted, want's pcpu_segments_omitted (which only push
+// sends, never the receiver) is left out. It returns the number compared
+// by kind.
+func compareIndexed(t testing.TB, got, want map[string]Point, gotName, wantName string, noOmitted bool) map[string]int {
+	t.Helper()
 	n := map[string]int{}
 	for k, w := range want {
-		if strings.Contains(k, "/pcpu_segments_omitted{") {
+		if noOmitted && strings.Contains(k, "/pcpu_segments_omitted{") {
 			continue
 		}
 		g, ok := got[k]
 		if !ok {
-			t.Errorf("receiver has no %s", k)
+			t.Errorf("%s has no %s", gotName, k)
 			continue
 		}
 		n[kind(w)]++
@@ -211,34 +233,7 @@ func Compare(t testing.TB, recv, cpush pmetric.Metrics) map[string]int {
 	}
 	for k := range got {
 		if _, ok := want[k]; !ok {
-			t.Errorf("receiver has %s, pcpustat push does not", k)
-		}
-	}
-	return n
-}
-
-// ComparePush checks that got (what `pcpustat push` sent, here as a
-// collector forwarded it) has exactly want's points (`pcpustat push`'s
-// own request, CPush), value for value: a receiver in between changed
-// nothing. It returns the number of points compared.
-func ComparePush(t testing.TB, got, want pmetric.Metrics) int {
-	t.Helper()
-	g, w := IndexPush(got), IndexPush(want)
-	n := 0
-	for k, wp := range w {
-		gp, ok := g[k]
-		if !ok {
-			t.Errorf("forwarded request has no %s", k)
-			continue
-		}
-		n++
-		if err := comparePoint(gp, wp); err != nil {
-			t.Errorf("%s: %v", k, err)
-		}
-	}
-	for k := range g {
-		if _, ok := w[k]; !ok {
-			t.Errorf("forwarded request has %s, pcpustat push's own does not", k)
+			t.Errorf("%s has %s, %s does not", gotName, k, wantName)
 		}
 	}
 	return n
@@ -274,8 +269,8 @@ func comparePoint(g, w Point) error {
 		gp, wp := gm.Histogram().DataPoints().At(g.Index), wm.Histogram().DataPoints().At(w.Index)
 		if gm.Histogram().AggregationTemporality() != wm.Histogram().AggregationTemporality() ||
 			gp.Count() != wp.Count() || gp.Sum() != wp.Sum() || gp.StartTimestamp() != wp.StartTimestamp() ||
-			!equalU(gp.BucketCounts().AsRaw(), wp.BucketCounts().AsRaw()) ||
-			!equalF(gp.ExplicitBounds().AsRaw(), wp.ExplicitBounds().AsRaw()) {
+			!slices.Equal(gp.BucketCounts().AsRaw(), wp.BucketCounts().AsRaw()) ||
+			!slices.Equal(gp.ExplicitBounds().AsRaw(), wp.ExplicitBounds().AsRaw()) {
 			return fmt.Errorf("histogram: count %d sum %v start %v buckets %v bounds %v; C %d %v %v %v %v",
 				gp.Count(), gp.Sum(), gp.StartTimestamp(), gp.BucketCounts().AsRaw(), gp.ExplicitBounds().AsRaw(),
 				wp.Count(), wp.Sum(), wp.StartTimestamp(), wp.BucketCounts().AsRaw(), wp.ExplicitBounds().AsRaw())
@@ -286,7 +281,7 @@ func comparePoint(g, w Point) error {
 			gp.ZeroCount() != wp.ZeroCount() || gp.ZeroThreshold() != wp.ZeroThreshold() ||
 			gp.StartTimestamp() != wp.StartTimestamp() ||
 			gp.Positive().Offset() != wp.Positive().Offset() ||
-			!equalU(gp.Positive().BucketCounts().AsRaw(), wp.Positive().BucketCounts().AsRaw()) ||
+			!slices.Equal(gp.Positive().BucketCounts().AsRaw(), wp.Positive().BucketCounts().AsRaw()) ||
 			gp.Negative().BucketCounts().Len() != wp.Negative().BucketCounts().Len() {
 			return fmt.Errorf("exponential histogram differs: %d %v s%d z%d/%v off %d %v; C %d %v s%d z%d/%v off %d %v",
 				gp.Count(), gp.Sum(), gp.Scale(), gp.ZeroCount(), gp.ZeroThreshold(), gp.Positive().Offset(), gp.Positive().BucketCounts().AsRaw(),
@@ -303,30 +298,6 @@ func compareNumber(g, w pmetric.NumberDataPoint) error {
 			g.StartTimestamp(), w.ValueType(), w.IntValue(), w.DoubleValue(), w.StartTimestamp())
 	}
 	return nil
-}
-
-func equalU(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func equalF(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // CompareSlots checks the receiver's <name>.slot points of the segment at
