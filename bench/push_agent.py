@@ -103,30 +103,47 @@ def run_serve(build, interval, pushes, env):
              size / 1e6))
 
 
-def main():
-    build = sys.argv[1]
-    args = sys.argv[2:]
-    opt = {"--series": 100000, "--interval": 15, "--pushes": 5}
-    for k, v in zip(args[::2], args[1::2]):
+def options(argv, defaults):
+    """The command line's --series, --interval and --pushes over defaults."""
+    opt = dict(defaults)
+    for k, v in zip(argv[::2], argv[1::2]):
         opt[k] = float(v) if k == "--interval" else int(v)
-    tmp = tempfile.mkdtemp(prefix="pcpu-push-agent.")
+    return opt
+
+
+def start(build, series, prefix):
+    """A sink (Sink) on a free port, and the test application publishing
+    `series` counter series in a segment directory of its own: (the
+    application, the sink's server, the environment naming that directory)."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
     env = dict(os.environ, PCPU_SEGMENT_DIR=tmp)
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Sink)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     app = subprocess.Popen([os.path.join(build, "tests/push/push_fixture")], stdin=subprocess.PIPE,
                            stdout=subprocess.PIPE, env=env, text=True)
     app.stdout.readline()
-    app.stdin.write("many %d\n" % opt["--series"])
+    app.stdin.write("many %d\n" % series)
     app.stdin.flush()
     app.stdout.readline()
+    return app, srv, env
+
+
+def stop(app, srv):
+    app.stdin.close()
+    app.wait()
+    srv.shutdown()
+
+
+def main():
+    build = sys.argv[1]
+    opt = options(sys.argv[2:], {"--series": 100000, "--interval": 15, "--pushes": 5})
+    app, srv, env = start(build, opt["--series"], "pcpu-push-agent.")
     print("pcpustat push: %d series (push_many_total{id} + the fixture's), interval %g s, %d pushes each"
           % (opt["--series"], opt["--interval"], opt["--pushes"]))
     for proto in ("remote-write", "otlp"):
         run(build, proto, srv.server_address[1], opt["--interval"], opt["--pushes"], env)
     run_serve(build, opt["--interval"], opt["--pushes"], env)
-    app.stdin.close()
-    app.wait()
-    srv.shutdown()
+    stop(app, srv)
 
 
 if __name__ == "__main__":

@@ -21,41 +21,14 @@ per push over the others, with min and max, and the request's size.
 The values do not change between pushes (the cost of a delta does not
 depend on them).
 """
-import http.server
 import os
 import statistics
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 
-
-class Sink(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    got = []
-
-    def log_message(self, *a):
-        pass
-
-    def do_POST(self):
-        n = int(self.headers.get("Content-Length", "0"))
-        self.rfile.read(n)
-        Sink.got.append(n)
-        code = 204 if self.path.endswith("/write") else 200
-        self.send_response(code)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-
-def mem_of(pid):
-    """VmRSS and VmHWM (the peak), MiB."""
-    mem = {}
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith(("VmRSS:", "VmHWM:")):
-                mem[line.split(":")[0]] = int(line.split()[1]) / 1024
-    return mem["VmRSS"], mem["VmHWM"]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from push_agent import Sink, options, proc_stats, start, stop  # noqa: E402  the same sink and application
 
 
 def cpu_of(pid):
@@ -93,42 +66,28 @@ def run(build, name, proto, extra, port, interval, pushes, env):
                     raise SystemExit("the agent exited")
             time.sleep(interval / 2)
             reads.append(cpu_of(agent.pid))
-        rss, hwm = mem_of(agent.pid)
+        _, rss, hwm = proc_stats(agent.pid)
     finally:
         agent.terminate()
         agent.wait()
     tick = sorted(1000 * (b[0] - a[0]) for a, b in zip(reads, reads[1:]))
     sched = sorted(1000 * (b[1] - a[1]) for a, b in zip(reads, reads[1:]))
     print("  %-17s %10.1f %8.1f %8.1f %14.0f %12.2f %8.1f %8.1f"
-          % (name, statistics.median(sched), sched[0], sched[-1], statistics.median(tick), Sink.got[-1] / 1e6,
-             rss, hwm))
+          % (name, statistics.median(sched), sched[0], sched[-1], statistics.median(tick), Sink.got[-1][1] / 1e6,
+             rss / 1024, hwm / 1024))
 
 
 def main():
     build = sys.argv[1]
-    args = sys.argv[2:]
-    opt = {"--series": 100000, "--interval": 2.0, "--pushes": 9}
-    for k, v in zip(args[::2], args[1::2]):
-        opt[k] = float(v) if k == "--interval" else int(v)
-    tmp = tempfile.mkdtemp(prefix="pcpu-push-cpu.")
-    env = dict(os.environ, PCPU_SEGMENT_DIR=tmp)
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Sink)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    app = subprocess.Popen([os.path.join(build, "tests/push/push_fixture")], stdin=subprocess.PIPE,
-                           stdout=subprocess.PIPE, env=env, text=True)
-    app.stdout.readline()
-    app.stdin.write("many %d\n" % opt["--series"])
-    app.stdin.flush()
-    app.stdout.readline()
+    opt = options(sys.argv[2:], {"--series": 100000, "--interval": 2.0, "--pushes": 9})
+    app, srv, env = start(build, opt["--series"], "pcpu-push-cpu.")
     print("pcpustat push: %d series (push_many_total{id} + the fixture's), interval %g s, CPU per push over "
           "%d pushes (the first left out)" % (opt["--series"], opt["--interval"], opt["--pushes"] - 1))
     print("  %-17s %10s %8s %8s %14s %12s %8s %8s" % ("variant", "median ms", "min", "max", "utime+stime ms",
                                                      "request MB", "RSS MiB", "peak"))
     for name, proto, extra in VARIANTS:
         run(build, name, proto, extra, srv.server_address[1], opt["--interval"], opt["--pushes"], env)
-    app.stdin.close()
-    app.wait()
-    srv.shutdown()
+    stop(app, srv)
 
 
 if __name__ == "__main__":
