@@ -133,30 +133,54 @@ macro_rules! range_end {
 }
 // ---- end of the test variants ----
 
+// The entries both architectures' add puts beside its section, as C's
+// PCPU__RSEQ_EXIT_POINT and PCPU__RSEQ_DESCRIPTOR do (pcpu/arch/common.h):
+// the exit point (start 21, the abort label) in __rseq_exit_point_array;
+// the descriptor (label 24, 32-byte aligned in __rseq_cs: start 21, the
+// range's length, abort 25) and a pointer to it in __rseq_cs_ptr_array.
+// The two lists carry `R` (retain): nothing refers to them, and rustc links
+// with --gc-sections.
+macro_rules! rseq_exit_point {
+    () => {
+        concat!(
+            ".pushsection __rseq_exit_point_array, \"aw?R\"\n",
+            ".balign 8\n",
+            ".quad 21f\n",
+            ".quad {abort}\n",
+            ".popsection"
+        )
+    };
+}
+macro_rules! rseq_descriptor {
+    () => {
+        concat!(
+            ".pushsection __rseq_cs, \"aw?\"\n",
+            ".balign 32\n",
+            "24:\n",
+            ".long 0x0, 0x0\n",
+            ".quad 21f\n",
+            ".quad (",
+            range_end!(),
+            " - 21f)\n",
+            ".quad 25f\n",
+            ".popsection\n",
+            ".pushsection __rseq_cs_ptr_array, \"aw?R\"\n",
+            ".balign 8\n",
+            ".quad 24b\n",
+            ".popsection"
+        )
+    };
+}
+
 /// One attempt; `true` once committed.
 #[cfg(all(target_os = "linux", target_arch = "x86_64", not(feature = "stable-tier")))]
 #[inline(always)]
 unsafe fn add_once(base: *mut i64, v: i64, off: Offsets) -> bool {
     let (cs, idx) = (off.cs as isize, off.idx as isize);
     core::arch::asm!(
-        ".pushsection __rseq_exit_point_array, \"aw?R\"",
-        ".balign 8",
-        ".quad 21f",
-        ".quad {abort}",
-        ".popsection",
+        rseq_exit_point!(),
         "movzwl %fs:({idx}), %edx",
-        ".pushsection __rseq_cs, \"aw?\"",
-        ".balign 32",
-        "24:",
-        ".long 0x0, 0x0",
-        ".quad 21f",
-        concat!(".quad (", range_end!(), " - 21f)"),
-        ".quad 25f",
-        ".popsection",
-        ".pushsection __rseq_cs_ptr_array, \"aw?R\"",
-        ".balign 8",
-        ".quad 24b",
-        ".popsection",
+        rseq_descriptor!(),
         "leaq 24b(%rip), %rax",
         "movq %rax, %fs:({cs})",
         "21:",
@@ -198,24 +222,9 @@ unsafe fn add_once(base: *mut i64, v: i64, off: Offsets) -> bool {
     let tp: usize;
     core::arch::asm!("mrs {}, tpidr_el0", out(reg) tp, options(pure, nomem, nostack, preserves_flags));
     core::arch::asm!(
-        ".pushsection __rseq_exit_point_array, \"aw?R\"",
-        ".balign 8",
-        ".quad 21f",
-        ".quad {abort}",
-        ".popsection",
+        rseq_exit_point!(),
         "ldrh w13, [{tp}, {idx}]",
-        ".pushsection __rseq_cs, \"aw?\"",
-        ".balign 32",
-        "24:",
-        ".long 0x0, 0x0",
-        ".quad 21f",
-        concat!(".quad (", range_end!(), " - 21f)"),
-        ".quad 25f",
-        ".popsection",
-        ".pushsection __rseq_cs_ptr_array, \"aw?R\"",
-        ".balign 8",
-        ".quad 24b",
-        ".popsection",
+        rseq_descriptor!(),
         "adrp x15, 24b",
         "add x15, x15, :lo12:24b",
         "str x15, [{tp}, {cs}]",
