@@ -123,7 +123,18 @@ fn bundled() {
     files.extend(c_files(&root.join("src/stats"), &["expose_protobuf.c"]));
     files.extend(c_files(&root.join("src/segment"), &[]));
 
-    cc::Build::new()
+    let mut build = cc::Build::new();
+    // rustc links with --gc-sections, which drops the rseq debugger lists
+    // nothing refers to: keep them (include/pcpu/arch/common.h) where the
+    // assembler knows the retain flag, and tell dependents (pcpu's test of
+    // the sections) whether it did.
+    let retain = assembler_retains(&out);
+    if retain {
+        build.define("PCPU_RSEQ_RETAIN_LISTS", "1");
+        println!("cargo:rustc-env=PCPU_SYS_RETAIN_LISTS=1");
+    }
+    println!("cargo:retain_lists={}", u8::from(retain));
+    build
         .files(&files)
         .include(out.join("include"))
         .include(root.join("include"))
@@ -140,4 +151,13 @@ fn bundled() {
     // For tests that compile C against the same headers (pcpu's loop test).
     println!("cargo:rustc-env=PCPU_SYS_GENERATED_INCLUDE={}", out.join("include").display());
     println!("cargo:layout={layout}");
+}
+
+/// Whether the target's assembler accepts the `R` (SHF_GNU_RETAIN) section
+/// flag: GNU as 2.36 and later, LLVM 13 and later. A one-line probe,
+/// compiled (not linked) with the same compiler the library is.
+fn assembler_retains(out: &Path) -> bool {
+    let probe = out.join("retain_probe.c");
+    fs::write(&probe, "__asm__(\".pushsection pcpu_retain_probe, \\\"awR\\\"\\n\\t.long 0\\n\\t.popsection\");\n").unwrap();
+    cc::Build::new().file(&probe).cargo_metadata(false).try_compile("pcpu_retain_probe").is_ok()
 }

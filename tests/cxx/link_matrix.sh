@@ -60,6 +60,9 @@ build_and_run() {
   elif ! result=$("$out/prog" 2>&1); then
     result="RUN FAILED: $result"
     rc=1
+  elif [ -n "${gc_check-}" ] && ! check=$(python3 "$src/tests/check_rseq_sections.py" 1 "$out/prog" 2>&1); then
+    result="SECTIONS: $(printf '%s\n' "$check" | grep -m1 FAULT)"
+    rc=1
   fi
   [ $rc -eq 0 ] || fails=$((fails + 1))
   rows+=("$(printf '%-34s %s' "$name" "$result")")
@@ -84,6 +87,20 @@ for pair in "gcc:${5}" "clang:${6}"; do
   build_and_run "c-$tag-O0-shared" shared c "$cc" -O0
   build_and_run "c-$tag-O2-flto" exe c "$cc" -O2 -flto
 done
+# A link that collects unused sections (-ffunction-sections,
+# --gc-sections; every Rust binary links so) drops the debugger lists
+# nothing refers to, unless the program defines PCPU_RSEQ_RETAIN_LISTS
+# (pcpu/arch/common.h): then tests/check_rseq_sections.py must find every
+# section of the program listed, as it does without --gc-sections.
+gc_check=1
+for pair in "g++:${3}:cxx" "clang++:${4}:cxx" "gcc:${5}:c" "clang:${6}:c"; do
+  IFS=: read -r tag cc lang <<<"$pair"
+  for o in -O0 -O2; do
+    build_and_run "gc-$tag$o-retain" exe "$lang" "$cc" "$o" -ffunction-sections -Wl,--gc-sections \
+      -DPCPU_RSEQ_RETAIN_LISTS=1
+  done
+done
+unset gc_check
 printf '%s\n' "${rows[@]}"
 echo "link_matrix: $((runs - fails)) of $runs built, linked and ran exact"
 [ $fails -eq 0 ]

@@ -49,6 +49,25 @@
  * a group (a plain function) the flag does nothing. */
 #define PCPU__RSEQ_IN_GROUP "?"
 
+/* The two debugger lists (__rseq_cs_ptr_array, __rseq_exit_point_array)
+ * are read by debuggers and checkers, never by the program, so nothing
+ * refers to them and a link with --gc-sections drops them: every Rust
+ * binary (rustc always passes it; pcpu-sys defines this macro), and C or
+ * C++ builds that ask for it. Defining PCPU_RSEQ_RETAIN_LISTS before
+ * including pcpu gives them the `R` flag (SHF_GNU_RETAIN), which the
+ * linker never collects. Not the default: GNU as before 2.36 and LLVM
+ * before 13 reject the flag. Cost, in such a link only: the lists keep
+ * the descriptors, and those the code, of every critical section in each
+ * section the lists are kept from -- an unused function with an add is no
+ * longer collected. The descriptors and abort handlers themselves need no
+ * flag: the code refers to its descriptor, the descriptor to its abort
+ * handler. */
+#ifdef PCPU_RSEQ_RETAIN_LISTS
+#define PCPU__RSEQ_RETAIN "R"
+#else
+#define PCPU__RSEQ_RETAIN ""
+#endif
+
 /* A 64-bit field of the rseq ABI holding an address or a length: the ABI
  * keeps them 64 bits wide on 32-bit targets too (struct rseq_cs's start_ip,
  * post_commit_offset and abort_ip; librseq's tables), so there the value
@@ -73,7 +92,8 @@
 	PCPU__RSEQ_U64("(" PCPU__RSEQ_RANGE_END " - 1f)") "\n\t"            \
 	PCPU__RSEQ_U64("4f") "\n\t"                                         \
 	".popsection\n\t"                                                    \
-	".pushsection __rseq_cs_ptr_array, \"aw" PCPU__RSEQ_IN_GROUP "\"\n\t"\
+	".pushsection __rseq_cs_ptr_array, \"aw" PCPU__RSEQ_IN_GROUP           \
+	PCPU__RSEQ_RETAIN "\"\n\t"                                          \
 	".balign 8\n\t"                                                      \
 	PCPU__RSEQ_U64("3b") "\n\t"                                         \
 	".popsection\n\t"
@@ -83,7 +103,8 @@
  * __rseq_exit_point_array, so a debugger stepping through the section
  * knows where it may leave. Before label 1. */
 #define PCPU__RSEQ_EXIT_POINT(label)                                         \
-	".pushsection __rseq_exit_point_array, \"aw" PCPU__RSEQ_IN_GROUP "\"\n\t"\
+	".pushsection __rseq_exit_point_array, \"aw" PCPU__RSEQ_IN_GROUP       \
+	PCPU__RSEQ_RETAIN "\"\n\t"                                          \
 	".balign 8\n\t"                                                      \
 	PCPU__RSEQ_U64("1f") "\n\t"                                         \
 	PCPU__RSEQ_U64("%l[" label "]") "\n\t"                              \

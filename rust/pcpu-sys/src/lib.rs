@@ -429,6 +429,13 @@ pub const PCPU_INLINE_LAYOUT: u32 = 3;
 #[doc(hidden)]
 pub const GENERATED_INCLUDE: Option<&str> = option_env!("PCPU_SYS_GENERATED_INCLUDE");
 
+/// Whether the bundled C library was compiled with its rseq debugger
+/// lists retained (`PCPU_RSEQ_RETAIN_LISTS`: the assembler knows the `R`
+/// section flag), so that a Rust binary's --gc-sections keeps them; false
+/// with feature `system` (the installed shared library keeps its own).
+#[doc(hidden)]
+pub const RETAIN_LISTS: bool = option_env!("PCPU_SYS_RETAIN_LISTS").is_some();
+
 #[cfg(test)]
 mod tests {
     extern crate std;
