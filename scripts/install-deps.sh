@@ -146,6 +146,14 @@ if command -v rustup >/dev/null && ! rustup target list --installed | grep -qx a
   echo "install-deps: rustup target add aarch64-unknown-linux-gnu"
   rustup target add aarch64-unknown-linux-gnu || echo "install-deps: could not add the aarch64 Rust target"
 fi
+# Miri (scripts/test.sh's Miri step: the pcpu crate's safe layer under
+# the interpreter, the C library run natively): a nightly toolchain with
+# the miri and rust-src components.
+if command -v rustup >/dev/null && ! cargo +nightly miri --version >/dev/null 2>&1; then
+  echo "install-deps: rustup toolchain install nightly (miri, rust-src)"
+  rustup toolchain install nightly --profile minimal --component miri,rust-src \
+    || echo "install-deps: could not install Miri"
+fi
 
 if [ ${#py_need[@]} -gt 0 ]; then
   echo "install-deps: pip install ${py_need[*]}"

@@ -10,6 +10,7 @@
 #      and the metrics / prometheus-client integrations included, in the
 #      plain configuration (their own cc build of the C library), with the
 #      plain build's pcpustat reading a Rust program (about 50 s from clean),
+#      then the pcpu crate's tests under Miri (run_miri, about 1 min),
 #   5. the emulated machines (scripts/vm/run-all.sh, not under ctest):
 #      aarch64, ARMv7, riscv64 and a 16-CPU x86-64 with 256 possible CPUs
 #      under QEMU's TCG,
@@ -95,6 +96,34 @@ run_rust() {
   [ "$rc" -eq 0 ] && [ "$fail" -eq 0 ] || failed_configs+=("rust")
 }
 run_rust
+
+# Miri: the pcpu crate's tests under the interpreter, which checks the
+# Rust side (references, lifetimes, pointer provenance and arithmetic,
+# data races between Rust threads) while the plain build's shared
+# libraries run natively (-Zmiri-native-lib). Miri runs no inline
+# assembly, so the crate's stable tier (the C add by call) stands in for
+# it; it cannot see memory the C library allocated, fork or run signal
+# handlers: the tests that need those say so and are ignored there
+# (rust/pcpu/tests/exact.rs, pcpustat.rs, src/metrics.rs; loop_insns.rs,
+# machine code, is left out). About 1 min from clean.
+run_miri() {
+  echo "=== miri (cargo +nightly miri test -p pcpu, stable tier, the plain build's libraries natively)"
+  local log=build-miri.log rc pass fail
+  if ! (cd rust && cargo +nightly miri --version) >/dev/null 2>&1; then
+    echo "test.sh: no Miri (scripts/install-deps.sh installs it with rustup)"
+    failed_configs+=("miri (not installed)"); total_fail=$((total_fail+1)); return
+  fi
+  (cd rust && MIRIFLAGS="-Zmiri-disable-isolation -Zmiri-native-lib=$PWD/../build/libpcpu.so.1 -Zmiri-native-lib=$PWD/../build/libpcpu-stats.so.1" \
+    cargo +nightly miri test --no-fail-fast -p pcpu --features stable-tier,metrics,prometheus-client --lib --tests) \
+    2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  read -r pass fail < <(awk '/^test result: /{for(i=1;i<NF;i++){if($(i+1)~/^passed/)p+=$i;if($(i+1)~/^failed/)f+=$i}}
+                             END{print p+0, f+0}' "$log")
+  [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ] && fail=1
+  total_pass=$((total_pass+pass)); total_fail=$((total_fail+fail))
+  [ "$rc" -eq 0 ] && [ "$fail" -eq 0 ] || failed_configs+=("miri")
+}
+run_miri
 
 # Go (go/): the pure-Go segment reader cross-checked against pcpustat, its
 # fuzz targets (seed corpus, then 10 s of fuzzing each), the Collector

@@ -423,8 +423,11 @@ impl CounterArray {
     #[inline(always)]
     fn element(&self, i: usize) -> *mut sys::pcpu_counter {
         assert!(i < self.len, "pcpu::CounterArray: index {i} out of range (len {})", self.len);
-        // SAFETY: i < len: element i is the next word of the same slot.
-        unsafe { self.raw.as_ptr().add(i) }
+        // Element i is word i of the same slot (i < len). Wrapping, not
+        // `add`: the words are the C library's, memory Rust's abstract
+        // machine does not see, so Miri cannot prove an in-bounds offset
+        // on it; the pointer is only handed to the add, never read here.
+        self.raw.as_ptr().wrapping_add(i)
     }
 
     /// Adds `v` to counter `i`, as [`Counter::add`]. Panics if `i` is out

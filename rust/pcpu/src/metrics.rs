@@ -247,6 +247,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg_attr(miri, ignore = "reads text the C library allocated, which Miri cannot see")]
     fn threads_exact_through_metrics() {
         let rec = Recorder::new().unwrap();
         let c = ::metrics::with_local_recorder(&rec, || ::metrics::counter!("hits", "k" => "v"));

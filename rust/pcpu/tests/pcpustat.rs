@@ -19,6 +19,7 @@ fn pcpustat() -> Option<PathBuf> {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "reads text the C library allocated, which Miri cannot see")]
 fn pcpustat_reads_a_rust_program() {
     let Some(tool) = pcpustat() else {
         println!("skipped: no pcpustat (set PCPU_PCPUSTAT)");
