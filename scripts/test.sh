@@ -76,24 +76,30 @@ run_config() { # name, build dir, cmake args...
 # PCPU_PROTOBUF=ON: install-deps.sh installed protobuf-c, so a build that
 # could not find it must fail here rather than quietly drop the protobuf tests.
 run_config plain build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCPU_PROTOBUF=ON
+# count_cargo_log NAME LOG RC: adds the passed and failed counts of LOG's
+# `test result:` lines to the totals; a cargo that failed (RC) with no
+# failed test (a build error) counts as one failure.
+count_cargo_log() {
+  local name=$1 log=$2 rc=$3 pass fail
+  read -r pass fail < <(awk '/^test result: /{for(i=1;i<NF;i++){if($(i+1)~/^passed/)p+=$i;if($(i+1)~/^failed/)f+=$i}}
+                             END{print p+0, f+0}' "$log")
+  [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ] && fail=1
+  total_pass=$((total_pass+pass)); total_fail=$((total_fail+fail))
+  [ "$rc" -eq 0 ] && [ "$fail" -eq 0 ] || failed_configs+=("$name")
+}
 # The Rust crates: every `test result:` line of cargo counts, as ctest's
 # tests do; a build that fails before any test ran counts as one failure.
 # PCPU_PCPUSTAT is set whether or not the plain build made pcpustat, so
 # the segment test fails rather than skips when it is missing.
 run_rust() {
   echo "=== rust (cargo test -p pcpu-sys -p pcpu, with the metrics and prometheus-client integrations)"
-  local log=build-rust.log rc pass fail
+  local log=build-rust.log
   if ! command -v cargo >/dev/null; then
     echo "test.sh: cargo not found"; failed_configs+=("rust (no cargo)"); total_fail=$((total_fail+1)); return
   fi
   (cd rust && PCPU_PCPUSTAT="$PWD/../build/tools/pcpustat" cargo test --locked --no-fail-fast -p pcpu-sys -p pcpu \
     --features pcpu/metrics,pcpu/prometheus-client) 2>&1 | tee "$log"
-  rc=${PIPESTATUS[0]}
-  read -r pass fail < <(awk '/^test result: /{for(i=1;i<NF;i++){if($(i+1)~/^passed/)p+=$i;if($(i+1)~/^failed/)f+=$i}}
-                             END{print p+0, f+0}' "$log")
-  [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ] && fail=1
-  total_pass=$((total_pass+pass)); total_fail=$((total_fail+fail))
-  [ "$rc" -eq 0 ] && [ "$fail" -eq 0 ] || failed_configs+=("rust")
+  count_cargo_log rust "$log" "${PIPESTATUS[0]}"
 }
 run_rust
 
@@ -108,7 +114,7 @@ run_rust
 # machine code, is left out). About 1 min from clean.
 run_miri() {
   echo "=== miri (cargo +nightly miri test -p pcpu, stable tier, the plain build's libraries natively)"
-  local log=build-miri.log rc pass fail
+  local log=build-miri.log
   if ! (cd rust && cargo +nightly miri --version) >/dev/null 2>&1; then
     echo "test.sh: no Miri (scripts/install-deps.sh installs it with rustup)"
     failed_configs+=("miri (not installed)"); total_fail=$((total_fail+1)); return
@@ -116,12 +122,7 @@ run_miri() {
   (cd rust && MIRIFLAGS="-Zmiri-disable-isolation -Zmiri-native-lib=$PWD/../build/libpcpu.so.1 -Zmiri-native-lib=$PWD/../build/libpcpu-stats.so.1" \
     cargo +nightly miri test --no-fail-fast -p pcpu --features stable-tier,metrics,prometheus-client --lib --tests) \
     2>&1 | tee "$log"
-  rc=${PIPESTATUS[0]}
-  read -r pass fail < <(awk '/^test result: /{for(i=1;i<NF;i++){if($(i+1)~/^passed/)p+=$i;if($(i+1)~/^failed/)f+=$i}}
-                             END{print p+0, f+0}' "$log")
-  [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ] && fail=1
-  total_pass=$((total_pass+pass)); total_fail=$((total_fail+fail))
-  [ "$rc" -eq 0 ] && [ "$fail" -eq 0 ] || failed_configs+=("miri")
+  count_cargo_log miri "$log" "${PIPESTATUS[0]}"
 }
 run_miri
 
