@@ -10,7 +10,7 @@
 #      and the metrics / prometheus-client integrations included, in the
 #      plain configuration (their own cc build of the C library), with the
 #      plain build's pcpustat reading a Rust program (about 50 s from clean),
-#      then the pcpu crate's tests under Miri (run_miri, about 1 min),
+#      then the pcpu crate's tests under Miri (run_miri, about 30 s),
 #   5. the emulated machines (scripts/vm/run-all.sh, not under ctest):
 #      aarch64, ARMv7, riscv64 and a 16-CPU x86-64 with 256 possible CPUs
 #      under QEMU's TCG,
@@ -110,8 +110,9 @@ run_rust
 # assembly, so the crate's stable tier (the C add by call) stands in for
 # it; it cannot see memory the C library allocated, fork or run signal
 # handlers: the tests that need those say so and are ignored there
-# (rust/pcpu/tests/exact.rs, pcpustat.rs, src/metrics.rs; loop_insns.rs,
-# machine code, is left out). About 1 min from clean.
+# (rust/pcpu/tests/exact.rs, pcpustat.rs; loop_insns.rs, machine code, is
+# left out). Without the metrics and prometheus-client features: their
+# one test reads text the C library allocated. About 30 s from clean.
 run_miri() {
   echo "=== miri (cargo +nightly miri test -p pcpu, stable tier, the plain build's libraries natively)"
   local log=build-miri.log
@@ -120,7 +121,7 @@ run_miri() {
     failed_configs+=("miri (not installed)"); total_fail=$((total_fail+1)); return
   fi
   (cd rust && MIRIFLAGS="-Zmiri-disable-isolation -Zmiri-native-lib=$PWD/../build/libpcpu.so.1 -Zmiri-native-lib=$PWD/../build/libpcpu-stats.so.1" \
-    cargo +nightly miri test --no-fail-fast -p pcpu --features stable-tier,metrics,prometheus-client --lib --tests) \
+    cargo +nightly miri test --no-fail-fast -p pcpu --features stable-tier --lib --tests) \
     2>&1 | tee "$log"
   count_cargo_log miri "$log" "${PIPESTATUS[0]}"
 }
