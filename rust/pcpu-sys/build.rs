@@ -126,14 +126,12 @@ fn bundled() {
     let mut build = cc::Build::new();
     // rustc links with --gc-sections, which drops the rseq debugger lists
     // nothing refers to: keep them (include/pcpu/arch/common.h) where the
-    // assembler knows the retain flag, and tell dependents (pcpu's test of
-    // the sections) whether it did.
-    let retain = assembler_retains(&out);
-    if retain {
+    // assembler knows the retain flag, and say so in pcpu_sys::RETAIN_LISTS
+    // (pcpu's test of the sections reads it).
+    if assembler_retains(&out) {
         build.define("PCPU_RSEQ_RETAIN_LISTS", "1");
         println!("cargo:rustc-env=PCPU_SYS_RETAIN_LISTS=1");
     }
-    println!("cargo:retain_lists={}", u8::from(retain));
     build
         .files(&files)
         .include(out.join("include"))
