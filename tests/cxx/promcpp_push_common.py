@@ -112,6 +112,19 @@ class Pushgateway:
             out[frozenset(labels.items())] = g
         return out
 
+    def groups_once(self, done):
+        """groups() once done(groups) holds, or as last read after HANG
+        seconds. For reads after a DELETE: the Pushgateway answers it 202
+        Accepted and applies it afterwards, from its write queue, whereas a
+        push is answered only once applied. Reading at once raced the
+        queue (seen once in CI: the {job} group still there)."""
+        deadline = time.monotonic() + HANG
+        while True:
+            g = self.groups()
+            if done(g) or time.monotonic() >= deadline:
+                return g
+            time.sleep(0.05)
+
     def stop(self):
         if self.proc.poll() is None:
             self.proc.terminate()
