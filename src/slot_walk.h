@@ -6,6 +6,8 @@
 #ifndef PCPU_SLOT_WALK_H
 #define PCPU_SLOT_WALK_H
 
+#include <pcpu/defs.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "visibility.h"
@@ -39,6 +41,41 @@ PCPU_HIDDEN void pcpu_slot_walk_add(uint32_t slot);
 #define PCPU_SLOT_WALK(i, slot)                                               \
 	for (uint32_t i = 0, i##_n = __atomic_load_n(&pcpu_walk_count, __ATOMIC_ACQUIRE); \
 	     i < i##_n && ((slot) = pcpu_walk_all ? i : pcpu_walk_slots[i], 1); i++)
+
+/* The sum, modulo 2^64, of the 8-byte word at `word` in every walked slot
+ * (relaxed loads: adders write the words meanwhile): a fetch's walk, for
+ * the words of slot 0 at `word` or, from a mirror region's start, for their
+ * mirror words. The loop is what a fetch costs, so it is written for
+ * throughput: the list-or-all choice made once, four loads in flight with
+ * four sums. Slot numbers stay 16-bit (the list is read by every fetch:
+ * 8 KiB at most, in cache) and are shifted here. */
+static inline __attribute__((always_inline)) uint64_t pcpu_slot_walk_sum(const void *word)
+{
+	const char *p = (const char *)word;
+	uint32_t n = __atomic_load_n(&pcpu_walk_count, __ATOMIC_ACQUIRE), i = 0;
+	uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+
+#define PCPU__WALK_WORD(slot)                                                                  \
+	((uint64_t)__atomic_load_n((const int64_t *)(p + ((size_t)(slot) << PCPU_SLOT_STRIDE_SHIFT)), \
+				   __ATOMIC_RELAXED))
+	if (pcpu_walk_all) {
+		for (; i < n; i++)
+			s0 += PCPU__WALK_WORD(i);
+		return s0;
+	}
+	const uint16_t *sl = pcpu_walk_slots, *end = pcpu_walk_slots + n;
+
+	for (; end - sl >= 4; sl += 4) {
+		s0 += PCPU__WALK_WORD(sl[0]);
+		s1 += PCPU__WALK_WORD(sl[1]);
+		s2 += PCPU__WALK_WORD(sl[2]);
+		s3 += PCPU__WALK_WORD(sl[3]);
+	}
+	for (; sl < end; sl++)
+		s0 += PCPU__WALK_WORD(*sl);
+#undef PCPU__WALK_WORD
+	return (s0 + s1) + (s2 + s3);
+}
 
 /* The k-th CPU slot of the walk, k any number (wraps): where rseq-less
  * threads' fallback adds go, spread over the walked CPU slots. */
