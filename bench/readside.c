@@ -511,6 +511,135 @@ static void rs_snapshot_round(pcpu_counter_t arr, size_t n, uint64_t *out, struc
 	}
 }
 
+/* ---- fetch of one counter ------------------------------------------------------- */
+
+/* Sums the n words at w[0..n-1], `calls` times; ns per sum into *ns, and
+ * the sums' total into *sum. The same shape as a fetch's walk (a table of
+ * where the words are, a load and an add each), without the library. */
+static void rs_sum_words(int64_t *const *w, unsigned n, uint64_t calls, double *ns, uint64_t *sum)
+{
+	uint64_t t0 = bench_ticks(), k, total = 0;
+	unsigned i;
+
+	for (k = 0; k < calls; k++) {
+		uint64_t s = 0;
+
+		for (i = 0; i < n; i++)
+			s += (uint64_t)__atomic_load_n(w[i], __ATOMIC_RELAXED);
+		total += s;
+		__asm__ volatile("" : : "r"(total));
+	}
+	*ns = (double)(bench_ticks() - t0) / bench_tsc_ghz / (double)calls;
+	*sum += total;
+}
+
+static uint64_t rs_fetch_calls(pcpu_counter_t c, uint64_t calls, double *ns)
+{
+	uint64_t t0 = bench_ticks(), k, sum = 0;
+
+	for (k = 0; k < calls; k++)
+		sum += pcpu_counter_fetch(c);
+	*ns = (double)(bench_ticks() - t0) / bench_tsc_ghz / (double)calls;
+	return sum;
+}
+
+/* What reading one counter costs, and why. A fetch loads the counter's
+ * word in each walked slot; the slots are PCPU_SLOT_STRIDE apart, so the
+ * words share their page offset, hence their L1 set (an L1 is indexed by
+ * address bits below the page size): past the L1's ways (8 or 12), a
+ * repeated fetch misses on every word. Rows, interleaved in every round:
+ * the fetch of a counter written on one slot (the others read the kernel's
+ * zero page: one physical line); of a counter written in every walked slot
+ * (every word its own line); and plain loops summing as many words
+ * PCPU_SLOT_STRIDE apart at the counter's page offset (the layout alone),
+ * and in consecutive cache lines of one array (the same loads with no two
+ * in one L1 set). */
+static void rs_fetch_one(unsigned nwalk, const unsigned *walk, const char *iname, FILE *csv,
+			 double *v)
+{
+	enum { ONE, EVERY, STRIDED, SPREAD, NROWS };
+	static const char *const what[NROWS] = {
+		"pcpu_counter_fetch, 1 counter written on 1 slot",
+		"pcpu_counter_fetch, 1 counter written in every walked slot",
+		"plain loop: as many words PCPU_SLOT_STRIDE apart (the slots' layout)",
+		"plain loop: as many words in consecutive cache lines",
+	};
+	static const char *const key[NROWS] = { "fetch", "fetch_every_slot", "words_strided",
+						"words_spread" };
+	const unsigned nr = bench_opt.rounds;
+	const uint64_t calls = 200000;
+	pcpu_counter_t one = pcpu_counter_alloc(), every = pcpu_counter_alloc();
+	size_t off = (uintptr_t)every & 4095, len = (size_t)nwalk * PCPU_SLOT_STRIDE;
+	char *strided = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	int64_t *spread = bench_xmalloc((size_t)nwalk * 64 + 64);
+	int64_t **ws = bench_xmalloc(nwalk * sizeof(*ws)), **wp = bench_xmalloc(nwalk * sizeof(*wp));
+	double *rows = bench_xmalloc((size_t)NROWS * nr * sizeof(double));
+	uint64_t sum[NROWS] = { 0 }, want[NROWS];
+	struct bench_stat st[NROWS];
+	char buf[96];
+	unsigned i, r, k;
+	struct tbl tb;
+
+	if (!one || !every)
+		bench_die("pcpu_counter_alloc failed");
+	if (strided == MAP_FAILED)
+		bench_die("mmap of %zu bytes failed", len);
+	pcpu_counter_add(one, 7);
+	for (i = 0; i < nwalk; i++) {
+		*(int64_t *)pcpu_slot_ptr(every, walk[i]) = 1;
+		ws[i] = (int64_t *)(strided + (size_t)i * PCPU_SLOT_STRIDE + off);
+		*ws[i] = 1;
+		wp[i] = spread + (size_t)i * 8;
+		*wp[i] = 1;
+	}
+	want[ONE] = 7;
+	want[EVERY] = want[STRIDED] = want[SPREAD] = nwalk;
+	for (r = 0; r < nr; r++)
+		for (k = 0; k < NROWS; k++) {
+			unsigned row = (k + r) % NROWS; /* a different one first each round */
+			double *out = &rows[(size_t)row * nr + r];
+
+			if (row == ONE)
+				sum[ONE] += rs_fetch_calls(one, calls, out);
+			else if (row == EVERY)
+				sum[EVERY] += rs_fetch_calls(every, calls, out);
+			else
+				rs_sum_words(row == STRIDED ? ws : wp, nwalk, calls, out, &sum[row]);
+		}
+	tbl_init(&tb, 5);
+	tbl_headers(&tb, "operation", "index", "ns per call", "/ consecutive lines", "exact", NULL);
+	for (k = 0; k < NROWS; k++) {
+		int exact = sum[k] == want[k] * calls * nr;
+
+		for (r = 0; r < nr; r++)
+			v[r] = rows[(size_t)k * nr + r] / rows[(size_t)SPREAD * nr + r];
+		st[k] = bench_stat_of(&rows[(size_t)k * nr], nr);
+		tbl_cell(&tb, "%s", what[k]);
+		tbl_cell(&tb, "%s (%u of %u slots walked)", iname, nwalk, pcpu_nslots());
+		tbl_cell(&tb, "%s", bench_fmt_stat(buf, sizeof(buf), st[k]));
+		tbl_cell(&tb, "%.2f×", bench_median(v, nr));
+		tbl_cell(&tb, "%s", exact ? "yes" : "**NO**");
+		if (csv)
+			fprintf(csv, "%s,%s,1,ns,%.3f,%.3f,%.3f,%d,\"\"\n", key[k], iname, st[k].med,
+				st[k].min, st[k].max, exact);
+	}
+	tbl_print(&tb);
+	printf("One counter read %llu times a row, median (min–max) of %u rounds, the rows "
+	       "interleaved; \"/ consecutive lines\": the median of the rounds' ratios to the last "
+	       "row. The %u words of a counter written everywhere share a page offset (slots are "
+	       "PCPU_SLOT_STRIDE apart), hence an L1 set: the third row is that layout with no "
+	       "library code, the last the same loads spread over %u L1 sets.\n\n",
+	       (unsigned long long)calls, nr, nwalk, nwalk);
+	pcpu_counter_free(one);
+	pcpu_counter_free(every);
+	munmap(strided, len);
+	free(spread);
+	free(ws);
+	free(wp);
+	free(rows);
+}
+
 void bench_readside(void)
 {
 	const unsigned nr = bench_opt.rounds;
@@ -537,37 +666,7 @@ void bench_readside(void)
 	nwalk = rs_walked_slots(walk, walked, sizeof(walked));
 
 	/* ---- fetch of one counter ---- */
-	tbl_init(&tb, 4);
-	tbl_headers(&tb, "operation", "index", "ns per call", "exact", NULL);
-	{
-		pcpu_counter_t c = pcpu_counter_alloc();
-		const uint64_t calls = 200000;
-		uint64_t sum = 0;
-		struct bench_stat s;
-		int exact;
-
-		if (!c)
-			bench_die("pcpu_counter_alloc failed");
-		pcpu_counter_add(c, 7);
-		for (r = 0; r < nr; r++) {
-			uint64_t t0 = bench_ticks(), k;
-
-			for (k = 0; k < calls; k++)
-				sum += pcpu_counter_fetch(c);
-			v[r] = (double)(bench_ticks() - t0) / bench_tsc_ghz / (double)calls;
-		}
-		s = bench_stat_of(v, nr);
-		exact = sum == 7 * calls * nr;
-		tbl_cell(&tb, "pcpu_counter_fetch, 1 counter");
-		tbl_cell(&tb, "%s (%u of %u slots walked)", iname, nwalk, pcpu_nslots());
-		tbl_cell(&tb, "%s", bench_fmt_stat(buf, sizeof(buf), s));
-		tbl_cell(&tb, "%s", exact ? "yes" : "**NO**");
-		if (csv)
-			fprintf(csv, "fetch,%s,1,ns,%.3f,%.3f,%.3f,%d,\"\"\n", iname, s.med, s.min,
-				s.max, exact);
-		pcpu_counter_free(c);
-	}
-	tbl_print(&tb);
+	rs_fetch_one(nwalk, walk, iname, csv, v);
 
 	/* ---- snapshots ---- */
 	printf("Snapshots: an array of n counters (pcpu_counter_alloc_array, %s index) written "
