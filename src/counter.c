@@ -148,11 +148,6 @@ uint64_t pcpu_counter_fetch_slot(pcpu_counter_t c, unsigned slot)
 	return pcpu__slot_value(c, slot, pcpu_mirror_in_use(c));
 }
 
-/* out[i] += word i at `words` summed over the walked slots, i < n (relaxed
- * loads: adders write the words meanwhile). Slot-major, so each slot's
- * words stream, four slots a pass: out[i] is loaded, added to and stored
- * once per four slots, not once per slot (a histogram's 2 x 9 words over 16
- * slots were 288 such read-modify-writes of out, now 72). */
 /* Relaxed loads: adders write the words meanwhile. */
 #define WORD(p, i) ((uint64_t)__atomic_load_n(&(p)[i], __ATOMIC_RELAXED))
 
