@@ -23,6 +23,7 @@
  * visits every slot, and there are no owned slots to claim) every slot.
  */
 #include "check.h"
+#include "present_cpus.h"
 #include <pcpu/pcpu.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -35,29 +36,11 @@ static unsigned char in_walk[8192];
 static pthread_barrier_t held, done;
 static int claimed_slot[MAX_CLAIMS];
 
+/* The walk's CPU slots: slot 0, the present CPUs, and 0 .. present - 1. */
 static void mark_present(void)
 {
-	char buf[4096], *s = buf;
-	unsigned n = 0;
-	ssize_t len;
-	int fd = open("/sys/devices/system/cpu/present", O_RDONLY);
+	unsigned n = mark_present_cpus(in_walk, sizeof(in_walk));
 
-	CHECK(fd >= 0);
-	len = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	CHECK(len > 0);
-	buf[len] = 0;
-	while (*s >= '0' && *s <= '9') {
-		unsigned a = (unsigned)strtoul(s, &s, 10), b = a;
-
-		if (*s == '-')
-			b = (unsigned)strtoul(s + 1, &s, 10);
-		for (unsigned c = a; c <= b; c++, n++)
-			if (c < sizeof(in_walk))
-				in_walk[c] = 1;
-		if (*s == ',')
-			s++;
-	}
 	in_walk[0] = 1;
 	for (unsigned c = 0; c < n && c < sizeof(in_walk); c++)
 		in_walk[c] = 1; /* mm_cid's range */

@@ -16,6 +16,7 @@
  * sees a walk of every slot.
  */
 #include "check.h"
+#include "present_cpus.h"
 #include <pcpu/pcpu.h>
 #include <fcntl.h>
 #include <string.h>
@@ -26,31 +27,10 @@ enum { N = 2048 }; /* counters: 16 kB per slot, four pages */
 
 static unsigned char in_walk[4096];
 
-/* Marks the CPUs of /sys/devices/system/cpu/present; returns how many. */
+/* Marks the present CPUs; returns how many. */
 static unsigned read_present(void)
 {
-	char buf[4096], *s = buf;
-	unsigned n = 0;
-	ssize_t len;
-	int fd = open("/sys/devices/system/cpu/present", O_RDONLY);
-
-	CHECK(fd >= 0);
-	len = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	CHECK(len > 0);
-	buf[len] = 0;
-	while (*s >= '0' && *s <= '9') {
-		unsigned a = (unsigned)strtoul(s, &s, 10), b = a;
-
-		if (*s == '-')
-			b = (unsigned)strtoul(s + 1, &s, 10);
-		for (unsigned c = a; c <= b; c++, n++)
-			if (c < sizeof(in_walk))
-				in_walk[c] = 1;
-		if (*s == ',')
-			s++;
-	}
-	return n;
+	return mark_present_cpus(in_walk, sizeof(in_walk));
 }
 
 /* Pages of [p, p + len) that are mapped. */
