@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The present CPUs, as tests that check which slots a fetch walks need
- * them: read from /sys/devices/system/cpu/present ("0-3,8,10-11"), the
- * file src/slot_walk.c reads. Test code only (CHECK fails on an unreadable
- * file).
+ * The CPU slots a fetch walks, as tests that check the walk need them:
+ * the present CPUs from /sys/devices/system/cpu/present ("0-3,8,10-11"),
+ * the file src/slot_walk.c reads, with slot 0 and 0 .. present - 1 (as
+ * pcpu_slot_walk_init() adds them). Test code only (CHECK fails on an
+ * unreadable file).
  */
 #ifndef PCPU_TEST_PRESENT_CPUS_H
 #define PCPU_TEST_PRESENT_CPUS_H
@@ -13,9 +14,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-/* Sets set[c] for every present CPU c below `size`; returns how many CPUs
- * are present (those at or above `size` counted too). */
-static inline unsigned mark_present_cpus(unsigned char *set, size_t size)
+/* Sets set[s] for every CPU slot s below `size` that a fetch walks (slot
+ * 0, every present CPU, 0 .. present - 1); returns how many CPUs are
+ * present (those at or above `size` counted too). */
+static inline unsigned mark_walked_cpu_slots(unsigned char *set, size_t size)
 {
 	char buf[4096], *s = buf;
 	unsigned n = 0;
@@ -38,6 +40,9 @@ static inline unsigned mark_present_cpus(unsigned char *set, size_t size)
 		if (*s == ',')
 			s++;
 	}
+	set[0] = 1;
+	for (unsigned c = 0; c < n && c < size; c++)
+		set[c] = 1; /* mm_cid's range */
 	return n;
 }
 

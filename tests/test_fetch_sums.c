@@ -25,26 +25,14 @@
 #include "check.h"
 #include "present_cpus.h"
 #include <pcpu/pcpu.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
-#include <unistd.h>
 
 enum { MAX_CLAIMS = 9, MAXN = 1000, SPAN = MAXN + 8 };
 
 static unsigned char in_walk[8192];
 static pthread_barrier_t held, done;
 static int claimed_slot[MAX_CLAIMS];
-
-/* The walk's CPU slots: slot 0, the present CPUs, and 0 .. present - 1. */
-static void mark_present(void)
-{
-	unsigned n = mark_present_cpus(in_walk, sizeof(in_walk));
-
-	in_walk[0] = 1;
-	for (unsigned c = 0; c < n && c < sizeof(in_walk); c++)
-		in_walk[c] = 1; /* mm_cid's range */
-}
 
 /* Claims an owned slot and holds it until every claimer has one, so the
  * claims are distinct; released at the end, they stay in the walk. */
@@ -166,7 +154,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	CHECK(pcpu_worker_max() >= MAX_CLAIMS); /* run with PCPU_OWNED_SLOTS >= 9 */
-	mark_present();
+	(void)mark_walked_cpu_slots(in_walk, sizeof(in_walk));
 	for (unsigned m = MAX_CLAIMS - 3; m <= MAX_CLAIMS; m++) {
 		claim_at_once(m);
 		checked = check_reads(m);

@@ -18,7 +18,6 @@
 #include "check.h"
 #include "present_cpus.h"
 #include <pcpu/pcpu.h>
-#include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -26,12 +25,6 @@
 enum { N = 2048 }; /* counters: 16 kB per slot, four pages */
 
 static unsigned char in_walk[4096];
-
-/* Marks the present CPUs; returns how many. */
-static unsigned read_present(void)
-{
-	return mark_present_cpus(in_walk, sizeof(in_walk));
-}
 
 /* Pages of [p, p + len) that are mapped. */
 static unsigned mapped_pages(const void *p, size_t len)
@@ -52,7 +45,8 @@ static unsigned mapped_pages(const void *p, size_t len)
 int main(int argc, char **argv)
 {
 	int expect_touched = argc > 1 && !strcmp(argv[1], "--expect-touched");
-	unsigned nslots = pcpu_nslots(), present = read_present(), absent = 0, touched = 0;
+	unsigned nslots = pcpu_nslots(), absent = 0, touched = 0;
+	unsigned present = mark_walked_cpu_slots(in_walk, sizeof(in_walk));
 	unsigned written = 0, owned_touched = 0;
 	/* Owned slots (pcpu/worker.h) follow the CPU slots; none is claimed
 	 * here, so none may be read, whatever PCPU_SLOT_WALK says. */
@@ -61,9 +55,6 @@ int main(int argc, char **argv)
 	uint64_t *out = calloc(N, sizeof(*out));
 
 	CHECK(a && out);
-	in_walk[0] = 1;
-	for (unsigned c = 0; c < present && c < sizeof(in_walk); c++)
-		in_walk[c] = 1;
 	for (size_t i = 0; i < N; i++) {
 		pcpu_counter_add(pcpu_counter_at(a, i), (int64_t)i);
 		if (i % 3 == 0)
