@@ -546,8 +546,10 @@ static uint64_t rs_fetch_calls(pcpu_counter_t c, uint64_t calls, double *ns)
 /* What reading one counter costs, and why. A fetch loads the counter's
  * word in each walked slot; the slots are PCPU_SLOT_STRIDE apart, so the
  * words share their page offset, hence their L1 set (an L1 is indexed by
- * address bits below the page size): past the L1's ways (8 or 12), a
- * repeated fetch misses on every word. Rows, interleaved in every round:
+ * address bits below 4 KiB): past the L1's ways (8 or 12) a repeated fetch
+ * can miss in L1 -- the third row against the fourth says what that costs
+ * (1.1-1.2x on a 16-core Xeon, bench/16-cores.md), the first two against
+ * the third what the library's loop adds. Rows, interleaved in every round:
  * the fetch of a counter written on one slot (the others read the kernel's
  * zero page: one physical line); of a counter written in every walked slot
  * (every word its own line); and plain loops summing as many words
