@@ -205,14 +205,20 @@ static void thread_exit(void *arg)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/* PCPU_RSEQ: 0 turns rseq off; 1, empty or unset leave it on. Anything
+ * else leaves it on (both paths are exact) and is refused. */
 static int rseq_disabled_by_environment(void)
 {
-	const char *v;
+	const char *v = getenv("PCPU_RSEQ");
+	int off = 0;
 
+	if (v && strcmp(v, "0") == 0)
+		off = 1;
+	else if (v && *v && strcmp(v, "1") != 0)
+		pcpu__environment_refuse("PCPU_RSEQ: neither 0 nor 1; rseq stays on");
 	if (!PCPU_ARCH_HAVE_RSEQ)
 		return 1; /* no critical sections on this target or in this build */
-	v = getenv("PCPU_RSEQ");
-	return v && strcmp(v, "0") == 0;
+	return off;
 }
 
 /* Busy-waits for another thread's one-time initialisation; both callers
@@ -257,7 +263,9 @@ static enum pcpu_index index_from_environment(void)
 		return PCPU_INDEX_CPU;
 	if (v && strcmp(v, "mm_cid") == 0)
 		return PCPU_INDEX_MM_CID;
-	return PCPU_INDEX_DEFAULT; /* unset or not understood: the default */
+	if (v && *v) /* not understood: the default, refused */
+		pcpu__environment_refuse("PCPU_INDEX: neither cpu nor mm_cid; the default index is used");
+	return PCPU_INDEX_DEFAULT;
 }
 
 /* Decides the area and the index field, and publishes their offsets in
@@ -328,8 +336,14 @@ static uint32_t slots_from_environment(uint32_t possible)
 	errno = 0;
 	n = strtoul(v, &end, 10);
 	/* Only raises the count: below the possible CPUs a registered index
-	 * could exceed it. Bounded so a chunk's address space stays sane. */
-	if (errno || *end || n <= possible || n > PCPU__SLOT_MAX)
+	 * could exceed it (such a number is understood, and changes
+	 * nothing). Bounded so a chunk's address space stays sane. */
+	if (errno || *end || *v < '0' || *v > '9' || n > PCPU__SLOT_MAX) {
+		pcpu__environment_refuse("PCPU_NSLOTS: not a number of slots up to 4096; "
+					 "the possible CPUs' count is used");
+		return possible;
+	}
+	if (n <= possible)
 		return possible;
 	return (uint32_t)n;
 }
@@ -353,6 +367,8 @@ static uint32_t owned_from_environment(uint32_t possible, uint32_t cpu_slots)
 		for (; *v; v++) {
 			if (*v < '0' || *v > '9' || (n = n * 10 + (unsigned long)(*v - '0')) > PCPU_OWNED_MAX) {
 				pcpu_owned_env_invalid = 1;
+				pcpu__environment_refuse("PCPU_OWNED_SLOTS: not a number 0 to 1024; no owned "
+							 "slots, pcpu_worker_claim() fails with EINVAL");
 				return 0;
 			}
 		}

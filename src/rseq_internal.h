@@ -37,6 +37,11 @@ PCPU_HIDDEN extern uint32_t pcpu_owned_slot_count; /* src/worker.c's */
  * EINVAL. Set once by pcpu_init(). */
 PCPU_HIDDEN extern int pcpu_owned_env_invalid;
 
+/* Records that a PCPU_* variable was not understood (src/environment.c):
+ * `what`, a string constant, names it and the choice made instead; the
+ * first one is pcpu_environment_error()'s answer. */
+PCPU_HIDDEN void pcpu__environment_refuse(const char *what);
+
 /* The most slots a zone has (PCPU_NSLOTS and PCPU_OWNED_SLOTS together):
  * a chunk's address space stays sane, and the slot walk's list is 16-bit. */
 #define PCPU__SLOT_MAX 4096

@@ -21,9 +21,10 @@
  * offline and online again stay in it (they are present throughout). A CPU
  * hot-added later (made present after pcpu started) is not in it: a thread
  * that then runs there writes a slot that fetches of this process do not
- * read. That is a documented limit (README, "Status"); a process that
+ * read. That is a documented limit (README, "Guarantees"); a process that
  * expects CPUs to be hot-added sets PCPU_SLOT_WALK=all, read once at
- * start-up, which walks every slot.
+ * start-up, which walks every slot; so does a value not understood
+ * (refused: pcpu_environment_error()).
  */
 #include "slot_walk.h"
 
@@ -90,8 +91,16 @@ void pcpu_slot_walk_init(uint32_t nslots)
 	const char *env = getenv("PCPU_SLOT_WALK");
 	ssize_t len = -1;
 	uint32_t present = 0, n = 0;
-	int fd;
+	int fd, every = env && !strcmp(env, "all");
 
+	/* "present" (or empty, or unset): the list below. A value not
+	 * understood walks every slot -- slower, never short of a slot (a
+	 * process that asked for "all" against a hot-added CPU must not get
+	 * the list by a typo) -- and is refused. */
+	if (!every && env && *env && strcmp(env, "present") != 0) {
+		every = 1;
+		pcpu__environment_refuse("PCPU_SLOT_WALK: neither all nor present; every slot is walked");
+	}
 	if (nslots >= SLOT_MAX) {
 		/* No room for owned slots (pcpu_init() gives none). */
 		pcpu_walk_all = 1;
@@ -100,7 +109,7 @@ void pcpu_slot_walk_init(uint32_t nslots)
 		return;
 	}
 	memset(set, 0, nslots);
-	if (!(env && !strcmp(env, "all"))) {
+	if (!every) {
 		fd = open("/sys/devices/system/cpu/present", O_RDONLY | O_CLOEXEC);
 		if (fd >= 0) {
 			len = read(fd, buf, sizeof(buf) - 1);

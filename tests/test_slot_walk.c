@@ -54,6 +54,14 @@ int main(int argc, char **argv)
 	pcpu_counter_t a = pcpu_counter_alloc_array(N);
 	uint64_t *out = calloc(N, sizeof(*out));
 
+	const char *walk = getenv("PCPU_SLOT_WALK"), *refused = pcpu_environment_error();
+
+	/* A value other than all or present is refused, and walks every slot
+	 * (ctest slot_walk_unknown, with --expect-touched). */
+	if (walk && *walk && strcmp(walk, "all") != 0 && strcmp(walk, "present") != 0)
+		CHECK(refused && !strncmp(refused, "PCPU_SLOT_WALK:", 15));
+	else
+		CHECK(refused == NULL);
 	CHECK(a && out);
 	for (size_t i = 0; i < N; i++) {
 		pcpu_counter_add(pcpu_counter_at(a, i), (int64_t)i);

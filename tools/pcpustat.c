@@ -27,6 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <pcpu/rseq.h> /* pcpu_environment_error() */
+
 #include "pcpustat.h"
 #include "si.h"
 
@@ -825,6 +827,10 @@ int main(int argc, char **argv)
 	/* getopt's messages name argv[0]: the same prefix as ours, whatever
 	 * path the tool was started by. */
 	argv[0] = (char *)"pcpustat";
+	/* The library never prints: a PCPU_* variable it refused (set in this
+	 * shell, so likely for the programs watched too) is said here. */
+	if (pcpu_environment_error())
+		fprintf(stderr, "pcpustat: warning: %s\n", pcpu_environment_error());
 	memset(&o, 0, sizeof o);
 	o.interval = 1;
 	o.filter = filter_new();

@@ -175,6 +175,24 @@ PCPU_API int pcpu_rseq_has_mm_cid(void);
  */
 PCPU_API unsigned pcpu_nslots(void);
 
+/**
+ * Whether the library understood its environment variables: NULL when
+ * every PCPU_* variable it read (PCPU_RSEQ, PCPU_INDEX, PCPU_NSLOTS,
+ * PCPU_OWNED_SLOTS, PCPU_SLOT_WALK; unset or empty counts as understood)
+ * held a value it knows; else a constant string naming the first that did
+ * not and what the library did instead, e.g. "PCPU_SLOT_WALK: neither all
+ * nor present; every slot is walked". The library never prints: a program
+ * or tool that wants the typo reported calls this at start-up and says it
+ * (pcpustat does). What is done instead is always exact: PCPU_RSEQ and
+ * PCPU_INDEX keep their defaults, PCPU_NSLOTS the possible CPUs' count,
+ * PCPU_OWNED_SLOTS gives no owned slots (claims fail with EINVAL), and
+ * PCPU_SLOT_WALK walks every slot (slower fetches, no slot missed).
+ * Initialises pcpu if needed (the variables are read once per process).
+ * Thread-safe; async-signal-safe once initialised. Cost: a load once
+ * initialised.
+ */
+PCPU_API const char *pcpu_environment_error(void);
+
 /* Slow path of every rseq fast path: initialises pcpu and registers the
  * calling thread if needed. Returns 0 if the caller may retry rseq, -1 if
  * this thread must use the fallback path. Async-signal-safe. */

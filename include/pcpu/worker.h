@@ -45,7 +45,8 @@
  * default. Any other value (1025, -1, abc, 3x) is refused, never replaced
  * by the default: the process then has no owned slots
  * (pcpu_worker_max() is 0) and every claim fails with EINVAL, which is how
- * the program learns of it (the library prints nothing). A claim when
+ * the program learns of it (the library prints nothing;
+ * pcpu_environment_error() names the variable). A claim when
  * every owned slot is held fails with EBUSY. Either way the thread goes on
  * with ordinary adds: an `_owned` update with no claim (the zero
  * pcpu_worker_t) is the ordinary update.

@@ -66,6 +66,7 @@
  */
 #define PCPU_TEST_INJECT 1
 #include "../check.h"
+#include "../present_cpus.h" /* read_cpu_list() */
 #include "../seccomp_deny.h"
 #include <pcpu/pcpu.h>
 #include <pcpu/counter9.h>
@@ -1256,27 +1257,6 @@ static void run_modes(int argc, char **argv, int at)
 
 /* ---- main --------------------------------------------------------------------- */
 
-static unsigned count_cpus(const char *file)
-{
-	char buf[256], *s;
-	unsigned n = 0;
-
-	if (read_file(file, buf, sizeof(buf)) != 0)
-		return 0;
-	for (s = buf; *s;) {
-		unsigned a = (unsigned)strtoul(s, &s, 10), b = a;
-
-		if (*s == '-')
-			b = (unsigned)strtoul(s + 1, &s, 10);
-		n += b - a + 1;
-		if (*s == ',')
-			s++;
-		else
-			break;
-	}
-	return n;
-}
-
 int main(int argc, char **argv)
 {
 	unsigned long min_adds = 20000000, min_aborts = 1000, tree_adds = 0, tree_aborts = 0;
@@ -1376,8 +1356,8 @@ int main(int argc, char **argv)
 	}
 	expect_mode = !strcmp(mode, "seccomp") ? "fallback" : mode;
 	CHECK(uname(&un) == 0);
-	present = count_cpus("/sys/devices/system/cpu/present");
-	possible = count_cpus("/sys/devices/system/cpu/possible");
+	present = read_cpu_list("/sys/devices/system/cpu/present", NULL, 0);
+	possible = read_cpu_list("/sys/devices/system/cpu/possible", NULL, 0);
 	if (do_footprint || !strncmp(mode, "footprint", 9))
 		footprint(un.release, present, possible, mode, spec);
 	if (tree) {

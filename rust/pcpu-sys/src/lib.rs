@@ -249,6 +249,7 @@ extern "C" {
     pub fn pcpu_rseq_error() -> c_int;
     pub fn pcpu_rseq_has_mm_cid() -> c_int;
     pub fn pcpu_nslots() -> c_uint;
+    pub fn pcpu_environment_error() -> *const c_char;
     pub fn pcpu_version() -> c_uint;
     pub fn pcpu_version_string() -> *const c_char;
     /// The inline hot path's layout number the library was built for.

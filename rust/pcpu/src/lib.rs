@@ -199,6 +199,28 @@ pub fn nslots() -> u32 {
     unsafe { sys::pcpu_nslots() }
 }
 
+/// The first `PCPU_*` environment variable the C library read and did not
+/// understand, with what it did instead (`pcpu_environment_error(3)`), or
+/// `None`. The library never prints and always takes an exact choice (a
+/// refused `PCPU_SLOT_WALK` walks every slot); a program that wants the
+/// typo reported calls this at start-up. Thread-safe. Cost: a load once
+/// initialised.
+///
+/// ```
+/// if let Some(refused) = pcpu::environment_error() {
+///     eprintln!("warning: {refused}");
+/// }
+/// ```
+pub fn environment_error() -> Option<&'static str> {
+    // SAFETY: no arguments; NULL or a static NUL-terminated string.
+    let p = unsafe { sys::pcpu_environment_error() };
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: p is not NULL and points at a string constant.
+    unsafe { CStr::from_ptr(p) }.to_str().ok()
+}
+
 /// The C library's version, "MAJOR.MINOR.PATCH". Thread-safe. Cost: a load.
 ///
 /// ```
