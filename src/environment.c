@@ -7,11 +7,10 @@
  * pcpu_init()). A library may neither print nor exit, so a value it does
  * not understand cannot be complained about where it is read; each reader
  * takes the safe choice its comment names and records the refusal here,
- * and pcpu_environment_error() (pcpu/rseq.h) hands the first one to the
- * program or tool, whose business messages are.
+ * and pcpu_environment_error() (src/rseq.c, once pcpu_init() read every
+ * variable) hands the first one to the program or tool, whose business
+ * messages are. A leaf: the readers call it, it calls none of them.
  */
-#include <pcpu/rseq.h>
-
 #include "rseq_internal.h"
 
 /* The first refusal: a string constant, set once (compare-and-swap from
@@ -26,8 +25,7 @@ void pcpu__environment_refuse(const char *what)
 				    __ATOMIC_RELAXED);
 }
 
-const char *pcpu_environment_error(void)
+const char *pcpu__environment_first_refusal(void)
 {
-	pcpu_init(); /* every variable is read by then */
 	return __atomic_load_n(&first_refusal, __ATOMIC_ACQUIRE);
 }

@@ -325,6 +325,10 @@ __attribute__((constructor(101))) static void pcpu_load_init(void)
 	globals_init();
 }
 
+/* The bounds, as the refusals below spell them. */
+#define DECIMAL_(n) #n
+#define DECIMAL(n) DECIMAL_(n)
+
 static uint32_t slots_from_environment(uint32_t possible)
 {
 	const char *v = getenv("PCPU_NSLOTS");
@@ -339,8 +343,8 @@ static uint32_t slots_from_environment(uint32_t possible)
 	 * could exceed it (such a number is understood, and changes
 	 * nothing). Bounded so a chunk's address space stays sane. */
 	if (errno || *end || *v < '0' || *v > '9' || n > PCPU__SLOT_MAX) {
-		pcpu__environment_refuse("PCPU_NSLOTS: not a number of slots up to 4096; "
-					 "the possible CPUs' count is used");
+		pcpu__environment_refuse("PCPU_NSLOTS: not a number of slots up to " DECIMAL(PCPU__SLOT_MAX)
+					 "; the possible CPUs' count is used");
 		return possible;
 	}
 	if (n <= possible)
@@ -367,8 +371,8 @@ static uint32_t owned_from_environment(uint32_t possible, uint32_t cpu_slots)
 		for (; *v; v++) {
 			if (*v < '0' || *v > '9' || (n = n * 10 + (unsigned long)(*v - '0')) > PCPU_OWNED_MAX) {
 				pcpu_owned_env_invalid = 1;
-				pcpu__environment_refuse("PCPU_OWNED_SLOTS: not a number 0 to 1024; no owned "
-							 "slots, pcpu_worker_claim() fails with EINVAL");
+				pcpu__environment_refuse("PCPU_OWNED_SLOTS: not a number 0 to " DECIMAL(PCPU_OWNED_MAX)
+							 "; no owned slots, pcpu_worker_claim() fails with EINVAL");
 				return 0;
 			}
 		}
@@ -397,6 +401,12 @@ void pcpu_init(void)
 	pcpu_slot_walk_init(cpu_slots);
 	__atomic_store_n(&pcpu_slot_count, cpu_slots + owned, __ATOMIC_RELEASE);
 	once_end(&init_state);
+}
+
+const char *pcpu_environment_error(void)
+{
+	pcpu_init(); /* every variable is read by then */
+	return pcpu__environment_first_refusal();
 }
 
 /* Registers pcpu's own area for the calling thread. Signals are blocked so a

@@ -41,6 +41,8 @@ PCPU_HIDDEN extern int pcpu_owned_env_invalid;
  * `what`, a string constant, names it and the choice made instead; the
  * first one is pcpu_environment_error()'s answer. */
 PCPU_HIDDEN void pcpu__environment_refuse(const char *what);
+/* The first refusal recorded so far, or NULL. */
+PCPU_HIDDEN const char *pcpu__environment_first_refusal(void);
 
 /* The most slots a zone has (PCPU_NSLOTS and PCPU_OWNED_SLOTS together):
  * a chunk's address space stays sane, and the slot walk's list is 16-bit. */
