@@ -29,16 +29,20 @@ if [ "$1" = --check ]; then
     local path=$1; shift
     code=$(curl -sS -o "$tmp/body" -D "$tmp/hdr" -w '%{http_code}' "$@" "$base$path" 2> "$tmp/curl.err") || code=000
   }
-  # Polls until PATH answers 200 (the server is up): up to 120 s.
+  # wait_up PATH CODE [curl arguments]: polls until PATH answers CODE, up
+  # to 120 s. Not just any answer: the samples start serving in Exposer's
+  # constructor and register their endpoints and authentication after it,
+  # so a scrape in between gets 404, or 200 where 401 is due (one clean
+  # clone's run failed there: "/metricsA answered 404").
   wait_up() {
-    local i
+    local path=$1 want=$2 i; shift 2
     for i in $(seq 1 600); do
       kill -0 $pid 2>/dev/null || { cat "$tmp/out"; fail "$name exited"; }
-      get "$@"
-      [ "$code" != 000 ] && return 0
+      get "$path" "$@"
+      [ "$code" = "$want" ] && return 0
       sleep 0.2
     done
-    fail "$name: no answer on $base$1: $(cat "$tmp/curl.err")"
+    fail "$name: $base$path answered $code, never $want: $(cat "$tmp/curl.err")"
   }
   # value NAME_AND_LABELS: the sample's value in $tmp/body.
   value() { awk -v k="$1" '$1 == k { print $2 }' "$tmp/body"; }
@@ -62,8 +66,7 @@ if [ "$1" = --check ]; then
   }
   case $name in
     sample_server)
-      wait_up /metrics
-      [ "$code" = 200 ] || fail "/metrics answered $code"
+      wait_up /metrics 200
       # The endpoint's own counter: the scrapes before this one, exactly.
       n=0
       for i in 1 2 3; do get /metrics; n=$((n + 1)); done
@@ -100,8 +103,7 @@ if [ "$1" = --check ]; then
       echo "  gzip, 404 and 405 ok"
       ;;
     sample_server_multi)
-      wait_up /metricsA
-      [ "$code" = 200 ] || fail "/metricsA answered $code"
+      wait_up /metricsA 200
       key_a='time_running_seconds_total{another_label="bar",yet_another_label="baz"}'
       key_b='other_time_running_seconds_total{another_label="not_bar",yet_another_label="not_baz"}'
       a=$(wait_value /metricsA "$key_a" 2)
@@ -118,8 +120,7 @@ if [ "$1" = --check ]; then
       get /metricsA; grep -q '^exposer_scrapes_total [1-9]' "$tmp/body" || fail "A's own scrape counter"
       ;;
     sample_server_auth)
-      wait_up /metrics
-      [ "$code" = 401 ] || fail "/metrics without credentials answered $code, not 401"
+      wait_up /metrics 401
       grep -qi '^WWW-Authenticate: Basic realm="Some Auth Realm"' "$tmp/hdr" ||
         fail "401 without WWW-Authenticate: $(cat "$tmp/hdr")"
       echo "  401 with WWW-Authenticate without credentials"
