@@ -822,6 +822,7 @@ int main(int argc, char **argv)
 {
 	struct opts o;
 	pcpu_reader_t *r;
+	const char *refused;
 	int rc, i;
 
 	/* getopt's messages name argv[0]: the same prefix as ours, whatever
@@ -829,8 +830,9 @@ int main(int argc, char **argv)
 	argv[0] = (char *)"pcpustat";
 	/* The library never prints: a PCPU_* variable it refused (set in this
 	 * shell, so likely for the programs watched too) is said here. */
-	if (pcpu_environment_error())
-		fprintf(stderr, "pcpustat: warning: %s\n", pcpu_environment_error());
+	refused = pcpu_environment_error();
+	if (refused)
+		fprintf(stderr, "pcpustat: warning: %s\n", refused);
 	memset(&o, 0, sizeof o);
 	o.interval = 1;
 	o.filter = filter_new();
