@@ -89,8 +89,9 @@ enum {
 	 * new series' registration waits for one being made). Each process
 	 * looks up (pcpu_registry_find(), pcpu_family_lookup()) what it
 	 * registered or inherited; registering finds what others made. Needs
-	 * CPU-number slots (`PCPU_INDEX=cpu` in the environment; EINVAL
-	 * otherwise: mm_cid is per process). What a shared registry does not
+	 * CPU-number slots (pcpu_configure() with PCPU_INDEX_CPU first
+	 * thing in the publisher, or `PCPU_INDEX=cpu` in its environment;
+	 * EINVAL otherwise: mm_cid is per process). What a shared registry does not
 	 * do -- removals, callbacks, registered structs, owned slots,
 	 * processes not forked from the publisher -- and what it costs:
 	 * README.md, "Pre-fork servers"; pcpu_segment_publish(3). */
