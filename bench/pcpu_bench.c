@@ -41,13 +41,16 @@ static const struct {
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: pcpu_bench [--quick | --full] [options]\n"
+		"usage: pcpu_bench [--demo | --quick | --full] [options]\n"
 		"\n"
 		"Reproduces the seeds' counter comparisons with pcpu beside them; prints a\n"
 		"markdown table per comparison and the targets with PASS/MISS.\n"
 		"\n"
 		"modes (set every default below; options given as well override them):\n"
-		"  --quick            about 15 s on a 2-CPU machine (the README's demonstration)\n"
+		"  --demo             a few seconds: one counter incremented by every thread, kept\n"
+		"                     by pcpu and by the usual alternatives, and a verdict (what\n"
+		"                     scripts/demo.sh shows)\n"
+		"  --quick            about 20 s on a 2-CPU machine: every section, few rounds\n"
 		"  --full             a few minutes: more rounds, longer runs, 10^8 adds per thread\n"
 		"                     (neither: in between)\n"
 		"options:\n"
@@ -90,7 +93,20 @@ static void set_mode(const char *mode)
 			bench_opt.threads[bench_opt.nthreads++] = list[i];
 	bench_opt.max_snapshot = 1000000;
 	bench_opt.dp_work = 1000;
-	if (strcmp(mode, "quick") == 0) {
+	if (strcmp(mode, "demo") == 0) {
+		/* 1, n and 2n threads: one CPU, all of them, and more threads
+		 * than CPUs (preempted adds); 5 variants x 3 counts x 9 rounds
+		 * of 20 ms. */
+		bench_opt.nthreads = n > 1 ? 3 : 2;
+		bench_opt.threads[0] = 1;
+		bench_opt.threads[1] = n > 1 ? n : 2;
+		bench_opt.threads[2] = 2 * n;
+		bench_opt.rounds = 9;
+		bench_opt.duration_ms = 20;
+		bench_opt.iterations = 2000000;
+		bench_opt.getcpu_calls = 1000000;
+		bench_opt.mem_passes = 2;
+	} else if (strcmp(mode, "quick") == 0) {
 		bench_opt.rounds = 3;
 		bench_opt.duration_ms = 10;
 		bench_opt.iterations = 2000000;
@@ -161,10 +177,11 @@ static unsigned parse_sections(const char *s)
 
 static void parse_options(int argc, char **argv)
 {
-	enum { O_QUICK = 1, O_FULL, O_THREADS, O_DURATION, O_ITER, O_ROUNDS, O_CSV, O_ONLY, O_HELP,
+	enum { O_QUICK = 1, O_FULL, O_DEMO, O_THREADS, O_DURATION, O_ITER, O_ROUNDS, O_CSV, O_ONLY, O_HELP,
 	       O_NO_READER, O_ONE_INDEX, O_INCR_CHILD, O_MEMORY_CHILD, O_MEM_PASSES, O_DP_WORK,
 	       O_PAIR_ROUNDS };
 	static const struct option longopts[] = {
+		{ "demo", no_argument, NULL, O_DEMO },
 		{ "quick", no_argument, NULL, O_QUICK },
 		{ "full", no_argument, NULL, O_FULL },
 		{ "threads", required_argument, NULL, O_THREADS },
@@ -191,6 +208,8 @@ static void parse_options(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		if (c == O_QUICK)
 			set_mode("quick");
+		else if (c == O_DEMO)
+			set_mode("demo");
 		else if (c == O_FULL)
 			set_mode("full");
 		else if (c == O_HELP) {
@@ -318,6 +337,23 @@ static void describe_machine(void)
 		       load[0], load[1], load[2]);
 	printf("- threads %s; %u rounds; %u ms per timed run; thesis K = %" PRIu64 "\n\n", list,
 	       bench_opt.rounds, bench_opt.duration_ms, bench_opt.iterations);
+}
+
+/* The demonstration's header: what a newcomer needs to read its table. */
+static void describe_demo(void)
+{
+	char model[256];
+	struct utsname u;
+
+	cpu_model(model, sizeof(model));
+	uname(&u);
+	printf("# pcpu demonstration\n\n");
+	printf("- machine: %s, %u CPUs online, Linux %s\n", model, bench_ncpu, u.release);
+	printf("- pcpu %d.%d.%d, rseq mode \"%s\"%s\n\n", PCPU_VERSION_MAJOR, PCPU_VERSION_MINOR,
+	       PCPU_VERSION_PATCH, pcpu_rseq_mode_name(pcpu_rseq_mode()),
+	       pcpu_rseq_mode() == PCPU_RSEQ_FALLBACK ?
+	       " (the kernel refused rseq: pcpu adds with its atomic fallback, exact but slower)" :
+	       " (restartable sequences: an add is a plain add on the current CPU's copy)");
 }
 
 /* ---- targets -------------------------------------------------------------------- */
@@ -599,6 +635,12 @@ int main(int argc, char **argv)
 		/* The second process of incr: its tables, then its figures. */
 		bench_incr();
 		write_fd3(&bench_targets.incr[0], sizeof(bench_targets.incr[0]));
+		return 0;
+	}
+	if (strcmp(bench_opt.mode, "demo") == 0) {
+		describe_demo();
+		bench_machine_usage(&all);
+		bench_demo();
 		return 0;
 	}
 	describe_machine();

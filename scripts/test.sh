@@ -40,6 +40,11 @@ scale=${PCPU_TEST_TIMEOUT_SCALE:-1}
 start=$SECONDS
 
 bash scripts/install-deps.sh || { echo "test.sh: installing dependencies failed"; exit 1; }
+# The tests' Python packages are in the virtual environment install-deps.sh
+# made: its python3 first on PATH for every step (ctest, cargo, go), and
+# CMake's PCPU_PYTHON3 (also for a build folder configured before).
+venv=${XDG_CACHE_HOME:-$HOME/.cache}/pcpu-venv
+export PATH="$venv/bin:$PATH"
 
 jobs=$(nproc)
 total_pass=0 total_fail=0 failed_configs=()
@@ -47,7 +52,8 @@ total_pass=0 total_fail=0 failed_configs=()
 run_config() { # name, build dir, cmake args...
   local name=$1 dir=$2; shift 2
   echo "=== $name: configure + build ($dir)"
-  if ! cmake -S . -B "$dir" -G Ninja "$@" -DPCPU_TEST_TIMEOUT_SCALE="$scale" >"$dir.configure.log" 2>&1; then
+  if ! cmake -S . -B "$dir" -G Ninja "$@" -DPCPU_TEST_TIMEOUT_SCALE="$scale" -DPCPU_PYTHON3="$venv/bin/python3" \
+       >"$dir.configure.log" 2>&1; then
     cat "$dir.configure.log"; failed_configs+=("$name (configure)"); total_fail=$((total_fail+1)); return
   fi
   if ! cmake --build "$dir" -j "$jobs" >"$dir.build.log" 2>&1; then
@@ -75,7 +81,10 @@ run_config() { # name, build dir, cmake args...
 # measured by bench/, never asserted in tests.
 # PCPU_PROTOBUF=ON: install-deps.sh installed protobuf-c, so a build that
 # could not find it must fail here rather than quietly drop the protobuf tests.
-run_config plain build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCPU_PROTOBUF=ON
+# The tests, benchmarks and examples on, explicitly: scripts/demo.sh
+# configures build/ without the tests (it installs only what it shows).
+run_config plain build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCPU_PROTOBUF=ON \
+  -DPCPU_BUILD_TESTS=ON -DPCPU_BUILD_BENCH=ON -DPCPU_BUILD_EXAMPLES=ON
 # count_cargo_log NAME LOG RC: adds the passed and failed counts of LOG's
 # `test result:` lines to the totals; a cargo that failed (RC) with no
 # failed test (a build error) counts as one failure.

@@ -31,7 +31,7 @@ set -euo pipefail
 src=$(cd "$1" && pwd)
 fail() { echo "deb_test: $*" >&2; exit 1; }
 command -v dpkg >/dev/null || { echo "deb_test: not a Debian system (no dpkg): skipped"; exit 77; }
-python=${PCPU_TEST_PYTHON:-python3}
+python=python3
 for t in dpkg-buildpackage dh lintian pkg-config cmake ninja man "$python"; do
   command -v "$t" >/dev/null || fail "$t not found: run scripts/install-deps.sh"
 done
