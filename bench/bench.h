@@ -163,6 +163,9 @@ struct bench_incr_targets {
 	/* medians over rounds of per-round ratios, per thread count (NAN: none) */
 	double vs_ideal[BENCH_MAX_LIST];    /* pcpu add / ideal rseq add, same index field */
 	double vs_private[BENCH_MAX_LIST];  /* pcpu add / thread-private `+=` */
+	double ideal_vs_private[BENCH_MAX_LIST]; /* ideal rseq add / thread-private `+=` */
+	unsigned pcpu_runs, pcpu_inexact;   /* pcpu_counter_add's runs, and those not exact */
+	double racy_lost_max;               /* the racy `+=`'s worst run, % of its increments */
 	double owned_vs_private[BENCH_MAX_LIST]; /* owned add / thread-private `+=` */
 	double fb_vs_lock[BENCH_MAX_LIST];  /* pcpu_counter_add_atomic / bare per-slot lock add */
 	double fb_flat;                     /* worst fallback(T) / fallback(1 thread) */

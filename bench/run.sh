@@ -124,6 +124,7 @@ if [ -z "$out" ]; then
 else
   mkdir -p "$out"
 fi
+rm -f "$out/verdict.md" "$out/stats.txt" # pcpu_bench writes a verdict only when it has targets
 
 # The markdown report goes to the terminal and to report.md. pcpu_bench's
 # stderr goes to progress.log, so that its progress lines ("progress: ...")
@@ -150,7 +151,7 @@ esac
   echo "## 5. Statistics layer (pcpu_bench_stats ${stats_args[*]})"
   echo
   echo '```'
-  "$bench_stats" "${stats_args[@]}"
+  "$bench_stats" "${stats_args[@]}" | tee "$out/stats.txt"
   echo '```'
 } | tee -a "$out/report.md"
 
@@ -161,3 +162,15 @@ else
        "(scripts/install-deps.sh installs it, in ~/.cache/pcpu-venv)" >&2
 fi
 echo "run.sh: results in $out" >&2
+
+# The verdict last: pcpu_bench's (verdict.md), and the statistics program's
+# targets in one line each.
+if [ -f "$out/verdict.md" ]; then
+  {
+    echo
+    cat "$out/verdict.md"
+    sed -n 's/^    \(group add2 <= 2x two counter adds\): \([0-9.]*x\) *\(PASS\|MISS\)$/- Statistics: \1: \2, \3./p
+            s/^    \(histogram record <= [0-9.]*x the hand-written record on the same layout\) (.*): \([0-9.]*x\) ([0-9.-]*) *\(PASS\|MISS\)$/- Statistics: \1: \2, \3./p' \
+      "$out/stats.txt"
+  } | tee -a "$out/report.md"
+fi
