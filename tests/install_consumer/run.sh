@@ -216,6 +216,13 @@ done
 other=$(ls -d "$core"/include/pcpu/stats.h "$core"/include/pcpu/*.hpp "$core"/include/pcpu-prometheus \
   "$core"/lib/libpcpu-* "$core"/lib/cmake/pcpu/pcpu-* "$core"/lib/pkgconfig/pcpu-stats.pc 2>/dev/null || true)
 [ -z "$other" ] || fail "components pcpu and pcpu-dev install another library's files: $other"
+# Every header pcpu-dev installs compiles with pcpu-dev alone: a header of
+# the statistics layer left off PCPU_STATS_PUBLIC_HEADERS (CMakeLists.txt)
+# would include one that is not there.
+for h in "$core"/include/pcpu/*.h; do
+  echo "#include <pcpu/$(basename "$h")>" | cc -x c -fsyntax-only -Wall -Werror -I"$core/include" - \
+    || fail "pcpu/$(basename "$h") does not compile with the pcpu-dev component alone"
+done
 cmake --install "$build" --prefix "$work/unspecified" --component Unspecified >/dev/null
 [ -z "$(find "$work/unspecified" -type f 2>/dev/null)" ] \
   || fail "files installed without a component: $(find "$work/unspecified" -type f)"
