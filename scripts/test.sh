@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # pcpu's whole test suite, as CI runs it (.ci/run calls exactly this):
-#   1. installs what the tests need (scripts/install-deps.sh),
+#   1. installs what the tests need (scripts/install-deps.sh; the tests'
+#      Python packages into the virtual environment ~/.cache/pcpu-venv,
+#      whose python3 every step below runs),
 #   2. plain build (RelWithDebInfo): every test, the stress test in all three
 #      rseq modes and under valgrind, fuzzers, Prometheus checks,
 #   3. AddressSanitizer + UndefinedBehaviorSanitizer build: every test,
