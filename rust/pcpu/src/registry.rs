@@ -20,7 +20,7 @@ fn cstring(s: &str) -> Result<CString> {
     CString::new(s).map_err(|_| Error::Nul)
 }
 
-fn stats_error() -> Error {
+pub(crate) fn stats_error() -> Error {
     // SAFETY: a thread-local message, NUL-terminated.
     last_error(unsafe { sys::pcpu_stats_error() })
 }
