@@ -178,6 +178,25 @@ macro_rules! histogram_ops {
             unsafe { pcpu_sys::pcpu_histogram_nbuckets(self.raw.as_ptr()) }
         }
 
+        /// The smallest and largest value bucket `b` holds (inclusive; the
+        /// first explicit bucket starts at `i64::MIN`, the +Inf bucket ends
+        /// at `i64::MAX`), or None if `b` is out of range. Thread-safe.
+        /// Cost: a few arithmetic operations or loads.
+        ///
+        /// ```
+        /// let h = pcpu::Histogram::new(&pcpu::HistogramLayout::explicit(&[10, 100]))?;
+        /// assert_eq!(h.bucket_range(1), Some((11, 100)));
+        /// assert_eq!(h.bucket_range(2), Some((101, i64::MAX)));
+        /// assert_eq!(h.bucket_range(3), None);
+        /// # Ok::<(), pcpu::Error>(())
+        /// ```
+        pub fn bucket_range(&self, b: usize) -> Option<(i64, i64)> {
+            let (mut lo, mut hi) = (0i64, 0i64);
+            // SAFETY: a live histogram; the library checks b.
+            let rc = unsafe { pcpu_sys::pcpu_histogram_bucket_range(self.raw.as_ptr(), b, &mut lo, &mut hi) };
+            (rc == 0).then_some((lo, hi))
+        }
+
         /// Per-bucket counts, the total count and the sum of observations.
         /// Thread-safe. Cost: a read of each used slot's buckets.
         ///

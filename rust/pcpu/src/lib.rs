@@ -28,8 +28,10 @@
 //! a layout it was not written for.
 //!
 //! Features: `metrics` (a `metrics` crate recorder, `pcpu::metrics::Recorder`
-//! when enabled), `prometheus-client` (`EncodeMetric` for [`Counter`] and
-//! [`Gauge`]), `system` (link the installed C library through pkg-config
+//! when enabled: lock-free on the macros' path, names sanitised as
+//! metrics-exporter-prometheus does, native histograms by default),
+//! `prometheus-client` (`EncodeMetric` for [`Counter`], [`Gauge`] and
+//! [`Histogram`], prometheus-client 0.23 to 0.26), `system` (link the installed C library through pkg-config
 //! instead of compiling it; a program linked so also carries the ELF
 //! version need `PCPU_LAYOUT_<n>`, so the dynamic linker refuses a library
 //! of another layout before this crate's own check runs), `stable-tier`
@@ -51,8 +53,8 @@ pub mod metrics;
 #[cfg(feature = "prometheus-client")]
 pub mod prometheus_client;
 
-pub use histogram::{Histogram, HistogramLayout};
 pub(crate) use histogram::histogram_ops;
+pub use histogram::{Histogram, HistogramLayout};
 pub use registry::{
     CounterFamily, Format, GaugeFamily, HistogramFamily, Registry, Segment, SeriesCounter, SeriesGauge,
     SeriesHistogram, Snapshot,
