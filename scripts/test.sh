@@ -12,6 +12,8 @@
 #      and the metrics / prometheus-client integrations included, in the
 #      plain configuration (their own cc build of the C library), with the
 #      plain build's pcpustat reading a Rust program (about 50 s from clean),
+#      then the crates as crates.io users get them (run_rust_package:
+#      fmt, publish --dry-run, a program against the .crate files),
 #      then the pcpu crate's tests under Miri (run_miri, about 30 s),
 #   5. the emulated machines (scripts/vm/run-all.sh, not under ctest):
 #      aarch64, ARMv7, riscv64 and a 16-CPU x86-64 with 256 possible CPUs
@@ -113,6 +115,25 @@ run_rust() {
   count_cargo_log rust "$log" "${PIPESTATUS[0]}"
 }
 run_rust
+
+# The Rust crates as crates.io users get them (rust/package-check.sh):
+# cargo fmt --check, cargo publish --dry-run of pcpu-sys and pcpu (each
+# built from its package alone), and a program outside the repository
+# built and run against the unpacked .crate files with the newest and the
+# oldest prometheus-client pcpu takes. Each of the four checks counts as
+# one test. About 50 s once its cache (~/.cache/pcpu-rust-package) is warm.
+run_rust_package() {
+  echo "=== rust package (rust/package-check.sh: fmt, publish --dry-run, a program against the .crate files)"
+  local log=build-rust-package.log pass fail rc
+  bash rust/package-check.sh >"$log" 2>&1
+  rc=$?
+  grep -E '^--- (PASS|FAIL)|^error' "$log"
+  pass=$(grep -c '^--- PASS' "$log"); fail=$(grep -c '^--- FAIL' "$log")
+  if [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ]; then fail=1; tail -40 "$log"; fi
+  total_pass=$((total_pass+pass)); total_fail=$((total_fail+fail))
+  [ "$fail" -eq 0 ] || failed_configs+=("rust package")
+}
+run_rust_package
 
 # Miri: the pcpu crate's tests under the interpreter, which checks the
 # Rust side (references, lifetimes, pointer provenance and arithmetic,

@@ -1,9 +1,10 @@
 //! Builds or finds the C library pcpu-sys binds.
 //!
-//! Default: compiles the C library with the `cc` crate, from the
-//! repository's tree when the crate sits in it (`rust/pcpu-sys` of a pcpu
-//! checkout: `../../src`, `../../include`), else from `csrc/`, the copy a
-//! packaged crate carries (`copy-csrc.sh` makes it before `cargo package`).
+//! Default: compiles the C library with the `cc` crate, from `csrc/`: in
+//! a pcpu checkout, symbolic links to the repository's `src/`, `include/`
+//! and `CMakeLists.txt` (committed); in the packaged crate, the files
+//! themselves (`cargo package` follows the links), so the crate builds
+//! alone with no step before packaging.
 //! The sources are globbed, not listed: core = `src/*.c` (libpcpu),
 //! statistics = `src/stats/*.c` and `src/segment/*.c` (libpcpu-stats),
 //! without the optional protobuf writer (`PCPU_HAVE_PROTOBUF` undefined,
@@ -44,24 +45,21 @@ fn system() {
     unreachable!("the `system` feature brings the pkg-config dependency");
 }
 
-/// The C tree: `$PCPU_SYS_CSRC` if set, the repository around the crate,
-/// or the crate's own copy.
+/// The C tree: `$PCPU_SYS_CSRC` if set, else the crate's `csrc/`.
 fn c_tree(manifest: &Path) -> PathBuf {
     if let Some(dir) = env::var_os("PCPU_SYS_CSRC") {
         return PathBuf::from(dir);
     }
-    let repo = manifest.join("../..");
-    if repo.join("src/rseq.c").is_file() && repo.join("include/pcpu/version.h.in").is_file() {
-        return repo;
+    let csrc = manifest.join("csrc");
+    if !csrc.join("src/rseq.c").is_file() {
+        panic!(
+            "pcpu-sys: no C sources in {}: in a pcpu checkout its entries are symbolic links to the \
+             repository's src/, include/ and CMakeLists.txt (a checkout without symbolic links \
+             cannot build it; PCPU_SYS_CSRC=/path/to/pcpu names a tree)",
+            csrc.display()
+        );
     }
-    let copy = manifest.join("csrc");
-    if copy.join("src/rseq.c").is_file() {
-        return copy;
-    }
-    panic!(
-        "pcpu-sys: no C sources: neither the repository ({}) nor csrc/ (run copy-csrc.sh)",
-        repo.display()
-    );
+    csrc
 }
 
 /// The value of `key` in CMakeLists.txt: `project(pcpu VERSION x.y.z` or
@@ -100,8 +98,8 @@ fn bundled() {
     let layout = cmake_value(&cmake, "set(PCPU_LAYOUT ", ')');
     let parts: Vec<&str> = version.split('.').collect();
     assert_eq!(parts.len(), 3, "pcpu-sys: version {version} is not MAJOR.MINOR.PATCH");
-    let template = fs::read_to_string(root.join("include/pcpu/version.h.in"))
-        .expect("pcpu-sys: include/pcpu/version.h.in");
+    let template =
+        fs::read_to_string(root.join("include/pcpu/version.h.in")).expect("pcpu-sys: include/pcpu/version.h.in");
     let header = template
         .replace("@PROJECT_VERSION_MAJOR@", parts[0])
         .replace("@PROJECT_VERSION_MINOR@", parts[1])
@@ -109,10 +107,16 @@ fn bundled() {
         .replace("@PROJECT_VERSION@", &version)
         .replace("@PCPU_LAYOUT@", &layout);
     // Any `@NAME@` left is a placeholder added to the template since.
-    let left = header.split('@').skip(1).step_by(2).find(|w| {
-        !w.is_empty() && w.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
-    });
-    assert!(left.is_none(), "pcpu-sys: version.h.in has a placeholder build.rs does not fill: @{}@", left.unwrap_or(""));
+    let left = header
+        .split('@')
+        .skip(1)
+        .step_by(2)
+        .find(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'));
+    assert!(
+        left.is_none(),
+        "pcpu-sys: version.h.in has a placeholder build.rs does not fill: @{}@",
+        left.unwrap_or("")
+    );
     let gen = out.join("include/pcpu");
     fs::create_dir_all(&gen).unwrap();
     fs::write(gen.join("version.h"), header).unwrap();
@@ -156,6 +160,7 @@ fn bundled() {
 /// compiled (not linked) with the same compiler the library is.
 fn assembler_retains(out: &Path) -> bool {
     let probe = out.join("retain_probe.c");
-    fs::write(&probe, "__asm__(\".pushsection pcpu_retain_probe, \\\"awR\\\"\\n\\t.long 0\\n\\t.popsection\");\n").unwrap();
+    fs::write(&probe, "__asm__(\".pushsection pcpu_retain_probe, \\\"awR\\\"\\n\\t.long 0\\n\\t.popsection\");\n")
+        .unwrap();
     cc::Build::new().file(&probe).cargo_metadata(false).try_compile("pcpu_retain_probe").is_ok()
 }
