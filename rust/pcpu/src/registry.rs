@@ -151,7 +151,8 @@ impl Registry {
         let values: Vec<&str> = labels.iter().map(|l| l.1).collect();
         let (n, v) = (CStrings::new(&names)?, CStrings::new(&values)?);
         // SAFETY: arrays of labels.len() strings.
-        let rc = unsafe { sys::pcpu_registry_const_labels(self.raw.as_ptr(), labels.len() as u32, n.as_ptr(), v.as_ptr()) };
+        let rc =
+            unsafe { sys::pcpu_registry_const_labels(self.raw.as_ptr(), labels.len() as u32, n.as_ptr(), v.as_ptr()) };
         if rc != 0 {
             return Err(stats_error());
         }

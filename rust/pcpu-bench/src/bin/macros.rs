@@ -92,7 +92,9 @@ fn calls(work: Work, iters: u64, seed: u64, kept: &metrics::Counter) -> u64 {
             continue;
         }
         match pick {
-            0..=3 => counter!("http_requests_total", "method" => METHODS[a % 4], "status" => STATUS[b % 3]).increment(1),
+            0..=3 => {
+                counter!("http_requests_total", "method" => METHODS[a % 4], "status" => STATUS[b % 3]).increment(1)
+            }
             4 => counter!("bytes_sent_total").increment(1),
             _ => counter!("cache_lookups_total", "cache" => CACHES[a % 3], "result" => "hit").increment(1),
         }
@@ -104,7 +106,13 @@ fn calls(work: Work, iters: u64, seed: u64, kept: &metrics::Counter) -> u64 {
 /// One round: `threads` threads at once, each making `iters` calls with
 /// `rec` as its recorder; the wall time from their release to the last
 /// one's end, and the counter increments made.
-fn round<R: Recorder + Sync>(rec: &R, kept: &metrics::Counter, work: Work, threads: usize, iters: u64) -> (Duration, u64) {
+fn round<R: Recorder + Sync>(
+    rec: &R,
+    kept: &metrics::Counter,
+    work: Work,
+    threads: usize,
+    iters: u64,
+) -> (Duration, u64) {
     let barrier = Barrier::new(threads + 1);
     let (start, joins) = std::thread::scope(|s| {
         let joins: Vec<_> = (0..threads)

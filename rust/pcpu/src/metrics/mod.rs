@@ -178,7 +178,9 @@ impl Buckets {
         let l = match self {
             Buckets::Native { schema, classic_per_octave, classic_min } => {
                 if !classic_min.is_finite() || *classic_min < 0.0 {
-                    return Err(invalid(format!("pcpu::metrics: classic_min {classic_min} is not a finite value >= 0")));
+                    return Err(invalid(format!(
+                        "pcpu::metrics: classic_min {classic_min} is not a finite value >= 0"
+                    )));
                 }
                 HistogramLayout::exponential(*schema, series::SCALE)
                     .export(*classic_per_octave, series::to_recorded(*classic_min))
@@ -447,7 +449,8 @@ impl ::metrics::Recorder for Recorder {
     #[inline]
     fn register_counter(&self, key: &Key, _metadata: &Metadata<'_>) -> Counter {
         // SAFETY (wrap): p is a counter series of self.reg.
-        let s = self.series(&self.counters, Kind::Counter, key, |p| unsafe { CounterH::new(p.cast(), self.reg.clone()) });
+        let s =
+            self.series(&self.counters, Kind::Counter, key, |p| unsafe { CounterH::new(p.cast(), self.reg.clone()) });
         match s.and_then(Series::handle) {
             Some(h) => Counter::from_arc(h),
             None => Counter::noop(),

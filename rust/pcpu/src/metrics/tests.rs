@@ -151,7 +151,10 @@ fn refusals_are_counted() {
 fn histogram_buckets() {
     let rec = Recorder::builder()
         .histograms_for(Matcher::Suffix("_seconds".into()), Buckets::Classic(vec![0.005, 0.01, 0.25, 1.0]))
-        .histograms_for(Matcher::Full("coarse".into()), Buckets::Native { schema: 0, classic_per_octave: 1, classic_min: 1.0 })
+        .histograms_for(
+            Matcher::Full("coarse".into()),
+            Buckets::Native { schema: 0, classic_per_octave: 1, classic_min: 1.0 },
+        )
         .build()
         .unwrap();
     with_local_recorder(&rec, || {
