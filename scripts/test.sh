@@ -143,8 +143,9 @@ run_rust_package
 # it; it cannot see memory the C library allocated, fork or run signal
 # handlers: the tests that need those say so and are ignored there
 # (rust/pcpu/tests/exact.rs, pcpustat.rs; loop_insns.rs, machine code, is
-# left out). Without the metrics and prometheus-client features: their
-# one test reads text the C library allocated. About 30 s from clean.
+# left out). With the metrics feature (its lock-free table and recorder;
+# the tests that read the exposition are ignored there), without
+# prometheus-client (its one test reads the exposition). About 60 s.
 run_miri() {
   echo "=== miri (cargo +nightly miri test -p pcpu, stable tier, the plain build's libraries natively)"
   local log=build-miri.log
@@ -153,7 +154,7 @@ run_miri() {
     failed_configs+=("miri (not installed)"); total_fail=$((total_fail+1)); return
   fi
   (cd rust && MIRIFLAGS="-Zmiri-disable-isolation -Zmiri-native-lib=$PWD/../build/libpcpu.so.1 -Zmiri-native-lib=$PWD/../build/libpcpu-stats.so.1" \
-    cargo +nightly miri test --no-fail-fast -p pcpu --features stable-tier --lib --tests) \
+    cargo +nightly miri test --no-fail-fast -p pcpu --features stable-tier,metrics --lib --tests) \
     2>&1 | tee "$log"
   count_cargo_log miri "$log" "${PIPESTATUS[0]}"
 }

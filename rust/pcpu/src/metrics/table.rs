@@ -221,18 +221,22 @@ mod tests {
         let t: Table<u64, u64> = Table::new();
         let made = AtomicUsize::new(0);
         let (threads, keys) = if cfg!(miri) { (3, 60u64) } else { (4, 20_000u64) };
+        let start = std::sync::Barrier::new(threads);
         std::thread::scope(|s| {
-            for th in 0..threads {
-                let (t, made) = (&t, &made);
+            for _ in 0..threads {
+                let (t, made, start) = (&t, &made, &start);
                 s.spawn(move || {
-                    for i in 0..keys {
-                        // Each thread walks the keys from another start.
-                        let k = (i + th * keys / threads) % keys;
+                    start.wait();
+                    // Every thread walks the keys in the same order, so
+                    // they race for each absent key.
+                    for k in 0..keys {
                         let v = t.get_or_try_insert_with(
                             k.wrapping_mul(0x2545_F491_4F6C_DD1D),
                             |&x| x == k,
                             || {
                                 made.fetch_add(1, Ordering::Relaxed);
+                                // Let the others miss the key meanwhile.
+                                std::thread::yield_now();
                                 Some((k, k * 3))
                             },
                         );
