@@ -7,8 +7,8 @@
 #              (pcpu-sys carries the C sources through csrc/'s links) and
 #              builds each from its package alone;
 #   program    a small program outside the repository, depending on
-#              pcpu = "=VERSION" with the metrics and prometheus-client
-#              features and on the newest prometheus-client, with the two
+#              pcpu = "=VERSION" with the metrics, prometheus-client and
+#              protobuf features and on the newest prometheus-client, with the two
 #              crates patched to the unpacked .crate files: built and run
 #              (it checks the exposition it gets);
 #   program-prometheus-client-0.23   the same program with the oldest
@@ -31,19 +31,31 @@ check() { # NAME COMMAND...: runs it, prints its verdict
 check fmt bash -c "cd '$here' && cargo fmt --all --check"
 
 # --allow-dirty: the check is of the working tree, committed or not.
-check publish bash -c "cd '$here' && cargo publish --dry-run --allow-dirty -p pcpu-sys -p pcpu"
+# Afresh each time: cargo verifies pcpu against pcpu-sys from a temporary
+# registry, and takes a registry crate of one version as never changing
+# (its unpacked copy in $CARGO_HOME/registry/src/-*/ and its build), so
+# a pcpu-sys changed since the last run would be verified stale.
+publish() {
+  rm -rf "$cache/publish-target" "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/pcpu-sys-"$version" \
+    "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/pcpu-"$version" || return 1
+  (
+    cd "$here" && export CARGO_TARGET_DIR="$cache/publish-target" &&
+      cargo publish --dry-run --allow-dirty -p pcpu-sys -p pcpu &&
+      # The same packages where cargo package leaves them (the dry run
+      # keeps its own out of sight), for the program below.
+      cargo package -q --no-verify --allow-dirty -p pcpu-sys -p pcpu
+  )
+}
+check publish publish
 
-# The .crate files the dry run verified, packaged again where cargo
-# package puts them (the dry run keeps its own in a private directory):
-# --no-verify, as that run built them.
+# The .crate files the dry run verified.
 unpack() {
   local crate
-  (cd "$here" && cargo package -q --no-verify --allow-dirty -p pcpu-sys -p pcpu) || return 1
   # Afresh, so that a file the package lost is not found from a run
   # before; tar keeps the files' times, so cargo rebuilds only what changed.
   rm -rf "$cache/crates" && mkdir -p "$cache/crates" || return 1
   for crate in pcpu-sys pcpu; do
-    tar -xzf "$here/target/package/$crate-$version.crate" -C "$cache/crates" || return 1
+    tar -xzf "$cache/publish-target/package/$crate-$version.crate" -C "$cache/crates" || return 1
   done
 }
 
@@ -61,7 +73,7 @@ edition = "2021"
 publish = false
 
 [dependencies]
-pcpu = { version = "=$version", features = ["metrics", "prometheus-client"] }
+pcpu = { version = "=$version", features = ["metrics", "prometheus-client", "protobuf"] }
 metrics = "0.24"
 prometheus-client = "$1"
 
@@ -102,6 +114,9 @@ fn main() {
     assert!(out.contains("jobs_total 3\n"), "{out}");
     assert!(out.contains("sizes_bucket{le=\"100.0\"} 1\n"), "{out}");
     assert!(out.contains("sizes_bucket{le=\"+Inf\"} 1\n"), "{out}");
+    // The protobuf writer, built from the packaged metrics.proto.
+    assert!(pcpu::Format::Protobuf.supported());
+    assert!(!rec.registry().write_bytes(pcpu::Format::Protobuf).unwrap().is_empty());
     println!("pcpu-package-check: ok ({})", pcpu::library_version());
 }
 EOF

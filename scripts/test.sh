@@ -105,13 +105,13 @@ count_cargo_log() {
 # PCPU_PCPUSTAT is set whether or not the plain build made pcpustat, so
 # the segment test fails rather than skips when it is missing.
 run_rust() {
-  echo "=== rust (cargo test -p pcpu-sys -p pcpu, with the metrics and prometheus-client integrations)"
+  echo "=== rust (cargo test -p pcpu-sys -p pcpu, with the metrics, prometheus-client and protobuf features)"
   local log=build-rust.log
   if ! command -v cargo >/dev/null; then
     echo "test.sh: cargo not found"; failed_configs+=("rust (no cargo)"); total_fail=$((total_fail+1)); return
   fi
   (cd rust && PCPU_PCPUSTAT="$PWD/../build/tools/pcpustat" cargo test --locked --no-fail-fast -p pcpu-sys -p pcpu \
-    --features pcpu/metrics,pcpu/prometheus-client) 2>&1 | tee "$log"
+    --features pcpu/metrics,pcpu/prometheus-client,pcpu/protobuf) 2>&1 | tee "$log"
   count_cargo_log rust "$log" "${PIPESTATUS[0]}"
 }
 run_rust
@@ -121,7 +121,7 @@ run_rust
 # built from its package alone), and a program outside the repository
 # built and run against the unpacked .crate files with the newest and the
 # oldest prometheus-client pcpu takes. Each of the four checks counts as
-# one test. About 50 s once its cache (~/.cache/pcpu-rust-package) is warm.
+# one test. About 70 s once its cache (~/.cache/pcpu-rust-package) is warm.
 run_rust_package() {
   echo "=== rust package (rust/package-check.sh: fmt, publish --dry-run, a program against the .crate files)"
   local log=build-rust-package.log pass fail rc

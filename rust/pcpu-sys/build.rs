@@ -12,6 +12,10 @@
 //! `include/pcpu/version.h.in` with the version and layout numbers read
 //! from `CMakeLists.txt`, their one source, as CMake's configure_file() does.
 //!
+//! Feature `protobuf`: also compiles the Prometheus protobuf writer
+//! (`PCPU_FORMAT_PROTOBUF`: native histograms), with protoc-c and
+//! protobuf-c, as CMake does where they are installed.
+//!
 //! Feature `system`: links the installed libraries found by pkg-config
 //! (`pcpu-stats`, which brings `pcpu`; or `pcpu` alone where the statistics
 //! layer is still part of it) and compiles nothing.
@@ -123,11 +127,19 @@ fn bundled() {
 
     let mut files = c_files(&root.join("src"), &[]);
     // expose_protobuf.c needs protobuf-c's generated code: left out, as
-    // CMake leaves it out without protobuf-c.
+    // CMake leaves it out without protobuf-c, unless the feature asks.
     files.extend(c_files(&root.join("src/stats"), &["expose_protobuf.c"]));
     files.extend(c_files(&root.join("src/segment"), &[]));
 
     let mut build = cc::Build::new();
+    // The protobuf-c link lines, printed after the library's: a static
+    // libpcpu that needs libprotobuf-c must come first on the link line.
+    let mut link_after = Vec::new();
+    if env::var_os("CARGO_FEATURE_PROTOBUF").is_some() {
+        let (more, links) = protobuf(&root, &out, &mut build);
+        files.extend(more);
+        link_after = links;
+    }
     // rustc links with --gc-sections, which drops the rseq debugger lists
     // nothing refers to: keep them (include/pcpu/arch/common.h) where the
     // assembler knows the retain flag, and say so in pcpu_sys::RETAIN_LISTS
@@ -147,12 +159,70 @@ fn bundled() {
         .flag("-fvisibility=hidden")
         .flag_if_supported("-Wno-unused-parameter")
         .compile("pcpu");
+    for l in link_after {
+        println!("{l}");
+    }
     println!("cargo:rustc-link-lib=m");
     println!("cargo:include={}", root.join("include").display());
     println!("cargo:gen_include={}", out.join("include").display());
     // For tests that compile C against the same headers (pcpu's loop test).
     println!("cargo:rustc-env=PCPU_SYS_GENERATED_INCLUDE={}", out.join("include").display());
     println!("cargo:layout={layout}");
+}
+
+/// Feature `protobuf`: the Prometheus protobuf writer, as CMake builds it
+/// (src/stats/sources.cmake): protoc-c generates the C code of
+/// src/stats/proto/metrics.proto into OUT_DIR, and the library links
+/// protobuf-c (pkg-config `libprotobuf-c`).
+/// Needs protoc-c (`$PROTOC_C`, else on the PATH), protobuf-c's headers and
+/// protobuf-c.proto, and google/protobuf/descriptor.proto (Debian:
+/// protobuf-c-compiler, libprotobuf-c-dev, libprotobuf-dev); the include
+/// directory of the .proto files is `$PCPU_SYS_PROTO_INCLUDE`, else
+/// pkg-config's, else /usr/include. Returns the C files to add and the link
+/// lines to print after the library's.
+#[cfg(feature = "protobuf")]
+fn protobuf(root: &Path, out: &Path, build: &mut cc::Build) -> (Vec<PathBuf>, Vec<String>) {
+    println!("cargo:rerun-if-env-changed=PROTOC_C");
+    println!("cargo:rerun-if-env-changed=PCPU_SYS_PROTO_INCLUDE");
+    let lib = pkg_config::Config::new().cargo_metadata(false).probe("libprotobuf-c").unwrap_or_else(|e| {
+        panic!("pcpu-sys (feature `protobuf`): pkg-config found no libprotobuf-c (Debian libprotobuf-c-dev): {e}")
+    });
+    let include = env::var_os("PCPU_SYS_PROTO_INCLUDE")
+        .map(PathBuf::from)
+        .or_else(|| pkg_config::get_variable("libprotobuf-c", "includedir").ok().map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("/usr/include"));
+    let protoc = env::var_os("PROTOC_C").unwrap_or_else(|| "protoc-c".into());
+    let gen = out.join("proto");
+    fs::create_dir_all(&gen).unwrap();
+    let status = std::process::Command::new(&protoc)
+        .arg(format!("--c_out={}", gen.display()))
+        .arg(format!("--proto_path={}", root.join("src/stats/proto").display()))
+        .arg(format!("--proto_path={}", include.display()))
+        .arg("metrics.proto")
+        .status()
+        .unwrap_or_else(|e| {
+            panic!("pcpu-sys (feature `protobuf`): cannot run {protoc:?} (Debian protobuf-c-compiler): {e}")
+        });
+    assert!(
+        status.success(),
+        "pcpu-sys (feature `protobuf`): {protoc:?} failed on metrics.proto ({status}); it needs \
+         protobuf-c/protobuf-c.proto and google/protobuf/descriptor.proto under {} (Debian \
+         libprotobuf-c-dev, libprotobuf-dev; PCPU_SYS_PROTO_INCLUDE names another directory)",
+        include.display()
+    );
+    build.define("PCPU_HAVE_PROTOBUF", None).include(&gen);
+    for i in &lib.include_paths {
+        build.include(i);
+    }
+    let mut links: Vec<String> =
+        lib.link_paths.iter().map(|p| format!("cargo:rustc-link-search=native={}", p.display())).collect();
+    links.extend(lib.libs.iter().map(|l| format!("cargo:rustc-link-lib={l}")));
+    (vec![root.join("src/stats/expose_protobuf.c"), gen.join("metrics.pb-c.c")], links)
+}
+
+#[cfg(not(feature = "protobuf"))]
+fn protobuf(_: &Path, _: &Path, _: &mut cc::Build) -> (Vec<PathBuf>, Vec<String>) {
+    unreachable!("the `protobuf` feature brings the pkg-config dependency");
 }
 
 /// Whether the target's assembler accepts the `R` (SHF_GNU_RETAIN) section

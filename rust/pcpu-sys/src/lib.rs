@@ -376,6 +376,7 @@ extern "C" {
     ) -> c_int;
     pub fn pcpu_format_content_type(fmt: pcpu_format) -> *const c_char;
     pub fn pcpu_format_supported(fmt: pcpu_format) -> c_int;
+    pub fn pcpu_format_negotiate(accept: *const c_char) -> pcpu_format;
     pub fn pcpu_metric_type_name(type_: pcpu_metric_type) -> *const c_char;
     pub fn pcpu_stats_check_metric_name(name: *const c_char) -> c_int;
     pub fn pcpu_stats_check_label_name(name: *const c_char) -> c_int;

@@ -31,7 +31,9 @@
 //! when enabled: lock-free on the macros' path, names sanitised as
 //! metrics-exporter-prometheus does, native histograms by default),
 //! `prometheus-client` (`EncodeMetric` for [`Counter`], [`Gauge`] and
-//! [`Histogram`], prometheus-client 0.23 to 0.26), `system` (link the installed C library through pkg-config
+//! [`Histogram`], prometheus-client 0.23 to 0.26), `protobuf` (the C
+//! library's Prometheus protobuf writer, [`Format::Protobuf`]: native
+//! histograms; needs protoc-c and protobuf-c), `system` (link the installed C library through pkg-config
 //! instead of compiling it; a program linked so also carries the ELF
 //! version need `PCPU_LAYOUT_<n>`, so the dynamic linker refuses a library
 //! of another layout before this crate's own check runs), `stable-tier`

@@ -65,9 +65,12 @@
 //! By default a histogram has native (exponential) buckets of schema 3:
 //! eight per power of two, each at most 9.05% wide, over every value from
 //! 10^-9 to 9.22e9. A scraper that takes the protobuf exposition gets
-//! them as a Prometheus native histogram (pcpu's exporter, `pcpustat
-//! serve`, negotiates it for a published registry, as does any server
-//! built with the C library's protobuf writer). The text formats write a
+//! them as a Prometheus native histogram: pcpu's exporter (`pcpustat
+//! serve`) negotiates it for a published registry, and a program that
+//! serves its own `/metrics` answers with
+//! `registry().write_bytes(Format::negotiate(accept))` (the protobuf
+//! writer is there with the crate's feature `protobuf`, or an installed
+//! library built with protobuf-c). The text formats write a
 //! classic set: one `le` per power of two from 2^-9 (0.00195, the first
 //! at or above 0.001; smaller values count there) to 2^33 (8.6e9): 43
 //! buckets and +Inf, the same for every unit a histogram records

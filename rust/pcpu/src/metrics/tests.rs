@@ -286,3 +286,126 @@ fn refused_and_made_once() {
     assert_eq!(rec.gauges.len(), 1);
     assert_eq!(rec.refused(), 1);
 }
+
+/// Protobuf wire format, as far as the test needs it: the fields of one
+/// message, (number, varint or bytes).
+#[cfg(feature = "protobuf")]
+mod wire {
+    pub enum Value<'a> {
+        Varint(u64),
+        Bytes(&'a [u8]),
+        Fixed64,
+    }
+
+    fn varint(b: &[u8], i: &mut usize) -> u64 {
+        let (mut v, mut shift) = (0u64, 0);
+        loop {
+            let x = b[*i];
+            *i += 1;
+            v |= u64::from(x & 0x7f) << shift;
+            if x & 0x80 == 0 {
+                return v;
+            }
+            shift += 7;
+        }
+    }
+
+    pub fn fields(b: &[u8]) -> Vec<(u64, Value<'_>)> {
+        let (mut i, mut out) = (0, Vec::new());
+        while i < b.len() {
+            let key = varint(b, &mut i);
+            let v = match key & 7 {
+                0 => Value::Varint(varint(b, &mut i)),
+                1 => {
+                    i += 8;
+                    Value::Fixed64
+                }
+                2 => {
+                    let n = varint(b, &mut i) as usize;
+                    i += n;
+                    Value::Bytes(&b[i - n..i])
+                }
+                t => panic!("wire type {t}"),
+            };
+            out.push((key >> 3, v));
+        }
+        out
+    }
+
+    /// The length-delimited messages of a stream.
+    pub fn delimited(b: &[u8]) -> Vec<&[u8]> {
+        let (mut i, mut out) = (0, Vec::new());
+        while i < b.len() {
+            let n = varint(b, &mut i) as usize;
+            out.push(&b[i..i + n]);
+            i += n;
+        }
+        out
+    }
+
+    pub fn bytes<'a>(f: &[(u64, Value<'a>)], n: u64) -> Vec<&'a [u8]> {
+        f.iter().filter_map(|(k, v)| if let (true, Value::Bytes(b)) = (*k == n, v) { Some(*b) } else { None }).collect()
+    }
+
+    pub fn varints(f: &[(u64, Value<'_>)], n: u64) -> Vec<u64> {
+        f.iter()
+            .filter_map(|(k, v)| if let (true, Value::Varint(x)) = (*k == n, v) { Some(*x) } else { None })
+            .collect()
+    }
+}
+
+/// A default histogram is a Prometheus native histogram in the protobuf
+/// exposition (schema 3, positive spans), where the library writes it
+/// (the feature `protobuf`); classic buckets stay beside it.
+#[test]
+#[cfg(feature = "protobuf")]
+#[cfg_attr(miri, ignore = "reads text the C library allocated, which Miri cannot see")]
+fn native_histograms_in_protobuf() {
+    let rec = Recorder::builder()
+        .histograms_for(Matcher::Full("classic".into()), Buckets::Classic(vec![1.0, 2.0]))
+        .build()
+        .unwrap();
+    with_local_recorder(&rec, || {
+        histogram!("payload").record(1500.0);
+        histogram!("payload").record(0.5);
+        histogram!("classic").record(1.5);
+    });
+    assert!(crate::Format::Protobuf.supported());
+    let accept = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited";
+    assert_eq!(crate::Format::negotiate(Some(accept)), crate::Format::Protobuf);
+    let body = rec.registry().write_bytes(crate::Format::Protobuf).unwrap();
+    let mut seen = 0;
+    for fam in wire::delimited(&body) {
+        let f = wire::fields(fam);
+        let name = String::from_utf8(wire::bytes(&f, 1)[0].to_vec()).unwrap();
+        let metric = wire::fields(wire::bytes(&f, 4)[0]);
+        let h = wire::fields(wire::bytes(&metric, 7)[0]);
+        let count = if name == "classic" { 1 } else { 2 };
+        assert_eq!(wire::varints(&h, 1), vec![count], "{name}: sample count");
+        let schema = wire::varints(&h, 5);
+        let spans = wire::bytes(&h, 12);
+        match name.as_str() {
+            // sint32 3, zigzag: 6.
+            "payload" => assert!(schema == vec![6] && !spans.is_empty(), "payload: schema {schema:?}"),
+            "classic" => assert!(schema.is_empty() && spans.is_empty(), "classic: schema {schema:?}"),
+            other => panic!("family {other}"),
+        }
+        // Classic buckets in both.
+        assert!(!wire::bytes(&h, 3).is_empty(), "{name}: classic buckets");
+        seen += 1;
+    }
+    assert_eq!(seen, 2);
+    // The text formats refuse to write it as a String (binary).
+    assert!(rec.registry().write(crate::Format::Protobuf).is_err());
+}
+
+/// Without the protobuf writer, the format is refused, not written wrong.
+#[test]
+#[cfg(not(feature = "protobuf"))]
+fn protobuf_refused_without_the_writer() {
+    let rec = Recorder::new().unwrap();
+    assert!(!crate::Format::Protobuf.supported());
+    let accept = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited";
+    assert_eq!(crate::Format::negotiate(Some(accept)), crate::Format::Prometheus);
+    assert!(rec.registry().write_bytes(crate::Format::Protobuf).is_err());
+}
