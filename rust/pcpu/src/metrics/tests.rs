@@ -272,6 +272,13 @@ fn values_cover_f64() {
     }
 }
 
+/// What `metrics::set_global_recorder` requires.
+#[test]
+fn recorder_is_send_sync() {
+    fn ok<T: ::metrics::Recorder + Send + Sync + 'static>() {}
+    ok::<Recorder>();
+}
+
 /// The recorder's structures without the exposition: Miri runs this one.
 #[test]
 fn refused_and_made_once() {
