@@ -266,8 +266,9 @@ unsafe impl Sync for Histogram {}
 impl Histogram {
     /// A new, empty histogram of `layout`.
     ///
-    /// Errors: [`Error::Layout`]; [`Error::Sys`] with EINVAL (a bad layout)
-    /// or ENOMEM. Thread-safe. Cost: a counter array allocation.
+    /// Errors: [`Error::Layout`](crate::Error::Layout);
+    /// [`Error::Sys`](crate::Error::Sys) with EINVAL (a bad layout) or
+    /// ENOMEM. Thread-safe. Cost: a counter array allocation.
     ///
     /// ```
     /// assert!(pcpu::Histogram::new(&pcpu::HistogramLayout::explicit(&[3, 2])).is_err());
