@@ -78,7 +78,7 @@ LAYERS = [
     ("zone", 1, [
         "include/pcpu/zone.h",
         "include/pcpu/common.h",        # compatibility: defs, rseq, version, zone
-        "src/zone.c", "src/zone_shared.c", "src/zone_tree.c", "src/zone_*.h",
+        "src/zone.c", "src/zone_shared.c", "src/zone_tree.c", "src/zone_join.c", "src/zone_*.h",
     ]),
     ("counter", 2, [
         "include/pcpu/counter.h", "include/pcpu/counter9.h", "include/pcpu/compat/*",
@@ -133,7 +133,8 @@ LAYERS = [
         "src/segment/dirs.c", "src/segment/safe_open.c", "src/segment/liveness.c",
     ]),
     ("segment.writer", 10, ["include/pcpu/segment.h", "src/segment/writer.*",
-                            "src/segment/directory.c", "src/segment/tree.c"]),
+                            "src/segment/directory.c", "src/segment/tree.c",
+                            "src/segment/join.c"]),
     ("segment.reader", 10, ["include/pcpu/reader.h", "src/segment/reader*"]),
     ("umbrella", 11, ["include/pcpu/pcpu.h"]),  # the whole API, for programs
     ("cxx", 12, ["include/pcpu/pcpu.hpp", "include/pcpu/stats.hpp"]),  # the C++ API
