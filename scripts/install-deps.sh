@@ -152,6 +152,17 @@ have g++       || need_apt+=(g++)
 # started by each test on a port of its own, never as a service).
 have prometheus-pushgateway || need_apt+=(prometheus-pushgateway)
 
+# nginx's pcpu module (integrations/nginx, issue 52): nginx, the server its
+# tests run; nginx-dev, the packaged nginx's module build system
+# (/usr/share/nginx/src with its configure flags) and dh_nginx for the
+# libnginx-mod-http-pcpu package; wrk, the load of the exactness test and
+# of bench/nginx_bench.py; chromium, the status page's headless test (with
+# a screenshot). Debian packages only: no browser or tool is downloaded.
+have nginx     || [ -x /usr/sbin/nginx ] || need_apt+=(nginx)
+[ -e /usr/share/nginx/src/configure ] || need_apt+=(nginx-dev)
+have wrk       || need_apt+=(wrk)
+have chromium  || need_apt+=(chromium)
+
 install_apt
 
 # A decimal-comma locale for the locale-independence tests (test_format,

@@ -190,6 +190,24 @@ char *ngx_http_pcpu_filter_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *c
 		return NGX_CONF_ERROR;
 	ngx_memzero(f, sizeof(*f));
 	f->def = def;
+	f->index = NGX_ERROR;
+	if (value[2].len > 1 && value[2].data[0] == '$') {
+		/* One variable, the common case: read where nginx keeps it
+		 * (no copy, no allocation per request). */
+		ngx_str_t var = {value[2].len - 1, value[2].data + 1};
+
+		for (i = 0; i < var.len; i++)
+			if (!((var.data[i] >= 'a' && var.data[i] <= 'z') ||
+			      (var.data[i] >= 'A' && var.data[i] <= 'Z') ||
+			      (var.data[i] >= '0' && var.data[i] <= '9') || var.data[i] == '_'))
+				break;
+		if (i == var.len) {
+			f->index = ngx_http_get_variable_index(cf, &var);
+			if (f->index == NGX_ERROR)
+				return NGX_CONF_ERROR;
+			return NGX_CONF_OK;
+		}
+	}
 	ngx_memzero(&ccv, sizeof(ccv));
 	ccv.cf = cf;
 	ccv.value = &value[2];
@@ -327,7 +345,7 @@ static void seed(ngx_cycle_t *cycle, ngx_http_pcpu_main_conf_t *pmcf)
 			for (i = 0; i < pmcf->defs.nelts; i++)
 				if (ngx_strcmp(defs[i]->cname, v[0]) == 0 && defs[i]->admission)
 					n += admit_locked(zone_ctx->shpool, defs[i]->admission, &key,
-							  ngx_crc32_short(key.data, key.len));
+							  ngx_hash_key(key.data, key.len));
 		}
 	}
 	zone_ctx->sh->seeded = 1;
@@ -352,7 +370,7 @@ ngx_int_t ngx_http_pcpu_filter_init(ngx_cycle_t *cycle, ngx_http_pcpu_main_conf_
 		return NGX_OK;
 	ngx_shmtx_lock(&zone_ctx->shpool->mutex);
 	for (i = 0; i < pmcf->defs.nelts; i++) {
-		hash = ngx_crc32_short(defs[i]->name.data, defs[i]->name.len);
+		hash = ngx_hash_key(defs[i]->name.data, defs[i]->name.len);
 		a = (ngx_http_pcpu_admission_t *)ngx_str_rbtree_lookup(&zone_ctx->sh->filters,
 								       &defs[i]->name, hash);
 		if (a == NULL) {
@@ -419,7 +437,7 @@ static filter_key_t *key_new(ngx_http_pcpu_filter_def_t *def, ngx_str_t *label, 
 
 static filter_key_t *key_get(ngx_http_request_t *r, ngx_http_pcpu_filter_def_t *def, ngx_str_t *label)
 {
-	uint32_t hash = ngx_crc32_short(label->data, label->len);
+	uint32_t hash = ngx_hash_key(label->data, label->len);
 	ngx_str_node_t *n;
 	filter_key_t *k;
 
@@ -453,19 +471,49 @@ static filter_key_t *key_get(ngx_http_request_t *r, ngx_http_pcpu_filter_def_t *
 	return k;
 }
 
+/* The key of a raw value: the process's last one for this filter when the
+ * value is the same (a comparison, nothing else), else the label made of
+ * it and its key, then remembered. */
+static filter_key_t *key_of(ngx_http_request_t *r, ngx_http_pcpu_filter_def_t *def, ngx_str_t *raw)
+{
+	ngx_str_t label;
+	filter_key_t *k;
+
+	if (def->last && raw->len == def->last_len && ngx_memcmp(raw->data, def->last_raw, raw->len) == 0)
+		return def->last;
+	if (ngx_http_pcpu_label(r->pool, raw, &label) != NGX_OK)
+		return NULL;
+	k = key_get(r, def, &label);
+	if (def->last_raw == NULL)
+		def->last_raw = ngx_alloc(NGX_HTTP_PCPU_LABEL_MAX, r->connection->log);
+	if (k && def->last_raw && raw->len <= NGX_HTTP_PCPU_LABEL_MAX) {
+		ngx_memcpy(def->last_raw, raw->data, raw->len);
+		def->last_len = raw->len;
+		def->last = k;
+	} else {
+		def->last = NULL;
+	}
+	return k;
+}
+
 void ngx_http_pcpu_filters(ngx_http_request_t *r, ngx_array_t *filters, ngx_uint_t status,
 			   off_t received, off_t sent)
 {
 	ngx_http_pcpu_filter_t *f = filters->elts;
 	ngx_uint_t i, cls = ngx_http_pcpu_class(status);
-	ngx_str_t raw, label;
+	ngx_str_t raw;
 	filter_key_t *k;
 
 	for (i = 0; i < filters->nelts; i++) {
-		if (ngx_http_complex_value(r, &f[i].value, &raw) != NGX_OK ||
-		    ngx_http_pcpu_label(r->pool, &raw, &label) != NGX_OK)
+		if (f[i].index != NGX_ERROR) {
+			ngx_http_variable_value_t *vv = ngx_http_get_indexed_variable(r, f[i].index);
+
+			raw.len = vv && !vv->not_found ? vv->len : 0;
+			raw.data = vv && !vv->not_found ? vv->data : (u_char *)"";
+		} else if (ngx_http_complex_value(r, &f[i].value, &raw) != NGX_OK) {
 			continue;
-		k = key_get(r, f[i].def, &label);
+		}
+		k = key_of(r, f[i].def, &raw);
 		if (k == NULL)
 			continue;
 		if (k->requests)

@@ -79,12 +79,18 @@ typedef struct {
 	ngx_rbtree_t *local;
 	ngx_uint_t nlocal;
 	void *other;                    /* the "__other__" key's handles, per process */
+	/* Per process: the last value met and its key (most requests in a
+	 * row share a key: a comparison instead of a look-up). */
+	void *last;
+	u_char *last_raw;
+	size_t last_len;
 } ngx_http_pcpu_filter_def_t;
 
 /* A pcpu_stats_filter directive: its filter and the value it takes. */
 typedef struct {
 	ngx_http_pcpu_filter_def_t *def;
-	ngx_http_complex_value_t value;
+	ngx_int_t index;                /* a lone $variable's index, or NGX_ERROR */
+	ngx_http_complex_value_t value; /* else the expression */
 } ngx_http_pcpu_filter_t;
 
 typedef struct {

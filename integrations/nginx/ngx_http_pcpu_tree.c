@@ -416,7 +416,7 @@ static peer_t *peer_get(ngx_http_request_t *r, ngx_str_t *upstream, ngx_str_t *a
 	k = ngx_cpymem(k, u.data, u.len);
 	*k++ = '\0';
 	ngx_memcpy(k, a.data, a.len);
-	hash = ngx_crc32_short(key.data, key.len);
+	hash = ngx_hash_key(key.data, key.len);
 	p = (peer_t *)ngx_str_rbtree_lookup(&peers, &key, hash);
 	if (p)
 		return p;

@@ -108,7 +108,7 @@ pid %s;
 %s
 events { worker_connections 1024; }
 http {
-    pcpu_stats_segment %s;
+    pcpu_stats_segment %s%s;
     %s
     %s
     server {
@@ -120,7 +120,7 @@ http {
     }
 }
 """ % ("load_module %s;" % self.module if load else "", self.workers_n, self.prefix, self.pidfile,
-       self.main, self.segment, extra_http, (body if body is not None else self.body) % self.__dict__,
+       self.main, self.segment, getattr(self, "segment_options", ""), extra_http, (body if body is not None else self.body) % self.__dict__,
        self.status_port)
 
     def write_conf(self, **kw):

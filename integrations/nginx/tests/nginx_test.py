@@ -481,7 +481,7 @@ def test_user(module, build):
     if os.geteuid() != 0:
         print("not root: the user directive needs a root master")
         return SKIP
-    n = Nginx(module, USER, main="user nobody nogroup;")
+    n = Nginx(module, USER, main="user nobody nogroup;", segment_options=" group=nogroup")
     n.start()
     try:
         for w in n.workers():
@@ -490,7 +490,8 @@ def test_user(module, build):
             eq(uid, "65534", "worker %d runs as nobody" % w)
         path = segment_files(n.segment)[0]
         st = os.stat(path)
-        expect(st.st_uid == 0 and (st.st_mode & 0o777) == 0o600, "root's file, 0600: %o" % st.st_mode)
+        expect(st.st_uid == 0 and st.st_gid == 65534 and (st.st_mode & 0o777) == 0o640,
+               "root's file, group nogroup, 0640: %o" % st.st_mode)
         # Series the workers meet after start (codes, keys): registered by
         # processes that could not open the file themselves.
         for i in range(50):
@@ -499,8 +500,16 @@ def test_user(module, build):
         n.reload()
         for i in range(20):
             n.get("/", host="a.test", headers={"X-Key": "new%d" % (i % 3)})
-        check_exact_keys = check_exact_users(n)
-        print("user: workers as nobody counted %d requests exactly" % check_exact_keys)
+        lines = check_exact_users(n)
+        # pcpu_stats_segment ... group=nogroup: that group reads it (a
+        # Prometheus exporter's user, say) with pcpustat, not being root.
+        if shutil.which("setpriv"):
+            r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                                os.path.join(build, "tools", "pcpustat"), "-u", "root", n.segment],
+                               capture_output=True, text=True)
+            expect(r.returncode == 0 and "nginx_http_requests_total" in r.stdout,
+                   "pcpustat as a member of the group: %s%s" % (r.stdout[-500:], r.stderr))
+        print("user: workers as nobody counted %d requests exactly; the group reads them" % lines)
     finally:
         n.stop()
     eq(segment_files(n.segment), [], "segment removed")
