@@ -20,6 +20,8 @@ TEST:
   html      the status page in headless Chromium: tables, rates, screenshot
   readers   pcpustat (list, print, JSON, -p), pcpustat serve, pcpustat push
             (OTLP), the OpenTelemetry Collector receiver (go/)
+  install   cmake --install: the module in <prefix>/lib/nginx/modules finds
+            the libraries installed beside it; nginx loads it
 Exit 0 when the test passed, 77 when it cannot run here (ctest: skipped).
 """
 import glob
@@ -795,7 +797,40 @@ def test_readers(module, build):
         n.stop()
 
 
-TESTS = {"basic": test_basic, "reload": test_reload, "upgrade": test_upgrade, "exact": test_exact,
+# ---- install ---------------------------------------------------------------------------
+
+def test_install(module, build):
+    """`cmake --install` puts the module in <prefix>/lib/nginx/modules, finding
+    the libraries installed beside it (not the build tree's), and nginx
+    loads it from there."""
+    prefix = tempfile.mkdtemp(prefix="pcpu-install-")
+    try:
+        r = subprocess.run(["cmake", "--install", build, "--prefix", prefix], capture_output=True,
+                           text=True)
+        expect(r.returncode == 0, "cmake --install: %s" % r.stderr[-2000:])
+        so = os.path.join(prefix, "lib", "nginx", "modules", "ngx_http_pcpu_module.so")
+        expect(os.path.exists(so), "installed in lib/nginx/modules")
+        dyn = subprocess.run(["readelf", "-d", so], capture_output=True, text=True).stdout
+        expect(build not in dyn, "no build-tree path left in the installed module:\n" + dyn)
+        env = dict(os.environ)
+        env.pop("LD_LIBRARY_PATH", None)
+        ldd = subprocess.run(["ldd", so], capture_output=True, text=True, env=env).stdout
+        for lib in ("libpcpu-stats.so.1", "libpcpu.so.1"):
+            line = next((l for l in ldd.splitlines() if lib in l), "")
+            expect(prefix in line or "/usr/lib" in line,
+                   "%s found where installed: %s" % (lib, line))
+        conf = os.path.join(prefix, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write("load_module %s;\nevents {}\nhttp { pcpu_stats on; }\n" % so)
+        r = subprocess.run(["/usr/sbin/nginx", "-t", "-q", "-g", "error_log /dev/null; pid %s/pid;" % prefix,
+                            "-c", conf], capture_output=True, text=True, env=env)
+        expect(r.returncode == 0, "nginx -t with the installed module: %s" % r.stderr)
+        print("install: %s loads, its libraries found beside it" % so)
+    finally:
+        shutil.rmtree(prefix, ignore_errors=True)
+
+
+TESTS = {"basic": test_basic, "install": test_install, "reload": test_reload, "upgrade": test_upgrade, "exact": test_exact,
          "user": test_user, "affinity": test_affinity, "html": test_html, "readers": test_readers}
 
 
