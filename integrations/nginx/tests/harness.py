@@ -80,6 +80,11 @@ def children(ppid):
     return sorted(out)
 
 
+# Every prefix made: removed when the test passes (kept for a look when
+# it fails).
+PREFIXES = []
+
+
 class Nginx:
     """One nginx instance: its prefix, configuration, master."""
 
@@ -87,6 +92,7 @@ class Nginx:
         self.__dict__.update(extra)
         self.module = module
         self.prefix = prefix or tempfile.mkdtemp(prefix="pcpu-nginx-")
+        PREFIXES.append(self.prefix)
         os.makedirs(os.path.join(self.prefix, "logs"), exist_ok=True)
         os.chmod(self.prefix, 0o755)
         self.segment = name or "nginx-test-%d-%d" % (os.getpid(), random.randrange(1 << 30))

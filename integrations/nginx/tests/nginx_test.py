@@ -38,6 +38,7 @@ import time
 import http.server
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
 from harness import Nginx, fail, free_port, wait_for, series, total, proc_stat, children, ungzip  # noqa: E402
 
 SKIP = 77
@@ -845,6 +846,8 @@ def main():
     rc = TESTS[sys.argv[1]](module, build)
     if rc == SKIP:
         return SKIP
+    for p in harness.PREFIXES:
+        shutil.rmtree(p, ignore_errors=True)
     print("nginx_test %s: passed" % sys.argv[1])
     return 0
 
