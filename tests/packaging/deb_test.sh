@@ -40,7 +40,7 @@ trap 'rm -rf "$work"' EXIT
 
 runtime=(libpcpu1 libpcpu-stats1 libpcpu-prometheus1 libpcpu-prometheus-pull1 libpcpu-prometheus-push1)
 dev=(libpcpu-dev libpcpu-stats-dev libpcpu-prometheus-dev libpcpu-prometheus-pull-dev libpcpu-prometheus-push-dev)
-all=("${runtime[@]}" "${dev[@]}" pcpu-tools)
+all=("${runtime[@]}" "${dev[@]}" pcpu-tools libnginx-mod-http-pcpu)
 
 # ---- 1. build -------------------------------------------------------------------
 mkdir "$work/src"
@@ -162,6 +162,14 @@ done
 [[ $(depends libpcpu-prometheus1) != *curl* && $(depends libpcpu-prometheus1) != *microhttpd* ]] \
   || fail "libpcpu-prometheus1 (the core API) depends on $(depends libpcpu-prometheus1)"
 [[ $(depends pcpu-tools) == *libpcpu-stats1* ]] || fail "pcpu-tools does not depend on libpcpu-stats1"
+# nginx's module, as Debian's libnginx-mod-* are: where nginx loads modules,
+# a load file it enables, tied to the nginx ABI it was built for.
+has libnginx-mod-http-pcpu "usr/lib/nginx/modules/ngx_http_pcpu_module\.so"
+has libnginx-mod-http-pcpu "usr/share/nginx/modules-available/mod-http-pcpu\.conf"
+[[ $(depends libnginx-mod-http-pcpu) == *nginx-abi-* && $(depends libnginx-mod-http-pcpu) == *libpcpu-stats1* ]] \
+  || fail "libnginx-mod-http-pcpu: $(depends libnginx-mod-http-pcpu)"
+dpkg-deb --ctrl-tarfile "$(deb libnginx-mod-http-pcpu)" | tar -xOf - ./postinst | grep -q modules-enabled \
+  || fail "libnginx-mod-http-pcpu's postinst does not enable the module"
 
 # unpack ROOT PACKAGE...: each package and, recursively, what it depends on
 # among the packages built here (dependencies outside them, libc6 and the
@@ -257,6 +265,22 @@ PY
 exec {PUB[1]}>&-
 wait "$PUB_PID" || fail "publisher failed"
 [ -z "$(ls "$work/segs")" ] || fail "the publisher left its segment"
+# nginx loads the packaged module with the packaged libraries.
+ngx_root=$work/nginx-module
+# (named: unpack's recursion reads only a Depends field's first package)
+echo "libnginx-mod-http-pcpu unpacks: $(unpack "$ngx_root" libnginx-mod-http-pcpu libpcpu-stats1)"
+so=$ngx_root/usr/lib/nginx/modules/ngx_http_pcpu_module.so
+! readelf -d "$so" | grep -E 'RPATH|RUNPATH' || fail "the nginx module has an RPATH"
+sed "s|modules/|$ngx_root/usr/lib/nginx/modules/|" \
+  "$ngx_root/usr/share/nginx/modules-available/mod-http-pcpu.conf" >"$work/nginx.conf"
+printf 'events {}\nhttp { pcpu_stats on; server { listen 127.0.0.1:1; location / { pcpu_stats_display; } } }\n' \
+  >>"$work/nginx.conf"
+if [ -x /usr/sbin/nginx ]; then
+  LD_LIBRARY_PATH=$ngx_root/usr/lib/$ma /usr/sbin/nginx -t -q \
+    -g "error_log /dev/null; pid $work/nginx.pid;" -c "$work/nginx.conf" \
+    || fail "nginx -t does not load the packaged module"
+  echo "nginx -t: the packaged module loads"
+fi
 # Manual pages: man finds them in the unpacked tree, links included.
 for page in pcpu pcpu_counter_add pcpu_counter_inc pcpu_reader_open pcpustat; do
   MANPATH=$root/usr/share/man man -w "$page" >/dev/null || fail "man $page: not found"
