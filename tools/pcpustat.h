@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include <pcpu/expose.h>
+#include <pcpu/exporter.h>
 #include <pcpu/reader.h>
 
 #include <pcpu/runtime_version.h>
@@ -22,13 +23,16 @@
  * pcpu/version.h), never a second number to keep in step. */
 #define PCPUSTAT_VERSION PCPU_VERSION_STRING
 
-/* ---- gzip.c ---- */
+/* ---- gzip: libpcpu-exporter's, the one implementation ---- */
 
 /* The gzip member of body[0..len) at zlib `level` (1: most of the gain on
  * exposition text, about 10x, for a fraction of the default level's CPU
  * time), malloc'ed, its length in *zlen; NULL if it cannot be made (no
  * memory, over 4 GiB): the caller then sends the body plain. */
-char *gzip_body(const void *body, size_t len, int level, size_t *zlen);
+static inline char *gzip_body(const void *body, size_t len, int level, size_t *zlen)
+{
+	return pcpu_exporter_gzip(body, len, level, zlen);
+}
 
 /* ---- names.c: series names and strings ---- */
 

@@ -530,6 +530,19 @@ PCPU_API int pcpu_snapshot_native(const struct pcpu_snapshot_family *f,
 PCPU_API enum pcpu_format pcpu_format_negotiate(const char *accept);
 
 /**
+ * pcpu_format_negotiate() among the formats a caller writes: `formats` is
+ * a set of (1u << PCPU_FORMAT_...) bits (PCPU_FORMAT_PROMETHEUS is always
+ * in it, whatever is passed: the answer when nothing else is acceptable;
+ * PCPU_FORMAT_PROTOBUF counts only where pcpu_format_supported() says 1;
+ * JSON never). For a program that writes the text format alone, or text
+ * and OpenMetrics, say: the client's preference among those, never a
+ * format it cannot write. pcpu_format_negotiate(a) is
+ * pcpu_format_negotiate_among(a, all three). Never fails. Thread-safe;
+ * async-signal-safe; cost: linear in the header's length.
+ */
+PCPU_API enum pcpu_format pcpu_format_negotiate_among(const char *accept, unsigned formats);
+
+/**
  * 1 if an HTTP Accept-Encoding header (NULL: none sent) accepts gzip
  * ("gzip" or "x-gzip" with q > 0, or "*" with q > 0 and no gzip entry),
  * else 0. Prometheus asks for gzip on every scrape. Never fails.

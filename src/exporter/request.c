@@ -1,19 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `pcpustat serve`: one HTTP request, from its headers to its response.
- *
- *   GET /metrics          every served segment in one exposition (scrape.c)
- *   GET /metrics/SEGMENT  one segment (name, pid or file name) as it is
- *   GET /                 a short index
- *
- * Checked in this order, each answered as it fails: no request body (400,
- * on the first call), one Host (400), the client certificate (403), basic
- * authentication (401, or 429/503 while bcrypt is busy), GET or HEAD (405).
- *
- * Format: as the Accept header asks (pcpu_format_negotiate(), the library's
- * one implementation), gzip-compressed when Accept-Encoding allows it
- * (pcpu_format_gzip_acceptable()); both exposition writers produce a whole
- * exposition or nothing.
+ * One HTTP request, from its headers to its response. Checked in this
+ * order, each answered as it fails: no request body (400, on the first
+ * call), one Host (400), the client certificate (403), the web
+ * configuration's basic authentication (401, or 429/503 while bcrypt is
+ * busy), a source for the path (404), GET or HEAD (405), the source's own
+ * password check (401, 500). Then the source answers, in the format the
+ * Accept header prefers among the source's (pcpu_format_negotiate_among(),
+ * libpcpu-stats' one implementation), gzip-compressed when Accept-Encoding
+ * allows it (pcpu_format_gzip_acceptable()).
  *
  * Malformed requests are libmicrohttpd's (0.9.75): it answers 400 or 505 to
  * most and closes the connection; a request line it cannot split into
@@ -21,20 +16,21 @@
  * parsed before any callback of ours runs and no option makes the library
  * answer it (1.0 rewrote that parser, with MHD_OPTION_CLIENT_DISCIPLINE_LVL;
  * Debian 12 has 0.9.75). A bare LF ends a line (RFC 9112 2.2 allows it).
- * pcpustat(1) and exporter_test.py's MALFORMED table pin which is which.
+ * pcpustat(1) and tests/segment/exporter_test.py's MALFORMED table pin
+ * which is which.
  */
+#include <errno.h>
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
-#include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#include "serve.h"
+#include "exporter_internal.h"
 
 /* One request (libmicrohttpd's per-request context), from its first call
- * to its completion (on_completed()). */
+ * to its completion (pcpu__exp_on_completed()). */
 struct request {
 	struct MHD_Connection *conn;
 	enum {
@@ -43,12 +39,8 @@ struct request {
 		REQ_DECIDED, /* resumed with `verdict` */
 	} state;
 	enum auth_verdict verdict;
+	char *user; /* who the web configuration let in (NULL: nobody asked) */
 };
-
-static const char index_text[] =
-	"pcpustat serve: pcpu statistics for Prometheus\n"
-	"  /metrics          all served segments\n"
-	"  /metrics/SEGMENT  one segment (name, pid or file name)\n";
 
 /* Queues a response; `body` is malloc'ed and handed over, and one more
  * header (hname: hval) is added if hname is not NULL. Failures to build one
@@ -88,9 +80,24 @@ static enum MHD_Result reply_text(struct MHD_Connection *conn, int status, const
 	return reply(conn, status, "text/plain; charset=utf-8", b, n + 1, close_it, hname, hval);
 }
 
+/* 401 with a challenge for `realm`. */
+static enum MHD_Result reply_unauthorized(struct MHD_Connection *conn, const char *realm)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	r = MHD_create_response_from_buffer(13, (void *)"Unauthorized\n", MHD_RESPMEM_PERSISTENT);
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+	ret = MHD_queue_basic_auth_fail_response(conn, realm, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
 /* An exposition, gzip-compressed if the client takes it. */
-static enum MHD_Result reply_metrics(struct MHD_Connection *conn, enum pcpu_format fmt, char *body,
-				     size_t len)
+static enum MHD_Result reply_exposition(struct MHD_Connection *conn, enum pcpu_format fmt, char *body,
+					size_t len)
 {
 	const char *ae = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING);
 	struct MHD_Response *r;
@@ -98,7 +105,7 @@ static enum MHD_Result reply_metrics(struct MHD_Connection *conn, enum pcpu_form
 	char *z = NULL;
 	size_t zlen = 0;
 
-	if (pcpu_format_gzip_acceptable(ae) && (z = gzip_body(body, len, 1, &zlen)) != NULL) {
+	if (pcpu_format_gzip_acceptable(ae) && (z = pcpu_exporter_gzip(body, len, 1, &zlen)) != NULL) {
 		free(body);
 		body = z;
 		len = zlen;
@@ -119,6 +126,8 @@ static enum MHD_Result reply_metrics(struct MHD_Connection *conn, enum pcpu_form
 	return ret;
 }
 
+/* ---- the web configuration's users ---------------------------------------------------- */
+
 /* Called by auth.c's worker (another thread) with the verdict on a
  * suspended request. libmicrohttpd's lock in MHD_resume_connection() orders
  * the writes before the serving thread's next call for this request. */
@@ -134,33 +143,39 @@ static void auth_decided(void *arg, enum auth_verdict v)
 /* The verdict on the request's credentials: from auth.c's cache at once,
  * else AUTH_PENDING with the connection suspended until the worker's bcrypt
  * decides (the serving thread goes on with other connections meanwhile). */
-static enum auth_verdict check_credentials(struct server *sv, struct request *rq)
+static enum auth_verdict check_credentials(struct pcpu_exporter *e, struct request *rq)
 {
 	const union MHD_ConnectionInfo *ci;
 	struct auth_key key;
 	enum auth_verdict v;
-	char *user, *pass = NULL;
+	const char *user = NULL, *pass = NULL;
+	char *buf = NULL;
+	int rc;
 
 	if (rq->state == REQ_DECIDED)
 		return rq->verdict;
-	user = MHD_basic_auth_get_username_password(rq->conn, &pass);
-	v = user && pass ? auth_lookup(sv->auth, user, pass, &key) : AUTH_DENIED;
+	rc = pcpu__exp_parse_basic(MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND,
+							       MHD_HTTP_HEADER_AUTHORIZATION),
+				   &buf, &user, &pass);
+	if (rc < 0)
+		return AUTH_BUSY; /* out of memory: retry later */
+	v = rc ? pcpu__exp_auth_lookup(e->auth, user, pass, &key) : AUTH_DENIED;
+	if (rc && !rq->user)
+		rq->user = strdup(user); /* NULL without memory: the source sees no user */
 	if (v == AUTH_UNKNOWN) {
 		/* Suspended first: the worker may decide, and resume the
-		 * connection, before auth_submit() returns. */
+		 * connection, before pcpu__exp_auth_submit() returns. */
 		ci = MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 		MHD_suspend_connection(rq->conn);
 		rq->state = REQ_WAITING;
-		v = auth_submit(sv->auth, &key, user, pass, ci ? ci->client_addr : NULL, auth_decided, rq);
+		v = pcpu__exp_auth_submit(e->auth, &key, user, pass, ci ? ci->client_addr : NULL, auth_decided, rq);
 		if (v != AUTH_PENDING) /* refused at once: answered on the next call */
 			auth_decided(rq, v);
 		v = AUTH_PENDING;
 	}
-	if (user)
-		MHD_free(user);
-	if (pass) {
-		explicit_bzero(pass, strlen(pass));
-		MHD_free(pass);
+	if (buf) {
+		explicit_bzero(buf, strlen(user) + strlen(pass) + 2);
+		free(buf);
 	}
 	explicit_bzero(&key, sizeof key);
 	return v;
@@ -168,13 +183,11 @@ static enum auth_verdict check_credentials(struct server *sv, struct request *rq
 
 /* Basic authentication per the web configuration: 1 to go on, 0 when the
  * request was answered (401, 429, 503) or suspended (ret set). */
-static int authorized(struct server *sv, struct request *rq, enum MHD_Result *ret)
+static int authorized(struct pcpu_exporter *e, struct request *rq, enum MHD_Result *ret)
 {
-	struct MHD_Response *r;
-
-	if (!sv->auth)
+	if (!e->auth)
 		return 1;
-	switch (check_credentials(sv, rq)) {
+	switch (check_credentials(e, rq)) {
 	case AUTH_GRANTED:
 		return 1;
 	case AUTH_PENDING:
@@ -194,37 +207,32 @@ static int authorized(struct server *sv, struct request *rq, enum MHD_Result *re
 	default:
 		break;
 	}
-	r = MHD_create_response_from_buffer(13, (void *)"Unauthorized\n", MHD_RESPMEM_PERSISTENT);
-	if (!r) {
-		*ret = MHD_NO;
-		return 0;
-	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
-	*ret = MHD_queue_basic_auth_fail_response(rq->conn, "pcpustat", r);
-	MHD_destroy_response(r);
+	*ret = reply_unauthorized(rq->conn, e->realm);
 	return 0;
 }
 
 /* Client certificates the TLS handshake requested: checked here, as
  * libmicrohttpd leaves verification to the application. 1 to go on. */
-static int client_cert_ok(struct server *sv, struct MHD_Connection *conn)
+static int client_cert_ok(struct pcpu_exporter *e, struct MHD_Connection *conn)
 {
 	const union MHD_ConnectionInfo *ci;
 	unsigned status = 0;
 	int have;
 
-	if (!sv->tls || sv->wc.client_auth == WEB_CLIENT_NONE)
+	if (!e->tls || e->wc.client_auth == WEB_CLIENT_NONE)
 		return 1;
 	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
 	if (!ci || !ci->tls_session)
 		return 0;
 	have = gnutls_certificate_get_peers((gnutls_session_t)ci->tls_session, &(unsigned){ 0 }) != NULL;
 	if (!have)
-		return sv->wc.client_auth == WEB_CLIENT_REQUEST || sv->wc.client_auth == WEB_CLIENT_VERIFY_IF_GIVEN;
-	if (sv->wc.client_auth == WEB_CLIENT_REQUEST || sv->wc.client_auth == WEB_CLIENT_REQUIRE_ANY)
+		return e->wc.client_auth == WEB_CLIENT_REQUEST || e->wc.client_auth == WEB_CLIENT_VERIFY_IF_GIVEN;
+	if (e->wc.client_auth == WEB_CLIENT_REQUEST || e->wc.client_auth == WEB_CLIENT_REQUIRE_ANY)
 		return 1;
 	return gnutls_certificate_verify_peers2((gnutls_session_t)ci->tls_session, &status) == 0 && status == 0;
 }
+
+/* ---- the request ------------------------------------------------------------------------ */
 
 /* Counts the Host headers (MHD_get_connection_values()'s iterator). */
 static enum MHD_Result count_host(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
@@ -240,9 +248,10 @@ static enum MHD_Result count_host(void *cls, enum MHD_ValueKind kind, const char
  * The first call, when the headers are in. A request with a body is
  * refused now: libmicrohttpd then discards the body and closes the
  * connection, so its bytes cannot pass for a second request behind a
- * keep-alive proxy. Others are answered on the second call (a response
- * queued before then closes the connection too). The request's context is
- * made here (freed by on_completed()).
+ * keep-alive proxy, and a client announcing a huge body holds nothing.
+ * Others are answered on the second call (a response queued before then
+ * closes the connection too). The request's context is made here (freed
+ * by pcpu__exp_on_completed()).
  */
 static enum MHD_Result request_start(struct MHD_Connection *conn, void **con_cls)
 {
@@ -269,44 +278,90 @@ static enum MHD_Result request_start(struct MHD_Connection *conn, void **con_cls
 	return MHD_YES;
 }
 
-/* A GET or HEAD let through: the index, a scrape (in the format Accept
- * asks for), or 404. A scrape that fails on the server's side (5xx) is
- * said on stderr too: the operator must see it, not only the scraper. */
-static enum MHD_Result route(struct server *sv, struct MHD_Connection *conn, const char *url)
+/* The source's own password check: 1 to go on, 0 when answered (ret). */
+static int source_authorized(struct pcpu_exporter *e, struct request *rq, const struct pcpu__exp_source *src,
+			     const char **user, enum MHD_Result *ret)
 {
-	struct scrape_result res;
-	enum pcpu_format fmt;
+	pcpu_exporter_auth_fn *fn;
+	void *arg;
+	char realm[PCPU_EXP_REALM_MAX + 1], *buf = NULL;
+	const char *u = NULL, *p = NULL;
+	int rc, ok;
 
-	fmt = pcpu_format_negotiate(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT));
-	if (strcmp(url, "/") == 0) {
-		char *b = strdup(index_text);
-
-		return b ? reply(conn, MHD_HTTP_OK, "text/plain; charset=utf-8", b, strlen(b), 0, NULL, NULL)
-			 : MHD_NO;
+	pcpu__exp_source_auth(e, src, &fn, &arg, realm);
+	if (!fn)
+		return 1;
+	rc = pcpu__exp_parse_basic(MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND,
+							       MHD_HTTP_HEADER_AUTHORIZATION),
+				   &buf, &u, &p);
+	if (rc < 0) {
+		*ret = reply_text(rq->conn, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory", 0, NULL, NULL);
+		return 0;
 	}
-	if (strcmp(url, "/metrics") == 0)
-		scrape_all(&sv->cf, &sv->st, fmt, &res);
-	else if (strncmp(url, "/metrics/", 9) == 0)
-		scrape_one(&sv->cf, url + 9, fmt, &res);
-	else
-		return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found: try /metrics", 0, NULL, NULL);
-	if (res.status != 200) {
-		if (res.status >= 500)
-			fprintf(stderr, "pcpustat serve: %s: %s\n", url, res.msg);
-		return reply_text(conn, res.status, res.msg, 0, NULL, NULL);
+	ok = rc ? fn(arg, u, p) : 0;
+	if (ok == 1 && !rq->user)
+		rq->user = strdup(u);
+	if (buf) {
+		explicit_bzero(buf, strlen(u) + strlen(p) + 2);
+		free(buf);
 	}
-	return reply_metrics(conn, fmt, res.body, res.len);
+	if (ok == 1) {
+		*user = rq->user;
+		return 1;
+	}
+	*ret = ok < 0 ? reply_text(rq->conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "the password check failed", 0, NULL,
+				   NULL)
+		      : reply_unauthorized(rq->conn, realm);
+	return 0;
 }
 
-/* Each request is checked in the order of the file's comment, then routed;
+/* A request for a source's path: its method, its password, then the
+ * source's answer in the format Accept asks for. */
+static enum MHD_Result serve(struct pcpu_exporter *e, struct request *rq, const struct pcpu__exp_source *src,
+			     const char *url, const char *rest, const char *method)
+{
+	struct pcpu_exporter_scrape s;
+	enum MHD_Result ret;
+
+	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+		return reply_text(rq->conn, MHD_HTTP_METHOD_NOT_ALLOWED, "GET or HEAD only", 0, MHD_HTTP_HEADER_ALLOW,
+				  "GET, HEAD");
+	memset(&s, 0, sizeof s);
+	s.user = rq->user;
+	if (!source_authorized(e, rq, src, &s.user, &ret))
+		return ret;
+	s.path = url;
+	s.rest = rest;
+	s.format = pcpu_format_negotiate_among(
+		MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT), src->formats);
+	s.status = MHD_HTTP_OK;
+	src->fn(src->arg, &s);
+	if (s.status != MHD_HTTP_OK || (!s.body && s.len)) {
+		free(s.body);
+		if (s.status == MHD_HTTP_OK) { /* a length without a body */
+			s.status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+			snprintf(s.message, sizeof s.message, "the source answered no body");
+		}
+		s.message[sizeof s.message - 1] = '\0';
+		return reply_text(rq->conn, s.status < 100 || s.status > 599 ? 500 : s.status,
+				  s.message[0] ? s.message : "error", 0, NULL, NULL);
+	}
+	if (s.content_type)
+		return reply(rq->conn, MHD_HTTP_OK, s.content_type, s.body, s.len, 0, NULL, NULL);
+	return reply_exposition(rq->conn, s.format, s.body, s.len);
+}
+
+/* Each request is checked in the order of the file's comment, then served;
  * a suspended one (basic authentication pending) comes back here when
  * auth.c's worker decided. */
-enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
-			   const char *version, const char *upload_data, size_t *upload_data_size,
-			   void **con_cls)
+enum MHD_Result pcpu__exp_on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+				     const char *version, const char *upload_data, size_t *upload_data_size,
+				     void **con_cls)
 {
-	struct server *sv = cls;
+	struct pcpu_exporter *e = cls;
 	struct request *rq = *con_cls;
+	struct pcpu__exp_source *src;
+	const char *rest = "";
 	enum MHD_Result ret;
 
 	(void)version;
@@ -315,24 +370,31 @@ enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *u
 		return request_start(conn, con_cls);
 	if (*upload_data_size)
 		return MHD_NO; /* not reached: request_start() refused bodies */
-	if (!client_cert_ok(sv, conn))
+	if (!client_cert_ok(e, conn))
 		return reply_text(conn, MHD_HTTP_FORBIDDEN, "client certificate refused", 1, NULL, NULL);
-	if (!authorized(sv, rq, &ret))
+	if (!authorized(e, rq, &ret))
 		return ret;
-	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
-		return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "GET or HEAD only", 0, MHD_HTTP_HEADER_ALLOW,
-				  "GET, HEAD");
-	return route(sv, conn, url);
+	src = pcpu__exp_source_find(e, url, &rest);
+	if (!src)
+		return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found", 0, NULL, NULL);
+	ret = serve(e, rq, src, url, rest, method);
+	pcpu__exp_source_release(e, src);
+	return ret;
 }
 
 /* The end of a request, answered or not: its context goes. A suspended
- * request never ends before auth.c's worker (or auth_stop()) resumed it. */
-void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-		  enum MHD_RequestTerminationCode toe)
+ * request never ends before auth.c's worker (or pcpu__exp_auth_stop())
+ * resumed it. */
+void pcpu__exp_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			    enum MHD_RequestTerminationCode toe)
 {
+	struct request *rq = *con_cls;
+
 	(void)cls;
 	(void)conn;
 	(void)toe;
-	free(*con_cls);
+	if (rq)
+		free(rq->user);
+	free(rq);
 	*con_cls = NULL;
 }
