@@ -242,7 +242,10 @@ void pcpu__exp_on_connection(void *cls, struct MHD_Connection *conn, void **sock
 	t->index = w->n;
 	w->conns[w->n++] = t;
 	*socket_context = t;
-	if (!w->shedding && w->n > limit - limit / 4) {
+	/* At three quarters (4 n >= 3 limit: also with the tiny shares
+	 * of a low descriptor limit split among threads, where limit / 4
+	 * is 0 and "past" would never come). */
+	if (!w->shedding && 4 * w->n >= 3 * limit) {
 		w->shedding = 1;
 		for (i = 0; i < w->n; i++)
 			MHD_set_connection_option(w->conns[i]->conn, MHD_CONNECTION_OPTION_TIMEOUT, 1u);
