@@ -96,15 +96,26 @@ struct scrape_config {
 	size_t max_bytes; /* what one scrape may read and allocate */
 	size_t max_down;  /* listed segments down: reported per owner, the rest counted */
 	const char *who;  /* stderr's prefix; NULL: "pcpustat serve" */
+	/* Readers kept open from one scrape to the next (0: none), each
+	 * holding a descriptor: the next snapshot of an unchanged directory
+	 * then reads only the values (pcpu_reader_snapshot()). */
+	size_t keep_readers;
 };
 /* The last message per segment, so stderr says each change once:
  * fingerprints of its key and message (0: readable). */
 struct scrape_note {
 	uint64_t key, msg;
 };
+struct scrape_kept; /* scrape_read.c */
 struct scrape_state {
 	struct scrape_note *notes; /* sorted by key */
 	size_t nnotes;
+	/* The readers kept (at most cf->keep_readers), by key; those of
+	 * segments a scrape did not read are closed after it. */
+	struct scrape_kept *kept;
+	size_t nkept;
+	/* Bytes of the largest scrape since memory was last given back. */
+	size_t used_max;
 };
 struct scrape_result {
 	int status;  /* HTTP status */

@@ -133,18 +133,29 @@ int parse_bytes(const char *s, size_t *out)
 	return 0;
 }
 
-/* Descriptors for maxc connections: raises the soft limit toward the hard
- * one (the exporter fits its connection limit in what is left, and says so
- * through the log). */
-static void raise_descriptors(size_t maxc)
+/* Segment readers kept open from one scrape to the next (a descriptor
+ * each), where the descriptor limit has room for them beside maxc
+ * connections: the next scrape of an unchanged segment then reads only its
+ * values (scrape_read.c). */
+#define KEEP_READERS 256
+
+/* Descriptors for maxc connections and KEEP_READERS readers: raises the
+ * soft limit toward the hard one (the exporter fits its connection limit
+ * in what is left, and says so through the log). Returns how many readers
+ * may be kept: KEEP_READERS, or 0 where the limit has no room for them. */
+static size_t raise_descriptors(size_t maxc)
 {
 	struct rlimit rl;
-	rlim_t want = (rlim_t)maxc + FD_MARGIN;
+	rlim_t want = (rlim_t)maxc + FD_MARGIN + KEEP_READERS;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
-		return;
-	rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
-	setrlimit(RLIMIT_NOFILE, &rl);
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return 0;
+	if (rl.rlim_cur < want) {
+		rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	return rl.rlim_cur >= want ? KEEP_READERS : 0;
 }
 
 /* What the command line asks of the HTTP side; the scrape's part goes to
@@ -287,7 +298,7 @@ static void metrics_source(void *arg, struct pcpu_exporter_scrape *s)
 		if (res.status >= 500)
 			fprintf(stderr, "pcpustat serve: %s: %s\n", s->path, res.msg);
 		s->status = res.status;
-		snprintf(s->message, sizeof s->message, "%s", res.msg);
+		snprintf(s->message, sizeof s->message, "%.300s", res.msg);
 		return;
 	}
 	s->body = res.body;
@@ -374,7 +385,7 @@ int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 	if ((rc = parse_args(argc, argv, &sv, &a)) >= 0)
 		return rc;
 	scrape_memory_setup();
-	raise_descriptors(a.maxc);
+	sv.cf.keep_readers = raise_descriptors(a.maxc);
 	e = pcpu_exporter_new();
 	if (!e) {
 		fprintf(stderr, "pcpustat serve: %s\n", pcpu_exporter_error());

@@ -602,6 +602,33 @@ PCPU_API int pcpu_snapshot_merge_add(pcpu_snapshot_merge_t *m, const struct pcpu
  */
 PCPU_API const struct pcpu_snapshot *pcpu_snapshot_merge_result(pcpu_snapshot_merge_t *m);
 
+/**
+ * Takes the names of the families of `s` (which have no series: EINVAL
+ * otherwise), as pcpu_snapshot_merge_add() takes them -- a later input's
+ * family of one of those names must have the same metadata, and no family
+ * may write one of their sample names -- while leaving each out of the
+ * result until pcpu_snapshot_merge_add() gives it series. For an exporter
+ * that adds families of its own after the inputs (a per-input "up"
+ * series, known only once the inputs are merged) and must refuse inputs
+ * that would clash with them. Errors and cost as
+ * pcpu_snapshot_merge_add(). Not thread-safe on one merge; not
+ * async-signal-safe. Since PCPU_0.2.
+ */
+PCPU_API int pcpu_snapshot_merge_reserve(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot *s);
+
+/**
+ * Writes the merged snapshot (pcpu_snapshot_merge_result()) in `fmt`, as
+ * pcpu_snapshot_write() would, without checking again what was checked
+ * when each input was added: only series of one family given by several
+ * inputs are checked for equal label sets (EINVAL: the extra labels did
+ * not make them distinct). Same output, same errors (EINVAL, ENOMEM,
+ * ENOTSUP) and ownership of *out as pcpu_snapshot_write(); about half its
+ * cost for a merge of one input. Not thread-safe on one merge; not
+ * async-signal-safe. Cost: linear in the size of the merge. Since PCPU_0.2.
+ */
+PCPU_API int pcpu_snapshot_merge_write(pcpu_snapshot_merge_t *m, enum pcpu_format fmt, char **out,
+				       size_t *len);
+
 /** Frees a merge (not the snapshots added to it); NULL is a no-op. Not
  * thread-safe on one merge: no other thread may use `m`. Not
  * async-signal-safe. Cost: linear in the families merged (their arrays). */
