@@ -10,8 +10,10 @@
  *   serve     `pcpustat serve` scraped at /metrics over HTTP, the registry
  *             published as a segment (pcpu_segment_publish()): the
  *             exporter process's CPU per scrape -- reading the segment from
- *             outside (the reader never trusts it), merging, labelling,
- *             writing, HTTP;
+ *             outside (the reader never trusts it), merging, labelling
+ *             (pcpu_segment, pcpu_pid: a longer exposition), writing, HTTP;
+ *   serve1    the same at /metrics/scrapebench: the one segment as it is,
+ *             unlabelled, no merge;
  *   inproc    the same registry served from inside a process by
  *             libpcpu-exporter (pcpu_exporter_add_registry(): what
  *             pcpu::exposer and examples/exporter.c do), the serving
@@ -22,8 +24,8 @@
  * one kept-alive connection, as Prometheus scrapes; the client's time is
  * not counted. Each figure is the median of R rounds (a batch each), the
  * variants interleaved round by round. Printed: microseconds per series
- * per scrape, and serve / writer and inproc / writer -- the target is
- * serve <= 2x writer at every size, format and compression.
+ * per scrape, and each over writer -- the target is serve <= 2x writer at
+ * every size, format and compression.
  *
  *   pcpu_bench_scrape PCPUSTAT [--sizes 1000,10000,100000] [--rounds R] [--smoke]
  *
@@ -50,6 +52,9 @@
 #define MAX_SIZES 8
 
 static int rounds = 5, smoke;
+/* The servers started, stopped at exit whatever happens (a failed scrape
+ * exits at once). */
+static pid_t children[2];
 
 static double thread_cpu_ns(void)
 {
@@ -169,7 +174,9 @@ static int connect_to(int port)
 	return fd;
 }
 
-/* One GET /metrics on fd: the body's length, or -1. */
+static const char *scrape_path = "/metrics";
+
+/* One GET of scrape_path on fd: the body's length, or -1. */
 static long scrape(int fd, enum pcpu_format fmt, int gz)
 {
 	static char buf[1 << 16];
@@ -179,7 +186,7 @@ static long scrape(int fd, enum pcpu_format fmt, int gz)
 	char *end;
 	int n;
 
-	n = snprintf(req, sizeof req, "GET /metrics HTTP/1.1\r\nHost: bench\r\nAccept: %s\r\n%s\r\n",
+	n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: bench\r\nAccept: %s\r\n%s\r\n", scrape_path,
 		     fmt == PCPU_FORMAT_PROTOBUF
 			     ? "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"
 			     : "text/plain;version=0.0.4",
@@ -220,15 +227,16 @@ static long scrape(int fd, enum pcpu_format fmt, int gz)
 	return clen;
 }
 
-/* CPU ns of process pid per scrape over `batch` scrapes on fd. */
-static double server_batch(pid_t pid, int fd, enum pcpu_format fmt, int gz, int batch)
+/* CPU ns of process pid per scrape of `path` over `batch` scrapes on fd. */
+static double server_batch(pid_t pid, int fd, const char *path, enum pcpu_format fmt, int gz, int batch)
 {
 	double c0 = process_cpu_ns(pid), c1;
 	int i;
 
+	scrape_path = path;
 	for (i = 0; i < batch; i++)
 		if (scrape(fd, fmt, gz) < 0) {
-			fprintf(stderr, "pcpu_bench_scrape: a scrape failed\n");
+			fprintf(stderr, "pcpu_bench_scrape: a scrape of %s failed\n", path);
 			exit(1);
 		}
 	c1 = process_cpu_ns(pid);
@@ -344,8 +352,8 @@ static void run_size(const char *pcpustat, size_t n)
 		fprintf(stderr, "pcpu_bench_scrape: cannot make the registry: %s\n", pcpu_stats_error());
 		exit(1);
 	}
-	serve = start_serve(pcpustat, dir, &sport);
-	inproc = start_inproc(reg, &iport);
+	serve = children[0] = start_serve(pcpustat, dir, &sport);
+	inproc = children[1] = start_inproc(reg, &iport);
 	sfd = connect_to(sport);
 	ifd = connect_to(iport);
 	if (sfd < 0 || ifd < 0) {
@@ -356,35 +364,41 @@ static void run_size(const char *pcpustat, size_t n)
 		if (!pcpu_format_supported(fmts[f]))
 			continue;
 		for (gz = 0; gz < 2; gz++) {
-			double w[64], s[64], p[64], wm, sm, pm;
+			double w[64], s[64], s1[64], p[64], wm, sm, s1m, pm;
 
 			/* Warm up: the first scrapes fault in what later ones reuse. */
-			server_batch(serve, sfd, fmts[f], gz, 2);
-			server_batch(inproc, ifd, fmts[f], gz, 2);
+			server_batch(serve, sfd, "/metrics", fmts[f], gz, 2);
+			server_batch(serve, sfd, "/metrics/scrapebench", fmts[f], gz, 2);
+			server_batch(inproc, ifd, "/metrics", fmts[f], gz, 2);
 			writer_batch(reg, fmts[f], gz, 2);
 			for (r = 0; r < rounds && r < 64; r++) {
 				/* Interleaved, each round starting elsewhere. */
 				int k;
 
-				for (k = 0; k < 3; k++)
-					switch ((r + k) % 3) {
+				for (k = 0; k < 4; k++)
+					switch ((r + k) % 4) {
 					case 0:
 						w[r] = writer_batch(reg, fmts[f], gz, batch);
 						break;
 					case 1:
-						s[r] = server_batch(serve, sfd, fmts[f], gz, batch);
+						s[r] = server_batch(serve, sfd, "/metrics", fmts[f], gz, batch);
+						break;
+					case 2:
+						s1[r] = server_batch(serve, sfd, "/metrics/scrapebench", fmts[f], gz, batch);
 						break;
 					default:
-						p[r] = server_batch(inproc, ifd, fmts[f], gz, batch);
+						p[r] = server_batch(inproc, ifd, "/metrics", fmts[f], gz, batch);
 						break;
 					}
 			}
 			wm = median(w, r);
 			sm = median(s, r);
+			s1m = median(s1, r);
 			pm = median(p, r);
-			printf("| %6zu | %-8s | %-4s | %7.3f | %7.3f | %7.3f | %5.2fx | %5.2fx |\n", n,
+			printf("| %6zu | %-8s | %-4s | %6.3f | %6.3f | %6.3f | %6.3f | %5.2fx | %5.2fx | %5.2fx |\n", n,
 			       fmts[f] == PCPU_FORMAT_PROTOBUF ? "protobuf" : "text", gz ? "gzip" : "none",
-			       wm / 1000 / (double)n, sm / 1000 / (double)n, pm / 1000 / (double)n, sm / wm, pm / wm);
+			       wm / 1000 / (double)n, sm / 1000 / (double)n, s1m / 1000 / (double)n, pm / 1000 / (double)n,
+			       sm / wm, s1m / wm, pm / wm);
 			fflush(stdout);
 		}
 	}
@@ -392,9 +406,19 @@ static void run_size(const char *pcpustat, size_t n)
 	close(ifd);
 	stop_child(serve);
 	stop_child(inproc);
+	children[0] = children[1] = 0;
 	pcpu_segment_unpublish(seg);
 	pcpu_registry_destroy(reg);
 	rmdir(dir);
+}
+
+static void stop_children(void)
+{
+	int i;
+
+	for (i = 0; i < 2; i++)
+		if (children[i] > 0)
+			stop_child(children[i]);
 }
 
 int main(int argc, char **argv)
@@ -428,10 +452,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	printf("CPU per series per scrape (us), median of %d rounds; serve and inproc: the server process's\n"
-	       "CPU (all threads); target serve <= 2x writer\n\n", rounds);
-	printf("| series | format   | gzip | writer  | serve   | inproc  | serve/writer | inproc/writer |\n");
-	printf("|---|---|---|---|---|---|---|---|\n");
+	atexit(stop_children);
+	printf("CPU per series per scrape (us), median of %d rounds; serve (/metrics), serve1\n"
+	       "(/metrics/SEGMENT) and inproc: the server process's CPU (all threads); target serve <= 2x writer\n\n",
+	       rounds);
+	printf("| series | format   | gzip | writer | serve  | serve1 | inproc | serve/writer | serve1/writer | inproc/writer |\n");
+	printf("|---|---|---|---|---|---|---|---|---|---|\n");
 	for (i = 0; i < nsizes; i++)
 		run_size(pcpustat, sizes[i]);
 	return 0;

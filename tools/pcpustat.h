@@ -126,8 +126,9 @@ struct scrape_result {
 /* /metrics: every served segment, labelled, with pcpu_segment_up. */
 void scrape_all(const struct scrape_config *cf, struct scrape_state *st, enum pcpu_format fmt,
 		struct scrape_result *res);
-/* /metrics/SEGMENT: one segment (name, pid or file name), unlabelled. */
-void scrape_one(const struct scrape_config *cf, const char *target, enum pcpu_format fmt,
+/* /metrics/SEGMENT: one segment (name, pid or file name), unlabelled; st
+ * (NULL: none) keeps its reader. */
+void scrape_one(const struct scrape_config *cf, struct scrape_state *st, const char *target, enum pcpu_format fmt,
 		struct scrape_result *res);
 void scrape_state_free(struct scrape_state *st);
 /* The same as scrape_all() before it is written (for `pcpustat push`): the

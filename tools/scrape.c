@@ -627,14 +627,13 @@ void scrape_memory_setup(void)
 	mallopt(M_TRIM_THRESHOLD, 2 * 1024 * 1024);
 }
 
-/* /metrics/SEGMENT: one segment, as it is. */
-void scrape_one(const struct scrape_config *cf, const char *target, enum pcpu_format fmt,
+/* /metrics/SEGMENT: one segment, as it is, read with a kept reader where
+ * there is one (scrape_read.c). */
+void scrape_one(const struct scrape_config *cf, struct scrape_state *st, const char *target, enum pcpu_format fmt,
 		struct scrape_result *res)
 {
-	struct pcpu_reader_options ro = cf->ropt;
-	struct pcpu_reader_snapshot *s;
-	pcpu_reader_t *r;
-	size_t i;
+	struct seg g;
+	size_t i, left = cf->max_bytes;
 	int allowed = cf->ntargets == 0;
 
 	memset(res, 0, sizeof *res);
@@ -646,23 +645,19 @@ void scrape_one(const struct scrape_config *cf, const char *target, enum pcpu_fo
 		snprintf(res->msg, sizeof res->msg, "not a served segment: %.100s", target);
 		return;
 	}
-	ro.max_bytes = cf->max_bytes;
-	r = pcpu_reader_open(target, &ro);
-	if (!r) {
-		int e = errno;
+	if (st && st->nkept == cf->keep_readers)
+		kept_sweep(st); /* full: those no scrape used lately go */
+	memset(&g, 0, sizeof g);
+	snprintf(g.key, sizeof g.key, "%s", target);
+	read_segment(cf, st, &g, &left);
+	if (!g.ok) {
+		const char *why = g.reason ? g.reason : "error";
 
-		res->status = e == ENOENT ? 404 : (e == EACCES || e == EPERM || e == ELOOP) ? 403 : 503;
-		snprintf(res->msg, sizeof res->msg, "%s", pcpu_reader_error());
+		res->status = strcmp(why, "missing") == 0 ? 404 : strcmp(why, "permission") == 0 ? 403 : 503;
+		snprintf(res->msg, sizeof res->msg, "%s", g.msg);
 		return;
 	}
-	if (pcpu_reader_snapshot(r, 0, &s) < 0) {
-		res->status = 503;
-		snprintf(res->msg, sizeof res->msg, "%s", pcpu_reader_error());
-		pcpu_reader_close(r);
-		return;
-	}
-	pcpu_reader_close(r);
-	if (pcpu_snapshot_write(&s->snapshot, fmt, &res->body, &res->len) < 0) {
+	if (pcpu_snapshot_write(&g.snap->snapshot, fmt, &res->body, &res->len) < 0) {
 		res->status = 503;
 		res->body = NULL;
 		snprintf(res->msg, sizeof res->msg, "segment %.100s cannot be exposed: %s", target,
@@ -675,5 +670,5 @@ void scrape_one(const struct scrape_config *cf, const char *target, enum pcpu_fo
 	} else {
 		res->status = 200;
 	}
-	pcpu_reader_snapshot_free(s);
+	pcpu_reader_snapshot_free(g.snap);
 }

@@ -50,6 +50,10 @@ static inline int charge(size_t *left, size_t bytes)
  * cf->keep_readers, the readers of st (NULL: none) are used and kept. */
 int read_all(const struct scrape_config *cf, struct scrape_state *st, struct seg *segs, size_t n, size_t *left,
 	     int *err);
+/* Reads one segment (g's key and info set) into g within the budget *left,
+ * with a kept reader where there is one: g->ok, or g->reason and g->msg
+ * (and g->err: ENOMEM, EFBIG). */
+void read_segment(const struct scrape_config *cf, struct scrape_state *st, struct seg *g, size_t *left);
 /* Closes the kept readers no scrape used since the last call (segments
  * gone), and readies the others for the next scrape. */
 void kept_sweep(struct scrape_state *st);

@@ -100,6 +100,8 @@ static int kept_add(const struct scrape_config *cf, struct scrape_state *st, con
 
 void kept_sweep(struct scrape_state *st)
 {
+	if (!st)
+		return;
 	size_t i = 0;
 
 	while (i < st->nkept) {
@@ -143,7 +145,7 @@ static pcpu_reader_t *reader_for(const struct scrape_config *cf, struct scrape_s
 /* Reads one segment into g within the budget: ok, or reason and msg (and
  * err when the failure may be the scrape's, not the segment's: ENOMEM, the
  * budget). */
-static void read_segment(const struct scrape_config *cf, struct scrape_state *st, struct seg *g, size_t *left)
+void read_segment(const struct scrape_config *cf, struct scrape_state *st, struct seg *g, size_t *left)
 {
 	struct scrape_kept *kept;
 	pcpu_reader_t *r;

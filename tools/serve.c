@@ -291,7 +291,7 @@ static void metrics_source(void *arg, struct pcpu_exporter_scrape *s)
 	struct scrape_result res;
 
 	if (s->rest[0])
-		scrape_one(&sv->cf, s->rest, s->format, &res);
+		scrape_one(&sv->cf, &sv->st, s->rest, s->format, &res);
 	else
 		scrape_all(&sv->cf, &sv->st, s->format, &res);
 	if (res.status != 200) {
