@@ -50,6 +50,7 @@ struct pcpu_reader {
 	void *read_hook_ctx;
 	unsigned nreads;
 	uint64_t nsyscalls; /* preads and lseeks on the file (tests) */
+	uint64_t nentries;  /* directory entries copied, every copy (tests) */
 	unsigned flags;
 	int check_proc;
 	uid_t file_owner;
@@ -67,6 +68,7 @@ struct pcpu_reader {
 /* Internal entry points for tests and the fuzzer (not exported). */
 PCPU_HIDDEN pcpu_reader_t *pcpu__reader_open_mem(const void *buf, size_t len, size_t max_bytes);
 PCPU_HIDDEN uint64_t pcpu__reader_syscalls(const pcpu_reader_t *r);
+PCPU_HIDDEN uint64_t pcpu__reader_entries_copied(const pcpu_reader_t *r);
 PCPU_HIDDEN void pcpu__reader_set_read_hook(pcpu_reader_t *r,
 					    void (*fn)(void *ctx, unsigned n, uint64_t off, size_t len),
 					    void *ctx);

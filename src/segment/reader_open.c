@@ -348,6 +348,11 @@ uint64_t pcpu__reader_syscalls(const pcpu_reader_t *r)
 	return r->nsyscalls;
 }
 
+uint64_t pcpu__reader_entries_copied(const pcpu_reader_t *r)
+{
+	return r->nentries;
+}
+
 void pcpu_reader_close(pcpu_reader_t *r)
 {
 	if (!r)

@@ -173,6 +173,7 @@ static int copy_directory(struct attempt *a)
 		return -1;
 	if (pcpu__rd_read_exact(r, a->E1, (size_t)a->elen, a->h1.entries_offset, "directory") < 0)
 		return -1;
+	r->nentries += a->p.used;
 	/* The header again: an entry copied into E1 may be newer than h1, and
 	 * its blob and chunk were published before it, so strings_used and
 	 * nchunks must be read after E1 (entries_used had to be read before). */
@@ -406,6 +407,7 @@ static int second_look(struct attempt *a)
 	if (pcpu__rd_read_exact(r, a->E2, (size_t)a->elen, a->h1.entries_offset, "directory") < 0 ||
 	    pcpu__rd_read_exact(r, &a->h2, sizeof a->h2, 0, "header") < 0)
 		return -1;
+	r->nentries += a->p.used;
 	return 0;
 }
 
@@ -485,11 +487,18 @@ static int attempt(struct pcpu_reader *r, unsigned flags, int last, int *statep,
 	if (second_look(&a) < 0)
 		goto out;
 	a.stable = a.h1.generation == a.h2.generation && !(a.h1.generation & 1);
-	if (!a.stable && !last) {
+	if (decide_kept(&a) < 0)
+		goto out;
+	/* Read again only for what this read left out: a directory that only
+	 * grew meanwhile (new entries past the ones copied) left nothing out,
+	 * and reading it again -- four times the work, each time larger --
+	 * would not show more of what was there (issue 51: pcpustat took
+	 * seconds on a segment a worker was filling). */
+	if (!a.stable && a.changed && !last) {
 		rc = 0;
 		goto out;
 	}
-	if (decide_kept(&a) < 0 || check_storage(&a) < 0)
+	if (check_storage(&a) < 0)
 		goto out;
 	rc = finish(&a, state, out);
 out:
