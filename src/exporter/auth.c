@@ -51,6 +51,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "auth.h"
 
@@ -228,6 +231,11 @@ static void *worker_main(void *arg)
 	struct auth_job j;
 	int ok, orphaned;
 
+	/* bcrypt is slow on purpose and runs whenever clients send passwords
+	 * never seen: on a busy machine it yields to the scrapes (a thread's
+	 * nice value on Linux; lowering it needs no privilege). */
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
+
 	pthread_mutex_lock(&a->lock);
 	for (;;) {
 		while (!a->n && !a->stopping)
@@ -338,6 +346,7 @@ struct auth *pcpu__exp_auth_start(const struct web_config *wc)
 	e = pthread_create(&a->worker, NULL, worker_main, a);
 	if (e)
 		goto fail;
+	pthread_setname_np(a->worker, "pcpu-bcrypt"); /* top -H, and the benchmark, tell it apart */
 	return a;
 fail:
 	auth_destroy(a);

@@ -381,8 +381,9 @@ static struct MHD_Daemon *start_daemon(struct pcpu_exporter *e, struct pcpu__exp
 	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)pcpu__exp_on_completed, e };
 	if (e->threads > 1)
 		opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)e->threads, NULL };
-	if (e->auth)
-		flags |= MHD_ALLOW_SUSPEND_RESUME; /* requests wait for bcrypt suspended */
+	/* Requests wait suspended for bcrypt (auth.c) and refusals for their
+	 * delay (penalty.c). */
+	flags |= MHD_ALLOW_SUSPEND_RESUME;
 	if (e->tls) {
 		flags |= MHD_USE_TLS;
 		opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, e->wc.cert_pem };
@@ -405,6 +406,7 @@ static void stop_daemons(struct pcpu_exporter *e)
 	size_t i;
 
 	pcpu__exp_auth_stop(e->auth);
+	pcpu__exp_penalty_stop(e->penalty);
 	for (i = 0; i < e->nls; i++)
 		if (e->ls[i].d) {
 			MHD_stop_daemon(e->ls[i].d); /* closes the listening socket */
@@ -431,8 +433,15 @@ int pcpu_exporter_start(pcpu_exporter_t *e)
 	/* A byte per descriptor a connection can have: the lowest free one is
 	 * always taken, so those of the connections lie below the open ones,
 	 * the limits and a margin (conn.c). */
-	if (e->tls && pcpu__exp_sniff_get(open_descriptors() + e->nls * (e->maxc + FD_RESERVE) + 64) < 0)
+	/* Any source may get a password check, also once started. */
+	if (!(e->penalty = pcpu__exp_penalty_start()))
+		return pcpu__exp_fail(errno, "cannot start a thread: %s", strerror(errno));
+	if (e->tls && pcpu__exp_sniff_get(open_descriptors() + e->nls * (e->maxc + FD_RESERVE) + 64) < 0) {
+		pcpu__exp_penalty_stop(e->penalty);
+		pcpu__exp_penalty_free(e->penalty);
+		e->penalty = NULL;
 		return pcpu__exp_fail(ENOMEM, "out of memory");
+	}
 	e->started = 1;
 	for (i = 0; i < e->nls; i++) {
 		e->ls[i].d = start_daemon(e, &e->ls[i]);
@@ -444,6 +453,8 @@ int pcpu_exporter_start(pcpu_exporter_t *e)
 			e->ls[i].fd = -1;
 
 			stop_daemons(e);
+			pcpu__exp_penalty_free(e->penalty);
+			e->penalty = NULL;
 			if (e->tls)
 				pcpu__exp_sniff_put();
 			e->started = 0;
@@ -467,6 +478,7 @@ void pcpu_exporter_free(pcpu_exporter_t *e)
 			pcpu__exp_sniff_put();
 	}
 	pcpu__exp_auth_free(e->auth);
+	pcpu__exp_penalty_free(e->penalty);
 	for (i = 0; i < e->nls; i++)
 		if (e->ls[i].fd >= 0)
 			close(e->ls[i].fd);

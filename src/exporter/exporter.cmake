@@ -19,6 +19,7 @@ if(PCPU_EXPORTER_DEPS_FOUND)
     src/exporter/request.c     # one request: checks, routing, responses
     src/exporter/conn.c        # connections: shedding, plain HTTP to TLS, the log
     src/exporter/auth.c        # bcrypt off the serving threads
+    src/exporter/penalty.c     # refusals of basic authentication answered late
     src/exporter/basic_auth.c  # Authorization: Basic
     src/exporter/webconfig.c   # the exporter toolkit's web configuration
     src/exporter/gzip.c        # pcpu_exporter_gzip()

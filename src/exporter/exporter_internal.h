@@ -12,6 +12,7 @@
  *                 near the limit, plain HTTP sent to the TLS port, and
  *                 libmicrohttpd's log
  *   auth.c        bcrypt off the serving threads (auth.h)
+ *   penalty.c     refusals of basic authentication answered late
  *   basic_auth.c  the Authorization header (RFC 7617)
  *   webconfig.c   the exporter toolkit's web configuration (webconfig.h)
  *   gzip.c        pcpu_exporter_gzip()
@@ -94,6 +95,7 @@ struct pcpu_exporter {
 	struct web_config wc; /* zeroed without a web configuration */
 	int tls;
 	struct auth *auth; /* basic_auth_users: verdicts and the bcrypt worker */
+	struct pcpu__exp_penalty *penalty; /* once started */
 	char realm[PCPU_EXP_REALM_MAX + 1];
 
 	/* The log, and what repeats (conn.c), under log_lock. */
@@ -166,6 +168,19 @@ PCPU_EXP_HIDDEN void pcpu__exp_log_mhd(void *cls, const char *fmt, va_list ap);
 PCPU_EXP_HIDDEN int pcpu__exp_sniff_get(size_t ndesc);
 PCPU_EXP_HIDDEN void pcpu__exp_sniff_put(void);
 PCPU_EXP_HIDDEN void pcpu__exp_workers_free(struct pcpu_exporter *e);
+
+/* ---- penalty.c ---- */
+
+/* The thread answering refusals late: NULL with errno on failure. */
+PCPU_EXP_HIDDEN struct pcpu__exp_penalty *pcpu__exp_penalty_start(void);
+/* fn(arg) from that thread once the delay is over (under its lock: fn only
+ * resumes a connection): 0, or -1 when the queue is full or stopping (then
+ * answer at once). */
+PCPU_EXP_HIDDEN int pcpu__exp_penalty_add(struct pcpu__exp_penalty *p, void (*fn)(void *arg), void *arg);
+/* Calls fn(arg) of everything waiting, now, and joins the thread (before
+ * the daemons stop). NULL is ignored. */
+PCPU_EXP_HIDDEN void pcpu__exp_penalty_stop(struct pcpu__exp_penalty *p);
+PCPU_EXP_HIDDEN void pcpu__exp_penalty_free(struct pcpu__exp_penalty *p);
 
 /* ---- basic_auth.c ---- */
 

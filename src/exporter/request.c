@@ -37,6 +37,10 @@ struct request {
 		REQ_STARTED, /* headers checked: answered on the next call */
 		REQ_WAITING, /* suspended until auth.c's worker decides */
 		REQ_DECIDED, /* resumed with `verdict` */
+		REQ_PENALIZED, /* refused (`verdict`), suspended until penalty.c answers */
+		REQ_REFUSED,  /* resumed: answered `verdict` now */
+		REQ_SOURCE_PENALIZED, /* the source's check refused: suspended likewise */
+		REQ_SOURCE_REFUSED,   /* resumed: answered 401 now */
 	} state;
 	enum auth_verdict verdict;
 	char *user; /* who the web configuration let in (NULL: nobody asked) */
@@ -181,13 +185,48 @@ static enum auth_verdict check_credentials(struct pcpu_exporter *e, struct reque
 	return v;
 }
 
+/* Called by penalty.c's thread once a refusal waited. */
+static void penalty_over(void *arg)
+{
+	struct request *rq = arg;
+
+	rq->state = rq->state == REQ_SOURCE_PENALIZED ? REQ_SOURCE_REFUSED : REQ_REFUSED;
+	MHD_resume_connection(rq->conn);
+}
+
+/* A refusal waits first (penalty.c says why): 1 if the request is
+ * suspended until then (`waiting`, then the state penalty_over() sets), 0
+ * if it is answered now (the refused state set at once). */
+static int penalize(struct pcpu_exporter *e, struct request *rq, int waiting)
+{
+	rq->state = waiting;
+	/* Suspended first: the delay may end before pcpu__exp_penalty_add()
+	 * returns. */
+	MHD_suspend_connection(rq->conn);
+	if (pcpu__exp_penalty_add(e->penalty, penalty_over, rq) == 0)
+		return 1;
+	MHD_resume_connection(rq->conn); /* no room: answered at once */
+	rq->state = waiting == REQ_PENALIZED ? REQ_REFUSED : REQ_SOURCE_REFUSED;
+	return 0;
+}
+
 /* Basic authentication per the web configuration: 1 to go on, 0 when the
  * request was answered (401, 429, 503) or suspended (ret set). */
 static int authorized(struct pcpu_exporter *e, struct request *rq, enum MHD_Result *ret)
 {
+	enum auth_verdict v;
+
 	if (!e->auth)
 		return 1;
-	switch (check_credentials(e, rq)) {
+	v = rq->state == REQ_REFUSED ? rq->verdict : check_credentials(e, rq);
+	if (v != AUTH_GRANTED && v != AUTH_PENDING && rq->state != REQ_REFUSED) {
+		rq->verdict = v;
+		if (penalize(e, rq, REQ_PENALIZED)) {
+			*ret = MHD_YES;
+			return 0;
+		}
+	}
+	switch (v) {
 	case AUTH_GRANTED:
 		return 1;
 	case AUTH_PENDING:
@@ -291,6 +330,10 @@ static int source_authorized(struct pcpu_exporter *e, struct request *rq, const 
 	pcpu__exp_source_auth(e, src, &fn, &arg, realm);
 	if (!fn)
 		return 1;
+	if (rq->state == REQ_SOURCE_REFUSED) { /* refused, then waited */
+		*ret = reply_unauthorized(rq->conn, realm);
+		return 0;
+	}
 	rc = pcpu__exp_parse_basic(MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND,
 							       MHD_HTTP_HEADER_AUTHORIZATION),
 				   &buf, &u, &p);
@@ -309,9 +352,18 @@ static int source_authorized(struct pcpu_exporter *e, struct request *rq, const 
 		*user = rq->user;
 		return 1;
 	}
-	*ret = ok < 0 ? reply_text(rq->conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "the password check failed", 0, NULL,
-				   NULL)
-		      : reply_unauthorized(rq->conn, realm);
+	if (ok < 0) {
+		*ret = reply_text(rq->conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "the password check failed", 0, NULL,
+				  NULL);
+		return 0;
+	}
+	/* Refused: answered 401 after the delay (penalty.c), on the call
+	 * that comes when the request is resumed. */
+	if (penalize(e, rq, REQ_SOURCE_PENALIZED)) {
+		*ret = MHD_YES;
+		return 0;
+	}
+	*ret = reply_unauthorized(rq->conn, realm);
 	return 0;
 }
 

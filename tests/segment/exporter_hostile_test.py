@@ -61,7 +61,9 @@ pcpustat's.
   exporter_hostile_test.py wrongpass PCPUSTAT FIXTURE [SERVER PROGRAM]
       basic authentication while 8 clients send wrong passwords (a new one
       each request) as fast as they are answered: 20 scrapes with the right
-      password, each 200 with the value; the wrong ones never 200.
+      password, each 200 with the value; the wrong ones never 200, each
+      answered after the refusal's delay (half a second: at most 2 answers
+      a second per client).
   exporter_hostile_test.py auth PCPUSTAT FIXTURE
       HTTPS and basic auth while clients send passwords that must be
       bcrypt-checked: one user's hash has cost 31 (one check runs for
@@ -625,6 +627,11 @@ def wrongpass(e, sv):
         srv, host, port = sv.start(web=web)
     st, b, _ = timed_get_with(host, port, right)
     check(sv.scrape_ok(st, b), "the right password: 200 with the value (%r)" % st)
+    # A refusal is answered after half a second (a lower bound: a slow
+    # machine only makes it later), so that clients cannot spin through
+    # wrong passwords at the serving thread's cost.
+    st, _, dt = timed_get_with(host, port, basic("prometheus", "nope"))
+    check(st == 401 and dt >= 0.45, "a wrong password: 401 after the refusal's delay (%r, %.2f s)" % (st, dt))
     stop_flag, answers = threading.Event(), queue.Queue()
 
     def attacker(k):
@@ -646,6 +653,7 @@ def wrongpass(e, sv):
     for t in threads:
         t.start()
     good, worst = 0, 0.0
+    t_attack = time.monotonic()
     for _ in range(20):
         st, b, dt = timed_get_with(host, port, right)
         worst = max(worst, dt)
@@ -653,7 +661,14 @@ def wrongpass(e, sv):
     stop_flag.set()
     for t in threads:
         t.join(90)
+    attack = time.monotonic() - t_attack
     statuses = [answers.get() for _ in range(answers.qsize())]
+    # Each of the 8 waits half a second per answer: at most 2 a second
+    # each, however fast the machine (3 of slack per client: the one in
+    # flight, the join). They got thousands when refused at once.
+    bound = int(8 * (attack / 0.5 + 3))
+    check(len(statuses) <= bound, "8 clients sending wrong passwords were answered %d times in %.1f s "
+          "(at most %d: each refusal waits)" % (len(statuses), attack, bound))
     check(good == 20, "8 clients sending wrong passwords: %d of 20 scrapes with the right one answered 200 "
           "(slowest %.3f s)" % (good, worst))
     check(statuses and 200 not in statuses and 401 in statuses,
