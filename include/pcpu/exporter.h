@@ -127,7 +127,8 @@ enum {
  * A new exporter with the defaults: no listening socket yet, at most 1024
  * connections, 10 s of inactivity closes a connection, one thread per
  * socket, no TLS, no passwords, no log. Returns NULL with errno ENOMEM.
- * Cost: one allocation; nothing starts until pcpu_exporter_start().
+ * Thread-safe. Cost: one allocation; nothing starts until
+ * pcpu_exporter_start().
  */
 PCPU_API pcpu_exporter_t *pcpu_exporter_new(void);
 
@@ -139,7 +140,9 @@ PCPU_API pcpu_exporter_t *pcpu_exporter_new(void);
  * each socket gets its own threads and its own connection limit.
  * Returns 0, or -1 with errno: EINVAL (malformed address, or a host that
  * does not resolve), EBUSY (already started), or bind()'s and listen()'s
- * (EADDRINUSE, EACCES...).
+ * (EADDRINUSE, EACCES...). The settings functions below (listen, set_*,
+ * web_config) are not thread-safe on one exporter: one thread sets it up.
+ * Cost: a name resolution (getaddrinfo()) and a socket.
  */
 PCPU_API int pcpu_exporter_listen(pcpu_exporter_t *e, const char *address);
 
@@ -148,27 +151,30 @@ PCPU_API int pcpu_exporter_listen(pcpu_exporter_t *e, const char *address);
  * bound), e.g. from socket activation. The exporter owns it from now on,
  * also on failure, and closes it in pcpu_exporter_free(). Before
  * pcpu_exporter_start(). Returns 0, or -1 with errno EBADF, ENOTSOCK,
- * EINVAL (not listening), EBUSY (started), ENOMEM.
+ * EINVAL (not listening), EBUSY (started), ENOMEM. Not thread-safe on one
+ * exporter (settings). Cost: two getsockopt() calls.
  */
 PCPU_API int pcpu_exporter_listen_fd(pcpu_exporter_t *e, int fd);
 
 /** The number of listening sockets (pcpu_exporter_listen*() calls that
- * succeeded). */
+ * succeeded). Thread-safe once started (the sockets are fixed then).
+ * Cost: a load. */
 PCPU_API size_t pcpu_exporter_nlisten(const pcpu_exporter_t *e);
 
 /** The port of listening socket `i` (0-based, in the order they were
- * added), or -1 with errno EINVAL. */
+ * added), or -1 with errno EINVAL. Thread-safe once started. Cost: a
+ * load. */
 PCPU_API int pcpu_exporter_port(const pcpu_exporter_t *e, size_t i);
 
 /**
  * The address of listening socket `i` as "HOST:PORT" or "[IPV6]:PORT",
  * in buf (NUL-terminated, truncated to cap). Returns 0, or -1 with errno
- * EINVAL.
+ * EINVAL. Thread-safe once started. Cost: a copy.
  */
 PCPU_API int pcpu_exporter_address(const pcpu_exporter_t *e, size_t i, char *buf, size_t cap);
 
 /** 1 if `e` serves HTTPS (its web configuration has tls_server_config),
- * else 0. */
+ * else 0. Thread-safe once started. Cost: a load. */
 PCPU_API int pcpu_exporter_tls(const pcpu_exporter_t *e);
 
 /**
@@ -178,18 +184,21 @@ PCPU_API int pcpu_exporter_tls(const pcpu_exporter_t *e);
  * below half, new ones get the timeout again. Lowered at start, with a
  * log message, so that RLIMIT_NOFILE leaves descriptors for the program:
  * the exporter never raises a limit of the process. Before start.
- * Returns 0, or -1 with errno EINVAL or EBUSY.
+ * Returns 0, or -1 with errno EINVAL or EBUSY. Not thread-safe on one
+ * exporter (settings). Cost: a store.
  */
 PCPU_API int pcpu_exporter_set_max_clients(pcpu_exporter_t *e, size_t n);
 
 /** A connection inactive for `seconds` (1..3600; default 10) is closed.
- * Before start. Returns 0, or -1 with errno EINVAL or EBUSY. */
+ * Before start. Returns 0, or -1 with errno EINVAL or EBUSY. Not
+ * thread-safe on one exporter (settings). Cost: a store. */
 PCPU_API int pcpu_exporter_set_timeout(pcpu_exporter_t *e, unsigned seconds);
 
 /**
  * Threads per listening socket (1..1024; default 1): more serve several
  * requests at once, the connection limit shared among them. Before
- * start. Returns 0, or -1 with errno EINVAL or EBUSY.
+ * start. Returns 0, or -1 with errno EINVAL or EBUSY. Not thread-safe on
+ * one exporter (settings). Cost: a store.
  */
 PCPU_API int pcpu_exporter_set_threads(pcpu_exporter_t *e, unsigned n);
 
@@ -203,21 +212,27 @@ PCPU_API int pcpu_exporter_set_threads(pcpu_exporter_t *e, unsigned n);
  * ignored. Passwords are checked with bcrypt on a thread of their own,
  * one at a time, behind a cache of verdicts and a bounded queue: a client
  * whose password was verified never waits for one, one address has at
- * most 2 checks waiting (then 429), all at most 9 (then 503). Before
- * start. Returns 0, or -1 with errno EINVAL (pcpu_exporter_error() names
- * what is wrong), a file's errno, EBUSY or ENOMEM.
+ * most 2 checks waiting (then 429), all at most 9 (then 503); a refused
+ * request is answered after half a second, so that a client cannot spin
+ * through passwords. Before start. Returns 0, or -1 with errno EINVAL
+ * (pcpu_exporter_error() names what is wrong), a file's errno, EBUSY or
+ * ENOMEM. Not thread-safe on one exporter (settings). Cost: reading the
+ * files; the password checker's thread starts here.
  */
 PCPU_API int pcpu_exporter_web_config(pcpu_exporter_t *e, const char *file);
 
 /**
  * The realm of the web configuration's 401 answers (default "pcpu"; no
- * '"', '\\', CR or LF). Before start. Returns 0, or -1 with errno EINVAL,
- * EBUSY or ENOMEM.
+ * '"', '\\', CR or LF; at most 127 bytes). Before start. Returns 0, or -1
+ * with errno EINVAL or EBUSY. Not thread-safe on one exporter (settings).
+ * Cost: a copy.
  */
 PCPU_API int pcpu_exporter_set_realm(pcpu_exporter_t *e, const char *realm);
 
-/** Where the server's messages go (NULL: nowhere, the default). Before
- * start. Returns 0, or -1 with errno EBUSY. */
+/** Where the server's messages go (NULL: nowhere, the default). The
+ * callback must not call this library's functions on `e`. Before start.
+ * Returns 0, or -1 with errno EBUSY. Not thread-safe on one exporter
+ * (settings). Cost: a store. */
 PCPU_API int pcpu_exporter_set_log(pcpu_exporter_t *e, pcpu_exporter_log_fn *fn, void *arg);
 
 /**
@@ -227,7 +242,9 @@ PCPU_API int pcpu_exporter_set_log(pcpu_exporter_t *e, pcpu_exporter_log_fn *fn,
  * JSON). Before or after start: a request sees the source or not, never
  * half of it. An exact path wins over a prefix. Returns 0, or -1 with
  * errno EINVAL (NULL fn, a path not starting with '/'), EEXIST (the path
- * is served already), ENOMEM.
+ * is served already), ENOMEM. Thread-safe (with requests being served,
+ * and with the other source functions). Cost: an allocation and a lock;
+ * requests find a source in time linear in the sources.
  */
 PCPU_API int pcpu_exporter_add_source(pcpu_exporter_t *e, const char *path, unsigned flags,
 				      unsigned formats, pcpu_exporter_source_fn *fn, void *arg);
@@ -235,16 +252,19 @@ PCPU_API int pcpu_exporter_add_source(pcpu_exporter_t *e, const char *path, unsi
 /**
  * Serves `path` with registry `reg`'s exposition (pcpu_registry_write()),
  * in any format the library writes but JSON. The registry must outlive its
- * source: pcpu_exporter_remove_source() first. Returns as
- * pcpu_exporter_add_source().
+ * source: pcpu_exporter_remove_source() first. Returns, thread safety and
+ * cost as pcpu_exporter_add_source(); each scrape costs one
+ * pcpu_registry_write() (and gzip where asked for).
  */
 PCPU_API int pcpu_exporter_add_registry(pcpu_exporter_t *e, const char *path, pcpu_registry_t *reg);
 
 /**
  * Adds a password check to the source at `path`, or replaces it (fn NULL:
  * removes it): a request without credentials, or refused, gets 401 with
- * `realm` (no '"', '\\', CR or LF). Returns 0, or -1 with errno ENOENT (no
- * such source), EINVAL, ENOMEM.
+ * `realm` (no '"', '\\', CR or LF; at most 127 bytes). A refused request
+ * is answered after half a second. Returns 0, or -1 with errno ENOENT (no
+ * such source) or EINVAL. Thread-safe (as pcpu_exporter_add_source()).
+ * Cost: a lock and a search of the sources.
  */
 PCPU_API int pcpu_exporter_set_source_auth(pcpu_exporter_t *e, const char *path, pcpu_exporter_auth_fn *fn,
 					   void *arg, const char *realm);
@@ -252,7 +272,9 @@ PCPU_API int pcpu_exporter_set_source_auth(pcpu_exporter_t *e, const char *path,
 /**
  * Stops serving `path`: returns once no request uses its source any more,
  * so that what the source reads may then be freed. Not from a source of
- * this exporter. Returns 0, or -1 with errno ENOENT.
+ * this exporter. Returns 0, or -1 with errno ENOENT. Thread-safe (as
+ * pcpu_exporter_add_source()). Cost: a lock; waits for the requests in
+ * that source.
  */
 PCPU_API int pcpu_exporter_remove_source(pcpu_exporter_t *e, const char *path);
 
@@ -261,7 +283,10 @@ PCPU_API int pcpu_exporter_remove_source(pcpu_exporter_t *e, const char *path);
  * when a socket that is not a loopback one is served without TLS or
  * passwords, and when the connection limit was lowered. Returns 0, or -1
  * with errno EINVAL (no listening socket), EBUSY (started), ENOMEM, or
- * what libmicrohttpd or the threads met (EAGAIN...). Once.
+ * what libmicrohttpd or the threads met (EAGAIN...). Once. Not
+ * thread-safe on one exporter (settings). Cost: the threads (one per
+ * socket, or the pool; the refusals' timer; the password checker's was
+ * started by pcpu_exporter_web_config()).
  */
 PCPU_API int pcpu_exporter_start(pcpu_exporter_t *e);
 
@@ -270,13 +295,16 @@ PCPU_API int pcpu_exporter_start(pcpu_exporter_t *e);
  * request waiting for a password check is answered 503, the threads are
  * joined (a bcrypt still running finishes on its own, detached). No
  * source is called once this returns. NULL is ignored. Not from a source
- * of `e`.
+ * of `e`; not thread-safe on one exporter (no other call on `e` at the
+ * same time or after). Cost: joining the threads, closing every
+ * connection; a refused request waiting for its delay is answered at once.
  */
 PCPU_API void pcpu_exporter_free(pcpu_exporter_t *e);
 
 /**
  * What the last failed call of this library in this thread met, as a
- * sentence; "" if none.
+ * sentence; "" if none. Thread-safe (one message per thread). Cost: a
+ * load.
  */
 PCPU_API const char *pcpu_exporter_error(void);
 
@@ -286,7 +314,7 @@ PCPU_API const char *pcpu_exporter_error(void);
  * level's time), malloc()ed, its length in *zlen. The exporter's own
  * compression, for programs that send expositions otherwise. Returns NULL
  * with errno ENOMEM, EINVAL (level), EFBIG (len over 4 GiB).
- * Cost: linear in len.
+ * Thread-safe. Cost: linear in len.
  */
 PCPU_API char *pcpu_exporter_gzip(const void *body, size_t len, int level, size_t *zlen);
 

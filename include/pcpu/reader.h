@@ -221,7 +221,7 @@ PCPU_API unsigned pcpu_reader_slot_index(const pcpu_reader_t *r);
  * (struct pcpu_reader_options' max_bytes; 0: the default), for a caller
  * that keeps a reader open across snapshots with a budget that changes (an
  * exporter's per-scrape limit). Returns 0, or -1 with errno EINVAL (NULL
- * reader). Not concurrently with a snapshot of `r`; not
+ * reader). Not thread-safe: not concurrently with a snapshot of `r`; not
  * async-signal-safe. Cost: a store. Since PCPU_0.2.
  */
 PCPU_API int pcpu_reader_set_max_bytes(pcpu_reader_t *r, size_t max_bytes);
