@@ -111,9 +111,11 @@ struct scrape_state {
 	struct scrape_note *notes; /* sorted by key */
 	size_t nnotes;
 	/* The readers kept (at most cf->keep_readers), by key; those of
-	 * segments a scrape did not read are closed after it. */
+	 * segments no scrape read for a few sweeps (one after each /metrics
+	 * scrape) are closed. */
 	struct scrape_kept *kept;
 	size_t nkept;
+	unsigned long sweeps;
 	/* Bytes of the largest scrape since memory was last given back. */
 	size_t used_max;
 };

@@ -54,8 +54,8 @@ int read_all(const struct scrape_config *cf, struct scrape_state *st, struct seg
  * with a kept reader where there is one: g->ok, or g->reason and g->msg
  * (and g->err: ENOMEM, EFBIG). */
 void read_segment(const struct scrape_config *cf, struct scrape_state *st, struct seg *g, size_t *left);
-/* Closes the kept readers no scrape used since the last call (segments
- * gone), and readies the others for the next scrape. */
+/* Closes the kept readers no scrape used in the last few calls (segments
+ * gone); one call after each /metrics scrape. */
 void kept_sweep(struct scrape_state *st);
 /* Closes every kept reader. */
 void kept_free(struct scrape_state *st);

@@ -57,10 +57,16 @@ static void seg_fail(struct seg *g, const char *reason, const char *msg)
 
 /* ---- readers kept between scrapes ---------------------------------------------------- */
 
+/* Sweeps a kept reader may go unused before it is closed: /metrics and
+ * /metrics/SEGMENT keep readers under different keys (a file name, a
+ * target), and one endpoint scraped less often than the other must not
+ * lose its readers (a full read each time) to the other's sweeps. */
+#define KEPT_GRACE 8
+
 struct scrape_kept {
 	char key[128];
 	pcpu_reader_t *r;
-	int used; /* by the scrape in progress */
+	unsigned long used; /* the sweep count when it was last used */
 };
 
 static struct scrape_kept *kept_find(struct scrape_state *st, const char *key)
@@ -94,22 +100,23 @@ static int kept_add(const struct scrape_config *cf, struct scrape_state *st, con
 	k = &st->kept[st->nkept++];
 	snprintf(k->key, sizeof k->key, "%s", key);
 	k->r = r;
-	k->used = 1;
+	k->used = st->sweeps;
 	return 1;
 }
 
 void kept_sweep(struct scrape_state *st)
 {
-	if (!st)
-		return;
 	size_t i = 0;
 
+	if (!st)
+		return;
+	st->sweeps++;
 	while (i < st->nkept) {
-		if (!st->kept[i].used) {
+		if (st->sweeps - st->kept[i].used > KEPT_GRACE) {
 			kept_forget(st, &st->kept[i]);
 			continue;
 		}
-		st->kept[i++].used = 0;
+		i++;
 	}
 }
 
@@ -133,7 +140,7 @@ static pcpu_reader_t *reader_for(const struct scrape_config *cf, struct scrape_s
 	if (k && g->info && g->info->created_ns != pcpu_reader_created_ns(k->r))
 		kept_forget(st, k); /* another file under the name: another segment */
 	else if (k) {
-		k->used = 1;
+		k->used = st->sweeps;
 		pcpu_reader_set_max_bytes(k->r, left);
 		*kept = k;
 		return k->r;
