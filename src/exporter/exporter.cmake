@@ -41,10 +41,14 @@ if(PCPU_EXPORTER_DEPS_FOUND)
     set_target_properties(pcpu_exporter PROPERTIES INSTALL_RPATH "$ORIGIN")
   endif()
   add_library(pcpu::exporter ALIAS pcpu_exporter)
-  install(TARGETS pcpu_exporter EXPORT pcpuTargets
-    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  # Its components (top-level CMakeLists.txt, "install"): exporter (the
+  # shared object), exporter-dev (header, link, pkg-config, CMake targets;
+  # its manual page is installed with the others').
+  install(FILES include/pcpu/exporter.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/pcpu COMPONENT exporter-dev)
+  install(TARGETS pcpu_exporter EXPORT pcpu-exporterTargets
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT exporter NAMELINK_COMPONENT exporter-dev)
+  install(EXPORT pcpu-exporterTargets NAMESPACE pcpu::
+    DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/pcpu COMPONENT exporter-dev)
   install(CODE "
     set(PCPU_PC_FILES \"pcpu-exporter\")
     set(PCPU_PC_SOURCE_DIR \"${CMAKE_CURRENT_SOURCE_DIR}/cmake\")
@@ -53,7 +57,8 @@ if(PCPU_EXPORTER_DEPS_FOUND)
     set(PCPU_PC_INCLUDEDIR \"${CMAKE_INSTALL_INCLUDEDIR}\")
     set(PCPU_PC_VERSION \"${PROJECT_VERSION}\")
     set(PCPU_PC_SYSTEM_LIBDIRS \"${PCPU_SYSTEM_LIBDIRS}\")
-    include(\"${CMAKE_CURRENT_SOURCE_DIR}/cmake/pcpuPkgConfig.cmake\")")
+    include(\"${CMAKE_CURRENT_SOURCE_DIR}/cmake/pcpuPkgConfig.cmake\")"
+    COMPONENT exporter-dev)
 else()
   message(STATUS "libmicrohttpd, zlib, libyaml, libcrypt or GnuTLS not found (pkg-config; Debian: "
     "libmicrohttpd-dev zlib1g-dev libyaml-dev libcrypt-dev libgnutls28-dev): libpcpu-exporter is left out")
