@@ -32,8 +32,8 @@
  * server meets while it runs goes to the log callback, if one is set.
  *
  * Requests are checked in this order, each answered as it fails: a body
- * (400, connection closed: Content-Length other than 0, or
- * Transfer-Encoding), more than one Host (400), HTTP/1.1 without Host
+ * (400, or 405 for a method other than GET or HEAD; connection closed:
+ * Content-Length other than 0, or Transfer-Encoding), more than one Host (400), HTTP/1.1 without Host
  * (400), a client certificate the web configuration requires (403), the
  * web configuration's basic authentication (401; 429 or 503 while the
  * password checker is busy), a path no source serves (404), a method other

@@ -292,7 +292,7 @@ static enum MHD_Result count_host(void *cls, enum MHD_ValueKind kind, const char
  * closes the connection too). The request's context is made here (freed
  * by pcpu__exp_on_completed()).
  */
-static enum MHD_Result request_start(struct MHD_Connection *conn, void **con_cls)
+static enum MHD_Result request_start(struct MHD_Connection *conn, const char *method, void **con_cls)
 {
 	struct request *rq;
 	const char *cl, *te;
@@ -306,8 +306,15 @@ static enum MHD_Result request_start(struct MHD_Connection *conn, void **con_cls
 	*con_cls = rq;
 	cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
-	if (te || (cl && strcmp(cl, "0") != 0))
+	if (te || (cl && strcmp(cl, "0") != 0)) {
+		/* A POST with a form is told its method is wrong (405, what a
+		 * prometheus-cpp Exposer answered), a GET with a body that
+		 * bodies are (400); both close the connection. */
+		if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+			return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "GET or HEAD only", 1,
+					  MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
 		return reply_text(conn, MHD_HTTP_BAD_REQUEST, "request bodies are not accepted", 1, NULL, NULL);
+	}
 	/* RFC 9112 3.2: 400 for more than one Host (libmicrohttpd 0.9.75
 	 * checks only that HTTP/1.1 has one): proxies that read another Host
 	 * than this server are a smuggling tool. */
@@ -419,7 +426,7 @@ enum MHD_Result pcpu__exp_on_request(void *cls, struct MHD_Connection *conn, con
 	(void)version;
 	(void)upload_data;
 	if (!rq)
-		return request_start(conn, con_cls);
+		return request_start(conn, method, con_cls);
 	if (*upload_data_size)
 		return MHD_NO; /* not reached: request_start() refused bodies */
 	if (!client_cert_ok(e, conn))
