@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * One HTTP request, from its headers to its response. Checked in this
- * order, each answered as it fails: no request body (400, on the first
- * call), one Host (400), the client certificate (403), the web
+ * order, each answered as it fails: no request body (400, or 405 for a
+ * method other than GET or HEAD; on the first call, the connection
+ * closed), one Host (400), the client certificate (403), the web
  * configuration's basic authentication (401, or 429/503 while bcrypt is
  * busy), a source for the path (404), GET or HEAD (405), the source's own
  * password check (401, 500). Then the source answers, in the format the
