@@ -9,6 +9,7 @@
 # Each page belongs to the library its LIBRARY section names first, and
 # installs with that library's development files: the pages (and their link
 # pages) of libpcpu-stats ("pcpu statistics library") go to <prefix>_STATS,
+# those of libpcpu-exporter ("pcpu exporter library") to <prefix>_EXPORTER,
 # every other page to <prefix>_CORE (lists of full paths, set in the
 # caller's scope).
 function(pcpu_man_links srcdir outdir prefix)
@@ -20,6 +21,7 @@ function(pcpu_man_links srcdir outdir prefix)
   endif()
   set(core)
   set(stats)
+  set(exporter)
   foreach(page ${pages})
     set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${srcdir}/${page}")
     file(READ "${srcdir}/${page}" text)
@@ -29,6 +31,8 @@ function(pcpu_man_links srcdir outdir prefix)
     set(lib core)
     if(text MATCHES "\n\\.SH LIBRARY\npcpu statistics library")
       set(lib stats)
+    elseif(text MATCHES "\n\\.SH LIBRARY\npcpu exporter library")
+      set(lib exporter)
     endif()
     list(APPEND ${lib} "${srcdir}/${page}")
     # The NAME section: from ".SH NAME" to the "\-" that ends the names.
@@ -54,4 +58,5 @@ function(pcpu_man_links srcdir outdir prefix)
   endforeach()
   set(${prefix}_CORE ${core} PARENT_SCOPE)
   set(${prefix}_STATS ${stats} PARENT_SCOPE)
+  set(${prefix}_EXPORTER ${exporter} PARENT_SCOPE)
 endfunction()

@@ -80,7 +80,7 @@ static int same_labels(const struct pcpu__hslot *s, const void *ctx)
  * snapshot can come from another process -- cannot be chosen ahead to make
  * it quadratic.
  */
-static int has_duplicate_series(const struct pcpu_snapshot_family *f)
+int pcpu__has_duplicate_series(const struct pcpu_snapshot_family *f)
 {
 	static uint64_t calls;
 	struct pcpu__htab tab = { 0 };
@@ -216,7 +216,7 @@ static int check_family(const struct pcpu_snapshot_family *f)
 	if (f->nseries > UINT32_MAX - 1)
 		return fail_msg(f, "too many series");
 	if (f->nseries > 1) {
-		int dup = has_duplicate_series(f);
+		int dup = pcpu__has_duplicate_series(f);
 
 		if (dup < 0) {
 			errno = ENOMEM;
@@ -228,7 +228,7 @@ static int check_family(const struct pcpu_snapshot_family *f)
 	return 0;
 }
 
-static int check_snapshot(const struct pcpu_snapshot *s)
+int pcpu__snapshot_check(const struct pcpu_snapshot *s)
 {
 	struct sample_name *names;
 	size_t i, n = 0, cap = 0;
@@ -561,7 +561,7 @@ int pcpu__snapshot_write(const struct pcpu_snapshot *s, enum pcpu_format fmt, ch
 		errno = ENOTSUP;
 		return -1;
 	}
-	if (validate && check_snapshot(s) < 0)
+	if (validate && pcpu__snapshot_check(s) < 0)
 		return -1;
 	pcpu__buf_reserve(&b, 256);
 	if (b.p)

@@ -33,6 +33,8 @@ struct mfam {
 	struct pcpu_snapshot_family f; /* f.series == series */
 	struct pcpu_snapshot_series *series;
 	size_t cap; /* 0: series lie in the arena, not ours to realloc */
+	unsigned inputs; /* inputs that gave it series: past 1, they may clash */
+	int reserved; /* pcpu_snapshot_merge_reserve()'s: out of the result while empty */
 };
 
 /* The table's slots: a name a family owns, as its index k among the
@@ -199,8 +201,6 @@ static int labelled_copy(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot *s
 	struct pcpu_snapshot_family *fams;
 	struct pcpu_snapshot tmp;
 	size_t f, i;
-	char *text;
-	size_t len;
 
 	fams = arena_alloc(m, (s->nfamilies ? s->nfamilies : 1) * sizeof *fams);
 	if (!fams)
@@ -248,12 +248,12 @@ static int labelled_copy(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot *s
 		}
 	}
 	/* The writers' own checks, so that the merged whole is valid exactly
-	 * when each input is (and no two clash, checked by the table). */
+	 * when each input is (and no two clash, checked by the table) -- the
+	 * checks alone: writing the text as well cost as much again (issue 51). */
 	tmp.nfamilies = s->nfamilies;
 	tmp.families = fams;
-	if (pcpu__snapshot_write(&tmp, PCPU_FORMAT_PROMETHEUS, &text, &len, 1) < 0)
+	if (pcpu__snapshot_check(&tmp) < 0)
 		return -1;
-	free(text);
 	*out = fams;
 	return 0;
 }
@@ -341,6 +341,8 @@ int pcpu_snapshot_merge_add(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot
 			e = &m->fams[m->nfams++];
 			e->f = *in; /* its name is what lookup() compares */
 			e->cap = 0;
+			e->inputs = in->nseries != 0;
+			e->reserved = 0;
 			for (k = 0; k < ns; k++) {
 				size_t bl;
 				const char *suf;
@@ -355,11 +357,31 @@ int pcpu_snapshot_merge_add(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot
 			e->series = (struct pcpu_snapshot_series *)in->series;
 			continue;
 		}
-		if (in->nseries)
+		if (in->nseries) {
 			memcpy(e->series + e->f.nseries, in->series, in->nseries * sizeof *in->series);
+			e->inputs++;
+		}
 		e->f.series = e->series;
 		e->f.nseries += in->nseries;
 	}
+	return 0;
+}
+
+int pcpu_snapshot_merge_reserve(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot *s)
+{
+	size_t f, before;
+
+	if (!m || !s || (s->nfamilies && !s->families))
+		return fail(EINVAL, "pcpu_snapshot_merge_reserve: NULL argument", NULL, "");
+	for (f = 0; f < s->nfamilies; f++)
+		if (s->families[f].nseries)
+			return fail(EINVAL, "pcpu_snapshot_merge_reserve: family", s->families[f].name,
+				    " has series (a reservation has none)");
+	before = m->nfams;
+	if (pcpu_snapshot_merge_add(m, s, 0, NULL, NULL) < 0)
+		return -1;
+	for (f = before; f < m->nfams; f++)
+		m->fams[f].reserved = 1;
 	return 0;
 }
 
@@ -372,7 +394,7 @@ static int cmp_family(const void *a, const void *b)
 const struct pcpu_snapshot *pcpu_snapshot_merge_result(pcpu_snapshot_merge_t *m)
 {
 	struct pcpu_snapshot_family *p;
-	size_t i;
+	size_t i, n;
 
 	if (!m) {
 		errno = EINVAL;
@@ -384,10 +406,39 @@ const struct pcpu_snapshot *pcpu_snapshot_merge_result(pcpu_snapshot_merge_t *m)
 		return NULL;
 	}
 	m->sorted = p;
-	for (i = 0; i < m->nfams; i++)
-		p[i] = m->fams[i].f;
-	qsort(p, m->nfams, sizeof *p, cmp_family);
-	m->result.nfamilies = m->nfams;
+	for (i = 0, n = 0; i < m->nfams; i++)
+		if (!m->fams[i].reserved || m->fams[i].f.nseries)
+			p[n++] = m->fams[i].f;
+	qsort(p, n, sizeof *p, cmp_family);
+	m->result.nfamilies = n;
 	m->result.families = p;
 	return &m->result;
+}
+
+int pcpu_snapshot_merge_write(pcpu_snapshot_merge_t *m, enum pcpu_format fmt, char **out, size_t *len)
+{
+	const struct pcpu_snapshot *all;
+	size_t i;
+
+	if (!m || !out || !len)
+		return fail(EINVAL, "pcpu_snapshot_merge_write: NULL argument", NULL, "");
+	/* Every input was checked when added, and every family against the
+	 * others: what is left is series of one family from several inputs
+	 * with the same labels (the extra labels are the caller's to make
+	 * distinct), checked here, only where several inputs gave series. */
+	for (i = 0; i < m->nfams; i++) {
+		int dup;
+
+		if (m->fams[i].inputs < 2)
+			continue;
+		dup = pcpu__has_duplicate_series(&m->fams[i].f);
+		if (dup < 0)
+			return fail(ENOMEM, "out of memory", NULL, "");
+		if (dup)
+			return fail(EINVAL, "family", m->fams[i].f.name,
+				    ": two inputs gave it series with the same labels");
+	}
+	if (!(all = pcpu_snapshot_merge_result(m)))
+		return -1;
+	return pcpu__snapshot_write(all, fmt, out, len, 0);
 }

@@ -89,6 +89,14 @@ env -u LD_LIBRARY_PATH "$work/pc_static_consumer"
 c++ -std=c++17 $(pkg-config --cflags pcpu-prometheus) "$here/consumer_promcpp.cpp" -o "$work/pc_promcpp" \
   $(pkg-config --libs pcpu-prometheus) -pthread
 LD_LIBRARY_PATH="$libdir" "$work/pc_promcpp"
+# The exporter core: CMake (pcpu::exporter) and pkg-config pcpu-exporter,
+# where the build has it (issue 51).
+if [ -e "$libdir/pkgconfig/pcpu-exporter.pc" ]; then
+  LD_LIBRARY_PATH="$prefix/lib" "$work/cbuild/consumer_exporter"
+  cc $(pkg-config --cflags pcpu-exporter) "$here/consumer_exporter.c" -o "$work/pc_exporter" \
+    $(pkg-config --libs pcpu-exporter) -pthread
+  env -u LD_LIBRARY_PATH "$work/pc_exporter"
+fi
 # prometheus-cpp's pull API: CMake (pcpu::prometheus-pull) and pkg-config
 # pcpu-prometheus-pull, where the build has it (libmicrohttpd found).
 if [ -e "$libdir/pkgconfig/pcpu-prometheus-pull.pc" ]; then

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Basic authentication of `pcpustat serve` (auth.c): bcrypt off the thread
- * that serves scrapes, behind a cache of verdicts and a bounded queue.
+ * Basic authentication of libpcpu-exporter's web configuration users
+ * (auth.c): bcrypt off the threads that serve scrapes, behind a cache of
+ * verdicts and a bounded queue. Internal, as the whole folder.
  */
 #ifndef PCPUSTAT_AUTH_H
 #define PCPUSTAT_AUTH_H
@@ -23,10 +24,10 @@
 enum auth_verdict {
 	AUTH_GRANTED,
 	AUTH_DENIED,
-	AUTH_UNKNOWN,     /* auth_lookup(): not in the cache, auth_submit() it */
-	AUTH_PENDING,     /* auth_submit(): queued; done() will say */
-	AUTH_BUSY_CLIENT, /* auth_submit(): the client has AUTH_PER_CLIENT jobs already */
-	AUTH_BUSY,        /* auth_submit(): AUTH_JOBS admitted already, or the exporter stops */
+	AUTH_UNKNOWN,     /* pcpu__exp_auth_lookup(): not in the cache, pcpu__exp_auth_submit() it */
+	AUTH_PENDING,     /* pcpu__exp_auth_submit(): queued; done() will say */
+	AUTH_BUSY_CLIENT, /* pcpu__exp_auth_submit(): the client has AUTH_PER_CLIENT jobs already */
+	AUTH_BUSY,        /* pcpu__exp_auth_submit(): AUTH_JOBS admitted already, or the exporter stops */
 };
 
 /* A credential's identity in the cache: a keyed digest of user and password. */
@@ -35,7 +36,7 @@ struct auth_key {
 };
 
 /* Called once per AUTH_PENDING job, from the worker thread (or from
- * auth_stop()'s), with AUTH_GRANTED, AUTH_DENIED or AUTH_BUSY (the exporter
+ * pcpu__exp_auth_stop()'s), with AUTH_GRANTED, AUTH_DENIED or AUTH_BUSY (the exporter
  * stops). */
 typedef void auth_done_fn(void *arg, enum auth_verdict v);
 
@@ -43,28 +44,28 @@ struct auth;
 
 /* The users of wc (copied: wc may be freed after) and the worker thread.
  * NULL with errno on failure. */
-struct auth *auth_start(const struct web_config *wc);
+struct auth *pcpu__exp_auth_start(const struct web_config *wc);
 
 /* The cached verdict on (user, pass): AUTH_GRANTED or AUTH_DENIED at once,
- * or AUTH_UNKNOWN with *key set for auth_submit(). Never waits for a bcrypt:
+ * or AUTH_UNKNOWN with *key set for pcpu__exp_auth_submit(). Never waits for a bcrypt:
  * takes a mutex that is only ever held for a few comparisons. */
-enum auth_verdict auth_lookup(struct auth *a, const char *user, const char *pass, struct auth_key *key);
+enum auth_verdict pcpu__exp_auth_lookup(struct auth *a, const char *user, const char *pass, struct auth_key *key);
 
-/* Queues the bcrypt of a credential auth_lookup() did not know, for a
+/* Queues the bcrypt of a credential pcpu__exp_auth_lookup() did not know, for a
  * client at `client` (NULL: one anonymous client): AUTH_PENDING, and
  * done(arg, verdict) will be called exactly once from another thread, maybe
- * before auth_submit() returns; or AUTH_BUSY_CLIENT or AUTH_BUSY at once,
+ * before pcpu__exp_auth_submit() returns; or AUTH_BUSY_CLIENT or AUTH_BUSY at once,
  * and done() is never called. Never waits for a bcrypt. */
-enum auth_verdict auth_submit(struct auth *a, const struct auth_key *key, const char *user, const char *pass,
+enum auth_verdict pcpu__exp_auth_submit(struct auth *a, const struct auth_key *key, const char *user, const char *pass,
 			      const struct sockaddr *client, auth_done_fn *done, void *arg);
 
-/* Shutting down, step 1 (while the server may still call auth_submit()):
+/* Shutting down, step 1 (while the server may still call pcpu__exp_auth_submit()):
  * every job not yet answered gets done(arg, AUTH_BUSY) before this returns,
- * and later auth_submit()s get AUTH_BUSY. A bcrypt in progress is not
+ * and later pcpu__exp_auth_submit()s get AUTH_BUSY. A bcrypt in progress is not
  * waited for: one of a huge cost could take days. */
-void auth_stop(struct auth *a);
-/* Step 2, once nothing calls auth_lookup() or auth_submit() any more: frees
+void pcpu__exp_auth_stop(struct auth *a);
+/* Step 2, once nothing calls pcpu__exp_auth_lookup() or pcpu__exp_auth_submit() any more: frees
  * `a`, or leaves that to the worker if a bcrypt still runs. */
-void auth_free(struct auth *a);
+void pcpu__exp_auth_free(struct auth *a);
 
 #endif /* PCPUSTAT_AUTH_H */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Basic authentication for `pcpustat serve`, off the thread that serves
- * scrapes.
+ * Basic authentication of libpcpu-exporter's web configuration users, off
+ * the threads that serve scrapes.
  *
  * bcrypt is slow on purpose: ~55 ms at cost 10 on an idle machine, several
  * times that under load. Run where libmicrohttpd serves every connection,
@@ -23,7 +23,7 @@
  *  - Whatever the cache does not know is a job for one worker thread:
  *    one bcrypt at a time (the toolkit serialises them with a mutex), so
  *    unauthenticated clients can take one CPU at most. The connection waits
- *    suspended (MHD_suspend_connection(): serve_request.c) while libmicrohttpd's
+ *    suspended (MHD_suspend_connection(): request.c) while libmicrohttpd's
  *    thread goes on serving the others.
  *  - The queue is bounded (AUTH_JOBS, the one running included), and so is
  *    what one client address may have in it (AUTH_PER_CLIENT): past those
@@ -40,7 +40,7 @@
  *
  * Locking: one mutex over the queue and the cache, held for a few
  * comparisons and copies (and a connection's resumption), never during a
- * bcrypt: auth_lookup() and auth_submit(), which the serving thread calls,
+ * bcrypt: pcpu__exp_auth_lookup() and pcpu__exp_auth_submit(), which the serving thread calls,
  * never wait for one.
  */
 #include <crypt.h>
@@ -51,6 +51,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "auth.h"
 
@@ -82,14 +85,14 @@ struct auth {
 	struct auth_job queue[AUTH_JOBS];
 	size_t head, n;
 	/* The job the worker runs, while busy (its client counts against
-	 * AUTH_PER_CLIENT; auth_stop() answers it). */
+	 * AUTH_PER_CLIENT; pcpu__exp_auth_stop() answers it). */
 	struct auth_job running;
 	int busy;
 	/* Wrong credentials: a ring, the oldest replaced. */
 	struct auth_key denied[AUTH_DENIED_CACHED];
 	size_t ndenied, next_denied;
-	int stopping; /* auth_stop() was called */
-	int orphaned; /* auth_free() left `a` to the worker */
+	int stopping; /* pcpu__exp_auth_stop() was called */
+	int orphaned; /* pcpu__exp_auth_free() left `a` to the worker */
 };
 
 /* ---- verdicts ------------------------------------------------------------------------ */
@@ -146,7 +149,7 @@ static int make_key(const struct auth *a, const char *user, const char *pass, st
 	return rc == 0 ? 0 : -1;
 }
 
-enum auth_verdict auth_lookup(struct auth *a, const char *user, const char *pass, struct auth_key *key)
+enum auth_verdict pcpu__exp_auth_lookup(struct auth *a, const char *user, const char *pass, struct auth_key *key)
 {
 	enum auth_verdict v = AUTH_UNKNOWN;
 	size_t u, i;
@@ -228,12 +231,17 @@ static void *worker_main(void *arg)
 	struct auth_job j;
 	int ok, orphaned;
 
+	/* bcrypt is slow on purpose and runs whenever clients send passwords
+	 * never seen: on a busy machine it yields to the scrapes (a thread's
+	 * nice value on Linux; lowering it needs no privilege). */
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
+
 	pthread_mutex_lock(&a->lock);
 	for (;;) {
 		while (!a->n && !a->stopping)
 			pthread_cond_wait(&a->wake, &a->lock);
 		if (a->stopping)
-			break; /* auth_stop() answered what was queued */
+			break; /* pcpu__exp_auth_stop() answered what was queued */
 		j = a->queue[a->head];
 		a->head = (a->head + 1) % AUTH_JOBS;
 		a->n--;
@@ -253,10 +261,10 @@ static void *worker_main(void *arg)
 		if (a->orphaned)
 			break;
 		if (a->stopping)
-			continue; /* auth_stop() answered this job */
+			continue; /* pcpu__exp_auth_stop() answered this job */
 		if (cd)
 			remember(a, &j, ok);
-		/* Under the lock, so that auth_stop() cannot return (and the
+		/* Under the lock, so that pcpu__exp_auth_stop() cannot return (and the
 		 * server be stopped) while a connection is being resumed. The
 		 * lock is only ever taken before libmicrohttpd's (done()
 		 * resumes a connection), never after: no inversion. */
@@ -265,12 +273,12 @@ static void *worker_main(void *arg)
 	orphaned = a->orphaned;
 	pthread_mutex_unlock(&a->lock);
 	free(cd);
-	if (orphaned) /* auth_free() left it to us */
+	if (orphaned) /* pcpu__exp_auth_free() left it to us */
 		auth_destroy(a);
 	return NULL;
 }
 
-enum auth_verdict auth_submit(struct auth *a, const struct auth_key *key, const char *user, const char *pass,
+enum auth_verdict pcpu__exp_auth_submit(struct auth *a, const struct auth_key *key, const char *user, const char *pass,
 			      const struct sockaddr *client, auth_done_fn *done, void *arg)
 {
 	struct auth_job j;
@@ -310,7 +318,7 @@ enum auth_verdict auth_submit(struct auth *a, const struct auth_key *key, const 
 	return AUTH_PENDING;
 }
 
-struct auth *auth_start(const struct web_config *wc)
+struct auth *pcpu__exp_auth_start(const struct web_config *wc)
 {
 	struct auth *a = calloc(1, sizeof *a);
 	size_t i;
@@ -338,6 +346,7 @@ struct auth *auth_start(const struct web_config *wc)
 	e = pthread_create(&a->worker, NULL, worker_main, a);
 	if (e)
 		goto fail;
+	pthread_setname_np(a->worker, "pcpu-bcrypt"); /* top -H, and the benchmark, tell it apart */
 	return a;
 fail:
 	auth_destroy(a);
@@ -345,7 +354,7 @@ fail:
 	return NULL;
 }
 
-void auth_stop(struct auth *a)
+void pcpu__exp_auth_stop(struct auth *a)
 {
 	struct auth_job answer[AUTH_JOBS + 1];
 	size_t n = 0, i;
@@ -368,7 +377,7 @@ void auth_stop(struct auth *a)
 		answer[i].done(answer[i].arg, AUTH_BUSY);
 }
 
-void auth_free(struct auth *a)
+void pcpu__exp_auth_free(struct auth *a)
 {
 	int busy;
 

@@ -13,7 +13,7 @@
  *   basic_auth_users:
  *     prometheus: $2y$10$...       # htpasswd -nBC 10 "" | tr -d ':\n'
  *
- * Settings pcpustat cannot honour (cipher_suites, curve_preferences,
+ * Settings the exporter cannot honour (cipher_suites, curve_preferences,
  * http_server_config.headers, unknown keys) are refused, not ignored, as the
  * toolkit refuses unknown keys: a security setting silently dropped would be
  * worse than a daemon that does not start.
@@ -145,7 +145,7 @@ static int load_tls(struct ctx *c, yaml_node_t *map, struct web_config *wc)
 			if ((maxv = tls_version(v)) < 0)
 				return bad(c, "tls_server_config.max_version: not TLS10..TLS13", v);
 		} else {
-			return bad(c, "tls_server_config: setting not supported by pcpustat", k);
+			return bad(c, "tls_server_config: setting not supported", k);
 		}
 	}
 	if (!wc->cert_pem || !wc->key_pem)
@@ -198,7 +198,7 @@ static int load_users(struct ctx *c, yaml_node_t *map, struct web_config *wc)
 	return 0;
 }
 
-int web_config_load(const char *path, struct web_config *wc, char *err, size_t cap)
+int pcpu__exp_web_config_load(const char *path, struct web_config *wc, char *err, size_t cap)
 {
 	yaml_parser_t parser;
 	yaml_document_t doc;
@@ -242,7 +242,7 @@ int web_config_load(const char *path, struct web_config *wc, char *err, size_t c
 		else if (k && strcmp(k, "basic_auth_users") == 0)
 			rc = load_users(&c, v, wc);
 		else
-			rc = bad(&c, "setting not supported by pcpustat", k ? k : "(not a string)");
+			rc = bad(&c, "setting not supported", k ? k : "(not a string)");
 		if (rc < 0)
 			break;
 	}
@@ -250,7 +250,7 @@ int web_config_load(const char *path, struct web_config *wc, char *err, size_t c
 	yaml_parser_delete(&parser);
 	fclose(f);
 	if (rc < 0)
-		web_config_free(wc);
+		pcpu__exp_web_config_free(wc);
 	return rc;
 }
 
@@ -262,7 +262,7 @@ static void free_secret(char *s)
 	}
 }
 
-void web_config_free(struct web_config *wc)
+void pcpu__exp_web_config_free(struct web_config *wc)
 {
 	size_t i;
 

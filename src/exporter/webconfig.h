@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The web configuration file of `pcpustat serve --web.config.file`: TLS and
+ * The web configuration file of libpcpu-exporter (pcpu_exporter_web_config(),
+ * `pcpustat serve --web.config.file`): TLS and
  * basic authentication in the format of the Prometheus exporter toolkit
  * (github.com/prometheus/exporter-toolkit, docs/web-configuration.md), so
  * operators reuse the files their other exporters read.
@@ -33,7 +34,7 @@ struct web_config {
 
 /* Reads and checks the file (paths in it are relative to its directory).
  * 0, or -1 with a message in err. */
-int web_config_load(const char *path, struct web_config *wc, char *err, size_t cap);
-void web_config_free(struct web_config *wc);
+int pcpu__exp_web_config_load(const char *path, struct web_config *wc, char *err, size_t cap);
+void pcpu__exp_web_config_free(struct web_config *wc);
 
 #endif /* PCPUSTAT_WEBCONFIG_H */
