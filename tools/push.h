@@ -146,7 +146,9 @@ struct otel_env {
 	int grpc;                   /* OTEL_EXPORTER_OTLP_[METRICS_]PROTOCOL=grpc */
 	const char *protocol_var;   /* the variable that said the protocol, or NULL */
 	double timeout;             /* seconds, or 0: not set */
+	double interval;            /* OTEL_METRIC_EXPORT_INTERVAL, seconds, or 0 */
 	const char *certificate;    /* CA file, or NULL */
+	const char *certificate_var; /* the variable it came from */
 	const char *compression;    /* as set (checked by push.c), or NULL */
 	const char *compression_var, *headers_var; /* the variables they came from */
 	/* OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE as set (checked
@@ -205,6 +207,10 @@ struct push_answer {
  * with why set. The agent checks its files at start (exit 2), then reads
  * them at every push (so that they can be rotated). */
 int push_secret_check(const char *file, char *why, size_t cap);
+/* Whether a CA file (--ca-file, OTEL_EXPORTER_OTLP_CERTIFICATE) can be read
+ * now and holds a PEM certificate: 0, or -1 with why set. Checked at start
+ * (exit 2), as the secret files are. */
+int push_ca_check(const char *file, char *why, size_t cap);
 
 /* ---- push_grpc.c: gRPC's own wire rules (HTTP/2 is libcurl's) ---- */
 
