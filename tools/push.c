@@ -106,9 +106,12 @@ static const char push_usage[] =
 	"                       counts made before the agent's first collection are\n"
 	"                       not sent\n"
 	"      --delta-state FILE\n"
-	"                       delta: read the baseline a previous agent left in FILE\n"
-	"                       (then removed), write it there at exit: a restart\n"
-	"                       loses no count (a crash: as without it)\n"
+	"                       delta: what was sent, kept in FILE across agents: no\n"
+	"                       FILE yet, every series is sent whole; the baseline a\n"
+	"                       previous agent wrote at exit is continued from (a\n"
+	"                       restart loses no count); after a crash, segments it\n"
+	"                       had seen are taken up from the first collection,\n"
+	"                       others sent whole\n"
 	"      --queue N        requests kept while the receiver is unreachable or\n"
 	"                       failing (default 4; oldest dropped first: values are\n"
 	"                       cumulative, so no count is lost, only resolution;\n"
@@ -655,6 +658,17 @@ static void collect(struct agent *ag)
 		snprintf(err, sizeof err, "out of memory for the delta baseline");
 		rc = -1;
 	}
+	if (ag->delta && rc == 0 && a->delta_state && delta_mark_needed(ag->delta) &&
+	    delta_mark(ag->delta, a->delta_state, err, sizeof err) < 0) {
+		/* The running file must list a start time before a series of
+		 * it is sent (push_delta.c): not sent until it can be written
+		 * (the baseline stays, so nothing is lost meanwhile). */
+		free(body);
+		fprintf(stderr, "pcpustat push: --delta-state: %s\n", err);
+		snprintf(err, sizeof err, "--delta-state cannot be written: this collection is not sent (the "
+			 "next covers it)");
+		rc = -1;
+	}
 	if (ag->delta && rc < 0)
 		delta_discard(ag->delta);
 	arena_reset(&ag->arena);
@@ -845,11 +859,13 @@ static int run(struct agent *ag)
 	return ag->qn || ag->s.dropped || ag->s.failed_collect ? 1 : 0;
 }
 
-/* --delta-state at start: the previous agent's baseline, if it left one,
- * and the file removed, so that an agent that dies without writing it
- * leaves none behind (an older baseline would send counts twice). A file
- * that is not a baseline is said and removed: the agent starts over.
- * 0, or -1 (the file cannot be removed). */
+/* --delta-state at start (push_delta.c says the file's two forms): the
+ * previous agent's baseline, or the start times of one that did not exit
+ * cleanly, or nothing (no agent sent anything yet: every series goes
+ * whole); then the file is replaced by this agent's running form, so that
+ * if it dies the next knows what it may have sent. A file that is not a
+ * state file is said and replaced: the agent starts over (its first
+ * collection sends no point). 0, or -1 (the file cannot be written). */
 static int load_state(struct agent *ag)
 {
 	const char *path = ag->a->delta_state;
@@ -859,11 +875,20 @@ static int load_state(struct agent *ag)
 	if (rc < 0)
 		fprintf(stderr, "pcpustat push: --delta-state: %s; starting over (the counts made before the "
 			"first collection are not sent)\n", err);
-	else if (rc > 0 && ag->a->verbose)
+	else if (rc == 0)
+		delta_no_priming(ag->delta);
+	if (rc == 2)
+		fprintf(stderr, "pcpustat push: --delta-state: %s was left by an agent that did not exit cleanly: "
+			"the series of segments it had seen are taken up from their first collection (what was "
+			"counted after its last acknowledged push is not sent); other segments are sent whole\n",
+			path);
+	else if (rc == 1 && ag->a->verbose)
 		fprintf(stderr, "pcpustat push: continuing from the delta baseline of %zu series in %s\n",
 			delta_series_kept(ag->delta), path);
-	if (unlink(path) < 0 && errno != ENOENT) {
-		fprintf(stderr, "pcpustat push: --delta-state: removing %s: %s\n", path, strerror(errno));
+	else if (rc == 0 && ag->a->verbose)
+		fprintf(stderr, "pcpustat push: no %s yet: every series is sent whole\n", path);
+	if (delta_mark(ag->delta, path, err, sizeof err) < 0) {
+		fprintf(stderr, "pcpustat push: --delta-state: %s\n", err);
 		return -1;
 	}
 	return 0;

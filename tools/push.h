@@ -93,11 +93,28 @@ size_t delta_series_kept(const struct push_delta *d);
  * mode 0600): 0, or -1 with err set. Cost: the baseline's size, written
  * and fsync'ed. */
 int delta_save(const struct push_delta *d, const char *path, char *err, size_t cap);
-/* Reads a baseline delta_save() wrote as the acknowledged one (the next
- * deltas continue from it; no first collection without points): 1; 0 when
- * path does not exist; -1 with err set (unreadable, not a state file of
- * this program, truncated, out of memory: the baseline is unchanged). */
+/* Reads a state file (push_delta.c says its two forms): 1, a baseline
+ * delta_save() wrote, now the acknowledged one (the next deltas continue
+ * from it); 2, the running form of an agent that did not exit cleanly
+ * (series of the start times it lists are recorded at first sight without
+ * a point, others sent whole); either way no first collection without
+ * points. 0 when path does not exist (then call delta_no_priming() if
+ * nothing was ever sent); -1 with err set (unreadable, not a state file of
+ * this program, truncated, out of memory: the state is unchanged). Cost:
+ * the file's size, and a sort of its series' start times. */
 int delta_load(struct push_delta *d, const char *path, char *err, size_t cap);
+/* Nothing was sent before this agent (a state file that does not exist
+ * yet): its first collection sends every series whole. */
+void delta_no_priming(struct push_delta *d);
+/* Whether the collection just encoded holds a series of a start time the
+ * last running file (delta_mark()) does not list: then it must be written
+ * again before the request is sent. */
+int delta_mark_needed(const struct push_delta *d);
+/* Writes the running form to path (as delta_save(): through path.tmp,
+ * fsync'ed, renamed; mode 0600): every start time whose series this agent
+ * may have sent, the request pending included. 0, or -1 with err set.
+ * Cost: a sort of the series' start times, and a small file written. */
+int delta_mark(struct push_delta *d, const char *path, char *err, size_t cap);
 
 /* ---- the encoders: one request body from a snapshot ---- */
 
