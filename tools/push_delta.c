@@ -601,18 +601,17 @@ static int known_starts(const struct push_delta *d, int pending, uint64_t **out,
 /* The state file: this header, then the entries, the key bytes, the
  * counts as the agent holds them, and the start times (the same program
  * reads them back: native byte order and layout, checked by the sizes in
- * the header). Version 1 (before the start times and the running form)
- * is read as a baseline without them. */
+ * the header). Version 3: the start times and the running form; a file of
+ * an earlier version is not read (said, and the agent starts over). */
 struct delta_file {
-	char magic[8];            /* "PCPUDLT\2" */
+	char magic[8];            /* "PCPUDLT\3" */
 	uint32_t ent_size;        /* sizeof(struct delta_ent) */
 	uint32_t flags;           /* DELTA_FILE_RUNNING: the running form */
 	uint64_t n, nkeys, ncounts;
-	uint64_t nstarts;         /* version 2 */
+	uint64_t nstarts;
 };
-#define DELTA_FILE_V1_SIZE 40
 #define DELTA_FILE_RUNNING 1u
-static const char delta_magic[8] = { 'P', 'C', 'P', 'U', 'D', 'L', 'T', 2 };
+static const char delta_magic[8] = { 'P', 'C', 'P', 'U', 'D', 'L', 'T', 3 };
 
 static int write_all(int fd, const void *p, size_t n)
 {
@@ -743,7 +742,7 @@ int delta_load(struct push_delta *d, const char *path, char *err, size_t cap)
 	struct delta_file h;
 	struct delta_start *inh = NULL;
 	uint64_t *t = NULL, *bt = NULL, prev = 0;
-	size_t i, k = 0, hsize = sizeof h;
+	size_t i, k = 0;
 	struct stat st;
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 
@@ -756,18 +755,12 @@ int delta_load(struct push_delta *d, const char *path, char *err, size_t cap)
 	memset(&s, 0, sizeof s);
 	memset(&h, 0, sizeof h);
 	/* sizes checked against the file's before anything is allocated */
-	if (fstat(fd, &st) < 0 || read_all(fd, &h, DELTA_FILE_V1_SIZE) < 0 || memcmp(h.magic, delta_magic, 7) != 0)
+	if (fstat(fd, &st) < 0 || read_all(fd, &h, sizeof h) < 0 || memcmp(h.magic, delta_magic, 8) != 0)
 		goto corrupt;
-	if (h.magic[7] == 1) { /* version 1: a baseline, no start times */
-		hsize = DELTA_FILE_V1_SIZE;
-		h.flags = 0;
-	} else if (h.magic[7] != 2 || read_all(fd, (char *)&h + DELTA_FILE_V1_SIZE, sizeof h - DELTA_FILE_V1_SIZE) < 0) {
-		goto corrupt;
-	}
 	if (h.ent_size != sizeof(struct delta_ent) || (h.flags & ~DELTA_FILE_RUNNING) || h.n > UINT32_MAX ||
 	    h.nkeys > (uint64_t)st.st_size || h.ncounts > (uint64_t)st.st_size / sizeof(uint64_t) ||
 	    h.nstarts > (uint64_t)st.st_size / sizeof(uint64_t) ||
-	    (uint64_t)st.st_size != hsize + h.n * sizeof(struct delta_ent) + h.nkeys + h.ncounts * sizeof(uint64_t) +
+	    (uint64_t)st.st_size != sizeof h + h.n * sizeof(struct delta_ent) + h.nkeys + h.ncounts * sizeof(uint64_t) +
 					    h.nstarts * sizeof(uint64_t))
 		goto corrupt;
 	if (reserve(&s, (size_t)h.n, (size_t)h.nkeys, (size_t)h.ncounts) < 0 ||
