@@ -49,6 +49,9 @@ const (
 	FlagIncomplete = 2 // the directory was full: some series are missing
 	FlagNoSpace    = 4 // the writer's file system was full
 	FlagTree       = 8 // shared by a process tree (2.5)
+	// FlagTreeWrlock: the tree's member lock is a write lock, so only a
+	// write lock on byte 0 is evidence of a live tree (format.h).
+	FlagTreeWrlock = 16
 )
 
 // Entry kinds.

@@ -30,9 +30,17 @@ func (s State) String() string {
 const fOFDGetlk = 36 // F_OFD_GETLK (Linux 3.15)
 
 // treeMemberLives: whether a process of a tree holds the member lock (an
-// OFD read lock on byte 0): 1, 0, or -1 when it cannot tell.
-func treeMemberLives(f *os.File) int {
-	lk := syscall.Flock_t{Type: syscall.F_WRLCK, Whence: 0, Start: 0, Len: 1}
+// OFD lock on byte 0): 1, 0, or -1 when it cannot tell. With wrlock
+// (FlagTreeWrlock) the members hold a write lock and only a write lock
+// counts (a read lock's probe), so a process that can only read the file
+// cannot keep a dead tree live with a read lock; without it (2.6-2.7
+// writers: a read lock) any lock counts.
+func treeMemberLives(f *os.File, wrlock bool) int {
+	probe := int16(syscall.F_WRLCK)
+	if wrlock {
+		probe = syscall.F_RDLCK
+	}
+	lk := syscall.Flock_t{Type: probe, Whence: 0, Start: 0, Len: 1}
 	if err := syscall.FcntlFlock(f.Fd(), fOFDGetlk, &lk); err != nil {
 		return -1
 	}
@@ -90,7 +98,7 @@ func (r *Reader) writerState(flags uint32) State {
 	}
 	members := 0
 	if flags&FlagTree != 0 {
-		members = treeMemberLives(r.f)
+		members = treeMemberLives(r.f, flags&FlagTreeWrlock != 0)
 	}
 	if members == 1 {
 		return StateLive

@@ -58,11 +58,19 @@
 				   * PCPU__SEG_TREE_OFFSET.. of the header's page are the
 				   * writers' shared state, which readers ignore */
 #define PCPU__SEG_TREE_OFFSET 2048
-/* 2.6: every process of a tree holds an open file description with a read
- * lock (an OFD lock, F_OFD_SETLK) on this byte of the file: the
- * publisher's, which every fork() child inherits with the descriptor, so
- * the lock lasts while any of them lives. A reader that finds it held
- * (F_OFD_GETLK) knows the tree lives, whatever became of writer_pid. */
+#define PCPU__SEG_F_TREE_WRLOCK 16u /* the tree's member lock is a write lock (below) */
+/* 2.6: every process of a tree holds an open file description with a lock
+ * (an OFD lock, F_OFD_SETLK) on this byte of the file: the publisher's,
+ * which every fork() child inherits with the descriptor, so the lock lasts
+ * while any of them lives. A reader that finds it held (F_OFD_GETLK) knows
+ * the tree lives, whatever became of writer_pid.
+ * With header flag PCPU__SEG_F_TREE_WRLOCK it is a write lock, taken
+ * before the file has a name, and readers look for a write lock only (a
+ * read lock's probe): only a process that may write the file can hold one,
+ * so a process that can merely read it cannot keep a dead tree "live" with
+ * a read lock of its own. Without the flag (2.6-2.7 writers) it is a read
+ * lock, and readers look for any lock, as those versions' readers do (who
+ * see the write lock as held too). */
 #define PCPU__SEG_TREE_MEMBER_LOCK 0
 
 /* The header. Fields marked (atomic) change while readers read; the others

@@ -115,17 +115,22 @@ static struct flock member_lock(short type)
 
 int pcpu__seg_tree_member_join(int fd)
 {
-	struct flock fl = member_lock(F_RDLCK);
+	struct flock fl = member_lock(F_WRLCK);
 
 	return fcntl(fd, F_OFD_SETLK, &fl);
 }
 
 /* Whether a process of a tree holds the member lock of the segment open at
  * fd: 1, 0, or -1 if it cannot tell (a kernel before 3.15 has no OFD
- * locks). */
-static int tree_member_lives(int fd)
+ * locks). `wrlock` (header flag PCPU__SEG_F_TREE_WRLOCK): the members' lock
+ * is a write lock, and only a write lock counts -- a read lock's probe
+ * finds no other; a process that can only read the file can take nothing
+ * else (format.h). Without it (2.6-2.7 writers, whose members hold a read
+ * lock), any lock counts: such a tree can be kept "live" by any reader of
+ * the file, a limit of those versions. */
+static int tree_member_lives(int fd, int wrlock)
 {
-	struct flock fl = member_lock(F_WRLCK);
+	struct flock fl = member_lock(wrlock ? F_RDLCK : F_WRLCK);
 
 	if (fcntl(fd, F_OFD_GETLK, &fl) != 0)
 		return -1;
@@ -134,7 +139,8 @@ static int tree_member_lives(int fd)
 
 int pcpu__seg_writer_state(int fd, const struct pcpu__seg_header *h)
 {
-	int members = fd >= 0 && (h->flags & PCPU__SEG_F_TREE) ? tree_member_lives(fd) : 0, st;
+	int members = fd >= 0 && (h->flags & PCPU__SEG_F_TREE)
+			      ? tree_member_lives(fd, (h->flags & PCPU__SEG_F_TREE_WRLOCK) != 0) : 0, st;
 	uint64_t start, ns;
 
 	if (members == 1)
