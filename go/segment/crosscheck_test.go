@@ -332,10 +332,10 @@ func TestLiveness(t *testing.T) {
 		t.Fatalf("tree without its publisher: %v %v", err, s2)
 	}
 	compareWithC(t, s2, cfix.Pcpustat(t, "--json", "-p", tw.Path))
-	// A process that can only read the file takes a read lock on the
-	// member lock's byte (an OFD lock, as another open file description
-	// here): refused while the tree lives; held from its death on, it must
-	// not keep the tree live.
+	// A process that can only read the file takes read locks on byte 0
+	// and on the member bytes (OFD locks, as another open file description
+	// here): the member bytes are refused while the tree lives; held from
+	// its death on, they must not keep the tree live.
 	lf, err := os.Open(tw.Path)
 	if err != nil {
 		t.Fatal(err)
@@ -343,12 +343,16 @@ func TestLiveness(t *testing.T) {
 	defer lf.Close()
 	const ofdSetlk, ofdSetlkw = 37, 38 // F_OFD_SETLK, F_OFD_SETLKW
 	lk := syscall.Flock_t{Type: syscall.F_RDLCK, Len: 1}
+	if err := syscall.FcntlFlock(lf.Fd(), ofdSetlk, &lk); err != nil {
+		t.Errorf("a read lock on byte 0: %v", err)
+	}
+	lk = syscall.Flock_t{Type: syscall.F_RDLCK, Start: 1, Len: 1024}
 	if err := syscall.FcntlFlock(lf.Fd(), ofdSetlk, &lk); err == nil {
-		t.Errorf("a read lock on byte 0 was taken while the tree lives")
+		t.Errorf("a read lock on the member bytes was taken while the tree lives")
 	}
 	locked := make(chan error, 1)
 	go func() {
-		l := syscall.Flock_t{Type: syscall.F_RDLCK, Len: 1}
+		l := syscall.Flock_t{Type: syscall.F_RDLCK, Start: 1, Len: 1024}
 		locked <- syscall.FcntlFlock(lf.Fd(), ofdSetlkw, &l)
 	}()
 	os.Remove(hold) // the children exit

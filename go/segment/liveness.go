@@ -29,18 +29,20 @@ func (s State) String() string {
 
 const fOFDGetlk = 36 // F_OFD_GETLK (Linux 3.15)
 
-// treeMemberLives: whether a process of a tree holds the member lock (an
-// OFD lock on byte 0): 1, 0, or -1 when it cannot tell. With wrlock
-// (FlagTreeWrlock) the members hold a write lock and only a write lock
-// counts (a read lock's probe), so a process that can only read the file
-// cannot keep a dead tree live with a read lock; without it (2.6-2.7
-// writers: a read lock) any lock counts.
+// The member bytes of a tree with FlagTreeWrlock (format.h).
+const treeMembersAt, treeMembers = 1, 1024
+
+// treeMemberLives: whether a process of a tree holds its member lock: 1,
+// 0, or -1 when it cannot tell. With wrlock (FlagTreeWrlock) the members
+// hold write locks on member bytes and only a write lock there counts (a
+// read lock's probe), so a process that can only read the file cannot keep
+// a dead tree live with read locks; without it (older writers: a read lock
+// on byte 0) any lock on byte 0 counts.
 func treeMemberLives(f *os.File, wrlock bool) int {
-	probe := int16(syscall.F_WRLCK)
+	lk := syscall.Flock_t{Type: syscall.F_WRLCK, Whence: 0, Start: 0, Len: 1}
 	if wrlock {
-		probe = syscall.F_RDLCK
+		lk = syscall.Flock_t{Type: syscall.F_RDLCK, Whence: 0, Start: treeMembersAt, Len: treeMembers}
 	}
-	lk := syscall.Flock_t{Type: probe, Whence: 0, Start: 0, Len: 1}
 	if err := syscall.FcntlFlock(f.Fd(), fOFDGetlk, &lk); err != nil {
 		return -1
 	}

@@ -119,11 +119,11 @@ static void repair(void *ctx)
 
 int pcpu__tree_member_lock(struct pcpu_segment *seg)
 {
-	/* The tree lives while any of its processes does: each holds this
-	 * lock through the descriptor every fork() child inherits
-	 * (format.h). A write lock, taken before the file has a name where
-	 * the file system has O_TMPFILE, so that no other process holds one
-	 * first. */
+	/* The tree lives while any of its processes does: each holds these
+	 * locks through the descriptor every fork() child inherits
+	 * (format.h): a read lock on byte 0 and a write lock on a member
+	 * byte, taken before the file has a name where the file system has
+	 * O_TMPFILE. */
 	if (pcpu__seg_tree_member_join(seg->fd) == 0) {
 		seg->tree_wrlock = 1;
 		return 0;

@@ -28,11 +28,12 @@
  *   liveness    the master killed, a worker alive: readers say the segment
  *               is live and pcpustat --prune keeps it; the last member
  *               gone, it is pruned. A foreign locker -- a process that can
- *               read the file and takes a read lock on byte 0, an OFD lock
- *               or a POSIX one -- cannot take it while the tree lives
- *               (the members hold a write lock), and once it has it (the
- *               last member gone) it does not keep the tree "live": the
- *               readers say gone, --prune removes the file
+ *               read the file and takes read locks on byte 0 and on the
+ *               member bytes, OFD locks or POSIX ones -- cannot take the
+ *               member bytes while the tree lives (a member's write
+ *               lock), and once it holds them all (the last member gone)
+ *               it does not keep the tree "live": the readers say gone,
+ *               --prune removes the file
  *
  * fulldisk needs a small tmpfs: a private mount namespace (as root), else a
  * user namespace; with neither the test fails and says why. Run with
@@ -912,9 +913,10 @@ static void tree_of_two(pid_t *master_out, pid_t *worker_out)
 /*
  * A process that can read the tree's file but is none of its members (a
  * monitoring agent, another user in the file's group, a mistake) takes a
- * read lock on the member lock's byte: `ofd` an OFD lock, else a POSIX
- * one. It cannot while the tree lives (the members' write lock); it waits
- * for it (F_[OFD_]SETLKW) and holds it from the tree's death on: the
+ * read lock on byte 0 (granted: the members' there are read locks too) and
+ * on the member bytes: `ofd` OFD locks, else POSIX ones. The member bytes
+ * it cannot take while the tree lives (a member's write lock); it waits for
+ * them (F_[OFD_]SETLKW) and holds every lock from the tree's death on: the
  * readers must say gone all the same, and --prune remove the file.
  */
 static void liveness_foreign(int ofd)
@@ -943,6 +945,9 @@ static void liveness_foreign(int ofd)
 		fl.l_start = 0;
 		fl.l_len = 1;
 		CHECK(fd >= 0);
+		CHECK(fcntl(fd, ofd ? F_OFD_SETLK : F_SETLK, &fl) == 0); /* byte 0: shared */
+		fl.l_start = PCPU__SEG_TREE_MEMBERS_AT;
+		fl.l_len = PCPU__SEG_TREE_MEMBERS;
 		rc = fcntl(fd, ofd ? F_OFD_SETLK : F_SETLK, &fl); /* the tree lives: refused */
 		CHECK(write(rep[1], &rc, sizeof rc) == sizeof rc);
 		if (rc != 0)
@@ -954,7 +959,7 @@ static void liveness_foreign(int ofd)
 	}
 	CHECK(read(rep[0], &early, sizeof early) == sizeof early);
 	if (early == 0) {
-		fprintf(stderr, "liveness: %s on byte 0 was taken while the tree lives\n", kind);
+		fprintf(stderr, "liveness: %s on the member bytes was taken while the tree lives\n", kind);
 		bad = 1;
 	}
 	CHECK(segment_state() == PCPU_SEGMENT_LIVE);
