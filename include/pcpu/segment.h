@@ -212,7 +212,8 @@ PCPU_API pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *
  *  - ENOENT, EACCES, ELOOP, ENOMEM...: from opening or mapping it.
  * On failure the tree is unchanged and `reg` stays usable (private, or, if
  * the failure came after its zone became the tree's, counting unseen in
- * the file).
+ * the file, and never published or joined again: EBUSY; destroying it
+ * frees everything).
  * Thread-safe (takes the registry's lock); not async-signal-safe.
  * Cost: opening and mapping the file, a header read; afterwards as any
  * process of the tree (a registration looks the tree's directory up under

@@ -192,6 +192,20 @@ static int join_map(struct pcpu_segment *seg)
 	return 0;
 }
 
+/* A join refused after the registry's zone became the tree's: the zone
+ * maps and reserves the file through this segment's descriptor and
+ * reports its chunks to it, so the segment must live as long as the
+ * zone. It stays, detached (never written, never publishing), as the
+ * registry's observer, so that pcpu_registry_destroy() frees it -- a
+ * program that retries joins leaks nothing -- and the registry cannot be
+ * published or joined again (EBUSY). Unlocks the registry. */
+static void registry_keep_refused(struct pcpu_segment *seg, pcpu_registry_t *reg)
+{
+	seg->detached = 1;
+	pcpu__registry_observe_locked(reg, pcpu__segment_hook, pcpu__tree_adopt_series, seg);
+	pcpu__registry_unlock(reg);
+}
+
 /* Under the registry's lock: the zone made the tree's, the families
  * declared so far matched with (or added to) the tree's, then the
  * segment becomes the registry's observer, as publication does. */
@@ -211,7 +225,7 @@ static int registry_join(struct pcpu_segment *seg, pcpu_registry_t *reg)
 	if (pcpu__tree_enter(seg) != 0) {
 		int err = errno;
 
-		pcpu__registry_unlock(reg);
+		registry_keep_refused(seg, reg);
 		return pcpu__seg_fail(err, "the shared registry's lock: %s", strerror(err));
 	}
 	pcpu__directory_begin(seg);
@@ -221,7 +235,10 @@ static int registry_join(struct pcpu_segment *seg, pcpu_registry_t *reg)
 	pcpu__directory_end(seg);
 	pcpu__tree_leave(seg);
 	if (f) {
-		pcpu__registry_unlock(reg);
+		int err = errno;
+
+		registry_keep_refused(seg, reg);
+		errno = err;
 		return pcpu__seg_fail(errno, "family \"%.64s\": %s", pcpu_family_name(f),
 				      pcpu_stats_error());
 	}
@@ -272,7 +289,7 @@ pcpu_segment_t *pcpu_segment_join(pcpu_registry_t *reg, const char *path)
 		 * the zone maps and reserves the file through this segment's
 		 * descriptor and reports to it: it stays, unseen (the
 		 * registry works, its series in the file without entries),
-		 * until the process exits. */
+		 * until the registry is destroyed (registry_keep_refused()). */
 		if (!seg->tree) {
 			pcpu__segment_free(seg);
 		} else if (seg->fd >= 0) {

@@ -298,6 +298,9 @@ static int refusals(void)
 	CHECK(pcpu_registry_family(b, &(struct pcpu_family_desc){.name = "jobs",
 								  .type = PCPU_METRIC_GAUGE}));
 	CHECK(!pcpu_segment_join(b, path) && errno == EEXIST);
+	/* Its zone is the tree's now: no second try (and destroying it
+	 * frees the refused segment: ASan's leak check). */
+	CHECK(!pcpu_segment_join(b, path) && errno == EBUSY);
 	pcpu_registry_destroy(b);
 	/* An ordinary segment is no tree. */
 	c = pcpu_registry_create();
