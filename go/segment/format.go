@@ -31,7 +31,10 @@ const (
 	groupMax       = 16
 	maxExportLg1   = 7
 	schemaBias     = 4
-	loglinMaxBits  = 14
+	// exportLimitShift: 2.8, an exponential family's u32b high 16 bits
+	// (1 + the finite buckets its `le` export rule considers; 0: all).
+	exportLimitShift = 16
+	loglinMaxBits    = 14
 
 	// Statistics-layer limits (include/pcpu/expose.h).
 	statsNameMax       = 200

@@ -352,21 +352,29 @@ func (p *parse) parseHistogram(x *fam, blob []byte, pos int) error {
 		}
 		first := int64(e.valueOff)
 		const lim = (1<<31 - 1) / 2
-		if e.u32b > schemaBias+8 || f.Upper[0] < 0 || first < -lim || first > lim {
+		// 2.8: u32b's high 16 bits, 1 + how many finite buckets the
+		// export rule considers (0: all).
+		schema, limit1 := e.u32b&(1<<exportLimitShift-1), e.u32b>>exportLimitShift
+		if schema > schemaBias+8 || f.Upper[0] < 0 || first < -lim || first > lim ||
+			limit1 > e.nbuckets {
 			x.bad = "bad native histogram layout"
 			return nil
 		}
-		f.Schema = int(e.u32b) - schemaBias
+		f.Schema = int(schema) - schemaBias
 		f.NativeIndex = int32(first)
+		exportable := f.Upper
+		if limit1 != 0 {
+			exportable = f.Upper[:limit1-1]
+		}
 		if e.flags&eExportMask != 0 {
 			lg1 := uint(e.flags&eExportMask) >> eExportShift
 			if e.serial > 1<<63-1 {
 				x.bad = "bad exported bounds of a native histogram"
 				return nil
 			}
-			f.Exported = nonNil(nativeExportRule(f.Upper, f.NativeIndex, f.Schema, lg1-1, int64(e.serial)))
+			f.Exported = nonNil(nativeExportRule(exportable, f.NativeIndex, f.Schema, lg1-1, int64(e.serial)))
 		} else {
-			f.Exported = nonNil(nativeExportRule(f.Upper, f.NativeIndex, f.Schema, 2, 0))
+			f.Exported = nonNil(nativeExportRule(exportable, f.NativeIndex, f.Schema, 2, 0))
 		}
 		return nil
 	}

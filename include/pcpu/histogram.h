@@ -76,7 +76,14 @@ struct pcpu_histogram_layout {
 	size_t nbounds;
 	/** Log-linear: precision in bits, 0..PCPU_HISTOGRAM_MAX_BITS. */
 	unsigned precision_bits;
-	/** Log-linear: largest value that must get a finite bucket (>= 1). */
+	/** Log-linear: largest value that must get a finite bucket (>= 1).
+	 * Exponential: 0, or the largest `le` bound the text expositions
+	 * write (export_per_octave's bounds above it are left out: their
+	 * observations count in +Inf; reads, quantiles and the native
+	 * buckets keep every bucket), in recorded units: e.g. 60 * 10^9 for
+	 * nanoseconds exposed in seconds, so that a latency histogram has a
+	 * classic set of about 20 `le` lines at 1 per power of two from
+	 * export_min = 10^5 (100 us). Negative: EINVAL. Segments: 2.8. */
 	int64_t max_value;
 	/** Log-linear and exponential: how many bucket bounds per power of
 	 * two the writers expose as classic `le` buckets (1, 2, 4 ... 64;

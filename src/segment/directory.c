@@ -419,6 +419,13 @@ int pcpu__directory_family_added(struct pcpu_segment *seg, struct pcpu_family *f
 		} else if (v.layout->scheme == PCPU_HISTOGRAM_EXPONENTIAL) {
 			/* Bounds in the blob as explicit ones; the native form. */
 			e.u32b = (uint32_t)(v.native_schema + PCPU__SEG_SCHEMA_BIAS);
+			/* 2.8: the largest `le` bound exposed, as 1 + the
+			 * buckets the export rule considers (0: all). */
+			if (v.layout->max_value > 0)
+				e.u32b |= (uint32_t)(1 + pcpu__native_export_limit(
+							      v.bucket_upper, v.nbuckets - 1,
+							      v.layout->max_value))
+					  << PCPU__SEG_EXPORT_LIMIT_SHIFT;
 			e.value_off = (uint64_t)(int64_t)v.native_index;
 			/* 2.4: its export rule (older readers use the default). */
 			e.flags |= (uint16_t)((1 + v.export_lg)

@@ -35,14 +35,16 @@
 
 #define PCPU__SEG_MAGIC "PCPUSEG"          /* 7 chars + NUL = 8 bytes */
 #define PCPU__SEG_VERSION_MAJOR 2          /* incompatible changes (2: mirror region) */
-#define PCPU__SEG_VERSION_MINOR 7          /* compatible additions (1: pid namespace, no space;
+#define PCPU__SEG_VERSION_MINOR 8          /* compatible additions (1: pid namespace, no space;
 					    * 2: exported `le` bounds of log-linear histograms;
 					    * 3: consistent groups;
 					    * 4: histograms as (count, sum) pairs, info
 					    * families, exponential export rules;
 					    * 5: segments shared by a process tree;
 					    * 6: owned_slots, the owned slots' number;
-					    * 7: counters and gauges with fractions) */
+					    * 7: counters and gauges with fractions;
+					    * 8: the largest `le` bound of exponential
+					    * histograms) */
 #define PCPU__SEG_BYTE_ORDER 0x01020304u   /* as the writer stored it */
 #define PCPU__SEG_HEADER_REGION 4096       /* the header's page */
 #define PCPU__SEG_NAME_MAX 64              /* segment name, NUL excluded */
@@ -148,6 +150,12 @@ struct pcpu__seg_header {
 #define PCPU__SEG_HIST_LOG_LINEAR 2
 #define PCPU__SEG_HIST_EXPONENTIAL 3 /* 2.2: native buckets, bounds stored as explicit */
 #define PCPU__SEG_SCHEMA_BIAS 4      /* exponential: u32b = schema + 4 (0..12) */
+/* 2.8 exponential family: in u32b's high 16 bits, 1 + how many of its
+ * finite buckets (from the first) the `le` export rule considers, those
+ * with a bound at most the layout's max_value (0: every bucket). Readers
+ * of 2.4-2.7 see a bad schema and refuse the family (never a wrong
+ * number). */
+#define PCPU__SEG_EXPORT_LIMIT_SHIFT 16
 /* 2.4: the scheme ORed with this: the value is nbuckets (count, sum) pairs,
  * 16 bytes per bucket ([2b] count of bucket b, [2b + 1] the sum of the
  * values recorded into it; the histogram's sum is the sum of those), where

@@ -151,7 +151,7 @@ static int parse_stored_bounds(struct parse *p, struct fam *f, const char *blob,
 			       uint32_t scheme)
 {
 	const struct pcpu__seg_entry *e = f->e;
-	uint64_t need, b;
+	uint64_t need, b, nexportable = 0;
 
 	pos = (pos + 7) & ~7u;
 	if (e->nbuckets - 1 > PCPU__SEG_MAX_BOUNDS)
@@ -167,13 +167,17 @@ static int parse_stored_bounds(struct parse *p, struct fam *f, const char *blob,
 		return 0;
 	{
 		int64_t first = (int64_t)e->value_off;
+		uint32_t schema = e->u32b & ((1u << PCPU__SEG_EXPORT_LIMIT_SHIFT) - 1);
+		uint32_t limit1 = e->u32b >> PCPU__SEG_EXPORT_LIMIT_SHIFT;
 
-		if (e->u32b > PCPU__SEG_SCHEMA_BIAS + 8 || f->upper[0] < 0 ||
-		    first < -(INT32_MAX / 2) || first > INT32_MAX / 2)
+		if (schema > PCPU__SEG_SCHEMA_BIAS + 8 || f->upper[0] < 0 ||
+		    first < -(INT32_MAX / 2) || first > INT32_MAX / 2 ||
+		    limit1 > e->nbuckets) /* 1 + at most the finite buckets */
 			return BAD(f, "bad native histogram layout"), 0;
 		f->native = 1;
-		f->schema = (int)e->u32b - PCPU__SEG_SCHEMA_BIAS;
+		f->schema = (int)schema - PCPU__SEG_SCHEMA_BIAS;
 		f->native_index = (int32_t)first;
+		nexportable = limit1 ? limit1 - 1 : e->nbuckets - 1;
 	}
 	if (alloc_exported(p, f, e->nbuckets - 1) < 0)
 		return -1;
@@ -182,11 +186,11 @@ static int parse_stored_bounds(struct parse *p, struct fam *f, const char *blob,
 
 		if (lg1 > PCPU__SEG_MAX_EXPORT_LG1 || e->serial > (uint64_t)INT64_MAX)
 			return BAD(f, "bad exported bounds of a native histogram"), 0;
-		f->nexport = pcpu__native_export_rule(f->upper, f->native_index, e->nbuckets - 1,
+		f->nexport = pcpu__native_export_rule(f->upper, f->native_index, nexportable,
 						      f->schema, lg1 - 1, (int64_t)e->serial,
 						      f->exported);
 	} else {
-		f->nexport = pcpu__native_export_list(f->native_index, e->nbuckets - 1, f->schema,
+		f->nexport = pcpu__native_export_list(f->native_index, nexportable, f->schema,
 						      f->exported);
 	}
 	return 0;

@@ -324,6 +324,8 @@ int pcpu__histogram_layout_check(const struct pcpu_histogram_layout *l, size_t *
 			return layout_error("exponential histogram: scale_exp10 must be -22..22");
 		if (!export_per_octave_valid(l))
 			return layout_error("exponential histogram: export_per_octave must be 0 or a power of two up to 64");
+		if (l->max_value < 0)
+			return layout_error("exponential histogram: max_value (the largest `le` bound exposed) must be 0 or more");
 		n = pcpu__exponential_bounds(l->schema, l->scale_exp10, NULL, PCPU_HISTOGRAM_MAX_BOUNDS, NULL);
 		if (!n)
 			return layout_error("exponential histogram: more than 4096 buckets (a smaller schema)");

@@ -98,6 +98,20 @@ static inline size_t pcpu__native_export_rule(const int64_t *upper, int32_t firs
 	return k;
 }
 
+/* How many of the n finite buckets (upper bounds upper[0..n), increasing)
+ * an exponential layout's export rule considers: those whose bound is at
+ * most max (pcpu/histogram.h, max_value), all of them for max <= 0. */
+static inline size_t pcpu__native_export_limit(const int64_t *upper, size_t n, int64_t max)
+{
+	size_t b = 0;
+
+	if (max <= 0)
+		return n;
+	while (b < n && upper[b] <= max)
+		b++;
+	return b;
+}
+
 /* The default rule (4 per power of two, from the zero bucket): what a
  * segment reader derives from the schema alone (docs/segment-format.md). */
 static inline size_t pcpu__native_export_list(int32_t first, size_t n, int schema, uint32_t *out)

@@ -123,7 +123,8 @@ static int layout_equal(const struct pcpu_histogram_layout *a, const struct pcpu
 	if (a->scheme == PCPU_HISTOGRAM_EXPLICIT)
 		return a->nbounds == b->nbounds &&
 		       memcmp(a->bounds, b->bounds, a->nbounds * sizeof *a->bounds) == 0;
-	if (a->scheme == PCPU_HISTOGRAM_EXPONENTIAL && a->schema != b->schema)
+	if (a->scheme == PCPU_HISTOGRAM_EXPONENTIAL &&
+	    (a->schema != b->schema || a->max_value != b->max_value))
 		return 0; /* the scale is the family's */
 	if (a->scheme == PCPU_HISTOGRAM_LOG_LINEAR &&
 	    (a->precision_bits != b->precision_bits || a->max_value != b->max_value))
@@ -238,9 +239,11 @@ static int family_set_layout(struct pcpu_family *f, const struct pcpu_histogram_
 						       pcpu__histogram_export_lg(l), l->export_min,
 						       f->export_buckets);
 		else
-			f->nexport = pcpu__native_export_rule(f->bucket_upper, f->native_index, nb - 1,
-							      l->schema, pcpu__histogram_export_lg(l),
-							      l->export_min, f->export_buckets);
+			f->nexport = pcpu__native_export_rule(
+				f->bucket_upper, f->native_index,
+				pcpu__native_export_limit(f->bucket_upper, nb - 1, l->max_value),
+				l->schema, pcpu__histogram_export_lg(l), l->export_min,
+				f->export_buckets);
 	}
 	return 0;
 }

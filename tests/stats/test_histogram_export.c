@@ -222,6 +222,64 @@ static void test_export_min(void)
 	pcpu_registry_destroy(reg);
 }
 
+/*
+ * max_value, the largest bound exposed: a latency histogram in
+ * nanoseconds exposed in seconds, 1 per power of two from 100 us to 60 s,
+ * writes a small classic set (Prometheus' default has 11), the same in
+ * process and through a published segment (2.8), with every observation
+ * above the last bound in +Inf; the native buckets keep them all.
+ */
+static void test_export_max(void)
+{
+	static char dir[] = "/tmp/pcpu-expo-max-XXXXXX";
+	struct pcpu_histogram_layout l = { .scheme = PCPU_HISTOGRAM_EXPONENTIAL, .schema = 3,
+					   .export_per_octave = 1, .export_min = 100000,
+					   .max_value = 60000000000 };
+	static const char *const op[] = { "op" }, *const rd[] = { "read" };
+	struct pcpu_family_desc d = { .name = "req_seconds", .unit = "seconds",
+				      .type = PCPU_METRIC_HISTOGRAM, .scale_exp10 = -9,
+				      .nlabels = 1, .label_names = op, .histogram = &l };
+	static struct le_set inproc, seg;
+	pcpu_registry_t *reg;
+	pcpu_segment_t *sg;
+	pcpu_histogram_t *h;
+	char *text, path[512];
+	size_t len, i;
+
+	CHECK(mkdtemp(dir) != NULL);
+	CHECK(setenv("PCPU_SEGMENT_DIR", dir, 1) == 0);
+	reg = pcpu_registry_create();
+	CHECK(reg && (sg = pcpu_segment_publish(reg, "expomax", NULL)) != NULL);
+	snprintf(path, sizeof path, "%s", pcpu_segment_path(sg));
+	CHECK((h = pcpu_family_histogram(pcpu_registry_family(reg, &d), rd)) != NULL);
+	pcpu_histogram_record(h, 50000);           /* 50 us: folded into the first */
+	pcpu_histogram_record(h, 3000000);         /* 3 ms */
+	pcpu_histogram_record(h, 59000000000);     /* 59 s: in the last finite bound */
+	pcpu_histogram_record(h, 61000000000);     /* 61 s: +Inf only */
+	pcpu_histogram_record(h, 4000000000000LL); /* 4000 s: +Inf only */
+	CHECK(pcpu_registry_write(reg, PCPU_FORMAT_PROMETHEUS, &text, &len) == 0);
+	le_set_of(text, "req_seconds", "read", &inproc);
+	free(text);
+	text = segment_text(path);
+	le_set_of(text, "req_seconds", "read", &seg);
+	free(text);
+	/* 2^-13 s (122 us) .. 2^5 s (32 s) and +Inf: 20 lines. */
+	check_grid(&inproc, 1, 0, 0.0001);
+	CHECK(inproc.n == 20);
+	CHECK(strcmp(inproc.le[0], "0.00012207") == 0 && inproc.count[0] == 1);
+	CHECK(strcmp(inproc.le[inproc.n - 2], "32.0") == 0 && inproc.count[inproc.n - 2] == 2);
+	CHECK(strcmp(inproc.le[inproc.n - 1], "+Inf") == 0 && inproc.count[inproc.n - 1] == 5);
+	CHECK(same_les(&inproc, &seg));
+	for (i = 0; i < inproc.n; i++)
+		CHECK(seg.count[i] == inproc.count[i]);
+	/* A family of that name with another limit is another layout. */
+	l.max_value = 0;
+	CHECK(pcpu_registry_family(reg, &d) == NULL && errno == EEXIST);
+	CHECK(pcpu_segment_unpublish(sg) == 0);
+	pcpu_registry_destroy(reg);
+	CHECK(rmdir(dir) == 0);
+}
+
 static void test_refused(void)
 {
 	struct pcpu_histogram_layout l = { .scheme = PCPU_HISTOGRAM_EXPONENTIAL, .schema = 3,
@@ -231,6 +289,10 @@ static void test_refused(void)
 	CHECK(strstr(pcpu_stats_error(), "export_per_octave"));
 	l.export_per_octave = 128;
 	CHECK(pcpu_histogram_create(&l) == NULL && errno == EINVAL);
+	l.export_per_octave = 1;
+	l.max_value = -1;
+	CHECK(pcpu_histogram_create(&l) == NULL && errno == EINVAL);
+	CHECK(strstr(pcpu_stats_error(), "max_value"));
 }
 
 /*
@@ -308,6 +370,7 @@ int main(void)
 {
 	test_pairs();
 	test_export_min();
+	test_export_max();
 	test_refused();
 	test_segment();
 	printf("exponential export tests passed\n");
