@@ -21,7 +21,6 @@ class CivetServer;
 struct CivetCallbacks;
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 
 namespace detail {
 class ExposerServer;
@@ -121,5 +120,4 @@ class PROMETHEUS_CPP_PULL_EXPORT Exposer {
   std::unique_ptr<detail::ExposerServer> server_;
 };
 
-}  // inline namespace pcpu_v0
 }  // namespace prometheus
