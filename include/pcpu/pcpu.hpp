@@ -201,6 +201,14 @@ struct label_text {
 	}
 	std::string_view view;
 };
+/** A name/value pair of a braced list: {"method", "GET"}. */
+using label_pair = std::pair<std::string_view, std::string_view>;
+/** The overloads taking a braced list of pairs are templates whose element
+ * type defaults to label_pair (a braced pair deduces nothing) and must be
+ * it: an element deduced from a plain value ("GET": const char *) drops
+ * the overload, and an empty list `{}` goes to the non-template overload
+ * of values. */
+template <typename P> using if_label_pair = std::enable_if_t<std::is_same_v<P, label_pair>, int>;
 /** Always false, for a static_assert in a template that must not be used. */
 template <typename> inline constexpr bool dependent_false = false;
 /** NUL-terminated copies of string_views for a C call that wants

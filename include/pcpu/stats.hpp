@@ -65,8 +65,10 @@ public:
 	}
 	/** The series whose labels have these values, given by name in any
 	 * order: series({{"code", "200"}, {"method", "GET"}}), as
-	 * series_named(). */
-	H series(std::initializer_list<std::pair<std::string_view, std::string_view>> pairs) const
+	 * series_named(). (A template, so that the empty list `{}` is the
+	 * values' overload's: no labels.) */
+	template <typename P = detail::label_pair, detail::if_label_pair<P> = 0>
+	H series(std::initializer_list<P> pairs) const
 	{
 		return named(pairs.begin(), pairs.end());
 	}
@@ -109,7 +111,8 @@ public:
 		detail::cstrings v(values);
 		return has_c(v);
 	}
-	bool has(std::initializer_list<std::pair<std::string_view, std::string_view>> pairs) const
+	template <typename P = detail::label_pair, detail::if_label_pair<P> = 0>
+	bool has(std::initializer_list<P> pairs) const
 	{
 		std::vector<std::string> values;
 		return by_name(pairs.begin(), pairs.end(), values) && has(values);
@@ -128,7 +131,8 @@ public:
 		detail::cstrings v(values);
 		return remove_c(v);
 	}
-	bool remove(std::initializer_list<std::pair<std::string_view, std::string_view>> pairs) const
+	template <typename P = detail::label_pair, detail::if_label_pair<P> = 0>
+	bool remove(std::initializer_list<P> pairs) const
 	{
 		std::vector<std::string> values;
 		return by_name(pairs.begin(), pairs.end(), values) && remove(values);

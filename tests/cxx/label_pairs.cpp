@@ -85,6 +85,11 @@ int main()
 	CHECK(contains(error_of([&] { requests.series({"GET"}); }), "takes 2 label values, not 1"));
 	CHECK(requests.size() == 1 && in_order.fetch() == 3);
 
+	// No label: the empty list is no values (not an empty list of pairs).
+	auto total = reg.counter_family("total").make();
+	total.series({}).inc();
+	CHECK(total.series().fetch() == 1 && total.has({}) && total.remove({}) && !total.has({}));
+
 	// One label: a single pair is a pair, not two values.
 	auto paths = reg.gauge_family("in_flight").labels({"path"}).make();
 	paths.series({{"path", "/a"}}).set(4);
