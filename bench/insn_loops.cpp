@@ -3,8 +3,8 @@
 // on the C API compiled as C++ in this file: bench/loop_insns.py counts
 // each, and tests/cxx (cxx_loop_insns) requires the C++ wrappers' loops to
 // have exactly the C loops' instructions and loads. Not built by CMake's
-// bench targets: the test and bench/README.md ("The C++ API's hot paths")
-// compile it into a shared object.
+// bench targets: the test (tests/cxx/loop_insns.cmake) compiles it into a
+// shared object.
 #include <pcpu/pcpu.hpp>
 
 extern "C" {

@@ -1,6 +1,6 @@
 /*
  * A pre-fork server's statistics: one registry for the whole process tree
- * (README.md, "Pre-fork servers").
+ * (README.md, "Count across a pre-fork server's processes").
  *
  * The master creates a registry, declares its families, publishes it with
  * PCPU_SEGMENT_SHARED_TREE and forks its workers. Each worker "serves

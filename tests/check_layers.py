@@ -3,7 +3,7 @@
 
 usage: check_layers.py SOURCE_DIR BUILD_DIR
 
-pcpu is built in layers (issue 25, README "Layout"):
+pcpu is built in layers (issue 25, docs/layout.md):
 
     rseq < zone < counter < percpu_sync < {ref, rwlock, objcache}
          < stats < segment < {pcpu/pcpu.h, exporter} < pcpu.hpp < {tools, compat}

@@ -428,9 +428,10 @@ PCPU_API void pcpu_counter_zero(pcpu_counter_t c);
  * section; pcpu_counter_add() does the same by itself when rseq cannot run.
  * Thread-safe; async-signal-safe. Cost: inline, two loads (the slot index,
  * the chunk header's mirror offset), a test and a `lock add` on a word no
- * other CPU writes (bench/README.md: "fallback / bare `lock add`"); a call
- * for the first atomic add in a chunk (it marks the chunk's mirror in use)
- * and for threads without rseq.
+ * other CPU writes (bench/README.md, "Figures and where they come from":
+ * the fallback add against a bare per-slot `lock add`); a call for the
+ * first atomic add in a chunk (it marks the chunk's mirror in use) and for
+ * threads without rseq.
  */
 __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_counter_add_atomic)(pcpu_counter_t c,
 											   int64_t v)

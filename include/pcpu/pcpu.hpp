@@ -183,11 +183,39 @@ PCPU_CXX_NORETURN_IF_THROWING inline void throw_errno(const char *func, bool sta
 	}
 	fail(err, std::move(what));
 }
+/**
+ * One label name or value of a braced list (`{"GET", "200"}`): made from
+ * one argument that converts to std::string_view (a string literal, a
+ * std::string, a string_view), never from two. A std::string or a C++20
+ * string_view is also made from two pointers, the range between them, so
+ * a braced list of std::string or string_view takes the name/value pair
+ * `{"method", "GET"}` for one string made of whatever lies between the two
+ * literals (issue 50: it compiled, and read out of bounds). With this
+ * element type a pair is no element: it selects the by-name overload where
+ * there is one, and does not compile where there is none.
+ */
+struct label_text {
+	template <typename S, typename = std::enable_if_t<std::is_convertible_v<const S &, std::string_view>>>
+	label_text(const S &s) : view(s)
+	{
+	}
+	std::string_view view;
+};
+/** A name/value pair of a braced list: {"method", "GET"}. */
+using label_pair = std::pair<std::string_view, std::string_view>;
+/** The overloads taking a braced list of pairs are templates whose element
+ * type defaults to label_pair (a braced pair deduces nothing) and must be
+ * it: an element deduced from a plain value ("GET": const char *) drops
+ * the overload, and an empty list `{}` goes to the non-template overload
+ * of values. */
+template <typename P> using if_label_pair = std::enable_if_t<std::is_same_v<P, label_pair>, int>;
+/** Always false, for a static_assert in a template that must not be used. */
+template <typename> inline constexpr bool dependent_false = false;
 /** NUL-terminated copies of string_views for a C call that wants
  * `const char *const *`. */
 class cstrings {
 public:
-	explicit cstrings(std::initializer_list<std::string_view> v) : cstrings(v.begin(), v.size()) {}
+	explicit cstrings(std::initializer_list<label_text> v) : cstrings(v.begin(), v.size()) {}
 	cstrings(const std::string_view *v, std::size_t n)
 	{
 		own_.reserve(n);
@@ -197,7 +225,16 @@ public:
 		for (const std::string &s : own_)
 			ptrs_.push_back(s.c_str());
 	}
-	cstrings(const std::vector<std::string> &v) : cstrings(nullptr, 0)
+	cstrings(const label_text *v, std::size_t n)
+	{
+		own_.reserve(n);
+		ptrs_.reserve(n);
+		for (std::size_t i = 0; i < n; i++)
+			own_.emplace_back(v[i].view);
+		for (const std::string &s : own_)
+			ptrs_.push_back(s.c_str());
+	}
+	cstrings(const std::vector<std::string> &v) : cstrings(static_cast<const std::string_view *>(nullptr), 0)
 	{
 		for (const std::string &s : v)
 			ptrs_.push_back(s.c_str());

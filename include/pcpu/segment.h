@@ -94,8 +94,9 @@ enum {
 	 * EINVAL otherwise: mm_cid is per process). What a shared registry does not
 	 * do -- removals, callbacks, registered structs, owned slots,
 	 * processes not forked from the publisher (but those that join it by
-	 * path, pcpu_segment_join()) -- and what it costs: README.md,
-	 * "Pre-fork servers"; pcpu_segment_publish(3). */
+	 * path, pcpu_segment_join()) -- and what it costs:
+	 * README.md, "Count across a pre-fork server's processes";
+	 * pcpu_segment_publish(3). */
 	PCPU_SEGMENT_SHARED_TREE = 1u << 1,
 };
 

@@ -30,11 +30,14 @@ enum class format { prometheus = PCPU_FORMAT_PROMETHEUS, openmetrics = PCPU_FORM
 /** A registry family whose series are H (counter_ref, gauge_ref or
  * histogram_ref). Families live as long as their registry; this is a view.
  *
- * Label values come in the family's label order -- an initializer_list,
- * a std::vector<std::string> or a span of string_views -- or by name with
- * series_named(): name/value pairs in any order (prometheus-cpp's Labels,
- * a std::map, an initializer_list of pairs). Each lookup takes the
- * registry's mutex and hashes the values: keep the handle it returns. */
+ * Label values come in the family's label order -- a braced list
+ * (`series({"GET", "200"})`), a std::vector<std::string> or a span of
+ * string_views -- or by name: a braced list of name/value pairs
+ * (`series({{"method", "GET"}, {"code", "200"}})`, prometheus-cpp's habit)
+ * or series_named() with any container of pairs (prometheus-cpp's Labels,
+ * a std::map), in any order. Each lookup takes the registry's mutex and
+ * hashes the values: keep the handle it returns. A braced list mixing the
+ * two forms does not compile (detail::label_text says why). */
 template <typename H> class family {
 public:
 	explicit family(pcpu_family_t *f) noexcept : f_(f) {}
@@ -42,19 +45,32 @@ public:
 	 * family's order), created (zero) if absent. Throws pcpu::error
 	 * (EINVAL: wrong count or invalid value; ENOMEM; ENOSPC: a published
 	 * registry's file is full). */
-	H series(std::initializer_list<std::string_view> values = {}) const
+	H series(std::initializer_list<detail::label_text> values = {}) const
 	{
-		return series(span<const std::string_view>(values.begin(), values.size()));
+		detail::cstrings v(values);
+		return make(v.data(), v.size());
 	}
 	H series(span<const std::string_view> values) const
 	{
 		detail::cstrings v(values.data(), values.size());
 		return make(v.data(), v.size());
 	}
-	H series(const std::vector<std::string> &values) const
+	/** A std::vector<std::string> of values (a template, so that no
+	 * braced list converts to one: see detail::label_text). */
+	template <typename V, std::enable_if_t<std::is_same_v<V, std::vector<std::string>>, int> = 0>
+	H series(const V &values) const
 	{
 		detail::cstrings v(values);
 		return make(v.data(), v.size());
+	}
+	/** The series whose labels have these values, given by name in any
+	 * order: series({{"code", "200"}, {"method", "GET"}}), as
+	 * series_named(). (A template, so that the empty list `{}` is the
+	 * values' overload's: no labels.) */
+	template <typename P = detail::label_pair, detail::if_label_pair<P> = 0>
+	H series(std::initializer_list<P> pairs) const
+	{
+		return named(pairs.begin(), pairs.end());
 	}
 	/** The series whose labels have these values, given by name in any
 	 * order: series_named({{"code", "200"}, {"method", "GET"}}). Every
@@ -80,28 +96,46 @@ public:
 		const char *const *names = pcpu_family_label_names(f_, &n);
 		return std::vector<std::string_view>(names, names + n);
 	}
-	/** Whether the series exists (pcpu_family_lookup()). */
-	bool has(std::initializer_list<std::string_view> values) const
+	/** Whether the series exists (pcpu_family_lookup()): values in the
+	 * family's order, or name/value pairs (as series()). A wrong number
+	 * of values, or a name unknown, repeated or missing, throws
+	 * pcpu::error EINVAL. */
+	bool has(std::initializer_list<detail::label_text> values) const
 	{
 		detail::cstrings v(values);
-		return pcpu_family_lookup(f_, v.data()) != nullptr;
+		return has_c(v);
 	}
-	bool has(const std::vector<std::string> &values) const
+	template <typename V, std::enable_if_t<std::is_same_v<V, std::vector<std::string>>, int> = 0>
+	bool has(const V &values) const
 	{
 		detail::cstrings v(values);
-		return pcpu_family_lookup(f_, v.data()) != nullptr;
+		return has_c(v);
+	}
+	template <typename P = detail::label_pair, detail::if_label_pair<P> = 0>
+	bool has(std::initializer_list<P> pairs) const
+	{
+		std::vector<std::string> values;
+		return by_name(pairs.begin(), pairs.end(), values) && has(values);
 	}
 	/** Removes a series (pcpu_family_remove()): false if it did not exist.
-	 * No thread may still update it. Throws pcpu::error (EINVAL). */
-	bool remove(std::initializer_list<std::string_view> values) const
+	 * No thread may still update it. Values or name/value pairs as has().
+	 * Throws pcpu::error (EINVAL). */
+	bool remove(std::initializer_list<detail::label_text> values) const
 	{
 		detail::cstrings v(values);
-		return remove_c(v.data());
+		return remove_c(v);
 	}
-	bool remove(const std::vector<std::string> &values) const
+	template <typename V, std::enable_if_t<std::is_same_v<V, std::vector<std::string>>, int> = 0>
+	bool remove(const V &values) const
 	{
 		detail::cstrings v(values);
-		return remove_c(v.data());
+		return remove_c(v);
+	}
+	template <typename P = detail::label_pair, detail::if_label_pair<P> = 0>
+	bool remove(std::initializer_list<P> pairs) const
+	{
+		std::vector<std::string> values;
+		return by_name(pairs.begin(), pairs.end(), values) && remove(values);
 	}
 	std::size_t size() const { return pcpu_family_size(f_); }
 	std::string_view name() const noexcept
@@ -140,11 +174,14 @@ private:
 			return histogram_ref(h);
 		}
 	}
-	template <typename It> H named(It first, It last) const
+	/* The values of name/value pairs, in the family's label order; false
+	 * (after fail(): without exceptions) for a name unknown, repeated or
+	 * missing. */
+	template <typename It> bool by_name(It first, It last, std::vector<std::string> &values) const
 	{
 		unsigned n = 0;
 		const char *const *names = pcpu_family_label_names(f_, &n);
-		std::vector<std::string> values(n);
+		values.assign(n, std::string());
 		std::vector<bool> seen(n, false);
 		for (; first != last; ++first) {
 			std::string_view key(first->first);
@@ -155,7 +192,7 @@ private:
 				detail::fail(EINVAL, "pcpu::family::series_named: family \"" + std::string(name()) +
 							     (i == n ? "\" has no label \"" : "\": label given twice: \"") +
 							     std::string(key) + "\"");
-				return H(nullptr);
+				return false;
 			}
 			values[i] = std::string(std::string_view(first->second));
 			seen[i] = true;
@@ -164,14 +201,39 @@ private:
 			if (!seen[i]) {
 				detail::fail(EINVAL, "pcpu::family::series_named: family \"" + std::string(name()) +
 							     "\": no value for label \"" + names[i] + "\"");
-				return H(nullptr);
+				return false;
 			}
+		return true;
+	}
+	template <typename It> H named(It first, It last) const
+	{
+		std::vector<std::string> values;
+		if (!by_name(first, last, values))
+			return H(nullptr);
 		detail::cstrings v(values);
 		return make(v.data(), v.size());
 	}
-	bool remove_c(const char *const *v) const
+	/* pcpu_family_lookup() and pcpu_family_remove() read as many values as
+	 * the family has labels: a wrong count is refused here. */
+	bool count_ok(const detail::cstrings &v, const char *func) const
 	{
-		if (pcpu_family_remove(f_, v) == 0)
+		unsigned want = 0;
+		(void)pcpu_family_label_names(f_, &want);
+		if (!f_ || v.size() == want)
+			return true;
+		detail::fail(EINVAL, std::string(func) + ": family \"" + std::string(name()) + "\" takes " +
+					     std::to_string(want) + " label values, not " + std::to_string(v.size()));
+		return false;
+	}
+	bool has_c(const detail::cstrings &v) const
+	{
+		return count_ok(v, "pcpu_family_lookup") && pcpu_family_lookup(f_, v.data()) != nullptr;
+	}
+	bool remove_c(const detail::cstrings &v) const
+	{
+		if (!count_ok(v, "pcpu_family_remove"))
+			return false;
+		if (pcpu_family_remove(f_, v.data()) == 0)
 			return true;
 		if (errno != ENOENT)
 			detail::throw_errno("pcpu_family_remove", true);
@@ -327,14 +389,27 @@ public:
 		unit_ = u;
 		return *this;
 	}
-	family_builder &labels(std::initializer_list<std::string_view> names)
+	/** The label names, in the order series() takes their values. */
+	family_builder &labels(std::initializer_list<detail::label_text> names)
 	{
-		labels_.assign(names.begin(), names.end());
+		labels_.clear();
+		for (const detail::label_text &n : names)
+			labels_.emplace_back(n.view);
 		return *this;
 	}
-	family_builder &labels(const std::vector<std::string> &names)
+	template <typename V, std::enable_if_t<std::is_same_v<V, std::vector<std::string>>, int> = 0>
+	family_builder &labels(const V &names)
 	{
 		labels_ = names;
+		return *this;
+	}
+	/** Name/value pairs are not label names: a compile-time error. */
+	template <typename P = void>
+	family_builder &labels(std::initializer_list<std::pair<std::string_view, std::string_view>>)
+	{
+		static_assert(detail::dependent_false<P>,
+			      "pcpu::family_builder::labels() takes label names ({\"method\", \"code\"}); a name/value "
+			      "pair is a constant label: const_label(name, value)");
 		return *this;
 	}
 	/** Exposed value = value * 10^e (e.g. -9: record ns, expose seconds). */

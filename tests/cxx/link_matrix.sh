@@ -37,7 +37,7 @@ build_and_run() {
     a=$dir/c_a.c b=$dir/c_b.c main=$dir/c_main.c std=-std=gnu11 lib=(-lpcpu)
     # gcc reports what C forbids: an inline function with external
     # linkage (C99 inline, GNU89 extern inline) referring to pcpu's static
-    # inline operations (C11 6.7.4p3; README, "C"). A warning, which has
+    # inline operations (C11 6.7.4p3; docs/cxx.md). A warning, which has
     # no flag: not an error here, the link and the run are what is tested.
     werror=-Wno-error
   fi

@@ -4,13 +4,18 @@
 # says why. Each case asserts the failure AND its message.
 #  a: the layer's exposer.h, linked with libprometheus-cpp-pull/-core:
 #     the link guards' undefined references (pull_export.h, core_export.h);
-#  b: prometheus-cpp's own headers, linked with the layer's libraries:
-#     undefined prometheus::Exposer (the layer's is prometheus::pcpu_v0::);
+#  b: prometheus-cpp's own headers, linked with the layer's libraries by
+#     their link names: the mark of the layer's headers missing
+#     (-lpcpu-prometheus is a linker script that brings
+#     libpcpu-prometheus-headers.o: src/headers_check.c), as a program, with
+#     --gc-sections, with gold, and as a shared library;
 #  c: a real prometheus-cpp export header in a unit with the layer's
 #     headers: the #error (core_export.h's when it comes first, pull_export.h's
 #     when a layer core header came before it); one that comes after the
-#     layer's: every use of Exposer ambiguous;
-#  d: the layer's exposer.h linked without -lpcpu-prometheus-pull: its guard.
+#     layer's: its classes are redefinitions (the same names: issue 50);
+#  d: the layer's exposer.h linked without -lpcpu-prometheus-pull: its guard;
+#  e: a program with no unit of the layer linked with -lpcpu-prometheus: the
+#     check refuses it too (link the layer into what includes its headers).
 # Usage: promcpp_pull_mixing.sh SRC_DIR BUILD_DIR CXX
 set -uo pipefail
 src=$1 bin=$2 cxx=$3
@@ -63,8 +68,22 @@ if grep -qF "undefined reference to \`pcpu_prometheus_layer_headers_need_lpcpu_p
 else
   echo "FAIL a: without the core layer's guard"; fails=$((fails + 1))
 fi
-expect b_real_headers_layer_libs "undefined reference to \`prometheus::Exposer::Exposer(" \
-  "$cxx" -std=c++17 "$work/prog.cc" "${layer_libs[@]}" -lpcpu-prometheus-pull -lpcpu-prometheus -lpcpu-stats -lpcpu -o "$work/b"
+# The symbol's name is the fix; the real headers' other references (the
+# layer's Counter::Increment() is inline, prometheus-cpp's is not) come
+# with it, and never a program that runs on the wrong objects.
+mark="pcpu_prometheus_library_needs_its_headers_pkg_config_cflags_pcpu_prometheus"
+all_layer_libs=(-lpcpu-prometheus-pull -lpcpu-prometheus -lpcpu-stats -lpcpu)
+expect b_real_headers_layer_libs "undefined reference to \`$mark'" \
+  "$cxx" -std=c++17 "$work/prog.cc" "${layer_libs[@]}" "${all_layer_libs[@]}" -o "$work/b"
+expect b_gc_sections "undefined reference to \`$mark'" \
+  "$cxx" -std=c++17 -O2 -ffunction-sections -fdata-sections -Wl,--gc-sections "$work/prog.cc" \
+    "${layer_libs[@]}" "${all_layer_libs[@]}" -o "$work/b_gc"
+if "$cxx" -fuse-ld=gold -x c++ - -o "$work/gold_probe" <<< 'int main() {}' > /dev/null 2>&1; then
+  expect b_gold "undefined reference to '$mark'" \
+    "$cxx" -std=c++17 -fuse-ld=gold "$work/prog.cc" "${layer_libs[@]}" "${all_layer_libs[@]}" -o "$work/b_gold"
+fi
+expect b_shared_library "$mark" \
+  "$cxx" -std=c++17 -fPIC -shared "$work/prog.cc" "${layer_libs[@]}" "${all_layer_libs[@]}" -o "$work/b.so"
 cat > "$work/c1.cc" <<'CC'
 #include "/usr/include/prometheus/detail/pull_export.h"  // prometheus-cpp's, by another path
 #include <prometheus/exposer.h>                           // the layer's
@@ -85,10 +104,13 @@ cat > "$work/c3.cc" <<'CC'
 #include "/usr/include/prometheus/exposer.h"    // prometheus-cpp's, after it
 int main() { prometheus::Exposer e{"127.0.0.1:0"}; }
 CC
-# No #error can see a header that comes later: the two Exposers then make
-# every use ambiguous (prometheus:: and its inline prometheus::pcpu_v0::).
-expect c3_real_after "is ambiguous" \
+# No #error can see a header that comes later: its Exposer is then a
+# second definition of the layer's.
+expect c3_real_after "redefinition of" \
   "$cxx" -std=c++17 "${layer_inc[@]}" -c "$work/c3.cc" -o "$work/c3.o"
 expect d_without_pull_lib "undefined reference to \`pcpu_prometheus_pull_layer_headers_need_lpcpu_prometheus_pull'" \
   "$cxx" -std=c++17 "${layer_inc[@]}" "$work/prog.cc" "${layer_libs[@]}" -lpcpu-prometheus -lpcpu-stats -lpcpu -o "$work/d"
+echo 'int main() { return 0; }' > "$work/e.cc"
+expect e_no_layer_unit "undefined reference to \`$mark'" \
+  "$cxx" -std=c++17 "$work/e.cc" "${layer_libs[@]}" -lpcpu-prometheus -o "$work/e"
 [ $fails = 0 ] && echo "ok: every mix fails as it must" || { echo "$fails case(s) failed"; exit 1; }

@@ -15,6 +15,25 @@ usage: check_links.py SOURCE_DIR
    A range summarises several runs or rows, so each of its ends must be
    there; a number is there when the file has it, or has a number with
    more decimals that rounds to it (a table's 1.82 for a summary's 1.8).
+3. The manual pages (man/man3/*.3, tools/pcpustat.1; issue 50):
+   - every reference to a page of pcpu's -- `name(3)` with a name that
+     starts with pcpu, `pcpustat(1)` -- in a page, README.md, docs/,
+     python/README.md, bench/*.md and the code's comments names a page
+     that exists: a page's file name or a name its NAME section lists (the
+     installed link pages); other pages' references are check_man.py's;
+   - pcpu(3), the overview, lists every page of man/man3 in its
+     DESCRIPTION;
+   - a version of pcpu a page (its .TH line or its text), README.md,
+     docs/ or python/README.md states is the project's, project() in
+     CMakeLists.txt;
+   - a figure a page gives as "N times" (or "N to M times") is in
+     bench/README.md's index, as the README's figures are (2.).
+4. A citation of a README's section by name -- README.md, "Guarantees";
+   the README's "Figures"; python/README.md, "Finding libpcpu-stats";
+   bench/README.md, "group add2" -- anywhere in the tree names a heading
+   of that file (or a heading it starts: "Set-up" for "Set-up: two
+   commands"). bench/README.md's also name a heading of a topic file of
+   bench/, or a name its table "Where older references point" lists.
 Prints every problem; exit status 1 if any.
 """
 import glob
@@ -149,6 +168,197 @@ def check_figures():
                 problems.append("bench/README.md: %s (%s) is not in %s" % (f, row[0], m.group(1)))
 
 
+# ---- 3. manual pages -------------------------------------------------------------
+MAN3 = os.path.join(src, "man", "man3")
+MAN1 = [os.path.join(src, "tools", "pcpustat.1")]
+
+
+def page_sources():
+    """(path, text) of every page written in the tree (link pages aside)."""
+    out = []
+    for path in sorted(glob.glob(os.path.join(MAN3, "*.3"))) + MAN1:
+        text = read(path)
+        if not text.startswith(".so "):
+            out.append((path, text))
+    return out
+
+
+def roff_text_lines(text):
+    """(line number, text) of a page's source with fonts and quotes gone and
+    macro arguments joined (`.BR name (3),` -> `name(3),`), code (SYNOPSIS,
+    .EX/.EE, .nf/.fi) and comments left out."""
+    section, code = "", False
+    for n, line in enumerate(text.split("\n"), 1):
+        if line.startswith(".SH"):
+            section = line[3:].strip().strip('"')
+            code = False
+            continue
+        if line.startswith((".EX", ".nf")):
+            code = True
+        elif line.startswith((".EE", ".fi")):
+            code = False
+        if code or section == "SYNOPSIS" or line.startswith(('.\\"', "'\\\"")):
+            continue
+        line = re.sub(r"\\f(?:\[[A-Z]*\]|\(..|.)", "", line)
+        line = line.replace("\\-", "-").replace("\\(en", "-").replace("\\(em", "-").replace("\\&", "")
+        if line.startswith("."):
+            line = re.sub(r"^\.[A-Za-z]+\s*", "", line).replace('"', "")
+            line = re.sub(r"\s+\((\d)", r"(\1", line)
+        yield n, line
+
+
+def documented_pages():
+    """{(name, section)} of the pages an install has: every page, and every
+    name a man3 page's NAME section lists (its link page)."""
+    names = {("pcpustat", "1")}
+    for path, text in page_sources():
+        if path.endswith(".3"):
+            names.add((os.path.basename(path)[:-2], "3"))
+            m = re.search(r"^\.SH NAME\n(.*?)\\-", text, re.S | re.M)
+            if m:
+                for n in m.group(1).replace("\n", " ").split(","):
+                    if n.strip():
+                        names.add((n.strip(), "3"))
+    return names
+
+
+# A command's page is section 1 (pcpustat(1)); a function's, section 3:
+# `pcpu_counter_alloc_array(1)` in code is a call, not a reference.
+def page_refs(line):
+    for m in re.finditer(r"(?<![\w.])(pcpustat|pcpu)\((1)\)|(?<![\w.])(pcpu[a-z0-9_]*)\((3)\)", line):
+        name, sec = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+        yield name, sec
+
+
+def check_page_references(documented):
+    for path, text in page_sources():
+        for n, line in roff_text_lines(text):
+            for name, sec in page_refs(line):
+                if (name, sec) not in documented:
+                    problems.append("%s:%d: %s(%s): no such page" % (os.path.relpath(path, src), n, name, sec))
+    others = [os.path.join(src, "README.md"), os.path.join(src, "python", "README.md")]
+    others += glob.glob(os.path.join(src, "docs", "*.md")) + glob.glob(os.path.join(src, "bench", "*.md"))
+    for sub in ("include", "src", "tools", "examples", "compat", "python/src"):
+        for dirpath, _, fs in os.walk(os.path.join(src, sub)):
+            others += [os.path.join(dirpath, f) for f in fs
+                       if f.endswith((".h", ".c", ".cc", ".hpp", ".cpp", ".py"))]
+    for path in sorted(others):
+        for n, line in enumerate(read(path).split("\n"), 1):
+            for name, sec in page_refs(line):
+                if not name.startswith("pcpu__") and (name, sec) not in documented:
+                    problems.append("%s:%d: %s(%s): no such page" % (os.path.relpath(path, src), n, name, sec))
+
+
+def check_overview_index():
+    overview = read(os.path.join(MAN3, "pcpu.3"))
+    desc = overview.split("\n.SH DESCRIPTION\n", 1)[-1].split("\n.SH ", 1)[0]
+    listed = set(re.findall(r"^\.BR (pcpu_[a-z0-9_]+) \(3\)", desc, re.M))
+    for path, _ in page_sources():
+        name = os.path.basename(path)
+        if name.endswith(".3") and name != "pcpu.3" and name[:-2] not in listed:
+            problems.append("man/man3/pcpu.3: DESCRIPTION does not list %s(3)" % name[:-2])
+
+
+def project_version():
+    m = re.search(r"^project\(pcpu VERSION (\d+\.\d+\.\d+)", read(os.path.join(src, "CMakeLists.txt")), re.M)
+    return m.group(1) if m else None
+
+
+# "pcpu 0.2.0", "libpcpu 0.2", "pcpustat version 0.2.0", "pcpu v0.2"
+PCPU_VERSION = re.compile(r"\b(?:lib)?pcpu(?:stat|-stats|-prometheus)?(?: version)? v?(\d+\.\d+(?:\.\d+)?)\b(?![.\d])")
+
+
+def check_versions(version):
+    if not version:
+        problems.append("CMakeLists.txt: no project(pcpu VERSION x.y.z)")
+        return
+    texts = [(p, read(p)) for p, _ in page_sources()]
+    texts += [(p, read(p)) for p in [os.path.join(src, "README.md"), os.path.join(src, "python", "README.md")]
+              + sorted(glob.glob(os.path.join(src, "docs", "*.md")))]
+    for path, text in texts:
+        for n, line in enumerate(text.split("\n"), 1):
+            if line.startswith(".TH "):
+                fields = re.findall(r'"[^"]*"|\S+', line)
+                source = fields[4].strip('"') if len(fields) > 4 else ""
+                m = re.search(r"\d+\.\d+(?:\.\d+)?", source)
+                if m and m.group(0) not in (version, version.rsplit(".", 1)[0]):
+                    problems.append("%s:%d: .TH says %r, the project is %s" %
+                                    (os.path.relpath(path, src), n, source, version))
+                continue
+            for m in PCPU_VERSION.finditer(line.replace("\\-", "-")):
+                if m.group(1) not in (version, version.rsplit(".", 1)[0]):
+                    problems.append("%s:%d: %r: the project is %s" %
+                                    (os.path.relpath(path, src), n, m.group(0), version))
+
+
+def check_page_figures():
+    index_nums = numbers(read(os.path.join(src, "bench", "README.md")))
+    for path, text in page_sources():
+        for n, line in roff_text_lines(text):
+            for m in re.finditer(r"(\d+\.\d+)(?:\s*(?:-|to)\s*(\d+\.\d+))?\s+times\b", line):
+                figure = m.group(1) + ("-" + m.group(2) if m.group(2) else "")
+                if not recorded(figure, index_nums):
+                    problems.append("%s:%d: %s times is not in bench/README.md's index" %
+                                    (os.path.relpath(path, src), n, figure))
+
+
+# ---- 4. citations of README sections ------------------------------------------------
+CITATION = re.compile(r'((?:[\w.-]+/)*)README(?:\.md)?(?:\'s)?[,:]?\s+(?:section\s+)?\(?"([^"\n]+)"')
+
+
+def headings(path):
+    out = []
+    for _, line in lines_outside_code(read(path)):
+        m = re.match(r"^#+ (.*)$", line)
+        if m:
+            out.append(m.group(1).replace("`", "").strip())
+    return out
+
+
+def names_a_heading(name, heads):
+    name = name.replace("`", "").strip().lower()
+    for h in heads:
+        h = h.lower()
+        if h == name or any(h.startswith(name + sep) for sep in (":", " (", " -", " \u2014", ",")):
+            return True
+    return False
+
+
+def check_citations():
+    bench = os.path.normpath(os.path.join(src, "bench"))
+    bench_heads = [h for p in glob.glob(os.path.join(bench, "*.md")) for h in headings(p)]
+    redirect = read(os.path.join(bench, "README.md")).split("## Where older references point", 1)[-1]
+    redirect_names = []
+    for row in re.findall(r"^\| ([^|]+) \|", redirect, re.M):
+        redirect_names += [x.strip() for x in row.split(";")]
+    tree = []
+    for dirpath, dirnames, fs in os.walk(src):
+        dirnames[:] = [d for d in dirnames if not d.startswith((".", "build", "_install", "target"))]
+        tree += [os.path.join(dirpath, f) for f in fs
+                 if f.endswith((".h", ".c", ".cc", ".hpp", ".cpp", ".py", ".md", ".sh", ".1", ".3",
+                                ".txt", ".cmake", ".rs", ".go", ".toml", ".in"))]
+    for path in sorted(tree):
+        try:
+            text = read(path)
+        except UnicodeDecodeError:
+            continue
+        for n, line in enumerate(text.split("\n"), 1):
+            for m in CITATION.finditer(line):
+                target = os.path.normpath(os.path.join(src, m.group(1), "README.md"))
+                name = m.group(2)
+                if not os.path.exists(target):
+                    problems.append("%s:%d: cites %sREADME, which does not exist" %
+                                    (os.path.relpath(path, src), n, m.group(1)))
+                    continue
+                ok = names_a_heading(name, headings(target))
+                if not ok and target == os.path.join(bench, "README.md"):
+                    ok = names_a_heading(name, bench_heads) or '"%s"' % name in redirect or \
+                        names_a_heading(name, redirect_names)
+                if not ok:
+                    problems.append('%s:%d: cites %s, "%s": no such section' %
+                                    (os.path.relpath(path, src), n, os.path.relpath(target, src), name))
+
+
 files = [os.path.join(src, "README.md"), os.path.join(src, "python", "README.md"),
          os.path.join(src, "tests", "docs", "README.md")]
 files += sorted(glob.glob(os.path.join(src, "docs", "*.md")))
@@ -157,6 +367,11 @@ for path in files:
     if os.path.exists(path):
         check_links(path)
 check_figures()
+check_page_references(documented_pages())
+check_overview_index()
+check_versions(project_version())
+check_page_figures()
+check_citations()
 for p in problems:
     print("FAIL:", p)
 print("check_links: %d file(s), %d problem(s)" % (len(files), len(problems)))

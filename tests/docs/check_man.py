@@ -17,13 +17,21 @@ Installs the build tree into a scratch prefix, then checks:
      header is a conflicting declaration, a function that does not exist is
      an undefined reference;
   4. every page renders without a warning, with groff -ww and with
-     `man --warnings` (what lintian runs);
+     `man --warnings` (what lintian runs) -- the section 3 pages and
+     pcpustat(1) -- and no request is glued to the text before it
+     (`cache line..TP` renders ".TP" as text and merges two entries, which
+     groff does not warn about; issue 50);
   5. each page's LIBRARY section names the library its functions are in
      (issue 39): libpcpu (-lpcpu, pkg-config pcpu, CMake pcpu::pcpu) or
      libpcpu-stats (-lpcpu-stats -lpcpu, pkg-config pcpu-stats, CMake
      pcpu::stats) or libpcpu-exporter (-lpcpu-exporter, pkg-config
      pcpu-exporter, CMake pcpu::exporter; issue 51), and its SYNOPSIS links
-     with that library alone.
+     with that library alone;
+  6. every page another project's page a page cites (`fork(2)`,
+     `fnmatch(3)`) is one `man` finds here, or one ELSEWHERE lists (a page
+     of another system or of a package the tests do not need). pcpu's own
+     pages' references, the overview's index, versions and README
+     citations are check_links.py's (it needs no build).
 """
 import atexit
 import os
@@ -189,14 +197,57 @@ for page, text in sorted(pages.items()):
         fail(f"{page}: SYNOPSIS does not compile against the headers:\n{prog}\n{r.stderr}")
 
 # ---- 4. rendering ----------------------------------------------------------------
-for page in sorted(pages):
-    path = os.path.join(man3, page)
+man1 = os.path.join(mandir, "man1")
+rendered = [os.path.join(man3, p) for p in sorted(pages)]
+rendered += [os.path.join(man1, p) for p in sorted(os.listdir(man1))] if os.path.isdir(man1) else []
+if not any(p.endswith("/pcpustat.1") for p in rendered) and os.path.exists(os.path.join(build, "tools", "pcpustat")):
+    fail("pcpustat.1 is not installed in man1")
+# A man macro or request after text on the same line: roff prints it as
+# text (".TP") instead of running it. Only at a line's start is it one.
+GLUED = re.compile(r"(?<=[^\s\\])\.(TP|TQ|PP|LP|IP|HP|SH|SS|TH|BR|BI|IB|IR|RB|RI|SM|SB|EX|EE|RS|RE|B|I|br|nf|fi)(?=\s|$)")
+for path in rendered:
+    page = os.path.basename(path)
     r = run(["groff", "-man", "-ww", "-z", "-Tutf8", path])
     if r.stderr.strip():
         fail(f"{page}: groff warnings:\n{r.stderr}")
     r = run(["man", "--warnings", "-E", "UTF-8", "-l", "-Tutf8", "-Z", path], env=env)
     if r.returncode or r.stderr.strip():
         fail(f"{page}: man --warnings:\n{r.stderr}")
+    code = False
+    for n, line in enumerate(open(path).read().split("\n"), 1):
+        if line.startswith((".EX", ".nf")):
+            code = True
+        elif line.startswith((".EE", ".fi")):
+            code = False
+        if code or line.startswith('.\\"'):
+            continue
+        for m in GLUED.finditer(line):
+            fail(f"{page}:{n}: the request .{m.group(1)} follows text on its line, so it is printed, not run: {line.strip()!r}")
+
+# ---- 6. other projects' pages ---------------------------------------------------------
+# Cited, but not found on every machine that runs the tests: where they live.
+ELSEWHERE = {
+    ("counter", "9"): "FreeBSD's kernel manual",
+    ("rseq", "2"): "Linux man-pages 6.x; not in Debian 12's manpages-dev",
+    ("prometheus", "1"): "Debian package prometheus",
+    ("vmstat", "8"): "Debian package procps",
+    ("netstat", "8"): "Debian package net-tools",
+}
+cited = {}
+for path in rendered:
+    out = run(["groff", "-man", "-Tascii", "-P-cbou", "-rLL=200n", "-rHY=0", path]).stdout.split("\n")
+    lines = [l for l in out if l.strip()][1:-1]  # the header and footer name the page itself
+    text = "\n".join(lines)
+    for sec in ("SYNOPSIS", "EXAMPLES"):  # code, not citations
+        text = re.sub(r"^%s\n.*?(?=^[A-Z][A-Z ]+\n|\Z)" % sec, "", text, flags=re.S | re.M)
+    for m in re.finditer(r"(?<![\w.])([a-z_][a-z0-9_.+-]*[a-z0-9])\(([1-9])\)", text):
+        if not m.group(1).startswith("pcpu"):
+            cited.setdefault((m.group(1), m.group(2)), os.path.basename(path))
+for (name, sec), page in sorted(cited.items()):
+    if run(["man", "-w", sec, name]).returncode and (name, sec) not in ELSEWHERE:
+        fail(f"{page}: cites {name}({sec}), which man does not find (a typo, or add it to ELSEWHERE with where it lives)")
+if len(cited) < 10:
+    fail(f"only {len(cited)} pages of other projects cited: parsing broken?")
 
 if failures:
     print(f"check_man: {len(failures)} problem(s)")

@@ -16,7 +16,6 @@
 #include "prometheus/info.h"
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 namespace detail {
 
 PcpuValue::PcpuValue() : PcpuValue(nullptr) {}
@@ -267,5 +266,4 @@ ClientMetric Histogram::Collect() const {
   return m;
 }
 
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

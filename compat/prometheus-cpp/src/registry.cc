@@ -32,7 +32,6 @@ const char pcpu_prometheus_layer_headers_need_lpcpu_prometheus = 0;
 }
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 
 // The name rules are pcpu's (pcpu_stats_check_metric_name() and
 // pcpu_stats_check_label_name(), pcpu's lengths limits included), plus
@@ -506,5 +505,4 @@ template bool Registry::Remove(const Family<Histogram>&);
 template bool Registry::Remove(const Family<Summary>&);
 template bool Registry::Remove(const Family<Info>&);
 
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

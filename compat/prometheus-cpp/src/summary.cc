@@ -18,7 +18,6 @@
 #include "prometheus/summary.h"
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 
 namespace {
 // Observations buffered before they are merged into the windows.
@@ -188,5 +187,4 @@ ClientMetric Summary::Collect() const {
   return m;
 }
 
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

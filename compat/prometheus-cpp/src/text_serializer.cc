@@ -13,7 +13,6 @@
 #include "prometheus/text_serializer.h"
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 
 std::string Serializer::Serialize(const std::vector<MetricFamily>& metrics) const {
   std::ostringstream os;
@@ -293,5 +292,4 @@ void TextSerializer::Serialize(std::ostream& out, const std::vector<MetricFamily
   out.write(s.data(), static_cast<std::streamsize>(s.size()));
 }
 
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

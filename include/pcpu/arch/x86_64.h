@@ -438,7 +438,7 @@ static inline void pcpu__owned_add(int64_t *p, int64_t v)
 	 * store-to-load latency (memory renaming, which takes base-only
 	 * addresses), as Per Core's updates of its struct get; the indexed
 	 * form measured 1.9x a thread-private `+=` in a loop of adds to one
-	 * counter (bench/README.md, "Owned slots"). */
+	 * counter (bench/README.md, "Owned slots for pinned workers"). */
 	__asm__ volatile("addq %2, (%1)" : "+m"(*p) : "r"(p), "er"(v) : "cc");
 }
 #define pcpu__owned_add pcpu__owned_add

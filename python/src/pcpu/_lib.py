@@ -221,12 +221,83 @@ _lib = None
 _libc = None
 
 
+SONAME = "libpcpu-stats.so.1"
+
+
+def _installed_libdir():
+    """The library directory of the pcpu install this package came from:
+    `cmake --install` writes it into the copy of this package it installs
+    (<prefix>/share/pcpu/python, src/pcpu/_installed.py), which
+    `pip install <prefix>/share/pcpu/python` then carries into a virtual
+    environment. None for a package installed from the sources."""
+    try:
+        from . import _installed
+    except ImportError:
+        return None
+    return getattr(_installed, "LIBDIR", None)
+
+
+def _beside_pcpustat():
+    """The library of the pcpustat found on PATH, where that pcpustat finds
+    it: its RUNPATH is $ORIGIN/../<libdir> (a prefix install), so
+    <bindir>/../lib, lib64 or lib/<multiarch>."""
+    import shutil
+    import sysconfig
+    tool = shutil.which("pcpustat")
+    if not tool:
+        return []
+    prefix = os.path.dirname(os.path.dirname(os.path.realpath(tool)))
+    libdirs = ["lib", "lib64"]
+    multiarch = sysconfig.get_config_var("MULTIARCH")
+    if multiarch:
+        libdirs.append(os.path.join("lib", multiarch))
+    return [os.path.join(prefix, d, SONAME) for d in libdirs]
+
+
+def _from_pkg_config():
+    """The library in pkg-config's libdir for pcpu-stats (a prefix that
+    pkg-config searches: /usr/local, or one on PKG_CONFIG_PATH)."""
+    import subprocess
+    try:
+        r = subprocess.run(["pkg-config", "--variable=libdir", "pcpu-stats"],
+                           capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    libdir = r.stdout.strip()
+    return [os.path.join(libdir, SONAME)] if r.returncode == 0 and libdir else []
+
+
 def _candidates():
+    """Where libpcpu-stats is looked for, in order; the first that loads is
+    used (python/README.md, "Finding libpcpu-stats").
+
+    1. PCPU_LIBRARY, alone when set: an explicit choice, no fallback.
+    2. The library of the install this package came from (_installed.py):
+       the same version, wherever the prefix is, with nothing in the
+       environment -- a prefix install's library is where the loader does
+       not look (~/.local/lib, /opt/pcpu/lib; /usr/local/lib before
+       ldconfig runs).
+    3. The dynamic loader's own search: the Debian package, a /usr install,
+       LD_LIBRARY_PATH; then ctypes.util.find_library's.
+    4. As the tools find theirs: beside the pcpustat on PATH.
+    5. pkg-config's libdir for pcpu-stats.
+    A path that does not exist is skipped; 4 and 5 are asked only when
+    1-3 failed.
+    """
     env = os.environ.get("PCPU_LIBRARY")
     if env:
-        return [env]  # an explicit choice: no fallback to another library
+        yield env
+        return
+    libdir = _installed_libdir()
+    if libdir and os.path.exists(os.path.join(libdir, SONAME)):
+        yield os.path.join(libdir, SONAME)
+    yield SONAME
     found = ctypes.util.find_library("pcpu-stats")
-    return ["libpcpu-stats.so.1"] + ([found] if found else [])
+    if found:
+        yield found
+    for path in _beside_pcpustat() + _from_pkg_config():
+        if os.path.exists(path):
+            yield path
 
 
 def lib():
@@ -245,8 +316,11 @@ def lib():
             except OSError as e:
                 errors.append(f"{name}: {e}")
         else:
-            raise ImportError("libpcpu-stats not found (install libpcpu-stats1, or set "
-                              "PCPU_LIBRARY to the path of libpcpu-stats.so.1): " + "; ".join(errors))
+            raise ImportError(
+                "libpcpu-stats not found. Install pcpu (the Debian package libpcpu-stats1, "
+                "or `cmake --install` then `pip install <prefix>/share/pcpu/python`), put "
+                "its pcpustat on PATH, or set PCPU_LIBRARY to the path of libpcpu-stats.so.1. "
+                "Tried: " + "; ".join(errors))
         for fname, restype, argtypes in _FUNCTIONS:
             try:
                 fn = getattr(handle, fname)

@@ -27,11 +27,9 @@
 #include <vector>
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 namespace detail {
 class ExposerServer;
 } // namespace detail
-} // namespace pcpu_v0
 } // namespace prometheus
 
 namespace pcpu {

@@ -8,7 +8,6 @@
 #include "prometheus/metric_type.h"
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 
 /// Whether `name` is a valid metric name: pcpu_stats_check_metric_name()
 /// ([a-zA-Z_:][a-zA-Z0-9_:]*, at most PCPU_STATS_NAME_MAX bytes) and not
@@ -25,5 +24,4 @@ PROMETHEUS_CPP_CORE_EXPORT bool CheckLabelName(const std::string& name);
 /// throws; thread-safe; cost: linear in the length.
 PROMETHEUS_CPP_CORE_EXPORT bool CheckLabelName(const std::string& name, MetricType type);
 
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

@@ -10,7 +10,6 @@
 #include "prometheus/detail/core_export.h"
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 
 /// One collected series: its labels and its value, in the member its
 /// family's type names (the others stay zero).
@@ -68,5 +67,4 @@ struct PROMETHEUS_CPP_CORE_EXPORT ClientMetric {
   std::int64_t timestamp_ms = 0;
 };
 
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

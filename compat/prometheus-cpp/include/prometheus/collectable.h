@@ -7,13 +7,10 @@
 #include "prometheus/detail/core_export.h"
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 struct MetricFamily;
-}  // inline namespace pcpu_v0
 }  // namespace prometheus
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 
 /// Anything an exposer can collect: a Registry, a Family.
 class PROMETHEUS_CPP_CORE_EXPORT Collectable {
@@ -23,5 +20,4 @@ class PROMETHEUS_CPP_CORE_EXPORT Collectable {
   virtual std::vector<MetricFamily> Collect() const = 0;
 };
 
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

@@ -11,7 +11,6 @@
 #include "prometheus/metric_type.h"
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 
 /// A value that only goes up, held in per-CPU words: Increment() is one
 /// pcpu_counter_add() (an rseq add on this CPU's own word, no atomic
@@ -57,5 +56,4 @@ class PROMETHEUS_CPP_CORE_EXPORT Counter {
 /// The builder of a counter family.
 PROMETHEUS_CPP_CORE_EXPORT detail::Builder<Counter> BuildCounter();
 
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

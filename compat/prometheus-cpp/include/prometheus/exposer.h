@@ -7,9 +7,12 @@
 
 #include <cstddef>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "prometheus/collectable.h"
@@ -21,7 +24,6 @@ class CivetServer;
 struct CivetCallbacks;
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 
 namespace detail {
 class ExposerServer;
@@ -70,6 +72,20 @@ class PROMETHEUS_CPP_PULL_EXPORT Exposer {
   /// Otherwise as the constructor above.
   explicit Exposer(std::vector<std::string> options,
                    const CivetCallbacks* callbacks = nullptr);
+
+  /// Name/value pairs, Exposer({{"listening_ports", "8080"}}), do not
+  /// compile: the option vector is flat ({"listening_ports", "8080"}), and
+  /// without this overload each braced pair would become one std::string
+  /// made of the bytes between its two string literals (std::string's
+  /// iterator-pair constructor: undefined behaviour; issue 50).
+  template <typename P = void>
+  explicit Exposer(std::initializer_list<std::pair<std::string, std::string>>,
+                   const CivetCallbacks* = nullptr)
+      : Exposer(std::vector<std::string>{}) {
+    static_assert(!std::is_same<P, P>::value,
+                  "prometheus::Exposer takes civetweb's options as a flat list: "
+                  "{\"listening_ports\", \"8080\"}, not name/value pairs");
+  }
 
   /// Stops the server: closes the listening sockets and waits for requests
   /// in progress to finish (no Collect() or auth callback runs after it
@@ -121,5 +137,4 @@ class PROMETHEUS_CPP_PULL_EXPORT Exposer {
   std::unique_ptr<detail::ExposerServer> server_;
 };
 
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

@@ -21,7 +21,6 @@
 #include "prometheus/metric_family.h"
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 
 /// The metrics of one name, one per label set (T: Counter, Gauge,
 /// Histogram or Summary). Add() returns the metric of a label set, making
@@ -131,5 +130,4 @@ class PROMETHEUS_CPP_CORE_EXPORT Family : public Collectable {
   detail::PcpuFamily pcpu_;
 };
 
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

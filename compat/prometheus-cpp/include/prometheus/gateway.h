@@ -45,7 +45,6 @@
 #include "prometheus/labels.h"
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 
 namespace detail {
 class PushClient;
@@ -152,5 +151,4 @@ class PROMETHEUS_CPP_PUSH_EXPORT Gateway {
   std::future<int> async_delete(const std::string& uri, bool valid);
 };
 
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

@@ -10,7 +10,6 @@
 #include "prometheus/metric_type.h"
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 
 /// A value that goes up and down, held in per-CPU words
 /// (detail::PcpuValue: integer changes exact, fractions to 1e-9 each).
@@ -58,5 +57,4 @@ class PROMETHEUS_CPP_CORE_EXPORT Gauge {
 /// The builder of a gauge family.
 PROMETHEUS_CPP_CORE_EXPORT detail::Builder<Gauge> BuildGauge();
 
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

@@ -21,7 +21,6 @@
 #include "prometheus/metric_type.h"
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 
 /// Observations counted in buckets of given upper bounds (a value v goes
 /// to the first bound >= v, else to +Inf) with their sum, in pcpu's
@@ -117,5 +116,4 @@ class PROMETHEUS_CPP_CORE_EXPORT Histogram {
 /// The builder of a histogram family.
 PROMETHEUS_CPP_CORE_EXPORT detail::Builder<Histogram> BuildHistogram();
 
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

@@ -10,7 +10,6 @@
 #include "prometheus/metric_type.h"
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 
 /// Text that does not change while the process runs (a version, a
 /// revision, a compiler) as labels of a series whose value is always 1:
@@ -38,5 +37,4 @@ class PROMETHEUS_CPP_CORE_EXPORT Info {
 /// The builder of an info family (prometheus-cpp 1.1).
 PROMETHEUS_CPP_CORE_EXPORT detail::Builder<Info> BuildInfo();
 
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

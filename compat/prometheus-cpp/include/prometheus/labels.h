@@ -6,10 +6,8 @@
 #include <string>
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 
 /// Label names to values, ordered by name.
 using Labels = std::map<std::string, std::string>;
 
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

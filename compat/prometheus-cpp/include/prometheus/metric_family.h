@@ -10,7 +10,6 @@
 #include "prometheus/metric_type.h"
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 
 /// A collected family: name, help, type and its series.
 struct PROMETHEUS_CPP_CORE_EXPORT MetricFamily {
@@ -20,5 +19,4 @@ struct PROMETHEUS_CPP_CORE_EXPORT MetricFamily {
   std::vector<ClientMetric> metric;
 };
 
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

@@ -3,7 +3,6 @@
 #pragma once
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 
 /// The type of a metric family, as prometheus-cpp numbers them (Info
 /// since 1.1).
@@ -16,5 +15,4 @@ enum class MetricType {
   Info,
 };
 
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

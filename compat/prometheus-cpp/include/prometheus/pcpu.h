@@ -9,7 +9,6 @@
 #include "prometheus/registry.h"
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 
 /// The pcpu statistics registry that `registry` is (pcpu/stats.h): its
 /// families and series are those of `registry` (detail::PcpuFamily says
@@ -27,5 +26,4 @@ inline namespace pcpu_v0 {
 /// Registry::Collect() does not. Never fails; thread-safe; cost: a load.
 PROMETHEUS_CPP_CORE_EXPORT pcpu_registry_t* PcpuRegistry(const Registry& registry);
 
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

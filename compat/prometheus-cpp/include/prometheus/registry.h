@@ -20,7 +20,6 @@
 #include "prometheus/summary.h"
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 
 /// Families by type, registered through the builders. A name belongs to
 /// one type (std::invalid_argument otherwise). With InsertBehavior::Merge
@@ -82,5 +81,4 @@ class PROMETHEUS_CPP_CORE_EXPORT Registry : public Collectable {
   mutable std::mutex mutex_;
 };
 
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

@@ -10,7 +10,6 @@
 #include "prometheus/metric_family.h"
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 
 /// Writes collected families in some exposition format.
 class PROMETHEUS_CPP_CORE_EXPORT Serializer {
@@ -22,5 +21,4 @@ class PROMETHEUS_CPP_CORE_EXPORT Serializer {
   virtual void Serialize(std::ostream& out, const std::vector<MetricFamily>& metrics) const = 0;
 };
 
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

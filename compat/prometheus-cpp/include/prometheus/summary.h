@@ -17,7 +17,6 @@
 #include "prometheus/metric_type.h"
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 
 /// Quantiles over a sliding time window, with count and sum since creation.
 ///
@@ -103,5 +102,4 @@ class PROMETHEUS_CPP_CORE_EXPORT Summary {
 /// The builder of a summary family.
 PROMETHEUS_CPP_CORE_EXPORT detail::Builder<Summary> BuildSummary();
 
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

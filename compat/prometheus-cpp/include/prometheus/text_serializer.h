@@ -11,7 +11,6 @@
 #include "prometheus/serializer.h"
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 
 /// The Prometheus text format 0.0.4, byte for byte as prometheus-cpp 1.0.1
 /// writes it (values as printf's %.16g in the C locale, "Nan", "+Inf",
@@ -28,5 +27,4 @@ class PROMETHEUS_CPP_CORE_EXPORT TextSerializer : public Serializer {
   static void Append(std::string& out, const std::vector<MetricFamily>& metrics);
 };
 
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

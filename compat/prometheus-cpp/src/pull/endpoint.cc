@@ -22,7 +22,6 @@
 #include "prometheus/text_serializer.h"
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 namespace detail {
 
 namespace {
@@ -187,5 +186,4 @@ void Endpoint::Serve(pcpu_exporter_scrape* s) {
 }
 
 }  // namespace detail
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

@@ -19,7 +19,6 @@ const char pcpu_prometheus_pull_layer_headers_need_lpcpu_prometheus_pull = 0;
 }
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 
 namespace {
 detail::ServerOptions Options(const std::string& bind_address, std::size_t num_threads) {
@@ -71,5 +70,4 @@ void Exposer::RemoveCollectable(const std::weak_ptr<Collectable>& collectable,
 
 std::vector<int> Exposer::GetListeningPorts() const { return server_->ports(); }
 
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

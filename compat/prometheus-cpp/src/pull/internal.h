@@ -22,7 +22,6 @@
 #include <pcpu/exporter.h>
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 namespace detail {
 
 // ---- options.cc: the constructors' arguments --------------------------------
@@ -110,5 +109,4 @@ class ExposerServer {
 };
 
 }  // namespace detail
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

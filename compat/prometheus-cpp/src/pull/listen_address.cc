@@ -18,7 +18,6 @@
 #include "internal.h"
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 namespace detail {
 
 namespace {
@@ -155,5 +154,4 @@ int OpenListenSocket(const ListenAddress& a, int* port) {
 }
 
 }  // namespace detail
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

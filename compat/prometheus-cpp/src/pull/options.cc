@@ -9,7 +9,6 @@
 #include "internal.h"
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 namespace detail {
 
 namespace {
@@ -67,5 +66,4 @@ ServerOptions ParseOptions(const std::vector<std::string>& options) {
 }
 
 }  // namespace detail
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

@@ -18,7 +18,6 @@
 #include "internal.h"
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 namespace detail {
 
 namespace {
@@ -91,5 +90,4 @@ Endpoint* ExposerServer::FindEndpoint(const char* uri) {
 }
 
 }  // namespace detail
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

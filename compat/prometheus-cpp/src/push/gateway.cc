@@ -14,7 +14,6 @@
 #include "prometheus/text_serializer.h"
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 namespace {
 
 // What a grouping key the path cannot carry answers (gateway.h).
@@ -134,5 +133,4 @@ std::future<int> Gateway::async_delete(const std::string& uri, bool valid) {
   });
 }
 
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

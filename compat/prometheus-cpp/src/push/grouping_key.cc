@@ -4,7 +4,6 @@
 #include "grouping_key.h"
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 namespace detail {
 namespace {
 
@@ -90,5 +89,4 @@ bool AppendGroupingLabels(std::string& path, const Labels& labels) {
 }
 
 }  // namespace detail
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

@@ -8,7 +8,6 @@
 #include "prometheus/labels.h"
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 namespace detail {
 
 /// Appends "/<name>/<value>" to `path`: `value` percent-encoded (every byte
@@ -25,5 +24,4 @@ bool AppendGroupingLabel(std::string& path, const std::string& name, const std::
 bool AppendGroupingLabels(std::string& path, const Labels& labels);
 
 }  // namespace detail
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

@@ -7,7 +7,6 @@
 #include <utility>
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 namespace detail {
 namespace {
 
@@ -114,5 +113,4 @@ int PushClient::Perform(HttpMethod method, const std::string& url, const std::st
 }
 
 }  // namespace detail
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

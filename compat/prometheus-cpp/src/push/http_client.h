@@ -12,7 +12,6 @@
 #include "prometheus/detail/http_method.h"
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 namespace detail {
 
 /// Sends requests to a Pushgateway. Thread-safe: concurrent requests use
@@ -42,5 +41,4 @@ class PushClient {
 };
 
 }  // namespace detail
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

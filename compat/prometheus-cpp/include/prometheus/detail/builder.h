@@ -8,7 +8,6 @@
 #include "prometheus/labels.h"
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 
 template <typename T>
 class Family;
@@ -43,5 +42,4 @@ class PROMETHEUS_CPP_CORE_EXPORT Builder {
 };
 
 }  // namespace detail
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

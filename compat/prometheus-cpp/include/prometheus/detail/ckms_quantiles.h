@@ -7,7 +7,6 @@
 #include "prometheus/detail/core_export.h"
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 namespace detail {
 
 class PROMETHEUS_CPP_CORE_EXPORT CKMSQuantiles {
@@ -23,5 +22,4 @@ class PROMETHEUS_CPP_CORE_EXPORT CKMSQuantiles {
 };
 
 }  // namespace detail
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

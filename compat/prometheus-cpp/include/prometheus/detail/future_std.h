@@ -6,7 +6,6 @@
 #include <utility>
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 namespace detail {
 
 /// std::make_unique for C++11 callers.
@@ -16,5 +15,4 @@ std::unique_ptr<T> make_unique(Args&&... args) {
 }
 
 }  // namespace detail
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

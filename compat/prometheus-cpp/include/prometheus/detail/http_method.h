@@ -5,7 +5,6 @@
 #include "prometheus/detail/push_export.h"
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 namespace detail {
 
 /// The HTTP methods of the Pushgateway's API: Put replaces the whole group
@@ -18,5 +17,4 @@ enum class HttpMethod {
 };
 
 }  // namespace detail
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

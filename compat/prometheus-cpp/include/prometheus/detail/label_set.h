@@ -12,7 +12,6 @@
 #include "prometheus/labels.h"
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 namespace detail {
 
 /// A Labels map packed in one allocation: per label a 32-bit name length,
@@ -93,5 +92,4 @@ class PROMETHEUS_CPP_CORE_EXPORT SeriesIndex {
 };
 
 }  // namespace detail
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

@@ -15,7 +15,6 @@
 #include "prometheus/metric_type.h"
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 
 class Registry;
 
@@ -71,7 +70,7 @@ class PROMETHEUS_CPP_CORE_EXPORT PcpuFamily {
   pcpu_family_t* family() const { return fam_; }
 
  private:
-  friend class ::prometheus::pcpu_v0::Registry;
+  friend class ::prometheus::Registry;
   bool Create(const std::string& name, const std::string& help, const Labels& constant_labels,
               const Labels& labels, MetricType type, const std::vector<double>* bounds);
   bool Matches(const Labels& labels, const std::vector<double>* bounds) const;
@@ -127,5 +126,4 @@ PROMETHEUS_CPP_CORE_EXPORT void CheckFamilyNames(const std::string& name, const 
 PROMETHEUS_CPP_CORE_EXPORT void CheckSeriesLabels(const Labels& labels, const Labels& constant_labels);
 
 }  // namespace detail
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

@@ -22,7 +22,6 @@
 #endif
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 namespace detail {
 
 /// A double as two per-CPU int64 words and a double. The words, `whole`
@@ -171,5 +170,4 @@ class PROMETHEUS_CPP_CORE_EXPORT PcpuValue {
 };
 
 }  // namespace detail
-}  // inline namespace pcpu_v0
 }  // namespace prometheus

@@ -8,7 +8,6 @@
 #include "prometheus/labels.h"
 
 namespace prometheus {
-inline namespace pcpu_v0 {
 namespace detail {
 
 /// Hashes a label set: names and values, each with its length, so that
@@ -18,5 +17,4 @@ struct PROMETHEUS_CPP_CORE_EXPORT LabelHasher {
 };
 
 }  // namespace detail
-}  // inline namespace pcpu_v0
 }  // namespace prometheus
