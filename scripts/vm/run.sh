@@ -86,7 +86,11 @@ scale=${PCPU_TEST_TIMEOUT_SCALE:-1}
 boot_bound=$((420 * scale))
 
 machine=$(bash scripts/vm/fetch-kernels.sh --machine "$arch") || { echo "run.sh: unknown ARCH $arch" >&2; exit 2; }
-read -r _ debarch mkernel triplet msmp mtcg qemu console qemu_args <<<"$machine"
+read -r _ debarch mkernel msmp mtcg qemu console qemu_args <<<"$machine"
+# The port's cross triplet, from its arch header; the host's own
+# architecture builds with the host's compiler.
+triplet=$(python3 tests/arch_headers.py "$arch" PCPU__ARCH_CROSS) || exit 2
+[ "$arch" = "$(uname -m)" ] && triplet=-
 kernel=${kernel:-$mkernel} smp=${smp:-$msmp} key=${debarch}_$kernel
 if [ -z "$tcg" ]; then
   tcg=multi

@@ -1,14 +1,33 @@
 /* SPDX-License-Identifier: MIT */
 /**
  * @file pcpu/arch/common.h
- * What every arch header's sections share: the compiler barrier after an
- * asm goto, the local labels every section uses, and the C side of the
- * test hooks. Not API; include <pcpu/arch.h>.
+ * What every port shares, written once: the descriptor and exit-point
+ * tables, the compiler barrier after an asm goto, the C side of the test
+ * hooks, and the C around each port's assembly -- every section of
+ * pcpu/arch/pseudocode.h as a function, built from the macros its port
+ * defines. Included by <pcpu/arch.h> after the port's header. Not API;
+ * include <pcpu/arch.h>.
+ *
+ * A port (pcpu/arch/<arch>.h) is its assembly. For each operation OP it
+ * implements it defines three macros, and this file makes the function:
+ *   PCPU__ARCH_<OP>_ASM       the asm goto template, from the arming to
+ *                             the abort handler (the exit points are added
+ *                             here);
+ *   PCPU__ARCH_<OP>_IN        its input operands, in the port's order
+ *                             (the test hooks' inputs included: the order
+ *                             decides the registers the compiler picks);
+ *   PCPU__ARCH_<OP>_CLOBBERS  its clobbers.
+ * The operands name the function's parameters, as listed at each function
+ * below. The index loads are two more templates (PCPU__ARCH_LOAD_INDEX,
+ * PCPU__ARCH_LOAD_INDEX16, with PCPU__ARCH_INDEX_T and PCPU__ARCH_INDEX16_T,
+ * the C types of their output register, and PCPU__ARCH_TLS_IN(off), the
+ * operands that address a field of the thread's struct rseq).
  *
  * Local labels of a section (GNU as numeric labels: `1f` is the next `1:`):
  *   1: start_ip          0: the commit        2: post-commit (end of range)
  *   3: the descriptor    4: abort_ip (after the signature)
  *   5, 6: PCPU_TEST_INJECT's spin    7, 8: copy loops    9: split branches
+ *   10: a PC-relative anchor (32-bit Arm)
  */
 #ifndef PCPU_ARCH_COMMON_H
 #define PCPU_ARCH_COMMON_H
@@ -16,6 +35,8 @@
 #ifndef PCPU__ARCH_H_INSIDE
 #error "include <pcpu/arch.h>, not <pcpu/arch/common.h>"
 #endif
+
+#include <stdint.h>
 
 /* gcc < 8.1 and clang < 13.0.1 miscompile some asm goto (gcc PR 103908,
  * llvm issue 52735); librseq's cure is a compiler barrier on the
@@ -82,7 +103,8 @@
 /* The descriptor of the section that starts at label 1 and aborts to label
  * 4, as label 3 in __rseq_cs (32-byte aligned, as the kernel requires),
  * and a pointer to it in __rseq_cs_ptr_array (librseq's layout: a list of
- * every section for debuggers and checkers). */
+ * every section for debuggers and checkers). Each port's arming macro
+ * starts with it. */
 #define PCPU__RSEQ_DESCRIPTOR                                                \
 	".pushsection __rseq_cs, \"aw" PCPU__RSEQ_IN_GROUP "\"\n\t"          \
 	".balign 32\n\t"                                                     \
@@ -101,7 +123,8 @@
 /* A jump out of the section (to the asm goto label `label`) that is
  * neither the abort nor the fall-through: (start_ip, exit_ip) in
  * __rseq_exit_point_array, so a debugger stepping through the section
- * knows where it may leave. Before label 1. */
+ * knows where it may leave. Before label 1: the functions below put one
+ * for each of their labels first in the template. */
 #define PCPU__RSEQ_EXIT_POINT(label)                                         \
 	".pushsection __rseq_exit_point_array, \"aw" PCPU__RSEQ_IN_GROUP       \
 	PCPU__RSEQ_RETAIN "\"\n\t"                                          \
@@ -117,7 +140,9 @@
  * each section and count aborts in the thread-local pcpu__test_inject_aborts,
  * so tests can make the abort path run millions of times (librseq's
  * RSEQ_INJECT_ASM idea). The test program defines those three symbols. The
- * arch header supplies the spin itself (PCPU__INJECT_ASM).
+ * port supplies the spin itself (PCPU__INJECT_ASM, PCPU__INJECT_INPUT,
+ * PCPU__INJECT_CLOBBER), and may define the C hooks below its own way
+ * first (32-bit Arm copies the spin count onto the stack).
  */
 #ifdef PCPU_TEST_INJECT
 PCPU_BEGIN_DECLS
@@ -125,7 +150,9 @@ extern unsigned pcpu__test_inject_spin;
 extern __thread unsigned long pcpu__test_inject_aborts;
 void pcpu__test_inject_before(void);
 PCPU_END_DECLS
+#ifndef PCPU__INJECT_BEFORE
 #define PCPU__INJECT_BEFORE() pcpu__test_inject_before()
+#endif
 #define PCPU__INJECT_ABORTED() (pcpu__test_inject_aborts++)
 /* The operations that read the index themselves, just before arming
  * (`idx16`), read it here in C in test builds, and then call the hook, so
@@ -133,15 +160,198 @@ PCPU_END_DECLS
  * operations given the index: tests/test_stale_index.c moves the thread to
  * another CPU there, and the section's compare must then refuse. The
  * section takes the value from a register (PCPU__IDX16_INPUT). */
+#ifndef PCPU__INJECT_BEFORE_IDX16
 #define PCPU__INJECT_BEFORE_IDX16()                                          \
 	int64_t pcpu__idx16 = pcpu__rseq_load_index16();                      \
 	pcpu__test_inject_before()
+#endif
+#ifndef PCPU__IDX16_INPUT
 #define PCPU__IDX16_INPUT , [idx16] "r"(pcpu__idx16)
+#endif
 #else
 #define PCPU__INJECT_BEFORE() ((void)0)
 #define PCPU__INJECT_ABORTED() ((void)0)
 #define PCPU__INJECT_BEFORE_IDX16() ((void)0)
 #define PCPU__IDX16_INPUT
 #endif
+#ifndef PCPU__INJECT_ASM
+#define PCPU__INJECT_ASM ""
+#define PCPU__INJECT_INPUT
+#define PCPU__INJECT_CLOBBER
+#endif
+
+/* PCPU_TEST_SPLIT_BLOCKS: a branch to the next instruction (the port's
+ * PCPU__ARCH_SPLIT_BRANCH), which ends an emulator's translated block
+ * there (pcpu/arch/pseudocode.h). */
+#ifdef PCPU_TEST_SPLIT_BLOCKS
+#define PCPU__SPLIT PCPU__ARCH_SPLIT_BRANCH " 9f\n\t9:\n\t"
+#else
+#define PCPU__SPLIT ""
+#endif
+
+/* How a section's function ends: the fall-through after the commit, and
+ * each asm goto label it jumps to, returning that exit's value. */
+#define PCPU__RSEQ_RETURN_COMMITTED                                          \
+	pcpu__after_asm_goto();                                              \
+	return PCPU__RSEQ_COMMITTED
+#define PCPU__RSEQ_RETURN_ABORTED                                            \
+aborted:                                                                     \
+	pcpu__after_asm_goto();                                              \
+	PCPU__INJECT_ABORTED();                                              \
+	return PCPU__RSEQ_ABORTED
+#define PCPU__RSEQ_RETURN(label, value)                                      \
+label:                                                                       \
+	pcpu__after_asm_goto();                                              \
+	return value
+
+/* ---- the sections, from the port's macros ------------------------------------ */
+
+#if PCPU__ARCH_SECTIONS && defined(PCPU_ARCH_HAVE_RSEQ)
+
+/* The calling thread's slot index (pseudocode.h), loaded by the port's
+ * instruction, which sign-extends it to the output's width. A fresh load at
+ * every call (volatile: the kernel changes the field). */
+static inline int64_t pcpu__rseq_load_index(void)
+{
+	PCPU__ARCH_INDEX_T idx;
+
+	__asm__ __volatile__(PCPU__ARCH_LOAD_INDEX
+			     : [idx] "=r"(idx)
+			     : PCPU__ARCH_TLS_IN((intptr_t)pcpu__g.index_tpoff));
+	return idx;
+}
+#define pcpu__rseq_load_index pcpu__rseq_load_index
+
+/* The field's low 16 bits, zero-extended by the load itself. */
+static inline int64_t pcpu__rseq_load_index16(void)
+{
+	PCPU__ARCH_INDEX16_T idx;
+
+	__asm__ __volatile__(PCPU__ARCH_LOAD_INDEX16
+			     : [idx] "=r"(idx)
+			     : PCPU__ARCH_TLS_IN((intptr_t)pcpu__g.index_tpoff));
+	return idx;
+}
+#define pcpu__rseq_load_index16 pcpu__rseq_load_index16
+
+/* rseq_cmpeq_addv_at. Operands: expected, p, v, csoff, idxoff. */
+#ifdef PCPU__ARCH_CMPEQ_ADDV_AT_ASM
+__attribute__((always_inline)) static inline int
+pcpu__rseq_cmpeq_addv_at(int64_t expected, int64_t *p, int64_t v, intptr_t csoff, intptr_t idxoff)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
+		     PCPU__ARCH_CMPEQ_ADDV_AT_ASM
+		     : /* asm goto has no outputs */
+		     : PCPU__ARCH_CMPEQ_ADDV_AT_IN
+		     : PCPU__ARCH_CMPEQ_ADDV_AT_CLOBBERS
+		     : aborted);
+	PCPU__RSEQ_RETURN_COMMITTED;
+	PCPU__RSEQ_RETURN_ABORTED;
+}
+#define pcpu__rseq_cmpeq_addv_at pcpu__rseq_cmpeq_addv_at
+#endif
+
+/* rseq_idx16_cmpeq_addv_indexed (the counter add). Operands: base, v. */
+#ifdef PCPU__ARCH_IDX16_ADDV_ASM
+__attribute__((always_inline)) static inline int
+pcpu__rseq_idx16_cmpeq_addv_indexed(int64_t *base, int64_t v)
+{
+	PCPU__INJECT_BEFORE_IDX16();
+	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
+		     PCPU__ARCH_IDX16_ADDV_ASM
+		     :
+		     : PCPU__ARCH_IDX16_ADDV_IN
+		     : PCPU__ARCH_IDX16_ADDV_CLOBBERS
+		     : aborted);
+	PCPU__RSEQ_RETURN_COMMITTED;
+	PCPU__RSEQ_RETURN_ABORTED;
+}
+#define pcpu__rseq_idx16_cmpeq_addv_indexed pcpu__rseq_idx16_cmpeq_addv_indexed
+#endif
+
+/* rseq_idx16_cmpeq_add2v_indexed (the histogram's pair). Operands: base,
+ * a, b. A port whose target has no one-store commit of 16 bytes defines
+ * PCPU__ARCH_ADD2V_AS_TWO_ADDS instead: the pair is then two counter adds,
+ * the count's, then the sum's, each on the thread's slot at that moment;
+ * ABORTED only if the first did not commit (nothing written), and once it
+ * did, the second is retried until it commits (never half an add). Each
+ * word stays exact; the count and the sum of one record may land on two
+ * slots if the thread migrates between them, which no reader can tell from
+ * a preemption between its two loads (readers load the two words
+ * separately on every target). */
+#ifdef PCPU__ARCH_IDX16_ADD2V_ASM
+__attribute__((always_inline)) static inline int
+pcpu__rseq_idx16_cmpeq_add2v_indexed(int64_t *base, int64_t a, int64_t b)
+{
+	PCPU__INJECT_BEFORE_IDX16();
+	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
+		     PCPU__ARCH_IDX16_ADD2V_ASM
+		     :
+		     : PCPU__ARCH_IDX16_ADD2V_IN
+		     : PCPU__ARCH_IDX16_ADD2V_CLOBBERS
+		     : aborted);
+	PCPU__RSEQ_RETURN_COMMITTED;
+	PCPU__RSEQ_RETURN_ABORTED;
+}
+#define pcpu__rseq_idx16_cmpeq_add2v_indexed pcpu__rseq_idx16_cmpeq_add2v_indexed
+#elif defined(PCPU__ARCH_ADD2V_AS_TWO_ADDS) && defined(PCPU__ARCH_IDX16_ADDV_ASM)
+__attribute__((always_inline)) static inline int
+pcpu__rseq_idx16_cmpeq_add2v_indexed(int64_t *base, int64_t a, int64_t b)
+{
+	if (PCPU_UNLIKELY(pcpu__rseq_idx16_cmpeq_addv_indexed(base, a) != PCPU__RSEQ_COMMITTED))
+		return PCPU__RSEQ_ABORTED;
+	while (PCPU_UNLIKELY(pcpu__rseq_idx16_cmpeq_addv_indexed(base + 1, b) !=
+			     PCPU__RSEQ_COMMITTED))
+		;
+	return PCPU__RSEQ_COMMITTED;
+}
+#define pcpu__rseq_idx16_cmpeq_add2v_indexed pcpu__rseq_idx16_cmpeq_add2v_indexed
+#endif
+
+/* rseq_cmpeq_cmpeqv_storev. Operands: expected, p, expect, newv. */
+#ifdef PCPU__ARCH_CMPEQ_STOREV_ASM
+__attribute__((always_inline)) static inline int
+pcpu__rseq_cmpeq_cmpeqv_storev(int64_t expected, intptr_t *p, intptr_t expect, intptr_t newv)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
+		     PCPU__RSEQ_EXIT_POINT("differs")
+		     PCPU__ARCH_CMPEQ_STOREV_ASM
+		     :
+		     : PCPU__ARCH_CMPEQ_STOREV_IN
+		     : PCPU__ARCH_CMPEQ_STOREV_CLOBBERS
+		     : aborted, differs);
+	PCPU__RSEQ_RETURN_COMMITTED;
+	PCPU__RSEQ_RETURN_ABORTED;
+	PCPU__RSEQ_RETURN(differs, PCPU__RSEQ_DIFFERS);
+}
+#define pcpu__rseq_cmpeq_cmpeqv_storev pcpu__rseq_cmpeq_cmpeqv_storev
+#endif
+
+/* rseq_loadidx_cmpeqv_addv (ref, rwlock). Operands: base, v_off, expect,
+ * add. No index compare: the index is read inside the section, so the
+ * section has no jump to `aborted` (the kernel's abort lands there). */
+#ifdef PCPU__ARCH_LOADIDX_ADDV_ASM
+__attribute__((always_inline)) static inline int
+pcpu__rseq_loadidx_cmpeqv_addv(void *base, long v_off, intptr_t expect, int64_t add)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__RSEQ_EXIT_POINT("differs")
+		     PCPU__RSEQ_EXIT_POINT("unregistered")
+		     PCPU__ARCH_LOADIDX_ADDV_ASM
+		     :
+		     : PCPU__ARCH_LOADIDX_ADDV_IN
+		     : PCPU__ARCH_LOADIDX_ADDV_CLOBBERS
+		     : aborted, differs, unregistered);
+	PCPU__RSEQ_RETURN_COMMITTED;
+	PCPU__RSEQ_RETURN_ABORTED;
+	PCPU__RSEQ_RETURN(differs, PCPU__RSEQ_DIFFERS);
+	PCPU__RSEQ_RETURN(unregistered, PCPU__RSEQ_UNREGISTERED);
+}
+#define pcpu__rseq_loadidx_cmpeqv_addv pcpu__rseq_loadidx_cmpeqv_addv
+#endif
+
+#endif /* PCPU__ARCH_SECTIONS && PCPU_ARCH_HAVE_RSEQ */
 
 #endif /* PCPU_ARCH_COMMON_H */

@@ -95,11 +95,14 @@ static inline int pcpu__rseq_cmpeq_addv_at(int64_t expected, int64_t *p, int64_t
 #define pcpu__rseq_cmpeq_addv_at pcpu__rseq_cmpeq_addv_at
 #endif
 
+/* rseq_cmpeq_addv: rseq_cmpeq_addv_at with the offsets read from pcpu__g,
+ * for every target. */
 #ifndef pcpu__rseq_cmpeq_addv
-static inline int pcpu__rseq_cmpeq_addv(int64_t expected, int64_t *p, int64_t v)
+__attribute__((always_inline)) static inline int
+pcpu__rseq_cmpeq_addv(int64_t expected, int64_t *p, int64_t v)
 {
-	(void)expected, (void)p, (void)v;
-	return PCPU__RSEQ_ABORTED;
+	return pcpu__rseq_cmpeq_addv_at(expected, p, v, (intptr_t)pcpu__g.cs_tpoff,
+					(intptr_t)pcpu__g.index_tpoff);
 }
 #define pcpu__rseq_cmpeq_addv pcpu__rseq_cmpeq_addv
 #endif

@@ -61,6 +61,99 @@
 #include PCPU__ARCH_OBJCACHE_H
 #endif
 
+/* ---- the sections, from the port's macros (pcpu/arch/common.h says how) ------ *
+ * Operands: expected, cache, and out / p / src, k / dst, k. Each jumps to
+ * `aborted` (the index compare), `differs` (the mode was not 0) or `unfit`
+ * (empty, full, no room, too few), or falls through once committed. */
+
+#if PCPU__ARCH_SECTIONS && defined(PCPU_ARCH_HAVE_RSEQ)
+
+/* The jumps out of every cache section but the abort. */
+#define PCPU__CACHE_EXIT_POINTS                                              \
+	PCPU__RSEQ_EXIT_POINT("aborted")                                     \
+	PCPU__RSEQ_EXIT_POINT("differs")                                     \
+	PCPU__RSEQ_EXIT_POINT("unfit")
+
+/* How every cache section ends. */
+#define PCPU__CACHE_RETURNS                                                  \
+	PCPU__RSEQ_RETURN_COMMITTED;                                         \
+	PCPU__RSEQ_RETURN_ABORTED;                                           \
+	PCPU__RSEQ_RETURN(differs, PCPU__RSEQ_DIFFERS);                      \
+	PCPU__RSEQ_RETURN(unfit, PCPU__RSEQ_UNFIT)
+
+/* pop one */
+#ifdef PCPU__ARCH_CACHE_POP_ASM
+__attribute__((always_inline)) static inline int
+pcpu__rseq_cmpeq_cmpeqz_cbz_load_storev(int64_t expected, void *cache, void **out)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__CACHE_EXIT_POINTS
+		     PCPU__ARCH_CACHE_POP_ASM
+		     :
+		     : PCPU__ARCH_CACHE_POP_IN
+		     : PCPU__ARCH_CACHE_POP_CLOBBERS
+		     : aborted, differs, unfit);
+	PCPU__CACHE_RETURNS;
+}
+#define pcpu__rseq_cmpeq_cmpeqz_cbz_load_storev pcpu__rseq_cmpeq_cmpeqz_cbz_load_storev
+#endif
+
+/* push one */
+#ifdef PCPU__ARCH_CACHE_PUSH_ASM
+__attribute__((always_inline)) static inline int
+pcpu__rseq_cmpeq_cmpeqz_cbge_store_storev(int64_t expected, void *cache, void *p)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__CACHE_EXIT_POINTS
+		     PCPU__ARCH_CACHE_PUSH_ASM
+		     :
+		     : PCPU__ARCH_CACHE_PUSH_IN
+		     : PCPU__ARCH_CACHE_PUSH_CLOBBERS
+		     : aborted, differs, unfit);
+	PCPU__CACHE_RETURNS;
+}
+#define pcpu__rseq_cmpeq_cmpeqz_cbge_store_storev pcpu__rseq_cmpeq_cmpeqz_cbge_store_storev
+#endif
+
+/* push k */
+#ifdef PCPU__ARCH_CACHE_PUSHK_ASM
+__attribute__((always_inline)) static inline int
+pcpu__rseq_cmpeq_cmpeqz_cbgt_memcpy_storev(int64_t expected, void *cache, void *const *src,
+					    int64_t k)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__CACHE_EXIT_POINTS
+		     PCPU__ARCH_CACHE_PUSHK_ASM
+		     :
+		     : PCPU__ARCH_CACHE_PUSHK_IN
+		     : PCPU__ARCH_CACHE_PUSHK_CLOBBERS
+		     : aborted, differs, unfit);
+	PCPU__CACHE_RETURNS;
+}
+#define pcpu__rseq_cmpeq_cmpeqz_cbgt_memcpy_storev pcpu__rseq_cmpeq_cmpeqz_cbgt_memcpy_storev
+#endif
+
+/* pop k */
+#ifdef PCPU__ARCH_CACHE_POPK_ASM
+__attribute__((always_inline)) static inline int
+pcpu__rseq_cmpeq_cmpeqz_cblt_memcpy_storev(int64_t expected, void *cache, void **dst, int64_t k)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__CACHE_EXIT_POINTS
+		     PCPU__ARCH_CACHE_POPK_ASM
+		     :
+		     : PCPU__ARCH_CACHE_POPK_IN
+		     : PCPU__ARCH_CACHE_POPK_CLOBBERS
+		     : aborted, differs, unfit);
+	PCPU__CACHE_RETURNS;
+}
+#define pcpu__rseq_cmpeq_cmpeqz_cblt_memcpy_storev pcpu__rseq_cmpeq_cmpeqz_cblt_memcpy_storev
+#endif
+
+#endif /* PCPU__ARCH_SECTIONS && PCPU_ARCH_HAVE_RSEQ */
+
+/* ---- the fallbacks ------------------------------------------------------------- */
+
 #ifndef pcpu__rseq_cmpeq_cmpeqz_cbz_load_storev
 static inline int pcpu__rseq_cmpeq_cmpeqz_cbz_load_storev(int64_t expected, void *cache, void **out)
 {

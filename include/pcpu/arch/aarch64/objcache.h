@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /**
  * @file pcpu/arch/aarch64/objcache.h
- * The object cache's four sections for aarch64 (pcpu/arch/objcache.h
- * states them). The cache's layout comes from <pcpu/objcache.h> as the
+ * The object cache's four sections for aarch64, as the assembly
+ * pcpu/arch/objcache.h makes its functions from (it states them). The cache's layout comes from <pcpu/objcache.h> as the
  * offsets PCPU__OBJCACHE_OFF_{MODE,COUNT,CAP,PTRS}, immediate offsets
  * here, so each section needs one register for the cache. Not API;
  * pcpu/arch/objcache.h includes it.
@@ -22,175 +22,116 @@
 	PCPU__SPLIT                                                          \
 	"cbnz x14, %l[differs]\n\t"
 
-/* The jumps out of every cache section but the abort. */
-#define PCPU__A64_CACHE_EXITS                                                \
-	PCPU__RSEQ_EXIT_POINT("aborted")                                     \
-	PCPU__RSEQ_EXIT_POINT("differs")                                     \
-	PCPU__RSEQ_EXIT_POINT("unfit")
-
-/* How every cache section ends (pcpu/arch/objcache.h's return values). */
-#define PCPU__A64_CACHE_RETURNS                                              \
-	pcpu__after_asm_goto();                                              \
-	return PCPU__RSEQ_COMMITTED;                                         \
-aborted:                                                                     \
-	pcpu__after_asm_goto();                                              \
-	PCPU__INJECT_ABORTED();                                              \
-	return PCPU__RSEQ_ABORTED;                                           \
-differs:                                                                     \
-	pcpu__after_asm_goto();                                              \
-	return PCPU__RSEQ_DIFFERS;                                           \
-unfit:                                                                       \
-	pcpu__after_asm_goto();                                              \
-	return PCPU__RSEQ_UNFIT
-
 /* Their common operands: the rseq operands, the slot, the cache, and the
  * layout's offsets (each section uses those it needs). */
-#define PCPU__A64_CACHE_OPERANDS(expected, cache)                            \
-	PCPU__A64_RSEQ_OPERANDS((intptr_t)pcpu__g.cs_tpoff,                   \
-				(intptr_t)pcpu__g.index_tpoff),               \
-	[expected] "r"(expected), [cache] "r"(cache),                         \
+#define PCPU__A64_CACHE_OPERANDS                                             \
+	PCPU__A64_G_OPERANDS, [expected] "r"(expected), [cache] "r"(cache),  \
 	[mode] "n"(PCPU__OBJCACHE_OFF_MODE), [count] "n"(PCPU__OBJCACHE_OFF_COUNT), \
 	[cap] "n"(PCPU__OBJCACHE_OFF_CAP), [ptrs] "n"(PCPU__OBJCACHE_OFF_PTRS)  \
 	PCPU__INJECT_INPUT
 
 /* pop one: rseq_cmpeq_cmpeqz_cbz_load_storev */
-__attribute__((always_inline)) static inline int
-pcpu__rseq_cmpeq_cmpeqz_cbz_load_storev(int64_t expected, void *cache, void **out)
-{
-	PCPU__INJECT_BEFORE();
-	__asm__ goto(PCPU__A64_CACHE_EXITS
-		     PCPU__A64_ARM
-		     PCPU__A64_CACHE_CHECKS
-		     "ldr x12, [%[cache], %[count]]\n\t"
-		     PCPU__SPLIT
-		     "cbz x12, %l[unfit]\n\t"
-		     "sub x12, x12, 1\n\t"
-		     "add x13, %[cache], x12, lsl 3\n\t"
-		     "ldr x13, [x13, %[ptrs]]\n\t"
-		     PCPU__SPLIT
-		     "str x13, [%[out]]\n\t"
-		     PCPU__INJECT_ASM
-		     "0:\n\t"
-		     "str x12, [%[cache], %[count]]\n\t"
-		     "2:\n\t"
-		     PCPU__A64_ABORT_TO("aborted")
-		     :
-		     : PCPU__A64_CACHE_OPERANDS(expected, cache), [out] "r"(out)
-		     : "x12", "x13", "x14", PCPU__A64_CLOBBERS
-		     : aborted, differs, unfit);
-	PCPU__A64_CACHE_RETURNS;
-}
-#define pcpu__rseq_cmpeq_cmpeqz_cbz_load_storev pcpu__rseq_cmpeq_cmpeqz_cbz_load_storev
+#define PCPU__ARCH_CACHE_POP_ASM                                             \
+	PCPU__A64_ARM                                                        \
+	PCPU__A64_CACHE_CHECKS                                               \
+	"ldr x12, [%[cache], %[count]]\n\t"                                  \
+	PCPU__SPLIT                                                          \
+	"cbz x12, %l[unfit]\n\t"                                             \
+	"sub x12, x12, 1\n\t"                                                \
+	"add x13, %[cache], x12, lsl 3\n\t"                                  \
+	"ldr x13, [x13, %[ptrs]]\n\t"                                        \
+	PCPU__SPLIT                                                          \
+	"str x13, [%[out]]\n\t"                                              \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"str x12, [%[cache], %[count]]\n\t"                                  \
+	"2:\n\t"                                                             \
+	PCPU__A64_ABORT_TO("aborted")
+#define PCPU__ARCH_CACHE_POP_IN PCPU__A64_CACHE_OPERANDS, [out] "r"(out)
+#define PCPU__ARCH_CACHE_POP_CLOBBERS "x12", "x13", "x14", PCPU__A64_CLOBBERS
 
 /* push one: rseq_cmpeq_cmpeqz_cbge_store_storev */
-__attribute__((always_inline)) static inline int
-pcpu__rseq_cmpeq_cmpeqz_cbge_store_storev(int64_t expected, void *cache, void *p)
-{
-	PCPU__INJECT_BEFORE();
-	__asm__ goto(PCPU__A64_CACHE_EXITS
-		     PCPU__A64_ARM
-		     PCPU__A64_CACHE_CHECKS
-		     "ldr x12, [%[cache], %[count]]\n\t"
-		     "ldr x13, [%[cache], %[cap]]\n\t"
-		     PCPU__SPLIT
-		     "cmp x12, x13\n\t"
-		     "b.ge %l[unfit]\n\t"
-		     "add x13, %[cache], x12, lsl 3\n\t"
-		     "str %[p], [x13, %[ptrs]]\n\t"
-		     "add x12, x12, 1\n\t"
-		     PCPU__SPLIT
-		     PCPU__INJECT_ASM
-		     "0:\n\t"
-		     "str x12, [%[cache], %[count]]\n\t"
-		     "2:\n\t"
-		     PCPU__A64_ABORT_TO("aborted")
-		     :
-		     : PCPU__A64_CACHE_OPERANDS(expected, cache), [p] "r"(p)
-		     : "x12", "x13", "x14", PCPU__A64_CLOBBERS
-		     : aborted, differs, unfit);
-	PCPU__A64_CACHE_RETURNS;
-}
-#define pcpu__rseq_cmpeq_cmpeqz_cbge_store_storev pcpu__rseq_cmpeq_cmpeqz_cbge_store_storev
+#define PCPU__ARCH_CACHE_PUSH_ASM                                            \
+	PCPU__A64_ARM                                                        \
+	PCPU__A64_CACHE_CHECKS                                               \
+	"ldr x12, [%[cache], %[count]]\n\t"                                  \
+	"ldr x13, [%[cache], %[cap]]\n\t"                                    \
+	PCPU__SPLIT                                                          \
+	"cmp x12, x13\n\t"                                                   \
+	"b.ge %l[unfit]\n\t"                                                 \
+	"add x13, %[cache], x12, lsl 3\n\t"                                  \
+	"str %[p], [x13, %[ptrs]]\n\t"                                       \
+	"add x12, x12, 1\n\t"                                                \
+	PCPU__SPLIT                                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"str x12, [%[cache], %[count]]\n\t"                                  \
+	"2:\n\t"                                                             \
+	PCPU__A64_ABORT_TO("aborted")
+#define PCPU__ARCH_CACHE_PUSH_IN PCPU__A64_CACHE_OPERANDS, [p] "r"(p)
+#define PCPU__ARCH_CACHE_PUSH_CLOBBERS "x12", "x13", "x14", PCPU__A64_CLOBBERS
 
 /* push k: rseq_cmpeq_cmpeqz_cbgt_memcpy_storev. The copy is a loop of
  * 8-byte moves inside the section (a preemption in the middle restarts it
  * all). */
-__attribute__((always_inline)) static inline int
-pcpu__rseq_cmpeq_cmpeqz_cbgt_memcpy_storev(int64_t expected, void *cache, void *const *src,
-					    int64_t k)
-{
-	PCPU__INJECT_BEFORE();
-	__asm__ goto(PCPU__A64_CACHE_EXITS
-		     PCPU__A64_ARM
-		     PCPU__A64_CACHE_CHECKS
-		     "ldr x12, [%[cache], %[count]]\n\t"
-		     "ldr x13, [%[cache], %[cap]]\n\t"
-		     PCPU__SPLIT
-		     "add x11, x12, %[k]\n\t"
-		     "cmp x11, x13\n\t"
-		     "b.gt %l[unfit]\n\t"
-		     "add x13, %[cache], x12, lsl 3\n\t"
-		     "add x13, x13, %[ptrs]\n\t"
-		     "mov x10, 0\n\t"
-		     "cmp x10, %[k]\n\t"
-		     "b.ge 8f\n\t"
-		     "7:\n\t"
-		     "ldr x9, [%[src], x10, lsl 3]\n\t"
-		     PCPU__SPLIT
-		     "str x9, [x13, x10, lsl 3]\n\t"
-		     "add x10, x10, 1\n\t"
-		     "cmp x10, %[k]\n\t"
-		     "b.lt 7b\n\t"
-		     "8:\n\t"
-		     PCPU__INJECT_ASM
-		     "0:\n\t"
-		     "str x11, [%[cache], %[count]]\n\t"
-		     "2:\n\t"
-		     PCPU__A64_ABORT_TO("aborted")
-		     :
-		     : PCPU__A64_CACHE_OPERANDS(expected, cache), [src] "r"(src), [k] "r"(k)
-		     : "x9", "x10", "x11", "x12", "x13", "x14", PCPU__A64_CLOBBERS
-		     : aborted, differs, unfit);
-	PCPU__A64_CACHE_RETURNS;
-}
-#define pcpu__rseq_cmpeq_cmpeqz_cbgt_memcpy_storev pcpu__rseq_cmpeq_cmpeqz_cbgt_memcpy_storev
+#define PCPU__ARCH_CACHE_PUSHK_ASM                                           \
+	PCPU__A64_ARM                                                        \
+	PCPU__A64_CACHE_CHECKS                                               \
+	"ldr x12, [%[cache], %[count]]\n\t"                                  \
+	"ldr x13, [%[cache], %[cap]]\n\t"                                    \
+	PCPU__SPLIT                                                          \
+	"add x11, x12, %[k]\n\t"                                             \
+	"cmp x11, x13\n\t"                                                   \
+	"b.gt %l[unfit]\n\t"                                                 \
+	"add x13, %[cache], x12, lsl 3\n\t"                                  \
+	"add x13, x13, %[ptrs]\n\t"                                          \
+	"mov x10, 0\n\t"                                                     \
+	"cmp x10, %[k]\n\t"                                                  \
+	"b.ge 8f\n\t"                                                        \
+	"7:\n\t"                                                             \
+	"ldr x9, [%[src], x10, lsl 3]\n\t"                                   \
+	PCPU__SPLIT                                                          \
+	"str x9, [x13, x10, lsl 3]\n\t"                                      \
+	"add x10, x10, 1\n\t"                                                \
+	"cmp x10, %[k]\n\t"                                                  \
+	"b.lt 7b\n\t"                                                        \
+	"8:\n\t"                                                             \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"str x11, [%[cache], %[count]]\n\t"                                  \
+	"2:\n\t"                                                             \
+	PCPU__A64_ABORT_TO("aborted")
+#define PCPU__ARCH_CACHE_PUSHK_IN PCPU__A64_CACHE_OPERANDS, [src] "r"(src), [k] "r"(k)
+#define PCPU__ARCH_CACHE_PUSHK_CLOBBERS                                      \
+	"x9", "x10", "x11", "x12", "x13", "x14", PCPU__A64_CLOBBERS
 
 /* pop k: rseq_cmpeq_cmpeqz_cblt_memcpy_storev */
-__attribute__((always_inline)) static inline int
-pcpu__rseq_cmpeq_cmpeqz_cblt_memcpy_storev(int64_t expected, void *cache, void **dst, int64_t k)
-{
-	PCPU__INJECT_BEFORE();
-	__asm__ goto(PCPU__A64_CACHE_EXITS
-		     PCPU__A64_ARM
-		     PCPU__A64_CACHE_CHECKS
-		     "ldr x12, [%[cache], %[count]]\n\t"
-		     PCPU__SPLIT
-		     "subs x12, x12, %[k]\n\t"
-		     "b.lt %l[unfit]\n\t"
-		     "add x13, %[cache], x12, lsl 3\n\t"
-		     "add x13, x13, %[ptrs]\n\t"
-		     "mov x10, 0\n\t"
-		     "cmp x10, %[k]\n\t"
-		     "b.ge 8f\n\t"
-		     "7:\n\t"
-		     "ldr x9, [x13, x10, lsl 3]\n\t"
-		     PCPU__SPLIT
-		     "str x9, [%[dst], x10, lsl 3]\n\t"
-		     "add x10, x10, 1\n\t"
-		     "cmp x10, %[k]\n\t"
-		     "b.lt 7b\n\t"
-		     "8:\n\t"
-		     PCPU__INJECT_ASM
-		     "0:\n\t"
-		     "str x12, [%[cache], %[count]]\n\t"
-		     "2:\n\t"
-		     PCPU__A64_ABORT_TO("aborted")
-		     :
-		     : PCPU__A64_CACHE_OPERANDS(expected, cache), [dst] "r"(dst), [k] "r"(k)
-		     : "x9", "x10", "x12", "x13", "x14", PCPU__A64_CLOBBERS
-		     : aborted, differs, unfit);
-	PCPU__A64_CACHE_RETURNS;
-}
-#define pcpu__rseq_cmpeq_cmpeqz_cblt_memcpy_storev pcpu__rseq_cmpeq_cmpeqz_cblt_memcpy_storev
+#define PCPU__ARCH_CACHE_POPK_ASM                                            \
+	PCPU__A64_ARM                                                        \
+	PCPU__A64_CACHE_CHECKS                                               \
+	"ldr x12, [%[cache], %[count]]\n\t"                                  \
+	PCPU__SPLIT                                                          \
+	"subs x12, x12, %[k]\n\t"                                            \
+	"b.lt %l[unfit]\n\t"                                                 \
+	"add x13, %[cache], x12, lsl 3\n\t"                                  \
+	"add x13, x13, %[ptrs]\n\t"                                          \
+	"mov x10, 0\n\t"                                                     \
+	"cmp x10, %[k]\n\t"                                                  \
+	"b.ge 8f\n\t"                                                        \
+	"7:\n\t"                                                             \
+	"ldr x9, [x13, x10, lsl 3]\n\t"                                      \
+	PCPU__SPLIT                                                          \
+	"str x9, [%[dst], x10, lsl 3]\n\t"                                   \
+	"add x10, x10, 1\n\t"                                                \
+	"cmp x10, %[k]\n\t"                                                  \
+	"b.lt 7b\n\t"                                                        \
+	"8:\n\t"                                                             \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"str x12, [%[cache], %[count]]\n\t"                                  \
+	"2:\n\t"                                                             \
+	PCPU__A64_ABORT_TO("aborted")
+#define PCPU__ARCH_CACHE_POPK_IN PCPU__A64_CACHE_OPERANDS, [dst] "r"(dst), [k] "r"(k)
+#define PCPU__ARCH_CACHE_POPK_CLOBBERS "x9", "x10", "x12", "x13", "x14", PCPU__A64_CLOBBERS
 
 #endif /* PCPU_ARCH_AARCH64_OBJCACHE_H */
