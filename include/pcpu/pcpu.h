@@ -27,6 +27,7 @@
 #include <pcpu/version.h> /* generated from the CMake project version */
 #include <pcpu/zone.h>
 #include <pcpu/worker.h>
+#include <pcpu/percpu_ops.h>
 #include <pcpu/counter.h>
 #include <pcpu/ref.h>
 #include <pcpu/rwlock.h>

@@ -84,8 +84,8 @@
 /* glibc's RSEQ_SIG for aarch64 (little-endian): `brk #0x45e0`. */
 #define PCPU__RSEQ_SIG 0xd428bc00
 
-/* The object cache's sections (pcpu/arch/objcache.h includes it). */
-#define PCPU__ARCH_OBJCACHE_H "aarch64/objcache.h"
+/* The per-CPU stack's sections (pcpu/arch/common.h includes them). */
+#define PCPU__ARCH_STACK_H "aarch64/stack.h"
 
 /* tpidr_el0. Not volatile: constant for a thread, so the compiler may
  * reuse it (and does, across a loop of sections). */
@@ -172,7 +172,7 @@ static inline char *pcpu__arch_thread_pointer(void)
 
 /* rseq_cmpeq_addv_at: if (index != expected) abort; *p += v;
  * (ldr, add, str: the str commits). */
-#define PCPU__ARCH_CMPEQ_ADDV_AT_ASM                                         \
+#define PCPU__ARCH_LOAD_ADD_STORE_AT_ASM                                         \
 	PCPU__A64_ARM                                                        \
 	PCPU__A64_CMPEQ("%w[expected]")                                      \
 	"ldr x14, [%[p]]\n\t"                                                \
@@ -184,10 +184,10 @@ static inline char *pcpu__arch_thread_pointer(void)
 	"str x14, [%[p]]\n\t"                                                \
 	"2:\n\t"                                                             \
 	PCPU__A64_ABORT_TO("aborted")
-#define PCPU__ARCH_CMPEQ_ADDV_AT_IN                                          \
+#define PCPU__ARCH_LOAD_ADD_STORE_AT_IN                                          \
 	PCPU__A64_RSEQ_OPERANDS(csoff, idxoff), [expected] "r"(expected),    \
 	[p] "r"(p), [v] "rIJ"(v) PCPU__INJECT_INPUT
-#define PCPU__ARCH_CMPEQ_ADDV_AT_CLOBBERS "x14", PCPU__A64_CLOBBERS
+#define PCPU__ARCH_LOAD_ADD_STORE_AT_CLOBBERS "x14", PCPU__A64_CLOBBERS
 
 /*
  * rseq_idx16_cmpeq_addv_indexed: the counter add.
@@ -199,7 +199,7 @@ static inline char *pcpu__arch_thread_pointer(void)
  * -1 or -2 fails the compare, with no sign test), and the slot's address
  * is one shifted-register add.
  */
-#define PCPU__ARCH_IDX16_ADDV_ASM                                            \
+#define PCPU__ARCH_THIS_LOAD_ADD_STORE_ASM                                            \
 	PCPU__A64_LOAD_IDX16                                                 \
 	PCPU__A64_ARM                                                        \
 	PCPU__A64_CMPEQ("w13")                                               \
@@ -213,10 +213,10 @@ static inline char *pcpu__arch_thread_pointer(void)
 	"str x14, [x13]\n\t"                                                 \
 	"2:\n\t"                                                             \
 	PCPU__A64_ABORT_TO("aborted")
-#define PCPU__ARCH_IDX16_ADDV_IN                                             \
+#define PCPU__ARCH_THIS_LOAD_ADD_STORE_IN                                             \
 	PCPU__A64_G_OPERANDS, [base] "r"(base), [v] "rIJ"(v),               \
 	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT PCPU__IDX16_INPUT
-#define PCPU__ARCH_IDX16_ADDV_CLOBBERS "x13", "x14", PCPU__A64_CLOBBERS
+#define PCPU__ARCH_THIS_LOAD_ADD_STORE_CLOBBERS "x13", "x14", PCPU__A64_CLOBBERS
 
 /*
  * rseq_idx16_cmpeq_add2v_indexed: the histogram's pair, loaded with one
@@ -234,7 +234,7 @@ static inline char *pcpu__arch_thread_pointer(void)
  * target; each word is exact, being one 64-bit single-copy atomic access
  * on every Armv8.
  */
-#define PCPU__ARCH_IDX16_ADD2V_ASM                                           \
+#define PCPU__ARCH_THIS_ADD2_ASM                                           \
 	PCPU__A64_LOAD_IDX16                                                 \
 	PCPU__A64_ARM                                                        \
 	PCPU__A64_CMPEQ("w13")                                               \
@@ -249,14 +249,14 @@ static inline char *pcpu__arch_thread_pointer(void)
 	"stp x14, x12, [x13]\n\t"                                            \
 	"2:\n\t"                                                             \
 	PCPU__A64_ABORT_TO("aborted")
-#define PCPU__ARCH_IDX16_ADD2V_IN                                            \
+#define PCPU__ARCH_THIS_ADD2_IN                                            \
 	PCPU__A64_G_OPERANDS, [base] "r"(base), [a] "rIJ"(a), [b] "rIJ"(b),  \
 	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT PCPU__IDX16_INPUT
-#define PCPU__ARCH_IDX16_ADD2V_CLOBBERS "x12", "x13", "x14", PCPU__A64_CLOBBERS
+#define PCPU__ARCH_THIS_ADD2_CLOBBERS "x12", "x13", "x14", PCPU__A64_CLOBBERS
 
 /* rseq_cmpeq_cmpeqv_storev: if (index != expected) abort;
  * if (*p != expect) return DIFFERS; *p = newv. */
-#define PCPU__ARCH_CMPEQ_STOREV_ASM                                          \
+#define PCPU__ARCH_LOAD_CBNE_STORE_ASM                                          \
 	PCPU__A64_ARM                                                        \
 	PCPU__A64_CMPEQ("%w[expected]")                                      \
 	"ldr x14, [%[p]]\n\t"                                                \
@@ -268,17 +268,17 @@ static inline char *pcpu__arch_thread_pointer(void)
 	"str %[newv], [%[p]]\n\t"                                            \
 	"2:\n\t"                                                             \
 	PCPU__A64_ABORT_TO("aborted")
-#define PCPU__ARCH_CMPEQ_STOREV_IN                                           \
+#define PCPU__ARCH_LOAD_CBNE_STORE_IN                                           \
 	PCPU__A64_G_OPERANDS, [expected] "r"(expected), [p] "r"(p),          \
 	[expect] "rI"(expect), [newv] "r"(newv) PCPU__INJECT_INPUT
-#define PCPU__ARCH_CMPEQ_STOREV_CLOBBERS "x14", PCPU__A64_CLOBBERS
+#define PCPU__ARCH_LOAD_CBNE_STORE_CLOBBERS "x14", PCPU__A64_CLOBBERS
 
 /*
  * rseq_loadidx_cmpeqv_addv: the index is read inside the section (so no
  * separate compare: a thread that moves after the load is restarted before
  * the commit); a negative one leaves before anything is written.
  */
-#define PCPU__ARCH_LOADIDX_ADDV_ASM                                          \
+#define PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_ASM                                          \
 	PCPU__A64_ARM                                                        \
 	"1:\n\t"                                                             \
 	"ldrsw x13, [%[tp], %[idx]]\n\t"                                     \
@@ -298,11 +298,84 @@ static inline char *pcpu__arch_thread_pointer(void)
 	"str x14, [%[base], x13]\n\t"                                        \
 	"2:\n\t"                                                             \
 	PCPU__A64_ABORT_TO("aborted")
-#define PCPU__ARCH_LOADIDX_ADDV_IN                                           \
+#define PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_IN                                           \
 	PCPU__A64_G_OPERANDS, [base] "r"(base), [vbase] "r"((char *)base + v_off), \
 	[expect] "rI"(expect), [add] "rIJ"(add),                             \
 	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT
-#define PCPU__ARCH_LOADIDX_ADDV_CLOBBERS "x13", "x14", PCPU__A64_CLOBBERS
+#define PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_CLOBBERS "x13", "x14", PCPU__A64_CLOBBERS
+
+/* load_cbne_store_store: if (index != expected) abort;
+ * if (*p != expect) return DIFFERS; *p2 = newv2; *p = newv. */
+#define PCPU__ARCH_LOAD_CBNE_STORE_STORE_ASM                                 \
+	PCPU__A64_ARM                                                        \
+	PCPU__A64_CMPEQ("%w[expected]")                                      \
+	"ldr x14, [%[p]]\n\t"                                                \
+	PCPU__SPLIT                                                          \
+	"cmp x14, %[expect]\n\t"                                             \
+	"b.ne %l[differs]\n\t"                                               \
+	"str %[newv2], [%[p2]]\n\t"                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"str %[newv], [%[p]]\n\t"                                            \
+	"2:\n\t"                                                             \
+	PCPU__A64_ABORT_TO("aborted")
+#define PCPU__ARCH_LOAD_CBNE_STORE_STORE_IN                                  \
+	PCPU__A64_G_OPERANDS, [expected] "r"(expected), [p] "r"(p),          \
+	[expect] "rI"(expect), [p2] "r"(p2), [newv2] "r"(newv2),             \
+	[newv] "r"(newv) PCPU__INJECT_INPUT
+#define PCPU__ARCH_LOAD_CBNE_STORE_STORE_CLOBBERS "x14", PCPU__A64_CLOBBERS
+
+/*
+ * this_load_add_cbmask_store: the hierarchical counter's add. The counter
+ * add's shape with the slot's mask (the next word) loaded by the same
+ * `ldp`, and the bits the add changes tested against it before the store:
+ *   ... add x13, base, x13, lsl #shift;  ldp x14, x12, [x13];
+ *   add x15, x14, v;  eor x14, x14, x15;  tst x14, x12;  b.ne unfit;
+ *   0: str x15, [x13];  2:
+ */
+#define PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_ASM                            \
+	PCPU__A64_LOAD_IDX16                                                 \
+	PCPU__A64_ARM                                                        \
+	PCPU__A64_CMPEQ("w13")                                               \
+	"add x13, %[base], x13, lsl %[shift]\n\t"                            \
+	"ldp x14, x12, [x13]\n\t"                                            \
+	PCPU__SPLIT                                                          \
+	"add x15, x14, %[v]\n\t"                                             \
+	"eor x14, x14, x15\n\t"                                              \
+	"tst x14, x12\n\t"                                                   \
+	"b.ne %l[unfit]\n\t"                                                 \
+	PCPU__SPLIT                                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"str x15, [x13]\n\t"                                                 \
+	"2:\n\t"                                                             \
+	PCPU__A64_ABORT_TO("aborted")
+#define PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_IN                             \
+	PCPU__A64_G_OPERANDS, [base] "r"(base), [v] "rIJ"(v),               \
+	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT PCPU__IDX16_INPUT
+#define PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_CLOBBERS "x12", "x13", "x14", PCPU__A64_CLOBBERS
+
+/* load_cbne_load_store_add_store: if (index != expected) abort;
+ * if (p[1] != gexpect) return DIFFERS; *oldp = p[0]; p[0] += v. */
+#define PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_ASM                        \
+	PCPU__A64_ARM                                                        \
+	PCPU__A64_CMPEQ("%w[expected]")                                      \
+	"ldp x14, x13, [%[p]]\n\t"                                           \
+	PCPU__SPLIT                                                          \
+	"cmp x13, %[gexpect]\n\t"                                            \
+	"b.ne %l[differs]\n\t"                                               \
+	"str x14, [%[oldp]]\n\t"                                             \
+	"add x14, x14, %[v]\n\t"                                             \
+	PCPU__SPLIT                                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"str x14, [%[p]]\n\t"                                                \
+	"2:\n\t"                                                             \
+	PCPU__A64_ABORT_TO("aborted")
+#define PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_IN                         \
+	PCPU__A64_G_OPERANDS, [expected] "r"(expected), [p] "r"(p),          \
+	[gexpect] "r"(gexpect), [oldp] "r"(oldp), [v] "rIJ"(v) PCPU__INJECT_INPUT
+#define PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_CLOBBERS "x13", "x14", PCPU__A64_CLOBBERS
 
 #endif /* PCPU__ARCH_SECTIONS */
 

@@ -94,8 +94,8 @@
 /* glibc's RSEQ_SIG for little-endian Arm: `udf #24035` in A32. */
 #define PCPU__RSEQ_SIG 0xe7f5def3
 
-/* The object cache's sections (pcpu/arch/objcache.h includes it). */
-#define PCPU__ARCH_OBJCACHE_H "arm/objcache.h"
+/* The per-CPU stack's sections (pcpu/arch/common.h includes them). */
+#define PCPU__ARCH_STACK_H "arm/stack.h"
 
 /* TPIDRURO (`mrc p15, 0, rX, c13, c0, 3`). Not volatile: constant for a
  * thread, so the compiler may reuse it. */
@@ -121,14 +121,15 @@ static inline char *pcpu__arch_thread_pointer(void)
  * one. The spin count is copied, before the hook, onto the stack (this
  * port's versions of pcpu/arch/common.h's C hooks). */
 #ifdef PCPU_TEST_INJECT
-#define PCPU__INJECT_ASM                                                     \
-	"ldr lr, %[inject_spin]\n\t"                                         \
-	"cmp lr, #0\n\t"                                                     \
+#define PCPU__ARM_SPIN(reg)                                                  \
+	"ldr " reg ", %[inject_spin]\n\t"                                    \
+	"cmp " reg ", #0\n\t"                                                \
 	"beq 6f\n\t"                                                         \
 	"5:\n\t"                                                             \
-	"subs lr, lr, #1\n\t"                                                \
+	"subs " reg ", " reg ", #1\n\t"                                      \
 	"bne 5b\n\t"                                                         \
 	"6:\n\t"
+#define PCPU__INJECT_ASM PCPU__ARM_SPIN("lr")
 #define PCPU__INJECT_INPUT , [inject_spin] "m"(pcpu__spin)
 #define PCPU__INJECT_CLOBBER , "lr"
 #define PCPU__ARM_LOAD_IDX16 "ldr r12, %[idx16]\n\t"
@@ -141,6 +142,7 @@ static inline char *pcpu__arch_thread_pointer(void)
 	unsigned pcpu__spin = pcpu__test_inject_spin;                         \
 	pcpu__test_inject_before()
 #else
+#define PCPU__ARM_SPIN(reg) ""
 #define PCPU__ARM_LOAD_IDX16 "ldrh r12, [%[idxp]]\n\t"
 #endif
 
@@ -200,7 +202,7 @@ static inline char *pcpu__arch_thread_pointer(void)
 
 /* rseq_cmpeq_addv_at: if (index != expected) abort; *p += v;
  * (ldrd, adds, adc, strd: the strd commits). */
-#define PCPU__ARCH_CMPEQ_ADDV_AT_ASM                                         \
+#define PCPU__ARCH_LOAD_ADD_STORE_AT_ASM                                         \
 	PCPU__ARM_ARM                                                        \
 	PCPU__ARM_CMPEQ("%[expected]")                                       \
 	"ldrd r0, r1, [%[p]]\n\t"                                            \
@@ -213,10 +215,10 @@ static inline char *pcpu__arch_thread_pointer(void)
 	"strd r0, r1, [%[p]]\n\t"                                            \
 	"2:\n\t"                                                             \
 	PCPU__ARM_ABORT_TO("aborted")
-#define PCPU__ARCH_CMPEQ_ADDV_AT_IN                                          \
+#define PCPU__ARCH_LOAD_ADD_STORE_AT_IN                                          \
 	PCPU__ARM_RSEQ_OPERANDS(csoff, idxoff), [expected] "r"((int32_t)expected), \
 	[p] "r"(p), [v] "r"(v) PCPU__INJECT_INPUT
-#define PCPU__ARCH_CMPEQ_ADDV_AT_CLOBBERS "r1", PCPU__ARM_CLOBBERS
+#define PCPU__ARCH_LOAD_ADD_STORE_AT_CLOBBERS "r1", PCPU__ARM_CLOBBERS
 
 /*
  * rseq_idx16_cmpeq_addv_indexed: the counter add.
@@ -226,7 +228,7 @@ static inline char *pcpu__arch_thread_pointer(void)
  *   ldrd r0, r1, [r12];  adds r0, r0, v.lo;  adc r1, r1, v.hi;
  *   0: strd r0, r1, [r12];  2:
  */
-#define PCPU__ARCH_IDX16_ADDV_ASM                                            \
+#define PCPU__ARCH_THIS_LOAD_ADD_STORE_ASM                                            \
 	PCPU__ARM_LOAD_IDX16                                                 \
 	PCPU__ARM_ARM                                                        \
 	PCPU__ARM_CMPEQ("r12")                                               \
@@ -241,10 +243,10 @@ static inline char *pcpu__arch_thread_pointer(void)
 	"strd r0, r1, [r12]\n\t"                                             \
 	"2:\n\t"                                                             \
 	PCPU__ARM_ABORT_TO("aborted")
-#define PCPU__ARCH_IDX16_ADDV_IN                                             \
+#define PCPU__ARCH_THIS_LOAD_ADD_STORE_IN                                             \
 	PCPU__ARM_G_OPERANDS, [base] "r"(base), [v] "r"(v),                  \
 	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT PCPU__IDX16_INPUT
-#define PCPU__ARCH_IDX16_ADDV_CLOBBERS "r1", PCPU__ARM_CLOBBERS
+#define PCPU__ARCH_THIS_LOAD_ADD_STORE_CLOBBERS "r1", PCPU__ARM_CLOBBERS
 
 /*
  * rseq_idx16_cmpeq_add2v_indexed: the histogram's pair, four words loaded
@@ -252,7 +254,7 @@ static inline char *pcpu__arch_thread_pointer(void)
  * this file for why one instruction suffices; readers load the two words
  * separately, as on every target).
  */
-#define PCPU__ARCH_IDX16_ADD2V_ASM                                           \
+#define PCPU__ARCH_THIS_ADD2_ASM                                           \
 	PCPU__ARM_LOAD_IDX16                                                 \
 	PCPU__ARM_ARM                                                        \
 	PCPU__ARM_CMPEQ("r12")                                               \
@@ -269,14 +271,14 @@ static inline char *pcpu__arch_thread_pointer(void)
 	"stm r12, {r0, r1, r2, r3}\n\t"                                      \
 	"2:\n\t"                                                             \
 	PCPU__ARM_ABORT_TO("aborted")
-#define PCPU__ARCH_IDX16_ADD2V_IN                                            \
+#define PCPU__ARCH_THIS_ADD2_IN                                            \
 	PCPU__ARM_G_OPERANDS, [base] "r"(base), [a] "r"(a), [b] "r"(b),      \
 	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT PCPU__IDX16_INPUT
-#define PCPU__ARCH_IDX16_ADD2V_CLOBBERS "r1", "r2", "r3", PCPU__ARM_CLOBBERS
+#define PCPU__ARCH_THIS_ADD2_CLOBBERS "r1", "r2", "r3", PCPU__ARM_CLOBBERS
 
 /* rseq_cmpeq_cmpeqv_storev: if (index != expected) abort;
  * if (*p != expect) return DIFFERS; *p = newv.  (32-bit words) */
-#define PCPU__ARCH_CMPEQ_STOREV_ASM                                          \
+#define PCPU__ARCH_LOAD_CBNE_STORE_ASM                                          \
 	PCPU__ARM_ARM                                                        \
 	PCPU__ARM_CMPEQ("%[expected]")                                       \
 	"ldr r0, [%[p]]\n\t"                                                 \
@@ -288,17 +290,17 @@ static inline char *pcpu__arch_thread_pointer(void)
 	"str %[newv], [%[p]]\n\t"                                            \
 	"2:\n\t"                                                             \
 	PCPU__ARM_ABORT_TO("aborted")
-#define PCPU__ARCH_CMPEQ_STOREV_IN                                           \
+#define PCPU__ARCH_LOAD_CBNE_STORE_IN                                           \
 	PCPU__ARM_G_OPERANDS, [expected] "r"((int32_t)expected), [p] "r"(p), \
 	[expect] "r"(expect), [newv] "r"(newv) PCPU__INJECT_INPUT
-#define PCPU__ARCH_CMPEQ_STOREV_CLOBBERS PCPU__ARM_CLOBBERS
+#define PCPU__ARCH_LOAD_CBNE_STORE_CLOBBERS PCPU__ARM_CLOBBERS
 
 /*
  * rseq_loadidx_cmpeqv_addv: the index is read inside the section (so no
  * separate compare: a thread that moves after the load is restarted before
  * the commit); a negative one leaves before anything is written.
  */
-#define PCPU__ARCH_LOADIDX_ADDV_ASM                                          \
+#define PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_ASM                                          \
 	PCPU__ARM_ARM                                                        \
 	"1:\n\t"                                                             \
 	"ldr r12, [%[idxp]]\n\t"                                             \
@@ -321,11 +323,108 @@ static inline char *pcpu__arch_thread_pointer(void)
 	"strd r0, r1, [r12]\n\t"                                             \
 	"2:\n\t"                                                             \
 	PCPU__ARM_ABORT_TO("aborted")
-#define PCPU__ARCH_LOADIDX_ADDV_IN                                           \
+#define PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_IN                                           \
 	PCPU__ARM_G_OPERANDS, [base] "r"(base), [vbase] "r"((char *)base + v_off), \
 	[expect] "r"(expect), [add] "r"(add),                                \
 	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT
-#define PCPU__ARCH_LOADIDX_ADDV_CLOBBERS "r1", PCPU__ARM_CLOBBERS
+#define PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_CLOBBERS "r1", PCPU__ARM_CLOBBERS
+
+/* load_cbne_store_store: if (index != expected) abort;
+ * if (*p != expect) return DIFFERS; *p2 = newv2; *p = newv.  (32-bit words)
+ * Eight register operands: a test build's spin uses r12 here (free: this
+ * section has no other use for it), not lr, so that the compiler keeps
+ * enough registers for them. */
+#define PCPU__ARCH_LOAD_CBNE_STORE_STORE_ASM                                 \
+	PCPU__ARM_ARM                                                        \
+	PCPU__ARM_CMPEQ("%[expected]")                                       \
+	"ldr r0, [%[p]]\n\t"                                                 \
+	PCPU__SPLIT                                                          \
+	"cmp r0, %[expect]\n\t"                                              \
+	"bne %l[differs]\n\t"                                                \
+	"str %[newv2], [%[p2]]\n\t"                                          \
+	PCPU__ARM_SPIN("r12")                                                \
+	"0:\n\t"                                                             \
+	"str %[newv], [%[p]]\n\t"                                            \
+	"2:\n\t"                                                             \
+	PCPU__ARM_ABORT_TO("aborted")
+#define PCPU__ARCH_LOAD_CBNE_STORE_STORE_IN                                  \
+	PCPU__ARM_G_OPERANDS, [expected] "r"((int32_t)expected), [p] "r"(p), \
+	[expect] "r"(expect), [p2] "r"(p2), [newv2] "r"(newv2),              \
+	[newv] "r"(newv) PCPU__INJECT_INPUT
+#define PCPU__ARCH_LOAD_CBNE_STORE_STORE_CLOBBERS "memory", "cc", "r0", "r12"
+
+/* lr, free for a section's own use before the test builds' spin (which
+ * loads it itself, and names it as its clobber). */
+#ifdef PCPU_TEST_INJECT
+#define PCPU__ARM_LR_CLOBBER
+#else
+#define PCPU__ARM_LR_CLOBBER , "lr"
+#endif
+
+/*
+ * this_load_add_cbmask_store: the hierarchical counter's add, on a 64-bit
+ * word: the sum in r2:r3, the bits it changes in r0:r1, each half tested
+ * against the slot's mask (the next word), loaded half by half into lr:
+ *   ... ldrd r0, r1, [r12];  adds r2, r0, v.lo;  adc r3, r1, v.hi;
+ *   eor r0, r0, r2;  eor r1, r1, r3;  ldr lr, [r12, #8];  tst r0, lr;
+ *   bne unfit;  ldr lr, [r12, #12];  tst r1, lr;  bne unfit;
+ *   0: strd r2, r3, [r12];  2:
+ */
+#define PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_ASM                            \
+	PCPU__ARM_LOAD_IDX16                                                 \
+	PCPU__ARM_ARM                                                        \
+	PCPU__ARM_CMPEQ("r12")                                               \
+	"add r12, %[base], r12, lsl %[shift]\n\t"                            \
+	"ldrd r0, r1, [r12]\n\t"                                             \
+	PCPU__SPLIT                                                          \
+	"adds r2, r0, %Q[v]\n\t"                                             \
+	"adc r3, r1, %R[v]\n\t"                                              \
+	"eor r0, r0, r2\n\t"                                                 \
+	"eor r1, r1, r3\n\t"                                                 \
+	"ldr lr, [r12, #8]\n\t"                                              \
+	PCPU__SPLIT                                                          \
+	"tst r0, lr\n\t"                                                     \
+	"bne %l[unfit]\n\t"                                                  \
+	"ldr lr, [r12, #12]\n\t"                                             \
+	PCPU__SPLIT                                                          \
+	"tst r1, lr\n\t"                                                     \
+	"bne %l[unfit]\n\t"                                                  \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"strd r2, r3, [r12]\n\t"                                             \
+	"2:\n\t"                                                             \
+	PCPU__ARM_ABORT_TO("aborted")
+#define PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_IN                             \
+	PCPU__ARM_G_OPERANDS, [base] "r"(base), [v] "r"(v),                  \
+	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT PCPU__IDX16_INPUT
+#define PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_CLOBBERS                       \
+	"r1", "r2", "r3", PCPU__ARM_CLOBBERS PCPU__ARM_LR_CLOBBER
+
+/* load_cbne_load_store_add_store: if (index != expected) abort;
+ * if (p[1] != gexpect) return DIFFERS (its low word: pseudocode.h);
+ * *oldp = p[0]; p[0] += v. */
+#define PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_ASM                        \
+	PCPU__ARM_ARM                                                        \
+	PCPU__ARM_CMPEQ("%[expected]")                                       \
+	"ldr r0, [%[p], #8]\n\t"                                             \
+	PCPU__SPLIT                                                          \
+	"cmp r0, %[gexpect]\n\t"                                             \
+	"bne %l[differs]\n\t"                                                \
+	"ldrd r0, r1, [%[p]]\n\t"                                            \
+	PCPU__SPLIT                                                          \
+	"strd r0, r1, [%[oldp]]\n\t"                                         \
+	"adds r0, r0, %Q[v]\n\t"                                             \
+	"adc r1, r1, %R[v]\n\t"                                              \
+	PCPU__SPLIT                                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"strd r0, r1, [%[p]]\n\t"                                            \
+	"2:\n\t"                                                             \
+	PCPU__ARM_ABORT_TO("aborted")
+#define PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_IN                         \
+	PCPU__ARM_G_OPERANDS, [expected] "r"((int32_t)expected), [p] "r"(p), \
+	[gexpect] "r"((int32_t)gexpect), [oldp] "r"(oldp), [v] "r"(v) PCPU__INJECT_INPUT
+#define PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_CLOBBERS "r1", PCPU__ARM_CLOBBERS
 
 /* ---- not a section ------------------------------------------------------------- */
 

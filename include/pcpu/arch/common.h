@@ -193,12 +193,12 @@ PCPU_END_DECLS
  * each asm goto label it jumps to, returning that exit's value. */
 #define PCPU__RSEQ_RETURN_COMMITTED                                          \
 	pcpu__after_asm_goto();                                              \
-	return PCPU__RSEQ_COMMITTED
+	return PCPU_RSEQ_COMMITTED
 #define PCPU__RSEQ_RETURN_ABORTED                                            \
 aborted:                                                                     \
 	pcpu__after_asm_goto();                                              \
 	PCPU__INJECT_ABORTED();                                              \
-	return PCPU__RSEQ_ABORTED
+	return PCPU_RSEQ_ABORTED
 #define PCPU__RSEQ_RETURN(label, value)                                      \
 label:                                                                       \
 	pcpu__after_asm_goto();                                              \
@@ -234,45 +234,47 @@ static inline int64_t pcpu__rseq_load_index16(void)
 }
 #define pcpu__rseq_load_index16 pcpu__rseq_load_index16
 
-/* rseq_cmpeq_addv_at. Operands: expected, p, v, csoff, idxoff. */
-#ifdef PCPU__ARCH_CMPEQ_ADDV_AT_ASM
+/* load_add_store with the rseq offsets passed in. Operands: expected, p, v,
+ * csoff, idxoff. */
+#ifdef PCPU__ARCH_LOAD_ADD_STORE_AT_ASM
 __attribute__((always_inline)) static inline int
-pcpu__rseq_cmpeq_addv_at(int64_t expected, int64_t *p, int64_t v, intptr_t csoff, intptr_t idxoff)
+pcpu__rseq_load_add_store_at(int64_t expected, int64_t *p, int64_t v, intptr_t csoff,
+			     intptr_t idxoff)
 {
 	PCPU__INJECT_BEFORE();
 	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
-		     PCPU__ARCH_CMPEQ_ADDV_AT_ASM
+		     PCPU__ARCH_LOAD_ADD_STORE_AT_ASM
 		     : /* asm goto has no outputs */
-		     : PCPU__ARCH_CMPEQ_ADDV_AT_IN
-		     : PCPU__ARCH_CMPEQ_ADDV_AT_CLOBBERS
+		     : PCPU__ARCH_LOAD_ADD_STORE_AT_IN
+		     : PCPU__ARCH_LOAD_ADD_STORE_AT_CLOBBERS
 		     : aborted);
 	PCPU__RSEQ_RETURN_COMMITTED;
 	PCPU__RSEQ_RETURN_ABORTED;
 }
-#define pcpu__rseq_cmpeq_addv_at pcpu__rseq_cmpeq_addv_at
+#define pcpu__rseq_load_add_store_at pcpu__rseq_load_add_store_at
 #endif
 
-/* rseq_idx16_cmpeq_addv_indexed (the counter add). Operands: base, v. */
-#ifdef PCPU__ARCH_IDX16_ADDV_ASM
+/* this_load_add_store (the counter add). Operands: base, v. */
+#ifdef PCPU__ARCH_THIS_LOAD_ADD_STORE_ASM
 __attribute__((always_inline)) static inline int
-pcpu__rseq_idx16_cmpeq_addv_indexed(int64_t *base, int64_t v)
+pcpu_rseq_this_load_add_store(int64_t *base, int64_t v)
 {
 	PCPU__INJECT_BEFORE_IDX16();
 	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
-		     PCPU__ARCH_IDX16_ADDV_ASM
+		     PCPU__ARCH_THIS_LOAD_ADD_STORE_ASM
 		     :
-		     : PCPU__ARCH_IDX16_ADDV_IN
-		     : PCPU__ARCH_IDX16_ADDV_CLOBBERS
+		     : PCPU__ARCH_THIS_LOAD_ADD_STORE_IN
+		     : PCPU__ARCH_THIS_LOAD_ADD_STORE_CLOBBERS
 		     : aborted);
 	PCPU__RSEQ_RETURN_COMMITTED;
 	PCPU__RSEQ_RETURN_ABORTED;
 }
-#define pcpu__rseq_idx16_cmpeq_addv_indexed pcpu__rseq_idx16_cmpeq_addv_indexed
+#define pcpu_rseq_this_load_add_store pcpu_rseq_this_load_add_store
 #endif
 
-/* rseq_idx16_cmpeq_add2v_indexed (the histogram's pair). Operands: base,
- * a, b. A port whose target has no one-store commit of 16 bytes defines
- * PCPU__ARCH_ADD2V_AS_TWO_ADDS instead: the pair is then two counter adds,
+/* this_add2 (the histogram's pair). Operands: base, a, b. A port whose
+ * target has no one-store commit of 16 bytes defines
+ * PCPU__ARCH_ADD2_AS_TWO_ADDS instead: the pair is then two counter adds,
  * the count's, then the sum's, each on the thread's slot at that moment;
  * ABORTED only if the first did not commit (nothing written), and once it
  * did, the second is retried until it commits (never half an add). Each
@@ -280,76 +282,228 @@ pcpu__rseq_idx16_cmpeq_addv_indexed(int64_t *base, int64_t v)
  * slots if the thread migrates between them, which no reader can tell from
  * a preemption between its two loads (readers load the two words
  * separately on every target). */
-#ifdef PCPU__ARCH_IDX16_ADD2V_ASM
+#ifdef PCPU__ARCH_THIS_ADD2_ASM
 __attribute__((always_inline)) static inline int
-pcpu__rseq_idx16_cmpeq_add2v_indexed(int64_t *base, int64_t a, int64_t b)
+pcpu__rseq_this_add2(int64_t *base, int64_t a, int64_t b)
 {
 	PCPU__INJECT_BEFORE_IDX16();
 	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
-		     PCPU__ARCH_IDX16_ADD2V_ASM
+		     PCPU__ARCH_THIS_ADD2_ASM
 		     :
-		     : PCPU__ARCH_IDX16_ADD2V_IN
-		     : PCPU__ARCH_IDX16_ADD2V_CLOBBERS
+		     : PCPU__ARCH_THIS_ADD2_IN
+		     : PCPU__ARCH_THIS_ADD2_CLOBBERS
 		     : aborted);
 	PCPU__RSEQ_RETURN_COMMITTED;
 	PCPU__RSEQ_RETURN_ABORTED;
 }
-#define pcpu__rseq_idx16_cmpeq_add2v_indexed pcpu__rseq_idx16_cmpeq_add2v_indexed
-#elif defined(PCPU__ARCH_ADD2V_AS_TWO_ADDS) && defined(PCPU__ARCH_IDX16_ADDV_ASM)
+#define pcpu__rseq_this_add2 pcpu__rseq_this_add2
+#elif defined(PCPU__ARCH_ADD2_AS_TWO_ADDS) && defined(PCPU__ARCH_THIS_LOAD_ADD_STORE_ASM)
 __attribute__((always_inline)) static inline int
-pcpu__rseq_idx16_cmpeq_add2v_indexed(int64_t *base, int64_t a, int64_t b)
+pcpu__rseq_this_add2(int64_t *base, int64_t a, int64_t b)
 {
-	if (PCPU_UNLIKELY(pcpu__rseq_idx16_cmpeq_addv_indexed(base, a) != PCPU__RSEQ_COMMITTED))
-		return PCPU__RSEQ_ABORTED;
-	while (PCPU_UNLIKELY(pcpu__rseq_idx16_cmpeq_addv_indexed(base + 1, b) !=
-			     PCPU__RSEQ_COMMITTED))
+	if (PCPU_UNLIKELY(pcpu_rseq_this_load_add_store(base, a) != PCPU_RSEQ_COMMITTED))
+		return PCPU_RSEQ_ABORTED;
+	while (PCPU_UNLIKELY(pcpu_rseq_this_load_add_store(base + 1, b) != PCPU_RSEQ_COMMITTED))
 		;
-	return PCPU__RSEQ_COMMITTED;
+	return PCPU_RSEQ_COMMITTED;
 }
-#define pcpu__rseq_idx16_cmpeq_add2v_indexed pcpu__rseq_idx16_cmpeq_add2v_indexed
+#define pcpu__rseq_this_add2 pcpu__rseq_this_add2
 #endif
 
-/* rseq_cmpeq_cmpeqv_storev. Operands: expected, p, expect, newv. */
-#ifdef PCPU__ARCH_CMPEQ_STOREV_ASM
+/* load_cbne_store. Operands: expected, p, expect, newv. */
+#ifdef PCPU__ARCH_LOAD_CBNE_STORE_ASM
 __attribute__((always_inline)) static inline int
-pcpu__rseq_cmpeq_cmpeqv_storev(int64_t expected, intptr_t *p, intptr_t expect, intptr_t newv)
+pcpu_rseq_load_cbne_store(int64_t expected, intptr_t *p, intptr_t expect, intptr_t newv)
 {
 	PCPU__INJECT_BEFORE();
 	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
 		     PCPU__RSEQ_EXIT_POINT("differs")
-		     PCPU__ARCH_CMPEQ_STOREV_ASM
+		     PCPU__ARCH_LOAD_CBNE_STORE_ASM
 		     :
-		     : PCPU__ARCH_CMPEQ_STOREV_IN
-		     : PCPU__ARCH_CMPEQ_STOREV_CLOBBERS
+		     : PCPU__ARCH_LOAD_CBNE_STORE_IN
+		     : PCPU__ARCH_LOAD_CBNE_STORE_CLOBBERS
 		     : aborted, differs);
 	PCPU__RSEQ_RETURN_COMMITTED;
 	PCPU__RSEQ_RETURN_ABORTED;
-	PCPU__RSEQ_RETURN(differs, PCPU__RSEQ_DIFFERS);
+	PCPU__RSEQ_RETURN(differs, PCPU_RSEQ_DIFFERS);
 }
-#define pcpu__rseq_cmpeq_cmpeqv_storev pcpu__rseq_cmpeq_cmpeqv_storev
+#define pcpu_rseq_load_cbne_store pcpu_rseq_load_cbne_store
 #endif
 
-/* rseq_loadidx_cmpeqv_addv (ref, rwlock). Operands: base, v_off, expect,
- * add. No index compare: the index is read inside the section, so the
- * section has no jump to `aborted` (the kernel's abort lands there). */
-#ifdef PCPU__ARCH_LOADIDX_ADDV_ASM
+/* load_cbne_store_store. Operands: expected, p, expect, p2, newv2, newv. */
+#ifdef PCPU__ARCH_LOAD_CBNE_STORE_STORE_ASM
 __attribute__((always_inline)) static inline int
-pcpu__rseq_loadidx_cmpeqv_addv(void *base, long v_off, intptr_t expect, int64_t add)
+pcpu_rseq_load_cbne_store_store(int64_t expected, intptr_t *p, intptr_t expect, intptr_t *p2,
+				intptr_t newv2, intptr_t newv)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
+		     PCPU__RSEQ_EXIT_POINT("differs")
+		     PCPU__ARCH_LOAD_CBNE_STORE_STORE_ASM
+		     :
+		     : PCPU__ARCH_LOAD_CBNE_STORE_STORE_IN
+		     : PCPU__ARCH_LOAD_CBNE_STORE_STORE_CLOBBERS
+		     : aborted, differs);
+	PCPU__RSEQ_RETURN_COMMITTED;
+	PCPU__RSEQ_RETURN_ABORTED;
+	PCPU__RSEQ_RETURN(differs, PCPU_RSEQ_DIFFERS);
+}
+#define pcpu_rseq_load_cbne_store_store pcpu_rseq_load_cbne_store_store
+#endif
+
+/* this_load_cbne_load_add_store (ref, rwlock). Operands: base, v_off,
+ * expect, add. No index compare: the index is read inside the section, so
+ * the section has no jump to `aborted` (the kernel's abort lands there). */
+#ifdef PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_ASM
+__attribute__((always_inline)) static inline int
+pcpu_rseq_this_load_cbne_load_add_store(void *base, long v_off, intptr_t expect, int64_t add)
 {
 	PCPU__INJECT_BEFORE();
 	__asm__ goto(PCPU__RSEQ_EXIT_POINT("differs")
 		     PCPU__RSEQ_EXIT_POINT("unregistered")
-		     PCPU__ARCH_LOADIDX_ADDV_ASM
+		     PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_ASM
 		     :
-		     : PCPU__ARCH_LOADIDX_ADDV_IN
-		     : PCPU__ARCH_LOADIDX_ADDV_CLOBBERS
+		     : PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_IN
+		     : PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_CLOBBERS
 		     : aborted, differs, unregistered);
 	PCPU__RSEQ_RETURN_COMMITTED;
 	PCPU__RSEQ_RETURN_ABORTED;
-	PCPU__RSEQ_RETURN(differs, PCPU__RSEQ_DIFFERS);
-	PCPU__RSEQ_RETURN(unregistered, PCPU__RSEQ_UNREGISTERED);
+	PCPU__RSEQ_RETURN(differs, PCPU_RSEQ_DIFFERS);
+	PCPU__RSEQ_RETURN(unregistered, PCPU_RSEQ_NO_INDEX);
 }
-#define pcpu__rseq_loadidx_cmpeqv_addv pcpu__rseq_loadidx_cmpeqv_addv
+#define pcpu_rseq_this_load_cbne_load_add_store pcpu_rseq_this_load_cbne_load_add_store
+#endif
+
+/* this_load_add_cbmask_store (the hierarchical counter's add). Operands:
+ * base, v. The slot's mask is the word after base's. */
+#ifdef PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_ASM
+__attribute__((always_inline)) static inline int
+pcpu__rseq_this_load_add_cbmask_store(int64_t *base, int64_t v)
+{
+	PCPU__INJECT_BEFORE_IDX16();
+	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
+		     PCPU__RSEQ_EXIT_POINT("unfit")
+		     PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_ASM
+		     :
+		     : PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_IN
+		     : PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_CLOBBERS
+		     : aborted, unfit);
+	PCPU__RSEQ_RETURN_COMMITTED;
+	PCPU__RSEQ_RETURN_ABORTED;
+	PCPU__RSEQ_RETURN(unfit, PCPU_RSEQ_UNFIT);
+}
+#define pcpu__rseq_this_load_add_cbmask_store pcpu__rseq_this_load_add_cbmask_store
+#endif
+
+/* load_cbne_load_store_add_store (the hierarchical counter's carrying
+ * add). Operands: expected, p, gexpect, oldp, v. The gate is the word after
+ * p's. */
+#ifdef PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_ASM
+__attribute__((always_inline)) static inline int
+pcpu__rseq_load_cbne_load_store_add_store(int64_t expected, int64_t *p, int64_t gexpect,
+					  int64_t *oldp, int64_t v)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
+		     PCPU__RSEQ_EXIT_POINT("differs")
+		     PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_ASM
+		     :
+		     : PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_IN
+		     : PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_CLOBBERS
+		     : aborted, differs);
+	PCPU__RSEQ_RETURN_COMMITTED;
+	PCPU__RSEQ_RETURN_ABORTED;
+	PCPU__RSEQ_RETURN(differs, PCPU_RSEQ_DIFFERS);
+}
+#define pcpu__rseq_load_cbne_load_store_add_store pcpu__rseq_load_cbne_load_store_add_store
+#endif
+
+/* ---- the per-CPU stacks: the port's PCPU__ARCH_STACK_H ------------------------ *
+ * Operands: expected, cache (the struct pcpu_rseq_stack), and out / p /
+ * src, k / dst, k. Each jumps to `aborted` (the index compare), `differs`
+ * (the gate was not 0) or `unfit` (empty, full, no room, too few), or falls
+ * through once committed. */
+
+#ifdef PCPU__ARCH_STACK_H
+#include PCPU__ARCH_STACK_H
+#endif
+
+/* The jumps out of every stack section but the abort. */
+#define PCPU__STACK_EXIT_POINTS                                              \
+	PCPU__RSEQ_EXIT_POINT("aborted")                                     \
+	PCPU__RSEQ_EXIT_POINT("differs")                                     \
+	PCPU__RSEQ_EXIT_POINT("unfit")
+
+/* How every stack section ends. */
+#define PCPU__STACK_RETURNS                                                  \
+	PCPU__RSEQ_RETURN_COMMITTED;                                         \
+	PCPU__RSEQ_RETURN_ABORTED;                                           \
+	PCPU__RSEQ_RETURN(differs, PCPU_RSEQ_DIFFERS);                       \
+	PCPU__RSEQ_RETURN(unfit, PCPU_RSEQ_UNFIT)
+
+#ifdef PCPU__ARCH_STACK_POP_ASM
+__attribute__((always_inline)) static inline int
+pcpu_rseq_stack_pop(int64_t expected, struct pcpu_rseq_stack *cache, void **out)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__STACK_EXIT_POINTS
+		     PCPU__ARCH_STACK_POP_ASM
+		     :
+		     : PCPU__ARCH_STACK_POP_IN
+		     : PCPU__ARCH_STACK_POP_CLOBBERS
+		     : aborted, differs, unfit);
+	PCPU__STACK_RETURNS;
+}
+#define pcpu_rseq_stack_pop pcpu_rseq_stack_pop
+#endif
+
+#ifdef PCPU__ARCH_STACK_PUSH_ASM
+__attribute__((always_inline)) static inline int
+pcpu_rseq_stack_push(int64_t expected, struct pcpu_rseq_stack *cache, void *p)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__STACK_EXIT_POINTS
+		     PCPU__ARCH_STACK_PUSH_ASM
+		     :
+		     : PCPU__ARCH_STACK_PUSH_IN
+		     : PCPU__ARCH_STACK_PUSH_CLOBBERS
+		     : aborted, differs, unfit);
+	PCPU__STACK_RETURNS;
+}
+#define pcpu_rseq_stack_push pcpu_rseq_stack_push
+#endif
+
+#ifdef PCPU__ARCH_STACK_PUSH_MANY_ASM
+__attribute__((always_inline)) static inline int
+pcpu_rseq_stack_push_many(int64_t expected, struct pcpu_rseq_stack *cache, void *const *src,
+			  int64_t k)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__STACK_EXIT_POINTS
+		     PCPU__ARCH_STACK_PUSH_MANY_ASM
+		     :
+		     : PCPU__ARCH_STACK_PUSH_MANY_IN
+		     : PCPU__ARCH_STACK_PUSH_MANY_CLOBBERS
+		     : aborted, differs, unfit);
+	PCPU__STACK_RETURNS;
+}
+#define pcpu_rseq_stack_push_many pcpu_rseq_stack_push_many
+#endif
+
+#ifdef PCPU__ARCH_STACK_POP_MANY_ASM
+__attribute__((always_inline)) static inline int
+pcpu_rseq_stack_pop_many(int64_t expected, struct pcpu_rseq_stack *cache, void **dst, int64_t k)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__STACK_EXIT_POINTS
+		     PCPU__ARCH_STACK_POP_MANY_ASM
+		     :
+		     : PCPU__ARCH_STACK_POP_MANY_IN
+		     : PCPU__ARCH_STACK_POP_MANY_CLOBBERS
+		     : aborted, differs, unfit);
+	PCPU__STACK_RETURNS;
+}
+#define pcpu_rseq_stack_pop_many pcpu_rseq_stack_pop_many
 #endif
 
 #endif /* PCPU__ARCH_SECTIONS && PCPU_ARCH_HAVE_RSEQ */

@@ -31,7 +31,7 @@
  * The histogram's pair: RV64 (without the vector extension) has no store
  * of 16 bytes, so there is no one-instruction commit of both words. The
  * pair is added as two sections, the count's, then the sum's
- * (PCPU__ARCH_ADD2V_AS_TWO_ADDS: pcpu/arch/common.h says what that
+ * (PCPU__ARCH_ADD2_AS_TWO_ADDS: pcpu/arch/common.h says what that
  * promises).
  *
  * owned_add: the generic version's relaxed load and store are `ld` and
@@ -78,8 +78,8 @@
 /* glibc's RSEQ_SIG for RISC-V: `csrw mhartid, x0`. */
 #define PCPU__RSEQ_SIG 0xf1401073
 
-/* The object cache's sections (pcpu/arch/objcache.h includes it). */
-#define PCPU__ARCH_OBJCACHE_H "riscv64/objcache.h"
+/* The per-CPU stack's sections (pcpu/arch/common.h includes them). */
+#define PCPU__ARCH_STACK_H "riscv64/stack.h"
 
 /* tp. Not volatile: constant for a thread, so the compiler may reuse it. */
 static inline char *pcpu__arch_thread_pointer(void)
@@ -161,7 +161,7 @@ static inline char *pcpu__arch_thread_pointer(void)
 
 /* rseq_cmpeq_addv_at: if (index != expected) abort; *p += v;
  * (ld, add, sd: the sd commits). */
-#define PCPU__ARCH_CMPEQ_ADDV_AT_ASM                                         \
+#define PCPU__ARCH_LOAD_ADD_STORE_AT_ASM                                         \
 	PCPU__RV_ARM                                                         \
 	PCPU__RV_CMPEQ("%[expected]")                                        \
 	"ld t5, 0(%[p])\n\t"                                                 \
@@ -173,10 +173,10 @@ static inline char *pcpu__arch_thread_pointer(void)
 	"sd t5, 0(%[p])\n\t"                                                 \
 	"2:\n\t"                                                             \
 	PCPU__RV_ABORT_TO("aborted")
-#define PCPU__ARCH_CMPEQ_ADDV_AT_IN                                          \
+#define PCPU__ARCH_LOAD_ADD_STORE_AT_IN                                          \
 	PCPU__RV_RSEQ_OPERANDS(csoff, idxoff), [expected] "r"(expected),     \
 	[p] "r"(p), [v] "r"(v) PCPU__INJECT_INPUT
-#define PCPU__ARCH_CMPEQ_ADDV_AT_CLOBBERS "t5", PCPU__RV_CLOBBERS
+#define PCPU__ARCH_LOAD_ADD_STORE_AT_CLOBBERS "t5", PCPU__RV_CLOBBERS
 
 /*
  * rseq_idx16_cmpeq_addv_indexed: the counter add.
@@ -185,7 +185,7 @@ static inline char *pcpu__arch_thread_pointer(void)
  *   slli t5, t5, PCPU_SLOT_STRIDE_SHIFT;  add t5, base, t5;
  *   ld t6, 0(t5);  add t6, t6, v;  0: sd t6, 0(t5);  2:
  */
-#define PCPU__ARCH_IDX16_ADDV_ASM                                            \
+#define PCPU__ARCH_THIS_LOAD_ADD_STORE_ASM                                            \
 	PCPU__RV_LOAD_IDX16                                                  \
 	PCPU__RV_ARM                                                         \
 	PCPU__RV_CMPEQ("t5")                                                 \
@@ -200,18 +200,18 @@ static inline char *pcpu__arch_thread_pointer(void)
 	"sd t6, 0(t5)\n\t"                                                   \
 	"2:\n\t"                                                             \
 	PCPU__RV_ABORT_TO("aborted")
-#define PCPU__ARCH_IDX16_ADDV_IN                                             \
+#define PCPU__ARCH_THIS_LOAD_ADD_STORE_IN                                             \
 	PCPU__RV_G_OPERANDS, [base] "r"(base), [v] "r"(v),                   \
 	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT PCPU__IDX16_INPUT
-#define PCPU__ARCH_IDX16_ADDV_CLOBBERS "t5", PCPU__RV_CLOBBERS
+#define PCPU__ARCH_THIS_LOAD_ADD_STORE_CLOBBERS "t5", PCPU__RV_CLOBBERS
 
 /* rseq_idx16_cmpeq_add2v_indexed: two counter adds (see the top: RV64 has
  * no 16-byte store); pcpu/arch/common.h composes them. */
-#define PCPU__ARCH_ADD2V_AS_TWO_ADDS 1
+#define PCPU__ARCH_ADD2_AS_TWO_ADDS 1
 
 /* rseq_cmpeq_cmpeqv_storev: if (index != expected) abort;
  * if (*p != expect) return DIFFERS; *p = newv. */
-#define PCPU__ARCH_CMPEQ_STOREV_ASM                                          \
+#define PCPU__ARCH_LOAD_CBNE_STORE_ASM                                          \
 	PCPU__RV_ARM                                                         \
 	PCPU__RV_CMPEQ("%[expected]")                                        \
 	"ld t5, 0(%[p])\n\t"                                                 \
@@ -222,17 +222,17 @@ static inline char *pcpu__arch_thread_pointer(void)
 	"sd %[newv], 0(%[p])\n\t"                                            \
 	"2:\n\t"                                                             \
 	PCPU__RV_ABORT_TO("aborted")
-#define PCPU__ARCH_CMPEQ_STOREV_IN                                           \
+#define PCPU__ARCH_LOAD_CBNE_STORE_IN                                           \
 	PCPU__RV_G_OPERANDS, [expected] "r"(expected), [p] "r"(p),           \
 	[expect] "r"(expect), [newv] "r"(newv) PCPU__INJECT_INPUT
-#define PCPU__ARCH_CMPEQ_STOREV_CLOBBERS "t5", PCPU__RV_CLOBBERS
+#define PCPU__ARCH_LOAD_CBNE_STORE_CLOBBERS "t5", PCPU__RV_CLOBBERS
 
 /*
  * rseq_loadidx_cmpeqv_addv: the index is read inside the section (so no
  * separate compare: a thread that moves after the load is restarted before
  * the commit); a negative one leaves before anything is written.
  */
-#define PCPU__ARCH_LOADIDX_ADDV_ASM                                          \
+#define PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_ASM                                          \
 	PCPU__RV_ARM                                                         \
 	"1:\n\t"                                                             \
 	"lw t5, 0(%[idxp])\n\t"                                              \
@@ -253,11 +253,86 @@ static inline char *pcpu__arch_thread_pointer(void)
 	"sd t6, 0(t5)\n\t"                                                   \
 	"2:\n\t"                                                             \
 	PCPU__RV_ABORT_TO("aborted")
-#define PCPU__ARCH_LOADIDX_ADDV_IN                                           \
+#define PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_IN                                           \
 	PCPU__RV_G_OPERANDS, [base] "r"(base), [vbase] "r"((char *)base + v_off), \
 	[expect] "r"(expect), [add] "r"(add),                                \
 	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT
-#define PCPU__ARCH_LOADIDX_ADDV_CLOBBERS "t5", PCPU__RV_CLOBBERS
+#define PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_CLOBBERS "t5", PCPU__RV_CLOBBERS
+
+/* load_cbne_store_store: if (index != expected) abort;
+ * if (*p != expect) return DIFFERS; *p2 = newv2; *p = newv. */
+#define PCPU__ARCH_LOAD_CBNE_STORE_STORE_ASM                                 \
+	PCPU__RV_ARM                                                         \
+	PCPU__RV_CMPEQ("%[expected]")                                        \
+	"ld t5, 0(%[p])\n\t"                                                 \
+	PCPU__SPLIT                                                          \
+	"bne t5, %[expect], %l[differs]\n\t"                                 \
+	"sd %[newv2], 0(%[p2])\n\t"                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"sd %[newv], 0(%[p])\n\t"                                            \
+	"2:\n\t"                                                             \
+	PCPU__RV_ABORT_TO("aborted")
+#define PCPU__ARCH_LOAD_CBNE_STORE_STORE_IN                                  \
+	PCPU__RV_G_OPERANDS, [expected] "r"(expected), [p] "r"(p),           \
+	[expect] "r"(expect), [p2] "r"(p2), [newv2] "r"(newv2),              \
+	[newv] "r"(newv) PCPU__INJECT_INPUT
+#define PCPU__ARCH_LOAD_CBNE_STORE_STORE_CLOBBERS "t5", PCPU__RV_CLOBBERS
+
+/*
+ * this_load_add_cbmask_store: the hierarchical counter's add, the counter
+ * add's shape with the bits the add changes tested against the slot's mask
+ * (the next word) before the store:
+ *   ... slli t5; add t5, base, t5;  ld t6, 0(t5);  add t4, t6, v;
+ *   xor t6, t6, t4;  ld a7, 8(t5);  and t6, t6, a7;  bnez t6, unfit;
+ *   0: sd t4, 0(t5);  2:
+ */
+#define PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_ASM                            \
+	PCPU__RV_LOAD_IDX16                                                  \
+	PCPU__RV_ARM                                                         \
+	PCPU__RV_CMPEQ("t5")                                                 \
+	"slli t5, t5, %[shift]\n\t"                                          \
+	"add t5, %[base], t5\n\t"                                            \
+	"ld t6, 0(t5)\n\t"                                                   \
+	"ld a7, 8(t5)\n\t"                                                   \
+	PCPU__SPLIT                                                          \
+	"add t4, t6, %[v]\n\t"                                               \
+	"xor t6, t6, t4\n\t"                                                 \
+	"and t6, t6, a7\n\t"                                                 \
+	"bnez t6, %l[unfit]\n\t"                                             \
+	PCPU__SPLIT                                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"sd t4, 0(t5)\n\t"                                                   \
+	"2:\n\t"                                                             \
+	PCPU__RV_ABORT_TO("aborted")
+#define PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_IN                             \
+	PCPU__RV_G_OPERANDS, [base] "r"(base), [v] "r"(v),                   \
+	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT PCPU__IDX16_INPUT
+#define PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_CLOBBERS "a7", "t4", "t5", PCPU__RV_CLOBBERS
+
+/* load_cbne_load_store_add_store: if (index != expected) abort;
+ * if (p[1] != gexpect) return DIFFERS; *oldp = p[0]; p[0] += v. */
+#define PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_ASM                        \
+	PCPU__RV_ARM                                                         \
+	PCPU__RV_CMPEQ("%[expected]")                                        \
+	"ld t5, 8(%[p])\n\t"                                                 \
+	PCPU__SPLIT                                                          \
+	"bne t5, %[gexpect], %l[differs]\n\t"                                \
+	"ld t5, 0(%[p])\n\t"                                                 \
+	PCPU__SPLIT                                                          \
+	"sd t5, 0(%[oldp])\n\t"                                              \
+	"add t5, t5, %[v]\n\t"                                               \
+	PCPU__SPLIT                                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"sd t5, 0(%[p])\n\t"                                                 \
+	"2:\n\t"                                                             \
+	PCPU__RV_ABORT_TO("aborted")
+#define PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_IN                         \
+	PCPU__RV_G_OPERANDS, [expected] "r"(expected), [p] "r"(p),           \
+	[gexpect] "r"(gexpect), [oldp] "r"(oldp), [v] "r"(v) PCPU__INJECT_INPUT
+#define PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_CLOBBERS "t5", PCPU__RV_CLOBBERS
 
 #endif /* PCPU__ARCH_SECTIONS */
 

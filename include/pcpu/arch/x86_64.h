@@ -119,8 +119,8 @@ __attribute__((always_inline)) static inline unsigned pcpu__arch_loglin_exponent
 /* glibc's RSEQ_SIG for x86 (sysdeps/unix/sysv/linux/x86/bits/rseq.h). */
 #define PCPU__RSEQ_SIG 0x53053053
 
-/* The object cache's sections (pcpu/arch/objcache.h includes it). */
-#define PCPU__ARCH_OBJCACHE_H "x86_64/objcache.h"
+/* The per-CPU stack's sections (pcpu/arch/common.h includes them). */
+#define PCPU__ARCH_STACK_H "x86_64/stack.h"
 
 /* The x86-64 TLS ABI keeps the thread pointer at %fs:0. Slow paths only;
  * the sections address the area %fs-relative. Not volatile: it is constant
@@ -213,7 +213,7 @@ static inline char *pcpu__arch_thread_pointer(void)
  * the hand-written ideal's five instructions per section (bench/README.md).
  * Why an unlocked `addq` is a correct commit: see the top of this file.
  */
-#define PCPU__ARCH_CMPEQ_ADDV_AT_ASM                                         \
+#define PCPU__ARCH_LOAD_ADD_STORE_AT_ASM                                         \
 	PCPU__X86_ARM("%[cs]")                                               \
 	PCPU__X86_CMPEQ("%k[expected]", "%[idx]")                             \
 	PCPU__INJECT_ASM                                                     \
@@ -221,10 +221,10 @@ static inline char *pcpu__arch_thread_pointer(void)
 	"addq %[v], %[target]\n\t"                                           \
 	"2:\n\t"                                                             \
 	PCPU__X86_ABORT_TO("aborted")
-#define PCPU__ARCH_CMPEQ_ADDV_AT_IN                                          \
+#define PCPU__ARCH_LOAD_ADD_STORE_AT_IN                                          \
 	[cs] "r"(csoff), [idx] "r"(idxoff), [expected] "r"(expected),        \
 	[target] "m"(*p), [v] "er"(v) PCPU__INJECT_INPUT
-#define PCPU__ARCH_CMPEQ_ADDV_AT_CLOBBERS "memory", "cc", "rax" PCPU__INJECT_CLOBBER
+#define PCPU__ARCH_LOAD_ADD_STORE_AT_CLOBBERS "memory", "cc", "rax" PCPU__INJECT_CLOBBER
 
 /*
  * rseq_idx16_cmpeq_addv_indexed: the counter add.
@@ -239,7 +239,7 @@ static inline char *pcpu__arch_thread_pointer(void)
  * its branches (bench/README.md, paired incr). The arming store made first
  * is harmless on an unregistered area: the kernel does not read it.
  */
-#define PCPU__ARCH_IDX16_ADDV_ASM                                            \
+#define PCPU__ARCH_THIS_LOAD_ADD_STORE_ASM                                            \
 	PCPU__X86_LOAD_IDX16                                                 \
 	PCPU__X86_ARM("%[cs]")                                               \
 	PCPU__X86_CMPEQ("%%edx", "%[idxoff]")                                 \
@@ -250,10 +250,10 @@ static inline char *pcpu__arch_thread_pointer(void)
 	"addq %[v], (%[base], %%rdx)\n\t"                                    \
 	"2:\n\t"                                                             \
 	PCPU__X86_ABORT_TO("aborted")
-#define PCPU__ARCH_IDX16_ADDV_IN                                             \
+#define PCPU__ARCH_THIS_LOAD_ADD_STORE_IN                                             \
 	PCPU__X86_OFFSETS(idxoff), [base] "r"(base), [v] "er"(v),            \
 	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__IDX16_INPUT PCPU__INJECT_INPUT
-#define PCPU__ARCH_IDX16_ADDV_CLOBBERS "memory", "cc", "rax", "rdx" PCPU__INJECT_CLOBBER
+#define PCPU__ARCH_THIS_LOAD_ADD_STORE_CLOBBERS "memory", "cc", "rax", "rdx" PCPU__INJECT_CLOBBER
 
 /*
  * rseq_idx16_cmpeq_add2v_indexed: the histogram's pair.
@@ -263,7 +263,7 @@ static inline char *pcpu__arch_thread_pointer(void)
  * commit. `base` must be 16-byte aligned (movdqa faults otherwise; an
  * aligned pair never straddles a cache line). SSE2 is part of x86-64.
  */
-#define PCPU__ARCH_IDX16_ADD2V_ASM                                           \
+#define PCPU__ARCH_THIS_ADD2_ASM                                           \
 	"movq %[a], %%xmm15\n\t"                                             \
 	"movq %[b], %%xmm14\n\t"                                             \
 	"punpcklqdq %%xmm14, %%xmm15\n\t"                                    \
@@ -278,15 +278,15 @@ static inline char *pcpu__arch_thread_pointer(void)
 	"movdqa %%xmm15, (%[base], %%rdx)\n\t"                               \
 	"2:\n\t"                                                             \
 	PCPU__X86_ABORT_TO("aborted")
-#define PCPU__ARCH_IDX16_ADD2V_IN                                            \
+#define PCPU__ARCH_THIS_ADD2_IN                                            \
 	PCPU__X86_OFFSETS(idxoff), [base] "r"(base), [a] "r"(a), [b] "r"(b), \
 	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__IDX16_INPUT PCPU__INJECT_INPUT
-#define PCPU__ARCH_IDX16_ADD2V_CLOBBERS                                      \
+#define PCPU__ARCH_THIS_ADD2_CLOBBERS                                      \
 	"memory", "cc", "rax", "rdx", "xmm14", "xmm15" PCPU__INJECT_CLOBBER
 
 /* rseq_cmpeq_cmpeqv_storev: if (index != expected) abort;
  * if (*p != expect) return DIFFERS; *p = newv. */
-#define PCPU__ARCH_CMPEQ_STOREV_ASM                                          \
+#define PCPU__ARCH_LOAD_CBNE_STORE_ASM                                          \
 	PCPU__X86_ARM("%[cs]")                                               \
 	PCPU__X86_CMPEQ("%k[expected]", "%[idx]")                             \
 	"cmpq %[expect], %[target]\n\t"                                      \
@@ -297,10 +297,10 @@ static inline char *pcpu__arch_thread_pointer(void)
 	"movq %[newv], %[target]\n\t"                                        \
 	"2:\n\t"                                                             \
 	PCPU__X86_ABORT_TO("aborted")
-#define PCPU__ARCH_CMPEQ_STOREV_IN                                           \
+#define PCPU__ARCH_LOAD_CBNE_STORE_IN                                           \
 	PCPU__X86_OFFSETS(idx), [expected] "r"(expected), [target] "m"(*p),  \
 	[expect] "r"(expect), [newv] "r"(newv) PCPU__INJECT_INPUT
-#define PCPU__ARCH_CMPEQ_STOREV_CLOBBERS "memory", "cc", "rax" PCPU__INJECT_CLOBBER
+#define PCPU__ARCH_LOAD_CBNE_STORE_CLOBBERS "memory", "cc", "rax" PCPU__INJECT_CLOBBER
 
 /*
  * rseq_loadidx_cmpeqv_addv: the index is read inside the section, so no
@@ -310,7 +310,7 @@ static inline char *pcpu__arch_thread_pointer(void)
  * written. Test builds widen the section between the compare and the
  * commit, the window that matters.
  */
-#define PCPU__ARCH_LOADIDX_ADDV_ASM                                          \
+#define PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_ASM                                          \
 	PCPU__X86_ARM("%[cs]")                                               \
 	"1:\n\t"                                                             \
 	"movslq %%fs:(%[idx]), %%rdx\n\t"                                    \
@@ -326,11 +326,84 @@ static inline char *pcpu__arch_thread_pointer(void)
 	"addq %[add], (%[base], %%rdx)\n\t"                                  \
 	"2:\n\t"                                                             \
 	PCPU__X86_ABORT_TO("aborted")
-#define PCPU__ARCH_LOADIDX_ADDV_IN                                           \
+#define PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_IN                                           \
 	PCPU__X86_OFFSETS(idx), [base] "r"(base), [vbase] "r"((char *)base + v_off), \
 	[expect] "er"(expect), [add] "er"(add),                              \
 	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT
-#define PCPU__ARCH_LOADIDX_ADDV_CLOBBERS "memory", "cc", "rax", "rdx" PCPU__INJECT_CLOBBER
+#define PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_CLOBBERS "memory", "cc", "rax", "rdx" PCPU__INJECT_CLOBBER
+
+/* load_cbne_store_store: if (index != expected) abort;
+ * if (*p != expect) return DIFFERS; *p2 = newv2; *p = newv. */
+#define PCPU__ARCH_LOAD_CBNE_STORE_STORE_ASM                                 \
+	PCPU__X86_ARM("%[cs]")                                               \
+	PCPU__X86_CMPEQ("%k[expected]", "%[idx]")                             \
+	"cmpq %[expect], %[target]\n\t"                                      \
+	"jnz %l[differs]\n\t"                                                \
+	PCPU__SPLIT                                                          \
+	"movq %[newv2], %[target2]\n\t"                                      \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"movq %[newv], %[target]\n\t"                                        \
+	"2:\n\t"                                                             \
+	PCPU__X86_ABORT_TO("aborted")
+#define PCPU__ARCH_LOAD_CBNE_STORE_STORE_IN                                  \
+	PCPU__X86_OFFSETS(idx), [expected] "r"(expected), [target] "m"(*p),  \
+	[target2] "m"(*p2), [expect] "er"(expect), [newv2] "er"(newv2),      \
+	[newv] "er"(newv) PCPU__INJECT_INPUT
+#define PCPU__ARCH_LOAD_CBNE_STORE_STORE_CLOBBERS "memory", "cc", "rax" PCPU__INJECT_CLOBBER
+
+/*
+ * this_load_add_cbmask_store: the hierarchical counter's add, the counter
+ * add's shape with the word loaded, the sum built in %r8, and the bits it
+ * changes tested against the slot's mask (the next word) before the store:
+ *   ... cmpl; jnz aborted; shlq;  movq (base, %rdx), %rax;
+ *   leaq (%rax, v), %r8;  xorq %r8, %rax;  andq 8(base, %rdx), %rax;
+ *   jnz unfit;  0: movq %r8, (base, %rdx);  2:
+ */
+#define PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_ASM                            \
+	PCPU__X86_LOAD_IDX16                                                 \
+	PCPU__X86_ARM("%[cs]")                                               \
+	PCPU__X86_CMPEQ("%%edx", "%[idxoff]")                                 \
+	"shlq %[shift], %%rdx\n\t"                                           \
+	"movq (%[base], %%rdx), %%rax\n\t"                                   \
+	PCPU__SPLIT                                                          \
+	"leaq (%%rax, %[v]), %%r8\n\t"                                       \
+	"xorq %%r8, %%rax\n\t"                                               \
+	"andq 8(%[base], %%rdx), %%rax\n\t"                                  \
+	"jnz %l[unfit]\n\t"                                                  \
+	PCPU__SPLIT                                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"movq %%r8, (%[base], %%rdx)\n\t"                                    \
+	"2:\n\t"                                                             \
+	PCPU__X86_ABORT_TO("aborted")
+#define PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_IN                             \
+	PCPU__X86_OFFSETS(idxoff), [base] "r"(base), [v] "r"(v),             \
+	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__IDX16_INPUT PCPU__INJECT_INPUT
+#define PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_CLOBBERS                       \
+	"memory", "cc", "rax", "rdx", "r8" PCPU__INJECT_CLOBBER
+
+/* load_cbne_load_store_add_store: if (index != expected) abort;
+ * if (p[1] != gexpect) return DIFFERS; *oldp = p[0]; p[0] += v. */
+#define PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_ASM                        \
+	PCPU__X86_ARM("%[cs]")                                               \
+	PCPU__X86_CMPEQ("%k[expected]", "%[idx]")                             \
+	"cmpq %[gexpect], 8(%[p])\n\t"                                       \
+	"jnz %l[differs]\n\t"                                                \
+	PCPU__SPLIT                                                          \
+	"movq (%[p]), %%rdx\n\t"                                             \
+	"movq %%rdx, (%[oldp])\n\t"                                          \
+	PCPU__SPLIT                                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"addq %[v], (%[p])\n\t"                                              \
+	"2:\n\t"                                                             \
+	PCPU__X86_ABORT_TO("aborted")
+#define PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_IN                         \
+	PCPU__X86_OFFSETS(idx), [expected] "r"(expected), [p] "r"(p),        \
+	[gexpect] "r"(gexpect), [oldp] "r"(oldp), [v] "er"(v) PCPU__INJECT_INPUT
+#define PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_CLOBBERS                   \
+	"memory", "cc", "rax", "rdx" PCPU__INJECT_CLOBBER
 
 /* ---- owned slots (pcpu/worker.h) ------------------------------------------------ */
 

@@ -1,21 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /**
- * @file pcpu/arch/riscv64/objcache.h
- * The object cache's four sections for 64-bit RISC-V (pcpu/arch/objcache.h
- * states them). The cache's layout comes from <pcpu/objcache.h> as the
- * offsets PCPU__OBJCACHE_OFF_{MODE,COUNT,CAP,PTRS}, immediate offsets
- * here (12-bit: the slot's header is far smaller), so each section needs
- * one register for the cache. Not API; pcpu/arch/objcache.h includes it.
+ * @file pcpu/arch/riscv64/stack.h
+ * The per-CPU stack's four sections for 64-bit RISC-V (pop one, push one, push k,
+ * pop k: pcpu/arch/pseudocode.h states them; pcpu/arch/common.h makes
+ * their functions from this assembly). The layout is struct
+ * pcpu_rseq_stack's, as the offsets PCPU__STACK_OFF_{GATE,COUNT,CAP,PTRS}.
+ * The offsets are immediates here (12-bit: the header is far smaller), so
+ * each section needs one register for the stack.
+ * Not API; pcpu/arch/common.h includes it.
  */
-#ifndef PCPU_ARCH_RISCV64_OBJCACHE_H
-#define PCPU_ARCH_RISCV64_OBJCACHE_H
+#ifndef PCPU_ARCH_RISCV64_STACK_H
+#define PCPU_ARCH_RISCV64_STACK_H
 
-#ifndef PCPU__OBJCACHE_OFF_PTRS
-#error "include <pcpu/objcache.h>, not <pcpu/arch/riscv64/objcache.h>"
+#ifndef PCPU__ARCH_H_INSIDE
+#error "include <pcpu/arch.h>, not <pcpu/arch/riscv64/stack.h>"
 #endif
 
-/* What every cache section starts with, after arming: the index compare
- * and the mode compare (to the labels `aborted` and `differs`). */
+/* What every stack section starts with, after arming: the index compare
+ * and the gate compare (to the labels `aborted` and `differs`). */
 #define PCPU__RV_CACHE_CHECKS                                                \
 	PCPU__RV_CMPEQ("%[expected]")                                        \
 	"ld t6, %[mode](%[cache])\n\t"                                       \
@@ -26,12 +28,12 @@
  * layout's offsets (each section uses those it needs). */
 #define PCPU__RV_CACHE_OPERANDS                                              \
 	PCPU__RV_G_OPERANDS, [expected] "r"(expected), [cache] "r"(cache),   \
-	[mode] "n"(PCPU__OBJCACHE_OFF_MODE), [count] "n"(PCPU__OBJCACHE_OFF_COUNT), \
-	[cap] "n"(PCPU__OBJCACHE_OFF_CAP), [ptrs] "n"(PCPU__OBJCACHE_OFF_PTRS)  \
+	[mode] "n"(PCPU__STACK_OFF_GATE), [count] "n"(PCPU__STACK_OFF_COUNT), \
+	[cap] "n"(PCPU__STACK_OFF_CAP), [ptrs] "n"(PCPU__STACK_OFF_PTRS)  \
 	PCPU__INJECT_INPUT
 
-/* pop one: rseq_cmpeq_cmpeqz_cbz_load_storev */
-#define PCPU__ARCH_CACHE_POP_ASM                                             \
+/* pop one: pcpu_rseq_stack_pop */
+#define PCPU__ARCH_STACK_POP_ASM                                             \
 	PCPU__RV_ARM                                                         \
 	PCPU__RV_CACHE_CHECKS                                                \
 	"ld t5, %[count](%[cache])\n\t"                                      \
@@ -48,11 +50,11 @@
 	"sd t5, %[count](%[cache])\n\t"                                      \
 	"2:\n\t"                                                             \
 	PCPU__RV_ABORT_TO("aborted")
-#define PCPU__ARCH_CACHE_POP_IN PCPU__RV_CACHE_OPERANDS, [out] "r"(out)
-#define PCPU__ARCH_CACHE_POP_CLOBBERS "t4", "t5", PCPU__RV_CLOBBERS
+#define PCPU__ARCH_STACK_POP_IN PCPU__RV_CACHE_OPERANDS, [out] "r"(out)
+#define PCPU__ARCH_STACK_POP_CLOBBERS "t4", "t5", PCPU__RV_CLOBBERS
 
-/* push one: rseq_cmpeq_cmpeqz_cbge_store_storev */
-#define PCPU__ARCH_CACHE_PUSH_ASM                                            \
+/* push one: pcpu_rseq_stack_push */
+#define PCPU__ARCH_STACK_PUSH_ASM                                            \
 	PCPU__RV_ARM                                                         \
 	PCPU__RV_CACHE_CHECKS                                                \
 	"ld t5, %[count](%[cache])\n\t"                                      \
@@ -69,13 +71,13 @@
 	"sd t5, %[count](%[cache])\n\t"                                      \
 	"2:\n\t"                                                             \
 	PCPU__RV_ABORT_TO("aborted")
-#define PCPU__ARCH_CACHE_PUSH_IN PCPU__RV_CACHE_OPERANDS, [p] "r"(p)
-#define PCPU__ARCH_CACHE_PUSH_CLOBBERS "t4", "t5", PCPU__RV_CLOBBERS
+#define PCPU__ARCH_STACK_PUSH_IN PCPU__RV_CACHE_OPERANDS, [p] "r"(p)
+#define PCPU__ARCH_STACK_PUSH_CLOBBERS "t4", "t5", PCPU__RV_CLOBBERS
 
-/* push k: rseq_cmpeq_cmpeqz_cbgt_memcpy_storev. The copy is a loop of
+/* push k: pcpu_rseq_stack_push_many. The copy is a loop of
  * 8-byte moves inside the section (a preemption in the middle restarts it
  * all). */
-#define PCPU__ARCH_CACHE_PUSHK_ASM                                           \
+#define PCPU__ARCH_STACK_PUSH_MANY_ASM                                           \
 	PCPU__RV_ARM                                                         \
 	PCPU__RV_CACHE_CHECKS                                                \
 	"ld t5, %[count](%[cache])\n\t"                                      \
@@ -103,11 +105,11 @@
 	"sd a7, %[count](%[cache])\n\t"                                      \
 	"2:\n\t"                                                             \
 	PCPU__RV_ABORT_TO("aborted")
-#define PCPU__ARCH_CACHE_PUSHK_IN PCPU__RV_CACHE_OPERANDS, [src] "r"(src), [k] "r"(k)
-#define PCPU__ARCH_CACHE_PUSHK_CLOBBERS "a6", "a7", "t4", "t5", PCPU__RV_CLOBBERS
+#define PCPU__ARCH_STACK_PUSH_MANY_IN PCPU__RV_CACHE_OPERANDS, [src] "r"(src), [k] "r"(k)
+#define PCPU__ARCH_STACK_PUSH_MANY_CLOBBERS "a6", "a7", "t4", "t5", PCPU__RV_CLOBBERS
 
-/* pop k: rseq_cmpeq_cmpeqz_cblt_memcpy_storev */
-#define PCPU__ARCH_CACHE_POPK_ASM                                            \
+/* pop k: pcpu_rseq_stack_pop_many */
+#define PCPU__ARCH_STACK_POP_MANY_ASM                                            \
 	PCPU__RV_ARM                                                         \
 	PCPU__RV_CACHE_CHECKS                                                \
 	"ld a7, %[count](%[cache])\n\t"                                      \
@@ -134,7 +136,7 @@
 	"sd a7, %[count](%[cache])\n\t"                                      \
 	"2:\n\t"                                                             \
 	PCPU__RV_ABORT_TO("aborted")
-#define PCPU__ARCH_CACHE_POPK_IN PCPU__RV_CACHE_OPERANDS, [dst] "r"(dst), [k] "r"(k)
-#define PCPU__ARCH_CACHE_POPK_CLOBBERS "a6", "a7", "t4", "t5", PCPU__RV_CLOBBERS
+#define PCPU__ARCH_STACK_POP_MANY_IN PCPU__RV_CACHE_OPERANDS, [dst] "r"(dst), [k] "r"(k)
+#define PCPU__ARCH_STACK_POP_MANY_CLOBBERS "a6", "a7", "t4", "t5", PCPU__RV_CLOBBERS
 
-#endif /* PCPU_ARCH_RISCV64_OBJCACHE_H */
+#endif /* PCPU_ARCH_RISCV64_STACK_H */

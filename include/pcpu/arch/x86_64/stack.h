@@ -1,21 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /**
- * @file pcpu/arch/x86_64/objcache.h
- * The object cache's four sections for x86-64, as the assembly
- * pcpu/arch/objcache.h makes its functions from (it states them). The cache's layout comes from <pcpu/objcache.h> as the offsets
- * PCPU__OBJCACHE_OFF_{MODE,COUNT,CAP,PTRS}, assembler constants here, so
- * each section needs one register for the cache (they must also build at
- * -O0 with a frame pointer). Not API; pcpu/arch/objcache.h includes it.
+ * @file pcpu/arch/x86_64/stack.h
+ * The per-CPU stack's four sections for x86-64 (pop one, push one, push k,
+ * pop k: pcpu/arch/pseudocode.h states them; pcpu/arch/common.h makes
+ * their functions from this assembly). The layout is struct
+ * pcpu_rseq_stack's, as the offsets PCPU__STACK_OFF_{GATE,COUNT,CAP,PTRS}.
+ * The offsets are assembler constants here, so each section needs one
+ * register for the stack (they must also build at -O0 with a frame
+ * pointer).
+ * Not API; pcpu/arch/common.h includes it.
  */
-#ifndef PCPU_ARCH_X86_64_OBJCACHE_H
-#define PCPU_ARCH_X86_64_OBJCACHE_H
+#ifndef PCPU_ARCH_X86_64_STACK_H
+#define PCPU_ARCH_X86_64_STACK_H
 
-#ifndef PCPU__OBJCACHE_OFF_PTRS
-#error "include <pcpu/objcache.h>, not <pcpu/arch/x86_64/objcache.h>"
+#ifndef PCPU__ARCH_H_INSIDE
+#error "include <pcpu/arch.h>, not <pcpu/arch/x86_64/stack.h>"
 #endif
 
-/* What every cache section starts with, after arming: the index compare
- * and the mode compare (to the labels `aborted` and `differs`). */
+/* What every stack section starts with, after arming: the index compare
+ * and the gate compare (to the labels `aborted` and `differs`). */
 #define PCPU__X86_CACHE_CHECKS                                               \
 	PCPU__X86_CMPEQ("%k[expected]", "%[idx]")                             \
 	"cmpq $0, %c[mode](%[cache])\n\t"                                    \
@@ -26,12 +29,12 @@
  * layout's offsets (each section uses those it needs). */
 #define PCPU__X86_CACHE_OPERANDS                                             \
 	PCPU__X86_OFFSETS(idx), [expected] "r"(expected),                    \
-	[cache] "r"(cache), [mode] "n"(PCPU__OBJCACHE_OFF_MODE),              \
-	[count] "n"(PCPU__OBJCACHE_OFF_COUNT), [cap] "n"(PCPU__OBJCACHE_OFF_CAP), \
-	[ptrs] "n"(PCPU__OBJCACHE_OFF_PTRS)
+	[cache] "r"(cache), [mode] "n"(PCPU__STACK_OFF_GATE),              \
+	[count] "n"(PCPU__STACK_OFF_COUNT), [cap] "n"(PCPU__STACK_OFF_CAP), \
+	[ptrs] "n"(PCPU__STACK_OFF_PTRS)
 
-/* pop one: rseq_cmpeq_cmpeqz_cbz_load_storev */
-#define PCPU__ARCH_CACHE_POP_ASM                                             \
+/* pop one: pcpu_rseq_stack_pop */
+#define PCPU__ARCH_STACK_POP_ASM                                             \
 	PCPU__X86_ARM("%[cs]")                                               \
 	PCPU__X86_CACHE_CHECKS                                               \
 	"movq %c[count](%[cache]), %%rdx\n\t"                                \
@@ -48,11 +51,11 @@
 	"movq %%rdx, %c[count](%[cache])\n\t"                                \
 	"2:\n\t"                                                             \
 	PCPU__X86_ABORT_TO("aborted")
-#define PCPU__ARCH_CACHE_POP_IN PCPU__X86_CACHE_OPERANDS, [out] "r"(out) PCPU__INJECT_INPUT
-#define PCPU__ARCH_CACHE_POP_CLOBBERS "memory", "cc", "rax", "rdx", "r8" PCPU__INJECT_CLOBBER
+#define PCPU__ARCH_STACK_POP_IN PCPU__X86_CACHE_OPERANDS, [out] "r"(out) PCPU__INJECT_INPUT
+#define PCPU__ARCH_STACK_POP_CLOBBERS "memory", "cc", "rax", "rdx", "r8" PCPU__INJECT_CLOBBER
 
-/* push one: rseq_cmpeq_cmpeqz_cbge_store_storev */
-#define PCPU__ARCH_CACHE_PUSH_ASM                                            \
+/* push one: pcpu_rseq_stack_push */
+#define PCPU__ARCH_STACK_PUSH_ASM                                            \
 	PCPU__X86_ARM("%[cs]")                                               \
 	PCPU__X86_CACHE_CHECKS                                               \
 	"movq %c[count](%[cache]), %%rdx\n\t"                                \
@@ -67,13 +70,13 @@
 	"movq %%rdx, %c[count](%[cache])\n\t"                                \
 	"2:\n\t"                                                             \
 	PCPU__X86_ABORT_TO("aborted")
-#define PCPU__ARCH_CACHE_PUSH_IN PCPU__X86_CACHE_OPERANDS, [p] "r"(p) PCPU__INJECT_INPUT
-#define PCPU__ARCH_CACHE_PUSH_CLOBBERS "memory", "cc", "rax", "rdx" PCPU__INJECT_CLOBBER
+#define PCPU__ARCH_STACK_PUSH_IN PCPU__X86_CACHE_OPERANDS, [p] "r"(p) PCPU__INJECT_INPUT
+#define PCPU__ARCH_STACK_PUSH_CLOBBERS "memory", "cc", "rax", "rdx" PCPU__INJECT_CLOBBER
 
-/* push k: rseq_cmpeq_cmpeqz_cbgt_memcpy_storev. The copy is a loop of
+/* push k: pcpu_rseq_stack_push_many. The copy is a loop of
  * 8-byte moves inside the section (a preemption in the middle restarts it
  * all). */
-#define PCPU__ARCH_CACHE_PUSHK_ASM                                           \
+#define PCPU__ARCH_STACK_PUSH_MANY_ASM                                           \
 	PCPU__X86_ARM("%[cs]")                                               \
 	PCPU__X86_CACHE_CHECKS                                               \
 	"movq %c[count](%[cache]), %%rdx\n\t"                                \
@@ -98,13 +101,13 @@
 	"movq %%rdx, %c[count](%[cache])\n\t"                                \
 	"2:\n\t"                                                             \
 	PCPU__X86_ABORT_TO("aborted")
-#define PCPU__ARCH_CACHE_PUSHK_IN                                            \
+#define PCPU__ARCH_STACK_PUSH_MANY_IN                                            \
 	PCPU__X86_CACHE_OPERANDS, [src] "r"(src), [k] "r"(k) PCPU__INJECT_INPUT
-#define PCPU__ARCH_CACHE_PUSHK_CLOBBERS                                      \
+#define PCPU__ARCH_STACK_PUSH_MANY_CLOBBERS                                      \
 	"memory", "cc", "rax", "rdx", "r10", "r11" PCPU__INJECT_CLOBBER
 
-/* pop k: rseq_cmpeq_cmpeqz_cblt_memcpy_storev */
-#define PCPU__ARCH_CACHE_POPK_ASM                                            \
+/* pop k: pcpu_rseq_stack_pop_many */
+#define PCPU__ARCH_STACK_POP_MANY_ASM                                            \
 	PCPU__X86_ARM("%[cs]")                                               \
 	PCPU__X86_CACHE_CHECKS                                               \
 	"movq %c[count](%[cache]), %%r8\n\t"                                 \
@@ -129,9 +132,9 @@
 	"movq %%r8, %c[count](%[cache])\n\t"                                 \
 	"2:\n\t"                                                             \
 	PCPU__X86_ABORT_TO("aborted")
-#define PCPU__ARCH_CACHE_POPK_IN                                             \
+#define PCPU__ARCH_STACK_POP_MANY_IN                                             \
 	PCPU__X86_CACHE_OPERANDS, [dst] "r"(dst), [k] "r"(k) PCPU__INJECT_INPUT
-#define PCPU__ARCH_CACHE_POPK_CLOBBERS                                       \
+#define PCPU__ARCH_STACK_POP_MANY_CLOBBERS                                       \
 	"memory", "cc", "rax", "rdx", "r8", "r10", "r11" PCPU__INJECT_CLOBBER
 
-#endif /* PCPU_ARCH_X86_64_OBJCACHE_H */
+#endif /* PCPU_ARCH_X86_64_STACK_H */
