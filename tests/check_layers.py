@@ -90,6 +90,7 @@ LAYERS = [
         "include/pcpu/percpu_ops.h",    # and the public operations with their fence
     ]),
     ("ref", 4, ["include/pcpu/ref.h", "src/ref.c", "src/ref_stable_abi.c"]),
+    ("hcounter", 4, ["include/pcpu/hcounter.h", "src/hcounter.c", "src/hcounter_stable_abi.c"]),
     ("rwlock", 4, ["include/pcpu/rwlock.h", "src/rwlock.c", "src/rwlock_stable_abi.c",
                    "src/rwlock_internal.h", "src/rwlock_readers.c"]),
     ("objcache", 4, [
@@ -148,7 +149,8 @@ LAYERS = [
 
 # The products: which shared object (or program) each layer is part of.
 PRODUCTS = {
-    "libpcpu": {"rseq", "zone", "counter", "percpu_sync", "ref", "rwlock", "objcache"},
+    "libpcpu": {"rseq", "zone", "counter", "percpu_sync", "ref", "rwlock", "objcache",
+                "hcounter"},
     "libpcpu-stats": {"stats.base", "stats.metrics", "stats.exposition", "stats.registry",
                       "segment.base", "segment.writer", "segment.reader"},
     "libpcpu-exporter": {"exporter"},

@@ -32,6 +32,7 @@
 #include <pcpu/ref.h>
 #include <pcpu/rwlock.h>
 #include <pcpu/objcache.h>
+#include <pcpu/hcounter.h>
 /* libpcpu-stats' headers, where they are installed: they come with that
  * library's development files (Debian: libpcpu-stats-dev), and a program
  * that only counts builds with libpcpu's alone (libpcpu-dev). A compiler
