@@ -122,7 +122,7 @@ LAYERS = [
         "include/pcpu/stats.h", "include/pcpu/counter9_sysctl.h",
         "src/stats/registry.h", "src/stats/registry.c", "src/stats/registry_*",
         "src/stats/snapshot.c",
-        "src/stats/collector.c", "src/stats/process_collector.c",
+        "src/stats/collector.c", "src/stats/process_collector.c", "src/stats/hcounter_gauge.c",
         "src/stats/counter9_sysctl.c", "src/stats/merge.c",
         "src/stats/objcache_stats.*",
     ]),
