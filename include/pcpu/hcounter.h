@@ -291,7 +291,9 @@ static inline struct pcpu_hcounter_approx pcpu__hcounter_approx_inline(const pcp
  * add's shape with a load, an xor and a test more); an add that crosses a
  * multiple of the batch carries up the tree (a few atomic adds, out of
  * line). Exact in every mode. Thread-safe; async-signal-safe (a handler may
- * add to the counter the code it interrupted is adding to).
+ * add to the counter the code it interrupted is adding to). Cost: one rseq
+ * sequence (bench/README.md measures it beside pcpu_counter_add()); a carry
+ * a few atomic adds more, once per batch of adds on a slot.
  */
 __attribute__((always_inline)) static inline void pcpu_hcounter_add(pcpu_hcounter_t *h, int64_t v)
 {
@@ -310,8 +312,8 @@ __attribute__((always_inline)) static inline void pcpu_hcounter_add(pcpu_hcounte
  * add and a check of the root's cache line; near the limit, a CAS on the
  * central word (and once per approach, a switch: a fence).
  */
-__attribute__((always_inline)) static inline bool
-pcpu_hcounter_limited_add(pcpu_hcounter_t *h, int64_t v, int64_t limit)
+__attribute__((always_inline)) static inline bool pcpu_hcounter_limited_add(pcpu_hcounter_t *h,
+									    int64_t v, int64_t limit)
 {
 	return pcpu__hcounter_limited_add_inline(h, v, limit);
 }
