@@ -288,7 +288,7 @@ for m in "$@"; do
     if [ "$name" = fallback ] || [ "$name" = seccomp ]; then
       [ "$res" = exact ] && echo "$summary -> PASS exact (no section runs)" \
         || { echo "$summary -> FAIL: $res"; rc=1; }
-    elif [ "$res" = FAILED ] && grep -qE '^vm_stress: FAIL: (counter|add_many|histogram|group|rwlock|ref holds)' "$work/results.txt"; then
+    elif [ "$res" = FAILED ] && grep -qE '^vm_stress: FAIL: (counter|add_many|histogram|group|rwlock|ref holds|hcounter|load_cbne_store_store)' "$work/results.txt"; then
       runs=$(grep -cE "^VM_RESULT .* spec=$m( |$)" "$work/results.txt")
       echo "$summary -> PASS caught in run $runs (the broken build lost updates)"
     else
