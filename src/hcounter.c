@@ -167,6 +167,14 @@ static void switch_end(void)
 	__atomic_fetch_sub(&switching, 1, __ATOMIC_SEQ_CST);
 }
 
+/* Nonzero while the calling thread runs a switch (set before its state's
+ * CAS, cleared after the new state's store): a signal handler that
+ * interrupted it and makes a limited add on the counter being switched must
+ * not wait for the switch to end -- the thread it would wait for is its
+ * own. It refuses instead (the safe answer). Initial-exec: a load, no call,
+ * in a handler too. */
+static __thread int in_switch __attribute__((tls_model("initial-exec")));
+
 /* ---- the gates -------------------------------------------------------------------- */
 
 static void set_masks(pcpu_hcounter_t *h, int64_t mask)
@@ -195,8 +203,12 @@ static int enter_precise(pcpu_hcounter_t *h, int64_t st)
 	if (!switch_begin())
 		return -1;
 	sw = next_state(st, PCPU__HC_SWITCHING);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	in_switch++;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (!__atomic_compare_exchange_n(&hd->state, &st, sw, 0, __ATOMIC_SEQ_CST,
 					 __ATOMIC_SEQ_CST)) {
+		in_switch--;
 		switch_end();
 		return 0;
 	}
@@ -206,6 +218,8 @@ static int enter_precise(pcpu_hcounter_t *h, int64_t st)
 
 		set_masks(h, hd->mask);
 		__atomic_store_n(&hd->state, next_state(sw, PCPU__HC_PERCPU), __ATOMIC_SEQ_CST);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		in_switch--;
 		switch_end();
 		errno = err;
 		return -1;
@@ -213,6 +227,8 @@ static int enter_precise(pcpu_hcounter_t *h, int64_t st)
 	__atomic_store_n(&hd->frozen, slots_sum(h), __ATOMIC_RELAXED);
 	__atomic_fetch_or(&hd->central, 1, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&hd->state, next_state(sw, PCPU__HC_PRECISE), __ATOMIC_SEQ_CST);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	in_switch--;
 	switch_end();
 	return 0;
 }
@@ -226,6 +242,9 @@ static void leave_precise(pcpu_hcounter_t *h, int64_t st)
 
 	if (!switch_begin())
 		return;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	in_switch++;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (__atomic_compare_exchange_n(&hd->state, &st, sw, 0, __ATOMIC_SEQ_CST,
 					__ATOMIC_SEQ_CST)) {
 		/* The flag first: a limited add's CAS that read it set fails. */
@@ -233,6 +252,8 @@ static void leave_precise(pcpu_hcounter_t *h, int64_t st)
 		set_masks(h, hd->mask);
 		__atomic_store_n(&hd->state, next_state(sw, PCPU__HC_PERCPU), __ATOMIC_SEQ_CST);
 	}
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	in_switch--;
 	switch_end();
 }
 
@@ -401,6 +422,10 @@ precise:
 				return false; /* cannot be exact now: refuse */
 			continue;
 		case PCPU__HC_SWITCHING:
+			/* A handler that interrupted this thread's own switch
+			 * (of this counter or another): waiting would never end. */
+			if (in_switch)
+				return false;
 			sched_yield();
 			continue;
 		default: /* precise, atomic */
@@ -516,8 +541,12 @@ int pcpu_hcounter_reset(pcpu_hcounter_t *h)
 		sw = next_state(st, PCPU__HC_SWITCHING);
 		while (!switch_begin())
 			sched_yield();
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		in_switch++;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		if (!__atomic_compare_exchange_n(&hd->state, &st, sw, 0, __ATOMIC_SEQ_CST,
 						 __ATOMIC_SEQ_CST)) {
+			in_switch--;
 			switch_end();
 			continue;
 		}
@@ -527,6 +556,8 @@ int pcpu_hcounter_reset(pcpu_hcounter_t *h)
 
 			set_masks(h, hd->mask);
 			__atomic_store_n(&hd->state, next_state(sw, PCPU__HC_PERCPU), __ATOMIC_SEQ_CST);
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);
+			in_switch--;
 			switch_end();
 			errno = err;
 			return -1;
@@ -535,6 +566,8 @@ int pcpu_hcounter_reset(pcpu_hcounter_t *h)
 				 __ATOMIC_SEQ_CST);
 		set_masks(h, hd->mask);
 		__atomic_store_n(&hd->state, next_state(sw, PCPU__HC_PERCPU), __ATOMIC_SEQ_CST);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		in_switch--;
 		switch_end();
 		return 0;
 	}

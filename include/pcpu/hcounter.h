@@ -308,6 +308,9 @@ __attribute__((always_inline)) static inline void pcpu_hcounter_add(pcpu_hcounte
  * `limit` are admitted (minus any the other adds took). A v <= 0 is added
  * and returns true. The guarantee is among limited adds with the same (or a
  * larger) limit; a plain pcpu_hcounter_add() of v > 0 is outside it.
+ * A signal handler's limited add that interrupted its own thread in the
+ * middle of a mode switch or a reset refuses (false): waiting for the
+ * switch would wait for the code it interrupted.
  * Thread-safe; async-signal-safe. Cost: while the bounds leave room, the
  * add and a check of the root's cache line; near the limit, a CAS on the
  * central word (and once per approach, a switch: a fence).
