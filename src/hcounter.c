@@ -381,6 +381,38 @@ static int central_limited_add(pcpu_hcounter_t *h, int64_t st, int64_t v, int64_
 	}
 }
 
+/* The limited add on the central word in per-CPU mode, its room reserved:
+ * 1 added, 0 the bounds leave no room, -1 the precise flag is set (the
+ * mode changed). The CAS expects the flag clear, so an add lands either
+ * before the switch sets it (and every precise CAS sees it) or not at all. */
+static int central_percpu_limited_add(pcpu_hcounter_t *h, int64_t v, int64_t limit)
+{
+	struct pcpu__hcounter_hdr *hd = hdr(h);
+	int64_t w = __atomic_load_n(&hd->central, __ATOMIC_SEQ_CST);
+	int rc;
+
+	__atomic_fetch_add(&hd->inflight_pos, v, __ATOMIC_SEQ_CST);
+	for (;;) {
+		if (w & 1) {
+			rc = -1;
+			break;
+		}
+		if (__atomic_load_n(&hd->root, __ATOMIC_SEQ_CST) + (w >> 1) + hd->range +
+			    __atomic_load_n(&hd->inflight_pos, __ATOMIC_SEQ_CST) >
+		    limit) {
+			rc = 0;
+			break;
+		}
+		if (__atomic_compare_exchange_n(&hd->central, &w, (int64_t)((uint64_t)w + ((uint64_t)v << 1)),
+						0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+			rc = 1;
+			break;
+		}
+	}
+	__atomic_fetch_sub(&hd->inflight_pos, v, __ATOMIC_SEQ_CST);
+	return rc;
+}
+
 bool pcpu__hcounter_limited_add_slow(pcpu_hcounter_t *h, int64_t v, int64_t limit)
 {
 	struct pcpu__hcounter_hdr *hd = hdr(h);
@@ -409,14 +441,16 @@ bool pcpu__hcounter_limited_add_slow(pcpu_hcounter_t *h, int64_t v, int64_t limi
 					goto precise;
 			}
 			/* No index (or aborted again and again): the central
-			 * word, its room reserved. */
-			__atomic_fetch_add(&hd->inflight_pos, v, __ATOMIC_SEQ_CST);
-			if (upper_bound(h) <= limit) {
-				central_add(h, v);
-				__atomic_fetch_sub(&hd->inflight_pos, v, __ATOMIC_SEQ_CST);
+			 * word, its room reserved, by a CAS that fails once a
+			 * switch to the precise mode has set the flag. (A plain
+			 * add could land after the switch, unseen by a precise
+			 * CAS that checked the exact sum without it, and pass the
+			 * limit.) */
+			rc = central_percpu_limited_add(h, v, limit);
+			if (rc == 1)
 				return true;
-			}
-			__atomic_fetch_sub(&hd->inflight_pos, v, __ATOMIC_SEQ_CST);
+			if (rc < 0)
+				continue; /* the mode changed */
 precise:
 			if (enter_precise(h, st) != 0)
 				return false; /* cannot be exact now: refuse */
