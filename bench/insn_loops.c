@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Loops whose instructions bench/loop_insns.py counts, per architecture
- * (bench/README.md, "The counter add's instructions on x86-64 and
- * aarch64", and "... on ARMv7 and riscv64"): pcpu_counter_inc, and the minimal rseq add written by hand, in
+ * (bench/instructions.md): pcpu_counter_inc, an object cache's get and put,
+ * a ref's get and put, a two-counter add_many, and the minimal rseq add
+ * written by hand, in
  * the shape of incr.c's IDEAL_ADD (the rseq area's address hoisted out of
  * the loop, the field offsets assembler constants, the array base in a
  * register). Not built by CMake: compiled by the commands in the README,
@@ -14,6 +15,31 @@ void pcpu_inc_loop(pcpu_counter_t c, long n)
 {
 	for (long i = 0; i < n; i++)
 		pcpu_counter_inc(c);
+}
+
+/* An object cache's get and put, and a ref's get and put, in a loop: their
+ * sections' instructions (and the gets' and puts' statistics adds). */
+void pcpu_objcache_loop(pcpu_objcache_t *c, long n)
+{
+	for (long i = 0; i < n; i++)
+		pcpu_objcache_put(c, pcpu_objcache_get(c));
+}
+
+void pcpu_ref_loop(pcpu_ref_t *r, long n)
+{
+	for (long i = 0; i < n; i++) {
+		pcpu_ref_get(r);
+		pcpu_ref_put(r);
+	}
+}
+
+/* Two counters updated together (a packet's count and bytes). */
+void pcpu_add_many_loop(const pcpu_counter_t *cs, long n)
+{
+	const int64_t vs[2] = {1, 64};
+
+	for (long i = 0; i < n; i++)
+		pcpu_counter_add_many(cs, vs, 2);
 }
 
 /* glibc >= 2.35: the thread's struct rseq is at __rseq_offset from the

@@ -10,10 +10,11 @@ conditional branch (the fast path). Prints that path, then the counts.
 Usage: loop_insns.py ELF FUNCTION
        loop_insns.py --same ELF FUNCTION1 FUNCTION2
 The ELF should be linked (a shared object will do), so that branches to
-other sections (an abort handler) show their real targets. Uses objdump for
-x86-64 and the cross binutils' (aarch64-linux-gnu-, arm-linux-gnueabihf-,
-riscv64-linux-gnu-objdump) for the others (environment OBJDUMP overrides). bench/README.md, "The counter add's instructions on x86-64 and
-aarch64", has the commands.
+other sections (an abort handler) show their real targets. The target is a
+port of include/pcpu/arch/, and what this script needs of it (its objdump,
+which instructions branch, jump and load) it reads from the port's header
+(tests/arch_headers.py); environment OBJDUMP overrides the objdump.
+bench/instructions.md has the commands.
 
 --same compares two whole functions instead (the C++ wrappers of
 bench/insn_loops.cpp against the C loops beside them): their instructions,
@@ -27,33 +28,23 @@ import re
 import subprocess
 import sys
 
-# ELF e_machine -> (architecture, cross objdump prefix)
-MACHINES = {62: ("x86_64", ""), 183: ("aarch64", "aarch64-linux-gnu-"),
-            40: ("arm", "arm-linux-gnueabihf-"), 243: ("riscv64", "riscv64-linux-gnu-")}
-ARM_BRANCH = re.compile(r"^(b(eq|ne|cs|hs|cc|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le)?(\.[nw])?|cbn?z)$")
-RV_BRANCH = re.compile(r"^(j|beqz?|bnez?|bltu?|bgeu?|bgtu?|bleu?|bltz|bgez|blez|bgtz)$")
-
-
-def machine(path):
-    with open(path, "rb") as fh:
-        head = fh.read(20)
-    return int.from_bytes(head[18:20], "little")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+import arch_headers  # noqa: E402
 
 
 def disassemble(path, func):
-    """(architecture, [(address, mnemonic, operands)]) of FUNCTION."""
-    arch, prefix = MACHINES.get(machine(path), ("x86_64", ""))
-    objdump = os.environ.get("OBJDUMP") or prefix + "objdump"
-    out = subprocess.run([objdump, "-d", "--no-show-raw-insn", "--disassemble=" + func, path],
-                         check=True, capture_output=True, text=True).stdout
-    comment = {"aarch64": "//", "arm": "@"}.get(arch, "#")
+    """(port, [(address, mnemonic, operands)]) of FUNCTION."""
+    port = arch_headers.by_elf(path)
+    if port is None:
+        sys.exit("%s: not an ELF file of a port of include/pcpu/arch/" % path)
+    out = subprocess.run([port.tool("objdump"), "-d", "--no-show-raw-insn", "--disassemble=" + func,
+                          path], check=True, capture_output=True, text=True).stdout
     insns = []
     for line in out.splitlines():
         m = re.match(r"^\s*([0-9a-f]+):\s+(\S+)\s*(.*)$", line)
         if m:
-            ops = m.group(3).split(comment)[0].split(";")[0].strip()
-            insns.append((int(m.group(1), 16), m.group(2), ops))
-    return arch, insns
+            insns.append((int(m.group(1), 16), m.group(2), port.operands(m.group(3))))
+    return port, insns
 
 
 def target(ops):
@@ -62,45 +53,10 @@ def target(ops):
     return int(m.group(1), 16) if m else None
 
 
-def is_branch(arch, mnemonic):
-    if arch == "aarch64":
-        return mnemonic in ("b", "cbz", "cbnz", "tbz", "tbnz") or mnemonic.startswith("b.")
-    if arch == "arm":
-        return bool(ARM_BRANCH.match(mnemonic))
-    if arch == "riscv64":
-        return bool(RV_BRANCH.match(mnemonic))
-    return mnemonic.startswith("j")
-
-
-def is_unconditional(arch, mnemonic):
-    if arch == "aarch64":
-        return mnemonic == "b"
-    if arch == "arm":
-        return mnemonic in ("b", "b.n", "b.w")
-    if arch == "riscv64":
-        return mnemonic == "j"
-    return mnemonic in ("jmp", "jmpq")
-
-
-def loads(arch, mnemonic, ops):
-    """1 if the instruction reads memory (x86-64: a memory operand that is
-    not only a move's destination; aarch64, arm: ld*; riscv64: l[bhwd](u))."""
-    if arch in ("aarch64", "arm"):
-        return 1 if mnemonic.startswith("ld") else 0
-    if arch == "riscv64":
-        return 1 if re.match(r"^l[bhwd]u?$", mnemonic) else 0
-    if "(" not in ops or mnemonic.startswith("lea") or mnemonic.startswith("nop"):
-        return 0
-    source = ops.split(",")[0]
-    if mnemonic.startswith("mov") and "(" not in source and "%fs:" not in source:
-        return 0  # a store
-    return 1
-
-
 def main(path, func, quiet=False):
-    a64, insns = disassemble(path, func)  # the architecture's name
+    port, insns = disassemble(path, func)
     index = {a: i for i, (a, _, _) in enumerate(insns)}
-    back = [t for a, mn, ops in insns if is_branch(a64, mn)
+    back = [t for a, mn, ops in insns if port.is_branch(mn, ops)
             for t in [target(ops)] if t is not None and t < a and t in index]
     if not back:
         sys.exit("no loop in " + func)
@@ -109,13 +65,13 @@ def main(path, func, quiet=False):
     while True:
         a, mnemonic, ops = insns[i]
         n += 1
-        nloads += loads(a64, mnemonic, ops)
+        nloads += 1 if port.reads_memory(mnemonic, ops) else 0
         if not quiet:
             print("  %x: %s %s" % (a, mnemonic, ops))
         t = target(ops)
-        if is_branch(a64, mnemonic) and t == head:
+        if port.is_branch(mnemonic, ops) and t == head:
             break
-        i = index[t] if is_unconditional(a64, mnemonic) and t is not None else i + 1
+        i = index[t] if port.is_jump(mnemonic, ops) and t is not None else i + 1
     print("%s %s: %d instructions, %d loads per iteration" % (path, func, n, nloads))
 
 

@@ -346,7 +346,7 @@ uint64_t pcpu_slot_replace(void *obj, uint64_t v)
 				break; /* unregistered since: the fallback below */
 			p = (intptr_t *)pcpu_slot_ptr(obj, (unsigned)idx);
 			old = __atomic_load_n(p, __ATOMIC_RELAXED);
-			if (pcpu__rseq_cmpeq_cmpeqv_storev(idx, p, old, (intptr_t)v) == 0)
+			if (pcpu_rseq_load_cbne_store(idx, p, old, (intptr_t)v) == 0)
 				return (uint64_t)old;
 		}
 	}

@@ -55,6 +55,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A slot is a per-CPU stack (pcpu/objcache.h): the same layout. */
+_Static_assert(sizeof(struct pcpu__objcache_slot) == sizeof(struct pcpu_rseq_stack), "slot size");
+_Static_assert(offsetof(struct pcpu__objcache_slot, mode) ==
+		       offsetof(struct pcpu_rseq_stack, gate), "gate");
+_Static_assert(offsetof(struct pcpu__objcache_slot, count) ==
+		       offsetof(struct pcpu_rseq_stack, count), "count");
+_Static_assert(offsetof(struct pcpu__objcache_slot, cap) ==
+		       offsetof(struct pcpu_rseq_stack, cap), "cap");
+_Static_assert(offsetof(struct pcpu__objcache_slot, stats) ==
+		       offsetof(struct pcpu_rseq_stack, user), "user words");
+
 #define DEFAULT_CAPACITY 64
 #define MAX_CAPACITY 1024
 #define DEFAULT_ALIGN 16
@@ -459,10 +470,10 @@ static void *refill_get(struct objcache_impl *o)
 		if (idx < 0)
 			break;
 		sl = pcpu__objcache_slot(o->handle, (size_t)idx);
-		rc = pcpu__rseq_cmpeq_cmpeqz_cbgt_memcpy_storev(idx, sl, buf, (int64_t)k);
-		if (rc == 0)
+		rc = pcpu_rseq_stack_push_many(idx, pcpu__objcache_stack(sl), buf, (int64_t)k);
+		if (rc == PCPU_RSEQ_COMMITTED)
 			k = 0;
-		else if (rc != 1)
+		else if (rc != PCPU_RSEQ_ABORTED)
 			break; /* collecting, or no room: the depot keeps them */
 	}
 	depot_put(o, buf, k);
@@ -487,12 +498,12 @@ void *pcpu__objcache_get_slow(pcpu_objcache_t *c)
 			if (idx < 0)
 				break;
 			sl = pcpu__objcache_slot(c, (size_t)idx);
-			rc = pcpu__rseq_cmpeq_cmpeqz_cbz_load_storev(idx, sl, &obj);
-			if (rc == 0)
+			rc = pcpu_rseq_stack_pop(idx, pcpu__objcache_stack(sl), &obj);
+			if (rc == PCPU_RSEQ_COMMITTED)
 				return got(o, obj, (unsigned)idx, 0);
-			if (rc == 3)
+			if (rc == PCPU_RSEQ_UNFIT)
 				return refill_get(o);
-			if (rc == 2)
+			if (rc == PCPU_RSEQ_DIFFERS)
 				break; /* collecting: the locked caches meanwhile */
 		}
 	}
@@ -518,19 +529,19 @@ void pcpu__objcache_put_slow(pcpu_objcache_t *c, void *obj)
 			if (idx < 0)
 				break;
 			sl = pcpu__objcache_slot(c, (size_t)idx);
-			rc = pcpu__rseq_cmpeq_cmpeqz_cbge_store_storev(idx, sl, obj);
-			if (rc == 0) {
+			rc = pcpu_rseq_stack_push(idx, pcpu__objcache_stack(sl), obj);
+			if (rc == PCPU_RSEQ_COMMITTED) {
 				put_done(o, got_on, (unsigned)idx, 0);
 				return;
 			}
-			if (rc == 2)
+			if (rc == PCPU_RSEQ_DIFFERS)
 				break;
-			if (rc != 3)
+			if (rc != PCPU_RSEQ_UNFIT)
 				continue;
 			/* Full: half of it to the depot, then push again. */
 			if (!missed++)
 				count(o, PCPU_OBJCACHE_PUT_MISSES, 1);
-			if (pcpu__rseq_cmpeq_cmpeqz_cblt_memcpy_storev(idx, sl, buf, o->batch) == 0) {
+			if (pcpu_rseq_stack_pop_many(idx, pcpu__objcache_stack(sl), buf, o->batch) == 0) {
 				depot_put(o, buf, (size_t)o->batch);
 				count(o, PCPU_OBJCACHE_DEPOT_XFERS, 1);
 			}

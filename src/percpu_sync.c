@@ -254,6 +254,12 @@ int pcpu_sync_barrier(void)
 	return -1;
 }
 
+/* The public form (pcpu/percpu_ops.h): a program's own gates. */
+int pcpu_rseq_fence(void)
+{
+	return pcpu_sync_barrier();
+}
+
 void pcpu_futex_wait(uint32_t *word, uint32_t val)
 {
 	int saved = errno;

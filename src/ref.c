@@ -152,10 +152,12 @@ static int percpu_retry(struct ref_impl *r, int64_t v)
 		return 1;
 	for (tries = 1; tries < PCPU_RSEQ_MAX_TRIES; tries++) {
 		rc = pcpu__sync_add_if_zero(r->obj, v);
-		if (rc == 3)
+		if (rc == PCPU_RSEQ_COMMITTED)
+			return 0;
+		if (rc == PCPU_RSEQ_DIFFERS)
+			return 2; /* not per-CPU any more */
+		if (rc == PCPU_RSEQ_NO_INDEX)
 			return 1; /* not registered (after all) */
-		if (rc != 1)
-			return rc;
 	}
 	return 1;
 #else

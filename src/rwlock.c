@@ -316,9 +316,9 @@ static int try_read(struct rwlock_impl *l, pcpu_rwlock_t *lock, int may_register
 		for (tries = 1; tries < PCPU_RSEQ_MAX_TRIES; tries++) {
 			int rc = pcpu__sync_add_if_zero(l->obj, 1);
 
-			if (rc == 0)
+			if (rc == PCPU_RSEQ_COMMITTED)
 				return 1;
-			if (rc == 2 || rc == 3)
+			if (rc == PCPU_RSEQ_DIFFERS || rc == PCPU_RSEQ_NO_INDEX)
 				break; /* a writer came, or the lock turned atomic
 					* (the atomic path below tells which), or not
 					* registered after all */
@@ -404,7 +404,7 @@ void pcpu__rwlock_rdunlock_slow(pcpu_rwlock_t *lock)
 
 			if (idx < 0)
 				break;
-			if (pcpu__rseq_cmpeq_addv(idx,
+			if (pcpu_rseq_load_add_store(idx,
 						  &((struct pcpu__sync_slot *)pcpu_slot_ptr(
 							    l->obj, (unsigned)idx))->count,
 						  -1) == 0)

@@ -53,14 +53,13 @@ from fnmatch import fnmatch
 
 # ---- the map: layer -> files (glob patterns, relative to the source tree) -----
 # Listed bottom-up; RANK orders them. Layers with the same rank are siblings.
-# Every port's arch header (include/pcpu/arch/<arch>.h; its object cache
-# sections, arch/<arch>/objcache.h, are the objcache layer's), found, so
-# that a port needs no line here.
+# Every port's arch header (include/pcpu/arch/<arch>.h, and its stack
+# sections, arch/<arch>/stack.h), found, so that a port needs no line here.
 ARCH_HEADERS = sorted(
     "include/pcpu/arch/" + f
     for f in os.listdir(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                      "..", "include", "pcpu", "arch"))
-    if f.endswith(".h") and f != "objcache.h")
+    if f.endswith(".h")) + ["include/pcpu/arch/*/stack.h"]
 
 LAYERS = [
     # (layer, rank, patterns)
@@ -86,15 +85,16 @@ LAYERS = [
         "src/counter.c", "src/counter_internal.h", "src/counter_stable_abi.c",
         "src/counter9.c", "src/striped_lock.*",
     ]),
-    ("percpu_sync", 3, [                # the per-CPU/atomic switch (membarrier)
+    ("percpu_sync", 3, [                # the per-CPU/atomic switch (membarrier),
         "include/pcpu/percpu_sync.h", "src/percpu_sync.c", "src/percpu_sync_internal.h",
+        "include/pcpu/percpu_ops.h",    # and the public operations with their fence
     ]),
     ("ref", 4, ["include/pcpu/ref.h", "src/ref.c", "src/ref_stable_abi.c"]),
+    ("hcounter", 4, ["include/pcpu/hcounter.h", "src/hcounter.c", "src/hcounter_stable_abi.c"]),
     ("rwlock", 4, ["include/pcpu/rwlock.h", "src/rwlock.c", "src/rwlock_stable_abi.c",
                    "src/rwlock_internal.h", "src/rwlock_readers.c"]),
     ("objcache", 4, [
-        "include/pcpu/objcache.h", "include/pcpu/arch/objcache.h",
-        "include/pcpu/arch/*/objcache.h",
+        "include/pcpu/objcache.h",
         "src/objcache.c", "src/objcache_stable_abi.c", "src/objcache_stats_hook.h",
     ]),
     # The statistics layer: names, messages and buffers; the metrics; the
@@ -122,7 +122,7 @@ LAYERS = [
         "include/pcpu/stats.h", "include/pcpu/counter9_sysctl.h",
         "src/stats/registry.h", "src/stats/registry.c", "src/stats/registry_*",
         "src/stats/snapshot.c",
-        "src/stats/collector.c", "src/stats/process_collector.c",
+        "src/stats/collector.c", "src/stats/process_collector.c", "src/stats/hcounter_gauge.c",
         "src/stats/counter9_sysctl.c", "src/stats/merge.c",
         "src/stats/objcache_stats.*",
     ]),
@@ -149,7 +149,8 @@ LAYERS = [
 
 # The products: which shared object (or program) each layer is part of.
 PRODUCTS = {
-    "libpcpu": {"rseq", "zone", "counter", "percpu_sync", "ref", "rwlock", "objcache"},
+    "libpcpu": {"rseq", "zone", "counter", "percpu_sync", "ref", "rwlock", "objcache",
+                "hcounter"},
     "libpcpu-stats": {"stats.base", "stats.metrics", "stats.exposition", "stats.registry",
                       "segment.base", "segment.writer", "segment.reader"},
     "libpcpu-exporter": {"exporter"},

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Checks every rseq critical section compiled into ELF files, as the kernel
-will see it (x86-64, aarch64, 32-bit Arm and riscv64 ELF files, told apart
-by their header).
+will see it (an ELF file of any port of include/pcpu/arch/, told apart by
+its header).
 
 The kernel reads a section only through its 32-byte descriptor in __rseq_cs:
 start_ip, post_commit_offset, abort_ip. It aborts a thread preempted,
@@ -22,9 +22,8 @@ while, loses or doubles an update. So this test reads the compiled code:
      move there means the commit lies outside the range);
   4. no call or system call inside the range (the callee's instructions
      would lie outside it, unprotected);
-  5. the four bytes before abort_ip are the target's signature (x86-64
-     0x53053053, aarch64 0xd428bc00, arm 0xe7f5def3, riscv64 0xf1401073:
-     glibc's RSEQ_SIG);
+  5. the four bytes before abort_ip are the target's signature (its arch
+     header's PCPU__RSEQ_SIG: glibc's RSEQ_SIG);
   6. __rseq_cs_ptr_array points at every descriptor, and every jump from
      inside a range to outside it (other than to abort_ip) is listed in
      __rseq_exit_point_array (librseq's layout, which debuggers read).
@@ -33,59 +32,26 @@ Usage: check_rseq_sections.py [--expect-broken] MIN_SECTIONS ELF [MIN_SECTIONS E
 Each ELF must hold at least MIN_SECTIONS descriptors (so a parser that finds
 none fails). With --expect-broken, the ELF files were built with
 PCPU_TEST_BROKEN_SECTION, and the check passes only if it finds every
-section's commit outside its range (the test of this test). Uses binutils' readelf and objdump: the host's for x86-64,
-aarch64-linux-gnu-, arm-linux-gnueabihf- and riscv64-linux-gnu-readelf and
--objdump for the others (the environment
-variables READELF and OBJDUMP override both). Exit 0 if all hold, 1 with
-each fault listed otherwise.
+section's commit outside its range (the test of this test).
+
+Every target is a port of include/pcpu/arch/, and what this script needs to
+know of it -- its ELF machine, signature, relocation, binutils, and which
+instructions store, call and branch -- it reads from the port's header
+(tests/arch_headers.py): a new port needs no change here. Uses binutils'
+readelf and objdump for the target (<triplet>-readelf where installed, else
+the host's; the environment variables READELF and OBJDUMP override both).
+Exit 0 if all hold, 1 with each fault listed otherwise.
 """
 import os
 import re
-import shutil
 import struct
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import arch_headers  # noqa: E402
+
 DESC = 32
-
-
-class Target:
-    """What differs between the architectures this script reads."""
-
-    def __init__(self, name, signature, reloc, prefix):
-        self.name = name
-        self.signature = signature
-        self.reloc = reloc  # the relative relocation's type name
-        self.prefix = prefix  # of the cross binutils
-
-    def tool(self, name):
-        env = os.environ.get(name.upper())
-        if env:
-            return env
-        if self.prefix and shutil.which(self.prefix + name):
-            return self.prefix + name
-        return name
-
-
-X86_64 = Target("x86-64", 0x53053053, "R_X86_64_RELATIVE", "")
-AARCH64 = Target("aarch64", 0xd428bc00, "R_AARCH64_RELATIVE", "aarch64-linux-gnu-")
-# 32-bit Arm: REL relocations, the value in place (what the file holds).
-ARM = Target("arm", 0xe7f5def3, "R_ARM_RELATIVE", "arm-linux-gnueabihf-")
-RISCV64 = Target("riscv64", 0xf1401073, "R_RISCV_RELATIVE", "riscv64-linux-gnu-")
-MACHINES = {62: X86_64, 183: AARCH64, 40: ARM, 243: RISCV64}  # ELF e_machine
-ARM_BRANCH = re.compile(r"^(b(eq|ne|cs|hs|cc|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le)?(\.[nw])?|cbn?z)$")
-RV_BRANCH = re.compile(r"^(j|beqz?|bnez?|bltu?|bgeu?|bgtu?|bleu?|bltz|bgez|blez|bgtz)$")
-
-
-def elf_target(path):
-    with open(path, "rb") as fh:
-        head = fh.read(20)
-    if head[:4] != b"\x7fELF" or head[5] != 1:
-        return None  # not a little-endian ELF file
-    t = MACHINES.get(struct.unpack_from("<H", head, 18)[0])
-    # 64-bit files, but for 32-bit Arm (whose rseq tables keep the ABI's
-    # 64-bit fields: the words read below are the same).
-    return t if head[4] == (1 if t is ARM else 2) else None
 
 
 def run(*argv):
@@ -135,8 +101,7 @@ def read_words(path, secs, name, relocs):
 
 
 INSN = re.compile(r"^\s*([0-9a-f]+):\t([0-9a-f ]+)\t(.*)$")
-X86_READ_ONLY = {"cmp", "test", "bt", "nop", "ud1", "ud2", "prefetcht0", "prefetchnta"}
-A64_RMW = re.compile(r"^(ld(add|clr|eor|set|smax|smin|umax|umin)|swp|cas)")
+TARGET = re.compile(r"(?:^|[ ,])([0-9a-f]+)\s*(?:<[^>]*>)?$")
 
 
 def disassemble(t, path, start, end):
@@ -150,73 +115,26 @@ def disassemble(t, path, start, end):
             continue
         nbytes = sum(len(tok) // 2 for tok in m.group(2).split())  # bytes, or aarch64's words
         parts = m.group(3).split(None, 1)
-        ops = parts[1] if len(parts) > 1 else ""
-        ops = ops.split("//")[0] if t is AARCH64 else \
-            ops.split("@")[0].split(";")[0] if t is ARM else ops.split("#")[0]
-        out.append((int(m.group(1), 16), nbytes, parts[0] if parts else "", ops.strip()))
+        ops = t.operands(parts[1]) if len(parts) > 1 else ""
+        out.append((int(m.group(1), 16), nbytes, parts[0] if parts else "", ops))
     return out
-
-
-def last_operand(ops):
-    """The last (AT&T: destination) operand, commas inside parentheses kept."""
-    depth, cut = 0, 0
-    for i, ch in enumerate(ops):
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            cut = i + 1
-    return ops[cut:].strip()
-
-
-def writes_memory(t, mnemonic, ops):
-    if t is AARCH64:
-        return mnemonic.startswith("st") or bool(A64_RMW.match(mnemonic))
-    if t is ARM:
-        return mnemonic.startswith("st") or mnemonic.startswith("push")
-    if t is RISCV64:
-        return bool(re.match(r"^(s[bhwd]|sc\.|amo)", mnemonic))
-    base = re.sub(r"[bwlq]$", "", mnemonic) if mnemonic not in ("movdqa", "movdqu") else mnemonic
-    if mnemonic.startswith("j") or mnemonic.startswith("set") or base in X86_READ_ONLY:
-        return False
-    dst = last_operand(ops)
-    return "(" in dst or dst.startswith("%fs:") or dst.startswith("%gs:")
-
-
-def is_call(t, mnemonic):
-    if t is AARCH64:
-        return mnemonic in ("bl", "blr", "blraa", "blrab", "svc", "hvc", "smc")
-    if t is ARM:
-        return mnemonic in ("bl", "blx", "svc")
-    if t is RISCV64:
-        return mnemonic in ("jal", "jalr", "call", "ecall")
-    return mnemonic.startswith("call") or mnemonic in ("syscall", "int", "sysenter")
 
 
 def branch_target(t, mnemonic, ops):
     """The address a direct branch goes to, or None."""
-    if t is AARCH64:
-        if not (mnemonic in ("b", "cbz", "cbnz", "tbz", "tbnz") or mnemonic.startswith("b.")):
-            return None
-    elif t is ARM:
-        if not ARM_BRANCH.match(mnemonic):
-            return None
-    elif t is RISCV64:
-        if not RV_BRANCH.match(mnemonic):
-            return None
-    elif not mnemonic.startswith("j"):
+    if not t.is_branch(mnemonic, ops):
         return None
-    m = re.search(r"(?:^|[ ,])([0-9a-f]+)\s*(?:<[^>]*>)?$", ops)
+    m = TARGET.search(ops)
     return int(m.group(1), 16) if m else None
 
 
 def check(path, minimum, commit_outside):
     """(sections found, faults); adds the start of each section whose commit
     lies outside its range to commit_outside."""
-    t = elf_target(path)
+    t = arch_headers.by_elf(path)
     if t is None:
-        return 0, ["%s: not an x86-64, aarch64, arm or riscv64 ELF file" % path]
+        return 0, ["%s: not an ELF file of a port of include/pcpu/arch/ (%s)"
+                   % (path, ", ".join(arch_headers.ports()))]
     secs = sections(t, path)
     faults = []
     if "__rseq_cs" not in secs:
@@ -255,12 +173,12 @@ def check(path, minimum, commit_outside):
             faults.append("%s: range not on instruction boundaries" % where)
             continue
         a, _, mnemonic, ops = insns[-1]
-        if not writes_memory(t, mnemonic, ops):
+        if not t.writes_memory(mnemonic, ops):
             faults.append("%s: last instruction `%s %s` at %#x writes no memory: the commit "
                           "is not the section's last instruction" % (where, mnemonic, ops, a))
             commit_outside.add(start)
         for a, _, mnemonic, ops in insns:
-            if is_call(t, mnemonic):
+            if t.is_call(mnemonic, ops):
                 faults.append("%s: `%s %s` at %#x inside the section" % (where, mnemonic, ops, a))
             dest = branch_target(t, mnemonic, ops)
             if dest is not None and not (start <= dest < end) and dest != abort and \

@@ -5,29 +5,37 @@
  * critical sections. Not API.
  *
  *   pcpu/arch/pseudocode.h   what each operation does, for every target
- *   pcpu/arch/common.h       what the arch headers share (labels, test hooks)
- *   pcpu/arch/x86_64.h       x86-64: signature, descriptor, abort handler,
- *                            the index loads and the sections
+ *   pcpu/arch/x86_64.h       x86-64: who the target is (for the tests
+ *                            too), its signature, and the assembly of each
+ *                            operation as macros: arming, index compare,
+ *                            abort handler, the sections
  *   pcpu/arch/aarch64.h      aarch64 (little-endian), the same
  *   pcpu/arch/arm.h          32-bit Arm, ARMv7-A and later (little-endian)
  *   pcpu/arch/riscv64.h      64-bit RISC-V
+ *   pcpu/arch/common.h       what every port shares, written once: the
+ *                            descriptor tables, the test hooks, and the C
+ *                            around each port's assembly (the functions)
  *   pcpu/arch/generic.h      the fallback of every operation a target lacks
  *   pcpu/arch/objcache.h     the object cache's sections, included by
  *                            <pcpu/objcache.h> with its slot layout; the
- *                            target's are pcpu/arch/<arch>/objcache.h
+ *                            target's assembly is pcpu/arch/<arch>/objcache.h
  *
  * The subject headers (counter, histogram, group, ref, objcache) call the
  * operations unconditionally: on a target without sections, in a
  * ThreadSanitizer build and with PCPU_NO_RSEQ, the generic fallbacks make
  * every update take its exact atomic slow path. A port to a new target is
- * its arch header, its objcache section file and one line below.
+ * its arch header, its objcache section file and one line below; the tests
+ * that read machine code (tests/check_rseq_sections.py, bench/loop_insns.py)
+ * and the emulated machines (scripts/vm) read what they need of it from
+ * the arch header (tests/arch_headers.py), and its kernel is a line of
+ * scripts/vm/fetch-kernels.sh.
  *
  * An unknown target builds, on the fallback path, with a warning that says
  * so; defining PCPU_NO_RSEQ chooses the fallback on purpose and silences it.
  * An arch header is always included on its target: first what the target
- * is (its name, its seccomp audit architecture: tests and tools use them,
- * also in a fallback build), then, only if PCPU__ARCH_SECTIONS, its
- * sections.
+ * is (its name, its seccomp audit architecture, what the tests need to
+ * read its code: tests and tools use them, also in a fallback build), then,
+ * only if PCPU__ARCH_SECTIONS, its sections.
  */
 #ifndef PCPU_ARCH_H
 #define PCPU_ARCH_H
@@ -37,7 +45,6 @@
 #define PCPU__ARCH_H_INSIDE 1
 
 #include <pcpu/arch/pseudocode.h>
-#include <pcpu/arch/common.h>
 
 /* ThreadSanitizer cannot see inside inline assembly, so code built with it
  * takes the (atomic, TSan-visible) fallback path everywhere. */
@@ -71,6 +78,8 @@
 #warning "pcpu: no rseq critical sections for this target yet: every update takes the exact atomic fallback path (define PCPU_NO_RSEQ to choose it and silence this)"
 #endif
 
+/* The C around the port's assembly, then the fallback of what it lacks. */
+#include <pcpu/arch/common.h>
 #include <pcpu/arch/generic.h>
 
 #undef PCPU__ARCH_H_INSIDE

@@ -43,7 +43,7 @@
 #include <pcpu/defs.h>
 #include <pcpu/rseq.h>
 #include <pcpu/zone.h>
-#include <pcpu/arch.h>
+#include <pcpu/arch.h> /* the public per-CPU operations (pcpu/percpu_ops.h) */
 #include <pcpu/worker.h>
 
 PCPU_BEGIN_DECLS
@@ -108,7 +108,7 @@ static inline pcpu_counter_t pcpu__counter_slot(pcpu_counter_t c, size_t idx)
 __attribute__((always_inline)) static inline int pcpu__counter_add_once(pcpu_counter_t c,
 									 int64_t v)
 {
-	return pcpu__rseq_idx16_cmpeq_addv_indexed(&c->pcpu__word, v);
+	return pcpu_rseq_this_load_add_store(&c->pcpu__word, v);
 }
 
 /* The inline add, for both tiers: the exported pcpu_counter_add() is this
@@ -225,7 +225,7 @@ static inline void PCPU__INLINE_OP(pcpu_counter_add_many)(const pcpu_counter_t *
 	intptr_t csoff = (intptr_t)pcpu__g.cs_tpoff, idxoff = (intptr_t)pcpu__g.index_tpoff;
 
 	/* Registers for the whole loop, not reloads from pcpu__g before each
-	 * section (see pcpu__rseq_cmpeq_addv_at()). */
+	 * section (see pcpu__rseq_load_add_store_at()). */
 	__asm__("" : "+r"(csoff), "+r"(idxoff));
 
 	/* Unrolled: with a constant n (the usual 2 or 4 counters of a packet)
@@ -238,7 +238,7 @@ static inline void PCPU__INLINE_OP(pcpu_counter_add_many)(const pcpu_counter_t *
 #ifdef PCPU_DEBUG
 		pcpu__debug_check(cs[i], "pcpu_counter_add_many");
 #endif
-		if (PCPU_LIKELY(pcpu__rseq_cmpeq_addv_at(idx,
+		if (PCPU_LIKELY(pcpu__rseq_load_add_store_at(idx,
 							 &pcpu__counter_slot(cs[i], (size_t)idx)->pcpu__word,
 							 vs[i], csoff, idxoff) == 0))
 			continue;

@@ -146,7 +146,7 @@ __attribute__((always_inline)) static inline int pcpu__group_add_rseq(const pcpu
 		/* Take the lane: seq s -> &undo + 1, only if still on slot idx
 		 * and seq still s. The "memory" clobber orders the record's
 		 * stores before the commit. */
-		r = pcpu__rseq_cmpeq_cmpeqv_storev(idx, seqp, s, (intptr_t)&undo + 1);
+		r = pcpu_rseq_load_cbne_store(idx, seqp, s, (intptr_t)&undo + 1);
 		if (PCPU_UNLIKELY(r != 0))
 			continue; /* migrated, preempted, or another writer won */
 		/* The lane is ours until seq is even again, wherever this thread

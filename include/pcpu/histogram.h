@@ -296,7 +296,7 @@ __attribute__((always_inline)) static inline void pcpu__histogram_add_pair(pcpu_
 									    int64_t v)
 {
 	/* An unregistered area fails the section's compare (idx16). */
-	if (PCPU_LIKELY(pcpu__rseq_idx16_cmpeq_add2v_indexed(&pair->pcpu__word, n, v) == 0))
+	if (PCPU_LIKELY(pcpu__rseq_this_add2(&pair->pcpu__word, n, v) == 0))
 		return;
 	pcpu__histogram_add_pair_slow(pair, n, v);
 }

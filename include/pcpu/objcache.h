@@ -94,7 +94,7 @@
 #include <pcpu/defs.h>
 #include <pcpu/rseq.h>
 #include <pcpu/counter.h>
-#include <pcpu/arch.h>
+#include <pcpu/percpu_ops.h>
 
 PCPU_BEGIN_DECLS
 
@@ -116,7 +116,10 @@ enum pcpu_objcache_stat {
 /* One slot's copy of a cache (private to pcpu): the handle is slot 0's
  * copy of a per-CPU object, slot s's is at handle + s * PCPU_SLOT_STRIDE,
  * and the copy in the mirror region (pcpu/zone.h) is slot s's locked cache.
- * The fast paths read only their own slot's copy. */
+ * The fast paths read only their own slot's copy. It is a per-CPU stack of
+ * pointers (pcpu/percpu_ops.h): the same layout as struct pcpu_rseq_stack
+ * (src/objcache.c checks it), its two user words holding the counters and
+ * the shared part, so that get and put are the public stack operations. */
 struct pcpu__objcache_slot {
 	intptr_t mode;               /* 0: sections may commit here */
 	int64_t count;               /* objects in ptr[] */
@@ -127,16 +130,11 @@ struct pcpu__objcache_slot {
 	/* then cap object pointers: pcpu__objcache_ptrs() */
 };
 
-/* The layout, as the object cache's sections see it: offsets, so that the
- * arch layer knows no struct (pcpu/arch/objcache.h). */
-#define PCPU__OBJCACHE_OFF_MODE offsetof(struct pcpu__objcache_slot, mode)
-#define PCPU__OBJCACHE_OFF_COUNT offsetof(struct pcpu__objcache_slot, count)
-#define PCPU__OBJCACHE_OFF_CAP offsetof(struct pcpu__objcache_slot, cap)
-#define PCPU__OBJCACHE_OFF_PTRS sizeof(struct pcpu__objcache_slot)
-
-PCPU_END_DECLS
-#include <pcpu/arch/objcache.h>
-PCPU_BEGIN_DECLS
+/* A slot as the per-CPU stack it is. */
+static inline struct pcpu_rseq_stack *pcpu__objcache_stack(struct pcpu__objcache_slot *s)
+{
+	return (struct pcpu_rseq_stack *)(void *)s;
+}
 
 /** A cache. Create with pcpu_objcache_create(). */
 struct pcpu_objcache {
@@ -219,7 +217,7 @@ PCPU_API void pcpu__objcache_handed_out(pcpu_objcache_t *c, void *obj, unsigned 
 __attribute__((always_inline)) static inline void pcpu__objcache_count(struct pcpu_counter *c,
 									int64_t idx)
 {
-	if (PCPU_UNLIKELY(pcpu__rseq_cmpeq_addv(idx, &pcpu__counter_slot(c, (size_t)idx)->pcpu__word,
+	if (PCPU_UNLIKELY(pcpu_rseq_load_add_store(idx, &pcpu__counter_slot(c, (size_t)idx)->pcpu__word,
 						 1) != 0))
 		pcpu__counter_add_slow(c, 1);
 }
@@ -274,7 +272,7 @@ __attribute__((always_inline)) static inline void *PCPU__INLINE_OP(pcpu_objcache
 	if (PCPU_UNLIKELY(idx < 0))
 		return pcpu__objcache_get_slow(c);
 	s = pcpu__objcache_slot(c, (size_t)idx);
-	if (PCPU_UNLIKELY(pcpu__rseq_cmpeq_cmpeqz_cbz_load_storev(idx, s, &obj) != 0))
+	if (PCPU_UNLIKELY(pcpu_rseq_stack_pop(idx, pcpu__objcache_stack(s), &obj) != 0))
 		return pcpu__objcache_get_slow(c);
 	pcpu__objcache_count(s->stats + PCPU_OBJCACHE_GETS, idx);
 	if (PCPU_UNLIKELY(pcpu__objcache_hdr_of(obj)->slot != (uint32_t)idx))
@@ -312,7 +310,7 @@ __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_objcache_
 		return;
 	}
 	s = pcpu__objcache_slot(c, (size_t)idx);
-	if (PCPU_UNLIKELY(pcpu__rseq_cmpeq_cmpeqz_cbge_store_storev(idx, s, obj) != 0)) {
+	if (PCPU_UNLIKELY(pcpu_rseq_stack_push(idx, pcpu__objcache_stack(s), obj) != 0)) {
 		pcpu__objcache_put_slow(c, obj);
 		return;
 	}

@@ -27,10 +27,12 @@
 #include <pcpu/version.h> /* generated from the CMake project version */
 #include <pcpu/zone.h>
 #include <pcpu/worker.h>
+#include <pcpu/percpu_ops.h>
 #include <pcpu/counter.h>
 #include <pcpu/ref.h>
 #include <pcpu/rwlock.h>
 #include <pcpu/objcache.h>
+#include <pcpu/hcounter.h>
 /* libpcpu-stats' headers, where they are installed: they come with that
  * library's development files (Debian: libpcpu-stats-dev), and a program
  * that only counts builds with libpcpu's alone (libpcpu-dev). A compiler

@@ -22,9 +22,9 @@
  * per-CPU object, like a pcpu_counter_t: each slot's copy holds that slot's
  * count and that slot's copy of the mode word. Every per-CPU get, put, read
  * lock and unlock reads its slot's copy of the mode INSIDE its critical
- * section, and adds only if it still says "per-CPU"
- * (pcpu__rseq_loadidx_cmpeqv_addv in pcpu/arch.h). The switching thread
- * stores the new mode into every slot's copy, then calls
+ * section, and adds only if it still says "per-CPU" (the public gated add,
+ * pcpu_rseq_this_load_cbne_load_add_store in pcpu/percpu_ops.h). The
+ * switching thread stores the new mode into every slot's copy, then calls
  * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ), which interrupts every
  * CPU running a thread of the process: a section that was running there is
  * restarted (and reads the new mode), one that had committed is visible to
@@ -92,7 +92,7 @@
 #include <pcpu/defs.h>
 #include <pcpu/rseq.h>
 #include <pcpu/counter.h>
-#include <pcpu/arch.h>
+#include <pcpu/percpu_ops.h>
 
 PCPU_BEGIN_DECLS
 
@@ -115,12 +115,15 @@ struct pcpu__sync_slot {
 };
 
 /* One per-CPU add of v, if the calling thread's slot's copy of the mode is
- * 0: returns 0 once committed, 1 if the section aborted, 2 if the mode is
- * not 0, 3 if the thread is not registered (nothing written but 0). */
+ * 0 (the public gated add, pcpu/percpu_ops.h): PCPU_RSEQ_COMMITTED once
+ * committed; nothing written when PCPU_RSEQ_ABORTED (the section aborted),
+ * PCPU_RSEQ_DIFFERS (the mode is not 0) or PCPU_RSEQ_NO_INDEX (the thread
+ * is not registered). */
 __attribute__((always_inline)) static inline int
 pcpu__sync_add_if_zero(struct pcpu__sync_slot *obj, int64_t v)
 {
-	return pcpu__rseq_loadidx_cmpeqv_addv(obj, (long)offsetof(struct pcpu__sync_slot, mode), 0, v);
+	return pcpu_rseq_this_load_cbne_load_add_store(obj, (long)offsetof(struct pcpu__sync_slot, mode),
+						       0, v);
 }
 
 /**

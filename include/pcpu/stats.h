@@ -64,6 +64,8 @@
 #include <pcpu/group.h>
 #include <pcpu/expose.h>
 
+struct pcpu_hcounter; /* pcpu/hcounter.h */
+
 PCPU_BEGIN_DECLS
 
 typedef struct pcpu_registry pcpu_registry_t;
@@ -519,6 +521,35 @@ typedef int (*pcpu_callback_fn)(void *arg, int64_t *value);
  */
 PCPU_API int pcpu_family_callback(pcpu_family_t *fam, const char *const *label_values,
 				  pcpu_callback_fn fn, void *arg);
+
+/**
+ * Shows hierarchical counter `h` (pcpu/hcounter.h) in gauge family `fam`:
+ * three callback series (pcpu_family_callback()) whose last label, which
+ * must be named "bound", is "value", "min" and "max": the counter's
+ * approximation and the bounds of its precise sum (pcpu_hcounter_approx()),
+ * as of each collection. `label_values` gives the family's other labels'
+ * values (NULL when "bound" is its only label). The counter must outlive
+ * the series (remove them, or the family, before destroying it).
+ * Returns 0, or -1 with errno: EINVAL (NULL family or counter, not a gauge
+ * family, no last label "bound", bad label values), EEXIST (the series
+ * exist), EOPNOTSUPP (a process tree's shared registry), ENOMEM; all three
+ * series or none. Thread-safe; not async-signal-safe. Cost: three callback
+ * registrations; each collection, three O(1) reads of the counter.
+ */
+PCPU_API int pcpu_family_hcounter(pcpu_family_t *fam, const char *const *label_values,
+				  const struct pcpu_hcounter *h);
+
+/**
+ * Registers gauge family `name` (help text `help`, may be NULL) with the
+ * one label "bound", and counter `h`'s three series in it
+ * (pcpu_family_hcounter()): `name{bound="value"}`, `{bound="min"}`,
+ * `{bound="max"}` in pcpustat and every exposition. Returns the family, or
+ * NULL with errno as pcpu_registry_family() and pcpu_family_hcounter() set
+ * it. Thread-safe; not async-signal-safe. Cost: a family registration and
+ * three callback series.
+ */
+PCPU_API pcpu_family_t *pcpu_registry_hcounter(pcpu_registry_t *reg, const char *name,
+					       const char *help, const struct pcpu_hcounter *h);
 
 /**
  * Runs every callback of `reg` now and stores their values, and reads every

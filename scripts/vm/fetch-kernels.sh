@@ -24,7 +24,9 @@
 #
 # The machines scripts/vm/run.sh boots are described here too (`machines`
 # below, printed by --machine ARCH), so that a port's emulated machine is one
-# line of this file beside its kernel's.
+# line of this file beside its kernel's; what the port itself is (its cross
+# triplet, the tools that read its code) comes from its arch header
+# (tests/arch_headers.py).
 #
 # Cache: $PCPU_VM_CACHE, default ~/.cache/pcpu-vm. Re-running is a no-op
 # once the kernels are there (delete the folder to refresh).
@@ -33,14 +35,14 @@
 set -euo pipefail
 
 # ARCH (run.sh's name, the arch header's PCPU_ARCH_NAME)  kernel package
-# architecture  default kernel  cross triplet (- : the host's compiler)
-# default vCPUs  TCG beyond the host's CPUs (multi: a thread per vCPU;
-# single: one for all)  emulator  console  the emulator's machine arguments
+# architecture  default kernel  default vCPUs  TCG beyond the host's CPUs
+# (multi: a thread per vCPU; single: one for all)  emulator  console  the
+# emulator's machine arguments
 machines=(
-  "aarch64 arm64 6.1 aarch64-linux-gnu 2 single qemu-system-aarch64 ttyAMA0 -M virt -cpu max,pauth-impdef=on -m 1024"
-  "x86_64 amd64 6.1 - 16 multi qemu-system-x86_64 ttyS0 -M q35 -cpu max -m 2048"
-  "arm armhf 6.1 arm-linux-gnueabihf 4 multi qemu-system-arm ttyAMA0 -M virt -cpu cortex-a15 -m 1024"
-  "riscv64 riscv64 6.12 riscv64-linux-gnu 4 multi qemu-system-riscv64 ttyS0 -M virt -cpu rv64 -bios default -m 1024"
+  "aarch64 arm64 6.1 2 single qemu-system-aarch64 ttyAMA0 -M virt -cpu max,pauth-impdef=on -m 1024"
+  "x86_64 amd64 6.1 16 multi qemu-system-x86_64 ttyS0 -M q35 -cpu max -m 2048"
+  "arm armhf 6.1 4 multi qemu-system-arm ttyAMA0 -M virt -cpu cortex-a15 -m 1024"
+  "riscv64 riscv64 6.12 4 multi qemu-system-riscv64 ttyS0 -M virt -cpu rv64 -bios default -m 1024"
 )
 if [ "${1:-}" = --machine ]; then
   for m in "${machines[@]}"; do

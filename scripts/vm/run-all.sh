@@ -32,7 +32,10 @@
 #                      broken glibc, own (must lose updates)
 #     x86_64 4 vCPUs   plain glibc, own, fallback
 #
-# The stress modes add counter(9) counters too (pcpu/counter9.h). A tree
+# The stress modes add counter(9) counters too (pcpu/counter9.h), a
+# hierarchical counter (its carries), a limiter on another one (limited adds
+# that must never hold more than the limit) and a per-slot log written by
+# pcpu_rseq_load_cbne_store_store() (pcpu/hcounter.h, pcpu/percpu_ops.h). A tree
 # mode (MODE:tree, vm_stress --workload tree) runs --tree-adds adds and
 # --tree-aborts aborts instead of the boot's --adds and --aborts.
 #

@@ -20,7 +20,7 @@
  * whose seqcount is also its lock: odd means "held". A writer takes the lane
  * of its current slot with one rseq compare-and-store, seq: even s -> s + 1,
  * which commits only if the thread is still on that slot and seq still holds
- * s (pcpu__rseq_cmpeqv_storev). Among threads of one slot the kernel runs at
+ * s (pcpu_rseq_load_cbne_store). Among threads of one slot the kernel runs at
  * most one critical section at a time, and nobody else stores into an even
  * seq, so exactly one thread owns the lane from then on -- even if it is
  * preempted or migrated right after: it then finishes from another CPU,
@@ -488,7 +488,7 @@ static void tree_add(const pcpu_group_t *g, size_t i, const int64_t *d)
 		}
 		if (PCPU_UNLIKELY(pcpu__test_group_tree_before_take != NULL))
 			pcpu__test_group_tree_before_take(lane);
-		if (pcpu__rseq_cmpeq_cmpeqv_storev(idx, (intptr_t *)&lane[TREE_SEQ], (intptr_t)s,
+		if (pcpu_rseq_load_cbne_store(idx, (intptr_t *)&lane[TREE_SEQ], (intptr_t)s,
 						   (intptr_t)((uint64_t)s | tag)) == 0) {
 			uint64_t held = (uint64_t)s | tag;
 

@@ -23,6 +23,7 @@ set(PCPU_STATS_SOURCES
   src/stats/snapshot.c     # registry snapshots
   src/stats/collector.c    # callback series, computed at collection
   src/stats/process_collector.c # the standard process_* metrics
+  src/stats/hcounter_gauge.c # a hierarchical counter's approximation and bounds as gauges
   src/stats/counter9_sysctl.c # counter(9) counters bound to registry names (SYSCTL_COUNTER_U64)
   src/stats/negotiate.c    # HTTP Accept / Accept-Encoding negotiation of expositions
   src/stats/merge.c        # merging snapshots of several processes, families hashed by name

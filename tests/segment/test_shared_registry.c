@@ -52,6 +52,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <pcpu/hcounter.h>
 #include <pcpu/reader.h>
 #include <pcpu/segment.h>
 #include <pcpu/stats.h>
@@ -984,10 +985,15 @@ static void refusals(void)
 	CHECK(pcpu_group_family_series(gf_flow, v));
 	errno = 0;
 	CHECK(pcpu_registry_struct(reg, 8, &fld, 1, 0, NULL, NULL) == NULL && errno == EOPNOTSUPP);
+	/* A hierarchical counter in the tree's zone (pcpu/hcounter.h: its
+	 * switches need a fence over every process of the tree). */
+	errno = 0;
+	CHECK(pcpu_hcounter_create_in(pcpu_registry_zone(reg), 32) == NULL && errno == EOPNOTSUPP);
 	/* The series is still there and counts. */
 	pcpu_counter_add(pcpu_family_counter(f_req, v), 5);
 	CHECK(pcpu_counter_fetch(pcpu_family_counter(f_req, v)) == 5);
-	printf("refusals: removal (series, group series, family) and structs refused with EOPNOTSUPP\n");
+	printf("refusals: removal (series, group series, family), structs and hierarchical counters "
+	       "refused with EOPNOTSUPP\n");
 }
 
 /* A new directory in `dir` and a registry with no series, and the options

@@ -10,10 +10,15 @@
  * big-reader lock (a writer changes two words that readers must always see
  * equal), an object cache (no object handed out twice), counter(9) adds
  * (pcpu/counter9.h: counter_u64_add, counter_u64_add_protected, fetched
- * exact at the end). Each adder's own timer signal interrupts it, and the
- * handler adds to counters, the histogram, the group and an early counter(9)
- * counter (COUNTER_U64_DEFINE_EARLY: allocated by a constructor before
- * main()) too. The main thread forks children now and then,
+ * exact at the end), a hierarchical counter's adds with carries up its tree
+ * (pcpu/hcounter.h, batch 16: sum, bounds and compare exact at the end), a
+ * second one as a limiter (limited adds of 1 against a limit a few times its
+ * range, released in bulk: never more held than the limit), and a per-slot
+ * log written by the public pcpu_rseq_load_cbne_store_store() (each slot's
+ * head counts its commits). Each adder's own timer signal interrupts it, and
+ * the handler adds to counters, the histogram, the group, the hierarchical
+ * counter and an early counter(9) counter (COUNTER_U64_DEFINE_EARLY:
+ * allocated by a constructor before main()) too. The main thread forks children now and then,
  * each of which checks its copy of a counter counts exactly; with
  * --hotplug N it also takes CPUs offline and online N times through
  * /sys/devices/system/cpu/cpuK/online while the threads run.
@@ -212,6 +217,21 @@ static pcpu_objcache_t *cache;
 static counter_u64_t c9[2];
 static COUNTER_U64_DEFINE_EARLY(c9_early);
 static int64_t exp_c9[2], exp_c9_early;
+/* Hierarchical counters (pcpu/hcounter.h): hc added to (carries up the
+ * tree), hl a limiter; hl_held what the adders hold (raised after an
+ * admission, lowered before a release: never above hl's precise sum, so
+ * never above the limit unless a limited add over-admitted). */
+static pcpu_hcounter_t *hc, *hl;
+static int64_t exp_hc, hl_limit, hl_held, hl_admitted, hl_refused, hl_over;
+/* A per-slot log (pcpu_rseq_load_cbne_store_store): a commit stores an
+ * entry, then advances the head from the value it read; the heads' sum is
+ * the commits. */
+struct vlog {
+	intptr_t head;
+	intptr_t entry[7];
+};
+static struct vlog *vlog;
+static unsigned long vlog_commits;
 static int released;
 static int64_t expected[NCNT], exp_g0, exp_g1, exp_hsum;
 static uint64_t *exp_hcount; /* per bucket */
@@ -241,8 +261,9 @@ static void release_fn(void *arg)
  * atomics, so that it is loaded afresh and never torn. */
 static __thread int64_t h_runs;
 
-/* Updates a handler's run makes (its counter, histogram and group adds). */
-enum { HANDLER_ADDS = 5 };
+/* Updates a handler's run makes (its counter, histogram, group and
+ * hierarchical counter adds). */
+enum { HANDLER_ADDS = 6 };
 
 static void handler(int sig)
 {
@@ -254,6 +275,7 @@ static void handler(int sig)
 	pcpu_histogram_record(hist, 7);
 	pcpu_group_add2(group, 0, 1, 2);
 	counter_u64_add(c9_early, 1);
+	pcpu_hcounter_add(hc, 1);
 	__atomic_store_n(&h_runs, h_runs + 1, __ATOMIC_RELAXED);
 	errno = saved;
 }
@@ -270,7 +292,9 @@ static void check_mode(void)
 static void *adder(void *arg)
 {
 	int me = (int)(intptr_t)arg;
-	int64_t local[NCNT] = {0}, g0 = 0, g1 = 0, hsum = 0, c9l[2] = {0};
+	int64_t local[NCNT] = {0}, g0 = 0, g1 = 0, hsum = 0, c9l[2] = {0}, hcl = 0;
+	int64_t held = 0, admitted = 0, refused = 0, hold_max = 2 * hl_limit / nthreads + 1;
+	unsigned long vcommits = 0;
 	uint64_t *hcount = calloc(nbuckets, sizeof(*hcount));
 	uint64_t rng = 0x9e3779b97f4a7c15ull * ((uint64_t)me + 1);
 	unsigned long i = 0, published_adds = 0, published_aborts = 0, ops = 0, loops = 0;
@@ -378,6 +402,55 @@ static void *adder(void *arg)
 			c9l[j] += v;
 			i += 1;
 		}
+		if (((r >> 56) & 3) == 0) {
+			/* The hierarchical counter: small adds, mostly up, so
+			 * that a slot's word crosses its batch every few adds. */
+			int64_t d = (int64_t)((r >> 44) % 9) - 3;
+
+			pcpu_hcounter_add(hc, d);
+			hcl += d;
+			i += 1;
+		} else if (((r >> 56) & 3) == 1) {
+			/* The limiter: take one, or release all held (when
+			 * refused, at hold_max, or now and then). */
+			if (held < hold_max && ((r >> 58) & 63) != 0) {
+				if (pcpu_hcounter_limited_add(hl, 1, hl_limit)) {
+					if (__atomic_add_fetch(&hl_held, 1, __ATOMIC_RELAXED) > hl_limit)
+						__atomic_fetch_add(&hl_over, 1, __ATOMIC_RELAXED);
+					held++;
+					admitted++;
+				} else {
+					refused++;
+					held = -held; /* release below */
+				}
+			} else {
+				held = -held;
+			}
+			if (held < 0) {
+				__atomic_fetch_sub(&hl_held, -held, __ATOMIC_RELAXED);
+				pcpu_hcounter_add(hl, held);
+				held = 0;
+			}
+			i += 1;
+		} else if (((r >> 56) & 3) == 2 && vlog) {
+			/* The public compare-and-store with a second store: the
+			 * entry, then the head (the commit). Aborted or
+			 * differing: not counted, nothing to undo (the entry is
+			 * past the head). */
+			int64_t idx = pcpu_rseq_index();
+
+			if (idx >= 0) {
+				struct vlog *l = pcpu_slot_ptr(vlog, (unsigned)idx);
+				intptr_t h = __atomic_load_n(&l->head, __ATOMIC_RELAXED);
+
+				if (pcpu_rseq_load_cbne_store_store(idx, &l->head, h, &l->entry[h & 7],
+								    (intptr_t)me, h + 1) ==
+				    PCPU_RSEQ_COMMITTED) {
+					vcommits++;
+					i += 1;
+				}
+			}
+		}
 		if ((++loops & 255) == 0) {
 			/* The handler's updates count toward --adds as they
 			 * happen: under TCG they can outnumber the loop's
@@ -399,6 +472,14 @@ static void *adder(void *arg)
 		CHECK(timer_delete(timer) == 0);
 	for (int j = 0; j < NCNT; j++)
 		__atomic_fetch_add(&expected[j], local[j], __ATOMIC_RELAXED);
+	if (held) {
+		__atomic_fetch_sub(&hl_held, held, __ATOMIC_RELAXED);
+		pcpu_hcounter_add(hl, -held);
+	}
+	__atomic_fetch_add(&hl_admitted, admitted, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&hl_refused, refused, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&vlog_commits, vcommits, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&exp_hc, hcl + h_runs, __ATOMIC_RELAXED);
 	/* The handler's adds */
 	__atomic_fetch_add(&expected[0], 3 * h_runs, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&expected[2], -2 * h_runs, __ATOMIC_RELAXED);
@@ -1649,6 +1730,19 @@ int main(int argc, char **argv)
 	}
 	c9[0] = counter_u64_alloc(M_WAITOK);
 	c9[1] = counter_u64_alloc(M_NOWAIT | M_ZERO);
+	hc = pcpu_hcounter_create(16);
+	hl = pcpu_hcounter_create(16);
+	CHECK(hc && hl);
+	/* A few times the bounds' width: the limiter runs per-CPU while the
+	 * bounds leave room, and switches to and from its precise mode. */
+	hl_limit = 4 * pcpu_hcounter_range(hl) + 64;
+	{
+		pcpu_zone_t *z = pcpu_zone_create(PCPU_INDEX_DEFAULT);
+
+		CHECK(z);
+		vlog = pcpu_zone_alloc(z, sizeof(struct vlog), 64);
+		CHECK(vlog);
+	}
 	CHECK(single[0] && single[1] && single[2] && many && hist && group && ref && rw && cache);
 	CHECK(c9[0] && c9[1] && c9_early != EARLY_COUNTER);
 	nbuckets = pcpu_histogram_nbuckets(hist);
@@ -1756,6 +1850,41 @@ int main(int argc, char **argv)
 		if (g[0] != exp_g0 || g[1] != exp_g1)
 			fail("group: %" PRId64 ", %" PRId64 " != %" PRId64 ", %" PRId64, g[0], g[1], exp_g0, exp_g1);
 	}
+	{
+		/* The hierarchical counters: exact, the bounds around the
+		 * sum, compare exact; the limiter never over-admitted and
+		 * back to 0 after every release. */
+		int64_t s = pcpu_hcounter_sum(hc), ls = pcpu_hcounter_sum(hl);
+		struct pcpu_hcounter_approx a = pcpu_hcounter_approx(hc);
+
+		if (s != exp_hc)
+			fail("hcounter: sum %" PRId64 " != %" PRId64 " (lost %" PRId64 ")", s, exp_hc,
+			     exp_hc - s);
+		if (a.min > s || s > a.max)
+			fail("hcounter: sum %" PRId64 " outside its bounds [%" PRId64 ", %" PRId64 "]", s,
+			     a.min, a.max);
+		if (pcpu_hcounter_compare(hc, exp_hc) != 0 || pcpu_hcounter_compare(hc, exp_hc - 1) <= 0 ||
+		    pcpu_hcounter_compare(hc, exp_hc + 1) >= 0)
+			fail("hcounter: compare wrong around %" PRId64 " (sum %" PRId64 ")", exp_hc, s);
+		if (hl_over)
+			fail("hcounter limiter: %" PRId64 " admissions over the limit %" PRId64, hl_over,
+			     hl_limit);
+		if (ls != 0)
+			fail("hcounter limiter: %" PRId64 " after every release, not 0 (%" PRId64
+			     " admitted)",
+			     ls, hl_admitted);
+	}
+	{
+		unsigned long heads = 0;
+
+		for (unsigned sl = 0; sl < pcpu_nslots(); sl++)
+			heads += (unsigned long)((struct vlog *)pcpu_slot_ptr(vlog, sl))->head;
+		if (heads != vlog_commits)
+			fail("load_cbne_store_store: the heads say %lu commits, the adders %lu", heads,
+			     vlog_commits);
+		if (strcmp(expect_mode, "fallback") != 0 && vlog_commits == 0)
+			fail("load_cbne_store_store: no commit");
+	}
 	if (bad_group_reads)
 		fail("%lu of %lu group reads inconsistent", bad_group_reads, group_reads);
 	if (bad_rw_reads)
@@ -1795,10 +1924,10 @@ int main(int argc, char **argv)
 		fail("no adder got an owned slot (%u of them)", pcpu_worker_max());
 	printf("VM_RESULT arch=%s variant=%s kernel=%s mode=%s index=%s mm_cid=%d cpus=%u/%u "
 	       "threads=%d owned=%d adds=%lu aborts=%s forks=%d hotplug=%d group_reads=%lu "
-	       "rw_writes=%lu seconds=%.1f result=%s spec=%s\n",
+	       "rw_writes=%lu hc_admitted=%" PRId64 " hc_refused=%" PRId64 " seconds=%.1f result=%s spec=%s\n",
 	       ARCH, VARIANT, un.release, mode, index_name, pcpu_rseq_has_mm_cid(), present, possible,
 	       nthreads, owned_claims, total_adds, aborts_s, forks, hotplug_done, group_reads, rw_writes,
-	       elapsed,
+	       hl_admitted, hl_refused, elapsed,
 	       failures ? "FAILED" : "exact", spec);
 	finish(failures ? 1 : 0);
 	return 0;

@@ -58,6 +58,19 @@
 #define PCPU_ARCH_NAME "aarch64"
 #define PCPU__ARCH_AUDIT AUDIT_ARCH_AARCH64
 
+/* What the tests need to read this target's machine code
+ * (tests/arch_headers.py; pcpu/arch/x86_64.h says what each is). */
+#define PCPU__ARCH_ELF_MACHINE 183
+#define PCPU__ARCH_ELF_CLASS 64
+#define PCPU__ARCH_CROSS "aarch64-linux-gnu"
+#define PCPU__ARCH_RELATIVE_RELOC "R_AARCH64_RELATIVE"
+#define PCPU__ARCH_ASM_COMMENT "//"
+#define PCPU__ARCH_INSN_STORE "^(st|ld(add|clr|eor|set|smax|smin|umax|umin)|swp|cas)"
+#define PCPU__ARCH_INSN_LOAD "^ld"
+#define PCPU__ARCH_INSN_CALL "^(bl|blr|blraa|blrab|svc|hvc|smc)( |$)"
+#define PCPU__ARCH_INSN_BRANCH "^(b|cbz|cbnz|tbz|tbnz|b[.][^ ]*)( |$)"
+#define PCPU__ARCH_INSN_JUMP "^b( |$)"
+
 /* ---- not sections: what the subjects' code asks of the target ----------------
  * (also in a fallback build; pcpu/arch/generic.h has the portable versions) */
 
@@ -71,8 +84,8 @@
 /* glibc's RSEQ_SIG for aarch64 (little-endian): `brk #0x45e0`. */
 #define PCPU__RSEQ_SIG 0xd428bc00
 
-/* The object cache's sections (pcpu/arch/objcache.h includes it). */
-#define PCPU__ARCH_OBJCACHE_H "aarch64/objcache.h"
+/* The per-CPU stack's sections (pcpu/arch/common.h includes them). */
+#define PCPU__ARCH_STACK_H "aarch64/stack.h"
 
 /* tpidr_el0. Not volatile: constant for a thread, so the compiler may
  * reuse it (and does, across a loop of sections). */
@@ -94,10 +107,6 @@ static inline char *pcpu__arch_thread_pointer(void)
 	"6:\n\t"
 #define PCPU__INJECT_INPUT , [inject_spin] "r"(pcpu__test_inject_spin)
 #define PCPU__INJECT_CLOBBER , "x8"
-#else
-#define PCPU__INJECT_ASM ""
-#define PCPU__INJECT_INPUT
-#define PCPU__INJECT_CLOBBER
 #endif
 
 /* The idx16 operations' index read, before arming: from the field, or in
@@ -109,13 +118,8 @@ static inline char *pcpu__arch_thread_pointer(void)
 #define PCPU__A64_LOAD_IDX16 "ldrh w13, [%[tp], %[idx]]\n\t"
 #endif
 
-/* PCPU_TEST_SPLIT_BLOCKS: a branch to the next instruction, which ends an
- * emulator's translated block there (pcpu/arch/pseudocode.h). */
-#ifdef PCPU_TEST_SPLIT_BLOCKS
-#define PCPU__SPLIT "b 9f\n\t9:\n\t"
-#else
-#define PCPU__SPLIT ""
-#endif
+/* PCPU_TEST_SPLIT_BLOCKS' branch to the next instruction. */
+#define PCPU__ARCH_SPLIT_BRANCH "b"
 
 /* What every section clobbers besides its own scratch registers. */
 #define PCPU__A64_CLOBBERS "memory", "cc", "x15", "x16", "x17" PCPU__INJECT_CLOBBER
@@ -151,77 +155,39 @@ static inline char *pcpu__arch_thread_pointer(void)
 /* The operands every section has: the thread pointer and the two offsets. */
 #define PCPU__A64_RSEQ_OPERANDS(csoff, idxoff)                               \
 	[tp] "r"(pcpu__arch_thread_pointer()), [cs] "r"(csoff), [idx] "r"(idxoff)
+#define PCPU__A64_G_OPERANDS                                                 \
+	PCPU__A64_RSEQ_OPERANDS((intptr_t)pcpu__g.cs_tpoff, (intptr_t)pcpu__g.index_tpoff)
 
 /* ---- the index ------------------------------------------------------------------ */
 
-/* The calling thread's slot index, sign-extended by the load (ldrsw). A
- * fresh load every time (volatile: the kernel changes the field). */
-static inline int64_t pcpu__rseq_load_index(void)
-{
-	int64_t idx;
-
-	__asm__ __volatile__("ldrsw %0, [%1, %2]"
-			     : "=r"(idx)
-			     : "r"(pcpu__arch_thread_pointer()), "r"((intptr_t)pcpu__g.index_tpoff));
-	return idx;
-}
-#define pcpu__rseq_load_index pcpu__rseq_load_index
-
-/* The field's low 16 bits, zero-extended by the load (ldrh: the low half
- * is at the field's address, little-endian). */
-static inline int64_t pcpu__rseq_load_index16(void)
-{
-	int64_t idx;
-
-	__asm__ __volatile__("ldrh %w0, [%1, %2]"
-			     : "=r"(idx)
-			     : "r"(pcpu__arch_thread_pointer()), "r"((intptr_t)pcpu__g.index_tpoff));
-	return idx;
-}
-#define pcpu__rseq_load_index16 pcpu__rseq_load_index16
+/* ldrsw sign-extends the index as it loads it; ldrh loads the low half
+ * (at the field's address, little-endian), zero-extended. */
+#define PCPU__ARCH_INDEX_T int64_t
+#define PCPU__ARCH_INDEX16_T int64_t
+#define PCPU__ARCH_LOAD_INDEX "ldrsw %[idx], [%[tp], %[off]]"
+#define PCPU__ARCH_LOAD_INDEX16 "ldrh %w[idx], [%[tp], %[off]]"
+#define PCPU__ARCH_TLS_IN(offset_) [tp] "r"(pcpu__arch_thread_pointer()), [off] "r"(offset_)
 
 /* ---- sections ------------------------------------------------------------------- */
 
 /* rseq_cmpeq_addv_at: if (index != expected) abort; *p += v;
  * (ldr, add, str: the str commits). */
-__attribute__((always_inline)) static inline int
-pcpu__rseq_cmpeq_addv_at(int64_t expected, int64_t *p, int64_t v, intptr_t csoff, intptr_t idxoff)
-{
-	PCPU__INJECT_BEFORE();
-	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
-		     PCPU__A64_ARM
-		     PCPU__A64_CMPEQ("%w[expected]")
-		     "ldr x14, [%[p]]\n\t"
-		     PCPU__SPLIT
-		     "add x14, x14, %[v]\n\t"
-		     PCPU__SPLIT
-		     PCPU__INJECT_ASM
-		     "0:\n\t"
-		     "str x14, [%[p]]\n\t"
-		     "2:\n\t"
-		     PCPU__A64_ABORT_TO("aborted")
-		     : /* asm goto has no outputs */
-		     : PCPU__A64_RSEQ_OPERANDS(csoff, idxoff), [expected] "r"(expected),
-		       [p] "r"(p), [v] "rIJ"(v) PCPU__INJECT_INPUT
-		     : "x14", PCPU__A64_CLOBBERS
-		     : aborted);
-	pcpu__after_asm_goto();
-	return PCPU__RSEQ_COMMITTED;
-aborted:
-	pcpu__after_asm_goto();
-	PCPU__INJECT_ABORTED();
-	return PCPU__RSEQ_ABORTED;
-}
-#define pcpu__rseq_cmpeq_addv_at pcpu__rseq_cmpeq_addv_at
-
-/* rseq_cmpeq_addv: rseq_cmpeq_addv_at with the offsets read from pcpu__g. */
-__attribute__((always_inline)) static inline int
-pcpu__rseq_cmpeq_addv(int64_t expected, int64_t *p, int64_t v)
-{
-	return pcpu__rseq_cmpeq_addv_at(expected, p, v, (intptr_t)pcpu__g.cs_tpoff,
-					(intptr_t)pcpu__g.index_tpoff);
-}
-#define pcpu__rseq_cmpeq_addv pcpu__rseq_cmpeq_addv
+#define PCPU__ARCH_LOAD_ADD_STORE_AT_ASM                                         \
+	PCPU__A64_ARM                                                        \
+	PCPU__A64_CMPEQ("%w[expected]")                                      \
+	"ldr x14, [%[p]]\n\t"                                                \
+	PCPU__SPLIT                                                          \
+	"add x14, x14, %[v]\n\t"                                             \
+	PCPU__SPLIT                                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"str x14, [%[p]]\n\t"                                                \
+	"2:\n\t"                                                             \
+	PCPU__A64_ABORT_TO("aborted")
+#define PCPU__ARCH_LOAD_ADD_STORE_AT_IN                                          \
+	PCPU__A64_RSEQ_OPERANDS(csoff, idxoff), [expected] "r"(expected),    \
+	[p] "r"(p), [v] "rIJ"(v) PCPU__INJECT_INPUT
+#define PCPU__ARCH_LOAD_ADD_STORE_AT_CLOBBERS "x14", PCPU__A64_CLOBBERS
 
 /*
  * rseq_idx16_cmpeq_addv_indexed: the counter add.
@@ -233,39 +199,24 @@ pcpu__rseq_cmpeq_addv(int64_t expected, int64_t *p, int64_t v)
  * -1 or -2 fails the compare, with no sign test), and the slot's address
  * is one shifted-register add.
  */
-__attribute__((always_inline)) static inline int
-pcpu__rseq_idx16_cmpeq_addv_indexed(int64_t *base, int64_t v)
-{
-	PCPU__INJECT_BEFORE_IDX16();
-	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
-		     PCPU__A64_LOAD_IDX16
-		     PCPU__A64_ARM
-		     PCPU__A64_CMPEQ("w13")
-		     "add x13, %[base], x13, lsl %[shift]\n\t"
-		     "ldr x14, [x13]\n\t"
-		     PCPU__SPLIT
-		     "add x14, x14, %[v]\n\t"
-		     PCPU__SPLIT
-		     PCPU__INJECT_ASM
-		     "0:\n\t"
-		     "str x14, [x13]\n\t"
-		     "2:\n\t"
-		     PCPU__A64_ABORT_TO("aborted")
-		     :
-		     : PCPU__A64_RSEQ_OPERANDS((intptr_t)pcpu__g.cs_tpoff,
-					       (intptr_t)pcpu__g.index_tpoff),
-		       [base] "r"(base), [v] "rIJ"(v), [shift] "n"(PCPU_SLOT_STRIDE_SHIFT)
-		       PCPU__INJECT_INPUT PCPU__IDX16_INPUT
-		     : "x13", "x14", PCPU__A64_CLOBBERS
-		     : aborted);
-	pcpu__after_asm_goto();
-	return PCPU__RSEQ_COMMITTED;
-aborted:
-	pcpu__after_asm_goto();
-	PCPU__INJECT_ABORTED();
-	return PCPU__RSEQ_ABORTED;
-}
-#define pcpu__rseq_idx16_cmpeq_addv_indexed pcpu__rseq_idx16_cmpeq_addv_indexed
+#define PCPU__ARCH_THIS_LOAD_ADD_STORE_ASM                                            \
+	PCPU__A64_LOAD_IDX16                                                 \
+	PCPU__A64_ARM                                                        \
+	PCPU__A64_CMPEQ("w13")                                               \
+	"add x13, %[base], x13, lsl %[shift]\n\t"                            \
+	"ldr x14, [x13]\n\t"                                                 \
+	PCPU__SPLIT                                                          \
+	"add x14, x14, %[v]\n\t"                                             \
+	PCPU__SPLIT                                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"str x14, [x13]\n\t"                                                 \
+	"2:\n\t"                                                             \
+	PCPU__A64_ABORT_TO("aborted")
+#define PCPU__ARCH_THIS_LOAD_ADD_STORE_IN                                             \
+	PCPU__A64_G_OPERANDS, [base] "r"(base), [v] "rIJ"(v),               \
+	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT PCPU__IDX16_INPUT
+#define PCPU__ARCH_THIS_LOAD_ADD_STORE_CLOBBERS "x13", "x14", PCPU__A64_CLOBBERS
 
 /*
  * rseq_idx16_cmpeq_add2v_indexed: the histogram's pair, loaded with one
@@ -283,130 +234,148 @@ aborted:
  * target; each word is exact, being one 64-bit single-copy atomic access
  * on every Armv8.
  */
-__attribute__((always_inline)) static inline int
-pcpu__rseq_idx16_cmpeq_add2v_indexed(int64_t *base, int64_t a, int64_t b)
-{
-	PCPU__INJECT_BEFORE_IDX16();
-	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
-		     PCPU__A64_LOAD_IDX16
-		     PCPU__A64_ARM
-		     PCPU__A64_CMPEQ("w13")
-		     "add x13, %[base], x13, lsl %[shift]\n\t"
-		     "ldp x14, x12, [x13]\n\t"
-		     PCPU__SPLIT
-		     "add x14, x14, %[a]\n\t"
-		     "add x12, x12, %[b]\n\t"
-		     PCPU__SPLIT
-		     PCPU__INJECT_ASM
-		     "0:\n\t"
-		     "stp x14, x12, [x13]\n\t"
-		     "2:\n\t"
-		     PCPU__A64_ABORT_TO("aborted")
-		     :
-		     : PCPU__A64_RSEQ_OPERANDS((intptr_t)pcpu__g.cs_tpoff,
-					       (intptr_t)pcpu__g.index_tpoff),
-		       [base] "r"(base), [a] "rIJ"(a), [b] "rIJ"(b),
-		       [shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT PCPU__IDX16_INPUT
-		     : "x12", "x13", "x14", PCPU__A64_CLOBBERS
-		     : aborted);
-	pcpu__after_asm_goto();
-	return PCPU__RSEQ_COMMITTED;
-aborted:
-	pcpu__after_asm_goto();
-	PCPU__INJECT_ABORTED();
-	return PCPU__RSEQ_ABORTED;
-}
-#define pcpu__rseq_idx16_cmpeq_add2v_indexed pcpu__rseq_idx16_cmpeq_add2v_indexed
+#define PCPU__ARCH_THIS_ADD2_ASM                                           \
+	PCPU__A64_LOAD_IDX16                                                 \
+	PCPU__A64_ARM                                                        \
+	PCPU__A64_CMPEQ("w13")                                               \
+	"add x13, %[base], x13, lsl %[shift]\n\t"                            \
+	"ldp x14, x12, [x13]\n\t"                                            \
+	PCPU__SPLIT                                                          \
+	"add x14, x14, %[a]\n\t"                                             \
+	"add x12, x12, %[b]\n\t"                                             \
+	PCPU__SPLIT                                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"stp x14, x12, [x13]\n\t"                                            \
+	"2:\n\t"                                                             \
+	PCPU__A64_ABORT_TO("aborted")
+#define PCPU__ARCH_THIS_ADD2_IN                                            \
+	PCPU__A64_G_OPERANDS, [base] "r"(base), [a] "rIJ"(a), [b] "rIJ"(b),  \
+	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT PCPU__IDX16_INPUT
+#define PCPU__ARCH_THIS_ADD2_CLOBBERS "x12", "x13", "x14", PCPU__A64_CLOBBERS
 
 /* rseq_cmpeq_cmpeqv_storev: if (index != expected) abort;
  * if (*p != expect) return DIFFERS; *p = newv. */
-__attribute__((always_inline)) static inline int
-pcpu__rseq_cmpeq_cmpeqv_storev(int64_t expected, intptr_t *p, intptr_t expect, intptr_t newv)
-{
-	PCPU__INJECT_BEFORE();
-	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
-		     PCPU__RSEQ_EXIT_POINT("differs")
-		     PCPU__A64_ARM
-		     PCPU__A64_CMPEQ("%w[expected]")
-		     "ldr x14, [%[p]]\n\t"
-		     PCPU__SPLIT
-		     "cmp x14, %[expect]\n\t"
-		     "b.ne %l[differs]\n\t"
-		     PCPU__INJECT_ASM
-		     "0:\n\t"
-		     "str %[newv], [%[p]]\n\t"
-		     "2:\n\t"
-		     PCPU__A64_ABORT_TO("aborted")
-		     :
-		     : PCPU__A64_RSEQ_OPERANDS((intptr_t)pcpu__g.cs_tpoff,
-					       (intptr_t)pcpu__g.index_tpoff),
-		       [expected] "r"(expected), [p] "r"(p), [expect] "rI"(expect),
-		       [newv] "r"(newv) PCPU__INJECT_INPUT
-		     : "x14", PCPU__A64_CLOBBERS
-		     : aborted, differs);
-	pcpu__after_asm_goto();
-	return PCPU__RSEQ_COMMITTED;
-aborted:
-	pcpu__after_asm_goto();
-	PCPU__INJECT_ABORTED();
-	return PCPU__RSEQ_ABORTED;
-differs:
-	pcpu__after_asm_goto();
-	return PCPU__RSEQ_DIFFERS;
-}
-#define pcpu__rseq_cmpeq_cmpeqv_storev pcpu__rseq_cmpeq_cmpeqv_storev
+#define PCPU__ARCH_LOAD_CBNE_STORE_ASM                                          \
+	PCPU__A64_ARM                                                        \
+	PCPU__A64_CMPEQ("%w[expected]")                                      \
+	"ldr x14, [%[p]]\n\t"                                                \
+	PCPU__SPLIT                                                          \
+	"cmp x14, %[expect]\n\t"                                             \
+	"b.ne %l[differs]\n\t"                                               \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"str %[newv], [%[p]]\n\t"                                            \
+	"2:\n\t"                                                             \
+	PCPU__A64_ABORT_TO("aborted")
+#define PCPU__ARCH_LOAD_CBNE_STORE_IN                                           \
+	PCPU__A64_G_OPERANDS, [expected] "r"(expected), [p] "r"(p),          \
+	[expect] "rI"(expect), [newv] "r"(newv) PCPU__INJECT_INPUT
+#define PCPU__ARCH_LOAD_CBNE_STORE_CLOBBERS "x14", PCPU__A64_CLOBBERS
 
 /*
  * rseq_loadidx_cmpeqv_addv: the index is read inside the section (so no
  * separate compare: a thread that moves after the load is restarted before
  * the commit); a negative one leaves before anything is written.
  */
-__attribute__((always_inline)) static inline int
-pcpu__rseq_loadidx_cmpeqv_addv(void *base, long v_off, intptr_t expect, int64_t add)
-{
-	PCPU__INJECT_BEFORE();
-	__asm__ goto(PCPU__RSEQ_EXIT_POINT("differs")
-		     PCPU__RSEQ_EXIT_POINT("unregistered")
-		     PCPU__A64_ARM
-		     "1:\n\t"
-		     "ldrsw x13, [%[tp], %[idx]]\n\t"
-		     PCPU__SPLIT
-		     "tbnz x13, 63, %l[unregistered]\n\t"
-		     "lsl x13, x13, %[shift]\n\t"
-		     "ldr x14, [%[vbase], x13]\n\t"
-		     PCPU__SPLIT
-		     "cmp x14, %[expect]\n\t"
-		     "b.ne %l[differs]\n\t"
-		     "ldr x14, [%[base], x13]\n\t"
-		     PCPU__SPLIT
-		     "add x14, x14, %[add]\n\t"
-		     PCPU__SPLIT
-		     PCPU__INJECT_ASM
-		     "0:\n\t"
-		     "str x14, [%[base], x13]\n\t"
-		     "2:\n\t"
-		     PCPU__A64_ABORT_TO("aborted")
-		     :
-		     : PCPU__A64_RSEQ_OPERANDS((intptr_t)pcpu__g.cs_tpoff,
-					       (intptr_t)pcpu__g.index_tpoff),
-		       [base] "r"(base), [vbase] "r"((char *)base + v_off), [expect] "rI"(expect),
-		       [add] "rIJ"(add), [shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT
-		     : "x13", "x14", PCPU__A64_CLOBBERS
-		     : aborted, differs, unregistered);
-	pcpu__after_asm_goto();
-	return PCPU__RSEQ_COMMITTED;
-aborted:
-	pcpu__after_asm_goto();
-	PCPU__INJECT_ABORTED();
-	return PCPU__RSEQ_ABORTED;
-differs:
-	pcpu__after_asm_goto();
-	return PCPU__RSEQ_DIFFERS;
-unregistered:
-	pcpu__after_asm_goto();
-	return PCPU__RSEQ_UNREGISTERED;
-}
-#define pcpu__rseq_loadidx_cmpeqv_addv pcpu__rseq_loadidx_cmpeqv_addv
+#define PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_ASM                                          \
+	PCPU__A64_ARM                                                        \
+	"1:\n\t"                                                             \
+	"ldrsw x13, [%[tp], %[idx]]\n\t"                                     \
+	PCPU__SPLIT                                                          \
+	"tbnz x13, 63, %l[unregistered]\n\t"                                 \
+	"lsl x13, x13, %[shift]\n\t"                                         \
+	"ldr x14, [%[vbase], x13]\n\t"                                       \
+	PCPU__SPLIT                                                          \
+	"cmp x14, %[expect]\n\t"                                             \
+	"b.ne %l[differs]\n\t"                                               \
+	"ldr x14, [%[base], x13]\n\t"                                        \
+	PCPU__SPLIT                                                          \
+	"add x14, x14, %[add]\n\t"                                           \
+	PCPU__SPLIT                                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"str x14, [%[base], x13]\n\t"                                        \
+	"2:\n\t"                                                             \
+	PCPU__A64_ABORT_TO("aborted")
+#define PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_IN                                           \
+	PCPU__A64_G_OPERANDS, [base] "r"(base), [vbase] "r"((char *)base + v_off), \
+	[expect] "rI"(expect), [add] "rIJ"(add),                             \
+	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT
+#define PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_CLOBBERS "x13", "x14", PCPU__A64_CLOBBERS
+
+/* load_cbne_store_store: if (index != expected) abort;
+ * if (*p != expect) return DIFFERS; *p2 = newv2; *p = newv. */
+#define PCPU__ARCH_LOAD_CBNE_STORE_STORE_ASM                                 \
+	PCPU__A64_ARM                                                        \
+	PCPU__A64_CMPEQ("%w[expected]")                                      \
+	"ldr x14, [%[p]]\n\t"                                                \
+	PCPU__SPLIT                                                          \
+	"cmp x14, %[expect]\n\t"                                             \
+	"b.ne %l[differs]\n\t"                                               \
+	"str %[newv2], [%[p2]]\n\t"                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"str %[newv], [%[p]]\n\t"                                            \
+	"2:\n\t"                                                             \
+	PCPU__A64_ABORT_TO("aborted")
+#define PCPU__ARCH_LOAD_CBNE_STORE_STORE_IN                                  \
+	PCPU__A64_G_OPERANDS, [expected] "r"(expected), [p] "r"(p),          \
+	[expect] "rI"(expect), [p2] "r"(p2), [newv2] "r"(newv2),             \
+	[newv] "r"(newv) PCPU__INJECT_INPUT
+#define PCPU__ARCH_LOAD_CBNE_STORE_STORE_CLOBBERS "x14", PCPU__A64_CLOBBERS
+
+/*
+ * this_load_add_cbmask_store: the hierarchical counter's add. The counter
+ * add's shape with the slot's mask (the next word) loaded by the same
+ * `ldp`, and the bits the add changes tested against it before the store:
+ *   ... add x13, base, x13, lsl #shift;  ldp x14, x12, [x13];
+ *   add x15, x14, v;  eor x14, x14, x15;  tst x14, x12;  b.ne unfit;
+ *   0: str x15, [x13];  2:
+ */
+#define PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_ASM                            \
+	PCPU__A64_LOAD_IDX16                                                 \
+	PCPU__A64_ARM                                                        \
+	PCPU__A64_CMPEQ("w13")                                               \
+	"add x13, %[base], x13, lsl %[shift]\n\t"                            \
+	"ldp x14, x12, [x13]\n\t"                                            \
+	PCPU__SPLIT                                                          \
+	"add x15, x14, %[v]\n\t"                                             \
+	"eor x14, x14, x15\n\t"                                              \
+	"tst x14, x12\n\t"                                                   \
+	"b.ne %l[unfit]\n\t"                                                 \
+	PCPU__SPLIT                                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"str x15, [x13]\n\t"                                                 \
+	"2:\n\t"                                                             \
+	PCPU__A64_ABORT_TO("aborted")
+#define PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_IN                             \
+	PCPU__A64_G_OPERANDS, [base] "r"(base), [v] "rIJ"(v),               \
+	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT PCPU__IDX16_INPUT
+#define PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_CLOBBERS "x12", "x13", "x14", PCPU__A64_CLOBBERS
+
+/* load_cbne_load_store_add_store: if (index != expected) abort;
+ * if (p[1] != gexpect) return DIFFERS; *oldp = p[0]; p[0] += v. */
+#define PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_ASM                        \
+	PCPU__A64_ARM                                                        \
+	PCPU__A64_CMPEQ("%w[expected]")                                      \
+	"ldp x14, x13, [%[p]]\n\t"                                           \
+	PCPU__SPLIT                                                          \
+	"cmp x13, %[gexpect]\n\t"                                            \
+	"b.ne %l[differs]\n\t"                                               \
+	"str x14, [%[oldp]]\n\t"                                             \
+	"add x14, x14, %[v]\n\t"                                             \
+	PCPU__SPLIT                                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"str x14, [%[p]]\n\t"                                                \
+	"2:\n\t"                                                             \
+	PCPU__A64_ABORT_TO("aborted")
+#define PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_IN                         \
+	PCPU__A64_G_OPERANDS, [expected] "r"(expected), [p] "r"(p),          \
+	[gexpect] "r"(gexpect), [oldp] "r"(oldp), [v] "rIJ"(v) PCPU__INJECT_INPUT
+#define PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_CLOBBERS "x13", "x14", PCPU__A64_CLOBBERS
 
 #endif /* PCPU__ARCH_SECTIONS */
 

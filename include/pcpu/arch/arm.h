@@ -67,6 +67,20 @@
 #define PCPU_ARCH_NAME "arm"
 #define PCPU__ARCH_AUDIT AUDIT_ARCH_ARM
 
+/* What the tests need to read this target's machine code
+ * (tests/arch_headers.py; pcpu/arch/x86_64.h says what each is). The ELF
+ * class is 32, but the rseq tables keep the ABI's 64-bit fields. */
+#define PCPU__ARCH_ELF_MACHINE 40
+#define PCPU__ARCH_ELF_CLASS 32
+#define PCPU__ARCH_CROSS "arm-linux-gnueabihf"
+#define PCPU__ARCH_RELATIVE_RELOC "R_ARM_RELATIVE"
+#define PCPU__ARCH_ASM_COMMENT "@"
+#define PCPU__ARCH_INSN_STORE "^(st|push)"
+#define PCPU__ARCH_INSN_LOAD "^ld"
+#define PCPU__ARCH_INSN_CALL "^(bl|blx|svc)( |$)"
+#define PCPU__ARCH_INSN_BRANCH "^(b(eq|ne|cs|hs|cc|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le)?([.][nw])?|cbn?z)( |$)"
+#define PCPU__ARCH_INSN_JUMP "^b([.][nw])?( |$)"
+
 /* ---- not sections: what the subjects' code asks of the target ----------------
  * (also in a fallback build; pcpu/arch/generic.h has the portable versions) */
 
@@ -80,8 +94,8 @@
 /* glibc's RSEQ_SIG for little-endian Arm: `udf #24035` in A32. */
 #define PCPU__RSEQ_SIG 0xe7f5def3
 
-/* The object cache's sections (pcpu/arch/objcache.h includes it). */
-#define PCPU__ARCH_OBJCACHE_H "arm/objcache.h"
+/* The per-CPU stack's sections (pcpu/arch/common.h includes them). */
+#define PCPU__ARCH_STACK_H "arm/stack.h"
 
 /* TPIDRURO (`mrc p15, 0, rX, c13, c0, 3`). Not volatile: constant for a
  * thread, so the compiler may reuse it. */
@@ -104,44 +118,36 @@ static inline char *pcpu__arch_thread_pointer(void)
  * before the hook, PCPU__INJECT_BEFORE_IDX16) are memory operands, so that
  * they take no register: the histogram's section needs 7 of the 9 that
  * its fixed scratch registers leave, and a global's address would take
- * one. The spin count is copied, before the hook, onto the stack. */
+ * one. The spin count is copied, before the hook, onto the stack (this
+ * port's versions of pcpu/arch/common.h's C hooks). */
 #ifdef PCPU_TEST_INJECT
-#define PCPU__INJECT_ASM                                                     \
-	"ldr lr, %[inject_spin]\n\t"                                         \
-	"cmp lr, #0\n\t"                                                     \
+#define PCPU__ARM_SPIN(reg)                                                  \
+	"ldr " reg ", %[inject_spin]\n\t"                                    \
+	"cmp " reg ", #0\n\t"                                                \
 	"beq 6f\n\t"                                                         \
 	"5:\n\t"                                                             \
-	"subs lr, lr, #1\n\t"                                                \
+	"subs " reg ", " reg ", #1\n\t"                                      \
 	"bne 5b\n\t"                                                         \
 	"6:\n\t"
+#define PCPU__INJECT_ASM PCPU__ARM_SPIN("lr")
 #define PCPU__INJECT_INPUT , [inject_spin] "m"(pcpu__spin)
 #define PCPU__INJECT_CLOBBER , "lr"
 #define PCPU__ARM_LOAD_IDX16 "ldr r12, %[idx16]\n\t"
-#undef PCPU__IDX16_INPUT
 #define PCPU__IDX16_INPUT , [idx16] "m"(pcpu__idx16)
-#undef PCPU__INJECT_BEFORE
 #define PCPU__INJECT_BEFORE()                                                \
 	unsigned pcpu__spin = pcpu__test_inject_spin;                         \
 	pcpu__test_inject_before()
-#undef PCPU__INJECT_BEFORE_IDX16
 #define PCPU__INJECT_BEFORE_IDX16()                                          \
 	int64_t pcpu__idx16 = pcpu__rseq_load_index16();                      \
 	unsigned pcpu__spin = pcpu__test_inject_spin;                         \
 	pcpu__test_inject_before()
 #else
-#define PCPU__INJECT_ASM ""
-#define PCPU__INJECT_INPUT
-#define PCPU__INJECT_CLOBBER
+#define PCPU__ARM_SPIN(reg) ""
 #define PCPU__ARM_LOAD_IDX16 "ldrh r12, [%[idxp]]\n\t"
 #endif
 
-/* PCPU_TEST_SPLIT_BLOCKS: a branch to the next instruction, which ends an
- * emulator's translated block there (pcpu/arch/pseudocode.h). */
-#ifdef PCPU_TEST_SPLIT_BLOCKS
-#define PCPU__SPLIT "b 9f\n\t9:\n\t"
-#else
-#define PCPU__SPLIT ""
-#endif
+/* PCPU_TEST_SPLIT_BLOCKS' branch to the next instruction. */
+#define PCPU__ARCH_SPLIT_BRANCH "b"
 
 /* What every section clobbers besides its own scratch registers. */
 #define PCPU__ARM_CLOBBERS "memory", "cc", "r0", "r12" PCPU__INJECT_CLOBBER
@@ -179,77 +185,40 @@ static inline char *pcpu__arch_thread_pointer(void)
 #define PCPU__ARM_RSEQ_OPERANDS(csoff, idxoff)                               \
 	[csp] "r"(pcpu__arch_thread_pointer() + (csoff)),                     \
 	[idxp] "r"(pcpu__arch_thread_pointer() + (idxoff))
+#define PCPU__ARM_G_OPERANDS                                                 \
+	PCPU__ARM_RSEQ_OPERANDS((intptr_t)pcpu__g.cs_tpoff, (intptr_t)pcpu__g.index_tpoff)
 
 /* ---- the index ------------------------------------------------------------------ */
 
-/* The calling thread's slot index (negative when not registered). A fresh
- * load every time (volatile: the kernel changes the field). */
-static inline int64_t pcpu__rseq_load_index(void)
-{
-	int32_t idx;
-
-	__asm__ __volatile__("ldr %0, [%1]"
-			     : "=r"(idx)
-			     : "r"(pcpu__arch_thread_pointer() + (intptr_t)pcpu__g.index_tpoff));
-	return idx;
-}
-#define pcpu__rseq_load_index pcpu__rseq_load_index
-
-/* The field's low 16 bits (ldrh: the low half is at the field's address). */
-static inline int64_t pcpu__rseq_load_index16(void)
-{
-	uint32_t idx;
-
-	__asm__ __volatile__("ldrh %0, [%1]"
-			     : "=r"(idx)
-			     : "r"(pcpu__arch_thread_pointer() + (intptr_t)pcpu__g.index_tpoff));
-	return idx;
-}
-#define pcpu__rseq_load_index16 pcpu__rseq_load_index16
+/* The index is 32 bits here (negative when not registered); ldrh loads
+ * its low half (at the field's address), zero-extended. */
+#define PCPU__ARCH_INDEX_T int32_t
+#define PCPU__ARCH_INDEX16_T uint32_t
+#define PCPU__ARCH_LOAD_INDEX "ldr %[idx], [%[p]]"
+#define PCPU__ARCH_LOAD_INDEX16 "ldrh %[idx], [%[p]]"
+#define PCPU__ARCH_TLS_IN(offset_) [p] "r"(pcpu__arch_thread_pointer() + (offset_))
 
 /* ---- sections ------------------------------------------------------------------- */
 
 /* rseq_cmpeq_addv_at: if (index != expected) abort; *p += v;
  * (ldrd, adds, adc, strd: the strd commits). */
-__attribute__((always_inline)) static inline int
-pcpu__rseq_cmpeq_addv_at(int64_t expected, int64_t *p, int64_t v, intptr_t csoff, intptr_t idxoff)
-{
-	PCPU__INJECT_BEFORE();
-	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
-		     PCPU__ARM_ARM
-		     PCPU__ARM_CMPEQ("%[expected]")
-		     "ldrd r0, r1, [%[p]]\n\t"
-		     PCPU__SPLIT
-		     "adds r0, r0, %Q[v]\n\t"
-		     "adc r1, r1, %R[v]\n\t"
-		     PCPU__SPLIT
-		     PCPU__INJECT_ASM
-		     "0:\n\t"
-		     "strd r0, r1, [%[p]]\n\t"
-		     "2:\n\t"
-		     PCPU__ARM_ABORT_TO("aborted")
-		     : /* asm goto has no outputs */
-		     : PCPU__ARM_RSEQ_OPERANDS(csoff, idxoff), [expected] "r"((int32_t)expected),
-		       [p] "r"(p), [v] "r"(v) PCPU__INJECT_INPUT
-		     : "r1", PCPU__ARM_CLOBBERS
-		     : aborted);
-	pcpu__after_asm_goto();
-	return PCPU__RSEQ_COMMITTED;
-aborted:
-	pcpu__after_asm_goto();
-	PCPU__INJECT_ABORTED();
-	return PCPU__RSEQ_ABORTED;
-}
-#define pcpu__rseq_cmpeq_addv_at pcpu__rseq_cmpeq_addv_at
-
-/* rseq_cmpeq_addv: rseq_cmpeq_addv_at with the offsets read from pcpu__g. */
-__attribute__((always_inline)) static inline int
-pcpu__rseq_cmpeq_addv(int64_t expected, int64_t *p, int64_t v)
-{
-	return pcpu__rseq_cmpeq_addv_at(expected, p, v, (intptr_t)pcpu__g.cs_tpoff,
-					(intptr_t)pcpu__g.index_tpoff);
-}
-#define pcpu__rseq_cmpeq_addv pcpu__rseq_cmpeq_addv
+#define PCPU__ARCH_LOAD_ADD_STORE_AT_ASM                                         \
+	PCPU__ARM_ARM                                                        \
+	PCPU__ARM_CMPEQ("%[expected]")                                       \
+	"ldrd r0, r1, [%[p]]\n\t"                                            \
+	PCPU__SPLIT                                                          \
+	"adds r0, r0, %Q[v]\n\t"                                             \
+	"adc r1, r1, %R[v]\n\t"                                              \
+	PCPU__SPLIT                                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"strd r0, r1, [%[p]]\n\t"                                            \
+	"2:\n\t"                                                             \
+	PCPU__ARM_ABORT_TO("aborted")
+#define PCPU__ARCH_LOAD_ADD_STORE_AT_IN                                          \
+	PCPU__ARM_RSEQ_OPERANDS(csoff, idxoff), [expected] "r"((int32_t)expected), \
+	[p] "r"(p), [v] "r"(v) PCPU__INJECT_INPUT
+#define PCPU__ARCH_LOAD_ADD_STORE_AT_CLOBBERS "r1", PCPU__ARM_CLOBBERS
 
 /*
  * rseq_idx16_cmpeq_addv_indexed: the counter add.
@@ -259,40 +228,25 @@ pcpu__rseq_cmpeq_addv(int64_t expected, int64_t *p, int64_t v)
  *   ldrd r0, r1, [r12];  adds r0, r0, v.lo;  adc r1, r1, v.hi;
  *   0: strd r0, r1, [r12];  2:
  */
-__attribute__((always_inline)) static inline int
-pcpu__rseq_idx16_cmpeq_addv_indexed(int64_t *base, int64_t v)
-{
-	PCPU__INJECT_BEFORE_IDX16();
-	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
-		     PCPU__ARM_LOAD_IDX16
-		     PCPU__ARM_ARM
-		     PCPU__ARM_CMPEQ("r12")
-		     "add r12, %[base], r12, lsl %[shift]\n\t"
-		     "ldrd r0, r1, [r12]\n\t"
-		     PCPU__SPLIT
-		     "adds r0, r0, %Q[v]\n\t"
-		     "adc r1, r1, %R[v]\n\t"
-		     PCPU__SPLIT
-		     PCPU__INJECT_ASM
-		     "0:\n\t"
-		     "strd r0, r1, [r12]\n\t"
-		     "2:\n\t"
-		     PCPU__ARM_ABORT_TO("aborted")
-		     :
-		     : PCPU__ARM_RSEQ_OPERANDS((intptr_t)pcpu__g.cs_tpoff,
-					       (intptr_t)pcpu__g.index_tpoff),
-		       [base] "r"(base), [v] "r"(v), [shift] "n"(PCPU_SLOT_STRIDE_SHIFT)
-		       PCPU__INJECT_INPUT PCPU__IDX16_INPUT
-		     : "r1", PCPU__ARM_CLOBBERS
-		     : aborted);
-	pcpu__after_asm_goto();
-	return PCPU__RSEQ_COMMITTED;
-aborted:
-	pcpu__after_asm_goto();
-	PCPU__INJECT_ABORTED();
-	return PCPU__RSEQ_ABORTED;
-}
-#define pcpu__rseq_idx16_cmpeq_addv_indexed pcpu__rseq_idx16_cmpeq_addv_indexed
+#define PCPU__ARCH_THIS_LOAD_ADD_STORE_ASM                                            \
+	PCPU__ARM_LOAD_IDX16                                                 \
+	PCPU__ARM_ARM                                                        \
+	PCPU__ARM_CMPEQ("r12")                                               \
+	"add r12, %[base], r12, lsl %[shift]\n\t"                            \
+	"ldrd r0, r1, [r12]\n\t"                                             \
+	PCPU__SPLIT                                                          \
+	"adds r0, r0, %Q[v]\n\t"                                             \
+	"adc r1, r1, %R[v]\n\t"                                              \
+	PCPU__SPLIT                                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"strd r0, r1, [r12]\n\t"                                             \
+	"2:\n\t"                                                             \
+	PCPU__ARM_ABORT_TO("aborted")
+#define PCPU__ARCH_THIS_LOAD_ADD_STORE_IN                                             \
+	PCPU__ARM_G_OPERANDS, [base] "r"(base), [v] "r"(v),                  \
+	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT PCPU__IDX16_INPUT
+#define PCPU__ARCH_THIS_LOAD_ADD_STORE_CLOBBERS "r1", PCPU__ARM_CLOBBERS
 
 /*
  * rseq_idx16_cmpeq_add2v_indexed: the histogram's pair, four words loaded
@@ -300,135 +254,177 @@ aborted:
  * this file for why one instruction suffices; readers load the two words
  * separately, as on every target).
  */
-__attribute__((always_inline)) static inline int
-pcpu__rseq_idx16_cmpeq_add2v_indexed(int64_t *base, int64_t a, int64_t b)
-{
-	PCPU__INJECT_BEFORE_IDX16();
-	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
-		     PCPU__ARM_LOAD_IDX16
-		     PCPU__ARM_ARM
-		     PCPU__ARM_CMPEQ("r12")
-		     "add r12, %[base], r12, lsl %[shift]\n\t"
-		     "ldm r12, {r0, r1, r2, r3}\n\t"
-		     PCPU__SPLIT
-		     "adds r0, r0, %Q[a]\n\t"
-		     "adc r1, r1, %R[a]\n\t"
-		     "adds r2, r2, %Q[b]\n\t"
-		     "adc r3, r3, %R[b]\n\t"
-		     PCPU__SPLIT
-		     PCPU__INJECT_ASM
-		     "0:\n\t"
-		     "stm r12, {r0, r1, r2, r3}\n\t"
-		     "2:\n\t"
-		     PCPU__ARM_ABORT_TO("aborted")
-		     :
-		     : PCPU__ARM_RSEQ_OPERANDS((intptr_t)pcpu__g.cs_tpoff,
-					       (intptr_t)pcpu__g.index_tpoff),
-		       [base] "r"(base), [a] "r"(a), [b] "r"(b),
-		       [shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT PCPU__IDX16_INPUT
-		     : "r1", "r2", "r3", PCPU__ARM_CLOBBERS
-		     : aborted);
-	pcpu__after_asm_goto();
-	return PCPU__RSEQ_COMMITTED;
-aborted:
-	pcpu__after_asm_goto();
-	PCPU__INJECT_ABORTED();
-	return PCPU__RSEQ_ABORTED;
-}
-#define pcpu__rseq_idx16_cmpeq_add2v_indexed pcpu__rseq_idx16_cmpeq_add2v_indexed
+#define PCPU__ARCH_THIS_ADD2_ASM                                           \
+	PCPU__ARM_LOAD_IDX16                                                 \
+	PCPU__ARM_ARM                                                        \
+	PCPU__ARM_CMPEQ("r12")                                               \
+	"add r12, %[base], r12, lsl %[shift]\n\t"                            \
+	"ldm r12, {r0, r1, r2, r3}\n\t"                                      \
+	PCPU__SPLIT                                                          \
+	"adds r0, r0, %Q[a]\n\t"                                             \
+	"adc r1, r1, %R[a]\n\t"                                              \
+	"adds r2, r2, %Q[b]\n\t"                                             \
+	"adc r3, r3, %R[b]\n\t"                                              \
+	PCPU__SPLIT                                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"stm r12, {r0, r1, r2, r3}\n\t"                                      \
+	"2:\n\t"                                                             \
+	PCPU__ARM_ABORT_TO("aborted")
+#define PCPU__ARCH_THIS_ADD2_IN                                            \
+	PCPU__ARM_G_OPERANDS, [base] "r"(base), [a] "r"(a), [b] "r"(b),      \
+	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT PCPU__IDX16_INPUT
+#define PCPU__ARCH_THIS_ADD2_CLOBBERS "r1", "r2", "r3", PCPU__ARM_CLOBBERS
 
 /* rseq_cmpeq_cmpeqv_storev: if (index != expected) abort;
  * if (*p != expect) return DIFFERS; *p = newv.  (32-bit words) */
-__attribute__((always_inline)) static inline int
-pcpu__rseq_cmpeq_cmpeqv_storev(int64_t expected, intptr_t *p, intptr_t expect, intptr_t newv)
-{
-	PCPU__INJECT_BEFORE();
-	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
-		     PCPU__RSEQ_EXIT_POINT("differs")
-		     PCPU__ARM_ARM
-		     PCPU__ARM_CMPEQ("%[expected]")
-		     "ldr r0, [%[p]]\n\t"
-		     PCPU__SPLIT
-		     "cmp r0, %[expect]\n\t"
-		     "bne %l[differs]\n\t"
-		     PCPU__INJECT_ASM
-		     "0:\n\t"
-		     "str %[newv], [%[p]]\n\t"
-		     "2:\n\t"
-		     PCPU__ARM_ABORT_TO("aborted")
-		     :
-		     : PCPU__ARM_RSEQ_OPERANDS((intptr_t)pcpu__g.cs_tpoff,
-					       (intptr_t)pcpu__g.index_tpoff),
-		       [expected] "r"((int32_t)expected), [p] "r"(p), [expect] "r"(expect),
-		       [newv] "r"(newv) PCPU__INJECT_INPUT
-		     : PCPU__ARM_CLOBBERS
-		     : aborted, differs);
-	pcpu__after_asm_goto();
-	return PCPU__RSEQ_COMMITTED;
-aborted:
-	pcpu__after_asm_goto();
-	PCPU__INJECT_ABORTED();
-	return PCPU__RSEQ_ABORTED;
-differs:
-	pcpu__after_asm_goto();
-	return PCPU__RSEQ_DIFFERS;
-}
-#define pcpu__rseq_cmpeq_cmpeqv_storev pcpu__rseq_cmpeq_cmpeqv_storev
+#define PCPU__ARCH_LOAD_CBNE_STORE_ASM                                          \
+	PCPU__ARM_ARM                                                        \
+	PCPU__ARM_CMPEQ("%[expected]")                                       \
+	"ldr r0, [%[p]]\n\t"                                                 \
+	PCPU__SPLIT                                                          \
+	"cmp r0, %[expect]\n\t"                                              \
+	"bne %l[differs]\n\t"                                                \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"str %[newv], [%[p]]\n\t"                                            \
+	"2:\n\t"                                                             \
+	PCPU__ARM_ABORT_TO("aborted")
+#define PCPU__ARCH_LOAD_CBNE_STORE_IN                                           \
+	PCPU__ARM_G_OPERANDS, [expected] "r"((int32_t)expected), [p] "r"(p), \
+	[expect] "r"(expect), [newv] "r"(newv) PCPU__INJECT_INPUT
+#define PCPU__ARCH_LOAD_CBNE_STORE_CLOBBERS PCPU__ARM_CLOBBERS
 
 /*
  * rseq_loadidx_cmpeqv_addv: the index is read inside the section (so no
  * separate compare: a thread that moves after the load is restarted before
  * the commit); a negative one leaves before anything is written.
  */
-__attribute__((always_inline)) static inline int
-pcpu__rseq_loadidx_cmpeqv_addv(void *base, long v_off, intptr_t expect, int64_t add)
-{
-	PCPU__INJECT_BEFORE();
-	__asm__ goto(PCPU__RSEQ_EXIT_POINT("differs")
-		     PCPU__RSEQ_EXIT_POINT("unregistered")
-		     PCPU__ARM_ARM
-		     "1:\n\t"
-		     "ldr r12, [%[idxp]]\n\t"
-		     PCPU__SPLIT
-		     "cmp r12, #0\n\t"
-		     "blt %l[unregistered]\n\t"
-		     "lsl r12, r12, %[shift]\n\t"
-		     "ldr r1, [%[vbase], r12]\n\t"
-		     PCPU__SPLIT
-		     "cmp r1, %[expect]\n\t"
-		     "bne %l[differs]\n\t"
-		     "add r12, %[base], r12\n\t"
-		     "ldrd r0, r1, [r12]\n\t"
-		     PCPU__SPLIT
-		     "adds r0, r0, %Q[add]\n\t"
-		     "adc r1, r1, %R[add]\n\t"
-		     PCPU__SPLIT
-		     PCPU__INJECT_ASM
-		     "0:\n\t"
-		     "strd r0, r1, [r12]\n\t"
-		     "2:\n\t"
-		     PCPU__ARM_ABORT_TO("aborted")
-		     :
-		     : PCPU__ARM_RSEQ_OPERANDS((intptr_t)pcpu__g.cs_tpoff,
-					       (intptr_t)pcpu__g.index_tpoff),
-		       [base] "r"(base), [vbase] "r"((char *)base + v_off), [expect] "r"(expect),
-		       [add] "r"(add), [shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT
-		     : "r1", PCPU__ARM_CLOBBERS
-		     : aborted, differs, unregistered);
-	pcpu__after_asm_goto();
-	return PCPU__RSEQ_COMMITTED;
-aborted:
-	pcpu__after_asm_goto();
-	PCPU__INJECT_ABORTED();
-	return PCPU__RSEQ_ABORTED;
-differs:
-	pcpu__after_asm_goto();
-	return PCPU__RSEQ_DIFFERS;
-unregistered:
-	pcpu__after_asm_goto();
-	return PCPU__RSEQ_UNREGISTERED;
-}
-#define pcpu__rseq_loadidx_cmpeqv_addv pcpu__rseq_loadidx_cmpeqv_addv
+#define PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_ASM                                          \
+	PCPU__ARM_ARM                                                        \
+	"1:\n\t"                                                             \
+	"ldr r12, [%[idxp]]\n\t"                                             \
+	PCPU__SPLIT                                                          \
+	"cmp r12, #0\n\t"                                                    \
+	"blt %l[unregistered]\n\t"                                           \
+	"lsl r12, r12, %[shift]\n\t"                                         \
+	"ldr r1, [%[vbase], r12]\n\t"                                        \
+	PCPU__SPLIT                                                          \
+	"cmp r1, %[expect]\n\t"                                              \
+	"bne %l[differs]\n\t"                                                \
+	"add r12, %[base], r12\n\t"                                          \
+	"ldrd r0, r1, [r12]\n\t"                                             \
+	PCPU__SPLIT                                                          \
+	"adds r0, r0, %Q[add]\n\t"                                           \
+	"adc r1, r1, %R[add]\n\t"                                            \
+	PCPU__SPLIT                                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"strd r0, r1, [r12]\n\t"                                             \
+	"2:\n\t"                                                             \
+	PCPU__ARM_ABORT_TO("aborted")
+#define PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_IN                                           \
+	PCPU__ARM_G_OPERANDS, [base] "r"(base), [vbase] "r"((char *)base + v_off), \
+	[expect] "r"(expect), [add] "r"(add),                                \
+	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT
+#define PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_CLOBBERS "r1", PCPU__ARM_CLOBBERS
+
+/* load_cbne_store_store: if (index != expected) abort;
+ * if (*p != expect) return DIFFERS; *p2 = newv2; *p = newv.  (32-bit words)
+ * Eight register operands: a test build's spin uses r12 here (free: this
+ * section has no other use for it), not lr, so that the compiler keeps
+ * enough registers for them. */
+#define PCPU__ARCH_LOAD_CBNE_STORE_STORE_ASM                                 \
+	PCPU__ARM_ARM                                                        \
+	PCPU__ARM_CMPEQ("%[expected]")                                       \
+	"ldr r0, [%[p]]\n\t"                                                 \
+	PCPU__SPLIT                                                          \
+	"cmp r0, %[expect]\n\t"                                              \
+	"bne %l[differs]\n\t"                                                \
+	"str %[newv2], [%[p2]]\n\t"                                          \
+	PCPU__ARM_SPIN("r12")                                                \
+	"0:\n\t"                                                             \
+	"str %[newv], [%[p]]\n\t"                                            \
+	"2:\n\t"                                                             \
+	PCPU__ARM_ABORT_TO("aborted")
+#define PCPU__ARCH_LOAD_CBNE_STORE_STORE_IN                                  \
+	PCPU__ARM_G_OPERANDS, [expected] "r"((int32_t)expected), [p] "r"(p), \
+	[expect] "r"(expect), [p2] "r"(p2), [newv2] "r"(newv2),              \
+	[newv] "r"(newv) PCPU__INJECT_INPUT
+#define PCPU__ARCH_LOAD_CBNE_STORE_STORE_CLOBBERS "memory", "cc", "r0", "r12"
+
+/* lr, free for a section's own use before the test builds' spin (which
+ * loads it itself, and names it as its clobber). */
+#ifdef PCPU_TEST_INJECT
+#define PCPU__ARM_LR_CLOBBER
+#else
+#define PCPU__ARM_LR_CLOBBER , "lr"
+#endif
+
+/*
+ * this_load_add_cbmask_store: the hierarchical counter's add, on a 64-bit
+ * word: the sum in r2:r3, the bits it changes in r0:r1, each half tested
+ * against the slot's mask (the next word), loaded half by half into lr:
+ *   ... ldrd r0, r1, [r12];  adds r2, r0, v.lo;  adc r3, r1, v.hi;
+ *   eor r0, r0, r2;  eor r1, r1, r3;  ldr lr, [r12, #8];  tst r0, lr;
+ *   bne unfit;  ldr lr, [r12, #12];  tst r1, lr;  bne unfit;
+ *   0: strd r2, r3, [r12];  2:
+ */
+#define PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_ASM                            \
+	PCPU__ARM_LOAD_IDX16                                                 \
+	PCPU__ARM_ARM                                                        \
+	PCPU__ARM_CMPEQ("r12")                                               \
+	"add r12, %[base], r12, lsl %[shift]\n\t"                            \
+	"ldrd r0, r1, [r12]\n\t"                                             \
+	PCPU__SPLIT                                                          \
+	"adds r2, r0, %Q[v]\n\t"                                             \
+	"adc r3, r1, %R[v]\n\t"                                              \
+	"eor r0, r0, r2\n\t"                                                 \
+	"eor r1, r1, r3\n\t"                                                 \
+	"ldr lr, [r12, #8]\n\t"                                              \
+	PCPU__SPLIT                                                          \
+	"tst r0, lr\n\t"                                                     \
+	"bne %l[unfit]\n\t"                                                  \
+	"ldr lr, [r12, #12]\n\t"                                             \
+	PCPU__SPLIT                                                          \
+	"tst r1, lr\n\t"                                                     \
+	"bne %l[unfit]\n\t"                                                  \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"strd r2, r3, [r12]\n\t"                                             \
+	"2:\n\t"                                                             \
+	PCPU__ARM_ABORT_TO("aborted")
+#define PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_IN                             \
+	PCPU__ARM_G_OPERANDS, [base] "r"(base), [v] "r"(v),                  \
+	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT PCPU__IDX16_INPUT
+#define PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_CLOBBERS                       \
+	"r1", "r2", "r3", PCPU__ARM_CLOBBERS PCPU__ARM_LR_CLOBBER
+
+/* load_cbne_load_store_add_store: if (index != expected) abort;
+ * if (p[1] != gexpect) return DIFFERS (its low word: pseudocode.h);
+ * *oldp = p[0]; p[0] += v. */
+#define PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_ASM                        \
+	PCPU__ARM_ARM                                                        \
+	PCPU__ARM_CMPEQ("%[expected]")                                       \
+	"ldr r0, [%[p], #8]\n\t"                                             \
+	PCPU__SPLIT                                                          \
+	"cmp r0, %[gexpect]\n\t"                                             \
+	"bne %l[differs]\n\t"                                                \
+	"ldrd r0, r1, [%[p]]\n\t"                                            \
+	PCPU__SPLIT                                                          \
+	"strd r0, r1, [%[oldp]]\n\t"                                         \
+	"adds r0, r0, %Q[v]\n\t"                                             \
+	"adc r1, r1, %R[v]\n\t"                                              \
+	PCPU__SPLIT                                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"strd r0, r1, [%[p]]\n\t"                                            \
+	"2:\n\t"                                                             \
+	PCPU__ARM_ABORT_TO("aborted")
+#define PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_IN                         \
+	PCPU__ARM_G_OPERANDS, [expected] "r"((int32_t)expected), [p] "r"(p), \
+	[gexpect] "r"((int32_t)gexpect), [oldp] "r"(oldp), [v] "r"(v) PCPU__INJECT_INPUT
+#define PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_CLOBBERS "r1", PCPU__ARM_CLOBBERS
 
 /* ---- not a section ------------------------------------------------------------- */
 

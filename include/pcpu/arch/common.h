@@ -1,14 +1,33 @@
 /* SPDX-License-Identifier: MIT */
 /**
  * @file pcpu/arch/common.h
- * What every arch header's sections share: the compiler barrier after an
- * asm goto, the local labels every section uses, and the C side of the
- * test hooks. Not API; include <pcpu/arch.h>.
+ * What every port shares, written once: the descriptor and exit-point
+ * tables, the compiler barrier after an asm goto, the C side of the test
+ * hooks, and the C around each port's assembly -- every section of
+ * pcpu/arch/pseudocode.h as a function, built from the macros its port
+ * defines. Included by <pcpu/arch.h> after the port's header. Not API;
+ * include <pcpu/arch.h>.
+ *
+ * A port (pcpu/arch/<arch>.h) is its assembly. For each operation OP it
+ * implements it defines three macros, and this file makes the function:
+ *   PCPU__ARCH_<OP>_ASM       the asm goto template, from the arming to
+ *                             the abort handler (the exit points are added
+ *                             here);
+ *   PCPU__ARCH_<OP>_IN        its input operands, in the port's order
+ *                             (the test hooks' inputs included: the order
+ *                             decides the registers the compiler picks);
+ *   PCPU__ARCH_<OP>_CLOBBERS  its clobbers.
+ * The operands name the function's parameters, as listed at each function
+ * below. The index loads are two more templates (PCPU__ARCH_LOAD_INDEX,
+ * PCPU__ARCH_LOAD_INDEX16, with PCPU__ARCH_INDEX_T and PCPU__ARCH_INDEX16_T,
+ * the C types of their output register, and PCPU__ARCH_TLS_IN(off), the
+ * operands that address a field of the thread's struct rseq).
  *
  * Local labels of a section (GNU as numeric labels: `1f` is the next `1:`):
  *   1: start_ip          0: the commit        2: post-commit (end of range)
  *   3: the descriptor    4: abort_ip (after the signature)
  *   5, 6: PCPU_TEST_INJECT's spin    7, 8: copy loops    9: split branches
+ *   10: a PC-relative anchor (32-bit Arm)
  */
 #ifndef PCPU_ARCH_COMMON_H
 #define PCPU_ARCH_COMMON_H
@@ -16,6 +35,8 @@
 #ifndef PCPU__ARCH_H_INSIDE
 #error "include <pcpu/arch.h>, not <pcpu/arch/common.h>"
 #endif
+
+#include <stdint.h>
 
 /* gcc < 8.1 and clang < 13.0.1 miscompile some asm goto (gcc PR 103908,
  * llvm issue 52735); librseq's cure is a compiler barrier on the
@@ -82,7 +103,8 @@
 /* The descriptor of the section that starts at label 1 and aborts to label
  * 4, as label 3 in __rseq_cs (32-byte aligned, as the kernel requires),
  * and a pointer to it in __rseq_cs_ptr_array (librseq's layout: a list of
- * every section for debuggers and checkers). */
+ * every section for debuggers and checkers). Each port's arming macro
+ * starts with it. */
 #define PCPU__RSEQ_DESCRIPTOR                                                \
 	".pushsection __rseq_cs, \"aw" PCPU__RSEQ_IN_GROUP "\"\n\t"          \
 	".balign 32\n\t"                                                     \
@@ -101,7 +123,8 @@
 /* A jump out of the section (to the asm goto label `label`) that is
  * neither the abort nor the fall-through: (start_ip, exit_ip) in
  * __rseq_exit_point_array, so a debugger stepping through the section
- * knows where it may leave. Before label 1. */
+ * knows where it may leave. Before label 1: the functions below put one
+ * for each of their labels first in the template. */
 #define PCPU__RSEQ_EXIT_POINT(label)                                         \
 	".pushsection __rseq_exit_point_array, \"aw" PCPU__RSEQ_IN_GROUP       \
 	PCPU__RSEQ_RETAIN "\"\n\t"                                          \
@@ -117,7 +140,9 @@
  * each section and count aborts in the thread-local pcpu__test_inject_aborts,
  * so tests can make the abort path run millions of times (librseq's
  * RSEQ_INJECT_ASM idea). The test program defines those three symbols. The
- * arch header supplies the spin itself (PCPU__INJECT_ASM).
+ * port supplies the spin itself (PCPU__INJECT_ASM, PCPU__INJECT_INPUT,
+ * PCPU__INJECT_CLOBBER), and may define the C hooks below its own way
+ * first (32-bit Arm copies the spin count onto the stack).
  */
 #ifdef PCPU_TEST_INJECT
 PCPU_BEGIN_DECLS
@@ -125,7 +150,9 @@ extern unsigned pcpu__test_inject_spin;
 extern __thread unsigned long pcpu__test_inject_aborts;
 void pcpu__test_inject_before(void);
 PCPU_END_DECLS
+#ifndef PCPU__INJECT_BEFORE
 #define PCPU__INJECT_BEFORE() pcpu__test_inject_before()
+#endif
 #define PCPU__INJECT_ABORTED() (pcpu__test_inject_aborts++)
 /* The operations that read the index themselves, just before arming
  * (`idx16`), read it here in C in test builds, and then call the hook, so
@@ -133,15 +160,352 @@ PCPU_END_DECLS
  * operations given the index: tests/test_stale_index.c moves the thread to
  * another CPU there, and the section's compare must then refuse. The
  * section takes the value from a register (PCPU__IDX16_INPUT). */
+#ifndef PCPU__INJECT_BEFORE_IDX16
 #define PCPU__INJECT_BEFORE_IDX16()                                          \
 	int64_t pcpu__idx16 = pcpu__rseq_load_index16();                      \
 	pcpu__test_inject_before()
+#endif
+#ifndef PCPU__IDX16_INPUT
 #define PCPU__IDX16_INPUT , [idx16] "r"(pcpu__idx16)
+#endif
 #else
 #define PCPU__INJECT_BEFORE() ((void)0)
 #define PCPU__INJECT_ABORTED() ((void)0)
 #define PCPU__INJECT_BEFORE_IDX16() ((void)0)
 #define PCPU__IDX16_INPUT
 #endif
+#ifndef PCPU__INJECT_ASM
+#define PCPU__INJECT_ASM ""
+#define PCPU__INJECT_INPUT
+#define PCPU__INJECT_CLOBBER
+#endif
+
+/* PCPU_TEST_SPLIT_BLOCKS: a branch to the next instruction (the port's
+ * PCPU__ARCH_SPLIT_BRANCH), which ends an emulator's translated block
+ * there (pcpu/arch/pseudocode.h). */
+#ifdef PCPU_TEST_SPLIT_BLOCKS
+#define PCPU__SPLIT PCPU__ARCH_SPLIT_BRANCH " 9f\n\t9:\n\t"
+#else
+#define PCPU__SPLIT ""
+#endif
+
+/* How a section's function ends: the fall-through after the commit, and
+ * each asm goto label it jumps to, returning that exit's value. */
+#define PCPU__RSEQ_RETURN_COMMITTED                                          \
+	pcpu__after_asm_goto();                                              \
+	return PCPU_RSEQ_COMMITTED
+#define PCPU__RSEQ_RETURN_ABORTED                                            \
+aborted:                                                                     \
+	pcpu__after_asm_goto();                                              \
+	PCPU__INJECT_ABORTED();                                              \
+	return PCPU_RSEQ_ABORTED
+#define PCPU__RSEQ_RETURN(label, value)                                      \
+label:                                                                       \
+	pcpu__after_asm_goto();                                              \
+	return value
+
+/* ---- the sections, from the port's macros ------------------------------------ */
+
+#if PCPU__ARCH_SECTIONS && defined(PCPU_ARCH_HAVE_RSEQ)
+
+/* The calling thread's slot index (pseudocode.h), loaded by the port's
+ * instruction, which sign-extends it to the output's width. A fresh load at
+ * every call (volatile: the kernel changes the field). */
+static inline int64_t pcpu__rseq_load_index(void)
+{
+	PCPU__ARCH_INDEX_T idx;
+
+	__asm__ __volatile__(PCPU__ARCH_LOAD_INDEX
+			     : [idx] "=r"(idx)
+			     : PCPU__ARCH_TLS_IN((intptr_t)pcpu__g.index_tpoff));
+	return idx;
+}
+#define pcpu__rseq_load_index pcpu__rseq_load_index
+
+/* The field's low 16 bits, zero-extended by the load itself. */
+static inline int64_t pcpu__rseq_load_index16(void)
+{
+	PCPU__ARCH_INDEX16_T idx;
+
+	__asm__ __volatile__(PCPU__ARCH_LOAD_INDEX16
+			     : [idx] "=r"(idx)
+			     : PCPU__ARCH_TLS_IN((intptr_t)pcpu__g.index_tpoff));
+	return idx;
+}
+#define pcpu__rseq_load_index16 pcpu__rseq_load_index16
+
+/* load_add_store with the rseq offsets passed in. Operands: expected, p, v,
+ * csoff, idxoff. */
+#ifdef PCPU__ARCH_LOAD_ADD_STORE_AT_ASM
+__attribute__((always_inline)) static inline int
+pcpu__rseq_load_add_store_at(int64_t expected, int64_t *p, int64_t v, intptr_t csoff,
+			     intptr_t idxoff)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
+		     PCPU__ARCH_LOAD_ADD_STORE_AT_ASM
+		     : /* asm goto has no outputs */
+		     : PCPU__ARCH_LOAD_ADD_STORE_AT_IN
+		     : PCPU__ARCH_LOAD_ADD_STORE_AT_CLOBBERS
+		     : aborted);
+	PCPU__RSEQ_RETURN_COMMITTED;
+	PCPU__RSEQ_RETURN_ABORTED;
+}
+#define pcpu__rseq_load_add_store_at pcpu__rseq_load_add_store_at
+#endif
+
+/* this_load_add_store (the counter add). Operands: base, v. */
+#ifdef PCPU__ARCH_THIS_LOAD_ADD_STORE_ASM
+__attribute__((always_inline)) static inline int
+pcpu_rseq_this_load_add_store(int64_t *base, int64_t v)
+{
+	PCPU__INJECT_BEFORE_IDX16();
+	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
+		     PCPU__ARCH_THIS_LOAD_ADD_STORE_ASM
+		     :
+		     : PCPU__ARCH_THIS_LOAD_ADD_STORE_IN
+		     : PCPU__ARCH_THIS_LOAD_ADD_STORE_CLOBBERS
+		     : aborted);
+	PCPU__RSEQ_RETURN_COMMITTED;
+	PCPU__RSEQ_RETURN_ABORTED;
+}
+#define pcpu_rseq_this_load_add_store pcpu_rseq_this_load_add_store
+#endif
+
+/* this_add2 (the histogram's pair). Operands: base, a, b. A port whose
+ * target has no one-store commit of 16 bytes defines
+ * PCPU__ARCH_ADD2_AS_TWO_ADDS instead: the pair is then two counter adds,
+ * the count's, then the sum's, each on the thread's slot at that moment;
+ * ABORTED only if the first did not commit (nothing written), and once it
+ * did, the second is retried until it commits (never half an add). Each
+ * word stays exact; the count and the sum of one record may land on two
+ * slots if the thread migrates between them, which no reader can tell from
+ * a preemption between its two loads (readers load the two words
+ * separately on every target). */
+#ifdef PCPU__ARCH_THIS_ADD2_ASM
+__attribute__((always_inline)) static inline int
+pcpu__rseq_this_add2(int64_t *base, int64_t a, int64_t b)
+{
+	PCPU__INJECT_BEFORE_IDX16();
+	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
+		     PCPU__ARCH_THIS_ADD2_ASM
+		     :
+		     : PCPU__ARCH_THIS_ADD2_IN
+		     : PCPU__ARCH_THIS_ADD2_CLOBBERS
+		     : aborted);
+	PCPU__RSEQ_RETURN_COMMITTED;
+	PCPU__RSEQ_RETURN_ABORTED;
+}
+#define pcpu__rseq_this_add2 pcpu__rseq_this_add2
+#elif defined(PCPU__ARCH_ADD2_AS_TWO_ADDS) && defined(PCPU__ARCH_THIS_LOAD_ADD_STORE_ASM)
+__attribute__((always_inline)) static inline int
+pcpu__rseq_this_add2(int64_t *base, int64_t a, int64_t b)
+{
+	if (PCPU_UNLIKELY(pcpu_rseq_this_load_add_store(base, a) != PCPU_RSEQ_COMMITTED))
+		return PCPU_RSEQ_ABORTED;
+	while (PCPU_UNLIKELY(pcpu_rseq_this_load_add_store(base + 1, b) != PCPU_RSEQ_COMMITTED))
+		;
+	return PCPU_RSEQ_COMMITTED;
+}
+#define pcpu__rseq_this_add2 pcpu__rseq_this_add2
+#endif
+
+/* load_cbne_store. Operands: expected, p, expect, newv. */
+#ifdef PCPU__ARCH_LOAD_CBNE_STORE_ASM
+__attribute__((always_inline)) static inline int
+pcpu_rseq_load_cbne_store(int64_t expected, intptr_t *p, intptr_t expect, intptr_t newv)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
+		     PCPU__RSEQ_EXIT_POINT("differs")
+		     PCPU__ARCH_LOAD_CBNE_STORE_ASM
+		     :
+		     : PCPU__ARCH_LOAD_CBNE_STORE_IN
+		     : PCPU__ARCH_LOAD_CBNE_STORE_CLOBBERS
+		     : aborted, differs);
+	PCPU__RSEQ_RETURN_COMMITTED;
+	PCPU__RSEQ_RETURN_ABORTED;
+	PCPU__RSEQ_RETURN(differs, PCPU_RSEQ_DIFFERS);
+}
+#define pcpu_rseq_load_cbne_store pcpu_rseq_load_cbne_store
+#endif
+
+/* load_cbne_store_store. Operands: expected, p, expect, p2, newv2, newv. */
+#ifdef PCPU__ARCH_LOAD_CBNE_STORE_STORE_ASM
+__attribute__((always_inline)) static inline int
+pcpu_rseq_load_cbne_store_store(int64_t expected, intptr_t *p, intptr_t expect, intptr_t *p2,
+				intptr_t newv2, intptr_t newv)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
+		     PCPU__RSEQ_EXIT_POINT("differs")
+		     PCPU__ARCH_LOAD_CBNE_STORE_STORE_ASM
+		     :
+		     : PCPU__ARCH_LOAD_CBNE_STORE_STORE_IN
+		     : PCPU__ARCH_LOAD_CBNE_STORE_STORE_CLOBBERS
+		     : aborted, differs);
+	PCPU__RSEQ_RETURN_COMMITTED;
+	PCPU__RSEQ_RETURN_ABORTED;
+	PCPU__RSEQ_RETURN(differs, PCPU_RSEQ_DIFFERS);
+}
+#define pcpu_rseq_load_cbne_store_store pcpu_rseq_load_cbne_store_store
+#endif
+
+/* this_load_cbne_load_add_store (ref, rwlock). Operands: base, v_off,
+ * expect, add. No index compare: the index is read inside the section, so
+ * the section has no jump to `aborted` (the kernel's abort lands there). */
+#ifdef PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_ASM
+__attribute__((always_inline)) static inline int
+pcpu_rseq_this_load_cbne_load_add_store(void *base, long v_off, intptr_t expect, int64_t add)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__RSEQ_EXIT_POINT("differs")
+		     PCPU__RSEQ_EXIT_POINT("unregistered")
+		     PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_ASM
+		     :
+		     : PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_IN
+		     : PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_CLOBBERS
+		     : aborted, differs, unregistered);
+	PCPU__RSEQ_RETURN_COMMITTED;
+	PCPU__RSEQ_RETURN_ABORTED;
+	PCPU__RSEQ_RETURN(differs, PCPU_RSEQ_DIFFERS);
+	PCPU__RSEQ_RETURN(unregistered, PCPU_RSEQ_NO_INDEX);
+}
+#define pcpu_rseq_this_load_cbne_load_add_store pcpu_rseq_this_load_cbne_load_add_store
+#endif
+
+/* this_load_add_cbmask_store (the hierarchical counter's add). Operands:
+ * base, v. The slot's mask is the word after base's. */
+#ifdef PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_ASM
+__attribute__((always_inline)) static inline int
+pcpu__rseq_this_load_add_cbmask_store(int64_t *base, int64_t v)
+{
+	PCPU__INJECT_BEFORE_IDX16();
+	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
+		     PCPU__RSEQ_EXIT_POINT("unfit")
+		     PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_ASM
+		     :
+		     : PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_IN
+		     : PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_CLOBBERS
+		     : aborted, unfit);
+	PCPU__RSEQ_RETURN_COMMITTED;
+	PCPU__RSEQ_RETURN_ABORTED;
+	PCPU__RSEQ_RETURN(unfit, PCPU_RSEQ_UNFIT);
+}
+#define pcpu__rseq_this_load_add_cbmask_store pcpu__rseq_this_load_add_cbmask_store
+#endif
+
+/* load_cbne_load_store_add_store (the hierarchical counter's carrying
+ * add). Operands: expected, p, gexpect, oldp, v. The gate is the word after
+ * p's. */
+#ifdef PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_ASM
+__attribute__((always_inline)) static inline int
+pcpu__rseq_load_cbne_load_store_add_store(int64_t expected, int64_t *p, int64_t gexpect,
+					  int64_t *oldp, int64_t v)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
+		     PCPU__RSEQ_EXIT_POINT("differs")
+		     PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_ASM
+		     :
+		     : PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_IN
+		     : PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_CLOBBERS
+		     : aborted, differs);
+	PCPU__RSEQ_RETURN_COMMITTED;
+	PCPU__RSEQ_RETURN_ABORTED;
+	PCPU__RSEQ_RETURN(differs, PCPU_RSEQ_DIFFERS);
+}
+#define pcpu__rseq_load_cbne_load_store_add_store pcpu__rseq_load_cbne_load_store_add_store
+#endif
+
+/* ---- the per-CPU stacks: the port's PCPU__ARCH_STACK_H ------------------------ *
+ * Operands: expected, cache (the struct pcpu_rseq_stack), and out / p /
+ * src, k / dst, k. Each jumps to `aborted` (the index compare), `differs`
+ * (the gate was not 0) or `unfit` (empty, full, no room, too few), or falls
+ * through once committed. */
+
+#ifdef PCPU__ARCH_STACK_H
+#include PCPU__ARCH_STACK_H
+#endif
+
+/* The jumps out of every stack section but the abort. */
+#define PCPU__STACK_EXIT_POINTS                                              \
+	PCPU__RSEQ_EXIT_POINT("aborted")                                     \
+	PCPU__RSEQ_EXIT_POINT("differs")                                     \
+	PCPU__RSEQ_EXIT_POINT("unfit")
+
+/* How every stack section ends. */
+#define PCPU__STACK_RETURNS                                                  \
+	PCPU__RSEQ_RETURN_COMMITTED;                                         \
+	PCPU__RSEQ_RETURN_ABORTED;                                           \
+	PCPU__RSEQ_RETURN(differs, PCPU_RSEQ_DIFFERS);                       \
+	PCPU__RSEQ_RETURN(unfit, PCPU_RSEQ_UNFIT)
+
+#ifdef PCPU__ARCH_STACK_POP_ASM
+__attribute__((always_inline)) static inline int
+pcpu_rseq_stack_pop(int64_t expected, struct pcpu_rseq_stack *cache, void **out)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__STACK_EXIT_POINTS
+		     PCPU__ARCH_STACK_POP_ASM
+		     :
+		     : PCPU__ARCH_STACK_POP_IN
+		     : PCPU__ARCH_STACK_POP_CLOBBERS
+		     : aborted, differs, unfit);
+	PCPU__STACK_RETURNS;
+}
+#define pcpu_rseq_stack_pop pcpu_rseq_stack_pop
+#endif
+
+#ifdef PCPU__ARCH_STACK_PUSH_ASM
+__attribute__((always_inline)) static inline int
+pcpu_rseq_stack_push(int64_t expected, struct pcpu_rseq_stack *cache, void *p)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__STACK_EXIT_POINTS
+		     PCPU__ARCH_STACK_PUSH_ASM
+		     :
+		     : PCPU__ARCH_STACK_PUSH_IN
+		     : PCPU__ARCH_STACK_PUSH_CLOBBERS
+		     : aborted, differs, unfit);
+	PCPU__STACK_RETURNS;
+}
+#define pcpu_rseq_stack_push pcpu_rseq_stack_push
+#endif
+
+#ifdef PCPU__ARCH_STACK_PUSH_MANY_ASM
+__attribute__((always_inline)) static inline int
+pcpu_rseq_stack_push_many(int64_t expected, struct pcpu_rseq_stack *cache, void *const *src,
+			  int64_t k)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__STACK_EXIT_POINTS
+		     PCPU__ARCH_STACK_PUSH_MANY_ASM
+		     :
+		     : PCPU__ARCH_STACK_PUSH_MANY_IN
+		     : PCPU__ARCH_STACK_PUSH_MANY_CLOBBERS
+		     : aborted, differs, unfit);
+	PCPU__STACK_RETURNS;
+}
+#define pcpu_rseq_stack_push_many pcpu_rseq_stack_push_many
+#endif
+
+#ifdef PCPU__ARCH_STACK_POP_MANY_ASM
+__attribute__((always_inline)) static inline int
+pcpu_rseq_stack_pop_many(int64_t expected, struct pcpu_rseq_stack *cache, void **dst, int64_t k)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__STACK_EXIT_POINTS
+		     PCPU__ARCH_STACK_POP_MANY_ASM
+		     :
+		     : PCPU__ARCH_STACK_POP_MANY_IN
+		     : PCPU__ARCH_STACK_POP_MANY_CLOBBERS
+		     : aborted, differs, unfit);
+	PCPU__STACK_RETURNS;
+}
+#define pcpu_rseq_stack_pop_many pcpu_rseq_stack_pop_many
+#endif
+
+#endif /* PCPU__ARCH_SECTIONS && PCPU_ARCH_HAVE_RSEQ */
 
 #endif /* PCPU_ARCH_COMMON_H */

@@ -8,7 +8,7 @@
  * architecture test.
  *
  * A fallback never commits: the index reads as "not registered" and every
- * section returns PCPU__RSEQ_ABORTED (or PCPU__RSEQ_UNREGISTERED), so the
+ * section returns PCPU_RSEQ_ABORTED (or PCPU_RSEQ_NO_INDEX), so the
  * callers take their slow paths, which are exact without rseq (atomic
  * read-modify-writes on words no rseq section writes). Once inlined, each
  * returns a constant and the compiler drops the dead fast path. Not API;
@@ -85,61 +85,132 @@ static inline int64_t pcpu__rseq_load_index16(void)
 #define pcpu__rseq_load_index16 pcpu__rseq_load_index16
 #endif
 
-#ifndef pcpu__rseq_cmpeq_addv_at
-static inline int pcpu__rseq_cmpeq_addv_at(int64_t expected, int64_t *p, int64_t v, intptr_t csoff,
-					   intptr_t idxoff)
+#ifndef pcpu__rseq_load_add_store_at
+static inline int pcpu__rseq_load_add_store_at(int64_t expected, int64_t *p, int64_t v,
+					       intptr_t csoff, intptr_t idxoff)
 {
 	(void)expected, (void)p, (void)v, (void)csoff, (void)idxoff;
-	return PCPU__RSEQ_ABORTED;
+	return PCPU_RSEQ_ABORTED;
 }
-#define pcpu__rseq_cmpeq_addv_at pcpu__rseq_cmpeq_addv_at
+#define pcpu__rseq_load_add_store_at pcpu__rseq_load_add_store_at
 #endif
 
-#ifndef pcpu__rseq_cmpeq_addv
-static inline int pcpu__rseq_cmpeq_addv(int64_t expected, int64_t *p, int64_t v)
+/* load_add_store: load_add_store_at with the offsets read from pcpu__g,
+ * for every target. */
+#ifndef pcpu_rseq_load_add_store
+__attribute__((always_inline)) static inline int
+pcpu_rseq_load_add_store(int64_t idx, int64_t *v, int64_t count)
 {
-	(void)expected, (void)p, (void)v;
-	return PCPU__RSEQ_ABORTED;
+	return pcpu__rseq_load_add_store_at(idx, v, count, (intptr_t)pcpu__g.cs_tpoff,
+					    (intptr_t)pcpu__g.index_tpoff);
 }
-#define pcpu__rseq_cmpeq_addv pcpu__rseq_cmpeq_addv
+#define pcpu_rseq_load_add_store pcpu_rseq_load_add_store
 #endif
 
-#ifndef pcpu__rseq_idx16_cmpeq_addv_indexed
-static inline int pcpu__rseq_idx16_cmpeq_addv_indexed(int64_t *base, int64_t v)
+#ifndef pcpu_rseq_this_load_add_store
+static inline int pcpu_rseq_this_load_add_store(int64_t *obj, int64_t count)
 {
-	(void)base, (void)v;
-	return PCPU__RSEQ_ABORTED;
+	(void)obj, (void)count;
+	return PCPU_RSEQ_ABORTED;
 }
-#define pcpu__rseq_idx16_cmpeq_addv_indexed pcpu__rseq_idx16_cmpeq_addv_indexed
+#define pcpu_rseq_this_load_add_store pcpu_rseq_this_load_add_store
 #endif
 
-#ifndef pcpu__rseq_idx16_cmpeq_add2v_indexed
-static inline int pcpu__rseq_idx16_cmpeq_add2v_indexed(int64_t *base, int64_t a, int64_t b)
+#ifndef pcpu__rseq_this_add2
+static inline int pcpu__rseq_this_add2(int64_t *obj, int64_t a, int64_t b)
 {
-	(void)base, (void)a, (void)b;
-	return PCPU__RSEQ_ABORTED;
+	(void)obj, (void)a, (void)b;
+	return PCPU_RSEQ_ABORTED;
 }
-#define pcpu__rseq_idx16_cmpeq_add2v_indexed pcpu__rseq_idx16_cmpeq_add2v_indexed
+#define pcpu__rseq_this_add2 pcpu__rseq_this_add2
 #endif
 
-#ifndef pcpu__rseq_cmpeq_cmpeqv_storev
-static inline int pcpu__rseq_cmpeq_cmpeqv_storev(int64_t expected, intptr_t *p, intptr_t expect,
-						 intptr_t newv)
+#ifndef pcpu_rseq_load_cbne_store
+static inline int pcpu_rseq_load_cbne_store(int64_t idx, intptr_t *v, intptr_t expect,
+					    intptr_t newv)
 {
-	(void)expected, (void)p, (void)expect, (void)newv;
-	return PCPU__RSEQ_ABORTED;
+	(void)idx, (void)v, (void)expect, (void)newv;
+	return PCPU_RSEQ_ABORTED;
 }
-#define pcpu__rseq_cmpeq_cmpeqv_storev pcpu__rseq_cmpeq_cmpeqv_storev
+#define pcpu_rseq_load_cbne_store pcpu_rseq_load_cbne_store
 #endif
 
-#ifndef pcpu__rseq_loadidx_cmpeqv_addv
-static inline int pcpu__rseq_loadidx_cmpeqv_addv(void *base, long v_off, intptr_t expect,
-						 int64_t add)
+#ifndef pcpu_rseq_load_cbne_store_store
+static inline int pcpu_rseq_load_cbne_store_store(int64_t idx, intptr_t *v, intptr_t expect,
+						  intptr_t *v2, intptr_t newv2, intptr_t newv)
 {
-	(void)base, (void)v_off, (void)expect, (void)add;
-	return PCPU__RSEQ_UNREGISTERED;
+	(void)idx, (void)v, (void)expect, (void)v2, (void)newv2, (void)newv;
+	return PCPU_RSEQ_ABORTED;
 }
-#define pcpu__rseq_loadidx_cmpeqv_addv pcpu__rseq_loadidx_cmpeqv_addv
+#define pcpu_rseq_load_cbne_store_store pcpu_rseq_load_cbne_store_store
+#endif
+
+#ifndef pcpu_rseq_this_load_cbne_load_add_store
+static inline int pcpu_rseq_this_load_cbne_load_add_store(void *obj, long gate_off,
+							  intptr_t expect, int64_t count)
+{
+	(void)obj, (void)gate_off, (void)expect, (void)count;
+	return PCPU_RSEQ_NO_INDEX;
+}
+#define pcpu_rseq_this_load_cbne_load_add_store pcpu_rseq_this_load_cbne_load_add_store
+#endif
+
+#ifndef pcpu__rseq_this_load_add_cbmask_store
+static inline int pcpu__rseq_this_load_add_cbmask_store(int64_t *obj, int64_t count)
+{
+	(void)obj, (void)count;
+	return PCPU_RSEQ_ABORTED;
+}
+#define pcpu__rseq_this_load_add_cbmask_store pcpu__rseq_this_load_add_cbmask_store
+#endif
+
+#ifndef pcpu__rseq_load_cbne_load_store_add_store
+static inline int pcpu__rseq_load_cbne_load_store_add_store(int64_t idx, int64_t *p,
+							    int64_t gexpect, int64_t *oldp,
+							    int64_t count)
+{
+	(void)idx, (void)p, (void)gexpect, (void)oldp, (void)count;
+	return PCPU_RSEQ_ABORTED;
+}
+#define pcpu__rseq_load_cbne_load_store_add_store pcpu__rseq_load_cbne_load_store_add_store
+#endif
+
+#ifndef pcpu_rseq_stack_pop
+static inline int pcpu_rseq_stack_pop(int64_t idx, struct pcpu_rseq_stack *s, void **out)
+{
+	(void)idx, (void)s, (void)out;
+	return PCPU_RSEQ_ABORTED;
+}
+#define pcpu_rseq_stack_pop pcpu_rseq_stack_pop
+#endif
+
+#ifndef pcpu_rseq_stack_push
+static inline int pcpu_rseq_stack_push(int64_t idx, struct pcpu_rseq_stack *s, void *p)
+{
+	(void)idx, (void)s, (void)p;
+	return PCPU_RSEQ_ABORTED;
+}
+#define pcpu_rseq_stack_push pcpu_rseq_stack_push
+#endif
+
+#ifndef pcpu_rseq_stack_push_many
+static inline int pcpu_rseq_stack_push_many(int64_t idx, struct pcpu_rseq_stack *s,
+					    void *const *src, int64_t k)
+{
+	(void)idx, (void)s, (void)src, (void)k;
+	return PCPU_RSEQ_ABORTED;
+}
+#define pcpu_rseq_stack_push_many pcpu_rseq_stack_push_many
+#endif
+
+#ifndef pcpu_rseq_stack_pop_many
+static inline int pcpu_rseq_stack_pop_many(int64_t idx, struct pcpu_rseq_stack *s, void **dst,
+					   int64_t k)
+{
+	(void)idx, (void)s, (void)dst, (void)k;
+	return PCPU_RSEQ_ABORTED;
+}
+#define pcpu_rseq_stack_pop_many pcpu_rseq_stack_pop_many
 #endif
 
 /* owned_add(p, v) (pcpu/worker.h): *p += v by the word's only writer. A

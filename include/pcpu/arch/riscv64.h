@@ -30,14 +30,9 @@
  *
  * The histogram's pair: RV64 (without the vector extension) has no store
  * of 16 bytes, so there is no one-instruction commit of both words. The
- * pair is added as two sections, the count's, then the sum's, each a
- * counter add on the thread's slot at that moment; the operation returns
- * ABORTED only if the first did not commit (nothing written), and once it
- * did, retries the second until it commits (it never returns with half an
- * add). Each word stays exact; the count and the sum of one record may land
- * on two slots if the thread migrates between them, which no reader can
- * tell from a preemption between the two words' loads (readers load the
- * two words separately on every target: pcpu/arch/pseudocode.h).
+ * pair is added as two sections, the count's, then the sum's
+ * (PCPU__ARCH_ADD2_AS_TWO_ADDS: pcpu/arch/common.h says what that
+ * promises).
  *
  * owned_add: the generic version's relaxed load and store are `ld` and
  * `sd` here (no AMO), so this header does not provide one.
@@ -57,6 +52,19 @@
 #define PCPU_ARCH_NAME "riscv64"
 #define PCPU__ARCH_AUDIT AUDIT_ARCH_RISCV64
 
+/* What the tests need to read this target's machine code
+ * (tests/arch_headers.py; pcpu/arch/x86_64.h says what each is). */
+#define PCPU__ARCH_ELF_MACHINE 243
+#define PCPU__ARCH_ELF_CLASS 64
+#define PCPU__ARCH_CROSS "riscv64-linux-gnu"
+#define PCPU__ARCH_RELATIVE_RELOC "R_RISCV_RELATIVE"
+#define PCPU__ARCH_ASM_COMMENT "#"
+#define PCPU__ARCH_INSN_STORE "^(s[bhwd]|sc[.]|amo)"
+#define PCPU__ARCH_INSN_LOAD "^l[bhwd]u?( |$)"
+#define PCPU__ARCH_INSN_CALL "^(jal|jalr|call|ecall)( |$)"
+#define PCPU__ARCH_INSN_BRANCH "^(j|beqz?|bnez?|bltu?|bgeu?|bgtu?|bleu?|bltz|bgez|blez|bgtz)( |$)"
+#define PCPU__ARCH_INSN_JUMP "^j( |$)"
+
 /* ---- not sections: what the subjects' code asks of the target ----------------
  * (also in a fallback build; pcpu/arch/generic.h has the portable versions) */
 
@@ -70,8 +78,8 @@
 /* glibc's RSEQ_SIG for RISC-V: `csrw mhartid, x0`. */
 #define PCPU__RSEQ_SIG 0xf1401073
 
-/* The object cache's sections (pcpu/arch/objcache.h includes it). */
-#define PCPU__ARCH_OBJCACHE_H "riscv64/objcache.h"
+/* The per-CPU stack's sections (pcpu/arch/common.h includes them). */
+#define PCPU__ARCH_STACK_H "riscv64/stack.h"
 
 /* tp. Not volatile: constant for a thread, so the compiler may reuse it. */
 static inline char *pcpu__arch_thread_pointer(void)
@@ -97,19 +105,11 @@ static inline char *pcpu__arch_thread_pointer(void)
 #define PCPU__INJECT_CLOBBER , "t3"
 #define PCPU__RV_LOAD_IDX16 "mv t5, %[idx16]\n\t"
 #else
-#define PCPU__INJECT_ASM ""
-#define PCPU__INJECT_INPUT
-#define PCPU__INJECT_CLOBBER
 #define PCPU__RV_LOAD_IDX16 "lhu t5, 0(%[idxp])\n\t"
 #endif
 
-/* PCPU_TEST_SPLIT_BLOCKS: a jump to the next instruction, which ends an
- * emulator's translated block there (pcpu/arch/pseudocode.h). */
-#ifdef PCPU_TEST_SPLIT_BLOCKS
-#define PCPU__SPLIT "j 9f\n\t9:\n\t"
-#else
-#define PCPU__SPLIT ""
-#endif
+/* PCPU_TEST_SPLIT_BLOCKS' jump to the next instruction. */
+#define PCPU__ARCH_SPLIT_BRANCH "j"
 
 /* What every section clobbers besides its own scratch registers. */
 #define PCPU__RV_CLOBBERS "memory", "t6" PCPU__INJECT_CLOBBER
@@ -144,76 +144,39 @@ static inline char *pcpu__arch_thread_pointer(void)
 #define PCPU__RV_RSEQ_OPERANDS(csoff, idxoff)                                \
 	[csp] "r"(pcpu__arch_thread_pointer() + (csoff)),                     \
 	[idxp] "r"(pcpu__arch_thread_pointer() + (idxoff))
+#define PCPU__RV_G_OPERANDS                                                  \
+	PCPU__RV_RSEQ_OPERANDS((intptr_t)pcpu__g.cs_tpoff, (intptr_t)pcpu__g.index_tpoff)
 
 /* ---- the index ------------------------------------------------------------------ */
 
-/* The calling thread's slot index, sign-extended by the load (lw). A fresh
- * load every time (volatile: the kernel changes the field). */
-static inline int64_t pcpu__rseq_load_index(void)
-{
-	int64_t idx;
-
-	__asm__ __volatile__("lw %0, 0(%1)"
-			     : "=r"(idx)
-			     : "r"(pcpu__arch_thread_pointer() + (intptr_t)pcpu__g.index_tpoff));
-	return idx;
-}
-#define pcpu__rseq_load_index pcpu__rseq_load_index
-
-/* The field's low 16 bits, zero-extended by the load (lhu). */
-static inline int64_t pcpu__rseq_load_index16(void)
-{
-	int64_t idx;
-
-	__asm__ __volatile__("lhu %0, 0(%1)"
-			     : "=r"(idx)
-			     : "r"(pcpu__arch_thread_pointer() + (intptr_t)pcpu__g.index_tpoff));
-	return idx;
-}
-#define pcpu__rseq_load_index16 pcpu__rseq_load_index16
+/* lw sign-extends the index as it loads it; lhu zero-extends its low 16
+ * bits. */
+#define PCPU__ARCH_INDEX_T int64_t
+#define PCPU__ARCH_INDEX16_T int64_t
+#define PCPU__ARCH_LOAD_INDEX "lw %[idx], 0(%[p])"
+#define PCPU__ARCH_LOAD_INDEX16 "lhu %[idx], 0(%[p])"
+#define PCPU__ARCH_TLS_IN(offset_) [p] "r"(pcpu__arch_thread_pointer() + (offset_))
 
 /* ---- sections ------------------------------------------------------------------- */
 
 /* rseq_cmpeq_addv_at: if (index != expected) abort; *p += v;
  * (ld, add, sd: the sd commits). */
-__attribute__((always_inline)) static inline int
-pcpu__rseq_cmpeq_addv_at(int64_t expected, int64_t *p, int64_t v, intptr_t csoff, intptr_t idxoff)
-{
-	PCPU__INJECT_BEFORE();
-	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
-		     PCPU__RV_ARM
-		     PCPU__RV_CMPEQ("%[expected]")
-		     "ld t5, 0(%[p])\n\t"
-		     PCPU__SPLIT
-		     "add t5, t5, %[v]\n\t"
-		     PCPU__SPLIT
-		     PCPU__INJECT_ASM
-		     "0:\n\t"
-		     "sd t5, 0(%[p])\n\t"
-		     "2:\n\t"
-		     PCPU__RV_ABORT_TO("aborted")
-		     : /* asm goto has no outputs */
-		     : PCPU__RV_RSEQ_OPERANDS(csoff, idxoff), [expected] "r"(expected),
-		       [p] "r"(p), [v] "r"(v) PCPU__INJECT_INPUT
-		     : "t5", PCPU__RV_CLOBBERS
-		     : aborted);
-	pcpu__after_asm_goto();
-	return PCPU__RSEQ_COMMITTED;
-aborted:
-	pcpu__after_asm_goto();
-	PCPU__INJECT_ABORTED();
-	return PCPU__RSEQ_ABORTED;
-}
-#define pcpu__rseq_cmpeq_addv_at pcpu__rseq_cmpeq_addv_at
-
-/* rseq_cmpeq_addv: rseq_cmpeq_addv_at with the offsets read from pcpu__g. */
-__attribute__((always_inline)) static inline int
-pcpu__rseq_cmpeq_addv(int64_t expected, int64_t *p, int64_t v)
-{
-	return pcpu__rseq_cmpeq_addv_at(expected, p, v, (intptr_t)pcpu__g.cs_tpoff,
-					(intptr_t)pcpu__g.index_tpoff);
-}
-#define pcpu__rseq_cmpeq_addv pcpu__rseq_cmpeq_addv
+#define PCPU__ARCH_LOAD_ADD_STORE_AT_ASM                                         \
+	PCPU__RV_ARM                                                         \
+	PCPU__RV_CMPEQ("%[expected]")                                        \
+	"ld t5, 0(%[p])\n\t"                                                 \
+	PCPU__SPLIT                                                          \
+	"add t5, t5, %[v]\n\t"                                               \
+	PCPU__SPLIT                                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"sd t5, 0(%[p])\n\t"                                                 \
+	"2:\n\t"                                                             \
+	PCPU__RV_ABORT_TO("aborted")
+#define PCPU__ARCH_LOAD_ADD_STORE_AT_IN                                          \
+	PCPU__RV_RSEQ_OPERANDS(csoff, idxoff), [expected] "r"(expected),     \
+	[p] "r"(p), [v] "r"(v) PCPU__INJECT_INPUT
+#define PCPU__ARCH_LOAD_ADD_STORE_AT_CLOBBERS "t5", PCPU__RV_CLOBBERS
 
 /*
  * rseq_idx16_cmpeq_addv_indexed: the counter add.
@@ -222,148 +185,154 @@ pcpu__rseq_cmpeq_addv(int64_t expected, int64_t *p, int64_t v)
  *   slli t5, t5, PCPU_SLOT_STRIDE_SHIFT;  add t5, base, t5;
  *   ld t6, 0(t5);  add t6, t6, v;  0: sd t6, 0(t5);  2:
  */
-__attribute__((always_inline)) static inline int
-pcpu__rseq_idx16_cmpeq_addv_indexed(int64_t *base, int64_t v)
-{
-	PCPU__INJECT_BEFORE_IDX16();
-	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
-		     PCPU__RV_LOAD_IDX16
-		     PCPU__RV_ARM
-		     PCPU__RV_CMPEQ("t5")
-		     "slli t5, t5, %[shift]\n\t"
-		     "add t5, %[base], t5\n\t"
-		     "ld t6, 0(t5)\n\t"
-		     PCPU__SPLIT
-		     "add t6, t6, %[v]\n\t"
-		     PCPU__SPLIT
-		     PCPU__INJECT_ASM
-		     "0:\n\t"
-		     "sd t6, 0(t5)\n\t"
-		     "2:\n\t"
-		     PCPU__RV_ABORT_TO("aborted")
-		     :
-		     : PCPU__RV_RSEQ_OPERANDS((intptr_t)pcpu__g.cs_tpoff,
-					      (intptr_t)pcpu__g.index_tpoff),
-		       [base] "r"(base), [v] "r"(v), [shift] "n"(PCPU_SLOT_STRIDE_SHIFT)
-		       PCPU__INJECT_INPUT PCPU__IDX16_INPUT
-		     : "t5", PCPU__RV_CLOBBERS
-		     : aborted);
-	pcpu__after_asm_goto();
-	return PCPU__RSEQ_COMMITTED;
-aborted:
-	pcpu__after_asm_goto();
-	PCPU__INJECT_ABORTED();
-	return PCPU__RSEQ_ABORTED;
-}
-#define pcpu__rseq_idx16_cmpeq_addv_indexed pcpu__rseq_idx16_cmpeq_addv_indexed
+#define PCPU__ARCH_THIS_LOAD_ADD_STORE_ASM                                            \
+	PCPU__RV_LOAD_IDX16                                                  \
+	PCPU__RV_ARM                                                         \
+	PCPU__RV_CMPEQ("t5")                                                 \
+	"slli t5, t5, %[shift]\n\t"                                          \
+	"add t5, %[base], t5\n\t"                                            \
+	"ld t6, 0(t5)\n\t"                                                   \
+	PCPU__SPLIT                                                          \
+	"add t6, t6, %[v]\n\t"                                               \
+	PCPU__SPLIT                                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"sd t6, 0(t5)\n\t"                                                   \
+	"2:\n\t"                                                             \
+	PCPU__RV_ABORT_TO("aborted")
+#define PCPU__ARCH_THIS_LOAD_ADD_STORE_IN                                             \
+	PCPU__RV_G_OPERANDS, [base] "r"(base), [v] "r"(v),                   \
+	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT PCPU__IDX16_INPUT
+#define PCPU__ARCH_THIS_LOAD_ADD_STORE_CLOBBERS "t5", PCPU__RV_CLOBBERS
 
-/*
- * rseq_idx16_cmpeq_add2v_indexed: the histogram's pair, as two counter
- * adds (see the top: RV64 has no 16-byte store). ABORTED only when the
- * count's add did not commit; the sum's is then retried until it does, on
- * whichever slot the thread is on.
- */
-__attribute__((always_inline)) static inline int
-pcpu__rseq_idx16_cmpeq_add2v_indexed(int64_t *base, int64_t a, int64_t b)
-{
-	if (PCPU_UNLIKELY(pcpu__rseq_idx16_cmpeq_addv_indexed(base, a) != PCPU__RSEQ_COMMITTED))
-		return PCPU__RSEQ_ABORTED;
-	while (PCPU_UNLIKELY(pcpu__rseq_idx16_cmpeq_addv_indexed(base + 1, b) !=
-			     PCPU__RSEQ_COMMITTED))
-		;
-	return PCPU__RSEQ_COMMITTED;
-}
-#define pcpu__rseq_idx16_cmpeq_add2v_indexed pcpu__rseq_idx16_cmpeq_add2v_indexed
+/* rseq_idx16_cmpeq_add2v_indexed: two counter adds (see the top: RV64 has
+ * no 16-byte store); pcpu/arch/common.h composes them. */
+#define PCPU__ARCH_ADD2_AS_TWO_ADDS 1
 
 /* rseq_cmpeq_cmpeqv_storev: if (index != expected) abort;
  * if (*p != expect) return DIFFERS; *p = newv. */
-__attribute__((always_inline)) static inline int
-pcpu__rseq_cmpeq_cmpeqv_storev(int64_t expected, intptr_t *p, intptr_t expect, intptr_t newv)
-{
-	PCPU__INJECT_BEFORE();
-	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
-		     PCPU__RSEQ_EXIT_POINT("differs")
-		     PCPU__RV_ARM
-		     PCPU__RV_CMPEQ("%[expected]")
-		     "ld t5, 0(%[p])\n\t"
-		     PCPU__SPLIT
-		     "bne t5, %[expect], %l[differs]\n\t"
-		     PCPU__INJECT_ASM
-		     "0:\n\t"
-		     "sd %[newv], 0(%[p])\n\t"
-		     "2:\n\t"
-		     PCPU__RV_ABORT_TO("aborted")
-		     :
-		     : PCPU__RV_RSEQ_OPERANDS((intptr_t)pcpu__g.cs_tpoff,
-					      (intptr_t)pcpu__g.index_tpoff),
-		       [expected] "r"(expected), [p] "r"(p), [expect] "r"(expect),
-		       [newv] "r"(newv) PCPU__INJECT_INPUT
-		     : "t5", PCPU__RV_CLOBBERS
-		     : aborted, differs);
-	pcpu__after_asm_goto();
-	return PCPU__RSEQ_COMMITTED;
-aborted:
-	pcpu__after_asm_goto();
-	PCPU__INJECT_ABORTED();
-	return PCPU__RSEQ_ABORTED;
-differs:
-	pcpu__after_asm_goto();
-	return PCPU__RSEQ_DIFFERS;
-}
-#define pcpu__rseq_cmpeq_cmpeqv_storev pcpu__rseq_cmpeq_cmpeqv_storev
+#define PCPU__ARCH_LOAD_CBNE_STORE_ASM                                          \
+	PCPU__RV_ARM                                                         \
+	PCPU__RV_CMPEQ("%[expected]")                                        \
+	"ld t5, 0(%[p])\n\t"                                                 \
+	PCPU__SPLIT                                                          \
+	"bne t5, %[expect], %l[differs]\n\t"                                 \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"sd %[newv], 0(%[p])\n\t"                                            \
+	"2:\n\t"                                                             \
+	PCPU__RV_ABORT_TO("aborted")
+#define PCPU__ARCH_LOAD_CBNE_STORE_IN                                           \
+	PCPU__RV_G_OPERANDS, [expected] "r"(expected), [p] "r"(p),           \
+	[expect] "r"(expect), [newv] "r"(newv) PCPU__INJECT_INPUT
+#define PCPU__ARCH_LOAD_CBNE_STORE_CLOBBERS "t5", PCPU__RV_CLOBBERS
 
 /*
  * rseq_loadidx_cmpeqv_addv: the index is read inside the section (so no
  * separate compare: a thread that moves after the load is restarted before
  * the commit); a negative one leaves before anything is written.
  */
-__attribute__((always_inline)) static inline int
-pcpu__rseq_loadidx_cmpeqv_addv(void *base, long v_off, intptr_t expect, int64_t add)
-{
-	PCPU__INJECT_BEFORE();
-	__asm__ goto(PCPU__RSEQ_EXIT_POINT("differs")
-		     PCPU__RSEQ_EXIT_POINT("unregistered")
-		     PCPU__RV_ARM
-		     "1:\n\t"
-		     "lw t5, 0(%[idxp])\n\t"
-		     PCPU__SPLIT
-		     "bltz t5, %l[unregistered]\n\t"
-		     "slli t5, t5, %[shift]\n\t"
-		     "add t6, %[vbase], t5\n\t"
-		     "ld t6, 0(t6)\n\t"
-		     PCPU__SPLIT
-		     "bne t6, %[expect], %l[differs]\n\t"
-		     "add t5, %[base], t5\n\t"
-		     "ld t6, 0(t5)\n\t"
-		     PCPU__SPLIT
-		     "add t6, t6, %[add]\n\t"
-		     PCPU__SPLIT
-		     PCPU__INJECT_ASM
-		     "0:\n\t"
-		     "sd t6, 0(t5)\n\t"
-		     "2:\n\t"
-		     PCPU__RV_ABORT_TO("aborted")
-		     :
-		     : PCPU__RV_RSEQ_OPERANDS((intptr_t)pcpu__g.cs_tpoff,
-					      (intptr_t)pcpu__g.index_tpoff),
-		       [base] "r"(base), [vbase] "r"((char *)base + v_off), [expect] "r"(expect),
-		       [add] "r"(add), [shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT
-		     : "t5", PCPU__RV_CLOBBERS
-		     : aborted, differs, unregistered);
-	pcpu__after_asm_goto();
-	return PCPU__RSEQ_COMMITTED;
-aborted:
-	pcpu__after_asm_goto();
-	PCPU__INJECT_ABORTED();
-	return PCPU__RSEQ_ABORTED;
-differs:
-	pcpu__after_asm_goto();
-	return PCPU__RSEQ_DIFFERS;
-unregistered:
-	pcpu__after_asm_goto();
-	return PCPU__RSEQ_UNREGISTERED;
-}
-#define pcpu__rseq_loadidx_cmpeqv_addv pcpu__rseq_loadidx_cmpeqv_addv
+#define PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_ASM                                          \
+	PCPU__RV_ARM                                                         \
+	"1:\n\t"                                                             \
+	"lw t5, 0(%[idxp])\n\t"                                              \
+	PCPU__SPLIT                                                          \
+	"bltz t5, %l[unregistered]\n\t"                                      \
+	"slli t5, t5, %[shift]\n\t"                                          \
+	"add t6, %[vbase], t5\n\t"                                           \
+	"ld t6, 0(t6)\n\t"                                                   \
+	PCPU__SPLIT                                                          \
+	"bne t6, %[expect], %l[differs]\n\t"                                 \
+	"add t5, %[base], t5\n\t"                                            \
+	"ld t6, 0(t5)\n\t"                                                   \
+	PCPU__SPLIT                                                          \
+	"add t6, t6, %[add]\n\t"                                             \
+	PCPU__SPLIT                                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"sd t6, 0(t5)\n\t"                                                   \
+	"2:\n\t"                                                             \
+	PCPU__RV_ABORT_TO("aborted")
+#define PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_IN                                           \
+	PCPU__RV_G_OPERANDS, [base] "r"(base), [vbase] "r"((char *)base + v_off), \
+	[expect] "r"(expect), [add] "r"(add),                                \
+	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT
+#define PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_CLOBBERS "t5", PCPU__RV_CLOBBERS
+
+/* load_cbne_store_store: if (index != expected) abort;
+ * if (*p != expect) return DIFFERS; *p2 = newv2; *p = newv. */
+#define PCPU__ARCH_LOAD_CBNE_STORE_STORE_ASM                                 \
+	PCPU__RV_ARM                                                         \
+	PCPU__RV_CMPEQ("%[expected]")                                        \
+	"ld t5, 0(%[p])\n\t"                                                 \
+	PCPU__SPLIT                                                          \
+	"bne t5, %[expect], %l[differs]\n\t"                                 \
+	"sd %[newv2], 0(%[p2])\n\t"                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"sd %[newv], 0(%[p])\n\t"                                            \
+	"2:\n\t"                                                             \
+	PCPU__RV_ABORT_TO("aborted")
+#define PCPU__ARCH_LOAD_CBNE_STORE_STORE_IN                                  \
+	PCPU__RV_G_OPERANDS, [expected] "r"(expected), [p] "r"(p),           \
+	[expect] "r"(expect), [p2] "r"(p2), [newv2] "r"(newv2),              \
+	[newv] "r"(newv) PCPU__INJECT_INPUT
+#define PCPU__ARCH_LOAD_CBNE_STORE_STORE_CLOBBERS "t5", PCPU__RV_CLOBBERS
+
+/*
+ * this_load_add_cbmask_store: the hierarchical counter's add, the counter
+ * add's shape with the bits the add changes tested against the slot's mask
+ * (the next word) before the store:
+ *   ... slli t5; add t5, base, t5;  ld t6, 0(t5);  add t4, t6, v;
+ *   xor t6, t6, t4;  ld a7, 8(t5);  and t6, t6, a7;  bnez t6, unfit;
+ *   0: sd t4, 0(t5);  2:
+ */
+#define PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_ASM                            \
+	PCPU__RV_LOAD_IDX16                                                  \
+	PCPU__RV_ARM                                                         \
+	PCPU__RV_CMPEQ("t5")                                                 \
+	"slli t5, t5, %[shift]\n\t"                                          \
+	"add t5, %[base], t5\n\t"                                            \
+	"ld t6, 0(t5)\n\t"                                                   \
+	"ld a7, 8(t5)\n\t"                                                   \
+	PCPU__SPLIT                                                          \
+	"add t4, t6, %[v]\n\t"                                               \
+	"xor t6, t6, t4\n\t"                                                 \
+	"and t6, t6, a7\n\t"                                                 \
+	"bnez t6, %l[unfit]\n\t"                                             \
+	PCPU__SPLIT                                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"sd t4, 0(t5)\n\t"                                                   \
+	"2:\n\t"                                                             \
+	PCPU__RV_ABORT_TO("aborted")
+#define PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_IN                             \
+	PCPU__RV_G_OPERANDS, [base] "r"(base), [v] "r"(v),                   \
+	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT PCPU__IDX16_INPUT
+#define PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_CLOBBERS "a7", "t4", "t5", PCPU__RV_CLOBBERS
+
+/* load_cbne_load_store_add_store: if (index != expected) abort;
+ * if (p[1] != gexpect) return DIFFERS; *oldp = p[0]; p[0] += v. */
+#define PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_ASM                        \
+	PCPU__RV_ARM                                                         \
+	PCPU__RV_CMPEQ("%[expected]")                                        \
+	"ld t5, 8(%[p])\n\t"                                                 \
+	PCPU__SPLIT                                                          \
+	"bne t5, %[gexpect], %l[differs]\n\t"                                \
+	"ld t5, 0(%[p])\n\t"                                                 \
+	PCPU__SPLIT                                                          \
+	"sd t5, 0(%[oldp])\n\t"                                              \
+	"add t5, t5, %[v]\n\t"                                               \
+	PCPU__SPLIT                                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"sd t5, 0(%[p])\n\t"                                                 \
+	"2:\n\t"                                                             \
+	PCPU__RV_ABORT_TO("aborted")
+#define PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_IN                         \
+	PCPU__RV_G_OPERANDS, [expected] "r"(expected), [p] "r"(p),           \
+	[gexpect] "r"(gexpect), [oldp] "r"(oldp), [v] "r"(v) PCPU__INJECT_INPUT
+#define PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_CLOBBERS "t5", PCPU__RV_CLOBBERS
 
 #endif /* PCPU__ARCH_SECTIONS */
 

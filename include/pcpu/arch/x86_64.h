@@ -48,6 +48,26 @@
 #define PCPU_ARCH_NAME "x86_64"
 #define PCPU__ARCH_AUDIT AUDIT_ARCH_X86_64
 
+/* What the tests need to read this target's machine code
+ * (tests/arch_headers.py reads these lines as text, for
+ * tests/check_rseq_sections.py, bench/loop_insns.py and scripts/vm):
+ * its ELF e_machine and class, the Debian triplet of its cross tools, the
+ * relative relocation's name, what starts a comment in objdump's output,
+ * and which instructions store to memory, load from it, call, branch
+ * (direct, with a target) and jump (unconditionally) -- Python regular
+ * expressions, without backslashes, matched against objdump's
+ * "mnemonic operands" (AT&T syntax here: the destination is last). */
+#define PCPU__ARCH_ELF_MACHINE 62
+#define PCPU__ARCH_ELF_CLASS 64
+#define PCPU__ARCH_CROSS "x86_64-linux-gnu"
+#define PCPU__ARCH_RELATIVE_RELOC "R_X86_64_RELATIVE"
+#define PCPU__ARCH_ASM_COMMENT "#"
+#define PCPU__ARCH_INSN_STORE "^(?!j|set|(cmp|test|bt|nop|ud1|ud2|prefetcht0|prefetchnta)[bwlq]? )[^ ]+ (.*[, ])?([*]?(%[a-z]s:)?-?(0x)?[0-9a-f]*[(][^()]*[)]|%[fg]s:[^,]*)$"
+#define PCPU__ARCH_INSN_LOAD "^(?!lea|nop)(?!mov[^ ]* (?![^,]*%fs:)[^,(]*(,|$))[^ ]+ .*[(]"
+#define PCPU__ARCH_INSN_CALL "^(call[^ ]*|syscall|int|sysenter)( |$)"
+#define PCPU__ARCH_INSN_BRANCH "^j"
+#define PCPU__ARCH_INSN_JUMP "^jmpq?( |$)"
+
 /* ---- not sections: what the subjects' code asks of the target ----------------
  * (also in a fallback build; pcpu/arch/generic.h has the portable versions) */
 
@@ -99,8 +119,8 @@ __attribute__((always_inline)) static inline unsigned pcpu__arch_loglin_exponent
 /* glibc's RSEQ_SIG for x86 (sysdeps/unix/sysv/linux/x86/bits/rseq.h). */
 #define PCPU__RSEQ_SIG 0x53053053
 
-/* The object cache's sections (pcpu/arch/objcache.h includes it). */
-#define PCPU__ARCH_OBJCACHE_H "x86_64/objcache.h"
+/* The per-CPU stack's sections (pcpu/arch/common.h includes them). */
+#define PCPU__ARCH_STACK_H "x86_64/stack.h"
 
 /* The x86-64 TLS ABI keeps the thread pointer at %fs:0. Slow paths only;
  * the sections address the area %fs-relative. Not volatile: it is constant
@@ -128,10 +148,6 @@ static inline char *pcpu__arch_thread_pointer(void)
 	"6:\n\t"
 #define PCPU__INJECT_INPUT , [inject_spin] "m"(pcpu__test_inject_spin)
 #define PCPU__INJECT_CLOBBER , "rcx"
-#else
-#define PCPU__INJECT_ASM ""
-#define PCPU__INJECT_INPUT
-#define PCPU__INJECT_CLOBBER
 #endif
 
 /* The idx16 operations' index read, before arming: from the field, or in
@@ -143,13 +159,8 @@ static inline char *pcpu__arch_thread_pointer(void)
 #define PCPU__X86_LOAD_IDX16 "movzwl %%fs:(%[idxoff]), %%edx\n\t"
 #endif
 
-/* PCPU_TEST_SPLIT_BLOCKS: a jump to the next instruction, which ends an
- * emulator's translated block there (pcpu/arch/pseudocode.h). */
-#ifdef PCPU_TEST_SPLIT_BLOCKS
-#define PCPU__SPLIT "jmp 9f\n\t9:\n\t"
-#else
-#define PCPU__SPLIT ""
-#endif
+/* PCPU_TEST_SPLIT_BLOCKS' branch to the next instruction. */
+#define PCPU__ARCH_SPLIT_BRANCH "jmp"
 
 /* The descriptor (label 3), then arming: rseq_cs = &descriptor, through
  * %rax. The section starts at label 1, after it. */
@@ -177,33 +188,19 @@ static inline char *pcpu__arch_thread_pointer(void)
 	"jnz %l[aborted]\n\t"                                                \
 	PCPU__SPLIT
 
+/* The rseq offsets, as every section but cmpeq_addv_at takes them. */
+#define PCPU__X86_OFFSETS(idxname)                                           \
+	[cs] "r"((intptr_t)pcpu__g.cs_tpoff), [idxname] "r"((intptr_t)pcpu__g.index_tpoff)
+
 /* ---- the index ------------------------------------------------------------------ */
 
-/* The calling thread's slot index, sign-extended by the load itself
- * (movslq), so it can index memory without another instruction. A fresh
- * load every time (volatile: the kernel changes the field). */
-static inline int64_t pcpu__rseq_load_index(void)
-{
-	int64_t idx;
-
-	__asm__ __volatile__("movslq %%fs:(%1), %0"
-			     : "=r"(idx)
-			     : "r"((intptr_t)pcpu__g.index_tpoff));
-	return idx;
-}
-#define pcpu__rseq_load_index pcpu__rseq_load_index
-
-/* The field's low 16 bits, zero-extended by the load itself (movzwl). */
-static inline int64_t pcpu__rseq_load_index16(void)
-{
-	int64_t idx;
-
-	__asm__ __volatile__("movzwl %%fs:(%1), %k0"
-			     : "=r"(idx)
-			     : "r"((intptr_t)pcpu__g.index_tpoff));
-	return idx;
-}
-#define pcpu__rseq_load_index16 pcpu__rseq_load_index16
+/* movslq sign-extends the index as it loads it, so it can index memory
+ * without another instruction; movzwl zero-extends the low 16 bits. */
+#define PCPU__ARCH_INDEX_T int64_t
+#define PCPU__ARCH_INDEX16_T int64_t
+#define PCPU__ARCH_LOAD_INDEX "movslq %%fs:(%[off]), %[idx]"
+#define PCPU__ARCH_LOAD_INDEX16 "movzwl %%fs:(%[off]), %k[idx]"
+#define PCPU__ARCH_TLS_IN(offset_) [off] "r"(offset_)
 
 /* ---- sections ------------------------------------------------------------------- */
 
@@ -214,41 +211,20 @@ static inline int64_t pcpu__rseq_load_index16(void)
  * section rather than keep it in a register; pcpu_counter_add_many()'s
  * empty asm on its copies of the offsets hides that, and its loop then runs
  * the hand-written ideal's five instructions per section (bench/README.md).
+ * Why an unlocked `addq` is a correct commit: see the top of this file.
  */
-__attribute__((always_inline)) static inline int
-pcpu__rseq_cmpeq_addv_at(int64_t expected, int64_t *p, int64_t v, intptr_t csoff, intptr_t idxoff)
-{
-	PCPU__INJECT_BEFORE();
-	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
-		     PCPU__X86_ARM("%[cs]")
-		     PCPU__X86_CMPEQ("%k[expected]", "%[idx]")
-		     PCPU__INJECT_ASM
-		     "0:\n\t"
-		     "addq %[v], %[target]\n\t"
-		     "2:\n\t"
-		     PCPU__X86_ABORT_TO("aborted")
-		     : /* asm goto has no outputs */
-		     : [cs] "r"(csoff), [idx] "r"(idxoff),
-		       [expected] "r"(expected), [target] "m"(*p), [v] "er"(v) PCPU__INJECT_INPUT
-		     : "memory", "cc", "rax" PCPU__INJECT_CLOBBER
-		     : aborted);
-	pcpu__after_asm_goto();
-	return PCPU__RSEQ_COMMITTED;
-aborted:
-	pcpu__after_asm_goto();
-	PCPU__INJECT_ABORTED();
-	return PCPU__RSEQ_ABORTED;
-}
-#define pcpu__rseq_cmpeq_addv_at pcpu__rseq_cmpeq_addv_at
-
-/* rseq_cmpeq_addv: rseq_cmpeq_addv_at with the offsets read from pcpu__g. */
-__attribute__((always_inline)) static inline int
-pcpu__rseq_cmpeq_addv(int64_t expected, int64_t *p, int64_t v)
-{
-	return pcpu__rseq_cmpeq_addv_at(expected, p, v, (intptr_t)pcpu__g.cs_tpoff,
-					(intptr_t)pcpu__g.index_tpoff);
-}
-#define pcpu__rseq_cmpeq_addv pcpu__rseq_cmpeq_addv
+#define PCPU__ARCH_LOAD_ADD_STORE_AT_ASM                                         \
+	PCPU__X86_ARM("%[cs]")                                               \
+	PCPU__X86_CMPEQ("%k[expected]", "%[idx]")                             \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"addq %[v], %[target]\n\t"                                           \
+	"2:\n\t"                                                             \
+	PCPU__X86_ABORT_TO("aborted")
+#define PCPU__ARCH_LOAD_ADD_STORE_AT_IN                                          \
+	[cs] "r"(csoff), [idx] "r"(idxoff), [expected] "r"(expected),        \
+	[target] "m"(*p), [v] "er"(v) PCPU__INJECT_INPUT
+#define PCPU__ARCH_LOAD_ADD_STORE_AT_CLOBBERS "memory", "cc", "rax" PCPU__INJECT_CLOBBER
 
 /*
  * rseq_idx16_cmpeq_addv_indexed: the counter add.
@@ -263,35 +239,21 @@ pcpu__rseq_cmpeq_addv(int64_t expected, int64_t *p, int64_t v)
  * its branches (bench/README.md, paired incr). The arming store made first
  * is harmless on an unregistered area: the kernel does not read it.
  */
-__attribute__((always_inline)) static inline int
-pcpu__rseq_idx16_cmpeq_addv_indexed(int64_t *base, int64_t v)
-{
-	PCPU__INJECT_BEFORE_IDX16();
-	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
-		     PCPU__X86_LOAD_IDX16
-		     PCPU__X86_ARM("%[cs]")
-		     PCPU__X86_CMPEQ("%%edx", "%[idxoff]")
-		     "shlq %[shift], %%rdx\n\t"
-		     PCPU__SPLIT
-		     PCPU__INJECT_ASM
-		     "0:\n\t"
-		     "addq %[v], (%[base], %%rdx)\n\t"
-		     "2:\n\t"
-		     PCPU__X86_ABORT_TO("aborted")
-		     :
-		     : [cs] "r"((intptr_t)pcpu__g.cs_tpoff),
-		       [idxoff] "r"((intptr_t)pcpu__g.index_tpoff), [base] "r"(base), [v] "er"(v),
-		       [shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__IDX16_INPUT PCPU__INJECT_INPUT
-		     : "memory", "cc", "rax", "rdx" PCPU__INJECT_CLOBBER
-		     : aborted);
-	pcpu__after_asm_goto();
-	return PCPU__RSEQ_COMMITTED;
-aborted:
-	pcpu__after_asm_goto();
-	PCPU__INJECT_ABORTED();
-	return PCPU__RSEQ_ABORTED;
-}
-#define pcpu__rseq_idx16_cmpeq_addv_indexed pcpu__rseq_idx16_cmpeq_addv_indexed
+#define PCPU__ARCH_THIS_LOAD_ADD_STORE_ASM                                            \
+	PCPU__X86_LOAD_IDX16                                                 \
+	PCPU__X86_ARM("%[cs]")                                               \
+	PCPU__X86_CMPEQ("%%edx", "%[idxoff]")                                 \
+	"shlq %[shift], %%rdx\n\t"                                           \
+	PCPU__SPLIT                                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"addq %[v], (%[base], %%rdx)\n\t"                                    \
+	"2:\n\t"                                                             \
+	PCPU__X86_ABORT_TO("aborted")
+#define PCPU__ARCH_THIS_LOAD_ADD_STORE_IN                                             \
+	PCPU__X86_OFFSETS(idxoff), [base] "r"(base), [v] "er"(v),            \
+	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__IDX16_INPUT PCPU__INJECT_INPUT
+#define PCPU__ARCH_THIS_LOAD_ADD_STORE_CLOBBERS "memory", "cc", "rax", "rdx" PCPU__INJECT_CLOBBER
 
 /*
  * rseq_idx16_cmpeq_add2v_indexed: the histogram's pair.
@@ -301,76 +263,44 @@ aborted:
  * commit. `base` must be 16-byte aligned (movdqa faults otherwise; an
  * aligned pair never straddles a cache line). SSE2 is part of x86-64.
  */
-__attribute__((always_inline)) static inline int
-pcpu__rseq_idx16_cmpeq_add2v_indexed(int64_t *base, int64_t a, int64_t b)
-{
-	PCPU__INJECT_BEFORE_IDX16();
-	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
-		     "movq %[a], %%xmm15\n\t"
-		     "movq %[b], %%xmm14\n\t"
-		     "punpcklqdq %%xmm14, %%xmm15\n\t"
-		     PCPU__X86_LOAD_IDX16
-		     PCPU__X86_ARM("%[cs]")
-		     PCPU__X86_CMPEQ("%%edx", "%[idxoff]")
-		     "shlq %[shift], %%rdx\n\t"
-		     "paddq (%[base], %%rdx), %%xmm15\n\t"
-		     PCPU__SPLIT
-		     PCPU__INJECT_ASM
-		     "0:\n\t"
-		     "movdqa %%xmm15, (%[base], %%rdx)\n\t"
-		     "2:\n\t"
-		     PCPU__X86_ABORT_TO("aborted")
-		     :
-		     : [cs] "r"((intptr_t)pcpu__g.cs_tpoff),
-		       [idxoff] "r"((intptr_t)pcpu__g.index_tpoff), [base] "r"(base), [a] "r"(a),
-		       [b] "r"(b), [shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__IDX16_INPUT PCPU__INJECT_INPUT
-		     : "memory", "cc", "rax", "rdx", "xmm14", "xmm15" PCPU__INJECT_CLOBBER
-		     : aborted);
-	pcpu__after_asm_goto();
-	return PCPU__RSEQ_COMMITTED;
-aborted:
-	pcpu__after_asm_goto();
-	PCPU__INJECT_ABORTED();
-	return PCPU__RSEQ_ABORTED;
-}
-#define pcpu__rseq_idx16_cmpeq_add2v_indexed pcpu__rseq_idx16_cmpeq_add2v_indexed
+#define PCPU__ARCH_THIS_ADD2_ASM                                           \
+	"movq %[a], %%xmm15\n\t"                                             \
+	"movq %[b], %%xmm14\n\t"                                             \
+	"punpcklqdq %%xmm14, %%xmm15\n\t"                                    \
+	PCPU__X86_LOAD_IDX16                                                 \
+	PCPU__X86_ARM("%[cs]")                                               \
+	PCPU__X86_CMPEQ("%%edx", "%[idxoff]")                                 \
+	"shlq %[shift], %%rdx\n\t"                                           \
+	"paddq (%[base], %%rdx), %%xmm15\n\t"                                \
+	PCPU__SPLIT                                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"movdqa %%xmm15, (%[base], %%rdx)\n\t"                               \
+	"2:\n\t"                                                             \
+	PCPU__X86_ABORT_TO("aborted")
+#define PCPU__ARCH_THIS_ADD2_IN                                            \
+	PCPU__X86_OFFSETS(idxoff), [base] "r"(base), [a] "r"(a), [b] "r"(b), \
+	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__IDX16_INPUT PCPU__INJECT_INPUT
+#define PCPU__ARCH_THIS_ADD2_CLOBBERS                                      \
+	"memory", "cc", "rax", "rdx", "xmm14", "xmm15" PCPU__INJECT_CLOBBER
 
 /* rseq_cmpeq_cmpeqv_storev: if (index != expected) abort;
  * if (*p != expect) return DIFFERS; *p = newv. */
-__attribute__((always_inline)) static inline int
-pcpu__rseq_cmpeq_cmpeqv_storev(int64_t expected, intptr_t *p, intptr_t expect, intptr_t newv)
-{
-	PCPU__INJECT_BEFORE();
-	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
-		     PCPU__RSEQ_EXIT_POINT("differs")
-		     PCPU__X86_ARM("%[cs]")
-		     PCPU__X86_CMPEQ("%k[expected]", "%[idx]")
-		     "cmpq %[expect], %[target]\n\t"
-		     "jnz %l[differs]\n\t"
-		     PCPU__SPLIT
-		     PCPU__INJECT_ASM
-		     "0:\n\t"
-		     "movq %[newv], %[target]\n\t"
-		     "2:\n\t"
-		     PCPU__X86_ABORT_TO("aborted")
-		     :
-		     : [cs] "r"((intptr_t)pcpu__g.cs_tpoff),
-		       [idx] "r"((intptr_t)pcpu__g.index_tpoff),
-		       [expected] "r"(expected), [target] "m"(*p),
-		       [expect] "r"(expect), [newv] "r"(newv) PCPU__INJECT_INPUT
-		     : "memory", "cc", "rax" PCPU__INJECT_CLOBBER
-		     : aborted, differs);
-	pcpu__after_asm_goto();
-	return PCPU__RSEQ_COMMITTED;
-aborted:
-	pcpu__after_asm_goto();
-	PCPU__INJECT_ABORTED();
-	return PCPU__RSEQ_ABORTED;
-differs:
-	pcpu__after_asm_goto();
-	return PCPU__RSEQ_DIFFERS;
-}
-#define pcpu__rseq_cmpeq_cmpeqv_storev pcpu__rseq_cmpeq_cmpeqv_storev
+#define PCPU__ARCH_LOAD_CBNE_STORE_ASM                                          \
+	PCPU__X86_ARM("%[cs]")                                               \
+	PCPU__X86_CMPEQ("%k[expected]", "%[idx]")                             \
+	"cmpq %[expect], %[target]\n\t"                                      \
+	"jnz %l[differs]\n\t"                                                \
+	PCPU__SPLIT                                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"movq %[newv], %[target]\n\t"                                        \
+	"2:\n\t"                                                             \
+	PCPU__X86_ABORT_TO("aborted")
+#define PCPU__ARCH_LOAD_CBNE_STORE_IN                                           \
+	PCPU__X86_OFFSETS(idx), [expected] "r"(expected), [target] "m"(*p),  \
+	[expect] "r"(expect), [newv] "r"(newv) PCPU__INJECT_INPUT
+#define PCPU__ARCH_LOAD_CBNE_STORE_CLOBBERS "memory", "cc", "rax" PCPU__INJECT_CLOBBER
 
 /*
  * rseq_loadidx_cmpeqv_addv: the index is read inside the section, so no
@@ -380,48 +310,100 @@ differs:
  * written. Test builds widen the section between the compare and the
  * commit, the window that matters.
  */
-__attribute__((always_inline)) static inline int
-pcpu__rseq_loadidx_cmpeqv_addv(void *base, long v_off, intptr_t expect, int64_t add)
-{
-	PCPU__INJECT_BEFORE();
-	__asm__ goto(PCPU__RSEQ_EXIT_POINT("differs")
-		     PCPU__RSEQ_EXIT_POINT("unregistered")
-		     PCPU__X86_ARM("%[cs]")
-		     "1:\n\t"
-		     "movslq %%fs:(%[idx]), %%rdx\n\t"
-		     PCPU__SPLIT
-		     "testq %%rdx, %%rdx\n\t"
-		     "js %l[unregistered]\n\t"
-		     "shlq %[shift], %%rdx\n\t"
-		     "cmpq %[expect], (%[vbase], %%rdx)\n\t"
-		     "jnz %l[differs]\n\t"
-		     PCPU__SPLIT
-		     PCPU__INJECT_ASM
-		     "0:\n\t"
-		     "addq %[add], (%[base], %%rdx)\n\t"
-		     "2:\n\t"
-		     PCPU__X86_ABORT_TO("aborted")
-		     :
-		     : [cs] "r"((intptr_t)pcpu__g.cs_tpoff),
-		       [idx] "r"((intptr_t)pcpu__g.index_tpoff), [base] "r"(base),
-		       [vbase] "r"((char *)base + v_off), [expect] "er"(expect), [add] "er"(add),
-		       [shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT
-		     : "memory", "cc", "rax", "rdx" PCPU__INJECT_CLOBBER
-		     : aborted, differs, unregistered);
-	pcpu__after_asm_goto();
-	return PCPU__RSEQ_COMMITTED;
-aborted:
-	pcpu__after_asm_goto();
-	PCPU__INJECT_ABORTED();
-	return PCPU__RSEQ_ABORTED;
-differs:
-	pcpu__after_asm_goto();
-	return PCPU__RSEQ_DIFFERS;
-unregistered:
-	pcpu__after_asm_goto();
-	return PCPU__RSEQ_UNREGISTERED;
-}
-#define pcpu__rseq_loadidx_cmpeqv_addv pcpu__rseq_loadidx_cmpeqv_addv
+#define PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_ASM                                          \
+	PCPU__X86_ARM("%[cs]")                                               \
+	"1:\n\t"                                                             \
+	"movslq %%fs:(%[idx]), %%rdx\n\t"                                    \
+	PCPU__SPLIT                                                          \
+	"testq %%rdx, %%rdx\n\t"                                             \
+	"js %l[unregistered]\n\t"                                            \
+	"shlq %[shift], %%rdx\n\t"                                           \
+	"cmpq %[expect], (%[vbase], %%rdx)\n\t"                              \
+	"jnz %l[differs]\n\t"                                                \
+	PCPU__SPLIT                                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"addq %[add], (%[base], %%rdx)\n\t"                                  \
+	"2:\n\t"                                                             \
+	PCPU__X86_ABORT_TO("aborted")
+#define PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_IN                                           \
+	PCPU__X86_OFFSETS(idx), [base] "r"(base), [vbase] "r"((char *)base + v_off), \
+	[expect] "er"(expect), [add] "er"(add),                              \
+	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT
+#define PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_CLOBBERS "memory", "cc", "rax", "rdx" PCPU__INJECT_CLOBBER
+
+/* load_cbne_store_store: if (index != expected) abort;
+ * if (*p != expect) return DIFFERS; *p2 = newv2; *p = newv. */
+#define PCPU__ARCH_LOAD_CBNE_STORE_STORE_ASM                                 \
+	PCPU__X86_ARM("%[cs]")                                               \
+	PCPU__X86_CMPEQ("%k[expected]", "%[idx]")                             \
+	"cmpq %[expect], %[target]\n\t"                                      \
+	"jnz %l[differs]\n\t"                                                \
+	PCPU__SPLIT                                                          \
+	"movq %[newv2], %[target2]\n\t"                                      \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"movq %[newv], %[target]\n\t"                                        \
+	"2:\n\t"                                                             \
+	PCPU__X86_ABORT_TO("aborted")
+#define PCPU__ARCH_LOAD_CBNE_STORE_STORE_IN                                  \
+	PCPU__X86_OFFSETS(idx), [expected] "r"(expected), [target] "m"(*p),  \
+	[target2] "m"(*p2), [expect] "er"(expect), [newv2] "er"(newv2),      \
+	[newv] "er"(newv) PCPU__INJECT_INPUT
+#define PCPU__ARCH_LOAD_CBNE_STORE_STORE_CLOBBERS "memory", "cc", "rax" PCPU__INJECT_CLOBBER
+
+/*
+ * this_load_add_cbmask_store: the hierarchical counter's add, the counter
+ * add's shape with the word loaded, the sum built in %r8, and the bits it
+ * changes tested against the slot's mask (the next word) before the store:
+ *   ... cmpl; jnz aborted; shlq;  movq (base, %rdx), %rax;
+ *   leaq (%rax, v), %r8;  xorq %r8, %rax;  andq 8(base, %rdx), %rax;
+ *   jnz unfit;  0: movq %r8, (base, %rdx);  2:
+ */
+#define PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_ASM                            \
+	PCPU__X86_LOAD_IDX16                                                 \
+	PCPU__X86_ARM("%[cs]")                                               \
+	PCPU__X86_CMPEQ("%%edx", "%[idxoff]")                                 \
+	"shlq %[shift], %%rdx\n\t"                                           \
+	"movq (%[base], %%rdx), %%rax\n\t"                                   \
+	PCPU__SPLIT                                                          \
+	"leaq (%%rax, %[v]), %%r8\n\t"                                       \
+	"xorq %%r8, %%rax\n\t"                                               \
+	"andq 8(%[base], %%rdx), %%rax\n\t"                                  \
+	"jnz %l[unfit]\n\t"                                                  \
+	PCPU__SPLIT                                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"movq %%r8, (%[base], %%rdx)\n\t"                                    \
+	"2:\n\t"                                                             \
+	PCPU__X86_ABORT_TO("aborted")
+#define PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_IN                             \
+	PCPU__X86_OFFSETS(idxoff), [base] "r"(base), [v] "r"(v),             \
+	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__IDX16_INPUT PCPU__INJECT_INPUT
+#define PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_CLOBBERS                       \
+	"memory", "cc", "rax", "rdx", "r8" PCPU__INJECT_CLOBBER
+
+/* load_cbne_load_store_add_store: if (index != expected) abort;
+ * if (p[1] != gexpect) return DIFFERS; *oldp = p[0]; p[0] += v. */
+#define PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_ASM                        \
+	PCPU__X86_ARM("%[cs]")                                               \
+	PCPU__X86_CMPEQ("%k[expected]", "%[idx]")                             \
+	"cmpq %[gexpect], 8(%[p])\n\t"                                       \
+	"jnz %l[differs]\n\t"                                                \
+	PCPU__SPLIT                                                          \
+	"movq (%[p]), %%rdx\n\t"                                             \
+	"movq %%rdx, (%[oldp])\n\t"                                          \
+	PCPU__SPLIT                                                          \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"addq %[v], (%[p])\n\t"                                              \
+	"2:\n\t"                                                             \
+	PCPU__X86_ABORT_TO("aborted")
+#define PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_IN                         \
+	PCPU__X86_OFFSETS(idx), [expected] "r"(expected), [p] "r"(p),        \
+	[gexpect] "r"(gexpect), [oldp] "r"(oldp), [v] "er"(v) PCPU__INJECT_INPUT
+#define PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_CLOBBERS                   \
+	"memory", "cc", "rax", "rdx" PCPU__INJECT_CLOBBER
 
 /* ---- owned slots (pcpu/worker.h) ------------------------------------------------ */
 

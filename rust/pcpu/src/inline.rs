@@ -1,5 +1,5 @@
 //! The counter add, inlined: the C library's rseq critical section
-//! (`pcpu__rseq_idx16_cmpeq_addv_indexed` in include/pcpu/arch/x86_64.h and
+//! (`pcpu_rseq_this_load_add_store` in include/pcpu/arch/x86_64.h and
 //! aarch64.h) written in Rust inline assembly, instruction for instruction,
 //! with the same descriptors, so the kernel restarts it as it restarts C's.
 //!
