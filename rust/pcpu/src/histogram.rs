@@ -124,6 +124,30 @@ impl HistogramLayout {
         self
     }
 
+    /// An exponential layout's largest classic `le` bound (in recorded
+    /// units; 0: none): buckets above it are left out of the text
+    /// expositions (their values count in +Inf; reads, quantiles and
+    /// native buckets keep them). Ignored by other layouts (a log-linear
+    /// one ends at its `max_value`). Checked when a histogram is made
+    /// (negative: an error). Cost: none.
+    ///
+    /// ```
+    /// let l = pcpu::HistogramLayout::exponential(3, 0).export(1, 1000).export_max(100_000);
+    /// let reg = pcpu::Registry::new()?;
+    /// reg.histogram_family("size", "Sizes.", &[], &l)?.with(&[])?.record(5_000_000);
+    /// let text = reg.write(pcpu::Format::Prometheus)?;
+    /// assert!(text.contains("size_bucket{le=\"65536.0\"} 0"));
+    /// assert!(!text.contains("le=\"131072.0\""));
+    /// assert!(text.contains("size_bucket{le=\"+Inf\"} 1"));
+    /// # Ok::<(), pcpu::Error>(())
+    /// ```
+    pub fn export_max(mut self, max: i64) -> HistogramLayout {
+        if self.raw.scheme == sys::PCPU_HISTOGRAM_EXPONENTIAL {
+            self.raw.max_value = max;
+        }
+        self
+    }
+
     /// The C description, pointing into `self`.
     pub(crate) fn as_raw(&self) -> sys::pcpu_histogram_layout {
         let mut raw = self.raw;

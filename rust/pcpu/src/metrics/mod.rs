@@ -70,12 +70,14 @@
 //! serves its own `/metrics` answers with
 //! `registry().write_bytes(Format::negotiate(accept))` (the protobuf
 //! writer is there with the crate's feature `protobuf`, or an installed
-//! library built with protobuf-c). The text formats write a
+//! library built with protobuf-c). The text formats write a small
 //! classic set: one `le` per power of two from 2^-9 (0.00195, the first
-//! at or above 0.001; smaller values count there) to 2^33 (8.6e9): 43
-//! buckets and +Inf, the same for every unit a histogram records
-//! (seconds, bytes...). Both are configurable, for all histograms or per
-//! metric name, as metrics-exporter-prometheus's builder does it:
+//! at or above 0.001; smaller values count there) to 2^9 (512, the last
+//! at or below 1000; larger values count in +Inf only): 19 buckets and
+//! +Inf, the same for every unit a histogram records (seconds, bytes...:
+//! give byte counts a `classic_max` of their own). Both are configurable,
+//! for all histograms or per metric name, as metrics-exporter-prometheus's
+//! builder does it:
 //!
 //! ```
 //! use pcpu::metrics::{Buckets, Matcher, Recorder};
@@ -152,7 +154,8 @@ pub enum Buckets {
     /// -4..8; 3: 8 buckets, each at most 9.05% wide), as a Prometheus
     /// native histogram in the protobuf exposition. The text formats write
     /// `classic_per_octave` `le` buckets per power of two (1, 2, 4 ... 64)
-    /// from `classic_min` up (smaller values count in the first).
+    /// from `classic_min` up (smaller values count in the first) to
+    /// `classic_max` (larger ones count in +Inf only).
     Native {
         /// The native histogram schema.
         schema: i32,
@@ -160,6 +163,9 @@ pub enum Buckets {
         classic_per_octave: u32,
         /// The smallest classic `le` (rounded to a bucket bound).
         classic_min: f64,
+        /// The largest classic `le` (the last bucket bound at or below
+        /// it); `f64::INFINITY`: up to 2^33 (8.6e9).
+        classic_max: f64,
     },
     /// Classic buckets with these inclusive upper bounds, and +Inf, in
     /// every format. Each is rounded to 10^-9 (the recorded unit) and must
@@ -168,9 +174,10 @@ pub enum Buckets {
 }
 
 impl Default for Buckets {
-    /// `Native { schema: 3, classic_per_octave: 1, classic_min: 0.001 }`.
+    /// `Native { schema: 3, classic_per_octave: 1, classic_min: 0.001,
+    /// classic_max: 1000.0 }`: 19 classic buckets and +Inf.
     fn default() -> Buckets {
-        Buckets::Native { schema: 3, classic_per_octave: 1, classic_min: 0.001 }
+        Buckets::Native { schema: 3, classic_per_octave: 1, classic_min: 0.001, classic_max: 1000.0 }
     }
 }
 
@@ -181,14 +188,21 @@ impl Buckets {
     fn layout(&self) -> Result<HistogramLayout> {
         let invalid = |message: String| Error::Sys { errno: 22, message };
         let l = match self {
-            Buckets::Native { schema, classic_per_octave, classic_min } => {
+            Buckets::Native { schema, classic_per_octave, classic_min, classic_max } => {
                 if !classic_min.is_finite() || *classic_min < 0.0 {
                     return Err(invalid(format!(
                         "pcpu::metrics: classic_min {classic_min} is not a finite value >= 0"
                     )));
                 }
+                if classic_max.is_nan() || *classic_max < *classic_min || *classic_max <= 0.0 {
+                    return Err(invalid(format!(
+                        "pcpu::metrics: classic_max {classic_max} is not above 0 and at or above classic_min"
+                    )));
+                }
+                let max = if *classic_max < 9.2e9 { series::to_recorded(*classic_max) } else { 0 };
                 HistogramLayout::exponential(*schema, series::SCALE)
                     .export(*classic_per_octave, series::to_recorded(*classic_min))
+                    .export_max(max)
             }
             Buckets::Classic(bounds) => {
                 let mut b = Vec::with_capacity(bounds.len());

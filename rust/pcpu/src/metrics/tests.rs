@@ -153,7 +153,7 @@ fn histogram_buckets() {
         .histograms_for(Matcher::Suffix("_seconds".into()), Buckets::Classic(vec![0.005, 0.01, 0.25, 1.0]))
         .histograms_for(
             Matcher::Full("coarse".into()),
-            Buckets::Native { schema: 0, classic_per_octave: 1, classic_min: 1.0 },
+            Buckets::Native { schema: 0, classic_per_octave: 1, classic_min: 1.0, classic_max: f64::INFINITY },
         )
         .build()
         .unwrap();
@@ -165,14 +165,14 @@ fn histogram_buckets() {
     });
     let t = text(&rec);
     let buckets = |name: &str| t.lines().filter(|l| l.starts_with(&format!("{name}_bucket"))).count();
-    // Default: le = 2^-9 (the first at or above 0.001) .. 2^33 (the
-    // largest below 9.22e9), and +Inf.
-    assert_eq!(buckets("payload"), 44, "{t}");
+    // Default: le = 2^-9 (the first at or above 0.001) .. 2^9 (the last
+    // at or below 1000), and +Inf: 1500 counts in +Inf only.
+    assert_eq!(buckets("payload"), 20, "{t}");
     assert!(t.contains("payload_bucket{le=\"0.001953125\"} 0\n"), "{t}");
-    assert!(t.contains("payload_bucket{le=\"8.589934592e+09\"} 2\n"), "{t}");
     assert!(t.contains("payload_bucket{le=\"0.5\"} 1\n"), "{t}");
-    assert!(t.contains("payload_bucket{le=\"1024.0\"} 1\n"), "{t}");
-    assert!(t.contains("payload_bucket{le=\"2048.0\"} 2\n"), "{t}");
+    assert!(t.contains("payload_bucket{le=\"512.0\"} 1\n"), "{t}");
+    assert!(!t.contains("payload_bucket{le=\"1024.0\"}"), "{t}");
+    assert!(t.contains("payload_bucket{le=\"+Inf\"} 2\n"), "{t}");
     assert!(t.contains("payload_sum 1500.5\n"), "{t}");
     assert_eq!(buckets("rpc_seconds"), 5, "{t}");
     assert!(t.contains("rpc_seconds_bucket{le=\"0.25\"} 1\n"), "{t}");
@@ -184,8 +184,10 @@ fn histogram_buckets() {
         Buckets::Classic(vec![1.0, 1.0]),
         Buckets::Classic(vec![f64::NAN]),
         Buckets::Classic(vec![1e10]),
-        Buckets::Native { schema: 9, classic_per_octave: 1, classic_min: 0.0 },
-        Buckets::Native { schema: 3, classic_per_octave: 3, classic_min: 0.0 },
+        Buckets::Native { schema: 9, classic_per_octave: 1, classic_min: 0.0, classic_max: f64::INFINITY },
+        Buckets::Native { schema: 3, classic_per_octave: 3, classic_min: 0.0, classic_max: f64::INFINITY },
+        Buckets::Native { schema: 3, classic_per_octave: 1, classic_min: 1.0, classic_max: 0.5 },
+        Buckets::Native { schema: 3, classic_per_octave: 1, classic_min: 0.0, classic_max: f64::NAN },
     ] {
         assert!(Recorder::builder().histograms(bad.clone()).build().is_err(), "{bad:?}");
     }
