@@ -350,11 +350,23 @@ int pcpu__directory_family_added(struct pcpu_segment *seg, struct pcpu_family *f
 	if (seg->tree) {
 		/* One family for the whole tree: another process may have
 		 * written it (registered after the fork() that made this one). */
-		int64_t found = pcpu__directory_find_family(seg, v.name);
+		int64_t found = pcpu__directory_find_family(seg, v.name, v.nlabels, v.label_names);
+		int64_t any = found >= 0 ? found : pcpu__directory_find_family(seg, v.name, 0, NULL);
 
+		/* Another label set of a name the tree has: only where the
+		 * registration asked for one (PCPU_FAMILY_LABELSET), and one
+		 * metric with the others. */
+		if (found < 0 && any >= 0 &&
+		    (!v.labelset || !pcpu__directory_same_metric(seg, (uint64_t)any, &v)))
+			return pcpu__error_set(PCPU_ERROR_STATS, EEXIST,
+					       "family \"%.64s\": another process of the tree registered "
+					       "it with other labels%s", v.name,
+					       v.labelset ? " and another type, help, unit, scale, "
+							    "layout or fractions" : "");
 		if (found >= 0 && (seg->entries[found].type != (uint8_t)v.type ||
 				   seg->entries[found].nlabels != (uint16_t)v.nlabels ||
-				   !(seg->entries[found].flags & PCPU__SEG_E_NANOS) !=
+				   !((seg->entries[found].flags & PCPU__SEG_E_NANOS) ||
+				     (seg->entries[found].u32a & PCPU__SEG_HIST_WIDE)) !=
 					   !(v.flags & PCPU_SNAPSHOT_NANOS)))
 			/* Its series would map storage of another size: a
 			 * counter with fractions over one word writes into
@@ -403,13 +415,14 @@ int pcpu__directory_family_added(struct pcpu_segment *seg, struct pcpu_family *f
 	e.nlabels = (uint16_t)v.nlabels;
 	e.flags = (uint16_t)((v.help ? PCPU__SEG_E_HAS_HELP : 0) |
 			     (v.flags & PCPU_SNAPSHOT_INFO ? PCPU__SEG_E_INFO : 0) |
-			     (v.flags & PCPU_SNAPSHOT_NANOS ? PCPU__SEG_E_NANOS : 0));
+			     (v.flags & PCPU_SNAPSHOT_NANOS && !buckets(v.type) ? PCPU__SEG_E_NANOS : 0));
 	e.family_id = ++seg->next_family_id;
 	e.blob_off = off;
 	e.blob_len = (uint32_t)len;
 	if (buckets(v.type)) {
 		e.nbuckets = (uint32_t)v.nbuckets;
-		e.u32a = (uint32_t)v.layout->scheme | PCPU__SEG_HIST_PAIRS;
+		e.u32a = (uint32_t)v.layout->scheme | PCPU__SEG_HIST_PAIRS |
+			 (v.flags & PCPU_SNAPSHOT_NANOS ? PCPU__SEG_HIST_WIDE : 0);
 		e.u32b = v.layout->scheme == PCPU_HISTOGRAM_LOG_LINEAR ? v.layout->precision_bits : 0;
 		if (v.layout->scheme == PCPU_HISTOGRAM_LOG_LINEAR) {
 			/* The export rule, from which a reader derives the same
@@ -428,7 +441,10 @@ int pcpu__directory_family_added(struct pcpu_segment *seg, struct pcpu_family *f
 	}
 	entry_write(seg, idx, &e);
 	entries_publish_used(seg);
-	__atomic_store_n(&seg->hdr->nfamilies, ++seg->nfamilies, __ATOMIC_RELAXED);
+	/* Metrics, not families: another label set of a name is not another
+	 * one (a tree's, where the tree has the name already). */
+	if (seg->tree ? pcpu__directory_find_family(seg, v.name, 0, NULL) == (int64_t)idx : v.name_first)
+		__atomic_store_n(&seg->hdr->nfamilies, ++seg->nfamilies, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -445,9 +461,10 @@ uint32_t pcpu__seg_value_size(const struct pcpu__family_view *f)
 	if (!t)
 		return 0;
 	if (t->value == PCPU_VALUE_BUCKETS)
-		return (uint32_t)PCPU__SEG_HISTOGRAM_PAIRS_SIZE(f->nbuckets);
+		return (uint32_t)(f->flags & PCPU_SNAPSHOT_NANOS ? PCPU__SEG_HISTOGRAM_WIDE_SIZE(f->nbuckets)
+								: PCPU__SEG_HISTOGRAM_PAIRS_SIZE(f->nbuckets));
 	if (f->flags & PCPU_SNAPSHOT_NANOS)
-		return PCPU__SEG_NANOS_SIZE;
+		return PCPU__SEG_FRACTION_SIZE;
 	return t->value == PCPU_VALUE_UNSIGNED ? PCPU__SEG_COUNTER_SIZE : PCPU__SEG_GAUGE_SIZE;
 }
 
@@ -774,7 +791,13 @@ void pcpu__directory_family_removing(struct pcpu_segment *seg, struct pcpu_famil
 	if (seg->tree)
 		return; /* as for its series, above */
 	entry_free(seg, idx);
-	__atomic_store_n(&seg->hdr->nfamilies, --seg->nfamilies, __ATOMIC_RELAXED);
+	{
+		struct pcpu__family_view v;
+
+		pcpu__family_view(f, &v);
+		if (v.name_sets == 1) /* the name's last label set: one metric less */
+			__atomic_store_n(&seg->hdr->nfamilies, --seg->nfamilies, __ATOMIC_RELAXED);
+	}
 }
 
 /* ---- 2.5: segments shared by a process tree (tree.c) ---- */
@@ -876,30 +899,112 @@ static void index_catch_up(struct pcpu_segment *seg)
 	seg->tree_indexed = seg->entries_used;
 }
 
-struct family_key {
-	struct pcpu_segment *seg;
-	const char *name;
-};
+/* The strings of family entry e's blob after its name: help (NULL
+ * without), unit, then *labels at the label names; 0, or -1 where the
+ * blob does not hold them (another process is being trusted: bounded). */
+static int family_strings(struct pcpu_segment *seg, const struct pcpu__seg_entry *e,
+			  const char **help, const char **unit, const char **labels)
+{
+	const char *p = seg->strings + e->blob_off, *end = p + e->blob_len, *str[3];
+	int k;
 
-static int family_is(struct pcpu_segment *seg, uint64_t i, const char *name)
+	for (k = 0; k < 3; k++) {
+		const char *nul;
+
+		str[k] = NULL;
+		if (k == 1 && !(e->flags & PCPU__SEG_E_HAS_HELP))
+			continue;
+		nul = memchr(p, '\0', (size_t)(end - p));
+		if (!nul)
+			return -1;
+		str[k] = p; /* name, help, unit */
+		p = nul + 1;
+	}
+	*help = str[1];
+	*unit = str[2];
+	*labels = p;
+	return 0;
+}
+
+static int family_is(struct pcpu_segment *seg, uint64_t i, const char *name, unsigned nlabels,
+		     char *const *labels)
 {
 	size_t n = strlen(name) + 1;
 	struct pcpu__seg_entry e;
+	const char *help, *unit, *p, *end;
+	unsigned l;
 
-	return live_entry(seg, i, PCPU__SEG_FAMILY, &e) && e.blob_len >= n &&
-	       memcmp(seg->strings + e.blob_off, name, n) == 0;
+	if (!live_entry(seg, i, PCPU__SEG_FAMILY, &e) || e.blob_len < n ||
+	    memcmp(seg->strings + e.blob_off, name, n) != 0)
+		return 0;
+	if (!labels)
+		return 1;
+	if (e.nlabels != nlabels || family_strings(seg, &e, &help, &unit, &p) < 0)
+		return 0;
+	end = seg->strings + e.blob_off + e.blob_len;
+	for (l = 0; l < nlabels; l++) {
+		size_t len = strlen(labels[l]) + 1;
+
+		if ((size_t)(end - p) < len || memcmp(p, labels[l], len) != 0)
+			return 0;
+		p += len;
+	}
+	return 1;
 }
+
+int pcpu__directory_same_metric(struct pcpu_segment *seg, uint64_t i,
+				const struct pcpu__family_view *v)
+{
+	struct pcpu__seg_entry e;
+	const char *help, *unit, *labels;
+	unsigned vflags = v->help ? PCPU__SEG_E_HAS_HELP : 0;
+
+	if (!live_entry(seg, i, PCPU__SEG_FAMILY, &e) || family_strings(seg, &e, &help, &unit, &labels) < 0)
+		return 0;
+	if (e.type != (uint8_t)v->type || e.scale_exp10 != (int8_t)v->scale_exp10 ||
+	    (e.flags & PCPU__SEG_E_HAS_HELP) != vflags ||
+	    !(e.flags & PCPU__SEG_E_INFO) != !(v->flags & PCPU_SNAPSHOT_INFO) ||
+	    !((e.flags & PCPU__SEG_E_NANOS) || (e.u32a & PCPU__SEG_HIST_WIDE)) !=
+		    !(v->flags & PCPU_SNAPSHOT_NANOS) ||
+	    (v->help && strcmp(help, v->help) != 0) || strcmp(unit, v->unit ? v->unit : "") != 0)
+		return 0;
+	if (buckets(v->type)) {
+		/* One layout: the same entry fields, and the same bounds
+		 * where the blob stores them (its last bytes). */
+		size_t nb = v->layout->scheme == PCPU_HISTOGRAM_LOG_LINEAR ? 0 : v->nbuckets - 1;
+
+		if (e.nbuckets != (uint32_t)v->nbuckets ||
+		    (e.u32a & 0xffu) != (uint32_t)v->layout->scheme ||
+		    (e.flags & PCPU__SEG_E_EXPORT_MASK) !=
+			    (v->layout->scheme == PCPU_HISTOGRAM_EXPONENTIAL
+				     ? (uint16_t)((1 + v->export_lg) << PCPU__SEG_E_EXPORT_SHIFT)
+				     : 0) ||
+		    (nb && (e.blob_len < nb * sizeof(int64_t) ||
+			    memcmp(seg->strings + e.blob_off + e.blob_len - nb * sizeof(int64_t),
+				   v->bucket_upper, nb * sizeof(int64_t)) != 0)))
+			return 0;
+	}
+	return 1;
+}
+
+struct family_key {
+	struct pcpu_segment *seg;
+	const char *name;
+	unsigned nlabels;
+	char *const *labels;
+};
 
 static int family_eq(const struct pcpu__hslot *s, const void *ctx)
 {
 	const struct family_key *k = ctx;
 
-	return family_is(k->seg, (uint64_t)s->key - 1, k->name);
+	return family_is(k->seg, (uint64_t)s->key - 1, k->name, k->nlabels, k->labels);
 }
 
-int64_t pcpu__directory_find_family(struct pcpu_segment *seg, const char *name)
+int64_t pcpu__directory_find_family(struct pcpu_segment *seg, const char *name, unsigned nlabels,
+				    char *const *labels)
 {
-	struct family_key k = {seg, name};
+	struct family_key k = {seg, name, nlabels, labels};
 	struct pcpu__hslot *s;
 	uint64_t i;
 
@@ -910,7 +1015,7 @@ int64_t pcpu__directory_find_family(struct pcpu_segment *seg, const char *name)
 	if (seg->tree_indexed == seg->entries_used)
 		return -1;
 	for (i = 0; i < seg->entries_used; i++) /* the index is short of memory */
-		if (family_is(seg, i, name))
+		if (family_is(seg, i, name, nlabels, labels))
 			return (int64_t)i;
 	return -1;
 }
