@@ -75,6 +75,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <pcpu/fraction.h>
+
 #include "push.h"
 
 /* Acknowledged pushes a missing series keeps its base through. */
@@ -88,6 +90,7 @@ struct delta_ent {
 	uint64_t time_ns;    /* the time of its last point: the next delta's start */
 	uint64_t whole;      /* counter: the value (whole units); histogram: the sum */
 	int64_t nanos;       /* counter with fractions: the billionths */
+	double residue;      /* counter with fractions, histogram: the residue */
 	size_t counts_off;   /* histogram: nbuckets counts in counts[] */
 	uint32_t nbuckets;   /* 0: a counter */
 	uint32_t seen;       /* base: the collection that matched it last */
@@ -329,6 +332,9 @@ static int decreased(const struct pcpu_snapshot_family *f, const struct pcpu_sna
 		__int128 now = (__int128)se->value.fixed.whole * 1000000000 + se->value.fixed.nanos;
 		__int128 then = (__int128)e->whole * 1000000000 + e->nanos;
 
+		if (se->value.fixed.residue != 0.0 || e->residue != 0.0) /* beyond the words */
+			return pcpu_snapshot_value(f, se) <
+			       pcpu_fraction_value(e->whole, e->nanos, e->residue, 0);
 		return now < then;
 	}
 	return se->value.counter < e->whole;
@@ -366,9 +372,11 @@ int delta_series(struct push_delta *d, const struct pcpu_snapshot_family *f, con
 		memcpy(p->counts + p->ncounts, se->value.histogram.counts, f->nbuckets * sizeof(uint64_t));
 		p->ncounts += f->nbuckets;
 		e->whole = (uint64_t)se->value.histogram.sum;
+		e->residue = se->value.histogram.residue;
 	} else if (f->flags & PCPU_SNAPSHOT_NANOS) {
 		e->whole = se->value.fixed.whole;
 		e->nanos = se->value.fixed.nanos;
+		e->residue = se->value.fixed.residue;
 	} else {
 		e->whole = se->value.counter;
 	}
@@ -391,6 +399,7 @@ int delta_series(struct push_delta *d, const struct pcpu_snapshot_family *f, con
 	out->base = 1;
 	out->whole = b->whole;
 	out->nanos = b->nanos;
+	out->residue = b->residue;
 	out->counts = has_buckets(f) ? d->base.counts + b->counts_off : NULL;
 	return 0;
 }
@@ -473,7 +482,7 @@ struct delta_file {
 	uint32_t ent_size, pad;   /* sizeof(struct delta_ent) */
 	uint64_t n, nkeys, ncounts;
 };
-static const char delta_magic[8] = { 'P', 'C', 'P', 'U', 'D', 'L', 'T', 1 };
+static const char delta_magic[8] = { 'P', 'C', 'P', 'U', 'D', 'L', 'T', 2 }; /* 2: residues */
 
 static int write_all(int fd, const void *p, size_t n)
 {
