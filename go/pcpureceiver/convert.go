@@ -308,7 +308,11 @@ func appendPoints(m pmetric.Metric, f *segment.Family, start, now pcommon.Timest
 		exp := f.ExposedBuckets()
 		bounds := make([]float64, len(exp)-1)
 		for j, b := range exp[:len(exp)-1] {
-			bounds[j] = Scaled(f.Upper[b], f.Scale)
+			// As the C library writes a bound (pcpu_stats_scale() of
+			// the int64 as a double): beyond 2^53 units that is not
+			// the exact value's nearest double, but it is every
+			// writer's, pcpustat push's included.
+			bounds[j] = (&segment.Series{Sum: f.Upper[b]}).SumFloat(f)
 		}
 		dps := m.Histogram().DataPoints()
 		dps.EnsureCapacity(dps.Len() + len(f.Series))

@@ -38,6 +38,7 @@
  * (pcpu__directory_series_room(), from tree.c).
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -351,7 +352,7 @@ int pcpu__directory_family_added(struct pcpu_segment *seg, struct pcpu_family *f
 		/* One family for the whole tree: another process may have
 		 * written it (registered after the fork() that made this one). */
 		int64_t found = pcpu__directory_find_family(seg, v.name, v.nlabels, v.label_names);
-		int64_t any = found >= 0 ? found : pcpu__directory_find_family(seg, v.name, 0, NULL);
+		int64_t any = found >= 0 ? found : pcpu__directory_find_family(seg, v.name, UINT_MAX, NULL);
 
 		/* Another label set of a name the tree has: only where the
 		 * registration asked for one (PCPU_FAMILY_LABELSET), and one
@@ -443,7 +444,8 @@ int pcpu__directory_family_added(struct pcpu_segment *seg, struct pcpu_family *f
 	entries_publish_used(seg);
 	/* Metrics, not families: another label set of a name is not another
 	 * one (a tree's, where the tree has the name already). */
-	if (seg->tree ? pcpu__directory_find_family(seg, v.name, 0, NULL) == (int64_t)idx : v.name_first)
+	if (seg->tree ? pcpu__directory_find_family(seg, v.name, UINT_MAX, NULL) == (int64_t)idx
+		      : v.name_first)
 		__atomic_store_n(&seg->hdr->nfamilies, ++seg->nfamilies, __ATOMIC_RELAXED);
 	return 0;
 }
@@ -937,8 +939,8 @@ static int family_is(struct pcpu_segment *seg, uint64_t i, const char *name, uns
 	if (!live_entry(seg, i, PCPU__SEG_FAMILY, &e) || e.blob_len < n ||
 	    memcmp(seg->strings + e.blob_off, name, n) != 0)
 		return 0;
-	if (!labels)
-		return 1;
+	if (nlabels == UINT_MAX)
+		return 1; /* any label set of the name */
 	if (e.nlabels != nlabels || family_strings(seg, &e, &help, &unit, &p) < 0)
 		return 0;
 	end = seg->strings + e.blob_off + e.blob_len;

@@ -124,7 +124,7 @@ PCPU_HIDDEN void pcpu__directory_groups_read(struct pcpu_segment *seg);
 PCPU_HIDDEN void pcpu__directory_tree_groups_read(struct pcpu_segment *seg);
 
 /* Tree segments: the live entry of the family named `name` with these
- * label names (labels NULL: with any), or -1. */
+ * label names (nlabels UINT_MAX: with any), or -1. */
 PCPU_HIDDEN int64_t pcpu__directory_find_family(struct pcpu_segment *seg, const char *name,
 						unsigned nlabels, char *const *labels);
 /* Tree segments: whether family entry `i` describes what the view does
