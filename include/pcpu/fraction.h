@@ -153,6 +153,41 @@ PCPU_API double pcpu_gauge_read_double(pcpu_gauge_t g);
  * pcpu_gauge_read_double(), its whole units read unsigned. */
 PCPU_API double pcpu_counter_read_double(pcpu_counter_t c);
 
+/* pcpu_fraction_value() and pcpu_fraction_split(), inline for callers on
+ * a hot path (the prometheus-cpp layer's Set()); the functions are these. */
+static inline double pcpu__fraction_value(uint64_t whole, int64_t nanos, double residue, int is_signed)
+{
+	uint64_t u = whole + (uint64_t)(nanos / 1000000000);
+	int64_t r = nanos % 1000000000;
+	double v;
+
+	if (u == 0 && r == 0)
+		return residue;
+	v = is_signed ? (double)(int64_t)u : (double)u;
+	if (r)
+		v += (double)r / 1e9;
+	return v + residue;
+}
+
+static inline void pcpu__fraction_split(double v, int is_signed, int64_t *whole, int64_t *nanos,
+					double *residue)
+{
+	int64_t w = 0, n = 0;
+
+	if (__builtin_fabs(v) < PCPU_FRACTION_LIMIT && (is_signed || v >= 0)) {
+		double f;
+
+		w = (int64_t)v;
+		f = (v - (double)w) * 1e9;
+		n = (int64_t)(f + (f < 0 ? -0.5 : 0.5));
+	}
+	*whole = w;
+	*nanos = n;
+	/* v minus what the words read, exactly (src/stats/fraction.c says
+	 * why); the residue alone where they read 0. */
+	*residue = w == 0 && n == 0 ? v : v - pcpu__fraction_value((uint64_t)w, n, 0.0, is_signed);
+}
+
 /**
  * The one rule that turns the words into a double, which every reader
  * applies (snapshots, the writers, the segment readers in C, Go and
@@ -176,6 +211,41 @@ PCPU_API double pcpu_fraction_value(uint64_t whole, int64_t nanos, double residu
  */
 PCPU_API int pcpu_fraction_split(double v, int is_signed, int64_t *whole, int64_t *nanos,
 				 double *residue);
+
+/**
+ * Stores `residue` as value `c`'s residue (word 2), as a set does, the
+ * words untouched: for callers that store the words themselves with
+ * pcpu_fraction_split()'s results. Thread-safe; async-signal-safe; an
+ * atomic exchange. NULL: no-op.
+ */
+PCPU_API void pcpu_fraction_store_residue(pcpu_counter_t c, double residue);
+
+/**
+ * A double sum on per-CPU words: PCPU_FRACTION_SUM_WORDS words (the pair
+ * after a histogram's buckets in a family with fractions), word 0 a
+ * double per slot, word 1 a shared residue. pcpu_fraction_sum_add() adds
+ * a finite v to the calling thread's slot's double (an rseq
+ * compare-and-store: no atomic instruction, no shared cache line; a
+ * compare-and-swap on its fallback slot's mirror word without rseq), and
+ * +-Inf or NaN to the residue (a compare-and-swap). The sum is the slots'
+ * doubles added slot by slot (each slot's word and mirror word first),
+ * then the residue: what every reader computes, the segment readers too.
+ * Thread-safe; async-signal-safe. Cost: a few loads, an add, a section.
+ */
+#define PCPU_FRACTION_SUM_WORDS 2
+PCPU_API void pcpu_fraction_sum_add(pcpu_counter_t w, double v);
+
+/** The sum of pcpu_fraction_sum_add()'s words at `w` (see there). Not a
+ * point-in-time read. Thread-safe; async-signal-safe; lock-free. Cost: a
+ * walk of the slots. */
+PCPU_API double pcpu_fraction_sum_read(pcpu_counter_t w);
+
+/** Makes the sum at `w` read 0: each slot's double by an offset in its
+ * mirror word (exactly 0: x + -x), the residue stored; a slot that holds
+ * an infinity keeps it (no offset cancels one). Adds racing it land before
+ * (and are reset) or after. Thread-safe; async-signal-safe. Cost: a walk
+ * of the slots with a compare-and-swap each. */
+PCPU_API void pcpu_fraction_sum_reset(pcpu_counter_t w);
 
 PCPU_END_DECLS
 

@@ -27,38 +27,49 @@ void pcpu__fraction_add_slow(pcpu_counter_t c, double v)
 
 double pcpu_fraction_value(uint64_t whole, int64_t nanos, double residue, int is_signed)
 {
-	uint64_t u = whole + (uint64_t)(nanos / 1000000000);
-	int64_t r = nanos % 1000000000;
-	double v;
-
-	if (u == 0 && r == 0)
-		return residue;
-	v = is_signed ? (double)(int64_t)u : (double)u;
-	if (r)
-		v += (double)r / 1e9;
-	return v + residue;
+	return pcpu__fraction_value(whole, nanos, residue, is_signed);
 }
 
 int pcpu_fraction_split(double v, int is_signed, int64_t *whole, int64_t *nanos, double *residue)
 {
-	int64_t w = 0, n = 0;
-
 	if (!whole || !nanos || !residue) {
 		errno = EINVAL;
 		return -1;
 	}
-	if (__builtin_fabs(v) < PCPU_FRACTION_LIMIT && (is_signed || v >= 0)) {
-		double f;
-
-		w = (int64_t)v;
-		f = (v - (double)w) * 1e9;
-		n = (int64_t)(f + (f < 0 ? -0.5 : 0.5));
-	}
-	*whole = w;
-	*nanos = n;
-	/* v - F, exact (see the top); the residue alone where F is 0. */
-	*residue = w == 0 && n == 0 ? v : v - pcpu_fraction_value((uint64_t)w, n, 0.0, is_signed);
+	pcpu__fraction_split(v, is_signed, whole, nanos, residue);
 	return 0;
+}
+
+void pcpu_fraction_store_residue(pcpu_counter_t c, double residue)
+{
+	if (c)
+		(void)pcpu__counter_double_exchange(pcpu_counter_at(c, 2), residue);
+}
+
+void pcpu_fraction_sum_add(pcpu_counter_t w, double v)
+{
+	/* Finite: the slot's double; +-Inf and NaN: the shared residue, which
+	 * a reset can store (no offset cancels them in a slot). */
+	if (__builtin_fabs(v) <= 0x1.fffffffffffffp1023)
+		pcpu__counter_double_add(w, v);
+	else
+		pcpu__counter_double_add_shared(pcpu_counter_at(w, 1), v);
+}
+
+double pcpu_fraction_sum_read(pcpu_counter_t w)
+{
+	uint64_t bits;
+	double r;
+
+	(void)pcpu_counter_fetch_array(pcpu_counter_at(w, 1), 1, &bits);
+	memcpy(&r, &bits, sizeof r);
+	return pcpu__counter_double_sum(w) + r;
+}
+
+void pcpu_fraction_sum_reset(pcpu_counter_t w)
+{
+	pcpu__counter_double_reset(w);
+	(void)pcpu__counter_double_exchange(pcpu_counter_at(w, 1), 0.0);
 }
 
 static int set_double(pcpu_counter_t c, double v, int is_signed)

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include <pcpu/histogram.h>
+#include <pcpu/fraction.h>
 
 #include "histogram_layout.h"
 #include "stats_internal.h"
@@ -551,7 +552,7 @@ void pcpu__histogram_observe_slow(const pcpu_histogram_t *h, double v)
 	if (u != u) { /* NaN: no bucket holds it; +Inf counts it, as Prometheus' clients do */
 		pcpu__histogram_add_pair(h->pcpu__c + 2 * ((size_t)h->pcpu__nbuckets - 1), 1, 0);
 		if (h->pcpu__wide)
-			pcpu__counter_double_add_shared(pcpu_counter_at(double_sum_word(h), 1), v);
+			pcpu_fraction_sum_add(double_sum_word(h), v);
 		return;
 	}
 	/* The bucket of the value, clamped to what an int64 holds. */
@@ -570,22 +571,12 @@ void pcpu__histogram_observe_slow(const pcpu_histogram_t *h, double v)
 	 * 0 adds nothing; without fractions there is no double sum. */
 	if (!h->pcpu__wide || (v < 0 && iv == 0 && h->pcpu__scheme != PCPU_HISTOGRAM_EXPLICIT))
 		return;
-	if (__builtin_fabs(v) <= 0x1.fffffffffffffp1023)
-		pcpu__counter_double_add(double_sum_word(h), v);
-	else
-		pcpu__counter_double_add_shared(pcpu_counter_at(double_sum_word(h), 1), v);
+	pcpu_fraction_sum_add(double_sum_word(h), v);
 }
 
 double pcpu__histogram_read_residue(const pcpu_histogram_t *h)
 {
-	uint64_t bits;
-	double r;
-
-	if (!h->pcpu__wide)
-		return 0.0;
-	(void)pcpu_counter_fetch_array(pcpu_counter_at(double_sum_word(h), 1), 1, &bits);
-	memcpy(&r, &bits, sizeof r);
-	return pcpu__counter_double_sum(double_sum_word(h)) + r;
+	return h->pcpu__wide ? pcpu_fraction_sum_read(double_sum_word(h)) : 0.0;
 }
 
 /*
