@@ -135,7 +135,8 @@ LAYERS = [
         "src/segment/dirs.c", "src/segment/safe_open.c", "src/segment/liveness.c",
     ]),
     ("segment.writer", 10, ["include/pcpu/segment.h", "src/segment/writer.*",
-                            "src/segment/directory.c", "src/segment/tree.c"]),
+                            "src/segment/directory.c", "src/segment/tree.c",
+                            "src/segment/tree_index.c"]),
     ("segment.reader", 10, ["include/pcpu/reader.h", "src/segment/reader*"]),
     ("umbrella", 11, ["include/pcpu/pcpu.h"]),  # the whole API, for programs
     ("cxx", 12, ["include/pcpu/pcpu.hpp", "include/pcpu/stats.hpp"]),  # the C++ API

@@ -123,6 +123,11 @@ PCPU_HIDDEN void pcpu__directory_groups_read(struct pcpu_segment *seg);
  * it. Reads the shared directory without the tree's lock. */
 PCPU_HIDDEN void pcpu__directory_tree_groups_read(struct pcpu_segment *seg);
 
+/* ---- tree_index.c: a tree segment's index of its shared directory ---- */
+
+/* Entry i, if it is a live series (a group member's included): 1 with a
+ * copy in *e, else 0. */
+PCPU_HIDDEN int pcpu__tree_live_series(struct pcpu_segment *seg, uint64_t i, struct pcpu__seg_entry *e);
 /* Tree segments: the live entry of the family named `name` with these
  * label names (nlabels UINT_MAX: with any), or -1. */
 PCPU_HIDDEN int64_t pcpu__directory_find_family(struct pcpu_segment *seg, const char *name,
