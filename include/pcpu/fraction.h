@@ -215,10 +215,14 @@ PCPU_API int pcpu_fraction_split(double v, int is_signed, int64_t *whole, int64_
 /**
  * Stores `residue` as value `c`'s residue (word 2), as a set does, the
  * words untouched: for callers that store the words themselves with
- * pcpu_fraction_split()'s results. Thread-safe; async-signal-safe; an
- * atomic exchange. NULL: no-op.
+ * pcpu_fraction_split()'s results. NULL: no-op. Thread-safe;
+ * async-signal-safe. Cost: an atomic exchange on slot 0's mirror word.
  */
 PCPU_API void pcpu_fraction_store_residue(pcpu_counter_t c, double residue);
+
+/** Words of a double sum (pcpu_fraction_sum_add()): per-slot doubles, a
+ * residue. */
+#define PCPU_FRACTION_SUM_WORDS 2
 
 /**
  * A double sum on per-CPU words: PCPU_FRACTION_SUM_WORDS words (the pair
@@ -232,7 +236,6 @@ PCPU_API void pcpu_fraction_store_residue(pcpu_counter_t c, double residue);
  * then the residue: what every reader computes, the segment readers too.
  * Thread-safe; async-signal-safe. Cost: a few loads, an add, a section.
  */
-#define PCPU_FRACTION_SUM_WORDS 2
 PCPU_API void pcpu_fraction_sum_add(pcpu_counter_t w, double v);
 
 /** The sum of pcpu_fraction_sum_add()'s words at `w` (see there). Not a
