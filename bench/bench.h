@@ -18,7 +18,8 @@
  * rounds with their min and max. Every run checks its final total.
  *
  * Files: pcpu_bench.c (options, machine description, targets), util.c (clocks,
- * statistics, tables, CSV), incr.c, thesis.c, dataplane.c, readside.c.
+ * statistics, tables, CSV), incr.c, thesis.c, dataplane.c, readside.c, and
+ * demo.c (--demo: the demonstration's one table and its verdict).
  */
 #ifndef PCPU_BENCH_H
 #define PCPU_BENCH_H
@@ -93,7 +94,7 @@ enum bench_section {
 };
 
 struct bench_opts {
-	const char *mode;        /* "quick", "default" or "full" */
+	const char *mode;        /* "demo", "quick", "default" or "full" */
 	unsigned threads[BENCH_MAX_LIST]; /* thread / worker counts (incr, dataplane) */
 	unsigned nthreads;
 	unsigned duration_ms;    /* one timed run of incr and dataplane */
@@ -118,6 +119,37 @@ extern struct bench_opts bench_opt;
 extern unsigned bench_ncpu;     /* sysconf(_SC_NPROCESSORS_ONLN) */
 extern double bench_tsc_ghz;    /* TSC ticks per nanosecond, calibrated */
 
+/* ---- one timed run of an increment variant (incr.c; demo.c uses it too) --- */
+
+/* The variants: every one adds 1 to one counter from every thread. */
+enum bench_incr_kind {
+	K_PRIVATE,      /* thread-private plain increment: the floor */
+	K_RACY,         /* shared plain `+=`: loses updates */
+	K_ATOMIC,       /* shared `lock add` */
+	K_CAS,          /* shared compare-and-swap loop */
+	K_MUTEX,        /* shared pthread mutex */
+	K_SPIN,         /* shared spinlock */
+	K_PERCPU_LOCK,  /* per-CPU slot (rseq cpu_id), `lock add`: the fallback's floor */
+	K_TLS,          /* per-thread TLS slot, relaxed store (DPDK "per core") */
+	K_IDEAL_CPU,    /* ideal rseq add, index rseq cpu_id (process index cpu) */
+	K_IDEAL_MMCID,  /* ideal rseq add, index rseq mm_cid (process index mm_cid) */
+	K_PCPU,         /* pcpu_counter_add (the process's index) */
+	K_PCPU_FALLBACK,/* pcpu_counter_add_atomic: the fallback path, forced */
+	K_OWNED,        /* pcpu_counter_add_owned: the thread's owned slot (pcpu/worker.h) */
+	K_N
+};
+/* One run of `kind` on `nthreads` unpinned threads for bench_opt.duration_ms:
+ * the threads' CPU time per increment (CLOCK_THREAD_CPUTIME_ID summed over
+ * the threads / increments), increments per microsecond of wall time, and
+ * whether the final value holds every increment. */
+struct bench_incr_result {
+	double ns_per_op; /* CPU ns per increment */
+	double mops;      /* increments per microsecond of wall time */
+	double lost_pct;  /* updates missing from the final value */
+	int exact;
+};
+struct bench_incr_result bench_incr_run(int kind, unsigned nthreads);
+
 /* ---- results the target summary needs (filled by the sections) ----------- */
 
 /* The incr section's figures for one process (one slot index). Plain data, no
@@ -131,6 +163,9 @@ struct bench_incr_targets {
 	/* medians over rounds of per-round ratios, per thread count (NAN: none) */
 	double vs_ideal[BENCH_MAX_LIST];    /* pcpu add / ideal rseq add, same index field */
 	double vs_private[BENCH_MAX_LIST];  /* pcpu add / thread-private `+=` */
+	double ideal_vs_private[BENCH_MAX_LIST]; /* ideal rseq add / thread-private `+=` */
+	unsigned pcpu_runs, pcpu_inexact;   /* pcpu_counter_add's runs, and those not exact */
+	double racy_lost_max;               /* the racy `+=`'s worst run, % of its increments */
 	double owned_vs_private[BENCH_MAX_LIST]; /* owned add / thread-private `+=` */
 	double fb_vs_lock[BENCH_MAX_LIST];  /* pcpu_counter_add_atomic / bare per-slot lock add */
 	double fb_flat;                     /* worst fallback(T) / fallback(1 thread) */
@@ -422,5 +457,6 @@ void bench_thesis(void);    /* thesis.c */
 void bench_dataplane(void); /* dataplane.c */
 void bench_readside(void);  /* readside.c */
 void bench_memory_child(void); /* readside.c: pcpu_bench --memory-child */
+void bench_demo(void);      /* demo.c: pcpu_bench --demo, the demonstration */
 
 #endif /* PCPU_BENCH_H */

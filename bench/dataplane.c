@@ -863,14 +863,29 @@ static double dp_median_overhead(const struct dp_result *res, unsigned nt, unsig
 	return m;
 }
 
+/* Whether row k's overhead was above zero in every round at worker count
+ * ti: a round at or below zero measured the noise, not a cost. */
+static int dp_all_positive(const struct dp_result *res, unsigned nt, unsigned nr, int k,
+			   unsigned ti)
+{
+	unsigned r;
+
+	for (r = 0; r < nr; r++)
+		if (!(DP_RES(res, nt, nr, k, ti, r).overhead > 0))
+			return 0;
+	return 1;
+}
+
 /* Whether the ratio row k / row base at worker count ti means something:
- * the denominator's overhead above twice the noise, the numerator's above
- * zero (the targets' rule, pcpu_bench.c). */
+ * the denominator's overhead above twice the noise, and both rows' above
+ * zero in every round, so that no round's ratio is a quotient of noise (a
+ * range such as "(<0–1.97)" said nothing). The targets' rule too
+ * (pcpu_bench.c reads dp_ratio_min). */
 static int dp_ratio_measurable(const struct dp_result *res, unsigned nt, unsigned nr, int k,
 			       int base, unsigned ti)
 {
 	return dp_median_overhead(res, nt, nr, base, ti) > 2 * dp_noise(res, nt, nr, ti) &&
-	       dp_median_overhead(res, nt, nr, k, ti) > 0;
+	       dp_all_positive(res, nt, nr, k, ti) && dp_all_positive(res, nt, nr, base, ti);
 }
 
 /* A value of a range that may fall below zero: "<0" there (a round whose
@@ -886,13 +901,14 @@ static const char *dp_fmt_low(char *buf, size_t len, double v, int digits)
 	return buf;
 }
 
-/* An overhead cell: "within the noise" at or below twice the noise,
- * otherwise median (min–max) of the rounds. */
+/* An overhead cell: "within the noise" at or below twice the noise, or
+ * where a round was at or below zero, otherwise median (min–max) of the
+ * rounds. */
 static const char *dp_fmt_overhead(char *buf, size_t len, struct bench_stat s, double noise)
 {
 	char a[32], b[32], c[32];
 
-	if (!(s.med > 2 * noise))
+	if (!(s.med > 2 * noise) || !(s.min > 0))
 		snprintf(buf, len, "within the noise");
 	else
 		snprintf(buf, len, "%s (%s–%s)", bench_fmt_num(a, sizeof(a), s.med),
@@ -960,7 +976,7 @@ static void dp_print_ratios(const struct dp_result *res, unsigned nt, unsigned n
 	printf("Ratios of two rows' overheads in the same round; median (min–max) "
 	       "[95 %% confidence interval of the median] of %u rounds; \"not measurable\" where "
 	       "the second row's overhead is within the noise (median at most twice the noise "
-	       "row's) or the first row's not above zero. "
+	       "row's) or either row's was at or below zero in a round. "
 	       "Beside the first table's, Per "
 	       "Core's overhead and the noise row (|no statistics|, the reference loop against "
 	       "itself), median (min–max), cycles per update; work %u TSC cycles per packet. The "
@@ -1052,7 +1068,7 @@ void bench_dataplane(void)
 	       "of %u rounds of %u ms. The \"no statistics\" row runs the reference loop in both "
 	       "phases: its |overhead| (± median (min–max)) is the noise floor; a row's overhead "
 	       "at or below twice that reads \"within the noise\", and a round below zero (phases "
-	       "with the pattern faster than without: noise) shows as <0. Workers not pinned. pcpu rows use the default "
+	       "with the pattern faster than without: noise) makes the cell \"within the noise\" too. Workers not pinned. pcpu rows use the default "
 	       "zone (%s index, %zu B per counter per slot); the diagnostic row is Per Core with "
 	       "16 B per counter, the footprint pcpu had before Core v2.\n\n",
 	       work, DP_NFLOWS, DP_MIGRATE_MS,

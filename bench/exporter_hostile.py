@@ -1,17 +1,23 @@
 #!/usr/bin/env python3
-"""What hostile clients and neighbours cost `pcpustat serve`'s legitimate scrapes.
+"""What hostile clients and neighbours cost an exporter's legitimate scrapes.
 
-  exporter_hostile.py auth PCPUSTAT FIXTURE [--clients 0,4,16] [--seconds 10]
-                           [--cost 10] [--same-password]
+  exporter_hostile.py auth PCPUSTAT FIXTURE [--clients 0,8,16] [--seconds 10]
+                           [--cost 10] [--same-password] [--example PROGRAM]
       HTTPS with basic auth (bcrypt cost COST, as `htpasswd -B -C COST`
       makes it). For each N in --clients: N processes send requests with
       wrong passwords (a new random one each time, or one fixed wrong
       password with --same-password) as fast as the exporter answers,
       while one legitimate client scrapes with the right password once
       every 50 ms on a kept-alive connection. Prints the legitimate
-      scrapes' median, 90th percentile and worst latency, how many
-      failed, and what the wrong-password clients were answered (401,
-      429, 503...).
+      scrapes' median, 90th percentile and worst latency, the median over
+      the first row's (0 clients: the idle scrape), how many failed, and
+      what the wrong-password clients were answered (401, 429, 503...).
+      --example PROGRAM: the same against examples/exporter.c (a program
+      serving its own registry on libpcpu-exporter, the core `pcpustat
+      serve` uses) instead of `pcpustat serve`. "serving CPU" is the CPU
+      time per second of the exporter's serving threads (libmicrohttpd's,
+      MHD-*; not the bcrypt worker, one check at a time by design): what
+      answering the clients cost, whatever else loads the machine.
   exporter_hostile.py junk PCPUSTAT FIXTURE [--files 20000] [--scrapes 5]
       Another user (uid 65534, so run it as root) puts FILES empty files
       named like segments into the served directory beside one real
@@ -82,6 +88,24 @@ def attacker(port, same, stop_at, out):
     out.put(counts)
 
 
+def serving_cpu(pid):
+    """CPU seconds of the process's serving threads (libmicrohttpd's,
+    named MHD-*): not the bcrypt worker, not the main thread."""
+    total, tick = 0.0, os.sysconf("SC_CLK_TCK")
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                data = f.read()
+        except OSError:
+            continue
+        comm = data[data.index("(") + 1:data.rindex(")")]
+        if not comm.startswith("MHD"):
+            continue
+        fields = data.rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
 def auth(a):
     procs, tmp = [], tempfile.mkdtemp(prefix="pcpu-authbench.")
     try:
@@ -98,13 +122,18 @@ def auth(a):
             f.write("tls_server_config:\n  cert_file: c.pem\n  key_file: k.pem\n"
                     "basic_auth_users:\n  prometheus: '%s'\n" % hashed)
         print("| wrong-password clients | legit scrapes | failed | median ms | p90 ms | worst ms | "
-              "wrong-password answers |")
-        print("|---|---|---|---|---|---|---|")
+              "median / idle | serving CPU ms/s | wrong-password answers |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        idle = None
         for n in a.clients:
             # A fresh exporter per row: no row inherits another's caches.
-            start(procs, [a.fixture, "count", "777", "bench"], env, "ready")
-            exp, line = start(procs, [a.pcpustat, "serve", "--listen", "127.0.0.1:0", "--web.config.file",
-                                      os.path.join(tmp, "web.yml"), "bench"], env, "listening on https")
+            if a.example:
+                exp, line = start(procs, [a.example, "127.0.0.1:0", os.path.join(tmp, "web.yml")], env,
+                                  "https://")
+            else:
+                start(procs, [a.fixture, "count", "777", "bench"], env, "ready")
+                exp, line = start(procs, [a.pcpustat, "serve", "--listen", "127.0.0.1:0", "--web.config.file",
+                                          os.path.join(tmp, "web.yml"), "bench"], env, "listening on https")
             port = int(line.split("https://")[1].split("/")[0].rsplit(":", 1)[1])
             ctx = ssl.create_default_context(cafile=os.path.join(tmp, "c.pem"))
             legit = http.client.HTTPSConnection("127.0.0.1", port, timeout=30, context=ctx)
@@ -119,13 +148,15 @@ def auth(a):
                 w.start()
             time.sleep(0.5 if n else 0)
             lat, failed, end = [], 0, time.monotonic() + a.seconds
+            cpu0, t_start = serving_cpu(exp.pid), time.monotonic()
             while time.monotonic() < end:
                 t0 = time.monotonic()
                 try:
                     legit.request("GET", "/metrics", headers=good)
                     r = legit.getresponse()
                     body = r.read()
-                    ok = r.status == 200 and b"test_events_total" in body
+                    ok = r.status == 200 and (b"example_requests_total" if a.example
+                                              else b"test_events_total") in body
                 except (OSError, http.client.HTTPException):
                     ok = False
                     legit.close()
@@ -133,6 +164,7 @@ def auth(a):
                 lat.append(time.monotonic() - t0)
                 failed += not ok
                 time.sleep(0.05)
+            cpu_ms = 1000 * (serving_cpu(exp.pid) - cpu0) / (time.monotonic() - t_start)
             answers = {}
             for _ in workers:
                 for k, v in q.get(timeout=60).items():
@@ -143,8 +175,10 @@ def auth(a):
             stop(procs)
             procs.clear()
             ms = sorted(x * 1000 for x in lat)
-            print("| %d | %d | %d | %.1f | %.1f | %.1f | %s |" % (
-                n, len(ms), failed, statistics.median(ms), ms[int(0.9 * (len(ms) - 1))], ms[-1],
+            med = statistics.median(ms)
+            idle = med if idle is None else idle
+            print("| %d | %d | %d | %.1f | %.1f | %.1f | %.2fx | %.0f | %s |" % (
+                n, len(ms), failed, med, ms[int(0.9 * (len(ms) - 1))], ms[-1], med / idle, cpu_ms,
                 ", ".join("%s: %d" % (k, v) for k, v in sorted(answers.items(), key=str)) or "-"), flush=True)
     finally:
         stop(procs)
@@ -211,12 +245,13 @@ def main():
     ap.add_argument("mode", choices=["auth", "junk"])
     ap.add_argument("pcpustat")
     ap.add_argument("fixture")
-    ap.add_argument("--clients", default="0,4,16", type=lambda s: [int(x) for x in s.split(",")])
+    ap.add_argument("--clients", default="0,8,16", type=lambda s: [int(x) for x in s.split(",")])
     ap.add_argument("--seconds", default=10.0, type=float)
     ap.add_argument("--cost", default=10, type=int)
     ap.add_argument("--same-password", action="store_true")
     ap.add_argument("--files", default=20000, type=int)
     ap.add_argument("--scrapes", default=5, type=int)
+    ap.add_argument("--example", help="serve with this program (examples/exporter.c) instead of pcpustat")
     a = ap.parse_args()
     (auth if a.mode == "auth" else junk)(a)
 

@@ -518,7 +518,7 @@ static void rs_snapshot_round(pcpu_counter_t arr, size_t n, uint64_t *out, struc
  * where the words are, a load and an add each), without the library. */
 static void rs_sum_words(int64_t *const *w, unsigned n, uint64_t calls, double *ns, uint64_t *sum)
 {
-	uint64_t t0 = bench_ticks(), k, total = 0;
+	uint64_t t0 = bench_thread_cpu_ns(), k, total = 0;
 	unsigned i;
 
 	for (k = 0; k < calls; k++) {
@@ -529,17 +529,20 @@ static void rs_sum_words(int64_t *const *w, unsigned n, uint64_t calls, double *
 		total += s;
 		__asm__ volatile("" : : "r"(total));
 	}
-	*ns = (double)(bench_ticks() - t0) / bench_tsc_ghz / (double)calls;
+	*ns = (double)(bench_thread_cpu_ns() - t0) / (double)calls;
 	*sum += total;
 }
 
+/* The calls' cost in the thread's CPU time, not wall time: a row timed by
+ * the TSC charged it whatever preempted the thread (a disturbed run printed
+ * 389 ns for a fetch that costs 15-18 ns of CPU time). */
 static uint64_t rs_fetch_calls(pcpu_counter_t c, uint64_t calls, double *ns)
 {
-	uint64_t t0 = bench_ticks(), k, sum = 0;
+	uint64_t t0 = bench_thread_cpu_ns(), k, sum = 0;
 
 	for (k = 0; k < calls; k++)
 		sum += pcpu_counter_fetch(c);
-	*ns = (double)(bench_ticks() - t0) / bench_tsc_ghz / (double)calls;
+	*ns = (double)(bench_thread_cpu_ns() - t0) / (double)calls;
 	return sum;
 }
 
@@ -610,7 +613,7 @@ static void rs_fetch_one(unsigned nwalk, const unsigned *walk, const char *iname
 				rs_sum_words(row == STRIDED ? ws : wp, nwalk, calls, out, &sum[row]);
 		}
 	tbl_init(&tb, 5);
-	tbl_headers(&tb, "operation", "index", "ns per call", "/ consecutive lines", "exact", NULL);
+	tbl_headers(&tb, "operation", "index", "CPU ns per call", "/ consecutive lines", "exact", NULL);
 	for (k = 0; k < NROWS; k++) {
 		int exact = sum[k] == want[k] * calls * nr;
 
@@ -627,7 +630,8 @@ static void rs_fetch_one(unsigned nwalk, const unsigned *walk, const char *iname
 				st[k].min, st[k].max, exact);
 	}
 	tbl_print(&tb);
-	printf("One counter read %llu times a row, median (min–max) of %u rounds, the rows "
+	printf("One counter read %llu times a row, the thread's CPU time per read, median "
+	       "(min–max) of %u rounds, the rows "
 	       "interleaved; \"/ consecutive lines\": the median of the rounds' ratios to the last "
 	       "row. The %u words of a counter written everywhere share a page offset (slots are "
 	       "PCPU_SLOT_STRIDE apart), hence an L1 set: the third row is that layout with no "
@@ -672,8 +676,9 @@ void bench_readside(void)
 
 	/* ---- snapshots ---- */
 	printf("Snapshots: an array of n counters (pcpu_counter_alloc_array, %s index) written "
-	       "first by 2 unpinned threads running at once (\"slots with data\": the slots whose "
-	       "copies then hold nonzero words). A fetch walks %u of the %u slots: %s (the CPU "
+	       "first by 2 unpinned threads running at once (\"slots with data\": how many slots' "
+	       "copies then hold nonzero words, and which; one when the two threads took turns on "
+	       "one CPU slot). A fetch walks %u of the %u slots: %s (the CPU "
 	       "slots, then the owned slots this process has claimed). Each round runs "
 	       "pcpu_counter_fetch_array, n × pcpu_counter_fetch and the "
 	       "memory floor in turn, a different one first each round, after one warm-up round "
@@ -696,7 +701,16 @@ void bench_readside(void)
 		if (!arr)
 			bench_die("pcpu_counter_alloc_array(%zu) failed", n);
 		rs_write_all(arr, n, 2, 1);
-		rs_data_slots(arr, n * sizeof(struct pcpu_counter), has_data, slots, sizeof(slots));
+		{
+			/* "1: slot 0", "2: slots 0,1": a count and which (a bare
+			 * list "0" read as no slot at all). */
+			char list[200];
+			unsigned nd = rs_data_slots(arr, n * sizeof(struct pcpu_counter), has_data,
+						    list, sizeof(list));
+
+			snprintf(slots, sizeof(slots), "%u: slot%s %s", nd, nd == 1 ? "" : "s",
+				 nd ? list : "none");
+		}
 		rs_floor_init(&fl, n, walk, nwalk, has_data);
 		/* The warm-up round faults in the floor's result array and the
 		 * output buffer, and brings the code in. */

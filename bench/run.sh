@@ -2,7 +2,8 @@
 # Builds pcpu_bench, runs it, keeps its report and CSV files in
 # bench/results/<mode>/ and draws the plots there.
 #
-#   bash bench/run.sh --quick                 # seconds: the demonstration
+#   bash bench/run.sh --demo                  # seconds: the demonstration (scripts/demo.sh)
+#   bash bench/run.sh --quick                 # ~20 s: every section, few rounds
 #   bash bench/run.sh --full                  # minutes: the figures of bench/README.md
 #   bash bench/run.sh --build-dir /tmp/b --threads 1,2 --only incr
 #
@@ -13,8 +14,13 @@
 #
 # pcpu_bench measures the incr section in two processes by itself (pcpu's
 # slot index is per process: it runs itself again with PCPU_INDEX=cpu or
-# mm_cid, the index it does not have), so `run.sh --quick`, and with it
-# scripts/demo.sh, need nothing more.
+# mm_cid, the index it does not have), so `run.sh --quick` needs nothing
+# more. `--demo` runs pcpu_bench's demonstration alone (one table and a
+# verdict), without the statistics program or plots.
+#
+# The plots need matplotlib: the Python of the tests' virtual environment
+# (~/.cache/pcpu-venv, scripts/install-deps.sh makes it) draws them where it
+# exists, else python3.
 #
 # Before/after comparison of two cores, in one session, runs alternating:
 #   bash bench/run.sh [--build-dir DIR] --against LABEL=PATH [--against ...]
@@ -56,6 +62,7 @@ prev=""
 for arg in "$@"; do
   case "$arg" in
     --quick) mode=quick ;;
+    --demo) mode=demo ;;
     --full) mode=full ;;
     --help) mode=help ;;
   esac
@@ -72,7 +79,14 @@ if [ ! -f "$build/CMakeCache.txt" ] && command -v ninja >/dev/null 2>&1; then
   gen=(-G Ninja)
 fi
 cmake -S "$root" -B "$build" "${gen[@]}" -DPCPU_BUILD_BENCH=ON >/dev/null
-cmake --build "$build" --target pcpu_bench pcpu_bench_stats >/dev/null
+if [ "$mode" = demo ]; then
+  cmake --build "$build" --target pcpu_bench >/dev/null
+else
+  cmake --build "$build" --target pcpu_bench pcpu_bench_stats >/dev/null
+fi
+python=python3
+venv_python=${XDG_CACHE_HOME:-$HOME/.cache}/pcpu-venv/bin/python3
+[ -x "$venv_python" ] && python=$venv_python
 bench="$build/bench/pcpu_bench"
 bench_stats="$build/bench/pcpu_bench_stats"
 
@@ -97,7 +111,7 @@ if [ ${#against[@]} -gt 0 ]; then
       } > "$dir/report.md"
     done
   done
-  python3 "$here/plot.py" --compare "$cmp"
+  "$python" "$here/plot.py" --compare "$cmp"
   echo "run.sh: comparison in $cmp/compare.md" >&2
   exit 0
 fi
@@ -110,6 +124,7 @@ if [ -z "$out" ]; then
 else
   mkdir -p "$out"
 fi
+rm -f "$out/verdict.md" "$out/stats.txt" # pcpu_bench writes a verdict only when it has targets
 
 # The markdown report goes to the terminal and to report.md. pcpu_bench's
 # stderr goes to progress.log, so that its progress lines ("progress: ...")
@@ -120,6 +135,10 @@ status=0
 "$bench" "$@" 2>"$out/progress.log" | tee "$out/report.md" || status=$?
 grep -v '^progress: ' "$out/progress.log" >&2 || true
 [ "$status" -eq 0 ] || exit "$status"
+if [ "$mode" = demo ]; then
+  echo "run.sh: results in $out" >&2
+  exit 0
+fi
 
 # 5. The statistics layer's comparisons (a program of its own).
 stats_args=()
@@ -132,14 +151,26 @@ esac
   echo "## 5. Statistics layer (pcpu_bench_stats ${stats_args[*]})"
   echo
   echo '```'
-  "$bench_stats" "${stats_args[@]}"
+  "$bench_stats" "${stats_args[@]}" | tee "$out/stats.txt"
   echo '```'
 } | tee -a "$out/report.md"
 
-if python3 -c 'import matplotlib' >/dev/null 2>&1; then
-  python3 "$here/plot.py" "$out"
+if "$python" -c 'import matplotlib' >/dev/null 2>&1; then
+  "$python" "$here/plot.py" "$out"
 else
-  echo "run.sh: matplotlib is not importable, no plots drawn" \
-       "(scripts/install-deps.sh installs it)" >&2
+  echo "run.sh: no plots drawn: matplotlib is not installed" \
+       "(scripts/install-deps.sh installs it, in ~/.cache/pcpu-venv)" >&2
 fi
 echo "run.sh: results in $out" >&2
+
+# The verdict last: pcpu_bench's (verdict.md), and the statistics program's
+# targets in one line each.
+if [ -f "$out/verdict.md" ]; then
+  {
+    echo
+    cat "$out/verdict.md"
+    sed -n 's/^    \(group add2 <= 2x two counter adds\): \([0-9.]*x\) *\(PASS\|MISS\)$/- Statistics: \1: \2, \3./p
+            s/^    \(histogram record <= [0-9.]*x the hand-written record on the same layout\) (.*): \([0-9.]*x\) ([0-9.-]*) *\(PASS\|MISS\)$/- Statistics: \1: \2, \3./p' \
+      "$out/stats.txt"
+  } | tee -a "$out/report.md"
+fi

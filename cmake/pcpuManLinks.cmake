@@ -5,16 +5,36 @@
 # pcpu_counter_add (dh_installman turns such pages into symbolic links).
 # tests/docs/check_man.py checks that every exported function and every
 # public inline function ends up with a page.
-function(pcpu_man_links srcdir outdir)
+#
+# Each page belongs to the library its LIBRARY section names first, and
+# installs with that library's development files: the pages (and their link
+# pages) of libpcpu-stats ("pcpu statistics library") go to <prefix>_STATS,
+# those of libpcpu-exporter ("pcpu exporter library") to <prefix>_EXPORTER,
+# every other page to <prefix>_CORE (lists of full paths, set in the
+# caller's scope).
+function(pcpu_man_links srcdir outdir prefix)
   file(GLOB pages RELATIVE "${srcdir}" "${srcdir}/*.3")
   file(MAKE_DIRECTORY "${outdir}")
   file(GLOB old "${outdir}/*.3")
   if(old)
     file(REMOVE ${old})
   endif()
+  set(core)
+  set(stats)
+  set(exporter)
   foreach(page ${pages})
     set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${srcdir}/${page}")
     file(READ "${srcdir}/${page}" text)
+    # The LIBRARY section's first line names the page's library: "pcpu
+    # library" or "pcpu statistics library" (a page of libpcpu's may name
+    # libpcpu-stats further on, for one function or for the layer above).
+    set(lib core)
+    if(text MATCHES "\n\\.SH LIBRARY\npcpu statistics library")
+      set(lib stats)
+    elseif(text MATCHES "\n\\.SH LIBRARY\npcpu exporter library")
+      set(lib exporter)
+    endif()
+    list(APPEND ${lib} "${srcdir}/${page}")
     # The NAME section: from ".SH NAME" to the "\-" that ends the names.
     string(FIND "${text}" ".SH NAME\n" at)
     if(at EQUAL -1)
@@ -33,6 +53,10 @@ function(pcpu_man_links srcdir outdir)
         continue()
       endif()
       file(WRITE "${outdir}/${name}.3" ".so man3/${page}\n")
+      list(APPEND ${lib} "${outdir}/${name}.3")
     endforeach()
   endforeach()
+  set(${prefix}_CORE ${core} PARENT_SCOPE)
+  set(${prefix}_STATS ${stats} PARENT_SCOPE)
+  set(${prefix}_EXPORTER ${exporter} PARENT_SCOPE)
 endfunction()

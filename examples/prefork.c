@@ -13,12 +13,13 @@
  * `pcpustat` and `pcpustat serve` read) and checks that the requests
  * counted equal those the workers said they served.
  *
- *   PCPU_INDEX=cpu pcpu_example_prefork [--workers N] [--seconds S] [--name NAME]
+ *   pcpu_example_prefork [--workers N] [--seconds S] [--name NAME]
  *   pcpustat prefork                  # one segment for the whole tree
  *   pcpustat serve prefork            # http://127.0.0.1:9464/metrics
  *
- * Slots must be CPU numbers (PCPU_INDEX=cpu): mm_cid is per process, and
- * publishing a shared registry without CPU-number slots fails with EINVAL.
+ * Slots must be CPU numbers: mm_cid is per process, and publishing a shared
+ * registry without CPU-number slots fails with EINVAL. So the master's first
+ * pcpu call is pcpu_configure(), which chooses them for the process.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -139,7 +140,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--name") && i + 1 < argc)
 			name = argv[++i];
 		else {
-			fprintf(stderr, "usage: PCPU_INDEX=cpu %s [--workers N] [--seconds S] [--name NAME]\n",
+			fprintf(stderr, "usage: %s [--workers N] [--seconds S] [--name NAME]\n",
 				argv[0]);
 			return 2;
 		}
@@ -153,7 +154,12 @@ int main(int argc, char **argv)
 	if (served == MAP_FAILED)
 		return perror("mmap"), 1;
 
-	/* The master: families, then the shared registry, then the workers. */
+	/* The master: CPU-number slots, families, then the shared registry,
+	 * then the workers. */
+	struct pcpu_config cfg = PCPU_CONFIG_INIT;
+	cfg.index = PCPU_INDEX_CPU;
+	if (pcpu_configure(&cfg) != 0)
+		return perror("pcpu_configure"), 1;
 	reg = pcpu_registry_create();
 	requests = pcpu_registry_family(reg, &(struct pcpu_family_desc){
 		.name = "http_requests", .help = "Requests served, by path and status",

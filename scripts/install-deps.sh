@@ -1,15 +1,28 @@
 #!/usr/bin/env bash
 # Installs what pcpu's build, tests and benchmark plots need on a Debian machine.
+#
+#   scripts/install-deps.sh --demo   what scripts/demo.sh builds and shows: a C
+#                                    compiler, CMake, Ninja, pkg-config, the
+#                                    libraries of pcpustat, man (for `man pcpu`)
+#   scripts/install-deps.sh          everything the test suite needs (scripts/test.sh):
+#                                    the above and the rest below
+#
 # The library itself needs only libc; everything here is for tools and tests:
 #   cmake, ninja, gcc: build         clang + compiler-rt: libFuzzer fuzz tests
 #   valgrind: exactness under valgrind (rseq-less fallback)
 #   liburcu-dev: bench/ref_bench.c compares pcpu_rwlock with liburcu's read side
 #   prometheus (promtool, server): exposition checks and the scrape test
-#   python: prometheus_client (strict OpenMetrics parser), matplotlib (plots),
-#           pytest, setuptools and wheel (the Python binding's tests and its
-#           `pip install ./python`, done offline there); python3-venv (the
-#           README's route into a virtual environment, ctest python_venv:
-#           Debian's Python refuses a pip install outside one, PEP 668)
+#   python: the tests' Python packages -- prometheus_client (strict OpenMetrics
+#           parser), matplotlib (plots), pytest, setuptools and wheel (the
+#           Python binding's tests and its `pip install ./python`, done
+#           offline there), protobuf, opentelemetry-proto, grpcio (the push
+#           tests) -- go into a virtual environment of their own,
+#           ~/.cache/pcpu-venv ($XDG_CACHE_HOME/pcpu-venv), never into the
+#           system Python (Debian's refuses a pip install outside a venv:
+#           PEP 668); the tests run its python3 (CMake's PCPU_PYTHON3, and
+#           first on PATH in scripts/test.sh and under ctest). python3-venv
+#           makes it; python3-setuptools and python3-wheel are Debian's,
+#           for the venv ctest python_venv makes from the system's Python.
 #   debhelper, dpkg-dev, build-essential, lintian: the Debian packages test
 #   man-db, groff: the manual pages test (man --warnings, groff -ww)
 #   libmicrohttpd-dev, libgnutls28-dev, zlib1g-dev, libyaml-dev, libcrypt-dev:
@@ -27,49 +40,77 @@
 #           scripts/vm/fetch-kernels.sh)
 #   rustup target aarch64-unknown-linux-gnu: the Rust crate's inline add on
 #           the emulated aarch64 machine (scripts/vm/run.sh --rust)
-# Idempotent and quiet when everything is present. Needs root for apt-get.
+# Idempotent and quiet when everything is present. Needs root for apt-get
+# (sudo otherwise); the Python packages and the Rust toolchains go to the
+# user's own directories.
 set -euo pipefail
+demo=0
+case "${1:-}" in
+  --demo) demo=1 ;;
+  "") ;;
+  *) echo "usage: scripts/install-deps.sh [--demo]" >&2; exit 2 ;;
+esac
 
 need_apt=()
 have() { command -v "$1" >/dev/null 2>&1; }
+install_apt() {
+  [ ${#need_apt[@]} -gt 0 ] || return 0
+  echo "install-deps: apt-get install ${need_apt[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+}
+
+# ---- the demonstration: the library, pcpustat, the examples, the benchmark ----
 have cmake     || need_apt+=(cmake)
 have ninja     || need_apt+=(ninja-build)
-have cc        || need_apt+=(gcc g++)
+have cc        || need_apt+=(gcc)
+[ -e /usr/include/stdio.h ] || need_apt+=(libc6-dev)
 have pkg-config || need_apt+=(pkg-config)
-have valgrind  || need_apt+=(valgrind)
-pkg-config --exists liburcu-memb 2>/dev/null || need_apt+=(liburcu-dev)
-have clang     || need_apt+=(clang)
-[ -n "$(ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a 2>/dev/null)" ] || need_apt+=(libclang-rt-14-dev)
-have promtool  || need_apt+=(prometheus)
-have python3   || need_apt+=(python3 python3-pip)
-python3 -c 'import ensurepip, venv' 2>/dev/null || need_apt+=(python3-venv)
-have dpkg-buildpackage || need_apt+=(dpkg-dev)
-dpkg -s build-essential >/dev/null 2>&1 || need_apt+=(build-essential)
-have dh        || need_apt+=(debhelper)
-have lintian   || need_apt+=(lintian)
-have man       || need_apt+=(man-db)
-have groff     || need_apt+=(groff-base)
-have readelf   || need_apt+=(binutils)
+# pcpustat (the README's next commands): serve's HTTP/TLS server, gzip, web
+# configuration file and bcrypt; push's HTTP client, snappy and protobuf-c.
 pkg-config --exists libmicrohttpd 2>/dev/null || need_apt+=(libmicrohttpd-dev)
 pkg-config --exists gnutls 2>/dev/null || need_apt+=(libgnutls28-dev)
 pkg-config --exists zlib 2>/dev/null || need_apt+=(zlib1g-dev)
 pkg-config --exists yaml-0.1 2>/dev/null || need_apt+=(libyaml-dev)
 pkg-config --exists libcrypt 2>/dev/null || need_apt+=(libcrypt-dev)
-have openssl   || need_apt+=(openssl)
-have htpasswd  || need_apt+=(apache2-utils)
-# protobuf-c: libpcpu's optional protobuf exposition writer; protoc: the
-# test's independent decoder (Python protobuf); prometheus-cpp: the
-# statistics benchmark's Histogram::Observe comparison.
+pkg-config --exists libcurl 2>/dev/null || need_apt+=(libcurl4-openssl-dev)
+[ -e /usr/include/snappy-c.h ] || need_apt+=(libsnappy-dev)
 have protoc-c  || need_apt+=(protobuf-c-compiler)
 [ -e /usr/include/protobuf-c/protobuf-c.h ] || need_apt+=(libprotobuf-c-dev)
 # protoc-c's protobuf-c.proto imports descriptor.proto, from libprotobuf-dev.
 [ -e /usr/include/google/protobuf/descriptor.proto ] || need_apt+=(libprotobuf-dev)
+# `man pcpu` (the README's first program's next step).
+have man       || need_apt+=(man-db)
+if [ $demo -eq 1 ]; then
+  install_apt
+  exit 0
+fi
+
+# ---- the test suite: everything else ---------------------------------------------
+have valgrind  || need_apt+=(valgrind)
+pkg-config --exists liburcu-memb 2>/dev/null || need_apt+=(liburcu-dev)
+have clang     || need_apt+=(clang)
+[ -n "$(ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a 2>/dev/null)" ] || need_apt+=(libclang-rt-14-dev)
+have promtool  || need_apt+=(prometheus)
+have python3   || need_apt+=(python3)
+python3 -c 'import ensurepip, venv' 2>/dev/null || need_apt+=(python3-venv)
+[ -e /usr/lib/python3/dist-packages/setuptools/__init__.py ] || need_apt+=(python3-setuptools)
+[ -e /usr/lib/python3/dist-packages/wheel/__init__.py ] || need_apt+=(python3-wheel)
+have dpkg-buildpackage || need_apt+=(dpkg-dev)
+dpkg -s build-essential >/dev/null 2>&1 || need_apt+=(build-essential)
+have dh        || need_apt+=(debhelper)
+have lintian   || need_apt+=(lintian)
+have groff     || need_apt+=(groff-base)
+have readelf   || need_apt+=(binutils)
+have openssl   || need_apt+=(openssl)
+have htpasswd  || need_apt+=(apache2-utils)
+# protoc: the protobuf exposition test's independent decoder (Python
+# protobuf); prometheus-cpp: the statistics benchmark's Histogram::Observe
+# comparison.
 have protoc    || need_apt+=(protobuf-compiler)
 [ -e /usr/include/prometheus/histogram.h ] || need_apt+=(prometheus-cpp-dev)
-# pcpustat push (issue 27): Prometheus remote write's snappy block
-# compression and the HTTP(S) client of both push protocols.
-[ -e /usr/include/snappy-c.h ] || need_apt+=(libsnappy-dev)
-pkg-config --exists libcurl 2>/dev/null || need_apt+=(libcurl4-openssl-dev)
 # The aarch64 cross build (cmake/toolchain-aarch64-linux-gnu.cmake) and
 # tests/check_rseq_sections.py on its binaries (aarch64-linux-gnu-objdump).
 have aarch64-linux-gnu-gcc || need_apt+=(gcc-aarch64-linux-gnu)
@@ -111,13 +152,18 @@ have g++       || need_apt+=(g++)
 # started by each test on a port of its own, never as a service).
 have prometheus-pushgateway || need_apt+=(prometheus-pushgateway)
 
-if [ ${#need_apt[@]} -gt 0 ]; then
-  echo "install-deps: apt-get install ${need_apt[*]}"
-  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
-fi
+# nginx's pcpu module (integrations/nginx, issue 52): nginx, the server its
+# tests run; nginx-dev, the packaged nginx's module build system
+# (/usr/share/nginx/src with its configure flags) and dh_nginx for the
+# libnginx-mod-http-pcpu package; wrk, the load of the exactness test and
+# of bench/nginx_bench.py; chromium, the status page's headless test (with
+# a screenshot). Debian packages only: no browser or tool is downloaded.
+have nginx     || [ -x /usr/sbin/nginx ] || need_apt+=(nginx)
+[ -e /usr/share/nginx/src/configure ] || need_apt+=(nginx-dev)
+have wrk       || need_apt+=(wrk)
+have chromium  || need_apt+=(chromium)
+
+install_apt
 
 # A decimal-comma locale for the locale-independence tests (test_format,
 # stats_tool_numbers); Debian's locales package ships the definition.
@@ -126,19 +172,36 @@ if ! locale -a 2>/dev/null | grep -qix 'de_DE\.utf-\?8' && command -v localedef 
   $SUDO localedef -i de_DE -f UTF-8 de_DE.UTF-8 || echo "install-deps: could not build de_DE.UTF-8"
 fi
 
+# The tests' Python packages, in a virtual environment of their own: the
+# system Python is never written to. --system-site-packages: the venv also
+# sees what the base interpreter has (Debian's python3-* packages), and pip
+# adds only what is missing. scripts/test.sh puts its bin/ first on PATH;
+# CMake finds its python3 first (PCPU_PYTHON3).
+venv=${XDG_CACHE_HOME:-$HOME/.cache}/pcpu-venv
+if [ ! -x "$venv/bin/python3" ]; then
+  echo "install-deps: python3 -m venv $venv (the tests' Python packages)"
+  mkdir -p "$(dirname "$venv")"
+  python3 -m venv --system-site-packages "$venv"
+fi
+py() { "$venv/bin/python3" "$@"; }
 py_need=()
-python3 -c 'import prometheus_client' 2>/dev/null || py_need+=(prometheus_client)
-python3 -c 'import matplotlib' 2>/dev/null || py_need+=(matplotlib)
-python3 -c 'import pytest' 2>/dev/null || py_need+=(pytest)
-python3 -c 'import setuptools' 2>/dev/null || py_need+=(setuptools)
-python3 -c 'import wheel' 2>/dev/null || py_need+=(wheel)
-python3 -c 'import google.protobuf' 2>/dev/null || py_need+=("protobuf>=4.21,<5")
+py -c 'import prometheus_client' 2>/dev/null || py_need+=(prometheus_client)
+py -c 'import matplotlib' 2>/dev/null || py_need+=(matplotlib)
+py -c 'import pytest' 2>/dev/null || py_need+=(pytest)
+py -c 'import setuptools' 2>/dev/null || py_need+=(setuptools)
+py -c 'import wheel' 2>/dev/null || py_need+=(wheel)
+py -c 'import google.protobuf' 2>/dev/null || py_need+=("protobuf>=4.21,<5")
 # pcpustat push's OTLP tests decode the requests with the published schema.
-python3 -c 'import opentelemetry.proto.collector.metrics.v1.metrics_service_pb2' 2>/dev/null \
+py -c 'import opentelemetry.proto.collector.metrics.v1.metrics_service_pb2' 2>/dev/null \
   || py_need+=("opentelemetry-proto>=1.20,<1.28")
 # ... and push_otlp_grpc serves OTLP/gRPC with it (grpcio, which the
 # generated metrics_service_pb2_grpc module needs).
-python3 -c 'import grpc' 2>/dev/null || py_need+=("grpcio>=1.60")
+py -c 'import grpc' 2>/dev/null || py_need+=("grpcio>=1.60")
+if [ ${#py_need[@]} -gt 0 ]; then
+  echo "install-deps: $venv/bin/pip install ${py_need[*]}"
+  py -m pip install --quiet --disable-pip-version-check "${py_need[@]}"
+fi
+
 # The Rust crates' emulated machines (scripts/vm/run.sh --rust): the
 # standard library for aarch64 (rust/pcpu-vm is cross-built statically for
 # it; x86-64's is the host's). Only where rustup manages the toolchain.
@@ -153,11 +216,5 @@ if command -v rustup >/dev/null && ! cargo +nightly miri --version >/dev/null 2>
   echo "install-deps: rustup toolchain install nightly (miri, rust-src)"
   rustup toolchain install nightly --profile minimal --component miri,rust-src \
     || echo "install-deps: could not install Miri"
-fi
-
-if [ ${#py_need[@]} -gt 0 ]; then
-  echo "install-deps: pip install ${py_need[*]}"
-  python3 -m pip install --quiet --disable-pip-version-check "${py_need[@]}" \
-    || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages "${py_need[@]}"
 fi
 exit 0

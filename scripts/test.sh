@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # pcpu's whole test suite, as CI runs it (.ci/run calls exactly this):
-#   1. installs what the tests need (scripts/install-deps.sh),
+#   1. installs what the tests need (scripts/install-deps.sh; the tests'
+#      Python packages into the virtual environment ~/.cache/pcpu-venv,
+#      whose python3 every step below runs),
 #   2. plain build (RelWithDebInfo): every test, the stress test in all three
 #      rseq modes and under valgrind, fuzzers, Prometheus checks,
 #   3. AddressSanitizer + UndefinedBehaviorSanitizer build: every test,
@@ -10,6 +12,8 @@
 #      and the metrics / prometheus-client integrations included, in the
 #      plain configuration (their own cc build of the C library), with the
 #      plain build's pcpustat reading a Rust program (about 50 s from clean),
+#      then the crates as crates.io users get them (run_rust_package:
+#      fmt, publish --dry-run, a program against the .crate files),
 #      then the pcpu crate's tests under Miri (run_miri, about 30 s),
 #   5. the emulated machines (scripts/vm/run-all.sh, not under ctest):
 #      aarch64, ARMv7, riscv64 and a 16-CPU x86-64 with 256 possible CPUs
@@ -40,6 +44,11 @@ scale=${PCPU_TEST_TIMEOUT_SCALE:-1}
 start=$SECONDS
 
 bash scripts/install-deps.sh || { echo "test.sh: installing dependencies failed"; exit 1; }
+# The tests' Python packages are in the virtual environment install-deps.sh
+# made: its python3 first on PATH for every step (ctest, cargo, go), and
+# CMake's PCPU_PYTHON3 (also for a build folder configured before).
+venv=${XDG_CACHE_HOME:-$HOME/.cache}/pcpu-venv
+export PATH="$venv/bin:$PATH"
 
 jobs=$(nproc)
 total_pass=0 total_fail=0 failed_configs=()
@@ -47,7 +56,8 @@ total_pass=0 total_fail=0 failed_configs=()
 run_config() { # name, build dir, cmake args...
   local name=$1 dir=$2; shift 2
   echo "=== $name: configure + build ($dir)"
-  if ! cmake -S . -B "$dir" -G Ninja "$@" -DPCPU_TEST_TIMEOUT_SCALE="$scale" >"$dir.configure.log" 2>&1; then
+  if ! cmake -S . -B "$dir" -G Ninja "$@" -DPCPU_TEST_TIMEOUT_SCALE="$scale" -DPCPU_PYTHON3="$venv/bin/python3" \
+       >"$dir.configure.log" 2>&1; then
     cat "$dir.configure.log"; failed_configs+=("$name (configure)"); total_fail=$((total_fail+1)); return
   fi
   if ! cmake --build "$dir" -j "$jobs" >"$dir.build.log" 2>&1; then
@@ -75,7 +85,10 @@ run_config() { # name, build dir, cmake args...
 # measured by bench/, never asserted in tests.
 # PCPU_PROTOBUF=ON: install-deps.sh installed protobuf-c, so a build that
 # could not find it must fail here rather than quietly drop the protobuf tests.
-run_config plain build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCPU_PROTOBUF=ON
+# The tests, benchmarks and examples on, explicitly: scripts/demo.sh
+# configures build/ without the tests (it installs only what it shows).
+run_config plain build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCPU_PROTOBUF=ON \
+  -DPCPU_BUILD_TESTS=ON -DPCPU_BUILD_BENCH=ON -DPCPU_BUILD_EXAMPLES=ON
 # count_cargo_log NAME LOG RC: adds the passed and failed counts of LOG's
 # `test result:` lines to the totals; a cargo that failed (RC) with no
 # failed test (a build error) counts as one failure.
@@ -92,16 +105,35 @@ count_cargo_log() {
 # PCPU_PCPUSTAT is set whether or not the plain build made pcpustat, so
 # the segment test fails rather than skips when it is missing.
 run_rust() {
-  echo "=== rust (cargo test -p pcpu-sys -p pcpu, with the metrics and prometheus-client integrations)"
+  echo "=== rust (cargo test -p pcpu-sys -p pcpu, with the metrics, prometheus-client and protobuf features)"
   local log=build-rust.log
   if ! command -v cargo >/dev/null; then
     echo "test.sh: cargo not found"; failed_configs+=("rust (no cargo)"); total_fail=$((total_fail+1)); return
   fi
   (cd rust && PCPU_PCPUSTAT="$PWD/../build/tools/pcpustat" cargo test --locked --no-fail-fast -p pcpu-sys -p pcpu \
-    --features pcpu/metrics,pcpu/prometheus-client) 2>&1 | tee "$log"
+    --features pcpu/metrics,pcpu/prometheus-client,pcpu/protobuf) 2>&1 | tee "$log"
   count_cargo_log rust "$log" "${PIPESTATUS[0]}"
 }
 run_rust
+
+# The Rust crates as crates.io users get them (rust/package-check.sh):
+# cargo fmt --check, cargo publish --dry-run of pcpu-sys and pcpu (each
+# built from its package alone), and a program outside the repository
+# built and run against the unpacked .crate files with the newest and the
+# oldest prometheus-client pcpu takes. Each of the four checks counts as
+# one test. About 70 s once its cache (~/.cache/pcpu-rust-package) is warm.
+run_rust_package() {
+  echo "=== rust package (rust/package-check.sh: fmt, publish --dry-run, a program against the .crate files)"
+  local log=build-rust-package.log pass fail rc
+  bash rust/package-check.sh >"$log" 2>&1
+  rc=$?
+  grep -E '^--- (PASS|FAIL)|^error' "$log"
+  pass=$(grep -c '^--- PASS' "$log"); fail=$(grep -c '^--- FAIL' "$log")
+  if [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ]; then fail=1; tail -40 "$log"; fi
+  total_pass=$((total_pass+pass)); total_fail=$((total_fail+fail))
+  [ "$fail" -eq 0 ] || failed_configs+=("rust package")
+}
+run_rust_package
 
 # Miri: the pcpu crate's tests under the interpreter, which checks the
 # Rust side (references, lifetimes, pointer provenance and arithmetic,
@@ -111,8 +143,9 @@ run_rust
 # it; it cannot see memory the C library allocated, fork or run signal
 # handlers: the tests that need those say so and are ignored there
 # (rust/pcpu/tests/exact.rs, pcpustat.rs; loop_insns.rs, machine code, is
-# left out). Without the metrics and prometheus-client features: their
-# one test reads text the C library allocated. About 30 s from clean.
+# left out). With the metrics feature (its lock-free table and recorder;
+# the tests that read the exposition are ignored there), without
+# prometheus-client (its one test reads the exposition). About 60 s.
 run_miri() {
   echo "=== miri (cargo +nightly miri test -p pcpu, stable tier, the plain build's libraries natively)"
   local log=build-miri.log
@@ -121,7 +154,7 @@ run_miri() {
     failed_configs+=("miri (not installed)"); total_fail=$((total_fail+1)); return
   fi
   (cd rust && MIRIFLAGS="-Zmiri-disable-isolation -Zmiri-native-lib=$PWD/../build/libpcpu.so.1 -Zmiri-native-lib=$PWD/../build/libpcpu-stats.so.1" \
-    cargo +nightly miri test --no-fail-fast -p pcpu --features stable-tier --lib --tests) \
+    cargo +nightly miri test --no-fail-fast -p pcpu --features stable-tier,metrics --lib --tests) \
     2>&1 | tee "$log"
   count_cargo_log miri "$log" "${PIPESTATUS[0]}"
 }

@@ -45,6 +45,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +113,12 @@ static int process_mode;         /* enum pcpu_process_mode */
 static int process_error;        /* why PCPU_PROCESS_NONE */
 static int has_mm_cid;
 static enum pcpu_index process_index;
+/* Offset of the chosen rseq area from the thread pointer (globals_init()),
+ * kept so that pcpu_configure() can move the index to the other field. */
+static ptrdiff_t process_area;
+/* pcpu_configure()'s owned-slot count, -1: none given (the environment's
+ * or the default). Read by pcpu_init(). */
+static int program_owned_slots = -1;
 static pthread_key_t exit_key;
 /* Whether pthread_setspecific(exit_key) may run in a signal handler. POSIX
  * does not say it is async-signal-safe; glibc (whose rseq this mode stands
@@ -268,6 +275,14 @@ static enum pcpu_index index_from_environment(void)
 	return PCPU_INDEX_DEFAULT;
 }
 
+/* Publishes the offset of process_index's field of the area in pcpu__g. */
+static void publish_index(void)
+{
+	pcpu__g.index_tpoff = (int64_t)(process_area + (process_index == PCPU_INDEX_MM_CID
+								? PCPU__RSEQ_OFF_MM_CID
+								: PCPU__RSEQ_OFF_CPU_ID));
+}
+
 /* Decides the area and the index field, and publishes their offsets in
  * pcpu__g. Cheap: no system call beyond what getauxval/getenv do. */
 static void globals_init(void)
@@ -309,9 +324,8 @@ static void globals_init(void)
 	 * linker cannot relax when linking statically (ld: "TLS transition
 	 * from R_X86_64_GOTTPOFF to R_X86_64_TPOFF32 failed"). */
 	__asm__("" : "+r"(area));
-	pcpu__g.index_tpoff = (int64_t)(area + (process_index == PCPU_INDEX_MM_CID
-							? PCPU__RSEQ_OFF_MM_CID
-							: PCPU__RSEQ_OFF_CPU_ID));
+	process_area = area;
+	publish_index();
 	pcpu__g.cs_tpoff = (int64_t)(area + PCPU__RSEQ_OFF_CS);
 	once_end(&globals_state);
 }
@@ -352,6 +366,15 @@ static uint32_t slots_from_environment(uint32_t possible)
 	return (uint32_t)n;
 }
 
+/* n owned slots, fewer where the CPU slots and they would pass
+ * PCPU__SLOT_MAX in all. */
+static uint32_t owned_within_bound(uint32_t n, uint32_t cpu_slots)
+{
+	if (cpu_slots >= PCPU__SLOT_MAX)
+		return 0;
+	return n > PCPU__SLOT_MAX - cpu_slots ? PCPU__SLOT_MAX - cpu_slots : n;
+}
+
 /* How many owned slots (pcpu/worker.h) follow the CPU slots: one per
  * possible CPU, at most PCPU_OWNED_DEFAULT_MAX, unless PCPU_OWNED_SLOTS=N
  * (decimal digits only, 0 .. PCPU_OWNED_MAX) says otherwise; never past
@@ -377,30 +400,107 @@ static uint32_t owned_from_environment(uint32_t possible, uint32_t cpu_slots)
 			}
 		}
 	}
-	if (cpu_slots >= PCPU__SLOT_MAX)
-		return 0;
-	if (n > PCPU__SLOT_MAX - cpu_slots)
-		n = PCPU__SLOT_MAX - cpu_slots;
-	return (uint32_t)n;
+	return owned_within_bound((uint32_t)n, cpu_slots);
 }
 
-void pcpu_init(void)
+/* The owned slots pcpu_init() gives the process: pcpu_configure()'s count,
+ * else the environment's (owned_from_environment()); never past
+ * PCPU__SLOT_MAX slots in all. */
+static uint32_t owned_slots_to_make(uint32_t possible, uint32_t cpu_slots)
+{
+	const char *v = getenv("PCPU_OWNED_SLOTS");
+
+	if (program_owned_slots < 0)
+		return owned_from_environment(possible, cpu_slots);
+	if (v && *v)
+		pcpu__environment_refuse("PCPU_OWNED_SLOTS: the program chose the count (pcpu_configure());"
+					 " the environment's is not used");
+	return owned_within_bound((uint32_t)program_owned_slots, cpu_slots);
+}
+
+/* pcpu_init()'s work, by the thread that won init_state. */
+static void init_once(void)
 {
 	uint32_t possible, cpu_slots, owned;
 
-	globals_init();
-	if (!once_begin(&init_state))
-		return;
 	possible = possible_cpus();
 	cpu_slots = slots_from_environment(possible);
-	owned = owned_from_environment(possible, cpu_slots);
+	owned = owned_slots_to_make(possible, cpu_slots);
 	/* Owned slots are numbered after every slot an rseq index, a fallback
 	 * add or a reset can write: no CPU's thread ever writes them. */
 	__atomic_store_n(&pcpu_owned_slot_count, owned, __ATOMIC_RELAXED);
 	__atomic_store_n(&pcpu_cpu_slot_count, cpu_slots, __ATOMIC_RELAXED);
 	pcpu_slot_walk_init(cpu_slots);
+	/* Last: every variable pcpu reads has been read, so a name it does
+	 * not know is reported after the values it did not understand. */
+	pcpu__environment_check_names();
 	__atomic_store_n(&pcpu_slot_count, cpu_slots + owned, __ATOMIC_RELEASE);
+}
+
+void pcpu_init(void)
+{
+	globals_init();
+	if (!once_begin(&init_state))
+		return;
+	init_once();
 	once_end(&init_state);
+}
+
+/* The first release's struct pcpu_config ends after owned_slots. */
+#define CONFIG_SIZE_V1 (offsetof(struct pcpu_config, owned_slots) + sizeof(int))
+
+int pcpu_configure(const struct pcpu_config *cfg)
+{
+	enum pcpu_index index;
+	int owned;
+
+	if (!cfg || cfg->size < CONFIG_SIZE_V1) {
+		errno = EINVAL;
+		return -1;
+	}
+	index = cfg->index;
+	owned = cfg->owned_slots;
+	if ((index != PCPU_INDEX_DEFAULT && index != PCPU_INDEX_CPU && index != PCPU_INDEX_MM_CID) ||
+	    owned < -1 || owned > PCPU_OWNED_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
+	globals_init();
+	if (index == PCPU_INDEX_MM_CID && !has_mm_cid) {
+		errno = ENOTSUP;
+		return -1;
+	}
+	if (once_begin(&init_state)) {
+		/* Nothing of pcpu has run yet: no object exists whose slots
+		 * the index chose, and no inline path has read pcpu__g, so
+		 * the index may still move to the other field (pcpu/rseq.h:
+		 * pcpu__g is constant while any pcpu object exists). */
+		if (index != PCPU_INDEX_DEFAULT && index != process_index) {
+			const char *v = getenv("PCPU_INDEX");
+
+			if (v && *v)
+				pcpu__environment_refuse("PCPU_INDEX: the program chose the index"
+							 " (pcpu_configure()); the environment's is not used");
+			process_index = index;
+			publish_index();
+		}
+		program_owned_slots = owned;
+		init_once();
+		once_end(&init_state);
+		return 0;
+	}
+	/* pcpu runs already: only the choices it runs with succeed. */
+	if (index != PCPU_INDEX_DEFAULT && index != process_index) {
+		errno = EBUSY;
+		return -1;
+	}
+	if (owned >= 0 && (pcpu_owned_env_invalid ||
+			   __atomic_load_n(&pcpu_owned_slot_count, __ATOMIC_RELAXED) !=
+				   owned_within_bound((uint32_t)owned, pcpu_cpu_slot_count))) {
+		errno = EBUSY;
+		return -1;
+	}
+	return 0;
 }
 
 const char *pcpu_environment_error(void)

@@ -43,6 +43,10 @@ PCPU_HIDDEN extern int pcpu_owned_env_invalid;
 PCPU_HIDDEN void pcpu__environment_refuse(const char *what);
 /* The first refusal recorded so far, or NULL. */
 PCPU_HIDDEN const char *pcpu__environment_first_refusal(void);
+/* Refuses the first PCPU_* name in the environment that no part of pcpu
+ * reads (a misspelling), naming the variable it probably meant. Called
+ * once, by pcpu_init(), after every variable was read. */
+PCPU_HIDDEN void pcpu__environment_check_names(void);
 
 /* The most slots a zone has (PCPU_NSLOTS and PCPU_OWNED_SLOTS together):
  * a chunk's address space stays sane, and the slot walk's list is 16-bit. */

@@ -147,6 +147,25 @@ PCPU_PRIVATE int pcpu__zone_tree_init(struct pcpu_zone_tree *tree);
 PCPU_PRIVATE int pcpu__zone_make_tree(pcpu_zone_t *zone, struct pcpu_zone_tree *tree,
 				     void (*repair)(void *ctx), void *ctx);
 
+/* Makes a new zone (no object, no backing: what pcpu_zone_create() or a
+ * new registry gives) a tree zone of a tree it was not forked from: the
+ * zone of a program exec()ed by one of the tree's processes, joining it
+ * (src/zone_join.c says why this is not attach then make_tree). Its chunk
+ * 0 becomes the tree's chunk 0 through `backing` (with its `ctx`), mapped
+ * as it is -- header and objects untouched -- and `tree` (in the backing's
+ * shared memory, outliving the zone) its shared state; the backing's
+ * `repair(repair_ctx)` as for pcpu__zone_make_tree(). The zone then
+ * allocates from the tree's frontier and adopts the tree's objects
+ * (pcpu__zone_tree_adopt) like any process of the tree. 0 (the zone calls
+ * backing->release(ctx) when destroyed), or -1 with errno: EBUSY (objects,
+ * chunks or a backing already, or a thread holds an owned slot:
+ * pcpu/worker.h), EINVAL (NULL arguments, or the backing's chunk 0 is not
+ * a chunk: no header there), or the mapping's; on failure the zone stays
+ * private and usable and ctx is the caller's. Thread-safe. */
+PCPU_PRIVATE int pcpu__zone_join_tree(pcpu_zone_t *zone, const struct pcpu_zone_backing *backing,
+				     void *ctx, struct pcpu_zone_tree *tree,
+				     void (*repair)(void *ctx), void *repair_ctx);
+
 /* Whether `zone` is a tree zone (NULL: no). */
 PCPU_PRIVATE int pcpu__zone_is_tree(const pcpu_zone_t *zone);
 

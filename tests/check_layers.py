@@ -6,7 +6,7 @@ usage: check_layers.py SOURCE_DIR BUILD_DIR
 pcpu is built in layers (issue 25, README "Layout"):
 
     rseq < zone < counter < percpu_sync < {ref, rwlock, objcache}
-         < stats < segment < pcpu/pcpu.h < pcpu.hpp < {tools, compat}
+         < stats < segment < {pcpu/pcpu.h, exporter} < pcpu.hpp < {tools, compat}
 
 and the statistics and segment layers in sub-layers of their own (LAYERS
 below). A file may depend on a file of its own layer or of a lower one;
@@ -29,8 +29,9 @@ Besides the order, two more rules:
     neither can be understood, tested or replaced alone).
 
 The layers make up products (issue 39), PRODUCTS below: libpcpu (rseq to
-objcache), libpcpu-stats (stats and segment), the C++ headers, the tools and
-the prometheus-cpp layer (compat/). A product is a shared object of its own,
+objcache), libpcpu-stats (stats and segment), libpcpu-exporter (the
+exporter core, src/exporter/), the C++ headers, the tools and the
+prometheus-cpp layer (compat/). A product is a shared object of its own,
 so an edge between products is a call through the lower one's dynamic
 symbols:
   - a symbol one product uses from another must be exported by the shared
@@ -78,7 +79,7 @@ LAYERS = [
     ("zone", 1, [
         "include/pcpu/zone.h",
         "include/pcpu/common.h",        # compatibility: defs, rseq, version, zone
-        "src/zone.c", "src/zone_shared.c", "src/zone_tree.c", "src/zone_*.h",
+        "src/zone.c", "src/zone_shared.c", "src/zone_tree.c", "src/zone_join.c", "src/zone_*.h",
     ]),
     ("counter", 2, [
         "include/pcpu/counter.h", "include/pcpu/counter9.h", "include/pcpu/compat/*",
@@ -136,9 +137,13 @@ LAYERS = [
     ]),
     ("segment.writer", 10, ["include/pcpu/segment.h", "src/segment/writer.*",
                             "src/segment/directory.c", "src/segment/tree.c",
-                            "src/segment/tree_index.c"]),
+                            "src/segment/tree_index.c", "src/segment/join.c"]),
     ("segment.reader", 10, ["include/pcpu/reader.h", "src/segment/reader*"]),
     ("umbrella", 11, ["include/pcpu/pcpu.h"]),  # the whole API, for programs
+    # The exporter core (issue 51): HTTP serving of expositions, beside the
+    # umbrella (pcpu.h does not include it: another library, with
+    # libmicrohttpd and friends), below the tools and compat/ that use it.
+    ("exporter", 11, ["include/pcpu/exporter.h", "src/exporter/*"]),
     ("cxx", 12, ["include/pcpu/pcpu.hpp", "include/pcpu/stats.hpp"]),  # the C++ API
     ("tools", 13, ["tools/*"]),
     ("compat", 13, ["compat/*"]),  # prometheus-cpp's API on pcpu (and pcpu/exposer.hpp)
@@ -149,15 +154,17 @@ PRODUCTS = {
     "libpcpu": {"rseq", "zone", "counter", "percpu_sync", "ref", "rwlock", "objcache"},
     "libpcpu-stats": {"stats.base", "stats.metrics", "stats.exposition", "stats.registry",
                       "segment.base", "segment.writer", "segment.reader"},
+    "libpcpu-exporter": {"exporter"},
     "headers": {"umbrella", "cxx"},
     "tools": {"tools"},
     "compat": {"compat"},
 }
 # The shared object each library product is, in the build tree.
-PRODUCT_LIBRARY = {"libpcpu": "libpcpu.so", "libpcpu-stats": "libpcpu-stats.so"}
+PRODUCT_LIBRARY = {"libpcpu": "libpcpu.so", "libpcpu-stats": "libpcpu-stats.so",
+                   "libpcpu-exporter": "libpcpu-exporter.so"}
 
 # Headers private to their folder: only files under the folder may include them.
-PRIVATE_FOLDERS = ["src/stats/", "src/segment/"]
+PRIVATE_FOLDERS = ["src/stats/", "src/segment/", "src/exporter/"]
 # ... but for these, which a private folder offers to the layer above it
 # (the segment): the one hash table, the registry's observer interface (its
 # walks and views, instead of the registry's structs), and the rules a
@@ -224,9 +231,10 @@ def include_edges(src):
 def object_files(build):
     lib = os.path.join(build, "CMakeFiles", "pcpu_static.dir")
     stats = os.path.join(build, "CMakeFiles", "pcpu_stats_static.dir")
+    exporter = os.path.join(build, "CMakeFiles", "pcpu_exporter.dir")
     tools = os.path.join(build, "tools", "CMakeFiles")
     compat = os.path.join(build, "compat", "prometheus-cpp", "CMakeFiles")
-    for base, prefix in ((lib, ""), (stats, ""), (tools, "tools/"),
+    for base, prefix in ((lib, ""), (stats, ""), (exporter, ""), (tools, "tools/"),
                          (compat, "compat/prometheus-cpp/")):
         for root, _, files in os.walk(base):
             for f in files:

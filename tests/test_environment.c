@@ -6,7 +6,8 @@
  * other number. Run by ctest with one environment each:
  *   test_environment none      every variable set to a value it knows
  *   test_environment VARIABLE  VARIABLE (the first one read) holds a value
- *                              the library does not know
+ *                              the library does not know, or is a PCPU_*
+ *                              name no part of pcpu reads
  * and the behaviour checked from the variables' values.
  */
 #include "check.h"
@@ -52,6 +53,12 @@ int main(int argc, char **argv)
 		CHECK(!strncmp(refused, want, n) && refused[n] == ':');
 		CHECK(pcpu_environment_error() == refused); /* the first, for good */
 	}
+
+	/* A misspelt name is named with the variable it probably meant. */
+	if (getenv("PCPU_INDX") && !strcmp(want, "PCPU_INDX"))
+		CHECK(strstr(refused, "not a variable pcpu reads (PCPU_INDEX?)") != NULL);
+	if (getenv("PCPU_SLOTWALK") && !strcmp(want, "PCPU_SLOTWALK"))
+		CHECK(strstr(refused, "(PCPU_SLOT_WALK?)") != NULL);
 
 	/* What each value does. */
 	if (env_is("PCPU_RSEQ", "off") || env_is("PCPU_RSEQ", "1")) {

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include <pcpu/expose.h>
+#include <pcpu/exporter.h>
 #include <pcpu/reader.h>
 
 #include <pcpu/runtime_version.h>
@@ -22,13 +23,16 @@
  * pcpu/version.h), never a second number to keep in step. */
 #define PCPUSTAT_VERSION PCPU_VERSION_STRING
 
-/* ---- gzip.c ---- */
+/* ---- gzip: libpcpu-exporter's, the one implementation ---- */
 
 /* The gzip member of body[0..len) at zlib `level` (1: most of the gain on
  * exposition text, about 10x, for a fraction of the default level's CPU
  * time), malloc'ed, its length in *zlen; NULL if it cannot be made (no
  * memory, over 4 GiB): the caller then sends the body plain. */
-char *gzip_body(const void *body, size_t len, int level, size_t *zlen);
+static inline char *gzip_body(const void *body, size_t len, int level, size_t *zlen)
+{
+	return pcpu_exporter_gzip(body, len, level, zlen);
+}
 
 /* ---- names.c: series names and strings ---- */
 
@@ -92,15 +96,28 @@ struct scrape_config {
 	size_t max_bytes; /* what one scrape may read and allocate */
 	size_t max_down;  /* listed segments down: reported per owner, the rest counted */
 	const char *who;  /* stderr's prefix; NULL: "pcpustat serve" */
+	/* Readers kept open from one scrape to the next (0: none), each
+	 * holding a descriptor: the next snapshot of an unchanged directory
+	 * then reads only the values (pcpu_reader_snapshot()). */
+	size_t keep_readers;
 };
 /* The last message per segment, so stderr says each change once:
  * fingerprints of its key and message (0: readable). */
 struct scrape_note {
 	uint64_t key, msg;
 };
+struct scrape_kept; /* scrape_read.c */
 struct scrape_state {
 	struct scrape_note *notes; /* sorted by key */
 	size_t nnotes;
+	/* The readers kept (at most cf->keep_readers), by key; those of
+	 * segments no scrape read for a few sweeps (one after each /metrics
+	 * scrape) are closed. */
+	struct scrape_kept *kept;
+	size_t nkept;
+	unsigned long sweeps;
+	/* Bytes of the largest scrape since memory was last given back. */
+	size_t used_max;
 };
 struct scrape_result {
 	int status;  /* HTTP status */
@@ -111,8 +128,9 @@ struct scrape_result {
 /* /metrics: every served segment, labelled, with pcpu_segment_up. */
 void scrape_all(const struct scrape_config *cf, struct scrape_state *st, enum pcpu_format fmt,
 		struct scrape_result *res);
-/* /metrics/SEGMENT: one segment (name, pid or file name), unlabelled. */
-void scrape_one(const struct scrape_config *cf, const char *target, enum pcpu_format fmt,
+/* /metrics/SEGMENT: one segment (name, pid or file name), unlabelled; st
+ * (NULL: none) keeps its reader. */
+void scrape_one(const struct scrape_config *cf, struct scrape_state *st, const char *target, enum pcpu_format fmt,
 		struct scrape_result *res);
 void scrape_state_free(struct scrape_state *st);
 /* The same as scrape_all() before it is written (for `pcpustat push`): the

@@ -112,6 +112,7 @@ static void notes_update(const struct scrape_config *cf, struct scrape_state *st
 
 void scrape_state_free(struct scrape_state *st)
 {
+	kept_free(st);
 	free(st->notes);
 	st->notes = NULL;
 	st->nnotes = 0;
@@ -227,7 +228,8 @@ static int report_down(const struct scrape_config *cf, struct owner *o, size_t n
  * scrape_free(); each step below fails the scrape alone (res: 503, or 500
  * when the exposition cannot be written). */
 struct scrape {
-	size_t left; /* of the byte budget */
+	size_t budget, left; /* the byte budget, and what is left of it */
+	struct scrape_state *st; /* what is kept between scrapes (readers) */
 	/* What is served: the targets (cf->targets), or the listing. */
 	struct pcpu_segment_info *info; /* listed; NULL with targets */
 	size_t n;
@@ -241,18 +243,14 @@ struct scrape {
 	struct seg *segs, **ix;
 	size_t nseg, nix;
 	/* pcpu_segment_up (fams[0]: ups) and pcpu_segments_omitted (fams[1]:
-	 * oms, labelled omlabels), merged first without series, then again
-	 * with them. */
+	 * oms, labelled omlabels), reserved first (without series: out of the
+	 * exposition unless they get some), then merged with their series. */
 	struct pcpu_snapshot_family fams[2];
 	struct pcpu_snapshot upsnap;
 	struct pcpu_snapshot_series *ups, *oms;
 	const char **omlabels;
 	size_t nup, nom;
 	pcpu_snapshot_merge_t *m;
-	/* The merged snapshot as written: without those two families when
-	 * they have no series (shown_without_empty()). */
-	struct pcpu_snapshot shown;
-	struct pcpu_snapshot_family *shown_fams;
 };
 
 /* The command line's targets, or every segment listed: 0, or -1 with res
@@ -345,7 +343,7 @@ static int scrape_read(const struct scrape_config *cf, struct scrape *sc, struct
 		segs[k].known_down = sc->keep && sc->keep[i] == 2;
 		k++;
 	}
-	if (read_all(cf, segs, sc->nseg, &sc->left, &err) < 0) {
+	if (read_all(cf, sc->st, segs, sc->nseg, &sc->left, &err) < 0) {
 		fail_with(res, 503, err == ENOMEM ? "out of memory" : "scrape over --max-bytes");
 		return -1;
 	}
@@ -404,8 +402,8 @@ static int mark_duplicate(struct seg *g, const struct seg *prev)
  * one segment (name and pid), the first is served and the others are
  * duplicates -- one pcpu_segment_up{reason="duplicate"} 0 for them all, so
  * that the series stay distinct. pcpu_segment_up and pcpu_segments_omitted
- * go first, without series: their names are then taken, and a segment's
- * family of either name is refused like any clash. Each segment gets its
+ * are reserved first (pcpu_snapshot_merge_reserve()): their names are then
+ * taken, and a segment's family of either name is refused like any clash. Each segment gets its
  * pcpu_segment_up series. 0, or -1 with res set (ENOMEM).
  */
 static int scrape_merge(struct scrape *sc, struct scrape_result *res)
@@ -414,7 +412,7 @@ static int scrape_merge(struct scrape *sc, struct scrape_result *res)
 
 	qsort(sc->ix, sc->nix, sizeof *sc->ix, cmp_seg);
 	up_families(sc);
-	if (pcpu_snapshot_merge_add(sc->m, &sc->upsnap, 0, NULL, NULL) < 0) {
+	if (pcpu_snapshot_merge_reserve(sc->m, &sc->upsnap) < 0) {
 		fail_with(res, 503, "out of memory");
 		return -1;
 	}
@@ -462,36 +460,6 @@ static void omitted_series(struct scrape *sc)
 		}
 }
 
-/* `all` without pcpu_segment_up or pcpu_segments_omitted where it has no
- * series: the merge keeps both families, empty, since it took their names
- * before any segment's families (scrape_merge()), but a HELP and TYPE with
- * no sample under them says nothing (an empty family is legal OpenMetrics,
- * yet every scrape carried one for pcpu_segments_omitted). NULL with
- * errno ENOMEM when the budget or the heap has no room for the copy. */
-static const struct pcpu_snapshot *shown_without_empty(struct scrape *sc, const struct pcpu_snapshot *all)
-{
-	size_t i, n = 0;
-
-	if (sc->nup && sc->nom)
-		return all;
-	if (charge(&sc->left, all->nfamilies * sizeof *sc->shown_fams) < 0 ||
-	    !(sc->shown_fams = malloc((all->nfamilies ? all->nfamilies : 1) * sizeof *sc->shown_fams))) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	for (i = 0; i < all->nfamilies; i++) {
-		const struct pcpu_snapshot_family *f = &all->families[i];
-
-		if (f->nseries == 0 && (strcmp(f->name, sc->fams[0].name) == 0 ||
-					strcmp(f->name, sc->fams[1].name) == 0))
-			continue;
-		sc->shown_fams[n++] = *f;
-	}
-	sc->shown.nfamilies = n;
-	sc->shown.families = sc->shown_fams;
-	return &sc->shown;
-}
-
 /* The merged snapshot, its up and omitted series added last; stderr told
  * what changed (notes_update()). NULL with res saying why. */
 static const struct pcpu_snapshot *scrape_final(const struct scrape_config *cf, struct scrape_state *st,
@@ -505,7 +473,7 @@ static const struct pcpu_snapshot *scrape_final(const struct scrape_config *cf, 
 	sc->fams[1].series = sc->oms;
 	sc->fams[1].nseries = sc->nom;
 	if (pcpu_snapshot_merge_add(sc->m, &sc->upsnap, 0, NULL, NULL) < 0 ||
-	    !(all = pcpu_snapshot_merge_result(sc->m)) || !(all = shown_without_empty(sc, all))) {
+	    !(all = pcpu_snapshot_merge_result(sc->m))) {
 		fail_with(res, 503, errno == ENOMEM ? "out of memory" : pcpu_stats_error());
 		return NULL;
 	}
@@ -521,7 +489,8 @@ static void scrape_expose(const struct scrape_config *cf, struct scrape_state *s
 
 	if (!all)
 		return;
-	if (pcpu_snapshot_write(all, fmt, &res->body, &res->len) < 0) {
+	/* Written from the merge: its inputs were checked when added. */
+	if (pcpu_snapshot_merge_write(sc->m, fmt, &res->body, &res->len) < 0) {
 		res->body = NULL;
 		fail_with(res, errno == ENOMEM ? 503 : 500, pcpu_stats_error());
 		return;
@@ -549,13 +518,27 @@ static void scrape_free(struct scrape *sc)
 	free(sc->keep);
 	free(sc->oms);
 	free(sc->omlabels);
-	free(sc->shown_fams);
 	free(sc->info);
+	if (sc->st)
+		kept_sweep(sc->st); /* the readers of segments gone: closed */
 	/* A scrape's memory is freed at once, but glibc keeps freed heap:
-	 * give it back, so that the daemon's footprint follows the segments
-	 * that exist now, not the most there ever were (large blocks are
-	 * unmapped when freed: scrape_memory_setup()). */
-	malloc_trim(0);
+	 * give it back when scrapes shrank, so that the daemon's footprint
+	 * follows the segments that exist now, not the most there ever were
+	 * (large blocks are unmapped when freed: scrape_memory_setup()).
+	 * Not after every scrape: the next one, as large, would fault all of
+	 * it in again (issue 51: page faults were a quarter of a scrape). */
+	if (sc->st) {
+		size_t used = sc->budget - sc->left;
+
+		if (used < sc->st->used_max / 4) {
+			malloc_trim(0);
+			sc->st->used_max = used;
+		} else if (used > sc->st->used_max) {
+			sc->st->used_max = used;
+		}
+	} else {
+		malloc_trim(0);
+	}
 }
 
 /* The /metrics exposition of every served segment: the steps above, each
@@ -567,7 +550,8 @@ void scrape_all(const struct scrape_config *cf, struct scrape_state *st, enum pc
 
 	memset(res, 0, sizeof *res);
 	memset(&sc, 0, sizeof sc);
-	sc.left = cf->max_bytes;
+	sc.budget = sc.left = cf->max_bytes;
+	sc.st = st;
 	if (scrape_list(cf, &sc, res) < 0)
 		return;
 	if (scrape_triage(cf, &sc, res) == 0 && scrape_alloc(&sc, res) == 0 && scrape_read(cf, &sc, res) == 0 &&
@@ -593,7 +577,8 @@ const struct pcpu_snapshot *scrape_collect(const struct scrape_config *cf, struc
 		fail_with(res, 503, "out of memory");
 		return NULL;
 	}
-	h->sc.left = cf->max_bytes;
+	h->sc.budget = h->sc.left = cf->max_bytes;
+	h->sc.st = st;
 	if (scrape_list(cf, &h->sc, res) == 0 && scrape_triage(cf, &h->sc, res) == 0 &&
 	    scrape_alloc(&h->sc, res) == 0 && scrape_read(cf, &h->sc, res) == 0 && scrape_merge(&h->sc, res) == 0)
 		all = scrape_final(cf, st, &h->sc, res);
@@ -634,20 +619,21 @@ void scrape_memory_setup(void)
 	 * is freed, and with it the free space it keeps at the top of a
 	 * thread's heap (twice that), which malloc_trim() does not return
 	 * for heaps other than the main one; scrapes run on libmicrohttpd's
-	 * thread. Fixed thresholds: a scrape's large blocks (listings,
-	 * snapshots, the exposition) are mapped and unmapped whole. */
-	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-	mallopt(M_TRIM_THRESHOLD, 128 * 1024);
+	 * thread. Fixed thresholds: a scrape's large blocks (a megabyte:
+	 * the exposition of 10^4 series and up) are mapped and unmapped
+	 * whole; smaller ones are reused from scrape to scrape, at most 2 MiB
+	 * of them kept free at the top of the heap. */
+	mallopt(M_MMAP_THRESHOLD, 1024 * 1024);
+	mallopt(M_TRIM_THRESHOLD, 2 * 1024 * 1024);
 }
 
-/* /metrics/SEGMENT: one segment, as it is. */
-void scrape_one(const struct scrape_config *cf, const char *target, enum pcpu_format fmt,
+/* /metrics/SEGMENT: one segment, as it is, read with a kept reader where
+ * there is one (scrape_read.c). */
+void scrape_one(const struct scrape_config *cf, struct scrape_state *st, const char *target, enum pcpu_format fmt,
 		struct scrape_result *res)
 {
-	struct pcpu_reader_options ro = cf->ropt;
-	struct pcpu_reader_snapshot *s;
-	pcpu_reader_t *r;
-	size_t i;
+	struct seg g;
+	size_t i, left = cf->max_bytes;
 	int allowed = cf->ntargets == 0;
 
 	memset(res, 0, sizeof *res);
@@ -659,23 +645,19 @@ void scrape_one(const struct scrape_config *cf, const char *target, enum pcpu_fo
 		snprintf(res->msg, sizeof res->msg, "not a served segment: %.100s", target);
 		return;
 	}
-	ro.max_bytes = cf->max_bytes;
-	r = pcpu_reader_open(target, &ro);
-	if (!r) {
-		int e = errno;
+	if (st && st->nkept == cf->keep_readers)
+		kept_sweep(st); /* full: those no scrape used lately go */
+	memset(&g, 0, sizeof g);
+	snprintf(g.key, sizeof g.key, "%s", target);
+	read_segment(cf, st, &g, &left);
+	if (!g.ok) {
+		const char *why = g.reason ? g.reason : "error";
 
-		res->status = e == ENOENT ? 404 : (e == EACCES || e == EPERM || e == ELOOP) ? 403 : 503;
-		snprintf(res->msg, sizeof res->msg, "%s", pcpu_reader_error());
+		res->status = strcmp(why, "missing") == 0 ? 404 : strcmp(why, "permission") == 0 ? 403 : 503;
+		snprintf(res->msg, sizeof res->msg, "%s", g.msg);
 		return;
 	}
-	if (pcpu_reader_snapshot(r, 0, &s) < 0) {
-		res->status = 503;
-		snprintf(res->msg, sizeof res->msg, "%s", pcpu_reader_error());
-		pcpu_reader_close(r);
-		return;
-	}
-	pcpu_reader_close(r);
-	if (pcpu_snapshot_write(&s->snapshot, fmt, &res->body, &res->len) < 0) {
+	if (pcpu_snapshot_write(&g.snap->snapshot, fmt, &res->body, &res->len) < 0) {
 		res->status = 503;
 		res->body = NULL;
 		snprintf(res->msg, sizeof res->msg, "segment %.100s cannot be exposed: %s", target,
@@ -688,5 +670,5 @@ void scrape_one(const struct scrape_config *cf, const char *target, enum pcpu_fo
 	} else {
 		res->status = 200;
 	}
-	pcpu_reader_snapshot_free(s);
+	pcpu_reader_snapshot_free(g.snap);
 }

@@ -46,7 +46,18 @@ static inline int charge(size_t *left, size_t bytes)
 /* scrape_read.c: reads every segment of segs[0..n) (their key, info and
  * known_down set) within the budget *left: 0, each ok or failed with a
  * reason, and *left what remains; or -1 with *err ENOMEM, or EFBIG: the
- * segments together are over the budget, and the scrape fails. */
-int read_all(const struct scrape_config *cf, struct seg *segs, size_t n, size_t *left, int *err);
+ * segments together are over the budget, and the scrape fails. With
+ * cf->keep_readers, the readers of st (NULL: none) are used and kept. */
+int read_all(const struct scrape_config *cf, struct scrape_state *st, struct seg *segs, size_t n, size_t *left,
+	     int *err);
+/* Reads one segment (g's key and info set) into g within the budget *left,
+ * with a kept reader where there is one: g->ok, or g->reason and g->msg
+ * (and g->err: ENOMEM, EFBIG). */
+void read_segment(const struct scrape_config *cf, struct scrape_state *st, struct seg *g, size_t *left);
+/* Closes the kept readers no scrape used in the last few calls (segments
+ * gone); one call after each /metrics scrape. */
+void kept_sweep(struct scrape_state *st);
+/* Closes every kept reader. */
+void kept_free(struct scrape_state *st);
 
 #endif /* PCPUSTAT_SCRAPE_H */

@@ -1,56 +1,50 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `pcpustat serve`: a Prometheus exporter for statistics segments. This
- * file is the command: its options, the listening socket, the descriptors it
- * needs, and the HTTP server's start and stop. What a request gets is
- * serve_request.c's, what a connection gets before it serve_conn.c's, what a
- * scrape answers scrape.c's (serve.h maps them).
+ * file is the command: its options, and the sources it gives
+ * libpcpu-exporter (pcpu/exporter.h), which does everything HTTP --
+ * listening, connection and memory limits, shedding idle and slow clients,
+ * request checks, negotiation, gzip, TLS and basic authentication (the web
+ * configuration file) -- as it does for every other program that serves
+ * statistics, so that they cannot diverge. What a scrape answers is
+ * scrape.c's.
  *
- * Why libmicrohttpd: the exporter faces whatever can reach its port -- idle
- * and slow clients, request smuggling, TLS -- and HTTP parsing, connection
- * limits, inactivity timeouts, request-size limits, Host checks and TLS
- * (GnuTLS) are what a well-kept, fuzzed server library gets right and a
- * hand-written one got wrong (bodies parsed as a second request, bare-LF
- * request lines unanswered, no Host check, slowloris). libmicrohttpd is
- * what prometheus-client-c uses, is packaged by Debian with GnuTLS, and
- * embeds in a C program without C++; civetweb (prometheus-cpp's) is not
- * packaged as a library by Debian. The library pcpu does not depend on it:
- * only this tool does.
+ * Threads: the exporter's one serving thread runs the scrapes, one at a
+ * time (scrape_state is that thread's); the main thread only waits for
+ * SIGINT/SIGTERM.
  *
- * Threads: libmicrohttpd's one internal thread (epoll) serves every
- * connection and runs the scrapes, one at a time (a scrape takes
- * microseconds to milliseconds); idle connections cost nothing while a
- * scrape is served. The main thread only waits for SIGINT/SIGTERM.
- *
- * Limits: --max-clients connections (beyond them libmicrohttpd closes new
- * connections at once; the descriptor limit is raised to fit, or the
- * connection limit lowered so that a scrape always has descriptors left:
- * never EMFILE in a loop; near the limit idle clients are shed, see
- * on_connection()), --timeout of inactivity, 16 KiB of request headers, no
- * request bodies, one Host, --max-bytes per scrape.
+ * Descriptors: the exporter lowers its connection limit to what
+ * RLIMIT_NOFILE leaves room for and never raises the limit itself (a
+ * library must not); this command, whose process it is, raises the soft
+ * limit toward the hard one first, for --max-clients connections.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
-#include <microhttpd.h>
-#include <netdb.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include "serve.h"
+#include <pcpu/exporter.h>
 
-/* Descriptors kept free for a scrape (directory, segment, /proc files)
- * and libmicrohttpd itself (epoll, its wakeup pipe), besides stdio. */
-#define FD_RESERVE 8
-/* Request line and headers, and the response headers, per connection. */
-#define CONNECTION_MEMORY (16 * 1024)
+#include "pcpustat.h"
+
+/* Descriptors beside the connections: what the exporter keeps free for a
+ * scrape and for itself (libpcpu-exporter's FD_RESERVE), and stdio. */
+#define FD_MARGIN 16
+
+/* The exporter's state, handed to the sources. */
+struct server {
+	struct scrape_config cf;
+	struct scrape_state st; /* used by the one serving thread only */
+};
+
+static const char index_text[] =
+	"pcpustat serve: pcpu statistics for Prometheus\n"
+	"  /metrics          all served segments\n"
+	"  /metrics/SEGMENT  one segment (name, pid or file name)\n";
 
 static const char serve_usage[] =
 	"Usage: pcpustat serve [OPTIONS] [SEGMENT...]\n"
@@ -111,86 +105,6 @@ static const char serve_usage_options[] =
 	"\n"
 	"SIGINT or SIGTERM stop it.\n";
 
-/* The address a listening socket got (port 0 picks one), as printed, in
- * shown; and a warning when anyone beyond this host may read the
- * statistics unprotected (no TLS, no passwords). */
-static void show_address(int fd, char *shown, size_t cap, int protected)
-{
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof ss;
-	char addr[INET6_ADDRSTRLEN];
-	int loopback = 0;
-
-	getsockname(fd, (struct sockaddr *)&ss, &sl);
-	if (ss.ss_family == AF_INET6) {
-		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
-		inet_ntop(AF_INET6, &s6->sin6_addr, addr, sizeof addr);
-		snprintf(shown, cap, "[%s]:%u", addr, ntohs(s6->sin6_port));
-		loopback = IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr);
-	} else {
-		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
-		inet_ntop(AF_INET, &s4->sin_addr, addr, sizeof addr);
-		snprintf(shown, cap, "%s:%u", addr, ntohs(s4->sin_port));
-		loopback = (ntohl(s4->sin_addr.s_addr) >> 24) == 127;
-	}
-	if (!loopback && !protected)
-		fprintf(stderr, "pcpustat serve: warning: %s is not a loopback address: whoever "
-			"can reach it reads these statistics (see --web.config.file)\n", shown);
-}
-
-/* The listening socket (passed to libmicrohttpd), and its address in shown. */
-static int listen_on(const char *spec, char *shown, size_t cap, int protected)
-{
-	char host[256], port[16];
-	struct addrinfo hints, *ai = NULL, *a;
-	const char *colon;
-	int fd = -1, one = 1, rc;
-
-	if (spec[0] == '[') {
-		const char *close_br = strchr(spec, ']');
-		if (!close_br || close_br[1] != ':')
-			return -1;
-		snprintf(host, sizeof host, "%.*s", (int)(close_br - spec - 1), spec + 1);
-		snprintf(port, sizeof port, "%s", close_br + 2);
-	} else if ((colon = strrchr(spec, ':')) != NULL) {
-		snprintf(host, sizeof host, "%.*s", (int)(colon - spec), spec);
-		snprintf(port, sizeof port, "%s", colon + 1);
-	} else {
-		snprintf(host, sizeof host, "127.0.0.1");
-		snprintf(port, sizeof port, "%s", spec);
-	}
-	if (!host[0] || strspn(port, "0123456789") != strlen(port) || !port[0]) {
-		fprintf(stderr, "pcpustat serve: bad --listen '%s' (HOST:PORT, [IPv6]:PORT or PORT)\n", spec);
-		return -1;
-	}
-	memset(&hints, 0, sizeof hints);
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-	rc = getaddrinfo(host, port, &hints, &ai);
-	if (rc != 0) {
-		fprintf(stderr, "pcpustat serve: %s: %s\n", host, gai_strerror(rc));
-		return -1;
-	}
-	for (a = ai; a; a = a->ai_next) {
-		fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			continue;
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-		if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 128) == 0)
-			break;
-		close(fd);
-		fd = -1;
-	}
-	if (fd < 0) {
-		fprintf(stderr, "pcpustat serve: cannot listen on %s:%s: %s\n", host, port, strerror(errno));
-		freeaddrinfo(ai);
-		return -1;
-	}
-	show_address(fd, shown, cap, protected);
-	freeaddrinfo(ai);
-	return fd;
-}
-
 /* Sizes like 256M: 0 or -1 (pcpustat.h). */
 int parse_bytes(const char *s, size_t *out)
 {
@@ -219,28 +133,29 @@ int parse_bytes(const char *s, size_t *out)
 	return 0;
 }
 
-/* Descriptors for maxc connections: raises the soft limit toward the hard
- * one; returns the connection limit that leaves FD_RESERVE free. */
-static size_t fit_descriptors(size_t maxc)
+/* Segment readers kept open from one scrape to the next (a descriptor
+ * each), where the descriptor limit has room for them beside maxc
+ * connections: the next scrape of an unchanged segment then reads only its
+ * values (scrape_read.c). */
+#define KEEP_READERS 256
+
+/* Descriptors for maxc connections and KEEP_READERS readers: raises the
+ * soft limit toward the hard one (the exporter fits its connection limit
+ * in what is left, and says so through the log). Returns how many readers
+ * may be kept: KEEP_READERS, or 0 where the limit has no room for them. */
+static size_t raise_descriptors(size_t maxc)
 {
 	struct rlimit rl;
-	rlim_t want = (rlim_t)maxc + FD_RESERVE + 3;
+	rlim_t want = (rlim_t)maxc + FD_MARGIN + KEEP_READERS;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
-		return maxc;
+		return 0;
 	if (rl.rlim_cur < want) {
 		rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
 		setrlimit(RLIMIT_NOFILE, &rl);
 		getrlimit(RLIMIT_NOFILE, &rl);
 	}
-	if (rl.rlim_cur < want) {
-		size_t fit = rl.rlim_cur > FD_RESERVE + 4 ? (size_t)rl.rlim_cur - FD_RESERVE - 3 : 1;
-
-		fprintf(stderr, "pcpustat serve: %zu descriptors allowed (ulimit -n): serving %zu connections "
-			"at once, not %zu\n", (size_t)rl.rlim_cur, fit, maxc);
-		return fit;
-	}
-	return maxc;
+	return rl.rlim_cur >= want ? KEEP_READERS : 0;
 }
 
 /* What the command line asks of the HTTP side; the scrape's part goes to
@@ -248,7 +163,7 @@ static size_t fit_descriptors(size_t maxc)
 struct serve_args {
 	const char *listen_spec, *web_config;
 	size_t maxc;    /* --max-clients */
-	double timeout; /* --timeout, seconds */
+	unsigned timeout; /* --timeout, seconds */
 };
 
 /* One option (getopt's c, with its argument): -1 to go on, or the exit
@@ -283,13 +198,16 @@ static int parse_option(int c, char *arg, struct server *sv, struct serve_args *
 			return 2;
 		}
 		break;
-	case 't':
-		a->timeout = strtod(arg, &end);
-		if (*end || !(a->timeout >= 1 && a->timeout <= 3600)) {
+	case 't': {
+		double t = strtod(arg, &end);
+
+		if (*end || !(t >= 1 && t <= 3600)) {
 			fputs("pcpustat serve: --timeout wants seconds in [1, 3600]\n", stderr);
 			return 2;
 		}
+		a->timeout = (unsigned)(t + 0.999);
 		break;
+	}
 	case 'B':
 		if (parse_bytes(arg, &sv->cf.max_bytes) < 0) {
 			fputs("pcpustat serve: --max-bytes wants a size of at least 4K (e.g. 64M)\n", stderr);
@@ -362,28 +280,78 @@ static int parse_args(int argc, char **argv, struct server *sv, struct serve_arg
 	return -1;
 }
 
-/* --web.config.file: TLS and basic authentication, whose bcrypt worker
- * starts here. 0, or the exit status (2: a bad file; 1: no worker). */
-static int load_web_config(struct server *sv, const char *file)
-{
-	char err[512];
+/* ---- the sources ---------------------------------------------------------------------- */
 
-	if (web_config_load(file, &sv->wc, err, sizeof err) < 0) {
-		fprintf(stderr, "pcpustat serve: %s: %s\n", file, err);
-		return 2;
+/* /metrics (every served segment) and /metrics/SEGMENT (one). A scrape
+ * that fails on the server's side (5xx) is said on stderr too: the
+ * operator must see it, not only the scraper. */
+static void metrics_source(void *arg, struct pcpu_exporter_scrape *s)
+{
+	struct server *sv = arg;
+	struct scrape_result res;
+
+	if (s->rest[0])
+		scrape_one(&sv->cf, &sv->st, s->rest, s->format, &res);
+	else
+		scrape_all(&sv->cf, &sv->st, s->format, &res);
+	if (res.status != 200) {
+		if (res.status >= 500)
+			fprintf(stderr, "pcpustat serve: %s: %s\n", s->path, res.msg);
+		s->status = res.status;
+		snprintf(s->message, sizeof s->message, "%.300s", res.msg);
+		return;
 	}
-	sv->tls = sv->wc.cert_pem != NULL;
-	if (sv->wc.nusers && !(sv->auth = auth_start(&sv->wc))) {
-		fprintf(stderr, "pcpustat serve: cannot start the password checker: %s\n", strerror(errno));
-		web_config_free(&sv->wc);
+	s->body = res.body;
+	s->len = res.len;
+}
+
+static void index_source(void *arg, struct pcpu_exporter_scrape *s)
+{
+	(void)arg;
+	s->body = strdup(index_text);
+	if (!s->body) {
+		s->status = 503;
+		snprintf(s->message, sizeof s->message, "out of memory");
+		return;
+	}
+	s->len = strlen(s->body);
+	s->content_type = "text/plain; charset=utf-8";
+}
+
+/* The exporter's messages, prefixed as ours. */
+static void log_line(void *arg, const char *msg)
+{
+	(void)arg;
+	fprintf(stderr, "pcpustat serve: %s\n", msg);
+}
+
+/* The exporter as the command line asks: 0, or the exit status (said on
+ * stderr: 2 for a bad web configuration or address, 1 for the rest). */
+static int exporter_setup(pcpu_exporter_t *e, struct server *sv, const struct serve_args *a)
+{
+	if (a->web_config && pcpu_exporter_web_config(e, a->web_config) < 0) {
+		fprintf(stderr, "pcpustat serve: %s\n", pcpu_exporter_error());
+		return errno == EINVAL || errno == ENOENT || errno == EACCES ? 2 : 1;
+	}
+	if (pcpu_exporter_listen(e, a->listen_spec) < 0) {
+		fprintf(stderr, "pcpustat serve: %s\n", pcpu_exporter_error());
+		return errno == EINVAL ? 2 : 1;
+	}
+	if (pcpu_exporter_set_max_clients(e, a->maxc) < 0 || pcpu_exporter_set_timeout(e, a->timeout) < 0 ||
+	    pcpu_exporter_set_realm(e, "pcpustat") < 0 || pcpu_exporter_set_log(e, log_line, NULL) < 0 ||
+	    pcpu_exporter_add_source(e, "/metrics", PCPU_EXPORTER_PREFIX, 0, metrics_source, sv) < 0 ||
+	    pcpu_exporter_add_source(e, "/", 0, 0, index_source, NULL) < 0) {
+		fprintf(stderr, "pcpustat serve: %s\n", pcpu_exporter_error());
 		return 1;
 	}
 	return 0;
 }
 
 /* SIGINT and SIGTERM are taken by sigwait() (wait_for_stop()): blocked
- * before libmicrohttpd's thread starts, so they reach only this one. A
- * client gone mid-response must not kill the exporter: SIGPIPE ignored. */
+ * before the exporter's threads start, so they reach only this one. A
+ * client gone mid-response must not kill the exporter: SIGPIPE ignored
+ * (the exporter sends with MSG_NOSIGNAL; the segments' reads do not
+ * write, but a belt for whatever else might). */
 static void block_signals(sigset_t *sigs)
 {
 	sigemptyset(sigs);
@@ -391,39 +359,6 @@ static void block_signals(sigset_t *sigs)
 	sigaddset(sigs, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
-}
-
-/* libmicrohttpd serving on lfd with the limits, callbacks and TLS
- * credentials of sv: the daemon, or NULL. */
-static struct MHD_Daemon *start_server(struct server *sv, int lfd, size_t maxc, double timeout)
-{
-	struct MHD_OptionItem opts[16];
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
-	size_t nopt = 0;
-
-	/* The logger first, so that the other options' messages use it. */
-	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)log_mhd, NULL };
-	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET, lfd, NULL };
-	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_LIMIT, (intptr_t)maxc, NULL };
-	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)(timeout + 0.999), NULL };
-	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONNECTION_MEMORY, NULL };
-	/* Strict: HTTP/1.1 without Host is refused (400). */
-	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_STRICT_FOR_CLIENT, 1, NULL };
-	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1, NULL };
-	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, sv };
-	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, NULL };
-	if (sv->auth)
-		flags |= MHD_ALLOW_SUSPEND_RESUME; /* requests wait for bcrypt suspended */
-	if (sv->tls) {
-		flags |= MHD_USE_TLS;
-		opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, sv->wc.cert_pem };
-		opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, sv->wc.key_pem };
-		opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_PRIORITIES, 0, sv->wc.priorities };
-		if (sv->wc.ca_pem)
-			opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_TRUST, 0, sv->wc.ca_pem };
-	}
-	opts[nopt++] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
-	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, sv, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
 }
 
 /* Until SIGINT or SIGTERM (blocked by block_signals()). */
@@ -436,68 +371,44 @@ static void wait_for_stop(const sigset_t *sigs)
 	while (sigwait(sigs, &sig) != 0 || (sig != SIGINT && sig != SIGTERM));
 }
 
-/* Stops what serve_main() started, in an order that holds: every suspended
- * request resumed first, as libmicrohttpd must not be stopped with one
- * (auth_stop() answers them, 503); then the daemon (d, if started), which
- * closes every connection (on_connection() frees each); then the rest.
- * lfd: the listening socket, or -1. */
-static void server_stop(struct server *sv, struct MHD_Daemon *d, int lfd)
-{
-	auth_stop(sv->auth);
-	if (d)
-		MHD_stop_daemon(d);
-	auth_free(sv->auth);
-	free(sv->conns);
-	sniff_free();
-	if (lfd >= 0)
-		close(lfd);
-	scrape_state_free(&sv->st);
-	web_config_free(&sv->wc);
-}
-
 int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 {
 	struct server sv;
 	struct serve_args a;
-	struct MHD_Daemon *d;
+	pcpu_exporter_t *e;
 	sigset_t sigs;
 	char shown[128];
-	int lfd, rc;
+	int rc;
 
 	memset(&sv, 0, sizeof sv);
 	sv.cf.ropt = *ropt;
 	if ((rc = parse_args(argc, argv, &sv, &a)) >= 0)
 		return rc;
 	scrape_memory_setup();
-	if (a.web_config && (rc = load_web_config(&sv, a.web_config)) != 0)
+	sv.cf.keep_readers = raise_descriptors(a.maxc);
+	e = pcpu_exporter_new();
+	if (!e) {
+		fprintf(stderr, "pcpustat serve: %s\n", pcpu_exporter_error());
+		return 1;
+	}
+	if ((rc = exporter_setup(e, &sv, &a)) != 0) {
+		pcpu_exporter_free(e);
 		return rc;
-
-	lfd = listen_on(a.listen_spec, shown, sizeof shown, sv.tls || sv.wc.nusers);
-	if (lfd < 0) {
-		server_stop(&sv, NULL, -1);
-		return 1;
 	}
-	a.maxc = fit_descriptors(a.maxc);
-	sv.limit = a.maxc;
-	/* A byte per descriptor a connection can have: the lowest free one
-	 * is always taken, and at most maxc connections and FD_RESERVE
-	 * others are open (the margin: stdio, the listening socket,
-	 * libmicrohttpd's own). One past it (or without the memory) is
-	 * served as before: closed unanswered. */
-	if (sv.tls)
-		sniff_init(a.maxc + FD_RESERVE + 64);
-
 	block_signals(&sigs);
-	d = start_server(&sv, lfd, a.maxc, a.timeout);
-	if (!d) {
-		fprintf(stderr, "pcpustat serve: cannot start the HTTP server on %s\n", shown);
-		server_stop(&sv, NULL, lfd);
+	if (pcpu_exporter_start(e) < 0) {
+		fprintf(stderr, "pcpustat serve: %s\n", pcpu_exporter_error());
+		pcpu_exporter_free(e);
 		return 1;
 	}
-	printf("pcpustat serve: listening on %s://%s/metrics\n", sv.tls ? "https" : "http", shown);
+	pcpu_exporter_address(e, 0, shown, sizeof shown);
+	printf("pcpustat serve: listening on %s://%s/metrics\n", pcpu_exporter_tls(e) ? "https" : "http", shown);
 	fflush(stdout);
 
 	wait_for_stop(&sigs);
-	server_stop(&sv, d, lfd);
+	/* Every connection closed, waiting password checks answered 503, the
+	 * threads joined: then the scrapes' state goes. */
+	pcpu_exporter_free(e);
+	scrape_state_free(&sv.st);
 	return 0;
 }

@@ -556,6 +556,19 @@ PCPU_API int pcpu_snapshot_native(const struct pcpu_snapshot_family *f,
 PCPU_API enum pcpu_format pcpu_format_negotiate(const char *accept);
 
 /**
+ * pcpu_format_negotiate() among the formats a caller writes: `formats` is
+ * a set of (1u << PCPU_FORMAT_...) bits (PCPU_FORMAT_PROMETHEUS is always
+ * in it, whatever is passed: the answer when nothing else is acceptable;
+ * PCPU_FORMAT_PROTOBUF counts only where pcpu_format_supported() says 1;
+ * JSON never). For a program that writes the text format alone, or text
+ * and OpenMetrics, say: the client's preference among those, never a
+ * format it cannot write. pcpu_format_negotiate(a) is
+ * pcpu_format_negotiate_among(a, all three). Never fails. Thread-safe;
+ * async-signal-safe; cost: linear in the header's length.
+ */
+PCPU_API enum pcpu_format pcpu_format_negotiate_among(const char *accept, unsigned formats);
+
+/**
  * 1 if an HTTP Accept-Encoding header (NULL: none sent) accepts gzip
  * ("gzip" or "x-gzip" with q > 0, or "*" with q > 0 and no gzip entry),
  * else 0. Prometheus asks for gzip on every scrape. Never fails.
@@ -614,6 +627,33 @@ PCPU_API int pcpu_snapshot_merge_add(pcpu_snapshot_merge_t *m, const struct pcpu
  * family names.
  */
 PCPU_API const struct pcpu_snapshot *pcpu_snapshot_merge_result(pcpu_snapshot_merge_t *m);
+
+/**
+ * Takes the names of the families of `s` (which have no series: EINVAL
+ * otherwise), as pcpu_snapshot_merge_add() takes them -- a later input's
+ * family of one of those names must have the same metadata, and no family
+ * may write one of their sample names -- while leaving each out of the
+ * result until pcpu_snapshot_merge_add() gives it series. For an exporter
+ * that adds families of its own after the inputs (a per-input "up"
+ * series, known only once the inputs are merged) and must refuse inputs
+ * that would clash with them. Errors and cost as
+ * pcpu_snapshot_merge_add(). Not thread-safe on one merge; not
+ * async-signal-safe. Since PCPU_0.2.
+ */
+PCPU_API int pcpu_snapshot_merge_reserve(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot *s);
+
+/**
+ * Writes the merged snapshot (pcpu_snapshot_merge_result()) in `fmt`, as
+ * pcpu_snapshot_write() would, without checking again what was checked
+ * when each input was added: only series of one family given by several
+ * inputs are checked for equal label sets (EINVAL: the extra labels did
+ * not make them distinct). Same output, same errors (EINVAL, ENOMEM,
+ * ENOTSUP) and ownership of *out as pcpu_snapshot_write(); about half its
+ * cost for a merge of one input. Not thread-safe on one merge; not
+ * async-signal-safe. Cost: linear in the size of the merge. Since PCPU_0.2.
+ */
+PCPU_API int pcpu_snapshot_merge_write(pcpu_snapshot_merge_t *m, enum pcpu_format fmt, char **out,
+				       size_t *len);
 
 /** Frees a merge (not the snapshots added to it); NULL is a no-op. Not
  * thread-safe on one merge: no other thread may use `m`. Not

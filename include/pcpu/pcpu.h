@@ -12,7 +12,10 @@
  * FreeBSD counter(9) compatibility, whose names are unprefixed, is opt-in:
  * pcpu/counter9.h. The section 3 manual pages start at pcpu(3).
  *
- * Link with -lpcpu (pkg-config pcpu, or CMake's pcpu::pcpu).
+ * Link with -lpcpu (pkg-config pcpu, or CMake's pcpu::pcpu); a program
+ * that uses the statistics layer links -lpcpu-stats (pkg-config pcpu-stats,
+ * CMake's pcpu::stats), whose headers this one includes where they are
+ * installed.
  */
 #ifndef PCPU_PCPU_H
 #define PCPU_PCPU_H
@@ -27,9 +30,21 @@
 #include <pcpu/counter.h>
 #include <pcpu/ref.h>
 #include <pcpu/rwlock.h>
+#include <pcpu/objcache.h>
+/* libpcpu-stats' headers, where they are installed: they come with that
+ * library's development files (Debian: libpcpu-stats-dev), and a program
+ * that only counts builds with libpcpu's alone (libpcpu-dev). A compiler
+ * without __has_include gets them unconditionally, as before. */
+#if defined(__has_include)
+#if __has_include(<pcpu/stats.h>)
 #include <pcpu/stats.h>
 #include <pcpu/segment.h>
 #include <pcpu/reader.h>
-#include <pcpu/objcache.h>
+#endif
+#else
+#include <pcpu/stats.h>
+#include <pcpu/segment.h>
+#include <pcpu/reader.h>
+#endif
 
 #endif /* PCPU_PCPU_H */

@@ -216,6 +216,16 @@ PCPU_API unsigned pcpu_reader_owned_slots(const pcpu_reader_t *r);
  * Thread-safe; async-signal-safe. Cost: a load. */
 PCPU_API unsigned pcpu_reader_slot_index(const pcpu_reader_t *r);
 
+/**
+ * Sets the most bytes each later snapshot of `r` may read and allocate
+ * (struct pcpu_reader_options' max_bytes; 0: the default), for a caller
+ * that keeps a reader open across snapshots with a budget that changes (an
+ * exporter's per-scrape limit). Returns 0, or -1 with errno EINVAL (NULL
+ * reader). Not thread-safe: not concurrently with a snapshot of `r`; not
+ * async-signal-safe. Cost: a store. Since PCPU_0.2.
+ */
+PCPU_API int pcpu_reader_set_max_bytes(pcpu_reader_t *r, size_t max_bytes);
+
 /** When the segment was published: nanoseconds since the Epoch
  * (CLOCK_REALTIME), what struct pcpu_segment_info's created_ns lists --
  * the start of the cumulative values of the series made at publication
@@ -277,7 +287,13 @@ struct pcpu_reader_snapshot {
  * chunk of values, one pread per slot (and per mirror) that holds data in
  * the range of the values; holes are found with SEEK_DATA/SEEK_HOLE, a few
  * calls per extent of data, never one per slot. Every such call counts
- * against max_bytes.
+ * against max_bytes. A reader keeps the directory of its last stable
+ * snapshot (without PCPU_READER_PER_SLOT, and without consistent groups,
+ * whose values live in the directory): the next snapshot of a directory
+ * that has not changed since -- the header's generation says so -- reads
+ * the header twice and the values, not the directory, and shares the
+ * names and labels of the earlier one (freeing either is fine). Keep a
+ * reader open to snapshot it again: that is the cheap way to scrape.
  */
 PCPU_API int pcpu_reader_snapshot(pcpu_reader_t *r, unsigned flags,
 				  struct pcpu_reader_snapshot **out);

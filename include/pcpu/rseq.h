@@ -193,6 +193,61 @@ PCPU_API unsigned pcpu_nslots(void);
  */
 PCPU_API const char *pcpu_environment_error(void);
 
+/**
+ * The process-wide choices a program may make itself, instead of leaving
+ * them to the environment (pcpu_configure()). Start from PCPU_CONFIG_INIT,
+ * which keeps every default, and set what you need:
+ *
+ *     struct pcpu_config cfg = PCPU_CONFIG_INIT;
+ *     cfg.index = PCPU_INDEX_CPU;   // a shared pre-fork registry needs it
+ *     if (pcpu_configure(&cfg) != 0)
+ *             err(1, "pcpu_configure");
+ *
+ * Fields added by a later release go at the end; `size` tells the library
+ * which fields the program knows.
+ */
+struct pcpu_config {
+	/** sizeof(struct pcpu_config) as the program was built: set by
+	 * PCPU_CONFIG_INIT. */
+	size_t size;
+	/** The slot index: PCPU_INDEX_CPU or PCPU_INDEX_MM_CID, or
+	 * PCPU_INDEX_DEFAULT to keep the environment's choice (PCPU_INDEX) or
+	 * the default (mm_cid where the kernel has it). */
+	enum pcpu_index index;
+	/** Owned slots for pinned workers (pcpu/worker.h): 0 to PCPU_OWNED_MAX,
+	 * or -1 to keep the environment's choice (PCPU_OWNED_SLOTS) or the
+	 * default (one per possible CPU, at most 128). */
+	int owned_slots;
+};
+
+/** A struct pcpu_config that keeps every default. */
+#define PCPU_CONFIG_INIT { sizeof(struct pcpu_config), PCPU_INDEX_DEFAULT, -1 }
+
+/**
+ * Makes the process-wide choices `cfg` names, and initialises pcpu with
+ * them. The program's choice wins over the environment's (PCPU_INDEX,
+ * PCPU_OWNED_SLOTS): a program that shares a registry between processes
+ * knows it needs CPU numbers whatever its environment says. An
+ * environment variable so overridden is named by pcpu_environment_error().
+ *
+ * When: before anything else of pcpu runs -- before the first zone,
+ * counter, registry or other object is made, before pcpu_nslots() or
+ * pcpu_rseq_mode() -- typically first thing in main(), or in a server
+ * module's set-up before it creates its registry. Calling it again, or
+ * after pcpu started, succeeds if pcpu already runs with the same choices
+ * (a reloaded server module calls it again), and fails otherwise.
+ *
+ * Returns 0, or -1 with errno: EINVAL (NULL, a `size` smaller than the
+ * first release of this struct, an index that is not an enum pcpu_index
+ * value, owned_slots below -1 or above PCPU_OWNED_MAX), ENOTSUP
+ * (PCPU_INDEX_MM_CID on a kernel without mm_cid: pcpu_rseq_has_mm_cid()),
+ * EBUSY (pcpu already runs with another choice: objects exist whose slots
+ * were chosen by it). Nothing is changed on failure.
+ * Thread-safe; not async-signal-safe. Cost: pcpu's initialisation (reading
+ * /sys once) the first time, a few loads afterwards.
+ */
+PCPU_API int pcpu_configure(const struct pcpu_config *cfg);
+
 /* Slow path of every rseq fast path: initialises pcpu and registers the
  * calling thread if needed. Returns 0 if the caller may retry rseq, -1 if
  * this thread must use the fallback path. Async-signal-safe. */

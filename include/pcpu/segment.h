@@ -89,11 +89,13 @@ enum {
 	 * new series' registration waits for one being made). Each process
 	 * looks up (pcpu_registry_find(), pcpu_family_lookup()) what it
 	 * registered or inherited; registering finds what others made. Needs
-	 * CPU-number slots (`PCPU_INDEX=cpu` in the environment; EINVAL
-	 * otherwise: mm_cid is per process). What a shared registry does not
+	 * CPU-number slots (pcpu_configure() with PCPU_INDEX_CPU first
+	 * thing in the publisher, or `PCPU_INDEX=cpu` in its environment;
+	 * EINVAL otherwise: mm_cid is per process). What a shared registry does not
 	 * do -- removals, callbacks, registered structs, owned slots,
-	 * processes not forked from the publisher -- and what it costs:
-	 * README.md, "Pre-fork servers"; pcpu_segment_publish(3). */
+	 * processes not forked from the publisher (but those that join it by
+	 * path, pcpu_segment_join()) -- and what it costs: README.md,
+	 * "Pre-fork servers"; pcpu_segment_publish(3). */
 	PCPU_SEGMENT_SHARED_TREE = 1u << 1,
 };
 
@@ -171,6 +173,79 @@ struct pcpu_segment_options {
  */
 PCPU_API pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
 					      const struct pcpu_segment_options *opts);
+
+/**
+ * Joins the shared registry (PCPU_SEGMENT_SHARED_TREE) whose segment file
+ * is `path` (pcpu_segment_path() in one of its processes), from a process
+ * that was not forked from it: typically a server's new binary in a binary
+ * upgrade, exec()ed by the old master, whose new master must go on counting
+ * where the old one counts, neither from zero nor twice.
+ *
+ * `reg` must be new, as for pcpu_segment_publish(): no series yet
+ * (families are fine). Afterwards the process is one more process of the
+ * tree, exactly as if forked from it: every family and series it registers
+ * is the tree's (one the tree has is found, with its storage and value),
+ * its updates land in the tree's one copy, the processes it forks are of
+ * the tree too, and the tree lives while any of its processes does, the
+ * old master gone or not. Nothing of the file changes: readers see one
+ * segment, with the first publisher's pid and name.
+ *
+ * Checked before anything is mapped: `path` names a file "pcpu.PID.NAME"
+ * in a directory pcpu_segment_publish() would accept, a regular file (not
+ * a symlink) owned by the caller's effective user; the file is a live
+ * tree's (not closed) of the format version this library writes, with the
+ * caller's slots (CPU numbers -- pcpu_configure() -- as many as
+ * pcpu_nslots(), the same owned slots); a tree written by another version
+ * of pcpu is refused (publish a new one: counts then restart).
+ *
+ * Returns the segment (what pcpu_segment_publish() returns, freed by
+ * pcpu_registry_destroy(); end the process's part with
+ * pcpu_segment_leave()), or NULL with errno and pcpu_segment_error():
+ *  - EINVAL: NULL arguments, not a segment file name, not a shared
+ *    registry, other slots, or a process that indexes slots by mm_cid;
+ *  - EBUSY: `reg` has series or is published, or a thread holds an owned
+ *    slot (pcpu/worker.h);
+ *  - EPERM: unsafe directory, or a file of another user;
+ *  - ESRCH: the tree was closed;  EAGAIN: its last process is closing it;
+ *  - EPROTONOSUPPORT: another segment format;  EBADMSG: inconsistent;
+ *  - EEXIST: a family registered before joining differs from the tree's;
+ *  - ENOENT, EACCES, ELOOP, ENOMEM...: from opening or mapping it.
+ * On failure the tree is unchanged and `reg` stays usable (private, or, if
+ * the failure came after its zone became the tree's, counting unseen in
+ * the file).
+ * Thread-safe (takes the registry's lock); not async-signal-safe.
+ * Cost: opening and mapping the file, a header read; afterwards as any
+ * process of the tree (a registration looks the tree's directory up under
+ * its lock).
+ */
+PCPU_API pcpu_segment_t *pcpu_segment_join(pcpu_registry_t *reg, const char *path);
+
+/**
+ * Ends the calling process's part in a shared registry's tree (published
+ * with PCPU_SEGMENT_SHARED_TREE, or joined with pcpu_segment_join()): if no
+ * other process holds the tree, it is the tree's last, and the segment is
+ * closed and its name removed, as pcpu_segment_unpublish() does; otherwise
+ * the tree and its file go on in the others (a master that quits after a
+ * binary upgrade leaves the tree to the new one; the new one, quitting
+ * after a rollback, leaves it to the old one). Either way this process
+ * gives up the name: pcpu_registry_destroy() then removes nothing.
+ *
+ * Call it when the process is about to exit and no process it forked (or
+ * that forked from it since publication or joining) still runs: its
+ * membership is one per open file description, which those processes share
+ * and lose with it. It may go on updating its handles, which still land in
+ * the tree.
+ *
+ * Returns 1 (it was the last: the segment is closed and its name removed),
+ * 0 (others hold the tree, or it left before), or -1 with errno: EINVAL
+ * (NULL, or not a shared registry's segment), ENOTSUP (a kernel without OFD
+ * locks, Linux before 3.15: whether others hold the tree cannot be told;
+ * nothing done). Works in any process of the tree, the publisher or not.
+ * Of two processes leaving at once exactly one is last. Thread-safe (takes
+ * the registry's lock); not async-signal-safe. Cost: two fcntl() calls,
+ * and an unlink when last.
+ */
+PCPU_API int pcpu_segment_leave(pcpu_segment_t *seg);
 
 /**
  * Removes the segment's file name and marks the segment closed, so that

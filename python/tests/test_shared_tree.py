@@ -14,7 +14,7 @@ from conftest import tool, wait_for
 def test_prefork_tree_is_one_segment(segdir):
     proc = subprocess.Popen([tool("PCPU_PREFORK"), "--workers", "8", "--name", "tree"],
                             stdout=subprocess.PIPE, text=True,
-                            env=dict(os.environ, PCPU_SEGMENT_DIR=segdir, PCPU_INDEX="cpu"))
+                            env=dict(os.environ, PCPU_SEGMENT_DIR=segdir))
     try:
         wait_for(os.path.join(segdir, f"pcpu.{proc.pid}.tree"), proc)
         assert [s.name for s in pcpu.list_segments()] == ["tree"]

@@ -281,6 +281,50 @@ static const struct pcpu_zone_backing file_backing_reserved = {
 	.release = file_release,
 };
 
+/* The backing's state for file `fd`, or NULL (ENOMEM). */
+static struct file_backing *backing_new(int fd, uint64_t file_base, pcpu_file_chunk_fn *on_chunk,
+					pcpu_file_nospace_fn *on_nospace, void *ctx,
+					enum pcpu_file_reserve reserve)
+{
+	struct file_backing *b = malloc(sizeof *b);
+
+	if (!b) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	b->fd = fd;
+	b->keep = reserve == PCPU_FILE_RESERVE_SHARED;
+	b->file_base = file_base;
+	b->span = 2 * (uint64_t)pcpu_nslots() << PCPU_SLOT_STRIDE_SHIFT;
+	b->on_chunk = on_chunk;
+	b->on_nospace = on_nospace;
+	b->ctx = ctx;
+	return b;
+}
+
+int pcpu__file_backing_join(pcpu_zone_t *zone, int fd, uint64_t file_base,
+			    pcpu_file_chunk_fn *on_chunk, pcpu_file_nospace_fn *on_nospace,
+			    void *ctx, struct pcpu_zone_tree *tree, void (*repair)(void *ctx),
+			    void *repair_ctx)
+{
+	struct file_backing *b;
+	int err;
+
+	if (!zone || fd < 0 || file_base % (uint64_t)sysconf(_SC_PAGESIZE) != 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	b = backing_new(fd, file_base, on_chunk, on_nospace, ctx, PCPU_FILE_RESERVE_SHARED);
+	if (!b)
+		return -1;
+	if (pcpu__zone_join_tree(zone, &file_backing_reserved, b, tree, repair, repair_ctx) == 0)
+		return 0;
+	err = errno;
+	free(b);
+	errno = err;
+	return -1;
+}
+
 int pcpu__file_backing_attach(pcpu_zone_t *zone, int fd, uint64_t file_base,
 			      pcpu_file_chunk_fn *on_chunk, pcpu_file_nospace_fn *on_nospace,
 			      void *ctx, enum pcpu_file_reserve reserve)
@@ -292,18 +336,9 @@ int pcpu__file_backing_attach(pcpu_zone_t *zone, int fd, uint64_t file_base,
 		errno = EINVAL;
 		return -1;
 	}
-	b = malloc(sizeof *b);
-	if (!b) {
-		errno = ENOMEM;
+	b = backing_new(fd, file_base, on_chunk, on_nospace, ctx, reserve);
+	if (!b)
 		return -1;
-	}
-	b->fd = fd;
-	b->keep = reserve == PCPU_FILE_RESERVE_SHARED;
-	b->file_base = file_base;
-	b->span = 2 * (uint64_t)pcpu_nslots() << PCPU_SLOT_STRIDE_SHIFT;
-	b->on_chunk = on_chunk;
-	b->on_nospace = on_nospace;
-	b->ctx = ctx;
 	if (pcpu__zone_attach_backing(zone, reserve != PCPU_FILE_SPARSE ? &file_backing_reserved
 								     : &file_backing,
 				       b) == 0)

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "../visibility.h"
+#include "../zone_backing.h" /* struct pcpu_zone_tree */
 
 /* Called for every chunk the zone has and gets: its number, its address,
  * and its offset in the file. Under the zone's lock. */
@@ -58,6 +59,19 @@ PCPU_HIDDEN int pcpu__file_backing_attach(pcpu_zone_t *zone, int fd, uint64_t fi
 					  pcpu_file_chunk_fn *on_chunk,
 					  pcpu_file_nospace_fn *on_nospace, void *ctx,
 					  enum pcpu_file_reserve reserve);
+
+/* pcpu__file_backing_attach() with PCPU_FILE_RESERVE_SHARED for a new zone
+ * joining the process tree that shares file `fd` (pcpu_segment_join()):
+ * the file's chunk 0, as it is, becomes the zone's, and `tree` (the
+ * tree's shared zone state, in the file) its allocator; `repair` as for
+ * pcpu__zone_make_tree() (zone_backing.h, pcpu__zone_join_tree). 0, or -1
+ * with errno (EBUSY, EINVAL, ENOMEM, the mapping's); on failure the zone
+ * stays private and usable. Thread-safe. */
+PCPU_HIDDEN int pcpu__file_backing_join(pcpu_zone_t *zone, int fd, uint64_t file_base,
+					pcpu_file_chunk_fn *on_chunk,
+					pcpu_file_nospace_fn *on_nospace, void *ctx,
+					struct pcpu_zone_tree *tree, void (*repair)(void *ctx),
+					void *repair_ctx);
 
 /* Allocates `len` bytes of file `fd` at `off`, mapped (MAP_SHARED) at p,
  * without changing their contents: write-faults them in through the

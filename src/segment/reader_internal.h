@@ -50,17 +50,25 @@ struct pcpu_reader {
 	void *read_hook_ctx;
 	unsigned nreads;
 	uint64_t nsyscalls; /* preads and lseeks on the file (tests) */
+	uint64_t nentries;  /* directory entries copied, every copy (tests) */
 	unsigned flags;
 	int check_proc;
 	uid_t file_owner;
 	size_t max_bytes;
 	struct pcpu__seg_header h; /* as validated at open */
 	char name[PCPU__SEG_NAME_MAX + 1];
+	/* The directory of the last stable snapshot, while it may serve the
+	 * next (reader_snapshot.c); NULL when none. pcpu_reader_close() frees
+	 * it with cache_free, which reader_snapshot.c sets: reader_open.c
+	 * calls nothing of the file that calls it (layer_check). */
+	struct pcpu__rd_cache *cache;
+	void (*cache_free)(struct pcpu__rd_cache *c);
 };
 
 /* Internal entry points for tests and the fuzzer (not exported). */
 PCPU_HIDDEN pcpu_reader_t *pcpu__reader_open_mem(const void *buf, size_t len, size_t max_bytes);
 PCPU_HIDDEN uint64_t pcpu__reader_syscalls(const pcpu_reader_t *r);
+PCPU_HIDDEN uint64_t pcpu__reader_entries_copied(const pcpu_reader_t *r);
 PCPU_HIDDEN void pcpu__reader_set_read_hook(pcpu_reader_t *r,
 					    void (*fn)(void *ctx, unsigned n, uint64_t off, size_t len),
 					    void *ctx);
@@ -183,7 +191,6 @@ struct ser {
 	const char **values;
 	struct fam *fam;
 	int bad;
-	char msg[160];
 	/* values */
 	uint64_t acc0;      /* counter or gauge value, histogram sum */
 	uint64_t acc1;      /* 2.7: a PCPU_SNAPSHOT_NANOS value's billionths */
@@ -192,6 +199,9 @@ struct ser {
 	uint64_t *counts;   /* histogram buckets */
 	int64_t *slots;     /* per-slot (word + mirror), on request */
 	int group;          /* 2.3 GROUP_SERIES: the value is a GROUP entry's member */
+	/* Last: reading the values visits every series once per slot, and
+	 * the fields above then share two cache lines, not four. */
+	char msg[160];
 };
 
 /* One attempt's copies and what was parsed of them. */
@@ -233,7 +243,9 @@ static inline int pcpu__rd_usable(const struct ser *s)
 /* ---- reader_values.c ---- */
 
 /* Reads the values of every usable series with storage into its
- * accumulators. 0, or -1 with errno and a message. */
+ * accumulators (zeroed first: a parse may be read again; its arrays are
+ * allocated anew, those of the last read taken by a snapshot by then). 0,
+ * or -1 with errno and a message. */
 PCPU_HIDDEN int pcpu__rd_read_values(struct parse *p);
 
 /* qsort() order of struct ser pointers by storage (chunk, offset). */
@@ -254,9 +266,23 @@ struct snap_impl;
 
 /* The public snapshot of the entries kept (kept_fam[i], kept_ser[k]),
  * taking ownership of S_owned (the strings copy the names point into),
- * also on failure. NULL with errno EBADMSG (duplicates) or ENOMEM. */
+ * also on failure. NULL with errno EBADMSG (duplicates) or ENOMEM. With
+ * `order` not NULL: *order gets the series in the snapshot's order (its
+ * families', each family's series), malloc()ed, for pcpu__rd_derive(). */
 PCPU_HIDDEN struct pcpu_reader_snapshot *pcpu__rd_build(struct parse *p, const char *S_owned,
 							const unsigned char *kept_fam,
-							const unsigned char *kept_ser);
+							const unsigned char *kept_ser, struct ser ***order);
+
+/* A snapshot like `base` (a pcpu__rd_build() result, whose families,
+ * names, labels and bounds it shares: base lives until both are freed),
+ * with the values the parse's series hold now: order[] as *order gave
+ * it. NULL with errno ENOMEM. */
+PCPU_HIDDEN struct pcpu_reader_snapshot *pcpu__rd_derive(struct pcpu_reader_snapshot *base,
+							 struct ser *const *order);
+
+/* One more holder of snapshot s (pcpu_reader_snapshot_free() drops one). */
+PCPU_HIDDEN void pcpu__rd_snapshot_hold(struct pcpu_reader_snapshot *s);
+
+
 
 #endif /* PCPU_SEGMENT_READER_INTERNAL_H */

@@ -348,10 +348,17 @@ uint64_t pcpu__reader_syscalls(const pcpu_reader_t *r)
 	return r->nsyscalls;
 }
 
+uint64_t pcpu__reader_entries_copied(const pcpu_reader_t *r)
+{
+	return r->nentries;
+}
+
 void pcpu_reader_close(pcpu_reader_t *r)
 {
 	if (!r)
 		return;
+	if (r->cache)
+		r->cache_free(r->cache);
 	if (r->fd >= 0)
 		close(r->fd);
 	free(r);
@@ -380,6 +387,14 @@ unsigned pcpu_reader_owned_slots(const pcpu_reader_t *r)
 unsigned pcpu_reader_slot_index(const pcpu_reader_t *r)
 {
 	return r ? r->h.slot_index : 0;
+}
+
+int pcpu_reader_set_max_bytes(pcpu_reader_t *r, size_t max_bytes)
+{
+	if (!r)
+		return pcpu__seg_fail(EINVAL, "reader is NULL");
+	r->max_bytes = max_bytes ? max_bytes : PCPU__RD_DEFAULT_MAX_BYTES;
+	return 0;
 }
 
 uint64_t pcpu_reader_created_ns(const pcpu_reader_t *r)

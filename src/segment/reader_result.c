@@ -21,6 +21,11 @@ struct snap_impl {
 	/* everything else: one list of allocations */
 	void **allocs;
 	size_t nallocs, capallocs;
+	/* Holders beyond the first (atomic): the reader's cache keeps the
+	 * snapshot its directory was built into, and snapshots derived from
+	 * it (pcpu__rd_derive()) share its names and labels. */
+	unsigned long holds;
+	struct snap_impl *base; /* a derived snapshot's, held */
 };
 
 static void *keep(struct snap_impl *s, void *p)
@@ -41,6 +46,11 @@ static void *keep(struct snap_impl *s, void *p)
 	return p;
 }
 
+void pcpu__rd_snapshot_hold(struct pcpu_reader_snapshot *pub)
+{
+	__atomic_add_fetch(&((struct snap_impl *)pub)->holds, 1, __ATOMIC_RELAXED);
+}
+
 void pcpu_reader_snapshot_free(struct pcpu_reader_snapshot *pub)
 {
 	struct snap_impl *s = (struct snap_impl *)pub;
@@ -48,9 +58,17 @@ void pcpu_reader_snapshot_free(struct pcpu_reader_snapshot *pub)
 
 	if (!s)
 		return;
+	/* Not the last holder: another (the reader's cache, a derived
+	 * snapshot) still reads it. The acquire orders its reads before the
+	 * last holder's frees. */
+	if (__atomic_load_n(&s->holds, __ATOMIC_ACQUIRE) != 0 &&
+	    __atomic_fetch_sub(&s->holds, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
 	for (i = 0; i < s->nallocs; i++)
 		free(s->allocs[i]);
 	free(s->allocs);
+	if (s->base)
+		pcpu_reader_snapshot_free(&s->base->pub);
 	free(s);
 }
 
@@ -214,6 +232,49 @@ static int build_family(struct snap_impl *s, struct fam *f, struct pcpu_snapshot
 	return 0;
 }
 
+/* Series se's value as read (its accumulators) into out, its arrays moved
+ * into s. 0, or -1 out of memory. */
+static int series_value(struct snap_impl *s, const struct fam *f, struct ser *se,
+			struct pcpu_snapshot_series *out)
+{
+	switch (f->value) {
+	case PCPU_VALUE_UNSIGNED:
+		out->value.counter = se->acc0;
+		if (f->nanos) {
+			out->value.fixed.nanos = (int64_t)se->acc1;
+			memcpy(&out->value.fixed.residue, &se->acc2, sizeof(double));
+		}
+		break;
+	case PCPU_VALUE_SIGNED:
+		/* An info series is 1, as the writer's own snapshot has it,
+		 * whatever its slots hold. */
+		out->value.gauge = f->info ? 1 : (int64_t)se->acc0;
+		if (f->nanos) {
+			out->value.fixed.nanos = (int64_t)se->acc1;
+			memcpy(&out->value.fixed.residue, &se->acc2, sizeof(double));
+		}
+		break;
+	default:
+		out->value.histogram.counts = se->counts;
+		out->value.histogram.sum = (int64_t)se->acc0;
+		if (f->wide) {
+			/* The slots' doubles in slot order, then the residue:
+			 * the writer's own read. */
+			double sum = 0.0, r;
+			uint32_t slot;
+
+			for (slot = 0; slot < s->nslots; slot++)
+				sum += se->dslots[slot];
+			memcpy(&r, &se->acc2, sizeof r);
+			out->value.histogram.residue = sum + r;
+		}
+		if (!keep(s, se->counts))
+			return -1;
+		se->counts = NULL;
+	}
+	return 0;
+}
+
 /* Family i's series fs[0..n), in creation order (as the writing process's
  * own snapshot), their allocations moved into s. 0, or -1 out of memory. */
 static int build_series(struct snap_impl *s, size_t i, const struct fam *f, struct ser **fs,
@@ -235,41 +296,8 @@ static int build_series(struct snap_impl *s, size_t i, const struct fam *f, stru
 		if (se->values && !keep(s, se->values))
 			return -1;
 		se->values = NULL;
-		switch (f->value) {
-		case PCPU_VALUE_UNSIGNED:
-			series[k].value.counter = se->acc0;
-			if (f->nanos) {
-				series[k].value.fixed.nanos = (int64_t)se->acc1;
-				memcpy(&series[k].value.fixed.residue, &se->acc2, sizeof(double));
-			}
-			break;
-		case PCPU_VALUE_SIGNED:
-			/* An info series is 1, as the writer's own snapshot
-			 * has it, whatever its slots hold. */
-			series[k].value.gauge = f->info ? 1 : (int64_t)se->acc0;
-			if (f->nanos) {
-				series[k].value.fixed.nanos = (int64_t)se->acc1;
-				memcpy(&series[k].value.fixed.residue, &se->acc2, sizeof(double));
-			}
-			break;
-		default:
-			series[k].value.histogram.counts = se->counts;
-			series[k].value.histogram.sum = (int64_t)se->acc0;
-			if (f->wide) {
-				/* The slots' doubles in slot order, then the
-				 * residue: the writer's own read. */
-				double sum = 0.0, r;
-				uint32_t slot;
-
-				for (slot = 0; slot < s->nslots; slot++)
-					sum += se->dslots[slot];
-				memcpy(&r, &se->acc2, sizeof r);
-				series[k].value.histogram.residue = sum + r;
-			}
-			if (!keep(s, se->counts))
-				return -1;
-			se->counts = NULL;
-		}
+		if (series_value(s, f, se, &series[k]) < 0)
+			return -1;
 		s->slots[i][k] = se->slots;
 		if (se->slots && !keep(s, se->slots))
 			return -1;
@@ -282,7 +310,7 @@ static int build_series(struct snap_impl *s, size_t i, const struct fam *f, stru
 
 struct pcpu_reader_snapshot *pcpu__rd_build(struct parse *p, const char *S_owned,
 					    const unsigned char *kept_fam,
-					    const unsigned char *kept_ser)
+					    const unsigned char *kept_ser, struct ser ***order)
 {
 	struct snap_impl *s = calloc(1, sizeof *s);
 	struct fam **fv = NULL;
@@ -323,6 +351,19 @@ struct pcpu_reader_snapshot *pcpu__rd_build(struct parse *p, const char *S_owned
 			goto nomem;
 	s->pub.snapshot.nfamilies = nf;
 	s->pub.snapshot.families = s->fams;
+	if (order) {
+		/* The families' series, as build_series() left them: sorted
+		 * by family name, each family's in creation order. */
+		struct ser **o = malloc((p->nsers ? p->nsers : 1) * sizeof *o);
+		size_t n = 0, k;
+
+		if (!o)
+			goto nomem;
+		for (i = 0; i < nf; i++)
+			for (k = 0; k < fv[i]->count; k++)
+				o[n++] = sv[fv[i]->first + k];
+		*order = o;
+	}
 	free(fv);
 	free(sv);
 	return &s->pub;
@@ -332,5 +373,45 @@ fail:
 	free(fv);
 	free(sv);
 	pcpu_reader_snapshot_free(&s->pub);
+	return NULL;
+}
+
+struct pcpu_reader_snapshot *pcpu__rd_derive(struct pcpu_reader_snapshot *base_pub, struct ser *const *order)
+{
+	struct snap_impl *base = (struct snap_impl *)base_pub, *s = calloc(1, sizeof *s);
+	size_t nf = base->pub.snapshot.nfamilies, i, k, at = 0;
+
+	if (!s)
+		goto nomem;
+	s->fams = keep(s, malloc((nf ? nf : 1) * sizeof *s->fams));
+	s->slots = keep(s, calloc(nf ? nf : 1, sizeof *s->slots));
+	if (!s->fams || !s->slots)
+		goto nomem;
+	memcpy(s->fams, base->fams, nf * sizeof *s->fams);
+	s->nslots = base->nslots;
+	/* Held from here on: freeing s on failure below lets it go. */
+	pcpu__rd_snapshot_hold(&base->pub);
+	s->base = base;
+	for (i = 0; i < nf; i++) {
+		struct pcpu_snapshot_family *f = &s->fams[i];
+		struct pcpu_snapshot_series *series = keep(s, malloc((f->nseries ? f->nseries : 1) * sizeof *series));
+
+		if (!series)
+			goto nomem;
+		memcpy(series, base->fams[i].series, f->nseries * sizeof *series);
+		for (k = 0; k < f->nseries; k++) {
+			struct ser *se = order[at++];
+
+			if (series_value(s, se->fam, se, &series[k]) < 0)
+				goto nomem;
+		}
+		f->series = series;
+	}
+	s->pub.snapshot.nfamilies = nf;
+	s->pub.snapshot.families = s->fams;
+	return &s->pub;
+nomem:
+	pcpu__seg_fail(ENOMEM, "out of memory");
+	pcpu_reader_snapshot_free(s ? &s->pub : NULL);
 	return NULL;
 }

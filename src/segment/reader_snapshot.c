@@ -51,6 +51,30 @@
  * overflow-checked arithmetic before anything is allocated or read; every
  * allocation and read of a snapshot, and every system call on the values,
  * is charged against max_bytes (reader_values.c).
+ *
+ * Two shortcuts, for the common case of a directory that does not change
+ * while it is read (issue 51: a scrape of a published segment cost 15x
+ * the writer's own exposition, half of it copying and faulting in the
+ * directory on every snapshot):
+ *
+ *  - No second copy when nothing changed: a header read right after the
+ *    values that shows g1 (even) again proves that nothing of the
+ *    directory changed since H1 -- E1, the strings and the values were all
+ *    read inside one even generation, a seqlock's read. E2 (and H2 after
+ *    it) is only copied when the generation moved. Not with groups: a
+ *    group's values are rewritten under its entry's sequence alone, not
+ *    the generation, so only E2 shows such a rewrite.
+ *  - The directory of a stable snapshot is kept with the reader (struct
+ *    pcpu__rd_cache: the parsed copy and the snapshot built from it); the
+ *    next snapshot whose H1 shows the same generation (even) and the same
+ *    sizes reads the values alone into it, and is kept only if the header
+ *    read after them still shows that generation -- the same seqlock
+ *    read, over a directory read and validated before. The new snapshot
+ *    shares the names, labels and bounds of the one kept (a reference
+ *    count). Nothing is trusted more: the copy is the one validated, the
+ *    header is checked against the file's size on every snapshot (a
+ *    truncated file still reads short: EBADMSG), every read is charged to
+ *    the budget. Not with groups (as above) or PCPU_READER_PER_SLOT.
  */
 #include <errno.h>
 #include <sched.h>
@@ -64,7 +88,7 @@
 /* One attempt's copies and decisions. */
 struct attempt {
 	struct pcpu_reader *r;
-	struct pcpu__seg_header h1, hb, h2; /* before E1, after E1, after E2 */
+	struct pcpu__seg_header h1, hb, h2; /* before E1, after E1, after the values or E2 */
 	struct pcpu__rd_budget b;
 	struct parse p;
 	unsigned char *E1, *E2;       /* the directory, twice */
@@ -73,7 +97,42 @@ struct attempt {
 	unsigned char *kept_fam, *kept_ser;
 	uint64_t changed;             /* entries left out: changed during the read */
 	int stable;
+	int groups;                   /* group members among the series */
 };
+
+/* A stable snapshot's directory, kept for the next (the file's comment). */
+struct pcpu__rd_cache {
+	struct pcpu__seg_header h;    /* H1 of the read: generation and sizes */
+	struct parse p;               /* the parse of E, its series' places */
+	unsigned char *E;             /* the directory copy p points into */
+	struct pcpu_reader_snapshot *snap; /* built from p: names, labels (held) */
+	struct ser **order;           /* p's series in snap's order */
+};
+
+static void cache_free(struct pcpu__rd_cache *c)
+{
+	if (!c)
+		return;
+	pcpu__rd_parse_free(&c->p);
+	free(c->E);
+	free(c->order);
+	pcpu_reader_snapshot_free(c->snap);
+	free(c);
+}
+
+/* Snapshots of one reader may run in several threads at once: the cache
+ * is taken whole by one of them (an atomic exchange: the others read the
+ * whole directory), and put back, or replaced, the same way. */
+static struct pcpu__rd_cache *cache_take(struct pcpu_reader *r)
+{
+	return __atomic_exchange_n(&r->cache, NULL, __ATOMIC_ACQUIRE);
+}
+
+static void cache_put(struct pcpu_reader *r, struct pcpu__rd_cache *c)
+{
+	r->cache_free = cache_free; /* for pcpu_reader_close() */
+	cache_free(__atomic_exchange_n(&r->cache, c, __ATOMIC_ACQ_REL));
+}
 
 /* The writer's state for this snapshot, or -1 with ESRCH for a closed or
  * gone writer's segment unless stale ones are allowed. Once per snapshot,
@@ -106,12 +165,15 @@ static int copy_directory(struct attempt *a)
 
 	a->p.used = a->h1.entries_used;
 	a->elen = a->p.used * a->h1.entry_size; /* used <= capacity: checked, no overflow */
+	/* E2's room is charged now, though it is copied only if the
+	 * generation moves: what a snapshot may cost does not depend on
+	 * what the writer does meanwhile. */
 	a->E1 = pcpu__rd_alloc(&a->b, a->elen);
-	a->E2 = pcpu__rd_alloc(&a->b, a->elen);
-	if (!a->E1 || !a->E2)
+	if (!a->E1 || pcpu__rd_charge(&a->b, a->elen) < 0)
 		return -1;
 	if (pcpu__rd_read_exact(r, a->E1, (size_t)a->elen, a->h1.entries_offset, "directory") < 0)
 		return -1;
+	r->nentries += a->p.used;
 	/* The header again: an entry copied into E1 may be newer than h1, and
 	 * its blob and chunk were published before it, so strings_used and
 	 * nchunks must be read after E1 (entries_used had to be read before). */
@@ -132,12 +194,13 @@ static int copy_directory(struct attempt *a)
 	return 0;
 }
 
-/* Whether directory entry idx is the same in E1 and E2. */
+/* Whether directory entry idx is the same in E1 and E2 (no E2: nothing
+ * changed, the generation says). */
 static int same(const struct attempt *a, uint64_t idx)
 {
 	uint64_t off = idx * a->h1.entry_size;
 
-	return memcmp(a->E1 + off, a->E2 + off, a->h1.entry_size) == 0;
+	return !a->E2 || memcmp(a->E1 + off, a->E2 + off, a->h1.entry_size) == 0;
 }
 
 /* A group member's value: its GROUP entry's copy in S, as stable as the
@@ -253,24 +316,147 @@ static int check_storage(struct attempt *a)
 	return 0;
 }
 
+/* What a snapshot says of its read besides the families. */
+static void describe(struct pcpu_reader_snapshot *snap, const struct pcpu__seg_header *h1,
+		     const struct pcpu__seg_header *h2, int state)
+{
+	snap->generation = h1->generation;
+	snap->incomplete = (h2->flags & (PCPU__SEG_F_INCOMPLETE | PCPU__SEG_F_NOSPACE)) != 0;
+	snap->nospace = (h2->flags & PCPU__SEG_F_NOSPACE) != 0;
+	snap->state = (enum pcpu_segment_state)((h2->flags & PCPU__SEG_F_CLOSED) ? PCPU_SEGMENT_CLOSED : state);
+	snap->nslots = h1->nslots;
+}
+
+/* Keeps a stable read's directory with the reader (the file's comment),
+ * taking its parse and E1; best effort (without memory, nothing is kept). */
+static void cache_keep(struct attempt *a, struct pcpu_reader_snapshot *snap, struct ser **order)
+{
+	struct pcpu__rd_cache *c = calloc(1, sizeof *c);
+
+	if (!c) {
+		free(order);
+		return;
+	}
+	c->h = a->hb; /* the layout the parse was checked against; generation g1 */
+	c->p = a->p;
+	c->p.b = NULL; /* the attempt's: each snapshot brings its own */
+	c->p.h = &c->h;
+	c->E = a->E1;
+	c->snap = snap;
+	c->order = order;
+	pcpu__rd_snapshot_hold(snap);
+	memset(&a->p, 0, sizeof a->p); /* now the cache's */
+	a->E1 = NULL;
+	cache_put(a->r, c);
+}
+
 /* The result of a read that ended: assembled and described. */
 static int finish(struct attempt *a, int state, struct pcpu_reader_snapshot **out)
 {
-	struct pcpu_reader_snapshot *snap = pcpu__rd_build(&a->p, a->S, a->kept_fam, a->kept_ser);
+	/* Only a stable read's directory may serve the next snapshot, and
+	 * only where the next can read every value itself (above). */
+	int cacheable = a->stable && !a->groups && !(a->p.flags & PCPU_READER_PER_SLOT);
+	struct ser **order = NULL;
+	struct pcpu_reader_snapshot *snap =
+		pcpu__rd_build(&a->p, a->S, a->kept_fam, a->kept_ser, cacheable ? &order : NULL);
 
 	a->S = NULL; /* owned by the snapshot (or freed with it) */
 	if (!snap)
 		return -1;
-	snap->generation = a->h1.generation;
+	describe(snap, &a->h1, &a->h2, state);
 	snap->changed = (size_t)a->changed;
 	snap->stable = a->stable;
-	snap->incomplete = (a->h2.flags & (PCPU__SEG_F_INCOMPLETE | PCPU__SEG_F_NOSPACE)) != 0;
-	snap->nospace = (a->h2.flags & PCPU__SEG_F_NOSPACE) != 0;
-	snap->state = (enum pcpu_segment_state)((a->h2.flags & PCPU__SEG_F_CLOSED) ? PCPU_SEGMENT_CLOSED
-										    : state);
-	snap->nslots = a->h1.nslots;
+	if (cacheable)
+		cache_keep(a, snap, order);
 	*out = snap;
 	return 1;
+}
+
+/* Whether any series of the parse is a group member (its value in its
+ * GROUP entry's blob, rewritten without a new generation). */
+static int has_groups(const struct parse *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->nsers; i++)
+		if (p->sers[i].group)
+			return 1;
+	return 0;
+}
+
+/* The second look (the file's comment): the header alone when the
+ * generation did not move and no group is read, else the directory and
+ * then the header. */
+static int second_look(struct attempt *a)
+{
+	struct pcpu_reader *r = a->r;
+
+	a->groups = has_groups(&a->p);
+	if (!a->groups) {
+		if (pcpu__rd_read_exact(r, &a->h2, sizeof a->h2, 0, "header") < 0)
+			return -1;
+		if (a->h2.generation == a->h1.generation && !(a->h1.generation & 1))
+			return 0; /* stable: E1 is the directory throughout */
+	}
+	/* A change that begins while E2 is copied can leave E2 torn (a
+	 * removal's series copied before they were freed, their family
+	 * after); only a generation read after the copy is sure to show it. */
+	a->E2 = malloc(a->elen ? (size_t)a->elen : 1); /* charged with E1 */
+	if (!a->E2)
+		return pcpu__seg_fail(ENOMEM, "out of memory");
+	if (pcpu__rd_read_exact(r, a->E2, (size_t)a->elen, a->h1.entries_offset, "directory") < 0 ||
+	    pcpu__rd_read_exact(r, &a->h2, sizeof a->h2, 0, "header") < 0)
+		return -1;
+	r->nentries += a->p.used;
+	return 0;
+}
+
+/* The next snapshot from the cached directory c (taken from the reader):
+ * 1 with *out set, 0 when it does not serve (the directory changed), -1
+ * on error. c is put back where it may serve again, else freed. */
+static int from_cache(struct pcpu_reader *r, struct pcpu__rd_cache *c, struct pcpu_reader_snapshot **out)
+{
+	struct pcpu__seg_header h1, h2;
+	struct pcpu__rd_budget b;
+	struct pcpu_reader_snapshot *snap;
+	uint64_t size;
+	int state = -1;
+
+	if (pcpu__rd_read_header(r, &h1, &size) < 0)
+		goto fail;
+	if (h1.generation != c->h.generation || (h1.generation & 1) || h1.entries_used != c->h.entries_used ||
+	    h1.strings_used != c->h.strings_used || h1.nchunks != c->h.nchunks) {
+		cache_free(c);
+		return 0;
+	}
+	state = check_writer(r, &h1, &state);
+	if (state < 0)
+		goto fail;
+	b.left = r->max_bytes;
+	b.name = r->name;
+	c->p.b = &b;
+	c->p.h = &h1; /* the same layout: the static fields are checked equal */
+	if (pcpu__rd_read_values(&c->p) < 0 ||
+	    pcpu__rd_read_exact(r, &h2, sizeof h2, 0, "header") < 0)
+		goto fail;
+	c->p.b = NULL;
+	c->p.h = &c->h;
+	if (h2.generation != h1.generation) {
+		cache_free(c); /* changed while the values were read */
+		return 0;
+	}
+	snap = pcpu__rd_derive(c->snap, c->order);
+	if (!snap)
+		goto fail;
+	describe(snap, &h1, &h2, state);
+	snap->changed = 0;
+	snap->stable = 1;
+	*out = snap;
+	cache_put(r, c);
+	return 1;
+fail:
+	cache_free(c); /* with what the failed read left in its series */
+	return -1;
 }
 
 /* One attempt. Returns 1 with *out set, 0 to retry (unstable, attempts
@@ -298,19 +484,21 @@ static int attempt(struct pcpu_reader *r, unsigned flags, int last, int *statep,
 	if (copy_directory(&a) < 0 || pcpu__rd_parse_directory(&a.p) < 0 ||
 	    pcpu__rd_read_values(&a.p) < 0)
 		goto out;
-	/* The second look: the directory, then the header. A change that
-	 * begins while E2 is copied can leave E2 torn (a removal's series
-	 * copied before they were freed, their family after); only a
-	 * generation read after the copy is sure to show it. */
-	if (pcpu__rd_read_exact(r, a.E2, (size_t)a.elen, a.h1.entries_offset, "directory") < 0 ||
-	    pcpu__rd_read_exact(r, &a.h2, sizeof a.h2, 0, "header") < 0)
+	if (second_look(&a) < 0)
 		goto out;
 	a.stable = a.h1.generation == a.h2.generation && !(a.h1.generation & 1);
-	if (!a.stable && !last) {
+	if (decide_kept(&a) < 0)
+		goto out;
+	/* Read again only for what this read left out: a directory that only
+	 * grew meanwhile (new entries past the ones copied) left nothing out,
+	 * and reading it again -- four times the work, each time larger --
+	 * would not show more of what was there (issue 51: pcpustat took
+	 * seconds on a segment a worker was filling). */
+	if (!a.stable && a.changed && !last) {
 		rc = 0;
 		goto out;
 	}
-	if (decide_kept(&a) < 0 || check_storage(&a) < 0)
+	if (check_storage(&a) < 0)
 		goto out;
 	rc = finish(&a, state, out);
 out:
@@ -333,6 +521,13 @@ int pcpu_reader_snapshot(pcpu_reader_t *r, unsigned flags, struct pcpu_reader_sn
 		return pcpu__seg_fail(EINVAL, "NULL reader or output");
 	if (flags & ~(unsigned)PCPU_READER_PER_SLOT)
 		return pcpu__seg_fail(EINVAL, "unknown snapshot flags 0x%x", flags);
+	if (!flags) {
+		struct pcpu__rd_cache *c = cache_take(r);
+		int rc = c ? from_cache(r, c, out) : 0;
+
+		if (rc != 0)
+			return rc < 0 ? -1 : 0;
+	}
 	for (a = 0; a < MAX_ATTEMPTS; a++) {
 		int rc = attempt(r, flags, a + 1 == MAX_ATTEMPTS, &state, out);
 

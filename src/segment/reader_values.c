@@ -224,12 +224,19 @@ int pcpu__rd_read_values(struct parse *p)
 
 		if (!pcpu__rd_usable(s) || s->group)
 			continue;
+		s->acc0 = 0; /* a parse read again (reader_snapshot.c's cache) */
+		s->acc1 = 0;
+		s->acc2 = 0;
 		if (s->fam->value == PCPU_VALUE_BUCKETS) {
 			s->counts = pcpu__rd_alloc(p->b, (uint64_t)s->fam->e->nbuckets * 8);
 			if (!s->counts)
 				goto out;
 		}
-		if (s->fam->wide) {
+		if (s->fam->wide && s->dslots) { /* the series' own, read again */
+			if (pcpu__rd_charge(p->b, (uint64_t)h->nslots * sizeof *s->dslots) < 0)
+				goto out;
+			memset(s->dslots, 0, (size_t)h->nslots * sizeof *s->dslots);
+		} else if (s->fam->wide) {
 			s->dslots = pcpu__rd_alloc(p->b, (uint64_t)h->nslots * sizeof *s->dslots);
 			if (!s->dslots)
 				goto out;
@@ -241,7 +248,13 @@ int pcpu__rd_read_values(struct parse *p)
 		}
 		v[n++] = s;
 	}
-	qsort(v, n, sizeof *v, pcpu__rd_cmp_ser_loc);
+	/* Storage is handed out in creation order, and so are entries, most
+	 * of the time: a sorted list is not sorted again (n log n compares,
+	 * most of a snapshot of an unchanged directory otherwise). */
+	for (i = 1; i < n && pcpu__rd_cmp_ser_loc(&v[i - 1], &v[i]) <= 0; i++)
+		;
+	if (i < n)
+		qsort(v, n, sizeof *v, pcpu__rd_cmp_ser_loc);
 	runs = pcpu__rd_alloc(p->b, (uint64_t)(n ? n : 1) * sizeof *runs);
 	if (!runs)
 		goto out;

@@ -57,6 +57,7 @@
 #include <unistd.h>
 
 #include "../error.h"
+#include "backing.h"
 #include "segment_internal.h"
 #include "writer.h"
 
@@ -143,6 +144,25 @@ int pcpu__tree_setup(struct pcpu_segment *seg)
 	(void)pcpu__seg_tree_member_join(seg->fd);
 	seg->tree = t;
 	__atomic_or_fetch(&seg->hdr->flags, PCPU__SEG_F_TREE, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* pcpu_segment_join() (join.c): the tree's shared state as its processes
+ * left it, the zone made one of the tree's over the file (zone_join.c). */
+int pcpu__tree_join(struct pcpu_segment *seg, pcpu_file_chunk_fn *on_chunk)
+{
+	struct pcpu__seg_tree *t = (struct pcpu__seg_tree *)(seg->map + PCPU__SEG_TREE_OFFSET);
+
+	if (memcmp(t->magic, PCPU__SEG_TREE_MAGIC, sizeof t->magic) != 0)
+		return pcpu__seg_fail(EBADMSG, "\"%.300s\": no shared registry's state in it",
+				      seg->path);
+	if (pcpu__file_backing_join(pcpu_registry_zone(seg->reg), seg->fd, seg->data_offset, on_chunk,
+				    pcpu__directory_on_nospace, seg, &t->zone, repair, seg) != 0)
+		return pcpu__seg_fail(errno, "joining the shared registry \"%.300s\": %s", seg->path,
+				      errno == EBUSY ? "the registry already has series (join right "
+						       "after pcpu_registry_create())"
+						     : strerror(errno));
+	seg->tree = t;
 	return 0;
 }
 

@@ -13,10 +13,10 @@
  * mapping of the file at data_offset + chunk * chunk_span (a chunk: nslots
  * slot regions, then their nslots mirror regions). Counter updates
  * are untouched -- the same inline rseq add, into memory that happens to be
- * a tmpfs page. on_chunk() tells us where each chunk lives so a series'
+ * a tmpfs page. pcpu__segment_on_chunk() tells us where each chunk lives so a series'
  * value can be described as (chunk, offset).
  *
- * The directory (directory.c): the registry tells seg_hook(), its
+ * The directory (directory.c): the registry tells pcpu__segment_hook(), its
  * observer (stats/registry_observer.h), of every change under its lock,
  * and the directory rewrites a few fixed-size entries per change.
  *
@@ -87,7 +87,7 @@ static pthread_mutex_t segments_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct pcpu_segment *segments;
 static int fork_registered;
 
-static void segments_link(struct pcpu_segment *seg)
+void pcpu__segment_link(struct pcpu_segment *seg)
 {
 	pthread_mutex_lock(&segments_lock);
 	seg->prev_seg = NULL;
@@ -151,11 +151,17 @@ static void segments_fork_child(void)
 	errno = saved_errno;
 }
 
+int pcpu__segment_fork_register(void)
+{
+	return pcpu__fork_register(&fork_registered, PCPU_FORK_SEGMENT, segments_fork_prepare,
+				   segments_fork_parent, segments_fork_child);
+}
+
 /* ---- life cycle ------------------------------------------------------------------ */
 
 /* Removes the file name if it is still ours (the name may have been
  * removed and reused by someone else meanwhile). */
-static void unlink_if_ours(struct pcpu_segment *seg)
+void pcpu__segment_unlink_if_ours(struct pcpu_segment *seg)
 {
 	struct stat a, b;
 
@@ -165,7 +171,7 @@ static void unlink_if_ours(struct pcpu_segment *seg)
 		unlinkat(seg->dirfd, seg->file, 0);
 }
 
-static void seg_free(struct pcpu_segment *seg)
+void pcpu__segment_free(struct pcpu_segment *seg)
 {
 	size_t c;
 
@@ -191,7 +197,7 @@ static void seg_free(struct pcpu_segment *seg)
 	free(seg);
 }
 
-static int seg_hook(void *ctx, enum pcpu__registry_event ev, struct pcpu_family *f,
+int pcpu__segment_hook(void *ctx, enum pcpu__registry_event ev, struct pcpu_family *f,
 		    struct pcpu__series *se)
 {
 	struct pcpu_segment *seg = ctx;
@@ -201,9 +207,9 @@ static int seg_hook(void *ctx, enum pcpu__registry_event ev, struct pcpu_family 
 		/* The zone is gone; only the parent owns the file's name. */
 		if (!seg->detached && getpid() == seg->pid && seg->published) {
 			__atomic_or_fetch(&seg->hdr->flags, PCPU__SEG_F_CLOSED, __ATOMIC_RELEASE);
-			unlink_if_ours(seg);
+			pcpu__segment_unlink_if_ours(seg);
 		}
-		seg_free(seg);
+		pcpu__segment_free(seg);
 		return 0;
 	}
 	/* A fork()ed child has left the parent's file (see the top), but
@@ -250,7 +256,7 @@ static int seg_hook(void *ctx, enum pcpu__registry_event ev, struct pcpu_family 
 }
 
 /* Called by the zone, under its lock, for every chunk it has and gets. */
-static void on_chunk(void *ctx, unsigned no, char *base, uint64_t file_off)
+void pcpu__segment_on_chunk(void *ctx, unsigned no, char *base, uint64_t file_off)
 {
 	struct pcpu_segment *seg = ctx;
 
@@ -543,7 +549,8 @@ static int registry_attach(struct pcpu_segment *seg, pcpu_registry_t *reg, int s
 		}
 		seg->published = 1;
 	}
-	if (pcpu__file_backing_attach(pcpu_registry_zone(reg), seg->fd, seg->data_offset, on_chunk,
+	if (pcpu__file_backing_attach(pcpu_registry_zone(reg), seg->fd, seg->data_offset,
+				      pcpu__segment_on_chunk,
 				      pcpu__directory_on_nospace, seg,
 				      shared_tree ? PCPU_FILE_RESERVE_SHARED : PCPU_FILE_RESERVE) != 0) {
 		err = errno;
@@ -576,8 +583,8 @@ static int registry_attach(struct pcpu_segment *seg, pcpu_registry_t *reg, int s
 	}
 	if (seg->tree)
 		pcpu__tree_leave(seg);
-	pcpu__registry_observe_locked(reg, seg_hook, shared_tree ? pcpu__tree_adopt_series : NULL,
-				      seg);
+	pcpu__registry_observe_locked(reg, pcpu__segment_hook,
+				      shared_tree ? pcpu__tree_adopt_series : NULL, seg);
 	pcpu__registry_unlock(reg);
 	return 0;
 }
@@ -601,8 +608,7 @@ pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
 		pcpu__seg_fail(err, "cannot read /proc/self/stat (is /proc mounted?): %s", strerror(err));
 		return NULL;
 	}
-	if (pcpu__fork_register(&fork_registered, PCPU_FORK_SEGMENT, segments_fork_prepare,
-			       segments_fork_parent, segments_fork_child) != 0) {
+	if (pcpu__segment_fork_register() != 0) {
 		pcpu__seg_fail(ENOMEM, "out of memory");
 		return NULL;
 	}
@@ -621,14 +627,14 @@ pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
 	header_init(seg, reg, name, start);
 	if (registry_attach(seg, reg, (o.flags & PCPU_SEGMENT_SHARED_TREE) != 0) < 0)
 		goto fail;
-	segments_link(seg);
+	pcpu__segment_link(seg);
 	return seg;
 
 fail:
 	err = errno;
 	if (seg->published)
-		unlink_if_ours(seg);
-	seg_free(seg);
+		pcpu__segment_unlink_if_ours(seg);
+	pcpu__segment_free(seg);
 	errno = err;
 	return NULL;
 }
@@ -642,7 +648,7 @@ int pcpu_segment_unpublish(pcpu_segment_t *seg)
 	pcpu__registry_lock(seg->reg);
 	if (seg->published) {
 		__atomic_or_fetch(&seg->hdr->flags, PCPU__SEG_F_CLOSED, __ATOMIC_RELEASE);
-		unlink_if_ours(seg);
+		pcpu__segment_unlink_if_ours(seg);
 		seg->published = 0;
 	}
 	pcpu__registry_unlock(seg->reg);

@@ -16,6 +16,7 @@
 #include "../stats/hashtab.h"
 #include "../stats/registry_observer.h"
 #include "../zone_backing.h"
+#include "backing.h"
 #include "format.h"
 
 /* Blob size classes: 2^6 .. 2^17 bytes. */
@@ -153,6 +154,23 @@ PCPU_HIDDEN uint32_t pcpu__seg_value_size(const struct pcpu__family_view *f);
 PCPU_HIDDEN int64_t pcpu__directory_family_entry(struct pcpu_segment *seg,
 						 const struct pcpu_family *f);
 
+/* ---- writer.c, for join.c: a segment's life in this process ---- */
+
+/* The registry observer of a published segment (registry_observer.h). */
+PCPU_HIDDEN int pcpu__segment_hook(void *ctx, enum pcpu__registry_event ev, struct pcpu_family *f,
+				   struct pcpu__series *se);
+/* The zone's report of each chunk it has and gets (backing.h). */
+PCPU_HIDDEN void pcpu__segment_on_chunk(void *ctx, unsigned no, char *base, uint64_t file_off);
+/* Registers the fork() handlers of every segment of the process (once). 0,
+ * or -1 with errno ENOMEM. */
+PCPU_HIDDEN int pcpu__segment_fork_register(void);
+/* Adds a new segment to the process's list (fork() handlers) / frees one
+ * that never got there or was taken off it (its maps, descriptors, books). */
+PCPU_HIDDEN void pcpu__segment_link(struct pcpu_segment *seg);
+PCPU_HIDDEN void pcpu__segment_free(struct pcpu_segment *seg);
+/* Removes the segment's file name if it is still this segment's file. */
+PCPU_HIDDEN void pcpu__segment_unlink_if_ours(struct pcpu_segment *seg);
+
 /* ---- tree.c: a segment shared by a process tree ---- */
 
 /* A count of the shared header (entries_used, strings_used) as a process
@@ -174,6 +192,11 @@ PCPU_HIDDEN int pcpu__tree_setup(struct pcpu_segment *seg);
  * writes it back and unlocks. Enter: 0, or -1 with errno (the lock). */
 PCPU_HIDDEN int pcpu__tree_enter(struct pcpu_segment *seg);
 PCPU_HIDDEN void pcpu__tree_leave(struct pcpu_segment *seg);
+/* pcpu_segment_join() (join.c), under the registry's lock, the segment's
+ * header and directory mapped: the zone made one of the tree's over the
+ * file (its chunks reported to on_chunk), seg->tree set. 0, or -1 with
+ * errno and a message. */
+PCPU_HIDDEN int pcpu__tree_join(struct pcpu_segment *seg, pcpu_file_chunk_fn *on_chunk);
 /* The registry's adopt callback (registry_observer.h). */
 PCPU_HIDDEN int pcpu__tree_adopt_series(void *ctx, struct pcpu_family *f, const char *const *v,
 					void **at);

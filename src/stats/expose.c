@@ -81,7 +81,7 @@ static int same_labels(const struct pcpu__hslot *s, const void *ctx)
  * snapshot can come from another process -- cannot be chosen ahead to make
  * it quadratic.
  */
-static int has_duplicate_series(const struct pcpu_snapshot_family *f)
+int pcpu__has_duplicate_series(const struct pcpu_snapshot_family *f)
 {
 	static uint64_t calls;
 	struct pcpu__htab tab = { 0 };
@@ -217,7 +217,7 @@ static int check_family(const struct pcpu_snapshot_family *f)
 	if (f->nseries > UINT32_MAX - 1)
 		return fail_msg(f, "too many series");
 	if (f->nseries > 1) {
-		int dup = has_duplicate_series(f);
+		int dup = pcpu__has_duplicate_series(f);
 
 		if (dup < 0) {
 			errno = ENOMEM;
@@ -294,9 +294,7 @@ static int cmp_canon(const void *a, const void *b)
 	return memcmp(x->s, y->s, x->len);
 }
 
-/* Whether two series of the n label sets fams[0..n) of one name are one
- * series to Prometheus: 1 yes, 0 no, -1 out of memory. */
-static int labelsets_duplicate(const struct pcpu_snapshot_family *fams, size_t n)
+int pcpu__labelsets_duplicate(const struct pcpu_snapshot_family *fams, size_t n)
 {
 	struct canon *c;
 	size_t k, i, total = 0, at = 0;
@@ -346,7 +344,7 @@ static int check_labelsets(const struct pcpu_snapshot *s)
 							   "with the same label names");
 		}
 		if (j - i > 1) {
-			int dup = labelsets_duplicate(f, j - i);
+			int dup = pcpu__labelsets_duplicate(f, j - i);
 
 			if (dup < 0) {
 				errno = ENOMEM;
@@ -366,7 +364,7 @@ static int labelset_of_previous(const struct pcpu_snapshot *s, size_t i)
 	return i > 0 && strcmp(s->families[i].name, s->families[i - 1].name) == 0;
 }
 
-static int check_snapshot(const struct pcpu_snapshot *s)
+int pcpu__snapshot_check(const struct pcpu_snapshot *s)
 {
 	struct sample_name *names;
 	size_t i, n = 0, cap = 0;
@@ -728,7 +726,7 @@ int pcpu__snapshot_write(const struct pcpu_snapshot *s, enum pcpu_format fmt, ch
 		errno = ENOTSUP;
 		return -1;
 	}
-	if (validate && check_snapshot(s) < 0)
+	if (validate && pcpu__snapshot_check(s) < 0)
 		return -1;
 	pcpu__buf_reserve(&b, 256);
 	if (b.p)

@@ -35,6 +35,8 @@ struct mfam {
 	struct pcpu_snapshot_series *series;
 	size_t cap; /* 0: series lie in the arena, not ours to realloc */
 	size_t next; /* another label set of its name (index + 1), 0: none */
+	unsigned inputs; /* inputs that gave it series: past 1, they may clash */
+	int reserved; /* pcpu_snapshot_merge_reserve()'s: out of the result while empty */
 };
 
 /* The table's slots: a name a family owns, as its index k among the
@@ -230,8 +232,6 @@ static int labelled_copy(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot *s
 	struct pcpu_snapshot_family *fams;
 	struct pcpu_snapshot tmp;
 	size_t f, i;
-	char *text;
-	size_t len;
 
 	fams = arena_alloc(m, (s->nfamilies ? s->nfamilies : 1) * sizeof *fams);
 	if (!fams)
@@ -279,12 +279,12 @@ static int labelled_copy(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot *s
 		}
 	}
 	/* The writers' own checks, so that the merged whole is valid exactly
-	 * when each input is (and no two clash, checked by the table). */
+	 * when each input is (and no two clash, checked by the table) -- the
+	 * checks alone: writing the text as well cost as much again (issue 51). */
 	tmp.nfamilies = s->nfamilies;
 	tmp.families = fams;
-	if (pcpu__snapshot_write(&tmp, PCPU_FORMAT_PROMETHEUS, &text, &len, 1) < 0)
+	if (pcpu__snapshot_check(&tmp) < 0)
 		return -1;
-	free(text);
 	*out = fams;
 	return 0;
 }
@@ -382,6 +382,8 @@ int pcpu_snapshot_merge_add(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot
 					head = &m->fams[head->next - 1];
 				head->next = m->nfams;
 			}
+			e->inputs = in->nseries != 0;
+			e->reserved = 0;
 			for (k = 0; k < ns; k++) {
 				size_t bl;
 				const char *suf;
@@ -396,11 +398,31 @@ int pcpu_snapshot_merge_add(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot
 			e->series = (struct pcpu_snapshot_series *)in->series;
 			continue;
 		}
-		if (in->nseries)
+		if (in->nseries) {
 			memcpy(e->series + e->f.nseries, in->series, in->nseries * sizeof *in->series);
+			e->inputs++;
+		}
 		e->f.series = e->series;
 		e->f.nseries += in->nseries;
 	}
+	return 0;
+}
+
+int pcpu_snapshot_merge_reserve(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot *s)
+{
+	size_t f, before;
+
+	if (!m || !s || (s->nfamilies && !s->families))
+		return fail(EINVAL, "pcpu_snapshot_merge_reserve: NULL argument", NULL, "");
+	for (f = 0; f < s->nfamilies; f++)
+		if (s->families[f].nseries)
+			return fail(EINVAL, "pcpu_snapshot_merge_reserve: family", s->families[f].name,
+				    " has series (a reservation has none)");
+	before = m->nfams;
+	if (pcpu_snapshot_merge_add(m, s, 0, NULL, NULL) < 0)
+		return -1;
+	for (f = before; f < m->nfams; f++)
+		m->fams[f].reserved = 1;
 	return 0;
 }
 
@@ -415,7 +437,7 @@ static int cmp_family(const void *a, const void *b)
 const struct pcpu_snapshot *pcpu_snapshot_merge_result(pcpu_snapshot_merge_t *m)
 {
 	struct pcpu_snapshot_family *p;
-	size_t i;
+	size_t i, n;
 
 	if (!m) {
 		errno = EINVAL;
@@ -427,10 +449,58 @@ const struct pcpu_snapshot *pcpu_snapshot_merge_result(pcpu_snapshot_merge_t *m)
 		return NULL;
 	}
 	m->sorted = p;
-	for (i = 0; i < m->nfams; i++)
-		p[i] = m->fams[i].f;
-	qsort(p, m->nfams, sizeof *p, cmp_family);
-	m->result.nfamilies = m->nfams;
+	for (i = 0, n = 0; i < m->nfams; i++)
+		if (!m->fams[i].reserved || m->fams[i].f.nseries)
+			p[n++] = m->fams[i].f;
+	qsort(p, n, sizeof *p, cmp_family);
+	m->result.nfamilies = n;
 	m->result.families = p;
 	return &m->result;
+}
+
+int pcpu_snapshot_merge_write(pcpu_snapshot_merge_t *m, enum pcpu_format fmt, char **out, size_t *len)
+{
+	const struct pcpu_snapshot *all;
+	size_t i, j;
+
+	if (!m || !out || !len)
+		return fail(EINVAL, "pcpu_snapshot_merge_write: NULL argument", NULL, "");
+	/* Every input was checked when added, and every family against the
+	 * others: what is left is series of one family from several inputs
+	 * with the same labels (the extra labels are the caller's to make
+	 * distinct), checked here, only where several inputs gave series. */
+	for (i = 0; i < m->nfams; i++) {
+		int dup;
+
+		if (m->fams[i].inputs < 2)
+			continue;
+		dup = pcpu__has_duplicate_series(&m->fams[i].f);
+		if (dup < 0)
+			return fail(ENOMEM, "out of memory", NULL, "");
+		if (dup)
+			return fail(EINVAL, "family", m->fams[i].f.name,
+				    ": two inputs gave it series with the same labels");
+	}
+	if (!(all = pcpu_snapshot_merge_result(m)))
+		return -1;
+	/* And series of several label sets of one name (issue 50): a series
+	 * {a="1"} of one input and {a="1",b=""} of another are one series to
+	 * Prometheus. Only names with several label sets pay for it. */
+	for (i = 0; i < all->nfamilies; i = j) {
+		int dup;
+
+		for (j = i + 1; j < all->nfamilies && strcmp(all->families[j].name, all->families[i].name) == 0;
+		     j++)
+			;
+		if (j - i < 2)
+			continue;
+		dup = pcpu__labelsets_duplicate(&all->families[i], j - i);
+		if (dup < 0)
+			return fail(ENOMEM, "out of memory", NULL, "");
+		if (dup)
+			return fail(EINVAL, "family", all->families[i].name,
+				    ": two inputs gave two of its label sets the same series (an empty "
+				    "label value is an absent label)");
+	}
+	return pcpu__snapshot_write(all, fmt, out, len, 0);
 }

@@ -161,11 +161,13 @@ static void rank(int *best, int q)
 		*best = q;
 }
 
-enum pcpu_format pcpu_format_negotiate(const char *accept)
+enum pcpu_format pcpu_format_negotiate_among(const char *accept, unsigned formats)
 {
 	int q_pb = 0, q_om = 0, q_text = 0;
 	const char *p = accept;
 
+	if (!pcpu_format_supported(PCPU_FORMAT_PROTOBUF))
+		formats &= ~(1u << PCPU_FORMAT_PROTOBUF);
 	if (!accept)
 		return PCPU_FORMAT_PROMETHEUS;
 	while (*p) {
@@ -194,13 +196,25 @@ enum pcpu_format pcpu_format_negotiate(const char *accept)
 			rank(&q_text, e.q);
 		}
 	}
+	/* What the caller cannot write is not a candidate. */
+	if (!(formats & (1u << PCPU_FORMAT_PROTOBUF)))
+		q_pb = 0;
+	if (!(formats & (1u << PCPU_FORMAT_OPENMETRICS)))
+		q_om = 0;
 	/* Highest q wins; ties go to the richer format (what a client that
 	 * names it and something else equally most likely wants). */
-	if (q_pb > 0 && q_pb >= q_om && q_pb >= q_text && pcpu_format_supported(PCPU_FORMAT_PROTOBUF))
+	if (q_pb > 0 && q_pb >= q_om && q_pb >= q_text)
 		return PCPU_FORMAT_PROTOBUF;
 	if (q_om > 0 && q_om >= q_text)
 		return PCPU_FORMAT_OPENMETRICS;
 	return PCPU_FORMAT_PROMETHEUS;
+}
+
+enum pcpu_format pcpu_format_negotiate(const char *accept)
+{
+	return pcpu_format_negotiate_among(accept, (1u << PCPU_FORMAT_PROMETHEUS) |
+							   (1u << PCPU_FORMAT_OPENMETRICS) |
+							   (1u << PCPU_FORMAT_PROTOBUF));
 }
 
 int pcpu_format_gzip_acceptable(const char *accept_encoding)

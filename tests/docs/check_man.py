@@ -4,7 +4,8 @@
 usage: check_man.py SOURCE_DIR BUILD_DIR CC
 
 Installs the build tree into a scratch prefix, then checks:
-  1. every function libpcpu.so and libpcpu-stats.so export (nm -D
+  1. every function libpcpu.so, libpcpu-stats.so and libpcpu-exporter.so
+     (where built) export (nm -D
      --defined-only, ' T pcpu_',
      internal pcpu__ names aside) and every public inline function of the
      installed headers has an installed page, man3/<name>.3, that `man`
@@ -20,7 +21,9 @@ Installs the build tree into a scratch prefix, then checks:
   5. each page's LIBRARY section names the library its functions are in
      (issue 39): libpcpu (-lpcpu, pkg-config pcpu, CMake pcpu::pcpu) or
      libpcpu-stats (-lpcpu-stats -lpcpu, pkg-config pcpu-stats, CMake
-     pcpu::stats), and its SYNOPSIS links with that library alone.
+     pcpu::stats) or libpcpu-exporter (-lpcpu-exporter, pkg-config
+     pcpu-exporter, CMake pcpu::exporter; issue 51), and its SYNOPSIS links
+     with that library alone.
 """
 import atexit
 import os
@@ -64,7 +67,9 @@ def exports(name):
 
 core_exported = exports("libpcpu.so")
 stats_exported = exports("libpcpu-stats.so")
-exported = core_exported | stats_exported
+exporter_exported = (exports("libpcpu-exporter.so")
+                     if os.path.exists(os.path.join(libdir, "libpcpu-exporter.so")) else set())
+exported = core_exported | stats_exported | exporter_exported
 # The headers of libpcpu-stats: their inline functions need that library.
 STATS_HEADERS = {"stats.h", "expose.h", "gauge.h", "histogram.h", "group.h", "reader.h",
                  "segment.h", "segment_dir.h", "counter9_sysctl.h"}
@@ -139,7 +144,7 @@ for page, text in sorted(pages.items()):
         continue
     for n in names:
         if n not in functions and n not in known_non_functions:
-            fail(f"{page}: NAME lists {n}, which is neither exported by libpcpu.so or libpcpu-stats.so nor an inline function of the headers")
+            fail(f"{page}: NAME lists {n}, which is neither exported by libpcpu.so, libpcpu-stats.so or libpcpu-exporter.so nor an inline function of the headers")
     synopsis = section(render_ascii(os.path.join(man3, page)), "SYNOPSIS")
     code = "\n".join(l[7:] if l.startswith("       ") else l.strip() for l in synopsis.splitlines())
     declared = set(re.findall(r"\b([a-z_][a-z0-9_]*)\s*\(", code)) - {"void"}
@@ -154,7 +159,11 @@ for page, text in sorted(pages.items()):
     # 5. The library the page names, and its link line alone.
     library = section(render_ascii(os.path.join(man3, page)), "LIBRARY")
     needs_stats = any(n in in_stats for n in names)
-    if page == "pcpu.3":
+    needs_exporter = any(n in exporter_exported for n in names)
+    if needs_exporter:
+        wants = ["libpcpu-exporter", "-lpcpu-exporter", "pkg-config --cflags --libs pcpu-exporter",
+                 "pcpu::exporter"]
+    elif page == "pcpu.3":
         wants = ["-lpcpu", "-lpcpu-stats", "pkg-config --cflags --libs pcpu-stats", "pcpu::stats"]
     elif needs_stats:
         wants = ["libpcpu-stats", "-lpcpu-stats -lpcpu", "pkg-config --cflags --libs pcpu-stats", "pcpu::stats"]
@@ -166,9 +175,10 @@ for page, text in sorted(pages.items()):
     for w in wants:
         if w not in flat:
             fail(f"{page}: LIBRARY does not say {w!r} ({flat!r})")
-    if not needs_stats and page != "pcpu.3" and "stats" in flat:
+    if not needs_stats and not needs_exporter and page != "pcpu.3" and "stats" in flat:
         fail(f"{page}: LIBRARY names libpcpu-stats, but its functions are libpcpu's ({flat!r})")
-    link = ["-lpcpu-stats", "-lpcpu"] if needs_stats else ["-lpcpu"]
+    link = (["-lpcpu-exporter", "-lpcpu-stats", "-lpcpu"] if needs_exporter else
+            ["-lpcpu-stats", "-lpcpu"] if needs_stats else ["-lpcpu"])
     refs = "\n".join(f"    p = (void *)&{n};" for n in sorted(declared))
     prog = f"{code}\n\nint main(void)\n{{\n    void *volatile p;\n{refs}\n    (void)p;\n    return 0;\n}}\n"
     c = os.path.join(work, page + ".synopsis.c")

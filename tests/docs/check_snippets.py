@@ -16,6 +16,13 @@ The convention (also in tests/docs/README.md):
   man pages   every .EX/.EE block of the EXAMPLES section; the same words
               may be given in a comment line `.\\" doc-test: WORD...` just
               before the block.
+README.md's shell blocks whose info string has the word `after-demo`
+(```sh after-demo) are the commands a newcomer types after
+./scripts/demo.sh: they are run, as written and in order, in one bash, in a
+scratch folder set up as the demonstration leaves a clone -- the build tree
+installed into build/prefix, where scripts/demo.sh installs it -- with the
+first C block of "A first program" saved as app.c. They must build and run
+that program (it prints "400000 requests") and `man pcpu` must show pcpu(3).
 Every block is compiled as C (gnu11) and, unless c-only, as C++ (c++11),
 both with -Wall -Wextra -Werror against the headers of SOURCE_DIR/include.
 A block that defines main() is linked with the libraries of BUILD_DIR -- a
@@ -110,7 +117,80 @@ def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
 
 
+def blocks_after_demo(path):
+    """The ```sh after-demo blocks of a markdown file, and the first C block
+    under its "## A first program" heading."""
+    lines = open(path).read().split("\n")
+    shell, first, section, i = [], None, None, 0
+    while i < len(lines):
+        if lines[i].startswith("## "):
+            section = lines[i][3:].strip()
+        m = re.match(r"^(```+)\s*(\S*)\s*(.*)$", lines[i])
+        if not m:
+            i += 1
+            continue
+        fence, lang, words = m.group(1), m.group(2), m.group(3).split()
+        start = i + 1
+        i += 1
+        while i < len(lines) and not lines[i].startswith(fence):
+            i += 1
+        body = "\n".join(lines[start:i]) + "\n"
+        if lang == "sh" and "after-demo" in words:
+            shell.append((start, body))
+        elif lang == "c" and section == "A first program" and first is None:
+            first = body
+        i += 1
+    return shell, first
+
+
+def check_after_demo(readme):
+    """Runs the README's after-demo commands where scripts/demo.sh leaves a
+    clone: the build tree installed into build/prefix."""
+    shell, app = blocks_after_demo(readme)
+    if not any("pkg-config" in body for _, body in shell) or \
+            not any(re.search(r"^man pcpu$", body, re.M) for _, body in shell):
+        failures.append("README.md: the commands that build the first program and run "
+                        "`man pcpu` are not in ```sh after-demo blocks: untested")
+        return
+    if app is None:
+        failures.append("README.md: no C block under '## A first program' for app.c")
+        return
+    demo = open(os.path.join(src, "scripts", "demo.sh")).read()
+    if not re.search(r'^prefix=\$PWD/build/prefix$', demo, re.M) or \
+            'cmake --install build --prefix "$prefix"' not in demo:
+        failures.append("scripts/demo.sh no longer installs into build/prefix: "
+                        "the README's after-demo commands assume it does")
+        return
+    root = os.path.join(work, "after-demo")
+    os.makedirs(root)
+    r = run(["cmake", "--install", build, "--prefix", os.path.join(root, "build", "prefix")])
+    if r.returncode:
+        failures.append(f"after-demo: cmake --install {build} failed:\n{r.stdout}{r.stderr}")
+        return
+    open(os.path.join(root, "app.c"), "w").write(app)
+    script = "set -euo pipefail\n" + "".join(body for _, body in shell)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PKG_CONFIG_PATH", "MANPATH", "CMAKE_PREFIX_PATH", "LD_LIBRARY_PATH",
+                        "PKG_CONFIG_LIBDIR", "LD_PRELOAD")}
+    env.update(MANPAGER="cat", PAGER="cat", MANWIDTH="80", CC=cc)
+    try:  # the bound only catches a hang
+        r = run(["bash", "-c", script], cwd=root, env=env, timeout=300)
+    except subprocess.TimeoutExpired:
+        failures.append("README.md: the after-demo commands did not finish in 300 s")
+        return
+    where = "README.md:" + ",".join(str(line) for line, _ in shell)
+    if r.returncode:
+        failures.append(f"{where}: the after-demo commands failed ({r.returncode}):\n"
+                        f"{script}\n{r.stdout}{r.stderr}")
+    elif "400000 requests" not in r.stdout:
+        failures.append(f"{where}: the first program did not print '400000 requests':\n{r.stdout}")
+    elif not re.search(r"^PCPU\(3\)", r.stdout, re.M) or "NAME" not in r.stdout:
+        failures.append(f"{where}: `man pcpu` did not show pcpu(3):\n{r.stdout[-2000:]}{r.stderr}")
+
+
 n = 0
+if not sys.argv[5:]:
+    check_after_demo(os.path.join(src, "README.md"))
 for path in files:
     gen = blocks_markdown(path) if path.endswith(".md") else blocks_man(path)
     rel = os.path.relpath(path, src)
@@ -172,4 +252,4 @@ if n < 2:
     print("FAIL:", failures[-1])
 if failures:
     sys.exit(1)
-print(f"check_snippets: ok ({n} blocks)")
+print(f"check_snippets: ok ({n} blocks, and the README's commands after the demonstration)")

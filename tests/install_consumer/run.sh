@@ -19,7 +19,13 @@
 #     -rpath (Debian policy), and consumers build against the staged
 #     files (pkg-config's sysroot, CMake's prefix path). That build is a
 #     Release one (-O3) with -Werror: the optimiser's flow analysis warns
-#     about what -O2 does not see (a Release build has no warning at all).
+#     about what -O2 does not see (a Release build has no warning at all);
+#  3. libpcpu's components alone (`cmake --install --component pcpu` and
+#     `pcpu-dev`, what Debian's libpcpu1 and libpcpu-dev hold): the README's
+#     first program, copied from README.md, builds and runs through
+#     pkg-config pcpu and through find_package(pcpu) and pcpu::pcpu, with
+#     no header, link or CMake file of another library installed, and
+#     every installed file belongs to a component.
 # usage: run.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 src=$1 build=$2
@@ -83,6 +89,14 @@ env -u LD_LIBRARY_PATH "$work/pc_static_consumer"
 c++ -std=c++17 $(pkg-config --cflags pcpu-prometheus) "$here/consumer_promcpp.cpp" -o "$work/pc_promcpp" \
   $(pkg-config --libs pcpu-prometheus) -pthread
 LD_LIBRARY_PATH="$libdir" "$work/pc_promcpp"
+# The exporter core: CMake (pcpu::exporter) and pkg-config pcpu-exporter,
+# where the build has it (issue 51).
+if [ -e "$libdir/pkgconfig/pcpu-exporter.pc" ]; then
+  LD_LIBRARY_PATH="$prefix/lib" "$work/cbuild/consumer_exporter"
+  cc $(pkg-config --cflags pcpu-exporter) "$here/consumer_exporter.c" -o "$work/pc_exporter" \
+    $(pkg-config --libs pcpu-exporter) -pthread
+  env -u LD_LIBRARY_PATH "$work/pc_exporter"
+fi
 # prometheus-cpp's pull API: CMake (pcpu::prometheus-pull) and pkg-config
 # pcpu-prometheus-pull, where the build has it (libmicrohttpd found).
 if [ -e "$libdir/pkgconfig/pcpu-prometheus-pull.pc" ]; then
@@ -201,4 +215,47 @@ done
 if grep -l 'rpath' "$pcdir"/*.pc; then fail "/usr install: a .pc file names a run path"; fi
 mkdir -p "$work/segs"
 LD_LIBRARY_PATH="$root/usr/lib/$multiarch" PCPU_SEGMENT_DIR="$work/segs" "$root/usr/bin/pcpustat" >/dev/null
+
+# ---- 3. libpcpu's components alone ------------------------------------------------
+core=$work/core
+for c in pcpu pcpu-dev; do
+  cmake --install "$build" --prefix "$core" --component "$c" >/dev/null
+done
+other=$(ls -d "$core"/include/pcpu/stats.h "$core"/include/pcpu/*.hpp "$core"/include/pcpu-prometheus \
+  "$core"/lib/libpcpu-* "$core"/lib/cmake/pcpu/pcpu-* "$core"/lib/pkgconfig/pcpu-stats.pc 2>/dev/null || true)
+[ -z "$other" ] || fail "components pcpu and pcpu-dev install another library's files: $other"
+# Every header pcpu-dev installs compiles with pcpu-dev alone: a header of
+# the statistics layer left off PCPU_STATS_PUBLIC_HEADERS (CMakeLists.txt)
+# would include one that is not there.
+for h in "$core"/include/pcpu/*.h; do
+  echo "#include <pcpu/$(basename "$h")>" | cc -x c -fsyntax-only -Wall -Werror -I"$core/include" - \
+    || fail "pcpu/$(basename "$h") does not compile with the pcpu-dev component alone"
+done
+cmake --install "$build" --prefix "$work/unspecified" --component Unspecified >/dev/null
+[ -z "$(find "$work/unspecified" -type f 2>/dev/null)" ] \
+  || fail "files installed without a component: $(find "$work/unspecified" -type f)"
+awk '/^## A first program/{f=1} f&&/^```c/{p=1;next} p&&/^```/{exit} p' "$src/README.md" >"$work/app.c"
+grep -q pcpu_counter_inc "$work/app.c" || fail "README.md: no first program under '## A first program'"
+export PKG_CONFIG_PATH=$core/lib/pkgconfig
+# shellcheck disable=SC2046
+cc -Wall -Werror "$work/app.c" $(pkg-config --cflags --libs pcpu) -pthread -o "$work/app_pc" \
+  || fail "the README's first program does not build with libpcpu's components alone (pkg-config pcpu)"
+[ "$(env -u LD_LIBRARY_PATH "$work/app_pc")" = "400000 requests" ] || fail "the first program (pkg-config) printed something else"
+unset PKG_CONFIG_PATH
+mkdir "$work/app_cmake"
+cat >"$work/app_cmake/CMakeLists.txt" <<EOF
+cmake_minimum_required(VERSION 3.18)
+project(app C)
+find_package(pcpu REQUIRED)
+add_executable(app $work/app.c)
+target_link_libraries(app PRIVATE pcpu::pcpu)
+find_package(pcpu QUIET COMPONENTS stats)
+if(pcpu_stats_FOUND OR TARGET pcpu::stats)
+  message(FATAL_ERROR "libpcpu's components alone: pcpu::stats found")
+endif()
+EOF
+cmake -S "$work/app_cmake" -B "$work/app_cmake/b" -G Ninja -DCMAKE_PREFIX_PATH="$core" >"$work/app_cmake.log" 2>&1 \
+  && cmake --build "$work/app_cmake/b" >>"$work/app_cmake.log" 2>&1 \
+  || { cat "$work/app_cmake.log"; fail "find_package(pcpu) and pcpu::pcpu with libpcpu's components alone"; }
+[ "$(env -u LD_LIBRARY_PATH "$work/app_cmake/b/app")" = "400000 requests" ] || fail "the first program (CMake) printed something else"
 echo "install_consumer: ok"

@@ -1,20 +1,29 @@
 #!/usr/bin/env bash
 # The Debian packages, built and used as a user would:
-#  1. dpkg-buildpackage -us -uc -b builds libpcpu1, libpcpu-stats1, libpcpu-dev and
-#     pcpu-tools from a copy of the source tree (debian/rules builds the
-#     library and tools only: no test suite);
-#  2. lintian reports no error;
-#  3. each package holds what it should (dpkg -c);
-#  4. unpacked with dpkg -x into a throwaway root, the -dev package builds
-#     consumers through pkg-config and CMake's find_package; a program built
+#  1. dpkg-buildpackage -us -uc -b builds every package of debian/control
+#     from a copy of the source tree (debian/rules builds the libraries and
+#     the tools only: no test suite), with the C libraries' symbols files
+#     checked at dpkg-gensymbols' level 4 (a symbol added or removed fails);
+#  2. lintian --pedantic -I reports nothing (overrides say why where they
+#     are needed);
+#  3. each package holds its library's files and no other library's, and
+#     depends on what it needs and nothing more: libpcpu-dev (libpcpu's
+#     headers and links) needs libpcpu1 alone -- no statistics, no C++, no
+#     protobuf-c, no libcurl or libmicrohttpd;
+#  4. libpcpu-dev alone, with what it depends on among these packages,
+#     unpacked with dpkg -x into a throwaway root, builds and runs the
+#     README's first program, copied from README.md, through pkg-config pcpu
+#     and through CMake's find_package(pcpu) and pcpu::pcpu; man finds
+#     pcpu(3) there;
+#  5. every package unpacked into another root: consumers built through
+#     pkg-config and CMake (C, C++, prometheus-cpp code); a program built
 #     that way publishes a segment that the packaged pcpustat and the Python
-#     binding (over the packaged libpcpu-stats.so.1) read back; the manual pages
-#     are found by man;
-#  5. a static link against libpcpu.a works as a user of libpcpu-dev does it
-#     (pkg-config --static, CMake's pcpu::pcpu_static), and every library
-#     those name (pcpu.pc's Libs.private, the static target's
-#     INTERFACE_LINK_LIBRARIES) belongs to a package libpcpu-dev depends on:
-#     on a machine with only libpcpu-dev installed, the link finds it.
+#     binding (over the packaged libpcpu-stats.so.1) read back; the manual
+#     pages are found by man;
+#  6. a static link works as a user of the -dev packages does it
+#     (pkg-config --static, CMake's pcpu::stats_static), and every library
+#     those name (Libs.private, the static target's INTERFACE_LINK_LIBRARIES)
+#     belongs to a package libpcpu-stats-dev depends on.
 # Exit 77 (skipped, and ctest says so) only on a system without dpkg at all;
 # on Debian a missing tool is a failure: scripts/install-deps.sh installs it.
 # usage: deb_test.sh SOURCE_DIR
@@ -22,11 +31,16 @@ set -euo pipefail
 src=$(cd "$1" && pwd)
 fail() { echo "deb_test: $*" >&2; exit 1; }
 command -v dpkg >/dev/null || { echo "deb_test: not a Debian system (no dpkg): skipped"; exit 77; }
-for t in dpkg-buildpackage dh lintian pkg-config cmake ninja man python3; do
+python=python3
+for t in dpkg-buildpackage dh lintian pkg-config cmake ninja man "$python"; do
   command -v "$t" >/dev/null || fail "$t not found: run scripts/install-deps.sh"
 done
 work=$(mktemp -d /tmp/pcpu-deb.XXXXXX)
 trap 'rm -rf "$work"' EXIT
+
+runtime=(libpcpu1 libpcpu-stats1 libpcpu-prometheus1 libpcpu-prometheus-pull1 libpcpu-prometheus-push1)
+dev=(libpcpu-dev libpcpu-stats-dev libpcpu-prometheus-dev libpcpu-prometheus-pull-dev libpcpu-prometheus-push-dev)
+all=("${runtime[@]}" "${dev[@]}" pcpu-tools libnginx-mod-http-pcpu)
 
 # ---- 1. build -------------------------------------------------------------------
 mkdir "$work/src"
@@ -35,74 +49,191 @@ tar -C "$src" --exclude=./.git --exclude=./build --exclude='./build-*' --exclude
 jobs=$(nproc)
 if ! (cd "$work/src" && DEB_BUILD_OPTIONS="parallel=$jobs" dpkg-buildpackage -us -uc -b) \
      >"$work/build.log" 2>&1; then
-  tail -40 "$work/build.log"; fail "dpkg-buildpackage failed"
+  grep -B2 -A30 'dpkg-gensymbols: warning: some new symbols\|dpkg-gensymbols: error\|has no package' \
+    "$work/build.log" | head -80 || true
+  tail -40 "$work/build.log"
+  fail "dpkg-buildpackage failed (a new or removed symbol: update debian/<library>.symbols as the diff above says)"
 fi
 changes=$(ls "$work"/pcpu_*.changes)
-for p in libpcpu1 libpcpu-stats1 libpcpu-prometheus1 libpcpu-dev pcpu-tools; do
-  ls "$work/${p}"_*.deb >/dev/null 2>&1 || fail "no $p package built"
+deb() { ls "$work/$1"_*.deb 2>/dev/null | grep -v dbgsym | head -1; }
+for p in "${all[@]}"; do
+  [ -n "$(deb "$p")" ] || fail "no $p package built"
+done
+# Nothing was built that debian/control does not list here.
+for f in "$work"/*.deb; do
+  p=$(dpkg-deb -f "$f" Package)
+  case " ${all[*]} " in *" ${p%-dbgsym} "*) ;; *) fail "unexpected package $p: add it to this test" ;; esac
 done
 
-# ---- 2. lintian -----------------------------------------------------------------
-lintian --fail-on error --no-tag-display-limit "$changes" >"$work/lintian.log" 2>&1 \
-  || { cat "$work/lintian.log"; fail "lintian reports errors"; }
-grep -E '^[EW]: ' "$work/lintian.log" || true
+# ---- 2. lintian -------------------------------------------------------------------
+if ! lintian --pedantic -I --fail-on error,warning,info,pedantic --tag-display-limit 0 \
+       "$changes" >"$work/lintian.log" 2>&1; then
+  cat "$work/lintian.log"; fail "lintian --pedantic -I is not clean"
+fi
+! grep -E '^[EWIPX]: ' "$work/lintian.log" || fail "lintian printed tags"
 
-# ---- 3. contents ----------------------------------------------------------------
+# ---- 3. contents and dependencies ---------------------------------------------------
 ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
-for p in libpcpu1 libpcpu-stats1 libpcpu-prometheus1 libpcpu-dev pcpu-tools; do
-  dpkg -c "$work/${p}"_*.deb | awk '{print $6}' >"$work/$p.list"
+for p in "${all[@]}"; do
+  dpkg -c "$(deb "$p")" | awk '{print $6}' | sed 's|^\./||' >"$work/$p.list"
 done
 has() { # package, path (regex)
-  grep -qE "^\./$2\$" "$work/$1.list" || fail "$1 lacks $2"
+  grep -qE "^$2\$" "$work/$1.list" || fail "$1 lacks $2"
 }
-has libpcpu1 "usr/lib/$ma/libpcpu\.so\.1"
-has libpcpu1 "usr/lib/$ma/libpcpu\.so\.1\.[0-9.]+"
-has libpcpu-stats1 "usr/lib/$ma/libpcpu-stats\.so\.1"
-has libpcpu-stats1 "usr/lib/$ma/libpcpu-stats\.so\.1\.[0-9.]+"
-has libpcpu-dev "usr/lib/$ma/libpcpu-stats\.so"
-has libpcpu-dev "usr/lib/$ma/libpcpu-stats\.a"
-has libpcpu-dev "usr/lib/$ma/pkgconfig/pcpu-stats\.pc"
+hasnt() { # package, path (regex)
+  ! grep -E "^$2\$" "$work/$1.list" || fail "$1 ships $2"
+}
+L=usr/lib/$ma
+has libpcpu1 "$L/libpcpu\.so\.1"
+has libpcpu1 "$L/libpcpu\.so\.1\.[0-9.]+"
+has libpcpu-dev "$L/libpcpu\.so"
+has libpcpu-dev "$L/libpcpu\.a"
+has libpcpu-dev "$L/pkgconfig/pcpu\.pc"
+has libpcpu-dev "$L/pkgconfig/pcpu-counter9\.pc"
+has libpcpu-dev "$L/cmake/pcpu/pcpuConfig\.cmake"
+has libpcpu-dev "$L/cmake/pcpu/pcpuTargets\.cmake"
 has libpcpu-dev "usr/include/pcpu/pcpu\.h"
-has libpcpu-dev "usr/lib/$ma/libpcpu\.so"
-has libpcpu-dev "usr/lib/$ma/libpcpu\.a"
-has libpcpu-dev "usr/lib/$ma/pkgconfig/pcpu\.pc"
-has libpcpu-dev "usr/lib/$ma/cmake/pcpu/pcpuConfig\.cmake"
+has libpcpu-dev "usr/include/pcpu/counter\.h"
+has libpcpu-dev "usr/include/pcpu/version\.h"
+has libpcpu-dev "usr/include/pcpu/compat/sys/counter\.h"
+has libpcpu-dev "usr/share/man/man3/pcpu\.3\.gz"
 has libpcpu-dev "usr/share/man/man3/pcpu_counter_add\.3\.gz"
-# prometheus-cpp's push library (libcurl is a Build-Depends: always built).
-has libpcpu-prometheus1 "usr/lib/$ma/libpcpu-prometheus-push\.so\.1"
-has libpcpu-dev "usr/lib/$ma/libpcpu-prometheus-push\.so"
-has libpcpu-dev "usr/lib/$ma/pkgconfig/pcpu-prometheus-push\.pc"
-has libpcpu-dev "usr/include/pcpu-prometheus/prometheus/gateway\.h"
+has libpcpu-stats1 "$L/libpcpu-stats\.so\.1"
+has libpcpu-stats1 "$L/libpcpu-stats\.so\.1\.[0-9.]+"
+has libpcpu-stats-dev "$L/libpcpu-stats\.so"
+has libpcpu-stats-dev "$L/libpcpu-stats\.a"
+has libpcpu-stats-dev "$L/pkgconfig/pcpu-stats\.pc"
+has libpcpu-stats-dev "$L/cmake/pcpu/pcpu-statsTargets\.cmake"
+has libpcpu-stats-dev "usr/include/pcpu/stats\.h"
+has libpcpu-stats-dev "usr/include/pcpu/reader\.h"
+has libpcpu-stats-dev "usr/include/pcpu/pcpu\.hpp"
+has libpcpu-stats-dev "usr/share/man/man3/pcpu_registry_create\.3\.gz"
+has libpcpu-prometheus1 "$L/libpcpu-prometheus\.so\.1"
+has libpcpu-prometheus-dev "$L/libpcpu-prometheus\.so"
+has libpcpu-prometheus-dev "$L/pkgconfig/pcpu-prometheus\.pc"
+has libpcpu-prometheus-dev "$L/cmake/pcpu/pcpu-prometheusTargets\.cmake"
+has libpcpu-prometheus-dev "usr/include/pcpu-prometheus/prometheus/counter\.h"
+has libpcpu-prometheus-pull1 "$L/libpcpu-prometheus-pull\.so\.1"
+has libpcpu-prometheus-pull-dev "$L/libpcpu-prometheus-pull\.so"
+has libpcpu-prometheus-pull-dev "$L/pkgconfig/pcpu-prometheus-pull\.pc"
+has libpcpu-prometheus-pull-dev "usr/include/pcpu-prometheus/prometheus/exposer\.h"
+has libpcpu-prometheus-pull-dev "usr/include/pcpu/exposer\.hpp"
+has libpcpu-prometheus-push1 "$L/libpcpu-prometheus-push\.so\.1"
+has libpcpu-prometheus-push-dev "$L/libpcpu-prometheus-push\.so"
+has libpcpu-prometheus-push-dev "$L/pkgconfig/pcpu-prometheus-push\.pc"
+has libpcpu-prometheus-push-dev "usr/include/pcpu-prometheus/prometheus/gateway\.h"
 has pcpu-tools "usr/bin/pcpustat"
-# prometheus-cpp's pull API (libpcpu-prometheus-pull, prometheus::Exposer).
-has libpcpu-prometheus1 "usr/lib/$ma/libpcpu-prometheus-pull\.so\.1"
-has libpcpu-dev "usr/lib/$ma/libpcpu-prometheus-pull\.so"
-has libpcpu-dev "usr/lib/$ma/pkgconfig/pcpu-prometheus-pull\.pc"
-has libpcpu-dev "usr/include/pcpu-prometheus/prometheus/exposer\.h"
 has pcpu-tools "usr/share/man/man1/pcpustat\.1\.gz"
-! grep -q 'include/' "$work/libpcpu1.list" || fail "libpcpu1 ships headers"
-! grep -q 'libpcpu-stats' "$work/libpcpu1.list" || fail "libpcpu1 ships libpcpu-stats"
-[[ $(dpkg-deb -f "$work"/libpcpu-dev_*.deb Depends) == *"libpcpu1 (= "* ]] || fail "libpcpu-dev does not depend on its libpcpu1"
-[[ $(dpkg-deb -f "$work"/libpcpu-dev_*.deb Depends) == *"libpcpu-stats1 (= "* ]] || fail "libpcpu-dev does not depend on its libpcpu-stats1"
-# libpcpu-stats calls libpcpu's private interface: only the same build's.
-[[ $(dpkg-deb -f "$work"/libpcpu-stats1_*.deb Depends) == *"libpcpu1 (= "* ]] || fail "libpcpu-stats1 does not depend on its own libpcpu1"
-[[ $(dpkg-deb -f "$work"/libpcpu1_*.deb Depends) != *protobuf* ]] || fail "libpcpu1 depends on protobuf-c"
-[[ $(dpkg-deb -f "$work"/pcpu-tools_*.deb Depends) == *libpcpu-stats1* ]] || fail "pcpu-tools does not depend on libpcpu-stats1"
+# Each package holds one library's files: the runtime packages no headers
+# and no other library; libpcpu-dev nothing of the statistics layer.
+for p in "${runtime[@]}"; do
+  hasnt "$p" "usr/include/.*"
+  [ "$(grep -cE '\.so\.1\.[0-9.]+$' "$work/$p.list")" = 1 ] || fail "$p: not exactly one shared object"
+done
+hasnt libpcpu-dev "usr/include/pcpu/(stats|gauge|histogram|group|expose|segment|segment_dir|reader|counter9_sysctl)\.h"
+hasnt libpcpu-dev "usr/include/pcpu/.*\.hpp"
+hasnt libpcpu-dev "usr/include/pcpu-prometheus/.*"
+hasnt libpcpu-dev "$L/libpcpu-.*"
+hasnt libpcpu-dev "$L/pkgconfig/pcpu-(stats|prometheus.*)\.pc"
+hasnt libpcpu-dev "$L/cmake/pcpu/pcpu-.*"
+hasnt libpcpu-dev "usr/share/man/man3/pcpu_(registry|reader|gauge|segment)_.*"
+hasnt libpcpu-prometheus-dev "usr/include/pcpu-prometheus/prometheus/(exposer|gateway)\.h"
+# The same file in two packages would make them conflict.
+dup=$(for p in "${all[@]}"; do grep -vE '/$' "$work/$p.list"; done | sort | uniq -d | grep -v '^usr/share/doc/' || true)
+[ -z "$dup" ] || fail "files in more than one package: $dup"
 
-# ---- 4. use the unpacked packages -------------------------------------------------
-root=$work/root
-for p in libpcpu1 libpcpu-stats1 libpcpu-prometheus1 libpcpu-dev pcpu-tools; do dpkg -x "$work/${p}"_*.deb "$root"; done
+depends() { dpkg-deb -f "$(deb "$1")" Depends; }
+echo "libpcpu-dev Depends: $(depends libpcpu-dev)"
+# libpcpu-dev: libpcpu1 of the same build, and nothing else of substance.
+[[ "$(depends libpcpu-dev | tr -d ' ')" =~ ^libpcpu1\(=[^\)]*\)$ ]] \
+  || fail "libpcpu-dev depends on more than libpcpu1: $(depends libpcpu-dev)"
+[[ $(depends libpcpu1) != *libpcpu-* && $(depends libpcpu1) != *protobuf* ]] \
+  || fail "libpcpu1 depends on $(depends libpcpu1)"
+[[ $(depends libpcpu-stats-dev) == *"libpcpu-stats1 (= "* && $(depends libpcpu-stats-dev) == *"libpcpu-dev (= "* ]] \
+  || fail "libpcpu-stats-dev does not depend on libpcpu-stats1 and libpcpu-dev of its build: $(depends libpcpu-stats-dev)"
+# libpcpu-stats calls libpcpu's private interface: only the same build's.
+[[ $(depends libpcpu-stats1) == *"libpcpu1 (= "* ]] || fail "libpcpu-stats1 does not depend on its own libpcpu1"
+[[ $(depends libpcpu-stats-dev) != *prometheus* && $(depends libpcpu-stats-dev) != *curl* ]] \
+  || fail "libpcpu-stats-dev depends on $(depends libpcpu-stats-dev)"
+for p in libpcpu-prometheus-pull libpcpu-prometheus-push; do
+  [[ $(depends $p-dev) == *"${p}1 (= "* && $(depends $p-dev) == *"libpcpu-prometheus-dev (= "* ]] \
+    || fail "$p-dev: $(depends $p-dev)"
+done
+[[ $(depends libpcpu-prometheus1) != *curl* && $(depends libpcpu-prometheus1) != *microhttpd* ]] \
+  || fail "libpcpu-prometheus1 (the core API) depends on $(depends libpcpu-prometheus1)"
+[[ $(depends pcpu-tools) == *libpcpu-stats1* ]] || fail "pcpu-tools does not depend on libpcpu-stats1"
+# nginx's module, as Debian's libnginx-mod-* are: where nginx loads modules,
+# a load file it enables, tied to the nginx ABI it was built for.
+has libnginx-mod-http-pcpu "usr/lib/nginx/modules/ngx_http_pcpu_module\.so"
+has libnginx-mod-http-pcpu "usr/share/nginx/modules-available/mod-http-pcpu\.conf"
+[[ $(depends libnginx-mod-http-pcpu) == *nginx-abi-* && $(depends libnginx-mod-http-pcpu) == *libpcpu-stats1* ]] \
+  || fail "libnginx-mod-http-pcpu: $(depends libnginx-mod-http-pcpu)"
+dpkg-deb --ctrl-tarfile "$(deb libnginx-mod-http-pcpu)" | tar -xOf - ./postinst | grep -q modules-enabled \
+  || fail "libnginx-mod-http-pcpu's postinst does not enable the module"
+
+# unpack ROOT PACKAGE...: each package and, recursively, what it depends on
+# among the packages built here (dependencies outside them, libc6 and the
+# like, are this machine's); prints the packages unpacked.
+unpack() {
+  local root=$1 p d; shift
+  local -a todo=("$@") done=()
+  while [ ${#todo[@]} -gt 0 ]; do
+    p=${todo[0]}; todo=("${todo[@]:1}")
+    case " ${done[*]} " in *" $p "*) continue ;; esac
+    done+=("$p")
+    dpkg -x "$(deb "$p")" "$root"
+    for d in $(depends "$p" | tr ',' '\n' | sed 's/[ (].*//;s/^ *//'); do
+      [ -n "$(deb "$d")" ] && todo+=("$d")
+    done
+  done
+  echo "${done[*]}"
+}
+
+# ---- 4. libpcpu-dev alone: the README's first program -------------------------------
+root=$work/dev-only
+echo "libpcpu-dev alone unpacks: $(unpack "$root" libpcpu-dev)"
+awk '/^## A first program/{f=1} f&&/^```c/{p=1;next} p&&/^```/{exit} p' "$src/README.md" >"$work/app.c"
+grep -q 'pcpu_counter_inc' "$work/app.c" || fail "README.md: no first program found under '## A first program'"
 lib=$root/usr/lib/$ma
-export LD_LIBRARY_PATH=$lib
-# pkg-config: the .pc says /usr; the sysroot maps it to the unpacked root.
+pc() { PKG_CONFIG_LIBDIR=$lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$root pkg-config "$@"; }
 [ "$(PKG_CONFIG_LIBDIR=$lib/pkgconfig pkg-config --variable=includedir pcpu)" = /usr/include ] \
   || fail "pcpu.pc: includedir is not /usr/include"
-cflags=$(PKG_CONFIG_LIBDIR=$lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$root pkg-config --cflags pcpu)
-libs=$(PKG_CONFIG_LIBDIR=$lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$root pkg-config --libs pcpu)
-echo "pkg-config --cflags --libs pcpu: $cflags $libs"
+echo "pkg-config --cflags --libs pcpu: $(pc --cflags --libs pcpu)"
+# shellcheck disable=SC2046
+cc -Wall -Werror "$work/app.c" $(pc --cflags --libs pcpu) -pthread -o "$work/app-pc" \
+  || fail "the README's first program does not build against libpcpu-dev alone (pkg-config pcpu)"
+[ "$(LD_LIBRARY_PATH=$lib "$work/app-pc")" = "400000 requests" ] || fail "the first program (pkg-config) printed something else"
+mkdir "$work/app-cmake"
+cat >"$work/app-cmake/CMakeLists.txt" <<EOF
+cmake_minimum_required(VERSION 3.18)
+project(app C)
+find_package(pcpu REQUIRED)
+add_executable(app $work/app.c)
+target_link_libraries(app PRIVATE pcpu::pcpu)
+# The statistics layer is not installed: its component is not found.
+find_package(pcpu QUIET COMPONENTS stats)
+if(pcpu_stats_FOUND OR TARGET pcpu::stats)
+  message(FATAL_ERROR "libpcpu-dev alone: pcpu::stats found")
+endif()
+EOF
+cmake -S "$work/app-cmake" -B "$work/app-cmake/b" -G Ninja -DCMAKE_PREFIX_PATH="$root/usr" >"$work/app-cmake.log" 2>&1 \
+  || { cat "$work/app-cmake.log"; fail "find_package(pcpu) with libpcpu-dev alone"; }
+cmake --build "$work/app-cmake/b" >>"$work/app-cmake.log" 2>&1 || { cat "$work/app-cmake.log"; fail "pcpu::pcpu with libpcpu-dev alone"; }
+[ "$(LD_LIBRARY_PATH=$lib "$work/app-cmake/b/app")" = "400000 requests" ] || fail "the first program (CMake) printed something else"
+MANPATH=$root/usr/share/man man -w pcpu >/dev/null || fail "man pcpu: not found with libpcpu-dev"
+MANPATH=$root/usr/share/man man -w pcpu_counter_inc >/dev/null || fail "man pcpu_counter_inc: not found with libpcpu-dev"
+echo "libpcpu-dev alone: the README's first program built with pkg-config and CMake; man pcpu found"
+
+# ---- 5. every package -----------------------------------------------------------
+root=$work/root
+unpack "$root" "${all[@]}" >/dev/null
+lib=$root/usr/lib/$ma
+export LD_LIBRARY_PATH=$lib
+cflags=$(pc --cflags pcpu)
+libs=$(pc --libs pcpu)
 cc $cflags "$src/tests/install_consumer/consumer_counter.c" -o "$work/pc_counter" $libs -pthread
 "$work/pc_counter"
-libs=$(PKG_CONFIG_LIBDIR=$lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$root pkg-config --libs pcpu-stats)
+libs=$(pc --libs pcpu-stats)
 echo "pkg-config --libs pcpu-stats: $libs"
 cc $cflags "$src/tests/install_consumer/consumer.c" -o "$work/pc_consumer" $libs -pthread
 "$work/pc_consumer"
@@ -123,7 +254,7 @@ echo "$out"
 grep -qE 'debtest_events_total +4242' <<<"$out" || fail "pcpustat does not show debtest_events_total 4242"
 [[ $("$root/usr/bin/pcpustat") == *debtest* ]] || fail "pcpustat does not list the segment"
 # The Python binding over the packaged library.
-PCPU_LIBRARY=$lib/libpcpu-stats.so.1 PYTHONPATH=$src/python/src PYTHONDONTWRITEBYTECODE=1 python3 - <<'PY'
+PCPU_LIBRARY=$lib/libpcpu-stats.so.1 PYTHONPATH=$src/python/src PYTHONDONTWRITEBYTECODE=1 "$python" - <<'PY'
 import pcpu
 with pcpu.open_segment("debtest") as seg:
     snap = seg.snapshot()
@@ -134,6 +265,22 @@ PY
 exec {PUB[1]}>&-
 wait "$PUB_PID" || fail "publisher failed"
 [ -z "$(ls "$work/segs")" ] || fail "the publisher left its segment"
+# nginx loads the packaged module with the packaged libraries.
+ngx_root=$work/nginx-module
+# (named: unpack's recursion reads only a Depends field's first package)
+echo "libnginx-mod-http-pcpu unpacks: $(unpack "$ngx_root" libnginx-mod-http-pcpu libpcpu-stats1)"
+so=$ngx_root/usr/lib/nginx/modules/ngx_http_pcpu_module.so
+! readelf -d "$so" | grep -E 'RPATH|RUNPATH' || fail "the nginx module has an RPATH"
+sed "s|modules/|$ngx_root/usr/lib/nginx/modules/|" \
+  "$ngx_root/usr/share/nginx/modules-available/mod-http-pcpu.conf" >"$work/nginx.conf"
+printf 'events {}\nhttp { pcpu_stats on; server { listen 127.0.0.1:1; location / { pcpu_stats_display; } } }\n' \
+  >>"$work/nginx.conf"
+if [ -x /usr/sbin/nginx ]; then
+  LD_LIBRARY_PATH=$ngx_root/usr/lib/$ma /usr/sbin/nginx -t -q \
+    -g "error_log /dev/null; pid $work/nginx.pid;" -c "$work/nginx.conf" \
+    || fail "nginx -t does not load the packaged module"
+  echo "nginx -t: the packaged module loads"
+fi
 # Manual pages: man finds them in the unpacked tree, links included.
 for page in pcpu pcpu_counter_add pcpu_counter_inc pcpu_reader_open pcpustat; do
   MANPATH=$root/usr/share/man man -w "$page" >/dev/null || fail "man $page: not found"
@@ -141,10 +288,9 @@ done
 [[ $(MANPATH=$root/usr/share/man MANWIDTH=80 man -P cat pcpu_counter_inc 2>/dev/null) == *pcpu_counter_add* ]] \
   || fail "man pcpu_counter_inc does not show pcpu_counter_add(3)"
 
-# ---- 5. static linking ------------------------------------------------------------
-# Every library a static link needs comes with libpcpu-dev's dependencies.
-dev_depends=$(dpkg-deb -f "$work"/libpcpu-dev_*.deb Depends)
-echo "libpcpu-dev Depends: $dev_depends"
+# ---- 6. static linking ------------------------------------------------------------
+# Every library a static link needs comes with libpcpu-stats-dev's dependencies.
+stats_depends=$(depends libpcpu-stats-dev)
 owner() { # a library file -> the package that ships it
   dpkg-query -S "$1" 2>/dev/null | sed -n '1s/:.*//p'
 }
@@ -152,12 +298,18 @@ needs() { # what names the library, the file
   local pkg
   pkg=$(owner "$2")
   [ -n "$pkg" ] || fail "$1 names $2, which no installed package ships"
-  [[ ", $dev_depends," == *", $pkg"[\ ,]* ]] \
-    || fail "$1 names $2 (package $pkg), but libpcpu-dev does not depend on $pkg: a static link fails where $pkg is not installed"
-  echo "static link: $1 needs $2, from $pkg: a dependency of libpcpu-dev"
+  [[ ", $stats_depends," == *", $pkg"[\ ,]* ]] \
+    || fail "$1 names $2 (package $pkg), but libpcpu-stats-dev does not depend on $pkg: a static link fails where $pkg is not installed"
+  echo "static link: $1 needs $2, from $pkg: a dependency of libpcpu-stats-dev"
 }
-private="$(sed -n 's/^Libs\.private://p' "$lib/pkgconfig/pcpu.pc") $(sed -n 's/^Libs\.private://p' "$lib/pkgconfig/pcpu-stats.pc")"
-for flag in $private; do
+# libpcpu.a needs libc alone: pcpu.pc's Libs.private names no library.
+for flag in $(sed -n 's/^Libs\.private://p' "$lib/pkgconfig/pcpu.pc"); do
+  case $flag in
+  -lpthread | -lm | -lrt | -ldl | -lc | -pthread) ;;
+  *) fail "pcpu.pc Libs.private names $flag: libpcpu.a must need libc alone (libpcpu-dev depends on nothing else)" ;;
+  esac
+done
+for flag in $(sed -n 's/^Libs\.private://p' "$lib/pkgconfig/pcpu-stats.pc"); do
   case $flag in
   -lpthread | -lm | -lrt | -ldl | -lc | -pthread) ;;
   -l*)
@@ -165,12 +317,12 @@ for flag in $private; do
     for d in /usr/lib/$ma /lib/$ma /usr/lib /lib; do
       [ -e "$d/lib${flag#-l}.so" ] && { so=$d/lib${flag#-l}.so; break; }
     done
-    [ -n "$so" ] || fail "pcpu.pc Libs.private names $flag: lib${flag#-l}.so not found on this machine"
-    needs "pcpu.pc Libs.private ($flag)" "$so" ;;
-  *) fail "pcpu.pc Libs.private: unexpected '$flag'" ;;
+    [ -n "$so" ] || fail "pcpu-stats.pc Libs.private names $flag: lib${flag#-l}.so not found on this machine"
+    needs "pcpu-stats.pc Libs.private ($flag)" "$so" ;;
+  *) fail "pcpu-stats.pc Libs.private: unexpected '$flag'" ;;
   esac
 done
-targets=$lib/cmake/pcpu/pcpuTargets.cmake
+targets=$lib/cmake/pcpu/pcpu-statsTargets.cmake
 static_libs=$(awk '/set_target_properties\(pcpu::stats_static /{t=1} t && /INTERFACE_LINK_LIBRARIES/{print; exit}' "$targets" \
   | sed 's/.*INTERFACE_LINK_LIBRARIES "\(.*\)"/\1/')
 [ -n "$static_libs" ] || fail "no INTERFACE_LINK_LIBRARIES for pcpu::stats_static in $targets"
@@ -187,10 +339,10 @@ done
 # The static link itself, with pkg-config --static: libpcpu-stats.a,
 # libpcpu.a, and what Libs.private adds, linked statically too where an
 # archive exists.
-static_libs_pc=$(PKG_CONFIG_LIBDIR=$lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$root pkg-config --static --libs pcpu-stats)
+static_libs_pc=$(pc --static --libs pcpu-stats)
 echo "pkg-config --static --libs pcpu-stats: $static_libs_pc"
 cc $cflags "$src/tests/install_consumer/consumer.c" -o "$work/static_consumer" \
   -Wl,-Bstatic $static_libs_pc -Wl,-Bdynamic
 ! readelf -d "$work/static_consumer" | grep -q 'libpcpu.*\.so' || fail "the pkg-config --static consumer links libpcpu*.so"
 "$work/static_consumer"
-echo "deb_test: ok ($(cd "$work" && ls *.deb | tr '\n' ' '))"
+echo "deb_test: ok ($(cd "$work" && ls *.deb | grep -v dbgsym | tr '\n' ' '))"

@@ -1,5 +1,20 @@
 #!/usr/bin/env python3
-"""pcpustat serve against its limits, hostile neighbours and unfair clients.
+"""The exporters against their limits, hostile neighbours and unfair clients.
+
+Every program that serves statistics over HTTP in this project uses one
+exporter core (libpcpu-exporter): `pcpustat serve`, the prometheus-cpp
+layer's Exposer and a program serving its own registry
+(examples/exporter.c). The HTTP modes (idle, fairness, nofile, body,
+gzip, wrongpass, auth, plaintext) run against each of them:
+
+  exporter_hostile_test.py MODE PCPUSTAT FIXTURE [SERVER PROGRAM]
+
+SERVER is pcpustat (the default), exposer (PROGRAM: exposer_hostile_server,
+a prometheus::Exposer) or example (PROGRAM: pcpu_example_exporter); auth
+and plaintext need the web configuration's bcrypt users and TLS, which the
+Exposer does not take (its RegisterAuth() check is what wrongpass
+attacks). The segment modes (bounds, segments, neighbours, junk) are
+pcpustat's.
 
   exporter_hostile_test.py bounds PCPUSTAT FIXTURE
       --max-bytes: a scrape over it fails alone (503); a small one right
@@ -23,10 +38,32 @@
       RLIMIT_NOFILE 20 and 30 idle clients: no busy loop (CPU time
       measured), and scrapes are answered (idle clients are shed near the
       connection limit after 1 s, not after --timeout, set to 300 s).
-  exporter_hostile_test.py fairness PCPUSTAT FIXTURE
+  exporter_hostile_test.py idle PCPUSTAT FIXTURE [SERVER PROGRAM]
+      1,100 idle connections, past the connection limit (1024), held: 3
+      scrapes, each answered 200 within 20 s (idle clients are shed near
+      the limit after 1 s; the inactivity timeout is 300 s, 30 s for the
+      Exposer).
+  exporter_hostile_test.py slowloris PCPUSTAT FIXTURE [SERVER PROGRAM]
+      1,100 slowloris clients (past the limit), each sending a header line
+      every 3 s: 3 scrapes, each answered 200 within 20 s.
+  exporter_hostile_test.py fairness PCPUSTAT FIXTURE [SERVER PROGRAM]
       500 idle connections and 50 slowloris clients, then 100 scrapes, each
-      answered while they stay (--timeout 300 s: a scrape that waited for
-      them would take minutes; each must take under 30 s).
+      answered while they stay (timeout 300 s, 30 s for the Exposer: a
+      scrape that waited for them would take that long; each must take
+      under 20 s).
+  exporter_hostile_test.py body PCPUSTAT FIXTURE [SERVER PROGRAM]
+      20 GETs announcing a 100 MB body (and 5 a chunked one) that never
+      comes: each answered 400 and closed at once (within 20 s, not at the
+      timeout), a scrape beside them 200.
+  exporter_hostile_test.py gzip PCPUSTAT FIXTURE [SERVER PROGRAM]
+      gzip only where Accept-Encoding takes it: refused by q=0 even beside
+      "*" ("gzip;q=0, *"), taken by "gzip", "x-gzip" and "*".
+  exporter_hostile_test.py wrongpass PCPUSTAT FIXTURE [SERVER PROGRAM]
+      basic authentication while 8 clients send wrong passwords (a new one
+      each request) as fast as they are answered: 20 scrapes with the right
+      password, each 200 with the value; the wrong ones never 200, each
+      answered after the refusal's delay (half a second: at most 2 answers
+      a second per client).
   exporter_hostile_test.py auth PCPUSTAT FIXTURE
       HTTPS and basic auth while clients send passwords that must be
       bcrypt-checked: one user's hash has cost 31 (one check runs for
@@ -43,6 +80,7 @@
 Loopback only; every wait is bounded; everything started is stopped.
 """
 import base64
+import gzip as gzip_module
 import http.client
 import json
 import os
@@ -380,14 +418,12 @@ def junk(e):
     check(st != 200, "/metrics/SEGMENT of a junk file: refused as before (%r)" % st)
 
 
-def nofile(e):
-    e.fixture_start("count", "99", "counter")
-
+def nofile(e, sv):
     def limit():
         resource.setrlimit(resource.RLIMIT_NOFILE, (20, 20))
     # An inactivity timeout longer than every wait below: only shedding
     # near the connection limit lets the scrapes through.
-    srv, host, port = e.serve("--timeout", "300", preexec=limit)
+    srv, host, port = sv.start(timeout=LONG_TIMEOUT, preexec=limit)
     idle = []
     for _ in range(30):
         try:
@@ -400,26 +436,67 @@ def nofile(e):
     c1, t1 = cpu_seconds(srv.pid), time.monotonic()
     busy = (c1 - c0) / (t1 - t0)
     check(busy < 0.2, "30 idle clients at RLIMIT_NOFILE 20: %.0f%% CPU (no busy loop)" % (100 * busy))
-    # Near the connection limit idle clients are shed after 1 s (not
-    # --timeout's 300 s); then scrapes succeed, while the 30 stay connected.
+    # Near the connection limit idle clients are shed after 1 s (not the
+    # timeout); then scrapes succeed, while the 30 stay connected.
     ok, t0, deadline = False, time.monotonic(), time.monotonic() + 120
     while not ok and time.monotonic() < deadline:
         st, body, _ = timed_get(host, port, timeout=10)
-        ok = st == 200 and "test_events_total" in body and " 99" in body
+        ok = sv.scrape_ok(st, body)
         if not ok:
             time.sleep(0.2)
     check(ok, "scrapes answered (200, with the value) after %.1f s, idle clients shed "
-          "long before --timeout" % (time.monotonic() - t0))
+          "long before the timeout" % (time.monotonic() - t0))
     for s in idle:
         s.close()
     check(srv.poll() is None, "still running")
 
 
-def fairness(e):
-    e.fixture_start("count", "5150", "counter")
-    # The defaults, but for an inactivity timeout longer than a scrape may
-    # take: a scrape that waited for the slow clients would wait for it.
-    srv, host, port = e.serve("--timeout", "300")
+def more_descriptors(n):
+    """This process may open n descriptors (the servers it starts inherit
+    the limit); False where the hard limit says no."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft >= n:
+        return True
+    if hard != resource.RLIM_INFINITY and hard < n:
+        return False
+    resource.setrlimit(resource.RLIMIT_NOFILE, (n, hard))
+    return True
+
+
+# A scrape under attack must be answered well before the inactivity
+# timeout (300 s; the Exposer's 30 s): a server that waited for the
+# attackers to time out would take that long.
+UNDER_ATTACK = 20
+
+
+def idle(e, sv):
+    check(more_descriptors(4096), "4096 descriptors for 1,100 connections (ulimit -Hn)")
+    srv, host, port = sv.start(timeout=LONG_TIMEOUT)
+    conns = []
+    for _ in range(1100):
+        try:
+            # Connecting never waits for the server: past its limit the
+            # kernel's backlog takes the connection.
+            conns.append(socket.create_connection((host, port), timeout=et.TIMEOUT))
+        except OSError:
+            pass
+    check(len(conns) >= 1024, "%d idle connections opened (past the limit, 1024)" % len(conns))
+    good, worst = 0, 0.0
+    for _ in range(3):
+        st, body, dt = timed_get(host, port, timeout=60)
+        worst = max(worst, dt)
+        good += sv.scrape_ok(st, body) and dt < UNDER_ATTACK
+    check(good == 3, "1,100 idle connections held: %d of 3 scrapes answered 200 within %d s (slowest %.1f s)"
+          % (good, UNDER_ATTACK, worst))
+    for c in conns:
+        c.close()
+    check(srv.poll() is None, "still running")
+
+
+def fairness(e, sv):
+    # An inactivity timeout longer than a scrape may take: a scrape that
+    # waited for the slow clients would wait for it.
+    srv, host, port = sv.start(timeout=LONG_TIMEOUT)
     idle, slow = [], []
     try:
         for _ in range(500):
@@ -441,7 +518,7 @@ def fairness(e):
                     pass
         st, body, dt = timed_get(host, port, timeout=60)
         worst = max(worst, dt)
-        if st != 200 or "5150" not in body or dt >= 30:
+        if not sv.scrape_ok(st, body) or dt >= UNDER_ATTACK:
             bad += 1
         if time.monotonic() > t_end:
             break
@@ -449,6 +526,163 @@ def fairness(e):
           "(slowest %.3f s, %d bad)" % (i + 1, worst, bad))
     for s in idle + slow:
         s.close()
+
+
+def slowloris(e, sv):
+    check(more_descriptors(4096), "4096 descriptors for 1,100 connections (ulimit -Hn)")
+    srv, host, port = sv.start(timeout=LONG_TIMEOUT)
+    slow = []
+    for _ in range(1100):
+        try:
+            s = socket.create_connection((host, port), timeout=et.TIMEOUT)
+            s.setblocking(False)
+            slow.append(s)
+        except OSError:
+            pass
+    check(len(slow) >= 1024, "%d slowloris connections opened (past the limit, 1024)" % len(slow))
+    stop_flag = threading.Event()
+
+    def dribble():
+        # A request line, then a header line every 3 s: slower than the
+        # 1 s of shedding, far faster than any inactivity timeout.
+        line = b"GET /metrics HTTP/1.1\r\n"
+        while not stop_flag.is_set():
+            for s in slow:
+                try:
+                    s.send(line)
+                except OSError:
+                    pass
+            line = b"X-Slow: 1\r\n"
+            stop_flag.wait(3)
+    t = threading.Thread(target=dribble, daemon=True)
+    t.start()
+    good, worst = 0, 0.0
+    for _ in range(3):
+        st, body, dt = timed_get(host, port, timeout=60)
+        worst = max(worst, dt)
+        good += sv.scrape_ok(st, body) and dt < UNDER_ATTACK
+        time.sleep(1)
+    stop_flag.set()
+    t.join(30)
+    check(good == 3, "1,100 slowloris clients (a header line every 3 s): %d of 3 scrapes answered 200 within %d s "
+          "(slowest %.1f s)" % (good, UNDER_ATTACK, worst))
+    for c in slow:
+        c.close()
+    check(srv.poll() is None, "still running")
+
+
+def body(e, sv):
+    srv, host, port = sv.start(timeout=LONG_TIMEOUT)
+    big = b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n"
+    chunked = b"GET /metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+    results = queue.Queue()
+
+    def announce(data):
+        # Sends the headers only: the body never comes.
+        results.put(et.exchange(host, port, data, wait=60))
+    threads = [threading.Thread(target=announce, args=(big if i < 20 else chunked,), daemon=True)
+               for i in range(25)]
+    for t in threads:
+        t.start()
+    st, b, dt = timed_get(host, port)
+    check(sv.scrape_ok(st, b), "a scrape beside 25 announced bodies: 200 with the value (%r, %.2f s)" % (st, dt))
+    for t in threads:
+        t.join(90)
+    got = [results.get() for _ in range(results.qsize())]
+    fine = [out for out, closed, secs in got if out.startswith("HTTP/1.1 400") and closed and secs < UNDER_ATTACK]
+    check(len(got) == 25 and len(fine) == 25,
+          "a GET announcing a 100 MB (or chunked) body: 400 and closed at once, %d of 25 (slowest %.1f s)"
+          % (len(fine), max([secs for _, _, secs in got] or [0])))
+    check(srv.poll() is None, "still running")
+
+
+def gzip_refusal(e, sv):
+    srv, host, port = sv.start()
+    cases = [("gzip;q=0, *", False), ("gzip;q=0", False), ("identity", False), ("*;q=0", False),
+             ("gzip", True), ("x-gzip", True), ("*", True), ("br, gzip;q=0.5", True), (None, False)]
+    for ae, zipped in cases:
+        st, hdrs, raw_body = et.get_bytes(host, port, {"Accept-Encoding": ae} if ae is not None else {})
+        enc = hdrs.get("Content-Encoding")
+        if zipped:
+            try:
+                text = gzip_module.decompress(raw_body).decode()
+            except OSError:
+                text = ""
+            ok = st == 200 and enc == "gzip" and sv.marker in text
+        else:
+            ok = st == 200 and enc is None and sv.marker in raw_body.decode("utf-8", "replace")
+        check(ok, "Accept-Encoding %r: %s (%r, Content-Encoding %r)"
+              % (ae, "gzip" if zipped else "not compressed", st, enc))
+        check("accept-encoding" in (hdrs.get("Vary") or "").lower(), "Accept-Encoding %r: Vary names it" % ae)
+
+
+def wrongpass(e, sv):
+    right = basic("prometheus", "s3cret")
+    if sv.kind == "exposer":
+        srv, host, port = sv.start(users={"prometheus": "s3cret"})
+    else:
+        web = os.path.join(e.tmp, "users.yml")
+        with open(web, "w") as f:
+            f.write("basic_auth_users:\n  prometheus: '%s'\n" % bcrypt_hash("s3cret", 4))
+        srv, host, port = sv.start(web=web)
+    st, b, _ = timed_get_with(host, port, right)
+    check(sv.scrape_ok(st, b), "the right password: 200 with the value (%r)" % st)
+    # A refusal is answered after half a second (a lower bound: a slow
+    # machine only makes it later), so that clients cannot spin through
+    # wrong passwords at the serving thread's cost.
+    st, _, dt = timed_get_with(host, port, basic("prometheus", "nope"))
+    check(st == 401 and dt >= 0.45, "a wrong password: 401 after the refusal's delay (%r, %.2f s)" % (st, dt))
+    stop_flag, answers = threading.Event(), queue.Queue()
+
+    def attacker(k):
+        n = 0
+        c = None
+        while not stop_flag.is_set():
+            n += 1
+            try:
+                c = c or http.client.HTTPConnection(host, port, timeout=60)
+                c.request("GET", "/metrics", headers=basic("prometheus", "wrong-%d-%d" % (k, n)))
+                r = c.getresponse()
+                r.read()
+                answers.put(r.status)
+            except (OSError, http.client.HTTPException):
+                c = None
+        if c:
+            c.close()
+    threads = [threading.Thread(target=attacker, args=(k,), daemon=True) for k in range(8)]
+    for t in threads:
+        t.start()
+    good, worst = 0, 0.0
+    t_attack = time.monotonic()
+    for _ in range(20):
+        st, b, dt = timed_get_with(host, port, right)
+        worst = max(worst, dt)
+        good += sv.scrape_ok(st, b)
+    stop_flag.set()
+    for t in threads:
+        t.join(90)
+    attack = time.monotonic() - t_attack
+    statuses = [answers.get() for _ in range(answers.qsize())]
+    # Each of the 8 waits half a second per answer: at most 2 a second
+    # each, however fast the machine (3 of slack per client: the one in
+    # flight, the join). They got thousands when refused at once.
+    bound = int(8 * (attack / 0.5 + 3))
+    check(len(statuses) <= bound, "8 clients sending wrong passwords were answered %d times in %.1f s "
+          "(at most %d: each refusal waits)" % (len(statuses), attack, bound))
+    check(good == 20, "8 clients sending wrong passwords: %d of 20 scrapes with the right one answered 200 "
+          "(slowest %.3f s)" % (good, worst))
+    check(statuses and 200 not in statuses and 401 in statuses,
+          "the wrong passwords: %d answers, never 200, 401 among them (%s)"
+          % (len(statuses), sorted(set(statuses))))
+
+
+def timed_get_with(host, port, headers, timeout=et.TIMEOUT):
+    t0 = time.monotonic()
+    try:
+        st, _, b = et.get(host, port, headers=headers, timeout=timeout)
+    except OSError as ex:
+        return None, str(ex), time.monotonic() - t0
+    return st, b, time.monotonic() - t0
 
 
 def make_tls(e, users=None):
@@ -482,6 +716,60 @@ def bcrypt_hash(password, cost):
 
 def basic(user, password):
     return {"Authorization": "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode()}
+
+
+# ---- the three servers ------------------------------------------------------------------
+LONG_TIMEOUT = 300  # seconds of inactivity asked for (the Exposer's is 30)
+
+
+class Server:
+    """One of the servers the HTTP modes run against: start() returns
+    (process, host, port); `marker` is in every good scrape's body."""
+
+    def __init__(self, e, kind, program):
+        self.e, self.kind, self.program = e, kind, program
+        self.value = None
+        if kind == "pcpustat":
+            cnt, _ = e.fixture_start("count", "5150", "hostile")
+            self.marker = 'test_events_total{pcpu_segment="hostile",pcpu_pid="%d"} 5150' % cnt.pid
+        elif kind == "exposer":
+            self.marker = "hostile_marker_total 5150"
+        elif kind == "example":
+            self.marker = 'example_requests_total{method="GET"}'
+        else:
+            raise SystemExit("unknown server %r" % kind)
+
+    def start(self, timeout=None, web=None, users=None, preexec=None):
+        """timeout: seconds of inactivity (None: the server's default);
+        web: a web configuration file (pcpustat, example); users: {name:
+        password} for the Exposer's RegisterAuth() (one user)."""
+        if self.kind == "pcpustat":
+            args = []
+            if timeout:
+                args += ["--timeout", str(timeout)]
+            if web:
+                args += ["--web.config.file", web]
+            return self.e.serve(*args, preexec=preexec)
+        if self.kind == "exposer":
+            cmd = [self.program, "127.0.0.1:0"]
+            for name, password in (users or {}).items():
+                cmd += [name, password]
+        else:
+            cmd = [self.program, "127.0.0.1:0", web or "-", str(timeout or 10)]
+        err = open(os.path.join(self.e.tmp, "server-%d.err" % len(self.e.procs)), "w+")
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, env=self.e.env, text=True,
+                             preexec_fn=preexec)
+        p.errfile = err.name
+        self.e.procs.append(p)
+        line = p.stdout.readline()
+        if "://" not in line:
+            err.seek(0)
+            raise SystemExit("%s did not start: %r %s" % (self.kind, line, err.read()))
+        host, port = line.split("://")[1].split("/")[0].rsplit(":", 1)
+        return p, host, int(port)
+
+    def scrape_ok(self, st, body):
+        return st == 200 and self.marker in body
 
 
 class Pending:
@@ -519,15 +807,13 @@ def next_answers(answers, n, what, timeout=60):
     return got
 
 
-def auth(e):
-    cnt, _ = e.fixture_start("count", "4242", "authtest")
-    want = 'test_events_total{pcpu_segment="authtest",pcpu_pid="%d"} 4242' % cnt.pid
+def auth(e, sv):
     # "slow": bcrypt cost 31 (a valid hash, 2^27 times the work of cost 4):
     # the first check of a password for it keeps the checker busy far
     # longer than the test, so the queue behind it fills deterministically.
     slow = bcrypt_hash("x", 4).replace("$04$", "$31$", 1)
     web, ctx = make_tls(e, {"prometheus": bcrypt_hash("s3cret", 4), "slow": slow})
-    srv, host, port = e.serve("--web.config.file", web, "authtest")
+    srv, host, port = sv.start(web=web)
     right = basic("prometheus", "s3cret")
 
     def legit(conn=None):
@@ -540,7 +826,7 @@ def auth(e):
         return r.status, body
 
     st, body = legit()
-    check(st == 200 and want in body, "the right password (checked once): 200 with the value (%r)" % st)
+    check(sv.scrape_ok(st, body), "the right password (checked once): 200 with the value (%r)" % st)
     st, _ = et.get_tls(host, port, ctx, basic("prometheus", "nope"))
     check(st == 401, "a wrong password: 401 (%r)" % st)
 
@@ -564,7 +850,7 @@ def auth(e):
     c, oks = http.client.HTTPSConnection(host, port, timeout=30, context=ctx), 0
     for i in range(20):
         st, body = legit(c if i % 2 else None)
-        oks += st == 200 and want in body
+        oks += sv.scrape_ok(st, body)
     c.close()
     check(oks == 20, "checker saturated: 20 scrapes with the verified password, %d answered 200 with the value"
           % oks)
@@ -591,10 +877,9 @@ def auth(e):
         check(all(s in (503, None) for s in got), "the waiting requests: 503 or closed (%r)" % got)
 
 
-def plaintext(e):
-    e.fixture_start("count", "31337", "tlsplain")
+def plaintext(e, sv):
     web, ctx = make_tls(e)
-    srv, host, port = e.serve("--web.config.file", web, "tlsplain")
+    srv, host, port = sv.start(web=web)
     answer = "Client sent an HTTP request to an HTTPS server.\n"
     for i in range(50):
         out, closed, _ = et.exchange(host, port, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -616,7 +901,7 @@ def plaintext(e):
     c.close()
     check(st == 400 and body == answer, "http.client: status 400 (%r)" % st)
     st, body = et.get_tls(host, port, ctx)
-    check(st == 200 and "31337" in body, "HTTPS on the same port: 200 with the value (%r)" % st)
+    check(sv.scrape_ok(st, body), "HTTPS on the same port: 200 with the value (%r)" % st)
     with open(srv.errfile) as f:
         said = f.read()
     check(said == "", "51 plain HTTP requests: nothing on stderr (%r)" % said[:300])
@@ -624,17 +909,30 @@ def plaintext(e):
     out, closed, _ = et.exchange(host, port, b"\x00\x01\x02garbage\r\n\r\n")
     check(closed and out == "", "neither TLS nor HTTP: closed unanswered (%r)" % out[:80])
     st, body = et.get_tls(host, port, ctx)
-    check(st == 200 and "31337" in body, "HTTPS still: 200 with the value (%r)" % st)
+    check(sv.scrape_ok(st, body), "HTTPS still: 200 with the value (%r)" % st)
+
+
+SEGMENT_MODES = {"bounds": bounds, "segments": segments, "neighbours": neighbours, "junk": junk}
+HTTP_MODES = {"idle": idle, "slowloris": slowloris, "fairness": fairness, "nofile": nofile, "body": body, "gzip": gzip_refusal,
+              "wrongpass": wrongpass, "auth": auth, "plaintext": plaintext}
+# What each server takes: the Exposer has no web configuration (TLS,
+# bcrypt users), so the modes that need one are not its.
+NOT_FOR = {"exposer": {"auth", "plaintext"}}
 
 
 def main():
-    modes = {"bounds": bounds, "segments": segments, "neighbours": neighbours, "nofile": nofile, "fairness": fairness,
-             "auth": auth, "plaintext": plaintext, "junk": junk}
-    if len(sys.argv) < 4 or sys.argv[1] not in modes:
+    mode = sys.argv[1] if len(sys.argv) > 1 else None
+    if len(sys.argv) not in (4, 6) or (mode not in SEGMENT_MODES and mode not in HTTP_MODES):
         raise SystemExit(__doc__)
+    kind = sys.argv[4] if len(sys.argv) == 6 else "pcpustat"
+    if mode in SEGMENT_MODES and kind != "pcpustat" or mode in NOT_FOR.get(kind, ()):
+        raise SystemExit("%s: not a mode for %s" % (mode, kind))
     e = et.Env(sys.argv[2], sys.argv[3])
     try:
-        modes[sys.argv[1]](e)
+        if mode in SEGMENT_MODES:
+            SEGMENT_MODES[mode](e)
+        else:
+            HTTP_MODES[mode](e, Server(e, kind, sys.argv[5] if len(sys.argv) == 6 else None))
     finally:
         e.close()
     if et.FAILS:

@@ -27,7 +27,7 @@ import urllib.request
 def main():
     example, pcpustat = sys.argv[1], sys.argv[2]
     tmp = tempfile.mkdtemp(prefix="pcpu-prefork.")
-    env = dict(os.environ, PCPU_SEGMENT_DIR=tmp, PCPU_INDEX="cpu")
+    env = dict(os.environ, PCPU_SEGMENT_DIR=tmp)
     procs = []
     try:
         app = subprocess.Popen([example, "--workers", "16", "--name", "prefork"],

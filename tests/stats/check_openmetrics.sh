@@ -11,7 +11,7 @@ if ! command -v python3 >/dev/null 2>&1; then
 fi
 if ! python3 -c 'import prometheus_client' 2>/dev/null; then
 	echo "FAIL: the Python package prometheus_client is missing. Install it with" \
-	     "scripts/install-deps.sh (pip install prometheus_client); this test does not skip." >&2
+	     "scripts/install-deps.sh (into its virtual environment, ~/.cache/pcpu-venv, which the tests run first on PATH); this test does not skip." >&2
 	exit 1
 fi
 mkdir -p "$2"

@@ -16,9 +16,7 @@ fn counters(c: &mut Criterion) {
     threads.dedup();
     for n in [1usize, 1000] {
         let mut g = c.benchmark_group(format!("add_{n}_counters"));
-        g.warm_up_time(Duration::from_millis(300))
-            .measurement_time(Duration::from_secs(1))
-            .sample_size(10);
+        g.warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_secs(1)).sample_size(10);
         for imp in pcpu_bench::all(n) {
             for &t in &threads {
                 g.bench_with_input(BenchmarkId::new(imp.name(), format!("T{t}")), &t, |b, &t| {

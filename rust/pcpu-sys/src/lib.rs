@@ -278,17 +278,8 @@ extern "C" {
     pub fn pcpu_counter_fetch_and_zero(c: pcpu_counter_t) -> u64;
     pub fn pcpu_counter_zero(c: pcpu_counter_t);
     pub fn pcpu_counter_add_owned(w: pcpu_worker_t, c: pcpu_counter_t, v: i64);
-    pub fn pcpu_counter_add_many_owned(
-        w: pcpu_worker_t,
-        cs: *const pcpu_counter_t,
-        vs: *const i64,
-        n: usize,
-    );
-    pub fn pcpu_counter_owned_array(
-        w: pcpu_worker_t,
-        array: pcpu_counter_t,
-        a: *mut pcpu_owned_array_t,
-    ) -> c_int;
+    pub fn pcpu_counter_add_many_owned(w: pcpu_worker_t, cs: *const pcpu_counter_t, vs: *const i64, n: usize);
+    pub fn pcpu_counter_owned_array(w: pcpu_worker_t, array: pcpu_counter_t, a: *mut pcpu_owned_array_t) -> c_int;
     pub fn pcpu_owned_array_add(a: pcpu_owned_array_t, i: usize, v: i64);
 
     // ---- pcpu/worker.h -------------------------------------------------
@@ -311,22 +302,14 @@ extern "C" {
 
     // ---- pcpu/histogram.h ----------------------------------------------
     pub fn pcpu_histogram_create(layout: *const pcpu_histogram_layout) -> *mut pcpu_histogram;
-    pub fn pcpu_histogram_create_in(
-        zone: *mut pcpu_zone,
-        layout: *const pcpu_histogram_layout,
-    ) -> *mut pcpu_histogram;
+    pub fn pcpu_histogram_create_in(zone: *mut pcpu_zone, layout: *const pcpu_histogram_layout) -> *mut pcpu_histogram;
     pub fn pcpu_histogram_destroy(h: *mut pcpu_histogram);
     pub fn pcpu_histogram_record(h: *const pcpu_histogram, v: i64);
     pub fn pcpu_histogram_record_n(h: *const pcpu_histogram, v: i64, n: u64);
     pub fn pcpu_histogram_record_owned(w: pcpu_worker_t, h: *const pcpu_histogram, v: i64);
     pub fn pcpu_histogram_bucket_of(h: *const pcpu_histogram, v: i64) -> usize;
     pub fn pcpu_histogram_nbuckets(h: *const pcpu_histogram) -> usize;
-    pub fn pcpu_histogram_bucket_range(
-        h: *const pcpu_histogram,
-        b: usize,
-        lower: *mut i64,
-        upper: *mut i64,
-    ) -> c_int;
+    pub fn pcpu_histogram_bucket_range(h: *const pcpu_histogram, b: usize, lower: *mut i64, upper: *mut i64) -> c_int;
     pub fn pcpu_histogram_read(
         h: *const pcpu_histogram,
         counts: *mut u64,
@@ -356,10 +339,7 @@ extern "C" {
     pub fn pcpu_family_size(fam: *mut pcpu_family) -> usize;
     pub fn pcpu_family_counter(fam: *mut pcpu_family, label_values: *const *const c_char) -> pcpu_counter_t;
     pub fn pcpu_family_gauge(fam: *mut pcpu_family, label_values: *const *const c_char) -> pcpu_gauge_t;
-    pub fn pcpu_family_histogram(
-        fam: *mut pcpu_family,
-        label_values: *const *const c_char,
-    ) -> *mut pcpu_histogram;
+    pub fn pcpu_family_histogram(fam: *mut pcpu_family, label_values: *const *const c_char) -> *mut pcpu_histogram;
     pub fn pcpu_family_lookup(fam: *mut pcpu_family, label_values: *const *const c_char) -> *mut c_void;
     pub fn pcpu_family_remove(fam: *mut pcpu_family, label_values: *const *const c_char) -> c_int;
     pub fn pcpu_registry_counter(reg: *mut pcpu_registry, name: *const c_char, help: *const c_char) -> pcpu_counter_t;
@@ -396,6 +376,7 @@ extern "C" {
     ) -> c_int;
     pub fn pcpu_format_content_type(fmt: pcpu_format) -> *const c_char;
     pub fn pcpu_format_supported(fmt: pcpu_format) -> c_int;
+    pub fn pcpu_format_negotiate(accept: *const c_char) -> pcpu_format;
     pub fn pcpu_metric_type_name(type_: pcpu_metric_type) -> *const c_char;
     pub fn pcpu_stats_check_metric_name(name: *const c_char) -> c_int;
     pub fn pcpu_stats_check_label_name(name: *const c_char) -> c_int;

@@ -182,14 +182,8 @@ fn main() {
         println!("VM_INIT");
     }
     let args: Vec<String> = std::env::args().collect();
-    let mut o = Opts {
-        spec: "-".into(),
-        mode: "glibc".into(),
-        adds: 4_000_000,
-        aborts: 200,
-        max_seconds: 300.0,
-        timer_us: 50,
-    };
+    let mut o =
+        Opts { spec: "-".into(), mode: "glibc".into(), adds: 4_000_000, aborts: 200, max_seconds: 300.0, timer_us: 50 };
     let (mut modes, mut rounds, mut rest) = (None, 1u64, Vec::new());
     let mut i = 1;
     while i < args.len() {

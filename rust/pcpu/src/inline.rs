@@ -51,7 +51,10 @@ use pcpu_sys::pcpu_counter;
 /// small; [`Offsets::get`] refuses others), so a handle is 16 bytes.
 #[derive(Clone, Copy, Debug)]
 // Read only by the inline asm, which the stable tier leaves out.
-#[cfg_attr(not(all(any(target_arch = "x86_64", target_arch = "aarch64"), not(feature = "stable-tier"))), allow(dead_code))]
+#[cfg_attr(
+    not(all(any(target_arch = "x86_64", target_arch = "aarch64"), not(feature = "stable-tier"))),
+    allow(dead_code)
+)]
 pub(crate) struct Offsets {
     cs: i32,
     idx: i32,

@@ -28,8 +28,12 @@
 //! a layout it was not written for.
 //!
 //! Features: `metrics` (a `metrics` crate recorder, `pcpu::metrics::Recorder`
-//! when enabled), `prometheus-client` (`EncodeMetric` for [`Counter`] and
-//! [`Gauge`]), `system` (link the installed C library through pkg-config
+//! when enabled: lock-free on the macros' path, names sanitised as
+//! metrics-exporter-prometheus does, native histograms by default),
+//! `prometheus-client` (`EncodeMetric` for [`Counter`], [`Gauge`] and
+//! [`Histogram`], prometheus-client 0.23 to 0.26), `protobuf` (the C
+//! library's Prometheus protobuf writer, [`Format::Protobuf`]: native
+//! histograms; needs protoc-c and protobuf-c), `system` (link the installed C library through pkg-config
 //! instead of compiling it; a program linked so also carries the ELF
 //! version need `PCPU_LAYOUT_<n>`, so the dynamic linker refuses a library
 //! of another layout before this crate's own check runs), `stable-tier`
@@ -42,6 +46,7 @@ use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::sync::OnceLock;
 
+mod histogram;
 mod inline;
 mod registry;
 
@@ -50,6 +55,8 @@ pub mod metrics;
 #[cfg(feature = "prometheus-client")]
 pub mod prometheus_client;
 
+pub(crate) use histogram::histogram_ops;
+pub use histogram::{Histogram, HistogramLayout};
 pub use registry::{
     CounterFamily, Format, GaugeFamily, HistogramFamily, Registry, Segment, SeriesCounter, SeriesGauge,
     SeriesHistogram, Snapshot,
@@ -668,227 +675,6 @@ impl Drop for Gauge {
 impl fmt::Debug for Gauge {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Gauge").field("value", &self.get()).finish()
-    }
-}
-
-// ---- histograms -------------------------------------------------------------
-
-/// The buckets of a histogram.
-///
-/// ```
-/// let explicit = pcpu::HistogramLayout::explicit(&[10, 100, 1000]);
-/// let loglin = pcpu::HistogramLayout::log_linear(3, 1_000_000_000);
-/// # let _ = (explicit, loglin);
-/// ```
-#[derive(Debug, Clone)]
-pub struct HistogramLayout {
-    bounds: Vec<i64>,
-    raw: sys::pcpu_histogram_layout,
-}
-
-// SAFETY: the raw layout's pointer points into `bounds`, owned and never
-// mutated.
-unsafe impl Send for HistogramLayout {}
-unsafe impl Sync for HistogramLayout {}
-
-impl HistogramLayout {
-    fn zeroed(scheme: sys::pcpu_histogram_scheme) -> sys::pcpu_histogram_layout {
-        sys::pcpu_histogram_layout {
-            scheme,
-            bounds: std::ptr::null(),
-            nbounds: 0,
-            precision_bits: 0,
-            max_value: 0,
-            export_per_octave: 0,
-            export_min: 0,
-            schema: 0,
-            scale_exp10: 0,
-        }
-    }
-
-    /// Explicit inclusive upper bounds (strictly increasing), plus +Inf.
-    /// Checked when a histogram is made. Cost: a copy of the bounds.
-    ///
-    /// ```
-    /// let l = pcpu::HistogramLayout::explicit(&[1, 2, 3]);
-    /// let h = pcpu::Histogram::new(&l)?;
-    /// assert_eq!(h.buckets(), 4);
-    /// # Ok::<(), pcpu::Error>(())
-    /// ```
-    pub fn explicit(bounds: &[i64]) -> HistogramLayout {
-        let bounds = bounds.to_vec();
-        let mut raw = Self::zeroed(sys::PCPU_HISTOGRAM_EXPLICIT);
-        raw.nbounds = bounds.len();
-        HistogramLayout { bounds, raw }
-    }
-
-    /// Log-linear buckets of relative precision 2^-`precision_bits`, up to
-    /// `max_value` (HdrHistogram's). Cost: none.
-    ///
-    /// ```
-    /// let h = pcpu::Histogram::new(&pcpu::HistogramLayout::log_linear(2, 1 << 20))?;
-    /// h.record(1000);
-    /// assert_eq!(h.count(), 1);
-    /// # Ok::<(), pcpu::Error>(())
-    /// ```
-    pub fn log_linear(precision_bits: u32, max_value: i64) -> HistogramLayout {
-        let mut raw = Self::zeroed(sys::PCPU_HISTOGRAM_LOG_LINEAR);
-        raw.precision_bits = precision_bits;
-        raw.max_value = max_value;
-        HistogramLayout { bounds: Vec::new(), raw }
-    }
-
-    /// The C description, pointing into `self`.
-    pub(crate) fn as_raw(&self) -> sys::pcpu_histogram_layout {
-        let mut raw = self.raw;
-        if !self.bounds.is_empty() {
-            raw.bounds = self.bounds.as_ptr();
-        }
-        raw
-    }
-}
-
-macro_rules! histogram_ops {
-    () => {
-        /// Records one observation of `v`: its bucket's count and sum,
-        /// exactly. Thread-safe; async-signal-safe. Cost: a call, a bucket
-        /// search and an rseq add of the pair.
-        ///
-        /// ```
-        /// let h = pcpu::Histogram::new(&pcpu::HistogramLayout::explicit(&[10]))?;
-        /// h.record(3);
-        /// assert_eq!(h.count(), 1);
-        /// # Ok::<(), pcpu::Error>(())
-        /// ```
-        #[inline]
-        pub fn record(&self, v: i64) {
-            // SAFETY: a live histogram.
-            unsafe { pcpu_sys::pcpu_histogram_record(self.raw.as_ptr(), v) }
-        }
-
-        /// Records `n` observations of `v`. Thread-safe; async-signal-safe.
-        /// Cost: as `record`.
-        ///
-        /// ```
-        /// let h = pcpu::Histogram::new(&pcpu::HistogramLayout::explicit(&[10]))?;
-        /// h.record_n(20, 3);
-        /// assert_eq!((h.count(), h.sum()), (3, 60));
-        /// # Ok::<(), pcpu::Error>(())
-        /// ```
-        pub fn record_n(&self, v: i64, n: u64) {
-            // SAFETY: a live histogram.
-            unsafe { pcpu_sys::pcpu_histogram_record_n(self.raw.as_ptr(), v, n) }
-        }
-
-        /// Number of buckets, +Inf included. Thread-safe. Cost: a load.
-        ///
-        /// ```
-        /// let h = pcpu::Histogram::new(&pcpu::HistogramLayout::explicit(&[1, 2]))?;
-        /// assert_eq!(h.buckets(), 3);
-        /// # Ok::<(), pcpu::Error>(())
-        /// ```
-        pub fn buckets(&self) -> usize {
-            // SAFETY: a live histogram.
-            unsafe { pcpu_sys::pcpu_histogram_nbuckets(self.raw.as_ptr()) }
-        }
-
-        /// Per-bucket counts, the total count and the sum of observations.
-        /// Thread-safe. Cost: a read of each used slot's buckets.
-        ///
-        /// ```
-        /// let h = pcpu::Histogram::new(&pcpu::HistogramLayout::explicit(&[10]))?;
-        /// h.record(50);
-        /// assert_eq!(h.read(), (vec![0, 1], 1, 50));
-        /// # Ok::<(), pcpu::Error>(())
-        /// ```
-        pub fn read(&self) -> (Vec<u64>, u64, i64) {
-            let n = self.buckets();
-            let mut counts = vec![0u64; n];
-            let (mut count, mut sum) = (0u64, 0i64);
-            // SAFETY: counts holds n words.
-            let rc = unsafe {
-                pcpu_sys::pcpu_histogram_read(self.raw.as_ptr(), counts.as_mut_ptr(), n, &mut count, &mut sum)
-            };
-            debug_assert_eq!(rc, 0);
-            (counts, count, sum)
-        }
-
-        /// The number of observations. Thread-safe. Cost: as `read`.
-        ///
-        /// ```
-        /// let h = pcpu::Histogram::new(&pcpu::HistogramLayout::explicit(&[10]))?;
-        /// assert_eq!(h.count(), 0);
-        /// # Ok::<(), pcpu::Error>(())
-        /// ```
-        pub fn count(&self) -> u64 {
-            self.read().1
-        }
-
-        /// The sum of observations. Thread-safe. Cost: as `read`.
-        ///
-        /// ```
-        /// let h = pcpu::Histogram::new(&pcpu::HistogramLayout::explicit(&[10]))?;
-        /// h.record(-4);
-        /// assert_eq!(h.sum(), -4);
-        /// # Ok::<(), pcpu::Error>(())
-        /// ```
-        pub fn sum(&self) -> i64 {
-            self.read().2
-        }
-    };
-}
-pub(crate) use histogram_ops;
-
-/// A histogram of `i64` observations, owned.
-///
-/// ```
-/// let h = pcpu::Histogram::new(&pcpu::HistogramLayout::explicit(&[10, 100]))?;
-/// h.record(5);
-/// h.record(50);
-/// h.record(500);
-/// let (counts, count, sum) = h.read();
-/// assert_eq!((counts, count, sum), (vec![1, 1, 1], 3, 555));
-/// # Ok::<(), pcpu::Error>(())
-/// ```
-pub struct Histogram {
-    raw: NonNull<sys::pcpu_histogram>,
-}
-
-// SAFETY: the C histogram's operations are thread-safe.
-unsafe impl Send for Histogram {}
-unsafe impl Sync for Histogram {}
-
-impl Histogram {
-    /// A new, empty histogram of `layout`.
-    ///
-    /// Errors: [`Error::Layout`]; [`Error::Sys`] with EINVAL (a bad layout)
-    /// or ENOMEM. Thread-safe. Cost: a counter array allocation.
-    ///
-    /// ```
-    /// assert!(pcpu::Histogram::new(&pcpu::HistogramLayout::explicit(&[3, 2])).is_err());
-    /// ```
-    pub fn new(layout: &HistogramLayout) -> Result<Histogram> {
-        check_layout()?;
-        let raw = layout.as_raw();
-        // SAFETY: raw points into layout, alive for the call (copied).
-        let p = unsafe { sys::pcpu_histogram_create(&raw) };
-        NonNull::new(p).map(|raw| Histogram { raw }).ok_or_else(errno_error)
-    }
-
-    histogram_ops!();
-}
-
-impl Drop for Histogram {
-    fn drop(&mut self) {
-        // SAFETY: owned.
-        unsafe { sys::pcpu_histogram_destroy(self.raw.as_ptr()) };
-    }
-}
-
-impl fmt::Debug for Histogram {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (counts, count, sum) = self.read();
-        f.debug_struct("Histogram").field("counts", &counts).field("count", &count).field("sum", &sum).finish()
     }
 }
 

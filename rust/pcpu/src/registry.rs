@@ -20,7 +20,7 @@ fn cstring(s: &str) -> Result<CString> {
     CString::new(s).map_err(|_| Error::Nul)
 }
 
-fn stats_error() -> Error {
+pub(crate) fn stats_error() -> Error {
     // SAFETY: a thread-local message, NUL-terminated.
     last_error(unsafe { sys::pcpu_stats_error() })
 }
@@ -62,6 +62,12 @@ pub enum Format {
     OpenMetrics,
     /// JSON (schema in `pcpu_snapshot_write(3)`).
     Json,
+    /// Prometheus protobuf exposition (length-delimited MetricFamily
+    /// messages, binary: [`Registry::write_bytes`]), the format that
+    /// carries native histograms. Only where the C library has its
+    /// protobuf writer ([`Format::supported`]: the feature `protobuf`, or
+    /// an installed library built with protobuf-c).
+    Protobuf,
 }
 
 impl Format {
@@ -70,6 +76,7 @@ impl Format {
             Format::Prometheus => sys::PCPU_FORMAT_PROMETHEUS,
             Format::OpenMetrics => sys::PCPU_FORMAT_OPENMETRICS,
             Format::Json => sys::PCPU_FORMAT_JSON,
+            Format::Protobuf => sys::PCPU_FORMAT_PROTOBUF,
         }
     }
 
@@ -82,17 +89,80 @@ impl Format {
         // SAFETY: a static string for every known format.
         unsafe { CStr::from_ptr(sys::pcpu_format_content_type(self.raw())) }.to_str().unwrap_or("")
     }
+
+    /// Whether the C library writes the format (all but
+    /// [`Format::Protobuf`] always do). Thread-safe. Cost: a call.
+    ///
+    /// ```
+    /// assert!(pcpu::Format::OpenMetrics.supported());
+    /// println!("protobuf: {}", pcpu::Format::Protobuf.supported());
+    /// ```
+    pub fn supported(self) -> bool {
+        // SAFETY: a plain query.
+        unsafe { sys::pcpu_format_supported(self.raw()) != 0 }
+    }
+
+    /// The format to answer an HTTP request with, from its `Accept` header
+    /// (None: none sent), as Prometheus clients negotiate: protobuf where
+    /// the scraper asks for it and [`Format::supported`] says so (native
+    /// histograms), else OpenMetrics or the Prometheus text format; never
+    /// JSON. Answer with [`Registry::write_bytes`] and
+    /// [`Format::content_type`]. Thread-safe. Cost: linear in the header.
+    ///
+    /// ```
+    /// use pcpu::Format;
+    /// assert_eq!(Format::negotiate(None), Format::Prometheus);
+    /// assert_eq!(Format::negotiate(Some("application/openmetrics-text;version=1.0.0")), Format::OpenMetrics);
+    /// let proto = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited";
+    /// let f = Format::negotiate(Some(proto));
+    /// assert_eq!(f == Format::Protobuf, Format::Protobuf.supported());
+    /// ```
+    pub fn negotiate(accept: Option<&str>) -> Format {
+        // A header with a NUL byte is malformed: as none sent.
+        let c = accept.and_then(|a| CString::new(a).ok());
+        // SAFETY: NULL or a NUL-terminated string, read for the call.
+        match unsafe { sys::pcpu_format_negotiate(c.as_ref().map_or(ptr::null(), |c| c.as_ptr())) } {
+            sys::PCPU_FORMAT_PROTOBUF => Format::Protobuf,
+            sys::PCPU_FORMAT_OPENMETRICS => Format::OpenMetrics,
+            sys::PCPU_FORMAT_JSON => Format::Json,
+            _ => Format::Prometheus,
+        }
+    }
 }
 
 /// Takes a malloc()ed exposition from the C library.
 ///
 /// # Safety
 /// `out` and `len` come from a successful write call.
-unsafe fn take_text(out: *mut c_char, len: usize) -> String {
-    let bytes = std::slice::from_raw_parts(out as *const u8, len);
-    let s = String::from_utf8_lossy(bytes).into_owned();
+unsafe fn take_bytes(out: *mut c_char, len: usize) -> Vec<u8> {
+    let bytes = std::slice::from_raw_parts(out as *const u8, len).to_vec();
     free(out.cast());
-    s
+    bytes
+}
+
+/// The exposition as text: UTF-8 for the text formats (the library
+/// writes names, labels and help it checked as UTF-8); EINVAL for the
+/// binary one.
+fn text(fmt: Format, write: impl FnOnce() -> Result<Vec<u8>>) -> Result<String> {
+    if fmt == Format::Protobuf {
+        return Err(Error::Sys {
+            errno: 22,
+            message: "pcpu: the protobuf exposition is binary: use write_bytes".into(),
+        });
+    }
+    let bytes = write()?;
+    Ok(String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+}
+
+/// Writes a snapshot in `fmt`.
+fn snapshot_bytes(s: *const sys::pcpu_snapshot, fmt: Format) -> Result<Vec<u8>> {
+    let (mut out, mut len) = (ptr::null_mut(), 0usize);
+    // SAFETY: a live snapshot; out parameters.
+    if unsafe { sys::pcpu_snapshot_write(s, fmt.raw(), &mut out, &mut len) } != 0 {
+        return Err(errno_error());
+    }
+    // SAFETY: a successful write.
+    Ok(unsafe { take_bytes(out, len) })
 }
 
 /// A registry of metric families (counters, gauges, histograms), each with
@@ -151,7 +221,8 @@ impl Registry {
         let values: Vec<&str> = labels.iter().map(|l| l.1).collect();
         let (n, v) = (CStrings::new(&names)?, CStrings::new(&values)?);
         // SAFETY: arrays of labels.len() strings.
-        let rc = unsafe { sys::pcpu_registry_const_labels(self.raw.as_ptr(), labels.len() as u32, n.as_ptr(), v.as_ptr()) };
+        let rc =
+            unsafe { sys::pcpu_registry_const_labels(self.raw.as_ptr(), labels.len() as u32, n.as_ptr(), v.as_ptr()) };
         if rc != 0 {
             return Err(stats_error());
         }
@@ -287,10 +358,11 @@ impl Registry {
         NonNull::new(p).map(|raw| Snapshot { raw }).ok_or_else(errno_error)
     }
 
-    /// Snapshot and write in one call: the exposition text in `fmt`.
+    /// Snapshot and write in one call: the exposition text in `fmt` (a
+    /// text format; [`Registry::write_bytes`] writes any).
     ///
-    /// Errors: [`Error::Sys`] with ENOMEM. Thread-safe. Cost: a snapshot and
-    /// its formatting.
+    /// Errors: [`Error::Sys`] with ENOMEM, EINVAL for [`Format::Protobuf`]
+    /// (binary). Thread-safe. Cost: a snapshot and its formatting.
     ///
     /// ```
     /// let reg = pcpu::Registry::new()?;
@@ -299,13 +371,33 @@ impl Registry {
     /// # Ok::<(), pcpu::Error>(())
     /// ```
     pub fn write(&self, fmt: Format) -> Result<String> {
+        text(fmt, || self.write_bytes(fmt))
+    }
+
+    /// Snapshot and write in one call, in any format, [`Format::Protobuf`]
+    /// included: what an HTTP handler answers with.
+    ///
+    /// Errors: [`Error::Sys`] with ENOMEM, ENOTSUP (protobuf where
+    /// [`Format::supported`] says no). Thread-safe. Cost: as
+    /// [`Registry::write`].
+    ///
+    /// ```
+    /// let reg = pcpu::Registry::new()?;
+    /// reg.counter("b", "B.")?.add(2);
+    /// let accept = Some("text/plain;version=0.0.4");
+    /// let fmt = pcpu::Format::negotiate(accept);
+    /// let body: Vec<u8> = reg.write_bytes(fmt)?;
+    /// assert!(String::from_utf8(body).unwrap().contains("b_total 2"));
+    /// # Ok::<(), pcpu::Error>(())
+    /// ```
+    pub fn write_bytes(&self, fmt: Format) -> Result<Vec<u8>> {
         let (mut out, mut len) = (ptr::null_mut(), 0usize);
         // SAFETY: out parameters.
         if unsafe { sys::pcpu_registry_write(self.raw.as_ptr(), fmt.raw(), &mut out, &mut len) } != 0 {
             return Err(errno_error());
         }
         // SAFETY: a successful write.
-        Ok(unsafe { take_text(out, len) })
+        Ok(unsafe { take_bytes(out, len) })
     }
 
     /// Publishes the registry as the segment `name` (a file
@@ -602,9 +694,11 @@ unsafe impl Send for Snapshot {}
 unsafe impl Sync for Snapshot {}
 
 impl Snapshot {
-    /// The exposition of the snapshot in `fmt`.
+    /// The exposition of the snapshot in `fmt` (a text format;
+    /// [`Snapshot::write_bytes`] writes any).
     ///
-    /// Errors: [`Error::Sys`] with ENOMEM. Thread-safe. Cost: formatting.
+    /// Errors: [`Error::Sys`] with ENOMEM, EINVAL for [`Format::Protobuf`].
+    /// Thread-safe. Cost: formatting.
     ///
     /// ```
     /// let reg = pcpu::Registry::new()?;
@@ -612,13 +706,20 @@ impl Snapshot {
     /// # Ok::<(), pcpu::Error>(())
     /// ```
     pub fn write(&self, fmt: Format) -> Result<String> {
-        let (mut out, mut len) = (ptr::null_mut(), 0usize);
-        // SAFETY: out parameters.
-        if unsafe { sys::pcpu_snapshot_write(self.raw.as_ptr(), fmt.raw(), &mut out, &mut len) } != 0 {
-            return Err(errno_error());
-        }
-        // SAFETY: a successful write.
-        Ok(unsafe { take_text(out, len) })
+        text(fmt, || self.write_bytes(fmt))
+    }
+
+    /// The exposition of the snapshot in any format, [`Format::Protobuf`]
+    /// included. Errors: as [`Registry::write_bytes`]. Thread-safe. Cost:
+    /// formatting.
+    ///
+    /// ```
+    /// let reg = pcpu::Registry::new()?;
+    /// assert_eq!(reg.snapshot()?.write_bytes(pcpu::Format::OpenMetrics)?, b"# EOF\n");
+    /// # Ok::<(), pcpu::Error>(())
+    /// ```
+    pub fn write_bytes(&self, fmt: Format) -> Result<Vec<u8>> {
+        snapshot_bytes(self.raw.as_ptr(), fmt)
     }
 
     /// Number of families. Cost: a load.

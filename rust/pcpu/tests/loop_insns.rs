@@ -142,7 +142,9 @@ fn rust_sections_pass_check_rseq_sections() {
         .filter(|l| l.starts_with("FAULT"))
         .filter(|l| {
             pcpu_sys::RETAIN_LISTS
-                || (!l.contains("<pcpu__") && !l.contains("<pcpu_slot") && !l.contains("<pcpu_counter")
+                || (!l.contains("<pcpu__")
+                    && !l.contains("<pcpu_slot")
+                    && !l.contains("<pcpu_counter")
                     && (!l.contains("not in __rseq_cs_ptr_array") || !c_section(l, &text)))
         })
         .count();
@@ -153,5 +155,7 @@ fn rust_sections_pass_check_rseq_sections() {
 /// (its exit jump), i.e. it is one of the C library's sections.
 fn c_section(line: &str, all: &str) -> bool {
     let key = line.split("): ").next().unwrap_or(line);
-    all.lines().any(|l| l.starts_with(key) && (l.contains("<pcpu__") || l.contains("<pcpu_slot") || l.contains("<pcpu_counter")))
+    all.lines().any(|l| {
+        l.starts_with(key) && (l.contains("<pcpu__") || l.contains("<pcpu_slot") || l.contains("<pcpu_counter"))
+    })
 }

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: MIT
-// One endpoint of an Exposer: its collectables, its authentication and its
-// own exposer_* metrics, and the answer to one scrape. Works only through
-// the core API's Collectable::Collect() and TextSerializer.
+// One endpoint of an Exposer: a source of libpcpu-exporter at its path, with
+// its collectables, its authentication (the exporter's per-source password
+// check) and its own exposer_* metrics, and the answer to one scrape. Works
+// only through the core API's Collectable::Collect() and TextSerializer.
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -42,14 +46,23 @@ Family<Summary>& LatencyFamily(Registry& r) {
 }
 }  // namespace
 
-Endpoint::Endpoint(std::string uri)
-    : uri_(std::move(uri)),
+Endpoint::Endpoint(pcpu_exporter_t* exporter, std::string uri)
+    : exporter_(exporter),
+      uri_(std::move(uri)),
       own_(std::make_shared<Registry>()),
       bytes_(BytesFamily(*own_).Add({})),
       scrapes_(ScrapesFamily(*own_).Add({})),
       latencies_(LatencyFamily(*own_).Add(
           {}, Summary::Quantiles{{0.5, 0.05}, {0.9, 0.01}, {0.99, 0.001}})) {
   collectables_.push_back(own_);
+  // The text format only: what TextSerializer writes (and registries
+  // written after it must match).
+  if (pcpu_exporter_add_source(exporter_, uri_.c_str(), 0, PCPU_EXPORTER_FORMAT(PCPU_FORMAT_PROMETHEUS),
+                               &Endpoint::Source, this) != 0) {
+    if (errno == ENOMEM) throw std::bad_alloc();
+    throw std::invalid_argument(std::string("prometheus::Exposer (pcpu layer): cannot serve \"") + uri_ +
+                                "\": " + pcpu_exporter_error());
+  }
 }
 
 void Endpoint::RegisterCollectable(const std::weak_ptr<Collectable>& c) {
@@ -76,9 +89,41 @@ void Endpoint::RegisterAuth(AuthFunc f, const std::string& realm) {
     throw std::invalid_argument(
         "prometheus::Exposer::RegisterAuth: the realm may not contain '\"', '\\', CR or LF");
   }
-  auto auth = std::make_shared<const Auth>(Auth{std::move(f), realm});
-  std::lock_guard<std::mutex> lock(mutex_);
-  auth_ = std::move(auth);
+  auto auth = std::make_shared<const AuthFunc>(std::move(f));
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auth_ = std::move(auth);
+  }
+  if (pcpu_exporter_set_source_auth(exporter_, uri_.c_str(), &Endpoint::CheckAuth, this, realm.c_str()) != 0) {
+    if (errno == ENOMEM) throw std::bad_alloc();
+    throw std::invalid_argument(std::string("prometheus::Exposer::RegisterAuth: ") + pcpu_exporter_error());
+  }
+}
+
+int Endpoint::CheckAuth(void* self, const char* user, const char* password) noexcept {
+  auto* ep = static_cast<Endpoint*>(self);
+  try {
+    std::shared_ptr<const AuthFunc> auth;
+    {
+      std::lock_guard<std::mutex> lock(ep->mutex_);
+      auth = ep->auth_;
+    }
+    return auth && (*auth)(user, password) ? 1 : 0;
+  } catch (...) {
+    return -1;  // 500: the callback failed, not the client
+  }
+}
+
+void Endpoint::Source(void* self, pcpu_exporter_scrape* s) noexcept {
+  try {
+    static_cast<Endpoint*>(self)->Serve(s);
+  } catch (...) {
+    std::free(s->body);
+    s->body = nullptr;
+    s->len = 0;
+    s->status = 500;
+    std::snprintf(s->message, sizeof s->message, "Internal Server Error");
+  }
 }
 
 void Endpoint::RegisterRegistry(pcpu_registry* reg) {
@@ -95,26 +140,15 @@ void Endpoint::RemoveRegistry(pcpu_registry* reg) {
   std::unique_lock<std::shared_timed_mutex> wait(registries_in_use_);
 }
 
-HttpResponse Endpoint::Serve(const char* authorization, const char* accept_encoding) {
+void Endpoint::Serve(pcpu_exporter_scrape* s) {
   const auto start = std::chrono::steady_clock::now();
-  HttpResponse r;
-  std::shared_ptr<const Auth> auth;
   std::vector<std::weak_ptr<Collectable>> collectables;
   std::vector<pcpu_registry*> registries;
   std::shared_lock<std::shared_timed_mutex> in_use(registries_in_use_);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auth = auth_;
     collectables = collectables_;
     registries = registries_;
-  }
-  if (auth) {
-    std::string user, password;
-    if (!ParseBasicAuth(authorization, &user, &password) || !auth->check(user, password)) {
-      r.status = 401;
-      r.headers.emplace_back("WWW-Authenticate", "Basic realm=\"" + auth->realm + "\"");
-      return r;
-    }
   }
   std::vector<MetricFamily> families;
   for (const auto& w : collectables) {
@@ -124,38 +158,32 @@ HttpResponse Endpoint::Serve(const char* authorization, const char* accept_encod
     families.insert(families.end(), std::make_move_iterator(some.begin()),
                     std::make_move_iterator(some.end()));
   }
-  r.body = TextSerializer().Serialize(families);
+  std::string body = TextSerializer().Serialize(families);
   for (pcpu_registry* reg : registries) {
     char* text = nullptr;
     std::size_t len = 0;
     if (pcpu_registry_write(reg, PCPU_FORMAT_PROMETHEUS, &text, &len) != 0) {
       // The body would miss a registry's series: say so rather than
       // answer an incomplete scrape as if it were whole.
-      r.status = 500;
-      r.body = std::string("pcpu_registry_write: ") + pcpu_stats_error() + "\n";
-      r.headers.clear();
-      return r;
+      s->status = 500;
+      std::snprintf(s->message, sizeof s->message, "pcpu_registry_write: %s", pcpu_stats_error());
+      return;
     }
-    r.body.append(text, len);
+    body.append(text, len);
     std::free(text);
   }
   in_use.unlock();
-  r.headers.emplace_back("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
-  r.headers.emplace_back("Vary", "Accept-Encoding");
-  if (AcceptsGzip(accept_encoding)) {
-    std::string gz;
-    if (GzipCompress(r.body, &gz)) {
-      r.body.swap(gz);
-      r.headers.emplace_back("Content-Encoding", "gzip");
-    }
-  }
+  s->body = static_cast<char*>(std::malloc(body.size() ? body.size() : 1));
+  if (s->body == nullptr) throw std::bad_alloc();
+  std::memcpy(s->body, body.data(), body.size());
+  s->len = body.size();
   const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
                       std::chrono::steady_clock::now() - start)
                       .count();
   latencies_.Observe(static_cast<double>(us));
-  bytes_.Increment(static_cast<double>(r.body.size()));
+  // The exposition's bytes, before the exporter compresses them.
+  bytes_.Increment(static_cast<double>(body.size()));
   scrapes_.Increment();
-  return r;
 }
 
 }  // namespace detail

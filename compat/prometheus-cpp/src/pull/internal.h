@@ -19,8 +19,7 @@
 #include "prometheus/registry.h"
 #include "prometheus/summary.h"
 
-struct MHD_Daemon;
-struct pcpu_registry;
+#include <pcpu/exporter.h>
 
 namespace prometheus {
 inline namespace pcpu_v0 {
@@ -51,28 +50,13 @@ std::vector<ListenAddress> ParseListeningPorts(const std::string& spec);
 /// in *port. runtime_error (with errno's text) on failure.
 int OpenListenSocket(const ListenAddress& a, int* port);
 
-// ---- basic_auth.cc ---------------------------------------------------------------
-/// The user and password of an "Authorization: Basic ..." value, or false
-/// when it is absent (null), not Basic, or malformed.
-bool ParseBasicAuth(const char* header, std::string* user, std::string* password);
-
-// ---- gzip.cc -------------------------------------------------------------------------
-/// Whether an Accept-Encoding value (or null) accepts gzip (q > 0).
-bool AcceptsGzip(const char* accept_encoding);
-/// `in` as a gzip member, or false (out unspecified) if zlib fails.
-bool GzipCompress(const std::string& in, std::string* out);
-
-// ---- endpoint.cc: one URI -------------------------------------------------------
-struct HttpResponse {
-  unsigned status = 200;
-  std::string body;
-  std::vector<std::pair<std::string, std::string>> headers;
-};
-
+// ---- endpoint.cc: one URI, a source of libpcpu-exporter ---------------------------
 class Endpoint {
  public:
   using AuthFunc = std::function<bool(const std::string&, const std::string&)>;
-  explicit Endpoint(std::string uri);
+  /// Serves `uri` on `exporter` (a source of its own, text format only:
+  /// TextSerializer writes nothing else); runtime_error if it cannot.
+  Endpoint(pcpu_exporter_t* exporter, std::string uri);
   const std::string& uri() const { return uri_; }
   void RegisterCollectable(const std::weak_ptr<Collectable>& c);
   void RemoveCollectable(const std::weak_ptr<Collectable>& c);
@@ -81,14 +65,13 @@ class Endpoint {
   /// the collectables. RemoveRegistry() returns once no request uses it.
   void RegisterRegistry(pcpu_registry* reg);
   void RemoveRegistry(pcpu_registry* reg);
-  /// Answers one GET/HEAD: the two header values may be null.
-  HttpResponse Serve(const char* authorization, const char* accept_encoding);
 
  private:
-  struct Auth {
-    AuthFunc check;
-    std::string realm;
-  };
+  static void Source(void* self, pcpu_exporter_scrape* s) noexcept;
+  static int CheckAuth(void* self, const char* user, const char* password) noexcept;
+  void Serve(pcpu_exporter_scrape* s);
+
+  pcpu_exporter_t* const exporter_;
   const std::string uri_;
   std::shared_ptr<Registry> own_;  // the exposer_* metrics
   Counter& bytes_;
@@ -97,13 +80,16 @@ class Endpoint {
   std::mutex mutex_;
   std::vector<std::weak_ptr<Collectable>> collectables_;
   std::vector<pcpu_registry*> registries_;
-  std::shared_ptr<const Auth> auth_;
+  std::shared_ptr<const AuthFunc> auth_;
   // Held shared by requests while they write registries, exclusively by
   // RemoveRegistry() so that a removed registry may be destroyed at once.
   std::shared_timed_mutex registries_in_use_;
 };
 
-// ---- server.cc: the libmicrohttpd daemons and the endpoints ----------------------
+// ---- server.cc: libpcpu-exporter and the endpoints ---------------------------------
+/// The HTTP side is libpcpu-exporter's (pcpu/exporter.h), the one
+/// `pcpustat serve` uses: connection and memory limits, shedding idle and
+/// slow clients, no request bodies, negotiation, gzip.
 class ExposerServer {
  public:
   explicit ExposerServer(const ServerOptions& options);
@@ -117,8 +103,7 @@ class ExposerServer {
   const std::vector<int>& ports() const { return ports_; }
 
  private:
-  void Stop();
-  std::vector<MHD_Daemon*> daemons_;
+  pcpu_exporter_t* exporter_ = nullptr;
   std::vector<int> ports_;
   std::mutex mutex_;
   std::vector<std::unique_ptr<Endpoint>> endpoints_;
