@@ -38,6 +38,7 @@
 #include "rseq_internal.h"
 #include "slot_walk.h"
 #include "striped_lock.h"
+#include "torn64.h"
 #include "zone_internal.h"
 #include "zone_mirror.h"
 #include "zone_backing.h"
@@ -148,8 +149,9 @@ uint64_t pcpu_counter_fetch_slot(pcpu_counter_t c, unsigned slot)
 	return pcpu__slot_value(c, slot, pcpu_mirror_in_use(c));
 }
 
-/* Relaxed loads: adders write the words meanwhile. */
-#define WORD(p, i) ((uint64_t)__atomic_load_n(&(p)[i], __ATOMIC_RELAXED))
+/* Relaxed loads: adders write the words meanwhile (untorn on 32-bit
+ * targets: torn64.h). */
+#define WORD(p, i) pcpu__load_u64(&(p)[i])
 
 /* out[i] += the sum of word i of the k (1 to 4) slots' words at p[0..k-1],
  * i < n: one pass over out, each slot's words streamed. */
@@ -229,8 +231,7 @@ static uint64_t tree_set(pcpu_counter_t c, uint64_t v)
 
 		/* Acquire above: every word is read after m. */
 		PCPU_SLOT_WALK(i, slot) {
-			total += (uint64_t)__atomic_load_n(&pcpu__counter_slot(c, slot)->pcpu__word,
-							   __ATOMIC_RELAXED);
+			total += pcpu__load_u64(&pcpu__counter_slot(c, slot)->pcpu__word);
 			if (slot != 0)
 				total += (uint64_t)__atomic_load_n(pcpu_mirror_word(c, slot),
 								   __ATOMIC_RELAXED);

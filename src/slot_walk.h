@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "torn64.h"
 #include "visibility.h"
 
 /* Slot numbers, ascending, and how many; set once by pcpu_slot_walk_init()
@@ -43,7 +44,8 @@ PCPU_HIDDEN void pcpu_slot_walk_add(uint32_t slot);
 	     i < i##_n && ((slot) = pcpu_walk_all ? i : pcpu_walk_slots[i], 1); i++)
 
 /* The sum, modulo 2^64, of the 8-byte word at `word` in every walked slot
- * (relaxed loads: adders write the words meanwhile): a fetch's walk, for
+ * (relaxed loads: adders write the words meanwhile; on a 32-bit target
+ * each word untorn, torn64.h): a fetch's walk, for
  * the words of slot 0 at `word` or, from a mirror region's start, for their
  * mirror words. The loop is what a fetch costs, so it is written for
  * throughput: the list-or-all choice made once, four loads in flight with
@@ -55,9 +57,7 @@ static inline __attribute__((always_inline)) uint64_t pcpu_slot_walk_sum(const v
 	uint32_t n = __atomic_load_n(&pcpu_walk_count, __ATOMIC_ACQUIRE), i = 0;
 	uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
 
-#define PCPU__WALK_WORD(slot)                                                                  \
-	((uint64_t)__atomic_load_n((const int64_t *)(p + ((size_t)(slot) << PCPU_SLOT_STRIDE_SHIFT)), \
-				   __ATOMIC_RELAXED))
+#define PCPU__WALK_WORD(slot) pcpu__load_u64((const int64_t *)(p + ((size_t)(slot) << PCPU_SLOT_STRIDE_SHIFT)))
 	if (pcpu_walk_all) {
 		for (; i < n; i++)
 			s0 += PCPU__WALK_WORD(i);

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "rseq_internal.h" /* pcpu_slot_count */
+#include "torn64.h"
 
 /* The slot whose value region `region` of a chunk holds: regions nslots..
  * are the mirrors of slots 0.. (pure arithmetic: usable on a copy). */
@@ -78,15 +79,13 @@ static inline int pcpu_mirror_in_use(const void *obj)
 }
 
 /* Slot `slot`'s value of the live 8-byte word at `obj` (relaxed loads:
- * adders write the words meanwhile); `mirror`: pcpu_mirror_in_use(obj). */
+ * adders write the words meanwhile; untorn on 32-bit targets, torn64.h);
+ * `mirror`: pcpu_mirror_in_use(obj). */
 static inline uint64_t pcpu__slot_value(const void *obj, uint32_t slot, int mirror)
 {
-	uint64_t w = (uint64_t)__atomic_load_n((const int64_t *)pcpu__slot_ptr_inline(obj, slot),
-					       __ATOMIC_RELAXED);
+	uint64_t w = pcpu__load_u64((const int64_t *)pcpu__slot_ptr_inline(obj, slot));
 
-	return pcpu__slot_sum(w, mirror ? (uint64_t)__atomic_load_n(pcpu_mirror_word(obj, slot),
-								     __ATOMIC_RELAXED)
-					: 0);
+	return pcpu__slot_sum(w, mirror ? pcpu__load_u64(pcpu_mirror_word(obj, slot)) : 0);
 }
 
 #endif /* PCPU_ZONE_MIRROR_H */

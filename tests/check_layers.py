@@ -72,7 +72,7 @@ LAYERS = [
         "include/pcpu/arch/generic.h",
     ] + ARCH_HEADERS + [
         "include/pcpu/runtime_version.h", "include/pcpu/version.h.in",
-        "src/rseq.c", "src/rseq_internal.h", "src/slot_walk.*", "src/environment.c",
+        "src/rseq.c", "src/rseq_internal.h", "src/slot_walk.*", "src/torn64.h", "src/environment.c",
         "include/pcpu/worker.h", "src/worker.c", "src/worker_internal.h",  # slots' owners
         "src/fork.*", "src/error.*", "src/visibility.h", "src/version.c",
     ]),

@@ -149,6 +149,9 @@ void scrape_release(struct scrape_hold *h);
 void scrape_memory_setup(void);
 /* A segment name, pid or file name; never a path. */
 int valid_target(const char *t);
+/* The SEGMENT arguments of serve and push (segment_args.c): names, pids,
+ * file names or paths. 0, or -1 after saying which is not, as `who`. */
+int check_segment_args(const char *who, char *const *args, size_t n);
 
 /* ---- serve.c ---- */
 

@@ -33,8 +33,9 @@
  *  - Memory: at most --queue request bodies, plus one collection (bounded
  *    by --max-bytes, as a scrape) and its encoding scratch; the scratch is
  *    freed after each push but its first chunk.
- *  - SIGTERM or SIGINT: one last collection and a push of everything
- *    queued (each request tried once), then exit: 0 if all was delivered.
+ *  - SIGTERM or SIGINT: one last collection; then (and after --count
+ *    collections) what is queued is delivered, retried with the backoff
+ *    for at most --drain seconds (drain()); exit 0 if all was delivered.
  *
  * Requests are sent oldest first, so a receiver that refuses samples older
  * than what it has (Prometheus: out of order) sees them in order; a retry
@@ -72,7 +73,8 @@ static const char push_usage[] =
 	"  $OTEL_EXPORTER_OTLP_PROTOCOL (http/protobuf, the default, or grpc)\n"
 	"\n"
 	"Options:\n"
-	"  -i, --interval SECS  between pushes (default 15)\n"
+	"  -i, --interval SECS  between pushes (default: OTLP $OTEL_METRIC_EXPORT_INTERVAL\n"
+	"                       in milliseconds, else 15)\n"
 	"      --timeout SECS   per request (default 10)\n"
 	"      --job NAME       remote write: label job (default pcpustat);\n"
 	"                       OTLP: resource attribute service.name\n"
@@ -104,9 +106,12 @@ static const char push_usage[] =
 	"                       counts made before the agent's first collection are\n"
 	"                       not sent\n"
 	"      --delta-state FILE\n"
-	"                       delta: read the baseline a previous agent left in FILE\n"
-	"                       (then removed), write it there at exit: a restart\n"
-	"                       loses no count (a crash: as without it)\n"
+	"                       delta: what was sent, kept in FILE across agents: no\n"
+	"                       FILE yet, every series is sent whole; the baseline a\n"
+	"                       previous agent wrote at exit is continued from (a\n"
+	"                       restart loses no count); after a crash, segments it\n"
+	"                       had seen are taken up from the first collection,\n"
+	"                       others sent whole\n"
 	"      --queue N        requests kept while the receiver is unreachable or\n"
 	"                       failing (default 4; oldest dropped first: values are\n"
 	"                       cumulative, so no count is lost, only resolution;\n"
@@ -114,6 +119,9 @@ static const char push_usage[] =
 	"      --min-backoff SECS, --max-backoff SECS\n"
 	"                       retry delays, doubling (default 0.5 and 30)\n"
 	"      --count N        push N times, then deliver what is queued and exit\n"
+	"      --drain SECS     at exit (--count done, SIGINT, SIGTERM), retry what is\n"
+	"                       queued with the backoff for at most SECS (default 10;\n"
+	"                       0: one try each; a second signal stops at once)\n"
 	"  -d, --dir DIR, -u, --owner USER, -a, --any-owner, --max-bytes N, --max-down N\n"
 	"                       which segments, and the budget, as for pcpustat serve\n"
 	"  -v, --verbose        say every push on stderr\n"
@@ -123,7 +131,8 @@ static const char push_usage[] =
 	"Retry-After when given; other statuses are not (logged). OTLP/gRPC retries\n"
 	"CANCELLED, DEADLINE_EXCEEDED, ABORTED, OUT_OF_RANGE, UNAVAILABLE, DATA_LOSS,\n"
 	"and RESOURCE_EXHAUSTED when the receiver sent RetryInfo.\n"
-	"SIGINT or SIGTERM: a last push, then exit (0: everything was delivered).\n";
+	"SIGINT or SIGTERM: a last push, then exit (0: everything was delivered).\n"
+	"A missing or unreadable password, token or CA file is refused at start (exit 2).\n";
 
 /* A request waiting to be sent. */
 struct queued {
@@ -143,9 +152,11 @@ struct push_args {
 	const char *temporality; /* --temporality as given, NULL: not given */
 	const char *delta_state; /* --delta-state FILE, or NULL */
 	int delta;               /* OTLP delta temporality for counters and histograms */
-	int given_timeout, given_ca, given_job, given_instance; /* on the command line */
+	int given_timeout, given_ca, given_job, given_instance, given_interval; /* on the command line */
+	const char *interval_from; /* where the interval came from, for -v */
 	struct otel_env env; /* the OpenTelemetry environment (OTLP) */
 	double interval, min_backoff, max_backoff;
+	double drain; /* --drain: seconds to keep retrying the queue at exit */
 	size_t queue_max;
 	unsigned long count; /* 0: until a signal */
 };
@@ -159,6 +170,8 @@ struct push_stats {
 };
 
 static volatile sig_atomic_t stop_signal;
+/* Signals received: a second one ends the drain at exit (drain()). */
+static volatile sig_atomic_t nsignals;
 /* The self-pipe: a signal wakes the agent's wait (wait_until()) whenever
  * it comes, without masking signals anywhere. */
 static int wake[2] = { -1, -1 };
@@ -168,6 +181,7 @@ static void on_signal(int sig)
 	int saved = errno;
 
 	stop_signal = sig;
+	nsignals = nsignals < 1000 ? nsignals + 1 : nsignals;
 	if (write(wake[1], "x", 1) < 0) {
 		/* full: a wake-up is pending anyway */
 	}
@@ -237,7 +251,7 @@ static int valid_label_name(const char *s, int otlp)
 
 enum { O_RW = 256, O_OTLP, O_OTLP_GRPC, O_TIMEOUT, O_JOB, O_INSTANCE, O_LABEL, O_NATIVE, O_USER, O_PASSFILE,
        O_TOKENFILE, O_CAFILE, O_QUEUE, O_MINB, O_MAXB, O_COUNT, O_MAXBYTES, O_MAXDOWN, O_COMPRESSION, O_TEMPORALITY,
-       O_DELTA_STATE };
+       O_DELTA_STATE, O_DRAIN };
 
 static int bad(const char *msg)
 {
@@ -263,11 +277,17 @@ static int parse_option(int c, char *arg, struct push_args *a)
 	case 'i':
 		if (parse_secs(arg, 0.01, 86400, &a->interval) < 0)
 			return bad("--interval wants seconds in [0.01, 86400]");
+		a->given_interval = 1;
+		a->interval_from = "--interval";
 		break;
 	case O_TIMEOUT:
 		if (parse_secs(arg, 0.01, 3600, &a->http.timeout) < 0)
 			return bad("--timeout wants seconds in [0.01, 3600]");
 		a->given_timeout = 1;
+		break;
+	case O_DRAIN:
+		if (parse_secs(arg, 0, 3600, &a->drain) < 0)
+			return bad("--drain wants seconds in [0, 3600]");
 		break;
 	case O_MINB: case O_MAXB:
 		if (parse_secs(arg, 0.01, 3600, &v) < 0)
@@ -339,6 +359,10 @@ static int otel_env_apply(struct push_args *a)
 
 	if (!a->given_timeout && e->timeout > 0)
 		a->http.timeout = e->timeout;
+	if (!a->given_interval && e->interval > 0) {
+		a->interval = e->interval;
+		a->interval_from = "OTEL_METRIC_EXPORT_INTERVAL";
+	}
 	if (!a->given_ca && e->certificate)
 		a->http.ca_file = e->certificate;
 	a->http.headers = e->headers;
@@ -413,6 +437,13 @@ static int check_args(struct push_args *a, int argc, char **argv)
 			fprintf(stderr, "pcpustat push: %s\n", why);
 			return 2;
 		}
+		/* The CA file likewise: one that cannot be read would fail
+		 * every TLS handshake, retried forever. */
+		if (a->http.ca_file && push_ca_check(a->http.ca_file, why, sizeof why) < 0) {
+			fprintf(stderr, "pcpustat push: %s: %s\n", a->given_ca ? "--ca-file" : a->env.certificate_var,
+				why);
+			return 2;
+		}
 	}
 	if (a->max_backoff < a->min_backoff)
 		a->max_backoff = a->min_backoff;
@@ -471,11 +502,8 @@ static int check_args(struct push_args *a, int argc, char **argv)
 	if ((a->job && *a->job && add_label(a, otlp ? "service.name" : "job", a->job) < 0) ||
 	    (a->instance && *a->instance && add_label(a, otlp ? "service.instance.id" : "instance", a->instance) < 0))
 		return bad("out of memory");
-	for (i = (size_t)optind; i < (size_t)argc; i++)
-		if (!valid_target(argv[i])) {
-			fprintf(stderr, "pcpustat push: '%s' is not a segment name, pid or file name\n", argv[i]);
-			return 2;
-		}
+	if (check_segment_args("pcpustat push", argv + optind, (size_t)(argc - optind)) < 0)
+		return 2;
 	a->cf.targets = argv + optind;
 	a->cf.ntargets = (size_t)(argc - optind);
 	return -1;
@@ -506,6 +534,7 @@ static int parse_args(int argc, char **argv, struct push_args *a)
 		{ "compression", required_argument, NULL, O_COMPRESSION },
 		{ "temporality", required_argument, NULL, O_TEMPORALITY },
 		{ "delta-state", required_argument, NULL, O_DELTA_STATE },
+		{ "drain", required_argument, NULL, O_DRAIN },
 		{ "dir", required_argument, NULL, 'd' },
 		{ "owner", required_argument, NULL, 'u' },
 		{ "any-owner", no_argument, NULL, 'a' },
@@ -516,9 +545,11 @@ static int parse_args(int argc, char **argv, struct push_args *a)
 	int c, rc;
 
 	a->interval = 15;
+	a->interval_from = "the default";
 	a->http.timeout = 10;
 	a->min_backoff = 0.5;
 	a->max_backoff = 30;
+	a->drain = 10;
 	a->queue_max = 4;
 	a->job = "pcpustat";
 	a->cf.max_bytes = (size_t)256 << 20;
@@ -627,6 +658,17 @@ static void collect(struct agent *ag)
 		snprintf(err, sizeof err, "out of memory for the delta baseline");
 		rc = -1;
 	}
+	if (ag->delta && rc == 0 && a->delta_state && delta_mark_needed(ag->delta) &&
+	    delta_mark(ag->delta, a->delta_state, err, sizeof err) < 0) {
+		/* The running file must list a start time before a series of
+		 * it is sent (push_delta.c): not sent until it can be written
+		 * (the baseline stays, so nothing is lost meanwhile). */
+		free(body);
+		fprintf(stderr, "pcpustat push: --delta-state: %s\n", err);
+		snprintf(err, sizeof err, "--delta-state cannot be written: this collection is not sent (the "
+			 "next covers it)");
+		rc = -1;
+	}
 	if (ag->delta && rc < 0)
 		delta_discard(ag->delta);
 	arena_reset(&ag->arena);
@@ -656,10 +698,26 @@ static void collect(struct agent *ag)
 	enqueue(ag, body, len);
 }
 
+/* What a 401 or 403 asks of the user: the credentials configured, or that
+ * none are. */
+static const char *denied_hint(const struct push_args *a)
+{
+	if (a->http.basic_password_file)
+		return "the next push reads the password file again and carries the same cumulative values";
+	if (a->http.bearer_token_file)
+		return "the next push reads the token file again and carries the same cumulative values";
+	if (a->http.nheaders)
+		return "no password or token file is configured: check the headers of "
+		       "OTEL_EXPORTER_OTLP_[METRICS_]HEADERS (Authorization, an API key)";
+	return "no credentials are configured: give --basic-auth-user with --basic-auth-password-file, "
+	       "or --bearer-token-file";
+}
+
 /* Sends the queue, oldest first, until it is empty or a request must wait
  * (retry later: after the answer's Retry-After, else the backoff, which
- * doubles). `final`: the last try before exit. */
-static void deliver(struct agent *ag, double now, int final)
+ * doubles). `final`: draining before exit, until the monotonic time
+ * `deadline` (drain()). */
+static void deliver(struct agent *ag, double now, int final, double deadline)
 {
 	const struct push_args *a = ag->a;
 	char why[400];
@@ -679,9 +737,14 @@ static void deliver(struct agent *ag, double now, int final)
 			ag->backoff = ag->backoff ? fmin(ag->backoff * 2, a->max_backoff) : a->min_backoff;
 			delay = ans.retry_after >= 0 ? ans.retry_after : ag->backoff;
 			ag->retry_at = now_mono() + delay;
-			if (final)
-				fprintf(stderr, "pcpustat push: %s: %s; not delivered before exit (%zu queued)\n",
-					a->http.url, why, ag->qn);
+			if (final && ag->retry_at > deadline)
+				fprintf(stderr, "pcpustat push: %s: %s; not delivered before exit (%zu queued; "
+					"--drain %g s%s)\n", a->http.url, why, ag->qn, a->drain,
+					ans.retry_after >= 0 ? ", shorter than its Retry-After" : "");
+			else if (final)
+				fprintf(stderr, "pcpustat push: %s: %s; retrying in %.3g s%s before exit (%zu queued, "
+					"--drain %g s)\n", a->http.url, why, delay,
+					ans.retry_after >= 0 ? " (Retry-After)" : "", ag->qn, a->drain);
 			else if (!ag->failing || a->verbose)
 				fprintf(stderr, "pcpustat push: %s: %s; retrying in %.3g s%s (%zu queued, at most %zu)\n",
 					a->http.url, why, delay, ans.retry_after >= 0 ? " (Retry-After)" : "", ag->qn,
@@ -695,8 +758,7 @@ static void deliver(struct agent *ag, double now, int final)
 			ag->s.dropped++;
 			ag->s.denied++;
 			fprintf(stderr, "pcpustat push: %s: the receiver refused the credentials (%s); dropped, not "
-				"retried (the next push reads the password or token file again and carries the same "
-				"cumulative values)\n", a->http.url, why);
+				"retried (%s)\n", a->http.url, why, denied_hint(a));
 		} else if (o == PUSH_DROP) {
 			ag->s.dropped++;
 			fprintf(stderr, "pcpustat push: %s: %s; dropped, not retried (a status %s does not retry: "
@@ -725,19 +787,46 @@ static void deliver(struct agent *ag, double now, int final)
 	}
 }
 
-/* Sleeps until `until` (monotonic seconds) or a signal: a signal that
- * came before the wait left a byte in the pipe, so none is missed. */
-static void wait_until(double until)
+/* Sleeps until `until` (monotonic seconds) or a signal beyond the
+ * `seen` first ones: a signal that came before the wait left a byte in the
+ * pipe, so none is missed. */
+static void wait_until(double until, sig_atomic_t seen)
 {
-	double d = until - now_mono();
 	struct pollfd p = { wake[0], POLLIN, 0 };
 	char buf[16];
+	double d;
 
-	if (d <= 0 || stop_signal)
-		return;
-	if (poll(&p, 1, (int)ceil(d * 1000)) > 0)
-		while (read(wake[0], buf, sizeof buf) > 0)
-			;
+	while ((d = until - now_mono()) > 0 && nsignals == seen)
+		if (poll(&p, 1, (int)ceil(d * 1000)) > 0)
+			while (read(wake[0], buf, sizeof buf) > 0)
+				;
+}
+
+/*
+ * Before exit (--count done, or SIGINT or SIGTERM): what is queued is
+ * delivered, retried with the usual backoff (and Retry-After) for at most
+ * --drain seconds. A request whose next try would fall after that is given
+ * up (said, and counted undelivered: exit 1); so is everything after a
+ * second signal, which ends the drain at once. --drain 0: one try each.
+ */
+static void drain(struct agent *ag)
+{
+	const struct push_args *a = ag->a;
+	double deadline = now_mono() + a->drain;
+	sig_atomic_t seen = nsignals;
+
+	ag->retry_at = 0; /* the first try at once, whatever the backoff was */
+	while (ag->qn) {
+		deliver(ag, now_mono(), 1, deadline);
+		if (!ag->qn || ag->retry_at > deadline)
+			break;
+		wait_until(ag->retry_at, seen);
+		if (nsignals != seen) {
+			fprintf(stderr, "pcpustat push: %s: a second signal: %zu request(s) not delivered\n",
+				a->http.url, ag->qn);
+			break;
+		}
+	}
 }
 
 static int run(struct agent *ag)
@@ -756,20 +845,12 @@ static int run(struct agent *ag)
 			if (a->count && ag->s.collected >= a->count)
 				break;
 		}
-		deliver(ag, now_mono(), 0);
-		wait_until(ag->qn && ag->retry_at < next ? ag->retry_at : next);
+		deliver(ag, now_mono(), 0, 0);
+		wait_until(ag->qn && ag->retry_at < next ? ag->retry_at : next, 0);
 	}
 	if (stop_signal)
 		collect(ag); /* the last values before stopping */
-	/* What is queued gets one try each, without waiting for a backoff. */
-	while (ag->qn) {
-		size_t before = ag->qn;
-
-		ag->retry_at = 0;
-		deliver(ag, now_mono(), 1);
-		if (ag->qn == before)
-			break; /* the receiver is still failing */
-	}
+	drain(ag);
 	fprintf(stderr, "pcpustat push: %lu collected, %lu sent, %lu failed attempts, %lu retries (requests "
 		"sent again), %lu dropped (%lu for refused credentials), %lu superseded in the queue, %lu "
 		"collections failed, %zu undelivered\n",
@@ -778,11 +859,13 @@ static int run(struct agent *ag)
 	return ag->qn || ag->s.dropped || ag->s.failed_collect ? 1 : 0;
 }
 
-/* --delta-state at start: the previous agent's baseline, if it left one,
- * and the file removed, so that an agent that dies without writing it
- * leaves none behind (an older baseline would send counts twice). A file
- * that is not a baseline is said and removed: the agent starts over.
- * 0, or -1 (the file cannot be removed). */
+/* --delta-state at start (push_delta.c says the file's two forms): the
+ * previous agent's baseline, or the start times of one that did not exit
+ * cleanly, or nothing (no agent sent anything yet: every series goes
+ * whole); then the file is replaced by this agent's running form, so that
+ * if it dies the next knows what it may have sent. A file that is not a
+ * state file is said and replaced: the agent starts over (its first
+ * collection sends no point). 0, or -1 (the file cannot be written). */
 static int load_state(struct agent *ag)
 {
 	const char *path = ag->a->delta_state;
@@ -792,11 +875,20 @@ static int load_state(struct agent *ag)
 	if (rc < 0)
 		fprintf(stderr, "pcpustat push: --delta-state: %s; starting over (the counts made before the "
 			"first collection are not sent)\n", err);
-	else if (rc > 0 && ag->a->verbose)
+	else if (rc == 0)
+		delta_no_priming(ag->delta);
+	if (rc == 2)
+		fprintf(stderr, "pcpustat push: --delta-state: %s was left by an agent that did not exit cleanly: "
+			"the series of segments it had seen are taken up from their first collection (what was "
+			"counted after its last acknowledged push is not sent); other segments are sent whole\n",
+			path);
+	else if (rc == 1 && ag->a->verbose)
 		fprintf(stderr, "pcpustat push: continuing from the delta baseline of %zu series in %s\n",
 			delta_series_kept(ag->delta), path);
-	if (unlink(path) < 0 && errno != ENOENT) {
-		fprintf(stderr, "pcpustat push: --delta-state: removing %s: %s\n", path, strerror(errno));
+	else if (rc == 0 && ag->a->verbose)
+		fprintf(stderr, "pcpustat push: no %s yet: every series is sent whole\n", path);
+	if (delta_mark(ag->delta, path, err, sizeof err) < 0) {
+		fprintf(stderr, "pcpustat push: --delta-state: %s\n", err);
 		return -1;
 	}
 	return 0;
@@ -832,6 +924,9 @@ int push_main(int argc, char **argv, const struct pcpu_reader_options *ropt)
 		rc = 1;
 		goto out;
 	}
+	if (a.verbose)
+		fprintf(stderr, "pcpustat push: to %s every %g s (%s)%s\n", a.http.url, a.interval, a.interval_from,
+			a.count ? "" : " until SIGINT or SIGTERM");
 	scrape_memory_setup();
 	if (pipe2(wake, O_NONBLOCK | O_CLOEXEC) < 0) {
 		fprintf(stderr, "pcpustat push: pipe: %s\n", strerror(errno));

@@ -94,11 +94,28 @@ size_t delta_series_kept(const struct push_delta *d);
  * mode 0600): 0, or -1 with err set. Cost: the baseline's size, written
  * and fsync'ed. */
 int delta_save(const struct push_delta *d, const char *path, char *err, size_t cap);
-/* Reads a baseline delta_save() wrote as the acknowledged one (the next
- * deltas continue from it; no first collection without points): 1; 0 when
- * path does not exist; -1 with err set (unreadable, not a state file of
- * this program, truncated, out of memory: the baseline is unchanged). */
+/* Reads a state file (push_delta.c says its two forms): 1, a baseline
+ * delta_save() wrote, now the acknowledged one (the next deltas continue
+ * from it); 2, the running form of an agent that did not exit cleanly
+ * (series of the start times it lists are recorded at first sight without
+ * a point, others sent whole); either way no first collection without
+ * points. 0 when path does not exist (then call delta_no_priming() if
+ * nothing was ever sent); -1 with err set (unreadable, not a state file of
+ * this program, truncated, out of memory: the state is unchanged). Cost:
+ * the file's size, and a sort of its series' start times. */
 int delta_load(struct push_delta *d, const char *path, char *err, size_t cap);
+/* Nothing was sent before this agent (a state file that does not exist
+ * yet): its first collection sends every series whole. */
+void delta_no_priming(struct push_delta *d);
+/* Whether the collection just encoded holds a series of a start time the
+ * last running file (delta_mark()) does not list: then it must be written
+ * again before the request is sent. */
+int delta_mark_needed(const struct push_delta *d);
+/* Writes the running form to path (as delta_save(): through path.tmp,
+ * fsync'ed, renamed; mode 0600): every start time whose series this agent
+ * may have sent, the request pending included. 0, or -1 with err set.
+ * Cost: a sort of the series' start times, and a small file written. */
+int delta_mark(struct push_delta *d, const char *path, char *err, size_t cap);
 
 /* ---- the encoders: one request body from a snapshot ---- */
 
@@ -147,7 +164,9 @@ struct otel_env {
 	int grpc;                   /* OTEL_EXPORTER_OTLP_[METRICS_]PROTOCOL=grpc */
 	const char *protocol_var;   /* the variable that said the protocol, or NULL */
 	double timeout;             /* seconds, or 0: not set */
+	double interval;            /* OTEL_METRIC_EXPORT_INTERVAL, seconds, or 0 */
 	const char *certificate;    /* CA file, or NULL */
+	const char *certificate_var; /* the variable it came from */
 	const char *compression;    /* as set (checked by push.c), or NULL */
 	const char *compression_var, *headers_var; /* the variables they came from */
 	/* OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE as set (checked
@@ -206,6 +225,10 @@ struct push_answer {
  * with why set. The agent checks its files at start (exit 2), then reads
  * them at every push (so that they can be rotated). */
 int push_secret_check(const char *file, char *why, size_t cap);
+/* Whether a CA file (--ca-file, OTEL_EXPORTER_OTLP_CERTIFICATE) can be read
+ * now and holds a PEM certificate: 0, or -1 with why set. Checked at start
+ * (exit 2), as the secret files are. */
+int push_ca_check(const char *file, char *why, size_t cap);
 
 /* ---- push_grpc.c: gRPC's own wire rules (HTTP/2 is libcurl's) ---- */
 

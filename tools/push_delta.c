@@ -52,20 +52,38 @@
  * series that comes back then is a new one (its whole value is sent).
  *
  * New series (no base): the whole value, starting at the segment's
- * publication. Except at the agent's first collection: the agent does not
- * know what an earlier agent sent, so every series present then is only
- * recorded as the base (no point is sent for it): the counts made before
- * the agent's first collection are not sent, and nothing is sent twice.
- * Series and segments appearing afterwards are sent whole.
+ * publication. Except at the first collection of an agent without a state
+ * file: it does not know what an earlier agent sent, so every series
+ * present then is only recorded as the base (no point is sent for it): the
+ * counts made before that collection are not sent, and nothing is sent
+ * twice. Series and segments appearing afterwards are sent whole.
  *
- * Unless the previous agent left its baseline in a state file
- * (--delta-state): delta_save() writes the acknowledged baseline when the
- * agent exits, delta_load() reads it at start (and push.c removes the
- * file), so the
- * new agent's first deltas continue where the old one's acknowledged points
- * ended (nothing lost, nothing twice). An agent that did not exit cleanly
- * (killed, crashed) left no file -- an older one would send counts twice
- * -- and the next one starts over as above.
+ * With a state file (--delta-state) the agent knows what was sent. The
+ * file always exists once an agent used it, in one of two forms:
+ *
+ *   baseline  written by delta_save() when the agent exits: the
+ *             acknowledged baseline. The next agent (delta_load())
+ *             continues from it: its first deltas start where the old
+ *             one's acknowledged points ended (nothing lost, nothing
+ *             twice); a series it does not hold was never sent (or was
+ *             forgotten, as above): it is sent whole.
+ *   running   written by delta_mark() while an agent runs, before any
+ *             request carrying a series of a new start time (a segment's
+ *             publication) is sent: the start times whose series it may
+ *             have sent. An agent that finds this form was preceded by
+ *             one that did not exit cleanly (killed, crashed) and whose
+ *             baseline is lost: a series of a start time listed there is
+ *             recorded at first sight without a point (its counts up to
+ *             then may have been sent: sending them again would count
+ *             them twice; what was counted after the last acknowledged
+ *             push of the lost agent is not sent); a series of any other
+ *             start time was never sent: it is sent whole.
+ *
+ * No file at all: no agent ever sent anything for this file, so every
+ * series is sent whole, the counts made before the first agent included.
+ * Start times are carried over as long as one of their series is held, or
+ * (those of a lost agent not seen again) through DELTA_ABSENT_MAX
+ * acknowledged pushes, as a missing series' base is.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -106,8 +124,25 @@ struct delta_set {
 	uint32_t *sorted; /* base: entries by key, or NULL until needed */
 };
 
+/* A start time the previous agent may have sent series of (a running
+ * file's, or a baseline's start times none of whose series it holds). */
+struct delta_start {
+	uint64_t t;
+	uint32_t absent; /* acknowledged pushes none of its series was in */
+	uint32_t seen;   /* the collection that saw one last */
+};
+
 struct push_delta {
 	struct delta_set base, pending;
+	/* inherited start times, sorted (delta_load()) */
+	struct delta_start *inh;
+	size_t ninh;
+	/* the start times the last running file listed, sorted; whether this
+	 * collection has one it does not (delta_mark_needed()) */
+	uint64_t *marked;
+	size_t nmarked;
+	int mark_needed;
+	uint64_t last_checked; /* the last start time found in marked[] */
 	int has_pending;
 	int primed;       /* the first collection is done */
 	int priming;      /* this collection only records the base */
@@ -140,6 +175,8 @@ void delta_free(struct push_delta *d)
 		return;
 	set_free(&d->base);
 	set_free(&d->pending);
+	free(d->inh);
+	free(d->marked);
 	free(d->key);
 	free(d);
 }
@@ -316,6 +353,32 @@ static int lookup(struct push_delta *d, const uint8_t *key, size_t len, struct d
 	return 0;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The inherited start time t, or NULL. */
+static struct delta_start *inherited(struct push_delta *d, uint64_t t)
+{
+	return d->ninh ? bsearch(&t, d->inh, d->ninh, sizeof *d->inh, cmp_u64) : NULL;
+}
+
+/* Notes whether start time t is in the last running file (one compare
+ * for a series of the same segment as the one before). */
+static void check_marked(struct push_delta *d, uint64_t t)
+{
+	if (t == d->last_checked && t)
+		return;
+	if (d->nmarked && bsearch(&t, d->marked, d->nmarked, sizeof *d->marked, cmp_u64)) {
+		d->last_checked = t;
+		return;
+	}
+	d->mark_needed = 1;
+}
+
 /* Whether the current values are below the base's: a reset. */
 static int decreased(const struct pcpu_snapshot_family *f, const struct pcpu_snapshot_series *se,
 		     const struct delta_ent *e, const uint64_t *bc)
@@ -381,6 +444,18 @@ int delta_series(struct push_delta *d, const struct pcpu_snapshot_family *f, con
 		e->whole = se->value.counter;
 	}
 	memset(out, 0, sizeof *out);
+	check_marked(d, created);
+	if (d->ninh) {
+		struct delta_start *st = inherited(d, created);
+
+		if (st)
+			st->seen = d->gen;
+		if (st && !b) {
+			/* a lost agent's: recorded at first sight, not sent */
+			out->skip = 1;
+			return 0;
+		}
+	}
 	if (d->priming) {
 		out->skip = 1; /* recorded, not sent: the file comment */
 		return 0;
@@ -455,8 +530,19 @@ int delta_end(struct push_delta *d)
 
 void delta_acked(struct push_delta *d)
 {
+	size_t i, k = 0;
+
 	if (!d->has_pending)
 		return;
+	/* inherited start times none of whose series came back are forgotten
+	 * as a missing series' base is */
+	for (i = 0; i < d->ninh; i++) {
+		if (d->inh[i].seen != d->gen)
+			d->inh[i].absent++;
+		if (d->inh[i].absent <= DELTA_ABSENT_MAX)
+			d->inh[k++] = d->inh[i];
+	}
+	d->ninh = k;
 	set_free(&d->base);
 	d->base = d->pending;
 	memset(&d->pending, 0, sizeof d->pending);
@@ -474,15 +560,70 @@ size_t delta_series_kept(const struct push_delta *d)
 	return d->base.n;
 }
 
-/* The state file: this header, then the entries, the key bytes and the
- * counts as the agent holds them (the same program reads them back:
- * native byte order and layout, checked by the sizes in the header). */
+void delta_no_priming(struct push_delta *d)
+{
+	d->primed = 1;
+}
+
+int delta_mark_needed(const struct push_delta *d)
+{
+	return d->mark_needed;
+}
+
+/* A series' start time: the first 8 bytes of its key (key_write()). */
+static uint64_t ent_start(const struct delta_set *s, const struct delta_ent *e)
+{
+	uint64_t t;
+
+	memcpy(&t, s->keys + e->key_off, 8);
+	return t;
+}
+
+/* The start times the agent may have sent series of, sorted and distinct,
+ * in a malloc'd array (*n of them; NULL when 0): the inherited ones, the
+ * base's and, with `pending`, the request in flight's. 0, or -1 (ENOMEM). */
+static int known_starts(const struct push_delta *d, int pending, uint64_t **out, size_t *n)
+{
+	size_t cap = d->ninh + d->base.n + (pending ? d->pending.n : 0), k = 0, i, j;
+	uint64_t *t = cap ? malloc(cap * sizeof *t) : NULL;
+
+	*out = NULL;
+	*n = 0;
+	if (cap && !t)
+		return -1;
+	for (i = 0; i < d->ninh; i++)
+		t[k++] = d->inh[i].t;
+	for (i = 0; i < d->base.n; i++)
+		t[k++] = ent_start(&d->base, &d->base.ent[i]);
+	for (i = 0; pending && i < d->pending.n; i++)
+		t[k++] = ent_start(&d->pending, &d->pending.ent[i]);
+	if (k)
+		qsort(t, k, sizeof *t, cmp_u64);
+	for (i = j = 0; i < k; i++)
+		if (!j || t[j - 1] != t[i])
+			t[j++] = t[i];
+	*out = t;
+	*n = j;
+	return 0;
+}
+
+/* The state file: this header, then the entries, the key bytes, the
+ * counts as the agent holds them, and the start times (the same program
+ * reads them back: native byte order and layout, checked by the sizes in
+ * the header). Version 4: the start times and the running form (3 had
+ * them) and each entry's residue, a value beyond the integer words (2 had
+ * it, without the start times); a file of an earlier version is not read
+ * (said as such, and the agent starts over). */
 struct delta_file {
-	char magic[8];            /* "PCPUDLT\1" */
-	uint32_t ent_size, pad;   /* sizeof(struct delta_ent) */
+	char magic[8];            /* "PCPUDLT\4" */
+	uint32_t ent_size;        /* sizeof(struct delta_ent) */
+	uint32_t flags;           /* DELTA_FILE_RUNNING: the running form */
 	uint64_t n, nkeys, ncounts;
+	uint64_t nstarts;
 };
-static const char delta_magic[8] = { 'P', 'C', 'P', 'U', 'D', 'L', 'T', 2 }; /* 2: residues */
+#define DELTA_FILE_RUNNING 1u
+#define DELTA_FILE_VERSION 4
+static const char delta_magic[8] = { 'P', 'C', 'P', 'U', 'D', 'L', 'T', DELTA_FILE_VERSION };
 
 static int write_all(int fd, const void *p, size_t n)
 {
@@ -501,13 +642,18 @@ static int write_all(int fd, const void *p, size_t n)
 	return 0;
 }
 
-int delta_save(const struct push_delta *d, const char *path, char *err, size_t cap)
+/* Writes a state file: the baseline b (NULL: none, the running form) and
+ * the start times. */
+static int write_state(const struct delta_set *b, uint32_t flags, const uint64_t *starts, size_t nstarts,
+		       const char *path, char *err, size_t cap)
 {
-	const struct delta_set *b = &d->base;
+	static const struct delta_set none;
 	struct delta_file h;
 	char tmp[4096];
 	int fd, saved;
 
+	if (!b)
+		b = &none;
 	if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp) {
 		snprintf(err, cap, "%s: name too long", path);
 		errno = ENAMETOOLONG;
@@ -516,15 +662,17 @@ int delta_save(const struct push_delta *d, const char *path, char *err, size_t c
 	memset(&h, 0, sizeof h);
 	memcpy(h.magic, delta_magic, sizeof h.magic);
 	h.ent_size = sizeof(struct delta_ent);
+	h.flags = flags;
 	h.n = b->n;
 	h.nkeys = b->nkeys;
 	h.ncounts = b->ncounts;
+	h.nstarts = nstarts;
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		goto fail;
 	if (write_all(fd, &h, sizeof h) < 0 || write_all(fd, b->ent, b->n * sizeof *b->ent) < 0 ||
 	    write_all(fd, b->keys, b->nkeys) < 0 || write_all(fd, b->counts, b->ncounts * sizeof *b->counts) < 0 ||
-	    fsync(fd) < 0) {
+	    write_all(fd, starts, nstarts * sizeof *starts) < 0 || fsync(fd) < 0) {
 		saved = errno;
 		close(fd);
 		unlink(tmp);
@@ -541,6 +689,46 @@ int delta_save(const struct push_delta *d, const char *path, char *err, size_t c
 fail:
 	snprintf(err, cap, "%s: %s", path, strerror(errno));
 	return -1;
+}
+
+int delta_save(const struct push_delta *d, const char *path, char *err, size_t cap)
+{
+	uint64_t *t;
+	size_t n;
+	int rc;
+
+	/* the in-flight request's start times are not carried: as its
+	 * values, they were not acknowledged (the file comment) */
+	if (known_starts(d, 0, &t, &n) < 0) {
+		snprintf(err, cap, "%s: out of memory", path);
+		errno = ENOMEM;
+		return -1;
+	}
+	rc = write_state(&d->base, 0, t, n, path, err, cap);
+	free(t);
+	return rc;
+}
+
+int delta_mark(struct push_delta *d, const char *path, char *err, size_t cap)
+{
+	uint64_t *t;
+	size_t n;
+
+	if (known_starts(d, 1, &t, &n) < 0) {
+		snprintf(err, cap, "%s: out of memory", path);
+		errno = ENOMEM;
+		return -1;
+	}
+	if (write_state(NULL, DELTA_FILE_RUNNING, t, n, path, err, cap) < 0) {
+		free(t);
+		return -1;
+	}
+	free(d->marked);
+	d->marked = t;
+	d->nmarked = n;
+	d->mark_needed = 0;
+	d->last_checked = 0;
+	return 0;
 }
 
 static int read_all(int fd, void *p, size_t n)
@@ -564,8 +752,10 @@ int delta_load(struct push_delta *d, const char *path, char *err, size_t cap)
 {
 	struct delta_set s;
 	struct delta_file h;
+	struct delta_start *inh = NULL;
+	uint64_t *t = NULL, *bt = NULL, prev = 0;
+	size_t i, k = 0;
 	struct stat st;
-	size_t i;
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 
 	if (fd < 0) {
@@ -575,20 +765,41 @@ int delta_load(struct push_delta *d, const char *path, char *err, size_t cap)
 		return -1;
 	}
 	memset(&s, 0, sizeof s);
+	memset(&h, 0, sizeof h);
 	/* sizes checked against the file's before anything is allocated */
-	if (fstat(fd, &st) < 0 || read_all(fd, &h, sizeof h) < 0 || memcmp(h.magic, delta_magic, 8) != 0 ||
-	    h.ent_size != sizeof(struct delta_ent) || h.n > UINT32_MAX || h.nkeys > (uint64_t)st.st_size ||
-	    h.ncounts > (uint64_t)st.st_size / sizeof(uint64_t) ||
-	    (uint64_t)st.st_size != sizeof h + h.n * sizeof(struct delta_ent) + h.nkeys + h.ncounts * sizeof(uint64_t))
+	if (fstat(fd, &st) < 0 || read_all(fd, h.magic, sizeof h.magic) < 0)
 		goto corrupt;
-	if (reserve(&s, (size_t)h.n, (size_t)h.nkeys, (size_t)h.ncounts) < 0) {
+	if (memcmp(h.magic, delta_magic, 7) == 0 && h.magic[7] >= 1 && h.magic[7] < DELTA_FILE_VERSION) {
+		/* An earlier pcpustat's: its entries lack what this one keeps
+		 * (start times before 3, residues before 4). */
+		close(fd);
+		snprintf(err, cap, "%s: a state file of an earlier pcpustat (version %d; this one reads version %d)",
+			 path, h.magic[7], DELTA_FILE_VERSION);
+		errno = EBADMSG;
+		return -1;
+	}
+	if (memcmp(h.magic, delta_magic, 8) != 0 ||
+	    read_all(fd, (char *)&h + sizeof h.magic, sizeof h - sizeof h.magic) < 0)
+		goto corrupt;
+	if (h.ent_size != sizeof(struct delta_ent) || (h.flags & ~DELTA_FILE_RUNNING) || h.n > UINT32_MAX ||
+	    h.nkeys > (uint64_t)st.st_size || h.ncounts > (uint64_t)st.st_size / sizeof(uint64_t) ||
+	    h.nstarts > (uint64_t)st.st_size / sizeof(uint64_t) ||
+	    (uint64_t)st.st_size != sizeof h + h.n * sizeof(struct delta_ent) + h.nkeys + h.ncounts * sizeof(uint64_t) +
+					    h.nstarts * sizeof(uint64_t))
+		goto corrupt;
+	if (reserve(&s, (size_t)h.n, (size_t)h.nkeys, (size_t)h.ncounts) < 0 ||
+	    (h.nstarts && (!(t = malloc((size_t)h.nstarts * sizeof *t)) ||
+			   !(inh = calloc((size_t)h.nstarts, sizeof *inh))))) {
 		snprintf(err, cap, "%s: out of memory", path);
 		close(fd);
 		set_free(&s);
+		free(t);
+		free(inh);
 		return -1;
 	}
 	if (read_all(fd, s.ent, (size_t)h.n * sizeof *s.ent) < 0 || read_all(fd, s.keys, (size_t)h.nkeys) < 0 ||
-	    read_all(fd, s.counts, (size_t)h.ncounts * sizeof *s.counts) < 0)
+	    read_all(fd, s.counts, (size_t)h.ncounts * sizeof *s.counts) < 0 ||
+	    read_all(fd, t, (size_t)h.nstarts * sizeof *t) < 0)
 		goto corrupt;
 	s.n = (size_t)h.n;
 	s.nkeys = (size_t)h.nkeys;
@@ -596,19 +807,51 @@ int delta_load(struct push_delta *d, const char *path, char *err, size_t cap)
 	for (i = 0; i < s.n; i++) {
 		struct delta_ent *e = &s.ent[i];
 
-		if (e->key_off > s.nkeys || e->key_len > s.nkeys - e->key_off || e->counts_off > s.ncounts ||
-		    e->nbuckets > s.ncounts - e->counts_off)
+		if (e->key_off > s.nkeys || e->key_len > s.nkeys - e->key_off || e->key_len < 13 ||
+		    e->counts_off > s.ncounts || e->nbuckets > s.ncounts - e->counts_off)
 			goto corrupt;
 		e->seen = 0;
 	}
+	if ((h.flags & DELTA_FILE_RUNNING) && s.n)
+		goto corrupt; /* the running form holds no baseline */
+	/* Inherited: the start times none of whose series the baseline holds
+	 * (the running form: all of them). Sorted and distinct, as written. */
+	if (h.nstarts && s.n) {
+		if (!(bt = malloc(s.n * sizeof *bt))) {
+			snprintf(err, cap, "%s: out of memory", path);
+			close(fd);
+			set_free(&s);
+			free(t);
+			free(inh);
+			return -1;
+		}
+		for (i = 0; i < s.n; i++)
+			bt[i] = ent_start(&s, &s.ent[i]);
+		qsort(bt, s.n, sizeof *bt, cmp_u64);
+	}
+	for (i = 0; i < (size_t)h.nstarts; i++) {
+		if (i && t[i] <= prev)
+			goto corrupt;
+		prev = t[i];
+		if (!bt || !bsearch(&t[i], bt, s.n, sizeof *bt, cmp_u64))
+			inh[k++].t = t[i];
+	}
 	close(fd);
+	free(t);
+	free(bt);
 	set_free(&d->base);
 	d->base = s;
+	free(d->inh);
+	d->inh = inh;
+	d->ninh = k;
 	d->primed = 1; /* the previous agent's acknowledged points go on */
-	return 1;
+	return h.flags & DELTA_FILE_RUNNING ? 2 : 1;
 corrupt:
 	close(fd);
 	set_free(&s);
+	free(t);
+	free(bt);
+	free(inh);
 	snprintf(err, cap, "%s: not a state file of this pcpustat (or truncated)", path);
 	errno = EBADMSG;
 	return -1;

@@ -8,7 +8,8 @@
  *                                        implemented)
  *   OTEL_EXPORTER_OTLP_METRICS_ENDPOINT  the metrics URL, used as it is
  *   OTEL_EXPORTER_OTLP_ENDPOINT          a base URL: <base>/v1/metrics over
- *                                        HTTP; over gRPC used as it is
+ *                                        HTTP (a query kept after the
+ *                                        path); over gRPC used as it is
  *   OTEL_EXPORTER_OTLP_[METRICS_]HEADERS  key=value,... (values
  *                                        percent-encoded): HTTP headers
  *   OTEL_EXPORTER_OTLP_[METRICS_]TIMEOUT  milliseconds per request
@@ -17,6 +18,8 @@
  *   OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE  cumulative, delta
  *                                        or lowmemory (any case; no
  *                                        generic variable exists)
+ *   OTEL_METRIC_EXPORT_INTERVAL          milliseconds between two pushes
+ *                                        (the SDK's periodic reader)
  *   OTEL_RESOURCE_ATTRIBUTES             key=value,... resource attributes
  *   OTEL_SERVICE_NAME                    service.name (over the one in
  *                                        OTEL_RESOURCE_ATTRIBUTES)
@@ -175,10 +178,12 @@ int otel_env_read(struct otel_env *e)
 		/* gRPC has no per-signal path: the base is the endpoint. */
 		e->endpoint = e->endpoint_own = strdup(v);
 	} else if ((v = getenv("OTEL_EXPORTER_OTLP_ENDPOINT")) && *v) {
-		size_t n = strlen(v);
+		/* The base URL's path plus the signal's, one slash between; a
+		 * query (or fragment) stays after the whole path:
+		 * http://h/otlp?x=1 posts to /otlp/v1/metrics?x=1. */
+		size_t n = strcspn(v, "?#"), p = n && v[n - 1] == '/' ? n - 1 : n;
 
-		/* The base URL plus the signal's path, one slash between. */
-		if (asprintf(&e->endpoint_own, "%.*s/v1/metrics", (int)(n && v[n - 1] == '/' ? n - 1 : n), v) < 0)
+		if (asprintf(&e->endpoint_own, "%.*s/v1/metrics%s", (int)p, v, v + n) < 0)
 			e->endpoint_own = NULL;
 		e->endpoint = e->endpoint_own;
 	}
@@ -195,7 +200,19 @@ int otel_env_read(struct otel_env *e)
 		}
 		e->timeout = ms / 1000;
 	}
-	e->certificate = pick("OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE", "OTEL_EXPORTER_OTLP_CERTIFICATE", &which);
+	if ((v = getenv("OTEL_METRIC_EXPORT_INTERVAL")) && *v) {
+		double ms = strtod(v, &end);
+
+		/* --interval's range, in milliseconds */
+		if (*end || end == v || !(ms >= 10 && ms <= 86400000)) {
+			snprintf(e->err, sizeof e->err, "OTEL_METRIC_EXPORT_INTERVAL: \"%.40s\" is not milliseconds "
+				 "in [10, 86400000]", v);
+			return -1;
+		}
+		e->interval = ms / 1000;
+	}
+	e->certificate = pick("OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE", "OTEL_EXPORTER_OTLP_CERTIFICATE",
+			      &e->certificate_var);
 	e->compression = pick("OTEL_EXPORTER_OTLP_METRICS_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION",
 			      &e->compression_var);
 	if ((v = getenv("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE")) && *v)

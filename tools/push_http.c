@@ -106,6 +106,36 @@ int push_secret_check(const char *file, char *why, size_t cap)
 	return rc;
 }
 
+int push_ca_check(const char *file, char *why, size_t cap)
+{
+	/* What libcurl (OpenSSL) reads from CURLOPT_CAINFO: a PEM file of
+	 * certificates. Not parsed here: its first 1 MiB must hold one. */
+	static const char pem[] = "-----BEGIN CERTIFICATE-----";
+	char *buf = malloc(1 << 20);
+	FILE *f = fopen(file, "r");
+	size_t n;
+	int rc = -1;
+
+	if (!f || !buf) {
+		snprintf(why, cap, "cannot read %s: %s", file, strerror(f ? ENOMEM : errno));
+	} else {
+		n = fread(buf, 1, (1 << 20) - 1, f);
+		if (ferror(f)) {
+			snprintf(why, cap, "cannot read %s: %s", file, strerror(errno));
+		} else {
+			buf[n] = 0;
+			if (!memmem(buf, n, pem, sizeof pem - 1))
+				snprintf(why, cap, "%s holds no PEM certificate (%s)", file, pem);
+			else
+				rc = 0;
+		}
+	}
+	if (f)
+		fclose(f);
+	free(buf);
+	return rc;
+}
+
 struct push_http *push_http_new(const struct push_http_config *cfg, char *err, size_t cap)
 {
 	struct push_http *h = calloc(1, sizeof *h);

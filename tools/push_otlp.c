@@ -27,7 +27,8 @@
  *
  * Values are integers scaled by 10^scale_exp10: a counter or gauge of scale
  * 0 goes as as_int (a counter above INT64_MAX as as_double), a scaled one
- * as as_double; sums as doubles. Start time (cumulative points): the
+ * as as_double; sums as doubles. Start time (cumulative points of every
+ * Sum, monotonic or not, and Histogram): the
  * segment's publication time, from its reader however it was named
  * (pcpu_reader_created_ns()), so that an agent's restart does not look
  * like a reset; the agent's start only for series without their segment's
@@ -235,11 +236,13 @@ static int point_values(struct otlp *o, const struct pcpu_snapshot_family *f, co
 	*out = *se;
 	*skip = 0;
 	*start = 0;
-	if (!(t->flags & PCPU_TYPE_MONOTONIC))
+	if (t->otlp == PCPU_OTLP_GAUGE)
 		return 0; /* a level (gauge): no start time, no baseline */
+	/* Every Sum and Histogram has one, an up-down Sum (not monotonic)
+	 * too: OTLP's cumulative points start where their values do. */
 	*start = start_of(o, f, se);
-	if (!o->e->delta)
-		return 0;
+	if (!o->e->delta || !(t->flags & PCPU_TYPE_MONOTONIC))
+		return 0; /* cumulative; an up-down Sum stays so under delta */
 	if (delta_series(o->e->delta, f, se, *start, &dp) < 0)
 		return -1;
 	*skip = dp.skip;

@@ -256,7 +256,6 @@ static int parse_args(int argc, char **argv, struct server *sv, struct serve_arg
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	size_t i;
 	int c, rc;
 
 	a->listen_spec = "127.0.0.1:9464";
@@ -270,11 +269,8 @@ static int parse_args(int argc, char **argv, struct server *sv, struct serve_arg
 	while ((c = getopt_long(argc, argv, "l:d:u:ah", longopts, NULL)) != -1)
 		if ((rc = parse_option(c, optarg, sv, a)) >= 0)
 			return rc;
-	for (i = (size_t)optind; i < (size_t)argc; i++)
-		if (!valid_target(argv[i])) {
-			fprintf(stderr, "pcpustat serve: '%s' is not a segment name, pid or file name\n", argv[i]);
-			return 2;
-		}
+	if (check_segment_args("pcpustat serve", argv + optind, (size_t)(argc - optind)) < 0)
+		return 2;
 	sv->cf.targets = argv + optind;
 	sv->cf.ntargets = (size_t)(argc - optind);
 	return -1;

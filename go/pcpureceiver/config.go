@@ -26,7 +26,9 @@ type Config struct {
 	// $PCPU_SEGMENT_DIR, or their per-user directory /dev/shm/pcpu-<uid>.
 	Directory string `mapstructure:"directory"`
 	// Segments, if not empty, are the segment names to read (every
-	// process publishing one of them); others are ignored.
+	// process publishing one of them); others are ignored. A name no file
+	// of the directory has is reported by pcpu_segment_up 0, reason
+	// "missing", as pcpustat serve reports a named segment it cannot find.
 	Segments []string `mapstructure:"segments"`
 	// PerSlot adds each slot's part of every value, as `pcpustat -p`
 	// shows it: metric <name>.slot, attribute slot = cpuN, cidN or ownedK.

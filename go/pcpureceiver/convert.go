@@ -46,7 +46,12 @@ func newCollector(cfg *Config) *collector {
 // a ResourceMetrics per segment (attributes pcpu.segment, process.pid),
 // with its families and its pcpu_segment_up. A segment that cannot be
 // read is reported by its up 0 and reason, never fails the collection;
-// only a directory that cannot be listed does.
+// only a directory that cannot be listed does. A configured segment name
+// that no file of the directory has is reported as pcpustat serve reports
+// a named segment it cannot find: a ResourceMetrics with pcpu.segment (no
+// process.pid) whose pcpu_segment_up is 0 with reason "missing" -- a
+// misspelt name or an application that is not running is said, not
+// silently collected as nothing.
 func (c *collector) scrape(ctx context.Context) (pmetric.Metrics, error) {
 	md := pmetric.NewMetrics()
 	files, err := segment.List(c.cfg.Directory)
@@ -54,6 +59,7 @@ func (c *collector) scrape(ctx context.Context) (pmetric.Metrics, error) {
 		return md, err
 	}
 	now := pcommon.NewTimestampFromTime(c.now())
+	found := map[string]bool{}
 	for _, f := range files {
 		if ctx.Err() != nil {
 			return md, ctx.Err()
@@ -61,6 +67,7 @@ func (c *collector) scrape(ctx context.Context) (pmetric.Metrics, error) {
 		if c.names != nil && !c.names[f.Name] {
 			continue
 		}
+		found[f.Name] = true
 		rm := md.ResourceMetrics().AppendEmpty()
 		res := rm.Resource().Attributes()
 		res.PutStr("pcpu.segment", f.Name)
@@ -76,6 +83,18 @@ func (c *collector) scrape(ctx context.Context) (pmetric.Metrics, error) {
 			continue
 		}
 		Convert(sm.Metrics(), snap, now, c.cfg.PerSlot)
+	}
+	for _, name := range c.cfg.Segments {
+		if found[name] {
+			continue
+		}
+		found[name] = true // a name configured twice is reported once
+		rm := md.ResourceMetrics().AppendEmpty()
+		rm.Resource().Attributes().PutStr("pcpu.segment", name)
+		sm := rm.ScopeMetrics().AppendEmpty()
+		sm.Scope().SetName(ScopeName)
+		addUp(sm.Metrics(), now, fmt.Errorf("%w: no segment named %q in %s", segment.ErrMissing, name,
+			c.cfg.Directory))
 	}
 	return md, nil
 }

@@ -114,3 +114,53 @@ func TestSegmentsFilter(t *testing.T) {
 		t.Errorf("segments read: %v, want [dead kinds]", got)
 	}
 }
+
+// TestMissingSegment: a configured segment name that no file of the
+// directory has is reported, as pcpustat serve reports it: its own
+// resource (pcpu.segment, no process.pid) with pcpu_segment_up 0, reason
+// "missing" -- once, however often it is configured; the segments that
+// exist are read as before.
+func TestMissingSegment(t *testing.T) {
+	dir, _ := cfix.StartAll(t)
+	c := newCollector(&Config{Directory: dir, Segments: []string{"kinds", "nosuch", "nosuch"}})
+	md, err := c.scrape(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var missing, kinds int
+	for i := 0; i < md.ResourceMetrics().Len(); i++ {
+		rm := md.ResourceMetrics().At(i)
+		name, _ := rm.Resource().Attributes().Get("pcpu.segment")
+		ms := rm.ScopeMetrics().At(0).Metrics()
+		var up pmetric.NumberDataPoint
+		found := false
+		for k := 0; k < ms.Len(); k++ {
+			if ms.At(k).Name() == UpMetric {
+				up, found = ms.At(k).Gauge().DataPoints().At(0), true
+			}
+		}
+		if !found {
+			t.Fatalf("segment %s: no %s", name.AsString(), UpMetric)
+		}
+		reason, _ := up.Attributes().Get("reason")
+		switch name.AsString() {
+		case "nosuch":
+			missing++
+			if _, hasPID := rm.Resource().Attributes().Get("process.pid"); hasPID || up.IntValue() != 0 ||
+				reason.AsString() != "missing" {
+				t.Errorf("nosuch: pid %v, up %d, reason %q; want no pid, 0, missing", hasPID,
+					up.IntValue(), reason.AsString())
+			}
+		case "kinds":
+			kinds++
+			if up.IntValue() != 1 {
+				t.Errorf("kinds: up %d reason %q", up.IntValue(), reason.AsString())
+			}
+		default:
+			t.Errorf("unexpected segment %s", name.AsString())
+		}
+	}
+	if missing != 1 || kinds != 1 {
+		t.Errorf("missing reported %d times, kinds %d times; want 1 and 1", missing, kinds)
+	}
+}

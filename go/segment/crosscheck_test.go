@@ -359,7 +359,8 @@ func checkKinds(t *testing.T, name string, g *segment.Snapshot) {
 
 // TestLiveness: up and reason as the C reader judges them: a writer that
 // died is gone (ErrWriterGone, reason writer_gone), its values still
-// readable with AllowStale; a tree lives while any of its processes does.
+// readable with AllowStale; a tree lives while any of its processes does,
+// and a read lock on byte 0 held by another process does not keep it live.
 func TestLiveness(t *testing.T) {
 	cfix.Need(t, "tools/pcpustat", "tests/segment/segment_fixture")
 	writer := cfix.SegWriter(t)
@@ -406,7 +407,38 @@ func TestLiveness(t *testing.T) {
 		t.Fatalf("tree without its publisher: %v %v", err, s2)
 	}
 	compareWithC(t, s2, cfix.Pcpustat(t, "--json", "-p", tw.Path))
+	// A process that can only read the file takes read locks on byte 0
+	// and on the member bytes (OFD locks, as another open file description
+	// here): the member bytes are refused while the tree lives; held from
+	// its death on, they must not keep the tree live.
+	lf, err := os.Open(tw.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	const ofdSetlk, ofdSetlkw = 37, 38 // F_OFD_SETLK, F_OFD_SETLKW
+	lk := syscall.Flock_t{Type: syscall.F_RDLCK, Len: 1}
+	if err := syscall.FcntlFlock(lf.Fd(), ofdSetlk, &lk); err != nil {
+		t.Errorf("a read lock on byte 0: %v", err)
+	}
+	lk = syscall.Flock_t{Type: syscall.F_RDLCK, Start: 1, Len: 1024}
+	if err := syscall.FcntlFlock(lf.Fd(), ofdSetlk, &lk); err == nil {
+		t.Errorf("a read lock on the member bytes was taken while the tree lives")
+	}
+	locked := make(chan error, 1)
+	go func() {
+		l := syscall.Flock_t{Type: syscall.F_RDLCK, Start: 1, Len: 1024}
+		locked <- syscall.FcntlFlock(lf.Fd(), ofdSetlkw, &l)
+	}()
 	os.Remove(hold) // the children exit
+	select {
+	case err := <-locked:
+		if err != nil {
+			t.Fatalf("the foreign read lock: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the foreign read lock not taken in 60 s after the tree's processes exit")
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		_, err = r2.Snapshot(false)

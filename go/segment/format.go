@@ -49,6 +49,10 @@ const (
 	FlagIncomplete = 2 // the directory was full: some series are missing
 	FlagNoSpace    = 4 // the writer's file system was full
 	FlagTree       = 8 // shared by a process tree (2.5)
+	// FlagTreeWrlock: each open file description of the tree's members
+	// holds a write lock on one of the member bytes [1, 1025), and only a
+	// write lock there is evidence of a live tree (format.h).
+	FlagTreeWrlock = 16
 )
 
 // Entry kinds.

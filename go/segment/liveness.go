@@ -29,10 +29,20 @@ func (s State) String() string {
 
 const fOFDGetlk = 36 // F_OFD_GETLK (Linux 3.15)
 
-// treeMemberLives: whether a process of a tree holds the member lock (an
-// OFD read lock on byte 0): 1, 0, or -1 when it cannot tell.
-func treeMemberLives(f *os.File) int {
+// The member bytes of a tree with FlagTreeWrlock (format.h).
+const treeMembersAt, treeMembers = 1, 1024
+
+// treeMemberLives: whether a process of a tree holds its member lock: 1,
+// 0, or -1 when it cannot tell. With wrlock (FlagTreeWrlock) the members
+// hold write locks on member bytes and only a write lock there counts (a
+// read lock's probe), so a process that can only read the file cannot keep
+// a dead tree live with read locks; without it (older writers: a read lock
+// on byte 0) any lock on byte 0 counts.
+func treeMemberLives(f *os.File, wrlock bool) int {
 	lk := syscall.Flock_t{Type: syscall.F_WRLCK, Whence: 0, Start: 0, Len: 1}
+	if wrlock {
+		lk = syscall.Flock_t{Type: syscall.F_RDLCK, Whence: 0, Start: treeMembersAt, Len: treeMembers}
+	}
 	if err := syscall.FcntlFlock(f.Fd(), fOFDGetlk, &lk); err != nil {
 		return -1
 	}
@@ -90,7 +100,7 @@ func (r *Reader) writerState(flags uint32) State {
 	}
 	members := 0
 	if flags&FlagTree != 0 {
-		members = treeMemberLives(r.f)
+		members = treeMemberLives(r.f, flags&FlagTreeWrlock != 0)
 	}
 	if members == 1 {
 		return StateLive

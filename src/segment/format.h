@@ -60,12 +60,26 @@
 				   * PCPU__SEG_TREE_OFFSET.. of the header's page are the
 				   * writers' shared state, which readers ignore */
 #define PCPU__SEG_TREE_OFFSET 2048
+#define PCPU__SEG_F_TREE_WRLOCK 16u /* the tree's members hold member bytes (below) */
 /* 2.6: every process of a tree holds an open file description with a read
  * lock (an OFD lock, F_OFD_SETLK) on this byte of the file: the
- * publisher's, which every fork() child inherits with the descriptor, so
- * the lock lasts while any of them lives. A reader that finds it held
- * (F_OFD_GETLK) knows the tree lives, whatever became of writer_pid. */
+ * publisher's, which every fork() child inherits with the descriptor, and a
+ * joiner's own (join.c), so the lock lasts while any of them lives. A
+ * reader that finds a lock there (F_OFD_GETLK for a write lock) knows the
+ * tree lives, whatever became of writer_pid; a leaver that can take a write
+ * lock there is the last (join.c).
+ * With header flag PCPU__SEG_F_TREE_WRLOCK each such open file description
+ * also holds a write lock on one byte of [PCPU__SEG_TREE_MEMBERS_AT,
+ * + PCPU__SEG_TREE_MEMBERS) -- the publisher's taken before the file has a
+ * name -- and readers decide by those alone (F_OFD_GETLK for a read lock
+ * over the range: only a write lock answers). Only a process that may write
+ * the file can hold a write lock, so one that can merely read it cannot
+ * keep a dead tree "live" with a read lock of its own, on byte 0 or here.
+ * Without the flag (writers of 2.6 to 2.8 that predate it) readers look
+ * at byte 0, and any reader of the file can fake a member there. */
 #define PCPU__SEG_TREE_MEMBER_LOCK 0
+#define PCPU__SEG_TREE_MEMBERS_AT 1
+#define PCPU__SEG_TREE_MEMBERS 1024
 
 /* The header. Fields marked (atomic) change while readers read; the others
  * are written once, before the magic, which is written last. */

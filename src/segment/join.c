@@ -173,8 +173,10 @@ static int join_map(struct pcpu_segment *seg)
 	 * is closing the tree; kernels without OFD locks (EINVAL) have no
 	 * membership to take, as for publishers. */
 	if (pcpu__seg_tree_member_join(seg->fd) != 0 && errno != EINVAL)
-		return pcpu__seg_fail(errno == EACCES ? EAGAIN : errno,
-				      "\"%.300s\": the tree is being closed", seg->path);
+		return errno == EBUSY ? pcpu__seg_fail(EBUSY, "\"%.300s\": no member byte free (other processes "
+							    "lock them all)", seg->path)
+				      : pcpu__seg_fail(errno == EACCES ? EAGAIN : errno,
+						       "\"%.300s\": the tree is being closed", seg->path);
 	seg->map = mmap(NULL, seg->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, seg->fd, 0);
 	if (seg->map == MAP_FAILED) {
 		seg->map = NULL;
@@ -275,14 +277,7 @@ pcpu_segment_t *pcpu_segment_join(pcpu_registry_t *reg, const char *path)
 			pcpu__segment_free(seg);
 		} else if (seg->fd >= 0) {
 			/* Not a member: the tree must not live on for it. */
-			struct flock fl;
-
-			memset(&fl, 0, sizeof fl);
-			fl.l_type = F_UNLCK;
-			fl.l_whence = SEEK_SET;
-			fl.l_start = PCPU__SEG_TREE_MEMBER_LOCK;
-			fl.l_len = 1;
-			(void)fcntl(seg->fd, F_OFD_SETLK, &fl);
+			pcpu__seg_tree_member_drop(seg->fd);
 		}
 		errno = err;
 		return NULL;
@@ -311,6 +306,7 @@ int pcpu_segment_leave(pcpu_segment_t *seg)
 	fl.l_start = PCPU__SEG_TREE_MEMBER_LOCK;
 	fl.l_len = 1;
 	fl.l_type = F_UNLCK;
+	pcpu__seg_tree_member_drop(seg->fd); /* the member byte, for readers */
 	if (fcntl(seg->fd, F_OFD_SETLK, &fl) != 0) {
 		err = errno;
 		pcpu__registry_unlock(seg->reg);

@@ -100,32 +100,64 @@ uint64_t pcpu__seg_pidns(void)
 	return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
 }
 
-/* The tree's member lock (format.h): a lock of `type` on its byte. */
-static struct flock member_lock(short type)
+/* A lock of `type` on `len` bytes of the file from `at`. */
+static struct flock lock_at(short type, off_t at, off_t len)
 {
 	struct flock fl;
 
 	memset(&fl, 0, sizeof fl);
 	fl.l_type = type;
 	fl.l_whence = SEEK_SET;
-	fl.l_start = PCPU__SEG_TREE_MEMBER_LOCK;
-	fl.l_len = 1;
+	fl.l_start = at;
+	fl.l_len = len;
 	return fl;
 }
 
 int pcpu__seg_tree_member_join(int fd)
 {
-	struct flock fl = member_lock(F_RDLCK);
+	struct flock fl = lock_at(F_RDLCK, PCPU__SEG_TREE_MEMBER_LOCK, 1);
+	int b, e;
 
-	return fcntl(fd, F_OFD_SETLK, &fl);
+	if (fcntl(fd, F_OFD_SETLK, &fl) != 0)
+		return -1; /* EINVAL: no OFD locks; EAGAIN, EACCES: a leaver's write lock */
+	/* A member byte: the first no other open file description locks (a
+	 * process that only reads the file may hold read locks there). */
+	for (b = 0; b < PCPU__SEG_TREE_MEMBERS; b++) {
+		fl = lock_at(F_WRLCK, PCPU__SEG_TREE_MEMBERS_AT + b, 1);
+		if (fcntl(fd, F_OFD_SETLK, &fl) == 0)
+			return 0;
+		if (errno != EAGAIN && errno != EACCES)
+			break;
+	}
+	e = b < PCPU__SEG_TREE_MEMBERS ? errno : EBUSY;
+	pcpu__seg_tree_member_drop(fd);
+	errno = e;
+	return -1;
 }
 
-/* Whether a process of a tree holds the member lock of the segment open at
- * fd: 1, 0, or -1 if it cannot tell (a kernel before 3.15 has no OFD
- * locks). */
-static int tree_member_lives(int fd)
+void pcpu__seg_tree_member_drop(int fd)
 {
-	struct flock fl = member_lock(F_WRLCK);
+	struct flock fl = lock_at(F_UNLCK, PCPU__SEG_TREE_MEMBERS_AT, PCPU__SEG_TREE_MEMBERS);
+	int saved = errno;
+
+	(void)fcntl(fd, F_OFD_SETLK, &fl);
+	fl = lock_at(F_UNLCK, PCPU__SEG_TREE_MEMBER_LOCK, 1);
+	(void)fcntl(fd, F_OFD_SETLK, &fl);
+	errno = saved;
+}
+
+/* Whether a process of a tree holds its member lock, of the segment open at
+ * fd: 1, 0, or -1 if it cannot tell (a kernel before 3.15 has no OFD
+ * locks). `bytes` (header flag PCPU__SEG_F_TREE_WRLOCK): members hold write
+ * locks on member bytes, and only a write lock there counts -- a read
+ * lock's probe finds no other; a process that can only read the file can
+ * take nothing else (format.h). Without it (older writers), any lock on
+ * byte 0 counts: such a tree can be kept "live" by any reader of the file,
+ * a limit of those versions. */
+static int tree_member_lives(int fd, int bytes)
+{
+	struct flock fl = bytes ? lock_at(F_RDLCK, PCPU__SEG_TREE_MEMBERS_AT, PCPU__SEG_TREE_MEMBERS)
+				: lock_at(F_WRLCK, PCPU__SEG_TREE_MEMBER_LOCK, 1);
 
 	if (fcntl(fd, F_OFD_GETLK, &fl) != 0)
 		return -1;
@@ -134,7 +166,8 @@ static int tree_member_lives(int fd)
 
 int pcpu__seg_writer_state(int fd, const struct pcpu__seg_header *h)
 {
-	int members = fd >= 0 && (h->flags & PCPU__SEG_F_TREE) ? tree_member_lives(fd) : 0, st;
+	int members = fd >= 0 && (h->flags & PCPU__SEG_F_TREE)
+			      ? tree_member_lives(fd, (h->flags & PCPU__SEG_F_TREE_WRLOCK) != 0) : 0, st;
 	uint64_t start, ns;
 
 	if (members == 1)

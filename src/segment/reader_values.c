@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../torn64.h"
 #include "../zone_mirror.h"
 #include "reader_internal.h"
 
@@ -77,6 +78,45 @@ static void accumulate(struct ser *s, const unsigned char *v, unsigned slot, int
 	if (per_slot) /* a slot's value: its words plus its mirror's, modulo 2^64 */
 		s->slots[slot] = (int64_t)pcpu__slot_sum((uint64_t)s->slots[slot], part);
 }
+
+#if PCPU__TORN64
+/*
+ * On a 32-bit target a word of the copy may be half of one store and half
+ * of another (the writer's halves landing apart, or the kernel's copy made
+ * 32 bits at a time): the torn read of ../torn64.h. So the run is copied
+ * three times, each word kept from the middle copy when the high halves of
+ * the three agree, and read again alone (8 bytes at a time) while they do
+ * not, PCPU__SETTLE_MAX more times at most. buf holds 3 * len bytes; the
+ * words are 8-byte aligned (every value is). Each read is charged. 0, or -1.
+ */
+static int settle_run(struct parse *p, unsigned char *buf, size_t len, uint64_t off)
+{
+	unsigned char *b2 = buf + len, *b3 = buf + 2 * len;
+	size_t i;
+
+	if (pcpu__rd_charge(p->b, 2 * (len + SYSCALL_CHARGE)) < 0 ||
+	    pcpu__rd_read_exact(p->r, b2, len, off, "values") < 0 ||
+	    pcpu__rd_read_exact(p->r, b3, len, off, "values") < 0)
+		return -1;
+	for (i = 0; i + 8 <= len; i += 8) {
+		uint64_t a = pcpu__rd_ld64(buf + i), b = pcpu__rd_ld64(b2 + i), c = pcpu__rd_ld64(b3 + i);
+		unsigned n;
+
+		for (n = 0; !pcpu__settled(a, b, c) && n < PCPU__SETTLE_MAX; n++) {
+			a = b;
+			b = c;
+			if (pcpu__rd_charge(p->b, SYSCALL_CHARGE) < 0 ||
+			    pcpu__rd_read_exact(p->r, &c, 8, off + i, "values") < 0)
+				return -1;
+		}
+		memcpy(buf + i, &b, 8);
+	}
+	return 0;
+}
+#define RUN_COPIES 3
+#else
+#define RUN_COPIES 1
+#endif
 
 /* A run: values of one chunk closer than RUN_GAP to the next, read with one
  * pread per region that holds data there. Series v[first, last). */
@@ -198,6 +238,10 @@ static int read_chunk(struct parse *p, struct ser **v, uint32_t chunk, const str
 				if (pcpu__rd_charge(p->b, u->hi - u->lo) < 0 || pcpu__rd_charge(p->b, SYSCALL_CHARGE) < 0 ||
 				    pcpu__rd_read_exact(r, buf, (size_t)(u->hi - u->lo), rs + u->lo, "values") < 0)
 					return -1;
+#if PCPU__TORN64
+				if (settle_run(p, buf, (size_t)(u->hi - u->lo), rs + u->lo) < 0)
+					return -1;
+#endif
 				for (k = u->first; k < u->last; k++)
 					accumulate(v[k], buf + (v[k]->e->value_off - u->lo), slot, per_slot);
 			}
@@ -278,9 +322,10 @@ int pcpu__rd_read_values(struct parse *p)
 			if (hi - lo > bufcap) {
 				unsigned char *nb;
 
-				if (pcpu__rd_charge(p->b, hi - lo) < 0)
+				/* RUN_COPIES of a run (settle_run()) */
+				if (pcpu__rd_charge(p->b, RUN_COPIES * (hi - lo)) < 0)
 					goto out;
-				nb = realloc(buf, (size_t)(hi - lo));
+				nb = realloc(buf, RUN_COPIES * (size_t)(hi - lo));
 				if (!nb) {
 					pcpu__seg_fail(ENOMEM, "out of memory");
 					goto out;

@@ -126,10 +126,15 @@ enum { PCPU__SEG_LIVE = 1, PCPU__SEG_GONE = 3, PCPU__SEG_UNKNOWN = 4 };
 PCPU_HIDDEN int pcpu__seg_writer_state(int fd, const struct pcpu__seg_header *h);
 
 /* Makes the open file description of fd a member of its tree: a read lock
- * on the tree's member byte (format.h), which lasts while any process
- * holding the description (every fork() child) lives. 0, or -1 with errno
- * (EINVAL: a kernel before 3.15, no OFD locks). */
+ * on byte 0 and a write lock on a member byte (format.h), which last while
+ * any process holding the description (every fork() child) lives. 0, or -1
+ * with errno, nothing held (EINVAL: a kernel before 3.15, no OFD locks;
+ * EAGAIN or EACCES: a leaver holds byte 0; EBUSY: no member byte free).
+ * Cost: two fcntl() calls, one more per member byte taken already. */
 PCPU_HIDDEN int pcpu__seg_tree_member_join(int fd);
+/* Gives up the membership pcpu__seg_tree_member_join() took on fd (its
+ * read lock on byte 0 and its member byte). errno untouched. */
+PCPU_HIDDEN void pcpu__seg_tree_member_drop(int fd);
 
 /* Owner (uid) of process `pid`, from /proc/<pid>. 0 or -1 (errno). */
 PCPU_HIDDEN int pcpu__seg_proc_uid(pid_t pid, uid_t *uid);

@@ -117,6 +117,28 @@ static void repair(void *ctx)
 	__atomic_add_fetch(&seg->tree->repairs, 1, __ATOMIC_RELAXED);
 }
 
+int pcpu__tree_member_lock(struct pcpu_segment *seg)
+{
+	/* The tree lives while any of its processes does: each holds these
+	 * locks through the descriptor every fork() child inherits
+	 * (format.h): a read lock on byte 0 and a write lock on a member
+	 * byte, taken before the file has a name where the file system has
+	 * O_TMPFILE. */
+	if (pcpu__seg_tree_member_join(seg->fd) == 0) {
+		seg->tree_wrlock = 1;
+		return 0;
+	}
+	/* Without OFD locks (Linux before 3.15) readers judge by the
+	 * publisher's pid alone, and say they cannot tell once it is gone. */
+	if (errno == EINVAL)
+		return 0;
+	/* Held by another process (a file system without O_TMPFILE names
+	 * the file at once): readers could not tell the tree from it. */
+	return pcpu__seg_fail(errno == EAGAIN || errno == EACCES ? EBUSY : errno,
+			      "the shared registry's member lock on \"%.300s\": %s", seg->path,
+			      errno == EAGAIN || errno == EACCES ? "held by another process" : strerror(errno));
+}
+
 int pcpu__tree_setup(struct pcpu_segment *seg)
 {
 	struct pcpu__seg_tree *t = (struct pcpu__seg_tree *)(seg->map + PCPU__SEG_TREE_OFFSET);
@@ -136,14 +158,11 @@ int pcpu__tree_setup(struct pcpu_segment *seg)
 	if (pcpu__zone_make_tree(pcpu_registry_zone(seg->reg), &t->zone, repair, seg) != 0)
 		return pcpu__seg_fail(errno, "sharing the registry's zone: %s", strerror(errno));
 	memcpy(t->magic, PCPU__SEG_TREE_MAGIC, sizeof t->magic);
-	/* The tree lives while any of its processes does: each holds this
-	 * lock through the descriptor every fork() child inherits
-	 * (format.h). Without OFD locks (Linux before 3.15) readers judge
-	 * by the publisher's pid alone, and say they cannot tell once it is
-	 * gone. */
-	(void)pcpu__seg_tree_member_join(seg->fd);
 	seg->tree = t;
-	__atomic_or_fetch(&seg->hdr->flags, PCPU__SEG_F_TREE, __ATOMIC_RELEASE);
+	/* The member lock (pcpu__tree_member_lock()) is held already when
+	 * seg->tree_wrlock says so. */
+	__atomic_or_fetch(&seg->hdr->flags, PCPU__SEG_F_TREE | (seg->tree_wrlock ? PCPU__SEG_F_TREE_WRLOCK : 0),
+			  __ATOMIC_RELEASE);
 	return 0;
 }
 

@@ -536,6 +536,10 @@ static int registry_attach(struct pcpu_segment *seg, pcpu_registry_t *reg, int s
 		pcpu__registry_unlock(reg);
 		return pcpu__seg_fail(EBUSY, "the registry is already published");
 	}
+	if (shared_tree && pcpu__tree_member_lock(seg) != 0) {
+		pcpu__registry_unlock(reg);
+		return -1;
+	}
 	if (!seg->published) {
 		/* linkat() creates the name exclusively and never follows a
 		 * symlink there: the guarantees of O_CREAT|O_EXCL|O_NOFOLLOW. */

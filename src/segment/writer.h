@@ -84,6 +84,7 @@ struct pcpu_segment {
 	 * entry), which the next SERIES_ADDED maps instead of writing a new
 	 * entry. */
 	struct pcpu__seg_tree *tree;
+	int tree_wrlock; /* this process took the tree's member lock (a write lock) */
 	/* Every live family and series entry below tree_indexed, by name or
 	 * by family and label values (key: entry + 1): a tree never frees an
 	 * entry, so what another process wrote is indexed once, as this one
@@ -187,6 +188,11 @@ static inline uint64_t pcpu__tree_count(const uint64_t *shared, uint64_t cap)
  * the zone attached: sets up the shared state and makes the zone a tree
  * zone. 0, or -1 with errno and a message. */
 PCPU_HIDDEN int pcpu__tree_setup(struct pcpu_segment *seg);
+/* At publication with PCPU_SEGMENT_SHARED_TREE, before the file is named:
+ * takes the tree's member lock (format.h). 0 (also where the kernel has no
+ * OFD locks: seg->tree_wrlock stays 0), or -1 with errno (EBUSY: another
+ * process holds a lock on the file) and a message. */
+PCPU_HIDDEN int pcpu__tree_member_lock(struct pcpu_segment *seg);
 /* Around every directory change of a tree segment: takes the tree's lock
  * and reads the directory's shared bookkeeping into seg; pcpu__tree_leave
  * writes it back and unlocks. Enter: 0, or -1 with errno (the lock). */

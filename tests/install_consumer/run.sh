@@ -153,7 +153,7 @@ unset PKG_CONFIG_PATH
 # Only pcpu_-prefixed symbols are exported, and the SONAME is versioned.
 for name in libpcpu libpcpu-stats; do
   lib=$(ls "$libdir/$name.so.1")
-  bad=$(nm -D --defined-only "$lib" | awk '$3 !~ /^pcpu_/ && $3 !~ /^PCPU_([0-9]+(\.[0-9]+)?|LAYOUT_[0-9]+|PRIVATE_[0-9]+)$/ {print $3}')
+  bad=$(nm -D --defined-only "$lib" | awk '$3 !~ /^pcpu_/ && $3 !~ /^PCPU_([0-9]+(\.[0-9]+)?|LAYOUT_[0-9]+|PRIVATE_[0-9]+(\.[0-9]+)*)$/ {print $3}')
   if [ -n "$bad" ]; then echo "$name: exported symbols without the pcpu_ prefix: $bad"; exit 1; fi
   objdump -p "$lib" | grep -q "SONAME *$name.so.1" || { echo "SONAME of $name is not $name.so.1"; exit 1; }
 done

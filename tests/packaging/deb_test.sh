@@ -38,8 +38,8 @@ done
 work=$(mktemp -d /tmp/pcpu-deb.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-runtime=(libpcpu1 libpcpu-stats1 libpcpu-prometheus1 libpcpu-prometheus-pull1 libpcpu-prometheus-push1)
-dev=(libpcpu-dev libpcpu-stats-dev libpcpu-prometheus-dev libpcpu-prometheus-pull-dev libpcpu-prometheus-push-dev)
+runtime=(libpcpu1 libpcpu-stats1 libpcpu-exporter1 libpcpu-prometheus1 libpcpu-prometheus-pull1 libpcpu-prometheus-push1)
+dev=(libpcpu-dev libpcpu-stats-dev libpcpu-exporter-dev libpcpu-prometheus-dev libpcpu-prometheus-pull-dev libpcpu-prometheus-push-dev)
 all=("${runtime[@]}" "${dev[@]}" pcpu-tools libnginx-mod-http-pcpu)
 
 # ---- 1. build -------------------------------------------------------------------
@@ -108,6 +108,11 @@ has libpcpu-stats-dev "usr/include/pcpu/stats\.h"
 has libpcpu-stats-dev "usr/include/pcpu/reader\.h"
 has libpcpu-stats-dev "usr/include/pcpu/pcpu\.hpp"
 has libpcpu-stats-dev "usr/share/man/man3/pcpu_registry_create\.3\.gz"
+has libpcpu-exporter1 "$L/libpcpu-exporter\.so\.1"
+has libpcpu-exporter-dev "$L/libpcpu-exporter\.so"
+has libpcpu-exporter-dev "$L/pkgconfig/pcpu-exporter\.pc"
+has libpcpu-exporter-dev "usr/include/pcpu/exporter\.h"
+has libpcpu-exporter-dev "usr/share/man/man3/pcpu_exporter_new\.3\.gz"
 has libpcpu-prometheus1 "$L/libpcpu-prometheus\.so\.1"
 has libpcpu-prometheus-dev "$L/libpcpu-prometheus\.so"
 has libpcpu-prometheus-dev "$L/pkgconfig/pcpu-prometheus\.pc"
@@ -138,6 +143,7 @@ hasnt libpcpu-dev "$L/pkgconfig/pcpu-(stats|prometheus.*)\.pc"
 hasnt libpcpu-dev "$L/cmake/pcpu/pcpu-.*"
 hasnt libpcpu-dev "usr/share/man/man3/pcpu_(registry|reader|gauge|segment)_.*"
 hasnt libpcpu-prometheus-dev "usr/include/pcpu-prometheus/prometheus/(exposer|gateway)\.h"
+hasnt libpcpu-stats-dev "usr/include/pcpu/exporter\.h"
 # The same file in two packages would make them conflict.
 dup=$(for p in "${all[@]}"; do grep -vE '/$' "$work/$p.list"; done | sort | uniq -d | grep -v '^usr/share/doc/' || true)
 [ -z "$dup" ] || fail "files in more than one package: $dup"
@@ -162,6 +168,13 @@ done
 [[ $(depends libpcpu-prometheus1) != *curl* && $(depends libpcpu-prometheus1) != *microhttpd* ]] \
   || fail "libpcpu-prometheus1 (the core API) depends on $(depends libpcpu-prometheus1)"
 [[ $(depends pcpu-tools) == *libpcpu-stats1* ]] || fail "pcpu-tools does not depend on libpcpu-stats1"
+# The exporter core: its own library above libpcpu-stats, with libmicrohttpd;
+# pcpustat serve and the Exposer use it, the statistics layer does not.
+[[ $(depends libpcpu-exporter1) == *"libpcpu-stats1 (= "* && $(depends libpcpu-exporter1) == *microhttpd* ]] \
+  || fail "libpcpu-exporter1: $(depends libpcpu-exporter1)"
+[[ $(depends libpcpu-stats1) != *microhttpd* ]] || fail "libpcpu-stats1 depends on $(depends libpcpu-stats1)"
+[[ $(depends pcpu-tools) == *libpcpu-exporter1* && $(depends libpcpu-prometheus-pull1) == *libpcpu-exporter1* ]] \
+  || fail "pcpu-tools or libpcpu-prometheus-pull1 does not depend on libpcpu-exporter1"
 # nginx's module, as Debian's libnginx-mod-* are: where nginx loads modules,
 # a load file it enables, tied to the nginx ABI it was built for.
 has libnginx-mod-http-pcpu "usr/lib/nginx/modules/ngx_http_pcpu_module\.so"
@@ -182,7 +195,7 @@ unpack() {
     case " ${done[*]} " in *" $p "*) continue ;; esac
     done+=("$p")
     dpkg -x "$(deb "$p")" "$root"
-    for d in $(depends "$p" | tr ',' '\n' | sed 's/[ (].*//;s/^ *//'); do
+    for d in $(depends "$p" | tr ',|' '\n\n' | sed 's/^ *//;s/[ (].*//'); do
       [ -n "$(deb "$d")" ] && todo+=("$d")
     done
   done
@@ -267,8 +280,7 @@ wait "$PUB_PID" || fail "publisher failed"
 [ -z "$(ls "$work/segs")" ] || fail "the publisher left its segment"
 # nginx loads the packaged module with the packaged libraries.
 ngx_root=$work/nginx-module
-# (named: unpack's recursion reads only a Depends field's first package)
-echo "libnginx-mod-http-pcpu unpacks: $(unpack "$ngx_root" libnginx-mod-http-pcpu libpcpu-stats1)"
+echo "libnginx-mod-http-pcpu unpacks: $(unpack "$ngx_root" libnginx-mod-http-pcpu)"
 so=$ngx_root/usr/lib/nginx/modules/ngx_http_pcpu_module.so
 ! readelf -d "$so" | grep -E 'RPATH|RUNPATH' || fail "the nginx module has an RPATH"
 sed "s|modules/|$ngx_root/usr/lib/nginx/modules/|" \

@@ -102,12 +102,17 @@ class Receiver:
     "close" (closes the connection without answering). The times of the
     "503ra" answers are kept in `ra_times` (monotonic seconds). With `tls`
     (cert, key) it serves HTTPS; with `auth` ("Basic ..." or "Bearer ...")
-    it answers 401 to any other Authorization."""
+    it answers 401 to any other Authorization. `path` is the one path it
+    accepts (404 for others; the query included). `fail_first`: that many
+    requests are answered 503 first, whatever the mode."""
 
     def __init__(self, tls=None, auth=None, port=0):
         from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
         self.pb = metrics_service_pb2
         self.mode = "ok"
+        self.path = "/v1/metrics"
+        self.fail_first = 0
+        self.paths = []  # the path of every POST, in order
         self.slow = 0
         self.retry_after = 1
         self.ra_times = []
@@ -133,6 +138,11 @@ class Receiver:
                 n = int(self.headers.get("Content-Length", "0"))
                 body = self.rfile.read(n)
                 mode = rcv.mode
+                with rcv.lock:
+                    rcv.paths.append(self.path)
+                    if rcv.fail_first > 0:
+                        rcv.fail_first -= 1
+                        mode = "503"
                 if rcv.auth and self.headers.get("Authorization") != rcv.auth:
                     return self.answer(401, b"unauthorized")
                 if mode == "close":
@@ -149,7 +159,7 @@ class Receiver:
                                        extra={"Retry-After": str(rcv.retry_after)})
                 if mode == "slow":
                     time.sleep(rcv.slow)
-                if self.path != "/v1/metrics":
+                if self.path != rcv.path:
                     return self.answer(404, b"not found")
                 if self.headers.get("Content-Encoding") == "gzip":
                     body = gzip.decompress(body)  # raises (no answer) on a bad member

@@ -27,11 +27,18 @@ them with what the application counted, at every step:
    negative or wrapped delta;
  - the writer restarted (another pid): its series arrive whole, the old
    pid's stop;
- - the agent restarted: what was counted while no agent ran is not sent
-   (the documented choice: the new agent starts from its first collection),
-   and nothing is sent twice; with --delta-state it is sent (the new
-   agent's points start where the old one's ended), after a killed agent
-   (no file left) it is not, a corrupt file is said and removed;
+ - the agent restarted without --delta-state: what was counted while no
+   agent ran is not sent (the documented choice: the new agent starts from
+   its first collection), and nothing is sent twice;
+ - --delta-state with no file yet: nothing was sent, so a writer's counts
+   made before the first agent started arrive whole; the file exists while
+   the agent runs (its running form); at exit the baseline, from which the
+   next agent continues (what was counted between them arrives, its points
+   start where the old one's ended); after a killed agent (its running
+   form left) the segments it had seen are taken up from the new agent's
+   first collection (the 4 counted meanwhile not sent, nothing twice) and
+   a writer started while no agent ran arrives whole; a corrupt file is
+   said and replaced;
  - OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE (delta, lowmemory, any
    case) and --temporality over it; bad values and remote write exit 2.
 """
@@ -352,14 +359,36 @@ def main():
         app.add(7)  # while no agent runs: not sent (documented)
         app.get -= 7
         sums.update().last.clear()  # a new agent: its points start at its first collection
-        state = os.path.join(tmp, "delta.state")
-        ag, log = agent(pcpustat, env, rcv.url, "--delta-state", state)  # no file yet: as without
+        ag, log = agent(pcpustat, env, rcv.url)
         procs.append(ag)
         n = len(rcv.requests)
         wait_for(lambda: len(rcv.requests) >= n + 2, "the restarted agent's first pushes")
         app.add(3)
         app.observe(900)
         exact(sums, app, "the agent restarted (7 counted between agents not sent, nothing twice)")
+        rc, err = terminate(ag)
+        procs.remove(ag)
+        if rc != 0:
+            fail("agent exit %d: %s" % (rc, err[-800:]))
+
+        # --delta-state, no file yet: no agent sent anything for it, so a
+        # writer's counts made before the first agent arrive whole. (The
+        # writers the agents above pushed are stopped: their counts were
+        # sent without a state file, which a new file cannot know of.)
+        for w in (app.f.p, other.p):
+            w.stdin.close()
+            w.wait(timeout=HANG)
+            procs.remove(w)
+        app = App(fixture, env)
+        procs.append(app.f.p)
+        app.add(50)
+        app.observe(600)
+        state = os.path.join(tmp, "delta.state")
+        ag, log = agent(pcpustat, env, rcv.url, "--delta-state", state)
+        procs.append(ag)
+        exact(sums, app, "--delta-state, no file yet: the 50 counted before the first agent arrive whole")
+        if not os.path.exists(state):
+            fail("no state file while the agent runs (its running form)")
         rc, err = terminate(ag)
         procs.remove(ag)
         if rc != 0 or not os.path.exists(state):
@@ -372,17 +401,22 @@ def main():
         ag, log = agent(pcpustat, env, rcv.url, "--delta-state", state)
         procs.append(ag)
         exact(sums, app, "--delta-state: the 9 counted between agents arrive")
-        if os.path.exists(state):
-            fail("the state file is still there while the agent runs")
-        # Killed: no state file, so the next agent starts over (the 4
-        # counted meanwhile are not sent; nothing is sent twice).
+        # Killed: its running form stays. The segment it had seen is taken
+        # up from the next agent's first collection (the 4 counted meanwhile
+        # are not sent: the killed agent's baseline is lost, so nothing is
+        # sent twice); a writer started while no agent ran was never sent:
+        # it arrives whole.
         ag.kill()
         ag.wait()
         procs.remove(ag)
-        if os.path.exists(state):
-            fail("a killed agent left a state file")
+        if not os.path.exists(state):
+            fail("a killed agent left no state file (its running form)")
         app.add(4)
         app.get -= 4
+        late = App(fixture, env)
+        procs.append(late.f.p)
+        late.add(60)
+        late.observe(700)
         sums.update().last.clear()
         ag, log = agent(pcpustat, env, rcv.url, "--delta-state", state)
         procs.append(ag)
@@ -390,6 +424,9 @@ def main():
         wait_for(lambda: len(rcv.requests) >= n + 2, "the first pushes after a killed agent")
         app.add(2)
         exact(sums, app, "after a killed agent (4 not sent, nothing twice)")
+        exact(sums, late, "a writer started while no agent ran: its 60 arrive whole")
+        if "did not exit cleanly" not in log.text():
+            fail("the running form of a killed agent not said: %s" % log.text()[-800:])
         rc, err = terminate(ag)
         procs.remove(ag)
         if rc != 0:
@@ -399,12 +436,19 @@ def main():
             f.write(b"PCPUDLT\x01 not really")
         rc, err = run_push(pcpustat, env, ["--otlp", rcv.url, "--temporality", "delta", "--delta-state", state,
                                            "--count", "1", "pushfix"])
+        if rc != 0 or "a state file of an earlier pcpustat (version 1" not in err or "starting over" not in err:
+            fail("an earlier version's state file: exit %d: %s" % (rc, err))
+        with open(state, "wb") as f:
+            f.write(b"PCPUDLX\x04 not really")
+        rc, err = run_push(pcpustat, env, ["--otlp", rcv.url, "--temporality", "delta", "--delta-state", state,
+                                           "--count", "1", "pushfix"])
         if rc != 0 or "not a state file of this pcpustat" not in err or "starting over" not in err:
             fail("a corrupt state file: exit %d: %s" % (rc, err))
         rc, err = run_push(pcpustat, env, ["--otlp", rcv.url, "--delta-state", state, "--count", "1", "pushfix"])
         if rc != 2 or "--delta-state goes with delta" not in err:
             fail("--delta-state without delta: exit %d: %s" % (rc, err))
-        print("ok   --delta-state: a restart loses nothing, a killed agent leaves no file, a corrupt one refused")
+        print("ok   --delta-state: none yet sends whole, a restart loses nothing, a killed agent's segments are "
+              "taken up, a new writer's sent whole, an earlier version's file and a corrupt one refused")
         print("ok   %d delta points, each starting where the one before ended" % sums.points)
         ok = True
     finally:

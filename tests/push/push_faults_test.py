@@ -29,8 +29,22 @@ agent's log lines and the receiver's answers), never by elapsed time:
  - 400, and OTLP's 500 (OTLP/HTTP retries 429, 502, 503 and 504 only),
    are not retried: with --count 1 the agent sends exactly one request,
    logs the receiver's answer and "not retried", and exits 1;
- - a 503 with --count 1: one try at the end, exit 1, "1 undelivered",
-   counted as one failed attempt and no retry.
+ - a 503 with --count 1 --drain 0: one try at the end, exit 1, "1
+   undelivered", counted as one failed attempt and no retry;
+ - --count 1 delivers what is queued (drain()): a receiver answering 503
+   twice, then 200, gets it (exit 0); one that is down when the agent
+   starts and comes up while it retries gets it (exit 0); one that keeps
+   answering 503 makes the agent give up at the --drain bound (exit 1,
+   "not delivered before exit"); SIGTERM drains too, and a second SIGTERM
+   ends the drain at once;
+ - a CA file that is missing, unreadable or holds no certificate
+   (--ca-file, OTEL_EXPORTER_OTLP_CERTIFICATE) is refused at start (exit 2,
+   nothing sent), as a missing password file is;
+ - OTEL_EXPORTER_OTLP_ENDPOINT with a query posts to <path>/v1/metrics?query;
+   OTEL_METRIC_EXPORT_INTERVAL sets the interval (-v says it, and the
+   pushes come at it), --interval wins over it, a bad value exits 2;
+ - a 401 from a receiver when no credentials are configured says so (not
+   "the password or token file").
 """
 import os
 import shutil
@@ -169,16 +183,121 @@ def continuous(pcpustat, env, app, rcv):
             agent.wait()
 
 
-def one_shot(pcpustat, env, mode, want_rc, want):
+def one_shot(pcpustat, env, mode, want_rc, want, extra=()):
     rcv = Receiver()
     rcv.mode = mode
     try:
-        rc, err = run_push(pcpustat, env, ["--otlp", rcv.url, "--count", "1", "pushfix"])
+        rc, err = run_push(pcpustat, env, ["--otlp", rcv.url, "--count", "1"] + list(extra) + ["pushfix"])
         if rc != want_rc or any(w not in err for w in want) or rcv.answered(int(mode)) != 1:
             fail("%s with --count 1: exit %d, %d answers: %s" % (mode, rc, rcv.answered(int(mode)), err))
         print("ok   %s: one request, exit %d, log: %s" % (mode, rc, err.splitlines()[0]))
     finally:
         rcv.close()
+
+
+def drain(pcpustat, env):
+    """--count 1 delivers what is queued, retrying within --drain; SIGTERM
+    drains too; a second signal ends the drain."""
+    backoff = ["--min-backoff", "0.01", "--max-backoff", "0.05"]
+    rcv = Receiver()
+    rcv.fail_first = 2
+    try:
+        rc, err = run_push(pcpustat, env, ["--otlp", rcv.url, "--count", "1"] + backoff + ["pushfix"])
+        if rc != 0 or rcv.answered(503) != 2 or len(rcv.requests) != 1 or "before exit" not in err:
+            fail("503, 503, then 200 with --count 1: exit %d, %d answers 503, %d delivered: %s"
+                 % (rc, rcv.answered(503), len(rcv.requests), err))
+    finally:
+        rcv.close()
+    print("ok   --count 1 against 503, 503, 200: retried before exit, delivered, exit 0")
+
+    # Down when the agent starts; up while it retries.
+    rcv = Receiver()
+    port = rcv.port
+    rcv.close()
+    agent = subprocess.Popen([pcpustat, "push", "--otlp", "http://127.0.0.1:%d/v1/metrics" % port, "--count", "1",
+                              "--drain", "3600"] + backoff + ["pushfix"], env=env, stderr=subprocess.PIPE, text=True)
+    log = Lines(agent.stderr)
+    rcv = None
+    try:
+        wait_for(lambda: log.count("before exit") >= 2, "the agent retrying a receiver that is down")
+        rcv = Receiver(port=port)
+        rc = agent.wait(timeout=HANG)
+        log.t.join(timeout=HANG)
+        if rc != 0 or len(rcv.requests) != 1 or " 0 undelivered" not in log.text():
+            fail("down, then up: exit %d, %d delivered: %s" % (rc, len(rcv.requests), log.text()[-800:]))
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()
+        if rcv:
+            rcv.close()
+    print("ok   --count 1 against a receiver down at start, up later: delivered once it was up, exit 0")
+
+    # Always 503: the agent gives up at the bound.
+    rcv = Receiver()
+    rcv.mode = "503"
+    try:
+        rc, err = run_push(pcpustat, env, ["--otlp", rcv.url, "--count", "1", "--drain", "1"] + backoff + ["pushfix"])
+        if rc != 1 or rcv.answered(503) < 1 or "not delivered before exit" not in err or "1 undelivered" not in err:
+            fail("503 for ever with --drain 1: exit %d, %d answers: %s" % (rc, rcv.answered(503), err))
+    finally:
+        rcv.close()
+    print("ok   --count 1 against a receiver that keeps answering 503: gave up at --drain 1 s, exit 1 "
+          "(%d attempts)" % rcv.answered(503))
+
+    # SIGTERM drains; a second SIGTERM ends the drain.
+    rcv = Receiver()
+    rcv.mode = "503"
+    agent = subprocess.Popen([pcpustat, "push", "--otlp", rcv.url, "--interval", "3600", "--drain", "3600"]
+                             + backoff + ["pushfix"], env=env, stderr=subprocess.PIPE, text=True)
+    log = Lines(agent.stderr)
+    try:
+        wait_for(lambda: log.count("retrying in") >= 1, "a first failed push")
+        agent.send_signal(signal.SIGTERM)
+        wait_for(lambda: log.count("before exit") >= 2, "the drain after SIGTERM")
+        agent.send_signal(signal.SIGTERM)
+        rc = agent.wait(timeout=HANG)
+        log.t.join(timeout=HANG)
+        if rc != 1 or "a second signal" not in log.text():
+            fail("a second SIGTERM during the drain: exit %d: %s" % (rc, log.text()[-800:]))
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()
+        rcv.close()
+    print("ok   SIGTERM drains the queue with retries; a second SIGTERM ends it (exit 1)")
+
+
+def ca_file(pcpustat, env, tmp):
+    """A CA file that cannot serve is refused at start, from the option or
+    the environment."""
+    rcv = Receiver()
+    junk = os.path.join(tmp, "junk.pem")
+    with open(junk, "w") as f:
+        f.write("not a certificate\n")
+    unreadable = os.path.join(tmp, "unreadable.pem")
+    with open(unreadable, "w") as f:
+        f.write("-----BEGIN CERTIFICATE-----\n")
+    os.chmod(unreadable, 0)
+    cases = [(["--ca-file", os.path.join(tmp, "none.pem")], {}, "--ca-file: cannot read"),
+             (["--ca-file", junk], {}, "holds no PEM certificate"),
+             ([], {"OTEL_EXPORTER_OTLP_CERTIFICATE": os.path.join(tmp, "none.pem")},
+              "OTEL_EXPORTER_OTLP_CERTIFICATE: cannot read"),
+             ([], {"OTEL_EXPORTER_OTLP_CERTIFICATE": "/nonexistent.pem",
+                   "OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE": junk},
+              "OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE: " + junk)]
+    if os.geteuid() != 0:  # root reads a mode-0 file
+        cases.append((["--ca-file", unreadable], {}, "Permission denied"))
+    try:
+        for args, extra_env, want in cases:
+            rc, err = run_push(pcpustat, dict(env, **extra_env), ["--otlp", rcv.url, "--count", "1"] + args
+                               + ["pushfix"])
+            if rc != 2 or want not in err or rcv.requests:
+                fail("CA file %r %r: exit %d, %d sent: %s (want %r)" % (args, extra_env, rc, len(rcv.requests),
+                                                                      err, want))
+    finally:
+        rcv.close()
+    print("ok   a missing, unreadable or certificate-less CA file (option or environment): exit 2 at start")
 
 
 def compression(pcpustat, env, app):
@@ -237,6 +356,20 @@ def otel_environment(pcpustat, env, app):
     if rc != 0 or not req:
         fail("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT over the base one: exit %d: %s" % (rc, err))
     print("ok   endpoints from the environment: base + /v1/metrics, the metrics one first")
+    for base, path in (("http://127.0.0.1:PORT/otlp?x=1&y=a%20b", "/otlp/v1/metrics?x=1&y=a%20b"),
+                       ("http://127.0.0.1:PORT/otlp/?x=1", "/otlp/v1/metrics?x=1"),
+                       ("http://127.0.0.1:PORT?x=1", "/v1/metrics?x=1")):
+        rcv = Receiver()
+        rcv.path = path
+        try:
+            rc, err = run_push(pcpustat, dict(env, OTEL_EXPORTER_OTLP_ENDPOINT=base.replace("PORT", str(rcv.port))),
+                               ["--count", "1", "pushfix"])
+            if rc != 0 or rcv.paths != [path]:
+                fail("OTEL_EXPORTER_OTLP_ENDPOINT=%s: exit %d, paths %r (want %r): %s" % (base, rc, rcv.paths,
+                                                                                          path, err))
+        finally:
+            rcv.close()
+    print("ok   OTEL_EXPORTER_OTLP_ENDPOINT with a query: the query after <path>/v1/metrics")
     rc, err, (h, req) = push({"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://127.0.0.1:PORT/v1/metrics",
                               "OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=s3cret%2Cx, x-tenant=a%20b",
                               "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=prod,service.name=attrs,"
@@ -280,6 +413,62 @@ def otel_environment(pcpustat, env, app):
         finally:
             rcv.close()
     print("ok   OTEL_EXPORTER_OTLP_TIMEOUT (ms): a 1 s answer times out at 300; --timeout 5 wins")
+    export_interval(pcpustat, env)
+    rcv = Receiver(auth="Bearer secret")
+    try:
+        rc, err = run_push(pcpustat, env, ["--otlp", rcv.url, "--count", "1", "pushfix"])
+        if rc != 1 or "no credentials are configured" not in err or "password or token file" in err:
+            fail("401 without credentials: exit %d: %s" % (rc, err))
+        rc, err = run_push(pcpustat, dict(env, OTEL_EXPORTER_OTLP_HEADERS="authorization=Bearer%20wrong"),
+                           ["--otlp", rcv.url, "--count", "1", "pushfix"])
+        if rc != 1 or "OTEL_EXPORTER_OTLP_[METRICS_]HEADERS" not in err or "reads the" in err:
+            fail("401 with credentials in OTEL_EXPORTER_OTLP_HEADERS: exit %d: %s" % (rc, err))
+    finally:
+        rcv.close()
+    print("ok   a 401 says what is configured: no credentials, or the headers of the environment")
+
+
+def export_interval(pcpustat, env):
+    """OTEL_METRIC_EXPORT_INTERVAL (milliseconds): the interval, said by
+    -v and kept by the pushes; --interval wins; a bad value exits 2."""
+    var = "OTEL_METRIC_EXPORT_INTERVAL"
+    rcv = Receiver()
+    try:
+        e = dict(env, OTEL_EXPORTER_OTLP_METRICS_ENDPOINT=rcv.url, **{var: "100"})
+        agent = subprocess.Popen([pcpustat, "push", "-v", "pushfix"], env=e, stderr=subprocess.PIPE, text=True)
+        log = Lines(agent.stderr)
+        try:
+            # 5 pushes: 0.4 s at 100 ms; the default (15 s) would take 60 s.
+            wait_for(lambda: len(rcv.requests) >= 5, "5 pushes at OTEL_METRIC_EXPORT_INTERVAL=100")
+        finally:
+            agent.send_signal(signal.SIGTERM)
+            agent.wait(timeout=HANG)
+            log.t.join(timeout=HANG)
+        if "every 0.1 s (OTEL_METRIC_EXPORT_INTERVAL)" not in log.text():
+            fail("%s=100: -v says %r" % (var, log.text()[:300]))
+        # --interval wins: the second push comes 1.5 s after the start at
+        # the earliest (a lower bound, which load cannot break; the
+        # environment's 100 ms would bring it at about 0.1 s).
+        with rcv.lock:
+            rcv.requests.clear()
+        t0 = time.monotonic()
+        agent = subprocess.Popen([pcpustat, "push", "-v", "--interval", "1.5", "--count", "2", "pushfix"], env=e,
+                                 stderr=subprocess.PIPE, text=True)
+        log = Lines(agent.stderr)
+        wait_for(lambda: len(rcv.requests) >= 2, "the second push")
+        t1 = time.monotonic()
+        rc = agent.wait(timeout=HANG)
+        log.t.join(timeout=HANG)
+        if rc != 0 or "every 1.5 s (--interval)" not in log.text() or t1 - t0 < 1.5:
+            fail("--interval 1.5 over %s=100: exit %d, the second push %.2f s after the start: %s"
+                 % (var, rc, t1 - t0, log.text()[:300]))
+        for bad in ("soon", "0", "5", "-100"):
+            rc, err = run_push(pcpustat, dict(e, **{var: bad}), ["--count", "1", "pushfix"])
+            if rc != 2 or var not in err:
+                fail("%s=%s: exit %d: %s" % (var, bad, rc, err))
+    finally:
+        rcv.close()
+    print("ok   %s: the interval (-v says it, the pushes keep it), --interval wins, bad values exit 2" % var)
 
 
 def start_time(pcpustat, env):
@@ -325,7 +514,9 @@ def main():
         one_shot(pcpustat, env, "400", 1, ["HTTP 400: test receiver says 400", "not retried", "1 dropped"])
         one_shot(pcpustat, env, "500", 1, ["HTTP 500: test receiver says 500", "not retried", "1 dropped"])
         one_shot(pcpustat, env, "503", 1, ["HTTP 503: test receiver says 503", "not delivered before exit",
-                                           "1 failed attempts, 0 retries", "1 undelivered"])
+                                           "1 failed attempts, 0 retries", "1 undelivered"], ["--drain", "0"])
+        drain(pcpustat, env)
+        ca_file(pcpustat, env, tmp)
         rcv = Receiver()
         try:
             continuous(pcpustat, env, app, rcv)

@@ -7,8 +7,12 @@
  * publication time) is a new series; series in another order are found;
  * a missing series keeps its base through 10 acknowledged pushes, then is
  * forgotten; a baseline saved and loaded goes on where it was, a truncated
- * file is refused.
+ * file is refused; the state file's forms: none yet (every series whole),
+ * the running form a dead agent leaves (its start times taken up without
+ * a point, others whole), a baseline carrying a lost agent's start times,
+ * an earlier version refused.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -212,6 +216,103 @@ int main(void)
 		delta_free(d2);
 	}
 	delta_free(d);
+
+	/* 10. the state file's forms (push_delta.c): none yet, every series
+	 * whole; the running form an agent leaves when it dies, whose start
+	 * times are taken up without a point and others sent whole; a
+	 * baseline carrying the start times it holds no series of; version 1 */
+	{
+		char path[] = "/tmp/test_push_delta.XXXXXX", err[300];
+		int fd = mkstemp(path);
+		struct push_delta *a = delta_new(), *b = delta_new(), *e = delta_new(), *f = delta_new();
+
+		CHECK(fd >= 0 && a && b && e && f);
+		close(fd);
+		unlink(path);
+		/* none yet: whole, from the segment's publication */
+		CHECK(delta_load(a, path, err, sizeof err) == 0);
+		delta_no_priming(a);
+		CHECK(delta_mark(a, path, err, sizeof err) == 0); /* the agent's running form, empty */
+		make(&c, 4, fwd, v, 7, 0, h, 95);
+		collect(a, &c, 20000, 100, p);
+		CHECK(!p[0].skip && !p[0].base && p[0].start_ns == 100 && !p[5].skip && !p[5].base);
+		CHECK(delta_mark_needed(a)); /* start time 100 is not in the file */
+		CHECK(delta_mark(a, path, err, sizeof err) == 0 && !delta_mark_needed(a));
+		delta_acked(a);
+		collect(a, &c, 21000, 100, p);
+		CHECK(!delta_mark_needed(a)); /* one compare: listed */
+		collect(a, &c, 21500, 150, p);
+		CHECK(delta_mark_needed(a)); /* a new segment: listed before it is sent */
+		CHECK(delta_mark(a, path, err, sizeof err) == 0);
+		/* the agent dies here: its running form lists 100 and 150 */
+		CHECK(delta_load(b, path, err, sizeof err) == 2);
+		collect(b, &c, 22000, 100, p);
+		CHECK(p[0].skip && p[3].skip && p[4].skip && p[5].skip); /* may have been sent */
+		delta_discard(b);
+		collect(b, &c, 22100, 300, p);
+		CHECK(!p[0].skip && !p[0].base && p[0].start_ns == 300); /* never sent: whole */
+		delta_discard(b);
+		collect(b, &c, 22200, 100, p);
+		CHECK(p[0].skip);
+		delta_acked(b); /* 100's series now in the base; 150 unseen once */
+		v[0] += 5;
+		make(&c, 4, fwd, v, 7, 0, h, 95);
+		collect(b, &c, 23000, 100, p);
+		CHECK(!p[0].skip && p[0].base && p[0].whole == v[0] - 5 && p[0].start_ns == 22200);
+		delta_acked(b);
+		/* b exits: its baseline carries 150 (no series held) */
+		CHECK(delta_save(b, path, err, sizeof err) == 0);
+		CHECK(delta_load(e, path, err, sizeof err) == 1);
+		collect(e, &c, 24000, 150, p);
+		CHECK(p[0].skip); /* the lost agent's, still unseen */
+		delta_discard(e);
+		collect(e, &c, 24100, 100, p);
+		CHECK(p[0].base && p[0].whole == v[0] && p[0].start_ns == 23000);
+		delta_discard(e);
+		/* an inherited start time not seen through 10 acknowledged pushes
+		 * is forgotten, as a missing series' base is */
+		for (k = 0; k < 11; k++) {
+			collect(e, &c, 25000 + (uint64_t)k, 100, p);
+			delta_acked(e);
+		}
+		collect(e, &c, 26000, 150, p);
+		CHECK(!p[0].skip && !p[0].base && p[0].start_ns == 150);
+		delta_discard(e);
+		/* a file of an earlier version (1; 2: residues, no start times;
+		 * 3: start times, no residues) is refused as such, whole or
+		 * cut after its magic; another magic is not a state file */
+		{
+			static const char *const magic[] = { "PCPUDLT\1", "PCPUDLT\2", "PCPUDLT\3" };
+			char buf[64];
+			unsigned v, whole;
+
+			for (v = 0; v < 3; v++)
+				for (whole = 0; whole < 2; whole++) {
+					FILE *fp = fopen(path, "wb");
+
+					memset(buf, 0, sizeof buf);
+					memcpy(buf, magic[v], 8);
+					CHECK(fp && fwrite(buf, 1, whole ? sizeof buf : 8, fp) == (whole ? sizeof buf : 8));
+					fclose(fp);
+					snprintf(buf, sizeof buf, "earlier pcpustat (version %u; this one reads version 4)",
+						 v + 1);
+					CHECK(delta_load(f, path, err, sizeof err) == -1 && errno == EBADMSG &&
+					      strstr(err, buf));
+				}
+			{
+				FILE *fp = fopen(path, "wb");
+
+				CHECK(fp && fwrite("PCPUDLT\5", 1, 8, fp) == 8);
+				fclose(fp);
+				CHECK(delta_load(f, path, err, sizeof err) == -1 && strstr(err, "not a state file"));
+			}
+		}
+		unlink(path);
+		delta_free(a);
+		delta_free(b);
+		delta_free(e);
+		delta_free(f);
+	}
 	if (failures)
 		fprintf(stderr, "test_push_delta: %d failures\n", failures);
 	else

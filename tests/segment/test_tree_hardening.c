@@ -27,13 +27,20 @@
  *               fail, never crash
  *   liveness    the master killed, a worker alive: readers say the segment
  *               is live and pcpustat --prune keeps it; the last member
- *               gone, it is pruned
+ *               gone, it is pruned. A foreign locker -- a process that can
+ *               read the file and takes read locks on byte 0 and on the
+ *               member bytes, OFD locks or POSIX ones -- cannot take the
+ *               member bytes while the tree lives (a member's write
+ *               lock), and once it holds them all (the last member gone)
+ *               it does not keep the tree "live": the readers say gone,
+ *               --prune removes the file
  *
  * fulldisk needs a small tmpfs: a private mount namespace (as root), else a
  * user namespace; with neither the test fails and says why. Run with
  * PCPU_INDEX=cpu (ctest does).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <sched.h>
 #include <signal.h>
@@ -861,11 +868,138 @@ static size_t prune(void)
 	return removed;
 }
 
+/* A tree of a master and one worker in a new `dir`: their pids (the
+ * worker outlives its master: reparented here, reaped here). */
+static void tree_of_two(pid_t *master_out, pid_t *worker_out)
+{
+	int up[2];
+	pid_t master, worker = 0;
+
+	strcpy(dir, "/tmp/pcpu-tree-live.XXXXXX");
+	CHECK(mkdtemp(dir) != NULL);
+	CHECK(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
+	CHECK(pipe(up) == 0);
+	master = fork();
+	CHECK(master >= 0);
+	if (master == 0) {
+		pid_t w;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed test leaves no master */
+		publish(0);
+		w = fork();
+		CHECK(w >= 0);
+		if (w == 0) {
+			pcpu_counter_t c = counter("w");
+
+			CHECK(c);
+			for (int k = 0; k < 120000; k++) { /* bounded: nothing left behind */
+				pcpu_counter_inc(c);
+				usleep(1000);
+			}
+			_exit(0);
+		}
+		CHECK(write(up[1], &w, sizeof w) == sizeof w);
+		for (int k = 0; k < 300; k++) /* until killed; bounded */
+			sleep(1);
+		_exit(0);
+	}
+	CHECK(read(up[0], &worker, sizeof worker) == sizeof worker);
+	close(up[0]);
+	close(up[1]);
+	*master_out = master;
+	*worker_out = worker;
+}
+
+/*
+ * A process that can read the tree's file but is none of its members (a
+ * monitoring agent, another user in the file's group, a mistake) takes a
+ * read lock on byte 0 (granted: the members' there are read locks too) and
+ * on the member bytes: `ofd` OFD locks, else POSIX ones. The member bytes
+ * it cannot take while the tree lives (a member's write lock); it waits for
+ * them (F_[OFD_]SETLKW) and holds every lock from the tree's death on: the
+ * readers must say gone all the same, and --prune remove the file.
+ */
+static void liveness_foreign(int ofd)
+{
+	const char *kind = ofd ? "an OFD read lock" : "a POSIX read lock";
+	char path[512];
+	int rep[2];
+	pid_t master, worker, locker;
+	int early = 0, bad = 0;
+	char got = 0;
+
+	tree_of_two(&master, &worker);
+	snprintf(path, sizeof path, "%s/pcpu.%d.tree", dir, (int)master);
+	CHECK(pipe(rep) == 0);
+	locker = fork();
+	CHECK(locker >= 0);
+	if (locker == 0) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC); /* reading is all it may do */
+		struct flock fl;
+		int rc;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		memset(&fl, 0, sizeof fl);
+		fl.l_type = F_RDLCK;
+		fl.l_whence = SEEK_SET;
+		fl.l_start = 0;
+		fl.l_len = 1;
+		CHECK(fd >= 0);
+		CHECK(fcntl(fd, ofd ? F_OFD_SETLK : F_SETLK, &fl) == 0); /* byte 0: shared */
+		fl.l_start = PCPU__SEG_TREE_MEMBERS_AT;
+		fl.l_len = PCPU__SEG_TREE_MEMBERS;
+		rc = fcntl(fd, ofd ? F_OFD_SETLK : F_SETLK, &fl); /* the tree lives: refused */
+		CHECK(write(rep[1], &rc, sizeof rc) == sizeof rc);
+		if (rc != 0)
+			CHECK(fcntl(fd, ofd ? F_OFD_SETLKW : F_SETLKW, &fl) == 0);
+		CHECK(write(rep[1], "L", 1) == 1);
+		for (int k = 0; k < 300; k++) /* holds it; bounded */
+			sleep(1);
+		_exit(0);
+	}
+	CHECK(read(rep[0], &early, sizeof early) == sizeof early);
+	if (early == 0) {
+		fprintf(stderr, "liveness: %s on the member bytes was taken while the tree lives\n", kind);
+		bad = 1;
+	}
+	CHECK(segment_state() == PCPU_SEGMENT_LIVE);
+	CHECK(kill(master, SIGKILL) == 0);
+	CHECK(waitpid(master, NULL, 0) == master);
+	CHECK(segment_state() == PCPU_SEGMENT_LIVE); /* the worker */
+	CHECK(kill(worker, SIGKILL) == 0);
+	CHECK(waitpid(worker, NULL, 0) == worker);
+	/* The locker gets its lock once no member holds theirs. */
+	CHECK(read(rep[0], &got, 1) == 1 && got == 'L');
+	if (segment_state() != PCPU_SEGMENT_GONE) {
+		fprintf(stderr, "liveness: every member gone, %s held by another process: the reader says %d "
+			"(%d is gone)\n", kind, (int)segment_state(), (int)PCPU_SEGMENT_GONE);
+		bad = 1;
+	} else if (prune() != 1) {
+		fprintf(stderr, "liveness: every member gone, %s held: --prune kept the file\n", kind);
+		bad = 1;
+	}
+	CHECK(kill(locker, SIGKILL) == 0);
+	CHECK(waitpid(locker, NULL, 0) == locker);
+	CHECK(!bad);
+	close(rep[0]);
+	close(rep[1]);
+	{
+		char cmd[300];
+
+		snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+		(void)system(cmd);
+	}
+	printf("liveness: %s of another process: refused while the tree lives, and once held, the "
+	       "dead tree reads gone and is pruned\n", kind);
+}
+
 static void liveness(void)
 {
 	int up[2];
 	pid_t master, worker = 0;
 
+	liveness_foreign(1);
+	liveness_foreign(0);
 	strcpy(dir, "/tmp/pcpu-tree-live.XXXXXX");
 	CHECK(mkdtemp(dir) != NULL);
 	/* The worker outlives its master: reparented here, reaped here. */

@@ -329,6 +329,49 @@ static void check_guard(pcpu_registry_t *reg)
 	pcpu_snapshot_free(s);
 }
 
+/* A reader kept open reads a directory it knows from its cache (issue
+ * 51): values read again, residues and the histograms' doubles too --
+ * never the residue of the read before added in. */
+static void check_kept_reader(pcpu_registry_t *reg, pcpu_segment_t *seg)
+{
+	struct pcpu_family_desc g = desc("bw_mem_bytes", PCPU_METRIC_GAUGE, 1, kn);
+	struct pcpu_reader_options ro;
+	struct pcpu_reader_snapshot *rs;
+	pcpu_reader_t *r;
+	pcpu_family_t *fg;
+	pcpu_histogram_t *h;
+	char *t, *u;
+	size_t len;
+	int round;
+
+	g.unit = "bytes";
+	CHECK((fg = pcpu_registry_family_ex(reg, &g, PCPU_FAMILY_FRACTIONS, 0, NULL, NULL)) != NULL);
+	h = histogram(reg, "bw_transfer_bytes", "bytes", -9,
+		      &(struct pcpu_histogram_layout){ .scheme = PCPU_HISTOGRAM_LOG_LINEAR,
+						       .precision_bits = 3,
+						       .max_value = (int64_t)1 << 62 },
+		      "big");
+	memset(&ro, 0, sizeof ro);
+	CHECK((r = pcpu_reader_open(pcpu_segment_path(seg), &ro)) != NULL);
+	for (round = 0; round < 3; round++) {
+		CHECK(pcpu_reader_snapshot(r, 0, &rs) == 0);
+		CHECK(pcpu_snapshot_write(&rs->snapshot, PCPU_FORMAT_PROMETHEUS, &u, &len) == 0);
+		pcpu_reader_snapshot_free(rs);
+		t = write_all(reg, PCPU_FORMAT_PROMETHEUS, NULL);
+		if (strcmp(t, u) != 0) {
+			fprintf(stderr, "kept reader, round %d: registry\n%s\nsegment\n%s\n", round, t, u);
+			exit(1);
+		}
+		free(t);
+		free(u);
+		/* Residues that change, the directory the same. */
+		CHECK(pcpu_gauge_set_double(pcpu_family_gauge(fg, KV("huge")), round ? -1e300 : 3e300) == 0);
+		pcpu_gauge_add_double(pcpu_family_gauge(fg, KV("tiny")), 1e-12);
+		pcpu_histogram_observe(h, 1e30);
+	}
+	pcpu_reader_close(r);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/pcpu-beyond-XXXXXX";
@@ -384,6 +427,7 @@ int main(void)
 		free(t);
 		free(u);
 	}
+	check_kept_reader(reg, seg);
 	check_guard(reg);
 	CHECK(pcpu_segment_unpublish(seg) == 0);
 	pcpu_registry_destroy(reg);

@@ -223,6 +223,38 @@ static void check_writers_refuse(void)
 		  "written by two families");
 }
 
+/* Two inputs, each valid, whose label sets of one name give one series to
+ * Prometheus: {path="/x"} and {path="/x",user=""}. Each input's families
+ * were checked when it was added; the clash is between inputs, and both
+ * writes of the merge refuse it. */
+static void check_merge_clash(void)
+{
+	pcpu_registry_t *a = pcpu_registry_create(), *b = pcpu_registry_create();
+	pcpu_snapshot_merge_t *m = pcpu_snapshot_merge_new();
+	struct pcpu_snapshot *sa, *sb;
+	char *out;
+	size_t len;
+
+	struct pcpu_family_desc da = req(1, (const char *[]){ "path" });
+	struct pcpu_family_desc db = req(2, (const char *[]){ "path", "user" });
+
+	CHECK(a && b && m);
+	CHECK(pcpu_family_counter(pcpu_registry_family(a, &da), (const char *[]){ "/x" }));
+	CHECK(pcpu_family_counter(pcpu_registry_family(b, &db), (const char *[]){ "/x", "" }));
+	CHECK((sa = pcpu_registry_snapshot(a)) && (sb = pcpu_registry_snapshot(b)));
+	CHECK(pcpu_snapshot_merge_add(m, sa, 0, NULL, NULL) == 0);
+	CHECK(pcpu_snapshot_merge_add(m, sb, 0, NULL, NULL) == 0);
+	CHECK_ERR(pcpu_snapshot_merge_write(m, PCPU_FORMAT_PROMETHEUS, &out, &len) == 0, EINVAL,
+		  "the same series");
+	CHECK_ERR(pcpu_snapshot_write(pcpu_snapshot_merge_result(m), PCPU_FORMAT_PROMETHEUS, &out, &len) == 0,
+		  EINVAL, "the same series");
+	pcpu_snapshot_merge_free(m);
+	pcpu_snapshot_free(sa);
+	pcpu_snapshot_free(sb);
+	pcpu_registry_destroy(a);
+	pcpu_registry_destroy(b);
+}
+
 /* Two processes' snapshots merged: one header, each process's series. */
 static void check_merge(pcpu_registry_t *reg, const char *path_)
 {
@@ -283,6 +315,15 @@ static void check_merge(pcpu_registry_t *reg, const char *path_)
 				 "requests_total{method=\"GET\",code=\"200\",pid=\"1\"} 7\n"
 				 "requests_total{method=\"GET\",code=\"200\",pid=\"2\"} 7\n"
 				 "# EOF\n");
+		/* The exporter's write (issue 51) writes the same. */
+		{
+			char *out2;
+			size_t len2;
+
+			CHECK(pcpu_snapshot_merge_write(m, PCPU_FORMAT_OPENMETRICS, &out2, &len2) == 0);
+			CHECK(len2 == len && memcmp(out, out2, len) == 0);
+			free(out2);
+		}
 		free(out);
 		pcpu_snapshot_merge_free(m);
 		pcpu_snapshot_free(s3);
@@ -291,6 +332,7 @@ static void check_merge(pcpu_registry_t *reg, const char *path_)
 	pcpu_reader_snapshot_free(rs);
 	pcpu_reader_close(r);
 	pcpu_snapshot_free(mine);
+	check_merge_clash();
 }
 
 /* A shared registry: label sets registered by different processes of the

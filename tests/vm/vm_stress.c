@@ -55,6 +55,10 @@
  * --adds and --aborts there. Its line is VM_RESULT ... workload=tree
  * workers=W threads=T ... hook_reads=R injected=I ...
  *
+ * --workload carry (a spec's :carry): instead of the stress, readers racing
+ * adds that carry past 2^32 (see "--workload carry" below); --carry-reads N
+ * fetches (3 x 10^6).
+ *
  * --footprint (or --mode footprint): instead of the stress, the memory and
  * fetch cost of 10^6 counters written from 2 slots (two threads pinned to
  * CPUs 0 and 1), as
@@ -1181,6 +1185,228 @@ static void tree_run(const char *kernel, unsigned present, unsigned possible, co
 	finish(failures ? 1 : 0);
 }
 
+/* ---- --workload carry: 64-bit words read while they carry past 2^32 ------------ */
+
+/*
+ * On a 32-bit target a slot's 64-bit word is written by one 64-bit store
+ * (ARMv7: strd), but a core without LPAE (Cortex-A8/A9), or an emulator
+ * (QEMU before 8.1 stores an strd's two halves one after the other), may
+ * let another CPU see one half of it new and the other old. Where the add
+ * carries into the high half, that is a total 2^32 off: a false counter
+ * reset and a 4.3 x 10^9 spike to Prometheus. The readers must detect it
+ * and read again (src/torn64.h). In the fallback mode the adds are atomic
+ * read-modify-writes, whose stores no load tears, but the segment reader's
+ * copy (a pread, 32 bits at a time) may still tear a word.
+ *
+ * Writers (half the CPUs, each pinned to its own) each own a counter of a
+ * published registry: it adds 2^32 - 1 once, then +1 and -1 for ever, so
+ * that its slot's word carries into and borrows from the high half at
+ * every add. Readers (pinned to the other CPUs) fetch every writer's
+ * counter (pcpu_counter_fetch, pcpu_counter_fetch_array of a one-element
+ * array, pcpu_counter_fetch_slot of its slot) and read the segment
+ * (pcpu/reader.h): every value must be 2^32 - 1 or 2^32. It runs until
+ * --carry-reads fetches and a hundredth as many segment reads are made (and
+ * each writer carried at least that often), --max-seconds at most.
+ *   VM_RESULT ... workload=carry writers=W reads=N torn=T seg_reads=S
+ *             seg_torn=U carries=C ... result=exact|FAILED
+ */
+enum { CARRY_MAXW = 32 };
+static pcpu_counter_t carry_c[CARRY_MAXW];
+static unsigned carry_slot[CARRY_MAXW];
+static int carry_nw, carry_started;
+static int carry_stop;
+static unsigned long carry_adds[CARRY_MAXW];
+static unsigned long carry_reads, carry_torn, carry_seg_reads, carry_seg_torn, carry_seg_errors;
+/* How the torn fetches came: in how many runs of consecutive torn fetches
+ * of one counter by one reader, and the longest (a torn state that lasts,
+ * as when the writing vCPU's host thread is descheduled between the two
+ * halves of its store, or many short ones). */
+static unsigned long carry_torn_runs, carry_torn_longest;
+static uint64_t carry_bad[4];
+
+#define CARRY_LO ((uint64_t)UINT32_MAX)
+#define CARRY_HI ((uint64_t)UINT32_MAX + 1)
+
+static void carry_pin(int cpu)
+{
+	cpu_set_t one;
+
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	CHECK(sched_setaffinity(0, sizeof(one), &one) == 0);
+}
+
+static void *carry_writer(void *arg)
+{
+	int k = (int)(intptr_t)arg;
+	unsigned long n = 0;
+
+	carry_pin(k);
+	pcpu_counter_add(carry_c[k], (int64_t)CARRY_LO);
+	__atomic_store_n(&carry_slot[k], pcpu_current_slot(), __ATOMIC_RELAXED);
+	__atomic_fetch_add(&carry_started, 1, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&carry_stop, __ATOMIC_RELAXED)) {
+		pcpu_counter_add(carry_c[k], 1);  /* 2^32: a carry into the high half */
+		pcpu_counter_add(carry_c[k], -1); /* 2^32 - 1: a borrow from it */
+		if ((++n & 255) == 0)
+			__atomic_store_n(&carry_adds[k], 2 * n, __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&carry_adds[k], 2 * n, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static int carry_check(uint64_t v, unsigned long *torn)
+{
+	if (v != CARRY_LO && v != CARRY_HI) {
+		unsigned long t = __atomic_fetch_add(torn, 1, __ATOMIC_RELAXED);
+
+		if (t < 4)
+			carry_bad[t] = v;
+		return 1;
+	}
+	return 0;
+}
+
+static void *carry_reader(void *arg)
+{
+	int cpu = (int)(intptr_t)arg, seg = cpu == carry_nw; /* the first reader reads the segment too */
+	struct pcpu_reader_options ro = {0};
+	pcpu_reader_t *r = NULL;
+	unsigned long n = 0, run[CARRY_MAXW] = {0};
+
+	/* Fallback adds spread over the slots (their mirror words): only the
+	 * rseq modes keep a writer's count in its CPU's slot. */
+	int per_slot = pcpu_rseq_mode() != PCPU_RSEQ_FALLBACK;
+
+	carry_pin(cpu);
+	if (seg && !(r = pcpu_reader_open("carry", &ro)))
+		fail("carry: pcpu_reader_open: %s", pcpu_reader_error());
+	while (!__atomic_load_n(&carry_stop, __ATOMIC_RELAXED)) {
+		for (int k = 0; k < carry_nw; k++) {
+			uint64_t a[1];
+
+			if (carry_check(pcpu_counter_fetch(carry_c[k]), &carry_torn)) {
+				if (run[k]++ == 0)
+					__atomic_fetch_add(&carry_torn_runs, 1, __ATOMIC_RELAXED);
+				if (run[k] > __atomic_load_n(&carry_torn_longest, __ATOMIC_RELAXED))
+					__atomic_store_n(&carry_torn_longest, run[k], __ATOMIC_RELAXED);
+			} else {
+				run[k] = 0;
+			}
+			CHECK(pcpu_counter_fetch_array(carry_c[k], 1, a) == 0);
+			carry_check(a[0], &carry_torn);
+			if (per_slot)
+				carry_check(pcpu_counter_fetch_slot(carry_c[k], carry_slot[k]), &carry_torn);
+			__atomic_fetch_add(&carry_reads, 2 + (unsigned long)per_slot, __ATOMIC_RELAXED);
+		}
+		if (r && (++n & 7) == 0) {
+			struct pcpu_reader_snapshot *s = NULL;
+
+			if (pcpu_reader_snapshot(r, 0, &s) != 0) {
+				carry_seg_errors++;
+				continue;
+			}
+			for (int k = 0; k < carry_nw; k++) {
+				char name[32];
+				int64_t v;
+
+				snprintf(name, sizeof(name), "carry_w%d", k);
+				if (!snap_value(s, name, NULL, &v))
+					carry_seg_errors++;
+				else
+					carry_check((uint64_t)v, &carry_seg_torn);
+			}
+			__atomic_fetch_add(&carry_seg_reads, (unsigned long)carry_nw, __ATOMIC_RELAXED);
+			pcpu_reader_snapshot_free(s);
+		}
+	}
+	if (r)
+		pcpu_reader_close(r);
+	return NULL;
+}
+
+static void carry_run(const char *kernel, unsigned present, unsigned possible, const char *mode,
+		      const char *spec, unsigned long min_reads, double max_seconds)
+{
+	pthread_t wt[CARRY_MAXW], rt[CARRY_MAXW];
+	pcpu_registry_t *reg = pcpu_registry_create();
+	pcpu_segment_t *seg;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	int nr;
+	unsigned long carries = 0;
+	double t0 = now_s(), elapsed;
+
+	CHECK(reg);
+	if (ncpu < 2) {
+		fail("carry: needs 2 CPUs or more, has %ld", ncpu);
+		finish(1);
+	}
+	carry_nw = (int)(ncpu / 2) < CARRY_MAXW ? (int)(ncpu / 2) : CARRY_MAXW;
+	nr = (int)ncpu - carry_nw < CARRY_MAXW ? (int)ncpu - carry_nw : CARRY_MAXW;
+	seg = pcpu_segment_publish(reg, "carry", NULL);
+	if (!seg) {
+		fail("carry: pcpu_segment_publish: %s", pcpu_segment_error());
+		finish(1);
+	}
+	for (int k = 0; k < carry_nw; k++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "carry_w%d", k);
+		carry_c[k] = pcpu_registry_counter(reg, name, "A counter carrying past 2^32.");
+		CHECK(carry_c[k]);
+	}
+	for (int k = 0; k < carry_nw; k++)
+		CHECK(pthread_create(&wt[k], NULL, carry_writer, (void *)(intptr_t)k) == 0);
+	while (__atomic_load_n(&carry_started, __ATOMIC_ACQUIRE) < carry_nw)
+		usleep(1000);
+	for (int k = 0; k < nr; k++)
+		CHECK(pthread_create(&rt[k], NULL, carry_reader, (void *)(intptr_t)(carry_nw + k)) == 0);
+	for (;;) {
+		unsigned long least = ~0ul;
+
+		for (int k = 0; k < carry_nw; k++) {
+			unsigned long a = __atomic_load_n(&carry_adds[k], __ATOMIC_RELAXED);
+
+			least = a < least ? a : least;
+		}
+		if ((__atomic_load_n(&carry_reads, __ATOMIC_RELAXED) >= min_reads &&
+		     __atomic_load_n(&carry_seg_reads, __ATOMIC_RELAXED) >= min_reads / 100 && least >= min_reads) ||
+		    now_s() - t0 > max_seconds)
+			break;
+		usleep(20000);
+	}
+	__atomic_store_n(&carry_stop, 1, __ATOMIC_RELAXED);
+	for (int k = 0; k < nr; k++)
+		pthread_join(rt[k], NULL);
+	for (int k = 0; k < carry_nw; k++) {
+		pthread_join(wt[k], NULL);
+		carries += carry_adds[k];
+		if (pcpu_counter_fetch(carry_c[k]) != CARRY_LO)
+			fail("carry: counter %d ends at %" PRIu64 ", want %" PRIu64, k, pcpu_counter_fetch(carry_c[k]),
+			     CARRY_LO);
+	}
+	elapsed = now_s() - t0;
+	if (carry_reads < min_reads || carry_seg_reads < min_reads / 100)
+		fail("carry: only %lu fetches and %lu segment reads in %.0f s", carry_reads, carry_seg_reads,
+		     elapsed);
+	if (carry_seg_errors)
+		fail("carry: %lu segment reads failed or lacked a counter", carry_seg_errors);
+	if (carry_torn || carry_seg_torn)
+		fail("carry: torn reads: %lu of %lu fetches (pcpu_counter_fetch: %lu runs of consecutive torn reads, "
+		     "the longest %lu), %lu of %lu segment reads (values %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64
+		     "; want %" PRIu64 " or %" PRIu64 ")",
+		     carry_torn, carry_reads, carry_torn_runs, carry_torn_longest, carry_seg_torn, carry_seg_reads,
+		     carry_bad[0], carry_bad[1], carry_bad[2], carry_bad[3], CARRY_LO, CARRY_HI);
+	pcpu_registry_destroy(reg); /* removes the file */
+	printf("VM_RESULT arch=%s variant=%s kernel=%s mode=%s workload=carry index=%s mm_cid=%d "
+	       "cpus=%u/%u writers=%d adds=%lu aborts=- forks=0 hotplug=0 reads=%lu torn=%lu seg_reads=%lu "
+	       "seg_torn=%lu seconds=%.1f result=%s spec=%s\n",
+	       ARCH, VARIANT, kernel, mode, pcpu_zone_index(NULL) == PCPU_INDEX_MM_CID ? "mm_cid" : "cpu",
+	       pcpu_rseq_has_mm_cid(), present, possible, carry_nw, carries, carry_reads, carry_torn,
+	       carry_seg_reads, carry_seg_torn, elapsed, failures ? "FAILED" : "exact", spec);
+	finish(failures ? 1 : 0);
+}
+
 /* --modes A,B,...: each mode in a child of its own, one after the other
  * (a spec is MODE[:cpu|:mm_cid][:expect=cpu|mm_cid][:hotplug=N]), the other arguments
  * passed on; then the end (as init: power-off). */
@@ -1209,7 +1435,7 @@ static void run_modes(int argc, char **argv, int at)
 			if (!strncmp(part, "hotplug=", 8)) {
 				args[n++] = "--hotplug";
 				args[n++] = part + 8;
-			} else if (!strcmp(part, "tree")) {
+			} else if (!strcmp(part, "tree") || !strcmp(part, "carry")) {
 				args[n++] = "--workload";
 				args[n++] = part;
 			} else if (!strncmp(part, "expect=", 7)) {
@@ -1262,7 +1488,8 @@ int main(int argc, char **argv)
 	unsigned long min_adds = 20000000, min_aborts = 1000, tree_adds = 0, tree_aborts = 0;
 	double max_seconds = 300, t0, elapsed, next_fork;
 	const char *spec = "-", *mode = "glibc", *index = NULL, *expect_index = NULL, *index_name;
-	int hotplug = 0, hotplug_done = 0, do_footprint = 0, forks = 0, offline = -1, tree = 0;
+	int hotplug = 0, hotplug_done = 0, do_footprint = 0, forks = 0, offline = -1, tree = 0, carry = 0;
+	unsigned long carry_min = 3000000;
 	unsigned present, possible;
 	pthread_t t[MAX_THREADS], rd;
 	struct sigaction sa;
@@ -1318,11 +1545,15 @@ int main(int argc, char **argv)
 			do_footprint = 1;
 		else if (!strcmp(argv[i], "--workload") && i + 1 < argc && !strcmp(argv[i + 1], "tree"))
 			tree = 1, i++;
+		else if (!strcmp(argv[i], "--workload") && i + 1 < argc && !strcmp(argv[i + 1], "carry"))
+			carry = 1, i++;
+		else if (!strcmp(argv[i], "--carry-reads") && i + 1 < argc)
+			carry_min = strtoul(argv[++i], NULL, 0);
 		else {
 			printf("usage: vm_stress [--mode glibc|own|fallback|seccomp] [--index cpu|mm_cid] "
 			       "[--expect-index cpu|mm_cid] [--adds N] [--aborts A] [--max-seconds S] "
-			       "[--hotplug N] [--timer-us U] [--spin N] [--footprint] [--workload tree] "
-			       "[--tree-adds N] [--tree-aborts A]\n");
+			       "[--hotplug N] [--timer-us U] [--spin N] [--footprint] [--workload tree|carry] "
+			       "[--tree-adds N] [--tree-aborts A] [--carry-reads N]\n");
 			finish(2);
 		}
 	}
@@ -1345,7 +1576,7 @@ int main(int argc, char **argv)
 			printf("vm_stress: unknown mode %s\n", mode);
 			finish(2);
 		}
-		if (tree) /* a shared tree needs CPU-number slots */
+		if (tree || carry) /* a shared tree needs CPU-number slots; carry pins a writer per slot */
 			setenv("PCPU_INDEX", "cpu", 1);
 		if (index)
 			setenv("PCPU_INDEX", index, 1);
@@ -1376,6 +1607,8 @@ int main(int argc, char **argv)
 	}
 	if (tree)
 		tree_run(un.release, present, possible, mode, spec, min_adds, min_aborts, max_seconds);
+	if (carry)
+		carry_run(un.release, present, possible, mode, spec, carry_min, max_seconds);
 
 	index_name = pcpu_zone_index(NULL) == PCPU_INDEX_MM_CID ? "mm_cid" : "cpu";
 	if (expect_index && strcmp(expect_index, index_name) != 0)
