@@ -265,9 +265,16 @@ fn values_cover_f64() {
         gauge!("huge").set(1e300);
         histogram!("sizes").record(16e9);
         histogram!("sizes").record(16e9);
+        // Exact where integers and decimal fractions are: 0.1 ten times
+        // is 1, and a decrement takes it back to 0.
+        for _ in 0..10 {
+            gauge!("tenths").increment(0.1);
+        }
+        gauge!("back").increment(16e9);
+        gauge!("back").decrement(16e9);
     });
     let t = text(&rec);
-    for want in ["mem_bytes 16000000000\n", "tiny 1e-12\n", "huge 1e+300\n"] {
+    for want in ["mem_bytes 16000000000\n", "tiny 1e-12\n", "huge 1e+300\n", "tenths 1\n", "back 0\n"] {
         assert!(t.contains(want), "missing {want:?} in\n{t}");
     }
     let sum = t.lines().find_map(|l| l.strip_prefix("sizes_sum ")).unwrap_or_else(|| panic!("{t}"));
