@@ -20,4 +20,35 @@
  * Thread-safe; not async-signal-safe. */
 PCPU_PRIVATE uint64_t pcpu__counter_set(pcpu_counter_t c, uint64_t v);
 
+/* ---- counter_double.c: counter words holding doubles (the statistics
+ * layer's values with fractions; that file says how) ---- */
+
+/* Adds v to the double in slot 0's mirror word of `w` (compare-and-swap).
+ * Thread-safe; async-signal-safe. */
+PCPU_PRIVATE void pcpu__counter_double_add_shared(pcpu_counter_t w, double v);
+/* Stores v there, returns the double it held. Thread-safe;
+ * async-signal-safe. */
+PCPU_PRIVATE double pcpu__counter_double_exchange(pcpu_counter_t w, double v);
+/* Adds v to the calling thread's slot's double of `w` (an rseq
+ * compare-and-store, else a compare-and-swap on the mirror word of its
+ * fallback slot). Thread-safe; async-signal-safe. */
+PCPU_PRIVATE void pcpu__counter_double_add(pcpu_counter_t w, double v);
+/* The per-slot doubles of `w` summed, each slot's word and mirror word
+ * first. Thread-safe; async-signal-safe. Cost: a walk of the slots. */
+PCPU_PRIVATE double pcpu__counter_double_sum(pcpu_counter_t w);
+/* Makes every finite slot's double of `w` read 0 (an offset in its mirror
+ * word). Thread-safe; async-signal-safe. */
+PCPU_PRIVATE void pcpu__counter_double_reset(pcpu_counter_t w);
+/* Sets a value with fractions, words c[0], c[1] (by offsets, as
+ * pcpu__counter_set()) and c[2]'s residue (stored), under one striped
+ * lock: two sets never mix. Thread-safe; not async-signal-safe. */
+PCPU_PRIVATE void pcpu__counter_set_fraction(pcpu_counter_t c, uint64_t whole, uint64_t nanos,
+					     double residue);
+/* A histogram pair's add (n to pair[0], v to pair[1]) that refuses, with
+ * 1, where the sum word it would add to (the calling thread's slot's, or
+ * its fallback slot's mirror) already holds more than `bound` in
+ * magnitude; 0 once added. Thread-safe; async-signal-safe. */
+PCPU_PRIVATE int pcpu__counter_add_pair_bounded(pcpu_counter_t pair, int64_t n, int64_t v,
+						uint64_t bound);
+
 #endif /* PCPU_COUNTER_INTERNAL_H */

@@ -83,6 +83,7 @@ LAYERS = [
     ("counter", 2, [
         "include/pcpu/counter.h", "include/pcpu/counter9.h", "include/pcpu/compat/*",
         "src/counter.c", "src/counter_internal.h", "src/counter_stable_abi.c",
+        "src/counter_double.c",         # counter words holding doubles
         "src/counter9.c", "src/striped_lock.*",
     ]),
     ("percpu_sync", 3, [                # the per-CPU/atomic switch (membarrier),
@@ -110,6 +111,7 @@ LAYERS = [
     ]),
     ("stats.metrics", 6, [
         "include/pcpu/gauge.h", "include/pcpu/histogram.h", "include/pcpu/group.h",
+        "include/pcpu/fraction.h", "src/stats/fraction.c",  # values with fractions
         "src/stats/metrics.h",
         "src/stats/stats_zone.c", "src/stats/gauge.c", "src/stats/histogram.c",
         "src/stats/group.c", "src/stats/stable_abi.c",
@@ -135,7 +137,7 @@ LAYERS = [
     ]),
     ("segment.writer", 10, ["include/pcpu/segment.h", "src/segment/writer.*",
                             "src/segment/directory.c", "src/segment/tree.c",
-                            "src/segment/join.c"]),
+                            "src/segment/tree_index.c", "src/segment/join.c"]),
     ("segment.reader", 10, ["include/pcpu/reader.h", "src/segment/reader*"]),
     ("umbrella", 11, ["include/pcpu/pcpu.h"]),  # the whole API, for programs
     # The exporter core (issue 51): HTTP serving of expositions, beside the

@@ -14,7 +14,9 @@ pcpu has three numbers, each with one source:
     libpcpu-prometheus<n>);
   - the segment format's version, PCPU__SEG_VERSION_MAJOR/MINOR in
     src/segment/format.h: docs/segment-format.md's layout and its
-    version_minor row say the same, and its versions table has a row for it.
+    version_minor row say the same, and its versions table has a row for it;
+    the Go reader's copy (go/segment/format.go) has the same major and the
+    same header flag, entry flag and scheme bits.
 No other file may state a version of its own (a `#define X_VERSION "..."`,
 "since libpcpu N.M").
 
@@ -112,6 +114,23 @@ def main():
             problems.append("docs/segment-format.md: the version_minor row does not say %s" % minor)
         if not re.search(r"^\| %s \|" % re.escape(seg), doc, re.M):
             problems.append("docs/segment-format.md: no row for %s in the versions table" % seg)
+        # The Go reader's copy (go/segment/format.go, written from the
+        # document): the same major, and the same bits for the header
+        # flags, entry flags and histogram scheme bits it knows.
+        gofmt = read(root, "go/segment/format.go")
+        gomajor = one(r"^\s*versionMajor\s*=\s*(\d+)", gofmt, "go/segment/format.go versionMajor", problems)
+        if gomajor and gomajor != major:
+            problems.append("go/segment/format.go: versionMajor %s, format.h says %s" % (gomajor, major))
+        for cname, goname in (("PCPU__SEG_F_CLOSED", "FlagClosed"), ("PCPU__SEG_F_INCOMPLETE", "FlagIncomplete"),
+                              ("PCPU__SEG_F_NOSPACE", "FlagNoSpace"), ("PCPU__SEG_F_TREE", "FlagTree"),
+                              ("PCPU__SEG_F_TREE_WRLOCK", "FlagTreeWrlock"), ("PCPU__SEG_E_HAS_HELP", "eHasHelp"),
+                              ("PCPU__SEG_E_INFO", "eInfo"), ("PCPU__SEG_E_NANOS", "eNanos"),
+                              ("PCPU__SEG_HIST_PAIRS", "schemePairs"), ("PCPU__SEG_HIST_WIDE", "schemeWide")):
+            cv = one(r"^#define %s ((?:0x)?[0-9a-fA-F]+)u?\b" % cname, fmt, "format.h " + cname, problems)
+            gv = one(r"^\s*%s\s*=\s*((?:0x)?[0-9a-fA-F]+)\b" % goname, gofmt, "go/segment/format.go " + goname,
+                     problems)
+            if cv and gv and int(cv, 0) != int(gv, 0):
+                problems.append("go/segment/format.go: %s = %s, format.h's %s is %s" % (goname, gv, cname, cv))
 
     # No other file states a version of its own.
     for sub in ("include", "src", "tools", "compat", "python/src"):

@@ -305,7 +305,7 @@ static void estimate_text(char *out, size_t cap, double v)
 
 /* "count 12 sum 0.5 p50 0.01 p90 0.02 p99 0.03" */
 static void hist_text(FILE *b, const struct pcpu_snapshot_family *f, const uint64_t *counts,
-		      int64_t sum, int with_sum)
+		      const struct pcpu_snapshot_series *with_sum)
 {
 	static const struct {
 		const char *name;
@@ -318,8 +318,11 @@ static void hist_text(FILE *b, const struct pcpu_snapshot_family *f, const uint6
 	for (k = 0; k < f->nbuckets; k++)
 		count += counts[k];
 	fprintf(b, "count %llu", (unsigned long long)count);
-	if (with_sum) {
-		pcpu_format_i64(num, sizeof num, sum, f->scale_exp10);
+	if (with_sum) { /* its residue too (values beyond the integer sum) */
+		if (with_sum->value.histogram.residue == 0.0)
+			pcpu_format_i64(num, sizeof num, with_sum->value.histogram.sum, f->scale_exp10);
+		else
+			pcpu_format_double(num, sizeof num, pcpu_snapshot_sum(f, with_sum), 0);
 		fprintf(b, "  sum %s", num);
 	}
 	if (!count)
@@ -337,7 +340,7 @@ static void value_text(FILE *b, const struct pcpu_snapshot_family *f,
 	char num[64];
 
 	if (pcpu_metric_type_info(f->type)->value == PCPU_VALUE_BUCKETS) {
-		hist_text(b, f, s->value.histogram.counts, s->value.histogram.sum, 1);
+		hist_text(b, f, s->value.histogram.counts, s);
 		return;
 	}
 	if (pcpu_snapshot_format_value(num, sizeof num, f, s) < 0)
@@ -602,11 +605,11 @@ static void watch_frame(FILE *b, pcpu_reader_t *r, const struct pcpu_reader_snap
 					si_format(num, sizeof num, ((double)count - prev->vals[pi]) / dt, "/s");
 					fprintf(b, "%14s  ", num);
 					if (d)
-						hist_text(b, fam, d, 0, 0);
+						hist_text(b, fam, d, NULL);
 					free(d);
 				} else {
 					fprintf(b, "%14s  ", "-");
-					hist_text(b, fam, se->value.histogram.counts, 0, 0);
+					hist_text(b, fam, se->value.histogram.counts, NULL);
 				}
 			} else {
 				double v = plain_value(fam, se);

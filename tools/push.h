@@ -64,6 +64,7 @@ struct delta_point {
 	uint64_t start_ns; /* the point's StartTimeUnixNano */
 	uint64_t whole;    /* counter: the base value; histogram: the base sum */
 	int64_t nanos;     /* counter with fractions: the base billionths */
+	double residue;    /* counter with fractions, histogram: the base residue */
 	const uint64_t *counts; /* histogram: the base counts (nbuckets) */
 };
 /* The baseline state (push_delta.c says how it works). One per agent,

@@ -93,6 +93,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <pcpu/fraction.h>
+
 #include "push.h"
 
 /* Acknowledged pushes a missing series keeps its base through. */
@@ -106,6 +108,7 @@ struct delta_ent {
 	uint64_t time_ns;    /* the time of its last point: the next delta's start */
 	uint64_t whole;      /* counter: the value (whole units); histogram: the sum */
 	int64_t nanos;       /* counter with fractions: the billionths */
+	double residue;      /* counter with fractions, histogram: the residue */
 	size_t counts_off;   /* histogram: nbuckets counts in counts[] */
 	uint32_t nbuckets;   /* 0: a counter */
 	uint32_t seen;       /* base: the collection that matched it last */
@@ -392,6 +395,9 @@ static int decreased(const struct pcpu_snapshot_family *f, const struct pcpu_sna
 		__int128 now = (__int128)se->value.fixed.whole * 1000000000 + se->value.fixed.nanos;
 		__int128 then = (__int128)e->whole * 1000000000 + e->nanos;
 
+		if (se->value.fixed.residue != 0.0 || e->residue != 0.0) /* beyond the words */
+			return pcpu_snapshot_value(f, se) <
+			       pcpu_fraction_value(e->whole, e->nanos, e->residue, 0);
 		return now < then;
 	}
 	return se->value.counter < e->whole;
@@ -429,9 +435,11 @@ int delta_series(struct push_delta *d, const struct pcpu_snapshot_family *f, con
 		memcpy(p->counts + p->ncounts, se->value.histogram.counts, f->nbuckets * sizeof(uint64_t));
 		p->ncounts += f->nbuckets;
 		e->whole = (uint64_t)se->value.histogram.sum;
+		e->residue = se->value.histogram.residue;
 	} else if (f->flags & PCPU_SNAPSHOT_NANOS) {
 		e->whole = se->value.fixed.whole;
 		e->nanos = se->value.fixed.nanos;
+		e->residue = se->value.fixed.residue;
 	} else {
 		e->whole = se->value.counter;
 	}
@@ -466,6 +474,7 @@ int delta_series(struct push_delta *d, const struct pcpu_snapshot_family *f, con
 	out->base = 1;
 	out->whole = b->whole;
 	out->nanos = b->nanos;
+	out->residue = b->residue;
 	out->counts = has_buckets(f) ? d->base.counts + b->counts_off : NULL;
 	return 0;
 }
@@ -601,17 +610,20 @@ static int known_starts(const struct push_delta *d, int pending, uint64_t **out,
 /* The state file: this header, then the entries, the key bytes, the
  * counts as the agent holds them, and the start times (the same program
  * reads them back: native byte order and layout, checked by the sizes in
- * the header). Version 3: the start times and the running form; a file of
- * an earlier version is not read (said, and the agent starts over). */
+ * the header). Version 4: the start times and the running form (3 had
+ * them) and each entry's residue, a value beyond the integer words (2 had
+ * it, without the start times); a file of an earlier version is not read
+ * (said as such, and the agent starts over). */
 struct delta_file {
-	char magic[8];            /* "PCPUDLT\3" */
+	char magic[8];            /* "PCPUDLT\4" */
 	uint32_t ent_size;        /* sizeof(struct delta_ent) */
 	uint32_t flags;           /* DELTA_FILE_RUNNING: the running form */
 	uint64_t n, nkeys, ncounts;
 	uint64_t nstarts;
 };
 #define DELTA_FILE_RUNNING 1u
-static const char delta_magic[8] = { 'P', 'C', 'P', 'U', 'D', 'L', 'T', 3 };
+#define DELTA_FILE_VERSION 4
+static const char delta_magic[8] = { 'P', 'C', 'P', 'U', 'D', 'L', 'T', DELTA_FILE_VERSION };
 
 static int write_all(int fd, const void *p, size_t n)
 {
@@ -755,7 +767,19 @@ int delta_load(struct push_delta *d, const char *path, char *err, size_t cap)
 	memset(&s, 0, sizeof s);
 	memset(&h, 0, sizeof h);
 	/* sizes checked against the file's before anything is allocated */
-	if (fstat(fd, &st) < 0 || read_all(fd, &h, sizeof h) < 0 || memcmp(h.magic, delta_magic, 8) != 0)
+	if (fstat(fd, &st) < 0 || read_all(fd, h.magic, sizeof h.magic) < 0)
+		goto corrupt;
+	if (memcmp(h.magic, delta_magic, 7) == 0 && h.magic[7] >= 1 && h.magic[7] < DELTA_FILE_VERSION) {
+		/* An earlier pcpustat's: its entries lack what this one keeps
+		 * (start times before 3, residues before 4). */
+		close(fd);
+		snprintf(err, cap, "%s: a state file of an earlier pcpustat (version %d; this one reads version %d)",
+			 path, h.magic[7], DELTA_FILE_VERSION);
+		errno = EBADMSG;
+		return -1;
+	}
+	if (memcmp(h.magic, delta_magic, 8) != 0 ||
+	    read_all(fd, (char *)&h + sizeof h.magic, sizeof h - sizeof h.magic) < 0)
 		goto corrupt;
 	if (h.ent_size != sizeof(struct delta_ent) || (h.flags & ~DELTA_FILE_RUNNING) || h.n > UINT32_MAX ||
 	    h.nkeys > (uint64_t)st.st_size || h.ncounts > (uint64_t)st.st_size / sizeof(uint64_t) ||

@@ -258,12 +258,14 @@ static int point_values(struct otlp *o, const struct pcpu_snapshot_family *f, co
 			c[b] = se->value.histogram.counts[b] - dp.counts[b]; /* not below: push_delta.c */
 		out->value.histogram.counts = c;
 		out->value.histogram.sum = (int64_t)((uint64_t)se->value.histogram.sum - dp.whole);
+		out->value.histogram.residue = se->value.histogram.residue - dp.residue;
 	} else if (f->flags & PCPU_SNAPSHOT_NANOS) {
 		__int128 d = ((__int128)se->value.fixed.whole - (__int128)dp.whole) * 1000000000 +
 			     ((__int128)se->value.fixed.nanos - dp.nanos);
 
 		out->value.fixed.whole = (uint64_t)(d / 1000000000);
 		out->value.fixed.nanos = (int64_t)(d % 1000000000);
+		out->value.fixed.residue = se->value.fixed.residue - dp.residue;
 	} else {
 		out->value.counter = se->value.counter - dp.whole;
 	}
@@ -346,7 +348,7 @@ static HistogramDataPoint **histogram_points(struct otlp *o, const struct pcpu_s
 		p[j].time_unix_nano = o->e->now_ns;
 		p[j].count = cum[nexp - 1];
 		p[j].sum__case = PCPUSTAT__OTLP__HISTOGRAM_DATA_POINT__SUM__SUM;
-		p[j].sum = pcpu_stats_scale((double)se->value.histogram.sum, f->scale_exp10);
+		p[j].sum = pcpu_snapshot_sum(f, se);
 		p[j].n_bucket_counts = nexp;
 		p[j].bucket_counts = bc;
 		p[j].n_explicit_bounds = nexp - 1;
@@ -395,7 +397,7 @@ static ExpoDataPoint **expo_points(struct otlp *o, const struct pcpu_snapshot_fa
 		p[j].time_unix_nano = o->e->now_ns;
 		p[j].count = nat.count;
 		p[j].sum__case = PCPUSTAT__OTLP__EXPONENTIAL_HISTOGRAM_DATA_POINT__SUM__SUM;
-		p[j].sum = pcpu_stats_scale((double)se->value.histogram.sum, f->scale_exp10);
+		p[j].sum = pcpu_snapshot_sum(f, se);
 		p[j].scale = nat.schema;
 		p[j].zero_count = nat.zero_count;
 		p[j].zero_threshold = nat.zero_threshold;
@@ -488,6 +490,58 @@ static int add_metric(struct otlp *o, Metric *m, const struct pcpu_snapshot_fami
 	return !n && f->nseries && (t->flags & PCPU_TYPE_MONOTONIC) ? 1 : 0;
 }
 
+/* Concatenates two arrays of n and k pointers in the arena (NULL: out of
+ * memory). */
+static void *concat(struct arena *a, void *x, size_t n, void *y, size_t k)
+{
+	void **p = arena_array(a, n + k ? n + k : 1, sizeof *p);
+
+	if (p) {
+		memcpy(p, x, n * sizeof *p);
+		memcpy(p + n, y, k * sizeof *p);
+	}
+	return p;
+}
+
+/* Another label set of m's name (PCPU_FAMILY_LABELSET): its points in m,
+ * one Metric per name as OTLP has it. 0, or -1 (ENOMEM). */
+static int merge_metric(struct otlp *o, Metric *m, const Metric *more)
+{
+	void *p = NULL;
+
+	switch (m->data_case) {
+	case PCPUSTAT__OTLP__METRIC__DATA_SUM:
+		p = concat(o->a, m->sum->data_points, m->sum->n_data_points, more->sum->data_points,
+			   more->sum->n_data_points);
+		m->sum->data_points = p;
+		m->sum->n_data_points += more->sum->n_data_points;
+		break;
+	case PCPUSTAT__OTLP__METRIC__DATA_GAUGE:
+		p = concat(o->a, m->gauge->data_points, m->gauge->n_data_points,
+			   more->gauge->data_points, more->gauge->n_data_points);
+		m->gauge->data_points = p;
+		m->gauge->n_data_points += more->gauge->n_data_points;
+		break;
+	case PCPUSTAT__OTLP__METRIC__DATA_EXPONENTIAL_HISTOGRAM:
+		p = concat(o->a, m->exponential_histogram->data_points,
+			   m->exponential_histogram->n_data_points,
+			   more->exponential_histogram->data_points,
+			   more->exponential_histogram->n_data_points);
+		m->exponential_histogram->data_points = p;
+		m->exponential_histogram->n_data_points += more->exponential_histogram->n_data_points;
+		break;
+	case PCPUSTAT__OTLP__METRIC__DATA_HISTOGRAM:
+		p = concat(o->a, m->histogram->data_points, m->histogram->n_data_points,
+			   more->histogram->data_points, more->histogram->n_data_points);
+		m->histogram->data_points = p;
+		m->histogram->n_data_points += more->histogram->n_data_points;
+		break;
+	default:
+		return 0;
+	}
+	return p ? 0 : -1;
+}
+
 int otlp_encode(const struct pcpu_snapshot *s, const struct push_encode *e, struct arena *a, uint8_t **out,
 		size_t *len, char *err, size_t cap)
 {
@@ -513,7 +567,11 @@ int otlp_encode(const struct pcpu_snapshot *s, const struct push_encode *e, stru
 
 		if (rc < 0)
 			goto nomem;
-		if (rc == 0) {
+		if (rc == 0 && nm && strcmp(m[nm - 1].name, m[nm].name) == 0) {
+			/* another label set of the name before: one Metric */
+			if (merge_metric(&o, &m[nm - 1], &m[nm]) < 0)
+				goto nomem;
+		} else if (rc == 0) {
 			mp[nm] = &m[nm];
 			nm++;
 		}

@@ -358,7 +358,7 @@ static int emit_native(struct rw *w, const struct pcpu_snapshot_family *f, const
 		return -1;
 	h.count_case = PCPUSTAT__RW__HISTOGRAM__COUNT_COUNT_INT;
 	h.count_int = nat.count;
-	h.sum = pcpu_stats_scale((double)se->value.histogram.sum, f->scale_exp10);
+	h.sum = pcpu_snapshot_sum(f, se);
 	h.schema = nat.schema;
 	h.zero_threshold = nat.zero_threshold;
 	h.zero_count_case = PCPUSTAT__RW__HISTOGRAM__ZERO_COUNT_ZERO_COUNT_INT;
@@ -402,7 +402,7 @@ static int emit_histograms(struct rw *w, const struct pcpu_snapshot_family *f, c
 	}
 	for (i = 0; i < f->nseries; i++) {
 		const struct pcpu_snapshot_series *se = &f->series[i];
-		double sum = pcpu_stats_scale((double)se->value.histogram.sum, f->scale_exp10), v;
+		double sum = pcpu_snapshot_sum(f, se), v;
 
 		if (series_labels(w, f, se, own) < 0)
 			return -1;
@@ -496,7 +496,8 @@ int rw_encode(const struct pcpu_snapshot *s, const struct push_encode *e, struct
 		arena_reset(a); /* the family's labels are packed into the output */
 	}
 	for (i = 0; i < s->nfamilies; i++)
-		if (emit_metadata(&w, &s->families[i]) < 0)
+		if ((i == 0 || strcmp(s->families[i].name, s->families[i - 1].name) != 0) &&
+		    emit_metadata(&w, &s->families[i]) < 0) /* a name's label sets: once */
 			goto fail;
 	if (e->size_hint)
 		*e->size_hint = w.len;

@@ -215,6 +215,10 @@ func nanosValue(whole *big.Int, nanos int64) float64 {
 // (exact), a scale or a fraction as the double nearest the exposed value.
 func numberValue(dp pmetric.NumberDataPoint, f *segment.Family, s *segment.Series) {
 	switch {
+	case f.Nanos && s.Residue != 0 || f.Nanos && math.Signbit(s.Residue):
+		// 2.8: beyond the words (+-Inf, NaN, 1e300, 1e-12...): the C
+		// library's double, bit for bit.
+		dp.SetDoubleValue(s.Float(f))
 	case f.Nanos:
 		w := new(big.Int)
 		if f.Type == segment.Counter {
@@ -253,11 +257,17 @@ func NativeBound(schema int, i int32) float64 {
 // monotonic sums (named without _total), gauges, classic histograms with
 // the exposed `le` buckets, exponential histograms (pcpu's native index
 // i is OTLP's i - 1), and with perSlot each series' slot parts as
-// <name>.slot gauges. Cost: linear in the series and buckets.
+// <name>.slot gauges. Several label sets of one name (segment format 2.8)
+// are one metric, their points together. Cost: linear in the series and
+// buckets.
 func Convert(ms pmetric.MetricSlice, snap *segment.Snapshot, now pcommon.Timestamp, perSlot bool) {
 	start := pcommon.Timestamp(snap.CreatedNs)
 	ms.EnsureCapacity(ms.Len() + len(snap.Families))
-	for i := range snap.Families {
+	for i := 0; i < len(snap.Families); {
+		j := i + 1
+		for j < len(snap.Families) && snap.Families[j].Name == snap.Families[i].Name {
+			j++
+		}
 		f := &snap.Families[i]
 		m := ms.AppendEmpty()
 		m.SetName(f.Name)
@@ -268,68 +278,93 @@ func Convert(ms pmetric.MetricSlice, snap *segment.Snapshot, now pcommon.Timesta
 			sum := m.SetEmptySum()
 			sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
 			sum.SetIsMonotonic(true)
-			dps := sum.DataPoints()
-			dps.EnsureCapacity(len(f.Series))
-			for k := range f.Series {
-				dp := dps.AppendEmpty()
-				putLabels(dp.Attributes(), f, &f.Series[k])
-				dp.SetStartTimestamp(start)
-				dp.SetTimestamp(now)
-				numberValue(dp, f, &f.Series[k])
-			}
 		case f.Type == segment.Gauge:
-			dps := m.SetEmptyGauge().DataPoints()
-			dps.EnsureCapacity(len(f.Series))
-			for k := range f.Series {
-				dp := dps.AppendEmpty()
-				putLabels(dp.Attributes(), f, &f.Series[k])
-				dp.SetTimestamp(now)
-				numberValue(dp, f, &f.Series[k])
-			}
+			m.SetEmptyGauge()
 		case f.Scheme == segment.SchemeExponential:
-			h := m.SetEmptyExponentialHistogram()
-			h.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-			dps := h.DataPoints()
-			dps.EnsureCapacity(len(f.Series))
-			for k := range f.Series {
-				expoPoint(dps.AppendEmpty(), f, &f.Series[k], start, now)
-			}
+			m.SetEmptyExponentialHistogram().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
 		default:
-			h := m.SetEmptyHistogram()
-			h.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-			exp := f.ExposedBuckets()
-			bounds := make([]float64, len(exp)-1)
-			for j, b := range exp[:len(exp)-1] {
-				bounds[j] = Scaled(f.Upper[b], f.Scale)
-			}
-			dps := h.DataPoints()
-			dps.EnsureCapacity(len(f.Series))
-			for k := range f.Series {
-				s := &f.Series[k]
-				dp := dps.AppendEmpty()
-				putLabels(dp.Attributes(), f, s)
-				dp.SetStartTimestamp(start)
-				dp.SetTimestamp(now)
-				// Buckets between two exposed bounds fold into the next.
-				counts := make([]uint64, len(exp))
-				b := 0
-				var total uint64
-				for j, x := range exp {
-					for ; b <= x; b++ {
-						counts[j] += s.Counts[b]
-					}
-					total += counts[j]
-				}
-				dp.SetCount(total)
-				dp.SetSum(Scaled(s.Sum, f.Scale))
-				dp.BucketCounts().FromRaw(counts)
-				dp.ExplicitBounds().FromRaw(bounds)
-			}
+			m.SetEmptyHistogram().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+		}
+		for k := i; k < j; k++ {
+			appendPoints(m, &snap.Families[k], start, now)
 		}
 		if perSlot {
-			slotMetric(ms, f, snap, now)
+			slotMetric(ms, snap.Families[i:j], snap, now)
+		}
+		i = j
+	}
+}
+
+// appendPoints appends family f's series to m, a metric of f's kind.
+func appendPoints(m pmetric.Metric, f *segment.Family, start, now pcommon.Timestamp) {
+	switch {
+	case f.Type == segment.Counter:
+		dps := m.Sum().DataPoints()
+		dps.EnsureCapacity(dps.Len() + len(f.Series))
+		for k := range f.Series {
+			dp := dps.AppendEmpty()
+			putLabels(dp.Attributes(), f, &f.Series[k])
+			dp.SetStartTimestamp(start)
+			dp.SetTimestamp(now)
+			numberValue(dp, f, &f.Series[k])
+		}
+	case f.Type == segment.Gauge:
+		dps := m.Gauge().DataPoints()
+		dps.EnsureCapacity(dps.Len() + len(f.Series))
+		for k := range f.Series {
+			dp := dps.AppendEmpty()
+			putLabels(dp.Attributes(), f, &f.Series[k])
+			dp.SetTimestamp(now)
+			numberValue(dp, f, &f.Series[k])
+		}
+	case f.Scheme == segment.SchemeExponential:
+		dps := m.ExponentialHistogram().DataPoints()
+		dps.EnsureCapacity(dps.Len() + len(f.Series))
+		for k := range f.Series {
+			expoPoint(dps.AppendEmpty(), f, &f.Series[k], start, now)
+		}
+	default:
+		exp := f.ExposedBuckets()
+		bounds := make([]float64, len(exp)-1)
+		for j, b := range exp[:len(exp)-1] {
+			// As the C library writes a bound (pcpu_stats_scale() of
+			// the int64 as a double): beyond 2^53 units that is not
+			// the exact value's nearest double, but it is every
+			// writer's, pcpustat push's included.
+			bounds[j] = (&segment.Series{Sum: f.Upper[b]}).SumFloat(f)
+		}
+		dps := m.Histogram().DataPoints()
+		dps.EnsureCapacity(dps.Len() + len(f.Series))
+		for k := range f.Series {
+			s := &f.Series[k]
+			dp := dps.AppendEmpty()
+			putLabels(dp.Attributes(), f, s)
+			dp.SetStartTimestamp(start)
+			dp.SetTimestamp(now)
+			// Buckets between two exposed bounds fold into the next.
+			counts := make([]uint64, len(exp))
+			b := 0
+			var total uint64
+			for j, x := range exp {
+				for ; b <= x; b++ {
+					counts[j] += s.Counts[b]
+				}
+				total += counts[j]
+			}
+			dp.SetCount(total)
+			dp.SetSum(histSum(f, s))
+			dp.BucketCounts().FromRaw(counts)
+			dp.ExplicitBounds().FromRaw(bounds)
 		}
 	}
+}
+
+// histSum is a histogram's exposed sum, its residue (2.8) included.
+func histSum(f *segment.Family, s *segment.Series) float64 {
+	if s.Residue != 0 {
+		return s.SumFloat(f)
+	}
+	return Scaled(s.Sum, f.Scale)
 }
 
 func expoPoint(dp pmetric.ExponentialHistogramDataPoint, f *segment.Family, s *segment.Series, start, now pcommon.Timestamp) {
@@ -349,7 +384,7 @@ func expoPoint(dp pmetric.ExponentialHistogramDataPoint, f *segment.Family, s *s
 		dp.Positive().BucketCounts().FromRaw(c[lo:hi])
 	}
 	dp.SetCount(s.Count())
-	dp.SetSum(Scaled(s.Sum, f.Scale))
+	dp.SetSum(histSum(f, s))
 	dp.SetScale(int32(f.Schema))
 	dp.SetZeroCount(c[0])
 	dp.SetZeroThreshold(NativeBound(f.Schema, f.NativeIndex-1))
@@ -369,31 +404,35 @@ func SlotName(snap *segment.Snapshot, k int) string {
 }
 
 // slotMetric: <name>.slot, a gauge of each slot's part of every series
-// (a histogram's: its observations), the slots that are not zero; group
-// members have no per-slot split and are left out.
-func slotMetric(ms pmetric.MetricSlice, f *segment.Family, snap *segment.Snapshot, now pcommon.Timestamp) {
+// of a name's families (a histogram's: its observations), the slots that
+// are not zero; group members have no per-slot split and are left out.
+func slotMetric(ms pmetric.MetricSlice, fams []segment.Family, snap *segment.Snapshot, now pcommon.Timestamp) {
+	f0 := &fams[0]
 	m := ms.AppendEmpty()
-	m.SetName(f.Name + ".slot")
-	m.SetDescription("Each slot's part of " + f.Name + " (pcpustat -p): slot cpuN, cidN or ownedK.")
-	if f.Type != segment.Histogram {
-		m.SetUnit(otlpUnit(f.Unit))
+	m.SetName(f0.Name + ".slot")
+	m.SetDescription("Each slot's part of " + f0.Name + " (pcpustat -p): slot cpuN, cidN or ownedK.")
+	if f0.Type != segment.Histogram {
+		m.SetUnit(otlpUnit(f0.Unit))
 	}
 	dps := m.SetEmptyGauge().DataPoints()
-	for k := range f.Series {
-		s := &f.Series[k]
-		for slot, v := range s.Slots {
-			if v == 0 {
-				continue
+	for i := range fams {
+		f := &fams[i]
+		for k := range f.Series {
+			s := &f.Series[k]
+			for slot, v := range s.Slots {
+				if v == 0 {
+					continue
+				}
+				dp := dps.AppendEmpty()
+				putLabels(dp.Attributes(), f, s)
+				dp.Attributes().PutStr("slot", SlotName(snap, slot))
+				if f.Type == segment.Histogram || f.Scale == 0 {
+					dp.SetIntValue(int64(v))
+				} else {
+					dp.SetDoubleValue(Scaled(int64(v), f.Scale))
+				}
+				dp.SetTimestamp(now)
 			}
-			dp := dps.AppendEmpty()
-			putLabels(dp.Attributes(), f, s)
-			dp.Attributes().PutStr("slot", SlotName(snap, slot))
-			if f.Type == segment.Histogram || f.Scale == 0 {
-				dp.SetIntValue(int64(v))
-			} else {
-				dp.SetDoubleValue(Scaled(int64(v), f.Scale))
-			}
-			dp.SetTimestamp(now)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -45,6 +46,35 @@ func abs(x int8) int8 {
 	return x
 }
 
+// jsonFloat reads a value pcpustat's JSON wrote as a double: a number, or
+// "NaN", "+Inf", "-Inf".
+func jsonFloat(t *testing.T, v any) float64 {
+	t.Helper()
+	switch x := v.(type) {
+	case string:
+		switch x {
+		case "NaN":
+			return math.NaN()
+		case "+Inf":
+			return math.Inf(1)
+		case "-Inf":
+			return math.Inf(-1)
+		}
+	case json.Number:
+		f, err := x.Float64()
+		if err == nil {
+			return f
+		}
+	}
+	t.Fatalf("not a value: %#v", v)
+	return 0
+}
+
+// sameFloat: equal doubles, NaN equal to NaN (-0 and 0 alike: JSON says 0).
+func sameFloat(a, b float64) bool {
+	return a == b || math.IsNaN(a) && math.IsNaN(b)
+}
+
 // seriesValue is a counter's or gauge's exposed value, exactly.
 func seriesValue(f *segment.Family, s *segment.Series) *big.Rat {
 	var v *big.Rat
@@ -72,29 +102,46 @@ func compareWithC(t *testing.T, g *segment.Snapshot, c map[string]any) {
 		}
 	}
 	fams := c["statistics"].(map[string]any)["families"].([]any)
-	if len(fams) != len(g.Families) {
-		t.Fatalf("families: Go %d, C %d", len(g.Families), len(fams))
+	// C writes a name's label sets (2.8) as one family: Go's families of
+	// one name, in order, hold its metrics.
+	names := 0
+	for i := range g.Families {
+		if i == 0 || g.Families[i].Name != g.Families[i-1].Name {
+			names++
+		}
+	}
+	if len(fams) != names {
+		t.Fatalf("families: Go %d names, C %d", names, len(fams))
 	}
 	var slots []any
 	if ps, ok := c["per_slot"].([]any); ok {
 		slots = ps
 	}
-	nslot := 0
+	nslot, ci, at := 0, -1, 0
+	var ms []any
 	for i := range g.Families {
 		gf := &g.Families[i]
-		cf := fams[i].(map[string]any)
-		typ := gf.Type.String()
-		if cf["name"] != gf.Name || cf["type"] != typ || cf["help"] != gf.Help || cf["unit"] != gf.Unit {
-			t.Errorf("family %d: Go %s %s %q %q, C %v %v %q %q", i, gf.Name, typ, gf.Help, gf.Unit,
-				cf["name"], cf["type"], cf["help"], cf["unit"])
+		if i == 0 || gf.Name != g.Families[i-1].Name {
+			if ci >= 0 && at != len(ms) {
+				t.Fatalf("%s: Go %d series, C %d", g.Families[i-1].Name, at, len(ms))
+			}
+			ci++
+			at = 0
+			cf := fams[ci].(map[string]any)
+			typ := gf.Type.String()
+			if cf["name"] != gf.Name || cf["type"] != typ || cf["help"] != gf.Help || cf["unit"] != gf.Unit {
+				t.Errorf("family %d: Go %s %s %q %q, C %v %v %q %q", i, gf.Name, typ, gf.Help, gf.Unit,
+					cf["name"], cf["type"], cf["help"], cf["unit"])
+			}
+			ms = cf["metrics"].([]any)
 		}
-		ms := cf["metrics"].([]any)
-		if len(ms) != len(gf.Series) {
-			t.Fatalf("%s: Go %d series, C %d", gf.Name, len(gf.Series), len(ms))
+		if at+len(gf.Series) > len(ms) {
+			t.Fatalf("%s: Go has more series than C's %d", gf.Name, len(ms))
 		}
 		for k := range gf.Series {
 			gs := &gf.Series[k]
-			cm := ms[k].(map[string]any)
+			cm := ms[at].(map[string]any)
+			at++
 			labels := cm["labels"].(map[string]any)
 			if len(labels) != len(gf.LabelNames) {
 				t.Errorf("%s series %d: labels %v", gf.Name, k, labels)
@@ -104,7 +151,13 @@ func compareWithC(t *testing.T, g *segment.Snapshot, c map[string]any) {
 					t.Errorf("%s series %d: label %s: Go %q, C %v", gf.Name, k, n, gs.LabelValues[l], labels[n])
 				}
 			}
-			if gf.Type != segment.Histogram {
+			if gf.Type != segment.Histogram && (gs.Residue != 0 || math.Signbit(gs.Residue)) {
+				// 2.8, beyond the words: C's double (NaN and infinities
+				// as strings in JSON), bit for bit Go's.
+				if gv, cv := gs.Float(gf), jsonFloat(t, cm["value"]); !sameFloat(gv, cv) {
+					t.Errorf("%s series %d: Go %v, C %v", gf.Name, k, gv, cv)
+				}
+			} else if gf.Type != segment.Histogram {
 				if gv, cv := seriesValue(gf, gs), rat(t, cm["value"]); gv.Cmp(cv) != 0 {
 					t.Errorf("%s series %d: Go %s, C %s", gf.Name, k, gv.FloatString(9), cv.FloatString(9))
 				}
@@ -136,6 +189,9 @@ func compareWithC(t *testing.T, g *segment.Snapshot, c map[string]any) {
 			}
 		}
 	}
+	if ci >= 0 && at != len(ms) {
+		t.Fatalf("%s: Go %d series, C %d", g.Families[len(g.Families)-1].Name, at, len(ms))
+	}
 	if slots != nil && nslot != len(slots) {
 		t.Errorf("per_slot: Go %d series, C %d", nslot, len(slots))
 	}
@@ -146,7 +202,11 @@ func compareHistogram(t *testing.T, gf *segment.Family, gs *segment.Series, cm m
 	if gv, cv := new(big.Rat).SetUint64(gs.Count()), rat(t, cm["count"]); gv.Cmp(cv) != 0 {
 		t.Errorf("%s count: Go %s, C %s", gf.Name, gv.RatString(), cv.RatString())
 	}
-	if gv, cv := scaled(new(big.Rat).SetInt64(gs.Sum), gf.Scale), rat(t, cm["sum"]); gv.Cmp(cv) != 0 {
+	if gs.Residue != 0 { // 2.8: the sum beyond the integer words, a double
+		if gv, cv := gs.SumFloat(gf), jsonFloat(t, cm["sum"]); !sameFloat(gv, cv) {
+			t.Errorf("%s sum: Go %v, C %v", gf.Name, gv, cv)
+		}
+	} else if gv, cv := scaled(new(big.Rat).SetInt64(gs.Sum), gf.Scale), rat(t, cm["sum"]); gv.Cmp(cv) != 0 {
 		t.Errorf("%s sum: Go %s, C %s", gf.Name, gv.FloatString(12), cv.FloatString(12))
 	}
 	cb := cm["buckets"].([]any)
@@ -173,7 +233,12 @@ func compareHistogram(t *testing.T, gf *segment.Family, gs *segment.Series, cm m
 		}
 		// The C writer prints a bound as a double (shortest form that
 		// reads back): compare as doubles.
+		// At 10^15 units and beyond C scales the int64 as a double
+		// (pcpu_stats_scale(): one more rounding); below, exactly.
 		gle, _ := scaled(new(big.Rat).SetInt64(gf.Upper[x]), gf.Scale).Float64()
+		if u := gf.Upper[x]; u >= 1e15 || u <= -1e15 {
+			gle = (&segment.Series{Sum: u}).SumFloat(gf)
+		}
 		cle, _ := rat(t, b["le"]).Float64()
 		if gle != cle {
 			t.Errorf("%s bucket %d: le Go %v, C %v", gf.Name, x, gle, cle)
@@ -241,10 +306,20 @@ func TestCrossCheck(t *testing.T) {
 func checkKinds(t *testing.T, name string, g *segment.Snapshot) {
 	t.Helper()
 	has := map[string]bool{}
-	for _, f := range g.Families {
+	for i, f := range g.Families {
+		if i > 0 && f.Name == g.Families[i-1].Name {
+			has["labelsets"] = true
+		}
 		switch {
+		case f.Nanos && f.Type == segment.Histogram:
+			has["wide"] = true
 		case f.Nanos:
 			has["nanos"] = true
+			for _, s := range f.Series {
+				if s.Residue != 0 || math.IsNaN(s.Residue) {
+					has["residue"] = true
+				}
+			}
 		case f.Info:
 			has["info"] = true
 		case f.Type == segment.Histogram:
@@ -258,7 +333,7 @@ func checkKinds(t *testing.T, name string, g *segment.Snapshot) {
 	}
 	need := map[string][]string{
 		"golden":  {"explicit", "loglinear"},
-		"kinds":   {"nanos", "info", "explicit", "loglinear", "exponential", "group"},
+		"kinds":   {"nanos", "residue", "wide", "labelsets", "info", "explicit", "loglinear", "exponential", "group"},
 		"latency": {"loglinear", "exponential"},
 	}[name]
 	for _, k := range need {

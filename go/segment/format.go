@@ -76,12 +76,15 @@ const (
 	eExportMask  = 7 << eExportShift
 )
 
-// Histogram schemes (family u32a; 0x100 marks (count, sum) pairs, 2.4).
+// Histogram schemes (family u32a; 0x100 marks (count, sum) pairs, 2.4;
+// 0x200 a histogram with fractions, 2.8: one more pair, a per-slot double
+// sum and a residue).
 const (
 	SchemeExplicit    = 1
 	SchemeLogLinear   = 2
 	SchemeExponential = 3
 	schemePairs       = 0x100
+	schemeWide        = 0x200
 )
 
 // MetricType is a family's type, as the format numbers it.

@@ -2,6 +2,7 @@ package segment_test
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math/bits"
 	"os"
 	"path/filepath"
@@ -136,7 +137,9 @@ func TestCompact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(orig.Families, small.Families) {
+	// Printed, as values: NaN (2.8) is not equal to itself.
+	if !reflect.DeepEqual(orig.Families, small.Families) &&
+		fmt.Sprintf("%#v", orig.Families) != fmt.Sprintf("%#v", small.Families) {
 		t.Fatalf("compacted segment reads differently")
 	}
 }

@@ -91,7 +91,7 @@ func TestHostileEntries(t *testing.T) {
 		{"family id 0", func(d dir) { ne.PutUint64(d.entry(d.find(t, 1, 0, "w_level"))[16:], 0) }},
 		{"value size not the type's", func(d dir) {
 			e := d.entry(d.find(t, 2, 2, ""))
-			ne.PutUint32(e[44:], 24) // 8 or 16 (fractions) only
+			ne.PutUint32(e[44:], 32) // 8, 16 or 24 (fractions) only
 		}},
 		{"bounds not increasing", func(d dir) {
 			b := d.blob(d.find(t, 1, 3, "w_latency_us"))
@@ -109,7 +109,7 @@ func TestHostileEntries(t *testing.T) {
 		}},
 		{"histogram scheme unknown", func(d dir) {
 			e := d.entry(d.find(t, 1, 3, "w_latency_us"))
-			ne.PutUint32(e[40:], ne.Uint32(e[40:])|0x200)
+			ne.PutUint32(e[40:], ne.Uint32(e[40:])|0x400)
 		}},
 		{"info flag on a counter", func(d dir) {
 			e := d.entry(d.find(t, 1, 1, "w_hits"))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -399,6 +400,12 @@ func (a *attempt) readValues(perSlot bool) error {
 				return err
 			}
 			s.counts = make([]uint64, s.fam.e.nbuckets)
+			if s.fam.f.Nanos { // 2.8: its double sum, per slot
+				if err := a.b.charge(8 * uint64(h.nslots)); err != nil {
+					return err
+				}
+				s.dslots = make([]float64, h.nslots)
+			}
 		}
 		if perSlot {
 			if err := a.b.charge(8 * uint64(h.nslots)); err != nil {
@@ -532,6 +539,9 @@ func accumulate(s *ser, v []byte, slot int, perSlot bool) {
 		s.acc0 += part
 		if f.Nanos {
 			s.acc1 += ne.Uint64(v[8:])
+			if s.e.u32b == 24 { // 2.8: the residue's bits
+				s.acc2 += ne.Uint64(v[16:])
+			}
 		}
 	default:
 		nb := len(s.counts)
@@ -541,6 +551,10 @@ func accumulate(s *ser, v []byte, slot int, perSlot bool) {
 				s.counts[b] += c
 				s.acc0 += ne.Uint64(v[16*b+8:])
 				part += c
+			}
+			if f.Nanos { // 2.8: a double per slot (its word, then its mirror's), the residue
+				s.dslots[slot] += math.Float64frombits(ne.Uint64(v[16*nb:]))
+				s.acc2 += ne.Uint64(v[16*nb+8:])
 			}
 		} else { // 2.0-2.3: [sum, bucket 0, ...]
 			s.acc0 += ne.Uint64(v)

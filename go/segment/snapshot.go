@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -42,7 +43,7 @@ type Family struct {
 	Type       MetricType
 	Scale      int8 // exposed value = value * 10^Scale
 	Info       bool // an info family (gauge x_info, every series 1)
-	Nanos      bool // counter or gauge with fractions (Series.Nanos)
+	Nanos      bool // with fractions: counter or gauge (Series.Nanos, Series.Residue), or 2.8 histogram (Series.Residue)
 	LabelNames []string
 
 	// Histograms only.
@@ -85,6 +86,9 @@ type Series struct {
 	// Family.Nanos, plus Nanos billionths; an info series is 1.
 	Value uint64
 	Nanos int64
+	// 2.8, Family.Nanos: what the words cannot hold, added to the value
+	// (Float()); a histogram's sum's, in exposed units (SumFloat()).
+	Residue float64
 	// Histogram: per-bucket counts (not cumulative) and the sum.
 	Counts []uint64
 	Sum    int64
@@ -93,6 +97,53 @@ type Series struct {
 	// which have no per-slot split.
 	Slots []uint64
 	Group bool // a consistent group's member (value from the group's copy)
+}
+
+// Float is a counter's or gauge's exposed value as the C library computes
+// it (pcpu_snapshot_value(), pcpu_fraction_value()): units u = Value +
+// Nanos / 10^9 (integer division, modulo 2^64; a gauge's read as int64),
+// rest r = Nanos % 10^9; the residue alone where both are 0, else
+// float64(u) + r / 1e9 + Residue, then scaled (a family with fractions has
+// scale 0). Bit for bit the C reader's double.
+func (s *Series) Float(f *Family) float64 {
+	u := s.Value
+	var r int64
+	if f.Nanos {
+		u += uint64(s.Nanos / 1e9)
+		r = s.Nanos % 1e9
+		if u == 0 && r == 0 {
+			return s.Residue
+		}
+	}
+	var v float64
+	if f.Type == Counter {
+		v = float64(u)
+	} else {
+		v = float64(int64(u))
+	}
+	if r != 0 {
+		v += float64(r) / 1e9
+	}
+	return scaleDouble(v, f.Scale) + s.Residue
+}
+
+// SumFloat is a histogram series' exposed sum: Sum * 10^Scale plus the
+// residue (pcpu_snapshot_sum()).
+func (s *Series) SumFloat(f *Family) float64 {
+	return scaleDouble(float64(s.Sum), f.Scale) + s.Residue
+}
+
+// scaleDouble is d * 10^scale as the C library's writers compute it (one
+// multiplication or division by an exact power of ten).
+func scaleDouble(d float64, scale int8) float64 {
+	p := 1.0
+	for k := int8(0); k < scale || k < -scale; k++ {
+		p *= 10
+	}
+	if scale < 0 {
+		return d / p
+	}
+	return d * p
 }
 
 // Count is a histogram series' number of observations.
@@ -121,6 +172,8 @@ type ser struct {
 	values []string
 	acc0   uint64
 	acc1   uint64
+	acc2   uint64    // 2.8: the residue's bits
+	dslots []float64 // 2.8: a histogram's double sum, per slot
 	counts []uint64
 	slots  []uint64
 }
@@ -171,9 +224,12 @@ func valueSize(e *entry) uint64 {
 	switch MetricType(e.typ) {
 	case Counter, Gauge:
 		if e.flags&eNanos != 0 {
-			return 16
+			return 24 // 2.8 (a 2.7 writer's 16: see parseDirectory)
 		}
 		return 8
+	}
+	if e.u32a&schemeWide != 0 {
+		return 16 * (uint64(e.nbuckets) + 1)
 	}
 	if e.u32a&schemePairs != 0 {
 		return 16 * uint64(e.nbuckets)
@@ -268,7 +324,7 @@ func (p *parse) parseFamily(x *fam) error {
 		}
 		f.Info = true
 	}
-	if e.flags&eNanos != 0 {
+	if e.flags&eNanos != 0 { // a histogram's fractions are its scheme bit
 		if f.Type != Counter && f.Type != Gauge || e.scale != 0 || f.Info {
 			x.bad = "fraction flag on a family that is not a counter or gauge of scale 0"
 			return nil
@@ -287,10 +343,12 @@ func (p *parse) parseFamily(x *fam) error {
 func (p *parse) parseHistogram(x *fam, blob []byte, pos int) error {
 	e := &x.e
 	f := &x.f
-	if e.u32a&^uint32(schemePairs|0xff) != 0 {
+	if e.u32a&^uint32(schemePairs|schemeWide|0xff) != 0 ||
+		e.u32a&schemeWide != 0 && e.u32a&schemePairs == 0 {
 		x.bad = "unknown histogram scheme"
 		return nil
 	}
+	f.Nanos = e.u32a&schemeWide != 0
 	scheme := int(e.u32a & 0xff)
 	if e.nbuckets < 2 || valueSize(e) > p.h.slotStride {
 		x.bad = "bad bucket count"
@@ -508,7 +566,8 @@ func (p *parse) parseDirectory() error {
 		}
 		if f.e.typ != s.e.typ || f.e.nlabels != s.e.nlabels {
 			s.bad = "type or labels differ from the family's"
-		} else if !s.group && valueSize(&f.e) != uint64(s.e.u32b) {
+		} else if !s.group && valueSize(&f.e) != uint64(s.e.u32b) &&
+			!(f.e.flags&eNanos != 0 && s.e.u32b == 16) { // a 2.7 writer's, no residue
 			s.bad = "value size does not match the type"
 		}
 	}
@@ -612,12 +671,25 @@ func build(keptFam map[*fam]bool, kept []*ser, perSlot bool) ([]Family, error) {
 	for x := range keptFam {
 		fv = append(fv, x)
 	}
+	// The writer's order: by name, a name's label sets (2.8) by their
+	// label names (their number, then the names).
 	slices.SortFunc(fv, func(a, b *fam) int {
 		if c := strings.Compare(a.f.Name, b.f.Name); c != 0 {
 			return c
 		}
+		if c := cmp.Compare(len(a.f.LabelNames), len(b.f.LabelNames)); c != 0 {
+			return c
+		}
+		if c := slices.Compare(a.f.LabelNames, b.f.LabelNames); c != 0 {
+			return c
+		}
 		return cmp.Compare(a.idx, b.idx)
 	})
+	for i := 1; i < len(fv); i++ {
+		if fv[i].f.Name == fv[i-1].f.Name && !sameMetric(&fv[i].f, &fv[i-1].f) {
+			return nil, corrupt("two families named %.100s that are not two label sets of one metric", fv[i].f.Name)
+		}
+	}
 	out := make([]Family, len(fv))
 	for i, x := range fv {
 		ss := members[x]
@@ -641,6 +713,7 @@ func build(keptFam map[*fam]bool, kept []*ser, perSlot bool) ([]Family, error) {
 				se.Value = s.acc0
 				if f.Nanos {
 					se.Nanos = int64(s.acc1)
+					se.Residue = math.Float64frombits(s.acc2)
 				}
 				if f.Info {
 					se.Value = 1
@@ -648,6 +721,13 @@ func build(keptFam map[*fam]bool, kept []*ser, perSlot bool) ([]Family, error) {
 			default:
 				se.Counts = s.counts
 				se.Sum = int64(s.acc0)
+				if f.Nanos { // the slots' doubles in slot order, then the residue
+					var sum float64
+					for _, d := range s.dslots {
+						sum += d
+					}
+					se.Residue = sum + math.Float64frombits(s.acc2)
+				}
 			}
 			if perSlot && !s.group {
 				se.Slots = s.slots
@@ -656,6 +736,27 @@ func build(keptFam map[*fam]bool, kept []*ser, perSlot bool) ([]Family, error) {
 		out[i] = f
 	}
 	return out, nil
+}
+
+// sameMetric: two families of one name are two label sets of one metric
+// (2.8, PCPU_FAMILY_LABELSET): alike but for their label names, which are
+// not the same set.
+func sameMetric(a, b *Family) bool {
+	if a.Type != b.Type || a.Scale != b.Scale || a.Info != b.Info || a.Nanos != b.Nanos ||
+		a.HasHelp != b.HasHelp || a.Help != b.Help || a.Unit != b.Unit || a.Scheme != b.Scheme ||
+		!slices.Equal(a.Upper, b.Upper) || !slices.Equal(a.Exported, b.Exported) ||
+		(a.Exported == nil) != (b.Exported == nil) || a.Schema != b.Schema || a.NativeIndex != b.NativeIndex {
+		return false
+	}
+	if len(a.LabelNames) != len(b.LabelNames) {
+		return true
+	}
+	for _, n := range a.LabelNames {
+		if !slices.Contains(b.LabelNames, n) {
+			return true
+		}
+	}
+	return false // the same names in another order: one label set twice
 }
 
 var _ = fmt.Sprintf

@@ -155,6 +155,73 @@ static void kinds(pcpu_registry_t *reg)
 		die("group series");
 	pcpu_group_add2(grp, 0, 2, 80);
 
+	/* 2.8: values beyond the integer words (a residue), a histogram with
+	 * fractions (a per-slot double sum), several label sets of a name. */
+	{
+		static const char *const kn[] = { "k" }, *const pn[] = { "path" },
+					 *const mc[] = { "method", "code" };
+		static const char *const kv[][1] = { { "big" },	 { "tiny" }, { "huge" }, { "inf" },
+						    { "ninf" }, { "nan" },  { "tenth" }, { "third" },
+						    { "negzero" } };
+		struct pcpu_histogram_layout l62 = { .scheme = PCPU_HISTOGRAM_LOG_LINEAR, .precision_bits = 3,
+						     .max_value = (int64_t)1 << 62 };
+		pcpu_gauge_t g;
+
+		memset(&d, 0, sizeof d);
+		d.name = "w_mem_bytes";
+		d.help = "Beyond the words.";
+		d.unit = "bytes";
+		d.type = PCPU_METRIC_GAUGE;
+		d.nlabels = 1;
+		d.label_names = kn;
+		if (!(f = pcpu_registry_family_ex(reg, &d, PCPU_FAMILY_FRACTIONS, 0, NULL, NULL)))
+			die("residue gauge");
+		pcpu_gauge_set_double(pcpu_family_gauge(f, kv[0]), 16e9);
+		pcpu_gauge_set_double(pcpu_family_gauge(f, kv[1]), 1e-12);
+		pcpu_gauge_set_double(pcpu_family_gauge(f, kv[2]), 1e300);
+		pcpu_gauge_set_double(pcpu_family_gauge(f, kv[3]), 1.0 / 0.0);
+		pcpu_gauge_add_double(pcpu_family_gauge(f, kv[4]), -1.0 / 0.0);
+		pcpu_gauge_set_double(pcpu_family_gauge(f, kv[5]), 0.0 / 0.0);
+		g = pcpu_family_gauge(f, kv[6]);
+		for (i = 0; i < 10; i++)
+			pcpu_gauge_add_double(g, 0.1);
+		pcpu_gauge_set_double(pcpu_family_gauge(f, kv[7]), 1.0 / 3);
+		pcpu_gauge_set_double(pcpu_family_gauge(f, kv[8]), -0.0);
+
+		memset(&d, 0, sizeof d);
+		d.name = "w_transfer_bytes";
+		d.help = "Observed as doubles, in billionths.";
+		d.unit = "bytes";
+		d.type = PCPU_METRIC_HISTOGRAM;
+		d.scale_exp10 = -9;
+		d.histogram = &l62;
+		if (!(f = pcpu_registry_family_ex(reg, &d, PCPU_FAMILY_FRACTIONS, 0, NULL, NULL)) ||
+		    !(h = pcpu_family_histogram(f, NULL)))
+			die("histogram with fractions");
+		for (i = 0; i < 100000; i++)
+			pcpu_histogram_observe(h, 5e9);
+		pcpu_histogram_observe(h, 0.1);
+		pcpu_histogram_observe(h, 1e-12);
+
+		memset(&d, 0, sizeof d);
+		d.name = "w_requests_total";
+		d.help = "Label sets of one name.";
+		d.type = PCPU_METRIC_COUNTER;
+		if (!(f = pcpu_registry_family_ex(reg, &d, PCPU_FAMILY_LABELSET, 0, NULL, NULL)))
+			die("label set {}");
+		pcpu_counter_add(pcpu_family_counter(f, NULL), 3);
+		d.nlabels = 1;
+		d.label_names = pn;
+		if (!(f = pcpu_registry_family_ex(reg, &d, PCPU_FAMILY_LABELSET, 0, NULL, NULL)))
+			die("label set {path}");
+		pcpu_counter_add(pcpu_family_counter(f, a), 5);
+		d.nlabels = 2;
+		d.label_names = mc;
+		if (!(f = pcpu_registry_family_ex(reg, &d, PCPU_FAMILY_LABELSET, 0, NULL, NULL)))
+			die("label set {method, code}");
+		pcpu_counter_add(pcpu_family_counter(f, (const char *[]){ "GET", "200" }), 7);
+	}
+
 	{
 		static const char *const iln[] = { "version" }, *const iv[] = { "1.2.3" };
 		if (pcpu_registry_info(reg, "w_build_info", "Build.", 1, iln, iv) < 0)

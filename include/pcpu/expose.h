@@ -85,13 +85,18 @@ enum {
 	 * 0.0.4 (which has no info type), protobuf (as client_golang) and
 	 * JSON write it as a gauge. */
 	PCPU_SNAPSHOT_INFO = 1u << 2,
-	/** A counter or gauge family whose values have a fraction
-	 * (pcpu_registry_family_nanos(), pcpu/stats.h): each series holds
-	 * its whole units in `value.counter` or `value.gauge` and billionths
-	 * of a unit in `value.fixed.nanos` beside them, so the value is
-	 * whole + nanos * 10^-9 (nanos may be any int64: 2500000000 adds 2.5
-	 * units). The writers expose it as pcpu_snapshot_value() says. Code
-	 * that ignores the flag reads the whole units. */
+	/** A family with fractions (pcpu_registry_family_nanos(),
+	 * pcpu_registry_family_ex(), pcpu/stats.h; pcpu/fraction.h). A
+	 * counter or gauge series holds its whole units in `value.counter`
+	 * or `value.gauge`, billionths of a unit in `value.fixed.nanos`
+	 * beside them and what those cannot hold in `value.fixed.residue`,
+	 * so the value is whole + nanos * 10^-9 + residue (nanos may be any
+	 * int64: 2500000000 adds 2.5 units), as pcpu_fraction_value()
+	 * computes it. The writers expose it as pcpu_snapshot_value() says.
+	 * Code that ignores the flag reads the whole units. On a histogram
+	 * family (segment format 2.8) the flag says its series were recorded
+	 * with pcpu_histogram_observe(); its sums' residue is in
+	 * `value.histogram.residue`, as any histogram's. */
 	PCPU_SNAPSHOT_NANOS = 1u << 3,
 };
 
@@ -105,14 +110,22 @@ struct pcpu_snapshot_series {
 		struct {
 			/** family->nbuckets counts, per bucket (not cumulative). */
 			const uint64_t *counts;
-			/** sum of the observations (modulo 2^64). */
+			/** sum of the observations (modulo 2^64), in units of
+			 * 10^scale_exp10. */
 			int64_t sum;
+			/** What the integer sum could not hold (values out of
+			 * its range, +-Inf, NaN: pcpu_histogram_observe()), in
+			 * exposed units: the exposed sum is sum *
+			 * 10^scale_exp10 + residue. 0 for most histograms. */
+			double residue;
 		} histogram;
 		/** PCPU_SNAPSHOT_NANOS families: `whole` is `counter` (or
-		 * `gauge`, as int64), `nanos` the billionths beside it. */
+		 * `gauge`, as int64), `nanos` the billionths beside it,
+		 * `residue` what neither can hold (pcpu/fraction.h). */
 		struct {
 			uint64_t whole;
 			int64_t nanos;
+			double residue;
 		} fixed;
 	} value;
 };
@@ -195,8 +208,8 @@ struct pcpu_snapshot {
  * same sample (or, OpenMetrics, an info family `x_info` and a family `x`),
  * bucket bounds not strictly increasing (also once scaled to doubles),
  * bucket counts whose sum overflows, PCPU_SNAPSHOT_INFO on a family that is
- * not an info metric as that flag describes, PCPU_SNAPSHOT_NANOS on a
- * histogram or info family; ENOMEM.
+ * not an info metric as that flag describes, PCPU_SNAPSHOT_NANOS on an
+ * info family; ENOMEM.
  *
  * Thread-safe (reads `s` only); not async-signal-safe (allocates).
  * Cost: linear in the size of the output, plus sorting the family and
@@ -321,7 +334,8 @@ PCPU_API int pcpu_format_u64(char *out, size_t cap, uint64_t v, int scale_exp10)
  * pcpu_stats_scale() computes it, plus, in a PCPU_SNAPSHOT_NANOS family,
  * the billionths (the whole units and nanos / 10^9 added as integers
  * first, the rest of nanos then as a fraction, so that 0.1 + 0.2 reads
- * 0.3). NaN (errno EINVAL) for NULL
+ * 0.3) and then the residue (the residue alone where the rest is 0:
+ * pcpu_fraction_value() in pcpu/fraction.h). NaN (errno EINVAL) for NULL
  * arguments or a histogram family. Thread-safe; async-signal-safe.
  * Cost: constant.
  */
@@ -329,11 +343,22 @@ PCPU_API double pcpu_snapshot_value(const struct pcpu_snapshot_family *f,
 				    const struct pcpu_snapshot_series *s);
 
 /**
+ * The sum the writers expose for a histogram series `s` of family `f`, as
+ * a double: value.histogram.sum times 10^scale_exp10 (pcpu_stats_scale())
+ * plus value.histogram.residue. NaN (errno EINVAL) for NULL arguments or a
+ * family that is not a histogram. Thread-safe; async-signal-safe. Cost:
+ * constant. Since PCPU_0.2.
+ */
+PCPU_API double pcpu_snapshot_sum(const struct pcpu_snapshot_family *f,
+				  const struct pcpu_snapshot_series *s);
+
+/**
  * Writes the value of counter or gauge series `s` of family `f` as the
  * writers expose it: pcpu_format_u64() (counters) or pcpu_format_i64()
  * (gauges) of the integer value -- exact -- unless a PCPU_SNAPSHOT_NANOS
- * family's billionths leave a fraction, then pcpu_format_double() of
- * pcpu_snapshot_value(). Returns the length, or -1 with errno EINVAL (NULL
+ * family's billionths leave a fraction or its residue is not 0, then
+ * pcpu_format_double() of pcpu_snapshot_value() ("NaN", "+Inf" and "-Inf"
+ * included). Returns the length, or -1 with errno EINVAL (NULL
  * arguments, a histogram family, a scale out of range) or ERANGE (as
  * pcpu_format_double()). PCPU_FORMAT_NUMBER_MAX bytes are always enough.
  * Thread-safe; not async-signal-safe where a fraction or scale is printed
@@ -413,7 +438,8 @@ enum {
 	 * temporality sends its increase (a non-monotonic type stays a
 	 * level). */
 	PCPU_TYPE_MONOTONIC = 1u << 0,
-	/** Its families may carry PCPU_SNAPSHOT_NANOS (fractions). */
+	/** Its families may carry PCPU_SNAPSHOT_NANOS (fractions): counters
+	 * and gauges, and since segment format 2.8 histograms. */
 	PCPU_TYPE_FRACTIONS = 1u << 1,
 	/** Its families may be info metrics (PCPU_SNAPSHOT_INFO). */
 	PCPU_TYPE_INFO = 1u << 2,

@@ -138,6 +138,13 @@ struct pcpu_histogram {
 	uint32_t pcpu__bits;          /* log-linear: p; exponential: the table's
 				       * fine precision, 0 for none (histogram.c) */
 	uint64_t pcpu__limit;         /* log-linear: values >= limit are +Inf */
+	/* pcpu_histogram_observe() (histogram.c: pcpu__histogram_set_double()) */
+	double pcpu__mult;            /* units per exposed unit: 10^-scale_exp10 */
+	double pcpu__cap;             /* |value in units| below this: the integer sum */
+	uint64_t pcpu__sat;           /* a slot's sum word past this: the double sum */
+	uint32_t pcpu__wide;          /* 1: the pair after the buckets holds the
+				       * double sum (per slot) and the residue */
+	uint32_t pcpu__reserved;
 };
 
 typedef struct pcpu_histogram pcpu_histogram_t;
@@ -148,6 +155,7 @@ typedef struct pcpu_histogram pcpu_histogram_t;
 PCPU_API size_t pcpu_histogram_bucket_of(const pcpu_histogram_t *h, int64_t v);
 PCPU_API void pcpu_histogram_record(const pcpu_histogram_t *h, int64_t v);
 PCPU_API void pcpu_histogram_record_n(const pcpu_histogram_t *h, int64_t v, uint64_t n);
+PCPU_API void pcpu_histogram_observe(const pcpu_histogram_t *h, double v);
 PCPU_API void pcpu_histogram_record_owned(pcpu_worker_t w, const pcpu_histogram_t *h, int64_t v);
 PCPU_API size_t pcpu_histogram_nbuckets(const pcpu_histogram_t *h);
 #endif
@@ -366,6 +374,66 @@ static inline void PCPU__INLINE_OP(pcpu_histogram_record_n)(const pcpu_histogram
 	size_t b = pcpu__histogram_locate(h, &v);
 
 	pcpu__histogram_add_pair(h->pcpu__c + 2 * b, (int64_t)n, (int64_t)((uint64_t)v * n));
+}
+
+/* The rest of an observation the integer pair does not take (histogram.c):
+ * out of range, not finite, a slot's sum word full, or a section that did
+ * not commit. */
+PCPU_API void pcpu__histogram_observe_slow(const pcpu_histogram_t *h, double v);
+
+/**
+ * Records a double `v`, in exposed units (seconds, bytes), into a
+ * histogram of a family with fractions (pcpu_registry_family_ex() with
+ * PCPU_FAMILY_FRACTIONS, pcpu/stats.h): the bucket of v, and a sum that
+ * covers every double. A value that is a whole number of the family's
+ * units (10^scale_exp10: billionths for -9) within the histogram's range
+ * (a few thousand seconds in billionths, below 2^53 units) is recorded as
+ * pcpu_histogram_record() does -- the same rseq section, the sum exact to
+ * the unit -- as long as the calling slot's sum word for that bucket
+ * holds less than its share of 2^62 (so the integer sum, added over every
+ * slot and bucket, never wraps); a value rounded to a unit is off by at
+ * most half a unit. Anything else -- larger values, values that round to
+ * 0, a full slot -- is counted in its bucket and added, as a double, to a
+ * per-slot double sum (an rseq compare-and-store: no shared cache line);
+ * +-Inf and NaN count in the +Inf bucket (-Inf in the first) and go to a
+ * shared residue (a compare-and-swap): the sum then reads +-Inf or NaN,
+ * as Prometheus' clients have it. Readers add the three: integer sum x
+ * 10^scale + double sum + residue (value.histogram.residue in a
+ * snapshot). Negative values in a log-linear or exponential histogram
+ * record 0, as pcpu_histogram_record(). On a histogram of a family without
+ * fractions (no double sum) what the integer pair cannot take is counted
+ * and its sum dropped. Thread-safe; async-signal-safe; lock-free. Cost:
+ * in range, a multiplication, a rounding, the bucket lookup, a load of the
+ * slot's sum word and pcpu_histogram_record()'s section; out of range, a
+ * call: a pair add and a compare-and-store.
+ */
+__attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_histogram_observe)(const pcpu_histogram_t *h,
+											  double v)
+{
+	double u = v * h->pcpu__mult;
+
+	if (PCPU_LIKELY(__builtin_fabs(u) < h->pcpu__cap)) {
+		int64_t iv = (int64_t)(u + (u < 0 ? -0.5 : 0.5));
+		int64_t idx = pcpu__rseq_load_index16();
+
+		if (PCPU_LIKELY(iv != 0 || v == 0)) {
+			size_t b = pcpu__histogram_locate(h, &iv);
+			pcpu_counter_t pair = h->pcpu__c + 2 * b;
+			/* The slot's sum word must hold less than its share
+			 * of 2^62. An unregistered thread's index (0xffff,
+			 * 0xfffe) names no slot: its section fails, and the
+			 * slow path checks the word it adds to. */
+			uint64_t s = idx >= 0xfffe ? 0
+						   : (uint64_t)__atomic_load_n(
+							     &pcpu__counter_slot(pair + 1, (size_t)idx)->pcpu__word,
+							     __ATOMIC_RELAXED);
+
+			if (PCPU_LIKELY((s + h->pcpu__sat) <= 2 * h->pcpu__sat &&
+					pcpu__rseq_this_add2(&pair->pcpu__word, 1, iv) == PCPU_RSEQ_COMMITTED))
+				return;
+		}
+	}
+	pcpu__histogram_observe_slow(h, v);
 }
 
 /**

@@ -61,6 +61,7 @@
 #include <pcpu/counter.h>
 #include <pcpu/gauge.h>
 #include <pcpu/histogram.h>
+#include <pcpu/fraction.h>
 #include <pcpu/group.h>
 #include <pcpu/expose.h>
 
@@ -417,28 +418,86 @@ PCPU_API pcpu_family_t *pcpu_registry_family_const(pcpu_registry_t *reg,
 						   const char *const *names,
 						   const char *const *values);
 
+/** pcpu_registry_family_ex() flags. */
+enum {
+	/**
+	 * A family with fractions (pcpu/fraction.h): its values are doubles.
+	 * A counter or gauge (scale_exp10 0) series is PCPU_FRACTION_WORDS
+	 * words -- whole units, billionths, a residue -- updated with
+	 * pcpu_counter_add_double(), pcpu_gauge_add_double(),
+	 * pcpu_gauge_set_double(); a histogram (any scale) has a double sum
+	 * and a residue beside its buckets, for pcpu_histogram_observe().
+	 * Every reader shows the values whole (PCPU_SNAPSHOT_NANOS).
+	 */
+	PCPU_FAMILY_FRACTIONS = 1u << 0,
+	/**
+	 * Another label set of a name: where a family of desc's name exists
+	 * with other label names, but the same type, help, unit, scale,
+	 * bucket layout, fractions and constant labels, a family with desc's
+	 * label names is made (or found) beside it, whose series are series
+	 * of the same metric -- `requests_total{path="/x"}` beside
+	 * `requests_total{method="GET"}`, as Prometheus, OpenMetrics,
+	 * protobuf and OTLP allow. Every writer puts a name's label sets
+	 * under one HELP and TYPE; published segments (format 2.8) record
+	 * them and every reader shows one metric. Refused with EEXIST: the
+	 * description differs in anything but the label names, or has the
+	 * label names of one of the name's sets in another order (pass them
+	 * in that family's order, pcpu_family_label_names()), or -- later, at
+	 * pcpu_family_counter() and the others -- a series equal to one of
+	 * another label set, an empty label value being an absent label.
+	 * Each label set is a pcpu_family_t of its own: removed on its own
+	 * (pcpu_registry_remove_family()); pcpu_registry_find() gives the
+	 * name's first. Not for a member of a consistent group family.
+	 */
+	PCPU_FAMILY_LABELSET = 1u << 1,
+};
+
 /**
- * pcpu_registry_family_const() for a counter or gauge family whose values
- * have a fraction: each series is two words of the registry's zone, whole
- * units (the handle, as any counter or gauge series) and beside them
- * billionths of a unit (pcpu_counter_at(handle, 1), a counter's word; for
- * a gauge series cast the handles: `(pcpu_gauge_t)pcpu_counter_at(
- * (pcpu_counter_t)g, 1)`). The exposed value is whole + billionths *
- * 10^-9: adds of a fraction go to the second word (an add of 0.25 is
- * 250000000 there), and its sum may pass 10^9 or go negative -- readers
- * fold it into the whole units (PCPU_SNAPSHOT_NANOS in pcpu/expose.h). For
- * double-valued APIs over pcpu (prometheus-cpp's `Increment(0.5)`,
- * `Set(0.75)`): every exposition, snapshot and published segment shows the
- * value to 10^-9. `n` may be 0 (no constant labels; `names` and `values`
- * may then be NULL). The description's scale_exp10 must be 0.
+ * pcpu_registry_family_const() with options: `flags`, any of
+ * PCPU_FAMILY_FRACTIONS and PCPU_FAMILY_LABELSET; `n` constant labels
+ * (0: none, `names` and `values` may then be NULL). With no flag it is
+ * pcpu_registry_family_const() (or pcpu_registry_family() for n = 0): an
+ * existing family of desc's name is returned only if it is described the
+ * same, else EEXIST; a name may have several label sets, and each is
+ * returned to the description that matches it.
+ * Returns the family or NULL with errno: as pcpu_registry_family_const();
+ * EINVAL for an unknown flag, a counter or gauge with fractions and a
+ * nonzero scale; EEXIST as PCPU_FAMILY_LABELSET says. Thread-safe; not
+ * async-signal-safe. Cost: pcpu_registry_family()'s, plus a walk of the
+ * name's label sets. Since PCPU_0.2.
+ */
+PCPU_API pcpu_family_t *pcpu_registry_family_ex(pcpu_registry_t *reg,
+						const struct pcpu_family_desc *desc, unsigned flags,
+						unsigned n, const char *const *names,
+						const char *const *values);
+
+/**
+ * pcpu_registry_family_ex() with PCPU_FAMILY_FRACTIONS: a family whose
+ * values are doubles (pcpu/fraction.h). A counter or gauge series is
+ * PCPU_FRACTION_WORDS words of the registry's zone: whole units (the
+ * handle, as any counter or gauge series), billionths of a unit beside
+ * them (pcpu_counter_at(handle, 1), a counter's word) and the residue, a
+ * double (word 2's slot 0 mirror). The exposed value is whole +
+ * billionths * 10^-9 + residue: pcpu_counter_add_double(),
+ * pcpu_gauge_add_double() and pcpu_gauge_set_double() keep it so for
+ * every double (an add of 0.25 is 250000000 billionths; the billionths'
+ * sum may pass 10^9 or go negative -- readers fold it into the whole
+ * units, PCPU_SNAPSHOT_NANOS in pcpu/expose.h). A histogram family (any
+ * scale) gets a double sum and a residue beside its buckets, for
+ * pcpu_histogram_observe(). For double-valued APIs over pcpu
+ * (prometheus-cpp's `Increment(0.5)`, `Set(0.75)`, a `metrics` gauge's
+ * set(16e9)): every exposition, snapshot and published segment shows the
+ * value whole. `n` may be 0 (no constant labels; `names` and `values`
+ * may then be NULL). A counter's or gauge's scale_exp10 must be 0.
  * Returns the family or NULL with errno: as pcpu_registry_family_const(),
- * and EINVAL for a histogram or a nonzero scale; EEXIST where a family of
- * that name exists without fractions (or one without is asked for by
- * pcpu_registry_family() where this made one). A reader of a segment
- * format before 2.7 refuses such a family's series, never shows a wrong
- * number. Thread-safe; not async-signal-safe. Cost:
- * pcpu_registry_family()'s; each series takes two words of the zone.
- * Since PCPU_0.2.
+ * and EINVAL for a counter or gauge with a nonzero scale; EEXIST where a
+ * family of that name exists without fractions (or one without is asked
+ * for by pcpu_registry_family() where this made one). A reader of a
+ * segment format before 2.8 refuses such a family's series (2.7 readers
+ * the whole segment), never shows a wrong number. Thread-safe; not
+ * async-signal-safe. Cost: pcpu_registry_family()'s; each counter or
+ * gauge series takes three words of the zone, a histogram series one more
+ * (count, sum) pair's room. Since PCPU_0.2.
  */
 PCPU_API pcpu_family_t *pcpu_registry_family_nanos(pcpu_registry_t *reg,
 						   const struct pcpu_family_desc *desc, unsigned n,

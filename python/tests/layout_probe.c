@@ -41,9 +41,11 @@ int main(void)
 	OFF(pcpu_snapshot_series, value.histogram);
 	OFF(pcpu_snapshot_series, value.histogram.counts);
 	OFF(pcpu_snapshot_series, value.histogram.sum);
+	OFF(pcpu_snapshot_series, value.histogram.residue);
 	OFF(pcpu_snapshot_series, value.fixed);
 	OFF(pcpu_snapshot_series, value.fixed.whole);
 	OFF(pcpu_snapshot_series, value.fixed.nanos);
+	OFF(pcpu_snapshot_series, value.fixed.residue);
 	SIZE(pcpu_snapshot_family);
 	OFF(pcpu_snapshot_family, name);
 	OFF(pcpu_snapshot_family, help);

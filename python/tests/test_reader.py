@@ -3,6 +3,7 @@
 import errno
 import json
 import os
+import math
 import subprocess
 import sys
 import time
@@ -186,3 +187,38 @@ def test_owned_slots(segdir, monkeypatch):
     finally:
         proc.stdin.close()
         assert proc.wait(timeout=30) == 0
+
+
+def test_values_beyond_words_and_label_sets(segdir):
+    """segment_fixture beyond (segment format 2.8): gauges past the integer
+    words (16e9, 1e-12, 1e300, +-Inf, NaN), exact where the words are (0.1
+    added ten times is 1, an int), a histogram's sum past 2^63 billionths,
+    and three label sets of one name read as one Family."""
+    proc = start_fixture(segdir, "beyond", "beyond")
+    try:
+        with pcpu.open_segment("beyond") as seg:
+            snap = seg.snapshot()
+            text = seg.exposition()
+    finally:
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0
+    mem = snap.family("test_mem_bytes")
+    got = {s.labels["k"]: s.value for s in mem.series}
+    assert got["big"] == 16000000000 and isinstance(got["big"], int)
+    assert got["tenth"] == 1 and isinstance(got["tenth"], int)
+    assert got["tiny"] == 1e-12 and got["huge"] == 1e300 and got["third"] == 1 / 3
+    assert math.isinf(got["inf"]) and got["inf"] > 0 and math.isnan(got["nan"])
+    xfer = snap.family("test_transfer_bytes")
+    h = xfer.series[0].scaled(xfer)
+    assert h.count == 1001 and h.sum == 5e12 + 0.5
+    assert xfer.series[0].value.residue == 5e12 and xfer.fractions
+    jobs = [f for f in snap.families if f.name == "test_jobs"]
+    assert len(jobs) == 1, "three label sets of one name are one family"
+    jobs = jobs[0]
+    assert jobs.label_sets == ((), ("queue",), ("queue", "prio"))
+    assert jobs.label_names == ("queue", "prio")
+    assert [(s.labels, s.value) for s in jobs.series] == [
+        ({}, 3), ({"queue": "q1"}, 4), ({"queue": "q1", "prio": "hi"}, 5)]
+    assert text.count("# TYPE test_jobs_total counter") == 1
+    assert 'test_mem_bytes{k="nan"} NaN\n' in text and 'test_mem_bytes{k="big"} 16000000000\n' in text
+    assert "test_transfer_bytes_sum 5.0000000000005e+12\n" in text

@@ -38,6 +38,7 @@
  * (pcpu__directory_series_room(), from tree.c).
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -350,11 +351,23 @@ int pcpu__directory_family_added(struct pcpu_segment *seg, struct pcpu_family *f
 	if (seg->tree) {
 		/* One family for the whole tree: another process may have
 		 * written it (registered after the fork() that made this one). */
-		int64_t found = pcpu__directory_find_family(seg, v.name);
+		int64_t found = pcpu__directory_find_family(seg, v.name, v.nlabels, v.label_names);
+		int64_t any = found >= 0 ? found : pcpu__directory_find_family(seg, v.name, UINT_MAX, NULL);
 
+		/* Another label set of a name the tree has: only where the
+		 * registration asked for one (PCPU_FAMILY_LABELSET), and one
+		 * metric with the others. */
+		if (found < 0 && any >= 0 &&
+		    (!v.labelset || !pcpu__directory_same_metric(seg, (uint64_t)any, &v)))
+			return pcpu__error_set(PCPU_ERROR_STATS, EEXIST,
+					       "family \"%.64s\": another process of the tree registered "
+					       "it with other labels%s", v.name,
+					       v.labelset ? " and another type, help, unit, scale, "
+							    "layout or fractions" : "");
 		if (found >= 0 && (seg->entries[found].type != (uint8_t)v.type ||
 				   seg->entries[found].nlabels != (uint16_t)v.nlabels ||
-				   !(seg->entries[found].flags & PCPU__SEG_E_NANOS) !=
+				   !((seg->entries[found].flags & PCPU__SEG_E_NANOS) ||
+				     (seg->entries[found].u32a & PCPU__SEG_HIST_WIDE)) !=
 					   !(v.flags & PCPU_SNAPSHOT_NANOS)))
 			/* Its series would map storage of another size: a
 			 * counter with fractions over one word writes into
@@ -403,13 +416,14 @@ int pcpu__directory_family_added(struct pcpu_segment *seg, struct pcpu_family *f
 	e.nlabels = (uint16_t)v.nlabels;
 	e.flags = (uint16_t)((v.help ? PCPU__SEG_E_HAS_HELP : 0) |
 			     (v.flags & PCPU_SNAPSHOT_INFO ? PCPU__SEG_E_INFO : 0) |
-			     (v.flags & PCPU_SNAPSHOT_NANOS ? PCPU__SEG_E_NANOS : 0));
+			     (v.flags & PCPU_SNAPSHOT_NANOS && !buckets(v.type) ? PCPU__SEG_E_NANOS : 0));
 	e.family_id = ++seg->next_family_id;
 	e.blob_off = off;
 	e.blob_len = (uint32_t)len;
 	if (buckets(v.type)) {
 		e.nbuckets = (uint32_t)v.nbuckets;
-		e.u32a = (uint32_t)v.layout->scheme | PCPU__SEG_HIST_PAIRS;
+		e.u32a = (uint32_t)v.layout->scheme | PCPU__SEG_HIST_PAIRS |
+			 (v.flags & PCPU_SNAPSHOT_NANOS ? PCPU__SEG_HIST_WIDE : 0);
 		e.u32b = v.layout->scheme == PCPU_HISTOGRAM_LOG_LINEAR ? v.layout->precision_bits : 0;
 		if (v.layout->scheme == PCPU_HISTOGRAM_LOG_LINEAR) {
 			/* The export rule, from which a reader derives the same
@@ -435,7 +449,11 @@ int pcpu__directory_family_added(struct pcpu_segment *seg, struct pcpu_family *f
 	}
 	entry_write(seg, idx, &e);
 	entries_publish_used(seg);
-	__atomic_store_n(&seg->hdr->nfamilies, ++seg->nfamilies, __ATOMIC_RELAXED);
+	/* Metrics, not families: another label set of a name is not another
+	 * one (a tree's, where the tree has the name already). */
+	if (seg->tree ? pcpu__directory_find_family(seg, v.name, UINT_MAX, NULL) == (int64_t)idx
+		      : v.name_first)
+		__atomic_store_n(&seg->hdr->nfamilies, ++seg->nfamilies, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -452,9 +470,10 @@ uint32_t pcpu__seg_value_size(const struct pcpu__family_view *f)
 	if (!t)
 		return 0;
 	if (t->value == PCPU_VALUE_BUCKETS)
-		return (uint32_t)PCPU__SEG_HISTOGRAM_PAIRS_SIZE(f->nbuckets);
+		return (uint32_t)(f->flags & PCPU_SNAPSHOT_NANOS ? PCPU__SEG_HISTOGRAM_WIDE_SIZE(f->nbuckets)
+								: PCPU__SEG_HISTOGRAM_PAIRS_SIZE(f->nbuckets));
 	if (f->flags & PCPU_SNAPSHOT_NANOS)
-		return PCPU__SEG_NANOS_SIZE;
+		return PCPU__SEG_FRACTION_SIZE;
 	return t->value == PCPU_VALUE_UNSIGNED ? PCPU__SEG_COUNTER_SIZE : PCPU__SEG_GAUGE_SIZE;
 }
 
@@ -640,7 +659,6 @@ void pcpu__directory_groups_read(struct pcpu_segment *seg)
 	pcpu__registry_groups_each_locked(seg->reg, group_read, seg);
 }
 
-static int live_series(struct pcpu_segment *seg, uint64_t i, struct pcpu__seg_entry *e);
 
 /* A tree's group member series that another process of the tree wrote
  * (the group adopted: tree.c): this process's series and group are
@@ -655,7 +673,7 @@ static int tree_group_member_adopt(struct pcpu_segment *seg, uint32_t fidx,
 	int64_t idx = pcpu__directory_find_series(seg, fidx, (const char *const *)sv->values,
 						  fv->nlabels);
 
-	if (idx < 0 || !live_series(seg, (uint64_t)idx, &e) || e.kind != PCPU__SEG_GROUP_SERIES)
+	if (idx < 0 || !pcpu__tree_live_series(seg, (uint64_t)idx, &e) || e.kind != PCPU__SEG_GROUP_SERIES)
 		return 0;
 	if (map_get(&seg->groups, sv->group, &gidx) == 0)
 		(void)map_get(&seg->group_refs, sv->group, &refs);
@@ -781,7 +799,13 @@ void pcpu__directory_family_removing(struct pcpu_segment *seg, struct pcpu_famil
 	if (seg->tree)
 		return; /* as for its series, above */
 	entry_free(seg, idx);
-	__atomic_store_n(&seg->hdr->nfamilies, --seg->nfamilies, __ATOMIC_RELAXED);
+	{
+		struct pcpu__family_view v;
+
+		pcpu__family_view(f, &v);
+		if (v.name_sets == 1) /* the name's last label set: one metric less */
+			__atomic_store_n(&seg->hdr->nfamilies, --seg->nfamilies, __ATOMIC_RELAXED);
+	}
 }
 
 /* ---- 2.5: segments shared by a process tree (tree.c) ---- */
@@ -828,158 +852,9 @@ int pcpu__directory_series_room(struct pcpu_segment *seg, const struct pcpu__fam
 	return 0;
 }
 
-/* Entry i, if it is live and of `kind`: a copy (another process may be
- * writing it only while it holds the tree lock, which the caller holds;
- * but for a GROUP entry's sequence and copy of values, which collections
- * rewrite under their own lock: not for kind GROUP). */
-static int live_entry(struct pcpu_segment *seg, uint64_t i, unsigned kind,
-		      struct pcpu__seg_entry *e)
-{
-	*e = seg->entries[i];
-	return e->kind == kind && !(e->seq & 1) && e->blob_off <= seg->strings_used &&
-	       e->blob_len <= seg->strings_used - e->blob_off;
-}
-
-/* Entry i, if it is a live series (a group member's included). */
-static int live_series(struct pcpu_segment *seg, uint64_t i, struct pcpu__seg_entry *e)
-{
-	return live_entry(seg, i, PCPU__SEG_SERIES, e) || live_entry(seg, i, PCPU__SEG_GROUP_SERIES, e);
-}
-
-/* The index's hashes: a family by its name, a series by its family's id
- * and its blob (the label values, each with its NUL). */
-static uint64_t family_hash(const char *name)
-{
-	return pcpu__hash_str(PCPU__HASH_INIT ^ PCPU__SEG_FAMILY, name);
-}
-
-static uint64_t series_hash_start(uint64_t family_id)
-{
-	return pcpu__hash_bytes(PCPU__HASH_INIT ^ PCPU__SEG_SERIES, &family_id, sizeof family_id);
-}
-
-/* Indexes the entries other processes (or this one) wrote since the last
- * look. Out of memory: the entries stay unindexed, and are found by the
- * scan of find_scan(). */
-static void index_catch_up(struct pcpu_segment *seg)
-{
-	struct pcpu__seg_entry e;
-	uint64_t i;
-
-	for (i = seg->tree_indexed; i < seg->entries_used; i++) {
-		uint64_t h;
-
-		if (live_entry(seg, i, PCPU__SEG_FAMILY, &e))
-			h = family_hash(seg->strings + e.blob_off);
-		else if (live_series(seg, i, &e))
-			h = pcpu__hash_bytes(series_hash_start(e.family_id), seg->strings + e.blob_off,
-					     e.blob_len);
-		else
-			continue;
-		if (pcpu__htab_reserve(&seg->tree_index, 1) < 0)
-			return;
-		(void)pcpu__htab_add(&seg->tree_index, h, (uintptr_t)i + 1, 0);
-	}
-	seg->tree_indexed = seg->entries_used;
-}
-
-struct family_key {
-	struct pcpu_segment *seg;
-	const char *name;
-};
-
-static int family_is(struct pcpu_segment *seg, uint64_t i, const char *name)
-{
-	size_t n = strlen(name) + 1;
-	struct pcpu__seg_entry e;
-
-	return live_entry(seg, i, PCPU__SEG_FAMILY, &e) && e.blob_len >= n &&
-	       memcmp(seg->strings + e.blob_off, name, n) == 0;
-}
-
-static int family_eq(const struct pcpu__hslot *s, const void *ctx)
-{
-	const struct family_key *k = ctx;
-
-	return family_is(k->seg, (uint64_t)s->key - 1, k->name);
-}
-
-int64_t pcpu__directory_find_family(struct pcpu_segment *seg, const char *name)
-{
-	struct family_key k = {seg, name};
-	struct pcpu__hslot *s;
-	uint64_t i;
-
-	index_catch_up(seg);
-	s = pcpu__htab_find(&seg->tree_index, family_hash(name), family_eq, &k);
-	if (s)
-		return (int64_t)s->key - 1;
-	if (seg->tree_indexed == seg->entries_used)
-		return -1;
-	for (i = 0; i < seg->entries_used; i++) /* the index is short of memory */
-		if (family_is(seg, i, name))
-			return (int64_t)i;
-	return -1;
-}
-
 int64_t pcpu__directory_family_entry(struct pcpu_segment *seg, const struct pcpu_family *f)
 {
 	uint32_t idx;
 
 	return map_get(&seg->families, f, &idx) == 0 ? (int64_t)idx : -1;
-}
-
-struct series_key {
-	struct pcpu_segment *seg;
-	uint64_t family_id;
-	const char *const *v;
-	unsigned n;
-};
-
-static int series_is(const struct series_key *k, uint64_t i)
-{
-	struct pcpu__seg_entry e;
-	const char *p, *end;
-	unsigned l;
-
-	if (!live_series(k->seg, i, &e) || e.family_id != k->family_id ||
-	    e.nlabels != k->n)
-		return 0;
-	p = k->seg->strings + e.blob_off;
-	end = p + e.blob_len;
-	for (l = 0; l < k->n; l++) {
-		size_t len = strlen(k->v[l]) + 1;
-
-		if ((size_t)(end - p) < len || memcmp(p, k->v[l], len) != 0)
-			return 0;
-		p += len;
-	}
-	return 1;
-}
-
-static int series_eq(const struct pcpu__hslot *s, const void *ctx)
-{
-	return series_is(ctx, (uint64_t)s->key - 1);
-}
-
-int64_t pcpu__directory_find_series(struct pcpu_segment *seg, uint64_t fidx, const char *const *v,
-				    unsigned n)
-{
-	struct series_key k = {seg, seg->entries[fidx].family_id, v, n};
-	uint64_t h = series_hash_start(k.family_id), i;
-	struct pcpu__hslot *s;
-	unsigned l;
-
-	index_catch_up(seg);
-	for (l = 0; l < n; l++)
-		h = pcpu__hash_bytes(h, v[l], strlen(v[l]) + 1);
-	s = pcpu__htab_find(&seg->tree_index, h, series_eq, &k);
-	if (s)
-		return (int64_t)s->key - 1;
-	if (seg->tree_indexed == seg->entries_used)
-		return -1;
-	for (i = 0; i < seg->entries_used; i++) /* the index is short of memory */
-		if (series_is(&k, i))
-			return (int64_t)i;
-	return -1;
 }

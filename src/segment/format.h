@@ -43,8 +43,9 @@
 					    * 5: segments shared by a process tree;
 					    * 6: owned_slots, the owned slots' number;
 					    * 7: counters and gauges with fractions;
-					    * 8: the largest `le` bound of exponential
-					    * histograms) */
+					    * 8: their residue, histograms with fractions,
+					    * several label sets of one name, the largest
+					    * `le` bound of exponential histograms) */
 #define PCPU__SEG_BYTE_ORDER 0x01020304u   /* as the writer stored it */
 #define PCPU__SEG_HEADER_REGION 4096       /* the header's page */
 #define PCPU__SEG_NAME_MAX 64              /* segment name, NUL excluded */
@@ -75,8 +76,8 @@
  * over the range: only a write lock answers). Only a process that may write
  * the file can hold a write lock, so one that can merely read it cannot
  * keep a dead tree "live" with a read lock of its own, on byte 0 or here.
- * Without the flag (2.6-2.8 writers) readers look at byte 0, and any
- * reader of the file can fake a member there. */
+ * Without the flag (writers of 2.6 to 2.8 that predate it) readers look
+ * at byte 0, and any reader of the file can fake a member there. */
 #define PCPU__SEG_TREE_MEMBER_LOCK 0
 #define PCPU__SEG_TREE_MEMBERS_AT 1
 #define PCPU__SEG_TREE_MEMBERS 1024
@@ -136,9 +137,11 @@ struct pcpu__seg_header {
 				       * series are 1; OpenMetrics type info) */
 #define PCPU__SEG_E_NANOS 16u         /* 2.7 counter or gauge family with fractions
 				       * (PCPU_SNAPSHOT_NANOS): each value is two elements,
-				       * whole units then billionths of a unit; readers of
-				       * 2.0-2.6 see a value size that does not match the
-				       * type and refuse the series (never a wrong number) */
+				       * whole units then billionths of a unit, and (2.8) a
+				       * third, the residue (a double); readers of 2.0-2.6
+				       * (2.7: of a 2.8 file) see a value size that does not
+				       * match the type and refuse the segment (never a
+				       * wrong number) */
 /* 2.4 exponential family: 1 + log2 of its exposed `le` bounds per power of
  * two in these bits (0: the default rule of 2.2, 4 per power of two), and
  * in `serial` its smallest exposed bound (export_min; 0 for none). */
@@ -163,6 +166,14 @@ struct pcpu__seg_header {
  * on every histogram; readers of 2.0-2.3 see an unknown scheme and refuse
  * the family (never a wrong number), readers since 2.4 read both. */
 #define PCPU__SEG_HIST_PAIRS 0x100u
+/* 2.8: with PAIRS, a histogram family with fractions (pcpu_histogram_observe()):
+ * one more pair after the buckets' -- element 2 * nbuckets a double per slot
+ * (the sum of observations the integer sums could not hold; the value is the
+ * sum over the slots of word + mirror word, each read as a double, added slot
+ * by slot), element 2 * nbuckets + 1 the residue (a double: +-Inf and NaN
+ * observations), summed as any element. Readers before 2.8 see an unknown
+ * scheme bit and refuse the segment (never a wrong number). */
+#define PCPU__SEG_HIST_WIDE 0x200u
 
 /*
  * One directory entry: a family or a series.
@@ -186,7 +197,9 @@ struct pcpu__seg_header {
  *   gauge     8 bytes: one word, exactly a counter (value read as int64)
  *   counter or gauge of a PCPU__SEG_E_NANOS family (2.7): 16 bytes, element
  *             0 the whole units, element 1 the billionths (int64); the
- *             value is element 0 + element 1 * 10^-9
+ *             value is element 0 + element 1 * 10^-9; 2.8: 24 bytes,
+ *             element 2 the residue (a double: only slot 0's mirror word
+ *             is written), added to it (pcpu_fraction_value())
  *   histogram 8 * (1 + nbuckets): element 0 the sum of the observations,
  *             element 1 + b the count of bucket b, each a counter as above
  * Regions (or parts of them) never written read as zero (sparse file).
@@ -235,8 +248,10 @@ struct pcpu__seg_entry {
 #define PCPU__SEG_COUNTER_SIZE 8
 #define PCPU__SEG_GAUGE_SIZE 8
 #define PCPU__SEG_NANOS_SIZE 16 /* 2.7: PCPU__SEG_E_NANOS families' counters and gauges */
+#define PCPU__SEG_FRACTION_SIZE 24 /* 2.8: the same with their residue */
 #define PCPU__SEG_HISTOGRAM_SIZE(nbuckets) (8 * (1 + (uint64_t)(nbuckets))) /* 2.0-2.3 */
 #define PCPU__SEG_HISTOGRAM_PAIRS_SIZE(nbuckets) (16 * (uint64_t)(nbuckets)) /* 2.4 */
+#define PCPU__SEG_HISTOGRAM_WIDE_SIZE(nbuckets) (16 * ((uint64_t)(nbuckets) + 1)) /* 2.8 */
 
 /* Alignment of value_off (the zone's allocation granule). */
 #define PCPU__SEG_VALUE_ALIGN 8

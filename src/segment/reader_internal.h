@@ -170,7 +170,9 @@ struct fam {
 	int native, schema; /* exponential: PCPU_SNAPSHOT_NATIVE's fields */
 	int pairs;          /* 2.4 histogram: (count, sum) per bucket */
 	int info;           /* 2.4: an info family (PCPU_SNAPSHOT_INFO) */
-	int nanos;          /* 2.7: values with billionths (PCPU_SNAPSHOT_NANOS) */
+	int nanos;          /* 2.7: values with billionths (PCPU_SNAPSHOT_NANOS); 2.8:
+			     * a histogram with fractions too (scheme bit 0x200) */
+	int wide;           /* 2.8: a histogram's double sum and residue pair */
 	/* Where a series of its type keeps its value (the type table's
 	 * pcpu_metric_type_info()->value), read once: summing slots asks. */
 	enum pcpu_value_kind value;
@@ -192,6 +194,8 @@ struct ser {
 	/* values */
 	uint64_t acc0;      /* counter or gauge value, histogram sum */
 	uint64_t acc1;      /* 2.7: a PCPU_SNAPSHOT_NANOS value's billionths */
+	uint64_t acc2;      /* 2.8: its residue's bits (a histogram's too) */
+	double *dslots;     /* 2.8: a histogram's double sum, per slot */
 	uint64_t *counts;   /* histogram buckets */
 	int64_t *slots;     /* per-slot (word + mirror), on request */
 	int group;          /* 2.3 GROUP_SERIES: the value is a GROUP entry's member */

@@ -72,10 +72,11 @@ static uint64_t value_size(const struct pcpu__seg_entry *fe)
 	enum pcpu_value_kind v = pcpu_metric_type_info((enum pcpu_metric_type)fe->type)->value;
 
 	if (v == PCPU_VALUE_BUCKETS)
-		return fe->u32a & PCPU__SEG_HIST_PAIRS ? PCPU__SEG_HISTOGRAM_PAIRS_SIZE(fe->nbuckets)
-						       : PCPU__SEG_HISTOGRAM_SIZE(fe->nbuckets);
+		return fe->u32a & PCPU__SEG_HIST_WIDE    ? PCPU__SEG_HISTOGRAM_WIDE_SIZE(fe->nbuckets)
+		       : fe->u32a & PCPU__SEG_HIST_PAIRS ? PCPU__SEG_HISTOGRAM_PAIRS_SIZE(fe->nbuckets)
+							 : PCPU__SEG_HISTOGRAM_SIZE(fe->nbuckets);
 	if (fe->flags & PCPU__SEG_E_NANOS)
-		return PCPU__SEG_NANOS_SIZE;
+		return PCPU__SEG_FRACTION_SIZE; /* 2.8; a 2.7 writer's 16 bytes: link_series() */
 	return v == PCPU_VALUE_UNSIGNED ? PCPU__SEG_COUNTER_SIZE : PCPU__SEG_GAUGE_SIZE;
 }
 
@@ -137,7 +138,8 @@ static int parse_family_strings(struct parse *p, struct fam *f, const char *blob
 		f->info = 1;
 	}
 	if (e->flags & PCPU__SEG_E_NANOS) { /* 2.7: values with billionths */
-		if (!(t->flags & PCPU_TYPE_FRACTIONS) || e->scale_exp10 != 0 || f->info)
+		if (!(t->flags & PCPU_TYPE_FRACTIONS) || t->value == PCPU_VALUE_BUCKETS ||
+		    e->scale_exp10 != 0 || f->info)
 			return BAD(f, "fraction flag on a family that is not a counter or gauge of "
 				      "scale 0"), 0;
 		f->nanos = 1;
@@ -226,9 +228,11 @@ static int parse_histogram(struct parse *p, struct fam *f, const char *blob, uin
 	const struct pcpu__seg_entry *e = f->e;
 	uint32_t scheme;
 
-	if (e->u32a & ~(PCPU__SEG_HIST_PAIRS | 0xffu))
+	if ((e->u32a & ~(PCPU__SEG_HIST_PAIRS | PCPU__SEG_HIST_WIDE | 0xffu)) ||
+	    ((e->u32a & PCPU__SEG_HIST_WIDE) && !(e->u32a & PCPU__SEG_HIST_PAIRS)))
 		return BAD(f, "unknown histogram scheme"), 0;
 	f->pairs = (e->u32a & PCPU__SEG_HIST_PAIRS) != 0;
+	f->wide = f->nanos = (e->u32a & PCPU__SEG_HIST_WIDE) != 0; /* 2.8: with fractions */
 	scheme = e->u32a & 0xffu;
 	if (e->nbuckets < 2 || value_size(e) > p->h->slot_stride)
 		return BAD(f, "bad bucket count"), 0;
@@ -364,7 +368,8 @@ static void link_series(struct parse *p, struct ser *s)
 		return;
 	if (f->e->type != s->e->type || f->e->nlabels != s->e->nlabels)
 		BAD(s, "type or labels differ from the family's");
-	else if (value_size(f->e) != s->e->u32b)
+	else if (value_size(f->e) != s->e->u32b &&
+		 !(f->nanos && !f->wide && s->e->u32b == PCPU__SEG_NANOS_SIZE)) /* a 2.7 writer's */
 		BAD(s, "value size does not match the type");
 }
 
@@ -446,6 +451,7 @@ void pcpu__rd_parse_free(struct parse *p)
 		free(p->sers[i].values);
 		free(p->sers[i].counts);
 		free(p->sers[i].slots);
+		free(p->sers[i].dslots);
 	}
 	free(p->fams);
 	free(p->sers);

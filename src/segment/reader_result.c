@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../stats/validate.h"
 #include "reader_internal.h"
 
 struct snap_impl {
@@ -16,6 +17,7 @@ struct snap_impl {
 	struct pcpu_snapshot_family *fams;
 	const int64_t ***slots; /* [family][series] -> nslots values, or NULL */
 	int per_slot;
+	uint32_t nslots;
 	/* everything else: one list of allocations */
 	void **allocs;
 	size_t nallocs, capallocs;
@@ -89,10 +91,40 @@ const int64_t *pcpu_reader_snapshot_slots(const struct pcpu_reader_snapshot *pub
 	return s->slots[family][series];
 }
 
+/* The writer's order (pcpu__cmp_family_order()): by name, then a name's
+ * label sets by their label names. */
 static int cmp_fam_name(const void *a, const void *b)
 {
 	const struct fam *x = *(const struct fam *const *)a, *y = *(const struct fam *const *)b;
-	return strcmp(x->name, y->name);
+
+	return pcpu__cmp_family_order(x->name, x->e->nlabels, x->label_names, y->name,
+				      y->e->nlabels, y->label_names);
+}
+
+static int str_same(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/* 2.8: two families of one name are two label sets of one metric
+ * (PCPU_FAMILY_LABELSET): everything but their label names alike, and
+ * those not the same set. Anything else is a forged directory. */
+static int same_metric(const struct fam *x, const struct fam *y)
+{
+	const struct pcpu__seg_entry *a = x->e, *b = y->e;
+
+	if (a->type != b->type || a->scale_exp10 != b->scale_exp10 || x->info != y->info ||
+	    x->nanos != y->nanos || x->native != y->native || !str_same(x->help, y->help) ||
+	    !str_same(x->unit, y->unit) ||
+	    pcpu__same_label_set(a->nlabels, x->label_names, b->nlabels, y->label_names))
+		return 0;
+	if (x->value != PCPU_VALUE_BUCKETS)
+		return 1;
+	return a->nbuckets == b->nbuckets && (a->u32a & 0xffu) == (b->u32a & 0xffu) &&
+	       memcmp(x->upper, y->upper, (size_t)(a->nbuckets - 1) * sizeof *x->upper) == 0 &&
+	       x->nexport == y->nexport && !x->exported == !y->exported &&
+	       (!x->exported || memcmp(x->exported, y->exported, x->nexport * sizeof *x->exported) == 0) &&
+	       x->schema == y->schema && x->native_index == y->native_index;
 }
 
 static int cmp_ser_labels(const void *a, const void *b)
@@ -208,19 +240,34 @@ static int series_value(struct snap_impl *s, const struct fam *f, struct ser *se
 	switch (f->value) {
 	case PCPU_VALUE_UNSIGNED:
 		out->value.counter = se->acc0;
-		if (f->nanos)
+		if (f->nanos) {
 			out->value.fixed.nanos = (int64_t)se->acc1;
+			memcpy(&out->value.fixed.residue, &se->acc2, sizeof(double));
+		}
 		break;
 	case PCPU_VALUE_SIGNED:
 		/* An info series is 1, as the writer's own snapshot has it,
 		 * whatever its slots hold. */
 		out->value.gauge = f->info ? 1 : (int64_t)se->acc0;
-		if (f->nanos)
+		if (f->nanos) {
 			out->value.fixed.nanos = (int64_t)se->acc1;
+			memcpy(&out->value.fixed.residue, &se->acc2, sizeof(double));
+		}
 		break;
 	default:
 		out->value.histogram.counts = se->counts;
 		out->value.histogram.sum = (int64_t)se->acc0;
+		if (f->wide) {
+			/* The slots' doubles in slot order, then the residue:
+			 * the writer's own read. */
+			double sum = 0.0, r;
+			uint32_t slot;
+
+			for (slot = 0; slot < s->nslots; slot++)
+				sum += se->dslots[slot];
+			memcpy(&r, &se->acc2, sizeof r);
+			out->value.histogram.residue = sum + r;
+		}
 		if (!keep(s, se->counts))
 			return -1;
 		se->counts = NULL;
@@ -276,6 +323,7 @@ struct pcpu_reader_snapshot *pcpu__rd_build(struct parse *p, const char *S_owned
 		return NULL;
 	}
 	s->per_slot = (p->flags & PCPU_READER_PER_SLOT) != 0;
+	s->nslots = p->h->nslots;
 	if (!keep(s, (void *)S_owned))
 		goto nomem;
 	fv = malloc((p->nfams ? p->nfams : 1) * sizeof *fv);
@@ -286,8 +334,10 @@ struct pcpu_reader_snapshot *pcpu__rd_build(struct parse *p, const char *S_owned
 	if (group_series(p, kept_ser, sv) < 0)
 		goto fail;
 	for (i = 1; i < nf; i++)
-		if (strcmp(fv[i]->name, fv[i - 1]->name) == 0) {
-			pcpu__seg_fail(EBADMSG, "segment %s: corrupted (two families named %.100s)",
+		if (strcmp(fv[i]->name, fv[i - 1]->name) == 0 && !same_metric(fv[i], fv[i - 1])) {
+			pcpu__seg_fail(EBADMSG,
+				       "segment %s: corrupted (two families named %.100s that are not two "
+				       "label sets of one metric)",
 				       p->r->name, fv[i]->name);
 			goto fail;
 		}
@@ -338,6 +388,7 @@ struct pcpu_reader_snapshot *pcpu__rd_derive(struct pcpu_reader_snapshot *base_p
 	if (!s->fams || !s->slots)
 		goto nomem;
 	memcpy(s->fams, base->fams, nf * sizeof *s->fams);
+	s->nslots = base->nslots;
 	/* Held from here on: freeing s on failure below lets it go. */
 	pcpu__rd_snapshot_hold(&base->pub);
 	s->base = base;

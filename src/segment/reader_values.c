@@ -43,6 +43,8 @@ static void accumulate(struct ser *s, const unsigned char *v, unsigned slot, int
 		s->acc0 += part;
 		if (s->fam->nanos)
 			s->acc1 += pcpu__rd_ld64(v + 8);
+		if (s->e->u32b == PCPU__SEG_FRACTION_SIZE) /* 2.8: the residue's bits */
+			s->acc2 += pcpu__rd_ld64(v + 16);
 		break;
 	case PCPU_VALUE_BUCKETS: {
 		uint32_t b, nb = s->fam->e->nbuckets;
@@ -53,6 +55,14 @@ static void accumulate(struct ser *s, const unsigned char *v, unsigned slot, int
 				s->counts[b] += c;
 				s->acc0 += pcpu__rd_ld64(v + 16 * (size_t)b + 8);
 				part += c;
+			}
+			if (s->fam->wide) { /* 2.8: a double per slot, then the residue */
+				uint64_t bits = pcpu__rd_ld64(v + 16 * (size_t)nb);
+				double d;
+
+				memcpy(&d, &bits, sizeof d);
+				s->dslots[slot] += d; /* the slot's word, then its mirror's */
+				s->acc2 += pcpu__rd_ld64(v + 16 * (size_t)nb + 8);
 			}
 			break;
 		}
@@ -260,9 +270,19 @@ int pcpu__rd_read_values(struct parse *p)
 			continue;
 		s->acc0 = 0; /* a parse read again (reader_snapshot.c's cache) */
 		s->acc1 = 0;
+		s->acc2 = 0;
 		if (s->fam->value == PCPU_VALUE_BUCKETS) {
 			s->counts = pcpu__rd_alloc(p->b, (uint64_t)s->fam->e->nbuckets * 8);
 			if (!s->counts)
+				goto out;
+		}
+		if (s->fam->wide && s->dslots) { /* the series' own, read again */
+			if (pcpu__rd_charge(p->b, (uint64_t)h->nslots * sizeof *s->dslots) < 0)
+				goto out;
+			memset(s->dslots, 0, (size_t)h->nslots * sizeof *s->dslots);
+		} else if (s->fam->wide) {
+			s->dslots = pcpu__rd_alloc(p->b, (uint64_t)h->nslots * sizeof *s->dslots);
+			if (!s->dslots)
 				goto out;
 		}
 		if (per_slot) {

@@ -26,6 +26,7 @@ set(PCPU_SEGMENT_SOURCES
   src/segment/writer.c     # pcpu_segment_publish(): the file, the zone in it, fork, life cycle
   src/segment/directory.c  # the directory: entries and blobs written per registry event
   src/segment/tree.c       # a segment every process of a pre-fork tree writes (shared registry)
+  src/segment/tree_index.c # a tree's index of its shared directory: families, series, label sets
   src/segment/join.c       # joining a tree from an exec()ed process, leaving one (binary upgrades)
   src/segment/backing.c    # the segment's file as the zone's backing (mapping, reservation)
   ${PCPU_SEGMENT_READER_SOURCES}

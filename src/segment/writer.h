@@ -125,8 +125,19 @@ PCPU_HIDDEN void pcpu__directory_groups_read(struct pcpu_segment *seg);
  * it. Reads the shared directory without the tree's lock. */
 PCPU_HIDDEN void pcpu__directory_tree_groups_read(struct pcpu_segment *seg);
 
-/* Tree segments: the live entry of the family named `name`, or -1. */
-PCPU_HIDDEN int64_t pcpu__directory_find_family(struct pcpu_segment *seg, const char *name);
+/* ---- tree_index.c: a tree segment's index of its shared directory ---- */
+
+/* Entry i, if it is a live series (a group member's included): 1 with a
+ * copy in *e, else 0. */
+PCPU_HIDDEN int pcpu__tree_live_series(struct pcpu_segment *seg, uint64_t i, struct pcpu__seg_entry *e);
+/* Tree segments: the live entry of the family named `name` with these
+ * label names (nlabels UINT_MAX: with any), or -1. */
+PCPU_HIDDEN int64_t pcpu__directory_find_family(struct pcpu_segment *seg, const char *name,
+						unsigned nlabels, char *const *labels);
+/* Tree segments: whether family entry `i` describes what the view does
+ * but for its label names (another label set of the name). */
+PCPU_HIDDEN int pcpu__directory_same_metric(struct pcpu_segment *seg, uint64_t i,
+					    const struct pcpu__family_view *v);
 /* Tree segments, before a new series of the family `fv` with label values
  * `v` is allocated: whether the directory can record it (its entries and
  * blobs fit, their pages allocated in the file). 0, or -1 with errno

@@ -38,6 +38,7 @@
 
 #include "stats_internal.h"
 #include "hashtab.h"
+#include "validate.h"
 
 /* ---- validation ---- */
 
@@ -211,8 +212,8 @@ static int check_family(const struct pcpu_snapshot_family *f)
 	}
 	if ((f->flags & PCPU_SNAPSHOT_NANOS) &&
 	    (!(t->flags & PCPU_TYPE_FRACTIONS) || (f->flags & PCPU_SNAPSHOT_INFO)))
-		return fail_msg(f, "fractions (PCPU_SNAPSHOT_NANOS) are for counters and gauges "
-				   "that are not info metrics");
+		return fail_msg(f, "fractions (PCPU_SNAPSHOT_NANOS) are for counters, gauges and "
+				   "histograms that are not info metrics");
 	if (f->nseries > UINT32_MAX - 1)
 		return fail_msg(f, "too many series");
 	if (f->nseries > 1) {
@@ -226,6 +227,141 @@ static int check_family(const struct pcpu_snapshot_family *f)
 			return fail_msg(f, "two series have the same label values");
 	}
 	return 0;
+}
+
+/* Whether two families of one name are two label sets of one metric:
+ * alike in all but their label names (PCPU_FAMILY_LABELSET). */
+static int same_metric(const struct pcpu_snapshot_family *a, const struct pcpu_snapshot_family *b)
+{
+	if (a->type != b->type || a->scale_exp10 != b->scale_exp10 || a->flags != b->flags ||
+	    strcmp(a->help ? a->help : "", b->help ? b->help : "") != 0 || !a->help != !b->help ||
+	    strcmp(a->unit ? a->unit : "", b->unit ? b->unit : "") != 0 || a->nbuckets != b->nbuckets)
+		return 0;
+	if (!pcpu__has_buckets(a->type))
+		return 1;
+	return (a->nbuckets < 2 ||
+		memcmp(a->bucket_upper, b->bucket_upper, (a->nbuckets - 1) * sizeof(int64_t)) == 0) &&
+	       !a->export_buckets == !b->export_buckets && a->nexport == b->nexport &&
+	       (!a->export_buckets ||
+		memcmp(a->export_buckets, b->export_buckets, a->nexport * sizeof(uint32_t)) == 0) &&
+	       a->native_schema == b->native_schema && a->native_index == b->native_index;
+}
+
+/* A series' labels as Prometheus sees them, to compare series of several
+ * label sets: its non-empty labels (an empty value is an absent label),
+ * sorted by name, as "name\0value\0..." in a buffer of its own. */
+struct canon {
+	char *s;
+	size_t len;
+};
+
+static int canonical(const struct pcpu_snapshot_family *f, const struct pcpu_snapshot_series *se,
+		     struct canon *out)
+{
+	unsigned idx[PCPU_STATS_LABELS_MAX], n = 0, l, k;
+	size_t len = 0;
+	char *p;
+
+	for (l = 0; l < f->nlabels; l++) {
+		if (!se->label_values[l][0])
+			continue;
+		for (k = n; k > 0 && strcmp(f->label_names[idx[k - 1]], f->label_names[l]) > 0; k--)
+			idx[k] = idx[k - 1];
+		idx[k] = l;
+		n++;
+		len += strlen(f->label_names[l]) + strlen(se->label_values[l]) + 2;
+	}
+	out->s = p = malloc(len + 1);
+	out->len = len;
+	if (!p)
+		return -1;
+	for (k = 0; k < n; k++) {
+		size_t a = strlen(f->label_names[idx[k]]) + 1, b = strlen(se->label_values[idx[k]]) + 1;
+
+		memcpy(p, f->label_names[idx[k]], a);
+		memcpy(p + a, se->label_values[idx[k]], b);
+		p += a + b;
+	}
+	return 0;
+}
+
+static int cmp_canon(const void *a, const void *b)
+{
+	const struct canon *x = a, *y = b;
+
+	if (x->len != y->len)
+		return x->len < y->len ? -1 : 1;
+	return memcmp(x->s, y->s, x->len);
+}
+
+int pcpu__labelsets_duplicate(const struct pcpu_snapshot_family *fams, size_t n)
+{
+	struct canon *c;
+	size_t k, i, total = 0, at = 0;
+	int dup = 0, err = 0;
+
+	for (k = 0; k < n; k++)
+		total += fams[k].nseries;
+	c = calloc(total ? total : 1, sizeof *c);
+	if (!c)
+		return -1;
+	for (k = 0; k < n && !err; k++)
+		for (i = 0; i < fams[k].nseries && !err; i++)
+			err = canonical(&fams[k], &fams[k].series[i], &c[at++]) < 0;
+	if (!err) {
+		qsort(c, total, sizeof *c, cmp_canon);
+		for (i = 1; i < total && !dup; i++)
+			dup = cmp_canon(&c[i - 1], &c[i]) == 0;
+	}
+	for (i = 0; i < total; i++)
+		free(c[i].s);
+	free(c);
+	return err ? -1 : dup;
+}
+
+/* The families of one name next to each other (a registry's snapshot, a
+ * segment reader's and a merge's are so sorted): label sets of one metric,
+ * no two with the same label names, no series in two of them. Families
+ * of one name apart are left to the sample names' check (a clash). */
+static int check_labelsets(const struct pcpu_snapshot *s)
+{
+	size_t i, j, k;
+
+	for (i = 0; i < s->nfamilies; i = j) {
+		const struct pcpu_snapshot_family *f = &s->families[i];
+
+		for (j = i + 1; j < s->nfamilies && strcmp(s->families[j].name, f->name) == 0; j++) {
+			const struct pcpu_snapshot_family *g = &s->families[j];
+
+			if (!same_metric(f, g))
+				return fail_msg(g, "its name's samples are written by two families that "
+						   "are not two label sets of one metric (type, help, unit, "
+						   "scale, flags, buckets)");
+			for (k = i; k < j; k++)
+				if (pcpu__same_label_set(s->families[k].nlabels, s->families[k].label_names,
+							 g->nlabels, g->label_names))
+					return fail_msg(g, "its name's samples are written by two families "
+							   "with the same label names");
+		}
+		if (j - i > 1) {
+			int dup = pcpu__labelsets_duplicate(f, j - i);
+
+			if (dup < 0) {
+				errno = ENOMEM;
+				return -1;
+			}
+			if (dup)
+				return fail_msg(f, "two label sets of one name have the same series (an "
+						   "empty label value is an absent label)");
+		}
+	}
+	return 0;
+}
+
+/* Whether family i is another label set of family i - 1's name. */
+static int labelset_of_previous(const struct pcpu_snapshot *s, size_t i)
+{
+	return i > 0 && strcmp(s->families[i].name, s->families[i - 1].name) == 0;
 }
 
 int pcpu__snapshot_check(const struct pcpu_snapshot *s)
@@ -246,6 +382,8 @@ int pcpu__snapshot_check(const struct pcpu_snapshot *s)
 			return -1;
 		cap += pcpu__family_owned_name(&s->families[i], 0, &bl, &suf);
 	}
+	if (check_labelsets(s) < 0)
+		return -1;
 	if (cap < 2)
 		return 0;
 	names = malloc(cap * sizeof *names);
@@ -256,6 +394,8 @@ int pcpu__snapshot_check(const struct pcpu_snapshot *s)
 	for (i = 0; i < s->nfamilies; i++) {
 		size_t k, ns = 1;
 
+		if (labelset_of_previous(s, i))
+			continue; /* its name's names are its first label set's */
 		for (k = 0; k < ns; k++, n++) {
 			ns = pcpu__family_owned_name(&s->families[i], k, &names[n].baselen,
 						     &names[n].suffix);
@@ -310,20 +450,37 @@ static void put_labels(struct pcpu__buf *b, const struct pcpu_snapshot_family *f
 	pcpu__buf_putc(b, '}');
 }
 
-static void put_i_scaled(struct pcpu__buf *b, int64_t v, int scale)
+/* A number as the text formats write it; JSON has no NaN or infinities,
+ * so there they are the strings "NaN", "+Inf" and "-Inf" (as the `le` of
+ * the +Inf bucket is, and as Prometheus' HTTP API writes every value). */
+static void put_number(struct pcpu__buf *b, const char *d, size_t n, int json)
 {
-	char d[PCPU__DOUBLE_BUF];
+	int special = json && (d[0] == 'N' || (d[0] == '+') || (d[0] == '-' && d[1] == 'I'));
 
-	pcpu__buf_put(b, d, pcpu__fmt_scaled(d, (uint64_t)v, 1, scale));
+	if (special)
+		pcpu__buf_putc(b, '"');
+	pcpu__buf_put(b, d, n);
+	if (special)
+		pcpu__buf_putc(b, '"');
 }
 
-/* A counter's or gauge's value, with its fraction (PCPU_SNAPSHOT_NANOS). */
-static void put_series_value(struct pcpu__buf *b, const struct pcpu_snapshot_family *f,
-			     const struct pcpu_snapshot_series *se)
+/* A histogram's sum: the integer sum scaled, plus its residue. */
+static void put_sum(struct pcpu__buf *b, const struct pcpu_snapshot_family *f,
+		    const struct pcpu_snapshot_series *se, int json)
 {
 	char d[PCPU__DOUBLE_BUF];
 
-	pcpu__buf_put(b, d, pcpu__fmt_series(d, f, se));
+	put_number(b, d, pcpu__fmt_sum(d, f, se), json);
+}
+
+/* A counter's or gauge's value, with its fraction and residue
+ * (PCPU_SNAPSHOT_NANOS). */
+static void put_series_value(struct pcpu__buf *b, const struct pcpu_snapshot_family *f,
+			     const struct pcpu_snapshot_series *se, int json)
+{
+	char d[PCPU__DOUBLE_BUF];
+
+	put_number(b, d, pcpu__fmt_series(d, f, se), json);
 }
 
 /* The `le` strings of a histogram family's exposed buckets (the others'
@@ -354,7 +511,9 @@ static int write_text(const struct pcpu_snapshot *s, struct pcpu__buf *b, int om
 		char (*le)[PCPU__DOUBLE_BUF] = NULL;
 		int negative_bound = 0;
 
-		if (om) {
+		if (labelset_of_previous(s, i)) {
+			/* Another label set of the name: under its header. */
+		} else if (om) {
 			/* The family's name in OpenMetrics: x for info family x_info. */
 			size_t info = pcpu__info_name_len(f->name, f->flags);
 			size_t namelen = info ? info : strlen(f->name);
@@ -408,7 +567,7 @@ static int write_text(const struct pcpu_snapshot *s, struct pcpu__buf *b, int om
 				pcpu__buf_puts(b, total);
 				put_labels(b, f, se, NULL);
 				pcpu__buf_putc(b, ' ');
-				put_series_value(b, f, se);
+				put_series_value(b, f, se, 0);
 				pcpu__buf_putc(b, '\n');
 				continue;
 			}
@@ -428,13 +587,13 @@ static int write_text(const struct pcpu_snapshot *s, struct pcpu__buf *b, int om
 					pcpu__buf_u64(b, cum);
 					pcpu__buf_putc(b, '\n');
 				}
-				if (om && (negative_bound || se->value.histogram.sum < 0))
-					continue;
+				if (om && (negative_bound || !(pcpu_snapshot_sum(f, se) >= 0)))
+					continue; /* negative or NaN: OpenMetrics has neither */
 				pcpu__buf_puts(b, f->name);
 				pcpu__buf_puts(b, t->sum_suffix);
 				put_labels(b, f, se, NULL);
 				pcpu__buf_putc(b, ' ');
-				put_i_scaled(b, se->value.histogram.sum, f->scale_exp10);
+				put_sum(b, f, se, 0);
 				pcpu__buf_putc(b, '\n');
 				pcpu__buf_puts(b, f->name);
 				pcpu__buf_puts(b, t->count_suffix);
@@ -471,23 +630,28 @@ static void json_labels(struct pcpu__buf *b, const struct pcpu_snapshot_family *
 
 static int write_json(const struct pcpu_snapshot *s, struct pcpu__buf *b)
 {
-	size_t i, j, k;
+	size_t i, j, k, written = 0;
 
 	pcpu__buf_puts(b, "{\"families\":[");
 	for (i = 0; i < s->nfamilies; i++) {
 		const struct pcpu_snapshot_family *f = &s->families[i];
 		const struct pcpu_metric_type_info *t = pcpu__type_info(f->type);
 		char (*le)[PCPU__DOUBLE_BUF] = NULL;
+		/* Another label set of the name: its metrics in the same array. */
+		int more = labelset_of_previous(s, i);
 
-		pcpu__buf_puts(b, i ? ",\n{\"name\":" : "\n{\"name\":");
-		pcpu__buf_json_string(b, f->name);
-		pcpu__buf_puts(b, ",\"type\":\"");
-		pcpu__buf_puts(b, t->name);
-		pcpu__buf_puts(b, "\",\"help\":");
-		pcpu__buf_json_string(b, f->help ? f->help : "");
-		pcpu__buf_puts(b, ",\"unit\":");
-		pcpu__buf_json_string(b, f->unit ? f->unit : "");
-		pcpu__buf_puts(b, ",\"metrics\":[");
+		if (!more) {
+			written = 0;
+			pcpu__buf_puts(b, i ? ",\n{\"name\":" : "\n{\"name\":");
+			pcpu__buf_json_string(b, f->name);
+			pcpu__buf_puts(b, ",\"type\":\"");
+			pcpu__buf_puts(b, t->name);
+			pcpu__buf_puts(b, "\",\"help\":");
+			pcpu__buf_json_string(b, f->help ? f->help : "");
+			pcpu__buf_puts(b, ",\"unit\":");
+			pcpu__buf_json_string(b, f->unit ? f->unit : "");
+			pcpu__buf_puts(b, ",\"metrics\":[");
+		}
 		if (t->value == PCPU_VALUE_BUCKETS) {
 			le = le_strings(f);
 			if (!le)
@@ -496,11 +660,11 @@ static int write_json(const struct pcpu_snapshot *s, struct pcpu__buf *b)
 		for (j = 0; j < f->nseries; j++) {
 			const struct pcpu_snapshot_series *se = &f->series[j];
 
-			pcpu__buf_puts(b, j ? ",\n{" : "\n{");
+			pcpu__buf_puts(b, written++ ? ",\n{" : "\n{");
 			json_labels(b, f, se);
 			if (t->value != PCPU_VALUE_BUCKETS) {
 				pcpu__buf_puts(b, ",\"value\":");
-				put_series_value(b, f, se);
+				put_series_value(b, f, se, 1);
 			} else {
 				const uint64_t *c = se->value.histogram.counts;
 				uint64_t cum = 0, total = 0;
@@ -512,7 +676,7 @@ static int write_json(const struct pcpu_snapshot *s, struct pcpu__buf *b)
 				pcpu__buf_puts(b, ",\"count\":");
 				pcpu__buf_u64(b, total);
 				pcpu__buf_puts(b, ",\"sum\":");
-				put_i_scaled(b, se->value.histogram.sum, f->scale_exp10);
+				put_sum(b, f, se, 1);
 				pcpu__buf_puts(b, ",\"buckets\":[");
 				for (k = 0; k < f->nbuckets; k++) {
 					cum += c[k];
@@ -532,7 +696,8 @@ static int write_json(const struct pcpu_snapshot *s, struct pcpu__buf *b)
 			}
 			pcpu__buf_putc(b, '}');
 		}
-		pcpu__buf_puts(b, "]}");
+		if (!(i + 1 < s->nfamilies && labelset_of_previous(s, i + 1)))
+			pcpu__buf_puts(b, "]}");
 		free(le);
 	}
 	pcpu__buf_puts(b, "\n]}\n");

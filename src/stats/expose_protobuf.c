@@ -167,7 +167,7 @@ static void fill_histogram(Histogram *h, Bucket *bk, Bucket **bp,
 	h->has_sample_count = 1;
 	h->sample_count = cum;
 	h->has_sample_sum = 1;
-	h->sample_sum = pcpu__scale_i64(se->value.histogram.sum, f->scale_exp10);
+	h->sample_sum = pcpu_snapshot_sum(f, se);
 }
 
 static size_t put_varint(uint8_t *p, uint64_t x)
@@ -257,28 +257,96 @@ static Pcpu__Pb__MetricType pb_type(enum pcpu_prom_kind k)
 	return PCPU__PB__METRIC_TYPE__HISTOGRAM;
 }
 
-/* Appends one delimited MetricFamily message for family f. */
-static int write_family(struct pcpu__buf *out, const struct pcpu_snapshot_family *f)
+/* Fills m's messages for family f's series (m allocated for f). */
+static void fill_metrics(struct family_msgs *m, const struct pcpu_snapshot_family *f,
+			 const struct pcpu_metric_type_info *t)
 {
-	struct family_msgs m;
-	/* Validated: a type the table describes. */
-	const struct pcpu_metric_type_info *t = pcpu__type_info(f->type);
-	MetricFamily mf;
-	char *name = NULL;
 	size_t i, ne = t->prom == PCPU_PROM_HISTOGRAM ? exported_count(f) : 0;
 	unsigned l;
+
+	for (i = 0; i < f->nseries; i++) {
+		const struct pcpu_snapshot_series *se = &f->series[i];
+		Metric *mt = &m->metrics[i];
+
+		pcpu__pb__metric__init(mt);
+		for (l = 0; l < f->nlabels; l++) {
+			LabelPair *lp = &m->labels[i * f->nlabels + l];
+
+			pcpu__pb__label_pair__init(lp);
+			lp->name = (char *)f->label_names[l];
+			lp->value = (char *)se->label_values[l];
+			m->label_ptrs[i * f->nlabels + l] = lp;
+		}
+		mt->n_label = f->nlabels;
+		mt->label = f->nlabels ? &m->label_ptrs[i * f->nlabels] : NULL;
+		switch (t->prom) {
+		case PCPU_PROM_COUNTER:
+			pcpu__pb__counter__init(&m->counters[i]);
+			m->counters[i].has_value = 1;
+			m->counters[i].value = pcpu_snapshot_value(f, se);
+			mt->counter = &m->counters[i];
+			break;
+		case PCPU_PROM_GAUGE:
+			pcpu__pb__gauge__init(&m->gauges[i]);
+			m->gauges[i].has_value = 1;
+			m->gauges[i].value = pcpu_snapshot_value(f, se);
+			mt->gauge = &m->gauges[i];
+			break;
+		case PCPU_PROM_HISTOGRAM:
+			fill_histogram(&m->hists[i], m->buckets + i * ne, m->bucket_ptrs + i * ne, f, se);
+			if (f->flags & PCPU_SNAPSHOT_NATIVE)
+				fill_native(&m->hists[i], &m->spans[i], &m->span_ptrs[i],
+					    m->deltas + i * f->nbuckets, f, se);
+			mt->histogram = &m->hists[i];
+			break;
+		}
+		m->metric_ptrs[i] = mt;
+	}
+}
+
+/* Appends one delimited MetricFamily message for the n families fams[0..n)
+ * of one name (several label sets of one metric, PCPU_FAMILY_LABELSET: one
+ * message, their series one after the other; validated alike but for
+ * their label names). */
+static int write_family(struct pcpu__buf *out, const struct pcpu_snapshot_family *fams, size_t n)
+{
+	const struct pcpu_snapshot_family *f = &fams[0];
+	/* Validated: a type the table describes. */
+	const struct pcpu_metric_type_info *t = pcpu__type_info(f->type);
+	struct family_msgs *m = calloc(n, sizeof *m);
+	Metric **all = NULL;
+	size_t *sizes = NULL, k, total = 0, at = 0;
+	MetricFamily mf;
+	char *name = NULL;
 	int r = -1;
 
-	if (msgs_alloc(&m, f, t->prom) < 0)
-		goto out;
+	if (!m)
+		return -1;
+	for (k = 0; k < n; k++) {
+		if (msgs_alloc(&m[k], &fams[k], t->prom) < 0)
+			goto out;
+		fill_metrics(&m[k], &fams[k], t);
+		total += fams[k].nseries;
+	}
+	if (n > 1) {
+		all = malloc((total ? total : 1) * sizeof *all);
+		sizes = malloc((total ? total : 1) * sizeof *sizes);
+		if (!all || !sizes)
+			goto out;
+		for (k = 0; k < n; k++) {
+			if (fams[k].nseries)
+				memcpy(all + at, m[k].metric_ptrs, fams[k].nseries * sizeof *all);
+			at += fams[k].nseries;
+		}
+	}
 	pcpu__pb__metric_family__init(&mf);
 	if (*t->sample_suffix) { /* named as its value sample: `<name>_total` */
-		size_t n = strlen(f->name), ns = strlen(t->sample_suffix);
+		size_t nl = strlen(f->name), ns = strlen(t->sample_suffix);
 
-		if (!(name = malloc(n + ns + 1)))
+		if (!(name = malloc(nl + ns + 1)))
 			goto out;
-		memcpy(name, f->name, n);
-		memcpy(name + n, t->sample_suffix, ns + 1);
+		memcpy(name, f->name, nl);
+		memcpy(name + nl, t->sample_suffix, ns + 1);
 	}
 	mf.name = name ? name : (char *)f->name;
 	mf.help = (char *)f->help;
@@ -286,61 +354,32 @@ static int write_family(struct pcpu__buf *out, const struct pcpu_snapshot_family
 		mf.unit = (char *)f->unit;
 	mf.has_type = 1;
 	mf.type = pb_type(t->prom);
-	for (i = 0; i < f->nseries; i++) {
-		const struct pcpu_snapshot_series *se = &f->series[i];
-		Metric *mt = &m.metrics[i];
-
-		pcpu__pb__metric__init(mt);
-		for (l = 0; l < f->nlabels; l++) {
-			LabelPair *lp = &m.labels[i * f->nlabels + l];
-
-			pcpu__pb__label_pair__init(lp);
-			lp->name = (char *)f->label_names[l];
-			lp->value = (char *)se->label_values[l];
-			m.label_ptrs[i * f->nlabels + l] = lp;
-		}
-		mt->n_label = f->nlabels;
-		mt->label = f->nlabels ? &m.label_ptrs[i * f->nlabels] : NULL;
-		switch (t->prom) {
-		case PCPU_PROM_COUNTER:
-			pcpu__pb__counter__init(&m.counters[i]);
-			m.counters[i].has_value = 1;
-			m.counters[i].value = pcpu_snapshot_value(f, se);
-			mt->counter = &m.counters[i];
-			break;
-		case PCPU_PROM_GAUGE:
-			pcpu__pb__gauge__init(&m.gauges[i]);
-			m.gauges[i].has_value = 1;
-			m.gauges[i].value = pcpu_snapshot_value(f, se);
-			mt->gauge = &m.gauges[i];
-			break;
-		case PCPU_PROM_HISTOGRAM:
-			fill_histogram(&m.hists[i], m.buckets + i * ne, m.bucket_ptrs + i * ne, f, se);
-			if (f->flags & PCPU_SNAPSHOT_NATIVE)
-				fill_native(&m.hists[i], &m.spans[i], &m.span_ptrs[i],
-					    m.deltas + i * f->nbuckets, f, se);
-			mt->histogram = &m.hists[i];
-			break;
-		}
-		m.metric_ptrs[i] = mt;
-	}
-	mf.n_metric = f->nseries;
-	mf.metric = m.metric_ptrs;
-	if (pack_family(out, &mf, m.sizes) < 0)
+	mf.n_metric = total;
+	mf.metric = n > 1 ? all : m[0].metric_ptrs;
+	if (pack_family(out, &mf, n > 1 ? sizes : m[0].sizes) < 0)
 		goto out;
 	r = 0;
 out:
 	free(name);
-	msgs_free(&m);
+	free(all);
+	free(sizes);
+	for (k = 0; k < n; k++)
+		msgs_free(&m[k]);
+	free(m);
 	return r;
 }
 
 int pcpu__write_protobuf(const struct pcpu_snapshot *s, struct pcpu__buf *b)
 {
-	size_t i;
+	size_t i, j;
 
-	for (i = 0; i < s->nfamilies; i++)
-		if (write_family(b, &s->families[i]) < 0)
+	for (i = 0; i < s->nfamilies; i = j) {
+		/* A name's label sets, next to each other (validated). */
+		for (j = i + 1; j < s->nfamilies && strcmp(s->families[j].name, s->families[i].name) == 0;
+		     j++)
+			;
+		if (write_family(b, &s->families[i], j - i) < 0)
 			return -1;
+	}
 	return 0;
 }

@@ -377,17 +377,20 @@ double pcpu_stats_scale(double v, int scale_exp10)
 
 /* A counter or gauge series' integer value (modulo 2^64; a gauge's read as
  * int64) and, in a PCPU_SNAPSHOT_NANOS family, the billionths left over
- * once their whole units are added to it (|*rem| < 10^9, 0 without). */
+ * once their whole units are added to it (|*rem| < 10^9, 0 without) and
+ * the residue (0 without). */
 static uint64_t series_units(const struct pcpu_snapshot_family *f,
-			     const struct pcpu_snapshot_series *s, int64_t *rem)
+			     const struct pcpu_snapshot_series *s, int64_t *rem, double *residue)
 {
 	uint64_t v = pcpu__type_info(f->type)->value == PCPU_VALUE_UNSIGNED ? s->value.counter
 									    : (uint64_t)s->value.gauge;
 
 	*rem = 0;
+	*residue = 0.0;
 	if (!(f->flags & PCPU_SNAPSHOT_NANOS))
 		return v;
 	*rem = s->value.fixed.nanos % 1000000000;
+	*residue = s->value.fixed.residue;
 	return v + (uint64_t)(s->value.fixed.nanos / 1000000000);
 }
 
@@ -402,40 +405,76 @@ static int series_checked(const struct pcpu_snapshot_family *f, const struct pcp
 	return 1;
 }
 
-/* The units and the fraction as one double: the integer part first, then
- * the billionths, so that a value of decimal fractions reads as its
- * decimal (3 units and 300000000 billionths: 3.3, the double nearest). */
-static double series_double(const struct pcpu_snapshot_family *f, uint64_t units, int64_t rem)
+/* The units, the fraction and the residue as one double: the integer part
+ * first, then the billionths, so that a value of decimal fractions reads
+ * as its decimal (3 units and 300000000 billionths: 3.3, the double
+ * nearest), then the residue -- pcpu_fraction_value()'s rule, which
+ * scale 0 (a family with fractions has it) leaves as it is. */
+static double series_double(const struct pcpu_snapshot_family *f, uint64_t units, int64_t rem,
+			    double residue)
 {
-	double v = pcpu__type_info(f->type)->value == PCPU_VALUE_UNSIGNED ? (double)units
-									  : (double)(int64_t)units;
+	int is_signed = pcpu__type_info(f->type)->value != PCPU_VALUE_UNSIGNED;
+	double v;
 
+	if (units == 0 && rem == 0 && (f->flags & PCPU_SNAPSHOT_NANOS))
+		return residue; /* -0.0 stays -0.0 */
+	v = is_signed ? (double)(int64_t)units : (double)units;
 	if (rem)
 		v += (double)rem / 1e9;
-	return scale_double(v, f->scale_exp10);
+	return scale_double(v, f->scale_exp10) + residue;
+}
+
+/* Whether a residue changes a value: anything but +0.0 does (-0.0 too). */
+static int has_residue(double r)
+{
+	uint64_t b;
+
+	memcpy(&b, &r, sizeof b);
+	return b != 0;
 }
 
 double pcpu_snapshot_value(const struct pcpu_snapshot_family *f, const struct pcpu_snapshot_series *s)
 {
 	int64_t rem;
+	double residue;
 	uint64_t units;
 
 	if (!series_checked(f, s))
 		return __builtin_nan("");
-	units = series_units(f, s, &rem);
-	return series_double(f, units, rem);
+	units = series_units(f, s, &rem, &residue);
+	return series_double(f, units, rem, residue);
 }
 
 size_t pcpu__fmt_series(char *out, const struct pcpu_snapshot_family *f,
 			const struct pcpu_snapshot_series *s)
 {
 	int64_t rem;
-	uint64_t units = series_units(f, s, &rem);
+	double residue;
+	uint64_t units = series_units(f, s, &rem, &residue);
 
-	if (!rem) /* exact: the integer, scaled as any value */
+	if (!rem && !has_residue(residue)) /* exact: the integer, scaled as any value */
 		return pcpu__fmt_scaled(out, units, pcpu__type_info(f->type)->value == PCPU_VALUE_SIGNED,
 					f->scale_exp10);
-	return pcpu__fmt_double(out, series_double(f, units, rem), 0);
+	return pcpu__fmt_double(out, series_double(f, units, rem, residue), 0);
+}
+
+double pcpu_snapshot_sum(const struct pcpu_snapshot_family *f, const struct pcpu_snapshot_series *s)
+{
+	if (!f || !s || !pcpu__has_buckets(f->type)) {
+		errno = EINVAL;
+		return __builtin_nan("");
+	}
+	return pcpu__scale_i64(s->value.histogram.sum, f->scale_exp10) + s->value.histogram.residue;
+}
+
+size_t pcpu__fmt_sum(char *out, const struct pcpu_snapshot_family *f,
+		     const struct pcpu_snapshot_series *s)
+{
+	if (!has_residue(s->value.histogram.residue))
+		return pcpu__fmt_scaled(out, (uint64_t)s->value.histogram.sum, 1, f->scale_exp10);
+	return pcpu__fmt_double(out, pcpu__scale_i64(s->value.histogram.sum, f->scale_exp10) +
+					     s->value.histogram.residue,
+				0);
 }
 
 int pcpu_snapshot_format_value(char *out, size_t cap, const struct pcpu_snapshot_family *f,

@@ -85,6 +85,11 @@ PCPU_HIDDEN size_t pcpu__fmt_scaled(char *out, uint64_t v, int is_signed, int sc
  * out has PCPU__DOUBLE_BUF bytes; returns the length. */
 PCPU_HIDDEN size_t pcpu__fmt_series(char *out, const struct pcpu_snapshot_family *f,
 				    const struct pcpu_snapshot_series *s);
+/* A histogram series' sum as the writers expose it: the integer sum
+ * scaled as pcpu__fmt_scaled() (exact) where the residue is 0, else
+ * pcpu__fmt_double() of pcpu_snapshot_sum(). */
+PCPU_HIDDEN size_t pcpu__fmt_sum(char *out, const struct pcpu_snapshot_family *f,
+				 const struct pcpu_snapshot_series *s);
 /* A bucket bound as the `le` writers expose it: pcpu__fmt_double() of
  * v * 10^scale in the canonical form. */
 PCPU_HIDDEN size_t pcpu__fmt_bound(char *out, int64_t v, int scale);

@@ -24,10 +24,12 @@
 #include <string.h>
 
 #include <pcpu/histogram.h>
+#include <pcpu/fraction.h>
 
 #include "histogram_layout.h"
 #include "stats_internal.h"
 #include "metrics.h"
+#include "../counter_internal.h"
 
 _Static_assert(PCPU__LOGLINEAR_MAX_BITS == PCPU_HISTOGRAM_MAX_BITS,
 	       "histogram_layout.h and pcpu/histogram.h disagree on the largest precision");
@@ -339,12 +341,48 @@ int pcpu__histogram_layout_check(const struct pcpu_histogram_layout *l, size_t *
 pcpu_histogram_t *pcpu_histogram_create_in(pcpu_zone_t *zone,
 					   const struct pcpu_histogram_layout *layout)
 {
-	return pcpu__histogram_create_at(zone, layout, NULL, NULL);
+	return pcpu__histogram_create_at(zone, layout, NULL, NULL,
+					 layout && layout->scheme == PCPU_HISTOGRAM_EXPONENTIAL
+						 ? layout->scale_exp10
+						 : 0,
+					 0);
+}
+
+/* 10^e, exactly for |e| <= 22. */
+static double pow10i(int e)
+{
+	double r = 1.0;
+	int k = e < 0 ? -e : e;
+
+	while (k--)
+		r *= 10.0;
+	return e < 0 ? 1.0 / r : r;
+}
+
+/* pcpu_histogram_observe()'s parameters (pcpu/histogram.h): a slot's sum
+ * word of one bucket may hold sat in magnitude, so the words of every
+ * slot, mirror and bucket together hold at most 2^61 and their sum,
+ * modulo 2^64 as every reader takes it, is the true one; a value that
+ * goes to them is below cap, 1/16 of that share (a record that lands on
+ * another slot than the one it checked, after a migration, overshoots by
+ * less than that) and below 2^53 (converted exactly). */
+static void set_observe(pcpu_histogram_t *h, size_t nbuckets, int scale_exp10, int wide)
+{
+	uint64_t words = 2 * (uint64_t)pcpu_nslots() * nbuckets;
+	uint64_t sat = ((uint64_t)1 << 61) / (words ? words : 1);
+	double cap = (double)(sat / 16);
+
+	h->pcpu__mult = 1.0 / pow10i(scale_exp10);
+	if (scale_exp10 < 0)
+		h->pcpu__mult = pow10i(-scale_exp10); /* exact: 1e9, not 1 / 1e-9 */
+	h->pcpu__sat = sat;
+	h->pcpu__cap = cap < 0x1p53 ? cap : 0x1p53;
+	h->pcpu__wide = (uint32_t)wide;
 }
 
 pcpu_histogram_t *pcpu__histogram_create_at(pcpu_zone_t *zone,
 					    const struct pcpu_histogram_layout *layout, void *at,
-					    const int64_t *shared)
+					    const int64_t *shared, int scale_exp10, int wide)
 {
 	pcpu_histogram_t *h;
 	size_t nbuckets;
@@ -357,7 +395,7 @@ pcpu_histogram_t *pcpu__histogram_create_at(pcpu_zone_t *zone,
 	}
 	if (pcpu__histogram_layout_check(layout, &nbuckets, &limit) < 0)
 		return NULL;
-	if (nbuckets > PCPU_ZONE_MAX_OBJECT / (2 * sizeof(struct pcpu_counter))) {
+	if (nbuckets + !!wide > PCPU_ZONE_MAX_OBJECT / (2 * sizeof(struct pcpu_counter))) {
 		pcpu__set_error("histogram: too many buckets for one zone object");
 		errno = E2BIG;
 		return NULL;
@@ -391,9 +429,10 @@ pcpu_histogram_t *pcpu__histogram_create_at(pcpu_zone_t *zone,
 		return NULL;
 	}
 	/* A (count, sum) pair per bucket, 16-byte aligned for the record's
-	 * one-store commit (pcpu/histogram.h); zeroed, as a counter array. */
+	 * one-store commit (pcpu/histogram.h); zeroed, as a counter array.
+	 * With fractions one more pair: the per-slot double sum, the residue. */
 	h->pcpu__c = at ? at
-			: pcpu_zone_alloc(zone, 2 * nbuckets * sizeof(struct pcpu_counter),
+			: pcpu_zone_alloc(zone, 2 * (nbuckets + !!wide) * sizeof(struct pcpu_counter),
 					  2 * sizeof(struct pcpu_counter));
 	if (!h->pcpu__c) {
 		int e = errno;
@@ -409,6 +448,7 @@ pcpu_histogram_t *pcpu__histogram_create_at(pcpu_zone_t *zone,
 	if (layout->scheme == PCPU_HISTOGRAM_LOG_LINEAR)
 		h->pcpu__bits = layout->precision_bits;
 	h->pcpu__limit = limit;
+	set_observe(h, nbuckets, scale_exp10, wide);
 	return h;
 }
 
@@ -495,6 +535,50 @@ int pcpu_histogram_read(const pcpu_histogram_t *h, uint64_t *counts, size_t nbuc
 	if (sum)
 		*sum = (int64_t)s;
 	return 0;
+}
+
+/* The histogram's double sum's word (per slot) and residue's (slot 0's
+ * mirror), after the buckets' pairs. */
+static pcpu_counter_t double_sum_word(const pcpu_histogram_t *h)
+{
+	return h->pcpu__c + 2 * (size_t)h->pcpu__nbuckets;
+}
+
+void pcpu__histogram_observe_slow(const pcpu_histogram_t *h, double v)
+{
+	double u = v * h->pcpu__mult;
+	int64_t iv;
+	size_t b;
+	pcpu_counter_t pair;
+
+	if (u != u) { /* NaN: no bucket holds it; +Inf counts it, as Prometheus' clients do */
+		pcpu__histogram_add_pair(h->pcpu__c + 2 * ((size_t)h->pcpu__nbuckets - 1), 1, 0);
+		if (h->pcpu__wide)
+			pcpu_fraction_sum_add(double_sum_word(h), v);
+		return;
+	}
+	/* The bucket of the value, clamped to what an int64 holds. */
+	iv = u >= 0x1p63 ? INT64_MAX : u <= -0x1p63 ? INT64_MIN : (int64_t)(u + (u < 0 ? -0.5 : 0.5));
+	b = pcpu__histogram_locate(h, &iv);
+	pair = h->pcpu__c + 2 * b;
+	if (__builtin_fabs(u) < h->pcpu__cap && (iv != 0 || v == 0)) {
+		/* In range: the integer pair, unless this slot's sum word is
+		 * full (or the section did not commit and the retry finds it
+		 * full). */
+		if (pcpu__counter_add_pair_bounded(pair, 1, iv, h->pcpu__sat) == 0)
+			return;
+	}
+	pcpu__histogram_add_pair(pair, 1, 0);
+	/* A negative value a log-linear or exponential histogram records as
+	 * 0 adds nothing; without fractions there is no double sum. */
+	if (!h->pcpu__wide || (v < 0 && iv == 0 && h->pcpu__scheme != PCPU_HISTOGRAM_EXPLICIT))
+		return;
+	pcpu_fraction_sum_add(double_sum_word(h), v);
+}
+
+double pcpu__histogram_read_residue(const pcpu_histogram_t *h)
+{
+	return h->pcpu__wide ? pcpu_fraction_sum_read(double_sum_word(h)) : 0.0;
 }
 
 /*

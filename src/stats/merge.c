@@ -27,12 +27,14 @@
 
 #include "stats_internal.h"
 #include "hashtab.h"
+#include "validate.h"
 
 
 struct mfam {
 	struct pcpu_snapshot_family f; /* f.series == series */
 	struct pcpu_snapshot_series *series;
 	size_t cap; /* 0: series lie in the arena, not ours to realloc */
+	size_t next; /* another label set of its name (index + 1), 0: none */
 	unsigned inputs; /* inputs that gave it series: past 1, they may clash */
 	int reserved; /* pcpu_snapshot_merge_reserve()'s: out of the result while empty */
 };
@@ -139,8 +141,9 @@ PCPU_HIDDEN void pcpu__snapshot_merge_probes(const pcpu_snapshot_merge_t *m, siz
 	*probes = m->tab.probes;
 }
 
-/* The merged family named `name`, or NULL. */
-static struct mfam *find_family(pcpu_snapshot_merge_t *m, const char *name)
+/* The merged family named `name` that holds the name's sample names (its
+ * first label set), or NULL. */
+static struct mfam *find_name(pcpu_snapshot_merge_t *m, const char *name)
 {
 	struct pcpu__hslot *s = lookup(m, name, strlen(name), "");
 
@@ -149,18 +152,35 @@ static struct mfam *find_family(pcpu_snapshot_merge_t *m, const char *name)
 	return &m->fams[s->val];
 }
 
-static int same_metadata(const struct pcpu_snapshot_family *a, const struct pcpu_snapshot_family *b,
-			 unsigned nextra)
+static int same_labels(const struct pcpu_snapshot_family *a, const struct pcpu_snapshot_family *b)
 {
 	unsigned l;
 
-	if (a->type != b->type || a->scale_exp10 != b->scale_exp10 || a->flags != b->flags ||
-	    a->nlabels != b->nlabels + nextra || !str_eq(a->help, b->help) || !str_eq(a->unit, b->unit) ||
-	    a->nbuckets != b->nbuckets)
+	if (a->nlabels != b->nlabels)
 		return 0;
 	for (l = 0; l < b->nlabels; l++)
 		if (strcmp(a->label_names[l], b->label_names[l]) != 0)
 			return 0;
+	return 1;
+}
+
+/* The merged family named as f with f's label names (another label set of
+ * the name is another family), or NULL. */
+static struct mfam *find_family(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot_family *f)
+{
+	struct mfam *e = find_name(m, f->name);
+
+	while (e && !same_labels(&e->f, f))
+		e = e->next ? &m->fams[e->next - 1] : NULL;
+	return e;
+}
+
+/* What every label set of a name shares: all but the label names. */
+static int same_metric(const struct pcpu_snapshot_family *a, const struct pcpu_snapshot_family *b)
+{
+	if (a->type != b->type || a->scale_exp10 != b->scale_exp10 || a->flags != b->flags ||
+	    !str_eq(a->help, b->help) || !str_eq(a->unit, b->unit) || a->nbuckets != b->nbuckets)
+		return 0;
 	return pcpu__type_info(a->type)->value != PCPU_VALUE_BUCKETS || a->nbuckets < 2 ||
 	       memcmp(a->bucket_upper, b->bucket_upper, (a->nbuckets - 1) * sizeof(int64_t)) == 0;
 }
@@ -170,17 +190,28 @@ static void *arena_alloc(pcpu_snapshot_merge_t *m, size_t size)
 	return pcpu__arena_alloc(&m->arena, size);
 }
 
-/* Checks family f of an input against the merge. */
-static int check_against(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot_family *f,
-			 unsigned nextra)
+/* Checks family f of an input against the merge: the same family as one
+ * merged before, or another label set of a name merged before (its label
+ * names not those of one of its sets in another order), or a new name. */
+static int check_against(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot_family *f)
 {
-	const struct mfam *e = find_family(m, f->name);
+	const struct mfam *e = find_name(m, f->name);
 	size_t k, ns = 1;
 
-	if (e)
-		return same_metadata(&e->f, f, nextra) ? 0 :
-		       fail(EINVAL, "family", f->name, " differs from the one merged before (type, help, "
-			    "unit, scale, labels or buckets)");
+	if (e) {
+		for (; e; e = e->next ? &m->fams[e->next - 1] : NULL) {
+			if (!same_metric(&e->f, f))
+				break;
+			if (same_labels(&e->f, f))
+				return 0;
+			if (pcpu__same_label_set(e->f.nlabels, e->f.label_names, f->nlabels,
+						 f->label_names))
+				break;
+		}
+		return e ? fail(EINVAL, "family", f->name, " differs from the one merged before (type, "
+						       "help, unit, scale, labels or buckets)")
+			 : 0;
+	}
 	for (k = 0; k < ns; k++) {
 		size_t bl;
 		const char *suf;
@@ -264,7 +295,7 @@ static int reserve(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot_family *
 	size_t f, newfams = 0, newnames = 0;
 
 	for (f = 0; f < n; f++) {
-		struct mfam *e = find_family(m, fams[f].name);
+		struct mfam *e = find_family(m, &fams[f]);
 		size_t bl;
 		const char *suf;
 
@@ -288,7 +319,10 @@ static int reserve(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot_family *
 			}
 		} else {
 			newfams++;
-			newnames += pcpu__family_owned_name(&fams[f], 0, &bl, &suf);
+			/* A name's names once: by its first label set. */
+			if (!find_name(m, fams[f].name) &&
+			    (f == 0 || strcmp(fams[f - 1].name, fams[f].name) != 0))
+				newnames += pcpu__family_owned_name(&fams[f], 0, &bl, &suf);
 		}
 	}
 	if (m->nfams + newfams > m->capfams) {
@@ -327,20 +361,27 @@ int pcpu_snapshot_merge_add(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot
 	/* Families of one input never clash among themselves (checked just
 	 * now), so checking each against the merge suffices. */
 	for (f = 0; f < s->nfamilies; f++)
-		if (check_against(m, &fams[f], 0) < 0)
+		if (check_against(m, &fams[f]) < 0)
 			return -1;
 	if (reserve(m, fams, s->nfamilies) < 0)
 		return fail(ENOMEM, "out of memory", NULL, "");
 	for (f = 0; f < s->nfamilies; f++) {
 		const struct pcpu_snapshot_family *in = &fams[f];
-		struct mfam *e = find_family(m, in->name);
+		struct mfam *e = find_family(m, in);
 
 		if (!e) {
-			size_t k, ns = 1;
+			struct mfam *head = find_name(m, in->name);
+			size_t k, ns = head ? 0 : 1;
 
 			e = &m->fams[m->nfams++];
 			e->f = *in; /* its name is what lookup() compares */
 			e->cap = 0;
+			e->next = 0;
+			if (head) { /* another label set: after the name's last */
+				while (head->next)
+					head = &m->fams[head->next - 1];
+				head->next = m->nfams;
+			}
 			e->inputs = in->nseries != 0;
 			e->reserved = 0;
 			for (k = 0; k < ns; k++) {
@@ -387,8 +428,10 @@ int pcpu_snapshot_merge_reserve(pcpu_snapshot_merge_t *m, const struct pcpu_snap
 
 static int cmp_family(const void *a, const void *b)
 {
-	return strcmp(((const struct pcpu_snapshot_family *)a)->name,
-		      ((const struct pcpu_snapshot_family *)b)->name);
+	const struct pcpu_snapshot_family *x = a, *y = b;
+
+	return pcpu__cmp_family_order(x->name, x->nlabels, x->label_names, y->name, y->nlabels,
+				      y->label_names);
 }
 
 const struct pcpu_snapshot *pcpu_snapshot_merge_result(pcpu_snapshot_merge_t *m)
@@ -418,7 +461,7 @@ const struct pcpu_snapshot *pcpu_snapshot_merge_result(pcpu_snapshot_merge_t *m)
 int pcpu_snapshot_merge_write(pcpu_snapshot_merge_t *m, enum pcpu_format fmt, char **out, size_t *len)
 {
 	const struct pcpu_snapshot *all;
-	size_t i;
+	size_t i, j;
 
 	if (!m || !out || !len)
 		return fail(EINVAL, "pcpu_snapshot_merge_write: NULL argument", NULL, "");
@@ -440,5 +483,24 @@ int pcpu_snapshot_merge_write(pcpu_snapshot_merge_t *m, enum pcpu_format fmt, ch
 	}
 	if (!(all = pcpu_snapshot_merge_result(m)))
 		return -1;
+	/* And series of several label sets of one name (issue 50): a series
+	 * {a="1"} of one input and {a="1",b=""} of another are one series to
+	 * Prometheus. Only names with several label sets pay for it. */
+	for (i = 0; i < all->nfamilies; i = j) {
+		int dup;
+
+		for (j = i + 1; j < all->nfamilies && strcmp(all->families[j].name, all->families[i].name) == 0;
+		     j++)
+			;
+		if (j - i < 2)
+			continue;
+		dup = pcpu__labelsets_duplicate(&all->families[i], j - i);
+		if (dup < 0)
+			return fail(ENOMEM, "out of memory", NULL, "");
+		if (dup)
+			return fail(EINVAL, "family", all->families[i].name,
+				    ": two inputs gave two of its label sets the same series (an empty "
+				    "label value is an absent label)");
+	}
 	return pcpu__snapshot_write(all, fmt, out, len, 0);
 }

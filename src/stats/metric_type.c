@@ -72,8 +72,9 @@ static const struct pcpu_metric_type_info types[] = {
 		.bucket_label = "le",
 		.value = PCPU_VALUE_BUCKETS,
 		/* Cumulative buckets, sum and count only grow (the sum of
-		 * negative observations aside, as in Prometheus). */
-		.flags = PCPU_TYPE_MONOTONIC,
+		 * negative observations aside, as in Prometheus). With
+		 * fractions: observed as doubles, the sum's residue. */
+		.flags = PCPU_TYPE_MONOTONIC | PCPU_TYPE_FRACTIONS,
 		.prom = PCPU_PROM_HISTOGRAM,
 		.otlp = PCPU_OTLP_HISTOGRAM,
 	},

@@ -64,7 +64,15 @@ PCPU_HIDDEN void pcpu__histogram_destroy_in(pcpu_zone_t *zone, pcpu_histogram_t 
  * its series); NULL: a copy of the histogram's own. */
 PCPU_HIDDEN pcpu_histogram_t *pcpu__histogram_create_at(pcpu_zone_t *zone,
 							const struct pcpu_histogram_layout *layout,
-							void *at, const int64_t *shared);
+							void *at, const int64_t *shared,
+							int scale_exp10, int wide);
+/* ... `scale_exp10`: the exposed unit's (pcpu_histogram_observe() scales
+ * by it); `wide`: a histogram of a family with fractions, one more pair
+ * after the buckets' (a per-slot double sum and a residue). */
+
+/* What a histogram of a family with fractions holds beyond its integer
+ * sum: its double sum and its residue, in exposed units (0 without). */
+PCPU_HIDDEN double pcpu__histogram_read_residue(const pcpu_histogram_t *h);
 
 /* Validates a layout; gives the bucket count (+Inf included) and, for
  * log-linear layouts, the first value that goes to +Inf. */

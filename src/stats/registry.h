@@ -27,6 +27,10 @@ PCPU_HIDDEN int pcpu__sname_add(struct pcpu_registry *reg, struct pcpu_family *f
 				const char *base, const char *suffix);
 /* Releases every name family f reserved. */
 PCPU_HIDDEN void pcpu__sname_remove_family(struct pcpu_registry *reg, struct pcpu_family *f);
+/* Hands every name family `from` reserved to family `to` (another label
+ * set of the same name). */
+PCPU_HIDDEN void pcpu__sname_repoint(struct pcpu_registry *reg, struct pcpu_family *from,
+				     struct pcpu_family *to);
 /* An info family `x_info` also owns `x`: writes it to out, returns 1 (0
  * for other families). */
 PCPU_HIDDEN int pcpu__info_family_name(const char *name, unsigned flags,
@@ -53,6 +57,24 @@ PCPU_HIDDEN struct pcpu_family *pcpu__family_get_locked(struct pcpu_registry *re
 /* Frees a family and all its series' storage; registry locked; no series
  * may belong to a struct. */
 PCPU_HIDDEN void pcpu__family_destroy_locked(struct pcpu_registry *reg, struct pcpu_family *f);
+/* ---- registry_labelsets.c: several label sets of one name ---- */
+
+/* Whether f is described as d and x say, its own label names aside. */
+PCPU_HIDDEN int pcpu__family_meta_equal(const struct pcpu_family *f, const struct pcpu_family_desc *d,
+					const struct pcpu__fam_extra *x);
+
+/* Registry locked: 0 if d, x may be another label set of the name whose
+ * first family is `head` (same description but for its own label names,
+ * which are not those of a label set of the name in another order); else
+ * -1 with errno EEXIST and a message. */
+PCPU_HIDDEN int pcpu__labelset_check(const struct pcpu_family *head, const struct pcpu_family_desc *d,
+				     const struct pcpu__fam_extra *x);
+/* Registry locked: appends f to the label sets of head's name. */
+PCPU_HIDDEN void pcpu__labelset_link(struct pcpu_family *head, struct pcpu_family *f);
+/* Registry locked: takes f out of its name's label sets; the names it
+ * holds, if it is the first, go to the next one, or are released. */
+PCPU_HIDDEN void pcpu__labelset_unlink(struct pcpu_registry *reg, struct pcpu_family *f);
+
 
 /* ---- registry_series.c ---- */
 

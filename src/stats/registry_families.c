@@ -21,12 +21,6 @@ static char *dup_or_null(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
-static int str_eq(const char *a, const char *b)
-{
-	/* NULL and "" both mean "none". */
-	return strcmp(a ? a : "", b ? b : "") == 0;
-}
-
 /* ---- families ---- */
 
 /* EINVAL with the message (if any) put in the context of family `name`. */
@@ -116,23 +110,6 @@ context:
 	return family_invalid(d->name, NULL);
 }
 
-static int layout_equal(const struct pcpu_histogram_layout *a, const struct pcpu_histogram_layout *b)
-{
-	if (a->scheme != b->scheme)
-		return 0;
-	if (a->scheme == PCPU_HISTOGRAM_EXPLICIT)
-		return a->nbounds == b->nbounds &&
-		       memcmp(a->bounds, b->bounds, a->nbounds * sizeof *a->bounds) == 0;
-	if (a->scheme == PCPU_HISTOGRAM_EXPONENTIAL &&
-	    (a->schema != b->schema || a->max_value != b->max_value))
-		return 0; /* the scale is the family's */
-	if (a->scheme == PCPU_HISTOGRAM_LOG_LINEAR &&
-	    (a->precision_bits != b->precision_bits || a->max_value != b->max_value))
-		return 0;
-	return pcpu__histogram_export_lg(a) == pcpu__histogram_export_lg(b) &&
-	       (a->export_min > 0 ? a->export_min : 0) == (b->export_min > 0 ? b->export_min : 0);
-}
-
 const struct pcpu__fam_extra pcpu__no_extra;
 
 static int desc_equal(const struct pcpu_family *f, const struct pcpu_family_desc *d,
@@ -140,20 +117,12 @@ static int desc_equal(const struct pcpu_family *f, const struct pcpu_family_desc
 {
 	unsigned l;
 
-	if (f->type != d->type || !str_eq(f->help, d->help) || !str_eq(f->unit, d->unit) ||
-	    f->scale_exp10 != d->scale_exp10 || f->nlabels - f->nconst != d->nlabels ||
-	    f->nfconst != x->nconst ||
-	    (f->flags & (PCPU_SNAPSHOT_INFO | PCPU_SNAPSHOT_NANOS)) !=
-		    (x->flags & (PCPU_SNAPSHOT_INFO | PCPU_SNAPSHOT_NANOS)))
+	if (f->nlabels - f->nconst != d->nlabels || !pcpu__family_meta_equal(f, d, x))
 		return 0;
 	for (l = 0; l < d->nlabels; l++)
 		if (strcmp(f->label_names[l], d->label_names[l]) != 0)
 			return 0;
-	for (l = 0; l < x->nconst; l++)
-		if (strcmp(f->label_names[d->nlabels + l], x->names[l]) != 0 ||
-		    strcmp(f->const_values[l], x->values[l]) != 0)
-			return 0;
-	return pcpu__type_info(f->type)->value != PCPU_VALUE_BUCKETS || layout_equal(&f->layout, d->histogram);
+	return 1;
 }
 
 static void family_free_meta(struct pcpu_family *f)
@@ -252,7 +221,8 @@ static int family_set_layout(struct pcpu_family *f, const struct pcpu_histogram_
 static struct pcpu_family *family_create_locked(struct pcpu_registry *reg,
 						const struct pcpu_family_desc *d, const char *base,
 						struct pcpu__gfamily *gf, unsigned member,
-						const struct pcpu__fam_extra *x)
+						const struct pcpu__fam_extra *x,
+						struct pcpu_family *head)
 {
 	struct pcpu_family *f = calloc(1, sizeof *f);
 	char om[PCPU_STATS_NAME_MAX + 1];
@@ -264,6 +234,7 @@ static struct pcpu_family *family_create_locked(struct pcpu_registry *reg,
 		return NULL;
 	f->reg = reg;
 	f->flags = x->flags;
+	f->labelset = x->labelset;
 	f->gfam = gf;
 	f->gmember = member;
 	f->type = d->type;
@@ -310,19 +281,24 @@ static struct pcpu_family *family_create_locked(struct pcpu_registry *reg,
 		reg->fams = a;
 		reg->capfams = cap;
 	}
-	ns = pcpu__type_suffixes(f->type, &suf);
+	/* Another label set of a name: the name's first family holds the
+	 * sample names (registry_labelsets.c). */
+	ns = head ? 0 : pcpu__type_suffixes(f->type, &suf);
 	for (k = 0; k < ns; k++) {
 		if (pcpu__sname_add(reg, f, f->name, suf[k]) < 0) {
 			pcpu__sname_remove_family(reg, f);
 			goto nomem;
 		}
 	}
-	if (pcpu__info_family_name(f->name, f->flags, om) && pcpu__sname_add(reg, f, om, "") < 0) {
+	if (!head && pcpu__info_family_name(f->name, f->flags, om) &&
+	    pcpu__sname_add(reg, f, om, "") < 0) {
 		pcpu__sname_remove_family(reg, f);
 		goto nomem;
 	}
 	f->index = reg->nfams;
 	reg->fams[reg->nfams++] = f;
+	if (head)
+		pcpu__labelset_link(head, f);
 	pcpu__reg_bump(reg);
 	if (pcpu__reg_notify(reg, PCPU__REG_FAMILY_ADDED, f, NULL) != 0) {
 		/* The directory mirror refused it (a shared registry's full
@@ -330,7 +306,10 @@ static struct pcpu_family *family_create_locked(struct pcpu_registry *reg,
 		int err = errno;
 
 		reg->nfams--;
-		pcpu__sname_remove_family(reg, f);
+		if (head)
+			pcpu__labelset_unlink(reg, f);
+		else
+			pcpu__sname_remove_family(reg, f);
 		pcpu__reg_bump(reg);
 		family_free_meta(f);
 		errno = err;
@@ -387,8 +366,18 @@ struct pcpu_family *pcpu__family_get_locked(struct pcpu_registry *reg,
 		return NULL;
 	n = pcpu__sname_find(reg, base, "");
 	if (n && strcmp(n->fam->name, base) == 0) {
-		if (desc_equal(n->fam, d, x) && !gf && !n->fam->gfam)
-			return n->fam;
+		struct pcpu_family *g;
+
+		/* Any of the name's label sets described so. */
+		for (g = n->fam; g && !gf && !g->gfam; g = g->lsnext)
+			if (desc_equal(g, d, x))
+				return g;
+		if (x->labelset && !gf && !n->fam->gfam) {
+			if (pcpu__labelset_check(n->fam, d, x) < 0)
+				return NULL;
+			*created = 1;
+			return family_create_locked(reg, d, base, gf, member, x, n->fam);
+		}
 		pcpu__set_error("a family of this name exists with another type, help, unit, "
 				"labels, constant labels, scale or bucket layout (or is, or is not, "
 				"an info metric or a family with fractions)");
@@ -414,7 +403,7 @@ struct pcpu_family *pcpu__family_get_locked(struct pcpu_registry *reg,
 		}
 	}
 	*created = 1;
-	return family_create_locked(reg, d, base, gf, member, x);
+	return family_create_locked(reg, d, base, gf, member, x, NULL);
 }
 
 /* Checks a set of constant labels (the registry's or a family's). */
@@ -470,10 +459,39 @@ pcpu_family_t *pcpu_registry_family_const(pcpu_registry_t *reg, const struct pcp
 					  unsigned n, const char *const *names,
 					  const char *const *values)
 {
-	struct pcpu__fam_extra x = { 0, n, names, values };
+	struct pcpu__fam_extra x = { 0, n, names, values, 0 };
 
 	if (pcpu__const_labels_check(n, names, values) < 0)
 		return NULL;
+	return family_register(reg, d, &x);
+}
+
+pcpu_family_t *pcpu_registry_family_ex(pcpu_registry_t *reg, const struct pcpu_family_desc *d,
+				       unsigned flags, unsigned n, const char *const *names,
+				       const char *const *values)
+{
+	struct pcpu__fam_extra x = { 0, n, names, values, 0 };
+	const struct pcpu_metric_type_info *t = d ? pcpu__type_info(d->type) : NULL;
+
+	if (flags & ~(unsigned)(PCPU_FAMILY_FRACTIONS | PCPU_FAMILY_LABELSET)) {
+		pcpu__reg_fail(EINVAL, "unknown PCPU_FAMILY_* flag");
+		return NULL;
+	}
+	if (n && pcpu__const_labels_check(n, names, values) < 0)
+		return NULL;
+	x.labelset = !!(flags & PCPU_FAMILY_LABELSET);
+	if (flags & PCPU_FAMILY_FRACTIONS) {
+		x.flags = PCPU_SNAPSHOT_NANOS;
+		/* An unknown type: family_register() refuses it. A counter's or
+		 * gauge's billionths are of a unit: scale 0. A histogram's
+		 * integer sum keeps the family's scale. */
+		if (t && t->value != PCPU_VALUE_BUCKETS && d->scale_exp10 != 0) {
+			pcpu__set_error("a counter or gauge family with fractions has scale_exp10 0");
+			pcpu__msg_prefix("family", d->name ? d->name : "(null)");
+			errno = EINVAL;
+			return NULL;
+		}
+	}
 	return family_register(reg, d, &x);
 }
 
@@ -481,24 +499,7 @@ pcpu_family_t *pcpu_registry_family_nanos(pcpu_registry_t *reg, const struct pcp
 					  unsigned n, const char *const *names,
 					  const char *const *values)
 {
-	struct pcpu__fam_extra x = { PCPU_SNAPSHOT_NANOS, n, names, values };
-	const struct pcpu_metric_type_info *t = d ? pcpu__type_info(d->type) : NULL;
-
-	if (n && pcpu__const_labels_check(n, names, values) < 0)
-		return NULL;
-	/* An unknown type: family_register() refuses it. */
-	if (t && (!(t->flags & PCPU_TYPE_FRACTIONS) || d->scale_exp10 != 0)) {
-		/* A histogram's sum has the family's scale for its fractions;
-		 * a scale would make the billionths' unit something else. */
-		pcpu__set_error(!(t->flags & PCPU_TYPE_FRACTIONS)
-					? "fractions are for counters and gauges (a histogram's sum "
-					  "takes the family's scale)"
-					: "a family with fractions has scale_exp10 0");
-		pcpu__msg_prefix("family", d->name ? d->name : "(null)");
-		errno = EINVAL;
-		return NULL;
-	}
-	return family_register(reg, d, &x);
+	return pcpu_registry_family_ex(reg, d, PCPU_FAMILY_FRACTIONS, n, names, values);
 }
 
 pcpu_family_t *pcpu_registry_find(pcpu_registry_t *reg, const char *name)
@@ -545,7 +546,7 @@ void pcpu__family_destroy_locked(struct pcpu_registry *reg, struct pcpu_family *
 		free(se);
 	}
 	f->lfirst = f->llast = NULL;
-	pcpu__sname_remove_family(reg, f);
+	pcpu__labelset_unlink(reg, f); /* names handed to its next label set, if any */
 	reg->fams[f->index] = reg->fams[reg->nfams - 1];
 	reg->fams[f->index]->index = f->index;
 	reg->nfams--;
@@ -594,7 +595,7 @@ int pcpu_registry_remove_family(pcpu_registry_t *reg, pcpu_family_t *f)
 int pcpu_registry_info(pcpu_registry_t *reg, const char *name, const char *help, unsigned nlabels,
 		       const char *const *label_names, const char *const *label_values)
 {
-	static const struct pcpu__fam_extra info = { PCPU_SNAPSHOT_INFO, 0, NULL, NULL };
+	static const struct pcpu__fam_extra info = { PCPU_SNAPSHOT_INFO, 0, NULL, NULL, 0 };
 	struct pcpu_family_desc d;
 	pcpu_family_t *f;
 	pcpu_gauge_t g;

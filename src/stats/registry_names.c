@@ -105,3 +105,18 @@ void pcpu__sname_remove_family(struct pcpu_registry *reg, struct pcpu_family *f)
 		}
 	}
 }
+
+void pcpu__sname_repoint(struct pcpu_registry *reg, struct pcpu_family *from, struct pcpu_family *to)
+{
+	const char *const *suf;
+	size_t k, ns = pcpu__type_suffixes(from->type, &suf);
+	char om[PCPU_STATS_NAME_MAX + 1];
+	int info = pcpu__info_family_name(from->name, from->flags, om);
+
+	for (k = 0; k < ns + (size_t)info; k++) {
+		struct pcpu__hslot *s = k < ns ? sname_slot(reg, from->name, suf[k]) : sname_slot(reg, om, "");
+
+		if (s && ((struct pcpu__sname *)s->key)->fam == from)
+			((struct pcpu__sname *)s->key)->fam = to;
+	}
+}

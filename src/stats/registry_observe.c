@@ -75,6 +75,16 @@ void pcpu__family_view(const struct pcpu_family *f, struct pcpu__family_view *v)
 	v->native_index = f->native_index;
 	v->group_members = f->gfam ? f->gfam->nmembers : 0;
 	v->group_member = f->gmember;
+	v->labelset = f->labelset;
+	{
+		struct pcpu__sname *n = pcpu__sname_find(f->reg, f->name, "");
+		const struct pcpu_family *g;
+
+		v->name_first = !n || n->fam == f;
+		v->name_sets = 0;
+		for (g = n ? n->fam : f; g; g = g->lsnext)
+			v->name_sets++;
+	}
 }
 
 void pcpu__series_view(const struct pcpu_family *f, const struct pcpu__series *se,

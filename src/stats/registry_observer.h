@@ -104,6 +104,14 @@ struct pcpu__family_view {
 	/* a member of a consistent group family: how many members it has (0:
 	 * not a member), and which one it is */
 	unsigned group_members, group_member;
+	/* registered with PCPU_FAMILY_LABELSET: may be another label set of a
+	 * name another process of a tree registered */
+	int labelset;
+	/* how many label sets its name has (PCPU_FAMILY_LABELSET; 1 for most
+	 * names), and whether it is the name's first, which holds its sample
+	 * names: a segment counts a name's metric once */
+	unsigned name_sets;
+	int name_first;
 };
 
 /* What an observer reads of a series. */

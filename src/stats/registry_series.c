@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <pcpu/fraction.h>
+
 #include "registry.h"
 
 uint64_t pcpu__series_hash(const char *const *v, unsigned n)
@@ -35,15 +37,18 @@ static void *storage_alloc(struct pcpu_family *f)
 	switch (f->type) {
 	case PCPU_METRIC_COUNTER:
 	case PCPU_METRIC_GAUGE:
-		/* With fractions, the billionths' word beside the whole
-		 * units' (a gauge is one counter word: pcpu/gauge.h). */
-		h = pcpu_counter_alloc_in(f->reg->zone, f->flags & PCPU_SNAPSHOT_NANOS ? 2 : 1);
+		/* With fractions, the billionths' word and the residue's
+		 * beside the whole units' (a gauge is one counter word:
+		 * pcpu/gauge.h; pcpu/fraction.h). */
+		h = pcpu_counter_alloc_in(f->reg->zone,
+					  f->flags & PCPU_SNAPSHOT_NANOS ? PCPU_FRACTION_WORDS : 1);
 		break;
 	case PCPU_METRIC_HISTOGRAM:
 		/* An explicit layout's bounds are the family's (one copy for
 		 * all its series, padded for the search). */
 		h = pcpu__histogram_create_at(f->reg->zone, &f->layout, NULL,
-					      f->layout.scheme == PCPU_HISTOGRAM_EXPLICIT ? f->bounds : NULL);
+					      f->layout.scheme == PCPU_HISTOGRAM_EXPLICIT ? f->bounds : NULL,
+					      f->scale_exp10, !!(f->flags & PCPU_SNAPSHOT_NANOS));
 		break;
 	default:
 		errno = EINVAL;
@@ -147,6 +152,54 @@ struct pcpu__series *pcpu__series_find(struct pcpu_family *f, const char *const 
 	return s ? (struct pcpu__series *)s->key : NULL;
 }
 
+/* ---- several label sets of one name (registry_labelsets.c) ---- */
+
+/* The value of label `name` in f's series of values v, "" if f has no
+ * such label. */
+static const char *value_of(const struct pcpu_family *f, const char *const *v, const char *name)
+{
+	unsigned l;
+
+	for (l = 0; l < f->nlabels; l++)
+		if (strcmp(f->label_names[l], name) == 0)
+			return v[l];
+	return "";
+}
+
+static int labelset_series_clash(const struct pcpu_family *f, const char *const *v)
+{
+	struct pcpu__sname *n = pcpu__sname_find(f->reg, f->name, "");
+	const struct pcpu_family *g;
+	const char *w[PCPU_STATS_LABELS_MAX];
+
+	if (!n || (n->fam == f && !f->lsnext))
+		return 0; /* the only label set of its name */
+	for (g = n->fam; g; g = g->lsnext) {
+		unsigned l, nonempty = 0, found = 0;
+
+		if (g == f)
+			continue;
+		/* The series of g that is this one: every non-empty label of
+		 * v among g's, and g's others empty. */
+		for (l = 0; l < f->nlabels; l++)
+			nonempty += v[l][0] != '\0';
+		for (l = 0; l < g->nlabels; l++) {
+			w[l] = value_of(f, v, g->label_names[l]);
+			found += w[l][0] != '\0';
+		}
+		if (found != nonempty)
+			continue; /* a non-empty label of v that g has not */
+		if (pcpu__series_find((struct pcpu_family *)g, w, pcpu__series_hash(w, g->nlabels))) {
+			pcpu__set_error("another label set of this name has this series (an empty label "
+					"value is an absent label)");
+			pcpu__msg_prefix("family", f->name);
+			errno = EEXIST;
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* Takes a linked series out of its family's table and list. */
 static void series_unlink_quiet(struct pcpu_family *f, struct pcpu__series *se)
 {
@@ -177,6 +230,8 @@ struct pcpu__series *pcpu__series_new(struct pcpu_family *f, const char *const *
 	unsigned l;
 	char *p;
 
+	if (labelset_series_clash(f, v) < 0)
+		return NULL; /* EEXIST: another label set of the name has it */
 	if (pcpu__htab_reserve(&f->series, 1) < 0)
 		goto nomem;
 	se = calloc(1, sizeof *se);
@@ -254,7 +309,8 @@ static void *tree_series_new(struct pcpu_family *f, const char *const *v, uint64
 		handle = storage_alloc(f);
 	else if (f->type == PCPU_METRIC_HISTOGRAM)
 		handle = pcpu__histogram_create_at(f->reg->zone, &f->layout, at,
-						   f->layout.scheme == PCPU_HISTOGRAM_EXPLICIT ? f->bounds : NULL);
+						   f->layout.scheme == PCPU_HISTOGRAM_EXPLICIT ? f->bounds : NULL,
+						   f->scale_exp10, !!(f->flags & PCPU_SNAPSHOT_NANOS));
 	else
 		handle = at; /* a counter's or a gauge's handle is its value */
 	if (handle && !pcpu__series_new(f, v, h, handle, NULL)) {

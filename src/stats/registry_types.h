@@ -64,6 +64,11 @@ struct pcpu_family {
 	 * struct pcpu__gseries, shared by the members */
 	struct pcpu__gfamily *gfam;
 	unsigned gmember;             /* which member */
+	/* Another label set of the same name (PCPU_FAMILY_LABELSET): the
+	 * name's families in a list, its first one -- the one the sample
+	 * names table holds (registry_names.c) -- at its head. */
+	struct pcpu_family *lsnext;
+	int labelset;                 /* registered with PCPU_FAMILY_LABELSET */
 };
 
 /* A consistent group family (pcpu_registry_group()): nmembers counter or
@@ -163,6 +168,9 @@ struct pcpu__fam_extra {
 	unsigned flags;
 	unsigned nconst;
 	const char *const *names, *const *values;
+	/* PCPU_FAMILY_LABELSET: another label set of an existing name is
+	 * another family of that name (registry_labelsets.c) */
+	int labelset;
 };
 
 /* A series whose value a callback computes (pcpu_family_callback()). */

@@ -17,7 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <pcpu/fraction.h>
+
 #include "registry.h"
+#include "validate.h"
 
 struct snapshot_impl {
 	struct pcpu_snapshot pub; /* first: the public pointer is this one */
@@ -58,13 +61,16 @@ static void pcpu__series_read(const struct pcpu_family *f, const struct pcpu__se
 			out->value.gauge = v;
 		return;
 	}
-	if (f->flags & PCPU_SNAPSHOT_NANOS) {
-		/* Both words in one walk of the slots. */
-		uint64_t w[2];
+	if ((f->flags & PCPU_SNAPSHOT_NANOS) && f->type != PCPU_METRIC_HISTOGRAM) {
+		/* The three words in one walk of the slots: the residue's
+		 * bits are slot 0's mirror word, every other copy 0
+		 * (pcpu/fraction.h). */
+		uint64_t w[PCPU_FRACTION_WORDS];
 
-		(void)pcpu_counter_fetch_array((pcpu_counter_t)se->handle, 2, w);
+		(void)pcpu_counter_fetch_array((pcpu_counter_t)se->handle, PCPU_FRACTION_WORDS, w);
 		out->value.fixed.whole = w[0];
 		out->value.fixed.nanos = (int64_t)w[1];
+		memcpy(&out->value.fixed.residue, &w[2], sizeof(double));
 		return;
 	}
 	switch (f->type) {
@@ -86,6 +92,8 @@ static void pcpu__series_read(const struct pcpu_family *f, const struct pcpu__se
 				    NULL, &sum);
 		out->value.histogram.counts = counts;
 		out->value.histogram.sum = sum;
+		out->value.histogram.residue =
+			pcpu__histogram_read_residue((const pcpu_histogram_t *)se->handle);
 		break;
 	}
 	}
@@ -169,10 +177,14 @@ static int copy_family(struct snapshot_impl *s, const struct pcpu_family *f,
 	return s->arena.failed ? -1 : 0;
 }
 
+/* By name, a name's label sets by their label names: the order a segment
+ * reader and a merge give too (validate.h). */
 static int cmp_family(const void *a, const void *b)
 {
-	return strcmp(((const struct pcpu_snapshot_family *)a)->name,
-		      ((const struct pcpu_snapshot_family *)b)->name);
+	const struct pcpu_snapshot_family *x = a, *y = b;
+
+	return pcpu__cmp_family_order(x->name, x->nlabels, x->label_names, y->name, y->nlabels,
+				      y->label_names);
 }
 
 void pcpu_snapshot_free(struct pcpu_snapshot *pub)

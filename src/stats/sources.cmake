@@ -8,6 +8,7 @@ set(PCPU_STATS_SOURCES
   src/stats/expose.c       # Prometheus 0.0.4 / OpenMetrics 1.0 / JSON writers
   src/stats/stats_zone.c   # default zone of standalone statistics objects
   src/stats/gauge.c        # gauges: set by offset
+  src/stats/fraction.c     # values with fractions: residues, sets, reads of doubles
   src/stats/histogram.c    # histograms: layouts, reads, quantiles
   src/stats/histogram_layout.c # log-linear bucket arithmetic and exposed `le` sets (also the segment reader)
   src/stats/histogram_export.c # the exposed buckets of a snapshot family, cumulative, and their `le`
@@ -15,6 +16,7 @@ set(PCPU_STATS_SOURCES
   src/stats/registry.c     # the registry: creation, constant labels, fork, destruction
   src/stats/registry_names.c    # its sample-name table (OpenMetrics clash set)
   src/stats/registry_families.c # its families: checked, created, found, destroyed
+  src/stats/registry_labelsets.c # several label sets of one name
   src/stats/registry_series.c   # its series: label values, lookup, storage
   src/stats/registry_structs.c  # statistics structs (pcpu_registry_struct)
   src/stats/registry_groups.c   # consistent group families

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * stable_abi.c: the stable tier of the statistics layer -- the inline
- * operations of pcpu/gauge.h, pcpu/histogram.h and pcpu/group.h also
+ * operations of pcpu/gauge.h, pcpu/fraction.h, pcpu/histogram.h and
+ * pcpu/group.h also
  * exported as functions with the same semantics, for programs that define
  * PCPU_NO_INLINE (src/counter_stable_abi.c explains the two tiers). Each
  * function is the inline operation itself, compiled here.
  */
 #define PCPU_NO_INLINE 1
 #include <pcpu/gauge.h>
+#include <pcpu/fraction.h>
 #include <pcpu/group.h>
 #include <pcpu/histogram.h>
 
@@ -49,6 +51,21 @@ void pcpu_histogram_record_n(const pcpu_histogram_t *h, int64_t v, uint64_t n)
 void pcpu_histogram_record_owned(pcpu_worker_t w, const pcpu_histogram_t *h, int64_t v)
 {
 	pcpu__pcpu_histogram_record_owned_inline(w, h, v);
+}
+
+void pcpu_histogram_observe(const pcpu_histogram_t *h, double v)
+{
+	pcpu__pcpu_histogram_observe_inline(h, v);
+}
+
+void pcpu_counter_add_double(pcpu_counter_t c, double v)
+{
+	pcpu__pcpu_counter_add_double_inline(c, v);
+}
+
+void pcpu_gauge_add_double(pcpu_gauge_t g, double v)
+{
+	pcpu__pcpu_gauge_add_double_inline(g, v);
 }
 
 size_t pcpu_histogram_nbuckets(const pcpu_histogram_t *h)

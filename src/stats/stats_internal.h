@@ -98,6 +98,10 @@ PCPU_HIDDEN void pcpu__arena_free(struct pcpu__arena *a);
 /* Whether two series of family f have the same label values: 1, 0, or -1
  * out of memory (expose.c; linear, seeded hash). */
 PCPU_HIDDEN int pcpu__has_duplicate_series(const struct pcpu_snapshot_family *f);
+/* Whether two series of the n label sets fams[0..n) of one name are one
+ * series to Prometheus (an empty label value is an absent label): 1, 0, or
+ * -1 out of memory (expose.c; sorts their canonical labels). */
+PCPU_HIDDEN int pcpu__labelsets_duplicate(const struct pcpu_snapshot_family *fams, size_t n);
 /* The first pass of pcpu_snapshot_write(): the whole snapshot valid (names,
  * labels, texts, buckets, no duplicates or clashes). 0, or -1 with errno
  * and the message. */

@@ -462,3 +462,33 @@ int pcpu__check_bounds(const int64_t *upper, size_t n, int scale_exp10)
 	}
 	return 0;
 }
+
+int pcpu__cmp_family_order(const char *an, unsigned anl, const char *const *al, const char *bn,
+			   unsigned bnl, const char *const *bl)
+{
+	int c = strcmp(an, bn);
+	unsigned l;
+
+	if (c || anl != bnl)
+		return c ? c : anl < bnl ? -1 : 1;
+	for (l = 0; l < anl; l++)
+		if ((c = strcmp(al[l], bl[l])) != 0)
+			return c;
+	return 0;
+}
+
+int pcpu__same_label_set(unsigned n, const char *const *a, unsigned m, const char *const *b)
+{
+	unsigned l, k;
+
+	if (n != m)
+		return 0;
+	for (l = 0; l < n; l++) {
+		for (k = 0; k < m; k++)
+			if (strcmp(a[l], b[k]) == 0)
+				break;
+		if (k == m)
+			return 0;
+	}
+	return 1;
+}

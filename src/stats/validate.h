@@ -26,4 +26,16 @@ PCPU_HIDDEN int pcpu__check_unit(const char *name, const char *unit);
  * in `_info` after at least one character. */
 PCPU_HIDDEN size_t pcpu__info_name_len(const char *name, unsigned flags);
 
+/* The order of the families of a snapshot (the registry's, a segment
+ * reader's, a merge's): by name, then -- several label sets of one name
+ * (PCPU_FAMILY_LABELSET) -- by number of labels, then by the label names
+ * in order. <0, 0, >0 as strcmp(). */
+PCPU_HIDDEN int pcpu__cmp_family_order(const char *an, unsigned anl, const char *const *al,
+				       const char *bn, unsigned bnl, const char *const *bl);
+
+/* Whether the n label names `a` and the m label names `b` are the same set
+ * (in any order). */
+PCPU_HIDDEN int pcpu__same_label_set(unsigned n, const char *const *a, unsigned m,
+				     const char *const *b);
+
 #endif /* PCPU_STATS_VALIDATE_H */

@@ -3,10 +3,13 @@
 // publishes its Registry as a pcpu segment, and pcpustat -- another
 // process, reading the segment file -- prints the exact values the
 // program set. Also checks what the layer documents about it: counters get
-// `_total`, values are published to 1e-9 (whole units and billionths:
-// Increment(0.25) and Set(-17.75) read as such in the segment), a
-// later Add() with other label names is in Collect() but not in pcpu's
-// registry, histogram bounds in decimal fractions become a pcpu scale.
+// `_total`, values are published whole (whole units, billionths and a
+// residue: Increment(0.25), Set(-17.75), Set(16e9), Set(1e-12),
+// Increment(1e300), +-Inf and NaN read in the segment as Value() and
+// Collect() give them), a later Add() with other label names is another
+// label set of the name in pcpu's registry and segment, a histogram's sum
+// beyond its integer words is in them too, histogram bounds in decimal
+// fractions become a pcpu scale.
 //
 // With PYTHON (and PYTHONPATH, PCPU_LIBRARY set for python/src/pcpu), the
 // Python reader reads the same values.
@@ -86,7 +89,8 @@ int main(int argc, char** argv) {
   auto& requests = BuildCounter().Name("app_requests_total").Help("Requests.").Register(reg);
   requests.Add({{"method", "GET"}, {"code", "200"}}).Increment(1234);
   requests.Add({{"method", "POST"}, {"code", "500"}}).Increment(7);
-  // Other label names than the first Add's: Collect() has it, pcpu not.
+  // Other label names than the first Add's: another label set of the
+  // name, in Collect() and in pcpu's registry and segment alike.
   requests.Add({{"path", "/"}}).Increment(5);
 
   auto& bytes = BuildCounter().Name("app_bytes").Register(reg);  // pcpu adds _total
@@ -99,7 +103,7 @@ int main(int argc, char** argv) {
   auto& cpu = BuildCounter().Name("app_cpu_seconds_total").Register(reg);
   Counter& cs = cpu.Add({});
   for (int i = 0; i < 30; i++) cs.Increment(0.1);  // 3.0 in billionths
-  cs.Increment(1e-12);  // rounded to the nearest 1e-9: 0 (the stated precision)
+  cs.Increment(1e-12);  // below a billionth: the residue keeps it
 
   auto& depth = BuildGauge().Name("app_queue_depth").Register(reg);
   Gauge& d = depth.Add({{"queue", "in"}});
@@ -110,7 +114,7 @@ int main(int argc, char** argv) {
   neg.Set(-17.75);  // the fast path: three stores, the fraction too
   Gauge& ratio = depth.Add({{"queue", "ratio"}});
   ratio.Set(0.75);
-  ratio.Set(0.1 + 1e-12);  // in-process exact; 0.1 to 1e-9 in the segment
+  ratio.Set(0.1 + 1e-12);  // exact, in-process and in the segment
   Gauge& back = depth.Add({{"queue", "back"}});
   back.Set(0.5);
   back.Set(2);  // the billionths back to 0
@@ -123,6 +127,29 @@ int main(int argc, char** argv) {
 
   auto& sizes = BuildHistogram().Name("app_size_bytes").Register(reg);
   sizes.Add({}, Histogram::BucketBoundaries{100, 1000}).Observe(500);
+  // Beyond the integer sums: 5e22 bytes is 5e22 units (scale 0), past
+  // 4e18: the double sum of the words, in the segment too (5e22 + 1e21
+  // is 5.099999999999999e+22 in doubles, as in prometheus-cpp).
+  Histogram& huge = sizes.Add({{"kind", "huge"}}, Histogram::BucketBoundaries{100, 1000});
+  huge.Observe(5e22);
+  huge.ObserveMultiple({0, 0, 2}, 1e21);
+
+  // Values beyond the words: a gauge set or added past 2^62, below a
+  // billionth, infinite, NaN; Value() and every reader agree.
+  auto& mem = BuildGauge().Name("app_mem_bytes").Register(reg);
+  mem.Add({{"k", "big"}}).Set(16e9);
+  mem.Add({{"k", "tiny"}}).Set(1e-12);
+  Gauge& grow = mem.Add({{"k", "huge"}});
+  grow.Increment(1e300);
+  grow.Increment(1);
+  mem.Add({{"k", "inf"}}).Set(INFINITY);
+  mem.Add({{"k", "nan"}}).Set(NAN);
+  Gauge& adds = mem.Add({{"k", "adds"}});
+  adds.Set(3);
+  adds.Increment(0.5);
+  adds.Increment(1e-12);
+  adds.Set(-4e20);
+  adds.Increment(0.25);
   // A summary has no pcpu type: in Collect() only.
   BuildSummary().Name("app_summary").Register(reg).Add({}, Summary::Quantiles{{0.5, 0.05}}).Observe(1);
 
@@ -166,7 +193,14 @@ int main(int argc, char** argv) {
   CHECK(d.Value() == 42);
   CHECK(neg.Value() == -17.75);
   CHECK(ratio.Value() == 0.1 + 1e-12);
-  CHECK(cs.Value() == 3.0);
+  CHECK(cs.Value() == 3.0 + 1e-12);
+  CHECK(mem.Add({{"k", "big"}}).Value() == 16e9);
+  CHECK(mem.Add({{"k", "tiny"}}).Value() == 1e-12);
+  CHECK(grow.Value() == 1e300);
+  CHECK(std::isinf(mem.Add({{"k", "inf"}}).Value()));
+  CHECK(std::isnan(mem.Add({{"k", "nan"}}).Value()));
+  CHECK(adds.Value() == -4e20 + 0.25);
+  CHECK(huge.Collect().histogram.sample_sum == 5e22 + 1e21);
   std::string text = TextSerializer().Serialize(reg.Collect());
   CHECK(Contains(text, "app_requests_total{path=\"/\"} 5\n"));
   CHECK(Contains(text, "app_bytes 1000.25\n"));
@@ -181,13 +215,24 @@ int main(int argc, char** argv) {
   std::free(out);
   CHECK(Contains(ptext, "app_requests_total{code=\"200\",method=\"GET\"} 1234\n"));
   CHECK(Contains(ptext, "app_bytes_total 1000.25\n"));
-  CHECK(Contains(ptext, "app_cpu_seconds_total 3\n"));
+  CHECK(Contains(ptext, "app_cpu_seconds_total 3.000000000001\n"));
   CHECK(Contains(ptext, "app_queue_depth{queue=\"out\"} -17.75\n"));
-  CHECK(Contains(ptext, "app_queue_depth{queue=\"ratio\"} 0.1\n"));
+  CHECK(Contains(ptext, "app_queue_depth{queue=\"ratio\"} 0.10000000000100001\n"));
+  CHECK(Contains(ptext, "app_mem_bytes{k=\"big\"} 16000000000\n"));
+  CHECK(Contains(ptext, "app_mem_bytes{k=\"tiny\"} 1e-12\n"));
+  CHECK(Contains(ptext, "app_mem_bytes{k=\"huge\"} 1e+300\n"));
+  CHECK(Contains(ptext, "app_mem_bytes{k=\"inf\"} +Inf\n"));
+  CHECK(Contains(ptext, "app_mem_bytes{k=\"nan\"} NaN\n"));
+  CHECK(Contains(ptext, "app_mem_bytes{k=\"adds\"} -4e+20\n"));
+  CHECK(Contains(ptext, "app_size_bytes_sum{kind=\"huge\"} 5.099999999999999e+22\n"));
+  // One metric of two label sets, one header (label sets by their names).
+  CHECK(Contains(ptext, "# TYPE app_requests_total counter\n"
+                        "app_requests_total{path=\"/\"} 5\n"
+                        "app_requests_total{code=\"200\",method=\"GET\"} 1234\n"
+                        "app_requests_total{code=\"500\",method=\"POST\"} 7\n"));
   CHECK(Contains(ptext, "app_queue_depth{queue=\"back\"} 2\n"));
   CHECK(Contains(ptext, "app_queue_depth{queue=\"x\"} 9.75\n"));
   CHECK(Contains(ptext, "app_latency_seconds_bucket{le=\"0.01\"} 99\n"));
-  CHECK(ptext.find("path=") == std::string::npos);
   CHECK(Contains(ptext, "app_build_info{team=\"core\",version=\"1.2\"} 1\n"));
   CHECK(Contains(ptext, "app_resets_total 2\n"));
   CHECK(ptext.find("app_summary") == std::string::npos);
@@ -196,8 +241,15 @@ int main(int argc, char** argv) {
   std::string seen = Run("'" + pcpustat + "' -d '" + dir + "' promcpp");
   std::fputs(seen.c_str(), stdout);
   CHECK(Contains(seen, " app_bytes_total 1000.25\n"));
-  CHECK(Contains(seen, " app_cpu_seconds_total 3\n"));
-  CHECK(Contains(seen, " app_queue_depth{queue=\"ratio\"} 0.1\n"));
+  CHECK(Contains(seen, " app_cpu_seconds_total 3.000000000001\n"));
+  CHECK(Contains(seen, " app_queue_depth{queue=\"ratio\"} 0.10000000000100001\n"));
+  CHECK(Contains(seen, " app_mem_bytes{k=\"big\"} 16000000000\n"));
+  CHECK(Contains(seen, " app_mem_bytes{k=\"tiny\"} 1e-12\n"));
+  CHECK(Contains(seen, " app_mem_bytes{k=\"huge\"} 1e+300\n"));
+  CHECK(Contains(seen, " app_mem_bytes{k=\"inf\"} +Inf\n"));
+  CHECK(Contains(seen, " app_mem_bytes{k=\"nan\"} NaN\n"));
+  CHECK(Contains(seen, " app_size_bytes{kind=\"huge\"} count 3 sum 5.099999999999999e+22 "));
+  CHECK(Contains(seen, " app_requests_total{path=\"/\"} 5\n"));
   CHECK(Contains(seen, " app_queue_depth{queue=\"back\"} 2\n"));
   CHECK(Contains(seen, " app_requests_total{code=\"200\",method=\"GET\"} 1234\n"));
   CHECK(Contains(seen, " app_requests_total{code=\"500\",method=\"POST\"} 7\n"));
@@ -207,7 +259,6 @@ int main(int argc, char** argv) {
   CHECK(Contains(seen, " app_latency_seconds count 100 sum 2.59 "));
   CHECK(Contains(seen, " app_size_bytes count 1 sum 500 "));
   CHECK(Contains(seen, " app_build_info{team=\"core\",version=\"1.2\"} 1\n"));
-  CHECK(seen.find("path=") == std::string::npos);
 
   if (argc == 3) {
     // The Python reader: `family labels value` per counter or gauge series.
@@ -221,7 +272,12 @@ int main(int argc, char** argv) {
                          dir + "'");
     std::fputs(py.c_str(), stdout);
     CHECK(Contains(py, "app_bytes [] 1000.25\n"));
-    CHECK(Contains(py, "app_queue_depth [('queue', 'ratio')] 0.1\n"));
+    CHECK(Contains(py, "app_queue_depth [('queue', 'ratio')] 0.10000000000100001\n"));
+    CHECK(Contains(py, "app_mem_bytes [('k', 'big')] 16000000000\n"));
+    CHECK(Contains(py, "app_mem_bytes [('k', 'tiny')] 1e-12\n"));
+    CHECK(Contains(py, "app_mem_bytes [('k', 'inf')] inf\n"));
+    CHECK(Contains(py, "app_mem_bytes [('k', 'nan')] nan\n"));
+    CHECK(Contains(py, "app_requests [('path', '/')] 5\n"));
     CHECK(Contains(py, "app_requests [('code', '200'), ('method', 'GET')] 1234\n"));
     CHECK(Contains(py, "app_queue_depth [('queue', 'out')] -17.75\n"));
   }

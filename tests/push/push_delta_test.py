@@ -436,13 +436,19 @@ def main():
             f.write(b"PCPUDLT\x01 not really")
         rc, err = run_push(pcpustat, env, ["--otlp", rcv.url, "--temporality", "delta", "--delta-state", state,
                                            "--count", "1", "pushfix"])
+        if rc != 0 or "a state file of an earlier pcpustat (version 1" not in err or "starting over" not in err:
+            fail("an earlier version's state file: exit %d: %s" % (rc, err))
+        with open(state, "wb") as f:
+            f.write(b"PCPUDLX\x04 not really")
+        rc, err = run_push(pcpustat, env, ["--otlp", rcv.url, "--temporality", "delta", "--delta-state", state,
+                                           "--count", "1", "pushfix"])
         if rc != 0 or "not a state file of this pcpustat" not in err or "starting over" not in err:
             fail("a corrupt state file: exit %d: %s" % (rc, err))
         rc, err = run_push(pcpustat, env, ["--otlp", rcv.url, "--delta-state", state, "--count", "1", "pushfix"])
         if rc != 2 or "--delta-state goes with delta" not in err:
             fail("--delta-state without delta: exit %d: %s" % (rc, err))
         print("ok   --delta-state: none yet sends whole, a restart loses nothing, a killed agent's segments are "
-              "taken up, a new writer's sent whole, a corrupt file refused")
+              "taken up, a new writer's sent whole, an earlier version's file and a corrupt one refused")
         print("ok   %d delta points, each starting where the one before ended" % sums.points)
         ok = True
     finally:

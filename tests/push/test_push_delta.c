@@ -10,8 +10,10 @@
  * file is refused; the state file's forms: none yet (every series whole),
  * the running form a dead agent leaves (its start times taken up without
  * a point, others whole), a baseline carrying a lost agent's start times,
- * an earlier version refused.
+ * an earlier version refused (1-3, said as such); residues (issue 50)
+ * through the base and a saved and loaded file.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,6 +218,42 @@ int main(void)
 	}
 	delta_free(d);
 
+	/* 9b. values beyond the integer words (issue 50): a counter's and a
+	 * histogram sum's residues are the base's, and go through a saved
+	 * and loaded state file (version 4) bit for bit */
+	{
+		char path[] = "/tmp/test_push_delta.XXXXXX", err[300];
+		int fd = mkstemp(path);
+		struct push_delta *d3 = delta_new(), *d4 = delta_new();
+
+		CHECK(fd >= 0 && d3 && d4);
+		close(fd);
+		make(&c, 4, fwd, v, 7, 0, h, 95);
+		c.fs[0].value.fixed.residue = 1e300;
+		c.hs[0].value.histogram.residue = 5.1e22;
+		collect(d3, &c, 20000, 300, p);
+		CHECK(p[4].skip && p[5].skip);
+		delta_acked(d3);
+		CHECK(delta_save(d3, path, err, sizeof err) == 0);
+		CHECK(delta_load(d4, path, err, sizeof err) == 1);
+		make(&c, 4, fwd, v, 7, 0, h, 95);
+		c.fs[0].value.fixed.residue = 2e300;
+		c.hs[0].value.histogram.residue = 6e22;
+		collect(d4, &c, 21000, 300, p);
+		CHECK(!p[4].skip && p[4].base && p[4].whole == 7 && p[4].residue == 1e300 && p[4].start_ns == 20000);
+		CHECK(!p[5].skip && p[5].base && p[5].whole == 95 && p[5].residue == 5.1e22);
+		delta_acked(d4);
+		/* a residue that went down is a reset, as billionths that did */
+		make(&c, 4, fwd, v, 7, 0, h, 95);
+		c.fs[0].value.fixed.residue = 1e299;
+		c.hs[0].value.histogram.residue = 6e22;
+		collect(d4, &c, 22000, 300, p);
+		CHECK(!p[4].base && p[5].base && p[5].residue == 6e22);
+		unlink(path);
+		delta_free(d3);
+		delta_free(d4);
+	}
+
 	/* 10. the state file's forms (push_delta.c): none yet, every series
 	 * whole; the running form an agent leaves when it dies, whose start
 	 * times are taken up without a point and others sent whole; a
@@ -277,13 +315,34 @@ int main(void)
 		collect(e, &c, 26000, 150, p);
 		CHECK(!p[0].skip && !p[0].base && p[0].start_ns == 150);
 		delta_discard(e);
-		/* a file of an earlier version (1: no start times) is refused */
+		/* a file of an earlier version (1; 2: residues, no start times;
+		 * 3: start times, no residues) is refused as such, whole or
+		 * cut after its magic; another magic is not a state file */
 		{
-			FILE *fp = fopen(path, "wb");
+			static const char *const magic[] = { "PCPUDLT\1", "PCPUDLT\2", "PCPUDLT\3" };
+			char buf[64];
+			unsigned v, whole;
 
-			CHECK(fp && fwrite("PCPUDLT\1", 1, 8, fp) == 8);
-			fclose(fp);
-			CHECK(delta_load(f, path, err, sizeof err) == -1 && strstr(err, "not a state file"));
+			for (v = 0; v < 3; v++)
+				for (whole = 0; whole < 2; whole++) {
+					FILE *fp = fopen(path, "wb");
+
+					memset(buf, 0, sizeof buf);
+					memcpy(buf, magic[v], 8);
+					CHECK(fp && fwrite(buf, 1, whole ? sizeof buf : 8, fp) == (whole ? sizeof buf : 8));
+					fclose(fp);
+					snprintf(buf, sizeof buf, "earlier pcpustat (version %u; this one reads version 4)",
+						 v + 1);
+					CHECK(delta_load(f, path, err, sizeof err) == -1 && errno == EBADMSG &&
+					      strstr(err, buf));
+				}
+			{
+				FILE *fp = fopen(path, "wb");
+
+				CHECK(fp && fwrite("PCPUDLT\5", 1, 8, fp) == 8);
+				fclose(fp);
+				CHECK(delta_load(f, path, err, sizeof err) == -1 && strstr(err, "not a state file"));
+			}
 		}
 		unlink(path);
 		delta_free(a);

@@ -458,6 +458,34 @@ def load(e, n):
     check(rss1 - rss0 < 1024, "VmRSS before/after: %d/%d kB" % (rss0, rss1))
 
 
+def beyond(e):
+    """Segment format 2.8 through the exporter (a merge of segments): values
+    beyond the integer words and a name's three label sets, one metric
+    under one TYPE in each format."""
+    fx, _ = e.fixture_start("beyond", "beyond")
+    srv, host, port = e.serve("--timeout", "300")
+    lab = 'pcpu_segment="beyond",pcpu_pid="%d"' % fx.pid
+    st, _, body = get(host, port)
+    check(st == 200 and body.count("# TYPE test_jobs_total counter") == 1,
+          "2.8: a name's label sets under one TYPE (text)")
+    check(("test_jobs_total{%s} 3\n" % lab) in body and
+          ('test_jobs_total{queue="q1",%s} 4\n' % lab) in body and
+          ('test_jobs_total{queue="q1",prio="hi",%s} 5\n' % lab) in body,
+          "2.8: every label set's series, with the segment's labels")
+    check(('test_mem_bytes{k="big",%s} 16000000000\n' % lab) in body and
+          ('test_mem_bytes{k="tiny",%s} 1e-12\n' % lab) in body and
+          ('test_mem_bytes{k="huge",%s} 1e+300\n' % lab) in body and
+          ('test_mem_bytes{k="inf",%s} +Inf\n' % lab) in body and
+          ('test_mem_bytes{k="nan",%s} NaN\n' % lab) in body and
+          ('test_mem_bytes{k="tenth",%s} 1\n' % lab) in body,
+          "2.8: values beyond the integer words, exact where the words are")
+    check(("test_transfer_bytes_sum{%s} 5.0000000000005e+12\n" % lab) in body,
+          "2.8: a histogram's sum past 2^63 billionths")
+    st, _, body = get(host, port, headers={"Accept": "application/openmetrics-text;version=1.0.0"})
+    check(st == 200 and body.count("# TYPE test_jobs counter") == 1 and body.endswith("# EOF\n"),
+          "2.8: a name's label sets under one TYPE (OpenMetrics)")
+
+
 def main():
     if len(sys.argv) < 4 or sys.argv[1] not in ("behaviour", "load"):
         raise SystemExit(__doc__)
@@ -465,6 +493,11 @@ def main():
     try:
         if sys.argv[1] == "behaviour":
             behaviour(e)
+            e2 = Env(sys.argv[2], sys.argv[3])
+            try:
+                beyond(e2)
+            finally:
+                e2.close()
         else:
             load(e, int(sys.argv[4]) if len(sys.argv) > 4 else 1000)
     finally:

@@ -50,6 +50,9 @@ int main(int argc, char **argv)
 	sb_groups(&b);
 	save(dir, "groups", b.buf, b.len);
 	free(b.buf);
+	sb_v28(&b); /* 2.8: residues, a histogram with fractions, label sets */
+	save(dir, "v28", b.buf, b.len);
+	free(b.buf);
 
 	/* Empty directory, one slot. */
 	sb_init(&b, 1, 16, 0, 4, 64);

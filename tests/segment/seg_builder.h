@@ -216,14 +216,22 @@ static inline void sb_mirror64(struct sb *b, unsigned chunk, unsigned slot, uint
  * Per slot (word + mirror): GET 15, 7; POST 0, 3; temperature 24, -1;
  * latency (bucket counts) 4, 1; size_bytes 0, 1.
  */
+static inline void sb_standard_in(struct sb *b, unsigned entries, unsigned strings);
+
 static inline void sb_standard(struct sb *b)
+{
+	sb_standard_in(b, 16, 1024);
+}
+
+/* The same with room for `entries` entries and `strings` bytes of strings. */
+static inline void sb_standard_in(struct sb *b, unsigned entries, unsigned strings)
 {
 	static const char *const method[] = { "method" };
 	static const char *const get[] = { "GET" }, *const post[] = { "POST" };
 	static const int64_t bounds[] = { 10, 100, 1000 };
 	struct pcpu__seg_entry *e;
 
-	sb_init(b, 2, 512, 1, 16, 1024);
+	sb_init(b, 2, 512, 1, entries, strings);
 	sb_family(b, 1, 1, "requests", "Requests \"served\".\n", NULL, 1, method, 0, 0, 0, NULL);
 	sb_series(b, 1, 1, 1, get, 0, 16, 8);
 	sb_series(b, 1, 1, 1, post, 0, 24, 8);
@@ -270,6 +278,61 @@ static inline void sb_groups(struct sb *b)
 	g = sb_group(b, 2, v); /* entry 11 */
 	sb_group_series(b, 20, 1, 1, a, g, 0);
 	sb_group_series(b, 21, 1, 1, a, g, 1);
+}
+
+/*
+ * 2.8: the standard segment plus values beyond the integer words and label
+ * sets of one name. Entries 9-17:
+ *   mem_bytes (gauge with fractions, flag 16) @168, 24 bytes: whole 16,
+ *       billionths 500000000, residue 0.25 (slot 0's mirror word of element
+ *       2) = 16.75
+ *   xfer_seconds (explicit histogram with fractions, scheme 1|0x100|0x200,
+ *       bound 100, scale -9) @192, 48 bytes: bucket 0 count 1 sum 5e10
+ *       units, bucket 1 count 2; the per-slot doubles 1e10 (slot 0) and
+ *       2e10 (slot 1), its residue 0: sum 50 + 3e10 = 30000000050
+ *   jobs_total {} @240 = 3, {queue} {"q1"} @248 = 4, {queue, prio}
+ *       {"q1", "hi"} @256 = 5: three label sets of one name
+ */
+static inline void sb_v28(struct sb *b)
+{
+	static const char *const queue[] = { "queue" }, *const qp[] = { "queue", "prio" };
+	static const char *const q1[] = { "q1" }, *const q1hi[] = { "q1", "hi" };
+	static const int64_t bound[] = { 100000000000 };
+	double d;
+	int64_t bits;
+	uint64_t i;
+
+	sb_standard_in(b, 32, 2048);
+	i = sb_family(b, 5, 2, "mem_bytes", "Memory.", "bytes", 0, NULL, 0, 0, 0, NULL);
+	sb_entry(b, i)->flags |= PCPU__SEG_E_NANOS;
+	sb_series(b, 5, 2, 0, NULL, 0, 168, 24);
+	sb_put64(b, 0, 0, 168, 16);
+	sb_put64(b, 0, 1, 176, 500000000);
+	d = 0.25;
+	memcpy(&bits, &d, 8);
+	sb_mirror64(b, 0, 0, 184, bits);
+	i = sb_family(b, 6, 3, "xfer_seconds", "Transfers.", "seconds", 0, NULL, 1, 0, 2, bound);
+	sb_entry(b, i)->u32a |= PCPU__SEG_HIST_PAIRS | PCPU__SEG_HIST_WIDE;
+	sb_entry(b, i)->scale_exp10 = -9;
+	sb_series(b, 6, 3, 0, NULL, 0, 192, 48);
+	sb_put64(b, 0, 0, 192, 1);
+	sb_put64(b, 0, 0, 200, 50000000000);
+	sb_put64(b, 0, 1, 208, 2);
+	d = 1e10;
+	memcpy(&bits, &d, 8);
+	sb_put64(b, 0, 0, 224, bits);
+	d = 2e10;
+	memcpy(&bits, &d, 8);
+	sb_mirror64(b, 0, 1, 224, bits);
+	sb_family(b, 7, 1, "jobs", "Jobs.", NULL, 0, NULL, 0, 0, 0, NULL);
+	sb_series(b, 7, 1, 0, NULL, 0, 240, 8);
+	sb_family(b, 8, 1, "jobs", "Jobs.", NULL, 1, queue, 0, 0, 0, NULL);
+	sb_series(b, 8, 1, 1, q1, 0, 248, 8);
+	sb_family(b, 9, 1, "jobs", "Jobs.", NULL, 2, qp, 0, 0, 0, NULL);
+	sb_series(b, 9, 1, 2, q1hi, 0, 256, 8);
+	sb_put64(b, 0, 0, 240, 3);
+	sb_put64(b, 0, 1, 248, 4);
+	sb_mirror64(b, 0, 0, 256, 5);
 }
 
 #endif

@@ -6,6 +6,12 @@
  *   segment_fixture count N [NAME]    test_events_total counted to N by 4 threads
  *   segment_fixture churn [NAME]      threads add and remove series all the time:
  *                                     churn_value{id="K"} is always 0 or 7*K
+ *   segment_fixture beyond [NAME]     2.8: test_mem_bytes{k} gauges beyond the integer
+ *                                     words (16e9, 1e-12, 1e300, +Inf, NaN, 0.1 x 10,
+ *                                     1/3), test_transfer_bytes (a histogram with
+ *                                     fractions in billionths: 1000 x 5e9 and 0.5),
+ *                                     test_jobs_total with three label sets: {} 3,
+ *                                     {queue="q1"} 4, {queue="q1",prio="hi"} 5
  *   segment_fixture die [NAME]        publishes, then exits without unpublishing
  *   segment_fixture owned [NAME]      test_packets_total: 7 added through owned slot 0
  *                                     (the main thread's claim), 5 through owned
@@ -270,6 +276,68 @@ static void owned(void)
 	pcpu_counter_add(c, 3);
 }
 
+static void beyond(void)
+{
+	static const char *const k[] = { "k" }, *const queue[] = { "queue" },
+				 *const qp[] = { "queue", "prio" };
+	struct pcpu_histogram_layout ll = { .scheme = PCPU_HISTOGRAM_LOG_LINEAR, .precision_bits = 3,
+					    .max_value = (int64_t)1 << 62 };
+	struct pcpu_family_desc d;
+	pcpu_family_t *f;
+	pcpu_histogram_t *h;
+	pcpu_gauge_t g;
+	int i;
+
+	memset(&d, 0, sizeof d);
+	d.name = "test_mem_bytes";
+	d.help = "Beyond the integer words.";
+	d.unit = "bytes";
+	d.type = PCPU_METRIC_GAUGE;
+	d.nlabels = 1;
+	d.label_names = k;
+	if (!(f = pcpu_registry_family_ex(reg, &d, PCPU_FAMILY_FRACTIONS, 0, NULL, NULL)))
+		die("gauge with fractions");
+	pcpu_gauge_set_double(pcpu_family_gauge(f, (const char *[]){ "big" }), 16e9);
+	pcpu_gauge_set_double(pcpu_family_gauge(f, (const char *[]){ "tiny" }), 1e-12);
+	pcpu_gauge_set_double(pcpu_family_gauge(f, (const char *[]){ "huge" }), 1e300);
+	pcpu_gauge_set_double(pcpu_family_gauge(f, (const char *[]){ "inf" }), INFINITY);
+	pcpu_gauge_set_double(pcpu_family_gauge(f, (const char *[]){ "nan" }), NAN);
+	g = pcpu_family_gauge(f, (const char *[]){ "tenth" });
+	for (i = 0; i < 10; i++)
+		pcpu_gauge_add_double(g, 0.1);
+	pcpu_gauge_set_double(pcpu_family_gauge(f, (const char *[]){ "third" }), 1.0 / 3);
+	memset(&d, 0, sizeof d);
+	d.name = "test_transfer_bytes";
+	d.help = "Observed in billionths.";
+	d.unit = "bytes";
+	d.type = PCPU_METRIC_HISTOGRAM;
+	d.scale_exp10 = -9;
+	d.histogram = &ll;
+	if (!(f = pcpu_registry_family_ex(reg, &d, PCPU_FAMILY_FRACTIONS, 0, NULL, NULL)) ||
+	    !(h = pcpu_family_histogram(f, NULL)))
+		die("histogram with fractions");
+	for (i = 0; i < 1000; i++)
+		pcpu_histogram_observe(h, 5e9);
+	pcpu_histogram_observe(h, 0.5);
+	memset(&d, 0, sizeof d);
+	d.name = "test_jobs_total";
+	d.help = "Label sets of one name.";
+	d.type = PCPU_METRIC_COUNTER;
+	if (!(f = pcpu_registry_family_ex(reg, &d, PCPU_FAMILY_LABELSET, 0, NULL, NULL)))
+		die("label set");
+	pcpu_counter_add(pcpu_family_counter(f, NULL), 3);
+	d.nlabels = 1;
+	d.label_names = queue;
+	if (!(f = pcpu_registry_family_ex(reg, &d, PCPU_FAMILY_LABELSET, 0, NULL, NULL)))
+		die("label set");
+	pcpu_counter_add(pcpu_family_counter(f, (const char *[]){ "q1" }), 4);
+	d.nlabels = 2;
+	d.label_names = qp;
+	if (!(f = pcpu_registry_family_ex(reg, &d, PCPU_FAMILY_LABELSET, 0, NULL, NULL)))
+		die("label set");
+	pcpu_counter_add(pcpu_family_counter(f, (const char *[]){ "q1", "hi" }), 5);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -287,6 +355,8 @@ int main(int argc, char **argv)
 		die("publish");
 	if (strcmp(mode, "golden") == 0) {
 		golden();
+	} else if (strcmp(mode, "beyond") == 0) {
+		beyond();
 	} else if (strcmp(mode, "count") == 0 && argc > 2) {
 		count(atol(argv[2]));
 	} else if (strcmp(mode, "churn") == 0) {
@@ -339,7 +409,7 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		_exit(0);
 	} else {
-		fputs("usage: segment_fixture golden|count N|churn|latency|owned|clash|die [NAME]\n", stderr);
+		fputs("usage: segment_fixture golden|count N|churn|latency|owned|clash|beyond|die [NAME]\n", stderr);
 		return 2;
 	}
 	printf("ready %s\n", pcpu_segment_path(seg));

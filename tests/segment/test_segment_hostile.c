@@ -204,6 +204,119 @@ static void expect(const char *what, void (*mutate)(struct sb *), int want)
 	expect_built(sb_standard, what, mutate, want);
 }
 
+/* ---- 2.8: values beyond the integer words, label sets of one name ---- */
+
+static void check_v28(void)
+{
+	struct sb b;
+	struct pcpu_reader_snapshot *s;
+	const struct pcpu_snapshot_family *f;
+	size_t i, jobs = 0;
+	char *text;
+	size_t len;
+
+	sb_v28(&b);
+	CHECK(try_read(b.buf, b.len, &s) == 0);
+	f = fam(s, "mem_bytes");
+	CHECK(f && (f->flags & PCPU_SNAPSHOT_NANOS) && f->series[0].value.fixed.residue == 0.25);
+	CHECK(pcpu_snapshot_value(f, &f->series[0]) == 16.75);
+	f = fam(s, "xfer_seconds");
+	CHECK(f && (f->flags & PCPU_SNAPSHOT_NANOS) && f->series[0].value.histogram.residue == 3e10);
+	CHECK(pcpu_snapshot_sum(f, &f->series[0]) == 30000000050.0);
+	CHECK(f->series[0].value.histogram.counts[0] == 1 && f->series[0].value.histogram.counts[1] == 2);
+	for (i = 0; i < s->snapshot.nfamilies; i++)
+		if (strcmp(s->snapshot.families[i].name, "jobs") == 0)
+			CHECK(s->snapshot.families[i].nlabels == jobs++); /* by label names: 0, 1, 2 */
+	CHECK(jobs == 3);
+	CHECK(pcpu_snapshot_write(&s->snapshot, PCPU_FORMAT_PROMETHEUS, &text, &len) == 0);
+	CHECK(strstr(text, "mem_bytes 16.75\n"));
+	CHECK(strstr(text, "xfer_seconds_sum 30000000050\n") || strstr(text, "xfer_seconds_sum 3.000000005e+10\n"));
+	CHECK(strstr(text, "# HELP jobs_total Jobs.\n# TYPE jobs_total counter\njobs_total 3\n"
+			   "jobs_total{queue=\"q1\"} 4\njobs_total{queue=\"q1\",prio=\"hi\"} 5\n"));
+	free(text);
+	pcpu_reader_snapshot_free(s);
+	free(b.buf);
+	printf("  2.8 segment reads back exactly\n");
+}
+
+static void expect28(const char *what, void (*mutate)(struct sb *), int want)
+{
+	expect_built(sb_v28, what, mutate, want);
+}
+
+static void m28_none(struct sb *b) { (void)b; }
+static void m28_nanos_size_32(struct sb *b) { sb_entry(b, 10)->u32b = 32; }
+static void m28_nanos_size_16(struct sb *b) { sb_entry(b, 10)->u32b = 16; } /* a 2.7 writer's */
+static void m28_residue_nan(struct sb *b)
+{
+	double d = __builtin_nan("");
+	int64_t bits;
+
+	memcpy(&bits, &d, 8);
+	sb_mirror64(b, 0, 0, 184, bits);
+}
+static void m28_wide_no_pairs(struct sb *b) { sb_entry(b, 11)->u32a &= ~PCPU__SEG_HIST_PAIRS; }
+static void m28_wide_size(struct sb *b) { sb_entry(b, 12)->u32b = 32; } /* pairs only, no double sum */
+static void m28_unknown_scheme_bit(struct sb *b) { sb_entry(b, 11)->u32a |= 0x400; }
+static void m28_labelset_help(struct sb *b)
+{
+	static const char *const x[] = { "x" };
+	sb_family(b, 10, 1, "jobs", "Other.", NULL, 1, x, 0, 0, 0, NULL);
+}
+static void m28_labelset_type(struct sb *b)
+{
+	static const char *const x[] = { "x" };
+	sb_family(b, 10, 2, "jobs", "Jobs.", NULL, 1, x, 0, 0, 0, NULL);
+}
+static void m28_labelset_permuted(struct sb *b)
+{
+	static const char *const pq[] = { "prio", "queue" };
+	sb_family(b, 10, 1, "jobs", "Jobs.", NULL, 2, pq, 0, 0, 0, NULL);
+}
+static void m28_labelset_new(struct sb *b)
+{
+	static const char *const x[] = { "x" };
+	sb_family(b, 10, 1, "jobs", "Jobs.", NULL, 1, x, 0, 0, 0, NULL);
+}
+static void m28_labelset_same_series(struct sb *b)
+{
+	/* {queue=""} of the {queue} set is {} of the {} set to Prometheus: the
+	 * reader keeps both (each is valid in its family), the writers refuse
+	 * to write them (pcpu_snapshot_write(): EINVAL). */
+	static const char *const e[] = { "" };
+	sb_series(b, 8, 1, 1, e, 0, 264, 8);
+}
+
+static void check_v28_hostile(void)
+{
+	expect28("2.8 as built", m28_none, 0);
+	expect28("fraction value of 32 bytes", m28_nanos_size_32, EBADMSG);
+	expect28("fraction value of 16 bytes (2.7 writer)", m28_nanos_size_16, 0);
+	expect28("residue NaN", m28_residue_nan, 0);
+	expect28("double-sum bit without pairs", m28_wide_no_pairs, EBADMSG);
+	expect28("histogram with fractions, pairs' size", m28_wide_size, EBADMSG);
+	expect28("scheme bit 0x400", m28_unknown_scheme_bit, EBADMSG);
+	expect28("label set with other help", m28_labelset_help, EBADMSG);
+	expect28("label set of another type", m28_labelset_type, EBADMSG);
+	expect28("label set permuted", m28_labelset_permuted, EBADMSG);
+	expect28("a fourth label set", m28_labelset_new, 0);
+	expect28("a series two label sets share", m28_labelset_same_series, 0);
+	{
+		struct sb b;
+		struct pcpu_reader_snapshot *s;
+		char *text;
+		size_t len;
+
+		sb_v28(&b);
+		m28_labelset_same_series(&b);
+		CHECK(try_read(b.buf, b.len, &s) == 0);
+		CHECK(pcpu_snapshot_write(&s->snapshot, PCPU_FORMAT_PROMETHEUS, &text, &len) == -1 &&
+		      errno == EINVAL);
+		pcpu_reader_snapshot_free(s);
+		free(b.buf);
+	}
+}
+
 static void m_blob_overflow(struct sb *b) { sb_entry(b, 1)->blob_off = UINT64_MAX - 2; }
 static void m_blob_past_end(struct sb *b) { sb_entry(b, 0)->blob_off = b->strings_used; }
 static void m_used_past_cap(struct sb *b) { b->h->entries_used = b->h->entries_capacity + 1; }
@@ -733,6 +846,8 @@ int main(void)
 	check_standard();
 	check_truncations();
 	check_hostile();
+	check_v28();
+	check_v28_hostile();
 	check_version1();
 	check_mirrors();
 	check_pairs();

@@ -5,6 +5,7 @@
 #include <ctime>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <new>
 #include <stdexcept>
@@ -23,7 +24,7 @@ PcpuValue::PcpuValue() : PcpuValue(nullptr) {}
 PcpuValue::PcpuValue(pcpu_counter_t series, bool gauge)
     : whole_(series), state_(gauge ? kSetOnly : kAdding), owns_whole_(series == nullptr) {
   if (owns_whole_) {
-    whole_ = pcpu_counter_alloc_array(2);  // whole units, billionths
+    whole_ = pcpu_counter_alloc_array(PCPU_FRACTION_WORDS);  // whole units, billionths, residue
     if (!whole_) throw std::bad_alloc();
   }
 }
@@ -32,10 +33,15 @@ PcpuValue::~PcpuValue() {
   if (owns_whole_) pcpu_counter_free(whole_);
 }
 
-void PcpuValue::AddExtra(double d) {
-  double old = extra_.load(std::memory_order_relaxed);
-  while (!extra_.compare_exchange_weak(old, old + d, std::memory_order_relaxed)) {
-  }
+// In the words, where pcpu's registry and segment readers see it.
+void PcpuValue::AddResidue(double d) {
+  residue_.store(true, std::memory_order_release);
+  pcpu_counter_add_double(whole_, d);
+}
+
+void PcpuValue::StoreResidue(double r) {
+  residue_.store(true, std::memory_order_release);
+  pcpu_fraction_store_residue(whole_, r);
 }
 
 // Each word is a gauge's counter (struct pcpu_gauge wraps one struct
@@ -60,10 +66,11 @@ void PcpuValue::StartAdding() {
     state_.store(kStarting, std::memory_order_seq_cst);
     // No adder has written the words yet: give them the last Set()'s value
     // (racing fast Set()s may have left another's), through
-    // pcpu_gauge_set() as every later change.
+    // pcpu_gauge_set_double() as every later change.
     double set = set_.load(std::memory_order_seq_cst);
-    SetWord(whole_, WholeOf(set));
-    if (pcpu_counter_t n = nanos_.load(std::memory_order_acquire)) SetWord(n, NanosOf(set));
+    (void)UseNanos();
+    residue_.store(true, std::memory_order_release);
+    (void)pcpu_gauge_set_double(reinterpret_cast<pcpu_gauge_t>(whole_), set);
     state_.store(kAdding, std::memory_order_release);
   }
   Unlock();
@@ -71,42 +78,35 @@ void PcpuValue::StartAdding() {
 
 void PcpuValue::SetSlow(double v) {
   Lock();
-  std::int64_t nanos = NanosOf(v);
-  pcpu_counter_t n = nanos_.load(std::memory_order_acquire);
-  if (!n && nanos != 0) n = UseNanos();
   if (state_.load(std::memory_order_relaxed) != kSetOnly) {
-    SetWord(whole_, WholeOf(v));
-    if (n) SetWord(n, nanos);
-    extra_.store(0.0, std::memory_order_relaxed);
+    // The words by offset and the residue stored (pcpu's striped lock):
+    // the value reads v exactly, adds racing it land before or after.
+    (void)UseNanos();
+    residue_.store(true, std::memory_order_release);
+    (void)pcpu_gauge_set_double(reinterpret_cast<pcpu_gauge_t>(whole_), v);
   } else {
-    __atomic_store_n(&whole_->pcpu__word, WholeOf(v), __ATOMIC_RELAXED);
-    if (n) __atomic_store_n(&n->pcpu__word, nanos, __ATOMIC_RELAXED);
+    std::int64_t whole, nanos;
+    double residue;
+    pcpu__fraction_split(v, 1, &whole, &nanos, &residue);
+    __atomic_store_n(&whole_->pcpu__word, whole, __ATOMIC_RELAXED);
+    __atomic_store_n(&UseNanos()->pcpu__word, nanos, __ATOMIC_RELAXED);
+    StoreResidue(residue);
   }
   set_.store(v, std::memory_order_relaxed);
   Unlock();
 }
 
 double PcpuValue::ValueSlow() const {
-  double set = set_.load(std::memory_order_acquire);
-  if (state_.load(std::memory_order_acquire) != kAdding) return set;
-  // The words' changes since the last Set() (which left its fraction in
-  // `nanos` too); both words in one walk once a fraction was seen.
-  std::int64_t whole, nanos = 0;
-  if (nanos_.load(std::memory_order_acquire)) {
-    std::uint64_t w[2];
-    (void)pcpu_counter_fetch_array(whole_, 2, w);
-    whole = static_cast<std::int64_t>(w[0]) - WholeOf(set);
-    nanos = static_cast<std::int64_t>(w[1]) - NanosOf(set);
-  } else {
-    whole = static_cast<std::int64_t>(pcpu_counter_fetch(whole_)) - WholeOf(set);
-  }
-  double extra = extra_.load(std::memory_order_relaxed);
-  if (whole == 0 && nanos == 0 && extra == 0.0) return set;  // -0.0 included
-  // Whole seconds of the nanos first, so that 0.1 + 0.2 reads 0.3.
-  double v = static_cast<double>(whole + nanos / 1000000000);
-  if (nanos % 1000000000 != 0) v += static_cast<double>(nanos % 1000000000) / 1e9;
-  if (set != 0.0) v += set;
-  return extra == 0.0 ? v : v + extra;
+  if (state_.load(std::memory_order_acquire) != kAdding) return set_.load(std::memory_order_acquire);
+  // What pcpu's readers compute from the words (pcpu_fraction_value()):
+  // the whole units and billionths as integers first, so that 0.1 + 0.2
+  // reads 0.3, then the residue. Read as a gauge's (signed); a counter's
+  // whole units never pass 2^63 here.
+  std::uint64_t w[PCPU_FRACTION_WORDS];
+  (void)pcpu_counter_fetch_array(whole_, PCPU_FRACTION_WORDS, w);
+  double residue;
+  std::memcpy(&residue, &w[2], sizeof residue);
+  return pcpu_fraction_value(w[0], static_cast<std::int64_t>(w[1]), residue, 1);
 }
 
 }  // namespace detail
@@ -160,7 +160,9 @@ void Histogram::Init(detail::SeriesTag s) {
     counts_ = static_cast<pcpu_histogram_t*>(s.series)->pcpu__c;
     owns_counts_ = false;
   } else {
-    counts_ = pcpu_counter_alloc_array(2 * (bounds_->size() + 1));
+    // The buckets' pairs, then the double sum (as a pcpu histogram of a
+    // family with fractions has them).
+    counts_ = pcpu_counter_alloc_array(2 * (bounds_->size() + 1) + PCPU_FRACTION_SUM_WORDS);
     if (!counts_) throw std::bad_alloc();
   }
 }
@@ -187,14 +189,13 @@ void Histogram::Reset() {
     for (auto* v : f->values)
       if (v) v->Set(0.0);
   }
-  other_sum_.store(0.0, std::memory_order_relaxed);
+  pcpu_fraction_sum_reset(OtherSum());
 }
 
-void Histogram::AddOtherSum(double v) {
-  double old = other_sum_.load(std::memory_order_relaxed);
-  while (!other_sum_.compare_exchange_weak(old, old + v, std::memory_order_relaxed)) {
-  }
-}
+// In the words, where pcpu's registry and segment readers see it: the
+// calling CPU's double (an rseq compare-and-store), +-Inf and NaN a shared
+// residue.
+void Histogram::AddOtherSum(double v) { pcpu_fraction_sum_add(OtherSum(), v); }
 
 void Histogram::ObserveMultiple(const std::vector<double>& bucket_increments, double sum_of_values) {
   if (bucket_increments.size() != bounds_->size() + 1)
@@ -261,7 +262,7 @@ ClientMetric Histogram::Collect() const {
     sum = static_cast<double>(units / per);
     if (units % per != 0) sum += static_cast<double>(units % per) / mult_;
   }
-  double other = other_sum_.load(std::memory_order_relaxed);
+  double other = pcpu_fraction_sum_read(OtherSum());
   m.histogram.sample_sum = other == 0.0 ? sum : sum + other;
   return m;
 }

@@ -135,9 +135,10 @@ static void* PublishInfo(pcpu_registry_t* reg, pcpu_family_t** fam, const std::s
   return *fam ? pcpu_family_lookup(*fam, values.empty() ? nullptr : values.data()) : nullptr;
 }
 
-bool PcpuFamily::Create(const std::string& name, const std::string& help, const Labels& constant_labels,
-                        const Labels& labels, MetricType type, const std::vector<double>* bounds) {
-  if (type != MetricType::Counter && type != MetricType::Gauge && type != MetricType::Histogram) return false;
+pcpu_family_t* PcpuFamily::Register(const std::string& name, const std::string& help, const Labels& constant_labels,
+                                    const Labels& labels, MetricType type, const std::vector<double>* bounds,
+                                    unsigned flags) {
+  if (type != MetricType::Counter && type != MetricType::Gauge && type != MetricType::Histogram) return nullptr;
   std::vector<const char*> names;
   for (auto& l : labels) names.push_back(l.first.c_str());
   struct pcpu_family_desc d = {};
@@ -148,17 +149,17 @@ bool PcpuFamily::Create(const std::string& name, const std::string& help, const 
   d.label_names = names.empty() ? nullptr : names.data();
   std::vector<std::int64_t> ibounds;
   struct pcpu_histogram_layout layout = {};
+  double mult = 1.0;
   if (type == MetricType::Histogram) {
     int e = 0;
-    if (!bounds || !PcpuBoundsScale(*bounds, &e)) return false;
-    double mult = std::pow(10.0, -e);
+    if (!bounds || !PcpuBoundsScale(*bounds, &e)) return nullptr;
+    mult = std::pow(10.0, -e);
     for (double b : *bounds) ibounds.push_back(static_cast<std::int64_t>(std::nearbyint(b * mult)));
     layout.scheme = PCPU_HISTOGRAM_EXPLICIT;
     layout.bounds = ibounds.data();
     layout.nbounds = ibounds.size();
     d.histogram = &layout;
     d.scale_exp10 = e;
-    mult_ = mult;
   }
   std::vector<const char*> cn, cv;
   for (auto& l : constant_labels) {
@@ -166,20 +167,37 @@ bool PcpuFamily::Create(const std::string& name, const std::string& help, const 
     cv.push_back(l.second.c_str());
   }
   const auto nconst = static_cast<unsigned>(cn.size());
-  pcpu_family_t* f;
-  if (type != MetricType::Histogram)
-    // Counters and gauges hold doubles: whole units and billionths
-    // (detail::PcpuValue), both in the registry's expositions and segments.
-    f = pcpu_registry_family_nanos(reg_, &d, nconst, nconst ? cn.data() : nullptr, nconst ? cv.data() : nullptr);
-  else if (nconst == 0)
-    f = pcpu_registry_family(reg_, &d);
-  else
-    f = pcpu_registry_family_const(reg_, &d, nconst, cn.data(), cv.data());
+  // Counters and gauges hold doubles: whole units, billionths and a
+  // residue (detail::PcpuValue); histograms a double sum beside their
+  // integer sums (Histogram::AddOtherSum()): every value whole in the
+  // registry's expositions and segments.
+  pcpu_family_t* f = pcpu_registry_family_ex(reg_, &d, PCPU_FAMILY_FRACTIONS | flags, nconst,
+                                             nconst ? cn.data() : nullptr, nconst ? cv.data() : nullptr);
+  if (f && type == MetricType::Histogram) mult_ = mult;
+  return f;
+}
+
+bool PcpuFamily::Create(const std::string& name, const std::string& help, const Labels& constant_labels,
+                        const Labels& labels, MetricType type, const std::vector<double>* bounds) {
+  pcpu_family_t* f = Register(name, help, constant_labels, labels, type, bounds, 0);
   if (!f) return false;
   fam_ = f;
   for (auto& l : labels) label_names_.push_back(l.first);
   if (bounds) bounds_ = *bounds;
   return true;
+}
+
+// The family of another label set of the name (once per set: a refused
+// one stays refused).
+pcpu_family_t* PcpuFamily::LabelSet(const std::string& name, const std::string& help, const Labels& constant_labels,
+                                    const Labels& labels, MetricType type, const std::vector<double>* bounds) {
+  std::vector<std::string> names;
+  for (auto& l : labels) names.push_back(l.first);
+  for (auto& s : sets_)
+    if (s.first == names) return s.second;
+  pcpu_family_t* f = Register(name, help, constant_labels, labels, type, bounds, PCPU_FAMILY_LABELSET);
+  sets_.emplace_back(std::move(names), f);
+  return f;
 }
 
 SeriesTag PcpuFamily::Publish(const std::string& name, const std::string& help, const Labels& constant_labels,
@@ -210,13 +228,18 @@ SeriesTag PcpuFamily::PublishSeries(const std::string& name, const std::string& 
     }
     return t;
   }
+  pcpu_family_t* fam = fam_;
   if (!fam_) {
     if (!Create(name, help, constant_labels, labels, type, bounds)) {
       refused_ = true;  // the first Add decides, once (no retry per Add)
       return {};
     }
+    fam = fam_;
+  } else if (bounds && *bounds != bounds_) {
+    return {};  // other bounds: one layout per pcpu family and name
   } else if (!Matches(labels, bounds)) {
-    return {};
+    fam = LabelSet(name, help, constant_labels, labels, type, bounds);  // other label names
+    if (!fam) return {};
   }
   std::vector<const char*> values;
   values.reserve(labels.size());
@@ -228,13 +251,13 @@ SeriesTag PcpuFamily::PublishSeries(const std::string& name, const std::string& 
   SeriesTag t;
   switch (type) {
     case MetricType::Counter:
-      t.series = pcpu_family_counter(fam_, v);
+      t.series = pcpu_family_counter(fam, v);
       break;
     case MetricType::Gauge:
-      t.series = pcpu_family_gauge(fam_, v);
+      t.series = pcpu_family_gauge(fam, v);
       break;
     case MetricType::Histogram:
-      t.series = pcpu_family_histogram(fam_, v);
+      t.series = pcpu_family_histogram(fam, v);
       t.mult = mult_;
       break;
     default:
@@ -244,11 +267,20 @@ SeriesTag PcpuFamily::PublishSeries(const std::string& name, const std::string& 
 }
 
 void PcpuFamily::Unpublish(const Labels& labels) {
+  pcpu_family_t* fam = fam_;
   if (!fam_) return;
+  if (!Matches(labels, nullptr)) {  // another label set's series
+    std::vector<std::string> names;
+    for (auto& l : labels) names.push_back(l.first);
+    fam = nullptr;
+    for (auto& s : sets_)
+      if (s.first == names) fam = s.second;
+    if (!fam) return;
+  }
   std::vector<const char*> values;
   for (auto& v : prefix_values_) values.push_back(v.c_str());
   for (auto& l : labels) values.push_back(l.second.c_str());
-  (void)pcpu_family_remove(fam_, values.empty() ? nullptr : values.data());
+  (void)pcpu_family_remove(fam, values.empty() ? nullptr : values.data());
 }
 
 LabelSet::LabelSet(const Labels& labels) {
@@ -488,9 +520,9 @@ bool Registry::Remove(const Family<T>& family) {
   auto it = std::find_if(families.begin(), families.end(),
                          [&family](const std::unique_ptr<Family<T>>& f) { return &family == f.get(); });
   if (it == families.end()) return false;
-  pcpu_family_t* pf = (*it)->pcpu_.family();
-  families.erase(it);  // the metrics, then their pcpu family
-  if (pf) (void)pcpu_registry_remove_family(reg_, pf);
+  std::vector<pcpu_family_t*> pf = (*it)->pcpu_.families();
+  families.erase(it);  // the metrics, then their pcpu families (every label set)
+  for (pcpu_family_t* f : pf) (void)pcpu_registry_remove_family(reg_, f);
   return true;
 }
 

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"math/big"
 	"net"
 	"net/http"
@@ -268,7 +269,7 @@ func comparePoint(g, w Point) error {
 	case pmetric.MetricTypeHistogram:
 		gp, wp := gm.Histogram().DataPoints().At(g.Index), wm.Histogram().DataPoints().At(w.Index)
 		if gm.Histogram().AggregationTemporality() != wm.Histogram().AggregationTemporality() ||
-			gp.Count() != wp.Count() || gp.Sum() != wp.Sum() || gp.StartTimestamp() != wp.StartTimestamp() ||
+			gp.Count() != wp.Count() || !sameDouble(gp.Sum(), wp.Sum()) || gp.StartTimestamp() != wp.StartTimestamp() ||
 			!slices.Equal(gp.BucketCounts().AsRaw(), wp.BucketCounts().AsRaw()) ||
 			!slices.Equal(gp.ExplicitBounds().AsRaw(), wp.ExplicitBounds().AsRaw()) {
 			return fmt.Errorf("histogram: count %d sum %v start %v buckets %v bounds %v; C %d %v %v %v %v",
@@ -277,7 +278,7 @@ func comparePoint(g, w Point) error {
 		}
 	case pmetric.MetricTypeExponentialHistogram:
 		gp, wp := gm.ExponentialHistogram().DataPoints().At(g.Index), wm.ExponentialHistogram().DataPoints().At(w.Index)
-		if gp.Count() != wp.Count() || gp.Sum() != wp.Sum() || gp.Scale() != wp.Scale() ||
+		if gp.Count() != wp.Count() || !sameDouble(gp.Sum(), wp.Sum()) || gp.Scale() != wp.Scale() ||
 			gp.ZeroCount() != wp.ZeroCount() || gp.ZeroThreshold() != wp.ZeroThreshold() ||
 			gp.StartTimestamp() != wp.StartTimestamp() ||
 			gp.Positive().Offset() != wp.Positive().Offset() ||
@@ -291,8 +292,13 @@ func comparePoint(g, w Point) error {
 	return nil
 }
 
+// sameDouble: one value, NaN included (segment format 2.8 carries NaN).
+func sameDouble(a, b float64) bool {
+	return a == b || math.IsNaN(a) && math.IsNaN(b)
+}
+
 func compareNumber(g, w pmetric.NumberDataPoint) error {
-	if g.ValueType() != w.ValueType() || g.IntValue() != w.IntValue() || g.DoubleValue() != w.DoubleValue() ||
+	if g.ValueType() != w.ValueType() || g.IntValue() != w.IntValue() || !sameDouble(g.DoubleValue(), w.DoubleValue()) ||
 		g.StartTimestamp() != w.StartTimestamp() {
 		return fmt.Errorf("value %v %d %v start %v, C %v %d %v start %v", g.ValueType(), g.IntValue(), g.DoubleValue(),
 			g.StartTimestamp(), w.ValueType(), w.IntValue(), w.DoubleValue(), w.StartTimestamp())

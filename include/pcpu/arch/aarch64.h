@@ -31,7 +31,7 @@
  * since the load. The kernel takes an interrupt, preemption or signal at
  * an instruction boundary, so a commit must be one instruction: for the
  * histogram's pair it is one `stp` of two registers (see
- * pcpu__rseq_idx16_cmpeq_add2v_indexed).
+ * pcpu__rseq_this_add2()).
  *
  * One form for every compiler: asm goto without outputs (gcc >= 4.5, clang
  * >= 9), scratch values in fixed registers named as clobbers (x9-x15, and

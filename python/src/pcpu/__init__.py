@@ -27,6 +27,7 @@ exporter.
 """
 import ctypes
 import dataclasses
+import math
 import os
 from typing import Dict, List, Optional, Tuple, Union
 
@@ -62,9 +63,13 @@ class SegmentInfo:
 @dataclasses.dataclass(frozen=True)
 class Histogram:
     """A histogram series' value: per-bucket counts (not cumulative, one per
-    bucket of Family.buckets plus the last, +Inf), and the sum."""
+    bucket of Family.buckets plus the last, +Inf), and the sum: `sum` in
+    units of 10^scale_exp10 (an int) plus `residue`, what that integer
+    could not hold, in exposed units (a float, 0.0 but for families with
+    fractions: pcpu_histogram_observe())."""
     counts: Tuple[int, ...]
     sum: int
+    residue: float = 0.0
 
     @property
     def count(self) -> int:
@@ -88,7 +93,8 @@ class Series:
         """The exposed value, value * 10^scale_exp10, as the nearest float
         (a histogram's sum scaled the same way; counts are unchanged)."""
         if isinstance(self.value, Histogram):
-            return Histogram(self.value.counts, scale(self.value.sum, family.scale_exp10))
+            h = self.value
+            return Histogram(h.counts, scale(h.sum, family.scale_exp10) + h.residue)
         return scale(self.value, family.scale_exp10)
 
 
@@ -100,15 +106,21 @@ class Family:
     type: str                  #: "counter", "gauge" or "histogram"
     scale_exp10: int           #: exposed value = value * 10^scale_exp10
     label_names: Tuple[str, ...]
+    #: Several label sets of one name (PCPU_FAMILY_LABELSET): one Family
+    #: whose series carry labels of any of them; label_names is then the
+    #: names of all, in order of appearance, and label_sets each set.
     #: Histograms: inclusive upper bounds of the buckets but the last (+Inf).
     buckets: Tuple[int, ...]
     #: Histograms: indices of the buckets whose bound is exposed as an `le`
     #: (the same set at every scrape; +Inf always), None for every bucket.
     export_buckets: Optional[Tuple[int, ...]]
     series: Tuple[Series, ...]
-    #: Counters and gauges whose values have a fraction (billionths of a
-    #: unit, PCPU_SNAPSHOT_NANOS: pcpu_registry_family_nanos()).
+    #: A family with fractions (PCPU_SNAPSHOT_NANOS: pcpu/fraction.h):
+    #: counters and gauges with billionths and a residue, histograms
+    #: observed as doubles.
     fractions: bool = False
+    #: The label sets of its name (one for most: label_names).
+    label_sets: Tuple[Tuple[str, ...], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,11 +160,13 @@ def _plain(x):
 
 
 def _fraction_value(lib, fam, se, signed):
-    """A value with billionths (PCPU_SNAPSHOT_NANOS): the exact int where
-    they add whole units only, else the float pcpu_snapshot_value() gives."""
+    """A value with billionths and a residue (PCPU_SNAPSHOT_NANOS): the
+    exact int where they add whole units only, else the float
+    pcpu_snapshot_value() gives (infinities and NaN included)."""
     nanos = se.value.fixed.nanos
     units, rest = divmod(abs(nanos), 10**9)  # C's division: toward zero
-    if rest:
+    residue = se.value.fixed.residue
+    if rest or residue != 0.0 or math.copysign(1.0, residue) < 0:
         return lib.pcpu_snapshot_value(ctypes.byref(fam), ctypes.byref(se))
     v = (se.value.fixed.whole + (units if nanos >= 0 else -units)) % 2**64
     return v - 2**64 if signed and v >= 2**63 else v
@@ -274,7 +288,7 @@ class Segment:
                     labels = {names[k]: _s(se.label_values[k]) for k in range(fam.nlabels)}
                     if kind == _lib.VALUE_BUCKETS:
                         h = se.value.histogram
-                        value = Histogram(tuple(h.counts[k] for k in range(nb)), h.sum)
+                        value = Histogram(tuple(h.counts[k] for k in range(nb)), h.sum, h.residue)
                     elif fam.flags & _lib.SNAPSHOT_NANOS:
                         value = _fraction_value(lib, fam, se, kind == _lib.VALUE_SIGNED)
                     elif kind == _lib.VALUE_SIGNED:
@@ -288,6 +302,16 @@ class Segment:
                             _lib.raise_errno("pcpu_reader_snapshot_slots")
                         slots = tuple(p[k] for k in range(s.nslots))
                     series.append(Series(labels, value, slots))
+                if fams and fams[-1].name == _s(fam.name):
+                    # Another label set of the name (PCPU_FAMILY_LABELSET),
+                    # next to the first: one metric, its series with theirs.
+                    prev = fams[-1]
+                    fams[-1] = dataclasses.replace(
+                        prev, series=prev.series + tuple(series),
+                        label_names=prev.label_names + tuple(n for n in names
+                                                             if n not in prev.label_names),
+                        label_sets=prev.label_sets + (names,))
+                    continue
                 fams.append(Family(name=_s(fam.name), help=_s(fam.help),
                                    unit=_s(fam.unit) or None, type=ftype,
                                    scale_exp10=fam.scale_exp10, label_names=names,
@@ -296,7 +320,8 @@ class Segment:
                                                          for k in range(fam.nexport))
                                                    if fam.export_buckets else None),
                                    series=tuple(series),
-                                   fractions=bool(fam.flags & _lib.SNAPSHOT_NANOS)))
+                                   fractions=bool(fam.flags & _lib.SNAPSHOT_NANOS),
+                                   label_sets=(names,)))
             return Snapshot(families=tuple(fams), generation=s.generation, changed=s.changed,
                             stable=bool(s.stable), incomplete=bool(s.incomplete),
                             state=_lib.SEGMENT_STATES.get(s.state), nslots=s.nslots,

@@ -76,11 +76,12 @@ class SegmentInfo(ctypes.Structure):
 
 
 class _Histogram(ctypes.Structure):
-    _fields_ = [("counts", c_uint64_p), ("sum", ctypes.c_int64)]
+    _fields_ = [("counts", c_uint64_p), ("sum", ctypes.c_int64), ("residue", ctypes.c_double)]
 
 
 class _Fixed(ctypes.Structure):
-    _fields_ = [("whole", ctypes.c_uint64), ("nanos", ctypes.c_int64)]
+    _fields_ = [("whole", ctypes.c_uint64), ("nanos", ctypes.c_int64),
+                ("residue", ctypes.c_double)]
 
 
 class _Value(ctypes.Union):
@@ -199,6 +200,8 @@ _FUNCTIONS = [
     # Scaling and the exposed buckets, as the C writers compute them.
     ("pcpu_stats_scale", ctypes.c_double, [ctypes.c_double, ctypes.c_int]),
     ("pcpu_snapshot_value", ctypes.c_double,
+     [ctypes.POINTER(SnapshotFamily), ctypes.POINTER(SnapshotSeries)]),
+    ("pcpu_snapshot_sum", ctypes.c_double,
      [ctypes.POINTER(SnapshotFamily), ctypes.POINTER(SnapshotSeries)]),
     ("pcpu_snapshot_histogram_buckets", ctypes.c_size_t,
      [ctypes.POINTER(SnapshotFamily), c_uint64_p, ctypes.POINTER(ctypes.c_size_t), c_uint64_p,

@@ -139,7 +139,7 @@ def _metric_family(lib, fam):
         if buckets:
             h = se.value.histogram
             metric.add_metric(values, _buckets(lib, fam, h.counts, idx, cum, le),
-                              pcpu.scale(h.sum, fam.scale_exp10))
+                              lib.pcpu_snapshot_sum(ctypes.byref(fam), ctypes.byref(se)))
         else:  # the exposed value, a fraction included (pcpu_snapshot_value())
             metric.add_metric(values, lib.pcpu_snapshot_value(ctypes.byref(fam), ctypes.byref(se)))
     return metric
@@ -202,7 +202,15 @@ class PcpuCollector(Collector):
                     why = "conflict"
                 up.add_metric(labels + [why], 1 if ok else 0)
             res = merge.result()
-            metrics = [_metric_family(lib, res.families[i]) for i in range(res.nfamilies)]
+            metrics = []
+            for i in range(res.nfamilies):
+                m = _metric_family(lib, res.families[i])
+                if metrics and metrics[-1].name == m.name:
+                    # Another label set of the name (PCPU_FAMILY_LABELSET):
+                    # its samples under the same metric family.
+                    metrics[-1].samples.extend(m.samples)
+                else:
+                    metrics.append(m)
         finally:
             merge.free()
         yield from metrics

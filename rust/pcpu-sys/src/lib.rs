@@ -141,6 +141,11 @@ pub const PCPU_METRIC_GAUGE: pcpu_metric_type = 2;
 /// Histogram.
 pub const PCPU_METRIC_HISTOGRAM: pcpu_metric_type = 3;
 
+/// `pcpu_registry_family_ex()` flag: values with fractions (pcpu/fraction.h).
+pub const PCPU_FAMILY_FRACTIONS: c_uint = 1 << 0;
+/// `pcpu_registry_family_ex()` flag: another label set of an existing name.
+pub const PCPU_FAMILY_LABELSET: c_uint = 1 << 1;
+
 /// `enum pcpu_format`.
 pub type pcpu_format = c_uint;
 /// Prometheus text format 0.0.4.
@@ -300,12 +305,19 @@ extern "C" {
     pub fn pcpu_gauge_set(g: pcpu_gauge_t, v: i64) -> c_int;
     pub fn pcpu_gauge_read(g: pcpu_gauge_t) -> i64;
 
+    // ---- pcpu/fraction.h -----------------------------------------------
+    pub fn pcpu_counter_add_double(c: pcpu_counter_t, v: f64);
+    pub fn pcpu_gauge_add_double(g: pcpu_gauge_t, v: f64);
+    pub fn pcpu_gauge_set_double(g: pcpu_gauge_t, v: f64) -> c_int;
+    pub fn pcpu_gauge_read_double(g: pcpu_gauge_t) -> f64;
+
     // ---- pcpu/histogram.h ----------------------------------------------
     pub fn pcpu_histogram_create(layout: *const pcpu_histogram_layout) -> *mut pcpu_histogram;
     pub fn pcpu_histogram_create_in(zone: *mut pcpu_zone, layout: *const pcpu_histogram_layout) -> *mut pcpu_histogram;
     pub fn pcpu_histogram_destroy(h: *mut pcpu_histogram);
     pub fn pcpu_histogram_record(h: *const pcpu_histogram, v: i64);
     pub fn pcpu_histogram_record_n(h: *const pcpu_histogram, v: i64, n: u64);
+    pub fn pcpu_histogram_observe(h: *const pcpu_histogram, v: f64);
     pub fn pcpu_histogram_record_owned(w: pcpu_worker_t, h: *const pcpu_histogram, v: i64);
     pub fn pcpu_histogram_bucket_of(h: *const pcpu_histogram, v: i64) -> usize;
     pub fn pcpu_histogram_nbuckets(h: *const pcpu_histogram) -> usize;
@@ -331,6 +343,14 @@ extern "C" {
     pub fn pcpu_registry_zone(reg: *mut pcpu_registry) -> *mut pcpu_zone;
     pub fn pcpu_registry_generation(reg: *mut pcpu_registry) -> u64;
     pub fn pcpu_registry_family(reg: *mut pcpu_registry, desc: *const pcpu_family_desc) -> *mut pcpu_family;
+    pub fn pcpu_registry_family_ex(
+        reg: *mut pcpu_registry,
+        desc: *const pcpu_family_desc,
+        flags: c_uint,
+        n: c_uint,
+        names: *const *const c_char,
+        values: *const *const c_char,
+    ) -> *mut pcpu_family;
     pub fn pcpu_registry_find(reg: *mut pcpu_registry, name: *const c_char) -> *mut pcpu_family;
     pub fn pcpu_registry_remove_family(reg: *mut pcpu_registry, fam: *mut pcpu_family) -> c_int;
     pub fn pcpu_family_name(fam: *const pcpu_family) -> *const c_char;

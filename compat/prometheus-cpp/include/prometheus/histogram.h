@@ -32,7 +32,10 @@ namespace prometheus {
 /// no mutex, where prometheus-cpp takes one. The precision of the sum:
 /// 10^s per observation, 1e-9 for the usual latency bounds; an
 /// observation the sum words cannot hold (|value| * 10^-s >= 4e18,
-/// infinities, NaN) goes to a double beside them. A histogram a Registry's
+/// infinities, NaN) goes to the double sum of the words after the buckets'
+/// (pcpu_fraction_sum_add(): per-CPU doubles, +-Inf and NaN a shared
+/// residue), which pcpu's registry and segments read too (a family with
+/// fractions, segment format 2.8). A histogram a Registry's
 /// family makes is, where its bounds are whole numbers of 10^s units
 /// (detail::PcpuBoundsScale), a series of the registry's pcpu histogram
 /// family (prometheus/pcpu.h) of that scale: these words are that
@@ -105,11 +108,12 @@ class PROMETHEUS_CPP_CORE_EXPORT Histogram {
   // (detail::SeriesTag::bounds).
   std::shared_ptr<const BucketBoundaries> bounds_;
   // Per bucket, +Inf last: [2b] its whole-number count, [2b + 1] its pcpu
-  // sum (pcpu's histogram layout: a pcpu series' own words when published).
+  // sum (pcpu's histogram layout: a pcpu series' own words when published);
+  // then the double sum of what those cannot hold (PCPU_FRACTION_SUM_WORDS).
+  pcpu_counter_t OtherSum() const { return pcpu_counter_at(counts_, 2 * (bounds_->size() + 1)); }
   pcpu_counter_t counts_ = nullptr;
   bool owns_counts_ = true;
   double mult_ = 1.0;  // 10^-scale_exp10, scale_exp10 = detail::SumScaleExp10(bounds_)
-  std::atomic<double> other_sum_{0.0};          // what the sum words cannot hold
   std::atomic<Fractions*> fractions_{nullptr};  // ObserveMultiple's fractions, made on first use
 };
 

@@ -73,7 +73,7 @@ struct Fam {
 unsafe impl Send for Fam {}
 
 /// The families of one (sanitised) metric name: one per list of label
-/// names, and for now only one (see `Families::family`).
+/// names (label sets of one metric, see `Families::family`).
 struct Named {
     kind: Kind,
     families: Vec<Fam>,
@@ -167,11 +167,10 @@ impl Families {
     ///
     /// The same names in another order are the same family (the caller
     /// puts the values in the family's order). Another list of names for
-    /// a name already registered is refused for now: it needs the C
-    /// library's label variants (another family of the same name), which
-    /// would make it another series of the same metric, as
-    /// metrics-exporter-prometheus shows it. The tests that wait for it
-    /// are marked `needs C label variants`.
+    /// a name already registered is another label set of the name
+    /// (`PCPU_FAMILY_LABELSET`): its series are series of the same
+    /// metric, under one HELP and TYPE, as metrics-exporter-prometheus
+    /// shows them.
     fn family(
         &mut self,
         reg: &Registry,
@@ -191,20 +190,31 @@ impl Families {
             if let Some(i) = n.families.iter().position(|f| same_names(&f.labels, label_names)) {
                 return Ok((fkey, i));
             }
-            return Err(Refusal::permanent(format!(
-                "pcpu::metrics: `{name}` has the labels ({}): a key with the labels ({}) needs the C \
-                 library's label variants (not there yet)",
-                n.families[0].labels.join(", "),
-                label_names.join(", ")
-            )));
+            // Another label set of the name: a family of its own beside
+            // the others, whose series are series of the same metric.
+            let fam = self.create(reg, kind, name, &fkey, label_names, true)?;
+            let n = self.named.get_mut(&fkey).expect("found above");
+            n.families.push(fam);
+            let i = n.families.len() - 1;
+            return Ok((fkey, i));
         }
-        let fam = self.create(reg, kind, name, &fkey, label_names)?;
+        let fam = self.create(reg, kind, name, &fkey, label_names, false)?;
         self.named.insert(fkey.clone(), Named { kind, families: vec![fam] });
         Ok((fkey, 0))
     }
 
-    /// Registers a new family in the C registry.
-    fn create(&self, reg: &Registry, kind: Kind, name: &str, fkey: &str, label_names: &[&str]) -> Result<Fam, Refusal> {
+    /// Registers a new family in the C registry: values with fractions
+    /// for gauges and histograms (any `f64`), another label set of an
+    /// existing name if `labelset`.
+    fn create(
+        &self,
+        reg: &Registry,
+        kind: Kind,
+        name: &str,
+        fkey: &str,
+        label_names: &[&str],
+        labelset: bool,
+    ) -> Result<Fam, Refusal> {
         // Sanitised names hold no NUL; help was cleaned by describe().
         let cname = CString::new(name).map_err(|_| Refusal::permanent(format!("pcpu::metrics: {name}: NUL")))?;
         let chelp = CString::new(self.help.get(fkey).map_or("", |h| h.as_str())).unwrap_or_default();
@@ -218,12 +228,18 @@ impl Families {
             type_: kind.raw(),
             nlabels: name_ptrs.len() as u32,
             label_names: if name_ptrs.is_empty() { ptr::null() } else { name_ptrs.as_ptr() },
-            scale_exp10: if kind == Kind::Counter { 0 } else { SCALE },
+            // Histograms' buckets are in billionths; gauges with
+            // fractions take scale 0 (their values are doubles).
+            scale_exp10: if kind == Kind::Histogram { SCALE } else { 0 },
             histogram: if kind == Kind::Histogram { &layout } else { ptr::null() },
         };
         // SAFETY: desc and everything it points to live for the call (the
         // library copies them).
-        let raw = unsafe { sys::pcpu_registry_family(reg.as_raw(), &desc) };
+        let mut flags = if kind == Kind::Counter { 0 } else { sys::PCPU_FAMILY_FRACTIONS };
+        if labelset {
+            flags |= sys::PCPU_FAMILY_LABELSET;
+        }
+        let raw = unsafe { sys::pcpu_registry_family_ex(reg.as_raw(), &desc, flags, 0, ptr::null(), ptr::null()) };
         let raw = NonNull::new(raw).ok_or_else(|| Refusal::from_error(name, crate::registry::stats_error()))?;
         Ok(Fam { raw, labels: label_names.iter().map(|n| n.to_string()).collect() })
     }

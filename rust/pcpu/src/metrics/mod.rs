@@ -29,13 +29,18 @@
 //!
 //! # Mapping
 //!
-//! A key's name is a family, its labels' names the family's label names,
-//! its labels' values a series. The same label names in another order are
-//! the same family: the values are put in the family's order. Counters
-//! are pcpu counters (exact, the inline add). Gauges and histograms take
-//! `f64` values: they record billionths (a family exposed with
-//! `scale_exp10 = -9`), exact to 10^-9, up to ±9.22e9. A description given
-//! before a key's first registration becomes its family's help.
+//! A key's name is a metric, its labels' names a label set of it (a pcpu
+//! family), its labels' values a series. Keys of one name with other
+//! label names are other label sets of the same metric, under one HELP
+//! and TYPE (`requests_total{path="/x"}` beside `requests_total`), as
+//! metrics-exporter-prometheus shows them; the same label names in
+//! another order are the same label set (the values are put in its
+//! order). Counters are pcpu counters (exact, the inline add). Gauges and
+//! histograms take any `f64` (families with fractions, pcpu/fraction.h):
+//! exact for integers and for decimals to 10^-9 (0.1 added ten times is
+//! 1), and the whole range beyond (`set(16e9)` shows `16000000000`,
+//! `1e-12` and `1e300` show as they are). A description given before a
+//! key's first registration becomes its family's help.
 //!
 //! Names are sanitised as metrics-exporter-prometheus sanitises them: each
 //! character a Prometheus metric name (`[a-zA-Z_:][a-zA-Z0-9_:]*`) or
@@ -49,10 +54,9 @@
 //! them).
 //!
 //! What is refused: a name registered as another kind (a gauge `x` after
-//! a counter `x`), a key whose label names differ from the first
-//! registration of its name (another series of the same metric once the
-//! C library has label variants; refused until then), a label value with
-//! a NUL byte, a name or value over the C library's limits (200 and 2048
+//! a counter `x`), a series that equals one of another label set of its
+//! name (an empty label value counts as an absent label), a label value
+//! with a NUL byte, a name or value over the C library's limits (200 and 2048
 //! bytes), a name whose samples another family writes (a gauge
 //! `x_count` beside a histogram `x`). The facade lets a recorder refuse
 //! only with a no-op handle; this one also counts each refused key in the
@@ -64,7 +68,7 @@
 //!
 //! By default a histogram has native (exponential) buckets of schema 3:
 //! eight per power of two, each at most 9.05% wide, over every value from
-//! 10^-9 to 9.22e9. A scraper that takes the protobuf exposition gets
+//! 10^-9 to 9.22e9 (larger ones count in +Inf; the sum takes any value). A scraper that takes the protobuf exposition gets
 //! them as a Prometheus native histogram: pcpu's exporter (`pcpustat
 //! serve`) negotiates it for a published registry, and a program that
 //! serves its own `/metrics` answers with

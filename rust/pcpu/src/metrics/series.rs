@@ -113,7 +113,7 @@ impl<T> Clone for Ptr<T> {
     }
 }
 
-/// A gauge series (values in billionths: [`to_recorded`]).
+/// A gauge series (a family with fractions: any `f64`).
 #[derive(Clone)]
 #[repr(align(128))]
 pub(crate) struct GaugeH {
@@ -129,7 +129,8 @@ impl GaugeH {
     }
 }
 
-/// A histogram series (values in billionths: [`to_recorded`]).
+/// A histogram series (a family with fractions: any `f64`; buckets in
+/// billionths, [`SCALE`]).
 #[derive(Clone)]
 #[repr(align(128))]
 pub(crate) struct HistogramH {
@@ -145,12 +146,12 @@ impl HistogramH {
     }
 }
 
-/// The exposed value is the recorded one × 10^SCALE: gauges and
-/// histograms record billionths of their `f64` values (exact to 10^-9,
-/// up to ±9.22e9: the `i64` range; beyond it the value saturates).
+/// Histogram buckets are in billionths of the recorded unit (the family's
+/// scale_exp10): exact bounds to 10^-9, up to 9.22e9; the values and sums
+/// themselves cover every `f64` (a family with fractions).
 pub(crate) const SCALE: i32 = -9;
 
-/// An `f64` value as the integer the series records.
+/// An `f64` bucket bound as the integer the layout takes.
 #[inline]
 pub(crate) fn to_recorded(v: f64) -> i64 {
     (v * 1e9).round() as i64
@@ -158,26 +159,31 @@ pub(crate) fn to_recorded(v: f64) -> i64 {
 
 impl GaugeFn for GaugeH {
     fn increment(&self, value: f64) {
-        // SAFETY: a live series (the registry is held).
-        unsafe { sys::pcpu_gauge_add(self.g.0.as_ptr(), to_recorded(value)) }
+        // SAFETY: a live series of a family with fractions (the registry
+        // is held).
+        unsafe { sys::pcpu_gauge_add_double(self.g.0.as_ptr(), value) }
     }
     fn decrement(&self, value: f64) {
         // SAFETY: as above.
-        unsafe { sys::pcpu_gauge_sub(self.g.0.as_ptr(), to_recorded(value)) }
+        unsafe { sys::pcpu_gauge_add_double(self.g.0.as_ptr(), -value) }
     }
     fn set(&self, value: f64) {
         // SAFETY: as above.
-        unsafe { sys::pcpu_gauge_set(self.g.0.as_ptr(), to_recorded(value)) };
+        unsafe { sys::pcpu_gauge_set_double(self.g.0.as_ptr(), value) };
     }
 }
 
 impl HistogramFn for HistogramH {
     fn record(&self, value: f64) {
-        // SAFETY: as above.
-        unsafe { sys::pcpu_histogram_record(self.h.0.as_ptr(), to_recorded(value)) }
+        // SAFETY: a live series of a histogram family with fractions.
+        unsafe { sys::pcpu_histogram_observe(self.h.0.as_ptr(), value) }
     }
+    /// `count` observations, one by one (exact for any value and count;
+    /// cost linear in `count`).
     fn record_many(&self, value: f64, count: usize) {
-        // SAFETY: as above.
-        unsafe { sys::pcpu_histogram_record_n(self.h.0.as_ptr(), to_recorded(value), count as u64) }
+        for _ in 0..count {
+            // SAFETY: as above.
+            unsafe { sys::pcpu_histogram_observe(self.h.0.as_ptr(), value) }
+        }
     }
 }

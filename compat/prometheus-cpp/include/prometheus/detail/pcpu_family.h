@@ -35,16 +35,18 @@ struct SeriesTag {
 
 /// The pcpu family behind a prometheus::Family, made on the first Add(): a
 /// prometheus-cpp family learns its label names (and a histogram its
-/// bounds) only then, while a pcpu family fixes them at creation (pcpu's
-/// registry holds one family per name, so a second pcpu family of the same
-/// name with other labels is not possible). So the first Add() fixes the
-/// pcpu family's label names (sorted, as Labels are) and, for histograms,
-/// its bounds and scale. A later Add() with other label names or bounds,
-/// or one whose series pcpu refuses (a label value over
-/// PCPU_STATS_LABEL_VALUE_MAX bytes or not UTF-8, say), still works as in
-/// prometheus-cpp but keeps its words to itself: it is in Collect() and the
-/// TextSerializer's output, not in the pcpu registry, its expositions or
-/// its published segment. When pcpu refuses the family the first Add()
+/// bounds) only then, while a pcpu family fixes them at creation. So the
+/// first Add() fixes the pcpu family's label names (sorted, as Labels are)
+/// and, for histograms, its bounds and scale. A later Add() with other
+/// label names makes another label set of the name (pcpu's
+/// PCPU_FAMILY_LABELSET: one metric, under one HELP and TYPE in pcpu's
+/// expositions and segments, as in prometheus-cpp's). A later Add() with
+/// other bounds, or one whose series pcpu refuses (a label value over
+/// PCPU_STATS_LABEL_VALUE_MAX bytes or not UTF-8, a series another label
+/// set has -- an empty label value is an absent one --, say), still works
+/// as in prometheus-cpp but keeps its words to itself: it is in Collect()
+/// and the TextSerializer's output, not in the pcpu registry, its
+/// expositions or its published segment. When pcpu refuses the family the first Add()
 /// describes (a name it reserves -- `x` beside a counter `x_total`, more
 /// than PCPU_STATS_LABELS_MAX labels with the constant ones, a histogram
 /// label `le`, bounds without a decimal scale: PcpuBoundsScale), nothing of
@@ -68,11 +70,25 @@ class PROMETHEUS_CPP_CORE_EXPORT PcpuFamily {
   void Unpublish(const Labels& labels);
   /// The pcpu family, or nullptr (none made yet, or refused).
   pcpu_family_t* family() const { return fam_; }
+  /// Every pcpu family of the name this family made: its other label sets
+  /// (PCPU_FAMILY_LABELSET), then family() (none: empty).
+  std::vector<pcpu_family_t*> families() const {
+    std::vector<pcpu_family_t*> v;
+    for (auto& s : sets_)
+      if (s.second) v.push_back(s.second);
+    if (fam_) v.push_back(fam_);
+    return v;
+  }
 
  private:
   friend class ::prometheus::Registry;
   bool Create(const std::string& name, const std::string& help, const Labels& constant_labels,
               const Labels& labels, MetricType type, const std::vector<double>* bounds);
+  pcpu_family_t* Register(const std::string& name, const std::string& help, const Labels& constant_labels,
+                          const Labels& labels, MetricType type, const std::vector<double>* bounds,
+                          unsigned flags);
+  pcpu_family_t* LabelSet(const std::string& name, const std::string& help, const Labels& constant_labels,
+                          const Labels& labels, MetricType type, const std::vector<double>* bounds);
   bool Matches(const Labels& labels, const std::vector<double>* bounds) const;
   SeriesTag PublishSeries(const std::string& name, const std::string& help, const Labels& constant_labels,
                           const Labels& labels, MetricType type, const std::vector<double>* bounds);
@@ -85,6 +101,9 @@ class PROMETHEUS_CPP_CORE_EXPORT PcpuFamily {
   std::vector<std::string> prefix_values_;
   std::shared_ptr<const std::vector<double>> shared_bounds_;  // the first histogram's  // an info family's constant label values
   double mult_ = 1.0;
+  // The name's other label sets (PCPU_FAMILY_LABELSET): their label names
+  // and family, or nullptr where pcpu refused it.
+  std::vector<std::pair<std::vector<std::string>, pcpu_family_t*>> sets_;
 };
 
 /// The scale 10^s of a histogram's sums: the finest s in -9..0 that keeps

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <pcpu/counter.h>
+#include <pcpu/fraction.h>
 #include <pcpu/gauge.h>
 
 #include "prometheus/detail/core_export.h"
@@ -24,16 +25,15 @@
 namespace prometheus {
 namespace detail {
 
-/// A double as two per-CPU int64 words and a double. The words, `whole`
-/// units and beside it `nanos` (billionths of a unit), are a pcpu series'
-/// own when the metric is published in a pcpu registry
-/// (detail::PcpuFamily: a family with fractions,
-/// pcpu_registry_family_nanos()), so pcpu's expositions, snapshots and
-/// published segments (pcpustat, the Python reader) show the value to
-/// 1e-9: Increment(0.5) and Set(0.75) read there as 0.5 and 0.75.
-/// Integer values are exact there up to 2^63; what the words cannot hold
-/// (`extra` below) and the part of a Set() value beyond 1e-9 are
-/// in-process only (Value(), Collect(), the TextSerializer).
+/// A double as a pcpu value with fractions (pcpu/fraction.h): two
+/// per-CPU int64 words, `whole` units and beside it `nanos` (billionths of
+/// a unit), and a residue (a double, slot 0's mirror word of word 2) for
+/// what the words cannot hold. They are a pcpu series' own when the metric
+/// is published in a pcpu registry (detail::PcpuFamily: a family with
+/// fractions, pcpu_registry_family_nanos()), so pcpu's expositions,
+/// snapshots and published segments (pcpustat, the Go and Python readers)
+/// show the value Value() and Collect() give, every double: Increment(0.5),
+/// Set(0.75), Set(16e9), Set(1e-12), Increment(1e300), +-Inf, NaN.
 ///
 /// The precision: an increment d with |d| < 2^62 adds trunc(d) to `whole`
 /// (when not 0) and the fraction, rounded to the nearest 1e-9, to `nanos`
@@ -41,26 +41,26 @@ namespace detail {
 /// number -- is one pcpu_counter_add(), exact; each fractional increment is
 /// off by at most 5e-10 (prometheus-cpp's own double is off by half an ulp
 /// of the running total, which passes 1e-9 at totals above 2^23).
-/// Increments of 2^62 or more, infinities and NaN go to `extra` (an atomic
-/// double, a compare-and-swap loop). Value() converts the words to double:
-/// exact while the integer part is below 2^53.
+/// Increments of 2^62 or more, those that would round to 0 (below 5e-10),
+/// infinities and NaN go to the residue (a compare-and-swap on its word).
 ///
-/// Set(v) stores v itself, exactly, in `set`, trunc(v) in `whole` and the
-/// fraction of v, rounded to the nearest 1e-9, in `nanos` (so that the
-/// words alone show v to 1e-9); thereafter value = set + (whole -
-/// trunc(set)) + (nanos - NanosOf(set)) * 1e-9 + extra.
+/// Set(v) stores v exactly: trunc(v) in `whole`, the fraction of v rounded
+/// to the nearest 1e-9 in `nanos` and v minus what those read in the
+/// residue (pcpu_fraction_split()), so the value reads back v bit for bit
+/// (-0.0 included), in pcpu's readers too, and later changes add to it.
 /// A gauge that was only ever Set() (never incremented) is in its "set
-/// only" state: Set() is two stores (the double, seq_cst, and slot 0's
-/// word of `whole`, which no adder writes then; a third, slot 0's word of
-/// `nanos`, where v has a fraction) and Value() is the double
-/// -- prometheus-cpp's cost; concurrent Set()s leave Value() at one of
-/// them and `whole` maybe at the other's whole part until the next Set().
-/// The first increment or decrement of a gauge leaves that state for good
-/// (once: a spin flag, pcpu_gauge_set() of `whole`); from then on, and
-/// always for counters, Set() is pcpu_gauge_set() of `whole` and of `nanos`
-/// under the spin flag (two Set()s never mix; a reader racing a Set() can
-/// see some of its words and not others). Value() reads back exactly what
-/// was set, -0.0 included, and later changes add to it.
+/// only" state: Set() is plain stores (the double, seq_cst, and slot 0's
+/// word of `whole`, which no adder writes then; slot 0's word of `nanos`
+/// where v has a fraction; the residue, an atomic exchange, where it is or
+/// was not 0) and Value() is the double -- prometheus-cpp's cost;
+/// concurrent Set()s leave Value() at one of them and the words maybe at
+/// the other's until the next Set(). The first increment or decrement of a
+/// gauge leaves that state for good (once: a spin flag,
+/// pcpu_gauge_set_double() of the last Set()); from then on, and always
+/// for counters, Set() is pcpu_gauge_set_double() (the words by offset, the
+/// residue stored, under pcpu's striped lock and the spin flag: two Set()s
+/// never mix; a reader racing a Set() can see some of its words and not
+/// others), and Value() is pcpu_fraction_value() of the words read.
 /// Increments are per-CPU rseq adds (pcpu/counter.h): no shared cache line.
 class PROMETHEUS_CPP_CORE_EXPORT PcpuValue {
  public:
@@ -80,7 +80,7 @@ class PROMETHEUS_CPP_CORE_EXPORT PcpuValue {
 
   PCPU_PROMETHEUS_HOT void Add(double d) {
     if (!(std::fabs(d) < kLimit)) {
-      AddExtra(d);
+      AddResidue(d);
       return;
     }
     double ip = std::trunc(d);
@@ -92,6 +92,8 @@ class PROMETHEUS_CPP_CORE_EXPORT PcpuValue {
       if (nanos != 0) {
         pcpu_counter_t w = nanos_.load(std::memory_order_acquire);
         pcpu_counter_add(w ? w : UseNanos(), nanos);
+      } else if (whole == 0) {
+        AddResidue(d);  // 0 < |d| < 5e-10: it would round to nothing
       }
     }
   }
@@ -109,10 +111,14 @@ class PROMETHEUS_CPP_CORE_EXPORT PcpuValue {
   /// Sets the value (see the class comment for the cost).
   void Set(double v) {
     if (state_.load(std::memory_order_acquire) == kSetOnly) {
-      __atomic_store_n(&whole_->pcpu__word, WholeOf(v), __ATOMIC_RELAXED);
-      std::int64_t nanos = NanosOf(v);
+      std::int64_t whole, nanos;
+      double residue;
+      pcpu__fraction_split(v, 1, &whole, &nanos, &residue);
+      __atomic_store_n(&whole_->pcpu__word, whole, __ATOMIC_RELAXED);
       pcpu_counter_t w = nanos_.load(std::memory_order_acquire);
       if (nanos != 0 || w) __atomic_store_n(&(w ? w : UseNanos())->pcpu__word, nanos, __ATOMIC_RELAXED);
+      if (residue != 0.0 || std::signbit(residue) || residue_.load(std::memory_order_relaxed))
+        StoreResidue(residue);
       set_.store(v, std::memory_order_seq_cst);
       if (state_.load(std::memory_order_seq_cst) == kSetOnly) return;
     }
@@ -120,14 +126,14 @@ class PROMETHEUS_CPP_CORE_EXPORT PcpuValue {
   }
   /// The value. Inline: a gauge in its "set only" state reads the double,
   /// and where only whole units were ever added (no Set() value but +0.0,
-  /// no fraction word, no extra) it is the whole word's sum -- what
+  /// no fraction word, no residue) it is the whole word's sum -- what
   /// ValueSlow() computes then, without a call into the layer.
   double Value() const {
     double set = set_.load(std::memory_order_acquire);
     if (state_.load(std::memory_order_acquire) != kAdding) return set;
     std::uint64_t set_bits;
     __builtin_memcpy(&set_bits, &set, sizeof set_bits);
-    if (set_bits == 0 && !nanos_.load(std::memory_order_acquire) && extra_.load(std::memory_order_relaxed) == 0.0)
+    if (set_bits == 0 && !nanos_.load(std::memory_order_acquire) && !residue_.load(std::memory_order_acquire))
       return static_cast<double>(static_cast<std::int64_t>(pcpu_counter_fetch(whole_)));
     return ValueSlow();
   }
@@ -138,17 +144,8 @@ class PROMETHEUS_CPP_CORE_EXPORT PcpuValue {
 
  private:
   enum : unsigned char { kSetOnly, kStarting, kAdding };
-  static std::int64_t WholeOf(double v) {
-    return std::fabs(v) < kLimit ? static_cast<std::int64_t>(std::trunc(v)) : 0;
-  }
-  // The fraction of v in billionths, rounded half away from zero, as Add()
-  // rounds (0 where WholeOf() is 0 for want of range).
-  static std::int64_t NanosOf(double v) {
-    if (!(std::fabs(v) < kLimit)) return 0;
-    double f = (v - std::trunc(v)) * 1e9;
-    return static_cast<std::int64_t>(f + (f < 0 ? -0.5 : 0.5));
-  }
-  void AddExtra(double d);
+  void AddResidue(double d);
+  void StoreResidue(double r);
   // The `nanos` word, marked in use: Value() reads it from then on.
   pcpu_counter_t UseNanos() {
     pcpu_counter_t w = pcpu_counter_at(whole_, 1);
@@ -160,10 +157,10 @@ class PROMETHEUS_CPP_CORE_EXPORT PcpuValue {
   void Lock();
   void Unlock() { busy_.store(false, std::memory_order_release); }
 
-  pcpu_counter_t whole_;                        // the series' two words, or own
+  pcpu_counter_t whole_;                        // the series' three words, or own
   std::atomic<pcpu_counter_t> nanos_{nullptr};  // whole_'s word 1 once a fraction was seen
-  std::atomic<double> set_{0.0};                // the last Set()'s value
-  std::atomic<double> extra_{0.0};              // increments past 2^62, inf, NaN
+  std::atomic<double> set_{0.0};                // the last Set()'s value (the "set only" state)
+  std::atomic<bool> residue_{false};            // the residue (word 2) was ever written
   std::atomic<unsigned char> state_;
   std::atomic<bool> busy_{false};  // Set()s and StartAdding() one at a time
   bool owns_whole_;

@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A tree segment's index of its shared directory (2.5; PCPU_SEGMENT_SHARED_TREE):
+ * the live family and series entries any process of the tree wrote, hashed
+ * (a family by its name, a series by its family's id and label values) so
+ * that a process registering a family or series finds the tree's in
+ * constant time, and, for several label sets of one name (2.8), whether an
+ * entry is another label set of the metric a registration describes.
+ * Entries are read under the tree's lock (directory.c, tree.c say when).
+ * Split from directory.c, which calls these.
+ */
+#include <limits.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "segment_internal.h"
+#include "writer.h"
+
+/* Entry i, if it is live and of `kind`: a copy (another process may be
+ * writing it only while it holds the tree lock, which the caller holds;
+ * but for a GROUP entry's sequence and copy of values, which collections
+ * rewrite under their own lock: not for kind GROUP). */
+static int live_entry(struct pcpu_segment *seg, uint64_t i, unsigned kind,
+		      struct pcpu__seg_entry *e)
+{
+	*e = seg->entries[i];
+	return e->kind == kind && !(e->seq & 1) && e->blob_off <= seg->strings_used &&
+	       e->blob_len <= seg->strings_used - e->blob_off;
+}
+
+int pcpu__tree_live_series(struct pcpu_segment *seg, uint64_t i, struct pcpu__seg_entry *e)
+{
+	return live_entry(seg, i, PCPU__SEG_SERIES, e) || live_entry(seg, i, PCPU__SEG_GROUP_SERIES, e);
+}
+
+/* The index's hashes: a family by its name, a series by its family's id
+ * and its blob (the label values, each with its NUL). */
+static uint64_t family_hash(const char *name)
+{
+	return pcpu__hash_str(PCPU__HASH_INIT ^ PCPU__SEG_FAMILY, name);
+}
+
+static uint64_t series_hash_start(uint64_t family_id)
+{
+	return pcpu__hash_bytes(PCPU__HASH_INIT ^ PCPU__SEG_SERIES, &family_id, sizeof family_id);
+}
+
+/* Indexes the entries other processes (or this one) wrote since the last
+ * look. Out of memory: the entries stay unindexed, and are found by the
+ * scan of find_scan(). */
+static void index_catch_up(struct pcpu_segment *seg)
+{
+	struct pcpu__seg_entry e;
+	uint64_t i;
+
+	for (i = seg->tree_indexed; i < seg->entries_used; i++) {
+		uint64_t h;
+
+		if (live_entry(seg, i, PCPU__SEG_FAMILY, &e))
+			h = family_hash(seg->strings + e.blob_off);
+		else if (pcpu__tree_live_series(seg, i, &e))
+			h = pcpu__hash_bytes(series_hash_start(e.family_id), seg->strings + e.blob_off,
+					     e.blob_len);
+		else
+			continue;
+		if (pcpu__htab_reserve(&seg->tree_index, 1) < 0)
+			return;
+		(void)pcpu__htab_add(&seg->tree_index, h, (uintptr_t)i + 1, 0);
+	}
+	seg->tree_indexed = seg->entries_used;
+}
+
+/* The strings of family entry e's blob after its name: help (NULL
+ * without), unit, then *labels at the label names; 0, or -1 where the
+ * blob does not hold them (another process is being trusted: bounded). */
+static int family_strings(struct pcpu_segment *seg, const struct pcpu__seg_entry *e,
+			  const char **help, const char **unit, const char **labels)
+{
+	const char *p = seg->strings + e->blob_off, *end = p + e->blob_len, *str[3];
+	int k;
+
+	for (k = 0; k < 3; k++) {
+		const char *nul;
+
+		str[k] = NULL;
+		if (k == 1 && !(e->flags & PCPU__SEG_E_HAS_HELP))
+			continue;
+		nul = memchr(p, '\0', (size_t)(end - p));
+		if (!nul)
+			return -1;
+		str[k] = p; /* name, help, unit */
+		p = nul + 1;
+	}
+	*help = str[1];
+	*unit = str[2];
+	*labels = p;
+	return 0;
+}
+
+static int family_is(struct pcpu_segment *seg, uint64_t i, const char *name, unsigned nlabels,
+		     char *const *labels)
+{
+	size_t n = strlen(name) + 1;
+	struct pcpu__seg_entry e;
+	const char *help, *unit, *p, *end;
+	unsigned l;
+
+	if (!live_entry(seg, i, PCPU__SEG_FAMILY, &e) || e.blob_len < n ||
+	    memcmp(seg->strings + e.blob_off, name, n) != 0)
+		return 0;
+	if (nlabels == UINT_MAX)
+		return 1; /* any label set of the name */
+	if (e.nlabels != nlabels || family_strings(seg, &e, &help, &unit, &p) < 0)
+		return 0;
+	end = seg->strings + e.blob_off + e.blob_len;
+	for (l = 0; l < nlabels; l++) {
+		size_t len = strlen(labels[l]) + 1;
+
+		if ((size_t)(end - p) < len || memcmp(p, labels[l], len) != 0)
+			return 0;
+		p += len;
+	}
+	return 1;
+}
+
+/* Whether a family of type `type` keeps buckets: the type table says. */
+static int buckets(enum pcpu_metric_type type)
+{
+	const struct pcpu_metric_type_info *t = pcpu_metric_type_info(type);
+
+	return t && t->value == PCPU_VALUE_BUCKETS;
+}
+
+int pcpu__directory_same_metric(struct pcpu_segment *seg, uint64_t i,
+				const struct pcpu__family_view *v)
+{
+	struct pcpu__seg_entry e;
+	const char *help, *unit, *labels;
+	unsigned vflags = v->help ? PCPU__SEG_E_HAS_HELP : 0;
+
+	if (!live_entry(seg, i, PCPU__SEG_FAMILY, &e) || family_strings(seg, &e, &help, &unit, &labels) < 0)
+		return 0;
+	if (e.type != (uint8_t)v->type || e.scale_exp10 != (int8_t)v->scale_exp10 ||
+	    (e.flags & PCPU__SEG_E_HAS_HELP) != vflags ||
+	    !(e.flags & PCPU__SEG_E_INFO) != !(v->flags & PCPU_SNAPSHOT_INFO) ||
+	    !((e.flags & PCPU__SEG_E_NANOS) || (e.u32a & PCPU__SEG_HIST_WIDE)) !=
+		    !(v->flags & PCPU_SNAPSHOT_NANOS) ||
+	    (v->help && strcmp(help, v->help) != 0) || strcmp(unit, v->unit ? v->unit : "") != 0)
+		return 0;
+	if (buckets(v->type)) {
+		/* One layout: the same entry fields, and the same bounds
+		 * where the blob stores them (its last bytes). */
+		size_t nb = v->layout->scheme == PCPU_HISTOGRAM_LOG_LINEAR ? 0 : v->nbuckets - 1;
+
+		if (e.nbuckets != (uint32_t)v->nbuckets ||
+		    (e.u32a & 0xffu) != (uint32_t)v->layout->scheme ||
+		    (e.flags & PCPU__SEG_E_EXPORT_MASK) !=
+			    (v->layout->scheme == PCPU_HISTOGRAM_EXPONENTIAL
+				     ? (uint16_t)((1 + v->export_lg) << PCPU__SEG_E_EXPORT_SHIFT)
+				     : 0) ||
+		    (nb && (e.blob_len < nb * sizeof(int64_t) ||
+			    memcmp(seg->strings + e.blob_off + e.blob_len - nb * sizeof(int64_t),
+				   v->bucket_upper, nb * sizeof(int64_t)) != 0)))
+			return 0;
+	}
+	return 1;
+}
+
+struct family_key {
+	struct pcpu_segment *seg;
+	const char *name;
+	unsigned nlabels;
+	char *const *labels;
+};
+
+static int family_eq(const struct pcpu__hslot *s, const void *ctx)
+{
+	const struct family_key *k = ctx;
+
+	return family_is(k->seg, (uint64_t)s->key - 1, k->name, k->nlabels, k->labels);
+}
+
+int64_t pcpu__directory_find_family(struct pcpu_segment *seg, const char *name, unsigned nlabels,
+				    char *const *labels)
+{
+	struct family_key k = {seg, name, nlabels, labels};
+	struct pcpu__hslot *s;
+	uint64_t i;
+
+	index_catch_up(seg);
+	s = pcpu__htab_find(&seg->tree_index, family_hash(name), family_eq, &k);
+	if (s)
+		return (int64_t)s->key - 1;
+	if (seg->tree_indexed == seg->entries_used)
+		return -1;
+	for (i = 0; i < seg->entries_used; i++) /* the index is short of memory */
+		if (family_is(seg, i, name, nlabels, labels))
+			return (int64_t)i;
+	return -1;
+}
+
+struct series_key {
+	struct pcpu_segment *seg;
+	uint64_t family_id;
+	const char *const *v;
+	unsigned n;
+};
+
+static int series_is(const struct series_key *k, uint64_t i)
+{
+	struct pcpu__seg_entry e;
+	const char *p, *end;
+	unsigned l;
+
+	if (!pcpu__tree_live_series(k->seg, i, &e) || e.family_id != k->family_id ||
+	    e.nlabels != k->n)
+		return 0;
+	p = k->seg->strings + e.blob_off;
+	end = p + e.blob_len;
+	for (l = 0; l < k->n; l++) {
+		size_t len = strlen(k->v[l]) + 1;
+
+		if ((size_t)(end - p) < len || memcmp(p, k->v[l], len) != 0)
+			return 0;
+		p += len;
+	}
+	return 1;
+}
+
+static int series_eq(const struct pcpu__hslot *s, const void *ctx)
+{
+	return series_is(ctx, (uint64_t)s->key - 1);
+}
+
+int64_t pcpu__directory_find_series(struct pcpu_segment *seg, uint64_t fidx, const char *const *v,
+				    unsigned n)
+{
+	struct series_key k = {seg, seg->entries[fidx].family_id, v, n};
+	uint64_t h = series_hash_start(k.family_id), i;
+	struct pcpu__hslot *s;
+	unsigned l;
+
+	index_catch_up(seg);
+	for (l = 0; l < n; l++)
+		h = pcpu__hash_bytes(h, v[l], strlen(v[l]) + 1);
+	s = pcpu__htab_find(&seg->tree_index, h, series_eq, &k);
+	if (s)
+		return (int64_t)s->key - 1;
+	if (seg->tree_indexed == seg->entries_used)
+		return -1;
+	for (i = 0; i < seg->entries_used; i++) /* the index is short of memory */
+		if (series_is(&k, i))
+			return (int64_t)i;
+	return -1;
+}
