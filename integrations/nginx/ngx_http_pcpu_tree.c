@@ -41,11 +41,13 @@ const char *const ngx_http_pcpu_class_names[NGX_HTTP_PCPU_CLASSES] = {"1xx", "2x
  * microseconds (so that 0 ms alone is in the zero bucket), exposed in
  * seconds; exponential buckets (Prometheus native histograms, 4 per power
  * of two, at most 19 % wide) and classic `le` buckets, one per power of
- * two from the zero bucket's bound. */
+ * two from the zero bucket's bound up to 2^25 us (33.6 s, the last at or
+ * below 60 s: slower requests count in +Inf only), 28 lines a series. */
 static const struct pcpu_histogram_layout duration_layout = {
 	.scheme = PCPU_HISTOGRAM_EXPONENTIAL,
 	.schema = 2,
 	.export_per_octave = 1,
+	.max_value = 60000000,
 };
 
 ngx_uint_t ngx_http_pcpu_class(ngx_uint_t status)
