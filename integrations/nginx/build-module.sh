@@ -38,5 +38,10 @@ if [ ! -f "$stamp" ] || [ "$here/config" -nt "$stamp" ] || [ "$here/status.html"
     > "$work/configure.log" 2>&1 || { cat "$work/configure.log"; exit 1; }
   printf '%s\n' "$incs|$libs|$ccopt|$ldopt" > "$stamp"
 fi
+# The module's objects are made again every time: nginx's Makefile knows
+# its own headers, not pcpu's, so an object compiled against an older
+# <pcpu/expose.h> (another struct size) would be linked into a module that
+# reads the new library's structs wrongly (it crashed a binary upgrade).
+rm -f "$ngx"/objs/addon/*/*.o
 make -s -C "$ngx" -f objs/Makefile modules > "$work/make.log" 2>&1 || { cat "$work/make.log"; exit 1; }
 cp "$ngx/objs/ngx_http_pcpu_module.so" "$out"

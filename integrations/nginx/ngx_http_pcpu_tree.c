@@ -42,7 +42,7 @@ const char *const ngx_http_pcpu_class_names[NGX_HTTP_PCPU_CLASSES] = {"1xx", "2x
  * seconds; exponential buckets (Prometheus native histograms, 4 per power
  * of two, at most 19 % wide) and classic `le` buckets, one per power of
  * two from the zero bucket's bound up to 2^25 us (33.6 s, the last at or
- * below 60 s: slower requests count in +Inf only), 28 lines a series. */
+ * below 60 s: slower requests count in +Inf only), 25 lines a series. */
 static const struct pcpu_histogram_layout duration_layout = {
 	.scheme = PCPU_HISTOGRAM_EXPONENTIAL,
 	.schema = 2,
