@@ -33,6 +33,7 @@ it changes nothing and says so. It prints every move and every rewrite.
 """
 import os
 import re
+from fnmatch import fnmatch
 import subprocess
 import sys
 
@@ -41,6 +42,7 @@ C_EXT = (".c", ".h", ".cc", ".cpp", ".hpp", ".h.in", ".inc")
 C_TOPS = ("src", "include", "tests", "tools", "bench", "examples", "integrations", "compat",
           "rust", "python", "go")
 SKIP_TEXT = {"CHANGELOG.md", "scripts/dev/relayout.py"}
+GLOB_RE = re.compile(r"(?<![\w.-])src/([\w.]*\*[\w.*]*)")
 INCLUDE_RE = re.compile(r'^(\s*#\s*include\s*)"([^"]+)"(.*)$')
 
 args = sys.argv[1:]
@@ -178,9 +180,11 @@ def rewrite_paths(names):
         # A path under another src/ (compat/prometheus-cpp/src/, python/src/,
         # rust/*/src/) is not the repository's.
         new = ref.sub(lambda m: m.group(0) if _foreign(m) else "src/core/" + m.group(1), new)
+        # A glob of core files: src/zone_*.h, src/fork.*, src/*_stable_abi.c.
+        new = GLOB_RE.sub(lambda m: m.group(0) if _foreign(m) or not any(
+            fnmatch(n, m.group(1)) for n in names) else "src/core/" + m.group(1), new)
         if rel == buildrs:
             new = new.replace('c_files(&root.join("src"), &[])', 'c_files(&root.join("src/core"), &[])')
-            new = new.replace("core = `src/*.c`", "core = `src/core/*.c`")
         if new != text:
             count = sum(1 for a, b in zip(text.split("\n"), new.split("\n")) if a != b)
             say("paths    %s: %d line(s)" % (rel, count))
