@@ -42,7 +42,7 @@ C_EXT = (".c", ".h", ".cc", ".cpp", ".hpp", ".h.in", ".inc")
 C_TOPS = ("src", "include", "tests", "tools", "bench", "examples", "integrations", "compat",
           "rust", "python", "go")
 SKIP_TEXT = {"CHANGELOG.md", "scripts/dev/relayout.py"}
-GLOB_RE = re.compile(r"(?<![\w.-])src/([\w.]*\*[\w.*]*)")
+GLOB_RE = re.compile(r"(?<![\w.-])src/((?:\w*\*\w*\.\w+|\w+\.\*))(?![\w/*])")
 INCLUDE_RE = re.compile(r'^(\s*#\s*include\s*)"([^"]+)"(.*)$')
 
 args = sys.argv[1:]
