@@ -24,7 +24,7 @@ Two graphs are read:
     user's source file to the definer's.
 Besides the order, two more rules:
   - a header under src/stats/ or src/segment/ is private to its folder (the
-    core's src/*.h headers are the core's interfaces for the layers above);
+    core's src/core/*.h headers are the core's interfaces for the layers above);
   - no two files of a layer depend on each other through symbols (a loop:
     neither can be understood, tested or replaced alone).
 
@@ -72,30 +72,30 @@ LAYERS = [
         "include/pcpu/arch/generic.h",
     ] + ARCH_HEADERS + [
         "include/pcpu/runtime_version.h", "include/pcpu/version.h.in",
-        "src/rseq.c", "src/rseq_internal.h", "src/slot_walk.*", "src/torn64.h", "src/environment.c",
-        "include/pcpu/worker.h", "src/worker.c", "src/worker_internal.h",  # slots' owners
-        "src/fork.*", "src/error.*", "src/visibility.h", "src/version.c",
+        "src/core/rseq.c", "src/core/rseq_internal.h", "src/core/slot_walk.*", "src/core/torn64.h", "src/core/environment.c",
+        "include/pcpu/worker.h", "src/core/worker.c", "src/core/worker_internal.h",  # slots' owners
+        "src/core/fork.*", "src/core/error.*", "src/core/visibility.h", "src/core/version.c",
     ]),
     ("zone", 1, [
         "include/pcpu/zone.h",
         "include/pcpu/common.h",        # compatibility: defs, rseq, version, zone
-        "src/zone.c", "src/zone_shared.c", "src/zone_tree.c", "src/zone_join.c", "src/zone_*.h",
+        "src/core/zone.c", "src/core/zone_shared.c", "src/core/zone_tree.c", "src/core/zone_join.c", "src/core/zone_*.h",
     ]),
     ("counter", 2, [
         "include/pcpu/counter.h", "include/pcpu/counter9.h", "include/pcpu/compat/*",
-        "src/counter.c", "src/counter_internal.h", "src/counter_stable_abi.c",
-        "src/counter9.c", "src/striped_lock.*",
+        "src/core/counter.c", "src/core/counter_internal.h", "src/core/counter_stable_abi.c",
+        "src/core/counter9.c", "src/core/striped_lock.*",
     ]),
     ("percpu_sync", 3, [                # the per-CPU/atomic switch (membarrier)
-        "include/pcpu/percpu_sync.h", "src/percpu_sync.c", "src/percpu_sync_internal.h",
+        "include/pcpu/percpu_sync.h", "src/core/percpu_sync.c", "src/core/percpu_sync_internal.h",
     ]),
-    ("ref", 4, ["include/pcpu/ref.h", "src/ref.c", "src/ref_stable_abi.c"]),
-    ("rwlock", 4, ["include/pcpu/rwlock.h", "src/rwlock.c", "src/rwlock_stable_abi.c",
-                   "src/rwlock_internal.h", "src/rwlock_readers.c"]),
+    ("ref", 4, ["include/pcpu/ref.h", "src/core/ref.c", "src/core/ref_stable_abi.c"]),
+    ("rwlock", 4, ["include/pcpu/rwlock.h", "src/core/rwlock.c", "src/core/rwlock_stable_abi.c",
+                   "src/core/rwlock_internal.h", "src/core/rwlock_readers.c"]),
     ("objcache", 4, [
         "include/pcpu/objcache.h", "include/pcpu/arch/objcache.h",
         "include/pcpu/arch/*/objcache.h",
-        "src/objcache.c", "src/objcache_stable_abi.c", "src/objcache_stats_hook.h",
+        "src/core/objcache.c", "src/core/objcache_stable_abi.c", "src/core/objcache_stats_hook.h",
     ]),
     # The statistics layer: names, messages and buffers; the metrics; the
     # writers of expositions (which read snapshot structs, pcpu/expose.h);
@@ -242,7 +242,7 @@ def object_files(build):
                 rel = os.path.relpath(full, base)
                 # A build tree from before the split (issue 39) keeps the
                 # statistics' old objects under pcpu_static.dir: libpcpu's
-                # objects are src/*.c's alone.
+                # objects are src/core/*.c's alone.
                 if base == lib and rel.startswith(("src/stats", "src/segment", "proto")):
                     continue
                 if prefix:  # tools/CMakeFiles/<target>.dir/<file>.o

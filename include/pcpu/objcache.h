@@ -225,7 +225,7 @@ __attribute__((always_inline)) static inline void pcpu__objcache_count(struct pc
 }
 
 #ifdef PCPU_NO_INLINE
-/* The stable tier (src/objcache_stable_abi.c), documented below. */
+/* The stable tier (src/core/objcache_stable_abi.c), documented below. */
 PCPU_API void *pcpu_objcache_get(pcpu_objcache_t *c);
 PCPU_API void pcpu_objcache_put(pcpu_objcache_t *c, void *obj);
 #endif

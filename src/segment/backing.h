@@ -13,8 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../visibility.h"
-#include "../zone_backing.h" /* struct pcpu_zone_tree */
+#include "../core/visibility.h"
+#include "../core/zone_backing.h" /* struct pcpu_zone_tree */
 
 /* Called for every chunk the zone has and gets: its number, its address,
  * and its offset in the file. Under the zone's lock. */

@@ -42,7 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../error.h"
+#include "../core/error.h"
 #include "backing.h"
 #include "segment_internal.h"
 #include "writer.h"

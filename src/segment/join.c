@@ -53,8 +53,8 @@
 #include <pcpu/segment.h>
 #include <pcpu/worker.h>
 
-#include "../error.h"
-#include "../worker_internal.h"
+#include "../core/error.h"
+#include "../core/worker_internal.h"
 #include "segment_internal.h"
 #include "writer.h"
 

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../torn64.h"
-#include "../zone_mirror.h"
+#include "../core/torn64.h"
+#include "../core/zone_mirror.h"
 #include "reader_internal.h"
 
 /* Values closer than this are read with one pread per slot. */

@@ -63,10 +63,10 @@
 
 #include <pcpu/segment.h>
 
-#include "../error.h"
-#include "../fork.h"
-#include "../zone_backing.h"
-#include "../worker_internal.h"
+#include "../core/error.h"
+#include "../core/fork.h"
+#include "../core/zone_backing.h"
+#include "../core/worker_internal.h"
 #include "backing.h"
 #include "segment_internal.h"
 #include "writer.h"

@@ -15,7 +15,7 @@
 
 #include "../stats/hashtab.h"
 #include "../stats/registry_observer.h"
-#include "../zone_backing.h"
+#include "../core/zone_backing.h"
 #include "backing.h"
 #include "format.h"
 

@@ -171,9 +171,9 @@
 
 #include "stats_internal.h"
 #include "metrics.h"
-#include "../fork.h"
-#include "../zone_backing.h"
-#include "../zone_internal.h"
+#include "../core/fork.h"
+#include "../core/zone_backing.h"
+#include "../core/zone_internal.h"
 
 /* Test hook (tests/segment/test_shared_registry.c): called by a shared
  * registry's group writer once its lane is odd and its first member

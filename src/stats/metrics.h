@@ -15,7 +15,7 @@
 #include <pcpu/histogram.h>
 #include <pcpu/zone.h>
 
-#include "../visibility.h"
+#include "../core/visibility.h"
 
 /* ---- stats_zone.c ---- */
 
