@@ -45,8 +45,7 @@
 
 #include <pcpu/worker.h> /* pcpu_worker_max() */
 
-#include "../core/worker_internal.h"
-#include "../core/zone_backing.h"
+#include "../core/core.h"
 
 struct file_backing {
 	int fd;

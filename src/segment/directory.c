@@ -42,7 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/error.h"
+#include "../core/core.h"
 #include "backing.h"
 #include "segment_internal.h"
 #include "writer.h"

@@ -53,8 +53,7 @@
 #include <pcpu/segment.h>
 #include <pcpu/worker.h>
 
-#include "../core/error.h"
-#include "../core/worker_internal.h"
+#include "../core/core.h"
 #include "segment_internal.h"
 #include "writer.h"
 

@@ -16,8 +16,7 @@
 
 #include "format.h"
 
-#include "../core/error.h"
-#include "../core/visibility.h"
+#include "../core/core.h"
 
 /* ---- error.c ---- */
 

@@ -56,7 +56,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../core/error.h"
+#include "../core/core.h"
 #include "backing.h"
 #include "segment_internal.h"
 #include "writer.h"

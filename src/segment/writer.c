@@ -63,10 +63,7 @@
 
 #include <pcpu/segment.h>
 
-#include "../core/error.h"
-#include "../core/fork.h"
-#include "../core/zone_backing.h"
-#include "../core/worker_internal.h"
+#include "../core/core.h"
 #include "backing.h"
 #include "segment_internal.h"
 #include "writer.h"

@@ -28,7 +28,7 @@
 #include <pcpu/gauge.h>
 
 #include "metrics.h"
-#include "../core/counter_internal.h"
+#include "../core/core.h"
 
 int pcpu_gauge_set(pcpu_gauge_t g, int64_t v)
 {

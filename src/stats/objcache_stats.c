@@ -12,7 +12,7 @@
 #include <pcpu/objcache.h>
 #include <pcpu/stats.h>
 
-#include "../core/objcache_stats_hook.h"
+#include "../core/core.h"
 #include "objcache_stats.h"
 
 struct objcache_stats_struct {

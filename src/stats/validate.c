@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "stats_internal.h"
-#include "../core/error.h"
+#include "../core/core.h"
 
 /* The buffer is the statistics layer's domain of the library's per-thread
  * messages (src/core/error.c). */
