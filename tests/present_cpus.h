@@ -3,7 +3,7 @@
  * The machine's CPU lists as tests need them: one parser of the kernel's
  * list files ("0-3,8,10-11": /sys/devices/system/cpu/present, possible),
  * and the CPU slots a fetch walks -- the present CPUs (the file
- * src/slot_walk.c reads), with slot 0 and 0 .. present - 1 (as
+ * src/core/slot_walk.c reads), with slot 0 and 0 .. present - 1 (as
  * pcpu_slot_walk_init() adds them). Test code only.
  */
 #ifndef PCPU_TEST_PRESENT_CPUS_H

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Every read sums every walked slot's word and mirror word, whatever shape
- * the summing code takes: src/slot_walk.h's pcpu_slot_walk_sum() (four
+ * the summing code takes: src/core/slot_walk.h's pcpu_slot_walk_sum() (four
  * slots a step, then the rest) for pcpu_counter_fetch(), and
  * pcpu_counter_fetch_array()'s passes of four slots (then the rest) over
  * the array.

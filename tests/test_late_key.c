@@ -2,7 +2,7 @@
  * pcpu loaded late, in pcpu's own rseq mode (GLIBC_TUNABLES=
  * glibc.pthread.rseq=0): the program makes 40 thread-specific keys, then
  * dlopen()s libpcpu, so pcpu's thread-exit key is above glibc's first 32,
- * and setting it at a thread's registration may allocate (src/rseq.c,
+ * and setting it at a thread's registration may allocate (src/core/rseq.c,
  * exit_key_signal_safe). Then an update, which may run in a signal handler,
  * must not register the thread:
  *  - a thread that only adds runs in the fallback mode;

@@ -8,7 +8,7 @@
  * round k's cache, check it is not held by anyone else (a tag exchanged
  * atomically), put it back. The main thread, filtered, then:
  *  - write-locks round k's lock while readers are inside or entering: its
- *    barrier must be the CPU walk (src/percpu_sync.c); it checks no reader is
+ *    barrier must be the CPU walk (src/core/percpu_sync.c); it checks no reader is
  *    inside for the whole write section, and that the lock is atomic
  *    afterwards;
  *  - drains round k's cache while the readers get and put: the walk again;

@@ -33,7 +33,7 @@
  * --lose-membarrier N (issue 23): the first N objects' refs are created
  * before the killer starts, and the killer then refuses itself membarrier
  * (a seccomp filter): their kills get the barrier from the CPU walk
- * (src/percpu_sync.c) while readers hammer them, and the refs it creates after
+ * (src/core/percpu_sync.c) while readers hammer them, and the refs it creates after
  * them must be atomic. Breaking the walk (no walk at all) fails this.
  */
 #define PCPU_TEST_INJECT 1

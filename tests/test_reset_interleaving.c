@@ -15,7 +15,7 @@
  * and leave the counter negative), and the resets' values plus the final
  * fetch add up to what was added, exactly.
  *
- * Links the static library: the hook is a hidden symbol of src/counter.c.
+ * Links the static library: the hook is a hidden symbol of src/core/counter.c.
  */
 #include "check.h"
 #include <pcpu/pcpu.h>

@@ -1,5 +1,5 @@
 /*
- * A fetch reads only the slots a thread can have written (src/slot_walk.c):
+ * A fetch reads only the slots a thread can have written (src/core/slot_walk.c):
  * slot 0, the present CPUs and 0 .. npresent-1, not every possible CPU.
  * Run with PCPU_NSLOTS=64 (as if on a machine with 64 possible CPUs of
  * which this one's are present), in the rseq modes and with PCPU_RSEQ=0

@@ -112,7 +112,7 @@ __attribute__((always_inline)) static inline int pcpu__counter_add_once(pcpu_cou
 }
 
 /* The inline add, for both tiers: the exported pcpu_counter_add() is this
- * too (src/counter_stable_abi.c). */
+ * too (src/core/counter_stable_abi.c). */
 __attribute__((always_inline)) static inline void pcpu__counter_add_inline(pcpu_counter_t c,
 									  int64_t v)
 {
@@ -160,7 +160,7 @@ PCPU_API int pcpu_counter_owned_array(pcpu_worker_t w, pcpu_counter_t array,
 
 #ifdef PCPU_NO_INLINE
 /* The stable tier: the same operations as exported functions
- * (src/counter_stable_abi.c), documented below with their inline versions. */
+ * (src/core/counter_stable_abi.c), documented below with their inline versions. */
 PCPU_API void pcpu_counter_add(pcpu_counter_t c, int64_t v);
 PCPU_API void pcpu_counter_add_atomic(pcpu_counter_t c, int64_t v);
 PCPU_API void pcpu_counter_inc(pcpu_counter_t c);
@@ -381,7 +381,7 @@ PCPU_API int pcpu_counter_free(pcpu_counter_t c);
  * walked, two where a fallback add or a reset ever wrote the counter's
  * chunk. The slots walked are slot 0, the CPUs present when pcpu started
  * (and mm_cid's range 0 .. present - 1) and the claimed owned slots, not
- * all pcpu_nslots() possible ones (src/slot_walk.c), so the cost follows
+ * all pcpu_nslots() possible ones (src/core/slot_walk.c), so the cost follows
  * the present CPUs: about 2 ns natively at 2, 16 or 256 possible slots,
  * 1.9 us with 16 present and 9.9 us with 64 present CPUs in a VM. A CPU
  * hot-added (made present) after start-up is walked only with

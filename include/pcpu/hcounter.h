@@ -213,7 +213,7 @@ PCPU_API int64_t pcpu_hcounter_range(const pcpu_hcounter_t *h);
 PCPU_API int pcpu_hcounter_is_percpu(const pcpu_hcounter_t *h);
 
 #ifdef PCPU_NO_INLINE
-/* The stable tier (src/hcounter_stable_abi.c), documented below. */
+/* The stable tier (src/core/hcounter_stable_abi.c), documented below. */
 PCPU_API void pcpu_hcounter_add(pcpu_hcounter_t *h, int64_t v);
 PCPU_API bool pcpu_hcounter_limited_add(pcpu_hcounter_t *h, int64_t v, int64_t limit);
 PCPU_API struct pcpu_hcounter_approx pcpu_hcounter_approx(const pcpu_hcounter_t *h);

@@ -118,7 +118,7 @@ enum pcpu_objcache_stat {
  * and the copy in the mirror region (pcpu/zone.h) is slot s's locked cache.
  * The fast paths read only their own slot's copy. It is a per-CPU stack of
  * pointers (pcpu/percpu_ops.h): the same layout as struct pcpu_rseq_stack
- * (src/objcache.c checks it), its two user words holding the counters and
+ * (src/core/objcache.c checks it), its two user words holding the counters and
  * the shared part, so that get and put are the public stack operations. */
 struct pcpu__objcache_slot {
 	intptr_t mode;               /* 0: sections may commit here */
@@ -223,7 +223,7 @@ __attribute__((always_inline)) static inline void pcpu__objcache_count(struct pc
 }
 
 #ifdef PCPU_NO_INLINE
-/* The stable tier (src/objcache_stable_abi.c), documented below. */
+/* The stable tier (src/core/objcache_stable_abi.c), documented below. */
 PCPU_API void *pcpu_objcache_get(pcpu_objcache_t *c);
 PCPU_API void pcpu_objcache_put(pcpu_objcache_t *c, void *obj);
 #endif

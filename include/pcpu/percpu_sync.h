@@ -7,7 +7,7 @@
  * Linux's percpu_ref and percpu_rw_semaphore for user space, the "light
  * reference counter based on counter(9)" the thesis proposes (§2.4.2), with
  * restartable sequences doing what the kernel does with preemption control
- * and RCU-sched. Included by both headers; src/percpu_sync.c implements it.
+ * and RCU-sched. Included by both headers; src/core/percpu_sync.c implements it.
  *
  * Why: a shared reference count or a pthread rwlock makes every reader write
  * one cache line, so readers that never conflict still take turns for it. A
@@ -108,7 +108,7 @@ struct pcpu__sync_slot {
 #if INTPTR_MAX == INT32_MAX
 	int32_t pcpu__pad_mode; /* 32-bit targets: each field fills a counter word */
 #endif
-	void *impl;     /* slot 0's copy only: the shared part (src/ref.c, src/rwlock.c) */
+	void *impl;     /* slot 0's copy only: the shared part (src/core/ref.c, src/core/rwlock.c) */
 #if INTPTR_MAX == INT32_MAX
 	int32_t pcpu__pad_impl;
 #endif

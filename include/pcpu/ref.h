@@ -91,7 +91,7 @@ PCPU_API void pcpu__ref_debug_check(const pcpu_ref_t *ref, const char *func);
 
 #ifdef PCPU_NO_INLINE
 /* The stable tier (pcpu/counter.h explains the two): the same operations as
- * exported functions (src/ref_stable_abi.c), documented below with their
+ * exported functions (src/core/ref_stable_abi.c), documented below with their
  * inline versions. */
 PCPU_API void pcpu_ref_get(pcpu_ref_t *ref);
 PCPU_API int pcpu_ref_tryget(pcpu_ref_t *ref);

@@ -44,7 +44,7 @@ enum pcpu_index {
  * Programs see the struct as const: it is, for as long as any pcpu object
  * exists, and it lets the compiler keep these values in registers across
  * critical sections (whose "memory" clobber would otherwise force a reload
- * per add). The library itself writes it once, in src/rseq.c.
+ * per add). The library itself writes it once, in src/core/rseq.c.
  */
 struct pcpu__globals {
 	/* Full width: the sections use them as address registers, and a

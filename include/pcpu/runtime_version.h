@@ -27,7 +27,7 @@ PCPU_API const char *pcpu_version_string(void);
 /**
  * The layout of the inline hot path this library was built for: the
  * PCPU__LAYOUT of its pcpu/version.h, whose symbols carry the version node
- * PCPU_LAYOUT_<n> (src/pcpu.map). The layout is what inline updates compiled
+ * PCPU_LAYOUT_<n> (src/core/pcpu.map). The layout is what inline updates compiled
  * outside the library rely on: the slot stride (PCPU_SLOT_STRIDE_SHIFT), the
  * rseq offsets in pcpu__g, a counter's and a group lane's words, the slow
  * paths' signatures. C programs need not call it (the version node makes a

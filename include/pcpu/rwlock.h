@@ -109,7 +109,7 @@ struct pcpu_rwlock {
 typedef struct pcpu_rwlock pcpu_rwlock_t;
 
 /*
- * The calling thread's reader record (src/rwlock_readers.c): the handle of
+ * The calling thread's reader record (src/core/rwlock_readers.c): the handle of
  * the one lock it holds through the record, tagged with 1 while it holds
  * that lock more than once; 0 when it holds none; tagged with 2 for an
  * instant (PCPU__RW_REC_WITHDRAWN, below); PCPU__RW_REC_UNREG before
@@ -131,7 +131,7 @@ PCPU_API __attribute__((cold)) void pcpu__rwlock_rdunlock_slow(pcpu_rwlock_t *lo
  * writer if one waits. */
 PCPU_API __attribute__((cold)) void pcpu__rwlock_rdunlock_wake(pcpu_rwlock_t *lock);
 
-/* The read side's fast path (src/rwlock.c, file comment, proves it): the
+/* The read side's fast path (src/core/rwlock.c, file comment, proves it): the
  * thread's record announces the lock, a compiler barrier, and a load of the
  * mode (slot 0's copy, written only by writers). A writer sets the mode,
  * calls membarrier and then reads every record: either it sees this record
@@ -154,7 +154,7 @@ __attribute__((always_inline)) static inline int pcpu__rwlock_rec_lock(pcpu_rwlo
 }
 
 #ifdef PCPU_NO_INLINE
-/* The stable tier (src/rwlock_stable_abi.c), documented below. */
+/* The stable tier (src/core/rwlock_stable_abi.c), documented below. */
 PCPU_API void pcpu_rwlock_rdlock(pcpu_rwlock_t *lock);
 PCPU_API int pcpu_rwlock_tryrdlock(pcpu_rwlock_t *lock);
 PCPU_API void pcpu_rwlock_rdunlock(pcpu_rwlock_t *lock);

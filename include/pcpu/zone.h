@@ -187,7 +187,7 @@ static inline void *pcpu__slot_ptr_inline(const void *obj, unsigned slot)
  * s's rseq word. Pure arithmetic; reading it is always safe, writing it is
  * the caller's business (use counters for lossless updates).
  * Thread-safe; async-signal-safe. Cost: a shift and an add, inline (a call
- * in the stable tier, src/counter_stable_abi.c).
+ * in the stable tier, src/core/counter_stable_abi.c).
  */
 #ifdef PCPU_NO_INLINE
 PCPU_API void *pcpu_slot_ptr(const void *obj, unsigned slot);

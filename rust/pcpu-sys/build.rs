@@ -5,7 +5,7 @@
 //! and `CMakeLists.txt` (committed); in the packaged crate, the files
 //! themselves (`cargo package` follows the links), so the crate builds
 //! alone with no step before packaging.
-//! The sources are globbed, not listed: core = `src/*.c` (libpcpu),
+//! The sources are globbed, not listed: core = `src/core/*.c` (libpcpu),
 //! statistics = `src/stats/*.c` and `src/segment/*.c` (libpcpu-stats),
 //! without the optional protobuf writer (`PCPU_HAVE_PROTOBUF` undefined,
 //! so the library needs libc alone). `pcpu/version.h` is generated from
@@ -55,7 +55,7 @@ fn c_tree(manifest: &Path) -> PathBuf {
         return PathBuf::from(dir);
     }
     let csrc = manifest.join("csrc");
-    if !csrc.join("src/rseq.c").is_file() {
+    if !csrc.join("src/core/rseq.c").is_file() {
         panic!(
             "pcpu-sys: no C sources in {}: in a pcpu checkout its entries are symbolic links to the \
              repository's src/, include/ and CMakeLists.txt (a checkout without symbolic links \
@@ -125,7 +125,7 @@ fn bundled() {
     fs::create_dir_all(&gen).unwrap();
     fs::write(gen.join("version.h"), header).unwrap();
 
-    let mut files = c_files(&root.join("src"), &[]);
+    let mut files = c_files(&root.join("src/core"), &[]);
     // expose_protobuf.c needs protobuf-c's generated code: left out, as
     // CMake leaves it out without protobuf-c, unless the feature asks.
     files.extend(c_files(&root.join("src/stats"), &["expose_protobuf.c"]));

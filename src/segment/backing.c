@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * backing.c: the segment's file as the backing of a registry's zone
- * (src/zone_backing.h). The zone knows chunks, objects and that its memory
+ * (src/core/zone_backing.h). The zone knows chunks, objects and that its memory
  * may be shared; this file knows that the memory is a file on a tmpfs that
  * anyone may fill.
  *
@@ -45,8 +45,7 @@
 
 #include <pcpu/worker.h> /* pcpu_worker_max() */
 
-#include "../worker_internal.h"
-#include "../zone_backing.h"
+#include "../core/core.h"
 
 struct file_backing {
 	int fd;

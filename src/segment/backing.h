@@ -13,8 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../visibility.h"
-#include "../zone_backing.h" /* struct pcpu_zone_tree */
+#include "../core/core.h"
 
 /* Called for every chunk the zone has and gets: its number, its address,
  * and its offset in the file. Under the zone's lock. */

@@ -43,7 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../error.h"
+#include "../core/core.h"
 #include "backing.h"
 #include "segment_internal.h"
 #include "writer.h"

@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #include "segment_internal.h"
-#include "../error.h"
+#include "../core/core.h"
 
 const char *pcpu__seg_message(void)
 {

@@ -53,8 +53,7 @@
 #include <pcpu/segment.h>
 #include <pcpu/worker.h>
 
-#include "../error.h"
-#include "../worker_internal.h"
+#include "../core/core.h"
 #include "segment_internal.h"
 #include "writer.h"
 

@@ -16,8 +16,7 @@
 
 #include <pcpu/expose.h>
 
-#include "../stats/histogram_layout.h"
-#include "../stats/validate.h"
+#include "../stats/stats.h"
 #include "reader_internal.h"
 
 /* Marks a parsed entry invalid; the message is used only if the entry turns

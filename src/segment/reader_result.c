@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../stats/validate.h"
+#include "../stats/stats.h"
 #include "reader_internal.h"
 
 struct snap_impl {

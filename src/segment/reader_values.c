@@ -11,8 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../torn64.h"
-#include "../zone_mirror.h"
+#include "../core/core.h"
 #include "reader_internal.h"
 
 /* Values closer than this are read with one pread per slot. */

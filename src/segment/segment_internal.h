@@ -16,14 +16,13 @@
 
 #include "format.h"
 
-#include "../error.h"
-#include "../visibility.h"
+#include "../core/core.h"
 
 /* ---- error.c ---- */
 
 /* Sets the thread's segment/reader error message (printf-style, truncated)
  * and errno; returns -1 for `return pcpu__seg_fail(EINVAL, "...")`: the
- * segment's domain of the library's messages (src/error.h). */
+ * segment's domain of the library's messages (src/core/error.h). */
 #define pcpu__seg_fail(err, ...) pcpu__error_set(PCPU_ERROR_SEGMENT, (err), __VA_ARGS__)
 /* The calling thread's last segment message (pcpu_segment_error() and
  * pcpu_reader_error() return it). */

@@ -5,7 +5,7 @@
  * publishes before it forks and every worker writes.
  *
  * What is shared, and how:
- *  - the values: the registry's zone is a tree zone (src/zone_tree.c), so a
+ *  - the values: the registry's zone is a tree zone (src/core/zone_tree.c), so a
  *    fork() child keeps the file's mappings instead of leaving them, and
  *    every process allocates from one frontier. Slots are CPU numbers
  *    (publication refuses mm_cid, which is per process), so one running
@@ -56,7 +56,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../error.h"
+#include "../core/core.h"
 #include "backing.h"
 #include "segment_internal.h"
 #include "writer.h"

@@ -63,10 +63,7 @@
 
 #include <pcpu/segment.h>
 
-#include "../error.h"
-#include "../fork.h"
-#include "../zone_backing.h"
-#include "../worker_internal.h"
+#include "../core/core.h"
 #include "backing.h"
 #include "segment_internal.h"
 #include "writer.h"

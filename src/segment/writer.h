@@ -13,9 +13,8 @@
 
 #include <pcpu/segment.h>
 
-#include "../stats/hashtab.h"
-#include "../stats/registry_observer.h"
-#include "../zone_backing.h"
+#include "../stats/stats.h"
+#include "../core/core.h"
 #include "backing.h"
 #include "format.h"
 

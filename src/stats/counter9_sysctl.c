@@ -23,7 +23,7 @@
 #include <pcpu/counter9_sysctl.h>
 
 #include "stats_internal.h"
-#include "../fork.h"
+#include "../core/core.h"
 
 static pthread_mutex_t records_lock = PTHREAD_MUTEX_INITIALIZER;
 static int fork_registered;

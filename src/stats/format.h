@@ -15,7 +15,7 @@
 
 #include <pcpu/expose.h>
 
-#include "../visibility.h"
+#include "../core/core.h"
 
 /* ---- metric_type.c: the one description of each metric type ---- */
 

@@ -17,7 +17,7 @@
 
 #include <pcpu/fraction.h>
 
-#include "../counter_internal.h"
+#include "../core/core.h"
 #include "metrics.h"
 
 void pcpu__fraction_add_slow(pcpu_counter_t c, double v)

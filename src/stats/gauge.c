@@ -17,7 +17,7 @@
  * their offset would both apply: set(5) and set(7) at once could leave 12.
  * Serialising the read and the add makes each set's (read, add) pair atomic
  * with respect to the other sets; adders are never blocked. The lock is one
- * of the library's 16 striped mutexes (src/striped_lock.c), so unrelated
+ * of the library's 16 striped mutexes (src/core/striped_lock.c), so unrelated
  * gauges rarely share one; the set itself is a counter's
  * (pcpu__counter_set(), which resets use too).
  */
@@ -28,7 +28,7 @@
 #include <pcpu/gauge.h>
 
 #include "metrics.h"
-#include "../counter_internal.h"
+#include "../core/core.h"
 
 int pcpu_gauge_set(pcpu_gauge_t g, int64_t v)
 {

@@ -154,6 +154,10 @@
  * made reads wait for a stopped holder). Memory: 8 * (3 + 2 * members)
  * bytes per lane, primary and fallback lanes in one zone object, so that
  * another process adopts both by the one address the directory gives.
+ *
+ * The files: group.c, creation, updates and fork(); group_read.c, the reads
+ * and the repair of a tree lane whose holder died; group_lanes.h, what both
+ * know of the lanes.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -171,9 +175,8 @@
 
 #include "stats_internal.h"
 #include "metrics.h"
-#include "../fork.h"
-#include "../zone_backing.h"
-#include "../zone_internal.h"
+#include "../core/core.h"
+#include "group_lanes.h"
 
 /* Test hook (tests/segment/test_shared_registry.c): called by a shared
  * registry's group writer once its lane is odd and its first member
@@ -199,26 +202,10 @@ void (*pcpu__test_group_tree_before_take)(void *lane);
 #define PCPU__TEST_TREE_SKEW 0
 #endif
 
-static inline void cpu_relax(void)
-{
-	pcpu__arch_cpu_relax(); /* the arch header's spin-wait hint */
-}
-
 /* A lane that a fork() child could not make whole: odd for ever (readers
  * time out, writers go elsewhere). Never a holder's record + 1: a record
  * is not at address 0. */
 #define GROUP_LANE_POISONED ((intptr_t)1)
-
-/* A reader's time bound (see "reading" below). */
-struct deadline {
-	uint64_t timeout_ns;
-	uint64_t end_ns; /* 0 until the first wait */
-	unsigned waits;
-};
-
-/* Fallback lanes per slot: two, so that a CPU's threads have a second lane
- * when one of them is preempted holding the first. */
-#define FB_PER_SLOT 2
 
 /* Every live group, for the fork() child handler: a node in front of each
  * group's struct (the struct is public; the node is not). */
@@ -243,30 +230,6 @@ static void fill_all_signals(void)
 {
 	sigfillset(&all_signals);
 }
-
-static size_t cpu_slots(void);
-
-/* Fallback lanes per group: fb_per_slot in each CPU slot's region. */
-static size_t lanes_total(const pcpu_group_t *g)
-{
-	return cpu_slots() * g->pcpu__fb_per_slot;
-}
-
-/* Fallback lane `l` (0..lanes_total-1) of group i. */
-static intptr_t *fallback_lane(const pcpu_group_t *g, size_t i, size_t l)
-{
-	size_t slot = l / g->pcpu__fb_per_slot, k = l % g->pcpu__fb_per_slot;
-
-	return (intptr_t *)(g->pcpu__fallback + (slot << PCPU_SLOT_STRIDE_SHIFT) +
-			    (i * g->pcpu__fb_per_slot + k) * g->pcpu__lane_size);
-}
-
-static intptr_t *primary_lane(const pcpu_group_t *g, size_t i, size_t slot)
-{
-	return (intptr_t *)(g->pcpu__primary + (slot << PCPU_SLOT_STRIDE_SHIFT) +
-			    i * g->pcpu__lane_size);
-}
-
 /* Reads the values of a lane into the holder's record, before the take
  * that checks its seq is still the one read before them. */
 static void undo_fill(struct pcpu__group_undo *undo, const intptr_t *seqp, unsigned n)
@@ -336,39 +299,6 @@ static void fallback_add(const pcpu_group_t *g, size_t i, const int64_t *d)
 
 /* ---- shared by a process tree (see the top) ---- */
 
-/* A tree lane: [seq | undo_seq | repairer | value[n] | undo[n]]. */
-enum { TREE_SEQ = 0, TREE_UNDO_SEQ = 1, TREE_REPAIRER = 2, TREE_HEAD = 3 };
-#define TREE_GEN ((uint64_t)1 << 32) /* seq's generation unit (see the top) */
-
-static size_t tree_lane_size(unsigned members)
-{
-	return (TREE_HEAD + 2 * (size_t)members) * sizeof(int64_t);
-}
-
-/* The calling thread's tag, (tid << 1) | 1: what seq holds while it holds a
- * lane. Cached per thread (initial-exec: a handler's first use must not
- * allocate), forgotten in a fork() child, whose thread has another id. */
-static __thread uint32_t my_tag __attribute__((tls_model("initial-exec")));
-
-static uint64_t tree_tag(void)
-{
-	if (PCPU_UNLIKELY(my_tag == 0))
-		my_tag = ((uint32_t)syscall(SYS_gettid) << 1) | 1u;
-	return my_tag;
-}
-
-/* Whether the thread whose tag is in the low half of `held` still runs: a
- * lane it holds is then its own, however long it takes (preempted,
- * stopped, traced). Only ESRCH is death: EPERM is a live thread of another
- * user (a worker that dropped privileges). kill() of a thread id reaches
- * its process; the tree's processes share one pid namespace. */
-static int tree_holder_lives(uint64_t held)
-{
-	pid_t tid = (pid_t)((uint32_t)held >> 1);
-
-	return tid > 0 && (kill(tid, 0) == 0 || errno != ESRCH);
-}
-
 /* Lane `lane` is ours (seq == held, odd): the update, undo first. */
 static void tree_update(int64_t *lane, uint64_t held, const int64_t *d, unsigned n)
 {
@@ -391,41 +321,6 @@ static void tree_update(int64_t *lane, uint64_t held, const int64_t *d, unsigned
 			 __ATOMIC_RELEASE);
 }
 
-/* A lane whose holder died in mid-update is made free again: its values
- * back from undo if the update had begun, seq even. Repairers exclude each
- * other through `repairer` (their tag), a dead repairer's taken over: the
- * repair is idempotent. Nobody else writes a held lane. */
-static void tree_lane_repair(int64_t *lane, unsigned n)
-{
-	uint64_t s = (uint64_t)__atomic_load_n(&lane[TREE_SEQ], __ATOMIC_ACQUIRE), r;
-	int64_t *v = lane + TREE_HEAD, *undo = v + n;
-	unsigned k;
-
-	if (!(s & 1) || tree_holder_lives(s))
-		return;
-	r = (uint64_t)__atomic_load_n(&lane[TREE_REPAIRER], __ATOMIC_ACQUIRE);
-	if ((r != 0 && tree_holder_lives(r)) ||
-	    !__atomic_compare_exchange_n(&lane[TREE_REPAIRER], (int64_t *)&r, (int64_t)tree_tag(), 0,
-					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-		return; /* another repairer at work */
-	if ((uint64_t)__atomic_load_n(&lane[TREE_SEQ], __ATOMIC_ACQUIRE) == s) {
-		if ((uint64_t)__atomic_load_n(&lane[TREE_UNDO_SEQ], __ATOMIC_ACQUIRE) == s)
-			for (k = 0; k < n; k++)
-				__atomic_store_n(&v[k], __atomic_load_n(&undo[k], __ATOMIC_RELAXED),
-						 __ATOMIC_RELEASE);
-		__atomic_store_n(&lane[TREE_SEQ], (int64_t)((s & ~(TREE_GEN - 1)) + TREE_GEN),
-				 __ATOMIC_RELEASE);
-	}
-	__atomic_store_n(&lane[TREE_REPAIRER], 0, __ATOMIC_RELEASE);
-}
-
-/* The CPU slots: lanes of the owned slots' regions (pcpu/worker.h) are
- * never used (a tree's file does not even reserve their pages). */
-static size_t cpu_slots(void)
-{
-	return (size_t)(pcpu_nslots() - pcpu_worker_max());
-}
-
 /* Takes a free fallback lane of group i with a compare-and-swap, starting
  * at this CPU's. Signals blocked by the caller. */
 static int64_t *tree_fallback_take(const pcpu_group_t *g, size_t i, uint64_t tag, uint64_t *held)
@@ -444,7 +339,7 @@ static int64_t *tree_fallback_take(const pcpu_group_t *g, size_t i, uint64_t tag
 				/* Held: by a live thread, a few stores from done
 				 * once it runs; by a dead one, for good. */
 				if (round >= 64 && (round & 63) == 0)
-					tree_lane_repair(lane, g->pcpu__members);
+					pcpu__group_tree_lane_repair(lane, g->pcpu__members);
 				continue;
 			}
 			if (__atomic_compare_exchange_n(&lane[TREE_SEQ], &s, (int64_t)((uint64_t)s | tag),
@@ -464,7 +359,7 @@ static int64_t *tree_fallback_take(const pcpu_group_t *g, size_t i, uint64_t tag
  * compare-and-store, else a fallback lane. Async-signal-safe. */
 static void tree_add(const pcpu_group_t *g, size_t i, const int64_t *d)
 {
-	uint64_t tag = tree_tag(), held;
+	uint64_t tag = pcpu__group_tree_tag(), held;
 	unsigned n = g->pcpu__members;
 	int64_t *lane;
 	sigset_t old;
@@ -483,7 +378,7 @@ static void tree_add(const pcpu_group_t *g, size_t i, const int64_t *d)
 		s = __atomic_load_n(&lane[TREE_SEQ], __ATOMIC_ACQUIRE);
 		if (PCPU_UNLIKELY(s & 1)) {
 			/* Held: preempted, or its process died; the next
-			 * collection repairs a dead one (tree_read_lane). */
+			 * collection repairs a dead one (read_tree_lane(), group_read.c). */
 			break;
 		}
 		if (PCPU_UNLIKELY(pcpu__test_group_tree_before_take != NULL))
@@ -543,11 +438,6 @@ static void groups_fork_parent(void)
 	pthread_mutex_unlock(&groups_lock);
 }
 
-/* Reads a lane whole (the seqcount protocol, bounded by `dl`): its values
- * into out[0..n-1] and its seq into *seq_out. 0, or -1 once time is up. */
-static int read_lane_whole(const intptr_t *seqp, unsigned n, int64_t *out, intptr_t *seq_out,
-			   struct deadline *dl);
-
 static int lane_is_zero(const intptr_t *seqp, unsigned n)
 {
 	unsigned k;
@@ -595,7 +485,7 @@ static void lane_fork_repair(intptr_t *seqp, const intptr_t *view, unsigned n)
 		return;
 	/* Otherwise take the lane's live state whole: the parent's holder is
 	 * a few stores from releasing it. */
-	if (read_lane_whole(view, n, live, &live_seq, &dl) == 0) {
+	if (pcpu__group_read_lane_whole(view, n, live, &live_seq, &dl) == 0) {
 		for (k = 0; k < n; k++)
 			v[k] = live[k];
 		*seqp = live_seq;
@@ -617,7 +507,7 @@ static void groups_fork_child(void)
 	struct group_node *n;
 	size_t i, s, l;
 
-	my_tag = 0; /* this thread has another id in the child: tree_tag() */
+	pcpu__group_tree_tag_forget(); /* this thread has another id in the child */
 	for (n = groups.next; n != &groups; n = n->next) {
 		const pcpu_group_t *g = &n->g;
 		const char *pview, *fview;
@@ -765,169 +655,4 @@ void pcpu_group_free(pcpu_group_t *g)
 {
 	if (g)
 		pcpu__group_free_in(pcpu_zone_of(g->pcpu__primary), g);
-}
-
-/* ---- reading ---- */
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* Called when a lane is being written; returns -1 once time is up. */
-static int wait_a_little(struct deadline *dl)
-{
-	if (!dl->timeout_ns)
-		return -1;
-	if (!dl->end_ns)
-		dl->end_ns = now_ns() + dl->timeout_ns;
-	dl->waits++;
-	/* Spin briefly (an owner that runs is done in nanoseconds), then yield
-	 * so that an owner preempted on our CPU can run; look at the clock
-	 * only now and then, it is the costlier part. */
-	if (dl->waits < 128) {
-		cpu_relax();
-		return 0;
-	}
-	sched_yield();
-	if ((dl->waits & 15) == 0 && now_ns() >= dl->end_ns)
-		return -1;
-	return 0;
-}
-
-/* One look at a lane: 0 and its values and seq if it was whole, -1 if it
- * was being written. */
-static int read_lane_once(const intptr_t *seqp, unsigned n, int64_t *out, intptr_t *seq_out)
-{
-	const int64_t *v = (const int64_t *)(const void *)((const char *)seqp + PCPU__GROUP_SEQ_SIZE);
-	intptr_t s1 = __atomic_load_n(seqp, __ATOMIC_ACQUIRE);
-	unsigned k;
-
-	if (s1 & 1)
-		return -1;
-	/* Acquire loads: the second seq load cannot move before them, and a
-	 * new value brings the odd seq with it. */
-	for (k = 0; k < n; k++)
-		out[k] = __atomic_load_n(&v[k], __ATOMIC_ACQUIRE);
-	if (__atomic_load_n(seqp, __ATOMIC_RELAXED) != s1)
-		return -1;
-	*seq_out = s1;
-	return 0;
-}
-
-static int read_lane_whole(const intptr_t *seqp, unsigned n, int64_t *out, intptr_t *seq_out,
-			   struct deadline *dl)
-{
-	while (read_lane_once(seqp, n, out, seq_out) != 0)
-		if (wait_a_little(dl) < 0)
-			return -1;
-	return 0;
-}
-
-/* A tree group's lane, added to acc: its values, or -- held -- the values
- * from before its holder's update, which never changes while it is held
- * (see the top): a read never waits for a holder, preempted, stopped or
- * dead. It retries only when an update ended (or began its values) while it
- * read, bounded by `dl`. A lane whose holder is dead is repaired, so that
- * its CPU's writers get it back. */
-static int read_tree_lane(intptr_t *lanep, unsigned n, int64_t *acc, struct deadline *dl)
-{
-	int64_t *lane = (int64_t *)lanep, tmp[PCPU_GROUP_MAX_MEMBERS];
-	const int64_t *v = lane + TREE_HEAD;
-	unsigned k;
-
-	for (;;) {
-		int64_t s1 = __atomic_load_n(&lane[TREE_SEQ], __ATOMIC_ACQUIRE);
-		int64_t u1 = __atomic_load_n(&lane[TREE_UNDO_SEQ], __ATOMIC_ACQUIRE);
-		const int64_t *src = (s1 & 1) && u1 == s1 ? v + n : v;
-
-		/* Acquire: the checks below stay after these loads. */
-		for (k = 0; k < n; k++)
-			tmp[k] = __atomic_load_n(&src[k], __ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&lane[TREE_UNDO_SEQ], __ATOMIC_ACQUIRE) == u1 &&
-		    __atomic_load_n(&lane[TREE_SEQ], __ATOMIC_RELAXED) == s1) {
-			if (s1 & 1)
-				tree_lane_repair(lane, n);
-			break;
-		}
-		if (wait_a_little(dl) < 0)
-			return -1;
-	}
-	for (k = 0; k < n; k++)
-		acc[k] = pcpu__group_wrap_add(acc[k], tmp[k]);
-	return 0;
-}
-
-static int read_lane(const intptr_t *seqp, unsigned n, int64_t *acc, struct deadline *dl)
-{
-	int64_t tmp[PCPU_GROUP_MAX_MEMBERS];
-	intptr_t seq;
-	unsigned k;
-
-	if (read_lane_whole(seqp, n, tmp, &seq, dl) < 0)
-		return -1;
-	for (k = 0; k < n; k++)
-		acc[k] = pcpu__group_wrap_add(acc[k], tmp[k]);
-	return 0;
-}
-
-int pcpu_group_read_timeout(const pcpu_group_t *g, size_t i, int64_t *out, uint64_t timeout_ns)
-{
-	struct deadline dl = { timeout_ns, 0, 0 };
-	int64_t acc[PCPU_GROUP_MAX_MEMBERS];
-	size_t s, l, nslots;
-	unsigned n;
-
-	if (!g || !out || i >= g->pcpu__count) {
-		errno = EINVAL;
-		return -1;
-	}
-	nslots = cpu_slots();
-	n = g->pcpu__members;
-	memset(acc, 0, sizeof acc);
-	if (g->pcpu__tree) {
-		for (s = 0; s < nslots; s++)
-			if (read_tree_lane(primary_lane(g, i, s), n, acc, &dl) < 0)
-				goto timedout;
-		for (l = 0; l < lanes_total(g); l++)
-			if (read_tree_lane(fallback_lane(g, i, l), n, acc, &dl) < 0)
-				goto timedout;
-		memcpy(out, acc, n * sizeof *out);
-		return 0;
-	}
-	for (s = 0; s < nslots; s++)
-		if (read_lane(primary_lane(g, i, s), n, acc, &dl) < 0)
-			goto timedout;
-	for (l = 0; l < lanes_total(g); l++)
-		if (read_lane(fallback_lane(g, i, l), n, acc, &dl) < 0)
-			goto timedout;
-	memcpy(out, acc, n * sizeof *out);
-	return 0;
-timedout:
-	pcpu__set_error("group read: a copy stayed in mid-update past the timeout");
-	errno = ETIMEDOUT;
-	return -1;
-}
-
-int pcpu_group_read(const pcpu_group_t *g, size_t i, int64_t *out)
-{
-	return pcpu_group_read_timeout(g, i, out, PCPU_GROUP_READ_TIMEOUT_NS);
-}
-
-int pcpu__group_tree_read(pcpu_zone_t *zone, unsigned members, void *at, int64_t *out)
-{
-	pcpu_group_t g;
-
-	memset(&g, 0, sizeof g);
-	g.pcpu__count = 1;
-	g.pcpu__members = members;
-	g.pcpu__lane_size = (uint32_t)tree_lane_size(members);
-	g.pcpu__fb_per_slot = FB_PER_SLOT;
-	g.pcpu__tree = zone;
-	g.pcpu__primary = at;
-	g.pcpu__fallback = (char *)at + g.pcpu__lane_size; /* group_create(), one group */
-	return pcpu_group_read(&g, 0, out);
 }

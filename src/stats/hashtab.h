@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../visibility.h"
+#include "../core/core.h"
 
 /* ---- the hash: FNV-1a, 64 bits ---- */
 

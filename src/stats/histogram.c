@@ -29,7 +29,7 @@
 #include "histogram_layout.h"
 #include "stats_internal.h"
 #include "metrics.h"
-#include "../counter_internal.h"
+#include "../core/core.h"
 
 _Static_assert(PCPU__LOGLINEAR_MAX_BITS == PCPU_HISTOGRAM_MAX_BITS,
 	       "histogram_layout.h and pcpu/histogram.h disagree on the largest precision");

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../visibility.h"
+#include "../core/core.h"
 
 /* The largest log-linear precision (PCPU_HISTOGRAM_MAX_BITS; histogram.c
  * checks the two agree). */

@@ -15,7 +15,7 @@
 #include <pcpu/histogram.h>
 #include <pcpu/zone.h>
 
-#include "../visibility.h"
+#include "../core/core.h"
 
 /* ---- stats_zone.c ---- */
 

@@ -8,7 +8,7 @@
 
 #include <pcpu/stats.h>
 
-#include "../visibility.h"
+#include "../core/core.h"
 
 /* Lets object caches register their counters in registries (a
  * pcpu_objcache_desc naming one): called by pcpu_registry_create(), before

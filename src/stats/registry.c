@@ -28,7 +28,7 @@
 #include <string.h>
 
 #include "registry.h"
-#include "../fork.h"
+#include "../core/core.h"
 #include "objcache_stats.h"
 
 /* ---- registry ---- */

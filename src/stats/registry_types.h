@@ -17,7 +17,7 @@
 #include "stats_internal.h"
 #include "hashtab.h"
 #include "registry_observer.h"
-#include "../zone_backing.h"
+#include "../core/core.h"
 
 struct pcpu__sstruct;
 

@@ -12,7 +12,8 @@ set(PCPU_STATS_SOURCES
   src/stats/histogram.c    # histograms: layouts, reads, quantiles
   src/stats/histogram_layout.c # log-linear bucket arithmetic and exposed `le` sets (also the segment reader)
   src/stats/histogram_export.c # the exposed buckets of a snapshot family, cumulative, and their `le`
-  src/stats/group.c        # consistent groups: per-CPU lanes locked by rseq
+  src/stats/group.c        # consistent groups: per-CPU lanes locked by rseq, fork()
+  src/stats/group_read.c   # their reads, and the repair of a lane whose holder died
   src/stats/registry.c     # the registry: creation, constant labels, fork, destruction
   src/stats/registry_names.c    # its sample-name table (OpenMetrics clash set)
   src/stats/registry_families.c # its families: checked, created, found, destroyed

@@ -4,7 +4,7 @@
  * operations of pcpu/gauge.h, pcpu/fraction.h, pcpu/histogram.h and
  * pcpu/group.h also
  * exported as functions with the same semantics, for programs that define
- * PCPU_NO_INLINE (src/counter_stable_abi.c explains the two tiers). Each
+ * PCPU_NO_INLINE (src/core/counter_stable_abi.c explains the two tiers). Each
  * function is the inline operation itself, compiled here.
  */
 #define PCPU_NO_INLINE 1

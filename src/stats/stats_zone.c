@@ -19,7 +19,7 @@
 #include <pcpu/zone.h>
 
 #include "metrics.h"
-#include "../fork.h"
+#include "../core/core.h"
 
 static pthread_mutex_t stats_zone_lock = PTHREAD_MUTEX_INITIALIZER;
 static pcpu_zone_t *stats_zone;

@@ -26,10 +26,10 @@
 #include <string.h>
 
 #include "stats_internal.h"
-#include "../error.h"
+#include "../core/core.h"
 
 /* The buffer is the statistics layer's domain of the library's per-thread
- * messages (src/error.c). */
+ * messages (src/core/error.c). */
 
 struct pcpu__msg pcpu__msg_begin(void)
 {

@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "../visibility.h"
+#include "../core/core.h"
 
 /* Checks help text: UTF-8, at most PCPU_STATS_HELP_MAX bytes. NULL is ok.
  * 0, or -1 with errno EINVAL and a message for pcpu_stats_error(). */

@@ -1,6 +1,6 @@
 #!/bin/sh
 # The seam between libpcpu and libpcpu-stats refuses a mismatched pair at
-# load, always (src/visibility.h): two libpcpu builds that differ from the
+# load, always (src/core/visibility.h): two libpcpu builds that differ from the
 # one this libpcpu-stats was built with, each made here from a copy of the
 # source tree, are put beside it and a program of libpcpu-stats is run:
 #
@@ -68,7 +68,7 @@ change_renamed() {
 	grep -rl pcpu__zone_tree_adopt src | while read -r f; do
 		sed 's/pcpu__zone_tree_adopt\b/pcpu__zone_tree_adopt_renamed/g' "$f" >"$f.new" && mv "$f.new" "$f"
 	done
-	grep -q pcpu__zone_tree_adopt_renamed src/pcpu.map
+	grep -q pcpu__zone_tree_adopt_renamed src/core/pcpu.map
 }
 
 fails=0

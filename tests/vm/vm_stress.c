@@ -71,7 +71,7 @@
  * (resident memory, page tables and address space grown by the allocation,
  * the writes and the reads: a fetch_array of all, then 20000 timed fetches)
  * --mode footprint-all: the same with PCPU_SLOT_WALK=all, a fetch reading
- * every possible slot (as before src/slot_walk.c), for comparison.
+ * every possible slot (as before src/core/slot_walk.c), for comparison.
  */
 #define PCPU_TEST_INJECT 1
 #include "../check.h"
@@ -1275,7 +1275,7 @@ static void tree_run(const char *kernel, unsigned present, unsigned possible, co
  * let another CPU see one half of it new and the other old. Where the add
  * carries into the high half, that is a total 2^32 off: a false counter
  * reset and a 4.3 x 10^9 spike to Prometheus. The readers must detect it
- * and read again (src/torn64.h). In the fallback mode the adds are atomic
+ * and read again (src/core/torn64.h). In the fallback mode the adds are atomic
  * read-modify-writes, whose stores no load tears, but the segment reader's
  * copy (a pread, 32 bits at a time) may still tear a word.
  *

@@ -21,7 +21,7 @@
  * across a loop): aarch64 has no segment-relative addressing, so every
  * access to the struct rseq is `[tp, offset]` with the offset from pcpu__g
  * in a register. glibc >= 2.35 registers its area at __rseq_offset from the
- * same thread pointer (TLS variant I: positive offsets), which src/rseq.c
+ * same thread pointer (TLS variant I: positive offsets), which src/core/rseq.c
  * reads as on x86-64.
  *
  * Why `ldr`, `add`, `str` is a correct commit: only threads on the same

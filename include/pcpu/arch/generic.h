@@ -55,7 +55,7 @@ __attribute__((always_inline)) static inline unsigned pcpu__arch_loglin_exponent
 #define pcpu__arch_loglin_exponent pcpu__arch_loglin_exponent
 #endif
 
-/* Without sections nothing is ever registered (src/rseq.c runs the process
+/* Without sections nothing is ever registered (src/core/rseq.c runs the process
  * in its fallback mode), so no signature is ever checked. */
 #ifndef PCPU__RSEQ_SIG
 #define PCPU__RSEQ_SIG 0

@@ -10,7 +10,7 @@
  * PCPU_LAYOUT_<n> version node needed), for other languages' bindings and
  * for programs that must run with any later library. Each function is the
  * inline operation itself, compiled here. The other layers have their own:
- * src/ref_stable_abi.c, src/rwlock_stable_abi.c, src/objcache_stable_abi.c
+ * src/core/ref_stable_abi.c, src/core/rwlock_stable_abi.c, src/core/objcache_stable_abi.c
  * and src/stats/stable_abi.c (gauges, histograms, groups).
  */
 #define PCPU_NO_INLINE 1

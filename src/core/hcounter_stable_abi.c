@@ -2,7 +2,7 @@
 /*
  * hcounter_stable_abi.c: the stable tier of pcpu/hcounter.h -- its inline
  * operations also exported as functions with the same semantics, for
- * programs that define PCPU_NO_INLINE (src/counter_stable_abi.c explains
+ * programs that define PCPU_NO_INLINE (src/core/counter_stable_abi.c explains
  * the two tiers). Each function is the inline operation itself, compiled
  * here.
  */

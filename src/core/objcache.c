@@ -22,12 +22,12 @@
  *
  * Collecting a slot that other threads' sections may commit on: set the
  * slot's mode word (every slot's copy), then membarrier(PRIVATE_EXPEDITED_
- * RSEQ) (src/percpu_sync.c explains what it guarantees): afterwards no section
+ * RSEQ) (src/core/percpu_sync.c explains what it guarantees): afterwards no section
  * commits on any slot (each compares the mode inside the section), so
  * ptr[] and count are ours until the mode is cleared. One collector at a
  * time (collect_lock), as a second would clear the modes under the first.
  * If membarrier stopped working since the creation, the barrier is the CPU
- * walk of src/percpu_sync.c, and the collector leaves the mode words set for good:
+ * walk of src/core/percpu_sync.c, and the collector leaves the mode words set for good:
  * the cache is locked from then on (`locked`), so later collections need no
  * barrier. If the walk fails too, the slots are left alone (their objects
  * stay cached for their slots' gets) and drain says so (errno).

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What pcpu_ref, pcpu_rwlock and pcpu_objcache share (src/percpu_sync.c): the process-wide
+ * What pcpu_ref, pcpu_rwlock and pcpu_objcache share (src/core/percpu_sync.c): the process-wide
  * membarrier registration and the barrier itself, and futex calls.
  * Nothing here is exported.
  */
@@ -28,7 +28,7 @@ PCPU_HIDDEN int pcpu_sync_percpu_lost(void);
  * critical section that ran on another CPU when it was called has been
  * restarted or has committed visibly. If membarrier fails (once it has, for
  * good: pcpu_sync_percpu_lost()), the same by running the calling thread
- * on every CPU in turn (src/percpu_sync.c). 0, or -1 with errno what membarrier
+ * on every CPU in turn (src/core/percpu_sync.c). 0, or -1 with errno what membarrier
  * said when both failed. Async-signal-safe. */
 PCPU_HIDDEN int pcpu_sync_barrier(void);
 

@@ -7,7 +7,7 @@
  * pcpu_init()). A library may neither print nor exit, so a value it does
  * not understand cannot be complained about where it is read; each reader
  * takes the safe choice its comment names and records the refusal here,
- * and pcpu_environment_error() (src/rseq.c, once pcpu_init() read every
+ * and pcpu_environment_error() (src/core/rseq.c, once pcpu_init() read every
  * variable) hands the first one to the program or tool, whose business
  * messages are. A leaf: the readers call it, it calls none of them.
  *

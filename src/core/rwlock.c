@@ -5,7 +5,7 @@
  * slow paths and the writer's side.
  *
  * Layout: the handle is a per-CPU object of three words per slot (struct
- * pcpu__sync_slot, src/percpu_sync.c), and a 64-byte-aligned shared part:
+ * pcpu__sync_slot, src/core/percpu_sync.c), and a 64-byte-aligned shared part:
  *
  *   slot s:  readers[s] | state[s] | (slot 0: -> shared part)
  *            readers[s]: +1 per read lock, -1 per read unlock committed
@@ -19,7 +19,7 @@
  *   state: WRITER while a writer holds or waits; ATOMIC in atomic mode (then
  *   every state[s] says ATOMIC for good, and the fast path never commits).
  *   A per-CPU lock turns atomic at its first write lock after membarrier
- *   stopped working (src/percpu_sync.c): that writer's barrier is the CPU walk,
+ *   stopped working (src/core/percpu_sync.c): that writer's barrier is the CPU walk,
  *   and it leaves every state[s] nonzero for good, so later writers need
  *   no barrier. Its per-CPU words then only go down (unlocks of read locks
  *   taken before) and stay part of the sum.
@@ -27,7 +27,7 @@
  *   (atomic mode, a thread without rseq, a writer around), with sequentially
  *   consistent atomics.
  *
- *   records: every registered thread's pcpu__rwlock_rec (src/rwlock_readers.c),
+ *   records: every registered thread's pcpu__rwlock_rec (src/core/rwlock_readers.c),
  *   the handle of the one lock it holds through it (tagged |1 with a
  *   depth while held more than once), 0, or UNREG.
  *

@@ -2,7 +2,7 @@
 /*
  * objcache_stable_abi.c: the stable tier of pcpu/objcache.h -- get and put
  * also exported as functions with the same semantics, for programs that
- * define PCPU_NO_INLINE (src/counter_stable_abi.c explains the two tiers). Each function is the
+ * define PCPU_NO_INLINE (src/core/counter_stable_abi.c explains the two tiers). Each function is the
  * inline operation itself, compiled here.
  */
 #define PCPU_NO_INLINE 1

@@ -559,7 +559,7 @@ uint32_t pcpu_fallback_slot_assign(void)
 {
 	/* Spread rseq-less threads over the slots so they do not all contend
 	 * on one cache line; no system call per add. Only over the slots
-	 * fetches walk (src/slot_walk.c): the present CPUs. */
+	 * fetches walk (src/core/slot_walk.c): the present CPUs. */
 	uint32_t slot = pcpu_slot_walk_nth(
 		__atomic_fetch_add(&next_fallback_slot, 1, __ATOMIC_RELAXED));
 

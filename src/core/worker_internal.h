@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Owned slots (src/worker.c): what the rest of the library asks of them.
+ * Owned slots (src/core/worker.c): what the rest of the library asks of them.
  * Internal; nothing exported.
  */
 #ifndef PCPU_WORKER_INTERNAL_H

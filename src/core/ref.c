@@ -5,7 +5,7 @@
  * slow paths, the kill, and creation.
  *
  * Layout: the handle is a per-CPU object of three words per slot
- * (struct pcpu__sync_slot, a pcpu counter array: src/percpu_sync.c), and a
+ * (struct pcpu__sync_slot, a pcpu counter array: src/core/percpu_sync.c), and a
  * 64-byte-aligned shared part:
  *
  *   slot s:  count[s] | mode[s] | (slot 0: -> shared part)
@@ -43,7 +43,7 @@
  * always fails, and kill is: mode = DEAD, then the owner's put.
  *
  * If membarrier stopped working since the creation, step 2 is the CPU walk
- * of src/percpu_sync.c; if that fails too, the kill undoes step 1 and fails.
+ * of src/core/percpu_sync.c; if that fails too, the kill undoes step 1 and fails.
  *
  * Misuse the atomic paths catch (pcpu/ref.h): every get and put of a
  * released ref runs here (its mode is DEAD), where count is 0. A get that

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * rwlock_readers.c: the registry of reader records of pcpu_rwlock (the read
- * side at liburcu's cost; src/rwlock.c's file comment has the protocol and
+ * side at liburcu's cost; src/core/rwlock.c's file comment has the protocol and
  * why it is exact).
  *
  * Each thread has one record: the thread-local word pcpu__rwlock_rec (the

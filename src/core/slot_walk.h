@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The slots a fetch visits: only those a thread can ever have written,
- * not every possible CPU (src/slot_walk.c). Internal; nothing exported.
+ * not every possible CPU (src/core/slot_walk.c). Internal; nothing exported.
  */
 #ifndef PCPU_SLOT_WALK_H
 #define PCPU_SLOT_WALK_H
@@ -33,7 +33,7 @@ PCPU_HIDDEN void pcpu_slot_walk_init(uint32_t nslots);
 /* Appends owned slot `slot` (above every CPU slot, and above every slot
  * appended before) to the walk, before its first owner writes it: the
  * entry is stored before the count that makes readers visit it. Once per
- * slot, under the owned slots' lock (src/worker.c). Async-signal-safe. */
+ * slot, under the owned slots' lock (src/core/worker.c). Async-signal-safe. */
 PCPU_HIDDEN void pcpu_slot_walk_add(uint32_t slot);
 
 /* Every slot that can hold a value, in ascending order:

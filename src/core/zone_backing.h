@@ -150,7 +150,7 @@ PCPU_PRIVATE int pcpu__zone_make_tree(pcpu_zone_t *zone, struct pcpu_zone_tree *
 /* Makes a new zone (no object, no backing: what pcpu_zone_create() or a
  * new registry gives) a tree zone of a tree it was not forked from: the
  * zone of a program exec()ed by one of the tree's processes, joining it
- * (src/zone_join.c says why this is not attach then make_tree). Its chunk
+ * (src/core/zone_join.c says why this is not attach then make_tree). Its chunk
  * 0 becomes the tree's chunk 0 through `backing` (with its `ctx`), mapped
  * as it is -- header and objects untouched -- and `tree` (in the backing's
  * shared memory, outliving the zone) its shared state; the backing's

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What src/rwlock.c and src/rwlock_readers.c share: the lock's shared part
+ * What src/core/rwlock.c and src/core/rwlock_readers.c share: the lock's shared part
  * and the registry of reader records. Nothing here is exported.
  */
 #ifndef PCPU_RWLOCK_INTERNAL_H
@@ -30,7 +30,7 @@ static inline struct rwlock_impl *pcpu_rwlock_impl(const pcpu_rwlock_t *lock)
 	return (struct rwlock_impl *)pcpu_sync_obj_impl(&lock->pcpu__s);
 }
 
-/* Bumps wseq and wakes the writer sleeping on it (src/rwlock.c's file
+/* Bumps wseq and wakes the writer sleeping on it (src/core/rwlock.c's file
  * comment: why no wake-up is lost). Async-signal-safe. */
 static inline void pcpu_rwlock_wake_writer(struct rwlock_impl *l)
 {

@@ -9,7 +9,7 @@
  * PCPU_PRIVATE: the seam between libpcpu and libpcpu-stats. The statistics
  * library is built on the core's zone, fork, error and tree internals; these
  * few functions leave libpcpu.so, but only in the version node
- * PCPU_PRIVATE_<release> of src/pcpu.map (the project version, filled in by
+ * PCPU_PRIVATE_<release> of src/core/pcpu.map (the project version, filled in by
  * CMake), which no header a user includes declares. libpcpu-stats records
  * that node in its version needs, so a libpcpu-stats of another release
  * fails to load, clearly ("version `PCPU_PRIVATE_0.2.0' not found"),

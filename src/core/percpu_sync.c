@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * percpu_sync.c: what pcpu_ref, pcpu_rwlock and pcpu_objcache (src/ref.c,
- * src/rwlock.c, src/objcache.c) share --
+ * percpu_sync.c: what pcpu_ref, pcpu_rwlock and pcpu_objcache (src/core/ref.c,
+ * src/core/rwlock.c, src/core/objcache.c) share --
  * the membarrier that switches them out of per-CPU mode, and futexes.
  *
  * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ) (Linux >= 5.10) sends an

@@ -28,16 +28,16 @@ PCPU_HIDDEN void pcpu_init(void);
 
 /* Number of slots (pcpu_nslots()), valid once pcpu_init() ran -- always the
  * case where a zone exists: the CPU slots (pcpu_cpu_slot_count: every index
- * rseq or a fallback add can use), then the owned slots (src/worker.c). */
+ * rseq or a fallback add can use), then the owned slots (src/core/worker.c). */
 PCPU_HIDDEN extern uint32_t pcpu_slot_count;
 PCPU_HIDDEN extern uint32_t pcpu_cpu_slot_count;
-PCPU_HIDDEN extern uint32_t pcpu_owned_slot_count; /* src/worker.c's */
+PCPU_HIDDEN extern uint32_t pcpu_owned_slot_count; /* src/core/worker.c's */
 /* 1 when PCPU_OWNED_SLOTS held something other than a number 0 ..
  * PCPU_OWNED_MAX: pcpu_owned_slot_count is then 0 and claims fail with
  * EINVAL. Set once by pcpu_init(). */
 PCPU_HIDDEN extern int pcpu_owned_env_invalid;
 
-/* Records that a PCPU_* variable was not understood (src/environment.c):
+/* Records that a PCPU_* variable was not understood (src/core/environment.c):
  * `what`, a string constant, names it and the choice made instead; the
  * first one is pcpu_environment_error()'s answer. */
 PCPU_HIDDEN void pcpu__environment_refuse(const char *what);
