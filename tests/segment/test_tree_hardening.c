@@ -22,9 +22,10 @@
  *   collectkill a collection killed in mid-copy of a GROUP entry (left
  *               odd): another process registering that group finds it,
  *               never makes a second one
- *   corrupt     a buggy worker scribbles on the shared header and entries:
+ *   corrupt [N] a buggy worker scribbles on the shared header and entries:
  *               the master's collections, snapshots and registrations may
- *               fail, never crash
+ *               fail, never crash; N trees with random flips (default 300;
+ *               the fast tier runs 30, the stress tier 300)
  *   liveness    the master killed, a worker alive: readers say the segment
  *               is live and pcpustat --prune keeps it; the last member
  *               gone, it is pruned. A foreign locker -- a process that can
@@ -726,6 +727,8 @@ static void master_calls(int round)
 	}
 }
 
+static int corrupt_trials = 300; /* corrupt's optional argument */
+
 static void corrupt(void)
 {
 	static const uint64_t bad_used[] = {0, 1, 33, 1u << 20, (1u << 20) + 1, 1ull << 40, UINT64_MAX};
@@ -740,7 +743,7 @@ static void corrupt(void)
 		CHECK(counter(id));
 		CHECK(pcpu_group_family_series(gfam, (const char *[]){id}));
 	}
-	alarm(300);
+	alarm(300 + 2 * (unsigned)corrupt_trials); /* a hang; ctest's TIMEOUT is longer */
 	/* 0. A series entry pointing nowhere: a process registering that series
 	 * is refused (EIO), never given a second storage for it. */
 	{
@@ -792,7 +795,7 @@ static void corrupt(void)
 	printf("corrupt: entries_used set to 0 .. 2^64-1 under the master: no crash\n");
 	/* 2. Random flips of the header's and the entries' bytes, each in a
 	 * tree of its own, in a process of its own (as the master). */
-	for (int trial = 0; trial < 300; trial++) {
+	for (int trial = 0; trial < corrupt_trials; trial++) {
 		uint64_t r = check_xorshift(&rng);
 		pid_t pid = fork();
 
@@ -835,7 +838,8 @@ static void corrupt(void)
 		}
 	}
 	alarm(0);
-	printf("corrupt: 300 trees with random flips in the header or the entries: no crash\n");
+	printf("corrupt: %d trees with random flips in the header or the entries: no crash\n",
+	       corrupt_trials);
 }
 
 /* ---- liveness -------------------------------------------------------------- */
@@ -1068,6 +1072,9 @@ int main(int argc, char **argv)
 				"collectkill | corrupt | liveness\n");
 		return 2;
 	}
+	if (argc > 2 && !strcmp(mode, "corrupt"))
+		corrupt_trials = atoi(argv[2]);
+	CHECK(corrupt_trials > 0);
 	modes[m].run();
 	if (dir[0]) {
 		char cmd[300];
