@@ -22,10 +22,12 @@
  *   collectkill a collection killed in mid-copy of a GROUP entry (left
  *               odd): another process registering that group finds it,
  *               never makes a second one
- *   corrupt [N] a buggy worker scribbles on the shared header and entries:
+ *   corrupt [N [FIRST]]
+ *               a buggy worker scribbles on the shared header and entries:
  *               the master's collections, snapshots and registrations may
- *               fail, never crash; N trees with random flips (default 300;
- *               the fast tier runs 30, the stress tier 300)
+ *               fail, never crash; trees FIRST .. N-1 of one sequence of
+ *               random flips (default 0 .. 299: the fast tier runs 0 .. 29,
+ *               the stress tier 30 .. 299)
  *   liveness    the master killed, a worker alive: readers say the segment
  *               is live and pcpustat --prune keeps it; the last member
  *               gone, it is pruned. A foreign locker -- a process that can
@@ -727,7 +729,7 @@ static void master_calls(int round)
 	}
 }
 
-static int corrupt_trials = 300; /* corrupt's optional argument */
+static int corrupt_trials = 300, corrupt_first; /* corrupt's optional arguments */
 
 static void corrupt(void)
 {
@@ -797,8 +799,11 @@ static void corrupt(void)
 	 * tree of its own, in a process of its own (as the master). */
 	for (int trial = 0; trial < corrupt_trials; trial++) {
 		uint64_t r = check_xorshift(&rng);
-		pid_t pid = fork();
+		pid_t pid;
 
+		if (trial < corrupt_first)
+			continue; /* the same sequence of flips whatever FIRST is */
+		pid = fork();
 		CHECK(pid >= 0);
 		if (pid == 0) {
 			struct pcpu_segment *s;
@@ -838,8 +843,8 @@ static void corrupt(void)
 		}
 	}
 	alarm(0);
-	printf("corrupt: %d trees with random flips in the header or the entries: no crash\n",
-	       corrupt_trials);
+	printf("corrupt: trees %d .. %d with random flips in the header or the entries: no crash\n",
+	       corrupt_first, corrupt_trials - 1);
 }
 
 /* ---- liveness -------------------------------------------------------------- */
@@ -1074,7 +1079,9 @@ int main(int argc, char **argv)
 	}
 	if (argc > 2 && !strcmp(mode, "corrupt"))
 		corrupt_trials = atoi(argv[2]);
-	CHECK(corrupt_trials > 0);
+	if (argc > 3 && !strcmp(mode, "corrupt"))
+		corrupt_first = atoi(argv[3]);
+	CHECK(corrupt_first >= 0 && corrupt_first < corrupt_trials);
 	modes[m].run();
 	if (dir[0]) {
 		char cmd[300];
