@@ -21,9 +21,17 @@
 #      Debian kernels downloaded into ~/.cache/pcpu-vm, every mode, and a
 #      deliberately broken build that must be caught; counted as one test.
 # Usage: scripts/test.sh [--quick] [--no-vm]
-#   --quick: step 2 only (and step 5 unless --no-vm)
+#   --quick: the fast tier before a commit: the plain build and its unit
+#            tests (ctest -L unit), nothing else (no Rust, Go, sanitizers,
+#            emulated machines); a few minutes once build/ exists
 #   --no-vm: skip step 5 (quick local runs; CI never passes it)
 # Build folders: build/, build-asan/, build-tsan/ (reused if present).
+# The sanitizer builds leave out the tests labelled `repeat` there (ctest
+# -LE repeat): the same code as another test of that build, or a check of
+# sources and packaging that the plain build runs (tests/CMakeLists.txt,
+# pcpu_label_repeats; docs/testing.md says which build runs what).
+# At the end: each step's wall-clock and CPU seconds (children's user +
+# system: on a shared machine, what the step costs whatever the load).
 #
 # No test depends on how much CPU it gets: tests that need N events run
 # until they have them, and each test's ctest timeout only catches a hang
@@ -43,7 +51,27 @@ scale=${PCPU_TEST_TIMEOUT_SCALE:-1}
 [[ "$scale" =~ ^[1-9][0-9]*$ ]] || { echo "test.sh: PCPU_TEST_TIMEOUT_SCALE must be a whole number >= 1"; exit 2; }
 start=$SECONDS
 
+# Each step's wall-clock and CPU time, printed as it ends and in a table
+# at the end. CPU time: user + system of the processes the step waited for
+# (bash's `times`, children's line).
+steps=()
+# (`times` in this shell, not in a $(...) subshell, which has its own.)
+times_file=$(mktemp) && trap 'rm -f "$times_file"' EXIT
+cpu_now() { # -> $cpu
+  times >"$times_file"
+  cpu=$(awk 'NR==2 { t=0; for (i=1;i<=2;i++) { split($i,a,/[ms]/); t+=a[1]*60+a[2] } printf "%.0f", t }' "$times_file")
+}
+step_start() { step_name=$1 step_t0=$SECONDS; cpu_now; step_c0=$cpu; }
+step_end() {
+  cpu_now
+  local w=$((SECONDS - step_t0)) c=$((cpu - step_c0))
+  steps+=("$(printf '%-22s %6d s wall %7d s CPU' "$step_name" "$w" "$c")")
+  echo "=== step $step_name: $w s wall, $c s CPU"
+}
+
+step_start install-deps
 bash scripts/install-deps.sh || { echo "test.sh: installing dependencies failed"; exit 1; }
+step_end
 # The tests' Python packages are in the virtual environment install-deps.sh
 # made: its python3 first on PATH for every step (ctest, cargo, go), and
 # CMake's PCPU_PYTHON3 (also for a build folder configured before).
@@ -53,21 +81,25 @@ export PATH="$venv/bin:$PATH"
 jobs=$(nproc)
 total_pass=0 total_fail=0 failed_configs=()
 
-run_config() { # name, build dir, cmake args...
-  local name=$1 dir=$2; shift 2
+run_config() { # name, build dir, ctest label arguments, cmake args...
+  local name=$1 dir=$2 select=$3; shift 3
+  step_start "$name build"
   echo "=== $name: configure + build ($dir)"
   if ! cmake -S . -B "$dir" -G Ninja "$@" -DPCPU_TEST_TIMEOUT_SCALE="$scale" -DPCPU_PYTHON3="$venv/bin/python3" \
        >"$dir.configure.log" 2>&1; then
     cat "$dir.configure.log"; failed_configs+=("$name (configure)"); total_fail=$((total_fail+1)); return
   fi
   if ! cmake --build "$dir" -j "$jobs" >"$dir.build.log" 2>&1; then
-    tail -50 "$dir.build.log"; failed_configs+=("$name (build)"); total_fail=$((total_fail+1)); return
+    tail -50 "$dir.build.log"; failed_configs+=("$name (build)"); total_fail=$((total_fail+1)); step_end; return
   fi
-  echo "=== $name: ctest"
+  step_end
+  step_start "$name ctest"
+  echo "=== $name: ctest $select"
   local log="$dir.ctest.log"
   # --timeout: only for a test without a TIMEOUT of its own (every test of
   # the suite has one: this is a backstop).
-  (cd "$dir" && ctest --output-on-failure -j "$jobs" --timeout $((600 * scale))) 2>&1 | tee "$log"
+  # shellcheck disable=SC2086 # the label arguments, split on purpose
+  (cd "$dir" && ctest --output-on-failure -j "$jobs" --timeout $((600 * scale)) $select) 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
   local line pass fail
   line=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' "$log" | tail -1)
@@ -79,6 +111,7 @@ run_config() { # name, build dir, cmake args...
   fi
   total_pass=$((total_pass+pass)); total_fail=$((total_fail+fail))
   [ "$rc" -eq 0 ] && [ "$fail" -eq 0 ] || failed_configs+=("$name")
+  step_end
 }
 
 # Benchmarks are built (so they cannot rot) but not run here: speed is
@@ -87,7 +120,10 @@ run_config() { # name, build dir, cmake args...
 # could not find it must fail here rather than quietly drop the protobuf tests.
 # The tests, benchmarks and examples on, explicitly: scripts/demo.sh
 # configures build/ without the tests (it installs only what it shows).
-run_config plain build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCPU_PROTOBUF=ON \
+# --quick: the unit tier only.
+plain_select=""
+[ $quick -eq 1 ] && plain_select="-L unit"
+run_config plain build "$plain_select" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCPU_PROTOBUF=ON \
   -DPCPU_BUILD_TESTS=ON -DPCPU_BUILD_BENCH=ON -DPCPU_BUILD_EXAMPLES=ON
 # count_cargo_log NAME LOG RC: adds the passed and failed counts of LOG's
 # `test result:` lines to the totals; a cargo that failed (RC) with no
@@ -114,7 +150,7 @@ run_rust() {
     --features pcpu/metrics,pcpu/prometheus-client,pcpu/protobuf) 2>&1 | tee "$log"
   count_cargo_log rust "$log" "${PIPESTATUS[0]}"
 }
-run_rust
+if [ $quick -eq 0 ]; then step_start rust; run_rust; step_end; fi
 
 # The Rust crates as crates.io users get them (rust/package-check.sh):
 # cargo fmt --check, cargo publish --dry-run of pcpu-sys and pcpu (each
@@ -133,7 +169,7 @@ run_rust_package() {
   total_pass=$((total_pass+pass)); total_fail=$((total_fail+fail))
   [ "$fail" -eq 0 ] || failed_configs+=("rust package")
 }
-run_rust_package
+if [ $quick -eq 0 ]; then step_start "rust package"; run_rust_package; step_end; fi
 
 # Miri: the pcpu crate's tests under the interpreter, which checks the
 # Rust side (references, lifetimes, pointer provenance and arithmetic,
@@ -158,7 +194,7 @@ run_miri() {
     2>&1 | tee "$log"
   count_cargo_log miri "$log" "${PIPESTATUS[0]}"
 }
-run_miri
+if [ $quick -eq 0 ]; then step_start miri; run_miri; step_end; fi
 
 # Go (go/): the pure-Go segment reader cross-checked against pcpustat, its
 # fuzz targets (seed corpus, then 10 s of fuzzing each), the Collector
@@ -186,23 +222,28 @@ run_go() {
   total_pass=$((total_pass+pass)); total_fail=$((total_fail+fail))
   [ "$fail" -eq 0 ] || failed_configs+=("go")
 }
-run_go
+if [ $quick -eq 0 ]; then step_start go; run_go; step_end; fi
 
 if [ $quick -eq 0 ]; then
-  run_config asan+ubsan build-asan -DCMAKE_BUILD_TYPE=Debug -DPCPU_SANITIZE=address -DPCPU_BUILD_BENCH=OFF -DPCPU_PROTOBUF=ON
-  run_config tsan build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCPU_SANITIZE=thread -DPCPU_BUILD_BENCH=OFF -DPCPU_PROTOBUF=ON
+  run_config asan+ubsan build-asan "-LE repeat" -DCMAKE_BUILD_TYPE=Debug -DPCPU_SANITIZE=address -DPCPU_BUILD_BENCH=OFF -DPCPU_PROTOBUF=ON
+  run_config tsan build-tsan "-LE repeat" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCPU_SANITIZE=thread -DPCPU_BUILD_BENCH=OFF -DPCPU_PROTOBUF=ON
 fi
 
-if [ $vm -eq 1 ]; then
+if [ $vm -eq 1 ] && [ $quick -eq 0 ]; then
+  step_start "emulated machines"
   echo "=== emulated machines (scripts/vm/run-all.sh)"
   if bash scripts/vm/run-all.sh; then
     total_pass=$((total_pass+1))
   else
     total_fail=$((total_fail+1)); failed_configs+=("emulated machines")
   fi
+  step_end
 fi
 
 echo
+echo "steps (wall-clock; CPU = user + system of the step's processes):"
+printf '  %s\n' "${steps[@]}"
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ ${#failed_configs[@]} -gt 0 ]; then
   echo "FAILED in: ${failed_configs[*]}"
 fi

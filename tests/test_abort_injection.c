@@ -21,7 +21,11 @@
  * added, exactly; in the rseq modes at least --min-aborts sections must
  * have aborted: the run goes on (at least --seconds) until they have, and
  * --max-seconds (20 minutes) only bounds a run that cannot get there (a
- * hang, or an abort path that no longer aborts). How much CPU the test gets
+ * hang, or an abort path that no longer aborts). --max-cpu-seconds bounds it
+ * by the process's CPU time instead, which a loaded machine does not use up
+ * faster: an abort path that no longer aborts spends it and fails, a run
+ * that gets little CPU only takes longer (a hang is ctest's TIMEOUT's). How
+ * much CPU the test gets
  * changes how long it takes, not whether it passes: the sender's signals
  * and the membarrier kicks abort sections only while the threads run at
  * once on different CPUs, which a loaded machine seldom lets them do (a
@@ -39,7 +43,8 @@
  * fallback path.
  *
  * Usage: test_abort_injection --expect-mode glibc|own|fallback
- *        [--min-aborts N] [--seconds S] [--max-seconds S] [--spin N]
+ *        [--min-aborts N] [--seconds S] [--max-seconds S]
+ *        [--max-cpu-seconds S] [--spin N]
  *        [--yield-every N] [--raise-every N] [--kick-every N] [--timer-us N]
  *        [--no-membarrier]
  */
@@ -249,6 +254,15 @@ static void *sender(void *arg)
 	return NULL;
 }
 
+/* The CPU time all the process's threads used, in seconds. */
+static double cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -259,7 +273,7 @@ static double now_s(void)
 
 int main(int argc, char **argv)
 {
-	double seconds = 1, max_seconds = 1200, t0, elapsed;
+	double seconds = 1, max_seconds = 1200, max_cpu_seconds = 0, t0, elapsed;
 	unsigned long min_aborts = 100000;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	pthread_t t[MAX_THREADS], snd;
@@ -276,6 +290,8 @@ int main(int argc, char **argv)
 			seconds = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--max-seconds") && i + 1 < argc)
 			max_seconds = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--max-cpu-seconds") && i + 1 < argc)
+			max_cpu_seconds = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--spin") && i + 1 < argc)
 			pcpu__test_inject_spin = (unsigned)strtoul(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--yield-every") && i + 1 < argc)
@@ -289,7 +305,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--no-membarrier"))
 			have_membarrier = -1;
 		else {
-			fprintf(stderr, "usage: %s --expect-mode glibc|own|fallback [--min-aborts N] [--seconds S] [--max-seconds S] [--spin N] [--yield-every N] [--raise-every N] [--kick-every N] [--timer-us N] [--no-membarrier]\n",
+			fprintf(stderr, "usage: %s --expect-mode glibc|own|fallback [--min-aborts N] [--seconds S] [--max-seconds S] [--max-cpu-seconds S] [--spin N] [--yield-every N] [--raise-every N] [--kick-every N] [--timer-us N] [--no-membarrier]\n",
 				argv[0]);
 			return 2;
 		}
@@ -337,7 +353,7 @@ int main(int argc, char **argv)
 	for (;;) {
 		usleep(20000);
 		elapsed = now_s() - t0;
-		if (elapsed >= max_seconds)
+		if (max_cpu_seconds > 0 ? cpu_s() >= max_cpu_seconds : elapsed >= max_seconds)
 			break;
 		if (elapsed >= seconds && __atomic_load_n(&total_aborts, __ATOMIC_RELAXED) >= min_aborts)
 			break;
@@ -363,8 +379,8 @@ int main(int argc, char **argv)
 	CHECK_EQ_U64(pcpu_counter_fetch(array + 2), expected[5]);
 	CHECK_EQ_U64(pcpu_counter_fetch(array + 3), expected[6] - 7 * handler_runs);
 	if (total_aborts < min_aborts) {
-		fprintf(stderr, "only %lu critical sections aborted in %.1f s (need %lu): the abort path was not exercised enough\n",
-			total_aborts, elapsed, min_aborts);
+		fprintf(stderr, "only %lu critical sections aborted in %.1f s, %.1f s of CPU (need %lu): the abort path was not exercised enough\n",
+			total_aborts, elapsed, cpu_s(), min_aborts);
 		exit(1);
 	}
 	printf("test_abort_injection: exact\n");

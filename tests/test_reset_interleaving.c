@@ -173,8 +173,8 @@ static void *resetter(void *arg)
 		}
 		reported[me][k] += v;
 		n++;
+		__atomic_store_n(&resets[me], n, __ATOMIC_RELAXED);
 	}
-	resets[me] = n;
 	return NULL;
 }
 
@@ -191,7 +191,12 @@ static void test_concurrent(double seconds)
 		CHECK(pthread_create(&r[i], NULL, resetter, (void *)(intptr_t)i) == 0);
 	for (int i = 0; i < ADDERS; i++)
 		CHECK(pthread_create(&a[i], NULL, adder, (void *)(intptr_t)i) == 0);
+	/* At least SECONDS, then until each resetter has reset more than 10
+	 * times: a loaded machine may give them a few in 2 s (4 + 1 seen). */
 	usleep((useconds_t)(seconds * 1e6));
+	while (__atomic_load_n(&resets[0], __ATOMIC_RELAXED) <= 10 ||
+	       __atomic_load_n(&resets[1], __ATOMIC_RELAXED) <= 10)
+		usleep(10000);
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < ADDERS; i++)
 		CHECK(pthread_join(a[i], NULL) == 0);

@@ -22,9 +22,12 @@
  *   collectkill a collection killed in mid-copy of a GROUP entry (left
  *               odd): another process registering that group finds it,
  *               never makes a second one
- *   corrupt     a buggy worker scribbles on the shared header and entries:
+ *   corrupt [N [FIRST]]
+ *               a buggy worker scribbles on the shared header and entries:
  *               the master's collections, snapshots and registrations may
- *               fail, never crash
+ *               fail, never crash; trees FIRST .. N-1 of one sequence of
+ *               random flips (default 0 .. 299: the fast tier runs 0 .. 29,
+ *               the stress tier 30 .. 299)
  *   liveness    the master killed, a worker alive: readers say the segment
  *               is live and pcpustat --prune keeps it; the last member
  *               gone, it is pruned. A foreign locker -- a process that can
@@ -726,6 +729,8 @@ static void master_calls(int round)
 	}
 }
 
+static int corrupt_trials = 300, corrupt_first; /* corrupt's optional arguments */
+
 static void corrupt(void)
 {
 	static const uint64_t bad_used[] = {0, 1, 33, 1u << 20, (1u << 20) + 1, 1ull << 40, UINT64_MAX};
@@ -740,7 +745,7 @@ static void corrupt(void)
 		CHECK(counter(id));
 		CHECK(pcpu_group_family_series(gfam, (const char *[]){id}));
 	}
-	alarm(300);
+	alarm(300 + 2 * (unsigned)corrupt_trials); /* a hang; ctest's TIMEOUT is longer */
 	/* 0. A series entry pointing nowhere: a process registering that series
 	 * is refused (EIO), never given a second storage for it. */
 	{
@@ -792,10 +797,13 @@ static void corrupt(void)
 	printf("corrupt: entries_used set to 0 .. 2^64-1 under the master: no crash\n");
 	/* 2. Random flips of the header's and the entries' bytes, each in a
 	 * tree of its own, in a process of its own (as the master). */
-	for (int trial = 0; trial < 300; trial++) {
+	for (int trial = 0; trial < corrupt_trials; trial++) {
 		uint64_t r = check_xorshift(&rng);
-		pid_t pid = fork();
+		pid_t pid;
 
+		if (trial < corrupt_first)
+			continue; /* the same sequence of flips whatever FIRST is */
+		pid = fork();
 		CHECK(pid >= 0);
 		if (pid == 0) {
 			struct pcpu_segment *s;
@@ -835,7 +843,8 @@ static void corrupt(void)
 		}
 	}
 	alarm(0);
-	printf("corrupt: 300 trees with random flips in the header or the entries: no crash\n");
+	printf("corrupt: trees %d .. %d with random flips in the header or the entries: no crash\n",
+	       corrupt_first, corrupt_trials - 1);
 }
 
 /* ---- liveness -------------------------------------------------------------- */
@@ -1068,6 +1077,11 @@ int main(int argc, char **argv)
 				"collectkill | corrupt | liveness\n");
 		return 2;
 	}
+	if (argc > 2 && !strcmp(mode, "corrupt"))
+		corrupt_trials = atoi(argv[2]);
+	if (argc > 3 && !strcmp(mode, "corrupt"))
+		corrupt_first = atoi(argv[3]);
+	CHECK(corrupt_first >= 0 && corrupt_first < corrupt_trials);
 	modes[m].run();
 	if (dir[0]) {
 		char cmd[300];
