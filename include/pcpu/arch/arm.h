@@ -106,6 +106,10 @@
 #define PCPU__ARCH_INSN_CALL "^(bl|blx|svc)( |$)"
 #define PCPU__ARCH_INSN_BRANCH "^(b(eq|ne|cs|hs|cc|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le)?([.][nw])?|cbn?z)( |$)"
 #define PCPU__ARCH_INSN_JUMP "^b([.][nw])?( |$)"
+/* Optional (this port's carry sections): a commit that may fail and write
+ * nothing, its status in its first operand, which the code right after
+ * the range must test (tests/check_rseq_sections.py). */
+#define PCPU__ARCH_INSN_STORE_EXCLUSIVE "^strex"
 
 /* ---- not sections: what the subjects' code asks of the target ----------------
  * (also in a fallback build; pcpu/arch/generic.h has the portable versions) */
