@@ -359,7 +359,9 @@ static inline char *pcpu__arch_thread_pointer(void)
  * "Carries" at the top); a carry into either leaves for `carry` before
  * anything is written, where pcpu/arch/common.h makes the pair two adds
  * (PCPU__ARCH_ADD2_AS_TWO_ADDS's). Readers load the two words separately,
- * as on every target. lr is the carry tests' scratch register.
+ * as on every target. The carry tests' scratch register is r3, the second
+ * high word, loaded again for the `stm` (one `ldr` more): a sixth fixed
+ * register (lr) leaves clang at -O0 too few for the seven operands.
  */
 #define PCPU__ARCH_THIS_ADD2_ASM                                           \
 	PCPU__ARM_LOAD_IDX16                                                 \
@@ -368,8 +370,9 @@ static inline char *pcpu__arch_thread_pointer(void)
 	"add r12, %[base], r12, lsl %[shift]\n\t"                            \
 	"ldm r12, {r0, r1, r2, r3}\n\t"                                      \
 	PCPU__SPLIT                                                          \
-	PCPU__ARM_ADD_LOW("r0", "%Q[a]", "%R[a]", "lr")                      \
-	PCPU__ARM_ADD_LOW("r2", "%Q[b]", "%R[b]", "lr")                      \
+	PCPU__ARM_ADD_LOW("r0", "%Q[a]", "%R[a]", "r3")                      \
+	PCPU__ARM_ADD_LOW("r2", "%Q[b]", "%R[b]", "r3")                      \
+	"ldr r3, [r12, #12]\n\t"                                             \
 	PCPU__SPLIT                                                          \
 	PCPU__INJECT_ASM                                                     \
 	"0:\n\t"                                                             \
@@ -379,8 +382,7 @@ static inline char *pcpu__arch_thread_pointer(void)
 #define PCPU__ARCH_THIS_ADD2_IN                                            \
 	PCPU__ARM_G_OPERANDS, [base] "r"(base), [a] "r"(a), [b] "r"(b),      \
 	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT PCPU__IDX16_INPUT
-#define PCPU__ARCH_THIS_ADD2_CLOBBERS                                      \
-	"r1", "r2", "r3", PCPU__ARM_CLOBBERS PCPU__ARM_LR_CLOBBER
+#define PCPU__ARCH_THIS_ADD2_CLOBBERS "r1", "r2", "r3", PCPU__ARM_CLOBBERS
 
 /* rseq_cmpeq_cmpeqv_storev: if (index != expected) abort;
  * if (*p != expect) return DIFFERS; *p = newv.  (32-bit words) */
