@@ -266,10 +266,14 @@ static inline int64_t pcpu__rseq_load_index16(void)
  * csoff, idxoff. */
 #ifdef PCPU__ARCH_LOAD_ADD_STORE_AT_ASM
 #ifdef PCPU__ARCH_CARRY_SECTIONS
+/* The carry section of load_add_store_at takes the offsets from pcpu__g
+ * and the index as 32 bits (what its compare uses): three arguments, all
+ * in registers, so that the caller's loop sets up nothing for the call. */
 PCPU__CARRY_FUNCTION int
-pcpu__rseq_load_add_store_at_carry(int64_t expected, int64_t *p, int64_t v, intptr_t csoff,
-				   intptr_t idxoff)
+pcpu__rseq_load_add_store_at_carry(int64_t *p, int32_t expected, int64_t v)
 {
+	intptr_t csoff = (intptr_t)pcpu__g.cs_tpoff, idxoff = (intptr_t)pcpu__g.index_tpoff;
+
 	PCPU__INJECT_BEFORE();
 	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
 		     PCPU__ARCH_LOAD_ADD_STORE_AT_CARRY_ASM
@@ -295,7 +299,7 @@ pcpu__rseq_load_add_store_at(int64_t expected, int64_t *p, int64_t v, intptr_t c
 		     : aborted PCPU__CARRY_LABEL);
 	PCPU__RSEQ_RETURN_COMMITTED;
 	PCPU__RSEQ_RETURN_ABORTED;
-	PCPU__RSEQ_RETURN_CARRY(pcpu__rseq_load_add_store_at_carry(expected, p, v, csoff, idxoff));
+	PCPU__RSEQ_RETURN_CARRY(pcpu__rseq_load_add_store_at_carry(p, (int32_t)expected, v));
 }
 #define pcpu__rseq_load_add_store_at pcpu__rseq_load_add_store_at
 #endif
