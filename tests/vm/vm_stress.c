@@ -1269,15 +1269,21 @@ static void tree_run(const char *kernel, unsigned present, unsigned possible, co
 /* ---- --workload carry: 64-bit words read while they carry past 2^32 ------------ */
 
 /*
- * On a 32-bit target a slot's 64-bit word is written by one 64-bit store
- * (ARMv7: strd), but a core without LPAE (Cortex-A8/A9), or an emulator
- * (QEMU before 8.1 stores an strd's two halves one after the other), may
- * let another CPU see one half of it new and the other old. Where the add
- * carries into the high half, that is a total 2^32 off: a false counter
- * reset and a 4.3 x 10^9 spike to Prometheus. The readers must detect it
- * and read again (src/torn64.h). In the fallback mode the adds are atomic
- * read-modify-writes, whose stores no load tears, but the segment reader's
- * copy (a pread, 32 bits at a time) may still tear a word.
+ * On a 32-bit target a slot's 64-bit word committed with one `strd` may be
+ * seen by another CPU half new and half old: on a core without LPAE
+ * (Cortex-A8/A9), and in QEMU before 8.1 (two 32-bit host stores; a
+ * writer's vCPU thread descheduled between them leaves the half-made word
+ * in memory for thousands of reads). Where the add carries into the high
+ * half, that is a total 2^32 off: a false counter reset and a 4.3 x 10^9
+ * spike to Prometheus, which no reader can tell from a value. So ARMv7's
+ * adds never write a changing high half that way (pcpu/arch/arm.h,
+ * "Carries": the low word's `str`, or an `ldrexd`/`strexd` carry section),
+ * and this workload must read no torn value in any mode (issue 51: with
+ * `strd` commits about 3% of fetches tore; with `strd` put back in the
+ * carry sections, about 1%). In the fallback mode the adds are atomic
+ * read-modify-writes; the segment reader's copy (a pread, 32 bits at a
+ * time) may still straddle a carry, which the reader detects
+ * (src/torn64.h).
  *
  * Writers (half the CPUs, each pinned to its own) each own a counter of a
  * published registry: it adds 2^32 - 1 once, then +1 and -1 for ever, so
