@@ -364,6 +364,16 @@ pcpu__rseq_this_add2_two_adds(int64_t *base, int64_t a, int64_t b)
 }
 #endif
 #ifdef PCPU__ARCH_THIS_ADD2_ASM
+#ifdef PCPU__ARCH_CARRY_SECTIONS
+/* Out of line, as the carry sections are: inlined, the two adds' sections
+ * at every record made functions that record into histograms too long for
+ * gcc's literal pool placement (test_expose.c failed to assemble). */
+PCPU__CARRY_FUNCTION int
+pcpu__rseq_this_add2_carry(int64_t *base, int64_t a, int64_t b)
+{
+	return pcpu__rseq_this_add2_two_adds(base, a, b);
+}
+#endif
 __attribute__((always_inline)) static inline int
 pcpu__rseq_this_add2(int64_t *base, int64_t a, int64_t b)
 {
@@ -377,7 +387,7 @@ pcpu__rseq_this_add2(int64_t *base, int64_t a, int64_t b)
 		     : aborted PCPU__CARRY_LABEL);
 	PCPU__RSEQ_RETURN_COMMITTED;
 	PCPU__RSEQ_RETURN_ABORTED;
-	PCPU__RSEQ_RETURN_CARRY(pcpu__rseq_this_add2_two_adds(base, a, b));
+	PCPU__RSEQ_RETURN_CARRY(pcpu__rseq_this_add2_carry(base, a, b));
 }
 #define pcpu__rseq_this_add2 pcpu__rseq_this_add2
 #elif defined(PCPU__ARCH_ADD2_AS_TWO_ADDS) && defined(PCPU__ARCH_THIS_LOAD_ADD_STORE_ASM)
