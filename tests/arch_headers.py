@@ -10,7 +10,8 @@ A port's header is a file of include/pcpu/arch/ that defines PCPU_ARCH_NAME.
 Its constants are its `#define NAME VALUE` lines whose VALUE is a string
 literal without backslashes or a number (decimal or 0x hexadecimal):
 PCPU_ARCH_NAME, PCPU__RSEQ_SIG and the PCPU__ARCH_* test constants
-(pcpu/arch/x86_64.h says what each means).
+(pcpu/arch/x86_64.h says what each means; PCPU__ARCH_INSN_STORE_EXCLUSIVE,
+optional, pcpu/arch/arm.h).
 
 Usage as a program (for shell scripts):
   arch_headers.py NAME KEY     prints port NAME's constant KEY
@@ -53,6 +54,9 @@ class Port:
         self.call = re.compile(consts["PCPU__ARCH_INSN_CALL"])
         self.branch = re.compile(consts["PCPU__ARCH_INSN_BRANCH"])
         self.jump = re.compile(consts["PCPU__ARCH_INSN_JUMP"])
+        # optional: a store that may fail, its status in its first operand
+        excl = consts.get("PCPU__ARCH_INSN_STORE_EXCLUSIVE")
+        self.store_exclusive = re.compile(excl) if excl else None
 
     def tool(self, name):
         """The binutils program `name` for this target: $NAME (upper case)
@@ -87,6 +91,9 @@ class Port:
 
     def is_jump(self, mnemonic, ops=""):
         return bool(self.jump.search(self._line(mnemonic, ops)))
+
+    def is_store_exclusive(self, mnemonic, ops=""):
+        return bool(self.store_exclusive and self.store_exclusive.search(self._line(mnemonic, ops)))
 
 
 def _value(text):

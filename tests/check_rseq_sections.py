@@ -26,7 +26,15 @@ while, loses or doubles an update. So this test reads the compiled code:
      header's PCPU__RSEQ_SIG: glibc's RSEQ_SIG);
   6. __rseq_cs_ptr_array points at every descriptor, and every jump from
      inside a range to outside it (other than to abort_ip) is listed in
-     __rseq_exit_point_array (librseq's layout, which debuggers read).
+     __rseq_exit_point_array (librseq's layout, which debuggers read);
+  7. a commit that may fail without writing (a store-exclusive: ARMv7's
+     carry sections commit with `strexd`; the port's optional
+     PCPU__ARCH_INSN_STORE_EXCLUSIVE) has its status register tested by
+     the instructions right after the range -- `cbnz`, or a compare of it
+     followed by a conditional branch -- so that a failed store is
+     reported as an abort, never as a commit. Those instructions lie past
+     the post-commit label: the kernel no longer restarts the thread
+     there, and need not.
 
 Usage: check_rseq_sections.py [--expect-broken] MIN_SECTIONS ELF [MIN_SECTIONS ELF ...]
 Each ELF must hold at least MIN_SECTIONS descriptors (so a parser that finds
@@ -128,6 +136,27 @@ def branch_target(t, mnemonic, ops):
     return int(m.group(1), 16) if m else None
 
 
+def status_untested(t, path, end, commit_ops):
+    """None if the instructions at `end` (just past a store-exclusive
+    commit) test its status register (the commit's first operand) and
+    branch on it: `cbnz status`, or a compare or test of it and then a
+    conditional branch. Else what is wrong."""
+    status = commit_ops.split(",")[0].strip()
+    after = disassemble(t, path, end, end + 16)
+    if not after or after[0][0] != end:
+        return "nothing follows its range"
+    _, _, m0, o0 = after[0]
+    first = o0.split(",")[0].strip()
+    if re.match(r"cbnz", m0) and first == status:
+        return None
+    if re.match(r"(cmp|cmn|tst|teq)", m0) and first == status and len(after) > 1:
+        _, _, m1, o1 = after[1]
+        if t.is_branch(m1, o1) and not t.is_jump(m1, o1):
+            return None
+    return ("`%s %s` after its range does not test its status register %s and branch "
+            "(a failed store would pass for a commit)" % (m0, o0, status))
+
+
 def check(path, minimum, commit_outside):
     """(sections found, faults); adds the start of each section whose commit
     lies outside its range to commit_outside."""
@@ -185,6 +214,10 @@ def check(path, minimum, commit_outside):
                     (start, dest) not in exit_points:
                 faults.append("%s: `%s %s` at %#x leaves the section but is not in "
                               "__rseq_exit_point_array" % (where, mnemonic, ops, a))
+        if t.is_store_exclusive(mnemonic, ops):
+            fault = status_untested(t, path, end, ops)
+            if fault:
+                faults.append("%s: the commit `%s %s` at %#x may fail, but %s" % (where, mnemonic, ops, a, fault))
         sig = read_at(path, secs, abort - 4, 4)
         if sig is None or struct.unpack("<I", sig)[0] != t.signature:
             faults.append("%s: the 4 bytes before abort_ip %#x are not the %s signature %#x"

@@ -41,7 +41,9 @@
  *  - PCPU_RSEQ_ABORTED (-1): nothing written. The thread was preempted,
  *    migrated or signalled inside the sequence, or its index is no longer
  *    `idx` (it moved), or it has no index at all (not registered: then
- *    every attempt aborts). Read the index again and retry; after a few
+ *    every attempt aborts); on 32-bit Arm also when an add that carries
+ *    into a 64-bit word's high half lost its store-exclusive to an
+ *    interrupt. Read the index again and retry; after a few
  *    aborts in a row take a slow path of your own (pcpu's types try
  *    PCPU_RSEQ_MAX_TRIES = 4 times, then use an atomic on a word no section
  *    writes): a debugger single-stepping the sequence, or a signal storm,
@@ -64,9 +66,9 @@
  * only by sequences on that slot, or by code that has stopped them (a gate,
  * below). A plain store, or an atomic read-modify-write, to the same word
  * from anywhere else loses updates. Any thread may read any slot's words at
- * any time (a relaxed load): each aligned word is written whole, except
- * 64-bit words on 32-bit Arm cores without LPAE (Cortex-A8, A9), which a
- * reader may see half-updated.
+ * any time (a relaxed load): each aligned word is written whole (on
+ * 32-bit Arm an add that changes a 64-bit word's high half commits it with
+ * one 64-bit store-exclusive, `strexd`: pcpu/arch/arm.h, "Carries").
  *
  * Gates: taking a slot's data away from the sequences. The gated add and
  * the stacks compare a gate word inside the sequence and commit only while
@@ -85,7 +87,9 @@
  *
  * Cost: one sequence: a store that arms it, the index compare, the
  * operation's loads and compares, and the commit; no atomic instruction, no
- * fence, no call (every operation is inline and compiles into the caller).
+ * fence, no call (every operation is inline and compiles into the caller;
+ * on 32-bit Arm an add that changes a 64-bit word's high half calls its
+ * carry sequence, an ldrexd/strexd pair).
  * pcpu_rseq_this_load_add_store() is pcpu_counter_add()'s fast path,
  * instruction for instruction (bench/instructions.md compares each
  * operation with librseq's). Sequences cannot nest: do not call one from

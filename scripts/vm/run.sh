@@ -10,7 +10,8 @@
 #              cross compiler, emulator and its arguments)
 #   MODE       glibc | own | fallback | seccomp, optionally :cpu or :mm_cid
 #              and :tree (vm_stress --workload tree: a pre-fork server's
-#              shared-tree registry instead of the threads' stress)
+#              shared-tree registry instead of the threads' stress) or :carry
+#              (--workload carry: readers racing adds that carry past 2^32)
 #              (the slot index asked for with PCPU_INDEX) and :expect=cpu|mm_cid
 #              (the index the process must then report) and :hotplug=N (CPU
 #              offline/online switches during the run), e.g. glibc:mm_cid:expect=cpu;

@@ -28,7 +28,7 @@
  * once, so their unlocked rseq adds would lose updates. The child leaves
  * the backing instead: while prepare holds every zone lock (no chunk appears
  * or changes hands), each chunk of each shared zone is copied, word by word
- * with 8-byte loads (a word is never torn; torn64.h) and only over the backing's data
+ * with 8-byte atomic loads (a word is never torn; torn64.h) and only over the backing's data
  * extents (backing->extent(): holes stay untouched), into private
  * anonymous memory; in the child that copy is moved over the chunk's
  * address with mremap(MREMAP_FIXED), so every handle stays valid, and the
@@ -72,8 +72,8 @@ void pcpu__no_huge_pages(void *p, size_t len)
 /* ---- fork: take every lock; a child leaves shared backings -------------- */
 
 /* dst[i] = src[i] over len bytes, an 8-byte load per word (an adder may be
- * writing it: a plain memcpy could tear it; on a 32-bit target so could a
- * single 64-bit load: torn64.h), storing only non-zero words so zero pages
+ * writing it: a plain memcpy could tear it; pcpu__load_u64() is one
+ * single-copy atomic load, torn64.h), storing only non-zero words so zero pages
  * of the copy are never touched. */
 static void copy_words(char *dst, const char *src, size_t len)
 {

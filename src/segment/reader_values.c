@@ -80,12 +80,12 @@ static void accumulate(struct ser *s, const unsigned char *v, unsigned slot, int
 
 #if PCPU__TORN64
 /*
- * On a 32-bit target a word of the copy may be half of one store and half
- * of another (the writer's halves landing apart, or the kernel's copy made
- * 32 bits at a time): the torn read of ../torn64.h. So the run is copied
- * three times, each word kept from the middle copy when the high halves of
- * the three agree, and read again alone (8 bytes at a time) while they do
- * not, PCPU__SETTLE_MAX more times at most. buf holds 3 * len bytes; the
+ * On a 32-bit target the kernel's copy may be made 32 bits at a time, and
+ * a word of it then half of one store and half of another (a carry
+ * between its halves: ../torn64.h; the word in memory is never torn). So
+ * the run is copied three times, each word kept from the middle copy when
+ * the high halves of the three agree, and read again alone (8 bytes at a
+ * time) while they do not, PCPU__SETTLE_MAX more times at most. buf holds 3 * len bytes; the
  * words are 8-byte aligned (every value is). Each read is charged. 0, or -1.
  */
 static int settle_run(struct parse *p, unsigned char *buf, size_t len, uint64_t off)

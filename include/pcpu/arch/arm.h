@@ -31,22 +31,48 @@
  * compiler computes from the thread pointer (TPIDRURO, read by
  * __builtin_thread_pointer()) and pcpu__g's offsets: `csp` (rseq_cs) and
  * `idxp` (the index). Scratch values are in fixed registers named as
- * clobbers (r0-r3, and lr for PCPU_TEST_INJECT's spin); r12 (ip) is
+ * clobbers (r0-r3, and lr for PCPU_TEST_INJECT's spin and some carry
+ * tests); r12 (ip) is
  * clobbered by every section, because its abort handler lies in another
  * section and the linker may reach it through a veneer that uses ip.
  *
- * Counter words are 64-bit: loaded with `ldrd`, added with `adds`/`adc`,
- * committed with one `strd`; the histogram's pair with `ldm`/`stm` of four
- * registers. One instruction is what a commit needs: the kernel takes an
+ * Counter words are 64-bit, and a 64-bit word is only ever written whole
+ * by one store that is single-copy atomic for 64 bits, or by a 32-bit
+ * store of its low half while its high half does not change ("Carries"
+ * below). One instruction is what a commit needs: the kernel takes an
  * interrupt, preemption or signal between instructions (Linux runs with
- * SCTLR.FI clear, so no interrupt abandons an `strd` or `stm` part-way), and
- * a fault part-way is impossible: the words lie in one page (8- or 16-byte
- * aligned), so the first access faults if any does. What readers see: an
- * aligned `ldrd`/`strd` is single-copy atomic on cores with the Large
- * Physical Address Extension (Cortex-A7, A15, A17, and every ARMv8 core in
- * AArch32), so a reader never sees a torn word there; on ARMv7 cores
- * without it (Cortex-A8, A9) a reader may read a word's halves from two
- * sides of one add. Sums are exact on both.
+ * SCTLR.FI clear, so no interrupt abandons an `stm` part-way), and a fault
+ * part-way is impossible: the words lie in one page (8- or 16-byte
+ * aligned), so the first access faults if any does.
+ *
+ * Carries. An `strd` is single-copy atomic only on cores with the Large
+ * Physical Address Extension (Cortex-A7, A15, A17, ARMv8 in AArch32); on
+ * Cortex-A8/A9, and in QEMU's emulated Cortex-A15 before 8.1 (two 32-bit
+ * host stores: a writer's vCPU thread descheduled between them leaves the
+ * word half-written for as long as it waits), another CPU may see one
+ * half of it new and the other old. Where an add carries into (or borrows
+ * from) the high half, that reads 2^32 off -- a false counter reset and a
+ * 4.3 x 10^9 spike -- and no reader can tell it from a value. So every add
+ * section is two: the common one adds to the low word and commits it with
+ * one `str` (or, for the histogram's pair, re-stores both high words as
+ * loaded with the `stm`), after testing that the high half does not
+ * change (PCPU__ARM_ADD_LOW: `adcs`, `bne carry`, two instructions); an
+ * add that changes it leaves for the asm goto label `carry` before
+ * anything is written, and pcpu/arch/common.h runs the operation's carry
+ * section: the same compares, the word loaded with `ldrexd` and committed
+ * with `strexd`, which is single-copy atomic for 64 bits on every ARMv7
+ * core (and one host compare-and-swap in QEMU). A `strexd` that fails (the
+ * exclusive monitor cleared by an exception return that did not preempt:
+ * the kernel aborts a section only on preemption, migration or a signal)
+ * wrote nothing; the code after the range reports it as an abort, and the
+ * caller retries as for any. The histogram's pair, on a carry, is two
+ * single adds (PCPU__ARCH_ADD2_AS_TWO_ADDS's semantics). A 64-bit relaxed
+ * atomic load is `ldrexd` (gcc, clang: ARMv7 without LPAE), single-copy
+ * atomic, so readers load each word once and never see half of a store;
+ * only a copy of the word made 32 bits at a time (a pread() of a segment
+ * file) may still straddle a carry, which the segment reader detects
+ * (src/core/torn64.h). Owned adds (not a section) do the same: the low word's
+ * `str`, or a 64-bit atomic store when the high half changes.
  *
  * Not in a section: the object cache's count is an int64_t whose high word
  * is always 0 (counts are small): its sections load and commit the low
@@ -80,6 +106,10 @@
 #define PCPU__ARCH_INSN_CALL "^(bl|blx|svc)( |$)"
 #define PCPU__ARCH_INSN_BRANCH "^(b(eq|ne|cs|hs|cc|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le)?([.][nw])?|cbn?z)( |$)"
 #define PCPU__ARCH_INSN_JUMP "^b([.][nw])?( |$)"
+/* Optional (this port's carry sections): a commit that may fail and write
+ * nothing, its status in its first operand, which the code right after
+ * the range must test (tests/check_rseq_sections.py). */
+#define PCPU__ARCH_INSN_STORE_EXCLUSIVE "^strex"
 
 /* ---- not sections: what the subjects' code asks of the target ----------------
  * (also in a fallback build; pcpu/arch/generic.h has the portable versions) */
@@ -152,6 +182,49 @@ static inline char *pcpu__arch_thread_pointer(void)
 /* What every section clobbers besides its own scratch registers. */
 #define PCPU__ARM_CLOBBERS "memory", "cc", "r0", "r12" PCPU__INJECT_CLOBBER
 
+/* What a carry section clobbers besides its own registers: its test
+ * builds' spin counts down the register of its commit's status (free
+ * before the commit), not lr. */
+#define PCPU__ARM_CLOBBERS_NO_SPIN "memory", "cc", "r0", "r12"
+
+/* lr, free for a section's own use before the test builds' spin (which
+ * loads it itself, and names it as its clobber). */
+#ifdef PCPU_TEST_INJECT
+#define PCPU__ARM_LR_CLOBBER
+#else
+#define PCPU__ARM_LR_CLOBBER , "lr"
+#endif
+
+/* Carries (see the top): the sections' adds to 64-bit words jump to the
+ * asm goto label `carry` when the add would change the word's high half,
+ * and pcpu/arch/common.h then runs the operation's carry section
+ * (PCPU__ARCH_<OP>_CARRY_ASM). */
+#define PCPU__ARCH_CARRY_SECTIONS 1
+
+/* The low word's add and the carry test: lo += vlo, and leave for `carry`
+ * unless the high half stays as it is, which is when vhi plus the low
+ * add's carry is 0 modulo 2^32 (vhi 0 and no carry out of the low word,
+ * or vhi 0xffffffff, a negative v, and a carry): `adcs` computes that sum
+ * into `scratch` and sets Z when it is 0. Two instructions more than the
+ * add alone; the high half needs no add, no register and no store. */
+#define PCPU__ARM_ADD_LOW(lo, vlo, vhi, scratch)                             \
+	"adds " lo ", " lo ", " vlo "\n\t"                                    \
+	"adcs " scratch ", " vhi ", #0\n\t"                                  \
+	"bne %l[carry]\n\t"
+
+/* A carry section's commit: `strexd` of the pair (lo, hi), which writes
+ * the 64-bit word as one single-copy atomic store or, when the exclusive
+ * monitor was cleared since the `ldrexd` (an exception return, without a
+ * preemption the kernel would have aborted for), writes nothing and sets
+ * `status`. After the range: nothing written is an abort. (A32 wants lo
+ * an even register and hi the next one.) */
+#define PCPU__ARM_COMMIT_EXCLUSIVE(status, lo, hi, addr)                     \
+	"0:\n\t"                                                             \
+	"strexd " status ", " lo ", " hi ", [" addr "]\n\t"                  \
+	"2:\n\t"                                                             \
+	"cmp " status ", #0\n\t"                                             \
+	"bne %l[aborted]\n\t"
+
 /* The descriptor (label 3), then arming: rseq_cs = &descriptor, built in
  * r0 PC-relatively (anchor: label 10). The section starts at label 1. */
 #define PCPU__ARM_ARM                                                        \
@@ -201,58 +274,94 @@ static inline char *pcpu__arch_thread_pointer(void)
 /* ---- sections ------------------------------------------------------------------- */
 
 /* rseq_cmpeq_addv_at: if (index != expected) abort; *p += v;
- * (ldrd, adds, adc, strd: the strd commits). */
+ * the low word's add, the carry test, its store (see "Carries" at the
+ * top): ldr, adds, adcs, bne carry, str (the str commits). */
 #define PCPU__ARCH_LOAD_ADD_STORE_AT_ASM                                         \
 	PCPU__ARM_ARM                                                        \
 	PCPU__ARM_CMPEQ("%[expected]")                                       \
-	"ldrd r0, r1, [%[p]]\n\t"                                            \
+	"ldr r0, [%[p]]\n\t"                                                 \
 	PCPU__SPLIT                                                          \
-	"adds r0, r0, %Q[v]\n\t"                                             \
-	"adc r1, r1, %R[v]\n\t"                                              \
+	PCPU__ARM_ADD_LOW("r0", "%Q[v]", "%R[v]", "r1")                      \
 	PCPU__SPLIT                                                          \
 	PCPU__INJECT_ASM                                                     \
 	"0:\n\t"                                                             \
-	"strd r0, r1, [%[p]]\n\t"                                            \
+	"str r0, [%[p]]\n\t"                                                 \
 	"2:\n\t"                                                             \
 	PCPU__ARM_ABORT_TO("aborted")
 #define PCPU__ARCH_LOAD_ADD_STORE_AT_IN                                          \
 	PCPU__ARM_RSEQ_OPERANDS(csoff, idxoff), [expected] "r"((int32_t)expected), \
 	[p] "r"(p), [v] "r"(v) PCPU__INJECT_INPUT
 #define PCPU__ARCH_LOAD_ADD_STORE_AT_CLOBBERS "r1", PCPU__ARM_CLOBBERS
+/* Its carry section: ldrexd, adds, adc, strexd (commits or fails whole). */
+#define PCPU__ARCH_LOAD_ADD_STORE_AT_CARRY_ASM                                   \
+	PCPU__ARM_ARM                                                        \
+	PCPU__ARM_CMPEQ("%[expected]")                                       \
+	"ldrexd r0, r1, [%[p]]\n\t"                                          \
+	PCPU__SPLIT                                                          \
+	"adds r0, r0, %Q[v]\n\t"                                             \
+	"adc r1, r1, %R[v]\n\t"                                              \
+	PCPU__SPLIT                                                          \
+	PCPU__ARM_SPIN("r2")                                                 \
+	PCPU__ARM_COMMIT_EXCLUSIVE("r2", "r0", "r1", "%[p]")                 \
+	PCPU__ARM_ABORT_TO("aborted")
+#define PCPU__ARCH_LOAD_ADD_STORE_AT_CARRY_IN PCPU__ARCH_LOAD_ADD_STORE_AT_IN
+#define PCPU__ARCH_LOAD_ADD_STORE_AT_CARRY_CLOBBERS "r1", "r2", PCPU__ARM_CLOBBERS_NO_SPIN
 
 /*
  * rseq_idx16_cmpeq_addv_indexed: the counter add.
  *   ldrh r12, index;  arm (movw, movt, add, str);
- *   1: ldr r1, index;  cmp r1, r12;  bne aborted;
+ *   1: ldr r0, index;  cmp r0, r12;  bne aborted;
  *   add r12, base, r12, lsl #PCPU_SLOT_STRIDE_SHIFT;
- *   ldrd r0, r1, [r12];  adds r0, r0, v.lo;  adc r1, r1, v.hi;
- *   0: strd r0, r1, [r12];  2:
+ *   ldr r0, [r12];  adds r0, r0, v.lo;  adcs r1, v.hi, #0;  bne carry;
+ *   0: str r0, [r12];  2:
+ * and its carry section, the same with
+ *   ldrexd r0, r1, [r12];  adds r0, r0, v.lo;  adc r1, r1, v.hi;
+ *   0: strexd r2, r0, r1, [r12];  2: cmp r2, #0;  bne aborted
  */
 #define PCPU__ARCH_THIS_LOAD_ADD_STORE_ASM                                            \
 	PCPU__ARM_LOAD_IDX16                                                 \
 	PCPU__ARM_ARM                                                        \
 	PCPU__ARM_CMPEQ("r12")                                               \
 	"add r12, %[base], r12, lsl %[shift]\n\t"                            \
-	"ldrd r0, r1, [r12]\n\t"                                             \
+	"ldr r0, [r12]\n\t"                                                  \
 	PCPU__SPLIT                                                          \
-	"adds r0, r0, %Q[v]\n\t"                                             \
-	"adc r1, r1, %R[v]\n\t"                                              \
+	PCPU__ARM_ADD_LOW("r0", "%Q[v]", "%R[v]", "r1")                      \
 	PCPU__SPLIT                                                          \
 	PCPU__INJECT_ASM                                                     \
 	"0:\n\t"                                                             \
-	"strd r0, r1, [r12]\n\t"                                             \
+	"str r0, [r12]\n\t"                                                  \
 	"2:\n\t"                                                             \
 	PCPU__ARM_ABORT_TO("aborted")
 #define PCPU__ARCH_THIS_LOAD_ADD_STORE_IN                                             \
 	PCPU__ARM_G_OPERANDS, [base] "r"(base), [v] "r"(v),                  \
 	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT PCPU__IDX16_INPUT
 #define PCPU__ARCH_THIS_LOAD_ADD_STORE_CLOBBERS "r1", PCPU__ARM_CLOBBERS
+#define PCPU__ARCH_THIS_LOAD_ADD_STORE_CARRY_ASM                                      \
+	PCPU__ARM_LOAD_IDX16                                                 \
+	PCPU__ARM_ARM                                                        \
+	PCPU__ARM_CMPEQ("r12")                                               \
+	"add r12, %[base], r12, lsl %[shift]\n\t"                            \
+	"ldrexd r0, r1, [r12]\n\t"                                           \
+	PCPU__SPLIT                                                          \
+	"adds r0, r0, %Q[v]\n\t"                                             \
+	"adc r1, r1, %R[v]\n\t"                                              \
+	PCPU__SPLIT                                                          \
+	PCPU__ARM_SPIN("r2")                                                 \
+	PCPU__ARM_COMMIT_EXCLUSIVE("r2", "r0", "r1", "r12")                  \
+	PCPU__ARM_ABORT_TO("aborted")
+#define PCPU__ARCH_THIS_LOAD_ADD_STORE_CARRY_IN PCPU__ARCH_THIS_LOAD_ADD_STORE_IN
+#define PCPU__ARCH_THIS_LOAD_ADD_STORE_CARRY_CLOBBERS "r1", "r2", PCPU__ARM_CLOBBERS_NO_SPIN
 
 /*
  * rseq_idx16_cmpeq_add2v_indexed: the histogram's pair, four words loaded
- * with one `ldm`, added to, and committed with one `stm` (see the top of
- * this file for why one instruction suffices; readers load the two words
- * separately, as on every target).
+ * with one `ldm`, the low words added to, and committed with one `stm`
+ * while neither high word changes (each re-stored as it was loaded: see
+ * "Carries" at the top); a carry into either leaves for `carry` before
+ * anything is written, where pcpu/arch/common.h makes the pair two adds
+ * (PCPU__ARCH_ADD2_AS_TWO_ADDS's). Readers load the two words separately,
+ * as on every target. The carry tests' scratch register is r3, the second
+ * high word, loaded again for the `stm` (one `ldr` more): a sixth fixed
+ * register (lr) leaves clang at -O0 too few for the seven operands.
  */
 #define PCPU__ARCH_THIS_ADD2_ASM                                           \
 	PCPU__ARM_LOAD_IDX16                                                 \
@@ -261,10 +370,9 @@ static inline char *pcpu__arch_thread_pointer(void)
 	"add r12, %[base], r12, lsl %[shift]\n\t"                            \
 	"ldm r12, {r0, r1, r2, r3}\n\t"                                      \
 	PCPU__SPLIT                                                          \
-	"adds r0, r0, %Q[a]\n\t"                                             \
-	"adc r1, r1, %R[a]\n\t"                                              \
-	"adds r2, r2, %Q[b]\n\t"                                             \
-	"adc r3, r3, %R[b]\n\t"                                              \
+	PCPU__ARM_ADD_LOW("r0", "%Q[a]", "%R[a]", "r3")                      \
+	PCPU__ARM_ADD_LOW("r2", "%Q[b]", "%R[b]", "r3")                      \
+	"ldr r3, [r12, #12]\n\t"                                             \
 	PCPU__SPLIT                                                          \
 	PCPU__INJECT_ASM                                                     \
 	"0:\n\t"                                                             \
@@ -300,7 +408,7 @@ static inline char *pcpu__arch_thread_pointer(void)
  * separate compare: a thread that moves after the load is restarted before
  * the commit); a negative one leaves before anything is written.
  */
-#define PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_ASM                                          \
+#define PCPU__ARM_LOADIDX_GATE                                               \
 	PCPU__ARM_ARM                                                        \
 	"1:\n\t"                                                             \
 	"ldr r12, [%[idxp]]\n\t"                                             \
@@ -312,15 +420,16 @@ static inline char *pcpu__arch_thread_pointer(void)
 	PCPU__SPLIT                                                          \
 	"cmp r1, %[expect]\n\t"                                              \
 	"bne %l[differs]\n\t"                                                \
-	"add r12, %[base], r12\n\t"                                          \
-	"ldrd r0, r1, [r12]\n\t"                                             \
+	"add r12, %[base], r12\n\t"
+#define PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_ASM                                          \
+	PCPU__ARM_LOADIDX_GATE                                               \
+	"ldr r0, [r12]\n\t"                                                  \
 	PCPU__SPLIT                                                          \
-	"adds r0, r0, %Q[add]\n\t"                                           \
-	"adc r1, r1, %R[add]\n\t"                                            \
+	PCPU__ARM_ADD_LOW("r0", "%Q[add]", "%R[add]", "r1")                  \
 	PCPU__SPLIT                                                          \
 	PCPU__INJECT_ASM                                                     \
 	"0:\n\t"                                                             \
-	"strd r0, r1, [r12]\n\t"                                             \
+	"str r0, [r12]\n\t"                                                  \
 	"2:\n\t"                                                             \
 	PCPU__ARM_ABORT_TO("aborted")
 #define PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_IN                                           \
@@ -328,6 +437,18 @@ static inline char *pcpu__arch_thread_pointer(void)
 	[expect] "r"(expect), [add] "r"(add),                                \
 	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT
 #define PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_CLOBBERS "r1", PCPU__ARM_CLOBBERS
+#define PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_CARRY_ASM                                    \
+	PCPU__ARM_LOADIDX_GATE                                               \
+	"ldrexd r0, r1, [r12]\n\t"                                           \
+	PCPU__SPLIT                                                          \
+	"adds r0, r0, %Q[add]\n\t"                                           \
+	"adc r1, r1, %R[add]\n\t"                                            \
+	PCPU__SPLIT                                                          \
+	PCPU__ARM_SPIN("r2")                                                 \
+	PCPU__ARM_COMMIT_EXCLUSIVE("r2", "r0", "r1", "r12")                  \
+	PCPU__ARM_ABORT_TO("aborted")
+#define PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_CARRY_IN PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_IN
+#define PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_CARRY_CLOBBERS "r1", "r2", PCPU__ARM_CLOBBERS_NO_SPIN
 
 /* load_cbne_store_store: if (index != expected) abort;
  * if (*p != expect) return DIFFERS; *p2 = newv2; *p = newv.  (32-bit words)
@@ -353,29 +474,51 @@ static inline char *pcpu__arch_thread_pointer(void)
 	[newv] "r"(newv) PCPU__INJECT_INPUT
 #define PCPU__ARCH_LOAD_CBNE_STORE_STORE_CLOBBERS "memory", "cc", "r0", "r12"
 
-/* lr, free for a section's own use before the test builds' spin (which
- * loads it itself, and names it as its clobber). */
-#ifdef PCPU_TEST_INJECT
-#define PCPU__ARM_LR_CLOBBER
-#else
-#define PCPU__ARM_LR_CLOBBER , "lr"
-#endif
-
 /*
  * this_load_add_cbmask_store: the hierarchical counter's add, on a 64-bit
- * word: the sum in r2:r3, the bits it changes in r0:r1, each half tested
- * against the slot's mask (the next word), loaded half by half into lr:
- *   ... ldrd r0, r1, [r12];  adds r2, r0, v.lo;  adc r3, r1, v.hi;
+ * word. While its high word does not change (the carry test), only the
+ * low word's changed bits need testing against the mask's low word (the
+ * next word), and the low word is the commit:
+ *   ... ldr r0, [r12];  adds r2, r0, v.lo;  adcs r1, v.hi, #0;  bne carry;
+ *   eor r0, r0, r2;  ldr r1, [r12, #8];  tst r0, r1;  bne unfit;
+ *   0: str r2, [r12];  2:
+ * The carry section tests both halves: the sum in r2:r3, the changed bits
+ * in r0:r1, the mask loaded half by half into lr:
+ *   ... ldrexd r0, r1, [r12];  adds r2, r0, v.lo;  adc r3, r1, v.hi;
  *   eor r0, r0, r2;  eor r1, r1, r3;  ldr lr, [r12, #8];  tst r0, lr;
  *   bne unfit;  ldr lr, [r12, #12];  tst r1, lr;  bne unfit;
- *   0: strd r2, r3, [r12];  2:
+ *   0: strexd r0, r2, r3, [r12];  2: cmp r0, #0;  bne aborted
  */
 #define PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_ASM                            \
 	PCPU__ARM_LOAD_IDX16                                                 \
 	PCPU__ARM_ARM                                                        \
 	PCPU__ARM_CMPEQ("r12")                                               \
 	"add r12, %[base], r12, lsl %[shift]\n\t"                            \
-	"ldrd r0, r1, [r12]\n\t"                                             \
+	"ldr r0, [r12]\n\t"                                                  \
+	PCPU__SPLIT                                                          \
+	"adds r2, r0, %Q[v]\n\t"                                             \
+	"adcs r1, %R[v], #0\n\t"                                             \
+	"bne %l[carry]\n\t"                                                  \
+	"eor r0, r0, r2\n\t"                                                 \
+	"ldr r1, [r12, #8]\n\t"                                              \
+	PCPU__SPLIT                                                          \
+	"tst r0, r1\n\t"                                                     \
+	"bne %l[unfit]\n\t"                                                  \
+	PCPU__INJECT_ASM                                                     \
+	"0:\n\t"                                                             \
+	"str r2, [r12]\n\t"                                                  \
+	"2:\n\t"                                                             \
+	PCPU__ARM_ABORT_TO("aborted")
+#define PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_IN                             \
+	PCPU__ARM_G_OPERANDS, [base] "r"(base), [v] "r"(v),                  \
+	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT PCPU__IDX16_INPUT
+#define PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_CLOBBERS "r1", "r2", PCPU__ARM_CLOBBERS
+#define PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_CARRY_ASM                      \
+	PCPU__ARM_LOAD_IDX16                                                 \
+	PCPU__ARM_ARM                                                        \
+	PCPU__ARM_CMPEQ("r12")                                               \
+	"add r12, %[base], r12, lsl %[shift]\n\t"                            \
+	"ldrexd r0, r1, [r12]\n\t"                                           \
 	PCPU__SPLIT                                                          \
 	"adds r2, r0, %Q[v]\n\t"                                             \
 	"adc r3, r1, %R[v]\n\t"                                              \
@@ -389,20 +532,20 @@ static inline char *pcpu__arch_thread_pointer(void)
 	PCPU__SPLIT                                                          \
 	"tst r1, lr\n\t"                                                     \
 	"bne %l[unfit]\n\t"                                                  \
-	PCPU__INJECT_ASM                                                     \
-	"0:\n\t"                                                             \
-	"strd r2, r3, [r12]\n\t"                                             \
-	"2:\n\t"                                                             \
+	PCPU__ARM_SPIN("r0")                                                 \
+	PCPU__ARM_COMMIT_EXCLUSIVE("r0", "r2", "r3", "r12")                  \
 	PCPU__ARM_ABORT_TO("aborted")
-#define PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_IN                             \
-	PCPU__ARM_G_OPERANDS, [base] "r"(base), [v] "r"(v),                  \
-	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT PCPU__IDX16_INPUT
-#define PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_CLOBBERS                       \
-	"r1", "r2", "r3", PCPU__ARM_CLOBBERS PCPU__ARM_LR_CLOBBER
+#define PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_CARRY_IN PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_IN
+#define PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_CARRY_CLOBBERS                 \
+	"r1", "r2", "r3", "lr", PCPU__ARM_CLOBBERS_NO_SPIN
 
 /* load_cbne_load_store_add_store: if (index != expected) abort;
  * if (p[1] != gexpect) return DIFFERS (its low word: pseudocode.h);
- * *oldp = p[0]; p[0] += v. */
+ * *oldp = p[0]; p[0] += v. The carry test and the low word's commit as in
+ * the counter add. Its carry section writes *oldp after the commit, from
+ * the sum less v (a store between ldrexd and strexd may clear the
+ * exclusive monitor on some cores, and registers are short here: the
+ * test builds' spin uses r12, the status register after it). */
 #define PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_ASM                        \
 	PCPU__ARM_ARM                                                        \
 	PCPU__ARM_CMPEQ("%[expected]")                                       \
@@ -413,37 +556,63 @@ static inline char *pcpu__arch_thread_pointer(void)
 	"ldrd r0, r1, [%[p]]\n\t"                                            \
 	PCPU__SPLIT                                                          \
 	"strd r0, r1, [%[oldp]]\n\t"                                         \
-	"adds r0, r0, %Q[v]\n\t"                                             \
-	"adc r1, r1, %R[v]\n\t"                                              \
+	PCPU__ARM_ADD_LOW("r0", "%Q[v]", "%R[v]", "r1")                      \
 	PCPU__SPLIT                                                          \
 	PCPU__INJECT_ASM                                                     \
 	"0:\n\t"                                                             \
-	"strd r0, r1, [%[p]]\n\t"                                            \
+	"str r0, [%[p]]\n\t"                                                 \
 	"2:\n\t"                                                             \
 	PCPU__ARM_ABORT_TO("aborted")
 #define PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_IN                         \
 	PCPU__ARM_G_OPERANDS, [expected] "r"((int32_t)expected), [p] "r"(p), \
 	[gexpect] "r"((int32_t)gexpect), [oldp] "r"(oldp), [v] "r"(v) PCPU__INJECT_INPUT
 #define PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_CLOBBERS "r1", PCPU__ARM_CLOBBERS
+#define PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_CARRY_ASM                  \
+	PCPU__ARM_ARM                                                        \
+	PCPU__ARM_CMPEQ("%[expected]")                                       \
+	"ldr r0, [%[p], #8]\n\t"                                             \
+	PCPU__SPLIT                                                          \
+	"cmp r0, %[gexpect]\n\t"                                             \
+	"bne %l[differs]\n\t"                                                \
+	"ldrexd r0, r1, [%[p]]\n\t"                                          \
+	PCPU__SPLIT                                                          \
+	"adds r0, r0, %Q[v]\n\t"                                             \
+	"adc r1, r1, %R[v]\n\t"                                              \
+	PCPU__SPLIT                                                          \
+	PCPU__ARM_SPIN("r12")                                                \
+	PCPU__ARM_COMMIT_EXCLUSIVE("r12", "r0", "r1", "%[p]")                \
+	"subs r0, r0, %Q[v]\n\t"                                             \
+	"sbc r1, r1, %R[v]\n\t"                                              \
+	"strd r0, r1, [%[oldp]]\n\t"                                         \
+	PCPU__ARM_ABORT_TO("aborted")
+#define PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_CARRY_IN PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_IN
+#define PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_CARRY_CLOBBERS "r1", PCPU__ARM_CLOBBERS_NO_SPIN
 
 /* ---- not a section ------------------------------------------------------------- */
 
-/* owned_add(p, v) (pcpu/worker.h): *p += v by the word's only writer, with
- * `ldrd`, `adds`, `adc`, `strd` (the compiler's relaxed 64-bit atomics on
- * ARMv7 are LDREXD/STREXD loops). Untorn for readers where `strd` is
- * single-copy atomic (LPAE cores, see the top); a signal handler of the
- * same thread that adds to the word between the load and the store loses
- * its add, as with the generic version (PCPU_OWNED_ADD_SIGNAL_SAFE 0). */
+/* owned_add(p, v) (pcpu/worker.h): *p += v by the word's only writer. As
+ * in the sections (see "Carries" at the top): the low word's add, its
+ * `str`, and, when the high half changes, the whole word with a 64-bit
+ * atomic store instead (__atomic_store_n: an ldrexd/strexd loop on
+ * ARMv7), so that no reader ever sees a carry half made. A signal handler
+ * of the same thread that adds to the word between the load and the
+ * store loses its add, as with the generic version
+ * (PCPU_OWNED_ADD_SIGNAL_SAFE 0). */
 #define PCPU_OWNED_ADD_SIGNAL_SAFE 0
 __attribute__((always_inline)) static inline void pcpu__owned_add(int64_t *p, int64_t v)
 {
-	__asm__ __volatile__("ldrd r0, r1, [%[p]]\n\t"
-			     "adds r0, r0, %Q[v]\n\t"
-			     "adc r1, r1, %R[v]\n\t"
-			     "strd r0, r1, [%[p]]\n\t"
-			     : [w] "+m"(*p)
-			     : [p] "r"(p), [v] "r"(v)
-			     : "r0", "r1", "cc");
+	__asm__ goto("ldr r0, [%[p]]\n\t"
+		     PCPU__ARM_ADD_LOW("r0", "%Q[v]", "%R[v]", "r1")
+		     "str r0, [%[p]]\n\t"
+		     :
+		     : [p] "r"(p), [v] "r"(v), "m"(*p)
+		     : "r0", "r1", "cc", "memory"
+		     : carry);
+	__asm__ __volatile__("" : : : "memory"); /* pcpu__after_asm_goto() */
+	return;
+carry:
+	__asm__ __volatile__("" : : : "memory");
+	__atomic_store_n(p, (int64_t)((uint64_t)*p + (uint64_t)v), __ATOMIC_RELAXED);
 }
 #define pcpu__owned_add pcpu__owned_add
 

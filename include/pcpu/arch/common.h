@@ -204,6 +204,34 @@ label:                                                                       \
 	pcpu__after_asm_goto();                                              \
 	return value
 
+/* Ports whose add sections leave for a carry section when an add changes
+ * a 64-bit word's high half (32-bit Arm: pcpu/arch/arm.h, "Carries")
+ * define PCPU__ARCH_CARRY_SECTIONS, and for each such operation OP the
+ * carry section's PCPU__ARCH_<OP>_CARRY_ASM, _IN and _CLOBBERS, with the
+ * same operands; its commit's failure is reported after the range, as a
+ * jump to `aborted`. The operation's asm goto then has one more label,
+ * `carry` (an exit point), where it returns what the carry section does.
+ * Other ports' code is unchanged: these expand to nothing there. */
+#ifdef PCPU__ARCH_CARRY_SECTIONS
+/* A carry section's function: out of line and cold. A carry is rare (once
+ * in 2^32 counts of an add of 1), so the hot path's code stays small; and
+ * gcc counts an asm goto as one instruction when it places Arm's literal
+ * pools, so every inlined one lengthens a function beyond what it thinks
+ * (a test's main with dozens of sections inline failed to assemble:
+ * "co-processor offset out of range"). */
+#define PCPU__CARRY_FUNCTION __attribute__((noinline, cold, unused)) static
+#define PCPU__CARRY_EXIT_POINT PCPU__RSEQ_EXIT_POINT("carry")
+#define PCPU__CARRY_LABEL , carry
+#define PCPU__RSEQ_RETURN_CARRY(call)                                        \
+carry:                                                                       \
+	pcpu__after_asm_goto();                                              \
+	return call
+#else
+#define PCPU__CARRY_EXIT_POINT
+#define PCPU__CARRY_LABEL
+#define PCPU__RSEQ_RETURN_CARRY(call)
+#endif
+
 /* ---- the sections, from the port's macros ------------------------------------ */
 
 #if PCPU__ARCH_SECTIONS && defined(PCPU_ARCH_HAVE_RSEQ)
@@ -237,37 +265,76 @@ static inline int64_t pcpu__rseq_load_index16(void)
 /* load_add_store with the rseq offsets passed in. Operands: expected, p, v,
  * csoff, idxoff. */
 #ifdef PCPU__ARCH_LOAD_ADD_STORE_AT_ASM
+#ifdef PCPU__ARCH_CARRY_SECTIONS
+/* The carry section of load_add_store_at takes the offsets from pcpu__g
+ * and the index as 32 bits (what its compare uses): three arguments, all
+ * in registers, so that the caller's loop sets up nothing for the call. */
+PCPU__CARRY_FUNCTION int
+pcpu__rseq_load_add_store_at_carry(int64_t *p, int32_t expected, int64_t v)
+{
+	intptr_t csoff = (intptr_t)pcpu__g.cs_tpoff, idxoff = (intptr_t)pcpu__g.index_tpoff;
+
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
+		     PCPU__ARCH_LOAD_ADD_STORE_AT_CARRY_ASM
+		     :
+		     : PCPU__ARCH_LOAD_ADD_STORE_AT_CARRY_IN
+		     : PCPU__ARCH_LOAD_ADD_STORE_AT_CARRY_CLOBBERS
+		     : aborted);
+	PCPU__RSEQ_RETURN_COMMITTED;
+	PCPU__RSEQ_RETURN_ABORTED;
+}
+#endif
 __attribute__((always_inline)) static inline int
 pcpu__rseq_load_add_store_at(int64_t expected, int64_t *p, int64_t v, intptr_t csoff,
 			     intptr_t idxoff)
 {
 	PCPU__INJECT_BEFORE();
 	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
+		     PCPU__CARRY_EXIT_POINT
 		     PCPU__ARCH_LOAD_ADD_STORE_AT_ASM
 		     : /* asm goto has no outputs */
 		     : PCPU__ARCH_LOAD_ADD_STORE_AT_IN
 		     : PCPU__ARCH_LOAD_ADD_STORE_AT_CLOBBERS
-		     : aborted);
+		     : aborted PCPU__CARRY_LABEL);
 	PCPU__RSEQ_RETURN_COMMITTED;
 	PCPU__RSEQ_RETURN_ABORTED;
+	PCPU__RSEQ_RETURN_CARRY(pcpu__rseq_load_add_store_at_carry(p, (int32_t)expected, v));
 }
 #define pcpu__rseq_load_add_store_at pcpu__rseq_load_add_store_at
 #endif
 
 /* this_load_add_store (the counter add). Operands: base, v. */
 #ifdef PCPU__ARCH_THIS_LOAD_ADD_STORE_ASM
+#ifdef PCPU__ARCH_CARRY_SECTIONS
+PCPU__CARRY_FUNCTION int
+pcpu__rseq_this_load_add_store_carry(int64_t *base, int64_t v)
+{
+	PCPU__INJECT_BEFORE_IDX16();
+	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
+		     PCPU__ARCH_THIS_LOAD_ADD_STORE_CARRY_ASM
+		     :
+		     : PCPU__ARCH_THIS_LOAD_ADD_STORE_CARRY_IN
+		     : PCPU__ARCH_THIS_LOAD_ADD_STORE_CARRY_CLOBBERS
+		     : aborted);
+	PCPU__RSEQ_RETURN_COMMITTED;
+	PCPU__RSEQ_RETURN_ABORTED;
+}
+#endif
 __attribute__((always_inline)) static inline int
 pcpu_rseq_this_load_add_store(int64_t *base, int64_t v)
 {
 	PCPU__INJECT_BEFORE_IDX16();
 	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
+		     PCPU__CARRY_EXIT_POINT
 		     PCPU__ARCH_THIS_LOAD_ADD_STORE_ASM
 		     :
 		     : PCPU__ARCH_THIS_LOAD_ADD_STORE_IN
 		     : PCPU__ARCH_THIS_LOAD_ADD_STORE_CLOBBERS
-		     : aborted);
+		     : aborted PCPU__CARRY_LABEL);
 	PCPU__RSEQ_RETURN_COMMITTED;
 	PCPU__RSEQ_RETURN_ABORTED;
+	PCPU__RSEQ_RETURN_CARRY(pcpu__rseq_this_load_add_store_carry(base, v));
 }
 #define pcpu_rseq_this_load_add_store pcpu_rseq_this_load_add_store
 #endif
@@ -281,31 +348,53 @@ pcpu_rseq_this_load_add_store(int64_t *base, int64_t v)
  * word stays exact; the count and the sum of one record may land on two
  * slots if the thread migrates between them, which no reader can tell from
  * a preemption between its two loads (readers load the two words
- * separately on every target). */
-#ifdef PCPU__ARCH_THIS_ADD2_ASM
+ * separately on every target). A port with carry sections makes a pair
+ * whose add changes a high half the same two adds (its section leaves for
+ * `carry` before writing anything). */
+#if defined(PCPU__ARCH_THIS_LOAD_ADD_STORE_ASM) &&                            \
+	(defined(PCPU__ARCH_ADD2_AS_TWO_ADDS) || defined(PCPU__ARCH_CARRY_SECTIONS))
 __attribute__((always_inline)) static inline int
-pcpu__rseq_this_add2(int64_t *base, int64_t a, int64_t b)
-{
-	PCPU__INJECT_BEFORE_IDX16();
-	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
-		     PCPU__ARCH_THIS_ADD2_ASM
-		     :
-		     : PCPU__ARCH_THIS_ADD2_IN
-		     : PCPU__ARCH_THIS_ADD2_CLOBBERS
-		     : aborted);
-	PCPU__RSEQ_RETURN_COMMITTED;
-	PCPU__RSEQ_RETURN_ABORTED;
-}
-#define pcpu__rseq_this_add2 pcpu__rseq_this_add2
-#elif defined(PCPU__ARCH_ADD2_AS_TWO_ADDS) && defined(PCPU__ARCH_THIS_LOAD_ADD_STORE_ASM)
-__attribute__((always_inline)) static inline int
-pcpu__rseq_this_add2(int64_t *base, int64_t a, int64_t b)
+pcpu__rseq_this_add2_two_adds(int64_t *base, int64_t a, int64_t b)
 {
 	if (PCPU_UNLIKELY(pcpu_rseq_this_load_add_store(base, a) != PCPU_RSEQ_COMMITTED))
 		return PCPU_RSEQ_ABORTED;
 	while (PCPU_UNLIKELY(pcpu_rseq_this_load_add_store(base + 1, b) != PCPU_RSEQ_COMMITTED))
 		;
 	return PCPU_RSEQ_COMMITTED;
+}
+#endif
+#ifdef PCPU__ARCH_THIS_ADD2_ASM
+#ifdef PCPU__ARCH_CARRY_SECTIONS
+/* Out of line, as the carry sections are: inlined, the two adds' sections
+ * at every record made functions that record into histograms too long for
+ * gcc's literal pool placement (test_expose.c failed to assemble). */
+PCPU__CARRY_FUNCTION int
+pcpu__rseq_this_add2_carry(int64_t *base, int64_t a, int64_t b)
+{
+	return pcpu__rseq_this_add2_two_adds(base, a, b);
+}
+#endif
+__attribute__((always_inline)) static inline int
+pcpu__rseq_this_add2(int64_t *base, int64_t a, int64_t b)
+{
+	PCPU__INJECT_BEFORE_IDX16();
+	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
+		     PCPU__CARRY_EXIT_POINT
+		     PCPU__ARCH_THIS_ADD2_ASM
+		     :
+		     : PCPU__ARCH_THIS_ADD2_IN
+		     : PCPU__ARCH_THIS_ADD2_CLOBBERS
+		     : aborted PCPU__CARRY_LABEL);
+	PCPU__RSEQ_RETURN_COMMITTED;
+	PCPU__RSEQ_RETURN_ABORTED;
+	PCPU__RSEQ_RETURN_CARRY(pcpu__rseq_this_add2_carry(base, a, b));
+}
+#define pcpu__rseq_this_add2 pcpu__rseq_this_add2
+#elif defined(PCPU__ARCH_ADD2_AS_TWO_ADDS) && defined(PCPU__ARCH_THIS_LOAD_ADD_STORE_ASM)
+__attribute__((always_inline)) static inline int
+pcpu__rseq_this_add2(int64_t *base, int64_t a, int64_t b)
+{
+	return pcpu__rseq_this_add2_two_adds(base, a, b);
 }
 #define pcpu__rseq_this_add2 pcpu__rseq_this_add2
 #endif
@@ -355,21 +444,45 @@ pcpu_rseq_load_cbne_store_store(int64_t expected, intptr_t *p, intptr_t expect, 
  * expect, add. No index compare: the index is read inside the section, so
  * the section has no jump to `aborted` (the kernel's abort lands there). */
 #ifdef PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_ASM
+#ifdef PCPU__ARCH_CARRY_SECTIONS
+/* Its carry section jumps to `aborted` only after its range (a failed
+ * commit). */
+PCPU__CARRY_FUNCTION int
+pcpu__rseq_this_load_cbne_load_add_store_carry(void *base, long v_off, intptr_t expect,
+					       int64_t add)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__RSEQ_EXIT_POINT("differs")
+		     PCPU__RSEQ_EXIT_POINT("unregistered")
+		     PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_CARRY_ASM
+		     :
+		     : PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_CARRY_IN
+		     : PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_CARRY_CLOBBERS
+		     : aborted, differs, unregistered);
+	PCPU__RSEQ_RETURN_COMMITTED;
+	PCPU__RSEQ_RETURN_ABORTED;
+	PCPU__RSEQ_RETURN(differs, PCPU_RSEQ_DIFFERS);
+	PCPU__RSEQ_RETURN(unregistered, PCPU_RSEQ_NO_INDEX);
+}
+#endif
 __attribute__((always_inline)) static inline int
 pcpu_rseq_this_load_cbne_load_add_store(void *base, long v_off, intptr_t expect, int64_t add)
 {
 	PCPU__INJECT_BEFORE();
 	__asm__ goto(PCPU__RSEQ_EXIT_POINT("differs")
 		     PCPU__RSEQ_EXIT_POINT("unregistered")
+		     PCPU__CARRY_EXIT_POINT
 		     PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_ASM
 		     :
 		     : PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_IN
 		     : PCPU__ARCH_THIS_LOAD_CBNE_LOAD_ADD_STORE_CLOBBERS
-		     : aborted, differs, unregistered);
+		     : aborted, differs, unregistered PCPU__CARRY_LABEL);
 	PCPU__RSEQ_RETURN_COMMITTED;
 	PCPU__RSEQ_RETURN_ABORTED;
 	PCPU__RSEQ_RETURN(differs, PCPU_RSEQ_DIFFERS);
 	PCPU__RSEQ_RETURN(unregistered, PCPU_RSEQ_NO_INDEX);
+	PCPU__RSEQ_RETURN_CARRY(pcpu__rseq_this_load_cbne_load_add_store_carry(base, v_off, expect,
+									      add));
 }
 #define pcpu_rseq_this_load_cbne_load_add_store pcpu_rseq_this_load_cbne_load_add_store
 #endif
@@ -377,20 +490,39 @@ pcpu_rseq_this_load_cbne_load_add_store(void *base, long v_off, intptr_t expect,
 /* this_load_add_cbmask_store (the hierarchical counter's add). Operands:
  * base, v. The slot's mask is the word after base's. */
 #ifdef PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_ASM
+#ifdef PCPU__ARCH_CARRY_SECTIONS
+PCPU__CARRY_FUNCTION int
+pcpu__rseq_this_load_add_cbmask_store_carry(int64_t *base, int64_t v)
+{
+	PCPU__INJECT_BEFORE_IDX16();
+	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
+		     PCPU__RSEQ_EXIT_POINT("unfit")
+		     PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_CARRY_ASM
+		     :
+		     : PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_CARRY_IN
+		     : PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_CARRY_CLOBBERS
+		     : aborted, unfit);
+	PCPU__RSEQ_RETURN_COMMITTED;
+	PCPU__RSEQ_RETURN_ABORTED;
+	PCPU__RSEQ_RETURN(unfit, PCPU_RSEQ_UNFIT);
+}
+#endif
 __attribute__((always_inline)) static inline int
 pcpu__rseq_this_load_add_cbmask_store(int64_t *base, int64_t v)
 {
 	PCPU__INJECT_BEFORE_IDX16();
 	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
 		     PCPU__RSEQ_EXIT_POINT("unfit")
+		     PCPU__CARRY_EXIT_POINT
 		     PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_ASM
 		     :
 		     : PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_IN
 		     : PCPU__ARCH_THIS_LOAD_ADD_CBMASK_STORE_CLOBBERS
-		     : aborted, unfit);
+		     : aborted, unfit PCPU__CARRY_LABEL);
 	PCPU__RSEQ_RETURN_COMMITTED;
 	PCPU__RSEQ_RETURN_ABORTED;
 	PCPU__RSEQ_RETURN(unfit, PCPU_RSEQ_UNFIT);
+	PCPU__RSEQ_RETURN_CARRY(pcpu__rseq_this_load_add_cbmask_store_carry(base, v));
 }
 #define pcpu__rseq_this_load_add_cbmask_store pcpu__rseq_this_load_add_cbmask_store
 #endif
@@ -399,6 +531,24 @@ pcpu__rseq_this_load_add_cbmask_store(int64_t *base, int64_t v)
  * add). Operands: expected, p, gexpect, oldp, v. The gate is the word after
  * p's. */
 #ifdef PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_ASM
+#ifdef PCPU__ARCH_CARRY_SECTIONS
+PCPU__CARRY_FUNCTION int
+pcpu__rseq_load_cbne_load_store_add_store_carry(int64_t expected, int64_t *p, int64_t gexpect,
+						int64_t *oldp, int64_t v)
+{
+	PCPU__INJECT_BEFORE();
+	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
+		     PCPU__RSEQ_EXIT_POINT("differs")
+		     PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_CARRY_ASM
+		     :
+		     : PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_CARRY_IN
+		     : PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_CARRY_CLOBBERS
+		     : aborted, differs);
+	PCPU__RSEQ_RETURN_COMMITTED;
+	PCPU__RSEQ_RETURN_ABORTED;
+	PCPU__RSEQ_RETURN(differs, PCPU_RSEQ_DIFFERS);
+}
+#endif
 __attribute__((always_inline)) static inline int
 pcpu__rseq_load_cbne_load_store_add_store(int64_t expected, int64_t *p, int64_t gexpect,
 					  int64_t *oldp, int64_t v)
@@ -406,14 +556,17 @@ pcpu__rseq_load_cbne_load_store_add_store(int64_t expected, int64_t *p, int64_t 
 	PCPU__INJECT_BEFORE();
 	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
 		     PCPU__RSEQ_EXIT_POINT("differs")
+		     PCPU__CARRY_EXIT_POINT
 		     PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_ASM
 		     :
 		     : PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_IN
 		     : PCPU__ARCH_LOAD_CBNE_LOAD_STORE_ADD_STORE_CLOBBERS
-		     : aborted, differs);
+		     : aborted, differs PCPU__CARRY_LABEL);
 	PCPU__RSEQ_RETURN_COMMITTED;
 	PCPU__RSEQ_RETURN_ABORTED;
 	PCPU__RSEQ_RETURN(differs, PCPU_RSEQ_DIFFERS);
+	PCPU__RSEQ_RETURN_CARRY(pcpu__rseq_load_cbne_load_store_add_store_carry(expected, p, gexpect,
+										oldp, v));
 }
 #define pcpu__rseq_load_cbne_load_store_add_store pcpu__rseq_load_cbne_load_store_add_store
 #endif

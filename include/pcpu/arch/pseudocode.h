@@ -29,6 +29,9 @@
  *            it (all written). Stores before it go only to memory nobody
  *            reads until the commit says so (above a stack's count) or to
  *            the caller's private memory.
+ *            A port may commit with a store that can fail and write
+ *            nothing (32-bit Arm's carry sections: `strexd`); the code
+ *            right after the range then returns ABORTED for it.
  * abort      any exit before the commit: nothing anyone else can see was
  *            written. The caller may retry or take its slow path.
  * stride     PCPU_SLOT_STRIDE: slot i's copy of an object is at
@@ -174,7 +177,8 @@
  *     *p += v;       by the word's only writer: one instruction where the
  *                    target has an add to memory (PCPU_OWNED_ADD_SIGNAL_SAFE
  *                    1), else a relaxed load and a relaxed store (0). Never
- *                    torn for a reader.
+ *                    torn for a reader (32-bit Arm: the low word's store,
+ *                    or a 64-bit atomic store when the high half changes).
  *
  * ---- What an arch header provides -------------------------------------------
  *
