@@ -23,7 +23,7 @@
  * The integer rows are the same inline code as before the change (the
  * headers' pcpu_gauge_add() and pcpu_histogram_record() did not change);
  * built with -DPCPU_BENCH_BEFORE against the headers and libraries of
- * the commit before it (bench/README.md, "Values with fractions"), this
+ * the commit before it (bench/fractions.md), this
  * program prints those two rows only, for a before/after comparison.
  */
 #define _GNU_SOURCE
