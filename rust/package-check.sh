@@ -54,6 +54,11 @@ unpack() {
   # Afresh, so that a file the package lost is not found from a run
   # before; tar keeps the files' times, so cargo rebuilds only what changed.
   rm -rf "$cache/crates" && mkdir -p "$cache/crates" || return 1
+  # cargo package gives every file one fixed time, so a changed build.rs
+  # looks unchanged to the target directory below and its old build
+  # script would run (it looked for src/rseq.c after the sources moved to
+  # src/core): pcpu-sys and its build script are built afresh each run.
+  rm -rf "$cache"/target/*/build/pcpu-sys-* "$cache"/target/*/.fingerprint/pcpu-sys-* || return 1
   for crate in pcpu-sys pcpu; do
     tar -xzf "$cache/publish-target/package/$crate-$version.crate" -C "$cache/crates" || return 1
   done
