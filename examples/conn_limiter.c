@@ -158,7 +158,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	listen_fd = socket(AF_INET, SOCK_STREAM, 0);
+	/* Non-blocking: two workers woken by one connection both try accept();
+	 * the one that loses must go back to poll(), not wait in accept(). */
+	listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
 	memset(&addr, 0, sizeof addr);
 	addr.sin_family = AF_INET;
 	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -176,11 +178,17 @@ int main(int argc, char **argv)
 		if (seg)
 			(void)pcpu_registry_collect(reg); /* the gauges' values for pcpustat */
 	}
+	/* The workers first (each finishes the connection it serves), then
+	 * the listening socket: connections still queued in its backlog are
+	 * reset, so that no client waits for ever for a "hello" no worker
+	 * will send (a loaded machine had clients connect after the workers
+	 * stopped, and the example hung). */
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
-	for (int i = 0; i < nclients; i++)
-		pthread_join(c[i], NULL);
 	for (int i = 0; i < nworkers; i++)
 		pthread_join(w[i], NULL);
+	close(listen_fd);
+	for (int i = 0; i < nclients; i++)
+		pthread_join(c[i], NULL);
 
 	a = pcpu_hcounter_approx(open_conns);
 	printf("max %d open: %llu served, %llu refused; open now %lld (approx %lld in [%lld, %lld])\n",
