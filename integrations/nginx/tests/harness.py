@@ -62,6 +62,13 @@ def proc_stat(pid):
     return fields[0], int(fields[1]), int(fields[19])
 
 
+def gone(pid):
+    """True once a process has exited (gone or a zombie): one read of its
+    stat, since it may vanish between two."""
+    st = proc_stat(pid)
+    return st is None or st[0] == "Z"
+
+
 def cmdline(pid):
     try:
         with open("/proc/%d/cmdline" % pid, "rb") as f:
@@ -241,7 +248,7 @@ http {
                 nr = "-1"
             if nr.isdigit() and int(nr) in EPOLL_WAIT:
                 os.kill(w, signal.SIGKILL)
-                wait_for(lambda: proc_stat(w) is None or proc_stat(w)[0] == "Z", "killed worker")
+                wait_for(lambda: gone(w), "killed worker")
                 return w
             try:
                 os.kill(w, signal.SIGCONT)
@@ -255,7 +262,7 @@ http {
         if m is None or proc_stat(m) is None:
             return
         os.kill(m, signal.SIGQUIT)
-        wait_for(lambda: proc_stat(m) is None or proc_stat(m)[0] == "Z", "nginx to quit")
+        wait_for(lambda: gone(m), "nginx to quit")
         # Its workers too (the master waits for them before it exits).
         wait_for(lambda: not children(m), "workers to exit")
 

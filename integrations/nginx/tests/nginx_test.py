@@ -39,7 +39,7 @@ import http.server
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import Nginx, fail, free_port, wait_for, series, total, proc_stat, children, ungzip  # noqa: E402
+from harness import Nginx, fail, free_port, wait_for, series, total, proc_stat, children, gone, ungzip  # noqa: E402
 
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -199,6 +199,23 @@ def fds(pid):
     return len(os.listdir("/proc/%d/fd" % pid))
 
 
+def settled_fds(n, m):
+    """The master's descriptors once a reload has settled: its only children
+    are the new workers (old ones finishing their requests still hold a
+    channel to the master until it reaps them) and the count reads the same
+    five times over 0.2 s."""
+    last = []
+
+    def settled():
+        if children(m) != sorted(n.workers(m)):
+            last.clear()
+            return None
+        last.append(fds(m))
+        del last[:-5]
+        return last[0] if len(last) == 5 and len(set(last)) == 1 else None
+    return wait_for(settled, "the master's descriptors to settle", step=0.05)
+
+
 def test_reload(module, build):
     n = Nginx(module, RELOAD).start()
     try:
@@ -213,10 +230,10 @@ def test_reload(module, build):
             d = n.stats()
             counts.append(total(d, "nginx_http_requests"))
             if i == 1:
-                fd_after_two, nseries = fds(m), sum(len(f["metrics"]) for f in d["families"])
+                fd_after_two, nseries = settled_fds(n, m), sum(len(f["metrics"]) for f in d["families"])
         eq(counts[-1], want, "requests after 12 reloads")
         expect(counts == sorted(counts), "counts never go back: %s" % counts)
-        eq(fds(m), fd_after_two, "the master's descriptors after 12 reloads")
+        eq(settled_fds(n, m), fd_after_two, "the master's descriptors after 12 reloads")
         d = n.stats()
         # Keys are bounded: 5 admitted (the bound holds across reloads:
         # the zone is kept), the rest in __other__; no series made twice.
@@ -275,7 +292,7 @@ def test_upgrade(module, build):
                 n.get("/?k=%d" % (i % 4), host="u.test")
                 want += 1
             old, new = n.upgrade()
-            wait_for(lambda: proc_stat(old) is None or proc_stat(old)[0] == "Z", "the old master to quit")
+            wait_for(lambda: gone(old), "the old master to quit")
             eq(segment_files(n.segment), path, "the same segment after upgrade %d" % (round_ + 1))
             eq(total(n.stats(), "nginx_http_requests"), want, "counts after upgrade %d" % (round_ + 1))
             expect("joined the old master's statistics" in n.error_log(), "the new master joined")
@@ -293,7 +310,7 @@ def test_upgrade(module, build):
         n.masters.append(new)
         wait_for(lambda: n.workers(new), "its workers")
         os.kill(new, signal.SIGQUIT)
-        wait_for(lambda: proc_stat(new) is None or proc_stat(new)[0] == "Z", "the new master to quit")
+        wait_for(lambda: gone(new), "the new master to quit")
         # (the old master renames its pid file back when the new one exits)
         wait_for(lambda: n.master() == old, "the old master's pid file back")
         eq(segment_files(n.segment), path, "the tree stays with the old master after a rollback")
@@ -437,7 +454,7 @@ def test_exact(module, build):
         out = wrk.communicate(timeout=120)[0]
         # Every old master and worker done (their last requests logged).
         for m in n.masters[:-1]:
-            wait_for(lambda: proc_stat(m) is None or proc_stat(m)[0] == "Z", "old master %d" % m, 60)
+            wait_for(lambda: gone(m), "old master %d" % m, 60)
         wait_for(lambda: len(children(n.master())) == n.workers_n, "only the last workers", 60)
         stop.set()
         t.join()
