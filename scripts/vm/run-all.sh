@@ -74,7 +74,7 @@ x86="--adds 8000000 --aborts 500"
 # The tree modes' adds: seconds to a minute each under TCG (a tree group's
 # update costs a few counter adds, and each is read back mid-update).
 tree_small="--tree-adds 200000 --tree-aborts 10"
-tree_arm="--tree-adds 400000 --tree-aborts 20"
+tree_arm="--tree-adds 200000 --tree-aborts 20"
 
 run "aarch64 6.1 plain" aarch64 --args "$a64 $tree_small" \
   glibc own fallback seccomp glibc:mm_cid:expect=cpu glibc:tree fallback:tree
