@@ -265,6 +265,35 @@ enum push_outcome push_http_post(struct push_http *h, const uint8_t *body, size_
 				 struct push_answer *ans);
 void push_http_free(struct push_http *h);
 
+/* ---- push_args.c ---- */
+
+/* `pcpustat push`'s settings, from its command line and the OpenTelemetry
+ * environment (push_args.c). */
+struct push_args {
+	struct scrape_config cf;
+	struct push_http_config http;
+	struct push_label *labels;
+	size_t nlabels;
+	const char *job, *instance;
+	int native, verbose;
+	const char *compression; /* --compression: "gzip", "none", NULL: not given */
+	const char *temporality; /* --temporality as given, NULL: not given */
+	const char *delta_state; /* --delta-state FILE, or NULL */
+	int delta;               /* OTLP delta temporality for counters and histograms */
+	int given_timeout, given_ca, given_job, given_instance, given_interval; /* on the command line */
+	const char *interval_from; /* where the interval came from, for -v */
+	struct otel_env env; /* the OpenTelemetry environment (OTLP) */
+	double interval, min_backoff, max_backoff;
+	double drain; /* --drain: seconds to keep retrying the queue at exit */
+	size_t queue_max;
+	unsigned long count; /* 0: until a signal */
+};
+
+/* Parses the command line into *a (zeroed by the caller): -1 to run, or
+ * the exit status (0 after --help; 2 on a bad option or a file refused at
+ * start, said on stderr). */
+int push_parse_args(int argc, char **argv, struct push_args *a);
+
 /* ---- push.c ---- */
 
 int push_main(int argc, char **argv, const struct pcpu_reader_options *ropt);

@@ -175,6 +175,11 @@ static void switch_end(void)
  * in a handler too. */
 static __thread int in_switch __attribute__((tls_model("initial-exec")));
 
+/* Test hook (tests/test_hcounter_switch_signal.c): when set, called by a
+ * switch to the precise mode and by a reset once the counter is in the
+ * switching state, so that a test can deliver a signal exactly there. */
+PCPU_HIDDEN void (*pcpu__test_hcounter_switching)(pcpu_hcounter_t *h);
+
 /* ---- the gates -------------------------------------------------------------------- */
 
 static void set_masks(pcpu_hcounter_t *h, int64_t mask)
@@ -212,6 +217,8 @@ static int enter_precise(pcpu_hcounter_t *h, int64_t st)
 		switch_end();
 		return 0;
 	}
+	if (PCPU_UNLIKELY(pcpu__test_hcounter_switching != NULL))
+		pcpu__test_hcounter_switching(h);
 	set_masks(h, ~(int64_t)0);
 	if (pcpu_rseq_fence() != 0) {
 		int err = errno;
@@ -584,6 +591,8 @@ int pcpu_hcounter_reset(pcpu_hcounter_t *h)
 			switch_end();
 			continue;
 		}
+		if (PCPU_UNLIKELY(pcpu__test_hcounter_switching != NULL))
+			pcpu__test_hcounter_switching(h);
 		set_masks(h, ~(int64_t)0);
 		if (pcpu_rseq_fence() != 0) {
 			int err = errno;
