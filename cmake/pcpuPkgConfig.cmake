@@ -1,5 +1,6 @@
-# Install-time part of pcpu's pkg-config files (included by an install(CODE)
-# rule of the top-level CMakeLists.txt, which sets PCPU_PC_FILES (names of
+# Install-time part of pcpu's pkg-config files (included by the install(CODE)
+# rule of pcpu_install_pkgconfig(), cmake/pcpuInstallPkgConfig.cmake, which
+# sets PCPU_PC_FILES (names of
 # PCPU_PC_SOURCE_DIR/<name>.pc.in templates), PCPU_PC_BINARY_DIR,
 # PCPU_PC_LIBDIR, PCPU_PC_INCLUDEDIR, PCPU_PC_VERSION and
 # PCPU_PC_SYSTEM_LIBDIRS, the toolchain's implicit link directories).

@@ -49,16 +49,7 @@ if(PCPU_EXPORTER_DEPS_FOUND)
     LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT exporter NAMELINK_COMPONENT exporter-dev)
   install(EXPORT pcpu-exporterTargets NAMESPACE pcpu::
     DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/pcpu COMPONENT exporter-dev)
-  install(CODE "
-    set(PCPU_PC_FILES \"pcpu-exporter\")
-    set(PCPU_PC_SOURCE_DIR \"${CMAKE_CURRENT_SOURCE_DIR}/cmake\")
-    set(PCPU_PC_BINARY_DIR \"${CMAKE_CURRENT_BINARY_DIR}\")
-    set(PCPU_PC_LIBDIR \"${CMAKE_INSTALL_LIBDIR}\")
-    set(PCPU_PC_INCLUDEDIR \"${CMAKE_INSTALL_INCLUDEDIR}\")
-    set(PCPU_PC_VERSION \"${PROJECT_VERSION}\")
-    set(PCPU_PC_SYSTEM_LIBDIRS \"${PCPU_SYSTEM_LIBDIRS}\")
-    include(\"${CMAKE_CURRENT_SOURCE_DIR}/cmake/pcpuPkgConfig.cmake\")"
-    COMPONENT exporter-dev)
+  pcpu_install_pkgconfig(COMPONENT exporter-dev FILES pcpu-exporter)
 else()
   message(STATUS "libmicrohttpd, zlib, libyaml, libcrypt or GnuTLS not found (pkg-config; Debian: "
     "libmicrohttpd-dev zlib1g-dev libyaml-dev libcrypt-dev libgnutls28-dev): libpcpu-exporter is left out")
