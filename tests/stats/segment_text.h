@@ -1,12 +1,13 @@
-/* What another process sees of a published segment: its Prometheus text
- * (or another format's),
- * read through the segment reader (malloc'd; the test frees it). For the
- * statistics tests that check what reaches segments. */
+/* The statistics tests' text helpers: what another process sees of a
+ * published segment -- its Prometheus text (or another format's), read
+ * through the segment reader (malloc'd; the test frees it) -- and a
+ * registry's own exposition, and whether a text has a given whole line. */
 #ifndef PCPU_TEST_SEGMENT_TEXT_H
 #define PCPU_TEST_SEGMENT_TEXT_H
 
 #include "../check.h"
 #include <pcpu/reader.h>
+#include <pcpu/stats.h>
 #include <string.h>
 
 static inline char *segment_text_as(const char *path, enum pcpu_format format)
@@ -30,6 +31,30 @@ static inline char *segment_text_as(const char *path, enum pcpu_format format)
 static inline char *segment_text(const char *path)
 {
 	return segment_text_as(path, PCPU_FORMAT_PROMETHEUS);
+}
+
+/* pcpu_registry_write()'s Prometheus text (malloc'd). */
+static inline char *registry_text(pcpu_registry_t *reg)
+{
+	char *text;
+	size_t len;
+
+	CHECK(pcpu_registry_write(reg, PCPU_FORMAT_PROMETHEUS, &text, &len) == 0);
+	return text;
+}
+
+/* 1 if `line` is one of text's lines, whole; 0 otherwise. */
+static inline int text_has_line(const char *text, const char *line)
+{
+	size_t n = strlen(line);
+	const char *p = text;
+
+	while ((p = strstr(p, line))) {
+		if ((p == text || p[-1] == '\n') && (p[n] == '\n' || p[n] == '\0'))
+			return 1;
+		p += n;
+	}
+	return 0;
 }
 
 #endif

@@ -46,29 +46,6 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* The value of the unlabelled series `name` in an exposition; -1 if absent. */
-static int has_line(const char *text, const char *line)
-{
-	size_t n = strlen(line);
-	const char *p = text;
-
-	while ((p = strstr(p, line))) {
-		if ((p == text || p[-1] == '\n') && (p[n] == '\n' || p[n] == '\0'))
-			return 1;
-		p += n;
-	}
-	return 0;
-}
-
-static char *expo(pcpu_registry_t *reg)
-{
-	char *text;
-	size_t len;
-
-	CHECK(pcpu_registry_write(reg, PCPU_FORMAT_PROMETHEUS, &text, &len) == 0);
-	return text;
-}
-
 static pcpu_family_t *family(pcpu_registry_t *reg, const char *name, enum pcpu_metric_type t,
 			     int scale, unsigned nlabels, const char *const *labels)
 {
@@ -144,23 +121,23 @@ static void test_values_and_failure(void)
 		CHECK(fh != NULL);
 		CHECK(pcpu_family_callback(fh, NULL, get_depth, &depth) == -1 && errno == EINVAL);
 	}
-	t = expo(reg);
-	CHECK(has_line(t, "queue_depth{queue=\"rx\"} 17"));
-	CHECK(has_line(t, "queue_depth{queue=\"tx\"} 4"));
-	CHECK(has_line(t, "busy_seconds_total 2.5"));
+	t = registry_text(reg);
+	CHECK(text_has_line(t, "queue_depth{queue=\"rx\"} 17"));
+	CHECK(text_has_line(t, "queue_depth{queue=\"tx\"} 4"));
+	CHECK(text_has_line(t, "busy_seconds_total 2.5"));
 	free(t);
 	depth = -3;
-	t = expo(reg);
-	CHECK(has_line(t, "queue_depth{queue=\"rx\"} -3"));
+	t = registry_text(reg);
+	CHECK(text_has_line(t, "queue_depth{queue=\"rx\"} -3"));
 	free(t);
 	/* A failing callback: its series only is left out. */
 	fail_now = 1;
 	CHECK(pcpu_registry_collect(reg) == 1);
 	CHECK(strstr(pcpu_stats_error(), "busy_seconds") != NULL);
-	t = expo(reg);
+	t = registry_text(reg);
 	CHECK(strstr(t, "\nbusy_seconds_total ") == NULL);
 	CHECK(strstr(t, "# TYPE busy_seconds_total counter") != NULL); /* the family stays */
-	CHECK(has_line(t, "queue_depth{queue=\"rx\"} -3"));
+	CHECK(text_has_line(t, "queue_depth{queue=\"rx\"} -3"));
 	free(t);
 	{
 		struct pcpu_snapshot *s = pcpu_registry_snapshot(reg);
@@ -174,14 +151,14 @@ static void test_values_and_failure(void)
 	}
 	fail_now = 0;
 	CHECK(pcpu_registry_collect(reg) == 0);
-	t = expo(reg);
-	CHECK(has_line(t, "busy_seconds_total 2.5"));
+	t = registry_text(reg);
+	CHECK(text_has_line(t, "busy_seconds_total 2.5"));
 	free(t);
 	/* Removal: the series and its callback go. */
 	CHECK(pcpu_family_remove(fq, q0) == 0);
 	CHECK(pcpu_family_callback(fq, q0, get_depth, &depth) == 0); /* again */
 	CHECK(pcpu_registry_remove_family(reg, fq) == 0);
-	t = expo(reg);
+	t = registry_text(reg);
 	CHECK(strstr(t, "queue_depth") == NULL);
 	free(t);
 	pcpu_registry_destroy(reg);
@@ -263,10 +240,10 @@ static void test_reentry(void)
 	CHECK(e.remove_family_r == -1 && e.remove_family_errno == EDEADLK);
 	CHECK(e.remove_plain_r == 0);
 	CHECK(e.register_ok);
-	t = expo(e.reg);
-	CHECK(has_line(t, "reentry{who=\"self\"} 1"));
+	t = registry_text(e.reg);
+	CHECK(text_has_line(t, "reentry{who=\"self\"} 1"));
 	CHECK(strstr(t, "plain") == NULL);
-	CHECK(has_line(t, "made_in_callback_total 5"));
+	CHECK(text_has_line(t, "made_in_callback_total 5"));
 	free(t);
 	/* Outside a callback the same calls work. */
 	CHECK(pcpu_family_remove(e.fam, self) == 0);
@@ -399,11 +376,11 @@ static void test_segment(void)
 	CHECK(pcpu_registry_collect(reg) == 0);
 	depth = 12; /* not collected yet: readers see 11 */
 	text = segment_text(pcpu_segment_path(seg));
-	CHECK(has_line(text, "queue_depth 11"));
+	CHECK(text_has_line(text, "queue_depth 11"));
 	free(text);
 	CHECK(pcpu_registry_collect(reg) == 0);
 	text = segment_text(pcpu_segment_path(seg));
-	CHECK(has_line(text, "queue_depth 12"));
+	CHECK(text_has_line(text, "queue_depth 12"));
 	free(text);
 	pcpu_registry_destroy(reg);
 	CHECK(rmdir(dir) == 0);

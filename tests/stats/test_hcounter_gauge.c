@@ -15,28 +15,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static int has_line(const char *text, const char *line)
-{
-	size_t n = strlen(line);
-	const char *p = text;
-
-	while ((p = strstr(p, line))) {
-		if ((p == text || p[-1] == '\n') && (p[n] == '\n' || p[n] == '\0'))
-			return 1;
-		p += n;
-	}
-	return 0;
-}
-
-static char *expo(pcpu_registry_t *reg)
-{
-	char *text;
-	size_t len;
-
-	CHECK(pcpu_registry_write(reg, PCPU_FORMAT_PROMETHEUS, &text, &len) == 0);
-	return text;
-}
-
 /* The three lines of counter h in `text`, family `name`, labels `pre`
  * (e.g. "tenant=\"a\","), as its approx says now. */
 static void check_lines(const char *text, const char *name, const char *pre,
@@ -46,11 +24,11 @@ static void check_lines(const char *text, const char *name, const char *pre,
 	char line[256];
 
 	snprintf(line, sizeof line, "%s{%sbound=\"value\"} %" PRId64, name, pre, a.value);
-	CHECK(has_line(text, line));
+	CHECK(text_has_line(text, line));
 	snprintf(line, sizeof line, "%s{%sbound=\"min\"} %" PRId64, name, pre, a.min);
-	CHECK(has_line(text, line));
+	CHECK(text_has_line(text, line));
 	snprintf(line, sizeof line, "%s{%sbound=\"max\"} %" PRId64, name, pre, a.max);
-	CHECK(has_line(text, line));
+	CHECK(text_has_line(text, line));
 }
 
 int main(void)
@@ -77,26 +55,26 @@ int main(void)
 
 	f = pcpu_registry_hcounter(reg, "connections", "Connections open.", h);
 	CHECK(f != NULL);
-	t = expo(reg);
-	CHECK(has_line(t, "connections{bound=\"value\"} 0"));
-	CHECK(has_line(t, "connections{bound=\"min\"} 0"));
+	t = registry_text(reg);
+	CHECK(text_has_line(t, "connections{bound=\"value\"} 0"));
+	CHECK(text_has_line(t, "connections{bound=\"min\"} 0"));
 	check_lines(t, "connections", "", h);
 	free(t);
 	for (int i = 0; i < 1000; i++)
 		pcpu_hcounter_add(h, 7); /* carries */
-	t = expo(reg);
+	t = registry_text(reg);
 	check_lines(t, "connections", "", h);
 	free(t);
 	/* Precise mode: value, min and max are one exact number. */
 	CHECK(pcpu_hcounter_limited_add(h, 1, 7001) || pcpu_hcounter_sum(h) == 7000);
 	CHECK(!pcpu_hcounter_limited_add(h, 1, 7001) || pcpu_hcounter_sum(h) <= 7001);
-	t = expo(reg);
+	t = registry_text(reg);
 	check_lines(t, "connections", "", h);
 	if (pcpu_hcounter_is_percpu(h)) {
 		char line[64];
 
 		snprintf(line, sizeof line, "connections{bound=\"max\"} %" PRId64, pcpu_hcounter_sum(h));
-		CHECK(has_line(t, line)); /* exact near the limit */
+		CHECK(text_has_line(t, line)); /* exact near the limit */
 	}
 	free(t);
 
@@ -122,7 +100,7 @@ int main(void)
 	pcpu_hcounter_add(hb, 42);
 	CHECK(pcpu_family_hcounter(quota, va, ha) == 0);
 	CHECK(pcpu_family_hcounter(quota, vb, hb) == 0);
-	t = expo(reg);
+	t = registry_text(reg);
 	check_lines(t, "quota_bytes", "tenant=\"a\",", ha);
 	check_lines(t, "quota_bytes", "tenant=\"b\",", hb);
 	free(t);
@@ -148,7 +126,7 @@ int main(void)
 	f = pcpu_registry_family(reg, &d);
 	CHECK(f != NULL);
 	CHECK(pcpu_family_hcounter(f, va, h) == -1 && errno == EINVAL);
-	t = expo(reg);
+	t = registry_text(reg);
 	CHECK(strstr(t, "no_bound{") == NULL && strstr(t, "a_counter_total{") == NULL);
 	free(t);
 
