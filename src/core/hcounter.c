@@ -175,9 +175,9 @@ static void switch_end(void)
  * in a handler too. */
 static __thread int in_switch __attribute__((tls_model("initial-exec")));
 
-/* Test hook (tests/test_hcounter_switch_signal.c): when set, called by a
- * switch to the precise mode and by a reset once the counter is in the
- * switching state, so that a test can deliver a signal exactly there. */
+/* Test hook (tests/test_hcounter_switch_signal.c): when set, called by
+ * every switch (switch_take()) once the counter is in the switching state,
+ * so that a test can deliver a signal exactly there. */
 PCPU_HIDDEN void (*pcpu__test_hcounter_switching)(pcpu_hcounter_t *h);
 
 /* ---- the gates -------------------------------------------------------------------- */
@@ -198,6 +198,53 @@ static int64_t slots_sum(const pcpu_hcounter_t *h)
 	return (int64_t)sum;
 }
 
+/* The steps of a switch out of the per-CPU mode (enter_precise() and
+ * pcpu_hcounter_reset()), after switch_begin():
+ *  - switch_take(): the state from st to switching, by CAS; 0 when the
+ *    state moved (the switch is given up: the caller looks again);
+ *  - switch_gate(): every slot gated and the sequences fenced; -1 when
+ *    the fence was refused (the counter is back in its per-CPU mode,
+ *    errno set);
+ *  - switch_done(): the new state stored, and the switch ended.
+ * in_switch covers the thread from before the CAS to after the store. */
+static int switch_take(pcpu_hcounter_t *h, int64_t st, int64_t sw)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	in_switch++;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (!__atomic_compare_exchange_n(&hdr(h)->state, &st, sw, 0, __ATOMIC_SEQ_CST,
+					 __ATOMIC_SEQ_CST)) {
+		in_switch--;
+		switch_end();
+		return 0;
+	}
+	if (PCPU_UNLIKELY(pcpu__test_hcounter_switching != NULL))
+		pcpu__test_hcounter_switching(h);
+	return 1;
+}
+
+static void switch_done(pcpu_hcounter_t *h, int64_t state)
+{
+	__atomic_store_n(&hdr(h)->state, state, __ATOMIC_SEQ_CST);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	in_switch--;
+	switch_end();
+}
+
+static int switch_gate(pcpu_hcounter_t *h, int64_t sw)
+{
+	set_masks(h, ~(int64_t)0);
+	if (pcpu_rseq_fence() != 0) {
+		int err = errno;
+
+		set_masks(h, hdr(h)->mask);
+		switch_done(h, next_state(sw, PCPU__HC_PERCPU));
+		errno = err;
+		return -1;
+	}
+	return 0;
+}
+
 /* Per-CPU -> precise, from state st. 0 switched (or someone else did: the
  * caller looks again), -1 the fence was refused (nothing changed). */
 static int enter_precise(pcpu_hcounter_t *h, int64_t st)
@@ -208,35 +255,13 @@ static int enter_precise(pcpu_hcounter_t *h, int64_t st)
 	if (!switch_begin())
 		return -1;
 	sw = next_state(st, PCPU__HC_SWITCHING);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	in_switch++;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (!__atomic_compare_exchange_n(&hd->state, &st, sw, 0, __ATOMIC_SEQ_CST,
-					 __ATOMIC_SEQ_CST)) {
-		in_switch--;
-		switch_end();
+	if (!switch_take(h, st, sw))
 		return 0;
-	}
-	if (PCPU_UNLIKELY(pcpu__test_hcounter_switching != NULL))
-		pcpu__test_hcounter_switching(h);
-	set_masks(h, ~(int64_t)0);
-	if (pcpu_rseq_fence() != 0) {
-		int err = errno;
-
-		set_masks(h, hd->mask);
-		__atomic_store_n(&hd->state, next_state(sw, PCPU__HC_PERCPU), __ATOMIC_SEQ_CST);
-		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		in_switch--;
-		switch_end();
-		errno = err;
+	if (switch_gate(h, sw) != 0)
 		return -1;
-	}
 	__atomic_store_n(&hd->frozen, slots_sum(h), __ATOMIC_RELAXED);
 	__atomic_fetch_or(&hd->central, 1, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&hd->state, next_state(sw, PCPU__HC_PRECISE), __ATOMIC_SEQ_CST);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	in_switch--;
-	switch_end();
+	switch_done(h, next_state(sw, PCPU__HC_PRECISE));
 	return 0;
 }
 
@@ -244,24 +269,16 @@ static int enter_precise(pcpu_hcounter_t *h, int64_t st)
 static void leave_precise(pcpu_hcounter_t *h, int64_t st)
 {
 	struct pcpu__hcounter_hdr *hd = hdr(h);
-
 	int64_t sw = next_state(st, PCPU__HC_SWITCHING);
 
 	if (!switch_begin())
 		return;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	in_switch++;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_compare_exchange_n(&hd->state, &st, sw, 0, __ATOMIC_SEQ_CST,
-					__ATOMIC_SEQ_CST)) {
-		/* The flag first: a limited add's CAS that read it set fails. */
-		__atomic_fetch_and(&hd->central, ~(int64_t)1, __ATOMIC_SEQ_CST);
-		set_masks(h, hd->mask);
-		__atomic_store_n(&hd->state, next_state(sw, PCPU__HC_PERCPU), __ATOMIC_SEQ_CST);
-	}
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	in_switch--;
-	switch_end();
+	if (!switch_take(h, st, sw))
+		return;
+	/* The flag first: a limited add's CAS that read it set fails. */
+	__atomic_fetch_and(&hd->central, ~(int64_t)1, __ATOMIC_SEQ_CST);
+	set_masks(h, hd->mask);
+	switch_done(h, next_state(sw, PCPU__HC_PERCPU));
 }
 
 /* ---- adds ------------------------------------------------------------------------- */
@@ -582,36 +599,14 @@ int pcpu_hcounter_reset(pcpu_hcounter_t *h)
 		sw = next_state(st, PCPU__HC_SWITCHING);
 		while (!switch_begin())
 			sched_yield();
-		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		in_switch++;
-		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		if (!__atomic_compare_exchange_n(&hd->state, &st, sw, 0, __ATOMIC_SEQ_CST,
-						 __ATOMIC_SEQ_CST)) {
-			in_switch--;
-			switch_end();
+		if (!switch_take(h, st, sw))
 			continue;
-		}
-		if (PCPU_UNLIKELY(pcpu__test_hcounter_switching != NULL))
-			pcpu__test_hcounter_switching(h);
-		set_masks(h, ~(int64_t)0);
-		if (pcpu_rseq_fence() != 0) {
-			int err = errno;
-
-			set_masks(h, hd->mask);
-			__atomic_store_n(&hd->state, next_state(sw, PCPU__HC_PERCPU), __ATOMIC_SEQ_CST);
-			__atomic_signal_fence(__ATOMIC_SEQ_CST);
-			in_switch--;
-			switch_end();
-			errno = err;
+		if (switch_gate(h, sw) != 0)
 			return -1;
-		}
 		__atomic_store_n(&hd->central, (int64_t)(((uint64_t)0 - (uint64_t)slots_sum(h)) << 1),
 				 __ATOMIC_SEQ_CST);
 		set_masks(h, hd->mask);
-		__atomic_store_n(&hd->state, next_state(sw, PCPU__HC_PERCPU), __ATOMIC_SEQ_CST);
-		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		in_switch--;
-		switch_end();
+		switch_done(h, next_state(sw, PCPU__HC_PERCPU));
 		return 0;
 	}
 }
