@@ -23,12 +23,38 @@
  *  4. The bounds: after section 2's adds, the width of approx()'s bounds
  *     and how far its value was from the precise sum, beside the range the
  *     header's formula gives (pcpu_hcounter_range()).
+ *  5. The inaccuracy, 1 / 2 / 4 adding threads, each adding random deltas
+ *     (xorshift, uniform), against the formula's range R: the distribution
+ *     (median, p99, max) of |precise sum - approx().value| and how often
+ *     the precise sum lay outside approx()'s [min, max]. Three cases:
+ *       quiescent: deltas in [-64, 64], the adders stopped at a barrier
+ *         after a random number of adds each; at each stop the reader
+ *         takes approx() and then pcpu_hcounter_sum(), both exact points
+ *         (the header: min <= sum <= max at every quiescent point);
+ *       during adds, growing: deltas in [1, 64], never stopped; the
+ *         reader, at S moments spread over 10 x --ms (sleeping between
+ *         them), takes s0 = sum(), a = approx(), s1 = sum(). For a
+ *         counter that only grows, sum() is never below the precise sum
+ *         when it began nor above it when it returned, so the precise sum
+ *         at the instant of approx() lies in [s0, s1]. |sum - value| is
+ *         |s1 - a.value| (the sum right after, as a program would check
+ *         it); "outside" counts the samples whose [s0, s1] lies wholly
+ *         outside [min, max] (the bounds certainly missed: the header
+ *         says they hold here, so any is a bug), "maybe" those where
+ *         [s0, s1] is not wholly inside (the adds between the reads may
+ *         explain it);
+ *       during adds, mixed: deltas in [-64, 64], as above; the header
+ *         promises no bounds here (carries of both signs in flight), and
+ *         the bracket argument needs a monotonic sum: the figures say how
+ *         loose the bounds are in practice, no more.
  *
  * Every variant of a comparison runs in the same process, interleaved
  * (round r starts from variant r), and the tables give medians over rounds
  * and ratios to the unit at the same thread count. Every run checks its
- * total. Options: --rounds N (5), --ms M per timed run (100), --quick
- * (3 rounds of 30 ms).
+ * total. Options: --rounds N (5), --ms M per timed run (100), --samples S
+ * for section 5 (20000 during adds, S / 10 stops), --quick (3 rounds of
+ * 30 ms, 4000 samples). Exits 1 if the bounds missed a precise sum that
+ * the header says they contain (sections 4 and 5).
  */
 #include <pcpu/pcpu.h>
 #include <inttypes.h>
@@ -321,6 +347,175 @@ static void reads(long ncpu)
 	printf("%-48s  %7.2fx\n", "counter fetch / approx", v[2][0] / v[0][0]);
 }
 
+/* ---- 5. inaccuracy during concurrent adds -------------------------------- */
+
+#define DMAX (2 * BATCH) /* the deltas' magnitude: up to two batches */
+
+enum icase { Q_MIXED, D_GROW, D_MIXED, N_ICASES };
+
+static int samples = 20000;
+
+static struct {
+	enum icase c;
+	int stops; /* quiescent case: how many stops the reader makes */
+	pthread_barrier_t stop, go;
+} ic;
+
+static uint64_t xorshift(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+/* A random delta: [1, DMAX] for the growing case, else [-DMAX, DMAX]
+ * without 0. */
+static int64_t delta(uint64_t *x, int grow)
+{
+	uint64_t r = xorshift(x);
+
+	if (grow)
+		return 1 + (int64_t)(r % DMAX);
+	return (r & 1 ? 1 : -1) * (1 + (int64_t)((r >> 1) % DMAX));
+}
+
+static void *inacc_adder(void *arg)
+{
+	uint64_t x = 0x9e3779b97f4a7c15u * (uint64_t)(uintptr_t)arg + 1;
+
+	if (ic.c == Q_MIXED) {
+		for (int s = 0; s < ic.stops; s++) {
+			/* A random number of adds, so that the slots stop at
+			 * every remainder; then the reader's exact point. */
+			for (uint64_t k = xorshift(&x) % 2000; k > 0; k--)
+				pcpu_hcounter_add(sh.hc, delta(&x, 0));
+			pthread_barrier_wait(&ic.stop);
+			pthread_barrier_wait(&ic.go);
+		}
+		return NULL;
+	}
+	pthread_barrier_wait(&ic.go); /* every adder runs before the first sample */
+	while (!__atomic_load_n(&sh.stop, __ATOMIC_RELAXED))
+		for (int i = 0; i < 64; i++)
+			pcpu_hcounter_add(sh.hc, delta(&x, ic.c == D_GROW));
+	return NULL;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* One case with nthr adders: prints its row; returns the samples whose
+ * bounds certainly missed a precise sum the header says they contain. */
+static long inaccuracy(enum icase c, int nthr, int64_t range)
+{
+	static const char *const names[N_ICASES] = {"quiescent, deltas +-1..64",
+						    "during adds, deltas 1..64",
+						    "during adds, deltas +-1..64"};
+	int n = c == Q_MIXED ? (samples / 10 > 0 ? samples / 10 : 1) : samples;
+	int64_t *err = malloc((size_t)n * sizeof(int64_t));
+	int64_t *drift = malloc((size_t)n * sizeof(int64_t));
+	pthread_t t[MAX_THREADS];
+	long outside = 0, maybe = 0;
+	int64_t width = 0;
+	uint64_t t0;
+
+	if (!err || !drift)
+		die("malloc");
+	if (pcpu_hcounter_reset(sh.hc) != 0)
+		die("pcpu_hcounter_reset failed");
+	ic.c = c;
+	ic.stops = n;
+	sh.stop = 0;
+	if (pthread_barrier_init(&ic.stop, NULL, (unsigned)nthr + 1) != 0 ||
+	    pthread_barrier_init(&ic.go, NULL, (unsigned)nthr + 1) != 0)
+		die("barrier");
+	for (int i = 0; i < nthr; i++)
+		if (pthread_create(&t[i], NULL, inacc_adder, (void *)(uintptr_t)(i + 1)) != 0)
+			die("pthread_create");
+	/* During adds, the samples are spread over 10 x --ms (1 s), the reader
+	 * sleeping between them (as a program that checks a limit now and
+	 * then): on a machine with few CPUs a spinning reader would take the
+	 * adders' CPU, and finish before they ran. */
+	if (c != Q_MIXED)
+		pthread_barrier_wait(&ic.go);
+	t0 = mono_ns();
+	for (int i = 0; i < n; i++) {
+		struct pcpu_hcounter_approx a;
+		int64_t s0, s1;
+
+		if (c != Q_MIXED) {
+			uint64_t at = t0 + (uint64_t)i * 10u * 1000000u * (uint64_t)run_ms / (uint64_t)n;
+			struct timespec ts = {(time_t)(at / 1000000000u), (long)(at % 1000000000u)};
+
+			clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+		}
+		if (c == Q_MIXED) {
+			pthread_barrier_wait(&ic.stop);
+			a = pcpu_hcounter_approx(sh.hc);
+			s0 = s1 = pcpu_hcounter_sum(sh.hc);
+			pthread_barrier_wait(&ic.go);
+		} else {
+			s0 = pcpu_hcounter_sum(sh.hc);
+			a = pcpu_hcounter_approx(sh.hc);
+			s1 = pcpu_hcounter_sum(sh.hc);
+		}
+		err[i] = s1 > a.value ? s1 - a.value : a.value - s1;
+		drift[i] = s1 > s0 ? s1 - s0 : s0 - s1;
+		if (a.max - a.min > width)
+			width = a.max - a.min;
+		if (c != D_MIXED && (a.max < s0 || a.min > s1))
+			outside++;
+		else if (c == D_MIXED && a.max < (s0 < s1 ? s0 : s1))
+			outside++;
+		else if (c == D_MIXED && a.min > (s0 > s1 ? s0 : s1))
+			outside++;
+		else if (s0 < a.min || s1 > a.max || s1 < a.min || s0 > a.max)
+			maybe++;
+	}
+	__atomic_store_n(&sh.stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < nthr; i++)
+		pthread_join(t[i], NULL);
+	pthread_barrier_destroy(&ic.stop);
+	pthread_barrier_destroy(&ic.go);
+	qsort(err, (size_t)n, sizeof(*err), cmp_i64);
+	qsort(drift, (size_t)n, sizeof(*drift), cmp_i64);
+	printf("%3d  %-28s %6d  %6" PRId64 " %6" PRId64 " %6" PRId64 " (%5.2fR)  %6" PRId64
+	       "  %5" PRId64 " %6" PRId64 "  %6ld %6ld%s\n",
+	       nthr, names[c], n, err[n / 2], err[(int)((int64_t)n * 99 / 100)], err[n - 1],
+	       range ? (double)err[n - 1] / (double)range : 0.0, width, drift[n / 2], drift[n - 1],
+	       outside, maybe,
+	       c != D_MIXED && outside ? "  BOUNDS MISSED" : "");
+	free(err);
+	free(drift);
+	return c == D_MIXED ? 0 : outside;
+}
+
+static int inaccuracies(void)
+{
+	static const int nthr[3] = {1, 2, 4};
+	int64_t range = pcpu_hcounter_range(sh.hc);
+	long missed = 0;
+
+	printf("\n5. Inaccuracy, random deltas, against the formula's range R = %" PRId64
+	       " (batch %d, %u CPU slots)\n",
+	       range, BATCH, pcpu_nslots());
+	printf("     |sum - approx.value|: the sum at the stop (quiescent), else the sum right after\n"
+	       "     approx(); width: the widest max - min seen (R + carries in flight); drift:\n"
+	       "     |the sum after approx() - the sum before it|; outside: the precise sum certainly\n"
+	       "     outside [min, max]; maybe: possibly outside (the file comment defines both)\n");
+	printf("thr  %-28s %6s  %6s %6s %6s %8s  %6s  %12s  %6s %6s\n", "case", "samples",
+	       "median", "p99", "max", "", "width", "drift med/max", "outside", "maybe");
+	for (int k = 0; k < 3; k++)
+		for (int c = 0; c < N_ICASES; c++)
+			missed += inaccuracy((enum icase)c, nthr[k], range);
+	return missed ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -331,15 +526,18 @@ int main(int argc, char **argv)
 			rounds = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--ms") && i + 1 < argc)
 			run_ms = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--samples") && i + 1 < argc)
+			samples = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--quick"))
-			rounds = 3, run_ms = 30;
+			rounds = 3, run_ms = 30, samples = 4000;
 		else {
-			fprintf(stderr, "usage: pcpu_bench_hcounter [--rounds N] [--ms M] [--quick]\n");
+			fprintf(stderr, "usage: pcpu_bench_hcounter [--rounds N] [--ms M] [--samples S] "
+					"[--quick]\n");
 			return 2;
 		}
 	}
-	if (rounds < 1 || rounds > MAX_ROUNDS || run_ms < 1)
-		die("--rounds 1..64, --ms >= 1");
+	if (rounds < 1 || rounds > MAX_ROUNDS || run_ms < 1 || samples < 1)
+		die("--rounds 1..64, --ms >= 1, --samples >= 1");
 	if (ncpu < 1)
 		ncpu = 1;
 	sh.hc = pcpu_hcounter_create(BATCH);
@@ -389,6 +587,8 @@ int main(int argc, char **argv)
 		if (a.min > s || s > a.max)
 			return 1;
 	}
+	if (inaccuracies() != 0)
+		return 1;
 	pcpu_hcounter_destroy(sh.hc);
 	pcpu_counter_free(sh.c);
 	return 0;
