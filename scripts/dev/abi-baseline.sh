@@ -18,6 +18,6 @@ grep -qx 'CMAKE_BUILD_TYPE:STRING=RelWithDebInfo' "$cache" \
   || { echo "abi-baseline: $build is not a RelWithDebInfo build" >&2; exit 1; }
 grep -q '^PCPU_SANITIZE:STRING=$' "$cache" \
   || { echo "abi-baseline: $build is a sanitizer build" >&2; exit 1; }
-cmake --build "$build" --target pcpu pcpu_stats
+cmake --build "$build" --target pcpu pcpu_stats pcpu_exporter
 python3 "$src/tests/abi/abi_check.py" write-baseline "$src" "$build"
 git -C "$src" status --short -- abi/

@@ -32,7 +32,9 @@ import subprocess
 import sys
 import tempfile
 
-LIBS = ("libpcpu", "libpcpu-stats")
+# The C libraries: libpcpu-exporter only where it is built (libmicrohttpd);
+# the build's CMake passes --libs=... with those it has.
+LIBS = ["libpcpu", "libpcpu-stats", "libpcpu-exporter"]
 ABIDIFF_ERROR, ABIDIFF_USAGE, ABIDIFF_CHANGE, ABIDIFF_INCOMPATIBLE = 1, 2, 4, 8
 
 
@@ -324,6 +326,9 @@ def main(argv):
     if len(argv) < 3:
         print(__doc__, file=sys.stderr)
         sys.exit(2)
+    for a in [a for a in argv if a.startswith("--libs=")]:
+        LIBS[:] = a[len("--libs="):].split(",")
+        argv.remove(a)
     cmd, src, build = argv[0], os.path.realpath(argv[1]), argv[2]
     if cmd == "baseline":
         check_baseline(src, build)
