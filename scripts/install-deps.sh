@@ -104,6 +104,9 @@ have dh        || need_apt+=(debhelper)
 have lintian   || need_apt+=(lintian)
 have groff     || need_apt+=(groff-base)
 have readelf   || need_apt+=(binutils)
+# abidiff, abidw (libabigail): ctest abi_compat compares the C libraries'
+# ABI with the committed baseline (abi/) and with the previous release's.
+have abidiff   || need_apt+=(abigail-tools)
 have openssl   || need_apt+=(openssl)
 have htpasswd  || need_apt+=(apache2-utils)
 # protoc: the protobuf exposition test's independent decoder (Python
