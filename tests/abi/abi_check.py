@@ -8,12 +8,14 @@
       Added symbols pass; any other change fails (a removed or changed
       function or variable, a changed public type), except what
       SRC/abi/pcpu.abignore allows, each entry with its reason.
-  abi_check.py build-previous SRC BUILD CC
-      ctest abi_previous_build: builds the previous release's libpcpu
-      (SRC/abi/previous-release names its version and commit) from git
-      history into BUILD/abi/previous/, once per commit.
+  abi_check.py write-previous SRC BUILD CC
+      what scripts/dev/abi-baseline.sh --previous runs: builds the previous
+      release's libpcpu (SRC/abi/previous-release names its version and
+      commit) from git history into BUILD/abi/previous/ and writes its ABI,
+      SRC/abi/<version>/<soname>.abi, committed with it.
   abi_check.py previous SRC BUILD [--pretend-same-soname]
-      ctest abi_previous_release: that library against BUILD's. It reports
+      ctest abi_previous_release: that ABI against BUILD's libraries (no
+      git history needed, nothing of the old release built). It reports
       every function the previous release exported that is gone, moved to
       another version node or changed type, and accepts them only where the
       library's SONAME changed. --pretend-same-soname checks that rule
@@ -83,6 +85,24 @@ def exports(lib):
         node = node.lstrip("@")
         if default or name not in syms:
             syms[name] = node
+    return syms
+
+
+def xml_soname(path):
+    m = re.search(r"<abi-corpus [^>]*soname='([^']+)'", open(path).read())
+    if not m:
+        die(f"{path}: no soname in the ABI corpus")
+    return m.group(1)
+
+
+def xml_exports(path):
+    """{name: version node} of the functions and variables an abidw corpus
+    lists as defined (what exports() reads from the library itself)."""
+    syms = {}
+    for m in re.finditer(r"<elf-symbol ([^>]*)/>", open(path).read()):
+        a = dict(re.findall(r"([\w-]+)='([^']*)'", m.group(1)))
+        if a.get("is-defined") == "yes":
+            syms[a["name"]] = a.get("version", "")
     return syms
 
 
@@ -203,6 +223,31 @@ def previous_dir(src, build):
     return os.path.join(os.path.realpath(build), "abi", "previous", version), version, commit
 
 
+def previous_abi(src, version):
+    """The committed ABI of the previous release's libpcpu."""
+    d = os.path.join(src, "abi", version)
+    files = sorted(f for f in os.listdir(d) if f.endswith(".abi")) if os.path.isdir(d) else []
+    if len(files) != 1:
+        die(f"abi/{version}/ holds no single <soname>.abi: scripts/dev/abi-baseline.sh "
+            "--previous writes it from the release's commit")
+    return os.path.join(d, files[0])
+
+
+def write_previous(src, build, cc):
+    out, version, commit = previous_dir(src, build)
+    build_previous(src, build, cc)
+    lib = os.path.realpath(os.path.join(out, "build", "libpcpu.so"))
+    d = os.path.join(src, "abi", version)
+    os.makedirs(d, exist_ok=True)
+    for old in os.listdir(d):
+        if old.endswith(".abi"):
+            os.unlink(os.path.join(d, old))
+    dest = os.path.join(d, soname(lib) + ".abi")
+    abidw(os.path.join(out, "src"), os.path.join(out, "build"), lib, dest,
+          os.path.join(out, "src", "include"))
+    print(f"abi-baseline: {dest} ({len(exports(lib))} symbols; {version}, commit {commit[:12]})")
+
+
 def build_previous(src, build, cc):
     out, version, commit = previous_dir(src, build)
     stamp = os.path.join(out, "stamp")
@@ -212,8 +257,8 @@ def build_previous(src, build, cc):
     r = run(["git", "-C", src, "cat-file", "-e", commit + "^{commit}"])
     if r.returncode != 0:
         die(f"commit {commit} (release {version}) is not in the history of {src}: "
-            "the check builds the previous release from git history; in a shallow "
-            "clone, run git fetch --unshallow")
+            "its ABI is written from that commit; in a shallow clone, run "
+            "git fetch --unshallow")
     shutil.rmtree(out, ignore_errors=True)
     tree = os.path.join(out, "src")
     os.makedirs(tree)
@@ -240,12 +285,9 @@ def build_previous(src, build, cc):
 
 def check_previous(src, build, pretend_same_soname):
     need_tool("abidiff")
-    out, version, commit = previous_dir(src, build)
-    old = os.path.join(out, "build", "libpcpu.so")
-    if not os.path.exists(os.path.join(out, "stamp")) or not os.path.exists(old):
-        die(f"{version}'s libpcpu is not built: ctest abi_previous_build builds it")
-    old = os.path.realpath(old)
-    old_so, old_syms = soname(old), exports(old)
+    version, _ = previous_release(src)
+    old = previous_abi(src, version)
+    old_so, old_syms = xml_soname(old), xml_exports(old)
     new = {}
     for name in LIBS:
         lib = build_lib(build, name)
@@ -287,9 +329,7 @@ def check_previous(src, build, pretend_same_soname):
         # Both written by abidw, as the baseline is (see check_baseline).
         args = ["abidiff", "--no-added-syms", "--ignore-soname", *suppressions(src)]
         with tempfile.TemporaryDirectory() as tmp:
-            old_xml, new_xml = os.path.join(tmp, "old.abi"), os.path.join(tmp, "new.abi")
-            abidw(os.path.join(out, "src"), os.path.join(out, "build"), old, old_xml,
-                  os.path.join(out, "src", "include"))
+            old_xml, new_xml = old, os.path.join(tmp, "new.abi")
             abidw(src, build, lib, new_xml)
             if drop:  # (abidiff's --drop leaves ELF symbols in: a suppression drops them)
                 rx = "^(" + "|".join(map(re.escape, drop)) + ")$"
@@ -334,8 +374,8 @@ def main(argv):
         check_baseline(src, build)
     elif cmd == "write-baseline":
         write_baseline(src, build)
-    elif cmd == "build-previous" and len(argv) == 4:
-        build_previous(src, build, argv[3])
+    elif cmd == "write-previous" and len(argv) == 4:
+        write_previous(src, build, argv[3])
     elif cmd == "previous":
         check_previous(src, build, "--pretend-same-soname" in argv[3:])
     else:
