@@ -57,9 +57,12 @@ start=$SECONDS
 steps=()
 # (`times` in this shell, not in a $(...) subshell, which has its own.)
 times_file=$(mktemp) && trap 'rm -f "$times_file"' EXIT
+times_cpu() { # FILE (`times` output) -> the children's user + system seconds
+  awk 'NR==2 { t=0; for (i=1;i<=2;i++) { split($i,a,/[ms]/); t+=a[1]*60+a[2] } printf "%.0f", t }' "$1"
+}
 cpu_now() { # -> $cpu
   times >"$times_file"
-  cpu=$(awk 'NR==2 { t=0; for (i=1;i<=2;i++) { split($i,a,/[ms]/); t+=a[1]*60+a[2] } printf "%.0f", t }' "$times_file")
+  cpu=$(times_cpu "$times_file")
 }
 # The emulated machines run in the background (below): bash adds their CPU
 # to its children's when it reaps them, in whichever step that happens; that
@@ -71,7 +74,7 @@ step_end() {
   cpu_now
   local w=$((SECONDS - step_t0)) c=$((cpu - step_c0))
   if [ $vm_counted -eq 0 ] && vm_reaped && [ -s "$vm_times" ]; then
-    c=$((c - $(awk 'NR==2 { t=0; for (i=1;i<=2;i++) { split($i,a,/[ms]/); t+=a[1]*60+a[2] } printf "%.0f", t }' "$vm_times")))
+    c=$((c - $(times_cpu "$vm_times")))
     vm_counted=1
   fi
   steps+=("$(printf '%-22s %6d s wall %7d s CPU' "$step_name" "$w" "$c")")
@@ -277,7 +280,7 @@ if [ -n "$vm_pid" ]; then
   else
     total_fail=$((total_fail+1)); failed_configs+=("emulated machines")
   fi
-  vm_cpu=$(awk 'NR==2 { t=0; for (i=1;i<=2;i++) { split($i,a,/[ms]/); t+=a[1]*60+a[2] } printf "%.0f", t }' "$vm_times" 2>/dev/null)
+  vm_cpu=$(times_cpu "$vm_times" 2>/dev/null)
   vm_wall=$(sed -nE 's/^vm: .*\(([0-9]+) s\).*/\1/p' "$vm_log" | tail -1)
   steps+=("$(printf '%-22s %6s s wall %7s s CPU  (in the background; waited for %d s at the end)' \
     "emulated machines" "${vm_wall:-?}" "${vm_cpu:-?}" $((SECONDS - wait_t0)))")
