@@ -64,19 +64,26 @@ cpu_now() { # -> $cpu
   times >"$times_file"
   cpu=$(times_cpu "$times_file")
 }
-# The emulated machines run in the background (below): bash adds their CPU
-# to its children's when it reaps them, in whichever step that happens; that
-# step's figure leaves it out (vm_reaped: their subshell is gone from /proc).
-vm_pid= vm_counted=0
-vm_reaped() { [ -n "$vm_pid" ] && [ ! -e "/proc/$vm_pid" ]; }
-step_start() { step_name=$1 step_t0=$SECONDS; cpu_now; step_c0=$cpu; }
+# Steps in the background (the emulated machines, the TSan configuration:
+# below) write their own CPU (`times`, TIMES_FILE) as they end. bash adds a
+# job's CPU to its children's when it reaps it, in whichever step runs then;
+# that step's figure leaves it out (bg_reaped_cpu: jobs gone from /proc).
+bg_pids=() bg_times=() bg_counted=()
+bg_started() { bg_pids+=("$!") bg_times+=("$1") bg_counted+=(0); } # TIMES_FILE, after `... &`
+bg_reaped_cpu() { # -> $bg_cpu: the CPU of the jobs reaped since the last call
+  local i
+  bg_cpu=0
+  for i in "${!bg_pids[@]}"; do
+    if [ "${bg_counted[$i]}" -eq 0 ] && [ ! -e "/proc/${bg_pids[$i]}" ] && [ -s "${bg_times[$i]}" ]; then
+      bg_cpu=$((bg_cpu + $(times_cpu "${bg_times[$i]}"))) bg_counted[$i]=1
+    fi
+  done
+}
+step_start() { step_name=$1 step_t0=$SECONDS; cpu_now; bg_reaped_cpu; step_c0=$cpu; }
 step_end() {
   cpu_now
-  local w=$((SECONDS - step_t0)) c=$((cpu - step_c0))
-  if [ $vm_counted -eq 0 ] && vm_reaped && [ -s "$vm_times" ]; then
-    c=$((c - $(times_cpu "$vm_times")))
-    vm_counted=1
-  fi
+  bg_reaped_cpu
+  local w=$((SECONDS - step_t0)) c=$((cpu - step_c0 - bg_cpu))
   steps+=("$(printf '%-22s %6d s wall %7d s CPU' "$step_name" "$w" "$c")")
   echo "=== step $step_name: $w s wall, $c s CPU"
 }
@@ -106,7 +113,7 @@ total_pass=0 total_fail=0 failed_configs=()
 # their result counted, at the end. Each boot's bound (420 s x the scale)
 # leaves room for a boot sharing the machine with a sanitizer's ctest: the
 # longest took 139 s alone (ARMv7, plain).
-vm_log=build-vm.log vm_times=build-vm-times.log
+vm_log=build-vm.log vm_times=build-vm-times.log vm_pid=
 if [ $vm -eq 1 ] && [ $quick -eq 0 ]; then
   mkdir -p build
   rm -f "$vm_times"
@@ -118,6 +125,7 @@ if [ $vm -eq 1 ] && [ $quick -eq 0 ]; then
     exit $rc
   ) >"$vm_log" 2>&1 &
   vm_pid=$!
+  bg_started "$vm_times"
   echo "=== emulated machines: started in the background (scripts/vm/run-all.sh; log: $vm_log)"
 fi
 
@@ -152,6 +160,41 @@ run_config() { # name, build dir, ctest label arguments, cmake args...
   total_pass=$((total_pass+pass)); total_fail=$((total_fail+fail))
   [ "$rc" -eq 0 ] && [ "$fail" -eq 0 ] || failed_configs+=("$name")
   step_end
+}
+
+# run_config in the background: its output to DIR.step.log (printed by
+# run_config_join), its counts, failures and step lines to DIR.result.
+run_config_background() { # as run_config
+  local dir=$2
+  rm -f "$dir.result" "$dir.times"
+  (
+    bg_pids=() bg_times=() bg_counted=() steps=() failed_configs=() total_pass=0 total_fail=0
+    run_config "$@"
+    { echo "counts $total_pass $total_fail"
+      for f in "${failed_configs[@]}"; do echo "failed $f"; done
+      for l in "${steps[@]}"; do echo "step $l"; done
+    } >"$dir.result"
+    times >"$dir.times"
+  ) >"$dir.step.log" 2>&1 &
+  bg_started "$dir.times"
+  eval "bg_config_pid_${dir//[^a-z]/_}=$!"
+  echo "=== $1: started in the background (log: $dir.step.log)"
+}
+run_config_join() { # NAME DIR
+  local name=$1 dir=$2 pid_var="bg_config_pid_${2//[^a-z]/_}" line
+  echo "=== $name (in the background)"
+  wait "${!pid_var}"
+  cat "$dir.step.log"
+  if ! grep -q '^counts ' "$dir.result" 2>/dev/null; then
+    total_fail=$((total_fail + 1)); failed_configs+=("$name (no result)"); return
+  fi
+  while IFS= read -r line; do
+    case $line in
+      counts\ *) set -- $line; total_pass=$((total_pass + $2)) total_fail=$((total_fail + $3)) ;;
+      failed\ *) failed_configs+=("${line#failed }") ;;
+      step\ *) steps+=("${line#step }  (in the background)") ;;
+    esac
+  done <"$dir.result"
 }
 
 # Benchmarks are built (so they cannot rot) but not run here: speed is
@@ -190,6 +233,14 @@ run_rust() {
     --features pcpu/metrics,pcpu/prometheus-client,pcpu/protobuf) 2>&1 | tee "$log"
   count_cargo_log rust "$log" "${PIPESTATUS[0]}"
 }
+# The TSan configuration builds and runs beside the steps below (Rust, Go,
+# ASan): each of them keeps fewer than the CPUs busy much of the time, and
+# the two sanitizer ctests one after the other left the machine half idle.
+if [ $quick -eq 0 ]; then
+  run_config_background tsan build-tsan "-LE repeat" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCPU_SANITIZE=thread \
+    -DPCPU_BUILD_BENCH=OFF -DPCPU_PROTOBUF=ON
+fi
+
 if [ $quick -eq 0 ]; then step_start rust; run_rust; step_end; fi
 
 # The Rust crates as crates.io users get them (rust/package-check.sh):
@@ -266,7 +317,7 @@ if [ $quick -eq 0 ]; then step_start go; run_go; step_end; fi
 
 if [ $quick -eq 0 ]; then
   run_config asan+ubsan build-asan "-LE repeat" -DCMAKE_BUILD_TYPE=Debug -DPCPU_SANITIZE=address -DPCPU_BUILD_BENCH=OFF -DPCPU_PROTOBUF=ON
-  run_config tsan build-tsan "-LE repeat" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCPU_SANITIZE=thread -DPCPU_BUILD_BENCH=OFF -DPCPU_PROTOBUF=ON
+  run_config_join tsan build-tsan
 fi
 
 if [ -n "$vm_pid" ]; then
