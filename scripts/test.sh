@@ -7,7 +7,8 @@
 #      rseq modes and under valgrind, fuzzers, Prometheus checks,
 #   3. AddressSanitizer + UndefinedBehaviorSanitizer build: every test,
 #   4. ThreadSanitizer build: every test (TSan cannot see inline assembly, so
-#      there pcpu runs its atomic fallback path, which TSan checks),
+#      there pcpu runs its atomic fallback path, which TSan checks), in the
+#      background from the end of step 2, beside 2b and 3,
 #   2b. the Rust crates (rust/): `cargo test` of pcpu-sys and pcpu, doctests
 #      and the metrics / prometheus-client integrations included, in the
 #      plain configuration (their own cc build of the C library), with the
