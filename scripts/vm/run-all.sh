@@ -41,7 +41,8 @@
 #
 # Usage: scripts/vm/run-all.sh      (exit 0 when every boot passed)
 # Each run goes until its adds and aborts are done, never for a fixed time;
-# each boot is bounded by 420 s x PCPU_TEST_TIMEOUT_SCALE. Never run by ctest.
+# each boot is bounded (scripts/vm/run.sh: init within 420 s, the boot within
+# 1200 s, x PCPU_TEST_TIMEOUT_SCALE). Never run by ctest.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 start=$SECONDS
