@@ -64,9 +64,10 @@ cpu_now() { # -> $cpu
   times >"$times_file"
   cpu=$(times_cpu "$times_file")
 }
-# Steps in the background (the emulated machines, below) write their own CPU (`times`, TIMES_FILE) as they end. bash adds a
-# job's CPU to its children's when it reaps it, in whichever step runs then;
-# that step's figure leaves it out (bg_reaped_cpu: jobs gone from /proc).
+# A step in the background (the emulated machines, below) writes its own
+# CPU (`times`, TIMES_FILE) as it ends. bash adds a job's CPU to its
+# children's when it reaps it, in whichever step runs then; that step's
+# figure leaves it out (bg_reaped_cpu: jobs gone from /proc).
 bg_pids=() bg_times=() bg_counted=()
 bg_started() { bg_pids+=("$!") bg_times+=("$1") bg_counted+=(0); } # TIMES_FILE, after `... &`
 bg_reaped_cpu() { # -> $bg_cpu: the CPU of the jobs reaped since the last call
