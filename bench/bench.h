@@ -31,6 +31,7 @@
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #include <pcpu/pcpu.h>
 
@@ -232,7 +233,15 @@ extern struct bench_target_data bench_targets;
 /* ---- clocks (util.c) ------------------------------------------------------ */
 
 uint64_t bench_now_ns(void);        /* CLOCK_MONOTONIC */
-uint64_t bench_thread_cpu_ns(void); /* CLOCK_THREAD_CPUTIME_ID */
+/* CLOCK_THREAD_CPUTIME_ID; inline, so that a benchmark built without
+ * util.c (pcpu_bench_hcounter, bench/percpu_ops_librseq.c) has it too. */
+static inline uint64_t bench_thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 void bench_sleep_ns(uint64_t ns);
 /* Measures bench_ticks() against CLOCK_MONOTONIC; sets bench_tsc_ghz. */
 void bench_calibrate_ticks(void);

@@ -56,6 +56,7 @@
  * 30 ms, 4000 samples). Exits 1 if the bounds missed a precise sum that
  * the header says they contain (sections 4 and 5).
  */
+#include "bench.h"
 #include <pcpu/pcpu.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -88,14 +89,6 @@ static void die(const char *what)
 {
 	fprintf(stderr, "pcpu_bench_hcounter: %s\n", what);
 	exit(1);
-}
-
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static uint64_t mono_ns(void)
@@ -147,7 +140,7 @@ static void *work(void *arg)
 	uint64_t n = 0, t0;
 
 	pthread_barrier_wait(&sh.start);
-	t0 = thread_cpu_ns();
+	t0 = bench_thread_cpu_ns();
 	while (!__atomic_load_n(&sh.stop, __ATOMIC_RELAXED)) {
 		for (int i = 0; i < 256; i++) {
 			switch (w->op) {
@@ -186,7 +179,7 @@ static void *work(void *arg)
 		}
 		n += 256;
 	}
-	w->cpu_ns = thread_cpu_ns() - t0;
+	w->cpu_ns = bench_thread_cpu_ns() - t0;
 	w->ops = n;
 	return NULL;
 }

@@ -43,6 +43,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "bench.h"
 #include <pcpu/pcpu.h>
 #include <pcpu/percpu_ops.h>
 #include <rseq/rseq.h>
@@ -89,14 +90,6 @@ static void die(const char *what)
 {
 	fprintf(stderr, "percpu_ops_librseq: %s\n", what);
 	exit(1);
-}
-
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static struct slot *slot_of(int64_t idx)
@@ -272,9 +265,9 @@ static void *work(void *arg)
 	if (pcpu_thread_init() != PCPU_RSEQ_GLIBC || rseq_register_current_thread() != 0)
 		die("a thread has no rseq area (glibc's registration expected)");
 	pthread_barrier_wait(&start);
-	t0 = thread_cpu_ns();
+	t0 = bench_thread_cpu_ns();
 	w->aborts = run_loop(w->v, nops);
-	w->cpu_ns = thread_cpu_ns() - t0;
+	w->cpu_ns = bench_thread_cpu_ns() - t0;
 	return NULL;
 }
 
