@@ -98,6 +98,23 @@ enum {
 	 * with pcpu_histogram_observe(); its sums' residue is in
 	 * `value.histogram.residue`, as any histogram's. */
 	PCPU_SNAPSHOT_NANOS = 1u << 3,
+	/** The library's mark: this family's structure (name, help, unit,
+	 * labels, series' label values, buckets) passed every check of
+	 * pcpu_snapshot_write() in the snapshot that holds it.
+	 * pcpu_reader_snapshot() sets it on the families of a snapshot read
+	 * from a directory it keeps between snapshots (the structure was
+	 * checked once, when the directory was read; later snapshots bring
+	 * new values only). pcpu_snapshot_write() and
+	 * pcpu_snapshot_merge_add() then check only what changes with the
+	 * values (histogram counts, info values) and what lies between
+	 * families (two families that would write one sample), not each
+	 * name and label value again: a scrape of an unchanged segment costs
+	 * no validation per series (issue 51). The mark is ignored where
+	 * families are compared. A program that changes a marked family's
+	 * names, labels or series clears it; one that sets it on a family of
+	 * its own vouches for that family, and an invalid one so marked is
+	 * written as it is. */
+	PCPU_SNAPSHOT_CHECKED = 1u << 4,
 };
 
 /** One series of a snapshot family: label values and a value. */
@@ -213,7 +230,9 @@ struct pcpu_snapshot {
  *
  * Thread-safe (reads `s` only); not async-signal-safe (allocates).
  * Cost: linear in the size of the output, plus sorting the family and
- * series names once to detect duplicates.
+ * series names once to detect duplicates (of the families marked
+ * PCPU_SNAPSHOT_CHECKED, checked when they were read: only their values
+ * and the family names).
  */
 PCPU_API int pcpu_snapshot_write(const struct pcpu_snapshot *s, enum pcpu_format fmt,
 				 char **out, size_t *len);

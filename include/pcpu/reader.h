@@ -292,8 +292,11 @@ struct pcpu_reader_snapshot {
  * whose values live in the directory): the next snapshot of a directory
  * that has not changed since -- the header's generation says so -- reads
  * the header twice and the values, not the directory, and shares the
- * names and labels of the earlier one (freeing either is fine). Keep a
- * reader open to snapshot it again: that is the cheap way to scrape.
+ * names and labels of the earlier one (freeing either is fine). Such a
+ * directory's families are checked once, as pcpu_snapshot_write() checks,
+ * and marked PCPU_SNAPSHOT_CHECKED (pcpu/expose.h): writing or merging a
+ * snapshot of them then checks only their values. Keep a reader open to
+ * snapshot it again: that is the cheap way to scrape.
  */
 PCPU_API int pcpu_reader_snapshot(pcpu_reader_t *r, unsigned flags,
 				  struct pcpu_reader_snapshot **out);

@@ -280,6 +280,14 @@ PCPU_HIDDEN struct pcpu_reader_snapshot *pcpu__rd_build(struct parse *p, const c
 PCPU_HIDDEN struct pcpu_reader_snapshot *pcpu__rd_derive(struct pcpu_reader_snapshot *base,
 							 struct ser *const *order);
 
+/* Checks snapshot s whole as pcpu_snapshot_write() would and, when it
+ * passes, marks its families PCPU_SNAPSHOT_CHECKED: for a snapshot whose
+ * directory the reader keeps, so that the snapshots derived from it (the
+ * same families, new values) are written without checking every name and
+ * label again. One that does not pass stays unmarked (its writes fail as
+ * before); errno is kept. */
+PCPU_HIDDEN void pcpu__rd_mark_checked(struct pcpu_reader_snapshot *s);
+
 /* One more holder of snapshot s (pcpu_reader_snapshot_free() drops one). */
 PCPU_HIDDEN void pcpu__rd_snapshot_hold(struct pcpu_reader_snapshot *s);
 

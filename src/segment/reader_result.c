@@ -376,6 +376,18 @@ fail:
 	return NULL;
 }
 
+void pcpu__rd_mark_checked(struct pcpu_reader_snapshot *pub)
+{
+	struct snap_impl *s = (struct snap_impl *)pub;
+	int saved = errno;
+	size_t i;
+
+	if (pcpu__snapshot_check(&pub->snapshot) == 0)
+		for (i = 0; i < pub->snapshot.nfamilies; i++)
+			s->fams[i].flags |= PCPU_SNAPSHOT_CHECKED;
+	errno = saved;
+}
+
 struct pcpu_reader_snapshot *pcpu__rd_derive(struct pcpu_reader_snapshot *base_pub, struct ser *const *order)
 {
 	struct snap_impl *base = (struct snap_impl *)base_pub, *s = calloc(1, sizeof *s);

@@ -123,7 +123,7 @@ static int fail_msg(const struct pcpu_snapshot_family *f, const char *msg)
 
 static int check_histogram(const struct pcpu_snapshot_family *f)
 {
-	size_t b, i;
+	size_t b;
 
 	if (f->nbuckets < 1 || f->nbuckets > ((size_t)1 << 24))
 		return fail_msg(f, "a histogram needs 1 to 2^24 buckets (the last is +Inf)");
@@ -144,18 +144,35 @@ static int check_histogram(const struct pcpu_snapshot_family *f)
 			    (b && f->export_buckets[b] <= f->export_buckets[b - 1]))
 				return fail_msg(f, "export_buckets must be strictly increasing finite bucket indices");
 	}
-	for (i = 0; i < f->nseries; i++) {
-		const uint64_t *c = f->series[i].value.histogram.counts;
-		uint64_t total = 0;
+	return 0;
+}
 
-		if (!c)
-			return fail_msg(f, "a series has no bucket counts");
-		for (b = 0; b < f->nbuckets; b++) {
-			if (total + c[b] < total)
-				return fail_msg(f, "bucket counts overflow 2^64 when summed");
-			total += c[b];
+/* What a family's values alone can make invalid: a histogram's bucket
+ * counts (present, their sum within 2^64), an info family's values (1).
+ * The rest of check_family() depends on the structure only. */
+static int check_values(const struct pcpu_snapshot_family *f)
+{
+	size_t i, b;
+
+	if (f->nseries && !f->series)
+		return fail_msg(f, "series is NULL");
+	if (pcpu__has_buckets(f->type))
+		for (i = 0; i < f->nseries; i++) {
+			const uint64_t *c = f->series[i].value.histogram.counts;
+			uint64_t total = 0;
+
+			if (!c)
+				return fail_msg(f, "a series has no bucket counts");
+			for (b = 0; b < f->nbuckets; b++) {
+				if (total + c[b] < total)
+					return fail_msg(f, "bucket counts overflow 2^64 when summed");
+				total += c[b];
+			}
 		}
-	}
+	if (f->flags & PCPU_SNAPSHOT_INFO)
+		for (i = 0; i < f->nseries; i++)
+			if (f->series[i].value.gauge != 1)
+				return fail_msg(f, "an info family's series are 1");
 	return 0;
 }
 
@@ -206,9 +223,6 @@ static int check_family(const struct pcpu_snapshot_family *f)
 		    (f->unit && *f->unit) || f->scale_exp10)
 			return fail_msg(f, "an info family (PCPU_SNAPSHOT_INFO) is a gauge named "
 					   "*_info, without unit or scale");
-		for (i = 0; i < f->nseries; i++)
-			if (f->series[i].value.gauge != 1)
-				return fail_msg(f, "an info family's series are 1");
 	}
 	if ((f->flags & PCPU_SNAPSHOT_NANOS) &&
 	    (!(t->flags & PCPU_TYPE_FRACTIONS) || (f->flags & PCPU_SNAPSHOT_INFO)))
@@ -226,14 +240,15 @@ static int check_family(const struct pcpu_snapshot_family *f)
 		if (dup)
 			return fail_msg(f, "two series have the same label values");
 	}
-	return 0;
+	return check_values(f);
 }
 
 /* Whether two families of one name are two label sets of one metric:
  * alike in all but their label names (PCPU_FAMILY_LABELSET). */
 static int same_metric(const struct pcpu_snapshot_family *a, const struct pcpu_snapshot_family *b)
 {
-	if (a->type != b->type || a->scale_exp10 != b->scale_exp10 || a->flags != b->flags ||
+	if (a->type != b->type || a->scale_exp10 != b->scale_exp10 ||
+	    (a->flags & ~PCPU_SNAPSHOT_CHECKED) != (b->flags & ~PCPU_SNAPSHOT_CHECKED) ||
 	    strcmp(a->help ? a->help : "", b->help ? b->help : "") != 0 || !a->help != !b->help ||
 	    strcmp(a->unit ? a->unit : "", b->unit ? b->unit : "") != 0 || a->nbuckets != b->nbuckets)
 		return 0;
@@ -375,10 +390,14 @@ int pcpu__snapshot_check(const struct pcpu_snapshot *s)
 		return -1;
 	}
 	for (i = 0; i < s->nfamilies; i++) {
+		const struct pcpu_snapshot_family *f = &s->families[i];
 		size_t bl;
 		const char *suf;
 
-		if (check_family(&s->families[i]) < 0)
+		/* A marked family's structure was checked when it was read
+		 * (PCPU_SNAPSHOT_CHECKED); what lies between families is
+		 * checked below, always. */
+		if ((f->flags & PCPU_SNAPSHOT_CHECKED ? check_values(f) : check_family(f)) < 0)
 			return -1;
 		cap += pcpu__family_owned_name(&s->families[i], 0, &bl, &suf);
 	}

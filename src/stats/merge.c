@@ -178,7 +178,8 @@ static struct mfam *find_family(pcpu_snapshot_merge_t *m, const struct pcpu_snap
 /* What every label set of a name shares: all but the label names. */
 static int same_metric(const struct pcpu_snapshot_family *a, const struct pcpu_snapshot_family *b)
 {
-	if (a->type != b->type || a->scale_exp10 != b->scale_exp10 || a->flags != b->flags ||
+	if (a->type != b->type || a->scale_exp10 != b->scale_exp10 ||
+	    (a->flags & ~PCPU_SNAPSHOT_CHECKED) != (b->flags & ~PCPU_SNAPSHOT_CHECKED) ||
 	    !str_eq(a->help, b->help) || !str_eq(a->unit, b->unit) || a->nbuckets != b->nbuckets)
 		return 0;
 	return pcpu__type_info(a->type)->value != PCPU_VALUE_BUCKETS || a->nbuckets < 2 ||
@@ -239,6 +240,7 @@ static int labelled_copy(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot *s
 	for (f = 0; f < s->nfamilies; f++) {
 		const struct pcpu_snapshot_family *in = &s->families[f];
 		struct pcpu_snapshot_series *series;
+		const struct pcpu_metric_type_info *t;
 		const char **ln;
 		unsigned l, x;
 
@@ -251,6 +253,15 @@ static int labelled_copy(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot *s
 				if (in->label_names[l] && strcmp(in->label_names[l], names[x]) == 0)
 					return fail(EINVAL, "family", in->name,
 						    " already has a label the merge adds");
+		/* What a family's own check says of the extra labels and a
+		 * marked family (PCPU_SNAPSHOT_CHECKED) does not get: "le" is
+		 * a histogram's (their names, values and distinctness are
+		 * pcpu_snapshot_merge_add()'s). */
+		t = pcpu__type_info(in->type);
+		for (x = 0; x < nextra && t && t->bucket_label; x++)
+			if (strcmp(names[x], t->bucket_label) == 0)
+				return fail(EINVAL, "family", in->name,
+					    " is a histogram: the merge's label \"le\" is reserved in it");
 		ln = arena_alloc(m, (in->nlabels + nextra) * sizeof *ln + 1);
 		series = arena_alloc(m, in->nseries * sizeof *series + 1);
 		if (!ln || !series)
@@ -350,11 +361,17 @@ int pcpu_snapshot_merge_add(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot
 	if (!m || !s || (s->nfamilies && !s->families) || (nlabels && (!label_names || !label_values)))
 		return fail(EINVAL, "pcpu_snapshot_merge_add: NULL argument", NULL, "");
 	for (x = 0; x < nlabels; x++) {
+		unsigned y;
+
 		if (!label_names[x] || !label_values[x])
 			return fail(EINVAL, "pcpu_snapshot_merge_add: NULL extra label", NULL, "");
 		if (pcpu_stats_check_label_name(label_names[x]) < 0 ||
 		    pcpu_stats_check_label_value(label_values[x]) < 0)
 			return -1;
+		for (y = 0; y < x; y++)
+			if (strcmp(label_names[y], label_names[x]) == 0)
+				return fail(EINVAL, "pcpu_snapshot_merge_add: extra label", label_names[x],
+					    " given twice");
 	}
 	if (labelled_copy(m, s, nlabels, label_names, label_values, &fams) < 0)
 		return -1;

@@ -102,10 +102,7 @@ PCPU_HIDDEN int pcpu__has_duplicate_series(const struct pcpu_snapshot_family *f)
  * series to Prometheus (an empty label value is an absent label): 1, 0, or
  * -1 out of memory (expose.c; sorts their canonical labels). */
 PCPU_HIDDEN int pcpu__labelsets_duplicate(const struct pcpu_snapshot_family *fams, size_t n);
-/* The first pass of pcpu_snapshot_write(): the whole snapshot valid (names,
- * labels, texts, buckets, no duplicates or clashes). 0, or -1 with errno
- * and the message. */
-PCPU_HIDDEN int pcpu__snapshot_check(const struct pcpu_snapshot *s);
+/* pcpu__snapshot_check(): validate.h (a segment reader checks with it). */
 PCPU_HIDDEN int pcpu__snapshot_write(const struct pcpu_snapshot *s, enum pcpu_format fmt,
 				     char **out, size_t *len, int validate);
 

@@ -12,6 +12,15 @@
 
 #include "../core/core.h"
 
+struct pcpu_snapshot;
+
+/* The first pass of pcpu_snapshot_write() (expose.c): the whole snapshot
+ * valid (names, labels, texts, buckets, no duplicates or clashes), the
+ * families marked PCPU_SNAPSHOT_CHECKED for their values and what lies
+ * between families only. 0, or -1 with errno and the message. A segment
+ * reader runs it once on a directory it keeps, and marks the families. */
+PCPU_HIDDEN int pcpu__snapshot_check(const struct pcpu_snapshot *s);
+
 /* Checks help text: UTF-8, at most PCPU_STATS_HELP_MAX bytes. NULL is ok.
  * 0, or -1 with errno EINVAL and a message for pcpu_stats_error(). */
 PCPU_HIDDEN int pcpu__check_help(const char *help);
