@@ -22,7 +22,7 @@
 # path, bench/loop_insns.py), one column per compiler. BUILD_DIR needs
 # only its include/ (pcpu/version.h): configured is enough.
 set -euo pipefail
-usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 2; }
 count=0
 [[ ${1:-} == --count ]] && { count=1; shift; }
 [[ $# -ge 2 ]] || usage
