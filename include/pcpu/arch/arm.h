@@ -56,17 +56,19 @@
  * section is two: the common one adds to the low word and commits it with
  * one `str` (or, for the histogram's pair, re-stores both high words as
  * loaded with the `stm`), after testing that the high half does not
- * change (PCPU__ARM_ADD_LOW: `adcs`, `bne carry`, two instructions); an
- * add that changes it leaves for the asm goto label `carry` before
- * anything is written, and pcpu/arch/common.h runs the operation's carry
- * section: the same compares, the word loaded with `ldrexd` and committed
- * with `strexd`, which is single-copy atomic for 64 bits on every ARMv7
- * core (and one host compare-and-swap in QEMU). A `strexd` that fails (the
- * exclusive monitor cleared by an exception return that did not preempt:
- * the kernel aborts a section only on preemption, migration or a signal)
- * wrote nothing; the code after the range reports it as an abort, and the
- * caller retries as for any. The histogram's pair, on a carry, is two
- * single adds (PCPU__ARCH_ADD2_AS_TWO_ADDS's semantics). A 64-bit relaxed
+ * change (PCPU__ARM_ADD_LOW: `adcs`, `bne carry`, two instructions; one,
+ * `bcs` or `bcc`, where the compiler knows v's high word:
+ * PCPU__ARM_ADD_LOW_KNOWN); an add that changes it leaves for the asm goto
+ * label `carry` before anything is written, and pcpu/arch/common.h runs
+ * the operation's carry section: the same compares, the word loaded with
+ * `ldrexd` and committed with `strexd`, which is single-copy atomic for 64
+ * bits on every ARMv7 core (and one host compare-and-swap in QEMU). A
+ * `strexd` that fails (the exclusive monitor cleared by an exception
+ * return that did not preempt: the kernel aborts a section only on
+ * preemption, migration or a signal) wrote nothing; the code after the
+ * range reports it as an abort, and the caller retries as for any. The
+ * histogram's pair, on a carry, is two single adds
+ * (PCPU__ARCH_ADD2_AS_TWO_ADDS's semantics). A 64-bit relaxed
  * atomic load is `ldrexd` (gcc, clang: ARMv7 without LPAE), single-copy
  * atomic, so readers load each word once and never see half of a store;
  * only a copy of the word made 32 bits at a time (a pread() of a segment
@@ -212,6 +214,18 @@ static inline char *pcpu__arch_thread_pointer(void)
 	"adcs " scratch ", " vhi ", #0\n\t"                                  \
 	"bne %l[carry]\n\t"
 
+/* The same where the compiler knows vhi (pcpu/arch/common.h,
+ * PCPU__ARCH_ADD_HIGH_FORMS): with vhi 0 (0 <= v < 2^32: a count, a
+ * length) the high half changes exactly when the low add carries, `bcs`;
+ * with vhi 0xffffffff (-2^32 <= v < 0) exactly when it does not, `bcc`.
+ * One instruction less, and v's high half takes no register (its low half
+ * may be an immediate: "rI"). The counter add and the public adds (their
+ * _HIGH0_ASM, _HIGH1_ASM and _HIGH_IN) have these forms. */
+#define PCPU__ARM_ADD_LOW_KNOWN(lo, vlo, leave_if)                           \
+	"adds " lo ", " lo ", " vlo "\n\t"                                    \
+	leave_if " %l[carry]\n\t"
+#define PCPU__ARCH_ADD_HIGH_FORMS 1
+
 /* A carry section's commit: `strexd` of the pair (lo, hi), which writes
  * the 64-bit word as one single-copy atomic store or, when the exclusive
  * monitor was cleared since the `ldrexd` (an exception return, without a
@@ -261,6 +275,13 @@ static inline char *pcpu__arch_thread_pointer(void)
 #define PCPU__ARM_G_OPERANDS                                                 \
 	PCPU__ARM_RSEQ_OPERANDS((intptr_t)pcpu__g.cs_tpoff, (intptr_t)pcpu__g.index_tpoff)
 
+/* The 32-bit word at p (a 64-bit word's low half) as a memory operand of
+ * an `ldr` and a `str`: the compiler chooses the address form ([rN,
+ * #imm], [rN, rM, lsl #n]), so a slot's offset from a pointer it has is
+ * no instruction of its own (gcc folds it; clang gives [rN]). An SImode
+ * operand, so every form it takes suits both instructions. */
+#define PCPU__ARM_MEM(p) "m"(*(uint32_t *)(void *)(p))
+
 /* ---- the index ------------------------------------------------------------------ */
 
 /* The index is 32 bits here (negative when not registered); ldrh loads
@@ -275,23 +296,35 @@ static inline char *pcpu__arch_thread_pointer(void)
 
 /* rseq_cmpeq_addv_at: if (index != expected) abort; *p += v;
  * the low word's add, the carry test, its store (see "Carries" at the
- * top): ldr, adds, adcs, bne carry, str (the str commits). */
-#define PCPU__ARCH_LOAD_ADD_STORE_AT_ASM                                         \
+ * top): ldr, adds, adcs, bne carry, str (the str commits). The low word
+ * is a memory operand, as in librseq: the compiler folds the slot's
+ * offset into the load's and the store's address (PCPU__ARM_MEM). */
+#define PCPU__ARM_LOAD_ADD_STORE_AT(add_low)                                 \
 	PCPU__ARM_ARM                                                        \
 	PCPU__ARM_CMPEQ("%[expected]")                                       \
-	"ldr r0, [%[p]]\n\t"                                                 \
+	"ldr r0, %[lo]\n\t"                                                  \
 	PCPU__SPLIT                                                          \
-	PCPU__ARM_ADD_LOW("r0", "%Q[v]", "%R[v]", "r1")                      \
+	add_low                                                              \
 	PCPU__SPLIT                                                          \
 	PCPU__INJECT_ASM                                                     \
 	"0:\n\t"                                                             \
-	"str r0, [%[p]]\n\t"                                                 \
+	"str r0, %[lo]\n\t"                                                  \
 	"2:\n\t"                                                             \
 	PCPU__ARM_ABORT_TO("aborted")
+#define PCPU__ARCH_LOAD_ADD_STORE_AT_ASM                                         \
+	PCPU__ARM_LOAD_ADD_STORE_AT(PCPU__ARM_ADD_LOW("r0", "%Q[v]", "%R[v]", "r1"))
 #define PCPU__ARCH_LOAD_ADD_STORE_AT_IN                                          \
 	PCPU__ARM_RSEQ_OPERANDS(csoff, idxoff), [expected] "r"((int32_t)expected), \
-	[p] "r"(p), [v] "r"(v) PCPU__INJECT_INPUT
+	[lo] PCPU__ARM_MEM(p), [v] "r"(v) PCPU__INJECT_INPUT
 #define PCPU__ARCH_LOAD_ADD_STORE_AT_CLOBBERS "r1", PCPU__ARM_CLOBBERS
+#define PCPU__ARCH_LOAD_ADD_STORE_AT_HIGH0_ASM                                   \
+	PCPU__ARM_LOAD_ADD_STORE_AT(PCPU__ARM_ADD_LOW_KNOWN("r0", "%[v]", "bcs"))
+#define PCPU__ARCH_LOAD_ADD_STORE_AT_HIGH1_ASM                                   \
+	PCPU__ARM_LOAD_ADD_STORE_AT(PCPU__ARM_ADD_LOW_KNOWN("r0", "%[v]", "bcc"))
+#define PCPU__ARCH_LOAD_ADD_STORE_AT_HIGH_IN                                     \
+	PCPU__ARM_RSEQ_OPERANDS(csoff, idxoff), [expected] "r"((int32_t)expected), \
+	[lo] PCPU__ARM_MEM(p), [v] "rI"((uint32_t)v) PCPU__INJECT_INPUT
+#define PCPU__ARCH_LOAD_ADD_STORE_AT_HIGH_CLOBBERS PCPU__ARM_CLOBBERS
 /* Its carry section: ldrexd, adds, adc, strexd (commits or fails whole). */
 #define PCPU__ARCH_LOAD_ADD_STORE_AT_CARRY_ASM                                   \
 	PCPU__ARM_ARM                                                        \
@@ -304,7 +337,9 @@ static inline char *pcpu__arch_thread_pointer(void)
 	PCPU__ARM_SPIN("r2")                                                 \
 	PCPU__ARM_COMMIT_EXCLUSIVE("r2", "r0", "r1", "%[p]")                 \
 	PCPU__ARM_ABORT_TO("aborted")
-#define PCPU__ARCH_LOAD_ADD_STORE_AT_CARRY_IN PCPU__ARCH_LOAD_ADD_STORE_AT_IN
+#define PCPU__ARCH_LOAD_ADD_STORE_AT_CARRY_IN                                    \
+	PCPU__ARM_RSEQ_OPERANDS(csoff, idxoff), [expected] "r"((int32_t)expected), \
+	[p] "r"(p), [v] "r"(v) PCPU__INJECT_INPUT
 #define PCPU__ARCH_LOAD_ADD_STORE_AT_CARRY_CLOBBERS "r1", "r2", PCPU__ARM_CLOBBERS_NO_SPIN
 
 /*
@@ -314,28 +349,39 @@ static inline char *pcpu__arch_thread_pointer(void)
  *   add r12, base, r12, lsl #PCPU_SLOT_STRIDE_SHIFT;
  *   ldr r0, [r12];  adds r0, r0, v.lo;  adcs r1, v.hi, #0;  bne carry;
  *   0: str r0, [r12];  2:
+ * (with v's high word known: adds r0, r0, v.lo;  bcs carry  (or bcc)),
  * and its carry section, the same with
  *   ldrexd r0, r1, [r12];  adds r0, r0, v.lo;  adc r1, r1, v.hi;
  *   0: strexd r2, r0, r1, [r12];  2: cmp r2, #0;  bne aborted
  */
-#define PCPU__ARCH_THIS_LOAD_ADD_STORE_ASM                                            \
+#define PCPU__ARM_THIS_LOAD_ADD_STORE(add_low)                               \
 	PCPU__ARM_LOAD_IDX16                                                 \
 	PCPU__ARM_ARM                                                        \
 	PCPU__ARM_CMPEQ("r12")                                               \
 	"add r12, %[base], r12, lsl %[shift]\n\t"                            \
 	"ldr r0, [r12]\n\t"                                                  \
 	PCPU__SPLIT                                                          \
-	PCPU__ARM_ADD_LOW("r0", "%Q[v]", "%R[v]", "r1")                      \
+	add_low                                                              \
 	PCPU__SPLIT                                                          \
 	PCPU__INJECT_ASM                                                     \
 	"0:\n\t"                                                             \
 	"str r0, [r12]\n\t"                                                  \
 	"2:\n\t"                                                             \
 	PCPU__ARM_ABORT_TO("aborted")
+#define PCPU__ARCH_THIS_LOAD_ADD_STORE_ASM                                            \
+	PCPU__ARM_THIS_LOAD_ADD_STORE(PCPU__ARM_ADD_LOW("r0", "%Q[v]", "%R[v]", "r1"))
 #define PCPU__ARCH_THIS_LOAD_ADD_STORE_IN                                             \
 	PCPU__ARM_G_OPERANDS, [base] "r"(base), [v] "r"(v),                  \
 	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT PCPU__IDX16_INPUT
 #define PCPU__ARCH_THIS_LOAD_ADD_STORE_CLOBBERS "r1", PCPU__ARM_CLOBBERS
+#define PCPU__ARCH_THIS_LOAD_ADD_STORE_HIGH0_ASM                                      \
+	PCPU__ARM_THIS_LOAD_ADD_STORE(PCPU__ARM_ADD_LOW_KNOWN("r0", "%[v]", "bcs"))
+#define PCPU__ARCH_THIS_LOAD_ADD_STORE_HIGH1_ASM                                      \
+	PCPU__ARM_THIS_LOAD_ADD_STORE(PCPU__ARM_ADD_LOW_KNOWN("r0", "%[v]", "bcc"))
+#define PCPU__ARCH_THIS_LOAD_ADD_STORE_HIGH_IN                                        \
+	PCPU__ARM_G_OPERANDS, [base] "r"(base), [v] "rI"((uint32_t)v),       \
+	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT PCPU__IDX16_INPUT
+#define PCPU__ARCH_THIS_LOAD_ADD_STORE_HIGH_CLOBBERS PCPU__ARM_CLOBBERS
 #define PCPU__ARCH_THIS_LOAD_ADD_STORE_CARRY_ASM                                      \
 	PCPU__ARM_LOAD_IDX16                                                 \
 	PCPU__ARM_ARM                                                        \
@@ -389,17 +435,17 @@ static inline char *pcpu__arch_thread_pointer(void)
 #define PCPU__ARCH_LOAD_CBNE_STORE_ASM                                          \
 	PCPU__ARM_ARM                                                        \
 	PCPU__ARM_CMPEQ("%[expected]")                                       \
-	"ldr r0, [%[p]]\n\t"                                                 \
+	"ldr r0, %[w]\n\t"                                                   \
 	PCPU__SPLIT                                                          \
 	"cmp r0, %[expect]\n\t"                                              \
 	"bne %l[differs]\n\t"                                                \
 	PCPU__INJECT_ASM                                                     \
 	"0:\n\t"                                                             \
-	"str %[newv], [%[p]]\n\t"                                            \
+	"str %[newv], %[w]\n\t"                                              \
 	"2:\n\t"                                                             \
 	PCPU__ARM_ABORT_TO("aborted")
 #define PCPU__ARCH_LOAD_CBNE_STORE_IN                                           \
-	PCPU__ARM_G_OPERANDS, [expected] "r"((int32_t)expected), [p] "r"(p), \
+	PCPU__ARM_G_OPERANDS, [expected] "r"((int32_t)expected), [w] PCPU__ARM_MEM(p), \
 	[expect] "r"(expect), [newv] "r"(newv) PCPU__INJECT_INPUT
 #define PCPU__ARCH_LOAD_CBNE_STORE_CLOBBERS PCPU__ARM_CLOBBERS
 
@@ -458,19 +504,19 @@ static inline char *pcpu__arch_thread_pointer(void)
 #define PCPU__ARCH_LOAD_CBNE_STORE_STORE_ASM                                 \
 	PCPU__ARM_ARM                                                        \
 	PCPU__ARM_CMPEQ("%[expected]")                                       \
-	"ldr r0, [%[p]]\n\t"                                                 \
+	"ldr r0, %[w]\n\t"                                                   \
 	PCPU__SPLIT                                                          \
 	"cmp r0, %[expect]\n\t"                                              \
 	"bne %l[differs]\n\t"                                                \
-	"str %[newv2], [%[p2]]\n\t"                                          \
+	"str %[newv2], %[w2]\n\t"                                            \
 	PCPU__ARM_SPIN("r12")                                                \
 	"0:\n\t"                                                             \
-	"str %[newv], [%[p]]\n\t"                                            \
+	"str %[newv], %[w]\n\t"                                              \
 	"2:\n\t"                                                             \
 	PCPU__ARM_ABORT_TO("aborted")
 #define PCPU__ARCH_LOAD_CBNE_STORE_STORE_IN                                  \
-	PCPU__ARM_G_OPERANDS, [expected] "r"((int32_t)expected), [p] "r"(p), \
-	[expect] "r"(expect), [p2] "r"(p2), [newv2] "r"(newv2),              \
+	PCPU__ARM_G_OPERANDS, [expected] "r"((int32_t)expected), [w] PCPU__ARM_MEM(p), \
+	[expect] "r"(expect), [w2] PCPU__ARM_MEM(p2), [newv2] "r"(newv2),    \
 	[newv] "r"(newv) PCPU__INJECT_INPUT
 #define PCPU__ARCH_LOAD_CBNE_STORE_STORE_CLOBBERS "memory", "cc", "r0", "r12"
 

@@ -232,6 +232,40 @@ carry:                                                                       \
 #define PCPU__RSEQ_RETURN_CARRY(call)
 #endif
 
+/* Ports with carry sections may also have shorter forms of an add whose
+ * high word the compiler knows to be 0 or all ones (32-bit Arm's carry
+ * test is then one branch on the low add's carry: pcpu/arch/arm.h,
+ * PCPU__ARM_ADD_LOW_KNOWN): they define PCPU__ARCH_ADD_HIGH_FORMS, and
+ * for OP the asm PCPU__ARCH_<OP>_HIGH0_ASM (high word 0), _HIGH1_ASM (all
+ * ones), their operands _HIGH_IN and _HIGH_CLOBBERS. The operation then
+ * runs one of three asm gotos, chosen at compile time: only one remains
+ * in the code (without optimization, the general one). PCPU__HIGH_IS(v,
+ * h): the compiler knows that v's high word is h. */
+#if defined(PCPU__ARCH_CARRY_SECTIONS) && defined(PCPU__ARCH_ADD_HIGH_FORMS)
+#define PCPU__HIGH_IS(v, h)                                                  \
+	(__builtin_constant_p((uint64_t)(v) >> 32) && (uint64_t)(v) >> 32 == (h))
+#define PCPU__RSEQ_ADD_HIGH_FORMS(op, labels)                                \
+	if (PCPU__HIGH_IS(v, 0)) {                                           \
+		__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")                \
+			     PCPU__CARRY_EXIT_POINT                          \
+			     op##_HIGH0_ASM                                  \
+			     :                                               \
+			     : op##_HIGH_IN                                  \
+			     : op##_HIGH_CLOBBERS                            \
+			     : labels);                                      \
+	} else if (PCPU__HIGH_IS(v, 0xffffffffu)) {                          \
+		__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")                \
+			     PCPU__CARRY_EXIT_POINT                          \
+			     op##_HIGH1_ASM                                  \
+			     :                                               \
+			     : op##_HIGH_IN                                  \
+			     : op##_HIGH_CLOBBERS                            \
+			     : labels);                                      \
+	} else
+#else
+#define PCPU__RSEQ_ADD_HIGH_FORMS(op, labels)
+#endif
+
 /* ---- the sections, from the port's macros ------------------------------------ */
 
 #if PCPU__ARCH_SECTIONS && defined(PCPU_ARCH_HAVE_RSEQ)
@@ -290,6 +324,7 @@ pcpu__rseq_load_add_store_at(int64_t expected, int64_t *p, int64_t v, intptr_t c
 			     intptr_t idxoff)
 {
 	PCPU__INJECT_BEFORE();
+	PCPU__RSEQ_ADD_HIGH_FORMS(PCPU__ARCH_LOAD_ADD_STORE_AT, aborted PCPU__CARRY_LABEL)
 	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
 		     PCPU__CARRY_EXIT_POINT
 		     PCPU__ARCH_LOAD_ADD_STORE_AT_ASM
@@ -325,6 +360,7 @@ __attribute__((always_inline)) static inline int
 pcpu_rseq_this_load_add_store(int64_t *base, int64_t v)
 {
 	PCPU__INJECT_BEFORE_IDX16();
+	PCPU__RSEQ_ADD_HIGH_FORMS(PCPU__ARCH_THIS_LOAD_ADD_STORE, aborted PCPU__CARRY_LABEL)
 	__asm__ goto(PCPU__RSEQ_EXIT_POINT("aborted")
 		     PCPU__CARRY_EXIT_POINT
 		     PCPU__ARCH_THIS_LOAD_ADD_STORE_ASM
