@@ -93,8 +93,6 @@ PCPU_HIDDEN void pcpu__arena_free(struct pcpu__arena *a);
 
 /* ---- expose.c ---- */
 
-/* pcpu_snapshot_write(), without the validation pass when `validate` is 0:
- * only for snapshots whose every part was validated before (a registry's). */
 /* Whether two series of family f have the same label values: 1, 0, or -1
  * out of memory (expose.c; linear, seeded hash). */
 PCPU_HIDDEN int pcpu__has_duplicate_series(const struct pcpu_snapshot_family *f);
@@ -103,6 +101,8 @@ PCPU_HIDDEN int pcpu__has_duplicate_series(const struct pcpu_snapshot_family *f)
  * -1 out of memory (expose.c; sorts their canonical labels). */
 PCPU_HIDDEN int pcpu__labelsets_duplicate(const struct pcpu_snapshot_family *fams, size_t n);
 /* pcpu__snapshot_check(): validate.h (a segment reader checks with it). */
+/* pcpu_snapshot_write(), without the validation pass when `validate` is 0:
+ * only for snapshots whose every part was validated before (a registry's). */
 PCPU_HIDDEN int pcpu__snapshot_write(const struct pcpu_snapshot *s, enum pcpu_format fmt,
 				     char **out, size_t *len, int validate);
 
