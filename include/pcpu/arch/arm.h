@@ -311,19 +311,21 @@ static inline char *pcpu__arch_thread_pointer(void)
 	"str r0, %[lo]\n\t"                                                  \
 	"2:\n\t"                                                             \
 	PCPU__ARM_ABORT_TO("aborted")
+/* Its operands, and its forms' (which differ in the word's and v's). */
+#define PCPU__ARM_LOAD_ADD_STORE_AT_IN(word, vop)                            \
+	PCPU__ARM_RSEQ_OPERANDS(csoff, idxoff), [expected] "r"((int32_t)expected), \
+	word, vop PCPU__INJECT_INPUT
 #define PCPU__ARCH_LOAD_ADD_STORE_AT_ASM                                         \
 	PCPU__ARM_LOAD_ADD_STORE_AT(PCPU__ARM_ADD_LOW("r0", "%Q[v]", "%R[v]", "r1"))
 #define PCPU__ARCH_LOAD_ADD_STORE_AT_IN                                          \
-	PCPU__ARM_RSEQ_OPERANDS(csoff, idxoff), [expected] "r"((int32_t)expected), \
-	[lo] PCPU__ARM_MEM(p), [v] "r"(v) PCPU__INJECT_INPUT
+	PCPU__ARM_LOAD_ADD_STORE_AT_IN([lo] PCPU__ARM_MEM(p), [v] "r"(v))
 #define PCPU__ARCH_LOAD_ADD_STORE_AT_CLOBBERS "r1", PCPU__ARM_CLOBBERS
 #define PCPU__ARCH_LOAD_ADD_STORE_AT_HIGH0_ASM                                   \
 	PCPU__ARM_LOAD_ADD_STORE_AT(PCPU__ARM_ADD_LOW_KNOWN("r0", "%[v]", "bcs"))
 #define PCPU__ARCH_LOAD_ADD_STORE_AT_HIGH1_ASM                                   \
 	PCPU__ARM_LOAD_ADD_STORE_AT(PCPU__ARM_ADD_LOW_KNOWN("r0", "%[v]", "bcc"))
 #define PCPU__ARCH_LOAD_ADD_STORE_AT_HIGH_IN                                     \
-	PCPU__ARM_RSEQ_OPERANDS(csoff, idxoff), [expected] "r"((int32_t)expected), \
-	[lo] PCPU__ARM_MEM(p), [v] "rI"((uint32_t)v) PCPU__INJECT_INPUT
+	PCPU__ARM_LOAD_ADD_STORE_AT_IN([lo] PCPU__ARM_MEM(p), [v] "rI"((uint32_t)v))
 #define PCPU__ARCH_LOAD_ADD_STORE_AT_HIGH_CLOBBERS PCPU__ARM_CLOBBERS
 /* Its carry section: ldrexd, adds, adc, strexd (commits or fails whole). */
 #define PCPU__ARCH_LOAD_ADD_STORE_AT_CARRY_ASM                                   \
@@ -338,8 +340,7 @@ static inline char *pcpu__arch_thread_pointer(void)
 	PCPU__ARM_COMMIT_EXCLUSIVE("r2", "r0", "r1", "%[p]")                 \
 	PCPU__ARM_ABORT_TO("aborted")
 #define PCPU__ARCH_LOAD_ADD_STORE_AT_CARRY_IN                                    \
-	PCPU__ARM_RSEQ_OPERANDS(csoff, idxoff), [expected] "r"((int32_t)expected), \
-	[p] "r"(p), [v] "r"(v) PCPU__INJECT_INPUT
+	PCPU__ARM_LOAD_ADD_STORE_AT_IN([p] "r"(p), [v] "r"(v))
 #define PCPU__ARCH_LOAD_ADD_STORE_AT_CARRY_CLOBBERS "r1", "r2", PCPU__ARM_CLOBBERS_NO_SPIN
 
 /*
@@ -370,17 +371,17 @@ static inline char *pcpu__arch_thread_pointer(void)
 	PCPU__ARM_ABORT_TO("aborted")
 #define PCPU__ARCH_THIS_LOAD_ADD_STORE_ASM                                            \
 	PCPU__ARM_THIS_LOAD_ADD_STORE(PCPU__ARM_ADD_LOW("r0", "%Q[v]", "%R[v]", "r1"))
-#define PCPU__ARCH_THIS_LOAD_ADD_STORE_IN                                             \
-	PCPU__ARM_G_OPERANDS, [base] "r"(base), [v] "r"(v),                  \
+#define PCPU__ARM_THIS_LOAD_ADD_STORE_IN(vop)                                \
+	PCPU__ARM_G_OPERANDS, [base] "r"(base), vop,                         \
 	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT PCPU__IDX16_INPUT
+#define PCPU__ARCH_THIS_LOAD_ADD_STORE_IN PCPU__ARM_THIS_LOAD_ADD_STORE_IN([v] "r"(v))
 #define PCPU__ARCH_THIS_LOAD_ADD_STORE_CLOBBERS "r1", PCPU__ARM_CLOBBERS
 #define PCPU__ARCH_THIS_LOAD_ADD_STORE_HIGH0_ASM                                      \
 	PCPU__ARM_THIS_LOAD_ADD_STORE(PCPU__ARM_ADD_LOW_KNOWN("r0", "%[v]", "bcs"))
 #define PCPU__ARCH_THIS_LOAD_ADD_STORE_HIGH1_ASM                                      \
 	PCPU__ARM_THIS_LOAD_ADD_STORE(PCPU__ARM_ADD_LOW_KNOWN("r0", "%[v]", "bcc"))
 #define PCPU__ARCH_THIS_LOAD_ADD_STORE_HIGH_IN                                        \
-	PCPU__ARM_G_OPERANDS, [base] "r"(base), [v] "rI"((uint32_t)v),       \
-	[shift] "n"(PCPU_SLOT_STRIDE_SHIFT) PCPU__INJECT_INPUT PCPU__IDX16_INPUT
+	PCPU__ARM_THIS_LOAD_ADD_STORE_IN([v] "rI"((uint32_t)v))
 #define PCPU__ARCH_THIS_LOAD_ADD_STORE_HIGH_CLOBBERS PCPU__ARM_CLOBBERS
 #define PCPU__ARCH_THIS_LOAD_ADD_STORE_CARRY_ASM                                      \
 	PCPU__ARM_LOAD_IDX16                                                 \
