@@ -44,7 +44,10 @@
  *  - ESRCH: the writer is gone (exited, or its pid was reused) -- the last
  *    values can still be read with PCPU_READER_ALLOW_STALE (a writer whose
  *    state cannot be told, PCPU_SEGMENT_UNKNOWN, is read as if live);
- *  - EAGAIN: the segment is still being created;
+ *  - EAGAIN: the segment is still being created; or (a snapshot on a
+ *    32-bit target) a value's 64-bit word kept changing between the
+ *    copies of its two halves -- a value that may be torn is never
+ *    returned (src/core/torn64.h);
  *  - EFBIG: reading it would exceed max_bytes;  ENOMEM.
  */
 #ifndef PCPU_READER_H
@@ -281,7 +284,9 @@ struct pcpu_reader_snapshot {
  * pcpu_reader_snapshot_free()), or -1 with errno (see the file comment) and
  * *out NULL. While the directory changes under it, the read is retried a
  * few times (a bounded number) for a stable snapshot; after that, the series
- * that changed are left out (`changed`).
+ * that changed are left out (`changed`). On a 32-bit target a value whose
+ * copy may be torn (its high half changed between copies, every time) is
+ * read again, then the snapshot fails with EAGAIN: never a torn value.
  * Thread-safe with other snapshots of the same reader; not async-signal-safe.
  * Cost: a few preads: the header, the used part of the directory, and per
  * chunk of values, one pread per slot (and per mirror) that holds data in

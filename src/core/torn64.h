@@ -19,7 +19,9 @@
  * a run three times and keeps each word from the middle copy when the
  * high halves of all three agree, reading it again while they do not
  * (pcpu__settled(), PCPU__SETTLE_MAX; src/segment/reader_values.c): a
- * carry that lands between two copies shows as a change. 64-bit targets
+ * carry that lands between two copies shows as a change. A word still
+ * changing after PCPU__SETTLE_MAX more reads fails the snapshot's attempt
+ * (EAGAIN): a value that may be torn is never returned. 64-bit targets
  * copy once.
  */
 #ifndef PCPU_TORN64_H
@@ -36,8 +38,9 @@
 #define PCPU__TORN64 1
 #endif
 
-/* Reads a word whose high half changes at every read, at most this many
- * times more before the reader keeps one. */
+/* Reads a word whose high half changes at every read at most this many
+ * times more; then the attempt fails (EAGAIN) and the snapshot tries
+ * again (src/segment/reader_snapshot.c). */
 #define PCPU__SETTLE_MAX 64
 
 /* The high halves of three reads agree (the middle one is kept). */

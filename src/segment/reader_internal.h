@@ -218,6 +218,7 @@ struct parse {
 	struct ser *sers;
 	size_t nsers;
 	unsigned flags;
+	int unsettled;          /* a word's halves kept changing (reader_values.c) */
 };
 
 #define ENTRY_AT(p, i) ((const struct pcpu__seg_entry *)((p)->E + (uint64_t)(i) * (p)->h->entry_size))
@@ -245,7 +246,9 @@ static inline int pcpu__rd_usable(const struct ser *s)
 /* Reads the values of every usable series with storage into its
  * accumulators (zeroed first: a parse may be read again; its arrays are
  * allocated anew, those of the last read taken by a snapshot by then). 0,
- * or -1 with errno and a message. */
+ * or -1 with errno and a message; on a 32-bit target -1 with EAGAIN and
+ * p->unsettled set when a word's copies never agreed (the read may be
+ * tried again: reader_snapshot.c). */
 PCPU_HIDDEN int pcpu__rd_read_values(struct parse *p);
 
 /* qsort() order of struct ser pointers by storage (chunk, offset). */

@@ -440,8 +440,15 @@ static int from_cache(struct pcpu_reader *r, struct pcpu__rd_cache *c, struct pc
 	b.name = r->name;
 	c->p.b = &b;
 	c->p.h = &h1; /* the same layout: the static fields are checked equal */
-	if (pcpu__rd_read_values(&c->p) < 0 ||
-	    pcpu__rd_read_exact(r, &h2, sizeof h2, 0, "header") < 0)
+	c->p.unsettled = 0;
+	if (pcpu__rd_read_values(&c->p) < 0) {
+		if (c->p.unsettled) { /* a word kept changing: the attempts' turn */
+			cache_free(c);
+			return 0;
+		}
+		goto fail;
+	}
+	if (pcpu__rd_read_exact(r, &h2, sizeof h2, 0, "header") < 0)
 		goto fail;
 	c->p.b = NULL;
 	c->p.h = &c->h;
@@ -485,9 +492,15 @@ static int attempt(struct pcpu_reader *r, unsigned flags, int last, int *statep,
 	a.p.b = &a.b;
 	a.p.h = &a.h1; /* until hb is read */
 	a.p.flags = flags;
-	if (copy_directory(&a) < 0 || pcpu__rd_parse_directory(&a.p) < 0 ||
-	    pcpu__rd_read_values(&a.p) < 0)
+	if (copy_directory(&a) < 0 || pcpu__rd_parse_directory(&a.p) < 0)
 		goto out;
+	if (pcpu__rd_read_values(&a.p) < 0) {
+		/* A word whose halves kept changing (32-bit targets): try
+		 * again while attempts are left, then fail with EAGAIN. */
+		if (a.p.unsettled && !last)
+			rc = 0;
+		goto out;
+	}
 	if (second_look(&a) < 0)
 		goto out;
 	a.stable = a.h1.generation == a.h2.generation && !(a.h1.generation & 1);

@@ -82,11 +82,16 @@ static void accumulate(struct ser *s, const unsigned char *v, unsigned slot, int
 /*
  * On a 32-bit target the kernel's copy may be made 32 bits at a time, and
  * a word of it then half of one store and half of another (a carry
- * between its halves: ../torn64.h; the word in memory is never torn). So
- * the run is copied three times, each word kept from the middle copy when
- * the high halves of the three agree, and read again alone (8 bytes at a
- * time) while they do not, PCPU__SETTLE_MAX more times at most. buf holds 3 * len bytes; the
- * words are 8-byte aligned (every value is). Each read is charged. 0, or -1.
+ * between its halves: ../core/torn64.h; the word in memory is never torn).
+ * So the run is copied three times, each word kept from the middle copy
+ * when the high halves of the three agree, and read again alone (8 bytes
+ * at a time) while they do not, PCPU__SETTLE_MAX more times at most. A
+ * word that never settles fails the read (EAGAIN, p->unsettled): the
+ * snapshot tries again and, at its last attempt, fails rather than return
+ * a value that may be 2^32 off (before, the last copy was kept: issue 51,
+ * 3 of 1,006 segment reads torn in the ARMv7 machine). buf holds 3 * len
+ * bytes; the words are 8-byte aligned (every value is). Each read is
+ * charged. 0, or -1.
  */
 static int settle_run(struct parse *p, unsigned char *buf, size_t len, uint64_t off)
 {
@@ -101,7 +106,14 @@ static int settle_run(struct parse *p, unsigned char *buf, size_t len, uint64_t 
 		uint64_t a = pcpu__rd_ld64(buf + i), b = pcpu__rd_ld64(b2 + i), c = pcpu__rd_ld64(b3 + i);
 		unsigned n;
 
-		for (n = 0; !pcpu__settled(a, b, c) && n < PCPU__SETTLE_MAX; n++) {
+		for (n = 0; !pcpu__settled(a, b, c); n++) {
+			if (n == PCPU__SETTLE_MAX) {
+				p->unsettled = 1;
+				return pcpu__seg_fail(EAGAIN,
+						      "segment %s: the value at offset %llu kept changing between "
+						      "its two halves (%u reads)",
+						      p->r->name, (unsigned long long)(off + i), PCPU__SETTLE_MAX + 3);
+			}
 			a = b;
 			b = c;
 			if (pcpu__rd_charge(p->b, SYSCALL_CHARGE) < 0 ||

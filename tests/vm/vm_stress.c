@@ -1300,7 +1300,10 @@ static void tree_run(const char *kernel, unsigned present, unsigned possible, co
  * --carry-reads fetches and a hundredth as many segment reads are made (and
  * each writer carried at least that often), --max-seconds at most.
  *   VM_RESULT ... workload=carry writers=W reads=N torn=T seg_reads=S
- *             seg_torn=U hist_reads=H hist_torn=V ... result=exact|FAILED
+ *             seg_torn=U seg_unsettled=E hist_reads=H hist_torn=V ...
+ *             result=exact|FAILED
+ * (seg_unsettled: segment reads refused with EAGAIN, a value's halves
+ * changing at every copy; never a failure, unlike a torn value.)
  */
 enum { CARRY_MAXW = 32 };
 static pcpu_counter_t carry_c[CARRY_MAXW];
@@ -1311,6 +1314,10 @@ static int carry_nw, carry_started;
 static int carry_stop;
 static unsigned long carry_adds[CARRY_MAXW];
 static unsigned long carry_reads, carry_torn, carry_seg_reads, carry_seg_torn, carry_seg_errors;
+/* Segment reads refused because a value's halves kept changing through
+ * every attempt (EAGAIN: src/core/torn64.h): the reader returns no value
+ * rather than one that may be torn. Counted, not failures. */
+static unsigned long carry_seg_unsettled;
 /* How the torn fetches came: in how many runs of consecutive torn fetches
  * of one counter by one reader, and the longest (a torn state that lasts,
  * as when the writing vCPU's host thread is descheduled between the two
@@ -1408,7 +1415,10 @@ static void *carry_reader(void *arg)
 			struct pcpu_reader_snapshot *s = NULL;
 
 			if (pcpu_reader_snapshot(r, 0, &s) != 0) {
-				carry_seg_errors++;
+				if (errno == EAGAIN)
+					__atomic_fetch_add(&carry_seg_unsettled, 1, __ATOMIC_RELAXED);
+				else
+					carry_seg_errors++;
 				continue;
 			}
 			for (int k = 0; k < carry_nw; k++) {
@@ -1526,10 +1536,10 @@ static void carry_run(const char *kernel, unsigned present, unsigned possible, c
 	pcpu_registry_destroy(reg); /* removes the file */
 	printf("VM_RESULT arch=%s variant=%s kernel=%s mode=%s workload=carry index=%s mm_cid=%d "
 	       "cpus=%u/%u writers=%d adds=%lu aborts=- forks=0 hotplug=0 reads=%lu torn=%lu seg_reads=%lu "
-	       "seg_torn=%lu hist_reads=%lu hist_torn=%lu seconds=%.1f result=%s spec=%s\n",
+	       "seg_torn=%lu seg_unsettled=%lu hist_reads=%lu hist_torn=%lu seconds=%.1f result=%s spec=%s\n",
 	       ARCH, VARIANT, kernel, mode, pcpu_zone_index(NULL) == PCPU_INDEX_MM_CID ? "mm_cid" : "cpu",
 	       pcpu_rseq_has_mm_cid(), present, possible, carry_nw, carries, carry_reads, carry_torn,
-	       carry_seg_reads, carry_seg_torn, carry_hist_reads, carry_hist_torn, elapsed,
+	       carry_seg_reads, carry_seg_torn, carry_seg_unsettled, carry_hist_reads, carry_hist_torn, elapsed,
 	       failures ? "FAILED" : "exact", spec);
 	finish(failures ? 1 : 0);
 }
