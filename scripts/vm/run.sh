@@ -217,6 +217,7 @@ start=$SECONDS
 # result.
 for boot in 1 2 3; do
   boot_t0=$SECONDS
+  : >"$log" # the loop below may read it before the machine's redirection made it
   timeout -k 10 "$boot_bound" "${cmd[@]}" </dev/null >"$log" 2>&1 &
   qpid=$!
   # init within init_bound (a kernel hung before init is booted again
