@@ -14,6 +14,12 @@
  *             (pcpu_segment, pcpu_pid: a longer exposition), writing, HTTP;
  *   serve1    the same at /metrics/scrapebench: the one segment as it is,
  *             unlabelled, no merge;
+ *   lwriter   the exposition serve writes, written in this process: the
+ *             registry's snapshot (pcpu_registry_snapshot()) merged with
+ *             serve's two labels (pcpu_snapshot_merge_add()) and written
+ *             (pcpu_snapshot_merge_write(), and gzip): what the C API costs
+ *             for the same longer text, the yardstick serve's own cost
+ *             over it is read against;
  *   inproc    the same registry served from inside a process by
  *             libpcpu-exporter (pcpu_exporter_add_registry(): what
  *             pcpu::exposer and examples/exporter.c do), the serving
@@ -25,7 +31,7 @@
  * not counted. Each figure is the median of R rounds (a batch each), the
  * variants interleaved round by round. Printed: microseconds per series
  * per scrape, and each over writer -- the target is serve <= 2x writer at
- * every size, format and compression.
+ * every size, format and compression -- and serve over lwriter.
  *
  *   pcpu_bench_scrape PCPUSTAT [--sizes 1000,10000,100000] [--rounds R] [--smoke]
  *
@@ -278,6 +284,39 @@ static double writer_batch(pcpu_registry_t *reg, enum pcpu_format fmt, int gz, i
 	return (thread_cpu_ns() - t0) / batch;
 }
 
+/* ns per labelled write over `batch` calls: a snapshot of the registry,
+ * merged with the labels serve gives a segment, written (and gzip). */
+static double lwriter_batch(pcpu_registry_t *reg, enum pcpu_format fmt, int gz, int batch)
+{
+	static const char *const names[2] = { "pcpu_segment", "pcpu_pid" };
+	char pid[16];
+	const char *values[2] = { "scrapebench", pid };
+	double t0 = thread_cpu_ns();
+	int i;
+
+	snprintf(pid, sizeof pid, "%d", (int)getpid());
+	for (i = 0; i < batch; i++) {
+		struct pcpu_snapshot *snap = pcpu_registry_snapshot(reg);
+		pcpu_snapshot_merge_t *m = pcpu_snapshot_merge_new();
+		char *out, *z;
+		size_t len, zlen;
+
+		if (!snap || !m || pcpu_snapshot_merge_add(m, snap, 2, names, values) != 0 ||
+		    pcpu_snapshot_merge_write(m, fmt, &out, &len) != 0) {
+			fprintf(stderr, "labelled write: %s\n", pcpu_stats_error());
+			exit(1);
+		}
+		if (gz) {
+			z = pcpu_exporter_gzip(out, len, 1, &zlen);
+			free(z);
+		}
+		free(out);
+		pcpu_snapshot_merge_free(m);
+		pcpu_snapshot_free(snap);
+	}
+	return (thread_cpu_ns() - t0) / batch;
+}
+
 /* ---- the servers ------------------------------------------------------------------ */
 
 /* `pcpustat serve` on dir: its pid, and its port in *port. */
@@ -376,19 +415,23 @@ static void run_size(const char *pcpustat, size_t n)
 		if (!pcpu_format_supported(fmts[f]))
 			continue;
 		for (gz = 0; gz < 2; gz++) {
-			double w[64], s[64], s1[64], p[64], wm, sm, s1m, pm;
+			double w[64], s[64], s1[64], p[64], lw[64], wm, sm, s1m, pm, lwm;
 
 			/* Warm up: the first scrapes fault in what later ones reuse. */
 			server_batch(&serve, "/metrics", fmts[f], gz, 2);
 			server_batch(&serve, "/metrics/scrapebench", fmts[f], gz, 2);
 			server_batch(&inproc, "/metrics", fmts[f], gz, 2);
 			writer_batch(reg, fmts[f], gz, 2);
+			lwriter_batch(reg, fmts[f], gz, 2);
 			for (r = 0; r < rounds && r < 64; r++) {
 				/* Interleaved, each round starting elsewhere. */
 				int k;
 
-				for (k = 0; k < 4; k++)
-					switch ((r + k) % 4) {
+				for (k = 0; k < 5; k++)
+					switch ((r + k) % 5) {
+					case 4:
+						lw[r] = lwriter_batch(reg, fmts[f], gz, batch);
+						break;
 					case 0:
 						w[r] = writer_batch(reg, fmts[f], gz, batch);
 						break;
@@ -407,10 +450,12 @@ static void run_size(const char *pcpustat, size_t n)
 			sm = median(s, r);
 			s1m = median(s1, r);
 			pm = median(p, r);
-			printf("| %6zu | %-8s | %-4s | %6.3f | %6.3f | %6.3f | %6.3f | %5.2fx | %5.2fx | %5.2fx |\n", n,
-			       fmts[f] == PCPU_FORMAT_PROTOBUF ? "protobuf" : "text", gz ? "gzip" : "none",
+			lwm = median(lw, r);
+			printf("| %6zu | %-8s | %-4s | %6.3f | %6.3f | %6.3f | %6.3f | %6.3f | %5.2fx | %5.2fx | %5.2fx | "
+			       "%5.2fx | %5.2fx |\n",
+			       n, fmts[f] == PCPU_FORMAT_PROTOBUF ? "protobuf" : "text", gz ? "gzip" : "none",
 			       wm / 1000 / (double)n, sm / 1000 / (double)n, s1m / 1000 / (double)n, pm / 1000 / (double)n,
-			       sm / wm, s1m / wm, pm / wm);
+			       lwm / 1000 / (double)n, sm / wm, s1m / wm, pm / wm, lwm / wm, sm / lwm);
 			fflush(stdout);
 		}
 	}
@@ -466,10 +511,12 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	atexit(stop_children);
 	printf("CPU per series per scrape (us), median of %d rounds; serve (/metrics), serve1\n"
-	       "(/metrics/SEGMENT) and inproc: the server process's CPU (all threads); target serve <= 2x writer\n\n",
+	       "(/metrics/SEGMENT) and inproc: the server process's CPU (all threads); lwriter: serve's\n"
+	       "labelled exposition written in process; target serve <= 2x writer\n\n",
 	       rounds);
-	printf("| series | format   | gzip | writer | serve  | serve1 | inproc | serve/writer | serve1/writer | inproc/writer |\n");
-	printf("|---|---|---|---|---|---|---|---|---|---|\n");
+	printf("| series | format   | gzip | writer | serve  | serve1 | inproc | lwriter | serve/writer | serve1/writer | "
+	       "inproc/writer | lwriter/writer | serve/lwriter |\n");
+	printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 	for (i = 0; i < nsizes; i++)
 		run_size(pcpustat, sizes[i]);
 	return 0;

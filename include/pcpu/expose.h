@@ -104,7 +104,8 @@ enum {
 	 * pcpu_reader_snapshot() sets it on the families of a snapshot read
 	 * from a directory it keeps between snapshots (the structure was
 	 * checked once, when the directory was read; later snapshots bring
-	 * new values only). pcpu_snapshot_write() and
+	 * new values only), and pcpu_registry_snapshot() on every family
+	 * (checked at registration). pcpu_snapshot_write() and
 	 * pcpu_snapshot_merge_add() then check only what changes with the
 	 * values (histogram counts, info values) and what lies between
 	 * families (two families that would write one sample), not each

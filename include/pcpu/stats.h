@@ -300,6 +300,9 @@ PCPU_API int pcpu_registry_struct_remove(pcpu_registry_t *reg, void *s);
  * copying; formatting happens outside it. Free with pcpu_snapshot_free().
  * NULL with errno ENOMEM. Thread-safe; not async-signal-safe.
  * Cost: every value read once, plus sorting.
+ * Its families are marked PCPU_SNAPSHOT_CHECKED (pcpu/expose.h): their
+ * names and labels were checked at registration, so pcpu_snapshot_write()
+ * and pcpu_snapshot_merge_add() do not check them again.
  */
 PCPU_API struct pcpu_snapshot *pcpu_registry_snapshot(pcpu_registry_t *reg);
 

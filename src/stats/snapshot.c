@@ -112,7 +112,10 @@ static int copy_family(struct snapshot_impl *s, const struct pcpu_family *f,
 	out->unit = arena_str(s, f->unit);
 	out->type = f->type;
 	out->scale_exp10 = f->scale_exp10;
-	out->flags = f->flags;
+	/* Checked at registration, piece by piece (pcpu_registry_write()
+	 * skips the check for that reason): marked, so that a merge or a
+	 * write of this snapshot does not check every name and label again. */
+	out->flags = f->flags | PCPU_SNAPSHOT_CHECKED;
 	out->nlabels = f->nlabels;
 	if (f->nlabels) {
 		names = arena_alloc(s, f->nlabels * sizeof *names);

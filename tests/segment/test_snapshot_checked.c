@@ -4,7 +4,8 @@
  * check only what the mark does not cover.
  *  - a kept directory's snapshots are marked, the first and the next ones
  *    (the cache's), and write what the writing process writes; a per-slot
- *    snapshot (never kept) is not marked;
+ *    snapshot (never kept) is not marked; a registry's own snapshot is
+ *    marked (checked at registration) and merges with extra labels;
  *  - what changes with the values is still checked on a marked family:
  *    bucket counts whose sum overflows, an info family's value;
  *  - what lies between families is still checked: two marked families
@@ -151,6 +152,24 @@ int main(void)
 	CHECK(!(family(&sp->snapshot, "requests")->flags & PCPU_SNAPSHOT_CHECKED));
 	same_text(reg, &sp->snapshot);
 	printf("  a kept directory's snapshots are marked and written as the writer writes them\n");
+
+	/* A registry's own snapshot: checked at registration, marked, and
+	 * merged as pcpustat serve merges a segment (two more labels). */
+	{
+		static const char *const xn[] = { "pcpu_segment", "pcpu_pid" };
+		static const char *const xv[] = { "checked", "1" };
+		struct pcpu_snapshot *rs = pcpu_registry_snapshot(reg);
+		pcpu_snapshot_merge_t *rm = pcpu_snapshot_merge_new();
+
+		CHECK(rs && rm && all_marked(rs));
+		CHECK(pcpu_snapshot_merge_add(rm, rs, 2, xn, xv) == 0);
+		CHECK(pcpu_snapshot_merge_write(rm, PCPU_FORMAT_PROMETHEUS, &out, &len) == 0);
+		CHECK(strstr(out, "requests_total{path=\"/x\",pcpu_segment=\"checked\",pcpu_pid=\"1\"} 7\n") != NULL);
+		free(out);
+		pcpu_snapshot_merge_free(rm);
+		pcpu_snapshot_free(rs);
+	}
+	printf("  a registry's snapshot is marked, and merges as a segment's does\n");
 
 	/* Values are still checked on a marked family. */
 	hf = *family(&s2->snapshot, "latency_seconds");
