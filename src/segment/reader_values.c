@@ -134,7 +134,8 @@ static int settle_run(struct parse *p, unsigned char *buf, size_t len, uint64_t 
 struct run {
 	uint64_t lo, hi;
 	size_t first, last;
-	int wide; /* a series of a family with a double per slot among them */
+	size_t sum_at; /* where its words' sums begin in read_chunk()'s sum[] */
+	int wide;      /* a series of a family with a double per slot among them */
 };
 
 /* First run of runs[from, n) that ends after x (runs are sorted and
@@ -169,8 +170,9 @@ static size_t run_after(const struct run *runs, size_t from, size_t n, uint64_t 
  * snapshot's work is bounded by max_bytes whatever the file claims.
  *
  * With `sum` (no per-slot values asked for): the words of every region are
- * added into sum[] (the chunk's window [lo of the first run, hi of the
- * last), zeroed), and each series reads its value from there once, after
+ * added into sum[] (each run's words at its sum_at, zeroed: as many words
+ * as the runs hold, the gaps between them left out), and each series
+ * reads its value from there once, after
  * the last region -- a series' words are sums modulo 2^64 over the
  * regions, so adding the words first gives the same value, for one pass
  * per series instead of one per region (issue 51: reading the values was
@@ -265,7 +267,7 @@ static int read_chunk(struct parse *p, struct ser **v, uint32_t chunk, const str
 					return -1;
 #endif
 				if (sum) { /* the words summed; the series at the end */
-					uint64_t *t = sum + (u->lo - wlo) / 8;
+					uint64_t *t = sum + u->sum_at;
 					size_t w, nw = (size_t)(u->hi - u->lo) / 8;
 
 					for (w = 0; w < nw; w++)
@@ -287,8 +289,10 @@ static int read_chunk(struct parse *p, struct ser **v, uint32_t chunk, const str
 		for (i = 0; i < nruns; i++)
 			for (k = runs[i].first; k < runs[i].last; k++)
 				if (!runs[i].wide || !v[k]->fam->wide)
-					accumulate(v[k], (const unsigned char *)(sum + (v[k]->e->value_off - wlo) / 8), 0,
-						   0);
+					accumulate(v[k],
+						   (const unsigned char *)(sum + runs[i].sum_at +
+									   (v[k]->e->value_off - runs[i].lo) / 8),
+						   0, 0);
 	}
 	return 0;
 }
@@ -347,7 +351,7 @@ int pcpu__rd_read_values(struct parse *p)
 		goto out;
 	for (i = 0; i < n; i = j) {
 		uint32_t chunk = v[i]->e->u32a;
-		size_t nruns = 0;
+		size_t nruns = 0, words = 0;
 
 		/* The chunk's runs: values closer than RUN_GAP to the next. */
 		for (j = i; j < n && v[j]->e->u32a == chunk; j = k) {
@@ -365,6 +369,8 @@ int pcpu__rd_read_values(struct parse *p)
 			runs[nruns].first = j;
 			runs[nruns].last = k;
 			runs[nruns].wide = wide;
+			runs[nruns].sum_at = words;
+			words += (size_t)(hi - lo) / 8; /* values are 8-byte words */
 			nruns++;
 			if (hi - lo > bufcap) {
 				unsigned char *nb;
@@ -381,9 +387,7 @@ int pcpu__rd_read_values(struct parse *p)
 				bufcap = (size_t)(hi - lo);
 			}
 		}
-		if (!per_slot) { /* the window's sums (read_chunk()) */
-			size_t words = (size_t)(runs[nruns - 1].hi - runs[0].lo) / 8;
-
+		if (!per_slot) { /* the runs' sums (read_chunk()) */
 			if (words > sumcap) {
 				uint64_t *ns;
 
