@@ -316,49 +316,38 @@ static double server_batch(struct server *sv, const char *path, enum pcpu_format
 	return (c1 - c0) / batch;
 }
 
-/* ns per pcpu_registry_write() (and gzip) over `batch` calls. */
-static double writer_batch(pcpu_registry_t *reg, enum pcpu_format fmt, int gz, int batch)
-{
-	double t0 = thread_cpu_ns();
-	int i;
-
-	for (i = 0; i < batch; i++) {
-		char *out, *z;
-		size_t len, zlen;
-
-		if (pcpu_registry_write(reg, fmt, &out, &len) != 0) {
-			fprintf(stderr, "pcpu_registry_write: %s\n", pcpu_stats_error());
-			exit(1);
-		}
-		if (gz) {
-			z = pcpu_exporter_gzip(out, len, 1, &zlen);
-			free(z);
-		}
-		free(out);
-	}
-	return (thread_cpu_ns() - t0) / batch;
-}
-
-/* ns per labelled write over `batch` calls: a snapshot of the registry,
- * merged with the labels serve gives a segment, written (and gzip). */
-static double lwriter_batch(pcpu_registry_t *reg, enum pcpu_format fmt, int gz, int batch)
+/* ns per write (and gzip) over `batch` calls: pcpu_registry_write(), or
+ * with `labelled` the exposition serve writes for the segment -- a
+ * snapshot of the registry merged with the two labels serve gives it,
+ * written by pcpu_snapshot_merge_write(). */
+static double writer_batch(pcpu_registry_t *reg, enum pcpu_format fmt, int gz, int batch, int labelled)
 {
 	static const char *const names[2] = { "pcpu_segment", "pcpu_pid" };
 	char pid[16];
 	const char *values[2] = { "scrapebench", pid };
-	double t0 = thread_cpu_ns();
+	double t0;
 	int i;
 
 	snprintf(pid, sizeof pid, "%d", (int)getpid());
+	t0 = thread_cpu_ns();
 	for (i = 0; i < batch; i++) {
-		struct pcpu_snapshot *snap = pcpu_registry_snapshot(reg);
-		pcpu_snapshot_merge_t *m = pcpu_snapshot_merge_new();
+		struct pcpu_snapshot *snap = NULL;
+		pcpu_snapshot_merge_t *m = NULL;
 		char *out, *z;
 		size_t len, zlen;
+		int rc;
 
-		if (!snap || !m || pcpu_snapshot_merge_add(m, snap, 2, names, values) != 0 ||
-		    pcpu_snapshot_merge_write(m, fmt, &out, &len) != 0) {
-			fprintf(stderr, "labelled write: %s\n", pcpu_stats_error());
+		if (labelled) {
+			snap = pcpu_registry_snapshot(reg);
+			m = pcpu_snapshot_merge_new();
+			rc = !snap || !m || pcpu_snapshot_merge_add(m, snap, 2, names, values) != 0 ||
+			     pcpu_snapshot_merge_write(m, fmt, &out, &len) != 0;
+		} else {
+			rc = pcpu_registry_write(reg, fmt, &out, &len) != 0;
+		}
+		if (rc) {
+			fprintf(stderr, "%s: %s\n", labelled ? "labelled write" : "pcpu_registry_write",
+				pcpu_stats_error());
 			exit(1);
 		}
 		if (gz) {
@@ -476,8 +465,8 @@ static void run_size(const char *pcpustat, size_t n)
 			server_batch(&serve, "/metrics", fmts[f], gz, 2);
 			server_batch(&serve, "/metrics/scrapebench", fmts[f], gz, 2);
 			server_batch(&inproc, "/metrics", fmts[f], gz, 2);
-			writer_batch(reg, fmts[f], gz, 2);
-			lwriter_batch(reg, fmts[f], gz, 2);
+			writer_batch(reg, fmts[f], gz, 2, 0);
+			writer_batch(reg, fmts[f], gz, 2, 1);
 			for (r = 0; r < rounds && r < 64; r++) {
 				/* Interleaved, each round starting elsewhere. */
 				int k;
@@ -485,10 +474,10 @@ static void run_size(const char *pcpustat, size_t n)
 				for (k = 0; k < 5; k++)
 					switch ((r + k) % 5) {
 					case 4:
-						lw[r] = lwriter_batch(reg, fmts[f], gz, batch);
+						lw[r] = writer_batch(reg, fmts[f], gz, batch, 1);
 						break;
 					case 0:
-						w[r] = writer_batch(reg, fmts[f], gz, batch);
+						w[r] = writer_batch(reg, fmts[f], gz, batch, 0);
 						break;
 					case 1:
 						s[r] = server_batch(&serve, "/metrics", fmts[f], gz, batch);
