@@ -242,6 +242,16 @@ static inline uint64_t bench_thread_cpu_ns(void)
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+/* xorshift64: a cheap, reproducible pseudo-random sequence for a
+ * benchmark's inputs (*s must not be 0). Inline, as above. */
+static inline uint64_t bench_xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
 void bench_sleep_ns(uint64_t ns);
 /* Measures bench_ticks() against CLOCK_MONOTONIC; sets bench_tsc_ghz. */
 void bench_calibrate_ticks(void);

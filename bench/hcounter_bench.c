@@ -364,19 +364,11 @@ static struct {
 	pthread_barrier_t stop, go;
 } ic;
 
-static uint64_t xorshift(uint64_t *x)
-{
-	*x ^= *x << 13;
-	*x ^= *x >> 7;
-	*x ^= *x << 17;
-	return *x;
-}
-
 /* A random delta: [1, DMAX] for the growing case, else [-DMAX, DMAX]
  * without 0. */
 static int64_t delta(uint64_t *x, int grow)
 {
-	uint64_t r = xorshift(x);
+	uint64_t r = bench_xorshift(x);
 
 	if (grow)
 		return 1 + (int64_t)(r % DMAX);
@@ -391,7 +383,7 @@ static void *inacc_adder(void *arg)
 		for (int s = 0; s < ic.stops; s++) {
 			/* A random number of adds, so that the slots stop at
 			 * every remainder; then the reader's exact point. */
-			for (uint64_t k = xorshift(&x) % 2000; k > 0; k--)
+			for (uint64_t k = bench_xorshift(&x) % 2000; k > 0; k--)
 				pcpu_hcounter_add(sh.hc, delta(&x, 0));
 			pthread_barrier_wait(&ic.stop);
 			pthread_barrier_wait(&ic.go);

@@ -140,26 +140,18 @@ static const struct pcpu_histogram_layout layout = {
 	.nbounds = sizeof(bounds_ns) / sizeof(bounds_ns[0]),
 };
 
-static uint64_t xorshift(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
 static void inputs_init(void)
 {
 	uint64_t x = 0x2545f4914f6cdd1dull;
 
 	for (unsigned i = 0; i < NRAND; i++) {
-		in_idx[i] = (uint8_t)(xorshift(&x) % NSERIES);
-		in_add[i] = (int64_t)(xorshift(&x) % 65536) + 1;
-		in_ns[i] = (int64_t)(1e6 * exp((double)(xorshift(&x) >> 11) * 0x1p-53 * log(20000.0)));
+		in_idx[i] = (uint8_t)(bench_xorshift(&x) % NSERIES);
+		in_add[i] = (int64_t)(bench_xorshift(&x) % 65536) + 1;
+		in_ns[i] = (int64_t)(1e6 * exp((double)(bench_xorshift(&x) >> 11) * 0x1p-53 * log(20000.0)));
 	}
 	for (unsigned s = 0; s < NSERIES; s++)
 		snprintf(label[s], sizeof label[s], "/api/v%u/%08" PRIx64, s % 3,
-			 xorshift(&x) & 0xffffffffu);
+			 bench_xorshift(&x) & 0xffffffffu);
 }
 
 /* ---- the registries ---------------------------------------------------------- */
@@ -671,7 +663,7 @@ static void speed(void)
 
 				/* The same random inputs for the four variants. */
 				for (unsigned i = 0; i < nw; i++)
-					offs[i] = (unsigned)xorshift(&rng) & (NRAND - 1);
+					offs[i] = (unsigned)bench_xorshift(&rng) & (NRAND - 1);
 				for (int k = 0; k < NKIND; k++) {
 					int kind = (int)((r + (unsigned)k + w + (unsigned)op) % NKIND);
 
@@ -740,7 +732,7 @@ static void groups(void)
 	printf("\n## Groups: a consistent pair's update, shared registry against ordinary\n\n"
 	       "%" PRIu64 " updates per variant and round, %u rounds, one process\n\n", n, opt.rounds);
 	for (unsigned r = 0; r < opt.rounds; r++) {
-		unsigned off = (unsigned)xorshift(&rng) & (NRAND - 1);
+		unsigned off = (unsigned)bench_xorshift(&rng) & (NRAND - 1);
 
 		for (int i = 0; i < 2; i++) {
 			int k = (int)((r + (unsigned)i) % 2);
@@ -816,7 +808,7 @@ static int touch_all(pcpu_family_t *f, unsigned n, uint64_t seed)
 	for (unsigned i = 0; i < n; i++)
 		perm[i] = i;
 	for (unsigned i = n; i > 1; i--) {
-		unsigned j = (unsigned)(xorshift(&seed) % i), x = perm[i - 1];
+		unsigned j = (unsigned)(bench_xorshift(&seed) % i), x = perm[i - 1];
 
 		perm[i - 1] = perm[j];
 		perm[j] = x;

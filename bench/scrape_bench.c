@@ -58,6 +58,8 @@
 #include <pcpu/pcpu.h>
 #include <pcpu/segment.h>
 
+#include "bench.h"
+
 #define MAX_SIZES 8
 
 static int rounds = 5, smoke;
@@ -65,13 +67,6 @@ static int rounds = 5, smoke;
  * exits at once). */
 static pid_t children[2];
 
-static double thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
 
 /* CPU time of every thread of process pid, in ns (schedstat's first field). */
 static double process_cpu_ns(pid_t pid)
@@ -137,12 +132,8 @@ static void *spread_adds(void *arg)
 	CPU_ZERO(&set);
 	CPU_SET(sp->cpu, &set);
 	(void)pthread_setaffinity_np(pthread_self(), sizeof set, &set); /* best effort */
-	for (i = 0; i < sp->n; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		pcpu_counter_add(sp->c[i], (int64_t)(x % 100000));
-	}
+	for (i = 0; i < sp->n; i++)
+		pcpu_counter_add(sp->c[i], (int64_t)(bench_xorshift(&x) % 100000));
 	return NULL;
 }
 
@@ -329,7 +320,7 @@ static double writer_batch(pcpu_registry_t *reg, enum pcpu_format fmt, int gz, i
 	int i;
 
 	snprintf(pid, sizeof pid, "%d", (int)getpid());
-	t0 = thread_cpu_ns();
+	t0 = (double)bench_thread_cpu_ns();
 	for (i = 0; i < batch; i++) {
 		struct pcpu_snapshot *snap = NULL;
 		pcpu_snapshot_merge_t *m = NULL;
@@ -358,7 +349,7 @@ static double writer_batch(pcpu_registry_t *reg, enum pcpu_format fmt, int gz, i
 		pcpu_snapshot_merge_free(m);
 		pcpu_snapshot_free(snap);
 	}
-	return (thread_cpu_ns() - t0) / batch;
+	return ((double)bench_thread_cpu_ns() - t0) / batch;
 }
 
 /* ---- the servers ------------------------------------------------------------------ */
