@@ -74,7 +74,13 @@ BASIC = """
         location /api/ { pcpu_stats on; return 404; }
         location /off { pcpu_stats off; return 200; }
         location /up/ { proxy_pass http://backend/; }
-        location /cached/ { proxy_cache c; proxy_cache_valid 200 1h; proxy_pass http://backend/; }
+        # nginx sends the first response before it marks the cache entry
+        # as there, and the second request may reach another worker in
+        # between: without the lock it goes to the backend a second time
+        # (a MISS, seen under load in CI). The lock makes it wait for the
+        # entry.
+        location /cached/ { proxy_cache c; proxy_cache_valid 200 1h; proxy_cache_lock on;
+                            proxy_cache_lock_timeout 60s; proxy_pass http://backend/; }
     }
     server {
         listen 127.0.0.1:%(port)d;
