@@ -11,21 +11,16 @@
 #     with and without --as-needed: libpcpu-prometheus finds libpcpu-stats.so.1
 #     by its own RUNPATH ($ORIGIN; a program's run path does not apply to
 #     its libraries' dependencies), pkg-config adds the -rpath (issue 37);
-#  2. a distribution layout: a library-and-tools build configured with prefix
-#     /usr and the multiarch libdir (lib/x86_64-linux-gnu), staged with
-#     DESTDIR: pkg-config must say /usr/include and /usr/lib/<multiarch>
-#     (a .pc that derives its prefix from its own location gets both wrong),
-#     pcpustat and libpcpu-prometheus carry no RUNPATH, the .pc files no
-#     -rpath (Debian policy), and consumers build against the staged
-#     files (pkg-config's sysroot, CMake's prefix path). That build is a
-#     Release one (-O3) with -Werror: the optimiser's flow analysis warns
-#     about what -O2 does not see (a Release build has no warning at all);
-#  3. libpcpu's components alone (`cmake --install --component pcpu` and
+#  2. libpcpu's components alone (`cmake --install --component pcpu` and
 #     `pcpu-dev`, what Debian's libpcpu1 and libpcpu-dev hold): the README's
 #     first program, copied from README.md, builds and runs through
 #     pkg-config pcpu and through find_package(pcpu) and pcpu::pcpu, with
 #     no header, link or CMake file of another library installed, and
 #     every installed file belongs to a component.
+# The distribution layout (prefix /usr, the multiarch libdir, no RUNPATH,
+# .pc files without -rpath, consumers against the unpacked files) and the
+# build with -O3 -Werror are tests/packaging/deb_test.sh's: it builds
+# that tree once, as the Debian packages, and checks it there.
 # usage: run.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 src=$1 build=$2
@@ -170,53 +165,7 @@ if [ -e "$prefix/bin/pcpustat" ]; then
   [ -e "$prefix/share/man/man1/pcpustat.1" ] || fail "pcpustat.1 not installed"
 fi
 
-# ---- 2. /usr with a multiarch libdir, staged with DESTDIR ---------------------------
-multiarch=$(cc -print-multiarch 2>/dev/null || true)
-[ -n "$multiarch" ] || multiarch=x86_64-linux-gnu
-root=$work/root
-cmake -S "$src" -B "$work/mbuild" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_C_FLAGS=-Werror -DCMAKE_CXX_FLAGS=-Werror \
-  -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_INSTALL_LIBDIR="lib/$multiarch" \
-  -DPCPU_BUILD_TESTS=OFF -DPCPU_BUILD_BENCH=OFF -DPCPU_BUILD_EXAMPLES=OFF >/dev/null
-cmake --build "$work/mbuild" >"$work/mbuild.log" 2>&1 \
-  || { cat "$work/mbuild.log"; fail "the Release build (-Werror) failed"; }
-DESTDIR=$root cmake --install "$work/mbuild" >/dev/null
-pcdir=$root/usr/lib/$multiarch/pkgconfig
-[ -e "$pcdir/pcpu.pc" ] || fail "no $pcdir/pcpu.pc"
-export PKG_CONFIG_LIBDIR=$pcdir
-[ "$(pkg-config --variable=includedir pcpu)" = /usr/include ] \
-  || fail "/usr install: pkg-config includedir is $(pkg-config --variable=includedir pcpu), not /usr/include"
-[ "$(pkg-config --variable=libdir pcpu)" = "/usr/lib/$multiarch" ] \
-  || fail "/usr install: pkg-config libdir is $(pkg-config --variable=libdir pcpu), not /usr/lib/$multiarch"
-# The staged files as if they were in /usr: pkg-config's sysroot prefixes them.
-export PKG_CONFIG_SYSROOT_DIR=$root
-cflags=$(echo $(pkg-config --cflags pcpu)) libs=$(echo $(pkg-config --libs pcpu))
-[ "$cflags" = "-I$root/usr/include" ] && [ "$libs" = "-L$root/usr/lib/$multiarch -lpcpu" ] \
-  || fail "/usr install: pkg-config says '$cflags' '$libs'"
-libs=$(echo $(pkg-config --libs pcpu-stats))
-[ "$libs" = "-L$root/usr/lib/$multiarch -lpcpu-stats -lpcpu" ] \
-  || fail "/usr install: pkg-config --libs pcpu-stats says '$libs'"
-cc $cflags "$here/consumer.c" -o "$work/ma_consumer" $libs -pthread
-LD_LIBRARY_PATH="$root/usr/lib/$multiarch" "$work/ma_consumer"
-unset PKG_CONFIG_LIBDIR PKG_CONFIG_SYSROOT_DIR
-cmake -S "$here" -B "$work/mcbuild" -G Ninja -DCMAKE_PREFIX_PATH="$root/usr" >/dev/null
-cmake --build "$work/mcbuild" >/dev/null
-LD_LIBRARY_PATH="$root/usr/lib/$multiarch" "$work/mcbuild/consumer_c"
-# A /usr install needs no RUNPATH (Debian policy forbids one), nor a .pc
-# file a -rpath.
-for f in "$root/usr/bin/pcpustat" "$root/usr/lib/$multiarch/libpcpu-stats.so.1" \
-         "$root/usr/lib/$multiarch/libpcpu-prometheus.so.1" \
-         "$root/usr/lib/$multiarch/libpcpu-prometheus-push.so.1"; do
-  [ -e "$f" ] || continue
-  if readelf -d "$f" | grep -qE 'RPATH|RUNPATH'; then
-    fail "$f has an RPATH: $(readelf -d "$f" | grep -E 'RPATH|RUNPATH')"
-  fi
-done
-if grep -l 'rpath' "$pcdir"/*.pc; then fail "/usr install: a .pc file names a run path"; fi
-mkdir -p "$work/segs"
-LD_LIBRARY_PATH="$root/usr/lib/$multiarch" PCPU_SEGMENT_DIR="$work/segs" "$root/usr/bin/pcpustat" >/dev/null
-
-# ---- 3. libpcpu's components alone ------------------------------------------------
+# ---- 2. libpcpu's components alone ------------------------------------------------
 core=$work/core
 for c in pcpu pcpu-dev; do
   cmake --install "$build" --prefix "$core" --component "$c" >/dev/null

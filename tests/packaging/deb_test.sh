@@ -4,6 +4,12 @@
 #     from a copy of the source tree (debian/rules builds the libraries and
 #     the tools only: no test suite), with the C libraries' symbols files
 #     checked at dpkg-gensymbols' level 4 (a symbol added or removed fails);
+#     here with -O3 -Werror appended to dpkg-buildflags' flags
+#     (DEB_CFLAGS_APPEND: the test's build only, debian/rules is unchanged):
+#     the optimiser's flow analysis at -O3, with _FORTIFY_SOURCE, warns
+#     about what the RelWithDebInfo builds (-O2) do not see, and a warning
+#     fails the build. This is the project's one build with prefix /usr
+#     and the multiarch libdir (install_consumer builds none);
 #  2. lintian --pedantic -I reports nothing (overrides say why where they
 #     are needed);
 #  3. each package holds its library's files and no other library's, and
@@ -15,7 +21,11 @@
 #     README's first program, copied from README.md, through pkg-config pcpu
 #     and through CMake's find_package(pcpu) and pcpu::pcpu; man finds
 #     pcpu(3) there;
-#  5. every package unpacked into another root: consumers built through
+#  5. every package unpacked into another root: pkg-config names /usr/include
+#     and /usr/lib/<multiarch> (a .pc that derives its prefix from its own
+#     location gets both wrong), no .pc file names a run path and no
+#     packaged library or program has an RPATH or RUNPATH (Debian policy);
+#     consumers built through
 #     pkg-config and CMake (C, C++, prometheus-cpp code); a program built
 #     that way publishes a segment that the packaged pcpustat and the Python
 #     binding (over the packaged libpcpu-stats.so.1) read back; the manual
@@ -47,12 +57,15 @@ mkdir "$work/src"
 tar -C "$src" --exclude=./.git --exclude=./build --exclude='./build-*' --exclude='./obj-*' \
   --exclude=./debian/tmp --exclude=./debian/.debhelper -cf - . | tar -C "$work/src" -xf -
 jobs=$(nproc)
-if ! (cd "$work/src" && DEB_BUILD_OPTIONS="parallel=$jobs" dpkg-buildpackage -us -uc -b) \
+werror="-O3 -Werror"
+if ! (cd "$work/src" && DEB_BUILD_OPTIONS="parallel=$jobs" DEB_CFLAGS_APPEND="$werror" \
+        DEB_CXXFLAGS_APPEND="$werror" dpkg-buildpackage -us -uc -b) \
      >"$work/build.log" 2>&1; then
   grep -B2 -A30 'dpkg-gensymbols: warning: some new symbols\|dpkg-gensymbols: error\|has no package' \
     "$work/build.log" | head -80 || true
   tail -40 "$work/build.log"
-  fail "dpkg-buildpackage failed (a new or removed symbol: update debian/<library>.symbols as the diff above says)"
+  grep -m5 -E 'error: |\[-Werror' "$work/build.log" || true
+  fail "dpkg-buildpackage failed (a warning at $werror, or a new or removed symbol: update debian/<library>.symbols as the diff above says)"
 fi
 changes=$(ls "$work"/pcpu_*.changes)
 deb() { ls "$work/$1"_*.deb 2>/dev/null | grep -v dbgsym | head -1; }
@@ -242,6 +255,15 @@ root=$work/root
 unpack "$root" "${all[@]}" >/dev/null
 lib=$root/usr/lib/$ma
 export LD_LIBRARY_PATH=$lib
+[ "$(PKG_CONFIG_LIBDIR=$lib/pkgconfig pkg-config --variable=libdir pcpu)" = "/usr/lib/$ma" ] \
+  || fail "pcpu.pc: libdir is $(PKG_CONFIG_LIBDIR=$lib/pkgconfig pkg-config --variable=libdir pcpu), not /usr/lib/$ma"
+[ "$(PKG_CONFIG_LIBDIR=$lib/pkgconfig pkg-config --variable=includedir pcpu-stats)" = /usr/include ] \
+  || fail "pcpu-stats.pc: includedir is not /usr/include"
+! grep -l rpath "$lib"/pkgconfig/*.pc || fail "a packaged .pc file names a run path"
+for f in "$lib"/*.so.* "$root"/usr/bin/*; do
+  [ -L "$f" ] && continue
+  ! readelf -d "$f" | grep -E 'RPATH|RUNPATH' || fail "$f has an RPATH"
+done
 cflags=$(pc --cflags pcpu)
 libs=$(pc --libs pcpu)
 cc $cflags "$src/tests/install_consumer/consumer_counter.c" -o "$work/pc_counter" $libs -pthread
