@@ -44,6 +44,17 @@
 #                       2 host CPUs: 334 s, single: 20 s; docs/design.md
 #                       section 10); multi for the others, as measured)
 #   --footprint         run vm_stress --footprint instead of the modes
+#   --stage VARIANT     another build in the same boot: the options --args
+#                       and --rust and the MODEs after it are that stage's
+#                       (before the first --stage: the first stage's). The
+#                       first stage's C vm_stress is /init and runs each
+#                       stage's binary in turn, as a child, from /stages
+#                       (VM_STAGE lines mark each stage's results): a boot
+#                       of an emulated machine (QEMU's firmware, the
+#                       kernel, up to 16 vCPUs brought up under TCG) costs
+#                       as much as a stage's run, so the builds of one
+#                       machine share it. Each stage's modes get their
+#                       verdicts as their own boot would.
 #   --args "..."        more vm_stress arguments for every mode
 #   --rust              /init is rust/pcpu-vm's vm_stress instead of the C one:
 #                       the Rust crate's inline Counter::add (its rseq
@@ -67,28 +78,38 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
-variant=plain kernel="" smp="" possible="" footprint=0 extra="" tcg="" rust=0
-pos=()
+kernel="" smp="" possible="" footprint=0 tcg="" arch=""
+# The stages: S_VARIANT[i], S_RUST[i], S_ARGS[i] (vm_stress's arguments),
+# S_MODES[i] (space-separated).
+S_VARIANT=(plain) S_RUST=(0) S_ARGS=("") S_MODES=("")
+st=0
 while [ $# -gt 0 ]; do
   case $1 in
-    --variant) variant=$2; shift 2 ;;
+    --variant) S_VARIANT[st]=$2; shift 2 ;;
     --kernel) kernel=$2; shift 2 ;;
     --smp) smp=$2; shift 2 ;;
     --possible) possible=$2; shift 2 ;;
     --tcg) tcg=$2; shift 2 ;;
     --footprint) footprint=1; shift ;;
-    --rust) rust=1; shift ;;
-    --args) extra=$2; shift 2 ;;
+    --rust) S_RUST[st]=1; shift ;;
+    --args) S_ARGS[st]=$2; shift 2 ;;
+    --stage) st=$((st + 1)); S_VARIANT[st]=$2 S_RUST[st]=0 S_ARGS[st]="" S_MODES[st]=""; shift 2 ;;
     -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
-    *) pos+=("$1"); shift ;;
+    *) if [ -z "$arch" ]; then arch=$1; else S_MODES[st]+="${S_MODES[st]:+ }$1"; fi; shift ;;
   esac
 done
-set -- "${pos[@]}"
-[ $# -ge 1 ] || { sed -n '2,30p' "$0" >&2; exit 2; }
-arch=$1; shift
-[ $# -ge 1 ] || [ $footprint -eq 1 ] || { echo "run.sh: no MODE" >&2; exit 2; }
+nstages=${#S_VARIANT[@]}
+[ -n "$arch" ] || { sed -n '2,30p' "$0" >&2; exit 2; }
+for ((i = 0; i < nstages; i++)); do
+  [ -n "${S_MODES[i]}" ] || [ $footprint -eq 1 ] || { echo "run.sh: no MODE (stage $((i + 1)))" >&2; exit 2; }
+done
+if [ "$nstages" -gt 1 ]; then
+  [ $footprint -eq 0 ] || { echo "run.sh: --footprint is a boot of its own (no --stage)" >&2; exit 2; }
+  [ "${S_RUST[0]}" = 0 ] || { echo "run.sh: with --stage, the first stage is C (its vm_stress is /init)" >&2; exit 2; }
+fi
 scale=${PCPU_TEST_TIMEOUT_SCALE:-1}
-boot_bound=$((1200 * scale)) init_bound=$((420 * scale))
+# The boot's bound grows with its stages (each may take as long as a boot).
+boot_bound=$((1200 * scale * nstages)) init_bound=$((420 * scale))
 
 machine=$(bash scripts/vm/fetch-kernels.sh --machine "$arch") || { echo "run.sh: unknown ARCH $arch" >&2; exit 2; }
 read -r _ debarch mkernel msmp mtcg qemu console qemu_args <<<"$machine"
@@ -112,29 +133,34 @@ else
   cc=$triplet-gcc
   toolchain=(-DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchain-cross.cmake" -DPCPU_CROSS_TRIPLET="$triplet")
 fi
-case $variant in
-  plain) defs=() ;;
-  split) defs=(-DPCPU_TEST_SPLIT_BLOCKS) ;;
-  broken) defs=(-DPCPU_TEST_SPLIT_BLOCKS -DPCPU_TEST_BROKEN_SECTION) ;;
-  skew) defs=()
-        [ "$arch" = arm ] || { echo "run.sh: --variant skew is for arm (where a word is 32 bits)" >&2; exit 2; } ;;
-  *) echo "run.sh: unknown variant $variant" >&2; exit 2 ;;
-esac
-
-# The variant as the summary lines name it: rust-VARIANT for --rust.
-vlabel=$variant
-if [ $rust -eq 1 ]; then
-  vlabel=rust-$variant
-  case $arch in
-    aarch64|x86_64) ;;
-    *) echo "run.sh: --rust: no inline add on $arch (the crate's asm is for aarch64 and x86_64)" >&2; exit 2 ;;
-  esac
+# stage_setup I: the stage's variant, rust, extra (its vm_stress
+# arguments), defs (the C build's) and vlabel (the variant as the summary
+# lines name it: rust-VARIANT for --rust), checked.
+stage_setup() {
+  variant=${S_VARIANT[$1]} rust=${S_RUST[$1]} extra=${S_ARGS[$1]}
   case $variant in
-    plain|split|broken) ;;
-    *) echo "run.sh: --rust: variant plain, split or broken" >&2; exit 2 ;;
+    plain) defs=() ;;
+    split) defs=(-DPCPU_TEST_SPLIT_BLOCKS) ;;
+    broken) defs=(-DPCPU_TEST_SPLIT_BLOCKS -DPCPU_TEST_BROKEN_SECTION) ;;
+    skew) defs=()
+          [ "$arch" = arm ] || { echo "run.sh: --variant skew is for arm (where a word is 32 bits)" >&2; exit 2; } ;;
+    *) echo "run.sh: unknown variant $variant" >&2; exit 2 ;;
   esac
-  [ $footprint -eq 0 ] || { echo "run.sh: --rust has no footprint" >&2; exit 2; }
-fi
+  vlabel=$variant
+  if [ "$rust" -eq 1 ]; then
+    vlabel=rust-$variant
+    case $arch in
+      aarch64|x86_64) ;;
+      *) echo "run.sh: --rust: no inline add on $arch (the crate's asm is for aarch64 and x86_64)" >&2; exit 2 ;;
+    esac
+    case $variant in
+      plain|split|broken) ;;
+      *) echo "run.sh: --rust: variant plain, split or broken" >&2; exit 2 ;;
+    esac
+    [ $footprint -eq 0 ] || { echo "run.sh: --rust has no footprint" >&2; exit 2; }
+  fi
+}
+for ((i = 0; i < nstages; i++)); do stage_setup $i; done
 
 # The kernel.
 kernels=$(bash scripts/vm/fetch-kernels.sh) || { echo "run.sh: fetching the kernels failed" >&2; exit 1; }
@@ -191,15 +217,36 @@ rm -rf "$work" && mkdir -p "$work/root"
 cp "$tdir/$target/release/vm_stress" "$work/root/init"
 }
 
-if [ $rust -eq 1 ]; then build_init_rust; else build_init_c; fi
-(cd "$work/root" && find . | cpio -o -H newc --quiet | gzip -1 >"$work/init.cpio.gz")
-
-# The command line: everything after "--" is init's argv.
-if [ $footprint -eq 1 ]; then
-  init_args="--footprint"
+S_WORK=() S_LABEL=()
+for ((i = 0; i < nstages; i++)); do
+  stage_setup $i
+  if [ "$rust" -eq 1 ]; then build_init_rust; else build_init_c; fi
+  S_WORK[i]=$work S_LABEL[i]=$vlabel
+done
+# shellcheck disable=SC2206 # the modes, split on purpose
+modes_of() { local m=(${S_MODES[$1]}); (IFS=,; echo "${m[*]}"); }
+# The command line: everything after "--" is init's argv. With stages,
+# init has none: it finds /stages (one line per stage: its binary, then its
+# arguments) and runs them.
+if [ "$nstages" -eq 1 ]; then
+  if [ $footprint -eq 1 ]; then
+    init_args="--footprint"
+  else
+    init_args="--modes $(modes_of 0) ${S_ARGS[0]}"
+  fi
 else
-  init_args="--modes $(IFS=,; echo "$*") $extra"
+  work=${S_WORK[0]%/*}/$kernel-$(IFS=+; echo "${S_LABEL[*]}")
+  rm -rf "$work" && mkdir -p "$work/root"
+  cp "${S_WORK[0]}/root/init" "$work/root/init"
+  : >"$work/root/stages"
+  for ((i = 0; i < nstages; i++)); do
+    bin=/init
+    if [ $i -gt 0 ]; then bin=/stage$i; cp "${S_WORK[i]}/root/init" "$work/root$bin"; fi
+    echo "$bin --modes $(modes_of $i) ${S_ARGS[i]}" >>"$work/root/stages"
+  done
+  init_args=""
 fi
+(cd "$work/root" && find . | cpio -o -H newc --quiet | gzip -1 >"$work/init.cpio.gz")
 pc=""; [ -n "$possible" ] && pc="possible_cpus=$possible"
 # shellcheck disable=SC2206 # the machine's arguments, split on purpose
 cmd=($qemu -accel $accel $qemu_args -smp "$smp" -nographic -no-reboot -nic none
@@ -248,8 +295,9 @@ done
 secs=$((SECONDS - start))
 # The console's text, from the guest's lines on (the firmware's escape
 # sequences may precede a line).
-tr -d '\r' <"$log" | grep -oE '(VM_RESULT|VM_FOOTPRINT|vm_stress: ).*' >"$work/results.txt" || true
-cat "$work/results.txt"
+tr -d '\r' <"$log" | grep -oE '(VM_STAGE|VM_RESULT|VM_FOOTPRINT|vm_stress: ).*' >"$work/results.txt" || true
+grep -v '^VM_STAGE' "$work/results.txt"
+vlabel=$(IFS=+; echo "${S_LABEL[*]}") # the boot's
 krel=$(cat "$(dirname "$vmlinuz")/release" 2>/dev/null || echo "$kernel")
 if [ $timed_out = 1 ] && ! tr -d '\r' <"$log" | grep -q 'VM_INIT'; then
   echo "VM arch=$arch kernel=$krel variant=$vlabel boot=${secs}s -> FAIL: init did not start within $init_bound s, three boots (console: $log)"
@@ -268,58 +316,70 @@ if [ $footprint -eq 1 ]; then
   echo "VM arch=$arch kernel=$krel footprint -> FAIL (console: $log)"; tail -20 "$log"; exit 1
 fi
 
-# One verdict per mode, from its VM_RESULT line (init prints VM_MODE_END
-# with the child's exit status after each).
+# One verdict per mode of each stage, from its VM_RESULT line (init prints
+# VM_MODE_END with the child's exit status after each) among the lines of
+# its stage (after the runner's "VM_STAGE N", before the next one).
 rc=0
-for m in "$@"; do
-  name=${m%%:*}
-  if [ "${m#footprint}" != "$m" ]; then
-    if grep -qE "^VM_FOOTPRINT .*result=ok spec=$m( |$)" "$work/results.txt"; then
-      echo "VM arch=$arch kernel=$krel mode=$m -> PASS ($(grep -E "^VM_FOOTPRINT .* spec=$m( |$)" "$work/results.txt" | grep -oE 'bytes_per_counter.*fetch_ns=[0-9]+'))"
-    else
-      echo "VM arch=$arch kernel=$krel mode=$m -> FAIL: no footprint (console: $log)"; rc=1
-    fi
-    continue
+for ((i = 0; i < nstages; i++)); do
+  stage_setup $i
+  res_file=$work/results.txt
+  if [ "$nstages" -gt 1 ]; then
+    res_file=$work/results-$i.txt
+    awk -v n=$((i + 1)) '/^VM_STAGE / { in_stage = ($2 == n); next } in_stage' "$work/results.txt" >"$res_file"
   fi
-  line=$(grep -E "^VM_RESULT .* spec=$m( |$)" "$work/results.txt" | tail -1)
-  if [ -z "$line" ]; then
-    echo "VM arch=$arch kernel=$krel variant=$vlabel mode=$m -> FAIL: no result (console: $log)"
-    rc=1; continue
-  fi
-  get() { sed -nE "s/.* $1=([^ ]*).*/\1/p" <<<"$line"; }
-  res=$(get result)
-  summary="VM arch=$arch kernel=$krel cpus=$(get cpus) variant=$vlabel mode=$m index=$(get index) adds=$(get adds) aborts=$(get aborts) hotplug=$(get hotplug) seconds=$(get seconds)"
-  if [ "$variant" = skew ]; then
-    # The test of the tree test: without the reread, a lane taken after
-    # another take and release (vm_stress makes one there) keeps a stale
-    # generation, and a read during its update shows half of it.
-    if [ "$name" = fallback ] || [ "$name" = seccomp ]; then
-      [ "$res" = exact ] && echo "$summary -> PASS exact (no rseq take)" \
-        || { echo "$summary -> FAIL: $res"; rc=1; }
-    elif [ "$res" = FAILED ] && grep -qE '^vm_stress: FAIL: tree: .*torn' "$work/results.txt"; then
-      torn=$(awk -v spec="$m" '/^vm_stress: FAIL: tree: group read in mid-update torn/ { t = $0 }
-        /^VM_RESULT/ { if (index($0, " spec=" spec) && $NF == "spec=" spec) { print t; exit } t = "" }' \
-        "$work/results.txt" | grep -oE 'torn [0-9]+ times of [0-9]+')
-      echo "$summary -> PASS caught (${torn:-torn group reads}: reads in mid-update)"
-    else
-      echo "$summary -> FAIL: the skewed build was not caught ($res)"; rc=1
+  # shellcheck disable=SC2086 # the modes, split on purpose
+  set -- ${S_MODES[i]}
+  for m in "$@"; do
+    name=${m%%:*}
+    if [ "${m#footprint}" != "$m" ]; then
+      if grep -qE "^VM_FOOTPRINT .*result=ok spec=$m( |$)" "$res_file"; then
+        echo "VM arch=$arch kernel=$krel mode=$m -> PASS ($(grep -E "^VM_FOOTPRINT .* spec=$m( |$)" "$res_file" | grep -oE 'bytes_per_counter.*fetch_ns=[0-9]+'))"
+      else
+        echo "VM arch=$arch kernel=$krel mode=$m -> FAIL: no footprint (console: $log)"; rc=1
+      fi
+      continue
     fi
-  elif [ "$variant" = broken ]; then
-    # The test of the test: a section whose range ends before its commit
-    # must lose updates, seen as a wrong total. In the fallback modes no
-    # section runs, so they stay exact.
-    if [ "$name" = fallback ] || [ "$name" = seccomp ]; then
-      [ "$res" = exact ] && echo "$summary -> PASS exact (no section runs)" \
-        || { echo "$summary -> FAIL: $res"; rc=1; }
-    elif [ "$res" = FAILED ] && grep -qE '^vm_stress: FAIL: (counter|add_many|histogram|group|rwlock|ref holds|hcounter|load_cbne_store_store)' "$work/results.txt"; then
-      runs=$(grep -cE "^VM_RESULT .* spec=$m( |$)" "$work/results.txt")
-      echo "$summary -> PASS caught in run $runs (the broken build lost updates)"
-    else
-      echo "$summary -> FAIL: the broken build was not caught ($res)"; rc=1
+    line=$(grep -E "^VM_RESULT .* spec=$m( |$)" "$res_file" | tail -1)
+    if [ -z "$line" ]; then
+      echo "VM arch=$arch kernel=$krel variant=$vlabel mode=$m -> FAIL: no result (console: $log)"
+      rc=1; continue
     fi
-  else
-    if [ "$res" = exact ]; then echo "$summary -> PASS exact"; else echo "$summary -> FAIL: $res"; rc=1; fi
-  fi
+    get() { sed -nE "s/.* $1=([^ ]*).*/\1/p" <<<"$line"; }
+    res=$(get result)
+    summary="VM arch=$arch kernel=$krel cpus=$(get cpus) variant=$vlabel mode=$m index=$(get index) adds=$(get adds) aborts=$(get aborts) hotplug=$(get hotplug) seconds=$(get seconds)"
+    if [ "$variant" = skew ]; then
+      # The test of the tree test: without the reread, a lane taken after
+      # another take and release (vm_stress makes one there) keeps a stale
+      # generation, and a read during its update shows half of it.
+      if [ "$name" = fallback ] || [ "$name" = seccomp ]; then
+        [ "$res" = exact ] && echo "$summary -> PASS exact (no rseq take)" \
+          || { echo "$summary -> FAIL: $res"; rc=1; }
+      elif [ "$res" = FAILED ] && grep -qE '^vm_stress: FAIL: tree: .*torn' "$res_file"; then
+        torn=$(awk -v spec="$m" '/^vm_stress: FAIL: tree: group read in mid-update torn/ { t = $0 }
+          /^VM_RESULT/ { if (index($0, " spec=" spec) && $NF == "spec=" spec) { print t; exit } t = "" }' \
+          "$res_file" | grep -oE 'torn [0-9]+ times of [0-9]+')
+        echo "$summary -> PASS caught (${torn:-torn group reads}: reads in mid-update)"
+      else
+        echo "$summary -> FAIL: the skewed build was not caught ($res)"; rc=1
+      fi
+    elif [ "$variant" = broken ]; then
+      # The test of the test: a section whose range ends before its commit
+      # must lose updates, seen as a wrong total. In the fallback modes no
+      # section runs, so they stay exact.
+      if [ "$name" = fallback ] || [ "$name" = seccomp ]; then
+        [ "$res" = exact ] && echo "$summary -> PASS exact (no section runs)" \
+          || { echo "$summary -> FAIL: $res"; rc=1; }
+      elif [ "$res" = FAILED ] && grep -qE '^vm_stress: FAIL: (counter|add_many|histogram|group|rwlock|ref holds|hcounter|load_cbne_store_store)' "$res_file"; then
+        runs=$(grep -cE "^VM_RESULT .* spec=$m( |$)" "$res_file")
+        echo "$summary -> PASS caught in run $runs (the broken build lost updates)"
+      else
+        echo "$summary -> FAIL: the broken build was not caught ($res)"; rc=1
+      fi
+    else
+      if [ "$res" = exact ]; then echo "$summary -> PASS exact"; else echo "$summary -> FAIL: $res"; rc=1; fi
+    fi
+  done
 done
+vlabel=$(IFS=+; echo "${S_LABEL[*]}")
 echo "VM arch=$arch kernel=$krel variant=$vlabel tcg=$tcg boot+run=${secs}s rc=$rc"
 exit $rc

@@ -1618,6 +1618,47 @@ static void run_modes(int argc, char **argv, int at)
 	finish(0);
 }
 
+/* /stages (scripts/vm/run.sh --stage): one boot for several builds of one
+ * machine (plain, split, broken...), a boot of an emulated machine costing
+ * as much as a build's run. Each line is a stage, "BINARY ARG...": run in a
+ * child of its own (not init there: it runs its --modes and exits), one
+ * after the other, "VM_STAGE N" printed before each so that run.sh gives
+ * each stage's lines to its own verdicts; then the end (power-off). */
+static void run_stages(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[4096];
+	int n = 0;
+
+	CHECK(f);
+	while (fgets(line, sizeof line, f)) {
+		char *args[64], *save = NULL, *a;
+		int k = 0, st;
+		pid_t pid, w;
+
+		line[strcspn(line, "\n")] = '\0';
+		for (a = strtok_r(line, " ", &save); a && k < 63; a = strtok_r(NULL, " ", &save))
+			args[k++] = a;
+		if (k == 0)
+			continue;
+		args[k] = NULL;
+		printf("VM_STAGE %d %s\n", ++n, args[0]);
+		fflush(stdout);
+		pid = fork();
+		CHECK(pid >= 0);
+		if (pid == 0) {
+			execv(args[0], args);
+			printf("vm_stress: FAIL: stage %d: exec %s: %s\n", n, args[0], strerror(errno));
+			_exit(127);
+		}
+		while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
+			;
+		printf("VM_STAGE_END %d status=0x%x\n", n, w == pid ? st : -1);
+	}
+	fclose(f);
+	finish(0);
+}
+
 /* ---- main --------------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -1649,6 +1690,8 @@ int main(int argc, char **argv)
 		/* run.sh tells a boot that never reached init (an emulated
 		 * kernel's panic) from a run that failed. */
 		printf("VM_INIT\n");
+		if (access("/stages", R_OK) == 0)
+			run_stages("/stages");
 	}
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--modes") && i + 1 < argc)
