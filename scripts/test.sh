@@ -99,8 +99,10 @@ export PATH="$venv/bin:$PATH"
 
 jobs=$(nproc)
 # The unit tier's tests mostly wait (processes starting, sockets): twice
-# as many at once as CPUs (34 s -> 25 s on 2 CPUs). The whole suite keeps
-# one per CPU, the emulated machines filling what it leaves idle.
+# as many at once as CPUs (34 s -> 25 s on 2 CPUs). The whole suite's
+# plain ctest keeps one per CPU, the emulated machines filling what it
+# leaves idle; the sanitizer configurations, after them, one more
+# (san_ctest_jobs below).
 ctest_jobs=$jobs
 [ $quick -eq 1 ] && ctest_jobs=$((2 * jobs))
 total_pass=0 total_fail=0 failed_configs=()
@@ -128,8 +130,8 @@ if [ $vm -eq 1 ] && [ $quick -eq 0 ]; then
   echo "=== emulated machines: started in the background (scripts/vm/run-all.sh; log: $vm_log)"
 fi
 
-run_config() { # name, build dir, ctest label arguments, cmake args...
-  local name=$1 dir=$2 select=$3; shift 3
+run_config() { # name, build dir, ctest label arguments, ctest jobs, cmake args...
+  local name=$1 dir=$2 select=$3 cjobs=$4; shift 4
   step_start "$name build"
   echo "=== $name: configure + build ($dir)"
   if ! cmake -S . -B "$dir" -G Ninja "$@" -DPCPU_TEST_TIMEOUT_SCALE="$scale" -DPCPU_PYTHON3="$venv/bin/python3" \
@@ -146,7 +148,7 @@ run_config() { # name, build dir, ctest label arguments, cmake args...
   # --timeout: only for a test without a TIMEOUT of its own (every test of
   # the suite has one: this is a backstop).
   # shellcheck disable=SC2086 # the label arguments, split on purpose
-  (cd "$dir" && ctest --output-on-failure -j "$ctest_jobs" --timeout $((600 * scale)) $select) 2>&1 | tee "$log"
+  (cd "$dir" && ctest --output-on-failure -j "$cjobs" --timeout $((600 * scale)) $select) 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
   local line pass fail
   line=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' "$log" | tail -1)
@@ -170,7 +172,7 @@ run_config() { # name, build dir, ctest label arguments, cmake args...
 # --quick: the unit tier only.
 plain_select=""
 [ $quick -eq 1 ] && plain_select="-L unit"
-run_config plain build "$plain_select" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCPU_PROTOBUF=ON \
+run_config plain build "$plain_select" "$ctest_jobs" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCPU_PROTOBUF=ON \
   -DPCPU_BUILD_TESTS=ON -DPCPU_BUILD_BENCH=ON -DPCPU_BUILD_EXAMPLES=ON
 # count_cargo_log NAME LOG RC: adds the passed and failed counts of LOG's
 # `test result:` lines to the totals; a cargo that failed (RC) with no
@@ -271,9 +273,15 @@ run_go() {
 }
 if [ $quick -eq 0 ]; then step_start go; run_go; step_end; fi
 
+# The sanitizer configurations come after the emulated machines have
+# finished (they take 25-30 min beside the steps above), and their tests
+# keep two CPUs busy only 72-76 % of the time at one test per CPU (waiting
+# on children, sockets, timers): one test more than CPUs. The ASan+UBSan
+# ctest on 2 CPUs, alone: 449 s wall, 666 s CPU at -j2; 350 s, 583 s at -j3.
+san_ctest_jobs=$((jobs + 1))
 if [ $quick -eq 0 ]; then
-  run_config asan+ubsan build-asan "-LE repeat" -DCMAKE_BUILD_TYPE=Debug -DPCPU_SANITIZE=address -DPCPU_BUILD_BENCH=OFF -DPCPU_PROTOBUF=ON
-  run_config tsan build-tsan "-LE repeat" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCPU_SANITIZE=thread -DPCPU_BUILD_BENCH=OFF -DPCPU_PROTOBUF=ON
+  run_config asan+ubsan build-asan "-LE repeat" "$san_ctest_jobs" -DCMAKE_BUILD_TYPE=Debug -DPCPU_SANITIZE=address -DPCPU_BUILD_BENCH=OFF -DPCPU_PROTOBUF=ON
+  run_config tsan build-tsan "-LE repeat" "$san_ctest_jobs" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCPU_SANITIZE=thread -DPCPU_BUILD_BENCH=OFF -DPCPU_PROTOBUF=ON
 fi
 
 if [ -n "$vm_pid" ]; then
