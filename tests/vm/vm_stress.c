@@ -1544,6 +1544,26 @@ static void carry_run(const char *kernel, unsigned present, unsigned possible, c
 	finish(failures ? 1 : 0);
 }
 
+/* path with args in a child, waited for: its wait status, or -1. As init,
+ * orphans are ours too: this waits for that child only. */
+static int run_child(const char *path, char *const args[])
+{
+	pid_t pid, w;
+	int st;
+
+	fflush(stdout);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		execv(path, args);
+		printf("vm_stress: FAIL: exec %s: %s\n", path, strerror(errno));
+		_exit(127);
+	}
+	while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
+		;
+	return w == pid ? st : -1;
+}
+
 /* --modes A,B,...: each mode in a child of its own, one after the other
  * (a spec is MODE[:cpu|:mm_cid][:expect=cpu|mm_cid][:hotplug=N]), the other arguments
  * passed on; then the end (as init: power-off). */
@@ -1559,7 +1579,6 @@ static void run_modes(int argc, char **argv, int at)
 	for (m = strtok_r(list, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
 		char *args[64], *copy = strdup(m), *save2 = NULL, *part;
 		int n = 0, st;
-		pid_t pid, w;
 
 		CHECK(copy && argc < 48);
 		args[n++] = argv[0];
@@ -1598,18 +1617,9 @@ static void run_modes(int argc, char **argv, int at)
 		 * interruption on one instruction: each run is another chance,
 		 * and the first run that loses one ends it). */
 		for (unsigned long r = 0; r < rounds; r++) {
-			fflush(stdout);
-			pid = fork();
-			CHECK(pid >= 0);
-			if (pid == 0) {
-				execv("/proc/self/exe", args);
-				_exit(127);
-			}
-			/* As init, orphans are ours too: wait for this child only. */
-			while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
-				;
-			printf("VM_MODE_END spec=%s round=%lu status=0x%x\n", m, r + 1, w == pid ? st : -1);
-			if (w != pid || st != 0)
+			st = run_child("/proc/self/exe", args);
+			printf("VM_MODE_END spec=%s round=%lu status=0x%x\n", m, r + 1, st);
+			if (st != 0)
 				break;
 		}
 		free(copy);
@@ -1633,8 +1643,7 @@ static void run_stages(const char *path)
 	CHECK(f);
 	while (fgets(line, sizeof line, f)) {
 		char *args[64], *save = NULL, *a;
-		int k = 0, st;
-		pid_t pid, w;
+		int k = 0;
 
 		line[strcspn(line, "\n")] = '\0';
 		for (a = strtok_r(line, " ", &save); a && k < 63; a = strtok_r(NULL, " ", &save))
@@ -1643,17 +1652,7 @@ static void run_stages(const char *path)
 			continue;
 		args[k] = NULL;
 		printf("VM_STAGE %d %s\n", ++n, args[0]);
-		fflush(stdout);
-		pid = fork();
-		CHECK(pid >= 0);
-		if (pid == 0) {
-			execv(args[0], args);
-			printf("vm_stress: FAIL: stage %d: exec %s: %s\n", n, args[0], strerror(errno));
-			_exit(127);
-		}
-		while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
-			;
-		printf("VM_STAGE_END %d status=0x%x\n", n, w == pid ? st : -1);
+		printf("VM_STAGE_END %d status=0x%x\n", n, run_child(args[0], args));
 	}
 	fclose(f);
 	finish(0);
