@@ -67,7 +67,6 @@ static int rounds = 5, smoke;
  * exits at once). */
 static pid_t children[2];
 
-
 /* CPU time of every thread of process pid, in ns (schedstat's first field). */
 static double process_cpu_ns(pid_t pid)
 {
@@ -137,16 +136,18 @@ static void *spread_adds(void *arg)
 	return NULL;
 }
 
+#define SPREAD_MAX 64 /* threads at most: the first 64 online CPUs */
+
 static void spread_over_cpus(pcpu_counter_t *c, size_t n)
 {
 	cpu_set_t online;
-	struct spread sp[CPU_SETSIZE];
-	pthread_t t[CPU_SETSIZE];
+	struct spread sp[SPREAD_MAX];
+	pthread_t t[SPREAD_MAX];
 	int cpu, k = 0, j;
 
 	if (sched_getaffinity(0, sizeof online, &online) != 0)
 		return;
-	for (cpu = 0; cpu < CPU_SETSIZE && k < 64; cpu++)
+	for (cpu = 0; cpu < CPU_SETSIZE && k < SPREAD_MAX; cpu++)
 		if (CPU_ISSET(cpu, &online)) {
 			sp[k].c = c;
 			sp[k].n = n;
@@ -167,8 +168,8 @@ static pcpu_registry_t *make_registry(size_t n, const char *dir, pcpu_segment_t 
 	size_t f, i, per = n < 100 ? n : 100, made = 0;
 	pcpu_counter_t *all = calloc(n ? n : 1, sizeof *all);
 
-	if (!reg)
-		return NULL;
+	if (!reg || !all)
+		goto fail;
 	memset(&so, 0, sizeof so);
 	so.dir = dir;
 	*segp = pcpu_segment_publish(reg, "scrapebench", &so);
@@ -195,16 +196,19 @@ static pcpu_registry_t *make_registry(size_t n, const char *dir, pcpu_segment_t 
 
 			snprintf(value, sizeof value, "%zu", i);
 			c = pcpu_family_counter(fam, (const char *[]){ value });
-			if (!c || !all)
-				return NULL;
+			if (!c)
+				goto fail;
 			all[made++] = c;
 		}
 		if (!fam)
-			return NULL;
+			goto fail;
 	}
 	spread_over_cpus(all, made);
 	free(all);
 	return reg;
+fail: /* the caller exits */
+	free(all);
+	return NULL;
 }
 
 /* ---- an HTTP client on one kept-alive connection --------------------------------------- */
