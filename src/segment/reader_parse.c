@@ -28,6 +28,23 @@ static void set_bad(int *bad, char *msg, size_t cap, const char *text)
 }
 #define BAD(x, text) set_bad(&(x)->bad, (x)->msg, sizeof (x)->msg, (text))
 
+/* The same for a series, whose message is allocated (struct ser): 0, or -1
+ * when the budget or memory is exhausted (the parse fails, as for any other
+ * allocation). */
+static int ser_bad(struct parse *p, struct ser *s, const char *text)
+{
+	size_t n = strlen(text) + 1;
+	char *m = pcpu__rd_alloc(p->b, n);
+
+	s->bad = 1;
+	if (!m)
+		return -1;
+	memcpy(m, text, n);
+	free(s->msg);
+	s->msg = m;
+	return 0;
+}
+
 /* Next NUL-terminated string of the blob: s, or NULL if not terminated. */
 static const char *blob_str(const char *blob, uint32_t len, uint32_t *pos)
 {
@@ -308,12 +325,12 @@ static int parse_series(struct parse *p, struct ser *s)
 	uint64_t end;
 
 	if (!pcpu_metric_type_info((enum pcpu_metric_type)e->type))
-		return BAD(s, "unknown metric type"), 0;
+		return ser_bad(p, s, "unknown metric type");
 	if (e->nlabels > PCPU_STATS_LABELS_MAX)
-		return BAD(s, "too many labels"), 0;
+		return ser_bad(p, s, "too many labels");
 	blob = pcpu__rd_entry_blob(p, e);
 	if (!blob)
-		return BAD(s, "blob outside the string table"), 0;
+		return ser_bad(p, s, "blob outside the string table");
 	if (e->nlabels) {
 		s->values = pcpu__rd_alloc(p->b, (uint64_t)e->nlabels * sizeof *s->values);
 		if (!s->values)
@@ -322,54 +339,56 @@ static int parse_series(struct parse *p, struct ser *s)
 	for (l = 0; l < e->nlabels; l++) {
 		s->values[l] = blob_str(blob, e->blob_len, &pos);
 		if (!s->values[l])
-			return BAD(s, "label value not terminated"), 0;
+			return ser_bad(p, s, "label value not terminated");
 		if (pcpu_stats_check_label_value(s->values[l]) < 0)
-			return BAD(s, pcpu_stats_error()), 0;
+			return ser_bad(p, s, pcpu_stats_error());
 	}
 	if (pos != e->blob_len)
-		return BAD(s, "trailing bytes in blob"), 0;
+		return ser_bad(p, s, "trailing bytes in blob");
 	if (e->kind == PCPU__SEG_GROUP_SERIES) {
 		/* Checked against its GROUP entry once both are known stable. */
 		if (pcpu_metric_type_info((enum pcpu_metric_type)e->type)->value == PCPU_VALUE_BUCKETS)
-			return BAD(s, "a group member is a counter or a gauge"), 0;
+			return ser_bad(p, s, "a group member is a counter or a gauge");
 		if (e->u32a >= PCPU__SEG_GROUP_MAX || e->u32b != 8 || e->value_off >= p->used)
-			return BAD(s, "group member: bad member index, size or group entry"), 0;
+			return ser_bad(p, s, "group member: bad member index, size or group entry");
 		s->group = 1;
 		s->loc = UINT64_MAX; /* no storage */
 		s->serial = e->serial;
 		return 0;
 	}
 	if (e->u32a >= p->h->nchunks)
-		return BAD(s, "chunk past the end"), 0;
+		return ser_bad(p, s, "chunk past the end");
 	if (e->value_off % PCPU__SEG_VALUE_ALIGN)
-		return BAD(s, "value not aligned to 8 bytes"), 0;
+		return ser_bad(p, s, "value not aligned to 8 bytes");
 	if (__builtin_add_overflow(e->value_off, (uint64_t)e->u32b, &end) ||
 	    end > p->h->slot_stride || e->u32b == 0)
-		return BAD(s, "value outside its slot"), 0;
+		return ser_bad(p, s, "value outside its slot");
 	/* slot_stride <= 2^40, so the offset fits below bit 40. */
 	s->loc = ((uint64_t)e->u32a << 40) | e->value_off;
+	s->size = e->u32b;
 	s->serial = e->serial;
 	return 0;
 }
 
 /* Links series to families (which must be sorted by id). */
-static void link_series(struct parse *p, struct ser *s)
+static int link_series(struct parse *p, struct ser *s)
 {
 	struct fam *f;
 
 	if (s->bad)
-		return;
+		return 0;
 	f = find_family(p, s->e->family_id);
 	if (!f)
-		return; /* orphan: decided later (flux or corruption) */
+		return 0; /* orphan: decided later (flux or corruption) */
 	s->fam = f;
 	if (f->bad)
-		return;
+		return 0;
 	if (f->e->type != s->e->type || f->e->nlabels != s->e->nlabels)
-		BAD(s, "type or labels differ from the family's");
-	else if (value_size(f->e) != s->e->u32b &&
-		 !(f->nanos && !f->wide && s->e->u32b == PCPU__SEG_NANOS_SIZE)) /* a 2.7 writer's */
-		BAD(s, "value size does not match the type");
+		return ser_bad(p, s, "type or labels differ from the family's");
+	if (value_size(f->e) != s->e->u32b &&
+	    !(f->nanos && !f->wide && s->e->u32b == PCPU__SEG_NANOS_SIZE)) /* a 2.7 writer's */
+		return ser_bad(p, s, "value size does not match the type");
+	return 0;
 }
 
 /* ---- the directory --------------------------------------------------------------- */
@@ -430,7 +449,8 @@ int pcpu__rd_parse_directory(struct parse *p)
 			BAD(&p->fams[i - 1], "family id used twice");
 		}
 	for (i = 0; i < p->nsers; i++)
-		link_series(p, &p->sers[i]);
+		if (link_series(p, &p->sers[i]) < 0)
+			return -1;
 	return 0;
 }
 
@@ -451,6 +471,7 @@ void pcpu__rd_parse_free(struct parse *p)
 		free(p->sers[i].counts);
 		free(p->sers[i].slots);
 		free(p->sers[i].dslots);
+		free(p->sers[i].msg);
 	}
 	free(p->fams);
 	free(p->sers);

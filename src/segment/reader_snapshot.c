@@ -301,10 +301,14 @@ static int check_storage(struct attempt *a)
 	for (k = 0; k < p->nsers; k++)
 		if (a->kept_ser[k] && !p->sers[k].group)
 			v[n++] = &p->sers[k];
-	qsort(v, n, sizeof *v, pcpu__rd_cmp_ser_loc);
+	/* Mostly in creation order already (pcpu__rd_read_values()). */
+	for (k = 1; k < n && pcpu__rd_cmp_ser_loc(&v[k - 1], &v[k]) <= 0; k++)
+		;
+	if (k < n)
+		qsort(v, n, sizeof *v, pcpu__rd_cmp_ser_loc);
 	for (k = 1; k < n; k++)
-		if (v[k]->e->u32a == v[k - 1]->e->u32a &&
-		    v[k]->e->value_off < v[k - 1]->e->value_off + v[k - 1]->e->u32b) {
+		if (pcpu__rd_ser_chunk(v[k]) == pcpu__rd_ser_chunk(v[k - 1]) &&
+		    pcpu__rd_ser_off(v[k]) < pcpu__rd_ser_off(v[k - 1]) + v[k - 1]->size) {
 			pcpu__seg_fail(EBADMSG,
 				       "segment %s: corrupted directory: entries %u and %u share "
 				       "storage",

@@ -42,7 +42,7 @@ static void accumulate(struct ser *s, const unsigned char *v, unsigned slot, int
 		s->acc0 += part;
 		if (s->fam->nanos)
 			s->acc1 += pcpu__rd_ld64(v + 8);
-		if (s->e->u32b == PCPU__SEG_FRACTION_SIZE) /* 2.8: the residue's bits */
+		if (s->size == PCPU__SEG_FRACTION_SIZE) /* 2.8: the residue's bits */
 			s->acc2 += pcpu__rd_ld64(v + 16);
 		break;
 	case PCPU_VALUE_BUCKETS: {
@@ -274,11 +274,11 @@ static int read_chunk(struct parse *p, struct ser **v, uint32_t chunk, const str
 						t[w] += pcpu__rd_ld64(buf + 8 * w);
 					for (k = u->first; u->wide && k < u->last; k++)
 						if (v[k]->fam->wide)
-							accumulate(v[k], buf + (v[k]->e->value_off - u->lo), slot, 0);
+							accumulate(v[k], buf + (pcpu__rd_ser_off(v[k]) - u->lo), slot, 0);
 					continue;
 				}
 				for (k = u->first; k < u->last; k++)
-					accumulate(v[k], buf + (v[k]->e->value_off - u->lo), slot, per_slot);
+					accumulate(v[k], buf + (pcpu__rd_ser_off(v[k]) - u->lo), slot, per_slot);
 			}
 		}
 		pos = hole;
@@ -291,7 +291,7 @@ static int read_chunk(struct parse *p, struct ser **v, uint32_t chunk, const str
 				if (!runs[i].wide || !v[k]->fam->wide)
 					accumulate(v[k],
 						   (const unsigned char *)(sum + runs[i].sum_at +
-									   (v[k]->e->value_off - runs[i].lo) / 8),
+									   (pcpu__rd_ser_off(v[k]) - runs[i].lo) / 8),
 						   0, 0);
 	}
 	return 0;
@@ -350,18 +350,19 @@ int pcpu__rd_read_values(struct parse *p)
 	if (!runs)
 		goto out;
 	for (i = 0; i < n; i = j) {
-		uint32_t chunk = v[i]->e->u32a;
+		uint32_t chunk = pcpu__rd_ser_chunk(v[i]);
 		size_t nruns = 0, words = 0;
 
 		/* The chunk's runs: values closer than RUN_GAP to the next. */
-		for (j = i; j < n && v[j]->e->u32a == chunk; j = k) {
-			uint64_t lo = v[j]->e->value_off, hi = lo + v[j]->e->u32b;
+		for (j = i; j < n && pcpu__rd_ser_chunk(v[j]) == chunk; j = k) {
+			uint64_t lo = pcpu__rd_ser_off(v[j]), hi = lo + v[j]->size;
 			int wide = v[j]->fam->wide;
 
-			for (k = j + 1; k < n && v[k]->e->u32a == chunk && v[k]->e->value_off <= hi + RUN_GAP;
+			for (k = j + 1; k < n && pcpu__rd_ser_chunk(v[k]) == chunk &&
+				    pcpu__rd_ser_off(v[k]) <= hi + RUN_GAP;
 			     k++) {
-				if (v[k]->e->value_off + v[k]->e->u32b > hi)
-					hi = v[k]->e->value_off + v[k]->e->u32b;
+				if (pcpu__rd_ser_off(v[k]) + v[k]->size > hi)
+					hi = pcpu__rd_ser_off(v[k]) + v[k]->size;
 				wide |= v[k]->fam->wide;
 			}
 			runs[nruns].lo = lo;

@@ -204,6 +204,17 @@ static void expect(const char *what, void (*mutate)(struct sb *), int want)
 	expect_built(sb_standard, what, mutate, want);
 }
 
+/* The same, and the reader's message says `says`: which entry, and why
+ * (a series keeps its own copy of the why, the label checker's included). */
+static void expect_says(const char *what, void (*mutate)(struct sb *), int want, const char *says)
+{
+	expect(what, mutate, want);
+	if (!strstr(pcpu_reader_error(), says)) {
+		fprintf(stderr, "%s: the message does not say \"%s\": %s\n", what, says, pcpu_reader_error());
+		exit(1);
+	}
+}
+
 /* ---- 2.8: values beyond the integer words, label sets of one name ---- */
 
 static void check_v28(void)
@@ -428,7 +439,8 @@ static void check_hostile(void)
 	expect("65535 labels", m_huge_nlabels, EBADMSG);
 	expect("2^32-1 buckets", m_huge_nbuckets, EBADMSG);
 	expect("family name not terminated", m_not_terminated, EBADMSG);
-	expect("label value not terminated", m_value_not_terminated, EBADMSG);
+	expect_says("label value not terminated", m_value_not_terminated, EBADMSG,
+		    "entry 1 (series): label value not terminated");
 	expect("two series sharing storage", m_share, EBADMSG);
 	expect("chunk past the end", m_chunk, EBADMSG);
 	expect("value past its slot", m_value_past_slot, EBADMSG);
@@ -436,7 +448,8 @@ static void check_hostile(void)
 	expect("two families of one name", m_dup_family, EBADMSG);
 	expect("two series of one label set", m_dup_series, EBADMSG);
 	expect("two families of one id", m_dup_id, EBADMSG);
-	expect("label value not UTF-8", m_bad_utf8, EBADMSG);
+	expect_says("label value not UTF-8", m_bad_utf8, EBADMSG,
+		    "entry 1 (series): label value \"\\xffET\" is not valid UTF-8 (byte \\xff at offset 0)");
 	expect("metric name not valid", m_bad_name, EBADMSG);
 	expect("bounds not increasing", m_bounds, EBADMSG);
 	expect("log-linear bucket count", m_loglinear, EBADMSG);
@@ -452,7 +465,8 @@ static void check_hostile(void)
 	expect("native schema 9", m_native_schema, EBADMSG);
 	expect("native index out of range", m_native_index, EBADMSG);
 	expect("native zero bucket below 0", m_native_negative, EBADMSG);
-	expect("series type differs from family", m_type_mismatch, EBADMSG);
+	expect_says("series type differs from family", m_type_mismatch, EBADMSG,
+		    "entry 4 (series): type or labels differ from the family's");
 	expect("label \"le\" in a histogram", m_le, EBADMSG);
 	expect("bad magic", m_bad_magic, EBADMSG);
 	expect("no magic yet", m_zero_magic, EAGAIN);
