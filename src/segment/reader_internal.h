@@ -222,6 +222,7 @@ struct parse {
 	size_t nsers;
 	unsigned flags;
 	int unsettled;          /* a word's halves kept changing (reader_values.c) */
+	struct pcpu__rd_plan *plan; /* how its values are read (reader_values.c) */
 };
 
 #define ENTRY_AT(p, i) ((const struct pcpu__seg_entry *)((p)->E + (uint64_t)(i) * (p)->h->entry_size))
@@ -257,6 +258,9 @@ static inline int pcpu__rd_usable(const struct ser *s)
 }
 
 /* ---- reader_values.c ---- */
+
+/* Frees a parse's plan (NULL: nothing). */
+PCPU_HIDDEN void pcpu__rd_plan_free(struct pcpu__rd_plan *pl);
 
 /* Reads the values of every usable series with storage into its
  * accumulators (zeroed first: a parse may be read again; its arrays are

@@ -475,7 +475,9 @@ void pcpu__rd_parse_free(struct parse *p)
 	}
 	free(p->fams);
 	free(p->sers);
+	pcpu__rd_plan_free(p->plan);
 	p->fams = NULL;
 	p->sers = NULL;
+	p->plan = NULL;
 	p->nfams = p->nsers = 0;
 }

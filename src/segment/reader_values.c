@@ -288,33 +288,143 @@ static int read_chunk(struct parse *p, struct ser **v, uint32_t chunk, const str
 
 		for (i = 0; i < nruns; i++)
 			for (k = runs[i].first; k < runs[i].last; k++)
-				if (!runs[i].wide || !v[k]->fam->wide)
+				if (!runs[i].wide || !v[k]->fam->wide) {
+					v[k]->acc0 = v[k]->acc1 = v[k]->acc2 = 0;
 					accumulate(v[k],
 						   (const unsigned char *)(sum + runs[i].sum_at +
 									   (pcpu__rd_ser_off(v[k]) - runs[i].lo) / 8),
 						   0, 0);
+				}
 	}
 	return 0;
 }
 
-int pcpu__rd_read_values(struct parse *p)
-{
-	const struct pcpu__seg_header *h = p->h;
-	struct ser **v;
-	struct run *runs = NULL;
-	unsigned char *buf = NULL;
-	uint64_t *sum = NULL;
-	size_t n = 0, i, j, k, bufcap = 0, sumcap = 0;
-	int per_slot = (p->flags & PCPU_READER_PER_SLOT) != 0, rc = -1;
+/* What pcpu__rd_read_values() works out of a parse before it reads: the
+ * series with storage in storage order, and their runs, chunk by chunk. It
+ * depends on the parse alone, so it is kept with it (pcpu__rd_parse_free()
+ * frees it): a kept directory read again (reader_snapshot.c's cache) then
+ * reads only the values. Before, each read walked every series four times
+ * to find the same runs again: most of a /metrics/SEGMENT scrape's reading
+ * at 10^5 series, cache misses all. */
+struct pcpu__rd_plan {
+	struct ser **v;          /* the series read, sorted by location */
+	size_t n;
+	struct run *runs;        /* each chunk's, one chunk after the other */
+	struct plan_chunk {
+		uint32_t chunk;
+		size_t first, nruns; /* its runs in runs[] */
+		size_t words;        /* 8-byte words its runs hold */
+	} *chunks;
+	size_t nchunks;
+	size_t bufcap;           /* the longest run's bytes */
+	size_t sumcap;           /* the most words of one chunk */
+	/* A series needs more than its sums zeroed before each read: a
+	 * histogram's counts, a family's doubles, per-slot values. */
+	int setup;
+};
 
-	v = pcpu__rd_alloc(p->b, (uint64_t)(p->nsers ? p->nsers : 1) * sizeof *v);
-	if (!v)
+void pcpu__rd_plan_free(struct pcpu__rd_plan *pl)
+{
+	if (!pl)
+		return;
+	free(pl->v);
+	free(pl->runs);
+	free(pl->chunks);
+	free(pl);
+}
+
+/* Works out p->plan (charged to the budget once). 0, or -1 with no plan. */
+static int make_plan(struct parse *p)
+{
+	struct pcpu__rd_plan *pl;
+	struct ser **v;
+	size_t n = 0, i, j, k, nruns = 0;
+	int per_slot = (p->flags & PCPU_READER_PER_SLOT) != 0;
+
+	pl = pcpu__rd_alloc(p->b, sizeof *pl);
+	if (!pl)
 		return -1;
+	pl->setup = per_slot;
+	pl->v = v = pcpu__rd_alloc(p->b, (uint64_t)(p->nsers ? p->nsers : 1) * sizeof *v);
+	if (!v)
+		goto fail;
 	for (i = 0; i < p->nsers; i++) {
 		struct ser *s = &p->sers[i];
 
 		if (!pcpu__rd_usable(s) || s->group)
 			continue;
+		if (s->fam->value == PCPU_VALUE_BUCKETS || s->fam->wide)
+			pl->setup = 1;
+		v[n++] = s;
+	}
+	pl->n = n;
+	/* Storage is handed out in creation order, and so are entries, most
+	 * of the time: a sorted list is not sorted again (n log n compares,
+	 * most of a snapshot of an unchanged directory otherwise). */
+	for (i = 1; i < n && pcpu__rd_cmp_ser_loc(&v[i - 1], &v[i]) <= 0; i++)
+		;
+	if (i < n)
+		qsort(v, n, sizeof *v, pcpu__rd_cmp_ser_loc);
+	pl->runs = pcpu__rd_alloc(p->b, (uint64_t)(n ? n : 1) * sizeof *pl->runs);
+	pl->chunks = pcpu__rd_alloc(p->b, (uint64_t)(n ? n : 1) * sizeof *pl->chunks);
+	if (!pl->runs || !pl->chunks)
+		goto fail;
+	for (i = 0; i < n; i = j) {
+		struct plan_chunk *c = &pl->chunks[pl->nchunks++];
+
+		c->chunk = pcpu__rd_ser_chunk(v[i]);
+		c->first = nruns;
+		/* The chunk's runs: values closer than RUN_GAP to the next. */
+		for (j = i; j < n && pcpu__rd_ser_chunk(v[j]) == c->chunk; j = k) {
+			uint64_t lo = pcpu__rd_ser_off(v[j]), hi = lo + v[j]->size;
+			int wide = v[j]->fam->wide;
+			struct run *u = &pl->runs[nruns++];
+
+			for (k = j + 1; k < n && pcpu__rd_ser_chunk(v[k]) == c->chunk &&
+				    pcpu__rd_ser_off(v[k]) <= hi + RUN_GAP;
+			     k++) {
+				if (pcpu__rd_ser_off(v[k]) + v[k]->size > hi)
+					hi = pcpu__rd_ser_off(v[k]) + v[k]->size;
+				wide |= v[k]->fam->wide;
+			}
+			u->lo = lo;
+			u->hi = hi;
+			u->first = j;
+			u->last = k;
+			u->wide = wide;
+			u->sum_at = c->words;
+			c->words += (size_t)(hi - lo) / 8; /* values are 8-byte words */
+			if (hi - lo > pl->bufcap)
+				pl->bufcap = (size_t)(hi - lo);
+		}
+		c->nruns = nruns - c->first;
+		if (c->words > pl->sumcap)
+			pl->sumcap = c->words;
+	}
+	p->plan = pl;
+	return 0;
+fail:
+	pcpu__rd_plan_free(pl);
+	return -1;
+}
+
+int pcpu__rd_read_values(struct parse *p)
+{
+	const struct pcpu__seg_header *h = p->h;
+	struct pcpu__rd_plan *pl;
+	unsigned char *buf = NULL;
+	uint64_t *sum = NULL;
+	size_t i;
+	int per_slot = (p->flags & PCPU_READER_PER_SLOT) != 0, rc = -1;
+
+	if (!p->plan && make_plan(p) < 0)
+		return -1;
+	pl = p->plan;
+	/* Without setup, each series' sums are zeroed where they are read
+	 * (read_chunk()): a pass over every series fewer. */
+	for (i = 0; pl->setup && i < pl->n; i++) {
+		struct ser *s = pl->v[i];
+
 		s->acc0 = 0; /* a parse read again (reader_snapshot.c's cache) */
 		s->acc1 = 0;
 		s->acc2 = 0;
@@ -337,81 +447,32 @@ int pcpu__rd_read_values(struct parse *p)
 			if (!s->slots)
 				goto out;
 		}
-		v[n++] = s;
 	}
-	/* Storage is handed out in creation order, and so are entries, most
-	 * of the time: a sorted list is not sorted again (n log n compares,
-	 * most of a snapshot of an unchanged directory otherwise). */
-	for (i = 1; i < n && pcpu__rd_cmp_ser_loc(&v[i - 1], &v[i]) <= 0; i++)
-		;
-	if (i < n)
-		qsort(v, n, sizeof *v, pcpu__rd_cmp_ser_loc);
-	runs = pcpu__rd_alloc(p->b, (uint64_t)(n ? n : 1) * sizeof *runs);
-	if (!runs)
+	if (!pl->n)
+		return 0;
+	/* RUN_COPIES of a run (settle_run()), and the sums of a chunk's
+	 * runs' words (read_chunk()). */
+	if (pcpu__rd_charge(p->b, RUN_COPIES * (uint64_t)pl->bufcap) < 0 ||
+	    (!per_slot && pcpu__rd_charge(p->b, (uint64_t)pl->sumcap * 8) < 0))
 		goto out;
-	for (i = 0; i < n; i = j) {
-		uint32_t chunk = pcpu__rd_ser_chunk(v[i]);
-		size_t nruns = 0, words = 0;
+	buf = malloc(RUN_COPIES * pl->bufcap);
+	if (!per_slot)
+		sum = malloc(pl->sumcap * 8);
+	if (!buf || (!per_slot && !sum)) {
+		pcpu__seg_fail(ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < pl->nchunks; i++) {
+		const struct plan_chunk *c = &pl->chunks[i];
 
-		/* The chunk's runs: values closer than RUN_GAP to the next. */
-		for (j = i; j < n && pcpu__rd_ser_chunk(v[j]) == chunk; j = k) {
-			uint64_t lo = pcpu__rd_ser_off(v[j]), hi = lo + v[j]->size;
-			int wide = v[j]->fam->wide;
-
-			for (k = j + 1; k < n && pcpu__rd_ser_chunk(v[k]) == chunk &&
-				    pcpu__rd_ser_off(v[k]) <= hi + RUN_GAP;
-			     k++) {
-				if (pcpu__rd_ser_off(v[k]) + v[k]->size > hi)
-					hi = pcpu__rd_ser_off(v[k]) + v[k]->size;
-				wide |= v[k]->fam->wide;
-			}
-			runs[nruns].lo = lo;
-			runs[nruns].hi = hi;
-			runs[nruns].first = j;
-			runs[nruns].last = k;
-			runs[nruns].wide = wide;
-			runs[nruns].sum_at = words;
-			words += (size_t)(hi - lo) / 8; /* values are 8-byte words */
-			nruns++;
-			if (hi - lo > bufcap) {
-				unsigned char *nb;
-
-				/* RUN_COPIES of a run (settle_run()) */
-				if (pcpu__rd_charge(p->b, RUN_COPIES * (hi - lo)) < 0)
-					goto out;
-				nb = realloc(buf, RUN_COPIES * (size_t)(hi - lo));
-				if (!nb) {
-					pcpu__seg_fail(ENOMEM, "out of memory");
-					goto out;
-				}
-				buf = nb;
-				bufcap = (size_t)(hi - lo);
-			}
-		}
-		if (!per_slot) { /* the runs' sums (read_chunk()) */
-			if (words > sumcap) {
-				uint64_t *ns;
-
-				if (pcpu__rd_charge(p->b, (uint64_t)words * 8) < 0)
-					goto out;
-				ns = realloc(sum, words * 8);
-				if (!ns) {
-					pcpu__seg_fail(ENOMEM, "out of memory");
-					goto out;
-				}
-				sum = ns;
-				sumcap = words;
-			}
-			memset(sum, 0, words * 8);
-		}
-		if (read_chunk(p, v, chunk, runs, nruns, buf, per_slot ? NULL : sum) < 0)
+		if (sum)
+			memset(sum, 0, c->words * 8);
+		if (read_chunk(p, pl->v, c->chunk, pl->runs + c->first, c->nruns, buf, sum) < 0)
 			goto out;
 	}
 	rc = 0;
 out:
-	free(runs);
 	free(sum);
 	free(buf);
-	free(v);
 	return rc;
 }
