@@ -230,10 +230,10 @@ struct pcpu_snapshot {
  * info family; ENOMEM.
  *
  * Thread-safe (reads `s` only); not async-signal-safe (allocates).
- * Cost: linear in the size of the output, plus sorting the family and
- * series names once to detect duplicates (of the families marked
- * PCPU_SNAPSHOT_CHECKED, checked when they were read: only their values
- * and the family names).
+ * Cost: linear in the size of the output, plus a hash table of the
+ * sample names and one of each family's label sets to detect duplicates
+ * (of the families marked PCPU_SNAPSHOT_CHECKED, checked when they were
+ * read: only their values and the sample names).
  */
 PCPU_API int pcpu_snapshot_write(const struct pcpu_snapshot *s, enum pcpu_format fmt,
 				 char **out, size_t *len);
