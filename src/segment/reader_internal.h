@@ -263,8 +263,9 @@ static inline int pcpu__rd_usable(const struct ser *s)
 PCPU_HIDDEN void pcpu__rd_plan_free(struct pcpu__rd_plan *pl);
 
 /* Reads the values of every usable series with storage into its
- * accumulators (zeroed first: a parse may be read again; its arrays are
- * allocated anew, those of the last read taken by a snapshot by then). 0,
+ * accumulators (zeroed on every read: a parse may be read again; its arrays
+ * are allocated anew, those of the last read taken by a snapshot by then),
+ * working out p->plan on the first read of the parse. 0,
  * or -1 with errno and a message; on a 32-bit target -1 with EAGAIN and
  * p->unsettled set when a word's copies never agreed (the read may be
  * tried again: reader_snapshot.c). */

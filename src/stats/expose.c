@@ -379,8 +379,8 @@ static int labelset_of_previous(const struct pcpu_snapshot *s, size_t i)
 	return i > 0 && strcmp(s->families[i].name, s->families[i - 1].name) == 0;
 }
 
-/* Whether slot sl holds sample name ctx (a struct sample_name) -- the
- * slot's key is an index in the names array ctx points into. */
+/* A sample name looked up among those seen (pcpu__snapshot_check()): a
+ * slot's key is 1 + an index in `names`. */
 struct name_key {
 	const struct sample_name *names, *n;
 };
