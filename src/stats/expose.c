@@ -73,6 +73,16 @@ static int same_labels(const struct pcpu__hslot *s, const void *ctx)
 	return 1;
 }
 
+/* A hash seed for one call's table: from the table's address and a
+ * counter, so that keys crafted to collide cannot be chosen ahead. */
+static uint64_t table_seed(const struct pcpu__htab *t)
+{
+	static uint64_t calls;
+
+	return ((uint64_t)(uintptr_t)t->slots * 0x9e3779b97f4a7c15ull) ^
+	       __atomic_add_fetch(&calls, 0x632be59bd9b4e019ull, __ATOMIC_RELAXED);
+}
+
 /*
  * Whether two series of a family have the same label values: 1 yes, 0 no,
  * -1 out of memory. The library's hash table (hashtab.h) of series indices,
@@ -83,7 +93,6 @@ static int same_labels(const struct pcpu__hslot *s, const void *ctx)
  */
 int pcpu__has_duplicate_series(const struct pcpu_snapshot_family *f)
 {
-	static uint64_t calls;
 	struct pcpu__htab tab = { 0 };
 	uint64_t seed;
 	size_t i;
@@ -91,8 +100,7 @@ int pcpu__has_duplicate_series(const struct pcpu_snapshot_family *f)
 
 	if (pcpu__htab_reserve(&tab, f->nseries) < 0)
 		return -1;
-	seed = ((uint64_t)(uintptr_t)tab.slots * 0x9e3779b97f4a7c15ull) ^
-	       __atomic_add_fetch(&calls, 0x632be59bd9b4e019ull, __ATOMIC_RELAXED);
+	seed = table_seed(&tab);
 	for (i = 0; i < f->nseries && !dup; i++) {
 		struct series_key k = { f, &f->series[i] };
 		uint64_t h = pcpu__hash_values(PCPU__HASH_INIT ^ seed, f->series[i].label_values,
@@ -394,7 +402,6 @@ static int same_sample_name(const struct pcpu__hslot *sl, const void *ctx)
 
 int pcpu__snapshot_check(const struct pcpu_snapshot *s)
 {
-	static uint64_t calls;
 	struct sample_name *names;
 	struct pcpu__htab tab = { 0 };
 	uint64_t seed;
@@ -432,8 +439,7 @@ int pcpu__snapshot_check(const struct pcpu_snapshot *s)
 		errno = ENOMEM;
 		return -1;
 	}
-	seed = ((uint64_t)(uintptr_t)tab.slots * 0x9e3779b97f4a7c15ull) ^
-	       __atomic_add_fetch(&calls, 0x632be59bd9b4e019ull, __ATOMIC_RELAXED);
+	seed = table_seed(&tab);
 	for (i = 0; i < s->nfamilies; i++) {
 		size_t k, ns = 1;
 
