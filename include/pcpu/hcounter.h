@@ -54,7 +54,9 @@
  * fence (pcpu_rseq_fence()) stops the sequences, the slots' sum is taken
  * once, and adds go to one central word by compare-and-swap, checked
  * exactly against the limit; once the sum is back below limit - 2 x range
- * it switches back. Adds of other threads meanwhile are atomic adds on the
+ * it switches back, if the per-CPU bounds with every reserved carry (adds
+ * checked before the precise mode began, still to commit) leave the limit
+ * unpassed; else it stays precise. Adds of other threads meanwhile are atomic adds on the
  * central word: exact, but contended, which near the limit is what exactness
  * costs (a CAS-loop limiter pays it all the time).
  *

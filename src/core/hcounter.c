@@ -180,6 +180,11 @@ static __thread int in_switch __attribute__((tls_model("initial-exec")));
  * so that a test can deliver a signal exactly there. */
 PCPU_HIDDEN void (*pcpu__test_hcounter_switching)(pcpu_hcounter_t *h);
 
+/* Test hook (tests/test_hcounter_stale.c): when set, called by a limited
+ * carrying add between its check and its section, so that a test can hold
+ * the thread there while others switch the counter. */
+PCPU_HIDDEN void (*pcpu__test_hcounter_checked)(pcpu_hcounter_t *h);
+
 /* ---- the gates -------------------------------------------------------------------- */
 
 static void set_masks(pcpu_hcounter_t *h, int64_t mask)
@@ -265,18 +270,41 @@ static int enter_precise(pcpu_hcounter_t *h, int64_t st)
 	return 0;
 }
 
-/* Precise -> per-CPU, if still precise in state st. */
-static void leave_precise(pcpu_hcounter_t *h, int64_t st)
+/* Precise -> per-CPU, if still precise in state st and the per-CPU bounds
+ * then leave `limit` unpassed.
+ *
+ * Why the bounds are checked here, once no precise add can land: the
+ * precise mode's adds check the exact sum, not the reservations of carrying
+ * adds that were checked before it began and have not committed (their
+ * threads preempted between the check and the section); such an add finds
+ * the gate open again once the mode is left, and commits. Nor does the
+ * decision to leave (central_limited_add()) see the precise adds that land
+ * until the flag is cleared. Leaving only while root + central + range +
+ * in-flight <= limit keeps the invariant every per-CPU add relies on: in
+ * per-CPU mode that bound never passes the limit (each add that raises it
+ * checks it first), so a windowed add, whenever it was checked, and a
+ * reserved carrying add leave the precise sum within it. (Before, a
+ * carrying add checked before a precise period committed after it and
+ * passed the limit: quota_malloc under ASan, 2 runs in about 200.) */
+static void leave_precise(pcpu_hcounter_t *h, int64_t st, int64_t limit)
 {
 	struct pcpu__hcounter_hdr *hd = hdr(h);
-	int64_t sw = next_state(st, PCPU__HC_SWITCHING);
+	int64_t sw = next_state(st, PCPU__HC_SWITCHING), central, pos;
 
 	if (!switch_begin())
 		return;
 	if (!switch_take(h, st, sw))
 		return;
-	/* The flag first: a limited add's CAS that read it set fails. */
-	__atomic_fetch_and(&hd->central, ~(int64_t)1, __ATOMIC_SEQ_CST);
+	/* The flag first: a limited add's CAS that read it set fails, so
+	 * the central word read here is final for the precise mode. */
+	central = __atomic_fetch_and(&hd->central, ~(int64_t)1, __ATOMIC_SEQ_CST) >> 1;
+	pos = __atomic_load_n(&hd->inflight_pos, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&hd->root, __ATOMIC_SEQ_CST) + central + hd->range + pos > limit) {
+		/* Not yet: precise again (the gates never opened). */
+		__atomic_fetch_or(&hd->central, 1, __ATOMIC_SEQ_CST);
+		switch_done(h, next_state(sw, PCPU__HC_PRECISE));
+		return;
+	}
 	set_masks(h, hd->mask);
 	switch_done(h, next_state(sw, PCPU__HC_PERCPU));
 }
@@ -343,6 +371,8 @@ static int carrying_add(pcpu_hcounter_t *h, int64_t v, int limited, int64_t limi
 	if (limited && upper_bound(h) > limit) {
 		rc = PCPU_RSEQ_UNFIT;
 	} else {
+		if (PCPU_UNLIKELY(limited && pcpu__test_hcounter_checked != NULL))
+			pcpu__test_hcounter_checked(h);
 		rc = pcpu__rseq_load_cbne_load_store_add_store(idx, &slot(h, idx)->value, hdr(h)->mask,
 							       &old, v);
 		if (rc == PCPU_RSEQ_COMMITTED)
@@ -399,7 +429,7 @@ static int central_limited_add(pcpu_hcounter_t *h, int64_t st, int64_t v, int64_
 			/* Far enough below the limit again: back to per-CPU. */
 			if (PCPU__HC_MODE(st) == PCPU__HC_PRECISE &&
 			    sum + v <= limit - 2 * hd->range - shape(h)->carry_room)
-				leave_precise(h, st);
+				leave_precise(h, st, limit);
 			return 1;
 		}
 	}
