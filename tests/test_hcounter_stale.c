@@ -40,12 +40,22 @@ static void park(pcpu_hcounter_t *c)
 		sched_yield();
 }
 
+/* Both threads on one CPU: the first the process may run on (a container
+ * may not allow CPU 0). */
+static int the_cpu = -1;
+
 static void pin_cpu0(void)
 {
 	cpu_set_t s;
 
+	if (the_cpu < 0) {
+		CHECK(sched_getaffinity(0, sizeof s, &s) == 0);
+		for (the_cpu = 0; the_cpu < CPU_SETSIZE && !CPU_ISSET(the_cpu, &s); the_cpu++)
+			;
+		CHECK(the_cpu < CPU_SETSIZE);
+	}
 	CPU_ZERO(&s);
-	CPU_SET(0, &s);
+	CPU_SET(the_cpu, &s);
 	CHECK(sched_setaffinity(0, sizeof s, &s) == 0);
 }
 

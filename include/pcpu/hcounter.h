@@ -56,9 +56,9 @@
  * exactly against the limit; once the sum is back below limit - 2 x range
  * it switches back, if the per-CPU bounds with every reserved carry (adds
  * checked before the precise mode began, still to commit) leave the limit
- * unpassed; else it stays precise. Adds of other threads meanwhile are atomic adds on the
- * central word: exact, but contended, which near the limit is what exactness
- * costs (a CAS-loop limiter pays it all the time).
+ * unpassed; else it stays precise. Adds of other threads meanwhile are
+ * atomic adds on the central word: exact, but contended, which near the
+ * limit is what exactness costs (a CAS-loop limiter pays it all the time).
  *
  * Every mode is exact: no add is lost or doubled. Without rseq or
  * membarrier (pcpu_sync_percpu_error()) a counter is atomic from its
