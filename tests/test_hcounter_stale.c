@@ -44,7 +44,7 @@ static void park(pcpu_hcounter_t *c)
  * may not allow CPU 0). */
 static int the_cpu = -1;
 
-static void pin_cpu0(void)
+static void pin_one_cpu(void)
 {
 	cpu_set_t s;
 
@@ -62,7 +62,7 @@ static void pin_cpu0(void)
 static void *t_main(void *arg)
 {
 	(void)arg;
-	pin_cpu0();
+	pin_one_cpu();
 	t_admitted = pcpu_hcounter_limited_add(h, 500, limit);
 	return NULL;
 }
@@ -72,7 +72,7 @@ int main(void)
 	pthread_t t;
 	int64_t took = 0, sum;
 
-	pin_cpu0();
+	pin_one_cpu();
 	h = pcpu_hcounter_create(64);
 	CHECK(h);
 	if (!pcpu_hcounter_is_percpu(h) || PCPU__HC_MODE(h->pcpu__h.state) != PCPU__HC_PERCPU) {
