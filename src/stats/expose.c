@@ -251,25 +251,6 @@ static int check_family(const struct pcpu_snapshot_family *f)
 	return check_values(f);
 }
 
-/* Whether two families of one name are two label sets of one metric:
- * alike in all but their label names (PCPU_FAMILY_LABELSET). */
-static int same_metric(const struct pcpu_snapshot_family *a, const struct pcpu_snapshot_family *b)
-{
-	if (a->type != b->type || a->scale_exp10 != b->scale_exp10 ||
-	    (a->flags & ~PCPU_SNAPSHOT_CHECKED) != (b->flags & ~PCPU_SNAPSHOT_CHECKED) ||
-	    strcmp(a->help ? a->help : "", b->help ? b->help : "") != 0 || !a->help != !b->help ||
-	    strcmp(a->unit ? a->unit : "", b->unit ? b->unit : "") != 0 || a->nbuckets != b->nbuckets)
-		return 0;
-	if (!pcpu__has_buckets(a->type))
-		return 1;
-	return (a->nbuckets < 2 ||
-		memcmp(a->bucket_upper, b->bucket_upper, (a->nbuckets - 1) * sizeof(int64_t)) == 0) &&
-	       !a->export_buckets == !b->export_buckets && a->nexport == b->nexport &&
-	       (!a->export_buckets ||
-		memcmp(a->export_buckets, b->export_buckets, a->nexport * sizeof(uint32_t)) == 0) &&
-	       a->native_schema == b->native_schema && a->native_index == b->native_index;
-}
-
 /* A series' labels as Prometheus sees them, to compare series of several
  * label sets: its non-empty labels (an empty value is an absent label),
  * sorted by name, as "name\0value\0..." in a buffer of its own. */
@@ -356,7 +337,7 @@ static int check_labelsets(const struct pcpu_snapshot *s)
 		for (j = i + 1; j < s->nfamilies && strcmp(s->families[j].name, f->name) == 0; j++) {
 			const struct pcpu_snapshot_family *g = &s->families[j];
 
-			if (!same_metric(f, g))
+			if (!pcpu__same_metric(f, g))
 				return fail_msg(g, "its name's samples are written by two families that "
 						   "are not two label sets of one metric (type, help, unit, "
 						   "scale, flags, buckets)");

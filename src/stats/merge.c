@@ -59,11 +59,6 @@ static uint64_t sample_hash(const char *base, size_t baselen, const char *suffix
 	return pcpu__hash_str(pcpu__hash_bytes(PCPU__HASH_INIT, base, baselen), suffix);
 }
 
-static int str_eq(const char *a, const char *b)
-{
-	return strcmp(a ? a : "", b ? b : "") == 0; /* NULL and "" both mean none */
-}
-
 static int fail(int err, const char *what, const char *name, const char *why)
 {
 	struct pcpu__msg msg = pcpu__msg_begin();
@@ -175,17 +170,6 @@ static struct mfam *find_family(pcpu_snapshot_merge_t *m, const struct pcpu_snap
 	return e;
 }
 
-/* What every label set of a name shares: all but the label names. */
-static int same_metric(const struct pcpu_snapshot_family *a, const struct pcpu_snapshot_family *b)
-{
-	if (a->type != b->type || a->scale_exp10 != b->scale_exp10 ||
-	    (a->flags & ~PCPU_SNAPSHOT_CHECKED) != (b->flags & ~PCPU_SNAPSHOT_CHECKED) ||
-	    !str_eq(a->help, b->help) || !str_eq(a->unit, b->unit) || a->nbuckets != b->nbuckets)
-		return 0;
-	return pcpu__type_info(a->type)->value != PCPU_VALUE_BUCKETS || a->nbuckets < 2 ||
-	       memcmp(a->bucket_upper, b->bucket_upper, (a->nbuckets - 1) * sizeof(int64_t)) == 0;
-}
-
 static void *arena_alloc(pcpu_snapshot_merge_t *m, size_t size)
 {
 	return pcpu__arena_alloc(&m->arena, size);
@@ -201,7 +185,7 @@ static int check_against(pcpu_snapshot_merge_t *m, const struct pcpu_snapshot_fa
 
 	if (e) {
 		for (; e; e = e->next ? &m->fams[e->next - 1] : NULL) {
-			if (!same_metric(&e->f, f))
+			if (!pcpu__same_metric(&e->f, f))
 				break;
 			if (same_labels(&e->f, f))
 				return 0;

@@ -492,3 +492,26 @@ int pcpu__same_label_set(unsigned n, const char *const *a, unsigned m, const cha
 	}
 	return 1;
 }
+
+int pcpu__same_metric(const struct pcpu_snapshot_family *a, const struct pcpu_snapshot_family *b)
+{
+	/* Help: NULL writes no HELP line, "" an empty one. Unit: NULL and ""
+	 * both write none (pcpu/expose.h). */
+	if (a->type != b->type || a->scale_exp10 != b->scale_exp10 ||
+	    (a->flags & ~PCPU_SNAPSHOT_CHECKED) != (b->flags & ~PCPU_SNAPSHOT_CHECKED) ||
+	    !a->help != !b->help || (a->help && strcmp(a->help, b->help) != 0) ||
+	    strcmp(a->unit ? a->unit : "", b->unit ? b->unit : "") != 0 || a->nbuckets != b->nbuckets)
+		return 0;
+	if (!pcpu__has_buckets(a->type))
+		return 1;
+	if (a->nbuckets >= 2 &&
+	    memcmp(a->bucket_upper, b->bucket_upper, (a->nbuckets - 1) * sizeof(int64_t)) != 0)
+		return 0;
+	/* The exposed buckets: the `le`s, or the native schema and offset. */
+	if (!a->export_buckets != !b->export_buckets || a->nexport != b->nexport ||
+	    (a->export_buckets &&
+	     memcmp(a->export_buckets, b->export_buckets, a->nexport * sizeof(uint32_t)) != 0))
+		return 0;
+	return !(a->flags & PCPU_SNAPSHOT_NATIVE) ||
+	       (a->native_schema == b->native_schema && a->native_index == b->native_index);
+}

@@ -13,6 +13,7 @@
 #include "../core/core.h"
 
 struct pcpu_snapshot;
+struct pcpu_snapshot_family;
 
 /* The first pass of pcpu_snapshot_write() (expose.c): the whole snapshot
  * valid (names, labels, texts, buckets, no duplicates or clashes), the
@@ -46,5 +47,15 @@ PCPU_HIDDEN int pcpu__cmp_family_order(const char *an, unsigned anl, const char 
  * (in any order). */
 PCPU_HIDDEN int pcpu__same_label_set(unsigned n, const char *const *a, unsigned m,
 				     const char *const *b);
+
+/* Whether two families of one name are two label sets of one metric:
+ * alike in everything the writers write once per name (type, help,
+ * unit, scale, flags, buckets and which of them are exposed), so that
+ * only their label names differ (PCPU_FAMILY_LABELSET). The one
+ * definition: pcpu_snapshot_write() refuses a snapshot and
+ * pcpu_snapshot_merge_add() an input by it. The PCPU_SNAPSHOT_CHECKED
+ * mark is not compared. */
+PCPU_HIDDEN int pcpu__same_metric(const struct pcpu_snapshot_family *a,
+				  const struct pcpu_snapshot_family *b);
 
 #endif /* PCPU_STATS_VALIDATE_H */

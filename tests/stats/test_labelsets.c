@@ -255,6 +255,73 @@ static void check_merge_clash(void)
 	pcpu_registry_destroy(b);
 }
 
+/* A merge and the writers agree on what makes two families of one name
+ * label sets of one metric: an input whose family differs from the one
+ * merged before only where the writers look (help absent or empty, the
+ * exposed buckets, a native histogram's schema) is refused when it is
+ * added, not merged and then refused at the write. */
+static void check_merge_same_metric(void)
+{
+	static const char *const vx[] = { "/x" }, *const vu[] = { "u" };
+	static const char *const user[] = { "user" };
+	static const int64_t upper[] = { 10, 20 };
+	static const uint64_t counts[] = { 1, 2, 3 };
+	static const uint32_t exp0[] = { 0 }, exp1[] = { 1 };
+	struct pcpu_snapshot_series sx = { vx, { .counter = 1 } }, su = { vu, { .counter = 2 } };
+	struct pcpu_snapshot_family fa, fb;
+	struct pcpu_snapshot sa = { 1, &fa }, sb = { 1, &fb };
+	int round;
+
+	for (round = 0; round < 3; round++) {
+		pcpu_snapshot_merge_t *m = pcpu_snapshot_merge_new();
+		struct pcpu_snapshot_family both[2];
+		struct pcpu_snapshot s2 = { 2, both };
+		char *out;
+		size_t len;
+
+		CHECK(m != NULL);
+		memset(&fa, 0, sizeof fa);
+		fa.name = "req";
+		fa.type = PCPU_METRIC_COUNTER;
+		fa.nlabels = 1;
+		fa.label_names = path;
+		fa.nseries = 1;
+		fa.series = &sx;
+		if (round > 0) {
+			sx.value.histogram.counts = counts;
+			sx.value.histogram.sum = 7;
+			fa.type = PCPU_METRIC_HISTOGRAM;
+			fa.nbuckets = 3;
+			fa.bucket_upper = upper;
+		}
+		fb = fa;
+		fb.label_names = user;
+		fb.series = &su;
+		su.value = sx.value;
+		if (round == 0) {
+			fb.help = ""; /* a HELP line, empty; fa writes none */
+		} else if (round == 1) {
+			fa.export_buckets = exp0; /* le="10" and le="20" apart */
+			fb.export_buckets = exp1;
+			fa.nexport = fb.nexport = 1;
+		} else {
+			fa.flags = fb.flags = PCPU_SNAPSHOT_NATIVE;
+			fb.native_index = 1;
+		}
+		both[0] = fa;
+		both[1] = fb;
+		CHECK_ERR(pcpu_snapshot_write(&s2, PCPU_FORMAT_PROMETHEUS, &out, &len) == 0, EINVAL,
+			  "not two label sets of one metric");
+		CHECK(pcpu_snapshot_merge_add(m, &sa, 0, NULL, NULL) == 0);
+		CHECK_ERR(pcpu_snapshot_merge_add(m, &sb, 0, NULL, NULL) == 0, EINVAL, "differs");
+		/* The merge as it was: fa's series alone. */
+		CHECK(pcpu_snapshot_merge_write(m, PCPU_FORMAT_PROMETHEUS, &out, &len) == 0);
+		CHECK(strstr(out, "path=\"/x\"") && !strstr(out, "user="));
+		free(out);
+		pcpu_snapshot_merge_free(m);
+	}
+}
+
 /* Two processes' snapshots merged: one header, each process's series. */
 static void check_merge(pcpu_registry_t *reg, const char *path_)
 {
@@ -412,6 +479,7 @@ int main(void)
 	CHECK(mkdtemp(dir) != NULL);
 	CHECK(setenv("PCPU_SEGMENT_DIR", dir, 1) == 0);
 	check_writers_refuse();
+	check_merge_same_metric();
 	reg = pcpu_registry_create();
 	CHECK(reg != NULL);
 	seg = pcpu_segment_publish(reg, "labelsets", NULL);
