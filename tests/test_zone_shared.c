@@ -2,7 +2,8 @@
  * A zone moved into a file (what a statistics segment does): adds through
  * the ordinary fast path land in the file, where a second, read-only mapping
  * (another process's view) sees them; freed objects are zeroed in the file
- * too; a zone with live objects refuses to move (EBUSY).
+ * too; a zone with live objects refuses to move (EBUSY); a backing that
+ * fails leaves the zone private and as new, ready for another.
  * Uses the library's internal pcpu__file_backing_attach()
  * (src/segment/backing.c), so it links the static library.
  */
@@ -10,6 +11,8 @@
 #include <pcpu/pcpu.h>
 #include "segment/backing.h"
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -110,6 +113,41 @@ int main(void)
 	CHECK(big1 && big2);
 	CHECK(seen.chunks >= 2 && seen.off[1] == 4096 + span);
 	munmap(view, span);
+
+	/* A backing that fails (the file cannot be mapped for writing) leaves
+	 * the zone as usable as a new one: its chunk in private memory again,
+	 * its header written again there, so that a later backing starts
+	 * from a valid header (a joiner checks the file's magic). */
+	pcpu_zone_t *again = pcpu_zone_create(PCPU_INDEX_DEFAULT);
+	CHECK(again != NULL);
+	pcpu_counter_t e = pcpu_counter_alloc_in(again, 1);
+	CHECK(e != NULL);
+	const struct pcpu__chunk_hdr *ehdr =
+		(const void *)((uintptr_t)e & ~(uintptr_t)(PCPU_SLOT_STRIDE - 1));
+	CHECK(pcpu_counter_free(e) == 0); /* no live object: it may move */
+	int fd2 = memfd_create("pcpu-test-2", MFD_CLOEXEC);
+	char ro_path[64];
+	CHECK(fd2 >= 0);
+	snprintf(ro_path, sizeof ro_path, "/proc/self/fd/%d", fd2);
+	int ro = open(ro_path, O_RDONLY | O_CLOEXEC);
+	CHECK(ro >= 0);
+	errno = 0;
+	CHECK(pcpu__file_backing_attach(again, ro, 0, NULL, NULL, NULL, 0) == -1 && errno != 0);
+	CHECK(ehdr->magic == PCPU__CHUNK_MAGIC);
+	e = pcpu_counter_alloc_in(again, 1);
+	CHECK(e != NULL);
+	pcpu_counter_add(e, 7);
+	CHECK_EQ_U64(pcpu_counter_fetch(e), 7);
+	CHECK(pcpu_counter_free(e) == 0);
+	CHECK(pcpu__file_backing_attach(again, fd2, 0, NULL, NULL, NULL, 0) == 0);
+	view = mmap(NULL, span, PROT_READ, MAP_SHARED, fd2, 0);
+	CHECK(view != MAP_FAILED);
+	CHECK(((const struct pcpu__chunk_hdr *)view)->magic == PCPU__CHUNK_MAGIC);
+	munmap(view, span);
+	pcpu_zone_destroy(again);
+	close(ro);
+	close(fd2);
+
 	pcpu_zone_destroy(z);
 	pcpu_zone_destroy(busy);
 	close(fd);

@@ -262,7 +262,6 @@ static struct chunk *chunk_map(pcpu_zone_t *zone, unsigned no, int fresh)
 	size_t len = span + PCPU_SLOT_STRIDE; /* room to align */
 	char *map, *base;
 	struct chunk *c, **pp;
-	struct pcpu__chunk_hdr *hdr;
 	void *bits;
 	int err = ENOMEM;
 
@@ -304,12 +303,8 @@ static struct chunk *chunk_map(pcpu_zone_t *zone, unsigned no, int fresh)
 		err = errno;
 		goto fail_base;
 	}
-	hdr = (struct pcpu__chunk_hdr *)base;
-	if (fresh) {
-		hdr->magic = PCPU__CHUNK_MAGIC;
-		hdr->flags = 0;
-		hdr->mirror_delta = 0;
-	}
+	if (fresh)
+		chunk_header_init(base);
 	c->frontier = HDR_GRANULES; /* the header is never an object */
 	c->holes = 0;
 	memset(c->nofit, 0, sizeof(c->nofit));

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The zone allocator's own structures, shared by its two files only:
- * zone.c (zones, chunks, allocation, free) and zone_shared.c (a shared
- * backing attached to a zone, and what fork() does to it). The layers
+ * The zone allocator's own structures, shared by its three files only:
+ * zone.c (zones, chunks, allocation, free), zone_shared.c (a shared
+ * backing attached to a zone, and what fork() does to it) and zone_join.c
+ * (a zone that takes over another process's shared chunks). The layers
  * above see zones through pcpu/zone.h, zone_internal.h, zone_mirror.h and
  * zone_backing.h, never through this header.
  */
@@ -12,6 +13,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "rseq_internal.h"
@@ -94,6 +96,30 @@ static inline size_t page_size(void)
 static inline size_t chunk_span(void)
 {
 	return (size_t)(2 * pcpu_slot_count) << PCPU_SLOT_STRIDE_SHIFT;
+}
+
+/* Writes a new chunk's header at `base` (the start of slot 0's region). */
+static inline void chunk_header_init(char *base)
+{
+	struct pcpu__chunk_hdr *h = (struct pcpu__chunk_hdr *)base;
+
+	h->magic = PCPU__CHUNK_MAGIC;
+	h->flags = 0;
+	h->mirror_delta = 0;
+}
+
+/* After a backing failed: chunk c's span mapped again as private, zeroed
+ * memory, its header written again, so that the zone stays as usable as a
+ * new one (a chunk left mapped to the backing without its pages reserved
+ * could fault, SIGBUS, when written). If even that mmap() fails, the old
+ * mapping stays. The caller detaches the backing. */
+static inline void chunk_back_to_private(struct chunk *c)
+{
+	if (mmap(c->base, chunk_span(), PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) != MAP_FAILED) {
+		pcpu__no_huge_pages(c->base, chunk_span());
+		chunk_header_init(c->base);
+	}
 }
 
 /* Reserved zones: has the backing reserve [c->backed, upto) of every

@@ -31,15 +31,7 @@
  * a new one (its chunk's header written again, in its own memory). */
 static void back_to_private(pcpu_zone_t *zone, struct chunk *c)
 {
-	if (mmap(c->base, chunk_span(), PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) != MAP_FAILED) {
-		struct pcpu__chunk_hdr *h = (struct pcpu__chunk_hdr *)c->base;
-
-		pcpu__no_huge_pages(c->base, chunk_span());
-		h->magic = PCPU__CHUNK_MAGIC;
-		h->flags = 0;
-		h->mirror_delta = 0;
-	}
+	chunk_back_to_private(c);
 	zone->backing = NULL;
 	zone->backing_ctx = NULL;
 }

@@ -339,21 +339,11 @@ int pcpu__zone_attach_backing(pcpu_zone_t *zone, const struct pcpu_zone_backing 
 		}
 	}
 	if (rc != 0) {
-		/* Back to private memory, so that the zone stays usable: a chunk
-		 * left mapped to the backing without its pages reserved could
-		 * fault (SIGBUS) when written. */
+		/* Back to private memory, so that the zone stays usable. */
 		int err = errno;
 
 		for (c = zone->chunks; c; c = c->next)
-			if (mmap(c->base, chunk_span(), PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) != MAP_FAILED) {
-				struct pcpu__chunk_hdr *h = (struct pcpu__chunk_hdr *)c->base;
-
-				pcpu__no_huge_pages(c->base, chunk_span());
-				h->magic = PCPU__CHUNK_MAGIC;
-				h->flags = 0;
-				h->mirror_delta = 0;
-			}
+			chunk_back_to_private(c);
 		zone->backing = NULL;
 		zone->backing_ctx = old_ctx;
 		errno = err;
