@@ -54,8 +54,9 @@
  * (round r starts from variant r), and the tables give medians over rounds
  * and ratios to the unit at the same thread count. Every run checks its
  * total. Options: --rounds N (5), --ms M per timed run (100), --samples S
- * for section 5 (20000 during adds, S / 10 stops), --quick (3 rounds of
- * 30 ms, 4000 samples). Exits 1 if the bounds missed a precise sum that
+ * for section 5 (20000 during adds, S / 10 stops), --threads a,b,c the
+ * thread counts of sections 2 and 3 (1, 2 and 2 x the online CPUs; up to
+ * 6 counts, each 1..64), --quick (3 rounds of 30 ms, 4000 samples). Exits 1 if the bounds missed a precise sum that
  * the header says they contain (sections 4 and 5).
  */
 #include "bench.h"
@@ -514,7 +515,7 @@ static int inaccuracies(void)
 int main(int argc, char **argv)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	int threads[3], nt = 0;
+	int threads[6], nt = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
@@ -523,11 +524,24 @@ int main(int argc, char **argv)
 			run_ms = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--samples") && i + 1 < argc)
 			samples = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--quick"))
+		else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+			char *p = argv[++i], *end;
+
+			for (nt = 0;;) {
+				long t = strtol(p, &end, 10);
+
+				if (end == p || t < 1 || t > MAX_THREADS || nt == 6 || (*end && *end != ','))
+					die("--threads: up to 6 counts, each 1..64, separated by commas");
+				threads[nt++] = (int)t;
+				if (!*end)
+					break;
+				p = end + 1;
+			}
+		} else if (!strcmp(argv[i], "--quick"))
 			rounds = 3, run_ms = 30, samples = 4000;
 		else {
 			fprintf(stderr, "usage: pcpu_bench_hcounter [--rounds N] [--ms M] [--samples S] "
-					"[--quick]\n");
+					"[--threads a,b,c] [--quick]\n");
 			return 2;
 		}
 	}
@@ -540,10 +554,12 @@ int main(int argc, char **argv)
 	if (!sh.hc || !sh.c)
 		die("allocation failed");
 	pthread_mutex_init(&sh.lock, NULL);
-	threads[nt++] = 1;
-	if (ncpu >= 2)
-		threads[nt++] = 2;
-	threads[nt++] = (int)(2 * ncpu > MAX_THREADS ? MAX_THREADS : 2 * ncpu);
+	if (!nt) {
+		threads[nt++] = 1;
+		if (ncpu >= 2)
+			threads[nt++] = 2;
+		threads[nt++] = (int)(2 * ncpu > MAX_THREADS ? MAX_THREADS : 2 * ncpu);
+	}
 	printf("pcpu_bench_hcounter: %ld CPUs online, %u CPU slots, rseq mode %s, batch %d, "
 	       "range %" PRId64 "\n",
 	       ncpu, pcpu_nslots(), pcpu_rseq_mode_name(pcpu_rseq_mode()), BATCH,

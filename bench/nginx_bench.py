@@ -7,6 +7,7 @@ keep-alive, 1 and 17 filter keys (issue 52; bench/nginx.md).
   python3 bench/nginx_bench.py --vts PATH/ngx_http_vhost_traffic_status_module.so \\
       [--module build/integrations/nginx/ngx_http_pcpu_module.so] [--workers 1,2]
       [--duration 5] [--rounds 5] [--connections 64] [--threads 2] [--keys 2000]
+      [--nginx /usr/sbin/nginx]
 
 Every variant runs at once, each nginx on its own port, all with the same
 nginx binary (Debian's, the one both modules are built against) and the
@@ -243,6 +244,7 @@ def memory(a, root):
 
 
 def main():
+    global NGINX
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     here = os.path.dirname(os.path.abspath(__file__))
     p.add_argument("--vts", required=True, help="nginx-module-vts's .so, built against this nginx")
@@ -255,7 +257,10 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--keys", type=int, default=2000)
     p.add_argument("--memory-only", action="store_true")
+    p.add_argument("--nginx", default=NGINX,
+                   help="the nginx both modules are built against (default %(default)s)")
     a = p.parse_args()
+    NGINX = a.nginx
     a.workers = [int(w) for w in a.workers.split(",")]
     a.vts, a.module = os.path.abspath(a.vts), os.path.abspath(a.module)
     for f in (a.vts, a.module):
