@@ -613,9 +613,13 @@ PCPU_API pcpu_snapshot_merge_t *pcpu_snapshot_merge_new(void);
  * (e.g. the process it came from). All or nothing: on failure `m` is as
  * before, so one bad input never spoils the others.
  *
- * A family whose name is already merged must have the same type, help,
- * unit, scale, flags, label names and bucket bounds; its series are
- * appended. A new family must not write a sample name another family
+ * A family whose name is already merged must have the same type, help
+ * (an absent help is not an empty one: one writes no HELP line, the
+ * other an empty one), unit, scale, flags and bucket bounds, with the
+ * same buckets exposed (export_buckets, a native histogram's schema and
+ * offset), and the same label names: its series are appended. Or other
+ * label names, not the same set in another order: another label set of
+ * the metric (PCPU_FAMILY_LABELSET), merged beside it. A new family must not write a sample name another family
  * writes (`foo_total` of counter foo against gauge foo_total). `s` must be
  * valid on its own once labelled (pcpu_snapshot_write()'s checks), and the
  * extra labels must make its series distinct from those already merged
