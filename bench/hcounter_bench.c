@@ -56,8 +56,9 @@
  * total. Options: --rounds N (5), --ms M per timed run (100), --samples S
  * for section 5 (20000 during adds, S / 10 stops), --threads a,b,c the
  * thread counts of sections 2 and 3 (1, 2 and 2 x the online CPUs; up to
- * 6 counts, each 1..64), --quick (3 rounds of 30 ms, 4000 samples). Exits 1 if the bounds missed a precise sum that
- * the header says they contain (sections 4 and 5).
+ * 6 counts, each 1..64), --quick (3 rounds of 30 ms, 4000 samples).
+ * Exits 1 if the bounds missed a precise sum that the header says they
+ * contain (sections 4 and 5).
  */
 #include "bench.h"
 #include <pcpu/pcpu.h>
