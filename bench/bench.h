@@ -420,6 +420,12 @@ BENCH_INLINE unsigned bench_cpu_of(const char *area, unsigned nslots)
 
 void *bench_xmalloc(size_t size);         /* zeroed, cache-line aligned; exits on failure */
 void bench_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+/* Option values: a whole number in [min, max] (1e8 is one), or a list of
+ * 1..max_n such numbers in [1, max] separated by commas (thread and worker
+ * counts); anything else exits with a message naming `opt`. */
+unsigned long bench_parse_num(const char *opt, const char *s, unsigned long min, unsigned long max);
+unsigned bench_parse_counts(const char *opt, const char *s, unsigned *out, unsigned max_n,
+			    unsigned long max);
 /* A progress line on stderr, "progress: ..." (bench/run.sh keeps these out
  * of the terminal and the report: they go to progress.log). */
 void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

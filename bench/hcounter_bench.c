@@ -247,12 +247,12 @@ static double timed(enum op op, int nthr)
 }
 
 static void table(const char *title, const enum op *ops, const char *const *names, int nops,
-		  const int *threads, int nt)
+		  const unsigned *threads, int nt)
 {
 	printf("\n%s\n", title);
 	printf("%-48s", "variant (ns per op, median; ratio to the last row)");
 	for (int t = 0; t < nt; t++)
-		printf("  %3d thr        ", threads[t]);
+		printf("  %3u thr        ", threads[t]);
 	printf("\n");
 	{
 		double med[8][8];
@@ -516,7 +516,8 @@ static int inaccuracies(void)
 int main(int argc, char **argv)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	int threads[6], nt = 0;
+	unsigned threads[6];
+	int nt = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
@@ -525,20 +526,9 @@ int main(int argc, char **argv)
 			run_ms = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--samples") && i + 1 < argc)
 			samples = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
-			char *p = argv[++i], *end;
-
-			for (nt = 0;;) {
-				long t = strtol(p, &end, 10);
-
-				if (end == p || t < 1 || t > MAX_THREADS || nt == 6 || (*end && *end != ','))
-					die("--threads: up to 6 counts, each 1..64, separated by commas");
-				threads[nt++] = (int)t;
-				if (!*end)
-					break;
-				p = end + 1;
-			}
-		} else if (!strcmp(argv[i], "--quick"))
+		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+			nt = (int)bench_parse_counts("--threads", argv[++i], threads, 6, MAX_THREADS);
+		else if (!strcmp(argv[i], "--quick"))
 			rounds = 3, run_ms = 30, samples = 4000;
 		else {
 			fprintf(stderr, "usage: pcpu_bench_hcounter [--rounds N] [--ms M] [--samples S] "
@@ -559,7 +549,7 @@ int main(int argc, char **argv)
 		threads[nt++] = 1;
 		if (ncpu >= 2)
 			threads[nt++] = 2;
-		threads[nt++] = (int)(2 * ncpu > MAX_THREADS ? MAX_THREADS : 2 * ncpu);
+		threads[nt++] = (unsigned)(2 * ncpu > MAX_THREADS ? MAX_THREADS : 2 * ncpu);
 	}
 	printf("pcpu_bench_hcounter: %ld CPUs online, %u CPU slots, rseq mode %s, batch %d, "
 	       "range %" PRId64 "\n",
@@ -590,7 +580,7 @@ int main(int argc, char **argv)
 		(void)timed(ADD_HC, threads[nt - 1]);
 		a = pcpu_hcounter_approx(sh.hc);
 		s = pcpu_hcounter_sum(sh.hc);
-		printf("\n4. Bounds after %d threads' adds: sum %" PRId64 ", approx %" PRId64
+		printf("\n4. Bounds after %u threads' adds: sum %" PRId64 ", approx %" PRId64
 		       " [%" PRId64 ", %" PRId64 "]: width %" PRId64 ", |sum - approx| %" PRId64
 		       "; the formula's range %" PRId64 "%s\n",
 		       threads[nt - 1], s, a.value, a.min, a.max, a.max - a.min,

@@ -127,34 +127,6 @@ static void set_mode(const char *mode)
 	}
 }
 
-static unsigned long parse_num(const char *opt, const char *s, unsigned long min, unsigned long max)
-{
-	char *end;
-	double d;
-
-	errno = 0;
-	d = strtod(s, &end); /* accepts 1e8 */
-	if (errno || end == s || *end || d < (double)min || d > (double)max || d != floor(d))
-		bench_die("%s: expected a whole number in [%lu, %lu], got '%s'", opt, min, max, s);
-	return (unsigned long)d;
-}
-
-static void parse_threads(const char *s)
-{
-	char *copy = strdup(s), *tok, *save = NULL;
-
-	bench_opt.nthreads = 0;
-	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (bench_opt.nthreads == BENCH_MAX_LIST)
-			bench_die("--threads: at most %d counts", BENCH_MAX_LIST);
-		bench_opt.threads[bench_opt.nthreads++] =
-			(unsigned)parse_num("--threads", tok, 1, BENCH_MAX_THREADS);
-	}
-	if (bench_opt.nthreads == 0)
-		bench_die("--threads: empty list");
-	free(copy);
-}
-
 static unsigned parse_sections(const char *s)
 {
 	char *copy = strdup(s), *tok, *save = NULL;
@@ -228,16 +200,17 @@ static void parse_options(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
 		case O_THREADS:
-			parse_threads(optarg);
+			bench_opt.nthreads = bench_parse_counts("--threads", optarg, bench_opt.threads,
+							       BENCH_MAX_LIST, BENCH_MAX_THREADS);
 			break;
 		case O_DURATION:
-			bench_opt.duration_ms = (unsigned)parse_num("--duration", optarg, 1, 600000);
+			bench_opt.duration_ms = (unsigned)bench_parse_num("--duration", optarg, 1, 600000);
 			break;
 		case O_ITER:
-			bench_opt.iterations = parse_num("--iterations", optarg, 100, 1ul << 40);
+			bench_opt.iterations = bench_parse_num("--iterations", optarg, 100, 1ul << 40);
 			break;
 		case O_ROUNDS:
-			bench_opt.rounds = (unsigned)parse_num("--rounds", optarg, 1, 1000);
+			bench_opt.rounds = (unsigned)bench_parse_num("--rounds", optarg, 1, 1000);
 			break;
 		case O_CSV:
 			bench_opt.csv_dir = optarg;
@@ -259,13 +232,13 @@ static void parse_options(int argc, char **argv)
 			bench_opt.memory_child = 1;
 			break;
 		case O_MEM_PASSES:
-			bench_opt.mem_passes = (unsigned)parse_num("--mem-passes", optarg, 1, 1000);
+			bench_opt.mem_passes = (unsigned)bench_parse_num("--mem-passes", optarg, 1, 1000);
 			break;
 		case O_DP_WORK:
-			bench_opt.dp_work = (unsigned)parse_num("--dp-work", optarg, 0, 1000000);
+			bench_opt.dp_work = (unsigned)bench_parse_num("--dp-work", optarg, 0, 1000000);
 			break;
 		case O_PAIR_ROUNDS:
-			bench_opt.pair_rounds = (unsigned)parse_num("--pair-rounds", optarg, 1, 1000);
+			bench_opt.pair_rounds = (unsigned)bench_parse_num("--pair-rounds", optarg, 1, 1000);
 			break;
 		}
 	}

@@ -1102,22 +1102,6 @@ static int anchor(unsigned nw)
 
 /* ---- options, main -------------------------------------------------------------- */
 
-static unsigned parse_list(const char *s, unsigned *out, unsigned max)
-{
-	unsigned n = 0;
-
-	while (*s && n < max) {
-		char *end;
-		unsigned long v = strtoul(s, &end, 10);
-
-		if (end == s || v == 0 || v > BENCH_MAX_THREADS)
-			bench_die("bad list: %s", s);
-		out[n++] = (unsigned)v;
-		s = *end == ',' ? end + 1 : end;
-	}
-	return n;
-}
-
 static void parse(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++) {
@@ -1145,9 +1129,9 @@ static void parse(int argc, char **argv)
 		} else if (v && !strcmp(a, "--series")) {
 			opt.series = (unsigned)atoi(v), i++;
 		} else if (v && !strcmp(a, "--workers")) {
-			opt.nworkers = parse_list(v, opt.workers, BENCH_MAX_LIST), i++;
+			opt.nworkers = bench_parse_counts(a, v, opt.workers, BENCH_MAX_LIST, BENCH_MAX_THREADS), i++;
 		} else if (v && !strcmp(a, "--mem-workers")) {
-			opt.nmem = parse_list(v, opt.mem_workers, MEM_MAX), i++;
+			opt.nmem = bench_parse_counts(a, v, opt.mem_workers, MEM_MAX, BENCH_MAX_THREADS), i++;
 		} else if (v && !strcmp(a, "--anchor")) {
 			opt.anchor = (unsigned)atoi(v), i++;
 		} else if (v && !strcmp(a, "--dir")) {

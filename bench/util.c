@@ -238,19 +238,6 @@ long bench_rss_bytes(void)
 	return resident < 0 ? -1 : resident * sysconf(_SC_PAGESIZE);
 }
 
-void bench_die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fflush(stdout);
-	fputs("pcpu_bench: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(2);
-}
-
 void bench_progress(const char *fmt, ...)
 {
 	va_list ap;
