@@ -391,9 +391,12 @@ PCPU_API uint64_t pcpu_counter_fetch(pcpu_counter_t c);
 
 /**
  * Contribution of one slot (its word and its mirror word). Slot >=
- * pcpu_nslots() or NULL: 0 with errno EINVAL. The per-slot split is only
- * meaningful between resets: a reset is recorded in slot 0's mirror word.
- * Thread-safe; async-signal-safe. Cost: two loads.
+ * pcpu_nslots() or NULL: 0 with errno EINVAL. A slot no thread can write
+ * -- a CPU slot pcpu_counter_fetch() does not walk (a possible CPU that was
+ * not present at start-up), an owned slot never claimed -- is 0 and is not
+ * read (in a published segment its copy is a hole of the file). The
+ * per-slot split is only meaningful between resets: a reset is recorded in
+ * slot 0's mirror word. Thread-safe; async-signal-safe. Cost: two loads.
  */
 PCPU_API uint64_t pcpu_counter_fetch_slot(pcpu_counter_t c, unsigned slot);
 

@@ -17,14 +17,24 @@
  * other slots' pages untouched: no page-table pages for them (the emulated
  * machines' footprint run, scripts/vm/run-all.sh, measures it).
  *
+ * The same list says which slots need memory where memory is reserved
+ * ahead of writes: a published segment's file (src/segment/backing.c)
+ * allocates pages only in the regions of these slots and their mirrors
+ * (pcpu__slot_needs_memory()), so a possible CPU that is not present costs
+ * nothing, and readers of shared memory read only these slots (a read of a
+ * hole of a tmpfs mapping allocates a page).
+ *
  * The list is made once, from /sys/devices/system/cpu/present. CPUs taken
  * offline and online again stay in it (they are present throughout). A CPU
  * hot-added later (made present after pcpu started) is not in it: a thread
  * that then runs there writes a slot that fetches of this process do not
- * read. That is a documented limit (README, "Guarantees"); a process that
- * expects CPUs to be hot-added sets PCPU_SLOT_WALK=all, read once at
- * start-up, which walks every slot; so does a value not understood
- * (refused: pcpu_environment_error()).
+ * read, and in a published segment pages the file allocates as they are
+ * written (SIGBUS if the file system is full then). That is a documented
+ * limit (README, "Guarantees"): no slow path runs between a thread's move
+ * to a new CPU and its next add, so nothing could reserve first. A process
+ * that expects CPUs to be hot-added sets PCPU_SLOT_WALK=all, read once at
+ * start-up, which walks every slot and reserves them all; so does a value
+ * not understood (refused: pcpu_environment_error()).
  */
 #include "slot_walk.h"
 
@@ -41,6 +51,7 @@ PCPU_HIDDEN uint16_t pcpu_walk_slots[SLOT_MAX];
 PCPU_HIDDEN uint32_t pcpu_walk_count;
 PCPU_HIDDEN uint32_t pcpu_walk_cpu_count;
 PCPU_HIDDEN int pcpu_walk_all;
+PCPU_HIDDEN uint8_t pcpu_walk_cpu_member[SLOT_MAX];
 
 /* Marks every CPU of a list such as "0-3,8,10-11" below nslots in `set`;
  * returns how many CPUs the list names (below or above nslots), 0 if it
@@ -128,8 +139,10 @@ void pcpu_slot_walk_init(uint32_t nslots)
 			set[c] = 1; /* mm_cid's range */
 	}
 	for (uint32_t s = 0; s < nslots; s++)
-		if (set[s])
+		if (set[s]) {
 			pcpu_walk_slots[n++] = (uint16_t)s;
+			pcpu_walk_cpu_member[s] = 1;
+		}
 	pcpu_walk_cpu_count = n;
 	__atomic_store_n(&pcpu_walk_count, n, __ATOMIC_RELEASE);
 }

@@ -23,6 +23,17 @@ PCPU_HIDDEN extern uint32_t pcpu_walk_cpu_count;
 /* 1 when the list does not apply: more slots than it can hold (over 4096
  * possible CPUs), then every slot is walked, pcpu_walk_count of them. */
 PCPU_HIDDEN extern int pcpu_walk_all;
+/* 1 for every CPU slot in the list (indexed by slot number, below
+ * PCPU__SLOT_MAX); set with the list, never changed after. */
+PCPU_HIDDEN extern uint8_t pcpu_walk_cpu_member[];
+
+/* Whether CPU slot `slot` (below pcpu_cpu_slot_count) is walked: can hold
+ * a value, so a reserving backing gives it memory (pcpu__slot_needs_memory)
+ * and readers read it. Async-signal-safe (loads). */
+static inline int pcpu_slot_walk_has_cpu(uint32_t slot)
+{
+	return pcpu_walk_all || pcpu_walk_cpu_member[slot];
+}
 
 /* Builds the list for `nslots` slots (pcpu_cpu_slot_count): slot 0, every
  * present CPU, and 0 .. (number of present CPUs - 1), each below nslots;

@@ -228,9 +228,15 @@ int pcpu__slot_needs_memory(uint32_t slot)
 	uint32_t k;
 
 	if (slot < pcpu_cpu_slot_count)
-		return 1;
+		return pcpu_slot_walk_has_cpu(slot);
 	k = slot - pcpu_cpu_slot_count;
 	return k < pcpu_owned_slot_count && __atomic_load_n(&wanted[k], __ATOMIC_ACQUIRE);
+}
+
+uint32_t pcpu__cpu_slots_walked(const uint16_t **list)
+{
+	*list = pcpu_walk_all ? NULL : pcpu_walk_slots;
+	return pcpu_walk_cpu_count;
 }
 
 void pcpu__worker_set_reserve_hook(int (*hook)(uint32_t slot))

@@ -18,9 +18,11 @@
  * through a mapping allocates it, and a full file system answers with
  * SIGBUS -- in the hot path, on the first add of a slot to a new page. So
  * before an object is handed out, the zone has its backing reserve the
- * pages under it in every region, slots and mirrors alike: an add, a
- * fallback add, a reset or a gauge set can then never fault for lack of
- * space. When the file system refuses, the pages just allocated are given
+ * pages under it in every region a thread can write, slots and mirrors
+ * alike: an add, a fallback add, a reset or a gauge set can then never
+ * fault for lack of space. Regions no thread can write are left alone: a
+ * possible CPU that is not present, an owned slot never claimed
+ * (region_needed()). When the file system refuses, the pages just allocated are given
  * back (nothing lives there yet), the segment is told (on_nospace: it
  * counts and flags it for readers), and the allocation fails with ENOSPC.
  *
@@ -158,8 +160,10 @@ static void *file_map(void *ctx, unsigned no, void *at, size_t span, enum pcpu_z
 	return p;
 }
 
-/* Whether region r (of 2 * nslots) is ever written or read: a CPU slot's
- * region and its mirror, and those of an owned slot that was claimed. (No
+/* Whether region r (of 2 * nslots) is ever written or read: the region and
+ * the mirror of a CPU slot a thread can be on (slot 0, the present CPUs,
+ * mm_cid's range: pcpu__slot_needs_memory()), and those of an owned slot
+ * that was claimed. (No
  * one writes an owned slot's mirror, but fetches read it once the slot is
  * in their walk, and a read fault on a hole of a shared tmpfs mapping
  * allocates a page: SIGBUS on a full file system.) */

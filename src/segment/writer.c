@@ -43,8 +43,10 @@
  * allocation), or the directory change is dropped (counted, incomplete);
  * either way the header gets PCPU__SEG_F_NOSPACE and `nospace` counts it.
  * Updates to existing series never fail and stay exact. The cost is memory:
- * each page of slot 0 holding values costs a page in every one of the
- * 2 * nslots regions, used or not (docs/segment-format.md, Life cycle).
+ * each page of slot 0 holding values costs a page in the region and the
+ * mirror of every CPU slot a thread can be on (the slot walk: slot 0, the
+ * present CPUs, mm_cid's range), not of every possible CPU
+ * (docs/segment-format.md, Life cycle).
  */
 #include <stdint.h>
 #include <dirent.h>

@@ -269,7 +269,7 @@ static void fallback_add(const pcpu_group_t *g, size_t i, const int64_t *d)
 	/* Start at this CPU's lanes: threads of one CPU share lanes, so lanes
 	 * stay warm in that CPU's cache, and contention is what the CPU's own
 	 * threads create. */
-	start = cpu < 0 ? 0 : ((size_t)cpu % cpu_slots()) * g->pcpu__fb_per_slot;
+	start = fallback_start(g, cpu);
 	pthread_sigmask(SIG_BLOCK, &all_signals, &old);
 	for (round = 0;; round++) {
 		for (k = 0; k < total; k++) {
@@ -329,7 +329,7 @@ static int64_t *tree_fallback_take(const pcpu_group_t *g, size_t i, uint64_t tag
 	int cpu = sched_getcpu();
 	unsigned round;
 
-	start = cpu < 0 ? 0 : ((size_t)cpu % cpu_slots()) * g->pcpu__fb_per_slot;
+	start = fallback_start(g, cpu);
 	for (round = 0;; round++) {
 		for (k = 0; k < total; k++) {
 			int64_t *lane = (int64_t *)fallback_lane(g, i, (start + k) % total);
@@ -518,8 +518,8 @@ static void groups_fork_child(void)
 		pview = pcpu__zone_fork_parent_view(g->pcpu__primary);
 		fview = pcpu__zone_fork_parent_view(g->pcpu__fallback);
 		for (i = 0; i < g->pcpu__count; i++) {
-			for (s = 0; s < cpu_slots(); s++) {
-				intptr_t *lane = primary_lane(g, i, s);
+			for (s = 0; s < walked_slots(); s++) {
+				intptr_t *lane = primary_lane(g, i, walked_slot(s));
 
 				lane_fork_repair(lane, pview ? (const intptr_t *)(pview +
 						 ((char *)lane - g->pcpu__primary)) : NULL, m);

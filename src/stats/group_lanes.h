@@ -33,23 +33,46 @@ struct deadline {
  * when one of them is preempted holding the first. */
 #define FB_PER_SLOT 2
 
-/* The CPU slots: lanes of the owned slots' regions (pcpu/worker.h) are
- * never used (a tree's file does not even reserve their pages). */
-static inline size_t cpu_slots(void)
+/* The CPU slots whose lanes are used: those a thread's index or a
+ * fallback add can name (the core's slot walk: slot 0, the present CPUs,
+ * mm_cid's range; pcpu__cpu_slots_walked()). Lanes of the other slots are
+ * never written nor read: a published group's file has no pages there
+ * (a possible CPU that is not present costs nothing), and the owned slots'
+ * regions (pcpu/worker.h) are not the groups' at all. */
+static inline size_t walked_slots(void)
 {
-	return (size_t)(pcpu_nslots() - pcpu_worker_max());
+	const uint16_t *list;
+
+	return pcpu__cpu_slots_walked(&list);
 }
 
-/* Fallback lanes per group: fb_per_slot in each CPU slot's region. */
+/* The k-th of them (k < walked_slots()). */
+static inline size_t walked_slot(size_t k)
+{
+	const uint16_t *list;
+
+	(void)pcpu__cpu_slots_walked(&list);
+	return list ? list[k] : k;
+}
+
+/* Fallback lanes per group: fb_per_slot in each walked slot's region. */
 static inline size_t lanes_total(const pcpu_group_t *g)
 {
-	return cpu_slots() * g->pcpu__fb_per_slot;
+	return walked_slots() * g->pcpu__fb_per_slot;
+}
+
+/* Where a thread on CPU `cpu` (sched_getcpu(), -1 if unknown) starts
+ * looking for a free fallback lane: its own slot's lanes when that slot is
+ * walked, so lanes stay warm in the CPU's cache. */
+static inline size_t fallback_start(const pcpu_group_t *g, int cpu)
+{
+	return cpu < 0 ? 0 : ((size_t)cpu % walked_slots()) * g->pcpu__fb_per_slot;
 }
 
 /* Fallback lane `l` (0..lanes_total-1) of group i. */
 static inline intptr_t *fallback_lane(const pcpu_group_t *g, size_t i, size_t l)
 {
-	size_t slot = l / g->pcpu__fb_per_slot, k = l % g->pcpu__fb_per_slot;
+	size_t slot = walked_slot(l / g->pcpu__fb_per_slot), k = l % g->pcpu__fb_per_slot;
 
 	return (intptr_t *)(g->pcpu__fallback + (slot << PCPU_SLOT_STRIDE_SHIFT) +
 			    (i * g->pcpu__fb_per_slot + k) * g->pcpu__lane_size);

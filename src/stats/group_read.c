@@ -198,12 +198,12 @@ int pcpu_group_read_timeout(const pcpu_group_t *g, size_t i, int64_t *out, uint6
 		errno = EINVAL;
 		return -1;
 	}
-	nslots = cpu_slots();
+	nslots = walked_slots();
 	n = g->pcpu__members;
 	memset(acc, 0, sizeof acc);
 	if (g->pcpu__tree) {
 		for (s = 0; s < nslots; s++)
-			if (read_tree_lane(primary_lane(g, i, s), n, acc, &dl) < 0)
+			if (read_tree_lane(primary_lane(g, i, walked_slot(s)), n, acc, &dl) < 0)
 				goto timedout;
 		for (l = 0; l < lanes_total(g); l++)
 			if (read_tree_lane(fallback_lane(g, i, l), n, acc, &dl) < 0)
@@ -212,7 +212,7 @@ int pcpu_group_read_timeout(const pcpu_group_t *g, size_t i, int64_t *out, uint6
 		return 0;
 	}
 	for (s = 0; s < nslots; s++)
-		if (read_lane(primary_lane(g, i, s), n, acc, &dl) < 0)
+		if (read_lane(primary_lane(g, i, walked_slot(s)), n, acc, &dl) < 0)
 			goto timedout;
 	for (l = 0; l < lanes_total(g); l++)
 		if (read_lane(fallback_lane(g, i, l), n, acc, &dl) < 0)
