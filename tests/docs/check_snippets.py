@@ -184,7 +184,6 @@ def build_lines(path):
     return out
 
 
-
 def check_after_demo():
     """Runs the after-demo commands of BUILD_LINE_DOCS where scripts/demo.sh
     leaves a clone: the build tree installed into build/prefix, every C and
@@ -261,7 +260,7 @@ def check_after_demo():
     where = "after-demo commands (" + ", ".join(w for w, _ in shell) + ")"
     if r.returncode:
         failures.append(f"{where}: the after-demo commands failed ({r.returncode}):\n"
-                        f"{script}\n{r.stdout}{r.stderr}")
+                        f"{r.stderr}\n(the end of their output:)\n{r.stdout[-2000:]}")
     elif "400000 requests" not in r.stdout:
         failures.append(f"{where}: the first program did not print '400000 requests':\n{r.stdout}")
     elif not re.search(r"^PCPU\(3\)", r.stdout, re.M) or "NAME" not in r.stdout:
