@@ -18,8 +18,9 @@
  * rounds with their min and max. Every run checks its final total.
  *
  * Files: pcpu_bench.c (options, machine description, targets), util.c (clocks,
- * statistics, tables, CSV), incr.c, thesis.c, dataplane.c, readside.c, and
- * demo.c (--demo: the demonstration's one table and its verdict).
+ * statistics, tables, CSV), incr.c, thesis.c, dataplane.c, readside.c,
+ * demo.c (--demo: the demonstration's one table) and demo_verdict.c (its
+ * verdict, computed from the table's figures; demo_verdict.h).
  */
 #ifndef PCPU_BENCH_H
 #define PCPU_BENCH_H

@@ -3,7 +3,7 @@
  * The demonstration (`pcpu_bench --demo`, what scripts/demo.sh shows): one
  * counter that every thread increments, kept the ways a program would keep
  * it -- pcpu_counter_add, a shared atomic, a mutex, a plain shared `+=`,
- * per-thread counters -- then a short verdict in words.
+ * per-thread counters -- then a short verdict in words (demo_verdict.c).
  *
  * Only what a busy machine cannot fake: each figure is the threads' own CPU
  * time per increment (CLOCK_THREAD_CPUTIME_ID: time another program holds
@@ -14,108 +14,23 @@
  * suite's (bench/run.sh --quick), where their method is explained.
  */
 #include "bench.h"
+#include "demo_verdict.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The demonstration's rows, in the order printed. */
+/* The demonstration's rows, in the order printed (enum demo_row). */
 static const struct {
 	int kind;
 	const char *name;
 } demo_rows[] = {
-	{ K_PCPU, "pcpu_counter_add" },
-	{ K_ATOMIC, "shared atomic add" },
-	{ K_MUTEX, "shared counter under a mutex" },
-	{ K_RACY, "shared plain `+=` (no lock)" },
-	{ K_TLS, "per-thread counters, summed at the end" },
+	[DEMO_PCPU] = { K_PCPU, "pcpu_counter_add" },
+	[DEMO_ATOMIC] = { K_ATOMIC, "shared atomic add" },
+	[DEMO_MUTEX] = { K_MUTEX, "shared counter under a mutex" },
+	[DEMO_RACY] = { K_RACY, "shared plain `+=` (no lock)" },
+	[DEMO_TLS] = { K_TLS, "per-thread counters, summed at the end" },
 };
-#define DEMO_NROWS (sizeof(demo_rows) / sizeof(demo_rows[0]))
-enum { R_PCPU, R_ATOMIC, R_MUTEX, R_RACY, R_TLS };
-
-struct demo_cell {
-	double ns;      /* median CPU ns per increment over the rounds */
-	double lost;    /* the largest share of increments lost in a round, % */
-	unsigned inexact; /* rounds whose final count missed increments */
-};
-
-/* "2.61" or "2.61-2.70": a figure over the thread counts. */
-static const char *demo_range(char *buf, size_t len, double lo, double hi, const char *unit)
-{
-	if (fabs(hi - lo) < 0.005 * (hi > 0 ? hi : 1))
-		snprintf(buf, len, "%.2f%s", lo, unit);
-	else
-		snprintf(buf, len, "%.2f-%.2f%s", lo, hi, unit);
-	return buf;
-}
-
-/* The smallest and largest of row's figure / pcpu's over the thread counts. */
-static void demo_ratio(const struct demo_cell *c, unsigned nt, unsigned row, double *lo, double *hi)
-{
-	unsigned ti;
-
-	*lo = INFINITY;
-	*hi = -INFINITY;
-	for (ti = 0; ti < nt; ti++) {
-		double r = c[row * nt + ti].ns / c[R_PCPU * nt + ti].ns;
-
-		*lo = r < *lo ? r : *lo;
-		*hi = r > *hi ? r : *hi;
-	}
-}
-
-static void demo_verdict(const struct demo_cell *c, unsigned nt, unsigned nr)
-{
-	const unsigned *th = bench_opt.threads;
-	double lo, hi, plo = INFINITY, phi = 0, lost = 0;
-	unsigned ti, row, exact_rows = 0;
-	char a[64], b[64];
-
-	for (ti = 0; ti < nt; ti++) {
-		plo = c[R_PCPU * nt + ti].ns < plo ? c[R_PCPU * nt + ti].ns : plo;
-		phi = c[R_PCPU * nt + ti].ns > phi ? c[R_PCPU * nt + ti].ns : phi;
-		lost = c[R_RACY * nt + ti].lost > lost ? c[R_RACY * nt + ti].lost : lost;
-	}
-	for (row = 0; row < DEMO_NROWS; row++) {
-		unsigned bad = 0;
-
-		for (ti = 0; ti < nt; ti++)
-			bad += c[row * nt + ti].inexact;
-		exact_rows += row != R_RACY && bad == 0;
-	}
-	printf("## Verdict\n\n");
-	if (c[R_PCPU * nt].inexact || exact_rows < DEMO_NROWS - 1)
-		printf("- **An exact variant lost increments** in this run: that is a bug, please "
-		       "report it with this output.\n");
-	printf("- **Exact.** pcpu_counter_add kept every increment in all %u runs, from %u to %u "
-	       "threads on %u CPUs, as did the atomic, the mutex and the per-thread counters. ",
-	       nr * nt, th[0], th[nt - 1], bench_ncpu);
-	if (lost > 0)
-		printf("The plain shared `+=` lost up to %.1f %% of its increments.\n", lost);
-	else
-		printf("The plain shared `+=` lost none in this run (its threads never collided), "
-		       "but nothing stops it from losing them.\n");
-	printf("- **Cheap.** pcpu_counter_add cost %s of CPU time per increment, ",
-	       demo_range(a, sizeof(a), plo, phi, " ns"));
-	printf("with 1 thread as with %u.\n", th[nt - 1]);
-	demo_ratio(c, nt, R_ATOMIC, &lo, &hi);
-	printf("- A shared atomic add cost %s pcpu's, ", demo_range(a, sizeof(a), lo, hi, "×"));
-	demo_ratio(c, nt, R_MUTEX, &lo, &hi);
-	printf("a mutex %s. Both get slower with every core that shares the counter "
-	       "(bench/16-cores.md: 337 ns for an atomic add at 16 threads on 16 cores); pcpu's add "
-	       "touches only the current CPU's copy.\n", demo_range(b, sizeof(b), lo, hi, "×"));
-	demo_ratio(c, nt, R_TLS, &lo, &hi);
-	printf("- Per-thread counters cost %s pcpu's. They are cheaper to add to, but a "
-	       "reader must find and sum every thread's copy, a thread's counts must be kept when it "
-	       "exits, and their memory grows with the threads; pcpu does that for you, with one "
-	       "copy per CPU.\n", demo_range(a, sizeof(a), lo, hi, "×"));
-	printf("- These are CPU times, so other programs on the machine are not charged to any "
-	       "row. A busy machine still moves the shared rows most (their cost depends on how "
-	       "many threads run at once, hence their wide ranges); it never changes which rows "
-	       "are exact. `bash bench/run.sh --quick` runs the whole benchmark (pcpu's add "
-	       "against a hand-written rseq add, memory, reads, a data-plane simulation); "
-	       "bench/README.md explains each figure.\n");
-}
+_Static_assert(sizeof(demo_rows) / sizeof(demo_rows[0]) == DEMO_NROWS, "a row per enum demo_row");
 
 void bench_demo(void)
 {
@@ -179,7 +94,8 @@ void bench_demo(void)
 			tbl_cell(&tb, "**no**: lost up to %.1f %% in %u of %u runs", lost, bad, nr * nt);
 	}
 	tbl_print(&tb);
-	demo_verdict(cell, nt, nr);
+	demo_verdict(stdout, &(struct demo_run){ .cell = cell, .threads = bench_opt.threads,
+						 .nthreads = nt, .rounds = nr, .ncpu = bench_ncpu });
 	if (csv)
 		fclose(csv);
 	free(ns);

@@ -34,6 +34,8 @@ usage: check_links.py SOURCE_DIR
    of that file (or a heading it starts: "Set-up" for "Set-up: two
    commands"). bench/README.md's also name a heading of a topic file of
    bench/, or a name its table "Where older references point" lists.
+5. README.md has at most README_MAX_LINES lines (issue 62): a newcomer's
+   page, with the reference material in docs/.
 Prints every problem; exit status 1 if any.
 """
 import glob
@@ -359,6 +361,17 @@ def check_citations():
                                     (os.path.relpath(path, src), n, os.path.relpath(target, src), name))
 
 
+# ---- 5. the README's length ------------------------------------------------------------
+README_MAX_LINES = 500
+
+
+def check_readme_length():
+    n = read(os.path.join(src, "README.md")).count("\n")
+    if n > README_MAX_LINES:
+        problems.append("README.md: %d lines, over %d: move reference material into docs/ "
+                        "and link to it" % (n, README_MAX_LINES))
+
+
 files = [os.path.join(src, "README.md"), os.path.join(src, "python", "README.md"),
          os.path.join(src, "tests", "docs", "README.md")]
 files += sorted(glob.glob(os.path.join(src, "docs", "*.md")))
@@ -372,6 +385,7 @@ check_overview_index()
 check_versions(project_version())
 check_page_figures()
 check_citations()
+check_readme_length()
 for p in problems:
     print("FAIL:", p)
 print("check_links: %d file(s), %d problem(s)" % (len(files), len(problems)))

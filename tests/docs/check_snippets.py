@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Documentation code that cannot rot: every C code block of README.md and
-of the manual pages' EXAMPLES sections is compiled, and run.
+"""Documentation code that cannot rot: every C code block of README.md,
+docs/counters.md and the manual pages' EXAMPLES sections is compiled, and
+run; the README's C and C++ blocks are built by the lines beside them.
 
 usage: check_snippets.py SOURCE_DIR BUILD_DIR CC CXX [FILE...]
-       (default FILEs: README.md and man/man3/*.3 of SOURCE_DIR)
+       (default FILEs: README.md, docs/counters.md and man/man3/*.3 of
+       SOURCE_DIR; the build lines are checked only without FILEs)
 
 The convention (also in tests/docs/README.md):
   README.md   a fenced block whose info string starts with `c` (```c) is a
@@ -16,13 +18,20 @@ The convention (also in tests/docs/README.md):
   man pages   every .EX/.EE block of the EXAMPLES section; the same words
               may be given in a comment line `.\\" doc-test: WORD...` just
               before the block.
-README.md's shell blocks whose info string has the word `after-demo`
-(```sh after-demo) are the commands a newcomer types after
-./scripts/demo.sh: they are run, as written and in order, in one bash, in a
-scratch folder set up as the demonstration leaves a clone -- the build tree
-installed into build/prefix, where scripts/demo.sh installs it -- with the
-first C block of "A first program" saved as app.c. They must build and run
-that program (it prints "400000 requests") and `man pcpu` must show pcpu(3).
+Build lines (issue 62): in README.md and docs/counters.md, every C and C++
+block (```c, ```cpp) is followed by the ```sh after-demo block that builds
+it, a line `cc FILE.c $(pkg-config --cflags --libs MODULE) ...` that names
+its pkg-config module. The after-demo blocks -- the commands a newcomer
+types after ./scripts/demo.sh: the export line, then the build lines --
+are run as written, in order, in one bash, in a scratch folder set up as
+the demonstration leaves a clone: the build tree installed into
+build/prefix, where scripts/demo.sh installs it, and each block saved
+under the name its line compiles. So a wrong module fails with the
+linker's undefined references. A block without main() is compiled (-c)
+by its line, then linked into a program with its modules' --libs. The
+first program (the first C block of "A first program", app.c) must print
+"400000 requests" and `man pcpu` must show pcpu(3). Every pkg-config
+module the README names must be one the project makes (cmake/*.pc.in).
 Every block is compiled as C (gnu11) and, unless c-only, as C++ (c++11),
 both with -Wall -Wextra -Werror against the headers of SOURCE_DIR/include.
 A block that defines main() is linked with the libraries of BUILD_DIR -- a
@@ -36,12 +45,16 @@ import glob
 import atexit
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
 
 src, build, cc, cxx = sys.argv[1:5]
-files = sys.argv[5:] or [os.path.join(src, "README.md")] + sorted(
+# The files whose C and C++ blocks are built by the line written beside
+# them: the README, and the page its owned-slot example moved to.
+BUILD_LINE_DOCS = ["README.md", os.path.join("docs", "counters.md")]
+files = sys.argv[5:] or [os.path.join(src, d) for d in BUILD_LINE_DOCS] + sorted(
     glob.glob(os.path.join(src, "man", "man3", "*.3")))
 include = os.path.join(src, "include")
 work = tempfile.mkdtemp(prefix="pcpu-snippets.")
@@ -117,15 +130,15 @@ def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
 
 
-def blocks_after_demo(path):
-    """The ```sh after-demo blocks of a markdown file, and the first C block
-    under its "## A first program" heading."""
+def fenced_blocks(path):
+    """Every fenced block of a markdown file, in order: (first line of its
+    body, language, further words of its info string, body, section)."""
     lines = open(path).read().split("\n")
-    shell, first, section, i = [], None, None, 0
+    section, i = None, 0
     while i < len(lines):
         if lines[i].startswith("## "):
             section = lines[i][3:].strip()
-        m = re.match(r"^(```+)\s*(\S*)\s*(.*)$", lines[i])
+        m = re.match(r"^(```+|~~~+)\s*(\S*)\s*(.*)$", lines[i])
         if not m:
             i += 1
             continue
@@ -134,26 +147,66 @@ def blocks_after_demo(path):
         i += 1
         while i < len(lines) and not lines[i].startswith(fence):
             i += 1
-        body = "\n".join(lines[start:i]) + "\n"
-        if lang == "sh" and "after-demo" in words:
-            shell.append((start, body))
-        elif lang == "c" and section == "A first program" and first is None:
-            first = body
+        yield start + 1, lang, words, "\n".join(lines[start:i]) + "\n", section
         i += 1
-    return shell, first
 
 
-def check_after_demo(readme):
-    """Runs the README's after-demo commands where scripts/demo.sh leaves a
-    clone: the build tree installed into build/prefix."""
-    shell, app = blocks_after_demo(readme)
+CODE_LANGS = {"c", "cpp", "c++"}
+# A line that compiles a file: cc app.c ..., c++ -std=c++17 hello.cpp ...
+COMPILE = re.compile(r"^\s*(?:cc|gcc|clang|c\+\+|g\+\+|clang\+\+)\s[^\n]*?(?<!\S)([\w.-]+\.(?:c|cc|cpp))(?!\S)", re.M)
+PKG_CONFIG = re.compile(r"pkg-config((?:\s+--[\w-]+)+)((?:\s+[\w.+-]+)+)")
+
+
+def pc_modules(text):
+    """The modules that the pkg-config calls of text name."""
+    return list(dict.fromkeys(mod for m in PKG_CONFIG.finditer(text) for mod in m.group(2).split()))
+
+
+def build_lines(path):
+    """Pairs every C and C++ block of a markdown file with the ```sh
+    after-demo block right after it, which builds it: (line, file name the
+    build line compiles, code, modules). Appends a failure for a block
+    without one."""
+    rel = os.path.relpath(path, src)
+    blocks = list(fenced_blocks(path))
+    out = []
+    for k, (line, lang, words, body, _) in enumerate(blocks):
+        if lang not in CODE_LANGS:
+            continue
+        nxt = blocks[k + 1] if k + 1 < len(blocks) else None
+        m = COMPILE.search(nxt[3]) if nxt and nxt[1] == "sh" and "after-demo" in nxt[2] else None
+        if "fragment" in words or not m or not pc_modules(nxt[3][m.start():].split("\n", 1)[0]):
+            failures.append(f"{rel}:{line}: a {lang} block must be a file a reader can build, followed by "
+                            f"the ```sh after-demo block that builds it: a line `cc FILE.c "
+                            f"$(pkg-config --cflags --libs MODULE) ...` (c++ FILE.cpp for C++)")
+            continue
+        out.append((line, m.group(1), body, pc_modules(nxt[3][m.start():].split("\n", 1)[0])))
+    return out
+
+
+def check_after_demo():
+    """Runs the after-demo commands of BUILD_LINE_DOCS where scripts/demo.sh
+    leaves a clone: the build tree installed into build/prefix, every C and
+    C++ block saved under the name its build line compiles."""
+    readme = os.path.join(src, "README.md")
+    shell = [(f"README.md:{line}", body) for line, lang, words, body, _ in fenced_blocks(readme)
+             if lang == "sh" and "after-demo" in words]
     if not any("pkg-config" in body for _, body in shell) or \
             not any(re.search(r"^man pcpu$", body, re.M) for _, body in shell):
         failures.append("README.md: the commands that build the first program and run "
                         "`man pcpu` are not in ```sh after-demo blocks: untested")
         return
-    if app is None:
-        failures.append("README.md: no C block under '## A first program' for app.c")
+    first = next((body for _, lang, _, body, section in fenced_blocks(readme)
+                  if lang == "c" and section == "A first program"), None)
+    built = {}  # file name -> (where, code, modules)
+    for doc in BUILD_LINE_DOCS:
+        for line, name, code, modules in build_lines(os.path.join(src, doc)):
+            if name in built:
+                failures.append(f"{doc}:{line}: {name} is built by another block's line too ({built[name][0]})")
+            built[name] = (f"{doc}:{line}", code, modules)
+    if first is None or built.get("app.c", (None, None))[1] != first:
+        failures.append("README.md: the first C block under '## A first program' is not the app.c "
+                        "its after-demo commands build")
         return
     demo = open(os.path.join(src, "scripts", "demo.sh")).read()
     if not re.search(r'^prefix=\$PWD/build/prefix$', demo, re.M) or \
@@ -162,35 +215,76 @@ def check_after_demo(readme):
                         "the README's after-demo commands assume it does")
         return
     root = os.path.join(work, "after-demo")
-    os.makedirs(root)
+    os.makedirs(os.path.join(root, "segments"))
     r = run(["cmake", "--install", build, "--prefix", os.path.join(root, "build", "prefix")])
     if r.returncode:
         failures.append(f"after-demo: cmake --install {build} failed:\n{r.stdout}{r.stderr}")
         return
-    open(os.path.join(root, "app.c"), "w").write(app)
-    script = "set -euo pipefail\n" + "".join(body for _, body in shell)
+    for name, (_, code, _) in built.items():
+        open(os.path.join(root, name), "w").write(code)
+    # Every doc's after-demo blocks, the README's first (its export line).
+    for doc in BUILD_LINE_DOCS[1:]:
+        shell += [(f"{doc}:{line}", body) for line, lang, words, body, _ in
+                  fenced_blocks(os.path.join(src, doc)) if lang == "sh" and "after-demo" in words]
+    # Each command line as written; one that fails stops the script (set -e
+    # alone would not stop at `cc x.c ... && ./x`: a failure inside an &&
+    # list is not fatal).
+    script = "set -uo pipefail\n"
+    for where_block, body in shell:
+        for cmd in re.sub(r"\\\n", " ", body).split("\n"):
+            if cmd.strip() and not cmd.strip().startswith("#"):
+                script += (f"{{ {cmd}\n}} || {{ echo 'after-demo: failed ({where_block}): '{shlex.quote(cmd)} >&2; "
+                           f"exit 1; }}\n")
+    # A block without main() is compiled (-c) by its line; linked into a
+    # program with the --libs of the modules its line names, it must
+    # resolve every symbol: the module named is the one the code needs.
+    open(os.path.join(root, "stub_main.c"), "w").write("int main(void) { return 0; }\n")
+    for name, (where, code, modules) in built.items():
+        if re.search(r"\bint\s+main\s*\(", code):
+            continue
+        obj = os.path.splitext(name)[0] + ".o"
+        script += (f"test -f {obj} || {{ echo '{where}: its build line left no {obj}'; exit 1; }}\n"
+                   f"cc stub_main.c {obj} -o {obj}.linked $(pkg-config --libs {' '.join(modules)}) "
+                   f"|| {{ echo '{where}: {obj} does not link with pkg-config --libs "
+                   f"{' '.join(modules)}'; exit 1; }}\n")
     env = {k: v for k, v in os.environ.items()
            if k not in ("PKG_CONFIG_PATH", "MANPATH", "CMAKE_PREFIX_PATH", "LD_LIBRARY_PATH",
                         "PKG_CONFIG_LIBDIR", "LD_PRELOAD")}
-    env.update(MANPAGER="cat", PAGER="cat", MANWIDTH="80", CC=cc)
+    env.update(MANPAGER="cat", PAGER="cat", MANWIDTH="80", CC=cc,
+               PCPU_SEGMENT_DIR=os.path.join(root, "segments"))
     try:  # the bound only catches a hang
         r = run(["bash", "-c", script], cwd=root, env=env, timeout=300)
     except subprocess.TimeoutExpired:
         failures.append("README.md: the after-demo commands did not finish in 300 s")
         return
-    where = "README.md:" + ",".join(str(line) for line, _ in shell)
+    where = "after-demo commands (" + ", ".join(w for w, _ in shell) + ")"
     if r.returncode:
         failures.append(f"{where}: the after-demo commands failed ({r.returncode}):\n"
-                        f"{script}\n{r.stdout}{r.stderr}")
+                        f"{r.stderr}\n(the end of their output:)\n{r.stdout[-2000:]}")
     elif "400000 requests" not in r.stdout:
         failures.append(f"{where}: the first program did not print '400000 requests':\n{r.stdout}")
     elif not re.search(r"^PCPU\(3\)", r.stdout, re.M) or "NAME" not in r.stdout:
         failures.append(f"{where}: `man pcpu` did not show pcpu(3):\n{r.stdout[-2000:]}{r.stderr}")
+    elif os.listdir(os.path.join(root, "segments")):
+        failures.append(f"{where}: left {os.listdir(os.path.join(root, 'segments'))} in the segment directory")
+
+
+def check_modules():
+    """Every pkg-config module the README names is one the project makes
+    (cmake/<module>.pc.in): a table's or a line's, with or without a
+    snippet beside it."""
+    text = open(os.path.join(src, "README.md")).read()
+    named = set(pc_modules(text)) | set(re.findall(r"^\|[^|\n]*\| `(pcpu[\w-]*)` \|", text, re.M))
+    for mod in sorted(named):
+        if not os.path.exists(os.path.join(src, "cmake", mod + ".pc.in")):
+            failures.append(f"README.md: pkg-config module {mod!r} is not one the project makes "
+                            f"(no cmake/{mod}.pc.in)")
 
 
 n = 0
 if not sys.argv[5:]:
-    check_after_demo(os.path.join(src, "README.md"))
+    check_after_demo()
+    check_modules()
 for path in files:
     gen = blocks_markdown(path) if path.endswith(".md") else blocks_man(path)
     rel = os.path.relpath(path, src)
