@@ -9,7 +9,9 @@
 #     the optimiser's flow analysis at -O3, with _FORTIFY_SOURCE, warns
 #     about what the RelWithDebInfo builds (-O2) do not see, and a warning
 #     fails the build. This is the project's one build with prefix /usr
-#     and the multiarch libdir (install_consumer builds none);
+#     and the multiarch libdir (install_consumer builds none). What the
+#     build leaves in the tree (obj-*/, debian/<package>/) is all ignored
+#     by .gitignore;
 #  2. lintian --pedantic -I reports nothing (overrides say why where they
 #     are needed);
 #  3. each package holds its library's files and no other library's, and
@@ -65,6 +67,7 @@ all=("${runtime[@]}" "${dev[@]}" pcpu-tools libnginx-mod-http-pcpu)
 mkdir "$work/src"
 tar -C "$src" --exclude=./.git --exclude=./build --exclude='./build-*' --exclude='./obj-*' \
   --exclude=./debian/tmp --exclude=./debian/.debhelper -cf - . | tar -C "$work/src" -xf -
+(cd "$work/src" && find . \( -type f -o -type l \) | sort) >"$work/before"
 jobs=$(nproc)
 werror="-O3 -Werror"
 if ! (cd "$work/src" && DEB_BUILD_OPTIONS="parallel=$jobs" DEB_CFLAGS_APPEND="$werror" \
@@ -77,6 +80,17 @@ if ! (cd "$work/src" && DEB_BUILD_OPTIONS="parallel=$jobs" DEB_CFLAGS_APPEND="$w
   fail "dpkg-buildpackage failed (a warning at $werror, or a new or removed symbol: update debian/<library>.symbols as the diff above says)"
 fi
 changes=$(ls "$work"/pcpu_*.changes)
+# What the build leaves in the tree is all ignored by git (.gitignore:
+# obj-*/, debian/<package>/, debhelper's files): a Debian build in a clone
+# leaves `git status` clean. Checked where the source is a git work tree.
+if git -C "$src" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  (cd "$work/src" && find . \( -type f -o -type l \) | sort) | comm -13 "$work/before" - | sed 's|^\./||' \
+    >"$work/leftovers"
+  { git -C "$src" check-ignore --no-index --stdin <"$work/leftovers" || true; } | sort >"$work/ignored"
+  shown=$(comm -23 "$work/leftovers" "$work/ignored")
+  [ -z "$shown" ] || fail "the Debian build leaves files that .gitignore does not ignore: $(echo "$shown" | head -20)"
+  echo "the build's $(wc -l <"$work/leftovers") files left in the tree: all ignored by .gitignore"
+fi
 deb() { ls "$work/$1"_*.deb 2>/dev/null | grep -v dbgsym | head -1; }
 for p in "${all[@]}"; do
   [ -n "$(deb "$p")" ] || fail "no $p package built"
