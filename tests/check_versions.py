@@ -8,10 +8,17 @@ pcpu has three numbers, each with one source:
     reads) and the Debian changelog's top entry must equal it;
     the Rust crates' version (rust/Cargo.toml's workspace.package, which
     pcpu-sys and pcpu inherit; pcpu's pin on pcpu-sys) must equal it too;
-  - the ABI's major number, `set(PCPU_SOVERSION n)` in CMakeLists.txt: every
-    shared object's SOVERSION is ${PCPU_SOVERSION}, and the Debian runtime
-    packages are named with it (libpcpu<n>, libpcpu-stats<n>,
-    libpcpu-prometheus<n>);
+  - the C libraries' ABI major number, `set(PCPU_SOVERSION n)` in
+    CMakeLists.txt: the SOVERSION of libpcpu, libpcpu-stats and
+    libpcpu-exporter is ${PCPU_SOVERSION}, and their Debian runtime packages
+    are named with it (libpcpu<n>, libpcpu-stats<n>, libpcpu-exporter<n>);
+    the C++ libraries of the prometheus-cpp layer, whose ABI may change with
+    any minor release, have the release's major.minor instead
+    (PCPU_PROMETHEUS_ABI in compat/prometheus-cpp/CMakeLists.txt: their
+    SOVERSION and symbol node), and so do their packages
+    (libpcpu-prometheus<major.minor>, -pull, -push: Debian Policy 8.1);
+    every debian/<package>.<file> (symbols, lintian overrides) names a
+    package of debian/control;
   - the segment format's version, PCPU__SEG_VERSION_MAJOR/MINOR in
     src/segment/format.h: docs/segment-format.md's layout and its
     version_minor row say the same, and its versions table has a row for it;
@@ -81,25 +88,42 @@ def main():
         if version and dep and dep != version:
             problems.append("rust/pcpu/Cargo.toml: depends on pcpu-sys =%s, the project is %s" % (dep, version))
 
-    # Every shared object's SOVERSION is the one variable.
+    # Every shared object's SOVERSION is one of the two variables: the C
+    # libraries' PCPU_SOVERSION, the C++ layer's PCPU_PROMETHEUS_ABI (in
+    # its own CMakeLists.txt only).
+    cxx_cmake = "compat/prometheus-cpp/CMakeLists.txt"
     for dirpath, dirnames, files in os.walk(root):
-        dirnames[:] = [d for d in dirnames if not d.startswith((".", "build", "_install"))]
+        dirnames[:] = [d for d in dirnames if not d.startswith((".", "build", "_install", "obj-"))]
         for f in files:
-            if f != "CMakeLists.txt":
+            if f != "CMakeLists.txt" and not f.endswith(".cmake"):
                 continue
             path = os.path.join(dirpath, f)
+            rel = os.path.relpath(path, root)
+            allowed = {"${PCPU_SOVERSION}"} | ({"${PCPU_PROMETHEUS_ABI}"} if rel == cxx_cmake else set())
             for n, line in enumerate(open(path, encoding="utf-8"), 1):
                 m = re.search(r"\bSOVERSION\s+(\S+)", line)
-                if m and m.group(1) != "${PCPU_SOVERSION}":
-                    problems.append("%s:%d: SOVERSION %s, not ${PCPU_SOVERSION}" %
-                                    (os.path.relpath(path, root), n, m.group(1)))
-    if soversion:
-        control = read(root, "debian/control")
-        for pkg in ("libpcpu", "libpcpu-stats", "libpcpu-prometheus"):
-            names = re.findall(r"^Package: (%s\d+)$" % re.escape(pkg), control, re.M)
-            if names != [pkg + soversion]:
-                problems.append("debian/control: runtime package %s, the SOVERSION is %s" %
-                                (names or "(none)", soversion))
+                if m and m.group(1) not in allowed:
+                    problems.append("%s:%d: SOVERSION %s, not %s" % (rel, n, m.group(1), " or ".join(sorted(allowed))))
+    cxx_abi_set = r"^set\(PCPU_PROMETHEUS_ABI \$\{PROJECT_VERSION_MAJOR\}\.\$\{PROJECT_VERSION_MINOR\}\)$"
+    if not re.search(cxx_abi_set, read(root, cxx_cmake), re.M):
+        problems.append("%s: PCPU_PROMETHEUS_ABI must be ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}"
+                        % cxx_cmake)
+    control = read(root, "debian/control")
+    packages = re.findall(r"^Package: (\S+)$", control, re.M)
+    cxx_abi = ".".join(version.split(".")[:2]) if version else None
+    for pkg, number in (("libpcpu", soversion), ("libpcpu-stats", soversion), ("libpcpu-exporter", soversion),
+                        ("libpcpu-prometheus", cxx_abi), ("libpcpu-prometheus-pull", cxx_abi),
+                        ("libpcpu-prometheus-push", cxx_abi)):
+        if number is None:
+            continue
+        names = [p for p in packages if re.match(r"^%s\d[\d.]*$" % re.escape(pkg), p)]
+        if names != [pkg + number]:
+            problems.append("debian/control: runtime package %s, its SONAME's number is %s (%s%s)" %
+                            (names or "(none)", number, pkg, number))
+    for f in sorted(os.listdir(os.path.join(root, "debian"))):
+        m = re.match(r"^(.+)\.(symbols|shlibs|lintian-overrides|install|links|docs|postinst|prerm)$", f)
+        if m and m.group(1) not in packages:
+            problems.append("debian/%s: no package %s in debian/control" % (f, m.group(1)))
 
     # The segment format.
     fmt = read(root, "src/segment/format.h")

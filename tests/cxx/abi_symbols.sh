@@ -3,7 +3,8 @@
 # and hide their internals (compat/prometheus-cpp/pcpu-prometheus.map,
 # issue 53):
 #  1. every symbol each library defines in its dynamic table carries the
-#     node PCPU_PROMETHEUS_<major.minor> (none in the unversioned Base);
+#     node PCPU_PROMETHEUS_<major.minor> (none in the unversioned Base), and
+#     its SONAME the same major.minor (libpcpu-prometheus.so.0.2: issue 62);
 #  2. every prometheus::detail symbol exported is one the layer's headers use:
 #     abi/probe.cpp, compiled at -O0, runs every header path that calls into
 #     the libraries; a detail symbol exported that its object neither
@@ -29,8 +30,12 @@ fi
 # Compared demangled: a constructor's complete and base objects (C1, C2)
 # are one name.
 nm "$work/probe.o" | awk '{print $NF}' | c++filt | sort -u > "$work/used"
-for so in libpcpu-prometheus.so.1 libpcpu-prometheus-pull.so.1 libpcpu-prometheus-push.so.1; do
-  [ -f "$lib/$so" ] || { echo "skip $so (not built)"; continue; }
+# The SONAME carries the node's major.minor (libpcpu-prometheus.so.0.2).
+abi=${node#PCPU_PROMETHEUS_}
+for so in libpcpu-prometheus.so.$abi libpcpu-prometheus-pull.so.$abi libpcpu-prometheus-push.so.$abi; do
+  [ -f "$lib/$so" ] || { echo "FAIL $so not found in $lib (the test runs where all three are built)"; fails=$((fails + 1)); continue; }
+  soname=$(readelf -d "$lib/$so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+  [ "$soname" = "$so" ] || { echo "FAIL $so: SONAME $soname, not $so"; fails=$((fails + 1)); }
   # objdump -T: address flags section size version name; defined symbols only.
   objdump -T "$lib/$so" | awk '$0 ~ /^[0-9a-f]+ / && $0 !~ /\*UND\*/ {print $(NF-1), $NF}' > "$work/$so.dyn"
   unversioned=$(awk -v n="$node" '$1 != n && $1 != "(" n ")" {print $2}' "$work/$so.dyn")

@@ -36,6 +36,17 @@ usage: check_links.py SOURCE_DIR
    bench/, or a name its table "Where older references point" lists.
 5. README.md has at most README_MAX_LINES lines (issue 62): a newcomer's
    page, with the reference material in docs/.
+6. The Debian packages (debian/control; issue 62):
+   - docs/install.md's package table has a row for each package, and no
+     other;
+   - a manual page that refers to a page of pcpu's installed by another
+     package -- one its own package does not depend on, such as
+     pcpu(3) in libpcpu-dev referring to libpcpu-stats-dev's pages -- names
+     that package in the same paragraph (or list, under its heading), so
+     that a reader who has only its package knows what to install. A page's
+     package is its library's development package (its LIBRARY section's
+     first line, as cmake/pcpuManLinks.cmake decides; the component's
+     package in debian/rules), pcpustat(1)'s pcpu-tools.
 Prints every problem; exit status 1 if any.
 """
 import glob
@@ -185,15 +196,40 @@ def page_sources():
     return out
 
 
+def roff_plain(line):
+    """A source line with fonts and quotes gone and macro arguments joined
+    (`.BR name (3),` -> `name(3),`)."""
+    line = re.sub(r"\\f(?:\[[A-Z]*\]|\(..|.)", "", line)
+    line = line.replace("\\-", "-").replace("\\(en", "-").replace("\\(em", "-").replace("\\&", "")
+    if line.startswith("."):
+        line = re.sub(r"^\.[A-Za-z]+\s*", "", line).replace('"', "")
+        line = re.sub(r"\s+\((\d)", r"(\1", line)
+    return line
+
+
 def roff_text_lines(text):
-    """(line number, text) of a page's source with fonts and quotes gone and
-    macro arguments joined (`.BR name (3),` -> `name(3),`), code (SYNOPSIS,
-    .EX/.EE, .nf/.fi) and comments left out."""
-    section, code = "", False
+    """(line number, text) of a page's source, roff_plain, with code
+    (SYNOPSIS, .EX/.EE, .nf/.fi) and comments left out."""
+    for block in roff_blocks(text, headings=False):
+        yield from block
+
+
+def roff_blocks(text, headings=True):
+    """The page's text (roff_text_lines) by paragraph: a block starts at
+    each .SH, .SS, .PP, .P and .LP, with the heading's text when headings;
+    .TP and .IP entries stay in the block of the paragraph that leads
+    their list."""
+    section, code, block = "", False, []
     for n, line in enumerate(text.split("\n"), 1):
-        if line.startswith(".SH"):
-            section = line[3:].strip().strip('"')
-            code = False
+        if re.match(r"^\.(SH|SS|PP|P|LP)\b", line):
+            if block:
+                yield block
+            block = []
+            if line.startswith(".SH"):
+                section = line[3:].strip().strip('"')
+                code = False
+            if headings and section != "SYNOPSIS" and line.startswith((".SH", ".SS")):
+                block.append((n, roff_plain(line)))
             continue
         if line.startswith((".EX", ".nf")):
             code = True
@@ -201,12 +237,9 @@ def roff_text_lines(text):
             code = False
         if code or section == "SYNOPSIS" or line.startswith(('.\\"', "'\\\"")):
             continue
-        line = re.sub(r"\\f(?:\[[A-Z]*\]|\(..|.)", "", line)
-        line = line.replace("\\-", "-").replace("\\(en", "-").replace("\\(em", "-").replace("\\&", "")
-        if line.startswith("."):
-            line = re.sub(r"^\.[A-Za-z]+\s*", "", line).replace('"', "")
-            line = re.sub(r"\s+\((\d)", r"(\1", line)
-        yield n, line
+        block.append((n, roff_plain(line)))
+    if block:
+        yield block
 
 
 def documented_pages():
@@ -372,6 +405,98 @@ def check_readme_length():
                         "and link to it" % (n, README_MAX_LINES))
 
 
+# ---- 6. the Debian packages ------------------------------------------------------
+def debian_packages():
+    """{package: itself and the packages of debian/control it depends on,
+    directly or not}."""
+    deps = {}
+    for stanza in re.split(r"\n\s*\n", read(os.path.join(src, "debian", "control"))):
+        m = re.search(r"^Package: (\S+)$", stanza, re.M)
+        if not m:
+            continue
+        d = re.search(r"^Depends:(.*(?:\n[ \t].*)*)", stanza, re.M)
+        names = re.sub(r"\([^)]*\)|\$\{[^}]*\}", "", d.group(1)) if d else ""
+        deps[m.group(1)] = set(re.findall(r"[a-z0-9][a-z0-9+.-]+", names))
+    closure = {}
+    for p in deps:
+        seen, todo = {p}, [p]
+        while todo:
+            for r in deps[todo.pop()]:
+                if r in deps and r not in seen:
+                    seen.add(r)
+                    todo.append(r)
+        closure[p] = seen
+    return closure
+
+
+def page_packages():
+    """{(name, section): package} for every page an install has: a man3
+    page's is its library's -dev component's package (debian/rules'
+    COMPONENTS), by its LIBRARY section's first line as
+    cmake/pcpuManLinks.cmake decides; pcpustat(1)'s the tools component's."""
+    rules = read(os.path.join(src, "debian", "rules"))
+    m = re.search(r"^COMPONENTS = ((?:.*\\\n)*.*)$", rules, re.M)
+    component = dict(re.findall(r"([a-z][a-z0-9-]*):(\S+)", m.group(1))) if m else {}
+    out = {}
+    for path, text in page_sources():
+        if path.endswith(".1"):
+            out[(os.path.basename(path)[:-2], "1")] = component.get("tools")
+            continue
+        lib = re.search(r"\n\.SH LIBRARY\n(.*)", text)
+        lib = lib.group(1).strip() if lib else ""
+        pkg = component.get({"pcpu statistics library": "stats-dev",
+                             "pcpu exporter library": "exporter-dev"}.get(lib, "pcpu-dev"))
+        names = [os.path.basename(path)[:-2]]
+        m = re.search(r"^\.SH NAME\n(.*?)\\-", text, re.S | re.M)
+        if m:
+            names += [n.strip() for n in m.group(1).replace("\n", " ").split(",") if n.strip()]
+        for name in names:
+            out[(name, "3")] = pkg
+    return out
+
+
+def check_page_packages(closure):
+    where = page_packages()
+    for key, pkg in sorted(where.items(), key=lambda kv: kv[0]):
+        if pkg not in closure:
+            problems.append("%s(%s): its package %s is not in debian/control" % (key[0], key[1], pkg))
+    for path, text in page_sources():
+        name = os.path.basename(path).rsplit(".", 1)
+        own = where.get((name[0], name[1]))
+        if own not in closure:
+            continue
+        for block in roff_blocks(text):
+            words = " ".join(line for _, line in block)
+            for n, line in block:
+                for ref in page_refs(line):
+                    pkg = where.get(ref)
+                    if pkg is None or pkg in closure[own]:
+                        continue
+                    if not re.search(r"(?<![\w.+-])%s(?![\w.+-])" % re.escape(pkg), words):
+                        problems.append("%s:%d: %s(%s) is installed by %s, which %s does not depend on: "
+                                        "name the package beside the reference" %
+                                        (os.path.relpath(path, src), n, ref[0], ref[1], pkg, own))
+
+
+def check_install_packages(closure):
+    lines = read(os.path.join(src, "docs", "install.md")).split("\n")
+    head = [i for i, line in enumerate(lines) if re.match(r"^\| package \|", line)]
+    if len(head) != 1:
+        problems.append("docs/install.md: %d tables headed '| package |', not one" % len(head))
+        return
+    listed = []
+    for line in lines[head[0] + 2:]:
+        if not line.startswith("|"):
+            break
+        listed += re.findall(r"`([^`]+)`", line.strip("|").split("|")[0])
+    for p in sorted(set(closure) - set(listed)):
+        problems.append("docs/install.md: the package table has no row for %s (debian/control)" % p)
+    for p in sorted(set(listed) - set(closure)):
+        problems.append("docs/install.md: the package table names %s, which debian/control does not build" % p)
+    for p in sorted({p for p in listed if listed.count(p) > 1}):
+        problems.append("docs/install.md: the package table names %s twice" % p)
+
+
 files = [os.path.join(src, "README.md"), os.path.join(src, "python", "README.md"),
          os.path.join(src, "tests", "docs", "README.md")]
 files += sorted(glob.glob(os.path.join(src, "docs", "*.md")))
@@ -386,6 +511,9 @@ check_versions(project_version())
 check_page_figures()
 check_citations()
 check_readme_length()
+packages = debian_packages()
+check_install_packages(packages)
+check_page_packages(packages)
 for p in problems:
     print("FAIL:", p)
 print("check_links: %d file(s), %d problem(s)" % (len(files), len(problems)))

@@ -28,6 +28,10 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 here=$(cd "$(dirname "$0")" && pwd)
 fail() { echo "install_consumer: $*" >&2; exit 1; }
+# The C++ layer's SONAME carries the release's major.minor
+# (libpcpu-prometheus.so.0.2: compat/prometheus-cpp/CMakeLists.txt).
+cxx=$(sed -n 's/^project(pcpu VERSION \([0-9]*\.[0-9]*\)\..*/\1/p' "$src/CMakeLists.txt")
+[ -n "$cxx" ] || fail "no project(pcpu VERSION x.y.z) in $src/CMakeLists.txt"
 
 # ---- 1. scratch prefix ----------------------------------------------------------
 prefix=$work/prefix
@@ -110,7 +114,14 @@ alone() {
   env -u LD_LIBRARY_PATH "$@" >"$work/alone.out" 2>&1 \
     || { cat "$work/alone.out"; fail "$* does not start without LD_LIBRARY_PATH (installed in $prefix)"; }
 }
-for l in libpcpu-stats.so.1 libpcpu-prometheus.so.1; do
+# The layer is built where its pkg-config file is installed; then its
+# library must be there under its SONAME.
+promcpp=false
+if [ -e "$libdir/pkgconfig/pcpu-prometheus.pc" ]; then
+  promcpp=true
+  [ -e "$libdir/libpcpu-prometheus.so.$cxx" ] || fail "libpcpu-prometheus.so.$cxx not installed in $libdir"
+fi
+for l in libpcpu-stats.so.1 libpcpu-prometheus.so.$cxx; do
   [ -e "$libdir/$l" ] || continue
   [ "$(readelf -d "$libdir/$l" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')" = '$ORIGIN' ] \
     || fail "$l in $prefix: RUNPATH is not \$ORIGIN: $(readelf -d "$libdir/$l" | grep -E 'RPATH|RUNPATH')"
@@ -123,7 +134,7 @@ for needed in --no-as-needed --as-needed; do
   alone "$work/pc_alone_c"
   cc $(pkg-config --cflags pcpu) "$here/consumer_counter.c" -o "$work/pc_alone_counter" -Wl,$needed $(pkg-config --libs pcpu) -pthread
   alone "$work/pc_alone_counter"
-  [ -e "$libdir/libpcpu-prometheus.so.1" ] || continue
+  $promcpp || continue
   for p in consumer_promcpp consumer_promcpp_registry; do
     c++ -std=c++17 -I"$prefix/include/pcpu-prometheus" -I"$prefix/include" "$here/$p.cpp" -o "$work/rp_$p" \
       -Wl,$needed -L"$libdir" -Wl,-rpath,"$libdir" -lpcpu-prometheus -lpcpu-stats -lpcpu -pthread
@@ -135,9 +146,11 @@ for needed in --no-as-needed --as-needed; do
 done
 # The push library (prometheus/gateway.h), where built: pkg-config alone,
 # with its own RUNPATH ($ORIGIN) finding libpcpu-prometheus and libpcpu.
-if [ -e "$libdir/libpcpu-prometheus-push.so.1" ]; then
-  [ "$(readelf -d "$libdir/libpcpu-prometheus-push.so.1" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')" = '$ORIGIN' ] \
-    || fail "libpcpu-prometheus-push.so.1 in $prefix: RUNPATH is not \$ORIGIN"
+if [ -e "$libdir/pkgconfig/pcpu-prometheus-push.pc" ]; then
+  push=$libdir/libpcpu-prometheus-push.so.$cxx
+  [ -e "$push" ] || fail "libpcpu-prometheus-push.so.$cxx not installed in $libdir"
+  [ "$(readelf -d "$push" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')" = '$ORIGIN' ] \
+    || fail "libpcpu-prometheus-push.so.$cxx in $prefix: RUNPATH is not \$ORIGIN"
   for needed in --no-as-needed --as-needed; do
     c++ -std=c++17 $(pkg-config --cflags pcpu-prometheus-push) "$here/consumer_promcpp_push.cpp" \
       -o "$work/pc_alone_push" -Wl,$needed $(pkg-config --libs pcpu-prometheus-push) -pthread

@@ -9,13 +9,18 @@
 #     the optimiser's flow analysis at -O3, with _FORTIFY_SOURCE, warns
 #     about what the RelWithDebInfo builds (-O2) do not see, and a warning
 #     fails the build. This is the project's one build with prefix /usr
-#     and the multiarch libdir (install_consumer builds none);
+#     and the multiarch libdir (install_consumer builds none). What the
+#     build leaves in the tree (obj-*/, debian/<package>/) is all ignored
+#     by .gitignore;
 #  2. lintian --pedantic -I reports nothing (overrides say why where they
 #     are needed);
 #  3. each package holds its library's files and no other library's, and
 #     depends on what it needs and nothing more: libpcpu-dev (libpcpu's
 #     headers and links) needs libpcpu1 alone -- no statistics, no C++, no
-#     protobuf-c, no libcurl or libmicrohttpd;
+#     protobuf-c, no libcurl or libmicrohttpd; the C++ libraries' packages
+#     carry the release's major.minor, as their SONAME does
+#     (libpcpu-prometheus0.2), and so does the dependency a program built
+#     against them gets (shlibs);
 #  4. libpcpu-dev alone, with what it depends on among these packages,
 #     unpacked with dpkg -x into a throwaway root, builds and runs the
 #     README's first program, copied from README.md, through pkg-config pcpu
@@ -48,7 +53,13 @@ done
 work=$(mktemp -d /tmp/pcpu-deb.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-runtime=(libpcpu1 libpcpu-stats1 libpcpu-exporter1 libpcpu-prometheus1 libpcpu-prometheus-pull1 libpcpu-prometheus-push1)
+# The C++ libraries' packages carry the release's major.minor, as their
+# SONAME does (libpcpu-prometheus0.2: compat/prometheus-cpp/CMakeLists.txt).
+cxx=$(sed -n 's/^project(pcpu VERSION \([0-9]*\.[0-9]*\)\..*/\1/p' "$src/CMakeLists.txt")
+[ -n "$cxx" ] || fail "no project(pcpu VERSION x.y.z) in CMakeLists.txt"
+cxx_re=${cxx//./\\.}
+runtime=(libpcpu1 libpcpu-stats1 libpcpu-exporter1 libpcpu-prometheus$cxx libpcpu-prometheus-pull$cxx
+  libpcpu-prometheus-push$cxx)
 dev=(libpcpu-dev libpcpu-stats-dev libpcpu-exporter-dev libpcpu-prometheus-dev libpcpu-prometheus-pull-dev libpcpu-prometheus-push-dev)
 all=("${runtime[@]}" "${dev[@]}" pcpu-tools libnginx-mod-http-pcpu)
 
@@ -56,6 +67,7 @@ all=("${runtime[@]}" "${dev[@]}" pcpu-tools libnginx-mod-http-pcpu)
 mkdir "$work/src"
 tar -C "$src" --exclude=./.git --exclude=./build --exclude='./build-*' --exclude='./obj-*' \
   --exclude=./debian/tmp --exclude=./debian/.debhelper -cf - . | tar -C "$work/src" -xf -
+(cd "$work/src" && find . \( -type f -o -type l \) | sort) >"$work/before"
 jobs=$(nproc)
 werror="-O3 -Werror"
 if ! (cd "$work/src" && DEB_BUILD_OPTIONS="parallel=$jobs" DEB_CFLAGS_APPEND="$werror" \
@@ -68,6 +80,17 @@ if ! (cd "$work/src" && DEB_BUILD_OPTIONS="parallel=$jobs" DEB_CFLAGS_APPEND="$w
   fail "dpkg-buildpackage failed (a warning at $werror, or a new or removed symbol: update debian/<library>.symbols as the diff above says)"
 fi
 changes=$(ls "$work"/pcpu_*.changes)
+# What the build leaves in the tree is all ignored by git (.gitignore:
+# obj-*/, debian/<package>/, debhelper's files): a Debian build in a clone
+# leaves `git status` clean. Checked where the source is a git work tree.
+if git -C "$src" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  (cd "$work/src" && find . \( -type f -o -type l \) | sort) | comm -13 "$work/before" - | sed 's|^\./||' \
+    >"$work/leftovers"
+  { git -C "$src" check-ignore --no-index --stdin <"$work/leftovers" || true; } | sort >"$work/ignored"
+  shown=$(comm -23 "$work/leftovers" "$work/ignored")
+  [ -z "$shown" ] || fail "the Debian build leaves files that .gitignore does not ignore: $(echo "$shown" | head -20)"
+  echo "the build's $(wc -l <"$work/leftovers") files left in the tree: all ignored by .gitignore"
+fi
 deb() { ls "$work/$1"_*.deb 2>/dev/null | grep -v dbgsym | head -1; }
 for p in "${all[@]}"; do
   [ -n "$(deb "$p")" ] || fail "no $p package built"
@@ -126,17 +149,17 @@ has libpcpu-exporter-dev "$L/libpcpu-exporter\.so"
 has libpcpu-exporter-dev "$L/pkgconfig/pcpu-exporter\.pc"
 has libpcpu-exporter-dev "usr/include/pcpu/exporter\.h"
 has libpcpu-exporter-dev "usr/share/man/man3/pcpu_exporter_new\.3\.gz"
-has libpcpu-prometheus1 "$L/libpcpu-prometheus\.so\.1"
+has libpcpu-prometheus$cxx "$L/libpcpu-prometheus\.so\.$cxx_re"
 has libpcpu-prometheus-dev "$L/libpcpu-prometheus\.so"
 has libpcpu-prometheus-dev "$L/pkgconfig/pcpu-prometheus\.pc"
 has libpcpu-prometheus-dev "$L/cmake/pcpu/pcpu-prometheusTargets\.cmake"
 has libpcpu-prometheus-dev "usr/include/pcpu-prometheus/prometheus/counter\.h"
-has libpcpu-prometheus-pull1 "$L/libpcpu-prometheus-pull\.so\.1"
+has libpcpu-prometheus-pull$cxx "$L/libpcpu-prometheus-pull\.so\.$cxx_re"
 has libpcpu-prometheus-pull-dev "$L/libpcpu-prometheus-pull\.so"
 has libpcpu-prometheus-pull-dev "$L/pkgconfig/pcpu-prometheus-pull\.pc"
 has libpcpu-prometheus-pull-dev "usr/include/pcpu-prometheus/prometheus/exposer\.h"
 has libpcpu-prometheus-pull-dev "usr/include/pcpu/exposer\.hpp"
-has libpcpu-prometheus-push1 "$L/libpcpu-prometheus-push\.so\.1"
+has libpcpu-prometheus-push$cxx "$L/libpcpu-prometheus-push\.so\.$cxx_re"
 has libpcpu-prometheus-push-dev "$L/libpcpu-prometheus-push\.so"
 has libpcpu-prometheus-push-dev "$L/pkgconfig/pcpu-prometheus-push\.pc"
 has libpcpu-prometheus-push-dev "usr/include/pcpu-prometheus/prometheus/gateway\.h"
@@ -146,7 +169,7 @@ has pcpu-tools "usr/share/man/man1/pcpustat\.1\.gz"
 # and no other library; libpcpu-dev nothing of the statistics layer.
 for p in "${runtime[@]}"; do
   hasnt "$p" "usr/include/.*"
-  [ "$(grep -cE '\.so\.1\.[0-9.]+$' "$work/$p.list")" = 1 ] || fail "$p: not exactly one shared object"
+  [ "$(grep -cE '\.so\.[0-9]+\.[0-9]+\.[0-9]+$' "$work/$p.list")" = 1 ] || fail "$p: not exactly one shared object"
 done
 hasnt libpcpu-dev "usr/include/pcpu/(stats|gauge|histogram|group|expose|segment|segment_dir|reader|counter9_sysctl)\.h"
 hasnt libpcpu-dev "usr/include/pcpu/.*\.hpp"
@@ -175,19 +198,27 @@ echo "libpcpu-dev Depends: $(depends libpcpu-dev)"
 [[ $(depends libpcpu-stats-dev) != *prometheus* && $(depends libpcpu-stats-dev) != *curl* ]] \
   || fail "libpcpu-stats-dev depends on $(depends libpcpu-stats-dev)"
 for p in libpcpu-prometheus-pull libpcpu-prometheus-push; do
-  [[ $(depends $p-dev) == *"${p}1 (= "* && $(depends $p-dev) == *"libpcpu-prometheus-dev (= "* ]] \
+  [[ $(depends $p-dev) == *"$p$cxx (= "* && $(depends $p-dev) == *"libpcpu-prometheus-dev (= "* ]] \
     || fail "$p-dev: $(depends $p-dev)"
+  # The pull and push libraries need the core library of their own minor.
+  [[ $(depends $p$cxx) == *"libpcpu-prometheus$cxx (>= "* ]] || fail "$p$cxx: $(depends $p$cxx)"
 done
-[[ $(depends libpcpu-prometheus1) != *curl* && $(depends libpcpu-prometheus1) != *microhttpd* ]] \
-  || fail "libpcpu-prometheus1 (the core API) depends on $(depends libpcpu-prometheus1)"
+[[ $(depends libpcpu-prometheus$cxx) != *curl* && $(depends libpcpu-prometheus$cxx) != *microhttpd* ]] \
+  || fail "libpcpu-prometheus$cxx (the core API) depends on $(depends libpcpu-prometheus$cxx)"
+# What a program built against a C++ library will depend on: that minor's
+# package (shlibs: library, SONAME version, dependency).
+for p in libpcpu-prometheus libpcpu-prometheus-pull libpcpu-prometheus-push; do
+  shlibs=$(dpkg-deb --ctrl-tarfile "$(deb $p$cxx)" | tar -xOf - ./shlibs)
+  [[ $shlibs =~ ^$p\ $cxx_re\ $p$cxx_re\ \(\>=\ $cxx_re\.[0-9]+\)$ ]] || fail "$p$cxx: shlibs '$shlibs'"
+done
 [[ $(depends pcpu-tools) == *libpcpu-stats1* ]] || fail "pcpu-tools does not depend on libpcpu-stats1"
 # The exporter core: its own library above libpcpu-stats, with libmicrohttpd;
 # pcpustat serve and the Exposer use it, the statistics layer does not.
 [[ $(depends libpcpu-exporter1) == *"libpcpu-stats1 (= "* && $(depends libpcpu-exporter1) == *microhttpd* ]] \
   || fail "libpcpu-exporter1: $(depends libpcpu-exporter1)"
 [[ $(depends libpcpu-stats1) != *microhttpd* ]] || fail "libpcpu-stats1 depends on $(depends libpcpu-stats1)"
-[[ $(depends pcpu-tools) == *libpcpu-exporter1* && $(depends libpcpu-prometheus-pull1) == *libpcpu-exporter1* ]] \
-  || fail "pcpu-tools or libpcpu-prometheus-pull1 does not depend on libpcpu-exporter1"
+[[ $(depends pcpu-tools) == *libpcpu-exporter1* && $(depends libpcpu-prometheus-pull$cxx) == *libpcpu-exporter1* ]] \
+  || fail "pcpu-tools or libpcpu-prometheus-pull$cxx does not depend on libpcpu-exporter1"
 # nginx's module, as Debian's libnginx-mod-* are: where nginx loads modules,
 # a load file it enables, tied to the nginx ABI it was built for.
 has libnginx-mod-http-pcpu "usr/lib/nginx/modules/ngx_http_pcpu_module\.so"
