@@ -13,16 +13,18 @@
 #   liburcu-dev: bench/ref_bench.c compares pcpu_rwlock with liburcu's read side
 #   prometheus (promtool, server): exposition checks and the scrape test
 #   python: the tests' Python packages -- prometheus_client (strict OpenMetrics
-#           parser), matplotlib (plots), pytest, setuptools and wheel (the
-#           Python binding's tests and its `pip install ./python`, done
-#           offline there), protobuf, opentelemetry-proto, grpcio (the push
+#           parser), matplotlib (plots), pytest (the Python binding's
+#           tests), protobuf, opentelemetry-proto, grpcio (the push
 #           tests) -- go into a virtual environment of their own,
 #           ~/.cache/pcpu-venv ($XDG_CACHE_HOME/pcpu-venv), never into the
 #           system Python (Debian's refuses a pip install outside a venv:
 #           PEP 668); the tests run its python3 (CMake's PCPU_PYTHON3, and
 #           first on PATH in scripts/test.sh and under ctest). python3-venv
-#           makes it; python3-setuptools and python3-wheel are Debian's,
-#           for the venv ctest python_venv makes from the system's Python.
+#           makes it. Beside it, in its wheels/ folder, the wheels that
+#           python/pyproject.toml's [build-system] requires (setuptools,
+#           bounded there): the tests that `pip install ./python` build
+#           from them offline, in bare virtual environments, whatever
+#           python3 comes first on PATH and whatever it has installed.
 #   debhelper, dpkg-dev, build-essential, lintian: the Debian packages test
 #   man-db, groff: the manual pages test (man --warnings, groff -ww)
 #   libmicrohttpd-dev, libgnutls28-dev, zlib1g-dev, libyaml-dev, libcrypt-dev:
@@ -96,8 +98,6 @@ have clang     || need_apt+=(clang)
 have promtool  || need_apt+=(prometheus)
 have python3   || need_apt+=(python3)
 python3 -c 'import ensurepip, venv' 2>/dev/null || need_apt+=(python3-venv)
-[ -e /usr/lib/python3/dist-packages/setuptools/__init__.py ] || need_apt+=(python3-setuptools)
-[ -e /usr/lib/python3/dist-packages/wheel/__init__.py ] || need_apt+=(python3-wheel)
 have dpkg-buildpackage || need_apt+=(dpkg-dev)
 dpkg -s build-essential >/dev/null 2>&1 || need_apt+=(build-essential)
 have dh        || need_apt+=(debhelper)
@@ -191,8 +191,6 @@ py_need=()
 py -c 'import prometheus_client' 2>/dev/null || py_need+=(prometheus_client)
 py -c 'import matplotlib' 2>/dev/null || py_need+=(matplotlib)
 py -c 'import pytest' 2>/dev/null || py_need+=(pytest)
-py -c 'import setuptools' 2>/dev/null || py_need+=(setuptools)
-py -c 'import wheel' 2>/dev/null || py_need+=(wheel)
 py -c 'import google.protobuf' 2>/dev/null || py_need+=("protobuf>=4.21,<5")
 # pcpustat push's OTLP tests decode the requests with the published schema.
 py -c 'import opentelemetry.proto.collector.metrics.v1.metrics_service_pb2' 2>/dev/null \
@@ -203,6 +201,31 @@ py -c 'import grpc' 2>/dev/null || py_need+=("grpcio>=1.60")
 if [ ${#py_need[@]} -gt 0 ]; then
   echo "install-deps: $venv/bin/pip install ${py_need[*]}"
   py -m pip install --quiet --disable-pip-version-check "${py_need[@]}"
+fi
+
+# The Python package's build requirements, as wheels, in $venv/wheels
+# (CMake's PCPU_PYTHON_WHEELS): ctest python_venv, python_prefix and
+# python_binding's install test `pip install` the package into bare
+# virtual environments, offline (--no-index --find-links), and pip builds
+# it with these in an environment of its own, as it does for a user from
+# the index. So no interpreter's own setuptools or wheel takes part (issue
+# 62). The requirements are pyproject.toml's [build-system] line itself,
+# bounded there; the index is asked only when the wheels there do not meet it.
+wheels=$venv/wheels
+src=$(cd "$(dirname "$0")/.." && pwd)
+mapfile -t build_reqs < <(py - "$src/python/pyproject.toml" <<'PY'
+import re, sys
+table = re.search(r"^\[build-system\]$(.*?)(?=^\[|\Z)", open(sys.argv[1]).read(), re.M | re.S)
+reqs = re.search(r"^requires\s*=\s*\[(.*?)\]", table.group(1) if table else "", re.M | re.S)
+print("\n".join(re.findall(r'"([^"]+)"', reqs.group(1) if reqs else "")))
+PY
+)
+[ ${#build_reqs[@]} -gt 0 ] && [ -n "${build_reqs[0]}" ] \
+  || { echo "install-deps: python/pyproject.toml has no [build-system] requires" >&2; exit 1; }
+pip_wheels() { py -m pip download --quiet --disable-pip-version-check --only-binary :all: --dest "$wheels" "$@" "${build_reqs[@]}"; }
+if ! pip_wheels --no-index --find-links "$wheels" >/dev/null 2>&1; then
+  echo "install-deps: $venv/bin/pip download ${build_reqs[*]} (into $wheels)"
+  pip_wheels
 fi
 
 # The Rust crates' emulated machines (scripts/vm/run.sh --rust): the

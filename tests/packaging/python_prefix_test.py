@@ -14,17 +14,19 @@ installed (src/pcpu/_installed.py). Two more routes, from the sources
 (`pip install ./python`, which records nothing): with PREFIX/bin on PATH
 the package finds the library beside pcpustat, as pcpustat does (RUNPATH
 $ORIGIN/../lib); with neither, the ImportError says what to do.
-Offline, as python_venv_test.py: --system-site-packages for setuptools,
---no-build-isolation --no-index --no-deps.
+pip runs offline, as in python_venv_test.py (offline_pip.py): bare
+virtual environments, the build requirements from PCPU_WHEELHOUSE.
 
 usage: python_prefix_test.py SOURCE_DIR BUILD_DIR
-environment: PCPU_FIXTURE (tests/segment/segment_fixture), PCPU_PROJECT_VERSION
+environment: PCPU_FIXTURE (tests/segment/segment_fixture), PCPU_WHEELHOUSE,
+PCPU_PROJECT_VERSION
 """
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
+
+import offline_pip
 
 READ = """
 import os, sys, pcpu, pcpu._lib
@@ -49,21 +51,16 @@ def run(cmd, check=True, **kw):
 
 def venv_with(tmp, name, package):
     venv = os.path.join(tmp, name)
-    run([sys.executable, "-m", "venv", "--system-site-packages", venv])
-    # From a copy: setuptools writes build/ and *.egg-info beside the sources.
-    copy = os.path.join(tmp, name + "-src")
-    shutil.copytree(package, copy, ignore=shutil.ignore_patterns(
-        "build", "*.egg-info", "__pycache__", ".pytest_cache", "tests"))
-    run([os.path.join(venv, "bin", "pip"), "install", "--quiet", "--no-deps",
-         "--no-build-isolation", "--no-index", "--disable-pip-version-check",
-         "--no-cache-dir", copy])
-    return os.path.join(venv, "bin", "python")
+    py = offline_pip.bare_venv(venv)
+    offline_pip.pip_install(venv, package, tmp)
+    return py
 
 
 def main():
     src, build = sys.argv[1], sys.argv[2]
     if not os.access(os.environ.get("PCPU_FIXTURE", ""), os.X_OK):
         sys.exit("python_prefix_test: PCPU_FIXTURE is not set to a program")
+    offline_pip.wheelhouse()
     with tempfile.TemporaryDirectory(prefix="pcpu-pyprefix-") as tmp:
         prefix = os.path.join(tmp, "prefix")
         run(["cmake", "--install", build, "--prefix", prefix])
