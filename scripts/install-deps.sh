@@ -4,6 +4,18 @@
 #   scripts/install-deps.sh --demo   what scripts/demo.sh builds and shows: a C
 #                                    compiler, CMake, Ninja, pkg-config, the
 #                                    libraries of pcpustat, man (for `man pcpu`)
+#   scripts/install-deps.sh --quick  what the quick tier uses (scripts/test.sh
+#                                    --quick): the above, and what the plain
+#                                    build with its tests, benchmarks and
+#                                    examples and the unit tests (ctest -L unit)
+#                                    need -- g++, valgrind, liburcu-dev,
+#                                    Prometheus (promtool), protoc, openssl,
+#                                    apache2-utils, binutils, a de_DE locale,
+#                                    and the Python venv's prometheus_client,
+#                                    protobuf, opentelemetry-proto, grpcio;
+#                                    none of the emulators, cross compilers,
+#                                    clang, Chromium, nginx, Debian packaging
+#                                    tools, Rust targets or Miri
 #   scripts/install-deps.sh          everything the test suite needs (scripts/test.sh):
 #                                    the above and the rest below
 #
@@ -13,16 +25,18 @@
 #   liburcu-dev: bench/ref_bench.c compares pcpu_rwlock with liburcu's read side
 #   prometheus (promtool, server): exposition checks and the scrape test
 #   python: the tests' Python packages -- prometheus_client (strict OpenMetrics
-#           parser), matplotlib (plots), pytest, setuptools and wheel (the
-#           Python binding's tests and its `pip install ./python`, done
-#           offline there), protobuf, opentelemetry-proto, grpcio (the push
+#           parser), matplotlib (plots), pytest (the Python binding's
+#           tests), protobuf, opentelemetry-proto, grpcio (the push
 #           tests) -- go into a virtual environment of their own,
 #           ~/.cache/pcpu-venv ($XDG_CACHE_HOME/pcpu-venv), never into the
 #           system Python (Debian's refuses a pip install outside a venv:
 #           PEP 668); the tests run its python3 (CMake's PCPU_PYTHON3, and
 #           first on PATH in scripts/test.sh and under ctest). python3-venv
-#           makes it; python3-setuptools and python3-wheel are Debian's,
-#           for the venv ctest python_venv makes from the system's Python.
+#           makes it. Beside it, in its wheels/ folder, the wheels that
+#           python/pyproject.toml's [build-system] requires (setuptools,
+#           bounded there): the tests that `pip install ./python` build
+#           from them offline, in bare virtual environments, whatever
+#           python3 comes first on PATH and whatever it has installed.
 #   debhelper, dpkg-dev, build-essential, lintian: the Debian packages test
 #   man-db, groff: the manual pages test (man --warnings, groff -ww)
 #   libmicrohttpd-dev, libgnutls28-dev, zlib1g-dev, libyaml-dev, libcrypt-dev:
@@ -44,11 +58,12 @@
 # (sudo otherwise); the Python packages and the Rust toolchains go to the
 # user's own directories.
 set -euo pipefail
-demo=0
+mode=all
 case "${1:-}" in
-  --demo) demo=1 ;;
+  --demo) mode=demo ;;
+  --quick) mode=quick ;;
   "") ;;
-  *) echo "usage: scripts/install-deps.sh [--demo]" >&2; exit 2 ;;
+  *) echo "usage: scripts/install-deps.sh [--demo | --quick]" >&2; exit 2 ;;
 esac
 
 need_apt=()
@@ -83,88 +98,96 @@ have protoc-c  || need_apt+=(protobuf-c-compiler)
 [ -e /usr/include/google/protobuf/descriptor.proto ] || need_apt+=(libprotobuf-dev)
 # `man pcpu` (the README's first program's next step).
 have man       || need_apt+=(man-db)
-if [ $demo -eq 1 ]; then
+if [ $mode = demo ]; then
   install_apt
   exit 0
 fi
 
-# ---- the test suite: everything else ---------------------------------------------
+# ---- the quick tier: the plain build with its tests, benchmarks and examples
+# (CMake stops without valgrind, a C++ compiler, python3 or liburcu), and
+# the unit tests (ctest -L unit): promtool (stats_expose_promtool, the
+# exporter's), protoc (stats_protobuf), openssl and htpasswd (the
+# exporter's TLS and auth), readelf/objdump/nm/c++filt (the section, layer
+# and ABI checks), the de_DE locale and the Python packages below.
 have valgrind  || need_apt+=(valgrind)
+have g++       || need_apt+=(g++)
 pkg-config --exists liburcu-memb 2>/dev/null || need_apt+=(liburcu-dev)
-have clang     || need_apt+=(clang)
-[ -n "$(ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a 2>/dev/null)" ] || need_apt+=(libclang-rt-14-dev)
 have promtool  || need_apt+=(prometheus)
 have python3   || need_apt+=(python3)
 python3 -c 'import ensurepip, venv' 2>/dev/null || need_apt+=(python3-venv)
-[ -e /usr/lib/python3/dist-packages/setuptools/__init__.py ] || need_apt+=(python3-setuptools)
-[ -e /usr/lib/python3/dist-packages/wheel/__init__.py ] || need_apt+=(python3-wheel)
-have dpkg-buildpackage || need_apt+=(dpkg-dev)
-dpkg -s build-essential >/dev/null 2>&1 || need_apt+=(build-essential)
-have dh        || need_apt+=(debhelper)
-have lintian   || need_apt+=(lintian)
-have groff     || need_apt+=(groff-base)
 have readelf   || need_apt+=(binutils)
-# abidiff, abidw (libabigail): ctest abi_compat compares the C libraries'
-# ABI with the committed baseline (abi/) and with the previous release's.
-have abidiff   || need_apt+=(abigail-tools)
 have openssl   || need_apt+=(openssl)
 have htpasswd  || need_apt+=(apache2-utils)
 # protoc: the protobuf exposition test's independent decoder (Python
-# protobuf); prometheus-cpp: the statistics benchmark's Histogram::Observe
-# comparison.
+# protobuf).
 have protoc    || need_apt+=(protobuf-compiler)
-[ -e /usr/include/prometheus/histogram.h ] || need_apt+=(prometheus-cpp-dev)
-# The aarch64 cross build (cmake/toolchain-aarch64-linux-gnu.cmake) and
-# tests/check_rseq_sections.py on its binaries (aarch64-linux-gnu-objdump).
-have aarch64-linux-gnu-gcc || need_apt+=(gcc-aarch64-linux-gnu)
-[ -e /usr/aarch64-linux-gnu/include/stdio.h ] || need_apt+=(libc6-dev-arm64-cross)
-have aarch64-linux-gnu-objdump || need_apt+=(binutils-aarch64-linux-gnu)
-# The ARMv7 (armhf) and riscv64 cross builds (cmake/toolchain-cross.cmake with
-# PCPU_CROSS_TRIPLET arm-linux-gnueabihf or riscv64-linux-gnu) for their
-# emulated machines, and tests/check_rseq_sections.py on their binaries.
-have arm-linux-gnueabihf-gcc || need_apt+=(gcc-arm-linux-gnueabihf)
-[ -e /usr/arm-linux-gnueabihf/include/stdio.h ] || need_apt+=(libc6-dev-armhf-cross)
-have arm-linux-gnueabihf-objdump || need_apt+=(binutils-arm-linux-gnueabihf)
-have riscv64-linux-gnu-gcc || need_apt+=(gcc-riscv64-linux-gnu)
-[ -e /usr/riscv64-linux-gnu/include/stdio.h ] || need_apt+=(libc6-dev-riscv64-cross)
-have riscv64-linux-gnu-objdump || need_apt+=(binutils-riscv64-linux-gnu)
-# The emulated machines (scripts/vm/run.sh): the emulators, cpio for the
-# initramfs, and dpkg-deb and apt-get to fetch and unpack the kernels.
-have qemu-system-aarch64 || need_apt+=(qemu-system-arm)
-have qemu-system-x86_64 || need_apt+=(qemu-system-x86)
-have qemu-system-riscv64 || need_apt+=(qemu-system-misc)
-have cpio      || need_apt+=(cpio)
-# curl: bench/prefork_anchor.py times HTTP scrapes (pcpustat serve,
-# prometheus_client's start_http_server) with it.
-have curl      || need_apt+=(curl)
-have gzip      || need_apt+=(gzip)
-[ -e /usr/share/keyrings/debian-archive-keyring.gpg ] || need_apt+=(debian-archive-keyring)
 
-# C++ (issue 28): prometheus-cpp's own core tests against libpcpu-prometheus
-# (GoogleTest and gmock's main), its core benchmarks (Google Benchmark);
-# both compilers compile every C++ header; prometheus-cpp-dev (above) is the
-# real library they are compared with. The peer's sources are fetched at
-# test time (tests/cxx/promcpp_peer.sh, apt-get source with a list of its own).
-[ -e /usr/lib/x86_64-linux-gnu/libgmock_main.a ] || [ -n "$(ls /usr/lib/*/libgmock_main.a 2>/dev/null)" ] || need_apt+=(libgmock-dev)
-[ -n "$(ls /usr/lib/*/libgtest.a 2>/dev/null)" ] || need_apt+=(libgtest-dev)
-[ -e /usr/include/benchmark/benchmark.h ] || need_apt+=(libbenchmark-dev)
-have clang++   || need_apt+=(clang)
-have g++       || need_apt+=(g++)
-# prometheus-cpp's push API on pcpu (libpcpu-prometheus-push): its tests
-# push to a real Pushgateway (Debian prometheus-pushgateway, the server is
-# started by each test on a port of its own, never as a service).
-have prometheus-pushgateway || need_apt+=(prometheus-pushgateway)
+# ---- the test suite: everything else ---------------------------------------------
+if [ $mode = all ]; then
+  have clang     || need_apt+=(clang)
+  [ -n "$(ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a 2>/dev/null)" ] || need_apt+=(libclang-rt-14-dev)
+  have dpkg-buildpackage || need_apt+=(dpkg-dev)
+  dpkg -s build-essential >/dev/null 2>&1 || need_apt+=(build-essential)
+  have dh        || need_apt+=(debhelper)
+  have lintian   || need_apt+=(lintian)
+  have groff     || need_apt+=(groff-base)
+  # abidiff, abidw (libabigail): ctest abi_compat compares the C libraries'
+  # ABI with the committed baseline (abi/) and with the previous release's.
+  have abidiff   || need_apt+=(abigail-tools)
+  # prometheus-cpp: the statistics benchmark's Histogram::Observe comparison
+  # (optional there: the quick tier builds it without).
+  [ -e /usr/include/prometheus/histogram.h ] || need_apt+=(prometheus-cpp-dev)
+  # The aarch64 cross build (cmake/toolchain-aarch64-linux-gnu.cmake) and
+  # tests/check_rseq_sections.py on its binaries (aarch64-linux-gnu-objdump).
+  have aarch64-linux-gnu-gcc || need_apt+=(gcc-aarch64-linux-gnu)
+  [ -e /usr/aarch64-linux-gnu/include/stdio.h ] || need_apt+=(libc6-dev-arm64-cross)
+  have aarch64-linux-gnu-objdump || need_apt+=(binutils-aarch64-linux-gnu)
+  # The ARMv7 (armhf) and riscv64 cross builds (cmake/toolchain-cross.cmake with
+  # PCPU_CROSS_TRIPLET arm-linux-gnueabihf or riscv64-linux-gnu) for their
+  # emulated machines, and tests/check_rseq_sections.py on their binaries.
+  have arm-linux-gnueabihf-gcc || need_apt+=(gcc-arm-linux-gnueabihf)
+  [ -e /usr/arm-linux-gnueabihf/include/stdio.h ] || need_apt+=(libc6-dev-armhf-cross)
+  have arm-linux-gnueabihf-objdump || need_apt+=(binutils-arm-linux-gnueabihf)
+  have riscv64-linux-gnu-gcc || need_apt+=(gcc-riscv64-linux-gnu)
+  [ -e /usr/riscv64-linux-gnu/include/stdio.h ] || need_apt+=(libc6-dev-riscv64-cross)
+  have riscv64-linux-gnu-objdump || need_apt+=(binutils-riscv64-linux-gnu)
+  # The emulated machines (scripts/vm/run.sh): the emulators, cpio for the
+  # initramfs, and dpkg-deb and apt-get to fetch and unpack the kernels.
+  have qemu-system-aarch64 || need_apt+=(qemu-system-arm)
+  have qemu-system-x86_64 || need_apt+=(qemu-system-x86)
+  have qemu-system-riscv64 || need_apt+=(qemu-system-misc)
+  have cpio      || need_apt+=(cpio)
+  # curl: bench/prefork_anchor.py times HTTP scrapes (pcpustat serve,
+  # prometheus_client's start_http_server) with it.
+  have curl      || need_apt+=(curl)
+  have gzip      || need_apt+=(gzip)
+  [ -e /usr/share/keyrings/debian-archive-keyring.gpg ] || need_apt+=(debian-archive-keyring)
 
-# nginx's pcpu module (integrations/nginx, issue 52): nginx, the server its
-# tests run; nginx-dev, the packaged nginx's module build system
-# (/usr/share/nginx/src with its configure flags) and dh_nginx for the
-# libnginx-mod-http-pcpu package; wrk, the load of the exactness test and
-# of bench/nginx_bench.py; chromium, the status page's headless test (with
-# a screenshot). Debian packages only: no browser or tool is downloaded.
-have nginx     || [ -x /usr/sbin/nginx ] || need_apt+=(nginx)
-[ -e /usr/share/nginx/src/configure ] || need_apt+=(nginx-dev)
-have wrk       || need_apt+=(wrk)
-have chromium  || need_apt+=(chromium)
+  # C++ (issue 28): prometheus-cpp's own core tests against libpcpu-prometheus
+  # (GoogleTest and gmock's main), its core benchmarks (Google Benchmark);
+  # both compilers compile every C++ header; prometheus-cpp-dev (above) is the
+  # real library they are compared with. The peer's sources are fetched at
+  # test time (tests/cxx/promcpp_peer.sh, apt-get source with a list of its own).
+  [ -e /usr/lib/x86_64-linux-gnu/libgmock_main.a ] || [ -n "$(ls /usr/lib/*/libgmock_main.a 2>/dev/null)" ] || need_apt+=(libgmock-dev)
+  [ -n "$(ls /usr/lib/*/libgtest.a 2>/dev/null)" ] || need_apt+=(libgtest-dev)
+  [ -e /usr/include/benchmark/benchmark.h ] || need_apt+=(libbenchmark-dev)
+  have clang++   || need_apt+=(clang)
+  # prometheus-cpp's push API on pcpu (libpcpu-prometheus-push): its tests
+  # push to a real Pushgateway (Debian prometheus-pushgateway, the server is
+  # started by each test on a port of its own, never as a service).
+  have prometheus-pushgateway || need_apt+=(prometheus-pushgateway)
+
+  # nginx's pcpu module (integrations/nginx, issue 52): nginx, the server its
+  # tests run; nginx-dev, the packaged nginx's module build system
+  # (/usr/share/nginx/src with its configure flags) and dh_nginx for the
+  # libnginx-mod-http-pcpu package; wrk, the load of the exactness test and
+  # of bench/nginx_bench.py; chromium, the status page's headless test (with
+  # a screenshot). Debian packages only: no browser or tool is downloaded.
+  have nginx     || [ -x /usr/sbin/nginx ] || need_apt+=(nginx)
+  [ -e /usr/share/nginx/src/configure ] || need_apt+=(nginx-dev)
+  have wrk       || need_apt+=(wrk)
+  have chromium  || need_apt+=(chromium)
+fi
 
 install_apt
 
@@ -189,10 +212,10 @@ fi
 py() { "$venv/bin/python3" "$@"; }
 py_need=()
 py -c 'import prometheus_client' 2>/dev/null || py_need+=(prometheus_client)
-py -c 'import matplotlib' 2>/dev/null || py_need+=(matplotlib)
-py -c 'import pytest' 2>/dev/null || py_need+=(pytest)
-py -c 'import setuptools' 2>/dev/null || py_need+=(setuptools)
-py -c 'import wheel' 2>/dev/null || py_need+=(wheel)
+if [ $mode = all ]; then
+  py -c 'import matplotlib' 2>/dev/null || py_need+=(matplotlib)
+  py -c 'import pytest' 2>/dev/null || py_need+=(pytest)
+fi
 py -c 'import google.protobuf' 2>/dev/null || py_need+=("protobuf>=4.21,<5")
 # pcpustat push's OTLP tests decode the requests with the published schema.
 py -c 'import opentelemetry.proto.collector.metrics.v1.metrics_service_pb2' 2>/dev/null \
@@ -203,6 +226,32 @@ py -c 'import grpc' 2>/dev/null || py_need+=("grpcio>=1.60")
 if [ ${#py_need[@]} -gt 0 ]; then
   echo "install-deps: $venv/bin/pip install ${py_need[*]}"
   py -m pip install --quiet --disable-pip-version-check "${py_need[@]}"
+fi
+[ $mode = quick ] && exit 0
+
+# The Python package's build requirements, as wheels, in $venv/wheels
+# (CMake's PCPU_PYTHON_WHEELS): ctest python_venv, python_prefix and
+# python_binding's install test `pip install` the package into bare
+# virtual environments, offline (--no-index --find-links), and pip builds
+# it with these in an environment of its own, as it does for a user from
+# the index. So no interpreter's own setuptools or wheel takes part (issue
+# 62). The requirements are pyproject.toml's [build-system] line itself,
+# bounded there; the index is asked only when the wheels there do not meet it.
+wheels=$venv/wheels
+src=$(cd "$(dirname "$0")/.." && pwd)
+mapfile -t build_reqs < <(py - "$src/python/pyproject.toml" <<'PY'
+import re, sys
+table = re.search(r"^\[build-system\]$(.*?)(?=^\[|\Z)", open(sys.argv[1]).read(), re.M | re.S)
+reqs = re.search(r"^requires\s*=\s*\[(.*?)\]", table.group(1) if table else "", re.M | re.S)
+print("\n".join(re.findall(r'"([^"]+)"', reqs.group(1) if reqs else "")))
+PY
+)
+[ ${#build_reqs[@]} -gt 0 ] && [ -n "${build_reqs[0]}" ] \
+  || { echo "install-deps: python/pyproject.toml has no [build-system] requires" >&2; exit 1; }
+pip_wheels() { py -m pip download --quiet --disable-pip-version-check --only-binary :all: --dest "$wheels" "$@" "${build_reqs[@]}"; }
+if ! pip_wheels --no-index --find-links "$wheels" >/dev/null 2>&1; then
+  echo "install-deps: $venv/bin/pip download ${build_reqs[*]} (into $wheels)"
+  pip_wheels
 fi
 
 # The Rust crates' emulated machines (scripts/vm/run.sh --rust): the

@@ -23,7 +23,9 @@
 # Usage: scripts/test.sh [--quick] [--no-vm]
 #   --quick: the fast tier before a commit: the plain build and its unit
 #            tests (ctest -L unit), nothing else (no Rust, Go, sanitizers,
-#            emulated machines); a few minutes once build/ exists
+#            emulated machines); a few minutes once build/ exists. It
+#            installs only what it uses (install-deps.sh --quick: no
+#            emulators, cross compilers, Chromium, nginx or Miri)
 #   --no-vm: skip step 5 (quick local runs; CI never passes it)
 # Build folders: build/, build-asan/, build-tsan/ (reused if present).
 # The sanitizer builds leave out the tests labelled `repeat` there (ctest
@@ -89,7 +91,9 @@ step_end() {
 }
 
 step_start install-deps
-bash scripts/install-deps.sh || { echo "test.sh: installing dependencies failed"; exit 1; }
+deps_mode=""
+[ $quick -eq 1 ] && deps_mode=--quick
+bash scripts/install-deps.sh $deps_mode || { echo "test.sh: installing dependencies failed"; exit 1; }
 step_end
 # The tests' Python packages are in the virtual environment install-deps.sh
 # made: its python3 first on PATH for every step (ctest, cargo, go), and

@@ -14,11 +14,20 @@ def test_pip_install(tmp_path):
                     ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__",
                                                   ".pytest_cache"))
     target = tmp_path / "site"
-    # No network needed: the build backend (setuptools) comes from this
-    # Python, and the package has no dependency.
-    r = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                        "--no-build-isolation", "--disable-pip-version-check", "--no-cache-dir",
-                        "--target", str(target), str(here)], capture_output=True, text=True)
+    # pip builds in an environment of its own with what pyproject.toml's
+    # [build-system] requires, as for a user: from the index, or offline
+    # from the wheels PCPU_WHEELHOUSE names (pcpu's ctest sets it to those
+    # scripts/install-deps.sh downloads), never with this Python's own
+    # setuptools or wheel. The package has no dependency.
+    offline = []
+    if os.environ.get("PCPU_WHEELHOUSE"):
+        offline = ["--no-index", "--find-links", os.environ["PCPU_WHEELHOUSE"]]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env["PIP_CONFIG_FILE"] = os.devnull
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", *offline,
+                        "--disable-pip-version-check", "--no-cache-dir",
+                        "--target", str(target), str(here)], capture_output=True, text=True,
+                       env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     r = subprocess.run([sys.executable, "-c", "import pcpu, pcpu.prometheus; print(pcpu.__file__, pcpu.__version__)"],
                        env=dict(os.environ, PYTHONPATH=str(target)), capture_output=True,

@@ -6,6 +6,14 @@
 #     pkg-config, pcpustat's libraries, man -- never the test suite's
 #     (emulators, cross compilers, valgrind, Prometheus, fuzzers, lintian,
 #     Python), and runs no pip, rustup, cargo or localedef;
+#  1b. `scripts/install-deps.sh --quick` on that machine (issue 62) asks
+#     apt-get for what the plain build and the unit tier use -- the demo's,
+#     g++, valgrind, liburcu-dev, Prometheus, protoc, openssl, apache2-utils,
+#     binutils -- and pip, in the tests' venv, for the unit tier's Python
+#     packages, never for the whole suite's (emulators, cross compilers,
+#     clang, Chromium, nginx, Debian packaging tools, matplotlib, the build
+#     wheels), and runs no rustup or cargo; scripts/test.sh --quick asks
+#     for --quick, the whole run for everything;
 #  2. scripts/demo.sh asks for --demo, not the whole set, and configures a
 #     new build folder without the test suite;
 #  3. nothing writes into the system Python: no --break-system-packages, and
@@ -47,6 +55,54 @@ for p in $wanted; do
     fail "install-deps.sh --demo installs $p, which the demonstration neither builds nor shows" ;;
   esac
 done
+
+# ---- 1b. install-deps.sh --quick on an empty machine ----
+# Its python3 makes a venv whose python3 has nothing (every import fails,
+# so every package is asked for) and records what pip is asked.
+calls=$work/calls-quick
+cat >"$stub/python3" <<EOF
+#!$BASH
+echo "python3 \$*" >>"$calls"
+if [ "\$1 \$2" = "-m venv" ]; then
+  d=\${!#}
+  mkdir -p "\$d/bin"
+  printf '#!%s\necho "venv-python \$*" >>"%s"\n[ "\$1" != -c ]\n' "$BASH" "$calls" >"\$d/bin/python3"
+  chmod +x "\$d/bin/python3"
+fi
+EOF
+for t in apt-get localedef rustup cargo; do
+  printf '#!%s\necho "%s $*" >>"%s"\n' "$BASH" "$t" "$calls" >"$stub/$t"
+done
+rm "$stub/valgrind" # (a stub for 1: here, not installed)
+for t in mkdir dirname chmod; do ln -s "$(command -v $t)" "$stub/$t"; done
+PATH=$stub XDG_CACHE_HOME=$work/cache "$BASH" "$src/scripts/install-deps.sh" --quick >"$work/out" 2>&1 \
+  || { cat "$work/out"; fail "install-deps.sh --quick failed"; }
+echo "install-deps.sh --quick on an empty machine: $(grep '^apt-get install' "$calls" || true)"
+wanted=$(sed -n 's/^apt-get install //p' "$calls" | tr ' ' '\n' | grep -v '^-' | sort -u)
+for p in cmake ninja-build gcc pkg-config libmicrohttpd-dev valgrind g++ liburcu-dev prometheus \
+         protobuf-compiler openssl apache2-utils binutils; do
+  grep -qx "$p" <<<"$wanted" || fail "install-deps.sh --quick does not install $p"
+done
+for p in $wanted; do
+  case $p in
+  qemu-* | clang* | libclang* | gcc-*-linux-* | binutils-*-linux-* | libc6-dev-*-cross | lintian | \
+  debhelper | dpkg-dev | build-essential | nginx* | wrk | chromium | abigail-tools | libgtest* | \
+  libgmock* | libbenchmark* | prometheus-cpp-dev | prometheus-pushgateway | cpio | curl | \
+  debian-archive-keyring | groff*)
+    fail "install-deps.sh --quick installs $p, which the quick tier does not use" ;;
+  esac
+done
+pips=$(sed -n 's/^venv-python -m pip //p' "$calls")
+for p in prometheus_client protobuf opentelemetry-proto grpcio; do
+  grep -q "^install .* $p" <<<"$pips" || fail "install-deps.sh --quick does not pip install $p: $pips"
+done
+! grep -E 'matplotlib|pytest|download' <<<"$pips" \
+  || fail "install-deps.sh --quick asks pip for more than the unit tier's packages"
+! grep -E '^(rustup|cargo) ' "$calls" || fail "install-deps.sh --quick runs rustup or cargo"
+grep -qx 'deps_mode=""' "$src/scripts/test.sh" \
+  && grep -qx '\[ $quick -eq 1 \] && deps_mode=--quick' "$src/scripts/test.sh" \
+  && grep -q '^bash scripts/install-deps.sh $deps_mode ||' "$src/scripts/test.sh" \
+  || fail "scripts/test.sh does not run install-deps.sh --quick for --quick, the whole of it otherwise"
 
 # ---- 2. demo.sh ----
 grep -qE '^bash scripts/install-deps.sh --demo$' "$src/scripts/demo.sh" \

@@ -3,28 +3,38 @@
 environment (issue 50: it failed with "libpcpu-stats not found" until
 PCPU_LIBRARY was set; docs/install.md says a prefix install needs none).
 
-    cmake --install BUILD --prefix PREFIX       # PREFIX/lib is not the loader's
-    python3 -m venv VENV
-    VENV/bin/pip install PREFIX/share/pcpu/python
+1. The README's Python commands, as written (the ```sh after-demo-python
+   block of README.md, the same in python/README.md), in a shell where
+   scripts/demo.sh left a clone -- the build installed into build/prefix --
+   but without the export line the demonstration prints (issue 62: after
+   `pip install ./python`, `list_segments()` raised ImportError there):
 
-then VENV/bin/python imports pcpu and reads a live segment, with
-PCPU_LIBRARY and LD_LIBRARY_PATH unset: the package loads PREFIX's
-libpcpu-stats.so.1, which `cmake --install` recorded in the copy it
-installed (src/pcpu/_installed.py). Two more routes, from the sources
-(`pip install ./python`, which records nothing): with PREFIX/bin on PATH
-the package finds the library beside pcpustat, as pcpustat does (RUNPATH
-$ORIGIN/../lib); with neither, the ImportError says what to do.
-Offline, as python_venv_test.py: --system-site-packages for setuptools,
---no-build-isolation --no-index --no-deps.
+       python3 -m venv ~/.venvs/pcpu && ~/.venvs/pcpu/bin/pip install build/prefix/share/pcpu/python
+       ~/.venvs/pcpu/bin/python -c 'import pcpu; print(pcpu.list_segments())'
+
+   with HOME a scratch folder, and PCPU_LIBRARY, LD_LIBRARY_PATH,
+   PKG_CONFIG_PATH unset and no pcpustat on PATH: the package loads the
+   prefix's libpcpu-stats.so.1, which `cmake --install` recorded in the
+   copy it installed (src/pcpu/_installed.py), and lists a live segment.
+2. `pip install ./python` (the sources, which record nothing), with
+   <prefix>/bin on PATH: the package finds the library beside pcpustat, as
+   pcpustat does (RUNPATH $ORIGIN/../lib).
+3. The same with neither: the ImportError says what to do.
+pip runs offline (offline_pip.py): from PCPU_WHEELHOUSE, not the index.
 
 usage: python_prefix_test.py SOURCE_DIR BUILD_DIR
-environment: PCPU_FIXTURE (tests/segment/segment_fixture), PCPU_PROJECT_VERSION
+environment: PCPU_FIXTURE (tests/segment/segment_fixture), PCPU_WHEELHOUSE,
+PCPU_PROJECT_VERSION
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+
+import offline_pip
+from offline_pip import run
 
 READ = """
 import os, sys, pcpu, pcpu._lib
@@ -37,49 +47,59 @@ with pcpu.open_segment("golden") as seg:
 assert snap.family("app_queue_depth").series[0].value == 42
 print(got)
 """
+BLOCK = "after-demo-python"
 
 
-def run(cmd, check=True, **kw):
-    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    if check and r.returncode != 0:
-        sys.exit("python_prefix_test: %s failed (%d):\n%s%s" %
-                 (" ".join(cmd), r.returncode, r.stdout, r.stderr))
-    return r
-
-
-def venv_with(tmp, name, package):
-    venv = os.path.join(tmp, name)
-    run([sys.executable, "-m", "venv", "--system-site-packages", venv])
-    # From a copy: setuptools writes build/ and *.egg-info beside the sources.
-    copy = os.path.join(tmp, name + "-src")
-    shutil.copytree(package, copy, ignore=shutil.ignore_patterns(
-        "build", "*.egg-info", "__pycache__", ".pytest_cache", "tests"))
-    run([os.path.join(venv, "bin", "pip"), "install", "--quiet", "--no-deps",
-         "--no-build-isolation", "--no-index", "--disable-pip-version-check",
-         "--no-cache-dir", copy])
-    return os.path.join(venv, "bin", "python")
+def readme_block(path):
+    """The ```sh after-demo-python block of PATH, dedented (it may sit in a
+    list item); None without one."""
+    lines = open(path).read().split("\n")
+    for i, line in enumerate(lines):
+        m = re.match(r"^(\s*)```sh\s+(.*)$", line)
+        if m and BLOCK in m.group(2).split():
+            indent = len(m.group(1))
+            body = []
+            for line in lines[i + 1:]:
+                if re.match(r"^\s*```\s*$", line):
+                    return "\n".join(body) + "\n"
+                body.append(line[indent:])
+    return None
 
 
 def main():
     src, build = sys.argv[1], sys.argv[2]
     if not os.access(os.environ.get("PCPU_FIXTURE", ""), os.X_OK):
-        sys.exit("python_prefix_test: PCPU_FIXTURE is not set to a program")
+        offline_pip.fail("PCPU_FIXTURE is not set to a program")
+    wheels = offline_pip.wheelhouse()
+    script = readme_block(os.path.join(src, "README.md"))
+    if script is None:
+        offline_pip.fail("README.md has no ```sh %s block: its Python commands are untested"
+                         % BLOCK)
+    if readme_block(os.path.join(src, "python", "README.md")) != script:
+        offline_pip.fail("python/README.md's ```sh %s block is not README.md's" % BLOCK)
     with tempfile.TemporaryDirectory(prefix="pcpu-pyprefix-") as tmp:
-        prefix = os.path.join(tmp, "prefix")
+        # Where scripts/demo.sh leaves a clone: its python/, and the build
+        # installed into build/prefix.
+        clone = os.path.join(tmp, "clone")
+        shutil.copytree(os.path.join(src, "python"), os.path.join(clone, "python"),
+                        ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__",
+                                                      ".pytest_cache"))
+        prefix = os.path.join(clone, "build", "prefix")
         run(["cmake", "--install", build, "--prefix", prefix])
         libdir = os.path.join(prefix, "lib")
         lib = os.path.join(libdir, "libpcpu-stats.so.1")
         if not os.path.exists(lib):
-            sys.exit("python_prefix_test: the install has no %s" % lib)
+            offline_pip.fail("the install has no %s" % lib)
         installed = os.path.join(prefix, "share", "pcpu", "python")
         recorded = open(os.path.join(installed, "src", "pcpu", "_installed.py")).read()
         if 'LIBDIR = "%s"' % libdir not in recorded:
-            sys.exit("python_prefix_test: _installed.py does not name %s:\n%s" % (libdir, recorded))
+            offline_pip.fail("_installed.py does not name %s:\n%s" % (libdir, recorded))
 
         segdir = os.path.join(tmp, "segments")
         os.mkdir(segdir, 0o700)
         clean = {k: v for k, v in os.environ.items()
-                 if k not in ("PCPU_LIBRARY", "LD_LIBRARY_PATH", "PYTHONPATH", "PKG_CONFIG_PATH")}
+                 if k not in ("PCPU_LIBRARY", "LD_LIBRARY_PATH", "PYTHONPATH", "PKG_CONFIG_PATH",
+                              "PKG_CONFIG_LIBDIR", "LD_PRELOAD")}
         clean["PCPU_SEGMENT_DIR"] = segdir
         # PATH without any pcpustat: only the route under test may find it.
         clean["PATH"] = os.pathsep.join(
@@ -92,31 +112,44 @@ def main():
         try:
             line = fixture.stdout.readline().decode()
             if not line.startswith("ready "):
-                sys.exit("python_prefix_test: the fixture said %r" % line)
-            # 1. pip install PREFIX/share/pcpu/python: the recorded libdir.
-            py = venv_with(tmp, "venv-installed", installed)
+                offline_pip.fail("the fixture said %r" % line)
+            # 1. The README's commands, in a new shell after the demo.
+            home = os.path.join(tmp, "home")
+            os.mkdir(home)
+            shell = offline_pip.pip_env(clean, HOME=home, PIP_NO_INDEX="1", PIP_FIND_LINKS=wheels,
+                                        PIP_NO_CACHE_DIR="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
+            r = run(["bash", "-c", "set -euo pipefail\n" + script], check=False, env=shell,
+                    cwd=clone)
+            if r.returncode != 0 or "'golden'" not in r.stdout:
+                offline_pip.fail("README.md's Python commands, in a shell without the demo's "
+                                 "export line, did not list segment 'golden' (exit %d):\n%s\n%s%s"
+                                 % (r.returncode, script, r.stdout, r.stderr))
+            py = os.path.join(home, ".venvs", "pcpu", "bin", "python")
             out = run([py, "-c", READ, lib], env=clean, cwd=tmp).stdout.strip()
-            print("ok: pip install <prefix>/share/pcpu/python: loaded %s" % out)
+            print("ok: README.md's Python commands, nothing in the environment: loaded %s" % out)
             # 2. pip install ./python, PREFIX/bin on PATH: beside pcpustat.
-            py_src = venv_with(tmp, "venv-source", os.path.join(src, "python"))
+            venv_src = os.path.join(tmp, "venv-source")
+            py_src = offline_pip.bare_venv(venv_src)
+            offline_pip.pip_install(venv_src, os.path.join(clone, "python"), tmp)
             if os.path.exists(os.path.join(prefix, "bin", "pcpustat")):
                 on_path = dict(clean, PATH=os.path.join(prefix, "bin") + os.pathsep + clean["PATH"])
                 out = run([py_src, "-c", READ, lib], env=on_path, cwd=tmp).stdout.strip()
                 print("ok: pip install ./python, pcpustat on PATH: loaded %s" % out)
             # 3. Neither: the error names the ways out (unless the system
             # loader has a pcpu of its own, a Debian package or /usr install).
-            r = run([py_src, "-c", "import pcpu; pcpu.list_segments()"], check=False, env=clean, cwd=tmp)
+            r = run([py_src, "-c", "import pcpu; pcpu.list_segments()"], check=False, env=clean,
+                    cwd=tmp)
             if r.returncode == 0:
                 print("skipped: the loader finds a libpcpu-stats of the system's")
             elif "share/pcpu/python" not in r.stderr or "PCPU_LIBRARY" not in r.stderr:
-                sys.exit("python_prefix_test: not found, without the ways out:\n" + r.stderr)
+                offline_pip.fail("not found, without the ways out:\n" + r.stderr)
             else:
                 print("ok: nothing to go on: " + r.stderr.strip().splitlines()[-1][:160])
         finally:
             fixture.stdin.close()
             fixture.wait(timeout=600)
     if fixture.returncode != 0:
-        sys.exit("python_prefix_test: the fixture exited %d" % fixture.returncode)
+        offline_pip.fail("the fixture exited %d" % fixture.returncode)
 
 
 if __name__ == "__main__":

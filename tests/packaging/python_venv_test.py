@@ -1,25 +1,27 @@
 # SPDX-License-Identifier: MIT
-"""The README's Python route, as a user takes it: a virtual environment,
-`pip install ./python` into it, then the package read a live segment.
+"""The Python package installed from the sources, as a user does: a
+virtual environment, `pip install ./python` into it, then the package
+read a live segment.
 
 Debian's system Python refuses `pip install` outside a virtual environment
-(PEP 668, "externally-managed-environment"), so README.md and
-python/README.md say:
+(PEP 668, "externally-managed-environment"), so python/README.md says, for
+a machine with the Debian package libpcpu-stats1:
 
     python3 -m venv ~/.venvs/pcpu           # Debian: apt-get install python3-venv
-    ~/.venvs/pcpu/bin/pip install ./python  # or ./python[prometheus]
+    ~/.venvs/pcpu/bin/pip install ./python
 
 This test does the same with the python3 the build found, into
-BUILD/python-venv, offline: the venv sees the interpreter's own packages
-(--system-site-packages) so that pip builds with their setuptools and wheel
-(--no-build-isolation; scripts/install-deps.sh installs both) instead of
-downloading them; --no-deps, as the package has no dependency. Then the
+BUILD/python-venv, offline (offline_pip.py): the virtual environment is
+bare -- it sees none of the interpreter's packages, and has no wheel --
+and pip builds the package in an environment of its own with the
+setuptools python/pyproject.toml asks for, from PCPU_WHEELHOUSE (the
+wheels scripts/install-deps.sh downloads) instead of the index. Then the
 venv's python imports pcpu -- from the venv, not from the sources -- and
 reads the segment fixture's known values through libpcpu.
 
 usage: python_venv_test.py SOURCE_DIR BUILD_DIR
 environment: PCPU_LIBRARY (libpcpu-stats.so.1 of the build), PCPU_FIXTURE
-(tests/segment/segment_fixture).
+(tests/segment/segment_fixture), PCPU_WHEELHOUSE, PCPU_PROJECT_VERSION.
 """
 import os
 import shutil
@@ -27,13 +29,15 @@ import subprocess
 import sys
 import tempfile
 
+import offline_pip
 
-def run(cmd, **kw):
+
+def run(cmd, check=True, **kw):
     r = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    if r.returncode != 0:
+    if check and r.returncode != 0:
         sys.exit("python_venv_test: %s failed (%d):\n%s%s" %
                  (" ".join(cmd), r.returncode, r.stdout, r.stderr))
-    return r.stdout
+    return r if not check else r.stdout
 
 
 def main():
@@ -41,20 +45,16 @@ def main():
     for var in ("PCPU_LIBRARY", "PCPU_FIXTURE"):
         if not os.access(os.environ.get(var, ""), os.R_OK):
             sys.exit("python_venv_test: %s is not set to a file" % var)
+    offline_pip.wheelhouse()
     venv = os.path.join(build, "python-venv")
     shutil.rmtree(venv, ignore_errors=True)
-    run([sys.executable, "-m", "venv", "--system-site-packages", venv])
-    py = os.path.join(venv, "bin", "python")
+    py = offline_pip.bare_venv(venv)
+    # Bare: what builds the package is the wheels', never the interpreter's.
+    r = run([py, "-c", "import wheel"], check=False)
+    if r.returncode == 0:
+        sys.exit("python_venv_test: the new virtual environment has wheel: not bare")
     with tempfile.TemporaryDirectory(prefix="pcpu-venv-") as tmp:
-        # From a copy: setuptools writes build/ and *.egg-info beside the
-        # sources.
-        copy = os.path.join(tmp, "python")
-        shutil.copytree(os.path.join(src, "python"), copy,
-                        ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__",
-                                                      ".pytest_cache"))
-        run([os.path.join(venv, "bin", "pip"), "install", "--quiet", "--no-deps",
-             "--no-build-isolation", "--no-index", "--disable-pip-version-check",
-             "--no-cache-dir", copy])
+        offline_pip.pip_install(venv, os.path.join(src, "python"), tmp)
         segdir = os.path.join(tmp, "segments")
         os.mkdir(segdir, 0o700)
         env = dict(os.environ, PCPU_SEGMENT_DIR=segdir)
