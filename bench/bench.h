@@ -377,6 +377,9 @@ long bench_run_self(char *const args[], const char *const env[], void *buf, size
 /* Resident bytes of the whole process: Rss of /proc/self/smaps_rollup (walks
  * the page tables: exact), else /proc/self/statm. -1 on failure. */
 long bench_rss_bytes(void);
+/* A "Key:   123 kB" line of /proc/self/smaps_rollup (Rss, Pss, Rss_Shmem,
+ * Private_Dirty...), in kB; -1 if absent or unreadable. */
+long bench_smaps_rollup_kb(const char *key);
 
 /* This thread's struct rseq, after making sure pcpu registered the thread,
  * or NULL when the thread has none (fallback mode). Inline, not in util.c:

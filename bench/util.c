@@ -213,22 +213,31 @@ long bench_run_self(char *const args[], const char *const env[], void *buf, size
 	return (long)got;
 }
 
-long bench_rss_bytes(void)
+long bench_smaps_rollup_kb(const char *key)
 {
 	char line[256];
-	long kb = -1, pages, resident;
+	size_t klen = strlen(key);
+	long kb = -1;
 	FILE *f = fopen("/proc/self/smaps_rollup", "r");
 
-	if (f) {
-		while (fgets(line, sizeof(line), f))
-			if (strncmp(line, "Rss:", 4) == 0) {
-				kb = strtol(line + 4, NULL, 10);
-				break;
-			}
-		fclose(f);
-		if (kb >= 0)
-			return kb * 1024;
-	}
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, key, klen) == 0 && line[klen] == ':') {
+			kb = strtol(line + klen + 1, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return kb;
+}
+
+long bench_rss_bytes(void)
+{
+	long kb = bench_smaps_rollup_kb("Rss"), pages, resident;
+	FILE *f;
+
+	if (kb >= 0)
+		return kb * 1024;
 	f = fopen("/proc/self/statm", "r");
 	if (!f)
 		return -1;
