@@ -78,17 +78,18 @@ int main()
 	// Every CPU's word, walked as FreeBSD code walks them: the sum is the
 	// value (adds made with rseq only: pcpu/counter9.h).
 	counter_u64_t walked = counter_u64_alloc(M_WAITOK);
-	uint64_t sum = 0;
+	uint64_t sum = 0, seeded = 0;
 	int cpu, n = 0;
-	CPU_FOREACH(cpu) {
+	CPU_FOREACH(cpu) { // the CPUs that are not absent (sys/smp.h)
 		*zpcpu_get_cpu(walked, cpu) = (uint64_t)cpu + 1;
+		seeded += (uint64_t)cpu + 1;
 		n++;
 	}
-	CHECK(n == mp_ncpus && (unsigned)n == mp_maxid + 1);
+	CHECK(n == mp_ncpus && (unsigned)n <= mp_maxid + 1);
 	counter_u64_add(walked, 5);
 	CPU_FOREACH(cpu)
 		sum += *zpcpu_get_cpu(walked, cpu);
-	CHECK(counter_u64_fetch(walked) == (uint64_t)n * (n + 1) / 2 + 5);
+	CHECK(counter_u64_fetch(walked) == seeded + 5);
 	CHECK(sum == counter_u64_fetch(walked) || pcpu_rseq_mode() == PCPU_RSEQ_FALLBACK);
 	counter_u64_free(walked);
 	counter_rate_free(log_rate);

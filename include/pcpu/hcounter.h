@@ -37,7 +37,11 @@
  * slots): no intermediate level up to 16 (the slots carry into the root),
  * then arity 8 with as many levels as needed, then 16 above 4096 slots: at
  * most 5 levels from the slots to the root (the kernel's choice). 16 CPUs,
- * B = 32: range 496; 64 CPUs: 64 x 31 + 8 x 224 = 3,776.
+ * B = 32: range 496; 64 CPUs: 64 x 31 + 8 x 224 = 3,776. Only the walked
+ * slots (pcpu_slot_walked(): the CPUs present at start-up) are written or
+ * read: the tree's items live in their copies, and the gates and sums
+ * visit them alone, so memory follows the present CPUs, not the possible
+ * ones. A CPU hot-added later is not among them unless PCPU_SLOT_WALK=all.
  *
  * Reading: pcpu_hcounter_approx() returns the root's value and the bounds
  * (one cache line, a few loads, no walk: O(1) whatever the CPU count);

@@ -83,8 +83,12 @@
  * count, mode copy, and in slot 0 the pointer to the shared part), plus 128
  * bytes (pcpu_ref) or 192 bytes (pcpu_rwlock) of ordinary memory. A mode
  * change (kill, write lock and unlock, an atomic-mode creation) stores one
- * word into every slot, pcpu_nslots() of them, which makes that slot's page
- * of the zone resident if no other object had.
+ * word into every walked slot (pcpu_slot_walked(): slot 0, the CPUs
+ * present at start-up, mm_cid's range, claimed owned slots; not every
+ * possible CPU), which makes that slot's page of the zone resident if no
+ * other object had. A CPU hot-added later is not among them: a process
+ * that expects hot-added CPUs sets PCPU_SLOT_WALK=all, as for every other
+ * per-CPU object.
  */
 #ifndef PCPU_PERCPU_SYNC_H
 #define PCPU_PERCPU_SYNC_H

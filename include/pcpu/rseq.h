@@ -176,17 +176,38 @@ PCPU_API int pcpu_rseq_has_mm_cid(void);
 PCPU_API unsigned pcpu_nslots(void);
 
 /**
+ * Whether slot `slot` can hold a value: whether pcpu_counter_fetch() reads
+ * it. The walked slots are slot 0, the CPUs present when pcpu started
+ * (/sys/devices/system/cpu/present), mm_cid's range 0 .. present - 1, and
+ * the owned slots once first claimed; with PCPU_SLOT_WALK=all, every CPU
+ * slot. Only a walked slot's copies are ever written or read by pcpu, and
+ * only they have memory: a published segment reserves none for the others,
+ * and under strict commit accounting (PCPU_COMMIT, vm.overcommit_memory=2)
+ * their copies are read-only zeros in private zones, so a write there
+ * faults (SIGSEGV). Code that walks "every CPU" by hand (counter(9)'s
+ * CPU_FOREACH, a seeding loop over pcpu_slot_ptr()) skips the slots this
+ * returns 0 for, as FreeBSD's CPU_FOREACH skips CPU_ABSENT ones.
+ * Returns 1 or 0 (0 for slot >= pcpu_nslots()). Initialises pcpu if
+ * needed. Thread-safe; async-signal-safe once initialised. Cost: a load
+ * for a CPU slot, a scan of the claimed owned slots for an owned one.
+ * Since PCPU_0.2.
+ */
+PCPU_API int pcpu_slot_walked(unsigned slot);
+
+/**
  * Whether the library understood its environment variables: NULL when
  * every PCPU_* variable it read (PCPU_RSEQ, PCPU_INDEX, PCPU_NSLOTS,
- * PCPU_OWNED_SLOTS, PCPU_SLOT_WALK; unset or empty counts as understood)
+ * PCPU_OWNED_SLOTS, PCPU_SLOT_WALK, PCPU_COMMIT; unset or empty counts as
+ * understood)
  * held a value it knows; else a constant string naming the first that did
  * not and what the library did instead, e.g. "PCPU_SLOT_WALK: neither all
  * nor present; every slot is walked". The library never prints: a program
  * or tool that wants the typo reported calls this at start-up and says it
  * (pcpustat does). What is done instead is always exact: PCPU_RSEQ and
  * PCPU_INDEX keep their defaults, PCPU_NSLOTS the possible CPUs' count,
- * PCPU_OWNED_SLOTS gives no owned slots (claims fail with EINVAL), and
- * PCPU_SLOT_WALK walks every slot (slower fetches, no slot missed).
+ * PCPU_OWNED_SLOTS gives no owned slots (claims fail with EINVAL),
+ * PCPU_SLOT_WALK walks every slot (slower fetches, no slot missed), and
+ * PCPU_COMMIT is taken as auto.
  * Initialises pcpu if needed (the variables are read once per process).
  * Thread-safe; async-signal-safe once initialised. Cost: a load once
  * initialised.

@@ -13,14 +13,17 @@
 #     split   glibc, own          broken  glibc, own   (must lose updates)
 #   aarch64, 8 vCPUs (single-threaded TCG): glibc, own, fallback
 #   x86-64, Debian 12's 6.1, 16 vCPUs of 256 possible (possible_cpus=256):
-#     plain   glibc with 10 CPU hotplug switches, own, fallback, seccomp,
-#             mm_cid asked for (reports cpu); footprint: 10^6 counters
-#             written from 2 slots (bytes per counter, page tables, a
-#             fetch's cost), with the slot walk and with every slot walked
+#     plain   glibc with 10 CPU hotplug switches, own under strict commit
+#             accounting (vm.overcommit_memory=2: vm_stress --strict-commit),
+#             fallback, seccomp, mm_cid asked for (reports cpu); footprint:
+#             10^6 counters written from 2 slots (bytes per counter, page
+#             tables, a fetch's cost), with the slot walk, with every slot
+#             walked, and under strict commit accounting (its commit)
 #     split   glibc               broken  glibc        (must lose updates)
 #   x86-64, bookworm-backports' 6.12 (has mm_cid), 16 vCPUs:
 #     plain   glibc and own with index mm_cid (must use it), own with 20
-#             hotplug switches; tree glibc, own (index cpu)
+#             hotplug switches; tree glibc, own (index cpu; own under strict
+#             commit accounting: a published tree on a tmpfs)
 #   ARMv7 (arm), Debian 12's 6.1 armmp, cortex-a15, 4 vCPUs:
 #     plain   glibc, own, fallback, seccomp; tree glibc, own, fallback, seccomp
 #     split   glibc, own, carry glibc/own/fallback   broken  glibc, own   (must lose updates)
@@ -92,12 +95,13 @@ run "aarch64 6.1: plain, split, broken (must be caught); Rust plain, split, brok
 run "aarch64 6.1 8 vCPUs" --smp 8 aarch64 --args "$a64" glibc own fallback
 
 run "x86_64 6.1 16/256: plain, split, broken (must be caught)" --possible 256 x86_64 --args "$x86" \
-  glibc:hotplug=10 own fallback seccomp glibc:mm_cid:expect=cpu footprint-all footprint \
+  glibc:hotplug=10 own:strict fallback seccomp glibc:mm_cid:expect=cpu footprint-all footprint \
+  footprint:strict \
   --stage split --args "$x86" glibc \
   --stage broken --args "$x86 --rounds 5" glibc
 
 run "x86_64 6.12 plain mm_cid" --kernel 6.12 x86_64 --args "$x86 $tree_small" \
-  glibc:mm_cid:expect=mm_cid own:mm_cid:expect=mm_cid:hotplug=20 glibc:tree own:tree
+  glibc:mm_cid:expect=mm_cid own:mm_cid:expect=mm_cid:hotplug=20 glibc:tree own:tree:strict
 
 run "x86_64 6.1 rust plain" --rust --smp 4 x86_64 --args "--adds 8000000 --aborts 500" glibc own fallback
 

@@ -41,13 +41,13 @@ const char *pcpu__environment_first_refusal(void)
 
 /* Every PCPU_* variable some part of pcpu reads: the core library, the
  * statistics layer (PCPU_SEGMENT_DIR), the Python reader (PCPU_LIBRARY).
- * The first five are the core's, the candidates a misspelling is matched
+ * The first six are the core's, the candidates a misspelling is matched
  * against. Keep pcpu(3)'s ENVIRONMENT section in step. */
 static const char *const known_names[] = {
 	"PCPU_RSEQ", "PCPU_INDEX", "PCPU_NSLOTS", "PCPU_OWNED_SLOTS", "PCPU_SLOT_WALK",
-	"PCPU_SEGMENT_DIR", "PCPU_LIBRARY",
+	"PCPU_COMMIT", "PCPU_SEGMENT_DIR", "PCPU_LIBRARY",
 };
-#define CORE_NAMES 5
+#define CORE_NAMES 6
 
 /* Names of pcpu's own test, benchmark and build scripts (never read by the
  * libraries): a variable that starts with one of these is theirs. */

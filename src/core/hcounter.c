@@ -68,6 +68,7 @@
 #include "fork.h"
 #include "percpu_sync_internal.h"
 #include "rseq_internal.h"
+#include "slot_walk.h"
 #include "zone_backing.h"
 #include "zone_internal.h"
 
@@ -111,10 +112,17 @@ static struct pcpu__hcounter_slot *slot(const pcpu_hcounter_t *h, int64_t i)
 	return (struct pcpu__hcounter_slot *)pcpu_slot_ptr(h, (unsigned)i);
 }
 
-/* Item j of level l (1-based): line 2 + l of slot j's copy. */
+/* Item j of level l (1-based): line 2 + l of the copy of the j-th walked
+ * CPU slot (slot_walk.c). Items live in walked slots' copies only, as
+ * everything of a counter does: the other slots' copies have no memory of
+ * their own (no page in a published segment's file; read-only under strict
+ * commit accounting). j is below the walked slots' count: propagate()
+ * starts from the leaf's position in the walk, and each level's index is
+ * the one below modulo that level's items. */
 static int64_t *item(const pcpu_hcounter_t *h, int64_t l, int64_t j)
 {
-	return (int64_t *)(void *)((char *)pcpu_slot_ptr(h, (unsigned)j) + (size_t)(2 + l) * LINE);
+	return (int64_t *)(void *)((char *)pcpu_slot_ptr(h, pcpu_slot_walk_nth((uint32_t)j)) +
+				   (size_t)(2 + l) * LINE);
 }
 
 /* Level l's batch: B x ARITY^l. */
@@ -187,10 +195,13 @@ PCPU_HIDDEN void (*pcpu__test_hcounter_checked)(pcpu_hcounter_t *h);
 
 /* ---- the gates -------------------------------------------------------------------- */
 
+/* The walked CPU slots (slot_walk.c): the leaves a thread's index can
+ * name. A CPU hot-added after start-up is not among them (unless
+ * PCPU_SLOT_WALK=all), as for every per-CPU object. */
 static void set_masks(pcpu_hcounter_t *h, int64_t mask)
 {
-	for (int64_t i = 0; i < shape(h)->nslots; i++)
-		__atomic_store_n(&slot(h, i)->mask, mask, __ATOMIC_RELAXED);
+	for (uint32_t k = 0; k < pcpu_walk_cpu_count; k++)
+		__atomic_store_n(&slot(h, pcpu_slot_walk_nth(k))->mask, mask, __ATOMIC_RELAXED);
 }
 
 /* The slots' words, gated and fenced: stable. */
@@ -198,8 +209,9 @@ static int64_t slots_sum(const pcpu_hcounter_t *h)
 {
 	uint64_t sum = 0;
 
-	for (int64_t i = 0; i < shape(h)->nslots; i++)
-		sum += (uint64_t)__atomic_load_n(&slot(h, i)->value, __ATOMIC_RELAXED);
+	for (uint32_t k = 0; k < pcpu_walk_cpu_count; k++)
+		sum += (uint64_t)__atomic_load_n(&slot(h, pcpu_slot_walk_nth(k))->value,
+						 __ATOMIC_RELAXED);
 	return (int64_t)sum;
 }
 
@@ -321,7 +333,8 @@ static void central_add(pcpu_hcounter_t *h, int64_t v)
 static void propagate(pcpu_hcounter_t *h, int64_t idx, int64_t old, int64_t v)
 {
 	const struct hc_shape *sh = shape(h);
-	int64_t c = carry(old, (int64_t)((uint64_t)old + (uint64_t)v), sh->batch), j = idx;
+	int64_t c = carry(old, (int64_t)((uint64_t)old + (uint64_t)v), sh->batch);
+	int64_t j = pcpu_slot_walk_pos((uint32_t)idx); /* the leaf's place in the walk */
 
 	for (int64_t l = 1; l <= sh->levels && c != 0; l++) {
 		int64_t *it, o;
@@ -365,7 +378,9 @@ static int carrying_add(pcpu_hcounter_t *h, int64_t v, int limited, int64_t limi
 	int64_t idx = pcpu_rseq_index(), res, old = 0;
 	int rc;
 
-	if (idx < 0 || idx >= shape(h)->nslots)
+	/* A slot outside the walk (a CPU hot-added after start-up) has no
+	 * item to carry into: the central word takes the add. */
+	if (idx < 0 || idx >= shape(h)->nslots || !pcpu_slot_walk_has_cpu((uint32_t)idx))
 		return PCPU_RSEQ_NO_INDEX;
 	res = reservation(h, v);
 	__atomic_fetch_add(inflight(h, v), res, __ATOMIC_SEQ_CST);

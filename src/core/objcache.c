@@ -46,6 +46,7 @@
 #include "objcache_stats_hook.h"
 #include "percpu_sync_internal.h"
 #include "rseq_internal.h"
+#include "slot_walk.h"
 #include "zone_internal.h"
 #include "zone_mirror.h"
 
@@ -305,7 +306,9 @@ static size_t depot_take(struct objcache_impl *o, void **buf, size_t want)
 
 static void set_modes(struct objcache_impl *o, intptr_t mode)
 {
-	for (uint32_t s = 0; s < o->nslots; s++)
+	uint32_t s;
+
+	PCPU_CPU_SLOT_WALK(i, s)
 		__atomic_store_n(&pcpu__objcache_slot(o->handle, s)->mode, mode, __ATOMIC_RELEASE);
 }
 
@@ -320,6 +323,7 @@ static int is_locked(struct objcache_impl *o)
  * not be had (the slots' caches were left alone). */
 static int collect(struct objcache_impl *o, int quiescent)
 {
+	uint32_t s;
 	int err = 0;
 
 	pthread_mutex_lock(&o->collect_lock);
@@ -334,8 +338,11 @@ static int collect(struct objcache_impl *o, int quiescent)
 			if (pcpu_sync_barrier() != 0)
 				err = errno;
 		}
-		for (uint32_t s = 0; s < o->nslots && !err; s++) {
+		PCPU_CPU_SLOT_WALK(i, s) {
 			struct pcpu__objcache_slot *sl = pcpu__objcache_slot(o->handle, s);
+
+			if (err)
+				break;
 			int64_t n = __atomic_load_n(&sl->count, __ATOMIC_ACQUIRE);
 
 			depot_put(o, pcpu__objcache_ptrs(sl), (size_t)n);
@@ -348,7 +355,7 @@ static int collect(struct objcache_impl *o, int quiescent)
 				set_modes(o, 0);
 		}
 	}
-	for (uint32_t s = 0; s < o->nslots; s++) {
+	PCPU_CPU_SLOT_WALK(i, s) {
 		struct pcpu__objcache_slot *ml = locked_slot(o, s);
 
 		pthread_mutex_lock(&o->locks[s].m);
@@ -596,6 +603,7 @@ static void impl_free(struct objcache_impl *o)
 pcpu_objcache_t *pcpu_objcache_create(const struct pcpu_objcache_desc *desc)
 {
 	struct objcache_impl *o;
+	uint32_t s;
 	pcpu_zone_t *zone;
 	int saved = errno, err = ENOMEM;
 
@@ -657,9 +665,12 @@ pcpu_objcache_t *pcpu_objcache_create(const struct pcpu_objcache_desc *desc)
 	/* The locked caches live in the mirror region: marked used, so that
 	 * the zone zeroes it when the object is freed and reused. */
 	pcpu_mirror_mark(o->handle);
-	/* Every slot's copy carries what its fast path reads, so a get or put
-	 * reads nothing but its own slot's line. */
-	for (uint32_t s = 0; s < o->nslots; s++) {
+	/* Every walked slot's copy (slot_walk.c: the slots a thread's index
+	 * or fallback can name) carries what its fast path reads, so a get or
+	 * put reads nothing but its own slot's line. Other slots' copies are
+	 * never touched: they cost no page (and have none that is writable
+	 * under strict commit accounting). */
+	PCPU_CPU_SLOT_WALK(i, s) {
 		struct pcpu__objcache_slot *sl = pcpu__objcache_slot(o->handle, s);
 
 		sl->mode = o->percpu ? 0 : 1; /* locked mode: no section commits */
@@ -684,12 +695,13 @@ fail:
 /* Objects cached now (a load of each count), and in the depot. */
 static uint64_t cached_now(struct objcache_impl *o, uint64_t *in_depot)
 {
+	uint32_t s;
 	uint64_t n;
 
 	pthread_mutex_lock(&o->depot_lock);
 	n = *in_depot = o->depot_n;
 	pthread_mutex_unlock(&o->depot_lock);
-	for (uint32_t s = 0; s < o->nslots; s++) {
+	PCPU_CPU_SLOT_WALK(i, s) {
 		n += (uint64_t)__atomic_load_n(&pcpu__objcache_slot(o->handle, s)->count,
 					       __ATOMIC_RELAXED);
 		n += (uint64_t)__atomic_load_n(&locked_slot(o, s)->count, __ATOMIC_RELAXED);

@@ -62,6 +62,7 @@
  */
 #include "rseq_internal.h" /* pcpu_slot_count */
 #include "percpu_sync_internal.h"
+#include "slot_walk.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -303,9 +304,13 @@ void pcpu_sync_obj_free(struct pcpu__sync_slot *obj)
 
 void pcpu_sync_obj_set_mode(struct pcpu__sync_slot *obj, intptr_t mode)
 {
-	uint32_t s, n = pcpu_slot_count;
+	uint32_t s;
 
-	for (s = 0; s < n; s++) {
+	/* The walked CPU slots only (slot_walk.c): no other slot's index
+	 * reaches a section (owned slots never run one), and their copies have no memory of their own (a page
+	 * per possible CPU and object otherwise; read-only under strict
+	 * commit accounting). */
+	PCPU_CPU_SLOT_WALK(i, s) {
 		struct pcpu__sync_slot *c = (struct pcpu__sync_slot *)pcpu_slot_ptr(obj, s);
 
 		__atomic_store_n(&c->mode, mode, __ATOMIC_RELEASE);

@@ -46,7 +46,8 @@ PCPU_HIDDEN void pcpu_futex_wake(uint32_t *word, int n);
 PCPU_HIDDEN struct pcpu__sync_slot *pcpu_sync_obj_alloc(void *impl, intptr_t mode);
 PCPU_HIDDEN void pcpu_sync_obj_free(struct pcpu__sync_slot *obj);
 
-/* Stores `mode` into every slot's copy, with release stores (plain moves on
+/* Stores `mode` into every walked slot's copy (src/core/slot_walk.c: the
+ * slots a thread's index can name), with release stores (plain moves on
  * x86): a section that reads the new value also sees what the caller wrote
  * before. Whether a section still running reads the old value is the
  * caller's membarrier's business. */

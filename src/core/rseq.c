@@ -645,3 +645,20 @@ unsigned pcpu_nslots(void)
 	pcpu_init();
 	return pcpu_slot_count;
 }
+
+int pcpu_slot_walked(unsigned slot)
+{
+	uint32_t n;
+
+	pcpu_init();
+	if (slot < pcpu_cpu_slot_count)
+		return pcpu_slot_walk_has_cpu(slot);
+	if (slot >= pcpu_slot_count)
+		return 0;
+	/* An owned slot: walked once first claimed (appended to the list). */
+	n = __atomic_load_n(&pcpu_walk_count, __ATOMIC_ACQUIRE);
+	for (uint32_t i = pcpu_walk_cpu_count; i < n && !pcpu_walk_all; i++)
+		if (pcpu_walk_slots[i] == slot)
+			return 1;
+	return 0;
+}

@@ -52,6 +52,41 @@ PCPU_HIDDEN uint32_t pcpu_walk_count;
 PCPU_HIDDEN uint32_t pcpu_walk_cpu_count;
 PCPU_HIDDEN int pcpu_walk_all;
 PCPU_HIDDEN uint8_t pcpu_walk_cpu_member[SLOT_MAX];
+PCPU_HIDDEN uint16_t pcpu_walk_pos[SLOT_MAX];
+PCPU_HIDDEN int pcpu_commit_strict;
+
+/* Whether the kernel charges commit for every writable private mapping
+ * (vm.overcommit_memory = 2, "never overcommit"): MAP_NORESERVE is then
+ * ignored. 0 when it cannot tell. Async-signal-safe (open, read, close). */
+static int overcommit_never(void)
+{
+	char c = 0;
+	int fd = open("/proc/sys/vm/overcommit_memory", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	if (read(fd, &c, 1) != 1)
+		c = 0;
+	close(fd);
+	return c == '2';
+}
+
+/* PCPU_COMMIT: "strict" (always keep commit to what is written), "auto"
+ * or unset (strict when the kernel never overcommits). Anything else is
+ * refused, and taken as "auto". */
+static void commit_init(void)
+{
+	const char *v = getenv("PCPU_COMMIT");
+
+	if (v && strcmp(v, "strict") == 0) {
+		pcpu_commit_strict = 1;
+		return;
+	}
+	if (v && *v && strcmp(v, "auto") != 0)
+		pcpu__environment_refuse("PCPU_COMMIT: neither strict nor auto; auto (strict where "
+					 "vm.overcommit_memory is 2)");
+	pcpu_commit_strict = overcommit_never();
+}
 
 /* Marks every CPU of a list such as "0-3,8,10-11" below nslots in `set`;
  * returns how many CPUs the list names (below or above nslots), 0 if it
@@ -104,6 +139,7 @@ void pcpu_slot_walk_init(uint32_t nslots)
 	uint32_t present = 0, n = 0;
 	int fd, every = env && !strcmp(env, "all");
 
+	commit_init();
 	/* "present" (or empty, or unset): the list below. A value not
 	 * understood walks every slot -- slower, never short of a slot (a
 	 * process that asked for "all" against a hot-added CPU must not get
@@ -140,9 +176,13 @@ void pcpu_slot_walk_init(uint32_t nslots)
 	}
 	for (uint32_t s = 0; s < nslots; s++)
 		if (set[s]) {
+			pcpu_walk_pos[s] = (uint16_t)n;
 			pcpu_walk_slots[n++] = (uint16_t)s;
 			pcpu_walk_cpu_member[s] = 1;
 		}
+	for (uint32_t s = 0; s < nslots; s++)
+		if (!set[s])
+			pcpu_walk_pos[s] = (uint16_t)(s % n);
 	pcpu_walk_cpu_count = n;
 	__atomic_store_n(&pcpu_walk_count, n, __ATOMIC_RELEASE);
 }

@@ -23,6 +23,13 @@ PCPU_HIDDEN extern uint32_t pcpu_walk_cpu_count;
 /* 1 when the list does not apply: more slots than it can hold (over 4096
  * possible CPUs), then every slot is walked, pcpu_walk_count of them. */
 PCPU_HIDDEN extern int pcpu_walk_all;
+/* 1 when the process's private zones keep the regions of slots that are
+ * not walked read-only, and make the walked slots' regions writable only
+ * as far as objects reach (src/core/zone_chunk.h, "Commit"): the kernel
+ * charges commit for writable private memory when vm.overcommit_memory is
+ * 2, MAP_NORESERVE or not. Set by pcpu_slot_walk_init() from PCPU_COMMIT
+ * (auto: when the kernel's overcommit mode is 2; strict: always). */
+PCPU_HIDDEN extern int pcpu_commit_strict;
 /* 1 for every CPU slot in the list (indexed by slot number, below
  * PCPU__SLOT_MAX); set with the list, never changed after. */
 PCPU_HIDDEN extern uint8_t pcpu_walk_cpu_member[];
@@ -52,6 +59,15 @@ PCPU_HIDDEN void pcpu_slot_walk_add(uint32_t slot);
  *   PCPU_SLOT_WALK(i, slot) sum += ...slot...;                             */
 #define PCPU_SLOT_WALK(i, slot)                                               \
 	for (uint32_t i = 0, i##_n = __atomic_load_n(&pcpu_walk_count, __ATOMIC_ACQUIRE); \
+	     i < i##_n && ((slot) = pcpu_walk_all ? i : pcpu_walk_slots[i], 1); i++)
+
+/* The walked CPU slots alone (no owned slot), in ascending order: what a
+ * per-CPU object that owned slots never use (refs, locks, object caches)
+ * visits.
+ *   uint32_t slot;
+ *   PCPU_CPU_SLOT_WALK(i, slot) ...slot...;                                */
+#define PCPU_CPU_SLOT_WALK(i, slot)                                           \
+	for (uint32_t i = 0, i##_n = pcpu_walk_cpu_count;                     \
 	     i < i##_n && ((slot) = pcpu_walk_all ? i : pcpu_walk_slots[i], 1); i++)
 
 /* The sum, modulo 2^64, of the 8-byte word at `word` in every walked slot
@@ -86,6 +102,16 @@ static inline __attribute__((always_inline)) uint64_t pcpu_slot_walk_sum(const v
 		s0 += PCPU__WALK_WORD(*sl);
 #undef PCPU__WALK_WORD
 	return (s0 + s1) + (s2 + s3);
+}
+
+/* Where CPU slot `slot` (below pcpu_cpu_slot_count) is in the walk: k with
+ * pcpu_slot_walk_nth(k) == slot for a walked slot; for one that is not
+ * walked, some k below the walked CPU slots' count. */
+PCPU_HIDDEN extern uint16_t pcpu_walk_pos[];
+
+static inline uint32_t pcpu_slot_walk_pos(uint32_t slot)
+{
+	return pcpu_walk_all ? slot : pcpu_walk_pos[slot];
 }
 
 /* The k-th CPU slot of the walk, k any number (wraps): where rseq-less

@@ -270,14 +270,14 @@ static struct chunk *chunk_map(pcpu_zone_t *zone, unsigned no, int fresh)
 		goto fail;
 	/* Both bitmaps in one lazily-resident mapping: 2 bits per granule
 	 * of slot 0's region, resident only where objects are. */
-	bits = mmap(NULL, BITMAP_BYTES, PROT_READ | PROT_WRITE,
+	bits = mmap(NULL, BITMAP_BYTES, chunk_initial_prot(),
 		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (bits == MAP_FAILED)
 		goto fail_chunk;
 	pcpu__no_huge_pages(bits, BITMAP_BYTES);
 	c->alloc = bits;
 	c->start = c->alloc + BITMAP_WORDS;
-	map = mmap(NULL, len, PROT_READ | PROT_WRITE,
+	map = mmap(NULL, len, chunk_initial_prot(),
 		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (map == MAP_FAILED)
 		goto fail_bits;
@@ -296,10 +296,18 @@ static struct chunk *chunk_map(pcpu_zone_t *zone, unsigned no, int fresh)
 	c->base = base;
 	c->no = no;
 	c->backed = 0;
+	c->window = 0;
+	c->bits_window = 0;
 	/* The header's page (and the first objects'), in every region, before
 	 * the header is written. A tree zone's chunk that another process
 	 * made has its header (and its flags, which go on changing) already. */
 	if (fresh && reserve_pages(zone, c, page_size()) != 0) {
+		err = errno;
+		goto fail_base;
+	}
+	/* Strict commit accounting: the header's page writable, and the
+	 * bitmaps' first page (zone_chunk.h, "Commit"). */
+	if (open_window(zone, c, page_size()) != 0) {
 		err = errno;
 		goto fail_base;
 	}
@@ -349,6 +357,11 @@ pcpu_zone_t *pcpu_zone_create(enum pcpu_index index)
 	 * processes that use pcpu pay. */
 	if (pcpu__zone_fork_register() != 0)
 		return NULL;
+	/* Strict commit accounting: an owned slot's first claim opens its
+	 * region in every windowed chunk (zone_chunk.h, "Commit"). Before any
+	 * lock of ours: the claims' lock comes first. */
+	if (pcpu_commit_strict)
+		pcpu__zone_owned_hook_install();
 	/* One index per process (pcpu/zone.h): asking for the other one is
 	 * an error, not a silent substitution. */
 	if (index != PCPU_INDEX_DEFAULT && index != pcpu_process_index()) {
@@ -495,8 +508,10 @@ static uintptr_t alloc_granules(pcpu_zone_t *z, size_t n, size_t align)
 		g = (c->frontier + align - 1) & ~(align - 1);
 	}
 	/* Reserving backings: the memory under the object, in every region,
-	 * before anyone can write it (holes below the frontier are). */
-	if (reserve_pages(z, c, round_to_page((g + n) << GRANULE_SHIFT)) != 0)
+	 * before anyone can write it (holes below the frontier are); under
+	 * strict commit accounting, the memory made writable. */
+	if (reserve_pages(z, c, round_to_page((g + n) << GRANULE_SHIFT)) != 0 ||
+	    open_window(z, c, (g + n) << GRANULE_SHIFT) != 0)
 		return 0;
 	/* An alignment gap below the new object becomes a hole; it revokes
 	 * the no-fit knowledge it could satisfy. */
@@ -561,7 +576,8 @@ static void *tree_alloc(pcpu_zone_t *zone, size_t n, size_t align)
 	}
 	/* The backing's pages under the object (reserving backings), then
 	 * the frontier, then the object: a holder that dies leaks it. */
-	if (reserve_pages(zone, c, round_to_page((g + n) << GRANULE_SHIFT)) != 0)
+	if (reserve_pages(zone, c, round_to_page((g + n) << GRANULE_SHIFT)) != 0 ||
+	    open_window(zone, c, (g + n) << GRANULE_SHIFT) != 0)
 		goto out;
 	__atomic_store_n(&t->frontier, (uint64_t)(g + n), __ATOMIC_RELEASE);
 	tree_mark(c, g, n);
@@ -593,7 +609,7 @@ void *pcpu__zone_tree_adopt(pcpu_zone_t *zone, unsigned no, uint64_t off, size_t
 	}
 	pthread_mutex_lock(&zone->lock);
 	c = tree_chunk(zone, no, 0);
-	if (c) {
+	if (c && open_window(zone, c, (g + n) << GRANULE_SHIFT) == 0) { /* the bitmaps' bits */
 		tree_mark(c, g, n);
 		obj = c->base + off;
 	}

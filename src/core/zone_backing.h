@@ -40,8 +40,10 @@ enum pcpu_zone_map {
 	/* Read-only and shared, anywhere (`at` NULL): in a fork() child,
 	 * a view of the parent's live values (pcpu__zone_fork_parent_view). */
 	PCPU_ZONE_MAP_VIEW = 1,
-	/* Read-write and private, over the chunk at `at`: a fork() child's
-	 * last resort when it has no memory for a private copy. */
+	/* Read-only and private, over the chunk at `at`, MAP_NORESERVE: a
+	 * fork() child's last resort when it has no memory for a private
+	 * copy. The zone makes writable what it writes (read-only, it is
+	 * charged no commit where the kernel never overcommits). */
 	PCPU_ZONE_MAP_PRIVATE = 2,
 };
 

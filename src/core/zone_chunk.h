@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include "rseq_internal.h"
+#include "slot_walk.h"
+#include "worker_internal.h"
 #include "zone_backing.h"
 #include "zone_internal.h"
 #include "zone_mirror.h"
@@ -43,6 +45,11 @@ struct chunk {
 	 * allocation would rescan all of them (quadratic). */
 	size_t nofit[PCPU__ALIGN_CLASSES];
 	size_t backed;    /* reserving backings: bytes of every region reserved */
+	/* Strict commit accounting (below, "Commit"): bytes [0, window) of
+	 * every writable region are writable, the rest of the chunk read-only;
+	 * bits_window bytes of each bitmap likewise. 0 where not windowed. */
+	size_t window;
+	size_t bits_window;
 	unsigned no;      /* 0 for the first chunk of the zone, then 1, 2... */
 	char *fork_copy;  /* a shared chunk's copy for a fork() child (see top) */
 	char *parent_view; /* in a fork() child's handlers: the parent's backing, read-only */
@@ -83,6 +90,11 @@ PCPU_HIDDEN extern pthread_mutex_t pcpu__zone_table_lock;
  * errno. Called by pcpu_zone_create() before any lock of ours is taken. */
 PCPU_HIDDEN int pcpu__zone_fork_register(void);
 
+/* Installs the owned slots' hook (zone_shared.c: an owned slot's first
+ * claim reserves or opens its region in every zone that needs it). Called
+ * before any lock of ours is taken. */
+PCPU_HIDDEN void pcpu__zone_owned_hook_install(void);
+
 static inline size_t page_size(void)
 {
 	static size_t ps;
@@ -96,6 +108,113 @@ static inline size_t page_size(void)
 static inline size_t chunk_span(void)
 {
 	return (size_t)(2 * pcpu_slot_count) << PCPU_SLOT_STRIDE_SHIFT;
+}
+
+/*
+ * Commit. With vm.overcommit_memory=2 ("never overcommit") the kernel
+ * charges commit for every writable private mapping when it is made
+ * writable, MAP_NORESERVE or not: a chunk's span (2 x 256 regions of 32 MiB
+ * at 256 possible CPUs: 16 GiB) could never be mapped, and pcpu failed with
+ * ENOMEM from its first counter on. So where pcpu_commit_strict
+ * (slot_walk.c: that mode, or PCPU_COMMIT=strict), a private zone's chunk
+ * and its bitmaps are mapped read-only -- untouched memory reads as zeros,
+ * and read-only private memory is charged nothing -- and made writable only
+ * where pcpu writes: [0, window) of the region and the mirror of every
+ * slot that has memory (pcpu__slot_needs_memory(): the walked CPU slots,
+ * the claimed owned slots; not the owned slots' mirrors, which no one
+ * writes), the window following the chunk's frontier by steps of 64 KiB or
+ * an eighth of the window, whichever is more. Commit then follows what the
+ * zone holds times the slots that can write it. The price: the regions of
+ * possible CPUs that are not present are read-only, so a thread on a CPU
+ * hot-added after start-up faults (SIGSEGV) at its first write -- the
+ * documented limit of every per-CPU object (PCPU_SLOT_WALK=all makes every
+ * CPU slot writable, and charges for them all). A backed zone's chunks are
+ * its backing's shared mappings, charged page by page as the backing
+ * reserves them: not windowed (their bitmaps, private memory, are).
+ */
+static inline int chunk_windowed(const pcpu_zone_t *zone)
+{
+	return pcpu_commit_strict && !zone->backing;
+}
+
+/* The protection a new private mapping of a chunk (or its bitmaps) starts
+ * with: writable, unless windowed (then what open_window() opens). */
+static inline int chunk_initial_prot(void)
+{
+	return pcpu_commit_strict ? PROT_READ : PROT_READ | PROT_WRITE;
+}
+
+/* Whether region r (of 2 * nslots) is written by anyone: a slot's region
+ * or a CPU slot's mirror, of a slot that has memory. */
+static inline int region_writable(uint32_t r)
+{
+	if (r >= pcpu_slot_count) {
+		r -= pcpu_slot_count;
+		if (r >= pcpu_cpu_slot_count)
+			return 0; /* an owned slot's mirror: never written */
+	}
+	return pcpu__slot_needs_memory(r);
+}
+
+/* Bytes of each bitmap that describe [0, bytes) of slot 0's region. */
+static inline size_t bits_for(size_t bytes)
+{
+	size_t words = ((bytes >> GRANULE_SHIFT) + 63) / 64;
+	size_t ps = page_size();
+
+	return (words * sizeof(uint64_t) + ps - 1) & ~(ps - 1);
+}
+
+/* mprotect()s [from, to) of region r of chunk c writable. */
+static inline int region_open(struct chunk *c, uint32_t r, size_t from, size_t to)
+{
+	if (to <= from)
+		return 0;
+	return mprotect(c->base + ((size_t)r << PCPU_SLOT_STRIDE_SHIFT) + from, to - from,
+			PROT_READ | PROT_WRITE);
+}
+
+/* Under strict commit accounting: makes the bitmaps' bits for [0, upto)
+ * of slot 0's region (and a step more) writable, and in a windowed chunk
+ * that much of every writable region. 0, or -1 with errno ENOMEM (the
+ * commit limit: nothing handed out; what was opened before the failure
+ * stays open, and the next call opens the rest). Under the zone's lock (or
+ * before the chunk is visible). Otherwise 0 at once. */
+static inline int open_window(pcpu_zone_t *zone, struct chunk *c, size_t upto)
+{
+	size_t step = c->window / 8 > ((size_t)64 << 10) ? c->window / 8 : (size_t)64 << 10;
+	size_t w, bits, ps = page_size();
+	uint32_t r, nregions = 2 * pcpu_slot_count;
+
+	if (!pcpu_commit_strict || upto <= c->window)
+		return 0;
+	step = (step + ps - 1) & ~(ps - 1);
+	w = (upto + step - 1) / step * step;
+	if (w > PCPU_SLOT_STRIDE)
+		w = PCPU_SLOT_STRIDE;
+	bits = bits_for(w);
+	if (bits > c->bits_window) {
+		if (mprotect((char *)c->alloc + c->bits_window, bits - c->bits_window,
+			     PROT_READ | PROT_WRITE) != 0 ||
+		    mprotect((char *)c->start + c->bits_window, bits - c->bits_window,
+			     PROT_READ | PROT_WRITE) != 0)
+			return -1;
+		c->bits_window = bits;
+	}
+	for (r = 0; r < nregions && chunk_windowed(zone); r++)
+		if (region_writable(r) && region_open(c, r, c->window, w) != 0)
+			return -1;
+	c->window = w;
+	return 0;
+}
+
+/* An owned slot's first claim (zone_shared.c's hook): its region opened
+ * over the window of a windowed chunk. 0, or -1 with errno ENOMEM. */
+static inline int open_region_window(pcpu_zone_t *zone, struct chunk *c, uint32_t slot)
+{
+	if (!chunk_windowed(zone) || !c->window)
+		return 0;
+	return region_open(c, slot, 0, c->window);
 }
 
 /* Writes a new chunk's header at `base` (the start of slot 0's region). */
@@ -112,13 +231,17 @@ static inline void chunk_header_init(char *base)
  * memory, its header written again, so that the zone stays as usable as a
  * new one (a chunk left mapped to the backing without its pages reserved
  * could fault, SIGBUS, when written). If even that mmap() fails, the old
- * mapping stays. The caller detaches the backing. */
-static inline void chunk_back_to_private(struct chunk *c)
+ * mapping stays. The caller detaches the backing first (so that a
+ * windowed chunk's window is opened again, over what the zone holds). */
+static inline void chunk_back_to_private(pcpu_zone_t *zone, struct chunk *c)
 {
-	if (mmap(c->base, chunk_span(), PROT_READ | PROT_WRITE,
+	if (mmap(c->base, chunk_span(), chunk_initial_prot(),
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) != MAP_FAILED) {
 		pcpu__no_huge_pages(c->base, chunk_span());
-		chunk_header_init(c->base);
+		c->window = 0;
+		if (open_window(zone, c, ((c->frontier << GRANULE_SHIFT) > page_size()
+						  ? c->frontier << GRANULE_SHIFT : page_size())) == 0)
+			chunk_header_init(c->base);
 	}
 }
 

@@ -31,9 +31,9 @@
  * a new one (its chunk's header written again, in its own memory). */
 static void back_to_private(pcpu_zone_t *zone, struct chunk *c)
 {
-	chunk_back_to_private(c);
 	zone->backing = NULL;
 	zone->backing_ctx = NULL;
+	chunk_back_to_private(zone, c);
 }
 
 int pcpu__zone_join_tree(pcpu_zone_t *zone, const struct pcpu_zone_backing *backing, void *ctx,

@@ -89,18 +89,49 @@ static void copy_words(char *dst, const char *src, size_t len)
 	}
 }
 
+/* Under strict commit accounting (zone_chunk.h, "Commit"), a private copy
+ * of a chunk is writable only over [0, w) of the writable regions, w
+ * covering the chunk's objects: what the child's zone, private from then
+ * on, writes. 0, or -1 with errno ENOMEM. */
+static int open_copy(char *copy, size_t w)
+{
+	uint32_t r;
+
+	for (r = 0; r < 2 * pcpu_slot_count; r++)
+		if (region_writable(r) &&
+		    mprotect(copy + ((size_t)r << PCPU_SLOT_STRIDE_SHIFT), w, PROT_READ | PROT_WRITE) != 0)
+			return -1;
+	return 0;
+}
+
+/* The bytes of each region that a windowed private copy of chunk c makes
+ * writable: its objects' (the frontier's), at least a page. */
+static size_t copy_window(const struct chunk *c)
+{
+	size_t w = c->frontier << GRANULE_SHIFT, ps = page_size();
+
+	return w < ps ? ps : (w + ps - 1) & ~(ps - 1);
+}
+
 /* Private copy of a shared chunk: fresh anonymous memory holding the data
- * extents of the chunk's backing (holes stay untouched). NULL if out of
- * memory. */
+ * extents of the chunk's backing (holes stay untouched). Under strict
+ * commit accounting, only what lies in writable regions below the
+ * objects' frontier (copy_window()) is copied -- nothing else is ever
+ * written, by this process or a reserving backing's -- and only that is
+ * writable. NULL if out of memory. */
 static char *copy_shared_chunk(const pcpu_zone_t *z, const struct chunk *c)
 {
-	size_t span = chunk_span(), off, d, h;
-	char *copy = mmap(NULL, span, PROT_READ | PROT_WRITE,
+	size_t span = chunk_span(), off, d, h, w = copy_window(c);
+	char *copy = mmap(NULL, span, chunk_initial_prot(),
 			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
 	if (copy == MAP_FAILED)
 		return NULL;
 	pcpu__no_huge_pages(copy, span); /* moved over the chunk in the child */
+	if (pcpu_commit_strict && open_copy(copy, w) != 0) {
+		munmap(copy, span);
+		return NULL;
+	}
 	for (off = 0; off < span; off = h) {
 		int r = z->backing->extent(z->backing_ctx, c->no, off, span, &d, &h);
 
@@ -114,7 +145,20 @@ static char *copy_shared_chunk(const pcpu_zone_t *z, const struct chunk *c)
 			break;
 		if (h > span)
 			h = span;
-		copy_words(copy + d, c->base + d, h - d);
+		if (!pcpu_commit_strict) {
+			copy_words(copy + d, c->base + d, h - d);
+			continue;
+		}
+		/* Region by region, the writable part of each. */
+		while (d < h) {
+			uint32_t r = (uint32_t)(d >> PCPU_SLOT_STRIDE_SHIFT);
+			size_t rbase = (size_t)r << PCPU_SLOT_STRIDE_SHIFT, in = d - rbase;
+			size_t end = h < rbase + PCPU_SLOT_STRIDE ? h : rbase + PCPU_SLOT_STRIDE;
+
+			if (region_writable(r) && in < w)
+				copy_words(copy + d, c->base + d, (end < rbase + w ? end : rbase + w) - d);
+			d = end;
+		}
 	}
 	return copy;
 }
@@ -183,17 +227,29 @@ static void zone_fork_child(void)
 			c->fork_copy = NULL;
 			if (!copy) /* prepare had no memory: copy now */
 				copy = copy_shared_chunk(z, c);
+			/* Windowed from now on (private): its window opened
+			 * again, from 0, by the next allocation (the copy is
+			 * writable over its objects already). */
+			c->window = 0;
 			if (copy && mremap(copy, span, span, MREMAP_MAYMOVE | MREMAP_FIXED,
 					   c->base) != MAP_FAILED)
 				continue;
 			if (copy)
 				munmap(copy, span);
 			/* Last resort, out of memory: a private mapping of the
-			 * backing. The child's writes stay its own (the parent's
-			 * words are never written), but pages it has not
-			 * written yet show the parent's later adds. */
-			(void)z->backing->map(z->backing_ctx, c->no, c->base, span,
-					      PCPU_ZONE_MAP_PRIVATE);
+			 * backing (read-only, zone_backing.h), made writable
+			 * where the child writes -- all of it, MAP_NORESERVE,
+			 * or under strict commit accounting only the window.
+			 * The child's writes stay its own (the parent's words
+			 * are never written), but pages it has not written yet
+			 * show the parent's later adds. */
+			if (z->backing->map(z->backing_ctx, c->no, c->base, span,
+					    PCPU_ZONE_MAP_PRIVATE)) {
+				if (!pcpu_commit_strict)
+					(void)mprotect(c->base, span, PROT_READ | PROT_WRITE);
+				else
+					(void)open_copy(c->base, copy_window(c));
+			}
 		}
 		/* Private from now on; the backing is the segment's, which
 		 * leaves it in its own child handler (z->release stays, for
@@ -266,9 +322,10 @@ static int zone_has_objects(const pcpu_zone_t *zone)
 }
 
 /* The owned slots' hook (worker_internal.h): reserves region `slot` under
- * every object of every zone with a reserving backing, before the slot's
- * first claim. Lock order: the claims' lock (held), the zones' list, a
- * zone. */
+ * every object of every zone with a reserving backing, and opens it over
+ * the window of every windowed chunk (zone_chunk.h, "Commit"), before the
+ * slot's first claim. Lock order: the claims' lock (held), the zones'
+ * list, a zone. */
 static int reserve_owned_slot(uint32_t slot)
 {
 	pcpu_zone_t *z;
@@ -278,6 +335,8 @@ static int reserve_owned_slot(uint32_t slot)
 	pthread_mutex_lock(&pcpu__zones_lock);
 	for (z = pcpu__all_zones; z && rc == 0; z = z->next_zone) {
 		pthread_mutex_lock(&z->lock);
+		for (c = z->chunks; c && rc == 0 && chunk_windowed(z); c = c->next)
+			rc = open_region_window(z, c, slot);
 		if (z->backing && z->backing->reserve && z->backing->reserve_region)
 			for (c = z->chunks; c && rc == 0; c = c->next)
 				if (c->backed) /* the slot's region and its mirror */
@@ -289,6 +348,11 @@ static int reserve_owned_slot(uint32_t slot)
 	}
 	pthread_mutex_unlock(&pcpu__zones_lock);
 	return rc;
+}
+
+void pcpu__zone_owned_hook_install(void)
+{
+	pcpu__worker_set_reserve_hook(reserve_owned_slot);
 }
 
 int pcpu__zone_attach_backing(pcpu_zone_t *zone, const struct pcpu_zone_backing *backing,
@@ -342,9 +406,9 @@ int pcpu__zone_attach_backing(pcpu_zone_t *zone, const struct pcpu_zone_backing 
 		/* Back to private memory, so that the zone stays usable. */
 		int err = errno;
 
-		for (c = zone->chunks; c; c = c->next)
-			chunk_back_to_private(c);
 		zone->backing = NULL;
+		for (c = zone->chunks; c; c = c->next)
+			chunk_back_to_private(zone, c);
 		zone->backing_ctx = old_ctx;
 		errno = err;
 	} else {

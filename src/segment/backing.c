@@ -147,7 +147,10 @@ static void *file_map(void *ctx, unsigned no, void *at, size_t span, enum pcpu_z
 		p = mmap(NULL, span, PROT_READ, MAP_SHARED, b->fd, (off_t)chunk_off(b, no));
 		return p == MAP_FAILED ? NULL : p; /* read only: nothing written sparsely */
 	case PCPU_ZONE_MAP_PRIVATE:
-		p = mmap(at, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, b->fd,
+		/* Read-only: the zone makes writable what it writes (a
+		 * writable private mapping of the whole span would be charged
+		 * commit for all of it where the kernel never overcommits). */
+		p = mmap(at, span, PROT_READ, MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE, b->fd,
 			 (off_t)chunk_off(b, no));
 		break;
 	default:

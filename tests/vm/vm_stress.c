@@ -72,6 +72,16 @@
  * the writes and the reads: a fetch_array of all, then 20000 timed fetches)
  * --mode footprint-all: the same with PCPU_SLOT_WALK=all, a fetch reading
  * every possible slot (as before src/core/slot_walk.c), for comparison.
+ *
+ * --strict-commit (a spec's :strict, e.g. own:strict, footprint:strict,
+ * own:tree:strict): the run under strict commit accounting: the machine's
+ * vm.overcommit_memory is set to 2 before the mode's run (where the kernel
+ * ignores MAP_NORESERVE and charges every writable private mapping; pcpu
+ * must see it and keep its private zones' writable memory to what it
+ * writes, src/core/zone_chunk.h) and back to 0 after it. The run must be
+ * exact as any other; its line adds commit_kb=+C (Committed_AS grown by
+ * the run) and commit_limit_kb=L before result=. Before issue 61, at 256 possible CPUs,
+ * the first counter failed with ENOMEM (16 GiB charged per chunk).
  */
 #define PCPU_TEST_INJECT 1
 #include "../check.h"
@@ -115,6 +125,8 @@
 #endif
 
 unsigned pcpu__test_inject_spin;
+/* The core's choice of strict commit accounting (src/core/slot_walk.c). */
+extern int pcpu_commit_strict;
 __thread unsigned long pcpu__test_inject_aborts;
 void pcpu__test_inject_before(void)
 {
@@ -200,6 +212,40 @@ static long status_kb(const char *field)
 	if (!strcmp(field, "VmRSS:"))
 		return file_kb("/proc/self/smaps_rollup", "Rss:");
 	return file_kb("/proc/self/status", field);
+}
+
+/* ---- strict commit accounting (issue 61) -------------------------------------- */
+
+/* MODE:strict (--strict-commit): the machine's vm.overcommit_memory set to
+ * 2 ("never overcommit", where MAP_NORESERVE is ignored and every writable
+ * private mapping is charged) before the mode's run, back to 0 after it
+ * (run_modes); the run must go as any other, and reports the commit it
+ * added (Committed_AS, /proc/meminfo) against the machine's CommitLimit. */
+static int strict_commit;
+static long commit0_kb;
+
+static int set_overcommit(const char *mode)
+{
+	int fd = open("/proc/sys/vm/overcommit_memory", O_WRONLY | O_CLOEXEC), ok;
+
+	if (fd < 0)
+		return -1;
+	ok = write(fd, mode, 1) == 1;
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+/* " commit_kb=+N commit_limit_kb=L", or "" outside MODE:strict. */
+static const char *commit_report(void)
+{
+	static char buf[96];
+
+	buf[0] = '\0';
+	if (strict_commit)
+		snprintf(buf, sizeof buf, " commit_kb=+%ld commit_limit_kb=%ld",
+			 file_kb("/proc/meminfo", "Committed_AS:") - commit0_kb,
+			 file_kb("/proc/meminfo", "CommitLimit:"));
+	return buf;
 }
 
 /* ---- the shared objects and what the threads added to them ------------------ */
@@ -674,10 +720,10 @@ static void footprint(const char *kernel, unsigned present, unsigned possible, c
 	pte1 = status_kb("VmPTE:");
 	vm1 = status_kb("VmSize:");
 	printf("VM_FOOTPRINT arch=%s kernel=%s mode=%s cpus=%u/%u nslots=%u counters=%d slots_written=2 "
-	       "bytes_per_counter=%.2f vmpte_kb=+%ld vmsize_mb=+%ld fetch_ns=%.0f result=%s spec=%s\n",
+	       "bytes_per_counter=%.2f vmpte_kb=+%ld vmsize_mb=+%ld fetch_ns=%.0f%s result=%s spec=%s\n",
 	       ARCH, kernel, mode, present, possible, pcpu_nslots(), FP_N,
 	       (double)(rss1 - rss0) * 1024.0 / FP_N, pte1 - pte0, (vm1 - vm0) / 1024, per,
-	       failures ? "FAILED" : "ok", spec);
+	       commit_report(), failures ? "FAILED" : "ok", spec);
 	finish(failures ? 1 : 0);
 }
 
@@ -1258,11 +1304,12 @@ static void tree_run(const char *kernel, unsigned present, unsigned possible, co
 	rmdir(dir);
 	printf("VM_RESULT arch=%s variant=%s kernel=%s mode=%s workload=tree index=%s mm_cid=%d "
 	       "cpus=%u/%u workers=%d threads=%d adds=%lu aborts=%s forks=%d hotplug=0 "
-	       "group_reads=%lu hook_reads=%lu injected=%lu seconds=%.1f result=%s spec=%s\n",
+	       "group_reads=%lu hook_reads=%lu injected=%lu seconds=%.1f%s result=%s spec=%s\n",
 	       ARCH, VARIANT, kernel, mode, pcpu_zone_index(NULL) == PCPU_INDEX_MM_CID ? "mm_cid" : "cpu",
 	       pcpu_rseq_has_mm_cid(), present, possible, spawned, nthr, tsh->adds,
 	       aborts_s, spawned,
-	       tsh->reads, tsh->hook_reads, tsh->injected, elapsed, failures ? "FAILED" : "exact", spec);
+	       tsh->reads, tsh->hook_reads, tsh->injected, elapsed, commit_report(),
+	       failures ? "FAILED" : "exact", spec);
 	finish(failures ? 1 : 0);
 }
 
@@ -1597,6 +1644,8 @@ static void run_modes(int argc, char **argv, int at)
 			} else if (!strncmp(part, "expect=", 7)) {
 				args[n++] = "--expect-index";
 				args[n++] = part + 7;
+			} else if (!strcmp(part, "strict")) {
+				args[n++] = "--strict-commit";
 			} else {
 				args[n++] = "--index";
 				args[n++] = part;
@@ -1618,6 +1667,8 @@ static void run_modes(int argc, char **argv, int at)
 		 * and the first run that loses one ends it). */
 		for (unsigned long r = 0; r < rounds; r++) {
 			st = run_child("/proc/self/exe", args);
+			if (strstr(m, ":strict"))
+				(void)set_overcommit("0"); /* the next modes as before */
 			printf("VM_MODE_END spec=%s round=%lu status=0x%x\n", m, r + 1, st);
 			if (st != 0)
 				break;
@@ -1722,6 +1773,8 @@ int main(int argc, char **argv)
 			pcpu__test_inject_spin = (unsigned)strtoul(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--footprint"))
 			do_footprint = 1;
+		else if (!strcmp(argv[i], "--strict-commit"))
+			strict_commit = 1;
 		else if (!strcmp(argv[i], "--workload") && i + 1 < argc && !strcmp(argv[i + 1], "tree"))
 			tree = 1, i++;
 		else if (!strcmp(argv[i], "--workload") && i + 1 < argc && !strcmp(argv[i + 1], "carry"))
@@ -1759,6 +1812,10 @@ int main(int argc, char **argv)
 			setenv("PCPU_INDEX", "cpu", 1);
 		if (index)
 			setenv("PCPU_INDEX", index, 1);
+		if (strict_commit && set_overcommit("2") != 0) {
+			printf("vm_stress: vm.overcommit_memory=2: %s\n", strerror(errno));
+			finish(2);
+		}
 		setenv("PCPU_VM_STARTED", "1", 1);
 		execv("/proc/self/exe", argv);
 		printf("vm_stress: exec /proc/self/exe: %s\n", strerror(errno));
@@ -1766,6 +1823,13 @@ int main(int argc, char **argv)
 	}
 	expect_mode = !strcmp(mode, "seccomp") ? "fallback" : mode;
 	CHECK(uname(&un) == 0);
+	if (strict_commit) {
+		/* The kernel never overcommits now, and pcpu saw it. */
+		commit0_kb = file_kb("/proc/meminfo", "Committed_AS:");
+		CHECK(pcpu_nslots() > 0);
+		if (!pcpu_commit_strict)
+			fail("strict commit: vm.overcommit_memory is 2, but pcpu does not account strictly");
+	}
 	present = read_cpu_list("/sys/devices/system/cpu/present", NULL, 0);
 	possible = read_cpu_list("/sys/devices/system/cpu/possible", NULL, 0);
 	if (do_footprint || !strncmp(mode, "footprint", 9))
@@ -2022,10 +2086,10 @@ int main(int argc, char **argv)
 		fail("no adder got an owned slot (%u of them)", pcpu_worker_max());
 	printf("VM_RESULT arch=%s variant=%s kernel=%s mode=%s index=%s mm_cid=%d cpus=%u/%u "
 	       "threads=%d owned=%d adds=%lu aborts=%s forks=%d hotplug=%d group_reads=%lu "
-	       "rw_writes=%lu hc_admitted=%" PRId64 " hc_refused=%" PRId64 " seconds=%.1f result=%s spec=%s\n",
+	       "rw_writes=%lu hc_admitted=%" PRId64 " hc_refused=%" PRId64 " seconds=%.1f%s result=%s spec=%s\n",
 	       ARCH, VARIANT, un.release, mode, index_name, pcpu_rseq_has_mm_cid(), present, possible,
 	       nthreads, owned_claims, total_adds, aborts_s, forks, hotplug_done, group_reads, rw_writes,
-	       hl_admitted, hl_refused, elapsed,
+	       hl_admitted, hl_refused, elapsed, commit_report(),
 	       failures ? "FAILED" : "exact", spec);
 	finish(failures ? 1 : 0);
 	return 0;

@@ -13,19 +13,25 @@
  * there (pcpu/counter9.h).
  *
  * In pcpu a CPU id is a slot (pcpu/zone.h): every zone has a slot per
- * possible CPU, and none is ever absent (a slot no thread wrote reads
- * zero). The owned slots of pinned workers that follow them (pcpu/worker.h)
- * are not CPUs: no walk here visits them, and a fetch reads them only once
- * claimed, so code that seeds "every CPU's" word seeds what fetches read.
- * (A walk that sums therefore misses owned adds: counter(9) code has none;
- * a program that mixes them sums with counter_u64_fetch().) So:
+ * possible CPU. A slot no thread can write -- a possible CPU that was not
+ * present when pcpu started -- is absent, as FreeBSD's CPU_ABSENT() CPUs
+ * are: fetches do not read it (pcpu_slot_walked(), pcpu/rseq.h), it has no
+ * memory of its own (none in a published segment; read-only under strict
+ * commit accounting, PCPU_COMMIT), so a walk that seeded it would seed a
+ * word no fetch reads. The owned slots of pinned workers that follow the
+ * CPU slots (pcpu/worker.h) are not CPUs: no walk here visits them, and a
+ * fetch reads them only once claimed, so code that seeds "every CPU's"
+ * word seeds what fetches read. (A walk that sums therefore misses owned
+ * adds: counter(9) code has none; a program that mixes them sums with
+ * counter_u64_fetch().) So:
  *  - mp_maxid (u_int, as in FreeBSD) is the CPU slots - 1, the highest id;
- *  - mp_ncpus (int) is the CPU slots (pcpu_nslots() - pcpu_worker_max()):
- *    the ids CPU_FOREACH() visits, which
- *    may be more than the CPUs online (FreeBSD counts the CPUs present);
- *  - CPU_ABSENT(id) is true only for an id above mp_maxid;
- *  - CPU_FOREACH(i) sets i to 0, 1, ... mp_maxid: every slot, in order;
- *  - CPU_FIRST() is 0; CPU_NEXT(i) is i + 1, or 0 after mp_maxid.
+ *  - mp_ncpus (int) is the CPUs that are not absent (FreeBSD counts the
+ *    CPUs present), the ids CPU_FOREACH() visits;
+ *  - CPU_ABSENT(id) is true for an id above mp_maxid or not walked;
+ *  - CPU_FOREACH(i) sets i to 0, 1, ... mp_maxid, skipping absent ids,
+ *    in order, as FreeBSD's does;
+ *  - CPU_FIRST() is 0 (slot 0 is never absent); CPU_NEXT(i) is the next id
+ *    that is not absent, or 0 after the last.
  * mp_maxid and mp_ncpus are expressions, not variables (pcpu exports only
  * pcpu_-prefixed symbols): reading them costs two calls, and
  * `&mp_ncpus` does not compile.
@@ -42,6 +48,7 @@
 #define PCPU_COMPAT_SYS_SMP_H
 
 #include <pcpu/common.h>
+#include <pcpu/rseq.h> /* pcpu_slot_walked() */
 #include <pcpu/worker.h> /* pcpu_worker_max() */
 
 #ifndef mp_maxid
@@ -49,7 +56,15 @@
 #endif
 
 #ifndef mp_ncpus
-#define mp_ncpus ((int)(pcpu_nslots() - pcpu_worker_max()))
+static inline int pcpu__cpu_count(void)
+{
+	unsigned pcpu__n = pcpu_nslots() - pcpu_worker_max(), pcpu__c = 0;
+
+	for (unsigned pcpu__s = 0; pcpu__s < pcpu__n; pcpu__s++)
+		pcpu__c += pcpu_slot_walked(pcpu__s) != 0;
+	return (int)pcpu__c;
+}
+#define mp_ncpus pcpu__cpu_count()
 #endif
 
 /* Functions rather than expressions in the macros: with a constant id, or
@@ -58,13 +73,15 @@
 #ifndef CPU_ABSENT
 static inline int pcpu__cpu_absent(unsigned pcpu__id)
 {
-	return pcpu__id > mp_maxid;
+	return pcpu__id > mp_maxid || !pcpu_slot_walked(pcpu__id);
 }
 #define CPU_ABSENT(x_cpu) pcpu__cpu_absent((unsigned)(x_cpu))
 #endif
 
 #ifndef CPU_FOREACH
-#define CPU_FOREACH(i) for ((i) = 0; (i) <= (__typeof__(i))mp_maxid; (i)++)
+#define CPU_FOREACH(i)                                                        \
+	for ((i) = 0; (i) <= (__typeof__(i))mp_maxid; (i)++)                  \
+		if (!CPU_ABSENT((i)))
 #endif
 
 #ifndef CPU_FIRST
@@ -76,6 +93,8 @@ static inline int pcpu__cpu_next(int pcpu__i)
 {
 	unsigned pcpu__next = (unsigned)pcpu__i + 1u;
 
+	while (pcpu__next <= mp_maxid && CPU_ABSENT(pcpu__next))
+		pcpu__next++;
 	return pcpu__next > mp_maxid ? 0 : (int)pcpu__next;
 }
 #define CPU_NEXT(i) pcpu__cpu_next((i))
