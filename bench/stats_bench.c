@@ -40,7 +40,9 @@
  * amount of work that checks every variant runs and counts right (ctest
  * runs it: no calibration against a clock, so it takes the same work on a
  * loaded machine); `--rounds N --ms M --series S` scale a run;
- * `--export-only` runs only the exposition.
+ * `--export-only` runs only the exposition; `--heap` only the heap a
+ * process pays per exponential histogram series (bench_heap(); 10^4
+ * series, or `--series S`).
  *
  * Each measured function (bench_*) takes a per-thread context and an
  * iteration count, so bench/ can call the same bodies.
@@ -50,6 +52,7 @@
 #include <pcpu/pcpu.h>
 #include <pcpu/stats.h>
 #include <errno.h>
+#include <malloc.h>
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
@@ -877,11 +880,68 @@ static void bench_export(unsigned nseries, unsigned rounds)
 	pcpu_registry_destroy(reg);
 }
 
+/* ---- heap per histogram series ---- */
+
+/* Bytes of heap in use: the arena's chunks and its mmap()ed blocks. */
+static size_t heap_bytes(void)
+{
+	struct mallinfo2 m = mallinfo2();
+
+	return m.uordblks + m.hblkhd;
+}
+
+/*
+ * `--heap`: the heap a process pays per exponential histogram series
+ * (schema 3, nanoseconds exposed in seconds): the growth of heap in use
+ * over `n` series, divided by n, for standalone histograms
+ * (pcpu_histogram_create()) and for the series of one family of a private
+ * registry. The per-CPU buckets are the zone's, not the heap's, so they
+ * are not counted here. Each series' bounds and lookup table are the
+ * layout's, shared (histogram.c), so they count once over the n series.
+ */
+static void bench_heap(unsigned n)
+{
+	struct pcpu_histogram_layout nl = { .scheme = PCPU_HISTOGRAM_EXPONENTIAL, .schema = 3,
+					    .scale_exp10 = -9 };
+	static const char *const label_names[] = { "id" };
+	struct pcpu_family_desc d = { .name = "heap_seconds", .type = PCPU_METRIC_HISTOGRAM,
+				      .nlabels = 1, .label_names = label_names,
+				      .scale_exp10 = -9, .histogram = &nl };
+	pcpu_histogram_t **hs = calloc(n, sizeof *hs);
+	pcpu_registry_t *reg;
+	pcpu_family_t *f;
+	size_t h0;
+	unsigned i;
+
+	CHECK(hs != NULL);
+	printf("heap per exponential histogram series (schema 3, %u series, mallinfo2)\n", n);
+	h0 = heap_bytes();
+	for (i = 0; i < n; i++)
+		CHECK((hs[i] = pcpu_histogram_create(&nl)) != NULL);
+	printf("  %-36s %10.1f B\n", "pcpu_histogram_create()", (double)(heap_bytes() - h0) / n);
+	for (i = 0; i < n; i++)
+		pcpu_histogram_destroy(hs[i]);
+	free(hs);
+	CHECK((reg = pcpu_registry_create()) != NULL);
+	CHECK((f = pcpu_registry_family(reg, &d)) != NULL);
+	h0 = heap_bytes();
+	for (i = 0; i < n; i++) {
+		char v[16];
+		const char *vv[1] = { v };
+
+		snprintf(v, sizeof v, "%u", i);
+		CHECK(pcpu_family_histogram(f, vv) != NULL);
+	}
+	printf("  %-36s %10.1f B\n", "registry family series", (double)(heap_bytes() - h0) / n);
+	pcpu_registry_destroy(reg);
+}
+
 int main(int argc, char **argv)
 {
 	unsigned rounds = 7, ms = 200, nseries = 100000, pairs = 101, export_rounds = 0, ncpu, r, v, i;
 	int namew;
-	int export_only = 0, smoke = 0, have_ideal;
+	int export_only = 0, smoke = 0, heap = 0, have_ideal;
+	unsigned heap_series = 10000;
 	size_t ideal_nbuckets = 0;
 	uint64_t n;
 	static const int64_t bounds[] = { 5000000,   10000000,  25000000,   50000000,
@@ -923,11 +983,14 @@ int main(int argc, char **argv)
 			ms = (unsigned)atoi(argv[++i]);
 		} else if (!strcmp(argv[i], "--series") && i + 1 < (unsigned)argc) {
 			nseries = (unsigned)atoi(argv[++i]);
+			heap_series = nseries;
 		} else if (!strcmp(argv[i], "--export-only")) {
 			export_only = 1;
+		} else if (!strcmp(argv[i], "--heap")) {
+			heap = 1;
 		} else {
 			fprintf(stderr, "usage: %s [--quick | --smoke] [--rounds N] [--ms M] [--series S] "
-				"[--export-only]\n", argv[0]);
+				"[--export-only | --heap]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -935,6 +998,10 @@ int main(int argc, char **argv)
 		rounds = 7;
 	if (!export_rounds)
 		export_rounds = rounds;
+	if (heap) {
+		bench_heap(heap_series ? heap_series : 1);
+		return 0;
+	}
 	ncpu = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
 	if (ncpu > 256)
 		ncpu = 256;

@@ -130,8 +130,10 @@ struct pcpu_histogram_layout {
 struct pcpu_histogram {
 	pcpu_counter_t pcpu__c;       /* [2b] count of bucket b, [2b + 1] its sum;
 				       * 16-byte aligned */
-	const int64_t *pcpu__bounds;  /* explicit, exponential: the bounds (owned; at least
-				       * PCPU__HISTOGRAM_SMALL, padded with INT64_MAX) */
+	const int64_t *pcpu__bounds;  /* explicit, exponential: the bounds (at least
+				       * PCPU__HISTOGRAM_SMALL, padded with INT64_MAX;
+				       * exponential: then the lookup table), read-only
+				       * and shared by every histogram of the layout */
 	uint32_t pcpu__nbounds;       /* explicit: number of bounds */
 	uint32_t pcpu__nbuckets;      /* buckets, +Inf included */
 	uint32_t pcpu__scheme;        /* enum pcpu_histogram_scheme */
@@ -443,9 +445,15 @@ __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_histogram
  * increasing, precision > PCPU_HISTOGRAM_MAX_BITS, max_value < 1; the
  * message for pcpu_stats_error() says which), E2BIG (the buckets do not fit
  * one zone object), ENOMEM. Thread-safe; not async-signal-safe. Cost: a
- * zone allocation of nbuckets counters (a mutex section) and a malloc();
- * exponential and explicit layouts also compute or copy their bounds (a
- * few operations per bucket).
+ * zone allocation of nbuckets counters (a mutex section) and a malloc() of
+ * the handle. Explicit and exponential layouts also take their bounds (and
+ * exponential ones their lookup table) from one copy per process for all
+ * histograms of the same layout: a hash of the layout and a mutex
+ * section; the first histogram of a layout computes or copies them (a few
+ * operations per bucket, and for exponential layouts a bucket search per
+ * table entry). Heap per exponential histogram, schema 3 in nanoseconds:
+ * 82 bytes on x86-64 (`pcpu_bench_stats --heap`; 22.8 KB when each
+ * histogram copied its tables).
  */
 PCPU_API pcpu_histogram_t *pcpu_histogram_create(const struct pcpu_histogram_layout *layout);
 
@@ -457,8 +465,9 @@ PCPU_API pcpu_histogram_t *pcpu_histogram_create_in(pcpu_zone_t *zone,
 /**
  * Destroys a histogram. The caller guarantees no thread still records into
  * it. NULL is a no-op. Thread-safe; not async-signal-safe. Cost: a counter
- * array free (a search of the zone table and a mutex section) and two
- * free()s.
+ * array free (a search of the zone table and a mutex section), a free();
+ * explicit and exponential layouts also a mutex section to release their
+ * shared bounds, and the last histogram of a layout frees them.
  */
 PCPU_API void pcpu_histogram_destroy(pcpu_histogram_t *h);
 

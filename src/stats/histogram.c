@@ -20,12 +20,15 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <pcpu/histogram.h>
 #include <pcpu/fraction.h>
 
+#include "hashtab.h"
 #include "histogram_layout.h"
 #include "stats_internal.h"
 #include "metrics.h"
@@ -237,53 +240,252 @@ size_t pcpu__exponential_bounds(int schema, int scale, int64_t *out, size_t max,
  * and that bucket's bound -- one compare then decides between it and the
  * next. That needs at most one bound inside each fine bucket: p starts
  * finer than the native buckets (schema + 2) and grows until it holds,
- * up to 8 (at most 14 KiB... 150 KiB per histogram); past that, no table
- * (*bits = 0) and the bucket is found by the binary search. Returns the
- * bounds' new address (NULL, freed, when out of memory).
+ * up to 8 (at most 14 KiB... 150 KiB per layout); past that, no table
+ * (0) and the bucket is found by the binary search. expo_table_bits()
+ * finds p, expo_fill_table() writes the table at `tb`.
  */
-static int64_t *expo_add_table(int64_t *bounds, size_t nb, int schema, uint32_t *bits)
+static void expo_fine_range(size_t f, unsigned p, uint64_t *lo, uint64_t *hi)
 {
-	size_t cap = nb < PCPU__HISTOGRAM_SMALL ? PCPU__HISTOGRAM_SMALL : nb;
+	uint64_t g = f >> p, j = f & (((uint64_t)1 << p) - 1);
+
+	if (g == 0) {
+		*lo = *hi = j;
+	} else {
+		*lo = (((uint64_t)1 << p) + j) << (g - 1);
+		*hi = *lo + ((uint64_t)1 << (g - 1)) - 1;
+	}
+	if (*hi > (uint64_t)INT64_MAX)
+		*hi = (uint64_t)INT64_MAX;
+}
+
+static unsigned expo_table_bits(const int64_t *bounds, size_t nb, int schema)
+{
 	unsigned p;
 
-	*bits = 0;
 	for (p = schema > 0 ? (unsigned)schema + 2 : 2; p <= 8; p++) {
 		size_t nfine = (size_t)(64 - p) << p, f;
-		int64_t *nbnd, *tb;
-		uint16_t *ti;
 
-		nbnd = realloc(bounds, cap * sizeof *bounds + nfine * (sizeof *tb + sizeof *ti));
-		if (!nbnd) {
-			free(bounds);
-			return NULL;
-		}
-		bounds = nbnd;
-		tb = bounds + cap;
-		ti = (uint16_t *)(tb + nfine);
 		for (f = 0; f < nfine; f++) {
-			uint64_t g = f >> p, j = f & (((uint64_t)1 << p) - 1), lo, hi;
+			uint64_t lo, hi;
 			size_t b;
 
-			if (g == 0) {
-				lo = hi = j;
-			} else {
-				lo = (((uint64_t)1 << p) + j) << (g - 1);
-				hi = lo + ((uint64_t)1 << (g - 1)) - 1;
-			}
-			if (hi > (uint64_t)INT64_MAX)
-				hi = (uint64_t)INT64_MAX;
+			expo_fine_range(f, p, &lo, &hi);
 			b = pcpu__histogram_search(bounds, nb, (int64_t)lo);
-			ti[f] = (uint16_t)b;
-			tb[f] = b < nb ? bounds[b] : INT64_MAX;
 			if (b + 1 < nb && (int64_t)hi > bounds[b + 1])
 				break; /* two bounds inside: finer */
 		}
-		if (f == nfine) {
-			*bits = p;
-			return bounds;
-		}
+		if (f == nfine)
+			return p;
 	}
-	return bounds;
+	return 0;
+}
+
+static void expo_fill_table(const int64_t *bounds, size_t nb, unsigned p, int64_t *tb)
+{
+	size_t nfine = (size_t)(64 - p) << p, f;
+	uint16_t *ti = (uint16_t *)(tb + nfine);
+
+	for (f = 0; f < nfine; f++) {
+		uint64_t lo, hi;
+		size_t b;
+
+		expo_fine_range(f, p, &lo, &hi);
+		b = pcpu__histogram_search(bounds, nb, (int64_t)lo);
+		ti[f] = (uint16_t)b;
+		tb[f] = b < nb ? bounds[b] : INT64_MAX;
+	}
+}
+
+/*
+ * A layout's read-only tables, one copy per process for all the
+ * histograms of that layout: an explicit layout's bounds, padded as the
+ * search needs, or an exponential layout's bounds and lookup table. They
+ * depend on the layout alone (an explicit layout's bounds; an exponential
+ * one's schema and scale), not on the histogram, and an exponential
+ * layout's take up to 150 KiB: copied per histogram, they were most of the
+ * heap a histogram series cost (22.8 KB for schema 3 in nanoseconds, 82
+ * bytes once shared: bench/stats_bench.c --heap, bench/stats.md). A
+ * histogram's pcpu__bounds points into its layout's `words`, so the
+ * inline record path reads them as it read a private copy.
+ *
+ * Kept in the library's one hash table (hashtab.h), keyed by the layout,
+ * under `tables_lock`, with a count of the histograms that use each: the
+ * last histogram's destruction frees it. The lock is a leaf: nothing else
+ * is taken under it, and it is taken under a registry's lock and a tree
+ * zone's (a series made by pcpu__histogram_create_at()). Building a
+ * table (up to 150 KiB of searches) happens outside it; two threads that
+ * build the same layout at once keep the first and free the second.
+ * fork(): the lock is held across it (fork.c), and the child keeps the
+ * tables its histograms point to.
+ */
+struct layout_tables {
+	uint64_t hash;
+	size_t users;          /* histograms pointing here; under tables_lock */
+	int scheme, schema, scale;
+	uint32_t nbounds, bits; /* bits: the exponential table's p, 0 for none */
+	/* The bounds, padded with INT64_MAX to at least PCPU__HISTOGRAM_SMALL,
+	 * then the lookup table. From a cache line of their own: `users`
+	 * changes as histograms come and go, on any CPU, and every record
+	 * reads these; and the 16 bounds a small explicit layout searches
+	 * span two lines, not three. */
+	_Alignas(64) int64_t words[];
+};
+
+/* A layout as tables are keyed: the scheme's parameters that the tables
+ * depend on. */
+struct layout_key {
+	int scheme, schema, scale;
+	size_t nbounds;
+	const int64_t *bounds; /* explicit */
+};
+
+static pthread_mutex_t tables_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pcpu__htab tables; /* struct layout_tables *, by layout */
+static int tables_fork_registered;
+
+static void tables_fork_prepare(void)
+{
+	pthread_mutex_lock(&tables_lock);
+}
+
+static void tables_fork_release(void)
+{
+	pthread_mutex_unlock(&tables_lock);
+}
+
+void pcpu__histogram_tables_fork_register(void)
+{
+	/* On failure (no pthread_atfork at load time) the tables still
+	 * work; a fork() while another thread holds the lock would leave it
+	 * held in the child, as the stats zone's (stats_zone.c). */
+	(void)pcpu__fork_register(&tables_fork_registered, PCPU_FORK_STATS, tables_fork_prepare,
+				  tables_fork_release, tables_fork_release);
+}
+
+static uint64_t key_hash(const struct layout_key *k)
+{
+	uint64_t h = PCPU__HASH_INIT;
+
+	h = pcpu__hash_bytes(h, &k->scheme, sizeof k->scheme);
+	if (k->scheme == PCPU_HISTOGRAM_EXPLICIT)
+		return pcpu__hash_bytes(h, k->bounds, k->nbounds * sizeof *k->bounds);
+	h = pcpu__hash_bytes(h, &k->schema, sizeof k->schema);
+	return pcpu__hash_bytes(h, &k->scale, sizeof k->scale);
+}
+
+static int key_eq(const struct pcpu__hslot *s, const void *ctx)
+{
+	const struct layout_tables *t = (const struct layout_tables *)s->key;
+	const struct layout_key *k = ctx;
+
+	if (t->scheme != k->scheme)
+		return 0;
+	if (k->scheme == PCPU_HISTOGRAM_EXPLICIT)
+		return t->nbounds == k->nbounds &&
+		       !memcmp(t->words, k->bounds, k->nbounds * sizeof *k->bounds);
+	return t->schema == k->schema && t->scale == k->scale;
+}
+
+/* New tables for layout k of nb bounds (its users 0), or NULL (ENOMEM). */
+static struct layout_tables *tables_build(const struct layout_key *k, size_t nb, uint64_t hash)
+{
+	size_t cap = nb < PCPU__HISTOGRAM_SMALL ? PCPU__HISTOGRAM_SMALL : nb, i, size;
+	int64_t *bounds = malloc(cap * sizeof *bounds);
+	struct layout_tables *t;
+	void *mem;
+	unsigned bits = 0;
+
+	if (!bounds)
+		return NULL;
+	if (k->scheme == PCPU_HISTOGRAM_EXPLICIT)
+		memcpy(bounds, k->bounds, nb * sizeof *bounds);
+	else
+		pcpu__exponential_bounds(k->schema, k->scale, bounds, nb, NULL);
+	for (i = nb; i < cap; i++)
+		bounds[i] = INT64_MAX; /* pcpu__histogram_search16() counts none */
+	size = sizeof *t + cap * sizeof *bounds;
+	if (k->scheme == PCPU_HISTOGRAM_EXPONENTIAL && (bits = expo_table_bits(bounds, nb, k->schema)))
+		size += ((size_t)(64 - bits) << bits) * (sizeof(int64_t) + sizeof(uint16_t));
+	if (posix_memalign(&mem, _Alignof(struct layout_tables), size) != 0) {
+		free(bounds);
+		return NULL;
+	}
+	t = mem;
+	t->hash = hash;
+	t->users = 0;
+	t->scheme = k->scheme;
+	t->schema = k->schema;
+	t->scale = k->scale;
+	t->nbounds = (uint32_t)nb;
+	t->bits = bits;
+	memcpy(t->words, bounds, cap * sizeof *bounds);
+	free(bounds);
+	if (bits)
+		expo_fill_table(t->words, nb, bits, t->words + cap);
+	return t;
+}
+
+/* The tables of layout l (nb bounds), shared: one more user. NULL with
+ * errno ENOMEM. */
+static struct layout_tables *tables_get(const struct pcpu_histogram_layout *l, size_t nb)
+{
+	struct layout_key k = { .scheme = (int)l->scheme, .nbounds = nb };
+	struct layout_tables *t, *mine;
+	struct pcpu__hslot *s;
+	uint64_t hash;
+	int added;
+
+	if (l->scheme == PCPU_HISTOGRAM_EXPLICIT) {
+		k.bounds = l->bounds;
+	} else {
+		k.schema = l->schema;
+		k.scale = l->scale_exp10;
+	}
+	hash = key_hash(&k);
+	pthread_mutex_lock(&tables_lock);
+	s = pcpu__htab_find(&tables, hash, key_eq, &k);
+	if (s) {
+		t = (struct layout_tables *)s->key;
+		t->users++;
+		pthread_mutex_unlock(&tables_lock);
+		return t;
+	}
+	pthread_mutex_unlock(&tables_lock);
+	if (!(mine = tables_build(&k, nb, hash))) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_lock(&tables_lock);
+	s = pcpu__htab_find_or_add(&tables, hash, key_eq, &k, (uintptr_t)mine, 0, &added);
+	t = s ? (struct layout_tables *)s->key : NULL;
+	if (t)
+		t->users++;
+	pthread_mutex_unlock(&tables_lock);
+	if (t != mine)
+		free(mine); /* another thread's came first, or no room */
+	if (!t)
+		errno = ENOMEM;
+	return t;
+}
+
+/* One user fewer of the tables whose words are at `words`: the last one
+ * frees them. */
+static void tables_put(const int64_t *words)
+{
+	struct layout_tables *t =
+		(struct layout_tables *)((char *)(uintptr_t)words - offsetof(struct layout_tables, words));
+	int last;
+
+	pthread_mutex_lock(&tables_lock);
+	last = --t->users == 0;
+	if (last) {
+		pcpu__htab_remove(&tables, pcpu__htab_find_key(&tables, t->hash, (uintptr_t)t));
+		if (!tables.used)
+			pcpu__htab_free(&tables); /* no slots kept by a process without histograms */
+	}
+	pthread_mutex_unlock(&tables_lock);
+	if (last)
+		free(t);
 }
 
 int pcpu__histogram_layout_check(const struct pcpu_histogram_layout *l, size_t *nbuckets,
@@ -341,6 +543,8 @@ int pcpu__histogram_layout_check(const struct pcpu_histogram_layout *l, size_t *
 pcpu_histogram_t *pcpu_histogram_create_in(pcpu_zone_t *zone,
 					   const struct pcpu_histogram_layout *layout)
 {
+	/* Before the tables' lock is first taken, under no pcpu lock (fork.c). */
+	pcpu__histogram_tables_fork_register();
 	return pcpu__histogram_create_at(zone, layout, NULL, NULL,
 					 layout && layout->scheme == PCPU_HISTOGRAM_EXPONENTIAL
 						 ? layout->scale_exp10
@@ -387,7 +591,7 @@ pcpu_histogram_t *pcpu__histogram_create_at(pcpu_zone_t *zone,
 	pcpu_histogram_t *h;
 	size_t nbuckets;
 	uint64_t limit;
-	int64_t *bounds = NULL;
+	struct layout_tables *t = NULL;
 
 	if (!zone) {
 		errno = EINVAL;
@@ -404,29 +608,16 @@ pcpu_histogram_t *pcpu__histogram_create_at(pcpu_zone_t *zone,
 	if (!h)
 		return NULL;
 	if (layout->scheme == PCPU_HISTOGRAM_EXPLICIT && shared) {
-		bounds = (int64_t *)shared; /* never freed here: see pcpu__histogram_destroy_in() */
+		h->pcpu__bounds = shared; /* never released here: see pcpu__histogram_destroy_in() */
 		h->pcpu__nbounds = (uint32_t)(nbuckets - 1);
 	} else if (layout->scheme != PCPU_HISTOGRAM_LOG_LINEAR) {
-		size_t i, nb = nbuckets - 1;
-		size_t cap = nb < PCPU__HISTOGRAM_SMALL ? PCPU__HISTOGRAM_SMALL : nb;
-
-		bounds = malloc(cap * sizeof *bounds);
-		if (!bounds) {
+		if (!(t = tables_get(layout, nbuckets - 1))) {
 			free(h);
 			return NULL;
 		}
-		if (layout->scheme == PCPU_HISTOGRAM_EXPLICIT)
-			memcpy(bounds, layout->bounds, nb * sizeof *bounds);
-		else
-			pcpu__exponential_bounds(layout->schema, layout->scale_exp10, bounds, nb, NULL);
-		for (i = nb; i < cap; i++)
-			bounds[i] = INT64_MAX; /* pcpu__histogram_search16() counts none */
-		h->pcpu__nbounds = (uint32_t)nb;
-	}
-	if (layout->scheme == PCPU_HISTOGRAM_EXPONENTIAL &&
-	    !(bounds = expo_add_table(bounds, nbuckets - 1, layout->schema, &h->pcpu__bits))) {
-		free(h);
-		return NULL;
+		h->pcpu__bounds = t->words;
+		h->pcpu__nbounds = t->nbounds;
+		h->pcpu__bits = t->bits;
 	}
 	/* A (count, sum) pair per bucket, 16-byte aligned for the record's
 	 * one-store commit (pcpu/histogram.h); zeroed, as a counter array.
@@ -436,13 +627,12 @@ pcpu_histogram_t *pcpu__histogram_create_at(pcpu_zone_t *zone,
 					  2 * sizeof(struct pcpu_counter));
 	if (!h->pcpu__c) {
 		int e = errno;
-		if (bounds != shared)
-			free(bounds);
+		if (t)
+			tables_put(t->words);
 		free(h);
 		errno = e;
 		return NULL;
 	}
-	h->pcpu__bounds = bounds;
 	h->pcpu__nbuckets = (uint32_t)nbuckets;
 	h->pcpu__scheme = (uint32_t)layout->scheme;
 	if (layout->scheme == PCPU_HISTOGRAM_LOG_LINEAR)
@@ -464,7 +654,8 @@ void pcpu_histogram_destroy(pcpu_histogram_t *h)
 	if (!h)
 		return;
 	pcpu_counter_free(h->pcpu__c);
-	free((void *)h->pcpu__bounds);
+	if (h->pcpu__scheme != PCPU_HISTOGRAM_LOG_LINEAR)
+		tables_put(h->pcpu__bounds);
 	free(h);
 }
 
@@ -472,8 +663,8 @@ void pcpu__histogram_destroy_in(pcpu_zone_t *zone, pcpu_histogram_t *h, const in
 {
 	/* The bucket counters come from `zone` (pcpu_histogram_create_in()). */
 	(void)pcpu_zone_free(zone, h->pcpu__c);
-	if (h->pcpu__bounds != shared)
-		free((void *)h->pcpu__bounds);
+	if (h->pcpu__scheme != PCPU_HISTOGRAM_LOG_LINEAR && h->pcpu__bounds != shared)
+		tables_put(h->pcpu__bounds);
 	free(h);
 }
 

@@ -49,9 +49,16 @@ PCPU_HIDDEN int pcpu__group_tree_read(pcpu_zone_t *zone, unsigned members, void 
 
 /* ---- histogram.c ---- */
 
+/* Registers the fork() handlers of the histograms' shared layout tables
+ * (histogram.c), once: called where a histogram may later be made under a
+ * pcpu lock (pcpu_registry_create()) or is made now under none
+ * (pcpu_histogram_create_in()), never under a pcpu lock (fork.c). */
+PCPU_HIDDEN void pcpu__histogram_tables_fork_register(void);
+
 /* pcpu_histogram_destroy() of a histogram allocated in `zone`, which the
- * caller holds (a registry): no search for the zone by address. Its bounds
- * are freed unless they are `shared` (the family's: see below). */
+ * caller holds (a registry): no search for the zone by address. Its
+ * layout's shared tables lose a user unless its bounds are `shared` (the
+ * family's: see below). */
 PCPU_HIDDEN void pcpu__histogram_destroy_in(pcpu_zone_t *zone, pcpu_histogram_t *h,
 					    const int64_t *shared);
 
@@ -60,8 +67,9 @@ PCPU_HIDDEN void pcpu__histogram_destroy_in(pcpu_zone_t *zone, pcpu_histogram_t 
  * of a new allocation; at NULL: a new one. `shared`: for an explicit
  * layout, the bounds padded as the search needs (at least
  * PCPU__HISTOGRAM_SMALL, INT64_MAX after the last), owned by the caller
- * and used instead of a copy per histogram (a registry family's, for all
- * its series); NULL: a copy of the histogram's own. */
+ * and used instead of the layout's shared tables (a registry family's, for
+ * all its series); NULL: the layout's shared tables (histogram.c), one
+ * copy per process for every histogram of that layout. */
 PCPU_HIDDEN pcpu_histogram_t *pcpu__histogram_create_at(pcpu_zone_t *zone,
 							const struct pcpu_histogram_layout *layout,
 							void *at, const int64_t *shared,

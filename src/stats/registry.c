@@ -79,6 +79,10 @@ pcpu_registry_t *pcpu_registry_create(void)
 	if (pcpu__fork_register(&fork_registered, PCPU_FORK_REGISTRY, registries_fork_prepare,
 			       registries_fork_release, registries_fork_child) != 0)
 		return NULL;
+	/* Its histogram series are made under its lock, and take the shared
+	 * layout tables' lock (histogram.c): that lock's fork handlers are
+	 * registered now, under no lock. */
+	pcpu__histogram_tables_fork_register();
 	reg = calloc(1, sizeof *reg);
 	if (!reg)
 		return NULL;

@@ -1,14 +1,18 @@
 /*
  * Histograms: bucket placement at every boundary, quantile estimates within
- * the configured precision, exact count and sum under concurrent recording.
+ * the configured precision, exact count and sum under concurrent recording,
+ * one copy of a layout's tables for all its histograms.
  */
 #include "../check.h"
 #include <pcpu/pcpu.h>
 #include <pcpu/stats.h>
 #include <errno.h>
+#include <malloc.h>
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static uint64_t rng = 88172645463325252ull;
 
@@ -539,6 +543,131 @@ static void test_concurrent(void)
 	pcpu_histogram_destroy(shared_h);
 }
 
+/* Heap in use (glibc's arena and its mmap()ed blocks), or 0 where
+ * mallinfo2() is missing or does not see the allocator (ASan's, TSan's). */
+static size_t heap_in_use(void)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33) && !defined(__SANITIZE_ADDRESS__) && \
+	!defined(__SANITIZE_THREAD__)
+	struct mallinfo2 m = mallinfo2();
+
+	return m.uordblks + m.hblkhd;
+#else
+	return 0;
+#endif
+}
+
+static void *create_destroy(void *arg)
+{
+	struct pcpu_histogram_layout l = { .scheme = PCPU_HISTOGRAM_EXPONENTIAL };
+	int i;
+
+	for (i = 0; i < 300; i++) {
+		pcpu_histogram_t *h;
+		int64_t v = 1000 + i, lo, hi;
+
+		l.schema = (i + (int)(intptr_t)arg) % 3;
+		CHECK((h = pcpu_histogram_create(&l)) != NULL);
+		CHECK(pcpu_histogram_bucket_range(h, pcpu_histogram_bucket_of(h, v), &lo, &hi) == 0);
+		CHECK(lo <= v && v <= hi);
+		pcpu_histogram_destroy(h);
+	}
+	return NULL;
+}
+
+/* A layout's bounds and lookup table are one copy per process, shared by
+ * every histogram of that layout, standalone or a registry's series, and
+ * freed with the last: a series costs its handle, not its tables (22.8 KB
+ * each for schema 3 in nanoseconds when they were copied per series). */
+static void test_shared_tables(void)
+{
+	enum { N = 1000 };
+	static const int64_t b1[] = { 10, 20, 30 }, b2[] = { 10, 20, 30 }, b3[] = { 10, 20, 31 };
+	struct pcpu_histogram_layout e3 = { .scheme = PCPU_HISTOGRAM_EXPONENTIAL, .schema = 3,
+					    .scale_exp10 = -9 };
+	struct pcpu_histogram_layout e2 = e3, e3s = e3;
+	struct pcpu_histogram_layout x1 = { PCPU_HISTOGRAM_EXPLICIT, b1, 3, 0, 0, 0, 0, 0, 0 };
+	struct pcpu_histogram_layout x2 = x1, x3 = x1;
+	static const char *const ln[] = { "id" };
+	struct pcpu_family_desc d = { .name = "e_seconds", .type = PCPU_METRIC_HISTOGRAM, .nlabels = 1,
+				      .label_names = ln, .scale_exp10 = -9, .histogram = &e3 };
+	pcpu_histogram_t *a, *b, *c, *hs[N], *s1, *s2;
+	pthread_t th[4];
+	pcpu_registry_t *reg;
+	pcpu_family_t *f;
+	size_t h0, grown, i;
+	pid_t pid;
+	int st;
+
+	e2.schema = 2;
+	e3s.scale_exp10 = -6;
+	x2.bounds = b2;
+	x3.bounds = b3;
+	/* One layout, one copy; another schema or scale, another. */
+	CHECK((a = pcpu_histogram_create(&e3)) && (b = pcpu_histogram_create(&e3)));
+	CHECK(a->pcpu__bounds == b->pcpu__bounds && a->pcpu__bits == b->pcpu__bits && a->pcpu__bits);
+	CHECK(((uintptr_t)a->pcpu__bounds & 63) == 0); /* a cache line of their own */
+	CHECK((c = pcpu_histogram_create(&e2)) && c->pcpu__bounds != a->pcpu__bounds);
+	pcpu_histogram_destroy(c);
+	CHECK((c = pcpu_histogram_create(&e3s)) && c->pcpu__bounds != a->pcpu__bounds);
+	pcpu_histogram_destroy(c);
+	/* The series of a registry family share them with standalone ones. */
+	CHECK((reg = pcpu_registry_create()) && (f = pcpu_registry_family(reg, &d)));
+	{
+		const char *v1[] = { "1" }, *v2[] = { "2" };
+
+		CHECK((s1 = pcpu_family_histogram(f, v1)) && (s2 = pcpu_family_histogram(f, v2)));
+	}
+	CHECK(s1 != s2 && s1->pcpu__bounds == a->pcpu__bounds && s2->pcpu__bounds == a->pcpu__bounds);
+	/* The first user gone, the others still read them. */
+	pcpu_histogram_destroy(a);
+	CHECK(pcpu_histogram_bucket_of(b, 1000000000) == pcpu_histogram_bucket_of(s1, 1000000000));
+	pcpu_registry_destroy(reg);
+	CHECK(pcpu_histogram_bucket_of(b, 1) == 0 && pcpu_histogram_bucket_of(b, 1000000000) > 1);
+	/* A fork() child has the parent's, and makes and frees its own users. */
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		pcpu_histogram_t *k = pcpu_histogram_create(&e3);
+		int ok = k && k->pcpu__bounds == b->pcpu__bounds;
+
+		pcpu_histogram_destroy(k);
+		pcpu_histogram_destroy(b);
+		k = pcpu_histogram_create(&e3);
+		ok = ok && k && pcpu_histogram_bucket_of(k, 1000000000) > 1;
+		pcpu_histogram_destroy(k);
+		_exit(ok ? 0 : 1);
+	}
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	pcpu_histogram_destroy(b);
+	/* Explicit layouts by their bounds' values, not their address. */
+	CHECK((a = pcpu_histogram_create(&x1)) && (b = pcpu_histogram_create(&x2)) &&
+	      (c = pcpu_histogram_create(&x3)));
+	CHECK(a->pcpu__bounds == b->pcpu__bounds && a->pcpu__bounds != b1 &&
+	      c->pcpu__bounds != a->pcpu__bounds);
+	CHECK(pcpu_histogram_bucket_of(c, 31) == 2 && pcpu_histogram_bucket_of(a, 31) == 3);
+	pcpu_histogram_destroy(a);
+	pcpu_histogram_destroy(b);
+	pcpu_histogram_destroy(c);
+	/* Made and destroyed from several threads at once: each histogram
+	 * finds its layout's tables (ASan: none freed early or twice). */
+	for (i = 0; i < 4; i++)
+		CHECK(pthread_create(&th[i], NULL, create_destroy, (void *)(intptr_t)i) == 0);
+	for (i = 0; i < 4; i++)
+		CHECK(pthread_join(th[i], NULL) == 0);
+	/* The heap a series costs: its handle (the target, 1 KB). */
+	h0 = heap_in_use();
+	for (i = 0; i < N; i++)
+		CHECK((hs[i] = pcpu_histogram_create(&e3)) != NULL);
+	grown = heap_in_use() - h0;
+	if (h0 && grown > (size_t)N * 1024) {
+		fprintf(stderr, "heap per exponential histogram: %zu bytes, more than 1 KB\n", grown / N);
+		CHECK(0);
+	}
+	for (i = 0; i < N; i++)
+		pcpu_histogram_destroy(hs[i]);
+}
+
 int main(void)
 {
 	unsigned p;
@@ -560,6 +689,7 @@ int main(void)
 	test_export();
 	test_layout_errors();
 	test_concurrent();
+	test_shared_tables();
 	printf("histogram tests passed (mode %s)\n", pcpu_rseq_mode_name(pcpu_rseq_mode()));
 	return 0;
 }
