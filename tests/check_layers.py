@@ -521,6 +521,10 @@ OWNERS = {  # owner: (rank, the CMake component that installs its headers)
 }
 
 
+DIRECTIVE_RE = re.compile(r"^[ \t]*#[ \t]*(\w+)(.*)$", re.M)
+PUBLIC_INCLUDE_RE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<pcpu/([^>]+)>", re.M)
+
+
 def public_headers(src):
     """include/pcpu's headers, as installed (pcpu/version.h from its .in)."""
     base = os.path.join(src, "include", "pcpu")
@@ -583,20 +587,18 @@ def header_components(src):
 
 
 def optional_includes(text):
-    """Line numbers of the #includes inside an `#if` that asks __has_include."""
+    """Offsets of the #includes inside an `#if` that asks __has_include."""
     stack, out = [], set()
-    for n, line in enumerate(text.split("\n"), 1):
-        m = re.match(r"\s*#\s*(if|ifdef|ifndef|elif|else|endif)\b(.*)", line)
-        if m:
-            kind = m.group(1)
-            if kind.startswith("if"):
-                stack.append("__has_include" in m.group(2))
-            elif kind == "endif" and stack:
-                stack.pop()
-            elif kind in ("elif", "else") and stack:
-                stack[-1] = stack[-1] or "__has_include" in m.group(2)
-        elif any(stack) and re.match(r"\s*#\s*include\b", line):
-            out.add(n)
+    for m in DIRECTIVE_RE.finditer(text):
+        kind, rest = m.group(1), m.group(2)
+        if kind in ("if", "ifdef", "ifndef"):
+            stack.append("__has_include" in rest)
+        elif kind == "endif" and stack:
+            stack.pop()
+        elif kind in ("elif", "else") and stack:
+            stack[-1] = stack[-1] or "__has_include" in rest
+        elif kind == "include" and any(stack):
+            out.add(m.start())
     return out
 
 
@@ -631,11 +633,13 @@ def header_problems(src):
     for h in headers:
         path = "include/pcpu/" + h
         text = read_text(src, path)
+        if "<pcpu/" not in text:
+            continue
         optional = optional_includes(text)
-        for n, line in enumerate(text.split("\n"), 1):
-            m = re.match(r'\s*#\s*include\s*<pcpu/([^>]+)>', line)
-            if not m or n in optional or h not in owner:
+        for m in PUBLIC_INCLUDE_RE.finditer(text):
+            if m.start() in optional or h not in owner:
                 continue
+            n = text.count("\n", 0, m.start()) + 1
             t = m.group(1)
             t = t if t in owner else t + ".in"
             if t not in owner:
@@ -655,6 +659,7 @@ def header_problems(src):
 # cycle counter, its instructions).
 ARCH_SCOPE = ["src", "include", "tools", "compat", "integrations", "examples"]
 ARCH_HOME = ("include/pcpu/arch.h", "include/pcpu/arch/")
+COND_RE = re.compile(r"^[ \t]*#[ \t]*(?:if|elif|ifdef|ifndef)\b(.*)$", re.M)
 ARCH_MACRO_RE = re.compile(
     r"\b(__x86_64__|__amd64__|__i[3-6]86__|__aarch64__|__AARCH64E[LB]__|__arm__|__ARME[LB]__|"
     r"__ARM_ARCH\w*|__thumb\w*|__riscv\w*|__powerpc\w*|__ppc\w*|__PPC\w*|__s390\w*|__mips\w*|"
@@ -672,10 +677,11 @@ def arch_problems(src):
                 rel = os.path.relpath(os.path.join(root, f), src)
                 if rel.startswith(ARCH_HOME):
                     continue
-                for n, line in enumerate(read_text(src, rel).split("\n"), 1):
-                    m = re.match(r"\s*#\s*(?:if|elif|ifdef|ifndef)\b(.*)", line)
-                    hit = m and ARCH_MACRO_RE.search(strip_comments(m.group(1)))
+                text = read_text(src, rel)
+                for m in COND_RE.finditer(text):
+                    hit = ARCH_MACRO_RE.search(strip_comments(m.group(1)))
                     if hit:
+                        n = text.count("\n", 0, m.start()) + 1
                         out.append("%s:%d: an architecture #if (%s) outside the arch headers: the "
                                    "port's difference goes into include/pcpu/arch/<arch>.h "
                                    "(generic.h: the default)" % (rel, n, hit.group(1)))
