@@ -232,6 +232,13 @@ INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
 
 
 @functools.lru_cache(maxsize=None)
+def includes_of(text):
+    """The (kind, name) of every #include in a file's text (the planted
+    test runs check() once per plant on a tree of which one file changed)."""
+    return tuple(INCLUDE_RE.findall(text))
+
+
+@functools.lru_cache(maxsize=None)
 def layer_of(path):
     for name, rank, patterns in LAYERS:
         if any(fnmatch(path, p) for p in patterns):
@@ -277,7 +284,7 @@ def include_edges(src):
     for path in source_files(src):
         with open(os.path.join(src, path), encoding="utf-8", errors="replace") as fh:
             text = fh.read()
-        for kind, name in INCLUDE_RE.findall(text):
+        for kind, name in includes_of(text):
             target = resolve_include(src, path, kind, name)
             if target is not None and target != path:
                 yield path, target, "include"
@@ -362,10 +369,31 @@ def dynamic_symbols(build, library):
     return names
 
 
+def _nm_key(obj):
+    st = os.stat(obj)
+    return (os.path.realpath(obj), st.st_mtime_ns, st.st_size)
+
+
+def nm_prefetch(objs):
+    """nm -P of many object files in a few runs of nm (one each is most of
+    the test's time), into nm()'s cache."""
+    todo = sorted({_nm_key(o) for o in objs if os.path.exists(o)} - set(_NM))
+    for i in range(0, len(todo), 256):
+        batch = todo[i:i + 256]
+        out = subprocess.run(["nm", "-P", "-A"] + [k[0] for k in batch],
+                             capture_output=True, text=True).stdout
+        lines = {k[0]: [] for k in batch}
+        for line in out.splitlines():
+            path, sep, rest = line.partition(": ")
+            if sep and path in lines:
+                lines[path].append(rest)
+        for k in batch:
+            _NM[k] = "\n".join(lines[k[0]])
+
+
 def nm(obj):
     """nm -P of an object file, once per file and version of it."""
-    st = os.stat(obj)
-    key = (os.path.realpath(obj), st.st_mtime_ns, st.st_size)
+    key = _nm_key(obj)
     if key not in _NM:
         _NM[key] = subprocess.run(["nm", "-P", obj], capture_output=True, text=True).stdout
     return _NM[key]
@@ -666,6 +694,17 @@ ARCH_MACRO_RE = re.compile(
     r"__loongarch\w*|__sparc\w*|_M_X64|_M_IX86|_M_ARM\w*)\b")
 
 
+@functools.lru_cache(maxsize=None)
+def arch_conditions(text):
+    """(line, macro) of each conditional on a target's macro in a file's text."""
+    out = []
+    for m in COND_RE.finditer(text):
+        hit = ARCH_MACRO_RE.search(strip_comments(m.group(1)))
+        if hit:
+            out.append((text.count("\n", 0, m.start()) + 1, hit.group(1)))
+    return tuple(out)
+
+
 def arch_problems(src):
     out = []
     for top in ARCH_SCOPE:
@@ -677,14 +716,10 @@ def arch_problems(src):
                 rel = os.path.relpath(os.path.join(root, f), src)
                 if rel.startswith(ARCH_HOME):
                     continue
-                text = read_text(src, rel)
-                for m in COND_RE.finditer(text):
-                    hit = ARCH_MACRO_RE.search(strip_comments(m.group(1)))
-                    if hit:
-                        n = text.count("\n", 0, m.start()) + 1
-                        out.append("%s:%d: an architecture #if (%s) outside the arch headers: the "
-                                   "port's difference goes into include/pcpu/arch/<arch>.h "
-                                   "(generic.h: the default)" % (rel, n, hit.group(1)))
+                for n, macro in arch_conditions(read_text(src, rel)):
+                    out.append("%s:%d: an architecture #if (%s) outside the arch headers: the "
+                               "port's difference goes into include/pcpu/arch/<arch>.h "
+                               "(generic.h: the default)" % (rel, n, macro))
     return out
 
 
@@ -755,7 +790,7 @@ def consumer_problems(src, build, exports, hidden):
                        "API" % (user, name, how, hidden[name]))
 
     for rel in consumer_files(src, (".c", ".h", ".cc", ".cpp", ".hpp")):
-        for kind, name in INCLUDE_RE.findall(read_text(src, rel)):
+        for kind, name in includes_of(read_text(src, rel)):
             target = None
             if kind == '"':
                 target = os.path.normpath(os.path.join(os.path.dirname(rel), name))
@@ -796,6 +831,7 @@ class BuildMissing(Exception):
 def check(src, build):
     """Every violation in the tree `src` built in `build`: (problems, summary)."""
     problems, unmapped = [], set()
+    nm_prefetch([o for o, _ in object_files(build)] + [o for o, _ in consumer_objects(build)])
     edges = list(include_edges(src)) + list(symbol_edges(src, build))
     if not any(k.startswith("symbol") for _, _, k in edges):
         raise BuildMissing("no object files under %s: build first" % build)
