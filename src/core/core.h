@@ -12,8 +12,8 @@
  * symbols libpcpu-stats.so imports (its undefined symbols of that node).
  * A declaration nobody exports, an export nobody declares, a declaration
  * libpcpu-stats does not use and an import of anything not declared here
- * each fail the test. What libpcpu-stats can do through the public API,
- * or with libc alone, it does so: it is not here.
+ * each fail the test. A need libpcpu-stats can meet through the public
+ * API or libc alone is met there, not here.
  *
  * Whoever implements a function of the seam includes this header (so the
  * compiler holds the definition to the declaration); whoever uses it
