@@ -50,7 +50,16 @@ symbols:
     libpcpu-stats alone: the tools, compat/ and the C++ headers use public
     API only;
   - the Python reader (python/src/pcpu/_lib.py) calls, by name, only
-    functions libpcpu-stats.so or libpcpu.so export, never a private one.
+    functions libpcpu-stats.so or libpcpu.so export, never a private one;
+  - the seam is one set: the functions src/core/core.h declares, the names
+    of libpcpu.so's private node (src/core/pcpu.map) and the symbols
+    libpcpu-stats.so imports from that node (SEAM_HEADER below);
+  - each public header belongs to one owner (docs/layout.md's table,
+    OWNERS below), which decides the CMake component that installs it and
+    what it may include;
+  - no architecture #if outside the arch headers (ARCH_SCOPE below);
+  - nginx's module, the benchmarks, the examples, the Go reader and the
+    Rust crates use the public API only (CONSUMERS below).
 
 Every violation is printed, one per line, and the test fails, unless it is
 in ALLOWED below with the reason it is there. Run by ctest (layer_check);
@@ -84,9 +93,10 @@ LAYERS = [
         "include/pcpu/arch/generic.h",
     ] + ARCH_HEADERS + [
         "include/pcpu/runtime_version.h", "include/pcpu/version.h.in",
+        "src/core/core.h",              # the seam libpcpu-stats is built on (FOLDERS)
         "src/core/rseq.c", "src/core/rseq_internal.h", "src/core/slot_walk.*", "src/core/torn64.h", "src/core/environment.c",
         "include/pcpu/worker.h", "src/core/worker.c", "src/core/worker_internal.h",  # slots' owners
-        "src/core/fork.*", "src/core/error.*", "src/core/visibility.h", "src/core/version.c",
+        "src/core/fork.c", "src/core/version.c",
     ]),
     ("zone", 1, [
         "include/pcpu/zone.h",
@@ -95,7 +105,7 @@ LAYERS = [
     ]),
     ("counter", 2, [
         "include/pcpu/counter.h", "include/pcpu/counter9.h", "include/pcpu/compat/*",
-        "src/core/counter.c", "src/core/counter_internal.h", "src/core/counter_stable_abi.c",
+        "src/core/counter.c", "src/core/counter_stable_abi.c",
         "src/core/counter_double.c",         # counter words holding doubles
         "src/core/counter9.c", "src/core/striped_lock.*",
     ]),
@@ -109,11 +119,8 @@ LAYERS = [
                    "src/core/rwlock_internal.h", "src/core/rwlock_readers.c"]),
     ("objcache", 4, [
         "include/pcpu/objcache.h",
-        "src/core/objcache.c", "src/core/objcache_stable_abi.c", "src/core/objcache_stats_hook.h",
+        "src/core/objcache.c", "src/core/objcache_stable_abi.c",
     ]),
-    # libpcpu's index for libpcpu-stats (FOLDERS): it includes the seam's
-    # headers of every layer of the core, so it sits above them all.
-    ("core.index", 4.5, ["src/core/core.h"]),
     # The statistics layer: names, messages and buffers; the metrics; the
     # writers of expositions (which read snapshot structs, pcpu/expose.h);
     # the registry (families, series, snapshots, collectors, merges), which
@@ -121,6 +128,7 @@ LAYERS = [
     ("stats.base", 5, [
         "include/pcpu/expose.h",
         "src/stats/stats_internal.h", "src/stats/validate.*", "src/stats/format.*",
+        "src/stats/error.*",            # the layers' error messages, by domain
         "src/stats/metric_type.c",
         "src/stats/arena.c", "src/stats/hashtab.*", "src/stats/histogram_layout.*",
         "src/stats/histogram_export.c",
@@ -172,7 +180,7 @@ LAYERS = [
 # The products: which shared object (or program) each layer is part of.
 PRODUCTS = {
     "libpcpu": {"rseq", "zone", "counter", "percpu_sync", "ref", "rwlock", "objcache",
-                "hcounter", "core.index"},
+                "hcounter"},
     "libpcpu-stats": {"stats.base", "stats.metrics", "stats.exposition", "stats.registry",
                       "stats.index",
                       "segment.base", "segment.writer", "segment.reader"},
@@ -187,8 +195,9 @@ PRODUCT_LIBRARY = {"libpcpu": "libpcpu.so", "libpcpu-stats": "libpcpu-stats.so",
 
 # The library folders: folder -> (its index header, the folders that may
 # include it). Every other file of a folder is private to it.
-#   src/core/core.h: the seam libpcpu-stats is built on (zone, fork, error
-#     and tree internals, exported in libpcpu's PCPU_PRIVATE node only);
+#   src/core/core.h: the seam libpcpu-stats is built on (fork, zone, tree
+#     and counter internals, exported in libpcpu's PCPU_PRIVATE node only),
+#     declared there itself (seam_problems() below);
 #   src/stats/stats.h: what the segment takes of the statistics layer (the
 #     one hash table, the registry's observer interface instead of its
 #     structs, the rules a reader applies to untrusted input exactly as the
@@ -220,6 +229,13 @@ ALLOWED = {
 
 # ---- reading the tree ---------------------------------------------------------
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
+
+
+@functools.lru_cache(maxsize=None)
+def includes_of(text):
+    """The (kind, name) of every #include in a file's text (the planted
+    test runs check() once per plant on a tree of which one file changed)."""
+    return tuple(INCLUDE_RE.findall(text))
 
 
 @functools.lru_cache(maxsize=None)
@@ -268,7 +284,7 @@ def include_edges(src):
     for path in source_files(src):
         with open(os.path.join(src, path), encoding="utf-8", errors="replace") as fh:
             text = fh.read()
-        for kind, name in INCLUDE_RE.findall(text):
+        for kind, name in includes_of(text):
             target = resolve_include(src, path, kind, name)
             if target is not None and target != path:
                 yield path, target, "include"
@@ -353,10 +369,31 @@ def dynamic_symbols(build, library):
     return names
 
 
+def _nm_key(obj):
+    st = os.stat(obj)
+    return (os.path.realpath(obj), st.st_mtime_ns, st.st_size)
+
+
+def nm_prefetch(objs):
+    """nm -P of many object files in a few runs of nm (one each is most of
+    the test's time), into nm()'s cache."""
+    todo = sorted({_nm_key(o) for o in objs if os.path.exists(o)} - set(_NM))
+    for i in range(0, len(todo), 256):
+        batch = todo[i:i + 256]
+        out = subprocess.run(["nm", "-P", "-A"] + [k[0] for k in batch],
+                             capture_output=True, text=True).stdout
+        lines = {k[0]: [] for k in batch}
+        for line in out.splitlines():
+            path, sep, rest = line.partition(": ")
+            if sep and path in lines:
+                lines[path].append(rest)
+        for k in batch:
+            _NM[k] = "\n".join(lines[k[0]])
+
+
 def nm(obj):
     """nm -P of an object file, once per file and version of it."""
-    st = os.stat(obj)
-    key = (os.path.realpath(obj), st.st_mtime_ns, st.st_size)
+    key = _nm_key(obj)
     if key not in _NM:
         _NM[key] = subprocess.run(["nm", "-P", obj], capture_output=True, text=True).stdout
     return _NM[key]
@@ -382,10 +419,408 @@ def symbol_edges(src, build):
             yield source, defined[name], "symbol " + name
 
 
+def library_definitions(build):
+    """Every pcpu_ symbol the libraries' objects define: name -> source file."""
+    defined = {}
+    for obj, source in object_files(build):
+        if source.startswith(("tools/", "compat/")):
+            continue
+        for line in nm(obj).splitlines():
+            parts = line.split()
+            if len(parts) >= 2 and parts[0].startswith("pcpu_") and parts[1] in "TDBRV":
+                defined.setdefault(parts[0], source)
+    return defined
+
+
 def python_calls(src):
     """The C functions the Python reader calls by name (ctypes)."""
     text = open(os.path.join(src, "python", "src", "pcpu", "_lib.py"), encoding="utf-8").read()
     return sorted(set(re.findall(r'^\s*\("(pcpu_[a-z0-9_]+)"', text, re.M)))
+
+
+# ---- the seam: what core.h declares, the private node exports, libpcpu-stats imports
+# src/core/core.h is the interface libpcpu-stats is built on: it declares
+# exactly the functions of libpcpu.so's private version node (pcpu.map's
+# PCPU_PRIVATE_<release>), and those are exactly what libpcpu-stats.so
+# imports from that node. Three lists, one set.
+SEAM_HEADER = "src/core/core.h"
+SEAM_MAP = "src/core/pcpu.map"
+SEAM_LIBRARY = "libpcpu-stats.so"
+
+
+def strip_comments(text):
+    return re.sub(r"/\*.*?\*/|//[^\n]*", " ", text, flags=re.S)
+
+
+def read_text(src, rel):
+    with open(os.path.join(src, rel), encoding="utf-8", errors="replace") as fh:
+        return fh.read()
+
+
+def seam_declared(src):
+    """The functions core.h declares (its static inline helpers are not)."""
+    text = strip_comments(read_text(src, SEAM_HEADER))
+    text = re.sub(r"^\s*#(?:[^\n]*\\\n)*[^\n]*", " ", text, flags=re.M)  # preprocessor lines
+    top, depth = [], 0  # bodies and member lists out: one statement per ';'
+    for ch in text:
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                top.append(";")
+        elif depth == 0:
+            top.append(ch)
+    names = set()
+    for statement in "".join(top).split(";"):
+        m = re.search(r"\b(pcpu_\w+)\s*\(", statement)
+        if m and not re.search(r"\b(static|typedef)\b", statement):
+            names.add(m.group(1))
+    return names
+
+
+def seam_exported(src):
+    """The names the private node of src/core/pcpu.map lists."""
+    text = strip_comments(read_text(src, SEAM_MAP))
+    m = re.search(r"\bPCPU_PRIVATE_\S*\s*\{(.*?)\}", text, re.S)
+    return set(re.findall(r"\b(pcpu_\w+)\s*;", m.group(1))) if m else set()
+
+
+def undefined_symbols(build, library):
+    """Undefined dynamic symbols of a shared object: name -> version node."""
+    path = os.path.join(build, library)
+    if not os.path.exists(path):
+        return {}
+    st = os.stat(path)
+    key = ("-Du", os.path.realpath(path), st.st_mtime_ns, st.st_size)
+    if key not in _NM:
+        _NM[key] = subprocess.run(["nm", "-D", "--undefined-only", "--with-symbol-versions", path],
+                                  capture_output=True, text=True).stdout
+    names = {}
+    for line in _NM[key].splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].startswith("pcpu_"):
+            name, _, node = parts[1].partition("@")
+            names[name] = node.lstrip("@")
+    return names
+
+
+def seam_problems(src, build, core_exports):
+    declared, listed = seam_declared(src), seam_exported(src)
+    built = {n for n, node in core_exports.items() if node.startswith("PCPU_PRIVATE")}
+    imported = {n for n, node in undefined_symbols(build, SEAM_LIBRARY).items()
+                if node.startswith("PCPU_PRIVATE")}
+    out = []
+    if not declared or not listed:
+        return ["seam: no declaration in %s or no private node in %s" % (SEAM_HEADER, SEAM_MAP)]
+    for n in sorted(declared - listed):
+        out.append("seam: %s declares %s, which %s's private node does not export"
+                   % (SEAM_HEADER, n, SEAM_MAP))
+    for n in sorted(listed - declared):
+        out.append("seam: %s's private node exports %s, which %s does not declare"
+                   % (SEAM_MAP, n, SEAM_HEADER))
+    for n in sorted(imported - declared):
+        out.append("seam: %s imports %s from the private node, which %s does not declare"
+                   % (SEAM_LIBRARY, n, SEAM_HEADER))
+    for n in sorted(declared - imported):
+        out.append("seam: %s declares %s, which %s does not import: the seam is wider than "
+                   "its use (remove it)" % (SEAM_HEADER, n, SEAM_LIBRARY))
+    for n in sorted(listed - built):
+        out.append("seam: %s lists %s, which libpcpu.so does not export (no definition, or a "
+                   "stale build)" % (SEAM_MAP, n))
+    return out
+
+
+# ---- who owns each public header: docs/layout.md's table ----------------------------
+# include/pcpu/ holds the headers of four products. The table in
+# docs/layout.md ("Who owns each public header") names each header's owner;
+# the owner says which CMake component installs it (so which -dev package
+# ships it) and which headers it may include: its own product's and those of
+# the products below it, never a sibling's or a higher one's, but under
+# `#if __has_include(...)` (pcpu.h takes libpcpu-stats' headers where they
+# are installed).
+LAYOUT_DOC = "docs/layout.md"
+HEADER_TABLE = "## Who owns each public header"
+OWNERS = {  # owner: (rank, the CMake component that installs its headers)
+    "libpcpu": (0, "pcpu-dev"),
+    "libpcpu-stats": (1, "stats-dev"),
+    "the C++ API": (2, "stats-dev"),
+    "libpcpu-exporter": (2, "exporter-dev"),
+}
+
+
+DIRECTIVE_RE = re.compile(r"^[ \t]*#[ \t]*(\w+)(.*)$", re.M)
+PUBLIC_INCLUDE_RE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<pcpu/([^>]+)>", re.M)
+
+
+def public_headers(src):
+    """include/pcpu's headers, as installed (pcpu/version.h from its .in)."""
+    base = os.path.join(src, "include", "pcpu")
+    for root, _, files in os.walk(base):
+        for f in files:
+            if f.endswith((".h", ".hpp", ".h.in")):
+                yield os.path.relpath(os.path.join(root, f), base)
+
+
+def header_table(src):
+    """[(patterns, owner)] of docs/layout.md's table, or None."""
+    text = read_text(src, LAYOUT_DOC)
+    at = text.find("\n" + HEADER_TABLE)
+    if at < 0:
+        return None
+    rows, body = [], False
+    for line in text[at + 1:].split("\n")[1:]:
+        if line.startswith("#"):
+            break
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 2 or not line.startswith("|"):
+            continue
+        if set(cells[0]) <= set("-: "):
+            body = True  # the rows under the heading row
+        elif body:
+            rows.append((re.findall(r"`([^`]+)`", cells[0]), cells[1]))
+    return rows
+
+
+def header_components(src):
+    """header -> the CMake components that install it."""
+    cmake = read_text(src, "CMakeLists.txt")
+    exporter = read_text(src, "src/exporter/exporter.cmake")
+    m = re.search(r"^set\(PCPU_STATS_PUBLIC_HEADERS\s+([^)]*)\)", cmake, re.M)
+    stats = set(m.group(1).split()) if m else set()
+    exp = set(re.findall(r"install\(FILES include/pcpu/(\S+)[^)]*COMPONENT exporter-dev\)", exporter))
+    m = re.search(r"install\(DIRECTORY include/pcpu\b([^)]*)COMPONENT (\S+)\s*\n?([^)]*)\)", cmake)
+    excluded, dir_comp = set(), None
+    if m:
+        dir_comp = m.group(2)
+        excluded = set(re.findall(r'PATTERN\s+"?([\w.*]+)"?\s+EXCLUDE', m.group(1) + m.group(3)))
+        if "${_pcpu_stats_header_excludes}" in m.group(1) + m.group(3):
+            excluded |= stats
+    generated = re.findall(r"install\(FILES \$\{CMAKE_CURRENT_BINARY_DIR\}/include/pcpu/(\S+)\s+"
+                           r"DESTINATION[^)]*COMPONENT (\S+)\)", cmake)
+    comps = {}
+    for h in public_headers(src):
+        name = os.path.basename(h)
+        got = []
+        if h.endswith(".in"):
+            got += [c for g, c in generated if g == h[:-3]]
+        elif dir_comp and not any(fnmatch(name, p) for p in excluded):
+            got.append(dir_comp)
+        if h in stats:
+            got.append("stats-dev")
+        if h in exp:
+            got.append("exporter-dev")
+        comps[h] = got
+    return comps
+
+
+def optional_includes(text):
+    """Offsets of the #includes inside an `#if` that asks __has_include."""
+    stack, out = [], set()
+    for m in DIRECTIVE_RE.finditer(text):
+        kind, rest = m.group(1), m.group(2)
+        if kind in ("if", "ifdef", "ifndef"):
+            stack.append("__has_include" in rest)
+        elif kind == "endif" and stack:
+            stack.pop()
+        elif kind in ("elif", "else") and stack:
+            stack[-1] = stack[-1] or "__has_include" in rest
+        elif kind == "include" and any(stack):
+            out.add(m.start())
+    return out
+
+
+def header_problems(src):
+    rows = header_table(src)
+    if rows is None:
+        return ["%s: no table under '%s'" % (LAYOUT_DOC, HEADER_TABLE)]
+    out, owner = [], {}
+    headers = sorted(public_headers(src))
+    for patterns, who in rows:
+        if who not in OWNERS:
+            out.append("%s: header table: owner '%s' is none of %s" % (LAYOUT_DOC, who, sorted(OWNERS)))
+            continue
+        for p in patterns:
+            hits = [h for h in headers if fnmatch(h, p) or fnmatch(h, p + ".in")]
+            if not hits:
+                out.append("%s: header table: `%s` names no header of include/pcpu/" % (LAYOUT_DOC, p))
+            for h in hits:
+                if h in owner and owner[h] != who:
+                    out.append("include/pcpu/%s: two owners in %s's table (%s, %s)"
+                               % (h, LAYOUT_DOC, owner[h], who))
+                owner.setdefault(h, who)
+    comps = header_components(src)
+    for h in headers:
+        if h not in owner:
+            out.append("include/pcpu/%s: no row of %s's header table owns it" % (h, LAYOUT_DOC))
+            continue
+        want = OWNERS[owner[h]][1]
+        if comps.get(h) != [want]:
+            out.append("include/pcpu/%s: %s says %s (component %s), CMake installs it with %s"
+                       % (h, LAYOUT_DOC, owner[h], want, ", ".join(comps.get(h)) or "nothing"))
+    for h in headers:
+        path = "include/pcpu/" + h
+        text = read_text(src, path)
+        if "<pcpu/" not in text:
+            continue
+        optional = optional_includes(text)
+        for m in PUBLIC_INCLUDE_RE.finditer(text):
+            if m.start() in optional or h not in owner:
+                continue
+            n = text.count("\n", 0, m.start()) + 1
+            t = m.group(1)
+            t = t if t in owner else t + ".in"
+            if t not in owner:
+                continue
+            (ra, a), (rb, b) = (OWNERS[owner[h]][0], owner[h]), (OWNERS[owner[t]][0], owner[t])
+            if rb > ra or (rb == ra and a != b):
+                out.append("%s:%d (%s) includes include/pcpu/%s (%s): a header includes only its "
+                           "own product's and lower ones' (%s)" % (path, n, a, t, b, LAYOUT_DOC))
+    return out
+
+
+# ---- a port is its header: no architecture test outside the arch headers ------
+# The target's differences live in include/pcpu/arch/<arch>.h (generic.h:
+# the default); include/pcpu/arch.h picks it. A conditional on a target's
+# macro anywhere else in the products is a port spread over the tree. The
+# benchmarks are left out: what they measure is the target itself (its
+# cycle counter, its instructions).
+ARCH_SCOPE = ["src", "include", "tools", "compat", "integrations", "examples"]
+ARCH_HOME = ("include/pcpu/arch.h", "include/pcpu/arch/")
+COND_RE = re.compile(r"^[ \t]*#[ \t]*(?:if|elif|ifdef|ifndef)\b(.*)$", re.M)
+ARCH_MACRO_RE = re.compile(
+    r"\b(__x86_64__|__amd64__|__i[3-6]86__|__aarch64__|__AARCH64E[LB]__|__arm__|__ARME[LB]__|"
+    r"__ARM_ARCH\w*|__thumb\w*|__riscv\w*|__powerpc\w*|__ppc\w*|__PPC\w*|__s390\w*|__mips\w*|"
+    r"__loongarch\w*|__sparc\w*|_M_X64|_M_IX86|_M_ARM\w*)\b")
+
+
+@functools.lru_cache(maxsize=None)
+def arch_conditions(text):
+    """(line, macro) of each conditional on a target's macro in a file's text."""
+    out = []
+    for m in COND_RE.finditer(text):
+        hit = ARCH_MACRO_RE.search(strip_comments(m.group(1)))
+        if hit:
+            out.append((text.count("\n", 0, m.start()) + 1, hit.group(1)))
+    return tuple(out)
+
+
+def arch_problems(src):
+    out = []
+    for top in ARCH_SCOPE:
+        for root, dirs, files in os.walk(os.path.join(src, top)):
+            dirs[:] = [d for d in dirs if d not in ("tests", "testdata", "target")]
+            for f in files:
+                if not f.endswith((".c", ".h", ".h.in", ".cc", ".cpp", ".hpp")):
+                    continue
+                rel = os.path.relpath(os.path.join(root, f), src)
+                if rel.startswith(ARCH_HOME):
+                    continue
+                for n, macro in arch_conditions(read_text(src, rel)):
+                    out.append("%s:%d: an architecture #if (%s) outside the arch headers: the "
+                               "port's difference goes into include/pcpu/arch/<arch>.h "
+                               "(generic.h: the default)" % (rel, n, macro))
+    return out
+
+
+# ---- the consumers: nginx's module, the benchmarks, the examples, Go, Rust ----------
+# They use the libraries as a user does: public headers, exported public
+# symbols. None includes a file of src/, none is built from src/'s files,
+# none calls libpcpu's private interface or a symbol the libraries hide.
+# The Go reader reads the segment file by its documented format
+# (docs/segment-format.md): no cgo. The Rust crates declare (extern "C")
+# only functions the libraries export publicly; pcpu-sys compiles the
+# libraries from src/ (its build.rs), as CMake does, and uses them as any
+# program does.
+CONSUMERS = ["integrations", "bench", "examples", "go"]
+CONSUMER_BUILDS = ["bench/CMakeLists.txt", "examples/CMakeLists.txt",
+                   "integrations/nginx/CMakeLists.txt", "integrations/nginx/config"]
+SRC_PATH_RE = re.compile(r"(?:\$\{(?:PROJECT_SOURCE_DIR|CMAKE_SOURCE_DIR)\}|\.\.)/src(?:/|\b)")
+
+
+def consumer_files(src, suffixes):
+    for top in CONSUMERS:
+        for root, dirs, files in os.walk(os.path.join(src, top)):
+            dirs[:] = [d for d in dirs if d not in ("target", "__pycache__", "work")]
+            for f in files:
+                if f.endswith(suffixes):
+                    yield os.path.relpath(os.path.join(root, f), src)
+
+
+def consumer_objects(build):
+    """(object, source) of the benchmarks', examples' and nginx module's objects."""
+    for top in ("bench", "examples"):
+        base = os.path.join(build, top, "CMakeFiles")
+        for root, _, files in os.walk(base):
+            for f in files:
+                if f.endswith(".o"):
+                    rel = os.path.relpath(os.path.join(root, f), base).split(os.sep, 1)[1]
+                    yield os.path.join(root, f), top + "/" + rel[:-2]
+    ngx = os.path.join(build, "integrations", "nginx", "work", "ngx", "objs", "addon", "nginx")
+    for f in sorted(os.listdir(ngx)) if os.path.isdir(ngx) else []:
+        if f.endswith(".o"):
+            yield os.path.join(ngx, f), "integrations/nginx/" + f[:-2] + ".c"
+
+
+def rust_externs(src):
+    """(file, C name) of every function or static a crate declares extern "C"."""
+    rust = os.path.join(src, "rust")
+    for crate in sorted(os.listdir(rust)) if os.path.isdir(rust) else []:
+        for root, _, files in os.walk(os.path.join(rust, crate, "src")):
+            for f in sorted(files):
+                if not f.endswith(".rs"):
+                    continue
+                rel = os.path.relpath(os.path.join(root, f), src)
+                for block in re.findall(r'extern\s+"C"\s*\{(.*?)\n\}', read_text(src, rel), re.S):
+                    for name in re.findall(r"\b(?:fn|static(?:\s+mut)?)\s+(\w+)", block):
+                        yield rel, re.sub(r"^__(real|wrap)_", "", name)
+
+
+def consumer_problems(src, build, exports, hidden):
+    """hidden: symbols the libraries' objects define that no library exports."""
+    out = []
+
+    def symbol(user, name, how):
+        node = exports["libpcpu"].get(name, "")
+        if node.startswith("PCPU_PRIVATE"):
+            out.append("%s -> %s (%s): libpcpu's private interface (%s), which is libpcpu-stats' "
+                       "alone: consumers use the public API" % (user, name, how, node))
+        elif name in hidden and not any(name in e for e in exports.values()):
+            out.append("%s -> %s (%s): a library internal (%s, hidden): consumers use the public "
+                       "API" % (user, name, how, hidden[name]))
+
+    for rel in consumer_files(src, (".c", ".h", ".cc", ".cpp", ".hpp")):
+        for kind, name in includes_of(read_text(src, rel)):
+            target = None
+            if kind == '"':
+                target = os.path.normpath(os.path.join(os.path.dirname(rel), name))
+            elif name.split("/")[0] in ("core", "stats", "segment", "exporter"):
+                target = "src/" + name  # through -I src, which no consumer has
+            if target and target.startswith("src/") and os.path.isfile(os.path.join(src, target)):
+                out.append("%s -> %s (include): a consumer includes a library's private header: "
+                           "public headers only (include/pcpu/)" % (rel, target))
+    for rel in CONSUMER_BUILDS:
+        if not os.path.exists(os.path.join(src, rel)):
+            continue
+        for n, line in enumerate(read_text(src, rel).split("\n"), 1):
+            if not line.lstrip().startswith("#") and SRC_PATH_RE.search(line):
+                out.append("%s:%d: a consumer built with the libraries' sources (src/): it links "
+                           "the libraries instead" % (rel, n))
+    for rel in consumer_files(src, (".go",)):
+        if re.search(r'^\s*(?:import\s+)?"C"\s*$', read_text(src, rel), re.M):
+            out.append('%s: imports "C" (cgo): the Go reader reads the segment file by its '
+                       "documented format (docs/segment-format.md), never the C library" % rel)
+    for obj, source in consumer_objects(build):
+        if not os.path.exists(os.path.join(src, source)):
+            continue  # a stale object of a file that is gone
+        for line in nm(obj).splitlines():
+            parts = line.split()
+            if len(parts) >= 2 and parts[1] in ("U", "w") and parts[0].startswith("pcpu_"):
+                symbol(source, parts[0], "symbol")
+    for rel, name in rust_externs(src):
+        if name.startswith("pcpu_"):
+            symbol(rel, name, 'extern "C"')
+    return out
 
 
 # ---- the rules ------------------------------------------------------------------
@@ -396,6 +831,7 @@ class BuildMissing(Exception):
 def check(src, build):
     """Every violation in the tree `src` built in `build`: (problems, summary)."""
     problems, unmapped = [], set()
+    nm_prefetch([o for o, _ in object_files(build)] + [o for o, _ in consumer_objects(build)])
     edges = list(include_edges(src)) + list(symbol_edges(src, build))
     if not any(k.startswith("symbol") for _, _, k in edges):
         raise BuildMissing("no object files under %s: build first" % build)
@@ -445,6 +881,10 @@ def check(src, build):
         elif node.startswith("PCPU_PRIVATE") and pa != "libpcpu-stats":
             report(a, b, kind, "%s uses libpcpu's private interface (%s), which is "
                    "libpcpu-stats' alone" % (pa, node))
+    problems.extend(seam_problems(src, build, exports["libpcpu"]))
+    problems.extend(header_problems(src))
+    problems.extend(arch_problems(src))
+    problems.extend(consumer_problems(src, build, exports, library_definitions(build)))
     for name in python_calls(src):
         node = exports["libpcpu-stats"].get(name) or exports["libpcpu"].get(name)
         if node is None:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """One source for each version number, and everything else in step with it.
 
-pcpu has three numbers, each with one source:
+pcpu has five numbers, each with one source:
   - the project's version, `project(pcpu VERSION x.y.z)` in CMakeLists.txt:
     pcpu/version.h and pcpu_version() are generated from it, pcpustat
     prints it; the Python package (pcpu.__version__, which pyproject.toml
@@ -23,13 +23,24 @@ pcpu has three numbers, each with one source:
     src/segment/format.h: docs/segment-format.md's layout and its
     version_minor row say the same, and its versions table has a row for it;
     the Go reader's copy (go/segment/format.go) has the same major and the
-    same header flag, entry flag and scheme bits.
+    same header flag, entry flag and scheme bits;
+  - the inline hot path's layout, `set(PCPU_LAYOUT n)` in CMakeLists.txt
+    (pcpu/version.h's PCPU__LAYOUT is generated from it, CMake checks the
+    version maps' PCPU_LAYOUT_<n> node): the Rust crate's copy, pcpu-sys'
+    PCPU_INLINE_LAYOUT (the layout its inline add is written for), must
+    equal it;
+  - the version of `pcpustat push`'s delta state file, DELTA_FILE_VERSION
+    in tools/push_delta.c: the magic and the version its comments
+    describe, and test_push_delta.c's earlier magics (1 .. n-1), its later
+    one (n+1) and the message it expects, say the same.
 No other file may state a version of its own (a `#define X_VERSION "..."`,
 "since libpcpu N.M").
 
 Usage: check_versions.py SOURCE_DIR [PCPUSTAT]  (with PCPUSTAT, also
 checks that `pcpustat --version` prints the project's version.) Prints
-every mismatch; exit status 1 if any.
+every mismatch; exit status 1 if any. tests/check_versions_planted.py
+(ctest versions_planted) plants a mismatch of each kind in a copy and
+checks that this test reports it.
 """
 import os
 import re
@@ -50,8 +61,8 @@ def one(pattern, text, what, problems):
     return m.group(1)
 
 
-def main():
-    root = sys.argv[1] if len(sys.argv) > 1 else "."
+def check(root, pcpustat=None):
+    """Every mismatch in the tree `root` (and in PCPUSTAT's --version)."""
     problems = []
     cmake = read(root, "CMakeLists.txt")
     version = one(r"^project\(pcpu VERSION (\d+\.\d+\.\d+)", cmake, "CMakeLists.txt project()", problems)
@@ -156,6 +167,48 @@ def main():
             if cv and gv and int(cv, 0) != int(gv, 0):
                 problems.append("go/segment/format.go: %s = %s, format.h's %s is %s" % (goname, gv, cname, cv))
 
+    # The inline layout: the Rust crate's copy.
+    layout = one(r"^set\(PCPU_LAYOUT (\d+)\)", cmake, "CMakeLists.txt PCPU_LAYOUT", problems)
+    sys_rs = "rust/pcpu-sys/src/lib.rs"
+    if os.path.exists(os.path.join(root, sys_rs)):
+        rl = one(r"^pub const PCPU_INLINE_LAYOUT: u32 = (\d+);", read(root, sys_rs),
+                 sys_rs + " PCPU_INLINE_LAYOUT", problems)
+        if layout and rl and rl != layout:
+            problems.append("%s: PCPU_INLINE_LAYOUT %s, CMakeLists.txt's PCPU_LAYOUT is %s"
+                            % (sys_rs, rl, layout))
+
+    # The push delta state file (tools/push_delta.c) and its test's copies.
+    delta = read(root, "tools/push_delta.c")
+    dv = one(r"^#define DELTA_FILE_VERSION (\d+)$", delta, "tools/push_delta.c DELTA_FILE_VERSION",
+             problems)
+    if dv:
+        n = int(dv)
+        test = read(root, "tests/push/test_push_delta.c")
+        copies = [
+            ("tools/push_delta.c", "the struct's magic",
+             r'char magic\[8\];\s*/\* "PCPUDLT\\(\d+)" \*/', delta, n),
+            ("tools/push_delta.c", "the version its comment describes",
+             r"^ \* the header\)\. Version (\d+):", delta, n),
+            ("tests/push/test_push_delta.c", "the message it expects",
+             r"this one reads version (\d+)\)", test, n),
+            ("tests/push/test_push_delta.c", "the later magic",
+             r'fwrite\("PCPUDLT\\(\d+)"', test, n + 1),
+            ("tests/push/test_push_delta.c", "the saved and loaded file's version",
+             r"loaded state file \(version (\d+)\)", test, n),
+            ("tests/push/test_push_delta.c", "the number of earlier versions its loop tries",
+             r"for \(v = 0; v < (\d+); v\+\+\)", test, n - 1),
+        ]
+        for path, what, pattern, text, want in copies:
+            got = one(pattern, text, "%s: %s" % (path, what), problems)
+            if got and int(got) != want:
+                problems.append("%s: %s is %s, want %d (DELTA_FILE_VERSION is %d)"
+                                % (path, what, got, want, n))
+        m = re.search(r"magic\[\] = \{([^}]*)\}", test)
+        earlier = [int(v) for v in re.findall(r'"PCPUDLT\\(\d+)"', m.group(1))] if m else None
+        if earlier != list(range(1, n)):
+            problems.append("tests/push/test_push_delta.c: the earlier magics are %s, want 1 .. %d "
+                            "(DELTA_FILE_VERSION is %d)" % (earlier, n - 1, n))
+
     # No other file states a version of its own.
     for sub in ("include", "src", "tools", "compat", "python/src"):
         for dirpath, _, files in os.walk(os.path.join(root, sub)):
@@ -167,11 +220,16 @@ def main():
                 for m in re.finditer(r'#define\s+\w*VERSION\w*\s+"\d[^"]*"|since libpcpu \d', text):
                     problems.append("%s: a version of its own: %s" % (os.path.relpath(path, root), m.group(0)))
 
-    if len(sys.argv) > 2 and version:
-        out = subprocess.run([sys.argv[2], "--version"], capture_output=True, text=True).stdout
+    if pcpustat and version:
+        out = subprocess.run([pcpustat, "--version"], capture_output=True, text=True).stdout
         if not out.startswith("pcpustat %s " % version) or "(libpcpu %s)" % version not in out:
             problems.append("pcpustat --version printed %r, the project is %s" % (out.strip(), version))
+    return problems
 
+
+def main():
+    root = sys.argv[1] if len(sys.argv) > 1 else "."
+    problems = check(root, sys.argv[2] if len(sys.argv) > 2 else None)
     for p in problems:
         print("FAIL:", p)
     print("check_versions: %d problem(s)" % len(problems))

@@ -47,7 +47,7 @@
  *  - EAGAIN: the segment is still being created; or (a snapshot on a
  *    32-bit target) a value's 64-bit word kept changing between the
  *    copies of its two halves -- a value that may be torn is never
- *    returned (src/core/torn64.h);
+ *    returned (src/core/core.h, "torn copies");
  *  - EFBIG: reading it would exceed max_bytes;  ENOMEM.
  */
 #ifndef PCPU_READER_H

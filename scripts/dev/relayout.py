@@ -27,9 +27,12 @@ it changes nothing and says so. It prints every move and every rewrite.
    comments), except CHANGELOG.md (history); and the two globs of
    rust/pcpu-sys/build.rs that name the core's folder.
 4. Where a library folder has its index header (src/<lib>/<lib>.h, e.g.
-   src/core/core.h: the one header of the folder a higher layer may
+   src/stats/stats.h: the one header of the folder a higher layer may
    include, tests/check_layers.py), a file of another src/ folder that
    includes a header the index includes gets the index instead (once).
+   src/core/core.h includes no header of its folder (it declares the seam
+   itself): an include of a core header it replaced (fork.h, zone_backing.h
+   and the like, gone since) is left for the compiler to point out.
 """
 import os
 import re

@@ -20,7 +20,7 @@
  * to 0 (pcpu__counter_set(), which a gauge's set uses too), and the stripes
  * are the library's (striped_lock.c).
  *
- * A shared registry's counter (a tree zone, zone_backing.h) is reset and set
+ * A shared registry's counter (a tree zone, core.h) is reset and set
  * by every process of a pre-fork tree, and one of them may be stopped,
  * traced or killed at any instant: no lock may order them. There the offset
  * moves by compare-and-swap instead (tree_set()): a resetter reads the
@@ -34,7 +34,7 @@
  */
 #include <pcpu/counter.h>
 
-#include "counter_internal.h"
+#include "core.h"
 #include "rseq_internal.h"
 #include "slot_walk.h"
 #include "striped_lock.h"
@@ -42,7 +42,6 @@
 #include "worker_internal.h"
 #include "zone_internal.h"
 #include "zone_mirror.h"
-#include "zone_backing.h"
 
 #include <pthread.h>
 

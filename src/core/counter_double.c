@@ -38,13 +38,12 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "counter_internal.h"
+#include "core.h"
 #include "rseq_internal.h"
 #include "slot_walk.h"
 #include "striped_lock.h"
 #include "zone_internal.h"
 #include "zone_mirror.h"
-#include "zone_backing.h"
 
 static inline double bits_double(uint64_t b)
 {
@@ -173,7 +172,7 @@ void pcpu__counter_double_reset(pcpu_counter_t w)
 	}
 }
 
-/* A tree zone's (zone_backing.h) word set: lock-free, as pcpu__counter_set()
+/* A tree zone's (core.h) word set: lock-free, as pcpu__counter_set()
  * is there (another process cannot take this one's stripes). */
 static void tree_word_set(pcpu_counter_t c, uint64_t v)
 {

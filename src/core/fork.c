@@ -41,7 +41,7 @@
  * of its own, and never while holding a pcpu lock (prepare, holding
  * `lock`, waits for those locks).
  */
-#include "fork.h"
+#include "core.h"
 
 #include <pthread.h>
 

@@ -65,11 +65,10 @@
  */
 #include <pcpu/hcounter.h>
 
-#include "fork.h"
+#include "core.h"
 #include "percpu_sync_internal.h"
 #include "rseq_internal.h"
 #include "slot_walk.h"
-#include "zone_backing.h"
 #include "zone_internal.h"
 
 #include <errno.h>

@@ -42,8 +42,7 @@
 #include <stdint.h>
 #include <pcpu/objcache.h>
 
-#include "fork.h"
-#include "objcache_stats_hook.h"
+#include "core.h"
 #include "percpu_sync_internal.h"
 #include "rseq_internal.h"
 #include "slot_walk.h"
@@ -97,7 +96,7 @@ struct objcache_impl {
 	uint32_t nslots;
 	struct pcpu_counter *stats;
 	struct pcpu_registry *reg; /* stats registered there, or NULL */
-	const struct pcpu__objcache_stats_ops *stats_ops; /* reg's (objcache_stats_hook.h) */
+	const struct pcpu__objcache_stats_ops *stats_ops; /* reg's (core.h) */
 	struct slot_lock *locks;   /* nslots: the locked caches */
 	struct objcache_impl *next, *prev; /* all caches (fork) */
 	pthread_mutex_t collect_lock;
@@ -561,7 +560,7 @@ void pcpu__objcache_put_slow(pcpu_objcache_t *c, void *obj)
 /* ---- creation, statistics, drain, destruction -------------------------------------- */
 
 /* A description naming a registry: the statistics layer's operations
- * (objcache_stats_hook.h), installed when the first registry was created. */
+ * (core.h), installed when the first registry was created. */
 static const struct pcpu__objcache_stats_ops *stats_ops;
 
 void pcpu__objcache_set_stats_ops(const struct pcpu__objcache_stats_ops *ops)

@@ -11,7 +11,7 @@
 #include <pcpu/percpu_sync.h>
 #include <stdint.h>
 
-#include "visibility.h"
+#include "core.h"
 
 /* 0 if objects created now by the calling thread may use per-CPU mode, else
  * why not. The first call registers membarrier's PRIVATE_EXPEDITED_RSEQ

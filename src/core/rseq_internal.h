@@ -2,8 +2,8 @@
 /*
  * rseq.c's internals: process initialisation, the process-wide rseq mode,
  * index and slot count, and the slot a thread's fallback adds use. The
- * lowest layer: it includes only the public rseq and arch headers. Nothing
- * here is exported.
+ * lowest layer: it includes only the public rseq and arch headers and the
+ * seam's markers (core.h). Nothing here is exported.
  */
 #ifndef PCPU_RSEQ_INTERNAL_H
 #define PCPU_RSEQ_INTERNAL_H
@@ -12,7 +12,7 @@
 #include <pcpu/rseq.h>
 #include <stdint.h>
 
-#include "visibility.h"
+#include "core.h"
 
 /* Process-wide way of using rseq, decided once by pcpu_init(). */
 enum pcpu_process_mode {

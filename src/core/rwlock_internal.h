@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "percpu_sync_internal.h"
-#include "visibility.h"
+#include "core.h"
 
 struct rwlock_impl {
 	intptr_t state; /* the authority; state[s] are copies for the sections */

@@ -30,7 +30,7 @@
  * pcpu/rwlock.h documents, and the list is the child's threads.
  */
 #include "rwlock_internal.h"
-#include "fork.h"
+#include "core.h"
 #include "percpu_sync_internal.h"
 
 #include <errno.h>

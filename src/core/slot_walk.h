@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "torn64.h"
-#include "visibility.h"
+#include "core.h"
 
 /* Slot numbers, ascending, and how many; set once by pcpu_slot_walk_init()
  * (from pcpu_init()), before any zone exists. */

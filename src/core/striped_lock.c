@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 
-#include "fork.h"
+#include "core.h"
 
 #define STRIPES 16
 

@@ -12,7 +12,7 @@
 
 #include <pthread.h>
 
-#include "visibility.h"
+#include "core.h"
 
 /* Takes the stripe of `addr` and returns it, for pcpu_stripe_unlock().
  * The first call registers the fork handlers (fork.c: rank
@@ -23,7 +23,7 @@ PCPU_HIDDEN pthread_mutex_t *pcpu_stripe_lock(const void *addr);
 /* The stripes' fork handlers, registered (the first call takes fork.c's
  * registration lock; later ones cost a load). pcpu_stripe_lock() does it;
  * a caller about to take a lock that pcpu_stripe_lock() then nests in (a
- * tree zone's, zone_backing.h) does it first, so that fork.c's lock is
+ * tree zone's, core.h) does it first, so that fork.c's lock is
  * never taken under that one (fork()'s prepare holds fork.c's lock while it
  * takes the registries' locks, which are taken before the tree's). */
 PCPU_HIDDEN void pcpu_stripes_register(void);

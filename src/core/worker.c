@@ -22,7 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "fork.h"
+#include "core.h"
 #include "rseq_internal.h"
 #include "slot_walk.h"
 #include "worker_internal.h"

@@ -67,7 +67,7 @@
  * Shared zones (a backing another process reads) and the fork() handlers:
  * zone_shared.c.
  */
-#include "fork.h"
+#include "core.h"
 #include "zone_chunk.h"
 
 #include <errno.h>
@@ -525,7 +525,7 @@ static uintptr_t alloc_granules(pcpu_zone_t *z, size_t n, size_t align)
 	return (uintptr_t)c->base + (g << GRANULE_SHIFT);
 }
 
-/* ---- tree zones (zone_backing.h, zone_tree.c) ------------------------------ */
+/* ---- tree zones (core.h, zone_tree.c) ------------------------------ */
 
 /* Chunk `no` of a tree zone in this process, mapped now if need be. Under
  * the zone's lock. */
@@ -762,7 +762,7 @@ int pcpu_zone_free(pcpu_zone_t *zone, void *obj)
 		return -1;
 	}
 	if (zone->tree) {
-		/* Another process of the tree may hold it (zone_backing.h). */
+		/* Another process of the tree may hold it (core.h). */
 		errno = EBUSY;
 		return -1;
 	}

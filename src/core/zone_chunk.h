@@ -5,7 +5,7 @@
  * backing attached to a zone, and what fork() does to it) and zone_join.c
  * (a zone that takes over another process's shared chunks). The layers
  * above see zones through pcpu/zone.h, zone_internal.h, zone_mirror.h and
- * zone_backing.h, never through this header.
+ * core.h, never through this header.
  */
 #ifndef PCPU_ZONE_CHUNK_H
 #define PCPU_ZONE_CHUNK_H
@@ -17,9 +17,9 @@
 #include <unistd.h>
 
 #include "rseq_internal.h"
+#include "core.h"
 #include "slot_walk.h"
 #include "worker_internal.h"
-#include "zone_backing.h"
 #include "zone_internal.h"
 #include "zone_mirror.h"
 
@@ -61,7 +61,7 @@ struct pcpu_zone {
 	enum pcpu_index index;
 	struct chunk *chunks; /* newest first: the bump chunk */
 	struct pcpu_zone *next_zone;
-	/* Shared backing (zone_backing.h; a statistics segment's file): every
+	/* Shared backing (core.h; a statistics segment's file): every
 	 * chunk is mapped by it, so another process can read it. NULL:
 	 * private anonymous memory. A backing that reserves has its memory
 	 * reserved under objects before they are handed out (see the top). */
@@ -70,7 +70,7 @@ struct pcpu_zone {
 	/* backing->release, kept when a fork() child leaves the backing:
 	 * called with backing_ctx when the zone is destroyed. */
 	void (*release)(void *ctx);
-	/* A zone shared by a process tree (zone_backing.h, zone_tree.c):
+	/* A zone shared by a process tree (core.h, zone_tree.c):
 	 * its shared state, and the backing's repair of its own. NULL: an
 	 * ordinary zone. */
 	struct pcpu_zone_tree *tree;

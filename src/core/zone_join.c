@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A zone joining a process tree it was not forked from (zone_backing.h,
+ * A zone joining a process tree it was not forked from (core.h,
  * pcpu__zone_join_tree): the zone of a shared registry that a program
  * exec()ed by one of the tree's processes -- a server's new binary, in a
  * binary upgrade -- makes one more writer of the tree's file.

@@ -11,10 +11,11 @@
  * A slot's value is the sum of its two words (modulo 2^64); the mirror
  * words count only once the chunk's header says they are in use
  * (PCPU__CHUNK_MIRROR_USED, pcpu/zone.h), set before the first write there.
- * counter.c, gauge.c and objcache.c use the live words; the segment reader
- * uses pcpu__mirror_region_slot() and pcpu__slot_sum() on words it copied
- * from a segment file, whose chunks have the same layout. Nothing here is
- * exported.
+ * The core's counters, zones and object caches use the live words here;
+ * the arithmetic on a slot's two words (pcpu__mirror_region_slot(),
+ * pcpu__slot_sum()) is the seam's (core.h), since the segment reader
+ * applies it to words it copied from a segment file, whose chunks have the
+ * same layout. Nothing here is exported.
  */
 #ifndef PCPU_ZONE_MIRROR_H
 #define PCPU_ZONE_MIRROR_H
@@ -23,21 +24,8 @@
 #include <stdint.h>
 
 #include "rseq_internal.h" /* pcpu_slot_count */
+#include "core.h" /* pcpu__slot_sum */
 #include "torn64.h"
-
-/* The slot whose value region `region` of a chunk holds: regions nslots..
- * are the mirrors of slots 0.. (pure arithmetic: usable on a copy). */
-static inline uint32_t pcpu__mirror_region_slot(uint64_t region, uint32_t nslots)
-{
-	return (uint32_t)(region % nslots);
-}
-
-/* A slot's value from its word and its mirror word (0 where the mirror is
- * not in use): their sum, modulo 2^64, as every fetch defines it. */
-static inline uint64_t pcpu__slot_sum(uint64_t word, uint64_t mirror_word)
-{
-	return word + mirror_word;
-}
 
 /* Address of the mirror copy of slot `slot` of the object at `obj`. */
 static inline void *pcpu__mirror_ptr(const void *obj, unsigned nslots, unsigned slot)

@@ -6,7 +6,7 @@
  * the list of zones and the locks they take. The allocator itself is zone.c,
  * which uses this file; this file uses only zone_chunk.h's inline helpers.
  *
- * Shared zones (zone_backing.h): a layer above (the statistics segment,
+ * Shared zones (core.h): a layer above (the statistics segment,
  * src/segment/backing.c) may attach a backing to a zone with no live
  * object; the backing then maps every chunk, and the zone asks it where
  * data lies (a sparse file: frees and fork() skip holes) and how to read
@@ -38,7 +38,7 @@
  * fork() is in the parent and may or may not be in the child's copy; one
  * after fork() returned is only in the process that made it.
  */
-#include "fork.h"
+#include "core.h"
 #include "torn64.h"
 #include "worker_internal.h"
 #include "zone_chunk.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Zones shared by a process tree (zone_backing.h says what they are for):
+ * Zones shared by a process tree (core.h says what they are for):
  * one bump frontier and one robust lock in shared memory, chunks that any
  * process makes and the others map when they need them.
  *

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * backing.c: the segment's file as the backing of a registry's zone
- * (src/core/zone_backing.h). The zone knows chunks, objects and that its memory
+ * (src/core/core.h). The zone knows chunks, objects and that its memory
  * may be shared; this file knows that the memory is a file on a tmpfs that
  * anyone may fill.
  *
@@ -159,8 +159,16 @@ static void *file_map(void *ctx, unsigned no, void *at, size_t span, enum pcpu_z
 	}
 	if (p == MAP_FAILED)
 		return NULL;
-	pcpu__no_huge_pages(p, span);
+	pcpu__seg_no_huge_pages(p, span);
 	return p;
+}
+
+void pcpu__seg_no_huge_pages(void *p, size_t len)
+{
+	int saved_errno = errno;
+
+	(void)madvise(p, len, MADV_NOHUGEPAGE);
+	errno = saved_errno;
 }
 
 /* Whether region r (of 2 * nslots) is ever written or read: the region and

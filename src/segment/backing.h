@@ -15,6 +15,14 @@
 
 #include "../core/core.h"
 
+/* Advises the kernel not to back [p, p + len) with transparent huge pages:
+ * the segment's mappings (its header and directory, the zone's chunks) are
+ * written sparsely, and a huge page would allocate 2 MiB of the file for a
+ * few words. errno kept; a kernel without THP refuses the advice (EINVAL),
+ * and then there is nothing to avoid. (The zone advises its own private
+ * chunks the same way, src/core/zone_shared.c.) */
+PCPU_HIDDEN void pcpu__seg_no_huge_pages(void *p, size_t len);
+
 /* Called for every chunk the zone has and gets: its number, its address,
  * and its offset in the file. Under the zone's lock. */
 typedef void pcpu_file_chunk_fn(void *ctx, unsigned chunk_no, char *base, uint64_t file_off);
@@ -63,7 +71,7 @@ PCPU_HIDDEN int pcpu__file_backing_attach(pcpu_zone_t *zone, int fd, uint64_t fi
  * joining the process tree that shares file `fd` (pcpu_segment_join()):
  * the file's chunk 0, as it is, becomes the zone's, and `tree` (the
  * tree's shared zone state, in the file) its allocator; `repair` as for
- * pcpu__zone_make_tree() (zone_backing.h, pcpu__zone_join_tree). 0, or -1
+ * pcpu__zone_make_tree() (src/core/core.h, pcpu__zone_join_tree). 0, or -1
  * with errno (EBUSY, EINVAL, ENOMEM, the mapping's); on failure the zone
  * stays private and usable. Thread-safe. */
 PCPU_HIDDEN int pcpu__file_backing_join(pcpu_zone_t *zone, int fd, uint64_t file_base,

@@ -9,7 +9,6 @@
 #include <stdio.h>
 
 #include "segment_internal.h"
-#include "../core/core.h"
 
 const char *pcpu__seg_message(void)
 {

@@ -181,7 +181,7 @@ static int join_map(struct pcpu_segment *seg)
 		seg->map = NULL;
 		return pcpu__seg_fail(errno, "mapping \"%.300s\": %s", seg->path, strerror(errno));
 	}
-	pcpu__no_huge_pages(seg->map, seg->map_len);
+	pcpu__seg_no_huge_pages(seg->map, seg->map_len);
 	seg->hdr = (struct pcpu__seg_header *)seg->map;
 	seg->entries = (struct pcpu__seg_entry *)(seg->map + PCPU__SEG_HEADER_REGION);
 	seg->strings = seg->map + h.strings_offset;

@@ -82,7 +82,8 @@ static void accumulate(struct ser *s, const unsigned char *v, unsigned slot, int
 /*
  * On a 32-bit target the kernel's copy may be made 32 bits at a time, and
  * a word of it then half of one store and half of another (a carry
- * between its halves: ../core/torn64.h; the word in memory is never torn).
+ * between its halves: ../core/core.h, "torn copies"; the word in memory is
+ * never torn).
  * So the run is copied three times, each word kept from the middle copy
  * when the high halves of the three agree, and read again alone (8 bytes
  * at a time) while they do not, PCPU__SETTLE_MAX more times at most. A

@@ -16,13 +16,14 @@
 
 #include "format.h"
 
-#include "../core/core.h"
+#include "../core/core.h"  /* PCPU_HIDDEN */
+#include "../stats/stats.h" /* the error messages */
 
 /* ---- error.c ---- */
 
 /* Sets the thread's segment/reader error message (printf-style, truncated)
  * and errno; returns -1 for `return pcpu__seg_fail(EINVAL, "...")`: the
- * segment's domain of the library's messages (src/core/error.h). */
+ * segment's domain of libpcpu-stats' messages (src/stats/error.h). */
 #define pcpu__seg_fail(err, ...) pcpu__error_set(PCPU_ERROR_SEGMENT, (err), __VA_ARGS__)
 /* The calling thread's last segment message (pcpu_segment_error() and
  * pcpu_reader_error() return it). */

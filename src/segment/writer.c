@@ -477,7 +477,7 @@ static int file_map(struct pcpu_segment *seg, uint64_t max_e, uint64_t max_s)
 	}
 	/* Written sparsely, like the zone's chunks (zone.c: transparent huge
 	 * pages would make a 2 MiB page of each page written). */
-	pcpu__no_huge_pages(seg->map, seg->map_len);
+	pcpu__seg_no_huge_pages(seg->map, seg->map_len);
 	/* The header's page is written below: allocated first, or a full
 	 * file system fails the publication here instead of raising SIGBUS. */
 	if (pcpu_file_allocate_mapped(seg->fd, seg->map, 0, PCPU__SEG_HEADER_REGION) != 0)

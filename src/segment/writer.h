@@ -30,7 +30,7 @@ struct u64vec {
 /* A segment shared by a process tree (PCPU_SEGMENT_SHARED_TREE): the
  * writers' common state, in the header's page at PCPU__SEG_TREE_OFFSET.
  * Everything here, and every change of the directory, is under the zone
- * tree's lock (zone_backing.h), which every process of the tree takes. */
+ * tree's lock (src/core/core.h), which every process of the tree takes. */
 struct pcpu__seg_tree {
 	char magic[8];                  /* "PCPUTREE" */
 	uint64_t next_family_id, next_serial;

@@ -643,7 +643,7 @@ void pcpu__group_free_in(pcpu_zone_t *zone, pcpu_group_t *g)
 	node->next->prev = node->prev;
 	pthread_mutex_unlock(&groups_lock);
 	/* Both parts come from one zone (pcpu_group_alloc_in()); a tree's
-	 * stay (another process may hold them: zone_backing.h). */
+	 * stay (another process may hold them: src/core/core.h). */
 	if (!g->pcpu__tree) {
 		pcpu_zone_free(zone, g->pcpu__primary);
 		pcpu_zone_free(zone, g->pcpu__fallback);

@@ -35,7 +35,7 @@ PCPU_HIDDEN void pcpu__group_free_in(pcpu_zone_t *zone, pcpu_group_t *g);
 PCPU_HIDDEN void pcpu__group_fork_register(void);
 
 /* pcpu_group_alloc_in() of one group over lanes `at` of a tree zone
- * (zone_backing.h: a shared registry's series another process made, its
+ * (src/core/core.h: a shared registry's series another process made, its
  * size pcpu__group_tree_size()); at NULL: new lanes. */
 PCPU_HIDDEN pcpu_group_t *pcpu__group_create_at(pcpu_zone_t *zone, unsigned members, void *at);
 

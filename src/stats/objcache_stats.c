@@ -3,7 +3,7 @@
  * objcache_stats.c: the statistics layer's adapter for object caches -- a
  * cache's counters as a registered struct (pcpu_registry_struct()), one
  * series per counter, label `cache`, families pcpu_objcache_*. Installed
- * into objcache.c through src/core/objcache_stats_hook.h by
+ * into objcache.c through src/core/core.h by
  * pcpu_registry_create(), so that the cache itself (core, below this
  * layer) depends on nothing of it: a cache whose description names no
  * registry never reaches this file. It registers through the public

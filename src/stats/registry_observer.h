@@ -60,7 +60,7 @@ enum pcpu__registry_event {
 typedef int (*pcpu__registry_hook_fn)(void *ctx, enum pcpu__registry_event ev,
 				      struct pcpu_family *f, struct pcpu__series *se);
 
-/* A shared registry's (a zone shared by a process tree, zone_backing.h):
+/* A shared registry's (a zone shared by a process tree, src/core/core.h):
  * in *at, the storage of the series of f with label values v (the whole
  * key, constant labels included) that another process registered, in this
  * process (the address of its value: a counter's or gauge's handle, a

@@ -135,7 +135,7 @@ static inline int pcpu__reg_fail(int err, const char *msg)
 }
 
 /* A shared registry (published with PCPU_SEGMENT_SHARED_TREE: its zone is
- * a process tree's, zone_backing.h) refuses what cannot be shared: sets
+ * a process tree's, src/core/core.h) refuses what cannot be shared: sets
  * errno EOPNOTSUPP and the message "a shared registry <what>" and returns
  * -1; 0 for any other registry. */
 static inline int pcpu__reg_tree_refuses(struct pcpu_registry *reg, const char *what)

@@ -3,6 +3,7 @@
 # relative to the repository root.
 set(PCPU_STATS_SOURCES
   src/stats/validate.c     # names, labels, UTF-8, the per-thread error message
+  src/stats/error.c        # the per-thread error messages of libpcpu-stats' layers, by domain
   src/stats/metric_type.c  # the one description of each metric type, every encoder reads
   src/stats/format.c       # output buffer, exact number formatting, escaping
   src/stats/expose.c       # Prometheus 0.0.4 / OpenMetrics 1.0 / JSON writers

@@ -13,6 +13,8 @@
  *                        names and labels, exactly as the registry does
  *   histogram_layout.h   log-linear bucket arithmetic and the exposed `le`
  *                        sets, which the reader recomputes
+ *   error.h              the per-thread error messages, the segment's
+ *                        domain beside the statistics layer's
  *
  * Nothing here is exported to users; no public header includes it.
  */
@@ -23,5 +25,6 @@
 #include "registry_observer.h"
 #include "validate.h"
 #include "histogram_layout.h"
+#include "error.h"
 
 #endif /* PCPU_STATS_INDEX_H */

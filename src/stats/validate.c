@@ -26,10 +26,10 @@
 #include <string.h>
 
 #include "stats_internal.h"
-#include "../core/core.h"
+#include "error.h"
 
 /* The buffer is the statistics layer's domain of the library's per-thread
- * messages (src/core/error.c). */
+ * messages (error.c). */
 
 struct pcpu__msg pcpu__msg_begin(void)
 {

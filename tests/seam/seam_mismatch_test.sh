@@ -1,6 +1,6 @@
 #!/bin/sh
 # The seam between libpcpu and libpcpu-stats refuses a mismatched pair at
-# load, always (src/core/visibility.h): two libpcpu builds that differ from the
+# load, always (src/core/core.h, PCPU_PRIVATE): two libpcpu builds that differ from the
 # one this libpcpu-stats was built with, each made here from a copy of the
 # source tree, are put beside it and a program of libpcpu-stats is run:
 #

@@ -31,7 +31,7 @@ done
   -fno-sanitize-recover=undefined -I"$SRC/include" -I"$SRC/src" \
   "$SRC/tests/segment/fuzz_reader.c" $SEG \
   "$SRC/src/stats/validate.c" "$SRC/src/stats/metric_type.c" "$SRC/src/stats/format.c" "$SRC/src/stats/expose.c" \
-  "$SRC/src/stats/hashtab.c" "$SRC/src/stats/histogram_layout.c" "$SRC/src/core/error.c" \
+  "$SRC/src/stats/hashtab.c" "$SRC/src/stats/histogram_layout.c" "$SRC/src/stats/error.c" \
   -lm -o "$BIN"
 NEW=$(mktemp -d)
 trap 'rm -rf "$NEW"' EXIT

@@ -4,7 +4,7 @@
  * There the kernel may copy a word 32 bits at a time, so a pread() can
  * return half of one store and half of another: a counter read 2^32 off.
  * The reader copies each run three times and keeps a word only when the
- * high halves agree (src/core/torn64.h, src/segment/reader_values.c
+ * high halves agree (src/core/core.h, src/segment/reader_values.c
  * settle_run()). This program is linked with that file built as on a
  * 32-bit target (PCPU__TORN64=1, tests/segment/CMakeLists.txt) and plays
  * the tearing copy on a 64-bit machine: a read hook changes the word's high

@@ -1330,7 +1330,7 @@ static void tree_run(const char *kernel, unsigned present, unsigned possible, co
  * carry sections, about 1%). In the fallback mode the adds are atomic
  * read-modify-writes; the segment reader's copy (a pread, 32 bits at a
  * time) may still straddle a carry, which the reader detects
- * (src/core/torn64.h).
+ * (src/core/core.h, "torn copies").
  *
  * Writers (half the CPUs, each pinned to its own) each own a counter of a
  * published registry: it adds 2^32 - 1 once, then +1 and -1 for ever, so
@@ -1362,7 +1362,7 @@ static int carry_stop;
 static unsigned long carry_adds[CARRY_MAXW];
 static unsigned long carry_reads, carry_torn, carry_seg_reads, carry_seg_torn, carry_seg_errors;
 /* Segment reads refused because a value's halves kept changing through
- * every attempt (EAGAIN: src/core/torn64.h): the reader returns no value
+ * every attempt (EAGAIN: src/core/core.h, "torn copies"): the reader returns no value
  * rather than one that may be torn. Counted, not failures. */
 static unsigned long carry_seg_unsettled;
 /* How the torn fetches came: in how many runs of consecutive torn fetches

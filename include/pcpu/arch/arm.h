@@ -73,8 +73,9 @@
  * atomic, so readers load each word once and never see half of a store;
  * only a copy of the word made 32 bits at a time (a pread() of a segment
  * file) may still straddle a carry, which the segment reader detects
- * (src/core/torn64.h). Owned adds (not a section) do the same: the low word's
- * `str`, or a 64-bit atomic store when the high half changes.
+ * (src/core/core.h, "torn copies"). Owned adds (not a section) do the
+ * same: the low word's `str`, or a 64-bit atomic store when the high half
+ * changes.
  *
  * Not in a section: the object cache's count is an int64_t whose high word
  * is always 0 (counts are small): its sections load and commit the low
@@ -118,6 +119,16 @@
 
 /* A spin-wait hint (src/stats/group.c's waits): `yield` (ARMv6K and later). */
 #define pcpu__arch_cpu_relax() __asm__ __volatile__("yield" ::: "memory")
+
+/* Whether a copy of a 64-bit word may be made 32 bits at a time: yes. In
+ * memory a word is never half-written ("Carries" above), but the kernel's
+ * copy of a segment file (a pread()) copies 32 bits at a time, and its two
+ * halves may come from the two sides of a carry: the segment reader
+ * copies three times and keeps what settled (src/core/core.h, "torn
+ * copies"). */
+#ifndef PCPU__TORN64 /* a build may say otherwise: tests/segment's 32-bit reader */
+#define PCPU__TORN64 1
+#endif
 
 #if PCPU__ARCH_SECTIONS
 

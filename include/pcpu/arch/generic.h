@@ -34,6 +34,18 @@
 #define pcpu__arch_cpu_relax() ((void)0)
 #endif
 
+/* Whether a copy of a 64-bit word may be made 32 bits at a time (the
+ * kernel's copy of a segment file: src/core/core.h, "torn copies"),
+ * where the arch header did not say: on a target with 32-bit pointers,
+ * the word size the kernel's copy loops use. */
+#ifndef PCPU__TORN64
+#if UINTPTR_MAX > 0xffffffffu
+#define PCPU__TORN64 0
+#else
+#define PCPU__TORN64 1
+#endif
+#endif
+
 /* One step of the histogram's binary search: base + half if
  * base[half - 1] < v, else base, with a mask (no branch). */
 #ifndef pcpu__arch_search_step

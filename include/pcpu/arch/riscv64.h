@@ -71,6 +71,12 @@
 /* A spin-wait hint (src/stats/group.c's waits): `pause` (Zihintpause), written as its encoding: a FENCE hint that cores without the extension execute as a no-op. */
 #define pcpu__arch_cpu_relax() __asm__ __volatile__(".insn i 0x0f, 0, x0, x0, 0x010" ::: "memory")
 
+/* Whether a copy of a 64-bit word may be made 32 bits at a time (the
+ * kernel's copy of a segment file: src/core/core.h, "torn copies"): no. */
+#ifndef PCPU__TORN64 /* a build may say otherwise: tests/segment's 32-bit reader */
+#define PCPU__TORN64 0
+#endif
+
 #if PCPU__ARCH_SECTIONS
 
 #define PCPU_ARCH_HAVE_RSEQ 1

@@ -74,6 +74,14 @@
 /* A spin-wait hint (src/stats/group.c's waits). */
 #define pcpu__arch_cpu_relax() __builtin_ia32_pause()
 
+/* Whether a copy of a 64-bit word may be made 32 bits at a time (the
+ * kernel's copy of a segment file, a pread(): src/core/core.h, "torn
+ * copies"): no. The kernel copies 64 bits at a time, under the x32 ABI
+ * (32-bit pointers) too. */
+#ifndef PCPU__TORN64 /* a build may say otherwise: tests/segment's 32-bit reader */
+#define PCPU__TORN64 0
+#endif
+
 /* One step of the histogram's branch-free binary search
  * (pcpu__histogram_search): base + half if base[half - 1] < v, else base.
  * gcc 12 turns the C form into a conditional branch, which mispredicts half

@@ -3,7 +3,7 @@
 # and runs each from its checked-in corpus for a fixed number of inputs, as
 # a ctest test: the same work however loaded the machine is (a time budget
 # would test less on a busy machine). The targets link only
-# src/stats/{validate,format,expose,negotiate}.c and src/core/error.c, which
+# src/stats/{validate,format,expose,negotiate}.c and src/stats/error.c, which
 # need nothing but libc, so they build apart from the gcc-built library.
 #
 # Usage: run_fuzz.sh CLANG SOURCE_DIR WORK_DIR [RUNS]
@@ -35,7 +35,7 @@ for t in validate expose negotiate; do
 	if ! "$clang" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 		-D_GNU_SOURCE -I"$src/include" -I"$src/src/stats" \
 		"$src/src/stats/validate.c" "$src/src/stats/metric_type.c" "$src/src/stats/format.c" "$src/src/stats/expose.c" "$src/src/stats/hashtab.c" \
-		"$src/src/stats/negotiate.c" "$src/src/core/error.c" "$src/tests/stats/fuzz/fuzz_$t.c" -lm -o "$work/fuzz_$t" 2>"$work/build_$t.log"; then
+		"$src/src/stats/negotiate.c" "$src/src/stats/error.c" "$src/tests/stats/fuzz/fuzz_$t.c" -lm -o "$work/fuzz_$t" 2>"$work/build_$t.log"; then
 		cat "$work/build_$t.log" >&2
 		echo "FAIL: building fuzz_$t with $clang failed (is libFuzzer, libclang-rt-*-dev," \
 		     "installed? scripts/install-deps.sh)" >&2
