@@ -33,11 +33,12 @@
  * checks its totals (the sum of every packet and byte counter).
  *
  * Memory (--memory): each variant in a fresh process per slot count
- * (PCPU_NSLOTS=2, 64, 256, as /work notes' method: natively, with the
- * machine's present CPUs), which creates its counters, runs one round of
- * the workload (every worker, --packets) and reports the growth of its
- * resident memory (Rss of /proc/self/smaps_rollup) over a process that
- * runs the same workload without statistics.
+ * (PCPU_NSLOTS=2, 64, 256: more possible CPUs than the machine has, with
+ * its present ones; PCPU_INDEX=cpu, worker w pinned to the w-th CPU, so
+ * that W workers write min(W, CPUs) slots), which runs the workers once
+ * without statistics, creates its counters, runs them once with, and
+ * reports the growth of its resident memory (Rss of
+ * /proc/self/smaps_rollup) in between.
  *
  * Options: --flows N (10^6), --workers W, --packets P (4 x 10^6), --rounds
  * R (7), --buffer B (pcpu_flows' entries per slot, 0: default), --globals,
@@ -79,10 +80,11 @@ static struct {
 	unsigned rounds;
 	unsigned buffer;
 	int globals;
+	int blocked; /* worker w's flows: w x nflows / W onwards (else f mod W == w) */
 	int memory;
 	int only; /* -1: all */
 	const char *mem_child; /* variant name: this process measures its memory */
-} opt = { 1000000, 0, 4000000, 7, 0, 0, 0, -1, NULL };
+} opt = { 1000000, 0, 4000000, 7, 0, 0, 0, 0, -1, NULL };
 
 /* The counters of every variant. */
 static pcpu_flows_t *flows;
@@ -139,6 +141,7 @@ BENCH_INLINE void percore_add(uint64_t *p, uint64_t v)
 		for (uint64_t i = 0; i < n; i++) {                              \
 			uint64_t r = bench_xorshift(&rng);                      \
 			size_t flow = (r & 127) == 0 ? (size_t)((r >> 8) % nf)  \
+						     : blocked ? w * own + (size_t)((r >> 8) % own) \
 						     : (size_t)((r >> 8) % own) * W + w; \
 			uint64_t len = 64 + ((r >> 44) & 1023);                 \
                                                                                 \
@@ -152,7 +155,7 @@ static void run_one(struct worker *wk, int v)
 {
 	uint64_t rng = wk->seed, n = opt.packets, pk = 0, by = 0;
 	size_t nf = opt.nflows, W = opt.workers, w = wk->w, own = nf / W;
-	int g = opt.globals;
+	int g = opt.globals, blocked = opt.blocked;
 	uint64_t *pc = percore[w], *sb = shared[V_BUFFERED], *sa = shared[V_ATOMIC];
 	uint64_t t0 = bench_thread_cpu_ns();
 
@@ -326,14 +329,21 @@ static double run_all(int v)
 	return (double)cpu / ((double)opt.packets * opt.workers);
 }
 
-static void start_workers(void)
+/* pin: worker w runs on the w-th allowed CPU (modulo their number), so
+ * that the workers write distinct slots (the memory test). */
+static void start_workers(int pin)
 {
+	unsigned ncpu = 0;
+
+	while (pin && bench_allowed_cpu(ncpu) >= 0)
+		ncpu++;
 	pthread_barrier_init(&start_barrier, NULL, opt.workers + 1);
 	pthread_barrier_init(&end_barrier, NULL, opt.workers + 1);
 	for (unsigned w = 0; w < opt.workers; w++) {
 		workers[w].w = w;
 		workers[w].seed = 0x9e3779b97f4a7c15ull * (w + 1) | 1;
-		workers[w].t = bench_thread_start(worker_main, &workers[w], -1);
+		workers[w].t = bench_thread_start(worker_main, &workers[w],
+						  pin && ncpu ? bench_allowed_cpu(w % ncpu) : -1);
 	}
 }
 
@@ -363,6 +373,48 @@ static void check_totals(int v, uint64_t want_pk, uint64_t want_by)
 			  vname[v], pk, by, want_pk, want_by);
 }
 
+/* The read side, the workers stopped, whatever their last runs left
+ * buffered: a read of one key, the bulk read of every flow (beside the
+ * counter array's pcpu_counter_fetch_array()), a flush. */
+static void reads(void)
+{
+	size_t nf = opt.nflows, pending = pcpu_flows_pending(flows);
+	uint64_t *out = bench_xmalloc(2 * nf * sizeof(uint64_t)), rng = 12345, sink = 0, t0;
+	double one[MAX_ROUNDS], bulk[MAX_ROUNDS], cbulk[MAX_ROUNDS];
+	char b1[96], b2[96], b3[96];
+	unsigned nreads = 100000;
+
+	for (unsigned r = 0; r < opt.rounds; r++) {
+		t0 = bench_now_ns();
+		for (unsigned i = 0; i < nreads; i++)
+			sink += pcpu_flows_read(flows, (size_t)(bench_xorshift(&rng) % nf), 1);
+		one[r] = (double)(bench_now_ns() - t0) / nreads;
+		t0 = bench_now_ns();
+		if (pcpu_flows_read_array(flows, 0, nf, out) != 0)
+			bench_die("pcpu_flows_read_array: %s", strerror(errno));
+		bulk[r] = (double)(bench_now_ns() - t0) / 1e6;
+		sink += out[nf];
+		cbulk[r] = NAN;
+		if (carr) {
+			t0 = bench_now_ns();
+			pcpu_counter_fetch_array(carr, 2 * nf, out);
+			cbulk[r] = (double)(bench_now_ns() - t0) / 1e6;
+			sink += out[nf];
+		}
+	}
+	t0 = bench_now_ns();
+	if (pcpu_flows_flush(flows) != 0)
+		bench_die("pcpu_flows_flush: %s", strerror(errno));
+	printf("\nReads, workers stopped, %zu entries buffered over the slots: pcpu_flows_read() %s ns; "
+	       "pcpu_flows_read_array() of every flow %s ms (pcpu_counter_fetch_array() of the counter array: %s ms); "
+	       "then a flush of them %.1f us.%s\n",
+	       pending, bench_fmt_stat(b1, sizeof(b1), bench_stat_of(one, opt.rounds)),
+	       bench_fmt_stat(b2, sizeof(b2), bench_stat_of(bulk, opt.rounds)),
+	       carr ? bench_fmt_stat(b3, sizeof(b3), bench_stat_of(cbulk, opt.rounds)) : "not run",
+	       (double)(bench_now_ns() - t0) / 1e3, sink == 42 ? " " : "");
+	free(out);
+}
+
 static void timing(void)
 {
 	static double ns[V_N][MAX_ROUNDS];
@@ -375,7 +427,7 @@ static void timing(void)
 	for (int v = 0; v < V_N; v++)
 		if (wanted(v))
 			alloc_variant(v);
-	start_workers();
+	start_workers(0);
 	/* Warm-up, untimed: every page each variant writes, faulted in. */
 	for (int v = 0; v < V_N; v++) {
 		if (!wanted(v))
@@ -451,6 +503,8 @@ static void timing(void)
 		}
 	}
 	bench_print_usage("the timed rounds", &usage);
+	if (wanted(V_FLOWS))
+		reads();
 }
 
 /* ---- memory ------------------------------------------------------------------ */
@@ -470,7 +524,7 @@ static void mem_child(void)
 			v = i;
 	if (v < 0)
 		bench_die("--memory-child: no variant %s", opt.mem_child);
-	start_workers();
+	start_workers(1);
 	(void)run_all(V_NONE); /* the threads' own pages, before */
 	m.rss_before = bench_rss_bytes();
 	alloc_variant(v);
@@ -495,7 +549,9 @@ static void memory(void)
 	snprintf(fbuf, sizeof(fbuf), "%zu", opt.nflows);
 	printf("## Memory: %zu flows x 2 counters, %u workers, %" PRIu64 " packets each\n\n",
 	       opt.nflows, opt.workers, opt.packets);
-	printf("Resident memory the counters added (Rss growth in a fresh process, after a run of every worker).\n\n");
+	printf("Resident memory the counters added: Rss growth in a fresh process (PCPU_INDEX=cpu),\n"
+	       "after one run of every worker, worker w pinned to the w-th CPU (%u writing CPU slots).\n\n",
+	       opt.workers < bench_ncpu ? opt.workers : bench_ncpu);
 	tbl_init(&tb, 4);
 	tbl_headers(&tb, "variant", "PCPU_NSLOTS=2", "PCPU_NSLOTS=64", "PCPU_NSLOTS=256", NULL);
 	for (int v = V_FLOWS; v < V_N; v++) {
@@ -504,7 +560,7 @@ static void memory(void)
 		tbl_cell(&tb, "%s", vname[v]);
 		for (unsigned s = 0; s < 3; s++) {
 			char env[32];
-			const char *envs[] = { env, NULL };
+			const char *envs[] = { env, "PCPU_INDEX=cpu", NULL };
 			char *args[] = { "--memory-child", (char *)vname[v], "--workers", wbuf, "--packets", pbuf,
 					 "--flows", fbuf, opt.buffer ? "--buffer" : NULL, NULL, NULL };
 			char bb[16];
@@ -517,7 +573,7 @@ static void memory(void)
 			snprintf(env, sizeof(env), "PCPU_NSLOTS=%s", slots[s]);
 			if (bench_run_self(args, envs, &m, sizeof(m)) != (long)sizeof(m))
 				bench_die("memory child %s %s failed", vname[v], env);
-			tbl_cell(&tb, "%.1f MB (%u slots)", (double)(m.rss_after - m.rss_before) / 1e6, m.nslots);
+			tbl_cell(&tb, "%.2f MB (%u slots)", (double)(m.rss_after - m.rss_before) / 1e6, m.nslots);
 		}
 	}
 	tbl_print(&tb);
@@ -556,6 +612,8 @@ int main(int argc, char **argv)
 			i++;
 		} else if (!strcmp(a, "--globals")) {
 			opt.globals = 1;
+		} else if (!strcmp(a, "--blocked")) {
+			opt.blocked = 1;
 		} else if (!strcmp(a, "--memory")) {
 			opt.memory = 1;
 		} else if (!strcmp(a, "--memory-child") && val) {
