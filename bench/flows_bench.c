@@ -42,8 +42,11 @@
  *
  * Options: --flows N (10^6), --workers W, --packets P (4 x 10^6), --rounds
  * R (7), --buffer B (pcpu_flows' entries per slot, 0: default), --globals,
- * --memory, --only VARIANT, --quick (3 rounds of 10^6 packets, memory at
- * 10^6 packets).
+ * --blocked (worker w's flows are one block, w x N / W onwards, instead of
+ * every W-th flow), --flusher-us U (a thread flushes pcpu_flows every U
+ * us while its workers run: the drains move there; its CPU is printed
+ * apart), --memory, --only VARIANT, --quick (3 rounds of 10^6 packets,
+ * memory at 10^6 packets).
  */
 #include "bench.h"
 
@@ -81,10 +84,11 @@ static struct {
 	unsigned buffer;
 	int globals;
 	int blocked; /* worker w's flows: w x nflows / W onwards (else f mod W == w) */
+	unsigned flusher_us; /* nonzero: a thread flushes pcpu_flows this often */
 	int memory;
 	int only; /* -1: all */
 	const char *mem_child; /* variant name: this process measures its memory */
-} opt = { 1000000, 0, 4000000, 7, 0, 0, 0, 0, -1, NULL };
+} opt = { 1000000, 0, 4000000, 7, 0, 0, 0, 0, 0, -1, NULL };
 
 /* The counters of every variant. */
 static pcpu_flows_t *flows;
@@ -112,6 +116,8 @@ struct worker {
 static struct worker workers[MAX_WORKERS];
 static pthread_barrier_t start_barrier, end_barrier;
 static int run_variant = -1; /* what the workers run next; V_N: exit */
+static double flusher_ns_per_packet[MAX_ROUNDS]; /* the flusher's CPU, per run */
+static unsigned flusher_runs;
 
 BENCH_INLINE void buffered_flush(struct worker *wk)
 {
@@ -317,13 +323,44 @@ static void totals(int v, uint64_t *pk, uint64_t *by)
 }
 
 /* Runs variant v once on every worker: CPU ns per packet. */
+/* --flusher-us: a control thread flushing pcpu_flows every so often while
+ * its workers run, so that their buffers drain there, not on the workers. */
+static int flusher_stop;
+static uint64_t flusher_cpu_ns;
+
+static void *flusher_main(void *arg)
+{
+	uint64_t t0 = bench_thread_cpu_ns();
+
+	(void)arg;
+	while (!__atomic_load_n(&flusher_stop, __ATOMIC_ACQUIRE)) {
+		if (pcpu_flows_flush(flows) != 0)
+			bench_die("pcpu_flows_flush: %s", strerror(errno));
+		bench_sleep_ns((uint64_t)opt.flusher_us * 1000);
+	}
+	flusher_cpu_ns = bench_thread_cpu_ns() - t0;
+	return NULL;
+}
+
 static double run_all(int v)
 {
 	uint64_t cpu = 0;
+	pthread_t fl;
+	int flush = v == V_FLOWS && opt.flusher_us;
 
 	__atomic_store_n(&run_variant, v, __ATOMIC_RELEASE);
+	if (flush) {
+		flusher_stop = 0;
+		fl = bench_thread_start(flusher_main, NULL, -1);
+	}
 	pthread_barrier_wait(&start_barrier);
 	pthread_barrier_wait(&end_barrier);
+	if (flush) {
+		__atomic_store_n(&flusher_stop, 1, __ATOMIC_RELEASE);
+		pthread_join(fl, NULL);
+		flusher_ns_per_packet[flusher_runs++ % MAX_ROUNDS] =
+			(double)flusher_cpu_ns / ((double)opt.packets * opt.workers);
+	}
 	for (unsigned w = 0; w < opt.workers; w++)
 		cpu += workers[w].cpu_ns;
 	return (double)cpu / ((double)opt.packets * opt.workers);
@@ -464,9 +501,10 @@ static void timing(void)
 
 	printf("## Time: %zu flows x 2 counters%s, %u workers, %" PRIu64 " packets per worker per run, %u rounds\n\n",
 	       opt.nflows, opt.globals ? " + 2 global counters" : "", opt.workers, opt.packets, opt.rounds);
-	printf("pcpu %s, index %s, %u slots, pcpu_flows buffer %u entries per slot; every run exact.\n\n",
+	printf("pcpu %s, index %s, %u slots, pcpu_flows buffer %u entries per slot, flows %s; every run exact.\n\n",
 	       pcpu_version_string(), pcpu_zone_index(NULL) == PCPU_INDEX_CPU ? "cpu" : "mm_cid", pcpu_nslots(),
-	       opt.buffer ? opt.buffer : PCPU_FLOWS_DEFAULT_BUFFER);
+	       opt.buffer ? opt.buffer : PCPU_FLOWS_DEFAULT_BUFFER,
+	       opt.blocked ? "in a block per worker (--blocked)" : "f mod W == w per worker w");
 	tbl_init(&tb, 4);
 	tbl_headers(&tb, "variant", "ns per packet, median (min–max)",
 		    opt.globals ? "ns per update over none (4 per packet)" : "ns per update over none (2 per packet)",
@@ -502,6 +540,11 @@ static void timing(void)
 			       bench_fmt_ratio(b1, sizeof(b1), bench_stat_of(ratio, opt.rounds), 2));
 		}
 	}
+	if (opt.flusher_us && wanted(V_FLOWS))
+		printf("The flusher (every %u us) used %s ns of CPU per packet, beside the workers'.\n",
+		       opt.flusher_us, bench_fmt_stat(b1, sizeof(b1),
+						      bench_stat_of(flusher_ns_per_packet,
+								    flusher_runs < opt.rounds ? flusher_runs : opt.rounds)));
 	bench_print_usage("the timed rounds", &usage);
 	if (wanted(V_FLOWS))
 		reads();
@@ -612,6 +655,9 @@ int main(int argc, char **argv)
 			i++;
 		} else if (!strcmp(a, "--globals")) {
 			opt.globals = 1;
+		} else if (!strcmp(a, "--flusher-us") && val) {
+			opt.flusher_us = (unsigned)bench_parse_num(a, val, 1, 1000000);
+			i++;
 		} else if (!strcmp(a, "--blocked")) {
 			opt.blocked = 1;
 		} else if (!strcmp(a, "--memory")) {
