@@ -66,7 +66,7 @@ static const char *const vname[V_N] = { "none", "pcpu_flows", "pcpu_counter", "p
 static const char *const vdesc[V_N] = {
 	"no statistics (the reference loop)",
 	"pcpu_flows_add() x 2",
-	"pcpu_counter_add() x 2, 2 x 10^6-counter array",
+	"pcpu_counter_add() x 2, a counter array of 2 x flows",
 	"Per Core: thread-private array per worker",
 	"Shared Buffered: 32 packets per thread, applied under a spinlock",
 	"shared atomic add",
@@ -146,7 +146,7 @@ BENCH_INLINE void percore_add(uint64_t *p, uint64_t v)
 	do {                                                                    \
 		for (uint64_t i = 0; i < n; i++) {                              \
 			uint64_t r = bench_xorshift(&rng);                      \
-			size_t flow = (r & 127) == 0 ? (size_t)((r >> 8) % nf)  \
+			size_t flow = r % 100 == 0 ? (size_t)((r >> 8) % nf)      \
 						     : blocked ? w * own + (size_t)((r >> 8) % own) \
 						     : (size_t)((r >> 8) % own) * W + w; \
 			uint64_t len = 64 + ((r >> 44) & 1023);                 \
