@@ -43,10 +43,11 @@
  * drainer (a release store of 0), and both closes need it open.
  *
  * A drain (gate closed: no section commits on the slot): sequence to odd,
- * release fence; the entries summed by key in a small table (a key's
- * repeated adds become one atomic add on its shared word; the table also
- * prefetches each word well before its add) and added to the shared words;
- * the entries zeroed, count 0 (release); sequence to even (release); gate 0
+ * release fence; the entries added to the shared words, one atomic add per
+ * entry, or, where keys repeat in the slot's buffers, first summed by key
+ * in a small table (a key's repeated adds become one atomic add; see
+ * drain() for the choice); each word prefetched well before its add; the
+ * entries zeroed, count 0 (release); sequence to even (release); gate 0
  * (release).
  *
  * Reads. The shared word plus the buffered deltas of the key in every
@@ -276,7 +277,7 @@ static int64_t apply_summed(struct flows_impl *o, void **p, int64_t n)
 /* Each entry as it is: an atomic add per entry, the word of the entry
  * RING_LEN further prefetched meanwhile. No stores between the atomic adds
  * (each waits for the stores before it): with keys that seldom repeat,
- * about 2 ns an entry cheaper than summing them first (bench/flows.md). */
+ * cheaper than summing them first (bench/flows.md, "Summing by key"). */
 static void apply_each(struct flows_impl *o, void **p, int64_t n)
 {
 	for (int64_t i = 0; i < n; i++) {
