@@ -431,15 +431,10 @@ enum { F_DONE = 0, F_PENDING = 1, F_CLOSED = 2 };
 static int flush_locked(struct flows_impl *o)
 {
 	uint32_t n = walk_count();
-	uint8_t *state;
+	uint8_t state[PCPU__SLOT_MAX]; /* per walked slot (at most that many) */
 	unsigned spins = 0;
 	int left;
 
-	state = malloc(n ? n : 1);
-	if (!state) {
-		errno = ENOMEM;
-		return -1;
-	}
 	memset(state, F_PENDING, n);
 	do {
 		int closed = 0;
@@ -482,7 +477,6 @@ static int flush_locked(struct flows_impl *o)
 							&stack_of(o, walk_slot(i))->gate, &mine, GATE_OPEN, 0,
 							__ATOMIC_RELEASE, __ATOMIC_RELAXED);
 				}
-				free(state);
 				errno = err;
 				return -1;
 			}
@@ -504,7 +498,6 @@ static int flush_locked(struct flows_impl *o)
 		if (left && !closed)
 			relax(&spins);
 	} while (left);
-	free(state);
 	return 0;
 }
 
