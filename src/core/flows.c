@@ -356,17 +356,16 @@ static int owner_drain(struct flows_impl *o, int64_t idx, struct pcpu_rseq_stack
 
 int pcpu__flows_add_slow(pcpu_flows_t *f, size_t flow, unsigned counter, uint64_t value)
 {
-	struct flows_impl *o;
 	size_t key;
 
 	if (!f || flow >= f->pcpu__nflows || counter >= f->pcpu__ncounters) {
 		errno = EINVAL;
 		return -1;
 	}
-	o = impl_of(f);
 	key = flow * f->pcpu__ncounters + counter + 1;
 #if PCPU_ARCH_HAVE_RSEQ
 	if (value <= 0xffffffffu && pcpu__thread_prepare() == 0) {
+		struct flows_impl *o = impl_of(f);
 		int drained = 0;
 
 		for (int tries = 0; tries < PCPU_RSEQ_MAX_TRIES; tries++) {
