@@ -115,6 +115,7 @@ LAYERS = [
     ]),
     ("ref", 4, ["include/pcpu/ref.h", "src/core/ref.c", "src/core/ref_stable_abi.c"]),
     ("hcounter", 4, ["include/pcpu/hcounter.h", "src/core/hcounter.c", "src/core/hcounter_stable_abi.c"]),
+    ("flows", 4, ["include/pcpu/flows.h", "src/core/flows.c", "src/core/flows_stable_abi.c"]),
     ("rwlock", 4, ["include/pcpu/rwlock.h", "src/core/rwlock.c", "src/core/rwlock_stable_abi.c",
                    "src/core/rwlock_internal.h", "src/core/rwlock_readers.c"]),
     ("objcache", 4, [
@@ -180,7 +181,7 @@ LAYERS = [
 # The products: which shared object (or program) each layer is part of.
 PRODUCTS = {
     "libpcpu": {"rseq", "zone", "counter", "percpu_sync", "ref", "rwlock", "objcache",
-                "hcounter"},
+                "hcounter", "flows"},
     "libpcpu-stats": {"stats.base", "stats.metrics", "stats.exposition", "stats.registry",
                       "stats.index",
                       "segment.base", "segment.writer", "segment.reader"},

@@ -33,6 +33,7 @@
 #include <pcpu/rwlock.h>
 #include <pcpu/objcache.h>
 #include <pcpu/hcounter.h>
+#include <pcpu/flows.h>
 /* libpcpu-stats' headers, where they are installed: they come with that
  * library's development files (Debian: libpcpu-stats-dev), and a program
  * that only counts builds with libpcpu's alone (libpcpu-dev). A compiler
