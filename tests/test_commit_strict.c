@@ -278,7 +278,12 @@ int main(void)
 
 	CHECK(pcpu_ref_kill(e.ref) == 0);
 	CHECK(released == 1);
+	pcpu_ref_destroy(e.ref);
+	CHECK(pcpu_rwlock_destroy(e.rw) == 0);
+	CHECK(pcpu_objcache_destroy(e.cache) == 0);
+	pcpu_hcounter_destroy(e.hc);
 	pcpu_segment_unpublish(seg);
+	pcpu_registry_destroy(e.reg);
 	rmdir(dir);
 	printf("PASS\n");
 	return 0;

@@ -167,10 +167,13 @@ struct pcpu_segment_options {
  *
  * Memory: the file's pages are allocated before they can be written (a full
  * tmpfs would otherwise kill the process with SIGBUS), so every 4 KiB page
- * of values (512 counters) costs 4 KiB in each of the 2 * nslots slot and
- * mirror regions -- 2 * nslots * 8 bytes per counter, e.g. 1 KiB per
- * counter with 64 slots -- where a private registry takes memory only in
- * the slots its threads touch. See pcpu_segment_nospace().
+ * of values (512 counters) costs 4 KiB in the slot and the mirror region of
+ * every slot a thread can write -- slot 0, the CPUs present at start-up and
+ * mm_cid's range (pcpu_slot_walked()), not every possible CPU: 16 bytes per
+ * counter per present CPU, plus its directory entry (160 bytes a counter
+ * with 2 present CPUs, 384 with 16, at any number of possible ones:
+ * bench/memory.md) -- where a private registry takes memory only in the
+ * slots its threads touch. See pcpu_segment_nospace().
  */
 PCPU_API pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
 					      const struct pcpu_segment_options *opts);

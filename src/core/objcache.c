@@ -140,14 +140,19 @@ static struct pcpu__objcache_slot *locked_slot(struct objcache_impl *o, unsigned
 
 /* ---- fork: every cache's locks held across fork() --------------------------- */
 
+/* The walked CPU slots' locks only: no other slot's lock is ever taken
+ * (a locked get or put uses pcpu_fallback_slot(), a walked slot), and
+ * ThreadSanitizer's deadlock detector holds at most 64 locks per thread,
+ * which a cache's 258 locks at PCPU_NSLOTS=256 overflowed. */
 static void fork_prepare(void)
 {
 	struct objcache_impl *o;
+	uint32_t s;
 
 	pthread_mutex_lock(&caches_lock);
 	for (o = caches; o; o = o->next) {
 		pthread_mutex_lock(&o->collect_lock);
-		for (uint32_t s = 0; s < o->nslots; s++)
+		PCPU_CPU_SLOT_WALK(i, s)
 			pthread_mutex_lock(&o->locks[s].m);
 		pthread_mutex_lock(&o->depot_lock);
 	}
@@ -156,10 +161,11 @@ static void fork_prepare(void)
 static void fork_release(void)
 {
 	struct objcache_impl *o;
+	uint32_t s;
 
 	for (o = caches; o; o = o->next) {
 		pthread_mutex_unlock(&o->depot_lock);
-		for (uint32_t s = o->nslots; s-- > 0;)
+		PCPU_CPU_SLOT_WALK(i, s)
 			pthread_mutex_unlock(&o->locks[s].m);
 		pthread_mutex_unlock(&o->collect_lock);
 	}

@@ -100,7 +100,10 @@ static void fork_child(void)
 	for (uint32_t k = 0; k < pcpu_owned_slot_count; k++)
 		if (held[k] && (int64_t)k != mine)
 			release_locked(k);
-	pthread_mutex_init(&claims_lock, NULL);
+	/* Unlocked, as the parent does: the child's thread is the one that
+	 * took it in prepare. (Initialised again instead, ThreadSanitizer saw
+	 * the child's next claim lock a mutex its thread still held.) */
+	pthread_mutex_unlock(&claims_lock);
 }
 
 int pcpu_worker_claim(pcpu_worker_t *w)

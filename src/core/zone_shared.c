@@ -12,7 +12,7 @@
  * data lies (a sparse file: frees and fork() skip holes) and how to read
  * without allocating. A backing that reserves is asked, before an object
  * is handed out, to make the memory under it safe to write in every
- * region, slots and mirrors alike, so that no add, fallback add, reset or
+ * region a thread can write, slots and mirrors alike, so that no add, fallback add, reset or
  * gauge set can fault for lack of space (a full tmpfs answers a write
  * fault with SIGBUS). Each chunk keeps `backed`, the bytes of every region
  * so reserved; bump allocation past it reserves the next pages first (or
@@ -20,7 +20,8 @@
  * when there is no space is the backing's business). Freed objects in such
  * a zone are zeroed without giving pages back, so memory below `backed`
  * stays reserved for reuse. The price: every page of slot 0 holding
- * objects costs a page in each of the 2 * nslots regions.
+ * objects costs a page in the region and the mirror of every slot a thread
+ * can write (the backing's choice: src/segment/backing.c, region_needed()).
  *
  * fork() and shared zones: a shared zone (a published segment's file) is
  * MAP_SHARED, so after fork() parent and child would add to the same words
