@@ -312,6 +312,9 @@ cmake --build "$work/cmake" >/dev/null
 mkdir -m 700 "$work/segs"
 export PCPU_SEGMENT_DIR=$work/segs
 coproc PUB { "$work/publisher" debtest; }
+# Kept now: bash unsets PUB_PID once it has reaped the coprocess, which can
+# happen before the `wait` below (then `set -u` fails the test on a race).
+pub_pid=$PUB_PID
 read -r line <&"${PUB[0]}"
 [ "$line" = ready ] || fail "publisher: $line"
 ! readelf -d "$root/usr/bin/pcpustat" | grep -E 'RPATH|RUNPATH' || fail "/usr/bin/pcpustat has an RPATH"
@@ -329,7 +332,7 @@ assert snap.family("debtest_depth").series[0].value == -5, snap
 print("python: debtest_events_total", snap.family("debtest_events").series[0].value)
 PY
 exec {PUB[1]}>&-
-wait "$PUB_PID" || fail "publisher failed"
+wait "$pub_pid" || fail "publisher failed"
 [ -z "$(ls "$work/segs")" ] || fail "the publisher left its segment"
 # nginx loads the packaged module with the packaged libraries.
 ngx_root=$work/nginx-module
