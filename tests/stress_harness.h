@@ -21,12 +21,29 @@
 #define PCPU_TEST_STRESS_HARNESS_H
 
 #include "check.h"
+#include <pcpu/rseq.h>
+#include <stdio.h>
+#include <string.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+/* Whether the calling thread updates in the rseq mode `expect`
+ * (pcpu_rseq_mode_name(); NULL: any): the stress tests' --expect-mode. The
+ * first mismatch in the process sets *mismatch and is reported on stderr,
+ * with the reason rseq is not in use; the test fails on *mismatch at its
+ * end. Call it from each worker thread, after its first update. */
+static inline void stress_check_mode(const char *expect, int *mismatch)
+{
+	const char *m = pcpu_rseq_mode_name(pcpu_rseq_mode());
+
+	if (expect && strcmp(m, expect) != 0 && !__atomic_exchange_n(mismatch, 1, __ATOMIC_RELAXED))
+		fprintf(stderr, "thread in mode %s (error %d: %s), expected %s\n", m,
+			pcpu_rseq_error(), strerror(pcpu_rseq_error()), expect);
+}
 
 /* Each thread's state of check.h's xorshift64; a thread seeds it (nonzero)
  * before its first stress_rand(). */

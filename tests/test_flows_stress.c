@@ -89,22 +89,13 @@ static void on_signal(int sig)
 	errno = saved;
 }
 
-static void check_mode(void)
-{
-	const char *m = pcpu_rseq_mode_name(pcpu_rseq_mode());
-
-	if (expect_mode && strcmp(m, expect_mode) != 0 &&
-	    !__atomic_exchange_n(&mode_mismatch, 1, __ATOMIC_RELAXED))
-		fprintf(stderr, "thread in mode %s, expected %s\n", m, expect_mode);
-}
-
 static void *adder_main(void *arg)
 {
 	struct adder *a = arg;
 
 	stress_rng = 0x9e3779b97f4a7c15ull ^ ((uint64_t)a->slot * 7919 + 1);
 	a->sig_rng = 0x2545f4914f6cdd1dull + a->slot;
-	check_mode();
+	stress_check_mode(expect_mode, &mode_mismatch);
 	self = a;
 	stress_enter(&harness, a->slot);
 	for (long i = 0; i < adds_per_thread; i++) {
@@ -219,7 +210,7 @@ int main(int argc, char **argv)
 		adds_per_thread = (long)((double)adds_per_thread * atof(scale));
 	if (nthreads > MAX_THREADS)
 		nthreads = MAX_THREADS;
-	check_mode();
+	stress_check_mode(expect_mode, &mode_mismatch);
 	buffered = pcpu_rseq_mode() != PCPU_RSEQ_FALLBACK && PCPU_ARCH_HAVE_RSEQ;
 
 	memset(&a, 0, sizeof(a));

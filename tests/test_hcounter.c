@@ -80,15 +80,6 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void check_mode(void)
-{
-	const char *m = pcpu_rseq_mode_name(pcpu_rseq_mode());
-
-	if (expect_mode && strcmp(m, expect_mode) != 0 &&
-	    !__atomic_exchange_n(&mode_mismatch, 1, __ATOMIC_RELAXED))
-		fprintf(stderr, "thread in mode %s, expected %s\n", m, expect_mode);
-}
-
 static void check_bounds(const char *where, int64_t precise)
 {
 	struct pcpu_hcounter_approx a = pcpu_hcounter_approx(h);
@@ -242,7 +233,7 @@ static void *worker(void *arg)
 
 	stress_rng = 0x9e3779b97f4a7c15ull ^ ((uint64_t)me << 20) ^ (uint64_t)time(NULL);
 	(void)pcpu_thread_init();
-	check_mode();
+	stress_check_mode(expect_mode, &mode_mismatch);
 	stress_enter(&harness, (unsigned)me);
 	in_work = 1;
 	for (int64_t i = 0; !__atomic_load_n(&stop, __ATOMIC_RELAXED); i++) {
@@ -392,7 +383,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	check_mode();
+	stress_check_mode(expect_mode, &mode_mismatch);
 	percpu = pcpu_sync_percpu_error() == 0;
 	one_thread(percpu);
 

@@ -565,15 +565,6 @@ static void handler(int sig)
 	errno = saved;
 }
 
-static void check_mode(void)
-{
-	const char *m = pcpu_rseq_mode_name(pcpu_rseq_mode());
-
-	if (expect_mode && strcmp(m, expect_mode) != 0 &&
-	    !__atomic_exchange_n(&mode_mismatch, 1, __ATOMIC_RELAXED))
-		fprintf(stderr, "thread in mode %s, expected %s\n", m, expect_mode);
-}
-
 struct worker_result {
 	int64_t adds, this_adds, incs, gated;
 	intptr_t appended;
@@ -589,7 +580,7 @@ static void *worker(void *arg)
 	stress_rng = 0x9e3779b97f4a7c15ull ^ ((uint64_t)me << 17) ^ (uint64_t)time(NULL);
 	is_worker = 1;
 	(void)pcpu_thread_init();
-	check_mode();
+	stress_check_mode(expect_mode, &mode_mismatch);
 	stress_enter(&harness, (unsigned)me);
 	for (unsigned long it = 0; !__atomic_load_n(&stop, __ATOMIC_RELAXED); it++) {
 		uint64_t x = stress_rand();
@@ -713,7 +704,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	check_mode();
+	stress_check_mode(expect_mode, &mode_mismatch);
 	rseq = pcpu_rseq_mode() != PCPU_RSEQ_FALLBACK;
 	if (!rseq)
 		min_aborts = 0;

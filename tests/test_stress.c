@@ -76,17 +76,6 @@ static void publish_signal_adds(void)
 
 static const char *expect_index;
 
-static void check_mode(void)
-{
-	const char *m = pcpu_rseq_mode_name(pcpu_rseq_mode());
-
-	if (expect_mode && strcmp(m, expect_mode) != 0) {
-		if (!__atomic_exchange_n(&mode_mismatch, 1, __ATOMIC_RELAXED))
-			fprintf(stderr, "thread in mode %s (error %d: %s), expected %s\n", m,
-				pcpu_rseq_error(), strerror(pcpu_rseq_error()), expect_mode);
-	}
-}
-
 static double now_ms(void)
 {
 	struct timespec ts;
@@ -104,7 +93,7 @@ static void *adder(void *arg)
 
 	stress_rng = (uint64_t)(uintptr_t)&local ^ (uint64_t)time(NULL) ^ ((uint64_t)slot << 32) ^ 0x9e3779b97f4a7c15ull;
 	stress_enter(&harness, (unsigned)slot);
-	check_mode();
+	stress_check_mode(expect_mode, &mode_mismatch);
 	/* Exit after a random number of adds or a random 10-110 ms, whichever
 	 * comes first, so threads come and go even when the machine (or
 	 * valgrind) is slow. */
@@ -196,7 +185,7 @@ int main(int argc, char **argv)
 	sa.sa_flags = SA_RESTART;
 	CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
 	CHECK(sigaction(SIGALRM, &sa, NULL) == 0);
-	check_mode();
+	stress_check_mode(expect_mode, &mode_mismatch);
 
 	for (int i = 0; i < nlive_target; i++) {
 		CHECK(pthread_create(&threads[i], NULL, adder, (void *)(intptr_t)i) == 0);
