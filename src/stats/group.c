@@ -512,19 +512,20 @@ static void groups_fork_child(void)
 		const pcpu_group_t *g = &n->g;
 		const char *pview, *fview;
 		unsigned m = g->pcpu__members;
+		size_t nslots = walked_slots(), nlanes = lanes_total(g);
 
 		if (g->pcpu__tree)
 			continue; /* the child keeps the tree's memory (see the top) */
 		pview = pcpu__zone_fork_parent_view(g->pcpu__primary);
 		fview = pcpu__zone_fork_parent_view(g->pcpu__fallback);
 		for (i = 0; i < g->pcpu__count; i++) {
-			for (s = 0; s < walked_slots(); s++) {
+			for (s = 0; s < nslots; s++) {
 				intptr_t *lane = primary_lane(g, i, walked_slot(s));
 
 				lane_fork_repair(lane, pview ? (const intptr_t *)(pview +
 						 ((char *)lane - g->pcpu__primary)) : NULL, m);
 			}
-			for (l = 0; l < lanes_total(g); l++) {
+			for (l = 0; l < nlanes; l++) {
 				intptr_t *lane = fallback_lane(g, i, l);
 
 				lane_fork_repair(lane, fview ? (const intptr_t *)(fview +

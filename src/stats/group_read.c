@@ -191,7 +191,7 @@ int pcpu_group_read_timeout(const pcpu_group_t *g, size_t i, int64_t *out, uint6
 {
 	struct deadline dl = { timeout_ns, 0, 0 };
 	int64_t acc[PCPU_GROUP_MAX_MEMBERS];
-	size_t s, l, nslots;
+	size_t s, l, nslots, nlanes;
 	unsigned n;
 
 	if (!g || !out || i >= g->pcpu__count) {
@@ -199,13 +199,14 @@ int pcpu_group_read_timeout(const pcpu_group_t *g, size_t i, int64_t *out, uint6
 		return -1;
 	}
 	nslots = walked_slots();
+	nlanes = lanes_total(g);
 	n = g->pcpu__members;
 	memset(acc, 0, sizeof acc);
 	if (g->pcpu__tree) {
 		for (s = 0; s < nslots; s++)
 			if (read_tree_lane(primary_lane(g, i, walked_slot(s)), n, acc, &dl) < 0)
 				goto timedout;
-		for (l = 0; l < lanes_total(g); l++)
+		for (l = 0; l < nlanes; l++)
 			if (read_tree_lane(fallback_lane(g, i, l), n, acc, &dl) < 0)
 				goto timedout;
 		memcpy(out, acc, n * sizeof *out);
@@ -214,7 +215,7 @@ int pcpu_group_read_timeout(const pcpu_group_t *g, size_t i, int64_t *out, uint6
 	for (s = 0; s < nslots; s++)
 		if (read_lane(primary_lane(g, i, walked_slot(s)), n, acc, &dl) < 0)
 			goto timedout;
-	for (l = 0; l < lanes_total(g); l++)
+	for (l = 0; l < nlanes; l++)
 		if (read_lane(fallback_lane(g, i, l), n, acc, &dl) < 0)
 			goto timedout;
 	memcpy(out, acc, n * sizeof *out);
