@@ -39,7 +39,6 @@
 #include "slot_walk.h"
 #include "striped_lock.h"
 #include "torn64.h"
-#include "worker_internal.h"
 #include "zone_internal.h"
 #include "zone_mirror.h"
 
@@ -149,7 +148,7 @@ uint64_t pcpu_counter_fetch_slot(pcpu_counter_t c, unsigned slot)
 	/* A slot no thread can write (a possible CPU that is not present, an
 	 * owned slot never claimed) holds 0, and in a published zone its
 	 * copy is a hole of the file, which a load would allocate: not read. */
-	if (!pcpu__slot_needs_memory(slot))
+	if (!pcpu_slot_walked(slot))
 		return 0;
 	return pcpu__slot_value(c, slot, pcpu_mirror_in_use(c));
 }

@@ -51,7 +51,6 @@ PCPU_HIDDEN uint16_t pcpu_walk_slots[SLOT_MAX];
 PCPU_HIDDEN uint32_t pcpu_walk_count;
 PCPU_HIDDEN uint32_t pcpu_walk_cpu_count;
 PCPU_HIDDEN int pcpu_walk_all;
-PCPU_HIDDEN uint8_t pcpu_walk_cpu_member[SLOT_MAX];
 PCPU_HIDDEN uint16_t pcpu_walk_pos[SLOT_MAX];
 PCPU_HIDDEN int pcpu_commit_strict;
 
@@ -178,7 +177,6 @@ void pcpu_slot_walk_init(uint32_t nslots)
 		if (set[s]) {
 			pcpu_walk_pos[s] = (uint16_t)n;
 			pcpu_walk_slots[n++] = (uint16_t)s;
-			pcpu_walk_cpu_member[s] = 1;
 		}
 	for (uint32_t s = 0; s < nslots; s++)
 		if (!set[s])

@@ -30,16 +30,18 @@ PCPU_HIDDEN extern int pcpu_walk_all;
  * 2, MAP_NORESERVE or not. Set by pcpu_slot_walk_init() from PCPU_COMMIT
  * (auto: when the kernel's overcommit mode is 2; strict: always). */
 PCPU_HIDDEN extern int pcpu_commit_strict;
-/* 1 for every CPU slot in the list (indexed by slot number, below
- * PCPU__SLOT_MAX); set with the list, never changed after. */
-PCPU_HIDDEN extern uint8_t pcpu_walk_cpu_member[];
+/* Where each CPU slot (below pcpu_cpu_slot_count) is in the walk: k with
+ * pcpu_walk_slots[k] == slot for a walked slot; for one that is not
+ * walked, some k below the walked CPU slots' count. Set with the list,
+ * never changed after. */
+PCPU_HIDDEN extern uint16_t pcpu_walk_pos[];
 
 /* Whether CPU slot `slot` (below pcpu_cpu_slot_count) is walked: can hold
  * a value, so a reserving backing gives it memory (pcpu__slot_needs_memory)
  * and readers read it. Async-signal-safe (loads). */
 static inline int pcpu_slot_walk_has_cpu(uint32_t slot)
 {
-	return pcpu_walk_all || pcpu_walk_cpu_member[slot];
+	return pcpu_walk_all || pcpu_walk_slots[pcpu_walk_pos[slot]] == slot;
 }
 
 /* Builds the list for `nslots` slots (pcpu_cpu_slot_count): slot 0, every
@@ -104,11 +106,7 @@ static inline __attribute__((always_inline)) uint64_t pcpu_slot_walk_sum(const v
 	return (s0 + s1) + (s2 + s3);
 }
 
-/* Where CPU slot `slot` (below pcpu_cpu_slot_count) is in the walk: k with
- * pcpu_slot_walk_nth(k) == slot for a walked slot; for one that is not
- * walked, some k below the walked CPU slots' count. */
-PCPU_HIDDEN extern uint16_t pcpu_walk_pos[];
-
+/* CPU slot `slot`'s place in the walk (pcpu_walk_pos). */
 static inline uint32_t pcpu_slot_walk_pos(uint32_t slot)
 {
 	return pcpu_walk_all ? slot : pcpu_walk_pos[slot];

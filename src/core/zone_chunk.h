@@ -165,13 +165,25 @@ static inline size_t bits_for(size_t bytes)
 	return (words * sizeof(uint64_t) + ps - 1) & ~(ps - 1);
 }
 
-/* mprotect()s [from, to) of region r of chunk c writable. */
-static inline int region_open(struct chunk *c, uint32_t r, size_t from, size_t to)
+/* mprotect()s [from, to) of region r of the chunk mapped at `base`
+ * writable. */
+static inline int region_open(char *base, uint32_t r, size_t from, size_t to)
 {
 	if (to <= from)
 		return 0;
-	return mprotect(c->base + ((size_t)r << PCPU_SLOT_STRIDE_SHIFT) + from, to - from,
+	return mprotect(base + ((size_t)r << PCPU_SLOT_STRIDE_SHIFT) + from, to - from,
 			PROT_READ | PROT_WRITE);
+}
+
+/* [from, to) of every writable region of the chunk mapped at `base` (a
+ * chunk, or a fork() child's private copy of one) made writable. 0, or -1
+ * with errno ENOMEM. */
+static inline int regions_open(char *base, size_t from, size_t to)
+{
+	for (uint32_t r = 0; r < 2 * pcpu_slot_count; r++)
+		if (region_writable(r) && region_open(base, r, from, to) != 0)
+			return -1;
+	return 0;
 }
 
 /* Under strict commit accounting: makes the bitmaps' bits for [0, upto)
@@ -184,7 +196,6 @@ static inline int open_window(pcpu_zone_t *zone, struct chunk *c, size_t upto)
 {
 	size_t step = c->window / 8 > ((size_t)64 << 10) ? c->window / 8 : (size_t)64 << 10;
 	size_t w, bits, ps = page_size();
-	uint32_t r, nregions = 2 * pcpu_slot_count;
 
 	if (!pcpu_commit_strict || upto <= c->window)
 		return 0;
@@ -201,9 +212,8 @@ static inline int open_window(pcpu_zone_t *zone, struct chunk *c, size_t upto)
 			return -1;
 		c->bits_window = bits;
 	}
-	for (r = 0; r < nregions && chunk_windowed(zone); r++)
-		if (region_writable(r) && region_open(c, r, c->window, w) != 0)
-			return -1;
+	if (chunk_windowed(zone) && regions_open(c->base, c->window, w) != 0)
+		return -1;
 	c->window = w;
 	return 0;
 }
@@ -214,7 +224,7 @@ static inline int open_region_window(pcpu_zone_t *zone, struct chunk *c, uint32_
 {
 	if (!chunk_windowed(zone) || !c->window)
 		return 0;
-	return region_open(c, slot, 0, c->window);
+	return region_open(c->base, slot, 0, c->window);
 }
 
 /* Writes a new chunk's header at `base` (the start of slot 0's region). */

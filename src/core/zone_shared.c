@@ -90,21 +90,6 @@ static void copy_words(char *dst, const char *src, size_t len)
 	}
 }
 
-/* Under strict commit accounting (zone_chunk.h, "Commit"), a private copy
- * of a chunk is writable only over [0, w) of the writable regions, w
- * covering the chunk's objects: what the child's zone, private from then
- * on, writes. 0, or -1 with errno ENOMEM. */
-static int open_copy(char *copy, size_t w)
-{
-	uint32_t r;
-
-	for (r = 0; r < 2 * pcpu_slot_count; r++)
-		if (region_writable(r) &&
-		    mprotect(copy + ((size_t)r << PCPU_SLOT_STRIDE_SHIFT), w, PROT_READ | PROT_WRITE) != 0)
-			return -1;
-	return 0;
-}
-
 /* The bytes of each region that a windowed private copy of chunk c makes
  * writable: its objects' (the frontier's), at least a page. */
 static size_t copy_window(const struct chunk *c)
@@ -129,7 +114,7 @@ static char *copy_shared_chunk(const pcpu_zone_t *z, const struct chunk *c)
 	if (copy == MAP_FAILED)
 		return NULL;
 	pcpu__no_huge_pages(copy, span); /* moved over the chunk in the child */
-	if (pcpu_commit_strict && open_copy(copy, w) != 0) {
+	if (pcpu_commit_strict && regions_open(copy, 0, w) != 0) {
 		munmap(copy, span);
 		return NULL;
 	}
@@ -249,7 +234,7 @@ static void zone_fork_child(void)
 				if (!pcpu_commit_strict)
 					(void)mprotect(c->base, span, PROT_READ | PROT_WRITE);
 				else
-					(void)open_copy(c->base, copy_window(c));
+					(void)regions_open(c->base, 0, copy_window(c));
 			}
 		}
 		/* Private from now on; the backing is the segment's, which
