@@ -38,20 +38,27 @@
  * that W workers write min(W, CPUs) slots), which runs the workers once
  * without statistics, creates its counters, runs them once with, and
  * reports the growth of its resident memory (Rss of
- * /proc/self/smaps_rollup) in between.
+ * /proc/self/smaps_rollup) in between. With --published, pcpu_flows' table
+ * is published (pcpu_segment_flows_create(): its words in a segment's
+ * file, in $PCPU_SEGMENT_DIR or the per-user directory of /dev/shm), and
+ * the file's allocated bytes (st_blocks) are reported beside the Rss
+ * growth (the file's pages the process maps count in both).
  *
  * Options: --flows N (10^6), --workers W, --packets P (4 x 10^6), --rounds
  * R (7), --buffer B (pcpu_flows' entries per slot, 0: default), --globals,
  * --blocked (worker w's flows are one block, w x N / W onwards, instead of
  * every W-th flow), --flusher-us U (a thread flushes pcpu_flows every U
  * us while its workers run: the drains move there; its CPU is printed
- * apart), --memory, --only VARIANT, --quick (3 rounds of 10^6 packets,
+ * apart), --memory, --published, --only VARIANT, --quick (3 rounds of 10^6 packets,
  * memory at 10^6 packets).
  */
 #include "bench.h"
 
 #include <errno.h>
 #include <math.h>
+#include <sys/stat.h>
+
+#include <pcpu/segment.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -88,7 +95,14 @@ static struct {
 	int memory;
 	int only; /* -1: all */
 	const char *mem_child; /* variant name: this process measures its memory */
-} opt = { 1000000, 0, 4000000, 7, 0, 0, 0, 0, 0, -1, NULL };
+	int published; /* --published: pcpu_flows' table in a segment */
+} opt = { 1000000, 0, 4000000, 7, 0, 0, 0, 0, 0, -1, NULL, 0 };
+
+/* --published: the registry and segment that hold pcpu_flows' table, and
+ * how long making the table took (its pages allocated in the file). */
+static pcpu_registry_t *pub_reg;
+static pcpu_segment_t *pub_seg;
+static uint64_t pub_create_ns;
 
 /* The counters of every variant. */
 static pcpu_flows_t *flows;
@@ -254,7 +268,21 @@ static void alloc_variant(int v)
 		memset(&a, 0, sizeof(a));
 		a.size = sizeof(a);
 		a.buffer = opt.buffer;
-		flows = pcpu_flows_create(nf, 2, &a);
+		if (opt.published) {
+			static const char *const names[] = { "packets", "bytes" };
+
+			pub_reg = pcpu_registry_create();
+			pub_seg = pub_reg ? pcpu_segment_publish(pub_reg, "flows_bench", NULL) : NULL;
+			if (!pub_seg)
+				bench_die("pcpu_segment_publish: %s", pcpu_segment_error());
+			pub_create_ns = bench_now_ns();
+			flows = pcpu_segment_flows_create(pub_seg, "flow_traffic", "Per-flow traffic.", nf,
+							  2, names, &a);
+			pub_create_ns = bench_now_ns() - pub_create_ns;
+			if (!flows)
+				bench_die("pcpu_segment_flows_create: %s", pcpu_segment_error());
+		} else
+			flows = pcpu_flows_create(nf, 2, &a);
 		if (!flows)
 			bench_die("pcpu_flows_create: %s", strerror(errno));
 		/* fall through: the globals */
@@ -555,6 +583,9 @@ static void timing(void)
 struct mem_report {
 	long rss_before, rss_after;
 	unsigned nslots;
+	long long file_bytes; /* --published: the segment file's allocated bytes */
+	uint64_t create_ns, collect_ns; /* --published: making the table; a collection */
+	uint64_t collect2_ns;           /* the next collection, after another run */
 };
 
 static void mem_child(void)
@@ -572,11 +603,38 @@ static void mem_child(void)
 	m.rss_before = bench_rss_bytes();
 	alloc_variant(v);
 	(void)run_all(v);
+	m.file_bytes = 0;
+	m.create_ns = m.collect_ns = 0;
+	if (v == V_FLOWS && opt.published) {
+		struct stat st;
+
+		/* A collection, as a scrape makes: the table flushed into the
+		 * file (the buffers as the run left them). */
+		m.collect_ns = bench_now_ns();
+		if (pcpu_registry_collect(pub_reg) < 0)
+			bench_die("pcpu_registry_collect: %s", strerror(errno));
+		m.collect_ns = bench_now_ns() - m.collect_ns;
+		/* Another run, another collection: the first one's membarrier
+		 * registration (pcpu_rseq_fence()) is not in this one. */
+		(void)run_all(v);
+		m.collect2_ns = bench_now_ns();
+		if (pcpu_registry_collect(pub_reg) < 0)
+			bench_die("pcpu_registry_collect: %s", strerror(errno));
+		m.collect2_ns = bench_now_ns() - m.collect2_ns;
+		m.create_ns = pub_create_ns;
+		if (stat(pcpu_segment_path(pub_seg), &st) != 0)
+			bench_die("the published table: %s", strerror(errno));
+		m.file_bytes = (long long)st.st_blocks * 512;
+	}
 	if (v == V_FLOWS && pcpu_flows_flush(flows) != 0)
 		bench_die("pcpu_flows_flush: %s", strerror(errno));
 	m.rss_after = bench_rss_bytes();
 	m.nslots = pcpu_nslots();
 	stop_workers();
+	if (pub_reg) {
+		pcpu_flows_destroy(flows);
+		pcpu_registry_destroy(pub_reg); /* removes the file */
+	}
 	if (write(3, &m, sizeof(m)) != (ssize_t)sizeof(m))
 		bench_die("write: %s", strerror(errno));
 }
@@ -605,18 +663,31 @@ static void memory(void)
 			char env[32];
 			const char *envs[] = { env, "PCPU_INDEX=cpu", NULL };
 			char *args[] = { "--memory-child", (char *)vname[v], "--workers", wbuf, "--packets", pbuf,
-					 "--flows", fbuf, opt.buffer ? "--buffer" : NULL, NULL, NULL };
+					 "--flows", fbuf, NULL, NULL, NULL, NULL };
 			char bb[16];
 			struct mem_report m;
+			int k = 8;
 
+			if (opt.published)
+				args[k++] = "--published";
 			if (opt.buffer) {
 				snprintf(bb, sizeof(bb), "%u", opt.buffer);
-				args[9] = bb;
+				args[k++] = "--buffer";
+				args[k++] = bb;
 			}
 			snprintf(env, sizeof(env), "PCPU_NSLOTS=%s", slots[s]);
 			if (bench_run_self(args, envs, &m, sizeof(m)) != (long)sizeof(m))
 				bench_die("memory child %s %s failed", vname[v], env);
-			tbl_cell(&tb, "%.2f MB (%u slots)", (double)(m.rss_after - m.rss_before) / 1e6, m.nslots);
+			if (v == V_FLOWS && opt.published)
+				tbl_cell(&tb, "file %.2f MB, Rss +%.2f MB (%u slots); made in %.2f ms, "
+					 "collections %.0f us, then %.0f us",
+					 (double)m.file_bytes / 1e6,
+					 (double)(m.rss_after - m.rss_before) / 1e6, m.nslots,
+					 (double)m.create_ns / 1e6, (double)m.collect_ns / 1e3,
+					 (double)m.collect2_ns / 1e3);
+			else
+				tbl_cell(&tb, "%.2f MB (%u slots)", (double)(m.rss_after - m.rss_before) / 1e6,
+					 m.nslots);
 		}
 	}
 	tbl_print(&tb);
@@ -662,6 +733,8 @@ int main(int argc, char **argv)
 			opt.blocked = 1;
 		} else if (!strcmp(a, "--memory")) {
 			opt.memory = 1;
+		} else if (!strcmp(a, "--published")) {
+			opt.published = 1;
 		} else if (!strcmp(a, "--memory-child") && val) {
 			opt.mem_child = val;
 			i++;
@@ -670,7 +743,7 @@ int main(int argc, char **argv)
 			opt.packets = 1000000;
 		} else {
 			bench_die("usage: %s [--flows N] [--workers W] [--packets P] [--rounds R] [--buffer B] "
-				  "[--globals] [--memory] [--only VARIANT] [--quick]", argv[0]);
+				  "[--globals] [--memory [--published]] [--only VARIANT] [--quick]", argv[0]);
 		}
 	}
 	if (!opt.workers)

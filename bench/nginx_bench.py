@@ -8,6 +8,7 @@ keep-alive, 1 and 17 filter keys (issue 52; bench/nginx.md).
       [--module build/integrations/nginx/ngx_http_pcpu_module.so] [--workers 1,2]
       [--duration 5] [--rounds 5] [--connections 64] [--threads 2] [--keys 2000]
       [--nginx /usr/sbin/nginx]
+  python3 bench/nginx_bench.py --scrape-only [--scrape-keys 20000] [--rounds 5]
 
 Every variant runs at once, each nginx on its own port, all with the same
 nginx binary (Debian's, the one both modules are built against) and the
@@ -50,9 +51,9 @@ def variants(vts, module):
         return ["vhost_traffic_status_zone;"] + [
             "vhost_traffic_status_filter_by_set_key %s k%d;" % (k, i) for i, k in enumerate(KEYS17[:n])]
 
-    def pcpu_keys(n):
+    def pcpu_keys(n, extra=""):
         return ["pcpu_stats on;"] + [
-            "pcpu_stats_filter k%d %s;" % (i, k) for i, k in enumerate(KEYS17[:n])]
+            "pcpu_stats_filter k%d %s%s;" % (i, k, extra) for i, k in enumerate(KEYS17[:n])]
     return {
         "none": ("", [], ""),
         "stub_status": ("", [], "location = /stub { stub_status; }"),
@@ -60,6 +61,11 @@ def variants(vts, module):
         "vts-17": ("load_module %s;" % vts, vts_keys(17), ""),
         "pcpu-1": ("load_module %s;" % module, pcpu_keys(1), ""),
         "pcpu-17": ("load_module %s;" % module, pcpu_keys(17), ""),
+        # round 2's features on (issue 63): a request-time histogram per
+        # key and expiry (the connection, version and limit families are
+        # always on; no upstream or TLS here)
+        "pcpu-17h": ("load_module %s;" % module,
+                     pcpu_keys(17, " histogram") + ["pcpu_stats_expire 60s;"], ""),
     }
 
 
@@ -192,6 +198,71 @@ def speed(a, root):
                 s.stop()
 
 
+def scrape(a, root):
+    """Request latency on the worker that serves the scrapes (issue 63):
+    one worker, --scrape-keys filter keys, wrk on /return with a scrape of
+    the whole exposition once a second -- none, in the event loop
+    (thread_pool=off), or in a thread pool (the default) -- the three
+    interleaved in shuffled rounds on the same server."""
+    n = a.scrape_keys
+    spec = ("load_module %s;\nthread_pool pcpu threads=1;" % a.module,
+            ["pcpu_stats on;", "pcpu_stats_filter k $http_x_key max_keys=%d;" % (n + 10)],
+            "location = /m_inline { pcpu_stats_display thread_pool=off; }\n"
+            "        location = /m_pool { pcpu_stats_display thread_pool=pcpu; }")
+    s = Server("pcpu-scrape", spec, 1, root)
+    try:
+        c = http.client.HTTPConnection("127.0.0.1", s.port)
+        for i in range(n):
+            c.request("GET", "/return", headers={"X-Key": "key-%06d" % i})
+            c.getresponse().read()
+        c.close()
+        scrapes = {}
+
+        def scraper(path, stop):
+            c = http.client.HTTPConnection("127.0.0.1", s.port)
+            while not stop.wait(1.0):
+                t0 = time.monotonic()
+                c.request("GET", path, headers={"Accept-Encoding": "gzip"})
+                body = c.getresponse().read()
+                scrapes.setdefault(path, []).append((time.monotonic() - t0) * 1e3)
+                scrapes.setdefault(path + " bytes", []).append(len(body))
+            c.close()
+
+        import threading
+        res = {}
+        for r in range(a.rounds):
+            order = ["none", "/m_inline", "/m_pool"]
+            random.shuffle(order)
+            for v in order:
+                stop = threading.Event()
+                t = None
+                if v != "none":
+                    t = threading.Thread(target=scraper, args=(v, stop))
+                    t.start()
+                try:
+                    res.setdefault(v, []).append(wrk(s, "/return", a))
+                finally:
+                    stop.set()
+                    if t:
+                        t.join()
+        base = statistics.median(x[1] for x in res["none"])
+        base_rps = statistics.median(x[0] for x in res["none"])
+        print("| scrape once a second (%d keys, 1 worker) | req/s (median) | x no scrape "
+              "| p99 ms (median) | x no scrape | p99 per round | scrape ms (median) |" % n)
+        print("|---|---|---|---|---|---|---|")
+        for v, name in (("none", "none"), ("/m_inline", "in the event loop"),
+                        ("/m_pool", "in a thread pool")):
+            rps = statistics.median(x[0] for x in res[v])
+            p99 = statistics.median(x[1] for x in res[v])
+            print("| %s | %.0f | %.3f | %.3f | %.3f | %s | %s |" % (
+                name, rps, rps / base_rps, p99, p99 / base, ", ".join("%.3f" % x[1] for x in res[v]),
+                "%.1f (%d scrapes, %d bytes gzip)" % (statistics.median(scrapes[v]), len(scrapes[v]),
+                                                      scrapes[v + " bytes"][-1]) if v in scrapes else "-"),
+                  flush=True)
+    finally:
+        s.stop()
+
+
 def allocated(path):
     return os.stat(path).st_blocks * 512
 
@@ -247,7 +318,8 @@ def main():
     global NGINX
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     here = os.path.dirname(os.path.abspath(__file__))
-    p.add_argument("--vts", required=True, help="nginx-module-vts's .so, built against this nginx")
+    p.add_argument("--vts", help="nginx-module-vts's .so, built against this nginx "
+                   "(needed but for --scrape-only)")
     p.add_argument("--module", default=os.path.join(here, "..", "build", "integrations", "nginx",
                                                     "ngx_http_pcpu_module.so"))
     p.add_argument("--workers", default="1,2")
@@ -257,13 +329,19 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--keys", type=int, default=2000)
     p.add_argument("--memory-only", action="store_true")
+    p.add_argument("--scrape-only", action="store_true",
+                   help="only the scrape's effect on the scraping worker's requests")
+    p.add_argument("--scrape-keys", type=int, default=20000)
     p.add_argument("--nginx", default=NGINX,
                    help="the nginx both modules are built against (default %(default)s)")
     a = p.parse_args()
     NGINX = a.nginx
     a.workers = [int(w) for w in a.workers.split(",")]
-    a.vts, a.module = os.path.abspath(a.vts), os.path.abspath(a.module)
-    for f in (a.vts, a.module):
+    if not a.vts and not a.scrape_only:
+        sys.exit("--vts is needed (but for --scrape-only)")
+    a.module = os.path.abspath(a.module)
+    a.vts = os.path.abspath(a.vts) if a.vts else None
+    for f in (a.module,) + ((a.vts,) if a.vts else ()):
         if not os.path.exists(f):
             sys.exit("no such module: " + f)
     if not shutil.which("wrk"):
@@ -277,9 +355,12 @@ def main():
     print("nginx_bench: %s, %d CPUs, load %s, wrk -t%d -c%d -d%ds, %d rounds" % (
         subprocess.run([NGINX, "-v"], capture_output=True, text=True).stderr.strip(), os.cpu_count(),
         " ".join(load), a.threads, a.connections, a.duration, a.rounds))
-    if not a.memory_only:
-        speed(a, root)
-    memory(a, root)
+    if a.scrape_only:
+        scrape(a, root)
+    else:
+        if not a.memory_only:
+            speed(a, root)
+        memory(a, root)
     shutil.rmtree(root, ignore_errors=True)
 
 

@@ -4,6 +4,9 @@
 #   scripts/install-deps.sh --demo   what scripts/demo.sh builds and shows: a C
 #                                    compiler, CMake, Ninja, pkg-config, the
 #                                    libraries of pcpustat, man (for `man pcpu`)
+#   scripts/install-deps.sh --nginx  the above, nginx and nginx-dev: what the
+#                                    README's nginx commands build the module
+#                                    with (its tests need more: see below)
 #   scripts/install-deps.sh --quick  what the quick tier uses (scripts/test.sh
 #                                    --quick): the above, and what the plain
 #                                    build with its tests, benchmarks and
@@ -52,6 +55,11 @@
 #           (scripts/vm/: aarch64, ARMv7, riscv64 and many-CPU x86-64 under TCG; the Debian
 #           kernels they boot are downloaded at test time, into a cache, by
 #           scripts/vm/fetch-kernels.sh)
+#   postgresql-15, postgresql-server-dev-15: PostgreSQL's pcpu_stat_statements
+#           extension (integrations/postgresql): its PGXS build and the
+#           server and pgbench its tests run; postgresql-server-dev-all:
+#           the Debian packages test, whose postgresql-15-pcpu is built
+#           with pg_buildext for the versions it supports (debian/control)
 #   rustup target aarch64-unknown-linux-gnu: the Rust crate's inline add on
 #           the emulated aarch64 machine (scripts/vm/run.sh --rust)
 # Idempotent and quiet when everything is present. Needs root for apt-get
@@ -62,8 +70,9 @@ mode=all
 case "${1:-}" in
   --demo) mode=demo ;;
   --quick) mode=quick ;;
+  --nginx) mode=nginx ;;
   "") ;;
-  *) echo "usage: scripts/install-deps.sh [--demo | --quick]" >&2; exit 2 ;;
+  *) echo "usage: scripts/install-deps.sh [--demo | --quick | --nginx]" >&2; exit 2 ;;
 esac
 
 need_apt=()
@@ -98,6 +107,14 @@ have protoc-c  || need_apt+=(protobuf-c-compiler)
 [ -e /usr/include/google/protobuf/descriptor.proto ] || need_apt+=(libprotobuf-dev)
 # `man pcpu` (the README's first program's next step).
 have man       || need_apt+=(man-db)
+if [ $mode = nginx ]; then
+  # The README's nginx commands: nginx, and nginx-dev, its module build
+  # system (/usr/share/nginx/src), where CMake finds it at its next run.
+  have nginx || [ -x /usr/sbin/nginx ] || need_apt+=(nginx)
+  [ -e /usr/share/nginx/src/configure ] || need_apt+=(nginx-dev)
+  install_apt
+  exit 0
+fi
 if [ $mode = demo ]; then
   install_apt
   exit 0
@@ -182,11 +199,27 @@ if [ $mode = all ]; then
   # (/usr/share/nginx/src with its configure flags) and dh_nginx for the
   # libnginx-mod-http-pcpu package; wrk, the load of the exactness test and
   # of bench/nginx_bench.py; chromium, the status page's headless test (with
-  # a screenshot). Debian packages only: no browser or tool is downloaded.
+  # a screenshot); libnginx-mod-stream, nginx's stream module, which the
+  # stream module's test loads before ngx_stream_pcpu_module. Debian
+  # packages only: no browser or tool is downloaded.
   have nginx     || [ -x /usr/sbin/nginx ] || need_apt+=(nginx)
   [ -e /usr/share/nginx/src/configure ] || need_apt+=(nginx-dev)
+  [ -e /usr/lib/nginx/modules/ngx_stream_module.so ] || need_apt+=(libnginx-mod-stream)
+  have strace    || need_apt+=(strace)  # which thread reads in nginx_display
   have wrk       || need_apt+=(wrk)
   have chromium  || need_apt+=(chromium)
+
+  # PostgreSQL's pcpu_stat_statements (integrations/postgresql, issue 64):
+  # the server its tests run (postgresql-15: postgres, initdb, pg_ctl,
+  # pgbench, psql, and pg_stat_statements, which they compare with) and
+  # its extension build system (postgresql-server-dev-15: pg_config's PGXS
+  # makefiles and the server's headers). The tests make their own cluster,
+  # as the postgres user the package creates; no service is started here.
+  [ -x /usr/lib/postgresql/15/bin/postgres ] || need_apt+=(postgresql-15)
+  [ -e /usr/lib/postgresql/15/lib/pgxs/src/makefiles/pgxs.mk ] || need_apt+=(postgresql-server-dev-15)
+  # The Debian packages' build dependency for postgresql-15-pcpu
+  # (debian/control; pg_buildext itself is postgresql-common's).
+  dpkg -s postgresql-server-dev-all >/dev/null 2>&1 || need_apt+=(postgresql-server-dev-all)
 fi
 
 install_apt

@@ -263,12 +263,18 @@ run_go() {
   fi
   (cd go && PCPU_GO_REQUIRE_C=1 PCPU_BUILD_DIR="$PWD/../build" go test -count=1 -v ./... 2>&1) >"$log"
   rc=$?
+  # -fuzzminimizetime=0x: no minimization. Go's coordinator minimizes each
+  # input that adds coverage (the flows entries, format 2.9, add many) and
+  # when -fuzztime runs out during one it reports the stopped worker as a
+  # failure ("fuzzing process hung or terminated unexpectedly while
+  # minimizing: EOF", golang/go#52569): CI failed so at 11.16 s of 10 s.
+  # A crasher is still written to testdata/fuzz, only not shrunk.
   for fz in FuzzSnapshot FuzzDamage; do
     (cd go && PCPU_GO_REQUIRE_C=1 PCPU_BUILD_DIR="$PWD/../build" go test -run='^$' -fuzz="^$fz\$" \
-      -fuzztime=10s -fuzzminimizetime=50x -parallel="$jobs" ./segment/ 2>&1) >>"$log" || rc=1
+      -fuzztime=10s -fuzzminimizetime=0x -parallel="$jobs" ./segment/ 2>&1) >>"$log" || rc=1
     grep -q "^ok " <(tail -1 "$log") && echo "--- PASS: $fz (fuzzing)" >>"$log" || echo "--- FAIL: $fz (fuzzing)" >>"$log"
   done
-  grep -E '^(--- FAIL|FAIL|ok|panic:)|failing input|go test fuzz' "$log"
+  grep -E '^(--- FAIL|FAIL|ok|panic:)|failing input|go test fuzz|hung or terminated' "$log"
   pass=$(grep -c '^--- PASS' "$log"); fail=$(grep -c '^--- FAIL' "$log")
   if [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ]; then fail=1; tail -40 "$log"; fi
   echo "go: $pass passed, $fail failed (log: $log)"

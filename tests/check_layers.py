@@ -115,7 +115,8 @@ LAYERS = [
     ]),
     ("ref", 4, ["include/pcpu/ref.h", "src/core/ref.c", "src/core/ref_stable_abi.c"]),
     ("hcounter", 4, ["include/pcpu/hcounter.h", "src/core/hcounter.c", "src/core/hcounter_stable_abi.c"]),
-    ("flows", 4, ["include/pcpu/flows.h", "src/core/flows.c", "src/core/flows_stable_abi.c"]),
+    ("flows", 4, ["include/pcpu/flows.h", "src/core/flows.c", "src/core/flows_life.c",
+                  "src/core/flows_internal.h", "src/core/flows_stable_abi.c"]),
     ("rwlock", 4, ["include/pcpu/rwlock.h", "src/core/rwlock.c", "src/core/rwlock_stable_abi.c",
                    "src/core/rwlock_internal.h", "src/core/rwlock_readers.c"]),
     ("objcache", 4, [
@@ -166,7 +167,8 @@ LAYERS = [
     ]),
     ("segment.writer", 10, ["include/pcpu/segment.h", "src/segment/writer.*",
                             "src/segment/directory.c", "src/segment/tree.c",
-                            "src/segment/tree_index.c", "src/segment/join.c"]),
+                            "src/segment/tree_index.c", "src/segment/tree_relabel.c", "src/segment/join.c",
+                            "src/segment/flows.c"]),
     ("segment.reader", 10, ["include/pcpu/reader.h", "src/segment/reader*"]),
     ("umbrella", 11, ["include/pcpu/pcpu.h"]),  # the whole API, for programs
     # The exporter core (issue 51): HTTP serving of expositions, beside the
@@ -724,7 +726,7 @@ def arch_problems(src):
     return out
 
 
-# ---- the consumers: nginx's module, the benchmarks, the examples, Go, Rust ----------
+# ---- the consumers: nginx's module, PostgreSQL's extension, the benchmarks, the examples, Go, Rust
 # They use the libraries as a user does: public headers, exported public
 # symbols. None includes a file of src/, none is built from src/'s files,
 # none calls libpcpu's private interface or a symbol the libraries hide.
@@ -735,7 +737,8 @@ def arch_problems(src):
 # program does.
 CONSUMERS = ["integrations", "bench", "examples", "go"]
 CONSUMER_BUILDS = ["bench/CMakeLists.txt", "examples/CMakeLists.txt",
-                   "integrations/nginx/CMakeLists.txt", "integrations/nginx/config"]
+                   "integrations/nginx/CMakeLists.txt", "integrations/nginx/config",
+                   "integrations/postgresql/CMakeLists.txt", "integrations/postgresql/Makefile"]
 SRC_PATH_RE = re.compile(r"(?:\$\{(?:PROJECT_SOURCE_DIR|CMAKE_SOURCE_DIR)\}|\.\.)/src(?:/|\b)")
 
 
@@ -749,7 +752,8 @@ def consumer_files(src, suffixes):
 
 
 def consumer_objects(build):
-    """(object, source) of the benchmarks', examples' and nginx module's objects."""
+    """(object, source) of the benchmarks', examples', nginx module's and
+    PostgreSQL extension's objects."""
     for top in ("bench", "examples"):
         base = os.path.join(build, top, "CMakeFiles")
         for root, _, files in os.walk(base):
@@ -761,6 +765,10 @@ def consumer_objects(build):
     for f in sorted(os.listdir(ngx)) if os.path.isdir(ngx) else []:
         if f.endswith(".o"):
             yield os.path.join(ngx, f), "integrations/nginx/" + f[:-2] + ".c"
+    pg = os.path.join(build, "integrations", "postgresql")
+    for f in sorted(os.listdir(pg)) if os.path.isdir(pg) else []:
+        if f.endswith(".o"):
+            yield os.path.join(pg, f), "integrations/postgresql/" + f[:-2] + ".c"
 
 
 def rust_externs(src):

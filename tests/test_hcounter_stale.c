@@ -26,7 +26,15 @@
 extern void (*pcpu__test_hcounter_checked)(pcpu_hcounter_t *h);
 
 static pcpu_hcounter_t *h;
-static const int64_t limit = 1528;
+/* 1528 with 2 CPU slots (the counter's range, pcpu_hcounter_range(), is
+ * then 126). The range grows with the slots, and the limit must grow with
+ * it for T's add to be a carrying one that parks and for the precise mode
+ * to be left where it was (a limit of 2 x range and the carries' room
+ * below): at PCPU_NSLOTS=64 the counter was precise from the start, T
+ * never parked, and the test waited for ever. `m`, 3 x the range's growth,
+ * covers both; the scenario's other figures move with it. */
+static int64_t m;
+static int64_t limit;
 static int parked, go, held_once;
 static int t_admitted = -1;
 
@@ -63,7 +71,7 @@ static void *t_main(void *arg)
 {
 	(void)arg;
 	pin_one_cpu();
-	t_admitted = pcpu_hcounter_limited_add(h, 500, limit);
+	__atomic_store_n(&t_admitted, pcpu_hcounter_limited_add(h, 500, limit), __ATOMIC_SEQ_CST);
 	return NULL;
 }
 
@@ -75,6 +83,8 @@ int main(void)
 	pin_one_cpu();
 	h = pcpu_hcounter_create(64);
 	CHECK(h);
+	m = pcpu_hcounter_range(h) > 126 ? 3 * (pcpu_hcounter_range(h) - 126) : 0;
+	limit = 1528 + m;
 	if (!pcpu_hcounter_is_percpu(h) || PCPU__HC_MODE(h->pcpu__h.state) != PCPU__HC_PERCPU) {
 		printf("test_hcounter_stale: the counter is atomic here (no rseq or membarrier): "
 		       "nothing to race\n");
@@ -82,26 +92,32 @@ int main(void)
 	}
 	pcpu__test_hcounter_checked = park;
 	CHECK(pthread_create(&t, NULL, t_main, NULL) == 0);
-	while (!__atomic_load_n(&parked, __ATOMIC_SEQ_CST))
+	while (!__atomic_load_n(&parked, __ATOMIC_SEQ_CST)) {
+		if (__atomic_load_n(&t_admitted, __ATOMIC_SEQ_CST) >= 0) {
+			fprintf(stderr, "FAIL: T's add of 500 (limit %" PRId64 ", range %" PRId64
+				") did not park: not a carrying add\n", limit, pcpu_hcounter_range(h));
+			return 1;
+		}
 		sched_yield();
+	}
 	/* T holds its checked, reserved add; the counter goes precise. */
 	while (pcpu_hcounter_limited_add(h, 8, limit))
 		took += 8;
 	CHECK(pcpu_hcounter_sum(h) == took && took <= limit);
-	pcpu_hcounter_add(h, -(took - 1100));
+	pcpu_hcounter_add(h, -(took - (1100 + m)));
 	CHECK(pcpu_hcounter_limited_add(h, 8, limit)); /* may leave the precise mode */
 	__atomic_store_n(&go, 1, __ATOMIC_SEQ_CST);
 	CHECK(pthread_join(t, NULL) == 0);
 	pcpu__test_hcounter_checked = NULL;
 	sum = pcpu_hcounter_sum(h);
-	printf("main took %" PRId64 " (then held 1108), T's 500 %s: sum %" PRId64 " of a limit of %" PRId64 "\n",
-	       took, t_admitted ? "admitted" : "refused", sum, limit);
+	printf("main took %" PRId64 " (then held %" PRId64 "), T's 500 %s: sum %" PRId64 " of a limit of %" PRId64 "\n",
+	       took, 1108 + m, t_admitted ? "admitted" : "refused", sum, limit);
 	if (sum > limit) {
 		fprintf(stderr, "FAIL: a limited add checked before the precise mode committed after it: "
 			"%" PRId64 " > %" PRId64 "\n", sum, limit);
 		return 1;
 	}
-	CHECK(sum == 1108 + (t_admitted ? 500 : 0));
+	CHECK(sum == 1108 + m + (t_admitted ? 500 : 0));
 	pcpu_hcounter_destroy(h);
 	printf("test_hcounter_stale: ok\n");
 	return 0;

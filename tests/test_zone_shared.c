@@ -47,12 +47,12 @@ int main(void)
 	CHECK(fd >= 0 && busy && z);
 	CHECK(pcpu_counter_alloc_in(busy, 1) != NULL);
 	errno = 0;
-	CHECK(pcpu__file_backing_attach(busy, fd, 0, NULL, NULL, NULL, 0) == -1 && errno == EBUSY);
+	CHECK(pcpu__file_backing_attach(busy, fd, 0, NULL, NULL, NULL, 0, NULL) == -1 && errno == EBUSY);
 
-	CHECK(pcpu__file_backing_attach(z, fd, 4096, on_chunk, NULL, &seen, 0) == 0);
+	CHECK(pcpu__file_backing_attach(z, fd, 4096, on_chunk, NULL, &seen, 0, NULL) == 0);
 	CHECK(seen.chunks == 1 && seen.off[0] == 4096);
 	errno = 0;
-	CHECK(pcpu__file_backing_attach(z, fd, 4096, NULL, NULL, NULL, 0) == -1 && errno == EBUSY);
+	CHECK(pcpu__file_backing_attach(z, fd, 4096, NULL, NULL, NULL, 0, NULL) == -1 && errno == EBUSY);
 
 	pcpu_counter_t c = pcpu_counter_alloc_in(z, 4);
 	CHECK(c != NULL);
@@ -132,14 +132,14 @@ int main(void)
 	int ro = open(ro_path, O_RDONLY | O_CLOEXEC);
 	CHECK(ro >= 0);
 	errno = 0;
-	CHECK(pcpu__file_backing_attach(again, ro, 0, NULL, NULL, NULL, 0) == -1 && errno != 0);
+	CHECK(pcpu__file_backing_attach(again, ro, 0, NULL, NULL, NULL, 0, NULL) == -1 && errno != 0);
 	CHECK(ehdr->magic == PCPU__CHUNK_MAGIC);
 	e = pcpu_counter_alloc_in(again, 1);
 	CHECK(e != NULL);
 	pcpu_counter_add(e, 7);
 	CHECK_EQ_U64(pcpu_counter_fetch(e), 7);
 	CHECK(pcpu_counter_free(e) == 0);
-	CHECK(pcpu__file_backing_attach(again, fd2, 0, NULL, NULL, NULL, 0) == 0);
+	CHECK(pcpu__file_backing_attach(again, fd2, 0, NULL, NULL, NULL, 0, NULL) == 0);
 	view = mmap(NULL, span, PROT_READ, MAP_SHARED, fd2, 0);
 	CHECK(view != MAP_FAILED);
 	CHECK(((const struct pcpu__chunk_hdr *)view)->magic == PCPU__CHUNK_MAGIC);

@@ -165,7 +165,7 @@ static void test_advice(void)
 
 	CHECK(c != NULL && z != NULL && fd >= 0);
 	check_no_huge_advice(chunk_of(c), chunk_of(c) + chunk_span(), "default zone");
-	CHECK(pcpu__file_backing_attach(z, fd, 0, NULL, NULL, NULL, 1) == 0);
+	CHECK(pcpu__file_backing_attach(z, fd, 0, NULL, NULL, NULL, 1, NULL) == 0);
 	s = pcpu_counter_alloc_in(z, 1);
 	CHECK(s != NULL);
 	pcpu_counter_add(s, 1);
@@ -282,8 +282,8 @@ static int measure(void)
 	for (int i = 0; i < NCOUNTERS; i++)
 		CHECK((sets[0][i] = pcpu_counter_alloc()) != NULL);
 	CHECK(zshared && zreserved && fd_shared >= 0 && fd_reserved >= 0);
-	CHECK(pcpu__file_backing_attach(zshared, fd_shared, 0, NULL, NULL, NULL, 0) == 0);
-	CHECK(pcpu__file_backing_attach(zreserved, fd_reserved, 0, NULL, NULL, NULL, 1) == 0);
+	CHECK(pcpu__file_backing_attach(zshared, fd_shared, 0, NULL, NULL, NULL, 0, NULL) == 0);
+	CHECK(pcpu__file_backing_attach(zreserved, fd_reserved, 0, NULL, NULL, NULL, 1, NULL) == 0);
 	for (int i = 0; i < NCOUNTERS; i++) {
 		CHECK((sets[1][i] = pcpu_counter_alloc_in(zshared, 1)) != NULL);
 		CHECK((sets[2][i] = pcpu_counter_alloc_in(zreserved, 1)) != NULL);

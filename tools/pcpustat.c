@@ -40,6 +40,8 @@ static const char usage_text[] =
 	"  pcpustat serve [OPTIONS] [SEGMENT...]   serve /metrics to Prometheus (see serve --help)\n"
 	"  pcpustat push (--remote-write URL | --otlp URL) [OPTIONS] [SEGMENT...]\n"
 	"                                          push them on an interval (see push --help)\n"
+	"  pcpustat flows SEGMENT [TABLE]          its flows tables, a table's top flows\n"
+	"                                          (see flows --help)\n"
 	"  pcpustat --prune                        remove segments whose process is gone\n"
 	"\n"
 	"pcpu applications publish their statistics with pcpu_segment_publish() as a\n"
@@ -843,6 +845,10 @@ int main(int argc, char **argv)
 		o.r.flags |= PCPU_READER_ANY_OWNER;
 	if (argc > 1 && strcmp(argv[1], "serve") == 0) {
 		rc = serve_main(argc - 1, argv + 1, &o.r);
+		goto out;
+	}
+	if (argc > 1 && strcmp(argv[1], "flows") == 0) {
+		rc = flows_main(argc - 1, argv + 1, &o.r);
 		goto out;
 	}
 	if (argc > 1 && strcmp(argv[1], "push") == 0) {

@@ -160,6 +160,10 @@ int serve_main(int argc, char **argv, const struct pcpu_reader_options *ropt);
  * 0, or -1. */
 int parse_bytes(const char *s, size_t *out);
 
+/* ---- flows.c: `pcpustat flows` (flows tables, format 2.9) ---- */
+
+int flows_main(int argc, char **argv, const struct pcpu_reader_options *ropt);
+
 /* ---- push.c (push.h) ---- */
 
 int push_main(int argc, char **argv, const struct pcpu_reader_options *ropt);

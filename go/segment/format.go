@@ -65,6 +65,15 @@ const (
 	kindSeries      = 2
 	kindGroup       = 3
 	kindGroupSeries = 4
+	kindFlows       = 5 // 2.9: a flows table (flows.go)
+)
+
+// 2.9 flows tables (format.h): their words lie from this file offset up,
+// outside every chunk; at most this many counters per flow, and keys.
+const (
+	tablesBase       = 1 << 43
+	flowsMaxCounters = 64
+	flowsMaxKeys     = 0xfffffffe
 )
 
 // Entry flags.

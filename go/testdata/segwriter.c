@@ -31,6 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <pcpu/flows.h>
 #include <pcpu/segment.h>
 #include <pcpu/stats.h>
 
@@ -374,7 +375,20 @@ int main(int argc, char **argv)
 		die("publish");
 	if (strcmp(argv[1], "many") == 0)
 		many(reg, argc > 3 ? (unsigned)atoi(argv[3]) : 100000);
-	else
+	else if (strcmp(argv[1], "flows") == 0) {
+		/* 2.9: a flows table beside a counter (its FLOWS entry is a
+		 * kind the Go reader does not read: skipped). */
+		static const char *const names[] = { "packets", "bytes" };
+		pcpu_flows_t *f = pcpu_segment_flows_create(seg, "flow_traffic", "Per-flow traffic.",
+							    1000, 2, names, NULL);
+		pcpu_counter_t c = pcpu_registry_counter(reg, "requests", "Requests.");
+
+		if (!f || !c)
+			die("flows");
+		pcpu_counter_add(c, 5);
+		pcpu_flows_add(f, 7, 0, 3);
+		pcpu_registry_collect(reg);
+	} else
 		kinds(reg);
 	printf("ready %s\n", pcpu_segment_path(seg));
 	fflush(stdout);

@@ -16,15 +16,16 @@
  *                            descriptor tables, the test hooks, and the C
  *                            around each port's assembly (the functions)
  *   pcpu/arch/generic.h      the fallback of every operation a target lacks
- *   pcpu/arch/objcache.h     the object cache's sections, included by
- *                            <pcpu/objcache.h> with its slot layout; the
- *                            target's assembly is pcpu/arch/<arch>/objcache.h
+ *   pcpu/arch/<arch>/stack.h the per-CPU stack's sections (pop, push,
+ *                            push k, pop k), which the object cache and
+ *                            pcpu/percpu_ops.h use; common.h includes the
+ *                            one each arch header names (PCPU__ARCH_STACK_H)
  *
  * The subject headers (counter, histogram, group, ref, objcache) call the
  * operations unconditionally: on a target without sections, in a
  * ThreadSanitizer build and with PCPU_NO_RSEQ, the generic fallbacks make
  * every update take its exact atomic slow path. A port to a new target is
- * its arch header, its objcache section file and one line below; the tests
+ * its arch header, its stack section file and one line below; the tests
  * that read machine code (tests/check_rseq_sections.py, bench/loop_insns.py)
  * and the emulated machines (scripts/vm) read what they need of it from
  * the arch header (tests/arch_headers.py), and its kernel is a line of

@@ -89,9 +89,10 @@ struct pcpu_flows_attr {
 				 PCPU_FLOWS_MAX_BUFFER; 0: PCPU_FLOWS_DEFAULT_BUFFER.
 				 Larger buffers drain less often and coalesce more
 				 adds of a busy flow; reads scan every slot's. */
-	uint32_t flags;     /**< 0: none is defined yet (room for publishing the
-				 shared words in a segment) */
-	void *reserved[4];  /**< NULL (room for the publishing options) */
+	uint32_t flags;     /**< 0: none is defined yet */
+	void *reserved[4];  /**< NULL (room for later options). A table whose
+				 words other processes read is made with
+				 pcpu_segment_flows_create() (pcpu/segment.h). */
 };
 
 /* The object (private to pcpu): what the inline add reads, on one cache
@@ -176,7 +177,10 @@ PCPU_API int pcpu_flows_add(pcpu_flows_t *f, size_t flow, unsigned counter, uint
  * words there), resident for the present CPUs' slots' first page and for
  * slots that add.
  * Thread-safe; not async-signal-safe. Cost: an mmap, a zone allocation, a
- * store into every present CPU's slot.
+ * store into every present CPU's slot; the process's first flows object
+ * (or ref, or lock) registers it with membarrier, which may wait for a
+ * scheduler grace period (milliseconds), so that flushes and bulk reads
+ * do not.
  */
 PCPU_API pcpu_flows_t *pcpu_flows_create(size_t nflows, unsigned ncounters,
 					 const struct pcpu_flows_attr *attr);

@@ -15,7 +15,11 @@
  * reads the value S and atomically adds v - S to slot 0's mirror word
  * (DPDK's "reset by offset"; pcpu/zone.h explains mirror words), so no add
  * is ever lost to a set. Concurrent sets of one gauge are serialised by a
- * lock striped over gauges, so two sets cannot both apply their offset.
+ * lock striped over gauges, so two sets cannot both apply their offset; a
+ * shared tree's gauge (PCPU_SEGMENT_SHARED_TREE, set by several processes,
+ * any of which may be stopped or killed mid-set) moves the offset by
+ * compare-and-swap instead, retried when another set moved it between
+ * the read and the swap (src/core/counter.c, tree_set()).
  *
  * What a read guarantees: as pcpu_counter_fetch(), not a point-in-time
  * snapshot. Once adders and setters stop it is exact: the last set's value
@@ -82,8 +86,12 @@ static inline void PCPU__INLINE_OP(pcpu_gauge_dec)(pcpu_gauge_t g)
  * the set. Writes only slot 0's mirror word, atomically, never a word an
  * rseq adder writes.
  * Returns 0, or -1 with errno EINVAL for a NULL gauge.
- * Thread-safe; not async-signal-safe (takes a mutex striped over gauges).
- * Cost: a fetch and an uncontended mutex.
+ * Thread-safe, also across the processes of a shared tree; not
+ * async-signal-safe (takes a mutex striped over gauges; a shared tree's
+ * gauge: lock-free, a compare-and-swap retried while other sets or
+ * fallback adds on slot 0 move the word).
+ * Cost: a fetch and an uncontended mutex (a shared tree's: a fetch and a
+ * compare-and-swap).
  */
 PCPU_API int pcpu_gauge_set(pcpu_gauge_t g, int64_t v);
 

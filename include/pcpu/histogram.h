@@ -501,6 +501,40 @@ PCPU_API int pcpu_histogram_read(const pcpu_histogram_t *h, uint64_t *counts, si
 				 uint64_t *count, int64_t *sum);
 
 /**
+ * Makes every bucket's count and sum, and the histogram's double sum (a
+ * family with fractions), read 0 from now on, by offset: each word as
+ * pcpu_counter_zero() (pcpu/counter.h) resets a counter, never a store into
+ * a word that rseq recorders write, so no record is lost -- a record that
+ * races the reset lands in a bucket before it (and is reset) or after it
+ * (and stays); a read during the reset may see some buckets reset and
+ * others not. In a shared tree, any process may reset (compare-and-swap
+ * offsets, as pcpu_counter_zero()). Use: a statistics reset of one series
+ * (PostgreSQL's pg_stat_statements_reset()), an entry reused.
+ * Returns 0, or -1 with errno EINVAL (NULL).
+ * Thread-safe; not async-signal-safe (as pcpu_counter_zero()). Cost: 2 x
+ * nbuckets pcpu_counter_zero() calls (each a fetch and an atomic add or
+ * compare-and-swap), plus a walk of the slots for the double sum.
+ */
+PCPU_API int pcpu_histogram_zero(const pcpu_histogram_t *h);
+
+/**
+ * Adds what pcpu_histogram_read() returned -- counts[b] for each of the
+ * nbuckets buckets and a sum -- into histogram `h`: state saved across a
+ * restart read back, or another histogram of the same layout merged into
+ * this one. Afterwards a read of `h` counts counts[b] more in bucket b and
+ * `sum` more in its sum (modulo 2^64, as records add). Bucket sums are
+ * not kept apart by reads, so `sum` is added to the first bucket's sum
+ * word; only the total is defined. The adds are counter adds, one per
+ * non-zero count plus one: a concurrent read may see some and not others.
+ * Returns 0, or -1 with errno EINVAL (NULL `h` or `counts`, `nbuckets` not
+ * pcpu_histogram_nbuckets(h)).
+ * Thread-safe; async-signal-safe; lock-free. Cost: a counter add per
+ * non-zero count, and one for the sum.
+ */
+PCPU_API int pcpu_histogram_merge(const pcpu_histogram_t *h, const uint64_t *counts, size_t nbuckets,
+				  int64_t sum);
+
+/**
  * Estimates quantile `q` (0 <= q <= 1) from counts read by
  * pcpu_histogram_read() (or the difference of two reads: the quantile of
  * what was recorded in between), in recorded units. The rule is

@@ -327,6 +327,65 @@ PCPU_API const int64_t *pcpu_reader_snapshot_slots(const struct pcpu_reader_snap
 PCPU_API void pcpu_reader_snapshot_free(struct pcpu_reader_snapshot *s);
 
 /**
+ * A flows table of a segment (format 2.9: pcpu_segment_flows_create() in
+ * the writer, pcpu/segment.h): nflows flows of ncounters counters, whose
+ * shared words readers read with pcpu_reader_flows_read(). The pcpu__
+ * fields are the reader's (which entry, which table): leave them alone.
+ */
+struct pcpu_reader_flows {
+	const char *name;                 /**< the table's name (a metric name) */
+	const char *help;                 /**< its help, NULL for none */
+	size_t nflows;                    /**< flows */
+	unsigned ncounters;               /**< counters per flow */
+	const char *const *counter_names; /**< ncounters label names */
+	uint64_t pcpu__entry, pcpu__seq, pcpu__id, pcpu__off;
+};
+
+/**
+ * The flows tables of the segment now: an array of *n tables in *out (free
+ * it with pcpu_reader_flows_free()), in directory order; *out NULL and *n
+ * 0 when there are none (a segment of a writer before 2.9 has none).
+ * Tables being created or destroyed during the read are left out, as are
+ * entries that fail validation (every field is untrusted: names, counts,
+ * the words' place against the file's size). The writer's liveness is not
+ * checked (pcpu_reader_state() tells it).
+ * Returns 0, or -1 with errno: EINVAL (NULL argument), EBADMSG (the header
+ * became invalid), ENOMEM, or a read's error.
+ * Thread-safe; not async-signal-safe. Cost: a pread of the header, of the
+ * used directory (in pieces of 1,024 entries, whatever its size: O(entries
+ * used)) and of each table's entry and names.
+ */
+PCPU_API int pcpu_reader_flows_list(pcpu_reader_t *r, struct pcpu_reader_flows **out, size_t *n);
+
+/** Frees what pcpu_reader_flows_list() gave (n: its *n). NULL is a no-op.
+ * Thread-safe (for distinct arrays); not async-signal-safe. Cost: a free
+ * per table. */
+PCPU_API void pcpu_reader_flows_free(struct pcpu_reader_flows *tables, size_t n);
+
+/**
+ * Reads the counters of flows first .. first + n - 1 of table `t` (one of
+ * pcpu_reader_flows_list()'s) into out[(flow - first) x ncounters +
+ * counter]: the table's shared words, as the writer's last flush left them
+ * and whatever reached them since. The writer flushes at every collection
+ * of its registry, so each value holds every add that returned before the
+ * writer's last collection began (exact then), and possibly later ones;
+ * values are not one snapshot (each word is read once).
+ * The table's entry is read before and after the words: a table destroyed
+ * or replaced since it was listed, or during the read, fails with ESTALE
+ * (list again) -- never values of another table.
+ * On a 32-bit target the words are copied three times and settled as a
+ * snapshot's values are (never a word torn between its halves).
+ * Returns 0, or -1 with errno: EINVAL (NULL argument, n 0, first + n above
+ * nflows), ESTALE, EBADMSG (truncated file), EAGAIN (32-bit targets: a
+ * word kept changing between its halves), ENOMEM, or a read's error.
+ * Thread-safe; not async-signal-safe. Cost: two preads of the entry and one
+ * of n x ncounters x 8 bytes (a 10^6 x 2 table: 16 MB; three on 32-bit
+ * targets).
+ */
+PCPU_API int pcpu_reader_flows_read(pcpu_reader_t *r, const struct pcpu_reader_flows *t,
+				    size_t first, size_t n, uint64_t *out);
+
+/**
  * Removes the segments of the caller's user (or any user's, with
  * PCPU_READER_ANY_OWNER, for root) whose writer is gone or closed them --
  * on positive evidence only: a segment whose state is PCPU_SEGMENT_UNKNOWN

@@ -307,6 +307,78 @@ PCPU_API uint64_t pcpu_segment_nospace(const pcpu_segment_t *seg);
  */
 PCPU_API const char *pcpu_segment_error(void);
 
+struct pcpu_flows;
+struct pcpu_flows_attr;
+
+/** Most counters per flow of a published flows table. */
+#define PCPU_SEGMENT_FLOWS_MAX_COUNTERS 64
+
+/**
+ * Creates a flows table (pcpu/flows.h: `nflows` flows of `ncounters`
+ * counters each, all 0) whose shared words live in segment `seg`'s file,
+ * so that other processes read them (pcpu_reader_flows_read() in
+ * pcpu/reader.h, `pcpustat flows`). Use it with every pcpu_flows_*
+ * function, as one from pcpu_flows_create(): the add is the same buffered
+ * rseq add, nothing more. pcpu_flows_destroy() removes it from the
+ * segment.
+ *
+ * `name`: the table's name (a metric name, pcpu_stats_check_metric_name());
+ * `help`: a description (NULL: none); `counter_names`: `ncounters` distinct
+ * label names (pcpu_stats_check_label_name()), e.g. {"packets", "bytes"};
+ * `attr`: as for pcpu_flows_create() (NULL: defaults). Names are copied.
+ *
+ * What readers see: the shared words. The writer flushes every table of the
+ * segment (pcpu_flows_flush()) at every collection of its registry --
+ * pcpu_registry_collect(), pcpu_registry_snapshot(), pcpu_registry_write(),
+ * so every in-process scrape too -- so a reader sees every add that
+ * returned before the writer's last collection began, exactly, and some
+ * later ones (a slot's buffer drains into the words when it fills, after
+ * at most `buffer` adds there). The delay seen from outside is bounded by
+ * the interval between collections: a writer that nobody scrapes
+ * in-process calls pcpu_registry_collect() on a timer (as for consistent
+ * groups, pcpu/group.h), or pcpu_flows_flush() itself. Each word is exact
+ * for its key; a table is not one snapshot (as pcpu_flows_read_array()).
+ *
+ * Memory: nflows x ncounters x 8 bytes of the segment's file, every page
+ * allocated now (rounded up to a page), so that no add can fault on a
+ * full file system (SIGBUS): 16 MB for 10^6 flows x 2 counters, whatever
+ * the number of slots (bench/flows.md), plus the buffers as for
+ * pcpu_flows_create(). The words lie past the registry's per-CPU chunks
+ * (file offset 8 TiB and up: the file is sparse; its apparent size grows).
+ *
+ * Returns the table, or NULL with errno (pcpu_segment_error() says more):
+ *  - EINVAL: NULL arguments, an invalid name, help or counter name, a
+ *    counter name given twice, ncounters 0 or above
+ *    PCPU_SEGMENT_FLOWS_MAX_COUNTERS, nflows 0, invalid attributes; a
+ *    shared registry's segment (PCPU_SEGMENT_SHARED_TREE, joined ones
+ *    included: a table's buffers are one process's), or a fork() child's
+ *    copy of its parent's segment;
+ *  - E2BIG: more keys than PCPU_FLOWS_MAX_KEYS, or names longer than
+ *    128 KiB;
+ *  - ENOSPC: the file system has no room for the words (counted in
+ *    pcpu_segment_nospace()), or the directory has no free entry or
+ *    string space;
+ *  - EFBIG: the file would pass RLIMIT_FSIZE;
+ *  - ENOMEM, or what mmap() said.
+ * A table may outlive its registry: after pcpu_registry_destroy() (or
+ * pcpu_segment_unpublish()) it keeps counting, unseen, until
+ * pcpu_flows_destroy(); destroying it must not run concurrently with
+ * pcpu_registry_destroy(). A fork() child gets a private copy of the words
+ * (its adds stay its own); its segment is detached, as for series.
+ * Thread-safe (takes the registry's lock); not async-signal-safe.
+ * Cost: an mmap and the allocation of the words' pages in the file (a
+ * page fault per 4 KiB: 17-19 ms for 10^6 flows x 2, bench/flows.md), a
+ * directory entry; at each collection afterwards, a
+ * pcpu_flows_flush() of the table (a membarrier system call, a drain of
+ * the slots' buffers: 18-36 us with 2 writing slots) under the registry's
+ * lock.
+ */
+PCPU_API struct pcpu_flows *pcpu_segment_flows_create(pcpu_segment_t *seg, const char *name,
+						      const char *help, size_t nflows,
+						      unsigned ncounters,
+						      const char *const *counter_names,
+						      const struct pcpu_flows_attr *attr);
+
 PCPU_END_DECLS
 
 #endif /* PCPU_SEGMENT_H */

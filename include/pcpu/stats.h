@@ -233,6 +233,41 @@ PCPU_API void *pcpu_family_lookup(pcpu_family_t *fam, const char *const *label_v
 PCPU_API int pcpu_family_remove(pcpu_family_t *fam, const char *const *label_values);
 
 /**
+ * Relabels a series of a shared registry (PCPU_SEGMENT_SHARED_TREE,
+ * pcpu/segment.h), which never removes one: the series of `fam` with
+ * label values old_values becomes the series with label values
+ * new_values, every value from zero, over the same storage and directory
+ * entry -- so a pre-fork server can let a new key reuse an expired key's
+ * series instead of growing until its directory is full. Every process of
+ * the tree sees it at its next registration or lookup in the registry:
+ * the series it holds under old_values is dropped (a later lookup of
+ * old_values makes a new series, from zero) and new_values finds the
+ * relabelled one. Readers show the new labels, never the old values under
+ * them.
+ *
+ * Precondition (as for free()): no thread of any process of the tree
+ * updates the old series during the call or uses a handle to it after;
+ * the caller's own protocol ensures it (say, each worker acknowledges an
+ * epoch after which it no longer uses the old key).
+ *
+ * Returns 0, or -1 with errno: EINVAL (fam NULL, label values NULL,
+ * invalid or of the wrong count: as pcpu_family_counter()), ENOENT (the
+ * tree has no series old_values), EEXIST (a series new_values exists, in
+ * this family or in another label set of its name), ENOSPC or E2BIG (the
+ * directory's string table cannot take the new values: each relabelling
+ * appends them there, the old ones are never reused), ENOTSUP (a private
+ * registry or one published by one process only -- there, remove the
+ * series and make the new one --, a consistent group family, an info
+ * family, a field of a registered struct), ENOMEM. Thread-safe; not
+ * async-signal-safe (the registry's mutex, the tree's lock). Cost: two
+ * hash lookups and an entry rewrite; then, in every process of the tree,
+ * once, a walk of its series and a rebuild of its index of the directory
+ * (O(entries)).
+ */
+PCPU_API int pcpu_family_relabel(pcpu_family_t *fam, const char *const *old_values,
+				 const char *const *new_values);
+
+/**
  * Convenience: the unlabelled counter `name` (family created as needed with
  * `help`). Same errors as pcpu_registry_family() and pcpu_family_counter().
  * Thread-safe; not async-signal-safe. Cost: two mutex sections; keep the

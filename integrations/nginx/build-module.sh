@@ -1,5 +1,6 @@
 #!/bin/sh
-# Builds ngx_http_pcpu_module.so against an installed nginx's module build
+# Builds ngx_http_pcpu_module.so (and ngx_stream_pcpu_module.so, beside it,
+# where that nginx has stream) against an installed nginx's module build
 # system (Debian's nginx-dev: /usr/share/nginx/src, with conf_flags, the
 # packaged binary's configure flags), as nginx builds dynamic modules:
 #   configure <the binary's flags> --add-dynamic-module=<this directory>
@@ -30,6 +31,11 @@ if [ ! -f "$stamp" ] || [ "$here/config" -nt "$stamp" ] || [ "$here/status.html"
     flags=$(sed -n 's/^NGX_CONF_FLAGS=( *\(.*\) *)$/\1/p' "$ngx/conf_flags")
   fi
   [ -n "$flags" ] || flags="--with-compat"
+  # The stream module's headers: Debian's flags leave stream out (its
+  # stream modules are packages of their own, built with
+  # --with-stream=dynamic); with --with-compat the module loads into the
+  # packaged binary as theirs do.
+  case " $flags " in *" --with-stream"*) ;; *) flags="$flags --with-stream=dynamic" ;; esac
   export PCPU_NGINX_INCS="$incs" PCPU_NGINX_LIBS="$libs"
   # $flags is the packaged binary's (no spaces within a flag); ours are
   # quoted for eval's second reading.
@@ -43,5 +49,15 @@ fi
 # <pcpu/expose.h> (another struct size) would be linked into a module that
 # reads the new library's structs wrongly (it crashed a binary upgrade).
 rm -f "$ngx"/objs/addon/*/*.o
-make -s -C "$ngx" -f objs/Makefile modules > "$work/make.log" 2>&1 || { cat "$work/make.log"; exit 1; }
+# Our modules only, not `make modules`: with --with-stream=dynamic that
+# would build nginx's own ngx_stream_module.so too, whose sources nginx-dev
+# does not ship (its headers only).
+targets=objs/ngx_http_pcpu_module.so
+grep -q '^objs/ngx_stream_pcpu_module.so:' "$ngx/objs/Makefile" && targets="$targets objs/ngx_stream_pcpu_module.so"
+make -s -C "$ngx" -f objs/Makefile $targets > "$work/make.log" 2>&1 || { cat "$work/make.log"; exit 1; }
 cp "$ngx/objs/ngx_http_pcpu_module.so" "$out"
+# The stream module, beside it, where this nginx has stream (`config`).
+rm -f "$(dirname "$out")/ngx_stream_pcpu_module.so"
+if [ -f "$ngx/objs/ngx_stream_pcpu_module.so" ]; then
+  cp "$ngx/objs/ngx_stream_pcpu_module.so" "$(dirname "$out")/"
+fi

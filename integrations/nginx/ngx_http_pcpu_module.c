@@ -34,16 +34,35 @@ static ngx_int_t ngx_http_pcpu_init_module(ngx_cycle_t *cycle);
 static ngx_int_t ngx_http_pcpu_init_process(ngx_cycle_t *cycle);
 static void ngx_http_pcpu_exit_master(ngx_cycle_t *cycle);
 
+static ngx_conf_num_bounds_t ngx_http_pcpu_bound = {ngx_conf_check_num_bounds, 1, 1000000};
+static ngx_conf_num_bounds_t ngx_http_pcpu_series_bound = {ngx_conf_check_num_bounds, 100, 16777216};
+
 static ngx_command_t ngx_http_pcpu_commands[] = {
 	{ngx_string("pcpu_stats"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_FLAG,
 	 ngx_http_pcpu_stats, NGX_HTTP_LOC_CONF_OFFSET, 0, NULL},
 	{ngx_string("pcpu_stats_filter"),
-	 NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE23,
+	 NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_2MORE,
 	 ngx_http_pcpu_filter_directive, NGX_HTTP_LOC_CONF_OFFSET, 0, NULL},
-	{ngx_string("pcpu_stats_display"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS,
+	{ngx_string("pcpu_stats_display"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS | NGX_CONF_TAKE1,
 	 ngx_http_pcpu_display_directive, NGX_HTTP_LOC_CONF_OFFSET, 0, NULL},
 	{ngx_string("pcpu_stats_segment"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE12,
 	 ngx_http_pcpu_segment, NGX_HTTP_MAIN_CONF_OFFSET, 0, NULL},
+	{ngx_string("pcpu_stats_strict"), NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG, ngx_conf_set_flag_slot,
+	 NGX_HTTP_MAIN_CONF_OFFSET, offsetof(ngx_http_pcpu_main_conf_t, strict), NULL},
+	{ngx_string("pcpu_stats_max_upstreams"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_num_slot,
+	 NGX_HTTP_MAIN_CONF_OFFSET, offsetof(ngx_http_pcpu_main_conf_t, max_upstreams),
+	 &ngx_http_pcpu_bound},
+	{ngx_string("pcpu_stats_max_peers"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_num_slot,
+	 NGX_HTTP_MAIN_CONF_OFFSET, offsetof(ngx_http_pcpu_main_conf_t, max_peers),
+	 &ngx_http_pcpu_bound},
+	{ngx_string("pcpu_stats_max_series"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_num_slot,
+	 NGX_HTTP_MAIN_CONF_OFFSET, offsetof(ngx_http_pcpu_main_conf_t, max_series),
+	 &ngx_http_pcpu_series_bound},
+	{ngx_string("pcpu_stats_expire"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_sec_slot,
+	 NGX_HTTP_MAIN_CONF_OFFSET, offsetof(ngx_http_pcpu_main_conf_t, expire), NULL},
+	{ngx_string("pcpu_stats_upstream_timing"), NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG,
+	 ngx_conf_set_flag_slot, NGX_HTTP_MAIN_CONF_OFFSET,
+	 offsetof(ngx_http_pcpu_main_conf_t, upstream_timing), NULL},
 	ngx_null_command};
 
 static ngx_http_module_t ngx_http_pcpu_module_ctx = {
@@ -80,6 +99,13 @@ static void *ngx_http_pcpu_create_main_conf(ngx_conf_t *cf)
 	if (pmcf == NULL)
 		return NULL;
 	pmcf->group = NGX_CONF_UNSET;
+	pmcf->strict = NGX_CONF_UNSET;
+	pmcf->max_upstreams = NGX_CONF_UNSET;
+	pmcf->max_peers = NGX_CONF_UNSET;
+	pmcf->max_series = NGX_CONF_UNSET;
+	pmcf->upstream_timing = NGX_CONF_UNSET;
+	pmcf->expire = NGX_CONF_UNSET;
+	pmcf->limit_req_var = pmcf->limit_conn_var = NGX_ERROR;
 	if (ngx_array_init(&pmcf->defs, cf->pool, 4, sizeof(ngx_http_pcpu_filter_def_t *)) != NGX_OK)
 		return NULL;
 	return pmcf;
@@ -264,20 +290,23 @@ static void zone_count(ngx_http_request_t *r, ngx_http_pcpu_zone_t *z, ngx_uint_
 		pcpu_counter_add(z->req_bytes, (int64_t)received);
 	if (z->resp_bytes)
 		pcpu_counter_add(z->resp_bytes, (int64_t)sent);
-	if (z->duration)
+	if (z->duration && us >= 0)
 		pcpu_histogram_record(z->duration, us);
 }
 
 static ngx_int_t ngx_http_pcpu_log_handler(ngx_http_request_t *r)
 {
 	ngx_http_pcpu_loc_conf_t *plcf = ngx_http_get_module_loc_conf(r, ngx_http_pcpu_module);
-	ngx_uint_t status;
+	ngx_uint_t status, upgraded;
+	int64_t us;
 	ngx_time_t *tp;
 	ngx_msec_int_t ms;
 	off_t sent, received;
 
 	if (!plcf->enable || plcf->server == NULL || ngx_http_pcpu_tree.reg == NULL)
 		return NGX_OK;
+	/* Between events: no handle in flight (reuse.c). */
+	ngx_http_pcpu_reuse_ack();
 	status = request_status(r);
 	sent = r->connection->sent;
 	received = r->request_length;
@@ -287,13 +316,22 @@ static ngx_int_t ngx_http_pcpu_log_handler(ngx_http_request_t *r)
 	ms = (ngx_msec_int_t)((tp->sec - r->start_sec) * 1000 + (tp->msec - r->start_msec));
 	if (ms < 0)
 		ms = 0;
-	zone_count(r, plcf->server, status, received, sent, (int64_t)ms * 1000);
+	us = (int64_t)ms * 1000;
+	/* A connection upgraded through an upstream (WebSocket) is logged
+	 * when it ends: its time is its life, not a request's latency. It
+	 * counts as a request (the access log has its line) and on its own
+	 * (server.c), and its time stays out of the request-time
+	 * histograms (us < 0 below). */
+	upgraded = r->upstream && r->upstream->upgrade;
+	zone_count(r, plcf->server, status, received, sent, upgraded ? -1 : us);
+	ngx_http_pcpu_server_count(r, ngx_http_get_module_main_conf(r, ngx_http_pcpu_module),
+				   plcf->server, upgraded, us);
 	if (plcf->location)
-		zone_count(r, plcf->location, status, received, sent, (int64_t)ms * 1000);
+		zone_count(r, plcf->location, status, received, sent, upgraded ? -1 : us);
 	if (plcf->filters && plcf->filters->nelts)
-		ngx_http_pcpu_filters(r, plcf->filters, status, received, sent);
+		ngx_http_pcpu_filters(r, plcf->filters, status, received, sent, upgraded ? -1 : us);
 	if (r->upstream) {
-		ngx_http_pcpu_upstreams(r);
+		ngx_http_pcpu_upstreams(r, upgraded);
 #if (NGX_HTTP_CACHE)
 		if (r->upstream->cache_status) {
 			pcpu_counter_t c = ngx_http_pcpu_zone_cache(plcf->server, r->upstream->cache_status,
@@ -313,6 +351,11 @@ static ngx_int_t ngx_http_pcpu_postconfiguration(ngx_conf_t *cf)
 	ngx_http_core_main_conf_t *cmcf;
 	ngx_http_handler_pt *h;
 
+	ngx_conf_init_value(pmcf->max_upstreams, NGX_HTTP_PCPU_MAX_UPSTREAMS);
+	ngx_conf_init_value(pmcf->max_peers, NGX_HTTP_PCPU_MAX_PEERS);
+	ngx_conf_init_value(pmcf->max_series, NGX_HTTP_PCPU_MAX_SERIES);
+	ngx_conf_init_value(pmcf->upstream_timing, 1);
+	ngx_conf_init_value(pmcf->expire, 0);
 	if (!pmcf->used)
 		return NGX_OK;
 	cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
@@ -320,6 +363,9 @@ static ngx_int_t ngx_http_pcpu_postconfiguration(ngx_conf_t *cf)
 	if (h == NULL)
 		return NGX_ERROR;
 	*h = ngx_http_pcpu_log_handler;
+	ngx_http_pcpu_server_conf(cf, pmcf);
+	if (ngx_http_pcpu_connections_conf(cf, pmcf) != NGX_OK)
+		return NGX_ERROR;
 	return ngx_http_pcpu_filter_zone(cf, pmcf);
 }
 
@@ -348,31 +394,62 @@ static void cycle_gone(void *data)
 	ngx_http_pcpu_tree_leave(gone);
 }
 
+/* Statistics never take nginx down. nginx calls exit(1) when an
+ * init_module fails, at startup and -- the new cycle committed, the old
+ * workers left orphans -- at a reload too. So after startup nothing here
+ * fails: what cannot be had is logged, counted where it can be
+ * (nginx_pcpu_series_refused_total) and not counted. At startup (nginx's
+ * first cycle, or a binary upgrade's new master), a tree that cannot be
+ * made leaves nginx serving with statistics off and an alert, unless
+ * `pcpu_stats_strict on;` asks that nginx then not start (nor start with
+ * series refused). */
 static ngx_int_t ngx_http_pcpu_init_module(ngx_cycle_t *cycle)
 {
 	ngx_http_conf_ctx_t *ctx;
 	ngx_http_pcpu_main_conf_t *pmcf;
 	ngx_pool_cleanup_t *cln;
+	ngx_uint_t strict;
+	ngx_int_t rc;
 
 	/* The master (or a single process) sets up; not `nginx -t`, nor
 	 * `nginx -s reload`, which parse the configuration too. */
 	if (ngx_test_config ||
 	    (ngx_process != NGX_PROCESS_SINGLE && ngx_process != NGX_PROCESS_MASTER))
 		return NGX_OK;
+	/* Nothing sampled unless this cycle says so below: the last cycle's
+	 * shared zones are unmapped once this one is set up. */
+	ngx_http_pcpu_connections_init(cycle, NULL);
+	ngx_http_pcpu_peers_init(NULL);
 	ctx = (ngx_http_conf_ctx_t *)ngx_get_conf(cycle->conf_ctx, ngx_http_module);
 	if (ctx == NULL)
 		return NGX_OK; /* no http{} */
 	pmcf = ctx->main_conf[ngx_http_pcpu_module.ctx_index];
 	if (!pmcf->used)
 		return NGX_OK;
-	if (ngx_http_pcpu_tree_init(cycle, pmcf) != NGX_OK ||
-	    ngx_http_pcpu_filter_init(cycle, pmcf) != NGX_OK)
-		return NGX_ERROR;
+	strict = pmcf->strict == 1 && ngx_is_init_cycle(cycle->old_cycle);
+	ngx_http_pcpu_tree.expire = pmcf->expire; /* the workers forked next have it */
+	rc = ngx_http_pcpu_tree_init(cycle, pmcf, strict ? NGX_LOG_EMERG : NGX_LOG_ALERT);
+	if (rc == NGX_ERROR) {
+		if (strict)
+			return NGX_ERROR;
+		ngx_log_error(NGX_LOG_ALERT, cycle->log, 0,
+			      "pcpu: statistics off: nginx serves on, counting nothing; the display "
+			      "answers 503 (a reload tries again; pcpu_stats_strict on; makes a "
+			      "start fail instead)");
+	} else {
+		ngx_http_pcpu_connections_init(cycle, pmcf);
+		ngx_http_pcpu_peers_init(cycle);
+		if ((ngx_http_pcpu_filter_init(cycle, pmcf) != NGX_OK || rc != NGX_OK) && strict)
+			return NGX_ERROR;
+	}
 	cln = ngx_pool_cleanup_add(cycle->pool, 0);
-	if (cln == NULL)
-		return NGX_ERROR;
-	cln->handler = cycle_gone;
-	cln->data = cycle;
+	if (cln == NULL) {
+		/* The tree is then left at exit only (exit_master). */
+		ngx_log_error(NGX_LOG_ALERT, cycle->log, 0, "pcpu: no memory for the cycle's cleanup");
+	} else {
+		cln->handler = cycle_gone;
+		cln->data = cycle;
+	}
 	ngx_http_pcpu_tree.prev = ngx_http_pcpu_tree.cycle;
 	ngx_http_pcpu_tree.cycle = cycle;
 	return NGX_OK;
@@ -381,8 +458,11 @@ static ngx_int_t ngx_http_pcpu_init_module(ngx_cycle_t *cycle)
 static ngx_int_t ngx_http_pcpu_init_process(ngx_cycle_t *cycle)
 {
 	/* The worker's first add costs what every add costs. */
-	if (ngx_http_pcpu_tree.reg)
+	if (ngx_http_pcpu_tree.reg) {
 		(void)pcpu_thread_init();
+		ngx_http_pcpu_reuse_process(cycle);
+		ngx_http_pcpu_connections_process(cycle);
+	}
 	return NGX_OK;
 }
 

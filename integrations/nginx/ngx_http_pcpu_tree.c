@@ -36,13 +36,20 @@ ngx_http_pcpu_tree_t ngx_http_pcpu_tree = {.read_fd = NGX_INVALID_FILE};
 
 const char *const ngx_http_pcpu_class_names[NGX_HTTP_PCPU_CLASSES] = {"1xx", "2xx", "3xx",
 								       "4xx", "5xx", "other"};
+const char *const ngx_http_pcpu_reason_names[NGX_HTTP_PCPU_REASONS] = {
+	"segment_full", "max_keys", "zone_full", "upstreams", "peers"};
+
+/* The level of what tree_init() logs about a tree it cannot make: EMERG
+ * where that stops nginx (pcpu_stats_strict at startup), else ALERT. */
+static ngx_uint_t level = NGX_LOG_ALERT;
 
 /* Request and response times: nginx's milliseconds recorded as
  * microseconds (so that 0 ms alone is in the zero bucket), exposed in
  * seconds; exponential buckets (Prometheus native histograms, 4 per power
  * of two, at most 19 % wide) and classic `le` buckets, one per power of
  * two from the zero bucket's bound up to 2^25 us (33.6 s, the last at or
- * below 60 s: slower requests count in +Inf only), 25 lines a series. */
+ * below 60 s: slower requests count in +Inf only), 25 lines a series.
+ * The stream module's session times too. */
 static const struct pcpu_histogram_layout duration_layout = {
 	.scheme = PCPU_HISTOGRAM_EXPONENTIAL,
 	.schema = 2,
@@ -55,8 +62,9 @@ ngx_uint_t ngx_http_pcpu_class(ngx_uint_t status)
 	return status >= 100 && status < 600 ? status / 100 - 1 : NGX_HTTP_PCPU_CLASSES - 1;
 }
 
-static pcpu_family_t *family(ngx_log_t *log, const char *name, const char *help, const char *unit,
-			     enum pcpu_metric_type type, unsigned n, const char *const *labels)
+pcpu_family_t *ngx_http_pcpu_family(ngx_log_t *log, const char *name, const char *help,
+				    const char *unit, enum pcpu_metric_type type, unsigned n,
+				    const char *const *labels)
 {
 	struct pcpu_family_desc d = {
 		.name = name, .help = help, .unit = unit, .type = type, .nlabels = n,
@@ -69,7 +77,7 @@ static pcpu_family_t *family(ngx_log_t *log, const char *name, const char *help,
 	}
 	f = pcpu_registry_family(ngx_http_pcpu_tree.reg, &d);
 	if (f == NULL) {
-		ngx_log_error(NGX_LOG_EMERG, log, 0, "pcpu: family %s: %s", name, pcpu_stats_error());
+		ngx_log_error(level, log, 0, "pcpu: family %s: %s", name, pcpu_stats_error());
 	}
 	return f;
 }
@@ -82,68 +90,197 @@ static ngx_int_t families(ngx_log_t *log)
 				 *const location_class[] = {"server", "location", "class"},
 				 *const key[] = {"filter", "key"},
 				 *const key_class[] = {"filter", "key", "class"},
-				 *const peer[] = {"upstream", "peer", "code"};
+				 *const peer[] = {"upstream", "peer", "code"},
+				 *const reason[] = {"reason"}, *const source[] = {"source"},
+				 *const version[] = {"server", "version"},
+				 *const status[] = {"server", "status"}, *const state[] = {"state"},
+				 *const zpeer[] = {"upstream", "peer"};
 	ngx_http_pcpu_tree_t *t = &ngx_http_pcpu_tree;
 
-	t->server.requests = family(log, "nginx_http_requests",
+	t->server.requests = ngx_http_pcpu_family(log, "nginx_http_requests",
 				    "Requests, by server zone and status code ($status)", NULL,
 				    PCPU_METRIC_COUNTER, 2, server);
-	t->server.responses = family(log, "nginx_http_responses",
+	t->server.responses = ngx_http_pcpu_family(log, "nginx_http_responses",
 				     "Responses, by server zone and status class", NULL,
 				     PCPU_METRIC_COUNTER, 2, server_class);
-	t->server.req_bytes = family(log, "nginx_http_request_bytes",
+	t->server.req_bytes = ngx_http_pcpu_family(log, "nginx_http_request_bytes",
 				     "Bytes received in requests ($request_length), by server zone",
 				     "bytes", PCPU_METRIC_COUNTER, 1, server);
-	t->server.resp_bytes = family(log, "nginx_http_response_bytes",
+	t->server.resp_bytes = ngx_http_pcpu_family(log, "nginx_http_response_bytes",
 				      "Bytes sent to clients ($bytes_sent), by server zone", "bytes",
 				      PCPU_METRIC_COUNTER, 1, server);
-	t->server.duration = family(log, "nginx_http_request_duration_seconds",
+	t->server.duration = ngx_http_pcpu_family(log, "nginx_http_request_duration_seconds",
 				    "Request processing time ($request_time), by server zone",
 				    "seconds", PCPU_METRIC_HISTOGRAM, 1, server);
-	t->server.cache = family(log, "nginx_http_cache_requests",
+	t->server.cache = ngx_http_pcpu_family(log, "nginx_http_cache_requests",
 				 "Requests answered through a cache, by server zone and cache status "
 				 "($upstream_cache_status)",
 				 NULL, PCPU_METRIC_COUNTER, 2, server_cache);
-	t->location.requests = family(log, "nginx_http_location_requests",
+	t->location.requests = ngx_http_pcpu_family(log, "nginx_http_location_requests",
 				      "Requests, by location zone and status code", NULL,
 				      PCPU_METRIC_COUNTER, 3, location);
-	t->location.responses = family(log, "nginx_http_location_responses",
+	t->location.responses = ngx_http_pcpu_family(log, "nginx_http_location_responses",
 				       "Responses, by location zone and status class", NULL,
 				       PCPU_METRIC_COUNTER, 3, location_class);
-	t->location.req_bytes = family(log, "nginx_http_location_request_bytes",
+	t->location.req_bytes = ngx_http_pcpu_family(log, "nginx_http_location_request_bytes",
 				       "Bytes received in requests, by location zone", "bytes",
 				       PCPU_METRIC_COUNTER, 2, location);
-	t->location.resp_bytes = family(log, "nginx_http_location_response_bytes",
+	t->location.resp_bytes = ngx_http_pcpu_family(log, "nginx_http_location_response_bytes",
 					"Bytes sent to clients, by location zone", "bytes",
 					PCPU_METRIC_COUNTER, 2, location);
-	t->location.duration = family(log, "nginx_http_location_request_duration_seconds",
+	t->location.duration = ngx_http_pcpu_family(log, "nginx_http_location_request_duration_seconds",
 				      "Request processing time, by location zone", "seconds",
 				      PCPU_METRIC_HISTOGRAM, 2, location);
-	t->f_requests = family(log, "nginx_http_filter_requests",
+	t->f_requests = ngx_http_pcpu_family(log, "nginx_http_filter_requests",
 			       "Requests, by filter (pcpu_stats_filter) and key", NULL,
 			       PCPU_METRIC_COUNTER, 2, key);
-	t->f_responses = family(log, "nginx_http_filter_responses",
+	t->f_responses = ngx_http_pcpu_family(log, "nginx_http_filter_responses",
 				"Responses, by filter, key and status class", NULL, PCPU_METRIC_COUNTER,
 				3, key_class);
-	t->f_req_bytes = family(log, "nginx_http_filter_request_bytes",
+	t->f_req_bytes = ngx_http_pcpu_family(log, "nginx_http_filter_request_bytes",
 				"Bytes received in requests, by filter and key", "bytes",
 				PCPU_METRIC_COUNTER, 2, key);
-	t->f_resp_bytes = family(log, "nginx_http_filter_response_bytes",
+	t->f_resp_bytes = ngx_http_pcpu_family(log, "nginx_http_filter_response_bytes",
 				 "Bytes sent to clients, by filter and key", "bytes",
 				 PCPU_METRIC_COUNTER, 2, key);
-	t->up_responses = family(log, "nginx_http_upstream_responses",
+	t->up_responses = ngx_http_pcpu_family(log, "nginx_http_upstream_responses",
 				 "Upstream responses, by upstream, peer and status ($upstream_status; "
 				 "\"000\": no response)",
 				 NULL, PCPU_METRIC_COUNTER, 3, peer);
-	t->up_duration = family(log, "nginx_http_upstream_response_duration_seconds",
+	t->up_duration = ngx_http_pcpu_family(log, "nginx_http_upstream_response_duration_seconds",
 				"Upstream response time ($upstream_response_time), by upstream and peer",
 				"seconds", PCPU_METRIC_HISTOGRAM, 2, peer);
+	t->up_connect = ngx_http_pcpu_family(log, "nginx_http_upstream_connect_duration_seconds",
+			       "Time to connect to the upstream peer ($upstream_connect_time), by "
+			       "upstream and peer",
+			       "seconds", PCPU_METRIC_HISTOGRAM, 2, peer);
+	t->up_header = ngx_http_pcpu_family(log, "nginx_http_upstream_header_duration_seconds",
+			      "Time to the upstream response's header ($upstream_header_time), by "
+			      "upstream and peer",
+			      "seconds", PCPU_METRIC_HISTOGRAM, 2, peer);
+	t->up_received = ngx_http_pcpu_family(log, "nginx_http_upstream_received_bytes",
+				"Bytes received from the upstream peer ($upstream_bytes_received)",
+				"bytes", PCPU_METRIC_COUNTER, 2, peer);
+	t->up_sent = ngx_http_pcpu_family(log, "nginx_http_upstream_sent_bytes",
+			    "Bytes sent to the upstream peer ($upstream_bytes_sent)", "bytes",
+			    PCPU_METRIC_COUNTER, 2, peer);
+	t->f_duration = ngx_http_pcpu_family(log, "nginx_http_filter_request_duration_seconds",
+			       "Request processing time, by filter and key (filters with the "
+			       "`histogram` parameter)",
+			       "seconds", PCPU_METRIC_HISTOGRAM, 2, key);
+	t->up_seen = ngx_http_pcpu_family(log, "nginx_http_upstream_last_seen_timestamp_seconds",
+			    "When an upstream peer last had an attempt, in seconds since the "
+			    "epoch (with pcpu_stats_expire: the display leaves out peers not seen "
+			    "for that long)",
+			    "seconds", PCPU_METRIC_GAUGE, 2, zpeer);
+	t->f_seen = ngx_http_pcpu_family(log, "nginx_http_filter_last_seen_timestamp_seconds",
+			   "When a filter's key last had a request, in seconds since the epoch "
+			   "(with pcpu_stats_expire: the display leaves out keys not seen for "
+			   "that long)",
+			   "seconds", PCPU_METRIC_GAUGE, 2, key);
+	t->versions = ngx_http_pcpu_family(log, "nginx_http_requests_by_version",
+			     "Requests, by server zone and HTTP version (0.9, 1.0, 1.1, 2.0, 3.0)",
+			     NULL, PCPU_METRIC_COUNTER, 2, version);
+	t->limit_req = ngx_http_pcpu_family(log, "nginx_http_limit_req_requests",
+			      "Requests limit_req decided on, by server zone and $limit_req_status",
+			      NULL, PCPU_METRIC_COUNTER, 2, status);
+	t->limit_conn = ngx_http_pcpu_family(log, "nginx_http_limit_conn_requests",
+			       "Requests limit_conn decided on, by server zone and $limit_conn_status",
+			       NULL, PCPU_METRIC_COUNTER, 2, status);
+	t->upgraded = ngx_http_pcpu_family(log, "nginx_http_upgraded",
+			     "Upgraded connections (101 Switching Protocols: WebSocket) ended, by "
+			     "server zone: counted in the requests, kept out of their time",
+			     NULL, PCPU_METRIC_COUNTER, 1, server);
+	t->upgraded_duration = ngx_http_pcpu_family(log, "nginx_http_upgraded_duration_seconds",
+				      "How long upgraded connections lasted, by server zone",
+				      "seconds", PCPU_METRIC_HISTOGRAM, 1, server);
+	t->ssl_handshakes = ngx_http_pcpu_family(log, "nginx_http_ssl_handshakes",
+				   "SSL/TLS connections that made a request, by server zone (counted "
+				   "at their first request)",
+				   NULL, PCPU_METRIC_COUNTER, 1, server);
+	t->ssl_reuses = ngx_http_pcpu_family(log, "nginx_http_ssl_session_reuses",
+			       "Of those, the handshakes that resumed a session", NULL,
+			       PCPU_METRIC_COUNTER, 1, server);
+	t->ssl_failed = ngx_http_pcpu_family(log, "nginx_http_ssl_handshakes_failed",
+			       "SSL/TLS handshakes begun and never done, by server zone (SNI's "
+			       "server, else the address's default): refused, aborted by the "
+			       "client, cut off or timed out",
+			       NULL, PCPU_METRIC_COUNTER, 1, server);
+	t->conn = ngx_http_pcpu_family(log, "nginx_connections",
+			 "Client connections by state, as stub_status gives them: active, "
+			 "reading, writing, waiting (sampled every second and at each scrape)",
+			 NULL, PCPU_METRIC_GAUGE, 1, state);
+	t->conn_accepted = ngx_http_pcpu_family(log, "nginx_connections_accepted",
+				  "Client connections accepted (stub_status's accepts)", NULL,
+				  PCPU_METRIC_COUNTER, 0, NULL);
+	t->conn_handled = ngx_http_pcpu_family(log, "nginx_connections_handled",
+				 "Client connections handled (stub_status's handled)", NULL,
+				 PCPU_METRIC_COUNTER, 0, NULL);
+	t->zp_weight = ngx_http_pcpu_family(log, "nginx_http_upstream_peer_weight",
+			      "The weight of a peer of an upstream with a zone", NULL,
+			      PCPU_METRIC_GAUGE, 2, zpeer);
+	t->zp_backup = ngx_http_pcpu_family(log, "nginx_http_upstream_peer_backup",
+			      "1 for a backup peer of an upstream with a zone", NULL,
+			      PCPU_METRIC_GAUGE, 2, zpeer);
+	t->zp_down = ngx_http_pcpu_family(log, "nginx_http_upstream_peer_down",
+			    "1 for a peer marked down, of an upstream with a zone", NULL,
+			    PCPU_METRIC_GAUGE, 2, zpeer);
+	t->zp_fails = ngx_http_pcpu_family(log, "nginx_http_upstream_peer_fails",
+			     "Failed attempts a peer of an upstream with a zone has now (max_fails)",
+			     NULL, PCPU_METRIC_GAUGE, 2, zpeer);
+	t->zp_unavailable = ngx_http_pcpu_family(log, "nginx_http_upstream_peer_unavailable",
+				   "1 while max_fails holds a peer out (for fail_timeout)", NULL,
+				   PCPU_METRIC_GAUGE, 2, zpeer);
+	t->zp_conns = ngx_http_pcpu_family(log, "nginx_http_upstream_peer_connections",
+			     "Connections to a peer of an upstream with a zone, now", NULL,
+			     PCPU_METRIC_GAUGE, 2, zpeer);
+	t->refused = ngx_http_pcpu_family(log, "nginx_pcpu_series_refused",
+			    "Series the module asked for and did not get, by reason: a request "
+			    "counted under \"__other__\" (max_keys, zone_full, upstreams, peers) or "
+			    "not at all (segment_full: once per request and series; at a reload, "
+			    "once per series of the configuration)",
+			    NULL, PCPU_METRIC_COUNTER, 1, reason);
+	t->f_keys = ngx_http_pcpu_family(log, "nginx_pcpu_keys",
+			   "Label values the tree holds, by source: zones (server and location "
+			   "zones of the configuration), upstreams (names), peers, filter:NAME "
+			   "(a filter's keys); \"__other__\" aside",
+			   NULL, PCPU_METRIC_GAUGE, 1, source);
+	t->f_keys_max = ngx_http_pcpu_family(log, "nginx_pcpu_keys_max",
+			       "The bound of each source of label values from requests "
+			       "(pcpu_stats_max_upstreams, pcpu_stats_max_peers, max_keys=)",
+			       NULL, PCPU_METRIC_GAUGE, 1, source);
+	t->f_keys_reusable = ngx_http_pcpu_family(log, "nginx_pcpu_keys_reusable",
+				     "With pcpu_stats_expire: keys of a filter (filter:NAME), or "
+				     "peers, at their bound and not seen for the expiry, whose series "
+				     "every worker let go: the next new keys take them over, from zero, "
+				     "instead of \"__other__\"",
+				     NULL, PCPU_METRIC_GAUGE, 1, source);
+	t->f_masters = ngx_http_pcpu_family(log, "nginx_pcpu_masters",
+			      "nginx masters counting in these statistics: 2 during a binary "
+			      "upgrade (expired keys lend their series only while it is 1)",
+			      NULL, PCPU_METRIC_GAUGE, 0, NULL);
+	t->f_seg_bytes = ngx_http_pcpu_family(log, "nginx_pcpu_segment_bytes",
+				"Memory the statistics' segment takes (its file's allocated "
+				"blocks), as of the last reload or scrape",
+				"bytes", PCPU_METRIC_GAUGE, 0, NULL);
+	t->f_series_max = ngx_http_pcpu_family(log, "nginx_pcpu_series_max",
+				 "The segment's budget of families and series "
+				 "(pcpu_stats_max_series, as the tree was made)",
+				 NULL, PCPU_METRIC_GAUGE, 0, NULL);
 	return t->server.requests && t->server.responses && t->server.req_bytes &&
 			       t->server.resp_bytes && t->server.duration && t->server.cache &&
 			       t->location.requests && t->location.responses &&
 			       t->location.req_bytes && t->location.resp_bytes &&
 			       t->location.duration && t->f_requests && t->f_responses &&
-			       t->f_req_bytes && t->f_resp_bytes && t->up_responses && t->up_duration
+			       t->f_req_bytes && t->f_resp_bytes && t->up_responses && t->up_duration &&
+			       t->refused && t->f_keys && t->f_keys_max && t->f_seg_bytes &&
+			       t->f_keys_reusable && t->f_masters &&
+			       t->f_series_max && t->up_connect && t->up_header && t->up_received &&
+			       t->up_sent && t->f_duration && t->f_seen && t->up_seen && t->versions && t->limit_req &&
+			       t->limit_conn && t->upgraded && t->upgraded_duration &&
+			       t->ssl_handshakes && t->ssl_reuses && t->ssl_failed && t->conn && t->conn_accepted &&
+			       t->conn_handled && t->zp_weight && t->zp_backup && t->zp_down &&
+			       t->zp_fails && t->zp_unavailable && t->zp_conns
 		       ? NGX_OK
 		       : NGX_ERROR;
 }
@@ -153,7 +290,7 @@ static ngx_int_t registry(ngx_log_t *log)
 {
 	ngx_http_pcpu_tree.reg = pcpu_registry_create();
 	if (ngx_http_pcpu_tree.reg == NULL) {
-		ngx_log_error(NGX_LOG_EMERG, log, ngx_errno, "pcpu_registry_create() failed");
+		ngx_log_error(level, log, ngx_errno, "pcpu_registry_create() failed");
 		return NGX_ERROR;
 	}
 	return families(log);
@@ -188,11 +325,12 @@ static ngx_int_t tree_make(ngx_cycle_t *cycle, ngx_http_pcpu_main_conf_t *pmcf)
 	const char *old = ngx_inherited ? getenv(TREE_ENV) : NULL, *path;
 	char name[PCPU_SEGMENT_NAME_MAX + 1];
 	ngx_file_info_t fi;
+	ngx_uint_t i;
 
 	cfg.index = PCPU_INDEX_CPU;
 	cfg.owned_slots = 0;
 	if (pcpu_configure(&cfg) != 0) {
-		ngx_log_error(NGX_LOG_EMERG, cycle->log, ngx_errno,
+		ngx_log_error(level, cycle->log, ngx_errno,
 			      "pcpu_configure() failed: the statistics of a process tree need slots "
 			      "by CPU number, and pcpu already runs with another choice here");
 		return NGX_ERROR;
@@ -219,6 +357,9 @@ static ngx_int_t tree_make(ngx_cycle_t *cycle, ngx_http_pcpu_main_conf_t *pmcf)
 	if (t->seg == NULL) {
 		ngx_memzero(&o, sizeof(o));
 		o.flags = PCPU_SEGMENT_SHARED_TREE;
+		/* The budget: a registration past it is refused (ENOSPC), as
+		 * one the file system has no room for. */
+		o.max_entries = (size_t)pmcf->max_series;
 		if (pmcf->group != NGX_CONF_UNSET) {
 			o.flags |= PCPU_SEGMENT_GROUP_READ;
 			o.group = (gid_t)pmcf->group;
@@ -229,7 +370,7 @@ static ngx_int_t tree_make(ngx_cycle_t *cycle, ngx_http_pcpu_main_conf_t *pmcf)
 			ngx_cpystrn((u_char *)name, (u_char *)"nginx", sizeof(name));
 		t->seg = pcpu_segment_publish(t->reg, name, &o);
 		if (t->seg == NULL) {
-			ngx_log_error(NGX_LOG_EMERG, cycle->log, 0, "pcpu: publishing \"%s\": %s", name,
+			ngx_log_error(level, cycle->log, 0, "pcpu: publishing \"%s\": %s", name,
 				      pcpu_segment_error());
 			return NGX_ERROR;
 		}
@@ -237,66 +378,143 @@ static ngx_int_t tree_make(ngx_cycle_t *cycle, ngx_http_pcpu_main_conf_t *pmcf)
 	path = pcpu_segment_path(t->seg);
 	t->read_fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (t->read_fd == NGX_INVALID_FILE || ngx_fd_info(t->read_fd, &fi) == NGX_FILE_ERROR) {
-		ngx_log_error(NGX_LOG_EMERG, cycle->log, ngx_errno, "pcpu: open \"%s\"", path);
+		ngx_log_error(level, cycle->log, ngx_errno, "pcpu: open \"%s\"", path);
 		return NGX_ERROR;
 	}
 	t->owner = fi.st_uid;
+	/* The self-metrics' series, before the configuration's: where the
+	 * segment fills up, they are there to say so. */
+	for (i = 0; i < NGX_HTTP_PCPU_REASONS; i++)
+		t->refused_c[i] = pcpu_family_counter(t->refused, &ngx_http_pcpu_reason_names[i]);
+	t->zones = ngx_http_pcpu_source_gauge(t->f_keys, "zones");
+	t->upstreams = ngx_http_pcpu_source_gauge(t->f_keys, "upstreams");
+	t->peers = ngx_http_pcpu_source_gauge(t->f_keys, "peers");
+	t->upstreams_max = ngx_http_pcpu_source_gauge(t->f_keys_max, "upstreams");
+	t->peers_max = ngx_http_pcpu_source_gauge(t->f_keys_max, "peers");
+	t->seg_bytes = pcpu_family_gauge(t->f_seg_bytes, NULL);
+	t->series_max = pcpu_family_gauge(t->f_series_max, NULL);
+	if (t->series_max && !t->joined)
+		(void)pcpu_gauge_set(t->series_max, pmcf->max_series);
+	/* This master counts in the tree (an add: a joined tree's old master
+	 * is in it already), until it leaves. */
+	t->masters = pcpu_family_gauge(t->f_masters, NULL);
+	if (t->masters)
+		pcpu_gauge_add(t->masters, 1);
 	ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0, "pcpu: statistics in \"%s\"", path);
 	return NGX_OK;
 }
 
 /* The series every process needs from the start, registered by the master
- * before it forks (the workers inherit the handles). */
-static ngx_int_t zone_series(ngx_log_t *log, ngx_http_pcpu_zone_t *z)
+ * before it forks (the workers inherit the handles): how many were refused
+ * (their handles NULL: what they count is not counted). */
+static ngx_uint_t zone_series(ngx_http_pcpu_zone_t *z)
 {
 	ngx_http_pcpu_zone_families_t *f =
 		z->location ? &ngx_http_pcpu_tree.location : &ngx_http_pcpu_tree.server;
 	const char *v[3] = {z->labels[0], z->labels[1], NULL};
 	unsigned n = z->location ? 2 : 1, i;
+	ngx_uint_t refused = 0;
 
 	z->req_bytes = pcpu_family_counter(f->req_bytes, v);
+	refused += z->req_bytes == NULL;
 	z->resp_bytes = pcpu_family_counter(f->resp_bytes, v);
+	refused += z->resp_bytes == NULL;
 	z->duration = pcpu_family_histogram(f->duration, v);
+	refused += z->duration == NULL;
 	for (i = 0; i < NGX_HTTP_PCPU_CLASSES; i++) {
 		v[n] = ngx_http_pcpu_class_names[i];
 		z->classes[i] = pcpu_family_counter(f->responses, v);
-		if (z->classes[i] == NULL)
-			break;
+		refused += z->classes[i] == NULL;
 	}
-	if (!z->req_bytes || !z->resp_bytes || !z->duration || i < NGX_HTTP_PCPU_CLASSES) {
-		ngx_log_error(NGX_LOG_EMERG, log, 0, "pcpu: series of \"%s\"%s%s: %s", z->labels[0],
-			      z->location ? " location " : "", z->location ? z->labels[1] : "",
-			      pcpu_stats_error());
-		return NGX_ERROR;
-	}
-	return NGX_OK;
+	return refused;
 }
 
-ngx_int_t ngx_http_pcpu_tree_init(ngx_cycle_t *cycle, ngx_http_pcpu_main_conf_t *pmcf)
+/* No tree: what a failed tree_make() left goes; the module's handlers
+ * count nothing (ngx_http_pcpu_tree.reg NULL) and the display answers 503. */
+static void tree_off(void)
+{
+	ngx_http_pcpu_tree_t *t = &ngx_http_pcpu_tree;
+
+	if (t->seg) {
+		(void)pcpu_segment_leave(t->seg);
+		t->seg = NULL;
+	}
+	if (t->reg) {
+		pcpu_registry_destroy(t->reg);
+		t->reg = NULL;
+	}
+	if (t->read_fd != NGX_INVALID_FILE) {
+		(void)close(t->read_fd);
+		t->read_fd = NGX_INVALID_FILE;
+	}
+	t->joined = 0;
+	ngx_memzero(t->refused_c, sizeof(t->refused_c));
+	t->zones = t->upstreams = t->peers = t->upstreams_max = t->peers_max = NULL;
+	t->seg_bytes = t->series_max = t->masters = t->peers_reusable = NULL;
+	t->upstreams_reusable = NULL;
+}
+
+ngx_int_t ngx_http_pcpu_tree_init(ngx_cycle_t *cycle, ngx_http_pcpu_main_conf_t *pmcf,
+				  ngx_uint_t lvl)
 {
 	ngx_http_pcpu_tree_t *t = &ngx_http_pcpu_tree;
 	ngx_http_pcpu_zone_t *z;
+	ngx_uint_t refused = 0, zones = 0, nzones = 0;
+	pcpu_counter_t c;
 
+	level = lvl;
 	if (t->reg && t->seg == NULL) {
 		/* A reload dropped the module, this one brings it back: the
 		 * tree was left (and removed); a new one. The old registry's
 		 * workers are gone with the cycle that dropped it. */
-		pcpu_registry_destroy(t->reg);
-		t->reg = NULL;
-		t->joined = 0;
-		if (t->read_fd != NGX_INVALID_FILE) {
-			(void)close(t->read_fd);
-			t->read_fd = NGX_INVALID_FILE;
-		}
+		tree_off();
 	}
-	if (t->reg == NULL && tree_make(cycle, pmcf) != NGX_OK)
+	if (t->reg == NULL && tree_make(cycle, pmcf) != NGX_OK) {
+		tree_off();
 		return NGX_ERROR;
-	if (export_path(cycle, pcpu_segment_path(t->seg)) != NGX_OK)
-		return NGX_ERROR;
-	for (z = pmcf->zones; z; z = z->next)
-		if (zone_series(cycle->log, z) != NGX_OK)
-			return NGX_ERROR;
-	return NGX_OK;
+	}
+	if (export_path(cycle, pcpu_segment_path(t->seg)) != NGX_OK) {
+		ngx_log_error(NGX_LOG_ALERT, cycle->log, 0,
+			      "pcpu: no memory for " TREE_ENV ": a binary upgrade will count anew");
+	}
+	for (z = pmcf->zones; z; z = z->next) {
+		ngx_uint_t n = zone_series(z);
+
+		refused += n;
+		zones += n != 0;
+		nzones++;
+	}
+	if (t->zones)
+		(void)pcpu_gauge_set(t->zones, (int64_t)nzones);
+	ngx_http_pcpu_segment_bytes();
+	if (refused == 0)
+		return NGX_OK;
+	/* Nothing of the configuration is lost but these series' counts: the
+	 * zones count what has a series (once per reload, not per zone). */
+	lvl = lvl == NGX_LOG_EMERG ? NGX_LOG_EMERG : NGX_LOG_ERR;
+	ngx_log_error(lvl, cycle->log, 0,
+		      "pcpu: %ui series of %ui zones refused, their counts lost: %s (the "
+		      "statistics' segment is full? counted in "
+		      "nginx_pcpu_series_refused_total{reason=\"segment_full\"})",
+		      refused, zones, pcpu_stats_error());
+	c = t->refused_c[NGX_HTTP_PCPU_REFUSED_SEGMENT_FULL];
+	if (c)
+		pcpu_counter_add(c, (int64_t)refused);
+	return NGX_DECLINED;
+}
+
+pcpu_gauge_t ngx_http_pcpu_source_gauge(pcpu_family_t *f, const char *source)
+{
+	return f ? pcpu_family_gauge(f, &source) : NULL;
+}
+
+void ngx_http_pcpu_segment_bytes(void)
+{
+	ngx_http_pcpu_tree_t *t = &ngx_http_pcpu_tree;
+	ngx_file_info_t fi;
+
+	if (t->seg_bytes && t->read_fd != NGX_INVALID_FILE && ngx_fd_info(t->read_fd, &fi) != NGX_FILE_ERROR)
+		(void)pcpu_gauge_set(t->seg_bytes, (int64_t)fi.st_blocks * 512);
 }
 
 void ngx_http_pcpu_tree_leave(ngx_cycle_t *cycle)
@@ -306,6 +524,10 @@ void ngx_http_pcpu_tree_leave(ngx_cycle_t *cycle)
 
 	if (t->seg == NULL)
 		return;
+	if (t->masters) {
+		pcpu_gauge_add(t->masters, -1);
+		t->masters = NULL;
+	}
 	rc = pcpu_segment_leave(t->seg);
 	if (rc < 0) {
 		ngx_log_error(NGX_LOG_WARN, cycle->log, 0, "pcpu: leaving the statistics: %s",
@@ -321,15 +543,38 @@ void ngx_http_pcpu_tree_leave(ngx_cycle_t *cycle)
 
 /* ---- series met as requests come -------------------------------------------------- */
 
-/* Logged once per process: a series refused (the tree's directory full). */
-static void refused(ngx_log_t *log, const char *what)
+void ngx_http_pcpu_refused(ngx_uint_t reason, ngx_log_t *log, const char *what)
 {
-	static ngx_uint_t said;
+	/* Per process: the master never calls this (workers start with 0). */
+	static ngx_uint_t said[NGX_HTTP_PCPU_REASONS];
+	pcpu_counter_t c = ngx_http_pcpu_tree.refused_c[reason];
 
-	if (said++ == 0) {
-		ngx_log_error(NGX_LOG_ERR, log, 0, "pcpu: %s: %s (not counted)", what,
-			      pcpu_stats_error());
+	if (c)
+		pcpu_counter_inc(c);
+	if (said[reason]++ || log == NULL)
+		return;
+	if (reason == NGX_HTTP_PCPU_REFUSED_SEGMENT_FULL) {
+		ngx_log_error(NGX_LOG_ERR, log, 0,
+			      "pcpu: %s: %s (not counted; said once, counted in "
+			      "nginx_pcpu_series_refused_total{reason=\"%s\"})",
+			      what, pcpu_stats_error(), ngx_http_pcpu_reason_names[reason]);
+	} else {
+		ngx_log_error(NGX_LOG_WARN, log, 0,
+			      "pcpu: %s: past the bound, counted under \"" NGX_HTTP_PCPU_OTHER
+			      "\" (said once, counted in nginx_pcpu_series_refused_total{reason=\"%s\"})",
+			      what, ngx_http_pcpu_reason_names[reason]);
 	}
+}
+
+pcpu_counter_t ngx_http_pcpu_lazy_counter(pcpu_counter_t *slot, pcpu_family_t *f,
+					  const char *const *v, ngx_log_t *log, const char *what)
+{
+	if (*slot == NULL) {
+		*slot = pcpu_family_counter(f, v);
+		if (*slot == NULL)
+			ngx_http_pcpu_refused(NGX_HTTP_PCPU_REFUSED_SEGMENT_FULL, log, what);
+	}
+	return *slot;
 }
 
 pcpu_counter_t ngx_http_pcpu_zone_code(ngx_http_pcpu_zone_t *z, ngx_uint_t status, ngx_log_t *log)
@@ -352,7 +597,7 @@ pcpu_counter_t ngx_http_pcpu_zone_code(ngx_http_pcpu_zone_t *z, ngx_uint_t statu
 	v[z->location ? 2 : 1] = code;
 	c = pcpu_family_counter(f->requests, v);
 	if (c == NULL)
-		refused(log, "a status code's series");
+		ngx_http_pcpu_refused(NGX_HTTP_PCPU_REFUSED_SEGMENT_FULL, log, "a status code's series");
 	else if (status < NGX_HTTP_PCPU_CODES)
 		z->codes[status] = c;
 	return c;
@@ -372,7 +617,7 @@ pcpu_counter_t ngx_http_pcpu_zone_cache(ngx_http_pcpu_zone_t *z, ngx_uint_t stat
 	v[1] = (const char *)ngx_http_cache_status[status - 1].data; /* a literal: "HIT"... */
 	c = pcpu_family_counter(ngx_http_pcpu_tree.server.cache, v);
 	if (c == NULL)
-		refused(log, "a cache status's series");
+		ngx_http_pcpu_refused(NGX_HTTP_PCPU_REFUSED_SEGMENT_FULL, log, "a cache status's series");
 	z->cache[status] = c;
 	return c;
 #else
@@ -380,145 +625,3 @@ pcpu_counter_t ngx_http_pcpu_zone_cache(ngx_http_pcpu_zone_t *z, ngx_uint_t stat
 #endif
 }
 
-/* ---- upstreams -------------------------------------------------------------------- */
-
-/* An upstream peer's series in this process. */
-typedef struct {
-	ngx_str_node_t sn; /* str: "upstream\0peer" */
-	const char *labels[2];
-	pcpu_histogram_t *duration;
-	ngx_uint_t ncodes;
-	struct {
-		ngx_uint_t status;
-		pcpu_counter_t c;
-	} codes[8];
-} peer_t;
-
-static ngx_rbtree_t peers;
-static ngx_rbtree_node_t peers_sentinel;
-static ngx_uint_t npeers;
-
-static peer_t *peer_get(ngx_http_request_t *r, ngx_str_t *upstream, ngx_str_t *addr)
-{
-	ngx_str_t key, u, a;
-	ngx_pool_t *pool = r->pool;
-	uint32_t hash;
-	peer_t *p;
-	u_char *k;
-
-	if (peers.root == NULL)
-		ngx_rbtree_init(&peers, &peers_sentinel, ngx_str_rbtree_insert_value);
-	if (ngx_http_pcpu_label(pool, upstream, &u) != NGX_OK ||
-	    ngx_http_pcpu_label(pool, addr, &a) != NGX_OK)
-		return NULL;
-	key.len = u.len + 1 + a.len;
-	key.data = k = ngx_pnalloc(pool, key.len);
-	if (k == NULL)
-		return NULL;
-	k = ngx_cpymem(k, u.data, u.len);
-	*k++ = '\0';
-	ngx_memcpy(k, a.data, a.len);
-	hash = ngx_hash_key(key.data, key.len);
-	p = (peer_t *)ngx_str_rbtree_lookup(&peers, &key, hash);
-	if (p)
-		return p;
-	if (npeers >= NGX_HTTP_PCPU_PEERS_MAX &&
-	    !(addr->len == sizeof(NGX_HTTP_PCPU_OTHER) - 1 &&
-	      ngx_strncmp(addr->data, NGX_HTTP_PCPU_OTHER, addr->len) == 0)) {
-		/* Past the bound: the upstream's "__other__" peer. */
-		ngx_str_t other = ngx_string(NGX_HTTP_PCPU_OTHER);
-
-		return peer_get(r, upstream, &other);
-	}
-	/* Held for the worker's life: ngx_alloc, not the request's pool. */
-	p = ngx_calloc(sizeof(*p) + key.len + 2, r->connection->log);
-	if (p == NULL)
-		return NULL;
-	k = (u_char *)(p + 1);
-	ngx_memcpy(k, key.data, key.len);
-	k[key.len] = '\0';
-	p->sn.str.data = k;
-	p->sn.str.len = key.len;
-	p->sn.node.key = hash;
-	p->labels[0] = (const char *)k;
-	p->labels[1] = (const char *)k + u.len + 1;
-	p->duration = pcpu_family_histogram(ngx_http_pcpu_tree.up_duration, p->labels);
-	if (p->duration == NULL)
-		refused(r->connection->log, "an upstream peer's series");
-	ngx_rbtree_insert(&peers, &p->sn.node);
-	npeers++;
-	return p;
-}
-
-static pcpu_counter_t peer_code(peer_t *p, ngx_uint_t status, ngx_log_t *log)
-{
-	const char *v[3] = {p->labels[0], p->labels[1], NULL};
-	char code[NGX_INT_T_LEN + 1];
-	pcpu_counter_t c;
-	ngx_uint_t i;
-
-	for (i = 0; i < p->ncodes; i++)
-		if (p->codes[i].status == status)
-			return p->codes[i].c;
-	ngx_sprintf((u_char *)code, "%03ui%Z", status);
-	v[2] = code;
-	c = pcpu_family_counter(ngx_http_pcpu_tree.up_responses, v);
-	if (c == NULL)
-		refused(log, "an upstream status's series");
-	else if (p->ncodes < sizeof(p->codes) / sizeof(p->codes[0])) {
-		p->codes[p->ncodes].status = status;
-		p->codes[p->ncodes++].c = c;
-	}
-	return c;
-}
-
-void ngx_http_pcpu_upstreams(ngx_http_request_t *r)
-{
-	ngx_http_upstream_t *u = r->upstream;
-	ngx_http_upstream_state_t *st;
-	ngx_str_t name, none = ngx_string("-");
-	u_char *buf;
-	ngx_uint_t i, first;
-	peer_t *p;
-	pcpu_counter_t c;
-
-	if (r->upstream_states == NULL || r->upstream_states->nelts == 0)
-		return;
-	/* The group: its name; an implicit one (proxy_pass http://host:port)
-	 * as host:port, a resolved one (proxy_pass with variables) as host. */
-	if (u->upstream) {
-		name = u->upstream->host;
-		if (u->upstream->port) {
-			buf = ngx_pnalloc(r->pool, name.len + 1 + NGX_INT_T_LEN);
-			if (buf == NULL)
-				return;
-			name.len = ngx_sprintf(buf, "%V:%d", &u->upstream->host, (int)u->upstream->port) - buf;
-			name.data = buf;
-		}
-	} else if (u->resolved && u->resolved->host.len) {
-		name = u->resolved->host;
-	} else {
-		name = none;
-	}
-	/* The attempts of the last upstream group the request went to: those
-	 * after the last separator (a state without a peer), as
-	 * $upstream_addr separates groups with " : ". Earlier groups' names
-	 * are gone with their ngx_http_upstream_t. */
-	st = r->upstream_states->elts;
-	first = 0;
-	for (i = 0; i < r->upstream_states->nelts; i++)
-		if (st[i].peer == NULL && i + 1 < r->upstream_states->nelts)
-			first = i + 1;
-	for (i = first; i < r->upstream_states->nelts; i++) {
-		ngx_str_t *addr = st[i].peer ? st[i].peer : &none;
-
-		p = peer_get(r, &name, addr);
-		if (p == NULL)
-			continue;
-		c = peer_code(p, st[i].status, r->connection->log);
-		if (c)
-			pcpu_counter_inc(c);
-		if (p->duration && st[i].response_time != (ngx_msec_t)-1)
-			pcpu_histogram_record(p->duration, (int64_t)st[i].response_time * 1000);
-	}
-}

@@ -66,6 +66,16 @@ int main(void)
 	SIZE(pcpu_snapshot);
 	OFF(pcpu_snapshot, nfamilies);
 	OFF(pcpu_snapshot, families);
+	SIZE(pcpu_reader_flows);
+	OFF(pcpu_reader_flows, name);
+	OFF(pcpu_reader_flows, help);
+	OFF(pcpu_reader_flows, nflows);
+	OFF(pcpu_reader_flows, ncounters);
+	OFF(pcpu_reader_flows, counter_names);
+	OFF(pcpu_reader_flows, pcpu__entry);
+	OFF(pcpu_reader_flows, pcpu__seq);
+	OFF(pcpu_reader_flows, pcpu__id);
+	OFF(pcpu_reader_flows, pcpu__off);
 	SIZE(pcpu_reader_snapshot);
 	OFF(pcpu_reader_snapshot, snapshot);
 	OFF(pcpu_reader_snapshot, snapshot.nfamilies);

@@ -222,3 +222,36 @@ def test_values_beyond_words_and_label_sets(segdir):
     assert text.count("# TYPE test_jobs_total counter") == 1
     assert 'test_mem_bytes{k="nan"} NaN\n' in text and 'test_mem_bytes{k="big"} 16000000000\n' in text
     assert "test_transfer_bytes_sum 5.0000000000005e+12\n" in text
+
+
+def test_flows_table_skipped(segdir):
+    """segment_fixture flows (segment format 2.9): a segment holding a flows
+    table (pcpu_segment_flows_create(): a FLOWS entry, its words far out in
+    the file) reads as before -- the table is not a family, the counter
+    beside it reads to its value, and the exposition has it alone."""
+    proc = start_fixture(segdir, "flows", "flows")
+    try:
+        with pcpu.open_segment("flows") as seg:
+            snap = seg.snapshot()
+            text = seg.exposition()
+            tables = seg.flows_tables()
+            rows = seg.read_flows("flow_traffic")
+            part = seg.read_flows("flow_traffic", 5, 3)
+            with pytest.raises(KeyError):
+                seg.read_flows("no_such_table")
+            with pytest.raises(OSError) as e:
+                seg.read_flows("flow_traffic", 999, 2)
+            assert e.value.errno == errno.EINVAL
+    finally:
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0
+    assert [f.name for f in snap.families] == ["test_events"]
+    assert snap.family("test_events").series[0].value == 5
+    assert "test_events_total 5" in text and "flow_traffic" not in text
+    # The table itself, read through pcpu_reader_flows_*(): the fixture
+    # added 1500 bytes to flow 7 and collected.
+    assert [(t.name, t.help, t.nflows, t.counters) for t in tables] == \
+        [("flow_traffic", "Per-flow traffic.", 1000, ("packets", "bytes"))]
+    assert len(rows) == 1000 and rows[7] == (0, 1500)
+    assert all(r == (0, 0) for i, r in enumerate(rows) if i != 7)
+    assert part == [(0, 0), (0, 0), (0, 1500)]

@@ -154,6 +154,8 @@ fn bundled() {
         .include(root.join("include"))
         .include(root.join("src"))
         .define("_GNU_SOURCE", None)
+        // 64-bit off_t on 32-bit targets, as CMakeLists.txt builds it
+        .define("_FILE_OFFSET_BITS", "64")
         .define("PCPU_BUILDING_LIBRARY", None)
         .flag_if_supported("-std=gnu11")
         .flag("-fvisibility=hidden")

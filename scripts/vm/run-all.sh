@@ -53,7 +53,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 start=$SECONDS
-pass=0 fail=0 failed=()
+pass=0 fail=0 failed=() fail_tails=""
 log_dir=build/vm
 mkdir -p "$log_dir"
 summary=$log_dir/summary.txt
@@ -71,6 +71,8 @@ run() { # description, run.sh arguments...
   else
     printf '%s\n' "$out" | grep -vE '^VM ' | tail -30
     fail=$((fail + 1)); failed+=("$what")
+    # Kept for the end: a CI log shows its last lines, not the middle.
+    fail_tails+="--- vm failed: $what"$'\n'"$(printf '%s\n' "$out" | grep -E 'FAIL|rc=|boot|init' | tail -15)"$'\n'
   fi
 }
 
@@ -119,5 +121,6 @@ run "riscv64 6.12: plain, split, broken (must be caught)" riscv64 --args "--adds
   --stage split --args "--adds 400000 --aborts 100 $tree_small" own own:tree fallback:tree \
   --stage broken --args "--adds 1000000 --aborts 100 --rounds 5" own
 
+[ -z "$fail_tails" ] || printf '%s' "$fail_tails"
 echo "vm: $pass passed, $fail failed ($((SECONDS - start)) s)${failed:+; failed: ${failed[*]}}"
 [ $fail -eq 0 ]

@@ -314,6 +314,38 @@ PCPU_PRIVATE uint32_t pcpu__cpu_slots_walked(const uint16_t **list);
  * Thread-safe; not async-signal-safe (a mutex). */
 PCPU_PRIVATE uint32_t pcpu__worker_claims_held(void);
 
+/* ---- flows tables published in a segment (flows.c) --------------------- */
+
+struct pcpu_flows;
+struct pcpu_flows_attr;
+
+/* pcpu_flows_create()'s checks of its arguments alone, and the flows' fork()
+ * handlers registered (call it holding no lock: pcpu__fork_register(); a
+ * pcpu__flows_create_shared() under a lock then registers nothing): 0, or
+ * -1 with errno EINVAL or E2BIG (pcpu/flows.h says when), ENOMEM.
+ * Thread-safe; not async-signal-safe. */
+PCPU_PRIVATE int pcpu__flows_check(size_t nflows, unsigned ncounters,
+				   const struct pcpu_flows_attr *attr);
+
+/* pcpu_flows_create() whose shared words are `words`: words_len bytes (at
+ * least nflows x ncounters x 8) of a MAP_SHARED mapping of a file, zero,
+ * whose pages are allocated (a published segment's, src/segment/flows.c).
+ * The object owns the mapping from then on (pcpu_flows_destroy() unmaps
+ * it); on failure (NULL with errno as pcpu_flows_create(), or EINVAL for
+ * NULL words or a short length) it stays the caller's. pcpu_flows_destroy()
+ * calls release(ctx) first, before it unmaps the words, unless
+ * pcpu__flows_detach() came before. A fork() child makes the words a
+ * private copy at the same address and never calls release: nothing the
+ * child adds reaches the file. Thread-safe; not async-signal-safe. */
+PCPU_PRIVATE struct pcpu_flows *pcpu__flows_create_shared(size_t nflows, unsigned ncounters,
+							  const struct pcpu_flows_attr *attr,
+							  void *words, size_t words_len,
+							  void (*release)(void *ctx), void *ctx);
+
+/* Forgets the release callback of such an object (its segment is being
+ * freed first): pcpu_flows_destroy() then only unmaps. Thread-safe. */
+PCPU_PRIVATE void pcpu__flows_detach(struct pcpu_flows *f);
+
 /* ---- counter words (counter.c, counter_double.c) ------------------------ */
 
 /* Makes counter c read `v` (modulo 2^64) and returns the value it read
@@ -389,12 +421,25 @@ static inline uint64_t pcpu__slot_sum(uint64_t word, uint64_t mirror_word)
  * header says, pcpu/arch/<arch>.h; pcpu/arch/generic.h for a target
  * without one), whose two halves may come from the two sides of a carry.
  * The segment reader therefore copies a run three times and keeps each
- * word from the middle copy when the high halves of all three agree,
- * reading it again while they do not (pcpu__settled(), PCPU__SETTLE_MAX;
- * src/segment/reader_values.c): a carry that lands between two copies
- * shows as a change. A word still changing after PCPU__SETTLE_MAX more
- * reads fails the snapshot's attempt (EAGAIN): a value that may be torn
- * is never returned. Where PCPU__TORN64 is 0 the reader copies once.
+ * word from the middle copy when it is settled (pcpu__settled(): the
+ * three copies' high halves agree, and the middle one lies between the
+ * other two), reading it again while it is not (PCPU__SETTLE_MAX;
+ * src/segment/reader_input.c). A word still changing after
+ * PCPU__SETTLE_MAX more reads fails the snapshot's attempt (EAGAIN): a
+ * value that may be torn is never returned. Where PCPU__TORN64 is 0 the
+ * reader copies once.
+ *
+ * Why both conditions: equal high halves alone prove nothing about a word
+ * that goes back and forth across a multiple of 2^32 (a gauge around 0, a
+ * counter adding +1 and -1 at 2^32). Its middle copy can take its low half
+ * from one side and its high half from the other, as 2^32 - 1 -> 2^32 ->
+ * 2^32 - 1 copied low half first reads 0, while the first and third copies
+ * (2^32 - 1) have the same high half as the torn one. Issue 51's rule let
+ * exactly that through: the ARMv7 machine's carry workload read a counter
+ * of 2^32 - 1 as 0 in 2 of 5 boots. A torn copy is 2^32 x k away from
+ * the values the word held, so it also lies outside [first, third] unless
+ * those copies are torn alike; what is kept is a value between two copies
+ * (for a counter: between two values it held, never a reset or a spike).
  */
 
 /* Reads a word whose high half changes at every read at most this many
@@ -402,10 +447,16 @@ static inline uint64_t pcpu__slot_sum(uint64_t word, uint64_t mirror_word)
  * again (src/segment/reader_snapshot.c). */
 #define PCPU__SETTLE_MAX 64
 
-/* The high halves of three reads agree (the middle one is kept). */
+/* Three reads a, b, c of one word, in that order, settle on b: their high
+ * halves agree and b lies between a and c, in the direction the word moved
+ * from a to c (modulo 2^64: a gauge's -1 -> 0 moves by +1). */
 static inline int pcpu__settled(uint64_t a, uint64_t b, uint64_t c)
 {
-	return ((a ^ b) | (b ^ c)) >> 32 == 0;
+	uint64_t moved = c - a;
+
+	if (((a ^ b) | (b ^ c)) >> 32 != 0)
+		return 0;
+	return (int64_t)moved >= 0 ? b - a <= moved : a - b <= a - c;
 }
 
 /* ---- object caches (objcache.c) ----------------------------------------- */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * flows.c: counters for millions of flows (pcpu/flows.h) -- the add's slow
- * path, drains, flush, reads, creation, fork.
+ * path, drains, flush, reads (creation, destruction and fork: flows_life.c).
  *
  * The memory. One shared uint64_t word per key (flow x ncounters + counter;
  * an anonymous mapping, resident as keys are written), and one zone object
@@ -83,12 +83,7 @@
  * a handler may drain another slot (no lock is taken). Flush and the reads
  * are not (op_lock; waiting for a drain the handler may have interrupted).
  */
-#include <pcpu/flows.h>
-
-#include "core.h"
-#include "rseq_internal.h"
-#include "slot_walk.h"
-#include "zone_internal.h"
+#include "flows_internal.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -97,58 +92,11 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define GATE_OPEN 0
-#define GATE_OWNER 1
-#define GATE_FLUSH 2
-
-/* Pointer-size words per entry. */
-#if UINTPTR_MAX > 0xffffffffu
-#define WORDS 1
-#else
-#define WORDS 2
-#endif
-
 /* Reads that meet a drain this many times in a row hold drains off. */
 #define READ_TRIES 8
 /* The drain's table of keys being summed: 64 cells, 1 KiB of stack (a
  * drain may run in a signal handler). */
 #define CELL_BITS 6
-
-struct flows_impl {
-	struct pcpu_flows pub; /* the handle: first, alone on its line */
-	/* What changes, on other lines. */
-	int hold __attribute__((aligned(64))); /* nonzero: drains held off */
-	pthread_mutex_t op_lock;               /* flush, bulk and held reads, fork */
-	size_t nkeys;
-	size_t words_len;                      /* the shared words' mapping */
-	int64_t cap;                           /* pointer words per slot's buffer */
-	struct flows_impl *next, *prev;        /* every object (fork) */
-};
-
-static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct flows_impl *all;
-static int fork_registered;
-
-static struct flows_impl *impl_of(pcpu_flows_t *f)
-{
-	return (struct flows_impl *)(void *)f;
-}
-
-static struct pcpu_rseq_stack *stack_of(const struct flows_impl *o, uint32_t slot)
-{
-	return (struct pcpu_rseq_stack *)pcpu__slot_ptr_inline(o->pub.pcpu__buf, slot);
-}
-
-/* The walk's i-th slot (i below the count read once). */
-static uint32_t walk_slot(uint32_t i)
-{
-	return pcpu_walk_all ? i : pcpu_walk_slots[i];
-}
-
-static uint32_t walk_count(void)
-{
-	return __atomic_load_n(&pcpu_walk_count, __ATOMIC_ACQUIRE);
-}
 
 static uintptr_t seq_load(struct pcpu_rseq_stack *s, int order)
 {
@@ -341,7 +289,7 @@ static int owner_drain(struct flows_impl *o, int64_t idx, struct pcpu_rseq_stack
 	rc = pcpu_rseq_load_cbne_store(idx, &s->gate, GATE_OPEN, GATE_OWNER);
 	if (rc != PCPU_RSEQ_COMMITTED)
 		return rc;
-	/* Dekker's pattern with hold_drains(): our close, then their hold. */
+	/* Dekker's pattern with pcpu__flows_hold_drains(): our close, then their hold. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&o->hold, __ATOMIC_RELAXED)) {
 		__atomic_store_n(&s->gate, GATE_OPEN, __ATOMIC_RELEASE);
@@ -398,9 +346,7 @@ int pcpu__flows_add_slow(pcpu_flows_t *f, size_t flow, unsigned counter, uint64_
 
 /* ---- holding drains off ----------------------------------------------------- */
 
-/* Under op_lock (so no flush runs): no drain runs once this returns, and
- * none starts until release_drains(). */
-static void hold_drains(struct flows_impl *o)
+void pcpu__flows_hold_drains(struct flows_impl *o)
 {
 	uint32_t n = walk_count();
 
@@ -415,7 +361,7 @@ static void hold_drains(struct flows_impl *o)
 	}
 }
 
-static void release_drains(struct flows_impl *o)
+void pcpu__flows_release_drains(struct flows_impl *o)
 {
 	__atomic_store_n(&o->hold, 0, __ATOMIC_RELEASE);
 }
@@ -583,12 +529,12 @@ uint64_t pcpu_flows_read(pcpu_flows_t *f, size_t flow, unsigned counter)
 	}
 	/* Drains keep coming: hold them off for one read. */
 	pthread_mutex_lock(&o->op_lock);
-	hold_drains(o);
+	pcpu__flows_hold_drains(o);
 	n = walk_count();
 	v = __atomic_load_n(&o->pub.pcpu__words[k - 1], __ATOMIC_RELAXED);
 	for (uint32_t i = 0; i < n; i++)
 		v += scan_key(stack_of(o, walk_slot(i)), k);
-	release_drains(o);
+	pcpu__flows_release_drains(o);
 	pthread_mutex_unlock(&o->op_lock);
 	return v;
 }
@@ -607,7 +553,7 @@ int pcpu_flows_read_array(pcpu_flows_t *f, size_t first, size_t n, uint64_t *out
 	k0 = first * f->pcpu__ncounters;
 	nk = n * f->pcpu__ncounters;
 	pthread_mutex_lock(&o->op_lock);
-	hold_drains(o);
+	pcpu__flows_hold_drains(o);
 	for (size_t k = 0; k < nk; k++)
 		out[k] = __atomic_load_n(&o->pub.pcpu__words[k0 + k], __ATOMIC_RELAXED);
 	ns = walk_count();
@@ -625,7 +571,7 @@ int pcpu_flows_read_array(pcpu_flows_t *f, size_t first, size_t n, uint64_t *out
 				out[(size_t)key - 1 - k0] += delta;
 		}
 	}
-	release_drains(o);
+	pcpu__flows_release_drains(o);
 	pthread_mutex_unlock(&o->op_lock);
 	return 0;
 }
@@ -656,159 +602,4 @@ size_t pcpu_flows_nflows(const pcpu_flows_t *f)
 unsigned pcpu_flows_ncounters(const pcpu_flows_t *f)
 {
 	return f ? f->pcpu__ncounters : 0;
-}
-
-/* ---- fork ------------------------------------------------------------------- */
-
-static void fork_prepare(void)
-{
-	pthread_mutex_lock(&all_lock);
-	for (struct flows_impl *o = all; o; o = o->next) {
-		pthread_mutex_lock(&o->op_lock);
-		hold_drains(o);
-	}
-}
-
-static void fork_parent(void)
-{
-	for (struct flows_impl *o = all; o; o = o->next) {
-		release_drains(o);
-		pthread_mutex_unlock(&o->op_lock);
-	}
-	pthread_mutex_unlock(&all_lock);
-}
-
-static void fork_child(void)
-{
-	for (struct flows_impl *o = all; o; o = o->next) {
-		uint32_t n = walk_count();
-
-		/* Every drain had ended; a gate still closed is an owner's that
-		 * saw `hold` and had not reopened yet (nothing else touched). */
-		for (uint32_t i = 0; i < n; i++)
-			__atomic_store_n(&stack_of(o, walk_slot(i))->gate, GATE_OPEN, __ATOMIC_RELAXED);
-		release_drains(o);
-		pthread_mutex_unlock(&o->op_lock);
-	}
-	pthread_mutex_unlock(&all_lock);
-}
-
-/* ---- creation, destruction ---------------------------------------------------- */
-
-/* The attributes a caller passed, checked, into *a. 0 or EINVAL. */
-static int take_attr(const struct pcpu_flows_attr *attr, struct pcpu_flows_attr *a)
-{
-	memset(a, 0, sizeof(*a));
-	if (!attr)
-		return 0;
-	if (attr->size < sizeof(*a))
-		return EINVAL; /* smaller than the first release's */
-	/* A later release's larger struct: what this one does not know must
-	 * be zero (it would mean something this release cannot do). */
-	for (size_t i = sizeof(*a); i < attr->size; i++)
-		if (((const unsigned char *)attr)[i] != 0)
-			return EINVAL;
-	memcpy(a, attr, sizeof(*a));
-	if (a->flags != 0 || a->buffer > PCPU_FLOWS_MAX_BUFFER)
-		return EINVAL;
-	for (size_t i = 0; i < sizeof(a->reserved) / sizeof(a->reserved[0]); i++)
-		if (a->reserved[i] != NULL)
-			return EINVAL;
-	return 0;
-}
-
-pcpu_flows_t *pcpu_flows_create(size_t nflows, unsigned ncounters,
-				const struct pcpu_flows_attr *attr)
-{
-	struct pcpu_flows_attr a;
-	struct flows_impl *o;
-	pcpu_zone_t *zone;
-	int64_t entries;
-	size_t nkeys;
-	int err, saved = errno;
-
-	err = take_attr(attr, &a);
-	if (err == 0 && (nflows == 0 || ncounters == 0))
-		err = EINVAL;
-	if (err) {
-		errno = err;
-		return NULL;
-	}
-	if (nflows > PCPU_FLOWS_MAX_KEYS / ncounters ||
-	    nflows * ncounters > SIZE_MAX / sizeof(uint64_t)) {
-		errno = E2BIG;
-		return NULL;
-	}
-	nkeys = nflows * ncounters;
-	entries = a.buffer ? (int64_t)a.buffer : PCPU_FLOWS_DEFAULT_BUFFER;
-	if (pcpu__fork_register(&fork_registered, PCPU_FORK_COUNTER, fork_prepare, fork_parent,
-				fork_child) != 0)
-		return NULL;
-	if (posix_memalign((void **)&o, 64, sizeof(*o)) != 0) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	memset(o, 0, sizeof(*o));
-	o->nkeys = nkeys;
-	o->cap = entries * WORDS;
-	o->words_len = nkeys * sizeof(uint64_t);
-	o->pub.pcpu__nflows = nflows;
-	o->pub.pcpu__ncounters = ncounters;
-	/* Zero pages until written: memory follows the keys in use. */
-	o->pub.pcpu__words = mmap(NULL, o->words_len, PROT_READ | PROT_WRITE,
-				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (o->pub.pcpu__words == MAP_FAILED) {
-		free(o);
-		errno = ENOMEM;
-		return NULL;
-	}
-	zone = pcpu_default_zone();
-	o->pub.pcpu__buf = zone ? (struct pcpu_rseq_stack *)pcpu_zone_alloc(
-				       zone, sizeof(struct pcpu_rseq_stack) + (size_t)o->cap * sizeof(void *), 64)
-				 : NULL;
-	if (!o->pub.pcpu__buf) {
-		err = errno == E2BIG ? E2BIG : ENOMEM;
-		munmap(o->pub.pcpu__words, o->words_len);
-		free(o);
-		errno = err;
-		return NULL;
-	}
-	/* A buffer on the slots a thread's index can be (the walk); every
-	 * other slot keeps cap 0 and its page untouched. */
-	{
-		uint32_t n = walk_count();
-
-		for (uint32_t i = 0; i < n; i++)
-			stack_of(o, walk_slot(i))->cap = o->cap;
-	}
-	pthread_mutex_init(&o->op_lock, NULL);
-	pthread_mutex_lock(&all_lock);
-	o->next = all;
-	if (all)
-		all->prev = o;
-	all = o;
-	pthread_mutex_unlock(&all_lock);
-	errno = saved;
-	return &o->pub;
-}
-
-void pcpu_flows_destroy(pcpu_flows_t *f)
-{
-	struct flows_impl *o;
-
-	if (!f)
-		return;
-	o = impl_of(f);
-	pthread_mutex_lock(&all_lock);
-	if (o->prev)
-		o->prev->next = o->next;
-	else
-		all = o->next;
-	if (o->next)
-		o->next->prev = o->prev;
-	pthread_mutex_unlock(&all_lock);
-	(void)pcpu_zone_free(pcpu_default_zone(), o->pub.pcpu__buf);
-	munmap(o->pub.pcpu__words, o->words_len);
-	pthread_mutex_destroy(&o->op_lock);
-	free(o);
 }

@@ -48,6 +48,11 @@
 #include <pcpu/worker.h> /* pcpu_worker_max() */
 
 #include "../core/core.h"
+#include "format.h"
+
+/* Segment files are sparse and large: offsets past 2 GiB (CMakeLists.txt's
+ * _FILE_OFFSET_BITS=64 on 32-bit targets). */
+_Static_assert(sizeof(off_t) == 8, "pcpu's segment code needs a 64-bit off_t: build with -D_FILE_OFFSET_BITS=64");
 
 struct file_backing {
 	int fd;
@@ -57,6 +62,7 @@ struct file_backing {
 	pcpu_file_chunk_fn *on_chunk;
 	pcpu_file_nospace_fn *on_nospace;
 	void *ctx;
+	pthread_mutex_t *grow_lock; /* pcpu__file_grow()'s (NULL: none) */
 };
 
 static uint64_t chunk_off(const struct file_backing *b, unsigned no)
@@ -112,23 +118,43 @@ int pcpu_file_allocate_mapped(int fd, char *p, uint64_t off, size_t len)
 	return pcpu_file_allocate(fd, off, len);
 }
 
+int pcpu__file_grow(int fd, uint64_t end, pthread_mutex_t *lock)
+{
+	struct stat st;
+	struct rlimit rl;
+	int rc = 0, err = 0;
+
+	if (lock)
+		pthread_mutex_lock(lock);
+	if (fstat(fd, &st) != 0)
+		rc = -1;
+	else if ((uint64_t)st.st_size >= end)
+		rc = 0;
+	else if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+		 (uint64_t)rl.rlim_cur < end) {
+		errno = EFBIG; /* not SIGXFSZ (see the top) */
+		rc = -1;
+	} else
+		rc = ftruncate(fd, (off_t)end);
+	err = errno;
+	if (lock)
+		pthread_mutex_unlock(lock);
+	errno = err;
+	return rc;
+}
+
 /* Grows the file to hold chunk `no`, if it does not yet. */
 static int size_for_chunk(const struct file_backing *b, unsigned no)
 {
 	uint64_t end = chunk_off(b, no) + b->span;
-	struct stat st;
-	struct rlimit rl;
 
-	if (fstat(b->fd, &st) != 0)
-		return -1;
-	if ((uint64_t)st.st_size >= end)
-		return 0;
-	if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    (uint64_t)rl.rlim_cur < end) {
-		errno = EFBIG; /* not SIGXFSZ (see the top) */
+	/* 2.9: flows tables' words lie from PCPU__SEG_TABLES_BASE up
+	 * (src/segment/flows.c): no chunk reaches them. */
+	if (end > PCPU__SEG_TABLES_BASE) {
+		errno = EFBIG;
 		return -1;
 	}
-	return ftruncate(b->fd, (off_t)end);
+	return pcpu__file_grow(b->fd, end, b->grow_lock);
 }
 
 static void *file_map(void *ctx, unsigned no, void *at, size_t span, enum pcpu_zone_map how)
@@ -298,7 +324,7 @@ static const struct pcpu_zone_backing file_backing_reserved = {
 /* The backing's state for file `fd`, or NULL (ENOMEM). */
 static struct file_backing *backing_new(int fd, uint64_t file_base, pcpu_file_chunk_fn *on_chunk,
 					pcpu_file_nospace_fn *on_nospace, void *ctx,
-					enum pcpu_file_reserve reserve)
+					enum pcpu_file_reserve reserve, pthread_mutex_t *grow_lock)
 {
 	struct file_backing *b = malloc(sizeof *b);
 
@@ -313,6 +339,7 @@ static struct file_backing *backing_new(int fd, uint64_t file_base, pcpu_file_ch
 	b->on_chunk = on_chunk;
 	b->on_nospace = on_nospace;
 	b->ctx = ctx;
+	b->grow_lock = grow_lock;
 	return b;
 }
 
@@ -328,7 +355,7 @@ int pcpu__file_backing_join(pcpu_zone_t *zone, int fd, uint64_t file_base,
 		errno = EINVAL;
 		return -1;
 	}
-	b = backing_new(fd, file_base, on_chunk, on_nospace, ctx, PCPU_FILE_RESERVE_SHARED);
+	b = backing_new(fd, file_base, on_chunk, on_nospace, ctx, PCPU_FILE_RESERVE_SHARED, NULL);
 	if (!b)
 		return -1;
 	if (pcpu__zone_join_tree(zone, &file_backing_reserved, b, tree, repair, repair_ctx) == 0)
@@ -341,7 +368,7 @@ int pcpu__file_backing_join(pcpu_zone_t *zone, int fd, uint64_t file_base,
 
 int pcpu__file_backing_attach(pcpu_zone_t *zone, int fd, uint64_t file_base,
 			      pcpu_file_chunk_fn *on_chunk, pcpu_file_nospace_fn *on_nospace,
-			      void *ctx, enum pcpu_file_reserve reserve)
+			      void *ctx, enum pcpu_file_reserve reserve, pthread_mutex_t *grow_lock)
 {
 	struct file_backing *b;
 	int err;
@@ -350,7 +377,7 @@ int pcpu__file_backing_attach(pcpu_zone_t *zone, int fd, uint64_t file_base,
 		errno = EINVAL;
 		return -1;
 	}
-	b = backing_new(fd, file_base, on_chunk, on_nospace, ctx, reserve);
+	b = backing_new(fd, file_base, on_chunk, on_nospace, ctx, reserve, grow_lock);
 	if (!b)
 		return -1;
 	if (pcpu__zone_attach_backing(zone, reserve != PCPU_FILE_SPARSE ? &file_backing_reserved

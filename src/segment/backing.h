@@ -10,6 +10,7 @@
 #define PCPU_SEGMENT_BACKING_H
 
 #include <pcpu/zone.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -61,11 +62,23 @@ enum pcpu_file_reserve {
  * shared). Returns 0, or -1 with errno EBUSY (live objects, or already
  * shared), EINVAL, ENOMEM, or what ftruncate/mmap/fallocate said; on
  * failure the zone stays private and usable. A fork() child leaves the
- * file (zone.c). Thread-safe. */
+ * file (zone.c). The file is grown under `grow_lock` (pcpu__file_grow();
+ * NULL: no other grower). Thread-safe. */
 PCPU_HIDDEN int pcpu__file_backing_attach(pcpu_zone_t *zone, int fd, uint64_t file_base,
 					  pcpu_file_chunk_fn *on_chunk,
 					  pcpu_file_nospace_fn *on_nospace, void *ctx,
-					  enum pcpu_file_reserve reserve);
+					  enum pcpu_file_reserve reserve,
+					  pthread_mutex_t *grow_lock);
+
+/* Grows file `fd` to `end` bytes if it is shorter, never shrinking it:
+ * checking the size and truncating are two calls, so every grower of one
+ * file holds `lock` around them (the zone's chunks, backing.c; flows
+ * tables, flows.c: without it a chunk's growth that read the size before
+ * a table's could cut the table off, and its next add raise SIGBUS).
+ * NULL: the caller is the file's only grower. RLIMIT_FSIZE is checked
+ * first (EFBIG, never SIGXFSZ). 0, or -1 with errno. The lock is a leaf:
+ * nothing is taken under it. */
+PCPU_HIDDEN int pcpu__file_grow(int fd, uint64_t end, pthread_mutex_t *lock);
 
 /* pcpu__file_backing_attach() with PCPU_FILE_RESERVE_SHARED for a new zone
  * joining the process tree that shares file `fd` (pcpu_segment_join()):

@@ -56,59 +56,6 @@ _Static_assert(PCPU__SEG_GAUGE_SIZE == sizeof(struct pcpu_gauge), "gauge layout"
 _Static_assert(PCPU__SEG_HISTOGRAM_PAIRS_SIZE(1) == 2 * sizeof(struct pcpu_counter),
 	       "a histogram bucket is a pair of counter words");
 
-/* ---- small containers ---------------------------------------------------------- */
-
-static int vec_push(struct u64vec *v, uint64_t x)
-{
-	if (v->n == v->cap) {
-		size_t cap = v->cap ? v->cap * 2 : 64;
-		uint64_t *p = realloc(v->v, cap * sizeof *p);
-		if (!p)
-			return -1;
-		v->v = p;
-		v->cap = cap;
-	}
-	v->v[v->n++] = x;
-	return 0;
-}
-
-/* Maps of the directory's objects (families, series, groups) to entry
- * numbers: the library's hash table keyed by address. */
-static int key_is(const struct pcpu__hslot *s, const void *key)
-{
-	return s->key == (uintptr_t)key;
-}
-
-static int map_put(struct pcpu__htab *m, const void *key, uint32_t val)
-{
-	int added;
-	struct pcpu__hslot *s = pcpu__htab_find_or_add(m, pcpu__hash_ptr(key), key_is, key,
-						       (uintptr_t)key, val, &added);
-
-	if (!s)
-		return -1;
-	s->val = val; /* an object seen again: its new entry */
-	return 0;
-}
-
-static int map_get(struct pcpu__htab *m, const void *key, uint32_t *val)
-{
-	struct pcpu__hslot *s = pcpu__htab_find_key(m, pcpu__hash_ptr(key), (uintptr_t)key);
-
-	if (!s)
-		return -1;
-	*val = s->val;
-	return 0;
-}
-
-static void map_del(struct pcpu__htab *m, const void *key)
-{
-	struct pcpu__hslot *s = pcpu__htab_find_key(m, pcpu__hash_ptr(key), (uintptr_t)key);
-
-	if (s)
-		pcpu__htab_remove(m, s);
-}
-
 /* ---- directory writes ------------------------------------------------------------ */
 
 void pcpu__directory_begin(struct pcpu_segment *seg)
@@ -246,7 +193,7 @@ static void blob_free(struct pcpu_segment *seg, uint64_t off, size_t len)
 	if (len == 0)
 		return;
 	/* Out of memory for the free list: the space is leaked, not reused. */
-	(void)vec_push(&seg->free_blobs[blob_class(len)], off);
+	(void)u64vec_push(&seg->free_blobs[blob_class(len)], off);
 }
 
 static void entry_free(struct pcpu_segment *seg, uint64_t idx)
@@ -256,7 +203,7 @@ static void entry_free(struct pcpu_segment *seg, uint64_t idx)
 	memset(&z, 0, sizeof z);
 	entry_write(seg, idx, &z); /* seq grows, kind FREE */
 	blob_free(seg, old.blob_off, old.blob_len);
-	(void)vec_push(&seg->free_entries, idx); /* else the entry is leaked */
+	(void)u64vec_push(&seg->free_entries, idx); /* else the entry is leaked */
 }
 
 /* Appends s and its NUL at blob + *pos. */
@@ -266,6 +213,43 @@ static void put_str(char *blob, size_t *pos, const char *s)
 
 	memcpy(blob + *pos, s, n);
 	*pos += n;
+}
+
+/* ---- entries of other kinds (flows tables: flows.c) ------------------------------ */
+
+int pcpu__directory_entry_new(struct pcpu_segment *seg, size_t blob_len, uint64_t *idx,
+			      uint64_t *blob_off)
+{
+	int err;
+
+	if (entry_alloc(seg, idx) < 0)
+		return -1;
+	if (blob_alloc(seg, blob_len, blob_off) < 0) {
+		err = errno;
+		(void)u64vec_push(&seg->free_entries, *idx);
+		errno = err;
+		return -1;
+	}
+	return 0;
+}
+
+void pcpu__directory_entry_set(struct pcpu_segment *seg, uint64_t idx,
+			       const struct pcpu__seg_entry *e)
+{
+	/* The blob is published before the entry that names it. */
+	__atomic_store_n(&seg->hdr->strings_used, seg->strings_used, __ATOMIC_RELEASE);
+	entry_write(seg, idx, e);
+	entries_publish_used(seg);
+}
+
+void pcpu__directory_entry_free(struct pcpu_segment *seg, uint64_t idx)
+{
+	entry_free(seg, idx);
+}
+
+uint64_t pcpu__directory_new_id(struct pcpu_segment *seg)
+{
+	return ++seg->next_family_id;
 }
 
 /* ---- events -------------------------------------------------------------------- */
@@ -313,7 +297,7 @@ static int reserve_entry(struct pcpu_segment *seg, struct pcpu__htab *map, const
 		return -1;
 	if (blob_alloc(seg, len, off) < 0)
 		goto give_back_entry;
-	if (map_put(map, key, (uint32_t)*idx) < 0) {
+	if (seg_map_put(map, key, (uint32_t)*idx) < 0) {
 		blob_free(seg, *off, len);
 		errno = ENOMEM;
 		goto give_back_entry;
@@ -324,7 +308,7 @@ give_back_entry:
 	if (seg->tree && *idx + 1 == seg->entries_used)
 		seg->entries_used--; /* a tree has no free list: the bump, undone */
 	else
-		(void)vec_push(&seg->free_entries, *idx);
+		(void)u64vec_push(&seg->free_entries, *idx);
 	errno = err;
 	return -1;
 }
@@ -376,7 +360,7 @@ int pcpu__directory_family_added(struct pcpu_segment *seg, struct pcpu_family *f
 					       "family \"%.64s\": another process of the tree registered "
 					       "it with another type, labels, or fractions", v.name);
 		if (found >= 0) {
-			if (map_put(&seg->families, f, (uint32_t)found) < 0) {
+			if (seg_map_put(&seg->families, f, (uint32_t)found) < 0) {
 				errno = ENOMEM;
 				return cannot_record(seg);
 			}
@@ -548,9 +532,9 @@ static int group_ref(struct pcpu_segment *seg, const struct pcpu__family_view *f
 	uint32_t refs;
 	size_t len = 8 * (size_t)f->group_members;
 
-	if (map_get(&seg->groups, gs, gidx) == 0) {
-		if (map_get(&seg->group_refs, gs, &refs) < 0 ||
-		    map_put(&seg->group_refs, gs, refs + 1) < 0) {
+	if (seg_map_get(&seg->groups, gs, gidx) == 0) {
+		if (seg_map_get(&seg->group_refs, gs, &refs) < 0 ||
+		    seg_map_put(&seg->group_refs, gs, refs + 1) < 0) {
 			errno = ENOMEM;
 			return -1;
 		}
@@ -558,13 +542,13 @@ static int group_ref(struct pcpu_segment *seg, const struct pcpu__family_view *f
 	}
 	if (reserve_entry(seg, &seg->groups, gs, len, &idx, &off) < 0)
 		return -1;
-	if (map_put(&seg->group_refs, gs, 1) < 0) {
-		map_del(&seg->groups, gs);
+	if (seg_map_put(&seg->group_refs, gs, 1) < 0) {
+		seg_map_del(&seg->groups, gs);
 		blob_free(seg, off, len);
 		if (seg->tree && idx + 1 == seg->entries_used)
 			seg->entries_used--;
 		else
-			(void)vec_push(&seg->free_entries, idx);
+			(void)u64vec_push(&seg->free_entries, idx);
 		errno = ENOMEM;
 		return -1;
 	}
@@ -592,16 +576,16 @@ static void group_unref(struct pcpu_segment *seg, const struct pcpu__gseries *gs
 {
 	uint32_t idx, refs;
 
-	if (map_get(&seg->groups, gs, &idx) < 0 || map_get(&seg->group_refs, gs, &refs) < 0)
+	if (seg_map_get(&seg->groups, gs, &idx) < 0 || seg_map_get(&seg->group_refs, gs, &refs) < 0)
 		return;
 	if (refs > 1) {
 		/* Fails only if the table cannot grow: the entry then stays,
 		 * unreferenced, which readers ignore. */
-		(void)map_put(&seg->group_refs, gs, refs - 1);
+		(void)seg_map_put(&seg->group_refs, gs, refs - 1);
 		return;
 	}
-	map_del(&seg->group_refs, gs);
-	map_del(&seg->groups, gs);
+	seg_map_del(&seg->group_refs, gs);
+	seg_map_del(&seg->groups, gs);
 	if (!seg->tree) /* a tree's stays: see pcpu__directory_series_removing() */
 		entry_free(seg, idx);
 }
@@ -612,7 +596,7 @@ static void group_read(void *ctx, const struct pcpu__gseries *gs)
 	struct pcpu_segment *seg = ctx;
 	uint32_t idx;
 
-	if (gs->ok && map_get(&seg->groups, gs, &idx) == 0)
+	if (gs->ok && seg_map_get(&seg->groups, gs, &idx) == 0)
 		group_store(seg, idx, seg->entries[idx].blob_off, seg->entries[idx].blob_len, gs->vals);
 }
 
@@ -631,7 +615,7 @@ void pcpu__directory_tree_groups_read(struct pcpu_segment *seg)
 	for (i = seg->tree_groups_scanned; i < used; i++) {
 		if (__atomic_load_n(&seg->entries[i].seq, __ATOMIC_RELAXED) == 0)
 			break;
-		if (seg->entries[i].kind == PCPU__SEG_GROUP && vec_push(&seg->tree_groups, i) < 0)
+		if (seg->entries[i].kind == PCPU__SEG_GROUP && u64vec_push(&seg->tree_groups, i) < 0)
 			break; /* out of memory: looked at again next time */
 	}
 	seg->tree_groups_scanned = i;
@@ -675,13 +659,13 @@ static int tree_group_member_adopt(struct pcpu_segment *seg, uint32_t fidx,
 
 	if (idx < 0 || !pcpu__tree_live_series(seg, (uint64_t)idx, &e) || e.kind != PCPU__SEG_GROUP_SERIES)
 		return 0;
-	if (map_get(&seg->groups, sv->group, &gidx) == 0)
-		(void)map_get(&seg->group_refs, sv->group, &refs);
+	if (seg_map_get(&seg->groups, sv->group, &gidx) == 0)
+		(void)seg_map_get(&seg->group_refs, sv->group, &refs);
 	else
 		gidx = (uint32_t)e.value_off;
-	if (map_put(&seg->series, se, (uint32_t)idx) < 0 ||
-	    map_put(&seg->groups, sv->group, gidx) < 0 ||
-	    map_put(&seg->group_refs, sv->group, refs + 1) < 0) {
+	if (seg_map_put(&seg->series, se, (uint32_t)idx) < 0 ||
+	    seg_map_put(&seg->groups, sv->group, gidx) < 0 ||
+	    seg_map_put(&seg->group_refs, sv->group, refs + 1) < 0) {
 		errno = ENOMEM;
 		return cannot_record(seg);
 	}
@@ -701,10 +685,10 @@ int pcpu__directory_series_added(struct pcpu_segment *seg, struct pcpu_family *f
 
 	pcpu__family_view(f, &fv);
 	pcpu__series_view(f, se, &sv);
-	if (seg->tree && sv.group && map_get(&seg->families, f, &fidx) == 0 &&
+	if (seg->tree && sv.group && seg_map_get(&seg->families, f, &fidx) == 0 &&
 	    (r = tree_group_member_adopt(seg, fidx, &fv, &sv, se)) != 0)
 		return r < 0 ? -1 : 0;
-	if (map_get(&seg->families, f, &fidx) < 0) {
+	if (seg_map_get(&seg->families, f, &fidx) < 0) {
 		errno = ENOSPC; /* the family has no entry: it was dropped */
 		return cannot_record(seg);
 	}
@@ -721,7 +705,7 @@ int pcpu__directory_series_added(struct pcpu_segment *seg, struct pcpu_family *f
 	if (seg->adopted && !sv.group && chunk == seg->adopted_chunk && voff == seg->adopted_off) {
 		/* Another process of the tree wrote its entry (tree.c). */
 		seg->adopted = 0;
-		if (map_put(&seg->series, se, (uint32_t)seg->adopted_idx) < 0) {
+		if (seg_map_put(&seg->series, se, (uint32_t)seg->adopted_idx) < 0) {
 			errno = ENOMEM;
 			return cannot_record(seg);
 		}
@@ -766,16 +750,16 @@ void pcpu__directory_series_removing(struct pcpu_segment *seg, const struct pcpu
 	struct pcpu__series_view sv;
 	uint32_t idx;
 
-	if (map_get(&seg->series, se, &idx) < 0)
+	if (seg_map_get(&seg->series, se, &idx) < 0)
 		return; /* dropped when added */
-	map_del(&seg->series, se);
+	seg_map_del(&seg->series, se);
 	pcpu__series_view(f, se, &sv);
 	if (seg->tree) {
 		/* A tree removes nothing (pcpu_family_remove() is refused):
 		 * this is a registration undone in this process, whose
 		 * entries another process may have mapped already. They
 		 * stay; only this process forgets them. */
-		if (sv.group && map_get(&seg->groups, sv.group, &idx) == 0)
+		if (sv.group && seg_map_get(&seg->groups, sv.group, &idx) == 0)
 			group_unref(seg, sv.group);
 		return;
 	}
@@ -793,9 +777,9 @@ void pcpu__directory_family_removing(struct pcpu_segment *seg, struct pcpu_famil
 	/* Series first: a reader never sees a series without its family. */
 	for (se = pcpu__family_series_next(f, NULL); se; se = pcpu__family_series_next(f, se))
 		pcpu__directory_series_removing(seg, f, se);
-	if (map_get(&seg->families, f, &idx) < 0)
+	if (seg_map_get(&seg->families, f, &idx) < 0)
 		return;
-	map_del(&seg->families, f);
+	seg_map_del(&seg->families, f);
 	if (seg->tree)
 		return; /* as for its series, above */
 	entry_free(seg, idx);
@@ -856,5 +840,58 @@ int64_t pcpu__directory_family_entry(struct pcpu_segment *seg, const struct pcpu
 {
 	uint32_t idx;
 
-	return map_get(&seg->families, f, &idx) == 0 ? (int64_t)idx : -1;
+	return seg_map_get(&seg->families, f, &idx) == 0 ? (int64_t)idx : -1;
+}
+
+/* ---- a tree's series entry rewritten with other labels (tree_relabel.c) ---- */
+
+int64_t pcpu__directory_series_entry(struct pcpu_segment *seg, const struct pcpu__series *se)
+{
+	uint32_t idx;
+
+	return seg_map_get(&seg->series, se, &idx) == 0 ? (int64_t)idx : -1;
+}
+
+int pcpu__directory_relabel_room(struct pcpu_segment *seg, uint64_t len)
+{
+	if (len > PCPU__SEG_BLOB_MAX) {
+		errno = E2BIG;
+		return cannot_record(seg);
+	}
+	/* The new blob's pages now: the rewrite cannot fail. */
+	if (seg->strings_cap - seg->strings_used < tree_blob_bytes((size_t)len) ||
+	    reserve(seg, (uint64_t)(seg->strings - seg->map), &seg->strings_backed,
+		    seg->strings_used + tree_blob_bytes((size_t)len)) < 0) {
+		errno = ENOSPC;
+		return cannot_record(seg);
+	}
+	return 0;
+}
+
+int pcpu__directory_relabel_write(struct pcpu_segment *seg, uint64_t idx, struct pcpu__seg_entry *e,
+				  const char *const *v, unsigned n)
+{
+	uint64_t len = 0, off;
+	size_t pos = 0;
+	unsigned l;
+
+	for (l = 0; l < n; l++)
+		len += strlen(v[l]) + 1;
+	/* The old blob stays where it is: a reader that read the entry
+	 * before this rewrite may still be reading it, and a tree's string
+	 * table has no free list (the top of tree.c). */
+	if (blob_alloc(seg, (size_t)len, &off) < 0)
+		return cannot_record(seg); /* the room was made: not reached */
+	for (l = 0; l < n; l++)
+		put_str(seg->strings + off, &pos, v[l]);
+	e->blob_off = off;
+	e->blob_len = (uint32_t)len;
+	pcpu__directory_begin(seg);
+	/* The blob before the entry that names it; the entry under its
+	 * sequence, odd while written: a reader that read the values around
+	 * it sees the sequence change and keeps neither. */
+	__atomic_store_n(&seg->hdr->strings_used, seg->strings_used, __ATOMIC_RELEASE);
+	entry_write(seg, idx, e);
+	pcpu__directory_end(seg);
+	return 0;
 }

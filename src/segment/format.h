@@ -10,6 +10,8 @@
  *                       a chunk is 2 * nslots regions of slot_stride bytes:
  *                       chunk c, slot s:        data_offset + c*chunk_span + s*slot_stride
  *                       chunk c, mirror of s:   data_offset + c*chunk_span + (nslots+s)*slot_stride
+ *   2^43 (8 TiB)        2.9: flows tables' words, each table in pages of its own
+ *                       (PCPU__SEG_TABLES_BASE; a FLOWS entry gives its offset)
  *
  * Everything is in the writer's byte order (byte_order says which) and at
  * natural alignment. Nothing in the file is a pointer: every reference is
@@ -35,7 +37,7 @@
 
 #define PCPU__SEG_MAGIC "PCPUSEG"          /* 7 chars + NUL = 8 bytes */
 #define PCPU__SEG_VERSION_MAJOR 2          /* incompatible changes (2: mirror region) */
-#define PCPU__SEG_VERSION_MINOR 8          /* compatible additions (1: pid namespace, no space;
+#define PCPU__SEG_VERSION_MINOR 9          /* compatible additions (1: pid namespace, no space;
 					    * 2: exported `le` bounds of log-linear histograms;
 					    * 3: consistent groups;
 					    * 4: histograms as (count, sum) pairs, info
@@ -45,7 +47,8 @@
 					    * 7: counters and gauges with fractions;
 					    * 8: their residue, histograms with fractions,
 					    * several label sets of one name, the largest
-					    * `le` bound of exponential histograms) */
+					    * `le` bound of exponential histograms;
+					    * 9: flows tables, entry kind FLOWS) */
 #define PCPU__SEG_BYTE_ORDER 0x01020304u   /* as the writer stored it */
 #define PCPU__SEG_HEADER_REGION 4096       /* the header's page */
 #define PCPU__SEG_NAME_MAX 64              /* segment name, NUL excluded */
@@ -129,6 +132,7 @@ struct pcpu__seg_header {
 #define PCPU__SEG_GROUP 3         /* 2.3: a consistent group's values */
 #define PCPU__SEG_GROUP_SERIES 4  /* 2.3: a series whose value is a group member */
 #define PCPU__SEG_GROUP_MAX 16    /* members of a group (PCPU_GROUP_MAX_MEMBERS) */
+#define PCPU__SEG_FLOWS 5         /* 2.9: a flows table's shared words (below) */
 
 /* Entry flags. */
 #define PCPU__SEG_E_HAS_HELP 1u       /* family: help text present (may be "") */
@@ -243,6 +247,34 @@ struct pcpu__seg_entry {
  * A group entry outlives its member series entries. Readers of 2.0-2.2
  * skip both kinds (unknown kinds): they see no group members.
  */
+
+/*
+ * 2.9: flows tables (pcpu_segment_flows_create(), pcpu/flows.h). A table
+ * is nflows x ncounters 64-bit words, word[flow * ncounters + counter],
+ * each the shared word of one (flow, counter): every add the writer's
+ * slots buffered until its last drain or flush, and every add that went
+ * to the word directly. The writer flushes its tables at every collection
+ * of its registry, so a word holds every add that returned before the
+ * writer's last collection began (docs/segment-format.md, Flows tables).
+ *   FLOWS entry: flags HAS_HELP or 0; family_id a unique id (never a
+ *                family's); u32a = ncounters (1..PCPU__SEG_FLOWS_MAX_COUNTERS);
+ *                u32b = 8 (bytes per word); value_off = the FILE offset of
+ *                word 0 (not in a chunk: at or above PCPU__SEG_TABLES_BASE,
+ *                a multiple of 4096); serial = nflows; type, nlabels,
+ *                nbuckets, scale: 0.
+ *   blob: NUL-terminated name (a metric name), help (with HAS_HELP), then
+ *         ncounters NUL-terminated counter names (label names, distinct).
+ * The words lie outside every chunk: the writer's zone never grows a chunk
+ * past PCPU__SEG_TABLES_BASE (backing.c), and tables are placed from there
+ * up, each in pages of its own, all allocated when the table is made (a
+ * full file system refuses the table: ENOSPC; nothing can SIGBUS). A
+ * freed table's entry changes (seq odd, then kind FREE) before its pages
+ * are given back, so a reader that finds the entry unchanged after reading
+ * the words read that table's. Readers of 2.0-2.8 skip the kind.
+ */
+#define PCPU__SEG_TABLES_BASE ((uint64_t)1 << 43) /* 8 TiB (sparse) */
+#define PCPU__SEG_FLOWS_MAX_COUNTERS 64
+#define PCPU__SEG_FLOWS_MAX_KEYS 0xfffffffeu /* PCPU_FLOWS_MAX_KEYS */
 
 /* Value sizes (bytes per slot region, and as many in its mirror region). */
 #define PCPU__SEG_COUNTER_SIZE 8

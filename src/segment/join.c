@@ -202,6 +202,7 @@ static void registry_keep_refused(struct pcpu_segment *seg, pcpu_registry_t *reg
 {
 	seg->detached = 1;
 	pcpu__registry_observe_locked(reg, pcpu__segment_hook, pcpu__tree_adopt_series, seg);
+	pcpu__registry_relabel_locked(reg, pcpu__tree_relabel);
 	pcpu__registry_unlock(reg);
 }
 
@@ -242,6 +243,7 @@ static int registry_join(struct pcpu_segment *seg, pcpu_registry_t *reg)
 				      pcpu_stats_error());
 	}
 	pcpu__registry_observe_locked(reg, pcpu__segment_hook, pcpu__tree_adopt_series, seg);
+	pcpu__registry_relabel_locked(reg, pcpu__tree_relabel);
 	pcpu__registry_unlock(reg);
 	return 0;
 }
@@ -279,6 +281,7 @@ pcpu_segment_t *pcpu_segment_join(pcpu_registry_t *reg, const char *path)
 	seg->reg = reg;
 	seg->pid = getpid();
 	pthread_mutex_init(&seg->chunk_lock, NULL);
+	pthread_mutex_init(&seg->grow_lock, NULL);
 	if (join_open(seg, path) < 0 || join_map(seg) < 0 || registry_join(seg, reg) < 0) {
 		err = errno;
 		seg->published = 0;

@@ -17,7 +17,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../core/core.h"
 #include "reader_internal.h"
+
+/* Segment files are sparse and large: offsets past 2 GiB (CMakeLists.txt's
+ * _FILE_OFFSET_BITS=64 on 32-bit targets). */
+_Static_assert(sizeof(off_t) == 8, "pcpu's segment code needs a 64-bit off_t: build with -D_FILE_OFFSET_BITS=64");
 
 static ssize_t rd_pread(struct pcpu_reader *r, void *buf, size_t len, uint64_t off)
 {
@@ -105,4 +110,37 @@ void *pcpu__rd_alloc(struct pcpu__rd_budget *b, uint64_t n)
 	if (!p)
 		pcpu__seg_fail(ENOMEM, "out of memory");
 	return p;
+}
+
+/* The charge of one read call against a budget (reader_values.c's too). */
+#define SETTLE_CALL_CHARGE 4096
+
+int pcpu__rd_settle(struct pcpu_reader *r, struct pcpu__rd_budget *b, unsigned char *buf,
+		    unsigned char *b2, unsigned char *b3, size_t len, uint64_t off)
+{
+	size_t i;
+
+	if ((b && pcpu__rd_charge(b, 2 * (len + SETTLE_CALL_CHARGE)) < 0) ||
+	    pcpu__rd_read_exact(r, b2, len, off, "values") < 0 ||
+	    pcpu__rd_read_exact(r, b3, len, off, "values") < 0)
+		return -1;
+	for (i = 0; i + 8 <= len; i += 8) {
+		uint64_t x = pcpu__rd_ld64(buf + i), y = pcpu__rd_ld64(b2 + i), z = pcpu__rd_ld64(b3 + i);
+		unsigned n;
+
+		for (n = 0; !pcpu__settled(x, y, z); n++) {
+			if (n == PCPU__SETTLE_MAX)
+				return pcpu__seg_fail(EAGAIN,
+						      "segment %s: the value at offset %llu kept changing between "
+						      "its two halves (%u reads)",
+						      r->name, (unsigned long long)(off + i), PCPU__SETTLE_MAX + 3);
+			x = y;
+			y = z;
+			if ((b && pcpu__rd_charge(b, SETTLE_CALL_CHARGE) < 0) ||
+			    pcpu__rd_read_exact(r, &z, 8, off + i, "values") < 0)
+				return -1;
+		}
+		memcpy(buf + i, &y, 8);
+	}
+	return 0;
 }

@@ -95,6 +95,25 @@ PCPU_HIDDEN int pcpu__rd_charge(struct pcpu__rd_budget *b, uint64_t n);
 /* n zeroed bytes, charged: NULL with errno EFBIG or ENOMEM and a message. */
 PCPU_HIDDEN void *pcpu__rd_alloc(struct pcpu__rd_budget *b, uint64_t n);
 
+/*
+ * Torn copies (src/core/core.h): on a target whose kernel may copy a 64-bit
+ * word 32 bits at a time (PCPU__TORN64), a word of a copy may be half of
+ * one store and half of another. `buf` holds a copy of len bytes at off
+ * (8-byte aligned words); this copies them twice more into b2 and b3, and
+ * keeps each word in buf from the middle copy when the three settle on it
+ * (pcpu__settled(): high halves equal, the middle between the others),
+ * reading it again alone while they do not,
+ * PCPU__SETTLE_MAX more times at most. A word that never settles fails the
+ * read: -1 with errno EAGAIN and a message (before, the last copy was kept:
+ * issue 51, 3 of 1,006 segment reads torn in the ARMv7 machine). Each read
+ * is charged to b (NULL: to nothing). 0, or -1 with errno. Used by the
+ * snapshot's values (reader_values.c) and flows tables' words
+ * (reader_flows.c) where PCPU__TORN64 is 1; defined on every target.
+ */
+PCPU_HIDDEN int pcpu__rd_settle(struct pcpu_reader *r, struct pcpu__rd_budget *b,
+				unsigned char *buf, unsigned char *b2, unsigned char *b3, size_t len,
+				uint64_t off);
+
 /* ---- reader_header.c ---- */
 
 /* Checks the fields that never change after publication. 0, or -1 with

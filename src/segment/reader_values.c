@@ -79,51 +79,15 @@ static void accumulate(struct ser *s, const unsigned char *v, unsigned slot, int
 }
 
 #if PCPU__TORN64
-/*
- * On a 32-bit target the kernel's copy may be made 32 bits at a time, and
- * a word of it then half of one store and half of another (a carry
- * between its halves: ../core/core.h, "torn copies"; the word in memory is
- * never torn).
- * So the run is copied three times, each word kept from the middle copy
- * when the high halves of the three agree, and read again alone (8 bytes
- * at a time) while they do not, PCPU__SETTLE_MAX more times at most. A
- * word that never settles fails the read (EAGAIN, p->unsettled): the
- * snapshot tries again and, at its last attempt, fails rather than return
- * a value that may be 2^32 off (before, the last copy was kept: issue 51,
- * 3 of 1,006 segment reads torn in the ARMv7 machine). buf holds 3 * len
- * bytes; the words are 8-byte aligned (every value is). Each read is
- * charged. 0, or -1.
- */
+/* The run copied twice more and settled (pcpu__rd_settle(), reader_input.c:
+ * a copy made 32 bits at a time may be torn). buf holds 3 * len bytes. */
 static int settle_run(struct parse *p, unsigned char *buf, size_t len, uint64_t off)
 {
-	unsigned char *b2 = buf + len, *b3 = buf + 2 * len;
-	size_t i;
+	int rc = pcpu__rd_settle(p->r, p->b, buf, buf + len, buf + 2 * len, len, off);
 
-	if (pcpu__rd_charge(p->b, 2 * (len + SYSCALL_CHARGE)) < 0 ||
-	    pcpu__rd_read_exact(p->r, b2, len, off, "values") < 0 ||
-	    pcpu__rd_read_exact(p->r, b3, len, off, "values") < 0)
-		return -1;
-	for (i = 0; i + 8 <= len; i += 8) {
-		uint64_t a = pcpu__rd_ld64(buf + i), b = pcpu__rd_ld64(b2 + i), c = pcpu__rd_ld64(b3 + i);
-		unsigned n;
-
-		for (n = 0; !pcpu__settled(a, b, c); n++) {
-			if (n == PCPU__SETTLE_MAX) {
-				p->unsettled = 1;
-				return pcpu__seg_fail(EAGAIN,
-						      "segment %s: the value at offset %llu kept changing between "
-						      "its two halves (%u reads)",
-						      p->r->name, (unsigned long long)(off + i), PCPU__SETTLE_MAX + 3);
-			}
-			a = b;
-			b = c;
-			if (pcpu__rd_charge(p->b, SYSCALL_CHARGE) < 0 ||
-			    pcpu__rd_read_exact(p->r, &c, 8, off + i, "values") < 0)
-				return -1;
-		}
-		memcpy(buf + i, &b, 8);
-	}
-	return 0;
+	if (rc < 0 && errno == EAGAIN)
+		p->unsettled = 1;
+	return rc;
 }
 #define RUN_COPIES 3
 #else

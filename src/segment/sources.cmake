@@ -20,6 +20,7 @@ set(PCPU_SEGMENT_READER_SOURCES
   src/segment/reader_values.c   # reading and summing the values
   src/segment/reader_result.c   # assembling the public snapshot
   src/segment/reader_snapshot.c # pcpu_reader_snapshot(): the read protocol
+  src/segment/reader_flows.c    # flows tables: listing and reading their words
 )
 set(PCPU_SEGMENT_SOURCES
   ${PCPU_SEGMENT_SHARED_SOURCES}
@@ -27,7 +28,9 @@ set(PCPU_SEGMENT_SOURCES
   src/segment/directory.c  # the directory: entries and blobs written per registry event
   src/segment/tree.c       # a segment every process of a pre-fork tree writes (shared registry)
   src/segment/tree_index.c # a tree's index of its shared directory: families, series, label sets
+  src/segment/tree_relabel.c # a tree's series given other labels (pcpu_family_relabel)
   src/segment/join.c       # joining a tree from an exec()ed process, leaving one (binary upgrades)
   src/segment/backing.c    # the segment's file as the zone's backing (mapping, reservation)
+  src/segment/flows.c      # flows tables' words in the file (pcpu_segment_flows_create)
   ${PCPU_SEGMENT_READER_SOURCES}
 )

@@ -20,7 +20,15 @@
  *    process may hold its handle), and a process's leftovers are dropped.
  *    Entries are only appended, each written whole before the count of
  *    entries says it exists, and never written again -- but for GROUP
- *    entries' copies of their group's values, which collections rewrite;
+ *    entries' copies of their group's values, which collections rewrite,
+ *    and for a series entry relabelled (pcpu_family_relabel()): rewritten
+ *    in place under the tree's lock, its sequence odd meanwhile, the new
+ *    label values appended to the strings, the tree's count of relabels
+ *    bumped. At its next registration, lookup or collection, each process
+ *    seeing that count change indexes the directory anew (tree_index.c)
+ *    and drops the series it holds whose entry no longer carries their
+ *    labels (registry_series.c), so that a lookup finds what the tree has
+ *    now;
  *  - identity: a family or series a process registers that another one
  *    already wrote is *adopted*: the family is mapped to its entry, the
  *    series gets the existing storage (pcpu__tree_adopt_series, called by
@@ -91,19 +99,22 @@ static void repair(void *ctx)
 	struct pcpu_segment *seg = ctx;
 	uint64_t used = __atomic_load_n(&seg->hdr->entries_used, __ATOMIC_ACQUIRE), i;
 	uint64_t g = __atomic_load_n(&seg->hdr->generation, __ATOMIC_RELAXED);
+	int freed = 0;
 
 	if (used > seg->entries_cap)
 		used = seg->entries_cap;
 	repair_unpublished(seg, used);
 	/* Below the count an entry is odd only if its writer published it
-	 * before it was whole, which this writer never does, or if a worker
-	 * scribbled there: made free, so readers of the tree see a stable
+	 * before it was whole, which this writer never does, if a
+	 * relabelling (pcpu_family_relabel()) was killed while it rewrote
+	 * the entry, or if a worker scribbled there: made free, so readers of the tree see a stable
 	 * directory. GROUP entries are the collect lock's (see the top). */
 	for (i = 0; i < used; i++) {
 		struct pcpu__seg_entry *e = &seg->entries[i];
 		uint64_t s = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
 
 		if ((s & 1) && e->kind != PCPU__SEG_GROUP) {
+			freed = 1;
 			struct pcpu__seg_entry z;
 
 			memset(&z, 0, sizeof z);
@@ -114,6 +125,11 @@ static void repair(void *ctx)
 	}
 	if (g & 1)
 		__atomic_store_n(&seg->hdr->generation, g + 1, __ATOMIC_RELEASE);
+	/* A published entry made free (a relabelling killed mid-write,
+	 * pcpu_family_relabel()): the processes that hold its series drop it,
+	 * as after a relabelling. */
+	if (freed)
+		__atomic_add_fetch(&seg->tree->relabels, 1, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&seg->tree->repairs, 1, __ATOMIC_RELAXED);
 }
 
@@ -188,6 +204,7 @@ int pcpu__tree_join(struct pcpu_segment *seg, pcpu_file_chunk_fn *on_chunk)
 int pcpu__tree_enter(struct pcpu_segment *seg)
 {
 	struct pcpu__seg_tree *t = seg->tree;
+	uint64_t r;
 	unsigned c;
 
 	if (pcpu__zone_tree_lock(pcpu_registry_zone(seg->reg)) != 0)
@@ -207,6 +224,17 @@ int pcpu__tree_enter(struct pcpu_segment *seg)
 	 * that trusted a lowered count: indexed again from there. */
 	if (seg->tree_indexed > seg->entries_used)
 		seg->tree_indexed = seg->entries_used;
+	/* Series entries rewritten in place (relabelled, or freed by a
+	 * repair) since this process indexed them: their old labels' hashes
+	 * would miss their new labels. Indexed anew, in O(entries), once per
+	 * change. */
+	r = __atomic_load_n(&t->relabels, __ATOMIC_ACQUIRE);
+	if (r != seg->tree_index_relabels) {
+		pcpu__htab_free(&seg->tree_index);
+		seg->tree_indexed = 0;
+		seg->tree_index_relabels = r;
+		seg->tree_index_rebuilds++;
+	}
 	return 0;
 }
 

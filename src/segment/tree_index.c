@@ -253,3 +253,25 @@ int64_t pcpu__directory_find_series(struct pcpu_segment *seg, uint64_t fidx, con
 			return (int64_t)i;
 	return -1;
 }
+
+void pcpu__tree_index_rewritten(struct pcpu_segment *seg, uint64_t idx,
+				const struct pcpu__seg_entry *old, const struct pcpu__seg_entry *now)
+{
+	struct pcpu__hslot *s;
+
+	if (idx >= seg->tree_indexed)
+		return; /* not indexed yet: index_catch_up() reads it as it is */
+	s = pcpu__htab_find_key(&seg->tree_index,
+				pcpu__hash_bytes(series_hash_start(old->family_id),
+						 seg->strings + old->blob_off, old->blob_len),
+				(uintptr_t)idx + 1);
+	if (s)
+		pcpu__htab_remove(&seg->tree_index, s);
+	if (pcpu__htab_reserve(&seg->tree_index, 1) == 0)
+		(void)pcpu__htab_add(&seg->tree_index,
+				     pcpu__hash_bytes(series_hash_start(now->family_id),
+						      seg->strings + now->blob_off, now->blob_len),
+				     (uintptr_t)idx + 1, 0);
+	else
+		seg->tree_indexed = idx; /* indexed again from there at the next look */
+}

@@ -4,9 +4,9 @@
  * shared file that other processes read (pcpu/segment.h; the format is in
  * format.h and docs/segment-format.md).
  *
- *   file:  [ header | entries ............ | strings ........ | chunk 0 | chunk 1 ...
- *            page 0   fixed 64-byte slots    blobs, by size     the registry's zone,
- *                     (sparse)               class (sparse)      MAP_SHARED
+ *   file:  [ header | entries ............ | strings ........ | chunk 0 | chunk 1 ... | 8 TiB: tables
+ *            page 0   fixed 64-byte slots    blobs, by size     the registry's zone,    flows tables'
+ *                     (sparse)               class (sparse)      MAP_SHARED              words (flows.c)
  *
  * The counters: pcpu__file_backing_attach() (backing.c) moves the
  * registry's (still empty) zone onto the file, so every chunk the zone has or grows is a MAP_SHARED
@@ -133,6 +133,10 @@ static void segments_fork_child(void)
 			continue; /* a shared registry's: the child writes it too (tree.c) */
 		seg->detached = 1;
 		seg->published = 0;
+		/* The tables' words are the child's own copies now (core's
+		 * flows.c), which never call back: forgotten, not detached (no
+		 * lock is taken here). */
+		pcpu__segment_tables_forget(seg, 0);
 		/* Private zeros in place of the parent's directory: nothing of
 		 * the child's can reach the parent's file through it. */
 		if (seg->map && mmap(seg->map, seg->map_len, PROT_READ | PROT_WRITE,
@@ -175,6 +179,9 @@ void pcpu__segment_free(struct pcpu_segment *seg)
 	size_t c;
 
 	segments_unlink(seg);
+	/* Tables still alive outlive it: they forget it (flows.c). */
+	pcpu__segment_tables_forget(seg, 1);
+	free(seg->free_tables.v);
 	if (seg->map)
 		munmap(seg->map, seg->map_len);
 	if (seg->fd >= 0)
@@ -193,6 +200,7 @@ void pcpu__segment_free(struct pcpu_segment *seg)
 	pcpu__htab_free(&seg->tree_index);
 	free(seg->tree_groups.v);
 	pthread_mutex_destroy(&seg->chunk_lock);
+	pthread_mutex_destroy(&seg->grow_lock);
 	free(seg);
 }
 
@@ -217,6 +225,14 @@ int pcpu__segment_hook(void *ctx, enum pcpu__registry_event ev, struct pcpu_fami
 	 * the groups' copies under the collect lock, never waiting (tree.c). */
 	if (seg->detached || (!seg->tree && getpid() != seg->pid))
 		return 0;
+	if (ev == PCPU__REG_COLLECTING) {
+		/* 2.9: the flows tables' buffers into their words, so that
+		 * readers see every add that returned before this collection
+		 * (flows.c). No directory change: readers' cached directories
+		 * stay valid. */
+		pcpu__segment_tables_flush(seg);
+		return 0;
+	}
 	if (seg->tree && ev == PCPU__REG_GROUPS_READ) {
 		pcpu__tree_collect(seg);
 		return 0;
@@ -555,7 +571,8 @@ static int registry_attach(struct pcpu_segment *seg, pcpu_registry_t *reg, int s
 	if (pcpu__file_backing_attach(pcpu_registry_zone(reg), seg->fd, seg->data_offset,
 				      pcpu__segment_on_chunk,
 				      pcpu__directory_on_nospace, seg,
-				      shared_tree ? PCPU_FILE_RESERVE_SHARED : PCPU_FILE_RESERVE) != 0) {
+				      shared_tree ? PCPU_FILE_RESERVE_SHARED : PCPU_FILE_RESERVE,
+				      &seg->grow_lock) != 0) {
 		err = errno;
 		pcpu__registry_unlock(reg);
 		if (err == EBUSY)
@@ -588,6 +605,7 @@ static int registry_attach(struct pcpu_segment *seg, pcpu_registry_t *reg, int s
 		pcpu__tree_leave(seg);
 	pcpu__registry_observe_locked(reg, pcpu__segment_hook,
 				      shared_tree ? pcpu__tree_adopt_series : NULL, seg);
+	pcpu__registry_relabel_locked(reg, shared_tree ? pcpu__tree_relabel : NULL);
 	pcpu__registry_unlock(reg);
 	return 0;
 }
@@ -624,6 +642,7 @@ pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
 	seg->reg = reg;
 	seg->pid = getpid();
 	pthread_mutex_init(&seg->chunk_lock, NULL);
+	pthread_mutex_init(&seg->grow_lock, NULL);
 	if (segment_place(seg, name, &o) < 0 || file_create(seg, &o) < 0 ||
 	    file_map(seg, max_e, max_s) < 0)
 		goto fail;

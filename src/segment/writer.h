@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/types.h>
 
 #include <pcpu/segment.h>
@@ -27,6 +28,61 @@ struct u64vec {
 	size_t n, cap;
 };
 
+/* Maps of the directory's objects (families, series, groups) to entry
+ * numbers: the library's hash table keyed by address (directory.c). */
+static inline int seg_map_key_is(const struct pcpu__hslot *s, const void *key)
+{
+	return s->key == (uintptr_t)key;
+}
+
+/* key -> val, replacing an older val; 0, or -1 out of memory. */
+static inline int seg_map_put(struct pcpu__htab *m, const void *key, uint32_t val)
+{
+	int added;
+	struct pcpu__hslot *s = pcpu__htab_find_or_add(m, pcpu__hash_ptr(key), seg_map_key_is, key,
+						       (uintptr_t)key, val, &added);
+
+	if (!s)
+		return -1;
+	s->val = val; /* an object seen again: its new entry */
+	return 0;
+}
+
+/* key's val: 0, or -1 if it has none. */
+static inline int seg_map_get(struct pcpu__htab *m, const void *key, uint32_t *val)
+{
+	struct pcpu__hslot *s = pcpu__htab_find_key(m, pcpu__hash_ptr(key), (uintptr_t)key);
+
+	if (!s)
+		return -1;
+	*val = s->val;
+	return 0;
+}
+
+static inline void seg_map_del(struct pcpu__htab *m, const void *key)
+{
+	struct pcpu__hslot *s = pcpu__htab_find_key(m, pcpu__hash_ptr(key), (uintptr_t)key);
+
+	if (s)
+		pcpu__htab_remove(m, s);
+}
+
+/* Appends x, growing by doubling; 0, or -1 out of memory (v unchanged). */
+static inline int u64vec_push(struct u64vec *v, uint64_t x)
+{
+	if (v->n == v->cap) {
+		size_t cap = v->cap ? v->cap * 2 : 64;
+		uint64_t *p = (uint64_t *)realloc(v->v, cap * sizeof *p);
+
+		if (!p)
+			return -1;
+		v->v = p;
+		v->cap = cap;
+	}
+	v->v[v->n++] = x;
+	return 0;
+}
+
 /* A segment shared by a process tree (PCPU_SEGMENT_SHARED_TREE): the
  * writers' common state, in the header's page at PCPU__SEG_TREE_OFFSET.
  * Everything here, and every change of the directory, is under the zone
@@ -39,6 +95,12 @@ struct pcpu__seg_tree {
 	 * the tree's lock: tree.c). Process-shared, robust, error-checking. */
 	pthread_mutex_t collect_lock;
 	struct pcpu_zone_tree zone;     /* the frontier and the lock */
+	/* Series entries rewritten in place (pcpu_family_relabel(), or made
+	 * free by repair()), under the tree's lock: each process, seeing it
+	 * change, indexes the directory anew and drops the series it holds
+	 * whose entry no longer carries their labels. Last, so that the
+	 * fields before keep their places. */
+	uint64_t relabels;
 };
 #define PCPU__SEG_TREE_MAGIC "PCPUTREE"
 
@@ -63,6 +125,10 @@ struct pcpu_segment {
 	 * on_chunk() under the zone's lock, read by the hook. */
 	pthread_mutex_t chunk_lock;
 	uintptr_t *chunk_base;
+	/* Held around every growth of the file (pcpu__file_grow(), backing.h):
+	 * the zone's chunks and the flows tables (flows.c) grow it from
+	 * different locks, and neither may cut the other's end off. */
+	pthread_mutex_t grow_lock;
 	size_t nchunks, chunk_cap;
 
 	/* Directory bookkeeping, under the registry's lock. */
@@ -90,6 +156,15 @@ struct pcpu_segment {
 	 * first looks past it (directory.c). */
 	struct pcpu__htab tree_index;
 	uint64_t tree_indexed;
+	/* t->relabels when tree_index was last emptied, and when the
+	 * registry last dropped its stale series (RELABEL_SEEN). */
+	uint64_t tree_index_relabels, tree_reg_relabels;
+	/* Times tree_index was emptied for another process's relabelling
+	 * (this process's own follow in place): lets a test count them. */
+	uint64_t tree_index_rebuilds;
+	/* Times the registry walked its series for stale ones (RELABEL_SEEN
+	 * after a walk): another process's relabelling, not this one's. */
+	uint64_t tree_reg_walks;
 	/* The GROUP entries below tree_groups_scanned, which a collection
 	 * refreshes (directory.c): entries never move in a tree. */
 	struct u64vec tree_groups;
@@ -97,6 +172,23 @@ struct pcpu_segment {
 	int adopted;               /* adopted_* below are set */
 	uint32_t adopted_chunk;
 	uint64_t adopted_off, adopted_idx;
+
+	/* 2.9: the flows tables published in the file (flows.c), under the
+	 * registry's lock: the live ones, where the next one goes (from
+	 * PCPU__SEG_TABLES_BASE up), and the freed ranges (offset, length
+	 * pairs) a new table may reuse. */
+	struct pcpu__seg_table *tables;
+	uint64_t tables_end;
+	struct u64vec free_tables;
+};
+
+/* A flows table published in a segment (flows.c). */
+struct pcpu__seg_table {
+	struct pcpu_segment *seg;
+	struct pcpu_flows *f;
+	uint64_t idx;       /* its FLOWS entry */
+	uint64_t off, len;  /* its words' pages in the file */
+	struct pcpu__seg_table *next, *prev;
 };
 
 /* ---- directory.c: the directory, written per registry event ---- */
@@ -124,6 +216,29 @@ PCPU_HIDDEN void pcpu__directory_groups_read(struct pcpu_segment *seg);
  * it. Reads the shared directory without the tree's lock. */
 PCPU_HIDDEN void pcpu__directory_tree_groups_read(struct pcpu_segment *seg);
 
+/* Entries of kinds the registry does not know (flows tables, flows.c),
+ * under the registry's lock and between begin and end: a new entry and
+ * blob_len bytes of string table (0, or -1 with errno: ENOSPC, E2BIG,
+ * nothing taken); an entry written (the strings' count published before
+ * it, the entries' after); an entry
+ * freed (its seq grows, kind FREE; its blob back to the free lists); a new
+ * unique id (family ids' sequence). */
+PCPU_HIDDEN int pcpu__directory_entry_new(struct pcpu_segment *seg, size_t blob_len, uint64_t *idx,
+					  uint64_t *blob_off);
+PCPU_HIDDEN void pcpu__directory_entry_set(struct pcpu_segment *seg, uint64_t idx,
+					   const struct pcpu__seg_entry *e);
+PCPU_HIDDEN void pcpu__directory_entry_free(struct pcpu_segment *seg, uint64_t idx);
+PCPU_HIDDEN uint64_t pcpu__directory_new_id(struct pcpu_segment *seg);
+
+/* ---- flows.c: flows tables in the file ---- */
+
+/* A collection of the registry (PCPU__REG_COLLECTING), under its lock:
+ * every table flushed into its words. */
+PCPU_HIDDEN void pcpu__segment_tables_flush(struct pcpu_segment *seg);
+/* The segment is being freed (or left by a fork() child): its tables
+ * forget it -- destroying one later unmaps its words and nothing else. */
+PCPU_HIDDEN void pcpu__segment_tables_forget(struct pcpu_segment *seg, int detach);
+
 /* ---- tree_index.c: a tree segment's index of its shared directory ---- */
 
 /* Entry i, if it is a live series (a group member's included): 1 with a
@@ -143,6 +258,13 @@ PCPU_HIDDEN int pcpu__directory_same_metric(struct pcpu_segment *seg, uint64_t i
  * ENOSPC (or E2BIG) and the registry's message. */
 PCPU_HIDDEN int pcpu__directory_series_room(struct pcpu_segment *seg,
 					    const struct pcpu__family_view *fv, const char *const *v);
+/* Tree segments, the tree's lock held: series entry `idx` was rewritten
+ * in place by this process from `old` to `now` (a relabelling); its index
+ * follows in place, so that a process relabelling many series indexes
+ * the directory once, not once per series. */
+PCPU_HIDDEN void pcpu__tree_index_rewritten(struct pcpu_segment *seg, uint64_t idx,
+					    const struct pcpu__seg_entry *old,
+					    const struct pcpu__seg_entry *now);
 /* Tree segments: the live series entry of family entry `fidx` with label
  * values `v` (n of them), or -1. */
 PCPU_HIDDEN int64_t pcpu__directory_find_series(struct pcpu_segment *seg, uint64_t fidx,
@@ -153,6 +275,19 @@ PCPU_HIDDEN uint32_t pcpu__seg_value_size(const struct pcpu__family_view *f);
 /* The entry of f in seg->families, or -1. */
 PCPU_HIDDEN int64_t pcpu__directory_family_entry(struct pcpu_segment *seg,
 						 const struct pcpu_family *f);
+/* The entry of series se in seg->series, or -1 (tree_relabel.c). */
+PCPU_HIDDEN int64_t pcpu__directory_series_entry(struct pcpu_segment *seg,
+						 const struct pcpu__series *se);
+/* Tree segments: room for a series entry's new label blob of `len` bytes
+ * (its pages allocated now, so that _write() cannot fail): 0, or -1 with
+ * errno E2BIG or ENOSPC and the segment's message. */
+PCPU_HIDDEN int pcpu__directory_relabel_room(struct pcpu_segment *seg, uint64_t len);
+/* Tree segments, after _room(): entry idx (its copy e, updated) rewritten
+ * with label values v (n of them) in a new blob, under its sequence and the
+ * header's generation; the old blob is left where it is. 0. */
+PCPU_HIDDEN int pcpu__directory_relabel_write(struct pcpu_segment *seg, uint64_t idx,
+					      struct pcpu__seg_entry *e, const char *const *v,
+					      unsigned n);
 
 /* ---- writer.c, for join.c: a segment's life in this process ---- */
 
@@ -202,6 +337,9 @@ PCPU_HIDDEN void pcpu__tree_leave(struct pcpu_segment *seg);
  * file (its chunks reported to on_chunk), seg->tree set. 0, or -1 with
  * errno and a message. */
 PCPU_HIDDEN int pcpu__tree_join(struct pcpu_segment *seg, pcpu_file_chunk_fn *on_chunk);
+/* The registry's relabel callback (registry_observer.h; directory.c). */
+PCPU_HIDDEN int pcpu__tree_relabel(void *ctx, enum pcpu__relabel_op op, struct pcpu_family *f,
+				   struct pcpu__series *se, const char *const *v);
 /* The registry's adopt callback (registry_observer.h). */
 PCPU_HIDDEN int pcpu__tree_adopt_series(void *ctx, struct pcpu_family *f, const char *const *v,
 					void **at);

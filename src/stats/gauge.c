@@ -19,7 +19,9 @@
  * with respect to the other sets; adders are never blocked. The lock is one
  * of the library's 16 striped mutexes (src/core/striped_lock.c), so unrelated
  * gauges rarely share one; the set itself is a counter's
- * (pcpu__counter_set(), which resets use too).
+ * (pcpu__counter_set(), which resets use too). A shared tree's gauge is set
+ * by several processes, where a process-local lock orders nothing: there
+ * pcpu__counter_set() moves the offset by compare-and-swap (counter.c).
  */
 #include <errno.h>
 #include <pthread.h>

@@ -772,6 +772,40 @@ double pcpu__histogram_read_residue(const pcpu_histogram_t *h)
 	return h->pcpu__wide ? pcpu_fraction_sum_read(double_sum_word(h)) : 0.0;
 }
 
+int pcpu_histogram_zero(const pcpu_histogram_t *h)
+{
+	size_t i, n;
+
+	if (!h) {
+		errno = EINVAL;
+		return -1;
+	}
+	/* Word by word, each by offset (counter.c): a pair's count and sum
+	 * may be reset a moment apart, as a read may load them. */
+	n = 2 * (size_t)h->pcpu__nbuckets;
+	for (i = 0; i < n; i++)
+		pcpu_counter_zero(h->pcpu__c + i);
+	if (h->pcpu__wide)
+		pcpu_fraction_sum_reset(double_sum_word(h));
+	return 0;
+}
+
+int pcpu_histogram_merge(const pcpu_histogram_t *h, const uint64_t *counts, size_t nbuckets, int64_t sum)
+{
+	size_t b;
+
+	if (!h || !counts || nbuckets != h->pcpu__nbuckets) {
+		errno = EINVAL;
+		return -1;
+	}
+	for (b = 0; b < nbuckets; b++)
+		if (counts[b] != 0)
+			pcpu_counter_add(h->pcpu__c + 2 * b, (int64_t)counts[b]);
+	if (sum != 0)
+		pcpu_counter_add(h->pcpu__c + 1, sum);
+	return 0;
+}
+
 /*
  * The rank rule both quantile functions share, Prometheus'
  * histogram_quantile() over the same buckets: rank = q * count, the bucket

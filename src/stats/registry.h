@@ -146,4 +146,9 @@ PCPU_HIDDEN int pcpu__series_add_callback(struct pcpu_family *f, const char *con
  * Returns the number that failed, or -1 with errno (EDEADLK, ENOMEM). */
 PCPU_HIDDEN int pcpu__registry_collect(struct pcpu_registry *reg);
 
+/* Registry locked: a shared registry's series that another process
+ * relabelled (pcpu_family_relabel()) dropped from this process's tables
+ * (registry_series.c). */
+PCPU_HIDDEN void pcpu__registry_tree_sync_locked(pcpu_registry_t *reg);
+
 #endif /* PCPU_STATS_REGISTRY_H */

@@ -203,6 +203,12 @@ void pcpu__groups_read_locked(struct pcpu_registry *reg)
 	const struct pcpu__gfamily *gf;
 	const struct pcpu__series *se;
 
+	/* A shared registry's series another process relabelled: dropped
+	 * here before this collection lists them under their old labels. */
+	pcpu__registry_tree_sync_locked(reg);
+	/* Every collection, groups or not: an observer's own per-collection
+	 * work (a segment's flows tables flushed into its file). */
+	pcpu__reg_notify(reg, PCPU__REG_COLLECTING, NULL, NULL);
 	/* One consistent read per group, which every member's series then
 	 * shows: reading per member family would mix two reads. */
 	for (gf = reg->gfams; gf; gf = gf->next)

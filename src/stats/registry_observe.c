@@ -27,6 +27,13 @@ void pcpu__registry_observe_locked(pcpu_registry_t *reg, pcpu__registry_hook_fn 
 	reg->hook_ctx = ctx;
 	reg->hook = fn;
 	reg->adopt = fn ? adopt : NULL;
+	if (!reg->adopt)
+		reg->relabel = NULL;
+}
+
+void pcpu__registry_relabel_locked(pcpu_registry_t *reg, pcpu__registry_relabel_fn fn)
+{
+	reg->relabel = fn;
 }
 
 struct pcpu_family *pcpu__registry_family_next(const pcpu_registry_t *reg,

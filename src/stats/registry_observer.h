@@ -37,6 +37,10 @@ struct pcpu__series;
  *  - GROUPS_READ after a snapshot or a collection read every group of the
  *    group families (pcpu__registry_groups_each_locked() sees fresh
  *    reads); f and se are NULL.
+ *  - COLLECTING at every snapshot and collection (pcpu_registry_snapshot(),
+ *    pcpu_registry_write(), pcpu_registry_collect()), before GROUPS_READ,
+ *    whether or not the registry has groups: the segment flushes its flows
+ *    tables into the file then (src/segment/flows.c); f and se are NULL.
  *
  * The observer returns 0, or refuses a FAMILY_ADDED or SERIES_ADDED with
  * -1, errno set and pcpu_stats_error()'s message written: the registry then
@@ -56,6 +60,7 @@ enum pcpu__registry_event {
 	PCPU__REG_SERIES_REMOVING,
 	PCPU__REG_DESTROYED,
 	PCPU__REG_GROUPS_READ,
+	PCPU__REG_COLLECTING,
 };
 typedef int (*pcpu__registry_hook_fn)(void *ctx, enum pcpu__registry_event ev,
 				      struct pcpu_family *f, struct pcpu__series *se);
@@ -75,6 +80,34 @@ typedef int (*pcpu__registry_hook_fn)(void *ctx, enum pcpu__registry_event ev,
  * then maps the series to the existing entry instead of writing another. */
 typedef int (*pcpu__registry_adopt_fn)(void *ctx, struct pcpu_family *f, const char *const *v,
 				       void **at);
+
+/* A shared registry's relabelling (pcpu_family_relabel(), tree.c): what
+ * the registry asks its segment, under the registry's lock and the zone
+ * tree's, by `op`:
+ *  - CHANGED: whether a series entry was rewritten (relabelled, or made
+ *    free by a repair) since SEEN last said so (a load, no lock needed):
+ *    1 or 0. f, se, v unused;
+ *  - STALE: whether se, a series of f this process mapped, no longer has
+ *    an entry carrying its label values (another process relabelled it):
+ *    1 or 0;
+ *  - SEEN: the rewrites so far are this process's registry's to forget
+ *    (it dropped its stale series): 0;
+ *  - CHECK: whether se (mapped, values v its new ones) can be relabelled:
+ *    0, or -1 with errno and the message (ENOENT: no entry of its own;
+ *    EEXIST: the directory has a series of values v; ENOTSUP: a group
+ *    member; ENOSPC, E2BIG: the strings area cannot take v). Makes sure
+ *    of the pages COMMIT writes;
+ *  - COMMIT: after CHECK under the same locks, with the values zeroed:
+ *    se's entry rewritten with v (seq odd while written); 0. */
+enum pcpu__relabel_op {
+	PCPU__RELABEL_CHANGED = 1,
+	PCPU__RELABEL_STALE,
+	PCPU__RELABEL_SEEN,
+	PCPU__RELABEL_CHECK,
+	PCPU__RELABEL_COMMIT,
+};
+typedef int (*pcpu__registry_relabel_fn)(void *ctx, enum pcpu__relabel_op op, struct pcpu_family *f,
+					 struct pcpu__series *se, const char *const *v);
 
 /* The shared handle of a consistent group family's series (one per label
  * set, shared by the members): the group, and its last consistent read. */
@@ -131,6 +164,9 @@ PCPU_HIDDEN int pcpu__registry_observed_locked(const pcpu_registry_t *reg);
  * callback for a shared registry (NULL: an ordinary observer). */
 PCPU_HIDDEN void pcpu__registry_observe_locked(pcpu_registry_t *reg, pcpu__registry_hook_fn fn,
 					       pcpu__registry_adopt_fn adopt, void *ctx);
+/* Registry locked, after pcpu__registry_observe_locked() with an adopt
+ * callback: the shared registry's relabelling (NULL: none). */
+PCPU_HIDDEN void pcpu__registry_relabel_locked(pcpu_registry_t *reg, pcpu__registry_relabel_fn fn);
 
 /* Registry locked: the family after f (f NULL: the first), or NULL. */
 PCPU_HIDDEN struct pcpu_family *pcpu__registry_family_next(const pcpu_registry_t *reg,

@@ -101,6 +101,7 @@ struct pcpu_registry {
 	pthread_mutex_t lock;         /* guards everything below but generation */
 	pcpu__registry_hook_fn hook;  /* NULL, or the directory mirror's (registry_observer.h) */
 	pcpu__registry_adopt_fn adopt; /* NULL, or a shared registry's mirror's */
+	pcpu__registry_relabel_fn relabel; /* NULL, or a shared registry's mirror's */
 	void *hook_ctx;
 	pcpu_zone_t *zone;
 	struct pcpu_family **fams;

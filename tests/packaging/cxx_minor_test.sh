@@ -46,7 +46,7 @@ sed "s/^project(pcpu VERSION [0-9]*\.[0-9]*\.[0-9]*/project(pcpu VERSION $b.0/" 
 grep -q "^project(pcpu VERSION $b\.0" "$tmp/tree/CMakeLists.txt" || fail "could not raise the minor"
 cmake -S "$tmp/tree" -B "$tmp/b" -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_COMPILER="$cxx" \
 	-DPCPU_BUILD_TESTS=OFF -DPCPU_BUILD_BENCH=OFF -DPCPU_BUILD_EXAMPLES=OFF -DPCPU_BUILD_TOOLS=OFF \
-	-DPCPU_BUILD_NGINX=OFF -DPCPU_PROTOBUF=OFF -DPCPU_INSTALL_PYTHON=OFF >"$tmp/configure.log" 2>&1 ||
+	-DPCPU_BUILD_NGINX=OFF -DPCPU_BUILD_POSTGRESQL=OFF -DPCPU_PROTOBUF=OFF -DPCPU_INSTALL_PYTHON=OFF >"$tmp/configure.log" 2>&1 ||
 	{ tail -20 "$tmp/configure.log"; fail "configuring release B"; }
 cmake --build "$tmp/b" --target pcpu_prometheus -j2 >"$tmp/build.log" 2>&1 ||
 	{ tail -20 "$tmp/build.log"; fail "building release B"; }

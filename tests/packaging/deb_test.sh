@@ -35,7 +35,15 @@
 #     that way publishes a segment that the packaged pcpustat and the Python
 #     binding (over the packaged libpcpu-stats.so.1) read back; the manual
 #     pages are found by man;
-#  6. a static link works as a user of the -dev packages does it
+#  6. the integrations' packages: nginx's two modules, each with its load
+#     file, enabled in the order nginx must load them (the http module,
+#     nginx's stream module, then the stream module), pass nginx -t
+#     together; PostgreSQL's extension is where PostgreSQL 15's pg_config
+#     says, and a cluster of its own (initdb in a temporary folder, as the
+#     postgres user) preloads it from the package, CREATE EXTENSION works,
+#     the view counts, and the packaged pcpustat reads the same counts from
+#     outside (tests/packaging/pg_package_test.py);
+#  7. a static link works as a user of the -dev packages does it
 #     (pkg-config --static, CMake's pcpu::stats_static), and every library
 #     those name (Libs.private, the static target's INTERFACE_LINK_LIBRARIES)
 #     belongs to a package libpcpu-stats-dev depends on.
@@ -61,9 +69,10 @@ cxx_re=${cxx//./\\.}
 runtime=(libpcpu1 libpcpu-stats1 libpcpu-exporter1 libpcpu-prometheus$cxx libpcpu-prometheus-pull$cxx
   libpcpu-prometheus-push$cxx)
 dev=(libpcpu-dev libpcpu-stats-dev libpcpu-exporter-dev libpcpu-prometheus-dev libpcpu-prometheus-pull-dev libpcpu-prometheus-push-dev)
-all=("${runtime[@]}" "${dev[@]}" pcpu-tools libnginx-mod-http-pcpu)
+all=("${runtime[@]}" "${dev[@]}" pcpu-tools libnginx-mod-http-pcpu libnginx-mod-stream-pcpu postgresql-15-pcpu)
 
 # ---- 1. build -------------------------------------------------------------------
+(cd "$src" && dpkg-checkbuilddeps) || fail "debian/control's Build-Depends are not all installed: run scripts/install-deps.sh"
 mkdir "$work/src"
 tar -C "$src" --exclude=./.git --exclude=./build --exclude='./build-*' --exclude='./obj-*' \
   --exclude=./debian/tmp --exclude=./debian/.debhelper -cf - . | tar -C "$work/src" -xf -
@@ -225,8 +234,79 @@ has libnginx-mod-http-pcpu "usr/lib/nginx/modules/ngx_http_pcpu_module\.so"
 has libnginx-mod-http-pcpu "usr/share/nginx/modules-available/mod-http-pcpu\.conf"
 [[ $(depends libnginx-mod-http-pcpu) == *nginx-abi-* && $(depends libnginx-mod-http-pcpu) == *libpcpu-stats1* ]] \
   || fail "libnginx-mod-http-pcpu: $(depends libnginx-mod-http-pcpu)"
-dpkg-deb --ctrl-tarfile "$(deb libnginx-mod-http-pcpu)" | tar -xOf - ./postinst | grep -q modules-enabled \
-  || fail "libnginx-mod-http-pcpu's postinst does not enable the module"
+# enabled POSTINST: the load files a postinst made by dh_nginx enables, as
+# its pairs FILE:PRIORITY-FILE (modules-available, modules-enabled).
+enabled() { sed -n 's/^for confpair in \(.*[^ ]\) *; do$/\1/p' "$1"; }
+postinst() { dpkg-deb --ctrl-tarfile "$(deb "$1")" | tar -xOf - ./postinst; }
+postinst libnginx-mod-http-pcpu >"$work/http.postinst"
+[ "$(enabled "$work/http.postinst")" = mod-http-pcpu.conf:50-mod-http-pcpu.conf ] \
+  || fail "libnginx-mod-http-pcpu's postinst enables '$(enabled "$work/http.postinst")', not 50-mod-http-pcpu.conf"
+# The stream module: its own package, enabled after nginx's stream module
+# (50-mod-stream.conf, libnginx-mod-stream) and after the http module
+# (50-mod-http-pcpu.conf), whose registry it counts into through the http
+# module's functions: the same build's.
+has libnginx-mod-stream-pcpu "usr/lib/nginx/modules/ngx_stream_pcpu_module\.so"
+has libnginx-mod-stream-pcpu "usr/share/nginx/modules-available/mod-stream-pcpu\.conf"
+d=$(depends libnginx-mod-stream-pcpu)
+[[ $d == *nginx-abi-* && $d == *libpcpu-stats1* && $d == *"libnginx-mod-http-pcpu (= "* &&
+   ", $d," =~ ,\ libnginx-mod-stream[,\ ] ]] || fail "libnginx-mod-stream-pcpu: $d"
+postinst libnginx-mod-stream-pcpu >"$work/stream.postinst"
+[ "$(enabled "$work/stream.postinst")" = mod-stream-pcpu.conf:70-mod-stream-pcpu.conf ] \
+  || fail "libnginx-mod-stream-pcpu's postinst enables '$(enabled "$work/stream.postinst")', not 70-mod-stream-pcpu.conf"
+# PostgreSQL's extension: where PostgreSQL 15's pg_config says (the
+# module, its control file and SQL script; the JIT's bitcode of the module
+# beside), nothing else but its documentation and lintian overrides; it
+# depends on the server
+# and the libraries, nothing of nginx.
+pgc=/usr/lib/postgresql/15/bin/pg_config
+pg_lib=$("$pgc" --pkglibdir) && pg_lib=${pg_lib#/}
+pg_ext=$("$pgc" --sharedir) && pg_ext=${pg_ext#/}/extension
+has postgresql-15-pcpu "$pg_lib/pcpu_stat_statements\.so"
+has postgresql-15-pcpu "$pg_ext/pcpu_stat_statements\.control"
+has postgresql-15-pcpu "$pg_ext/pcpu_stat_statements--1\.0\.sql"
+others=$(grep -vE '/$' "$work/postgresql-15-pcpu.list" | grep -vE \
+  "^($pg_lib/pcpu_stat_statements\.so|$pg_lib/bitcode/pcpu_stat_statements(\.index\.bc|/.*\.bc)|$pg_ext/pcpu_stat_statements(\.control|--.*\.sql)|usr/share/doc/postgresql-15-pcpu/.*|usr/share/lintian/overrides/postgresql-15-pcpu)$" || true)
+[ -z "$others" ] || fail "postgresql-15-pcpu ships more: $others"
+d=$(depends postgresql-15-pcpu)
+echo "postgresql-15-pcpu Depends: $d"
+[[ ", $d," =~ ,\ postgresql-15[,\ ] && $d == *libpcpu-stats1* && $d != *nginx* ]] \
+  || fail "postgresql-15-pcpu: $d"
+# docs/nginx.md's install line, `apt install` of the three packages, as
+# apt would resolve it here (simulated: nothing is installed): the nginx
+# ABI from the installed nginx, the libraries from the two packages beside.
+if command -v apt-get >/dev/null && [ -x /usr/sbin/nginx ]; then
+  apt-get install -s "$(deb libnginx-mod-http-pcpu)" "$(deb libpcpu-stats1)" "$(deb libpcpu1)" \
+    >"$work/apt.log" 2>&1 || { cat "$work/apt.log"; fail "apt install of the module's three packages"; }
+  grep -q '^Inst libnginx-mod-http-pcpu ' "$work/apt.log" \
+    || { cat "$work/apt.log"; fail "apt would not install libnginx-mod-http-pcpu"; }
+  echo "apt install of libnginx-mod-http-pcpu with libpcpu-stats1 and libpcpu1 resolves (simulated)"
+fi
+# The README's install line of the extension (its PostgreSQL section:
+# sudo apt install ../{PACKAGE,...}_*.deb), and the stream module's
+# (docs/nginx.md), the same way.
+readme_pg=$(awk '/^## PostgreSQL$/{f=1; next} f && /^## /{exit} f' "$src/README.md" |
+  sed -n 's|^sudo apt install \.\./{\([^}]*\)}_\*\.deb$|\1|p' | tr ',' ' ')
+[[ " $readme_pg " == *" postgresql-15-pcpu "* && " $readme_pg " == *" pcpu-tools "* ]] \
+  || fail "README.md's PostgreSQL section: no 'sudo apt install ../{postgresql-15-pcpu,pcpu-tools,...}_*.deb' line"
+if command -v apt-get >/dev/null && [ -x /usr/lib/postgresql/15/bin/postgres ]; then
+  readme_debs=()
+  for p in $readme_pg; do
+    [ -n "$(deb "$p")" ] || fail "README.md's PostgreSQL section installs $p, which is not built"
+    readme_debs+=("$(deb "$p")")
+  done
+  apt-get install -s "${readme_debs[@]}" >"$work/apt.log" 2>&1 \
+    || { cat "$work/apt.log"; fail "the README's apt install of the extension ($readme_pg)"; }
+  for p in $readme_pg; do
+    grep -q "^Inst $p " "$work/apt.log" || { cat "$work/apt.log"; fail "apt would not install $p"; }
+  done
+  echo "the README's apt install of $readme_pg resolves (simulated)"
+fi
+if command -v apt-get >/dev/null && [ -e /usr/lib/nginx/modules/ngx_stream_module.so ]; then
+  apt-get install -s "$(deb libnginx-mod-stream-pcpu)" "$(deb libnginx-mod-http-pcpu)" "$(deb libpcpu-stats1)" \
+    "$(deb libpcpu1)" >"$work/apt.log" 2>&1 || { cat "$work/apt.log"; fail "apt install of the stream module's packages"; }
+  grep -q '^Inst libnginx-mod-stream-pcpu ' "$work/apt.log" || { cat "$work/apt.log"; fail "apt would not install libnginx-mod-stream-pcpu"; }
+  echo "apt install of libnginx-mod-stream-pcpu with its three packages resolves (simulated)"
+fi
 
 # unpack ROOT PACKAGE...: each package and, recursively, what it depends on
 # among the packages built here (dependencies outside them, libc6 and the
@@ -356,7 +436,57 @@ done
 [[ $(MANPATH=$root/usr/share/man MANWIDTH=80 man -P cat pcpu_counter_inc 2>/dev/null) == *pcpu_counter_add* ]] \
   || fail "man pcpu_counter_inc does not show pcpu_counter_add(3)"
 
-# ---- 6. static linking ------------------------------------------------------------
+# ---- 6. the integrations -----------------------------------------------------------
+# nginx's modules: modules-enabled as the postinsts make it (nginx's stream
+# module's from its own postinst), each load file pointed at the unpacked
+# module; nginx includes them in their names' order, as Debian's
+# nginx.conf does (include modules-enabled/*.conf), and takes both modules'
+# directives (nginx -t).
+ngx_root=$work/nginx-modules
+echo "libnginx-mod-stream-pcpu unpacks: $(unpack "$ngx_root" libnginx-mod-stream-pcpu)"
+for so in "$ngx_root"/usr/lib/nginx/modules/*.so; do
+  ! readelf -d "$so" | grep -E 'RPATH|RUNPATH' || fail "$so has an RPATH"
+done
+if [ -x /usr/sbin/nginx ] && [ -e /var/lib/dpkg/info/libnginx-mod-stream.postinst ]; then
+  mkdir "$work/modules-enabled"
+  for pair in $(enabled "$work/http.postinst") $(enabled "$work/stream.postinst"); do
+    sed "s|modules/|$ngx_root/usr/lib/nginx/modules/|" "$ngx_root/usr/share/nginx/modules-available/${pair%%:*}" \
+      >"$work/modules-enabled/${pair#*:}"
+  done
+  for pair in $(enabled /var/lib/dpkg/info/libnginx-mod-stream.postinst); do
+    cp "/usr/share/nginx/modules-available/${pair%%:*}" "$work/modules-enabled/${pair#*:}"
+  done
+  echo "modules-enabled: $(cd "$work/modules-enabled" && echo *)"
+  cat >"$work/nginx-stream.conf" <<EOF
+include $work/modules-enabled/*.conf;
+events {}
+http { pcpu_stats on; server { listen 127.0.0.1:1; location / { pcpu_stats_display; } } }
+stream { pcpu_stats on; server { listen 127.0.0.1:2; proxy_pass 127.0.0.1:3; } }
+EOF
+  LD_LIBRARY_PATH=$ngx_root/usr/lib/$ma /usr/sbin/nginx -t -q \
+    -g "error_log stderr; pid $work/nginx.pid;" -c "$work/nginx-stream.conf" \
+    || fail "nginx -t does not load the packaged modules in their modules-enabled order"
+  echo "nginx -t: the packaged http and stream modules load, in their modules-enabled order"
+fi
+# PostgreSQL's extension: the module links -z nodelete (the PGXS
+# Makefile's flags made it through pg_buildext), has no run path, and a
+# cluster preloads it from the package and counts (pg_package_test.py).
+pg_root=$work/postgresql
+echo "postgresql-15-pcpu unpacks: $(unpack "$pg_root" postgresql-15-pcpu pcpu-tools)"
+so=$pg_root/$pg_lib/pcpu_stat_statements.so
+! readelf -d "$so" | grep -E 'RPATH|RUNPATH' || fail "pcpu_stat_statements.so has an RPATH"
+readelf -d "$so" | grep -q 'Flags:.*NODELETE' || fail "pcpu_stat_statements.so is not linked -z nodelete"
+# The server runs as the postgres user, which reads the unpacked packages.
+chmod 755 "$work"
+rc=0
+"$python" "$src/tests/packaging/pg_package_test.py" "$pg_root" || rc=$?
+case $rc in
+0) echo "a cluster loads the packaged extension, and the packaged pcpustat reads its counts" ;;
+77) echo "the packaged extension's cluster test cannot run here (skipped: above)" ;;
+*) fail "the packaged extension does not load or count (pg_package_test.py)" ;;
+esac
+
+# ---- 7. static linking ------------------------------------------------------------
 # Every library a static link needs comes with libpcpu-stats-dev's dependencies.
 stats_depends=$(depends libpcpu-stats-dev)
 owner() { # a library file -> the package that ships it

@@ -49,7 +49,7 @@ variant() {
 	(cd "$v/tree" && "change_$1")
 	cmake -S "$v/tree" -B "$v/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCPU_BUILD_TESTS=OFF \
 		-DPCPU_BUILD_BENCH=OFF -DPCPU_BUILD_EXAMPLES=OFF -DPCPU_BUILD_TOOLS=OFF \
-		-DPCPU_BUILD_PROMETHEUS_CPP=OFF -DPCPU_BUILD_NGINX=OFF >"$v/configure.log" 2>&1 ||
+		-DPCPU_BUILD_PROMETHEUS_CPP=OFF -DPCPU_BUILD_NGINX=OFF -DPCPU_BUILD_POSTGRESQL=OFF >"$v/configure.log" 2>&1 ||
 		{ echo "FAIL: configuring the $1 variant:"; tail -20 "$v/configure.log"; exit 1; }
 	cmake --build "$v/build" --target pcpu -j2 >"$v/build.log" 2>&1 ||
 		{ echo "FAIL: building the $1 variant:"; tail -20 "$v/build.log"; exit 1; }

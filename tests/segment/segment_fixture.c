@@ -46,6 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <pcpu/flows.h>
 #include <pcpu/segment.h>
 #include <pcpu/stats.h>
 
@@ -403,13 +404,26 @@ int main(int argc, char **argv)
 		if (!c)
 			die("counter");
 		pcpu_counter_add(c, 5);
+	} else if (strcmp(mode, "flows") == 0) {
+		/* Format 2.9: a flows table beside a counter (readers that do
+		 * not read tables skip its entry). */
+		static const char *const cn[] = { "packets", "bytes" };
+		pcpu_flows_t *f = pcpu_segment_flows_create(seg, "flow_traffic", "Per-flow traffic.", 1000,
+							    2, cn, NULL);
+		pcpu_counter_t c = pcpu_registry_counter(reg, "test_events_total", "Events.");
+
+		if (!f || !c)
+			die("flows");
+		pcpu_counter_add(c, 5);
+		pcpu_flows_add(f, 7, 1, 1500);
+		pcpu_registry_collect(reg);
 	} else if (strcmp(mode, "die") == 0) {
 		pcpu_counter_add(pcpu_registry_counter(reg, "last_words_total", "Before dying."), 3);
 		printf("ready %s\n", pcpu_segment_path(seg));
 		fflush(stdout);
 		_exit(0);
 	} else {
-		fputs("usage: segment_fixture golden|count N|churn|latency|owned|clash|beyond|die [NAME]\n", stderr);
+		fputs("usage: segment_fixture golden|count N|churn|latency|owned|clash|beyond|flows|die [NAME]\n", stderr);
 		return 2;
 	}
 	printf("ready %s\n", pcpu_segment_path(seg));

@@ -59,6 +59,7 @@
 
 #include "check.h"
 #include "small_fs.h"
+#include "tree_child.h"
 #include "segment/writer.h"
 
 #define NPATHS 48
@@ -361,19 +362,8 @@ static uint64_t total_ops(int nw)
 /* The master reads the whole tree through the segment, as pcpustat does. */
 static struct pcpu_reader_snapshot *read_segment(void)
 {
-	struct pcpu_reader_options ro = {0};
-	struct pcpu_reader_snapshot *s = NULL;
-	pcpu_reader_t *r;
+	struct pcpu_reader_snapshot *s = read_tree_segment(dir);
 
-	ro.dir = dir;
-	r = pcpu_reader_open("tree", &ro);
-	if (!r)
-		fprintf(stderr, "reader: %s\n", pcpu_reader_error());
-	CHECK(r);
-	if (pcpu_reader_snapshot(r, 0, &s) != 0)
-		fprintf(stderr, "snapshot: %s\n", pcpu_reader_error());
-	CHECK(s);
-	pcpu_reader_close(r);
 	/* A tree refuses what its directory cannot record: nothing is ever
 	 * dropped; out of space (which readers also call incomplete) only
 	 * where the file system filled up. */

@@ -16,7 +16,13 @@
  *  - the same through the reader's kept directory (its second snapshot);
  *  - a word that settles within an attempt, or in a later attempt, reads
  *    exact;
- *  - once the word settles for good, the same reader reads it exact again.
+ *  - once the word settles for good, the same reader reads it exact again;
+ *  - a middle copy torn between two copies whose high halves agree with it
+ *    (a word going back and forth across 2^32: 2^32 - 16 -> 2^32 -> back,
+ *    its copy low half first reading 0; or high half first, 2^33 - 16) is
+ *    never kept: it is not between them. Issue 51's rule (high halves
+ *    alone) kept the first, and the ARMv7 machine read a counter of
+ *    2^32 - 1 as 0.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -28,6 +34,7 @@
 #include <pcpu/stats.h>
 
 #include "check.h"
+#include "core/core.h" /* pcpu__settled() */
 #include "seg_builder.h"
 
 pcpu_reader_t *pcpu__reader_open_mem(const void *buf, size_t len, size_t max_bytes);
@@ -44,6 +51,8 @@ struct tear {
 	struct sb *b;
 	unsigned left;  /* reads covering the word that still tear it */
 	unsigned torn;  /* reads torn so far */
+	const int64_t *seq; /* else: what the next nseq reads covering it find */
+	unsigned nseq;
 };
 
 /* Before each read: while `left` lasts, a read covering the word finds its
@@ -58,7 +67,10 @@ static void tear_hook(void *ctx, unsigned n, uint64_t off, size_t len)
 	(void)n;
 	if (off > at || off + len < at + 8)
 		return;
-	if (t->left) {
+	if (t->nseq) {
+		t->nseq--;
+		v = *t->seq++;
+	} else if (t->left) {
 		t->left--;
 		t->torn++;
 		v += (int64_t)((uint64_t)t->torn << 32);
@@ -125,10 +137,26 @@ static void expect_refused(pcpu_reader_t *r, unsigned flags, const char *what)
 int main(void)
 {
 	struct sb b;
-	struct tear t = { &b, 0, 0 };
+	struct tear t = { &b, 0, 0, NULL, 0 };
+	/* The word as three copies find it, the middle one torn: it held
+	 * 2^32 - 16 (the copies before and after), and 2^32 for a moment
+	 * during the middle copy, which took one half from each. */
+	static const int64_t torn_low[] = { WORD_LO, 0, WORD_LO };
+	static const int64_t above = WORD_LO + 16;               /* 2^32 */
+	static const int64_t torn_high[] = { above, (int64_t)0x1fffffff0, above };
 	pcpu_reader_t *r;
 
 	printf("test_torn_copy:\n");
+	/* The rule alone: a, b, c read in that order settle on b. */
+	CHECK(pcpu__settled(5, 5, 5) && pcpu__settled(5, 6, 7) && pcpu__settled(7, 6, 5));
+	CHECK(!pcpu__settled(5, 8, 7) && !pcpu__settled(7, 4, 5)); /* b not between */
+	CHECK(!pcpu__settled(0xffffffff, 0, 0xffffffff));            /* torn low half first */
+	CHECK(!pcpu__settled(0x100000000, 0x1ffffffff, 0x100000000)); /* torn high half first */
+	CHECK(pcpu__settled(0x100000000, 0x100000000, 0x1ffffffff));
+	/* A gauge around 0: -1 -> 0 moves by +1; the torn -2^32 is not between. */
+	CHECK(!pcpu__settled(UINT64_MAX, 0, 0) && pcpu__settled(UINT64_MAX - 1, UINT64_MAX, UINT64_MAX));
+	CHECK(!pcpu__settled(UINT64_MAX, 0xffffffff00000000u, UINT64_MAX));
+	CHECK(pcpu__settled(UINT64_MAX, UINT64_MAX - 1, UINT64_MAX - 2)); /* falling */
 	sb_standard(&b);
 	sb_put64(&b, 0, 0, WORD_OFF, WORD_LO);
 
@@ -159,6 +187,15 @@ int main(void)
 	expect_refused(r, 0, "torn at every read, from the kept directory");
 	t.left = 0;
 	expect_exact(r, 0, "settled again");
+
+	/* Torn between agreeing high halves: re-read until settled, exact. */
+	t.seq = torn_low, t.nseq = 3;
+	expect_exact(r, 0, "middle copy torn to 0 between two of 2^32 - 16");
+	CHECK(t.nseq == 0);
+	t.seq = torn_high, t.nseq = 3;
+	expect_exact(r, 0, "middle copy torn to 2^33 - 16 between two of 2^32");
+	t.seq = torn_low, t.nseq = 3;
+	expect_exact(r, PCPU_READER_PER_SLOT, "middle copy torn to 0, per slot");
 
 	pcpu_reader_close(r);
 	free(b.buf);

@@ -61,6 +61,7 @@
 #include <pcpu/stats.h>
 
 #include "check.h"
+#include "tree_child.h"
 #include "small_fs.h"
 #include "segment/writer.h"
 
@@ -130,36 +131,6 @@ static void on_cpu0(void)
 	CPU_ZERO(&set);
 	CPU_SET(0, &set);
 	CHECK(sched_setaffinity(0, sizeof set, &set) == 0);
-}
-
-static void wait_ok(pid_t pid)
-{
-	int st;
-
-	CHECK(waitpid(pid, &st, 0) == pid);
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		fprintf(stderr, "child %d: %s %d\n", (int)pid, WIFSIGNALED(st) ? "killed by signal" : "exit",
-			WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-}
-
-static struct pcpu_reader_snapshot *read_segment(void)
-{
-	struct pcpu_reader_options ro;
-	struct pcpu_reader_snapshot *s = NULL;
-	pcpu_reader_t *r;
-
-	memset(&ro, 0, sizeof ro);
-	ro.dir = dir;
-	r = pcpu_reader_open("tree", &ro);
-	if (!r)
-		fprintf(stderr, "reader: %s\n", pcpu_reader_error());
-	CHECK(r);
-	if (pcpu_reader_snapshot(r, 0, &s) != 0)
-		fprintf(stderr, "snapshot: %s\n", pcpu_reader_error());
-	CHECK(s);
-	pcpu_reader_close(r);
-	return s;
 }
 
 /* How many series of `family` the segment shows with label value `id`,
@@ -271,7 +242,7 @@ static int fulldisk_run(void)
 	for (unsigned i = 0; i < n; i++)
 		CHECK_EQ_U64(pcpu_counter_fetch(cs[i]), (uint64_t)i + 3);
 	{
-		struct pcpu_reader_snapshot *s = read_segment();
+		struct pcpu_reader_snapshot *s = read_tree_segment(dir);
 		uint64_t v;
 		char id[32];
 
@@ -401,7 +372,7 @@ static void fulldir(void)
 		CHECK(read(p[0], got[w], 6) == 6);
 	}
 	{
-		struct pcpu_reader_snapshot *s = read_segment();
+		struct pcpu_reader_snapshot *s = read_tree_segment(dir);
 		int refused = 0;
 
 		for (int k = 0; k < 6; k++) {
@@ -472,7 +443,7 @@ static void killwindow(void)
 	}
 	alarm(0);
 	{
-		struct pcpu_reader_snapshot *r = read_segment();
+		struct pcpu_reader_snapshot *r = read_tree_segment(dir);
 		uint64_t v = 0;
 		int n = in_segment(r, "requests", "after-death", &v);
 
@@ -684,7 +655,7 @@ static void collectkill(void)
 	/* And the segment, once collected (the odd copy rewritten). */
 	CHECK(pcpu_registry_collect(reg) == 0);
 	{
-		struct pcpu_reader_snapshot *r = read_segment();
+		struct pcpu_reader_snapshot *r = read_tree_segment(dir);
 
 		CHECK(in_segment(r, "flow_bytes", "flow", &v) == 1 && v == 1100);
 		CHECK(in_segment(r, "flow_packets", "flow", &v) == 1 && v == 2);
@@ -851,16 +822,9 @@ static void corrupt(void)
 
 static enum pcpu_segment_state segment_state(void)
 {
-	struct pcpu_reader_options ro;
-	pcpu_reader_t *r;
+	pcpu_reader_t *r = open_tree_segment(dir);
 	enum pcpu_segment_state st;
 
-	memset(&ro, 0, sizeof ro);
-	ro.dir = dir;
-	r = pcpu_reader_open("tree", &ro);
-	if (!r)
-		fprintf(stderr, "reader: %s\n", pcpu_reader_error());
-	CHECK(r);
 	st = pcpu_reader_state(r);
 	pcpu_reader_close(r);
 	return st;

@@ -304,7 +304,12 @@ static void check_guard(pcpu_registry_t *reg)
 	static const int64_t bound[] = { (int64_t)1 << 62 };
 	struct pcpu_histogram_layout one = { .scheme = PCPU_HISTOGRAM_EXPLICIT, .bounds = bound, .nbounds = 1 };
 	pcpu_histogram_t *h = histogram(reg, "bw_guard_bytes", "bytes", 0, &one, "a");
-	double v = floor(h->pcpu__cap / 2); /* in range, a whole number of units */
+	/* In range, a whole number of units, and a power of two: every
+	 * partial sum is then a multiple of v below 2^12 v, which a double
+	 * holds exactly whatever the cap (it shrinks as slots grow: with
+	 * PCPU_NSLOTS=64 half of it is not a power of two, and sums of it
+	 * past 2^53 round). */
+	double v = ldexp(1.0, ilogb(h->pcpu__cap / 2));
 	uint64_t n = (uint64_t)(0x1p63 / v * 1.5), i;
 	struct pcpu_snapshot *s;
 	size_t k;
@@ -320,7 +325,7 @@ static void check_guard(pcpu_registry_t *reg)
 		if (strcmp(f->name, "bw_guard_bytes") != 0)
 			continue;
 		CHECK(f->nseries == 1);
-		/* exact: n * v < 2^63 * 1.5 < 2^53 * 2^11, a multiple of v */
+		/* exact: n * v < 2^63 * 1.5, a multiple of v < 2^12 v */
 		CHECK(pcpu_snapshot_sum(f, &f->series[0]) == (double)n * v);
 		CHECK(f->series[0].value.histogram.counts[0] == n);
 		/* the integer sum holds what it can, never a wrapped value */

@@ -543,6 +543,99 @@ static void test_concurrent(void)
 	pcpu_histogram_destroy(shared_h);
 }
 
+/*
+ * pcpu_histogram_zero() and pcpu_histogram_merge(): a zero reads 0 in
+ * every bucket and the sum; a merge of a read gives that read back; both
+ * refuse bad arguments. Then zeros racing recorders: a read never counts
+ * more than was recorded (an offset applied twice would), and once the
+ * recorders stop a last zero reads 0 and later records read exactly.
+ */
+static int zero_stop;
+static uint64_t zero_recorded;
+
+static void *zero_recorder(void *arg)
+{
+	uint64_t s = 0xabcdefu + (uint64_t)(intptr_t)arg;
+
+	while (!__atomic_load_n(&zero_stop, __ATOMIC_RELAXED)) {
+		/* Counted before it is recorded (the fence orders the count
+		 * before the record's stores on any CPU): never fewer than a
+		 * read sees. */
+		__atomic_add_fetch(&zero_recorded, 1, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+		pcpu_histogram_record(shared_h, (int64_t)(next_rand(&s) % 5000));
+	}
+	return NULL;
+}
+
+static void test_zero_merge(void)
+{
+	static const int64_t bounds[] = { 10, 100, 1000 };
+	struct pcpu_histogram_layout l = { PCPU_HISTOGRAM_EXPLICIT, bounds, 3, 0, 0, 0, 0, 0, 0 };
+	uint64_t counts[4], again[4], count, before;
+	int64_t sum, sum2;
+	pthread_t th[2];
+	size_t b;
+	int k;
+
+	shared_h = pcpu_histogram_create(&l);
+	CHECK(shared_h);
+	for (k = 0; k < 1000; k++)
+		pcpu_histogram_record(shared_h, k * 3);
+	CHECK(pcpu_histogram_read(shared_h, counts, 4, &count, &sum) == 0);
+	CHECK_EQ_U64(count, 1000);
+	CHECK(pcpu_histogram_zero(shared_h) == 0);
+	CHECK(pcpu_histogram_read(shared_h, again, 4, &count, &sum2) == 0);
+	CHECK_EQ_U64(count, 0);
+	CHECK_EQ_U64(sum2, 0);
+	for (b = 0; b < 4; b++)
+		CHECK_EQ_U64(again[b], 0);
+	CHECK(pcpu_histogram_merge(shared_h, counts, 4, sum) == 0);
+	CHECK(pcpu_histogram_read(shared_h, again, 4, &count, &sum2) == 0);
+	CHECK_EQ_U64(count, 1000);
+	CHECK_EQ_U64(sum2, sum);
+	for (b = 0; b < 4; b++)
+		CHECK_EQ_U64(again[b], counts[b]);
+	/* Merged twice: twice the counts (a merge adds). */
+	CHECK(pcpu_histogram_merge(shared_h, counts, 4, sum) == 0);
+	CHECK(pcpu_histogram_read(shared_h, again, 4, &count, &sum2) == 0);
+	CHECK_EQ_U64(count, 2000);
+	CHECK_EQ_U64(sum2, (int64_t)(2 * (uint64_t)sum));
+	CHECK(pcpu_histogram_zero(NULL) < 0 && errno == EINVAL);
+	CHECK(pcpu_histogram_merge(NULL, counts, 4, 0) < 0 && errno == EINVAL);
+	CHECK(pcpu_histogram_merge(shared_h, NULL, 4, 0) < 0 && errno == EINVAL);
+	CHECK(pcpu_histogram_merge(shared_h, counts, 3, 0) < 0 && errno == EINVAL);
+	CHECK(pcpu_histogram_read(shared_h, again, 4, &count, NULL) == 0);
+	CHECK_EQ_U64(count, 2000); /* the refused merges added nothing */
+
+	/* Zeros racing recorders. */
+	CHECK(pcpu_histogram_zero(shared_h) == 0);
+	for (k = 0; k < 2; k++)
+		CHECK(pthread_create(&th[k], NULL, zero_recorder, (void *)(intptr_t)k) == 0);
+	for (k = 0; k < 2000; k++) {
+		if (k % 4 == 0)
+			CHECK(pcpu_histogram_zero(shared_h) == 0);
+		CHECK(pcpu_histogram_read(shared_h, again, 4, &count, NULL) == 0);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE); /* the read's loads before the count's */
+		before = __atomic_load_n(&zero_recorded, __ATOMIC_RELAXED);
+		CHECK(count <= before); /* never more than was recorded */
+	}
+	__atomic_store_n(&zero_stop, 1, __ATOMIC_RELAXED);
+	for (k = 0; k < 2; k++)
+		CHECK(pthread_join(th[k], NULL) == 0);
+	CHECK(pcpu_histogram_zero(shared_h) == 0);
+	CHECK(pcpu_histogram_read(shared_h, again, 4, &count, &sum2) == 0);
+	CHECK_EQ_U64(count, 0);
+	CHECK_EQ_U64(sum2, 0);
+	for (k = 0; k < 100; k++)
+		pcpu_histogram_record(shared_h, 50);
+	CHECK(pcpu_histogram_read(shared_h, again, 4, &count, &sum2) == 0);
+	CHECK_EQ_U64(count, 100);
+	CHECK_EQ_U64(again[1], 100);
+	CHECK_EQ_U64(sum2, 5000);
+	pcpu_histogram_destroy(shared_h);
+}
+
 /* Heap in use (glibc's arena and its mmap()ed blocks), or 0 where
  * mallinfo2() is missing or does not see the allocator (ASan's, TSan's). */
 static size_t heap_in_use(void)
@@ -689,6 +782,7 @@ int main(void)
 	test_export();
 	test_layout_errors();
 	test_concurrent();
+	test_zero_merge();
 	test_shared_tables();
 	printf("histogram tests passed (mode %s)\n", pcpu_rseq_mode_name(pcpu_rseq_mode()));
 	return 0;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libpcpu-prometheus-headers.o: the object the link name -lpcpu-prometheus
- * (a linker script, cmake/libpcpu-prometheus.so.in) links into every
+ * (a linker script that compat/prometheus-cpp/CMakeLists.txt writes) links into every
  * program and library beside libpcpu-prometheus.so.N. It refers to the
  * mark that each unit including the layer's headers defines
  * (prometheus/detail/core_export.h), so that a program compiled with

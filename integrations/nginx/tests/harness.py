@@ -39,6 +39,16 @@ def fail(msg):
     raise AssertionError(msg)
 
 
+def expect(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+def eq(a, b, what):
+    if a != b:
+        fail("%s: %r != %r" % (what, a, b))
+
+
 def wait_for(cond, what, timeout=30.0, step=0.02):
     """Polls cond() until it is true; a hang fails after `timeout` s."""
     end = time.monotonic() + timeout
@@ -137,6 +147,7 @@ http {
        self.status_port)
 
     def write_conf(self, **kw):
+        self.conf_kw = kw  # start() writes it again with other ports
         with open(self.conf, "w") as f:
             f.write(self.text(**kw))
 
@@ -161,7 +172,19 @@ http {
         return r
 
     def start(self):
-        self.run()
+        # free_port() closes its socket before nginx binds the port, and
+        # any connect() on this machine (other tests' clients) may take it
+        # as its ephemeral port meanwhile: nginx then refuses to start
+        # ("bind() ... failed (98: Address already in use)"). Other ports,
+        # twice at most; any other failure is the test's.
+        for attempt in range(3):
+            r = self.run(check=False)
+            if r.returncode == 0:
+                break
+            if "(98:" not in r.stderr or attempt == 2:
+                fail("nginx: %s%s" % (r.stdout, r.stderr))
+            self.port, self.status_port = free_port(), free_port()
+            self.write_conf(**getattr(self, "conf_kw", {}))
         self.first_master = self.master()
         self.masters.append(self.first_master)
         wait_for(lambda: len(self.workers()) >= 1, "workers")
@@ -230,6 +253,14 @@ http {
         """SIGKILLs a worker that is in the middle of requests but stopped in
         its event loop (so never between the access log and the module).
         Returns its pid."""
+        w = self.stop_worker()
+        os.kill(w, signal.SIGKILL)
+        wait_for(lambda: gone(w), "killed worker")
+        return w
+
+    def stop_worker(self):
+        """SIGSTOPs a worker in its event loop (epoll_wait: holding no lock,
+        between requests' log phases); SIGCONT resumes it. Returns its pid."""
         for _ in range(5000):
             ws = self.workers()
             if not ws:
@@ -247,8 +278,6 @@ http {
             except OSError:
                 nr = "-1"
             if nr.isdigit() and int(nr) in EPOLL_WAIT:
-                os.kill(w, signal.SIGKILL)
-                wait_for(lambda: gone(w), "killed worker")
                 return w
             try:
                 os.kill(w, signal.SIGCONT)
@@ -299,3 +328,112 @@ def total(doc, family, **match):
 
 def ungzip(body):
     return gzip.decompress(body)
+
+
+def steady(text):
+    """An exposition (bytes) without the connections' samples, which every
+    scrape changes (its own connection is accepted, then writing): two
+    scrapes in a row are otherwise the same."""
+    return b"\n".join(l for l in text.split(b"\n") if not l.startswith(b"nginx_connections"))
+
+
+def reload_survives(n, m):
+    """nginx -s reload with master m: it must stay (and be the pid file's), and
+    its new workers replace the old ones."""
+    old = set(n.workers(m))
+    n.run("-s", "reload")
+    wait_for(lambda: gone(m) or (set(n.workers(m)) and not (set(n.workers(m)) & old)),
+             "new workers after reload")
+    if gone(m):
+        for w in old:  # orphans of the master that exited: none left behind
+            try:
+                os.kill(w, signal.SIGKILL)
+            except OSError:
+                pass
+        fail("the master exited on a reload:\n" + n.error_log()[-3000:])
+    eq(n.master(), m, "the master after a reload")
+
+
+def grown(n, count, want):
+    """The statistics once count(statistics) reaches want: a worker counts a
+    request in its log phase, just after the client has its response, so a
+    read that follows the last response at once may come before its count."""
+    last = []
+
+    def reached():
+        last[:] = [n.stats()]
+        return count(last[0]) >= want
+    try:
+        wait_for(reached, "the counts to reach %r" % want, timeout=10)
+    except AssertionError:
+        pass  # the caller's check says what differs
+    return last[0]
+
+
+def log_lines(n, what):
+    return [l for l in n.error_log().splitlines() if what in l]
+
+
+SKIP = 77
+
+
+def strace_readers(pid, action, timeout=30.0):
+    """The threads of process `pid` that pread() its pcpu segment while
+    action() runs: strace -f attached to every thread first (TracerPid in
+    each thread's status), then the action, then strace stopped."""
+    import shutil
+    if not shutil.which("strace"):
+        fail("strace not installed (scripts/install-deps.sh)")
+    seg = set()
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            if "/pcpu-" in os.readlink("/proc/%d/fd/%s" % (pid, fd)):
+                seg.add(int(fd))
+        except OSError:
+            pass
+    out = tempfile.NamedTemporaryFile(prefix="pcpu-strace-", delete=False)
+    out.close()
+    p = subprocess.Popen(["strace", "-f", "-qq", "-e", "trace=pread64", "-o", out.name,
+                          "-p", str(pid)], stderr=subprocess.DEVNULL)
+    try:
+        def attached():
+            for t in os.listdir("/proc/%d/task" % pid):
+                with open("/proc/%d/task/%s/status" % (pid, t)) as f:
+                    if "TracerPid:\t%d\n" % p.pid not in f.read():
+                        return False
+            return True
+        wait_for(attached, "strace attached to %d" % pid, timeout=timeout)
+        action()
+    finally:
+        p.terminate()
+        p.wait()
+    readers = set()
+    with open(out.name) as f:
+        for line in f:
+            parts = line.split(None, 1)
+            if len(parts) == 2 and parts[1].startswith("pread64("):
+                fd = parts[1][len("pread64("):].split(",", 1)[0]
+                if fd.isdigit() and int(fd) in seg:
+                    readers.add(int(parts[0]))
+    os.unlink(out.name)
+    return readers
+
+
+def main(tests, doc, name):
+    """The scenarios' command line: TEST MODULE_SO BUILD_DIR. Exit 0 when
+    the test passed, 77 when it cannot run here (ctest: skipped)."""
+    import shutil
+    import sys
+    if len(sys.argv) != 4 or sys.argv[1] not in tests:
+        print(doc)
+        return 2
+    module, build = os.path.abspath(sys.argv[2]), os.path.abspath(sys.argv[3])
+    if not os.path.exists(NGINX):
+        print("nginx not installed (scripts/install-deps.sh)")
+        return SKIP
+    if tests[sys.argv[1]](module, build) == SKIP:
+        return SKIP
+    for p in PREFIXES:
+        shutil.rmtree(p, ignore_errors=True)
+    print("%s %s: passed" % (name, sys.argv[1]))
+    return 0

@@ -33,7 +33,7 @@ from typing import Dict, List, Optional, Tuple, Union
 
 from . import _lib
 
-__all__ = ["SegmentInfo", "Histogram", "Series", "Family", "Snapshot", "Segment",
+__all__ = ["SegmentInfo", "Histogram", "Series", "Family", "Snapshot", "Segment", "FlowsTable",
            "list_segments", "open_segment", "prune_segments", "scale", "reason"]
 __version__ = "0.2.0"
 
@@ -211,6 +211,28 @@ def prune_segments(dir: Optional[str] = None, any_owner: bool = False) -> int:
     return removed.value
 
 
+class FlowsTable:
+    """A flows table of a segment (segment format 2.9; the writer's
+    pcpu_segment_flows_create()): `nflows` flows of the `counters`."""
+
+    def __init__(self, name: str, help: Optional[str], nflows: int, counters: tuple):
+        self.name = name
+        self.help = help
+        self.nflows = nflows
+        self.counters = counters
+
+    def __repr__(self):
+        return f"FlowsTable({self.name!r}, {self.nflows} flows, counters {self.counters})"
+
+
+def _flows_list(lib, r):
+    out = ctypes.POINTER(_lib.ReaderFlows)()
+    n = ctypes.c_size_t()
+    if lib.pcpu_reader_flows_list(r, ctypes.byref(out), ctypes.byref(n)) != 0:
+        _lib.raise_errno("pcpu_reader_flows_list")
+    return out, n.value
+
+
 class Segment:
     """An open segment (pcpu_reader_open()). Use as a context manager, or
     call close(). Snapshots are independent of it once taken."""
@@ -348,6 +370,48 @@ class Segment:
                 _lib.free(buf)
         finally:
             lib.pcpu_reader_snapshot_free(rs)
+
+    def flows_tables(self) -> list:
+        """The segment's flows tables now (pcpu_reader_flows_list()): a list of
+        FlowsTable, in directory order. Tables are not part of a snapshot (a
+        million flows are 16 MB of words): read one with read_flows()."""
+        lib = _lib.lib()
+        out, n = _flows_list(lib, self._reader())
+        try:
+            return [FlowsTable(_s(out[i].name), _s(out[i].help) if out[i].help else None,
+                               out[i].nflows,
+                               tuple(_s(out[i].counter_names[k]) for k in range(out[i].ncounters)))
+                    for i in range(n)]
+        finally:
+            lib.pcpu_reader_flows_free(out, n)
+
+    def read_flows(self, table: str, first: int = 0, n: Optional[int] = None) -> list:
+        """The counters of flows first .. first + n - 1 (n None: to the end) of
+        the table named `table` (pcpu_reader_flows_read()): a list of one tuple
+        of its counters per flow. The values are the table's shared words:
+        every add that returned before the writer's last collection of its
+        registry, and maybe later ones. KeyError: no such table; OSError
+        ESTALE: it was destroyed or replaced during the read."""
+        lib = _lib.lib()
+        out, count = _flows_list(lib, self._reader())
+        try:
+            for i in range(count):
+                if _s(out[i].name) == table:
+                    t = out[i]
+                    break
+            else:
+                raise KeyError(table)
+            nc = t.ncounters
+            if n is None:
+                n = t.nflows - first
+            if n <= 0:
+                return []
+            buf = (ctypes.c_uint64 * (n * nc))()
+            if lib.pcpu_reader_flows_read(self._reader(), ctypes.byref(t), first, n, buf) != 0:
+                _lib.raise_errno(f"flows table {table!r}")
+            return [tuple(buf[f * nc:(f + 1) * nc]) for f in range(n)]
+        finally:
+            lib.pcpu_reader_flows_free(out, count)
 
 
 def open_segment(target: Union[str, int], **kw) -> Segment:

@@ -136,6 +136,17 @@ class ReaderSnapshot(ctypes.Structure):
     ]
 
 
+class ReaderFlows(ctypes.Structure):
+    """struct pcpu_reader_flows (a flows table, segment format 2.9)"""
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("help", ctypes.c_char_p),
+        ("nflows", ctypes.c_size_t),
+        ("ncounters", ctypes.c_uint),
+        ("counter_names", c_char_p_p),
+    ] + [(f, ctypes.c_uint64) for f in ("pcpu__entry", "pcpu__seq", "pcpu__id", "pcpu__off")]
+
+
 class MetricTypeInfo(ctypes.Structure):
     """struct pcpu_metric_type_info"""
     _fields_ = [
@@ -165,6 +176,7 @@ STRUCTS = {
     "pcpu_snapshot_family": SnapshotFamily,
     "pcpu_snapshot": Snapshot,
     "pcpu_reader_snapshot": ReaderSnapshot,
+    "pcpu_reader_flows": ReaderFlows,
 }
 
 # (name, return type, argument types) of every function used.
@@ -188,6 +200,11 @@ _FUNCTIONS = [
     ("pcpu_reader_snapshot_slots", c_int64_p,
      [ctypes.POINTER(ReaderSnapshot), ctypes.c_size_t, ctypes.c_size_t]),
     ("pcpu_reader_snapshot_free", None, [ctypes.POINTER(ReaderSnapshot)]),
+    ("pcpu_reader_flows_list", ctypes.c_int,
+     [ctypes.c_void_p, ctypes.POINTER(ctypes.POINTER(ReaderFlows)), ctypes.POINTER(ctypes.c_size_t)]),
+    ("pcpu_reader_flows_read", ctypes.c_int,
+     [ctypes.c_void_p, ctypes.POINTER(ReaderFlows), ctypes.c_size_t, ctypes.c_size_t, c_uint64_p]),
+    ("pcpu_reader_flows_free", None, [ctypes.POINTER(ReaderFlows), ctypes.c_size_t]),
     ("pcpu_reader_error", ctypes.c_char_p, []),
     ("pcpu_reader_reason", ctypes.c_char_p, [ctypes.c_int]),
     ("pcpu_snapshot_write", ctypes.c_int,

@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""pgbench against PostgreSQL 15 with no statement statistics, with
+pg_stat_statements and with pcpu_stat_statements (integrations/postgresql),
+side by side in one run; then the memory of an entry at 2, 64 and 256
+CPU slots. bench/postgresql.md records what it printed.
+
+usage: bench/postgresql_bench.py MODULE_DIR [--clients 1,2] [--duration 5]
+                                 [--rounds 5] [--scale 1] [--entries 500]
+  MODULE_DIR  the build's integrations/postgresql (pcpu_stat_statements.so)
+
+Three clusters run at once (integrations/postgresql/tests/pg_cluster.py's
+private clusters, as the tests make them: initdb in a temporary folder as
+the postgres user, a unix socket of their own), the same but for
+shared_preload_libraries: '' / 'pg_stat_statements' /
+'pcpu_stat_statements', each module with its defaults (track = top,
+track_utility on, track_planning off). Workloads: pgbench's built-in
+select-only script with prepared statements (-S -M prepared) and a
+one-statement script (SELECT 1, -M prepared), at each client count (-c N
+-j N). Each round runs every workload, client count and variant once for
+--duration seconds, in a shuffled order. Printed: the medians over the
+rounds of transactions per second, of the average latency and of the
+backends' CPU time per transaction (user + system of the postmaster's
+reaped children -- the backends, which exit when pgbench disconnects --
+over the transactions), each with its ratio to no module. The CPU time per
+transaction is what a module costs; on a machine other programs load it
+moves much less than the throughput does.
+
+Memory: a cluster with pcpu_stat_statements alone, PCPU_NSLOTS = 2 (the
+CPUs here), 64 and 256 in its environment (the slots of a 64- or 256-CPU
+machine; PCPU_INDEX stays cpu), runs --entries distinct statements once
+each; the segment file's allocated bytes (st_blocks) before and after, over
+the entries, is the memory of one entry (its 37 series and its text).
+"""
+import argparse
+import os
+import random
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "integrations", "postgresql", "tests"))
+import pg_cluster  # noqa: E402  (the tests' private clusters)
+
+VARIANTS = [("none", ""), ("pg_stat_statements", "pg_stat_statements"),
+            ("pcpu_stat_statements", "pcpu_stat_statements")]
+
+
+def children_cpu(c):
+    """The postmaster's reaped children's CPU time, in clock ticks."""
+    with open(c.data + "/postmaster.pid") as f:
+        pid = int(f.readline())
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[13]) + int(fields[14])  # cutime, cstime
+
+
+def run(c, args, duration):
+    t0 = children_cpu(c)
+    r = c.pgbench(["-n", "-T", str(duration)] + args)
+    # The backends exit as pgbench disconnects; the postmaster reaps them.
+    time.sleep(0.3)
+    ticks = children_cpu(c) - t0
+    tps = float(re.search(r"tps = ([0-9.]+) \(without", r.stdout).group(1))
+    lat = float(re.search(r"latency average = ([0-9.]+) ms", r.stdout).group(1))
+    tx = int(re.search(r"number of transactions actually processed: (\d+)", r.stdout).group(1))
+    cpu_us = ticks / os.sysconf("SC_CLK_TCK") * 1e6 / max(tx, 1)
+    return tps, lat, cpu_us
+
+
+def throughput(module_dir, a):
+    clusters = {}
+    try:
+        for name, preload in VARIANTS:
+            c = pg_cluster.Cluster(module_dir)
+            clusters[name] = c
+            c.initdb("", preload=preload)
+            c.start()
+            c.pgbench(["-i", "-s", str(a.scale), "-q"])
+        for c in clusters.values():
+            path = c.root + "/one.sql"
+            with open(path, "w") as f:
+                f.write("SELECT 1;\n")
+            os.chmod(path, 0o644)
+        workloads = [("-S -M prepared", ["-S", "-M", "prepared"]),
+                     ("SELECT 1, -M prepared", None)]
+        results = {}
+        for rnd in range(a.rounds):
+            jobs = [(w, n, v) for w in range(len(workloads)) for n in a.clients
+                    for v, _ in VARIANTS]
+            random.shuffle(jobs)
+            for w, n, v in jobs:
+                c = clusters[v]
+                wargs = workloads[w][1] or ["-f", c.root + "/one.sql", "-M", "prepared"]
+                res = run(c, wargs + ["-c", str(n), "-j", str(n)], a.duration)
+                results.setdefault((w, n, v), []).append(res)
+            print("round %d of %d done" % (rnd + 1, a.rounds), file=sys.stderr, flush=True)
+        for w, (wname, _) in enumerate(workloads):
+            for n in a.clients:
+                print("\n%s, %d client%s (%d rounds of %d s, medians):"
+                      % (wname, n, "s" if n > 1 else "", a.rounds, a.duration))
+                print("  %-22s %10s %6s %12s %6s %14s %6s" % ("", "TPS", "x", "latency ms",
+                                                             "x", "CPU us/tx", "x"))
+                base = [statistics.median(x) for x in zip(*results[(w, n, "none")])]
+                for v, _ in VARIANTS:
+                    m = [statistics.median(x) for x in zip(*results[(w, n, v)])]
+                    print("  %-22s %10.0f %6.3f %12.4f %6.3f %14.2f %6.3f"
+                          % (v, m[0], m[0] / base[0], m[1], m[1] / base[1], m[2],
+                             m[2] / base[2]))
+    finally:
+        for c in clusters.values():
+            c.cleanup()
+
+
+def memory(module_dir, a):
+    print("\nmemory per entry (%d distinct statements, run once each):" % a.entries)
+    for slots in (2, 64, 256):
+        c = pg_cluster.Cluster(module_dir)
+        try:
+            c.initdb("", preload="pcpu_stat_statements")
+            # The slots of a bigger machine: PCPU_NSLOTS in the server's
+            # environment (pg_ctl passes it on).
+            open(c.log, "w").close()
+            os.chown(c.log, c.uid, c.gid)
+            r = c.as_user(["env", "PCPU_NSLOTS=%d" % slots, c.bin + "/pg_ctl", "-D", c.data,
+                           "-l", c.log, "-w", "start"], capture_output=True, text=True)
+            if r.returncode != 0:
+                pg_cluster.fail("pg_ctl start: " + r.stdout + r.stderr + c.server_log())
+            c.started = True
+            path = re.search(r'statistics in "([^"]+)"', c.server_log()).group(1)
+            c.psql("CREATE EXTENSION pcpu_stat_statements")
+            before = os.stat(path).st_blocks * 512
+            # Distinct statements: 1 + 1 + ... + 1, k terms (another tree
+            # each, so another queryid), in one session.
+            sql = c.root + "/entries.sql"
+            with open(sql, "w") as f:
+                f.write("".join("SELECT %s;\n" % "+".join(["1"] * k)
+                                for k in range(1, a.entries + 1)))
+            os.chmod(sql, 0o644)
+            c.as_user(["psql", "-X", "-q", "-o", "/dev/null", "-h", c.sock, "-p", str(c.port),
+                       "-d", "postgres", "-f", sql], check=True)
+            time.sleep(0.2)
+            after = os.stat(path).st_blocks * 512
+            n = int(c.psql("SELECT count(*) FROM pcpu_stat_statements"))
+            # The segment's own slot count, as pcpustat lists it.
+            tool = os.path.abspath(os.path.join(a.tools, "pcpustat"))
+            listed = c.as_user([tool], capture_output=True, text=True).stdout if os.path.exists(
+                tool) else ""
+            m = re.search(r"postgresql\.%d\s+\S+\s+\d+\s+\d+\s+(\d+)" % c.port, listed)
+            print("  %3d CPU slots (segment: %s): %d entries, %d bytes of file more: "
+                  "%.0f bytes per entry" % (slots, m.group(1) if m else "?", n, after - before,
+                                            (after - before) / max(n, 1)))
+        finally:
+            c.cleanup()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("module_dir")
+    p.add_argument("--clients", default="1,2")
+    p.add_argument("--duration", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--scale", type=int, default=1)
+    p.add_argument("--entries", type=int, default=500)
+    p.add_argument("--memory-only", action="store_true")
+    p.add_argument("--tools", default="tools", help="the build's tools/ (pcpustat)")
+    a = p.parse_args()
+    a.clients = [int(x) for x in a.clients.split(",")]
+    r = subprocess.run(["/usr/lib/postgresql/15/bin/postgres", "--version"],
+                       capture_output=True, text=True)
+    print("%s; %d CPUs; %s" % (r.stdout.strip(), os.cpu_count(),
+                               time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())))
+    if not a.memory_only:
+        throughput(a.module_dir, a)
+    memory(a.module_dir, a)
+
+
+if __name__ == "__main__":
+    main()
