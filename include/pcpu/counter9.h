@@ -113,8 +113,10 @@ PCPU_API uint64_t pcpu_counter9_early_adds(void);
  *       the number of events counted in it.
  * The fields must start zeroed (ticks 0 is a period long ago). Thread-safe:
  * many threads may check one state at once; the reset at a period's end is
- * done by one of them (try-lock); the others get -1 during it, uncounted;
- * never more than `limit` events return 0 in one period.
+ * done by one of them (try-lock); the others get -1 during it, uncounted,
+ * and so does a call that a reset overlaps after its add (counted: it may
+ * be in either period); never more than `limit` events return 0 in one
+ * period.
  * Not async-signal-safe (fetch_and_zero takes a mutex).
  * Cost: a counter add and a fetch (one load per slot).
  */

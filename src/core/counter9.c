@@ -60,14 +60,21 @@ static int period_over(int now, int start, int len)
 	return start == 0 || d >= len || d < -60 * PCPU_COUNTER9_HZ;
 }
 
+/* Test hook (tests/test_ratecheck_race.c): when set, called by the rate
+ * check between its add and its fetch, so a test can reset the period
+ * there, as a preempted thread meets another thread's reset. */
+PCPU_HIDDEN void (*pcpu__test_ratecheck_counted)(volatile int *lock, int *ticks);
+
 int64_t pcpu_counter9_ratecheck_fields(pcpu_counter_t rate, volatile int *lock, int *ticks,
 				       int *over, int period, int64_t limit)
 {
 	int64_t val = __atomic_load_n(over, __ATOMIC_RELAXED);
 	int now = pcpu_counter9_ticks();
+	int start = __atomic_load_n(ticks, __ATOMIC_ACQUIRE);
 	int len = (period > 0 ? period : 1) * PCPU_COUNTER9_HZ;
+	uint64_t count;
 
-	if (period_over(now, __atomic_load_n(ticks, __ATOMIC_RELAXED), len)) {
+	if (period_over(now, start, len)) {
 		int unlocked = 0;
 
 		/* A new period: one thread resets, the others do not count
@@ -79,6 +86,9 @@ int64_t pcpu_counter9_ratecheck_fields(pcpu_counter_t rate, volatile int *lock, 
 		    !__atomic_compare_exchange_n((int *)lock, &unlocked, 1, 0, __ATOMIC_ACQUIRE,
 						 __ATOMIC_RELAXED))
 			return -1;
+		/* The lock before the zeroing, for every thread that reads
+		 * what the zeroing wrote (the check after the fetch below). */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		/* Re-read under the lock: another thread may have opened the
 		 * period between our test and the lock. */
 		now = pcpu_counter9_ticks();
@@ -90,12 +100,26 @@ int64_t pcpu_counter9_ratecheck_fields(pcpu_counter_t rate, volatile int *lock, 
 			if (val <= limit)
 				val = 0;
 		}
+		start = __atomic_load_n(ticks, __ATOMIC_RELAXED);
 		__atomic_store_n((int *)lock, 0, __ATOMIC_RELEASE);
 	}
 	pcpu_counter_add(rate, 1);
 	if (__atomic_load_n(over, __ATOMIC_RELAXED) != 0)
 		return -1;
-	if ((int64_t)pcpu_counter_fetch(rate) > limit) {
+	if (PCPU_UNLIKELY(pcpu__test_ratecheck_counted != NULL))
+		pcpu__test_ratecheck_counted(lock, ticks);
+	count = pcpu_counter_fetch(rate);
+	/* A reset during this call -- between the period test and the add,
+	 * or while the fetch walked the slots -- makes the count a mix of
+	 * two periods, too small: an event the ended period already counted
+	 * would be admitted beyond its limit. The fetch saw the zeroing's
+	 * offset only if the resetter's lock shows now (the fence above and
+	 * this one), and a finished reset has moved the period's start. */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(lock, __ATOMIC_ACQUIRE) != 0 ||
+	    __atomic_load_n(ticks, __ATOMIC_RELAXED) != start)
+		return -1;
+	if ((int64_t)count > limit) {
 		__atomic_store_n(over, -1, __ATOMIC_RELAXED);
 		val = -1;
 	}
