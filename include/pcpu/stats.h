@@ -236,8 +236,8 @@ PCPU_API int pcpu_family_remove(pcpu_family_t *fam, const char *const *label_val
  * Relabels a series of a shared registry (PCPU_SEGMENT_SHARED_TREE,
  * pcpu/segment.h), which never removes one: the series of `fam` with
  * label values old_values becomes the series with label values
- * new_values, every value from zero, over the same storage and directory
- * entry -- so a pre-fork server can let a new key reuse an expired key's
+ * new_values, every value from zero (an info series, pcpu_registry_info(),
+ * keeps its 1), over the same storage and directory entry -- so a pre-fork server can let a new key reuse an expired key's
  * series instead of growing until its directory is full. Every process of
  * the tree sees it at its next registration or lookup in the registry:
  * the series it holds under old_values is dropped (a later lookup of
@@ -257,8 +257,8 @@ PCPU_API int pcpu_family_remove(pcpu_family_t *fam, const char *const *label_val
  * directory's string table cannot take the new values: each relabelling
  * appends them there, the old ones are never reused), ENOTSUP (a private
  * registry or one published by one process only -- there, remove the
- * series and make the new one --, a consistent group family, an info
- * family, a field of a registered struct), ENOMEM. Thread-safe; not
+ * series and make the new one --, a consistent group family, a field of
+ * a registered struct), ENOMEM. Thread-safe; not
  * async-signal-safe (the registry's mutex, the tree's lock). Cost: two
  * hash lookups and an entry rewrite; then, in every process of the tree,
  * once, a walk of its series and a rebuild of its index of the directory

@@ -635,9 +635,8 @@ int pcpu_family_relabel(pcpu_family_t *f, const char *const *old_values,
 	if (!pcpu__zone_is_tree(f->reg->zone))
 		return pcpu__reg_fail(ENOTSUP, "only a shared registry's series are relabelled (a "
 					       "private registry removes and makes series)");
-	if (f->gfam || (f->flags & PCPU_SNAPSHOT_INFO)) {
-		pcpu__reg_fail(ENOTSUP, f->gfam ? "a consistent group family's series are not relabelled"
-						: "an info family's series are not relabelled");
+	if (f->gfam) {
+		pcpu__reg_fail(ENOTSUP, "a consistent group family's series are not relabelled");
 		pcpu__msg_prefix("family", f->name);
 		return -1;
 	}
@@ -666,7 +665,11 @@ int pcpu_family_relabel(pcpu_family_t *f, const char *const *old_values,
 		if (series_rename(f, se, nv, nh) < 0) {
 			pcpu__reg_fail(ENOMEM, "out of memory for the new label values");
 		} else {
-			series_zero(f, se->handle);
+			/* An info series' value is 1 under any labels: kept
+			 * (readers show 1 anyway; a handle from
+			 * pcpu_family_lookup() reads it). */
+			if (!(f->flags & PCPU_SNAPSHOT_INFO))
+				series_zero(f, se->handle);
 			(void)f->reg->relabel(f->reg->hook_ctx, PCPU__RELABEL_COMMIT, f, se, nv);
 			r = 0;
 		}

@@ -14,7 +14,7 @@
  *   errors    ENOENT, EEXIST, EINVAL, ENOTSUP (a private registry), and
  *             ENOSPC once the string table is full
  *   kinds     a gauge and a histogram relabelled read 0 (their adds since
- *             in another process too)
+ *             in another process too); an info series relabelled reads 1
  *   loop      1,000 relabellings of a set of 4 series, each followed by
  *             adds: the directory's entries stay as they were, only its
  *             strings grow; a reader meanwhile never shows a series' old
@@ -346,6 +346,28 @@ static void errors(void)
 
 /* Gauges and histograms (counters: the other modes) from zero after a
  * relabelling, in the relabelling process and in another one. */
+/* The reader's series of info family build_info with label version v:
+ * how many, and the last one's value. */
+static int info_shows(const char *v, int64_t *value)
+{
+	struct pcpu_reader_snapshot *r = read_tree_segment(dir);
+	int n = 0;
+
+	for (size_t f = 0; f < r->snapshot.nfamilies; f++) {
+		const struct pcpu_snapshot_family *fm = &r->snapshot.families[f];
+
+		if (strncmp(fm->name, "build", 5) != 0)
+			continue;
+		for (size_t i = 0; i < fm->nseries; i++)
+			if (fm->nlabels >= 1 && !strcmp(fm->series[i].label_values[0], v)) {
+				*value = fm->series[i].value.gauge;
+				n++;
+			}
+	}
+	pcpu_reader_snapshot_free(r);
+	return n;
+}
+
 static void kinds(void)
 {
 	static const char *const ln[1] = {"id"};
@@ -378,8 +400,14 @@ static void kinds(void)
 	pcpu_gauge_set(g, 5);
 	pcpu_histogram_record(h, 3);
 	pcpu_histogram_record(h, 1000);
+	CHECK(pcpu_registry_info(reg, "build_info", NULL, 1, (const char *const[]){"version"},
+				 (const char *const[]){"1.0"}) == 0);
 	CHECK(pcpu_family_relabel(gf, a, b) == 0);
 	CHECK(pcpu_family_relabel(hf, a, b) == 0);
+	/* An info series keeps its 1: a reader never sees the new labels at
+	 * 0, which says the info does not hold. */
+	CHECK(pcpu_family_relabel(pcpu_registry_find(reg, "build_info"), (const char *const[]){"1.0"},
+				  (const char *const[]){"1.1"}) == 0);
 	CHECK(pcpu_family_gauge(gf, b) == g && pcpu_family_histogram(hf, b) == h);
 	CHECK(pcpu_gauge_read(g) == 0);
 	nb = pcpu_histogram_nbuckets(h);
@@ -401,8 +429,23 @@ static void kinds(void)
 		_exit(0);
 	}
 	wait_ok(pid);
+	{
+		int64_t info = 0;
+
+		CHECK(info_shows("1.0", &info) == 0);
+		CHECK(info_shows("1.1", &info) == 1);
+		if (info != 1)
+			fprintf(stderr, "the relabelled info series reads %" PRId64 ", want 1\n", info);
+		CHECK(info == 1);
+		/* Its storage too, as pcpu_family_lookup() hands it out. */
+		info = pcpu_gauge_read(pcpu_family_lookup(pcpu_registry_find(reg, "build_info"),
+							  (const char *const[]){"1.1"}));
+		if (info != 1)
+			fprintf(stderr, "the relabelled info series' gauge reads %" PRId64 ", want 1\n", info);
+		CHECK(info == 1);
+	}
 	cleanup();
-	printf("kinds: a gauge and a histogram relabelled read 0, then their new adds\n");
+	printf("kinds: a gauge and a histogram relabelled read 0, then their new adds; an info series 1\n");
 }
 
 /* ---- loop -------------------------------------------------------------------- */
