@@ -297,6 +297,7 @@ func TestCrossCheck(t *testing.T) {
 			}
 			compareWithC(t, g, cfix.Pcpustat(t, "--json", "-p", w.Path))
 			checkKinds(t, c.name, g)
+			snapshotsAlike(t, w.Path, g) // as a 32-bit target reads it
 		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 )
 
 // ErrStale: a flows table was destroyed or replaced since it was listed
@@ -151,7 +152,12 @@ func (r *Reader) stillThere(h *header, t *FlowsTable) error {
 // table's shared words, which hold every add that returned before the
 // writer's last collection of its registry, and maybe later ones. The
 // entry is read before and after the words: a table destroyed or replaced
-// meanwhile is ErrStale, never another table's values.
+// meanwhile is ErrStale, never another table's values. On a 32-bit target
+// the words are copied three times and settled as a snapshot's values are
+// (never a word torn between its halves; torn.go): a word that kept
+// changing between its halves is ErrNotReady (try again). Cost: two reads
+// of the entry and one of n*len(t.Counters)*8 bytes (three on a 32-bit
+// target, with two more buffers of that size).
 func (r *Reader) ReadFlows(t *FlowsTable, first, n uint64, out []uint64) error {
 	nc := uint64(len(t.Counters))
 	if n == 0 || first >= t.NFlows || n > t.NFlows-first || nc == 0 ||
@@ -172,9 +178,20 @@ func (r *Reader) ReadFlows(t *FlowsTable, first, n uint64, out []uint64) error {
 	if t.off > size || t.NFlows*nc*8 > size-t.off {
 		return corrupt("flows table %s past the end of the file", t.Name)
 	}
-	b := make([]byte, n*nc*8)
-	if err := r.src.readAt(b, t.off+first*nc*8); err != nil {
+	// n*nc <= NFlows*nc, checked against the file's size; on a 32-bit
+	// target that may still be more than a slice can hold.
+	nb := n * nc * 8
+	if nb > uint64(math.MaxInt)/r.copies() {
+		return fmt.Errorf("segment: ReadFlows: %d bytes at once", nb)
+	}
+	b := make([]byte, nb*r.copies())
+	if err := r.src.readAt(b[:nb], t.off+first*nc*8); err != nil {
 		return err
+	}
+	if r.settleCopies { // a copy made 32 bits at a time may be torn
+		if err := r.settle(nil, b[:nb], b[nb:2*nb], b[2*nb:], t.off+first*nc*8); err != nil {
+			return err
+		}
 	}
 	if err := r.stillThere(&h, t); err != nil {
 		return err

@@ -126,6 +126,9 @@ type Reader struct {
 	AllowStale bool
 	// CheckLiveness: judge the writer's liveness from /proc (files only).
 	CheckLiveness bool
+	// settleCopies: copy values three times and keep what settled
+	// (torn.go): tornCopies, or a test's choice.
+	settleCopies bool
 }
 
 // Open opens the segment file at path for reading, with the C reader's
@@ -182,7 +185,7 @@ func OpenOwned(path string, owner int) (*Reader, error) {
 		f.Close()
 		return nil, fmt.Errorf("%w: %s: replaced while it was opened", ErrPermission, path)
 	}
-	r := &Reader{src: fileSource{f}, f: f, Path: path, CheckLiveness: true}
+	r := &Reader{src: fileSource{f}, f: f, Path: path, CheckLiveness: true, settleCopies: tornCopies}
 	if err := r.init(); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("segment %s: %w", filepath.Base(path), err)
@@ -198,7 +201,7 @@ func OpenOwned(path string, owner int) (*Reader, error) {
 // file): every byte is data, liveness is not checked (the snapshot says
 // Live unless the segment is closed). Errors as Open's.
 func FromBytes(data []byte) (*Reader, error) {
-	r := &Reader{src: memSource(data), Path: "(memory)", AllowStale: true}
+	r := &Reader{src: memSource(data), Path: "(memory)", AllowStale: true, settleCopies: tornCopies}
 	if err := r.init(); err != nil {
 		return nil, err
 	}
@@ -275,11 +278,17 @@ type attempt struct {
 // "Writer and readers": header, directory, header, strings, values,
 // directory, header; up to 4 tries while the directory changes, the last
 // keeping what did not change). perSlot fills each series' Slots.
+// On a 32-bit target (GOARCH=386, arm, mips, mipsle), where the kernel
+// may copy a 64-bit word 32 bits at a time, the values are copied three
+// times and each word kept only once its copies settle (never a value
+// torn between its halves; torn.go), as the C reader does.
 // Errors: ErrCorrupt for an invalid entry that did not change during the
 // read (or any inconsistency in a stable read), ErrWriterGone for a closed
-// or gone writer (unless AllowStale), ErrTooLarge past MaxBytes, I/O
-// errors. Cost: O(directory + strings + data extents) reads, bounded by
-// MaxBytes whatever the file claims.
+// or gone writer (unless AllowStale), ErrTooLarge past MaxBytes,
+// ErrNotReady (32-bit targets) for a value whose halves kept changing
+// through every attempt, I/O errors. Cost: O(directory + strings + data
+// extents) reads, bounded by MaxBytes whatever the file claims; three
+// times the values' reads on a 32-bit target.
 func (r *Reader) Snapshot(perSlot bool) (*Snapshot, error) {
 	state := StateUnknown
 	checked := false
@@ -344,6 +353,12 @@ func (r *Reader) attempt(perSlot, last bool, state *State, checked *bool) (*Snap
 		return nil, err
 	}
 	if err := a.readValues(perSlot); err != nil {
+		// A word whose halves kept changing (torn.go): the next
+		// attempt reads it again; the last one fails with the error.
+		var u *unsettledError
+		if !last && errors.As(err, &u) {
+			return nil, nil
+		}
 		return nil, err
 	}
 	// The second look: the directory, then the header (after it, as a
@@ -431,7 +446,8 @@ func (a *attempt) readValues(perSlot bool) error {
 				k++
 			}
 			runs = append(runs, run{lo, hi, j, k})
-			if need := hi - lo; need > uint64(len(buf)) {
+			// Room for each copy of the run (torn.go).
+			if need := a.r.copies() * (hi - lo); need > uint64(len(buf)) {
 				if err := a.b.charge(need); err != nil {
 					return err
 				}
@@ -516,9 +532,15 @@ func (a *attempt) readChunk(v []*ser, chunk uint32, runs []run, buf []byte, perS
 				if err := a.b.charge(u.hi - u.lo + syscallCharge); err != nil {
 					return err
 				}
-				b := buf[:u.hi-u.lo]
+				n := u.hi - u.lo
+				b := buf[:n]
 				if err := src.readAt(b, rs+u.lo); err != nil {
 					return err
+				}
+				if a.r.settleCopies { // a copy made 32 bits at a time may be torn
+					if err := a.r.settle(&a.b, b, buf[n:2*n], buf[2*n:3*n], rs+u.lo); err != nil {
+						return err
+					}
 				}
 				for k := u.first; k < u.last; k++ {
 					accumulate(v[k], b[v[k].e.valueOff-u.lo:], slot, perSlot)

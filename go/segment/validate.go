@@ -18,7 +18,9 @@ var (
 	ErrIncompatible = errors.New("incompatible segment format")
 	// ErrWriterGone: the writer closed the segment or exited (ESRCH).
 	ErrWriterGone = errors.New("segment writer gone")
-	// ErrNotReady: the segment is still being created (EAGAIN).
+	// ErrNotReady: the segment is still being created, or kept changing
+	// while it was read: its directory through every attempt, or (32-bit
+	// targets) a value between its two halves (EAGAIN). Try again.
 	ErrNotReady = errors.New("segment still being created")
 	// ErrTooLarge: reading it would pass the byte budget (EFBIG).
 	ErrTooLarge = errors.New("segment larger than the budget")
