@@ -97,7 +97,7 @@ extern const stat_desc pss_exec_hist;
 
 /* Series an entry holds: the counters, the gauges, the sums of squares,
  * the histogram, its resets, whether it is in the table (live), its query
- * text (one per reset, at most). */
+ * text (one, relabelled at each reset: pss_reuse.c). */
 #define SERIES_PER_ENTRY (NCOUNTERS + NGAUGES + NFRACTIONS + 4)
 
 /* The labels of every family, in this order; the text's adds "epoch" (the
@@ -277,7 +277,16 @@ void pss_reuse_init(int max_sets);
  * in e->set (-1: none); false: refused. Releases nothing: the caller
  * registers the series, then calls pss_sets_done(). */
 bool pss_sets_take(pss_entry *e, pss_get_mode mode);
-void pss_sets_done(void);
+void pss_sets_done(const pss_entry *e);
+
+/* Records the text series v (e's key's labels, `epoch`, the text) of
+ * e's entry (pss_entry_text()): its set's text series relabelled to v --
+ * the evicted key's that had the set, or its own of an older epoch -- or
+ * made where the set has none (or the entry no set); nothing where the
+ * set has a text of this key and epoch already (the first one is kept).
+ * Takes the sets' lock unless held (pss_entry_get()'s registration).
+ * False when refused (pcpu_stats_error() says why). */
+bool pss_sets_text(const pss_entry *e, int64 epoch, const char *const v[6]);
 
 /* The evictor: marks victim entries retired (each taken out of the table
  * already), then opens a new generation; and, at every poll, relabels the

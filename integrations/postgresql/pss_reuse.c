@@ -3,9 +3,9 @@
  * pcpu_stat_statements' reuse of evicted entries' series for new
  * statements, so that the statements met over the server's life are not
  * bounded by the series: the tree holds at most
- * pcpu_stat_statements.max_keys entries' series sets at once. (What still
- * grows with them: each statement's text, an info series, and the label
- * strings each relabelling appends -- docs/postgresql.md, "Eviction".)
+ * pcpu_stat_statements.max_keys entries' series sets at once, each with
+ * one text series. (What still grows with them: the label strings each
+ * relabelling appends -- docs/postgresql.md, "Eviction".)
  *
  * A shared tree never frees a series (another process may hold it);
  * pcpu_family_relabel() gives one other label values over the same
@@ -14,9 +14,9 @@
  * no lock and does no atomic read-modify-write, so that condition comes
  * from quiescent states, as in RCU's QSBR:
  *
- *  - Sets. The series of one entry (every family's, but the text's, an
- *    info series, which cannot be relabelled) are a set, numbered; shared
- *    memory holds each set's state (LIVE: in use; RETIRED: evicted,
+ *  - Sets. The series of one entry (every family's, and its text's, an
+ *    info series) are a set, numbered; shared memory holds each set's
+ *    state (LIVE: in use; RETIRED: evicted,
  *    waiting; FREE: no process can hold it) and a hash from key to set,
  *    under one LWLock taken only where a process meets a key for the first
  *    time (it takes the tree's directory lock there anyway) and by the
@@ -68,14 +68,40 @@
  *    sets' lock orders a key taking its set back with the set's reclaim
  *    and with another key's relabelling of it.
  *
+ *  - Texts. A set's text series -- QUERY_INFO, labelled with the key, the
+ *    epoch (the entry's resets) and the text -- is relabelled as the
+ *    others are, but with the text it gets (pss_sets_text(), called by
+ *    pss_entry_text(), the only maker of a text): shared memory holds,
+ *    under the sets' lock, each set's text series' key, epoch and text
+ *    (PCPU_STATS_LABEL_VALUE_MAX bytes a set, the most pss_text_label()
+ *    makes), the old labels a relabelling names. A new key taking a free
+ *    set relabels its text series from the evicted key's labels to its
+ *    own, inside the registration that relabelled the rest (the same
+ *    lock held: the entry is not in the table yet, so no reader lists it
+ *    without its text); a key taking its own set back keeps its text (the
+ *    same key and epoch: nothing to do); a reset's new epoch relabels the
+ *    key's text series to the first text met after it. Its value is 1
+ *    under any labels, and the relabelling replaces every label at once
+ *    for readers: the view and the export see the old statement's labels
+ *    or the new one's, never a key with another key's text. Invariant: a
+ *    set's text series carries the set's key -- a free set taken without
+ *    a text of its new key (none given, or refused) leaves its text series
+ *    to the evicted key and forgets it (pss_sets_done()), so that no two
+ *    sets name one text series. A text series met again with no set
+ *    holding it (left so, or made before a crash restart) is taken by the
+ *    set whose text it is (EEXIST); only those stay unowned: a text per
+ *    set, plus those.
+ *
  * Parallel workers count nothing (their leader does) and hold no section;
  * neither does the postmaster, whose entries (.save's, made before shared
  * memory) are taken as sets when it is made, and forgotten when it is made
- * again after a crash (their sets may have been reused before). After a
- * crash restart the tree keeps the series the forgotten sets held: a key
- * met again takes its series as a new set, and so does the evictor for
- * the ones it evicts; those never met again stay (at most max_keys sets
- * per crash).
+ * again after a crash (their sets may have been reused before); their
+ * texts, recorded in the postmaster before shared memory, are handed to
+ * their sets then (saved_texts). After a crash restart the tree keeps the
+ * series the forgotten sets held, texts included: a key met again takes
+ * its series as a new set (its text too, met with its labels), and so
+ * does the evictor for the ones it evicts; those never met again stay
+ * (at most max_keys sets and their texts per crash).
  *
  * Where membarrier(MEMBARRIER_CMD_GLOBAL) is not available (a kernel with
  * nohz_full CPUs, a sandbox), sets are never reused: an evicted key keeps
@@ -96,6 +122,7 @@
 #include "storage/proc.h"
 #include "storage/shmem.h"
 #include "utils/hsearch.h"
+#include "utils/memutils.h"
 
 enum { SET_LIVE = 1, SET_RETIRED, SET_FREE, SET_LOST };
 
@@ -104,6 +131,12 @@ typedef struct {
 	int32 state;
 	int32 prev, next;   /* FREE: its neighbours on the free list (-1: none) */
 	uint64 retired_gen; /* its last retirement's generation (0: none) */
+	/* Its text series (has_text): the key and epoch labels; the text
+	 * label is the set's slot of pss_shared_t.texts. Its key is the set's
+	 * (pss_sets_done() drops a text left another key's). */
+	bool has_text;
+	pss_key text_key;
+	int64 text_epoch;
 } pss_set;
 
 typedef struct {
@@ -120,6 +153,10 @@ typedef struct {
 	bool reuse; /* membarrier available: sets are reclaimed */
 	int32 nslots;
 	pss_slot *slots;
+	/* Each set's text label (PCPU_STATS_LABEL_VALUE_MAX bytes a set, the
+	 * most pss_text_label() makes): a page is touched once a set of it
+	 * holds a text. */
+	char *texts;
 	pss_set sets[FLEXIBLE_ARRAY_MEMBER];
 } pss_shared_t;
 
@@ -145,7 +182,62 @@ static Size shared_size(void)
 	Size s = add_size(offsetof(pss_shared_t, sets), mul_size(pss_max_sets, sizeof(pss_set)));
 
 	s = add_size(MAXALIGN(s), mul_size(nslots(), sizeof(pss_slot)));
+	s = add_size(MAXALIGN(s), mul_size(pss_max_sets, PCPU_STATS_LABEL_VALUE_MAX));
 	return add_size(s, hash_estimate_size(pss_max_sets, sizeof(set_of_key)));
+}
+
+static char *set_text(int set)
+{
+	return shared->texts + (Size)set * PCPU_STATS_LABEL_VALUE_MAX;
+}
+
+static bool same_key(const pss_key *a, const pss_key *b)
+{
+	return a->userid == b->userid && a->dbid == b->dbid && a->queryid == b->queryid &&
+	       a->toplevel == b->toplevel;
+}
+
+/* The set's text series is now (key, epoch, text): the sets' lock held. */
+static void text_keep(int set, const pss_key *key, int64 epoch, const char *text)
+{
+	pss_set *s = &shared->sets[set];
+
+	s->text_key = *key;
+	s->text_epoch = epoch;
+	strlcpy(set_text(set), text, PCPU_STATS_LABEL_VALUE_MAX);
+	s->has_text = true;
+}
+
+/* The postmaster's texts of .save's entries, recorded before shared
+ * memory is made: handed to their sets then (shmem_startup()). */
+typedef struct {
+	pss_key key;
+	int64 epoch;
+	char *text;
+} saved_text;
+
+static HTAB *saved_texts;
+
+static void text_save(const pss_key *key, int64 epoch, const char *text)
+{
+	saved_text *t;
+	bool found;
+
+	if (saved_texts == NULL) {
+		HASHCTL ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(pss_key);
+		ctl.entrysize = sizeof(saved_text);
+		ctl.hcxt = TopMemoryContext;
+		saved_texts = hash_create(PSS_NAME " saved texts", 256, &ctl,
+					  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	t = hash_search(saved_texts, key, HASH_ENTER, &found);
+	if (found)
+		pfree(t->text);
+	t->epoch = epoch;
+	t->text = MemoryContextStrdup(TopMemoryContext, text);
 }
 
 static void shmem_request(void)
@@ -183,6 +275,10 @@ static void shmem_startup(void)
 					     MAXALIGN(offsetof(pss_shared_t, sets) +
 						      (Size)pss_max_sets * sizeof(pss_set)));
 		memset(shared->slots, 0, (Size)shared->nslots * sizeof(pss_slot));
+		/* Not cleared: a set's text is read only once has_text says so. */
+		shared->texts = (char *)shared->slots +
+				MAXALIGN((Size)shared->nslots * sizeof(pss_slot));
+		memset(shared->sets, 0, (Size)pss_max_sets * sizeof(pss_set));
 		if (!IsUnderPostmaster) {
 			HASH_SEQ_STATUS it;
 			pss_entry *e;
@@ -204,6 +300,22 @@ static void shmem_startup(void)
 				e->gen = 0;
 				shared->sets[e->set].key = e->key;
 				shared->sets[e->set].state = SET_LIVE;
+				if (saved_texts != NULL) {
+					saved_text *t = hash_search(saved_texts, &e->key, HASH_FIND, NULL);
+
+					if (t != NULL)
+						text_keep(e->set, &e->key, t->epoch, t->text);
+				}
+			}
+			if (saved_texts != NULL) {
+				HASH_SEQ_STATUS ts;
+				saved_text *t;
+
+				hash_seq_init(&ts, saved_texts);
+				while ((t = hash_seq_search(&ts)) != NULL)
+					pfree(t->text);
+				hash_destroy(saved_texts);
+				saved_texts = NULL;
 			}
 		}
 	}
@@ -416,10 +528,95 @@ take:
 	return true;
 }
 
-void pss_sets_done(void)
+void pss_sets_done(const pss_entry *e)
 {
-	if (shared != NULL)
+	if (shared == NULL)
+		return;
+	if (e != NULL && e->set >= 0) {
+		pss_set *s = &shared->sets[e->set];
+
+		/* A free set taken without a text of its new key (none given,
+		 * or refused): its text series is left to the key it had --
+		 * which, met again, takes another set, whose text must not be
+		 * this one (relabelled later for the key of this set). */
+		if (s->has_text && !same_key(&s->text_key, &s->key))
+			s->has_text = false;
+	}
+	LWLockRelease(shared->lock);
+}
+
+/* The new text series v of e's key, epoch `epoch`: the text series of e's
+ * set relabelled to it, or made; false (errno) when refused. */
+bool pss_sets_text(const pss_entry *e, int64 epoch, const char *const v[6])
+{
+	pcpu_family_t *fam;
+	pss_set *s;
+	bool locked, ok = true;
+	int r;
+
+	if (shared == NULL) {
+		/* The postmaster's .save, before shared memory: its set gets
+		 * the text when it is made. */
+		if (pss_text_info(pss_tree.reg, v) != 0 && errno != EEXIST)
+			return false;
+		text_save(&e->key, epoch, v[5]);
+		return true;
+	}
+	if (e->set < 0) /* no set: a text of its own, never reused */
+		return pss_text_info(pss_tree.reg, v) == 0 || errno == EEXIST;
+	/* Held where pss_entry_get() registers a new entry. */
+	locked = LWLockHeldByMe(shared->lock);
+	if (!locked)
+		LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	s = &shared->sets[e->set];
+	fam = pcpu_registry_find(pss_tree.reg, QUERY_INFO);
+	if (!same_key(&s->key, &e->key)) {
+		/* Never seen (a section holds its set's key); to be safe, a
+		 * text of its own. */
+		ok = pss_text_info(pss_tree.reg, v) == 0 || errno == EEXIST;
+	} else if (s->has_text && same_key(&s->text_key, &e->key) && s->text_epoch >= epoch) {
+		/* This epoch's text is recorded: the first one is kept, as
+		 * pg_stat_statements keeps the first text it met. */
+	} else if (s->has_text) {
+		char buf[4][24];
+		const char *ov[6];
+
+		/* The evicted key's text, or this key's of an older epoch: the
+		 * same directory entry, its labels replaced at once for every
+		 * reader (old or new, never mixed). */
+		pss_key_values(&s->text_key, buf, ov);
+		snprintf(buf[3], sizeof(buf[3]), INT64_FORMAT, s->text_epoch);
+		ov[4] = buf[3];
+		ov[5] = set_text(e->set);
+		/* A process that has made no text has no such family yet: the
+		 * set's text series taken (as another process made it) makes
+		 * it, as pcpu_registry_info() alone makes an info family. */
+		if (fam == NULL && (pss_text_info(pss_tree.reg, ov) == 0 || errno == EEXIST))
+			fam = pcpu_registry_find(pss_tree.reg, QUERY_INFO);
+		r = fam != NULL ? pcpu_family_relabel(fam, ov, v) : -1;
+		if (r == 0 || errno == EEXIST) {
+			/* EEXIST: v exists with no set (made before a crash
+			 * restart forgot the sets, or left by a set taken
+			 * without a text): the set's now; the old one stays. */
+			text_keep(e->set, &e->key, epoch, v[5]);
+		} else if (errno == ENOENT) {
+			/* Never seen: made anew. */
+			ok = pss_text_info(pss_tree.reg, v) == 0 || errno == EEXIST;
+			if (ok)
+				text_keep(e->set, &e->key, epoch, v[5]);
+			else
+				s->has_text = false;
+		} else {
+			ok = false; /* ENOSPC: the string table is full */
+		}
+	} else {
+		ok = pss_text_info(pss_tree.reg, v) == 0 || errno == EEXIST;
+		if (ok)
+			text_keep(e->set, &e->key, epoch, v[5]);
+	}
+	if (!locked)
 		LWLockRelease(shared->lock);
+	return ok;
 }
 
 /* ---- retiring and reclaiming (the evictor) ---------------------------------------------- */

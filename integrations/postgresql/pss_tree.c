@@ -330,10 +330,11 @@ bool pss_tree_make(int max, int max_keys, const char *group, const char *dir)
 	/* The directory: the families and the tree's own series; the
 	 * entries' series, max_keys sets at most (pcpu_stat_statements.
 	 * max_keys: evicted entries' sets are relabelled for new statements,
-	 * pss_reuse.c); and the texts, one per statement and epoch, which an
-	 * info family cannot relabel: room for 16 per set, a million at
-	 * least (the table is sparse: only the entries used take memory).
-	 * Past it a text is refused (logged), its statement still counted. */
+	 * their texts too, pss_reuse.c); and the texts no set holds (an
+	 * entry without a set, a crash restart's leftovers): room for 16 per
+	 * set, a million at least (the table is sparse: only the entries used
+	 * take memory). Past it a text is refused (logged), its statement
+	 * still counted. */
 	o.max_entries = (size_t)(NCOUNTERS + NGAUGES + NFRACTIONS + 32) +
 			(size_t)max_keys * SERIES_PER_ENTRY +
 			Max((size_t)max_keys * 16, (size_t)1 << 20);
@@ -448,7 +449,7 @@ pss_entry *pss_entry_get(const pss_key *key, const char *text, int text_len, pss
 	/* Registered under the sets' lock: the set's series are whole (made
 	 * or relabelled for the key) before another process meets it. */
 	ok = pss_entry_register(e, text, text_len);
-	pss_sets_done();
+	pss_sets_done(e);
 	if (!ok) {
 		pss_entry_forget(key);
 		return NULL;
@@ -513,9 +514,10 @@ bool pss_entry_register(pss_entry *e, const char *text, int text_len)
 			refused("an entry's series");
 			return false;
 		}
-		/* The text before calls, as part of the entry. A second text
-		 * of the key (another backend's, met at the same time) is
-		 * recorded beside; either way the entry counts. */
+		/* The text before calls, as part of the entry: the set's
+		 * text series relabelled for the key (pss_reuse.c). A second
+		 * text of the key and epoch (another backend's, met at the
+		 * same time) leaves the first; either way the entry counts. */
 		if (i == 1 && text != NULL)
 			pss_entry_text(e, text, text_len);
 	}
@@ -585,7 +587,8 @@ void pss_entry_text(pss_entry *e, const char *text, int len)
 	snprintf(buf[3], sizeof(buf[3]), INT64_FORMAT, e->text_epoch);
 	v[4] = buf[3];
 	v[5] = pss_text_label(text, len);
-	if (pss_text_info(pss_tree.reg, v) != 0 && errno != EEXIST)
+	/* The text series of the entry's set, relabelled (pss_reuse.c). */
+	if (!pss_sets_text(e, e->text_epoch, v))
 		refused("an entry's text");
 	pfree((void *)v[5]);
 	e->want_text = false;

@@ -21,12 +21,18 @@ Scenarios:
            (scenario_stopped's docstring).
   crash    a backend killed (SIGKILL) inside its counting section: the
            crash restart forgets the sets, the tree stays; new statements
-           are counted, none refused, the hot ones on exactly
-           (scenario_crash's docstring).
+           are counted, none refused, the hot ones on exactly, each with
+           its own text (scenario_crash's docstring).
+  texts    1,250 distinct statements in 5 rounds: the statements' text
+           series (pcpu_stat_statements_query_info) stop growing after the
+           first round -- a set's text relabelled for the statement that
+           takes it -- and every statement listed (and exported) shows its
+           own text, pg_stat_statements' (scenario_texts' docstring).
 
 Exit status: 0 passed, 1 failed, 77 cannot run here (as pg_test.py).
 """
 
+import json
 import os
 import re
 import signal
@@ -308,7 +314,10 @@ def scenario_crash(c):
       made again, up to max_keys, then reused), the sets made <= max_keys;
     - the hot statements run 30 times more: what they add in ours equals
       pg_stat_statements' counts (which started over at the restart), and
-      no entry counts more than its count before plus pg_stat_statements'."""
+      no entry counts more than its count before plus pg_stat_statements';
+    - every statement listed shows pg_stat_statements' text, and the text
+      series are at most the sets made + max_keys (the forgotten sets'
+      texts stay) + 10."""
     c.psql("CREATE EXTENSION pg_stat_statements; CREATE EXTENSION pcpu_stat_statements;")
     fill(c, "hot.sql", HOT, times=30)
     for chunk in range(3):
@@ -348,12 +357,132 @@ def scenario_crash(c):
                        % (query, before.get(k, 0), p["calls"], q["calls"]))
     if bad:
         fail("after the crash restart:\n  " + "\n  ".join(bad[:20]))
+    # The texts: each listed statement's own; their series bounded (the
+    # forgotten sets' texts stay, at most max_keys per crash).
+    bad = own_texts(c)
+    _, texts = tree_series(c)
+    if bad or len(texts) > s["made"] + MAX_KEYS + 10:
+        fail("after the crash restart: %d text series for %d sets, texts not "
+             "pg_stat_statements': %r" % (len(texts), s["made"], bad[:10]))
     print("a backend killed inside its counting section: after the crash restart 600 new "
-          "statements, none refused, sets %r; the hot entries counted on exactly" % s)
+          "statements, none refused, sets %r; the hot entries counted on exactly; %d text "
+          "series, every listed statement with its own text" % (s, len(texts)))
+
+
+QUERY_INFO = "pcpu_stat_statements_query_info"
+
+
+def tree_series(c, folder=True):
+    """The tree's series as pcpustat reads its segment (-j, every family):
+    (all of them, the text series as [(queryid, epoch, query)]) -- each
+    series one directory entry. folder False: the export's segment."""
+    argv = [os.environ.get("PCPUSTAT", "pcpustat"), "-j"]
+    if folder:
+        argv += ["-d", tree_folder(c)]
+    r = c.as_user(argv + ["postgresql.%d" % c.port], capture_output=True, text=True)
+    if r.returncode != 0:
+        fail("pcpustat: %s%s" % (r.stdout, r.stderr))
+    n, texts, out, i = 0, [], r.stdout, 0
+    while out[i:].strip():  # one document per segment
+        while out[i].isspace():
+            i += 1
+        doc, i = json.JSONDecoder().raw_decode(out, i)
+        for fam in doc["statistics"]["families"]:
+            n += len(fam["metrics"])
+            if fam["name"] == QUERY_INFO:
+                texts += [(m["labels"]["queryid"], m["labels"]["epoch"], m["labels"]["query"])
+                          for m in fam["metrics"]]
+    return n, texts
+
+
+def own_texts(c):
+    """The statements listed whose text is not pg_stat_statements' (its
+    first 2,047 bytes: a label's most; these texts are ASCII), or NULL."""
+    return c.psql("SELECT q.queryid, left(q.query, 60), left(p.query, 60) "
+                  "FROM pcpu_stat_statements q JOIN pg_stat_statements p "
+                  "USING (userid, dbid, toplevel, queryid) "
+                  "WHERE q.query IS NULL OR q.query <> left(p.query, 2047)").splitlines()
+
+
+def export_texts(c):
+    """The export's text series (pcpustat's default read: the top
+    statements) whose text is not pg_stat_statements' for their queryid,
+    once an export pass has exported some; and how many there are."""
+    pgss = {}
+    for line in c.psql("SELECT queryid, left(query, 2047) FROM pg_stat_statements").splitlines():
+        q, t = line.split("|", 1)
+        pgss.setdefault(q, set()).add(t)
+    deadline = time.time() + 30
+    while True:
+        _, texts = tree_series(c, folder=False)
+        if texts or time.time() > deadline:
+            break
+        time.sleep(0.5)
+    return [(q, t[:60]) for q, e, t in texts if t not in pgss.get(q, ())], len(texts)
+
+
+def scenario_texts(c):
+    """- the hot statements run 30 times; 5 rounds of 250 new distinct
+      statements (1,250: 12.5 x max, 5 x max_keys), twice each, in chunks
+      of 50 (the table back under the bound after each);
+    - after each round the tree's text series (QUERY_INFO, one directory
+      entry each) are counted: from the second round on, at most the sets
+      made (<= max_keys) + 10 -- an evicted statement's text series is
+      relabelled for the statement that takes its set (made anew, they
+      would grow by 250 a round);
+    - every statement listed shows its own text: pg_stat_statements';
+      and so does every statement the export holds (pcpustat's default
+      read, the top statements of its last pass);
+    - both views reset, the hot statements run again: their texts recorded
+      again (a new epoch: the set's text series relabelled), still
+      pg_stat_statements', the text series no more than before + 10."""
+    c.psql("CREATE EXTENSION pg_stat_statements; CREATE EXTENSION pcpu_stat_statements;")
+    fill(c, "hot.sql", HOT, times=30)
+    counts, sizes = [], [used_bytes(c)]
+    k = 0
+    for r in range(5):
+        for chunk in range(5):
+            fill(c, "texts%d_%d.sql" % (r, chunk), distinct(k, 50))
+            k += 50
+        n, texts = tree_series(c)
+        counts.append((n, len(texts), sets(c)["made"]))
+        sizes.append(used_bytes(c))
+        bad = own_texts(c)
+        if bad:
+            fail("round %d: statements listed without their own text (queryid, ours, "
+                 "pg_stat_statements'):\n  %s" % (r, "\n  ".join(bad[:10])))
+    if REFUSED in full_log(c):
+        fail("statements refused (no set free):\n" + c.server_log())
+    bad, exported = export_texts(c)
+    if bad or not exported:
+        fail("the export (pcpustat's default read): %d text series, those not "
+             "pg_stat_statements' for their queryid: %r" % (exported, bad[:10]))
+    print("after each round of 250 new statements (series in the tree, text series, sets "
+          "made): %r; the segment's allocated KiB: %s" % (counts, [b // 1024 for b in sizes]))
+    for r in range(1, 5):
+        n, t, made = counts[r]
+        if t > made + 10 or made > MAX_KEYS:
+            fail("after round %d (%d new statements): %d text series in the tree for %d sets "
+                 "(%d after the first round): want at most the sets + 10 -- the evicted "
+                 "statements' texts not reused" % (r, 250 * (r + 1), t, made, counts[0][1]))
+    c.psql("SELECT pg_stat_statements_reset(), pcpu_stat_statements_reset()")
+    fill(c, "hot2.sql", HOT, times=3)
+    n, texts = tree_series(c)
+    bad = own_texts(c)
+    listed = int(c.psql("SELECT count(*) FROM pcpu_stat_statements WHERE query LIKE '%abs%'"))
+    if bad or listed == 0 or len(texts) > counts[-1][1] + 10:
+        fail("after a reset: %d text series (%d before), %d hot statements listed, texts not "
+             "pg_stat_statements': %r" % (len(texts), counts[-1][1], listed, bad[:10]))
+    epochs = sorted(set(e for q, e, t in texts if "abs" in t))
+    print("%d distinct statements (max %d, max_keys %d): the text series %d after the first "
+          "round, %d after the last (%d sets made); every statement listed (and the %d "
+          "exported) with pg_stat_statements' text; after a reset %d text series, the hot "
+          "ones' epochs %s" % (k, MAX, MAX_KEYS, counts[0][1], counts[-1][1], counts[-1][2],
+                               exported, len(texts), epochs))
 
 
 def main():
-    if len(sys.argv) != 3 or sys.argv[1] not in ("rounds", "stopped", "crash"):
+    if len(sys.argv) != 3 or sys.argv[1] not in ("rounds", "stopped", "crash", "texts"):
         print(__doc__, file=sys.stderr)
         sys.exit(2)
     scenario, module_dir = sys.argv[1], sys.argv[2]
@@ -372,6 +501,8 @@ def main():
             scenario_rounds(c)
         elif scenario == "stopped":
             scenario_stopped(c)
+        elif scenario == "texts":
+            scenario_texts(c)
         else:
             scenario_crash(c)
         said = [line for line in full_log(c).splitlines()
