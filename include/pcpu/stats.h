@@ -254,8 +254,9 @@ PCPU_API int pcpu_family_remove(pcpu_family_t *fam, const char *const *label_val
  * invalid or of the wrong count: as pcpu_family_counter()), ENOENT (the
  * tree has no series old_values), EEXIST (a series new_values exists, in
  * this family or in another label set of its name), ENOSPC or E2BIG (the
- * directory's string table cannot take the new values: each relabelling
- * appends them there, the old ones are never reused), ENOTSUP (a private
+ * directory's string table cannot take the new values: the old ones'
+ * room is reused by the next values of their size class, and a full
+ * table whose class has no freed room refuses), ENOTSUP (a private
  * registry or one published by one process only -- there, remove the
  * series and make the new one --, a consistent group family, an info
  * family, a field of a registered struct), ENOMEM. Thread-safe; not

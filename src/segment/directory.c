@@ -163,7 +163,7 @@ static int blob_alloc(struct pcpu_segment *seg, size_t len, uint64_t *off)
 	}
 	c = pcpu__blob_class(len);
 	sz = (size_t)1 << (BLOB_MIN_SHIFT + c);
-	/* A tree's: one that a relabelled series left (tree_relabel.c). */
+	/* A tree's: one that a relabelled series left (tree_blobs.c). */
 	if (seg->tree && pcpu__tree_blob_take(seg, len, off) == 0)
 		return 0;
 	if (seg->free_blobs[c].n) {
@@ -789,7 +789,7 @@ void pcpu__directory_family_removing(struct pcpu_segment *seg, struct pcpu_famil
 /* ---- 2.5: segments shared by a process tree (tree.c) ---- */
 
 /* Bytes a blob of `len` takes in a tree's string table when appended, a
- * whole size class (a freed one, tree_relabel.c, may serve instead). */
+ * whole size class (a freed one, tree_blobs.c, may serve instead). */
 static uint64_t tree_blob_bytes(size_t len)
 {
 	return len ? (uint64_t)1 << (BLOB_MIN_SHIFT + pcpu__blob_class(len)) : 0;

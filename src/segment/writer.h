@@ -22,7 +22,7 @@
 /* Blob size classes: 2^6 .. 2^17 bytes. Every blob is given a whole class
  * from where the previous one ended, so a blob of `len` bytes has the
  * room of its class at an offset that is a multiple of 2^6: a tree's
- * freed blobs (tree_relabel.c) are reused by that rule alone, the format
+ * freed blobs (tree_blobs.c) are reused by that rule alone, the format
  * unchanged. */
 #define BLOB_MIN_SHIFT 6
 #define BLOB_CLASSES (17 - BLOB_MIN_SHIFT + 1)
@@ -115,7 +115,7 @@ struct pcpu__seg_tree {
 	 * whose entry no longer carries their labels. Last, so that the
 	 * fields before keep their places. */
 	uint64_t relabels;
-	/* The string table's free blobs, a list per size class (tree_relabel.c):
+	/* The string table's free blobs, a list per size class (tree_blobs.c):
 	 * the blobs relabelled series entries named before. Head: the first
 	 * blob's offset + 1, 0 for none; each free blob's first 8 bytes hold
 	 * the next one's the same way. A library build before these fields
@@ -313,7 +313,7 @@ PCPU_HIDDEN int pcpu__directory_relabel_write(struct pcpu_segment *seg, uint64_t
 					      struct pcpu__seg_entry *e, const char *const *v,
 					      unsigned n);
 
-/* ---- tree_relabel.c: the tree's free blobs (writer.h: struct pcpu__seg_tree) ---- */
+/* ---- tree_blobs.c: the tree's free blobs (writer.h: struct pcpu__seg_tree) ---- */
 
 /* Whether a freed blob of the class of `len` bytes waits in the tree's
  * lists (1) or not (0: an ordinary segment, len 0, an empty list). Under

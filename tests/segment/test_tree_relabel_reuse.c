@@ -1,6 +1,6 @@
 /*
  * A shared registry's relabelled series reuse the string table's room
- * (tree_relabel.c: the blob an entry named before is freed to its size
+ * (tree_blobs.c: the blob an entry named before is freed to its size
  * class's list, in the tree's shared state, and taken by the next blob of
  * that class), so that a tree relabelled for months stops growing.
  *
