@@ -237,8 +237,9 @@ PCPU_API int pcpu_family_remove(pcpu_family_t *fam, const char *const *label_val
  * pcpu/segment.h), which never removes one: the series of `fam` with
  * label values old_values becomes the series with label values
  * new_values, every value from zero (an info series, pcpu_registry_info(),
- * keeps its 1), over the same storage and directory entry -- so a pre-fork server can let a new key reuse an expired key's
- * series instead of growing until its directory is full. Every process of
+ * keeps its 1), over the same storage and directory entry -- so a
+ * pre-fork server can let a new key reuse an expired key's series instead
+ * of growing until its directory is full. Every process of
  * the tree sees it at its next registration or lookup in the registry:
  * the series it holds under old_values is dropped (a later lookup of
  * old_values makes a new series, from zero) and new_values finds the
@@ -254,8 +255,9 @@ PCPU_API int pcpu_family_remove(pcpu_family_t *fam, const char *const *label_val
  * invalid or of the wrong count: as pcpu_family_counter()), ENOENT (the
  * tree has no series old_values), EEXIST (a series new_values exists, in
  * this family or in another label set of its name), ENOSPC or E2BIG (the
- * directory's string table cannot take the new values: each relabelling
- * appends them there, the old ones are never reused), ENOTSUP (a private
+ * directory's string table cannot take the new values: the old ones'
+ * room is reused by the next values of their size class, and a full
+ * table whose class has no freed room refuses), ENOTSUP (a private
  * registry or one published by one process only -- there, remove the
  * series and make the new one --, a consistent group family, a field of
  * a registered struct), ENOMEM. Thread-safe; not

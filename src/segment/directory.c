@@ -148,15 +148,6 @@ static void entries_publish_used(struct pcpu_segment *seg)
 	__atomic_store_n(&seg->hdr->entries_used, seg->entries_used, __ATOMIC_RELEASE);
 }
 
-static unsigned blob_class(size_t len)
-{
-	unsigned c = 0;
-
-	while (((size_t)1 << (BLOB_MIN_SHIFT + c)) < len)
-		c++;
-	return c;
-}
-
 static int blob_alloc(struct pcpu_segment *seg, size_t len, uint64_t *off)
 {
 	unsigned c;
@@ -170,8 +161,11 @@ static int blob_alloc(struct pcpu_segment *seg, size_t len, uint64_t *off)
 		errno = E2BIG;
 		return -1;
 	}
-	c = blob_class(len);
+	c = pcpu__blob_class(len);
 	sz = (size_t)1 << (BLOB_MIN_SHIFT + c);
+	/* A tree's: one that a relabelled series left (tree_blobs.c). */
+	if (seg->tree && pcpu__tree_blob_take(seg, len, off) == 0)
+		return 0;
 	if (seg->free_blobs[c].n) {
 		*off = seg->free_blobs[c].v[--seg->free_blobs[c].n];
 		return 0;
@@ -193,7 +187,7 @@ static void blob_free(struct pcpu_segment *seg, uint64_t off, size_t len)
 	if (len == 0)
 		return;
 	/* Out of memory for the free list: the space is leaked, not reused. */
-	(void)u64vec_push(&seg->free_blobs[blob_class(len)], off);
+	(void)u64vec_push(&seg->free_blobs[pcpu__blob_class(len)], off);
 }
 
 static void entry_free(struct pcpu_segment *seg, uint64_t idx)
@@ -794,11 +788,11 @@ void pcpu__directory_family_removing(struct pcpu_segment *seg, struct pcpu_famil
 
 /* ---- 2.5: segments shared by a process tree (tree.c) ---- */
 
-/* Bytes a blob of `len` takes in a tree's string table: the bump area only
- * (free lists are never shared), a whole size class. */
+/* Bytes a blob of `len` takes in a tree's string table when appended, a
+ * whole size class (a freed one, tree_blobs.c, may serve instead). */
 static uint64_t tree_blob_bytes(size_t len)
 {
-	return len ? (uint64_t)1 << (BLOB_MIN_SHIFT + blob_class(len)) : 0;
+	return len ? (uint64_t)1 << (BLOB_MIN_SHIFT + pcpu__blob_class(len)) : 0;
 }
 
 int pcpu__directory_series_room(struct pcpu_segment *seg, const struct pcpu__family_view *fv,
@@ -858,7 +852,10 @@ int pcpu__directory_relabel_room(struct pcpu_segment *seg, uint64_t len)
 		errno = E2BIG;
 		return cannot_record(seg);
 	}
-	/* The new blob's pages now: the rewrite cannot fail. */
+	/* A freed blob of its class, or the new blob's pages now: the
+	 * rewrite cannot fail. */
+	if (pcpu__tree_blob_ready(seg, (size_t)len))
+		return 0;
 	if (seg->strings_cap - seg->strings_used < tree_blob_bytes((size_t)len) ||
 	    reserve(seg, (uint64_t)(seg->strings - seg->map), &seg->strings_backed,
 		    seg->strings_used + tree_blob_bytes((size_t)len)) < 0) {
@@ -871,27 +868,31 @@ int pcpu__directory_relabel_room(struct pcpu_segment *seg, uint64_t len)
 int pcpu__directory_relabel_write(struct pcpu_segment *seg, uint64_t idx, struct pcpu__seg_entry *e,
 				  const char *const *v, unsigned n)
 {
-	uint64_t len = 0, off;
+	uint64_t len = 0, off, old_off = e->blob_off, old_len = e->blob_len;
 	size_t pos = 0;
 	unsigned l;
 
 	for (l = 0; l < n; l++)
 		len += strlen(v[l]) + 1;
-	/* The old blob stays where it is: a reader that read the entry
-	 * before this rewrite may still be reading it, and a tree's string
-	 * table has no free list (the top of tree.c). */
-	if (blob_alloc(seg, (size_t)len, &off) < 0)
+	pcpu__directory_begin(seg);
+	/* A blob no entry names (freed, or appended: blob_alloc()), so that a
+	 * reader never sees it change under an entry it keeps. */
+	if (blob_alloc(seg, (size_t)len, &off) < 0) {
+		pcpu__directory_end(seg);
 		return cannot_record(seg); /* the room was made: not reached */
+	}
 	for (l = 0; l < n; l++)
 		put_str(seg->strings + off, &pos, v[l]);
 	e->blob_off = off;
 	e->blob_len = (uint32_t)len;
-	pcpu__directory_begin(seg);
 	/* The blob before the entry that names it; the entry under its
 	 * sequence, odd while written: a reader that read the values around
 	 * it sees the sequence change and keeps neither. */
 	__atomic_store_n(&seg->hdr->strings_used, seg->strings_used, __ATOMIC_RELEASE);
 	entry_write(seg, idx, e);
+	/* Only now, the entry changed, may the old blob be overwritten: a
+	 * reader that copied the entry before sees its sequence change. */
+	pcpu__tree_blob_give(seg, old_off, old_len);
 	pcpu__directory_end(seg);
 	return 0;
 }

@@ -12,6 +12,10 @@
  * whose entry no longer carries their labels (STALE, registry_series.c),
  * so that a lookup finds what the tree has now. Split from directory.c,
  * which keeps the entry and blob writes.
+ *
+ * The blob a relabelled entry named before is freed (tree_blobs.c), so
+ * that a tree whose series are relabelled for months does not fill its
+ * string table.
  */
 #include <errno.h>
 #include <string.h>

@@ -19,9 +19,23 @@
 #include "backing.h"
 #include "format.h"
 
-/* Blob size classes: 2^6 .. 2^17 bytes. */
+/* Blob size classes: 2^6 .. 2^17 bytes. Every blob is given a whole class
+ * from where the previous one ended, so a blob of `len` bytes has the
+ * room of its class at an offset that is a multiple of 2^6: a tree's
+ * freed blobs (tree_blobs.c) are reused by that rule alone, the format
+ * unchanged. */
 #define BLOB_MIN_SHIFT 6
 #define BLOB_CLASSES (17 - BLOB_MIN_SHIFT + 1)
+
+/* The size class of a blob of `len` (1..2^17) bytes. */
+static inline unsigned pcpu__blob_class(size_t len)
+{
+	unsigned c = 0;
+
+	while (((size_t)1 << (BLOB_MIN_SHIFT + c)) < len)
+		c++;
+	return c;
+}
 
 struct u64vec {
 	uint64_t *v;
@@ -101,6 +115,15 @@ struct pcpu__seg_tree {
 	 * whose entry no longer carries their labels. Last, so that the
 	 * fields before keep their places. */
 	uint64_t relabels;
+	/* The string table's free blobs, a list per size class (tree_blobs.c):
+	 * the blobs relabelled series entries named before. Head: the first
+	 * blob's offset + 1, 0 for none; each free blob's first 8 bytes hold
+	 * the next one's the same way. A library build before these fields
+	 * (a process joining the tree, pcpu_segment_join()) finds them zero
+	 * (the page was) and leaves them alone: it frees nothing and only
+	 * appends. Then how many blobs went in and out of the lists. */
+	uint64_t free_blobs[BLOB_CLASSES];
+	uint64_t blobs_freed, blobs_reused;
 };
 #define PCPU__SEG_TREE_MAGIC "PCPUTREE"
 
@@ -283,11 +306,27 @@ PCPU_HIDDEN int64_t pcpu__directory_series_entry(struct pcpu_segment *seg,
  * errno E2BIG or ENOSPC and the segment's message. */
 PCPU_HIDDEN int pcpu__directory_relabel_room(struct pcpu_segment *seg, uint64_t len);
 /* Tree segments, after _room(): entry idx (its copy e, updated) rewritten
- * with label values v (n of them) in a new blob, under its sequence and the
- * header's generation; the old blob is left where it is. 0. */
+ * with label values v (n of them) in another blob (a freed one of its class,
+ * else appended), under its sequence and the header's generation; then the
+ * old blob, which no entry names any more, is freed for reuse. 0. */
 PCPU_HIDDEN int pcpu__directory_relabel_write(struct pcpu_segment *seg, uint64_t idx,
 					      struct pcpu__seg_entry *e, const char *const *v,
 					      unsigned n);
+
+/* ---- tree_blobs.c: the tree's free blobs (writer.h: struct pcpu__seg_tree) ---- */
+
+/* Whether a freed blob of the class of `len` bytes waits in the tree's
+ * lists (1) or not (0: an ordinary segment, len 0, an empty list). Under
+ * the tree's lock. O(1). */
+PCPU_HIDDEN int pcpu__tree_blob_ready(struct pcpu_segment *seg, size_t len);
+/* A freed blob for `len` bytes, taken off its class's list: 0 with *off set,
+ * or -1 if none. Under the tree's lock. O(1). */
+PCPU_HIDDEN int pcpu__tree_blob_take(struct pcpu_segment *seg, size_t len, uint64_t *off);
+/* The blob [off, off + len) put on its class's list: only once the entry
+ * that named it names another one (its sequence changed). One that cannot
+ * be a blob of this writer's (a place or length out of the rules) is left
+ * alone. Under the tree's lock. O(1). */
+PCPU_HIDDEN void pcpu__tree_blob_give(struct pcpu_segment *seg, uint64_t off, uint64_t len);
 
 /* ---- writer.c, for join.c: a segment's life in this process ---- */
 
