@@ -4,8 +4,8 @@
  * statements, so that the statements met over the server's life are not
  * bounded by the series: the tree holds at most
  * pcpu_stat_statements.max_keys entries' series sets at once, each with
- * one text series. (What still grows with them: the label strings each
- * relabelling appends -- docs/postgresql.md, "Eviction".)
+ * one text series. (The label strings each relabelling writes take the
+ * room the replaced ones freed: docs/postgresql.md, "Eviction".)
  *
  * A shared tree never frees a series (another process may hold it);
  * pcpu_family_relabel() gives one other label values over the same
