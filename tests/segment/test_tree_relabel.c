@@ -61,39 +61,13 @@ static struct pcpu_segment *seg_of(void)
 
 static void publish(size_t max_string_bytes)
 {
-	struct pcpu_segment_options o;
-	struct pcpu_family_desc d;
-	static const char *const ln[1] = {"id"};
-
 	strcpy(dir, "/tmp/pcpu-relabel.XXXXXX");
-	CHECK(mkdtemp(dir) != NULL);
-	reg = pcpu_registry_create();
-	CHECK(reg);
-	memset(&d, 0, sizeof d);
-	d.name = "requests";
-	d.type = PCPU_METRIC_COUNTER;
-	d.nlabels = 1;
-	d.label_names = ln;
-	fam = pcpu_registry_family(reg, &d);
-	CHECK(fam);
-	memset(&o, 0, sizeof o);
-	o.dir = dir;
-	o.flags = PCPU_SEGMENT_SHARED_TREE;
-	o.max_string_bytes = max_string_bytes;
-	seg = pcpu_segment_publish(reg, "tree", &o);
-	if (!seg)
-		fprintf(stderr, "publish: %s\n", pcpu_segment_error());
-	CHECK(seg);
+	seg = publish_requests_tree(dir, max_string_bytes, &reg, &fam);
 }
 
 static void cleanup(void)
 {
-	char cmd[300];
-
-	pcpu_segment_unpublish(seg);
-	pcpu_registry_destroy(reg);
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	CHECK(system(cmd) == 0);
+	remove_tree(seg, reg, dir);
 }
 
 static pcpu_counter_t counter(const char *id)
