@@ -7,7 +7,9 @@ CPU slots. bench/postgresql.md records what it printed.
 
 usage: bench/postgresql_bench.py MODULE_DIR [--clients 1,2] [--duration 5]
                                  [--rounds 5] [--scale 1] [--entries 500]
+                                 [--baseline DIR] [--no-memory]
   MODULE_DIR  the build's integrations/postgresql (pcpu_stat_statements.so)
+  DIR         another build's module folder, a fourth variant in the same run
 
 Three clusters run at once (integrations/postgresql/tests/pg_cluster.py's
 private clusters, as the tests make them: initdb in a temporary folder as
@@ -73,9 +75,10 @@ def run(c, args, duration):
 
 def throughput(module_dir, a):
     clusters = {}
+    variants = VARIANTS + ([("pcpu, --baseline", "pcpu_stat_statements")] if a.baseline else [])
     try:
-        for name, preload in VARIANTS:
-            c = pg_cluster.Cluster(module_dir)
+        for name, preload in variants:
+            c = pg_cluster.Cluster(a.baseline if name == "pcpu, --baseline" else module_dir)
             clusters[name] = c
             c.initdb("", preload=preload)
             c.start()
@@ -90,7 +93,7 @@ def throughput(module_dir, a):
         results = {}
         for rnd in range(a.rounds):
             jobs = [(w, n, v) for w in range(len(workloads)) for n in a.clients
-                    for v, _ in VARIANTS]
+                    for v, _ in variants]
             random.shuffle(jobs)
             for w, n, v in jobs:
                 c = clusters[v]
@@ -105,7 +108,7 @@ def throughput(module_dir, a):
                 print("  %-22s %10s %6s %12s %6s %14s %6s" % ("", "TPS", "x", "latency ms",
                                                              "x", "CPU us/tx", "x"))
                 base = [statistics.median(x) for x in zip(*results[(w, n, "none")])]
-                for v, _ in VARIANTS:
+                for v, _ in variants:
                     m = [statistics.median(x) for x in zip(*results[(w, n, v)])]
                     print("  %-22s %10.0f %6.3f %12.4f %6.3f %14.2f %6.3f"
                           % (v, m[0], m[0] / base[0], m[1], m[1] / base[1], m[2],
@@ -167,6 +170,9 @@ def main():
     p.add_argument("--entries", type=int, default=500)
     p.add_argument("--memory-only", action="store_true")
     p.add_argument("--tools", default="tools", help="the build's tools/ (pcpustat)")
+    p.add_argument("--baseline", help="another build's module folder (pcpu_stat_statements.so, "
+                   ".control, .sql), run as a fourth variant: a change measured in one run")
+    p.add_argument("--no-memory", action="store_true", help="throughput only")
     a = p.parse_args()
     a.clients = [int(x) for x in a.clients.split(",")]
     r = subprocess.run(["/usr/lib/postgresql/15/bin/postgres", "--version"],
@@ -175,7 +181,8 @@ def main():
                                time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())))
     if not a.memory_only:
         throughput(a.module_dir, a)
-    memory(a.module_dir, a)
+    if not a.no_memory:
+        memory(a.module_dir, a)
 
 
 if __name__ == "__main__":
