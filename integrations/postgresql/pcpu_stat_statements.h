@@ -222,7 +222,14 @@ HTAB *pss_local_entries(void);
 typedef struct {
 	uint64 gen; /* 0: outside */
 	int32 pid;
+	/* A cache line of its own: every backend stores gen twice per
+	 * statement counted, and slots of neighbouring PGPROCs in one line
+	 * would move that line between the backends' CPUs at each store
+	 * (false sharing), the one shared line of the counting path. */
+	char pad[PG_CACHE_LINE_SIZE - sizeof(uint64) - sizeof(int32)];
 } pss_slot;
+
+StaticAssertDecl(sizeof(pss_slot) == PG_CACHE_LINE_SIZE, "a counting slot is one cache line");
 
 extern pss_slot *pss_my_slot;     /* NULL: no section (no shared memory, no PGPROC) */
 extern const volatile uint64 *pss_gen_word; /* the current generation */

@@ -181,7 +181,8 @@ static Size shared_size(void)
 {
 	Size s = add_size(offsetof(pss_shared_t, sets), mul_size(pss_max_sets, sizeof(pss_set)));
 
-	s = add_size(MAXALIGN(s), mul_size(nslots(), sizeof(pss_slot)));
+	/* The slots start on a cache line (ShmemInitStruct()'s memory does). */
+	s = add_size(CACHELINEALIGN(s), mul_size(nslots(), sizeof(pss_slot)));
 	s = add_size(MAXALIGN(s), mul_size(pss_max_sets, PCPU_STATS_LABEL_VALUE_MAX));
 	return add_size(s, hash_estimate_size(pss_max_sets, sizeof(set_of_key)));
 }
@@ -272,8 +273,8 @@ static void shmem_startup(void)
 		shared->free_head = shared->free_tail = -1;
 		shared->nslots = nslots();
 		shared->slots = (pss_slot *)((char *)shared +
-					     MAXALIGN(offsetof(pss_shared_t, sets) +
-						      (Size)pss_max_sets * sizeof(pss_set)));
+					     CACHELINEALIGN(offsetof(pss_shared_t, sets) +
+							    (Size)pss_max_sets * sizeof(pss_set)));
 		memset(shared->slots, 0, (Size)shared->nslots * sizeof(pss_slot));
 		/* Not cleared: a set's text is read only once has_text says so. */
 		shared->texts = (char *)shared->slots +
