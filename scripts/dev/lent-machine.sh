@@ -7,8 +7,10 @@
 # this script carries Debian's, as installed here by scripts/install-deps.sh,
 # with every library they load that is not the C library itself.
 #
-#   scripts/dev/lent-machine.sh bundle [VTS.so]   here, after a build in build/:
-#       makes .devbundle/ (ignored by git; pass it as the run's `carry`)
+#   scripts/dev/lent-machine.sh bundle [VTS.so [PG_BASELINE]]   here, after a
+#       build in build/: makes .devbundle/ (ignored by git; pass it as the
+#       run's `carry`). PG_BASELINE: another build's pcpu_stat_statements
+#       folder, run beside this one (postgresql_bench.py --baseline)
 #   scripts/dev/lent-machine.sh install            there, as root, first:
 #       unpacks the programs into / , the libraries the machine lacks into
 #       /usr/local/lib/pcpu-host (its own are kept), adds the postgres user
@@ -36,6 +38,7 @@ is_libc() {
 
 bundle() {
 	vts=${1:-}
+	pgbase=${2:-}
 	build=$here/build
 	for f in "$build/integrations/postgresql/pcpu_stat_statements.so" \
 	         "$build/integrations/nginx/ngx_http_pcpu_module.so" \
@@ -47,7 +50,7 @@ bundle() {
 	rm -rf "$B"
 	mkdir -p "$B/root/usr/lib/postgresql/15/bin" "$B/root/usr/lib/postgresql/15/lib" \
 	         "$B/root/usr/share/postgresql" "$B/root/usr/sbin" "$B/root/usr/bin" \
-	         "$B/root/usr/share/zoneinfo/Etc" "$B/lib" "$B/pg" "$B/nginx" "$B/bin"
+	         "$B/root/usr/share/zoneinfo/Etc" "$B/lib" "$B/pg" "$B/pg-baseline" "$B/nginx" "$B/bin"
 	for p in postgres initdb pg_ctl pgbench psql; do
 		cp -L /usr/lib/postgresql/15/bin/$p "$B/root/usr/lib/postgresql/15/bin/"
 	done
@@ -64,6 +67,8 @@ bundle() {
 	cp -L "$build"/integrations/postgresql/pcpu_stat_statements.so \
 	      "$build"/integrations/postgresql/pcpu_stat_statements.control \
 	      "$build"/integrations/postgresql/pcpu_stat_statements--*.sql "$B/pg/"
+	[ -n "$pgbase" ] && cp -L "$pgbase"/pcpu_stat_statements.so "$pgbase"/pcpu_stat_statements.control \
+		"$pgbase"/pcpu_stat_statements--*.sql "$B/pg-baseline/"
 	cp -L "$build/integrations/nginx/ngx_http_pcpu_module.so" "$B/nginx/"
 	[ -n "$vts" ] && cp -L "$vts" "$B/nginx/"
 	cp -L "$build/bench/pcpu_bench_flows" "$build/tools/pcpustat" "$B/bin/"
@@ -71,7 +76,7 @@ bundle() {
 		case $f in *.so.[0-9]) cp -L "$f" "$B/lib/" ;; esac
 	done
 	# Every library any of them loads, by the name the loader asks for.
-	find "$B/root" "$B/pg" "$B/nginx" "$B/bin" -type f | while read -r f; do
+	find "$B/root" "$B/pg" "$B/pg-baseline" "$B/nginx" "$B/bin" -type f | while read -r f; do
 		file -L "$f" | grep -q ELF || continue
 		ldd "$f" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }'
 	done | sort -u | while read -r name path; do
@@ -79,7 +84,7 @@ bundle() {
 		case $name in libpcpu*) continue ;; esac
 		[ -e "$B/lib/$name" ] || cp -L "$path" "$B/lib/$name"
 	done
-	tar -C "$B" -cJf "$B.tar.xz" root lib pg nginx bin
+	tar -C "$B" -cJf "$B.tar.xz" root lib pg pg-baseline nginx bin
 	rm -rf "${B:?}"/*
 	mv "$B.tar.xz" "$B/bundle.tar.xz"
 	du -h "$B/bundle.tar.xz"
@@ -120,7 +125,10 @@ run_there() {
 	export PATH=/usr/lib/postgresql/15/bin:$PATH PYTHONUNBUFFERED=1 TZ=UTC
 	cd "$here" || exit 1
 	{ grep -m1 'model name' /proc/cpuinfo; cat /proc/loadavg; } | tee "$out/machine.txt"
-	timeout 270 python3 bench/postgresql_bench.py "$w/pg" --clients 16,64 --rounds 3 \
+	base=
+	[ -e "$w/pg-baseline/pcpu_stat_statements.so" ] && base="--baseline $w/pg-baseline"
+	# shellcheck disable=SC2086 # $base: an option and its value, or nothing
+	timeout 270 python3 bench/postgresql_bench.py "$w/pg" $base --clients 16,64 --rounds 3 \
 		--duration 3 --tools "$w/bin" 2>&1 | tee "$out/postgresql.txt"
 	timeout 60 "$w/bin/pcpu_bench_flows" --workers 16 2>&1 | tee "$out/flows.txt"
 	vts=$(ls "$w"/nginx/ngx_http_vhost_traffic_status_module.so 2>/dev/null)
@@ -133,5 +141,5 @@ case ${1:-} in
 bundle) shift; bundle "$@" ;;
 install) install_there ;;
 run) shift; run_there "$@" ;;
-*) echo "usage: $0 bundle [VTS.so] | install | run OUT" >&2; exit 2 ;;
+*) echo "usage: $0 bundle [VTS.so [PG_BASELINE]] | install | run OUT" >&2; exit 2 ;;
 esac
