@@ -153,7 +153,7 @@ def memory(module_dir, a):
             listed = c.as_user([tool], capture_output=True, text=True).stdout if os.path.exists(
                 tool) else ""
             m = re.search(r"postgresql\.%d\s+\S+\s+\d+\s+\d+\s+(\d+)" % c.port, listed)
-            print("  %3d CPU slots (segment: %s): %d entries, %d bytes of file more: "
+            print("  PCPU_NSLOTS=%-3d (the segment's slots: %s): %d entries, %d bytes of file more: "
                   "%.0f bytes per entry" % (slots, m.group(1) if m else "?", n, after - before,
                                             (after - before) / max(n, 1)))
         finally:
