@@ -35,8 +35,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* SKETCH_ADD: in the paired comparison only, not a row of the table */
-enum { K_SKETCH = K_N };
+/* SKETCH_ADD, RESERVED_ADD: in the paired comparison only, not rows of the
+ * table */
+enum { K_SKETCH = K_N, K_RESERVED };
 
 static const struct {
 	const char *name;    /* table row */
@@ -114,6 +115,19 @@ static struct {
 	char pad[56];
 } ideal_arr[IDEAL_MAXSLOT] BENCH_ALIGNED;
 
+/* RESERVED_ADD's per-slot headers: word 0 of line i is slot i's "reserved
+ * up to" offset, set to RESV_UPTO before each run, above resv_off (the
+ * counter's offset, a variable so that it is a register, as a counter's
+ * offset would be). resv_miss counts the adds that found their offset
+ * unreserved: none, by construction. */
+#define RESV_UPTO ((int64_t)1 << 20)
+static struct {
+	int64_t upto;
+	char pad[56];
+} resv_hdr[IDEAL_MAXSLOT] BENCH_ALIGNED;
+static int64_t resv_off = 4096;
+static uint64_t resv_miss BENCH_ALIGNED;
+
 #if defined(__x86_64__)
 /*
  * The ideal per-CPU add, written by hand: every constant hoisted (the rseq
@@ -177,9 +191,60 @@ static struct {
 			 : [idx] "r"(pcpu__g.index_tpoff), [cs] "r"(pcpu__g.cs_tpoff), \
 			   [arr] "r"(ideal_arr), [v] "er"(v_)                    \
 			 : "memory", "cc", "rax", "rcx")
+/*
+ * A second sketch, for the paired comparison only: the add that memory
+ * reserved on first write would take. Today every present CPU's page is
+ * reserved for every object up front, so an add never faults on a full
+ * tmpfs; to let memory follow the CPUs that write, the add would check,
+ * inside the section, that its counter's offset lies below the slot's
+ * "reserved up to" word, and leave for a slow path (reserve, retry) if not.
+ * This is today's pcpu add (include/pcpu/arch/x86_64.h,
+ * rseq_idx16_cmpeq_addv_indexed: movzwl, arm, cmpl, jnz, shlq, addq) with
+ * that compare and branch before the commit:
+ *
+ *   cmpq %[off], (%[hdr], %rdx);  jbe 5f;  addq %[v], (%[arr], %rdx)
+ *
+ * Where the word lives: in a header at a fixed offset from the slot's base,
+ * so its address is the same shifted index plus a second base register
+ * (the region's, where the counter's base is region + offset), no extra
+ * arithmetic. It is on a line of its own, not the counter's: a slot's
+ * header is one word for all of the slot's counters, which sit anywhere in
+ * the slot's pages, so only the first few could share its line. Every add
+ * on the CPU reads it, so it stays in L1, as resv_hdr's line does here.
+ * The miss path (label 5) is out of line, as the slow path would be; here
+ * it counts the miss (resv_miss) and skips the add, and the words are set
+ * so it never runs: incr_pair_run counts a run exact only if resv_miss
+ * stayed 0 and the adds made up the total.
+ */
+#define RESERVED_ADD(v_)                                                         \
+	__asm__ volatile(BENCH_RSEQ_CS                                           \
+			 "0:\n\t"                                                \
+			 "movzwl %%fs:(%[idx]), %%edx\n\t"                       \
+			 "leaq 3b(%%rip), %%rcx\n\t"                             \
+			 "movq %%rcx, %%fs:(%[cs])\n\t"                          \
+			 "1:\n\t"                                                \
+			 "cmpl %%edx, %%fs:(%[idx])\n\t"                         \
+			 "jnz 4f\n\t"                                            \
+			 "shlq $6, %%rdx\n\t"                                    \
+			 "cmpq %[off], (%[hdr], %%rdx)\n\t"                      \
+			 "jbe 5f\n\t"                                            \
+			 "addq %[v], (%[arr], %%rdx)\n\t"                        \
+			 "2:\n\t"                                                \
+			 ".pushsection __rseq_failure, \"ax\"\n\t"               \
+			 "5:\n\t"                                                \
+			 "lock incq %[miss]\n\t"                                 \
+			 "jmp 2b\n\t"                                            \
+			 ".popsection\n\t"                                       \
+			 BENCH_RSEQ_ABORT_RETRY("0b")                            \
+			 : [miss] "+m"(resv_miss)                                \
+			 : [idx] "r"(pcpu__g.index_tpoff), [cs] "r"(pcpu__g.cs_tpoff), \
+			   [arr] "r"(ideal_arr), [hdr] "r"(resv_hdr), [off] "r"(resv_off), \
+			   [v] "er"(v_)                                          \
+			 : "memory", "cc", "rdx", "rcx")
 #define IDEAL_AVAILABLE 1
 #else
 #define SKETCH_ADD(v_) ((void)(v_))
+#define RESERVED_ADD(v_) ((void)(v_))
 #define IDEAL_ADD(area_, OFF_, v_) ((void)(area_), (void)(v_))
 #define IDEAL_AVAILABLE 0
 #endif
@@ -244,6 +309,9 @@ BENCH_INLINE void incr_op(const int kind, struct incr_shared *sh, int64_t *priv,
 		break;
 	case K_SKETCH:
 		SKETCH_ADD(1);
+		break;
+	case K_RESERVED:
+		RESERVED_ADD(1);
 		break;
 	}
 }
@@ -335,6 +403,9 @@ struct bench_incr_result bench_incr_run(int kind, unsigned nthreads)
 	}
 	if (kind == K_IDEAL_CPU || kind == K_IDEAL_MMCID)
 		memset(ideal_arr, 0, sizeof(ideal_arr));
+	for (i = 0; i < IDEAL_MAXSLOT; i++)
+		resv_hdr[i].upto = RESV_UPTO;
+	resv_miss = 0;
 
 	for (i = 0; i < nthreads; i++) {
 		t[i].sh = sh;
@@ -457,13 +528,15 @@ INCR_BATCH_FNS(K_PCPU)
 INCR_BATCH_FNS(K_IDEAL_CPU)
 INCR_BATCH_FNS(K_IDEAL_MMCID)
 INCR_BATCH_FNS(K_SKETCH)
+INCR_BATCH_FNS(K_RESERVED)
 #define INCR_BATCH_ROW(k) \
 	{ incr_batch_##k##_0, incr_batch_##k##_1, incr_batch_##k##_2, incr_batch_##k##_3 }
 
-/* [0] pcpu, [1] ideal cpu_id, [2] ideal mm_cid, [3] the sketch */
-static const incr_batch_fn incr_batches[4][INCR_PAIR_PLACES] = {
+/* [0] pcpu, [1] ideal cpu_id, [2] ideal mm_cid, [3] the sign-test sketch,
+ * [4] the reserved-compare sketch */
+static const incr_batch_fn incr_batches[5][INCR_PAIR_PLACES] = {
 	INCR_BATCH_ROW(K_PCPU), INCR_BATCH_ROW(K_IDEAL_CPU), INCR_BATCH_ROW(K_IDEAL_MMCID),
-	INCR_BATCH_ROW(K_SKETCH),
+	INCR_BATCH_ROW(K_SKETCH), INCR_BATCH_ROW(K_RESERVED),
 };
 
 struct incr_pair_thread {
@@ -499,6 +572,7 @@ struct incr_pair_result {
 	double ratio; /* CPU ns per add, odd side / even side */
 	double odd_ns, even_ns;
 	int exact;    /* the totals right */
+	uint64_t misses; /* reserved-compare sketch: adds that found no reservation */
 };
 
 /* One run: `odd` against `even` (rows of incr_batches) at placements po, pe. */
@@ -516,6 +590,9 @@ static struct incr_pair_result incr_pair_run(int odd, unsigned po, int even, uns
 	if (!sh->pc)
 		bench_die("pcpu_counter_alloc failed");
 	memset(ideal_arr, 0, sizeof(ideal_arr));
+	for (i = 0; i < IDEAL_MAXSLOT; i++)
+		resv_hdr[i].upto = RESV_UPTO;
+	resv_miss = 0;
 	pthread_barrier_init(&sh->start, NULL, nthreads + 1);
 	for (i = 0; i < nthreads; i++) {
 		t[i].sh = sh;
@@ -536,11 +613,17 @@ static struct incr_pair_result incr_pair_run(int odd, unsigned po, int even, uns
 	for (i = 0; i < IDEAL_MAXSLOT; i++)
 		ideal_total += (uint64_t)ideal_arr[i].v;
 	warm = (uint64_t)nthreads * INCR_PAIR_BATCH;
-	if (odd != 0) /* the control and the sketch: both sides add to ideal_arr */
-		res.exact = ideal_total == ops[0] + ops[1] + 2 * warm;
-	else
-		res.exact = ideal_total == ops[0] + warm &&
-			    pcpu_counter_fetch(sh->pc) == ops[1] + warm;
+	/* row 0 (pcpu) adds to the counter, every other row to ideal_arr; a
+	 * reserved-compare miss skips its add, and must not happen */
+	{
+		uint64_t want_ideal = 0, want_pcpu = 0;
+
+		*(odd ? &want_ideal : &want_pcpu) += ops[1] + warm;
+		*(even ? &want_ideal : &want_pcpu) += ops[0] + warm;
+		res.misses = resv_miss;
+		res.exact = resv_miss == 0 && ideal_total == want_ideal &&
+			    pcpu_counter_fetch(sh->pc) == want_pcpu;
+	}
 	res.even_ns = (double)cpu[0] / (double)ops[0];
 	res.odd_ns = (double)cpu[1] / (double)ops[1];
 	res.ratio = res.odd_ns / res.even_ns;
@@ -618,12 +701,19 @@ static void incr_pair(int index, struct bench_incr_targets *tg)
 	const unsigned nt = bench_opt.nthreads, nr = bench_opt.pair_rounds;
 	const int ideal = index == PCPU_INDEX_CPU ? 1 : 2; /* row of incr_batches */
 	/* res[pair][thread count][round]; pairs: pcpu / ideal, ideal / ideal
-	 * (the control), sketch / ideal; odd sides are rows of incr_batches */
-	static const int odd_row[3] = { 0, -1, 3 }; /* -1: the ideal row */
-	struct incr_pair_result *res = bench_xmalloc(3 * nt * nr * sizeof(*res));
+	 * (the control), sketch / ideal, reserved / pcpu, reserved / ideal;
+	 * sides are rows of incr_batches */
+	enum { NPAIR = 5 };
+	static const int odd_row[NPAIR] = { 0, -1, 3, 4, 4 };  /* -1: the ideal row */
+	static const int even_row[NPAIR] = { -1, -1, -1, 0, -1 };
+	static const char *const pair_csv[NPAIR] = { "pcpu_vs_ideal", "ideal_vs_ideal",
+						     "sketch_vs_ideal", "reserved_vs_pcpu",
+						     "reserved_vs_ideal" };
+	struct incr_pair_result *res = bench_xmalloc(NPAIR * nt * nr * sizeof(*res));
 	double *v = bench_xmalloc(nr * sizeof(double));
 	unsigned r, ti, j, exact = 0;
-	struct tbl tb;
+	uint64_t *misses = bench_xmalloc(nt * sizeof(*misses)); /* zeroed */
+	struct tbl tb, tr;
 	char buf[96], buf2[96];
 	FILE *csv;
 	char csvname[64];
@@ -634,12 +724,14 @@ static void incr_pair(int index, struct bench_incr_targets *tg)
 
 		bench_progress("incr (%s): paired round %u/%u", bench_index_name(index), r + 1, nr);
 		for (ti = 0; ti < nt; ti++)
-			for (j = 0; j < 3; j++) {
-				unsigned p = (j + r) % 3; /* a different pair leads each round */
+			for (j = 0; j < NPAIR; j++) {
+				unsigned p = (j + r) % NPAIR; /* a different pair leads each round */
 
 				PRES(p, ti, r) = incr_pair_run(odd_row[p] < 0 ? ideal : odd_row[p], po,
-							       ideal, pe, bench_opt.threads[ti]);
+							       even_row[p] < 0 ? ideal : even_row[p],
+							       pe, bench_opt.threads[ti]);
 				exact += PRES(p, ti, r).exact;
+				misses[ti] += PRES(p, ti, r).misses;
 			}
 	}
 	printf("pcpu_counter_add and the ideal rseq add (%s) **paired in time**: in each run of "
@@ -652,10 +744,13 @@ static void incr_pair(int index, struct bench_incr_targets *tg)
 	       "to its average. All rounds: median (min–max) [95 %% confidence interval of the "
 	       "median] of the rounds' ratios, placements mixed. The control pairs the ideal add "
 	       "with itself. The sketch is pcpu's add as it was with a sign test (a js in the section) "
-	       "(incr.c, SKETCH_ADD), against the same ideal add. Totals exact in %u of %u "
+	       "(incr.c, SKETCH_ADD), against the same ideal add. The reserved-compare sketch is "
+	       "today's pcpu add with one more compare in the section, of the counter's offset "
+	       "with its slot's \"reserved up to\" word (incr.c, RESERVED_ADD), paired against "
+	       "pcpu_counter_add and against the ideal add. Totals exact in %u of %u "
 	       "runs.\n\n",
 	       bench_index_name(index), bench_opt.duration_ms,
-	       (double)(1ull << BENCH_PHASE_SHIFT) / bench_tsc_ghz / 1e3, nr, exact, 3 * nt * nr);
+	       (double)(1ull << BENCH_PHASE_SHIFT) / bench_tsc_ghz / 1e3, nr, exact, NPAIR * nt * nr);
 	snprintf(csvname, sizeof(csvname), "incr_%s_paired.csv", bench_index_name(index));
 	csv = bench_csv_open(csvname, "pair,threads,round,odd_placement,even_placement,odd_ns,"
 				      "even_ns,ratio,exact");
@@ -664,20 +759,25 @@ static void incr_pair(int index, struct bench_incr_targets *tg)
 		    "worst / worst", "pcpu by placement", "ideal by placement", "all rounds",
 		    "control: placement average", "control: all rounds",
 		    "sketch / ideal: placement average", NULL);
+	/* the reserved-compare sketch's own table, printed after: the first
+	 * has all the columns a table takes */
+	tbl_init(&tr, 6);
+	tbl_headers(&tr, "threads", "reserved-compare sketch / pcpu add: placement average",
+		    "best / best", "all rounds", "reserved-compare sketch / ideal: placement average",
+		    "misses", NULL);
 	tg->pair_rounds = nr;
 	for (ti = 0; ti < nt; ti++) {
-		struct incr_place_fit f[3];
-		struct bench_stat s[3];
+		struct incr_place_fit f[NPAIR];
+		struct bench_stat s[NPAIR];
 
-		for (j = 0; j < 3; j++) {
+		for (j = 0; j < NPAIR; j++) {
 			for (r = 0; r < nr; r++) {
 				const struct incr_pair_result *x = &PRES(j, ti, r);
 
 				v[r] = x->ratio;
 				if (csv)
 					fprintf(csv, "%s,%u,%u,%u,%u,%.4f,%.4f,%.4f,%d\n",
-						j == 0 ? "pcpu_vs_ideal" :
-						j == 1 ? "ideal_vs_ideal" : "sketch_vs_ideal",
+						pair_csv[j],
 						bench_opt.threads[ti], r, r % INCR_PAIR_PLACES,
 						r / INCR_PAIR_PLACES % INCR_PAIR_PLACES, x->odd_ns,
 						x->even_ns, x->ratio, x->exact);
@@ -699,12 +799,21 @@ static void incr_pair(int index, struct bench_incr_targets *tg)
 		tbl_cell(&tb, "%.3f×", f[1].avg);
 		tbl_cell(&tb, "%s", bench_fmt_ratio(buf, sizeof(buf), s[1], 3));
 		tbl_cell(&tb, "%.3f×", f[2].avg);
+		tbl_cell(&tr, "%u", bench_opt.threads[ti]);
+		tbl_cell(&tr, "**%.3f×**", f[3].avg);
+		tbl_cell(&tr, "%.3f×", f[3].best);
+		tbl_cell(&tr, "%s", bench_fmt_ratio(buf, sizeof(buf), s[3], 3));
+		tbl_cell(&tr, "%.3f×", f[4].avg);
+		tbl_cell(&tr, "%llu", (unsigned long long)misses[ti]);
 	}
 	tbl_print(&tb);
+	printf("\n");
+	tbl_print(&tr);
 	if (csv)
 		fclose(csv);
 	free(res);
 	free(v);
+	free(misses);
 #undef PRES
 }
 
