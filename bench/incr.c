@@ -403,9 +403,6 @@ struct bench_incr_result bench_incr_run(int kind, unsigned nthreads)
 	}
 	if (kind == K_IDEAL_CPU || kind == K_IDEAL_MMCID)
 		memset(ideal_arr, 0, sizeof(ideal_arr));
-	for (i = 0; i < IDEAL_MAXSLOT; i++)
-		resv_hdr[i].upto = RESV_UPTO;
-	resv_miss = 0;
 
 	for (i = 0; i < nthreads; i++) {
 		t[i].sh = sh;

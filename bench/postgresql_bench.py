@@ -75,10 +75,12 @@ def run(c, args, duration):
 
 def throughput(module_dir, a):
     clusters = {}
-    variants = VARIANTS + ([("pcpu, --baseline", "pcpu_stat_statements")] if a.baseline else [])
+    # (name, shared_preload_libraries, the module's folder)
+    variants = [(v, preload, module_dir) for v, preload in VARIANTS] + (
+        [("pcpu, --baseline", "pcpu_stat_statements", a.baseline)] if a.baseline else [])
     try:
-        for name, preload in variants:
-            c = pg_cluster.Cluster(a.baseline if name == "pcpu, --baseline" else module_dir)
+        for name, preload, folder in variants:
+            c = pg_cluster.Cluster(folder)
             clusters[name] = c
             c.initdb("", preload=preload)
             c.start()
@@ -93,7 +95,7 @@ def throughput(module_dir, a):
         results = {}
         for rnd in range(a.rounds):
             jobs = [(w, n, v) for w in range(len(workloads)) for n in a.clients
-                    for v, _ in variants]
+                    for v, _, _ in variants]
             random.shuffle(jobs)
             for w, n, v in jobs:
                 c = clusters[v]
@@ -108,7 +110,7 @@ def throughput(module_dir, a):
                 print("  %-22s %10s %6s %12s %6s %14s %6s" % ("", "TPS", "x", "latency ms",
                                                              "x", "CPU us/tx", "x"))
                 base = [statistics.median(x) for x in zip(*results[(w, n, "none")])]
-                for v, _ in variants:
+                for v, _, _ in variants:
                     m = [statistics.median(x) for x in zip(*results[(w, n, v)])]
                     print("  %-22s %10.0f %6.3f %12.4f %6.3f %14.2f %6.3f"
                           % (v, m[0], m[0] / base[0], m[1], m[1] / base[1], m[2],
