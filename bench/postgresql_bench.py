@@ -8,6 +8,7 @@ CPU slots. bench/postgresql.md records what it printed.
 usage: bench/postgresql_bench.py MODULE_DIR [--clients 1,2] [--duration 5]
                                  [--rounds 5] [--scale 1] [--entries 500]
                                  [--baseline DIR] [--no-memory]
+                                 [--connections N [--connect-tx 300]]
   MODULE_DIR  the build's integrations/postgresql (pcpu_stat_statements.so)
   DIR         another build's module folder, a fourth variant in the same run
 
@@ -27,6 +28,18 @@ reaped children -- the backends, which exit when pgbench disconnects --
 over the transactions), each with its ratio to no module. The CPU time per
 transaction is what a module costs; on a machine other programs load it
 moves much less than the throughput does.
+
+New connections (--connections N, instead of the above): each variant's
+cluster first runs N distinct statements once (pcpu_stat_statements.max
+and pg_stat_statements.max 5,000), so that the table holds N entries, as
+a server's does after a while; then pgbench -C (a new connection, so a new
+backend, per transaction) runs -S at 2 clients for --connect-tx
+transactions per client, in --rounds rounds, the variants in a shuffled
+order. Printed: the medians of the backends' CPU time per connection (as
+above: the reaped children's), of TPS and of the minor page faults per
+connection (the postmaster's reaped children's), each with its ratio to no
+module. What a connection costs is what a server without a connection
+pooler pays per client.
 
 Memory: a cluster with pcpu_stat_statements alone, PCPU_NSLOTS = 2 (the
 CPUs here), 64 and 256 in its environment (the slots of a 64- or 256-CPU
@@ -58,6 +71,70 @@ def children_cpu(c):
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return int(fields[13]) + int(fields[14])  # cutime, cstime
+
+
+def children_minflt(c):
+    """The postmaster's reaped children's minor page faults."""
+    with open(c.data + "/postmaster.pid") as f:
+        pid = int(f.readline())
+    with open("/proc/%d/stat" % pid) as f:
+        return int(f.read().rsplit(")", 1)[1].split()[8])  # cminflt
+
+
+def distinct_statements(c, n):
+    """Runs n distinct statements once each, in one session: 1 + 1 + ...
+    + 1, k terms (another tree each, so another queryid)."""
+    sql = c.root + "/entries.sql"
+    with open(sql, "w") as f:
+        f.write("".join("SELECT %s;\n" % "+".join(["1"] * k) for k in range(1, n + 1)))
+    os.chmod(sql, 0o644)
+    c.as_user(["psql", "-X", "-q", "-o", "/dev/null", "-h", c.sock, "-p", str(c.port),
+               "-d", "postgres", "-f", sql], check=True)
+
+
+def connections(module_dir, a):
+    variants = [(v, preload, module_dir) for v, preload in VARIANTS] + (
+        [("pcpu, --baseline", "pcpu_stat_statements", a.baseline)] if a.baseline else [])
+    clusters = {}
+    tx = a.connect_tx
+    try:
+        for name, preload, folder in variants:
+            c = pg_cluster.Cluster(folder)
+            clusters[name] = c
+            c.initdb("pcpu_stat_statements.max = 5000\npg_stat_statements.max = 5000\n",
+                     preload=preload)
+            c.start()
+            c.pgbench(["-i", "-s", str(a.scale), "-q"])
+            distinct_statements(c, a.connections)
+        results = {}
+        for rnd in range(a.rounds):
+            order = list(clusters)
+            random.shuffle(order)
+            for v in order:
+                c = clusters[v]
+                t0, f0 = children_cpu(c), children_minflt(c)
+                r = c.pgbench(["-n", "-C", "-S", "-t", str(tx), "-c", "2", "-j", "2"])
+                time.sleep(0.3)
+                conns = 2 * tx
+                cpu_us = (children_cpu(c) - t0) / os.sysconf("SC_CLK_TCK") * 1e6 / conns
+                faults = (children_minflt(c) - f0) / conns
+                # -C: "tps = N (including reconnection times)"
+                tps = float(re.search(r"tps = ([0-9.]+)", r.stdout).group(1))
+                results.setdefault(v, []).append((cpu_us, tps, faults))
+            print("round %d of %d done" % (rnd + 1, a.rounds), file=sys.stderr, flush=True)
+        print("\n-S with a new connection per transaction (pgbench -C), 2 clients, %d entries "
+              "in the table (%d rounds of %d connections, medians):"
+              % (a.connections, a.rounds, 2 * tx))
+        print("  %-22s %14s %6s %10s %6s %14s" % ("", "CPU us/conn", "x", "TPS", "x",
+                                                 "faults/conn"))
+        base = [statistics.median(x) for x in zip(*results["none"])]
+        for v, _, _ in variants:
+            m = [statistics.median(x) for x in zip(*results[v])]
+            print("  %-22s %14.0f %6.3f %10.1f %6.3f %14.0f"
+                  % (v, m[0], m[0] / base[0], m[1], m[1] / base[1], m[2]))
+    finally:
+        for c in clusters.values():
+            c.cleanup()
 
 
 def run(c, args, duration):
@@ -138,15 +215,7 @@ def memory(module_dir, a):
             path = re.search(r'statistics in "([^"]+)"', c.server_log()).group(1)
             c.psql("CREATE EXTENSION pcpu_stat_statements")
             before = os.stat(path).st_blocks * 512
-            # Distinct statements: 1 + 1 + ... + 1, k terms (another tree
-            # each, so another queryid), in one session.
-            sql = c.root + "/entries.sql"
-            with open(sql, "w") as f:
-                f.write("".join("SELECT %s;\n" % "+".join(["1"] * k)
-                                for k in range(1, a.entries + 1)))
-            os.chmod(sql, 0o644)
-            c.as_user(["psql", "-X", "-q", "-o", "/dev/null", "-h", c.sock, "-p", str(c.port),
-                       "-d", "postgres", "-f", sql], check=True)
+            distinct_statements(c, a.entries)
             time.sleep(0.2)
             after = os.stat(path).st_blocks * 512
             n = int(c.psql("SELECT count(*) FROM pcpu_stat_statements"))
@@ -175,12 +244,19 @@ def main():
     p.add_argument("--baseline", help="another build's module folder (pcpu_stat_statements.so, "
                    ".control, .sql), run as a fourth variant: a change measured in one run")
     p.add_argument("--no-memory", action="store_true", help="throughput only")
+    p.add_argument("--connections", type=int, metavar="N",
+                   help="only the new-connection cost, N entries in the table first")
+    p.add_argument("--connect-tx", type=int, default=300,
+                   help="--connections: transactions (connections) per client and round")
     a = p.parse_args()
     a.clients = [int(x) for x in a.clients.split(",")]
     r = subprocess.run(["/usr/lib/postgresql/15/bin/postgres", "--version"],
                        capture_output=True, text=True)
     print("%s; %d CPUs; %s" % (r.stdout.strip(), os.cpu_count(),
                                time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())))
+    if a.connections is not None:
+        connections(a.module_dir, a)
+        return
     if not a.memory_only:
         throughput(a.module_dir, a)
     if not a.no_memory:

@@ -264,7 +264,8 @@ PCPU_API int pcpu_family_remove(pcpu_family_t *fam, const char *const *label_val
  * async-signal-safe (the registry's mutex, the tree's lock). Cost: two
  * hash lookups and an entry rewrite; then, in every process of the tree,
  * once, a walk of its series and a rebuild of its index of the directory
- * (O(entries)).
+ * (O(entries)) -- made before fork() in a process that forks, so that its
+ * later children start from it.
  */
 PCPU_API int pcpu_family_relabel(pcpu_family_t *fam, const char *const *old_values,
 				 const char *const *new_values);

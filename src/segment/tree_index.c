@@ -16,16 +16,24 @@
 #include "segment_internal.h"
 #include "writer.h"
 
-/* Entry i, if it is live and of `kind`: a copy (another process may be
- * writing it only while it holds the tree lock, which the caller holds;
- * but for a GROUP entry's sequence and copy of values, which collections
- * rewrite under their own lock: not for kind GROUP). */
+/* Entry i, if it is live and of `kind`, its blob below `strings`: a copy
+ * (another process may be writing it only while it holds the tree lock,
+ * which the caller holds -- but for pcpu__tree_index_prefork(), which
+ * checks what it copied -- and for a GROUP entry's sequence and copy of
+ * values, which collections rewrite under their own lock: not for kind
+ * GROUP). */
+static int live_entry_below(struct pcpu_segment *seg, uint64_t i, unsigned kind,
+			    struct pcpu__seg_entry *e, uint64_t strings)
+{
+	*e = seg->entries[i];
+	return e->kind == kind && !(e->seq & 1) && e->blob_off <= strings &&
+	       e->blob_len <= strings - e->blob_off;
+}
+
 static int live_entry(struct pcpu_segment *seg, uint64_t i, unsigned kind,
 		      struct pcpu__seg_entry *e)
 {
-	*e = seg->entries[i];
-	return e->kind == kind && !(e->seq & 1) && e->blob_off <= seg->strings_used &&
-	       e->blob_len <= seg->strings_used - e->blob_off;
+	return live_entry_below(seg, i, kind, e, seg->strings_used);
 }
 
 int pcpu__tree_live_series(struct pcpu_segment *seg, uint64_t i, struct pcpu__seg_entry *e)
@@ -45,29 +53,76 @@ static uint64_t series_hash_start(uint64_t family_id)
 	return pcpu__hash_bytes(PCPU__HASH_INIT ^ PCPU__SEG_SERIES, &family_id, sizeof family_id);
 }
 
-/* Indexes the entries other processes (or this one) wrote since the last
- * look. Out of memory: the entries stay unindexed, and are found by the
- * scan of find_scan(). */
-static void index_catch_up(struct pcpu_segment *seg)
+/* Indexes entries [seg->tree_indexed, used), their blobs below `strings`.
+ * Out of memory: the scan stops, the entries from there stay unindexed,
+ * and the finds below scan the directory for them. Under the tree's lock (careful 0) every entry below the
+ * count is whole and its blob below the count of strings, so an entry
+ * that is not a live family or series is one to skip. Without it (careful
+ * 1: pcpu__tree_index_prefork()) an entry may be mid-rewrite (its sequence
+ * odd, or its copy torn: then the tree's count of relabels moves, and the
+ * index is rebuilt at the next pcpu__tree_enter()), or its blob may lie
+ * past the count read before it: the scan stops at the first entry it
+ * cannot tell, for the locked path to go on from there -- skipped, a live
+ * entry would never be indexed, and its labels registered a second time. */
+static void index_upto(struct pcpu_segment *seg, uint64_t used, uint64_t strings, int careful)
 {
 	struct pcpu__seg_entry e;
 	uint64_t i;
 
-	for (i = seg->tree_indexed; i < seg->entries_used; i++) {
+	for (i = seg->tree_indexed; i < used; i++) {
 		uint64_t h;
 
-		if (live_entry(seg, i, PCPU__SEG_FAMILY, &e))
+		seg->tree_index_scanned++;
+		if (live_entry_below(seg, i, PCPU__SEG_FAMILY, &e, strings))
 			h = family_hash(seg->strings + e.blob_off);
-		else if (pcpu__tree_live_series(seg, i, &e))
+		else if (live_entry_below(seg, i, PCPU__SEG_SERIES, &e, strings) ||
+			 live_entry_below(seg, i, PCPU__SEG_GROUP_SERIES, &e, strings))
 			h = pcpu__hash_bytes(series_hash_start(e.family_id), seg->strings + e.blob_off,
 					     e.blob_len);
+		else if (careful && ((e.seq & 1) || e.kind == PCPU__SEG_FAMILY ||
+				     e.kind == PCPU__SEG_SERIES || e.kind == PCPU__SEG_GROUP_SERIES))
+			break; /* mid-rewrite, or its blob past `strings` */
 		else
 			continue;
 		if (pcpu__htab_reserve(&seg->tree_index, 1) < 0)
-			return;
+			break;
 		(void)pcpu__htab_add(&seg->tree_index, h, (uintptr_t)i + 1, 0);
 	}
-	seg->tree_indexed = seg->entries_used;
+	seg->tree_indexed = i;
+}
+
+/* Indexes the entries other processes (or this one) wrote since the last
+ * look, the tree's lock held. */
+static void index_catch_up(struct pcpu_segment *seg)
+{
+	index_upto(seg, seg->entries_used, seg->strings_used, 0);
+}
+
+void pcpu__tree_index_prefork(struct pcpu_segment *seg)
+{
+	uint64_t r, used, strings;
+
+	/* The relabels first: a relabelling that overlaps the scan below
+	 * moves it after this load, and the next pcpu__tree_enter() of this
+	 * process or the child then indexes anew. */
+	r = __atomic_load_n(&seg->tree->relabels, __ATOMIC_ACQUIRE);
+	/* Entries, then strings: an entry is written, its blob first, before
+	 * the count of entries says it exists. */
+	used = pcpu__tree_count(&seg->hdr->entries_used, seg->entries_cap);
+	strings = pcpu__tree_count(&seg->hdr->strings_used, seg->strings_cap);
+	if (r != seg->tree_index_relabels) {
+		pcpu__htab_free(&seg->tree_index);
+		seg->tree_indexed = 0;
+		seg->tree_index_relabels = r;
+		seg->tree_index_rebuilds++;
+	}
+	if (seg->tree_indexed > used)
+		seg->tree_indexed = used;
+	index_upto(seg, used, strings, 1);
+	/* Room for the child's own registrations: without it, the child's
+	 * first add could grow the table, copying every slot it inherited
+	 * (and touching every page of it, copy-on-write). */
+	(void)pcpu__htab_reserve(&seg->tree_index, seg->tree_index.used / 4 + 64);
 }
 
 /* The strings of family entry e's blob after its name: help (NULL

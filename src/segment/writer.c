@@ -219,6 +219,13 @@ int pcpu__segment_hook(void *ctx, enum pcpu__registry_event ev, struct pcpu_fami
 		pcpu__segment_free(seg);
 		return 0;
 	}
+	if (ev == PCPU__REG_FORK_PREPARE) {
+		/* A tree's index of its directory, up to date in the child
+		 * (tree_index.c); the tree's lock is not taken. */
+		if (seg->tree && seg->hdr && !seg->detached)
+			pcpu__tree_index_prefork(seg);
+		return 0;
+	}
 	/* A fork()ed child has left the parent's file (see the top), but
 	 * for a shared registry's, which every process of the tree writes,
 	 * each change under the tree's lock -- and a collection's refresh of

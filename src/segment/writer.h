@@ -185,6 +185,10 @@ struct pcpu_segment {
 	/* Times tree_index was emptied for another process's relabelling
 	 * (this process's own follow in place): lets a test count them. */
 	uint64_t tree_index_rebuilds;
+	/* Directory entries this process's index looked at (indexed or
+	 * skipped), its inherited ones included: lets a test see that a
+	 * fork() child starts from its parent's index, not from entry 0. */
+	uint64_t tree_index_scanned;
 	/* Times the registry walked its series for stale ones (RELABEL_SEEN
 	 * after a walk): another process's relabelling, not this one's. */
 	uint64_t tree_reg_walks;
@@ -288,6 +292,13 @@ PCPU_HIDDEN int pcpu__directory_series_room(struct pcpu_segment *seg,
 PCPU_HIDDEN void pcpu__tree_index_rewritten(struct pcpu_segment *seg, uint64_t idx,
 					    const struct pcpu__seg_entry *old,
 					    const struct pcpu__seg_entry *now);
+/* Tree segments, from the registries' fork() prepare handler (the
+ * registry's lock held, not the tree's): the index brought up to the
+ * directory as it is, so that the child inherits it instead of indexing,
+ * at its first registration, every entry the tree's other processes wrote
+ * since this one last looked -- O(entries) in every child of a parent
+ * that does not register (a pre-fork server's master). */
+PCPU_HIDDEN void pcpu__tree_index_prefork(struct pcpu_segment *seg);
 /* Tree segments: the live series entry of family entry `fidx` with label
  * values `v` (n of them), or -1. */
 PCPU_HIDDEN int64_t pcpu__directory_find_series(struct pcpu_segment *seg, uint64_t fidx,

@@ -49,8 +49,11 @@ static void registries_fork_prepare(void)
 
 	pthread_mutex_lock(&default_lock);
 	pthread_mutex_lock(&registries_lock);
-	for (r = registries; r; r = r->next)
+	for (r = registries; r; r = r->next) {
 		pthread_mutex_lock(&r->lock);
+		/* What the observer caches for the child (registry_observer.h). */
+		(void)pcpu__reg_notify(r, PCPU__REG_FORK_PREPARE, NULL, NULL);
+	}
 }
 
 static void registries_fork_release(void)

@@ -41,6 +41,12 @@ struct pcpu__series;
  *    pcpu_registry_write(), pcpu_registry_collect()), before GROUPS_READ,
  *    whether or not the registry has groups: the segment flushes its flows
  *    tables into the file then (src/segment/flows.c); f and se are NULL.
+ *  - FORK_PREPARE from the registries' fork() prepare handler, every
+ *    registry's lock held by the forking thread, before fork(): the
+ *    observer may bring what it keeps privately up to date for the child
+ *    to inherit (a shared registry's segment: its index of the tree's
+ *    directory). No directory change; it must take no lock (other
+ *    processes may hold the tree's); f and se are NULL.
  *
  * The observer returns 0, or refuses a FAMILY_ADDED or SERIES_ADDED with
  * -1, errno set and pcpu_stats_error()'s message written: the registry then
@@ -61,6 +67,7 @@ enum pcpu__registry_event {
 	PCPU__REG_DESTROYED,
 	PCPU__REG_GROUPS_READ,
 	PCPU__REG_COLLECTING,
+	PCPU__REG_FORK_PREPARE,
 };
 typedef int (*pcpu__registry_hook_fn)(void *ctx, enum pcpu__registry_event ev,
 				      struct pcpu_family *f, struct pcpu__series *se);
