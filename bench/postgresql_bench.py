@@ -8,7 +8,7 @@ CPU slots. bench/postgresql.md records what it printed.
 usage: bench/postgresql_bench.py MODULE_DIR [--clients 1,2] [--duration 5]
                                  [--rounds 5] [--scale 1] [--entries 500]
                                  [--baseline DIR] [--no-memory]
-                                 [--connections N [--connect-tx 300]]
+                                 [--connections N [--connect-tx 300]] [--churn N]
   MODULE_DIR  the build's integrations/postgresql (pcpu_stat_statements.so)
   DIR         another build's module folder, a fourth variant in the same run
 
@@ -40,6 +40,15 @@ above: the reaped children's), of TPS and of the minor page faults per
 connection (the postmaster's reaped children's), each with its ratio to no
 module. What a connection costs is what a server without a connection
 pooler pays per client.
+
+Eviction churn (--churn N, instead of the above): each cluster makes N
+tables and runs, at 2 clients for --duration seconds a round, a script
+that counts the rows of a random one (SELECT count(*) FROM t<k>: N
+distinct statements) with max = 1,000 in both modules, so that the table
+is always full and new statements keep evicting old ones (the workload
+of Tantor's "unique statements" figure, scaled down). Printed: the
+medians of TPS and of the backends' CPU per transaction, with their
+ratios to no module, and each module's evictions (dealloc).
 
 Memory: a cluster with pcpu_stat_statements alone, PCPU_NSLOTS = 2 (the
 CPUs here), 64 and 256 in its environment (the slots of a 64- or 256-CPU
@@ -132,6 +141,49 @@ def connections(module_dir, a):
             m = [statistics.median(x) for x in zip(*results[v])]
             print("  %-22s %14.0f %6.3f %10.1f %6.3f %14.0f"
                   % (v, m[0], m[0] / base[0], m[1], m[1] / base[1], m[2]))
+    finally:
+        for c in clusters.values():
+            c.cleanup()
+
+
+def churn(module_dir, a):
+    variants = [(v, preload, module_dir) for v, preload in VARIANTS] + (
+        [("pcpu, --baseline", "pcpu_stat_statements", a.baseline)] if a.baseline else [])
+    clusters = {}
+    try:
+        for name, preload, folder in variants:
+            c = pg_cluster.Cluster(folder)
+            clusters[name] = c
+            c.initdb("pcpu_stat_statements.max = 1000\npg_stat_statements.max = 1000\n",
+                     preload=preload)
+            c.start()
+            c.psql("DO $$ BEGIN FOR i IN 1..%d LOOP EXECUTE format('CREATE TABLE t%%s (x int)', i); "
+                   "END LOOP; END $$" % a.churn)
+            with open(c.root + "/churn.sql", "w") as f:
+                f.write("\\set k random(1, %d)\nSELECT count(*) FROM t:k;\n" % a.churn)
+            os.chmod(c.root + "/churn.sql", 0o644)
+        results = {}
+        for rnd in range(a.rounds):
+            order = list(clusters)
+            random.shuffle(order)
+            for v in order:
+                c = clusters[v]
+                res = run(c, ["-f", c.root + "/churn.sql", "-c", "2", "-j", "2"], a.duration)
+                results.setdefault(v, []).append(res)
+            print("round %d of %d done" % (rnd + 1, a.rounds), file=sys.stderr, flush=True)
+        print("\n%d distinct statements, max 1000, 2 clients (%d rounds of %d s, medians):"
+              % (a.churn, a.rounds, a.duration))
+        print("  %-22s %10s %6s %14s %6s %10s" % ("", "TPS", "x", "CPU us/tx", "x", "dealloc"))
+        base = [statistics.median(x) for x in zip(*results["none"])]
+        for v, preload, _ in variants:
+            m = [statistics.median(x) for x in zip(*results[v])]
+            c = clusters[v]
+            dealloc = "-"
+            if preload:
+                c.psql("CREATE EXTENSION IF NOT EXISTS %s" % preload)
+                dealloc = c.psql("SELECT dealloc FROM %s_info" % preload).strip()
+            print("  %-22s %10.0f %6.3f %14.1f %6.3f %10s"
+                  % (v, m[0], m[0] / base[0], m[2], m[2] / base[2], dealloc))
     finally:
         for c in clusters.values():
             c.cleanup()
@@ -246,6 +298,8 @@ def main():
     p.add_argument("--no-memory", action="store_true", help="throughput only")
     p.add_argument("--connections", type=int, metavar="N",
                    help="only the new-connection cost, N entries in the table first")
+    p.add_argument("--churn", type=int, metavar="N",
+                   help="only the eviction churn: N distinct statements, max 1000")
     p.add_argument("--connect-tx", type=int, default=300,
                    help="--connections: transactions (connections) per client and round")
     a = p.parse_args()
@@ -256,6 +310,9 @@ def main():
                                time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())))
     if a.connections is not None:
         connections(a.module_dir, a)
+        return
+    if a.churn is not None:
+        churn(a.module_dir, a)
         return
     if not a.memory_only:
         throughput(a.module_dir, a)

@@ -167,7 +167,7 @@ LAYERS = [
     ]),
     ("segment.writer", 10, ["include/pcpu/segment.h", "src/segment/writer.*",
                             "src/segment/directory.c", "src/segment/tree.c",
-                            "src/segment/tree_index.c", "src/segment/tree_relabel.c", "src/segment/tree_blobs.c", "src/segment/join.c",
+                            "src/segment/tree_index.c", "src/segment/tree_relabel.c", "src/segment/tree_blobs.c", "src/segment/tree_relog.c", "src/segment/join.c",
                             "src/segment/flows.c"]),
     ("segment.reader", 10, ["include/pcpu/reader.h", "src/segment/reader*"]),
     ("umbrella", 11, ["include/pcpu/pcpu.h"]),  # the whole API, for programs

@@ -435,10 +435,6 @@ int pcpu__directory_family_added(struct pcpu_segment *seg, struct pcpu_family *f
 	return 0;
 }
 
-/* Where a series' value lives: chunk, offset in the chunk's slot region,
- * bytes per slot. */
-static int addr_location(struct pcpu_segment *seg, uintptr_t addr, uint32_t *chunk, uint64_t *off);
-
 uint32_t pcpu__seg_value_size(const struct pcpu__family_view *f)
 {
 	/* The size follows where the type keeps a series' value (the type
@@ -453,24 +449,6 @@ uint32_t pcpu__seg_value_size(const struct pcpu__family_view *f)
 	if (f->flags & PCPU_SNAPSHOT_NANOS)
 		return PCPU__SEG_FRACTION_SIZE;
 	return t->value == PCPU_VALUE_UNSIGNED ? PCPU__SEG_COUNTER_SIZE : PCPU__SEG_GAUGE_SIZE;
-}
-
-static int value_location(struct pcpu_segment *seg, const struct pcpu__family_view *f,
-			  const struct pcpu__series_view *se, uint32_t *chunk, uint64_t *off,
-			  uint32_t *size)
-{
-	uintptr_t addr;
-
-	*size = pcpu__seg_value_size(f);
-	if (!*size)
-		return -1; /* no type */
-	/* A counter's or gauge's storage is its value; a histogram's holds
-	 * a pointer to its per-slot (count, sum) pairs. */
-	if (buckets(f->type))
-		addr = (uintptr_t)((const pcpu_histogram_t *)se->storage)->pcpu__c;
-	else
-		addr = (uintptr_t)se->storage;
-	return addr_location(seg, addr, chunk, off);
 }
 
 /* Where an address of the registry's zone lies: chunk, offset in the
@@ -492,6 +470,26 @@ static int addr_location(struct pcpu_segment *seg, uintptr_t addr, uint32_t *chu
 	}
 	pthread_mutex_unlock(&seg->chunk_lock);
 	return rc;
+}
+
+/* Where a series' value lives: chunk, offset in the chunk's slot region,
+ * bytes per slot. */
+static int value_location(struct pcpu_segment *seg, const struct pcpu__family_view *f,
+			  const struct pcpu__series_view *se, uint32_t *chunk, uint64_t *off,
+			  uint32_t *size)
+{
+	uintptr_t addr;
+
+	*size = pcpu__seg_value_size(f);
+	if (!*size)
+		return -1; /* no type */
+	/* A counter's or gauge's storage is its value; a histogram's holds
+	 * a pointer to its per-slot (count, sum) pairs. */
+	if (buckets(f->type))
+		addr = (uintptr_t)((const pcpu_histogram_t *)se->storage)->pcpu__c;
+	else
+		addr = (uintptr_t)se->storage;
+	return addr_location(seg, addr, chunk, off);
 }
 
 /* ---- 2.3: consistent groups (format.h) ---- */
@@ -663,6 +661,7 @@ static int tree_group_member_adopt(struct pcpu_segment *seg, uint32_t fidx,
 		errno = ENOMEM;
 		return cannot_record(seg);
 	}
+	pcpu__tree_mapped_add(seg, (uint64_t)idx, se);
 	return 1;
 }
 
@@ -703,6 +702,7 @@ int pcpu__directory_series_added(struct pcpu_segment *seg, struct pcpu_family *f
 			errno = ENOMEM;
 			return cannot_record(seg);
 		}
+		pcpu__tree_mapped_add(seg, seg->adopted_idx, se);
 		return 0;
 	}
 	for (l = 0; l < fv.nlabels; l++)
@@ -715,6 +715,7 @@ int pcpu__directory_series_added(struct pcpu_segment *seg, struct pcpu_family *f
 		errno = err;
 		return cannot_record(seg);
 	}
+	pcpu__tree_mapped_add(seg, idx, se);
 	for (l = 0; l < fv.nlabels; l++)
 		put_str(seg->strings + off, &pos, sv.values[l]);
 	__atomic_store_n(&seg->hdr->strings_used, seg->strings_used, __ATOMIC_RELEASE);
@@ -747,6 +748,7 @@ void pcpu__directory_series_removing(struct pcpu_segment *seg, const struct pcpu
 	if (seg_map_get(&seg->series, se, &idx) < 0)
 		return; /* dropped when added */
 	seg_map_del(&seg->series, se);
+	pcpu__tree_mapped_drop(seg, idx, se);
 	pcpu__series_view(f, se, &sv);
 	if (seg->tree) {
 		/* A tree removes nothing (pcpu_family_remove() is refused):

@@ -30,6 +30,7 @@ set(PCPU_SEGMENT_SOURCES
   src/segment/tree_index.c # a tree's index of its shared directory: families, series, label sets
   src/segment/tree_relabel.c # a tree's series given other labels (pcpu_family_relabel)
   src/segment/tree_blobs.c # a tree's free blobs: relabelled series' old label values' room
+  src/segment/tree_relog.c # a tree's relabel log: relabellings followed entry by entry
   src/segment/join.c       # joining a tree from an exec()ed process, leaving one (binary upgrades)
   src/segment/backing.c    # the segment's file as the zone's backing (mapping, reservation)
   src/segment/flows.c      # flows tables' words in the file (pcpu_segment_flows_create)

@@ -175,6 +175,7 @@ int pcpu__tree_setup(struct pcpu_segment *seg)
 		return pcpu__seg_fail(errno, "sharing the registry's zone: %s", strerror(errno));
 	memcpy(t->magic, PCPU__SEG_TREE_MAGIC, sizeof t->magic);
 	seg->tree = t;
+	pcpu__tree_relog_setup(seg);
 	/* The member lock (pcpu__tree_member_lock()) is held already when
 	 * seg->tree_wrlock says so. */
 	__atomic_or_fetch(&seg->hdr->flags, PCPU__SEG_F_TREE | (seg->tree_wrlock ? PCPU__SEG_F_TREE_WRLOCK : 0),
@@ -204,7 +205,7 @@ int pcpu__tree_join(struct pcpu_segment *seg, pcpu_file_chunk_fn *on_chunk)
 int pcpu__tree_enter(struct pcpu_segment *seg)
 {
 	struct pcpu__seg_tree *t = seg->tree;
-	uint64_t r;
+	uint64_t r, h;
 	unsigned c;
 
 	if (pcpu__zone_tree_lock(pcpu_registry_zone(seg->reg)) != 0)
@@ -226,13 +227,18 @@ int pcpu__tree_enter(struct pcpu_segment *seg)
 		seg->tree_indexed = seg->entries_used;
 	/* Series entries rewritten in place (relabelled, or freed by a
 	 * repair) since this process indexed them: their old labels' hashes
-	 * would miss their new labels. Indexed anew, in O(entries), once per
-	 * change. */
+	 * would miss their new labels. Followed entry by entry where the
+	 * relabel log holds them all (tree_relog.c), else indexed anew, in
+	 * O(entries), once per change. */
 	r = __atomic_load_n(&t->relabels, __ATOMIC_ACQUIRE);
-	if (r != seg->tree_index_relabels) {
+	h = __atomic_load_n(&t->relog_head, __ATOMIC_ACQUIRE);
+	if ((r != seg->tree_index_relabels || h != seg->relog_index_seen) &&
+	    !pcpu__tree_index_follow(seg, r, h, 0)) {
 		pcpu__htab_free(&seg->tree_index);
 		seg->tree_indexed = 0;
 		seg->tree_index_relabels = r;
+		seg->relog_index_seen = h;
+		seg->tree_index_stale = 0;
 		seg->tree_index_rebuilds++;
 	}
 	return 0;

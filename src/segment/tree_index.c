@@ -98,22 +98,76 @@ static void index_catch_up(struct pcpu_segment *seg)
 	index_upto(seg, seg->entries_used, seg->strings_used, 0);
 }
 
+/* Entry idx's hash added again, as it is now (relabelled since it was
+ * indexed): its old slot stays, stale -- a lookup compares the entry, so
+ * it never matches -- until the next rebuild. */
+static void index_again(struct pcpu_segment *seg, uint64_t idx, uint64_t strings)
+{
+	struct pcpu__seg_entry e;
+
+	if (idx >= seg->tree_indexed)
+		return; /* indexed as it is when the scan gets there */
+	if (!live_entry_below(seg, idx, PCPU__SEG_SERIES, &e, strings) &&
+	    !live_entry_below(seg, idx, PCPU__SEG_GROUP_SERIES, &e, strings))
+		return; /* made free (a repair), or mid-rewrite: a later relabelling's */
+	if (pcpu__htab_reserve(&seg->tree_index, 1) < 0) {
+		seg->tree_indexed = idx; /* indexed again from there at the next look */
+		return;
+	}
+	(void)pcpu__htab_add(&seg->tree_index,
+			     pcpu__hash_bytes(series_hash_start(e.family_id), seg->strings + e.blob_off,
+					      e.blob_len),
+			     (uintptr_t)idx + 1, 0);
+	seg->tree_index_stale++;
+}
+
+int pcpu__tree_index_follow(struct pcpu_segment *seg, uint64_t r, uint64_t h, int careful)
+{
+	uint64_t start = seg->relog_index_seen, strings, k;
+
+	if (!pcpu__tree_relog_covers(seg, seg->tree_index_relabels, start, r, h))
+		return 0;
+	strings = careful ? pcpu__tree_count(&seg->hdr->strings_used, seg->strings_cap)
+			  : seg->strings_used;
+	for (k = start; k < h; k++) {
+		uint64_t idx = pcpu__tree_relog_at(seg, k);
+
+		if (idx != UINT64_MAX)
+			index_again(seg, idx, strings);
+	}
+	/* Without the lock, relabellings meanwhile may have overwritten the
+	 * ring's slots before they were read: then it did not cover them. */
+	if (careful && __atomic_load_n(&seg->tree->relog_head, __ATOMIC_ACQUIRE) - start >
+			       seg->tree->relog_cap)
+		return 0;
+	seg->tree_index_relabels = r;
+	seg->relog_index_seen = h;
+	seg->tree_index_follows++;
+	/* Stale slots past the live ones: a rebuild drops them. */
+	return seg->tree_index_stale <= seg->tree_index.used / 2 + 64;
+}
+
 void pcpu__tree_index_prefork(struct pcpu_segment *seg)
 {
-	uint64_t r, used, strings;
+	uint64_t r, h, used, strings;
 
-	/* The relabels first: a relabelling that overlaps the scan below
-	 * moves it after this load, and the next pcpu__tree_enter() of this
-	 * process or the child then indexes anew. */
+	/* The relabels and the log's head first: a relabelling that overlaps
+	 * the scan below moves them after these loads, and the next
+	 * pcpu__tree_enter() of this process or the child then follows it
+	 * (or indexes anew). */
 	r = __atomic_load_n(&seg->tree->relabels, __ATOMIC_ACQUIRE);
+	h = __atomic_load_n(&seg->tree->relog_head, __ATOMIC_ACQUIRE);
 	/* Entries, then strings: an entry is written, its blob first, before
 	 * the count of entries says it exists. */
 	used = pcpu__tree_count(&seg->hdr->entries_used, seg->entries_cap);
 	strings = pcpu__tree_count(&seg->hdr->strings_used, seg->strings_cap);
-	if (r != seg->tree_index_relabels) {
+	if ((r != seg->tree_index_relabels || h != seg->relog_index_seen) &&
+	    !pcpu__tree_index_follow(seg, r, h, 1)) {
 		pcpu__htab_free(&seg->tree_index);
 		seg->tree_indexed = 0;
 		seg->tree_index_relabels = r;
+		seg->relog_index_seen = h;
+		seg->tree_index_stale = 0;
 		seg->tree_index_rebuilds++;
 	}
 	if (seg->tree_indexed > used)

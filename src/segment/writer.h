@@ -124,6 +124,16 @@ struct pcpu__seg_tree {
 	 * appends. Then how many blobs went in and out of the lists. */
 	uint64_t free_blobs[BLOB_CLASSES];
 	uint64_t blobs_freed, blobs_reused;
+	/* The relabel log (tree_relog.c): a ring of the series entries
+	 * rewritten in place, each appended (under the tree's lock) before
+	 * its rewrite and before `relabels` counts it, so that a process
+	 * follows the tree's relabellings entry by entry instead of indexing
+	 * the directory anew and walking its series at each. relog_off: the
+	 * ring's offset in the string table + 1 (0: none: a tree made by a
+	 * library before the log, or whose pages could not be had);
+	 * relog_cap: its entries (uint32_t, entry numbers), a power of two;
+	 * relog_head: entries ever appended. */
+	uint64_t relog_off, relog_cap, relog_head;
 };
 #define PCPU__SEG_TREE_MAGIC "PCPUTREE"
 
@@ -189,6 +199,24 @@ struct pcpu_segment {
 	 * skipped), its inherited ones included: lets a test see that a
 	 * fork() child starts from its parent's index, not from entry 0. */
 	uint64_t tree_index_scanned;
+	/* The relabel log's head when the index, and the registry's series,
+	 * last followed it (with tree_index_relabels, tree_reg_relabels);
+	 * slots of the index left behind by relabelled entries (lookups
+	 * compare the entry, so they never match: dropped at the next
+	 * rebuild); times the index and the registry followed the log. */
+	uint64_t relog_index_seen, relog_reg_seen;
+	uint64_t tree_index_stale;
+	uint64_t tree_index_follows, tree_reg_skips, tree_reg_lists;
+	/* The entries this process's series are mapped to (a tree's), and how
+	 * many of its series each (key: entry + 1, value: the count): whether
+	 * a relabelled entry concerns this process. series_entries_lost: an
+	 * update failed (out of memory): every relabelling then does. */
+	struct pcpu__htab series_entries;
+	int series_entries_lost;
+	/* The stale series a registry walk is handed one by one
+	 * (PCPU__RELABEL_STALE_NEXT), found from the log under the lock. */
+	struct pcpu__series **stale;
+	size_t nstale, stale_at, stale_cap;
 	/* Times the registry walked its series for stale ones (RELABEL_SEEN
 	 * after a walk): another process's relabelling, not this one's. */
 	uint64_t tree_reg_walks;
@@ -299,6 +327,40 @@ PCPU_HIDDEN void pcpu__tree_index_rewritten(struct pcpu_segment *seg, uint64_t i
  * since this one last looked -- O(entries) in every child of a parent
  * that does not register (a pre-fork server's master). */
 PCPU_HIDDEN void pcpu__tree_index_prefork(struct pcpu_segment *seg);
+/* ---- tree_relog.c: the relabel log ---- */
+
+/* Tree segments, at publication: the log's ring carved out of the string
+ * table; without room or pages the tree goes without one (relabellings are
+ * then followed by a rebuild, as by a library before the log). */
+PCPU_HIDDEN void pcpu__tree_relog_setup(struct pcpu_segment *seg);
+/* The tree's lock held: entry idx is about to be rewritten in place.
+ * Appends it; *head gets the head before. 1 if appended, 0 if the tree
+ * has no log. */
+PCPU_HIDDEN int pcpu__tree_relog_append(struct pcpu_segment *seg, uint64_t idx, uint64_t *head);
+/* Whether the log holds every relabelling between (relabels0, head0),
+ * this process's marks, and (r, h), the tree's now: the two moved
+ * together and the ring still holds the entries from head0. */
+PCPU_HIDDEN int pcpu__tree_relog_covers(struct pcpu_segment *seg, uint64_t relabels0, uint64_t head0,
+					uint64_t r, uint64_t h);
+/* Entry number k of the log (head0 <= k < h after pcpu__tree_relog_covers()),
+ * or UINT64_MAX where it is past the directory (written by anyone). */
+PCPU_HIDDEN uint64_t pcpu__tree_relog_at(struct pcpu_segment *seg, uint64_t k);
+/* The series map's reverse (series_entries): series se of this process
+ * mapped to entry idx, or no longer; whether any series is (1 also when
+ * the map was lost to a failed allocation, and for idx UINT64_MAX); and
+ * up to cap of them in found[] (how many there are, returned). */
+PCPU_HIDDEN void pcpu__tree_mapped_add(struct pcpu_segment *seg, uint64_t idx,
+				       const struct pcpu__series *se);
+PCPU_HIDDEN void pcpu__tree_mapped_drop(struct pcpu_segment *seg, uint64_t idx,
+					const struct pcpu__series *se);
+PCPU_HIDDEN int pcpu__tree_mapped(struct pcpu_segment *seg, uint64_t idx);
+PCPU_HIDDEN size_t pcpu__tree_mapped_list(struct pcpu_segment *seg, uint64_t idx,
+					  struct pcpu__series **found, size_t cap);
+/* The index follows the relabellings since its marks (tree_index.c):
+ * 1 if the log covered them, 0 if the caller must index anew. `careful`:
+ * without the tree's lock (the fork() prepare handler). */
+PCPU_HIDDEN int pcpu__tree_index_follow(struct pcpu_segment *seg, uint64_t r, uint64_t h, int careful);
+
 /* Tree segments: the live series entry of family entry `fidx` with label
  * values `v` (n of them), or -1. */
 PCPU_HIDDEN int64_t pcpu__directory_find_series(struct pcpu_segment *seg, uint64_t fidx,
@@ -389,7 +451,8 @@ PCPU_HIDDEN void pcpu__tree_leave(struct pcpu_segment *seg);
 PCPU_HIDDEN int pcpu__tree_join(struct pcpu_segment *seg, pcpu_file_chunk_fn *on_chunk);
 /* The registry's relabel callback (registry_observer.h; directory.c). */
 PCPU_HIDDEN int pcpu__tree_relabel(void *ctx, enum pcpu__relabel_op op, struct pcpu_family *f,
-				   struct pcpu__series *se, const char *const *v);
+				   struct pcpu__series *se, const char *const *v,
+				   struct pcpu__series **out);
 /* The registry's adopt callback (registry_observer.h). */
 PCPU_HIDDEN int pcpu__tree_adopt_series(void *ctx, struct pcpu_family *f, const char *const *v,
 					void **at);

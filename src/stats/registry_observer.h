@@ -92,8 +92,13 @@ typedef int (*pcpu__registry_adopt_fn)(void *ctx, struct pcpu_family *f, const c
  * the registry asks its segment, under the registry's lock and the zone
  * tree's, by `op`:
  *  - CHANGED: whether a series entry was rewritten (relabelled, or made
- *    free by a repair) since SEEN last said so (a load, no lock needed):
- *    1 or 0. f, se, v unused;
+ *    free by a repair) since SEEN last said so, in a way that may concern
+ *    this process's series (no lock needed): 1 or 0. f, se, v unused;
+ *  - LIST: whether the segment can name the series of this process on
+ *    the entries rewritten since SEEN (its relabel log, tree_relog.c): 1,
+ *    and STALE_NEXT then hands them one per call in *out (1; 0 when none
+ *    is left), each a series of this process, for the registry to ask
+ *    STALE of; 0: the registry must ask STALE of every series it holds;
  *  - STALE: whether se, a series of f this process mapped, no longer has
  *    an entry carrying its label values (another process relabelled it):
  *    1 or 0;
@@ -112,9 +117,12 @@ enum pcpu__relabel_op {
 	PCPU__RELABEL_SEEN,
 	PCPU__RELABEL_CHECK,
 	PCPU__RELABEL_COMMIT,
+	PCPU__RELABEL_LIST,
+	PCPU__RELABEL_STALE_NEXT,
 };
 typedef int (*pcpu__registry_relabel_fn)(void *ctx, enum pcpu__relabel_op op, struct pcpu_family *f,
-					 struct pcpu__series *se, const char *const *v);
+					 struct pcpu__series *se, const char *const *v,
+					 struct pcpu__series **out);
 
 /* The shared handle of a consistent group family's series (one per label
  * set, shared by the members): the group, and its last consistent read. */

@@ -293,38 +293,74 @@ void pcpu__series_unlink(struct pcpu_family *f, struct pcpu__series *se)
 	free(se);
 }
 
+/* Series se of f dropped if the tree's entry no longer carries its values:
+ * unlinked, its storage left to the tree (a tree zone never reuses it). */
+static void drop_if_stale(pcpu_registry_t *reg, struct pcpu_family *f, struct pcpu__series *se)
+{
+	if (!se->owner && reg->relabel(reg->hook_ctx, PCPU__RELABEL_STALE, f, se, NULL, NULL) == 1) {
+		void *handle = se->handle;
+
+		pcpu__series_unlink(f, se);
+		pcpu__storage_free(f, handle);
+	}
+}
+
+/* The family of series se (one of the registry's, the segment says): the
+ * one whose table holds it; NULL if none does. */
+static struct pcpu_family *family_of(pcpu_registry_t *reg, struct pcpu__series *se)
+{
+	size_t i;
+
+	for (i = 0; i < reg->nfams; i++) {
+		struct pcpu_family *f = reg->fams[i];
+
+		if (!f->gfam && pcpu__series_find(f, (const char *const *)se->values, se->hash) == se)
+			return f;
+	}
+	return NULL;
+}
+
 /* A shared registry whose directory another process relabelled (or a
  * repair freed a series' entry of): the series this process holds whose
  * entry no longer carries their label values are dropped -- unlinked,
  * their storage left to the tree (a tree zone never reuses it) -- so that
  * a lookup of those values makes or adopts the series the tree has now.
- * Registry locked. O(1) (one load) when nothing changed, else O(series of
+ * Registry locked. O(1) (one load) when nothing changed, O(entries
+ * rewritten) when the segment's relabel log names them, else O(series of
  * this process), once per change. */
 void pcpu__registry_tree_sync_locked(pcpu_registry_t *reg)
 {
 	size_t i;
 
-	if (!reg->relabel || !reg->relabel(reg->hook_ctx, PCPU__RELABEL_CHANGED, NULL, NULL, NULL))
+	if (!reg->relabel || !reg->relabel(reg->hook_ctx, PCPU__RELABEL_CHANGED, NULL, NULL, NULL, NULL))
 		return;
 	if (pcpu__zone_tree_lock(reg->zone) != 0)
 		return; /* tried again at the next look */
-	for (i = 0; i < reg->nfams; i++) {
-		struct pcpu_family *f = reg->fams[i];
-		struct pcpu__series *se, *next;
+	if (reg->relabel(reg->hook_ctx, PCPU__RELABEL_LIST, NULL, NULL, NULL, NULL) == 1) {
+		/* The series on the rewritten entries only (the segment's
+		 * relabel log): O(entries rewritten). */
+		struct pcpu__series *se;
 
-		if (f->gfam)
-			continue; /* never relabelled: the relabel refuses them */
-		for (se = f->lfirst; se; se = next) {
-			next = se->lnext;
-			if (!se->owner && reg->relabel(reg->hook_ctx, PCPU__RELABEL_STALE, f, se, NULL) == 1) {
-				void *handle = se->handle;
+		while (reg->relabel(reg->hook_ctx, PCPU__RELABEL_STALE_NEXT, NULL, NULL, NULL, &se) == 1) {
+			struct pcpu_family *f = family_of(reg, se);
 
-				pcpu__series_unlink(f, se);
-				pcpu__storage_free(f, handle);
+			if (f)
+				drop_if_stale(reg, f, se);
+		}
+	} else {
+		for (i = 0; i < reg->nfams; i++) {
+			struct pcpu_family *f = reg->fams[i];
+			struct pcpu__series *se, *next;
+
+			if (f->gfam)
+				continue; /* never relabelled: the relabel refuses them */
+			for (se = f->lfirst; se; se = next) {
+				next = se->lnext;
+				drop_if_stale(reg, f, se);
 			}
 		}
 	}
-	(void)reg->relabel(reg->hook_ctx, PCPU__RELABEL_SEEN, NULL, NULL, NULL);
+	(void)reg->relabel(reg->hook_ctx, PCPU__RELABEL_SEEN, NULL, NULL, NULL, NULL);
 	pcpu__zone_tree_unlock(reg->zone);
 }
 
@@ -657,7 +693,7 @@ int pcpu_family_relabel(pcpu_family_t *f, const char *const *old_values,
 	} else if (se->owner) {
 		pcpu__reg_fail(ENOTSUP, "the series is a field of a registered struct");
 	} else if (labelset_series_clash(f, nv) == 0 &&
-		   f->reg->relabel(f->reg->hook_ctx, PCPU__RELABEL_CHECK, f, se, nv) == 0) {
+		   f->reg->relabel(f->reg->hook_ctx, PCPU__RELABEL_CHECK, f, se, nv, NULL) == 0) {
 		/* Zeroed before the entry names the new values (its seq
 		 * store releases the zeroes): a reader sees the old values
 		 * under the old labels, or zeroes, never the old values under
@@ -670,7 +706,7 @@ int pcpu_family_relabel(pcpu_family_t *f, const char *const *old_values,
 			 * pcpu_family_lookup() reads it). */
 			if (!(f->flags & PCPU_SNAPSHOT_INFO))
 				series_zero(f, se->handle);
-			(void)f->reg->relabel(f->reg->hook_ctx, PCPU__RELABEL_COMMIT, f, se, nv);
+			(void)f->reg->relabel(f->reg->hook_ctx, PCPU__RELABEL_COMMIT, f, se, nv, NULL);
 			r = 0;
 		}
 	}
