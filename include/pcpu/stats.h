@@ -263,8 +263,12 @@ PCPU_API int pcpu_family_remove(pcpu_family_t *fam, const char *const *label_val
  * a registered struct), ENOMEM. Thread-safe; not
  * async-signal-safe (the registry's mutex, the tree's lock). Cost: two
  * hash lookups and an entry rewrite; then, in every process of the tree,
- * once, a walk of its series and a rebuild of its index of the directory
- * (O(entries)) -- made before fork() in a process that forks, so that its
+ * once, an update of its index of the directory and a look at its series
+ * on the relabelled entry (the tree's relabel log) -- or, where the log
+ * does not hold it (more than 8,192 relabellings since the process last
+ * looked, a process killed mid-relabel, a library build without the log
+ * in the tree), a rebuild of the index and a walk of its series
+ * (O(entries)); a process that forks does it before fork(), so that its
  * later children start from it.
  */
 PCPU_API int pcpu_family_relabel(pcpu_family_t *fam, const char *const *old_values,

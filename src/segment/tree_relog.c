@@ -41,10 +41,6 @@
 #include "segment_internal.h"
 #include "writer.h"
 
-/* 8,192 entries, 32 KiB: the relabellings of some 200 PostgreSQL
- * statements between two looks of a process. */
-#define RELOG_CAP 8192u
-
 static uint32_t *ring(struct pcpu_segment *seg)
 {
 	return (uint32_t *)(seg->strings + (seg->tree->relog_off - 1));
@@ -66,7 +62,7 @@ static uint64_t relog_cap(struct pcpu_segment *seg)
 
 void pcpu__tree_relog_setup(struct pcpu_segment *seg)
 {
-	uint64_t bytes = RELOG_CAP * sizeof(uint32_t);
+	uint64_t bytes = PCPU__SEG_TREE_RELOG_BYTES;
 	uint64_t region = (uint64_t)(seg->strings - seg->map);
 
 	/* The string table's first pages, before any blob, allocated now:
@@ -77,7 +73,7 @@ void pcpu__tree_relog_setup(struct pcpu_segment *seg)
 	seg->strings_backed = bytes;
 	seg->strings_used = bytes;
 	__atomic_store_n(&seg->hdr->strings_used, seg->strings_used, __ATOMIC_RELEASE);
-	seg->tree->relog_cap = RELOG_CAP;
+	seg->tree->relog_cap = PCPU__SEG_TREE_RELOG_CAP;
 	seg->tree->relog_head = 0;
 	__atomic_store_n(&seg->tree->relog_off, 1, __ATOMIC_RELEASE); /* offset 0, + 1 */
 }

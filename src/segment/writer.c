@@ -652,6 +652,10 @@ pcpu_segment_t *pcpu_segment_publish(pcpu_registry_t *reg, const char *name,
 	seg->pid = getpid();
 	pthread_mutex_init(&seg->chunk_lock, NULL);
 	pthread_mutex_init(&seg->grow_lock, NULL);
+	/* A tree's relabel log lies at the start of its string table
+	 * (tree_relog.c): room for it besides the strings asked for. */
+	if ((o.flags & PCPU_SEGMENT_SHARED_TREE) && max_s <= LIMIT_MAX_STRINGS - PCPU__SEG_TREE_RELOG_BYTES)
+		max_s += PCPU__SEG_TREE_RELOG_BYTES;
 	if (segment_place(seg, name, &o) < 0 || file_create(seg, &o) < 0 ||
 	    file_map(seg, max_e, max_s) < 0)
 		goto fail;

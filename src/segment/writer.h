@@ -329,6 +329,13 @@ PCPU_HIDDEN void pcpu__tree_index_rewritten(struct pcpu_segment *seg, uint64_t i
 PCPU_HIDDEN void pcpu__tree_index_prefork(struct pcpu_segment *seg);
 /* ---- tree_relog.c: the relabel log ---- */
 
+/* Its ring: 8,192 entry numbers, 32 KiB -- the relabellings of some 200
+ * PostgreSQL statements between two looks of a process. A tree's string
+ * table is made that much larger at publication, so the ring takes
+ * nothing of max_string_bytes. */
+#define PCPU__SEG_TREE_RELOG_CAP 8192u
+#define PCPU__SEG_TREE_RELOG_BYTES ((uint64_t)PCPU__SEG_TREE_RELOG_CAP * sizeof(uint32_t))
+
 /* Tree segments, at publication: the log's ring carved out of the string
  * table; without room or pages the tree goes without one (relabellings are
  * then followed by a rebuild, as by a library before the log). */
