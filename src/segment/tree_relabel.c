@@ -221,10 +221,10 @@ int pcpu__tree_relabel(void *ctx, enum pcpu__relabel_op op, struct pcpu_family *
 		idx = (uint64_t)i;
 		pcpu__family_view(f, &fv);
 		pcpu__series_view(f, se, &sv);
+		/* 1: the registry drops se, and its SERIES_REMOVING takes it
+		 * out of the series map and its reverse (directory.c). */
 		r = !pcpu__tree_live_series(seg, idx, &e) ||
 		    !entry_carries(seg, &e, (const char *const *)sv.values, fv.nlabels);
-		if (r)
-			pcpu__tree_mapped_drop(seg, idx, se); /* the registry drops it */
 		break;
 	}
 	case PCPU__RELABEL_LIST:
