@@ -232,15 +232,7 @@ int pcpu__tree_enter(struct pcpu_segment *seg)
 	 * O(entries), once per change. */
 	r = __atomic_load_n(&t->relabels, __ATOMIC_ACQUIRE);
 	h = __atomic_load_n(&t->relog_head, __ATOMIC_ACQUIRE);
-	if ((r != seg->tree_index_relabels || h != seg->relog_index_seen) &&
-	    !pcpu__tree_index_follow(seg, r, h, 0)) {
-		pcpu__htab_free(&seg->tree_index);
-		seg->tree_indexed = 0;
-		seg->tree_index_relabels = r;
-		seg->relog_index_seen = h;
-		seg->tree_index_stale = 0;
-		seg->tree_index_rebuilds++;
-	}
+	pcpu__tree_index_sync(seg, r, h, 0);
 	return 0;
 }
 

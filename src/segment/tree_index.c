@@ -121,7 +121,10 @@ static void index_again(struct pcpu_segment *seg, uint64_t idx, uint64_t strings
 	seg->tree_index_stale++;
 }
 
-int pcpu__tree_index_follow(struct pcpu_segment *seg, uint64_t r, uint64_t h, int careful)
+/* The index follows the relabellings between its marks and (r, h), the
+ * tree's relabels and log head: 1 if the log covered them, 0 if it must
+ * be made anew. `careful`: without the tree's lock. */
+static int index_follow(struct pcpu_segment *seg, uint64_t r, uint64_t h, int careful)
 {
 	uint64_t start = seg->relog_index_seen, strings, k;
 
@@ -147,6 +150,19 @@ int pcpu__tree_index_follow(struct pcpu_segment *seg, uint64_t r, uint64_t h, in
 	return seg->tree_index_stale <= seg->tree_index.used / 2 + 64;
 }
 
+void pcpu__tree_index_sync(struct pcpu_segment *seg, uint64_t r, uint64_t h, int careful)
+{
+	if ((r == seg->tree_index_relabels && h == seg->relog_index_seen) ||
+	    index_follow(seg, r, h, careful))
+		return;
+	pcpu__htab_free(&seg->tree_index);
+	seg->tree_indexed = 0;
+	seg->tree_index_relabels = r;
+	seg->relog_index_seen = h;
+	seg->tree_index_stale = 0;
+	seg->tree_index_rebuilds++;
+}
+
 void pcpu__tree_index_prefork(struct pcpu_segment *seg)
 {
 	uint64_t r, h, used, strings;
@@ -161,15 +177,7 @@ void pcpu__tree_index_prefork(struct pcpu_segment *seg)
 	 * the count of entries says it exists. */
 	used = pcpu__tree_count(&seg->hdr->entries_used, seg->entries_cap);
 	strings = pcpu__tree_count(&seg->hdr->strings_used, seg->strings_cap);
-	if ((r != seg->tree_index_relabels || h != seg->relog_index_seen) &&
-	    !pcpu__tree_index_follow(seg, r, h, 1)) {
-		pcpu__htab_free(&seg->tree_index);
-		seg->tree_indexed = 0;
-		seg->tree_index_relabels = r;
-		seg->relog_index_seen = h;
-		seg->tree_index_stale = 0;
-		seg->tree_index_rebuilds++;
-	}
+	pcpu__tree_index_sync(seg, r, h, 1);
 	if (seg->tree_indexed > used)
 		seg->tree_indexed = used;
 	index_upto(seg, used, strings, 1);

@@ -363,10 +363,11 @@ PCPU_HIDDEN void pcpu__tree_mapped_drop(struct pcpu_segment *seg, uint64_t idx,
 PCPU_HIDDEN int pcpu__tree_mapped(struct pcpu_segment *seg, uint64_t idx);
 PCPU_HIDDEN size_t pcpu__tree_mapped_list(struct pcpu_segment *seg, uint64_t idx,
 					  struct pcpu__series **found, size_t cap);
-/* The index follows the relabellings since its marks (tree_index.c):
- * 1 if the log covered them, 0 if the caller must index anew. `careful`:
- * without the tree's lock (the fork() prepare handler). */
-PCPU_HIDDEN int pcpu__tree_index_follow(struct pcpu_segment *seg, uint64_t r, uint64_t h, int careful);
+/* The index brought past the relabellings between its marks and (r, h),
+ * the tree's relabels and log head (tree_index.c): followed entry by entry
+ * where the log holds them, else emptied, to be made anew from entry 0.
+ * `careful`: without the tree's lock (the fork() prepare handler). */
+PCPU_HIDDEN void pcpu__tree_index_sync(struct pcpu_segment *seg, uint64_t r, uint64_t h, int careful);
 
 /* Tree segments: the live series entry of family entry `fidx` with label
  * values `v` (n of them), or -1. */
