@@ -57,6 +57,7 @@ each; the segment file's allocated bytes (st_blocks) before and after, over
 the entries, is the memory of one entry (its 37 series and its text).
 """
 import argparse
+import contextlib
 import os
 import random
 import re
@@ -101,76 +102,86 @@ def distinct_statements(c, n):
                "-d", "postgres", "-f", sql], check=True)
 
 
-def connections(module_dir, a):
-    variants = [(v, preload, module_dir) for v, preload in VARIANTS] + (
+def variants_of(module_dir, a):
+    """(name, shared_preload_libraries, the module's folder) of each variant."""
+    return [(v, preload, module_dir) for v, preload in VARIANTS] + (
         [("pcpu, --baseline", "pcpu_stat_statements", a.baseline)] if a.baseline else [])
+
+
+@contextlib.contextmanager
+def started(variants, conf=""):
+    """A started private cluster per variant (postgresql.conf lines conf),
+    by name; removed afterwards."""
     clusters = {}
-    tx = a.connect_tx
     try:
         for name, preload, folder in variants:
             c = pg_cluster.Cluster(folder)
             clusters[name] = c
-            c.initdb("pcpu_stat_statements.max = 5000\npg_stat_statements.max = 5000\n",
-                     preload=preload)
+            c.initdb(conf, preload=preload)
             c.start()
-            c.pgbench(["-i", "-s", str(a.scale), "-q"])
-            distinct_statements(c, a.connections)
-        results = {}
-        for rnd in range(a.rounds):
-            order = list(clusters)
-            random.shuffle(order)
-            for v in order:
-                c = clusters[v]
-                t0, f0 = children_cpu(c), children_minflt(c)
-                r = c.pgbench(["-n", "-C", "-S", "-t", str(tx), "-c", "2", "-j", "2"])
-                time.sleep(0.3)
-                conns = 2 * tx
-                cpu_us = (children_cpu(c) - t0) / os.sysconf("SC_CLK_TCK") * 1e6 / conns
-                faults = (children_minflt(c) - f0) / conns
-                # -C: "tps = N (including reconnection times)"
-                tps = float(re.search(r"tps = ([0-9.]+)", r.stdout).group(1))
-                results.setdefault(v, []).append((cpu_us, tps, faults))
-            print("round %d of %d done" % (rnd + 1, a.rounds), file=sys.stderr, flush=True)
-        print("\n-S with a new connection per transaction (pgbench -C), 2 clients, %d entries "
-              "in the table (%d rounds of %d connections, medians):"
-              % (a.connections, a.rounds, 2 * tx))
-        print("  %-22s %14s %6s %10s %6s %14s" % ("", "CPU us/conn", "x", "TPS", "x",
-                                                 "faults/conn"))
-        base = [statistics.median(x) for x in zip(*results["none"])]
-        for v, _, _ in variants:
-            m = [statistics.median(x) for x in zip(*results[v])]
-            print("  %-22s %14.0f %6.3f %10.1f %6.3f %14.0f"
-                  % (v, m[0], m[0] / base[0], m[1], m[1] / base[1], m[2]))
+        yield clusters
     finally:
         for c in clusters.values():
             c.cleanup()
 
 
+def by_rounds(a, clusters, one):
+    """a.rounds rounds of one(cluster) on every cluster, in a shuffled
+    order each round: its results, a list per cluster's name."""
+    results = {}
+    for rnd in range(a.rounds):
+        order = list(clusters)
+        random.shuffle(order)
+        for v in order:
+            results.setdefault(v, []).append(one(clusters[v]))
+        print("round %d of %d done" % (rnd + 1, a.rounds), file=sys.stderr, flush=True)
+    return results
+
+
+def connections(module_dir, a):
+    variants = variants_of(module_dir, a)
+    tx = a.connect_tx
+
+    def one(c):
+        t0, f0 = children_cpu(c), children_minflt(c)
+        r = c.pgbench(["-n", "-C", "-S", "-t", str(tx), "-c", "2", "-j", "2"])
+        time.sleep(0.3)
+        conns = 2 * tx
+        cpu_us = (children_cpu(c) - t0) / os.sysconf("SC_CLK_TCK") * 1e6 / conns
+        faults = (children_minflt(c) - f0) / conns
+        # -C: "tps = N (including reconnection times)"
+        tps = float(re.search(r"tps = ([0-9.]+)", r.stdout).group(1))
+        return cpu_us, tps, faults
+
+    with started(variants, "pcpu_stat_statements.max = 5000\npg_stat_statements.max = 5000\n") \
+            as clusters:
+        for c in clusters.values():
+            c.pgbench(["-i", "-s", str(a.scale), "-q"])
+            distinct_statements(c, a.connections)
+        results = by_rounds(a, clusters, one)
+    print("\n-S with a new connection per transaction (pgbench -C), 2 clients, %d entries "
+          "in the table (%d rounds of %d connections, medians):"
+          % (a.connections, a.rounds, 2 * tx))
+    print("  %-22s %14s %6s %10s %6s %14s" % ("", "CPU us/conn", "x", "TPS", "x", "faults/conn"))
+    base = [statistics.median(x) for x in zip(*results["none"])]
+    for v, _, _ in variants:
+        m = [statistics.median(x) for x in zip(*results[v])]
+        print("  %-22s %14.0f %6.3f %10.1f %6.3f %14.0f"
+              % (v, m[0], m[0] / base[0], m[1], m[1] / base[1], m[2]))
+
+
 def churn(module_dir, a):
-    variants = [(v, preload, module_dir) for v, preload in VARIANTS] + (
-        [("pcpu, --baseline", "pcpu_stat_statements", a.baseline)] if a.baseline else [])
-    clusters = {}
-    try:
-        for name, preload, folder in variants:
-            c = pg_cluster.Cluster(folder)
-            clusters[name] = c
-            c.initdb("pcpu_stat_statements.max = 1000\npg_stat_statements.max = 1000\n",
-                     preload=preload)
-            c.start()
+    variants = variants_of(module_dir, a)
+    with started(variants, "pcpu_stat_statements.max = 1000\npg_stat_statements.max = 1000\n") \
+            as clusters:
+        for c in clusters.values():
             c.psql("DO $$ BEGIN FOR i IN 1..%d LOOP EXECUTE format('CREATE TABLE t%%s (x int)', i); "
                    "END LOOP; END $$" % a.churn)
             with open(c.root + "/churn.sql", "w") as f:
                 f.write("\\set k random(1, %d)\nSELECT count(*) FROM t:k;\n" % a.churn)
             os.chmod(c.root + "/churn.sql", 0o644)
-        results = {}
-        for rnd in range(a.rounds):
-            order = list(clusters)
-            random.shuffle(order)
-            for v in order:
-                c = clusters[v]
-                res = run(c, ["-f", c.root + "/churn.sql", "-c", "2", "-j", "2"], a.duration)
-                results.setdefault(v, []).append(res)
-            print("round %d of %d done" % (rnd + 1, a.rounds), file=sys.stderr, flush=True)
+        results = by_rounds(a, clusters, lambda c: run(
+            c, ["-f", c.root + "/churn.sql", "-c", "2", "-j", "2"], a.duration))
         print("\n%d distinct statements, max 1000, 2 clients (%d rounds of %d s, medians):"
               % (a.churn, a.rounds, a.duration))
         print("  %-22s %10s %6s %14s %6s %10s" % ("", "TPS", "x", "CPU us/tx", "x", "dealloc"))
@@ -184,9 +195,6 @@ def churn(module_dir, a):
                 dealloc = c.psql("SELECT dealloc FROM %s_info" % preload).strip()
             print("  %-22s %10.0f %6.3f %14.1f %6.3f %10s"
                   % (v, m[0], m[0] / base[0], m[2], m[2] / base[2], dealloc))
-    finally:
-        for c in clusters.values():
-            c.cleanup()
 
 
 def run(c, args, duration):
@@ -203,18 +211,10 @@ def run(c, args, duration):
 
 
 def throughput(module_dir, a):
-    clusters = {}
-    # (name, shared_preload_libraries, the module's folder)
-    variants = [(v, preload, module_dir) for v, preload in VARIANTS] + (
-        [("pcpu, --baseline", "pcpu_stat_statements", a.baseline)] if a.baseline else [])
-    try:
-        for name, preload, folder in variants:
-            c = pg_cluster.Cluster(folder)
-            clusters[name] = c
-            c.initdb("", preload=preload)
-            c.start()
-            c.pgbench(["-i", "-s", str(a.scale), "-q"])
+    variants = variants_of(module_dir, a)
+    with started(variants) as clusters:
         for c in clusters.values():
+            c.pgbench(["-i", "-s", str(a.scale), "-q"])
             path = c.root + "/one.sql"
             with open(path, "w") as f:
                 f.write("SELECT 1;\n")
@@ -232,21 +232,18 @@ def throughput(module_dir, a):
                 res = run(c, wargs + ["-c", str(n), "-j", str(n)], a.duration)
                 results.setdefault((w, n, v), []).append(res)
             print("round %d of %d done" % (rnd + 1, a.rounds), file=sys.stderr, flush=True)
-        for w, (wname, _) in enumerate(workloads):
-            for n in a.clients:
-                print("\n%s, %d client%s (%d rounds of %d s, medians):"
-                      % (wname, n, "s" if n > 1 else "", a.rounds, a.duration))
-                print("  %-22s %10s %6s %12s %6s %14s %6s" % ("", "TPS", "x", "latency ms",
-                                                             "x", "CPU us/tx", "x"))
-                base = [statistics.median(x) for x in zip(*results[(w, n, "none")])]
-                for v, _, _ in variants:
-                    m = [statistics.median(x) for x in zip(*results[(w, n, v)])]
-                    print("  %-22s %10.0f %6.3f %12.4f %6.3f %14.2f %6.3f"
-                          % (v, m[0], m[0] / base[0], m[1], m[1] / base[1], m[2],
-                             m[2] / base[2]))
-    finally:
-        for c in clusters.values():
-            c.cleanup()
+    for w, (wname, _) in enumerate(workloads):
+        for n in a.clients:
+            print("\n%s, %d client%s (%d rounds of %d s, medians):"
+                  % (wname, n, "s" if n > 1 else "", a.rounds, a.duration))
+            print("  %-22s %10s %6s %12s %6s %14s %6s" % ("", "TPS", "x", "latency ms",
+                                                         "x", "CPU us/tx", "x"))
+            base = [statistics.median(x) for x in zip(*results[(w, n, "none")])]
+            for v, _, _ in variants:
+                m = [statistics.median(x) for x in zip(*results[(w, n, v)])]
+                print("  %-22s %10.0f %6.3f %12.4f %6.3f %14.2f %6.3f"
+                      % (v, m[0], m[0] / base[0], m[1], m[1] / base[1], m[2],
+                         m[2] / base[2]))
 
 
 def memory(module_dir, a):

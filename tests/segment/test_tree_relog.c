@@ -48,13 +48,7 @@ static struct pcpu_segment *seg_of(void)
 
 static pcpu_counter_t counter(const char *id)
 {
-	const char *v[1] = {id};
-	pcpu_counter_t c = pcpu_family_counter(fam, v);
-
-	if (!c)
-		fprintf(stderr, "series id=%s: %s\n", id, pcpu_stats_error());
-	CHECK(c);
-	return c;
+	return tree_series(fam, id);
 }
 
 static pcpu_counter_t counterf(const char *fmt, int i)

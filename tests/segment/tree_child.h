@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the shared-tree tests (test_shared_registry.c, test_tree_hardening.c,
- * test_tree_relabel.c, test_tree_relabel_reuse.c) do around their
+ * test_tree_relabel.c, test_tree_relabel_reuse.c, test_tree_index_fork.c,
+ * test_tree_relog.c) do around their
  * processes: make and remove a published tree, wait for a child that must
  * exit 0, and open or read the tree's segment ("tree" in `dir`) as an
  * outside reader does.
@@ -52,6 +53,19 @@ static inline pcpu_segment_t *publish_requests_tree(char *dir, size_t max_string
 		fprintf(stderr, "publish: %s\n", pcpu_segment_error());
 	CHECK(seg);
 	return seg;
+}
+
+/* The series of family `fam` (one label) with label value id, registered
+ * or adopted; a failure says why and fails. */
+static inline pcpu_counter_t tree_series(pcpu_family_t *fam, const char *id)
+{
+	const char *v[1] = {id};
+	pcpu_counter_t c = pcpu_family_counter(fam, v);
+
+	if (!c)
+		fprintf(stderr, "series id=%s: %s\n", id, pcpu_stats_error());
+	CHECK(c);
+	return c;
 }
 
 /* Unpublishes seg, destroys reg and removes folder dir. */
