@@ -23,9 +23,11 @@ one-statement script (SELECT 1, -M prepared), at each client count (-c N
 -j N). Each round runs every workload, client count and variant once for
 --duration seconds, in a shuffled order. Printed: the medians over the
 rounds of transactions per second, of the average latency and of the
-backends' CPU time per transaction (user + system of the postmaster's
-reaped children -- the backends, which exit when pgbench disconnects --
-over the transactions), each with its ratio to no module. The CPU time per
+server's CPU time per transaction (user + system of the postmaster's
+children: the reaped ones -- the backends, which exit when pgbench
+disconnects -- and the running ones, the background processes and
+pcpu_stat_statements' evictor; before 2026-11-29 04:00 UTC the reaped ones
+only), over the transactions, each with its ratio to no module. The CPU time per
 transaction is what a module costs; on a machine other programs load it
 moves much less than the throughput does.
 
@@ -35,8 +37,8 @@ and pg_stat_statements.max 5,000), so that the table holds N entries, as
 a server's does after a while; then pgbench -C (a new connection, so a new
 backend, per transaction) runs -S at 2 clients for --connect-tx
 transactions per client, in --rounds rounds, the variants in a shuffled
-order. Printed: the medians of the backends' CPU time per connection (as
-above: the reaped children's), of TPS and of the minor page faults per
+order. Printed: the medians of the server's CPU time per connection (as
+above), of TPS and of the minor page faults per
 connection (the postmaster's reaped children's), each with its ratio to no
 module. What a connection costs is what a server without a connection
 pooler pays per client.
@@ -47,7 +49,7 @@ that counts the rows of a random one (SELECT count(*) FROM t<k>: N
 distinct statements) with max = 1,000 in both modules, so that the table
 is always full and new statements keep evicting old ones (the workload
 of Tantor's "unique statements" figure, scaled down). Printed: the
-medians of TPS and of the backends' CPU per transaction, with their
+medians of TPS and of the server's CPU per transaction, with their
 ratios to no module, and each module's evictions (dealloc).
 
 Memory: a cluster with pcpu_stat_statements alone, PCPU_NSLOTS = 2 (the
@@ -75,12 +77,26 @@ VARIANTS = [("none", ""), ("pg_stat_statements", "pg_stat_statements"),
 
 
 def children_cpu(c):
-    """The postmaster's reaped children's CPU time, in clock ticks."""
+    """The CPU time of the postmaster's children, in clock ticks: the
+    reaped ones' (backends that have exited) and the running ones' (the
+    background processes, pcpu_stat_statements' evictor among them, which
+    live as long as the server)."""
     with open(c.data + "/postmaster.pid") as f:
         pid = int(f.readline())
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return int(fields[13]) + int(fields[14])  # cutime, cstime
+    ticks = int(fields[13]) + int(fields[14])  # cutime, cstime
+    for child in os.listdir("/proc"):
+        if not child.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % child) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile: counted in cutime once reaped
+        if int(fields[1]) == pid:  # ppid
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks
 
 
 def children_minflt(c):
@@ -175,8 +191,9 @@ def churn(module_dir, a):
     with started(variants, "pcpu_stat_statements.max = 1000\npg_stat_statements.max = 1000\n") \
             as clusters:
         for c in clusters.values():
-            c.psql("DO $$ BEGIN FOR i IN 1..%d LOOP EXECUTE format('CREATE TABLE t%%s (x int)', i); "
-                   "END LOOP; END $$" % a.churn)
+            for first in range(1, a.churn + 1, 1000):  # a transaction per 1,000: its locks
+                c.psql("DO $$ BEGIN FOR i IN %d..%d LOOP EXECUTE format('CREATE TABLE t%%s (x int)', "
+                       "i); END LOOP; END $$" % (first, min(first + 999, a.churn)))
             with open(c.root + "/churn.sql", "w") as f:
                 f.write("\\set k random(1, %d)\nSELECT count(*) FROM t:k;\n" % a.churn)
             os.chmod(c.root + "/churn.sql", 0o644)

@@ -125,6 +125,11 @@ typedef struct {
 	/* The series sets (pss_reuse.c), set by the evictor at each poll
 	 * (slot-0 words of unlabelled gauges: atomic stores only). */
 	int64 *sets_made, *sets_retired, *sets_free;
+	/* The evictor's reads of the whole tree (slot-0 word of a counter:
+	 * atomic adds only). */
+	int64 *tree_reads;
+	/* The counting backends' registrations of entries (pss_entry_get()). */
+	pcpu_counter_t registrations;
 	int max; /* pcpu_stat_statements.max: the entries the table keeps */
 	bool group_read; /* pcpu_stat_statements.group set: its gid */
 	gid_t gid;
@@ -151,6 +156,13 @@ typedef struct {
 	 * retired in a later generation (pss_section_enter()). */
 	int set;
 	uint64 gen;
+	/* The set's labelling its handles were taken under
+	 * (pss_set_labelling()), and whether its set was retired since
+	 * (pss_entry_purge()): then it is not counted into until the key
+	 * takes the set back -- its handles still good when that set has
+	 * the same labelling, taken anew otherwise (pss_entry_get()). */
+	uint32 labelled;
+	bool stale;
 	pcpu_counter_t c[NCOUNTERS];
 	pcpu_counter_t f[NFRACTIONS];
 	pcpu_histogram_t *h; /* the execution times (EXEC_HIST) */
@@ -204,8 +216,12 @@ bool pss_entry_register(pss_entry *e, const char *text, int text_len);
 /* Forgets this process's entry of `key` (its handles), if any. */
 void pss_entry_forget(const pss_key *key);
 
-/* Forgets this process's entries whose set was retired after they were
- * taken (pss_reuse.c's generations), or every entry (all). */
+/* Marks this process's entry of `key` stale, if it has one with a set: not
+ * used until the key takes a set again (pss_entry_get()). */
+void pss_entry_stale(const pss_key *key);
+
+/* Marks stale this process's entries whose set was retired after they
+ * were taken (pss_reuse.c's generations), or forgets every entry (all). */
 void pss_entry_purge(bool all);
 
 /* Said once per process: an entry or text refused, and why. */
@@ -300,6 +316,17 @@ bool pss_sets_text(const pss_entry *e, int64 epoch, const char *const v[6]);
  * retired sets that no counting section can still use, for reuse. */
 void pss_sets_retire(pss_entry **victims, int n);
 void pss_sets_reclaim(void);
+
+/* The evictor: the keys and numbers of the sets in use (LIVE: their key's
+ * entry in the table, or counted since its last reset), at most `max`,
+ * each with its labelling (a number that changes each time the set's
+ * series take a key: made or relabelled); their count. Takes the sets'
+ * lock shared, for one pass over the sets. */
+int pss_sets_live(pss_key *keys, int *sets, uint32 *labelled, int max);
+
+/* Set `set`'s labelling (pss_sets_live()), the sets' lock held: 0 for
+ * none (-1, or no shared memory). */
+uint32 pss_set_labelling(int set);
 
 /* Whether set `set` was retired in a generation after `gen` (a plain load:
  * the generation's acquire ordered it). */

@@ -129,6 +129,7 @@ static const char *const text_labels[] = {"userid", "dbid", "queryid", "toplevel
 					  "query"};
 
 static HTAB *local_entries;
+static long nstale; /* its entries marked stale (pss_entry_purge()) */
 
 /* ---- making the tree ------------------------------------------------------------------ */
 
@@ -220,6 +221,22 @@ static bool tree_words(void)
 		.name = PSS_NAME "_sets_free",
 		.help = "Evicted entries' series sets free for new statements",
 		.type = PCPU_METRIC_GAUGE};
+	/* The evictor's reads of the whole tree (pss_evict.c): every
+	 * export_interval, and when the sets in use could not rank the table. */
+	static const struct pcpu_family_desc evictor_reads = {
+		.name = PSS_NAME "_evictor_reads",
+		.help = "Times the evictor read every series of the tree (every export_interval, "
+			"and when ranking the sets in use could not bring the table under the bound)",
+		.type = PCPU_METRIC_COUNTER};
+	/* Registrations of an entry's series by counting backends: a
+	 * statement met for the first time by the backend, or whose set was
+	 * relabelled since it last counted it (pss_entry_get()). */
+	static const struct pcpu_family_desc registrations = {
+		.name = PSS_NAME "_registrations",
+		.help = "Times a backend registered a statement's series: met for the first time "
+			"by that backend, or its series relabelled since",
+		.type = PCPU_METRIC_COUNTER};
+	pcpu_family_t *f;
 
 	pss_tree.stats_reset = tree_word(&stats_reset);
 	pss_tree.nlive = pss_tree.stats_reset ? tree_word(&pss_entries_desc) : NULL;
@@ -227,7 +244,13 @@ static bool tree_words(void)
 	pss_tree.sets_made = pss_tree.dealloc ? tree_word(&sets_made) : NULL;
 	pss_tree.sets_retired = pss_tree.sets_made ? tree_word(&sets_retired) : NULL;
 	pss_tree.sets_free = pss_tree.sets_retired ? tree_word(&sets_free) : NULL;
-	return pss_tree.sets_free != NULL;
+	pss_tree.tree_reads = pss_tree.sets_free ? tree_word(&evictor_reads) : NULL;
+	f = pss_tree.tree_reads ? pcpu_registry_family(pss_tree.reg, &registrations) : NULL;
+	pss_tree.registrations = f ? pcpu_family_counter(f, NULL) : NULL;
+	if (pss_tree.tree_reads != NULL && pss_tree.registrations == NULL)
+		snprintf(pss_tree.why, sizeof(pss_tree.why), "%s: %s", registrations.name,
+			 pcpu_stats_error());
+	return pss_tree.registrations != NULL;
 }
 
 #define UNIX_TO_PG_USECS                                                                       \
@@ -419,8 +442,13 @@ HTAB *pss_local_entries(void)
 
 void pss_entry_forget(const pss_key *key)
 {
-	if (local_entries != NULL)
-		(void)hash_search(local_entries, key, HASH_REMOVE, NULL);
+	pss_entry *e;
+
+	if (local_entries == NULL)
+		return;
+	e = (pss_entry *)hash_search(local_entries, key, HASH_REMOVE, NULL);
+	if (e != NULL && e->stale)
+		nstale--;
 }
 
 /*
@@ -436,24 +464,48 @@ pss_entry *pss_entry_get(const pss_key *key, const char *text, int text_len, pss
 {
 	pss_entry *e;
 	bool found, ok;
+	int was = -1;
 
 	e = (pss_entry *)hash_search(pss_local_entries(), key, HASH_ENTER, &found);
-	if (found)
+	if (found && !e->stale)
 		return e;
+	if (found) {
+		/* Its set was retired since its handles were taken (an
+		 * eviction): the key takes a set again below. */
+		was = e->set;
+		nstale--;
+	}
+	e->stale = false;
 	e->set = -1;
 	e->gen = pss_section_gen();
 	if (!pss_sets_take(e, mode)) {
 		pss_entry_forget(key);
 		return NULL;
 	}
+	if (was >= 0 && e->set == was && pss_set_labelling(was) == e->labelled) {
+		/* Its own set back, its series never relabelled since (the
+		 * same labelling): still the key's, and the handles good --
+		 * no registration, which, for an evicted statement met again,
+		 * was most of what it cost (bench/postgresql.md, "Eviction
+		 * churn"). As a new entry's: extremes and table at the first
+		 * count; a text anew if a reset moved its epoch meanwhile
+		 * (pss_entry_check(): text_epoch is kept). */
+		pss_sets_done(e);
+		e->resets_seen = -1;
+		e->text_resets_seen = -1;
+		return e;
+	}
 	/* Registered under the sets' lock: the set's series are whole (made
 	 * or relabelled for the key) before another process meets it. */
 	ok = pss_entry_register(e, text, text_len);
+	e->labelled = pss_set_labelling(e->set);
 	pss_sets_done(e);
 	if (!ok) {
 		pss_entry_forget(key);
 		return NULL;
 	}
+	if (mode == PSS_COUNT)
+		pcpu_counter_add(pss_tree.registrations, 1);
 	return e;
 }
 
@@ -602,6 +654,23 @@ int pss_text_info(pcpu_registry_t *reg, const char *const v[6])
 				  lengthof(text_labels), text_labels, v);
 }
 
+/* The stale entries forgotten once they outnumber the sets: no more can be
+ * taken back. */
+static void stale_trim(void)
+{
+	HASH_SEQ_STATUS it;
+	pss_entry *e;
+
+	if (nstale <= pss_max_sets)
+		return;
+	/* dynahash allows removing the element just returned by the scan. */
+	hash_seq_init(&it, local_entries);
+	while ((e = (pss_entry *)hash_seq_search(&it)) != NULL)
+		if (e->stale)
+			(void)hash_search(local_entries, &e->key, HASH_REMOVE, NULL);
+	nstale = 0;
+}
+
 void pss_entry_purge(bool all)
 {
 	HASH_SEQ_STATUS it;
@@ -609,14 +678,39 @@ void pss_entry_purge(bool all)
 
 	if (local_entries == NULL)
 		return;
-	/* dynahash allows removing the element just returned by the scan. */
+	/* Stale ones are kept: pss_entry_get() takes them back cheaply. */
 	hash_seq_init(&it, local_entries);
-	while ((e = (pss_entry *)hash_seq_search(&it)) != NULL)
-		if (all || (e->set >= 0 && pss_set_retired_after(e->set, e->gen)))
+	while ((e = (pss_entry *)hash_seq_search(&it)) != NULL) {
+		if (all) {
 			(void)hash_search(local_entries, &e->key, HASH_REMOVE, NULL);
+		} else if (!e->stale && e->set >= 0 && pss_set_retired_after(e->set, e->gen)) {
+			e->stale = true;
+			nstale++;
+		}
+	}
+	if (all)
+		nstale = 0;
+	else
+		stale_trim();
+}
+
+void pss_entry_stale(const pss_key *key)
+{
+	pss_entry *e = pss_entry_find(key);
+
+	if (e != NULL && e->set >= 0) {
+		e->stale = true;
+		nstale++;
+		stale_trim();
+	}
 }
 
 pss_entry *pss_entry_find(const pss_key *key)
 {
-	return local_entries ? (pss_entry *)hash_search(local_entries, key, HASH_FIND, NULL) : NULL;
+	pss_entry *e;
+
+	if (local_entries == NULL)
+		return NULL;
+	e = (pss_entry *)hash_search(local_entries, key, HASH_FIND, NULL);
+	return e != NULL && !e->stale ? e : NULL;
 }

@@ -28,6 +28,11 @@ Scenarios:
            first round -- a set's text relabelled for the statement that
            takes it -- and every statement listed (and exported) shows its
            own text, pg_stat_statements' (scenario_texts' docstring).
+  returns  evicted statements met again by the backend that counted them
+           take their own sets back with the handles it had (no
+           registration), new statements do not relabel sets freed
+           moments ago, and the evictor ranks the table without reading
+           the tree (scenario_returns' docstring).
 
 Exit status: 0 passed, 1 failed, 77 cannot run here (as pg_test.py).
 """
@@ -144,6 +149,40 @@ def sets(c):
             fail("no %s in pcpustat's output:\n%s" % (fam, r.stdout))
         out[name] = int(m.group(1))
     return out
+
+
+def words(c):
+    """The tree's unlabelled words, read with pcpustat (no SQL: a query
+    would register statements itself): entries, dealloc, sets made,
+    registrations, evictor_reads."""
+    names = {"entries": "pcpu_stat_statements_entries",
+             "dealloc": "pcpu_stat_statements_dealloc_total",
+             "made": "pcpu_stat_statements_sets",
+             "registrations": "pcpu_stat_statements_registrations_total",
+             "reads": "pcpu_stat_statements_evictor_reads_total"}
+    argv = [os.environ.get("PCPUSTAT", "pcpustat"), "-d", tree_folder(c),
+            "postgresql.%d" % c.port] + [n + "*" for n in names.values()]
+    r = c.as_user(argv, capture_output=True, text=True)
+    if r.returncode != 0:
+        fail("pcpustat: %s%s" % (r.stdout, r.stderr))
+    out = {}
+    for key, fam in names.items():
+        m = re.search(r"^\s*%s\s+(\d+)\s*$" % fam, r.stdout, re.M)
+        if m is None:
+            fail("no %s in pcpustat's output:\n%s" % (fam, r.stdout))
+        out[key] = int(m.group(1))
+    return out
+
+
+def wait_words(c, ok, what):
+    deadline = time.time() + 60
+    while True:
+        w = words(c)
+        if ok(w):
+            return w
+        if time.time() > deadline:
+            fail("%s: not after 60 s (%r)" % (what, w))
+        time.sleep(0.1)
 
 
 def used_bytes(c):
@@ -481,8 +520,67 @@ def scenario_texts(c):
                                exported, len(texts), epochs))
 
 
+def scenario_returns(c):
+    """Evicted statements met again by the backend that counted them, and
+    the evictor's passes, cost no registration and no read of the tree:
+    - a session S runs 150 distinct statements (1.5 x max) once; the
+      evictor takes the table back under the bound (60 evicted);
+    - another session runs 20 new statements: the evicted ones' sets,
+      freed moments ago, are not relabelled for them (new sets are made:
+      max_keys has room) -- sets made + 20;
+    - S runs its 150 three times more, the evictor taking the table back
+      under the bound after each (dealloc + 3 at least); meanwhile, with
+      export_interval at an hour, the counting backends register nothing
+      (S takes its statements' own sets back, unrelabelled, with the
+      handles it had) and the evictor reads the tree at most once (it
+      ranks the table from the sets in use);
+    - no entry counts more than pg_stat_statements'; the statements kept
+      in the table through the last pass count as many as
+      pg_stat_statements'."""
+    c.psql("CREATE EXTENSION pg_stat_statements; CREATE EXTENSION pcpu_stat_statements;")
+    c.psql("ALTER SYSTEM SET pcpu_stat_statements.export_interval = 3600")
+    c.psql("SELECT pg_reload_conf()")
+    mine = distinct(0, 150)
+    s = Session(c)
+    try:
+        s.send(mine)
+        s.sync()
+        w0 = wait_words(c, lambda w: w["entries"] <= MAX and w["dealloc"] >= 1,
+                        "the table under the bound after S's first round")
+        fill(c, "new.sql", distinct(150, 20), times=1)
+        w1 = words(c)
+        passes = w1["dealloc"]
+        for r in range(3):
+            s.send(mine)
+            s.sync()
+            w = wait_words(c, lambda w: w["entries"] <= MAX and w["dealloc"] > passes,
+                           "the table under the bound after S's round %d" % (r + 2))
+            passes = w["dealloc"]
+        w2 = words(c)
+    finally:
+        s.close()
+    if w1["made"] - w0["made"] < 20:
+        fail("20 new statements took %d new sets (want 20: the free ones were freed "
+             "moments ago, their statements likely back soon): %r, %r"
+             % (w1["made"] - w0["made"], w0, w1))
+    if w2["registrations"] != w1["registrations"]:
+        fail("S's statements, evicted and met again, registered %d times (want 0: their "
+             "own sets back, the handles S had): %r, %r"
+             % (w2["registrations"] - w1["registrations"], w1, w2))
+    if w2["dealloc"] - w1["dealloc"] < 3 or w2["reads"] - w1["reads"] > 1:
+        fail("%d eviction passes, %d reads of the whole tree (want >= 3 passes, <= 1 read): "
+             "%r, %r" % (w2["dealloc"] - w1["dealloc"], w2["reads"] - w1["reads"], w1, w2))
+    read = exact_or_fewer(c, [])
+    print("150 statements through a table of %d, 3 rounds more: %d eviction passes, %d "
+          "registrations, %d reads of the tree (%d in all); 20 new statements took %d new "
+          "sets; %d entries read, none counting more than pg_stat_statements'"
+          % (MAX, w2["dealloc"] - w1["dealloc"], w2["registrations"] - w1["registrations"],
+             w2["reads"] - w1["reads"], w2["reads"], w1["made"] - w0["made"], len(read)))
+
+
 def main():
-    if len(sys.argv) != 3 or sys.argv[1] not in ("rounds", "stopped", "crash", "texts"):
+    if len(sys.argv) != 3 or sys.argv[1] not in ("rounds", "stopped", "crash", "texts",
+                                                  "returns"):
         print(__doc__, file=sys.stderr)
         sys.exit(2)
     scenario, module_dir = sys.argv[1], sys.argv[2]
@@ -503,6 +601,8 @@ def main():
             scenario_stopped(c)
         elif scenario == "texts":
             scenario_texts(c)
+        elif scenario == "returns":
+            scenario_returns(c)
         else:
             scenario_crash(c)
         said = [line for line in full_log(c).splitlines()
