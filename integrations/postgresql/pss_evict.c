@@ -161,10 +161,12 @@ static void evict_rows(HTAB *rows)
 
 /* This worker's handles of the series that rank a set's entry: its calls,
  * plans and times, and its live word, taken under the set's labelling
- * `labelled` (0: none yet). One per set, for the worker's life: a set keeps
- * its series (and storage) for good, and only a new labelling -- another
- * key taking it, pcpu_family_relabel() -- makes them another series, whose
- * handles the next look takes. */
+ * `labelled` (0: none yet). One per set, for the worker's life: only a new
+ * labelling -- another key taking the set (pcpu_family_relabel()), or,
+ * after a crash restart, a key's own series taking its number
+ * (pss_sets_take()) -- makes them other series, whose handles the next
+ * look takes. A LIVE set keeps its labelling until this worker retires
+ * it: the handles hold from pss_sets_live() to the fetches. */
 typedef struct {
 	uint32 labelled;
 	pcpu_counter_t use[2], time[2];
@@ -273,11 +275,12 @@ void pss_evict_main(Datum arg)
 			continue;
 		/* The retired sets no section can hold any more: free. */
 		pss_sets_reclaim();
-		/* The tree is read when the count says the table is past
-		 * the bound, and every export_interval: to export, and to
-		 * find a table past it whose count is short (a backend killed
-		 * between its CAS and its add). An error ends the worker; the
-		 * postmaster starts another. */
+		/* Past the bound by the count: the table ranked from the sets
+		 * in use. The whole tree is read every export_interval -- to
+		 * export, and to find a table past the bound whose count is
+		 * short (a backend killed between its CAS and its add) -- and
+		 * when the sets could not account for the count. An error
+		 * ends the worker; the postmaster starts another. */
 		due = GetCurrentTimestamp() >= next_read;
 		past = __atomic_load_n(pss_tree.nlive, __ATOMIC_RELAXED) > pss_tree.max;
 		MemoryContextSwitchTo(cxt);
