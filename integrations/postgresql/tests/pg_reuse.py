@@ -134,32 +134,10 @@ def tree_folder(c):
     return os.path.dirname(tree_path(c))
 
 
-def sets(c):
-    """The tree's gauges of the series sets: {made, retired, free}."""
-    argv = [os.environ.get("PCPUSTAT", "pcpustat"), "-d", tree_folder(c),
-            "postgresql.%d" % c.port, "pcpu_stat_statements_sets*"]
-    r = c.as_user(argv, capture_output=True, text=True)
-    if r.returncode != 0:
-        fail("pcpustat: %s%s" % (r.stdout, r.stderr))
-    out = {}
-    for name in ("made", "retired", "free"):
-        fam = "pcpu_stat_statements_sets" + ("" if name == "made" else "_" + name)
-        m = re.search(r"^\s*%s\s+(\d+)\s*$" % fam, r.stdout, re.M)
-        if m is None:
-            fail("no %s in pcpustat's output:\n%s" % (fam, r.stdout))
-        out[name] = int(m.group(1))
-    return out
-
-
-def words(c):
-    """The tree's unlabelled words, read with pcpustat (no SQL: a query
-    would register statements itself): entries, dealloc, sets made,
-    registrations, evictor_reads."""
-    names = {"entries": "pcpu_stat_statements_entries",
-             "dealloc": "pcpu_stat_statements_dealloc_total",
-             "made": "pcpu_stat_statements_sets",
-             "registrations": "pcpu_stat_statements_registrations_total",
-             "reads": "pcpu_stat_statements_evictor_reads_total"}
+def tree_words(c, names):
+    """The tree's unlabelled series `names` ({key: family}), read with
+    pcpustat (no SQL: a query would register statements itself):
+    {key: value}."""
     argv = [os.environ.get("PCPUSTAT", "pcpustat"), "-d", tree_folder(c),
             "postgresql.%d" % c.port] + [n + "*" for n in names.values()]
     r = c.as_user(argv, capture_output=True, text=True)
@@ -172,6 +150,23 @@ def words(c):
             fail("no %s in pcpustat's output:\n%s" % (fam, r.stdout))
         out[key] = int(m.group(1))
     return out
+
+
+def sets(c):
+    """The tree's gauges of the series sets: {made, retired, free}."""
+    return tree_words(c, {"made": "pcpu_stat_statements_sets",
+                          "retired": "pcpu_stat_statements_sets_retired",
+                          "free": "pcpu_stat_statements_sets_free"})
+
+
+def words(c):
+    """The tree's words scenario_returns watches: entries, dealloc, sets
+    made, registrations, evictor_reads."""
+    return tree_words(c, {"entries": "pcpu_stat_statements_entries",
+                          "dealloc": "pcpu_stat_statements_dealloc_total",
+                          "made": "pcpu_stat_statements_sets",
+                          "registrations": "pcpu_stat_statements_registrations_total",
+                          "reads": "pcpu_stat_statements_evictor_reads_total"})
 
 
 def wait_words(c, ok, what):
