@@ -317,12 +317,19 @@ bool pss_sets_text(const pss_entry *e, int64 epoch, const char *const v[6]);
 void pss_sets_retire(pss_entry **victims, int n);
 void pss_sets_reclaim(void);
 
-/* The evictor: the keys and numbers of the sets in use (LIVE: their key's
- * entry in the table, or counted since its last reset), at most `max`,
- * each with its labelling (a number that changes each time the set's
- * series take a key: made or relabelled); their count. Takes the sets'
- * lock shared, for one pass over the sets. */
-int pss_sets_live(pss_key *keys, int *sets, uint32 *labelled, int max);
+/* A set in use as the evictor sees it (pss_sets_live()): its number, its
+ * key, and its labelling (a number that changes each time the set's
+ * series take a key: made or relabelled). */
+typedef struct {
+	pss_key key;
+	int set;
+	uint32 labelled;
+} pss_live_set;
+
+/* The evictor: the sets in use (LIVE: their key's entry in the table, or
+ * counted since its last reset), at most `max`, into out; their count.
+ * Takes the sets' lock shared, for one pass over the sets. */
+int pss_sets_live(pss_live_set *out, int max);
 
 /* Set `set`'s labelling (pss_sets_live()), the sets' lock held: 0 for
  * none (-1, or no shared memory). */

@@ -220,9 +220,7 @@ static uint64 value(pcpu_counter_t c)
  */
 static bool evict_sets(void)
 {
-	pss_key *keys = palloc(sizeof(pss_key) * pss_max_sets);
-	int *sets = palloc(sizeof(int) * pss_max_sets);
-	uint32 *labelled = palloc(sizeof(uint32) * pss_max_sets);
+	pss_live_set *sets = palloc(sizeof(pss_live_set) * pss_max_sets);
 	victim *v = palloc(sizeof(victim) * (pss_max_sets + 1));
 	int i, nsets;
 	long n = 0;
@@ -230,15 +228,15 @@ static bool evict_sets(void)
 	if (ranks == NULL)
 		ranks = MemoryContextAllocZero(TopMemoryContext,
 					       sizeof(rank_handles) * pss_max_sets);
-	nsets = pss_sets_live(keys, sets, labelled, pss_max_sets);
+	nsets = pss_sets_live(sets, pss_max_sets);
 	for (i = 0; i < nsets; i++) {
-		rank_handles *h = &ranks[sets[i]];
+		rank_handles *h = &ranks[sets[i].set];
 
-		if (h->labelled != labelled[i] && !rank_take(h, &keys[i], labelled[i]))
+		if (h->labelled != sets[i].labelled && !rank_take(h, &sets[i].key, sets[i].labelled))
 			continue; /* refused: ranked by the whole read only */
 		if (__atomic_load_n(h->live, __ATOMIC_RELAXED) != 1)
 			continue;
-		v[n].key = &keys[i];
+		v[n].key = &sets[i].key;
 		v[n].row = NULL;
 		v[n].use = value(h->use[0]) + value(h->use[1]);
 		v[n].time = value(h->time[0]) + value(h->time[1]);

@@ -397,7 +397,7 @@ uint32 pss_set_labelling(int set)
 	return shared != NULL && set >= 0 && set < pss_max_sets ? shared->sets[set].labelled : 0;
 }
 
-int pss_sets_live(pss_key *keys, int *sets, uint32 *labelled, int max)
+int pss_sets_live(pss_live_set *out, int max)
 {
 	int i, n = 0;
 
@@ -410,9 +410,9 @@ int pss_sets_live(pss_key *keys, int *sets, uint32 *labelled, int max)
 	LWLockAcquire(shared->lock, LW_SHARED);
 	for (i = 0; i < shared->nsets && n < max; i++)
 		if (shared->sets[i].state == SET_LIVE) {
-			keys[n] = shared->sets[i].key;
-			labelled[n] = shared->sets[i].labelled;
-			sets[n++] = i;
+			out[n].key = shared->sets[i].key;
+			out[n].set = i;
+			out[n++].labelled = shared->sets[i].labelled;
 		}
 	LWLockRelease(shared->lock);
 	return n;

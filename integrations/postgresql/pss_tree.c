@@ -654,6 +654,13 @@ int pss_text_info(pcpu_registry_t *reg, const char *const v[6])
 				  lengthof(text_labels), text_labels, v);
 }
 
+/* The entry not used until its key takes a set again (pss_entry_get()). */
+static void mark_stale(pss_entry *e)
+{
+	e->stale = true;
+	nstale++;
+}
+
 /* The stale entries forgotten once they outnumber the sets: no more can be
  * taken back. */
 static void stale_trim(void)
@@ -684,8 +691,7 @@ void pss_entry_purge(bool all)
 		if (all) {
 			(void)hash_search(local_entries, &e->key, HASH_REMOVE, NULL);
 		} else if (!e->stale && e->set >= 0 && pss_set_retired_after(e->set, e->gen)) {
-			e->stale = true;
-			nstale++;
+			mark_stale(e);
 		}
 	}
 	if (all)
@@ -699,8 +705,7 @@ void pss_entry_stale(const pss_key *key)
 	pss_entry *e = pss_entry_find(key);
 
 	if (e != NULL && e->set >= 0) {
-		e->stale = true;
-		nstale++;
+		mark_stale(e);
 		stale_trim();
 	}
 }
