@@ -275,6 +275,39 @@ PCPU_API int pcpu_family_relabel(pcpu_family_t *fam, const char *const *old_valu
 				 const char *const *new_values);
 
 /**
+ * pcpu_family_relabel() for the series of one key in several families at
+ * once: in each of the n families `fams` (of one shared registry, each
+ * named once), the series with label values old_values becomes the series
+ * with label values new_values -- all of them or none. For a server that
+ * keeps several families per key (requests, bytes, a latency histogram...)
+ * and gives an expired key's series to a new key: one call instead of n,
+ * and no key left half relabelled when one of them cannot be (its room in
+ * the string table, say).
+ *
+ * The label values are each family's own (as in pcpu_family_counter()):
+ * every family takes the same number of them. Readers see the entries
+ * change in the order of `fams` (list last the family by which a reader
+ * tells a key is whole). The other processes of the tree follow the whole
+ * relabelling as one (the tree's relabel log holds it as a run of adjacent
+ * directory entries, or a few).
+ *
+ * Precondition: as pcpu_family_relabel()'s, for every series named.
+ *
+ * Returns 0, or -1 with errno, and nothing relabelled: EINVAL (fams NULL,
+ * n 0, a family NULL, named twice or of another registry, label values as
+ * pcpu_family_relabel() refuses them), and pcpu_family_relabel()'s errors
+ * for any one family (the message names it when n > 1): ENOENT, EEXIST,
+ * ENOSPC or E2BIG (the string table cannot take all of the new values),
+ * ENOTSUP, ENOMEM. Thread-safe; not async-signal-safe (the registry's
+ * mutex, the tree's lock, once). Cost: pcpu_family_relabel()'s hash
+ * lookups and entry rewrite per family, under one taking of the locks;
+ * then, in every process of the tree, once, an update of its index per
+ * entry and a look at its series on them.
+ */
+PCPU_API int pcpu_families_relabel(pcpu_family_t *const *fams, size_t n,
+				   const char *const *old_values, const char *const *new_values);
+
+/**
  * Convenience: the unlabelled counter `name` (family created as needed with
  * `help`). Same errors as pcpu_registry_family() and pcpu_family_counter().
  * Thread-safe; not async-signal-safe. Cost: two mutex sections; keep the

@@ -124,7 +124,7 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
-enum { SET_LIVE = 1, SET_RETIRED, SET_FREE, SET_LOST };
+enum { SET_LIVE = 1, SET_RETIRED, SET_FREE };
 
 /* Eviction passes (generations) after which a free set is cold: a new key
  * relabels it rather than make a new set (pss_sets_take()). */
@@ -453,12 +453,15 @@ static void free_unlink(int set)
 	shared->nfree--;
 }
 
-/* Every family's series of the set from label values `from` to `to`, calls
- * last (the view lists the new key once the rest is done). 0; -1 with errno when the first
- * failed (nothing moved: EEXIST, `to` exists; ENOSPC, the directory's
- * string table is full...); -2 when a later one did (half moved). A
- * series already moved (EEXIST: `to` there, ENOENT: `from` gone) counts
- * as moved past the first. */
+/* Every family's series of the set from label values `from` to `to`, in
+ * one pcpu_families_relabel() -- all or none --, calls last (the view lists
+ * the new key once the rest is done). 0; -1 with errno, nothing moved
+ * (EEXIST: `to` exists; ENOSPC: the directory's string table is full...).
+ * One by one, 39 calls, each a record of the tree's relabel log, made the
+ * other processes index the whole directory anew when a churn of
+ * statements overflowed the log between two of their looks
+ * (bench/postgresql.md, "Eviction churn: a key's series relabelled at
+ * once"). */
 static int relabel_set(const char *const *from, const char *const *to)
 {
 	pcpu_family_t *fam[SERIES_PER_ENTRY];
@@ -475,11 +478,51 @@ static int relabel_set(const char *const *from, const char *const *to)
 	fam[n++] = pss_tree.entry_resets;
 	fam[n++] = pss_tree.entry_live;
 	fam[n++] = pss_tree.counters[C_CALLS];
-	for (i = 0; i < n; i++)
-		if (pcpu_family_relabel(fam[i], from, to) != 0 &&
-		    (i == 0 || (errno != EEXIST && errno != ENOENT)))
-			return i == 0 ? -1 : -2;
-	return 0;
+	return pcpu_families_relabel(fam, (size_t)n, from, to);
+}
+
+/* A new key counted (the sets' lock held exclusive): the free set freed
+ * longest ago relabelled for it, unless a new set is to be made instead.
+ * True with e->set taken off the free list; false: none given. */
+static bool take_free(pss_entry *e)
+{
+	int set = shared->free_tail, r;
+	char obuf[4][24], buf[4][24];
+	const char *ov[6], *v[6];
+	pss_set *s = &shared->sets[set];
+
+	/* Freed within the last COLD_PASSES eviction passes (the oldest
+	 * freed is, so all are), and room for a new set: a new one. The free
+	 * set is likely to be its own key's again soon (an evicted statement
+	 * met again), which then takes it back as it is, while a relabelling
+	 * costs every process that holds or meets either key a registration.
+	 * Relabelling the oldest free set first, always, made a churn of 3,000
+	 * statements through a table of 1,000 relabel at most of its misses:
+	 * 0.42x no module's TPS, against 0.70-0.76x so (bench/postgresql.md,
+	 * "Eviction churn: the evictor without the tree"). */
+	if (shared->nsets < pss_max_sets && shared->gen - s->freed_gen < COLD_PASSES)
+		return false;
+	pss_key_values(&s->key, obuf, ov);
+	pss_key_values(&e->key, buf, v);
+	r = relabel_set(ov, v);
+	if (r < 0 && (errno != EEXIST || shared->nsets < pss_max_sets)) {
+		/* Nothing moved: the set stays free. EEXIST: the key's series
+		 * exist without a set, taken as a new set by the caller; else
+		 * the directory cannot take the new labels (ENOSPC). */
+		if (errno != EEXIST)
+			pss_refused("an entry's series: a free one could not be relabelled");
+		return false;
+	}
+	/* Relabelled; or (EEXIST, no new set can be made) the key's series
+	 * exist without a set (made before a crash restart): they take this
+	 * free set's number, its own series left to its old key without a
+	 * set (as a crash restart leaves the forgotten sets' series: at most
+	 * max_keys sets' per crash). Refused before: a statement of before
+	 * the crash met once the sets were all made. */
+	free_unlink(set);
+	(void)hash_search(set_hash, &s->key, HASH_REMOVE, NULL);
+	e->set = set;
+	return true;
 }
 
 bool pss_sets_take(pss_entry *e, pss_get_mode mode)
@@ -487,7 +530,6 @@ bool pss_sets_take(pss_entry *e, pss_get_mode mode)
 	set_of_key *m;
 	pss_set *s;
 	bool found;
-	int r;
 
 	if (shared == NULL)
 		return true; /* the postmaster's .save: taken at shmem_startup() */
@@ -520,61 +562,8 @@ bool pss_sets_take(pss_entry *e, pss_get_mode mode)
 		LWLockRelease(shared->lock);
 		return false;
 	}
-	while (mode == PSS_COUNT && shared->free_tail >= 0) {
-		int set = shared->free_tail;
-		char obuf[4][24], buf[4][24];
-		const char *ov[6], *v[6];
-
-		s = &shared->sets[set];
-		/* Freed within the last COLD_PASSES eviction passes (the
-		 * oldest freed is, so all are), and room for a new set: a new
-		 * one. The free set is likely to be its own key's again soon
-		 * (an evicted statement met again), which then takes it back
-		 * as it is, while a relabelling costs every process that
-		 * holds or meets either key a registration. Relabelling the
-		 * oldest free set first, always, made a churn of 3,000
-		 * statements through a table of 1,000 relabel at most of its
-		 * misses: 0.42x no module's TPS, against 0.70-0.76x so
-		 * (bench/postgresql.md, "Eviction churn: the evictor without
-		 * the tree"). */
-		if (shared->nsets < pss_max_sets && shared->gen - s->freed_gen < COLD_PASSES)
-			break;
-		pss_key_values(&s->key, obuf, ov);
-		pss_key_values(&e->key, buf, v);
-		r = relabel_set(ov, v);
-		if (r == -1 && errno == EEXIST && shared->nsets >= pss_max_sets) {
-			/* The key's series exist without a set (made before a
-			 * crash restart) and no new set can be made: they take
-			 * this free set's number, its own series left to its
-			 * old key without a set (as a crash restart leaves
-			 * the forgotten sets' series: at most max_keys sets'
-			 * per crash). Refused before: a statement of before the
-			 * crash met once the sets were all made. */
-			free_unlink(set);
-			(void)hash_search(set_hash, &s->key, HASH_REMOVE, NULL);
-			e->set = set;
-			goto take;
-		}
-		if (r == -1) {
-			/* Nothing moved: the set stays free. EEXIST: the key's
-			 * series exist without a set, taken as a new set
-			 * below; else the directory cannot take the new labels
-			 * (ENOSPC). */
-			if (errno != EEXIST)
-				pss_refused("an entry's series: a free one could not be relabelled");
-			break;
-		}
-		free_unlink(set);
-		(void)hash_search(set_hash, &s->key, HASH_REMOVE, NULL);
-		if (r == 0) {
-			e->set = set;
-			goto take;
-		}
-		/* Half relabelled: lost (never seen: the first relabelling
-		 * checks what the others need). */
-		s->state = SET_LOST;
-		pss_refused("an entry's series: a free one was half relabelled");
-	}
+	if (mode == PSS_COUNT && shared->free_tail >= 0 && take_free(e))
+		goto take;
 	if (shared->nsets < pss_max_sets) {
 		e->set = shared->nsets++;
 		goto take;

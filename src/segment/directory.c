@@ -790,8 +790,7 @@ void pcpu__directory_family_removing(struct pcpu_segment *seg, struct pcpu_famil
 
 /* ---- 2.5: segments shared by a process tree (tree.c) ---- */
 
-/* Bytes a blob of `len` takes in a tree's string table when appended, a
- * whole size class (a freed one, tree_blobs.c, may serve instead). */
+/* Bytes a blob of `len` appended to a tree's strings takes: its class's. */
 static uint64_t tree_blob_bytes(size_t len)
 {
 	return len ? (uint64_t)1 << (BLOB_MIN_SHIFT + pcpu__blob_class(len)) : 0;
@@ -848,22 +847,23 @@ int64_t pcpu__directory_series_entry(struct pcpu_segment *seg, const struct pcpu
 	return seg_map_get(&seg->series, se, &idx) == 0 ? (int64_t)idx : -1;
 }
 
-int pcpu__directory_relabel_room(struct pcpu_segment *seg, uint64_t len)
+int pcpu__directory_relabel_room(struct pcpu_segment *seg, uint64_t len, struct pcpu__blob_claims *cl)
 {
+	uint64_t more = cl->fresh + tree_blob_bytes((size_t)len);
+
 	if (len > PCPU__SEG_BLOB_MAX) {
 		errno = E2BIG;
 		return cannot_record(seg);
 	}
-	/* A freed blob of its class, or the new blob's pages now: the
-	 * rewrite cannot fail. */
-	if (pcpu__tree_blob_ready(seg, (size_t)len))
-		return 0;
-	if (seg->strings_cap - seg->strings_used < tree_blob_bytes((size_t)len) ||
+	if (pcpu__tree_blob_claim(seg, (size_t)len, cl))
+		return 0; /* a freed blob; else the pages now: no _write() fails */
+	if (seg->strings_cap - seg->strings_used < more ||
 	    reserve(seg, (uint64_t)(seg->strings - seg->map), &seg->strings_backed,
-		    seg->strings_used + tree_blob_bytes((size_t)len)) < 0) {
+		    seg->strings_used + more) < 0) {
 		errno = ENOSPC;
 		return cannot_record(seg);
 	}
+	cl->fresh = more;
 	return 0;
 }
 

@@ -68,6 +68,28 @@ int pcpu__tree_blob_ready(struct pcpu_segment *seg, size_t len)
 	return list_head(seg, pcpu__blob_class(len)) != 0;
 }
 
+int pcpu__tree_blob_claim(struct pcpu_segment *seg, size_t len, struct pcpu__blob_claims *cl)
+{
+	unsigned c, n;
+	uint64_t h;
+
+	if (!pcpu__tree_blob_ready(seg, len))
+		return 0;
+	c = pcpu__blob_class(len);
+	/* The list's blobs past those counted on, followed as _take() would
+	 * (a link out of the rules ends it). */
+	h = list_head(seg, c);
+	for (n = 0; n < cl->taken[c] && h; n++) {
+		memcpy(&h, seg->strings + h - 1, sizeof h);
+		if (h && !blob_place_ok(seg, h - 1, c))
+			h = 0;
+	}
+	if (!h)
+		return 0;
+	cl->taken[c]++;
+	return 1;
+}
+
 int pcpu__tree_blob_take(struct pcpu_segment *seg, size_t len, uint64_t *off)
 {
 	unsigned c;

@@ -126,22 +126,28 @@ static void index_again(struct pcpu_segment *seg, uint64_t idx, uint64_t strings
  * be made anew. `careful`: without the tree's lock. */
 static int index_follow(struct pcpu_segment *seg, uint64_t r, uint64_t h, int careful)
 {
-	uint64_t start = seg->relog_index_seen, strings, k;
+	uint64_t start = seg->relog_index_seen, strings, k = start, first, count, i, looked = 0;
+	int got;
 
 	if (!pcpu__tree_relog_covers(seg, seg->tree_index_relabels, start, r, h))
 		return 0;
 	strings = careful ? pcpu__tree_count(&seg->hdr->strings_used, seg->strings_cap)
 			  : seg->strings_used;
-	for (k = start; k < h; k++) {
-		uint64_t idx = pcpu__tree_relog_at(seg, k);
-
-		if (idx != UINT64_MAX)
-			index_again(seg, idx, strings);
+	while ((got = pcpu__tree_relog_next(seg, &k, h, &first, &count)) == 1) {
+		/* More entries to follow than the directory holds (the same
+		 * ones again and again, or a scribbled run): made anew. */
+		if (count > seg->entries_cap - looked)
+			return 0;
+		looked += count;
+		for (i = 0; i < count; i++)
+			index_again(seg, first + i, strings);
 	}
+	if (got < 0)
+		return 0; /* a record that names no entry: made anew */
 	/* Without the lock, relabellings meanwhile may have overwritten the
 	 * ring's slots before they were read: then it did not cover them. */
 	if (careful && __atomic_load_n(&seg->tree->relog_head, __ATOMIC_ACQUIRE) - start >
-			       seg->tree->relog_cap)
+			       pcpu__tree_relog_capacity(seg))
 		return 0;
 	seg->tree_index_relabels = r;
 	seg->relog_index_seen = h;

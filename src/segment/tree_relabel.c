@@ -44,87 +44,62 @@ static int entry_carries(struct pcpu_segment *seg, const struct pcpu__seg_entry 
 	return p == end;
 }
 
-/* CHECK and COMMIT: se's entry, rewritten with values v. */
-static int relabel_entry(struct pcpu_segment *seg, enum pcpu__relabel_op op, struct pcpu_family *f,
-			 struct pcpu__series *se, const char *const *v)
+/* se's entry in the directory (a live series entry): its number, with its
+ * copy in *e; -1 with errno ENOENT or ENOTSUP and the message. */
+static int64_t series_entry(struct pcpu_segment *seg, const struct pcpu__family_view *fv,
+			    struct pcpu__series *se, struct pcpu__seg_entry *e)
+{
+	int64_t idx = pcpu__directory_series_entry(seg, se);
+
+	if (idx < 0 || (uint64_t)idx >= seg->entries_used || !pcpu__tree_live_series(seg, (uint64_t)idx, e))
+		return pcpu__error_set(PCPU_ERROR_STATS, ENOENT,
+				       "family \"%.64s\": the series has no entry in the shared "
+				       "registry's directory", fv->name);
+	if (e->kind != PCPU__SEG_SERIES)
+		return pcpu__error_set(PCPU_ERROR_STATS, ENOTSUP,
+				       "family \"%.64s\": a group member's series is not relabelled",
+				       fv->name);
+	return idx;
+}
+
+/* CHECK: whether se's entry can be rewritten with values v, the string
+ * room counted on top of the relabelling's (BEGIN); a place kept for its
+ * COMMIT, which then cannot fail. */
+static int check_entry(struct pcpu_segment *seg, struct pcpu_family *f, struct pcpu__series *se,
+		       const char *const *v)
 {
 	struct pcpu__family_view fv;
-	struct pcpu__seg_entry e, old;
-	uint64_t len = 0, after, head;
-	int64_t fidx, idx;
+	struct pcpu__seg_entry e;
+	int64_t fidx;
+	uint64_t len = 0;
 	unsigned l;
-	int logged;
 
 	pcpu__family_view(f, &fv);
 	fidx = pcpu__directory_family_entry(seg, f);
-	idx = pcpu__directory_series_entry(seg, se);
-	if (idx < 0 || fidx < 0 || (uint64_t)idx >= seg->entries_used ||
-	    !pcpu__tree_live_series(seg, (uint64_t)idx, &e))
+	if (series_entry(seg, &fv, se, &e) < 0)
+		return -1;
+	if (fidx < 0)
 		return pcpu__error_set(PCPU_ERROR_STATS, ENOENT,
-				       "family \"%.64s\": the series has no entry in the shared "
-				       "registry's directory", fv.name);
-	if (e.kind != PCPU__SEG_SERIES)
-		return pcpu__error_set(PCPU_ERROR_STATS, ENOTSUP,
-				       "family \"%.64s\": a group member's series is not relabelled",
+				       "family \"%.64s\": no entry in the shared registry's directory",
 				       fv.name);
-	if (op == PCPU__RELABEL_CHECK) {
-		if (pcpu__directory_find_series(seg, (uint64_t)fidx, v, fv.nlabels) >= 0)
-			return pcpu__error_set(PCPU_ERROR_STATS, EEXIST,
-					       "family \"%.64s\": a series with the new label values "
-					       "exists in the shared registry", fv.name);
-		for (l = 0; l < fv.nlabels; l++)
-			len += strlen(v[l]) + 1;
-		return pcpu__directory_relabel_room(seg, len);
-	}
-	old = e;
-	/* Into the log first (tree_relog.c): killed from here on, the
-	 * relabelling leaves the log ahead of the count, and every process
-	 * indexes anew. */
-	logged = pcpu__tree_relog_append(seg, (uint64_t)idx, &head);
-	if (pcpu__directory_relabel_write(seg, (uint64_t)idx, &e, v, fv.nlabels) < 0)
-		return -1; /* the log names an entry unchanged: followed for nothing */
-	after = __atomic_add_fetch(&seg->tree->relabels, 1, __ATOMIC_RELEASE);
-	/* This process's own rewrite, the tree's lock held since
-	 * pcpu__tree_enter() brought its index up to date: the index follows
-	 * in place, and the registry, which renamed its series, has nothing
-	 * stale -- so that relabelling n series costs n updates here, not n
-	 * rebuilds of the index (O(entries) each). Another process's
-	 * relabelling still makes this one index anew, once. */
-	if (seg->tree_index_relabels == after - 1 && (!logged || seg->relog_index_seen == head)) {
-		pcpu__tree_index_rewritten(seg, (uint64_t)idx, &old, &e);
-		seg->tree_index_relabels = after;
-		seg->relog_index_seen += (uint64_t)logged;
-	}
-	if (seg->tree_reg_relabels == after - 1 && (!logged || seg->relog_reg_seen == head)) {
-		seg->tree_reg_relabels = after;
-		seg->relog_reg_seen += (uint64_t)logged;
-	}
-	return 0;
-}
+	if (pcpu__directory_find_series(seg, (uint64_t)fidx, v, fv.nlabels) >= 0)
+		return pcpu__error_set(PCPU_ERROR_STATS, EEXIST,
+				       "family \"%.64s\": a series with the new label values "
+				       "exists in the shared registry", fv.name);
+	for (l = 0; l < fv.nlabels; l++)
+		len += strlen(v[l]) + 1;
+	if (seg->relabel_checked + 1 > seg->relabel_cap) {
+		size_t cap = seg->relabel_cap * 2 + 8;
+		struct pcpu__relabel_item *p = realloc(seg->relabel_items, cap * sizeof *p);
 
-/* CHANGED, without the tree's lock: whether the registry must walk its
- * series for stale ones. Not if the relabellings since it last did are in
- * the log and none of them names an entry this process's series are on:
- * then its marks move past them here. */
-static int changed(struct pcpu_segment *seg)
-{
-	uint64_t r = __atomic_load_n(&seg->tree->relabels, __ATOMIC_ACQUIRE), h, k, h2;
-
-	if (r == seg->tree_reg_relabels)
-		return 0;
-	h = __atomic_load_n(&seg->tree->relog_head, __ATOMIC_ACQUIRE);
-	if (!pcpu__tree_relog_covers(seg, seg->tree_reg_relabels, seg->relog_reg_seen, r, h))
-		return 1;
-	for (k = seg->relog_reg_seen; k < h; k++)
-		if (pcpu__tree_mapped(seg, pcpu__tree_relog_at(seg, k)))
-			return 1;
-	/* The ring's slots read were not overwritten meanwhile. */
-	h2 = __atomic_load_n(&seg->tree->relog_head, __ATOMIC_ACQUIRE);
-	if (h2 - seg->relog_reg_seen > seg->tree->relog_cap)
-		return 1;
-	seg->tree_reg_relabels = r;
-	seg->relog_reg_seen = h;
-	seg->tree_reg_skips++;
+		if (!p)
+			return pcpu__error_set(PCPU_ERROR_STATS, ENOMEM, "out of memory");
+		seg->relabel_items = p;
+		seg->relabel_cap = cap;
+	}
+	if (pcpu__directory_relabel_room(seg, len, &seg->relabel_room) < 0)
+		return -1;
+	seg->relabel_checked++;
 	return 0;
 }
 
@@ -135,56 +110,192 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* END: the entries the COMMITs named rewritten, in their order (a reader
+ * sees the relabelling's entries change in the order the registry gave:
+ * a family it lists entries by, last). Their numbers go into the log
+ * first, as runs of adjacent entries (made together, a label set's are
+ * mostly adjacent): killed from there on, the relabelling leaves the log
+ * ahead of the count, and every process indexes anew. */
+static int commit_entries(struct pcpu_segment *seg)
+{
+	struct pcpu__relabel_item *it = seg->relabel_items;
+	uint64_t before = __atomic_load_n(&seg->tree->relabels, __ATOMIC_RELAXED);
+	uint64_t head0 = __atomic_load_n(&seg->tree->relog_head, __ATOMIC_RELAXED);
+	uint64_t *ids, bump, logged = 0, head, i, j;
+	size_t n = seg->nrelabel;
+	int r = 0, index_ok, reg_ok;
+
+	seg->nrelabel = 0;
+	if (n == 0)
+		return 0;
+	/* Whether this process's index, and its registry's marks, were up to
+	 * date (pcpu__tree_enter() brought the index so): then they follow
+	 * this process's own rewrites in place -- the registry renamed its
+	 * series --, so that relabelling n series costs n updates here, not a
+	 * rebuild of the index (O(entries)). Another process's relabelling
+	 * still makes this one follow the log, once. */
+	index_ok = seg->tree_index_relabels == before && seg->relog_index_seen == head0;
+	reg_ok = seg->tree_reg_relabels == before && seg->relog_reg_seen == head0;
+	ids = malloc(n * sizeof *ids);
+	if (ids) {
+		for (i = 0; i < n; i++)
+			ids[i] = it[i].idx;
+		qsort(ids, n, sizeof *ids, cmp_u64);
+	}
+	for (i = 0; i < n; i = j) {
+		/* Out of memory: a record per entry. */
+		j = i + 1;
+		while (ids && j < n && ids[j] == ids[j - 1] + 1)
+			j++;
+		logged += pcpu__tree_relog_append(seg, ids ? ids[i] : it[i].idx, j - i, &head);
+	}
+	free(ids);
+	for (i = 0; i < n; i++) {
+		struct pcpu__family_view fv;
+		struct pcpu__seg_entry e, old;
+
+		pcpu__family_view(it[i].f, &fv);
+		if (series_entry(seg, &fv, it[i].se, &e) < 0) {
+			r = -1; /* not reached: CHECK found it, under the same lock */
+			continue;
+		}
+		old = e;
+		if (pcpu__directory_relabel_write(seg, it[i].idx, &e, it[i].v, fv.nlabels) < 0) {
+			r = -1; /* the log names an entry unchanged: followed for nothing */
+			continue;
+		}
+		if (index_ok)
+			pcpu__tree_index_rewritten(seg, it[i].idx, &old, &e);
+	}
+	/* As much as the head moved (pcpu__tree_relog_covers()); without a
+	 * log, any move sends the others to a rebuild. */
+	bump = logged ? logged : n;
+	(void)__atomic_add_fetch(&seg->tree->relabels, bump, __ATOMIC_RELEASE);
+	if (index_ok) {
+		seg->tree_index_relabels = before + bump;
+		seg->relog_index_seen = head0 + logged;
+	}
+	if (reg_ok) {
+		seg->tree_reg_relabels = before + bump;
+		seg->relog_reg_seen = head0 + logged;
+	}
+	return r;
+}
+
+/* CHANGED, without the tree's lock: whether the registry must walk its
+ * series for stale ones. Not if the relabellings since it last did are in
+ * the log and none of them names an entry this process's series are on:
+ * then its marks move past them here. */
+static int changed(struct pcpu_segment *seg)
+{
+	uint64_t r = __atomic_load_n(&seg->tree->relabels, __ATOMIC_ACQUIRE), h, k, h2, first, count, i;
+	uint64_t looked = 0;
+	int got;
+
+	if (r == seg->tree_reg_relabels)
+		return 0;
+	h = __atomic_load_n(&seg->tree->relog_head, __ATOMIC_ACQUIRE);
+	if (!pcpu__tree_relog_covers(seg, seg->tree_reg_relabels, seg->relog_reg_seen, r, h))
+		return 1;
+	/* Past as many entries as the directory has (the same ones again and
+	 * again, or a scribbled run), the locked LIST merges the runs. */
+	k = seg->relog_reg_seen;
+	while ((got = pcpu__tree_relog_next(seg, &k, h, &first, &count)) == 1) {
+		if (count > seg->entries_used - looked)
+			return 1;
+		looked += count;
+		for (i = 0; i < count; i++)
+			if (pcpu__tree_mapped(seg, first + i))
+				return 1;
+	}
+	if (got < 0)
+		return 1;
+	/* The ring's slots read were not overwritten meanwhile. */
+	h2 = __atomic_load_n(&seg->tree->relog_head, __ATOMIC_ACQUIRE);
+	if (h2 - seg->relog_reg_seen > pcpu__tree_relog_capacity(seg))
+		return 1;
+	seg->tree_reg_relabels = r;
+	seg->relog_reg_seen = h;
+	seg->tree_reg_skips++;
+	return 0;
+}
+
+struct run {
+	uint64_t first, end;
+};
+
+static int cmp_run(const void *a, const void *b)
+{
+	const struct run *x = a, *y = b;
+
+	return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/* This process's series on entry idx appended to seg->stale: 0, or -1 when
+ * memory is short. */
+static int stale_on(struct pcpu_segment *seg, uint64_t idx)
+{
+	size_t m = pcpu__tree_mapped_list(seg, idx, NULL, 0);
+
+	if (seg->nstale + m > seg->stale_cap) {
+		size_t cap = (seg->nstale + m) * 2 + 16;
+		struct pcpu__series **p = realloc(seg->stale, cap * sizeof *p);
+
+		if (!p)
+			return -1;
+		seg->stale = p;
+		seg->stale_cap = cap;
+	}
+	seg->nstale += pcpu__tree_mapped_list(seg, idx, seg->stale + seg->nstale, m);
+	return 0;
+}
+
 /* LIST, the tree's lock held: seg->stale gets this process's series on
  * the entries the log names since SEEN, each once. 1, or 0 where the log
  * does not hold them all (or names an entry past the directory, or memory
- * is short): the registry then asks about every series. */
+ * is short): the registry then asks about every series. The log's records
+ * (runs) are sorted and merged first: entries relabelled many times are
+ * looked at once, so the work is bounded by the directory, whatever the
+ * records say. */
 static int list_stale(struct pcpu_segment *seg)
 {
 	uint64_t r = __atomic_load_n(&seg->tree->relabels, __ATOMIC_ACQUIRE);
 	uint64_t h = __atomic_load_n(&seg->tree->relog_head, __ATOMIC_ACQUIRE);
-	uint64_t *ids, k, n = 0, i;
-	int ok = 1;
+	uint64_t k, first, count, idx;
+	struct run *runs;
+	size_t n = 0, i, m = 0;
+	int ok = 1, got;
 
 	seg->nstale = seg->stale_at = 0;
 	if (seg->series_entries_lost ||
 	    !pcpu__tree_relog_covers(seg, seg->tree_reg_relabels, seg->relog_reg_seen, r, h))
 		return 0;
-	ids = malloc((size_t)(h - seg->relog_reg_seen + 1) * sizeof *ids);
-	if (!ids)
+	runs = malloc((size_t)(h - seg->relog_reg_seen + 1) * sizeof *runs);
+	if (!runs)
 		return 0;
-	for (k = seg->relog_reg_seen; k < h; k++) {
-		uint64_t idx = pcpu__tree_relog_at(seg, k);
-
-		if (idx >= seg->entries_used) {
-			ok = 0; /* a scribbled slot hides the entry it named */
-			break;
-		}
-		ids[n++] = idx;
+	for (k = seg->relog_reg_seen; (got = pcpu__tree_relog_next(seg, &k, h, &first, &count)) == 1;) {
+		runs[n].first = first;
+		runs[n++].end = first + count;
 	}
-	/* Each entry once: a series dropped for the first would be freed
-	 * memory at the second. */
-	qsort(ids, (size_t)n, sizeof *ids, cmp_u64);
-	for (i = 0; ok && i < n; i++) {
-		size_t m;
-
-		if (i > 0 && ids[i] == ids[i - 1])
-			continue;
-		m = pcpu__tree_mapped_list(seg, ids[i], NULL, 0);
-		if (seg->nstale + m > seg->stale_cap) {
-			size_t cap = (seg->nstale + m) * 2 + 16;
-			struct pcpu__series **p = realloc(seg->stale, cap * sizeof *p);
-
-			if (!p) {
-				ok = 0;
-				break;
-			}
-			seg->stale = p;
-			seg->stale_cap = cap;
-		}
-		seg->nstale += pcpu__tree_mapped_list(seg, ids[i], seg->stale + seg->nstale, m);
+	if (got < 0) {
+		free(runs); /* a record that names no entry hides the ones it did */
+		return 0;
 	}
-	free(ids);
+	/* Merged: each entry once (a series dropped for the first would be
+	 * freed memory at the second). */
+	qsort(runs, n, sizeof *runs, cmp_run);
+	for (i = 0; i < n; i++) {
+		if (m > 0 && runs[i].first <= runs[m - 1].end) {
+			if (runs[i].end > runs[m - 1].end)
+				runs[m - 1].end = runs[i].end;
+		} else {
+			runs[m++] = runs[i];
+		}
+	}
+	for (i = 0; ok && i < m; i++)
+		for (idx = runs[i].first; ok && idx < runs[i].end; idx++)
+			ok = idx < seg->entries_used && stale_on(seg, idx) == 0;
+	free(runs);
 	if (!ok)
 		seg->nstale = 0;
 	return ok;
@@ -244,8 +355,34 @@ int pcpu__tree_relabel(void *ctx, enum pcpu__relabel_op op, struct pcpu_family *
 		seg->relog_reg_seen = __atomic_load_n(&seg->tree->relog_head, __ATOMIC_ACQUIRE);
 		seg->tree_reg_walks++;
 		break;
+	case PCPU__RELABEL_BEGIN:
+		seg->nrelabel = seg->relabel_checked = 0;
+		memset(&seg->relabel_room, 0, sizeof seg->relabel_room);
+		break;
+	case PCPU__RELABEL_CHECK:
+		r = check_entry(seg, f, se, v);
+		break;
+	case PCPU__RELABEL_COMMIT: {
+		struct pcpu__family_view fv;
+		int64_t i;
+
+		pcpu__family_view(f, &fv);
+		i = series_entry(seg, &fv, se, &e);
+		if (i < 0 || seg->nrelabel >= seg->relabel_cap) {
+			r = -1; /* not reached: CHECK passed under the same lock */
+			break;
+		}
+		seg->relabel_items[seg->nrelabel].f = f;
+		seg->relabel_items[seg->nrelabel].se = se;
+		seg->relabel_items[seg->nrelabel].v = v;
+		seg->relabel_items[seg->nrelabel++].idx = (uint64_t)i;
+		break;
+	}
+	case PCPU__RELABEL_END:
+		r = commit_entries(seg);
+		break;
 	default:
-		r = relabel_entry(seg, op, f, se, v);
+		r = pcpu__error_set(PCPU_ERROR_STATS, EINVAL, "unknown relabel step");
 	}
 	pcpu__tree_leave(seg);
 	return r;

@@ -13,10 +13,12 @@
  * CPU per transaction with 1,000 entries and 3,000 distinct statements
  * (bench/postgresql.md, "Eviction churn").
  *
- * The log: a ring of relog_cap entry numbers (uint32_t) at the start of the
- * string table, and relog_head, the entries ever appended (struct
- * pcpu__seg_tree). A relabelling appends its entry, under the tree's lock,
- * before it rewrites the entry and before it bumps `relabels`. A process
+ * The log: a ring of relog_cap slots (uint32_t) at the start of the string
+ * table, and relog_head, the slots ever appended (struct pcpu__seg_tree).
+ * A record is one slot, an entry's number, or two, a run of entries (the
+ * RUN bit and the count less one, then the first entry: writer.h). A
+ * relabelling appends its records, under the tree's lock, before it
+ * rewrites the entries and before it bumps `relabels` by the slots. A process
  * keeps both counts as they were when it last followed them; it follows
  * the log from its head mark when the two moved by the same amount and the
  * ring still holds that far back (pcpu__tree_relog_covers()). Anything
@@ -51,7 +53,7 @@ static uint32_t *ring(struct pcpu_segment *seg)
 static uint64_t relog_cap(struct pcpu_segment *seg)
 {
 	uint64_t off = __atomic_load_n(&seg->tree->relog_off, __ATOMIC_ACQUIRE);
-	uint64_t cap = seg->tree->relog_cap;
+	uint64_t cap = seg->tree->relog_cap & ~PCPU__SEG_TREE_RELOG_RUNS;
 
 	if (off == 0 || cap == 0 || (cap & (cap - 1)) || cap > ((uint64_t)1 << 24) ||
 	    off - 1 > seg->strings_cap || cap * sizeof(uint32_t) > seg->strings_cap - (off - 1) ||
@@ -73,23 +75,42 @@ void pcpu__tree_relog_setup(struct pcpu_segment *seg)
 	seg->strings_backed = bytes;
 	seg->strings_used = bytes;
 	__atomic_store_n(&seg->hdr->strings_used, seg->strings_used, __ATOMIC_RELEASE);
-	seg->tree->relog_cap = PCPU__SEG_TREE_RELOG_CAP;
+	seg->tree->relog_cap = PCPU__SEG_TREE_RELOG_CAP | PCPU__SEG_TREE_RELOG_RUNS;
 	seg->tree->relog_head = 0;
 	__atomic_store_n(&seg->tree->relog_off, 1, __ATOMIC_RELEASE); /* offset 0, + 1 */
 }
 
-int pcpu__tree_relog_append(struct pcpu_segment *seg, uint64_t idx, uint64_t *head)
+uint64_t pcpu__tree_relog_capacity(struct pcpu_segment *seg)
+{
+	return relog_cap(seg);
+}
+
+uint64_t pcpu__tree_relog_append(struct pcpu_segment *seg, uint64_t first, uint64_t count,
+				 uint64_t *head)
 {
 	uint64_t cap = relog_cap(seg), h = __atomic_load_n(&seg->tree->relog_head, __ATOMIC_RELAXED);
+	uint64_t slots = 0, i;
 
 	*head = h;
 	if (cap == 0)
 		return 0;
-	__atomic_store_n(&ring(seg)[h & (cap - 1)], (uint32_t)idx, __ATOMIC_RELAXED);
-	/* The slot before the head that names it (lock-free readers:
-	 * pcpu__tree_relog_at() after pcpu__tree_relog_covers()). */
-	__atomic_store_n(&seg->tree->relog_head, h + 1, __ATOMIC_RELEASE);
-	return 1;
+	if (count > 1 && (seg->tree->relog_cap & PCPU__SEG_TREE_RELOG_RUNS)) {
+		__atomic_store_n(&ring(seg)[h & (cap - 1)],
+				 PCPU__SEG_TREE_RELOG_RUN | (uint32_t)(count - 1), __ATOMIC_RELAXED);
+		__atomic_store_n(&ring(seg)[(h + 1) & (cap - 1)], (uint32_t)first, __ATOMIC_RELAXED);
+		slots = 2;
+	} else {
+		/* A log whose tree a library before runs made: its writers
+		 * read one entry a slot (they join the tree too). */
+		for (i = 0; i < count; i++)
+			__atomic_store_n(&ring(seg)[(h + i) & (cap - 1)], (uint32_t)(first + i),
+					 __ATOMIC_RELAXED);
+		slots = count;
+	}
+	/* The slots before the head that names them (lock-free readers:
+	 * pcpu__tree_relog_next() after pcpu__tree_relog_covers()). */
+	__atomic_store_n(&seg->tree->relog_head, h + slots, __ATOMIC_RELEASE);
+	return slots;
 }
 
 int pcpu__tree_relog_covers(struct pcpu_segment *seg, uint64_t relabels0, uint64_t head0, uint64_t r,
@@ -100,14 +121,28 @@ int pcpu__tree_relog_covers(struct pcpu_segment *seg, uint64_t relabels0, uint64
 	return cap != 0 && h - head0 == r - relabels0 && h - head0 <= cap;
 }
 
-uint64_t pcpu__tree_relog_at(struct pcpu_segment *seg, uint64_t k)
+int pcpu__tree_relog_next(struct pcpu_segment *seg, uint64_t *k, uint64_t h, uint64_t *first,
+			  uint64_t *count)
 {
-	uint64_t cap = relog_cap(seg), idx;
+	uint64_t cap = relog_cap(seg);
+	uint32_t s;
 
+	if (*k >= h)
+		return 0;
 	if (cap == 0)
-		return UINT64_MAX;
-	idx = __atomic_load_n(&ring(seg)[k & (cap - 1)], __ATOMIC_RELAXED);
-	return idx < seg->entries_cap ? idx : UINT64_MAX;
+		return -1;
+	s = __atomic_load_n(&ring(seg)[*k & (cap - 1)], __ATOMIC_RELAXED);
+	*count = 1;
+	if (s & PCPU__SEG_TREE_RELOG_RUN) {
+		if (h - *k < 2)
+			return -1; /* a run's head without its first entry */
+		*count = (uint64_t)(s & ~PCPU__SEG_TREE_RELOG_RUN) + 1;
+		s = __atomic_load_n(&ring(seg)[(*k + 1) & (cap - 1)], __ATOMIC_RELAXED);
+	}
+	*k += *count > 1 ? 2 : 1;
+	*first = s;
+	/* Bounded by the directory: a scribbled slot names no entry past it. */
+	return *first < seg->entries_cap && *count <= seg->entries_cap - *first ? 1 : -1;
 }
 
 /* ---- the series map's reverse: which of this process's series are on an entry ---- */

@@ -200,6 +200,7 @@ void pcpu__segment_free(struct pcpu_segment *seg)
 	pcpu__htab_free(&seg->tree_index);
 	pcpu__htab_free(&seg->series_entries);
 	free(seg->stale);
+	free(seg->relabel_items);
 	free(seg->tree_groups.v);
 	pthread_mutex_destroy(&seg->chunk_lock);
 	pthread_mutex_destroy(&seg->grow_lock);

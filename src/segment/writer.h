@@ -37,6 +37,14 @@ static inline unsigned pcpu__blob_class(size_t len)
 	return c;
 }
 
+/* The string room one relabelling of many entries counted on
+ * (pcpu__directory_relabel_room()): freed blobs of each class, and bytes
+ * to append, whose pages are allocated. */
+struct pcpu__blob_claims {
+	uint64_t fresh;
+	uint32_t taken[BLOB_CLASSES];
+};
+
 struct u64vec {
 	uint64_t *v;
 	size_t n, cap;
@@ -131,8 +139,10 @@ struct pcpu__seg_tree {
 	 * the directory anew and walking its series at each. relog_off: the
 	 * ring's offset in the string table + 1 (0: none: a tree made by a
 	 * library before the log, or whose pages could not be had);
-	 * relog_cap: its entries (uint32_t, entry numbers), a power of two;
-	 * relog_head: entries ever appended. */
+	 * relog_cap: its slots (uint32_t: an entry number, or a run's two
+	 * slots, PCPU__SEG_TREE_RELOG_RUN), a power of two, with
+	 * PCPU__SEG_TREE_RELOG_RUNS where runs may be written; relog_head:
+	 * slots ever appended. */
 	uint64_t relog_off, relog_cap, relog_head;
 };
 #define PCPU__SEG_TREE_MAGIC "PCPUTREE"
@@ -217,6 +227,18 @@ struct pcpu_segment {
 	 * (PCPU__RELABEL_STALE_NEXT), found from the log under the lock. */
 	struct pcpu__series **stale;
 	size_t nstale, stale_at, stale_cap;
+	/* A relabelling under way (PCPU__RELABEL_BEGIN to _END, the tree's
+	 * lock held): the entries its COMMITs named, rewritten at END, room
+	 * for as many as its CHECKs passed, and the string room they counted
+	 * on. */
+	struct pcpu__relabel_item {
+		struct pcpu_family *f;
+		struct pcpu__series *se;
+		const char *const *v;
+		uint64_t idx;
+	} *relabel_items;
+	size_t nrelabel, relabel_checked, relabel_cap;
+	struct pcpu__blob_claims relabel_room;
 	/* Times the registry walked its series for stale ones (RELABEL_SEEN
 	 * after a walk): another process's relabelling, not this one's. */
 	uint64_t tree_reg_walks;
@@ -329,29 +351,47 @@ PCPU_HIDDEN void pcpu__tree_index_rewritten(struct pcpu_segment *seg, uint64_t i
 PCPU_HIDDEN void pcpu__tree_index_prefork(struct pcpu_segment *seg);
 /* ---- tree_relog.c: the relabel log ---- */
 
-/* Its ring: 8,192 entry numbers, 32 KiB -- the relabellings of some 200
- * PostgreSQL statements between two looks of a process. A tree's string
- * table is made that much larger at publication, so the ring takes
- * nothing of max_string_bytes. */
+/* Its ring: 8,192 slots, 32 KiB. A record names one entry (one slot: its
+ * number, below 2^31) or a run of entries (two slots: RUN | count - 1,
+ * then the first), so that a relabelling of a label set in many families
+ * (pcpu_families_relabel(): entries made together, mostly adjacent) takes
+ * a record or a few, not one per entry -- the ring then holds some 4,000
+ * PostgreSQL statements' relabellings between two looks of a process, not
+ * 200. A tree's string table is made that much larger at publication, so
+ * the ring takes nothing of max_string_bytes. */
 #define PCPU__SEG_TREE_RELOG_CAP 8192u
 #define PCPU__SEG_TREE_RELOG_BYTES ((uint64_t)PCPU__SEG_TREE_RELOG_CAP * sizeof(uint32_t))
+#define PCPU__SEG_TREE_RELOG_RUN 0x80000000u
+/* In the tree's relog_cap: the log may hold runs. A library before runs
+ * finds no log there (the capacity not a power of two): it follows every
+ * relabelling by a rebuild, never misreading a run as an entry; a tree
+ * such a library made has no flag, and its runs are written one entry a
+ * slot. */
+#define PCPU__SEG_TREE_RELOG_RUNS ((uint64_t)1 << 62)
 
 /* Tree segments, at publication: the log's ring carved out of the string
  * table; without room or pages the tree goes without one (relabellings are
  * then followed by a rebuild, as by a library before the log). */
 PCPU_HIDDEN void pcpu__tree_relog_setup(struct pcpu_segment *seg);
-/* The tree's lock held: entry idx is about to be rewritten in place.
- * Appends it; *head gets the head before. 1 if appended, 0 if the tree
- * has no log. */
-PCPU_HIDDEN int pcpu__tree_relog_append(struct pcpu_segment *seg, uint64_t idx, uint64_t *head);
+/* The log's slots, 0 for none (or a log that cannot be one). */
+PCPU_HIDDEN uint64_t pcpu__tree_relog_capacity(struct pcpu_segment *seg);
+/* The tree's lock held: entries [first, first + count) are about to be
+ * rewritten in place. Appends their record; *head gets the head before.
+ * The slots appended (2 for a run; count where the log holds no runs), or
+ * 0 if the tree has no log. */
+PCPU_HIDDEN uint64_t pcpu__tree_relog_append(struct pcpu_segment *seg, uint64_t first, uint64_t count,
+					     uint64_t *head);
 /* Whether the log holds every relabelling between (relabels0, head0),
  * this process's marks, and (r, h), the tree's now: the two moved
- * together and the ring still holds the entries from head0. */
+ * together and the ring still holds the slots from head0. */
 PCPU_HIDDEN int pcpu__tree_relog_covers(struct pcpu_segment *seg, uint64_t relabels0, uint64_t head0,
 					uint64_t r, uint64_t h);
-/* Entry number k of the log (head0 <= k < h after pcpu__tree_relog_covers()),
- * or UINT64_MAX where it is past the directory (written by anyone). */
-PCPU_HIDDEN uint64_t pcpu__tree_relog_at(struct pcpu_segment *seg, uint64_t k);
+/* The record at slot *k (head0 <= *k < h after pcpu__tree_relog_covers()):
+ * its entries [*first, *first + *count), *k moved past it; 1. 0 at h. -1
+ * for a record that cannot be one (past h, or past the directory: written
+ * by anyone): the caller treats the log as not covering. */
+PCPU_HIDDEN int pcpu__tree_relog_next(struct pcpu_segment *seg, uint64_t *k, uint64_t h, uint64_t *first,
+				      uint64_t *count);
 /* The series map's reverse (series_entries): series se of this process
  * mapped to entry idx, or no longer; whether any series is (1 also when
  * the map was lost to a failed allocation, and for idx UINT64_MAX); and
@@ -382,10 +422,13 @@ PCPU_HIDDEN int64_t pcpu__directory_family_entry(struct pcpu_segment *seg,
 /* The entry of series se in seg->series, or -1 (tree_relabel.c). */
 PCPU_HIDDEN int64_t pcpu__directory_series_entry(struct pcpu_segment *seg,
 						 const struct pcpu__series *se);
-/* Tree segments: room for a series entry's new label blob of `len` bytes
- * (its pages allocated now, so that _write() cannot fail): 0, or -1 with
- * errno E2BIG or ENOSPC and the segment's message. */
-PCPU_HIDDEN int pcpu__directory_relabel_room(struct pcpu_segment *seg, uint64_t len);
+/* Tree segments: room for a series entry's new label blob of `len` bytes,
+ * on top of the room `cl` holds for the entries of the same relabelling
+ * before it (a freed blob of its class none of them counted on, else its
+ * pages allocated now, so that their _write()s cannot fail): 0 with cl
+ * updated, or -1 with errno E2BIG or ENOSPC and the segment's message. */
+PCPU_HIDDEN int pcpu__directory_relabel_room(struct pcpu_segment *seg, uint64_t len,
+					     struct pcpu__blob_claims *cl);
 /* Tree segments, after _room(): entry idx (its copy e, updated) rewritten
  * with label values v (n of them) in another blob (a freed one of its class,
  * else appended), under its sequence and the header's generation; then the
@@ -400,6 +443,10 @@ PCPU_HIDDEN int pcpu__directory_relabel_write(struct pcpu_segment *seg, uint64_t
  * lists (1) or not (0: an ordinary segment, len 0, an empty list). Under
  * the tree's lock. O(1). */
 PCPU_HIDDEN int pcpu__tree_blob_ready(struct pcpu_segment *seg, size_t len);
+/* Whether the class of `len` bytes has a freed blob besides the cl->taken[]
+ * of it a relabelling counted on already: 1 (counted now too) or 0. Under
+ * the tree's lock. O(blobs counted). */
+PCPU_HIDDEN int pcpu__tree_blob_claim(struct pcpu_segment *seg, size_t len, struct pcpu__blob_claims *cl);
 /* A freed blob for `len` bytes, taken off its class's list: 0 with *off set,
  * or -1 if none. Under the tree's lock. O(1). */
 PCPU_HIDDEN int pcpu__tree_blob_take(struct pcpu_segment *seg, size_t len, uint64_t *off);

@@ -88,6 +88,13 @@ PCPU_HIDDEN int pcpu__values_check(const struct pcpu_family *f, const char *cons
 /* The series of f with key v (hash h), or NULL; registry locked. */
 PCPU_HIDDEN struct pcpu__series *pcpu__series_find(struct pcpu_family *f, const char *const *v,
 						   uint64_t h);
+/* 0, or -1 with errno EEXIST and the message: another label set of f's
+ * name has the series of values v (an empty value an absent label);
+ * registry locked. */
+PCPU_HIDDEN int pcpu__labelset_series_clash(const struct pcpu_family *f, const char *const *v);
+/* The n values v in one allocation (the pointers, then the strings), as a
+ * series keeps them; NULL when memory is short. */
+PCPU_HIDDEN char **pcpu__values_copy(const char *const *v, unsigned n);
 /* Links a new series with the given handle; registry locked; NULL with
  * errno ENOMEM, or what the directory mirror refused it with
  * (registry_observer.h). */

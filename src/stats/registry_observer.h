@@ -104,13 +104,19 @@ typedef int (*pcpu__registry_adopt_fn)(void *ctx, struct pcpu_family *f, const c
  *    1 or 0;
  *  - SEEN: the rewrites so far are this process's registry's to forget
  *    (it dropped its stale series): 0;
- *  - CHECK: whether se (mapped, values v its new ones) can be relabelled:
- *    0, or -1 with errno and the message (ENOENT: no entry of its own;
- *    EEXIST: the directory has a series of values v; ENOTSUP: a group
- *    member; ENOSPC, E2BIG: the strings area cannot take v). Makes sure
- *    of the pages COMMIT writes;
- *  - COMMIT: after CHECK under the same locks, with the values zeroed:
- *    se's entry rewritten with v (seq odd while written); 0. */
+ *  - BEGIN: a relabelling of one or more series starts (pcpu_family_relabel(),
+ *    pcpu_families_relabel()): the CHECKs and COMMITs up to END are its; 0;
+ *  - CHECK: whether se (mapped, values v its new ones) can be relabelled
+ *    besides the series the relabelling CHECKed before it: 0, or -1 with
+ *    errno and the message (ENOENT: no entry of its own; EEXIST: the
+ *    directory has a series of values v; ENOTSUP: a group member; ENOSPC,
+ *    E2BIG: the strings area cannot take v besides the others' values;
+ *    ENOMEM). Makes sure of the pages END writes;
+ *  - COMMIT: after every CHECK passed, with the values zeroed: se's entry
+ *    to be rewritten with v (which stays valid up to END); 0;
+ *  - END: the COMMITs' entries rewritten, in their order (seq odd while
+ *    each is written), logged for the other processes as one relabelling;
+ *    0. */
 enum pcpu__relabel_op {
 	PCPU__RELABEL_CHANGED = 1,
 	PCPU__RELABEL_STALE,
@@ -119,6 +125,8 @@ enum pcpu__relabel_op {
 	PCPU__RELABEL_COMMIT,
 	PCPU__RELABEL_LIST,
 	PCPU__RELABEL_STALE_NEXT,
+	PCPU__RELABEL_BEGIN,
+	PCPU__RELABEL_END,
 };
 typedef int (*pcpu__registry_relabel_fn)(void *ctx, enum pcpu__relabel_op op, struct pcpu_family *f,
 					 struct pcpu__series *se, const char *const *v,

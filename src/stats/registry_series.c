@@ -166,7 +166,7 @@ static const char *value_of(const struct pcpu_family *f, const char *const *v, c
 	return "";
 }
 
-static int labelset_series_clash(const struct pcpu_family *f, const char *const *v)
+int pcpu__labelset_series_clash(const struct pcpu_family *f, const char *const *v)
 {
 	struct pcpu__sname *n = pcpu__sname_find(f->reg, f->name, "");
 	const struct pcpu_family *g;
@@ -220,39 +220,47 @@ static void series_unlink_quiet(struct pcpu_family *f, struct pcpu__series *se)
 	pcpu__reg_bump(f->reg);
 }
 
+char **pcpu__values_copy(const char *const *v, unsigned n)
+{
+	size_t bytes = 0;
+	unsigned l;
+	char **nv, *p;
+
+	for (l = 0; l < n; l++)
+		bytes += strlen(v[l]) + 1;
+	nv = malloc(n * sizeof(char *) + bytes);
+	if (!nv)
+		return NULL;
+	p = (char *)(nv + n);
+	for (l = 0; l < n; l++) {
+		size_t len = strlen(v[l]) + 1;
+
+		memcpy(p, v[l], len);
+		nv[l] = p;
+		p += len;
+	}
+	return nv;
+}
+
 /* Links a new series with the given handle; registry locked. NULL with
  * errno: ENOMEM, or the directory mirror's refusal. */
 struct pcpu__series *pcpu__series_new(struct pcpu_family *f, const char *const *v, uint64_t h,
 				       void *handle, struct pcpu__sstruct *owner)
 {
 	struct pcpu__series *se;
-	size_t bytes = 0;
-	unsigned l;
-	char *p;
 
-	if (labelset_series_clash(f, v) < 0)
+	if (pcpu__labelset_series_clash(f, v) < 0)
 		return NULL; /* EEXIST: another label set of the name has it */
 	if (pcpu__htab_reserve(&f->series, 1) < 0)
 		goto nomem;
 	se = calloc(1, sizeof *se);
 	if (!se)
 		goto nomem;
-	if (f->nlabels) {
-		for (l = 0; l < f->nlabels; l++)
-			bytes += strlen(v[l]) + 1;
-		se->values = malloc(f->nlabels * sizeof(char *) + bytes);
-		if (!se->values) {
-			free(se);
-			goto nomem;
-		}
-		p = (char *)(se->values + f->nlabels);
-		for (l = 0; l < f->nlabels; l++) {
-			size_t n = strlen(v[l]) + 1;
-			memcpy(p, v[l], n);
-			se->values[l] = p;
-			p += n;
-		}
+	if (f->nlabels && !(se->values = pcpu__values_copy(v, f->nlabels))) {
+		free(se);
+		goto nomem;
 	}
+	se->fam = f;
 	se->hash = h;
 	se->handle = handle;
 	se->owner = owner;
@@ -305,21 +313,6 @@ static void drop_if_stale(pcpu_registry_t *reg, struct pcpu_family *f, struct pc
 	}
 }
 
-/* The family of series se (one of the registry's, the segment says): the
- * one whose table holds it; NULL if none does. */
-static struct pcpu_family *family_of(pcpu_registry_t *reg, struct pcpu__series *se)
-{
-	size_t i;
-
-	for (i = 0; i < reg->nfams; i++) {
-		struct pcpu_family *f = reg->fams[i];
-
-		if (!f->gfam && pcpu__series_find(f, (const char *const *)se->values, se->hash) == se)
-			return f;
-	}
-	return NULL;
-}
-
 /* A shared registry whose directory another process relabelled (or a
  * repair freed a series' entry of): the series this process holds whose
  * entry no longer carries their label values are dropped -- unlinked,
@@ -341,12 +334,9 @@ void pcpu__registry_tree_sync_locked(pcpu_registry_t *reg)
 		 * relabel log): O(entries rewritten). */
 		struct pcpu__series *se;
 
-		while (reg->relabel(reg->hook_ctx, PCPU__RELABEL_STALE_NEXT, NULL, NULL, NULL, &se) == 1) {
-			struct pcpu_family *f = family_of(reg, se);
-
-			if (f)
-				drop_if_stale(reg, f, se);
-		}
+		while (reg->relabel(reg->hook_ctx, PCPU__RELABEL_STALE_NEXT, NULL, NULL, NULL, &se) == 1)
+			if (!se->fam->gfam) /* never relabelled: the relabel refuses them */
+				drop_if_stale(reg, se->fam, se);
 	} else {
 		for (i = 0; i < reg->nfams; i++) {
 			struct pcpu_family *f = reg->fams[i];
@@ -561,156 +551,6 @@ int pcpu_family_remove(pcpu_family_t *f, const char *const *v)
 		pcpu__series_unlink(f, se); /* before the storage goes: see registry.h */
 		pcpu__storage_free(f, handle);
 	}
-	pthread_mutex_unlock(&f->reg->lock);
-	return r;
-}
-
-/* Every value of the series with handle h of f, from zero, word by word
- * by offset (the adders' words are never stored into). */
-static void series_zero(const struct pcpu_family *f, void *h)
-{
-	switch (f->type) {
-	case PCPU_METRIC_COUNTER:
-	case PCPU_METRIC_GAUGE: {
-		/* With fractions, the words beside the whole units'. */
-		size_t i, n = f->flags & PCPU_SNAPSHOT_NANOS ? PCPU_FRACTION_WORDS : 1;
-
-		for (i = 0; i < n; i++)
-			pcpu_counter_zero((pcpu_counter_t)h + i);
-		break;
-	}
-	case PCPU_METRIC_HISTOGRAM:
-		(void)pcpu_histogram_zero((pcpu_histogram_t *)h);
-		break;
-	}
-}
-
-/* The series of a shared registry's f with values v (the whole key),
- * adopted from the tree if this process has none; NULL: the tree has none
- * (errno ENOENT) or it cannot be used here. Registry and tree locked. */
-static struct pcpu__series *tree_series_existing(struct pcpu_family *f, const char *const *v,
-						 uint64_t h)
-{
-	struct pcpu__series *se = pcpu__series_find(f, v, h);
-	void *at = NULL, *handle;
-
-	if (se)
-		return se;
-	if (f->reg->adopt(f->reg->hook_ctx, f, v, &at) != 0 && at == NULL &&
-	    errno != ENOSPC && errno != E2BIG)
-		return NULL; /* the tree's entry cannot be used here: its message */
-	if (!at) {
-		pcpu__reg_fail(ENOENT, "no series with these label values");
-		return NULL;
-	}
-	handle = f->type == PCPU_METRIC_HISTOGRAM
-			 ? pcpu__histogram_create_at(f->reg->zone, &f->layout, at,
-						     f->layout.scheme == PCPU_HISTOGRAM_EXPLICIT ? f->bounds : NULL,
-						     f->scale_exp10, !!(f->flags & PCPU_SNAPSHOT_NANOS))
-			 : at;
-	if (!handle)
-		return NULL;
-	se = pcpu__series_new(f, v, h, handle, NULL);
-	if (!se) {
-		int err = errno;
-
-		pcpu__storage_free(f, handle);
-		errno = err;
-	}
-	return se;
-}
-
-/* Gives se the values v (the whole key) and hash h in f's table; its
- * place in the creation order stays. 0, or -1 (ENOMEM). */
-static int series_rename(struct pcpu_family *f, struct pcpu__series *se, const char *const *v,
-			 uint64_t h)
-{
-	struct pcpu__hslot *s;
-	size_t bytes = 0;
-	unsigned l;
-	char **nv, *p;
-
-	for (l = 0; l < f->nlabels; l++)
-		bytes += strlen(v[l]) + 1;
-	nv = malloc(f->nlabels * sizeof(char *) + bytes);
-	if (!nv)
-		return -1;
-	p = (char *)(nv + f->nlabels);
-	for (l = 0; l < f->nlabels; l++) {
-		size_t n = strlen(v[l]) + 1;
-
-		memcpy(p, v[l], n);
-		nv[l] = p;
-		p += n;
-	}
-	s = pcpu__htab_find_key(&f->series, se->hash, (uintptr_t)se);
-	if (s)
-		pcpu__htab_remove(&f->series, s);
-	free(se->values);
-	se->values = nv;
-	se->hash = h;
-	(void)pcpu__htab_add(&f->series, h, (uintptr_t)se, 0); /* the slot just freed */
-	pcpu__reg_bump(f->reg);
-	return 0;
-}
-
-int pcpu_family_relabel(pcpu_family_t *f, const char *const *old_values,
-			const char *const *new_values)
-{
-	const char *obuf[PCPU_STATS_LABELS_MAX], *nbuf[PCPU_STATS_LABELS_MAX];
-	const char *const *ov, *const *nv;
-	struct pcpu__series *se;
-	uint64_t oh, nh;
-	int r = -1;
-
-	if (!f)
-		return pcpu__reg_fail(EINVAL, "family is NULL");
-	if (pcpu__values_check(f, old_values, obuf, &ov) < 0 ||
-	    pcpu__values_check(f, new_values, nbuf, &nv) < 0)
-		return -1; /* EINVAL, its message */
-	if (!pcpu__zone_is_tree(f->reg->zone))
-		return pcpu__reg_fail(ENOTSUP, "only a shared registry's series are relabelled (a "
-					       "private registry removes and makes series)");
-	if (f->gfam) {
-		pcpu__reg_fail(ENOTSUP, "a consistent group family's series are not relabelled");
-		pcpu__msg_prefix("family", f->name);
-		return -1;
-	}
-	oh = pcpu__series_hash(ov, f->nlabels);
-	nh = pcpu__series_hash(nv, f->nlabels);
-	pthread_mutex_lock(&f->reg->lock);
-	pcpu__registry_tree_sync_locked(f->reg);
-	if (!f->reg->relabel || pcpu__zone_tree_lock(f->reg->zone) != 0) {
-		if (!f->reg->relabel)
-			pcpu__reg_fail(ENOTSUP, "the shared registry is not published");
-		pthread_mutex_unlock(&f->reg->lock);
-		return -1;
-	}
-	if (pcpu__series_find(f, nv, nh)) {
-		pcpu__reg_fail(EEXIST, "a series with the new label values exists");
-	} else if (!(se = tree_series_existing(f, ov, oh))) {
-		/* ENOENT, or the tree's series unusable here: errno set */
-	} else if (se->owner) {
-		pcpu__reg_fail(ENOTSUP, "the series is a field of a registered struct");
-	} else if (labelset_series_clash(f, nv) == 0 &&
-		   f->reg->relabel(f->reg->hook_ctx, PCPU__RELABEL_CHECK, f, se, nv, NULL) == 0) {
-		/* Zeroed before the entry names the new values (its seq
-		 * store releases the zeroes): a reader sees the old values
-		 * under the old labels, or zeroes, never the old values under
-		 * the new labels. */
-		if (series_rename(f, se, nv, nh) < 0) {
-			pcpu__reg_fail(ENOMEM, "out of memory for the new label values");
-		} else {
-			/* An info series' value is 1 under any labels: kept
-			 * (readers show 1 anyway; a handle from
-			 * pcpu_family_lookup() reads it). */
-			if (!(f->flags & PCPU_SNAPSHOT_INFO))
-				series_zero(f, se->handle);
-			(void)f->reg->relabel(f->reg->hook_ctx, PCPU__RELABEL_COMMIT, f, se, nv, NULL);
-			r = 0;
-		}
-	}
-	pcpu__zone_tree_unlock(f->reg->zone);
 	pthread_mutex_unlock(&f->reg->lock);
 	return r;
 }

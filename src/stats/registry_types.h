@@ -29,6 +29,9 @@ struct pcpu__series {
 	void *handle;                 /* pcpu_counter_t, pcpu_gauge_t, pcpu_histogram_t * */
 	struct pcpu__sstruct *owner;  /* registered struct holding the value, or NULL */
 	struct pcpu__callback *cb;    /* its collector callback (collector.c), or NULL */
+	struct pcpu_family *fam;      /* its family: a series the segment names
+				       * (a relabelled entry's) is dropped
+				       * without a search of every family */
 };
 
 struct pcpu_family {

@@ -20,6 +20,7 @@ set(PCPU_STATS_SOURCES
   src/stats/registry_families.c # its families: checked, created, found, destroyed
   src/stats/registry_labelsets.c # several label sets of one name
   src/stats/registry_series.c   # its series: label values, lookup, storage
+  src/stats/registry_relabel.c  # a shared registry's series given other labels
   src/stats/registry_structs.c  # statistics structs (pcpu_registry_struct)
   src/stats/registry_groups.c   # consistent group families
   src/stats/registry_callbacks.c # callback series and a collection in progress

@@ -130,7 +130,7 @@ class Cluster:
     def server_log(self):
         try:
             with open(self.log) as f:
-                return f.read()[-6000:]
+                return f.read()[-int(os.environ.get("PSS_LOG_TAIL", "6000")):]
         except OSError:
             return ""
 
