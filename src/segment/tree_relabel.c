@@ -69,14 +69,16 @@ static int check_entry(struct pcpu_segment *seg, struct pcpu_family *f, struct p
 		       const char *const *v)
 {
 	struct pcpu__family_view fv;
+	struct pcpu__relabel_item *it;
 	struct pcpu__seg_entry e;
-	int64_t fidx;
+	int64_t fidx, idx;
 	uint64_t len = 0;
 	unsigned l;
 
 	pcpu__family_view(f, &fv);
 	fidx = pcpu__directory_family_entry(seg, f);
-	if (series_entry(seg, &fv, se, &e) < 0)
+	idx = series_entry(seg, &fv, se, &e);
+	if (idx < 0)
 		return -1;
 	if (fidx < 0)
 		return pcpu__error_set(PCPU_ERROR_STATS, ENOENT,
@@ -99,7 +101,15 @@ static int check_entry(struct pcpu_segment *seg, struct pcpu_family *f, struct p
 	}
 	if (pcpu__directory_relabel_room(seg, len, &seg->relabel_room) < 0)
 		return -1;
-	seg->relabel_checked++;
+	/* What END needs, found once: the entry and its copy (nothing else
+	 * writes it while the tree's lock is held). */
+	it = &seg->relabel_items[seg->relabel_checked++];
+	it->f = f;
+	it->se = se;
+	it->v = NULL;
+	it->idx = (uint64_t)idx;
+	it->nlabels = fv.nlabels;
+	it->e = e;
 	return 0;
 }
 
@@ -151,16 +161,9 @@ static int commit_entries(struct pcpu_segment *seg)
 	}
 	free(ids);
 	for (i = 0; i < n; i++) {
-		struct pcpu__family_view fv;
-		struct pcpu__seg_entry e, old;
+		struct pcpu__seg_entry e = it[i].e, old = it[i].e;
 
-		pcpu__family_view(it[i].f, &fv);
-		if (series_entry(seg, &fv, it[i].se, &e) < 0) {
-			r = -1; /* not reached: CHECK found it, under the same lock */
-			continue;
-		}
-		old = e;
-		if (pcpu__directory_relabel_write(seg, it[i].idx, &e, it[i].v, fv.nlabels) < 0) {
+		if (pcpu__directory_relabel_write(seg, it[i].idx, &e, it[i].v, it[i].nlabels) < 0) {
 			r = -1; /* the log names an entry unchanged: followed for nothing */
 			continue;
 		}
@@ -362,22 +365,14 @@ int pcpu__tree_relabel(void *ctx, enum pcpu__relabel_op op, struct pcpu_family *
 	case PCPU__RELABEL_CHECK:
 		r = check_entry(seg, f, se, v);
 		break;
-	case PCPU__RELABEL_COMMIT: {
-		struct pcpu__family_view fv;
-		int64_t i;
-
-		pcpu__family_view(f, &fv);
-		i = series_entry(seg, &fv, se, &e);
-		if (i < 0 || seg->nrelabel >= seg->relabel_cap) {
-			r = -1; /* not reached: CHECK passed under the same lock */
+	case PCPU__RELABEL_COMMIT:
+		/* The COMMITs come in the CHECKs' order. */
+		if (seg->nrelabel >= seg->relabel_checked || seg->relabel_items[seg->nrelabel].se != se) {
+			r = pcpu__error_set(PCPU_ERROR_STATS, EINVAL, "a relabelling's series not checked");
 			break;
 		}
-		seg->relabel_items[seg->nrelabel].f = f;
-		seg->relabel_items[seg->nrelabel].se = se;
-		seg->relabel_items[seg->nrelabel].v = v;
-		seg->relabel_items[seg->nrelabel++].idx = (uint64_t)i;
+		seg->relabel_items[seg->nrelabel++].v = v;
 		break;
-	}
 	case PCPU__RELABEL_END:
 		r = commit_entries(seg);
 		break;

@@ -228,14 +228,16 @@ struct pcpu_segment {
 	struct pcpu__series **stale;
 	size_t nstale, stale_at, stale_cap;
 	/* A relabelling under way (PCPU__RELABEL_BEGIN to _END, the tree's
-	 * lock held): the entries its COMMITs named, rewritten at END, room
-	 * for as many as its CHECKs passed, and the string room they counted
-	 * on. */
+	 * lock held): the entries its CHECKs passed (relabel_checked), of
+	 * which its COMMITs named the first nrelabel, rewritten at END, and
+	 * the string room the CHECKs counted on. */
 	struct pcpu__relabel_item {
 		struct pcpu_family *f;
 		struct pcpu__series *se;
-		const char *const *v;
-		uint64_t idx;
+		const char *const *v;       /* its new values, from COMMIT */
+		uint64_t idx;               /* its entry, and the entry's copy */
+		struct pcpu__seg_entry e;
+		unsigned nlabels;
 	} *relabel_items;
 	size_t nrelabel, relabel_checked, relabel_cap;
 	struct pcpu__blob_claims relabel_room;

@@ -211,11 +211,14 @@ static void worker(int who, unsigned seed)
 		CHECK(pthread_mutex_unlock(&tab->lock) == 0);
 	}
 	/* Followed from the log: never a walk of its series (a look that
-	 * ends in SEEN and did not LIST). */
+	 * ends in SEEN and did not LIST) -- RELABELS runs of 2 slots never
+	 * fill the ring, whatever the other worker did between two looks.
+	 * One slot per entry (oldlog), a worker descheduled over 683 of the
+	 * other's relabellings walks. */
 	walks = (s->tree_reg_walks - walks0) - (s->tree_reg_lists - lists0);
-	if (walks != 0)
+	if (walks != 0 && !tab_oldlog)
 		fprintf(stderr, "worker %d: %" PRIu64 " walks of its series (want 0)\n", who, walks);
-	CHECK(walks == 0);
+	CHECK(walks == 0 || tab_oldlog);
 	pause_phase(who);
 	_exit(0);
 }
