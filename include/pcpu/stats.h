@@ -292,6 +292,10 @@ PCPU_API int pcpu_family_relabel(pcpu_family_t *fam, const char *const *old_valu
  * directory entries, or a few).
  *
  * Precondition: as pcpu_family_relabel()'s, for every series named.
+ * A process killed during the call (between two entries' rewrites) can
+ * leave some of them relabelled and the others not: each series is then
+ * under one of the two label sets, whole, as a relabelling killed
+ * mid-entry leaves it (the next taker of the tree's lock repairs that).
  *
  * Returns 0, or -1 with errno, and nothing relabelled: EINVAL (fams NULL,
  * n 0, a family NULL, named twice or of another registry, label values as
