@@ -130,13 +130,45 @@ static int part_check(struct relabel_part *p)
 	return 0;
 }
 
+static int cmp_ptr(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Whether a family is named twice among the n (sorted copies: O(n log n)):
+ * 1, 0, or -1 when memory is short. */
+static int named_twice(pcpu_family_t *const *fams, size_t n)
+{
+	pcpu_family_t **sorted;
+	size_t i;
+	int r = 0;
+
+	if (n < 2)
+		return 0;
+	sorted = malloc(n * sizeof *sorted);
+	if (!sorted)
+		return -1;
+	memcpy(sorted, fams, n * sizeof *sorted);
+	qsort(sorted, n, sizeof *sorted, cmp_ptr);
+	for (i = 1; i < n && !r; i++)
+		r = sorted[i] == sorted[i - 1];
+	free(sorted);
+	return r;
+}
+
 /* The parts checked (every family of a shared registry, each once, its
  * keys valid): 0, or -1 with errno and the message. */
 static int parts_make(struct relabel_part *parts, pcpu_family_t *const *fams, size_t n,
 		      const char *const *old_values, const char *const *new_values)
 {
-	size_t i, j;
+	size_t i;
+	int twice = named_twice(fams, n);
 
+	if (twice)
+		return twice < 0 ? pcpu__reg_fail(ENOMEM, "out of memory")
+				 : pcpu__reg_fail(EINVAL, "a family is named twice");
 	for (i = 0; i < n; i++) {
 		struct relabel_part *p = &parts[i];
 		struct pcpu_family *f = fams[i];
@@ -145,9 +177,6 @@ static int parts_make(struct relabel_part *parts, pcpu_family_t *const *fams, si
 			return pcpu__reg_fail(EINVAL, "family is NULL");
 		if (f->reg != fams[0]->reg)
 			return pcpu__reg_fail(EINVAL, "the families are not of one registry");
-		for (j = 0; j < i; j++)
-			if (fams[j] == f)
-				return pcpu__reg_fail(EINVAL, "a family is named twice");
 		p->f = f;
 		if (pcpu__values_check(f, old_values, p->obuf, &p->ov) < 0 ||
 		    pcpu__values_check(f, new_values, p->nbuf, &p->nv) < 0)
