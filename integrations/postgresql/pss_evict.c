@@ -162,7 +162,7 @@ static void evict_rows(HTAB *rows)
 /* This worker's handles of the series that rank a set's entry: its calls,
  * plans and times, and its live word, taken under the set's labelling
  * `labelled` (0: none yet). One per set, for the worker's life: only a new
- * labelling -- another key taking the set (pcpu_family_relabel()), or,
+ * labelling -- another key taking the set (pcpu_families_relabel()), or,
  * after a crash restart, a key's own series taking its number
  * (pss_sets_take()) -- makes them other series, whose handles the next
  * look takes. A LIVE set keeps its labelling until this worker retires

@@ -23,7 +23,8 @@
  *    evictor. A set's series keep their key's labels until a new key
  *    takes the set: an evicted statement met again takes its own set back
  *    as it is (no relabelling), a new statement relabels the free set
- *    freed longest ago (pcpu_family_relabel(): one per family).
+ *    freed longest ago (pcpu_families_relabel(): every family's series
+ *    at once).
  *
  *  - Sections. A backend counts inside a section (pss_section_enter()/
  *    _leave(), pcpu_stat_statements.h): it stores in its slot (one per
@@ -460,8 +461,8 @@ static void free_unlink(int set)
  * One by one, 39 calls, each a record of the tree's relabel log, made the
  * other processes index the whole directory anew when a churn of
  * statements overflowed the log between two of their looks
- * (bench/postgresql.md, "Eviction churn: a key's series relabelled at
- * once"). */
+ * (bench/postgresql.md, "Eviction churn: a statement's series relabelled
+ * at once"). */
 static int relabel_set(const char *const *from, const char *const *to)
 {
 	pcpu_family_t *fam[SERIES_PER_ENTRY];
