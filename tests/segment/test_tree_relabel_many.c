@@ -28,8 +28,9 @@
  *   atomic    a relabelling that cannot be done whole moves nothing: the
  *             new key existing in one family (EEXIST, the others keep
  *             their old labels) and a string table with room for some of
- *             the new label values but not all (ENOSPC); then the
- *             argument errors (EINVAL)
+ *             the new label values but not all (ENOSPC), fresh room or
+ *             freed blobs counted once each; then the argument errors
+ *             (EINVAL)
  *
  * Run with PCPU_INDEX=cpu (ctest does).
  */
@@ -299,6 +300,25 @@ static int has(int f, const char *id)
 	return pcpu_family_lookup(fams[f], v) != NULL;
 }
 
+/* Registers series of 150-byte label values (256-byte blobs), round the
+ * families, until fewer than `room` bytes of the string table are left;
+ * how many it made. */
+static int fill(uint64_t room)
+{
+	struct pcpu_segment *sg = (struct pcpu_segment *)seg;
+	int made;
+
+	for (made = 0; sg->strings_cap - sg->strings_used >= room; made++) {
+		char id[200];
+		const char *v[1] = {id};
+
+		memset(id, 0, sizeof id);
+		snprintf(id, sizeof id, "%0150d", made);
+		CHECK(pcpu_family_counter(fams[made % NFAMS], v));
+	}
+	return made;
+}
+
 static void atomic(void)
 {
 	const char *o[1] = {"a"}, *n[1] = {"b"};
@@ -339,18 +359,31 @@ static void atomic(void)
 		CHECK(tree_series(fams[f], big[0]));
 	/* Fill the strings until fewer than NFAMS more 256-byte blobs fit,
 	 * but some do: one by one, the first families would move. */
-	for (made = 0;; made++) {
-		struct pcpu_segment *sg = (struct pcpu_segment *)seg;
-		char id[200];
-		const char *v[1] = {id};
-
-		if (sg->strings_cap - sg->strings_used < NFAMS * 256)
-			break;
-		memset(id, 0, sizeof id);
-		snprintf(id, sizeof id, "%0150d", made);
-		CHECK(pcpu_family_counter(fams[made % NFAMS], v));
-	}
+	made = fill(NFAMS * 256);
 	CHECK(((struct pcpu_segment *)seg)->strings_cap - ((struct pcpu_segment *)seg)->strings_used >= 256);
+	errno = 0;
+	CHECK(pcpu_families_relabel(fams, NFAMS, bo, bn) == -1 && errno == ENOSPC);
+	for (f = 0; f < NFAMS; f++)
+		CHECK(has(f, big[0]) && !has(f, big[1]));
+	remove_tree(seg, reg, dir);
+
+	/* The same with freed blobs: room for about 3 new 256-byte blobs,
+	 * then 3 long values relabelled short free 3 of that size -- 6 or so
+	 * in all, not NFAMS: each freed blob is counted on once. */
+	publish(24 * 1024);
+	for (f = 0; f < NFAMS; f++)
+		CHECK(tree_series(fams[f], big[0]));
+	made = fill(4 * 256);
+	for (f = 0; f < 3; f++) {
+		char id[200], to[16];
+		const char *o[1] = {id}, *n[1] = {to};
+
+		memset(id, 0, sizeof id);
+		snprintf(id, sizeof id, "%0150d", made - 1 - f);
+		snprintf(to, sizeof to, "s%d", f);
+		CHECK(pcpu_family_relabel(fams[(made - 1 - f) % NFAMS], o, n) == 0);
+	}
+	CHECK(((struct pcpu_segment *)seg)->tree->free_blobs[2] != 0); /* 256 bytes' class */
 	errno = 0;
 	CHECK(pcpu_families_relabel(fams, NFAMS, bo, bn) == -1 && errno == ENOSPC);
 	for (f = 0; f < NFAMS; f++)
