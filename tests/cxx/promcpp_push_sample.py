@@ -157,7 +157,9 @@ def main():
     if sys.argv[1] == "--inner":
         if sys.argv[4] == "netns":
             loopback_up()
-        inner(sys.argv[2], sys.argv[3], tempfile.mkdtemp(prefix="pcpu-promcpp-sample."))
+        # Removed after: a run left its Pushgateway's folder in /tmp.
+        with tempfile.TemporaryDirectory(prefix="pcpu-promcpp-sample.") as tmp:
+            inner(sys.argv[2], sys.argv[3], tmp)
         return
     src, bin_dir, cxx = sys.argv[1:4]
     binary = find_pushgateway()
