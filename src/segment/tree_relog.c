@@ -50,7 +50,7 @@ static uint32_t *ring(struct pcpu_segment *seg)
 
 /* The log's geometry as the file says it, checked against the string
  * table: 0 if there is no usable log. */
-static uint64_t relog_cap(struct pcpu_segment *seg)
+uint64_t pcpu__tree_relog_capacity(struct pcpu_segment *seg)
 {
 	uint64_t off = __atomic_load_n(&seg->tree->relog_off, __ATOMIC_ACQUIRE);
 	uint64_t cap = seg->tree->relog_cap & ~PCPU__SEG_TREE_RELOG_RUNS;
@@ -80,15 +80,11 @@ void pcpu__tree_relog_setup(struct pcpu_segment *seg)
 	__atomic_store_n(&seg->tree->relog_off, 1, __ATOMIC_RELEASE); /* offset 0, + 1 */
 }
 
-uint64_t pcpu__tree_relog_capacity(struct pcpu_segment *seg)
-{
-	return relog_cap(seg);
-}
-
 uint64_t pcpu__tree_relog_append(struct pcpu_segment *seg, uint64_t first, uint64_t count,
 				 uint64_t *head)
 {
-	uint64_t cap = relog_cap(seg), h = __atomic_load_n(&seg->tree->relog_head, __ATOMIC_RELAXED);
+	uint64_t cap = pcpu__tree_relog_capacity(seg);
+	uint64_t h = __atomic_load_n(&seg->tree->relog_head, __ATOMIC_RELAXED);
 	uint64_t slots = 0, i;
 
 	*head = h;
@@ -116,7 +112,7 @@ uint64_t pcpu__tree_relog_append(struct pcpu_segment *seg, uint64_t first, uint6
 int pcpu__tree_relog_covers(struct pcpu_segment *seg, uint64_t relabels0, uint64_t head0, uint64_t r,
 			    uint64_t h)
 {
-	uint64_t cap = relog_cap(seg);
+	uint64_t cap = pcpu__tree_relog_capacity(seg);
 
 	return cap != 0 && h - head0 == r - relabels0 && h - head0 <= cap;
 }
@@ -124,7 +120,7 @@ int pcpu__tree_relog_covers(struct pcpu_segment *seg, uint64_t relabels0, uint64
 int pcpu__tree_relog_next(struct pcpu_segment *seg, uint64_t *k, uint64_t h, uint64_t *first,
 			  uint64_t *count)
 {
-	uint64_t cap = relog_cap(seg);
+	uint64_t cap = pcpu__tree_relog_capacity(seg);
 	uint32_t s;
 
 	if (*k >= h)
