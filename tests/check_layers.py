@@ -140,6 +140,7 @@ LAYERS = [
         "include/pcpu/fraction.h", "src/stats/fraction.c",  # values with fractions
         "src/stats/metrics.h",
         "src/stats/stats_zone.c", "src/stats/gauge.c", "src/stats/histogram.c",
+        "src/stats/histogram_sparse.c", "src/stats/histogram_quantile.c",
         "src/stats/group.c", "src/stats/group_read.c", "src/stats/group_lanes.h",
         "src/stats/stable_abi.c",
     ]),

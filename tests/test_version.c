@@ -16,7 +16,7 @@ int main(void)
 	char v[32];
 
 	CHECK(c != NULL);
-	pcpu_counter_add(c, 5); /* references pcpu__g@PCPU_LAYOUT_3 */
+	pcpu_counter_add(c, 5); /* references pcpu__g@PCPU_LAYOUT_4 */
 	CHECK_EQ_U64(pcpu_counter_fetch(c), 5);
 	CHECK(pcpu_version() == PCPU_VERSION);
 	snprintf(v, sizeof v, "%d.%d.%d", PCPU_VERSION_MAJOR, PCPU_VERSION_MINOR, PCPU_VERSION_PATCH);

@@ -125,8 +125,8 @@ struct pcpu_histogram_layout {
 /** Largest `le` bounds per power of two. */
 #define PCPU_HISTOGRAM_EXPORT_MAX 64
 
-/* Read-only after creation; fields private to pcpu, visible for the
- * inline recording path. */
+/* Read-only after creation but for a sparse histogram's groups; fields
+ * private to pcpu, visible for the inline recording path. */
 struct pcpu_histogram {
 	pcpu_counter_t pcpu__c;       /* [2b] count of bucket b, [2b + 1] its sum;
 				       * 16-byte aligned */
@@ -147,6 +147,11 @@ struct pcpu_histogram {
 	uint32_t pcpu__wide;          /* 1: the pair after the buckets holds the
 				       * double sum (per slot) and the residue */
 	uint32_t pcpu__reserved;
+	/* Sparse (PCPU_HISTOGRAM_SPARSE; pcpu__c is then NULL): group g's
+	 * pairs, buckets g * PCPU__HISTOGRAM_GROUP and on, a zone object
+	 * made at its first record (NULL until then; set once, with release
+	 * order); entry ngroups: the double sum's pair, made at creation. */
+	pcpu_counter_t *pcpu__groups;
 };
 
 typedef struct pcpu_histogram pcpu_histogram_t;
@@ -161,6 +166,34 @@ PCPU_API void pcpu_histogram_observe(const pcpu_histogram_t *h, double v);
 PCPU_API void pcpu_histogram_record_owned(pcpu_worker_t w, const pcpu_histogram_t *h, int64_t v);
 PCPU_API size_t pcpu_histogram_nbuckets(const pcpu_histogram_t *h);
 #endif
+
+/** pcpu_histogram_create_ex() flags. */
+enum {
+	/**
+	 * Buckets that take memory as they are used: the (count, sum) pairs
+	 * come in groups of PCPU_HISTOGRAM_GROUP_BUCKETS adjacent buckets,
+	 * each a zone object of its own made at the first record into one of
+	 * its buckets, so a histogram whose values fall in k buckets takes
+	 * about k pairs per slot that records (rounded up to whole groups)
+	 * rather than the layout's full width: for wide layouts (hundreds of
+	 * log-linear or exponential buckets) where each series sees a narrow
+	 * range. The price: a record loads the group's address before its
+	 * section (one dependent load), and **the first record into a group
+	 * allocates** -- a zone allocation (a mutex section), so it is not
+	 * async-signal-safe, nor lock-free; every later record is. Should
+	 * that allocation fail (ENOMEM: the zone cannot grow), the record is
+	 * counted by pcpu_histogram_lost() and nothing else changes: never a
+	 * wrong bucket. Reads, pcpu_histogram_zero() and
+	 * pcpu_histogram_merge() work alike (a merge makes the groups it
+	 * adds to). Since PCPU_0.2 (inline layout 4).
+	 */
+	PCPU_HISTOGRAM_SPARSE = 1u << 0,
+};
+
+/** Buckets per group of a sparse histogram (PCPU_HISTOGRAM_SPARSE):
+ * 8 (count, sum) pairs, 128 bytes per slot. */
+#define PCPU_HISTOGRAM_GROUP_BUCKETS 8
+#define PCPU__HISTOGRAM_GROUP PCPU_HISTOGRAM_GROUP_BUCKETS
 
 /* Explicit layouts of at most this many bounds store them padded to it
  * with INT64_MAX, for pcpu__histogram_search16(). */
@@ -298,6 +331,26 @@ static inline __attribute__((noinline, cold)) void pcpu__histogram_add_pair_slow
 #pragma GCC diagnostic pop
 #endif
 
+/* The (count, sum) pair of bucket b: dense, the histogram's array; sparse,
+ * its group's, or NULL while the group is not made. The group's words were
+ * zeroed before its address was stored (release), hence the acquire. */
+__attribute__((always_inline)) static inline pcpu_counter_t pcpu__histogram_pair(const pcpu_histogram_t *h,
+										  size_t b)
+{
+	pcpu_counter_t g;
+
+	if (PCPU_LIKELY(h->pcpu__c != NULL))
+		return h->pcpu__c + 2 * b;
+	g = __atomic_load_n(&h->pcpu__groups[b / PCPU__HISTOGRAM_GROUP], __ATOMIC_ACQUIRE);
+	return g ? g + 2 * (b % PCPU__HISTOGRAM_GROUP) : NULL;
+}
+
+/* A sparse histogram's record into a group not made yet (histogram.c):
+ * makes it, then adds n and v to bucket b's pair; pcpu_histogram_lost()
+ * counts the record if the group cannot be made. One call, the whole
+ * record, so nothing must survive it in a caller's registers. */
+PCPU_API void pcpu__histogram_sparse_add(const pcpu_histogram_t *h, size_t b, int64_t n, int64_t v);
+
 /* Adds n to the count and v to the sum of the bucket pair at `pair` on the
  * calling thread's slot: one critical section whose commit stores both
  * words (rseq_idx16_cmpeq_add2v_indexed); if it does not commit,
@@ -334,8 +387,13 @@ __attribute__((always_inline)) static inline void pcpu__histogram_add_pair(pcpu_
 __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_histogram_record)(const pcpu_histogram_t *h, int64_t v)
 {
 	size_t b = pcpu__histogram_locate(h, &v);
+	pcpu_counter_t pair = pcpu__histogram_pair(h, b);
 
-	pcpu__histogram_add_pair(h->pcpu__c + 2 * b, 1, v);
+	if (PCPU_UNLIKELY(pair == NULL)) {
+		pcpu__histogram_sparse_add(h, b, 1, v);
+		return;
+	}
+	pcpu__histogram_add_pair(pair, 1, v);
 }
 
 /**
@@ -352,11 +410,17 @@ __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_histogram
 												int64_t v)
 {
 	size_t b = pcpu__histogram_locate(h, &v);
-	pcpu_counter_t pair = h->pcpu__c + 2 * b;
+	pcpu_counter_t pair = pcpu__histogram_pair(h, b);
 
 #ifdef PCPU_DEBUG
 	pcpu__worker_debug_check(w, "pcpu_histogram_record_owned");
 #endif
+	if (PCPU_UNLIKELY(pair == NULL)) {
+		/* A sparse group's first record: made, then a plain record
+		 * (exact all the same: reads add every slot). */
+		pcpu__histogram_sparse_add(h, b, 1, v);
+		return;
+	}
 	if (PCPU_UNLIKELY(w.pcpu__off == 0)) {
 		pcpu__histogram_add_pair(pair, 1, v);
 		return;
@@ -374,8 +438,13 @@ __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_histogram
 static inline void PCPU__INLINE_OP(pcpu_histogram_record_n)(const pcpu_histogram_t *h, int64_t v, uint64_t n)
 {
 	size_t b = pcpu__histogram_locate(h, &v);
+	pcpu_counter_t pair = pcpu__histogram_pair(h, b);
 
-	pcpu__histogram_add_pair(h->pcpu__c + 2 * b, (int64_t)n, (int64_t)((uint64_t)v * n));
+	if (PCPU_UNLIKELY(pair == NULL)) {
+		pcpu__histogram_sparse_add(h, b, (int64_t)n, (int64_t)((uint64_t)v * n));
+		return;
+	}
+	pcpu__histogram_add_pair(pair, (int64_t)n, (int64_t)((uint64_t)v * n));
 }
 
 /* The rest of an observation the integer pair does not take (histogram.c):
@@ -420,13 +489,15 @@ __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_histogram
 
 		if (PCPU_LIKELY(iv != 0 || v == 0)) {
 			size_t b = pcpu__histogram_locate(h, &iv);
-			pcpu_counter_t pair = h->pcpu__c + 2 * b;
+			pcpu_counter_t pair = pcpu__histogram_pair(h, b);
 			/* The slot's sum word must hold less than its share
 			 * of 2^62. An unregistered thread's index (0xffff,
 			 * 0xfffe) names no slot: its section fails, and the
-			 * slow path checks the word it adds to. */
-			uint64_t s = idx >= 0xfffe ? 0
-						   : (uint64_t)__atomic_load_n(
+			 * slow path checks the word it adds to. A sparse
+			 * group not made yet: the slow path makes it. */
+			uint64_t s = PCPU_UNLIKELY(pair == NULL) ? (uint64_t)1 << 63 /* out of range */
+				     : idx >= 0xfffe ? 0
+						     : (uint64_t)__atomic_load_n(
 							     &pcpu__counter_slot(pair + 1, (size_t)idx)->pcpu__word,
 							     __ATOMIC_RELAXED);
 
@@ -461,6 +532,31 @@ PCPU_API pcpu_histogram_t *pcpu_histogram_create(const struct pcpu_histogram_lay
  * thread safety and cost. */
 PCPU_API pcpu_histogram_t *pcpu_histogram_create_in(pcpu_zone_t *zone,
 						    const struct pcpu_histogram_layout *layout);
+
+/**
+ * pcpu_histogram_create_in() with options: `flags` 0 or
+ * PCPU_HISTOGRAM_SPARSE (buckets that take memory as they are used; see
+ * there for what its records cost and guarantee); `zone` NULL for the
+ * statistics layer's default zone. Errors as pcpu_histogram_create_in(),
+ * and EINVAL for an unknown flag. Sparse, E2BIG is never returned (no
+ * object spans the buckets). Thread-safe; not async-signal-safe. Cost:
+ * dense, pcpu_histogram_create_in()'s; sparse, a calloc() of one pointer
+ * per group (8 bytes per 8 buckets) and a zone allocation of one pair
+ * when the family has fractions, instead of the buckets' array. Since
+ * PCPU_0.2 (inline layout 4).
+ */
+PCPU_API pcpu_histogram_t *pcpu_histogram_create_ex(pcpu_zone_t *zone,
+						    const struct pcpu_histogram_layout *layout,
+						    unsigned flags);
+
+/**
+ * How many records, merges' counts and observations a sparse histogram
+ * (PCPU_HISTOGRAM_SPARSE) could not store because a bucket group could not
+ * be made (the zone could not grow: ENOMEM). 0 for a dense histogram, and
+ * for a sparse one while memory lasts. What it counts is in no read. NULL:
+ * 0. Thread-safe; async-signal-safe. Cost: a load. Since PCPU_0.2.
+ */
+PCPU_API uint64_t pcpu_histogram_lost(const pcpu_histogram_t *h);
 
 /**
  * Destroys a histogram. The caller guarantees no thread still records into

@@ -532,11 +532,22 @@ enum {
 	 * name's first. Not for a member of a consistent group family.
 	 */
 	PCPU_FAMILY_LABELSET = 1u << 1,
+	/**
+	 * A histogram family whose series' buckets take memory as they are
+	 * used (PCPU_HISTOGRAM_SPARSE, pcpu/histogram.h: what a record then
+	 * costs, and that a group's first record allocates). A storage
+	 * choice, not part of the description: the family's first
+	 * registration makes it, a later one of the same description gets the
+	 * family as it is. Series of a published registry (pcpu/segment.h)
+	 * stay dense: its readers find each series' pairs at one offset.
+	 * EINVAL for a counter or gauge family. Since PCPU_0.2.
+	 */
+	PCPU_FAMILY_SPARSE = 1u << 2,
 };
 
 /**
  * pcpu_registry_family_const() with options: `flags`, any of
- * PCPU_FAMILY_FRACTIONS and PCPU_FAMILY_LABELSET; `n` constant labels
+ * PCPU_FAMILY_FRACTIONS, PCPU_FAMILY_LABELSET and PCPU_FAMILY_SPARSE; `n` constant labels
  * (0: none, `names` and `values` may then be NULL). With no flag it is
  * pcpu_registry_family_const() (or pcpu_registry_family() for n = 0): an
  * existing family of desc's name is returned only if it is described the

@@ -4,7 +4,8 @@
  * per bucket, so recording is one critical section on the caller's slot
  * that adds to both words of one pair with one store, and nothing is merged
  * until a read walks the slots (pcpu/histogram.h has the layout and the
- * recording path; this file creates, reads, and estimates quantiles).
+ * recording path; this file creates, reads and resets them: sparse groups in
+ * histogram_sparse.c, quantiles in histogram_quantile.c).
  *
  * Why a sum per bucket rather than one sum word: a bucket's count and a
  * single sum word are apart in memory, so they would need two commits (two
@@ -540,16 +541,33 @@ int pcpu__histogram_layout_check(const struct pcpu_histogram_layout *l, size_t *
 	return layout_error("unknown histogram scheme");
 }
 
-pcpu_histogram_t *pcpu_histogram_create_in(pcpu_zone_t *zone,
-					   const struct pcpu_histogram_layout *layout)
+pcpu_histogram_t *pcpu_histogram_create_ex(pcpu_zone_t *zone,
+					   const struct pcpu_histogram_layout *layout, unsigned flags)
 {
+	if (flags & ~(unsigned)PCPU_HISTOGRAM_SPARSE) {
+		pcpu__set_error("histogram: unknown flag");
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!zone && !(zone = pcpu__stats_zone()))
+		return NULL;
 	/* Before the tables' lock is first taken, under no pcpu lock (fork.c). */
 	pcpu__histogram_tables_fork_register();
 	return pcpu__histogram_create_at(zone, layout, NULL, NULL,
 					 layout && layout->scheme == PCPU_HISTOGRAM_EXPONENTIAL
 						 ? layout->scale_exp10
 						 : 0,
-					 0);
+					 flags & PCPU_HISTOGRAM_SPARSE ? PCPU__HISTOGRAM_OPT_SPARSE : 0);
+}
+
+pcpu_histogram_t *pcpu_histogram_create_in(pcpu_zone_t *zone,
+					   const struct pcpu_histogram_layout *layout)
+{
+	if (!zone) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return pcpu_histogram_create_ex(zone, layout, 0);
 }
 
 /* 10^e, exactly for |e| <= 22. */
@@ -586,8 +604,9 @@ static void set_observe(pcpu_histogram_t *h, size_t nbuckets, int scale_exp10, i
 
 pcpu_histogram_t *pcpu__histogram_create_at(pcpu_zone_t *zone,
 					    const struct pcpu_histogram_layout *layout, void *at,
-					    const int64_t *shared, int scale_exp10, int wide)
+					    const int64_t *shared, int scale_exp10, unsigned opts)
 {
+	int wide = !!(opts & PCPU__HISTOGRAM_WIDE), sparse = !!(opts & PCPU__HISTOGRAM_OPT_SPARSE);
 	pcpu_histogram_t *h;
 	size_t nbuckets;
 	uint64_t limit;
@@ -597,9 +616,13 @@ pcpu_histogram_t *pcpu__histogram_create_at(pcpu_zone_t *zone,
 		errno = EINVAL;
 		return NULL;
 	}
+	if (sparse && at) {
+		errno = EINVAL; /* a shared tree's storage is dense */
+		return NULL;
+	}
 	if (pcpu__histogram_layout_check(layout, &nbuckets, &limit) < 0)
 		return NULL;
-	if (nbuckets + !!wide > PCPU_ZONE_MAX_OBJECT / (2 * sizeof(struct pcpu_counter))) {
+	if (!sparse && nbuckets + !!wide > PCPU_ZONE_MAX_OBJECT / (2 * sizeof(struct pcpu_counter))) {
 		pcpu__set_error("histogram: too many buckets for one zone object");
 		errno = E2BIG;
 		return NULL;
@@ -622,10 +645,11 @@ pcpu_histogram_t *pcpu__histogram_create_at(pcpu_zone_t *zone,
 	/* A (count, sum) pair per bucket, 16-byte aligned for the record's
 	 * one-store commit (pcpu/histogram.h); zeroed, as a counter array.
 	 * With fractions one more pair: the per-slot double sum, the residue. */
-	h->pcpu__c = at ? at
-			: pcpu_zone_alloc(zone, 2 * (nbuckets + !!wide) * sizeof(struct pcpu_counter),
-					  2 * sizeof(struct pcpu_counter));
-	if (!h->pcpu__c) {
+	if (sparse ? pcpu__histogram_sparse_init(h, zone, nbuckets, wide) < 0
+		   : !(h->pcpu__c = at ? at
+				       : pcpu_zone_alloc(zone,
+							 2 * (nbuckets + !!wide) * sizeof(struct pcpu_counter),
+							 2 * sizeof(struct pcpu_counter)))) {
 		int e = errno;
 		if (t)
 			tables_put(t->words);
@@ -653,7 +677,10 @@ void pcpu_histogram_destroy(pcpu_histogram_t *h)
 {
 	if (!h)
 		return;
-	pcpu_counter_free(h->pcpu__c);
+	if (h->pcpu__c)
+		pcpu_counter_free(h->pcpu__c);
+	else
+		pcpu__histogram_sparse_free(h);
 	if (h->pcpu__scheme != PCPU_HISTOGRAM_LOG_LINEAR)
 		tables_put(h->pcpu__bounds);
 	free(h);
@@ -662,7 +689,10 @@ void pcpu_histogram_destroy(pcpu_histogram_t *h)
 void pcpu__histogram_destroy_in(pcpu_zone_t *zone, pcpu_histogram_t *h, const int64_t *shared)
 {
 	/* The bucket counters come from `zone` (pcpu_histogram_create_in()). */
-	(void)pcpu_zone_free(zone, h->pcpu__c);
+	if (h->pcpu__c)
+		(void)pcpu_zone_free(zone, h->pcpu__c);
+	else
+		pcpu__histogram_sparse_free(h);
 	if (h->pcpu__scheme != PCPU_HISTOGRAM_LOG_LINEAR && h->pcpu__bounds != shared)
 		tables_put(h->pcpu__bounds);
 	free(h);
@@ -710,10 +740,16 @@ int pcpu_histogram_read(const pcpu_histogram_t *h, uint64_t *counts, size_t nbuc
 		errno = EINVAL;
 		return -1;
 	}
-	for (b0 = 0; b0 < nbuckets; b0 += BLOCK) {
-		size_t n = nbuckets - b0 < BLOCK ? nbuckets - b0 : BLOCK;
+	/* Sparse: a block is a group; one not made yet reads 0. */
+	for (b0 = 0; b0 < nbuckets; b0 += h->pcpu__c ? BLOCK : PCPU__HISTOGRAM_GROUP) {
+		size_t n = h->pcpu__c ? BLOCK : PCPU__HISTOGRAM_GROUP;
+		pcpu_counter_t at = pcpu__histogram_pair(h, b0);
 
-		if (pcpu_counter_fetch_array(h->pcpu__c + 2 * b0, 2 * n, pairs) < 0)
+		if (n > nbuckets - b0)
+			n = nbuckets - b0;
+		if (!at)
+			memset(pairs, 0, 2 * n * sizeof pairs[0]);
+		else if (pcpu_counter_fetch_array(at, 2 * n, pairs) < 0)
 			return -1;
 		for (b = 0; b < n; b++) {
 			counts[b0 + b] = pairs[2 * b];
@@ -732,6 +768,8 @@ int pcpu_histogram_read(const pcpu_histogram_t *h, uint64_t *counts, size_t nbuc
  * mirror), after the buckets' pairs. */
 static pcpu_counter_t double_sum_word(const pcpu_histogram_t *h)
 {
+	if (!h->pcpu__c)
+		return pcpu__histogram_sparse_sum_pair(h);
 	return h->pcpu__c + 2 * (size_t)h->pcpu__nbuckets;
 }
 
@@ -743,7 +781,7 @@ void pcpu__histogram_observe_slow(const pcpu_histogram_t *h, double v)
 	pcpu_counter_t pair;
 
 	if (u != u) { /* NaN: no bucket holds it; +Inf counts it, as Prometheus' clients do */
-		pcpu__histogram_add_pair(h->pcpu__c + 2 * ((size_t)h->pcpu__nbuckets - 1), 1, 0);
+		pcpu__histogram_sparse_add(h, (size_t)h->pcpu__nbuckets - 1, 1, 0);
 		if (h->pcpu__wide)
 			pcpu_fraction_sum_add(double_sum_word(h), v);
 		return;
@@ -751,7 +789,8 @@ void pcpu__histogram_observe_slow(const pcpu_histogram_t *h, double v)
 	/* The bucket of the value, clamped to what an int64 holds. */
 	iv = u >= 0x1p63 ? INT64_MAX : u <= -0x1p63 ? INT64_MIN : (int64_t)(u + (u < 0 ? -0.5 : 0.5));
 	b = pcpu__histogram_locate(h, &iv);
-	pair = h->pcpu__c + 2 * b;
+	if (!(pair = pcpu__histogram_pair_made(h, b)))
+		return; /* a sparse group that cannot be made: counted */
 	if (__builtin_fabs(u) < h->pcpu__cap && (iv != 0 || v == 0)) {
 		/* In range: the integer pair, unless this slot's sum word is
 		 * full (or the section did not commit and the retry finds it
@@ -783,8 +822,13 @@ int pcpu_histogram_zero(const pcpu_histogram_t *h)
 	/* Word by word, each by offset (counter.c): a pair's count and sum
 	 * may be reset a moment apart, as a read may load them. */
 	n = 2 * (size_t)h->pcpu__nbuckets;
-	for (i = 0; i < n; i++)
-		pcpu_counter_zero(h->pcpu__c + i);
+	for (i = 0; i < n; i++) {
+		/* Sparse: a group not made yet holds nothing to reset. */
+		pcpu_counter_t pair = pcpu__histogram_pair(h, i / 2);
+
+		if (pair)
+			pcpu_counter_zero(pair + i % 2);
+	}
 	if (h->pcpu__wide)
 		pcpu_fraction_sum_reset(double_sum_word(h));
 	return 0;
@@ -798,101 +842,31 @@ int pcpu_histogram_merge(const pcpu_histogram_t *h, const uint64_t *counts, size
 		errno = EINVAL;
 		return -1;
 	}
-	for (b = 0; b < nbuckets; b++)
-		if (counts[b] != 0)
-			pcpu_counter_add(h->pcpu__c + 2 * b, (int64_t)counts[b]);
-	if (sum != 0)
+	/* The sum goes to the first bucket's sum word; sparse, to the first
+	 * bucket with a count (its group is made anyway), bucket 0's only
+	 * when no count is given. */
+	if (sum != 0 && h->pcpu__c) {
 		pcpu_counter_add(h->pcpu__c + 1, sum);
+		sum = 0;
+	}
+	for (b = 0; b < nbuckets; b++) {
+		pcpu_counter_t pair;
+
+		if (counts[b] == 0)
+			continue;
+		if (!(pair = pcpu__histogram_pair_made(h, b)))
+			continue; /* counted in pcpu_histogram_lost() */
+		pcpu_counter_add(pair, (int64_t)counts[b]);
+		if (sum != 0) {
+			pcpu_counter_add(pair + 1, sum);
+			sum = 0;
+		}
+	}
+	if (sum != 0) {
+		pcpu_counter_t pair = pcpu__histogram_pair_made(h, 0);
+
+		if (pair)
+			pcpu_counter_add(pair + 1, sum);
+	}
 	return 0;
-}
-
-/*
- * The rank rule both quantile functions share, Prometheus'
- * histogram_quantile() over the same buckets: rank = q * count, the bucket
- * is the first non-empty one whose cumulative count reaches the rank, and
- * the estimate interpolates linearly between the bucket's bounds. Gives
- * the bucket (nbuckets - 1 for +Inf) and the fraction of it below the
- * rank, or -1 with EINVAL (q outside [0, 1], no observations).
- */
-static int quantile_locate(const uint64_t *counts, size_t nbuckets, double q, size_t *bucket,
-			   double *frac)
-{
-	uint64_t total = 0, cum = 0;
-	double rank;
-	size_t b;
-
-	if (!counts || nbuckets < 1 || !(q >= 0.0 && q <= 1.0)) {
-		errno = EINVAL;
-		return -1;
-	}
-	for (b = 0; b < nbuckets; b++)
-		total += counts[b];
-	if (!total) {
-		errno = EINVAL;
-		return -1;
-	}
-	rank = q * (double)total;
-	for (b = 0; b + 1 < nbuckets; b++) {
-		if (counts[b] && (double)(cum + counts[b]) >= rank)
-			break;
-		cum += counts[b];
-	}
-	*bucket = b;
-	*frac = b + 1 < nbuckets ? (rank - (double)cum) / (double)counts[b] : 1.0;
-	if (*frac < 0)
-		*frac = 0; /* q = 0: the first non-empty bucket's lower bound */
-	return 0;
-}
-
-/* Bucket b's interpolation interval from the upper bounds `hi` of b and
- * `prev` of b - 1: Prometheus starts the first bucket at 0 when its bound
- * is positive, and returns a bound <= 0 as it is. */
-static double interpolate(size_t b, double prev, double hi, double frac)
-{
-	double lo = b == 0 ? (hi > 0 ? 0.0 : hi) : prev;
-
-	return lo + (hi - lo) * frac;
-}
-
-double pcpu_histogram_quantile(const pcpu_histogram_t *h, const uint64_t *counts,
-			       size_t nbuckets, double q)
-{
-	int64_t prev = 0, hi;
-	size_t b;
-	double frac;
-
-	if (!h || nbuckets != h->pcpu__nbuckets || nbuckets < 2) {
-		errno = EINVAL;
-		return NAN;
-	}
-	if (quantile_locate(counts, nbuckets, q, &b, &frac) < 0)
-		return NAN;
-	if (b + 1 == nbuckets) { /* +Inf: all we know is the largest finite bound */
-		b = nbuckets - 2;
-		frac = 1.0;
-	}
-	pcpu_histogram_bucket_range(h, b, NULL, &hi);
-	if (b)
-		pcpu_histogram_bucket_range(h, b - 1, NULL, &prev);
-	return interpolate(b, (double)prev, (double)hi, frac);
-}
-
-double pcpu_snapshot_quantile(const struct pcpu_snapshot_family *f, const uint64_t *counts,
-			      double q)
-{
-	size_t b;
-	double frac, prev;
-
-	if (!f || !pcpu__has_buckets(f->type) || f->nbuckets < 2 || !f->bucket_upper) {
-		errno = EINVAL;
-		return NAN;
-	}
-	if (quantile_locate(counts, f->nbuckets, q, &b, &frac) < 0)
-		return NAN;
-	if (b + 1 == f->nbuckets) {
-		b = f->nbuckets - 2;
-		frac = 1.0;
-	}
-	prev = b ? pcpu__scale_i64(f->bucket_upper[b - 1], f->scale_exp10) : 0.0;
-	return interpolate(b, prev, pcpu__scale_i64(f->bucket_upper[b], f->scale_exp10), frac);
 }

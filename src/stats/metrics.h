@@ -73,10 +73,27 @@ PCPU_HIDDEN void pcpu__histogram_destroy_in(pcpu_zone_t *zone, pcpu_histogram_t 
 PCPU_HIDDEN pcpu_histogram_t *pcpu__histogram_create_at(pcpu_zone_t *zone,
 							const struct pcpu_histogram_layout *layout,
 							void *at, const int64_t *shared,
-							int scale_exp10, int wide);
+							int scale_exp10, unsigned opts);
 /* ... `scale_exp10`: the exposed unit's (pcpu_histogram_observe() scales
- * by it); `wide`: a histogram of a family with fractions, one more pair
- * after the buckets' (a per-slot double sum and a residue). */
+ * by it); `opts`: PCPU__HISTOGRAM_WIDE, a histogram of a family with
+ * fractions, one more pair after the buckets' (a per-slot double sum and
+ * a residue); PCPU__HISTOGRAM_OPT_SPARSE, buckets made as used
+ * (PCPU_HISTOGRAM_SPARSE; not with `at`: EINVAL). */
+#define PCPU__HISTOGRAM_WIDE 1u
+#define PCPU__HISTOGRAM_OPT_SPARSE 2u
+
+/* histogram_sparse.c: a sparse histogram's (PCPU_HISTOGRAM_SPARSE) groups.
+ * _init: its groups array (none made) in h->pcpu__groups, and the double
+ * sum's pair when `wide`; 0, or -1 with errno. _free: its groups back to
+ * its zone, and the array. _pair_made: bucket b's pair of any histogram,
+ * a sparse group made if need be; NULL when it cannot be (counted by
+ * pcpu_histogram_lost(); errno unchanged). _sum_pair: the double sum's
+ * pair (NULL without fractions). */
+PCPU_HIDDEN int pcpu__histogram_sparse_init(pcpu_histogram_t *h, pcpu_zone_t *zone, size_t nbuckets,
+					    int wide);
+PCPU_HIDDEN void pcpu__histogram_sparse_free(pcpu_histogram_t *h);
+PCPU_HIDDEN pcpu_counter_t pcpu__histogram_pair_made(const pcpu_histogram_t *h, size_t b);
+PCPU_HIDDEN pcpu_counter_t pcpu__histogram_sparse_sum_pair(const pcpu_histogram_t *h);
 
 /* What a histogram of a family with fractions holds beyond its integer
  * sum: its double sum and its residue, in exposed units (0 without). */

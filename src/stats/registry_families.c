@@ -235,6 +235,7 @@ static struct pcpu_family *family_create_locked(struct pcpu_registry *reg,
 	f->reg = reg;
 	f->flags = x->flags;
 	f->labelset = x->labelset;
+	f->sparse = x->sparse;
 	f->gfam = gf;
 	f->gmember = member;
 	f->type = d->type;
@@ -459,7 +460,7 @@ pcpu_family_t *pcpu_registry_family_const(pcpu_registry_t *reg, const struct pcp
 					  unsigned n, const char *const *names,
 					  const char *const *values)
 {
-	struct pcpu__fam_extra x = { 0, n, names, values, 0 };
+	struct pcpu__fam_extra x = { 0, n, names, values, 0, 0 };
 
 	if (pcpu__const_labels_check(n, names, values) < 0)
 		return NULL;
@@ -470,13 +471,20 @@ pcpu_family_t *pcpu_registry_family_ex(pcpu_registry_t *reg, const struct pcpu_f
 				       unsigned flags, unsigned n, const char *const *names,
 				       const char *const *values)
 {
-	struct pcpu__fam_extra x = { 0, n, names, values, 0 };
+	struct pcpu__fam_extra x = { 0, n, names, values, 0, 0 };
 	const struct pcpu_metric_type_info *t = d ? pcpu__type_info(d->type) : NULL;
 
-	if (flags & ~(unsigned)(PCPU_FAMILY_FRACTIONS | PCPU_FAMILY_LABELSET)) {
+	if (flags & ~(unsigned)(PCPU_FAMILY_FRACTIONS | PCPU_FAMILY_LABELSET | PCPU_FAMILY_SPARSE)) {
 		pcpu__reg_fail(EINVAL, "unknown PCPU_FAMILY_* flag");
 		return NULL;
 	}
+	if ((flags & PCPU_FAMILY_SPARSE) && t && t->value != PCPU_VALUE_BUCKETS) {
+		pcpu__set_error("PCPU_FAMILY_SPARSE is for histogram families");
+		pcpu__msg_prefix("family", d->name ? d->name : "(null)");
+		errno = EINVAL;
+		return NULL;
+	}
+	x.sparse = !!(flags & PCPU_FAMILY_SPARSE);
 	if (n && pcpu__const_labels_check(n, names, values) < 0)
 		return NULL;
 	x.labelset = !!(flags & PCPU_FAMILY_LABELSET);
@@ -595,7 +603,7 @@ int pcpu_registry_remove_family(pcpu_registry_t *reg, pcpu_family_t *f)
 int pcpu_registry_info(pcpu_registry_t *reg, const char *name, const char *help, unsigned nlabels,
 		       const char *const *label_names, const char *const *label_values)
 {
-	static const struct pcpu__fam_extra info = { PCPU_SNAPSHOT_INFO, 0, NULL, NULL, 0 };
+	static const struct pcpu__fam_extra info = { PCPU_SNAPSHOT_INFO, 0, NULL, NULL, 0, 0 };
 	struct pcpu_family_desc d;
 	pcpu_family_t *f;
 	pcpu_gauge_t g;

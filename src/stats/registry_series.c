@@ -46,9 +46,15 @@ static void *storage_alloc(struct pcpu_family *f)
 	case PCPU_METRIC_HISTOGRAM:
 		/* An explicit layout's bounds are the family's (one copy for
 		 * all its series, padded for the search). */
+		/* Sparse where nothing outside the process reads the words: a
+		 * published segment's readers find a series' pairs at one
+		 * offset (docs/segment-format.md), so there it stays dense. */
 		h = pcpu__histogram_create_at(f->reg->zone, &f->layout, NULL,
 					      f->layout.scheme == PCPU_HISTOGRAM_EXPLICIT ? f->bounds : NULL,
-					      f->scale_exp10, !!(f->flags & PCPU_SNAPSHOT_NANOS));
+					      f->scale_exp10,
+					      (f->flags & PCPU_SNAPSHOT_NANOS ? PCPU__HISTOGRAM_WIDE : 0) |
+						      (f->sparse && !f->reg->hook ? PCPU__HISTOGRAM_OPT_SPARSE
+										  : 0));
 		break;
 	default:
 		errno = EINVAL;
@@ -371,7 +377,7 @@ static void *tree_series_new(struct pcpu_family *f, const char *const *v, uint64
 	else if (f->type == PCPU_METRIC_HISTOGRAM)
 		handle = pcpu__histogram_create_at(f->reg->zone, &f->layout, at,
 						   f->layout.scheme == PCPU_HISTOGRAM_EXPLICIT ? f->bounds : NULL,
-						   f->scale_exp10, !!(f->flags & PCPU_SNAPSHOT_NANOS));
+						   f->scale_exp10, f->flags & PCPU_SNAPSHOT_NANOS ? PCPU__HISTOGRAM_WIDE : 0);
 	else
 		handle = at; /* a counter's or a gauge's handle is its value */
 	if (handle && !pcpu__series_new(f, v, h, handle, NULL)) {

@@ -72,6 +72,9 @@ struct pcpu_family {
 	 * names table holds (registry_names.c) -- at its head. */
 	struct pcpu_family *lsnext;
 	int labelset;                 /* registered with PCPU_FAMILY_LABELSET */
+	/* PCPU_FAMILY_SPARSE (a histogram family): its series' buckets are
+	 * made as used where the registry's storage allows (histogram.c) */
+	int sparse;
 };
 
 /* A consistent group family (pcpu_registry_group()): nmembers counter or
@@ -175,6 +178,8 @@ struct pcpu__fam_extra {
 	/* PCPU_FAMILY_LABELSET: another label set of an existing name is
 	 * another family of that name (registry_labelsets.c) */
 	int labelset;
+	/* PCPU_FAMILY_SPARSE: a histogram family's buckets made as used */
+	int sparse;
 };
 
 /* A series whose value a callback computes (pcpu_family_callback()). */

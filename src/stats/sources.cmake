@@ -10,7 +10,9 @@ set(PCPU_STATS_SOURCES
   src/stats/stats_zone.c   # default zone of standalone statistics objects
   src/stats/gauge.c        # gauges: set by offset
   src/stats/fraction.c     # values with fractions: residues, sets, reads of doubles
-  src/stats/histogram.c    # histograms: layouts, reads, quantiles
+  src/stats/histogram.c    # histograms: layouts, creation, reads, resets
+  src/stats/histogram_sparse.c # sparse histograms' bucket groups, made at first record
+  src/stats/histogram_quantile.c # quantiles from a histogram's or a snapshot's counts
   src/stats/histogram_layout.c # log-linear bucket arithmetic and exposed `le` sets (also the segment reader)
   src/stats/histogram_export.c # the exposed buckets of a snapshot family, cumulative, and their `le`
   src/stats/group.c        # consistent groups: per-CPU lanes locked by rseq, fork()

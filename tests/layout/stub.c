@@ -1,6 +1,6 @@
 /* A stand-in for a libpcpu.so.0 of another hot-path layout: same soname,
  * the inline path's symbols under PCPU_LAYOUT_1 (stub.map). Never runs:
- * the dynamic linker must refuse a program built for PCPU_LAYOUT_3 first. */
+ * the dynamic linker must refuse a program built for PCPU_LAYOUT_4 first. */
 #include <stdint.h>
 
 __attribute__((visibility("default"))) struct { int32_t a, b; uint32_t r[2]; } pcpu__g;

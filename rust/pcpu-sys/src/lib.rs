@@ -423,7 +423,7 @@ extern "C" {
 /// [`pcpu__counter_add_slow`]'s signature): the C library's `PCPU__LAYOUT`
 /// (version node `PCPU_LAYOUT_<n>`). Code that writes the inline add
 /// compares [`pcpu_inline_layout`]`()` with it before its first add.
-pub const PCPU_INLINE_LAYOUT: u32 = 3;
+pub const PCPU_INLINE_LAYOUT: u32 = 4;
 
 /// The directory holding the generated `pcpu/version.h` of a bundled
 /// build (None with feature `system`), for tests that compile C code
