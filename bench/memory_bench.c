@@ -96,23 +96,30 @@ struct kind {
 	enum pub pub;
 	enum value value;
 	unsigned div;     /* series = --n / div (at least 1) */
+	int sparse;       /* histograms: PCPU_FAMILY_SPARSE (issue 61) */
 };
 
 static const struct kind kinds[] = {
-	{"seg-counter", "published counter, ordinary segment", PUB_SEGMENT, V_COUNTER, 1},
-	{"tree-counter", "published counter, shared tree", PUB_TREE, V_COUNTER, 1},
-	{"seg-hist10", "published histogram, 10 explicit bounds", PUB_SEGMENT, V_HIST10, 40},
+	{"seg-counter", "published counter, ordinary segment", PUB_SEGMENT, V_COUNTER, 1, 0},
+	{"tree-counter", "published counter, shared tree", PUB_TREE, V_COUNTER, 1, 0},
+	{"seg-hist10", "published histogram, 10 explicit bounds", PUB_SEGMENT, V_HIST10, 40, 0},
 	{"tree-nginx", "published histogram, the nginx module's layout (a shared tree, as the "
-		       "module's)", PUB_TREE, V_NGINX, 40},
-	{"seg-native3", "published native histogram, schema 3", PUB_SEGMENT, V_NATIVE3, 40},
+		       "module's)", PUB_TREE, V_NGINX, 40, 0},
+	{"seg-native3", "published native histogram, schema 3", PUB_SEGMENT, V_NATIVE3, 40, 0},
 	{"priv-nginx", "histogram, the nginx module's layout, private registry", PUB_NONE, V_NGINX,
-	 40},
-	{"priv-native3", "native histogram, schema 3, private registry", PUB_NONE, V_NATIVE3, 40},
-	{"priv-counter", "private counter, pcpu_counter_alloc()", PUB_NONE, V_ALLOC, 1},
+	 40, 0},
+	{"priv-native3", "native histogram, schema 3, private registry", PUB_NONE, V_NATIVE3, 40, 0},
+#ifdef PCPU_HISTOGRAM_GROUP_BUCKETS /* a library with sparse histograms */
+	{"priv-nginx-sparse", "histogram, the nginx module's layout, private registry, sparse",
+	 PUB_NONE, V_NGINX, 40, 1},
+	{"priv-native3-sparse", "native histogram, schema 3, private registry, sparse", PUB_NONE,
+	 V_NATIVE3, 40, 1},
+#endif
+	{"priv-counter", "private counter, pcpu_counter_alloc()", PUB_NONE, V_ALLOC, 1, 0},
 	{"seg-flows", "flow (2 counters), one array in a published registry's zone", PUB_SEGMENT,
-	 V_FLOWS, 2},
+	 V_FLOWS, 2, 0},
 	{"priv-flows", "flow (2 counters), one array, pcpu_counter_alloc_array()", PUB_NONE, V_FLOWS,
-	 2},
+	 2, 0},
 };
 #define NKINDS (sizeof kinds / sizeof kinds[0])
 
@@ -319,7 +326,12 @@ static void child(const struct kind *k, unsigned n, const char *dir)
 			}
 			d.histogram = l;
 		}
-		if (!(fam = pcpu_registry_family(reg, &d)))
+#ifdef PCPU_HISTOGRAM_GROUP_BUCKETS
+		fam = pcpu_registry_family_ex(reg, &d, k->sparse ? PCPU_FAMILY_SPARSE : 0, 0, NULL, NULL);
+#else
+		fam = pcpu_registry_family(reg, &d);
+#endif
+		if (!fam)
 			bench_die("pcpu_registry_family: %s", pcpu_stats_error());
 		/* one series first: the family's one-time costs stay out */
 		if (!(k->value == V_COUNTER ? (void *)pcpu_family_counter(fam, lv)

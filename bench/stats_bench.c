@@ -75,6 +75,11 @@ static pcpu_histogram_t *h_explicit, *h_explicit16, *h_loglin, *h_native;
 /* h_loglin's layout again: the memory the zone floor commits into
  * (bench_ideal_record_loglin_zone_rand), so h_loglin keeps pcpu's records. */
 static pcpu_histogram_t *h_floor;
+/* Sparse histograms (PCPU_HISTOGRAM_SPARSE, issue 61) of h_loglin's and
+ * h_native's layouts: the same records, one load more. Left out where the
+ * library has no sparse histograms (a build of an older commit), so this
+ * file measures both. */
+static pcpu_histogram_t *h_loglin_sparse, *h_native_sparse;
 
 /* Random inputs: log-uniform in 1 ms - 20 s (ns), 2^16 of them (512 KiB,
  * read in order: the prefetcher hides the loads; far too many for a branch
@@ -185,6 +190,22 @@ static NOINLINE void bench_hist_native_rand(uint64_t n)
 	for (i = 0; i < n; i++)
 		pcpu_histogram_record(h_native, rand_ns[i & (NRAND - 1)]);
 }
+
+#ifdef PCPU_HISTOGRAM_GROUP_BUCKETS
+static NOINLINE void bench_hist_loglin_sparse_rand(uint64_t n)
+{
+	uint64_t i;
+	for (i = 0; i < n; i++)
+		pcpu_histogram_record(h_loglin_sparse, rand_ns[i & (NRAND - 1)]);
+}
+
+static NOINLINE void bench_hist_native_sparse_rand(uint64_t n)
+{
+	uint64_t i;
+	for (i = 0; i < n; i++)
+		pcpu_histogram_record(h_native_sparse, rand_ns[i & (NRAND - 1)]);
+}
+#endif
 
 /* Where a record's time goes: the bucket lookup alone (its result kept),
  * and the pair add alone on one fixed bucket (pcpu/histogram.h's private
@@ -535,6 +556,10 @@ static struct variant variants[] = {
 	{ .name = "histogram record (16 explicit, random)", .fn = bench_hist_explicit16_rand },
 	{ .name = "histogram record (log-linear, random)", .fn = bench_hist_loglin_rand },
 	{ .name = "histogram record (exponential s=3, random)", .fn = bench_hist_native_rand },
+#ifdef PCPU_HISTOGRAM_GROUP_BUCKETS
+	{ .name = "histogram record (log-linear sparse, random)", .fn = bench_hist_loglin_sparse_rand },
+	{ .name = "histogram record (exponential s=3 sparse, random)", .fn = bench_hist_native_sparse_rand },
+#endif
 	{ .name = "  lookup only (log-linear, random)", .fn = bench_lookup_loglin_rand },
 	{ .name = "  lookup only (16 explicit, random)", .fn = bench_lookup_explicit16_rand },
 	{ .name = "  pair add only (random value)", .fn = bench_pair_add_rand },
@@ -1020,6 +1045,11 @@ int main(int argc, char **argv)
 
 		h_native = pcpu_histogram_create(&nl);
 		CHECK(h_native);
+#ifdef PCPU_HISTOGRAM_GROUP_BUCKETS
+		h_native_sparse = pcpu_histogram_create_ex(NULL, &nl, PCPU_HISTOGRAM_SPARSE);
+		h_loglin_sparse = pcpu_histogram_create_ex(NULL, &ll, PCPU_HISTOGRAM_SPARSE);
+		CHECK(h_native_sparse && h_loglin_sparse);
+#endif
 	}
 	grp = pcpu_group_alloc(2, 1);
 	CHECK(c_a && c_b && c_pair && g_a && h_explicit && h_explicit16 && h_loglin && grp);
