@@ -192,6 +192,42 @@ static NOINLINE void bench_hist_native_rand(uint64_t n)
 }
 
 #ifdef PCPU_HISTOGRAM_GROUP_BUCKETS
+/* The record as inline layout 3 wrote it, before sparse histograms: the
+ * pair at the array, no test of it (the dense record's added cost, in
+ * one run). */
+static NOINLINE void bench_hist_loglin_layout3_rand(uint64_t n)
+{
+	uint64_t i;
+	for (i = 0; i < n; i++) {
+		int64_t v = rand_ns[i & (NRAND - 1)];
+		size_t b = pcpu__histogram_locate(h_loglin, &v);
+
+		pcpu__histogram_add_pair(h_loglin->pcpu__c + 2 * b, 1, v);
+	}
+}
+
+static NOINLINE void bench_hist_explicit_layout3_rand(uint64_t n)
+{
+	uint64_t i;
+	for (i = 0; i < n; i++) {
+		int64_t v = rand_ns[i & (NRAND - 1)];
+		size_t b = pcpu__histogram_locate(h_explicit, &v);
+
+		pcpu__histogram_add_pair(h_explicit->pcpu__c + 2 * b, 1, v);
+	}
+}
+
+static NOINLINE void bench_hist_native_layout3_rand(uint64_t n)
+{
+	uint64_t i;
+	for (i = 0; i < n; i++) {
+		int64_t v = rand_ns[i & (NRAND - 1)];
+		size_t b = pcpu__histogram_locate(h_native, &v);
+
+		pcpu__histogram_add_pair(h_native->pcpu__c + 2 * b, 1, v);
+	}
+}
+
 static NOINLINE void bench_hist_loglin_sparse_rand(uint64_t n)
 {
 	uint64_t i;
@@ -557,6 +593,9 @@ static struct variant variants[] = {
 	{ .name = "histogram record (log-linear, random)", .fn = bench_hist_loglin_rand },
 	{ .name = "histogram record (exponential s=3, random)", .fn = bench_hist_native_rand },
 #ifdef PCPU_HISTOGRAM_GROUP_BUCKETS
+	{ .name = "histogram record, layout 3's path (11 explicit, random)", .fn = bench_hist_explicit_layout3_rand },
+	{ .name = "histogram record, layout 3's path (log-linear, random)", .fn = bench_hist_loglin_layout3_rand },
+	{ .name = "histogram record, layout 3's path (exponential s=3, random)", .fn = bench_hist_native_layout3_rand },
 	{ .name = "histogram record (log-linear sparse, random)", .fn = bench_hist_loglin_sparse_rand },
 	{ .name = "histogram record (exponential s=3 sparse, random)", .fn = bench_hist_native_sparse_rand },
 #endif

@@ -177,15 +177,20 @@ enum {
 	 * about k pairs per slot that records (rounded up to whole groups)
 	 * rather than the layout's full width: for wide layouts (hundreds of
 	 * log-linear or exponential buckets) where each series sees a narrow
-	 * range. The price: a record loads the group's address before its
-	 * section (one dependent load), and **the first record into a group
+	 * range (private registry, 247 buckets, written once: 752 bytes of
+	 * memory against 4,352 dense; bench/memory.md). The price: a record
+	 * loads the group's address before its section (one dependent load:
+	 * 1.09-1.14 times a dense record, bench/stats.md, "Sparse
+	 * histograms: the record"), and **the first record into a group
 	 * allocates** -- a zone allocation (a mutex section), so it is not
 	 * async-signal-safe, nor lock-free; every later record is. Should
 	 * that allocation fail (ENOMEM: the zone cannot grow), the record is
 	 * counted by pcpu_histogram_lost() and nothing else changes: never a
 	 * wrong bucket. Reads, pcpu_histogram_zero() and
 	 * pcpu_histogram_merge() work alike (a merge makes the groups it
-	 * adds to). Since PCPU_0.2 (inline layout 4).
+	 * adds to). Series of a published registry stay dense (the segment
+	 * format has no place for groups yet). Since PCPU_0.2 (inline
+	 * layout 4).
 	 */
 	PCPU_HISTOGRAM_SPARSE = 1u << 0,
 };
@@ -331,25 +336,11 @@ static inline __attribute__((noinline, cold)) void pcpu__histogram_add_pair_slow
 #pragma GCC diagnostic pop
 #endif
 
-/* The (count, sum) pair of bucket b: dense, the histogram's array; sparse,
- * its group's, or NULL while the group is not made. The group's words were
- * zeroed before its address was stored (release), hence the acquire. */
-__attribute__((always_inline)) static inline pcpu_counter_t pcpu__histogram_pair(const pcpu_histogram_t *h,
-										  size_t b)
-{
-	pcpu_counter_t g;
-
-	if (PCPU_LIKELY(h->pcpu__c != NULL))
-		return h->pcpu__c + 2 * b;
-	g = __atomic_load_n(&h->pcpu__groups[b / PCPU__HISTOGRAM_GROUP], __ATOMIC_ACQUIRE);
-	return g ? g + 2 * (b % PCPU__HISTOGRAM_GROUP) : NULL;
-}
-
-/* A sparse histogram's record into a group not made yet (histogram.c):
- * makes it, then adds n and v to bucket b's pair; pcpu_histogram_lost()
- * counts the record if the group cannot be made. One call, the whole
- * record, so nothing must survive it in a caller's registers. */
-PCPU_API void pcpu__histogram_sparse_add(const pcpu_histogram_t *h, size_t b, int64_t n, int64_t v);
+/* A sparse histogram's record into a bucket group not made yet
+ * (histogram_sparse.c): v recorded n times (n added to its bucket's count,
+ * v * n to its sum), the group made first (pcpu_histogram_lost() counts
+ * the record when it cannot be). */
+PCPU_API void pcpu__histogram_sparse_record(const pcpu_histogram_t *h, int64_t v, uint64_t n);
 
 /* Adds n to the count and v to the sum of the bucket pair at `pair` on the
  * calling thread's slot: one critical section whose commit stores both
@@ -364,13 +355,39 @@ __attribute__((always_inline)) static inline void pcpu__histogram_add_pair(pcpu_
 	pcpu__histogram_add_pair_slow(pair, n, v);
 }
 
+/* A sparse histogram's record (h->pcpu__c NULL): the bucket, its group's
+ * address (NULL until made: the call above), the same section as a dense
+ * record. The records test for a sparse histogram before anything else and
+ * keep this apart: a dense record is then its code from before sparse
+ * histograms plus that one test (1.03-1.047 times it: bench/stats.md,
+ * "Sparse histograms: the record"), where a test of the pair's address
+ * after the lookup cost it up to 1.065 times; and a sparse one stays
+ * inline (a call for the whole record cost 2-3 times a dense record,
+ * against 1.09-1.14 times).
+ * The group's words were zeroed before its address was stored (release),
+ * hence the acquire. */
+__attribute__((always_inline)) static inline void pcpu__histogram_sparse_add(const pcpu_histogram_t *h,
+									      int64_t v, uint64_t n)
+{
+	int64_t u = v;
+	size_t b = pcpu__histogram_locate(h, &u);
+	pcpu_counter_t g = __atomic_load_n(&h->pcpu__groups[b / PCPU__HISTOGRAM_GROUP], __ATOMIC_ACQUIRE);
+
+	if (PCPU_UNLIKELY(g == NULL)) {
+		pcpu__histogram_sparse_record(h, v, n);
+		return;
+	}
+	pcpu__histogram_add_pair(g + 2 * (b % PCPU__HISTOGRAM_GROUP), (int64_t)n, (int64_t)((uint64_t)u * n));
+}
+
 /**
  * Records value `v` once: adds 1 to its bucket's count and v to its
  * bucket's sum (0 for a negative value in a log-linear or exponential
  * histogram). `h` must be a live histogram.
- * Thread-safe; async-signal-safe; lock-free. Cost: finding the bucket
- * (branch-free, see pcpu_histogram_bucket_of()) and one rseq critical
- * section on the bucket's pair. Measured with random values (log-uniform
+ * Thread-safe; async-signal-safe; lock-free (but a sparse histogram's
+ * first record into a bucket group: see PCPU_HISTOGRAM_SPARSE). Cost:
+ * finding the bucket (branch-free, see pcpu_histogram_bucket_of()) and one
+ * rseq critical section on the bucket's pair. Measured with random values (log-uniform
  * in 1 ms - 20 s; bench/stats_bench.c) on quiet 2-vCPU EPYC guests, two
  * runs on each (bench/README.md section 5: "The floor of a record" on an
  * AMD Zen 4, "The 8-byte-commit layout" on a Zen 5), in counter adds of
@@ -386,14 +403,13 @@ __attribute__((always_inline)) static inline void pcpu__histogram_add_pair(pcpu_
  */
 __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_histogram_record)(const pcpu_histogram_t *h, int64_t v)
 {
-	size_t b = pcpu__histogram_locate(h, &v);
-	pcpu_counter_t pair = pcpu__histogram_pair(h, b);
+	if (PCPU_LIKELY(h->pcpu__c != NULL)) {
+		size_t b = pcpu__histogram_locate(h, &v);
 
-	if (PCPU_UNLIKELY(pair == NULL)) {
-		pcpu__histogram_sparse_add(h, b, 1, v);
-		return;
+		pcpu__histogram_add_pair(h->pcpu__c + 2 * b, 1, v);
+	} else {
+		pcpu__histogram_sparse_add(h, v, 1);
 	}
-	pcpu__histogram_add_pair(pair, 1, v);
 }
 
 /**
@@ -409,18 +425,20 @@ __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_histogram
 												const pcpu_histogram_t *h,
 												int64_t v)
 {
-	size_t b = pcpu__histogram_locate(h, &v);
-	pcpu_counter_t pair = pcpu__histogram_pair(h, b);
+	size_t b;
+	pcpu_counter_t pair;
 
 #ifdef PCPU_DEBUG
 	pcpu__worker_debug_check(w, "pcpu_histogram_record_owned");
 #endif
-	if (PCPU_UNLIKELY(pair == NULL)) {
-		/* A sparse group's first record: made, then a plain record
-		 * (exact all the same: reads add every slot). */
-		pcpu__histogram_sparse_add(h, b, 1, v);
+	if (PCPU_UNLIKELY(h->pcpu__c == NULL)) {
+		/* Sparse: a plain record (exact all the same: reads add
+		 * every slot, the owned ones too). */
+		pcpu__histogram_sparse_add(h, v, 1);
 		return;
 	}
+	b = pcpu__histogram_locate(h, &v);
+	pair = h->pcpu__c + 2 * b;
 	if (PCPU_UNLIKELY(w.pcpu__off == 0)) {
 		pcpu__histogram_add_pair(pair, 1, v);
 		return;
@@ -437,14 +455,14 @@ __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_histogram
  */
 static inline void PCPU__INLINE_OP(pcpu_histogram_record_n)(const pcpu_histogram_t *h, int64_t v, uint64_t n)
 {
-	size_t b = pcpu__histogram_locate(h, &v);
-	pcpu_counter_t pair = pcpu__histogram_pair(h, b);
+	size_t b;
 
-	if (PCPU_UNLIKELY(pair == NULL)) {
-		pcpu__histogram_sparse_add(h, b, (int64_t)n, (int64_t)((uint64_t)v * n));
+	if (PCPU_UNLIKELY(h->pcpu__c == NULL)) {
+		pcpu__histogram_sparse_add(h, v, n);
 		return;
 	}
-	pcpu__histogram_add_pair(pair, (int64_t)n, (int64_t)((uint64_t)v * n));
+	b = pcpu__histogram_locate(h, &v);
+	pcpu__histogram_add_pair(h->pcpu__c + 2 * b, (int64_t)n, (int64_t)((uint64_t)v * n));
 }
 
 /* The rest of an observation the integer pair does not take (histogram.c):
@@ -473,8 +491,8 @@ PCPU_API void pcpu__histogram_observe_slow(const pcpu_histogram_t *h, double v);
  * snapshot). Negative values in a log-linear or exponential histogram
  * record 0, as pcpu_histogram_record(). On a histogram of a family without
  * fractions (no double sum) what the integer pair cannot take is counted
- * and its sum dropped. Thread-safe; async-signal-safe; lock-free. Cost:
- * in range, a multiplication, a rounding, the bucket lookup, a load of the
+ * and its sum dropped. Thread-safe; async-signal-safe; lock-free (but a
+ * sparse histogram's first record into a bucket group). Cost: in range, a multiplication, a rounding, the bucket lookup, a load of the
  * slot's sum word and pcpu_histogram_record()'s section; out of range, a
  * call: a pair add and a compare-and-store.
  */
@@ -483,21 +501,21 @@ __attribute__((always_inline)) static inline void PCPU__INLINE_OP(pcpu_histogram
 {
 	double u = v * h->pcpu__mult;
 
-	if (PCPU_LIKELY(__builtin_fabs(u) < h->pcpu__cap)) {
+	/* Sparse (pcpu__c NULL): all of it in the slow path, which makes
+	 * groups. */
+	if (PCPU_LIKELY(__builtin_fabs(u) < h->pcpu__cap && h->pcpu__c != NULL)) {
 		int64_t iv = (int64_t)(u + (u < 0 ? -0.5 : 0.5));
 		int64_t idx = pcpu__rseq_load_index16();
 
 		if (PCPU_LIKELY(iv != 0 || v == 0)) {
 			size_t b = pcpu__histogram_locate(h, &iv);
-			pcpu_counter_t pair = pcpu__histogram_pair(h, b);
+			pcpu_counter_t pair = h->pcpu__c + 2 * b;
 			/* The slot's sum word must hold less than its share
 			 * of 2^62. An unregistered thread's index (0xffff,
 			 * 0xfffe) names no slot: its section fails, and the
-			 * slow path checks the word it adds to. A sparse
-			 * group not made yet: the slow path makes it. */
-			uint64_t s = PCPU_UNLIKELY(pair == NULL) ? (uint64_t)1 << 63 /* out of range */
-				     : idx >= 0xfffe ? 0
-						     : (uint64_t)__atomic_load_n(
+			 * slow path checks the word it adds to. */
+			uint64_t s = idx >= 0xfffe ? 0
+						   : (uint64_t)__atomic_load_n(
 							     &pcpu__counter_slot(pair + 1, (size_t)idx)->pcpu__word,
 							     __ATOMIC_RELAXED);
 
@@ -620,11 +638,13 @@ PCPU_API int pcpu_histogram_zero(const pcpu_histogram_t *h);
  * this one. Afterwards a read of `h` counts counts[b] more in bucket b and
  * `sum` more in its sum (modulo 2^64, as records add). Bucket sums are
  * not kept apart by reads, so `sum` is added to the first bucket's sum
- * word; only the total is defined. The adds are counter adds, one per
+ * word (sparse: the first bucket with a count's, which needs its group
+ * anyway); only the total is defined. The adds are counter adds, one per
  * non-zero count plus one: a concurrent read may see some and not others.
  * Returns 0, or -1 with errno EINVAL (NULL `h` or `counts`, `nbuckets` not
  * pcpu_histogram_nbuckets(h)).
- * Thread-safe; async-signal-safe; lock-free. Cost: a counter add per
+ * Thread-safe; async-signal-safe; lock-free (sparse: not where it makes
+ * a bucket group, see PCPU_HISTOGRAM_SPARSE). Cost: a counter add per
  * non-zero count, and one for the sum.
  */
 PCPU_API int pcpu_histogram_merge(const pcpu_histogram_t *h, const uint64_t *counts, size_t nbuckets,

@@ -553,6 +553,8 @@ public:
 	PCPU_CXX_NO_FLOAT_OBSERVATION(record_n)
 	PCPU_CXX_HOT std::size_t bucket_of(std::int64_t v) const { return pcpu_histogram_bucket_of(this->get(), v); }
 	std::size_t nbuckets() const noexcept { return pcpu_histogram_nbuckets(this->get()); }
+	/** pcpu_histogram_lost(): observations a sparse histogram could not store. */
+	std::uint64_t lost() const noexcept { return pcpu_histogram_lost(this->get()); }
 	/** pcpu_histogram_read() into a new histogram_data. */
 	histogram_data read() const
 	{
@@ -582,6 +584,15 @@ public:
 	{
 		if (!get())
 			detail::throw_errno("pcpu_histogram_create", true);
+	}
+	/** Creates it with `layout` and pcpu_histogram_create_ex() flags
+	 * (PCPU_HISTOGRAM_SPARSE: buckets made as used), in the default zone;
+	 * throws pcpu::error (EINVAL: a bad layout or flag). */
+	histogram(histogram_layout layout, unsigned flags)
+		: histogram_ops(pcpu_histogram_create_ex(nullptr, layout.c_layout(), flags))
+	{
+		if (!get())
+			detail::throw_errno("pcpu_histogram_create_ex", true);
 	}
 	histogram_ref ref() const noexcept { return histogram_ref(get()); }
 };

@@ -743,7 +743,7 @@ int pcpu_histogram_read(const pcpu_histogram_t *h, uint64_t *counts, size_t nbuc
 	/* Sparse: a block is a group; one not made yet reads 0. */
 	for (b0 = 0; b0 < nbuckets; b0 += h->pcpu__c ? BLOCK : PCPU__HISTOGRAM_GROUP) {
 		size_t n = h->pcpu__c ? BLOCK : PCPU__HISTOGRAM_GROUP;
-		pcpu_counter_t at = pcpu__histogram_pair(h, b0);
+		pcpu_counter_t at = pcpu__histogram_pair_of(h, b0);
 
 		if (n > nbuckets - b0)
 			n = nbuckets - b0;
@@ -781,7 +781,10 @@ void pcpu__histogram_observe_slow(const pcpu_histogram_t *h, double v)
 	pcpu_counter_t pair;
 
 	if (u != u) { /* NaN: no bucket holds it; +Inf counts it, as Prometheus' clients do */
-		pcpu__histogram_sparse_add(h, (size_t)h->pcpu__nbuckets - 1, 1, 0);
+		pcpu_counter_t inf = pcpu__histogram_pair_made(h, (size_t)h->pcpu__nbuckets - 1);
+
+		if (inf)
+			pcpu__histogram_add_pair(inf, 1, 0);
 		if (h->pcpu__wide)
 			pcpu_fraction_sum_add(double_sum_word(h), v);
 		return;
@@ -824,7 +827,7 @@ int pcpu_histogram_zero(const pcpu_histogram_t *h)
 	n = 2 * (size_t)h->pcpu__nbuckets;
 	for (i = 0; i < n; i++) {
 		/* Sparse: a group not made yet holds nothing to reset. */
-		pcpu_counter_t pair = pcpu__histogram_pair(h, i / 2);
+		pcpu_counter_t pair = pcpu__histogram_pair_of(h, i / 2);
 
 		if (pair)
 			pcpu_counter_zero(pair + i % 2);

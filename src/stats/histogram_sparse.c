@@ -2,8 +2,9 @@
 /*
  * Sparse histograms (PCPU_HISTOGRAM_SPARSE, pcpu/histogram.h): the bucket
  * pairs in groups made at their first record. histogram.c creates, reads
- * and resets every histogram through pcpu__histogram_pair() (the record
- * path's, pcpu/histogram.h) and the functions here (metrics.h).
+ * and resets every histogram through the functions here (metrics.h); the
+ * inline record of pcpu/histogram.h calls pcpu__histogram_sparse_record()
+ * for a sparse one.
  *
  * The record path indexes h->pcpu__groups (pcpu/histogram.h); that array
  * is the tail of this block, so the library finds the rest from it. Why
@@ -76,12 +77,25 @@ pcpu_counter_t pcpu__histogram_pair_made(const pcpu_histogram_t *h, size_t b)
 	return g ? g + 2 * (b % PCPU__HISTOGRAM_GROUP) : NULL;
 }
 
-void pcpu__histogram_sparse_add(const pcpu_histogram_t *h, size_t b, int64_t n, int64_t v)
+void pcpu__histogram_sparse_record(const pcpu_histogram_t *h, int64_t v, uint64_t n)
 {
+	size_t b = pcpu__histogram_locate(h, &v);
 	pcpu_counter_t pair = pcpu__histogram_pair_made(h, b);
 
 	if (pair)
-		pcpu__histogram_add_pair(pair, n, v);
+		pcpu__histogram_add_pair(pair, (int64_t)n, (int64_t)((uint64_t)v * n));
+}
+
+pcpu_counter_t pcpu__histogram_pair_of(const pcpu_histogram_t *h, size_t b)
+{
+	pcpu_counter_t g;
+
+	if (h->pcpu__c)
+		return h->pcpu__c + 2 * b;
+	/* The group's words were zeroed before its address was stored
+	 * (release): hence the acquire. */
+	g = __atomic_load_n(&h->pcpu__groups[b / PCPU__HISTOGRAM_GROUP], __ATOMIC_ACQUIRE);
+	return g ? g + 2 * (b % PCPU__HISTOGRAM_GROUP) : NULL;
 }
 
 uint64_t pcpu_histogram_lost(const pcpu_histogram_t *h)

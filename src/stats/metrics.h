@@ -87,12 +87,14 @@ PCPU_HIDDEN pcpu_histogram_t *pcpu__histogram_create_at(pcpu_zone_t *zone,
  * sum's pair when `wide`; 0, or -1 with errno. _free: its groups back to
  * its zone, and the array. _pair_made: bucket b's pair of any histogram,
  * a sparse group made if need be; NULL when it cannot be (counted by
- * pcpu_histogram_lost(); errno unchanged). _sum_pair: the double sum's
- * pair (NULL without fractions). */
+ * pcpu_histogram_lost(); errno unchanged). _pair_of: the same, but NULL
+ * for a group not made (none is made). _sum_pair: the double sum's pair
+ * (NULL without fractions). */
 PCPU_HIDDEN int pcpu__histogram_sparse_init(pcpu_histogram_t *h, pcpu_zone_t *zone, size_t nbuckets,
 					    int wide);
 PCPU_HIDDEN void pcpu__histogram_sparse_free(pcpu_histogram_t *h);
 PCPU_HIDDEN pcpu_counter_t pcpu__histogram_pair_made(const pcpu_histogram_t *h, size_t b);
+PCPU_HIDDEN pcpu_counter_t pcpu__histogram_pair_of(const pcpu_histogram_t *h, size_t b);
 PCPU_HIDDEN pcpu_counter_t pcpu__histogram_sparse_sum_pair(const pcpu_histogram_t *h);
 
 /* What a histogram of a family with fractions holds beyond its integer

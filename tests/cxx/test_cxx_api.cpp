@@ -71,6 +71,21 @@ void test_errors()
 		thrown = e.code().value() == EINVAL;
 	}
 	CHECK(thrown);
+	// A sparse histogram reads as a dense one; an unknown flag throws.
+	{
+		pcpu::histogram sparse(pcpu::histogram_layout::explicit_bounds({10, 100, 1000}), PCPU_HISTOGRAM_SPARSE);
+		sparse.record(5);
+		sparse.record(5000);
+		auto d = sparse.read();
+		CHECK(d.count == 2 && d.sum == 5005 && d.counts[0] == 1 && d.counts[3] == 1 && sparse.lost() == 0);
+	}
+	thrown = false;
+	try {
+		pcpu::histogram h(pcpu::histogram_layout::explicit_bounds({10}), 0x80);
+	} catch (const pcpu::error &e) {
+		thrown = e.code().value() == EINVAL;
+	}
+	CHECK(thrown);
 }
 
 } // namespace

@@ -145,6 +145,13 @@ pub const PCPU_METRIC_HISTOGRAM: pcpu_metric_type = 3;
 pub const PCPU_FAMILY_FRACTIONS: c_uint = 1 << 0;
 /// `pcpu_registry_family_ex()` flag: another label set of an existing name.
 pub const PCPU_FAMILY_LABELSET: c_uint = 1 << 1;
+/// `pcpu_registry_family_ex()` flag: a histogram family's buckets made as used.
+pub const PCPU_FAMILY_SPARSE: c_uint = 1 << 2;
+/// `pcpu_histogram_create_ex()` flag: buckets made as used, in groups of
+/// [`PCPU_HISTOGRAM_GROUP_BUCKETS`].
+pub const PCPU_HISTOGRAM_SPARSE: c_uint = 1 << 0;
+/// Buckets per group of a sparse histogram.
+pub const PCPU_HISTOGRAM_GROUP_BUCKETS: usize = 8;
 
 /// `enum pcpu_format`.
 pub type pcpu_format = c_uint;
@@ -314,6 +321,12 @@ extern "C" {
     // ---- pcpu/histogram.h ----------------------------------------------
     pub fn pcpu_histogram_create(layout: *const pcpu_histogram_layout) -> *mut pcpu_histogram;
     pub fn pcpu_histogram_create_in(zone: *mut pcpu_zone, layout: *const pcpu_histogram_layout) -> *mut pcpu_histogram;
+    pub fn pcpu_histogram_create_ex(
+        zone: *mut pcpu_zone,
+        layout: *const pcpu_histogram_layout,
+        flags: c_uint,
+    ) -> *mut pcpu_histogram;
+    pub fn pcpu_histogram_lost(h: *const pcpu_histogram) -> u64;
     pub fn pcpu_histogram_destroy(h: *mut pcpu_histogram);
     pub fn pcpu_histogram_record(h: *const pcpu_histogram, v: i64);
     pub fn pcpu_histogram_record_n(h: *const pcpu_histogram, v: i64, n: u64);

@@ -3,7 +3,7 @@
 //! (`histogram_ops!`).
 
 use std::fmt;
-use std::ptr::NonNull;
+use std::ptr::{self, NonNull};
 
 use pcpu_sys as sys;
 
@@ -264,6 +264,21 @@ macro_rules! histogram_ops {
         pub fn sum(&self) -> i64 {
             self.read().2
         }
+
+        /// Observations a sparse histogram could not store: a bucket
+        /// group that could not be made (ENOMEM). 0 for a dense one, and
+        /// while memory lasts. Thread-safe. Cost: a load.
+        ///
+        /// ```
+        /// let h = pcpu::Histogram::new_sparse(&pcpu::HistogramLayout::explicit(&[10]))?;
+        /// h.record(3);
+        /// assert_eq!(h.lost(), 0);
+        /// # Ok::<(), pcpu::Error>(())
+        /// ```
+        pub fn lost(&self) -> u64 {
+            // SAFETY: a live histogram.
+            unsafe { pcpu_sys::pcpu_histogram_lost(self.raw.as_ptr()) }
+        }
     };
 }
 pub(crate) use histogram_ops;
@@ -302,6 +317,35 @@ impl Histogram {
         let raw = layout.as_raw();
         // SAFETY: raw points into layout, alive for the call (copied).
         let p = unsafe { sys::pcpu_histogram_create(&raw) };
+        NonNull::new(p).map(|raw| Histogram { raw }).ok_or_else(errno_error)
+    }
+
+    /// A new, empty histogram of `layout` whose buckets take memory as
+    /// they are used (`PCPU_HISTOGRAM_SPARSE`): groups of 8 buckets, each
+    /// made at its first record, so a histogram whose values fall in k
+    /// buckets costs about k buckets per CPU that records, not the
+    /// layout's width. A record loads its group's address first (1.09-1.14
+    /// times a dense record, bench/stats.md), and the first record
+    /// into a group allocates: not async-signal-safe. A group that cannot
+    /// be made is counted by [`lost`](Histogram::lost), never put in
+    /// another bucket.
+    ///
+    /// Errors: as [`new`](Histogram::new). Thread-safe. Cost: one pointer
+    /// per group.
+    ///
+    /// ```
+    /// let layout = pcpu::HistogramLayout::exponential(3, -9);
+    /// let h = pcpu::Histogram::new_sparse(&layout)?;
+    /// h.record(1_000_000);
+    /// assert_eq!((h.count(), h.sum()), (1, 1_000_000));
+    /// # Ok::<(), pcpu::Error>(())
+    /// ```
+    pub fn new_sparse(layout: &HistogramLayout) -> Result<Histogram> {
+        check_layout()?;
+        let raw = layout.as_raw();
+        // SAFETY: raw points into layout, alive for the call (copied); a
+        // NULL zone is the statistics layer's default one.
+        let p = unsafe { sys::pcpu_histogram_create_ex(ptr::null_mut(), &raw, sys::PCPU_HISTOGRAM_SPARSE) };
         NonNull::new(p).map(|raw| Histogram { raw }).ok_or_else(errno_error)
     }
 
