@@ -194,38 +194,32 @@ static NOINLINE void bench_hist_native_rand(uint64_t n)
 #ifdef PCPU_HISTOGRAM_GROUP_BUCKETS
 /* The record as inline layout 3 wrote it, before sparse histograms: the
  * pair at the array, no test of it (the dense record's added cost, in
- * one run). */
-static NOINLINE void bench_hist_loglin_layout3_rand(uint64_t n)
+ * one run). *hp is loaded at every record, as the rows above load their
+ * global histogram. */
+static inline __attribute__((always_inline)) void layout3_records(pcpu_histogram_t *const *hp, uint64_t n)
 {
 	uint64_t i;
 	for (i = 0; i < n; i++) {
 		int64_t v = rand_ns[i & (NRAND - 1)];
-		size_t b = pcpu__histogram_locate(h_loglin, &v);
+		size_t b = pcpu__histogram_locate(*hp, &v);
 
-		pcpu__histogram_add_pair(h_loglin->pcpu__c + 2 * b, 1, v);
+		pcpu__histogram_add_pair((*hp)->pcpu__c + 2 * b, 1, v);
 	}
+}
+
+static NOINLINE void bench_hist_loglin_layout3_rand(uint64_t n)
+{
+	layout3_records(&h_loglin, n);
 }
 
 static NOINLINE void bench_hist_explicit_layout3_rand(uint64_t n)
 {
-	uint64_t i;
-	for (i = 0; i < n; i++) {
-		int64_t v = rand_ns[i & (NRAND - 1)];
-		size_t b = pcpu__histogram_locate(h_explicit, &v);
-
-		pcpu__histogram_add_pair(h_explicit->pcpu__c + 2 * b, 1, v);
-	}
+	layout3_records(&h_explicit, n);
 }
 
 static NOINLINE void bench_hist_native_layout3_rand(uint64_t n)
 {
-	uint64_t i;
-	for (i = 0; i < n; i++) {
-		int64_t v = rand_ns[i & (NRAND - 1)];
-		size_t b = pcpu__histogram_locate(h_native, &v);
-
-		pcpu__histogram_add_pair(h_native->pcpu__c + 2 * b, 1, v);
-	}
+	layout3_records(&h_native, n);
 }
 
 static NOINLINE void bench_hist_loglin_sparse_rand(uint64_t n)
