@@ -3,8 +3,8 @@
  * Sparse histograms (PCPU_HISTOGRAM_SPARSE, pcpu/histogram.h): the bucket
  * pairs in groups made at their first record. histogram.c creates, reads
  * and resets every histogram through the functions here (metrics.h); the
- * inline record of pcpu/histogram.h calls pcpu__histogram_sparse_record()
- * for a sparse one.
+ * inline record of pcpu/histogram.h (pcpu__histogram_sparse_add()) calls
+ * pcpu__histogram_sparse_record() where a bucket's group is not made yet.
  *
  * The record path indexes h->pcpu__groups (pcpu/histogram.h); that array
  * is the tail of this block, so the library finds the rest from it. Why
