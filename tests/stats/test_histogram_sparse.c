@@ -532,7 +532,7 @@ static int stress(unsigned rounds)
 
 int main(int argc, char **argv)
 {
-	unsigned rounds = 12;
+	unsigned rounds = 40;
 	int k, want_unit = 0, want_stress = 0;
 
 	for (k = 1; k < argc; k++) {
