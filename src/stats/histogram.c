@@ -734,15 +734,16 @@ int pcpu_histogram_read(const pcpu_histogram_t *h, uint64_t *counts, size_t nbuc
 	 * read is async-signal-safe), each block walked slot by slot. */
 	enum { BLOCK = 128 };
 	uint64_t pairs[2 * BLOCK], c = 0, s = 0;
-	size_t b0, b;
+	size_t b0, b, step;
 
 	if (!h || !counts || nbuckets != h->pcpu__nbuckets) {
 		errno = EINVAL;
 		return -1;
 	}
 	/* Sparse: a block is a group; one not made yet reads 0. */
-	for (b0 = 0; b0 < nbuckets; b0 += h->pcpu__c ? BLOCK : PCPU__HISTOGRAM_GROUP) {
-		size_t n = h->pcpu__c ? BLOCK : PCPU__HISTOGRAM_GROUP;
+	step = h->pcpu__c ? BLOCK : PCPU__HISTOGRAM_GROUP;
+	for (b0 = 0; b0 < nbuckets; b0 += step) {
+		size_t n = step;
 		pcpu_counter_t at = pcpu__histogram_pair_of(h, b0);
 
 		if (n > nbuckets - b0)
@@ -824,13 +825,15 @@ int pcpu_histogram_zero(const pcpu_histogram_t *h)
 	}
 	/* Word by word, each by offset (counter.c): a pair's count and sum
 	 * may be reset a moment apart, as a read may load them. */
-	n = 2 * (size_t)h->pcpu__nbuckets;
+	n = h->pcpu__nbuckets;
 	for (i = 0; i < n; i++) {
 		/* Sparse: a group not made yet holds nothing to reset. */
-		pcpu_counter_t pair = pcpu__histogram_pair_of(h, i / 2);
+		pcpu_counter_t pair = pcpu__histogram_pair_of(h, i);
 
-		if (pair)
-			pcpu_counter_zero(pair + i % 2);
+		if (pair) {
+			pcpu_counter_zero(pair);
+			pcpu_counter_zero(pair + 1);
+		}
 	}
 	if (h->pcpu__wide)
 		pcpu_fraction_sum_reset(double_sum_word(h));
