@@ -114,6 +114,10 @@ static const struct kind kinds[] = {
 	 PUB_NONE, V_NGINX, 40, 1},
 	{"priv-native3-sparse", "native histogram, schema 3, private registry, sparse", PUB_NONE,
 	 V_NATIVE3, 40, 1},
+	{"tree-nginx-sparse", "published histogram, the nginx module's layout, shared tree, sparse "
+			      "(format 2.10)", PUB_TREE, V_NGINX, 40, 1},
+	{"seg-native3-sparse", "published native histogram, schema 3, sparse (format 2.10)",
+	 PUB_SEGMENT, V_NATIVE3, 40, 1},
 #endif
 	{"priv-counter", "private counter, pcpu_counter_alloc()", PUB_NONE, V_ALLOC, 1, 0},
 	{"seg-flows", "flow (2 counters), one array in a published registry's zone", PUB_SEGMENT,

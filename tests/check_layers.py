@@ -167,7 +167,7 @@ LAYERS = [
         "src/segment/dirs.c", "src/segment/safe_open.c", "src/segment/liveness.c",
     ]),
     ("segment.writer", 10, ["include/pcpu/segment.h", "src/segment/writer.*",
-                            "src/segment/directory.c", "src/segment/tree.c",
+                            "src/segment/directory.c", "src/segment/directory_tree.c", "src/segment/tree.c",
                             "src/segment/tree_index.c", "src/segment/tree_relabel.c", "src/segment/tree_blobs.c", "src/segment/tree_relog.c", "src/segment/join.c",
                             "src/segment/flows.c"]),
     ("segment.reader", 10, ["include/pcpu/reader.h", "src/segment/reader*"]),

@@ -188,8 +188,8 @@ enum {
 	 * counted by pcpu_histogram_lost() and nothing else changes: never a
 	 * wrong bucket. Reads, pcpu_histogram_zero() and
 	 * pcpu_histogram_merge() work alike (a merge makes the groups it
-	 * adds to). Series of a published registry stay dense (the segment
-	 * format has no place for groups yet). Since PCPU_0.2 (inline
+	 * adds to). A registry family asks for it with PCPU_FAMILY_SPARSE
+	 * (pcpu/stats.h), private or published. Since PCPU_0.2 (inline
 	 * layout 4).
 	 */
 	PCPU_HISTOGRAM_SPARSE = 1u << 0,

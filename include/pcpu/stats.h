@@ -538,9 +538,14 @@ enum {
 	 * costs, and that a group's first record allocates). A storage
 	 * choice, not part of the description: the family's first
 	 * registration makes it, a later one of the same description gets the
-	 * family as it is. Series of a published registry (pcpu/segment.h)
-	 * stay dense: its readers find each series' pairs at one offset.
-	 * EINVAL for a counter or gauge family. Since PCPU_0.2.
+	 * family as it is. Published too (pcpu/segment.h): readers find each
+	 * series' groups by a table in the segment (format 2.10; readers
+	 * before it refuse such a family, never show a wrong number). In a
+	 * shared tree a group is made once for the tree, under the tree's
+	 * lock, and every process of the tree must register the family alike:
+	 * one that registers it without the flag where another registered it
+	 * with (or the reverse) gets EEXIST. EINVAL for a counter or gauge
+	 * family. Since PCPU_0.2.
 	 */
 	PCPU_FAMILY_SPARSE = 1u << 2,
 };

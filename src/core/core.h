@@ -288,6 +288,15 @@ PCPU_PRIVATE void pcpu__zone_tree_unlock(struct pcpu_zone *zone);
 PCPU_PRIVATE void *pcpu__zone_tree_adopt(struct pcpu_zone *zone, unsigned no, uint64_t off,
 					 size_t size);
 
+/* Where an object of `zone` lies: its chunk's number (a backed zone's
+ * chunk `no` is its backing's chunk `no`: a segment file's) and its offset
+ * in the chunk's slot regions. 0, or -1 with errno EINVAL if `obj` is in
+ * none of the zone's chunks. For a sparse histogram's groups in a
+ * published segment (src/stats/histogram_sparse.c), whose readers find
+ * them by place. Thread-safe (the zone's lock); O(chunks). */
+PCPU_PRIVATE int pcpu__zone_locate(struct pcpu_zone *zone, const void *obj, unsigned *no,
+				   uint64_t *off);
+
 /* ---- owned slots (worker.c) --------------------------------------------- */
 
 /* Whether a reserving backing (src/segment/backing.c) must make slot

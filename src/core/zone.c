@@ -654,6 +654,24 @@ static struct chunk *chunk_holding(pcpu_zone_t *zone, uintptr_t addr)
 	return NULL;
 }
 
+int pcpu__zone_locate(pcpu_zone_t *zone, const void *obj, unsigned *no, uint64_t *off)
+{
+	struct chunk *c;
+
+	pthread_mutex_lock(&zone->lock);
+	c = chunk_holding(zone, (uintptr_t)obj);
+	if (c) {
+		*no = c->no;
+		*off = (uint64_t)((uintptr_t)obj - (uintptr_t)c->base);
+	}
+	pthread_mutex_unlock(&zone->lock);
+	if (!c) {
+		errno = EINVAL;
+		return -1;
+	}
+	return 0;
+}
+
 /* Granule of the live object whose handle is `obj`, or CHUNK_GRANULES if
  * `obj` is not one (not 8-aligned, not in the zone, not an object start). */
 static size_t live_object(pcpu_zone_t *zone, const void *obj, struct chunk **cp)

@@ -87,7 +87,7 @@ void pcpu__directory_on_nospace(void *ctx, int err)
 
 /* Allocates the file's pages of [region + *backed, region + upto) before
  * anything is written there; *backed grows. -1 (marked) if refused. */
-static int reserve(struct pcpu_segment *seg, uint64_t region, uint64_t *backed, uint64_t upto)
+int pcpu__directory_reserve(struct pcpu_segment *seg, uint64_t region, uint64_t *backed, uint64_t upto)
 {
 	upto = (upto + 4095) & ~(uint64_t)4095;
 	if (upto <= *backed)
@@ -111,7 +111,7 @@ static void mark_dropped(struct pcpu_segment *seg)
  * (a tree's writer killed in mid-write, past the published entries: tree.c
  * repairs it too) is made even first, or the entry would stay odd -- unseen
  * by every reader and every process of the tree -- once written. */
-static void entry_write(struct pcpu_segment *seg, uint64_t idx, const struct pcpu__seg_entry *v)
+void pcpu__directory_entry_write(struct pcpu_segment *seg, uint64_t idx, const struct pcpu__seg_entry *v)
 {
 	struct pcpu__seg_entry *e = &seg->entries[idx];
 	uint64_t s = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
@@ -134,7 +134,7 @@ static int entry_alloc(struct pcpu_segment *seg, uint64_t *idx)
 		errno = ENOSPC;
 		return -1;
 	}
-	if (reserve(seg, PCPU__SEG_HEADER_REGION, &seg->entries_backed,
+	if (pcpu__directory_reserve(seg, PCPU__SEG_HEADER_REGION, &seg->entries_backed,
 		    (seg->entries_used + 1) * PCPU__SEG_ENTRY_SIZE) < 0)
 		return -1;
 	*idx = seg->entries_used++;
@@ -148,7 +148,7 @@ static void entries_publish_used(struct pcpu_segment *seg)
 	__atomic_store_n(&seg->hdr->entries_used, seg->entries_used, __ATOMIC_RELEASE);
 }
 
-static int blob_alloc(struct pcpu_segment *seg, size_t len, uint64_t *off)
+int pcpu__directory_blob_alloc(struct pcpu_segment *seg, size_t len, uint64_t *off)
 {
 	unsigned c;
 	size_t sz;
@@ -174,7 +174,7 @@ static int blob_alloc(struct pcpu_segment *seg, size_t len, uint64_t *off)
 		errno = ENOSPC;
 		return -1;
 	}
-	if (reserve(seg, (uint64_t)(seg->strings - seg->map), &seg->strings_backed,
+	if (pcpu__directory_reserve(seg, (uint64_t)(seg->strings - seg->map), &seg->strings_backed,
 		    seg->strings_used + sz) < 0)
 		return -1;
 	*off = seg->strings_used;
@@ -190,18 +190,20 @@ static void blob_free(struct pcpu_segment *seg, uint64_t off, size_t len)
 	(void)u64vec_push(&seg->free_blobs[pcpu__blob_class(len)], off);
 }
 
-static void entry_free(struct pcpu_segment *seg, uint64_t idx)
+static void entry_free(struct pcpu_segment *seg, uint64_t idx, int table)
 {
 	struct pcpu__seg_entry old = seg->entries[idx], z;
 
 	memset(&z, 0, sizeof z);
-	entry_write(seg, idx, &z); /* seq grows, kind FREE */
+	pcpu__directory_entry_write(seg, idx, &z); /* seq grows, kind FREE */
 	blob_free(seg, old.blob_off, old.blob_len);
+	if (table) /* 2.10: a sparse histogram's table, a blob of its own */
+		blob_free(seg, old.value_off, old.u32b);
 	(void)u64vec_push(&seg->free_entries, idx); /* else the entry is leaked */
 }
 
 /* Appends s and its NUL at blob + *pos. */
-static void put_str(char *blob, size_t *pos, const char *s)
+void pcpu__directory_put_str(char *blob, size_t *pos, const char *s)
 {
 	size_t n = strlen(s) + 1;
 
@@ -218,7 +220,7 @@ int pcpu__directory_entry_new(struct pcpu_segment *seg, size_t blob_len, uint64_
 
 	if (entry_alloc(seg, idx) < 0)
 		return -1;
-	if (blob_alloc(seg, blob_len, blob_off) < 0) {
+	if (pcpu__directory_blob_alloc(seg, blob_len, blob_off) < 0) {
 		err = errno;
 		(void)u64vec_push(&seg->free_entries, *idx);
 		errno = err;
@@ -232,13 +234,13 @@ void pcpu__directory_entry_set(struct pcpu_segment *seg, uint64_t idx,
 {
 	/* The blob is published before the entry that names it. */
 	__atomic_store_n(&seg->hdr->strings_used, seg->strings_used, __ATOMIC_RELEASE);
-	entry_write(seg, idx, e);
+	pcpu__directory_entry_write(seg, idx, e);
 	entries_publish_used(seg);
 }
 
 void pcpu__directory_entry_free(struct pcpu_segment *seg, uint64_t idx)
 {
-	entry_free(seg, idx);
+	entry_free(seg, idx, 0);
 }
 
 uint64_t pcpu__directory_new_id(struct pcpu_segment *seg)
@@ -254,7 +256,7 @@ uint64_t pcpu__directory_new_id(struct pcpu_segment *seg)
  * segment counts it (dropped, incomplete) and the registration stands: 0.
  * A tree's refuses the registration (see the top): -1, with the errno and
  * the message the registry's caller reads (pcpu_stats_error()). */
-static int cannot_record(struct pcpu_segment *seg)
+int pcpu__directory_cannot_record(struct pcpu_segment *seg)
 {
 	int err = errno;
 
@@ -281,7 +283,7 @@ static int cannot_record(struct pcpu_segment *seg)
 /* Takes a directory entry and `len` bytes of string table for `key` and
  * records key -> entry in `map`; on any failure gives back what it took
  * and returns -1 with errno (the caller says what it costs:
- * cannot_record()). */
+ * pcpu__directory_cannot_record()). */
 static int reserve_entry(struct pcpu_segment *seg, struct pcpu__htab *map, const void *key,
 			 size_t len, uint64_t *idx, uint64_t *off)
 {
@@ -289,7 +291,7 @@ static int reserve_entry(struct pcpu_segment *seg, struct pcpu__htab *map, const
 
 	if (entry_alloc(seg, idx) < 0)
 		return -1;
-	if (blob_alloc(seg, len, off) < 0)
+	if (pcpu__directory_blob_alloc(seg, len, off) < 0)
 		goto give_back_entry;
 	if (seg_map_put(map, key, (uint32_t)*idx) < 0) {
 		blob_free(seg, *off, len);
@@ -346,17 +348,21 @@ int pcpu__directory_family_added(struct pcpu_segment *seg, struct pcpu_family *f
 				   seg->entries[found].nlabels != (uint16_t)v.nlabels ||
 				   !((seg->entries[found].flags & PCPU__SEG_E_NANOS) ||
 				     (seg->entries[found].u32a & PCPU__SEG_HIST_WIDE)) !=
-					   !(v.flags & PCPU_SNAPSHOT_NANOS)))
+					   !(v.flags & PCPU_SNAPSHOT_NANOS) ||
+				   (buckets(v.type) &&
+				    !(seg->entries[found].u32a & PCPU__SEG_HIST_SPARSE) != !v.sparse)))
 			/* Its series would map storage of another size: a
 			 * counter with fractions over one word writes into
-			 * whatever follows it. */
+			 * whatever follows it; a dense histogram over a sparse
+			 * one's table, into the strings. */
 			return pcpu__error_set(PCPU_ERROR_STATS, EEXIST,
 					       "family \"%.64s\": another process of the tree registered "
-					       "it with another type, labels, or fractions", v.name);
+					       "it with another type, labels, fractions or bucket storage "
+					       "(PCPU_FAMILY_SPARSE)", v.name);
 		if (found >= 0) {
 			if (seg_map_put(&seg->families, f, (uint32_t)found) < 0) {
 				errno = ENOMEM;
-				return cannot_record(seg);
+				return pcpu__directory_cannot_record(seg);
 			}
 			return 0;
 		}
@@ -372,14 +378,14 @@ int pcpu__directory_family_added(struct pcpu_segment *seg, struct pcpu_family *f
 		len = ((len + 7) & ~(size_t)7) + nbounds * sizeof(int64_t);
 	}
 	if (reserve_entry(seg, &seg->families, f, len, &idx, &off) < 0)
-		return cannot_record(seg);
+		return pcpu__directory_cannot_record(seg);
 	blob = seg->strings + off;
-	put_str(blob, &pos, v.name);
+	pcpu__directory_put_str(blob, &pos, v.name);
 	if (v.help)
-		put_str(blob, &pos, v.help);
-	put_str(blob, &pos, v.unit ? v.unit : "");
+		pcpu__directory_put_str(blob, &pos, v.help);
+	pcpu__directory_put_str(blob, &pos, v.unit ? v.unit : "");
 	for (l = 0; l < v.nlabels; l++)
-		put_str(blob, &pos, v.label_names[l]);
+		pcpu__directory_put_str(blob, &pos, v.label_names[l]);
 	if (nbounds) {
 		while (pos & 7)
 			blob[pos++] = '\0';
@@ -401,7 +407,8 @@ int pcpu__directory_family_added(struct pcpu_segment *seg, struct pcpu_family *f
 	if (buckets(v.type)) {
 		e.nbuckets = (uint32_t)v.nbuckets;
 		e.u32a = (uint32_t)v.layout->scheme | PCPU__SEG_HIST_PAIRS |
-			 (v.flags & PCPU_SNAPSHOT_NANOS ? PCPU__SEG_HIST_WIDE : 0);
+			 (v.flags & PCPU_SNAPSHOT_NANOS ? PCPU__SEG_HIST_WIDE : 0) |
+			 (v.sparse ? PCPU__SEG_HIST_SPARSE : 0);
 		e.u32b = v.layout->scheme == PCPU_HISTOGRAM_LOG_LINEAR ? v.layout->precision_bits : 0;
 		if (v.layout->scheme == PCPU_HISTOGRAM_LOG_LINEAR) {
 			/* The export rule, from which a reader derives the same
@@ -425,7 +432,7 @@ int pcpu__directory_family_added(struct pcpu_segment *seg, struct pcpu_family *f
 			e.serial = (uint64_t)(v.layout->export_min > 0 ? v.layout->export_min : 0);
 		}
 	}
-	entry_write(seg, idx, &e);
+	pcpu__directory_entry_write(seg, idx, &e);
 	entries_publish_used(seg);
 	/* Metrics, not families: another label set of a name is not another
 	 * one (a tree's, where the tree has the name already). */
@@ -433,6 +440,11 @@ int pcpu__directory_family_added(struct pcpu_segment *seg, struct pcpu_family *f
 		      : v.name_first)
 		__atomic_store_n(&seg->hdr->nfamilies, ++seg->nfamilies, __ATOMIC_RELAXED);
 	return 0;
+}
+
+uint32_t pcpu__seg_sparse_table_size(const struct pcpu__family_view *f)
+{
+	return (uint32_t)(8 * (PCPU__SEG_SPARSE_GROUPS(f->nbuckets) + !!(f->flags & PCPU_SNAPSHOT_NANOS)));
 }
 
 uint32_t pcpu__seg_value_size(const struct pcpu__family_view *f)
@@ -555,7 +567,7 @@ static int group_ref(struct pcpu_segment *seg, const struct pcpu__family_view *f
 	 * processes (tree.c); readers ignore it. */
 	if (seg->tree && addr_location(seg, (uintptr_t)gs->g->pcpu__primary, &e.u32b, &e.value_off) < 0)
 		e.u32b = 0, e.value_off = 0;
-	entry_write(seg, idx, &e);
+	pcpu__directory_entry_write(seg, idx, &e);
 	if (gs->ok)
 		group_store(seg, idx, off, (uint32_t)len, gs->vals);
 	entries_publish_used(seg);
@@ -579,7 +591,7 @@ static void group_unref(struct pcpu_segment *seg, const struct pcpu__gseries *gs
 	seg_map_del(&seg->group_refs, gs);
 	seg_map_del(&seg->groups, gs);
 	if (!seg->tree) /* a tree's stays: see pcpu__directory_series_removing() */
-		entry_free(seg, idx);
+		entry_free(seg, idx, 0);
 }
 
 /* Every group's entry gets the registry's fresh read. */
@@ -639,7 +651,7 @@ void pcpu__directory_groups_read(struct pcpu_segment *seg)
 /* A tree's group member series that another process of the tree wrote
  * (the group adopted: tree.c): this process's series and group are
  * mapped to its entries. 1 if mapped, 0 if there is none, -1 with errno
- * if this process could not keep the mapping (cannot_record()). */
+ * if this process could not keep the mapping (pcpu__directory_cannot_record()). */
 static int tree_group_member_adopt(struct pcpu_segment *seg, uint32_t fidx,
 				   const struct pcpu__family_view *fv,
 				   const struct pcpu__series_view *sv, struct pcpu__series *se)
@@ -659,10 +671,42 @@ static int tree_group_member_adopt(struct pcpu_segment *seg, uint32_t fidx,
 	    seg_map_put(&seg->groups, sv->group, gidx) < 0 ||
 	    seg_map_put(&seg->group_refs, sv->group, refs + 1) < 0) {
 		errno = ENOMEM;
-		return cannot_record(seg);
+		return pcpu__directory_cannot_record(seg);
 	}
 	pcpu__tree_mapped_add(seg, (uint64_t)idx, se);
 	return 1;
+}
+
+/* 2.10: a sparse histogram's table of groups (format.h), zeroed: `size`
+ * bytes of string table at *off. 0, or -1 with errno. */
+static int table_alloc(struct pcpu_segment *seg, uint32_t size, uint64_t *off)
+{
+	if (pcpu__directory_blob_alloc(seg, size, off) < 0)
+		return -1;
+	memset(seg->strings + *off, 0, size); /* a reused blob holds its last words */
+	return 0;
+}
+
+/* A series another process of the tree wrote the entry of (tree.c's
+ * adoption): this process's series is mapped to it. 0, or -1 (pcpu__directory_cannot_record()). */
+static int adopted_series(struct pcpu_segment *seg, const struct pcpu__family_view *fv,
+			  const struct pcpu__series_view *sv, struct pcpu__series *se)
+{
+	seg->adopted = 0;
+	if (seg_map_put(&seg->series, se, (uint32_t)seg->adopted_idx) < 0) {
+		errno = ENOMEM;
+		return pcpu__directory_cannot_record(seg);
+	}
+	/* A sparse one's groups from now on in the tree's table (the
+	 * histogram reads it already: pcpu__family_histogram()). */
+	if (fv->sparse && pcpu__histogram_sparse_publish((pcpu_histogram_t *)sv->storage,
+							 (uint64_t *)(void *)(seg->strings + seg->adopted_off),
+							 &seg->hdr->generation) < 0) {
+		seg_map_del(&seg->series, se);
+		return pcpu__directory_cannot_record(seg);
+	}
+	pcpu__tree_mapped_add(seg, seg->adopted_idx, se);
+	return 0;
 }
 
 int pcpu__directory_series_added(struct pcpu_segment *seg, struct pcpu_family *f, struct pcpu__series *se)
@@ -674,37 +718,43 @@ int pcpu__directory_series_added(struct pcpu_segment *seg, struct pcpu_family *f
 	uint64_t idx, off, voff = 0;
 	size_t len = 0, pos = 0;
 	unsigned l;
-	int r;
+	int r, sparse;
 
 	pcpu__family_view(f, &fv);
 	pcpu__series_view(f, se, &sv);
+	sparse = fv.sparse && !sv.group;
 	if (seg->tree && sv.group && seg_map_get(&seg->families, f, &fidx) == 0 &&
 	    (r = tree_group_member_adopt(seg, fidx, &fv, &sv, se)) != 0)
 		return r < 0 ? -1 : 0;
 	if (seg_map_get(&seg->families, f, &fidx) < 0) {
 		errno = ENOSPC; /* the family has no entry: it was dropped */
-		return cannot_record(seg);
+		return pcpu__directory_cannot_record(seg);
 	}
-	if ((sv.group ? group_ref(seg, &fv, sv.group, &gidx)
-		      : value_location(seg, &fv, &sv, &chunk, &voff, &size)) < 0) {
+	if (sparse) {
+		/* Another process of the tree wrote its entry (tree.c): the
+		 * histogram was made over its table. */
+		if (seg->adopted &&
+		    pcpu__histogram_sparse_table((pcpu_histogram_t *)sv.storage) ==
+			    (const uint64_t *)(const void *)(seg->strings + seg->adopted_off))
+			return adopted_series(seg, &fv, &sv, se);
+		/* Its value is its groups, wherever each is made: the entry
+		 * names a table of their places instead (format.h, 2.10). */
+		size = pcpu__seg_sparse_table_size(&fv);
+		if (table_alloc(seg, size, &voff) < 0)
+			return pcpu__directory_cannot_record(seg);
+	} else if ((sv.group ? group_ref(seg, &fv, sv.group, &gidx)
+			     : value_location(seg, &fv, &sv, &chunk, &voff, &size)) < 0) {
 		if (!sv.group)
 			errno = ENOMEM; /* its chunk unknown: on_chunk() had no memory */
-		return cannot_record(seg);
+		return pcpu__directory_cannot_record(seg);
 	}
 	if (sv.group) {
 		chunk = fv.group_member;
 		voff = gidx;
 	}
-	if (seg->adopted && !sv.group && chunk == seg->adopted_chunk && voff == seg->adopted_off) {
-		/* Another process of the tree wrote its entry (tree.c). */
-		seg->adopted = 0;
-		if (seg_map_put(&seg->series, se, (uint32_t)seg->adopted_idx) < 0) {
-			errno = ENOMEM;
-			return cannot_record(seg);
-		}
-		pcpu__tree_mapped_add(seg, seg->adopted_idx, se);
-		return 0;
-	}
+	if (seg->adopted && !sv.group && !sparse && chunk == seg->adopted_chunk &&
+	    voff == seg->adopted_off)
+		return adopted_series(seg, &fv, &sv, se);
 	for (l = 0; l < fv.nlabels; l++)
 		len += strlen(sv.values[l]) + 1;
 	if (reserve_entry(seg, &seg->series, se, len, &idx, &off) < 0) {
@@ -712,13 +762,21 @@ int pcpu__directory_series_added(struct pcpu_segment *seg, struct pcpu_family *f
 
 		if (sv.group)
 			group_unref(seg, sv.group);
+		if (sparse)
+			blob_free(seg, voff, size); /* a tree's stays: it leaks */
 		errno = err;
-		return cannot_record(seg);
+		return pcpu__directory_cannot_record(seg);
 	}
 	pcpu__tree_mapped_add(seg, idx, se);
 	for (l = 0; l < fv.nlabels; l++)
-		put_str(seg->strings + off, &pos, sv.values[l]);
+		pcpu__directory_put_str(seg->strings + off, &pos, sv.values[l]);
 	__atomic_store_n(&seg->hdr->strings_used, seg->strings_used, __ATOMIC_RELEASE);
+	/* The places of what the histogram made already (the double sum's
+	 * pair), before the entry: a reader that finds the entry finds them. */
+	if (sparse)
+		(void)pcpu__histogram_sparse_publish((pcpu_histogram_t *)sv.storage,
+						     (uint64_t *)(void *)(seg->strings + voff),
+						     &seg->hdr->generation);
 
 	memset(&e, 0, sizeof e);
 	e.kind = sv.group ? PCPU__SEG_GROUP_SERIES : PCPU__SEG_SERIES;
@@ -733,7 +791,7 @@ int pcpu__directory_series_added(struct pcpu_segment *seg, struct pcpu_family *f
 	/* Readers list a family's series in creation order, as the
 	 * registry's own snapshot does. */
 	e.serial = ++seg->next_serial;
-	entry_write(seg, idx, &e);
+	pcpu__directory_entry_write(seg, idx, &e);
 	entries_publish_used(seg);
 	__atomic_store_n(&seg->hdr->nseries, ++seg->nseries, __ATOMIC_RELAXED);
 	return 0;
@@ -759,7 +817,12 @@ void pcpu__directory_series_removing(struct pcpu_segment *seg, const struct pcpu
 			group_unref(seg, sv.group);
 		return;
 	}
-	entry_free(seg, idx);
+	{
+		struct pcpu__family_view fv;
+
+		pcpu__family_view(f, &fv);
+		entry_free(seg, idx, fv.sparse && !sv.group);
+	}
 	if (sv.group)
 		group_unref(seg, sv.group); /* after its member: see format.h */
 	__atomic_store_n(&seg->hdr->nseries, --seg->nseries, __ATOMIC_RELAXED);
@@ -778,7 +841,7 @@ void pcpu__directory_family_removing(struct pcpu_segment *seg, struct pcpu_famil
 	seg_map_del(&seg->families, f);
 	if (seg->tree)
 		return; /* as for its series, above */
-	entry_free(seg, idx);
+	entry_free(seg, idx, 0);
 	{
 		struct pcpu__family_view v;
 
@@ -786,115 +849,4 @@ void pcpu__directory_family_removing(struct pcpu_segment *seg, struct pcpu_famil
 		if (v.name_sets == 1) /* the name's last label set: one metric less */
 			__atomic_store_n(&seg->hdr->nfamilies, --seg->nfamilies, __ATOMIC_RELAXED);
 	}
-}
-
-/* ---- 2.5: segments shared by a process tree (tree.c) ---- */
-
-/* Bytes a blob of `len` appended to a tree's strings takes: its class's. */
-static uint64_t tree_blob_bytes(size_t len)
-{
-	return len ? (uint64_t)1 << (BLOB_MIN_SHIFT + pcpu__blob_class(len)) : 0;
-}
-
-int pcpu__directory_series_room(struct pcpu_segment *seg, const struct pcpu__family_view *fv,
-				const char *const *v)
-{
-	uint64_t nentries = 1, bytes, label_bytes = 0;
-	unsigned l;
-
-	for (l = 0; l < fv->nlabels; l++)
-		label_bytes += strlen(v[l]) + 1;
-	if (label_bytes > PCPU__SEG_BLOB_MAX) {
-		errno = E2BIG;
-		return cannot_record(seg);
-	}
-	bytes = tree_blob_bytes((size_t)label_bytes);
-	if (fv->group_members) {
-		/* A group: its GROUP entry and one series entry a member. */
-		nentries = 1 + (uint64_t)fv->group_members;
-		bytes = tree_blob_bytes(8 * (size_t)fv->group_members) + fv->group_members * bytes;
-	}
-	if (seg->entries_cap - seg->entries_used < nentries ||
-	    seg->strings_cap - seg->strings_used < bytes) {
-		errno = ENOSPC;
-		return cannot_record(seg);
-	}
-	/* Their pages now, so that the SERIES_ADDED after the allocation
-	 * cannot be refused for want of space. */
-	if (reserve(seg, PCPU__SEG_HEADER_REGION, &seg->entries_backed,
-		    (seg->entries_used + nentries) * PCPU__SEG_ENTRY_SIZE) < 0 ||
-	    reserve(seg, (uint64_t)(seg->strings - seg->map), &seg->strings_backed,
-		    seg->strings_used + bytes) < 0) {
-		errno = ENOSPC;
-		return cannot_record(seg);
-	}
-	return 0;
-}
-
-int64_t pcpu__directory_family_entry(struct pcpu_segment *seg, const struct pcpu_family *f)
-{
-	uint32_t idx;
-
-	return seg_map_get(&seg->families, f, &idx) == 0 ? (int64_t)idx : -1;
-}
-
-/* ---- a tree's series entry rewritten with other labels (tree_relabel.c) ---- */
-
-int64_t pcpu__directory_series_entry(struct pcpu_segment *seg, const struct pcpu__series *se)
-{
-	uint32_t idx;
-
-	return seg_map_get(&seg->series, se, &idx) == 0 ? (int64_t)idx : -1;
-}
-
-int pcpu__directory_relabel_room(struct pcpu_segment *seg, uint64_t len, struct pcpu__blob_claims *cl)
-{
-	uint64_t more = cl->fresh + tree_blob_bytes((size_t)len);
-
-	if (len > PCPU__SEG_BLOB_MAX) {
-		errno = E2BIG;
-		return cannot_record(seg);
-	}
-	if (pcpu__tree_blob_claim(seg, (size_t)len, cl))
-		return 0; /* a freed blob; else the pages now: no _write() fails */
-	if (seg->strings_cap - seg->strings_used < more ||
-	    reserve(seg, (uint64_t)(seg->strings - seg->map), &seg->strings_backed,
-		    seg->strings_used + more) < 0) {
-		errno = ENOSPC;
-		return cannot_record(seg);
-	}
-	cl->fresh = more;
-	return 0;
-}
-
-int pcpu__directory_relabel_write(struct pcpu_segment *seg, uint64_t idx, struct pcpu__seg_entry *e,
-				  const char *const *v, unsigned n)
-{
-	uint64_t len = 0, off, old_off = e->blob_off, old_len = e->blob_len;
-	size_t pos = 0;
-	unsigned l;
-
-	for (l = 0; l < n; l++)
-		len += strlen(v[l]) + 1;
-	pcpu__directory_begin(seg);
-	/* A blob no entry names (freed, or appended: blob_alloc()), so that a
-	 * reader never sees it change under an entry it keeps. */
-	if (blob_alloc(seg, (size_t)len, &off) < 0) {
-		pcpu__directory_end(seg);
-		return cannot_record(seg); /* the room was made: not reached */
-	}
-	for (l = 0; l < n; l++)
-		put_str(seg->strings + off, &pos, v[l]);
-	e->blob_off = off;
-	e->blob_len = (uint32_t)len;
-	/* The blob before the entry that names it; the entry under its
-	 * sequence, odd while written: a reader that read the values around
-	 * it sees the sequence change and keeps neither. */
-	__atomic_store_n(&seg->hdr->strings_used, seg->strings_used, __ATOMIC_RELEASE);
-	entry_write(seg, idx, e);
-	/* Only now, the entry changed, may the old blob be overwritten: a
-	 * reader that copied the entry before sees its sequence change. */
-	pcpu__tree_blob_give(seg, old_off, old_len);
-	pcpu__directory_end(seg);
-	return 0;
 }

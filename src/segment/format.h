@@ -37,7 +37,7 @@
 
 #define PCPU__SEG_MAGIC "PCPUSEG"          /* 7 chars + NUL = 8 bytes */
 #define PCPU__SEG_VERSION_MAJOR 2          /* incompatible changes (2: mirror region) */
-#define PCPU__SEG_VERSION_MINOR 9          /* compatible additions (1: pid namespace, no space;
+#define PCPU__SEG_VERSION_MINOR 10         /* compatible additions (1: pid namespace, no space;
 					    * 2: exported `le` bounds of log-linear histograms;
 					    * 3: consistent groups;
 					    * 4: histograms as (count, sum) pairs, info
@@ -48,7 +48,8 @@
 					    * 8: their residue, histograms with fractions,
 					    * several label sets of one name, the largest
 					    * `le` bound of exponential histograms;
-					    * 9: flows tables, entry kind FLOWS) */
+					    * 9: flows tables, entry kind FLOWS;
+					    * 10: sparse histograms, scheme bit 0x400) */
 #define PCPU__SEG_BYTE_ORDER 0x01020304u   /* as the writer stored it */
 #define PCPU__SEG_HEADER_REGION 4096       /* the header's page */
 #define PCPU__SEG_NAME_MAX 64              /* segment name, NUL excluded */
@@ -178,6 +179,55 @@ struct pcpu__seg_header {
  * observations), summed as any element. Readers before 2.8 see an unknown
  * scheme bit and refuse the segment (never a wrong number). */
 #define PCPU__SEG_HIST_WIDE 0x200u
+/* 2.10: with PAIRS, a family of sparse histograms (PCPU_FAMILY_SPARSE): a
+ * series' buckets lie in groups of PCPU__SEG_SPARSE_GROUP, each made at its
+ * first record wherever the zone had room, and its entry names a table of
+ * where they are instead of a value:
+ *   series entry: u32a (chunk) 0; u32b = 8 * (ngroups + wide), the
+ *                 table's bytes, ngroups = ceil(nbuckets / 8), wide 1 with
+ *                 PCPU__SEG_HIST_WIDE; value_off = the table's offset in
+ *                 the STRING TABLE (a multiple of 8, inside strings_used;
+ *                 never moved nor reused while the entry lives).
+ *   table word k < ngroups: 0 while group k is not made; else its place,
+ *                 high half 2 * chunk + 1, low half offset | 1 (offset in
+ *                 the chunk's slot region, a multiple of 16): 128 bytes
+ *                 there in every region of the chunk, slot and mirror, are
+ *                 buckets 8k..8k+7's (count, sum) pairs as a dense
+ *                 histogram's (pairs past nbuckets read as zero).
+ *   table word ngroups (wide): the place of a 16-byte pair, element 0 the
+ *                 double per slot, element 1 the residue (PCPU__SEG_HIST_WIDE).
+ * A word goes from 0 to its place once, never back, while its entry lives;
+ * the writer stores it (release) after the group's words are zero, then
+ * adds 2 to the header's generation (no odd phase: the entry is unchanged),
+ * so that a reader's cached directory is read again. A word with one half
+ * 0 is being stored (a copy made 32 bits at a time): read as 0; so is one
+ * naming a chunk at or past nchunks (made after the header was read).
+ * Readers before 2.10 see an unknown scheme bit and refuse the family
+ * (never a wrong number). */
+#define PCPU__SEG_HIST_SPARSE 0x400u
+#define PCPU__SEG_SPARSE_GROUP 8 /* buckets per group (PCPU_HISTOGRAM_GROUP_BUCKETS) */
+#define PCPU__SEG_SPARSE_GROUP_SIZE (16 * PCPU__SEG_SPARSE_GROUP)
+#define PCPU__SEG_SPARSE_GROUPS(nbuckets) (((uint64_t)(nbuckets) + PCPU__SEG_SPARSE_GROUP - 1) / PCPU__SEG_SPARSE_GROUP)
+/* A table word's place: 1 with *chunk and *off, 0 for none (0, or one
+ * half 0: being stored), -1 for a word no writer stores (a half even). The
+ * writer's side is the statistics layer's pcpu__sparse_word(). */
+static inline int pcpu__seg_sparse_place(uint64_t w, uint32_t *chunk, uint32_t *off)
+{
+	uint32_t hi = (uint32_t)(w >> 32), lo = (uint32_t)w;
+
+	if (!hi || !lo)
+		return 0;
+	if (!(hi & 1) || !(lo & 1))
+		return -1;
+	*chunk = hi >> 1;
+	*off = lo & ~1u;
+	return 1;
+}
+/* A group's place (chunk, offset in its slot region) as a table word. */
+static inline uint64_t pcpu__seg_sparse_word(uint32_t chunk, uint32_t off)
+{
+	return ((uint64_t)(2 * chunk + 1) << 32) | off | 1u;
+}
 
 /*
  * One directory entry: a family or a series.

@@ -192,6 +192,7 @@ struct fam {
 	int nanos;          /* 2.7: values with billionths (PCPU_SNAPSHOT_NANOS); 2.8:
 			     * a histogram with fractions too (scheme bit 0x200) */
 	int wide;           /* 2.8: a histogram's double sum and residue pair */
+	int sparse;         /* 2.10: its series' buckets in groups, a table each */
 	/* Where a series of its type keeps its value (the type table's
 	 * pcpu_metric_type_info()->value), read once: summing slots asks. */
 	enum pcpu_value_kind value;
@@ -219,6 +220,13 @@ struct ser {
 	uint64_t *counts;   /* histogram buckets */
 	int64_t *slots;     /* per-slot (word + mirror), on request */
 	int group;          /* 2.3 GROUP_SERIES: the value is a GROUP entry's member */
+	/* 2.10: a sparse histogram's series has no storage of its own (loc
+	 * UINT64_MAX): its groups are parts (p->parts), whose values are
+	 * summed into it (`whole`), from bucket `first` (PCPU__RD_SUM_PAIR:
+	 * the double sum's pair). */
+	int sparse;
+	struct ser *whole;
+	uint32_t first;
 	/* Why it is bad: a copy charged to the budget, NULL while it is not.
 	 * A pointer, not a family's buffer: reading the values walks every
 	 * series, and without a 160-byte buffer a series is 120 bytes, not
@@ -239,6 +247,8 @@ struct parse {
 	size_t nfams;
 	struct ser *sers;
 	size_t nsers;
+	struct ser *parts;      /* 2.10: sparse series' groups (struct ser) */
+	size_t nparts, partcap;
 	unsigned flags;
 	int unsettled;          /* a word's halves kept changing (reader_values.c) */
 	struct pcpu__rd_plan *plan; /* how its values are read (reader_values.c) */
@@ -270,11 +280,22 @@ static inline uint64_t pcpu__rd_ser_off(const struct ser *s)
 	return s->loc & ((UINT64_C(1) << 40) - 1);
 }
 
-/* Whether a series and its family parsed as valid. */
+/* Whether a series and its family parsed as valid (a part: its whole). */
 static inline int pcpu__rd_usable(const struct ser *s)
 {
+	if (s->whole)
+		s = s->whole;
 	return !s->bad && s->fam && !s->fam->bad;
 }
+
+/* Whether a series has storage of its own to read: not a group member,
+ * not a sparse histogram (whose parts have). */
+static inline int pcpu__rd_stored(const struct ser *s)
+{
+	return !s->group && !s->sparse;
+}
+
+#define PCPU__RD_SUM_PAIR UINT32_MAX
 
 /* ---- reader_values.c ---- */
 

@@ -87,6 +87,8 @@ static uint64_t value_size(const struct pcpu__seg_entry *fe)
 {
 	enum pcpu_value_kind v = pcpu_metric_type_info((enum pcpu_metric_type)fe->type)->value;
 
+	if (v == PCPU_VALUE_BUCKETS && (fe->u32a & PCPU__SEG_HIST_SPARSE)) /* 2.10: its table */
+		return 8 * (PCPU__SEG_SPARSE_GROUPS(fe->nbuckets) + !!(fe->u32a & PCPU__SEG_HIST_WIDE));
 	if (v == PCPU_VALUE_BUCKETS)
 		return fe->u32a & PCPU__SEG_HIST_WIDE    ? PCPU__SEG_HISTOGRAM_WIDE_SIZE(fe->nbuckets)
 		       : fe->u32a & PCPU__SEG_HIST_PAIRS ? PCPU__SEG_HISTOGRAM_PAIRS_SIZE(fe->nbuckets)
@@ -244,10 +246,11 @@ static int parse_histogram(struct parse *p, struct fam *f, const char *blob, uin
 	const struct pcpu__seg_entry *e = f->e;
 	uint32_t scheme;
 
-	if ((e->u32a & ~(PCPU__SEG_HIST_PAIRS | PCPU__SEG_HIST_WIDE | 0xffu)) ||
-	    ((e->u32a & PCPU__SEG_HIST_WIDE) && !(e->u32a & PCPU__SEG_HIST_PAIRS)))
+	if ((e->u32a & ~(PCPU__SEG_HIST_PAIRS | PCPU__SEG_HIST_WIDE | PCPU__SEG_HIST_SPARSE | 0xffu)) ||
+	    ((e->u32a & (PCPU__SEG_HIST_WIDE | PCPU__SEG_HIST_SPARSE)) && !(e->u32a & PCPU__SEG_HIST_PAIRS)))
 		return BAD(f, "unknown histogram scheme"), 0;
 	f->pairs = (e->u32a & PCPU__SEG_HIST_PAIRS) != 0;
+	f->sparse = (e->u32a & PCPU__SEG_HIST_SPARSE) != 0; /* 2.10 */
 	f->wide = f->nanos = (e->u32a & PCPU__SEG_HIST_WIDE) != 0; /* 2.8: with fractions */
 	scheme = e->u32a & 0xffu;
 	if (e->nbuckets < 2 || value_size(e) > p->h->slot_stride)
@@ -322,7 +325,6 @@ static int parse_series(struct parse *p, struct ser *s)
 	const struct pcpu__seg_entry *e = s->e;
 	const char *blob;
 	uint32_t pos = 0, l;
-	uint64_t end;
 
 	if (!pcpu_metric_type_info((enum pcpu_metric_type)e->type))
 		return ser_bad(p, s, "unknown metric type");
@@ -356,6 +358,19 @@ static int parse_series(struct parse *p, struct ser *s)
 		s->serial = e->serial;
 		return 0;
 	}
+	/* Where its value lies: checked by its family's kind (link_series()). */
+	s->loc = UINT64_MAX;
+	s->size = e->u32b;
+	s->serial = e->serial;
+	return 0;
+}
+
+/* A series' value in a chunk: checked, its place in s->loc. */
+static int value_place(struct parse *p, struct ser *s)
+{
+	const struct pcpu__seg_entry *e = s->e;
+	uint64_t end;
+
 	if (e->u32a >= p->h->nchunks)
 		return ser_bad(p, s, "chunk past the end");
 	if (e->value_off % PCPU__SEG_VALUE_ALIGN)
@@ -365,9 +380,62 @@ static int parse_series(struct parse *p, struct ser *s)
 		return ser_bad(p, s, "value outside its slot");
 	/* slot_stride <= 2^40, so the offset fits below bit 40. */
 	s->loc = ((uint64_t)e->u32a << 40) | e->value_off;
-	s->size = e->u32b;
-	s->serial = e->serial;
 	return 0;
+}
+
+/* 2.10: a sparse histogram's table (format.h), in the strings copy: each
+ * group made, and the double sum's pair, a part of the series (p->parts).
+ * A word being stored (a half 0), or naming a chunk this read's header
+ * did not count yet, is a group not made yet. */
+static int sparse_parts(struct parse *p, struct ser *s)
+{
+	const struct pcpu__seg_entry *e = s->e;
+	uint64_t ngroups = PCPU__SEG_SPARSE_GROUPS(s->fam->e->nbuckets), k, n = e->u32b / 8;
+	size_t first = p->nparts;
+
+	if (e->u32a != 0 || e->value_off % 8 || e->value_off > p->slen || e->u32b > p->slen - e->value_off)
+		return ser_bad(p, s, "sparse histogram: table outside the string table");
+	s->sparse = 1;
+	for (k = 0; k < n; k++) {
+		uint64_t w = pcpu__rd_ld64((const unsigned char *)p->S + e->value_off + 8 * k), size;
+		uint32_t chunk, off;
+		int placed = pcpu__seg_sparse_place(w, &chunk, &off);
+		struct ser *part;
+
+		if (placed < 0)
+			goto bad;
+		if (placed == 0 || chunk >= p->h->nchunks)
+			continue;
+		size = k < ngroups ? PCPU__SEG_SPARSE_GROUP_SIZE : 16;
+		if (off % 16 || off + size > p->h->slot_stride)
+			goto bad;
+		if (p->nparts == p->partcap) {
+			size_t cap = p->partcap ? 2 * p->partcap : 64;
+			struct ser *more;
+
+			if (pcpu__rd_charge(p->b, (uint64_t)(cap - p->partcap) * sizeof *more) < 0)
+				return -1;
+			more = realloc(p->parts, cap * sizeof *more);
+			if (!more)
+				return pcpu__seg_fail(ENOMEM, "out of memory");
+			p->parts = more;
+			p->partcap = cap;
+		}
+		part = &p->parts[p->nparts++];
+		memset(part, 0, sizeof *part);
+		part->idx = s->idx;
+		part->e = e;
+		part->fam = s->fam;
+		part->whole = s;
+		part->first = k < ngroups ? (uint32_t)(k * PCPU__SEG_SPARSE_GROUP) : PCPU__RD_SUM_PAIR;
+		part->loc = ((uint64_t)chunk << 40) | off;
+		part->size = (uint32_t)size;
+		part->serial = e->serial;
+	}
+	return 0;
+bad:
+	p->nparts = first; /* its parts so far: none of a bad series is read */
+	return ser_bad(p, s, "sparse histogram: a bad place in its table of groups");
 }
 
 /* Links series to families (which must be sorted by id). */
@@ -388,7 +456,9 @@ static int link_series(struct parse *p, struct ser *s)
 	if (value_size(f->e) != s->e->u32b &&
 	    !(f->nanos && !f->wide && s->e->u32b == PCPU__SEG_NANOS_SIZE)) /* a 2.7 writer's */
 		return ser_bad(p, s, "value size does not match the type");
-	return 0;
+	if (s->group)
+		return 0;
+	return f->sparse ? sparse_parts(p, s) : value_place(p, s);
 }
 
 /* ---- the directory --------------------------------------------------------------- */
@@ -475,9 +545,11 @@ void pcpu__rd_parse_free(struct parse *p)
 	}
 	free(p->fams);
 	free(p->sers);
+	free(p->parts);
 	pcpu__rd_plan_free(p->plan);
 	p->fams = NULL;
 	p->sers = NULL;
+	p->parts = NULL;
 	p->plan = NULL;
-	p->nfams = p->nsers = 0;
+	p->nfams = p->nsers = p->nparts = p->partcap = 0;
 }

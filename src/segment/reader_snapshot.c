@@ -293,14 +293,18 @@ static int decide_kept(struct attempt *a)
 static int check_storage(struct attempt *a)
 {
 	struct parse *p = &a->p;
-	struct ser **v = malloc((p->nsers ? p->nsers : 1) * sizeof *v);
+	struct ser **v = malloc((p->nsers + p->nparts + 1) * sizeof *v);
 	size_t n = 0, k;
 
 	if (!v)
 		return pcpu__seg_fail(ENOMEM, "out of memory");
 	for (k = 0; k < p->nsers; k++)
-		if (a->kept_ser[k] && !p->sers[k].group)
+		if (a->kept_ser[k] && pcpu__rd_stored(&p->sers[k]))
 			v[n++] = &p->sers[k];
+	/* 2.10: a kept sparse histogram's groups (its parts, in order). */
+	for (k = 0; k < p->nparts; k++)
+		if (a->kept_ser[p->parts[k].whole - p->sers])
+			v[n++] = &p->parts[k];
 	/* Mostly in creation order already (pcpu__rd_read_values()). */
 	for (k = 1; k < n && pcpu__rd_cmp_ser_loc(&v[k - 1], &v[k]) <= 0; k++)
 		;

@@ -31,10 +31,45 @@ int pcpu__rd_cmp_ser_loc(const void *a, const void *b)
 
 /* Adds one region's words of the series' value (at v) to its accumulators:
  * slot `slot`'s own words or its mirror's, both count the same. */
+/* 2.10: a part of a sparse histogram (one group, or the double sum's
+ * pair) into its whole; returns the bucket counts it added. */
+static uint64_t accumulate_part(const struct ser *s, const unsigned char *v, unsigned slot)
+{
+	struct ser *w = s->whole;
+	uint32_t b, n = s->fam->e->nbuckets - s->first;
+	uint64_t part = 0;
+
+	if (s->first == PCPU__RD_SUM_PAIR) { /* as a wide histogram's last pair */
+		uint64_t bits = pcpu__rd_ld64(v);
+		double d;
+
+		memcpy(&d, &bits, sizeof d);
+		w->dslots[slot] += d;
+		w->acc2 += pcpu__rd_ld64(v + 8);
+		return 0;
+	}
+	if (n > PCPU__SEG_SPARSE_GROUP)
+		n = PCPU__SEG_SPARSE_GROUP;
+	for (b = 0; b < n; b++) {
+		uint64_t c = pcpu__rd_ld64(v + 16 * (size_t)b);
+
+		w->counts[s->first + b] += c;
+		w->acc0 += pcpu__rd_ld64(v + 16 * (size_t)b + 8);
+		part += c;
+	}
+	return part;
+}
+
 static void accumulate(struct ser *s, const unsigned char *v, unsigned slot, int per_slot)
 {
 	uint64_t part = 0;
 
+	if (s->whole) {
+		part = accumulate_part(s, v, slot);
+		if (per_slot)
+			s->whole->slots[slot] = (int64_t)pcpu__slot_sum((uint64_t)s->whole->slots[slot], part);
+		return;
+	}
 	switch (s->fam->value) {
 	case PCPU_VALUE_UNSIGNED:
 	case PCPU_VALUE_SIGNED:
@@ -274,6 +309,8 @@ static int read_chunk(struct parse *p, struct ser **v, uint32_t chunk, const str
 struct pcpu__rd_plan {
 	struct ser **v;          /* the series read, sorted by location */
 	size_t n;
+	struct ser **wholes;     /* 2.10: sparse histograms (their parts are in v) */
+	size_t nwholes;
 	struct run *runs;        /* each chunk's, one chunk after the other */
 	struct plan_chunk {
 		uint32_t chunk;
@@ -293,6 +330,7 @@ void pcpu__rd_plan_free(struct pcpu__rd_plan *pl)
 	if (!pl)
 		return;
 	free(pl->v);
+	free(pl->wholes);
 	free(pl->runs);
 	free(pl->chunks);
 	free(pl);
@@ -310,8 +348,9 @@ static int make_plan(struct parse *p)
 	if (!pl)
 		return -1;
 	pl->setup = per_slot;
-	pl->v = v = pcpu__rd_alloc(p->b, (uint64_t)(p->nsers ? p->nsers : 1) * sizeof *v);
-	if (!v)
+	pl->v = v = pcpu__rd_alloc(p->b, (uint64_t)(p->nsers + p->nparts + 1) * sizeof *v);
+	pl->wholes = pcpu__rd_alloc(p->b, (uint64_t)(p->nsers ? p->nsers : 1) * sizeof *pl->wholes);
+	if (!v || !pl->wholes)
 		goto fail;
 	for (i = 0; i < p->nsers; i++) {
 		struct ser *s = &p->sers[i];
@@ -320,8 +359,14 @@ static int make_plan(struct parse *p)
 			continue;
 		if (s->fam->value == PCPU_VALUE_BUCKETS || s->fam->wide)
 			pl->setup = 1;
-		v[n++] = s;
+		if (s->sparse)
+			pl->wholes[pl->nwholes++] = s;
+		else
+			v[n++] = s;
 	}
+	for (i = 0; i < p->nparts; i++)
+		if (pcpu__rd_usable(&p->parts[i]))
+			v[n++] = &p->parts[i];
 	pl->n = n;
 	/* Storage is handed out in creation order, and so are entries, most
 	 * of the time: a sorted list is not sorted again (n log n compares,
@@ -373,9 +418,40 @@ fail:
 	return -1;
 }
 
-int pcpu__rd_read_values(struct parse *p)
+/* A series' accumulators, before its values are read. 0, or -1. */
+static int setup(struct parse *p, struct ser *s)
 {
 	const struct pcpu__seg_header *h = p->h;
+
+	if (s->whole)
+		return 0;
+	s->acc0 = 0; /* a parse read again (reader_snapshot.c's cache) */
+	s->acc1 = 0;
+	s->acc2 = 0;
+	if (s->fam->value == PCPU_VALUE_BUCKETS) {
+		s->counts = pcpu__rd_alloc(p->b, (uint64_t)s->fam->e->nbuckets * 8);
+		if (!s->counts)
+			return -1;
+	}
+	if (s->fam->wide && s->dslots) { /* the series' own, read again */
+		if (pcpu__rd_charge(p->b, (uint64_t)h->nslots * sizeof *s->dslots) < 0)
+			return -1;
+		memset(s->dslots, 0, (size_t)h->nslots * sizeof *s->dslots);
+	} else if (s->fam->wide) {
+		s->dslots = pcpu__rd_alloc(p->b, (uint64_t)h->nslots * sizeof *s->dslots);
+		if (!s->dslots)
+			return -1;
+	}
+	if (p->flags & PCPU_READER_PER_SLOT) {
+		s->slots = pcpu__rd_alloc(p->b, (uint64_t)h->nslots * 8);
+		if (!s->slots)
+			return -1;
+	}
+	return 0;
+}
+
+int pcpu__rd_read_values(struct parse *p)
+{
 	struct pcpu__rd_plan *pl;
 	unsigned char *buf = NULL;
 	uint64_t *sum = NULL;
@@ -386,33 +462,11 @@ int pcpu__rd_read_values(struct parse *p)
 		return -1;
 	pl = p->plan;
 	/* Without setup, each series' sums are zeroed where they are read
-	 * (read_chunk()): a pass over every series fewer. */
-	for (i = 0; pl->setup && i < pl->n; i++) {
-		struct ser *s = pl->v[i];
-
-		s->acc0 = 0; /* a parse read again (reader_snapshot.c's cache) */
-		s->acc1 = 0;
-		s->acc2 = 0;
-		if (s->fam->value == PCPU_VALUE_BUCKETS) {
-			s->counts = pcpu__rd_alloc(p->b, (uint64_t)s->fam->e->nbuckets * 8);
-			if (!s->counts)
-				goto out;
-		}
-		if (s->fam->wide && s->dslots) { /* the series' own, read again */
-			if (pcpu__rd_charge(p->b, (uint64_t)h->nslots * sizeof *s->dslots) < 0)
-				goto out;
-			memset(s->dslots, 0, (size_t)h->nslots * sizeof *s->dslots);
-		} else if (s->fam->wide) {
-			s->dslots = pcpu__rd_alloc(p->b, (uint64_t)h->nslots * sizeof *s->dslots);
-			if (!s->dslots)
-				goto out;
-		}
-		if (per_slot) {
-			s->slots = pcpu__rd_alloc(p->b, (uint64_t)h->nslots * 8);
-			if (!s->slots)
-				goto out;
-		}
-	}
+	 * (read_chunk()): a pass over every series fewer. A sparse
+	 * histogram's parts are summed into it: it is set up, they are not. */
+	for (i = 0; pl->setup && i < pl->n + pl->nwholes; i++)
+		if (setup(p, i < pl->n ? pl->v[i] : pl->wholes[i - pl->n]) < 0)
+			goto out;
 	if (!pl->n)
 		return 0;
 	/* RUN_COPIES of a run (settle_run()), and the sums of a chunk's

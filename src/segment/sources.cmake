@@ -26,6 +26,7 @@ set(PCPU_SEGMENT_SOURCES
   ${PCPU_SEGMENT_SHARED_SOURCES}
   src/segment/writer.c     # pcpu_segment_publish(): the file, the zone in it, fork, life cycle
   src/segment/directory.c  # the directory: entries and blobs written per registry event
+  src/segment/directory_tree.c  # a tree's directory: room before allocation, relabelled entries
   src/segment/tree.c       # a segment every process of a pre-fork tree writes (shared registry)
   src/segment/tree_index.c # a tree's index of its shared directory: families, series, label sets
   src/segment/tree_relabel.c # a tree's series given other labels (pcpu_family_relabel)

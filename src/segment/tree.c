@@ -297,8 +297,17 @@ int pcpu__tree_adopt_series(void *ctx, struct pcpu_family *f, const char *const 
 		}
 	} else if (idx >= 0) {
 		e = seg->entries[idx];
-		if (pcpu_metric_type_info(fv.type)->value != PCPU_VALUE_BUCKETS &&
-		    e.u32b != pcpu__seg_value_size(&fv))
+		if (fv.sparse) {
+			/* 2.10: its table of groups, in the strings (format.h);
+			 * the histogram finds the groups there. */
+			if (e.u32a != 0 || e.u32b != pcpu__seg_sparse_table_size(&fv) ||
+			    e.value_off % 8 || e.value_off > seg->strings_cap ||
+			    e.u32b > seg->strings_cap - e.value_off)
+				errno = EIO; /* scribbled on: never written over */
+			else
+				obj = seg->strings + e.value_off;
+		} else if (pcpu_metric_type_info(fv.type)->value != PCPU_VALUE_BUCKETS &&
+			   e.u32b != pcpu__seg_value_size(&fv))
 			errno = EIO; /* not this family's size: never written over */
 		else
 			obj = pcpu__zone_tree_adopt(pcpu_registry_zone(seg->reg), e.u32a,

@@ -415,9 +415,26 @@ PCPU_HIDDEN void pcpu__tree_index_sync(struct pcpu_segment *seg, uint64_t r, uin
  * values `v` (n of them), or -1. */
 PCPU_HIDDEN int64_t pcpu__directory_find_series(struct pcpu_segment *seg, uint64_t fidx,
 						const char *const *v, unsigned n);
+/* directory.c's primitives, for directory_tree.c: _reserve allocates the
+ * file's pages of [region + *backed, region + upto) (-1, marked, if
+ * refused); _entry_write writes entry idx under its sequence; _blob_alloc
+ * takes `len` bytes of string table; _put_str appends s and its NUL at
+ * blob + *pos; _cannot_record says what a change the directory could not
+ * record costs (an ordinary segment: dropped, 0; a tree's: -1, refused,
+ * with errno and the message). */
+PCPU_HIDDEN int pcpu__directory_reserve(struct pcpu_segment *seg, uint64_t region, uint64_t *backed,
+					uint64_t upto);
+PCPU_HIDDEN void pcpu__directory_entry_write(struct pcpu_segment *seg, uint64_t idx,
+					     const struct pcpu__seg_entry *v);
+PCPU_HIDDEN int pcpu__directory_blob_alloc(struct pcpu_segment *seg, size_t len, uint64_t *off);
+PCPU_HIDDEN void pcpu__directory_put_str(char *blob, size_t *pos, const char *s);
+PCPU_HIDDEN int pcpu__directory_cannot_record(struct pcpu_segment *seg);
+
 /* Bytes per slot region of a value of family f in the directory (format.h:
  * a counter's or gauge's word, two with fractions, a histogram's pairs). */
 PCPU_HIDDEN uint32_t pcpu__seg_value_size(const struct pcpu__family_view *f);
+/* 2.10: bytes of a sparse histogram series' table of groups (format.h). */
+PCPU_HIDDEN uint32_t pcpu__seg_sparse_table_size(const struct pcpu__family_view *f);
 /* The entry of f in seg->families, or -1. */
 PCPU_HIDDEN int64_t pcpu__directory_family_entry(struct pcpu_segment *seg,
 						 const struct pcpu_family *f);

@@ -616,8 +616,8 @@ pcpu_histogram_t *pcpu__histogram_create_at(pcpu_zone_t *zone,
 		errno = EINVAL;
 		return NULL;
 	}
-	if (sparse && at) {
-		errno = EINVAL; /* a shared tree's storage is dense */
+	if (sparse && at && !pcpu__zone_is_tree(zone)) {
+		errno = EINVAL; /* a table of groups is a tree's: the process's own are made here */
 		return NULL;
 	}
 	if (pcpu__histogram_layout_check(layout, &nbuckets, &limit) < 0)
@@ -645,7 +645,7 @@ pcpu_histogram_t *pcpu__histogram_create_at(pcpu_zone_t *zone,
 	/* A (count, sum) pair per bucket, 16-byte aligned for the record's
 	 * one-store commit (pcpu/histogram.h); zeroed, as a counter array.
 	 * With fractions one more pair: the per-slot double sum, the residue. */
-	if (sparse ? pcpu__histogram_sparse_init(h, zone, nbuckets, wide) < 0
+	if (sparse ? pcpu__histogram_sparse_init(h, zone, nbuckets, wide, (uint64_t *)at) < 0
 		   : !(h->pcpu__c = at ? at
 				       : pcpu_zone_alloc(zone,
 							 2 * (nbuckets + !!wide) * sizeof(struct pcpu_counter),

@@ -78,24 +78,55 @@ PCPU_HIDDEN pcpu_histogram_t *pcpu__histogram_create_at(pcpu_zone_t *zone,
  * by it); `opts`: PCPU__HISTOGRAM_WIDE, a histogram of a family with
  * fractions, one more pair after the buckets' (a per-slot double sum and
  * a residue); PCPU__HISTOGRAM_OPT_SPARSE, buckets made as used
- * (PCPU_HISTOGRAM_SPARSE; not with `at`: EINVAL). */
+ * (PCPU_HISTOGRAM_SPARSE; `at` is then a tree's table of their places,
+ * src/segment/format.h 2.10, and `zone` a tree zone, else EINVAL). */
 #define PCPU__HISTOGRAM_WIDE 1u
 #define PCPU__HISTOGRAM_OPT_SPARSE 2u
 
 /* histogram_sparse.c: a sparse histogram's (PCPU_HISTOGRAM_SPARSE) groups.
  * _init: its groups array (none made) in h->pcpu__groups, and the double
- * sum's pair when `wide`; 0, or -1 with errno. _free: its groups back to
+ * sum's pair when `wide` -- with `table`, a tree's series that another
+ * process made: its groups where the table says; 0, or -1 with errno. _free: its groups back to
  * its zone, and the array. _pair_made: bucket b's pair of any histogram,
  * a sparse group made if need be; NULL when it cannot be (counted by
  * pcpu_histogram_lost(); errno unchanged). _pair_of: the same, but NULL
  * for a group not made (none is made). _sum_pair: the double sum's pair
  * (NULL without fractions). */
 PCPU_HIDDEN int pcpu__histogram_sparse_init(pcpu_histogram_t *h, pcpu_zone_t *zone, size_t nbuckets,
-					    int wide);
+					    int wide, uint64_t *table);
 PCPU_HIDDEN void pcpu__histogram_sparse_free(pcpu_histogram_t *h);
 PCPU_HIDDEN pcpu_counter_t pcpu__histogram_pair_made(const pcpu_histogram_t *h, size_t b);
 PCPU_HIDDEN pcpu_counter_t pcpu__histogram_pair_of(const pcpu_histogram_t *h, size_t b);
 PCPU_HIDDEN pcpu_counter_t pcpu__histogram_sparse_sum_pair(const pcpu_histogram_t *h);
+
+/*
+ * A sparse histogram's groups (PCPU_FAMILY_SPARSE, histogram_sparse.c) in
+ * a published segment (format 2.10, src/segment/format.h): the segment
+ * gives each such series a table, ngroups words (+1 with fractions) in
+ * memory its readers read, and the histogram stores there, once, where
+ * each group it makes lies -- pcpu__sparse_word() of the group's chunk
+ * and offset in the chunk's slot region -- then adds 2 to *changes (the
+ * header's generation). In a tree zone the table is every process's:
+ * a group is made once for the tree, under the tree's lock, and each
+ * process reads the others' where the table says.
+ *
+ * _publish: at the series' SERIES_ADDED, under the registry's lock (and
+ * the tree's), before any record; stores the words of what is made
+ * already (the double sum's pair). 0, or -1 with errno EINVAL (a dense
+ * histogram) or EBUSY (another table). _table: the table given (NULL for
+ * none, or a dense histogram).
+ */
+PCPU_HIDDEN int pcpu__histogram_sparse_publish(pcpu_histogram_t *h, uint64_t *table,
+					       uint64_t *changes);
+PCPU_HIDDEN const uint64_t *pcpu__histogram_sparse_table(const pcpu_histogram_t *h);
+
+/* A table word: high half 2 * chunk + 1, low half offset | 1 (offsets are
+ * multiples of 16), so that a copy made 32 bits at a time shows a word
+ * being stored as a half 0 (src/segment/format.h, pcpu__seg_sparse_place()). */
+static inline uint64_t pcpu__sparse_word(uint32_t chunk, uint32_t off)
+{
+	return ((uint64_t)(2 * chunk + 1) << 32) | off | 1u;
+}
 
 /* What a histogram of a family with fractions holds beyond its integer
  * sum: its double sum and its residue, in exposed units (0 without). */

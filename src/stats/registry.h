@@ -106,6 +106,11 @@ PCPU_HIDDEN struct pcpu__series *pcpu__series_new(struct pcpu_family *f, const c
 PCPU_HIDDEN void pcpu__series_unlink(struct pcpu_family *f, struct pcpu__series *se);
 /* Frees a series' storage (a group family's: member 0 owns it). */
 PCPU_HIDDEN void pcpu__storage_free(const struct pcpu_family *f, void *h);
+
+/* A histogram series' storage for family f: new, or over `at` -- a
+ * tree's series another process made (its bucket pairs; a sparse
+ * family's: its table of groups, registry_observer.h). NULL with errno. */
+PCPU_HIDDEN pcpu_histogram_t *pcpu__family_histogram(const struct pcpu_family *f, void *at);
 /* A new series' storage (of family f) could not be allocated: the
  * message for errno (ENOSPC, EFBIG, ENOMEM...), which it keeps. */
 PCPU_HIDDEN void pcpu__storage_failed(const struct pcpu_family *f);

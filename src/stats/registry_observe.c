@@ -83,6 +83,7 @@ void pcpu__family_view(const struct pcpu_family *f, struct pcpu__family_view *v)
 	v->group_members = f->gfam ? f->gfam->nmembers : 0;
 	v->group_member = f->gmember;
 	v->labelset = f->labelset;
+	v->sparse = f->sparse;
 	{
 		struct pcpu__sname *n = pcpu__sname_find(f->reg, f->name, "");
 		const struct pcpu_family *g;

@@ -163,6 +163,9 @@ struct pcpu__family_view {
 	/* registered with PCPU_FAMILY_LABELSET: may be another label set of a
 	 * name another process of a tree registered */
 	int labelset;
+	/* PCPU_FAMILY_SPARSE: a histogram family whose series' buckets are
+	 * made as used (pcpu__histogram_sparse_publish()) */
+	int sparse;
 	/* how many label sets its name has (PCPU_FAMILY_LABELSET; 1 for most
 	 * names), and whether it is the name's first, which holds its sample
 	 * names: a segment counts a name's metric once */

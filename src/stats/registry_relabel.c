@@ -65,9 +65,7 @@ static struct pcpu__series *tree_series_existing(struct pcpu_family *f, const ch
 		return NULL;
 	}
 	handle = f->type == PCPU_METRIC_HISTOGRAM
-			 ? pcpu__histogram_create_at(f->reg->zone, &f->layout, at,
-						     f->layout.scheme == PCPU_HISTOGRAM_EXPLICIT ? f->bounds : NULL,
-						     f->scale_exp10, f->flags & PCPU_SNAPSHOT_NANOS ? PCPU__HISTOGRAM_WIDE : 0)
+			 ? (void *)pcpu__family_histogram(f, at)
 			 : at;
 	if (!handle)
 		return NULL;

@@ -44,17 +44,7 @@ static void *storage_alloc(struct pcpu_family *f)
 					  f->flags & PCPU_SNAPSHOT_NANOS ? PCPU_FRACTION_WORDS : 1);
 		break;
 	case PCPU_METRIC_HISTOGRAM:
-		/* An explicit layout's bounds are the family's (one copy for
-		 * all its series, padded for the search). */
-		/* Sparse where nothing outside the process reads the words: a
-		 * published segment's readers find a series' pairs at one
-		 * offset (docs/segment-format.md), so there it stays dense. */
-		h = pcpu__histogram_create_at(f->reg->zone, &f->layout, NULL,
-					      f->layout.scheme == PCPU_HISTOGRAM_EXPLICIT ? f->bounds : NULL,
-					      f->scale_exp10,
-					      (f->flags & PCPU_SNAPSHOT_NANOS ? PCPU__HISTOGRAM_WIDE : 0) |
-						      (f->sparse && !f->reg->hook ? PCPU__HISTOGRAM_OPT_SPARSE
-										  : 0));
+		h = pcpu__family_histogram(f, NULL);
 		break;
 	default:
 		errno = EINVAL;
@@ -62,6 +52,19 @@ static void *storage_alloc(struct pcpu_family *f)
 	if (!h)
 		pcpu__storage_failed(f);
 	return h;
+}
+
+pcpu_histogram_t *pcpu__family_histogram(const struct pcpu_family *f, void *at)
+{
+	/* An explicit layout's bounds are the family's (one copy for all
+	 * its series, padded for the search). Sparse in a published
+	 * registry too: its segment gives each series a table of its groups'
+	 * places (format 2.10). */
+	return pcpu__histogram_create_at(f->reg->zone, &f->layout, at,
+					 f->layout.scheme == PCPU_HISTOGRAM_EXPLICIT ? f->bounds : NULL,
+					 f->scale_exp10,
+					 (f->flags & PCPU_SNAPSHOT_NANOS ? PCPU__HISTOGRAM_WIDE : 0) |
+						 (f->sparse ? PCPU__HISTOGRAM_OPT_SPARSE : 0));
 }
 
 void pcpu__storage_failed(const struct pcpu_family *f)
@@ -375,9 +378,7 @@ static void *tree_series_new(struct pcpu_family *f, const char *const *v, uint64
 	else if (!at)
 		handle = storage_alloc(f);
 	else if (f->type == PCPU_METRIC_HISTOGRAM)
-		handle = pcpu__histogram_create_at(f->reg->zone, &f->layout, at,
-						   f->layout.scheme == PCPU_HISTOGRAM_EXPLICIT ? f->bounds : NULL,
-						   f->scale_exp10, f->flags & PCPU_SNAPSHOT_NANOS ? PCPU__HISTOGRAM_WIDE : 0);
+		handle = pcpu__family_histogram(f, at);
 	else
 		handle = at; /* a counter's or a gauge's handle is its value */
 	if (handle && !pcpu__series_new(f, v, h, handle, NULL)) {

@@ -13,6 +13,8 @@
  *                        names and labels, exactly as the registry does
  *   histogram_layout.h   log-linear bucket arithmetic and the exposed `le`
  *                        sets, which the reader recomputes
+ *   metrics.h            the metrics' internals: a sparse histogram's table
+ *                        of groups in a published segment (format 2.10)
  *   error.h              the per-thread error messages, the segment's
  *                        domain beside the statistics layer's
  *
@@ -25,6 +27,7 @@
 #include "registry_observer.h"
 #include "validate.h"
 #include "histogram_layout.h"
+#include "metrics.h"
 #include "error.h"
 
 #endif /* PCPU_STATS_INDEX_H */
