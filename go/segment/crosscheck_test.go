@@ -277,6 +277,7 @@ func TestCrossCheck(t *testing.T) {
 		{"golden", nil, fixture, []string{"golden", "golden"}},
 		{"owned", []string{"PCPU_OWNED_SLOTS=2"}, fixture, []string{"owned", "owned"}},
 		{"kinds", nil, writer, []string{"kinds", "kinds"}},
+		{"sparse", nil, writer, []string{"sparse", "sparse"}},
 		{"tree", []string{"PCPU_INDEX=cpu"}, writer, []string{"tree", "tree", "3"}},
 		{"latency", nil, fixture, []string{"latency", "latency"}},
 	}
@@ -311,6 +312,12 @@ func checkKinds(t *testing.T, name string, g *segment.Snapshot) {
 		if i > 0 && f.Name == g.Families[i-1].Name {
 			has["labelsets"] = true
 		}
+		if f.Sparse { // 2.10
+			has["sparse"] = true
+			if f.Nanos {
+				has["sparse wide"] = true
+			}
+		}
 		switch {
 		case f.Nanos && f.Type == segment.Histogram:
 			has["wide"] = true
@@ -336,6 +343,8 @@ func checkKinds(t *testing.T, name string, g *segment.Snapshot) {
 		"golden":  {"explicit", "loglinear"},
 		"kinds":   {"nanos", "residue", "wide", "labelsets", "info", "explicit", "loglinear", "exponential", "group"},
 		"latency": {"loglinear", "exponential"},
+		"sparse":  {"sparse", "sparse wide", "explicit", "exponential"},
+		"tree":    {"sparse"},
 	}[name]
 	for _, k := range need {
 		if !has[k] {

@@ -87,14 +87,31 @@ const (
 
 // Histogram schemes (family u32a; 0x100 marks (count, sum) pairs, 2.4;
 // 0x200 a histogram with fractions, 2.8: one more pair, a per-slot double
-// sum and a residue).
+// sum and a residue; 0x400, with 0x100, a sparse histogram, 2.10).
 const (
 	SchemeExplicit    = 1
 	SchemeLogLinear   = 2
 	SchemeExponential = 3
 	schemePairs       = 0x100
 	schemeWide        = 0x200
+	schemeSparse      = 0x400
 )
+
+// 2.10 sparse histograms (format.h PCPU__SEG_SPARSE_*): a series' buckets
+// lie in groups of sparseGroup (count, sum) pairs, each made where the
+// zone had room; its entry names a table of their places in the string
+// table, one word per group (and, with schemeWide, one for the pair of
+// the per-slot double and the residue).
+const (
+	sparseGroup     = 8
+	sparseGroupSize = 16 * sparseGroup
+	sparseWideSize  = 16
+)
+
+// sparseGroups is how many groups a sparse histogram of nbuckets has.
+func sparseGroups(nbuckets uint32) uint64 {
+	return (uint64(nbuckets) + sparseGroup - 1) / sparseGroup
+}
 
 // MetricType is a family's type, as the format numbers it.
 type MetricType uint8

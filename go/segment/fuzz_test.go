@@ -41,12 +41,39 @@ func compact(t testing.TB, path string) []byte {
 	entOff, used, esz := u64(96), u64(112), uint64(ne.Uint32(raw[120:]))
 	strOff, strUsed := u64(128), u64(144)
 	ents, strs := at(entOff, used*esz), at(strOff, strUsed)
-	// The highest value end among series entries (+128: the chunk header).
+	// The highest value end among series entries (+128: the chunk header);
+	// a sparse histogram's (2.10): its groups', from its table.
+	sparse := map[uint64]uint32{} // family id: nbuckets
+	for i := uint64(0); i < used; i++ {
+		e := ents[i*esz:]
+		if ne.Uint16(e[8:]) == 1 && e[10] == 3 && ne.Uint32(e[40:])&0x400 != 0 {
+			sparse[ne.Uint64(e[16:])] = ne.Uint32(e[36:])
+		}
+	}
 	need := uint64(128)
 	for i := uint64(0); i < used; i++ {
 		e := ents[i*esz:]
-		if k := ne.Uint16(e[8:]); k == 2 {
+		if k := ne.Uint16(e[8:]); k != 2 {
+			continue
+		}
+		nb, ok := sparse[ne.Uint64(e[16:])]
+		if !ok {
 			if end := ne.Uint64(e[48:]) + uint64(ne.Uint32(e[44:])); end > need {
+				need = end
+			}
+			continue
+		}
+		groups := (uint64(nb) + 7) / 8
+		for k := uint64(0); k < uint64(ne.Uint32(e[44:]))/8; k++ {
+			w := ne.Uint64(strs[ne.Uint64(e[48:])+8*k:])
+			if w>>32 == 0 || uint32(w) == 0 {
+				continue
+			}
+			size := uint64(128)
+			if k == groups { // the wide pair
+				size = 16
+			}
+			if end := uint64(uint32(w)&^1) + size; end > need {
 				need = end
 			}
 		}
@@ -98,6 +125,7 @@ func seeds(t testing.TB) map[string][]byte {
 		}
 		out["corpus/"+e.Name()] = b
 	}
+	out["synthetic/sparse"] = segment.SparseSeed()
 	if _, err := os.Stat(filepath.Join(cfix.BuildDir(), "libpcpu.so")); err != nil && os.Getenv("PCPU_GO_REQUIRE_C") != "1" {
 		return out
 	}
@@ -113,6 +141,7 @@ func seeds(t testing.TB) map[string][]byte {
 		{"golden", nil, fixture, []string{"golden", "golden"}},
 		{"owned", []string{"PCPU_OWNED_SLOTS=2"}, fixture, []string{"owned", "owned"}},
 		{"kinds", nil, writer, []string{"kinds", "kinds"}},
+		{"sparse", nil, writer, []string{"sparse", "sparse"}},
 		{"tree", []string{"PCPU_INDEX=cpu"}, writer, []string{"tree", "tree", "2"}},
 	} {
 		w := cfix.Start(t, append(env, c.env...), c.prog, c.args...)
@@ -123,24 +152,27 @@ func seeds(t testing.TB) map[string][]byte {
 }
 
 // TestCompact: a compacted segment reads exactly as its original, which
-// also exercises the reader's region arithmetic with another stride.
+// also exercises the reader's region arithmetic with another stride (and
+// a sparse histogram's groups, 2.10, at their offsets in it).
 func TestCompact(t *testing.T) {
 	cfix.Need(t, "libpcpu.so", "tests/segment/segment_fixture")
 	dir := t.TempDir()
-	w := cfix.Start(t, []string{"PCPU_SEGMENT_DIR=" + dir}, cfix.SegWriter(t), "kinds", "kinds")
-	orig := snapshotGo(t, w.Path)
-	r, err := segment.FromBytes(compact(t, w.Path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	small, err := r.Snapshot(true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Printed, as values: NaN (2.8) is not equal to itself.
-	if !reflect.DeepEqual(orig.Families, small.Families) &&
-		fmt.Sprintf("%#v", orig.Families) != fmt.Sprintf("%#v", small.Families) {
-		t.Fatalf("compacted segment reads differently")
+	for _, kind := range []string{"kinds", "sparse"} {
+		w := cfix.Start(t, []string{"PCPU_SEGMENT_DIR=" + dir}, cfix.SegWriter(t), kind, kind)
+		orig := snapshotGo(t, w.Path)
+		r, err := segment.FromBytes(compact(t, w.Path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		small, err := r.Snapshot(true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Printed, as values: NaN (2.8) is not equal to itself.
+		if !reflect.DeepEqual(orig.Families, small.Families) &&
+			fmt.Sprintf("%#v", orig.Families) != fmt.Sprintf("%#v", small.Families) {
+			t.Fatalf("%s: compacted segment reads differently", kind)
+		}
 	}
 }
 

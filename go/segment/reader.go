@@ -401,11 +401,12 @@ type run struct {
 }
 
 // readValues sums every usable series' words over its chunk's slot and
-// mirror regions, reading only where the file holds data.
+// mirror regions, reading only where the file holds data. A sparse
+// histogram's groups (2.10) are read as any value, each where it lies.
 func (a *attempt) readValues(perSlot bool) error {
 	p := &a.p
 	h := p.h
-	var v []*ser
+	var v []place
 	for _, s := range p.sers {
 		if !s.usable() || s.group {
 			continue
@@ -428,19 +429,19 @@ func (a *attempt) readValues(perSlot bool) error {
 			}
 			s.slots = make([]uint64, h.nslots)
 		}
-		v = append(v, s)
+		v = appendPlaces(v, s)
 	}
 	sortByLoc(v)
 	var buf []byte
 	for i := 0; i < len(v); {
-		chunk := v[i].e.u32a
+		chunk := v[i].chunk
 		var runs []run
 		j := i
-		for j < len(v) && v[j].e.u32a == chunk {
-			lo, hi := v[j].e.valueOff, v[j].e.valueOff+uint64(v[j].e.u32b)
+		for j < len(v) && v[j].chunk == chunk {
+			lo, hi := v[j].off, v[j].off+v[j].size
 			k := j + 1
-			for k < len(v) && v[k].e.u32a == chunk && v[k].e.valueOff <= hi+runGap {
-				if e := v[k].e.valueOff + uint64(v[k].e.u32b); e > hi {
+			for k < len(v) && v[k].chunk == chunk && v[k].off <= hi+runGap {
+				if e := v[k].off + v[k].size; e > hi {
 					hi = e
 				}
 				k++
@@ -463,7 +464,7 @@ func (a *attempt) readValues(perSlot bool) error {
 	return nil
 }
 
-func (a *attempt) readChunk(v []*ser, chunk uint32, runs []run, buf []byte, perSlot bool) error {
+func (a *attempt) readChunk(v []place, chunk uint32, runs []run, buf []byte, perSlot bool) error {
 	h := a.p.h
 	src := a.r.src
 	// chunk < nchunks and data_offset + nchunks * chunk_span <= file size
@@ -543,7 +544,7 @@ func (a *attempt) readChunk(v []*ser, chunk uint32, runs []run, buf []byte, perS
 					}
 				}
 				for k := u.first; k < u.last; k++ {
-					accumulate(v[k], b[v[k].e.valueOff-u.lo:], slot, perSlot)
+					accumulate(&v[k], b[v[k].off-u.lo:], slot, perSlot)
 				}
 			}
 		}
@@ -552,7 +553,12 @@ func (a *attempt) readChunk(v []*ser, chunk uint32, runs []run, buf []byte, perS
 	return nil
 }
 
-func accumulate(s *ser, v []byte, slot int, perSlot bool) {
+func accumulate(pl *place, v []byte, slot int, perSlot bool) {
+	s := pl.s
+	if pl.group >= 0 {
+		accumulateGroup(s, pl.group, v, slot, perSlot)
+		return
+	}
 	var part uint64
 	f := &s.fam.f
 	switch f.Type {
@@ -586,6 +592,30 @@ func accumulate(s *ser, v []byte, slot int, perSlot bool) {
 				part += c
 			}
 		}
+	}
+	if perSlot {
+		s.slots[slot] += part
+	}
+}
+
+// accumulateGroup adds one region's copy of group k of a sparse histogram
+// (2.10) as the dense histogram's pairs are added: buckets 8k..8k+7 (none
+// past nbuckets), or the group after the last, the pair of the per-slot
+// double and the residue (the dense value's last pair).
+func accumulateGroup(s *ser, k int, v []byte, slot int, perSlot bool) {
+	nb := len(s.counts)
+	first := k * sparseGroup
+	if first >= nb {
+		s.dslots[slot] += math.Float64frombits(ne.Uint64(v))
+		s.acc2 += ne.Uint64(v[8:])
+		return
+	}
+	var part uint64
+	for b := 0; b < sparseGroup && first+b < nb; b++ {
+		c := ne.Uint64(v[16*b:])
+		s.counts[first+b] += c
+		s.acc0 += ne.Uint64(v[16*b+8:])
+		part += c
 	}
 	if perSlot {
 		s.slots[slot] += part

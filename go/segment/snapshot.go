@@ -52,6 +52,10 @@ type Family struct {
 	Schema      int     // exponential: the native schema (-4..8)
 	NativeIndex int32   // exponential: native index of bucket 1
 	Exported    []int   // finite buckets exposed as `le`; nil: every one
+	// Sparse (2.10, PCPU_FAMILY_SPARSE): its series' buckets are stored
+	// in groups made at their first record. Storage only: the values
+	// read as a dense family's, missing groups as zero.
+	Sparse bool
 
 	Series []Series
 }
@@ -169,6 +173,7 @@ type ser struct {
 	bad    string
 	fam    *fam
 	group  bool
+	places []place // 2.10, a sparse histogram's: its groups made when S was read
 	values []string
 	acc0   uint64
 	acc1   uint64
@@ -179,6 +184,30 @@ type ser struct {
 }
 
 func (s *ser) usable() bool { return s.bad == "" && s.fam != nil && s.fam.bad == "" }
+
+// sparse: a valid family of sparse histograms (2.10), whose series' entries
+// name tables of groups instead of values.
+func (x *fam) sparse() bool { return x.bad == "" && x.f.Sparse }
+
+// place is where part of a series' value lies, at the same offset in every
+// slot and mirror region of a chunk: a dense series' whole value, or one
+// group of a sparse histogram (2.10) or its pair of the per-slot double and
+// the residue.
+type place struct {
+	s     *ser
+	chunk uint32
+	off   uint64
+	size  uint64
+	group int // a sparse histogram's group index (its word in the table); -1: the whole value
+}
+
+// appendPlaces appends where s's value lies.
+func appendPlaces(v []place, s *ser) []place {
+	if s.fam.sparse() {
+		return append(v, s.places...)
+	}
+	return append(v, place{s: s, chunk: s.e.u32a, off: s.e.valueOff, size: uint64(s.e.u32b), group: -1})
+}
 
 // parse holds one attempt's copies.
 type parse struct {
@@ -227,6 +256,13 @@ func valueSize(e *entry) uint64 {
 			return 24 // 2.8 (a 2.7 writer's 16: see parseDirectory)
 		}
 		return 8
+	}
+	if e.u32a&schemeSparse != 0 { // 2.10: the series' table, a word per group (and the wide pair)
+		n := sparseGroups(e.nbuckets)
+		if e.u32a&schemeWide != 0 {
+			n++
+		}
+		return 8 * n
 	}
 	if e.u32a&schemeWide != 0 {
 		return 16 * (uint64(e.nbuckets) + 1)
@@ -343,12 +379,13 @@ func (p *parse) parseFamily(x *fam) error {
 func (p *parse) parseHistogram(x *fam, blob []byte, pos int) error {
 	e := &x.e
 	f := &x.f
-	if e.u32a&^uint32(schemePairs|schemeWide|0xff) != 0 ||
-		e.u32a&schemeWide != 0 && e.u32a&schemePairs == 0 {
+	if e.u32a&^uint32(schemePairs|schemeWide|schemeSparse|0xff) != 0 ||
+		e.u32a&(schemeWide|schemeSparse) != 0 && e.u32a&schemePairs == 0 {
 		x.bad = "unknown histogram scheme"
 		return nil
 	}
 	f.Nanos = e.u32a&schemeWide != 0
+	f.Sparse = e.u32a&schemeSparse != 0
 	scheme := int(e.u32a & 0xff)
 	if e.nbuckets < 2 || valueSize(e) > p.h.slotStride {
 		x.bad = "bad bucket count"
@@ -493,20 +530,79 @@ func (p *parse) parseSeries(s *ser) error {
 			return nil
 		}
 		s.group = true
-		return nil
 	}
+	// Where its value lies: parseDirectory(), by its family (a sparse
+	// histogram's entry names a table instead).
+	return nil
+}
+
+// checkValue checks where a dense series' value lies: inside its slot of
+// a chunk the header counts.
+func (p *parse) checkValue(s *ser) {
+	e := &s.e
 	if uint64(e.u32a) >= p.h.nchunks {
 		s.bad = "chunk past the end"
-		return nil
+		return
 	}
 	if e.valueOff%valueAlign != 0 {
 		s.bad = "value not aligned to 8 bytes"
-		return nil
+		return
 	}
 	end := e.valueOff + uint64(e.u32b)
 	if end < e.valueOff || end > p.h.slotStride || e.u32b == 0 {
 		s.bad = "value outside its slot"
 	}
+}
+
+// parseTable reads a sparse histogram series' table of groups (2.10) from
+// the strings copy into s.places. Its size was checked against the
+// family's. A word goes from 0 to its place once, so a word with one half
+// 0 is one being stored, copied 32 bits at a time: not made yet, as is a
+// group in a chunk the header did not count when the strings were read
+// (the writer grew the zone since; where in that chunk is not checked, as
+// the C reader does not). Any other word that is not a place in a slot
+// makes the series invalid. The C reader's checks, in its order
+// (reader_parse.c sparse_parts(), format.h pcpu__seg_sparse_place()).
+func (p *parse) parseTable(s *ser) error {
+	e := &s.e
+	end := e.valueOff + uint64(e.u32b)
+	if e.u32a != 0 || e.valueOff%valueAlign != 0 || end < e.valueOff || end > uint64(len(p.S)) {
+		s.bad = "sparse histogram: table outside the string table"
+		return nil
+	}
+	groups := sparseGroups(s.fam.e.nbuckets)
+	for k := uint64(0); k < uint64(e.u32b)/8; k++ {
+		w := ne.Uint64(p.S[e.valueOff+8*k:])
+		hi, lo := uint32(w>>32), uint32(w)
+		if hi == 0 || lo == 0 {
+			continue
+		}
+		if hi&1 == 0 || lo&1 == 0 {
+			return p.badTable(s)
+		}
+		chunk, off := hi>>1, uint64(lo&^1)
+		if uint64(chunk) >= p.h.nchunks {
+			continue
+		}
+		size := uint64(sparseGroupSize)
+		if k == groups { // the wide pair, after the groups
+			size = sparseWideSize
+		}
+		if off%16 != 0 || off+size > p.h.slotStride {
+			return p.badTable(s)
+		}
+		if err := p.b.charge(64); err != nil {
+			return err
+		}
+		s.places = append(s.places, place{s: s, chunk: chunk, off: off, size: size, group: int(k)})
+	}
+	return nil
+}
+
+// badTable marks a sparse series invalid: none of its groups is read.
+func (p *parse) badTable(s *ser) error {
+	s.bad = "sparse histogram: a bad place in its table of groups"
+	s.places = nil
 	return nil
 }
 
@@ -552,6 +648,10 @@ func (p *parse) parseDirectory() error {
 			x.bad = "family id used twice"
 		}
 	}
+	// Where a series' value lies is checked once its family is known to be
+	// valid, as the C reader's link_series() does: a series without one
+	// (an orphan, a bad family's) is never read, and is left out or
+	// refused by decideKept().
 	for _, s := range p.sers {
 		if s.bad != "" {
 			continue
@@ -569,6 +669,14 @@ func (p *parse) parseDirectory() error {
 		} else if !s.group && valueSize(&f.e) != uint64(s.e.u32b) &&
 			!(f.e.flags&eNanos != 0 && s.e.u32b == 16) { // a 2.7 writer's, no residue
 			s.bad = "value size does not match the type"
+		} else if s.group {
+			continue
+		} else if f.sparse() { // 2.10: its entry names a table of groups
+			if err := p.parseTable(s); err != nil {
+				return err
+			}
+		} else {
+			p.checkValue(s)
 		}
 	}
 	return nil
@@ -633,29 +741,30 @@ func (a *attempt) decideKept() (map[*fam]bool, []*ser, error) {
 		}
 		kept = append(kept, s)
 	}
-	// Values of two series never overlap (the zone hands out disjoint objects).
-	var st []*ser
+	// Values of two series never overlap, nor do a sparse histogram's
+	// groups (2.10) with anything (the zone hands out disjoint objects).
+	var st []place
 	for _, s := range kept {
 		if !s.group {
-			st = append(st, s)
+			st = appendPlaces(st, s)
 		}
 	}
 	sortByLoc(st)
 	for k := 1; k < len(st); k++ {
-		x, y := st[k-1], st[k]
-		if y.e.u32a == x.e.u32a && y.e.valueOff < x.e.valueOff+uint64(x.e.u32b) {
-			return nil, nil, corrupt("entries %d and %d share storage", x.idx, y.idx)
+		x, y := &st[k-1], &st[k]
+		if y.chunk == x.chunk && y.off < x.off+x.size {
+			return nil, nil, corrupt("entries %d and %d share storage", x.s.idx, y.s.idx)
 		}
 	}
 	return keptFam, kept, nil
 }
 
-func sortByLoc(v []*ser) {
-	slices.SortFunc(v, func(a, b *ser) int {
-		if c := cmp.Compare(a.e.u32a, b.e.u32a); c != 0 {
+func sortByLoc(v []place) {
+	slices.SortFunc(v, func(a, b place) int {
+		if c := cmp.Compare(a.chunk, b.chunk); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.e.valueOff, b.e.valueOff)
+		return cmp.Compare(a.off, b.off)
 	})
 }
 

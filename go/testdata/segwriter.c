@@ -9,9 +9,14 @@
  * forked children add into the same series.
  *
  *   segwriter kinds NAME      one process
+ *   segwriter sparse NAME     sparse histograms (PCPU_FAMILY_SPARSE, format
+ *                             2.10): a few groups of each series made, in
+ *                             several slots, one series with none; with
+ *                             fractions too
  *   segwriter tree NAME N [HOLD]  PCPU_INDEX=cpu: the publisher and N children;
  *                             with HOLD, a file, the children stay while it
- *                             exists, even after the publisher is gone
+ *                             exists, even after the publisher is gone; a
+ *                             sparse histogram whose groups the children make
  *   segwriter many NAME N     N series of a server's mix, as bench/push_bench.c
  *                             makes them (for go/collector's benchmark):
  *                             counters 70%, gauges 29%, histograms 1% (explicit
@@ -232,6 +237,116 @@ static void kinds(pcpu_registry_t *reg)
 		die("collect");
 }
 
+/* Records of one sparse_* series, made from its own thread (another slot). */
+struct sparse_job {
+	pcpu_histogram_t *h;
+	const int64_t *v;
+	int n;
+	double d; /* observed too where not 0 (a family with fractions) */
+};
+
+static void *sparse_recorder(void *arg)
+{
+	const struct sparse_job *j = arg;
+	int i;
+
+	for (i = 0; i < j->n; i++)
+		pcpu_histogram_record(j->h, j->v[i]);
+	if (j->d != 0)
+		pcpu_histogram_observe(j->h, j->d);
+	return NULL;
+}
+
+/* 2.10: histograms whose buckets are made in groups of 8 at their first
+ * record, read by the Go reader and pcpustat alike: groups made in a few
+ * slots (threads) and out of order, the last group of a bucket count that
+ * is not a multiple of 8, a series with no group, an exponential layout
+ * (few of its many buckets used), and fractions (the wide pair). */
+static void sparse(pcpu_registry_t *reg)
+{
+	static const char *const ln[] = { "path" };
+	static const char *const a[] = { "/a" }, *const b[] = { "/b" }, *const c[] = { "/c" };
+	/* 21 bounds: 22 buckets, 3 groups, the last of 6 buckets. */
+	static const int64_t bounds[] = { 1,	  2,	  5,	   10,	    20,	     50,     100,
+					  200,	  500,	  1000,	   2000,    5000,    10000,  20000,
+					  50000, 100000, 200000, 500000, 1000000, 2000000, 5000000 };
+	static const int64_t va[] = { 0, 3, 3, 7000, 4, 1 }, vb[] = { 6000000, 10000000, 4000000 },
+			     vc[] = { 150, 150, 160 }, vn[] = { 1000, 1100, 1000000, 1100000 };
+	struct pcpu_histogram_layout expl = { .scheme = PCPU_HISTOGRAM_EXPLICIT, .bounds = bounds, .nbounds = 21 };
+	struct pcpu_histogram_layout nat = { .scheme = PCPU_HISTOGRAM_EXPONENTIAL, .schema = 3 };
+	struct pcpu_histogram_layout l62 = { .scheme = PCPU_HISTOGRAM_LOG_LINEAR, .precision_bits = 3,
+					     .max_value = (int64_t)1 << 62 };
+	struct {
+		struct sparse_job j;
+		pthread_t t;
+	} runs[5];
+	struct pcpu_family_desc d;
+	pcpu_family_t *f, *fw, *fn;
+	int i;
+
+	memset(&d, 0, sizeof d);
+	d.name = "sp_latency_us";
+	d.help = "Explicit bounds, sparse.";
+	d.type = PCPU_METRIC_HISTOGRAM;
+	d.nlabels = 1;
+	d.label_names = ln;
+	d.histogram = &expl;
+	if (!(f = pcpu_registry_family_ex(reg, &d, PCPU_FAMILY_SPARSE, 0, NULL, NULL)))
+		die("sparse explicit histogram");
+
+	memset(&d, 0, sizeof d);
+	d.name = "sp_wait_seconds";
+	d.help = "Exponential, schema 3, sparse.";
+	d.unit = "seconds";
+	d.type = PCPU_METRIC_HISTOGRAM;
+	d.scale_exp10 = -9;
+	d.histogram = &nat;
+	if (!(fn = pcpu_registry_family_ex(reg, &d, PCPU_FAMILY_SPARSE, 0, NULL, NULL)))
+		die("sparse exponential histogram");
+
+	memset(&d, 0, sizeof d);
+	d.name = "sp_transfer_bytes";
+	d.help = "Observed as doubles, sparse.";
+	d.unit = "bytes";
+	d.type = PCPU_METRIC_HISTOGRAM;
+	d.scale_exp10 = -9;
+	d.nlabels = 1;
+	d.label_names = ln;
+	d.histogram = &l62;
+	if (!(fw = pcpu_registry_family_ex(reg, &d, PCPU_FAMILY_SPARSE | PCPU_FAMILY_FRACTIONS, 0, NULL, NULL)))
+		die("sparse histogram with fractions");
+
+	/* /c of sp_latency_us first: a series made before the others' groups,
+	 * that gets none. */
+	if (!pcpu_family_histogram(f, c))
+		die("sparse series");
+	runs[0].j = (struct sparse_job){ pcpu_family_histogram(f, a), va, 6, 0 };
+	runs[1].j = (struct sparse_job){ pcpu_family_histogram(f, b), vb, 3, 0 };
+	runs[2].j = (struct sparse_job){ pcpu_family_histogram(f, a), vc, 3, 0 };
+	runs[3].j = (struct sparse_job){ pcpu_family_histogram(fn, NULL), vn, 4, 0 };
+	runs[4].j = (struct sparse_job){ pcpu_family_histogram(fw, a), vn, 2, 0.1 };
+	for (i = 0; i < 5; i++)
+		if (!runs[i].j.h)
+			die("sparse series");
+	for (i = 0; i < 5; i++)
+		pthread_create(&runs[i].t, NULL, sparse_recorder, &runs[i].j);
+	for (i = 0; i < 5; i++)
+		pthread_join(runs[i].t, NULL);
+	/* And from this thread: another slot's part of the same groups. */
+	pcpu_histogram_record(runs[0].j.h, 7000);
+	pcpu_histogram_observe(runs[4].j.h, 5e9);
+	pcpu_histogram_observe(runs[4].j.h, 1.0 / 0.0); /* the residue */
+	pcpu_histogram_observe(pcpu_family_histogram(fw, b), 1e-12);
+
+	memset(&d, 0, sizeof d);
+	d.name = "sp_requests_total";
+	d.help = "A dense value beside the groups.";
+	d.type = PCPU_METRIC_COUNTER;
+	if (!(f = pcpu_registry_family(reg, &d)))
+		die("counter");
+	pcpu_counter_add(pcpu_family_counter(f, NULL), 11);
+}
+
 static void many(pcpu_registry_t *reg, unsigned n)
 {
 	static const char *const fl[] = { "flow" }, *const ql[] = { "queue" }, *const hl[] = { "handler" };
@@ -312,8 +427,13 @@ int main(int argc, char **argv)
 		int ready[2], hold[2];
 		char x;
 		static const char *const ln[] = { "worker" };
+		/* 24 bounds 1..24: 25 buckets, 4 groups (2.10). */
+		static const int64_t tb[] = { 1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12,
+					      13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24 };
+		struct pcpu_histogram_layout tl = { .scheme = PCPU_HISTOGRAM_EXPLICIT, .bounds = tb, .nbounds = 24 };
 		struct pcpu_family_desc d;
-		pcpu_family_t *f;
+		pcpu_family_t *f, *hf;
+		pcpu_histogram_t *h;
 
 		o.flags = PCPU_SEGMENT_SHARED_TREE;
 		if (!(seg = pcpu_segment_publish(reg, argv[2], &o)))
@@ -328,6 +448,15 @@ int main(int argc, char **argv)
 		d.label_names = ln;
 		if (!(f = pcpu_registry_family(reg, &d)))
 			die("family");
+		memset(&d, 0, sizeof d);
+		d.name = "t_wait_us";
+		d.help = "Sparse: group 0 the publisher's, the others the children's.";
+		d.type = PCPU_METRIC_HISTOGRAM;
+		d.histogram = &tl;
+		if (!(hf = pcpu_registry_family_ex(reg, &d, PCPU_FAMILY_SPARSE, 0, NULL, NULL)) ||
+		    !(h = pcpu_family_histogram(hf, NULL)))
+			die("sparse histogram");
+		pcpu_histogram_record(h, 1);
 		pcpu_counter_add(c, 1);
 		if (pipe(ready) < 0 || pipe(hold) < 0)
 			die("pipe");
@@ -347,6 +476,10 @@ int main(int argc, char **argv)
 				 * every process of the tree adds to. */
 				pcpu_counter_add(pcpu_family_counter(f, v), 100 + k);
 				pcpu_counter_add(c, 1000 * (k + 1));
+				/* Into the publisher's group, and into group
+				 * k + 1 (the last: +Inf), made by this child. */
+				pcpu_histogram_record(h, 1);
+				pcpu_histogram_record(h, 8 * (k % 3 + 1) + 1);
 				if (write(ready[1], "r", 1) != 1)
 					_exit(1);
 				/* Stays alive (a member of the tree) until the
@@ -388,7 +521,9 @@ int main(int argc, char **argv)
 		pcpu_counter_add(c, 5);
 		pcpu_flows_add(f, 7, 0, 3);
 		pcpu_registry_collect(reg);
-	} else
+	} else if (strcmp(argv[1], "sparse") == 0)
+		sparse(reg);
+	else
 		kinds(reg);
 	printf("ready %s\n", pcpu_segment_path(seg));
 	fflush(stdout);

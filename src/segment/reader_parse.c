@@ -393,7 +393,9 @@ static int sparse_parts(struct parse *p, struct ser *s)
 	uint64_t ngroups = PCPU__SEG_SPARSE_GROUPS(s->fam->e->nbuckets), k, n = e->u32b / 8;
 	size_t first = p->nparts;
 
-	if (e->u32a != 0 || e->value_off % 8 || e->value_off > p->slen || e->u32b > p->slen - e->value_off)
+	if (e->u32a != 0)
+		return ser_bad(p, s, "sparse histogram: a chunk given (its table names the chunks)");
+	if (e->value_off % 8 || e->value_off > p->slen || e->u32b > p->slen - e->value_off)
 		return ser_bad(p, s, "sparse histogram: table outside the string table");
 	s->sparse = 1;
 	for (k = 0; k < n; k++) {

@@ -53,6 +53,13 @@ int main(int argc, char **argv)
 	sb_v28(&b); /* 2.8: residues, a histogram with fractions, label sets */
 	save(dir, "v28", b.buf, b.len);
 	free(b.buf);
+	{
+		uint64_t ta, tf;
+
+		sb_v210(&b, &ta, &tf); /* 2.10: sparse histograms' tables of groups */
+		save(dir, "v210", b.buf, b.len);
+		free(b.buf);
+	}
 
 	/* Empty directory, one slot. */
 	sb_init(&b, 1, 16, 0, 4, 64);

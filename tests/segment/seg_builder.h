@@ -335,4 +335,56 @@ static inline void sb_v28(struct sb *b)
 	sb_mirror64(b, 0, 0, 256, 5);
 }
 
+/* 2.10: sparse histograms (format.h, PCPU__SEG_HIST_SPARSE): 2 slots of
+ * 2,048 bytes, one chunk:
+ *   lat_seconds, log-linear p = 1, 21 buckets (3 groups), scale -9,
+ *       {k="a"}: groups 0 @512 and 2 @640 made,
+ *       group 1 not: bucket 1 count 2 sum 3 (slot 0), bucket 5 count 1
+ *       sum 10 (slot 1's mirror), bucket 17 count 4 sum 70 (slot 1);
+ *       {k="torn"}: group 0's word half stored (its low half 0): reads 0
+ *   fr_seconds, explicit, bound 100, with fractions (one group and the
+ *       double sum's pair), {}: group 0 @768 (bucket 0 count 1 sum 5),
+ *       pair @896 (slot 0's double 0.5): sum 5e-9 + 0.5
+ * Returns the table offsets (strings) of {k="a"} and of fr_seconds' in
+ * *ta and *tf. */
+static inline void sb_v210(struct sb *b, uint64_t *ta, uint64_t *tf)
+{
+	static const char *const kl[] = { "k" }, *const a[] = { "a" }, *const torn[] = { "torn" };
+	static const int64_t bound[] = { 100 };
+	uint64_t i, w[3], tt;
+	double d = 0.5;
+	int64_t bits;
+
+	sb_init(b, 2, 2048, 1, 32, 4096);
+	i = sb_family(b, 20, 3, "lat_seconds", "Latency.", "seconds", 1, kl, 2, 1, 21, NULL);
+	sb_entry(b, i)->u32a |= PCPU__SEG_HIST_PAIRS | PCPU__SEG_HIST_SPARSE;
+	sb_entry(b, i)->scale_exp10 = -9;
+	w[0] = ((uint64_t)1 << 32) | 512 | 1; /* chunk 0: high half 2 * 0 + 1 */
+	w[1] = 0;
+	w[2] = ((uint64_t)1 << 32) | 640 | 1;
+	*ta = sb_blob(b, w, sizeof w);
+	sb_series(b, 20, 3, 1, a, 0, *ta, 24);
+	w[0] = (uint64_t)1 << 32; /* high half stored, low half not yet */
+	w[2] = 0;
+	tt = sb_blob(b, w, sizeof w);
+	sb_series(b, 20, 3, 1, torn, 0, tt, 24);
+	sb_put64(b, 0, 0, 512 + 16, 2); /* bucket 1 */
+	sb_put64(b, 0, 0, 512 + 24, 3);
+	sb_mirror64(b, 0, 1, 512 + 80, 1); /* bucket 5 */
+	sb_mirror64(b, 0, 1, 512 + 88, 10);
+	sb_put64(b, 0, 1, 640 + 16, 4); /* bucket 17 */
+	sb_put64(b, 0, 1, 640 + 24, 70);
+	i = sb_family(b, 21, 3, "fr_seconds", "Fractions.", "seconds", 0, NULL, 1, 0, 2, bound);
+	sb_entry(b, i)->u32a |= PCPU__SEG_HIST_PAIRS | PCPU__SEG_HIST_WIDE | PCPU__SEG_HIST_SPARSE;
+	sb_entry(b, i)->scale_exp10 = -9;
+	w[0] = ((uint64_t)1 << 32) | 768 | 1;
+	w[1] = ((uint64_t)1 << 32) | 896 | 1;
+	*tf = sb_blob(b, w, 16);
+	sb_series(b, 21, 3, 0, NULL, 0, *tf, 16);
+	sb_put64(b, 0, 0, 768, 1);
+	sb_put64(b, 0, 0, 776, 5);
+	memcpy(&bits, &d, 8);
+	sb_put64(b, 0, 0, 896, bits);
+}
+
 #endif

@@ -268,7 +268,7 @@ static void m28_residue_nan(struct sb *b)
 }
 static void m28_wide_no_pairs(struct sb *b) { sb_entry(b, 11)->u32a &= ~PCPU__SEG_HIST_PAIRS; }
 static void m28_wide_size(struct sb *b) { sb_entry(b, 12)->u32b = 32; } /* pairs only, no double sum */
-static void m28_unknown_scheme_bit(struct sb *b) { sb_entry(b, 11)->u32a |= 0x400; }
+static void m28_unknown_scheme_bit(struct sb *b) { sb_entry(b, 11)->u32a |= 0x800; }
 static void m28_labelset_help(struct sb *b)
 {
 	static const char *const x[] = { "x" };
@@ -298,6 +298,83 @@ static void m28_labelset_same_series(struct sb *b)
 	sb_series(b, 8, 1, 1, e, 0, 264, 8);
 }
 
+/* ---- 2.10: sparse histograms ---- */
+
+static uint64_t ta, tf; /* sb_v210()'s tables */
+
+static void build210(struct sb *b)
+{
+	sb_v210(b, &ta, &tf);
+}
+
+static void check_v210(void)
+{
+	struct sb b;
+	struct pcpu_reader_snapshot *s;
+	const struct pcpu_snapshot_family *f;
+	const struct pcpu_snapshot_series *a = NULL, *t = NULL;
+	size_t i;
+
+	build210(&b);
+	CHECK(try_read(b.buf, b.len, &s) == 0);
+	f = fam(s, "lat_seconds");
+	CHECK(f && f->nseries == 2);
+	for (i = 0; i < f->nseries; i++)
+		if (strcmp(f->series[i].label_values[0], "a") == 0)
+			a = &f->series[i];
+		else
+			t = &f->series[i];
+	CHECK(a && t);
+	for (i = 0; i < 21; i++)
+		CHECK(a->value.histogram.counts[i] == (i == 1 ? 2 : i == 5 ? 1 : i == 17 ? 4 : 0));
+	CHECK(a->value.histogram.sum == 83);
+	for (i = 0; i < 21; i++) /* a word half stored reads as not made */
+		CHECK(t->value.histogram.counts[i] == 0);
+	f = fam(s, "fr_seconds");
+	CHECK(f && f->nseries == 1 && f->series[0].value.histogram.counts[0] == 1);
+	CHECK(pcpu_snapshot_sum(f, &f->series[0]) == 5e-9 + 0.5);
+	pcpu_reader_snapshot_free(s);
+	free(b.buf);
+	printf("  2.10 segment reads back exactly\n");
+}
+
+static void expect210(const char *what, void (*mutate)(struct sb *), int want)
+{
+	expect_built(build210, what, mutate, want);
+}
+
+static uint64_t *word(struct sb *b, uint64_t table, unsigned k)
+{
+	return (uint64_t *)(void *)(b->buf + b->h->strings_offset + table + 8 * k);
+}
+
+static void m210_none(struct sb *b) { (void)b; }
+static void m210_no_pairs(struct sb *b) { sb_entry(b, 0)->u32a &= ~PCPU__SEG_HIST_PAIRS; }
+static void m210_even_half(struct sb *b) { *word(b, ta, 1) = ((uint64_t)2 << 32) | 1024 | 1; }
+static void m210_misaligned(struct sb *b) { *word(b, ta, 1) = ((uint64_t)1 << 32) | 1032 | 1; }
+static void m210_past_stride(struct sb *b) { *word(b, ta, 1) = ((uint64_t)1 << 32) | 1984 | 1; }
+static void m210_later_chunk(struct sb *b) { *word(b, ta, 1) = ((uint64_t)3 << 32) | 1024 | 1; }
+static void m210_overlap(struct sb *b) { *word(b, ta, 1) = ((uint64_t)1 << 32) | 576 | 1; }
+static void m210_table_size(struct sb *b) { sb_entry(b, 1)->u32b = 16; }
+static void m210_table_outside(struct sb *b) { sb_entry(b, 1)->value_off = b->h->strings_used; }
+static void m210_table_chunk(struct sb *b) { sb_entry(b, 1)->u32a = 1; }
+static void m210_pair_past_stride(struct sb *b) { *word(b, tf, 1) = ((uint64_t)1 << 32) | 2040 | 1; }
+
+static void check_v210_hostile(void)
+{
+	expect210("2.10 as built", m210_none, 0);
+	expect210("sparse bit without pairs", m210_no_pairs, EBADMSG);
+	expect210("table word, a half even", m210_even_half, EBADMSG);
+	expect210("table word, group misaligned", m210_misaligned, EBADMSG);
+	expect210("table word, group past the slot", m210_past_stride, EBADMSG);
+	expect210("table word, a chunk not counted yet", m210_later_chunk, 0);
+	expect210("table word, groups overlap", m210_overlap, EBADMSG);
+	expect210("table of the wrong size", m210_table_size, EBADMSG);
+	expect210("table outside the strings", m210_table_outside, EBADMSG);
+	expect210("sparse series with a chunk", m210_table_chunk, EBADMSG);
+	expect210("double sum's pair past the slot", m210_pair_past_stride, EBADMSG);
+}
+
 static void check_v28_hostile(void)
 {
 	expect28("2.8 as built", m28_none, 0);
@@ -306,7 +383,7 @@ static void check_v28_hostile(void)
 	expect28("residue NaN", m28_residue_nan, 0);
 	expect28("double-sum bit without pairs", m28_wide_no_pairs, EBADMSG);
 	expect28("histogram with fractions, pairs' size", m28_wide_size, EBADMSG);
-	expect28("scheme bit 0x400", m28_unknown_scheme_bit, EBADMSG);
+	expect28("scheme bit 0x800", m28_unknown_scheme_bit, EBADMSG);
 	expect28("label set with other help", m28_labelset_help, EBADMSG);
 	expect28("label set of another type", m28_labelset_type, EBADMSG);
 	expect28("label set permuted", m28_labelset_permuted, EBADMSG);
@@ -862,6 +939,8 @@ int main(void)
 	check_hostile();
 	check_v28();
 	check_v28_hostile();
+	check_v210();
+	check_v210_hostile();
 	check_version1();
 	check_mirrors();
 	check_pairs();

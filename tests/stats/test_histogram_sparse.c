@@ -6,8 +6,7 @@
  * reads after the same records (four layouts, random log-uniform values,
  * record, record_n, observe, merge, zero, quantiles), and makes only the
  * groups of the buckets it was given; the flag's errors; a registry
- * family's series sparse in a private registry and dense in a published
- * one; a group that cannot be made (the address space limited, in a
+ * family's series sparse in a private registry and a published one; a group that cannot be made (the address space limited, in a
  * child) counted by pcpu_histogram_lost() and in no bucket.
  *
  * --stress: threads that migrate between CPUs and take signals
@@ -16,13 +15,19 @@
  * making one group: one of the two objects must win, and no record may
  * land in the loser's); a reader reads meanwhile. Every bucket's count and
  * every histogram's sum must be exact at each round's end, in every rseq
- * mode (--expect-mode glibc|own|fallback).
+ * mode (--expect-mode glibc|own|fallback). With --published they are
+ * series of a published registry's sparse family (segment format 2.10),
+ * removed and made again each round, so that their tables' blobs are
+ * reused: an outside reader snapshots the segment meanwhile (never
+ * refused), and at each round's end reads byte for byte what the writer
+ * exposes.
  *
- * Usage: test_histogram_sparse --unit | --stress [--expect-mode M] [--rounds N]
+ * Usage: test_histogram_sparse --unit | --stress [--published] [--expect-mode M] [--rounds N]
  */
 #include "../check.h"
 #include "../stress_harness.h"
 #include <pcpu/pcpu.h>
+#include <pcpu/reader.h>
 #include <pcpu/segment.h>
 #include <errno.h>
 #include <math.h>
@@ -354,6 +359,82 @@ static pthread_rwlock_t hs_lock = PTHREAD_RWLOCK_INITIALIZER; /* the reader's, a
 static unsigned hs_gen;
 static const char *expect_mode;
 static pthread_barrier_t start_round, end_round;
+/* --published: the histograms are series of a sparse family of a
+ * published registry (segment format 2.10), removed and made again every
+ * round (their tables' blobs are reused), and read from outside too. */
+static int published;
+static pcpu_registry_t *pub_reg;
+static pcpu_family_t *pub_fam;
+static pcpu_reader_t *pub_rd;
+static char pub_dir[] = "/tmp/pcpu-sparse-stress-XXXXXX";
+
+static pcpu_histogram_t *stress_hist(unsigned k)
+{
+	char key[16];
+	const char *v[1] = { key };
+	pcpu_histogram_t *h;
+
+	if (!published)
+		return pcpu_histogram_create_ex(NULL, &stress_layout, PCPU_HISTOGRAM_SPARSE);
+	snprintf(key, sizeof key, "h%u", k);
+	h = pcpu_family_histogram(pub_fam, v);
+	if (!h)
+		fprintf(stderr, "series: %s\n", pcpu_stats_error());
+	return h;
+}
+
+static void stress_hist_done(unsigned k)
+{
+	char key[16];
+	const char *v[1] = { key };
+
+	if (!published) {
+		pcpu_histogram_destroy(hs[k]);
+		return;
+	}
+	snprintf(key, sizeof key, "h%u", k);
+	CHECK(pcpu_family_remove(pub_fam, v) == 0);
+}
+
+static void publish_stress(void)
+{
+	static const char *const ln[] = { "k" };
+	struct pcpu_family_desc d = { .name = "stress_seconds", .type = PCPU_METRIC_HISTOGRAM,
+				      .nlabels = 1, .label_names = ln, .histogram = &stress_layout };
+	struct pcpu_segment_options o = { 0 };
+	struct pcpu_reader_options ro = { 0 };
+
+	CHECK(mkdtemp(pub_dir) != NULL);
+	CHECK((pub_reg = pcpu_registry_create()) != NULL);
+	CHECK((pub_fam = pcpu_registry_family_ex(pub_reg, &d, PCPU_FAMILY_SPARSE, 0, NULL, NULL)) != NULL);
+	o.dir = pub_dir;
+	CHECK(pcpu_segment_publish(pub_reg, "stress", &o) != NULL);
+	ro.dir = pub_dir;
+	CHECK((pub_rd = pcpu_reader_open("stress", &ro)) != NULL);
+}
+
+/* The outside reader's exposition is the writer's, byte for byte. */
+static int outside_same(void)
+{
+	struct pcpu_reader_snapshot *rs = NULL;
+	char *a, *b;
+	size_t al, bl;
+	int same;
+
+	if (pcpu_reader_snapshot(pub_rd, 0, &rs) != 0) {
+		fprintf(stderr, "outside snapshot: %s\n", pcpu_segment_error());
+		return 0;
+	}
+	CHECK(pcpu_registry_write(pub_reg, PCPU_FORMAT_PROMETHEUS, &a, &al) == 0);
+	CHECK(pcpu_snapshot_write(&rs->snapshot, PCPU_FORMAT_PROMETHEUS, &b, &bl) == 0);
+	same = al == bl && memcmp(a, b, al) == 0;
+	if (!same)
+		fprintf(stderr, "the outside reader differs from the writer\n");
+	free(a);
+	free(b);
+	pcpu_reader_snapshot_free(rs);
+	return same;
+}
 
 static void on_signal(int sig)
 {
@@ -429,6 +510,15 @@ static void *reader(void *p)
 				last[k] = n;
 		}
 		CHECK(pthread_rwlock_unlock(&hs_lock) == 0);
+		if (published) { /* from outside, while groups are made: never refused */
+			struct pcpu_reader_snapshot *rs = NULL;
+
+			if (pcpu_reader_snapshot(pub_rd, 0, &rs) != 0 && errno == EBADMSG) {
+				fprintf(stderr, "outside snapshot: %s\n", pcpu_segment_error());
+				bad++;
+			}
+			pcpu_reader_snapshot_free(rs);
+		}
 	}
 	free(c);
 	return (void *)bad;
@@ -450,8 +540,10 @@ static int stress(unsigned rounds)
 		fprintf(stderr, "mode is %s, expected %s\n", pcpu_rseq_mode_name(pcpu_rseq_mode()), expect_mode);
 		return 1;
 	}
+	if (published)
+		publish_stress();
 	for (i = 0; i < NHIST; i++)
-		CHECK((hs[i] = pcpu_histogram_create_ex(NULL, &stress_layout, PCPU_HISTOGRAM_SPARSE)) != NULL);
+		CHECK((hs[i] = stress_hist(i)) != NULL);
 	nb = pcpu_histogram_nbuckets(hs[0]);
 	expect_counts = calloc(NHIST * nb, sizeof *expect_counts);
 	c = calloc(nb, sizeof *c);
@@ -500,12 +592,14 @@ static int stress(unsigned rounds)
 			CHECK(pcpu_histogram_lost(hs[k]) == 0);
 			made += groups_made(hs[k]);
 		}
+		if (published && !outside_same())
+			return 1;
 		/* New histograms: the next round's first records race again. */
 		CHECK(pthread_rwlock_wrlock(&hs_lock) == 0);
 		hs_gen++;
 		for (k = 0; k < NHIST; k++) {
-			pcpu_histogram_destroy(hs[k]);
-			CHECK((hs[k] = pcpu_histogram_create_ex(NULL, &stress_layout, PCPU_HISTOGRAM_SPARSE)) != NULL);
+			stress_hist_done(k);
+			CHECK((hs[k] = stress_hist(k)) != NULL);
 			expect_sums[k] = 0;
 		}
 		memset(expect_counts, 0, NHIST * nb * sizeof *expect_counts);
@@ -523,10 +617,16 @@ static int stress(unsigned rounds)
 	}
 	if (mode_mismatch)
 		return 1;
-	printf("ok: stress, mode %s, %u threads x %u rounds x %ld records, %zu groups made\n",
-	       pcpu_rseq_mode_name(pcpu_rseq_mode()), n, rounds, per_round, made);
+	printf("ok: stress%s, mode %s, %u threads x %u rounds x %ld records, %zu groups made\n",
+	       published ? " (published)" : "", pcpu_rseq_mode_name(pcpu_rseq_mode()), n, rounds,
+	       per_round, made);
 	for (i = 0; i < NHIST; i++)
-		pcpu_histogram_destroy(hs[i]);
+		stress_hist_done(i);
+	if (published) {
+		pcpu_reader_close(pub_rd);
+		pcpu_registry_destroy(pub_reg);
+		CHECK(rmdir(pub_dir) == 0);
+	}
 	free(c);
 	free(expect_counts);
 	return 0;
@@ -544,15 +644,17 @@ int main(int argc, char **argv)
 			want_stress = 1;
 		else if (!strcmp(argv[k], "--expect-mode") && k + 1 < argc)
 			expect_mode = argv[++k];
+		else if (!strcmp(argv[k], "--published"))
+			published = 1;
 		else if (!strcmp(argv[k], "--rounds") && k + 1 < argc)
 			rounds = (unsigned)atoi(argv[++k]);
 		else {
-			fprintf(stderr, "usage: %s --unit | --stress [--expect-mode M] [--rounds N]\n", argv[0]);
+			fprintf(stderr, "usage: %s --unit | --stress [--published] [--expect-mode M] [--rounds N]\n", argv[0]);
 			return 2;
 		}
 	}
 	if (want_unit == want_stress) {
-		fprintf(stderr, "usage: %s --unit | --stress [--expect-mode M] [--rounds N]\n", argv[0]);
+		fprintf(stderr, "usage: %s --unit | --stress [--published] [--expect-mode M] [--rounds N]\n", argv[0]);
 		return 2;
 	}
 	return want_unit ? unit() : stress(rounds);
