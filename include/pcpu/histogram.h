@@ -189,8 +189,11 @@ enum {
 	 * wrong bucket. Reads, pcpu_histogram_zero() and
 	 * pcpu_histogram_merge() work alike (a merge makes the groups it
 	 * adds to). A registry family asks for it with PCPU_FAMILY_SPARSE
-	 * (pcpu/stats.h), private or published. Since PCPU_0.2 (inline
-	 * layout 4).
+	 * (pcpu/stats.h), private or published. In a shared tree
+	 * (PCPU_SEGMENT_SHARED_TREE) a process's first record into, or
+	 * first read of, a group another process of the tree made maps it
+	 * (a mutex section, once per group and process): such reads are not
+	 * async-signal-safe either. Since PCPU_0.2 (inline layout 4).
 	 */
 	PCPU_HISTOGRAM_SPARSE = 1u << 0,
 };
@@ -607,7 +610,9 @@ PCPU_API int pcpu_histogram_bucket_range(const pcpu_histogram_t *h, size_t b,
  * cumulative), and optionally the total count and the sum (NULL to skip).
  * `nbuckets` must be pcpu_histogram_nbuckets(h). Returns 0, or -1 with errno
  * EINVAL. See the file comment for what a read guarantees.
- * Thread-safe; async-signal-safe; lock-free. Cost: 2 * nbuckets counter
+ * Thread-safe; async-signal-safe; lock-free (a sparse histogram of a shared
+ * tree: not on its first read of a group another process made, see
+ * PCPU_HISTOGRAM_SPARSE). Cost: 2 * nbuckets counter
  * fetches (count and sum of each bucket), walked slot by slot, 128
  * buckets at a time through the stack.
  */

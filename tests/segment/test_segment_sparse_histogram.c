@@ -33,6 +33,7 @@
 #include <pcpu/stats.h>
 
 #include "check.h"
+#include "tree_child.h"
 
 #define NLAYOUTS 4
 #define NCHILDREN 4
@@ -264,33 +265,11 @@ static pcpu_segment_t *publish(pcpu_registry_t *reg, char *dir, int tree)
 	memset(&o, 0, sizeof o);
 	o.dir = dir;
 	o.flags = tree ? PCPU_SEGMENT_SHARED_TREE : 0;
-	seg = pcpu_segment_publish(reg, "sparse", &o);
+	seg = pcpu_segment_publish(reg, "tree", &o); /* tree_child.h's name, either kind */
 	if (!seg)
 		fprintf(stderr, "publish: %s\n", pcpu_segment_error());
 	CHECK(seg != NULL);
 	return seg;
-}
-
-static pcpu_reader_t *open_reader(const char *dir)
-{
-	struct pcpu_reader_options ro;
-	pcpu_reader_t *r;
-
-	memset(&ro, 0, sizeof ro);
-	ro.dir = dir;
-	r = pcpu_reader_open("sparse", &ro);
-	if (!r)
-		fprintf(stderr, "reader: %s\n", pcpu_segment_error());
-	CHECK(r != NULL);
-	return r;
-}
-
-static void wait_ok(pid_t pid)
-{
-	int st;
-
-	CHECK(waitpid(pid, &st, 0) == pid);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
 static void ordinary(void)
@@ -307,7 +286,7 @@ static void ordinary(void)
 	CHECK(reg);
 	families(reg);
 	seg = publish(reg, dir, 0);
-	r = open_reader(dir);
+	r = open_tree_segment(dir);
 	for (i = 0; i < NLAYOUTS; i++) {
 		record(i, "a", 2000);
 		record(i, "b", 3);
@@ -356,9 +335,7 @@ static void ordinary(void)
 	record(1, "later", 200);
 	reader_same(reg, r, 0);
 	pcpu_reader_close(r);
-	CHECK(pcpu_segment_unpublish(seg) == 0);
-	pcpu_registry_destroy(reg);
-	rmdir(dir);
+	remove_tree(seg, reg, dir);
 	printf("ordinary: ok\n");
 }
 
@@ -415,7 +392,7 @@ static void tree(void)
 			same_here((size_t)j, k);
 		}
 	}
-	r = open_reader(dir);
+	r = open_tree_segment(dir);
 	reader_same(reg, r, 1);
 
 	/* A family sparse in one process and dense in another: refused. */
@@ -442,9 +419,7 @@ static void tree(void)
 		wait_ok(pid);
 	}
 	pcpu_reader_close(r);
-	CHECK(pcpu_segment_unpublish(seg) == 0);
-	pcpu_registry_destroy(reg);
-	rmdir(dir);
+	remove_tree(seg, reg, dir);
 	printf("tree: ok\n");
 }
 
