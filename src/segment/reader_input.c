@@ -29,8 +29,9 @@ static ssize_t rd_pread(struct pcpu_reader *r, void *buf, size_t len, uint64_t o
 	size_t done = 0;
 
 	if (r->read_hook)
-		r->read_hook(r->read_hook_ctx, r->nreads++, off, len);
-	r->nsyscalls++;
+		r->read_hook(r->read_hook_ctx, __atomic_fetch_add(&r->nreads, 1, __ATOMIC_RELAXED), off,
+			     len);
+	__atomic_add_fetch(&r->nsyscalls, 1, __ATOMIC_RELAXED); /* snapshots may run at once */
 	if (r->fd < 0) {
 		if (off >= r->mem_len)
 			return 0;

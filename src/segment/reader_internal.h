@@ -48,6 +48,7 @@ struct pcpu_reader {
 	/* tests: runs before each read (its number, offset and length) */
 	void (*read_hook)(void *ctx, unsigned n, uint64_t off, size_t len);
 	void *read_hook_ctx;
+	/* Counted by every snapshot, which may run at once (atomic). */
 	unsigned nreads;
 	uint64_t nsyscalls; /* preads and lseeks on the file (tests) */
 	uint64_t nentries;  /* directory entries copied, every copy (tests) */

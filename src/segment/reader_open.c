@@ -345,12 +345,12 @@ void pcpu__reader_set_read_hook(pcpu_reader_t *r,
 
 uint64_t pcpu__reader_syscalls(const pcpu_reader_t *r)
 {
-	return r->nsyscalls;
+	return __atomic_load_n(&r->nsyscalls, __ATOMIC_RELAXED);
 }
 
 uint64_t pcpu__reader_entries_copied(const pcpu_reader_t *r)
 {
-	return r->nentries;
+	return __atomic_load_n(&r->nentries, __ATOMIC_RELAXED);
 }
 
 void pcpu_reader_close(pcpu_reader_t *r)

@@ -130,7 +130,8 @@ static struct pcpu__rd_cache *cache_take(struct pcpu_reader *r)
 
 static void cache_put(struct pcpu_reader *r, struct pcpu__rd_cache *c)
 {
-	r->cache_free = cache_free; /* for pcpu_reader_close() */
+	/* For pcpu_reader_close(); every snapshot stores the same. */
+	__atomic_store_n(&r->cache_free, cache_free, __ATOMIC_RELAXED);
 	cache_free(__atomic_exchange_n(&r->cache, c, __ATOMIC_ACQ_REL));
 }
 
@@ -173,7 +174,7 @@ static int copy_directory(struct attempt *a)
 		return -1;
 	if (pcpu__rd_read_exact(r, a->E1, (size_t)a->elen, a->h1.entries_offset, "directory") < 0)
 		return -1;
-	r->nentries += a->p.used;
+	__atomic_add_fetch(&r->nentries, a->p.used, __ATOMIC_RELAXED);
 	/* The header again: an entry copied into E1 may be newer than h1, and
 	 * its blob and chunk were published before it, so strings_used and
 	 * nchunks must be read after E1 (entries_used had to be read before). */
@@ -419,7 +420,7 @@ static int second_look(struct attempt *a)
 	if (pcpu__rd_read_exact(r, a->E2, (size_t)a->elen, a->h1.entries_offset, "directory") < 0 ||
 	    pcpu__rd_read_exact(r, &a->h2, sizeof a->h2, 0, "header") < 0)
 		return -1;
-	r->nentries += a->p.used;
+	__atomic_add_fetch(&r->nentries, a->p.used, __ATOMIC_RELAXED);
 	return 0;
 }
 

@@ -206,7 +206,7 @@ static int read_chunk(struct parse *p, struct ser **v, uint32_t chunk, const str
 
 			if (pcpu__rd_charge(p->b, SYSCALL_CHARGE) < 0)
 				return -1;
-			r->nsyscalls++;
+			__atomic_add_fetch(&r->nsyscalls, 1, __ATOMIC_RELAXED);
 			x = lseek(r->fd, (off_t)pos, SEEK_DATA);
 			if (x < 0 && errno == ENXIO)
 				break; /* only holes from pos on */
@@ -232,7 +232,7 @@ static int read_chunk(struct parse *p, struct ser **v, uint32_t chunk, const str
 
 			if (pcpu__rd_charge(p->b, SYSCALL_CHARGE) < 0)
 				return -1;
-			r->nsyscalls++;
+			__atomic_add_fetch(&r->nsyscalls, 1, __ATOMIC_RELAXED);
 			x = lseek(r->fd, (off_t)d, SEEK_HOLE);
 			hole = x < 0 || (uint64_t)x > end ? end : (uint64_t)x;
 			if (hole <= d)

@@ -70,7 +70,8 @@ static void table_store(struct sparse *sp, size_t k, pcpu_counter_t g)
 	if (pcpu__zone_locate(sp->zone, g, &no, &off) != 0)
 		return; /* not the zone's: cannot happen; readers see none */
 	__atomic_store_n(&sp->table[k], pcpu__sparse_word(no, (uint32_t)off), __ATOMIC_RELEASE);
-	__atomic_add_fetch(sp->changes, 2, __ATOMIC_RELEASE);
+	if (sp->changes) /* NULL only for a tree's series adopted, before its SERIES_ADDED */
+		__atomic_add_fetch(sp->changes, 2, __ATOMIC_RELEASE);
 }
 
 /* A tree's word k as this process's address (its chunk mapped if need

@@ -2,7 +2,7 @@
 //! snapshots and expositions, and publishing it as a segment that
 //! `pcpustat` reads from outside the process.
 
-use std::ffi::{c_char, CStr, CString};
+use std::ffi::{c_char, c_uint, CStr, CString};
 use std::fmt;
 use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
@@ -236,6 +236,7 @@ impl Registry {
         labels: &[&str],
         type_: sys::pcpu_metric_type,
         layout: Option<&HistogramLayout>,
+        flags: c_uint,
     ) -> Result<NonNull<sys::pcpu_family>> {
         let (cname, chelp, cl) = (cstring(name)?, cstring(help)?, CStrings::new(labels)?);
         let raw_layout = layout.map(|l| l.as_raw());
@@ -249,8 +250,12 @@ impl Registry {
             scale_exp10: 0,
             histogram: raw_layout.as_ref().map_or(ptr::null(), |l| l as *const _),
         };
-        // SAFETY: desc and what it points to live for the call (copied).
-        NonNull::new(unsafe { sys::pcpu_registry_family(self.raw.as_ptr(), &desc) }).ok_or_else(stats_error)
+        // SAFETY: desc and what it points to live for the call (copied);
+        // no constant labels (n = 0, names and values NULL).
+        NonNull::new(unsafe {
+            sys::pcpu_registry_family_ex(self.raw.as_ptr(), &desc, flags, 0, ptr::null(), ptr::null())
+        })
+        .ok_or_else(stats_error)
     }
 
     /// The counter family `name` (a trailing `_total` is stripped and
@@ -269,7 +274,7 @@ impl Registry {
     /// # Ok::<(), pcpu::Error>(())
     /// ```
     pub fn counter_family(&self, name: &str, help: &str, labels: &[&str]) -> Result<CounterFamily<'_>> {
-        let raw = self.family(name, help, labels, sys::PCPU_METRIC_COUNTER, None)?;
+        let raw = self.family(name, help, labels, sys::PCPU_METRIC_COUNTER, None, 0)?;
         Ok(CounterFamily { raw, nlabels: labels.len(), _reg: PhantomData })
     }
 
@@ -283,7 +288,7 @@ impl Registry {
     /// # Ok::<(), pcpu::Error>(())
     /// ```
     pub fn gauge_family(&self, name: &str, help: &str, labels: &[&str]) -> Result<GaugeFamily<'_>> {
-        let raw = self.family(name, help, labels, sys::PCPU_METRIC_GAUGE, None)?;
+        let raw = self.family(name, help, labels, sys::PCPU_METRIC_GAUGE, None, 0)?;
         Ok(GaugeFamily { raw, nlabels: labels.len(), _reg: PhantomData })
     }
 
@@ -305,7 +310,37 @@ impl Registry {
         labels: &[&str],
         layout: &HistogramLayout,
     ) -> Result<HistogramFamily<'_>> {
-        let raw = self.family(name, help, labels, sys::PCPU_METRIC_HISTOGRAM, Some(layout))?;
+        let raw = self.family(name, help, labels, sys::PCPU_METRIC_HISTOGRAM, Some(layout), 0)?;
+        Ok(HistogramFamily { raw, nlabels: labels.len(), _reg: PhantomData })
+    }
+
+    /// The histogram family `name` whose series' buckets take memory as
+    /// they are used (`PCPU_FAMILY_SPARSE`, [`crate::Histogram::new_sparse`]):
+    /// groups of 8 buckets, each made at its first record, in a private
+    /// registry and a published one alike. A storage choice, not part of
+    /// the description: the first registration of the name makes it.
+    ///
+    /// Errors: as [`Registry::histogram_family`]. Thread-safe. Cost: as
+    /// [`Registry::histogram_family`]; a record into a group not made yet
+    /// allocates it (a mutex section), every later one is a dense record's
+    /// plus a load.
+    ///
+    /// ```
+    /// let reg = pcpu::Registry::new()?;
+    /// let l = pcpu::HistogramLayout::exponential(3, 0);
+    /// let f = reg.sparse_histogram_family("rtt", "Round trips.", &["peer"], &l)?;
+    /// f.with(&["a"])?.record(1500);
+    /// assert!(reg.write(pcpu::Format::Prometheus)?.contains("rtt_count{peer=\"a\"} 1"));
+    /// # Ok::<(), pcpu::Error>(())
+    /// ```
+    pub fn sparse_histogram_family(
+        &self,
+        name: &str,
+        help: &str,
+        labels: &[&str],
+        layout: &HistogramLayout,
+    ) -> Result<HistogramFamily<'_>> {
+        let raw = self.family(name, help, labels, sys::PCPU_METRIC_HISTOGRAM, Some(layout), sys::PCPU_FAMILY_SPARSE)?;
         Ok(HistogramFamily { raw, nlabels: labels.len(), _reg: PhantomData })
     }
 
