@@ -135,7 +135,7 @@ static int entry_alloc(struct pcpu_segment *seg, uint64_t *idx)
 		return -1;
 	}
 	if (pcpu__directory_reserve(seg, PCPU__SEG_HEADER_REGION, &seg->entries_backed,
-		    (seg->entries_used + 1) * PCPU__SEG_ENTRY_SIZE) < 0)
+				    (seg->entries_used + 1) * PCPU__SEG_ENTRY_SIZE) < 0)
 		return -1;
 	*idx = seg->entries_used++;
 	return 0;
@@ -175,7 +175,7 @@ int pcpu__directory_blob_alloc(struct pcpu_segment *seg, size_t len, uint64_t *o
 		return -1;
 	}
 	if (pcpu__directory_reserve(seg, (uint64_t)(seg->strings - seg->map), &seg->strings_backed,
-		    seg->strings_used + sz) < 0)
+				    seg->strings_used + sz) < 0)
 		return -1;
 	*off = seg->strings_used;
 	seg->strings_used += sz;
@@ -651,7 +651,8 @@ void pcpu__directory_groups_read(struct pcpu_segment *seg)
 /* A tree's group member series that another process of the tree wrote
  * (the group adopted: tree.c): this process's series and group are
  * mapped to its entries. 1 if mapped, 0 if there is none, -1 with errno
- * if this process could not keep the mapping (pcpu__directory_cannot_record()). */
+ * if this process could not keep the mapping
+ * (pcpu__directory_cannot_record()). */
 static int tree_group_member_adopt(struct pcpu_segment *seg, uint32_t fidx,
 				   const struct pcpu__family_view *fv,
 				   const struct pcpu__series_view *sv, struct pcpu__series *se)
@@ -688,7 +689,8 @@ static int table_alloc(struct pcpu_segment *seg, uint32_t size, uint64_t *off)
 }
 
 /* A series another process of the tree wrote the entry of (tree.c's
- * adoption): this process's series is mapped to it. 0, or -1 (pcpu__directory_cannot_record()). */
+ * adoption): this process's series is mapped to it. 0, or -1
+ * (pcpu__directory_cannot_record()). */
 static int adopted_series(struct pcpu_segment *seg, const struct pcpu__family_view *fv,
 			  const struct pcpu__series_view *sv, struct pcpu__series *se)
 {
@@ -763,7 +765,7 @@ int pcpu__directory_series_added(struct pcpu_segment *seg, struct pcpu_family *f
 		if (sv.group)
 			group_unref(seg, sv.group);
 		if (sparse)
-			blob_free(seg, voff, size); /* a tree's stays: it leaks */
+			blob_free(seg, voff, size); /* no entry names it: reused here */
 		errno = err;
 		return pcpu__directory_cannot_record(seg);
 	}

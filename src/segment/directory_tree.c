@@ -45,9 +45,9 @@ int pcpu__directory_series_room(struct pcpu_segment *seg, const struct pcpu__fam
 	/* Their pages now, so that the SERIES_ADDED after the allocation
 	 * cannot be refused for want of space. */
 	if (pcpu__directory_reserve(seg, PCPU__SEG_HEADER_REGION, &seg->entries_backed,
-		    (seg->entries_used + nentries) * PCPU__SEG_ENTRY_SIZE) < 0 ||
+				    (seg->entries_used + nentries) * PCPU__SEG_ENTRY_SIZE) < 0 ||
 	    pcpu__directory_reserve(seg, (uint64_t)(seg->strings - seg->map), &seg->strings_backed,
-		    seg->strings_used + bytes) < 0) {
+				    seg->strings_used + bytes) < 0) {
 		errno = ENOSPC;
 		return pcpu__directory_cannot_record(seg);
 	}
@@ -82,7 +82,7 @@ int pcpu__directory_relabel_room(struct pcpu_segment *seg, uint64_t len, struct 
 		return 0; /* a freed blob; else the pages now: no _write() fails */
 	if (seg->strings_cap - seg->strings_used < more ||
 	    pcpu__directory_reserve(seg, (uint64_t)(seg->strings - seg->map), &seg->strings_backed,
-		    seg->strings_used + more) < 0) {
+				    seg->strings_used + more) < 0) {
 		errno = ENOSPC;
 		return pcpu__directory_cannot_record(seg);
 	}
@@ -100,8 +100,9 @@ int pcpu__directory_relabel_write(struct pcpu_segment *seg, uint64_t idx, struct
 	for (l = 0; l < n; l++)
 		len += strlen(v[l]) + 1;
 	pcpu__directory_begin(seg);
-	/* A blob no entry names (freed, or appended: pcpu__directory_blob_alloc()), so that a
-	 * reader never sees it change under an entry it keeps. */
+	/* A blob no entry names (freed, or appended:
+	 * pcpu__directory_blob_alloc()), so that a reader never sees it
+	 * change under an entry it keeps. */
 	if (pcpu__directory_blob_alloc(seg, (size_t)len, &off) < 0) {
 		pcpu__directory_end(seg);
 		return pcpu__directory_cannot_record(seg); /* the room was made: not reached */

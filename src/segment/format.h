@@ -207,7 +207,8 @@ struct pcpu__seg_header {
 #define PCPU__SEG_HIST_SPARSE 0x400u
 #define PCPU__SEG_SPARSE_GROUP 8 /* buckets per group (PCPU_HISTOGRAM_GROUP_BUCKETS) */
 #define PCPU__SEG_SPARSE_GROUP_SIZE (16 * PCPU__SEG_SPARSE_GROUP)
-#define PCPU__SEG_SPARSE_GROUPS(nbuckets) (((uint64_t)(nbuckets) + PCPU__SEG_SPARSE_GROUP - 1) / PCPU__SEG_SPARSE_GROUP)
+#define PCPU__SEG_SPARSE_GROUPS(nbuckets) \
+	(((uint64_t)(nbuckets) + PCPU__SEG_SPARSE_GROUP - 1) / PCPU__SEG_SPARSE_GROUP)
 /* A table word's place: 1 with *chunk and *off, 0 for none (0, or one
  * half 0: being stored), -1 for a word no writer stores (a half even). The
  * writer's side is the statistics layer's pcpu__sparse_word(). */
