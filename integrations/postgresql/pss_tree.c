@@ -155,8 +155,14 @@ pcpu_family_t *pss_family(pcpu_registry_t *reg, const stat_desc *d, enum pcpu_me
 				     .label_names = key_labels,
 				     .scale_exp10 = d->scale,
 				     .histogram = type == PCPU_METRIC_HISTOGRAM ? &pss_hist_layout : NULL};
+	/* The execution times' histogram: sparse buckets (segment format
+	 * 2.10), groups of 8 made as a statement's times fall in them -- one
+	 * or two groups for most statements, where dense buckets take all 65
+	 * per present CPU (bench/postgresql.md). Every process registers it
+	 * alike: the postmaster, before its children exist. */
+	unsigned flags = type == PCPU_METRIC_HISTOGRAM ? PCPU_FAMILY_SPARSE : 0;
 	pcpu_family_t *fam = fractions ? pcpu_registry_family_nanos(reg, &f, 0, NULL, NULL)
-				       : pcpu_registry_family(reg, &f);
+				       : pcpu_registry_family_ex(reg, &f, flags, 0, NULL, NULL);
 
 	if (fam == NULL)
 		snprintf(pss_tree.why, sizeof(pss_tree.why), "family %s: %s", d->name, pcpu_stats_error());
