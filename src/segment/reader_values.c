@@ -29,37 +29,51 @@ int pcpu__rd_cmp_ser_loc(const void *a, const void *b)
 	return (x->loc > y->loc) - (x->loc < y->loc);
 }
 
-/* Adds one region's words of the series' value (at v) to its accumulators:
- * slot `slot`'s own words or its mirror's, both count the same. */
-/* 2.10: a part of a sparse histogram (one group, or the double sum's
- * pair) into its whole; returns the bucket counts it added. */
-static uint64_t accumulate_part(const struct ser *s, const unsigned char *v, unsigned slot)
+/* Pairs (count, sum) of buckets [first, first + n) at v into w's
+ * accumulators: a dense histogram's whole value (2.4), or one group of a
+ * sparse one's (2.10). Returns the bucket counts added. */
+static uint64_t add_pairs(struct ser *w, uint32_t first, uint32_t n, const unsigned char *v)
 {
-	struct ser *w = s->whole;
-	uint32_t b, n = s->fam->e->nbuckets - s->first;
 	uint64_t part = 0;
+	uint32_t b;
 
-	if (s->first == PCPU__RD_SUM_PAIR) { /* as a wide histogram's last pair */
-		uint64_t bits = pcpu__rd_ld64(v);
-		double d;
-
-		memcpy(&d, &bits, sizeof d);
-		w->dslots[slot] += d;
-		w->acc2 += pcpu__rd_ld64(v + 8);
-		return 0;
-	}
-	if (n > PCPU__SEG_SPARSE_GROUP)
-		n = PCPU__SEG_SPARSE_GROUP;
 	for (b = 0; b < n; b++) {
 		uint64_t c = pcpu__rd_ld64(v + 16 * (size_t)b);
 
-		w->counts[s->first + b] += c;
+		w->counts[first + b] += c;
 		w->acc0 += pcpu__rd_ld64(v + 16 * (size_t)b + 8);
 		part += c;
 	}
 	return part;
 }
 
+/* 2.8: the pair after a histogram's buckets (a double per slot, then the
+ * residue) at v into w's accumulators. */
+static void add_double_pair(struct ser *w, const unsigned char *v, unsigned slot)
+{
+	uint64_t bits = pcpu__rd_ld64(v);
+	double d;
+
+	memcpy(&d, &bits, sizeof d);
+	w->dslots[slot] += d; /* the slot's word, then its mirror's */
+	w->acc2 += pcpu__rd_ld64(v + 8);
+}
+
+/* 2.10: a part of a sparse histogram (one group, or the double sum's
+ * pair) into its whole; returns the bucket counts it added. */
+static uint64_t accumulate_part(const struct ser *s, const unsigned char *v, unsigned slot)
+{
+	uint32_t n = s->fam->e->nbuckets - s->first;
+
+	if (s->first == PCPU__RD_SUM_PAIR) {
+		add_double_pair(s->whole, v, slot);
+		return 0;
+	}
+	return add_pairs(s->whole, s->first, n < PCPU__SEG_SPARSE_GROUP ? n : PCPU__SEG_SPARSE_GROUP, v);
+}
+
+/* Adds one region's words of the series' value (at v) to its accumulators:
+ * slot `slot`'s own words or its mirror's, both count the same. */
 static void accumulate(struct ser *s, const unsigned char *v, unsigned slot, int per_slot)
 {
 	uint64_t part = 0;
@@ -84,20 +98,9 @@ static void accumulate(struct ser *s, const unsigned char *v, unsigned slot, int
 		uint32_t b, nb = s->fam->e->nbuckets;
 
 		if (s->fam->pairs) { /* 2.4: (count, sum) per bucket */
-			for (b = 0; b < nb; b++) {
-				uint64_t c = pcpu__rd_ld64(v + 16 * (size_t)b);
-				s->counts[b] += c;
-				s->acc0 += pcpu__rd_ld64(v + 16 * (size_t)b + 8);
-				part += c;
-			}
-			if (s->fam->wide) { /* 2.8: a double per slot, then the residue */
-				uint64_t bits = pcpu__rd_ld64(v + 16 * (size_t)nb);
-				double d;
-
-				memcpy(&d, &bits, sizeof d);
-				s->dslots[slot] += d; /* the slot's word, then its mirror's */
-				s->acc2 += pcpu__rd_ld64(v + 16 * (size_t)nb + 8);
-			}
+			part = add_pairs(s, 0, nb, v);
+			if (s->fam->wide) /* 2.8: a double per slot, then the residue */
+				add_double_pair(s, v + 16 * (size_t)nb, slot);
 			break;
 		}
 		s->acc0 += pcpu__rd_ld64(v); /* 2.0-2.3: [sum, bucket 0, ...] */
