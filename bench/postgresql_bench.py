@@ -9,6 +9,7 @@ usage: bench/postgresql_bench.py MODULE_DIR [--clients 1,2] [--duration 5]
                                  [--rounds 5] [--scale 1] [--entries 500]
                                  [--baseline DIR] [--no-memory]
                                  [--connections N [--connect-tx 300]] [--churn N]
+                                 [--instructions N]
   MODULE_DIR  the build's integrations/postgresql (pcpu_stat_statements.so)
   DIR         another build's module folder, a fourth variant in the same run
 
@@ -51,6 +52,21 @@ is always full and new statements keep evicting old ones (the workload
 of Tantor's "unique statements" figure, scaled down). Printed: the
 medians of TPS and of the server's CPU per transaction, with their
 ratios to no module, and each module's evictions (dealloc).
+
+Instructions (--instructions N, instead of the above): what a statement
+costs each variant, counted instead of timed, so that no other load of
+the machine moves it. Each variant's cluster (pgbench -i -s 1 first) runs
+in single-user mode (postgres --single, one backend, no client, no
+socket) under valgrind's callgrind with its cache simulation, twice: N
+statements, then 2N; the difference over N is one statement's: its
+instructions (Ir), L1 data misses (reads + writes), L1 instruction misses
+and last-level misses. Two workloads: SELECT 1, and pgbench -S's
+statement prepared once and executed with a random aid each time (the
+same aids in every variant). Printed: each variant's figures and each
+module's difference to none -- what the module adds to a statement.
+Under valgrind there is no rseq (pcpu_rseq_mode() PCPU_RSEQ_FALLBACK), so
+pcpu's adds take their fallback path: an atomic add each, about as many
+instructions as the rseq path, more cycles.
 
 Memory: a cluster with pcpu_stat_statements alone, PCPU_NSLOTS = 2 (the
 CPUs here), 64 and 256 in its environment (the slots of a 64- or 256-CPU
@@ -263,6 +279,83 @@ def throughput(module_dir, a):
                          m[2] / base[2]))
 
 
+CALLGRIND_EVENTS = ("Ir", "D1mr", "D1mw", "I1mr", "DLmr", "DLmw", "ILmr")
+
+
+def callgrind_counts(c, script):
+    """The event totals of one postgres --single run of `script` (its
+    statements, one per line) under callgrind with the cache simulation."""
+    out = c.sock + "/callgrind.out"  # a folder the postgres user may write
+    with open(script) as f:
+        r = c.as_user(["valgrind", "--tool=callgrind", "--cache-sim=yes",
+                       "--callgrind-out-file=" + out, c.bin + "/postgres", "--single",
+                       "-D", c.data, "postgres"], stdin=f, capture_output=True, text=True)
+    if r.returncode != 0:
+        pg_cluster.fail("postgres --single under callgrind: " + r.stderr[-3000:])
+    names = values = None
+    with open(out) as f:
+        for line in f:
+            if line.startswith("events:"):
+                names = line.split()[1:]
+            elif line.startswith("summary:") or line.startswith("totals:"):
+                values = [int(x) for x in line.split()[1:]]
+    os.unlink(out)
+    if names is None or values is None:
+        pg_cluster.fail("no totals in callgrind's output")
+    got = dict(zip(names, values))
+    return [got.get(e, 0) for e in CALLGRIND_EVENTS]
+
+
+def instructions(module_dir, a):
+    if subprocess.run(["valgrind", "--version"], capture_output=True).returncode != 0:
+        pg_cluster.fail("--instructions needs valgrind (scripts/install-deps.sh installs it)")
+    n = a.instructions
+    rng = random.Random(1)
+    aids = [rng.randint(1, 100000 * a.scale) for _ in range(2 * n)]
+    workloads = [("SELECT 1", lambda k: ["SELECT 1;"] * k),
+                 ("-S, prepared", lambda k: [
+                     "PREPARE s(int) AS SELECT abalance FROM pgbench_accounts WHERE aid = $1;"] +
+                  ["EXECUTE s(%d);" % aid for aid in aids[:k]])]
+    variants = variants_of(module_dir, a)
+    per = {}
+    for name, preload, folder in variants:
+        c = pg_cluster.Cluster(folder)
+        try:
+            c.initdb("compute_query_id = on\n", preload=preload)
+            c.start()
+            c.pgbench(["-i", "-s", str(a.scale), "-q"])
+            c.stop()
+            for w, (wname, lines) in enumerate(workloads):
+                counts = []
+                for k in (n, 2 * n):
+                    script = c.root + "/statements.sql"
+                    with open(script, "w") as f:
+                        f.write("".join(line + "\n" for line in lines(k)))
+                    os.chmod(script, 0o644)
+                    counts.append(callgrind_counts(c, script))
+                per[(w, name)] = [(y - x) / n for x, y in zip(*counts)]
+                print("%s, %s done" % (name, wname), file=sys.stderr, flush=True)
+        finally:
+            c.cleanup()
+    for w, (wname, _) in enumerate(workloads):
+        print("\n%s: per statement (postgres --single under callgrind, %d and %d statements):"
+              % (wname, n, 2 * n))
+        print("  %-22s %10s %10s %10s %10s %10s" % ("", "Ir", "L1d miss", "L1i miss", "LL miss",
+                                                   "Ir - none"))
+        base = per[(w, "none")]
+        for v, _, _ in variants:
+            m = per[(w, v)]
+            print("  %-22s %10.0f %10.1f %10.1f %10.1f %10.0f"
+                  % (v, m[0], m[1] + m[2], m[3], m[4] + m[5] + m[6], m[0] - base[0]))
+        print("  %-22s %10s %10s %10s %10s" % ("module - none", "Ir", "L1d miss", "L1i miss",
+                                              "LL miss"))
+        for v, _, _ in variants[1:]:
+            m = per[(w, v)]
+            print("  %-22s %10.0f %10.1f %10.1f %10.1f"
+                  % (v, m[0] - base[0], m[1] + m[2] - base[1] - base[2], m[3] - base[3],
+                     m[4] + m[5] + m[6] - base[4] - base[5] - base[6]))
+
+
 def memory(module_dir, a):
     print("\nmemory per entry (%d distinct statements, run once each):" % a.entries)
     for slots in (2, 64, 256):
@@ -314,6 +407,9 @@ def main():
                    help="only the new-connection cost, N entries in the table first")
     p.add_argument("--churn", type=int, metavar="N",
                    help="only the eviction churn: N distinct statements, max 1000")
+    p.add_argument("--instructions", type=int, metavar="N",
+                   help="only the instructions and cache misses per statement: N and 2N "
+                   "statements in single-user mode under callgrind")
     p.add_argument("--connect-tx", type=int, default=300,
                    help="--connections: transactions (connections) per client and round")
     a = p.parse_args()
@@ -327,6 +423,9 @@ def main():
         return
     if a.churn is not None:
         churn(a.module_dir, a)
+        return
+    if a.instructions is not None:
+        instructions(a.module_dir, a)
         return
     if not a.memory_only:
         throughput(a.module_dir, a)

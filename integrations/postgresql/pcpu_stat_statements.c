@@ -162,7 +162,8 @@ static pg_noinline int64 lower_min(int64 *w, int64 t)
 
 static int64 nanos(instr_time t)
 {
-	return (int64)llround(INSTR_TIME_GET_DOUBLE(t) * 1e9);
+	/* Most of a statement's I/O and JIT times are 0: no libm call then. */
+	return INSTR_TIME_IS_ZERO(t) ? 0 : (int64)llround(INSTR_TIME_GET_DOUBLE(t) * 1e9);
 }
 
 /* The extremes of one kind (gmin, gmax) with t (ns, >= 1): a compare with

@@ -213,9 +213,6 @@ pss_entry *pss_entry_get(const pss_key *key, const char *text, int text_len, pss
  * set in hand: false (logged once) when one could not be. */
 bool pss_entry_register(pss_entry *e, const char *text, int text_len);
 
-/* Forgets this process's entry of `key` (its handles), if any. */
-void pss_entry_forget(const pss_key *key);
-
 /* Marks this process's entry of `key` stale, if it has one with a set: not
  * used until the key takes a set again (pss_entry_get()). */
 void pss_entry_stale(const pss_key *key);

@@ -304,6 +304,8 @@ static void shmem_startup(void)
 			while ((e = (pss_entry *)hash_seq_search(&it)) != NULL) {
 				set_of_key *m;
 
+				if (e->stale)
+					continue; /* its registration failed (entry_failed()) */
 				if (shared->nsets >= pss_max_sets)
 					continue; /* kept without a set: never reused */
 				m = hash_search(set_hash, &e->key, HASH_ENTER, &found);
