@@ -16,7 +16,11 @@
 #              (the index the process must then report) and :hotplug=N (CPU
 #              offline/online switches during the run), e.g. glibc:mm_cid:expect=cpu;
 #              or footprint | footprint-all (vm_stress --footprint, with the
-#              slot walk / with PCPU_SLOT_WALK=all)
+#              slot walk / with PCPU_SLOT_WALK=all) | footprint-sparse (the
+#              segment file's bytes per series of published histograms, dense
+#              and sparse, at the present CPUs: bench/memory.md, "Sparse
+#              histograms, published"; e.g. scripts/vm/run.sh --smp 16
+#              --possible 256 --tcg single x86_64 footprint-sparse)
 #   --variant plain|split|broken|skew
 #              plain: the ordinary sections (with PCPU_TEST_INJECT's abort count);
 #              split: PCPU_TEST_SPLIT_BLOCKS, a branch after each load and add
@@ -331,6 +335,16 @@ for ((i = 0; i < nstages; i++)); do
   set -- ${S_MODES[i]}
   for m in "$@"; do
     name=${m%%:*}
+    if [ "$m" = footprint-sparse ]; then
+      # The file bytes per series, a kind a line (the guest's lines above).
+      if grep -qE "^VM_FOOTPRINT .*result=ok spec=$m( |$)" "$res_file"; then
+        echo "VM arch=$arch kernel=$krel mode=$m -> PASS"
+        sed -nE 's/^VM_FOOTPRINT_SPARSE .* cpus=([^ ]*) .* kind=([^ ]*) .* writers=([0-9]+) file_per_series (.*)/  \1 \2 (wall: \3 CPUs): \4/p' "$res_file"
+      else
+        echo "VM arch=$arch kernel=$krel mode=$m -> FAIL: no footprint (console: $log)"; rc=1
+      fi
+      continue
+    fi
     if [ "${m#footprint}" != "$m" ]; then
       if grep -qE "^VM_FOOTPRINT .*result=ok spec=$m( |$)" "$res_file"; then
         echo "VM arch=$arch kernel=$krel mode=$m -> PASS ($(grep -E "^VM_FOOTPRINT .* spec=$m( |$)" "$res_file" | grep -oE 'bytes_per_counter.*fetch_ns=[0-9]+'))"

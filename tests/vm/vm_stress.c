@@ -72,6 +72,9 @@
  * the writes and the reads: a fetch_array of all, then 20000 timed fetches)
  * --mode footprint-all: the same with PCPU_SLOT_WALK=all, a fetch reading
  * every possible slot (as before src/core/slot_walk.c), for comparison.
+ * --mode footprint-sparse: instead, the segment file's bytes per series of
+ * published histograms, dense and sparse, at this machine's present CPUs
+ * (see "--mode footprint-sparse" below), as VM_FOOTPRINT_SPARSE lines.
  *
  * --strict-commit (a spec's :strict, e.g. own:strict, footprint:strict,
  * own:tree:strict): the run under strict commit accounting: the machine's
@@ -724,6 +727,207 @@ static void footprint(const char *kernel, unsigned present, unsigned possible, c
 	       ARCH, kernel, mode, present, possible, pcpu_nslots(), FP_N,
 	       (double)(rss1 - rss0) * 1024.0 / FP_N, pte1 - pte0, (vm1 - vm0) / 1024, per,
 	       commit_report(), failures ? "FAILED" : "ok", spec);
+	finish(failures ? 1 : 0);
+}
+
+/* ---- --mode footprint-sparse ------------------------------------------------ */
+
+/*
+ * The segment file's bytes per series of published histograms, dense and
+ * sparse (PCPU_FAMILY_SPARSE), on this machine's present CPUs: what
+ * bench/memory.md's "Sparse histograms, published" measures on 2 present
+ * CPUs, here with as many as the emulated machine has. A segment reserves
+ * the file's pages under a new object in the regions of every present CPU
+ * (a full tmpfs must never raise SIGBUS in a record), so the present count
+ * moves the figures, and PCPU_NSLOTS (more slots, the same 2 present CPUs)
+ * cannot stand in for it. The layouts and publications are
+ * bench/memory_bench.c's: the nginx module's (247 buckets) in a shared
+ * tree, as the module's; Prometheus' native schema 3 (481 buckets) in an
+ * ordinary segment. Per kind, a registry of its own, a warm-up series
+ * (the one-time costs: the registry, the family, the first pages), then
+ * SPF_N series, and the file's growth divided by SPF_N after each stage,
+ * each on top of the one before:
+ *   reg   the series registered, nothing recorded;
+ *   w1    one record into each, from CPU 0 (the thread pinned there: the
+ *         first CPU this process may run on);
+ *   w2    one more from CPU 1 (the second), the same bucket;
+ *   all2  a value in every bucket of each, from CPU 0 and from CPU 1;
+ * and, in another registry of the same kind (so that no bucket written
+ * above counts),
+ *   wall  one record into each from every CPU this process may run on (the
+ *         line's writers=P), in turn, the same bucket.
+ * The writes go to slot c from CPU c (PCPU_INDEX=cpu, set for the
+ * footprint modes). Every series' count is checked. One line per kind,
+ *   VM_FOOTPRINT_SPARSE ... kind=K buckets=B n=N writers=P file_per_series
+ *     reg=.. w1=.. w2=.. all2=.. wall=..
+ * then VM_FOOTPRINT ... result=ok|FAILED spec=SPEC (run.sh's verdict).
+ * SPF_N = 256: the 16-byte pairs of a dense series fill whole pages in
+ * every region whatever its buckets (bench/memory_bench.c's N/40), and 8
+ * buckets' 128 bytes do too.
+ */
+enum { SPF_N = 256 };
+static const struct {
+	const char *name;
+	int tree, native3, sparse;
+} spf_kinds[] = {
+	{"nginx-tree-dense", 1, 0, 0},
+	{"nginx-tree-sparse", 1, 0, 1},
+	{"native3-segment-dense", 0, 1, 0},
+	{"native3-segment-sparse", 0, 1, 1},
+};
+
+/* Copied from bench/memory_bench.c (nginx_layout, native3_layout), itself
+ * from integrations/nginx/ngx_http_pcpu_tree.c: the same series measured. */
+static const struct pcpu_histogram_layout spf_nginx = {
+	.scheme = PCPU_HISTOGRAM_EXPONENTIAL,
+	.schema = 2,
+	.export_per_octave = 1,
+	.max_value = 60000000,
+};
+static const struct pcpu_histogram_layout spf_native3 = {
+	.scheme = PCPU_HISTOGRAM_EXPONENTIAL,
+	.schema = 3,
+};
+
+static double spf_file(const char *path)
+{
+	struct stat st;
+
+	CHECK(stat(path, &st) == 0);
+	return (double)st.st_blocks * 512.0;
+}
+
+/* pin(), and the thread then runs there (a record lands in that CPU's slot). */
+static void spf_pin(int cpu)
+{
+	pin(cpu);
+	if (sched_getcpu() != cpu)
+		fail("footprint-sparse: pinned to CPU %d, runs on %d", cpu, sched_getcpu());
+}
+
+/* One registry of kind k: SPF_N series, one record from each of the
+ * `nw` CPUs cpus[] in turn, then (all) every bucket from the first two.
+ * out[0..3] get the file's growth per series after reg, w1, the nw CPUs'
+ * records (w2 or wall) and all2. Returns the series' buckets. */
+static size_t spf_run(int k, const int *cpus, int nw, int all, double *out)
+{
+	static const char *const label[] = {"id"};
+	char dir[] = "/dev/shm/vm_sparse.XXXXXX", id[16];
+	const char *lv[1] = {id};
+	struct pcpu_segment_options o = {0};
+	struct pcpu_family_desc d = {0};
+	const pcpu_histogram_t *h[SPF_N];
+	pcpu_registry_t *reg;
+	pcpu_segment_t *seg;
+	pcpu_family_t *fam;
+	const char *path;
+	uint64_t want = 0, got, *counts;
+	double base;
+	size_t nb;
+	int64_t v = spf_kinds[k].native3 ? 3000000 /* 3 ms in ns */ : 1500 /* 1.5 ms in us */;
+
+	spf_pin(cpus[0]);
+	CHECK(mkdtemp(dir));
+	reg = pcpu_registry_create();
+	CHECK(reg);
+	o.dir = dir;
+	o.flags = spf_kinds[k].tree ? PCPU_SEGMENT_SHARED_TREE : 0;
+	seg = pcpu_segment_publish(reg, "sparse", &o);
+	if (!seg) {
+		fail("footprint-sparse: pcpu_segment_publish: %s", pcpu_segment_error());
+		finish(1);
+	}
+	path = pcpu_segment_path(seg);
+	d.name = "vm_duration_seconds";
+	d.help = "Duration.";
+	d.unit = "seconds";
+	d.type = PCPU_METRIC_HISTOGRAM;
+	d.nlabels = 1;
+	d.label_names = label;
+	d.histogram = spf_kinds[k].native3 ? &spf_native3 : &spf_nginx;
+	d.scale_exp10 = spf_kinds[k].native3 ? -9 : -6;
+	fam = pcpu_registry_family_ex(reg, &d, spf_kinds[k].sparse ? PCPU_FAMILY_SPARSE : 0, 0, NULL,
+				      NULL);
+	if (!fam) {
+		fail("footprint-sparse: family: %s", pcpu_stats_error());
+		finish(1);
+	}
+	snprintf(id, sizeof id, "warm-up");
+	CHECK(pcpu_family_histogram(fam, lv));
+	base = spf_file(path);
+	for (int i = 0; i < SPF_N; i++) {
+		snprintf(id, sizeof id, "%d", i);
+		h[i] = pcpu_family_histogram(fam, lv);
+		CHECK(h[i]);
+	}
+	nb = pcpu_histogram_nbuckets(h[0]);
+	out[0] = (spf_file(path) - base) / SPF_N;
+	for (int c = 0; c < nw; c++) {
+		spf_pin(cpus[c]);
+		for (int i = 0; i < SPF_N; i++)
+			pcpu_histogram_record(h[i], v);
+		want++;
+		if (c == 0 || c == nw - 1)
+			out[c == 0 ? 1 : 2] = (spf_file(path) - base) / SPF_N;
+	}
+	if (all) {
+		for (int c = 0; c < 2; c++) {
+			spf_pin(cpus[c]);
+			for (int i = 0; i < SPF_N; i++)
+				for (size_t b = 0; b < nb; b++) {
+					int64_t lo, hi;
+
+					CHECK(pcpu_histogram_bucket_range(h[i], b, &lo, &hi) == 0);
+					pcpu_histogram_record(h[i], lo == INT64_MIN ? hi : lo);
+				}
+		}
+		want += 2 * nb;
+		out[3] = (spf_file(path) - base) / SPF_N;
+	}
+	counts = malloc(nb * sizeof(*counts));
+	CHECK(counts);
+	for (int i = 0; i < SPF_N; i++) {
+		CHECK(pcpu_histogram_read(h[i], counts, nb, &got, NULL) == 0);
+		if (got != want) {
+			fail("footprint-sparse: %s series %d holds %" PRIu64 ", want %" PRIu64,
+			     spf_kinds[k].name, i, got, want);
+			break;
+		}
+	}
+	free(counts);
+	pcpu_registry_destroy(reg); /* removes the file: the tmpfs's room back */
+	rmdir(dir);
+	return nb;
+}
+
+static void footprint_sparse(const char *kernel, unsigned present, unsigned possible,
+			     const char *mode, const char *spec)
+{
+	static int cpus[CPU_SETSIZE];
+	cpu_set_t set;
+	int n = 0;
+
+	CHECK(sched_getaffinity(0, sizeof(set), &set) == 0);
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &set))
+			cpus[n++] = c;
+	if (n < 2) {
+		fail("footprint-sparse: %d CPU to run on, 2 needed", n);
+		finish(1);
+	}
+	for (int k = 0; k < (int)(sizeof(spf_kinds) / sizeof(spf_kinds[0])); k++) {
+		double f[4] = {0}, g[4] = {0};
+		size_t nb = spf_run(k, cpus, 2, 1, f); /* reg, w1, w2, all2 */
+
+		(void)spf_run(k, cpus, n, 0, g); /* wall: its third figure */
+		printf("VM_FOOTPRINT_SPARSE arch=%s kernel=%s cpus=%u/%u nslots=%u kind=%s buckets=%zu "
+		       "n=%d writers=%d file_per_series reg=%.0f w1=%.0f w2=%.0f all2=%.0f wall=%.0f\n",
+		       ARCH, kernel, present, possible, pcpu_nslots(), spf_kinds[k].name, nb, SPF_N, n,
+		       f[0], f[1], f[2], f[3], g[2]);
+	}
+	printf("VM_FOOTPRINT arch=%s kernel=%s mode=%s cpus=%u/%u nslots=%u kinds=4 n=%d result=%s spec=%s\n",
+	       ARCH, kernel, mode, present, possible, pcpu_nslots(), SPF_N,
+	       failures ? "FAILED" : "ok", spec);
 	finish(failures ? 1 : 0);
 }
 
@@ -1832,6 +2036,8 @@ int main(int argc, char **argv)
 	}
 	present = read_cpu_list("/sys/devices/system/cpu/present", NULL, 0);
 	possible = read_cpu_list("/sys/devices/system/cpu/possible", NULL, 0);
+	if (!strcmp(mode, "footprint-sparse"))
+		footprint_sparse(un.release, present, possible, mode, spec);
 	if (do_footprint || !strncmp(mode, "footprint", 9))
 		footprint(un.release, present, possible, mode, spec);
 	if (tree) {
