@@ -54,7 +54,10 @@ enum pcpu_histogram_scheme {
 	PCPU_HISTOGRAM_EXPLICIT = 1,   /**< given upper bounds, plus +Inf */
 	PCPU_HISTOGRAM_LOG_LINEAR = 2, /**< relative precision 2^-p */
 	/** Prometheus native / OpenTelemetry exponential buckets: bucket i
-	 * holds (base^(i-1), base^i], base = 2^(2^-schema), in exposed units */
+	 * holds (base^(i-1), base^i], base = 2^(2^-schema), in exposed units.
+	 * The last of them ends at INT64_MAX, so the +Inf bucket after it
+	 * never counts a value (pcpu_histogram_bucket_range() reads it as
+	 * [INT64_MAX, INT64_MAX], the last value of the bucket before it). */
 	PCPU_HISTOGRAM_EXPONENTIAL = 3,
 };
 
@@ -598,7 +601,8 @@ static inline size_t PCPU__INLINE_OP(pcpu_histogram_nbuckets)(const pcpu_histogr
 /**
  * Smallest and largest value bucket `b` holds (inclusive). The first bucket
  * of an explicit histogram starts at INT64_MIN; the +Inf bucket ends at
- * INT64_MAX. Returns 0, or -1 with errno EINVAL (b out of range).
+ * INT64_MAX. An exponential layout's +Inf bucket holds no value (its last
+ * native bucket ends at INT64_MAX): it reads [INT64_MAX, INT64_MAX]. Returns 0, or -1 with errno EINVAL (b out of range).
  * Thread-safe; async-signal-safe. Cost: a few arithmetic operations
  * (log-linear) or two loads of the bounds (explicit, exponential).
  */
