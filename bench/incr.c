@@ -35,9 +35,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* SKETCH_ADD, RESERVED_ADD: in the paired comparison only, not rows of the
- * table */
-enum { K_SKETCH = K_N, K_RESERVED };
+/* SKETCH_ADD, RESERVED_ADD, LIMIT_ADD: in the paired comparison only, not
+ * rows of the table */
+enum { K_SKETCH = K_N, K_RESERVED, K_LIMIT };
 
 static const struct {
 	const char *name;    /* table row */
@@ -127,6 +127,13 @@ static struct {
 } resv_hdr[IDEAL_MAXSLOT] BENCH_ALIGNED;
 static int64_t resv_off = 4096;
 static uint64_t resv_miss BENCH_ALIGNED;
+/* LIMIT_ADD's process-wide bound: the slots below it have memory. On a
+ * line of its own, read by every add, written never here (set to the
+ * slots before each run). Its misses count into resv_miss. */
+static struct {
+	uint32_t below;
+	char pad[60];
+} slot_limit BENCH_ALIGNED;
 
 #if defined(__x86_64__)
 /*
@@ -241,10 +248,54 @@ static uint64_t resv_miss BENCH_ALIGNED;
 			   [arr] "r"(ideal_arr), [hdr] "r"(resv_hdr), [off] "r"(resv_off), \
 			   [v] "er"(v_)                                          \
 			 : "memory", "cc", "rdx", "rcx")
+/*
+ * A third sketch, for the paired comparison only: memory reserved per slot
+ * on first write with no third branch. The index is read inside the
+ * section, after arming (a migration after that read aborts the section;
+ * one before it is seen by the read), so the compare that today's add
+ * spends on "is the index still the one read before arming" is spent on
+ * "is the index below the process's slot limit" instead -- one process-wide
+ * word, the slots below it having their pages in every published zone:
+ *
+ *   arm;  1: movzwl index, %edx;  cmpl limit, %edx;  jae 5f;
+ *   shlq;  addq %[v], (%[arr], %rdx)
+ *
+ * An unregistered area's index (-1, -2) reads 0xffff or 0xfffe, above any
+ * limit: the same jae leaves for the slow path, as today's compare does.
+ * With mm_cid, whose values are dense from 0 and bounded by the threads
+ * that run at once, the limit follows the threads that write; a thread
+ * whose index is not below it takes the slow path (label 5, out of line),
+ * which would reserve its slot's pages and raise the limit. Here it counts
+ * the miss and skips the add, and the limit is set so it never runs.
+ */
+#define LIMIT_ADD(v_)                                                            \
+	__asm__ volatile(BENCH_RSEQ_CS                                           \
+			 "0:\n\t"                                                \
+			 "leaq 3b(%%rip), %%rcx\n\t"                             \
+			 "movq %%rcx, %%fs:(%[cs])\n\t"                          \
+			 "1:\n\t"                                                \
+			 "movzwl %%fs:(%[idx]), %%edx\n\t"                       \
+			 "cmpl %[lim], %%edx\n\t"                                \
+			 "jae 5f\n\t"                                            \
+			 "shlq $6, %%rdx\n\t"                                    \
+			 "addq %[v], (%[arr], %%rdx)\n\t"                        \
+			 "2:\n\t"                                                \
+			 ".pushsection __rseq_failure, \"ax\"\n\t"               \
+			 "5:\n\t"                                                \
+			 "lock incq %[miss]\n\t"                                 \
+			 "jmp 2b\n\t"                                            \
+			 ".popsection\n\t"                                       \
+			 BENCH_RSEQ_ABORT_RETRY("0b")                            \
+			 : [miss] "+m"(resv_miss)                                \
+			 : [idx] "r"(pcpu__g.index_tpoff), [cs] "r"(pcpu__g.cs_tpoff), \
+			   [arr] "r"(ideal_arr), [lim] "m"(slot_limit.below),   \
+			   [v] "er"(v_)                                          \
+			 : "memory", "cc", "rdx", "rcx")
 #define IDEAL_AVAILABLE 1
 #else
 #define SKETCH_ADD(v_) ((void)(v_))
 #define RESERVED_ADD(v_) ((void)(v_))
+#define LIMIT_ADD(v_) ((void)(v_))
 #define IDEAL_ADD(area_, OFF_, v_) ((void)(area_), (void)(v_))
 #define IDEAL_AVAILABLE 0
 #endif
@@ -312,6 +363,9 @@ BENCH_INLINE void incr_op(const int kind, struct incr_shared *sh, int64_t *priv,
 		break;
 	case K_RESERVED:
 		RESERVED_ADD(1);
+		break;
+	case K_LIMIT:
+		LIMIT_ADD(1);
 		break;
 	}
 }
@@ -526,14 +580,15 @@ INCR_BATCH_FNS(K_IDEAL_CPU)
 INCR_BATCH_FNS(K_IDEAL_MMCID)
 INCR_BATCH_FNS(K_SKETCH)
 INCR_BATCH_FNS(K_RESERVED)
+INCR_BATCH_FNS(K_LIMIT)
 #define INCR_BATCH_ROW(k) \
 	{ incr_batch_##k##_0, incr_batch_##k##_1, incr_batch_##k##_2, incr_batch_##k##_3 }
 
 /* [0] pcpu, [1] ideal cpu_id, [2] ideal mm_cid, [3] the sign-test sketch,
- * [4] the reserved-compare sketch */
-static const incr_batch_fn incr_batches[5][INCR_PAIR_PLACES] = {
+ * [4] the reserved-compare sketch, [5] the slot-limit sketch */
+static const incr_batch_fn incr_batches[6][INCR_PAIR_PLACES] = {
 	INCR_BATCH_ROW(K_PCPU), INCR_BATCH_ROW(K_IDEAL_CPU), INCR_BATCH_ROW(K_IDEAL_MMCID),
-	INCR_BATCH_ROW(K_SKETCH), INCR_BATCH_ROW(K_RESERVED),
+	INCR_BATCH_ROW(K_SKETCH), INCR_BATCH_ROW(K_RESERVED), INCR_BATCH_ROW(K_LIMIT),
 };
 
 struct incr_pair_thread {
@@ -589,6 +644,7 @@ static struct incr_pair_result incr_pair_run(int odd, unsigned po, int even, uns
 	memset(ideal_arr, 0, sizeof(ideal_arr));
 	for (i = 0; i < IDEAL_MAXSLOT; i++)
 		resv_hdr[i].upto = RESV_UPTO;
+	slot_limit.below = pcpu_nslots(); /* every slot has memory: no miss */
 	resv_miss = 0;
 	pthread_barrier_init(&sh->start, NULL, nthreads + 1);
 	for (i = 0; i < nthreads; i++) {
@@ -698,19 +754,20 @@ static void incr_pair(int index, struct bench_incr_targets *tg)
 	const unsigned nt = bench_opt.nthreads, nr = bench_opt.pair_rounds;
 	const int ideal = index == PCPU_INDEX_CPU ? 1 : 2; /* row of incr_batches */
 	/* res[pair][thread count][round]; pairs: pcpu / ideal, ideal / ideal
-	 * (the control), sketch / ideal, reserved / pcpu, reserved / ideal;
-	 * sides are rows of incr_batches */
-	enum { NPAIR = 5 };
-	static const int odd_row[NPAIR] = { 0, -1, 3, 4, 4 };  /* -1: the ideal row */
-	static const int even_row[NPAIR] = { -1, -1, -1, 0, -1 };
+	 * (the control), sketch / ideal, reserved / pcpu, reserved / ideal,
+	 * limit / pcpu, limit / ideal; sides are rows of incr_batches */
+	enum { NPAIR = 7 };
+	static const int odd_row[NPAIR] = { 0, -1, 3, 4, 4, 5, 5 }; /* -1: the ideal row */
+	static const int even_row[NPAIR] = { -1, -1, -1, 0, -1, 0, -1 };
 	static const char *const pair_csv[NPAIR] = { "pcpu_vs_ideal", "ideal_vs_ideal",
 						     "sketch_vs_ideal", "reserved_vs_pcpu",
-						     "reserved_vs_ideal" };
+						     "reserved_vs_ideal", "limit_vs_pcpu",
+						     "limit_vs_ideal" };
 	struct incr_pair_result *res = bench_xmalloc(NPAIR * nt * nr * sizeof(*res));
 	double *v = bench_xmalloc(nr * sizeof(double));
 	unsigned r, ti, j, exact = 0;
 	uint64_t *misses = bench_xmalloc(nt * sizeof(*misses)); /* zeroed */
-	struct tbl tb, tr;
+	struct tbl tb, tr, tl;
 	char buf[96], buf2[96];
 	FILE *csv;
 	char csvname[64];
@@ -744,8 +801,11 @@ static void incr_pair(int index, struct bench_incr_targets *tg)
 	       "(incr.c, SKETCH_ADD), against the same ideal add. The reserved-compare sketch is "
 	       "today's pcpu add with one more compare in the section, of the counter's offset "
 	       "with its slot's \"reserved up to\" word (incr.c, RESERVED_ADD), paired against "
-	       "pcpu_counter_add and against the ideal add. Totals exact in %u of %u "
-	       "runs.\n\n",
+	       "pcpu_counter_add and against the ideal add. The slot-limit sketch reads the "
+	       "index inside the section and compares it with one process-wide limit instead "
+	       "of with the index read before arming (incr.c, LIMIT_ADD): no third branch. "
+	       "Totals exact in %u of %u runs (misses: the two sketches' slow paths, "
+	       "none by construction).\n\n",
 	       bench_index_name(index), bench_opt.duration_ms,
 	       (double)(1ull << BENCH_PHASE_SHIFT) / bench_tsc_ghz / 1e3, nr, exact, NPAIR * nt * nr);
 	snprintf(csvname, sizeof(csvname), "incr_%s_paired.csv", bench_index_name(index));
@@ -762,6 +822,10 @@ static void incr_pair(int index, struct bench_incr_targets *tg)
 	tbl_headers(&tr, "threads", "reserved-compare sketch / pcpu add: placement average",
 		    "best / best", "all rounds", "reserved-compare sketch / ideal: placement average",
 		    "misses", NULL);
+	tbl_init(&tl, 5);
+	tbl_headers(&tl, "threads", "slot-limit sketch / pcpu add: placement average",
+		    "best / best", "all rounds", "slot-limit sketch / ideal: placement average",
+		    NULL);
 	tg->pair_rounds = nr;
 	for (ti = 0; ti < nt; ti++) {
 		struct incr_place_fit f[NPAIR];
@@ -802,10 +866,17 @@ static void incr_pair(int index, struct bench_incr_targets *tg)
 		tbl_cell(&tr, "%s", bench_fmt_ratio(buf, sizeof(buf), s[3], 3));
 		tbl_cell(&tr, "%.3f×", f[4].avg);
 		tbl_cell(&tr, "%llu", (unsigned long long)misses[ti]);
+		tbl_cell(&tl, "%u", bench_opt.threads[ti]);
+		tbl_cell(&tl, "**%.3f×**", f[5].avg);
+		tbl_cell(&tl, "%.3f×", f[5].best);
+		tbl_cell(&tl, "%s", bench_fmt_ratio(buf, sizeof(buf), s[5], 3));
+		tbl_cell(&tl, "%.3f×", f[6].avg);
 	}
 	tbl_print(&tb);
 	printf("\n");
 	tbl_print(&tr);
+	printf("\n");
+	tbl_print(&tl);
 	if (csv)
 		fclose(csv);
 	free(res);
