@@ -470,7 +470,6 @@ HTAB *pss_local_entries(void)
 	return local_entries;
 }
 
-
 static void mark_stale(pss_entry *e);
 
 /* A key that took no set, or whose series could not be registered: its
