@@ -150,7 +150,10 @@ struct pcpu_segment_info {
  * /dev/shm/pcpu-<uid> (and /dev/shm/pcpu-<uid>.<random>, made when someone
  * else took the first name) of the expected owner -- of every user with
  * PCPU_READER_ANY_OWNER. Only per-user directories owned by their user and
- * writable by no one else are read.
+ * writable by no one else are read. A directory named by the caller must be
+ * owned by the caller, root or the expected owner (anyone, with
+ * PCPU_READER_ANY_OWNER: a group member reads the folder a server made) and,
+ * if others may write to it, have the sticky bit.
  * On success *out is an array of *count entries (free() it; NULL when 0).
  * Returns 0, or -1 with errno: EPERM (unsafe directory), ENOENT, EACCES,
  * ENOMEM. Thread-safe; not async-signal-safe.

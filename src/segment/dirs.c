@@ -177,8 +177,9 @@ int pcpu__seg_dirs_open(const char *dir, int any, uid_t owner, struct pcpu__seg_
 	out->base = -1;
 	dir = pcpu__seg_dir(dir);
 	if (dir) {
-		/* One directory, named by the caller: checked as such. */
-		out->base = pcpu__seg_open_dir(dir);
+		/* One directory, named by the caller: checked as such, the
+		 * expected owner's accepted too. */
+		out->base = pcpu__seg_open_dir_of(dir, any, owner);
 		if (out->base < 0)
 			return -1;
 		out->d = calloc(1, sizeof *out->d);

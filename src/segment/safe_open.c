@@ -7,7 +7,9 @@
  * anyone could rename or replace our file; a directory owned by another
  * user could be changed under us at any time. So, as OpenSSH does for its
  * key files, we accept a directory only if it is owned by us or root and,
- * when group or others may write to it, has the sticky bit. The check is
+ * when group or others may write to it, has the sticky bit. A reader
+ * accepts the directory of the user whose segments it reads too (what it
+ * reads there is that user's anyway, and checked as such). The check is
  * made on the opened directory (fstat of its descriptor) and every file is
  * then opened relative to that descriptor, so the directory cannot be
  * swapped between the check and the use.
@@ -27,6 +29,11 @@
 
 int pcpu__seg_open_dir(const char *dir)
 {
+	return pcpu__seg_open_dir_of(dir, 0, geteuid());
+}
+
+int pcpu__seg_open_dir_of(const char *dir, int any, uid_t owner)
+{
 	struct stat st;
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
@@ -37,7 +44,11 @@ int pcpu__seg_open_dir(const char *dir)
 		close(fd);
 		return pcpu__seg_fail(e, "segment directory \"%.200s\": %s", dir, strerror(e));
 	}
-	if (st.st_uid != geteuid() && st.st_uid != 0) {
+	/* A reader trusts the directory of the user whose segments it reads
+	 * (the segments are that user's to write anyway), or any user's with
+	 * `any`: a group member reading a server's segments from the folder
+	 * the server made. */
+	if (st.st_uid != geteuid() && st.st_uid != 0 && !any && st.st_uid != owner) {
 		close(fd);
 		return pcpu__seg_fail(EPERM,
 				      "segment directory \"%.200s\" is owned by another user (uid %u)",

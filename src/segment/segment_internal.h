@@ -71,7 +71,7 @@ struct pcpu__seg_dirs {
 	char desc[320];            /* where, for messages */
 };
 
-/* The caller's `dir` (or $PCPU_SEGMENT_DIR), checked by pcpu__seg_open_dir;
+/* The caller's `dir` (or $PCPU_SEGMENT_DIR), checked by pcpu__seg_open_dir_of;
  * else every safe per-user directory of `owner` (of any user if `any`).
  * 0, or -1 with errno and a message. */
 PCPU_HIDDEN int pcpu__seg_dirs_open(const char *dir, int any, uid_t owner,
@@ -89,6 +89,10 @@ PCPU_HIDDEN void pcpu__seg_dirs_close(struct pcpu__seg_dirs *d);
  * the caller or root, and sticky if writable by group or others. Returns
  * the descriptor, or -1 with errno and a message. */
 PCPU_HIDDEN int pcpu__seg_open_dir(const char *dir);
+
+/* The same for a reader of `owner`'s segments (of anyone's if `any`): a
+ * directory `owner` owns is accepted too (any owner's if `any`). */
+PCPU_HIDDEN int pcpu__seg_open_dir_of(const char *dir, int any, uid_t owner);
 
 /* Opens `file` (relative to dirfd, or AT_FDCWD) for reading only if it is
  * a regular file, checked before it is opened for reading: O_PATH, fstat,

@@ -313,6 +313,33 @@ static void check_publish_errors(void)
 			CHECK(chmod(sub, 0755) == 0 && chown(sub, 65534, 65534) == 0);
 			CHECK(pcpu_segment_publish(reg, "x", &o) == NULL && errno == EPERM);
 			CHECK(strstr(pcpu_segment_error(), "owned by another user"));
+			/* A reader names that user's directory: refused unless it
+			 * reads that user's segments (a member of a server's
+			 * group reading the folder the server made), or anyone's. */
+			{
+				struct pcpu_reader_options ro = { 0 };
+				struct pcpu_segment_info *list = NULL;
+				size_t n = 1;
+
+				ro.dir = sub;
+				CHECK(pcpu_segment_list(&ro, &list, &n) == -1 && errno == EPERM);
+				CHECK(strstr(pcpu_reader_error(), "owned by another user"));
+				ro.flags = PCPU_READER_OWNER;
+				ro.owner = 65534;
+				CHECK(pcpu_segment_list(&ro, &list, &n) == 0 && n == 0);
+				free(list);
+				ro.flags = PCPU_READER_ANY_OWNER;
+				CHECK(pcpu_segment_list(&ro, &list, &n) == 0 && n == 0);
+				free(list);
+				ro.owner = 0;
+				ro.flags = PCPU_READER_OWNER; /* another owner: no */
+				CHECK(pcpu_segment_list(&ro, &list, &n) == -1 && errno == EPERM);
+				/* Writable by others, not sticky: refused whoever owns it. */
+				CHECK(chmod(sub, 0777) == 0);
+				ro.flags = PCPU_READER_ANY_OWNER;
+				CHECK(pcpu_segment_list(&ro, &list, &n) == -1 && errno == EPERM);
+				CHECK(strstr(pcpu_reader_error(), "not sticky"));
+			}
 		}
 	}
 

@@ -5,10 +5,12 @@ package test and its benchmark: initdb in a temporary folder as the
 `postgres` user, a server on a private port and unix socket directory (no
 TCP), psql and pgbench against it, stopped and removed at the end; and the
 tests' small helpers (psql from a file, waiting for a query's answer, a
-backend's pid). Split from pg_test.py, whose scenarios use it."""
+backend's pid, a read from outside by another user). Split from
+pg_test.py, whose scenarios use it."""
 import os
 import pwd
 import random
+import re
 import shutil
 import socket
 import subprocess
@@ -212,3 +214,46 @@ def backend_pid(c, timeout=20):
             return int(pids.splitlines()[0])
         time.sleep(0.05)
     fail("no pgbench backend to kill")
+
+
+# A user of no account: neither postgres nor root.
+READER_UID = 54321
+# A series of calls as pcpustat prints it.
+CALLS_LINE = re.compile(r"^\s*pcpu_stat_statements_calls_total\{", re.M)
+
+
+def other_reader(c):
+    """The statistics read from outside by another user, a member of
+    `.group` only (the server's own group here: the reader's uid is not
+    postgres', its gid not 0): pcpustat -u postgres reads the tree's folder
+    and the export, and lists the statements the view lists; the same
+    user without the group is refused (the folder is 0750, the files
+    0640). Needs root, to take the other user's identity; the scenario
+    runs as root or as postgres (require()), and as postgres it says it
+    did not check this."""
+    if os.geteuid() != 0:
+        print("not root: the read by a member of .group (another user) not checked")
+        return
+    tool = os.environ.get("PCPUSTAT", "pcpustat")
+    tree = os.path.dirname(re.search(r'statistics in "([^"]+)"', c.server_log()).group(1))
+    want = int(c.psql("SELECT count(*) FROM pcpu_stat_statements"))
+    for what, folder in (("the tree", ["-d", tree]), ("the export", [])):
+        argv = [tool, "-u", USER] + folder + ["postgresql.%d" % c.port,
+                                              "pcpu_stat_statements_calls*"]
+        r = subprocess.run(argv, user=READER_UID, group=READER_UID, extra_groups=[c.gid],
+                           capture_output=True, text=True, cwd="/")
+        got = len(CALLS_LINE.findall(r.stdout))
+        # The export holds what the evictor copied last (export_interval):
+        # read, perhaps still empty.
+        if r.returncode != 0 or "postgresql.%d " % c.port not in r.stdout or \
+                (folder and got < want):
+            fail("%s read by uid %d in group %d: rc %d, %d series of calls (the view lists "
+                 "%d):\n%s%s" % (what, READER_UID, c.gid, r.returncode, got, want,
+                                  r.stdout[-1500:], r.stderr[-1500:]))
+        r = subprocess.run(argv, user=READER_UID, group=READER_UID, extra_groups=[],
+                           capture_output=True, text=True, cwd="/")
+        if r.returncode == 0 or CALLS_LINE.search(r.stdout):
+            fail("%s read by uid %d outside group %d: not refused\n%s"
+                 % (what, READER_UID, c.gid, r.stdout[-1500:]))
+    print("read from outside by uid %d in the server's group: the tree (%d statements) and "
+          "the export; refused without the group" % (READER_UID, want))

@@ -73,7 +73,8 @@ import subprocess
 import sys
 import time
 
-from pg_cluster import USER, Cluster, backend_pid, fail, psql_file, require, wait_for
+from pg_cluster import (USER, Cluster, backend_pid, fail, other_reader, psql_file, require,
+                        wait_for)
 
 
 COLS = ("calls", "plans", "rows", "shared_blks_hit", "shared_blks_read", "shared_blks_dirtied",
@@ -193,6 +194,7 @@ def scenario_exact(c, script):
     if st.st_mode & 0o777 != 0o640 or st.st_gid != c.gid:
         fail("%s: mode %o, group %d (0640 and %d expected)" % (path, st.st_mode & 0o777,
                                                             st.st_gid, c.gid))
+    other_reader(c)
     # The extremes and the texts.
     # (calls > 0: with track_planning, this very statement is listed,
     # planned and not yet run, as pg_stat_statements lists it.)
