@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
+	"strconv"
 
 	"go.opentelemetry.io/collector/scraper/scraperhelper"
 
@@ -19,6 +21,7 @@ import (
 //	    collection_interval: 10s        # default 1m (scraperhelper)
 //	    per_slot: true                  # default false
 //	    max_bytes: 1073741824           # default 4 GiB per segment
+//	    owner: postgres                 # default: the collector's user (root: any)
 type Config struct {
 	scraperhelper.ControllerConfig `mapstructure:",squash"`
 
@@ -36,6 +39,30 @@ type Config struct {
 	// MaxBytes bounds what one segment's snapshot may read and allocate
 	// (segment.Reader.MaxBytes); 0 is the reader's default, 4 GiB.
 	MaxBytes uint64 `mapstructure:"max_bytes"`
+	// Owner is the user whose segment files are read, a name or a uid
+	// (pcpustat -u): a collector in a server's group (the segments 0640
+	// with that group) reads the server's. Empty: the collector's own
+	// user's files only, any user's when it runs as root. Each file must
+	// still belong to the user its writer runs as.
+	Owner string `mapstructure:"owner"`
+}
+
+// ownerUID is Owner as a uid, -1 when empty.
+func (c *Config) ownerUID() (int, error) {
+	if c.Owner == "" {
+		return -1, nil
+	}
+	if n, err := strconv.Atoi(c.Owner); err == nil {
+		if n < 0 {
+			return 0, fmt.Errorf("owner: %d is not a uid", n)
+		}
+		return n, nil
+	}
+	u, err := user.Lookup(c.Owner)
+	if err != nil {
+		return 0, fmt.Errorf("owner: %w", err)
+	}
+	return strconv.Atoi(u.Uid)
 }
 
 // Validate checks the configuration (called by the collector on load).
@@ -50,6 +77,9 @@ func (c *Config) Validate() error {
 		if !validName(s) {
 			return fmt.Errorf("segments: %q is not a segment name ([A-Za-z0-9_.-], 1 to 64 bytes)", s)
 		}
+	}
+	if _, err := c.ownerUID(); err != nil {
+		return err
 	}
 	return nil
 }

@@ -26,13 +26,16 @@ const UpMetric = "pcpu_segment_up"
 
 // collector reads the configured segments at each collection.
 type collector struct {
-	cfg   *Config
-	names map[string]bool
-	now   func() time.Time
+	cfg      *Config
+	names    map[string]bool
+	now      func() time.Time
+	owner    int   // Config.Owner's uid, -1 if not set
+	ownerErr error // Config.Owner not a user (Validate says so first)
 }
 
 func newCollector(cfg *Config) *collector {
 	c := &collector{cfg: cfg, now: time.Now}
+	c.owner, c.ownerErr = cfg.ownerUID()
 	if len(cfg.Segments) > 0 {
 		c.names = map[string]bool{}
 		for _, n := range cfg.Segments {
@@ -53,6 +56,9 @@ func newCollector(cfg *Config) *collector {
 // misspelt name or an application that is not running is said, not
 // silently collected as nothing.
 func (c *collector) scrape(ctx context.Context) (pmetric.Metrics, error) {
+	if c.ownerErr != nil {
+		return pmetric.NewMetrics(), c.ownerErr
+	}
 	md := pmetric.NewMetrics()
 	files, err := segment.List(c.cfg.Directory)
 	if err != nil {
@@ -101,11 +107,14 @@ func (c *collector) scrape(ctx context.Context) (pmetric.Metrics, error) {
 
 // read snapshots one segment. As pcpustat's default, a collector that
 // does not run as root reads only its own user's segment files; root reads
-// any user's (each file must still belong to the uid its header names).
+// any user's (each file must still belong to the uid its header names);
+// with owner set, that user's (pcpustat -u).
 func (c *collector) read(path string) (*segment.Snapshot, error) {
-	owner := os.Geteuid()
-	if owner == 0 {
-		owner = -1
+	owner := c.owner
+	if owner < 0 {
+		if owner = os.Geteuid(); owner == 0 {
+			owner = -1
+		}
 	}
 	r, err := segment.OpenOwned(path, owner)
 	if err != nil {

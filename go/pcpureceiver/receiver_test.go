@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -74,6 +75,55 @@ func TestConfig(t *testing.T) {
 	cfg.CollectionInterval = 0
 	if cfg.Validate() == nil {
 		t.Error("interval 0 accepted")
+	}
+}
+
+// TestOwner: owner names the user whose segment files are read (a member
+// of a server's group reads the server's): with our own uid the segments
+// are read, with another uid every one is refused (up 0, reason
+// "permission") -- root included, which otherwise reads any user's; a
+// name that is no user, or a negative uid, is refused by Validate.
+func TestOwner(t *testing.T) {
+	dir, _ := cfix.StartAll(t)
+	up := func(owner string) (read, refused int) {
+		c := newCollector(&Config{Directory: dir, Segments: []string{"kinds"}, Owner: owner})
+		md, err := c.scrape(context.Background())
+		if err != nil {
+			t.Fatalf("owner %q: %v", owner, err)
+		}
+		for i := 0; i < md.ResourceMetrics().Len(); i++ {
+			ms := md.ResourceMetrics().At(i).ScopeMetrics().At(0).Metrics()
+			for k := 0; k < ms.Len(); k++ {
+				if ms.At(k).Name() != UpMetric {
+					continue
+				}
+				dp := ms.At(k).Gauge().DataPoints().At(0)
+				reason, _ := dp.Attributes().Get("reason")
+				if dp.IntValue() == 1 {
+					read++
+				} else if reason.AsString() == "permission" {
+					refused++
+				} else {
+					t.Errorf("owner %q: up 0, reason %q", owner, reason.AsString())
+				}
+			}
+		}
+		return read, refused
+	}
+	me := strconv.Itoa(os.Geteuid())
+	if read, refused := up(me); read != 1 || refused != 0 {
+		t.Errorf("owner %s (ours): %d read, %d refused; want 1, 0", me, read, refused)
+	}
+	other := strconv.Itoa(os.Geteuid() + 1)
+	if read, refused := up(other); read != 0 || refused != 1 {
+		t.Errorf("owner %s (not ours): %d read, %d refused; want 0, 1", other, read, refused)
+	}
+	for _, bad := range []string{"no-such-user.pcpu", "-3"} {
+		cfg := NewFactory().CreateDefaultConfig().(*Config)
+		cfg.Owner = bad
+		if cfg.Validate() == nil {
+			t.Errorf("owner %q accepted", bad)
+		}
 	}
 }
 
