@@ -809,6 +809,15 @@ static void spf_pin(int cpu)
  * `nw` CPUs cpus[] in turn, then (all) every bucket from the first two.
  * out[0..3] get the file's growth per series after reg, w1, the nw CPUs'
  * records (w2 or wall) and all2. Returns the series' buckets. */
+/* One record, out of line: inlined into spf_run(), whose loops keep many
+ * values live, the ARMv7 pair section's operands (a base and two 64-bit
+ * values beside its five fixed registers) found no registers left ("asm
+ * operand has impossible constraints", gcc 12, armhf). */
+static __attribute__((noinline)) void spf_record(pcpu_histogram_t *h, int64_t v)
+{
+	pcpu_histogram_record(h, v);
+}
+
 static size_t spf_run(int k, const int *cpus, int nw, int all, double *out)
 {
 	static const char *const label[] = {"id"};
@@ -865,7 +874,7 @@ static size_t spf_run(int k, const int *cpus, int nw, int all, double *out)
 	for (int c = 0; c < nw; c++) {
 		spf_pin(cpus[c]);
 		for (int i = 0; i < SPF_N; i++)
-			pcpu_histogram_record(h[i], v);
+			spf_record(h[i], v);
 		want++;
 		if (c == 0 || c == nw - 1)
 			out[c == 0 ? 1 : 2] = (spf_file(path) - base) / SPF_N;
@@ -878,7 +887,7 @@ static size_t spf_run(int k, const int *cpus, int nw, int all, double *out)
 					int64_t lo, hi;
 
 					CHECK(pcpu_histogram_bucket_range(h[i], b, &lo, &hi) == 0);
-					pcpu_histogram_record(h[i], lo == INT64_MIN ? hi : lo);
+					spf_record(h[i], lo == INT64_MIN ? hi : lo);
 				}
 		}
 		want += 2 * nb;
