@@ -805,10 +805,6 @@ static void spf_pin(int cpu)
 		fail("footprint-sparse: pinned to CPU %d, runs on %d", cpu, sched_getcpu());
 }
 
-/* One registry of kind k: SPF_N series, one record from each of the
- * `nw` CPUs cpus[] in turn, then (all) every bucket from the first two.
- * out[0..3] get the file's growth per series after reg, w1, the nw CPUs'
- * records (w2 or wall) and all2. Returns the series' buckets. */
 /* One record, out of line: inlined into spf_run(), whose loops keep many
  * values live, the ARMv7 pair section's operands (a base and two 64-bit
  * values beside its five fixed registers) found no registers left ("asm
@@ -818,6 +814,10 @@ static __attribute__((noinline)) void spf_record(pcpu_histogram_t *h, int64_t v)
 	pcpu_histogram_record(h, v);
 }
 
+/* One registry of kind k: SPF_N series, one record from each of the
+ * `nw` CPUs cpus[] in turn, then (all) every bucket from the first two.
+ * out[0..3] get the file's growth per series after reg, w1, the nw CPUs'
+ * records (w2 or wall) and all2. Returns the series' buckets. */
 static size_t spf_run(int k, const int *cpus, int nw, int all, double *out)
 {
 	static const char *const label[] = {"id"};
