@@ -809,7 +809,7 @@ static void spf_pin(int cpu)
  * values live, the ARMv7 pair section's operands (a base and two 64-bit
  * values beside its five fixed registers) found no registers left ("asm
  * operand has impossible constraints", gcc 12, armhf). */
-static __attribute__((noinline)) void spf_record(pcpu_histogram_t *h, int64_t v)
+static __attribute__((noinline)) void spf_record(const pcpu_histogram_t *h, int64_t v)
 {
 	pcpu_histogram_record(h, v);
 }
