@@ -223,6 +223,15 @@ static struct {
  * so it never runs: incr_pair_run counts a run exact only if resv_miss
  * stayed 0 and the adds made up the total.
  */
+/* The sketches' slow path (label 5), out of line as a real one would be:
+ * it counts the miss (resv_miss, operand [miss]) and goes on past the
+ * commit (label 2) without adding. */
+#define INCR_MISS_PATH                                                           \
+	".pushsection __rseq_failure, \"ax\"\n\t"                               \
+	"5:\n\t"                                                                \
+	"lock incq %[miss]\n\t"                                                 \
+	"jmp 2b\n\t"                                                            \
+	".popsection\n\t"
 #define RESERVED_ADD(v_)                                                         \
 	__asm__ volatile(BENCH_RSEQ_CS                                           \
 			 "0:\n\t"                                                \
@@ -237,11 +246,7 @@ static struct {
 			 "jbe 5f\n\t"                                            \
 			 "addq %[v], (%[arr], %%rdx)\n\t"                        \
 			 "2:\n\t"                                                \
-			 ".pushsection __rseq_failure, \"ax\"\n\t"               \
-			 "5:\n\t"                                                \
-			 "lock incq %[miss]\n\t"                                 \
-			 "jmp 2b\n\t"                                            \
-			 ".popsection\n\t"                                       \
+			 INCR_MISS_PATH                                          \
 			 BENCH_RSEQ_ABORT_RETRY("0b")                            \
 			 : [miss] "+m"(resv_miss)                                \
 			 : [idx] "r"(pcpu__g.index_tpoff), [cs] "r"(pcpu__g.cs_tpoff), \
@@ -280,11 +285,7 @@ static struct {
 			 "shlq $6, %%rdx\n\t"                                    \
 			 "addq %[v], (%[arr], %%rdx)\n\t"                        \
 			 "2:\n\t"                                                \
-			 ".pushsection __rseq_failure, \"ax\"\n\t"               \
-			 "5:\n\t"                                                \
-			 "lock incq %[miss]\n\t"                                 \
-			 "jmp 2b\n\t"                                            \
-			 ".popsection\n\t"                                       \
+			 INCR_MISS_PATH                                          \
 			 BENCH_RSEQ_ABORT_RETRY("0b")                            \
 			 : [miss] "+m"(resv_miss)                                \
 			 : [idx] "r"(pcpu__g.index_tpoff), [cs] "r"(pcpu__g.cs_tpoff), \
