@@ -29,13 +29,19 @@ type collector struct {
 	cfg      *Config
 	names    map[string]bool
 	now      func() time.Time
-	owner    int   // Config.Owner's uid, -1 if not set
+	owner    int   // whose files: Config.Owner's uid, else ours (-1: any, as root)
 	ownerErr error // Config.Owner not a user (Validate says so first)
 }
 
 func newCollector(cfg *Config) *collector {
 	c := &collector{cfg: cfg, now: time.Now}
 	c.owner, c.ownerErr = cfg.ownerUID()
+	if c.owner < 0 {
+		// As pcpustat's default: our own user's files, any user's as root.
+		if c.owner = os.Geteuid(); c.owner == 0 {
+			c.owner = -1
+		}
+	}
 	if len(cfg.Segments) > 0 {
 		c.names = map[string]bool{}
 		for _, n := range cfg.Segments {
@@ -110,13 +116,7 @@ func (c *collector) scrape(ctx context.Context) (pmetric.Metrics, error) {
 // any user's (each file must still belong to the uid its header names);
 // with owner set, that user's (pcpustat -u).
 func (c *collector) read(path string) (*segment.Snapshot, error) {
-	owner := c.owner
-	if owner < 0 {
-		if owner = os.Geteuid(); owner == 0 {
-			owner = -1
-		}
-	}
-	r, err := segment.OpenOwned(path, owner)
+	r, err := segment.OpenOwned(path, c.owner)
 	if err != nil {
 		return nil, err
 	}
